@@ -1,0 +1,50 @@
+"""convoeval: evaluate multi-turn conversations with LLMs and agents.
+
+Example:
+    import convoeval
+    suite = convoeval.load_suite("examples/travel-planning.eval.yaml")
+    report = convoeval.run(suite.path, target="openai:gpt-4o-mini")
+    for result in report.results:
+        print(result.test_id, result.score, result.verdict)
+"""
+
+from . import graders as graders
+from . import targets as targets
+from .api import ConfigError, RunReport, arun, load_suites, local_model_available, run
+from .graders import Assertion, Grade, GradeContext, GraderError, assertion_type
+from .results import EvaluationResult, Message, ScoreEntry, TrialResult, Usage
+from .spec import Problem, SpecError, Suite, load_suite, suite_json_schema, validate_paths
+from .targets import ChatReply, ChatRequest, Target, TargetConfig, TargetError, provider
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Assertion",
+    "ChatReply",
+    "ChatRequest",
+    "ConfigError",
+    "EvaluationResult",
+    "Grade",
+    "GradeContext",
+    "GraderError",
+    "Message",
+    "Problem",
+    "RunReport",
+    "ScoreEntry",
+    "SpecError",
+    "Suite",
+    "Target",
+    "TargetConfig",
+    "TargetError",
+    "TrialResult",
+    "Usage",
+    "arun",
+    "assertion_type",
+    "load_suite",
+    "load_suites",
+    "local_model_available",
+    "provider",
+    "run",
+    "suite_json_schema",
+    "validate_paths",
+]

@@ -1,0 +1,28 @@
+"""Graders: each assertion type is a pydantic model that validates its YAML and grades a reply.
+
+Importing this package registers the built-in assertion types.
+"""
+
+from ._base import (
+    Assertion,
+    Grade,
+    GradeContext,
+    GraderError,
+    assertion_type,
+    assertion_type_names,
+    format_messages,
+    lookup_assertion_type,
+    registered_assertion_classes,
+)
+
+__all__ = [
+    "Assertion",
+    "Grade",
+    "GradeContext",
+    "GraderError",
+    "assertion_type",
+    "assertion_type_names",
+    "format_messages",
+    "lookup_assertion_type",
+    "registered_assertion_classes",
+]

@@ -1,0 +1,194 @@
+"""The grader protocol: an assertion is its YAML config and its grading behaviour in one class.
+
+Built-in assertion types and user-defined ones take the same path: subclass `Assertion`,
+give it a `type: Literal["my-type"]` field, implement `grade`, and decorate it with
+`@assertion_type`. The eval-file loader then accepts `type: my-type` with the class's fields.
+"""
+
+from __future__ import annotations
+
+import time
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..results import AssertionOutcome, GraderScore, Message, Usage
+from ..targets import ChatReply, Target
+
+Level = Literal["turn", "conversation"]
+
+
+class GraderError(Exception):
+    """The grader could not decide (crash, timeout, unparseable judge output).
+
+    It becomes verdict `error` and is left out of the score; it never becomes a score.
+    """
+
+
+@dataclass
+class Grade:
+    """What `Assertion.grade` returns: a score in [0, 1] and the checks behind it."""
+
+    score: float
+    assertions: list[AssertionOutcome] = field(default_factory=list)
+    details: dict[str, Any] | None = None
+    judge_usage: Usage = field(default_factory=Usage)
+    judge_cost_usd: float = 0.0
+    passed: bool | None = None  # overrides `score >= min_score` when the grader knows better
+
+
+@dataclass
+class GradeContext:
+    """Everything a grader may look at.
+
+    Attributes:
+        level: `turn` for a per-turn assertion, `conversation` for one graded after the last turn.
+        output: the reply being graded; at conversation level all target replies joined.
+        history: what the grader sees as `{{ input }}`: at turn level the history up to and
+            including this user message, limited by `window_size`; at conversation level the
+            whole transcript.
+        transcript: the whole transcript so far, including this reply.
+        reply: the target's reply object (latency, usage, cost, tool calls); None at
+            conversation level.
+        judge: the model used by LLM graders, or None when no judge is configured.
+    """
+
+    level: Level
+    output: str
+    history: list[Message]
+    transcript: list[Message]
+    expected_output: str | None = None
+    criteria: str | None = None
+    reply: ChatReply | None = None
+    turn: int | None = None
+    variables: dict[str, Any] = field(default_factory=dict)
+    judge: Target | None = None
+    judge_repeats: int = 1
+    base_dir: Path = field(default_factory=Path.cwd)
+    threshold: float = 0.8
+    trial: int = 0
+    test_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def template_vars(self) -> dict[str, Any]:
+        """The variables available to grader prompt templates."""
+        return {
+            **self.variables,
+            "input": format_messages(self.history),
+            "output": self.output,
+            "criteria": self.criteria or "",
+            "expected_output": self.expected_output or "",
+        }
+
+
+def format_messages(messages: list[Message]) -> str:
+    """A transcript as plain text, one `role: content` block per message."""
+    return "\n\n".join(f"{m.role}: {m.content}" for m in messages)
+
+
+class Assertion(BaseModel):
+    """Base class of every assertion type (common fields and the scoring rules).
+
+    Subclasses set `type: Literal["name"]` and implement `grade`. Class variables:
+        levels: where the assertion may appear (`turn`, `conversation` or both).
+        uses_judge: whether `grade` calls `ctx.judge`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    name: str | None = Field(None, description="Label shown in results.")
+    weight: float = Field(1.0, ge=0, description="Weight in the turn or conversation score.")
+    required: bool = Field(False, description="When this assertion fails, the score is 0.")
+    min_score: float | None = Field(
+        None, ge=0, le=1, description="Score needed to pass (default: the test threshold)."
+    )
+    negate: bool = Field(False, description="Invert the result: score becomes 1 - score.")
+
+    levels: ClassVar[tuple[Level, ...]] = ("turn", "conversation")
+    uses_judge: ClassVar[bool] = False
+
+    @property
+    def label(self) -> str:
+        return self.name or self.type
+
+    async def grade(self, ctx: GradeContext) -> Grade:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _error(self, message: str) -> GraderScore:
+        return GraderScore(
+            name=self.label, type=self.type, score=None, verdict="error",
+            weight=self.weight, required=self.required, error=message,
+        )
+
+    def template_problems(self, known: frozenset[str]) -> list[tuple[str, str]]:
+        """`(field, message)` for each template of this assertion that cannot render with the
+        variables `known`; checked when the eval file is loaded."""
+        return []
+
+    async def evaluate(self, ctx: GradeContext) -> GraderScore:
+        """Run `grade` and apply the common rules: errors, negate, min_score."""
+        started = time.perf_counter()
+        try:
+            if self.uses_judge and ctx.judge is None:
+                raise GraderError("this assertion needs a judge model; pass --judge")
+            grade = await self.grade(ctx)
+        except GraderError as exc:
+            return self._error(str(exc))
+        except Exception as exc:  # a grader bug (often a user's) must not end the run
+            return self._error(f"grader crashed: {type(exc).__name__}: {exc}")
+        score = min(1.0, max(0.0, grade.score))
+        passed = grade.passed if grade.passed is not None else None
+        if self.negate:
+            score = 1.0 - score
+            passed = None if passed is None else not passed
+        threshold = self.min_score if self.min_score is not None else ctx.threshold
+        if passed is None:
+            passed = score >= threshold
+        details = dict(grade.details or {})
+        details["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+        if grade.judge_usage.total_tokens:
+            details["judge_usage"] = grade.judge_usage.model_dump()
+        if grade.judge_cost_usd:
+            details["judge_cost_usd"] = grade.judge_cost_usd
+        outcomes = grade.assertions
+        if self.negate:
+            outcomes = [
+                AssertionOutcome(text=f"NOT {a.text}", passed=not a.passed, evidence=a.evidence)
+                for a in outcomes
+            ]
+        return GraderScore(
+            name=self.label, type=self.type, score=round(score, 6),
+            verdict="pass" if passed else "fail", weight=self.weight, required=self.required,
+            assertions=outcomes, details=details,
+        )
+
+
+_ASSERTION_TYPES: dict[str, type[Assertion]] = {}
+
+
+def assertion_type(cls: type[Assertion]) -> type[Assertion]:
+    """Register an Assertion subclass under the name in its `type: Literal[...]` field."""
+    annotation = cls.model_fields["type"].annotation
+    names = typing.get_args(annotation)
+    if not names:
+        raise TypeError(f"{cls.__name__}.type must be a Literal of the YAML type name")
+    for name in names:
+        _ASSERTION_TYPES[str(name)] = cls
+    return cls
+
+
+def lookup_assertion_type(name: str) -> type[Assertion] | None:
+    """The class registered for a YAML type name; `llm_grader` and `llm-grader` are the same."""
+    return _ASSERTION_TYPES.get(name) or _ASSERTION_TYPES.get(name.replace("_", "-"))
+
+
+def assertion_type_names() -> list[str]:
+    return sorted(_ASSERTION_TYPES)
+
+
+def registered_assertion_classes() -> list[type[Assertion]]:
+    return list(dict.fromkeys(_ASSERTION_TYPES.values()))

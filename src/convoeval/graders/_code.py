@@ -1,0 +1,249 @@
+"""`code-grader`: grade with any program that reads the grading context as JSON on stdin.
+
+The program gets one JSON object on stdin:
+
+    {"output", "input": [{role, content}], "expected_output", "criteria", "turn", "level",
+     "variables", "transcript": [{role, content, source, turn, tool_calls}], "test_id",
+     "trial", "latency_ms", "latencies_ms", "token_usage", "cost_usd", "tool_calls"}
+
+and prints one JSON object on stdout (if it prints other lines first, the last line that is
+a JSON object counts):
+
+    {"score": 0.75, "assertions": [{"text": "...", "passed": true, "evidence": "..."}],
+     "details": {...}}
+
+`{"pass": true}` alone means score 1 (false: 0); with both, `pass` decides the verdict.
+A `reason` string is kept in the details. A non-zero exit, a timeout, a missing program or
+output without a score is a grader error, never a score.
+
+Example:
+    - type: code-grader
+      command: python graders/check_itinerary.py
+      timeout_s: 10
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import shlex
+import signal
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+
+from ..results import AssertionOutcome, Usage
+from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
+
+_STDERR_CHARS = 300
+
+
+@assertion_type
+class CodeGrader(Assertion):
+    """Runs a command that reads the grading context as JSON on stdin and prints
+    `{"score": 0..1, "assertions": [...], "details": {...}}` (or `{"pass": true}`) on stdout."""
+
+    type: Literal["code-grader", "code_grader"]
+    command: list[str] | str = Field(
+        description="The program and its arguments: a list, or a string split like a shell "
+        "command line (no shell features such as pipes or $VARS)."
+    )
+    cwd: str | None = Field(
+        None, description="Working directory, relative to the eval file's folder (default: that folder)."
+    )
+    timeout_s: float = Field(30.0, gt=0, description="Seconds before the command is killed.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment variables for the command."
+    )
+
+    @field_validator("command")
+    @classmethod
+    def _check_command(cls, command: list[str] | str) -> list[str] | str:
+        argv = _split(command)
+        if not argv or not argv[0].strip():
+            raise ValueError("the command must not be empty")
+        return command
+
+    @property
+    def argv(self) -> list[str]:
+        return _split(self.command)
+
+    async def grade(self, ctx: GradeContext) -> Grade:
+        argv = self.argv
+        shown = _shorten(shlex.join(argv), 120)
+        cwd = self._cwd(ctx)
+        payload = json.dumps(_payload(ctx), ensure_ascii=False, default=str).encode()
+        stdout, stderr, code = await _run(argv, shown, cwd, {**os.environ, **self.env}, payload, self.timeout_s)
+        err_text = stderr.decode(errors="replace").strip()
+        err_note = f"; stderr: {_shorten(err_text, _STDERR_CHARS)}" if err_text else ""
+        if code != 0:
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+            raise GraderError(f"code-grader `{shown}` {how}{err_note}")
+        result = _parse_stdout(stdout.decode(errors="replace"), shown, err_note)
+        grade = _to_grade(result, shown)
+        if err_text:
+            grade.details = {**(grade.details or {}), "stderr": _shorten(err_text, _STDERR_CHARS)}
+        return grade
+
+    def _cwd(self, ctx: GradeContext) -> Path:
+        base = Path(ctx.base_dir)
+        cwd = base if self.cwd is None else base / Path(self.cwd).expanduser()
+        if not cwd.is_dir():
+            raise GraderError(f"code-grader working directory {str(cwd)!r} does not exist")
+        return cwd
+
+
+def _split(command: list[str] | str) -> list[str]:
+    if isinstance(command, str):
+        try:
+            return shlex.split(command)
+        except ValueError as exc:  # unbalanced quotes
+            raise ValueError(f"cannot split the command {command!r}: {exc}") from None
+    return list(command)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _payload(ctx: GradeContext) -> dict[str, Any]:
+    reply = ctx.reply
+    usage: Any = reply.usage if reply is not None else ctx.extra.get("usage")
+    if isinstance(usage, Usage):
+        usage = {**usage.model_dump(), "total_tokens": usage.total_tokens}
+    return {
+        "output": ctx.output,
+        "input": [m.to_chat() for m in ctx.history],
+        "expected_output": ctx.expected_output,
+        "criteria": ctx.criteria,
+        "turn": ctx.turn,
+        "level": ctx.level,
+        "variables": ctx.variables,
+        "transcript": [m.model_dump(mode="json") for m in ctx.transcript],
+        "test_id": ctx.test_id,
+        "trial": ctx.trial,
+        "latency_ms": reply.latency_ms if reply is not None else None,
+        "latencies_ms": ctx.extra.get("latencies_ms") if reply is None else None,
+        "token_usage": usage,
+        "cost_usd": reply.cost_usd if reply is not None else ctx.extra.get("cost_usd"),
+        "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls] if reply is not None else [],
+    }
+
+
+async def _run(
+    argv: list[str], shown: str, cwd: Path, env: dict[str, str], payload: bytes, timeout_s: float
+) -> tuple[bytes, bytes, int]:
+    """Run the command with `payload` on stdin; kill it (and its children) on timeout."""
+    posix = os.name == "posix"
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=str(cwd),
+            env=env,
+            start_new_session=posix,  # its own process group, so a timeout kills grandchildren too
+        )
+    except FileNotFoundError:
+        raise GraderError(
+            f"code-grader command not found: {argv[0]!r} (not on PATH, nor relative to {str(cwd)!r})"
+        ) from None
+    except PermissionError:
+        raise GraderError(
+            f"code-grader command {argv[0]!r} is not executable (chmod +x it, or run it through "
+            "its interpreter, e.g. `python script.py`)"
+        ) from None
+    except OSError as exc:
+        raise GraderError(f"code-grader `{shown}` could not start: {exc}") from None
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(payload), timeout_s)
+    except TimeoutError:
+        await _kill(proc, posix)
+        raise GraderError(f"code-grader `{shown}` timed out after {timeout_s:g}s and was killed") from None
+    finally:
+        if proc.returncode is None:  # cancelled from outside
+            await _kill(proc, posix)
+    assert proc.returncode is not None
+    return stdout, stderr, proc.returncode
+
+
+async def _kill(proc: asyncio.subprocess.Process, posix: bool) -> None:
+    try:
+        if posix:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            proc.kill()
+    except ProcessLookupError:
+        pass
+    try:
+        await asyncio.wait_for(proc.wait(), 5)
+    except TimeoutError:  # pragma: no cover - a process that survives SIGKILL
+        pass
+
+
+def _parse_stdout(stdout: str, shown: str, err_note: str) -> dict[str, Any]:
+    text = stdout.strip()
+    expected = 'a JSON object like {"score": 0.8} or {"pass": true}'
+    if not text:
+        raise GraderError(f"code-grader `{shown}` printed nothing on stdout; expected {expected}{err_note}")
+    try:
+        result = json.loads(text)
+    except json.JSONDecodeError:
+        result = None
+        for line in reversed(text.splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    result = json.loads(line)
+                    break
+                except json.JSONDecodeError:
+                    continue
+    if not isinstance(result, dict):
+        raise GraderError(
+            f"code-grader `{shown}` did not print {expected}; stdout ended with "
+            f"{_shorten(text[-200:], 200)!r}{err_note}"
+        )
+    return result
+
+
+def _to_grade(result: dict[str, Any], shown: str) -> Grade:
+    score = result.get("score")
+    verdict = result.get("pass", result.get("passed"))
+    if verdict is not None and not isinstance(verdict, bool):
+        raise GraderError(f"code-grader `{shown}` printed pass={verdict!r}; it must be true or false")
+    if score is None:
+        if verdict is None:
+            raise GraderError(
+                f"code-grader `{shown}` printed JSON without `score` or `pass`: "
+                f"{_shorten(json.dumps(result), 200)}"
+            )
+        score = 1.0 if verdict else 0.0
+    if isinstance(score, bool):
+        score = float(score)
+    if not isinstance(score, (int, float)) or not math.isfinite(score) or not 0 <= score <= 1:
+        raise GraderError(f"code-grader `{shown}` printed score {score!r}; it must be a number from 0 to 1")
+    raw = result.get("assertions") or []
+    if not isinstance(raw, list):
+        raise GraderError(f"code-grader `{shown}`: `assertions` must be a list of {{text, passed, evidence?}}")
+    outcomes = []
+    for k, item in enumerate(raw):
+        if isinstance(item, dict) and "evidence" in item and not isinstance(item["evidence"], str):
+            evidence = item["evidence"]
+            item = {**item, "evidence": "" if evidence is None else json.dumps(evidence, default=str)}
+        try:
+            outcomes.append(AssertionOutcome.model_validate(item))
+        except ValidationError:
+            raise GraderError(
+                f"code-grader `{shown}`: assertions[{k}] must be {{text, passed, evidence?}}, "
+                f"got {_shorten(json.dumps(item, default=str), 120)}"
+            ) from None
+    details = result.get("details")
+    if details is not None and not isinstance(details, dict):
+        details = {"details": details}
+    if isinstance(result.get("reason"), str):
+        details = {**(details or {}), "reason": result["reason"]}
+    return Grade(score=float(score), assertions=outcomes, details=details, passed=verdict)

@@ -1,0 +1,87 @@
+"""The terminal summary: one row per test and target, then the per-turn table of each test."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from ..results import EvaluationResult, ScoreEntry
+
+_STYLE = {"pass": "green", "fail": "red", "skip": "yellow", "error": "magenta"}
+
+
+def _fmt_score(score: float | None) -> str:
+    return "-" if score is None else f"{score:.2f}"
+
+
+def _verdict(verdict: str) -> str:
+    return f"[{_STYLE.get(verdict, 'white')}]{verdict.upper()}[/]"
+
+
+def print_summary(results: list[EvaluationResult], console: Console | None = None, *, turns: bool = True) -> None:
+    """Print the per-turn tables (unless `turns=False`) and the overall table."""
+    console = console or Console()
+    if turns:
+        for result in results:
+            if result.scores:
+                console.print(turn_table(result))
+    table = Table(title="convoeval results", title_justify="left", header_style="bold")
+    for column in ("test", "target", "score", "verdict", "turns", "tokens", "judge tokens", "time"):
+        table.add_column(column, justify="right" if column in {"score", "tokens", "judge tokens", "time"} else "left")
+    for r in results:
+        turn_marks = " ".join(
+            f"[{_STYLE.get(e.verdict, 'white')}]{_fmt_score(e.score)}[/]" for e in r.scores if e.type == "turn"
+        )
+        status = _verdict(r.verdict)
+        if r.grader_errors:
+            status += f" [magenta]({r.grader_errors} grader error{'s' if r.grader_errors > 1 else ''})[/]"
+        table.add_row(
+            r.test_id, r.target, _fmt_score(r.score), status, turn_marks or "-",
+            str(r.token_usage.total_tokens), str(r.judge_token_usage.total_tokens),
+            f"{r.duration_ms / 1000:.1f}s",
+        )
+    console.print(table)
+    for r in results:
+        if r.error:
+            console.print(f"[magenta]{r.test_id} @ {r.target}:[/] {r.error}")
+        for note in r.notes:
+            console.print(f"[dim]{r.test_id} @ {r.target}: {note}[/]")
+    counts = {v: sum(r.verdict == v for r in results) for v in ("pass", "fail", "skip", "error")}
+    console.print(
+        f"{len(results)} result(s): "
+        + ", ".join(f"{_verdict(v)} {n}" for v, n in counts.items() if n)
+    )
+
+
+def turn_table(result: EvaluationResult) -> Table:
+    """Each turn (and the conversation) of one result: score, verdict and the checks behind it."""
+    title = f"{result.test_id} @ {result.target}  score {_fmt_score(result.score)} {_verdict(result.verdict)}"
+    if len(result.trials) > 1:
+        title += f"  (trial 0 of {len(result.trials)})"
+    table = Table(title=title, title_justify="left", show_lines=False, header_style="bold")
+    table.add_column("turn")
+    table.add_column("score", justify="right")
+    table.add_column("verdict")
+    table.add_column("checks")
+    for entry in result.scores:
+        table.add_row(entry.name, _fmt_score(entry.score), _verdict(entry.verdict), _checks(entry))
+    return table
+
+
+def _checks(entry: ScoreEntry) -> str:
+    lines = []
+    for grader in entry.graders:
+        if grader.verdict == "error":
+            lines.append(f"[magenta]! {grader.name}: {grader.error}[/]")
+            continue
+        for outcome in grader.assertions:
+            mark = "[green]✓[/]" if outcome.passed else "[red]✗[/]"
+            lines.append(f"{mark} {_short(outcome.text)}")
+        if not grader.assertions:
+            lines.append(f"{'[green]✓[/]' if grader.verdict == 'pass' else '[red]✗[/]'} {grader.name}")
+    return "\n".join(lines) or "[dim](no assertions)[/]"
+
+
+def _short(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split()).replace("[", r"\[")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

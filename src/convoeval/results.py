@@ -1,0 +1,154 @@
+"""The result model: the single source of the result JSON, the run store and the reports.
+
+Every EvaluationResult is one test run against one target (all its trials).
+"""
+
+from __future__ import annotations
+
+from math import comb
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Verdict = Literal["pass", "fail", "skip", "error"]
+ExecutionStatus = Literal["ok", "quality_failure", "execution_error", "skipped", "budget_exhausted"]
+Role = Literal["system", "user", "assistant", "tool"]
+Source = Literal["input", "user", "simulator", "hint", "target", "tool"]
+
+
+class Usage(BaseModel):
+    """Token counts of one or more model calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class ToolCall(BaseModel):
+    """A tool call made by the target while producing a reply."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    output: Any = None
+    id: str | None = None
+
+
+class Message(BaseModel):
+    """One message of a transcript; `source` says where it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Role
+    content: str
+    source: Source = "input"
+    turn: int | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+
+    def to_chat(self) -> dict[str, str]:
+        """The OpenAI-style `{role, content}` dict sent to a model."""
+        return {"role": self.role, "content": self.content}
+
+
+class AssertionOutcome(BaseModel):
+    """One check inside a grader: a rubric criterion, a substring, a schema..."""
+
+    text: str
+    passed: bool
+    evidence: str = ""
+
+
+class GraderScore(BaseModel):
+    """What one assertion produced for one turn (or for the whole conversation)."""
+
+    name: str
+    type: str
+    score: float | None
+    verdict: Verdict
+    weight: float = 1.0
+    required: bool = False
+    assertions: list[AssertionOutcome] = Field(default_factory=list)
+    details: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class ScoreEntry(BaseModel):
+    """The score of one turn (`turn-N`) or of the whole conversation (`conversation`)."""
+
+    name: str
+    type: Literal["turn", "conversation"]
+    score: float | None
+    verdict: Verdict
+    assertions: list[AssertionOutcome] = Field(default_factory=list)
+    graders: list[GraderScore] = Field(default_factory=list)
+    latency_ms: float | None = None
+
+
+class TrialResult(BaseModel):
+    """One independent run of a test."""
+
+    trial: int
+    score: float | None
+    verdict: Verdict
+    execution_status: ExecutionStatus
+    scores: list[ScoreEntry] = Field(default_factory=list)
+    output: list[Message] = Field(default_factory=list)
+    token_usage: Usage = Field(default_factory=Usage)
+    judge_token_usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    judge_cost_usd: float = 0.0
+    duration_ms: float = 0.0
+    error: str | None = None
+    grader_errors: int = 0
+    notes: list[str] = Field(default_factory=list)
+
+
+class EvaluationResult(BaseModel):
+    """One test against one target: the line written to results.jsonl."""
+
+    test_id: str
+    target: str
+    suite: str | None = None
+    mode: Literal["single", "conversation"] = "single"
+    score: float | None
+    verdict: Verdict
+    execution_status: ExecutionStatus
+    threshold: float
+    scores: list[ScoreEntry] = Field(default_factory=list)
+    output: list[Message] = Field(default_factory=list)
+    trials: list[TrialResult] = Field(default_factory=list)
+    pass_at_k: dict[str, float] = Field(default_factory=dict)
+    pass_hat_k: dict[str, float] = Field(default_factory=dict)
+    token_usage: Usage = Field(default_factory=Usage)
+    judge_token_usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    judge_cost_usd: float = 0.0
+    duration_ms: float = 0.0
+    error: str | None = None
+    grader_errors: int = 0
+    notes: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Probability that at least one of k trials drawn from n (c passing) passes."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """tau-bench's pass^k: probability that all of k trials drawn from n (c passing) pass."""
+    return comb(c, k) / comb(n, k)

@@ -1,0 +1,43 @@
+"""The eval-file language: models, loading with file:line errors, templates, JSON Schema."""
+
+from ._errors import Problem, SpecError
+from ._loader import load_suite, validate_paths
+from ._models import (
+    DEFAULT_THRESHOLD,
+    Execution,
+    InputMessage,
+    JudgeSettings,
+    Policy,
+    Suite,
+    Test,
+    TrialsConfig,
+    Turn,
+    messages_text,
+    to_messages,
+)
+from ._schema import suite_json_schema
+from ._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "Execution",
+    "GRADER_VARIABLES",
+    "InputMessage",
+    "JudgeSettings",
+    "Policy",
+    "Problem",
+    "SpecError",
+    "Suite",
+    "Test",
+    "TemplateProblem",
+    "TrialsConfig",
+    "Turn",
+    "check_template",
+    "load_suite",
+    "messages_text",
+    "render",
+    "substitute",
+    "suite_json_schema",
+    "to_messages",
+    "validate_paths",
+]

@@ -1,0 +1,365 @@
+"""Load and validate eval files; every problem becomes `file:line: field: message`."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..graders import Assertion, assertion_type_names, lookup_assertion_type
+from ._errors import Problem, SpecError, field_path
+from ._models import Suite
+from ._templates import GRADER_VARIABLES
+from ._yaml import DataPath, LineMap, load_jsonl, load_yaml
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load one eval file.
+
+    Raises:
+        SpecError: with every problem of the file, each `file:line: field: message`.
+
+    Example:
+        suite = load_suite("examples/travel-planning.eval.yaml")
+        print([t.id for t in suite.tests])
+    """
+    suite, problems = _load(Path(path))
+    if problems or suite is None:
+        raise SpecError(problems)
+    return suite
+
+
+def validate_paths(paths: list[str | Path]) -> list[Problem]:
+    """All problems of all the given eval files (an empty list when they are valid)."""
+    problems: list[Problem] = []
+    for path in paths:
+        problems.extend(_load(Path(path))[1])
+    return problems
+
+
+def _load(path: Path) -> tuple[Suite | None, list[Problem]]:
+    problems: list[Problem] = []
+    lines = LineMap()
+    if not path.is_file():
+        return None, [Problem(str(path), 1, "(file)", "no such file")]
+    data = load_yaml(path, lines, problems)
+    if data is None:
+        return None, problems
+    if not isinstance(data, dict):
+        problems.append(lines.problem((), "(file)", "an eval file is a mapping with a `tests` list"))
+        return None, problems
+    _load_external_tests(data, path, lines, problems)
+    checker = _Checker(data, lines, problems)
+    checker.check()
+    suite = checker.validate_models()
+    problems.sort(key=lambda p: (p.file, p.line, p.field))
+    if suite is not None and not problems:
+        suite._path = path.resolve()
+        return suite, []
+    return None, _dedupe(problems)
+
+
+def _load_external_tests(data: dict, path: Path, lines: LineMap, problems: list[Problem]) -> None:
+    """`tests: cases.yaml` or `tests: cases.jsonl` -> the list of tests in that file."""
+    ref = data.get("tests")
+    if not isinstance(ref, str):
+        return
+    target = (path.parent / ref).resolve()
+    if not target.is_file():
+        problems.append(lines.problem(("tests",), "tests", f"tests file not found: {ref}"))
+        data["tests"] = []
+        return
+    if target.suffix == ".jsonl":
+        loaded = load_jsonl(target, lines, problems, ("tests",))
+    else:
+        loaded = load_yaml(target, lines, problems, ("tests",))
+    if loaded is None:
+        data["tests"] = []
+    elif not isinstance(loaded, list):
+        problems.append(lines.problem(("tests",), "tests", f"{ref} must hold a list of tests"))
+        data["tests"] = []
+    else:
+        data["tests"] = loaded
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    return list(dict.fromkeys(problems))
+
+
+class _Checker:
+    """Checks the raw data: assertions, cross-field rules, then the pydantic models."""
+
+    def __init__(self, data: dict, lines: LineMap, problems: list[Problem]):
+        self.data = data
+        self.lines = lines
+        self.problems = problems
+
+    def add(self, path: DataPath, message: str) -> None:
+        self.problems.append(self.lines.problem(path, field_path(path), message))
+
+    # -- rules that span fields ---------------------------------------------------------
+    def check(self) -> None:
+        tests = self.data.get("tests")
+        if "tests" not in self.data:
+            self.add(("tests",), "required field is missing: an eval file needs a `tests` list")
+            return
+        if not isinstance(tests, list):
+            return  # the model check reports the type
+        if not tests:
+            self.add(("tests",), "must contain at least one test")
+        suite_input = self.data.get("input") is not None
+        self.data["assertions"] = self.parse_assertions(self.data.get("assertions"), ("assertions",), None)
+        ids: dict[str, int] = {}
+        for i, test in enumerate(tests):
+            if isinstance(test, dict):
+                self.check_test(test, ("tests", i), suite_input)
+                test_id = test.get("id")
+                if isinstance(test_id, str) and test_id:
+                    if test_id in ids:
+                        first_line = self.lines.locate(("tests", ids[test_id], "id"))[1]
+                        self.add(("tests", i, "id"), f"duplicate test id {test_id!r} (first at line {first_line})")
+                    else:
+                        ids[test_id] = i
+        self.check_dependencies(tests, ids)
+        self.check_suite_assertion_levels(tests)
+
+    def check_test(self, test: dict, path: DataPath, suite_input: bool) -> None:
+        conversation = test.get("mode") == "conversation"
+        turns = test.get("turns")
+        if conversation and (not isinstance(turns, list) or not turns):
+            where = (*path, "turns") if "turns" in test else (*path, "mode")
+            self.add(where, "mode: conversation needs a non-empty `turns` list")
+        if turns is not None and not conversation:
+            self.add((*path, "turns"), "`turns` needs `mode: conversation`")
+        if conversation and test.get("expected_output") is not None:
+            self.add((*path, "expected_output"),
+                     "not allowed at test level in conversation mode; give each turn its own expected_output")
+        for key in ("aggregation", "on_turn_failure", "window_size"):
+            if key in test and not conversation:
+                self.add((*path, key), f"`{key}` needs `mode: conversation`")
+        if not conversation and test.get("input") is None and not suite_input:
+            self.add((*path, "input"), "required field is missing: a single-turn test needs `input`")
+        level = "conversation" if conversation else "turn"
+        test["assertions"] = self.parse_assertions(test.get("assertions"), (*path, "assertions"), level)
+        if isinstance(turns, list):
+            for j, turn in enumerate(turns):
+                if not isinstance(turn, dict):
+                    continue
+                turn_path = (*path, "turns", j)
+                if _is_blank(turn.get("input")) and "input" in turn:
+                    self.add((*turn_path, "input"), "a turn's input must not be blank")
+                turn["assertions"] = self.parse_assertions(turn.get("assertions"), (*turn_path, "assertions"), "turn")
+
+    def check_dependencies(self, tests: list, ids: dict[str, int]) -> None:
+        graph: dict[str, list[str]] = {}
+        for i, test in enumerate(tests):
+            if not isinstance(test, dict):
+                continue
+            deps = test.get("depends_on")
+            deps = [deps] if isinstance(deps, str) else deps
+            if not isinstance(deps, list):
+                continue
+            own = test.get("id")
+            for k, dep in enumerate(deps):
+                where = ("tests", i, "depends_on") if isinstance(test.get("depends_on"), str) else ("tests", i, "depends_on", k)
+                if not isinstance(dep, str):
+                    continue
+                if dep == own:
+                    self.add(where, "a test cannot depend on itself")
+                elif dep not in ids:
+                    self.add(where, f"unknown test id {dep!r}{_suggest(dep, ids)}")
+            if isinstance(own, str):
+                graph[own] = [d for d in deps if isinstance(d, str) and d in ids and d != own]
+        cycle = _find_cycle(graph)
+        if cycle:
+            self.add(("tests", ids[cycle[0]], "depends_on"), "dependency cycle: " + " -> ".join(cycle))
+
+    def check_suite_assertion_levels(self, tests: list) -> None:
+        modes = {t.get("mode") == "conversation" for t in tests if isinstance(t, dict)}
+        for k, assertion in enumerate(self.data.get("assertions") or []):
+            for conversation in modes:
+                level = "conversation" if conversation else "turn"
+                if level not in assertion.levels:
+                    self.add(("assertions", k), f"{assertion.type!r} cannot grade a {'conversation' if conversation else 'single-turn'} test, and suite assertions apply to every test")
+
+    # -- assertions ---------------------------------------------------------------------
+    def parse_assertions(self, items: Any, path: DataPath, level: str | None) -> Any:
+        """Assertion dicts and strings -> Assertion objects (invalid ones are dropped)."""
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            self.add(path, "must be a list of assertions")
+            return []
+        parsed: list[Assertion] = []
+        criteria = [item for item in items if isinstance(item, str)]
+        for k, item in enumerate(items):
+            if isinstance(item, str):
+                if item is criteria[0]:  # all plain criteria of a list: one rubric judge call
+                    rubric = self.parse_one({"type": "rubrics", "criteria": criteria}, (*path, k), level)
+                    if rubric is not None:
+                        parsed.append(rubric)
+                if not item.strip():
+                    self.add((*path, k), "a rubric criterion must not be blank")
+                continue
+            assertion = self.parse_one(item, (*path, k), level)
+            if assertion is not None:
+                parsed.append(assertion)
+        return parsed
+
+    def parse_one(self, item: Any, path: DataPath, level: str | None) -> Assertion | None:
+        if not isinstance(item, dict):
+            self.add(path, "an assertion is a string (a rubric criterion) or a mapping with a `type`")
+            return None
+        type_name = item.get("type")
+        if not isinstance(type_name, str):
+            self.add(path, "an assertion mapping needs a `type`")
+            return None
+        cls = lookup_assertion_type(type_name)
+        if cls is None:
+            self.add((*path, "type"), f"unknown assertion type {type_name!r}{_suggest(type_name, assertion_type_names())}")
+            return None
+        item = dict(item)
+        if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
+            item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
+        try:
+            assertion = cls.model_validate(item)
+        except ValidationError as exc:
+            self.add_validation_errors(exc, item, path)
+            return None
+        if level is not None and level not in assertion.levels:
+            allowed = " or ".join(assertion.levels)
+            self.add((*path, "type"), f"{type_name!r} grades at {allowed} level, not at {level} level")
+        for field_name, message in assertion.template_problems(GRADER_VARIABLES):
+            self.add((*path, field_name), message)
+        return assertion
+
+    # -- pydantic models ----------------------------------------------------------------
+    def validate_models(self) -> Suite | None:
+        try:
+            return Suite.model_validate(self.data)
+        except ValidationError as exc:
+            self.add_validation_errors(exc, self.data, ())
+            return None
+
+    def add_validation_errors(self, exc: ValidationError, data: Any, prefix: DataPath) -> None:
+        found: list[tuple[DataPath, str, str, DataPath | None]] = []
+        for error in exc.errors(include_url=False):
+            path, union_at = _data_path(error["loc"], data)
+            found.append(((*prefix, *path), error["type"], _message(error), union_at))
+        # Union members all report; keep the errors of the member the data looks like.
+        deep = {u for p, _, _, u in found if u is not None and len(p) > len(u) + len(prefix)}
+        merged: dict[DataPath, list[str]] = {}
+        for path, kind, message, union_at in found:
+            if union_at is not None and kind in _TYPE_MISMATCH:
+                if union_at in deep:
+                    continue
+                merged.setdefault(path, []).append(message)
+                continue
+            self.add(path, message)
+        for path, messages in merged.items():
+            self.add(path, "; or ".join(dict.fromkeys(messages)))
+
+
+_TYPE_MISMATCH = {
+    "string_type", "list_type", "dict_type", "int_type", "int_parsing", "float_type",
+    "float_parsing", "bool_type", "bool_parsing", "model_type", "model_attributes_type",
+    "literal_error", "int_from_float",
+}
+
+
+def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[DataPath, DataPath | None]:
+    """Pydantic's error location -> the path in the data, dropping union member tags.
+
+    Also returns the data path at which a union member tag was dropped (or None).
+    """
+    path: list[Any] = []
+    union_at: DataPath | None = None
+    current = data
+    for k, part in enumerate(loc):
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+            path.append(part)
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]
+            path.append(part)
+        elif k == len(loc) - 1 and isinstance(part, (str, int)) and not _looks_like_tag(part):
+            path.append(part)  # a missing or unknown field
+            current = None
+        else:
+            if union_at is None:
+                union_at = tuple(path)
+    return tuple(path), union_at
+
+
+def _looks_like_tag(part: Any) -> bool:
+    return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool", "dict", "list"})
+
+
+def _message(error: dict[str, Any]) -> str:
+    kind = error["type"]
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        key = error["loc"][-1]
+        return f"unknown field {key!r}{_suggest(str(key), _known_fields())}"
+    return str(error["msg"])
+
+
+def _known_fields() -> set[str]:
+    from . import _models
+    from ..graders import registered_assertion_classes
+
+    names: set[str] = set()
+    models: list[type[BaseModel]] = [
+        m for m in vars(_models).values() if isinstance(m, type) and issubclass(m, BaseModel)
+    ]
+    for model in [*models, *registered_assertion_classes()]:
+        names.update(model.model_fields)
+    return names
+
+
+def _suggest(word: str, options: Any) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _is_blank(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, list):
+        return not value or all(
+            isinstance(m, dict) and isinstance(m.get("content"), str) and not m["content"].strip()
+            for m in value
+        )
+    return False
+
+
+def _find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
+    """One dependency cycle as `[a, b, ..., a]`, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in graph.get(node, []):
+            if state.get(dep) == 1:
+                return [*stack[stack.index(dep):], dep]
+            if dep not in state:
+                found = visit(dep)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in graph:
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None

@@ -1,0 +1,183 @@
+"""Pydantic models of the eval file (the AgentV v4 dialect)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializeAsAny, field_validator
+
+from ..graders import Assertion
+from ..results import Message
+
+DEFAULT_THRESHOLD = 0.8
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ContentPart(Strict):
+    """A content block of a message (only text is sent to models)."""
+
+    type: Literal["text"] = "text"
+    value: str | None = None
+    text: str | None = None
+
+
+class InputMessage(Strict):
+    """A message of a test's `input`, `expected_output` or a turn's `input`."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[ContentPart]
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join((p.value or p.text or "") for p in self.content)
+
+
+Messages = str | list[InputMessage]
+
+
+def messages_text(value: Messages | None) -> str | None:
+    """The text of an `expected_output`: a string, or the contents of its messages joined."""
+    if value is None or isinstance(value, str):
+        return value
+    return "\n".join(m.text for m in value)
+
+
+def to_messages(value: Messages | None, default_role: str = "user") -> list[Message]:
+    """Input as transcript messages (source `input`)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [Message(role=default_role, content=value, source="input")]  # type: ignore[arg-type]
+    return [Message(role=m.role, content=m.text, source="input") for m in value]
+
+
+class TrialsConfig(Strict):
+    """`execution.trials`: how many independent runs of each test."""
+
+    count: int = Field(1, ge=1)
+    strategy: Literal["mean", "pass_at_k"] = "mean"
+    cost_limit_usd: float | None = Field(None, ge=0)
+
+
+class JudgeSettings(Strict):
+    """`execution.judge` given as a mapping."""
+
+    target: str | None = None
+    repeats: int = Field(1, ge=1)
+    temperature: float | None = 0.0
+
+
+class Execution(Strict):
+    """`execution` of a suite or a test."""
+
+    target: str | None = None
+    targets: list[str] | None = None
+    judge: str | JudgeSettings | None = None
+    threshold: float | None = Field(None, ge=0, le=1)
+    trials: int | TrialsConfig | None = None
+    workers: int | None = Field(None, ge=1)
+    timeout_s: float | None = Field(None, gt=0)
+
+    @field_validator("trials", mode="after")
+    @classmethod
+    def _trials_as_config(cls, value: int | TrialsConfig | None) -> TrialsConfig | None:
+        if isinstance(value, int):
+            if value < 1:
+                raise ValueError("trials must be at least 1")
+            return TrialsConfig(count=value)
+        return value
+
+
+class Policy(Strict):
+    """A task-oriented domain policy (TD-Eval): slots the agent handles and rules it follows."""
+
+    domain: str | None = None
+    slots: list[str] | dict[str, Any] = Field(default_factory=list)
+    rules: list[str] = Field(default_factory=list)
+    text: str | None = None
+
+
+AssertionList = list[SerializeAsAny[Assertion]]
+
+
+class Turn(Strict):
+    """One user message of a conversation test and how to grade the reply."""
+
+    input: Messages
+    expected_output: Messages | None = None
+    assertions: AssertionList = Field(default_factory=list)
+    context: Any = Field(None, description="Backend / database result for this turn (TD-Eval).")
+    db_result: Any = Field(None, description="Alias of context.")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def backend_result(self) -> Any:
+        return self.context if self.context is not None else self.db_result
+
+
+class Test(Strict):
+    """One entry of `tests`."""
+
+    __test__: ClassVar[bool] = False  # not a pytest test class
+
+    id: str = Field(min_length=1)
+    criteria: str | None = None
+    input: Messages | None = None
+    expected_output: Messages | None = None
+    assertions: AssertionList = Field(default_factory=list)
+    mode: Literal["conversation"] | None = None
+    turns: list[Turn] | None = None
+    aggregation: Literal["mean", "min", "max"] | None = None
+    on_turn_failure: Literal["continue", "stop"] | None = None
+    window_size: int | None = Field(None, gt=0)
+    depends_on: list[str] = Field(default_factory=list)
+    on_dependency_failure: Literal["skip", "fail", "run"] = "skip"
+    execution: Execution | None = None
+    policy: Policy | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("depends_on", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @property
+    def is_conversation(self) -> bool:
+        return self.mode == "conversation"
+
+
+class Suite(Strict):
+    """One eval file."""
+
+    name: str | None = None
+    description: str | None = None
+    input: Messages | None = None
+    tests: list[Test]
+    execution: Execution | None = None
+    assertions: AssertionList = Field(default_factory=list)
+    policy: Policy | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _path: Path | None = PrivateAttr(None)
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def base_dir(self) -> Path:
+        return self._path.parent if self._path else Path.cwd()
+
+    @property
+    def display_name(self) -> str:
+        if self.name:
+            return self.name
+        if self._path:
+            return self._path.name.removesuffix(".yaml").removesuffix(".yml").removesuffix(".eval")
+        return "suite"

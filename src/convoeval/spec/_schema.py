@@ -1,0 +1,29 @@
+"""JSON Schema of the eval file, for editors (`convoeval schema`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Union
+
+from pydantic import Field, TypeAdapter
+
+from ..graders import registered_assertion_classes
+from ._models import Suite
+
+
+def suite_json_schema() -> dict[str, Any]:
+    """The JSON Schema of an eval file, with every registered assertion type spelled out."""
+    schema = Suite.model_json_schema(ref_template="#/$defs/{model}")
+    classes = tuple(registered_assertion_classes())
+    member = Annotated[Union[classes], Field(discriminator="type")] if len(classes) > 1 else classes[0]
+    typed = TypeAdapter(member).json_schema(ref_template="#/$defs/{model}")
+    defs = schema.setdefault("$defs", {})
+    defs.update(typed.pop("$defs", {}))
+    defs["Assertion"] = {
+        "anyOf": [
+            {"type": "string", "description": "A rubric criterion, judged by the LLM judge."},
+            typed,
+        ]
+    }
+    schema["title"] = "convoeval eval file"
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema

@@ -1,0 +1,146 @@
+"""Reading YAML and JSONL while remembering the line of every value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ._errors import Problem, field_path
+
+DataPath = tuple[Any, ...]
+
+
+class LineMap:
+    """Where each value of the loaded data came from: data path -> (file, line)."""
+
+    def __init__(self) -> None:
+        self._lines: dict[DataPath, tuple[str, int]] = {}
+
+    def add(self, path: DataPath, file: str, line: int) -> None:
+        self._lines.setdefault(path, (file, line))
+
+    def locate(self, path: DataPath) -> tuple[str, int]:
+        """The file and line of `path`, or of its closest recorded ancestor."""
+        for end in range(len(path), -1, -1):
+            found = self._lines.get(path[:end])
+            if found:
+                return found
+        return ("?", 1)
+
+    def problem(self, path: DataPath, field: str, message: str) -> Problem:
+        file, line = self.locate(path)
+        return Problem(file, line, field, message)
+
+
+def read_text(path: Path, problems: list[Problem]) -> str | None:
+    """The file's text, or None (with a problem) when it is unreadable or not UTF-8."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        problems.append(Problem(str(path), 1, "(file)", f"cannot read file: {exc.strerror or exc}"))
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        problems.append(
+            Problem(str(path), line, "(file)", f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})")
+        )
+        return None
+
+
+def load_yaml(
+    path: Path, lines: LineMap, problems: list[Problem], prefix: DataPath = ()
+) -> Any:
+    """Parse a YAML file; record each value's line under `prefix`; None when it cannot."""
+    text = read_text(path, problems)
+    if text is None:
+        return None
+    file = str(path)
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        problems.append(Problem(file, line, "(yaml)", f"YAML syntax error: {what}"))
+        return None
+    except yaml.YAMLError as exc:
+        problems.append(Problem(file, 1, "(yaml)", f"YAML error: {exc}"))
+        return None
+    if node is None:
+        problems.append(Problem(file, 1, "(file)", "the file is empty"))
+        return None
+    builder = _Builder(file, lines, problems)
+    try:
+        return builder.build(node, prefix)
+    except yaml.YAMLError as exc:  # bad scalar (e.g. an invalid timestamp) or merge key
+        mark = getattr(exc, "problem_mark", None)
+        problems.append(Problem(file, mark.line + 1 if mark else 1, "(yaml)", f"YAML error: {exc}"))
+        return None
+
+
+class _Builder:
+    """Turns composed YAML nodes into Python values, recording lines and duplicate keys."""
+
+    def __init__(self, file: str, lines: LineMap, problems: list[Problem]):
+        self.file = file
+        self.lines = lines
+        self.problems = problems
+        self.constructor = yaml.SafeLoader("")
+
+    def build(self, node: yaml.Node, path: DataPath) -> Any:
+        self.lines.add(path, self.file, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            self.constructor.flatten_mapping(node)
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.constructor.construct_object(key_node, deep=True)
+                if not isinstance(key, (str, int, float, bool)) or key is None:
+                    key = str(key)
+                key_path = (*path, key)
+                if key in out:
+                    self.problems.append(
+                        Problem(self.file, key_node.start_mark.line + 1, field_path(key_path),
+                                f"duplicate key {key!r}")
+                    )
+                self.lines.add(key_path, self.file, key_node.start_mark.line + 1)
+                out[key] = self.build(value_node, key_path)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        return self.constructor.construct_object(node, deep=True)
+
+
+def load_jsonl(
+    path: Path, lines: LineMap, problems: list[Problem], prefix: DataPath = ()
+) -> list[Any] | None:
+    """Parse a JSONL file (one JSON value a line, blank lines ignored) into a list."""
+    text = read_text(path, problems)
+    if text is None:
+        return None
+    items: list[Any] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(str(path), number, "(json)", f"invalid JSON: {exc.msg}"))
+            continue
+        _record_all(value, (*prefix, len(items)), str(path), number, lines)
+        items.append(value)
+    return items
+
+
+def _record_all(value: Any, path: DataPath, file: str, line: int, lines: LineMap) -> None:
+    lines.add(path, file, line)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _record_all(item, (*path, key), file, line, lines)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _record_all(item, (*path, i), file, line, lines)

@@ -1,0 +1,28 @@
+"""Systems under test (and judges) behind one small async protocol."""
+
+from ._base import (
+    ChatReply,
+    ChatRequest,
+    Target,
+    TargetConfig,
+    TargetError,
+    create_target,
+    expand_env_refs,
+    provider,
+    provider_names,
+)
+
+# Built-in providers register themselves on import.
+from . import _anthropic, _openai, _scripted  # noqa: E402,F401
+
+__all__ = [
+    "ChatReply",
+    "ChatRequest",
+    "Target",
+    "TargetConfig",
+    "TargetError",
+    "create_target",
+    "expand_env_refs",
+    "provider",
+    "provider_names",
+]

@@ -1,0 +1,81 @@
+"""Anthropic's Messages API (`anthropic:MODEL`, key from ANTHROPIC_API_KEY)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from ..results import ToolCall, Usage
+from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from ._http_target import HttpTarget
+
+ANTHROPIC_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+STRUCTURED_TOOL = "submit"
+
+
+@provider("anthropic")
+class AnthropicTarget(HttpTarget):
+    """Claude models. Structured output is requested as a forced tool call."""
+
+    default_api_key_env = "ANTHROPIC_API_KEY"
+
+    def __init__(self, config: TargetConfig):
+        super().__init__(config)
+        base = config.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL
+        self.url = base.rstrip("/") + "/v1/messages"
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        if not self.api_key:
+            raise TargetError(f"{self.name}: no API key; set {self.config.api_key_env or 'ANTHROPIC_API_KEY'}")
+        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        messages = [m for m in request.messages if m["role"] != "system"]
+        payload: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": messages,
+            "max_tokens": request.max_tokens or self.config.max_tokens or 1024,
+        }
+        if system:
+            payload["system"] = system
+        temperature = request.temperature if request.temperature is not None else self.config.temperature
+        if temperature is not None:
+            payload["temperature"] = temperature
+        if request.response_schema is not None:
+            payload["tools"] = [{
+                "name": STRUCTURED_TOOL,
+                "description": f"Submit the {request.schema_name}.",
+                "input_schema": request.response_schema,
+            }]
+            payload["tool_choice"] = {"type": "tool", "name": STRUCTURED_TOOL}
+        headers = {"x-api-key": self.api_key, "anthropic-version": API_VERSION}
+        started = time.perf_counter()
+        data = await self.post(self.url, payload, headers)
+        latency_ms = (time.perf_counter() - started) * 1000
+        return self._parse(data, latency_ms, structured=request.response_schema is not None)
+
+    def _parse(self, data: dict[str, Any], latency_ms: float, structured: bool) -> ChatReply:
+        blocks = data.get("content")
+        if not isinstance(blocks, list):
+            raise TargetError(f"{self.name}: malformed response: no content blocks")
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in blocks:
+            if block.get("type") == "text":
+                texts.append(block.get("text", ""))
+            elif block.get("type") == "tool_use":
+                if structured and block.get("name") == STRUCTURED_TOOL:
+                    texts = [json.dumps(block.get("input", {}))]
+                else:
+                    calls.append(ToolCall(name=block.get("name", ""), arguments=block.get("input") or {}, id=block.get("id")))
+        usage_data = data.get("usage") or {}
+        usage = Usage(
+            input_tokens=int(usage_data.get("input_tokens") or 0),
+            output_tokens=int(usage_data.get("output_tokens") or 0),
+        )
+        return ChatReply(
+            text="".join(texts), usage=usage, latency_ms=latency_ms,
+            cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
+            tool_calls=calls, finish_reason=data.get("stop_reason"),
+        )

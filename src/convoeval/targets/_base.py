@@ -1,0 +1,155 @@
+"""The Target protocol: anything that answers a list of chat messages."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from ..results import ToolCall, Usage
+
+Purpose = Literal["target", "judge", "simulator"]
+
+
+class TargetError(Exception):
+    """The target could not produce a reply (HTTP error after retries, timeout, bad body).
+
+    The message is shown to the user and stored in results: it must never hold a secret.
+    """
+
+
+@dataclass
+class ChatRequest:
+    """One model call.
+
+    Args:
+        messages: OpenAI-style `{"role", "content"}` dicts, the whole history.
+        response_schema: a JSON Schema the reply must follow (structured output), or None.
+        schema_name: a short name for that schema (some providers require one).
+        temperature: overrides the target's configured temperature.
+        max_tokens: overrides the target's configured max_tokens.
+        trial: trial index; part of the cache key so that trials differ.
+        purpose: who is calling: the run loop (`target`), a grader (`judge`), a simulated user.
+    """
+
+    messages: list[dict[str, Any]]
+    response_schema: dict[str, Any] | None = None
+    schema_name: str = "response"
+    temperature: float | None = None
+    max_tokens: int | None = None
+    trial: int = 0
+    purpose: Purpose = "target"
+
+
+@dataclass
+class ChatReply:
+    """What a target answered, with the accounting the graders and reports need."""
+
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: float = 0.0
+    cost_usd: float = 0.0
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    cached: bool = False
+
+
+@runtime_checkable
+class Target(Protocol):
+    """A system under test or a judge. Implementations must be safe to call concurrently."""
+
+    name: str
+
+    async def chat(self, request: ChatRequest) -> ChatReply: ...
+
+    async def aclose(self) -> None: ...
+
+
+class TargetConfig(BaseModel):
+    """One entry of a targets file (`targets: [...]`), or what `provider:model` expands to.
+
+    Provider-specific settings (for example `replies` of the scripted target or `n_ctx` of the
+    local model) are kept as extra fields and read by that provider.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    provider: str
+    model: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_key: SecretStr | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    concurrency: int | None = Field(None, ge=1)
+    price_input_per_mtok: float | None = Field(None, ge=0)
+    price_output_per_mtok: float | None = Field(None, ge=0)
+
+    def option(self, key: str, default: Any = None) -> Any:
+        """A provider-specific setting given as an extra field."""
+        return (self.model_extra or {}).get(key, default)
+
+    def resolve_api_key(self, default_env: str | None = None) -> str | None:
+        """The API key: explicit value, else `api_key_env`, else the provider's default env var."""
+        if self.api_key is not None:
+            return self.api_key.get_secret_value()
+        env = self.api_key_env or default_env
+        return os.environ.get(env) if env else None
+
+
+ProviderFactory = Callable[[TargetConfig], Target]
+_PROVIDERS: dict[str, ProviderFactory] = {}
+
+
+def provider(name: str) -> Callable[[ProviderFactory], ProviderFactory]:
+    """Register a target factory under a provider name (`openai`, `local`, ...).
+
+    Example:
+        @provider("echo")
+        class Echo:
+            def __init__(self, config: TargetConfig): self.name = config.name
+            async def chat(self, request): return ChatReply(text=request.messages[-1]["content"])
+            async def aclose(self): pass
+    """
+
+    def register(factory: ProviderFactory) -> ProviderFactory:
+        _PROVIDERS[name] = factory
+        return factory
+
+    return register
+
+
+def provider_names() -> list[str]:
+    return sorted(_PROVIDERS)
+
+
+def create_target(config: TargetConfig) -> Target:
+    """Build the target a config describes."""
+    factory = _PROVIDERS.get(config.provider)
+    if factory is None:
+        raise TargetError(
+            f"unknown provider {config.provider!r} (known: {', '.join(provider_names())})"
+        )
+    return factory(config)
+
+
+_ENV_REF = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def expand_env_refs(value: Any) -> Any:
+    """Replace `${{ NAME }}` with the environment variable NAME, recursively."""
+    if isinstance(value, str):
+        return _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), value)
+    if isinstance(value, dict):
+        return {k: expand_env_refs(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env_refs(v) for v in value]
+    return value

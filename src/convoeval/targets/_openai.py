@@ -1,0 +1,90 @@
+"""Any OpenAI-compatible chat-completions server: OpenAI, vLLM, Ollama, llama.cpp, LM Studio..."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from ..results import ToolCall, Usage
+from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from ._http_target import HttpTarget
+
+OPENAI_URL = "https://api.openai.com/v1"
+
+
+@provider("openai")
+class OpenAITarget(HttpTarget):
+    """`openai:MODEL`; honours OPENAI_BASE_URL and OPENAI_API_KEY.
+
+    Extra settings: `params` (a mapping merged into every request body, e.g. `seed`, `top_p`).
+    """
+
+    default_api_key_env = "OPENAI_API_KEY"
+
+    def __init__(self, config: TargetConfig):
+        super().__init__(config)
+        base = config.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        self.url = base.rstrip("/") + "/chat/completions"
+        self.official = base.rstrip("/") == OPENAI_URL
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        if self.official and not self.api_key:
+            raise TargetError(
+                f"{self.name}: no API key; set {self.config.api_key_env or 'OPENAI_API_KEY'} "
+                "or point OPENAI_BASE_URL at a local server"
+            )
+        payload: dict[str, Any] = {"model": self.config.model, "messages": request.messages}
+        temperature = request.temperature if request.temperature is not None else self.config.temperature
+        if temperature is not None:
+            payload["temperature"] = temperature
+        max_tokens = request.max_tokens or self.config.max_tokens
+        if max_tokens:
+            payload["max_tokens"] = max_tokens
+        if request.response_schema is not None:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.response_schema, "strict": True},
+            }
+        payload.update(self.config.option("params", {}) or {})
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        started = time.perf_counter()
+        data = await self.post(self.url, payload, headers)
+        latency_ms = (time.perf_counter() - started) * 1000
+        return self._parse(data, latency_ms)
+
+    def _parse(self, data: dict[str, Any], latency_ms: float) -> ChatReply:
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise TargetError(f"{self.name}: malformed response: no choices[0].message") from None
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise TargetError(f"{self.name}: malformed response: message content is not text")
+        usage_data = data.get("usage") or {}
+        usage = Usage(
+            input_tokens=int(usage_data.get("prompt_tokens") or 0),
+            output_tokens=int(usage_data.get("completion_tokens") or 0),
+        )
+        return ChatReply(
+            text=content or "",
+            usage=usage,
+            latency_ms=latency_ms,
+            cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
+            tool_calls=[_tool_call(c) for c in message.get("tool_calls") or []],
+            finish_reason=choice.get("finish_reason"),
+        )
+
+
+def _tool_call(call: dict[str, Any]) -> ToolCall:
+    function = call.get("function") or {}
+    raw = function.get("arguments") or "{}"
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else dict(raw)
+    except (json.JSONDecodeError, TypeError, ValueError):
+        arguments = {"_raw": raw}
+    if not isinstance(arguments, dict):
+        arguments = {"_value": arguments}
+    return ToolCall(name=str(function.get("name", "")), arguments=arguments, id=call.get("id"))

@@ -1,0 +1,68 @@
+"""A scripted target for tests and demos: canned replies, no model."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+
+from ..results import Usage
+from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+
+
+@provider("scripted")
+class ScriptedTarget:
+    """Answers from a script given as extra settings of a targets-file entry.
+
+    Settings:
+        replies: list of replies; the n-th user message of a conversation gets the n-th
+            (cycling when the conversation is longer).
+        rules: list of `{match: REGEX, reply: TEXT}` tried first against the last user message.
+        default: the reply when nothing else applies (default: echo the last user message).
+        fail_on: a regex; a last user message that matches makes the call fail.
+        delay_s: seconds to wait before answering.
+
+    Example (targets.yaml):
+        targets:
+          - name: bot
+            provider: scripted
+            rules: [{match: "(?i)capital of france", reply: "Paris."}]
+    """
+
+    def __init__(self, config: TargetConfig):
+        self.name = config.name
+        self.replies: list[str] = [str(r) for r in config.option("replies", []) or []]
+        self.rules = [
+            (re.compile(str(rule["match"])), str(rule["reply"]))
+            for rule in config.option("rules", []) or []
+        ]
+        self.default: str | None = config.option("default")
+        fail_on = config.option("fail_on")
+        self.fail_on = re.compile(str(fail_on)) if fail_on else None
+        self.delay_s = float(config.option("delay_s", 0) or 0)
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        users = [m["content"] for m in request.messages if m["role"] == "user"]
+        last = users[-1] if users else ""
+        if self.fail_on and self.fail_on.search(last):
+            raise TargetError(f"{self.name}: scripted failure for {last[:60]!r}")
+        text = self._reply(last, len(users))
+        words = sum(len(str(m.get("content", "")).split()) for m in request.messages)
+        return ChatReply(text=text, usage=Usage(input_tokens=words, output_tokens=len(text.split())))
+
+    def _reply(self, last: str, n_users: int) -> str:
+        for pattern, reply in self.rules:
+            if pattern.search(last):
+                return reply
+        if self.replies:
+            return self.replies[(max(n_users, 1) - 1) % len(self.replies)]
+        if self.default is not None:
+            return self.default
+        return f"You said: {last}"
+
+    async def aclose(self) -> None:
+        return None
+
+

@@ -1,0 +1,188 @@
+"""A loopback fake OpenAI-compatible server, for tests and benchmarks.
+
+It answers `/v1/chat/completions` from Python callables, records every request it received,
+and can be told to misbehave (status codes, `Retry-After`, delays, non-JSON bodies).
+
+Example:
+    with FakeOpenAIServer(reply=lambda body: "Paris.") as server:
+        os.environ["OPENAI_BASE_URL"] = server.base_url
+        ...
+        assert server.requests[0]["messages"][-1]["content"] == "Capital of France?"
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Body = dict[str, Any]
+
+
+@dataclass
+class Fault:
+    """One scripted misbehaviour, used for the next matching request.
+
+    Args:
+        status: HTTP status to answer (e.g. 429, 500).
+        body: raw body to send instead of a completion (e.g. "not json").
+        headers: extra response headers (e.g. {"Retry-After": "1"}).
+        delay_s: wait before answering (a client timeout shorter than this fails the call).
+        purpose: only for requests of this kind: "target" (no response_format) or "judge".
+    """
+
+    status: int = 200
+    body: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    purpose: str | None = None
+
+
+def echo_reply(body: Body) -> str:
+    """The default target behaviour: a reply naming the last user message."""
+    users = [m["content"] for m in body.get("messages", []) if m.get("role") == "user"]
+    return f"Reply to: {users[-1] if users else ''}"
+
+
+def schema_instance(schema: dict[str, Any], *, satisfied: bool = True) -> Any:
+    """A value that satisfies a JSON Schema: booleans `satisfied`, numbers at their maximum
+    (or minimum when not satisfied), strings short. The default judge behaviour."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object" or "properties" in schema:
+        return {k: schema_instance(v, satisfied=satisfied) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [schema_instance(schema.get("items", {}), satisfied=satisfied)]
+    if kind == "boolean":
+        return satisfied
+    if kind in ("integer", "number"):
+        value = schema.get("maximum", 10) if satisfied else schema.get("minimum", 0)
+        return int(value) if kind == "integer" else float(value)
+    return "looks right" if satisfied else "does not hold"
+
+
+def default_judge(body: Body) -> str:
+    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
+    return json.dumps(schema_instance(schema))
+
+
+class FakeOpenAIServer:
+    """A threaded HTTP server on 127.0.0.1 speaking the chat-completions protocol."""
+
+    def __init__(
+        self,
+        reply: Callable[[Body], str] = echo_reply,
+        judge: Callable[[Body], str] = default_judge,
+        latency_s: float = 0.0,
+    ):
+        self.reply = reply
+        self.judge = judge
+        self.latency_s = latency_s
+        self.requests: list[Body] = []
+        self.headers: list[dict[str, str]] = []
+        self.faults: deque[Fault] = deque()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def target_requests(self) -> list[Body]:
+        """Requests sent by targets (no structured output asked)."""
+        return [r for r in self.requests if "response_format" not in r]
+
+    def judge_requests(self) -> list[Body]:
+        """Requests sent by judges (structured output asked)."""
+        return [r for r in self.requests if "response_format" in r]
+
+    def start(self) -> FakeOpenAIServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _take_fault(self, purpose: str) -> Fault | None:
+        with self._lock:
+            for fault in list(self.faults):
+                if fault.purpose in (None, purpose):
+                    self.faults.remove(fault)
+                    return fault
+        return None
+
+    def _handle(self, body: Body, headers: dict[str, str]) -> tuple[int, str, dict[str, str], float]:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+        purpose = "judge" if "response_format" in body else "target"
+        fault = self._take_fault(purpose)
+        delay = self.latency_s + (fault.delay_s if fault else 0.0)
+        if fault and (fault.status != 200 or fault.body is not None):
+            text = fault.body if fault.body is not None else json.dumps({"error": {"message": f"fake {fault.status}"}})
+            return fault.status, text, fault.headers, delay
+        content = self.judge(body) if purpose == "judge" else self.reply(body)
+        words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        completion = {
+            "id": f"fake-{len(self.requests)}",
+            "object": "chat.completion",
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": words, "completion_tokens": len(content.split()),
+                      "total_tokens": words + len(content.split())},
+        }
+        return 200, json.dumps(completion), fault.headers if fault else {}, delay
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server naming
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except json.JSONDecodeError:
+                    self._send(400, '{"error": "bad json"}', {})
+                    return
+                status, text, headers, delay = server._handle(body, dict(self.headers.items()))
+                if delay:
+                    time.sleep(delay)
+                self._send(status, text, headers)
+
+            def _send(self, status: int, text: str, headers: dict[str, str]) -> None:
+                data = text.encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+        return Handler
