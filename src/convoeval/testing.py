@@ -87,6 +87,8 @@ class FakeOpenAIServer:
         self.requests: list[Body] = []
         self.headers: list[dict[str, str]] = []
         self.faults: deque[Fault] = deque()
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
@@ -164,10 +166,17 @@ class FakeOpenAIServer:
                 except json.JSONDecodeError:
                     self._send(400, '{"error": "bad json"}', {})
                     return
-                status, text, headers, delay = server._handle(body, dict(self.headers.items()))
-                if delay:
-                    time.sleep(delay)
-                self._send(status, text, headers)
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    status, text, headers, delay = server._handle(body, dict(self.headers.items()))
+                    if delay:
+                        time.sleep(delay)
+                    self._send(status, text, headers)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
 
             def _send(self, status: int, text: str, headers: dict[str, str]) -> None:
                 data = text.encode()

@@ -15,6 +15,9 @@ from ._base import (
     registered_assertion_classes,
 )
 
+# Built-in assertion types register themselves on import.
+from . import _code, _deterministic  # noqa: E402,F401
+
 __all__ = [
     "Assertion",
     "Grade",

@@ -25,7 +25,14 @@ from typing import Annotated, Any, Literal
 
 import jsonschema
 from jsonpath_ng.ext import parse as parse_jsonpath
-from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..results import AssertionOutcome, Usage
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
@@ -242,7 +249,10 @@ class Equals(_BinaryCheck):
         except NoJson as exc:
             return False, [AssertionOutcome(text=text, passed=False, evidence=f"the {noun(ctx)} is not JSON: {exc}")]
         passed = json_equal(found.value, expected)
-        evidence = "equal" if passed else f"the {noun(ctx)} is {short_json(found.value)}"
+        evidence = (
+            f"the {noun(ctx)} parses to an equal JSON value" if passed
+            else f"the {noun(ctx)} is {short_json(found.value)}"
+        )
         return passed, [AssertionOutcome(text=text, passed=passed, evidence=evidence)]
 
     def _check_text(self, ctx: GradeContext, expected: str) -> tuple[bool, list[AssertionOutcome]]:
@@ -274,6 +284,13 @@ _REGEX_FLAGS = {
 }
 
 
+def _flag_bits(flags: str) -> int:
+    bits = 0
+    for c in flags:
+        bits |= _REGEX_FLAGS.get(c, 0)
+    return bits
+
+
 @assertion_type
 class Regex(_BinaryCheck):
     """The reply matches a regular expression (Python `re.search`: anywhere in the reply).
@@ -282,40 +299,44 @@ class Regex(_BinaryCheck):
     """
 
     type: Literal["regex", "not-regex"]
+    flags: str = Field(
+        "",
+        description="Flag letters: i (ignore case), m (multiline ^ $), s (dot matches "
+        "newline), x (verbose), a (ASCII); g is accepted and ignored.",
+    )
     value: str | None = Field(
         None,
         description="The regular expression (Python syntax). Captured variables {{ name }} "
         "are inserted escaped, i.e. matched literally.",
     )
     pattern: str | None = Field(None, description="Same as `value`; give one of them.")
-    flags: str = Field(
-        "",
-        description="Flag letters: i (ignore case), m (multiline ^ $), s (dot matches "
-        "newline), x (verbose), a (ASCII); g is accepted and ignored.",
-    )
-
-    @model_validator(mode="after")
-    def _check_pattern(self) -> Regex:
-        if (self.value is None) == (self.pattern is None):
-            raise ValueError("give the regular expression as `value` or `pattern` (exactly one)")
-        source = self.regex_source
-        if not source:
-            raise ValueError("the regular expression must not be empty")
-        try:
-            re.compile(blank_template_refs(source), self.flag_bits)
-        except re.error as exc:
-            raise ValueError(f"invalid regular expression {source!r}: {exc}") from None
-        return self
 
     @field_validator("flags")
     @classmethod
     def _check_flags(cls, flags: str) -> str:
         unknown = sorted({c for c in flags if c not in _REGEX_FLAGS})
         if unknown:
-            raise ValueError(
-                f"unknown regex flag(s) {''.join(unknown)!r}; use i, m, s, x, a"
-            )
+            raise ValueError(f"unknown regex flag(s) {''.join(unknown)!r}; use i, m, s, x, a")
         return flags
+
+    @field_validator("value", "pattern")
+    @classmethod
+    def _check_regex(cls, source: str | None, info: ValidationInfo) -> str | None:
+        if source is None:
+            return None
+        if not source:
+            raise ValueError("the regular expression must not be empty")
+        try:
+            re.compile(blank_template_refs(source), _flag_bits(info.data.get("flags") or ""))
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression {source!r}: {exc}") from None
+        return source
+
+    @model_validator(mode="after")
+    def _check_one(self) -> Regex:
+        if (self.value is None) == (self.pattern is None):
+            raise ValueError("give the regular expression as `value` or `pattern` (exactly one)")
+        return self
 
     @property
     def regex_source(self) -> str:
@@ -323,10 +344,7 @@ class Regex(_BinaryCheck):
 
     @property
     def flag_bits(self) -> int:
-        bits = 0
-        for c in self.flags:
-            bits |= _REGEX_FLAGS[c]
-        return bits
+        return _flag_bits(self.flags)
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
         source = substitute(
@@ -465,14 +483,19 @@ class JsonPath(_BinaryCheck):
     )
     expected: Any = Field(None, description="Same as `value`; give at most one of them.")
 
+    @field_validator("path")
+    @classmethod
+    def _check_path(cls, path: str) -> str:
+        if not path.strip():
+            raise ValueError("the JSONPath must not be empty")
+        if not has_template_refs(path):  # with variables it is checked once they are known
+            _compile_path(path, ValueError)
+        return path
+
     @model_validator(mode="after")
-    def _check(self) -> JsonPath:
+    def _check_expected(self) -> JsonPath:
         if {"value", "expected"} <= self.model_fields_set:
             raise ValueError("give the expected value as `value` or `expected`, not both")
-        if not self.path.strip():
-            raise ValueError("the JSONPath must not be empty")
-        if not has_template_refs(self.path):
-            _compile_path(self.path, ValueError)
         return self
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:

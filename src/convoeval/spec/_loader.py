@@ -96,8 +96,9 @@ class _Checker:
         self.lines = lines
         self.problems = problems
 
-    def add(self, path: DataPath, message: str) -> None:
-        self.problems.append(self.lines.problem(path, field_path(path), message))
+    def add(self, path: DataPath, message: str, line_at: DataPath | None = None) -> None:
+        """A problem with the field at `path`, reported at the line of `line_at` (or `path`)."""
+        self.problems.append(self.lines.problem(line_at or path, field_path(path), message))
 
     # -- rules that span fields ---------------------------------------------------------
     def check(self) -> None:
@@ -129,8 +130,8 @@ class _Checker:
         conversation = test.get("mode") == "conversation"
         turns = test.get("turns")
         if conversation and (not isinstance(turns, list) or not turns):
-            where = (*path, "turns") if "turns" in test else (*path, "mode")
-            self.add(where, "mode: conversation needs a non-empty `turns` list")
+            line_at = (*path, "turns") if "turns" in test else (*path, "mode")
+            self.add((*path, "turns"), "mode: conversation needs a non-empty `turns` list", line_at)
         if turns is not None and not conversation:
             self.add((*path, "turns"), "`turns` needs `mode: conversation`")
         if conversation and test.get("expected_output") is not None:
@@ -139,7 +140,7 @@ class _Checker:
         for key in ("aggregation", "on_turn_failure", "window_size"):
             if key in test and not conversation:
                 self.add((*path, key), f"`{key}` needs `mode: conversation`")
-        if not conversation and test.get("input") is None and not suite_input:
+        if not conversation and turns is None and test.get("input") is None and not suite_input:
             self.add((*path, "input"), "required field is missing: a single-turn test needs `input`")
         level = "conversation" if conversation else "turn"
         test["assertions"] = self.parse_assertions(test.get("assertions"), (*path, "assertions"), level)
@@ -247,18 +248,19 @@ class _Checker:
         found: list[tuple[DataPath, str, str, DataPath | None]] = []
         for error in exc.errors(include_url=False):
             path, union_at = _data_path(error["loc"], data)
+            union_at = None if union_at is None else (*prefix, *union_at)
             found.append(((*prefix, *path), error["type"], _message(error), union_at))
-        # Union members all report; keep the errors of the member the data looks like.
-        deep = {u for p, _, _, u in found if u is not None and len(p) > len(u) + len(prefix)}
-        merged: dict[DataPath, list[str]] = {}
+        # Every member of a union reports; where one member got past the type check (its
+        # errors lie deeper), drop the other members' plain type mismatches at the union.
+        deeper = {u for p, _, _, u in found if u is not None and len(p) > len(u)}
+        mismatches: dict[DataPath, list[str]] = {}
         for path, kind, message, union_at in found:
-            if union_at is not None and kind in _TYPE_MISMATCH:
-                if union_at in deep:
-                    continue
-                merged.setdefault(path, []).append(message)
+            if union_at is not None and path == union_at and kind in _TYPE_MISMATCH:
+                if union_at not in deeper:
+                    mismatches.setdefault(path, []).append(message)
                 continue
             self.add(path, message)
-        for path, messages in merged.items():
+        for path, messages in mismatches.items():
             self.add(path, "; or ".join(dict.fromkeys(messages)))
 
 
@@ -311,17 +313,15 @@ def _known_fields() -> set[str]:
     from . import _models
     from ..graders import registered_assertion_classes
 
-    names: set[str] = set()
-    models: list[type[BaseModel]] = [
-        m for m in vars(_models).values() if isinstance(m, type) and issubclass(m, BaseModel)
+    models = [
+        m for m in vars(_models).values()
+        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == _models.__name__
     ]
-    for model in [*models, *registered_assertion_classes()]:
-        names.update(model.model_fields)
-    return names
+    return {name for model in [*models, *registered_assertion_classes()] for name in model.model_fields}
 
 
 def _suggest(word: str, options: Any) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(word, [o for o in options if o != word], n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

@@ -11,6 +11,7 @@ import yaml
 from ._errors import Problem, field_path
 
 DataPath = tuple[Any, ...]
+MAX_NODES = 1_000_000
 
 
 class LineMap:
@@ -91,9 +92,27 @@ class _Builder:
         self.lines = lines
         self.problems = problems
         self.constructor = yaml.SafeLoader("")
+        self.open_nodes: set[int] = set()
+        self.count = 0
 
     def build(self, node: yaml.Node, path: DataPath) -> Any:
         self.lines.add(path, self.file, node.start_mark.line + 1)
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise yaml.YAMLError(f"more than {MAX_NODES} values (an alias bomb?)")
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            if id(node) in self.open_nodes:
+                self.problems.append(Problem(self.file, node.start_mark.line + 1, field_path(path),
+                                             "recursive YAML alias"))
+                return None
+            self.open_nodes.add(id(node))
+            try:
+                return self._build_collection(node, path)
+            finally:
+                self.open_nodes.discard(id(node))
+        return self.constructor.construct_object(node, deep=True)
+
+    def _build_collection(self, node: yaml.Node, path: DataPath) -> Any:
         if isinstance(node, yaml.MappingNode):
             self.constructor.flatten_mapping(node)
             out: dict[Any, Any] = {}
@@ -110,9 +129,7 @@ class _Builder:
                 self.lines.add(key_path, self.file, key_node.start_mark.line + 1)
                 out[key] = self.build(value_node, key_path)
             return out
-        if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-        return self.constructor.construct_object(node, deep=True)
+        return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
 
 
 def load_jsonl(

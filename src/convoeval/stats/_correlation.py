@@ -33,6 +33,30 @@ def _scipy_value(function, a: np.ndarray, b: np.ndarray) -> float:
         return float(function(a, b).statistic)
 
 
+def resampled_spearman(a: np.ndarray, b: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each resample (one row of item indices each)."""
+    ranks_a = _scipy_stats.rankdata(a[indices], axis=1)
+    ranks_b = _scipy_stats.rankdata(b[indices], axis=1)
+    return _rowwise_pearson(ranks_a, ranks_b)
+
+
+def resampled_kendall(a: np.ndarray, b: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of each resample, from how often each item was drawn.
+
+    Pairs of copies of one item are ties for both raters and drop out of every term.
+    """
+    sign_a = np.sign(a[:, None] - a[None, :]).astype(float)
+    sign_b = np.sign(b[:, None] - b[None, :]).astype(float)
+    weights = np.zeros((indices.shape[0], len(a)))
+    np.add.at(weights, (np.arange(indices.shape[0])[:, None], indices), 1.0)
+    concordance = np.einsum("ri,ij,rj->r", weights, sign_a * sign_b, weights)
+    untied_a = np.einsum("ri,ij,rj->r", weights, np.abs(sign_a), weights)
+    untied_b = np.einsum("ri,ij,rj->r", weights, np.abs(sign_b), weights)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = concordance / np.sqrt(untied_a * untied_b)
+    return np.where(untied_a * untied_b > 0, tau, np.nan)
+
+
 def spearman(
     matrix: Matrix,
     categories: Sequence[Category],
@@ -50,21 +74,20 @@ def spearman(
         seed: seed of the resampling.
 
     Example:
-        >>> spearman([[1, 1], [2, 3], [3, 2], [4, 4]], [1, 2, 3, 4], bootstrap=0).value
+        >>> round(spearman([[1, 1], [2, 3], [3, 2], [4, 4]], [1, 2, 3, 4], bootstrap=0).value, 4)
         0.8
     """
     a, b = two_raters(prepare(matrix, categories), "Spearman's rho")
     value = _scipy_value(_scipy_stats.spearmanr, a, b)
     if np.isnan(value):
         return undefined("Spearman's rho is undefined: a rater gave one score only", len(a))
-
-    def resampled(indices: np.ndarray) -> np.ndarray:
-        ranks_a = _scipy_stats.rankdata(a[indices], axis=1)
-        ranks_b = _scipy_stats.rankdata(b[indices], axis=1)
-        return _rowwise_pearson(ranks_a, ranks_b)
-
     return bootstrapped(
-        value, resampled, n_items=len(a), rounds=bootstrap, seed=seed, confidence=confidence
+        value,
+        lambda indices: resampled_spearman(a, b, indices),
+        n_items=len(a),
+        rounds=bootstrap,
+        seed=seed,
+        confidence=confidence,
     )
 
 
@@ -92,21 +115,11 @@ def kendall(
     value = _scipy_value(_scipy_stats.kendalltau, a, b)
     if np.isnan(value):
         return undefined("Kendall's tau is undefined: a rater gave one score only", len(a))
-    sign_a = np.sign(a[:, None] - a[None, :]).astype(float)
-    sign_b = np.sign(b[:, None] - b[None, :]).astype(float)
-
-    def resampled(indices: np.ndarray) -> np.ndarray:
-        # tau-b of a resample, from how often each item was drawn: pairs of copies
-        # of one item are ties in both raters and drop out of every term.
-        weights = np.zeros((indices.shape[0], len(a)))
-        np.add.at(weights, (np.arange(indices.shape[0])[:, None], indices), 1.0)
-        concordance = np.einsum("ri,ij,rj->r", weights, sign_a * sign_b, weights)
-        untied_a = np.einsum("ri,ij,rj->r", weights, np.abs(sign_a), weights)
-        untied_b = np.einsum("ri,ij,rj->r", weights, np.abs(sign_b), weights)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tau = concordance / np.sqrt(untied_a * untied_b)
-        return np.where(untied_a * untied_b > 0, tau, np.nan)
-
     return bootstrapped(
-        value, resampled, n_items=len(a), rounds=bootstrap, seed=seed, confidence=confidence
+        value,
+        lambda indices: resampled_kendall(a, b, indices),
+        n_items=len(a),
+        rounds=bootstrap,
+        seed=seed,
+        confidence=confidence,
     )

@@ -105,7 +105,7 @@ def gwet_ac1(
 
     Example:
         >>> round(gwet_ac1([[5, 5], [4, 5], [3, 3]], [1, 2, 3, 4, 5]).value, 4)
-        0.6279
+        0.6066
     """
     ratings = prepare(matrix, categories)
     shares, pi = _category_shares(ratings)

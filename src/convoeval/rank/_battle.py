@@ -1,0 +1,120 @@
+"""Battles between two targets, and Chatbot Arena's battle JSONL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Winner = Literal["model_a", "model_b", "tie"]
+
+TIE_SPELLINGS = frozenset({"tie", "tie (bothbad)"})
+"""Chatbot Arena writes a tie as "tie" or, when both answers were bad, "tie (bothbad)"."""
+
+
+class BattleFileError(ValueError):
+    """A battles file cannot be used; the message starts with file:line."""
+
+
+@dataclass(frozen=True)
+class Battle:
+    """One judged comparison of two targets.
+
+    Attributes:
+        model_a: the target shown first.
+        model_b: the target shown second.
+        winner: "model_a", "model_b" or "tie".
+
+    Example:
+        >>> Battle("gpt", "llama", "model_a").score_a
+        1.0
+    """
+
+    model_a: str
+    model_b: str
+    winner: Winner
+
+    def __post_init__(self) -> None:
+        for side in ("model_a", "model_b"):
+            name = getattr(self, side)
+            if not isinstance(name, str) or not name.strip():
+                raise ValueError(f"{side} must be a non-empty string, got {name!r}")
+        if self.model_a == self.model_b:
+            raise ValueError(f"a battle needs two different targets, got {self.model_a!r} twice")
+        if self.winner not in ("model_a", "model_b", "tie"):
+            raise ValueError(f"winner must be model_a, model_b or tie, got {self.winner!r}")
+
+    @property
+    def score_a(self) -> float:
+        """model_a's score: 1 for a win, 0.5 for a tie, 0 for a loss."""
+        return {"model_a": 1.0, "model_b": 0.0, "tie": 0.5}[self.winner]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Battle:
+        """A Battle from a Chatbot Arena record (`tie (bothbad)` counts as a tie).
+
+        Other fields of the record (question_id, judge, turn...) are ignored.
+        """
+        missing = [key for key in ("model_a", "model_b", "winner") if key not in data]
+        if missing:
+            raise ValueError(f"missing field {', '.join(missing)}")
+        winner = data["winner"]
+        if winner in TIE_SPELLINGS:
+            winner = "tie"
+        elif winner not in ("model_a", "model_b"):
+            raise ValueError(
+                f"winner must be model_a, model_b, tie or 'tie (bothbad)', got {winner!r}"
+            )
+        return cls(model_a=data["model_a"], model_b=data["model_b"], winner=winner)
+
+
+def read_battles(path: str | Path) -> list[Battle]:
+    """Read battles from JSONL: one `{"model_a", "model_b", "winner"}` object a line.
+
+    Blank lines are skipped.
+
+    Args:
+        path: the JSONL file.
+
+    Raises:
+        BattleFileError: `file:line: reason` for the first unusable line, or when
+            the file is missing or holds no battle.
+
+    Example:
+        >>> battles = read_battles("examples/arena/battles.jsonl")  # doctest: +SKIP
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise BattleFileError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise BattleFileError(f"{path}: cannot read: {error}") from None
+    battles: list[Battle] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise BattleFileError(f"{path}:{number}: invalid JSON: {error.msg}") from None
+        if not isinstance(record, dict):
+            raise BattleFileError(f"{path}:{number}: expected a JSON object, got {record!r:.60}")
+        try:
+            battles.append(Battle.from_dict(record))
+        except ValueError as error:
+            raise BattleFileError(f"{path}:{number}: {error}") from None
+    if not battles:
+        raise BattleFileError(f"{path}: no battles in the file")
+    return battles
+
+
+def targets_of(battles: Iterable[Battle]) -> list[str]:
+    """The targets in order of first appearance."""
+    seen: dict[str, None] = {}
+    for battle in battles:
+        seen.setdefault(battle.model_a)
+        seen.setdefault(battle.model_b)
+    return list(seen)

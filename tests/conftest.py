@@ -1,0 +1,59 @@
+"""Shared fixtures: a loopback fake OpenAI-compatible server and the CLI runner."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from convoeval.cli import app
+from convoeval.testing import FakeOpenAIServer
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture
+def fake_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    """A fake server; OPENAI_BASE_URL points at it and OPENAI_API_KEY is a dummy secret."""
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-never-stored-1234")
+        yield server
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Run `convoeval ARGS...` in-process from tmp_path; returns (exit_code, stdout, stderr)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        result = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+        return result.exit_code, result.stdout, result.stderr
+
+    return invoke
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(autouse=True)
+def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach a real provider."""
+    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    if not os.environ.get("OPENAI_BASE_URL", "").startswith("http://127.0.0.1"):
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
