@@ -34,6 +34,8 @@ class Fault:
         headers: extra response headers (e.g. {"Retry-After": "1"}).
         delay_s: wait before answering (a client timeout shorter than this fails the call).
         purpose: only for requests of this kind: "target" (no response_format) or "judge".
+        match: only for requests whose last message contains this text.
+        times: how many requests it applies to before it is used up.
     """
 
     status: int = 200
@@ -41,6 +43,8 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     purpose: str | None = None
+    match: str | None = None
+    times: int = 1
 
 
 def echo_reply(body: Body) -> str:
@@ -121,11 +125,15 @@ class FakeOpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _take_fault(self, purpose: str) -> Fault | None:
+    def _take_fault(self, body: Body, purpose: str) -> Fault | None:
+        messages = body.get("messages") or [{}]
+        last = str(messages[-1].get("content", ""))
         with self._lock:
-            for fault in list(self.faults):
-                if fault.purpose in (None, purpose):
-                    self.faults.remove(fault)
+            for fault in self.faults:
+                if fault.purpose in (None, purpose) and (fault.match is None or fault.match in last):
+                    fault.times -= 1
+                    if fault.times <= 0:
+                        self.faults.remove(fault)
                     return fault
         return None
 
@@ -134,7 +142,7 @@ class FakeOpenAIServer:
             self.requests.append(body)
             self.headers.append(headers)
         purpose = "judge" if "response_format" in body else "target"
-        fault = self._take_fault(purpose)
+        fault = self._take_fault(body, purpose)
         delay = self.latency_s + (fault.delay_s if fault else 0.0)
         if fault and (fault.status != 200 or fault.body is not None):
             text = fault.body if fault.body is not None else json.dumps({"error": {"message": f"fake {fault.status}"}})

@@ -508,27 +508,29 @@ class JsonPath(_BinaryCheck):
         label = f"{path} == {short_json(expected, 60)}" if has_expected else f"{path} matches"
         outcomes = []
         for reply in replies(ctx):
-            text = label + reply.suffix()
-            try:
-                found = parse_json(reply.text, fenced=True, embedded=True)
-            except NoJson:
-                outcomes.append(AssertionOutcome(text=text, passed=False, evidence=f"no JSON in the {len(reply.text)}-char reply"))
-                continue
-            try:
-                matches = [m.value for m in compiled.find(found.value)]
-            except Exception as exc:  # jsonpath-ng raises plain exceptions on odd data
-                raise GraderError(f"JSONPath {path!r} failed on the reply's JSON: {exc}") from None
-            source = "" if found.where == "the whole reply" else f" (JSON from {found.where})"
-            if not matches:
-                outcomes.append(AssertionOutcome(text=text, passed=False, evidence=f"no match in {describe_json(found.value)}{source}"))
-                continue
-            count = f"first of {len(matches)} matches" if len(matches) > 1 else "the match"
-            if not has_expected:
-                outcomes.append(AssertionOutcome(text=text, passed=True, evidence=f"{count}: {short_json(matches[0])}{source}"))
-                continue
-            passed = json_equal(matches[0], expected)
-            outcomes.append(AssertionOutcome(text=text, passed=passed, evidence=f"{count} is {short_json(matches[0])}{source}"))
+            passed, evidence = self._check_reply(reply.text, compiled, path, has_expected, expected)
+            outcomes.append(AssertionOutcome(text=label + reply.suffix(), passed=passed, evidence=evidence))
         return all(o.passed for o in outcomes), outcomes
+
+    @staticmethod
+    def _check_reply(
+        text: str, compiled: Any, path: str, has_expected: bool, expected: Any
+    ) -> tuple[bool, str]:
+        try:
+            found = parse_json(text, fenced=True, embedded=True)
+        except NoJson:
+            return False, f"no JSON in the {len(text)}-char reply"
+        try:
+            matches = [m.value for m in compiled.find(found.value)]
+        except Exception as exc:  # jsonpath-ng raises plain exceptions on odd data
+            raise GraderError(f"JSONPath {path!r} failed on the reply's JSON: {exc}") from None
+        source = "" if found.where == "the whole reply" else f" (JSON from {found.where})"
+        if not matches:
+            return False, f"no match in {describe_json(found.value)}{source}"
+        count = f"first of {len(matches)} matches" if len(matches) > 1 else "the match"
+        if not has_expected:
+            return True, f"{count}: {short_json(matches[0])}{source}"
+        return json_equal(matches[0], expected), f"{count} is {short_json(matches[0])}{source}"
 
 
 def _compile_path(path: str, error: type[Exception]) -> Any:

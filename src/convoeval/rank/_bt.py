@@ -34,6 +34,23 @@ _MAX_ITERATIONS = 500
 
 
 @dataclass(frozen=True)
+class BootstrapIntervals:
+    """Bootstrap intervals of Bradley-Terry ratings.
+
+    Attributes:
+        intervals: target -> (low, high) on the Elo scale.
+        rounds: bootstrap rounds drawn.
+        separated: share of rounds whose resample had no maximum likelihood (a
+            target never lost or never won); above about (1 - confidence) / 2 the
+            interval ends reflect the ridge penalty, not the data.
+    """
+
+    intervals: dict[str, tuple[float, float]]
+    rounds: int
+    separated: float
+
+
+@dataclass(frozen=True)
 class BradleyTerryResult:
     """Ratings on the Elo scale, and whether they are a true maximum likelihood."""
 
@@ -138,7 +155,7 @@ def bradley_terry_intervals(
     initial: float = 1000.0,
     base: float = 10.0,
     scale: float = 400.0,
-) -> dict[str, tuple[float, float]]:
+) -> BootstrapIntervals:
     """Percentile bootstrap intervals of the Bradley-Terry ratings.
 
     Each round resamples the battles with replacement and refits (as Chatbot
@@ -152,7 +169,7 @@ def bradley_terry_intervals(
 
     Example:
         >>> battles = [Battle("a", "b", "model_a")] * 6 + [Battle("a", "b", "model_b")] * 4
-        >>> low, high = bradley_terry_intervals(battles, rounds=200)["a"]
+        >>> low, high = bradley_terry_intervals(battles, rounds=200).intervals["a"]
         >>> low < 1035 < high
         True
     """
@@ -166,12 +183,17 @@ def bradley_terry_intervals(
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(len(battles), np.full(len(battles), 1.0 / len(battles)), size=rounds)
     chunk = max(1, 2_000_000 // (size * size))
-    points = []
+    points, separated = [], 0
     for start in range(0, rounds, chunk):
         wins = (draws[start : start + chunk] @ per_battle).reshape(-1, size, size)
-        theta, _ = fit_strengths(wins)
+        theta, exists = fit_strengths(wins)
         points.append(_to_points(theta, initial, base, scale))
+        separated += int((~exists).sum())
     ratings = np.concatenate(points)
     tail = (1.0 - confidence) / 2 * 100
     low, high = np.nanpercentile(ratings, [tail, 100 - tail], axis=0)
-    return {target: (float(low[i]), float(high[i])) for i, target in enumerate(targets)}
+    return BootstrapIntervals(
+        intervals={target: (float(low[i]), float(high[i])) for i, target in enumerate(targets)},
+        rounds=rounds,
+        separated=separated / rounds,
+    )

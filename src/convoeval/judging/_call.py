@@ -1,0 +1,298 @@
+"""Structured judge calls: one JSON Schema, a strict parser, one re-ask, usage accounting.
+
+Every LLM grader talks to its judge through a `JudgeSession`:
+
+    session = JudgeSession(ctx.judge, trial=ctx.trial)
+    answers = await session.ask_repeated(messages, schema, Model, repeats=ctx.judge_repeats)
+    ...
+    return session.grade(score, outcomes, details)
+
+The judge is asked for JSON that follows `schema` (sent as the request's `response_schema`, so
+OpenAI-compatible servers and llama.cpp constrain decoding to it). The reply is parsed by a
+pydantic model. When it does not parse, the judge is shown its own answer and the error and
+asked once more; when that fails too the grader errors (`JudgeError`), it never scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..graders._base import Grade, GraderError
+from ..results import AssertionOutcome, Usage
+from ..targets import ChatReply, ChatRequest, Target, TargetError
+
+T = TypeVar("T")
+
+#: How much of a bad judge answer is sent back on the re-ask and quoted in errors.
+_ECHO_CHARS = 2000
+_QUOTE_CHARS = 160
+
+REASK = (
+    "Your answer could not be used: {error}\n"
+    "Reply again with only one JSON object that follows the required format exactly "
+    "(keys: {keys}). No text before or after it."
+)
+
+
+class JudgeError(GraderError):
+    """The judge failed: an HTTP error, or output that still did not parse after the re-ask.
+
+    It is a `GraderError`, so the assertion's verdict becomes `error` (left out of the score).
+    `usage` and `cost_usd` hold what the judge calls of this grader had consumed so far.
+    """
+
+    def __init__(self, message: str, *, usage: Usage | None = None, cost_usd: float = 0.0):
+        super().__init__(message)
+        self.usage = usage or Usage()
+        self.cost_usd = cost_usd
+
+
+class JudgeOutputError(ValueError):
+    """A judge answer is not the JSON the schema asked for (the message says what is wrong)."""
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in a judge answer.
+
+    Accepts the bare JSON, JSON inside a ```json fence, or JSON after a short preamble; what
+    the value must look like is then checked strictly by the parser.
+
+    Raises:
+        JudgeOutputError: no JSON object in the text.
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise JudgeOutputError("the answer was empty")
+    if stripped.startswith("```"):
+        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+        stripped = stripped.rsplit("```", 1)[0].strip()
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        first_error = exc
+    start = stripped.find("{")
+    if start >= 0:
+        try:
+            value, _ = json.JSONDecoder().raw_decode(stripped[start:])
+            return value
+        except json.JSONDecodeError as exc:
+            first_error = exc
+    raise JudgeOutputError(f"the answer is not valid JSON ({first_error.msg} at char {first_error.pos})")
+
+
+def parse_answer(model: type[BaseModel], text: str) -> Any:
+    """Parse a judge answer with a pydantic model; raise `JudgeOutputError` saying what is wrong."""
+    data = extract_json(text)
+    if not isinstance(data, dict):
+        raise JudgeOutputError(f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise JudgeOutputError(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """Pydantic errors as one short line: `c2: missing; c1.satisfied: must be true or false`."""
+    parts = []
+    for error in exc.errors(include_url=False)[:8]:
+        where = ".".join(str(p) for p in error["loc"]) or "(answer)"
+        kind = error["type"]
+        if kind == "missing":
+            message = "missing"
+        elif kind == "extra_forbidden":
+            message = "not an allowed key"
+        elif kind.startswith("bool"):
+            message = "must be true or false"
+        else:
+            message = error["msg"]
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
+
+
+def schema_keys(schema: dict[str, Any]) -> str:
+    props = schema.get("properties") or {}
+    return ", ".join(json.dumps(k) for k in props) or "see the schema"
+
+
+@dataclass
+class Repeated(Generic[T]):
+    """The parsed answers of K repeated judge calls (a failed repeat leaves an error)."""
+
+    values: list[T]
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.values) + len(self.errors)
+
+
+def repeat_summary(scores: list[float]) -> dict[str, Any]:
+    """`{"repeats", "scores", "mean", "stdev"}` of one grader's repeated judge scores.
+
+    The standard deviation is the sample one (ddof=1), as in `convoeval.stats.judge_consistency`;
+    it is 0.0 for a single score.
+    """
+    n = len(scores)
+    mean = math.fsum(scores) / n if n else 0.0
+    stdev = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (n - 1)) if n > 1 else 0.0
+    return {"repeats": n, "scores": [round(s, 6) for s in scores], "mean": round(mean, 6),
+            "stdev": round(stdev, 6)}
+
+
+class JudgeSession:
+    """Calls one judge on behalf of one grader and adds up tokens and cost of every call.
+
+    Args:
+        judge: any Target.
+        trial: the trial index; repeat r of a call is sent as trial `trial * 1000 + r` so that a
+            response cache keeps repeats apart.
+        temperature: judges default to 0.
+        max_tokens: cap of the judge's answer (default: the judge target's own setting).
+
+    Example:
+        session = JudgeSession(ctx.judge, trial=ctx.trial)
+        answer = await session.ask(messages, schema, MyAnswer)
+        grade = session.grade(answer.score / 10, [...])
+    """
+
+    def __init__(self, judge: Target, *, trial: int = 0, temperature: float = 0.0,
+                 max_tokens: int | None = None):
+        self.judge = judge
+        self.trial = trial
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.usage = Usage()
+        self.cost_usd = 0.0
+        self.calls = 0
+        self.reasks = 0
+
+    async def _chat(self, messages: list[dict[str, Any]], schema: dict[str, Any], name: str,
+                    repeat: int) -> ChatReply:
+        request = ChatRequest(
+            messages=messages, response_schema=schema, schema_name=name,
+            temperature=self.temperature, max_tokens=self.max_tokens,
+            trial=self.trial * 1000 + repeat, purpose="judge",
+        )
+        self.calls += 1
+        try:
+            reply = await self.judge.chat(request)
+        except TargetError as exc:
+            raise self.error(f"judge call failed: {exc}") from None
+        self.usage = self.usage + reply.usage
+        self.cost_usd += reply.cost_usd
+        return reply
+
+    async def ask(
+        self,
+        messages: list[dict[str, Any]],
+        schema: dict[str, Any],
+        parser: type[BaseModel] | Callable[[str], T],
+        *,
+        name: str = "verdict",
+        repeat: int = 0,
+    ) -> Any:
+        """One structured judge call, re-asked once when the answer does not parse.
+
+        Args:
+            messages: the prompt (`{"role", "content"}` dicts).
+            schema: the JSON Schema the answer must follow.
+            parser: a pydantic model, or a function text -> value raising JudgeOutputError.
+            name: the schema's name (letters, digits, `_` and `-`).
+            repeat: which repetition this is (changes the trial sent to the judge).
+
+        Raises:
+            JudgeError: the call failed, or the answer did not parse twice.
+        """
+        parse = _as_parser(parser)
+        reply = await self._chat(messages, schema, name, repeat)
+        try:
+            return parse(reply.text)
+        except JudgeOutputError as exc:
+            error = str(exc)
+        self.reasks += 1
+        retry = [
+            *messages,
+            {"role": "assistant", "content": reply.text[:_ECHO_CHARS]},
+            {"role": "user", "content": REASK.format(error=error, keys=schema_keys(schema))},
+        ]
+        second = await self._chat(retry, schema, name, repeat)
+        try:
+            return parse(second.text)
+        except JudgeOutputError as exc:
+            raise self.error(
+                f"judge output unparseable after a re-ask: {exc} "
+                f"(first answer: {error}); last answer: {_quote(second.text)}"
+            ) from None
+
+    async def ask_repeated(
+        self,
+        messages: list[dict[str, Any]],
+        schema: dict[str, Any],
+        parser: type[BaseModel] | Callable[[str], T],
+        *,
+        repeats: int = 1,
+        name: str = "verdict",
+    ) -> Repeated[Any]:
+        """`ask` K times concurrently (repeat r is sent as trial `trial * 1000 + r`).
+
+        A repeat that fails is recorded in `errors`; when all fail, the first error is raised.
+        """
+        k = max(1, int(repeats))
+        results = await asyncio.gather(
+            *(self.ask(messages, schema, parser, name=name, repeat=r) for r in range(k)),
+            return_exceptions=True,
+        )
+        values: list[Any] = []
+        errors: list[str] = []
+        for result in results:
+            if isinstance(result, JudgeError):
+                errors.append(str(result))
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                values.append(result)
+        if not values:
+            message = errors[0] if k == 1 else f"all {k} judge repeats failed; first: {errors[0]}"
+            raise self.error(message)
+        return Repeated(values=values, errors=errors)
+
+    def error(self, message: str) -> JudgeError:
+        """A JudgeError carrying the usage consumed so far."""
+        return JudgeError(message, usage=self.usage, cost_usd=self.cost_usd)
+
+    def grade(
+        self,
+        score: float,
+        assertions: list[AssertionOutcome],
+        details: dict[str, Any] | None = None,
+        *,
+        passed: bool | None = None,
+    ) -> Grade:
+        """A Grade with the judge's usage and cost of all calls (re-asks and repeats included)."""
+        info = dict(details or {})
+        info["judge_calls"] = self.calls
+        if self.reasks:
+            info["judge_reasks"] = self.reasks
+        return Grade(
+            score=score, assertions=assertions, details=info, judge_usage=self.usage,
+            judge_cost_usd=round(self.cost_usd, 10), passed=passed,
+        )
+
+
+def _as_parser(parser: type[BaseModel] | Callable[[str], T]) -> Callable[[str], Any]:
+    if isinstance(parser, type) and issubclass(parser, BaseModel):
+        model = parser
+        return lambda text: parse_answer(model, text)
+    return parser
+
+
+def _quote(text: str) -> str:
+    shown = text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1] + "…"
+    return repr(shown)

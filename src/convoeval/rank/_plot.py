@@ -1,0 +1,59 @@
+"""A picture of the leaderboard: ratings with their intervals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._leaderboard import Leaderboard
+
+PLOT_FORMATS = (".svg", ".png", ".pdf")
+
+
+def plot_leaderboard(board: Leaderboard, path: str | Path) -> Path:
+    """Draw Bradley-Terry ratings with their intervals (and Elo as a hollow mark).
+
+    Args:
+        board: the leaderboard.
+        path: where to write; the suffix picks the format (.svg, .png or .pdf).
+
+    Raises:
+        ValueError: for another suffix.
+        RuntimeError: when matplotlib is not installed.
+    """
+    path = Path(path)
+    if path.suffix.lower() not in PLOT_FORMATS:
+        raise ValueError(f"{path}: plot format must be one of {', '.join(PLOT_FORMATS)}")
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise RuntimeError("plotting needs matplotlib: pip install 'convoeval[plot]'") from None
+
+    rows = list(reversed(board.rows))  # best at the top
+    positions = list(range(len(rows)))
+    figure = Figure(figsize=(7, 1.2 + 0.5 * len(rows)), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    with_ci = [r for r in rows if r.ci_low is not None and r.ci_high is not None]
+    if with_ci:
+        axes.errorbar(
+            [r.bt for r in with_ci],
+            [positions[rows.index(r)] for r in with_ci],
+            xerr=[[r.bt - r.ci_low for r in with_ci], [r.ci_high - r.bt for r in with_ci]],
+            fmt="none",
+            ecolor="tab:blue",
+            capsize=4,
+            label=f"{board.confidence:.0%} bootstrap interval",
+        )
+    axes.plot([r.bt for r in rows], positions, "o", color="tab:blue", label="Bradley-Terry")
+    axes.plot([r.elo for r in rows], positions, "D", mfc="none", color="tab:orange", label="online Elo")
+    axes.set_yticks(positions, [f"{r.rank}. {r.target}" for r in rows])
+    axes.set_xlabel("rating (400 points = 10:1 odds)")
+    axes.set_title(f"Arena leaderboard ({board.battles} battles)")
+    axes.grid(axis="x", alpha=0.3)
+    axes.legend(loc="best", fontsize="small")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    return path
