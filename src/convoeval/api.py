@@ -57,7 +57,7 @@ async def arun(
     threshold: float | None = None,
     trials: int | None = None,
     judge_repeats: int | None = None,
-    concurrency: int = 8,
+    concurrency: int | None = None,
     output: str | Path | None = None,
     on_result: Callable[[EvaluationResult], None] | None = None,
     on_note: Callable[[str], None] | None = None,
@@ -73,7 +73,7 @@ async def arun(
         targets_file: a targets file; default `targets.yaml` next to each suite.
         threshold, trials: override the suites' settings.
         judge_repeats: ask the judge K times per grader (mean and standard deviation reported).
-        concurrency: conversations run at once.
+        concurrency: conversations run at once (default: the suites' `execution.workers`, else 8).
         output: write results here (`.jsonl` as each test finishes, or `.json`).
         on_result: called with each result as its test finishes.
         on_note: called with one-line notes (defaults chosen, and so on).
@@ -115,7 +115,7 @@ async def arun(
         try:
             results = await run_jobs(
                 jobs, judge=judge_target, judge_repeats=judge_repeats or repeats,
-                concurrency=concurrency, on_result=emit,
+                concurrency=concurrency or _workers(suites), on_result=emit,
             )
         finally:
             if writer:
@@ -139,6 +139,11 @@ def load_suites(paths: str | Path | Sequence[str | Path]) -> list[Suite]:
     if problems:
         raise SpecError(problems)
     return suites
+
+
+def _workers(suites: list[Suite]) -> int:
+    configured = [s.execution.workers for s in suites if s.execution and s.execution.workers]
+    return max(configured) if configured else 8
 
 
 def local_model_available() -> bool:

@@ -1,6 +1,6 @@
 """A loopback fake OpenAI-compatible server, for tests and benchmarks.
 
-It answers `/v1/chat/completions` from Python callables, records every request it received,
+It answers `/v1/chat/completions` (and Anthropic's `/v1/messages`) from Python callables, records every request it received,
 and can be told to misbehave (status codes, `Retry-After`, delays, non-JSON bodies).
 
 Example:
@@ -138,6 +138,8 @@ class FakeOpenAIServer:
         return None
 
     def _handle(self, body: Body, headers: dict[str, str]) -> tuple[int, str, dict[str, str], float]:
+        if "tools" in body and body.get("tool_choice", {}).get("type") == "tool":  # Anthropic structured
+            body = {**body, "response_format": {"json_schema": {"schema": body["tools"][0]["input_schema"]}}}
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
@@ -179,6 +181,8 @@ class FakeOpenAIServer:
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
                     status, text, headers, delay = server._handle(body, dict(self.headers.items()))
+                    if status == 200 and self.path.rstrip("/").endswith("/messages"):
+                        text = _as_anthropic(text, body)
                     if delay:
                         time.sleep(delay)
                     self._send(status, text, headers)
@@ -203,3 +207,20 @@ class FakeOpenAIServer:
                 return None
 
         return Handler
+
+
+def _as_anthropic(openai_text: str, request: Body) -> str:
+    """Serve the same completion in the shape of Anthropic's Messages API (a forced tool call
+    answers with a `tool_use` block, as Anthropic does)."""
+    completion = json.loads(openai_text)
+    content = completion["choices"][0]["message"]["content"]
+    usage = completion["usage"]
+    block: dict[str, Any] = {"type": "text", "text": content}
+    if request.get("tool_choice", {}).get("type") == "tool":
+        block = {"type": "tool_use", "id": "toolu_fake", "name": request["tool_choice"]["name"],
+                 "input": json.loads(content)}
+    return json.dumps({
+        "id": completion["id"], "type": "message", "role": "assistant", "model": completion["model"],
+        "content": [block], "stop_reason": "end_turn",
+        "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
+    })

@@ -59,7 +59,8 @@ def run(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Results file: .jsonl "
                                                    "(written as tests finish) or .json.")] = None,
     threshold: Annotated[Optional[float], typer.Option(min=0, max=1, help="Pass threshold (overrides suite and tests).")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Conversations run at once.")] = 8,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations run at once "
+                                                       "(default: execution.workers, else 8).")] = None,
     trials: Annotated[Optional[int], typer.Option(min=1, help="Independent runs of each test.")] = None,
     judge_repeats: Annotated[Optional[int], typer.Option(min=1, help="Ask the judge K times per grader.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the final table.")] = False,

@@ -33,22 +33,19 @@ def leaderboard_csv(board: Leaderboard) -> str:
 def _interval(low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return "-"
-    return f"{low:.0f} .. {high:.0f}"
+    return f"{low:.0f}-{high:.0f}"
 
 
 def leaderboard_table(board: Leaderboard) -> Table:
-    """A rich Table: rank, target, Bradley-Terry rating and interval, Elo, votes."""
+    """A rich Table: rank, target, Bradley-Terry rating (BT) and interval, Elo, votes, W/L/T."""
     level = f"{board.confidence:.0%} CI"
     caption = f"{board.battles} battles; Elo K={board.k:g}; "
     caption += f"{board.bootstrap} bootstrap rounds, seed {board.seed}" if board.bootstrap else "no bootstrap"
     table = Table(title="Arena leaderboard", caption=caption)
-    table.add_column("Rank", justify="right")
-    table.add_column("Target")
-    table.add_column("Bradley-Terry", justify="right")
-    table.add_column(level, justify="right")
-    table.add_column("Elo", justify="right")
-    for name in ("Votes", "Wins", "Losses", "Ties"):
-        table.add_column(name, justify="right")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("Target", overflow="fold")
+    for name in ("BT", level, "Elo", "Votes", "W", "L", "T"):
+        table.add_column(name, justify="right", no_wrap=True)
     for row in board.rows:
         table.add_row(
             str(row.rank),

@@ -33,7 +33,7 @@ def plot_leaderboard(board: Leaderboard, path: str | Path) -> Path:
 
     rows = list(reversed(board.rows))  # best at the top
     positions = list(range(len(rows)))
-    figure = Figure(figsize=(7, 1.2 + 0.5 * len(rows)), layout="constrained")
+    figure = Figure(figsize=(7, 1.6 + 0.45 * len(rows)), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     with_ci = [r for r in rows if r.ci_low is not None and r.ci_high is not None]
@@ -53,7 +53,8 @@ def plot_leaderboard(board: Leaderboard, path: str | Path) -> Path:
     axes.set_xlabel("rating (400 points = 10:1 odds)")
     axes.set_title(f"Arena leaderboard ({board.battles} battles)")
     axes.grid(axis="x", alpha=0.3)
-    axes.legend(loc="best", fontsize="small")
+    axes.set_ylim(-0.6, len(rows) - 0.4)
+    figure.legend(loc="outside lower center", ncols=3, fontsize="small", frameon=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
     return path

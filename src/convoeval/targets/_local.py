@@ -42,6 +42,9 @@ DEFAULT_SEED = 0
 DEFAULT_TEMPERATURE = 0.0
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_JUDGE_MAX_TOKENS = 1024
+# llama-cpp-python's create_chat_completion default is 1.0, with which greedy SmolLM2-135M
+# often loops ("la femme au martyre, la femme au martyre, ...") until max_tokens.
+DEFAULT_REPEAT_PENALTY = 1.1
 # After trimming, the prompt must leave at least this many tokens (or max_tokens if smaller)
 # for the reply; otherwise the call fails instead of returning a reply cut after a few tokens.
 MIN_REPLY_TOKENS = 64
@@ -249,6 +252,8 @@ class LocalTarget:
         threads: CPU threads (default min(4, CPUs)).
         seed: sampling seed (default 0); trial `n` samples with `seed + n`, so trials differ
             at temperature > 0 yet every run is reproducible.
+        repeat_penalty: default 1.1 (1.0 lets greedy SmolLM2 loop; above ~1.2 it starts to
+            damage JSON under a schema, because it also penalises repeated quotes and braces).
         chat_format: a llama-cpp-python chat format name, for GGUFs without a chat template.
         params: extra `create_chat_completion` arguments (e.g. `repeat_penalty`, `top_p`).
     The standard `temperature` defaults to 0.0 (greedy: deterministic replies) and `max_tokens`
@@ -280,6 +285,7 @@ class LocalTarget:
         self.seed = _int_option(config, "seed", DEFAULT_SEED, minimum=0)
         chat_format = config.option("chat_format")
         self.chat_format = str(chat_format) if chat_format else None
+        self.repeat_penalty = _float_option(config, "repeat_penalty", DEFAULT_REPEAT_PENALTY)
         params = config.option("params", {}) or {}
         if not isinstance(params, dict):
             raise TargetError(f"{self.name}: 'params' must be a mapping")
@@ -326,13 +332,13 @@ class LocalTarget:
     ) -> ChatReply:
         llama = engine.llama()
         started = time.perf_counter()
-        if schema is not None:
-            _check_schema(self.name, schema)
+        grammar = _schema_grammar(self.name, schema) if schema is not None else None
         kept = self._fit(engine, messages, max_tokens)
-        kwargs: dict[str, Any] = dict(self.params)
+        kwargs: dict[str, Any] = {"repeat_penalty": self.repeat_penalty}
+        kwargs.update(self.params)
         kwargs.update(messages=kept, max_tokens=max_tokens, temperature=temperature, seed=seed)
-        if schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        if grammar is not None:
+            kwargs["grammar"] = grammar
         try:
             data = llama.create_chat_completion(**kwargs)
         except TargetError:
@@ -356,8 +362,11 @@ class LocalTarget:
                 f"{self.name}: structured reply cut off at max_tokens={max_tokens} before the JSON "
                 "was complete; raise max_tokens or bound the schema's strings with maxLength"
             )
+        text = text.strip()
+        if schema is not None:
+            text = _normalise_json(text)
         return ChatReply(
-            text=text.strip(),
+            text=text,
             usage=usage,
             latency_ms=latency_ms,
             cost_usd=0.0,
@@ -420,31 +429,58 @@ def _plain_message(message: dict[str, Any]) -> dict[str, str]:
     return {"role": role, "content": content}
 
 
-_SCHEMA_OK: set[str] = set()
+# llama-cpp-python's schema converter lets raw control characters (a newline, a tab) into
+# strings; json.loads rejects those, so the string character rule is tightened the way
+# upstream llama.cpp's converter writes it.
+_LOOSE_CHAR = r'char ::= [^"\\] |'
+_STRICT_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] |'
+_GRAMMARS: dict[str, Any] = {}
+_GRAMMARS_LOCK = threading.Lock()
 
 
-def _check_schema(name: str, schema: dict[str, Any]) -> None:
-    """Fail loudly if llama.cpp cannot turn the schema into a grammar.
+def _schema_grammar(name: str, schema: dict[str, Any]) -> Any:
+    """The llama.cpp grammar for a JSON Schema (cached), or TargetError if it has none.
 
-    llama-cpp-python's `response_format` handler swallows conversion errors and falls back to
-    an unconstrained JSON grammar, which would let the model invent keys without telling anyone.
+    This is what `response_format={"type": "json_object", "schema": ...}` does inside
+    llama-cpp-python, with two fixes: a schema the converter cannot handle is an error instead
+    of a silent fall-back to "any JSON", and strings cannot hold raw control characters.
     """
     try:
         text = json.dumps(schema, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise TargetError(f"{name}: response_schema is not JSON: {exc}") from None
-    if text in _SCHEMA_OK:
-        return
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    with _GRAMMARS_LOCK:
+        grammar = _GRAMMARS.get(text)
+    if grammar is not None:
+        return grammar
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
     try:
-        json_schema_to_gbnf(json.dumps(schema))
+        gbnf = json_schema_to_gbnf(json.dumps(schema))
     except Exception as exc:
         raise TargetError(
             f"{name}: llama.cpp cannot build a grammar from this response_schema "
             f"({type(exc).__name__}: {exc})"
         ) from None
-    _SCHEMA_OK.add(text)
+    grammar = LlamaGrammar.from_string(gbnf.replace(_LOOSE_CHAR, _STRICT_CHAR), verbose=False)
+    with _GRAMMARS_LOCK:
+        if len(_GRAMMARS) >= 256:
+            _GRAMMARS.clear()
+        _GRAMMARS[text] = grammar
+    return grammar
+
+
+def _normalise_json(text: str) -> str:
+    """The reply as strict JSON when it only parses leniently (raw control characters)."""
+    try:
+        json.loads(text)
+        return text
+    except ValueError:
+        pass
+    try:
+        return json.dumps(json.loads(text, strict=False), ensure_ascii=False)
+    except ValueError:
+        return text
 
 
 def _int_option(config: TargetConfig, key: str, default: int, *, minimum: int) -> int:
@@ -460,3 +496,15 @@ def _int_option(config: TargetConfig, key: str, default: int, *, minimum: int) -
     if number < minimum:
         raise TargetError(f"{config.name}: {key} must be at least {minimum}, got {number}")
     return number
+
+
+def _float_option(config: TargetConfig, key: str, default: float) -> float:
+    value = config.option(key)
+    if value is None:
+        return default
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        return float(value)
+    except (TypeError, ValueError):
+        raise TargetError(f"{config.name}: {key} must be a number, got {value!r}") from None

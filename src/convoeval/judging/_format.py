@@ -1,0 +1,153 @@
+"""What a judge reads: transcripts with turn numbers, backend results, domain policies."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..results import Message, ToolCall
+
+#: Longest message shown to a judge; longer ones are cut in the middle.
+MAX_MESSAGE_CHARS = 6000
+MAX_DATA_CHARS = 6000
+
+
+def turn_numbers(messages: Sequence[Message]) -> list[int | None]:
+    """The turn of each message: its own `turn` when set, else counted from user messages
+    (a user message after a non-user message opens a new turn). System messages have none."""
+    numbers: list[int | None] = []
+    current = 0
+    previous_role: str | None = None
+    for message in messages:
+        if message.role == "system":
+            numbers.append(message.turn)
+            continue
+        if message.turn is not None:
+            current = message.turn
+        elif message.role == "user" and previous_role != "user":
+            current += 1
+        numbers.append(message.turn if message.turn is not None else (current or None))
+        previous_role = message.role
+    return numbers
+
+
+def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`text`, cut in the middle when longer than `limit` characters."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters left out ...]\n{text[-half:]}"
+
+
+def _speaker(message: Message) -> str:
+    if message.role == "user" and message.source == "simulator":
+        return "user (simulated)"
+    if message.role == "user" and message.source == "hint":
+        return "user (hint)"
+    return message.role
+
+
+def format_tool_calls(calls: Iterable[ToolCall]) -> str:
+    shown = []
+    for call in calls:
+        args = json.dumps(call.arguments, ensure_ascii=False, default=str)
+        shown.append(f"{call.name}({args})")
+    return ", ".join(shown)
+
+
+def format_transcript(messages: Sequence[Message], *, numbered: bool = True,
+                      limit: int = MAX_MESSAGE_CHARS) -> str:
+    """A transcript for a judge, one block per message, each marked with its turn:
+
+        [system] You are a booking assistant.
+        [turn 1] user: A table for two, please.
+        [turn 1] assistant: For which day?
+    """
+    if not messages:
+        return "(no messages)"
+    blocks = []
+    for number, message in zip(turn_numbers(messages), messages):
+        if message.role == "system":
+            tag = "[system]"
+        elif numbered and number is not None:
+            tag = f"[turn {number}] {_speaker(message)}:"
+        else:
+            tag = f"{_speaker(message)}:"
+        text = clip(message.content, limit)
+        if message.tool_calls:
+            text += f"\n(tool calls: {format_tool_calls(message.tool_calls)})"
+        blocks.append(f"{tag} {text}")
+    return "\n\n".join(blocks)
+
+
+def last_user_message(messages: Sequence[Message]) -> str:
+    """The text of the last user message (the query a reply answers), or ''."""
+    for message in reversed(messages):
+        if message.role == "user":
+            return message.content
+    return ""
+
+
+def turn_count(messages: Sequence[Message]) -> int:
+    return max((n for n in turn_numbers(messages) if n is not None), default=0)
+
+
+def format_data(value: Any, limit: int = MAX_DATA_CHARS) -> str | None:
+    """A backend / database result as text (JSON for structures), or None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        return clip(text, limit) if text else None
+    if hasattr(value, "model_dump"):
+        value = value.model_dump()
+    text = json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    return clip(text, limit)
+
+
+def format_policy(policy: Any) -> str | None:
+    """A domain policy (`convoeval.spec.Policy`, a mapping with the same keys, or text) as text.
+
+    Returns None when there is no policy.
+    """
+    if policy is None:
+        return None
+    if isinstance(policy, str):
+        return policy.strip() or None
+    if hasattr(policy, "model_dump"):
+        policy = policy.model_dump()
+    if not isinstance(policy, dict):
+        return str(policy)
+    lines: list[str] = []
+    if policy.get("domain"):
+        lines.append(f"Domain: {policy['domain']}")
+    slots = policy.get("slots")
+    if isinstance(slots, dict) and slots:
+        lines.append("Slots (information the agent handles):")
+        lines.extend(f"- {name}: {desc}" if desc not in (None, "") else f"- {name}"
+                     for name, desc in slots.items())
+    elif isinstance(slots, list) and slots:
+        lines.append("Slots (information the agent handles): " + ", ".join(str(s) for s in slots))
+    rules = policy.get("rules") or []
+    if rules:
+        lines.append("Rules:")
+        lines.extend(f"- {rule}" for rule in rules)
+    if policy.get("text"):
+        lines.append(str(policy["text"]).strip())
+    return "\n".join(lines) or None
+
+
+def cited_turns(text: str, last_turn: int | None = None) -> list[int]:
+    """Turn numbers a judge cited as `turn 3`, `turns 2 and 4`, `turn 2-3` (sorted, unique)."""
+    found: set[int] = set()
+    for match in re.finditer(r"\bturns?\s+((?:\d+\s*(?:,|and|&|-|–|to)?\s*)+)", text, re.IGNORECASE):
+        chunk = match.group(1)
+        for lo, hi in re.findall(r"(\d+)\s*(?:-|–|to)\s*(\d+)", chunk):
+            if 0 <= int(hi) - int(lo) <= 50:
+                found.update(range(int(lo), int(hi) + 1))
+        found.update(int(n) for n in re.findall(r"\d+", chunk))
+    if last_turn is not None:
+        found = {n for n in found if 1 <= n <= last_turn}
+    return sorted(found)

@@ -1,0 +1,95 @@
+"""JSON Schemas for judge answers, and the strict pydantic parsers that match them.
+
+Every answer is an OBJECT whose property keys are fixed in advance (criterion ids, dimension
+names). With grammar-constrained decoding (llama.cpp) even a 135M model then cannot invent
+ids or loop over an open-ended array; with OpenAI-style strict structured output the same
+schema is accepted as is (every object lists all its keys in `required` and sets
+`additionalProperties: false`). The free-text field comes BEFORE the verdict so the model
+reasons first.
+
+Shapes:
+    verdict:  {"reasoning": str, "satisfied": bool}
+    score:    {"reasoning": str, "score": int lo..hi}        (key name configurable)
+    keyed:    {"<id 1>": <shape>, "<id 2>": <shape>, ...}     all required, nothing else
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, create_model
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def verdict_schema(reason_key: str = "reasoning") -> dict[str, Any]:
+    """`{"reasoning": string, "satisfied": boolean}`."""
+    return _object({reason_key: {"type": "string"}, "satisfied": {"type": "boolean"}})
+
+
+def score_schema(low: int, high: int, reason_key: str = "reasoning") -> dict[str, Any]:
+    """`{"reasoning": string, "score": integer low..high}`."""
+    return _object({
+        reason_key: {"type": "string"},
+        "score": {"type": "integer", "minimum": low, "maximum": high},
+    })
+
+
+def keyed_schema(items: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are exactly `items` (criterion ids, dimension names)."""
+    return _object(dict(items))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Verdict(_Strict):
+    reasoning: StrictStr
+    satisfied: StrictBool
+
+
+def _int_score(low: int, high: int) -> Any:
+    # Lax int: 7 and 7.0 pass, 7.5 and "seven" do not.
+    return Annotated[int, Field(ge=low, le=high)]
+
+
+_SCORE_MODELS: dict[tuple[int, int, str], type[BaseModel]] = {}
+
+
+def score_model(low: int, high: int, reason_key: str = "reasoning") -> type[BaseModel]:
+    """The parser of `score_schema(low, high, reason_key)`."""
+    key = (low, high, reason_key)
+    if key not in _SCORE_MODELS:
+        _SCORE_MODELS[key] = create_model(  # type: ignore[call-overload]
+            f"Score{low}to{high}",
+            __config__=ConfigDict(extra="forbid"),
+            **{reason_key: (StrictStr, ...), "score": (_int_score(low, high), ...)},
+        )
+    return _SCORE_MODELS[key]
+
+
+def keyed_model(name: str, items: dict[str, type[BaseModel]]) -> type[BaseModel]:
+    """The parser of `keyed_schema`: every key required, no other key allowed.
+
+    Keys may be any string (`success-codes`, `c1`): each becomes a field with that alias.
+    Read the parsed values with `values_by_key(parsed)`.
+    """
+    fields = {f"k{i}": (model, Field(..., alias=key)) for i, (key, model) in enumerate(items.items())}
+    return create_model(  # type: ignore[call-overload]
+        name, __config__=ConfigDict(extra="forbid", populate_by_name=False), **fields
+    )
+
+
+def values_by_key(parsed: BaseModel) -> dict[str, Any]:
+    """`{key: value}` of a model built by `keyed_model`."""
+    return {
+        info.alias or name: getattr(parsed, name) for name, info in type(parsed).model_fields.items()
+    }
