@@ -1,0 +1,24 @@
+# Two commands on a fresh clone:  `make demo`  and  `make test`.
+# Both create .venv and install convoeval into it on first use.
+VENV ?= .venv
+PYTHON ?= python3
+# llama-cpp-python compiles from source on first install; skip the multimodal library we don't use.
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/convoeval run examples/travel-planning.eval.yaml
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q
+
+bench: $(VENV)/.installed
+	$(VENV)/bin/python benchmarks/run.py
+
+.PHONY: install demo test bench

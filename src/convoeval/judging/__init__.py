@@ -1,0 +1,120 @@
+"""Judging: structured judge calls, judge prompts, TD-Eval dimensions.
+
+The LLM graders (`rubrics`, `llm-grader`, TD-Eval dimensions, conversation metrics) are thin
+assertion classes in `convoeval.graders`; everything they share lives here:
+
+- `JudgeSession`: one grader's judge calls: JSON Schema structured output, a strict pydantic
+  parser, ONE re-ask on malformed output, K repeats, token and cost accounting.
+- prompt builders and the JSON Schemas of their answers (criterion ids / dimension names as
+  the object's keys).
+- transcript formatting with turn numbers, backend results and domain policies.
+
+Example:
+    from convoeval.judging import JudgeSession, Subject, RubricItem, rubric_messages, \
+        rubric_schema, rubric_parser, values_by_key
+
+    items = [RubricItem("c1", "Names Paris as the capital")]
+    session = JudgeSession(judge_target, trial=0)
+    answer = await session.ask(rubric_messages(Subject("turn", history, "Paris."), items),
+                               rubric_schema(items), rubric_parser(items), name="rubric")
+    values_by_key(answer)["c1"].satisfied
+"""
+
+from ._call import (
+    JudgeError,
+    JudgeOutputError,
+    JudgeSession,
+    Repeated,
+    describe_validation_error,
+    extract_json,
+    parse_answer,
+    repeat_summary,
+)
+from ._format import (
+    cited_turns,
+    clip,
+    format_data,
+    format_policy,
+    format_tool_calls,
+    format_transcript,
+    last_user_message,
+    turn_count,
+    turn_numbers,
+)
+from ._prompts import (
+    GRADER_SCALE,
+    JUDGE_SYSTEM,
+    METRICS,
+    Metric,
+    RubricItem,
+    Subject,
+    default_grader_messages,
+    grader_messages,
+    grader_parser,
+    grader_schema,
+    metric_messages,
+    metric_parser,
+    metric_schema,
+    rubric_messages,
+    rubric_parser,
+    rubric_schema,
+)
+from ._schemas import (
+    Verdict,
+    keyed_model,
+    keyed_schema,
+    score_model,
+    score_schema,
+    values_by_key,
+    verdict_schema,
+)
+from ._tdeval import DIMENSIONS, Dimension, normalise, tdeval_messages, tdeval_parser, tdeval_schema
+
+__all__ = [
+    "DIMENSIONS",
+    "Dimension",
+    "GRADER_SCALE",
+    "JUDGE_SYSTEM",
+    "JudgeError",
+    "JudgeOutputError",
+    "JudgeSession",
+    "METRICS",
+    "Metric",
+    "Repeated",
+    "RubricItem",
+    "Subject",
+    "Verdict",
+    "cited_turns",
+    "clip",
+    "default_grader_messages",
+    "describe_validation_error",
+    "extract_json",
+    "format_data",
+    "format_policy",
+    "format_tool_calls",
+    "format_transcript",
+    "grader_messages",
+    "grader_parser",
+    "grader_schema",
+    "keyed_model",
+    "keyed_schema",
+    "last_user_message",
+    "metric_messages",
+    "metric_parser",
+    "metric_schema",
+    "normalise",
+    "parse_answer",
+    "repeat_summary",
+    "rubric_messages",
+    "rubric_parser",
+    "rubric_schema",
+    "score_model",
+    "score_schema",
+    "tdeval_messages",
+    "tdeval_parser",
+    "tdeval_schema",
+    "turn_count",
+    "turn_numbers",
+    "values_by_key",
+    "verdict_schema",
+]
