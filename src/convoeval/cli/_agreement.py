@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -37,13 +37,13 @@ STATISTIC_NAMES = {
 }
 
 
-class Level(str, Enum):
+class Level(StrEnum):
     nominal = "nominal"
     ordinal = "ordinal"
     interval = "interval"
 
 
-class AgreementFormat(str, Enum):
+class AgreementFormat(StrEnum):
     table = "table"
     json = "json"
 
@@ -81,6 +81,7 @@ def agreement(
     labels: Annotated[
         Path,
         typer.Argument(
+            metavar="LABELS.csv",
             help="CSV with one row per item and one column per rater "
             "(an 'item' or 'id' column is ignored); empty or NA cells are missing.",
             show_default=False,
@@ -99,13 +100,15 @@ def agreement(
     ] = Level.ordinal,
     columns: Annotated[
         str | None,
-        typer.Option("--columns", help="Rater columns to compare, e.g. human,judge (default: all)."),
+        typer.Option(
+            "--columns", help="Rater columns to compare, e.g. human,judge (default: all)."
+        ),
     ] = None,
     output_format: Annotated[
         AgreementFormat, typer.Option("--format", help="table or json (the agreement report).")
     ] = AgreementFormat.table,
 ) -> None:
-    """Agreement between raters (e.g. human labels vs an LLM judge): kappas, AC1, alpha, rank correlations."""
+    """Agreement between raters, e.g. human labels vs an LLM judge (kappas, AC1, alpha, rho)."""
     try:
         declared = parse_categories(categories)
         chosen = [name.strip() for name in columns.split(",")] if columns else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +14,7 @@ from convoeval.rank import BattleFileError, leaderboard_from_battles, read_battl
 from ._app import app
 
 
-class ArenaFormat(str, Enum):
+class ArenaFormat(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
@@ -40,7 +40,8 @@ def arena(
         float, typer.Option("--k", help="Elo K-factor (32 as TD-Eval, 4 as Chatbot Arena).")
     ] = 32.0,
     bootstrap: Annotated[
-        int, typer.Option("--bootstrap", min=0, help="Bootstrap rounds for the intervals (0 = none).")
+        int,
+        typer.Option("--bootstrap", min=0, help="Bootstrap rounds for the intervals (0 = none)."),
     ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
     output_format: Annotated[
@@ -48,7 +49,11 @@ def arena(
     ] = ArenaFormat.table,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Also draw the ratings with intervals (.svg, .png or .pdf).", show_default=False),
+        typer.Option(
+            "--plot",
+            help="Also draw the ratings with intervals (.svg, .png or .pdf).",
+            show_default=False,
+        ),
     ] = None,
 ) -> None:
     """Rank targets from judged battles: online Elo and Bradley-Terry with bootstrap intervals."""

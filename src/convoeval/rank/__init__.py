@@ -2,7 +2,8 @@
 
 Example:
     >>> from convoeval.rank import Battle, leaderboard_from_battles
-    >>> battles = [Battle("a", "b", "model_a"), Battle("b", "a", "tie"), Battle("b", "a", "model_b")]
+    >>> battles = [Battle("a", "b", "model_a"), Battle("b", "a", "tie")]
+    >>> battles.append(Battle("b", "a", "model_b"))
     >>> [row.target for row in leaderboard_from_battles(battles, bootstrap=0).rows]
     ['a', 'b']
 """

@@ -77,7 +77,10 @@ class Leaderboard:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """`{"leaderboard": [{target, elo, bt, ci_low, ci_high, votes, wins, losses, ties, rank}]}`"""
+        """`{"leaderboard": [{target, elo, bt, ci_low, ci_high, votes, wins, losses, ties, rank}]}`.
+
+        Rows are best first.
+        """
         return {"leaderboard": [row.to_dict() for row in self.rows]}
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -155,7 +158,9 @@ def leaderboard_from_battles(
         )
     intervals: dict[str, tuple[float, float]] = {}
     if bootstrap:
-        result = bradley_terry_intervals(battles, rounds=bootstrap, seed=seed, confidence=confidence)
+        result = bradley_terry_intervals(
+            battles, rounds=bootstrap, seed=seed, confidence=confidence
+        )
         intervals = result.intervals
         if result.separated > (1 - confidence) / 2:
             warnings.append(

@@ -12,7 +12,18 @@ from rich.table import Table
 if TYPE_CHECKING:
     from ._leaderboard import Leaderboard
 
-CSV_COLUMNS = ("rank", "target", "elo", "bt", "ci_low", "ci_high", "votes", "wins", "losses", "ties")
+CSV_COLUMNS = (
+    "rank",
+    "target",
+    "elo",
+    "bt",
+    "ci_low",
+    "ci_high",
+    "votes",
+    "wins",
+    "losses",
+    "ties",
+)
 
 
 def leaderboard_json(board: Leaderboard, indent: int | None = 2) -> str:
@@ -26,7 +37,9 @@ def leaderboard_csv(board: Leaderboard) -> str:
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in board.rows:
-        writer.writerow({key: ("" if value is None else value) for key, value in row.to_dict().items()})
+        writer.writerow(
+            {key: ("" if value is None else value) for key, value in row.to_dict().items()}
+        )
     return buffer.getvalue()
 
 
@@ -40,7 +53,11 @@ def leaderboard_table(board: Leaderboard) -> Table:
     """A rich Table: rank, target, Bradley-Terry rating (BT) and interval, Elo, votes, W/L/T."""
     level = f"{board.confidence:.0%} CI"
     caption = f"{board.battles} battles; Elo K={board.k:g}; "
-    caption += f"{board.bootstrap} bootstrap rounds, seed {board.seed}" if board.bootstrap else "no bootstrap"
+    caption += (
+        f"{board.bootstrap} bootstrap rounds, seed {board.seed}"
+        if board.bootstrap
+        else "no bootstrap"
+    )
     table = Table(title="Arena leaderboard", caption=caption)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("Target", overflow="fold")

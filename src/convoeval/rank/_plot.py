@@ -36,19 +36,28 @@ def plot_leaderboard(board: Leaderboard, path: str | Path) -> Path:
     figure = Figure(figsize=(7, 1.6 + 0.45 * len(rows)), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    with_ci = [r for r in rows if r.ci_low is not None and r.ci_high is not None]
-    if with_ci:
+    intervals = [
+        (position, row.bt, row.ci_low, row.ci_high)
+        for position, row in zip(positions, rows, strict=True)
+        if row.ci_low is not None and row.ci_high is not None
+    ]
+    if intervals:
         axes.errorbar(
-            [r.bt for r in with_ci],
-            [positions[rows.index(r)] for r in with_ci],
-            xerr=[[r.bt - r.ci_low for r in with_ci], [r.ci_high - r.bt for r in with_ci]],
+            [bt for _, bt, _, _ in intervals],
+            [position for position, _, _, _ in intervals],
+            xerr=[
+                [bt - low for _, bt, low, _ in intervals],
+                [high - bt for _, bt, _, high in intervals],
+            ],
             fmt="none",
             ecolor="tab:blue",
             capsize=4,
             label=f"{board.confidence:.0%} bootstrap interval",
         )
     axes.plot([r.bt for r in rows], positions, "o", color="tab:blue", label="Bradley-Terry")
-    axes.plot([r.elo for r in rows], positions, "D", mfc="none", color="tab:orange", label="online Elo")
+    axes.plot(
+        [r.elo for r in rows], positions, "D", mfc="none", color="tab:orange", label="online Elo"
+    )
     axes.set_yticks(positions, [f"{r.rank}. {r.target}" for r in rows])
     axes.set_xlabel("rating (400 points = 10:1 odds)")
     axes.set_title(f"Arena leaderboard ({board.battles} battles)")

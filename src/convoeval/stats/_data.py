@@ -142,7 +142,9 @@ def prepare(matrix: Matrix, categories: Sequence[Category]) -> Ratings:
 def two_raters(ratings: Ratings, statistic: str) -> tuple[np.ndarray, np.ndarray]:
     """The codes of the items both raters rated, for two-rater statistics."""
     if ratings.n_raters != 2:
-        raise AgreementInputError(f"{statistic} compares exactly two raters, got {ratings.n_raters}")
+        raise AgreementInputError(
+            f"{statistic} compares exactly two raters, got {ratings.n_raters}"
+        )
     both = (ratings.codes >= 0).all(axis=1)
     if both.sum() < 2:
         raise AgreementInputError(f"{statistic} needs at least two items rated by both raters")

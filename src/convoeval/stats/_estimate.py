@@ -67,7 +67,7 @@ def asymptotic(
     pa: float | None = None,
     pe: float | None = None,
 ) -> Estimate:
-    """Estimate with a symmetric interval value +/- t*se (normal when df is None), within [-1, 1]."""
+    """Estimate with the interval value +/- t*se (normal if df is None), within [-1, 1]."""
     level = 0.5 + confidence / 2
     crit = _scipy_stats.norm.ppf(level) if df is None else _scipy_stats.t.ppf(level, df)
     return Estimate(

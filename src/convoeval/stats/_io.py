@@ -100,7 +100,7 @@ def read_ratings_csv(
         RatingsFileError: with `file:line:` first, for any unreadable file, header or cell.
 
     Example:
-        >>> table = read_ratings_csv("labels.csv", [1, 2, 3, 4, 5], ["human", "judge"])  # doctest: +SKIP
+        >>> table = read_ratings_csv("labels.csv", [1, 2, 3], ["human", "judge"])  # doctest: +SKIP
     """
     path = Path(path)
     declared = check_categories(categories)
@@ -146,7 +146,7 @@ def read_ratings_csv(
                     f"{path}:{line}: {len(row)} fields, expected {len(header)} like the header"
                 )
             values: list[Category | None] = []
-            for name, position in zip(chosen, positions):
+            for name, position in zip(chosen, positions, strict=True):
                 cell = row[position].strip()
                 if cell.lower() in MISSING_CELLS:
                     values.append(None)
@@ -154,7 +154,8 @@ def read_ratings_csv(
                 category = _cell_to_category(cell, declared)
                 if category is None:
                     raise RatingsFileError(
-                        f"{path}:{line}: column {name}: {cell!r} is not one of the categories {shown}"
+                        f"{path}:{line}: column {name}: {cell!r} is not one of the "
+                        f"categories {shown}"
                     )
                 values.append(category)
             items.append(row[id_column].strip() if id_column is not None else str(line))

@@ -45,11 +45,11 @@ def _distances(level: Level, marginals: np.ndarray, values: np.ndarray | None) -
     """(..., q, q) squared differences for the level; marginals are (..., q)."""
     q = marginals.shape[-1]
     if level == "nominal":
-        return np.broadcast_to(1.0 - np.eye(q), marginals.shape[:-1] + (q, q))
+        return np.broadcast_to(1.0 - np.eye(q), (*marginals.shape[:-1], q, q))
     if level == "interval":
         assert values is not None
         d = (values[:, None] - values[None, :]) ** 2
-        return np.broadcast_to(d, marginals.shape[:-1] + (q, q))
+        return np.broadcast_to(d, (*marginals.shape[:-1], q, q))
     # ordinal: n_c/2 + n_{c+1} + ... + n_{k-1} + n_k/2 for the categories between c and k
     positions = np.arange(q)
     high = np.maximum.outer(positions, positions)

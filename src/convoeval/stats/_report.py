@@ -9,7 +9,7 @@ from ._cohen import cohen_kappa
 from ._correlation import kendall, spearman
 from ._data import AgreementInputError, Category, Matrix, prepare
 from ._estimate import Estimate
-from ._krippendorff import krippendorff_alpha
+from ._krippendorff import Level, krippendorff_alpha
 from ._multirater import fleiss_kappa, gwet_ac1, percent_agreement, randolph_kappa
 
 ReportLevel = Literal["nominal", "ordinal", "interval"]
@@ -33,7 +33,6 @@ def agreement_estimates(
         ratings.numeric_values()
     two = ratings.n_raters == 2
     ordered = level in ("ordinal", "interval")
-    resampling = {"bootstrap": bootstrap, "seed": seed, "confidence": confidence}
     report: dict[str, Estimate] = {
         "percent_agreement": percent_agreement(matrix, categories, confidence=confidence),
         "gwet_ac1": gwet_ac1(matrix, categories, confidence=confidence),
@@ -46,20 +45,20 @@ def agreement_estimates(
                 matrix, categories, weights="quadratic", confidence=confidence
             )
     report["fleiss_kappa"] = fleiss_kappa(matrix, categories, confidence=confidence)
-    report["krippendorff_alpha_nominal"] = krippendorff_alpha(
-        matrix, categories, "nominal", **resampling
-    )
+    alpha_levels: list[Level] = ["nominal"]
     if ordered:
-        report["krippendorff_alpha_ordinal"] = krippendorff_alpha(
-            matrix, categories, "ordinal", **resampling
-        )
+        alpha_levels.append("ordinal")
     if level == "interval":
-        report["krippendorff_alpha_interval"] = krippendorff_alpha(
-            matrix, categories, "interval", **resampling
+        alpha_levels.append("interval")
+    for alpha_level in alpha_levels:
+        report[f"krippendorff_alpha_{alpha_level}"] = krippendorff_alpha(
+            matrix, categories, alpha_level, bootstrap=bootstrap, seed=seed, confidence=confidence
         )
     if two and ordered:
-        report["spearman"] = spearman(matrix, categories, **resampling)
-        report["kendall"] = kendall(matrix, categories, **resampling)
+        for name, correlation in (("spearman", spearman), ("kendall", kendall)):
+            report[name] = correlation(
+                matrix, categories, bootstrap=bootstrap, seed=seed, confidence=confidence
+            )
     return report
 
 

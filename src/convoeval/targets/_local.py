@@ -255,7 +255,7 @@ class LocalTarget:
         repeat_penalty: default 1.1 (1.0 lets greedy SmolLM2 loop; above ~1.2 it starts to
             damage JSON under a schema, because it also penalises repeated quotes and braces).
         chat_format: a llama-cpp-python chat format name, for GGUFs without a chat template.
-        params: extra `create_chat_completion` arguments (e.g. `repeat_penalty`, `top_p`).
+        params: extra `create_chat_completion` arguments (e.g. `top_p`, `top_k`, `stop`).
     The standard `temperature` defaults to 0.0 (greedy: deterministic replies) and `max_tokens`
     to 256, or to 1024 for judge calls and structured output; ChatRequest values override both.
 
@@ -330,12 +330,13 @@ class LocalTarget:
         temperature: float,
         seed: int,
     ) -> ChatReply:
+        grammar = _schema_grammar(self.name, schema) if schema is not None else None
         llama = engine.llama()
         started = time.perf_counter()
-        grammar = _schema_grammar(self.name, schema) if schema is not None else None
         kept = self._fit(engine, messages, max_tokens)
         kwargs: dict[str, Any] = {"repeat_penalty": self.repeat_penalty}
         kwargs.update(self.params)
+        kwargs.pop("stream", None)  # one complete reply, with usage
         kwargs.update(messages=kept, max_tokens=max_tokens, temperature=temperature, seed=seed)
         if grammar is not None:
             kwargs["grammar"] = grammar

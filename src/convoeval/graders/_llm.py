@@ -1,0 +1,510 @@
+"""LLM-judged assertions: `rubrics`, `llm-grader`, and `composite` (nested assertions).
+
+The judge is `ctx.judge` (any Target); the calls, parsing, re-ask, repeats and accounting are
+in `convoeval.judging`.
+
+Example (YAML):
+    assertions:
+      - Mentions divide-and-conquer            # plain strings: one rubrics grader
+      - type: rubrics
+        criteria:
+          - {id: structure, outcome: Has clear headings, weight: 1, required: true}
+          - id: accuracy
+            weight: 2
+            min_score: 0.8
+            score_ranges: {0: Wrong, 5: Partly right, 8: Right, 10: Perfect}
+      - type: llm-grader
+        prompt: file://prompts/tone.md        # or inline Jinja2 text with {{ output }} ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    field_validator,
+    model_validator,
+)
+
+from ..judging import (
+    JudgeSession,
+    RubricItem,
+    Subject,
+    default_grader_messages,
+    grader_messages,
+    grader_parser,
+    grader_schema,
+    repeat_summary,
+    rubric_messages,
+    rubric_parser,
+    rubric_schema,
+    values_by_key,
+)
+from ..results import AssertionOutcome, Usage
+from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
+
+_OUTCOME = AliasChoices("outcome", "expected_outcome", "description")
+
+
+def subject_for(ctx: GradeContext, *, expected_output: str | None = None,
+                criteria: str | None = None) -> Subject:
+    """What a judge prompt shows: the windowed history and the reply at turn level, the whole
+    numbered transcript at conversation level."""
+    if ctx.level == "conversation":
+        return Subject("conversation", history=list(ctx.transcript or ctx.history),
+                       expected_output=expected_output, criteria=criteria)
+    return Subject(
+        "turn", history=list(ctx.history), output=ctx.output, turn=ctx.turn,
+        tool_calls=list(ctx.reply.tool_calls) if ctx.reply else [],
+        expected_output=expected_output, criteria=criteria,
+    )
+
+
+def pass_mark(assertion: Assertion, ctx: GradeContext) -> float:
+    """The score an assertion needs: its own min_score, else the test threshold."""
+    return assertion.min_score if assertion.min_score is not None else ctx.threshold
+
+
+def _mean(values: list[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+# -- rubrics ----------------------------------------------------------------------------
+
+
+class ScoreRange(BaseModel):
+    """One band of a score-range criterion: `{score_range: [lo, hi], outcome}` over 0..10."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score_range: tuple[int, int]
+    outcome: str = Field(validation_alias=_OUTCOME)
+
+
+class RubricCriterion(BaseModel):
+    """One criterion of a `rubrics` assertion.
+
+    A yes/no check (`outcome`) or, with `score_ranges`, a 0-10 analytic score. `required`
+    (default true): when it fails, the grader fails whatever its score. `min_score` (0-1): the
+    normalised score it needs to pass.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(None, description="Key of its verdict (default c1, c2, ...).")
+    outcome: str | None = Field(
+        None, validation_alias=_OUTCOME, description="What must hold (alias expected_outcome)."
+    )
+    weight: float = Field(1.0, ge=0, description="Weight in the rubric score.")
+    required: bool = Field(True, description="A failed required criterion fails the grader.")
+    min_score: float | None = Field(
+        None, ge=0, le=1, description="Normalised score (0-1) this criterion needs to pass."
+    )
+    required_min_score: int | None = Field(
+        None, ge=0, le=10, description="AgentV's older 0-10 gate; same as min_score/10 + required."
+    )
+    score_ranges: dict[int, str] | list[ScoreRange] | None = Field(
+        None, description="0-10 bands: {0: '...', 5: '...', 8: '...'} or [{score_range: [lo, hi], outcome}]."
+    )
+    operator: Literal["correctness", "contradiction"] | None = Field(
+        None, description="`contradiction`: holds unless the answer contradicts the outcome."
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("a criterion id must not be blank")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> RubricCriterion:
+        if not (self.outcome and self.outcome.strip()) and not self.score_ranges:
+            raise ValueError("a criterion needs an `outcome` or `score_ranges`")
+        self.bands()  # raises on bad ranges
+        return self
+
+    def bands(self) -> list[tuple[int, int, str]]:
+        """The score ranges as sorted `(low, high, outcome)`; the map form `{0: a, 5: b}` means
+        0-4: a, 5-10: b."""
+        if not self.score_ranges:
+            return []
+        if isinstance(self.score_ranges, dict):
+            starts = sorted(self.score_ranges)
+            for start in starts:
+                if not 0 <= start <= 10:
+                    raise ValueError(f"score_ranges: {start} is outside 0..10")
+            ends = [s - 1 for s in starts[1:]] + [10]
+            return [(s, e, self.score_ranges[s]) for s, e in zip(starts, ends)]
+        bands = sorted((r.score_range[0], r.score_range[1], r.outcome) for r in self.score_ranges)
+        for low, high, _ in bands:
+            if not (0 <= low <= high <= 10):
+                raise ValueError(f"score_ranges: [{low}, {high}] must satisfy 0 <= low <= high <= 10")
+        for (_, high, _), (low, _, _) in zip(bands, bands[1:]):
+            if low <= high:
+                raise ValueError(f"score_ranges overlap at {low}")
+        return bands
+
+    @property
+    def gate(self) -> float | None:
+        """The normalised score needed to pass, when the criterion sets one."""
+        if self.min_score is not None:
+            return self.min_score
+        if self.required_min_score is not None:
+            return self.required_min_score / 10
+        return None
+
+
+@assertion_type
+class Rubrics(Assertion):
+    """All criteria judged in ONE judge call; score = satisfied weight / total weight
+    (score-range criteria count score/10). A failed `required` criterion fails the grader.
+
+    A yes/no criterion passes when satisfied (with K judge repeats: in more than half of them,
+    or in at least `min_score` of them); a score-range criterion passes when its normalised
+    score reaches its `min_score`, else the grader's pass mark (`min_score` or test threshold).
+    """
+
+    type: Literal["rubrics"]
+    criteria: list[str | RubricCriterion] = Field(
+        min_length=1, description="Strings (yes/no checks) or criterion objects."
+    )
+
+    uses_judge: ClassVar[bool] = True
+
+    @field_validator("criteria")
+    @classmethod
+    def _check_criteria(cls, criteria: list[str | RubricCriterion]) -> list[str | RubricCriterion]:
+        seen: set[str] = set()
+        for k, criterion in enumerate(criteria):
+            if isinstance(criterion, str):
+                if not criterion.strip():
+                    raise ValueError(f"criterion {k + 1} is blank")
+                continue
+            if criterion.id is not None:
+                if criterion.id in seen:
+                    raise ValueError(f"duplicate criterion id {criterion.id!r}")
+                seen.add(criterion.id)
+        return criteria
+
+    def resolved(self) -> list[tuple[RubricItem, RubricCriterion]]:
+        """Each criterion as a RubricItem (ids `c1`, `c2`... for those without one)."""
+        taken = {c.id for c in self.criteria if isinstance(c, RubricCriterion) and c.id}
+        out: list[tuple[RubricItem, RubricCriterion]] = []
+        for k, criterion in enumerate(self.criteria, start=1):
+            if isinstance(criterion, str):
+                criterion = RubricCriterion(outcome=criterion)
+            cid = criterion.id
+            if cid is None:
+                cid, n = f"c{k}", k
+                while cid in taken:
+                    n += 1
+                    cid = f"c{n}"
+                taken.add(cid)
+            out.append((RubricItem(id=cid, text=criterion.outcome or "", bands=criterion.bands(),
+                                   operator=criterion.operator), criterion))
+        return out
+
+    async def grade(self, ctx: GradeContext) -> Grade:
+        assert ctx.judge is not None
+        resolved = self.resolved()
+        items = [item for item, _ in resolved]
+        subject = subject_for(ctx, expected_output=ctx.expected_output, criteria=ctx.criteria)
+        session = JudgeSession(ctx.judge, trial=ctx.trial)
+        answers = await session.ask_repeated(
+            rubric_messages(subject, items), rubric_schema(items), rubric_parser(items),
+            repeats=ctx.judge_repeats, name="rubric",
+        )
+        runs = [values_by_key(answer) for answer in answers.values]
+        mark = pass_mark(self, ctx)
+        outcomes: list[AssertionOutcome] = []
+        per_criterion: dict[str, Any] = {}
+        weights: list[float] = []
+        run_scores = [[0.0] * len(resolved) for _ in runs]
+        failed_required: list[str] = []
+        criterion_scores: list[float] = []
+        for index, (item, criterion) in enumerate(resolved):
+            verdicts = [run[item.id] for run in runs]
+            if item.scored:
+                norms = [v.score / 10 for v in verdicts]
+            else:
+                norms = [1.0 if v.satisfied else 0.0 for v in verdicts]
+            for r, value in enumerate(norms):
+                run_scores[r][index] = value
+            value = _mean(norms)
+            gate = criterion.gate
+            if gate is not None:
+                passed = value >= gate - 1e-9
+            elif item.scored:
+                passed = value >= mark - 1e-9
+            else:
+                passed = value > 0.5
+            if criterion.required_min_score is not None or criterion.required:
+                if not passed:
+                    failed_required.append(item.id)
+            criterion_scores.append(value)
+            weights.append(criterion.weight)
+            outcomes.append(AssertionOutcome(
+                text=item.text or item.id, passed=passed, evidence=_evidence(item, verdicts),
+            ))
+            per_criterion[item.id] = {
+                **({"judge_score": _one_or_all([v.score for v in verdicts])} if item.scored
+                   else {"satisfied": _one_or_all([v.satisfied for v in verdicts])}),
+                "score": round(value, 6), "weight": criterion.weight,
+                "required": criterion.required, "passed": passed,
+            }
+        score = _weighted(criterion_scores, weights)
+        details: dict[str, Any] = {"criteria": per_criterion}
+        if failed_required:
+            details["failed_required"] = failed_required
+        if answers.count > 1:
+            details.update(repeat_summary([_weighted(s, weights) for s in run_scores]))
+        if answers.errors:
+            details["repeat_errors"] = answers.errors
+        return session.grade(score, outcomes, details, passed=False if failed_required else None)
+
+
+def _one_or_all(values: list[Any]) -> Any:
+    return values[0] if len(values) == 1 else values
+
+
+def _weighted(values: list[float], weights: list[float]) -> float:
+    total = math.fsum(weights)
+    if total <= 0:
+        return _mean(values)
+    return math.fsum(v * w for v, w in zip(values, weights)) / total
+
+
+def _evidence(item: RubricItem, verdicts: list[Any]) -> str:
+    first = verdicts[0]
+    if item.scored:
+        band = next((d for lo, hi, d in item.bands if lo <= first.score <= hi), "")
+        text = f"{first.score}/10" + (f" ({band})" if band else "") + f": {first.reasoning}"
+        if len(verdicts) > 1:
+            text += f" [scores over {len(verdicts)} repeats: {', '.join(str(v.score) for v in verdicts)}]"
+        return text
+    if len(verdicts) > 1:
+        yes = sum(v.satisfied for v in verdicts)
+        return f"{first.reasoning} [satisfied in {yes}/{len(verdicts)} repeats]"
+    return first.reasoning
+
+
+# -- llm-grader ---------------------------------------------------------------------------
+
+_PROMPT_FILE_SUFFIXES = (".md", ".txt", ".j2", ".jinja", ".jinja2", ".prompt")
+
+
+@assertion_type
+class LLMGrader(Assertion):
+    """A judge scores the reply (or the conversation) 0-10 (normalised to 0-1).
+
+    `prompt` is inline Jinja2 text or `file://path` (relative to the eval file's folder; a
+    bare `./prompts/x.md`-style path works too) with `{{ input }}`, `{{ output }}`,
+    `{{ criteria }}`, `{{ expected_output }}` and captured variables. Without a prompt, the
+    judge compares the reply with the expected output and/or the criteria. The judge always
+    answers `{"reasoning": str, "score": int 0-10}`.
+    """
+
+    type: Literal["llm-grader", "llm_grader"]
+    prompt: str | None = Field(None, description="Jinja2 prompt text, or file://relative/path.")
+    criteria: str | None = Field(None, description="Overrides the test's criteria.")
+    expected_output: str | None = Field(None, description="Overrides the turn's expected_output.")
+
+    uses_judge: ClassVar[bool] = True
+
+    def _prompt_file(self) -> str | None:
+        prompt = (self.prompt or "").strip()
+        if prompt.startswith("file://"):
+            return prompt[len("file://"):]
+        if prompt and "\n" not in prompt and not any(c.isspace() for c in prompt) \
+                and "{{" not in prompt and prompt.lower().endswith(_PROMPT_FILE_SUFFIXES):
+            return prompt
+        return None
+
+    def template_problems(self, known: frozenset[str]) -> list[tuple[str, str]]:
+        if not self.prompt or self._prompt_file() is not None:
+            return []
+        from ..spec._templates import check_template  # convoeval.spec imports graders
+
+        problem = check_template(self.prompt, known)
+        return [("prompt", problem)] if problem else []
+
+    def _load_prompt(self, ctx: GradeContext) -> str:
+        assert self.prompt is not None
+        relative = self._prompt_file()
+        if relative is None:
+            return self.prompt
+        path = Path(relative)
+        path = path if path.is_absolute() else ctx.base_dir / path
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise GraderError(f"prompt file {relative!r} cannot be read ({exc.strerror or exc}); "
+                              "paths are relative to the eval file's folder") from None
+
+    async def grade(self, ctx: GradeContext) -> Grade:
+        assert ctx.judge is not None
+        criteria = self.criteria if self.criteria is not None else ctx.criteria
+        expected = self.expected_output if self.expected_output is not None else ctx.expected_output
+        if self.prompt:
+            from ..spec._templates import TemplateProblem, render
+
+            variables = {**ctx.template_vars(), "criteria": criteria or "",
+                         "expected_output": expected or ""}
+            try:
+                text = render(self._load_prompt(ctx), variables)
+            except TemplateProblem as exc:
+                raise GraderError(f"prompt: {exc}") from None
+            messages = grader_messages(text)
+            what = f"{self.name or 'llm-grader'}: judge prompt"
+        else:
+            messages = default_grader_messages(subject_for(ctx, expected_output=expected, criteria=criteria))
+            what = _default_outcome(expected, criteria, ctx.level)
+        session = JudgeSession(ctx.judge, trial=ctx.trial)
+        answers = await session.ask_repeated(messages, grader_schema(), grader_parser(),
+                                             repeats=ctx.judge_repeats, name="llm_grader")
+        raw = [a.score for a in answers.values]
+        score = _mean([r / 10 for r in raw])
+        first = answers.values[0]
+        evidence = f"{first.score}/10: {first.reasoning}"
+        if len(raw) > 1:
+            evidence += f" [scores over {len(raw)} repeats: {', '.join(map(str, raw))}]"
+        details: dict[str, Any] = {"judge_score": raw[0] if len(raw) == 1 else raw, "scale": "0-10"}
+        if answers.count > 1:
+            details.update(repeat_summary([r / 10 for r in raw]))
+        if answers.errors:
+            details["repeat_errors"] = answers.errors
+        outcome = AssertionOutcome(text=what, passed=score >= pass_mark(self, ctx) - 1e-9, evidence=evidence)
+        return session.grade(score, [outcome], details)
+
+
+def _default_outcome(expected: str | None, criteria: str | None, level: str) -> str:
+    subject = "conversation" if level == "conversation" else "reply"
+    if expected and criteria:
+        return f"{subject} matches the expected output and meets: {criteria.strip()}"
+    if expected:
+        return f"{subject} matches the expected output"
+    if criteria:
+        return f"{subject} meets: {criteria.strip()}"
+    return f"{subject} is correct, relevant and helpful"
+
+
+# -- composite ----------------------------------------------------------------------------
+
+
+class Aggregator(BaseModel):
+    """How a composite combines its nested assertions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["weighted_average", "threshold"] = "weighted_average"
+    weights: dict[str, float] = Field(default_factory=dict, description="Weight per nested name.")
+    threshold: float | None = Field(None, ge=0, le=1)
+
+
+@assertion_type
+class Composite(Assertion):
+    """Nested assertions graded concurrently and combined into one score.
+
+    `weighted_average` (default): the weighted mean of the nested scores (weights from
+    `aggregator.weights` by name, else each assertion's `weight`). `threshold`: the weighted
+    fraction of nested assertions that passed; the composite passes when that fraction reaches
+    `threshold` (1.0 = all must pass). Nested errors are left out; a failed `required` nested
+    assertion makes the score 0.
+
+    Example:
+        - type: composite
+          aggregator: {type: threshold, threshold: 1.0}
+          assertions:
+            - {type: contains, value: Paris}
+            - Says that Paris is the capital
+    """
+
+    type: Literal["composite"]
+    assertions: list[SerializeAsAny[Assertion]] = Field(min_length=1)
+    aggregator: Aggregator = Field(default_factory=Aggregator)
+    threshold: float | None = Field(None, ge=0, le=1, description="Pass mark of `threshold` aggregation.")
+
+    @field_validator("aggregator", mode="before")
+    @classmethod
+    def _aggregator_name(cls, value: Any) -> Any:
+        return {"type": value} if isinstance(value, str) else value
+
+    @field_validator("assertions", mode="before")
+    @classmethod
+    def _parse_nested(cls, value: Any) -> Any:
+        """Nested dicts and strings (from Python) become assertions; the YAML loader passes
+        already-built ones."""
+        if not isinstance(value, list):
+            return value
+        from ._base import lookup_assertion_type
+
+        parsed: list[Any] = []
+        strings = [v for v in value if isinstance(v, str)]
+        for item in value:
+            if isinstance(item, str):
+                if item is strings[0]:
+                    parsed.append(Rubrics.model_validate({"type": "rubrics", "criteria": strings}))
+            elif isinstance(item, dict) and isinstance(item.get("type"), str):
+                cls_ = lookup_assertion_type(item["type"])
+                if cls_ is None:
+                    raise ValueError(f"unknown assertion type {item['type']!r}")
+                parsed.append(cls_.model_validate(item))
+            else:
+                parsed.append(item)
+        return parsed
+
+    @property
+    def uses_judge(self) -> bool:  # type: ignore[override]
+        return any(a.uses_judge for a in self.assertions)
+
+    async def grade(self, ctx: GradeContext) -> Grade:
+        scores = list(await asyncio.gather(*(a.evaluate(ctx) for a in self.assertions)))
+        usage, cost = Usage(), 0.0
+        outcomes: list[AssertionOutcome] = []
+        for child in scores:
+            details = child.details or {}
+            if "judge_usage" in details:
+                usage = usage + Usage(**details["judge_usage"])
+            cost += float(details.get("judge_cost_usd", 0.0))
+            outcomes.extend(
+                AssertionOutcome(text=f"[{child.name}] {o.text}", passed=o.passed, evidence=o.evidence)
+                for o in child.assertions
+            )
+        decided = [s for s in scores if s.verdict != "error" and s.score is not None]
+        errors = {s.name: s.error for s in scores if s.verdict == "error"}
+        if not decided:
+            raise GraderError("every nested assertion failed: " + "; ".join(
+                f"{name}: {error}" for name, error in errors.items()))
+        weights = [self.aggregator.weights.get(s.name, s.weight) for s in decided]
+        if self.aggregator.type == "threshold":
+            values = [1.0 if s.verdict == "pass" else 0.0 for s in decided]
+        else:
+            values = [float(s.score) for s in decided]  # type: ignore[arg-type]
+        score = _weighted(values, weights)
+        passed: bool | None = None
+        threshold = self.aggregator.threshold if self.aggregator.threshold is not None else self.threshold
+        if self.aggregator.type == "threshold" and threshold is not None:
+            passed = score >= threshold - 1e-9
+        failed_required = [s.name for s in decided if s.required and s.verdict == "fail"]
+        if failed_required:
+            score, passed = 0.0, False
+        details: dict[str, Any] = {
+            "aggregator": self.aggregator.type,
+            "scores": [s.model_dump(exclude_none=True) for s in scores],
+        }
+        if errors:
+            details["errors"] = errors
+        if failed_required:
+            details["failed_required"] = failed_required
+        return Grade(score=score, assertions=outcomes, details=details, judge_usage=usage,
+                     judge_cost_usd=cost, passed=passed)
+
