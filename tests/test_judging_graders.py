@@ -47,7 +47,8 @@ async def test_llm_grader_inline_prompt_renders_variables(server, judge) -> None
         "Q: system: You are a concise math tutor.\n\nuser: What is 15% of 200?\n\nassistant: 15% of "
         "200 is 30.\n\nuser: Now double that result.\nA: Double 30 is 60.\n"
         "Want: Doubles the previous answer / 60 / user Ada")
-    assert '"score": <integer 0-10>' in system["content"] and "whatever scale" in system["content"]
+    assert '"score" (an integer from 0 = not at all to 10 = fully)' in system["content"]
+    assert "whatever scale" in system["content"]
     schema = schema_of(request)
     assert list(schema["properties"]) == ["reasoning", "score"]
     assert schema["properties"]["score"] == {"type": "integer", "minimum": 0, "maximum": 10}

@@ -95,7 +95,7 @@ def turn_count(messages: Sequence[Message]) -> int:
 
 
 def format_data(value: Any, limit: int = MAX_DATA_CHARS) -> str | None:
-    """A backend / database result as text (JSON for structures), or None when absent."""
+    """A backend / database result as text (compact JSON for structures), or None when absent."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -103,7 +103,7 @@ def format_data(value: Any, limit: int = MAX_DATA_CHARS) -> str | None:
         return clip(text, limit) if text else None
     if hasattr(value, "model_dump"):
         value = value.model_dump()
-    text = json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    text = json.dumps(value, ensure_ascii=False, default=str)
     return clip(text, limit)
 
 

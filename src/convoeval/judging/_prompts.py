@@ -151,9 +151,8 @@ def rubric_messages(subject: Subject, items: Sequence[RubricItem]) -> list[dict[
 GRADER_SCALE = 10
 
 GRADER_FORMAT = (
-    'Reply with one JSON object: {"reasoning": "<one or two sentences>", "score": <integer 0-10>}. '
-    "Give the score as an integer from 0 (not at all) to 10 (fully), whatever scale the "
-    "instructions mention."
+    'Reply with one JSON object with the keys "reasoning" (one or two sentences) and "score" '
+    "(an integer from 0 = not at all to 10 = fully), whatever scale the instructions mention."
 )
 
 
@@ -289,8 +288,8 @@ def metric_messages(metric: Metric, transcript: list[Message], *, goal: str | No
     parts.append(GOAL_SCALE if metric.name == "goal-completion" else METRIC_SCALE)
     parts.append(
         "First write your reasoning: name the turns involved as `turn N` and quote the words "
-        'that matter. Then give the score. Reply with one JSON object: '
-        '{"reasoning": "...", "score": <integer 0-10>}.'
+        "that matter. Then give the score. Reply with one JSON object with the keys "
+        '"reasoning" and "score" (an integer from 0 to 10).'
     )
     return [{"role": "system", "content": JUDGE_SYSTEM},
             {"role": "user", "content": "\n\n".join(parts)}]

@@ -146,6 +146,7 @@ def tdeval_messages(
         "For each dimension write a justification of at most two sentences, then the score. "
         "Reply with one JSON object whose keys are exactly: "
         + ", ".join(f'"{k}"' for k in keys)
-        + '; each value is {"justification": "...", "score": <integer 1-5>}.',
+        + '; each value is an object with the keys "justification" and "score" (an integer '
+        "from 1 to 5).",
     ]
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]

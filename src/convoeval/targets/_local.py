@@ -53,12 +53,18 @@ T = TypeVar("T")
 
 
 def default_threads() -> int:
-    """min(4, usable CPUs): more threads rarely help a 135M model and starve the rest."""
+    """min(4, usable CPUs - 1), at least 1.
+
+    llama.cpp's threads busy-wait for each other, so a model that uses every core crawls as
+    soon as anything else wants CPU (the event loop, graders, another process). Measured on
+    2 vCPUs with one competing process: a 120-token structured reply took 13-134 s with
+    2 threads and 13-18 s with 1; on an idle machine 2 threads are only ~1.5x faster.
+    """
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return max(1, min(4, cpus))
+    return max(1, min(4, cpus - 1))
 
 
 def bundled_model_path() -> Path:
@@ -249,7 +255,7 @@ class LocalTarget:
 
     Settings (extra fields of the targets-file entry):
         n_ctx: context window in tokens (default 2048).
-        threads: CPU threads (default min(4, CPUs)).
+        threads: CPU threads (default min(4, CPUs - 1), at least 1; see `default_threads`).
         seed: sampling seed (default 0); trial `n` samples with `seed + n`, so trials differ
             at temperature > 0 yet every run is reproducible.
         repeat_penalty: default 1.1 (1.0 lets greedy SmolLM2 loop; above ~1.2 it starts to

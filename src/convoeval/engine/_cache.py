@@ -1,0 +1,173 @@
+"""The response cache: every model call (target, judge, simulator) on disk, so re-runs are free.
+
+A call is keyed by a SHA-256 of what decides its answer: provider, model, base URL, the
+provider-specific settings, the whole message list, temperature, max_tokens, the response
+schema and the trial index (so that trials, and judge repeats, are separate calls). API keys
+and headers are never part of the key material, and a reply that contains one of the target's
+secrets is not stored. Errors are never cached.
+
+Example:
+    cache = ResponseCache(".convoeval/cache.sqlite")
+    target = CachedTarget(create_target(config), cache, target_identity(config, target))
+    reply = await target.chat(request)      # reply.cached is True on a hit
+    await target.aclose(); cache.close()
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from ..results import ToolCall, Usage
+from ..targets import ChatReply, ChatRequest, Target, TargetConfig
+from ._sqlite import SqliteWriter, connect
+
+CACHE_FILE = "cache.sqlite"
+#: Bump when the key material or the stored value changes shape.
+KEY_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key      TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    model    TEXT NOT NULL,
+    created  REAL NOT NULL,
+    value    TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+#: TargetConfig fields that never change an answer (or hold secrets): left out of the key.
+_NOT_IN_KEY = {
+    "name", "api_key", "api_key_env", "headers", "timeout_s", "max_retries", "concurrency",
+    "price_input_per_mtok", "price_output_per_mtok", "rpm", "tpm",
+}
+
+
+class ResponseCache:
+    """Model replies in a SQLite file (WAL). Lookups run on the caller's thread (a primary-key
+    read, microseconds); writes go to a background thread.
+
+    Args:
+        path: the database file (created with its directory).
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._writer = SqliteWriter(self.path, _SCHEMA, name="convoeval-cache")
+        self._reader = connect(self.path)
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            row = self._reader.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            row = None  # a locked or damaged cache only costs a model call
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return json.loads(row[0])
+
+    def put(self, key: str, provider: str, model: str, value: dict[str, Any]) -> None:
+        """Store a reply (in the background; it is committed by `close` at the latest)."""
+        row = (key, provider, model, time.time(), json.dumps(value, ensure_ascii=False))
+        self._writer.submit(lambda conn: conn.execute(
+            "INSERT OR REPLACE INTO responses (key, provider, model, created, value) VALUES (?, ?, ?, ?, ?)", row))
+
+    def __len__(self) -> int:
+        return int(self._reader.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        self._writer.close()
+        self._reader.close()
+
+
+def target_identity(config: TargetConfig, target: Target | None = None) -> dict[str, Any]:
+    """What identifies a configured target's answers: provider, model, effective base URL and
+    provider settings (no name, key, headers or limits)."""
+    settings = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_IN_KEY}
+    url = getattr(target, "url", None) or config.base_url
+    settings["base_url"] = url
+    return settings
+
+
+def cache_key(identity: dict[str, Any], request: ChatRequest) -> str:
+    """The SHA-256 key of one call of a target with `identity`."""
+    material = {
+        "v": KEY_VERSION,
+        "target": identity,
+        "messages": request.messages,
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "response_schema": request.response_schema,
+        "schema_name": request.schema_name if request.response_schema is not None else None,
+        "trial": request.trial,
+    }
+    text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class CachedTarget:
+    """A Target that answers from the cache when it can and stores what the inner target says.
+
+    Args:
+        inner: the target doing the real calls.
+        cache: where replies live.
+        identity: what identifies `inner`'s answers (see `target_identity`).
+        secrets: values that must never be stored (the target's API key); a reply containing
+            one is passed on but not cached.
+    """
+
+    def __init__(self, inner: Target, cache: ResponseCache, identity: dict[str, Any],
+                 secrets: tuple[str, ...] = ()):
+        self.inner = inner
+        self.name = inner.name
+        self.cache = cache
+        self.identity = identity
+        self.secrets = tuple(s for s in secrets if s)
+        self.provider = str(identity.get("provider", ""))
+        self.model = str(identity.get("model", ""))
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        key = cache_key(self.identity, request)
+        stored = self.cache.get(key)
+        if stored is not None:
+            return reply_from_json(stored)
+        reply = await self.inner.chat(request)
+        value = reply_to_json(reply)
+        if not self.secrets or not any(s in json.dumps(value) for s in self.secrets):
+            self.cache.put(key, self.provider, self.model, value)
+        return reply
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def reply_to_json(reply: ChatReply) -> dict[str, Any]:
+    return {
+        "text": reply.text,
+        "usage": [reply.usage.input_tokens, reply.usage.output_tokens],
+        "latency_ms": reply.latency_ms,
+        "cost_usd": reply.cost_usd,
+        "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls],
+        "finish_reason": reply.finish_reason,
+    }
+
+
+def reply_from_json(value: dict[str, Any]) -> ChatReply:
+    """A cached reply: as first answered (latency included), with `cached=True`."""
+    input_tokens, output_tokens = value.get("usage") or (0, 0)
+    return ChatReply(
+        text=value["text"],
+        usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+        latency_ms=float(value.get("latency_ms") or 0.0),
+        cost_usd=float(value.get("cost_usd") or 0.0),
+        tool_calls=[ToolCall.model_validate(c) for c in value.get("tool_calls") or []],
+        finish_reason=value.get("finish_reason"),
+        cached=True,
+    )

@@ -1,0 +1,108 @@
+"""Per-provider limits: connections at once, requests per minute, tokens per minute.
+
+`ProviderLimits.slot()` is entered around every HTTP attempt (retries included): it waits for
+the rate limits, then for a connection slot. Rate limits are token buckets in the GCRA form:
+each caller reserves its share at once and sleeps until its turn, so waiting callers are
+served first come, first served and no background task is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+
+class TokenBucket:
+    """`rate_per_minute` units a minute, with bursts of up to `burst` units.
+
+    Args:
+        rate_per_minute: sustained rate (requests or tokens a minute).
+        burst: units that may be taken at once after a quiet spell (default: one second's
+            worth, at least 1). A single request larger than the burst still goes through,
+            alone, once the bucket is full.
+        clock: a monotonic clock in seconds (tests pass a fake one).
+
+    Example:
+        bucket = TokenBucket(rate_per_minute=60)       # one request a second
+        await bucket.acquire()
+    """
+
+    def __init__(self, rate_per_minute: float, burst: float | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        if rate_per_minute <= 0:
+            raise ValueError("rate_per_minute must be positive")
+        self.rate = rate_per_minute / 60.0  # units a second
+        self.burst = max(1.0, burst if burst is not None else self.rate)
+        self.clock = clock
+        self._tat = clock()  # theoretical arrival time: when the bucket will be full again
+
+    def reserve(self, amount: float = 1.0) -> float:
+        """Take `amount` units now; return how many seconds the caller must wait first."""
+        now = self.clock()
+        tat = max(self._tat, now)
+        # Allowed once the bucket holds `amount` units (or is full, for an oversized amount).
+        wait = max(0.0, tat - now - max(0.0, self.burst - amount) / self.rate)
+        self._tat = tat + amount / self.rate
+        return wait
+
+    def adjust(self, amount: float) -> None:
+        """Take (positive) or give back (negative) units after the fact, e.g. when the real
+        token count of a call is known."""
+        self._tat += amount / self.rate
+
+    async def acquire(self, amount: float = 1.0) -> None:
+        wait = self.reserve(amount)
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+
+class ProviderLimits:
+    """The limits of one target: `concurrency` connections, `rpm`, `tpm`; all optional.
+
+    A `429` with `Retry-After` pauses every caller of the target (`pause`), not only the one
+    that got it.
+    """
+
+    def __init__(self, *, concurrency: int | None = None, rpm: float | None = None,
+                 tpm: float | None = None, clock: Callable[[], float] = time.monotonic):
+        self.concurrency = concurrency
+        self.requests = TokenBucket(rpm, clock=clock) if rpm else None
+        self.tokens = TokenBucket(tpm, clock=clock) if tpm else None
+        self.clock = clock
+        self._connections = asyncio.Semaphore(concurrency) if concurrency else None
+        self._paused_until = 0.0
+
+    @property
+    def active(self) -> bool:
+        return bool(self._connections or self.requests or self.tokens or self._paused_until)
+
+    def pause(self, seconds: float) -> None:
+        """Hold back new attempts for `seconds` (a provider said `Retry-After`)."""
+        self._paused_until = max(self._paused_until, self.clock() + seconds)
+
+    @asynccontextmanager
+    async def slot(self, estimated_tokens: int = 0) -> AsyncIterator[None]:
+        """Wait for the pause, the rate limits and a free connection; hold the connection."""
+        while (delay := self._paused_until - self.clock()) > 0:
+            await asyncio.sleep(delay)
+        if self.requests is not None:
+            await self.requests.acquire(1)
+        if self.tokens is not None and estimated_tokens:
+            await self.tokens.acquire(estimated_tokens)
+        if self._connections is None:
+            yield
+            return
+        async with self._connections:
+            yield
+
+    def settle_tokens(self, estimated: int, actual: int) -> None:
+        """Correct the token bucket once the call's real usage is known."""
+        if self.tokens is not None and actual:
+            self.tokens.adjust(actual - estimated)
+
+
+def estimate_tokens(payload_bytes: int, max_tokens: int | None) -> int:
+    """A rough token count of a call before it is made: ~4 bytes a token in, plus max_tokens out."""
+    return payload_bytes // 4 + (max_tokens or 0)

@@ -1,0 +1,255 @@
+"""The run store: every run, its options, its results and its turns in one SQLite file (WAL).
+
+Schema (`runs.sqlite` under `.convoeval/`):
+
+    runs(id PK, started, finished, status running|finished, options JSON, summary JSON)
+    results(run_id, suite, test_id, target, seq, verdict, execution_status, score,
+            cost_usd, judge_cost_usd, tokens, finished, data JSON,
+            UNIQUE(run_id, suite, test_id, target))
+    turns(run_id, suite, test_id, target, trial, turn, verdict, score, finished, reply, data JSON,
+          UNIQUE(run_id, suite, test_id, target, trial, turn))
+
+`suite` is the suite file's absolute path; `seq` the test's position in the run (results are
+exported in that order); `data` the EvaluationResult (or ScoreEntry) JSON, the same model as
+results.jsonl. A result is committed in its own transaction before the run reports it done, so
+a killed process loses no finished test, and the UNIQUE key makes a resumed run replace rather
+than duplicate. Options never hold secrets (the API records target specs, not keys).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets as _secrets
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, overload
+
+from ..results import EvaluationResult, ScoreEntry
+from ._sqlite import SqliteWriter, connect
+
+STORE_FILE = "runs.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id       TEXT PRIMARY KEY,
+    started  TEXT NOT NULL,
+    finished TEXT,
+    status   TEXT NOT NULL,
+    options  TEXT NOT NULL,
+    summary  TEXT
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_id           TEXT NOT NULL REFERENCES runs(id),
+    suite            TEXT NOT NULL,
+    test_id          TEXT NOT NULL,
+    target           TEXT NOT NULL,
+    seq              INTEGER NOT NULL,
+    verdict          TEXT NOT NULL,
+    execution_status TEXT NOT NULL,
+    score            REAL,
+    cost_usd         REAL NOT NULL DEFAULT 0,
+    judge_cost_usd   REAL NOT NULL DEFAULT 0,
+    tokens           INTEGER NOT NULL DEFAULT 0,
+    finished         TEXT NOT NULL,
+    data             TEXT NOT NULL,
+    UNIQUE (run_id, suite, test_id, target)
+);
+CREATE INDEX IF NOT EXISTS results_by_seq ON results (run_id, seq);
+CREATE TABLE IF NOT EXISTS turns (
+    run_id   TEXT NOT NULL,
+    suite    TEXT NOT NULL,
+    test_id  TEXT NOT NULL,
+    target   TEXT NOT NULL,
+    trial    INTEGER NOT NULL,
+    turn     INTEGER NOT NULL,
+    verdict  TEXT NOT NULL,
+    score    REAL,
+    finished TEXT NOT NULL,
+    reply    TEXT,
+    data     TEXT NOT NULL,
+    UNIQUE (run_id, suite, test_id, target, trial, turn)
+);
+"""
+
+#: Statuses a resumed run runs again: the test never ran to an end.
+RERUN_STATUSES = frozenset({"budget_exhausted"})
+
+
+@dataclass(frozen=True)
+class ResultKey:
+    """Which result: suite (file path), test id and target name."""
+
+    suite: str
+    test_id: str
+    target: str
+
+
+@dataclass
+class RunRecord:
+    """One run as recorded."""
+
+    id: str
+    started: str
+    finished: str | None
+    status: str
+    options: dict[str, Any]
+    summary: dict[str, Any] | None
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z"
+
+
+def new_run_id() -> str:
+    """`YYYYmmdd-HHMMSS-xxxxxx`: sortable, short, unique enough for one machine."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + _secrets.token_hex(3)
+
+
+class RunStore:
+    """Runs and their results in a SQLite file.
+
+    Example:
+        store = RunStore(".convoeval/runs.sqlite")
+        run = store.new_run({"paths": [...]})
+        await store.save_result(run.id, ResultKey(suite, "t1", "openai:m"), 0, result)
+        store.finish_run(run.id, {"calls": 10})
+        for result in store.results(run.id): ...
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._writer = SqliteWriter(self.path, _SCHEMA, name="convoeval-store")
+        self._reader = connect(self.path)
+
+    # -- runs --------------------------------------------------------------------------
+    def new_run(self, options: dict[str, Any], run_id: str | None = None) -> RunRecord:
+        record = RunRecord(id=run_id or new_run_id(), started=_now(), finished=None, status="running",
+                           options=options, summary=None)
+        row = (record.id, record.started, record.status, json.dumps(options, default=str))
+        self._writer.submit(lambda conn: conn.execute(
+            "INSERT INTO runs (id, started, status, options) VALUES (?, ?, ?, ?)", row), durable=True).result()
+        return record
+
+    def find_run(self, ref: str) -> RunRecord | None:
+        """A run by id, or the most recent one for `last`."""
+        query = "SELECT id, started, finished, status, options, summary FROM runs "
+        if ref == "last":
+            row = self._reader.execute(query + "ORDER BY started DESC, rowid DESC LIMIT 1").fetchone()
+        else:
+            row = self._reader.execute(query + "WHERE id = ?", (ref,)).fetchone()
+        if row is None:
+            return None
+        return RunRecord(id=row[0], started=row[1], finished=row[2], status=row[3],
+                         options=json.loads(row[4]), summary=json.loads(row[5]) if row[5] else None)
+
+    def reopen_run(self, run_id: str) -> None:
+        self._writer.submit(lambda conn: conn.execute(
+            "UPDATE runs SET status = 'running', finished = NULL WHERE id = ?", (run_id,)), durable=True).result()
+
+    def finish_run(self, run_id: str, summary: dict[str, Any]) -> None:
+        row = (_now(), json.dumps(summary, default=str), run_id)
+        self._writer.submit(lambda conn: conn.execute(
+            "UPDATE runs SET status = 'finished', finished = ?, summary = ? WHERE id = ?", row), durable=True).result()
+
+    # -- results -----------------------------------------------------------------------
+    def stored_outcomes(self, run_id: str) -> dict[ResultKey, tuple[str, str]]:
+        """(verdict, execution_status) of every result stored for the run."""
+        rows = self._reader.execute(
+            "SELECT suite, test_id, target, verdict, execution_status FROM results WHERE run_id = ?", (run_id,))
+        return {ResultKey(s, t, g): (v, e) for s, t, g, v, e in rows}
+
+    async def save_result(self, run_id: str, key: ResultKey, seq: int, result: EvaluationResult,
+                          data: str | None = None) -> None:
+        """Commit one result (its own transaction); replaces a stored one with the same key.
+
+        Args:
+            data: the result's JSON when the caller already has it.
+        """
+        row = (run_id, key.suite, key.test_id, key.target, seq, result.verdict, result.execution_status,
+               result.score, result.cost_usd, result.judge_cost_usd,
+               result.token_usage.total_tokens + result.judge_token_usage.total_tokens,
+               _now(), data if data is not None else result.model_dump_json())
+        await self._writer.write(lambda conn: conn.execute(
+            "INSERT INTO results (run_id, suite, test_id, target, seq, verdict, execution_status, score,"
+            " cost_usd, judge_cost_usd, tokens, finished, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (run_id, suite, test_id, target) DO UPDATE SET seq = excluded.seq,"
+            " verdict = excluded.verdict, execution_status = excluded.execution_status, score = excluded.score,"
+            " cost_usd = excluded.cost_usd, judge_cost_usd = excluded.judge_cost_usd, tokens = excluded.tokens,"
+            " finished = excluded.finished, data = excluded.data", row))
+
+    def save_turn(self, run_id: str, key: ResultKey, trial: int, turn: int, entry: ScoreEntry,
+                  reply: str | None) -> None:
+        """Record a graded turn (in the background, grouped with other writes)."""
+        row = (run_id, key.suite, key.test_id, key.target, trial, turn, entry.verdict, entry.score, _now(),
+               reply, entry.model_dump_json())
+        self._writer.submit(lambda conn: conn.execute(
+            "INSERT OR REPLACE INTO turns (run_id, suite, test_id, target, trial, turn, verdict, score,"
+            " finished, reply, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row))
+
+    def results(self, run_id: str) -> StoredResults:
+        """The run's results in run order, read from disk when used (not held in memory)."""
+        seqs = [row[0] for row in self._reader.execute(
+            "SELECT seq FROM results WHERE run_id = ? ORDER BY seq", (run_id,))]
+        return StoredResults(self.path, run_id, seqs)
+
+    def outcomes(self, run_id: str) -> list[tuple[str, str]]:
+        """(verdict, execution_status) of each result of the run."""
+        return list(self._reader.execute(
+            "SELECT verdict, execution_status FROM results WHERE run_id = ? ORDER BY seq", (run_id,)))
+
+    def totals_by_target(self, run_id: str) -> dict[str, dict[str, float]]:
+        """Per target: tests, target cost, judge cost and tokens of the run's results."""
+        rows = self._reader.execute(
+            "SELECT target, COUNT(*), SUM(cost_usd), SUM(judge_cost_usd), SUM(tokens) FROM results"
+            " WHERE run_id = ? GROUP BY target ORDER BY MIN(seq)", (run_id,))
+        return {t: {"tests": n, "cost_usd": c or 0.0, "judge_cost_usd": j or 0.0, "tokens": k or 0}
+                for t, n, c, j, k in rows}
+
+    def close(self) -> None:
+        self._writer.close()
+        self._reader.close()
+
+
+class StoredResults(Sequence[EvaluationResult]):
+    """A run's results as a read-only sequence backed by the store (each read parses one row).
+
+    Iterating streams rows in run order, so a 10,000-test run can be exported or summarised
+    without holding its transcripts in memory.
+    """
+
+    def __init__(self, path: Path, run_id: str, seqs: list[int]):
+        self.path = path
+        self.run_id = run_id
+        self._seqs = seqs
+
+    def __len__(self) -> int:
+        return len(self._seqs)
+
+    @overload
+    def __getitem__(self, index: int) -> EvaluationResult: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[EvaluationResult]: ...
+    def __getitem__(self, index: int | slice) -> EvaluationResult | list[EvaluationResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        seq = self._seqs[index]
+        with closing(sqlite3.connect(self.path)) as conn:
+            row = conn.execute("SELECT data FROM results WHERE run_id = ? AND seq = ?", (self.run_id, seq)).fetchone()
+        return EvaluationResult.model_validate_json(row[0])
+
+    def __iter__(self) -> Iterator[EvaluationResult]:
+        for data in self.iter_json():
+            yield EvaluationResult.model_validate_json(data)
+
+    def iter_json(self) -> Iterator[str]:
+        """Each result's JSON text, in run order (what results.jsonl holds)."""
+        with closing(sqlite3.connect(self.path)) as conn:
+            for (data,) in conn.execute("SELECT data FROM results WHERE run_id = ? ORDER BY seq", (self.run_id,)):
+                yield data
+
+    def __repr__(self) -> str:
+        return f"StoredResults({self.run_id!r}, {len(self)} results)"
