@@ -291,3 +291,40 @@ async def test_one_failed_repeat_is_recorded_not_fatal(server, judge) -> None:
     result = await make({"type": "rubrics", "criteria": ["Mentions 60"]}).evaluate(turn_ctx(judge, judge_repeats=2))
     assert result.verdict == "pass" and result.details["repeats"] == 1
     assert "HTTP 500" in result.details["repeat_errors"][0]
+
+
+async def test_judge_cost_and_temperature(server) -> None:
+    from convoeval.targets import TargetConfig, create_target
+
+    priced = create_target(TargetConfig(name="judge", provider="openai", model="fake-judge", base_url=server.base_url,
+                                        max_retries=0, price_input_per_mtok=2.0, price_output_per_mtok=10.0))
+    try:
+        server.judge = scripted_judge("not json", judge_with())
+        ctx = turn_ctx(priced, extra={"judge_temperature": 0.3})
+        result = await make({"type": "rubrics", "criteria": ["Mentions 60"]}).evaluate(ctx)
+    finally:
+        await priced.aclose()
+    usage = result.details["judge_usage"]
+    expected = (usage["input_tokens"] * 2.0 + usage["output_tokens"] * 10.0) / 1_000_000
+    assert result.details["judge_cost_usd"] == pytest.approx(expected) and expected > 0
+    assert [b["temperature"] for b in server.judge_requests()] == [0.3, 0.3]
+
+
+def test_transcript_formatting_marks_turns_and_prefilled_messages() -> None:
+    from convoeval.judging import cited_turns, format_transcript, turn_numbers
+    from convoeval.results import Message, ToolCall
+
+    messages = [
+        Message(role="system", content="Be kind."),
+        Message(role="user", content="Earlier question", source="input"),
+        Message(role="assistant", content="Earlier answer", source="input"),
+        Message(role="user", content="Hello", source="simulator", turn=1),
+        Message(role="assistant", content="Hi", source="target", turn=1,
+                tool_calls=[ToolCall(name="lookup", arguments={"q": "x"})]),
+    ]
+    assert format_transcript(messages) == (
+        "[system] Be kind.\n\n[before turn 1] user: Earlier question\n\n[before turn 1] assistant: Earlier answer"
+        '\n\n[turn 1] user (simulated): Hello\n\n[turn 1] assistant: Hi\n(tool calls: lookup({"q": "x"}))')
+    unnumbered = [m.model_copy(update={"turn": None}) for m in messages]
+    assert turn_numbers(unnumbered) == [None, 1, 1, 2, 2]
+    assert cited_turns("see turn 2, turns 3 and 4, turns 5-6 and turn 40", last_turn=6) == [2, 3, 4, 5, 6]

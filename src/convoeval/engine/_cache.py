@@ -147,6 +147,11 @@ class CachedTarget:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
+    def __getattr__(self, name: str) -> Any:  # provider-specific attributes of the wrapped target
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
 
 def reply_to_json(reply: ChatReply) -> dict[str, Any]:
     return {

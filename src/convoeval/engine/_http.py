@@ -1,4 +1,8 @@
-"""JSON over HTTP with retries: exponential backoff with jitter, `Retry-After`, bounded time."""
+"""JSON over HTTP with retries: exponential backoff with jitter, `Retry-After`, bounded time.
+
+aiohttp is imported on the first call, not with convoeval: a run answered from the cache
+never needs it (it is a third of convoeval's import time).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +13,13 @@ import random
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from ..targets import TargetError
+from ._limits import ProviderLimits, estimate_tokens
+
+if TYPE_CHECKING:
+    import aiohttp
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 520, 521, 522, 524, 529})
 
@@ -53,8 +59,13 @@ async def post_json(
     timeout_s: float,
     policy: RetryPolicy,
     secrets: tuple[str, ...] = (),
+    limits: ProviderLimits | None = None,
 ) -> dict[str, Any]:
     """POST `payload` as JSON and return the JSON object answered, retrying transient failures.
+
+    Args:
+        limits: the target's connection and rate limits, applied to every attempt; a
+            `Retry-After` pauses all of the target's calls.
 
     Raises:
         TargetError: after the last attempt, or at once for a non-retryable status (400, 401,
@@ -63,18 +74,38 @@ async def post_json(
     started = time.monotonic()
     body = json.dumps(payload).encode()
     headers = {"Content-Type": "application/json", **headers}
+    estimated = estimate_tokens(len(body), payload.get("max_tokens")) if limits and limits.tokens else 0
     attempt = 0
     while True:
         attempt += 1
         try:
-            return await _attempt(session, url, body, headers, timeout_s, secrets)
+            if limits is None:
+                return await _attempt(session, url, body, headers, timeout_s, secrets)
+            async with limits.slot(estimated):
+                data = await _attempt(session, url, body, headers, timeout_s, secrets)
+            limits.settle_tokens(estimated, _total_tokens(data))
+            return data
         except _Retryable as exc:
             wait = exc.retry_after if exc.retry_after is not None else policy.backoff(attempt)
             wait = min(wait, policy.max_delay_s)
             elapsed = time.monotonic() - started
             if attempt >= policy.max_attempts or elapsed + wait > policy.max_total_s:
                 raise TargetError(f"{exc} (gave up after {attempt} attempt(s), {elapsed:.1f}s)") from None
+            if limits is not None and exc.retry_after:
+                limits.pause(wait)
             await asyncio.sleep(wait)
+
+
+def _total_tokens(data: dict[str, Any]) -> int:
+    """Tokens of a reply in the OpenAI (`prompt_tokens`) or Anthropic (`input_tokens`) shape."""
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return 0
+    total = 0
+    for key in ("prompt_tokens", "completion_tokens", "input_tokens", "output_tokens"):
+        value = usage.get(key)
+        total += value if isinstance(value, int) else 0
+    return total
 
 
 async def _attempt(
@@ -85,6 +116,8 @@ async def _attempt(
     timeout_s: float,
     secrets: tuple[str, ...],
 ) -> dict[str, Any]:
+    import aiohttp
+
     try:
         async with session.post(
             url, data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)

@@ -74,10 +74,6 @@ class ProviderLimits:
         self._connections = asyncio.Semaphore(concurrency) if concurrency else None
         self._paused_until = 0.0
 
-    @property
-    def active(self) -> bool:
-        return bool(self._connections or self.requests or self.tokens or self._paused_until)
-
     def pause(self, seconds: float) -> None:
         """Hold back new attempts for `seconds` (a provider said `Retry-After`)."""
         self._paused_until = max(self._paused_until, self.clock() + seconds)

@@ -16,7 +16,7 @@ from ._base import (
 )
 
 # Built-in assertion types register themselves on import.
-from . import _code, _deterministic  # noqa: E402,F401
+from . import _code, _deterministic, _dialogue, _llm  # noqa: E402,F401
 
 __all__ = [
     "Assertion",

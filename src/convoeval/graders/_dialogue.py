@@ -30,7 +30,6 @@ from pydantic import Field, field_validator
 from ..judging import (
     DIMENSIONS,
     METRICS,
-    JudgeSession,
     cited_turns,
     metric_messages,
     metric_parser,
@@ -45,7 +44,7 @@ from ..judging import (
 )
 from ..results import AssertionOutcome
 from ._base import Assertion, Grade, GradeContext, Level, assertion_type
-from ._llm import pass_mark
+from ._llm import judge_session, pass_mark
 
 # -- TD-Eval turn dimensions ------------------------------------------------------------
 
@@ -67,7 +66,7 @@ class _TurnDimensions(Assertion):
             keys, history=list(ctx.history), response=ctx.output,
             backend=ctx.extra.get("context"), policy=ctx.extra.get("policy"),
         )
-        session = JudgeSession(ctx.judge, trial=ctx.trial)
+        session = judge_session(ctx)
         answers = await session.ask_repeated(messages, tdeval_schema(keys), tdeval_parser(keys),
                                              repeats=ctx.judge_repeats, name="td_eval")
         runs = [values_by_key(a) for a in answers.values]
@@ -180,7 +179,7 @@ class _ConversationMetric(Assertion):
         metric = METRICS[self.METRIC]
         transcript = list(ctx.transcript or ctx.history)
         messages = metric_messages(metric, transcript, goal=self.goal_for(ctx), guidance=self.extra_guidance())
-        session = JudgeSession(ctx.judge, trial=ctx.trial)
+        session = judge_session(ctx)
         answers = await session.ask_repeated(messages, metric_schema(), metric_parser(),
                                              repeats=ctx.judge_repeats,
                                              name=metric.name.replace("-", "_"))

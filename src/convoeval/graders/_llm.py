@@ -68,6 +68,14 @@ def subject_for(ctx: GradeContext, *, expected_output: str | None = None,
     )
 
 
+def judge_session(ctx: GradeContext) -> JudgeSession:
+    """The judge calls of one grader: temperature 0 unless the run sets
+    `ctx.extra["judge_temperature"]` (from `execution.judge.temperature`)."""
+    assert ctx.judge is not None
+    temperature = ctx.extra.get("judge_temperature")
+    return JudgeSession(ctx.judge, trial=ctx.trial, temperature=0.0 if temperature is None else float(temperature))
+
+
 def pass_mark(assertion: Assertion, ctx: GradeContext) -> float:
     """The score an assertion needs: its own min_score, else the test threshold."""
     return assertion.min_score if assertion.min_score is not None else ctx.threshold
@@ -218,7 +226,7 @@ class Rubrics(Assertion):
         resolved = self.resolved()
         items = [item for item, _ in resolved]
         subject = subject_for(ctx, expected_output=ctx.expected_output, criteria=ctx.criteria)
-        session = JudgeSession(ctx.judge, trial=ctx.trial)
+        session = judge_session(ctx)
         answers = await session.ask_repeated(
             rubric_messages(subject, items), rubric_schema(items), rubric_parser(items),
             repeats=ctx.judge_repeats, name="rubric",
@@ -368,7 +376,7 @@ class LLMGrader(Assertion):
         else:
             messages = default_grader_messages(subject_for(ctx, expected_output=expected, criteria=criteria))
             what = _default_outcome(expected, criteria, ctx.level)
-        session = JudgeSession(ctx.judge, trial=ctx.trial)
+        session = judge_session(ctx)
         answers = await session.ask_repeated(messages, grader_schema(), grader_parser(),
                                              repeats=ctx.judge_repeats, name="llm_grader")
         raw = [a.score for a in answers.values]

@@ -15,20 +15,24 @@ MAX_DATA_CHARS = 6000
 
 
 def turn_numbers(messages: Sequence[Message]) -> list[int | None]:
-    """The turn of each message: its own `turn` when set, else counted from user messages
-    (a user message after a non-user message opens a new turn). System messages have none."""
+    """The turn of each message.
+
+    When the messages carry turns (the run loop sets them), those are used: system messages
+    and messages given before the first turn (a test's prefilled `input`) have None. Otherwise
+    turns are counted: a user message after a non-user message opens a new turn.
+    """
+    if any(m.turn is not None for m in messages):
+        return [m.turn for m in messages]
     numbers: list[int | None] = []
     current = 0
     previous_role: str | None = None
     for message in messages:
         if message.role == "system":
-            numbers.append(message.turn)
+            numbers.append(None)
             continue
-        if message.turn is not None:
-            current = message.turn
-        elif message.role == "user" and previous_role != "user":
+        if message.role == "user" and previous_role != "user":
             current += 1
-        numbers.append(message.turn if message.turn is not None else (current or None))
+        numbers.append(current or None)
         previous_role = message.role
     return numbers
 
@@ -64,6 +68,9 @@ def format_transcript(messages: Sequence[Message], *, numbered: bool = True,
         [system] You are a booking assistant.
         [turn 1] user: A table for two, please.
         [turn 1] assistant: For which day?
+
+    Messages given before the first turn (a test's prefilled `input`) are marked
+    `[before turn 1]`.
     """
     if not messages:
         return "(no messages)"
@@ -71,10 +78,12 @@ def format_transcript(messages: Sequence[Message], *, numbered: bool = True,
     for number, message in zip(turn_numbers(messages), messages):
         if message.role == "system":
             tag = "[system]"
-        elif numbered and number is not None:
+        elif not numbered:
+            tag = f"{_speaker(message)}:"
+        elif number is not None:
             tag = f"[turn {number}] {_speaker(message)}:"
         else:
-            tag = f"{_speaker(message)}:"
+            tag = f"[before turn 1] {_speaker(message)}:"
         text = clip(message.content, limit)
         if message.tool_calls:
             text += f"\n(tool calls: {format_tool_calls(message.tool_calls)})"

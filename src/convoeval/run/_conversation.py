@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ..graders import Assertion, GradeContext
@@ -22,6 +22,7 @@ class TrialContext:
     judge: Target | None
     trial: int = 0
     judge_repeats: int = 1
+    on_turn: Callable[[ScoreEntry, ChatReply], None] | None = None  # as each turn is graded
 
 
 async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
@@ -68,7 +69,7 @@ async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
             threshold=plan.threshold, trial=ctx.trial, test_id=plan.id,
             extra={"context": turn.context, "policy": plan.policy},
         )
-        task = asyncio.ensure_future(_grade_turn(number, turn, grade_ctx, plan.threshold, reply))
+        task = asyncio.ensure_future(_grade_turn(number, turn, grade_ctx, plan.threshold, reply, ctx.on_turn))
         if plan.stop_on_failure:
             entry = await task
             grading.append(_done(entry))
@@ -97,10 +98,14 @@ async def _done(entry: ScoreEntry) -> ScoreEntry:
 
 
 async def _grade_turn(
-    number: int, turn: TurnPlan, ctx: GradeContext, threshold: float, reply: ChatReply
+    number: int, turn: TurnPlan, ctx: GradeContext, threshold: float, reply: ChatReply,
+    on_turn: Callable[[ScoreEntry, ChatReply], None] | None = None,
 ) -> ScoreEntry:
     scores = await _evaluate_all(turn.assertions, ctx)
-    return combine(f"turn-{number}", "turn", scores, threshold, latency_ms=reply.latency_ms)
+    entry = combine(f"turn-{number}", "turn", scores, threshold, latency_ms=reply.latency_ms)
+    if on_turn is not None:
+        on_turn(entry, reply)
+    return entry
 
 
 async def _grade_conversation(

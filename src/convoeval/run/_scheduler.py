@@ -1,25 +1,53 @@
-"""Run many tests: concurrency, trials, `depends_on`, one EvaluationResult per test and target."""
+"""Run many tests: concurrency, trials, `depends_on`, one EvaluationResult per test and target.
+
+Conversations run concurrently up to `concurrency` (turns of one conversation in order). Tests
+are planned when they start and their results are handed to `on_result` and then dropped, so a
+run of 10,000 conversations holds only the conversations in flight: at most a few times
+`concurrency` tests are alive at once, started in dependency order.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
-from ..results import EvaluationResult, TrialResult, Usage, pass_at_k, pass_hat_k
-from ..targets import Target
+from ..results import EvaluationResult, ScoreEntry, TrialResult, Usage, pass_at_k, pass_hat_k
+from ..spec import DEFAULT_THRESHOLD, Suite, Test
+from ..targets import ChatReply, Target
 from ._conversation import TrialContext, run_trial
-from ._plan import TestPlan
+from ._plan import TestPlan, plan_test
 
-ResultCallback = Callable[[EvaluationResult], None]
+BUDGET_NOTE = "not started: the --max-cost budget was reached"
 
 
 @dataclass
 class Job:
-    """The tests of one suite against one target (dependencies resolve within a job)."""
+    """The tests of one suite against one target (dependencies resolve within a job).
 
-    plans: list[TestPlan]
+    Args:
+        target: the system under test.
+        suite: the suite whose tests run (planned one by one as they start).
+        threshold, trials: the run's overrides (see `plan_test`).
+        stored: tests that already have a result (a resumed run): test id -> (verdict,
+            execution_status). They are not run again; their dependents see that outcome.
+    """
+
     target: Target
+    suite: Suite
+    threshold: float | None = None
+    trials: int | None = None
+    stored: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def plan(self, test: Test) -> TestPlan:
+        return plan_test(self.suite, test, threshold=self.threshold, trials=self.trials)
+
+
+#: on_result(job, position of the test in job.suite.tests, result); may be async.
+ResultCallback = Callable[[Job, int, EvaluationResult], "Awaitable[None] | None"]
+#: on_turn(job, position, trial, the turn's score entry, the target's reply).
+TurnCallback = Callable[[Job, int, int, ScoreEntry, ChatReply], None]
 
 
 async def run_jobs(
@@ -29,65 +57,161 @@ async def run_jobs(
     judge_repeats: int = 1,
     concurrency: int = 8,
     on_result: ResultCallback | None = None,
+    on_turn: TurnCallback | None = None,
+    may_start: Callable[[], bool] | None = None,
+    keep_results: bool = True,
 ) -> list[EvaluationResult]:
-    """Run every test of every job; conversations run concurrently, turns in order."""
+    """Run every test of every job; conversations run concurrently, turns in order.
+
+    Args:
+        on_result: called with each result as its test finishes (awaited when async; a
+            failure stops the run and is raised).
+        on_turn: called as each turn is graded.
+        may_start: asked before each trial starts; False leaves it out (`budget_exhausted`).
+        keep_results: return the results (in job and test order); False returns [] and
+            keeps nothing, for runs whose results go to a store.
+    """
     slots = asyncio.Semaphore(max(1, concurrency))
-    tasks: list[asyncio.Task[EvaluationResult]] = []
-    for job in jobs:
-        done: dict[str, asyncio.Future[EvaluationResult]] = {
-            plan.id: asyncio.get_running_loop().create_future() for plan in job.plans
-        }
-        for plan in job.plans:
-            tasks.append(asyncio.create_task(
-                _run_test(plan, job.target, judge, judge_repeats, slots, done, on_result)
-            ))
-    return list(await asyncio.gather(*tasks))
+    alive = asyncio.Semaphore(max(2 * concurrency, concurrency + 16))
+    kept: dict[tuple[int, int], EvaluationResult] = {}
+    running: set[asyncio.Task[None]] = set()
+    failures: list[Exception] = []
+    runner = _Runner(judge, judge_repeats, slots, on_turn, may_start)
+
+    async def run_one(number: int, job: Job, position: int,
+                      verdicts: dict[str, asyncio.Future[tuple[str, str]]]) -> None:
+        test = job.suite.tests[position]
+        try:
+            result = await runner.run_test(job, position, verdicts)
+            verdicts[test.id].set_result((result.verdict, result.execution_status))
+            if on_result is not None:
+                maybe = on_result(job, position, result)
+                if inspect.isawaitable(maybe):
+                    await maybe
+            if keep_results:
+                kept[(number, position)] = result
+        except Exception as exc:  # the result could not be recorded: stop the run
+            failures.append(exc)
+            if not verdicts[test.id].done():
+                verdicts[test.id].set_result(("error", "execution_error"))
+        finally:
+            alive.release()
+
+    loop = asyncio.get_running_loop()
+    for number, job in enumerate(jobs):
+        tests = job.suite.tests
+        verdicts = {t.id: loop.create_future() for t in tests}
+        for test_id, outcome in job.stored.items():
+            if test_id in verdicts:
+                verdicts[test_id].set_result(outcome)
+        for position in dependency_order(tests):
+            if tests[position].id in job.stored:
+                continue
+            await alive.acquire()
+            if failures:
+                alive.release()
+                break
+            task = loop.create_task(run_one(number, job, position, verdicts))
+            running.add(task)
+            task.add_done_callback(running.discard)
+        if failures:
+            break
+    if running:
+        await asyncio.gather(*running)
+    if failures:
+        raise failures[0]
+    return [kept[key] for key in sorted(kept)]
 
 
-async def _run_test(
-    plan: TestPlan,
-    target: Target,
-    judge: Target | None,
-    judge_repeats: int,
-    slots: asyncio.Semaphore,
-    done: dict[str, asyncio.Future[EvaluationResult]],
-    on_result: ResultCallback | None,
-) -> EvaluationResult:
-    try:
-        result = await _run_test_unguarded(plan, target, judge, judge_repeats, slots, done)
-    except Exception as exc:  # never lose the rest of the run to one test
-        result = _lone_result(plan, target, "error", "execution_error", f"{type(exc).__name__}: {exc}")
-    done[plan.id].set_result(result)
-    if on_result is not None:
-        on_result(result)
-    return result
+def dependency_order(tests: list[Test]) -> list[int]:
+    """Positions of `tests`, each after the tests it depends on (file order otherwise)."""
+    index = {t.id: i for i, t in enumerate(tests)}
+    state = [0] * len(tests)  # 0 not seen, 1 placing its dependencies, 2 placed
+    order: list[int] = []
+    for root in range(len(tests)):
+        if state[root]:
+            continue
+        state[root] = 1
+        stack = [(root, iter(tests[root].depends_on))]
+        while stack:
+            i, deps = stack[-1]
+            for dep in deps:
+                j = index.get(dep)
+                if j is not None and state[j] == 0:  # a cycle (state 1) was rejected at load
+                    state[j] = 1
+                    stack.append((j, iter(tests[j].depends_on)))
+                    break
+            else:
+                stack.pop()
+                state[i] = 2
+                order.append(i)
+    return order
 
 
-async def _run_test_unguarded(
-    plan: TestPlan,
-    target: Target,
-    judge: Target | None,
-    judge_repeats: int,
-    slots: asyncio.Semaphore,
-    done: dict[str, asyncio.Future[EvaluationResult]],
-) -> EvaluationResult:
-    failed = []
-    for dep in plan.test.depends_on:
-        if (await asyncio.shield(done[dep])).verdict != "pass":
-            failed.append(dep)
-    if failed and plan.test.on_dependency_failure != "run":
-        reason = f"dependency failed: {', '.join(failed)}"
-        if plan.test.on_dependency_failure == "skip":
-            return _lone_result(plan, target, "skip", "skipped", reason)
-        return _lone_result(plan, target, "fail", "quality_failure", reason, score=0.0)
+@dataclass
+class _Runner:
+    judge: Target | None
+    judge_repeats: int
+    slots: asyncio.Semaphore
+    on_turn: TurnCallback | None
+    may_start: Callable[[], bool] | None
 
-    async def one(trial: int) -> TrialResult:
-        async with slots:
-            return await run_trial(plan, TrialContext(target=target, judge=judge, trial=trial,
-                                                      judge_repeats=judge_repeats))
+    async def run_test(self, job: Job, position: int,
+                       verdicts: dict[str, asyncio.Future[tuple[str, str]]]) -> EvaluationResult:
+        test = job.suite.tests[position]
+        try:
+            plan = job.plan(test)
+        except Exception as exc:
+            return _unplanned_result(job, test, f"{type(exc).__name__}: {exc}")
+        try:
+            return await self._run_planned(job, position, plan, verdicts)
+        except Exception as exc:  # never lose the rest of the run to one test
+            return _lone_result(plan, job.target, "error", "execution_error", f"{type(exc).__name__}: {exc}")
 
-    trials = list(await asyncio.gather(*(one(i) for i in range(plan.trials.count))))
-    return combine_trials(plan, target.name, trials)
+    async def _run_planned(self, job: Job, position: int, plan: TestPlan,
+                           verdicts: dict[str, asyncio.Future[tuple[str, str]]]) -> EvaluationResult:
+        failed, unstarted = [], []
+        for dep in plan.test.depends_on:
+            verdict, status = await asyncio.shield(verdicts[dep])
+            if status == "budget_exhausted":
+                unstarted.append(dep)
+            elif verdict != "pass":
+                failed.append(dep)
+        if unstarted:
+            return _lone_result(plan, job.target, "skip", "budget_exhausted",
+                                f"{BUDGET_NOTE} (dependency {', '.join(unstarted)} did not run)")
+        if failed and plan.test.on_dependency_failure != "run":
+            reason = f"dependency failed: {', '.join(failed)}"
+            if plan.test.on_dependency_failure == "skip":
+                return _lone_result(plan, job.target, "skip", "skipped", reason)
+            return _lone_result(plan, job.target, "fail", "quality_failure", reason, score=0.0)
+
+        async def one(trial: int) -> TrialResult | None:
+            async with self.slots:
+                if self.may_start is not None and not self.may_start():
+                    return None
+                on_turn = None
+                if self.on_turn is not None:
+                    report = self.on_turn
+
+                    def on_turn(entry: ScoreEntry, reply: ChatReply) -> None:
+                        report(job, position, trial, entry, reply)
+                return await run_trial(plan, TrialContext(
+                    target=job.target, judge=self.judge, trial=trial, judge_repeats=self.judge_repeats,
+                    on_turn=on_turn))
+
+        outcomes = await asyncio.gather(*(one(i) for i in range(plan.trials.count)))
+        trials = [t for t in outcomes if t is not None]
+        if not trials:
+            return _lone_result(plan, job.target, "skip", "budget_exhausted", BUDGET_NOTE)
+        result = combine_trials(plan, job.target.name, trials)
+        if len(trials) < len(outcomes):
+            missing = len(outcomes) - len(trials)
+            result = result.model_copy(update={
+                "verdict": "skip", "execution_status": "budget_exhausted",
+                "notes": [*result.notes, f"{missing} of {len(outcomes)} trials {BUDGET_NOTE}"],
+            })
+        return result
 
 
 def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> EvaluationResult:
@@ -127,9 +251,19 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
 def _lone_result(
     plan: TestPlan, target: Target, verdict: str, status: str, reason: str, score: float | None = None
 ) -> EvaluationResult:
-    """A result for a test that did not run (skipped or failed dependency, internal error)."""
+    """A result for a test that did not run (skipped or failed dependency, budget, internal error)."""
     return EvaluationResult(
         test_id=plan.id, target=target.name, suite=plan.suite_name, mode=plan.mode,
         score=score, verdict=verdict, execution_status=status,  # type: ignore[arg-type]
         threshold=plan.threshold, error=reason, metadata=plan.metadata,
+    )
+
+
+def _unplanned_result(job: Job, test: Test, reason: str) -> EvaluationResult:
+    """A result for a test that could not even be planned (a bug; the run goes on)."""
+    return EvaluationResult(
+        test_id=test.id, target=job.target.name, suite=job.suite.display_name,
+        mode="conversation" if test.is_conversation else "single", score=None, verdict="error",
+        execution_status="execution_error", threshold=job.threshold or DEFAULT_THRESHOLD, error=reason,
+        metadata=test.metadata,
     )

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
+from ..engine import ProviderLimits, RetryPolicy, call_cost, lookup_price, post_json
+from ._base import TargetConfig, TargetError
 
-from ..engine import RetryPolicy, post_json
-from ._base import TargetConfig
+if TYPE_CHECKING:
+    import aiohttp
+
+#: Connections one target keeps open at most when its `concurrency` is not set.
+DEFAULT_CONNECTIONS = 256
 
 
 class HttpTarget:
-    """Holds one aiohttp session per target (created inside the running event loop)."""
+    """Holds one aiohttp session per target (created inside the running event loop).
+
+    Settings read from the targets file besides the common ones:
+        concurrency: connections (calls in flight) at most.
+        rpm, tpm: requests and tokens per minute at most (token buckets; retries count).
+        price_input_per_mtok, price_output_per_mtok: USD per million tokens; default: the
+            price table shipped with convoeval (`lookup_price`), else 0.
+    """
 
     default_api_key_env: str | None = None
 
@@ -22,30 +32,49 @@ class HttpTarget:
         self.api_key = config.resolve_api_key(self.default_api_key_env)
         self.policy = RetryPolicy(max_attempts=config.max_retries + 1)
         self._session: aiohttp.ClientSession | None = None
-        self._limit = asyncio.Semaphore(config.concurrency) if config.concurrency else None
+        self.limits = ProviderLimits(concurrency=config.concurrency, rpm=_rate(config, "rpm"),
+                                     tpm=_rate(config, "tpm"))
+        listed = lookup_price(config.model) if config.model else None
+        price_in = config.price_input_per_mtok
+        price_out = config.price_output_per_mtok
+        self.prices = (
+            price_in if price_in is not None else (listed[0] if listed else 0.0),
+            price_out if price_out is not None else (listed[1] if listed else 0.0),
+        )
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.config.concurrency or 256, ttl_dns_cache=300)
+            import aiohttp
+
+            connector = aiohttp.TCPConnector(limit=self.config.concurrency or DEFAULT_CONNECTIONS,
+                                             ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(connector=connector)
         return self._session
 
     async def post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
         secrets = (self.api_key,) if self.api_key else ()
-        call = post_json(
+        return await post_json(
             self._get_session(), url, payload, headers={**self.config.headers, **headers},
             timeout_s=self.config.timeout_s, policy=self.policy, secrets=secrets,
+            limits=self.limits,
         )
-        if self._limit is None:
-            return await call
-        async with self._limit:
-            return await call
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
-        price_in = self.config.price_input_per_mtok or 0.0
-        price_out = self.config.price_output_per_mtok or 0.0
-        return (input_tokens * price_in + output_tokens * price_out) / 1_000_000
+        return call_cost(input_tokens, output_tokens, self.prices)
 
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
+
+
+def _rate(config: TargetConfig, key: str) -> float | None:
+    value = config.option(key)
+    if value is None:
+        return None
+    try:
+        rate = float(value)
+    except (TypeError, ValueError):
+        rate = 0.0
+    if rate <= 0:
+        raise TargetError(f"{config.name}: {key} must be a positive number (per minute), got {value!r}")
+    return rate

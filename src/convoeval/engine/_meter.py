@@ -1,0 +1,133 @@
+"""Counting a run as it goes: tests, turns, model calls, cache hits, errors, tokens and cost.
+
+The API fills one `RunMeter` per run; progress displays read it (from any thread) and the
+`--max-cost` budget is checked against the money it says was really spent (cache hits are
+free).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..targets import ChatReply, ChatRequest, Target
+
+
+@dataclass
+class CallTotals:
+    """Model calls of one target (or of the whole run)."""
+
+    calls: int = 0          # calls that reached the model
+    cache_hits: int = 0     # calls answered from the cache (free)
+    errors: int = 0         # calls that failed after their retries
+    input_tokens: int = 0   # of every reply, cached ones included
+    output_tokens: int = 0
+    cost_usd: float = 0.0   # of every reply, cached ones included
+    spent_usd: float = 0.0  # of the calls that reached the model
+
+    def add(self, reply: ChatReply | None) -> None:
+        if reply is None:
+            self.errors += 1
+            return
+        if reply.cached:
+            self.cache_hits += 1
+        else:
+            self.calls += 1
+            self.spent_usd += reply.cost_usd
+        self.input_tokens += reply.usage.input_tokens
+        self.output_tokens += reply.usage.output_tokens
+        self.cost_usd += reply.cost_usd
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "cache_hits": self.cache_hits, "errors": self.errors,
+                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cost_usd": round(self.cost_usd, 8), "spent_usd": round(self.spent_usd, 8)}
+
+
+@dataclass
+class RunMeter:
+    """Live counters of one run.
+
+    Attributes:
+        run_id: the run's id in the store (None without a store).
+        tests_total: results the run will have (resumed ones included).
+        tests_done: results finished so far (resumed ones included).
+        resumed: results taken from the store instead of being run again.
+        turns: turns graded so far.
+        totals: model calls of the whole run; `by_model` per target/judge name and purpose.
+        max_cost_usd: the budget, or None.
+        budget_exhausted: set once the budget stopped new work.
+        not_started: tests left out because of the budget.
+    """
+
+    run_id: str | None = None
+    tests_total: int = 0
+    tests_done: int = 0
+    resumed: int = 0
+    turns: int = 0
+    totals: CallTotals = field(default_factory=CallTotals)
+    by_model: dict[str, CallTotals] = field(default_factory=dict)
+    verdicts: Counter[str] = field(default_factory=Counter)
+    max_cost_usd: float | None = None
+    budget_exhausted: bool = False
+    not_started: int = 0
+
+    def record_call(self, name: str, request: ChatRequest, reply: ChatReply | None) -> None:
+        """Count one call of target `name` (reply None: the call failed)."""
+        self.totals.add(reply)
+        key = name if request.purpose == "target" else f"{name} ({request.purpose})"
+        totals = self.by_model.get(key)
+        if totals is None:
+            totals = self.by_model[key] = CallTotals()
+        totals.add(reply)
+
+    def record_result(self, verdict: str) -> None:
+        self.tests_done += 1
+        self.verdicts[verdict] += 1
+
+    def may_start(self) -> bool:
+        """False once the money spent reaches `max_cost_usd` (then it stays False)."""
+        if self.max_cost_usd is not None and self.totals.spent_usd >= self.max_cost_usd:
+            self.budget_exhausted = True
+        return not self.budget_exhausted
+
+    def summary(self) -> dict[str, Any]:
+        """The totals as plain data (stored with the run, printed at the end)."""
+        return {
+            "tests": self.tests_total, "done": self.tests_done, "resumed": self.resumed,
+            "turns": self.turns, "verdicts": dict(self.verdicts), **self.totals.as_dict(),
+            "by_model": {k: v.as_dict() for k, v in self.by_model.items()},
+            "max_cost_usd": self.max_cost_usd, "budget_exhausted": self.budget_exhausted,
+            "not_started": self.not_started,
+        }
+
+
+class MeteredTarget:
+    """A Target that counts every call of `inner` in a RunMeter (and lets errors through)."""
+
+    def __init__(self, inner: Target, meter: RunMeter):
+        self.inner = inner
+        self.name = inner.name
+        self.meter = meter
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        try:
+            reply = await self.inner.chat(request)
+        except Exception:
+            self.meter.record_call(self.name, request, None)
+            raise
+        self.meter.record_call(self.name, request, reply)
+        return reply
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:  # provider-specific attributes of the wrapped target
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
