@@ -395,7 +395,9 @@ def test_conversations_run_concurrently(cli, tmp_path: Path, monkeypatch) -> Non
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         tests = "".join(f"  - id: t{i}\n    mode: conversation\n    turns: [{{input: a}}, {{input: b}}]\n" for i in range(6))
         suite = write(tmp_path / "s.eval.yaml", "tests:\n" + tests)
-        code, _, _ = cli("run", suite, "--target", "openai:m", "--concurrency", "4", "-o", tmp_path / "r.jsonl")
+        # --no-cache: the six conversations are identical, so the cache would answer some of them.
+        code, _, _ = cli("run", suite, "--target", "openai:m", "--concurrency", "4", "--no-cache",
+                         "-o", tmp_path / "r.jsonl")
         assert code == 0
         assert server.max_in_flight == 4  # never more than --concurrency, and really parallel
         assert len(server.requests) == 12

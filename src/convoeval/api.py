@@ -4,19 +4,36 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from .report import ResultWriter
-from .results import EvaluationResult
-from .run import Job, plan_test, run_jobs
+from .engine import (
+    CACHE_FILE,
+    RERUN_STATUSES,
+    STORE_FILE,
+    CachedTarget,
+    MeteredTarget,
+    ResponseCache,
+    ResultKey,
+    RunMeter,
+    RunStore,
+    redact,
+    target_identity,
+)
+from .report import ResultWriter, export_results
+from .results import EvaluationResult, ScoreEntry
+from .run import Job, run_jobs
 from .spec import JudgeSettings, Problem, SpecError, Suite, load_suite
 from .spec._targets_file import TARGETS_FILE, load_targets_file, parse_target_spec
-from .targets import Target, TargetConfig, create_target
+from .targets import ChatReply, Target, TargetConfig, create_target
 
 TargetLike = str | TargetConfig | Target
 LOCAL_NOTE = "SmolLM2-135M on llama.cpp; demo-grade as target and as judge"
+#: Where the cache and the run store live by default (relative to the working directory).
+STATE_DIR = Path(".convoeval")
 
 
 class ConfigError(Exception):
@@ -25,20 +42,37 @@ class ConfigError(Exception):
 
 @dataclass
 class RunReport:
-    """What a run produced."""
+    """What a run produced.
 
-    results: list[EvaluationResult]
+    Attributes:
+        results: one EvaluationResult per test and target, in run order. With a run store
+            (the default) they are read from the store when used, not held in memory.
+        notes: one-line notes (defaults chosen, budget reached...).
+        run_id: the run's id in the store (`convoeval run --resume RUN_ID`), or None.
+        summary: totals of the run: tests, turns, calls, cache hits, errors, tokens, cost
+            (`cost_usd` of every reply, `spent_usd` of the calls that reached a model),
+            `by_model`, `by_target`, budget.
+    """
+
+    results: Sequence[EvaluationResult]
     notes: list[str] = field(default_factory=list)
+    run_id: str | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    output: str | None = None  # the results file written, if any
+    outcomes: list[tuple[str, str]] | None = None  # (verdict, execution_status) per result
 
     @property
     def exit_code(self) -> int:
         """0 all passed; 1 any test did not pass; 2 every test had an execution error."""
-        if self.results and all(r.execution_status == "execution_error" for r in self.results):
+        outcomes = self.outcomes
+        if outcomes is None:
+            outcomes = [(r.verdict, r.execution_status) for r in self.results]
+        if outcomes and all(status == "execution_error" for _, status in outcomes):
             return 2
-        return 0 if all(r.verdict == "pass" for r in self.results) else 1
+        return 0 if all(verdict == "pass" for verdict, _ in outcomes) else 1
 
 
-def run(paths: str | Path | Sequence[str | Path], **options: object) -> RunReport:
+def run(paths: str | Path | Sequence[str | Path] | None = None, **options: object) -> RunReport:
     """Run eval files and return their results; see `arun` for the options.
 
     Example:
@@ -49,7 +83,7 @@ def run(paths: str | Path | Sequence[str | Path], **options: object) -> RunRepor
 
 
 async def arun(
-    paths: str | Path | Sequence[str | Path],
+    paths: str | Path | Sequence[str | Path] | None = None,
     *,
     target: TargetLike | Sequence[TargetLike] | None = None,
     judge: TargetLike | None = None,
@@ -61,11 +95,17 @@ async def arun(
     output: str | Path | None = None,
     on_result: Callable[[EvaluationResult], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    cache: bool = True,
+    cache_dir: str | Path | None = None,
+    store: bool | str | Path = True,
+    resume: str | None = None,
+    max_cost: float | None = None,
+    on_start: Callable[[RunMeter], None] | None = None,
 ) -> RunReport:
     """Run every test of the given eval files against each target.
 
     Args:
-        paths: eval files.
+        paths: eval files (not needed with `resume`).
         target: one or more targets (`provider:model`, a name from the targets file, a
             TargetConfig or a Target object). Default: the suite's `execution.target`, else `local`.
         judge: the model for LLM graders. Default: the suite's `execution.judge`, else the
@@ -74,13 +114,26 @@ async def arun(
         threshold, trials: override the suites' settings.
         judge_repeats: ask the judge K times per grader (mean and standard deviation reported).
         concurrency: conversations run at once (default: the suites' `execution.workers`, else 8).
-        output: write results here (`.jsonl` as each test finishes, or `.json`).
+        output: write results here (`.jsonl` as each test finishes, or `.json`); with a store,
+            the file is finally (re)written from the stored results, in run order.
         on_result: called with each result as its test finishes.
         on_note: called with one-line notes (defaults chosen, and so on).
+        cache: answer model calls from the response cache and store new answers. Targets
+            built from a spec or TargetConfig are cached (unless the target class sets
+            `cacheable = False`); Target objects only when they set `cacheable = True`.
+        cache_dir: the cache's directory (default `.convoeval`; file `cache.sqlite`).
+        store: record the run in the run store: True for `.convoeval/runs.sqlite`, a path for
+            another file, False for none (results are then kept in memory).
+        resume: a run id (or `last`): run only the tests that have no result in that run yet,
+            with the run's recorded suites, targets and options.
+        max_cost: USD budget: once the calls made (cache hits are free) cost this much, no new
+            test or trial starts; those left get execution_status `budget_exhausted` (a
+            resumed run runs them). Conversations already running finish.
+        on_start: called once the run is planned, with its live RunMeter (run id, totals).
 
     Raises:
         SpecError: an eval file is invalid (every problem, `file:line: field: message`).
-        ConfigError: a target or judge cannot be built.
+        ConfigError: a target or judge cannot be built, or a resumed run cannot be found.
     """
     notes: list[str] = []
 
@@ -89,40 +142,296 @@ async def arun(
         if on_note:
             on_note(text)
 
-    suites = load_suites(paths)
-    named = _named_targets(suites, targets_file)
-    builder = _TargetBuilder(named)
+    run_store = RunStore(_store_file(store)) if store is not False else None
+    record = None
+    given = _RunOptions.given(paths, target, judge, targets_file, threshold, trials, judge_repeats)
     try:
-        jobs = []
+        if resume is not None:
+            if run_store is None:
+                raise ConfigError("resume needs the run store (store=False was given)")
+            record = run_store.find_run(resume)
+            if record is None:
+                raise ConfigError(f"no run {resume!r} in {run_store.path}")
+            recorded = record.options
+            given.check_resumable(record.id, recorded)
+            paths = recorded["paths"]
+            target = target if target is not None else recorded.get("target")
+            judge = judge if judge is not None else recorded.get("judge")
+            targets_file = recorded.get("targets_file")
+            threshold, trials = recorded.get("threshold"), recorded.get("trials")
+            judge_repeats = recorded.get("judge_repeats")
+            concurrency = concurrency or recorded.get("concurrency")
+            output = output if output is not None else recorded.get("output")
+            max_cost = max_cost if max_cost is not None else recorded.get("max_cost")
+        if paths is None:
+            raise ConfigError("no eval files given")
+        return await _run(
+            _Settings(paths=paths, target=target, judge=judge, targets_file=targets_file,
+                      threshold=threshold, trials=trials, judge_repeats=judge_repeats,
+                      concurrency=concurrency, output=output, cache=cache, cache_dir=cache_dir,
+                      max_cost=max_cost),
+            run_store, record, note, notes, on_result, on_start,
+        )
+    finally:
+        if run_store is not None:
+            run_store.close()
+
+
+@dataclass
+class _Settings:
+    paths: str | Path | Sequence[str | Path]
+    target: TargetLike | Sequence[TargetLike] | None
+    judge: TargetLike | None
+    targets_file: str | Path | None
+    threshold: float | None
+    trials: int | None
+    judge_repeats: int | None
+    concurrency: int | None
+    output: str | Path | None
+    cache: bool
+    cache_dir: str | Path | None
+    max_cost: float | None
+
+
+async def _run(
+    settings: _Settings, run_store: RunStore | None, record: Any, note: Callable[[str], None],
+    notes: list[str], on_result: Callable[[EvaluationResult], None] | None,
+    on_start: Callable[[RunMeter], None] | None,
+) -> RunReport:
+    suites = load_suites(settings.paths)
+    named = _named_targets(suites, settings.targets_file)
+    builder = _TargetBuilder(named)
+    meter = RunMeter(max_cost_usd=settings.max_cost)
+    response_cache: ResponseCache | None = None
+    writer: ResultWriter | None = None
+    try:
+        jobs: list[Job] = []
         for suite in suites:
-            plans = [plan_test(suite, test, threshold=threshold, trials=trials) for test in suite.tests]
-            for tgt in builder.targets_for(suite, target, note):
-                jobs.append(Job(plans=plans, target=tgt))
+            for tgt in builder.targets_for(suite, settings.target, note):
+                jobs.append(Job(target=tgt, suite=suite, threshold=settings.threshold, trials=settings.trials))
         needs_judge = any(
             a.uses_judge
-            for job in jobs for plan in job.plans
+            for job in jobs for test in job.suite.tests
+            for plan in [job.plan(test)]
             for a in [*plan.conversation_assertions, *(x for t in plan.turns for x in t.assertions)]
         )
-        judge_target, repeats = builder.judge_for(suites, judge, jobs, note) if needs_judge else (None, 1)
-        writer = ResultWriter(output) if output else None
+        judge_target, repeats = (
+            builder.judge_for(suites, settings.judge, jobs, note) if needs_judge else (None, 1)
+        )
+        if settings.cache:
+            response_cache = ResponseCache(Path(settings.cache_dir or STATE_DIR) / CACHE_FILE)
+        wrap = _Wrapper(builder, response_cache, meter)
+        for job in jobs:
+            job.target = wrap(job.target)
+        judge_target = wrap(judge_target) if judge_target is not None else None
 
-        def emit(result: EvaluationResult) -> None:
+        offsets, total = [], 0
+        for job in jobs:
+            offsets.append(total)
+            total += len(job.suite.tests)
+        keys = [[ResultKey(_suite_key(job.suite), t.id, job.target.name) for t in job.suite.tests] for job in jobs]
+        run_id = None
+        if run_store is not None:
+            if record is None:
+                record = run_store.new_run(_record_options(settings, suites, builder))
+            else:
+                run_store.reopen_run(record.id)
+                stored = run_store.stored_outcomes(record.id)
+                for job, job_keys in zip(jobs, keys):
+                    job.stored = {k.test_id: stored[k] for k in job_keys
+                                  if k in stored and stored[k][1] not in RERUN_STATUSES}
+                    meter.resumed += len(job.stored)
+                if meter.resumed:
+                    note(f"resuming run {record.id}: {meter.resumed} of {total} result(s) already stored")
+            run_id = record.id
+        meter.run_id = run_id
+        meter.tests_total = total
+        meter.tests_done = meter.resumed
+        if on_start:
+            on_start(meter)
+
+        if settings.output:
+            writer = ResultWriter(settings.output)
+            if run_store is not None and meter.resumed:
+                for data in run_store.results(run_id).iter_json():  # type: ignore[arg-type]
+                    writer.write_json(data)
+
+        numbers = {id(job): i for i, job in enumerate(jobs)}
+
+        async def emit(job: Job, position: int, result: EvaluationResult) -> None:
+            number = numbers[id(job)]
+            data = result.model_dump_json()
+            if run_store is not None:
+                await run_store.save_result(run_id, keys[number][position], offsets[number] + position,  # type: ignore[arg-type]
+                                            result, data)
             if writer:
-                writer.write(result)
+                writer.write_json(data)
+            meter.record_result(result.verdict)
+            if result.execution_status == "budget_exhausted":
+                meter.not_started += 1
             if on_result:
                 on_result(result)
 
-        try:
-            results = await run_jobs(
-                jobs, judge=judge_target, judge_repeats=judge_repeats or repeats,
-                concurrency=concurrency or _workers(suites), on_result=emit,
-            )
-        finally:
-            if writer:
-                writer.close()
+        def turn_done(job: Job, position: int, trial: int, entry: ScoreEntry, reply: ChatReply) -> None:
+            meter.turns += 1
+            if run_store is not None:
+                number = numbers[id(job)]
+                run_store.save_turn(run_id, keys[number][position], trial, int(entry.name.rsplit("-", 1)[-1]),  # type: ignore[arg-type]
+                                    entry, reply.text)
+
+        kept = await run_jobs(
+            jobs, judge=judge_target, judge_repeats=settings.judge_repeats or repeats,
+            concurrency=settings.concurrency or _workers(suites), on_result=emit, on_turn=turn_done,
+            may_start=meter.may_start if settings.max_cost is not None else None,
+            keep_results=run_store is None,
+        )
     finally:
+        if writer:
+            writer.close()
         await builder.aclose()
-    return RunReport(results=results, notes=notes)
+        if response_cache is not None:
+            response_cache.close()
+    if meter.budget_exhausted:
+        note(f"budget reached: ${meter.totals.spent_usd:.4f} spent of --max-cost ${settings.max_cost:g}; "
+             f"{meter.not_started} test(s) not started (execution_status budget_exhausted"
+             + (f"; `convoeval run --resume {run_id}` runs them)" if run_id else ")"))
+    summary = meter.summary()
+    if run_store is None:
+        summary["by_target"] = _totals_by_target(kept)
+        return RunReport(results=kept, notes=notes, summary=summary,
+                         output=str(settings.output) if settings.output else None)
+    summary["by_target"] = run_store.totals_by_target(run_id)  # type: ignore[arg-type]
+    run_store.finish_run(run_id, summary)  # type: ignore[arg-type]
+    results = run_store.results(run_id)  # type: ignore[arg-type]
+    if settings.output:
+        export_results(settings.output, results.iter_json())
+    return RunReport(results=results, notes=notes, run_id=run_id, summary=summary,
+                     output=str(settings.output) if settings.output else None,
+                     outcomes=run_store.outcomes(run_id))  # type: ignore[arg-type]
+
+
+class _Wrapper:
+    """Wraps each built target once: the response cache (when it applies), then the meter."""
+
+    def __init__(self, builder: _TargetBuilder, cache: ResponseCache | None, meter: RunMeter):
+        self.builder = builder
+        self.cache = cache
+        self.meter = meter
+        self.done: dict[int, Target] = {}
+
+    def __call__(self, target: Target) -> Target:
+        if id(target) in self.done:
+            return self.done[id(target)]
+        inner = target
+        config = self.builder.configs.get(target.name)
+        if self.cache is not None and config is not None and getattr(target, "cacheable", True):
+            api_key = getattr(target, "api_key", None)
+            inner = CachedTarget(target, self.cache, target_identity(config, target),
+                                 secrets=(api_key,) if isinstance(api_key, str) else ())
+        elif self.cache is not None and config is None and getattr(target, "cacheable", False) is True:
+            identity = {"object": f"{type(target).__module__}.{type(target).__qualname__}", "name": target.name}
+            inner = CachedTarget(target, self.cache, identity)
+        wrapped = MeteredTarget(inner, self.meter)
+        self.done[id(target)] = wrapped
+        return wrapped
+
+
+@dataclass
+class _RunOptions:
+    """The options that decide what a run is; a resumed run must not change them."""
+
+    values: dict[str, Any]
+
+    @classmethod
+    def given(cls, paths: Any, target: Any, judge: Any, targets_file: Any, threshold: Any, trials: Any,
+              judge_repeats: Any) -> _RunOptions:
+        return cls({"paths": _paths_record(paths) if paths is not None else None,
+                    "target": _target_record(target), "judge": _target_record(judge),
+                    "targets_file": str(Path(targets_file).resolve()) if targets_file else None,
+                    "threshold": threshold, "trials": trials, "judge_repeats": judge_repeats})
+
+    def check_resumable(self, run_id: str, recorded: dict[str, Any]) -> None:
+        for name, value in self.values.items():
+            if value is None:
+                continue
+            if _comparable(value) != _comparable(recorded.get(name)):
+                raise ConfigError(
+                    f"run {run_id} was recorded with {name} = {recorded.get(name)!r}; a resumed run keeps "
+                    f"its suites, targets and options (leave {name} out, or start a new run)")
+        for name in ("target", "judge"):
+            if self.values[name] is None and _has_objects(recorded.get(name)):
+                raise ConfigError(f"run {run_id} used Python objects as {name}; pass the same {name} again to resume")
+
+
+def _comparable(value: Any) -> Any:
+    if isinstance(value, list) and len(value) == 1:
+        return _comparable(value[0])
+    return value
+
+
+def _has_objects(record: Any) -> bool:
+    if isinstance(record, list):
+        return any(_has_objects(r) for r in record)
+    return isinstance(record, dict)
+
+
+def _paths_record(paths: str | Path | Sequence[str | Path]) -> list[str]:
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    return [str(Path(p).resolve()) for p in paths]
+
+
+def _target_record(spec: Any) -> Any:
+    """A target option as recorded in the store: specs as given, objects by name only (no secrets)."""
+    if spec is None or isinstance(spec, str):
+        return spec
+    if isinstance(spec, TargetConfig):
+        return {"config": spec.name}
+    if isinstance(spec, Sequence):
+        return [_target_record(s) for s in spec]
+    return {"object": getattr(spec, "name", type(spec).__name__)}
+
+
+def _record_options(settings: _Settings, suites: list[Suite], builder: _TargetBuilder) -> dict[str, Any]:
+    """What the store keeps about a run: enough to resume it, never a secret."""
+    from . import __version__
+
+    return {
+        "paths": _paths_record(settings.paths),
+        "target": _target_record(settings.target),
+        "judge": _target_record(settings.judge),
+        "targets_file": str(Path(settings.targets_file).resolve()) if settings.targets_file else None,
+        "threshold": settings.threshold, "trials": settings.trials, "judge_repeats": settings.judge_repeats,
+        "concurrency": settings.concurrency, "max_cost": settings.max_cost,
+        "output": str(Path(settings.output).resolve()) if settings.output else None,
+        "cache": settings.cache,
+        "resolved_targets": [
+            {"name": c.name, "provider": c.provider, "model": c.model,
+             "base_url": redact(c.base_url) if c.base_url else None}
+            for c in builder.configs.values()
+        ],
+        "cwd": os.getcwd(),
+        "convoeval": __version__,
+    }
+
+
+def _store_file(store: bool | str | Path) -> Path:
+    return STATE_DIR / STORE_FILE if store is True else Path(store)
+
+
+def _suite_key(suite: Suite) -> str:
+    return str(suite.path.resolve()) if suite.path else suite.display_name
+
+
+def _totals_by_target(results: list[EvaluationResult]) -> dict[str, dict[str, float]]:
+    totals: dict[str, dict[str, float]] = {}
+    for r in results:
+        t = totals.setdefault(r.target, {"tests": 0, "cost_usd": 0.0, "judge_cost_usd": 0.0, "tokens": 0})
+        t["tests"] += 1
+        t["cost_usd"] += r.cost_usd
+        t["judge_cost_usd"] += r.judge_cost_usd
+        t["tokens"] += r.token_usage.total_tokens + r.judge_token_usage.total_tokens
+    return totals
 
 
 def load_suites(paths: str | Path | Sequence[str | Path]) -> list[Suite]:
@@ -170,6 +479,7 @@ class _TargetBuilder:
     def __init__(self, named: dict[str, TargetConfig]):
         self.named = named
         self.built: dict[str, Target] = {}
+        self.configs: dict[str, TargetConfig] = {}  # of the targets built from a spec or config
 
     def get(self, spec: TargetLike, role: str = "target") -> Target:
         if not isinstance(spec, (str, TargetConfig)):
@@ -184,6 +494,7 @@ class _TargetBuilder:
                 self.built[config.name] = create_target(config)
             except Exception as exc:
                 raise ConfigError(f"{role} {config.name!r}: {exc}") from None
+            self.configs[config.name] = config
         return self.built[config.name]
 
     def targets_for(self, suite: Suite, given: TargetLike | Sequence[TargetLike] | None,

@@ -6,21 +6,16 @@ import json
 import math
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from convoeval.stats import (
-    AgreementInputError,
-    Estimate,
-    agreement_estimates,
-    parse_categories,
-    read_ratings_csv,
-)
-
 from ._app import app
+
+if TYPE_CHECKING:  # convoeval.stats (numpy, scipy) is imported when the command runs
+    from convoeval.stats import Estimate
 
 STATISTIC_NAMES = {
     "percent_agreement": "Percent agreement",
@@ -109,6 +104,8 @@ def agreement(
     ] = AgreementFormat.table,
 ) -> None:
     """Agreement between raters, e.g. human labels vs an LLM judge (kappas, AC1, alpha, rho)."""
+    from convoeval.stats import AgreementInputError, agreement_estimates, parse_categories, read_ratings_csv
+
     try:
         declared = parse_categories(categories)
         chosen = [name.strip() for name in columns.split(",")] if columns else None

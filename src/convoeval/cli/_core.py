@@ -13,7 +13,8 @@ import typer
 from rich.console import Console
 
 from ..api import ConfigError, arun
-from ..report import print_summary
+from ..engine import RunMeter
+from ..report import RunProgress, print_run_totals, print_summary
 from ..results import EvaluationResult
 from ..spec import SpecError, suite_json_schema, validate_paths
 from ._app import app
@@ -48,7 +49,8 @@ def schema() -> None:
 
 @app.command()
 def run(
-    paths: Paths,
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        help="Eval files (YAML); not needed with --resume.", show_default=False)] = None,
     target: Annotated[Optional[list[str]], typer.Option(
         "--target", "-t", help="provider:model (openai:gpt-4o-mini, anthropic:..., local) or a "
         "name from targets.yaml; repeat to run several targets.")] = None,
@@ -63,23 +65,45 @@ def run(
                                                        "(default: execution.workers, else 8).")] = None,
     trials: Annotated[Optional[int], typer.Option(min=1, help="Independent runs of each test.")] = None,
     judge_repeats: Annotated[Optional[int], typer.Option(min=1, help="Ask the judge K times per grader.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the final table.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Call the models even when the "
+                                           "cache has the answer (and do not store answers).")] = False,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Where the response cache lives "
+                                                      "(default: .convoeval).")] = None,
+    resume: Annotated[Optional[str], typer.Option(metavar="RUN_ID", help="Finish a run (its id, or "
+                                                  "'last'): only tests without a stored result run.")] = None,
+    max_cost: Annotated[Optional[float], typer.Option(min=0, metavar="USD", help="Start no new test once "
+                                                      "the model calls made cost this much.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress; only the final table.")] = False,
 ) -> None:
     """Run eval files live against one or more targets and grade every turn."""
-    if output is None:
+    if not paths and resume is None:
+        err.print("error: give eval files to run, or --resume RUN_ID", markup=False)
+        raise typer.Exit(2)
+    if output is None and resume is None:
         output = Path(".convoeval") / "results" / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
+    progress = RunProgress(out, "off" if quiet else "bar" if out.is_terminal else "lines")
+    total = 0
+
+    def on_start(meter: RunMeter) -> None:
+        nonlocal total
+        total = meter.tests_total
+        if meter.run_id:
+            out.print(f"run {meter.run_id}: {meter.tests_total} test(s)", markup=False, highlight=False)
+        progress.start(meter)
 
     def on_result(result: EvaluationResult) -> None:
-        if not quiet:
+        progress.advance()
+        if not quiet and total <= RESULT_LINES_UP_TO:
             score = "-" if result.score is None else f"{result.score:.2f}"
             out.print(f"[dim]done[/] {result.test_id} @ {result.target}: {score} {result.verdict}")
 
     try:
         report = asyncio.run(arun(
-            list(paths), target=target or None, judge=judge, targets_file=targets_file,
+            list(paths) if paths else None, target=target or None, judge=judge, targets_file=targets_file,
             threshold=threshold, trials=trials, judge_repeats=judge_repeats,
             concurrency=concurrency, output=output, on_result=on_result,
             on_note=lambda text: out.print(f"[cyan]{text}[/]"),
+            cache=not no_cache, cache_dir=cache_dir, resume=resume, max_cost=max_cost, on_start=on_start,
         ))
     except SpecError as exc:
         fail_with_problems(exc)
@@ -89,6 +113,24 @@ def run(
     except KeyboardInterrupt:
         err.print("interrupted")
         raise typer.Exit(130)
-    print_summary(report.results, out, turns=not quiet)
-    out.print(f"results written to {output}")
+    finally:
+        progress.stop()
+    results = report.results
+    if len(results) <= SUMMARY_ROWS_UP_TO:
+        print_summary(results, out, turns=not quiet and len(results) <= TURN_TABLES_UP_TO)
+    else:
+        counts = report.summary.get("verdicts", {})
+        out.print(f"{len(results)} result(s): " + ", ".join(f"{v} {n}" for v, n in counts.items()),
+                  markup=False, highlight=False)
+    print_run_totals(report.summary, out)
+    if report.output:
+        out.print(f"results written to {report.output}")
+    if report.run_id:
+        out.print(f"run {report.run_id} done", markup=False, highlight=False)
     raise typer.Exit(report.exit_code)
+
+
+#: Per-result "done" lines, per-turn tables and summary rows are printed up to these sizes.
+RESULT_LINES_UP_TO = 100
+TURN_TABLES_UP_TO = 50
+SUMMARY_ROWS_UP_TO = 500

@@ -9,8 +9,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from convoeval.rank import BattleFileError, leaderboard_from_battles, read_battles
-
 from ._app import app
 
 
@@ -59,6 +57,8 @@ def arena(
     """Rank targets from judged battles: online Elo and Bradley-Terry with bootstrap intervals."""
     if battles is None:
         raise _fail("give the recorded battles with --battles FILE.jsonl")
+    from convoeval.rank import BattleFileError, leaderboard_from_battles, read_battles  # numpy, scipy
+
     try:
         board = leaderboard_from_battles(read_battles(battles), k=k, bootstrap=bootstrap, seed=seed)
         if plot is not None:

@@ -25,7 +25,14 @@ class GraderError(Exception):
     """The grader could not decide (crash, timeout, unparseable judge output).
 
     It becomes verdict `error` and is left out of the score; it never becomes a score.
+    `judge_usage` and `judge_cost_usd` record what judge calls had consumed before it failed,
+    so the run's accounting stays complete.
     """
+
+    def __init__(self, message: str, *, judge_usage: Usage | None = None, judge_cost_usd: float = 0.0):
+        super().__init__(message)
+        self.judge_usage = judge_usage or Usage()
+        self.judge_cost_usd = judge_cost_usd
 
 
 @dataclass
@@ -118,10 +125,15 @@ class Assertion(BaseModel):
     async def grade(self, ctx: GradeContext) -> Grade:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _error(self, message: str) -> GraderScore:
+    def _error(self, message: str, usage: Usage | None = None, cost_usd: float = 0.0) -> GraderScore:
+        details: dict[str, Any] = {}
+        if usage is not None and usage.total_tokens:
+            details["judge_usage"] = usage.model_dump()
+        if cost_usd:
+            details["judge_cost_usd"] = cost_usd
         return GraderScore(
             name=self.label, type=self.type, score=None, verdict="error",
-            weight=self.weight, required=self.required, error=message,
+            weight=self.weight, required=self.required, error=message, details=details or None,
         )
 
     def template_problems(self, known: frozenset[str]) -> list[tuple[str, str]]:
@@ -137,7 +149,7 @@ class Assertion(BaseModel):
                 raise GraderError("this assertion needs a judge model; pass --judge")
             grade = await self.grade(ctx)
         except GraderError as exc:
-            return self._error(str(exc))
+            return self._error(str(exc), exc.judge_usage, exc.judge_cost_usd)
         except Exception as exc:  # a grader bug (often a user's) must not end the run
             return self._error(f"grader crashed: {type(exc).__name__}: {exc}")
         score = min(1.0, max(0.0, grade.score))

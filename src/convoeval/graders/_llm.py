@@ -245,8 +245,8 @@ class Rubrics(Assertion):
                 norms = [v.score / 10 for v in verdicts]
             else:
                 norms = [1.0 if v.satisfied else 0.0 for v in verdicts]
-            for r, value in enumerate(norms):
-                run_scores[r][index] = value
+            for r, norm in enumerate(norms):
+                run_scores[r][index] = norm
             value = _mean(norms)
             gate = criterion.gate
             if gate is not None:

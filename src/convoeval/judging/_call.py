@@ -49,9 +49,15 @@ class JudgeError(GraderError):
     """
 
     def __init__(self, message: str, *, usage: Usage | None = None, cost_usd: float = 0.0):
-        super().__init__(message)
-        self.usage = usage or Usage()
-        self.cost_usd = cost_usd
+        super().__init__(message, judge_usage=usage, judge_cost_usd=cost_usd)
+
+    @property
+    def usage(self) -> Usage:
+        return self.judge_usage
+
+    @property
+    def cost_usd(self) -> float:
+        return self.judge_cost_usd
 
 
 class JudgeOutputError(ValueError):

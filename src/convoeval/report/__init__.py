@@ -1,6 +1,16 @@
-"""Reports: the terminal summary and result files."""
+"""Reports: the terminal summary, run progress and result files."""
 
-from ._files import ResultWriter, read_results
+from ._files import ResultWriter, export_results, read_results
+from ._progress import RunProgress, meter_line, print_run_totals
 from ._summary import print_summary, turn_table
 
-__all__ = ["ResultWriter", "print_summary", "read_results", "turn_table"]
+__all__ = [
+    "ResultWriter",
+    "RunProgress",
+    "export_results",
+    "meter_line",
+    "print_run_totals",
+    "print_summary",
+    "read_results",
+    "turn_table",
+]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -21,10 +23,17 @@ class ResultWriter:
 
     def write(self, result: EvaluationResult) -> None:
         if self._file is not None:
-            self._file.write(result.model_dump_json() + "\n")
-            self._file.flush()
+            self.write_json(result.model_dump_json())
         else:
             self._buffer.append(result.model_dump(mode="json"))
+
+    def write_json(self, data: str) -> None:
+        """Write a result given as its JSON text (as `EvaluationResult.model_dump_json()` makes it)."""
+        if self._file is not None:
+            self._file.write(data + "\n")
+            self._file.flush()
+        else:
+            self._buffer.append(json.loads(data))
 
     def close(self) -> None:
         if self._file is not None:
@@ -38,6 +47,27 @@ class ResultWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def export_results(path: str | Path, results_json: Iterable[str]) -> None:
+    """Write results given as JSON texts to `path` (`.jsonl`, or `.json` for an array), one at a
+    time (nothing is held in memory), replacing the file atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", encoding="utf-8") as out:
+        if path.suffix == ".json":
+            first = True
+            out.write("[")
+            for data in results_json:
+                item = json.dumps(json.loads(data), indent=2).replace("\n", "\n  ")
+                out.write(("\n  " if first else ",\n  ") + item)
+                first = False
+            out.write("\n]\n" if not first else "]\n")
+        else:
+            for data in results_json:
+                out.write(data + "\n")
+    os.replace(partial, path)
 
 
 def read_results(path: str | Path) -> list[EvaluationResult]:

@@ -1,0 +1,124 @@
+"""Progress of a running run: a rich bar on a terminal, plain periodic lines otherwise.
+
+Both read the run's `RunMeter` (tests, turns, calls, cache hits, errors, tokens, cost); they
+never slow the run down: the bar is redrawn by rich's own thread a few times a second and the
+plain lines come from a timer thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from ..engine import RunMeter
+
+Mode = Literal["bar", "lines", "off"]
+
+
+def meter_line(meter: RunMeter) -> str:
+    """`12/100 tests, 60 turns, 120 calls, 3 cached, 0 errors, 45,210 tokens, $0.0123`."""
+    t = meter.totals
+    line = (f"{meter.tests_done}/{meter.tests_total} tests, {meter.turns} turns, {t.calls} calls, "
+            f"{t.cache_hits} cached, {t.errors} errors, {t.tokens:,} tokens, ${t.cost_usd:.4f}")
+    if t.spent_usd != t.cost_usd:
+        line += f" (spent ${t.spent_usd:.4f})"
+    if meter.max_cost_usd is not None:
+        line += f", budget ${meter.max_cost_usd:g}" + (" REACHED" if meter.budget_exhausted else "")
+    return line
+
+
+class _MeterColumn(ProgressColumn):
+    def __init__(self, meter: RunMeter):
+        super().__init__()
+        self.meter = meter
+
+    def render(self, task: Any) -> Text:
+        t = self.meter.totals
+        text = (f"{self.meter.turns} turns · {t.calls} calls · {t.cache_hits} cached · "
+                f"{t.errors} errors · {t.tokens:,} tok · ${t.cost_usd:.4f}")
+        if self.meter.budget_exhausted:
+            text += " · budget reached"
+        return Text(text, style="dim")
+
+
+class RunProgress:
+    """Shows a run's progress on `console`.
+
+    Args:
+        mode: `bar` (a terminal), `lines` (one plain line every `interval_s`) or `off`.
+
+    Example:
+        progress = RunProgress(console, "bar" if console.is_terminal else "lines")
+        report = await arun(paths, on_start=progress.start, on_result=progress.advance)
+        progress.stop()
+    """
+
+    def __init__(self, console: Console, mode: Mode, interval_s: float = 10.0):
+        self.console = console
+        self.mode = mode
+        self.interval_s = interval_s
+        self.meter: RunMeter | None = None
+        self._bar: Progress | None = None
+        self._task: Any = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, meter: RunMeter) -> None:
+        self.meter = meter
+        if self.mode == "bar":
+            self._bar = Progress(
+                TextColumn("[bold]tests"), BarColumn(), MofNCompleteColumn(), _MeterColumn(meter),
+                TimeElapsedColumn(), console=self.console, refresh_per_second=4,
+            )
+            self._task = self._bar.add_task("run", total=meter.tests_total, completed=meter.tests_done)
+            self._bar.start()
+        elif self.mode == "lines":
+            self._thread = threading.Thread(target=self._lines, name="convoeval-progress", daemon=True)
+            self._thread.start()
+
+    def advance(self, *_: object) -> None:
+        """Call as each result arrives (it moves the bar)."""
+        if self._bar is not None and self.meter is not None:
+            self._bar.update(self._task, completed=self.meter.tests_done)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._bar is not None:
+            self.advance()
+            self._bar.stop()
+            self._bar = None
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _lines(self) -> None:
+        started = time.monotonic()
+        while not self._stop.wait(self.interval_s):
+            if self.meter is not None:
+                elapsed = time.monotonic() - started
+                self.console.print(f"progress {elapsed:.0f}s: {meter_line(self.meter)}", markup=False,
+                                   highlight=False, soft_wrap=True)
+
+
+def print_run_totals(summary: dict[str, Any], console: Console) -> None:
+    """The run's totals: calls, cache hits, errors, tokens, cost per target and in all."""
+    calls, hits, errors = summary.get("calls", 0), summary.get("cache_hits", 0), summary.get("errors", 0)
+    tokens = summary.get("input_tokens", 0) + summary.get("output_tokens", 0)
+    line = (f"{calls} model call(s), {hits} cache hit(s), {errors} failed call(s), {tokens:,} tokens, "
+            f"cost ${summary.get('cost_usd', 0.0):.4f}")
+    if summary.get("spent_usd", 0.0) != summary.get("cost_usd", 0.0):
+        line += f" (spent ${summary.get('spent_usd', 0.0):.4f}; the rest came from the cache)"
+    if summary.get("resumed"):
+        line += f"; {summary['resumed']} result(s) from before the resume"
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
+    by_target = summary.get("by_target") or {}
+    if len(by_target) > 1 or any(t.get("cost_usd") or t.get("judge_cost_usd") for t in by_target.values()):
+        for name, t in by_target.items():
+            console.print(f"  {name}: {int(t['tests'])} test(s), target ${t['cost_usd']:.4f}, "
+                          f"judge ${t['judge_cost_usd']:.4f}, {int(t['tokens']):,} tokens",
+                          markup=False, highlight=False, soft_wrap=True)
