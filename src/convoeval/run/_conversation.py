@@ -73,7 +73,7 @@ async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
         if plan.stop_on_failure:
             entry = await task
             grading.append(_done(entry))
-            if entry.verdict == "fail":
+            if entry.verdict == "fail" and number < len(plan.turns):
                 stopped_at = number
                 break
         else:
