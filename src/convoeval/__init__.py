@@ -11,6 +11,7 @@ Example:
 from . import graders as graders
 from . import targets as targets
 from .api import ConfigError, RunReport, arun, load_suites, local_model_available, run
+from .arena import ArenaReport, aarena, arena
 from .graders import Assertion, Grade, GradeContext, GraderError, assertion_type
 from .results import EvaluationResult, Message, ScoreEntry, TrialResult, Usage
 from .spec import Problem, SpecError, Suite, load_suite, suite_json_schema, validate_paths
@@ -19,6 +20,7 @@ from .targets import ChatReply, ChatRequest, Target, TargetConfig, TargetError, 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArenaReport",
     "Assertion",
     "ChatReply",
     "ChatRequest",
@@ -38,6 +40,8 @@ __all__ = [
     "TargetError",
     "TrialResult",
     "Usage",
+    "aarena",
+    "arena",
     "arun",
     "assertion_type",
     "load_suite",

@@ -1,4 +1,5 @@
-"""`convoeval agreement`: how well a judge agrees with human labels."""
+"""`convoeval agreement`: how well a judge agrees with human labels, with another judge (two
+stored runs), or with itself (K stored runs)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from rich.table import Table
 from ._app import app
 
 if TYPE_CHECKING:  # convoeval.stats (numpy, scipy) is imported when the command runs
-    from convoeval.stats import Estimate
+    from convoeval.stats import Estimate, RunsAgreement, RunsConsistency
 
 STATISTIC_NAMES = {
     "percent_agreement": "Percent agreement",
@@ -29,6 +30,7 @@ STATISTIC_NAMES = {
     "krippendorff_alpha_interval": "Krippendorff's alpha (interval)",
     "spearman": "Spearman's rho",
     "kendall": "Kendall's tau-b",
+    "spearman_scores": "Spearman's rho (0-1 scores)",
 }
 
 
@@ -73,47 +75,91 @@ def _table(estimates: dict[str, Estimate], title: str) -> Table:
 
 @app.command("agreement")
 def agreement(
-    labels: Annotated[
-        Path,
+    files: Annotated[
+        list[Path] | None,
         typer.Argument(
-            metavar="LABELS.csv",
+            metavar="LABELS.csv|RUN.jsonl",
             help="CSV with one row per item and one column per rater "
-            "(an 'item' or 'id' column is ignored); empty or NA cells are missing.",
+            "(an 'item' or 'id' column is ignored; empty or NA cells are missing); with --runs "
+            "two results files, with --consistency two or more.",
             show_default=False,
         ),
-    ],
+    ] = None,
     categories: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--categories",
-            help="The categories raters could use, declared, never inferred: 1-5 or a,b,c.",
+            help="The categories raters could use, declared, never inferred: 1-5 or a,b,c. "
+            "Required for LABELS.csv; for runs default 1-5 (0-1 judge scores are binned into "
+            "them; 'pass,fail' compares verdicts).",
             show_default=False,
         ),
-    ],
+    ] = None,
     level: Annotated[
-        Level, typer.Option("--level", help="Level of measurement of the categories.")
-    ] = Level.ordinal,
+        Level | None,
+        typer.Option("--level", help="Level of measurement of the categories (default: ordinal).",
+                     show_default=False),
+    ] = None,
     columns: Annotated[
         str | None,
         typer.Option(
             "--columns", help="Rater columns to compare, e.g. human,judge (default: all)."
         ),
     ] = None,
+    runs: Annotated[
+        bool,
+        typer.Option(
+            "--runs",
+            help="Judge vs judge: compare the judge scores of two stored runs (results JSONL) of "
+            "the same tests and targets, judged by different judges.",
+        ),
+    ] = False,
+    consistency: Annotated[
+        bool,
+        typer.Option(
+            "--consistency",
+            help="Judge consistency: mean and standard deviation of each grader's scores over K "
+            "stored runs of the same judge (run them with --no-cache).",
+        ),
+    ] = False,
     output_format: Annotated[
         AgreementFormat, typer.Option("--format", help="table or json (the agreement report).")
     ] = AgreementFormat.table,
 ) -> None:
-    """Agreement between raters, e.g. human labels vs an LLM judge (kappas, AC1, alpha, rho)."""
+    """Agreement between raters: human labels vs an LLM judge (kappas, AC1, alpha, rho), two
+    judges over stored runs (--runs), or one judge over repeated runs (--consistency)."""
     from convoeval.stats import AgreementInputError, agreement_estimates, parse_categories, read_ratings_csv
 
+    files = list(files or [])
+    if runs and consistency:
+        raise _fail("give either --runs A.jsonl B.jsonl or --consistency R1.jsonl R2.jsonl ..., not both")
+    if runs or consistency:
+        if columns:
+            raise _fail("--columns picks columns of a LABELS.csv file; it does not apply to runs")
+        if runs and len(files) != 2:
+            raise _fail(f"--runs compares two results files (judge A, judge B), got {len(files)}")
+        if consistency and len(files) < 2:
+            raise _fail(f"--consistency needs two or more results files of the same judge, got {len(files)}")
+        if consistency and (categories or level):
+            raise _fail("--consistency reports means and standard deviations of the 0-1 scores; "
+                        "--categories and --level do not apply")
+        _agreement_of_runs(files, categories, level, runs, output_format)
+        return
+    if len(files) != 1:
+        raise _fail("give one LABELS.csv file (or --runs A.jsonl B.jsonl, or --consistency R1.jsonl R2.jsonl ...)"
+                    if not files else f"give one LABELS.csv file, got {len(files)} files "
+                    "(to compare stored runs add --runs or --consistency)")
+    if categories is None:
+        raise _fail("declare the categories raters could use with --categories, e.g. 1-5 or a,b,c")
+    labels = files[0]
+    level = level or Level.ordinal
     try:
         declared = parse_categories(categories)
         chosen = [name.strip() for name in columns.split(",")] if columns else None
         table = read_ratings_csv(labels, declared, chosen)
         estimates = agreement_estimates(table.matrix, declared, level.value)
     except AgreementInputError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from None
+        raise _fail(str(error)) from None
     if output_format is AgreementFormat.json:
         typer.echo(json.dumps({k: e.to_dict() for k, e in estimates.items()}, indent=2))
         return
@@ -123,3 +169,65 @@ def agreement(
         f"(categories {shown}; {level.value})"
     )
     Console().print(_table(estimates, title))
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def _agreement_of_runs(files: list[Path], categories: str | None, level: Level | None, runs: bool,
+                       output_format: AgreementFormat) -> None:
+    from convoeval.api import ConfigError
+    from convoeval.arena import load_results
+    from convoeval.stats import AgreementInputError, parse_categories, runs_agreement, runs_consistency
+
+    try:
+        loaded = [load_results(path) for path in files]
+    except ConfigError as error:
+        raise _fail(str(error)) from None
+    try:
+        if runs:
+            declared = parse_categories(categories) if categories else [1, 2, 3, 4, 5]
+            chosen = level or (Level.nominal if all(isinstance(c, str) for c in declared) else Level.ordinal)
+            report = runs_agreement(loaded[0], loaded[1], declared, chosen.value)
+        else:
+            consistency = runs_consistency(loaded)
+    except AgreementInputError as error:
+        raise _fail(str(error)) from None
+    if runs:
+        if output_format is AgreementFormat.json:
+            data = {"runs": [str(f) for f in files], **report.to_dict()}
+            typer.echo(json.dumps(data, indent=2))
+            return
+        _print_runs_agreement(report, files)
+        return
+    if output_format is AgreementFormat.json:
+        typer.echo(json.dumps({"files": [str(f) for f in files], **consistency.to_dict()}, indent=2))
+        return
+    _print_consistency(consistency, files)
+
+
+def _print_runs_agreement(report: RunsAgreement, files: list[Path]) -> None:
+    shown = ", ".join(str(c) for c in report.categories)
+    title = (f"Agreement of the judges of {files[0].name} and {files[1].name} on {report.items} "
+             f"judge scores (categories {shown}; {report.level})")
+    console = Console()
+    console.print(_table({**report.estimates, "spearman_scores": report.spearman_scores}, title))
+    graders = ", ".join(f"{name} {n}" for name, n in report.graders.items())
+    console.print(f"items per grader: {graders}", markup=False, highlight=False)
+    if report.only_a or report.only_b:
+        console.print(f"left out: {report.only_a} scored only in {files[0].name}, {report.only_b} only in "
+                      f"{files[1].name} (missing result or grader error)", markup=False, highlight=False)
+
+
+def _print_consistency(report: RunsConsistency, files: list[Path]) -> None:
+    table = Table(title=f"Judge consistency over {report.runs} runs ({', '.join(f.name for f in files)})",
+                  caption="scores 0-1; std: sample standard deviation of an item's scores over the runs")
+    table.add_column("Grader")
+    for name in ("Items", "Mean", "Mean std", "Max std", "Identical", "Missing"):
+        table.add_column(name, justify="right")
+    for row in [*report.graders.values(), report.overall]:
+        table.add_row(row.grader, str(row.items), f"{row.mean:.3f}", f"{row.mean_std:.3f}",
+                      f"{row.max_std:.3f}", f"{row.identical:.0%}", str(row.missing))
+    Console().print(table)

@@ -8,6 +8,8 @@ assertion classes in `convoeval.graders`; everything they share lives here:
 - prompt builders and the JSON Schemas of their answers (criterion ids / dimension names as
   the object's keys).
 - transcript formatting with turn numbers, backend results and domain policies.
+- the pairwise judge (`judge_pair`): which of two whole conversations is better, A, B or
+  EQUAL (TD-Eval's dialogue-level comparison), used by the arena.
 
 Example:
     from convoeval.judging import JudgeSession, Subject, RubricItem, rubric_messages, \
@@ -59,6 +61,17 @@ from ._prompts import (
     rubric_parser,
     rubric_schema,
 )
+from ._pairwise import (
+    PAIRWISE_LABELS,
+    PAIRWISE_VARIABLES,
+    PairwiseAnswer,
+    PairwiseVerdict,
+    PairwiseWinner,
+    judge_pair,
+    load_pairwise_prompt,
+    pairwise_messages,
+    pairwise_schema,
+)
 from ._schemas import (
     Verdict,
     keyed_model,
@@ -80,6 +93,11 @@ __all__ = [
     "JudgeSession",
     "METRICS",
     "Metric",
+    "PAIRWISE_LABELS",
+    "PAIRWISE_VARIABLES",
+    "PairwiseAnswer",
+    "PairwiseVerdict",
+    "PairwiseWinner",
     "Repeated",
     "RubricItem",
     "Subject",
@@ -96,13 +114,17 @@ __all__ = [
     "grader_messages",
     "grader_parser",
     "grader_schema",
+    "judge_pair",
     "keyed_model",
     "keyed_schema",
     "last_user_message",
+    "load_pairwise_prompt",
     "metric_messages",
     "metric_parser",
     "metric_schema",
     "normalise",
+    "pairwise_messages",
+    "pairwise_schema",
     "parse_answer",
     "repeat_summary",
     "rubric_messages",

@@ -1,4 +1,5 @@
-"""Arena ratings: online Elo, Bradley-Terry with bootstrap intervals, the leaderboard.
+"""Arena ratings: online Elo, Bradley-Terry with bootstrap intervals, the leaderboard, and the
+arena runner (`judge_arena`: every pair of targets judged in both orders).
 
 Example:
     >>> from convoeval.rank import Battle, leaderboard_from_battles
@@ -8,6 +9,15 @@ Example:
     ['a', 'b']
 """
 
+from ._arena import (
+    ARENA_CSV_COLUMNS,
+    ArenaReport,
+    ArenaTest,
+    PairJudgment,
+    TargetSummary,
+    judge_arena,
+    summarise_target,
+)
 from ._battle import TIE_SPELLINGS, Battle, BattleFileError, Winner, read_battles, targets_of
 from ._bt import (
     BootstrapIntervals,
@@ -23,6 +33,11 @@ from ._output import CSV_COLUMNS, leaderboard_csv, leaderboard_json, leaderboard
 from ._plot import PLOT_FORMATS, plot_leaderboard
 
 __all__ = [
+    "ARENA_CSV_COLUMNS",
+    "ArenaReport",
+    "ArenaTest",
+    "PairJudgment",
+    "TargetSummary",
     "CSV_COLUMNS",
     "PLOT_FORMATS",
     "TIE_SPELLINGS",
@@ -38,6 +53,7 @@ __all__ = [
     "bradley_terry_intervals",
     "elo_history_interval",
     "fit_strengths",
+    "judge_arena",
     "leaderboard_csv",
     "leaderboard_from_battles",
     "leaderboard_json",
@@ -45,6 +61,7 @@ __all__ = [
     "online_elo",
     "plot_leaderboard",
     "read_battles",
+    "summarise_target",
     "targets_of",
     "win_matrix",
 ]

@@ -1,5 +1,8 @@
 """Agreement between judges and humans, and judge consistency over repeated runs.
 
+`runs_agreement` compares the judge scores of two stored runs (judge vs judge) and
+`runs_consistency` one judge's scores over K runs (see `_runs` for how scores are aligned).
+
 Every statistic takes a matrix of items x raters (None/NaN = missing) and the
 DECLARED category set, returns an `Estimate` (value, se, ci_low, ci_high) and is
 checked against irrCAC, statsmodels, scikit-learn and the krippendorff package.
@@ -20,25 +23,43 @@ from ._io import RatingsFileError, RatingsTable, parse_categories, read_ratings_
 from ._krippendorff import krippendorff_alpha
 from ._multirater import fleiss_kappa, gwet_ac1, percent_agreement, randolph_kappa
 from ._report import agreement_estimates, agreement_report
+from ._runs import (
+    GraderConsistency,
+    JudgeScore,
+    RunsAgreement,
+    RunsConsistency,
+    categorise,
+    judge_scores,
+    runs_agreement,
+    runs_consistency,
+)
 
 __all__ = [
     "AgreementInputError",
     "Category",
     "Consistency",
     "Estimate",
+    "GraderConsistency",
+    "JudgeScore",
     "RatingsFileError",
     "RatingsTable",
+    "RunsAgreement",
+    "RunsConsistency",
     "agreement_estimates",
     "agreement_report",
+    "categorise",
     "cohen_kappa",
     "fleiss_kappa",
     "gwet_ac1",
     "judge_consistency",
+    "judge_scores",
     "kendall",
     "krippendorff_alpha",
     "parse_categories",
     "percent_agreement",
     "randolph_kappa",
     "read_ratings_csv",
+    "runs_agreement",
+    "runs_consistency",
     "spearman",
 ]
