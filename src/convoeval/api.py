@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,9 +143,12 @@ async def arun(
         if on_note:
             on_note(text)
 
+    settings = _Settings(paths=paths, target=target, judge=judge, targets_file=targets_file,
+                         threshold=threshold, trials=trials, judge_repeats=judge_repeats,
+                         concurrency=concurrency, output=output, cache=cache, cache_dir=cache_dir,
+                         max_cost=max_cost)
     run_store = RunStore(_store_file(store)) if store is not False else None
     record = None
-    given = _RunOptions.given(paths, target, judge, targets_file, threshold, trials, judge_repeats)
     try:
         if resume is not None:
             if run_store is None:
@@ -152,34 +156,22 @@ async def arun(
             record = run_store.find_run(resume)
             if record is None:
                 raise ConfigError(f"no run {resume!r} in {run_store.path}")
-            recorded = record.options
-            given.check_resumable(record.id, recorded)
-            paths = recorded["paths"]
-            target = target if target is not None else recorded.get("target")
-            judge = judge if judge is not None else recorded.get("judge")
-            targets_file = recorded.get("targets_file")
-            threshold, trials = recorded.get("threshold"), recorded.get("trials")
-            judge_repeats = recorded.get("judge_repeats")
-            concurrency = concurrency or recorded.get("concurrency")
-            output = output if output is not None else recorded.get("output")
-            max_cost = max_cost if max_cost is not None else recorded.get("max_cost")
-        if paths is None:
+            settings = settings.resuming(record.id, record.options)
+        if settings.paths is None:
             raise ConfigError("no eval files given")
-        return await _run(
-            _Settings(paths=paths, target=target, judge=judge, targets_file=targets_file,
-                      threshold=threshold, trials=trials, judge_repeats=judge_repeats,
-                      concurrency=concurrency, output=output, cache=cache, cache_dir=cache_dir,
-                      max_cost=max_cost),
-            run_store, record, note, notes, on_result, on_start,
-        )
+        return await _run(settings, run_store, record, note, notes, on_result, on_start)
     finally:
         if run_store is not None:
             run_store.close()
 
 
+#: Options that decide what a run is: a resumed run keeps the recorded ones.
+_RUN_SHAPING = ("paths", "target", "judge", "targets_file", "threshold", "trials", "judge_repeats")
+
+
 @dataclass
 class _Settings:
-    paths: str | Path | Sequence[str | Path]
+    paths: str | Path | Sequence[str | Path] | None
     target: TargetLike | Sequence[TargetLike] | None
     judge: TargetLike | None
     targets_file: str | Path | None
@@ -191,6 +183,58 @@ class _Settings:
     cache: bool
     cache_dir: str | Path | None
     max_cost: float | None
+
+    def shape(self) -> dict[str, Any]:
+        """The run-shaping options as the store records them: paths absolute, Target objects
+        and TargetConfigs by name only (never a key)."""
+        return {
+            "paths": _paths_record(self.paths) if self.paths is not None else None,
+            "target": _target_record(self.target), "judge": _target_record(self.judge),
+            "targets_file": str(Path(self.targets_file).resolve()) if self.targets_file else None,
+            "threshold": self.threshold, "trials": self.trials, "judge_repeats": self.judge_repeats,
+        }
+
+    def record(self, builder: _TargetBuilder) -> dict[str, Any]:
+        """What the store keeps about a run: enough to resume it, never a secret."""
+        from . import __version__
+
+        return {
+            **self.shape(),
+            "concurrency": self.concurrency, "max_cost": self.max_cost,
+            "output": str(Path(self.output).resolve()) if self.output else None,
+            "cache": self.cache,
+            "resolved_targets": [
+                {"name": c.name, "provider": c.provider, "model": c.model,
+                 "base_url": redact(c.base_url) if c.base_url else None}
+                for c in builder.configs.values()
+            ],
+            "cwd": os.getcwd(),
+            "convoeval": __version__,
+        }
+
+    def resuming(self, run_id: str, recorded: dict[str, Any]) -> _Settings:
+        """The settings of a resumed run: the recorded ones; given run-shaping options must
+        agree with them; concurrency, output and max_cost may change."""
+        given = self.shape()
+        for name in _RUN_SHAPING:
+            if given[name] is not None and _comparable(given[name]) != _comparable(recorded.get(name)):
+                raise ConfigError(
+                    f"run {run_id} was recorded with {name} = {recorded.get(name)!r}; a resumed run keeps "
+                    f"its suites, targets and options (leave {name} out, or start a new run)")
+        for name in ("target", "judge"):
+            if given[name] is None and _has_objects(recorded.get(name)):
+                raise ConfigError(f"run {run_id} used Python objects as {name}; pass the same {name} again to resume")
+        return _Settings(
+            paths=recorded["paths"],
+            target=self.target if self.target is not None else recorded.get("target"),
+            judge=self.judge if self.judge is not None else recorded.get("judge"),
+            targets_file=recorded.get("targets_file"), threshold=recorded.get("threshold"),
+            trials=recorded.get("trials"), judge_repeats=recorded.get("judge_repeats"),
+            concurrency=self.concurrency or recorded.get("concurrency"),
+            output=self.output if self.output is not None else recorded.get("output"),
+            cache=self.cache, cache_dir=self.cache_dir,
+            max_cost=self.max_cost if self.max_cost is not None else recorded.get("max_cost"),
+        )
 
 
 async def _run(
@@ -225,21 +269,27 @@ async def _run(
             job.target = wrap(job.target)
         judge_target = wrap(judge_target) if judge_target is not None else None
 
-        offsets, total = [], 0
+        places: dict[int, tuple[int, str]] = {}  # id(job) -> (seq of its first test, suite key)
+        total = 0
         for job in jobs:
-            offsets.append(total)
+            places[id(job)] = (total, _suite_key(job.suite))
             total += len(job.suite.tests)
-        keys = [[ResultKey(_suite_key(job.suite), t.id, job.target.name) for t in job.suite.tests] for job in jobs]
-        run_id = None
+
+        def key_of(job: Job, position: int) -> tuple[ResultKey, int]:
+            first, suite_key = places[id(job)]
+            return ResultKey(suite_key, job.suite.tests[position].id, job.target.name), first + position
+
+        run_id: str | None = None
         if run_store is not None:
             if record is None:
-                record = run_store.new_run(_record_options(settings, suites, builder))
+                record = run_store.new_run(settings.record(builder))
             else:
                 run_store.reopen_run(record.id)
                 stored = run_store.stored_outcomes(record.id)
-                for job, job_keys in zip(jobs, keys):
-                    job.stored = {k.test_id: stored[k] for k in job_keys
-                                  if k in stored and stored[k][1] not in RERUN_STATUSES}
+                for job in jobs:
+                    outcomes = (stored.get(key_of(job, i)[0]) for i in range(len(job.suite.tests)))
+                    job.stored = {t.id: o for t, o in zip(job.suite.tests, outcomes)
+                                  if o is not None and o[1] not in RERUN_STATUSES}
                     meter.resumed += len(job.stored)
                 if meter.resumed:
                     note(f"resuming run {record.id}: {meter.resumed} of {total} result(s) already stored")
@@ -250,20 +300,18 @@ async def _run(
         if on_start:
             on_start(meter)
 
-        if settings.output:
+        if settings.output and (run_store is None or Path(settings.output).suffix != ".json"):
+            # With a store, a .json array is written from it at the end (nothing buffered).
             writer = ResultWriter(settings.output)
             if run_store is not None and meter.resumed:
-                for data in run_store.results(run_id).iter_json():  # type: ignore[arg-type]
+                for data in run_store.results(record.id).iter_json():
                     writer.write_json(data)
 
-        numbers = {id(job): i for i, job in enumerate(jobs)}
-
         async def emit(job: Job, position: int, result: EvaluationResult) -> None:
-            number = numbers[id(job)]
             data = result.model_dump_json()
             if run_store is not None:
-                await run_store.save_result(run_id, keys[number][position], offsets[number] + position,  # type: ignore[arg-type]
-                                            result, data)
+                key, seq = key_of(job, position)
+                await run_store.save_result(record.id, key, seq, result, data)
             if writer:
                 writer.write_json(data)
             meter.record_result(result.verdict)
@@ -272,17 +320,15 @@ async def _run(
             if on_result:
                 on_result(result)
 
-        def turn_done(job: Job, position: int, trial: int, entry: ScoreEntry, reply: ChatReply) -> None:
+        def turn_done(job: Job, position: int, trial: int, turn: int, entry: ScoreEntry, reply: ChatReply) -> None:
             meter.turns += 1
             if run_store is not None:
-                number = numbers[id(job)]
-                run_store.save_turn(run_id, keys[number][position], trial, int(entry.name.rsplit("-", 1)[-1]),  # type: ignore[arg-type]
-                                    entry, reply.text)
+                run_store.save_turn(record.id, key_of(job, position)[0], trial, turn, entry, reply.text)
 
         kept = await run_jobs(
             jobs, judge=judge_target, judge_repeats=settings.judge_repeats or repeats,
             concurrency=settings.concurrency or _workers(suites), on_result=emit, on_turn=turn_done,
-            may_start=meter.may_start if settings.max_cost is not None else None,
+            may_start=meter.may_start,
             keep_results=run_store is None,
         )
     finally:
@@ -300,14 +346,16 @@ async def _run(
         summary["by_target"] = _totals_by_target(kept)
         return RunReport(results=kept, notes=notes, summary=summary,
                          output=str(settings.output) if settings.output else None)
-    summary["by_target"] = run_store.totals_by_target(run_id)  # type: ignore[arg-type]
-    run_store.finish_run(run_id, summary)  # type: ignore[arg-type]
-    results = run_store.results(run_id)  # type: ignore[arg-type]
+    assert run_id is not None
+    outcomes = run_store.outcomes(run_id)
+    summary["verdicts"] = dict(Counter(verdict for verdict, _ in outcomes))  # resumed ones included
+    summary["by_target"] = run_store.totals_by_target(run_id)
+    run_store.finish_run(run_id, summary)
+    results = run_store.results(run_id)
     if settings.output:
         export_results(settings.output, results.iter_json())
     return RunReport(results=results, notes=notes, run_id=run_id, summary=summary,
-                     output=str(settings.output) if settings.output else None,
-                     outcomes=run_store.outcomes(run_id))  # type: ignore[arg-type]
+                     output=str(settings.output) if settings.output else None, outcomes=outcomes)
 
 
 class _Wrapper:
@@ -334,33 +382,6 @@ class _Wrapper:
         wrapped = MeteredTarget(inner, self.meter)
         self.done[id(target)] = wrapped
         return wrapped
-
-
-@dataclass
-class _RunOptions:
-    """The options that decide what a run is; a resumed run must not change them."""
-
-    values: dict[str, Any]
-
-    @classmethod
-    def given(cls, paths: Any, target: Any, judge: Any, targets_file: Any, threshold: Any, trials: Any,
-              judge_repeats: Any) -> _RunOptions:
-        return cls({"paths": _paths_record(paths) if paths is not None else None,
-                    "target": _target_record(target), "judge": _target_record(judge),
-                    "targets_file": str(Path(targets_file).resolve()) if targets_file else None,
-                    "threshold": threshold, "trials": trials, "judge_repeats": judge_repeats})
-
-    def check_resumable(self, run_id: str, recorded: dict[str, Any]) -> None:
-        for name, value in self.values.items():
-            if value is None:
-                continue
-            if _comparable(value) != _comparable(recorded.get(name)):
-                raise ConfigError(
-                    f"run {run_id} was recorded with {name} = {recorded.get(name)!r}; a resumed run keeps "
-                    f"its suites, targets and options (leave {name} out, or start a new run)")
-        for name in ("target", "judge"):
-            if self.values[name] is None and _has_objects(recorded.get(name)):
-                raise ConfigError(f"run {run_id} used Python objects as {name}; pass the same {name} again to resume")
 
 
 def _comparable(value: Any) -> Any:
@@ -390,29 +411,6 @@ def _target_record(spec: Any) -> Any:
     if isinstance(spec, Sequence):
         return [_target_record(s) for s in spec]
     return {"object": getattr(spec, "name", type(spec).__name__)}
-
-
-def _record_options(settings: _Settings, suites: list[Suite], builder: _TargetBuilder) -> dict[str, Any]:
-    """What the store keeps about a run: enough to resume it, never a secret."""
-    from . import __version__
-
-    return {
-        "paths": _paths_record(settings.paths),
-        "target": _target_record(settings.target),
-        "judge": _target_record(settings.judge),
-        "targets_file": str(Path(settings.targets_file).resolve()) if settings.targets_file else None,
-        "threshold": settings.threshold, "trials": settings.trials, "judge_repeats": settings.judge_repeats,
-        "concurrency": settings.concurrency, "max_cost": settings.max_cost,
-        "output": str(Path(settings.output).resolve()) if settings.output else None,
-        "cache": settings.cache,
-        "resolved_targets": [
-            {"name": c.name, "provider": c.provider, "model": c.model,
-             "base_url": redact(c.base_url) if c.base_url else None}
-            for c in builder.configs.values()
-        ],
-        "cwd": os.getcwd(),
-        "convoeval": __version__,
-    }
 
 
 def _store_file(store: bool | str | Path) -> Path:

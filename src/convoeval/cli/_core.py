@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..api import ConfigError, arun
 from ..engine import RunMeter
@@ -19,8 +20,8 @@ from ..results import EvaluationResult
 from ..spec import SpecError, suite_json_schema, validate_paths
 from ._app import app
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, emoji=False)  # `openai:m:` must not become an emoji
+err = Console(stderr=True, highlight=False, emoji=False)
 
 Paths = Annotated[list[Path], typer.Argument(help="Eval files (YAML).", show_default=False)]
 
@@ -82,11 +83,11 @@ def run(
     if output is None and resume is None:
         output = Path(".convoeval") / "results" / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
     progress = RunProgress(out, "off" if quiet else "bar" if out.is_terminal else "lines")
-    total = 0
+    total, run_id = 0, None
 
     def on_start(meter: RunMeter) -> None:
-        nonlocal total
-        total = meter.tests_total
+        nonlocal total, run_id
+        total, run_id = meter.tests_total, meter.run_id
         if meter.run_id:
             out.print(f"run {meter.run_id}: {meter.tests_total} test(s)", markup=False, highlight=False)
         progress.start(meter)
@@ -95,14 +96,14 @@ def run(
         progress.advance()
         if not quiet and total <= RESULT_LINES_UP_TO:
             score = "-" if result.score is None else f"{result.score:.2f}"
-            out.print(f"[dim]done[/] {result.test_id} @ {result.target}: {score} {result.verdict}")
+            out.print(f"[dim]done[/] {escape(result.test_id)} @ {escape(result.target)}: {score} {result.verdict}")
 
     try:
         report = asyncio.run(arun(
             list(paths) if paths else None, target=target or None, judge=judge, targets_file=targets_file,
             threshold=threshold, trials=trials, judge_repeats=judge_repeats,
             concurrency=concurrency, output=output, on_result=on_result,
-            on_note=lambda text: out.print(f"[cyan]{text}[/]"),
+            on_note=lambda text: out.print(f"[cyan]{escape(text)}[/]"),
             cache=not no_cache, cache_dir=cache_dir, resume=resume, max_cost=max_cost, on_start=on_start,
         ))
     except SpecError as exc:
@@ -111,16 +112,17 @@ def run(
         err.print(f"error: {exc}", markup=False)
         raise typer.Exit(2)
     except KeyboardInterrupt:
-        err.print("interrupted")
+        err.print("interrupted" + (f"; finish the run with: convoeval run --resume {run_id}" if run_id else ""),
+                  markup=False)
         raise typer.Exit(130)
     finally:
         progress.stop()
-    results = report.results
-    if len(results) <= SUMMARY_ROWS_UP_TO:
+    if len(report.results) <= SUMMARY_ROWS_UP_TO:
+        results = list(report.results)  # read from the store once
         print_summary(results, out, turns=not quiet and len(results) <= TURN_TABLES_UP_TO)
     else:
         counts = report.summary.get("verdicts", {})
-        out.print(f"{len(results)} result(s): " + ", ".join(f"{v} {n}" for v, n in counts.items()),
+        out.print(f"{len(report.results)} result(s): " + ", ".join(f"{v} {n}" for v, n in counts.items()),
                   markup=False, highlight=False)
     print_run_totals(report.summary, out)
     if report.output:

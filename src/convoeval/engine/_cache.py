@@ -59,25 +59,35 @@ class ResponseCache:
         self.path = Path(path)
         self._writer = SqliteWriter(self.path, _SCHEMA, name="convoeval-cache")
         self._reader = connect(self.path)
+        self._pending: dict[str, dict[str, Any]] = {}  # stored but not yet committed
         self.hits = 0
         self.misses = 0
 
     def get(self, key: str) -> dict[str, Any] | None:
-        try:
-            row = self._reader.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
-        except sqlite3.Error:
-            row = None  # a locked or damaged cache only costs a model call
-        if row is None:
+        value = self._pending.get(key)
+        if value is None:
+            try:
+                row = self._reader.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error:
+                row = None  # a locked or damaged cache only costs a model call
+            value = json.loads(row[0]) if row is not None else None
+        if value is None:
             self.misses += 1
             return None
         self.hits += 1
-        return json.loads(row[0])
+        return value
 
-    def put(self, key: str, provider: str, model: str, value: dict[str, Any]) -> None:
-        """Store a reply (in the background; it is committed by `close` at the latest)."""
-        row = (key, provider, model, time.time(), json.dumps(value, ensure_ascii=False))
-        self._writer.submit(lambda conn: conn.execute(
+    def put(self, key: str, provider: str, model: str, value: dict[str, Any], text: str | None = None) -> None:
+        """Store a reply (in the background; it is committed by `close` at the latest).
+
+        Args:
+            text: `value` as JSON, when the caller has it already.
+        """
+        row = (key, provider, model, time.time(), text if text is not None else json.dumps(value, ensure_ascii=False))
+        self._pending[key] = value
+        done = self._writer.submit(lambda conn: conn.execute(
             "INSERT OR REPLACE INTO responses (key, provider, model, created, value) VALUES (?, ?, ?, ?, ?)", row))
+        done.add_done_callback(lambda _: self._pending.pop(key, None))
 
     def __len__(self) -> int:
         return int(self._reader.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
@@ -140,8 +150,9 @@ class CachedTarget:
             return reply_from_json(stored)
         reply = await self.inner.chat(request)
         value = reply_to_json(reply)
-        if not self.secrets or not any(s in json.dumps(value) for s in self.secrets):
-            self.cache.put(key, self.provider, self.model, value)
+        text = json.dumps(value, ensure_ascii=False)
+        if not any(secret in text for secret in self.secrets):
+            self.cache.put(key, self.provider, self.model, value, text)
         return reply
 
     async def aclose(self) -> None:

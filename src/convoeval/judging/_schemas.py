@@ -15,6 +15,7 @@ Shapes:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, create_model
@@ -76,16 +77,21 @@ def score_model(low: int, high: int, reason_key: str = "reasoning") -> type[Base
     return _SCORE_MODELS[key]
 
 
+@lru_cache(maxsize=1024)
+def _keyed_model(name: str, items: tuple[tuple[str, type[BaseModel]], ...]) -> type[BaseModel]:
+    fields = {f"k{i}": (model, Field(..., alias=key)) for i, (key, model) in enumerate(items)}
+    return create_model(  # type: ignore[call-overload]
+        name, __config__=ConfigDict(extra="forbid", populate_by_name=False), **fields
+    )
+
+
 def keyed_model(name: str, items: dict[str, type[BaseModel]]) -> type[BaseModel]:
     """The parser of `keyed_schema`: every key required, no other key allowed.
 
     Keys may be any string (`success-codes`, `c1`): each becomes a field with that alias.
-    Read the parsed values with `values_by_key(parsed)`.
+    Read the parsed values with `values_by_key(parsed)`. Built once per distinct key set.
     """
-    fields = {f"k{i}": (model, Field(..., alias=key)) for i, (key, model) in enumerate(items.items())}
-    return create_model(  # type: ignore[call-overload]
-        name, __config__=ConfigDict(extra="forbid", populate_by_name=False), **fields
-    )
+    return _keyed_model(name, tuple(items.items()))
 
 
 def values_by_key(parsed: BaseModel) -> dict[str, Any]:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-from scipy.special import expit
+from typing import TYPE_CHECKING
 
 from ._battle import Battle, targets_of
+
+if TYPE_CHECKING:  # numpy and scipy load when ratings are computed, not with `import convoeval`
+    import numpy as np
 
 SEPARATION_RIDGE = 1e-4
 """L2 penalty on natural-log strengths, used only when the MLE does not exist."""
@@ -60,6 +61,8 @@ class BradleyTerryResult:
 
 def win_matrix(battles: Sequence[Battle], targets: Sequence[str]) -> np.ndarray:
     """targets x targets: wins[i, j] = i's wins over j plus half their ties."""
+    import numpy as np
+
     index = {target: i for i, target in enumerate(targets)}
     wins = np.zeros((len(targets), len(targets)))
     for battle in battles:
@@ -71,6 +74,8 @@ def win_matrix(battles: Sequence[Battle], targets: Sequence[str]) -> np.ndarray:
 
 def _strongly_connected(wins: np.ndarray, present: np.ndarray) -> np.ndarray:
     """(R,) whether the win graph among present targets is strongly connected."""
+    import numpy as np
+
     size = wins.shape[-1]
     reach = (wins > 0) | np.eye(size, dtype=bool)
     absent = ~present
@@ -86,6 +91,9 @@ def fit_strengths(wins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Returns (theta, mle_exists): theta is R x M with mean 0 over the targets that
     played (NaN for those that did not), mle_exists is R booleans.
     """
+    import numpy as np
+    from scipy.special import expit
+
     games = wins + np.swapaxes(wins, -1, -2)
     present = games.sum(axis=-1) > 0
     exists = _strongly_connected(wins, present)
@@ -173,6 +181,8 @@ def bradley_terry_intervals(
         >>> low < 1035 < high
         True
     """
+    import numpy as np
+
     if not battles:
         raise ValueError("Bradley-Terry needs at least one battle")
     if rounds < 1:

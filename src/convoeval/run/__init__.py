@@ -2,7 +2,7 @@
 
 from ._conversation import TrialContext, aggregate, combine, run_trial
 from ._plan import TestPlan, TurnPlan, plan_test
-from ._scheduler import Job, combine_trials, run_jobs
+from ._scheduler import Job, combine_trials, dependency_order, run_jobs
 
 __all__ = [
     "Job",
@@ -12,6 +12,7 @@ __all__ = [
     "aggregate",
     "combine",
     "combine_trials",
+    "dependency_order",
     "plan_test",
     "run_jobs",
     "run_trial",

@@ -22,7 +22,7 @@ class TrialContext:
     judge: Target | None
     trial: int = 0
     judge_repeats: int = 1
-    on_turn: Callable[[ScoreEntry, ChatReply], None] | None = None  # as each turn is graded
+    on_turn: Callable[[int, ScoreEntry, ChatReply], None] | None = None  # (turn, score, reply) when graded
 
 
 async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
@@ -99,12 +99,12 @@ async def _done(entry: ScoreEntry) -> ScoreEntry:
 
 async def _grade_turn(
     number: int, turn: TurnPlan, ctx: GradeContext, threshold: float, reply: ChatReply,
-    on_turn: Callable[[ScoreEntry, ChatReply], None] | None = None,
+    on_turn: Callable[[int, ScoreEntry, ChatReply], None] | None = None,
 ) -> ScoreEntry:
     scores = await _evaluate_all(turn.assertions, ctx)
     entry = combine(f"turn-{number}", "turn", scores, threshold, latency_ms=reply.latency_ms)
     if on_turn is not None:
-        on_turn(entry, reply)
+        on_turn(number, entry, reply)
     return entry
 
 

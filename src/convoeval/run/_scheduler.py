@@ -46,8 +46,8 @@ class Job:
 
 #: on_result(job, position of the test in job.suite.tests, result); may be async.
 ResultCallback = Callable[[Job, int, EvaluationResult], "Awaitable[None] | None"]
-#: on_turn(job, position, trial, the turn's score entry, the target's reply).
-TurnCallback = Callable[[Job, int, int, ScoreEntry, ChatReply], None]
+#: on_turn(job, position, trial, turn number, the turn's score entry, the target's reply).
+TurnCallback = Callable[[Job, int, int, int, ScoreEntry, ChatReply], None]
 
 
 async def run_jobs(
@@ -194,8 +194,8 @@ class _Runner:
                 if self.on_turn is not None:
                     report = self.on_turn
 
-                    def on_turn(entry: ScoreEntry, reply: ChatReply) -> None:
-                        report(job, position, trial, entry, reply)
+                    def on_turn(turn: int, entry: ScoreEntry, reply: ChatReply) -> None:
+                        report(job, position, trial, turn, entry, reply)
                 return await run_trial(plan, TrialContext(
                     target=job.target, judge=self.judge, trial=trial, judge_repeats=self.judge_repeats,
                     on_turn=on_turn))

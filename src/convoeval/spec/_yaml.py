@@ -12,6 +12,7 @@ from ._errors import Problem, field_path
 
 DataPath = tuple[Any, ...]
 MAX_NODES = 1_000_000
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~6x faster
 
 
 class LineMap:
@@ -62,7 +63,7 @@ def load_yaml(
         return None
     file = str(path)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1

@@ -1,0 +1,91 @@
+"""Prices, cost totals per test/target/run, and the --max-cost budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from convoeval.engine import call_cost, lookup_price
+from convoeval.targets import TargetConfig, create_target
+
+from .conftest import read_jsonl, write
+
+
+def test_price_table_matches_exact_dated_and_routed_names() -> None:
+    assert lookup_price("gpt-4o-mini") == (0.15, 0.6)
+    assert lookup_price("gpt-4o-mini-2024-07-18") == (0.15, 0.6)  # not gpt-4o's price
+    assert lookup_price("gpt-4o-2024-08-06") == (2.5, 10.0)
+    assert lookup_price("claude-sonnet-4-5-20250929") == (3.0, 15.0)
+    assert lookup_price("openai/gpt-4.1-mini") == (0.4, 1.6)
+    assert lookup_price("my-finetune") is None and lookup_price("gpt-4ox") is None
+    assert call_cost(1_000_000, 500_000, (0.15, 0.6)) == pytest.approx(0.45)
+    assert call_cost(10, 10, None) == 0.0
+
+
+def test_targets_take_list_prices_unless_overridden_per_field() -> None:
+    listed = create_target(TargetConfig(name="a", provider="openai", model="gpt-4o-mini"))
+    assert listed.prices == (0.15, 0.6)
+    override = create_target(TargetConfig(name="b", provider="openai", model="gpt-4o-mini",
+                                          price_output_per_mtok=1.0))
+    assert override.prices == (0.15, 1.0)
+    unknown = create_target(TargetConfig(name="c", provider="openai", model="local-thing"))
+    assert unknown.prices == (0.0, 0.0) and unknown.cost(1000, 1000) == 0.0
+
+
+PRICEY = """\
+targets:
+  - name: pricey
+    provider: openai
+    model: m
+    price_input_per_mtok: 1000000
+    price_output_per_mtok: 1000000
+"""
+
+
+def test_costs_are_totalled_per_test_target_and_run(cli, fake_openai, tmp_path: Path) -> None:
+    write(tmp_path / "targets.yaml", PRICEY)
+    suite = write(tmp_path / "s.eval.yaml", """\
+tests:
+  - id: a
+    mode: conversation
+    turns: [{input: one two}, {input: three}]
+  - id: b
+    input: four
+""")
+    code, out, _ = cli("run", suite, "--target", "pricey", "-o", tmp_path / "r.jsonl")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    # The fake server counts words: a token costs $1 here.
+    assert results["a"]["cost_usd"] == results["a"]["token_usage"]["input_tokens"] + results["a"]["token_usage"]["output_tokens"]
+    total = results["a"]["cost_usd"] + results["b"]["cost_usd"]
+    assert f"cost ${total:.4f}" in out and f"pricey: 2 test(s), target ${total:.4f}" in out
+
+
+def test_max_cost_stops_new_work_and_resume_finishes_it(cli, fake_openai, tmp_path: Path) -> None:
+    write(tmp_path / "targets.yaml", PRICEY)
+    suite = write(tmp_path / "s.eval.yaml", """\
+tests:
+  - id: t1
+    input: one
+  - id: t2
+    input: two
+  - id: t3
+    input: three
+    depends_on: t2
+  - id: t4
+    input: four
+""")
+    code, out, _ = cli("run", suite, "--target", "pricey", "--concurrency", "1", "--max-cost", "0.5",
+                       "-o", tmp_path / "r.jsonl")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert results["t1"]["verdict"] == "pass"
+    for test_id in ("t2", "t3", "t4"):
+        assert (results[test_id]["verdict"], results[test_id]["execution_status"]) == ("skip", "budget_exhausted")
+        assert "max-cost" in results[test_id]["error"]
+    assert len(fake_openai.requests) == 1 and code == 1
+    assert "budget reached" in out and "3 test(s) not started" in out and "--resume" in out
+
+    code, out, _ = cli("run", "--resume", "last", "--max-cost", "1000")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert {r["verdict"] for r in results.values()} == {"pass"} and len(results) == 4
+    assert len(fake_openai.requests) == 4 and code == 0

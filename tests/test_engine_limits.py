@@ -1,0 +1,126 @@
+"""Retries against a misbehaving server, per-provider connection limits, rpm/tpm token buckets."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from convoeval.engine import ProviderLimits, TokenBucket
+from convoeval.run import dependency_order
+from convoeval.spec import Test
+from convoeval.targets import ChatRequest, TargetConfig, TargetError, create_target
+from convoeval.testing import Fault, FakeOpenAIServer
+
+from .conftest import read_jsonl, write
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_token_bucket_paces_requests_after_the_burst() -> None:
+    clock = Clock()
+    bucket = TokenBucket(rate_per_minute=60, clock=clock)  # one a second, bursts of one
+    assert [bucket.reserve() for _ in range(4)] == [0.0, 1.0, 2.0, 3.0]
+    clock.now += 10  # a quiet spell refills the bucket, but only up to the burst
+    assert [bucket.reserve() for _ in range(2)] == [0.0, 1.0]
+
+
+def test_token_bucket_for_tokens_lets_a_big_call_through_alone_and_settles_after() -> None:
+    clock = Clock()
+    bucket = TokenBucket(rate_per_minute=6000, clock=clock)  # 100 tokens a second, burst 100
+    assert bucket.reserve(50) == 0.0 and bucket.reserve(50) == 0.0
+    assert bucket.reserve(50) == pytest.approx(0.5)
+    clock.now += 100
+    assert bucket.reserve(1000) == 0.0  # bigger than the burst: goes when the bucket is full
+    assert bucket.reserve(10) == pytest.approx(9.1)  # ...and the next waits until 10 are back
+    bucket.adjust(-900)  # the big call used 100 tokens, not 1000: give 900 back
+    assert bucket.reserve(10) == pytest.approx(0.2)
+
+
+async def test_provider_limits_pause_holds_every_caller(monkeypatch) -> None:
+    clock = Clock()
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(round(seconds, 6))
+        clock.now += seconds
+
+    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    limits = ProviderLimits(rpm=120, clock=clock)
+    limits.pause(3.0)
+    for _ in range(3):
+        async with limits.slot():
+            pass
+    assert slept == [3.0, 0.5]  # the Retry-After pause, then rpm pacing (2 a second, burst of 2)
+
+
+async def test_connection_limit_of_a_target_is_respected() -> None:
+    with FakeOpenAIServer(latency_s=0.05) as server:
+        target = create_target(TargetConfig(name="t", provider="openai", model="m", base_url=server.base_url,
+                                            concurrency=2))
+        await asyncio.gather(*(target.chat(ChatRequest(messages=[{"role": "user", "content": str(i)}]))
+                               for i in range(8)))
+        await target.aclose()
+        assert len(server.requests) == 8 and server.max_in_flight <= 2
+
+
+def test_rate_limit_settings_come_from_the_targets_file(tmp_path: Path) -> None:
+    target = create_target(TargetConfig(name="t", provider="openai", model="m", base_url="http://127.0.0.1:9/v1",
+                                        rpm=600, tpm=100_000))
+    assert target.limits.requests.rate == 10 and target.limits.tokens.rate == pytest.approx(100_000 / 60)
+    with pytest.raises(TargetError, match="rpm must be a positive number"):
+        create_target(TargetConfig(name="t", provider="openai", model="m", rpm="lots"))
+
+
+def test_transient_failures_are_retried_then_the_run_goes_on(cli, tmp_path: Path, monkeypatch) -> None:
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        write(tmp_path / "targets.yaml", f"""\
+targets:
+  - name: flaky
+    provider: openai
+    model: m
+    base_url: {server.base_url}
+    timeout_s: 0.3
+    max_retries: 4
+""")
+        suite = write(tmp_path / "s.eval.yaml", """\
+tests:
+  - id: survives
+    input: survive please
+  - id: gives-up
+    input: give up please
+  - id: fine
+    input: fine
+""")
+        now = {"Retry-After": "0"}  # keeps the test fast; the timeout backs off (< 0.5 s)
+        server.faults.extend([
+            Fault(delay_s=1.0, match="survive"),  # longer than timeout_s: a timeout
+            Fault(status=429, headers=now, match="survive"),
+            Fault(status=500, headers=now, match="survive"),
+            Fault(body="<html>not json</html>", headers=now, match="survive"),
+            Fault(status=503, headers=now, match="give up", times=99),
+        ])
+        code, out, err = cli("run", suite, "--target", "flaky", "-o", tmp_path / "r.jsonl", "--no-cache")
+        results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+        survive_calls = [r for r in server.requests if r["messages"][-1]["content"] == "survive please"]
+        assert len(survive_calls) == 5 and results["survives"]["verdict"] == "pass"
+        gave_up = results["gives-up"]
+        assert gave_up["execution_status"] == "execution_error" and "HTTP 503" in gave_up["error"]
+        assert "5 attempt" in gave_up["error"]
+        assert results["fine"]["verdict"] == "pass"
+        assert code == 1
+        assert "1 failed call(s)" in out
+
+
+def test_dependency_order_puts_dependencies_first() -> None:
+    tests = [Test(id="c", input="x", depends_on=["b"]), Test(id="a", input="x"),
+             Test(id="b", input="x", depends_on=["a"]), Test(id="d", input="x")]
+    assert [tests[i].id for i in dependency_order(tests)] == ["a", "b", "c", "d"]
