@@ -300,7 +300,7 @@ async def test_judge_cost_and_temperature(server) -> None:
                                         max_retries=0, price_input_per_mtok=2.0, price_output_per_mtok=10.0))
     try:
         server.judge = scripted_judge("not json", judge_with())
-        ctx = turn_ctx(priced, extra={"judge_temperature": 0.3})
+        ctx = turn_ctx(priced, judge_temperature=0.3)
         result = await make({"type": "rubrics", "criteria": ["Mentions 60"]}).evaluate(ctx)
     finally:
         await priced.aclose()

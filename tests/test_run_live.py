@@ -411,3 +411,22 @@ def test_python_api_runs_a_suite(fake_openai, tmp_path: Path) -> None:
     report = convoeval.run(suite, target="openai:m", on_result=seen.append)
     assert [r.test_id for r in report.results] == ["a"] == [r.test_id for r in seen]
     assert report.results[0].passed and report.exit_code == 0
+
+
+def test_suite_judge_settings_reach_the_judge(cli, fake_openai, tmp_path: Path) -> None:
+    suite = write(tmp_path / "s.eval.yaml", """\
+execution:
+  judge: {target: "openai:judge-model", repeats: 2, temperature: 0.4}
+tests:
+  - id: a
+    input: hi
+    assertions: [Greets the user]
+""")
+    code, out, err = cli("run", suite, "--target", "openai:m", "--no-cache", "-o", tmp_path / "r.jsonl")
+    judged = fake_openai.judge_requests()
+    assert len(judged) == 2  # repeats
+    assert {r["model"] for r in judged} == {"judge-model"} and {r["temperature"] for r in judged} == {0.4}
+    [result] = read_jsonl(tmp_path / "r.jsonl")
+    grader = result["scores"][0]["graders"][0]
+    assert grader["type"] == "rubrics" and grader["details"]["repeats"] == 2
+    assert result["judge_token_usage"]["input_tokens"] > 0 and code == 0

@@ -259,8 +259,8 @@ async def _run(
             for plan in [job.plan(test)]
             for a in [*plan.conversation_assertions, *(x for t in plan.turns for x in t.assertions)]
         )
-        judge_target, repeats = (
-            builder.judge_for(suites, settings.judge, jobs, note) if needs_judge else (None, 1)
+        judge_target, repeats, judge_temperature = (
+            builder.judge_for(suites, settings.judge, jobs, note) if needs_judge else (None, 1, 0.0)
         )
         if settings.cache:
             response_cache = ResponseCache(Path(settings.cache_dir or STATE_DIR) / CACHE_FILE)
@@ -327,6 +327,7 @@ async def _run(
 
         kept = await run_jobs(
             jobs, judge=judge_target, judge_repeats=settings.judge_repeats or repeats,
+            judge_temperature=judge_temperature,
             concurrency=settings.concurrency or _workers(suites), on_result=emit, on_turn=turn_done,
             may_start=meter.may_start,
             keep_results=run_store is None,
@@ -507,13 +508,16 @@ class _TargetBuilder:
         return [self.get(s) for s in specs]  # type: ignore[arg-type]
 
     def judge_for(self, suites: list[Suite], given: TargetLike | None, jobs: list[Job],
-                  note: Callable[[str], None]) -> tuple[Target, int]:
-        repeats = 1
+                  note: Callable[[str], None]) -> tuple[Target, int, float]:
+        """The judge target, how many times to ask it, and at what temperature."""
+        repeats, temperature = 1, 0.0
         spec: TargetLike | None = given
         for suite in suites:
             configured = suite.execution.judge if suite.execution else None
             if isinstance(configured, JudgeSettings):
                 repeats = max(repeats, configured.repeats)
+                if configured.temperature is not None:
+                    temperature = configured.temperature
                 configured = configured.target
             if spec is None and configured:
                 spec = configured
@@ -524,7 +528,7 @@ class _TargetBuilder:
             else:
                 spec = jobs[0].target
                 note(f"judge: the target itself ({spec.name}); choose another with --judge")
-        return self.get(spec, "judge"), repeats
+        return self.get(spec, "judge"), repeats, temperature
 
     async def aclose(self) -> None:
         for target in self.built.values():

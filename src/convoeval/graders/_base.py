@@ -74,6 +74,7 @@ class GradeContext:
     variables: dict[str, Any] = field(default_factory=dict)
     judge: Target | None = None
     judge_repeats: int = 1
+    judge_temperature: float = 0.0
     base_dir: Path = field(default_factory=Path.cwd)
     threshold: float = 0.8
     trial: int = 0

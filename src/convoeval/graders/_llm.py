@@ -69,11 +69,10 @@ def subject_for(ctx: GradeContext, *, expected_output: str | None = None,
 
 
 def judge_session(ctx: GradeContext) -> JudgeSession:
-    """The judge calls of one grader: temperature 0 unless the run sets
-    `ctx.extra["judge_temperature"]` (from `execution.judge.temperature`)."""
+    """The judge calls of one grader, at `ctx.judge_temperature` (0 unless the suite's
+    `execution.judge.temperature` says otherwise)."""
     assert ctx.judge is not None
-    temperature = ctx.extra.get("judge_temperature")
-    return JudgeSession(ctx.judge, trial=ctx.trial, temperature=0.0 if temperature is None else float(temperature))
+    return JudgeSession(ctx.judge, trial=ctx.trial, temperature=ctx.judge_temperature)
 
 
 def pass_mark(assertion: Assertion, ctx: GradeContext) -> float:

@@ -22,6 +22,7 @@ class TrialContext:
     judge: Target | None
     trial: int = 0
     judge_repeats: int = 1
+    judge_temperature: float = 0.0
     on_turn: Callable[[int, ScoreEntry, ChatReply], None] | None = None  # (turn, score, reply) when graded
 
 
@@ -65,6 +66,7 @@ async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
             level="turn", output=reply.text, history=history, transcript=list(transcript),
             expected_output=turn.expected_output, criteria=plan.test.criteria, reply=reply,
             turn=number, variables=dict(variables), judge=ctx.judge, judge_repeats=ctx.judge_repeats,
+            judge_temperature=ctx.judge_temperature,
             base_dir=plan.base_dir,
             threshold=plan.threshold, trial=ctx.trial, test_id=plan.id,
             extra={"context": turn.context, "policy": plan.policy},
@@ -118,7 +120,7 @@ async def _grade_conversation(
         output="\n\n".join(r.text for r in replies),
         history=list(transcript), transcript=list(transcript),
         criteria=plan.test.criteria, variables=dict(variables), judge=ctx.judge,
-        judge_repeats=ctx.judge_repeats, base_dir=plan.base_dir, threshold=plan.threshold, trial=ctx.trial, test_id=plan.id,
+        judge_repeats=ctx.judge_repeats, judge_temperature=ctx.judge_temperature, base_dir=plan.base_dir, threshold=plan.threshold, trial=ctx.trial, test_id=plan.id,
         extra={
             "latencies_ms": [r.latency_ms for r in replies],
             "usage": usage,

@@ -55,6 +55,7 @@ async def run_jobs(
     *,
     judge: Target | None,
     judge_repeats: int = 1,
+    judge_temperature: float = 0.0,
     concurrency: int = 8,
     on_result: ResultCallback | None = None,
     on_turn: TurnCallback | None = None,
@@ -76,7 +77,7 @@ async def run_jobs(
     kept: dict[tuple[int, int], EvaluationResult] = {}
     running: set[asyncio.Task[None]] = set()
     failures: list[Exception] = []
-    runner = _Runner(judge, judge_repeats, slots, on_turn, may_start)
+    runner = _Runner(judge, judge_repeats, judge_temperature, slots, on_turn, may_start)
 
     async def run_one(number: int, job: Job, position: int,
                       verdicts: dict[str, asyncio.Future[tuple[str, str]]]) -> None:
@@ -152,6 +153,7 @@ def dependency_order(tests: list[Test]) -> list[int]:
 class _Runner:
     judge: Target | None
     judge_repeats: int
+    judge_temperature: float
     slots: asyncio.Semaphore
     on_turn: TurnCallback | None
     may_start: Callable[[], bool] | None
@@ -198,6 +200,7 @@ class _Runner:
                         report(job, position, trial, turn, entry, reply)
                 return await run_trial(plan, TrialContext(
                     target=job.target, judge=self.judge, trial=trial, judge_repeats=self.judge_repeats,
+                    judge_temperature=self.judge_temperature,
                     on_turn=on_turn))
 
         outcomes = await asyncio.gather(*(one(i) for i in range(plan.trials.count)))
