@@ -98,7 +98,7 @@ async def test_low_score_fails_and_negate_min_score_apply(tmp_path: Path) -> Non
     data = {"type": "code_grader", "command": [sys.executable, path]}
     result = await run(data, ctx(tmp_path, output="It is Lyon."))
     assert (result.verdict, result.score) == ("fail", 0.25)
-    assert result.type == "code_grader"
+    assert result.type == "code-grader"  # underscores read as dashes
     result = await run({**data, "min_score": 0.2}, ctx(tmp_path, output="It is Lyon."))
     assert result.verdict == "pass"
     result = await run({**data, "negate": True}, ctx(tmp_path, output="It is Lyon."))

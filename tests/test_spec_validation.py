@@ -387,3 +387,30 @@ def test_schema_command_prints_json_schema(cli) -> None:
     text = json.dumps(schema)
     for type_name in ("contains", "regex", "code-grader", "rubrics", "llm-grader"):
         assert f'"{type_name}"' in text
+
+
+def test_underscore_type_names_read_as_dashes(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.eval.yaml", """\
+tests:
+  - id: a
+    input: hi
+    assertions:
+      - {type: llm_grader, prompt: "Is {{ output }} polite?"}
+      - {type: code_grader, command: ["true"]}
+""")
+    suite = load_suite(path)
+    assert [a.type for a in suite.tests[0].assertions] == ["llm-grader", "code-grader"]
+
+
+@pytest.mark.parametrize("suite", sorted((REPO / "examples").rglob("*.eval.yaml")), ids=lambda p: p.name)
+def test_exported_schema_accepts_the_examples(suite: Path) -> None:
+    """Editors validate with the exported schema: it must accept what the loader accepts."""
+    import jsonschema
+    import yaml
+
+    from convoeval import suite_json_schema
+
+    data = json.loads(json.dumps(yaml.safe_load(suite.read_text())))  # YAML int keys -> JSON strings
+    validator = jsonschema.Draft202012Validator(suite_json_schema())
+    assert [e.message for e in validator.iter_errors(data)] == []
+    assert list(validator.iter_errors({"tests": [{"id": "a", "input": "x", "assertions": [{"type": "nope"}]}]}))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..results import AssertionOutcome, GraderScore, Message, Usage
 from ..targets import ChatReply, Target
@@ -119,6 +119,12 @@ class Assertion(BaseModel):
     levels: ClassVar[tuple[Level, ...]] = ("turn", "conversation")
     uses_judge: ClassVar[bool] = False
 
+    @field_validator("type", mode="before")
+    @classmethod
+    def _dashes(cls, value: Any) -> Any:
+        """`llm_grader` is read as `llm-grader` (AgentV writes both)."""
+        return value.replace("_", "-") if isinstance(value, str) else value
+
     @property
     def label(self) -> str:
         return self.name or self.type
@@ -194,9 +200,18 @@ def assertion_type(cls: type[Assertion]) -> type[Assertion]:
     return cls
 
 
+def canonical_type_name(name: str) -> str | None:
+    """The registered spelling of a YAML type name: `llm_grader` is `llm-grader`."""
+    for candidate in (name, name.replace("_", "-")):
+        if candidate in _ASSERTION_TYPES:
+            return candidate
+    return None
+
+
 def lookup_assertion_type(name: str) -> type[Assertion] | None:
-    """The class registered for a YAML type name; `llm_grader` and `llm-grader` are the same."""
-    return _ASSERTION_TYPES.get(name) or _ASSERTION_TYPES.get(name.replace("_", "-"))
+    """The class registered for a YAML type name (underscores read as dashes)."""
+    canonical = canonical_type_name(name)
+    return _ASSERTION_TYPES[canonical] if canonical else None
 
 
 def assertion_type_names() -> list[str]:

@@ -46,7 +46,7 @@ class CodeGrader(Assertion):
     """Runs a command that reads the grading context as JSON on stdin and prints
     `{"score": 0..1, "assertions": [...], "details": {...}}` (or `{"pass": true}`) on stdout."""
 
-    type: Literal["code-grader", "code_grader"]
+    type: Literal["code-grader"]
     command: list[str] | str = Field(
         description="The program and its arguments: a list, or a string split like a shell "
         "command line (no shell features such as pipes or $VARS)."

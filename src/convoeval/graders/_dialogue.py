@@ -105,7 +105,7 @@ class _TurnDimensions(Assertion):
 class ConversationCohesion(_TurnDimensions):
     """TD-Eval conversation cohesion: relevant to the query, coherent with the history (1-5)."""
 
-    type: Literal["conversation-cohesion", "conversation_cohesion"]
+    type: Literal["conversation-cohesion"]
     KEYS: ClassVar[tuple[str, ...]] = ("conversation_cohesion",)
 
 
@@ -116,7 +116,7 @@ class BackendConsistency(_TurnDimensions):
     Without a backend result for the turn, the reply must not claim facts only a database
     could supply."""
 
-    type: Literal["backend-consistency", "backend_consistency"]
+    type: Literal["backend-consistency"]
     KEYS: ClassVar[tuple[str, ...]] = ("backend_consistency",)
 
 
@@ -124,7 +124,7 @@ class BackendConsistency(_TurnDimensions):
 class PolicyCompliance(_TurnDimensions):
     """TD-Eval policy compliance: follows the domain policy (slots before booking...) (1-5)."""
 
-    type: Literal["policy-compliance", "policy_compliance"]
+    type: Literal["policy-compliance"]
     KEYS: ClassVar[tuple[str, ...]] = ("policy_compliance",)
 
 
@@ -133,7 +133,7 @@ class TDEval(_TurnDimensions):
     """All TD-Eval turn dimensions (or those in `dimensions`) in one judge call; the score is
     their mean."""
 
-    type: Literal["td-eval", "td_eval", "tdeval"]
+    type: Literal["td-eval"]
     dimensions: list[str] | None = Field(
         None, description="Subset of conversation_cohesion, backend_consistency, policy_compliance."
     )
@@ -208,7 +208,7 @@ class _ConversationMetric(Assertion):
 class KnowledgeRetention(_ConversationMetric):
     """Remembers and uses what the user said in earlier turns."""
 
-    type: Literal["knowledge-retention", "knowledge_retention"]
+    type: Literal["knowledge-retention"]
     METRIC: ClassVar[str] = "knowledge-retention"
 
 
@@ -216,7 +216,7 @@ class KnowledgeRetention(_ConversationMetric):
 class RoleAdherence(_ConversationMetric):
     """Stays in the role set by the system message (or `role`) in every turn."""
 
-    type: Literal["role-adherence", "role_adherence"]
+    type: Literal["role-adherence"]
     METRIC: ClassVar[str] = "role-adherence"
     role: str | None = Field(None, description="The assigned role (default: the system message).")
 
@@ -230,7 +230,7 @@ class RoleAdherence(_ConversationMetric):
 class SelfCoherence(_ConversationMetric):
     """Never contradicts its own earlier statements."""
 
-    type: Literal["self-coherence", "self_coherence"]
+    type: Literal["self-coherence"]
     METRIC: ClassVar[str] = "self-coherence"
 
 
@@ -238,7 +238,7 @@ class SelfCoherence(_ConversationMetric):
 class InstructionRetention(_ConversationMetric):
     """Keeps following instructions the user gave in earlier turns."""
 
-    type: Literal["instruction-retention", "instruction_retention"]
+    type: Literal["instruction-retention"]
     METRIC: ClassVar[str] = "instruction-retention"
 
 
@@ -246,7 +246,7 @@ class InstructionRetention(_ConversationMetric):
 class VersionedEditing(_ConversationMetric):
     """Revises (or reverts to) the right version of earlier work when asked."""
 
-    type: Literal["versioned-editing", "versioned_editing"]
+    type: Literal["versioned-editing"]
     METRIC: ClassVar[str] = "versioned-editing"
 
 
@@ -255,7 +255,7 @@ class GoalCompletion(_ConversationMetric):
     """The conversation achieves the user's goal: `goal`, else the test's `criteria`, else
     what the user asked for."""
 
-    type: Literal["goal-completion", "goal_completion"]
+    type: Literal["goal-completion"]
     METRIC: ClassVar[str] = "goal-completion"
     goal: str | None = Field(None, description="The goal (default: the test's criteria).")
 

@@ -320,7 +320,7 @@ class LLMGrader(Assertion):
     answers `{"reasoning": str, "score": int 0-10}`.
     """
 
-    type: Literal["llm-grader", "llm_grader"]
+    type: Literal["llm-grader"]
     prompt: str | None = Field(None, description="Jinja2 prompt text, or file://relative/path.")
     criteria: str | None = Field(None, description="Overrides the test's criteria.")
     expected_output: str | None = Field(None, description="Overrides the turn's expected_output.")

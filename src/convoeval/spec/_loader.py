@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..graders import Assertion, assertion_type_names, lookup_assertion_type
+from ..graders import Assertion, assertion_type_names, canonical_type_name, lookup_assertion_type
 from ._errors import Problem, SpecError, field_path
 from ._models import Suite
 from ._templates import GRADER_VARIABLES
@@ -217,10 +217,12 @@ class _Checker:
         if not isinstance(type_name, str):
             self.add(path, "an assertion mapping needs a `type`")
             return None
-        cls = lookup_assertion_type(type_name)
-        if cls is None:
+        canonical = canonical_type_name(type_name)
+        if canonical is None:
             self.add((*path, "type"), f"unknown assertion type {type_name!r}{_suggest(type_name, assertion_type_names())}")
             return None
+        cls = lookup_assertion_type(canonical)
+        assert cls is not None
         item = dict(item)
         if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
             item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
