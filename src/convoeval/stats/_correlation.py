@@ -57,6 +57,24 @@ def resampled_kendall(a: np.ndarray, b: np.ndarray, indices: np.ndarray) -> np.n
     return np.where(untied_a * untied_b > 0, tau, np.nan)
 
 
+def _rank_correlation(
+    matrix: Matrix, categories: Sequence[Category], name: str, value_of, resampled,
+    bootstrap: int, seed: int, confidence: float,
+) -> Estimate:
+    a, b = two_raters(prepare(matrix, categories), name)
+    value = _scipy_value(value_of, a, b)
+    if np.isnan(value):
+        return undefined(f"{name} is undefined: a rater gave one score only", len(a))
+    return bootstrapped(
+        value,
+        lambda indices: resampled(a, b, indices),
+        n_items=len(a),
+        rounds=bootstrap,
+        seed=seed,
+        confidence=confidence,
+    )
+
+
 def spearman(
     matrix: Matrix,
     categories: Sequence[Category],
@@ -77,18 +95,8 @@ def spearman(
         >>> round(spearman([[1, 1], [2, 3], [3, 2], [4, 4]], [1, 2, 3, 4], bootstrap=0).value, 4)
         0.8
     """
-    a, b = two_raters(prepare(matrix, categories), "Spearman's rho")
-    value = _scipy_value(_scipy_stats.spearmanr, a, b)
-    if np.isnan(value):
-        return undefined("Spearman's rho is undefined: a rater gave one score only", len(a))
-    return bootstrapped(
-        value,
-        lambda indices: resampled_spearman(a, b, indices),
-        n_items=len(a),
-        rounds=bootstrap,
-        seed=seed,
-        confidence=confidence,
-    )
+    return _rank_correlation(matrix, categories, "Spearman's rho", _scipy_stats.spearmanr,
+                             resampled_spearman, bootstrap, seed, confidence)
 
 
 def kendall(
@@ -111,15 +119,5 @@ def kendall(
         >>> round(kendall([[1, 1], [2, 3], [3, 2], [4, 4]], [1, 2, 3, 4], bootstrap=0).value, 4)
         0.6667
     """
-    a, b = two_raters(prepare(matrix, categories), "Kendall's tau")
-    value = _scipy_value(_scipy_stats.kendalltau, a, b)
-    if np.isnan(value):
-        return undefined("Kendall's tau is undefined: a rater gave one score only", len(a))
-    return bootstrapped(
-        value,
-        lambda indices: resampled_kendall(a, b, indices),
-        n_items=len(a),
-        rounds=bootstrap,
-        seed=seed,
-        confidence=confidence,
-    )
+    return _rank_correlation(matrix, categories, "Kendall's tau", _scipy_stats.kendalltau,
+                             resampled_kendall, bootstrap, seed, confidence)
