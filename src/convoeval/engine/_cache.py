@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results import ToolCall, Usage
-from ..targets import ChatReply, ChatRequest, Target, TargetConfig
+from ..targets import ChatReply, ChatRequest, Target, TargetConfig, TargetWrapper
 from ._sqlite import SqliteWriter, connect
 
 CACHE_FILE = "cache.sqlite"
@@ -122,7 +122,7 @@ def cache_key(identity: dict[str, Any], request: ChatRequest) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class CachedTarget:
+class CachedTarget(TargetWrapper):
     """A Target that answers from the cache when it can and stores what the inner target says.
 
     Args:
@@ -135,8 +135,7 @@ class CachedTarget:
 
     def __init__(self, inner: Target, cache: ResponseCache, identity: dict[str, Any],
                  secrets: tuple[str, ...] = ()):
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.cache = cache
         self.identity = identity
         self.secrets = tuple(s for s in secrets if s)
@@ -154,14 +153,6 @@ class CachedTarget:
         if not any(secret in text for secret in self.secrets):
             self.cache.put(key, self.provider, self.model, value, text)
         return reply
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    def __getattr__(self, name: str) -> Any:  # provider-specific attributes of the wrapped target
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
 
 def reply_to_json(reply: ChatReply) -> dict[str, Any]:

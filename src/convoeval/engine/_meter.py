@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..targets import ChatReply, ChatRequest, Target
+from ..targets import ChatReply, ChatRequest, Target, TargetWrapper
 
 
 @dataclass
@@ -107,12 +107,11 @@ class RunMeter:
         }
 
 
-class MeteredTarget:
+class MeteredTarget(TargetWrapper):
     """A Target that counts every call of `inner` in a RunMeter (and lets errors through)."""
 
     def __init__(self, inner: Target, meter: RunMeter):
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.meter = meter
 
     async def chat(self, request: ChatRequest) -> ChatReply:
@@ -123,11 +122,3 @@ class MeteredTarget:
             raise
         self.meter.record_call(self.name, request, reply)
         return reply
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    def __getattr__(self, name: str) -> Any:  # provider-specific attributes of the wrapped target
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)

@@ -9,6 +9,7 @@ run of 10,000 conversations holds only the conversations in flight: at most a fe
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -192,12 +193,7 @@ class _Runner:
             async with self.slots:
                 if self.may_start is not None and not self.may_start():
                     return None
-                on_turn = None
-                if self.on_turn is not None:
-                    report = self.on_turn
-
-                    def on_turn(turn: int, entry: ScoreEntry, reply: ChatReply) -> None:
-                        report(job, position, trial, turn, entry, reply)
+                on_turn = partial(self.on_turn, job, position, trial) if self.on_turn else None
                 return await run_trial(plan, TrialContext(
                     target=job.target, judge=self.judge, trial=trial, judge_repeats=self.judge_repeats,
                     judge_temperature=self.judge_temperature,

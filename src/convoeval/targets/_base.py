@@ -105,6 +105,26 @@ class TargetConfig(BaseModel):
         return os.environ.get(env) if env else None
 
 
+class TargetWrapper:
+    """Base of targets that wrap another one (cache, meter): `name`, `aclose` and any
+    provider-specific attribute come from the wrapped target."""
+
+    def __init__(self, inner: Target):
+        self.inner = inner
+        self.name = inner.name
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        return await self.inner.chat(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
 ProviderFactory = Callable[[TargetConfig], Target]
 _PROVIDERS: dict[str, ProviderFactory] = {}
 
