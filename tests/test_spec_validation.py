@@ -230,6 +230,13 @@ tests:
   - id: a
     input: hi
 """, 2, "execution.trials", "at least 1"),
+    ("suite-level setting on a test", """\
+tests:
+  - id: a
+    input: hi
+    execution:
+      target: other
+""", 5, "tests[0].execution.target", "suite-level setting"),
     ("bad message role", """\
 tests:
   - id: a

@@ -142,6 +142,14 @@ class _Checker:
                 self.add((*path, key), f"`{key}` needs `mode: conversation`")
         if not conversation and turns is None and test.get("input") is None and not suite_input:
             self.add((*path, "input"), "required field is missing: a single-turn test needs `input`")
+        execution = test.get("execution")
+        if isinstance(execution, dict):
+            for key, flag in (("target", "--target"), ("targets", "--target"), ("judge", "--judge"),
+                              ("workers", "--concurrency")):
+                if key in execution:
+                    self.add((*path, "execution", key),
+                             f"`{key}` is a suite-level setting (suite `execution.{key}` or {flag}); "
+                             "a test's execution takes threshold and trials")
         level = "conversation" if conversation else "turn"
         test["assertions"] = self.parse_assertions(test.get("assertions"), (*path, "assertions"), level)
         if isinstance(turns, list):

@@ -82,7 +82,6 @@ class Execution(Strict):
     threshold: float | None = Field(None, ge=0, le=1)
     trials: int | TrialsConfig | None = None
     workers: int | None = Field(None, ge=1)
-    timeout_s: float | None = Field(None, gt=0)
 
     @field_validator("trials", mode="after")
     @classmethod
