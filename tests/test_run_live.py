@@ -430,3 +430,24 @@ tests:
     grader = result["scores"][0]["graders"][0]
     assert grader["type"] == "rubrics" and grader["details"]["repeats"] == 2
     assert result["judge_token_usage"]["input_tokens"] > 0 and code == 0
+
+
+def test_trials_cost_limit_stops_further_trials(cli, fake_openai, tmp_path: Path) -> None:
+    write(tmp_path / "targets.yaml", f"""\
+targets:
+  - {{name: priced, provider: openai, model: m, base_url: "{fake_openai.base_url}",
+     price_input_per_mtok: 100000, price_output_per_mtok: 100000}}
+""")
+    suite = write(tmp_path / "s.eval.yaml", """\
+execution:
+  trials: {count: 5, cost_limit_usd: 0.5}
+tests:
+  - id: a
+    input: one two three
+""")
+    code, _, _ = cli("run", suite, "--target", "priced", "--no-cache", "-o", tmp_path / "r.jsonl")
+    [result] = read_jsonl(tmp_path / "r.jsonl")
+    # Each call costs (3 + 5 words) * 0.1 = $0.8 >= $0.5: one trial, then stop.
+    assert len(result["trials"]) == 1 and len(fake_openai.requests) == 1
+    assert any("cost_limit_usd" in note for note in result["notes"])
+    assert code == 0

@@ -199,11 +199,24 @@ class _Runner:
                     judge_temperature=self.judge_temperature,
                     on_turn=on_turn))
 
-        outcomes = await asyncio.gather(*(one(i) for i in range(plan.trials.count)))
+        limit = plan.trials.cost_limit_usd
+        if limit is None:
+            outcomes = list(await asyncio.gather(*(one(i) for i in range(plan.trials.count))))
+        else:  # one trial after another, until the trials of this test have cost `limit`
+            outcomes, spent = [], 0.0
+            for i in range(plan.trials.count):
+                if spent >= limit:
+                    break
+                outcome = await one(i)
+                outcomes.append(outcome)
+                spent += outcome.cost_usd + outcome.judge_cost_usd if outcome else 0.0
         trials = [t for t in outcomes if t is not None]
         if not trials:
             return _lone_result(plan, job.target, "skip", "budget_exhausted", BUDGET_NOTE)
         result = combine_trials(plan, job.target.name, trials)
+        if len(outcomes) < plan.trials.count:
+            result.notes.append(f"trials stopped after {len(outcomes)} of {plan.trials.count}: "
+                                f"trials.cost_limit_usd ${limit:g} reached")
         if len(trials) < len(outcomes):
             missing = len(outcomes) - len(trials)
             result = result.model_copy(update={
