@@ -50,8 +50,10 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 @pytest.fixture(autouse=True)
-def _no_real_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests never reach a real provider."""
+def _no_real_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tests never reach a real provider, and runs store their state in the test's own
+    directory (./.convoeval), never in the checkout."""
+    monkeypatch.chdir(tmp_path)
     for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(key, raising=False)
     if not os.environ.get("OPENAI_BASE_URL", "").startswith("http://127.0.0.1"):

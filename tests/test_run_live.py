@@ -403,8 +403,10 @@ def test_conversations_run_concurrently(cli, tmp_path: Path, monkeypatch) -> Non
         assert len(server.requests) == 12
 
 
-def test_python_api_runs_a_suite(fake_openai, tmp_path: Path) -> None:
+def test_python_api_runs_a_suite(fake_openai, tmp_path: Path, monkeypatch) -> None:
     import convoeval
+
+    monkeypatch.chdir(tmp_path)  # the run store and cache go to ./.convoeval
 
     suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n    assertions: [{type: icontains, value: HI}]\n")
     seen = []
