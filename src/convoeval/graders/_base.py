@@ -8,6 +8,7 @@ give it a `type: Literal["my-type"]` field, implement `grade`, and decorate it w
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,8 +130,9 @@ class Assertion(BaseModel):
     def label(self) -> str:
         return self.name or self.type
 
-    async def grade(self, ctx: GradeContext) -> Grade:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    async def grade(self, ctx: GradeContext) -> Grade:
+        """Score `ctx.output` (or the transcript); raise GraderError when undecidable."""
 
     def _error(self, message: str, usage: Usage | None = None, cost_usd: float = 0.0) -> GraderScore:
         details: dict[str, Any] = {}

@@ -19,6 +19,8 @@ inserted escaped, i.e. matched literally.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import math
 import re
 from typing import Annotated, Any, Literal
@@ -83,8 +85,9 @@ def _invert(outcome: AssertionOutcome) -> AssertionOutcome:
 class _BinaryCheck(Assertion):
     """A pass/fail check; a `not-` type name inverts it."""
 
-    def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
+        """Whether the check holds, and the outcomes that show it."""
 
     async def grade(self, ctx: GradeContext) -> Grade:
         passed, outcomes = self.check(ctx)
