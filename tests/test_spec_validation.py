@@ -375,7 +375,7 @@ def test_no_traceback_on_garbage_inputs(tmp_path: Path) -> None:
     """Whatever the bytes, `convoeval validate` answers with problems, never a traceback."""
     samples = [b"", b"\x00\x01\x02", b"tests: !!python/object:os.system {}\n", b"[", b"tests: 5",
                b"tests:\n  - 5\n  - [1]\n", b"tests:\n  - id: [1, 2]\n    input: {a: b}\n",
-               b"&a [*a]", b"tests:\n  - id: a\n    input: hi\n    turns: 7\n    mode: conversation\n"]
+               b"&a [*a]", b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(b"%s: &%s [%s]\n" % (bytes([98 + i]), bytes([98 + i]), b", ".join([b"*" + bytes([97 + i])] * 10)) for i in range(8)), b"tests:\n  - id: a\n    input: hi\n    turns: 7\n    mode: conversation\n"]
     for i, raw in enumerate(samples):
         path = tmp_path / f"g{i}.eval.yaml"
         path.write_bytes(raw)
