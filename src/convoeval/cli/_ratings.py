@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -22,6 +22,16 @@ class ArenaFormat(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
+
+
+def _print(ratings: Any, output_format: ArenaFormat) -> None:
+    """A Leaderboard or an ArenaReport as JSON, CSV or a terminal table."""
+    if output_format is ArenaFormat.json:
+        typer.echo(ratings.to_json())
+    elif output_format is ArenaFormat.csv:
+        typer.echo(ratings.to_csv(), nl=False)
+    else:
+        Console().print(ratings.to_table())
 
 
 def _fail(message: str) -> typer.Exit:
@@ -194,12 +204,7 @@ def _rate_battles(battles: Path, k: float, bootstrap: int, seed: int, output_for
         raise _fail(str(error)) from None
     for warning in board.warnings:
         typer.echo(f"warning: {warning}", err=True)
-    if output_format is ArenaFormat.json:
-        typer.echo(board.to_json())
-    elif output_format is ArenaFormat.csv:
-        typer.echo(board.to_csv(), nl=False)
-    else:
-        Console().print(board.to_table())
+    _print(board, output_format)
     if plot is not None:
         typer.echo(f"plot written to {plot}", err=True)
 
@@ -269,12 +274,7 @@ def _judge_conversations(
             report.plot(plot)
         except (ValueError, RuntimeError) as error:
             raise _fail(str(error)) from None
-    if output_format is ArenaFormat.json:
-        typer.echo(report.to_json())
-    elif output_format is ArenaFormat.csv:
-        typer.echo(report.to_csv(), nl=False)
-    else:
-        Console().print(report.to_table())
+    _print(report, output_format)
     if output is not None:
         typer.echo(f"battles written to {output} (re-rate: convoeval arena --battles {output})", err=True)
     if plot is not None:
