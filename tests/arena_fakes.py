@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from convoeval.testing import FakeOpenAIServer, default_judge, echo_reply
+from convoeval.testing import FakeOpenAIServer, default_judge
 
 Body = dict[str, Any]
 
@@ -149,12 +149,7 @@ def arena_server() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 def judge_server(arena_server: FakeOpenAIServer) -> FakeOpenAIServer:
     """The module's fake server, reset; its judge answers pairwise requests fairly."""
-    arena_server.requests.clear()
-    arena_server.headers.clear()
-    arena_server.faults.clear()
-    arena_server.judge = pairwise_judge()
-    arena_server.reply = echo_reply
-    return arena_server
+    return arena_server.reset(judge=pairwise_judge())
 
 
 @pytest.fixture

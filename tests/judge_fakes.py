@@ -14,7 +14,7 @@ import pytest
 from convoeval.graders import Assertion, GradeContext, lookup_assertion_type
 from convoeval.results import Message, Usage
 from convoeval.targets import ChatReply, ChatRequest, Target, TargetConfig, create_target
-from convoeval.testing import FakeOpenAIServer, default_judge, echo_reply
+from convoeval.testing import FakeOpenAIServer
 
 Body = dict[str, Any]
 
@@ -29,12 +29,7 @@ def shared_server() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 def server(shared_server: FakeOpenAIServer) -> FakeOpenAIServer:
     """The module's fake server, reset: default judge and replies, no requests, no faults."""
-    shared_server.requests.clear()
-    shared_server.headers.clear()
-    shared_server.faults.clear()
-    shared_server.judge = default_judge
-    shared_server.reply = echo_reply
-    return shared_server
+    return shared_server.reset()
 
 
 @pytest.fixture

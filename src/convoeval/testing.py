@@ -96,12 +96,24 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
 
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
+
+    def reset(self, reply: Callable[[Body], str] = echo_reply,
+              judge: Callable[[Body], str] = default_judge) -> FakeOpenAIServer:
+        """Forget requests and faults and answer with `reply` and `judge` (reuse across tests)."""
+        with self._lock:
+            self.requests.clear()
+            self.headers.clear()
+            self.faults.clear()
+            self.max_in_flight = 0
+        self.reply, self.judge = reply, judge
+        return self
 
     def target_requests(self) -> list[Body]:
         """Requests sent by targets (no structured output asked)."""
