@@ -123,8 +123,9 @@ def fair_winner(body: Body) -> str:
     return "A" if RANK[a] > RANK[b] else "B" if RANK[b] > RANK[a] else "EQUAL"
 
 
-def pairwise_judge(decide: Callable[[Body], str] = fair_winner,
-                   other: Callable[[Body], str] = default_judge) -> Callable[[Body], str]:
+def pairwise_judge(
+    decide: Callable[[Body], str] = fair_winner, other: Callable[[Body], str] = default_judge
+) -> Callable[[Body], str]:
     """A FakeOpenAIServer judge: pairwise requests get `{"reasoning", "winner": decide(body)}`
     (any label, even an invalid one; `RAW:text` sends text as the whole answer), others
     `other(body)`."""
@@ -134,7 +135,7 @@ def pairwise_judge(decide: Callable[[Body], str] = fair_winner,
             return other(body)
         decision = decide(body)
         if decision.startswith("RAW:"):
-            return decision[len("RAW:"):]
+            return decision[len("RAW:") :]
         return json.dumps({"reasoning": f"compared {shown(body)}", "winner": decision})
 
     return judge

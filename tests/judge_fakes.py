@@ -35,8 +35,9 @@ def server(shared_server: FakeOpenAIServer) -> FakeOpenAIServer:
 @pytest.fixture
 async def judge(server: FakeOpenAIServer) -> AsyncIterator[Target]:
     """A real OpenAI-compatible judge target talking to the fake server (no retries)."""
-    target = create_target(TargetConfig(name="judge", provider="openai", model="fake-judge",
-                                        base_url=server.base_url, max_retries=0))
+    target = create_target(
+        TargetConfig(name="judge", provider="openai", model="fake-judge", base_url=server.base_url, max_retries=0)
+    )
     yield target
     await target.aclose()
 
@@ -62,20 +63,21 @@ def _leaf(props: dict[str, Any], value: Any, reason: str) -> dict[str, Any]:
     return {reason_key: reason, "score": value}
 
 
-def answer(schema: dict[str, Any], values: dict[str, Any] | None = None, default: Any = True,
-           reason: str = "because") -> dict[str, Any]:
+def answer(
+    schema: dict[str, Any], values: dict[str, Any] | None = None, default: Any = True, reason: str = "because"
+) -> dict[str, Any]:
     """A valid answer to `schema`: `values[key]` per key (True/False, or a score), else
     `default`; for a flat `{reasoning, score}` schema use the key ''."""
     values = values or {}
     props = schema["properties"]
     if "score" in props or "satisfied" in props:
         return _leaf(props, values.get("", default), reason)
-    return {k: _leaf(sub["properties"], values.get(k, default), f"{reason} {k}")
-            for k, sub in props.items()}
+    return {k: _leaf(sub["properties"], values.get(k, default), f"{reason} {k}") for k, sub in props.items()}
 
 
-def judge_with(values: dict[str, Any] | None = None, default: Any = True,
-               reason: str = "because") -> Callable[[Body], str]:
+def judge_with(
+    values: dict[str, Any] | None = None, default: Any = True, reason: str = "because"
+) -> Callable[[Body], str]:
     """A FakeOpenAIServer judge callable answering every request with `answer(...)`."""
     return lambda body: json.dumps(answer(schema_of(body), values, default, reason))
 
@@ -134,26 +136,42 @@ HISTORY = [
 REPLY = "Double 30 is 60."
 
 
-def turn_ctx(judge: Target | None, output: str = REPLY, history: list[Message] | None = None,
-             **kwargs: Any) -> GradeContext:
+def turn_ctx(
+    judge: Target | None, output: str = REPLY, history: list[Message] | None = None, **kwargs: Any
+) -> GradeContext:
     history = list(HISTORY if history is None else history)
     transcript = [*history, Message(role="assistant", content=output, source="target", turn=2)]
     defaults: dict[str, Any] = dict(
-        level="turn", output=output, history=history, transcript=transcript, turn=2,
-        judge=judge, base_dir=Path.cwd(), test_id="t", trial=0,
+        level="turn",
+        output=output,
+        history=history,
+        transcript=transcript,
+        turn=2,
+        judge=judge,
+        base_dir=Path.cwd(),
+        test_id="t",
+        trial=0,
     )
     defaults.update(kwargs)
     return GradeContext(**defaults)
 
 
-def conversation_ctx(judge: Target | None, transcript: list[Message] | None = None,
-                     **kwargs: Any) -> GradeContext:
-    transcript = list(transcript if transcript is not None else
-                      [*HISTORY, Message(role="assistant", content=REPLY, source="target", turn=2)])
+def conversation_ctx(judge: Target | None, transcript: list[Message] | None = None, **kwargs: Any) -> GradeContext:
+    transcript = list(
+        transcript
+        if transcript is not None
+        else [*HISTORY, Message(role="assistant", content=REPLY, source="target", turn=2)]
+    )
     outputs = [m.content for m in transcript if m.source == "target"]
     defaults: dict[str, Any] = dict(
-        level="conversation", output="\n\n".join(outputs), history=transcript,
-        transcript=transcript, judge=judge, base_dir=Path.cwd(), test_id="t", trial=0,
+        level="conversation",
+        output="\n\n".join(outputs),
+        history=transcript,
+        transcript=transcript,
+        judge=judge,
+        base_dir=Path.cwd(),
+        test_id="t",
+        trial=0,
     )
     defaults.update(kwargs)
     return GradeContext(**defaults)

@@ -26,8 +26,9 @@ class ScriptAgent:
         users = [m for m in request.messages if m["role"] == "user"]
         self.prompts.append(users[-1]["content"])
         text, calls = self.script[min(len(users), len(self.script)) - 1]
-        return ChatReply(text=text, tool_calls=[ToolCall(name=n, arguments=a, output=o, duration_ms=d)
-                                                for n, a, o, d in calls])
+        return ChatReply(
+            text=text, tool_calls=[ToolCall(name=n, arguments=a, output=o, duration_ms=d) for n, a, o, d in calls]
+        )
 
     async def aclose(self) -> None:
         pass
@@ -66,14 +67,18 @@ tests:
 
 
 def test_captured_values_flow_into_later_turns_and_assertions(tmp_path: Path) -> None:
-    agent = ScriptAgent([
-        ("Created order ORD-42.", [("create_order", {"item": "book", "qty": 1}, {"total": 12.5}, 4.0)]),
-        ("ORD-42 is shipped.", [("get_status", {"id": "ORD-42"}, "shipped", 2.0)]),
-        ("The total was 12.5 EUR.", []),
-    ])
+    agent = ScriptAgent(
+        [
+            ("Created order ORD-42.", [("create_order", {"item": "book", "qty": 1}, {"total": 12.5}, 4.0)]),
+            ("ORD-42 is shipped.", [("get_status", {"id": "ORD-42"}, "shipped", 2.0)]),
+            ("The total was 12.5 EUR.", []),
+        ]
+    )
     result = run(tmp_path, CAPTURE, agent)
     assert agent.prompts[1] == "What is the status of ORD-42?"
-    assert result.verdict == "pass", [(s.name, s.verdict, [(a.text, a.evidence) for a in s.assertions]) for s in result.scores]
+    assert result.verdict == "pass", [
+        (s.name, s.verdict, [(a.text, a.evidence) for a in s.assertions]) for s in result.scores
+    ]
     first = result.scores[0]
     assert first.captures == {"order_id": "ORD-42", "total": "12.5"}
     assert result.trials[0].variables == {"order_id": "ORD-42", "total": "12.5"}
@@ -147,8 +152,12 @@ tests:
           - {{tool: Bash}}
 """
 
-CALLS = [("Read", {"path": "a.py"}, "x", 5.0), ("Grep", {"q": "bug"}, "", 1.0),
-         ("Edit", {"path": "a.py"}, "ok", 80.0), ("Bash", {"cmd": "pytest"}, "1 passed", 900.0)]
+CALLS = [
+    ("Read", {"path": "a.py"}, "x", 5.0),
+    ("Grep", {"q": "bug"}, "", 1.0),
+    ("Edit", {"path": "a.py"}, "ok", 80.0),
+    ("Bash", {"cmd": "pytest"}, "1 passed", 900.0),
+]
 
 
 def trajectory(tmp_path: Path, mode: str, calls: list) -> EvaluationResult:
@@ -194,7 +203,9 @@ tests:
 
 
 def test_controls_and_tool_assertions_are_validated_with_file_and_line(tmp_path: Path) -> None:
-    bad = write(tmp_path / "bad.eval.yaml", """\
+    bad = write(
+        tmp_path / "bad.eval.yaml",
+        """\
 tests:
   - id: t
     mode: conversation
@@ -208,9 +219,12 @@ tests:
     assertions:
       - {type: tool_called_in_turn, tool: Read}
       - {type: tool-trajectory, mode: sideways, expected: [{tool: A}]}
-""")
+""",
+    )
     problems = {(p.line, p.field): p.message for p in validate_paths([bad])}
-    assert any(line == 6 and "capture" in field and "regular expression" in msg for (line, field), msg in problems.items())
+    assert any(
+        line == 6 and "capture" in field and "regular expression" in msg for (line, field), msg in problems.items()
+    )
     assert any(line == 8 and "on_fail" in field for (line, field) in problems)
     assert any(line == 10 and "nope" in msg for (line, _), msg in problems.items())
     assert any(line == 12 and "needs `turn:`" in msg for (line, _), msg in problems.items())
@@ -218,7 +232,9 @@ tests:
 
 
 def test_captured_names_are_known_to_later_grader_prompts(tmp_path: Path) -> None:
-    good = write(tmp_path / "good.eval.yaml", """\
+    good = write(
+        tmp_path / "good.eval.yaml",
+        """\
 tests:
   - id: t
     mode: conversation
@@ -228,7 +244,8 @@ tests:
       - input: b
         assertions:
           - {type: llm-grader, prompt: "Does {{ output }} mention {{ code }}?"}
-""")
+""",
+    )
     assert validate_paths([good]) == []
     schema = str(suite_json_schema())
     assert "post_condition" in schema and "capture" in schema and "tool-trajectory" in schema

@@ -71,8 +71,11 @@ def run_suite(tmp_path: Path, suite: str, targets: str, target: str) -> tuple[Ev
 
 
 CLAUDE_RULES = [
-    {"match": "Create an order", "text": "Created order ORD-1042.",
-     "tools": [{"name": "Write", "input": {"file_path": "orders/ORD-1042.json"}, "output": "File created"}]},
+    {
+        "match": "Create an order",
+        "text": "Created order ORD-1042.",
+        "tools": [{"name": "Write", "input": {"file_path": "orders/ORD-1042.json"}, "output": "File created"}],
+    },
     {"match": "status of ORD-1042", "text": "ORD-1042 is shipped."},
     {"match": "Cancel ORD-1042", "text": "ORD-1042 is cancelled (turn {n} of session {session})."},
 ]
@@ -80,9 +83,12 @@ CLAUDE_RULES = [
 
 def test_claude_code_three_turns_resume_the_session(agent_bin: Path, tmp_path: Path) -> None:
     (agent_bin / "rules.json").write_text(json.dumps(CLAUDE_RULES))
-    result, raw = run_suite(tmp_path, SKILL % {"tool": "Write"},
-                            "targets:\n  - {name: claude, provider: claude-code, model: sonnet, args: [--permission-mode, acceptEdits]}\n",
-                            "claude")
+    result, raw = run_suite(
+        tmp_path,
+        SKILL % {"tool": "Write"},
+        "targets:\n  - {name: claude, provider: claude-code, model: sonnet, args: [--permission-mode, acceptEdits]}\n",
+        "claude",
+    )
     assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
     assert result.provider == "claude-code" and result.session == "resumed"
     argvs = [c["argv"] for c in calls(agent_bin)]
@@ -90,7 +96,7 @@ def test_claude_code_three_turns_resume_the_session(agent_bin: Path, tmp_path: P
     session = result.scores[0].session_id
     assert session and argvs[1][argvs[1].index("--resume") + 1] == session == argvs[2][argvs[2].index("--resume") + 1]
     assert argvs[1][argvs[1].index("-p") + 1] == "What is the status of ORD-1042?"
-    assert ["--model", "sonnet"] == argvs[0][argvs[0].index("--model"):argvs[0].index("--model") + 2]
+    assert ["--model", "sonnet"] == argvs[0][argvs[0].index("--model") : argvs[0].index("--model") + 2]
     assert "--permission-mode" in argvs[0] and "--verbose" in argvs[0]
     # The session really continued: turn 3 is the third message the fake's session saw.
     assert f"turn 3 of session {session}" in result.output[-1].content
@@ -107,24 +113,29 @@ def test_claude_code_three_turns_resume_the_session(agent_bin: Path, tmp_path: P
 def test_claude_code_post_condition_stops_the_conversation(agent_bin: Path, tmp_path: Path) -> None:
     rules = [CLAUDE_RULES[0], {"match": "status", "text": "I could not find that order."}]
     (agent_bin / "rules.json").write_text(json.dumps(rules))
-    result, _ = run_suite(tmp_path, SKILL % {"tool": "Write"},
-                          "targets:\n  - {name: claude, provider: claude-code}\n", "claude")
+    result, _ = run_suite(
+        tmp_path, SKILL % {"tool": "Write"}, "targets:\n  - {name: claude, provider: claude-code}\n", "claude"
+    )
     assert len(calls(agent_bin)) == 2  # turn 3 was never sent
     assert result.scores[2].verdict == "skip" and "post_condition failed" in (result.scores[2].note or "")
 
 
 def test_claude_code_failure_is_an_execution_error(agent_bin: Path, tmp_path: Path) -> None:
-    (agent_bin / "claude").write_text(f"#!/bin/sh\necho \"auth failed for $ANTHROPIC_API_KEY\" >&2\nexit 3\n")
-    result, raw = run_suite(tmp_path, SKILL % {"tool": "Write"},
-                            "targets:\n  - {name: claude, provider: claude-code}\n", "claude")
+    (agent_bin / "claude").write_text('#!/bin/sh\necho "auth failed for $ANTHROPIC_API_KEY" >&2\nexit 3\n')
+    result, raw = run_suite(
+        tmp_path, SKILL % {"tool": "Write"}, "targets:\n  - {name: claude, provider: claude-code}\n", "claude"
+    )
     assert result.execution_status == "execution_error"
     assert "exited with code 3" in (result.error or "") and "auth failed for [REDACTED]" in (result.error or "")
     assert SECRET not in raw
 
 
 CODEX_RULES = [
-    {"match": "Create an order", "text": "Created order ORD-77.",
-     "commands": [{"command": "bash -lc 'make-order book'", "output": "ORD-77\n"}]},
+    {
+        "match": "Create an order",
+        "text": "Created order ORD-77.",
+        "commands": [{"command": "bash -lc 'make-order book'", "output": "ORD-77\n"}],
+    },
     {"match": "status of ORD-77", "text": "ORD-77 is shipped."},
     {"match": "Cancel ORD-77", "text": "ORD-77 is cancelled."},
 ]
@@ -133,8 +144,12 @@ CODEX_RULES = [
 def test_codex_three_turns_resume_the_thread(agent_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test-key-0003")
     (agent_bin / "rules.json").write_text(json.dumps(CODEX_RULES))
-    result, raw = run_suite(tmp_path, SKILL % {"tool": "command_execution"},
-                            "targets:\n  - {name: cx, provider: codex, args: [--skip-git-repo-check]}\n", "cx")
+    result, raw = run_suite(
+        tmp_path,
+        SKILL % {"tool": "command_execution"},
+        "targets:\n  - {name: cx, provider: codex, args: [--skip-git-repo-check]}\n",
+        "cx",
+    )
     assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
     argvs = [c["argv"] for c in calls(agent_bin)]
     thread = result.scores[0].session_id
@@ -150,13 +165,17 @@ def test_codex_three_turns_resume_the_thread(agent_bin: Path, tmp_path: Path, mo
 
 def test_codex_turn_failed_is_an_execution_error(agent_bin: Path, tmp_path: Path) -> None:
     (agent_bin / "rules.json").write_text(json.dumps([{"match": ".", "fail": "model overloaded", "text": ""}]))
-    result, _ = run_suite(tmp_path, SKILL % {"tool": "command_execution"},
-                          "targets:\n  - {name: cx, provider: codex}\n", "cx")
+    result, _ = run_suite(
+        tmp_path, SKILL % {"tool": "command_execution"}, "targets:\n  - {name: cx, provider: codex}\n", "cx"
+    )
     assert result.execution_status == "execution_error" and "model overloaded" in (result.error or "")
 
 
 def test_recorded_claude_code_stream_parses() -> None:
-    lines = [Line(text, at=k * 0.1) for k, text in enumerate((DATA / "agents/claude-code-stream.jsonl").read_text().splitlines())]
+    lines = [
+        Line(text, at=k * 0.1)
+        for k, text in enumerate((DATA / "agents/claude-code-stream.jsonl").read_text().splitlines())
+    ]
     reply = parse_stream(lines)
     assert reply.session_id == "7f3c9a1e-2b4d-4c8e-9f10-3a5b6c7d8e9f"
     assert reply.text.startswith("`total()` applies a hard-coded 10% discount")
@@ -169,7 +188,9 @@ def test_recorded_claude_code_stream_parses() -> None:
 
 
 def test_recorded_codex_events_parse() -> None:
-    lines = [Line(text, at=k * 0.1) for k, text in enumerate((DATA / "agents/codex-exec.jsonl").read_text().splitlines())]
+    lines = [
+        Line(text, at=k * 0.1) for k, text in enumerate((DATA / "agents/codex-exec.jsonl").read_text().splitlines())
+    ]
     reply = parse_events(lines)
     assert reply.session_id == "0199a213-81c0-7800-8aa1-bbab2a035a53"
     assert reply.text.startswith("Removed the hard-coded 10% discount")
@@ -204,7 +225,7 @@ def test_cli_target_with_session_settings_resumes(tmp_path: Path) -> None:
 targets:
   - name: mycli
     provider: cli
-    command: "{__import__('sys').executable} agent.py {{PROMPT}} {{OUTPUT_FILE}}"
+    command: "{__import__("sys").executable} agent.py {{PROMPT}} {{OUTPUT_FILE}}"
     cwd: {tmp_path}
     healthcheck: {{command: "true"}}
     session: {{resume_args: "--session {{SESSION_ID}}", id_jsonpath: "$.session_id"}}
@@ -222,7 +243,7 @@ def test_cli_target_without_session_settings_runs_single_shot(tmp_path: Path) ->
 targets:
   - name: mycli
     provider: cli
-    command: "{__import__('sys').executable} agent.py {{PROMPT}} {{OUTPUT_FILE}}"
+    command: "{__import__("sys").executable} agent.py {{PROMPT}} {{OUTPUT_FILE}}"
     cwd: {tmp_path}
 """
     result, _ = run_suite(tmp_path, SKILL % {"tool": "orders"}, targets, "mycli")
@@ -235,8 +256,9 @@ targets:
 
 def test_cli_healthcheck_failure_is_a_clear_error(tmp_path: Path) -> None:
     targets = "targets:\n  - {name: mycli, provider: cli, command: 'echo hi', healthcheck: {command: 'exit 4'}}\n"
-    result, _ = run_suite(tmp_path, "tests:\n  - {id: a, input: hi, assertions: [{type: contains, value: hi}]}\n",
-                          targets, "mycli")
+    result, _ = run_suite(
+        tmp_path, "tests:\n  - {id: a, input: hi, assertions: [{type: contains, value: hi}]}\n", targets, "mycli"
+    )
     assert result.execution_status == "execution_error" and "healthcheck: exited with code 4" in (result.error or "")
 
 
@@ -252,8 +274,11 @@ class SessionAgentHandler(BaseHTTPRequestHandler):
         session = body.get("session") or f"h{len(self.sessions) + 1}"
         seen = self.sessions.setdefault(session, [])
         seen.append(body["message"])
-        data = {"data": {"reply": f"{len(seen)}: got {body['message']}"}, "session": session,
-                "tools": [{"name": "kb", "arguments": {"q": body["message"]}, "output": "hit"}]}
+        data = {
+            "data": {"reply": f"{len(seen)}: got {body['message']}"},
+            "session": session,
+            "tools": [{"name": "kb", "arguments": {"q": body["message"]}, "output": "hit"}],
+        }
         raw = json.dumps(data).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -342,11 +367,15 @@ tests:
 
 def test_python_targets_stateful_and_not(tmp_path: Path) -> None:
     write(tmp_path / "agent.py", PY_AGENT)
-    stateful, _ = run_suite(tmp_path, PY_SUITE, "targets:\n  - {name: py, provider: python, callable: agent.py:Counter}\n", "py")
+    stateful, _ = run_suite(
+        tmp_path, PY_SUITE, "targets:\n  - {name: py, provider: python, callable: agent.py:Counter}\n", "py"
+    )
     assert stateful.session == "resumed" and stateful.verdict == "pass"
     assert stateful.output[-1].content == "2 seen, last b"  # only new messages reached the object
     assert stateful.scores[1].tool_calls[0].arguments == {"n": 2}
-    plain, _ = run_suite(tmp_path, PY_SUITE, "targets:\n  - {name: py2, provider: python, callable: agent.py:echo}\n", "py2")
+    plain, _ = run_suite(
+        tmp_path, PY_SUITE, "targets:\n  - {name: py2, provider: python, callable: agent.py:echo}\n", "py2"
+    )
     assert plain.session == "history" and plain.output[-1].content == "3 messages in p, last b"
 
 
@@ -370,13 +399,16 @@ def test_agent_target_settings_are_validated_with_file_and_line(tmp_path: Path) 
     from convoeval.spec import SpecError
     from convoeval.spec._targets_file import load_targets_file
 
-    path = write(tmp_path / "targets.yaml", """\
+    path = write(
+        tmp_path / "targets.yaml",
+        """\
 targets:
   - {name: a, provider: cli, command: "echo {PROMPT}", session: {resume_args: "--s {SESSION_ID}"}}
   - {name: b, provider: claude-code, argz: [--x]}
   - {name: c, provider: http, url: "http://127.0.0.1:1/x", reply_path: "$[["}
   - {name: d, provider: cli}
-""")
+""",
+    )
     with pytest.raises(SpecError) as caught:
         load_targets_file(path)
     text = str(caught.value)

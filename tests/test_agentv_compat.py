@@ -54,19 +54,39 @@ _V5 = "is AgentV v5 (promptfoo-style) syntax, which convoeval does not read"
 #: Files refused, with the first problem expected: (line, field, words of the message).
 REFUSED = {
     # v4 files using features convoeval does not have.
-    "examples/features/matrix-evaluation/evals/dataset.eval.yaml":
-        (None, 26, "tests[1].execution.targets", "`targets` is a suite-level setting"),
-    "examples/features/prompt-template-sdk/evals/dataset.eval.yaml":
-        (None, 28, "tests[0].assertions[0].prompt", "executable prompt templates (`prompt: {command: ...}`) are not"),
-    "examples/features/execution-metrics/evals/dataset.eval.yaml":
-        (None, 40, "tests[0].assertions[0].type", "unknown assertion type 'execution_metrics'"),
+    "examples/features/matrix-evaluation/evals/dataset.eval.yaml": (
+        None,
+        26,
+        "tests[1].execution.targets",
+        "`targets` is a suite-level setting",
+    ),
+    "examples/features/prompt-template-sdk/evals/dataset.eval.yaml": (
+        None,
+        28,
+        "tests[0].assertions[0].prompt",
+        "executable prompt templates (`prompt: {command: ...}`) are not",
+    ),
+    "examples/features/execution-metrics/evals/dataset.eval.yaml": (
+        None,
+        40,
+        "tests[0].assertions[0].type",
+        "unknown assertion type 'execution_metrics'",
+    ),
     # v4 file whose attachments live outside the stored copy.
-    "examples/features/basic-jsonl/evals/dataset.eval.yaml":
-        ("dataset.jsonl", 1, "tests[0].input[1].content[1].value", "file not found: ../basic/evals/javascript."),
+    "examples/features/basic-jsonl/evals/dataset.eval.yaml": (
+        "dataset.jsonl",
+        1,
+        "tests[0].input[1].content[1].value",
+        "file not found: ../basic/evals/javascript.",
+    ),
     # AgentV v5 files (stored at their v5 versions).
     "examples/features/readme-quickstart/evals/my-eval.eval.yaml": (None, 5, "evaluate_options", _V5),
-    "examples/features/default-graders/evals/dataset.eval.yaml":
-        (None, 25, "tests[1].assertions[0].type", "unknown assertion type 'llm-rubric'"),
+    "examples/features/default-graders/evals/dataset.eval.yaml": (
+        None,
+        25,
+        "tests[1].assertions[0].type",
+        "unknown assertion type 'llm-rubric'",
+    ),
 }
 
 ENV = {"EXPECTED_GREETING": "Hello there!", "CUSTOM_SYSTEM_PROMPT": "You greet warmly.", "VAR": "example"}
@@ -106,13 +126,15 @@ def runtimes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("name", RUNS + RUNS_V5)
-def test_agentv_file_runs_unchanged(name: str, cli, fake_openai: FakeOpenAIServer, runtimes: None,
-                                    tmp_path: Path) -> None:
+def test_agentv_file_runs_unchanged(
+    name: str, cli, fake_openai: FakeOpenAIServer, runtimes: None, tmp_path: Path
+) -> None:
     suite = AGENTV / name
     assert validate_paths([suite]) == []
     out = tmp_path / "results.jsonl"
-    code, stdout, stderr = cli("run", suite, "--target", "openai:gpt-4o-mini", "--judge", "openai:fake-judge",
-                               "-o", out)
+    code, stdout, stderr = cli(
+        "run", suite, "--target", "openai:gpt-4o-mini", "--judge", "openai:fake-judge", "-o", out
+    )
     assert code in (0, 1), stdout + stderr
     results = read_jsonl(out)
     assert sorted(r["test_id"] for r in results) == sorted(t.id for t in load_suite(suite).tests)

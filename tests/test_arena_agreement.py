@@ -70,13 +70,13 @@ def suite(tmp_path: Path, judge_server: FakeOpenAIServer) -> Path:
 
 
 async def _run(suite: Path, judge: str, output: Path) -> Path:
-    await convoeval.arun(suite, target=["polite", "terse"], judge=judge, output=output, cache=False,
-                         store=False)
+    await convoeval.arun(suite, target=["polite", "terse"], judge=judge, output=output, cache=False, store=False)
     return output
 
 
-async def test_judge_vs_judge_from_two_result_files(cli, suite: Path, judge_server: FakeOpenAIServer,
-                                                    tmp_path: Path) -> None:
+async def test_judge_vs_judge_from_two_result_files(
+    cli, suite: Path, judge_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
     judge_server.judge = lambda body: _answer(body, *JUDGES[body["model"]][_bot(body)])
     a = await _run(suite, "judge", tmp_path / "a.jsonl")
     b = await _run(suite, "judge-b", tmp_path / "b.jsonl")
@@ -96,8 +96,15 @@ async def test_judge_vs_judge_from_two_result_files(cli, suite: Path, judge_serv
     report = json.loads(out)
     assert report["items"] == 28 and report["only_a"] == 0 and report["only_b"] == 0
     assert report["graders"] == {f"td-eval/{d}": 8 for d in DIMS} | {"goal-completion": 4}  # no icontains
-    for name in ("percent_agreement", "gwet_ac1", "randolph_kappa", "cohen_kappa", "cohen_kappa_quadratic",
-                 "krippendorff_alpha_ordinal", "spearman"):
+    for name in (
+        "percent_agreement",
+        "gwet_ac1",
+        "randolph_kappa",
+        "cohen_kappa",
+        "cohen_kappa_quadratic",
+        "krippendorff_alpha_ordinal",
+        "spearman",
+    ):
         assert report["statistics"][name]["value"] == pytest.approx(reference[name].value), name
     assert report["statistics"]["percent_agreement"]["value"] == pytest.approx(18 / 28)
     rho = scipy_stats.spearmanr([x for x, _ in raw], [y for _, y in raw]).statistic
@@ -114,8 +121,9 @@ async def test_judge_vs_judge_from_two_result_files(cli, suite: Path, judge_serv
     assert json.loads(out)["level"] == "nominal"
 
 
-async def test_consistency_over_three_result_files(cli, suite: Path, judge_server: FakeOpenAIServer,
-                                                   tmp_path: Path) -> None:
+async def test_consistency_over_three_result_files(
+    cli, suite: Path, judge_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
     state = {"run": 0}
     policy = [5, 4, 5]  # the polite bot's policy compliance in runs 1-3
     goal = [9, 9, 7]
@@ -146,11 +154,16 @@ async def test_consistency_over_three_result_files(cli, suite: Path, judge_serve
     assert row["mean_std"] == pytest.approx(polite.std / 2, abs=1e-6)  # 4 polite items vary, 4 terse do not
     assert row["mean"] == pytest.approx((polite.mean + 0.25) / 2, abs=1e-6)
     assert row["identical"] == 0.5
-    assert graders["td-eval/conversation_cohesion"]["max_std"] == 0 and graders["td-eval/conversation_cohesion"]["identical"] == 1
+    assert (
+        graders["td-eval/conversation_cohesion"]["max_std"] == 0
+        and graders["td-eval/conversation_cohesion"]["identical"] == 1
+    )
     goal_std = judge_consistency({"g": [g / 10 for g in goal]})["g"].std
     assert graders["goal-completion"]["max_std"] == pytest.approx(goal_std, abs=1e-6)
     assert math.isclose(goal_std, 0.11547, abs_tol=1e-5)
-    item = next(i for i in report["items"] if i["item"] == "graded/late-order @ polite turn-1 td-eval/policy_compliance")
+    item = next(
+        i for i in report["items"] if i["item"] == "graded/late-order @ polite turn-1 td-eval/policy_compliance"
+    )
     assert item["std"] == pytest.approx(polite.std) and item["n"] == 3
 
     code, out, err = cli("agreement", "--consistency", *files)
@@ -177,10 +190,23 @@ def test_agreement_input_errors(cli, args: list[str], message: str) -> None:
 
 
 def test_runs_without_judge_scores(cli, tmp_path: Path) -> None:
-    result = {"test_id": "t", "target": "x", "score": 1.0, "verdict": "pass", "execution_status": "ok",
-              "threshold": 0.8, "scores": [{"name": "turn-1", "type": "turn", "score": 1.0, "verdict": "pass",
-                                             "graders": [{"name": "contains", "type": "contains", "score": 1.0,
-                                                          "verdict": "pass"}]}]}
+    result = {
+        "test_id": "t",
+        "target": "x",
+        "score": 1.0,
+        "verdict": "pass",
+        "execution_status": "ok",
+        "threshold": 0.8,
+        "scores": [
+            {
+                "name": "turn-1",
+                "type": "turn",
+                "score": 1.0,
+                "verdict": "pass",
+                "graders": [{"name": "contains", "type": "contains", "score": 1.0, "verdict": "pass"}],
+            }
+        ],
+    }
     for name in ("a.jsonl", "b.jsonl"):
         (tmp_path / name).write_text(json.dumps(result) + "\n")
     code, out, err = cli("agreement", "--runs", "a.jsonl", "b.jsonl")

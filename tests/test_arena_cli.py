@@ -24,12 +24,26 @@ from .arena_fakes import (  # noqa: F401  (fixtures)
 BOTS = ["-t", "polite", "-t", "middle", "-t", "terse"]
 
 
-def test_judged_arena_json_and_battles_round_trip(cli, desk: Path, judge_server: FakeOpenAIServer,
-                                                  tmp_path: Path) -> None:
+def test_judged_arena_json_and_battles_round_trip(
+    cli, desk: Path, judge_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
     # Position bias on "refund": the judge always prefers the conversation shown first.
     judge_server.judge = pairwise_judge(lambda body: "A" if which_test(body) == "refund" else fair_winner(body))
-    code, out, err = cli("arena", desk, *BOTS, "--judge", "judge", "--format", "json", "--bootstrap", "50",
-                         "--seed", "7", "-o", "battles.jsonl")
+    code, out, err = cli(
+        "arena",
+        desk,
+        *BOTS,
+        "--judge",
+        "judge",
+        "--format",
+        "json",
+        "--bootstrap",
+        "50",
+        "--seed",
+        "7",
+        "-o",
+        "battles.jsonl",
+    )
     assert code == 0, err
     report = json.loads(out)
     rows = {row["target"]: row for row in report["leaderboard"]}
@@ -45,8 +59,7 @@ def test_judged_arena_json_and_battles_round_trip(cli, desk: Path, judge_server:
 
     lines = [json.loads(line) for line in (tmp_path / "battles.jsonl").read_text().splitlines()]
     assert len(lines) == 9 and {line["winner"] for line in lines} == {"model_a", "tie"}
-    code, out, err = cli("arena", "--battles", "battles.jsonl", "--format", "json", "--bootstrap", "50",
-                         "--seed", "7")
+    code, out, err = cli("arena", "--battles", "battles.jsonl", "--format", "json", "--bootstrap", "50", "--seed", "7")
     assert code == 0, err
     rerated = {row["target"]: row for row in json.loads(out)["leaderboard"]}
     for target, row in rows.items():
@@ -55,15 +68,29 @@ def test_judged_arena_json_and_battles_round_trip(cli, desk: Path, judge_server:
 
 
 def test_table_csv_and_plot(cli, desk: Path, judge_server: FakeOpenAIServer, tmp_path: Path) -> None:
-    code, out, err = cli("arena", desk, "-t", "polite", "-t", "terse", "--judge", "judge", "--bootstrap", "20",
-                         "--plot", "ratings.svg", "-q")
+    code, out, err = cli(
+        "arena",
+        desk,
+        "-t",
+        "polite",
+        "-t",
+        "terse",
+        "--judge",
+        "judge",
+        "--bootstrap",
+        "20",
+        "--plot",
+        "ratings.svg",
+        "-q",
+    )
     assert code == 0, err
     assert "Arena leaderboard" in out and "polite" in out and "Turn" in out
     assert "order disagreement 0%" in " ".join(out.split())
     assert "judged" not in err  # --quiet
     assert b"<svg" in (tmp_path / "ratings.svg").read_bytes()[:2000]
-    code, out, err = cli("arena", desk, "-t", "polite", "-t", "terse", "--judge", "judge", "--bootstrap", "20",
-                         "--format", "csv", "-q")
+    code, out, err = cli(
+        "arena", desk, "-t", "polite", "-t", "terse", "--judge", "judge", "--bootstrap", "20", "--format", "csv", "-q"
+    )
     assert code == 0, err
     header, *lines = out.splitlines()
     assert header.split(",") == list(ARENA_CSV_COLUMNS) and len(lines) == 2
@@ -74,8 +101,21 @@ def test_arena_on_stored_results(cli, desk: Path, judge_server: FakeOpenAIServer
     code, out, err = cli("run", desk, *BOTS, "-o", "results.jsonl", "--no-cache")
     assert code == 1, err  # the terse bot fails
     judge_server.requests.clear()
-    code, out, err = cli("arena", "--results", "results.jsonl", "--judge", "judge", "-t", "polite",
-                         "-t", "middle", "--format", "json", "--bootstrap", "20")
+    code, out, err = cli(
+        "arena",
+        "--results",
+        "results.jsonl",
+        "--judge",
+        "judge",
+        "-t",
+        "polite",
+        "-t",
+        "middle",
+        "--format",
+        "json",
+        "--bootstrap",
+        "20",
+    )
     assert code == 0, err
     report = json.loads(out)
     assert [row["target"] for row in report["leaderboard"]] == ["polite", "middle"]
@@ -86,10 +126,26 @@ def test_arena_on_stored_results(cli, desk: Path, judge_server: FakeOpenAIServer
 
 def test_custom_prompt(cli, desk: Path, judge_server: FakeOpenAIServer, tmp_path: Path) -> None:
     prompt = tmp_path / "pair.md"
-    prompt.write_text("[{{ test_id }}] goal={{ criteria }}\nConversation A:\n<<<\n{{ conversation_a }}\n>>>\n"
-                      "Conversation B:\n<<<\n{{ conversation_b }}\n>>>\nthe same test ({{ test_id }})")
-    code, out, err = cli("arena", desk, "-t", "polite", "-t", "terse", "--judge", "judge", "--bootstrap", "0",
-                         "--prompt", "pair.md", "--format", "json")
+    prompt.write_text(
+        "[{{ test_id }}] goal={{ criteria }}\nConversation A:\n<<<\n{{ conversation_a }}\n>>>\n"
+        "Conversation B:\n<<<\n{{ conversation_b }}\n>>>\nthe same test ({{ test_id }})"
+    )
+    code, out, err = cli(
+        "arena",
+        desk,
+        "-t",
+        "polite",
+        "-t",
+        "terse",
+        "--judge",
+        "judge",
+        "--bootstrap",
+        "0",
+        "--prompt",
+        "pair.md",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     requests = [b for b in judge_server.judge_requests() if is_pairwise(b)]
     late = next(prompt_of(b) for b in requests if which_test(b) == "late-order")
@@ -108,8 +164,10 @@ def test_custom_prompt(cli, desk: Path, judge_server: FakeOpenAIServer, tmp_path
         (["results.jsonl", "-t", "polite", "-t", "terse"], "looks like a results file; add --results"),
         (["--battles", "b.jsonl", "--judge", "judge"], "--judge"),
         (["desk.eval.yaml", "-t", "polite", "-t", "terse", "--judge", "nobody"], "judge: target 'nobody'"),
-        (["desk.eval.yaml", "-t", "polite", "-t", "terse", "--judge", "judge", "--prompt", "{{ x }}"],
-         "pairwise prompt: unknown template variable(s) x"),
+        (
+            ["desk.eval.yaml", "-t", "polite", "-t", "terse", "--judge", "judge", "--prompt", "{{ x }}"],
+            "pairwise prompt: unknown template variable(s) x",
+        ),
         (["desk.eval.yaml", "-t", "polite", "-t", "terse", "--plot", "x.gif"], "plot format must be one of"),
         (["--results", "missing.jsonl", "--judge", "judge"], "missing.jsonl: file not found"),
     ],

@@ -28,15 +28,22 @@ from .arena_fakes import (  # noqa: F401  (fixtures)
     which_test,
 )
 
-A = [Message(role="user", content="Is it raining?", source="user", turn=1),
-     Message(role="assistant", content="POLITE: yes, take an umbrella.", source="target", turn=1)]
-B = [Message(role="user", content="Is it raining?", source="user", turn=1),
-     Message(role="assistant", content="TERSE: no.", source="target", turn=1)]
+A = [
+    Message(role="user", content="Is it raining?", source="user", turn=1),
+    Message(role="assistant", content="POLITE: yes, take an umbrella.", source="target", turn=1),
+]
+B = [
+    Message(role="user", content="Is it raining?", source="user", turn=1),
+    Message(role="assistant", content="TERSE: no.", source="target", turn=1),
+]
 
 
 async def _judge(server: FakeOpenAIServer):
-    return create_target(TargetConfig(name="judge", provider="openai", model="fake-judge",
-                                      base_url=server.base_url, api_key="k", max_retries=0))
+    return create_target(
+        TargetConfig(
+            name="judge", provider="openai", model="fake-judge", base_url=server.base_url, api_key="k", max_retries=0
+        )
+    )
 
 
 def _options(**extra):
@@ -49,8 +56,15 @@ def _options(**extra):
 async def test_judge_pair_asks_structured_and_parses(judge_server: FakeOpenAIServer) -> None:
     judge = await _judge(judge_server)
     try:
-        verdict = await judge_pair(judge, A, B, criteria="Answer the weather question", test_id="rain",
-                                   policy={"rules": ["Be kind."]}, backend={1: {"rain": True}})
+        verdict = await judge_pair(
+            judge,
+            A,
+            B,
+            criteria="Answer the weather question",
+            test_id="rain",
+            policy={"rules": ["Be kind."]},
+            backend={1: {"rain": True}},
+        )
     finally:
         await judge.aclose()
     assert verdict.winner == "A" and verdict.calls == 1 and verdict.usage.total_tokens > 0
@@ -66,8 +80,7 @@ async def test_judge_pair_asks_structured_and_parses(judge_server: FakeOpenAISer
 
 
 @pytest.mark.parametrize("bad", ["a", "TIE", "Both", "equal"])
-async def test_judge_pair_malformed_label_after_reask_is_an_error(judge_server: FakeOpenAIServer,
-                                                                  bad: str) -> None:
+async def test_judge_pair_malformed_label_after_reask_is_an_error(judge_server: FakeOpenAIServer, bad: str) -> None:
     judge_server.judge = pairwise_judge(lambda body: bad)
     judge = await _judge(judge_server)
     try:
@@ -108,8 +121,7 @@ def test_custom_prompt_file_or_text(tmp_path: Path) -> None:
 
 async def test_arena_asks_both_orders_and_rates(desk: Path, judge_server: FakeOpenAIServer) -> None:
     judged = []
-    report = await convoeval.aarena(desk, targets=["polite", "terse"], on_judgment=judged.append,
-                                    **_options())
+    report = await convoeval.aarena(desk, targets=["polite", "terse"], on_judgment=judged.append, **_options())
     pairwise = [b for b in judge_server.judge_requests() if is_pairwise(b)]
     assert len(pairwise) == 6  # 3 tests x 1 pair x 2 orders
     orders: dict[str, set[tuple[str, str]]] = {}
@@ -160,8 +172,9 @@ async def test_malformed_label_is_an_error_not_a_tie(desk: Path, judge_server: F
     assert report.judge_calls == 8
 
 
-async def test_ratings_equal_leaderboard_from_battles(desk: Path, judge_server: FakeOpenAIServer,
-                                                      tmp_path: Path) -> None:
+async def test_ratings_equal_leaderboard_from_battles(
+    desk: Path, judge_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
     # A judge with a cycle on "address" (terse beats polite), so every rating is finite.
     def decide(body):
         if which_test(body) == "address" and set(shown(body)) == {"POLITE", "TERSE"}:
@@ -170,8 +183,9 @@ async def test_ratings_equal_leaderboard_from_battles(desk: Path, judge_server: 
 
     judge_server.judge = pairwise_judge(decide)
     battles_file = tmp_path / "out" / "battles.jsonl"
-    report = await convoeval.aarena(desk, targets=["polite", "middle", "terse"], k=16, seed=3,
-                                    output=battles_file, **_options())
+    report = await convoeval.aarena(
+        desk, targets=["polite", "middle", "terse"], k=16, seed=3, output=battles_file, **_options()
+    )
     expected = leaderboard_from_battles(report.battles, k=16, bootstrap=50, seed=3)
     assert report.leaderboard == expected
     assert report.leaderboard.mle_exists
@@ -186,8 +200,9 @@ async def test_arena_from_stored_results(desk: Path, judge_server: FakeOpenAISer
     stored = tmp_path / "results.jsonl"
     await convoeval.arun(desk, target=["polite", "middle", "terse"], output=stored, cache=False, store=False)
     judge_server.requests.clear()
-    report = await convoeval.aarena(results=[stored], targets=["polite", "terse"],
-                                    targets_file=desk.parent / "targets.yaml", **_options())
+    report = await convoeval.aarena(
+        results=[stored], targets=["polite", "terse"], targets_file=desk.parent / "targets.yaml", **_options()
+    )
     assert judge_server.target_requests() == []  # nothing re-ran
     pairwise = [b for b in judge_server.judge_requests() if is_pairwise(b)]
     assert len(pairwise) == 6 and not any("MIDDLE" in prompt_of(b) for b in pairwise)

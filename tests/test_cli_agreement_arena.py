@@ -26,9 +26,7 @@ runner = CliRunner()
 def labels(tmp_path: Path) -> Path:
     """human_vs_llm from the oracle, plus an id column and a third rater."""
     human, llm = AGREEMENT["human_vs_llm"]["human"], AGREEMENT["human_vs_llm"]["llm"]
-    lines = ["id,human,judge,judge2"] + [
-        f"t{i},{h},{j},{h}" for i, (h, j) in enumerate(zip(human, llm, strict=True))
-    ]
+    lines = ["id,human,judge,judge2"] + [f"t{i},{h},{j},{h}" for i, (h, j) in enumerate(zip(human, llm, strict=True))]
     path = tmp_path / "labels.csv"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -70,9 +68,7 @@ def test_agreement_json_is_the_report(labels: Path) -> None:
     report = json.loads(result.stdout)
     expected = AGREEMENT["human_vs_llm"]["expected"]
     assert report["gwet_ac1"]["value"] == pytest.approx(expected["gwet_ac1_q5"]["independent"])
-    assert report["randolph_kappa"]["value"] == pytest.approx(
-        expected["randolph_kappa_q5"]["independent"]
-    )
+    assert report["randolph_kappa"]["value"] == pytest.approx(expected["randolph_kappa_q5"]["independent"])
     assert "spearman" in report and "cohen_kappa_quadratic" in report  # ordinal by default
     assert "krippendorff_alpha_interval" not in report
 
@@ -139,9 +135,7 @@ def test_agreement_bad_input_is_one_error_line(labels: Path, args: list[str], me
 
 
 def test_agreement_missing_file_and_missing_categories(tmp_path: Path, labels: Path) -> None:
-    line = _error_line(
-        runner.invoke(app, ["agreement", str(tmp_path / "nope.csv"), "--categories", "1-5"])
-    )
+    line = _error_line(runner.invoke(app, ["agreement", str(tmp_path / "nope.csv"), "--categories", "1-5"]))
     assert "nope.csv: file not found" in line
     result = runner.invoke(app, ["agreement", str(labels)])
     assert result.exit_code == 2 and "--categories" in result.output
@@ -151,9 +145,7 @@ def test_agreement_missing_file_and_missing_categories(tmp_path: Path, labels: P
 
 
 def test_arena_json_matches_oracle(battles: Path) -> None:
-    result = runner.invoke(
-        app, ["arena", "--battles", str(battles), "--format", "json", "--bootstrap", "100"]
-    )
+    result = runner.invoke(app, ["arena", "--battles", str(battles), "--format", "json", "--bootstrap", "100"])
     assert result.exit_code == 0, result.output
     rows = {row["target"]: row for row in json.loads(result.stdout)["leaderboard"]}
     for target, rating in ARENA["expected"]["bradley_terry_mle"]["ratings"].items():
@@ -175,18 +167,12 @@ def test_arena_k_option(battles: Path) -> None:
 
 
 def test_arena_csv_table_and_plot(tmp_path: Path) -> None:
-    result = runner.invoke(
-        app, ["arena", "--battles", str(EXAMPLE), "--format", "csv", "--bootstrap", "100"]
-    )
+    result = runner.invoke(app, ["arena", "--battles", str(EXAMPLE), "--format", "csv", "--bootstrap", "100"])
     assert result.exit_code == 0, result.output
-    assert (
-        result.stdout.splitlines()[0] == "rank,target,elo,bt,ci_low,ci_high,votes,wins,losses,ties"
-    )
+    assert result.stdout.splitlines()[0] == "rank,target,elo,bt,ci_low,ci_high,votes,wins,losses,ties"
     assert len(result.stdout.splitlines()) == 4
     plot = tmp_path / "ratings.svg"
-    result = runner.invoke(
-        app, ["arena", "--battles", str(EXAMPLE), "--bootstrap", "100", "--plot", str(plot)]
-    )
+    result = runner.invoke(app, ["arena", "--battles", str(EXAMPLE), "--bootstrap", "100", "--plot", str(plot)])
     assert result.exit_code == 0, result.output
     assert "Arena leaderboard" in result.stdout and "local" in result.stdout
     assert b"<svg" in plot.read_bytes()[:2000]
@@ -211,13 +197,9 @@ def test_arena_bad_battles_file(tmp_path: Path, content: str, message: str) -> N
 
 def test_arena_needs_battles_and_a_known_plot_format(tmp_path: Path, battles: Path) -> None:
     assert "--battles FILE.jsonl" in _error_line(runner.invoke(app, ["arena"]))
-    line = _error_line(
-        runner.invoke(app, ["arena", "--battles", str(battles), "--plot", str(tmp_path / "x.gif")])
-    )
+    line = _error_line(runner.invoke(app, ["arena", "--battles", str(battles), "--plot", str(tmp_path / "x.gif")]))
     assert "plot format must be one of" in line
-    assert (
-        runner.invoke(app, ["arena", "--battles", str(battles), "--bootstrap", "-1"]).exit_code == 2
-    )
+    assert runner.invoke(app, ["arena", "--battles", str(battles), "--bootstrap", "-1"]).exit_code == 2
 
 
 def test_arena_in_a_real_process(tmp_path: Path) -> None:

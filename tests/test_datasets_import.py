@@ -32,7 +32,9 @@ def test_mt_bench_second_turn_carries_the_live_first_reply_and_references_stay_w
     fake_openai, tmp_path: Path
 ) -> None:
     lines = [json.loads(line) for line in (MT_BENCH / "question.jsonl").read_text().splitlines()]
-    sample = write(tmp_path / "question.jsonl", "\n".join(json.dumps(r) for r in lines if r["question_id"] in (81, 101)))
+    sample = write(
+        tmp_path / "question.jsonl", "\n".join(json.dumps(r) for r in lines if r["question_id"] in (81, 101))
+    )
     (tmp_path / "reference_answer_gpt-4.jsonl").write_text((MT_BENCH / "reference_answer_gpt-4.jsonl").read_text())
     suite = convoeval.datasets.write_suite(import_dataset("mt-bench", sample), tmp_path / "mt.eval.yaml")
     fake_openai.reply = lambda body: f"LIVE-ANSWER to {body['messages'][-1]['content'][:12]}"
@@ -41,8 +43,11 @@ def test_mt_bench_second_turn_carries_the_live_first_reply_and_references_stay_w
     assert [r.score for r in report.results] == [0.8, 0.8]
     targets = fake_openai.target_requests()
     assert len(targets) == 4
-    second = next([m["content"] for m in r["messages"]] for r in targets
-                  if len(r["messages"]) == 3 and r["messages"][0]["content"].startswith("Compose"))
+    second = next(
+        [m["content"] for m in r["messages"]]
+        for r in targets
+        if len(r["messages"]) == 3 and r["messages"][0]["content"].startswith("Compose")
+    )
     assert second[1] == "LIVE-ANSWER to Compose an e" and second[2].startswith("Rewrite your previous response")
     reference = "your current position is now second place"
     assert not any(reference in json.dumps(r) for r in targets)
@@ -82,19 +87,29 @@ def test_grade_a_transcripts_file_gives_per_turn_scores_without_target_calls(cli
     first = rows[0]
     assert [s["name"] for s in first["scores"]] == ["turn-1", "turn-2", "conversation"]
     assert [g["type"] for g in first["scores"][0]["graders"]] == ["conversation-cohesion"]
-    assert first["scores"][1]["tool_calls"][0] == {**first["scores"][1]["tool_calls"][0],
-                                                   "name": "lookup", "arguments": {"country": "Italy"},
-                                                   "output": {"capital": "Rome"}}
+    assert first["scores"][1]["tool_calls"][0] == {
+        **first["scores"][1]["tool_calls"][0],
+        "name": "lookup",
+        "arguments": {"country": "Italy"},
+        "output": {"capital": "Rome"},
+    }
     assert [(m["role"], m["source"]) for m in first["output"]] == [
-        ("system", "input"), ("user", "user"), ("assistant", "target"), ("user", "user"), ("tool", "tool"),
-        ("assistant", "target")]
+        ("system", "input"),
+        ("user", "user"),
+        ("assistant", "target"),
+        ("user", "user"),
+        ("tool", "tool"),
+        ("assistant", "target"),
+    ]
     judged = " ".join(r["messages"][-1]["content"] for r in fake_openai.judge_requests())
     assert "Rome." in judged and "Paris." in judged
 
 
 def test_grade_rejudges_a_stored_run_with_other_graders(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: chat\n    mode: conversation\n    turns:\n"
-                                            "      - input: one\n      - input: two\n")
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: chat\n    mode: conversation\n    turns:\n      - input: one\n      - input: two\n",
+    )
     assert cli("run", suite, "--target", "openai:m", "-o", tmp_path / "run.jsonl")[0] == 0
     calls = len(fake_openai.requests)
     graders = write(tmp_path / "g.yaml", "turn_assertions:\n  - {type: contains, value: 'Reply to: two'}\n")
@@ -110,7 +125,9 @@ def test_grade_rejudges_a_stored_run_with_other_graders(cli, fake_openai, tmp_pa
 
 
 def test_transcript_tests_validate(cli, tmp_path: Path) -> None:
-    bad = write(tmp_path / "t.eval.yaml", """\
+    bad = write(
+        tmp_path / "t.eval.yaml",
+        """\
 tests:
   - id: a
     transcript:
@@ -120,7 +137,8 @@ tests:
     transcript:
       - {role: user, content: hi}
       - {role: assistant, content: hello}
-""")
+""",
+    )
     code, out, err = cli("validate", bad)
     lines = (out + err).splitlines()
     assert code == 2
@@ -131,7 +149,9 @@ tests:
     assert code == 0 and "2 test(s) written" in out
 
 
-def test_multiwoz_import_runs_with_backend_results_and_policy_in_the_judge_prompt(cli, fake_openai, tmp_path: Path) -> None:
+def test_multiwoz_import_runs_with_backend_results_and_policy_in_the_judge_prompt(
+    cli, fake_openai, tmp_path: Path
+) -> None:
     source = DATA / "multiwoz" / "multiwoz22_sample5.jsonl"
     code, out, err = cli("import", "multiwoz", source, "-o", tmp_path / "mw.eval.yaml")
     assert code == 0, err
@@ -158,8 +178,11 @@ def test_multiwoz_import_runs_with_backend_results_and_policy_in_the_judge_promp
 
 def test_transcripts_example_grades_without_a_model(cli, tmp_path: Path) -> None:
     example = DATA.parent.parent / "examples" / "transcripts"
-    code, out, err = cli("grade", example / "support-logs.jsonl", "--graders", example / "graders.yaml",
-                         "-o", tmp_path / "r.jsonl")
+    code, out, err = cli(
+        "grade", example / "support-logs.jsonl", "--graders", example / "graders.yaml", "-o", tmp_path / "r.jsonl"
+    )
     rows = read_jsonl(tmp_path / "r.jsonl")
-    assert code == 1 and [(r["test_id"], r["verdict"]) for r in rows] == [("refund-ok", "pass"),
-                                                                           ("asks-for-password", "fail")]
+    assert code == 1 and [(r["test_id"], r["verdict"]) for r in rows] == [
+        ("refund-ok", "pass"),
+        ("asks-for-password", "fail"),
+    ]

@@ -36,8 +36,9 @@ def _request(**changes: object) -> ChatRequest:
 
 
 def test_cache_key_covers_what_decides_the_answer_and_nothing_secret() -> None:
-    config = TargetConfig(name="a", provider="openai", model="m", base_url="http://x/v1", temperature=0.2,
-                          params={"seed": 1})
+    config = TargetConfig(
+        name="a", provider="openai", model="m", base_url="http://x/v1", temperature=0.2, params={"seed": 1}
+    )
     identity = target_identity(config)
     base = cache_key(identity, _request())
     # Each of these changes the answer, so each changes the key.
@@ -46,14 +47,32 @@ def test_cache_key_covers_what_decides_the_answer_and_nothing_secret() -> None:
     assert cache_key(identity, _request(temperature=0.0)) != base
     assert cache_key(identity, _request(max_tokens=10)) != base
     assert cache_key(identity, _request(response_schema={"type": "object"})) != base
-    for change in ({"model": "m2"}, {"base_url": "http://y/v1"}, {"params": {"seed": 2}},
-                   {"provider": "anthropic"}, {"temperature": 0.3}):
+    for change in (
+        {"model": "m2"},
+        {"base_url": "http://y/v1"},
+        {"params": {"seed": 2}},
+        {"provider": "anthropic"},
+        {"temperature": 0.3},
+    ):
         other = config.model_copy(update=change)
         assert cache_key(target_identity(other), _request()) != base, change
     # ...while the name, the key, headers, retries and limits do not.
-    same = TargetConfig(name="b", provider="openai", model="m", base_url="http://x/v1", temperature=0.2,
-                        params={"seed": 1}, api_key=SECRET, headers={"X-Key": SECRET}, max_retries=9,
-                        timeout_s=5, concurrency=3, rpm=10, tpm=1000, price_input_per_mtok=1.0)
+    same = TargetConfig(
+        name="b",
+        provider="openai",
+        model="m",
+        base_url="http://x/v1",
+        temperature=0.2,
+        params={"seed": 1},
+        api_key=SECRET,
+        headers={"X-Key": SECRET},
+        max_retries=9,
+        timeout_s=5,
+        concurrency=3,
+        rpm=10,
+        tpm=1000,
+        price_input_per_mtok=1.0,
+    )
     assert cache_key(target_identity(same), _request()) == base
     assert SECRET not in repr(target_identity(same))
 
@@ -127,7 +146,8 @@ def test_rerun_of_an_unchanged_suite_makes_no_model_calls(cli, fake_openai, tmp_
     assert "0 model call(s), 4 cache hit(s)" in out
     again = read_jsonl(tmp_path / "r.jsonl")
     assert [(r["test_id"], r["score"], r["output"]) for r in again] == [
-        (r["test_id"], r["score"], r["output"]) for r in first]
+        (r["test_id"], r["score"], r["output"]) for r in first
+    ]
     assert again[0]["scores"][0]["graders"][0]["verdict"] == "pass"
 
     code, out, _ = cli(*args, "--no-cache")
@@ -136,13 +156,33 @@ def test_rerun_of_an_unchanged_suite_makes_no_model_calls(cli, fake_openai, tmp_
 
 def test_cache_dir_and_trials(cli, fake_openai, tmp_path: Path) -> None:
     suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
-    cli("run", suite, "--target", "openai:m", "--trials", "3", "--cache-dir", tmp_path / "elsewhere",
-        "-o", tmp_path / "r.jsonl")
+    cli(
+        "run",
+        suite,
+        "--target",
+        "openai:m",
+        "--trials",
+        "3",
+        "--cache-dir",
+        tmp_path / "elsewhere",
+        "-o",
+        tmp_path / "r.jsonl",
+    )
     assert len(fake_openai.requests) == 3  # one call per trial: trials are not answered from the cache
     assert (tmp_path / "elsewhere" / "cache.sqlite").is_file()
     assert not (tmp_path / ".convoeval" / "cache.sqlite").exists()
-    code, out, _ = cli("run", suite, "--target", "openai:m", "--trials", "3", "--cache-dir",
-                       tmp_path / "elsewhere", "-o", tmp_path / "r.jsonl")
+    code, out, _ = cli(
+        "run",
+        suite,
+        "--target",
+        "openai:m",
+        "--trials",
+        "3",
+        "--cache-dir",
+        tmp_path / "elsewhere",
+        "-o",
+        tmp_path / "r.jsonl",
+    )
     assert len(fake_openai.requests) == 3 and "3 cache hit(s)" in out
 
 
@@ -159,7 +199,9 @@ def test_failed_calls_are_not_cached(cli, fake_openai, tmp_path: Path) -> None:
 def test_secrets_never_reach_cache_store_results_or_output(cli, fake_openai, tmp_path: Path, monkeypatch) -> None:
     team_key = "sk-team-TOPSECRET-abcdef123456"
     monkeypatch.setenv("TEAM_KEY", team_key)
-    write(tmp_path / "targets.yaml", f"""\
+    write(
+        tmp_path / "targets.yaml",
+        f"""\
 targets:
   - name: team
     provider: openai
@@ -167,11 +209,14 @@ targets:
     base_url: "{fake_openai.base_url}"
     api_key_env: TEAM_KEY
     headers: {{X-Team: "${{{{ TEAM_KEY }}}}"}}
-""")
+""",
+    )
     suite = write(tmp_path / "s.eval.yaml", CONVERSATION)
     fake_openai.faults.append(Fault(status=401, body=f'{{"error": "bad key {team_key}"}}', match="hello"))
     code, out, err = cli("run", suite, "--target", "team", "--judge", "openai:judge", "-o", tmp_path / "r.jsonl")
-    assert {r["test_id"]: r["execution_status"] for r in read_jsonl(tmp_path / "r.jsonl")}["single"] == "execution_error"
+    assert {r["test_id"]: r["execution_status"] for r in read_jsonl(tmp_path / "r.jsonl")}[
+        "single"
+    ] == "execution_error"
     headers = {k.lower(): v for k, v in fake_openai.headers[0].items()}
     assert headers["authorization"] == f"Bearer {team_key}"  # the key was used...
     state = [p for p in (tmp_path / ".convoeval").rglob("*") if p.is_file()]

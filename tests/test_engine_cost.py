@@ -25,8 +25,7 @@ def test_price_table_matches_exact_dated_and_routed_names() -> None:
 def test_targets_take_list_prices_unless_overridden_per_field() -> None:
     listed = create_target(TargetConfig(name="a", provider="openai", model="gpt-4o-mini"))
     assert listed.prices == (0.15, 0.6)
-    override = create_target(TargetConfig(name="b", provider="openai", model="gpt-4o-mini",
-                                          price_output_per_mtok=1.0))
+    override = create_target(TargetConfig(name="b", provider="openai", model="gpt-4o-mini", price_output_per_mtok=1.0))
     assert override.prices == (0.15, 1.0)
     unknown = create_target(TargetConfig(name="c", provider="openai", model="local-thing"))
     assert unknown.prices == (0.0, 0.0) and unknown.cost(1000, 1000) == 0.0
@@ -44,25 +43,33 @@ targets:
 
 def test_costs_are_totalled_per_test_target_and_run(cli, fake_openai, tmp_path: Path) -> None:
     write(tmp_path / "targets.yaml", PRICEY)
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: a
     mode: conversation
     turns: [{input: one two}, {input: three}]
   - id: b
     input: four
-""")
+""",
+    )
     code, out, _ = cli("run", suite, "--target", "pricey", "-o", tmp_path / "r.jsonl")
     results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
     # The fake server counts words: a token costs $1 here.
-    assert results["a"]["cost_usd"] == results["a"]["token_usage"]["input_tokens"] + results["a"]["token_usage"]["output_tokens"]
+    assert (
+        results["a"]["cost_usd"]
+        == results["a"]["token_usage"]["input_tokens"] + results["a"]["token_usage"]["output_tokens"]
+    )
     total = results["a"]["cost_usd"] + results["b"]["cost_usd"]
     assert f"cost ${total:.4f}" in out and f"pricey: 2 test(s), target ${total:.4f}" in out
 
 
 def test_max_cost_stops_new_work_and_resume_finishes_it(cli, fake_openai, tmp_path: Path) -> None:
     write(tmp_path / "targets.yaml", PRICEY)
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: t1
     input: one
@@ -73,9 +80,11 @@ tests:
     depends_on: t2
   - id: t4
     input: four
-""")
-    code, out, _ = cli("run", suite, "--target", "pricey", "--concurrency", "1", "--max-cost", "0.5",
-                       "-o", tmp_path / "r.jsonl")
+""",
+    )
+    code, out, _ = cli(
+        "run", suite, "--target", "pricey", "--concurrency", "1", "--max-cost", "0.5", "-o", tmp_path / "r.jsonl"
+    )
     results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
     assert results["t1"]["verdict"] == "pass"
     for test_id in ("t2", "t3", "t4"):

@@ -62,17 +62,20 @@ async def test_provider_limits_pause_holds_every_caller(monkeypatch) -> None:
 
 async def test_connection_limit_of_a_target_is_respected() -> None:
     with FakeOpenAIServer(latency_s=0.05) as server:
-        target = create_target(TargetConfig(name="t", provider="openai", model="m", base_url=server.base_url,
-                                            concurrency=2))
-        await asyncio.gather(*(target.chat(ChatRequest(messages=[{"role": "user", "content": str(i)}]))
-                               for i in range(8)))
+        target = create_target(
+            TargetConfig(name="t", provider="openai", model="m", base_url=server.base_url, concurrency=2)
+        )
+        await asyncio.gather(
+            *(target.chat(ChatRequest(messages=[{"role": "user", "content": str(i)}])) for i in range(8))
+        )
         await target.aclose()
         assert len(server.requests) == 8 and server.max_in_flight <= 2
 
 
 def test_rate_limit_settings_come_from_the_targets_file(tmp_path: Path) -> None:
-    target = create_target(TargetConfig(name="t", provider="openai", model="m", base_url="http://127.0.0.1:9/v1",
-                                        rpm=600, tpm=100_000))
+    target = create_target(
+        TargetConfig(name="t", provider="openai", model="m", base_url="http://127.0.0.1:9/v1", rpm=600, tpm=100_000)
+    )
     assert target.limits.requests.rate == 10 and target.limits.tokens.rate == pytest.approx(100_000 / 60)
     with pytest.raises(TargetError, match="t: rpm: Input should be a valid number"):
         create_target(TargetConfig(name="t", provider="openai", model="m", rpm="lots"))
@@ -81,7 +84,9 @@ def test_rate_limit_settings_come_from_the_targets_file(tmp_path: Path) -> None:
 def test_transient_failures_are_retried_then_the_run_goes_on(cli, tmp_path: Path, monkeypatch) -> None:
     with FakeOpenAIServer() as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        write(tmp_path / "targets.yaml", f"""\
+        write(
+            tmp_path / "targets.yaml",
+            f"""\
 targets:
   - name: flaky
     provider: openai
@@ -89,8 +94,11 @@ targets:
     base_url: {server.base_url}
     timeout_s: 0.3
     max_retries: 4
-""")
-        suite = write(tmp_path / "s.eval.yaml", """\
+""",
+        )
+        suite = write(
+            tmp_path / "s.eval.yaml",
+            """\
 tests:
   - id: survives
     input: survive please
@@ -98,15 +106,18 @@ tests:
     input: give up please
   - id: fine
     input: fine
-""")
+""",
+        )
         now = {"Retry-After": "0"}  # keeps the test fast; the timeout backs off (< 0.5 s)
-        server.faults.extend([
-            Fault(delay_s=1.0, match="survive"),  # longer than timeout_s: a timeout
-            Fault(status=429, headers=now, match="survive"),
-            Fault(status=500, headers=now, match="survive"),
-            Fault(body="<html>not json</html>", headers=now, match="survive"),
-            Fault(status=503, headers=now, match="give up", times=99),
-        ])
+        server.faults.extend(
+            [
+                Fault(delay_s=1.0, match="survive"),  # longer than timeout_s: a timeout
+                Fault(status=429, headers=now, match="survive"),
+                Fault(status=500, headers=now, match="survive"),
+                Fault(body="<html>not json</html>", headers=now, match="survive"),
+                Fault(status=503, headers=now, match="give up", times=99),
+            ]
+        )
         code, out, err = cli("run", suite, "--target", "flaky", "-o", tmp_path / "r.jsonl", "--no-cache")
         results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
         survive_calls = [r for r in server.requests if r["messages"][-1]["content"] == "survive please"]
@@ -120,6 +131,10 @@ tests:
 
 
 def test_dependency_order_puts_dependencies_first() -> None:
-    tests = [Test(id="c", input="x", depends_on=["b"]), Test(id="a", input="x"),
-             Test(id="b", input="x", depends_on=["a"]), Test(id="d", input="x")]
+    tests = [
+        Test(id="c", input="x", depends_on=["b"]),
+        Test(id="a", input="x"),
+        Test(id="b", input="x", depends_on=["a"]),
+        Test(id="d", input="x"),
+    ]
     assert [tests[i].id for i in dependency_order(tests)] == ["a", "b", "c", "d"]

@@ -22,8 +22,9 @@ from .conftest import write
 def _meter() -> RunMeter:
     meter = RunMeter(run_id="r1", tests_total=10, tests_done=4, turns=9, max_cost_usd=2.0)
     request = ChatRequest(messages=[])
-    meter.record_call("t", request, ChatReply(text="x", usage=Usage(input_tokens=1000, output_tokens=234),
-                                              cost_usd=0.5))
+    meter.record_call(
+        "t", request, ChatReply(text="x", usage=Usage(input_tokens=1000, output_tokens=234), cost_usd=0.5)
+    )
     meter.record_call("t", request, ChatReply(text="x", cost_usd=0.25, cached=True))
     meter.record_call("t", request, None)
     return meter
@@ -31,8 +32,9 @@ def _meter() -> RunMeter:
 
 def test_meter_line_says_everything_at_once() -> None:
     line = meter_line(_meter())
-    assert line == ("4/10 tests, 9 turns, 1 calls, 1 cached, 1 errors, 1,234 tokens, $0.7500 "
-                    "(spent $0.5000), budget $2")
+    assert line == (
+        "4/10 tests, 9 turns, 1 calls, 1 cached, 1 errors, 1,234 tokens, $0.7500 (spent $0.5000), budget $2"
+    )
 
 
 def test_plain_lines_when_not_a_terminal() -> None:
@@ -68,8 +70,11 @@ def test_quiet_prints_no_per_test_lines(cli, fake_openai, tmp_path: Path) -> Non
 
 def test_api_results_come_from_the_store_lazily(fake_openai, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n  - id: b\n    input: nope\n"
-                  "    assertions: [{type: contains, value: nothing}]\n")
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: a\n    input: hi\n  - id: b\n    input: nope\n"
+        "    assertions: [{type: contains, value: nothing}]\n",
+    )
     started: list[RunMeter] = []
     report = convoeval.run(suite, target="openai:m", on_start=started.append)
     assert isinstance(report.results, StoredResults) and len(report.results) == 2
@@ -97,7 +102,8 @@ async def test_scheduler_keeps_only_a_window_of_tests_alive(tmp_path: Path) -> N
         nonlocal alive
         alive -= 1
 
-    kept = await run_jobs([CountingJob(target=target, suite=suite)], judge=None, concurrency=2,
-                          on_result=finished, keep_results=False)
+    kept = await run_jobs(
+        [CountingJob(target=target, suite=suite)], judge=None, concurrency=2, on_result=finished, keep_results=False
+    )
     assert kept == [] and alive == 0
     assert peak <= 18  # never all 60 tests at once

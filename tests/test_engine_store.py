@@ -90,8 +90,9 @@ async def test_results_are_unique_per_run_suite_test_and_target(tmp_path: Path) 
     run = store.new_run({"paths": ["x"]})
     key = ResultKey("/s.yaml", "t", "openai:m")
     for verdict in ("fail", "pass"):
-        result = EvaluationResult(test_id="t", target="openai:m", score=1.0, verdict=verdict,
-                                  execution_status="ok", threshold=0.8)
+        result = EvaluationResult(
+            test_id="t", target="openai:m", score=1.0, verdict=verdict, execution_status="ok", threshold=0.8
+        )
         await store.save_result(run.id, key, 0, result)
     stored = store.results(run.id)
     assert len(stored) == 1 and stored[0].verdict == "pass" and [r.verdict for r in stored] == ["pass"]
@@ -135,8 +136,9 @@ def _stored(db: Path) -> dict[str, tuple[str, str]]:
 
 
 @pytest.mark.parametrize("finished_before_kill", [0, 10])
-def test_kill_9_then_resume_loses_and_duplicates_nothing(cli, tmp_path: Path, monkeypatch,
-                                                         finished_before_kill: int) -> None:
+def test_kill_9_then_resume_loses_and_duplicates_nothing(
+    cli, tmp_path: Path, monkeypatch, finished_before_kill: int
+) -> None:
     n = 24
     gate = Gate({f"t{i:02d}" for i in range(finished_before_kill, n)})
     suite = write(tmp_path / "s.eval.yaml", _suite(n))
@@ -144,14 +146,32 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(cli, tmp_path: Path, mo
     with FakeOpenAIServer(reply=gate) as server:
         env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": SECRET, "COLUMNS": "200"}
         process = subprocess.Popen(
-            [sys.executable, "-m", "convoeval", "run", str(suite), "--target", "openai:m",
-             "--concurrency", "3", "-o", str(tmp_path / "r.jsonl")],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-m",
+                "convoeval",
+                "run",
+                str(suite),
+                "--target",
+                "openai:m",
+                "--concurrency",
+                "3",
+                "-o",
+                str(tmp_path / "r.jsonl"),
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         try:
             # Every unblocked test finishes; three blocked conversations hang in flight.
-            _wait_for(lambda: len(_stored(db)) == finished_before_kill and len(server.requests) >= 3
-                      and process.poll() is None, "the run to reach the blocked tests")
+            _wait_for(
+                lambda: (
+                    len(_stored(db)) == finished_before_kill and len(server.requests) >= 3 and process.poll() is None
+                ),
+                "the run to reach the blocked tests",
+            )
             process.send_signal(signal.SIGKILL)
             process.wait(30)
         finally:

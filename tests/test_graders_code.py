@@ -41,14 +41,25 @@ def ctx(tmp_path: Path, output: str = "Paris is the capital of France.", **kwarg
         Message(role="user", content="Capital of France?", source="input", turn=1),
     ]
     reply = ChatReply(
-        text=output, latency_ms=812.5, usage=Usage(input_tokens=20, output_tokens=7), cost_usd=0.001,
+        text=output,
+        latency_ms=812.5,
+        usage=Usage(input_tokens=20, output_tokens=7),
+        cost_usd=0.001,
         tool_calls=[ToolCall(name="lookup", arguments={"q": "France"})],
     )
     defaults: dict[str, Any] = dict(
-        level="turn", output=output, history=history,
+        level="turn",
+        output=output,
+        history=history,
         transcript=[*history, Message(role="assistant", content=output, source="target", turn=1)],
-        reply=reply, turn=1, expected_output="Paris", criteria="names the capital",
-        variables={"city": "Paris"}, base_dir=tmp_path, test_id="capital", trial=2,
+        reply=reply,
+        turn=1,
+        expected_output="Paris",
+        criteria="names the capital",
+        variables={"city": "Paris"},
+        base_dir=tmp_path,
+        test_id="capital",
+        trial=2,
     )
     defaults.update(kwargs)
     return GradeContext(**defaults)
@@ -87,10 +98,14 @@ async def test_happy_path_passes_the_context_and_reads_the_score(tmp_path: Path)
     assert seen["output_text"] == seen["answer"] == "Paris is the capital of France."
     assert seen["question"] == "Capital of France?" and seen["config"] == {}
     assert seen["input"] == [
-        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital of France?"}
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Capital of France?"},
     ]
     assert (seen["expected_output"], seen["criteria"], seen["turn"], seen["level"]) == (
-        "Paris", "names the capital", 1, "turn"
+        "Paris",
+        "names the capital",
+        1,
+        "turn",
     )
     assert (seen["test_id"], seen["trial"], seen["variables"]) == ("capital", 2, {"city": "Paris"})
     assert seen["latency_ms"] == 812.5
@@ -117,22 +132,36 @@ async def test_low_score_fails_and_negate_min_score_apply(tmp_path: Path) -> Non
 async def test_string_command_cwd_env_and_conversation_level(tmp_path: Path) -> None:
     sub = tmp_path / "graders"
     sub.mkdir()
-    script(sub, """
+    script(
+        sub,
+        """
         import json, os, sys
         data = json.load(sys.stdin)
         print("some log line")
         print(json.dumps({"pass": os.environ["MODE"] == "strict" and data["level"] == "conversation",
                           "reason": "looked at " + str(len(data["transcript"])) + " messages"}))
-    """, name="check.py")
+    """,
+        name="check.py",
+    )
     transcript = [
         Message(role="user", content="hi", source="input", turn=1),
         Message(role="assistant", content="hello", source="target", turn=1),
     ]
     conversation = GradeContext(
-        level="conversation", output="hello", history=transcript, transcript=transcript,
-        base_dir=tmp_path, latencies_ms=[10.0], usage=Usage(input_tokens=3, output_tokens=4),
+        level="conversation",
+        output="hello",
+        history=transcript,
+        transcript=transcript,
+        base_dir=tmp_path,
+        latencies_ms=[10.0],
+        usage=Usage(input_tokens=3, output_tokens=4),
     )
-    data = {"type": "code-grader", "command": f'"{sys.executable}" check.py', "cwd": "graders", "env": {"MODE": "strict"}}
+    data = {
+        "type": "code-grader",
+        "command": f'"{sys.executable}" check.py',
+        "cwd": "graders",
+        "env": {"MODE": "strict"},
+    }
     result = await run(data, conversation)
     assert (result.verdict, result.score) == ("pass", 1.0)
     assert result.details is not None and result.details["reason"] == "looked at 2 messages"
@@ -156,15 +185,18 @@ async def test_result_shapes(tmp_path: Path, stdout: str, verdict: str, score: f
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ("import sys; sys.stderr.write('boom: bad input\\n'); sys.exit(3)", "exited with code 3; stderr: boom: bad input"),
+        (
+            "import sys; sys.stderr.write('boom: bad input\\n'); sys.exit(3)",
+            "exited with code 3; stderr: boom: bad input",
+        ),
         ("raise ValueError('kaput')", "ValueError: kaput"),
         ("print('not json at all')", "did not print a JSON object"),
         ("pass", "printed nothing on stdout"),
         ("print('{\"details\": {}}')", "without `score` or `pass`"),
         ("print('{\"score\": 1.5}')", "score 1.5"),
-        ("print('{\"score\": \"high\"}')", "score 'high'"),
-        ("print('{\"pass\": \"yes\"}')", "pass='yes'"),
-        ("print('{\"score\": 1, \"assertions\": [{\"passed\": true}]}')", "assertions[0] must be"),
+        ('print(\'{"score": "high"}\')', "score 'high'"),
+        ('print(\'{"pass": "yes"}\')', "pass='yes'"),
+        ('print(\'{"score": 1, "assertions": [{"passed": true}]}\')', "assertions[0] must be"),
         ("print('[1, 2]')", "did not print a JSON object"),
     ],
 )
@@ -184,12 +216,15 @@ async def test_stderr_is_cut_to_300_chars(tmp_path: Path) -> None:
 
 
 async def test_timeout_kills_the_command(tmp_path: Path) -> None:
-    path = script(tmp_path, """
+    path = script(
+        tmp_path,
+        """
         import subprocess, sys, time
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # a grandchild
         open("child.pid", "w").write(str(child.pid))
         time.sleep(30)
-    """)
+    """,
+    )
     started = time.perf_counter()
     result = await run({"type": "code-grader", "command": [sys.executable, path], "timeout_s": 0.5}, ctx(tmp_path))
     assert time.perf_counter() - started < 5
@@ -203,11 +238,14 @@ async def test_timeout_kills_the_command(tmp_path: Path) -> None:
 
 
 async def test_cancelling_the_grade_kills_the_command(tmp_path: Path) -> None:
-    path = script(tmp_path, """
+    path = script(
+        tmp_path,
+        """
         import os, time
         open("me.pid", "w").write(str(os.getpid()))
         time.sleep(30)
-    """)
+    """,
+    )
     task = asyncio.create_task(run({"type": "code-grader", "command": [sys.executable, path]}, ctx(tmp_path)))
     for _ in range(250):
         if (tmp_path / "me.pid").exists() and (tmp_path / "me.pid").read_text():

@@ -12,7 +12,7 @@ from convoeval.graders._base import Assertion
 from convoeval.results import GraderScore, Message, ToolCall, Usage
 from convoeval.targets import ChatReply
 
-REPLY = 'Sure! Here is the code:\ndef add(a, b):\n    return a + b\nHappy coding.'
+REPLY = "Sure! Here is the code:\ndef add(a, b):\n    return a + b\nHappy coding."
 
 
 def make(data: dict[str, Any]) -> Assertion:
@@ -27,9 +27,13 @@ def turn_ctx(output: str = REPLY, **kwargs: Any) -> GradeContext:
     )
     history = [Message(role="user", content="write add()", source="input", turn=1)]
     return GradeContext(
-        level="turn", output=output, history=history,
+        level="turn",
+        output=output,
+        history=history,
         transcript=[*history, Message(role="assistant", content=output, source="target", turn=1)],
-        reply=reply, turn=1, **kwargs,
+        reply=reply,
+        turn=1,
+        **kwargs,
     )
 
 
@@ -39,8 +43,11 @@ def conv_ctx(replies: list[str], **kwargs: Any) -> GradeContext:
         transcript.append(Message(role="user", content=f"question {k}", source="input", turn=k))
         transcript.append(Message(role="assistant", content=text, source="target", turn=k))
     return GradeContext(
-        level="conversation", output="\n\n".join(replies), history=transcript,
-        transcript=transcript, **kwargs,
+        level="conversation",
+        output="\n\n".join(replies),
+        history=transcript,
+        transcript=transcript,
+        **kwargs,
     )
 
 
@@ -88,7 +95,12 @@ CASES: list[tuple[dict[str, Any], str, str, str]] = [
     ({"type": "equals", "value": "Paris"}, "Paris\n", "fail", "differ only in surrounding whitespace"),
     ({"type": "equals", "value": "Paris", "trim": True}, "  Paris\n", "pass", "exact match"),
     ({"type": "equals", "value": 42}, "42", "pass", "parses to an equal JSON value"),
-    ({"type": "equals", "value": {"a": 1, "b": [True, None]}}, '{"b": [true, null], "a": 1.0}', "pass", "equal JSON value"),
+    (
+        {"type": "equals", "value": {"a": 1, "b": [True, None]}},
+        '{"b": [true, null], "a": 1.0}',
+        "pass",
+        "equal JSON value",
+    ),
     ({"type": "equals", "value": {"a": 1}}, '{"a": 2}', "fail", 'the reply is {"a": 2}'),
     ({"type": "equals", "value": {"a": 1}}, "a is 1", "fail", "the reply is not JSON: Expecting value"),
     ({"type": "not-equals", "value": "Paris"}, "London", "pass", "first difference at char 0"),
@@ -103,26 +115,52 @@ CASES: list[tuple[dict[str, Any], str, str, str]] = [
     ({"type": "is-json"}, "{'a': 1}", "fail", "not JSON: Expecting property name"),
     ({"type": "is-json"}, '```json\n{"a": 1}\n```', "fail", "not JSON"),
     ({"type": "is-json", "allow_fenced": True}, 'Here:\n```json\n{"a": 1}\n```', "pass", "from a ```json fenced block"),
-    ({"type": "is-json", "schema": {"type": "object", "required": ["booking"]}}, JSON_REPLY, "pass", "valid against the schema"),
+    (
+        {"type": "is-json", "schema": {"type": "object", "required": ["booking"]}},
+        JSON_REPLY,
+        "pass",
+        "valid against the schema",
+    ),
     ({"type": "is-json", "schema": {"type": "array"}}, JSON_REPLY, "fail", "$: {"),
     ({"type": "not-is-json"}, "plain words", "pass", "not JSON"),
     (
-        {"type": "json-schema", "schema": {
-            "type": "object", "required": ["booking"],
-            "properties": {"booking": {"type": "object", "properties": {"price": {"type": "number"}}}},
-        }},
-        JSON_REPLY, "pass", "valid against the schema",
+        {
+            "type": "json-schema",
+            "schema": {
+                "type": "object",
+                "required": ["booking"],
+                "properties": {"booking": {"type": "object", "properties": {"price": {"type": "number"}}}},
+            },
+        },
+        JSON_REPLY,
+        "pass",
+        "valid against the schema",
     ),
     (
-        {"type": "json-schema", "schema": {
-            "type": "object",
-            "properties": {"booking": {"type": "object", "properties": {"price": {"type": "string"}}}},
-        }},
-        JSON_REPLY, "fail", "$.booking.price: 420 is not of type 'string'",
+        {
+            "type": "json-schema",
+            "schema": {
+                "type": "object",
+                "properties": {"booking": {"type": "object", "properties": {"price": {"type": "string"}}}},
+            },
+        },
+        JSON_REPLY,
+        "fail",
+        "$.booking.price: 420 is not of type 'string'",
     ),
     ({"type": "json-schema", "schema": {"type": "object"}}, "not json", "fail", "not JSON"),
-    ({"type": "jsonpath", "path": "$.booking.status", "value": "confirmed"}, JSON_REPLY, "pass", 'the match is "confirmed"'),
-    ({"type": "jsonpath", "path": "$.booking.status", "expected": "cancelled"}, JSON_REPLY, "fail", 'the match is "confirmed"'),
+    (
+        {"type": "jsonpath", "path": "$.booking.status", "value": "confirmed"},
+        JSON_REPLY,
+        "pass",
+        'the match is "confirmed"',
+    ),
+    (
+        {"type": "jsonpath", "path": "$.booking.status", "expected": "cancelled"},
+        JSON_REPLY,
+        "fail",
+        'the match is "confirmed"',
+    ),
     ({"type": "jsonpath", "path": "$.booking.price", "value": 420.0}, JSON_REPLY, "pass", "420"),
     ({"type": "jsonpath", "path": "$.booking.price", "value": "420"}, JSON_REPLY, "fail", "the match is 420"),
     ({"type": "jsonpath", "path": "$.legs[*]", "value": 1}, JSON_REPLY, "pass", "first of 2 matches is 1"),
@@ -130,14 +168,31 @@ CASES: list[tuple[dict[str, Any], str, str, str]] = [
     ({"type": "jsonpath", "path": "$.hotel"}, JSON_REPLY, "fail", "no match in a JSON object with 2 keys"),
     ({"type": "jsonpath", "path": "$.a", "value": None}, '{"a": 0}', "fail", "the match is 0"),
     ({"type": "jsonpath", "path": "$.a", "value": None}, '{"a": null}', "pass", "the match is null"),
-    ({"type": "jsonpath", "path": "$.ok", "value": True}, 'Result:\n```json\n{"ok": true}\n```\nDone.', "pass", "from a ```json fenced block"),
-    ({"type": "jsonpath", "path": "$.ok", "value": True}, 'The result is {"ok": true} as requested.', "pass", "JSON at char 14"),
+    (
+        {"type": "jsonpath", "path": "$.ok", "value": True},
+        'Result:\n```json\n{"ok": true}\n```\nDone.',
+        "pass",
+        "from a ```json fenced block",
+    ),
+    (
+        {"type": "jsonpath", "path": "$.ok", "value": True},
+        'The result is {"ok": true} as requested.',
+        "pass",
+        "JSON at char 14",
+    ),
     ({"type": "jsonpath", "path": "$.ok"}, "no json here", "fail", "no JSON in the 12-char reply"),
-    ({"type": "jsonpath", "path": "$.items[?(@.id == 2)].name", "value": "b"}, '{"items": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]}', "pass", '"b"'),
+    (
+        {"type": "jsonpath", "path": "$.items[?(@.id == 2)].name", "value": "b"},
+        '{"items": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]}',
+        "pass",
+        '"b"',
+    ),
 ]
 
 
-@pytest.mark.parametrize(("data", "reply", "verdict", "evidence"), CASES, ids=[f"{k}-{c[0]['type']}-{c[2]}" for k, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("data", "reply", "verdict", "evidence"), CASES, ids=[f"{k}-{c[0]['type']}-{c[2]}" for k, c in enumerate(CASES)]
+)
 async def test_pass_and_fail(data: dict[str, Any], reply: str, verdict: str, evidence: str) -> None:
     result = await grade(data, turn_ctx(reply))
     assert result.verdict == verdict, result
@@ -151,9 +206,23 @@ async def test_pass_and_fail(data: dict[str, Any], reply: str, verdict: str, evi
 
 def test_every_listed_type_is_registered() -> None:
     names = [
-        "contains", "icontains", "contains-any", "contains-all", "icontains-any", "icontains-all",
-        "not-contains", "starts-with", "ends-with", "equals", "regex", "is-json", "json-schema",
-        "jsonpath", "latency", "token-usage", "cost",
+        "contains",
+        "icontains",
+        "contains-any",
+        "contains-all",
+        "icontains-any",
+        "icontains-all",
+        "not-contains",
+        "starts-with",
+        "ends-with",
+        "equals",
+        "regex",
+        "is-json",
+        "json-schema",
+        "jsonpath",
+        "latency",
+        "token-usage",
+        "cost",
     ]
     for name in names:
         assert lookup_assertion_type(name) is not None, name
@@ -162,9 +231,7 @@ def test_every_listed_type_is_registered() -> None:
 
 async def test_outcome_texts_are_concrete() -> None:
     result = await grade({"type": "contains-all", "value": ["def", "yield"]}, turn_ctx())
-    assert [(a.text, a.passed) for a in result.assertions] == [
-        ("contains 'def'", True), ("contains 'yield'", False)
-    ]
+    assert [(a.text, a.passed) for a in result.assertions] == [("contains 'def'", True), ("contains 'yield'", False)]
     result = await grade({"type": "icontains", "value": "x"}, turn_ctx())
     assert result.assertions[0].text == "contains 'x' (ignoring case)"
     result = await grade({"type": "not-contains", "value": "def"}, turn_ctx())
@@ -387,13 +454,16 @@ def test_valid_configs_load() -> None:
     assert type(schema).model_validate(schema.model_dump()) == schema
 
 
-@pytest.mark.parametrize(("data", "field", "value"), [
-    ({"type": "latency", "max_ms": 5}, "threshold_ms", 5.0),
-    ({"type": "latency", "threshold": 5}, "threshold_ms", 5.0),
-    ({"type": "cost", "threshold": 0.5}, "max_usd", 0.5),
-    ({"type": "regex", "pattern": "a+"}, "value", "a+"),
-    ({"type": "jsonpath", "path": "$.a", "expected": 3}, "value", 3),
-])
+@pytest.mark.parametrize(
+    ("data", "field", "value"),
+    [
+        ({"type": "latency", "max_ms": 5}, "threshold_ms", 5.0),
+        ({"type": "latency", "threshold": 5}, "threshold_ms", 5.0),
+        ({"type": "cost", "threshold": 0.5}, "max_usd", 0.5),
+        ({"type": "regex", "pattern": "a+"}, "value", "a+"),
+        ({"type": "jsonpath", "path": "$.a", "expected": 3}, "value", 3),
+    ],
+)
 def test_alias_names_load_into_one_field(data: dict[str, Any], field: str, value: Any) -> None:
     assertion = make(data)
     assert getattr(assertion, field) == value and field in assertion.model_fields_set
@@ -422,7 +492,17 @@ async def test_not_types_are_negate_with_the_same_result() -> None:
 
 
 def test_json_schema_documents_the_fields() -> None:
-    for name in ["contains", "contains-any", "regex", "json-schema", "jsonpath", "latency", "token-usage", "cost", "equals"]:
+    for name in [
+        "contains",
+        "contains-any",
+        "regex",
+        "json-schema",
+        "jsonpath",
+        "latency",
+        "token-usage",
+        "cost",
+        "equals",
+    ]:
         cls = lookup_assertion_type(name)
         assert cls is not None
         props = cls.model_json_schema()["properties"]

@@ -37,11 +37,14 @@ def test_a_tests_file_that_is_not_regular_is_refused(cli, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("ref", ["file:///etc/hostname", "file://../outside/secret.txt", "file:///dev/zero"])
-def test_a_prompt_file_outside_the_folder_is_never_read_or_sent(cli, fake_openai: FakeOpenAIServer,
-                                                                 tmp_path: Path, ref: str) -> None:
+def test_a_prompt_file_outside_the_folder_is_never_read_or_sent(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, ref: str
+) -> None:
     write(tmp_path / "outside" / "secret.txt", SECRET_TEXT + " {{ output }}")
-    suite = write(tmp_path / "suite" / "s.eval.yaml",
-                  f"tests:\n  - id: t\n    input: hi\n    assertions:\n      - type: llm-grader\n        prompt: {ref}\n")
+    suite = write(
+        tmp_path / "suite" / "s.eval.yaml",
+        f"tests:\n  - id: t\n    input: hi\n    assertions:\n      - type: llm-grader\n        prompt: {ref}\n",
+    )
     code, out, err = cli("run", suite, "--target", "openai:m", "--judge", "openai:j", "-o", tmp_path / "r.jsonl")
     [result] = read_jsonl(tmp_path / "r.jsonl")
     grader = result["scores"][0]["graders"][0]

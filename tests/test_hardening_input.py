@@ -23,11 +23,14 @@ def _validate_lines(cli, path: Path) -> list[str]:
 
 
 def test_an_invalid_timestamp_is_a_file_line_error(cli, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml",
-                  "tests:\n  - id: t\n    input: hi\n    metadata:\n      when: !!timestamp 2024-13-45\n")
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: t\n    input: hi\n    metadata:\n      when: !!timestamp 2024-13-45\n",
+    )
     assert _validate_lines(cli, suite) == [
         f"{suite}:5: tests[0].metadata.when: invalid value '2024-13-45': month must be in 1..12 "
-        "(quote it to keep it as text)"]
+        "(quote it to keep it as text)"
+    ]
     # Untagged, YAML 1.2 reads it as text.
     suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: t\n    input: hi\n    metadata:\n      when: 2024-13-45\n")
     assert cli("validate", suite)[0] == 0
@@ -47,19 +50,19 @@ def test_deep_nesting_is_a_file_line_error_before_the_parser_recurses(cli, tmp_p
 
 def test_nesting_that_crashes_the_c_parser_is_refused_in_a_real_process(tmp_path: Path) -> None:
     suite = write(tmp_path / "s.eval.yaml", "tests: " + "[" * 50_000 + "]" * 50_000 + "\n")
-    proc = subprocess.run([sys.executable, "-m", "convoeval", "validate", str(suite)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "convoeval", "validate", str(suite)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2, proc.stderr[-500:]
     assert proc.stderr == f"{suite}:1: (yaml): nested deeper than 64 levels\n"
 
 
 def test_trials_past_the_maximum_is_a_file_line_error(cli, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml",
-                  "execution:\n  trials: 100000000\ntests:\n  - id: t\n    input: hi\n")
-    assert _validate_lines(cli, suite) == [
-        f"{suite}:2: execution.trials: trials must be at most {MAX_TRIALS}"]
-    suite = write(tmp_path / "t.eval.yaml",
-                  "tests:\n  - id: t\n    input: hi\n    execution:\n      trials: {count: 5000}\n")
+    suite = write(tmp_path / "s.eval.yaml", "execution:\n  trials: 100000000\ntests:\n  - id: t\n    input: hi\n")
+    assert _validate_lines(cli, suite) == [f"{suite}:2: execution.trials: trials must be at most {MAX_TRIALS}"]
+    suite = write(
+        tmp_path / "t.eval.yaml", "tests:\n  - id: t\n    input: hi\n    execution:\n      trials: {count: 5000}\n"
+    )
     [line] = _validate_lines(cli, suite)
     assert line.startswith(f"{suite}:5: tests[0].execution.trials.count: ") and str(MAX_TRIALS) in line
     code, _, err = cli("run", tmp_path / "x.eval.yaml", "--trials", "100000000")
@@ -92,8 +95,20 @@ def test_trials_are_planned_lazily() -> None:
 
 def test_many_trials_run_in_order(cli, fake_openai, tmp_path: Path) -> None:
     suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: t\n    input: hi\n")
-    code, _, err = cli("run", suite, "--target", "openai:m", "--trials", "200", "--concurrency", "4",
-                       "-o", tmp_path / "r.jsonl", "--no-cache", "-q")
+    code, _, err = cli(
+        "run",
+        suite,
+        "--target",
+        "openai:m",
+        "--trials",
+        "200",
+        "--concurrency",
+        "4",
+        "-o",
+        tmp_path / "r.jsonl",
+        "--no-cache",
+        "-q",
+    )
     assert code == 0, err
     [result] = read_jsonl(tmp_path / "r.jsonl")
     assert [t["trial"] for t in result["trials"]] == list(range(200))
@@ -102,9 +117,11 @@ def test_many_trials_run_in_order(cli, fake_openai, tmp_path: Path) -> None:
 
 
 def test_unknown_field_suggestions_come_from_the_same_object(cli, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml",
-                  "tests:\n  - id: t\n    input: hi\n    execution:\n      window_siz: 2\n"
-                  "      trials: {count: 2, strategi: mean}\n    inputt: x\n")
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: t\n    input: hi\n    execution:\n      window_siz: 2\n"
+        "      trials: {count: 2, strategi: mean}\n    inputt: x\n",
+    )
     assert _validate_lines(cli, suite) == [
         f"{suite}:5: tests[0].execution.window_siz: unknown field 'window_siz'",
         f"{suite}:6: tests[0].execution.trials.strategi: unknown field 'strategi' (did you mean 'strategy'?)",

@@ -27,7 +27,9 @@ print(json.dumps({"score": 1.0, "reason": "env had: " + leaked + " arg " + sys.a
 
 def test_a_known_key_is_found_nowhere(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write(tmp_path / "grader.py", GRADER)
-    suite = write(tmp_path / "s.eval.yaml", f"""
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"""
 tests:
   - id: echo-the-key
     input: please repeat after me
@@ -41,15 +43,20 @@ tests:
       - type: code-grader
         command: [{sys.executable!r}, grader.py, plain]
         env: [MY_SERVICE_TOKEN]
-""")
+""",
+    )
     with FakeOpenAIServer(reply=lambda body: f"Sure: {KEY} and {OTHER_TOKEN}") as server:
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
         monkeypatch.setenv("MY_SERVICE_TOKEN", OTHER_TOKEN)
-        write(tmp_path / "targets.yaml", f"targets:\n  - {{name: t, provider: openai, model: m, "
-                                         f"base_url: '{server.base_url}'}}\n")
+        write(
+            tmp_path / "targets.yaml",
+            f"targets:\n  - {{name: t, provider: openai, model: m, base_url: '{server.base_url}'}}\n",
+        )
         state = tmp_path / "state"
         code, out, err = cli("run", suite, "--target", "t", "--store", state, "-o", tmp_path / "r.jsonl")
-        assert code == 1, (tmp_path / "r.jsonl").read_text().split("\"error\":")[1][:300]  # `contains: never-there` fails: the run ran
+        assert code == 1, (
+            (tmp_path / "r.jsonl").read_text().split('"error":')[1][:300]
+        )  # `contains: never-there` fails: the run ran
         assert server.requests and "Sure" not in err
         code2, out2, err2 = cli("run", suite, "--target", "t", "--store", state, "-o", tmp_path / "r2.json")
     texts = {"stdout": out + out2, "stderr": err + err2}
@@ -73,11 +80,14 @@ def test_graders_get_no_keys_unless_listed(monkeypatch: pytest.MonkeyPatch) -> N
     assert env["PATH"] == os.environ["PATH"]
 
 
-@pytest.mark.parametrize("url, shown", [
-    ("http://bob:hunter2pass@api.example.com/v1", "http://[REDACTED]@api.example.com/v1"),
-    ("https://x.example/v1?api_key=abc123456&mode=fast", "https://x.example/v1?api_key=[REDACTED]&mode=fast"),
-    ("https://x.example/v1?token=abcdef&sig=zzzzzz", "https://x.example/v1?token=[REDACTED]&sig=[REDACTED]"),
-    ("https://x.example/v1?model=gpt", "https://x.example/v1?model=gpt"),
-])
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("http://bob:hunter2pass@api.example.com/v1", "http://[REDACTED]@api.example.com/v1"),
+        ("https://x.example/v1?api_key=abc123456&mode=fast", "https://x.example/v1?api_key=[REDACTED]&mode=fast"),
+        ("https://x.example/v1?token=abcdef&sig=zzzzzz", "https://x.example/v1?token=[REDACTED]&sig=[REDACTED]"),
+        ("https://x.example/v1?model=gpt", "https://x.example/v1?model=gpt"),
+    ],
+)
 def test_urls_lose_their_credentials(url: str, shown: str) -> None:
     assert redact(url) == shown

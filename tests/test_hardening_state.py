@@ -31,15 +31,17 @@ time.sleep(float(sys.argv[2]))
 
 def _hold_lock(db: Path, seconds: float = 30.0) -> subprocess.Popen[str]:
     """A real second process that holds the database's write lock."""
-    proc = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(db), str(seconds)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(db), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
     return proc
 
 
 def _result(test_id: str) -> EvaluationResult:
-    return EvaluationResult(test_id=test_id, target="t", score=1.0, verdict="pass", execution_status="ok",
-                            threshold=0.8)
+    return EvaluationResult(
+        test_id=test_id, target="t", score=1.0, verdict="pass", execution_status="ok", threshold=0.8
+    )
 
 
 def test_a_held_write_lock_fails_every_save_in_bounded_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,10 +101,12 @@ def test_a_full_disk_fails_the_save_with_the_cause(tmp_path: Path, monkeypatch: 
 
 def _locking_reply(db: Path, lockers: list[subprocess.Popen[str]]):
     """Answers normally; the second question first has another process take the store's write lock."""
+
     def reply(body: dict) -> str:
         if "question 1" in str(body["messages"]) and not lockers:
             lockers.append(_hold_lock(db))
         return echo_reply(body)
+
     return reply
 
 
@@ -138,8 +142,9 @@ def test_a_run_whose_store_is_locked_mid_run_exits_2_and_stays_resumable(
         assert "resuming run" in out
 
 
-def test_store_option_and_convoeval_home_move_the_state(cli, fake_openai, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_store_option_and_convoeval_home_move_the_state(
+    cli, fake_openai, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     suite = write(tmp_path / "s.eval.yaml", SUITE)
     code, _, err = cli("run", suite, "--target", "openai:m", "--store", tmp_path / "state")
     assert code == 0, err
@@ -151,8 +156,9 @@ def test_store_option_and_convoeval_home_move_the_state(cli, fake_openai, tmp_pa
     assert not (tmp_path / ".convoeval").exists()
 
 
-def test_a_read_only_working_directory_is_one_line_exit_2(cli, fake_openai, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_read_only_working_directory_is_one_line_exit_2(
+    cli, fake_openai, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     suite = write(tmp_path / "s.eval.yaml", SUITE)
     if os.geteuid() == 0:
         readonly = Path("/sys")  # root ignores permissions; sysfs refuses new folders even to root
@@ -195,8 +201,7 @@ def test_a_damaged_cache_is_set_aside_and_the_run_goes_on(cli, fake_openai, tmp_
 
 
 @pytest.mark.parametrize("where", ["under-a-file", "a-folder", "dev-full"])
-def test_a_bad_output_place_is_one_line_exit_2_and_records_no_run(cli, fake_openai, tmp_path: Path,
-                                                                   where: str) -> None:
+def test_a_bad_output_place_is_one_line_exit_2_and_records_no_run(cli, fake_openai, tmp_path: Path, where: str) -> None:
     suite = write(tmp_path / "s.eval.yaml", SUITE)
     blocker = write(tmp_path / "plain.txt", "x")
     output = {"under-a-file": blocker / "r.jsonl", "a-folder": tmp_path, "dev-full": Path("/dev/full")}[where]

@@ -33,12 +33,16 @@ def _run(cli, tmp_path: Path, suite_text: str, judge: str = "openai:judge") -> t
     return code, result, stdout
 
 
-@pytest.mark.parametrize("judge_answer", [
-    "the judge is confused",                                     # not JSON
-    json.dumps({"reasoning": "great", "score": 42}),             # out of range
-])
-def test_a_required_grader_that_cannot_decide_fails_the_test(cli, fake_openai: FakeOpenAIServer,
-                                                             tmp_path: Path, judge_answer: str) -> None:
+@pytest.mark.parametrize(
+    "judge_answer",
+    [
+        "the judge is confused",  # not JSON
+        json.dumps({"reasoning": "great", "score": 42}),  # out of range
+    ],
+)
+def test_a_required_grader_that_cannot_decide_fails_the_test(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, judge_answer: str
+) -> None:
     fake_openai.judge = lambda body: judge_answer
     code, result, _ = _run(cli, tmp_path, REQUIRED_LLM)
     assert code != 0
@@ -49,13 +53,17 @@ def test_a_required_grader_that_cannot_decide_fails_the_test(cli, fake_openai: F
     assert [g["verdict"] for g in turn["graders"]] == ["error", "pass"]
 
 
-def test_a_required_grader_whose_judge_is_down_fails_the_test(cli, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_required_grader_whose_judge_is_down_fails_the_test(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with FakeOpenAIServer() as target_server:
         monkeypatch.setenv("OPENAI_BASE_URL", target_server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy")
-        write(tmp_path / "targets.yaml", "targets:\n  - {name: judge, provider: openai, model: j, "
-                                         "base_url: 'http://127.0.0.1:9/v1', max_retries: 0}\n")
+        write(
+            tmp_path / "targets.yaml",
+            "targets:\n  - {name: judge, provider: openai, model: j, "
+            "base_url: 'http://127.0.0.1:9/v1', max_retries: 0}\n",
+        )
         code, result, _ = _run(cli, tmp_path, REQUIRED_LLM, judge="judge")
     assert code != 0 and result["verdict"] == "error"
     assert "required grader 'llm-grader' could not decide" in result["error"]
@@ -123,8 +131,10 @@ EXPLOITS = [
 
 
 def _prompt_suite(prompt: str) -> str:
-    return ("tests:\n  - id: t\n    input: hello\n    assertions:\n"
-            f"      - type: llm-grader\n        prompt: {json.dumps(prompt)}\n")
+    return (
+        "tests:\n  - id: t\n    input: hello\n    assertions:\n"
+        f"      - type: llm-grader\n        prompt: {json.dumps(prompt)}\n"
+    )
 
 
 @pytest.mark.parametrize("exploit", EXPLOITS)
@@ -137,8 +147,9 @@ def test_an_exploit_prompt_is_refused_by_validate_with_file_and_line(cli, tmp_pa
 
 
 @pytest.mark.parametrize("exploit", EXPLOITS)
-def test_an_exploit_in_a_prompt_file_runs_nothing(cli, fake_openai: FakeOpenAIServer, tmp_path: Path,
-                                                  exploit: str) -> None:
+def test_an_exploit_in_a_prompt_file_runs_nothing(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, exploit: str
+) -> None:
     write(tmp_path / "prompt.md", exploit + "\n{{ output }}")
     code, result, _ = _run(cli, tmp_path, _prompt_suite("file://prompt.md"))
     assert not (tmp_path / "PWNED").exists()

@@ -47,8 +47,7 @@ def by_id(results: list[dict]) -> dict[str, dict]:
 
 def grader_judge_usage(result: dict) -> int:
     return sum(
-        (g.get("judge_usage") or {}).get("input_tokens", 0)
-        for entry in result["scores"] for g in entry["graders"]
+        (g.get("judge_usage") or {}).get("input_tokens", 0) for entry in result["scores"] for g in entry["graders"]
     )
 
 
@@ -59,8 +58,18 @@ def test_agentv_live_conversation_suite(cli, fake_openai: FakeOpenAIServer, tmp_
 
     fake_openai.judge = judge
     targets = write(tmp_path / "targets.yaml", TUTOR)
-    code, out, err = cli("run", AGENTV / "multi-turn-conversation-live.eval.yaml", "--targets", targets,
-                         "--target", "tutor", "--judge", "openai:fake-judge", "-o", tmp_path / "r.jsonl")
+    code, out, err = cli(
+        "run",
+        AGENTV / "multi-turn-conversation-live.eval.yaml",
+        "--targets",
+        targets,
+        "--target",
+        "tutor",
+        "--judge",
+        "openai:fake-judge",
+        "-o",
+        tmp_path / "r.jsonl",
+    )
     results = by_id(read_jsonl(tmp_path / "r.jsonl"))
     assert code == 1, out + err  # stop-on-failure fails
     assert fake_openai.target_requests() == []  # the target is scripted; only the judge is HTTP
@@ -70,14 +79,19 @@ def test_agentv_live_conversation_suite(cli, fake_openai: FakeOpenAIServer, tmp_
     assert [s["name"] for s in retention["scores"]] == ["turn-1", "turn-2", "turn-3"]
     turn3 = retention["scores"][2]
     assert [a["text"] for a in turn3["assertions"]] == [
-        "Recalls that the user asked about 15% and 200", "Demonstrates memory of the conversation context"]
+        "Recalls that the user asked about 15% and 200",
+        "Demonstrates memory of the conversation context",
+    ]
     assert turn3["graders"][0]["type"] == "rubrics" and turn3["assertions"][0]["evidence"] == "because c1"
     [request] = [b for b in fake_openai.judge_requests() if "Recalls that the user asked" in prompt_of(b)]
     assert list(schema_of(request)["properties"]) == ["c1", "c2"]
     prompt = prompt_of(request)
     assert "[system] You are a helpful math tutor." in prompt
     assert "[turn 1] user: What is 15% of 200?" in prompt and "[turn 2] assistant: Double 30 is 60." in prompt
-    assert "[turn 3] assistant: You asked about 15% and 200.\n\nResponse to evaluate: the assistant's message of turn 3" in prompt
+    assert (
+        "[turn 3] assistant: You asked about 15% and 200.\n\nResponse to evaluate: the assistant's message of turn 3"
+        in prompt
+    )
     assert "Goal of this test: Agent maintains context" in prompt
     assert retention["judge_token_usage"]["input_tokens"] == grader_judge_usage(retention) > 0
     assert retention["judge_token_usage"]["output_tokens"] > 0
@@ -99,7 +113,8 @@ def test_agentv_live_conversation_suite(cli, fake_openai: FakeOpenAIServer, tmp_
     assert conversation["name"] == "conversation" and conversation["verdict"] == "pass"
     assert [a["text"] for a in conversation["assertions"]] == [
         "Agent maintains consistency — later suggestions align with earlier preferences",
-        "Agent does not contradict its own prior recommendations"]
+        "Agent does not contradict its own prior recommendations",
+    ]
     [request] = [b for b in fake_openai.judge_requests() if "Agent does not contradict" in prompt_of(b)]
     prompt = prompt_of(request)
     assert "Conversation (turns are numbered):" in prompt
@@ -114,15 +129,26 @@ def test_agentv_rubric_suite_every_field_honoured(cli, fake_openai: FakeOpenAISe
         return json.dumps(answer(schema_of(body), values))
 
     fake_openai.judge = judge
-    code, out, err = cli("run", AGENTV / "rubric.eval.yaml", "--target", "scripted",
-                         "--judge", "openai:fake-judge", "-o", tmp_path / "r.jsonl")
+    code, out, err = cli(
+        "run",
+        AGENTV / "rubric.eval.yaml",
+        "--target",
+        "scripted",
+        "--judge",
+        "openai:fake-judge",
+        "-o",
+        tmp_path / "r.jsonl",
+    )
     results = by_id(read_jsonl(tmp_path / "r.jsonl"))
     assert code == 0, out + err
     requests = {tuple(schema_of(b)["properties"]): b for b in fake_openai.judge_requests()}
 
     simple = results["code-explanation-simple"]["scores"][0]
     assert [a["text"] for a in simple["assertions"]] == [
-        "Mentions divide-and-conquer approach", "Explains the partition step", "States time complexity correctly"]
+        "Mentions divide-and-conquer approach",
+        "Explains the partition step",
+        "States time complexity correctly",
+    ]
     prompt = prompt_of(requests[("c1", "c2", "c3")])
     assert "Reference answer" in prompt and "Quicksort is a divide-and-conquer sorting algorithm" in prompt
     assert "Goal of this test: Provide a clear explanation of how quicksort works" in prompt
@@ -132,7 +158,12 @@ def test_agentv_rubric_suite_every_field_honoured(cli, fake_openai: FakeOpenAISe
     grader = detailed["scores"][0]["graders"][0]
     assert grader["details"]["criteria"]["success-codes"]["weight"] == 2.0
     assert grader["details"]["criteria"]["server-errors"] == {
-        "satisfied": False, "score": 0.0, "weight": 1.5, "required": False, "passed": False}
+        "satisfied": False,
+        "score": 0.0,
+        "weight": 1.5,
+        "required": False,
+        "passed": False,
+    }
     assert ("structure", "success-codes", "client-errors", "server-errors", "practical-examples") in requests
 
     multi = results["code-quality-multi-eval"]
@@ -159,26 +190,41 @@ def test_agentv_rubric_suite_every_field_honoured(cli, fake_openai: FakeOpenAISe
     assert sub["properties"]["score"] == {"type": "integer", "minimum": 0, "maximum": 10}
 
 
-def test_code_grader_success_path_next_to_a_copy(cli, fake_openai: FakeOpenAIServer, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_code_grader_success_path_next_to_a_copy(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The rubric example's code-grader runs `uv run python check_syntax.py`. Beside a copy of
     # the suite, with a check_syntax.py and a stand-in `uv` on PATH, it scores instead of erroring.
     suite = tmp_path / "rubric.eval.yaml"
     shutil.copy(AGENTV / "rubric.eval.yaml", suite)
-    write(tmp_path / "check_syntax.py",
-          "import ast, json, sys\n"
-          "data = json.load(sys.stdin)\n"
-          "ast.parse(data['output_text'])\n"
-          "print(json.dumps({'score': 1.0, 'assertions': [{'text': 'parses', 'passed': True}]}))\n")
+    write(
+        tmp_path / "check_syntax.py",
+        "import ast, json, sys\n"
+        "data = json.load(sys.stdin)\n"
+        "ast.parse(data['output_text'])\n"
+        "print(json.dumps({'score': 1.0, 'assertions': [{'text': 'parses', 'passed': True}]}))\n",
+    )
     bin_dir = tmp_path / "bin"
     uv = write(bin_dir / "uv", f'#!/bin/sh\nshift 2\nexec "{sys.executable}" "$@"\n')
     uv.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    targets = write(tmp_path / "targets.yaml",
-                    "targets:\n  - name: coder\n    provider: scripted\n"
-                    "    default: \"def validate_email(email: str) -> bool:\\n    return '@' in email\"\n")
-    code, out, err = cli("run", suite, "--targets", targets, "--target", "coder",
-                         "--judge", "openai:fake-judge", "-o", tmp_path / "r.jsonl")
+    targets = write(
+        tmp_path / "targets.yaml",
+        "targets:\n  - name: coder\n    provider: scripted\n"
+        "    default: \"def validate_email(email: str) -> bool:\\n    return '@' in email\"\n",
+    )
+    code, out, err = cli(
+        "run",
+        suite,
+        "--targets",
+        targets,
+        "--target",
+        "coder",
+        "--judge",
+        "openai:fake-judge",
+        "-o",
+        tmp_path / "r.jsonl",
+    )
     multi = by_id(read_jsonl(tmp_path / "r.jsonl"))["code-quality-multi-eval"]
     syntax = multi["scores"][0]["graders"][1]
     assert syntax["verdict"] == "pass" and syntax["assertions"][0]["text"] == "parses", syntax
@@ -213,10 +259,12 @@ def test_python_api_window_implicit_graders_and_repeats(tmp_path: Path) -> None:
     with FakeOpenAIServer() as server:
         server.judge = lambda body: json.dumps(answer(schema_of(body), {"": 8}))
         suite = write(tmp_path / "s.eval.yaml", WINDOWED)
-        target = TargetConfig(name="bot", provider="openai", model="fake-target", base_url=server.base_url,
-                              max_retries=0)
-        judge = TargetConfig(name="judge", provider="openai", model="fake-judge", base_url=server.base_url,
-                             max_retries=0)
+        target = TargetConfig(
+            name="bot", provider="openai", model="fake-target", base_url=server.base_url, max_retries=0
+        )
+        judge = TargetConfig(
+            name="judge", provider="openai", model="fake-judge", base_url=server.base_url, max_retries=0
+        )
         report = convoeval.run(suite, target=target, judge=judge, judge_repeats=2)
         judge_prompts = [prompt_of(b) for b in server.judge_requests()]
 
@@ -246,7 +294,8 @@ def test_python_api_window_implicit_graders_and_repeats(tmp_path: Path) -> None:
     # 2 + 2 + 2 judge calls (two graders and a conversation grader, each asked twice).
     assert criteria_only.judge_token_usage.input_tokens > 0
     assert windowed.judge_token_usage.input_tokens == sum(
-        g.judge_usage.input_tokens for e in windowed.scores for g in e.graders if g.judge_usage)
+        g.judge_usage.input_tokens for e in windowed.scores for g in e.graders if g.judge_usage
+    )
 
 
 def test_tod_restaurant_example(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
@@ -260,8 +309,7 @@ def test_tod_restaurant_example(fake_openai: FakeOpenAIServer, tmp_path: Path) -
         return json.dumps(answer(schema_of(body), values, reason="checked"))
 
     fake_openai.judge = judge
-    report = convoeval.run(example, target="demo-bot", judge="openai:fake-judge",
-                           output=tmp_path / "r.jsonl")
+    report = convoeval.run(example, target="demo-bot", judge="openai:fake-judge", output=tmp_path / "r.jsonl")
     results = {r.test_id: r for r in report.results}
     assert set(results) == {"find-and-book", "no-match-then-alternatives"}
     book = results["find-and-book"]

@@ -35,9 +35,14 @@ from .judge_fakes import (  # noqa: F401  (judge, server, shared_server are fixt
 
 async def test_llm_grader_inline_prompt_renders_variables(server, judge) -> None:
     server.judge = judge_with({"": 7}, reason="close enough")
-    grader = make({"type": "llm-grader", "criteria": "Doubles the previous answer",
-                   "prompt": "Q: {{ input }}\nA: {{ output }}\nWant: {{ criteria }} / {{ expected_output }}"
-                             " / user {{ user_name }}"})
+    grader = make(
+        {
+            "type": "llm-grader",
+            "criteria": "Doubles the previous answer",
+            "prompt": "Q: {{ input }}\nA: {{ output }}\nWant: {{ criteria }} / {{ expected_output }}"
+            " / user {{ user_name }}",
+        }
+    )
     ctx = turn_ctx(judge, expected_output="60", criteria="ignored: overridden", variables={"user_name": "Ada"})
     result = await grader.evaluate(ctx)
 
@@ -46,7 +51,8 @@ async def test_llm_grader_inline_prompt_renders_variables(server, judge) -> None
     assert user["content"] == (
         "Q: system: You are a concise math tutor.\n\nuser: What is 15% of 200?\n\nassistant: 15% of "
         "200 is 30.\n\nuser: Now double that result.\nA: Double 30 is 60.\n"
-        "Want: Doubles the previous answer / 60 / user Ada")
+        "Want: Doubles the previous answer / 60 / user Ada"
+    )
     assert '"score" (an integer from 0 = not at all to 10 = fully)' in system["content"]
     assert "whatever scale" in system["content"]
     schema = schema_of(request)
@@ -68,7 +74,8 @@ async def test_llm_grader_prompt_file_relative_to_the_eval_file(server, judge, t
     (tmp_path / "prompts" / "tone.md").write_text("Is this polite? {{ output }}")
     server.judge = judge_with({"": 10})
     result = await make({"type": "llm-grader", "prompt": "file://prompts/tone.md"}).evaluate(
-        turn_ctx(judge, base_dir=tmp_path))
+        turn_ctx(judge, base_dir=tmp_path)
+    )
     assert result.verdict == "pass", result.error
     assert prompt_of(server.judge_requests()[0]) == "Is this polite? Double 30 is 60."
     # Without file:// a path is inline criteria text (AgentV >= 4.6), judged with the default prompt.
@@ -79,15 +86,20 @@ async def test_llm_grader_prompt_file_relative_to_the_eval_file(server, judge, t
     sent = prompt_of(server.judge_requests()[0])
     assert "./prompts/tone.md" in sent and "Double 30 is 60." in sent and "Is this polite?" not in sent
     missing = await make({"type": "llm-grader", "prompt": "file://prompts/nope.md"}).evaluate(
-        turn_ctx(judge, base_dir=tmp_path))
+        turn_ctx(judge, base_dir=tmp_path)
+    )
     assert missing.verdict == "error" and "prompt file 'prompts/nope.md' cannot be read" in missing.error
     broken = await make({"type": "llm-grader", "prompt": "{{ not_captured }}"}).evaluate(turn_ctx(judge))
     assert broken.verdict == "error" and "not_captured" in broken.error
 
 
 def test_llm_grader_template_problems_at_load_time(tmp_path: Path) -> None:
-    assert make({"type": "llm-grader", "prompt": "{{ output }} vs {{ expected_output }}"}).template_problems(
-        GRADER_VARIABLES) == []
+    assert (
+        make({"type": "llm-grader", "prompt": "{{ output }} vs {{ expected_output }}"}).template_problems(
+            GRADER_VARIABLES
+        )
+        == []
+    )
     [(field, message)] = make({"type": "llm-grader", "prompt": "{{ outptu }}"}).template_problems(GRADER_VARIABLES)
     assert field == "prompt" and "outptu" in message
     [(field, message)] = make({"type": "llm-grader", "prompt": "{% if %}"}).template_problems(GRADER_VARIABLES)
@@ -97,8 +109,10 @@ def test_llm_grader_template_problems_at_load_time(tmp_path: Path) -> None:
     from convoeval.spec import SpecError, load_suite
 
     suite = tmp_path / "s.eval.yaml"
-    suite.write_text("tests:\n  - id: a\n    input: hi\n    assertions:\n"
-                     "      - type: llm-grader\n        prompt: 'Rate {{ outptu }}'\n")
+    suite.write_text(
+        "tests:\n  - id: a\n    input: hi\n    assertions:\n"
+        "      - type: llm-grader\n        prompt: 'Rate {{ outptu }}'\n"
+    )
     with pytest.raises(SpecError) as caught:
         load_suite(suite)
     [problem] = caught.value.problems
@@ -134,7 +148,8 @@ async def test_implicit_criteria_grader_at_conversation_level(server, judge) -> 
 async def test_llm_grader_negate_and_errors(server, judge) -> None:
     server.judge = judge_with({"": 2})
     result = await make({"type": "llm-grader", "negate": True, "prompt": "Is {{ output }} rude?"}).evaluate(
-        turn_ctx(judge))
+        turn_ctx(judge)
+    )
     assert result.score == 0.8 and result.verdict == "pass"
     assert result.assertions[0].text.startswith("NOT ") and result.assertions[0].passed is True
 
@@ -161,10 +176,18 @@ async def test_llm_grader_repeats(server, judge) -> None:
 
 # -- TD-Eval ------------------------------------------------------------------------------
 
-POLICY = Policy(domain="restaurant", slots={"area": "part of town", "food": "cuisine", "bookpeople": "party size"},
-                rules=["Ask for the party size before booking."])
-DB = {"count": 2, "matches": [{"name": "pizza hut city centre", "area": "centre", "pricerange": "cheap"},
-                              {"name": "zizzi cambridge", "area": "centre", "pricerange": "cheap"}]}
+POLICY = Policy(
+    domain="restaurant",
+    slots={"area": "part of town", "food": "cuisine", "bookpeople": "party size"},
+    rules=["Ask for the party size before booking."],
+)
+DB = {
+    "count": 2,
+    "matches": [
+        {"name": "pizza hut city centre", "area": "centre", "pricerange": "cheap"},
+        {"name": "zizzi cambridge", "area": "centre", "pricerange": "cheap"},
+    ],
+}
 TOD = [
     Message(role="system", content="You are a Cambridge restaurant booking assistant.", source="input"),
     Message(role="user", content="Hi, I need a place to eat.", source="user", turn=1),
@@ -175,8 +198,9 @@ TOD_REPLY = "Pizza Hut City Centre and Zizzi Cambridge are cheap Italian places 
 
 
 async def test_td_eval_one_call_three_dimensions(server, judge) -> None:
-    server.judge = judge_with({"conversation_cohesion": 5, "backend_consistency": 4, "policy_compliance": 2},
-                              reason="since")
+    server.judge = judge_with(
+        {"conversation_cohesion": 5, "backend_consistency": 4, "policy_compliance": 2}, reason="since"
+    )
     ctx = turn_ctx(judge, output=TOD_REPLY, history=TOD, context=DB, policy=POLICY)
     result = await make({"type": "td-eval"}).evaluate(ctx)
 
@@ -200,12 +224,17 @@ async def test_td_eval_one_call_three_dimensions(server, judge) -> None:
     # (5-1)/4 = 1, (4-1)/4 = 0.75, (2-1)/4 = 0.25 -> mean 2/3
     assert result.score == pytest.approx(2 / 3) and result.verdict == "fail"
     assert [(a.text, a.passed) for a in result.assertions] == [
-        ("Conversation cohesion: 5/5", True), ("Backend knowledge consistency: 4/5", False),
-        ("Policy compliance: 2/5", False)]
+        ("Conversation cohesion: 5/5", True),
+        ("Backend knowledge consistency: 4/5", False),
+        ("Policy compliance: 2/5", False),
+    ]
     assert result.assertions[2].evidence == "since policy_compliance"
     assert result.dimensions is not None
     assert result.dimensions["policy_compliance"].model_dump() == {
-        "likert": 2, "justification": "since policy_compliance", "score": 0.25}
+        "likert": 2,
+        "justification": "since policy_compliance",
+        "score": 0.25,
+    }
     assert result.judge_calls == 1 and result.judge_usage is not None and result.judge_usage.input_tokens > 0
     assert result.details["backend_result"] is True and result.details["policy"] is True
     lenient = await make({"type": "td-eval", "min_score": 0.6}).evaluate(ctx)
@@ -239,8 +268,7 @@ async def test_td_eval_single_dimensions_and_missing_inputs(server, judge) -> No
 
 async def test_td_eval_repeats_and_string_backend(server, judge) -> None:
     server.judge = scripted_judge(judge_with({"conversation_cohesion": 5}), judge_with({"conversation_cohesion": 3}))
-    ctx = turn_ctx(judge, output=TOD_REPLY, history=TOD, context="2 matches", policy=None,
-                   judge_repeats=2)
+    ctx = turn_ctx(judge, output=TOD_REPLY, history=TOD, context="2 matches", policy=None, judge_repeats=2)
     result = await make({"type": "conversation-cohesion"}).evaluate(ctx)
     assert "Backend results for this turn:\n2 matches" in prompt_of(server.judge_requests()[0])
     assert result.score == pytest.approx(0.75) and result.details["repeats"] == 2
@@ -250,8 +278,14 @@ async def test_td_eval_repeats_and_string_backend(server, judge) -> None:
 
 # -- conversation metrics -----------------------------------------------------------------
 
-METRIC_TYPES = ["knowledge-retention", "role-adherence", "self-coherence", "instruction-retention",
-                "versioned-editing", "goal-completion"]
+METRIC_TYPES = [
+    "knowledge-retention",
+    "role-adherence",
+    "self-coherence",
+    "instruction-retention",
+    "versioned-editing",
+    "goal-completion",
+]
 
 
 @pytest.mark.parametrize("kind", METRIC_TYPES)
@@ -281,7 +315,8 @@ async def test_metric_options(server, judge) -> None:
     await make({"type": "role_adherence", "role": "a pirate"}).evaluate(conversation_ctx(judge))
     assert "The assistant's assigned role: a pirate" in prompt_of(server.judge_requests()[-1])
     await make({"type": "instruction-retention", "guidance": "Answers must stay under 10 words."}).evaluate(
-        conversation_ctx(judge))
+        conversation_ctx(judge)
+    )
     assert "Also consider: Answers must stay under 10 words." in prompt_of(server.judge_requests()[-1])
 
 
@@ -307,19 +342,29 @@ def test_levels_are_checked_when_loading(tmp_path: Path) -> None:
 
 async def test_composite_weighted_average_with_nested_outcomes(server, judge) -> None:
     server.judge = judge_with({"c1": True, "c2": False, "": 6})
-    composite = make({"type": "composite", "aggregator": {"type": "weighted_average", "weights": {"quality": 3}},
-                      "assertions": [
-                          {"type": "contains", "value": "60", "name": "has-60"},
-                          {"type": "llm-grader", "name": "quality"},
-                          "Mentions 60", "Is in French"]})
+    composite = make(
+        {
+            "type": "composite",
+            "aggregator": {"type": "weighted_average", "weights": {"quality": 3}},
+            "assertions": [
+                {"type": "contains", "value": "60", "name": "has-60"},
+                {"type": "llm-grader", "name": "quality"},
+                "Mentions 60",
+                "Is in French",
+            ],
+        }
+    )
     result = await composite.evaluate(turn_ctx(judge))
     names = [s["name"] for s in result.details["scores"]]
     assert names == ["has-60", "quality", "rubrics"]
     # rubrics: 0.5 (its required criterion failed: verdict fail); weights 1, 3, 1.
     assert result.score == pytest.approx((1.0 + 3 * 0.6 + 0.5) / 5)
     assert [a.text for a in result.assertions] == [
-        "[has-60] contains '60'", "[quality] reply is correct, relevant and helpful",
-        "[rubrics] Mentions 60", "[rubrics] Is in French"]
+        "[has-60] contains '60'",
+        "[quality] reply is correct, relevant and helpful",
+        "[rubrics] Mentions 60",
+        "[rubrics] Is in French",
+    ]
     children = [s.get("judge_usage") or {} for s in result.details["scores"]]
     assert result.judge_usage is not None
     assert result.judge_usage.input_tokens == sum(c.get("input_tokens", 0) for c in children) > 0
@@ -330,11 +375,13 @@ async def test_composite_weighted_average_with_nested_outcomes(server, judge) ->
 async def test_composite_threshold_required_and_errors(server, judge) -> None:
     server.judge = judge_with({"": 10})
     both = [{"type": "contains", "value": "60"}, {"type": "contains", "value": "sixty"}]
-    result = await make({"type": "composite", "aggregator": "threshold", "threshold": 1.0,
-                         "assertions": both}).evaluate(turn_ctx(judge))
+    result = await make(
+        {"type": "composite", "aggregator": "threshold", "threshold": 1.0, "assertions": both}
+    ).evaluate(turn_ctx(judge))
     assert result.score == 0.5 and result.verdict == "fail"
-    result = await make({"type": "composite", "aggregator": {"type": "threshold", "threshold": 0.5},
-                         "assertions": both}).evaluate(turn_ctx(judge))
+    result = await make(
+        {"type": "composite", "aggregator": {"type": "threshold", "threshold": 0.5}, "assertions": both}
+    ).evaluate(turn_ctx(judge))
     assert result.score == 0.5 and result.verdict == "pass"
 
     required = [{"type": "contains", "value": "sixty", "required": True}, {"type": "llm-grader"}]
@@ -388,4 +435,5 @@ def test_answer_helper_matches_schemas() -> None:
     assert answer(grader_schema(), {"": 4}) == {"reasoning": "because", "score": 4}
     assert answer(metric_schema()) == {"reasoning": "because", "score": 10}
     assert answer(tdeval_schema(["policy_compliance"]), default=False) == {
-        "policy_compliance": {"justification": "because policy_compliance", "score": 1}}
+        "policy_compliance": {"justification": "because policy_compliance", "score": 1}
+    }

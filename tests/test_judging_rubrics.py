@@ -39,21 +39,44 @@ HTTP_GUIDE = [
 ]
 
 SUMMARY = [
-    {"id": "factual_accuracy", "weight": 2.0, "min_score": 0.8, "score_ranges": {
-        0: "Contains major factual errors.", 3: "At least one clear factual error.",
-        6: "Generally accurate but misses an important point.", 8: "Accurate, minor omissions.",
-        10: "Fully accurate."}},
-    {"id": "brevity_and_clarity", "weight": 1.0, "score_ranges": {
-        0: "Exceeds 50 words.", 3: "Unclear.", 6: "Mostly clear.", 8: "Clear and concise.",
-        10: "Exceptionally clear."}},
+    {
+        "id": "factual_accuracy",
+        "weight": 2.0,
+        "min_score": 0.8,
+        "score_ranges": {
+            0: "Contains major factual errors.",
+            3: "At least one clear factual error.",
+            6: "Generally accurate but misses an important point.",
+            8: "Accurate, minor omissions.",
+            10: "Fully accurate.",
+        },
+    },
+    {
+        "id": "brevity_and_clarity",
+        "weight": 1.0,
+        "score_ranges": {
+            0: "Exceeds 50 words.",
+            3: "Unclear.",
+            6: "Mostly clear.",
+            8: "Clear and concise.",
+            10: "Exceptionally clear.",
+        },
+    },
 ]
 
 
 async def test_all_criteria_in_one_call_keyed_by_criterion_ids(server, judge) -> None:
     server.judge = judge_with()
-    rubric = make({"type": "rubrics", "criteria": [
-        "References the previous answer of 30", "Correctly calculates double as 60",
-        {"id": "tone", "outcome": "Is polite"}]})
+    rubric = make(
+        {
+            "type": "rubrics",
+            "criteria": [
+                "References the previous answer of 30",
+                "Correctly calculates double as 60",
+                {"id": "tone", "outcome": "Is polite"},
+            ],
+        }
+    )
     result = await rubric.evaluate(turn_ctx(judge))
 
     [request] = server.judge_requests()
@@ -75,8 +98,10 @@ async def test_all_criteria_in_one_call_keyed_by_criterion_ids(server, judge) ->
 
     assert result.verdict == "pass" and result.score == 1.0
     assert [(a.text, a.passed) for a in result.assertions] == [
-        ("References the previous answer of 30", True), ("Correctly calculates double as 60", True),
-        ("Is polite", True)]
+        ("References the previous answer of 30", True),
+        ("Correctly calculates double as 60", True),
+        ("Is polite", True),
+    ]
     assert result.assertions[0].evidence == "because c1"
     assert result.judge_calls == 1 and result.judge_reasks == 0
     assert result.judge_usage == fake_usage([request], [json.dumps(answer(schema))])
@@ -132,13 +157,23 @@ async def test_score_ranges_min_score_and_normalisation(server, judge) -> None:
 
 
 def test_criterion_config_validation() -> None:
-    rubric = make({"type": "rubrics", "criteria": [
-        {"id": "a", "score_ranges": [{"score_range": [0, 4], "outcome": "bad"},
-                                     {"score_range": [5, 10], "expected_outcome": "good"}]},
-        {"expected_outcome": "Mentions Paris", "required_min_score": 7},
-        "A plain criterion",
-        {"id": "c2", "description": "Taken id", "operator": "contradiction"},
-    ]})
+    rubric = make(
+        {
+            "type": "rubrics",
+            "criteria": [
+                {
+                    "id": "a",
+                    "score_ranges": [
+                        {"score_range": [0, 4], "outcome": "bad"},
+                        {"score_range": [5, 10], "expected_outcome": "good"},
+                    ],
+                },
+                {"expected_outcome": "Mentions Paris", "required_min_score": 7},
+                "A plain criterion",
+                {"id": "c2", "description": "Taken id", "operator": "contradiction"},
+            ],
+        }
+    )
     items = [item for item, _ in rubric.resolved()]
     assert [i.id for i in items] == ["a", "c3", "c4", "c2"]  # auto ids skip user ids
     assert items[0].bands == [(0, 4, "bad"), (5, 10, "good")]
@@ -152,7 +187,10 @@ def test_criterion_config_validation() -> None:
         ([{"id": "x"}], "needs an `outcome` or `score_ranges`"),
         (["  "], "blank"),
         ([], "at least 1"),
-        ([{"score_ranges": [{"score_range": [0, 6], "outcome": "a"}, {"score_range": [5, 10], "outcome": "b"}]}], "overlap"),
+        (
+            [{"score_ranges": [{"score_range": [0, 6], "outcome": "a"}, {"score_range": [5, 10], "outcome": "b"}]}],
+            "overlap",
+        ),
         ([{"score_ranges": {11: "too high"}}], "outside 0..10"),
         ([{"outcome": "a", "min_score": 8}], "less than or equal to 1"),
         ([{"outcome": "a", "bogus": 1}], "Extra inputs"),
@@ -260,7 +298,8 @@ async def test_turn_level_prompt_shows_history_reference_and_goal(server, judge)
 async def test_negate_inverts_rubric_results(server, judge) -> None:
     server.judge = judge_with({"c2": False})
     result = await make({"type": "rubrics", "negate": True, "criteria": ["Mentions 60", "Is rude"]}).evaluate(
-        turn_ctx(judge))
+        turn_ctx(judge)
+    )
     assert result.score == 0.5
     assert [(a.text, a.passed) for a in result.assertions] == [("NOT Mentions 60", False), ("NOT Is rude", True)]
     # A failed required criterion fails the rubric; negated, that becomes a pass.
@@ -296,8 +335,17 @@ async def test_one_failed_repeat_is_recorded_not_fatal(server, judge) -> None:
 async def test_judge_cost_and_temperature(server) -> None:
     from convoeval.targets import TargetConfig, create_target
 
-    priced = create_target(TargetConfig(name="judge", provider="openai", model="fake-judge", base_url=server.base_url,
-                                        max_retries=0, price_input_per_mtok=2.0, price_output_per_mtok=10.0))
+    priced = create_target(
+        TargetConfig(
+            name="judge",
+            provider="openai",
+            model="fake-judge",
+            base_url=server.base_url,
+            max_retries=0,
+            price_input_per_mtok=2.0,
+            price_output_per_mtok=10.0,
+        )
+    )
     try:
         server.judge = scripted_judge("not json", judge_with())
         ctx = turn_ctx(priced, judge_temperature=0.3)
@@ -320,12 +368,18 @@ def test_transcript_formatting_marks_turns_and_prefilled_messages() -> None:
         Message(role="user", content="Earlier question", source="input"),
         Message(role="assistant", content="Earlier answer", source="input"),
         Message(role="user", content="Hello", source="simulator", turn=1),
-        Message(role="assistant", content="Hi", source="target", turn=1,
-                tool_calls=[ToolCall(name="lookup", arguments={"q": "x"})]),
+        Message(
+            role="assistant",
+            content="Hi",
+            source="target",
+            turn=1,
+            tool_calls=[ToolCall(name="lookup", arguments={"q": "x"})],
+        ),
     ]
     assert format_transcript(messages) == (
         "[system] Be kind.\n\n[before turn 1] user: Earlier question\n\n[before turn 1] assistant: Earlier answer"
-        '\n\n[turn 1] user (simulated): Hello\n\n[turn 1] assistant: Hi\n(tool calls: lookup({"q": "x"}))')
+        '\n\n[turn 1] user (simulated): Hello\n\n[turn 1] assistant: Hi\n(tool calls: lookup({"q": "x"}))'
+    )
     unnumbered = [m.model_copy(update={"turn": None}) for m in messages]
     assert turn_numbers(unnumbered) == [None, 1, 1, 2, 2]
     assert cited_turns("see turn 2, turns 3 and 4, turns 5-6 and turn 40", last_turn=6) == [2, 3, 4, 5, 6]

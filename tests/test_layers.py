@@ -130,7 +130,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for dep in sorted(graph.get(node, ())):
             if state.get(dep) == 1:
-                return [*stack[stack.index(dep):], dep]
+                return [*stack[stack.index(dep) :], dep]
             if dep not in state and (found := visit(dep)):
                 return found
         stack.pop()
@@ -154,7 +154,8 @@ def test_no_upward_import() -> None:
         f"{imp.where}: {unit(imp.source)} (layer {LAYER_OF[unit(imp.source)]}) imports {imp.target} "
         f"(layer {LAYER_OF[unit(imp.target)]}, higher)"
         for imp in all_imports()
-        if unit(imp.source) in LAYER_OF and unit(imp.target) in LAYER_OF
+        if unit(imp.source) in LAYER_OF
+        and unit(imp.target) in LAYER_OF
         and LAYER_OF[unit(imp.target)] > LAYER_OF[unit(imp.source)]
     ]
     assert not upward, "\n".join(upward)
@@ -210,8 +211,10 @@ def test_any_module_imports_first() -> None:
     package's `__init__` has run (so `from .engine import RunMeter` may be its first line): an
     order-dependent cycle fails here with a partially-initialised-module error."""
     # Importing a submodule runs its parent package first, so the top-level units are enough.
-    modules = sorted({f"{PACKAGE}.{unit(module_name(p))}" for p in (SRC / PACKAGE).rglob("*.py")} - {
-        f"{PACKAGE}.{PACKAGE}", f"{PACKAGE}.__main__"})
+    modules = sorted(
+        {f"{PACKAGE}.{unit(module_name(p))}" for p in (SRC / PACKAGE).rglob("*.py")}
+        - {f"{PACKAGE}.{PACKAGE}", f"{PACKAGE}.__main__"}
+    )
     code = (
         "import importlib, sys, types\n"
         f"for name in {modules!r}:\n"

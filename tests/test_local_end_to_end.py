@@ -12,13 +12,18 @@ pytestmark = pytest.mark.local_model
 
 
 def test_offline_run_on_the_embedded_model(cli, tmp_path: Path) -> None:
-    write(tmp_path / "targets.yaml", """\
+    write(
+        tmp_path / "targets.yaml",
+        """\
 targets:
   - name: small
     provider: local
     max_tokens: 32
-""")
-    suite = write(tmp_path / "s.eval.yaml", """\
+""",
+    )
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 execution:
   target: small
 tests:
@@ -38,7 +43,8 @@ tests:
           - Mentions a river
     assertions:
       - The assistant stays on topic
-""")
+""",
+    )
     code, out, err = cli("run", suite, "--no-cache", "-o", tmp_path / "r.jsonl")
     assert code in (0, 1), out + err  # a verdict either way; 2 would mean errors everywhere
     assert "judge: local" in out and "demo-grade" in out

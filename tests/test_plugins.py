@@ -122,21 +122,27 @@ def test_plugin_option_loads_a_module(cli, tmp_path: Path) -> None:
 
     code, out, err = cli("validate", suite, "--plugin", "opt_plugin_mod")
     assert code == 0, out + err
-    code, out, err = cli("run", suite, "--plugin", "opt_plugin_mod", "--targets", targets, "--target", "bot",
-                         "-o", tmp_path / "r.jsonl")
+    code, out, err = cli(
+        "run", suite, "--plugin", "opt_plugin_mod", "--targets", targets, "--target", "bot", "-o", tmp_path / "r.jsonl"
+    )
     assert code == 1, out + err
     check_results(tmp_path / "r.jsonl", "opt")
 
     code, out, err = cli("schema", "--plugin", "opt_plugin_mod")
     assert code == 0
-    types = {d["properties"]["type"].get("const") for d in json.loads(out)["$defs"].values()
-             if "type" in d.get("properties", {})}
+    types = {
+        d["properties"]["type"].get("const")
+        for d in json.loads(out)["$defs"].values()
+        if "type" in d.get("properties", {})
+    }
     assert {"opt-polite", "opt-has-price", "opt-short"} <= types
 
 
 def test_a_plugin_that_fails_is_a_one_line_error(cli, tmp_path: Path) -> None:
     write(tmp_path / "bad.py", "raise RuntimeError('boom')\n")
-    suite = write(tmp_path / "s.eval.yaml", "plugins:\n  - missing_plugin_xyz\n  - bad.py\ntests:\n  - id: a\n    input: hi\n")
+    suite = write(
+        tmp_path / "s.eval.yaml", "plugins:\n  - missing_plugin_xyz\n  - bad.py\ntests:\n  - id: a\n    input: hi\n"
+    )
     code, out, err = cli("validate", suite)
     assert code == 2
     lines = err.strip().splitlines()
@@ -150,7 +156,9 @@ def test_a_plugin_that_fails_is_a_one_line_error(cli, tmp_path: Path) -> None:
 
 
 def test_a_plugin_cannot_take_a_builtin_name(cli, tmp_path: Path) -> None:
-    write(tmp_path / "clash.py", "from convoeval import grader\n\n@grader('contains')\ndef mine(ctx):\n    return True\n")
+    write(
+        tmp_path / "clash.py", "from convoeval import grader\n\n@grader('contains')\ndef mine(ctx):\n    return True\n"
+    )
     suite = write(tmp_path / "s.eval.yaml", "plugins: [clash.py]\ntests:\n  - id: a\n    input: hi\n")
     code, out, err = cli("validate", suite)
     assert code == 2
@@ -168,20 +176,38 @@ def test_an_installed_package_registers_through_its_entry_point(tmp_path: Path) 
     env["PYTHONPATH"] = str(site)
     convoeval = [sys.executable, "-m", "convoeval"]
 
-    done = subprocess.run([*convoeval, "validate", str(suite)], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [*convoeval, "validate", str(suite)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    done = subprocess.run([*convoeval, "run", str(suite), "--targets", str(targets), "--target", "bot",
-                           "-o", str(tmp_path / "r.jsonl"), "-q"], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [
+            *convoeval,
+            "run",
+            str(suite),
+            "--targets",
+            str(targets),
+            "--target",
+            "bot",
+            "-o",
+            str(tmp_path / "r.jsonl"),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     check_results(tmp_path / "r.jsonl", "ep")
     done = subprocess.run([*convoeval, "schema"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert '"ep-has-price"' in done.stdout
 
     env.pop("PYTHONPATH")  # not installed: the type is unknown again
-    done = subprocess.run([*convoeval, "validate", str(suite)], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [*convoeval, "validate", str(suite)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+    )
     assert done.returncode == 2 and "unknown assertion type 'ep-polite'" in done.stderr
 
 
@@ -215,7 +241,13 @@ def test_a_broken_installed_plugin_is_a_one_line_error(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["PYTHONPATH"] = str(site)
     for args in (["validate", str(suite)], ["schema"]):
-        done = subprocess.run([sys.executable, "-m", "convoeval", *args], capture_output=True, text=True, env=env,
-                              cwd=tmp_path, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "convoeval", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+        )
         assert done.returncode == 2, done.stdout + done.stderr
         assert done.stderr == "error: plugin entry point 'broken' (broken_ep_mod) failed to load: RuntimeError: kaput\n"

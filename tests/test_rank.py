@@ -311,12 +311,8 @@ def test_leaderboard_rows_from_oracle_battles() -> None:
     ) == (8, 5, 2, 1)
     assert (rows["agent_b"].wins, rows["agent_b"].losses, rows["agent_b"].ties) == (3, 2, 3)
     assert (rows["agent_c"].wins, rows["agent_c"].losses, rows["agent_c"].ties) == (1, 5, 2)
-    assert rows["agent_c"].elo == pytest.approx(
-        EXPECTED["tdeval_sequential_elo_k32"]["ratings"]["agent_c"]
-    )
-    assert rows["agent_b"].bt == pytest.approx(
-        EXPECTED["bradley_terry_mle"]["ratings"]["agent_b"], abs=1e-4
-    )
+    assert rows["agent_c"].elo == pytest.approx(EXPECTED["tdeval_sequential_elo_k32"]["ratings"]["agent_c"])
+    assert rows["agent_b"].bt == pytest.approx(EXPECTED["bradley_terry_mle"]["ratings"]["agent_b"], abs=1e-4)
     assert all(row.ci_low < row.bt < row.ci_high for row in board.rows)
 
 

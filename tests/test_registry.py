@@ -77,5 +77,8 @@ def test_errors_share_one_root() -> None:
     for cls in (ConfigError, GraderError, RegistryError, SpecError, TargetError):
         assert issubclass(cls, ConvoevalError)
     assert (ApiConfigError, GradersGraderError, SpecSpecError, TargetsTargetError) == (
-        ConfigError, GraderError, SpecError, TargetError
+        ConfigError,
+        GraderError,
+        SpecError,
+        TargetError,
     )

@@ -44,7 +44,9 @@ def test_a_turn_budget_reached_in_turn_1_is_budget_exhausted_and_warned(tmp_path
     assert first.execution_status == "budget_exhausted" and first.verdict == "fail"
     assert first.budget_hit == "tool_calls=3 at turn 1"
     assert len([m for m in first.output if m.source == "target"]) == 1  # turn 2 was never sent
-    assert first.scores[1].verdict == "skip" and "budget exhausted: tool_calls=3 at turn 1" in (first.scores[1].note or "")
+    assert first.scores[1].verdict == "skip" and "budget exhausted: tool_calls=3 at turn 1" in (
+        first.scores[1].note or ""
+    )
     console = Console(record=True, width=200)
     print_summary(results, console)
     text = console.export_text()
@@ -59,7 +61,9 @@ def test_on_budget_continue_sends_every_turn_but_is_still_not_completed(tmp_path
 
 
 def test_a_conversation_budget_counts_every_turn(tmp_path: Path) -> None:
-    results = run(tmp_path, SUITE % (TEST % (0, "")).replace("{turn: {tool_calls: 3}}", "{conversation: {tool_calls: 8}}"))
+    results = run(
+        tmp_path, SUITE % (TEST % (0, "")).replace("{turn: {tool_calls: 3}}", "{conversation: {tool_calls: 8}}")
+    )
     assert results[0].budget_hit == "tool_calls=8 per conversation at turn 2"
 
 

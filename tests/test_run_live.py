@@ -51,8 +51,9 @@ tests:
 def test_actual_replies_carried_forward_and_expected_never_sent(cli, fake_openai, tmp_path: Path) -> None:
     numbered_replies(fake_openai)
     suite = write(tmp_path / "s.eval.yaml", CONVERSATION)
-    code, out, err = cli("run", suite, "--target", "openai:fake-model", "--judge", "openai:fake-judge",
-                         "-o", tmp_path / "r.jsonl")
+    code, out, err = cli(
+        "run", suite, "--target", "openai:fake-model", "--judge", "openai:fake-judge", "-o", tmp_path / "r.jsonl"
+    )
     target_calls = fake_openai.target_requests()
     assert len(target_calls) == 3
     third = target_calls[2]["messages"]
@@ -85,7 +86,9 @@ def test_actual_replies_carried_forward_and_expected_never_sent(cli, fake_openai
 
 
 def test_stop_on_failure_sends_nothing_after_the_stop(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: stopper
     mode: conversation
@@ -97,21 +100,29 @@ tests:
         assertions: [{type: contains, value: "this will not appear"}]
       - input: three
       - input: four
-""")
+""",
+    )
     numbered_replies(fake_openai)
     code, out, _ = cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
     assert code == 1
     assert [r["messages"][-1]["content"] for r in fake_openai.target_requests()] == ["one", "two"]
     [result] = read_jsonl(tmp_path / "r.jsonl")
     scores = [(s["name"], s["score"], s["verdict"]) for s in result["scores"]]
-    assert scores == [("turn-1", 1.0, "pass"), ("turn-2", 0.0, "fail"), ("turn-3", 0.0, "skip"), ("turn-4", 0.0, "skip")]
+    assert scores == [
+        ("turn-1", 1.0, "pass"),
+        ("turn-2", 0.0, "fail"),
+        ("turn-3", 0.0, "skip"),
+        ("turn-4", 0.0, "skip"),
+    ]
     assert result["score"] == 0.25  # skipped turns count as 0 in the mean
     assert result["verdict"] == "fail" and result["execution_status"] == "quality_failure"
     assert any("stopped after turn 2" in n for n in result["notes"])
 
 
 def test_continue_after_failure_sends_every_turn(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: goes-on
     mode: conversation
@@ -121,7 +132,8 @@ tests:
         assertions: [{type: contains, value: "nope"}]
       - input: two
         assertions: [{type: contains, value: "two"}]
-""")
+""",
+    )
     code, _, _ = cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
     [result] = read_jsonl(tmp_path / "r.jsonl")
     assert len(fake_openai.target_requests()) == 2
@@ -130,7 +142,9 @@ tests:
 
 
 def test_min_aggregation_includes_conversation_score(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: weakest
     mode: conversation
@@ -141,7 +155,8 @@ tests:
     assertions:
       - type: contains
         value: "answers 'one'"
-""")
+""",
+    )
     cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
     [result] = read_jsonl(tmp_path / "r.jsonl")
     assert [s["score"] for s in result["scores"]] == [1.0, 1.0, 0.0]
@@ -149,7 +164,9 @@ tests:
 
 
 def test_conversation_assertions_see_all_replies(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: whole
     mode: conversation
@@ -159,20 +176,26 @@ tests:
       - input: beta
     assertions:
       - {type: contains-all, value: ["Reply to: alpha", "Reply to: beta"]}
-""")
+""",
+    )
     code, _, _ = cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
     [result] = read_jsonl(tmp_path / "r.jsonl")
     assert result["scores"][-1]["verdict"] == "pass" and result["score"] == 1.0 and code == 0
 
 
 def test_window_size_limits_what_graders_see(cli, fake_openai, tmp_path: Path) -> None:
-    script = write(tmp_path / "count.py", """\
+    script = write(
+        tmp_path / "count.py",
+        """\
 import json, sys
 ctx = json.load(sys.stdin)
 roles = [m["role"] for m in ctx["input"]]
 print(json.dumps({"score": 1.0, "details": {"roles": roles}}))
-""")
-    suite = write(tmp_path / "s.eval.yaml", f"""\
+""",
+    )
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"""\
 tests:
   - id: windowed
     mode: conversation
@@ -184,8 +207,9 @@ tests:
       - input: three
         assertions:
           - type: code-grader
-            command: ["{Path(__import__('sys').executable).as_posix()}", "{script.as_posix()}"]
-""")
+            command: ["{Path(__import__("sys").executable).as_posix()}", "{script.as_posix()}"]
+""",
+    )
     cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
     [result] = read_jsonl(tmp_path / "r.jsonl")
     grader = result["scores"][2]["graders"][0]
@@ -196,7 +220,9 @@ tests:
 
 
 def test_single_turn_tests_and_suite_assertions(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 assertions:
   - type: starts-with
     value: "Reply to:"
@@ -212,7 +238,8 @@ tests:
         content: be brief
       - role: user
         content: hi
-""")
+""",
+    )
     code, _, _ = cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
     results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
     assert results["plain"]["mode"] == "single"
@@ -223,7 +250,9 @@ tests:
 
 
 def test_trials_rerun_the_whole_conversation(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: flaky
     mode: conversation
@@ -231,7 +260,8 @@ tests:
       - input: one
         assertions: [{type: regex, value: "R[13] "}]
       - input: two
-""")
+""",
+    )
     numbered_replies(fake_openai)
     cli("run", suite, "--target", "openai:m", "--trials", "3", "--concurrency", "1", "-o", tmp_path / "r.jsonl")
     [result] = read_jsonl(tmp_path / "r.jsonl")
@@ -245,7 +275,9 @@ tests:
 
 
 def test_depends_on_skip_fail_run(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: base
     input: x
@@ -264,7 +296,8 @@ tests:
   - id: after-ok
     input: w
     depends_on: [ran]
-""")
+""",
+    )
     code, _, _ = cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
     results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
     assert (results["skipped"]["verdict"], results["skipped"]["execution_status"]) == ("skip", "skipped")
@@ -277,15 +310,20 @@ tests:
 
 
 def test_target_errors_are_execution_errors_and_the_run_goes_on(cli, fake_openai, tmp_path: Path) -> None:
-    write(tmp_path / "targets.yaml", f"""\
+    write(
+        tmp_path / "targets.yaml",
+        f"""\
 targets:
   - name: fragile
     provider: openai
     model: m
     base_url: {fake_openai.base_url}
     max_retries: 1
-""")
-    suite = write(tmp_path / "s.eval.yaml", """\
+""",
+    )
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: broken
     mode: conversation
@@ -294,7 +332,8 @@ tests:
       - input: boom
   - id: fine
     input: fine
-""")
+""",
+    )
     fake_openai.faults.append(Fault(status=503, headers={"Retry-After": "0"}, match="boom", times=99))
     code, out, err = cli("run", suite, "--target", "fragile", "-o", tmp_path / "r.jsonl", "--concurrency", "1")
     results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
@@ -327,7 +366,9 @@ def test_retry_after_is_honoured_then_succeeds(cli, fake_openai, tmp_path: Path)
 
 
 def test_threshold_precedence(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 execution:
   threshold: 0.9
 tests:
@@ -338,7 +379,8 @@ tests:
     input: hi
     execution: {threshold: 0.5}
     assertions: [{type: contains, value: hi, weight: 3}, {type: contains, value: nope}]
-""")
+""",
+    )
     cli("run", suite, "--target", "openai:m", "-o", tmp_path / "a.jsonl")
     results = {r["test_id"]: r for r in read_jsonl(tmp_path / "a.jsonl")}
     assert results["suite-level"]["score"] == 0.75
@@ -349,14 +391,17 @@ tests:
 
 
 def test_required_assertion_failure_zeroes_the_turn(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: gate
     input: hi
     assertions:
       - {type: contains, value: hi, weight: 9}
       - {type: contains, value: nope, required: true}
-""")
+""",
+    )
     cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
     [result] = read_jsonl(tmp_path / "r.jsonl")
     assert result["score"] == 0.0 and result["verdict"] == "fail"
@@ -364,7 +409,9 @@ tests:
 
 def test_targets_file_env_refs_and_headers(cli, fake_openai, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MY_TEAM_KEY", "sk-team-abcdefgh12345678")
-    write(tmp_path / "targets.yaml", f"""\
+    write(
+        tmp_path / "targets.yaml",
+        f"""\
 targets:
   - name: team-model
     provider: openai
@@ -374,7 +421,8 @@ targets:
     headers: {{X-Team: "${{{{ MY_TEAM_KEY }}}}-tag"}}
     temperature: 0.3
     max_tokens: 77
-""")
+""",
+    )
     suite = write(tmp_path / "s.eval.yaml", "execution:\n  target: team-model\ntests:\n  - id: a\n    input: hi\n")
     code, out, err = cli("run", suite, "-o", tmp_path / "r.jsonl")
     [request] = fake_openai.requests
@@ -395,11 +443,14 @@ def test_unknown_target_name_is_a_clear_error(cli, tmp_path: Path) -> None:
 def test_conversations_run_concurrently(cli, tmp_path: Path, monkeypatch) -> None:
     with FakeOpenAIServer(latency_s=0.2) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        tests = "".join(f"  - id: t{i}\n    mode: conversation\n    turns: [{{input: a}}, {{input: b}}]\n" for i in range(6))
+        tests = "".join(
+            f"  - id: t{i}\n    mode: conversation\n    turns: [{{input: a}}, {{input: b}}]\n" for i in range(6)
+        )
         suite = write(tmp_path / "s.eval.yaml", "tests:\n" + tests)
         # --no-cache: the six conversations are identical, so the cache would answer some of them.
-        code, _, _ = cli("run", suite, "--target", "openai:m", "--concurrency", "4", "--no-cache",
-                         "-o", tmp_path / "r.jsonl")
+        code, _, _ = cli(
+            "run", suite, "--target", "openai:m", "--concurrency", "4", "--no-cache", "-o", tmp_path / "r.jsonl"
+        )
         assert code == 0
         assert server.max_in_flight == 4  # never more than --concurrency, and really parallel
         assert len(server.requests) == 12
@@ -410,7 +461,9 @@ def test_python_api_runs_a_suite(fake_openai, tmp_path: Path, monkeypatch) -> No
 
     monkeypatch.chdir(tmp_path)  # the run store and cache go to ./.convoeval
 
-    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n    assertions: [{type: icontains, value: HI}]\n")
+    suite = write(
+        tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n    assertions: [{type: icontains, value: HI}]\n"
+    )
     seen = []
     report = convoeval.run(suite, target="openai:m", on_result=seen.append)
     assert [r.test_id for r in report.results] == ["a"] == [r.test_id for r in seen]
@@ -418,14 +471,17 @@ def test_python_api_runs_a_suite(fake_openai, tmp_path: Path, monkeypatch) -> No
 
 
 def test_suite_judge_settings_reach_the_judge(cli, fake_openai, tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", """\
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 execution:
   judge: {target: "openai:judge-model", repeats: 2, temperature: 0.4}
 tests:
   - id: a
     input: hi
     assertions: [Greets the user]
-""")
+""",
+    )
     code, out, err = cli("run", suite, "--target", "openai:m", "--no-cache", "-o", tmp_path / "r.jsonl")
     judged = fake_openai.judge_requests()
     assert len(judged) == 2  # repeats
@@ -437,18 +493,24 @@ tests:
 
 
 def test_trials_cost_limit_stops_further_trials(cli, fake_openai, tmp_path: Path) -> None:
-    write(tmp_path / "targets.yaml", f"""\
+    write(
+        tmp_path / "targets.yaml",
+        f"""\
 targets:
   - {{name: priced, provider: openai, model: m, base_url: "{fake_openai.base_url}",
      price_input_per_mtok: 100000, price_output_per_mtok: 100000}}
-""")
-    suite = write(tmp_path / "s.eval.yaml", """\
+""",
+    )
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
 execution:
   trials: {count: 5, cost_limit_usd: 0.5}
 tests:
   - id: a
     input: one two three
-""")
+""",
+    )
     code, _, _ = cli("run", suite, "--target", "priced", "--no-cache", "-o", tmp_path / "r.jsonl")
     [result] = read_jsonl(tmp_path / "r.jsonl")
     # Each call costs (3 + 5 words) * 0.1 = $0.8 >= $0.5: one trial, then stop.

@@ -101,7 +101,10 @@ def test_target_that_cannot_resume_falls_back_to_single_shot(tmp_path: Path) -> 
 
 
 def test_single_shot_without_conversation_assertions_is_an_error_not_a_pass(tmp_path: Path) -> None:
-    suite = write(tmp_path / "s.eval.yaml", THREE_TURNS.split("    assertions:\n      - type: contains\n        value: \"three\"")[0])
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        THREE_TURNS.split('    assertions:\n      - type: contains\n        value: "three"')[0],
+    )
     agent = OneShotAgent()
     result = convoeval.run(suite, target=agent, judge=agent, cache=False).results[0]
     assert result.verdict == "error" and "single_shot" in (result.error or "")

@@ -41,7 +41,9 @@ def test_repair_loop_persists_edits_sends_the_hint_and_stops_when_verified(repai
     assert users[1].content == "Hint: add() must return the sum of its arguments."
     assert turns[2].verdict == "skip" and turns[2].score is None and turns[2].note == "stopped: verified at turn 2"
     verify = next(s for s in result.scores if s.name == "verify")
-    assert [a.passed for a in verify.assertions] == [False, True] and "add(2, 3) returned 6" in verify.assertions[0].evidence
+    assert [a.passed for a in verify.assertions] == [False, True] and "add(2, 3) returned 6" in verify.assertions[
+        0
+    ].evidence
     assert not Path(first.output["workdir"]).exists() and result.trials[0].workspace is None
     assert (repair / "template" / "calc.py").read_text().endswith("a - b\n")  # the template is untouched
 
@@ -49,7 +51,9 @@ def test_repair_loop_persists_edits_sends_the_hint_and_stops_when_verified(repai
 def test_a_conversation_that_never_verifies_fails_and_keep_on_failure_keeps_the_folder(repair: Path) -> None:
     suite = repair / "repair.eval.yaml"
     text = suite.read_text().replace('      - "Hint: add() must return the sum of its arguments."\n', "")
-    text = text.replace("    hints:\n", "    hints: []\n").replace("{template: template}", "{template: template, keep: on_failure}")
+    text = text.replace("    hints:\n", "    hints: []\n").replace(
+        "{template: template}", "{template: template, keep: on_failure}"
+    )
     suite.write_text(text)
     result = run(suite)
     assert result.verdict == "fail" and result.score == 0.0
@@ -69,12 +73,30 @@ def test_a_missing_template_is_an_execution_error_for_that_test(repair: Path) ->
 
 def test_the_same_repair_suite_runs_with_claude_code(repair: Path, agent_bin: Path) -> None:  # noqa: F811
     rules = [
-        {"match": "Hint", "text": "Fixed: add() returns a + b.",
-         "tools": [{"name": "Write", "input": {"file_path": "calc.py"}, "output": "ok",
-                    "write": {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}}]},
-        {"match": "fails", "text": "Changed it to a * b.",
-         "tools": [{"name": "Write", "input": {"file_path": "calc.py"}, "output": "ok",
-                    "write": {"path": "calc.py", "content": "def add(a, b):\n    return a * b\n"}}]},
+        {
+            "match": "Hint",
+            "text": "Fixed: add() returns a + b.",
+            "tools": [
+                {
+                    "name": "Write",
+                    "input": {"file_path": "calc.py"},
+                    "output": "ok",
+                    "write": {"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"},
+                }
+            ],
+        },
+        {
+            "match": "fails",
+            "text": "Changed it to a * b.",
+            "tools": [
+                {
+                    "name": "Write",
+                    "input": {"file_path": "calc.py"},
+                    "output": "ok",
+                    "write": {"path": "calc.py", "content": "def add(a, b):\n    return a * b\n"},
+                }
+            ],
+        },
     ]
     (agent_bin / "rules.json").write_text(json.dumps(rules))
     write(repair / "targets.yaml", "targets:\n  - {name: repair-agent, provider: claude-code}\n")
@@ -85,7 +107,8 @@ def test_the_same_repair_suite_runs_with_claude_code(repair: Path, agent_bin: Pa
     logged = calls(agent_bin)
     assert len(logged) == 2 and logged[0]["cwd"] == logged[1]["cwd"] != str(repair)
     assert "--resume" in logged[1]["argv"] and logged[1]["argv"][logged[1]["argv"].index("-p") + 1].startswith(
-        "user: Hint: add() must return the sum")
+        "user: Hint: add() must return the sum"
+    )
     assert not Path(logged[0]["cwd"]).exists()
 
 

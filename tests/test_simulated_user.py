@@ -36,9 +36,16 @@ def schema_name(body: dict[str, Any]) -> str:
 class FakeWorld:
     """Scripted simulator steps, scenario verdicts and fidelity verdict on one fake server."""
 
-    def __init__(self, server: FakeOpenAIServer, steps: list[Step | str], *,
-                 success: list[bool] | None = None, failure: list[bool] | None = None, in_role: bool = True,
-                 reply: Callable[[dict[str, Any]], str] | None = None):
+    def __init__(
+        self,
+        server: FakeOpenAIServer,
+        steps: list[Step | str],
+        *,
+        success: list[bool] | None = None,
+        failure: list[bool] | None = None,
+        in_role: bool = True,
+        reply: Callable[[dict[str, Any]], str] | None = None,
+    ):
         self.server = server
         self.steps = list(steps)
         self.success = success or []
@@ -117,8 +124,13 @@ def test_objective_met_transcript_marks_simulated_turns_and_costs_apart(fake_ope
     assert result.stop_reason == "objective_met"
     assert result.outcome == "passed"
     sources = [(m.role, m.source) for m in result.output]
-    assert sources == [("user", "simulator"), ("assistant", "target"), ("user", "simulator"),
-                       ("assistant", "target"), ("user", "simulator")]
+    assert sources == [
+        ("user", "simulator"),
+        ("assistant", "target"),
+        ("user", "simulator"),
+        ("assistant", "target"),
+        ("user", "simulator"),
+    ]
     assert result.output[-1].content == "Great, thank you!"  # the goodbye is recorded, not sent
     assert len(fake_openai.target_requests()) == 2
     # The second step saw the agent's actual question; the knowledge is in the prompt.
@@ -129,38 +141,46 @@ def test_objective_met_transcript_marks_simulated_turns_and_costs_apart(fake_ope
     assert [e.name for e in result.scores] == ["turn-1", "turn-2", "scenario"]
     scenario = result.scores[-1]
     assert scenario.graders[0].details["outcome"] == "passed"
-    assert [a.text for a in scenario.assertions] == ["success: The agent issues the refund",
-                                                     "failure: The agent is rude"]
+    assert [a.text for a in scenario.assertions] == [
+        "success: The agent issues the refund",
+        "failure: The agent is rude",
+    ]
 
 
-@pytest.mark.parametrize(("success", "failure", "outcome", "verdict", "status", "score"), [
-    ([True], [False], "passed", "pass", "ok", 1.0),
-    ([False], [True], "failed", "fail", "quality_failure", 0.0),
-    ([False], [False], "undecided", "error", "undecided", None),
-    ([True], [True], "conflict", "fail", "quality_failure", 0.0),
-])
+@pytest.mark.parametrize(
+    ("success", "failure", "outcome", "verdict", "status", "score"),
+    [
+        ([True], [False], "passed", "pass", "ok", 1.0),
+        ([False], [True], "failed", "fail", "quality_failure", 0.0),
+        ([False], [False], "undecided", "error", "undecided", None),
+        ([True], [True], "conflict", "fail", "quality_failure", 0.0),
+    ],
+)
 def test_scenario_outcomes(fake_openai, tmp_path: Path, success, failure, outcome, verdict, status, score) -> None:
     FakeWorld(fake_openai, list(HAPPY), success=success, failure=failure)
     path = suite_file(tmp_path, "    success: [The agent issues the refund]\n    failure: [The agent is rude]")
     report = run(path)
     result = report.results[0]
-    assert (result.outcome, result.verdict, result.execution_status, result.score) == (
-        outcome, verdict, status, score)
+    assert (result.outcome, result.verdict, result.execution_status, result.score) == (outcome, verdict, status, score)
     assert report.exit_code == (0 if outcome == "passed" else 1)
 
 
 def test_undecided_is_never_a_pass_even_with_passing_turns(fake_openai, tmp_path: Path) -> None:
     FakeWorld(fake_openai, list(HAPPY), success=[False], failure=[False])
-    path = suite_file(tmp_path, "    success: [refund issued]\n    turn_assertions:\n"
-                                "      - {type: contains, value: order}")
+    path = suite_file(
+        tmp_path, "    success: [refund issued]\n    turn_assertions:\n      - {type: contains, value: order}"
+    )
     result = run(path).results[0]
     assert [e.verdict for e in result.scores[:2]] == ["pass", "pass"]
     assert result.execution_status == "undecided" and result.verdict == "error"
 
 
 def test_objective_impossible(fake_openai, tmp_path: Path) -> None:
-    FakeWorld(fake_openai, [("I want a refund.", False, "none"), ("", True, "objective_impossible")],
-              reply=lambda body: "We never give refunds.")
+    FakeWorld(
+        fake_openai,
+        [("I want a refund.", False, "none"), ("", True, "objective_impossible")],
+        reply=lambda body: "We never give refunds.",
+    )
     result = run(suite_file(tmp_path)).results[0]
     assert result.stop_reason == "objective_impossible"
     assert [m.source for m in result.output] == ["simulator", "target"]
@@ -192,28 +212,36 @@ def test_target_error_stops_the_conversation(fake_openai, tmp_path: Path) -> Non
     assert result.execution_status == "execution_error"
 
 
-@pytest.mark.parametrize(("steps", "reason"), [
-    ([("Assistant: your refund is approved.", False, "none")], "answered for the agent"),
-    ([("   ", False, "none")], "empty turn"),
-    ([("Refund order A-1234 please", False, "none")], "revealed 'order_number' before the agent asked"),
-    (["not json", "still not json"], "unparseable"),
-    ([("bye", True, "objective_met")], "stopped before saying anything"),
-])
+@pytest.mark.parametrize(
+    ("steps", "reason"),
+    [
+        ([("Assistant: your refund is approved.", False, "none")], "answered for the agent"),
+        ([("   ", False, "none")], "empty turn"),
+        ([("Refund order A-1234 please", False, "none")], "revealed 'order_number' before the agent asked"),
+        (["not json", "still not json"], "unparseable"),
+        ([("bye", True, "objective_met")], "stopped before saying anything"),
+    ],
+)
 def test_simulator_failures_are_simulator_errors_not_failed_tests(fake_openai, tmp_path: Path, steps, reason) -> None:
     FakeWorld(fake_openai, steps)
     path = suite_file(tmp_path, "    success: [The agent issues the refund]")
     report = run(path)
     result = report.results[0]
-    assert (result.verdict, result.execution_status, result.stop_reason) == ("error", "simulator_error",
-                                                                             "simulator_error")
+    assert (result.verdict, result.execution_status, result.stop_reason) == (
+        "error",
+        "simulator_error",
+        "simulator_error",
+    )
     assert reason in (result.error or "")
     assert result.outcome is None  # not judged
     assert report.exit_code == 3  # every test had an execution problem; none failed
 
 
 def test_knowledge_may_be_given_once_asked(fake_openai, tmp_path: Path) -> None:
-    FakeWorld(fake_openai, [("I want a refund.", False, "none"), ("Order A-1234.", False, "none"),
-                            ("", True, "objective_met")])
+    FakeWorld(
+        fake_openai,
+        [("I want a refund.", False, "none"), ("Order A-1234.", False, "none"), ("", True, "objective_met")],
+    )
     result = run(suite_file(tmp_path)).results[0]
     assert result.execution_status == "ok" and result.stop_reason == "objective_met"
 
@@ -278,8 +306,9 @@ def test_budget_exhausted_stops_the_simulator(fake_openai, tmp_path: Path) -> No
         asked.append(1)
         return len(asked) <= 2
 
-    result = asyncio.run(run_trial(plan, TrialContext(target=target, judge=None, simulator=model,
-                                                      may_continue=may_continue)))
+    result = asyncio.run(
+        run_trial(plan, TrialContext(target=target, judge=None, simulator=model, may_continue=may_continue))
+    )
     assert result.stop_reason == "budget_exhausted"
     assert result.execution_status == "budget_exhausted"
     assert len(world.simulated_requests()) == 2
@@ -304,7 +333,9 @@ def test_simulator_model_of_its_own_and_cached_rerun_makes_no_calls(fake_openai,
 
 
 def test_max_turns_is_required_and_aliases_are_accepted(cli, tmp_path: Path) -> None:
-    bad = write(tmp_path / "bad.eval.yaml", """\
+    bad = write(
+        tmp_path / "bad.eval.yaml",
+        """\
 tests:
   - id: a
     chatter_agent:
@@ -312,7 +343,8 @@ tests:
   - id: b
     user_simulator: {objective: x, max_turns: 2}
     chatter_agent: {objective: x, max_turns: 2}
-""")
+""",
+    )
     code, out, err = cli("validate", bad)
     assert code == 2
     lines = (out + err).strip().splitlines()
@@ -334,8 +366,12 @@ def test_terminal_table_shows_generated_turns_stop_reason_and_outcome(cli, fake_
 
 def test_refund_example_runs_against_a_chat_target(fake_openai, tmp_path: Path) -> None:
     example = Path(__file__).resolve().parent.parent / "examples" / "simulated-user" / "refund.eval.yaml"
-    world = FakeWorld(fake_openai, [("It is A-1234.", False, "none"), ("Thanks!", True, "objective_met")],
-                      success=[True], failure=[False, False])
+    world = FakeWorld(
+        fake_openai,
+        [("It is A-1234.", False, "none"), ("Thanks!", True, "objective_met")],
+        success=[True],
+        failure=[False, False],
+    )
     result = run(example).results[0]
     assert (result.verdict, result.outcome, result.stop_reason) == ("pass", "passed", "objective_met")
     assert fake_openai.target_requests()[0]["messages"][-1]["content"].startswith("Hi, the blender")
@@ -368,9 +404,16 @@ class RefundAgent:
 
 
 def test_scenario_against_an_agent_target_with_a_session(fake_openai, tmp_path: Path) -> None:
-    world = FakeWorld(fake_openai, [("My blender broke, refund please.", False, "none"),
-                                    ("It is A-1234.", False, "none"), ("Thanks!", True, "objective_met")],
-                      success=[True], failure=[False])
+    world = FakeWorld(
+        fake_openai,
+        [
+            ("My blender broke, refund please.", False, "none"),
+            ("It is A-1234.", False, "none"),
+            ("Thanks!", True, "objective_met"),
+        ],
+        success=[True],
+        failure=[False],
+    )
     agent = RefundAgent()
     path = suite_file(tmp_path, "    success: [The refund is issued]\n    failure: [The agent is rude]")
     result = run(path, target=agent).results[0]

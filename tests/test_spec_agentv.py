@@ -22,17 +22,20 @@ def problems_of(path: Path) -> list[str]:
 
 def run(cli, suite: Path, tmp_path: Path, *extra: str) -> list[dict]:
     out = tmp_path / "r.jsonl"
-    code, stdout, stderr = cli("run", suite, "--target", "openai:gpt-4o-mini", "--judge", "openai:fake-judge",
-                               "-o", out, *extra)
+    code, stdout, stderr = cli(
+        "run", suite, "--target", "openai:gpt-4o-mini", "--judge", "openai:fake-judge", "-o", out, *extra
+    )
     assert code in (0, 1), stdout + stderr
     return read_jsonl(out)
 
 
 # -- 1. metadata fields and legacy names ------------------------------------------------------
 
-def test_metadata_fields_are_kept_under_the_result_metadata(cli, fake_openai: FakeOpenAIServer,
-                                                            tmp_path: Path) -> None:
-    suite = write(tmp_path / "m.eval.yaml", """\
+
+def test_metadata_fields_are_kept_under_the_result_metadata(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    suite = write(
+        tmp_path / "m.eval.yaml",
+        """\
 $schema: https://agentv.dev/schema.json
 version: "1.0"
 tags: [demo]
@@ -48,7 +51,8 @@ tests:
     tags: [fast]
     input: hi
     assertions: [{type: contains, value: hi}]
-""")
+""",
+    )
     assert problems_of(suite) == []
     [result] = run(cli, suite, tmp_path)
     meta = result["metadata"]
@@ -58,7 +62,9 @@ tests:
 
 
 def test_legacy_names_evaluators_eval_cases_and_v5_assert(tmp_path: Path) -> None:
-    suite = write(tmp_path / "l.eval.yaml", """\
+    suite = write(
+        tmp_path / "l.eval.yaml",
+        """\
 evaluators:
   - {type: contains, value: x}
 eval_cases:
@@ -73,7 +79,8 @@ eval_cases:
     turns:
       - input: one
         assert: [{type: composite, assert: [{type: contains, value: o}]}]
-""")
+""",
+    )
     loaded = load_suite(suite)
     assert [a.type for a in loaded.assertions] == ["contains"]
     assert [t.assertions[0].type for t in loaded.tests[:2]] == ["regex", "equals"]
@@ -83,8 +90,11 @@ eval_cases:
 
 def test_error_lines_survive_renamed_keys(tmp_path: Path) -> None:
     suite = write(tmp_path / "e.eval.yaml", "eval_cases:\n  - id: a\n    input: hi\n    assert:\n      - type: nope\n")
-    assert problems_of(suite) == [f"{suite}:5: eval_cases[0].assert[0].type: unknown assertion type 'nope'"
-                                  .replace("eval_cases[0].assert[0]", "tests[0].assertions[0]")]
+    assert problems_of(suite) == [
+        f"{suite}:5: eval_cases[0].assert[0].type: unknown assertion type 'nope'".replace(
+            "eval_cases[0].assert[0]", "tests[0].assertions[0]"
+        )
+    ]
 
 
 def test_v5_fields_are_named_in_the_error(tmp_path: Path) -> None:
@@ -94,16 +104,22 @@ def test_v5_fields_are_named_in_the_error(tmp_path: Path) -> None:
     assert problems[1].startswith(f"{suite}:4: tests[0].vars: `vars` is AgentV v5")
     assert len(problems) == 2  # no "input is missing" on top
     # The v5 spellings convoeval reads: the identity prompt, `vars: {input}`, `metric`.
-    write(suite, "prompts: ['{{ input }}']\ntests:\n  - id: a\n    vars: {input: hi}\n"
-          "    assert: [{metric: says_hi, type: contains, value: hi}]\n")
+    write(
+        suite,
+        "prompts: ['{{ input }}']\ntests:\n  - id: a\n    vars: {input: hi}\n"
+        "    assert: [{metric: says_hi, type: contains, value: hi}]\n",
+    )
     test = load_suite(suite).tests[0]
     assert (test.input, test.assertions[0].name) == ("hi", "says_hi")
 
 
 # -- 2. YAML 1.2 core schema ------------------------------------------------------------------
 
+
 def test_yes_no_on_off_and_dates_are_strings(tmp_path: Path) -> None:
-    suite = write(tmp_path / "y.eval.yaml", """\
+    suite = write(
+        tmp_path / "y.eval.yaml",
+        """\
 tests:
   - id: a
     input: on
@@ -112,7 +128,8 @@ tests:
       - {type: equals, value: yes}
       - {type: contains, value: off}
       - {type: contains, value: 010}
-""")
+""",
+    )
     loaded = load_suite(suite)
     test = loaded.tests[0]
     assert (test.input, test.expected_output) == ("on", "2025-01-01")
@@ -122,15 +139,23 @@ tests:
 def test_type_errors_say_which_yaml_type_was_seen(tmp_path: Path) -> None:
     suite = write(tmp_path / "t.eval.yaml", "tests:\n  - id: a\n    input: true\n    criteria: 12\n")
     problems = problems_of(suite)
-    assert f"{suite}:3: tests[0].input: Input should be a valid string (the YAML value is the boolean true; " \
-           "quote it to make it text)" in problems[0]
-    assert problems[1] == f"{suite}:4: tests[0].criteria: Input should be a valid string (the YAML value is the integer 12)"
+    assert (
+        f"{suite}:3: tests[0].input: Input should be a valid string (the YAML value is the boolean true; "
+        "quote it to make it text)" in problems[0]
+    )
+    assert (
+        problems[1]
+        == f"{suite}:4: tests[0].criteria: Input should be a valid string (the YAML value is the integer 12)"
+    )
 
 
 # -- 3. merge keys ----------------------------------------------------------------------------
 
+
 def test_merge_key_override_is_legal_and_duplicates_are_not(tmp_path: Path) -> None:
-    suite = write(tmp_path / "m.eval.yaml", """\
+    suite = write(
+        tmp_path / "m.eval.yaml",
+        """\
 base: &base
   input: attack
   criteria: refuses
@@ -141,40 +166,55 @@ tests:
   - <<: *base
     id: b
     id: c
-""")
+""",
+    )
     problems = problems_of(suite)
-    assert problems == [f"{suite}:10: tests[1].id: duplicate key 'id'", f"{suite}:1: base: unknown field 'base'"] \
-        or problems == [f"{suite}:1: base: unknown field 'base'", f"{suite}:10: tests[1].id: duplicate key 'id'"]
-    good = write(tmp_path / "g.eval.yaml", "x: &b {input: attack, criteria: refuses}\n"
-                 "tests:\n  - <<: *b\n    id: a\n    input: override\n".replace("x:", "metadata:"))
+    assert problems == [
+        f"{suite}:10: tests[1].id: duplicate key 'id'",
+        f"{suite}:1: base: unknown field 'base'",
+    ] or problems == [f"{suite}:1: base: unknown field 'base'", f"{suite}:10: tests[1].id: duplicate key 'id'"]
+    good = write(
+        tmp_path / "g.eval.yaml",
+        "x: &b {input: attack, criteria: refuses}\ntests:\n  - <<: *b\n    id: a\n    input: override\n".replace(
+            "x:", "metadata:"
+        ),
+    )
     assert load_suite(good).tests[0].input == "override"
 
 
 # -- 4. ${{ VAR }} across the eval file -------------------------------------------------------
 
-def test_env_references_are_substituted_and_unset_ones_named(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_env_references_are_substituted_and_unset_ones_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PERSONA", "You are terse.")
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
-    suite = write(tmp_path / "e.eval.yaml", """\
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        """\
 tests:
   - id: a
     input:
       - {role: system, content: "${{ PERSONA }} Always."}
       - {role: user, content: hi}
-""")
+""",
+    )
     assert load_suite(suite).tests[0].input[0].content == "You are terse. Always."
     write(suite, "tests:\n  - id: a\n    input: hi\n    criteria: ${{NOT_SET_ANYWHERE}}\n")
-    assert problems_of(suite) == [f"{suite}:4: tests[0].criteria: environment variable NOT_SET_ANYWHERE is not "
-                                  "set (used as ${{ NOT_SET_ANYWHERE }})"]
+    assert problems_of(suite) == [
+        f"{suite}:4: tests[0].criteria: environment variable NOT_SET_ANYWHERE is not "
+        "set (used as ${{ NOT_SET_ANYWHERE }})"
+    ]
 
 
 # -- 6. content blocks ------------------------------------------------------------------------
 
+
 def test_file_blocks_and_json_content_reach_the_target(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     write(tmp_path / "docs" / "guide.md", "Always cite the guide.\n")
     write(tmp_path / "data.csv", "a,b\n1,2\n")
-    suite = write(tmp_path / "f.eval.yaml", """\
+    suite = write(
+        tmp_path / "f.eval.yaml",
+        """\
 tests:
   - id: blocks
     input:
@@ -192,19 +232,23 @@ tests:
       - {role: user, content: {task: classify, id: 7}}
     expected_output: {riskLevel: Low}
     assertions: [{type: contains, value: x}]
-""")
+""",
+    )
     run(cli, suite, tmp_path)
     sent = {r["messages"][-1]["content"] for r in fake_openai.target_requests()}
     assert '<file path="docs/guide.md">\nAlways cite the guide.\n\n</file>\nSummarise.' in sent
     assert '<file path="data.csv">\na,b\n1,2\n\n</file>\nRead it.' in sent
     assert json.dumps({"task": "classify", "id": 7}, indent=2) in sent
-    assert json.loads(load_suite(suite).tests[2].expected_output and
-                      json.dumps(load_suite(suite).tests[2].expected_output)) == {"riskLevel": "Low"}
+    assert json.loads(
+        load_suite(suite).tests[2].expected_output and json.dumps(load_suite(suite).tests[2].expected_output)
+    ) == {"riskLevel": "Low"}
 
 
 def test_missing_attachment_and_images_are_file_line_errors(tmp_path: Path) -> None:
     write(tmp_path / "pic.png", "not really")
-    suite = write(tmp_path / "f.eval.yaml", """\
+    suite = write(
+        tmp_path / "f.eval.yaml",
+        """\
 tests:
   - id: a
     input:
@@ -212,7 +256,8 @@ tests:
         content:
           - {type: file, value: nowhere.md}
           - {type: file, value: pic.png}
-""")
+""",
+    )
     assert problems_of(suite) == [
         f"{suite}:6: tests[0].input[0].content[0].value: file not found: nowhere.md (paths are relative to "
         "the eval file's folder)",
@@ -223,11 +268,18 @@ tests:
 
 # -- 7. code-grader stdin ---------------------------------------------------------------------
 
-def test_code_grader_gets_config_extra_keys_and_output_messages(cli, fake_openai: FakeOpenAIServer,
-                                                                 tmp_path: Path) -> None:
-    write(tmp_path / "grade.py", "import json, sys\ndata = json.load(sys.stdin)\n"
-          "open('seen.json', 'w').write(json.dumps(data))\nprint(json.dumps({'score': 1}))\n")
-    suite = write(tmp_path / "c.eval.yaml", f"""\
+
+def test_code_grader_gets_config_extra_keys_and_output_messages(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    write(
+        tmp_path / "grade.py",
+        "import json, sys\ndata = json.load(sys.stdin)\n"
+        "open('seen.json', 'w').write(json.dumps(data))\nprint(json.dumps({'score': 1}))\n",
+    )
+    suite = write(
+        tmp_path / "c.eval.yaml",
+        f"""\
 tests:
   - id: a
     input: hi
@@ -236,7 +288,8 @@ tests:
         command: ["{sys.executable}", grade.py]
         config: {{max_words: 50}}
         threshold: 0.7
-""")
+""",
+    )
     run(cli, suite, tmp_path)
     seen = json.loads((tmp_path / "seen.json").read_text())
     assert seen["config"] == {"max_words": 50, "threshold": 0.7}
@@ -247,17 +300,22 @@ tests:
 
 # -- 8. llm-grader prompt semantics -----------------------------------------------------------
 
+
 def test_inline_prompt_without_variables_is_criteria_in_the_default_prompt(
-        cli, fake_openai: FakeOpenAIServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     write(tmp_path / "rubric.md", "Is it polite? {{ output }}")
-    suite = write(tmp_path / "p.eval.yaml", """\
+    suite = write(
+        tmp_path / "p.eval.yaml",
+        """\
 tests:
   - id: a
     input: Say hello
     assertions:
       - {type: llm-grader, prompt: Did the response greet the user?}
       - {type: llm-grader, prompt: rubric.md}
-""")
+""",
+    )
     with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
         assert problems_of(suite) == []
     assert f"{suite}:6: tests[0].assertions[1].prompt: 'rubric.md' names a file but is sent as inline" in caplog.text
@@ -271,10 +329,13 @@ tests:
 
 # -- 9. file:// test includes -----------------------------------------------------------------
 
+
 def test_file_includes_inside_tests(tmp_path: Path) -> None:
     write(tmp_path / "cases" / "more.yaml", "- id: b\n  input: two\n- id: c\n  input: three\n")
     write(tmp_path / "cases" / "more.jsonl", '{"id": "d", "input": "four"}\n{"id": "e", "inptu": "x"}\n')
-    suite = write(tmp_path / "i.eval.yaml", """\
+    suite = write(
+        tmp_path / "i.eval.yaml",
+        """\
 tests:
   - id: a
     input: one
@@ -283,7 +344,8 @@ tests:
   - id: f
     input: six
     criteria: 7
-""")
+""",
+    )
     problems = problems_of(suite)
     jsonl = (tmp_path / "cases" / "more.jsonl").resolve()
     assert f"{jsonl}:2: tests[4].inptu: unknown field 'inptu' (did you mean 'input'?)" in problems
@@ -303,10 +365,14 @@ tests:
 
 # -- older AgentV names -----------------------------------------------------------------------
 
-def test_legacy_judge_types_reference_answer_and_skip_defaults(cli, fake_openai: FakeOpenAIServer,
-                                                               tmp_path: Path) -> None:
+
+def test_legacy_judge_types_reference_answer_and_skip_defaults(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
     write(tmp_path / "ok.py", "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'score': 1}))\n")
-    suite = write(tmp_path / "o.eval.yaml", f"""\
+    suite = write(
+        tmp_path / "o.eval.yaml",
+        f"""\
 assertions:
   - {{name: suite_check, type: contains, value: Reply}}
 tests:
@@ -320,7 +386,8 @@ tests:
     input: ho
     execution: {{skip_defaults: true}}
     assertions: [{{name: own, type: equals, value: Reply to ho}}]
-""")
+""",
+    )
     loaded = load_suite(suite)
     assert loaded.tests[0].expected_output == "Reply to hi"
     assert [a.type for a in loaded.tests[0].assertions] == ["code-grader", "llm-grader"]
@@ -331,7 +398,9 @@ tests:
 
 
 def test_expected_tool_calls_and_messages_without_content(tmp_path: Path) -> None:
-    suite = write(tmp_path / "t.eval.yaml", """\
+    suite = write(
+        tmp_path / "t.eval.yaml",
+        """\
 tests:
   - id: a
     input: What is the capital of France?
@@ -342,9 +411,11 @@ tests:
   - id: b
     input:
       - {role: user}
-""")
-    assert problems_of(suite) == [f"{suite}:10: tests[1].input[0]: a message needs `content` (an assistant message "
-                                  "may give `tool_calls` instead)"]
+""",
+    )
+    assert problems_of(suite) == [
+        f"{suite}:10: tests[1].input[0]: a message needs `content` (an assistant message may give `tool_calls` instead)"
+    ]
     write(suite, suite.read_text().split("  - id: b")[0])
     expected = load_suite(suite).tests[0].expected_output
     assert '"tool": "search"' in messages_text(expected) and messages_text(expected).endswith("Paris.")

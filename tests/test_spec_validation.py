@@ -17,123 +17,227 @@ VALID_HEAD = "tests:\n"
 
 # (name, eval-file text, expected line, expected field, message fragment)
 CASES = [
-    ("turns without mode", """\
+    (
+        "turns without mode",
+        """\
 tests:
   - id: t
     turns:
       - input: hi
-""", 3, "tests[0].turns", "needs `mode: conversation`"),
-    ("mode without turns", """\
+""",
+        3,
+        "tests[0].turns",
+        "needs `mode: conversation`",
+    ),
+    (
+        "mode without turns",
+        """\
 tests:
   - id: t
     mode: conversation
-""", 3, "tests[0].turns", "non-empty `turns`"),
-    ("mode with empty turns", """\
+""",
+        3,
+        "tests[0].turns",
+        "non-empty `turns`",
+    ),
+    (
+        "mode with empty turns",
+        """\
 tests:
   - id: t
     mode: conversation
     turns: []
-""", 4, "tests[0].turns", "non-empty `turns`"),
-    ("blank turn input", """\
+""",
+        4,
+        "tests[0].turns",
+        "non-empty `turns`",
+    ),
+    (
+        "blank turn input",
+        """\
 tests:
   - id: t
     mode: conversation
     turns:
       - input: hello
       - input: "   "
-""", 6, "tests[0].turns[1].input", "must not be blank"),
-    ("missing turn input", """\
+""",
+        6,
+        "tests[0].turns[1].input",
+        "must not be blank",
+    ),
+    (
+        "missing turn input",
+        """\
 tests:
   - id: t
     mode: conversation
     turns:
       - expected_output: hi
-""", 5, "tests[0].turns[0].input", "required field is missing"),
-    ("top-level expected_output in conversation", """\
+""",
+        5,
+        "tests[0].turns[0].input",
+        "required field is missing",
+    ),
+    (
+        "top-level expected_output in conversation",
+        """\
 tests:
   - id: t
     mode: conversation
     expected_output: nope
     turns:
       - input: hi
-""", 4, "tests[0].expected_output", "not allowed at test level in conversation mode"),
-    ("aggregation without conversation", """\
+""",
+        4,
+        "tests[0].expected_output",
+        "not allowed at test level in conversation mode",
+    ),
+    (
+        "aggregation without conversation",
+        """\
 tests:
   - id: t
     input: hi
     aggregation: min
-""", 4, "tests[0].aggregation", "needs `mode: conversation`"),
-    ("on_turn_failure without conversation", """\
+""",
+        4,
+        "tests[0].aggregation",
+        "needs `mode: conversation`",
+    ),
+    (
+        "on_turn_failure without conversation",
+        """\
 tests:
   - id: t
     input: hi
     on_turn_failure: stop
-""", 4, "tests[0].on_turn_failure", "needs `mode: conversation`"),
-    ("window_size without conversation", """\
+""",
+        4,
+        "tests[0].on_turn_failure",
+        "needs `mode: conversation`",
+    ),
+    (
+        "window_size without conversation",
+        """\
 tests:
   - id: t
     input: hi
     window_size: 2
-""", 4, "tests[0].window_size", "needs `mode: conversation`"),
-    ("non-positive window_size", """\
+""",
+        4,
+        "tests[0].window_size",
+        "needs `mode: conversation`",
+    ),
+    (
+        "non-positive window_size",
+        """\
 tests:
   - id: t
     mode: conversation
     window_size: 0
     turns:
       - input: hi
-""", 4, "tests[0].window_size", "greater than 0"),
-    ("bad aggregation enum", """\
+""",
+        4,
+        "tests[0].window_size",
+        "greater than 0",
+    ),
+    (
+        "bad aggregation enum",
+        """\
 tests:
   - id: t
     mode: conversation
     aggregation: median
     turns:
       - input: hi
-""", 4, "tests[0].aggregation", "'mean', 'min' or 'max'"),
-    ("bad on_turn_failure enum", """\
+""",
+        4,
+        "tests[0].aggregation",
+        "'mean', 'min' or 'max'",
+    ),
+    (
+        "bad on_turn_failure enum",
+        """\
 tests:
   - id: t
     mode: conversation
     on_turn_failure: halt
     turns:
       - input: hi
-""", 4, "tests[0].on_turn_failure", "'continue' or 'stop'"),
-    ("bad mode", """\
+""",
+        4,
+        "tests[0].on_turn_failure",
+        "'continue' or 'stop'",
+    ),
+    (
+        "bad mode",
+        """\
 tests:
   - id: t
     mode: chat
     input: hi
-""", 3, "tests[0].mode", "'conversation'"),
-    ("unknown test key", """\
+""",
+        3,
+        "tests[0].mode",
+        "'conversation'",
+    ),
+    (
+        "unknown test key",
+        """\
 tests:
   - id: t
     input: hi
     turn: 3
-""", 4, "tests[0].turn", "unknown field 'turn' (did you mean 'turns'?)"),
-    ("unknown suite key", """\
+""",
+        4,
+        "tests[0].turn",
+        "unknown field 'turn' (did you mean 'turns'?)",
+    ),
+    (
+        "unknown suite key",
+        """\
 descriptoin: x
 tests:
   - id: t
     input: hi
-""", 1, "descriptoin", "unknown field 'descriptoin' (did you mean 'description'?)"),
-    ("unknown turn key", """\
+""",
+        1,
+        "descriptoin",
+        "unknown field 'descriptoin' (did you mean 'description'?)",
+    ),
+    (
+        "unknown turn key",
+        """\
 tests:
   - id: t
     mode: conversation
     turns:
       - input: hi
         asserts: [x]
-""", 6, "tests[0].turns[0].asserts", "unknown field 'asserts'"),
-    ("unknown assertion type", """\
+""",
+        6,
+        "tests[0].turns[0].asserts",
+        "unknown field 'asserts'",
+    ),
+    (
+        "unknown assertion type",
+        """\
 tests:
   - id: t
     input: hi
     assertions:
       - type: containz
         value: x
-""", 5, "tests[0].assertions[0].type", "unknown assertion type 'containz' (did you mean 'contains'?)"),
-    ("unknown assertion field", """\
+""",
+        5,
+        "tests[0].assertions[0].type",
+        "unknown assertion type 'containz' (did you mean 'contains'?)",
+    ),
+    (
+        "unknown assertion field",
+        """\
 tests:
   - id: t
     input: hi
@@ -141,22 +245,40 @@ tests:
       - type: contains
         value: x
         valeu: y
-""", 7, "tests[0].assertions[0].valeu", "unknown field 'valeu'"),
-    ("assertion missing type", """\
+""",
+        7,
+        "tests[0].assertions[0].valeu",
+        "unknown field 'valeu'",
+    ),
+    (
+        "assertion missing type",
+        """\
 tests:
   - id: t
     input: hi
     assertions:
       - value: x
-""", 5, "tests[0].assertions[0]", "needs a `type`"),
-    ("assertion missing required field", """\
+""",
+        5,
+        "tests[0].assertions[0]",
+        "needs a `type`",
+    ),
+    (
+        "assertion missing required field",
+        """\
 tests:
   - id: t
     input: hi
     assertions:
       - type: contains
-""", 5, "tests[0].assertions[0].value", "required field is missing"),
-    ("bad assertion weight", """\
+""",
+        5,
+        "tests[0].assertions[0].value",
+        "required field is missing",
+    ),
+    (
+        "bad assertion weight",
+        """\
 tests:
   - id: t
     input: hi
@@ -164,29 +286,53 @@ tests:
       - type: contains
         value: x
         weight: -1
-""", 7, "tests[0].assertions[0].weight", "greater than or equal to 0"),
-    ("duplicate test ids", """\
+""",
+        7,
+        "tests[0].assertions[0].weight",
+        "greater than or equal to 0",
+    ),
+    (
+        "duplicate test ids",
+        """\
 tests:
   - id: same
     input: hi
   - id: same
     input: ho
-""", 4, "tests[1].id", "duplicate test id 'same' (first at line 2)"),
-    ("unknown depends_on", """\
+""",
+        4,
+        "tests[1].id",
+        "duplicate test id 'same' (first at line 2)",
+    ),
+    (
+        "unknown depends_on",
+        """\
 tests:
   - id: a
     input: hi
   - id: b
     input: ho
     depends_on: [aa]
-""", 6, "tests[1].depends_on[0]", "unknown test id 'aa'"),
-    ("self dependency", """\
+""",
+        6,
+        "tests[1].depends_on[0]",
+        "unknown test id 'aa'",
+    ),
+    (
+        "self dependency",
+        """\
 tests:
   - id: a
     input: hi
     depends_on: a
-""", 4, "tests[0].depends_on", "cannot depend on itself"),
-    ("dependency cycle", """\
+""",
+        4,
+        "tests[0].depends_on",
+        "cannot depend on itself",
+    ),
+    (
+        "dependency cycle",
+        """\
 tests:
   - id: a
     input: hi
@@ -194,8 +340,14 @@ tests:
   - id: b
     input: ho
     depends_on: [a]
-""", 4, "tests[0].depends_on", "dependency cycle: a -> b -> a"),
-    ("bad on_dependency_failure", """\
+""",
+        4,
+        "tests[0].depends_on",
+        "dependency cycle: a -> b -> a",
+    ),
+    (
+        "bad on_dependency_failure",
+        """\
 tests:
   - id: a
     input: hi
@@ -203,69 +355,141 @@ tests:
     input: ho
     depends_on: [a]
     on_dependency_failure: ignore
-""", 7, "tests[1].on_dependency_failure", "'skip', 'fail' or 'run'"),
-    ("single-turn test without input", """\
+""",
+        7,
+        "tests[1].on_dependency_failure",
+        "'skip', 'fail' or 'run'",
+    ),
+    (
+        "single-turn test without input",
+        """\
 tests:
   - id: a
     criteria: something
-""", 2, "tests[0].input", "needs `input`"),
-    ("missing id", """\
+""",
+        2,
+        "tests[0].input",
+        "needs `input`",
+    ),
+    (
+        "missing id",
+        """\
 tests:
   - input: hi
-""", 2, "tests[0].id", "required field is missing"),
-    ("tests missing", """\
+""",
+        2,
+        "tests[0].id",
+        "required field is missing",
+    ),
+    (
+        "tests missing",
+        """\
 name: x
-""", 1, "tests", "needs a `tests` list"),
-    ("bad threshold", """\
+""",
+        1,
+        "tests",
+        "needs a `tests` list",
+    ),
+    (
+        "bad threshold",
+        """\
 execution:
   threshold: 1.5
 tests:
   - id: a
     input: hi
-""", 2, "execution.threshold", "less than or equal to 1"),
-    ("bad trials", """\
+""",
+        2,
+        "execution.threshold",
+        "less than or equal to 1",
+    ),
+    (
+        "bad trials",
+        """\
 execution:
   trials: 0
 tests:
   - id: a
     input: hi
-""", 2, "execution.trials", "at least 1"),
-    ("suite-level setting on a test", """\
+""",
+        2,
+        "execution.trials",
+        "at least 1",
+    ),
+    (
+        "suite-level setting on a test",
+        """\
 tests:
   - id: a
     input: hi
     execution:
       target: other
-""", 5, "tests[0].execution.target", "suite-level setting"),
-    ("bad message role", """\
+""",
+        5,
+        "tests[0].execution.target",
+        "suite-level setting",
+    ),
+    (
+        "bad message role",
+        """\
 tests:
   - id: a
     input:
       - role: robot
         content: hi
-""", 4, "tests[0].input[0].role", "'system', 'user', 'assistant' or 'tool'"),
-    ("duplicate key", """\
+""",
+        4,
+        "tests[0].input[0].role",
+        "'system', 'user', 'assistant' or 'tool'",
+    ),
+    (
+        "duplicate key",
+        """\
 tests:
   - id: a
     input: hi
     input: ho
-""", 4, "tests[0].input", "duplicate key 'input'"),
-    ("yaml syntax error", """\
+""",
+        4,
+        "tests[0].input",
+        "duplicate key 'input'",
+    ),
+    (
+        "yaml syntax error",
+        """\
 tests:
   - id: a
     input: [hi
-""", 4, "(yaml)", "YAML syntax error"),
-    ("not a mapping", """\
+""",
+        4,
+        "(yaml)",
+        "YAML syntax error",
+    ),
+    (
+        "not a mapping",
+        """\
 - id: a
-""", 1, "(file)", "mapping with a `tests` list"),
-    ("assertion neither string nor mapping", """\
+""",
+        1,
+        "(file)",
+        "mapping with a `tests` list",
+    ),
+    (
+        "assertion neither string nor mapping",
+        """\
 tests:
   - id: a
     input: hi
     assertions:
       - 42
-""", 5, "tests[0].assertions[0]", "a string (a rubric criterion) or a mapping"),
-    ("conversation-only type on a turn", """\
+""",
+        5,
+        "tests[0].assertions[0]",
+        "a string (a rubric criterion) or a mapping",
+    ),
+    (
+        "conversation-only type on a turn",
+        """\
 tests:
   - id: a
     mode: conversation
@@ -273,20 +497,32 @@ tests:
       - input: hi
         assertions:
           - type: knowledge-retention
-""", 7, "tests[0].turns[0].assertions[0].type", "not at turn level"),
-    ("unknown llm-grader template variable", """\
+""",
+        7,
+        "tests[0].turns[0].assertions[0].type",
+        "not at turn level",
+    ),
+    (
+        "unknown llm-grader template variable",
+        """\
 tests:
   - id: a
     input: hi
     assertions:
       - type: llm-grader
         prompt: "Grade {{ outptu }}"
-""", 6, "tests[0].assertions[0].prompt", "outptu"),
+""",
+        6,
+        "tests[0].assertions[0].prompt",
+        "outptu",
+    ),
 ]
 
 
 @pytest.mark.parametrize("name,text,line,field,fragment", CASES, ids=[c[0] for c in CASES])
-def test_rule_reports_file_line_field(tmp_path: Path, name: str, text: str, line: int, field: str, fragment: str) -> None:
+def test_rule_reports_file_line_field(
+    tmp_path: Path, name: str, text: str, line: int, field: str, fragment: str
+) -> None:
     path = write(tmp_path / "suite.eval.yaml", text)
     problems = validate_paths([path])
     rendered = [str(p) for p in problems]
@@ -303,7 +539,9 @@ def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
 
 
 def test_all_problems_of_a_file_at_once(tmp_path: Path) -> None:
-    path = write(tmp_path / "many.eval.yaml", """\
+    path = write(
+        tmp_path / "many.eval.yaml",
+        """\
 tests:
   - id: a
     turns:
@@ -312,7 +550,8 @@ tests:
     input: x
     aggregation: max
     bogus: 1
-""")
+""",
+    )
     lines = [str(p) for p in validate_paths([path])]
     assert len(lines) == 4, lines
     assert [int(line.split(":")[1]) for line in lines] == sorted(int(line.split(":")[1]) for line in lines)
@@ -322,8 +561,9 @@ def test_external_tests_file_errors_point_into_that_file(tmp_path: Path) -> None
     write(tmp_path / "cases.jsonl", '{"id": "a", "input": "hi"}\n\n{"id": "b", "inptu": "x"}\n')
     suite = write(tmp_path / "s.eval.yaml", "tests: cases.jsonl\n")
     problems = validate_paths([suite])
-    assert any(p.file.endswith("cases.jsonl") and p.line == 3 and "unknown field 'inptu'" in p.message
-               for p in problems), problems
+    assert any(
+        p.file.endswith("cases.jsonl") and p.line == 3 and "unknown field 'inptu'" in p.message for p in problems
+    ), problems
 
 
 def test_external_tests_yaml_loads(tmp_path: Path) -> None:
@@ -373,14 +613,28 @@ def test_run_refuses_invalid_suite(cli, tmp_path: Path) -> None:
 
 def test_no_traceback_on_garbage_inputs(tmp_path: Path) -> None:
     """Whatever the bytes, `convoeval validate` answers with problems, never a traceback."""
-    samples = [b"", b"\x00\x01\x02", b"tests: !!python/object:os.system {}\n", b"[", b"tests: 5",
-               b"tests:\n  - 5\n  - [1]\n", b"tests:\n  - id: [1, 2]\n    input: {a: b}\n",
-               b"&a [*a]", b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(b"%s: &%s [%s]\n" % (bytes([98 + i]), bytes([98 + i]), b", ".join([b"*" + bytes([97 + i])] * 10)) for i in range(8)), b"tests:\n  - id: a\n    input: hi\n    turns: 7\n    mode: conversation\n"]
+    samples = [
+        b"",
+        b"\x00\x01\x02",
+        b"tests: !!python/object:os.system {}\n",
+        b"[",
+        b"tests: 5",
+        b"tests:\n  - 5\n  - [1]\n",
+        b"tests:\n  - id: [1, 2]\n    input: {a: b}\n",
+        b"&a [*a]",
+        b"a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + b"".join(
+            b"%s: &%s [%s]\n" % (bytes([98 + i]), bytes([98 + i]), b", ".join([b"*" + bytes([97 + i])] * 10))
+            for i in range(8)
+        ),
+        b"tests:\n  - id: a\n    input: hi\n    turns: 7\n    mode: conversation\n",
+    ]
     for i, raw in enumerate(samples):
         path = tmp_path / f"g{i}.eval.yaml"
         path.write_bytes(raw)
-        proc = subprocess.run([sys.executable, "-m", "convoeval", "validate", str(path)],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "convoeval", "validate", str(path)], capture_output=True, text=True, timeout=60
+        )
         assert proc.returncode == 2, (raw, proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stderr, (raw, proc.stderr)
         assert proc.stderr.startswith(f"{path}:"), (raw, proc.stderr)
@@ -397,14 +651,17 @@ def test_schema_command_prints_json_schema(cli) -> None:
 
 
 def test_underscore_type_names_read_as_dashes(tmp_path: Path) -> None:
-    path = write(tmp_path / "s.eval.yaml", """\
+    path = write(
+        tmp_path / "s.eval.yaml",
+        """\
 tests:
   - id: a
     input: hi
     assertions:
       - {type: llm_grader, prompt: "Is {{ output }} polite?"}
       - {type: code_grader, command: ["true"]}
-""")
+""",
+    )
     suite = load_suite(path)
     assert [a.type for a in suite.tests[0].assertions] == ["llm-grader", "code-grader"]
 

@@ -35,9 +35,7 @@ from convoeval.stats import (
 )
 from convoeval.stats._correlation import resampled_kendall, resampled_spearman
 
-ORACLE = json.loads(
-    (Path(__file__).parent / "data" / "agreement-oracle" / "agreement_oracle.json").read_text()
-)
+ORACLE = json.loads((Path(__file__).parent / "data" / "agreement-oracle" / "agreement_oracle.json").read_text())
 FIVE = [1, 2, 3, 4, 5]
 THREE_RATERS = ORACLE["three_raters"]["ratings"]
 HUMAN = ORACLE["human_vs_llm"]["human"]
@@ -57,9 +55,7 @@ def approx(value: float, digits: int | None = None) -> object:
 # --- the oracle's two synthetic data sets -------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("matrix", "key"), [(THREE_RATERS, "three_raters"), (HUMAN_VS_LLM, "human_vs_llm")]
-)
+@pytest.mark.parametrize(("matrix", "key"), [(THREE_RATERS, "three_raters"), (HUMAN_VS_LLM, "human_vs_llm")])
 def test_chance_corrected_coefficients_match_oracle(matrix: list, key: str) -> None:
     expected = ORACLE[key]["expected"]
     assert percent_agreement(matrix, FIVE).value == approx(expected["percent_agreement_pa"])
@@ -68,9 +64,7 @@ def test_chance_corrected_coefficients_match_oracle(matrix: list, key: str) -> N
     assert ac1.value == approx(expected["gwet_ac1_q5"]["irrCAC"], 5)
     assert ac1.pa == approx(expected["gwet_ac1_q5"]["pa"])
     assert ac1.pe == approx(expected["gwet_ac1_q5"]["pe"], 5)
-    assert randolph_kappa(matrix, FIVE).value == approx(
-        expected["randolph_kappa_q5"]["statsmodels"]
-    )
+    assert randolph_kappa(matrix, FIVE).value == approx(expected["randolph_kappa_q5"]["statsmodels"])
     assert fleiss_kappa(matrix, FIVE).value == approx(expected["fleiss_kappa"]["statsmodels"])
     alpha = expected["krippendorff_alpha"]
     assert krippendorff_alpha(matrix, FIVE, "nominal").value == approx(alpha["nominal"])
@@ -98,9 +92,7 @@ IRRCAC_SE = {
 }
 
 
-@pytest.mark.parametrize(
-    ("matrix", "key"), [(THREE_RATERS, "three_raters"), (HUMAN_VS_LLM, "human_vs_llm")]
-)
+@pytest.mark.parametrize(("matrix", "key"), [(THREE_RATERS, "three_raters"), (HUMAN_VS_LLM, "human_vs_llm")])
 def test_standard_errors_match_irrcac(matrix: list, key: str) -> None:
     expected = IRRCAC_SE[key]
     ac1 = gwet_ac1(matrix, FIVE)
@@ -128,9 +120,7 @@ def test_gwet_handbook_example_with_missing_ratings() -> None:
     assert fleiss.value == approx(RAW4_EXPECTED["fleiss_kappa"]["coefficient"], 5)
     assert fleiss.pe == approx(RAW4_EXPECTED["fleiss_kappa"]["pe"], 7)
     randolph = randolph_kappa(matrix, FIVE)
-    assert randolph.value == approx(
-        RAW4_EXPECTED["brennan_prediger_eq_randolph_q5"]["coefficient"], 5
-    )
+    assert randolph.value == approx(RAW4_EXPECTED["brennan_prediger_eq_randolph_q5"]["coefficient"], 5)
     assert randolph.pe == approx(RAW4_EXPECTED["brennan_prediger_eq_randolph_q5"]["pe"])
     alpha = krippendorff_alpha(matrix, FIVE, "nominal")
     assert alpha.value == approx(RAW4_EXPECTED["krippendorff_alpha_nominal"]["coefficient"], 5)
@@ -157,9 +147,7 @@ def _table_to_matrix(table: list[list[int]]) -> list[list[int]]:
     return [[k for k, count in enumerate(row) for _ in range(count)] for row in table]
 
 
-@pytest.mark.parametrize(
-    "case", ORACLE["published_reference_examples"]["randolph_online_calculator_examples"]["cases"]
-)
+@pytest.mark.parametrize("case", ORACLE["published_reference_examples"]["randolph_online_calculator_examples"]["cases"])
 def test_randolph_online_calculator_examples(case: dict) -> None:
     matrix = _table_to_matrix(case["table"])
     categories = list(range(len(case["table"][0])))  # declared, even the unused third one
@@ -215,9 +203,7 @@ def test_cohen_kappa_textbook_example() -> None:
         ("quadratic", 0.8034934497816594, 0.061428663203241744),
     ],
 )
-def test_cohen_kappa_matches_sklearn_and_statsmodels(
-    weights: str | None, value: float, se: float
-) -> None:
+def test_cohen_kappa_matches_sklearn_and_statsmodels(weights: str | None, value: float, se: float) -> None:
     kappa = cohen_kappa(HUMAN_VS_LLM, FIVE, weights=weights)
     assert kappa.value == approx(value)
     assert kappa.se == pytest.approx(se, rel=1e-9)
@@ -240,13 +226,9 @@ def test_spearman_and_kendall_match_scipy_and_use_declared_order() -> None:
     assert kendall(HUMAN_VS_LLM, FIVE).value == approx(scipy_stats.kendalltau(HUMAN, LLM).statistic)
     labels = ["awful", "poor", "fair", "good", "great"]
     as_labels = [[labels[h - 1], labels[j - 1]] for h, j in HUMAN_VS_LLM]
-    assert spearman(as_labels, labels, bootstrap=0).value == approx(
-        spearman(HUMAN_VS_LLM, FIVE).value
-    )
+    assert spearman(as_labels, labels, bootstrap=0).value == approx(spearman(HUMAN_VS_LLM, FIVE).value)
     reversed_order = [[labels[h - 1], labels[5 - j]] for h, j in HUMAN_VS_LLM]
-    assert kendall(reversed_order, labels, bootstrap=0).value == approx(
-        -kendall(HUMAN_VS_LLM, FIVE).value
-    )
+    assert kendall(reversed_order, labels, bootstrap=0).value == approx(-kendall(HUMAN_VS_LLM, FIVE).value)
 
 
 def test_vectorised_bootstrap_correlations_equal_scipy_on_each_resample() -> None:
@@ -324,9 +306,7 @@ def test_report_values_match_oracle_and_are_plain_json() -> None:
     assert report["gwet_ac1"]["value"] == approx(expected["gwet_ac1_q5"]["independent"])
     assert report["randolph_kappa"]["value"] == approx(expected["randolph_kappa_q5"]["independent"])
     assert report["fleiss_kappa"]["value"] == approx(expected["fleiss_kappa"]["independent"])
-    assert report["krippendorff_alpha_interval"]["value"] == approx(
-        expected["krippendorff_alpha"]["interval"]
-    )
+    assert report["krippendorff_alpha_interval"]["value"] == approx(expected["krippendorff_alpha"]["interval"])
     assert report["cohen_kappa"]["se"] == pytest.approx(0.12528122029138875)
     assert report["spearman"]["interval"] == "bootstrap"
     assert report["gwet_ac1"]["interval"] == "asymptotic"

@@ -14,11 +14,18 @@ SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required
 
 
 async def test_openai_structured_output_request_and_usage(fake_openai: FakeOpenAIServer) -> None:
-    target = create_target(TargetConfig(name="j", provider="openai", model="m", price_input_per_mtok=1.0,
-                                        price_output_per_mtok=2.0))
+    target = create_target(
+        TargetConfig(name="j", provider="openai", model="m", price_input_per_mtok=1.0, price_output_per_mtok=2.0)
+    )
     try:
-        reply = await target.chat(ChatRequest(messages=[{"role": "user", "content": "a b c"}],
-                                              response_schema=SCHEMA, schema_name="verdict", temperature=0.0))
+        reply = await target.chat(
+            ChatRequest(
+                messages=[{"role": "user", "content": "a b c"}],
+                response_schema=SCHEMA,
+                schema_name="verdict",
+                temperature=0.0,
+            )
+        )
     finally:
         await target.aclose()
     sent = fake_openai.requests[0]
@@ -38,7 +45,9 @@ async def test_openai_malformed_completion_is_a_target_error(fake_openai: FakeOp
 
 
 async def test_openai_client_errors_are_not_retried_and_keys_are_redacted(fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.faults.append(Fault(status=401, body='{"error": "Incorrect API key provided: sk-test-SECRET-never-stored-1234"}'))
+    fake_openai.faults.append(
+        Fault(status=401, body='{"error": "Incorrect API key provided: sk-test-SECRET-never-stored-1234"}')
+    )
     target = create_target(TargetConfig(name="t", provider="openai", model="m", max_retries=3))
     with pytest.raises(TargetError) as info:
         await target.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}]))
@@ -50,8 +59,9 @@ async def test_openai_client_errors_are_not_retried_and_keys_are_redacted(fake_o
 async def test_openai_timeout_then_give_up() -> None:
     with FakeOpenAIServer() as server:
         server.faults.append(Fault(delay_s=1.0, times=2))
-        target = create_target(TargetConfig(name="t", provider="openai", model="m", base_url=server.base_url,
-                                            timeout_s=0.2, max_retries=1))
+        target = create_target(
+            TargetConfig(name="t", provider="openai", model="m", base_url=server.base_url, timeout_s=0.2, max_retries=1)
+        )
         with pytest.raises(TargetError, match="timed out after 0.2s.*2 attempt"):
             await target.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}]))
         await target.aclose()
@@ -70,10 +80,12 @@ async def test_anthropic_messages_api(monkeypatch) -> None:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url.removesuffix("/v1"))
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-123456789")
         target = create_target(TargetConfig(name="a", provider="anthropic", model="claude-x"))
-        reply = await target.chat(ChatRequest(messages=[{"role": "system", "content": "be french"},
-                                                        {"role": "user", "content": "hello"}]))
-        structured = await target.chat(ChatRequest(messages=[{"role": "user", "content": "judge"}],
-                                                   response_schema=SCHEMA))
+        reply = await target.chat(
+            ChatRequest(messages=[{"role": "system", "content": "be french"}, {"role": "user", "content": "hello"}])
+        )
+        structured = await target.chat(
+            ChatRequest(messages=[{"role": "user", "content": "judge"}], response_schema=SCHEMA)
+        )
         await target.aclose()
         first = server.requests[0]
         assert first["system"] == "be french" and first["messages"] == [{"role": "user", "content": "hello"}]
@@ -86,8 +98,15 @@ async def test_anthropic_messages_api(monkeypatch) -> None:
 
 
 async def test_scripted_target_rules_replies_and_failures() -> None:
-    target = create_target(TargetConfig(name="s", provider="scripted", replies=["first", "second"],
-                                        rules=[{"match": "(?i)paris", "reply": "France"}], fail_on="explode"))
+    target = create_target(
+        TargetConfig(
+            name="s",
+            provider="scripted",
+            replies=["first", "second"],
+            rules=[{"match": "(?i)paris", "reply": "France"}],
+            fail_on="explode",
+        )
+    )
     ask = lambda *users: target.chat(ChatRequest(messages=[{"role": "user", "content": u} for u in users]))  # noqa: E731
     assert (await ask("hi")).text == "first"
     assert (await ask("hi", "again")).text == "second"

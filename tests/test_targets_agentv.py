@@ -25,8 +25,11 @@ def problems(path: Path) -> list[str]:
 
 # -- typed settings -------------------------------------------------------------------------
 
+
 def test_provider_settings_are_validated_when_the_file_loads(tmp_path: Path) -> None:
-    path = write(tmp_path / "targets.yaml", """\
+    path = write(
+        tmp_path / "targets.yaml",
+        """\
 targets:
   - name: a
     provider: openai
@@ -46,7 +49,8 @@ targets:
     provider: openai
     model: m
     timeout_s: -1
-""")
+""",
+    )
     found = problems(path)
     assert found[0] == f"{path}:5: targets[0].rpm: Input should be a valid number, unable to parse string as a number"
     assert found[1].startswith(f"{path}:9: targets[1].rpn: unknown field for this provider (known: ")
@@ -64,20 +68,28 @@ def test_settings_are_checked_for_configs_built_in_code() -> None:
 
 
 def test_params_cannot_set_what_the_target_owns(tmp_path: Path) -> None:
-    path = write(tmp_path / "targets.yaml", """\
+    path = write(
+        tmp_path / "targets.yaml",
+        """\
 targets:
   - name: a
     provider: openai
     model: m
     params: {seed: 1, messages: [{role: user, content: injected}], model: other}
-""")
-    assert problems(path) == [f"{path}:5: targets[0].params: cannot set messages, model: the target owns these "
-                              "(use the target's own fields, e.g. `model`, `temperature`, `max_tokens`)"]
+""",
+    )
+    assert problems(path) == [
+        f"{path}:5: targets[0].params: cannot set messages, model: the target owns these "
+        "(use the target's own fields, e.g. `model`, `temperature`, `max_tokens`)"
+    ]
 
 
 async def test_allowed_params_reach_the_request_body(fake_openai: FakeOpenAIServer) -> None:
-    target = create_target(TargetConfig(name="t", provider="openai", model="m", base_url=fake_openai.base_url,
-                                        params={"seed": 7, "top_p": 0.5}))
+    target = create_target(
+        TargetConfig(
+            name="t", provider="openai", model="m", base_url=fake_openai.base_url, params={"seed": 7, "top_p": 0.5}
+        )
+    )
     from convoeval.targets import ChatRequest
 
     await target.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}]))
@@ -88,11 +100,15 @@ async def test_allowed_params_reach_the_request_body(fake_openai: FakeOpenAIServ
 
 # -- ${{ VAR }} and unusable entries ----------------------------------------------------------
 
+
 def test_unset_variable_is_an_error_naming_it_when_that_target_is_used(
-        cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("NO_SUCH_KEY_SET", raising=False)
     monkeypatch.setenv("LLM_MODEL", "gpt-4o-mini")
-    write(tmp_path / "targets.yaml", f"""\
+    write(
+        tmp_path / "targets.yaml",
+        f"""\
 targets:
   - name: llm
     provider: openai
@@ -105,15 +121,18 @@ targets:
   - name: gem
     provider: gemini
     model: g
-""")
+""",
+    )
     suite = write(tmp_path / "s.eval.yaml", SUITE)
     code, out, err = cli("run", suite, "-o", tmp_path / "r.jsonl")  # `llm` is fine: the others are not used
     assert code == 0, out + err
     assert fake_openai.target_requests()[0]["model"] == "gpt-4o-mini"
     code, out, err = cli("run", suite, "--target", "other")
     assert code == 2
-    assert (f"{tmp_path / 'targets.yaml'}:9: targets[1].api_key: environment variable NO_SUCH_KEY_SET is not set"
-            in out + err)
+    assert (
+        f"{tmp_path / 'targets.yaml'}:9: targets[1].api_key: environment variable NO_SUCH_KEY_SET is not set"
+        in out + err
+    )
     code, out, err = cli("run", suite, "--target", "gem")
     assert code == 2
     assert f"{tmp_path / 'targets.yaml'}:11: targets[2].provider: provider 'gemini' is not implemented" in out + err
@@ -121,12 +140,16 @@ targets:
 
 # -- AgentV's targets files -----------------------------------------------------------------
 
+
 def test_agentv_targets_file_is_found_walking_up_and_endpoint_is_honoured(
-        cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MY_ENDPOINT", fake_openai.base_url)
     monkeypatch.delenv("OPENAI_BASE_URL")  # only `endpoint` can lead to the fake server
     write(tmp_path / "repo" / ".git" / "HEAD", "ref: main\n")
-    write(tmp_path / "repo" / ".agentv" / "targets.yaml", """\
+    write(
+        tmp_path / "repo" / ".agentv" / "targets.yaml",
+        """\
 targets:
   - name: base
     provider: openai
@@ -139,7 +162,8 @@ targets:
     workers: 2
   - name: llm
     use_target: base
-""")
+""",
+    )
     suite = write(tmp_path / "repo" / "examples" / "evals" / "s.eval.yaml", SUITE)
     assert find_targets_file(suite.parent) == tmp_path / "repo" / ".agentv" / "targets.yaml"
     code, out, err = cli("run", suite, "-o", tmp_path / "r.jsonl")
@@ -164,15 +188,18 @@ def test_use_target_unknown_name_is_an_error(tmp_path: Path) -> None:
 
 
 async def test_azure_is_an_openai_compatible_preset(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
-    path = write(tmp_path / "targets.yaml", f"""\
+    path = write(
+        tmp_path / "targets.yaml",
+        f"""\
 targets:
   - name: az
     provider: azure
-    endpoint: {fake_openai.base_url.removesuffix('/v1')}
+    endpoint: {fake_openai.base_url.removesuffix("/v1")}
     api_key: azure-key
     model: my-deployment
     version: 2024-06-01
-""")
+""",
+    )
     from convoeval.targets import ChatRequest
 
     target = create_target(load_targets_file(path)["az"])
@@ -194,7 +221,9 @@ async def test_openrouter_preset_needs_its_key(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_grader_target_judges_when_no_judge_is_given(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
-    write(tmp_path / "targets.yaml", f"""\
+    write(
+        tmp_path / "targets.yaml",
+        f"""\
 targets:
   - name: llm
     provider: openai
@@ -205,9 +234,12 @@ targets:
     provider: openai
     model: judge-model
     base_url: {fake_openai.base_url}
-""")
-    suite = write(tmp_path / "s.eval.yaml", "execution:\n  target: llm\ntests:\n  - id: a\n    input: hi\n"
-                  "    assertions: [Greets the user]\n")
+""",
+    )
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "execution:\n  target: llm\ntests:\n  - id: a\n    input: hi\n    assertions: [Greets the user]\n",
+    )
     code, out, err = cli("run", suite, "-o", tmp_path / "r.jsonl")
     assert code == 0, out + err
     assert "judge: grader (the grader_target of llm)" in out + err

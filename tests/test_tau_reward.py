@@ -30,7 +30,9 @@ def test_reward_one_for_the_right_booking_and_zero_with_a_state_diff_for_a_wrong
 def suite(tmp_path: Path, assertion: str, transcript: str) -> Path:
     for name in ("backend.json", "tools.py"):
         write(tmp_path / name, (EXAMPLE / name).read_text())
-    return write(tmp_path / "t.eval.yaml", f"assertions:\n{assertion}\ntests:\n  - id: t\n    transcript:\n{transcript}")
+    return write(
+        tmp_path / "t.eval.yaml", f"assertions:\n{assertion}\ntests:\n  - id: t\n    transcript:\n{transcript}"
+    )
 
 
 BOOK = """\
@@ -44,26 +46,41 @@ BOOK = """\
 
 def test_goal_state_outputs_and_failures(cli, tmp_path: Path) -> None:
     goal = write(tmp_path / "goal.yaml", "users: {}\n")
-    path = suite(tmp_path, f"  - {{type: tau-reward, backend: backend.json, tools: tools.py, goal_state: {goal.name}}}", BOOK)
+    path = suite(
+        tmp_path, f"  - {{type: tau-reward, backend: backend.json, tools: tools.py, goal_state: {goal.name}}}", BOOK
+    )
     code, out, err = cli("grade", path, "-o", tmp_path / "a.jsonl")
     graded = read_jsonl(tmp_path / "a.jsonl")[0]["scores"][-1]["graders"][0]
-    assert graded["details"]["reward"] == 0.0 and any(d.startswith("$.flights: ") for d in graded["details"]["state_diff"])
+    assert graded["details"]["reward"] == 0.0 and any(
+        d.startswith("$.flights: ") for d in graded["details"]["state_diff"]
+    )
 
-    path = suite(tmp_path, "  - {type: tau-reward, backend: backend.json, tools: tools.py, required_outputs: [R999],\n"
-                           "     goal_actions: [{name: book_flight, arguments: {user_id: mia_li, flight: HAT001, "
-                           "payment_id: card_7447}}]}", BOOK)
+    path = suite(
+        tmp_path,
+        "  - {type: tau-reward, backend: backend.json, tools: tools.py, required_outputs: [R999],\n"
+        "     goal_actions: [{name: book_flight, arguments: {user_id: mia_li, flight: HAT001, "
+        "payment_id: card_7447}}]}",
+        BOOK,
+    )
     cli("grade", path, "-o", tmp_path / "b.jsonl")
     graded = read_jsonl(tmp_path / "b.jsonl")[0]["scores"][-1]["graders"][0]
     assert graded["details"]["state_diff"] == [] and graded["details"]["missing_outputs"] == ["R999"]
     assert graded["score"] == 0.0
 
-    path = suite(tmp_path, "  - {type: tau-reward, backend: backend.json, tools: tools.py,\n"
-                           "     goal_actions: [{name: book_flight, arguments: {user_id: mia_li, flight: HAT002, "
-                           "payment_id: card_7447}}]}", BOOK)
+    path = suite(
+        tmp_path,
+        "  - {type: tau-reward, backend: backend.json, tools: tools.py,\n"
+        "     goal_actions: [{name: book_flight, arguments: {user_id: mia_li, flight: HAT002, "
+        "payment_id: card_7447}}]}",
+        BOOK,
+    )
     cli("grade", path, "-o", tmp_path / "c.jsonl")
     row = read_jsonl(tmp_path / "c.jsonl")[0]
     graded = row["scores"][-1]["graders"][0]
-    assert graded["verdict"] == "error" and "goal_actions: book_flight failed: ValueError: flight HAT002 is full" in graded["error"]
+    assert (
+        graded["verdict"] == "error"
+        and "goal_actions: book_flight failed: ValueError: flight HAT002 is full" in graded["error"]
+    )
     assert row["verdict"] == "error"
 
 
@@ -104,13 +121,17 @@ def test_tau_bench_import_scenarios_and_recorded_rewards_match_tau_bench(cli, tm
     assert rewards == [r["metadata"]["recorded_reward"] for r in rows] == [0.0, 0.0, 0.0]
     details = [r["scores"][-1]["graders"][0]["details"] for r in rows]
     assert details[0]["state_diff"]  # booked twice
-    assert details[1]["state_diff"] == ["$.writes: [] != [{\"name\": \"cancel_reservation\", \"arguments\": {\"reservation_id\": \"Z7GOZK\"}}]"]
+    assert details[1]["state_diff"] == [
+        '$.writes: [] != [{"name": "cancel_reservation", "arguments": {"reservation_id": "Z7GOZK"}}]'
+    ]
     assert details[2]["missing_outputs"] == ["23553"]  # tau-bench: r_outputs 0, "23553" never said
 
 
 def test_policy_from_a_file_reaches_the_agent_when_asked_and_the_judge(fake_openai, tmp_path: Path) -> None:
     write(tmp_path / "policy.md", "Never rebook a basic economy ticket.\n")
-    path = write(tmp_path / "p.eval.yaml", """\
+    path = write(
+        tmp_path / "p.eval.yaml",
+        """\
 policy: {text: file://policy.md, system_prompt: true}
 tests:
   - id: t
@@ -122,7 +143,8 @@ tests:
     policy: Be kind.
     mode: conversation
     turns: [{input: hi}]
-""")
+""",
+    )
     report = convoeval.run(path, target="openai:m", judge="openai:j", store=False, cache=False)
     assert [r.verdict for r in report.results] == ["pass", "pass"]
     first = fake_openai.target_requests()
@@ -137,13 +159,28 @@ tests:
 
 def test_live_airline_agents_each_trial_with_its_own_backend(cli, tmp_path: Path) -> None:
     agent = EXAMPLE / "agent.py"
-    targets = write(tmp_path / "targets.yaml", f"""\
+    targets = write(
+        tmp_path / "targets.yaml",
+        f"""\
 targets:
   - {{name: careful, provider: python, callable: "{agent}:AirlineAgent"}}
   - {{name: careless, provider: python, callable: "{agent}:CarelessAgent"}}
-""")
-    code, out, err = cli("run", EXAMPLE / "live.eval.yaml", "--targets", targets, "--target", "careful",
-                         "--target", "careless", "--trials", "2", "-o", tmp_path / "r.jsonl")
+""",
+    )
+    code, out, err = cli(
+        "run",
+        EXAMPLE / "live.eval.yaml",
+        "--targets",
+        targets,
+        "--target",
+        "careful",
+        "--target",
+        "careless",
+        "--trials",
+        "2",
+        "-o",
+        tmp_path / "r.jsonl",
+    )
     assert code == 1, out + err
     careful, careless = read_jsonl(tmp_path / "r.jsonl")
     for trial in careful["trials"]:  # a shared backend would make the second booking R102
@@ -158,10 +195,18 @@ targets:
 
 def test_tool_results_are_the_backend_result_the_judge_sees(cli, fake_openai, tmp_path: Path) -> None:
     agent = EXAMPLE / "agent.py"
-    targets = write(tmp_path / "targets.yaml", f'targets:\n  - {{name: careful, provider: python, callable: "{agent}:AirlineAgent"}}\n')
-    suite = write(tmp_path / "s.eval.yaml", (EXAMPLE / "live.eval.yaml").read_text().replace(
-        "tests:\n", "turn_assertions:\n  - type: backend-consistency\ntests:\n").replace(
-        "backend: backend.json", f"backend: {EXAMPLE / 'backend.json'}").replace("tools: tools.py", f"tools: {EXAMPLE / 'tools.py'}"))
+    targets = write(
+        tmp_path / "targets.yaml",
+        f'targets:\n  - {{name: careful, provider: python, callable: "{agent}:AirlineAgent"}}\n',
+    )
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        (EXAMPLE / "live.eval.yaml")
+        .read_text()
+        .replace("tests:\n", "turn_assertions:\n  - type: backend-consistency\ntests:\n")
+        .replace("backend: backend.json", f"backend: {EXAMPLE / 'backend.json'}")
+        .replace("tools: tools.py", f"tools: {EXAMPLE / 'tools.py'}"),
+    )
     code, out, err = cli("run", suite, "--targets", targets, "--target", "careful", "--judge", "openai:j")
     assert code == 0, out + err
     prompts = [r["messages"][-1]["content"] for r in fake_openai.judge_requests()]

@@ -18,7 +18,7 @@ def confined_file(ref: str, base_dir: Path, root: str | Path | None = None) -> P
     Raises:
         ValueError: it leaves `base_dir` (and the root), is not a regular file, or is too big.
     """
-    text = ref[len("file://"):] if ref.startswith("file://") else ref
+    text = ref[len("file://") :] if ref.startswith("file://") else ref
     path = (base_dir / text).resolve()
     roots = [base_dir.resolve()]
     root = root or os.environ.get(ROOT_ENV)

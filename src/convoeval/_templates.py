@@ -16,10 +16,22 @@ import jinja2.sandbox
 #: `{{ input }}`, `{{ output }}`, `{{ criteria }}`, `{{ expected_output }}`, and AgentV's names
 #: for them (`output_text`, `answer`, `candidate_answer`, `input_text`, `question`,
 #: `expected_output_text`, `reference_answer`, `expected_outcome`).
-GRADER_VARIABLES = frozenset({
-    "input", "output", "criteria", "expected_output", "output_text", "answer", "candidate_answer",
-    "input_text", "question", "expected_output_text", "reference_answer", "expected_outcome",
-})
+GRADER_VARIABLES = frozenset(
+    {
+        "input",
+        "output",
+        "criteria",
+        "expected_output",
+        "output_text",
+        "answer",
+        "candidate_answer",
+        "input_text",
+        "question",
+        "expected_output_text",
+        "reference_answer",
+        "expected_outcome",
+    }
+)
 
 _env = jinja2.sandbox.ImmutableSandboxedEnvironment(
     undefined=jinja2.StrictUndefined,
@@ -59,10 +71,7 @@ def check_template(source: str, known: set[str] | frozenset[str]) -> str | None:
     if private:
         return f"template reads private attribute(s) {', '.join(sorted(private))} (not allowed)"
     if unknown:
-        return (
-            f"unknown template variable(s) {', '.join(sorted(unknown))} "
-            f"(available: {', '.join(sorted(known))})"
-        )
+        return f"unknown template variable(s) {', '.join(sorted(unknown))} (available: {', '.join(sorted(known))})"
     return None
 
 
@@ -70,7 +79,9 @@ def _private_attributes(source: str) -> set[str]:
     """`_name` attributes or keys a template reads (the sandbox refuses them at render time)."""
     found = set()
     for node in _env.parse(source).find_all((jinja2.nodes.Getattr, jinja2.nodes.Getitem)):
-        name = node.attr if isinstance(node, jinja2.nodes.Getattr) else getattr(getattr(node, "arg", None), "value", None)
+        name = (
+            node.attr if isinstance(node, jinja2.nodes.Getattr) else getattr(getattr(node, "arg", None), "value", None)
+        )
         if isinstance(name, str) and name.startswith("_"):
             found.add(name)
     return found
@@ -97,6 +108,4 @@ def substitute(text: str, variables: dict[str, Any]) -> str:
     """
     if "{{" not in text or not variables:
         return text
-    return _VARIABLE.sub(
-        lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), text
-    )
+    return _VARIABLE.sub(lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), text)

@@ -60,8 +60,9 @@ class GraderError(ConvoevalError):
     before it failed, so the run's accounting stays complete.
     """
 
-    def __init__(self, message: str, *, judge_usage: Usage | None = None, judge_cost_usd: float = 0.0,
-                 judge_calls: int = 0):
+    def __init__(
+        self, message: str, *, judge_usage: Usage | None = None, judge_cost_usd: float = 0.0, judge_calls: int = 0
+    ):
         super().__init__(message)
         self.judge_usage = judge_usage or Usage()
         self.judge_cost_usd = judge_cost_usd

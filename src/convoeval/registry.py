@@ -52,8 +52,7 @@ def register(kind: Kind, name: str, obj: T, *, replace: bool = False) -> T:
     current = table.get(name)
     if current is not None and current is not obj and not replace:
         raise RegistryError(
-            f"{kind} {name!r} is already registered (by {_describe(current)}); "
-            f"pick another name or pass replace=True"
+            f"{kind} {name!r} is already registered (by {_describe(current)}); pick another name or pass replace=True"
         )
     table[name] = obj
     return obj

@@ -103,16 +103,17 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)
         return f"http://{host}:{port}/v1"
 
-    def reset(self, reply: Callable[[Body], str] = echo_reply,
-              judge: Callable[[Body], str] = default_judge) -> FakeOpenAIServer:
+    def reset(
+        self, reply: Callable[[Body], str] = echo_reply, judge: Callable[[Body], str] = default_judge
+    ) -> FakeOpenAIServer:
         """Forget requests and faults and answer with `reply` and `judge` (reuse across tests)."""
         with self._lock:
             self.requests.clear()
@@ -175,10 +176,12 @@ class FakeOpenAIServer:
             "id": f"fake-{len(self.requests)}",
             "object": "chat.completion",
             "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": words, "completion_tokens": len(content.split()),
-                      "total_tokens": words + len(content.split())},
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {
+                "prompt_tokens": words,
+                "completion_tokens": len(content.split()),
+                "total_tokens": words + len(content.split()),
+            },
         }
         return 200, json.dumps(completion), fault.headers if fault else {}, delay
 
@@ -238,17 +241,28 @@ def _as_anthropic(openai_text: str, request: Body) -> str:
     usage = completion["usage"]
     block: dict[str, Any] = {"type": "text", "text": content}
     if request.get("tool_choice", {}).get("type") == "tool":
-        block = {"type": "tool_use", "id": "toolu_fake", "name": request["tool_choice"]["name"],
-                 "input": json.loads(content)}
-    return json.dumps({
-        "id": completion["id"], "type": "message", "role": "assistant", "model": completion["model"],
-        "content": [block], "stop_reason": "end_turn",
-        "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
-    })
+        block = {
+            "type": "tool_use",
+            "id": "toolu_fake",
+            "name": request["tool_choice"]["name"],
+            "input": json.loads(content),
+        }
+    return json.dumps(
+        {
+            "id": completion["id"],
+            "type": "message",
+            "role": "assistant",
+            "model": completion["model"],
+            "content": [block],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
+        }
+    )
 
 
-def assert_conversation(path: str | Path, *, test_id: str | None = None, target: Any = None, judge: Any = None,
-                        **options: Any) -> list[EvaluationResult]:
+def assert_conversation(
+    path: str | Path, *, test_id: str | None = None, target: Any = None, judge: Any = None, **options: Any
+) -> list[EvaluationResult]:
     """Run an eval file and fail, listing the failed turns and checks, unless every test passed.
 
     Args:
@@ -263,8 +277,9 @@ def assert_conversation(path: str | Path, *, test_id: str | None = None, target:
         def test_travel_planning():
             assert_conversation("examples/travel-planning.eval.yaml", target="openai:gpt-4o-mini")
     """
-    results = [r for r in run(path, target=target, judge=judge, **options).results
-               if test_id is None or r.test_id == test_id]
+    results = [
+        r for r in run(path, target=target, judge=judge, **options).results if test_id is None or r.test_id == test_id
+    ]
     if not results:
         raise AssertionError(f"{path}: no test {test_id!r}" if test_id else f"{path}: no tests")
     failed = [r for r in results if r.verdict != "pass"]

@@ -151,8 +151,9 @@ def group_results(
         per_target = by_test.setdefault((result.suite, result.test_id), {})
         if result.target in per_target:
             where = f"{result.suite}/{result.test_id}" if result.suite else result.test_id
-            raise ValueError(f"two results for test {where} and target {result.target!r}: "
-                             "give the results of one run per target")
+            raise ValueError(
+                f"two results for test {where} and target {result.target!r}: give the results of one run per target"
+            )
         per_target[result.target] = result
     if targets is not None:
         missing = [t for t in targets if t not in seen]
@@ -216,8 +217,7 @@ async def judge_arena(
             missing = [t for t, r in ((x, rx), (y, ry)) if r is None]
             not_run = [t for t, r in ((x, rx), (y, ry)) if r is not None and r.execution_status in NOT_RUN]
             if missing or not_run:
-                reason = (f"no result for {', '.join(missing)}" if missing
-                          else f"did not run for {', '.join(not_run)}")
+                reason = f"no result for {', '.join(missing)}" if missing else f"did not run for {', '.join(not_run)}"
                 skipped.append(f"{where} {x} vs {y}: {reason}")
                 continue
             judgment = PairJudgment(suite=suite, test_id=test_id, model_a=x, model_b=y)
@@ -226,13 +226,20 @@ async def judge_arena(
 
     totals = {"calls": 0}
 
-    async def one_order(judgment: PairJudgment, first: EvaluationResult, second: EvaluationResult,
-                        info: ArenaTest, a_first: bool) -> None:
+    async def one_order(
+        judgment: PairJudgment, first: EvaluationResult, second: EvaluationResult, info: ArenaTest, a_first: bool
+    ) -> None:
         async with semaphore:
             try:
                 verdict = await judge_pair(
-                    judge, first.output, second.output, criteria=info.criteria, policy=info.policy,
-                    test_id=judgment.test_id, backend=info.backend, prompt=prompt,
+                    judge,
+                    first.output,
+                    second.output,
+                    criteria=info.criteria,
+                    policy=info.policy,
+                    test_id=judgment.test_id,
+                    backend=info.backend,
+                    prompt=prompt,
                 )
             except JudgeError as exc:
                 judgment.errors.append(f"{'a_first' if a_first else 'b_first'}: {exc}")
@@ -241,8 +248,9 @@ async def judge_arena(
                 totals["calls"] += getattr(exc, "calls", 1)
                 return
             except Exception as exc:  # a judge target's bug must not end the arena
-                judgment.errors.append(f"{'a_first' if a_first else 'b_first'}: judge crashed: "
-                                       f"{type(exc).__name__}: {exc}")
+                judgment.errors.append(
+                    f"{'a_first' if a_first else 'b_first'}: judge crashed: {type(exc).__name__}: {exc}"
+                )
                 return
         totals["calls"] += verdict.calls
         judgment.usage = judgment.usage + verdict.usage
@@ -252,16 +260,18 @@ async def judge_arena(
         else:
             judgment.b_first, judgment.reasoning_b_first = verdict.winner, verdict.reasoning
 
-    async def one_pair(judgment: PairJudgment, rx: EvaluationResult, ry: EvaluationResult,
-                       info: ArenaTest) -> None:
+    async def one_pair(judgment: PairJudgment, rx: EvaluationResult, ry: EvaluationResult, info: ArenaTest) -> None:
         await asyncio.gather(one_order(judgment, rx, ry, info, True), one_order(judgment, ry, rx, info, False))
         if on_judgment:
             on_judgment(judgment)
 
     await asyncio.gather(*(one_pair(*item) for item in work))
     battles = [b for b in (j.battle() for j in judgments) if b is not None]
-    board = (leaderboard_from_battles(battles, k=k, bootstrap=bootstrap, seed=seed, confidence=confidence)
-             if battles else None)
+    board = (
+        leaderboard_from_battles(battles, k=k, bootstrap=bootstrap, seed=seed, confidence=confidence)
+        if battles
+        else None
+    )
     usage = sum((j.usage for j in judgments), Usage())
     return ArenaReport(
         judgments=judgments,

@@ -50,9 +50,7 @@ def leaderboard_csv(board: Leaderboard) -> str:
     writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in board.rows:
-        writer.writerow(
-            {key: ("" if value is None else value) for key, value in row.to_dict().items()}
-        )
+        writer.writerow({key: ("" if value is None else value) for key, value in row.to_dict().items()})
     return buffer.getvalue()
 
 
@@ -60,11 +58,7 @@ def leaderboard_table(board: Leaderboard) -> Table:
     """A rich Table: rank, target, Bradley-Terry rating (BT) and interval, Elo, votes, W/L/T."""
     level = f"{board.confidence:.0%} CI"
     caption = f"{board.battles} battles; Elo K={board.k:g}; "
-    caption += (
-        f"{board.bootstrap} bootstrap rounds, seed {board.seed}"
-        if board.bootstrap
-        else "no bootstrap"
-    )
+    caption += f"{board.bootstrap} bootstrap rounds, seed {board.seed}" if board.bootstrap else "no bootstrap"
     table = Table(title="Arena leaderboard", caption=caption)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("Target", overflow="fold")
@@ -104,8 +98,13 @@ class TargetSummary:
     passed: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"turn_mean": self.turn_mean, "turn_scores": self.turn_scores,
-                "test_score_mean": self.test_score_mean, "tests": self.tests, "passed": self.passed}
+        return {
+            "turn_mean": self.turn_mean,
+            "turn_scores": self.turn_scores,
+            "test_score_mean": self.test_score_mean,
+            "tests": self.tests,
+            "passed": self.passed,
+        }
 
 
 def summarise_target(target: str, results: Iterable[EvaluationResult]) -> TargetSummary:
@@ -197,12 +196,15 @@ class ArenaReport:
     def warnings(self) -> list[str]:
         warnings = list(self.leaderboard.warnings) if self.leaderboard else []
         if self.judge_errors:
-            warnings.insert(0, f"{self.judge_errors} judge call(s) failed; {self.failed_pairs} pair(s) "
-                               "left out of the battles")
+            warnings.insert(
+                0, f"{self.judge_errors} judge call(s) failed; {self.failed_pairs} pair(s) left out of the battles"
+            )
         rate = self.order_disagreement_rate
         if rate is not None and rate > 0.5:
-            warnings.append(f"the judge changed its mind when the order was swapped in {rate:.0%} of "
-                            "the pairs (rated as ties): it is mostly guessing; use a stronger judge")
+            warnings.append(
+                f"the judge changed its mind when the order was swapped in {rate:.0%} of "
+                "the pairs (rated as ties): it is mostly guessing; use a stronger judge"
+            )
         return warnings
 
     def rows(self) -> list[dict[str, Any]]:
@@ -216,9 +218,21 @@ class ArenaReport:
                 rows.append({**row.to_dict(), **self._summary(row.target)})
         for target in self.summaries:
             if target not in rated:
-                rows.append({"target": target, "elo": None, "bt": None, "ci_low": None, "ci_high": None,
-                             "votes": 0, "wins": 0, "losses": 0, "ties": 0, "rank": None,
-                             **self._summary(target)})
+                rows.append(
+                    {
+                        "target": target,
+                        "elo": None,
+                        "bt": None,
+                        "ci_low": None,
+                        "ci_high": None,
+                        "votes": 0,
+                        "wins": 0,
+                        "losses": 0,
+                        "ties": 0,
+                        "rank": None,
+                        **self._summary(target),
+                    }
+                )
         return rows
 
     def _summary(self, target: str) -> dict[str, Any]:
@@ -283,7 +297,9 @@ class ArenaReport:
                 _number(row["bt"]),
                 _interval(row["ci_low"], row["ci_high"]),
                 _number(row["elo"]),
-                str(row["wins"]), str(row["losses"]), str(row["ties"]),
+                str(row["wins"]),
+                str(row["losses"]),
+                str(row["ties"]),
                 "-" if row["turn_mean"] is None else f"{row['turn_mean']:.2f}",
                 f"{row['passed']}/{row['tests']}",
             )
@@ -291,8 +307,7 @@ class ArenaReport:
 
     def caption(self) -> str:
         board = self.leaderboard
-        parts = [f"{len(self.battles)} battles from {len(self.judgments)} pairs judged in both orders "
-                 f"by {self.judge}"]
+        parts = [f"{len(self.battles)} battles from {len(self.judgments)} pairs judged in both orders by {self.judge}"]
         rate = self.order_disagreement_rate
         if rate is not None:
             parts.append(f"order disagreement {rate:.0%} ({self.disagreements} rated as ties)")
@@ -300,8 +315,9 @@ class ArenaReport:
             parts.append(f"{self.judge_errors} judge error(s)")
         if board:
             parts.append(f"Elo K={board.k:g}")
-            parts.append(f"{board.bootstrap} bootstrap rounds, seed {board.seed}" if board.bootstrap
-                         else "no bootstrap")
+            parts.append(
+                f"{board.bootstrap} bootstrap rounds, seed {board.seed}" if board.bootstrap else "no bootstrap"
+            )
         parts.append("Turn: mean of the target's turn-N scores; Pass: tests passed")
         return "; ".join(parts)
 

@@ -107,14 +107,11 @@ def agreement(
     ] = None,
     level: Annotated[
         Level | None,
-        typer.Option("--level", help="Level of measurement of the categories (default: ordinal).",
-                     show_default=False),
+        typer.Option("--level", help="Level of measurement of the categories (default: ordinal).", show_default=False),
     ] = None,
     columns: Annotated[
         str | None,
-        typer.Option(
-            "--columns", help="Rater columns to compare, e.g. human,judge (default: all)."
-        ),
+        typer.Option("--columns", help="Rater columns to compare, e.g. human,judge (default: all)."),
     ] = None,
     runs: Annotated[
         bool,
@@ -150,14 +147,19 @@ def agreement(
         if consistency and len(files) < 2:
             raise _fail(f"--consistency needs two or more results files of the same judge, got {len(files)}")
         if consistency and (categories or level):
-            raise _fail("--consistency reports means and standard deviations of the 0-1 scores; "
-                        "--categories and --level do not apply")
+            raise _fail(
+                "--consistency reports means and standard deviations of the 0-1 scores; "
+                "--categories and --level do not apply"
+            )
         _agreement_of_runs(files, categories, level, runs, output_format)
         return
     if len(files) != 1:
-        raise _fail("give one LABELS.csv file (or --runs A.jsonl B.jsonl, or --consistency R1.jsonl R2.jsonl ...)"
-                    if not files else f"give one LABELS.csv file, got {len(files)} files "
-                    "(to compare stored runs add --runs or --consistency)")
+        raise _fail(
+            "give one LABELS.csv file (or --runs A.jsonl B.jsonl, or --consistency R1.jsonl R2.jsonl ...)"
+            if not files
+            else f"give one LABELS.csv file, got {len(files)} files "
+            "(to compare stored runs add --runs or --consistency)"
+        )
     if categories is None:
         raise _fail("declare the categories raters could use with --categories, e.g. 1-5 or a,b,c")
     labels = files[0]
@@ -173,10 +175,7 @@ def agreement(
         typer.echo(json.dumps({k: e.to_dict() for k, e in estimates.items()}, indent=2))
         return
     shown = ", ".join(str(c) for c in declared)
-    title = (
-        f"Agreement of {', '.join(table.raters)} on {len(table.matrix)} items "
-        f"(categories {shown}; {level.value})"
-    )
+    title = f"Agreement of {', '.join(table.raters)} on {len(table.matrix)} items (categories {shown}; {level.value})"
     Console().print(_table(estimates, title))
 
 
@@ -185,8 +184,9 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
-def _agreement_of_runs(files: list[Path], categories: str | None, level: Level | None, runs: bool,
-                       output_format: AgreementFormat) -> None:
+def _agreement_of_runs(
+    files: list[Path], categories: str | None, level: Level | None, runs: bool, output_format: AgreementFormat
+) -> None:
     try:
         loaded = [read_results(path) for path in files]
     except ConfigError as error:
@@ -215,24 +215,39 @@ def _agreement_of_runs(files: list[Path], categories: str | None, level: Level |
 
 def _print_runs_agreement(report: RunsAgreement, files: list[Path]) -> None:
     shown = ", ".join(str(c) for c in report.categories)
-    title = (f"Agreement of the judges of {files[0].name} and {files[1].name} on {report.items} "
-             f"judge scores (categories {shown}; {report.level})")
+    title = (
+        f"Agreement of the judges of {files[0].name} and {files[1].name} on {report.items} "
+        f"judge scores (categories {shown}; {report.level})"
+    )
     console = Console()
     console.print(_table({**report.estimates, "spearman_scores": report.spearman_scores}, title))
     graders = ", ".join(f"{name} {n}" for name, n in report.graders.items())
     console.print(f"items per grader: {graders}", markup=False, highlight=False)
     if report.only_a or report.only_b:
-        console.print(f"left out: {report.only_a} scored only in {files[0].name}, {report.only_b} only in "
-                      f"{files[1].name} (missing result or grader error)", markup=False, highlight=False)
+        console.print(
+            f"left out: {report.only_a} scored only in {files[0].name}, {report.only_b} only in "
+            f"{files[1].name} (missing result or grader error)",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _print_consistency(report: RunsConsistency, files: list[Path]) -> None:
-    table = Table(title=f"Judge consistency over {report.runs} runs ({', '.join(f.name for f in files)})",
-                  caption="scores 0-1; std: sample standard deviation of an item's scores over the runs")
+    table = Table(
+        title=f"Judge consistency over {report.runs} runs ({', '.join(f.name for f in files)})",
+        caption="scores 0-1; std: sample standard deviation of an item's scores over the runs",
+    )
     table.add_column("Grader")
     for name in ("Items", "Mean", "Mean std", "Max std", "Identical", "Missing"):
         table.add_column(name, justify="right")
     for row in [*report.graders.values(), report.overall]:
-        table.add_row(row.grader, str(row.items), f"{row.mean:.3f}", f"{row.mean_std:.3f}",
-                      f"{row.max_std:.3f}", f"{row.identical:.0%}", str(row.missing))
+        table.add_row(
+            row.grader,
+            str(row.items),
+            f"{row.mean:.3f}",
+            f"{row.mean_std:.3f}",
+            f"{row.max_std:.3f}",
+            f"{row.identical:.0%}",
+            str(row.missing),
+        )
     Console().print(table)

@@ -41,8 +41,9 @@ def _print(ratings: Leaderboard | ArenaReport, output_format: ArenaFormat) -> No
         table = ratings.to_table
     else:
         board = ratings
-        text = {ArenaFormat.json: lambda: leaderboard_json(board),
-                ArenaFormat.csv: lambda: leaderboard_csv(board)}.get(output_format)
+        text = {ArenaFormat.json: lambda: leaderboard_json(board), ArenaFormat.csv: lambda: leaderboard_csv(board)}.get(
+            output_format
+        )
         table = lambda: leaderboard_table(board)  # noqa: E731
     if text is None:
         Console().print(table())
@@ -93,8 +94,7 @@ def arena_command(
     ] = None,
     targets_file: Annotated[
         Path | None,
-        typer.Option("--targets", help="Targets file (default: targets.yaml next to the suite).",
-                     show_default=False),
+        typer.Option("--targets", help="Targets file (default: targets.yaml next to the suite).", show_default=False),
     ] = None,
     results: Annotated[
         bool,
@@ -123,17 +123,13 @@ def arena_command(
             show_default=False,
         ),
     ] = None,
-    k: Annotated[
-        float, typer.Option("--k", help="Elo K-factor (32 as TD-Eval, 4 as Chatbot Arena).")
-    ] = 32.0,
+    k: Annotated[float, typer.Option("--k", help="Elo K-factor (32 as TD-Eval, 4 as Chatbot Arena).")] = 32.0,
     bootstrap: Annotated[
         int,
         typer.Option("--bootstrap", min=0, help="Bootstrap rounds for the intervals (0 = none)."),
     ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
-    output_format: Annotated[
-        ArenaFormat, typer.Option("--format", help="table, json or csv.")
-    ] = ArenaFormat.table,
+    output_format: Annotated[ArenaFormat, typer.Option("--format", help="table, json or csv.")] = ArenaFormat.table,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -151,9 +147,7 @@ def arena_command(
             show_default=False,
         ),
     ] = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Pairwise judge calls at once.")
-    ] = 8,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Pairwise judge calls at once.")] = 8,
     save_results: Annotated[
         Path | None,
         typer.Option(
@@ -167,8 +161,7 @@ def arena_command(
     ] = False,
     cache_dir: Annotated[
         Path | None,
-        typer.Option("--cache-dir", help="Where the response cache lives (default: .convoeval).",
-                     show_default=False),
+        typer.Option("--cache-dir", help="Where the response cache lives (default: .convoeval).", show_default=False),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
@@ -181,34 +174,58 @@ def arena_command(
     if battles is not None:
         if files or results:
             raise _fail("give only one of: eval files, --results R.jsonl... or --battles FILE.jsonl")
-        unused = [name for name, value in (("--target", target), ("--judge", judge), ("--prompt", prompt),
-                                           ("--output", output), ("--save-results", save_results))
-                  if value]
+        unused = [
+            name
+            for name, value in (
+                ("--target", target),
+                ("--judge", judge),
+                ("--prompt", prompt),
+                ("--output", output),
+                ("--save-results", save_results),
+            )
+            if value
+        ]
         if unused:
-            raise _fail(f"{', '.join(unused)} judge(s) conversations; with --battles the battles are "
-                        "only rated (leave them out)")
+            raise _fail(
+                f"{', '.join(unused)} judge(s) conversations; with --battles the battles are "
+                "only rated (leave them out)"
+            )
         _rate_battles(battles, k, bootstrap, seed, output_format, plot)
         return
     if not files:
-        raise _fail("--results needs results files: convoeval arena --results R.jsonl..." if results
-                    else USAGE)
+        raise _fail("--results needs results files: convoeval arena --results R.jsonl..." if results else USAGE)
     if not results:
         looks_like_results = [f for f in files if f.suffix in (".jsonl", ".json")]
         if looks_like_results:
-            raise _fail(f"{looks_like_results[0]} looks like a results file; add --results to judge "
-                        "stored results")
+            raise _fail(f"{looks_like_results[0]} looks like a results file; add --results to judge stored results")
         if len(set(target or [])) < 2:
             raise _fail("the arena needs at least two different targets: --target A --target B")
     elif save_results is not None:
         raise _fail("--save-results writes the results of a run; with --results nothing is run")
     _judge_conversations(
-        files, results, target, judge, targets_file, prompt, k, bootstrap, seed, output_format, plot,
-        output, concurrency, save_results, not no_cache, cache_dir, quiet,
+        files,
+        results,
+        target,
+        judge,
+        targets_file,
+        prompt,
+        k,
+        bootstrap,
+        seed,
+        output_format,
+        plot,
+        output,
+        concurrency,
+        save_results,
+        not no_cache,
+        cache_dir,
+        quiet,
     )
 
 
-def _rate_battles(battles: Path, k: float, bootstrap: int, seed: int, output_format: ArenaFormat,
-                  plot: Path | None) -> None:
+def _rate_battles(
+    battles: Path, k: float, bootstrap: int, seed: int, output_format: ArenaFormat, plot: Path | None
+) -> None:
     try:
         board = leaderboard_from_battles(read_battles(battles), k=k, bootstrap=bootstrap, seed=seed)
         if plot is not None:
@@ -223,10 +240,23 @@ def _rate_battles(battles: Path, k: float, bootstrap: int, seed: int, output_for
 
 
 def _judge_conversations(
-    files: list[Path], results: bool, target: list[str] | None, judge: str | None,
-    targets_file: Path | None, prompt: str | None, k: float, bootstrap: int, seed: int,
-    output_format: ArenaFormat, plot: Path | None, output: Path | None, concurrency: int,
-    save_results: Path | None, cache: bool, cache_dir: Path | None, quiet: bool,
+    files: list[Path],
+    results: bool,
+    target: list[str] | None,
+    judge: str | None,
+    targets_file: Path | None,
+    prompt: str | None,
+    k: float,
+    bootstrap: int,
+    seed: int,
+    output_format: ArenaFormat,
+    plot: Path | None,
+    output: Path | None,
+    concurrency: int,
+    save_results: Path | None,
+    cache: bool,
+    cache_dir: Path | None,
+    quiet: bool,
 ) -> None:
     def note(text: str) -> None:
         typer.echo(text, err=True)
@@ -240,25 +270,45 @@ def _judge_conversations(
         if quiet:
             return
         if judgment.ok:
-            outcome = {"model_a": f"{judgment.model_a} wins", "model_b": f"{judgment.model_b} wins",
-                       "tie": "tie"}[judgment.winner]  # type: ignore[index]
+            outcome = {"model_a": f"{judgment.model_a} wins", "model_b": f"{judgment.model_b} wins", "tie": "tie"}[
+                judgment.winner or "tie"
+            ]
             orders = f"orders: {judgment.a_first}/{judgment.b_first}"
             if judgment.consistent is False:
                 orders += ", disagree"
-            typer.echo(f"judged {judgment.question_id}: {judgment.model_a} vs {judgment.model_b}: "
-                       f"{outcome} ({orders})", err=True)
+            typer.echo(
+                f"judged {judgment.question_id}: {judgment.model_a} vs {judgment.model_b}: {outcome} ({orders})",
+                err=True,
+            )
         else:
-            typer.echo(f"judge error on {judgment.question_id}: {judgment.model_a} vs "
-                       f"{judgment.model_b}: {judgment.errors[0]}", err=True)
+            typer.echo(
+                f"judge error on {judgment.question_id}: {judgment.model_a} vs "
+                f"{judgment.model_b}: {judgment.errors[0]}",
+                err=True,
+            )
 
     try:
-        report = asyncio.run(aarena(
-            None if results else list(files), results=list(files) if results else None,
-            targets=target or None, judge=judge, targets_file=targets_file, prompt=prompt, k=k,
-            bootstrap=bootstrap, seed=seed, concurrency=concurrency, cache=cache, cache_dir=cache_dir,
-            results_output=save_results, output=None, on_note=note, on_result=on_result,
-            on_judgment=on_judgment,
-        ))
+        report = asyncio.run(
+            aarena(
+                None if results else list(files),
+                results=list(files) if results else None,
+                targets=target or None,
+                judge=judge,
+                targets_file=targets_file,
+                prompt=prompt,
+                k=k,
+                bootstrap=bootstrap,
+                seed=seed,
+                concurrency=concurrency,
+                cache=cache,
+                cache_dir=cache_dir,
+                results_output=save_results,
+                output=None,
+                on_note=note,
+                on_result=on_result,
+                on_judgment=on_judgment,
+            )
+        )
     except SpecError as exc:
         for problem in exc.problems:
             typer.echo(str(problem), err=True)
@@ -270,8 +320,7 @@ def _judge_conversations(
         raise typer.Exit(130) from None
     if report.leaderboard is None:
         first = report.errors[0] if report.errors else "; ".join(report.skipped[:1]) or "no pairs"
-        raise _fail(f"no battles: none of the {len(report.judgments)} pair(s) could be judged "
-                    f"(first: {first})")
+        raise _fail(f"no battles: none of the {len(report.judgments)} pair(s) could be judged (first: {first})")
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
     if report.skipped:

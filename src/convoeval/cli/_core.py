@@ -27,9 +27,14 @@ out = Console(highlight=False, emoji=False)  # `openai:m:` must not become an em
 err = Console(stderr=True, highlight=False, emoji=False)
 
 Paths = Annotated[list[Path], typer.Argument(help="Eval files (YAML), or folders of them.", show_default=False)]
-Plugins = Annotated[list[str] | None, typer.Option(
-    "--plugin", metavar="MODULE", help="Import a plugin first (a module, or a .py file) that registers "
-    "assertion types or providers; repeatable.")]
+Plugins = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--plugin",
+        metavar="MODULE",
+        help="Import a plugin first (a module, or a .py file) that registers assertion types or providers; repeatable.",
+    ),
+]
 
 
 def load_plugins(plugins: list[str] | None) -> None:
@@ -79,53 +84,159 @@ RUN_HELP = (
 
 @app.command(help=RUN_HELP)
 def run(
-    paths: Annotated[list[Path] | None, typer.Argument(
-        help="Eval files (YAML) or folders of them; not needed with --resume.", show_default=False)] = None,
-    target: Annotated[list[str] | None, typer.Option(
-        "--target", "-t", envvar="CONVOEVAL_TARGET", help="provider:model (openai:gpt-4o-mini, anthropic:..., "
-        "local) or a name from targets.yaml; repeat to run several targets.")] = None,
-    judge: Annotated[str | None, typer.Option(envvar="CONVOEVAL_JUDGE", help="Model for LLM graders (default: suite's, "
-                                                 "else local, else the target).")] = None,
-    targets_file: Annotated[Path | None, typer.Option("--targets", envvar="CONVOEVAL_TARGETS", help="Targets file "
-                                                          "(default: targets.yaml next to the suite).")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", envvar="CONVOEVAL_OUTPUT", help="Results file: .jsonl "
-                                                   "(written as tests finish) or .json (by suffix).")] = None,
-    threshold: Annotated[float | None, typer.Option(min=0, max=1, envvar="CONVOEVAL_THRESHOLD", help="Pass threshold (overrides suite and tests).")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, envvar="CONVOEVAL_CONCURRENCY", help="Conversations run at once "
-                                                       "(default: execution.workers, else 8).")] = None,
-    trials: Annotated[int | None, typer.Option(min=1, max=MAX_TRIALS, envvar="CONVOEVAL_TRIALS", help="Independent runs of each test (at most 1000).")] = None,
-    judge_repeats: Annotated[int | None, typer.Option(min=1, envvar="CONVOEVAL_JUDGE_REPEATS", help="Ask the judge K times per grader.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", envvar="CONVOEVAL_NO_CACHE", help="Call the models even when the "
-                                           "cache has the answer (and do not store answers).")] = False,
-    cache_dir: Annotated[Path | None, typer.Option(envvar="CONVOEVAL_CACHE_DIR", help="Where the response cache lives "
-                                                      "(default: .convoeval).")] = None,
-    test_id: Annotated[list[str] | None, typer.Option("--test-id", metavar="ID", envvar="CONVOEVAL_TEST_ID",
-                                                         help="Run only tests whose id matches (a glob such "
-                                                         "as 'book-*'); repeatable.")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", envvar="CONVOEVAL_TAG", help="Run only tests with "
-                                                     "this tag (a test's or its suite's `tags`); repeatable.")] = None,
-    limit: Annotated[int | None, typer.Option(min=1, envvar="CONVOEVAL_LIMIT", help="Run only the first N "
-                                                 "selected tests (and what they depend on).")] = None,
-    shard: Annotated[str | None, typer.Option(metavar="I/N", envvar="CONVOEVAL_SHARD", help="Run shard I of N: "
-                                                 "the shards partition the selected tests (for CI jobs).")] = None,
-    resume: Annotated[str | None, typer.Option(metavar="RUN_ID", help="Finish a run (its id, or "
-                                                  "'last'): only tests without a stored result run.")] = None,
-    rerun_failed: Annotated[str | None, typer.Option(
-        "--rerun-failed", metavar="RUN_ID", help="A new run of the tests that did not pass in run RUN_ID (or "
-        "'last'), with its suites and targets; it records the run it came from.")] = None,
-    takeover: Annotated[bool, typer.Option("--takeover", help="With --resume: take over a run whose process "
-                                           "may still be running (another host); only when it is gone.")] = False,
-    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="With --resume: also run again the tests "
-                                               "whose stored result is an execution_error.")] = False,
-    max_cost: Annotated[float | None, typer.Option(min=0, metavar="USD", envvar="CONVOEVAL_MAX_COST", help="Start no new test once "
-                                                      "the model calls made cost this much.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", envvar="CONVOEVAL_QUIET", help="No progress; only the final table.")] = False,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Eval files (YAML) or folders of them; not needed with --resume.", show_default=False),
+    ] = None,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target",
+            "-t",
+            envvar="CONVOEVAL_TARGET",
+            help="provider:model (openai:gpt-4o-mini, anthropic:..., "
+            "local) or a name from targets.yaml; repeat to run several targets.",
+        ),
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            envvar="CONVOEVAL_JUDGE", help="Model for LLM graders (default: suite's, else local, else the target)."
+        ),
+    ] = None,
+    targets_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--targets", envvar="CONVOEVAL_TARGETS", help="Targets file (default: targets.yaml next to the suite)."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            envvar="CONVOEVAL_OUTPUT",
+            help="Results file: .jsonl (written as tests finish) or .json (by suffix).",
+        ),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(min=0, max=1, envvar="CONVOEVAL_THRESHOLD", help="Pass threshold (overrides suite and tests)."),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            envvar="CONVOEVAL_CONCURRENCY",
+            help="Conversations run at once (default: execution.workers, else 8).",
+        ),
+    ] = None,
+    trials: Annotated[
+        int | None,
+        typer.Option(
+            min=1, max=MAX_TRIALS, envvar="CONVOEVAL_TRIALS", help="Independent runs of each test (at most 1000)."
+        ),
+    ] = None,
+    judge_repeats: Annotated[
+        int | None, typer.Option(min=1, envvar="CONVOEVAL_JUDGE_REPEATS", help="Ask the judge K times per grader.")
+    ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option(
+            "--no-cache",
+            envvar="CONVOEVAL_NO_CACHE",
+            help="Call the models even when the cache has the answer (and do not store answers).",
+        ),
+    ] = False,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(envvar="CONVOEVAL_CACHE_DIR", help="Where the response cache lives (default: .convoeval)."),
+    ] = None,
+    test_id: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--test-id",
+            metavar="ID",
+            envvar="CONVOEVAL_TEST_ID",
+            help="Run only tests whose id matches (a glob such as 'book-*'); repeatable.",
+        ),
+    ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tag",
+            envvar="CONVOEVAL_TAG",
+            help="Run only tests with this tag (a test's or its suite's `tags`); repeatable.",
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            min=1, envvar="CONVOEVAL_LIMIT", help="Run only the first N selected tests (and what they depend on)."
+        ),
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            metavar="I/N",
+            envvar="CONVOEVAL_SHARD",
+            help="Run shard I of N: the shards partition the selected tests (for CI jobs).",
+        ),
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            metavar="RUN_ID", help="Finish a run (its id, or 'last'): only tests without a stored result run."
+        ),
+    ] = None,
+    rerun_failed: Annotated[
+        str | None,
+        typer.Option(
+            "--rerun-failed",
+            metavar="RUN_ID",
+            help="A new run of the tests that did not pass in run RUN_ID (or "
+            "'last'), with its suites and targets; it records the run it came from.",
+        ),
+    ] = None,
+    takeover: Annotated[
+        bool,
+        typer.Option(
+            "--takeover",
+            help="With --resume: take over a run whose process "
+            "may still be running (another host); only when it is gone.",
+        ),
+    ] = False,
+    retry_errors: Annotated[
+        bool,
+        typer.Option(
+            "--retry-errors", help="With --resume: also run again the tests whose stored result is an execution_error."
+        ),
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            metavar="USD",
+            envvar="CONVOEVAL_MAX_COST",
+            help="Start no new test once the model calls made cost this much.",
+        ),
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", envvar="CONVOEVAL_QUIET", help="No progress; only the final table.")
+    ] = False,
     html: Annotated[Path | None, typer.Option(help="Also write a self-contained HTML report here.")] = None,
     junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here (for CI).")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown summary here (CI job summary).")] = None,
-    store: Annotated[Path | None, typer.Option(metavar="DIR", envvar="CONVOEVAL_HOME", help="State folder for runs.sqlite, the cache "
-                                                  "and default results (default: $CONVOEVAL_HOME, else "
-                                                  ".convoeval).")] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            envvar="CONVOEVAL_HOME",
+            help="State folder for runs.sqlite, the cache "
+            "and default results (default: $CONVOEVAL_HOME, else "
+            ".convoeval).",
+        ),
+    ] = None,
     plugin: Plugins = None,
 ) -> None:
     """Run eval files live against one or more targets and grade every turn (see RUN_HELP)."""
@@ -159,16 +270,34 @@ def run(
             out.print(f"[dim]done[/] {escape(result.test_id)} @ {escape(result.target)}: {score} {result.verdict}")
 
     try:
-        report = asyncio.run(arun(
-            list(paths) if paths else None, target=target or None, judge=judge, targets_file=targets_file,
-            threshold=threshold, trials=trials, judge_repeats=judge_repeats,
-            concurrency=concurrency, output=output, on_result=on_result,
-            on_note=lambda text: out.print(f"[cyan]{escape(text)}[/]"),
-            cache=not no_cache, cache_dir=cache_dir or state_dir(store), resume=resume, rerun_failed=rerun_failed, takeover=takeover,
-            retry_errors=retry_errors, max_cost=max_cost,
-            test_ids=test_id or [], tags=tag or [], limit=limit, shard=shard,
-            on_start=on_start, store=state_dir(store) / STORE_FILE,
-        ))
+        report = asyncio.run(
+            arun(
+                list(paths) if paths else None,
+                target=target or None,
+                judge=judge,
+                targets_file=targets_file,
+                threshold=threshold,
+                trials=trials,
+                judge_repeats=judge_repeats,
+                concurrency=concurrency,
+                output=output,
+                on_result=on_result,
+                on_note=lambda text: out.print(f"[cyan]{escape(text)}[/]"),
+                cache=not no_cache,
+                cache_dir=cache_dir or state_dir(store),
+                resume=resume,
+                rerun_failed=rerun_failed,
+                takeover=takeover,
+                retry_errors=retry_errors,
+                max_cost=max_cost,
+                test_ids=test_id or [],
+                tags=tag or [],
+                limit=limit,
+                shard=shard,
+                on_start=on_start,
+                store=state_dir(store) / STORE_FILE,
+            )
+        )
     except SpecError as exc:
         fail_with_problems(exc)
     except ConfigError as exc:
@@ -179,8 +308,9 @@ def run(
         err.print(f"error: {exc}{resumable}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        err.print("interrupted" + (f"; finish the run with: convoeval run --resume {run_id}" if run_id else ""),
-                  markup=False)
+        err.print(
+            "interrupted" + (f"; finish the run with: convoeval run --resume {run_id}" if run_id else ""), markup=False
+        )
         raise typer.Exit(130) from None
     finally:
         progress.stop()
@@ -189,14 +319,18 @@ def run(
         print_summary(results, out, turns=not quiet and len(results) <= TURN_TABLES_UP_TO)
     else:
         counts = report.summary.get("verdicts", {})
-        out.print(f"{len(report.results)} result(s): " + ", ".join(f"{v} {n}" for v, n in counts.items()),
-                  markup=False, highlight=False)
+        out.print(
+            f"{len(report.results)} result(s): " + ", ".join(f"{v} {n}" for v, n in counts.items()),
+            markup=False,
+            highlight=False,
+        )
     print_run_totals(report.summary, out)
     if report.output:
         out.print(f"results written to {report.output}")
     if html or junit or markdown:
-        loaded = LoadedRun(name=f"run {report.run_id}" if report.run_id else "run", run_id=report.run_id,
-                           results=list(report.results))
+        loaded = LoadedRun(
+            name=f"run {report.run_id}" if report.run_id else "run", run_id=report.run_id, results=list(report.results)
+        )
         for path in write_reports(loaded, html=html, junit=junit, markdown=markdown):
             out.print(f"wrote {path}", markup=False)
     if report.run_id:

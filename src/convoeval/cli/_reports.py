@@ -206,7 +206,7 @@ def view(
         if not path.is_file():
             raise _fail(f"{path}: file not found")
     try:
-        viewer: Viewer = Viewer(_store(store), port=port, scale=scale.value, battles=list(battles or []))  # type: ignore[arg-type]
+        viewer: Viewer = Viewer(_store(store), port=port, scale=scale.value, battles=list(battles or []))
     except OSError as exc:
         raise _fail(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
     out.print(f"convoeval viewer on {viewer.url} (store {_store(store)}); Ctrl-C stops it", markup=False)

@@ -48,4 +48,13 @@ def import_dataset(kind: str, source: str | Path, **options: Any) -> dict[str, A
     return importer(Path(source), **{k: v for k, v in options.items() if v is not None})
 
 
-__all__ = ["IMPORTERS", "DatasetError", "grading_suite", "import_dataset", "read_json", "read_jsonl", "suite_yaml", "write_suite"]
+__all__ = [
+    "IMPORTERS",
+    "DatasetError",
+    "grading_suite",
+    "import_dataset",
+    "read_json",
+    "read_jsonl",
+    "suite_yaml",
+    "write_suite",
+]

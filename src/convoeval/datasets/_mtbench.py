@@ -108,9 +108,13 @@ def import_mt_bench(source: Path, *, references: Path | None = None) -> dict[str
     return {
         "name": "mt-bench",
         "description": "MT-Bench: 80 two-turn questions, each answer rated 1-10 by a judge "
-                       "(references for math, reasoning and coding go to the judge only)",
-        "metadata": {"source": str(source.name), "imported_by": "convoeval import mt-bench",
-                     "paper": "Zheng et al. 2023, arXiv:2306.05685", "licence": "Apache-2.0 (FastChat)"},
+        "(references for math, reasoning and coding go to the judge only)",
+        "metadata": {
+            "source": str(source.name),
+            "imported_by": "convoeval import mt-bench",
+            "paper": "Zheng et al. 2023, arXiv:2306.05685",
+            "licence": "Apache-2.0 (FastChat)",
+        },
         "tests": tests,
     }
 
@@ -126,10 +130,13 @@ def _test(qid: int, category: str, turns: list[str], reference: list[str] | None
         )
     first["assertions"] = [_grader("mt-bench-turn-1", WITH_REFERENCE if reference else GENERAL)]
     second["assertions"] = [_grader("mt-bench-turn-2", WITH_REFERENCE_SECOND if reference else GENERAL_SECOND)]
-    return {"id": f"mt-bench-{qid}", "mode": "conversation", "metadata": {"question_id": qid, "category": category},
-            "turns": [first, second]}
+    return {
+        "id": f"mt-bench-{qid}",
+        "mode": "conversation",
+        "metadata": {"question_id": qid, "category": category},
+        "turns": [first, second],
+    }
 
 
 def _grader(name: str, template: str) -> dict[str, Any]:
     return {"type": "llm-grader", "name": name, "prompt": _prompt(template)}
-

@@ -19,8 +19,18 @@ from ._common import read_json, read_jsonl
 #: Slots per domain: what the user may constrain (informable) or ask for.
 DOMAIN_SLOTS: dict[str, list[str]] = {
     "restaurant": ["area", "food", "pricerange", "name", "bookpeople", "bookday", "booktime"],
-    "hotel": ["area", "pricerange", "type", "stars", "parking", "internet", "name", "bookpeople", "bookday",
-              "bookstay"],
+    "hotel": [
+        "area",
+        "pricerange",
+        "type",
+        "stars",
+        "parking",
+        "internet",
+        "name",
+        "bookpeople",
+        "bookday",
+        "bookstay",
+    ],
     "attraction": ["area", "type", "name"],
     "train": ["departure", "destination", "day", "leaveat", "arriveby", "bookpeople"],
     "taxi": ["departure", "destination", "leaveat", "arriveby"],
@@ -35,8 +45,19 @@ RULES = [
     "After booking, confirm the details and give the reference number.",
 ]
 #: Belief-state slots compared with database fields (others, like book slots, are not).
-_DB_FIELDS = {"area", "food", "pricerange", "type", "stars", "parking", "internet", "name", "departure",
-              "destination", "day"}
+_DB_FIELDS = {
+    "area",
+    "food",
+    "pricerange",
+    "type",
+    "stars",
+    "parking",
+    "internet",
+    "name",
+    "departure",
+    "destination",
+    "day",
+}
 MAX_MATCHES = 3
 
 
@@ -54,10 +75,19 @@ def import_multiwoz(source: Path, *, db: Path | None = None) -> dict[str, Any]:
     return {
         "name": "multiwoz",
         "description": "MultiWOZ 2.2 dialogues: the user's turns scripted, graded on TD-Eval's three dimensions",
-        "metadata": {"source": source.name, "imported_by": "convoeval import multiwoz",
-                     "licence": "MIT (MultiWOZ)", "database": bool(databases)},
-        "input": [{"role": "system", "content": "You are a Cambridge travel information and booking assistant "
-                                                "(restaurants, hotels, attractions, trains, taxis)."}],
+        "metadata": {
+            "source": source.name,
+            "imported_by": "convoeval import multiwoz",
+            "licence": "MIT (MultiWOZ)",
+            "database": bool(databases),
+        },
+        "input": [
+            {
+                "role": "system",
+                "content": "You are a Cambridge travel information and booking assistant "
+                "(restaurants, hotels, attractions, trains, taxis).",
+            }
+        ],
         "turn_assertions": [{"type": "td-eval"}],
         "tests": tests,
     }
@@ -76,15 +106,19 @@ def _databases(folder: Path) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def _dialogue(record: dict[str, Any], source: Path, line: int, databases: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _dialogue(
+    record: dict[str, Any], source: Path, line: int, databases: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
     try:
         turns = record["turns"]
         speakers, utterances = turns["speaker"], turns["utterance"]
         frames, acts = turns["frames"], turns["dialogue_acts"]
         name = str(record["dialogue_id"]).removesuffix(".json")
     except (KeyError, TypeError):
-        raise DatasetError(f"{source}:{line}: expected dialogue_id and turns{{speaker, utterance, frames, "
-                           "dialogue_acts}} (MultiWOZ 2.2)") from None
+        raise DatasetError(
+            f"{source}:{line}: expected dialogue_id and turns{{speaker, utterance, frames, "
+            "dialogue_acts}} (MultiWOZ 2.2)"
+        ) from None
     services = [str(s) for s in record.get("services") or []]
     scripted = []
     for i, speaker in enumerate(speakers):
@@ -98,17 +132,24 @@ def _dialogue(record: dict[str, Any], source: Path, line: int, databases: dict[s
         if i + 1 < len(speakers) and speakers[i + 1] == 1:
             context["reference_acts"] = _acts(acts[i + 1])
         user = {"role": "user", "content": utterances[i]}
-        entry: dict[str, Any] = {"input": [{"role": "system", "content": f"Backend results: {_brief(matches)}"}, user]
-                                 if matches else utterances[i], "context": context}
+        entry: dict[str, Any] = {
+            "input": [{"role": "system", "content": f"Backend results: {_brief(matches)}"}, user]
+            if matches
+            else utterances[i],
+            "context": context,
+        }
         scripted.append(entry)
     if not scripted:
         raise DatasetError(f"{source}:{line}: dialogue {name} has no user turn")
     domains = services or sorted({d for t in scripted for d in t["context"]["belief_state"]})
     slots = list(dict.fromkeys(f"{d}-{s}" for d in domains for s in DOMAIN_SLOTS.get(d, [])))
-    return {"id": f"multiwoz-{name}", "mode": "conversation",
-            "metadata": {"dialogue_id": name, "services": services},
-            "policy": {"domain": "+".join(domains), "slots": slots, "rules": list(RULES)},
-            "turns": scripted}
+    return {
+        "id": f"multiwoz-{name}",
+        "mode": "conversation",
+        "metadata": {"dialogue_id": name, "services": services},
+        "policy": {"domain": "+".join(domains), "slots": slots, "rules": list(RULES)},
+        "turns": scripted,
+    }
 
 
 def _belief(frame: dict[str, Any]) -> dict[str, dict[str, str]]:
@@ -141,5 +182,7 @@ def _query(rows: list[dict[str, Any]], constraints: dict[str, str]) -> dict[str,
 
 
 def _brief(matches: dict[str, dict[str, Any]]) -> str:
-    return "; ".join(f"{d}: {m['count']} match(es)" + (f" ({', '.join(m['matches'])})" if m["matches"] else "")
-                     for d, m in matches.items())
+    return "; ".join(
+        f"{d}: {m['count']} match(es)" + (f" ({', '.join(m['matches'])})" if m["matches"] else "")
+        for d, m in matches.items()
+    )

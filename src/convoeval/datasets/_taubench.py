@@ -23,8 +23,9 @@ from ._common import read_json
 MAX_TURNS = 30
 
 
-def import_tau_bench(source: Path, *, tools: str = "tools.py", backend: str = "backend.json",
-                     recorded: bool = False) -> dict[str, Any]:
+def import_tau_bench(
+    source: Path, *, tools: str = "tools.py", backend: str = "backend.json", recorded: bool = False
+) -> dict[str, Any]:
     """The tau-bench suite of `source` (results or tasks JSON)."""
     data = read_json(source)
     if not isinstance(data, list) or not data:
@@ -33,34 +34,53 @@ def import_tau_bench(source: Path, *, tools: str = "tools.py", backend: str = "b
     seen: set[str] = set()
     for index, item in enumerate(data):
         task = item.get("info", {}).get("task") if isinstance(item, dict) and "info" in item else item
-        if not isinstance(task, dict) or not isinstance(task.get("instruction"), str) or not isinstance(
-                task.get("actions"), list):
+        if (
+            not isinstance(task, dict)
+            or not isinstance(task.get("instruction"), str)
+            or not isinstance(task.get("actions"), list)
+        ):
             raise DatasetError(f"{source}:1: item {index}: expected a task with instruction and actions")
         task_id = item.get("task_id", index) if "info" in item else index
-        reward = {"type": "tau-reward", "backend": backend, "tools": tools,
-                  "goal_actions": [{"name": a["name"], "arguments": a.get("kwargs") or a.get("arguments") or {}}
-                                   for a in task["actions"]],
-                  "required_outputs": [str(o) for o in task.get("outputs") or []]}
+        reward = {
+            "type": "tau-reward",
+            "backend": backend,
+            "tools": tools,
+            "goal_actions": [
+                {"name": a["name"], "arguments": a.get("kwargs") or a.get("arguments") or {}} for a in task["actions"]
+            ],
+            "required_outputs": [str(o) for o in task.get("outputs") or []],
+        }
         if recorded:
             if not isinstance(item.get("traj"), list):
                 raise DatasetError(f"{source}:1: item {index}: recorded=True needs tau-bench results with `traj`")
             test_id = f"tau-{task_id}-trial-{item.get('trial', 0)}"
-            test: dict[str, Any] = {"id": test_id, "transcript": [_message(m) for m in item["traj"]],
-                                    "metadata": {"task_id": task_id, "recorded_reward": item.get("reward")}}
+            test: dict[str, Any] = {
+                "id": test_id,
+                "transcript": [_message(m) for m in item["traj"]],
+                "metadata": {"task_id": task_id, "recorded_reward": item.get("reward")},
+            }
         else:
             test_id = f"tau-{task_id}"
             if test_id in seen:  # one scenario per task, however many trials were recorded
                 continue
-            test = {"id": test_id, "simulated_user": {
-                "persona": f"the customer with user id {task.get('user_id', 'unknown')}",
-                "objective": task["instruction"], "max_turns": MAX_TURNS}, "metadata": {"task_id": task_id}}
+            test = {
+                "id": test_id,
+                "simulated_user": {
+                    "persona": f"the customer with user id {task.get('user_id', 'unknown')}",
+                    "objective": task["instruction"],
+                    "max_turns": MAX_TURNS,
+                },
+                "metadata": {"task_id": task_id},
+            }
         seen.add(test_id)
         test["assertions"] = [reward]
         tests.append(test)
-    return {"name": f"tau-bench-{source.stem}",
-            "description": "tau-bench tasks: reward 1 when the final backend state and the required outputs match",
-            "metadata": {"source": source.name, "imported_by": "convoeval import tau-bench", "licence": "MIT (tau-bench)"},
-            "tests": tests}
+    return {
+        "name": f"tau-bench-{source.stem}",
+        "description": "tau-bench tasks: reward 1 when the final backend state and the required outputs match",
+        "metadata": {"source": source.name, "imported_by": "convoeval import tau-bench", "licence": "MIT (tau-bench)"},
+        "tests": tests,
+    }
 
 
 def _message(raw: dict[str, Any]) -> dict[str, Any]:

@@ -40,8 +40,9 @@ def import_transcripts(source: Path) -> dict[str, Any]:
             messages = record["messages"]
             name = str(record.get("id") or f"conversation-{len(tests) + 1}")
         else:
-            raise DatasetError(f"{source}:{line}: expected `messages` (OpenAI chat format) or a convoeval "
-                               "result (`test_id`, `output`)")
+            raise DatasetError(
+                f"{source}:{line}: expected `messages` (OpenAI chat format) or a convoeval result (`test_id`, `output`)"
+            )
         transcript = [_message(m, source, line) for m in messages]
         roles = {m["role"] for m in transcript}
         if not {"user", "assistant"} <= roles:
@@ -56,9 +57,11 @@ def import_transcripts(source: Path) -> dict[str, Any]:
         tests.append(test)
     if not tests:
         raise DatasetError(f"{source}:1: no conversations in the file")
-    return {"name": source.name.removesuffix(".jsonl"),
-            "description": f"Recorded conversations from {source.name}, graded without calling a target",
-            "tests": tests}
+    return {
+        "name": source.name.removesuffix(".jsonl"),
+        "description": f"Recorded conversations from {source.name}, graded without calling a target",
+        "tests": tests,
+    }
 
 
 def _message(raw: Any, source: Path, line: int) -> dict[str, Any]:

@@ -43,8 +43,17 @@ CREATE TABLE IF NOT EXISTS responses (
 
 #: TargetConfig fields that never change an answer (or hold secrets): left out of the key.
 _NOT_IN_KEY = {
-    "name", "api_key", "api_key_env", "headers", "timeout_s", "max_retries", "concurrency",
-    "price_input_per_mtok", "price_output_per_mtok", "rpm", "tpm",
+    "name",
+    "api_key",
+    "api_key_env",
+    "headers",
+    "timeout_s",
+    "max_retries",
+    "concurrency",
+    "price_input_per_mtok",
+    "price_output_per_mtok",
+    "rpm",
+    "tpm",
 }
 
 
@@ -101,8 +110,11 @@ class ResponseCache:
         """
         row = (key, provider, model, time.time(), text if text is not None else json.dumps(value, ensure_ascii=False))
         self._pending[key] = value
-        done = self._writer.submit(lambda conn: conn.execute(
-            "INSERT OR REPLACE INTO responses (key, provider, model, created, value) VALUES (?, ?, ?, ?, ?)", row))
+        done = self._writer.submit(
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO responses (key, provider, model, created, value) VALUES (?, ?, ?, ?, ?)", row
+            )
+        )
         done.add_done_callback(lambda _: self._pending.pop(key, None))
 
     def __len__(self) -> int:
@@ -151,8 +163,7 @@ class CachedTarget(TargetWrapper):
             one is passed on but not cached.
     """
 
-    def __init__(self, inner: Target, cache: ResponseCache, identity: dict[str, Any],
-                 secrets: tuple[str, ...] = ()):
+    def __init__(self, inner: Target, cache: ResponseCache, identity: dict[str, Any], secrets: tuple[str, ...] = ()):
         super().__init__(inner)
         self.cache = cache
         self.identity = identity

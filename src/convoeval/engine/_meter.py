@@ -18,12 +18,12 @@ from ..targets import ChatReply, ChatRequest, Target, TargetWrapper
 class CallTotals:
     """Model calls of one target (or of the whole run)."""
 
-    calls: int = 0          # calls that reached the model
-    cache_hits: int = 0     # calls answered from the cache (free)
-    errors: int = 0         # calls that failed after their retries
-    input_tokens: int = 0   # of every reply, cached ones included
+    calls: int = 0  # calls that reached the model
+    cache_hits: int = 0  # calls answered from the cache (free)
+    errors: int = 0  # calls that failed after their retries
+    input_tokens: int = 0  # of every reply, cached ones included
     output_tokens: int = 0
-    cost_usd: float = 0.0   # of every reply, cached ones included
+    cost_usd: float = 0.0  # of every reply, cached ones included
     spent_usd: float = 0.0  # of the calls that reached the model
 
     def add(self, reply: ChatReply | None) -> None:
@@ -44,9 +44,15 @@ class CallTotals:
         return self.input_tokens + self.output_tokens
 
     def as_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "cache_hits": self.cache_hits, "errors": self.errors,
-                "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cost_usd": round(self.cost_usd, 8), "spent_usd": round(self.spent_usd, 8)}
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "errors": self.errors,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": round(self.cost_usd, 8),
+            "spent_usd": round(self.spent_usd, 8),
+        }
 
 
 @dataclass
@@ -99,10 +105,15 @@ class RunMeter:
     def summary(self) -> dict[str, Any]:
         """The totals as plain data (stored with the run, printed at the end)."""
         return {
-            "tests": self.tests_total, "done": self.tests_done, "resumed": self.resumed,
-            "turns": self.turns, "verdicts": dict(self.verdicts), **self.totals.as_dict(),
+            "tests": self.tests_total,
+            "done": self.tests_done,
+            "resumed": self.resumed,
+            "turns": self.turns,
+            "verdicts": dict(self.verdicts),
+            **self.totals.as_dict(),
             "by_model": {k: v.as_dict() for k, v in self.by_model.items()},
-            "max_cost_usd": self.max_cost_usd, "budget_exhausted": self.budget_exhausted,
+            "max_cost_usd": self.max_cost_usd,
+            "budget_exhausted": self.budget_exhausted,
             "not_started": self.not_started,
         }
 

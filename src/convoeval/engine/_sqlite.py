@@ -108,8 +108,7 @@ class SqliteWriter:
     committed before stays on disk.
     """
 
-    def __init__(self, path: Path, schema: str = "", name: str = "convoeval-sqlite",
-                 timeout_s: float | None = None):
+    def __init__(self, path: Path, schema: str = "", name: str = "convoeval-sqlite", timeout_s: float | None = None):
         self.path = path
         self.timeout_s = WRITE_TIMEOUT_S if timeout_s is None else timeout_s
         self.error: StoreError | None = None

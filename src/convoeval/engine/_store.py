@@ -151,8 +151,9 @@ class RunStore:
 
     # -- runs --------------------------------------------------------------------------
     def new_run(self, options: dict[str, Any], run_id: str | None = None, owner: Owner | None = None) -> RunRecord:
-        record = RunRecord(id=run_id or new_run_id(), started=_now(), finished=None, status="running",
-                           options=options, summary=None)
+        record = RunRecord(
+            id=run_id or new_run_id(), started=_now(), finished=None, status="running", options=options, summary=None
+        )
         row = (record.id, record.started, record.status, json.dumps(options, default=str))
         owned = (record.id, json.dumps((owner or Owner.this_process()).to_json()))
 
@@ -176,8 +177,9 @@ class RunStore:
                 previous = Owner.from_json(json.loads(held[0]))
                 if not previous.is_this_process() and previous.state() != "gone":
                     return previous
-            conn.execute("INSERT OR REPLACE INTO owners (run_id, owner) VALUES (?, ?)",
-                         (run_id, json.dumps(me.to_json())))
+            conn.execute(
+                "INSERT OR REPLACE INTO owners (run_id, owner) VALUES (?, ?)", (run_id, json.dumps(me.to_json()))
+            )
             conn.execute("UPDATE runs SET status = 'running', finished = NULL WHERE id = ?", (run_id,))
             return None
 
@@ -190,8 +192,9 @@ class RunStore:
 
     def update_options(self, run_id: str, options: dict[str, Any]) -> None:
         row = (json.dumps(options, default=str), run_id)
-        self._writer.submit(lambda conn: conn.execute("UPDATE runs SET options = ? WHERE id = ?", row),
-                            durable=True).result()
+        self._writer.submit(
+            lambda conn: conn.execute("UPDATE runs SET options = ? WHERE id = ?", row), durable=True
+        ).result()
 
     def find_run(self, ref: str) -> RunRecord | None:
         """A run by id, or the most recent one for `last`."""
@@ -202,13 +205,23 @@ class RunStore:
             row = self._reader.execute(query + "WHERE id = ?", (ref,)).fetchone()
         if row is None:
             return None
-        return RunRecord(id=row[0], started=row[1], finished=row[2], status=row[3],
-                         options=json.loads(row[4]), summary=json.loads(row[5]) if row[5] else None)
+        return RunRecord(
+            id=row[0],
+            started=row[1],
+            finished=row[2],
+            status=row[3],
+            options=json.loads(row[4]),
+            summary=json.loads(row[5]) if row[5] else None,
+        )
 
     def finish_run(self, run_id: str, summary: dict[str, Any]) -> None:
         row = (_now(), json.dumps(summary, default=str), run_id)
-        self._writer.submit(lambda conn: conn.execute(
-            "UPDATE runs SET status = 'finished', finished = ?, summary = ? WHERE id = ?", row), durable=True).result()
+        self._writer.submit(
+            lambda conn: conn.execute(
+                "UPDATE runs SET status = 'finished', finished = ?, summary = ? WHERE id = ?", row
+            ),
+            durable=True,
+        ).result()
 
     # -- results -----------------------------------------------------------------------
     def keep_results(self, run_id: str, places: dict[ResultKey, int]) -> int:
@@ -223,8 +236,9 @@ class RunStore:
                 where = (run_id, key.suite, key.test_id, key.target)
                 conn.execute("DELETE FROM results WHERE run_id = ? AND suite = ? AND test_id = ? AND target = ?", where)
                 conn.execute("DELETE FROM turns WHERE run_id = ? AND suite = ? AND test_id = ? AND target = ?", where)
-            conn.executemany("UPDATE results SET seq = ? WHERE run_id = ? AND suite = ? AND test_id = ? AND target = ?",
-                             moved)
+            conn.executemany(
+                "UPDATE results SET seq = ? WHERE run_id = ? AND suite = ? AND test_id = ? AND target = ?", moved
+            )
 
         self._writer.submit(rewrite, durable=True).result()
         return len(dropped)
@@ -232,55 +246,96 @@ class RunStore:
     def stored_outcomes(self, run_id: str) -> dict[ResultKey, tuple[str, str]]:
         """(verdict, execution_status) of every result stored for the run."""
         rows = self._reader.execute(
-            "SELECT suite, test_id, target, verdict, execution_status FROM results WHERE run_id = ?", (run_id,))
+            "SELECT suite, test_id, target, verdict, execution_status FROM results WHERE run_id = ?", (run_id,)
+        )
         return {ResultKey(s, t, g): (v, e) for s, t, g, v, e in rows}
 
-    async def save_result(self, run_id: str, key: ResultKey, seq: int, result: EvaluationResult,
-                          data: str | None = None) -> None:
+    async def save_result(
+        self, run_id: str, key: ResultKey, seq: int, result: EvaluationResult, data: str | None = None
+    ) -> None:
         """Commit one result (its own transaction); replaces a stored one with the same key.
 
         Args:
             data: the result's JSON when the caller already has it.
         """
-        row = (run_id, key.suite, key.test_id, key.target, seq, result.verdict, result.execution_status,
-               result.score, result.cost_usd, result.judge_cost_usd,
-               result.token_usage.total_tokens + result.judge_token_usage.total_tokens,
-               _now(), data if data is not None else result.model_dump_json())
-        await self._writer.write(lambda conn: conn.execute(
-            "INSERT INTO results (run_id, suite, test_id, target, seq, verdict, execution_status, score,"
-            " cost_usd, judge_cost_usd, tokens, finished, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (run_id, suite, test_id, target) DO UPDATE SET seq = excluded.seq,"
-            " verdict = excluded.verdict, execution_status = excluded.execution_status, score = excluded.score,"
-            " cost_usd = excluded.cost_usd, judge_cost_usd = excluded.judge_cost_usd, tokens = excluded.tokens,"
-            " finished = excluded.finished, data = excluded.data", row))
+        row = (
+            run_id,
+            key.suite,
+            key.test_id,
+            key.target,
+            seq,
+            result.verdict,
+            result.execution_status,
+            result.score,
+            result.cost_usd,
+            result.judge_cost_usd,
+            result.token_usage.total_tokens + result.judge_token_usage.total_tokens,
+            _now(),
+            data if data is not None else result.model_dump_json(),
+        )
+        await self._writer.write(
+            lambda conn: conn.execute(
+                "INSERT INTO results (run_id, suite, test_id, target, seq, verdict, execution_status, score,"
+                " cost_usd, judge_cost_usd, tokens, finished, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id, suite, test_id, target) DO UPDATE SET seq = excluded.seq,"
+                " verdict = excluded.verdict, execution_status = excluded.execution_status, score = excluded.score,"
+                " cost_usd = excluded.cost_usd, judge_cost_usd = excluded.judge_cost_usd, tokens = excluded.tokens,"
+                " finished = excluded.finished, data = excluded.data",
+                row,
+            )
+        )
 
-    def save_turn(self, run_id: str, key: ResultKey, trial: int, turn: int, entry: ScoreEntry,
-                  reply: str | None) -> None:
+    def save_turn(
+        self, run_id: str, key: ResultKey, trial: int, turn: int, entry: ScoreEntry, reply: str | None
+    ) -> None:
         """Record a graded turn (in the background, grouped with other writes)."""
-        row = (run_id, key.suite, key.test_id, key.target, trial, turn, entry.verdict, entry.score, _now(),
-               None if reply is None else redact(reply), redact(entry.model_dump_json()))
-        self._writer.submit(lambda conn: conn.execute(
-            "INSERT OR REPLACE INTO turns (run_id, suite, test_id, target, trial, turn, verdict, score,"
-            " finished, reply, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row))
+        row = (
+            run_id,
+            key.suite,
+            key.test_id,
+            key.target,
+            trial,
+            turn,
+            entry.verdict,
+            entry.score,
+            _now(),
+            None if reply is None else redact(reply),
+            redact(entry.model_dump_json()),
+        )
+        self._writer.submit(
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO turns (run_id, suite, test_id, target, trial, turn, verdict, score,"
+                " finished, reply, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+        )
 
     def results(self, run_id: str) -> StoredResults:
         """The run's results in run order, read from disk when used (not held in memory)."""
-        seqs = [row[0] for row in self._reader.execute(
-            "SELECT seq FROM results WHERE run_id = ? ORDER BY seq", (run_id,))]
+        seqs = [
+            row[0] for row in self._reader.execute("SELECT seq FROM results WHERE run_id = ? ORDER BY seq", (run_id,))
+        ]
         return StoredResults(self.path, run_id, seqs)
 
     def outcomes(self, run_id: str) -> list[tuple[str, str]]:
         """(verdict, execution_status) of each result of the run."""
-        return list(self._reader.execute(
-            "SELECT verdict, execution_status FROM results WHERE run_id = ? ORDER BY seq", (run_id,)))
+        return list(
+            self._reader.execute(
+                "SELECT verdict, execution_status FROM results WHERE run_id = ? ORDER BY seq", (run_id,)
+            )
+        )
 
     def totals_by_target(self, run_id: str) -> dict[str, dict[str, float]]:
         """Per target: tests, target cost, judge cost and tokens of the run's results."""
         rows = self._reader.execute(
             "SELECT target, COUNT(*), SUM(cost_usd), SUM(judge_cost_usd), SUM(tokens) FROM results"
-            " WHERE run_id = ? GROUP BY target ORDER BY MIN(seq)", (run_id,))
-        return {t: {"tests": n, "cost_usd": c or 0.0, "judge_cost_usd": j or 0.0, "tokens": k or 0}
-                for t, n, c, j, k in rows}
+            " WHERE run_id = ? GROUP BY target ORDER BY MIN(seq)",
+            (run_id,),
+        )
+        return {
+            t: {"tests": n, "cost_usd": c or 0.0, "judge_cost_usd": j or 0.0, "tokens": k or 0}
+            for t, n, c, j, k in rows
+        }
 
     def close(self) -> None:
         self._writer.close()

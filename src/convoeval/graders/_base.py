@@ -53,9 +53,15 @@ class Grade:
         """A Grade with the judge's calls, usage and cost of the whole session (re-asks and
         repeats included)."""
         return cls(
-            score=score, assertions=assertions, details=details or None, judge_usage=session.usage,
-            judge_cost_usd=round(session.cost_usd, 10), judge_calls=session.calls,
-            judge_reasks=session.reasks, dimensions=dimensions, passed=passed,
+            score=score,
+            assertions=assertions,
+            details=details or None,
+            judge_usage=session.usage,
+            judge_cost_usd=round(session.cost_usd, 10),
+            judge_calls=session.calls,
+            judge_reasks=session.reasks,
+            dimensions=dimensions,
+            passed=passed,
         )
 
 
@@ -147,9 +153,7 @@ class Assertion(BaseModel):
     name: str | None = Field(None, description="Label shown in results.")
     weight: float = Field(1.0, ge=0, description="Weight in the turn or conversation score.")
     required: bool = Field(False, description="When this assertion fails, the score is 0.")
-    min_score: float | None = Field(
-        None, ge=0, le=1, description="Score needed to pass (default: the test threshold)."
-    )
+    min_score: float | None = Field(None, ge=0, le=1, description="Score needed to pass (default: the test threshold).")
     negate: bool = Field(False, description="Invert the result: score becomes 1 - score.")
     description: str | None = Field(None, description="What the assertion checks (for readers; AgentV).")
 
@@ -178,8 +182,13 @@ class Assertion(BaseModel):
 
     def _error(self, message: str, spent: GraderError | None = None) -> GraderScore:
         return GraderScore(
-            name=self.label, type=self.type, score=None, verdict="error",
-            weight=self.weight, required=self.required, error=message,
+            name=self.label,
+            type=self.type,
+            score=None,
+            verdict="error",
+            weight=self.weight,
+            required=self.required,
+            error=message,
             judge_calls=spent.judge_calls if spent else 0,
             judge_usage=spent.judge_usage if spent and spent.judge_usage.total_tokens else None,
             judge_cost_usd=spent.judge_cost_usd if spent else 0.0,
@@ -212,16 +221,23 @@ class Assertion(BaseModel):
         outcomes = grade.assertions
         if self.negated:
             outcomes = [
-                AssertionOutcome(text=f"NOT {a.text}", passed=not a.passed, evidence=a.evidence)
-                for a in outcomes
+                AssertionOutcome(text=f"NOT {a.text}", passed=not a.passed, evidence=a.evidence) for a in outcomes
             ]
         return GraderScore(
-            name=self.label, type=self.type, score=round(score, 6),
-            verdict="pass" if passed else "fail", weight=self.weight, required=self.required,
-            assertions=outcomes, judge_calls=grade.judge_calls, judge_reasks=grade.judge_reasks,
+            name=self.label,
+            type=self.type,
+            score=round(score, 6),
+            verdict="pass" if passed else "fail",
+            weight=self.weight,
+            required=self.required,
+            assertions=outcomes,
+            judge_calls=grade.judge_calls,
+            judge_reasks=grade.judge_reasks,
             judge_usage=grade.judge_usage if grade.judge_usage.total_tokens else None,
-            judge_cost_usd=grade.judge_cost_usd, dimensions=grade.dimensions,
-            duration_ms=round((time.perf_counter() - started) * 1000, 3), details=grade.details or None,
+            judge_cost_usd=grade.judge_cost_usd,
+            dimensions=grade.dimensions,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            details=grade.details or None,
         )
 
 

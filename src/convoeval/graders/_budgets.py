@@ -74,11 +74,13 @@ class Latency(Check):
         outcomes = []
         for label, raw in zip(labels, values, strict=False):
             value = _as_number(raw, f"{label}'s latency" if label else "the reply's latency")
-            outcomes.append(AssertionOutcome(
-                text=f"latency <= {self.threshold_ms:g} ms" + (f" ({label})" if label else ""),
-                passed=value <= self.threshold_ms,
-                evidence=f"{value:.0f} ms",
-            ))
+            outcomes.append(
+                AssertionOutcome(
+                    text=f"latency <= {self.threshold_ms:g} ms" + (f" ({label})" if label else ""),
+                    passed=value <= self.threshold_ms,
+                    evidence=f"{value:.0f} ms",
+                )
+            )
         return all(o.passed for o in outcomes), outcomes
 
 
@@ -111,8 +113,12 @@ class TokenUsage(Check):
         if usage.total_tokens == 0:
             raise GraderError("the target reported no token usage, so token-usage cannot be checked")
         checks = [
-            ("total tokens", self.max_tokens, usage.total_tokens,
-             f"{usage.total_tokens} ({usage.input_tokens} input + {usage.output_tokens} output)"),
+            (
+                "total tokens",
+                self.max_tokens,
+                usage.total_tokens,
+                f"{usage.total_tokens} ({usage.input_tokens} input + {usage.output_tokens} output)",
+            ),
             ("input tokens", self.max_input_tokens, usage.input_tokens, str(usage.input_tokens)),
             ("output tokens", self.max_output_tokens, usage.output_tokens, str(usage.output_tokens)),
         ]

@@ -141,6 +141,5 @@ def replies(ctx: GradeContext) -> list[Reply]:
     if not found:
         return [Reply("conversation", ctx.output)]
     return [
-        Reply(f"turn {m.turn}" if m.turn is not None else f"reply {k}", m.content)
-        for k, m in enumerate(found, start=1)
+        Reply(f"turn {m.turn}" if m.turn is not None else f"reply {k}", m.content) for k, m in enumerate(found, start=1)
     ]

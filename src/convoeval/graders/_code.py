@@ -67,7 +67,8 @@ class CodeGrader(Assertion):
     )
     timeout_s: float = Field(30.0, gt=0, description="Seconds before the command is killed.")
     env: dict[str, str] | list[str] = Field(
-        default_factory=dict, description="Extra environment variables for the command (a mapping), or "
+        default_factory=dict,
+        description="Extra environment variables for the command (a mapping), or "
         "names of variables to pass on (a list). Variables named like *KEY*, *TOKEN*, *SECRET* are "
         "not passed unless named here.",
     )
@@ -94,8 +95,9 @@ class CodeGrader(Assertion):
         argv = self.argv
         shown = _shorten(shlex.join(argv), 120)
         cwd = self._cwd(ctx)
-        payload = json.dumps(_payload(ctx, {**(self.model_extra or {}), **self.config}),
-                             ensure_ascii=False, default=str).encode()
+        payload = json.dumps(
+            _payload(ctx, {**(self.model_extra or {}), **self.config}), ensure_ascii=False, default=str
+        ).encode()
         stdout, stderr, code = await _run(argv, shown, cwd, self._environment(), payload, self.timeout_s)
         err_text = stderr.decode(errors="replace").strip()
         err_note = f"; stderr: {_shorten(err_text, _STDERR_CHARS)}" if err_text else ""
@@ -135,11 +137,19 @@ def _payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]:
     if isinstance(usage, Usage):
         usage = {**usage.model_dump(), "total_tokens": usage.total_tokens}
     if reply is not None:
-        graded = [{"role": "assistant", "content": ctx.output,
-                   "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls]}]
+        graded = [
+            {
+                "role": "assistant",
+                "content": ctx.output,
+                "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls],
+            }
+        ]
     else:
-        graded = [{"role": m.role, "content": m.content, "tool_calls": [c.model_dump(mode="json") for c in m.tool_calls]}
-                  for m in ctx.transcript if m.source == "target"]
+        graded = [
+            {"role": m.role, "content": m.content, "tool_calls": [c.model_dump(mode="json") for c in m.tool_calls]}
+            for m in ctx.transcript
+            if m.source == "target"
+        ]
     users = [m.content for m in ctx.history if m.role == "user"]
     return {
         "output": graded,
@@ -250,8 +260,7 @@ def _to_grade(result: dict[str, Any], shown: str) -> Grade:
     if score is None:
         if verdict is None:
             raise GraderError(
-                f"code-grader `{shown}` printed JSON without `score` or `pass`: "
-                f"{_shorten(json.dumps(result), 200)}"
+                f"code-grader `{shown}` printed JSON without `score` or `pass`: {_shorten(json.dumps(result), 200)}"
             )
         score = 1.0 if verdict else 0.0
     if isinstance(score, bool):

@@ -63,12 +63,16 @@ class _TurnDimensions(Assertion):
         assert ctx.judge is not None
         keys = self.dimension_keys()
         messages = tdeval_messages(
-            keys, history=list(ctx.history), response=ctx.output,
-            backend=ctx.context, policy=ctx.policy,
+            keys,
+            history=list(ctx.history),
+            response=ctx.output,
+            backend=ctx.context,
+            policy=ctx.policy,
         )
         session = judge_session(ctx)
-        answers = await session.ask_repeated(messages, tdeval_schema(keys), tdeval_parser(keys),
-                                             repeats=ctx.judge_repeats, name="td_eval")
+        answers = await session.ask_repeated(
+            messages, tdeval_schema(keys), tdeval_parser(keys), repeats=ctx.judge_repeats, name="td_eval"
+        )
         runs = [values_by_key(a) for a in answers.values]
         mark = pass_mark(self, ctx)
         outcomes: list[AssertionOutcome] = []
@@ -80,12 +84,18 @@ class _TurnDimensions(Assertion):
             norm = sum(normalise(s) for s in likert) / len(likert)
             norms.append(norm)
             justification = runs[0][key].justification
-            shown = (f"{likert[0]}/5" if len(likert) == 1
-                     else f"{sum(likert) / len(likert):.2f}/5 over {len(likert)} repeats")
-            outcomes.append(AssertionOutcome(
-                text=f"{DIMENSIONS[key].title}: {shown}", passed=norm >= mark - 1e-9,
-                evidence=justification,
-            ))
+            shown = (
+                f"{likert[0]}/5"
+                if len(likert) == 1
+                else f"{sum(likert) / len(likert):.2f}/5 over {len(likert)} repeats"
+            )
+            outcomes.append(
+                AssertionOutcome(
+                    text=f"{DIMENSIONS[key].title}: {shown}",
+                    passed=norm >= mark - 1e-9,
+                    evidence=justification,
+                )
+            )
             dimensions[key] = DimensionScore(
                 likert=likert[0] if len(likert) == 1 else likert, justification=justification, score=round(norm, 6)
             )
@@ -145,8 +155,7 @@ class TDEval(_TurnDimensions):
         keys = [v.strip().replace("-", "_") for v in value]
         unknown = [v for v, k in zip(value, keys, strict=True) if k not in DIMENSIONS]
         if unknown:
-            raise ValueError(f"unknown dimension(s) {', '.join(map(repr, unknown))} "
-                             f"(known: {', '.join(DIMENSIONS)})")
+            raise ValueError(f"unknown dimension(s) {', '.join(map(repr, unknown))} (known: {', '.join(DIMENSIONS)})")
         if not keys:
             raise ValueError("name at least one dimension")
         return list(dict.fromkeys(keys))
@@ -179,9 +188,9 @@ class _ConversationMetric(Assertion):
         transcript = list(ctx.transcript or ctx.history)
         messages = metric_messages(metric, transcript, goal=self.goal_for(ctx), guidance=self.extra_guidance())
         session = judge_session(ctx)
-        answers = await session.ask_repeated(messages, metric_schema(), metric_parser(),
-                                             repeats=ctx.judge_repeats,
-                                             name=metric.name.replace("-", "_"))
+        answers = await session.ask_repeated(
+            messages, metric_schema(), metric_parser(), repeats=ctx.judge_repeats, name=metric.name.replace("-", "_")
+        )
         raw = [a.score for a in answers.values]
         score = sum(raw) / len(raw) / 10
         first = answers.values[0]
@@ -189,8 +198,7 @@ class _ConversationMetric(Assertion):
         evidence = f"{first.score}/10: {first.reasoning}"
         if len(raw) > 1:
             evidence += f" [scores over {len(raw)} repeats: {', '.join(map(str, raw))}]"
-        details: dict[str, Any] = {"judge_score": raw[0] if len(raw) == 1 else raw,
-                                   "scale": "0-10", "turns": turns}
+        details: dict[str, Any] = {"judge_score": raw[0] if len(raw) == 1 else raw, "scale": "0-10", "turns": turns}
         goal = self.goal_for(ctx)
         if goal:
             details["goal"] = goal
@@ -198,8 +206,7 @@ class _ConversationMetric(Assertion):
             details.update(repeat_summary([r / 10 for r in raw]))
         if answers.errors:
             details["repeat_errors"] = answers.errors
-        outcome = AssertionOutcome(text=metric.outcome, passed=score >= pass_mark(self, ctx) - 1e-9,
-                                   evidence=evidence)
+        outcome = AssertionOutcome(text=metric.outcome, passed=score >= pass_mark(self, ctx) - 1e-9, evidence=evidence)
         return Grade.judged(session, score, [outcome], details)
 
 
@@ -220,8 +227,7 @@ class RoleAdherence(_ConversationMetric):
     role: str | None = Field(None, description="The assigned role (default: the system message).")
 
     def extra_guidance(self) -> str | None:
-        parts = [f"The assistant's assigned role: {self.role.strip()}" if self.role else None,
-                 self.guidance]
+        parts = [f"The assistant's assigned role: {self.role.strip()}" if self.role else None, self.guidance]
         return "\n".join(p for p in parts if p) or None
 
 

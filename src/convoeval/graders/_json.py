@@ -243,9 +243,7 @@ class JsonPath(Check):
         return all(o.passed for o in outcomes), outcomes
 
     @staticmethod
-    def _check_reply(
-        text: str, compiled: Any, path: str, has_expected: bool, expected: Any
-    ) -> tuple[bool, str]:
+    def _check_reply(text: str, compiled: Any, path: str, has_expected: bool, expected: Any) -> tuple[bool, str]:
         try:
             found = parse_json(text, fenced=True, embedded=True)
         except NoJson:

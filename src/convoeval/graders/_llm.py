@@ -56,17 +56,24 @@ from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type, 
 _OUTCOME = AliasChoices("outcome", "expected_outcome", "description")
 
 
-def subject_for(ctx: GradeContext, *, expected_output: str | None = None,
-                criteria: str | None = None) -> Subject:
+def subject_for(ctx: GradeContext, *, expected_output: str | None = None, criteria: str | None = None) -> Subject:
     """What a judge prompt shows: the windowed history and the reply at turn level, the whole
     numbered transcript at conversation level."""
     if ctx.level == "conversation":
-        return Subject("conversation", history=list(ctx.transcript or ctx.history),
-                       expected_output=expected_output, criteria=criteria)
+        return Subject(
+            "conversation",
+            history=list(ctx.transcript or ctx.history),
+            expected_output=expected_output,
+            criteria=criteria,
+        )
     return Subject(
-        "turn", history=list(ctx.history), output=ctx.output, turn=ctx.turn,
+        "turn",
+        history=list(ctx.history),
+        output=ctx.output,
+        turn=ctx.turn,
         tool_calls=list(ctx.reply.tool_calls) if ctx.reply else [],
-        expected_output=expected_output, criteria=criteria,
+        expected_output=expected_output,
+        criteria=criteria,
     )
 
 
@@ -109,9 +116,7 @@ class RubricCriterion(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str | None = Field(None, description="Key of its verdict (default c1, c2, ...).")
-    outcome: str | None = Field(
-        None, validation_alias=_OUTCOME, description="What must hold (alias expected_outcome)."
-    )
+    outcome: str | None = Field(None, validation_alias=_OUTCOME, description="What must hold (alias expected_outcome).")
     weight: float = Field(1.0, ge=0, description="Weight in the rubric score.")
     required: bool = Field(True, description="A failed required criterion fails the grader.")
     min_score: float | None = Field(
@@ -218,8 +223,14 @@ class Rubrics(Assertion):
                     n += 1
                     cid = f"c{n}"
                 taken.add(cid)
-            out.append((RubricItem(id=cid, text=criterion.outcome or "", bands=criterion.bands(),
-                                   operator=criterion.operator), criterion))
+            out.append(
+                (
+                    RubricItem(
+                        id=cid, text=criterion.outcome or "", bands=criterion.bands(), operator=criterion.operator
+                    ),
+                    criterion,
+                )
+            )
         return out
 
     async def grade(self, ctx: GradeContext) -> Grade:
@@ -229,8 +240,11 @@ class Rubrics(Assertion):
         subject = subject_for(ctx, expected_output=ctx.expected_output, criteria=ctx.criteria)
         session = judge_session(ctx)
         answers = await session.ask_repeated(
-            rubric_messages(subject, items), rubric_schema(items), rubric_parser(items),
-            repeats=ctx.judge_repeats, name="rubric",
+            rubric_messages(subject, items),
+            rubric_schema(items),
+            rubric_parser(items),
+            repeats=ctx.judge_repeats,
+            name="rubric",
         )
         runs = [values_by_key(answer) for answer in answers.values]
         mark = pass_mark(self, ctx)
@@ -261,14 +275,23 @@ class Rubrics(Assertion):
                     failed_required.append(item.id)
             criterion_scores.append(value)
             weights.append(criterion.weight)
-            outcomes.append(AssertionOutcome(
-                text=item.text or item.id, passed=passed, evidence=_evidence(item, verdicts),
-            ))
+            outcomes.append(
+                AssertionOutcome(
+                    text=item.text or item.id,
+                    passed=passed,
+                    evidence=_evidence(item, verdicts),
+                )
+            )
             per_criterion[item.id] = {
-                **({"judge_score": _one_or_all([v.score for v in verdicts])} if item.scored
-                   else {"satisfied": _one_or_all([v.satisfied for v in verdicts])}),
-                "score": round(value, 6), "weight": criterion.weight,
-                "required": criterion.required, "passed": passed,
+                **(
+                    {"judge_score": _one_or_all([v.score for v in verdicts])}
+                    if item.scored
+                    else {"satisfied": _one_or_all([v.satisfied for v in verdicts])}
+                ),
+                "score": round(value, 6),
+                "weight": criterion.weight,
+                "required": criterion.required,
+                "passed": passed,
             }
         score = _weighted(criterion_scores, weights)
         details: dict[str, Any] = {"criteria": per_criterion}
@@ -308,6 +331,7 @@ def _evidence(item: RubricItem, verdicts: list[Any]) -> str:
 
 # -- llm-grader ---------------------------------------------------------------------------
 
+
 @assertion_type
 class LLMGrader(Assertion):
     """A judge scores the reply (or the conversation) 0-10 (normalised to 0-1).
@@ -330,7 +354,7 @@ class LLMGrader(Assertion):
     def _prompt_file(self) -> str | None:
         """The path of a `file://` prompt; any other prompt is inline text (as in AgentV >= 4.6)."""
         prompt = (self.prompt or "").strip()
-        return prompt[len("file://"):] if prompt.startswith("file://") else None
+        return prompt[len("file://") :] if prompt.startswith("file://") else None
 
     @property
     def prompt_is_criteria(self) -> bool:
@@ -361,12 +385,16 @@ class LLMGrader(Assertion):
             return confined_file(relative, ctx.base_dir).read_text(encoding="utf-8")
         except ValueError as exc:
             if str(exc).endswith("no such file"):
-                raise GraderError(f"prompt file {relative!r} cannot be read (no such file); "
-                                  "paths are relative to the eval file's folder") from None
+                raise GraderError(
+                    f"prompt file {relative!r} cannot be read (no such file); "
+                    "paths are relative to the eval file's folder"
+                ) from None
             raise GraderError(f"prompt file: {exc}") from None
         except OSError as exc:
-            raise GraderError(f"prompt file {relative!r} cannot be read ({exc.strerror or exc}); "
-                              "paths are relative to the eval file's folder") from None
+            raise GraderError(
+                f"prompt file {relative!r} cannot be read ({exc.strerror or exc}); "
+                "paths are relative to the eval file's folder"
+            ) from None
 
     async def grade(self, ctx: GradeContext) -> Grade:
         assert ctx.judge is not None
@@ -378,9 +406,14 @@ class LLMGrader(Assertion):
             messages = default_grader_messages(subject_for(ctx, expected_output=expected, criteria=criteria))
             what = _default_outcome(expected, criteria, ctx.level)
         elif self.prompt:
-            variables = {**ctx.template_vars(), "criteria": criteria or "", "expected_outcome": criteria or "",
-                         "expected_output": expected or "", "expected_output_text": expected or "",
-                         "reference_answer": expected or ""}
+            variables = {
+                **ctx.template_vars(),
+                "criteria": criteria or "",
+                "expected_outcome": criteria or "",
+                "expected_output": expected or "",
+                "expected_output_text": expected or "",
+                "reference_answer": expected or "",
+            }
             try:
                 text = render(self._load_prompt(ctx), variables)
             except TemplateProblem as exc:
@@ -391,8 +424,9 @@ class LLMGrader(Assertion):
             messages = default_grader_messages(subject_for(ctx, expected_output=expected, criteria=criteria))
             what = _default_outcome(expected, criteria, ctx.level)
         session = judge_session(ctx)
-        answers = await session.ask_repeated(messages, grader_schema(), grader_parser(),
-                                             repeats=ctx.judge_repeats, name="llm_grader")
+        answers = await session.ask_repeated(
+            messages, grader_schema(), grader_parser(), repeats=ctx.judge_repeats, name="llm_grader"
+        )
         raw = [a.score for a in answers.values]
         score = _mean([r / 10 for r in raw])
         first = answers.values[0]
@@ -500,9 +534,12 @@ class Composite(Assertion):
         decided = [s for s in scores if s.verdict != "error" and s.score is not None]
         errors = {s.name: s.error for s in scores if s.verdict == "error"}
         if not decided:
-            raise GraderError("every nested assertion failed: " + "; ".join(
-                f"{name}: {error}" for name, error in errors.items()), judge_usage=usage, judge_cost_usd=cost,
-                judge_calls=calls)
+            raise GraderError(
+                "every nested assertion failed: " + "; ".join(f"{name}: {error}" for name, error in errors.items()),
+                judge_usage=usage,
+                judge_cost_usd=cost,
+                judge_calls=calls,
+            )
         weights = [self.aggregator.weights.get(s.name, s.weight) for s in decided]
         if self.aggregator.type == "threshold":
             values = [1.0 if s.verdict == "pass" else 0.0 for s in decided]
@@ -524,6 +561,12 @@ class Composite(Assertion):
             details["errors"] = errors
         if failed_required:
             details["failed_required"] = failed_required
-        return Grade(score=score, assertions=outcomes, details=details, judge_usage=usage,
-                     judge_cost_usd=cost, judge_calls=calls, passed=passed)
-
+        return Grade(
+            score=score,
+            assertions=outcomes,
+            details=details,
+            judge_usage=usage,
+            judge_cost_usd=cost,
+            judge_calls=calls,
+            passed=passed,
+        )

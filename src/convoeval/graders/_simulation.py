@@ -34,8 +34,10 @@ class SimulatorFidelity(Assertion):
         if persona is None:
             raise GraderError("simulator-fidelity needs a test with `simulated_user:`")
         session = judge_session(ctx)
-        answer: FidelityAnswer = await session.ask(fidelity_messages(persona, ctx.transcript), fidelity_schema(),
-                                                   FidelityAnswer, name="simulator_fidelity")
-        outcome = AssertionOutcome(text="the simulated user stayed in role", passed=answer.in_role,
-                                   evidence=answer.reasoning)
+        answer: FidelityAnswer = await session.ask(
+            fidelity_messages(persona, ctx.transcript), fidelity_schema(), FidelityAnswer, name="simulator_fidelity"
+        )
+        outcome = AssertionOutcome(
+            text="the simulated user stayed in role", passed=answer.in_role, evidence=answer.reasoning
+        )
         return Grade.judged(session, 1.0 if answer.in_role else 0.0, [outcome], passed=answer.in_role)

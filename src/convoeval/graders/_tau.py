@@ -57,10 +57,15 @@ def state_hash(state: Any) -> str:
 def state_diff(actual: Any, expected: Any, path: str = "$") -> list[str]:
     """Where two JSON documents differ: `path: actual != expected` lines."""
     if isinstance(actual, dict) and isinstance(expected, dict):
-        return [d for key in sorted(set(actual) | set(expected), key=str)
-                for d in state_diff(actual.get(key, "<missing>"), expected.get(key, "<missing>"), f"{path}.{key}")]
+        return [
+            d
+            for key in sorted(set(actual) | set(expected), key=str)
+            for d in state_diff(actual.get(key, "<missing>"), expected.get(key, "<missing>"), f"{path}.{key}")
+        ]
     if isinstance(actual, list) and isinstance(expected, list) and len(actual) == len(expected):
-        return [d for i, (a, e) in enumerate(zip(actual, expected, strict=True)) for d in state_diff(a, e, f"{path}[{i}]")]
+        return [
+            d for i, (a, e) in enumerate(zip(actual, expected, strict=True)) for d in state_diff(a, e, f"{path}[{i}]")
+        ]
     if actual == expected:
         return []
     return [f"{path}: {json.dumps(actual, default=str)[:80]} != {json.dumps(expected, default=str)[:80]}"]
@@ -71,15 +76,19 @@ class TauReward(Assertion):
     """Reward 1 when the final backend state equals the goal state and every required output was said."""
 
     type: Literal["tau-reward"] = "tau-reward"
-    backend: str | dict[str, Any] = Field(description="The initial state: a JSON/YAML file (relative to the suite) "
-                                                      "or the document itself.")
+    backend: str | dict[str, Any] = Field(
+        description="The initial state: a JSON/YAML file (relative to the suite) or the document itself."
+    )
     tools: str = Field(description="A Python file or module of tool functions `name(state, **arguments)`.")
     goal_actions: list[Action] | None = Field(None, description="Expected tool calls; replayed to the goal state.")
-    goal_state: str | dict[str, Any] | None = Field(None, description="The expected final state (instead of "
-                                                                      "goal_actions).")
+    goal_state: str | dict[str, Any] | None = Field(
+        None, description="The expected final state (instead of goal_actions)."
+    )
     required_outputs: list[str] = Field(default_factory=list, description="Strings the agent must say.")
-    required: bool = Field(True, description="The reward decides the conversation (a reward that cannot be "
-                                             "computed makes the test an error).")
+    required: bool = Field(
+        True,
+        description="The reward decides the conversation (a reward that cannot be computed makes the test an error).",
+    )
 
     levels: ClassVar[tuple[Level, ...]] = ("conversation",)
 
@@ -87,26 +96,44 @@ class TauReward(Assertion):
         initial = _document(self.backend, ctx.base_dir, "backend")
         functions = _tools(self.tools, ctx.base_dir)
         calls = [c for m in ctx.transcript if m.source == "tool" for c in m.tool_calls] or [
-            c for m in ctx.transcript if m.source == "target" for c in m.tool_calls]
+            c for m in ctx.transcript if m.source == "target" for c in m.tool_calls
+        ]
         actual = _replay(initial, calls, functions, strict=False)
         if self.goal_state is not None:
             expected = _document(self.goal_state, ctx.base_dir, "goal_state")
         elif self.goal_actions is not None:
-            expected = _replay(initial, [ToolCall(name=a.name, arguments=a.arguments) for a in self.goal_actions],
-                               functions, strict=True)
+            expected = _replay(
+                initial,
+                [ToolCall(name=a.name, arguments=a.arguments) for a in self.goal_actions],
+                functions,
+                strict=True,
+            )
         else:
             expected = initial  # nothing must change
         diffs = state_diff(actual, expected)
         said = " ".join(m.content for m in ctx.transcript if m.role == "assistant").lower().replace(",", "")
         missing = [o for o in self.required_outputs if o.lower().replace(",", "") not in said]
         state_ok = state_hash(actual) == state_hash(expected)
-        outcomes = [AssertionOutcome(text="final backend state equals the goal state", passed=state_ok,
-                                     evidence="; ".join(diffs[:MAX_DIFFS]) or f"hash {state_hash(actual)[:12]}")]
+        outcomes = [
+            AssertionOutcome(
+                text="final backend state equals the goal state",
+                passed=state_ok,
+                evidence="; ".join(diffs[:MAX_DIFFS]) or f"hash {state_hash(actual)[:12]}",
+            )
+        ]
         outcomes += [AssertionOutcome(text=f"said {o!r}", passed=o not in missing) for o in self.required_outputs]
         reward = 1.0 if state_ok and not missing else 0.0
-        return Grade(score=reward, assertions=outcomes, passed=reward == 1.0,
-                     details={"reward": reward, "state_diff": diffs[:MAX_DIFFS], "missing_outputs": missing,
-                              "actions_replayed": len(calls)})
+        return Grade(
+            score=reward,
+            assertions=outcomes,
+            passed=reward == 1.0,
+            details={
+                "reward": reward,
+                "state_diff": diffs[:MAX_DIFFS],
+                "missing_outputs": missing,
+                "actions_replayed": len(calls),
+            },
+        )
 
 
 def _document(value: str | dict[str, Any], base_dir: Path, field: str) -> Any:

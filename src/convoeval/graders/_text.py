@@ -39,9 +39,7 @@ def _split_list(value: Any) -> Any:
 
 
 NonEmptyText = Annotated[str, BeforeValidator(_scalar_to_str), Field(min_length=1)]
-TextList = Annotated[
-    list[Annotated[str, Field(min_length=1)]], BeforeValidator(_split_list), Field(min_length=1)
-]
+TextList = Annotated[list[Annotated[str, Field(min_length=1)]], BeforeValidator(_split_list), Field(min_length=1)]
 
 
 def _find(haystack: str, needle: str, ignore_case: bool) -> int:
@@ -55,13 +53,8 @@ def _contains_outcome(ctx: GradeContext, needle: str, ignore_case: bool) -> Asse
     return AssertionOutcome(
         text=f"contains {quote(needle)}" + (" (ignoring case)" if ignore_case else ""),
         passed=at >= 0,
-        evidence=(
-            f"found at char {at}" if at >= 0
-            else f"not found in {len(ctx.output)}-char {noun(ctx)}"
-        ),
+        evidence=(f"found at char {at}" if at >= 0 else f"not found in {len(ctx.output)}-char {noun(ctx)}"),
     )
-
-
 
 
 # -- substrings ---------------------------------------------------------------------------
@@ -75,14 +68,10 @@ class Contains(Check):
     """
 
     type: Literal["contains", "icontains", "not-contains", "not-icontains"]
-    value: NonEmptyText = Field(
-        description="The substring to look for; may use captured variables as {{ name }}."
-    )
+    value: NonEmptyText = Field(description="The substring to look for; may use captured variables as {{ name }}.")
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
-        outcome = _contains_outcome(
-            ctx, substitute(self.value, ctx.variables), self.positive_type.startswith("i")
-        )
+        outcome = _contains_outcome(ctx, substitute(self.value, ctx.variables), self.positive_type.startswith("i"))
         return outcome.passed, [outcome]
 
 
@@ -97,8 +86,14 @@ class ContainsSet(Check):
     """
 
     type: Literal[
-        "contains-any", "contains-all", "icontains-any", "icontains-all",
-        "not-contains-any", "not-contains-all", "not-icontains-any", "not-icontains-all",
+        "contains-any",
+        "contains-all",
+        "icontains-any",
+        "icontains-all",
+        "not-contains-any",
+        "not-contains-all",
+        "not-icontains-any",
+        "not-icontains-all",
     ]
     value: TextList = Field(
         description="The substrings: a list, or one comma-separated string (promptfoo style; "
@@ -107,9 +102,7 @@ class ContainsSet(Check):
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
         ignore_case = self.positive_type.startswith("i")
-        outcomes = [
-            _contains_outcome(ctx, substitute(v, ctx.variables), ignore_case) for v in self.value
-        ]
+        outcomes = [_contains_outcome(ctx, substitute(v, ctx.variables), ignore_case) for v in self.value]
         hits = [o.passed for o in outcomes]
         return (all(hits) if self.type.endswith("-all") else any(hits)), outcomes
 
@@ -140,7 +133,8 @@ class StartsWith(Check):
             prefix, text = prefix.strip(), text.strip()
         passed = text.startswith(prefix)
         evidence = (
-            f"the {noun(ctx)} starts with it" if passed
+            f"the {noun(ctx)} starts with it"
+            if passed
             else f"the {noun(ctx)} starts with {quote(text[: len(prefix) + 10], 70)}"
         )
         return passed, [AssertionOutcome(text=f"starts with {quote(prefix)}", passed=passed, evidence=evidence)]
@@ -163,9 +157,10 @@ class EndsWith(Check):
         if self.trim:
             suffix, text = suffix.strip(), text.strip()
         passed = text.endswith(suffix)
-        tail = text[-(len(suffix) + 10):]
+        tail = text[-(len(suffix) + 10) :]
         evidence = (
-            f"the {noun(ctx)} ends with it" if passed
+            f"the {noun(ctx)} ends with it"
+            if passed
             else f"the {noun(ctx)} ends with {quote(tail if len(tail) <= 70 else '…' + tail[-69:], 70)}"
         )
         return passed, [AssertionOutcome(text=f"ends with {quote(suffix)}", passed=passed, evidence=evidence)]
@@ -198,7 +193,8 @@ class Equals(Check):
             return False, [AssertionOutcome(text=text, passed=False, evidence=f"the {noun(ctx)} is not JSON: {exc}")]
         passed = json_equal(found.value, expected)
         evidence = (
-            f"the {noun(ctx)} parses to an equal JSON value" if passed
+            f"the {noun(ctx)} parses to an equal JSON value"
+            if passed
             else f"the {noun(ctx)} is {short_json(found.value)}"
         )
         return passed, [AssertionOutcome(text=text, passed=passed, evidence=evidence)]
@@ -215,10 +211,7 @@ class Equals(Check):
                 (k for k, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b),
                 min(len(actual), len(expected)),
             )
-            evidence = (
-                f"the {noun(ctx)} is {quote(actual, 80)} ({len(actual)} chars); "
-                f"first difference at char {first}"
-            )
+            evidence = f"the {noun(ctx)} is {quote(actual, 80)} ({len(actual)} chars); first difference at char {first}"
             if not self.trim and actual.strip() == expected.strip():
                 evidence += "; they differ only in surrounding whitespace (set `trim: true`)"
         return passed, [AssertionOutcome(text=f"equals {quote(expected)}", passed=passed, evidence=evidence)]
@@ -227,8 +220,13 @@ class Equals(Check):
 # -- regex --------------------------------------------------------------------------------
 
 _REGEX_FLAGS = {
-    "i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE,
-    "a": re.ASCII, "u": re.UNICODE, "g": 0,  # g: JavaScript habit; a search stops at the first match anyway
+    "i": re.IGNORECASE,
+    "m": re.MULTILINE,
+    "s": re.DOTALL,
+    "x": re.VERBOSE,
+    "a": re.ASCII,
+    "u": re.UNICODE,
+    "g": 0,  # g: JavaScript habit; a search stops at the first match anyway
 }
 
 
@@ -278,9 +276,7 @@ class Regex(Check):
         return source
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
-        source = substitute(
-            self.value, {k: re.escape(str(v)) for k, v in ctx.variables.items()}
-        )
+        source = substitute(self.value, {k: re.escape(str(v)) for k, v in ctx.variables.items()})
         try:
             compiled = re.compile(source, _flag_bits(self.flags))
         except re.error as exc:  # only possible after substitution

@@ -31,14 +31,14 @@ def calls_in(ctx: GradeContext, turn: int | None = None) -> list[ToolCall]:
     """The tool calls an assertion looks at: this reply's, or the conversation's (one turn's)."""
     if ctx.level == "turn" and turn is None:
         return list(ctx.reply.tool_calls) if ctx.reply is not None else []
-    return [call for m in ctx.transcript if m.source == "tool" and (turn is None or m.turn == turn)
-            for call in m.tool_calls]
+    return [
+        call for m in ctx.transcript if m.source == "tool" and (turn is None or m.turn == turn) for call in m.tool_calls
+    ]
 
 
 def _args_subset(expected: Any, actual: Any) -> bool:
     if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(k in actual and _args_subset(v, actual[k])
-                                                for k, v in expected.items())
+        return isinstance(actual, dict) and all(k in actual and _args_subset(v, actual[k]) for k, v in expected.items())
     return json_equal(expected, actual)
 
 
@@ -111,14 +111,19 @@ class ToolCalled(Assertion):
         evidence = f"{len(matching)} matching of {len(calls)} call(s) in {where}: {_shown(calls)}"
         if "not-called" in self.type:
             passed = not matching
-            return Grade(score=float(passed), passed=passed,
-                         assertions=[AssertionOutcome(text=f"{wanted} not called", passed=passed, evidence=evidence)])
+            return Grade(
+                score=float(passed),
+                passed=passed,
+                assertions=[AssertionOutcome(text=f"{wanted} not called", passed=passed, evidence=evidence)],
+            )
         low = 1 if self.min is None else self.min
         passed = len(matching) >= low and (self.max is None or len(matching) <= self.max)
         bounds = f"at least {low}" + (f", at most {self.max}" if self.max is not None else "")
-        return Grade(score=float(passed), passed=passed,
-                     assertions=[AssertionOutcome(text=f"{wanted} called {bounds} time(s)", passed=passed,
-                                                  evidence=evidence)])
+        return Grade(
+            score=float(passed),
+            passed=passed,
+            assertions=[AssertionOutcome(text=f"{wanted} called {bounds} time(s)", passed=passed, evidence=evidence)],
+        )
 
 
 @assertion_type
@@ -154,8 +159,11 @@ class TurnResponseContains(Assertion):
         passed = found != negate
         text = f"turn {self.turn} reply {'does not contain' if negate else 'contains'} {quote(value)}"
         evidence = f"{'found' if found else 'not found'} in {len(reply)}-char reply {quote(reply)}"
-        return Grade(score=float(passed), passed=passed, assertions=[AssertionOutcome(text=text, passed=passed,
-                                                                                      evidence=evidence)])
+        return Grade(
+            score=float(passed),
+            passed=passed,
+            assertions=[AssertionOutcome(text=text, passed=passed, evidence=evidence)],
+        )
 
 
 class ExpectedCall(BaseModel):
@@ -213,16 +221,23 @@ class ToolTrajectory(Assertion):
         details: dict[str, Any] = {"actual": [show(c) for c in calls]}
         if first is not None:
             details["first_mismatch"] = f"{first.text}: {first.evidence}"
-        return Grade(score=passed / len(outcomes) if outcomes else 1.0, passed=first is None,
-                     assertions=outcomes, details=details)
+        return Grade(
+            score=passed / len(outcomes) if outcomes else 1.0,
+            passed=first is None,
+            assertions=outcomes,
+            details=details,
+        )
 
 
 def _latency(entry: ExpectedCall, call: ToolCall) -> list[AssertionOutcome]:
     if entry.max_duration_ms is None or call.duration_ms is None:
         return []
     ok = call.duration_ms <= entry.max_duration_ms
-    return [AssertionOutcome(text=f"{call.name} within {entry.max_duration_ms:g} ms", passed=ok,
-                             evidence=f"took {call.duration_ms:g} ms")]
+    return [
+        AssertionOutcome(
+            text=f"{call.name} within {entry.max_duration_ms:g} ms", passed=ok, evidence=f"took {call.duration_ms:g} ms"
+        )
+    ]
 
 
 def _in_order(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any]) -> list[AssertionOutcome]:
@@ -231,8 +246,13 @@ def _in_order(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, 
         found = next((i for i in range(at, len(calls)) if entry.matches(calls[i], variables)), None)
         if found is None:
             rest = calls[at:]
-            outcomes.append(AssertionOutcome(text=f"step {k}: {entry.tool}", passed=False,
-                                             evidence=f"not found after position {at}; remaining calls: {_shown(rest)}"))
+            outcomes.append(
+                AssertionOutcome(
+                    text=f"step {k}: {entry.tool}",
+                    passed=False,
+                    evidence=f"not found after position {at}; remaining calls: {_shown(rest)}",
+                )
+            )
             continue
         outcomes.append(AssertionOutcome(text=f"step {k}: {entry.tool}", passed=True, evidence=f"call {found + 1}"))
         outcomes += _latency(entry, calls[found])
@@ -250,9 +270,14 @@ def _exact(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any
         if ok and call is not None:
             outcomes += _latency(entry, call)
     if len(calls) > len(spec.expected):
-        extra = calls[len(spec.expected):]
-        outcomes.append(AssertionOutcome(text=f"no calls after position {len(spec.expected)}", passed=False,
-                                         evidence=f"{len(extra)} extra: {_shown(extra)}"))
+        extra = calls[len(spec.expected) :]
+        outcomes.append(
+            AssertionOutcome(
+                text=f"no calls after position {len(spec.expected)}",
+                passed=False,
+                evidence=f"{len(extra)} extra: {_shown(extra)}",
+            )
+        )
     return outcomes
 
 
@@ -263,8 +288,13 @@ def _superset(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, 
     for entry in spec.expected:
         found = next((i for i, c in enumerate(calls) if i not in used and entry.matches(c, variables)), None)
         if found is None:
-            outcomes.append(AssertionOutcome(text=f"{entry.tool} called", passed=False,
-                                             evidence=f"no unmatched call fits; calls: {_shown(calls)}"))
+            outcomes.append(
+                AssertionOutcome(
+                    text=f"{entry.tool} called",
+                    passed=False,
+                    evidence=f"no unmatched call fits; calls: {_shown(calls)}",
+                )
+            )
             continue
         used.add(found)
         outcomes.append(AssertionOutcome(text=f"{entry.tool} called", passed=True, evidence=f"call {found + 1}"))
@@ -274,20 +304,36 @@ def _superset(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, 
 
 def _any_order(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any]) -> list[AssertionOutcome]:
     counts = Counter(c.name for c in calls)
-    outcomes = [AssertionOutcome(text=f"{tool} called at least {n} time(s)", passed=counts[tool] >= n,
-                                 evidence=f"called {counts[tool]} time(s)") for tool, n in spec.minimums.items()]
+    outcomes = [
+        AssertionOutcome(
+            text=f"{tool} called at least {n} time(s)",
+            passed=counts[tool] >= n,
+            evidence=f"called {counts[tool]} time(s)",
+        )
+        for tool, n in spec.minimums.items()
+    ]
     return outcomes + (_superset(spec, calls, variables) if spec.expected else [])
 
 
 def _subset_mode(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any]) -> list[AssertionOutcome]:
     """Every actual call is one of the expected ones (no call outside the allowed set)."""
-    outcomes = [AssertionOutcome(text=f"call {i}: {show(call)} is expected",
-                                 passed=any(e.matches(call, variables) for e in spec.expected),
-                                 evidence="allowed" if any(e.matches(call, variables) for e in spec.expected)
-                                 else f"not among {', '.join(e.tool for e in spec.expected)}")
-                for i, call in enumerate(calls, start=1)]
+    outcomes = [
+        AssertionOutcome(
+            text=f"call {i}: {show(call)} is expected",
+            passed=any(e.matches(call, variables) for e in spec.expected),
+            evidence="allowed"
+            if any(e.matches(call, variables) for e in spec.expected)
+            else f"not among {', '.join(e.tool for e in spec.expected)}",
+        )
+        for i, call in enumerate(calls, start=1)
+    ]
     return outcomes
 
 
-_MATCHERS = {"in_order": _in_order, "exact": _exact, "any_order": _any_order, "subset": _subset_mode,
-             "superset": _superset}
+_MATCHERS = {
+    "in_order": _in_order,
+    "exact": _exact,
+    "any_order": _any_order,
+    "subset": _subset_mode,
+    "superset": _superset,
+}

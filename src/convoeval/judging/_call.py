@@ -148,8 +148,7 @@ def repeat_summary(scores: list[float]) -> dict[str, Any]:
     n = len(scores)
     mean = math.fsum(scores) / n if n else 0.0
     stdev = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / (n - 1)) if n > 1 else 0.0
-    return {"repeats": n, "scores": [round(s, 6) for s in scores], "mean": round(mean, 6),
-            "stdev": round(stdev, 6)}
+    return {"repeats": n, "scores": [round(s, 6) for s in scores], "mean": round(mean, 6), "stdev": round(stdev, 6)}
 
 
 class JudgeSession:
@@ -171,8 +170,16 @@ class JudgeSession:
         grade = Grade.judged(session, answer.score / 10, [...])  # convoeval.graders.Grade
     """
 
-    def __init__(self, judge: Target, *, trial: int = 0, temperature: float = 0.0,
-                 max_tokens: int | None = None, purpose: Purpose = "judge", seed: int | None = None):
+    def __init__(
+        self,
+        judge: Target,
+        *,
+        trial: int = 0,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        purpose: Purpose = "judge",
+        seed: int | None = None,
+    ):
         self.judge = judge
         self.purpose: Purpose = purpose
         self.seed = seed
@@ -184,12 +191,16 @@ class JudgeSession:
         self.calls = 0
         self.reasks = 0
 
-    async def _chat(self, messages: list[dict[str, Any]], schema: dict[str, Any], name: str,
-                    repeat: int) -> ChatReply:
+    async def _chat(self, messages: list[dict[str, Any]], schema: dict[str, Any], name: str, repeat: int) -> ChatReply:
         request = ChatRequest(
-            messages=messages, response_schema=schema, schema_name=name,
-            temperature=self.temperature, max_tokens=self.max_tokens,
-            trial=self.trial * 1000 + repeat, purpose=self.purpose, seed=self.seed,
+            messages=messages,
+            response_schema=schema,
+            schema_name=name,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            trial=self.trial * 1000 + repeat,
+            purpose=self.purpose,
+            seed=self.seed,
         )
         self.calls += 1
         try:

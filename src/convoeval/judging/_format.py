@@ -23,6 +23,7 @@ class Policy(BaseModel):
     text: str | None = Field(None, description="The policy as text (or `file://policy.md`, relative to the eval file).")
     system_prompt: bool = Field(False, description="Also give the policy to the agent, as a system message.")
 
+
 #: Longest message shown to a judge; longer ones are cut in the middle.
 MAX_MESSAGE_CHARS = 6000
 MAX_DATA_CHARS = 6000
@@ -75,8 +76,7 @@ def format_tool_calls(calls: Iterable[ToolCall]) -> str:
     return ", ".join(shown)
 
 
-def format_transcript(messages: Sequence[Message], *, numbered: bool = True,
-                      limit: int = MAX_MESSAGE_CHARS) -> str:
+def format_transcript(messages: Sequence[Message], *, numbered: bool = True, limit: int = MAX_MESSAGE_CHARS) -> str:
     """A transcript for a judge, one block per message, each marked with its turn:
 
         [system] You are a booking assistant.
@@ -149,8 +149,7 @@ def format_policy(policy: Policy | dict[str, Any] | str | None) -> str | None:
     slots = policy.get("slots")
     if isinstance(slots, dict) and slots:
         lines.append("Slots (information the agent handles):")
-        lines.extend(f"- {name}: {desc}" if desc not in (None, "") else f"- {name}"
-                     for name, desc in slots.items())
+        lines.extend(f"- {name}: {desc}" if desc not in (None, "") else f"- {name}" for name, desc in slots.items())
     elif isinstance(slots, list) and slots:
         lines.append("Slots (information the agent handles): " + ", ".join(str(s) for s in slots))
     rules = policy.get("rules") or []

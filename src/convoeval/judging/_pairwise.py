@@ -135,7 +135,7 @@ def load_pairwise_prompt(prompt: str | Path, base_dir: str | Path | None = None)
     else:
         text = prompt.strip()
         if text.startswith("file://"):
-            path = Path(text[len("file://"):])
+            path = Path(text[len("file://") :])
         elif text and "\n" not in text and "{{" not in text and "{%" not in text:
             candidate = Path(text).expanduser()
             candidate = candidate if candidate.is_absolute() else base / candidate
@@ -201,12 +201,21 @@ def pairwise_messages(
     policy_text = format_policy(policy)
     backend_text = format_backend(backend)
     if prompt is not None:
-        body = render(prompt, {
-            "conversation_a": text_a, "conversation_b": text_b, "criteria": (criteria or "").strip(),
-            "policy": policy_text or "", "test_id": test_id or "", "backend": backend_text or "",
-        })
-        return [{"role": "system", "content": f"{PAIRWISE_SYSTEM}\n{PAIRWISE_FORMAT}"},
-                {"role": "user", "content": body}]
+        body = render(
+            prompt,
+            {
+                "conversation_a": text_a,
+                "conversation_b": text_b,
+                "criteria": (criteria or "").strip(),
+                "policy": policy_text or "",
+                "test_id": test_id or "",
+                "backend": backend_text or "",
+            },
+        )
+        return [
+            {"role": "system", "content": f"{PAIRWISE_SYSTEM}\n{PAIRWISE_FORMAT}"},
+            {"role": "user", "content": body},
+        ]
     which = f" ({test_id})" if test_id else ""
     parts = [
         f"Two assistants took part in the same test{which}: the user sent them the same requests. "
@@ -227,8 +236,7 @@ def pairwise_messages(
         'winner. Reply with one JSON object with the keys "reasoning" and "winner" ("A", "B" or '
         '"EQUAL").',
     ]
-    return [{"role": "system", "content": PAIRWISE_SYSTEM},
-            {"role": "user", "content": "\n\n".join(parts)}]
+    return [{"role": "system", "content": PAIRWISE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
 async def judge_pair(
@@ -263,13 +271,25 @@ async def judge_pair(
         verdict = await judge_pair(judge, a.output, b.output, criteria=test.criteria)
         print(verdict.winner, verdict.reasoning)
     """
-    messages = pairwise_messages(conversation_a, conversation_b, criteria=criteria, policy=policy,
-                                 test_id=test_id, backend=backend, prompt=prompt)
+    messages = pairwise_messages(
+        conversation_a,
+        conversation_b,
+        criteria=criteria,
+        policy=policy,
+        test_id=test_id,
+        backend=backend,
+        prompt=prompt,
+    )
     session = JudgeSession(judge, trial=trial, temperature=temperature, max_tokens=max_tokens)
     try:
         answer: PairwiseAnswer = await session.ask(messages, pairwise_schema(), PairwiseAnswer, name="pairwise")
     except JudgeError as exc:
         exc.calls = session.calls  # type: ignore[attr-defined]
         raise
-    return PairwiseVerdict(winner=answer.winner, reasoning=answer.reasoning, usage=session.usage,
-                           cost_usd=round(session.cost_usd, 10), calls=session.calls)
+    return PairwiseVerdict(
+        winner=answer.winner,
+        reasoning=answer.reasoning,
+        usage=session.usage,
+        cost_usd=round(session.cost_usd, 10),
+        calls=session.calls,
+    )

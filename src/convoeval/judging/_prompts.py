@@ -66,8 +66,13 @@ class Subject:
         if self.level == "conversation":
             return [f"{CONVERSATION_HEADER}\n{format_transcript(self.history)}"]
         numbered = any(m.turn is not None for m in self.history)
-        reply = Message(role="assistant", content=self.output or "(empty reply)", source="target",
-                        turn=self.turn if numbered else None, tool_calls=self.tool_calls)
+        reply = Message(
+            role="assistant",
+            content=self.output or "(empty reply)",
+            source="target",
+            turn=self.turn if numbered else None,
+            tool_calls=self.tool_calls,
+        )
         of_turn = f" of turn {self.turn}" if self.turn is not None else ""
         return [
             f"{CONVERSATION_HEADER}\n{format_transcript([*self.history, reply])}",
@@ -77,8 +82,9 @@ class Subject:
     def reference_sections(self) -> list[str]:
         parts = []
         if self.expected_output:
-            parts.append("Reference answer (what a good response contains; wording may differ):\n"
-                         f"{clip(self.expected_output)}")
+            parts.append(
+                f"Reference answer (what a good response contains; wording may differ):\n{clip(self.expected_output)}"
+            )
         if self.criteria:
             parts.append(f"Goal of this test: {self.criteria.strip()}")
         return parts
@@ -130,10 +136,11 @@ def rubric_parser(items: Sequence[RubricItem]) -> type[BaseModel]:
 def rubric_messages(subject: Subject, items: Sequence[RubricItem]) -> list[dict[str, str]]:
     """The prompt of one rubric judge call covering all criteria."""
     whole = subject.level == "conversation"
-    about = ("the conversation as a whole (all turns)" if whole else "the response")
+    about = "the conversation as a whole (all turns)" if whole else "the response"
     instructions = [
         f"For each criterion, first write one short sentence of reasoning about {about}"
-        + (", citing turn numbers as `turn N`" if whole else "") + ", then give the verdict.",
+        + (", citing turn numbers as `turn N`" if whole else "")
+        + ", then give the verdict.",
     ]
     if any(not i.scored for i in items):
         instructions.append('"satisfied" is true only when the criterion clearly holds.')
@@ -147,8 +154,7 @@ def rubric_messages(subject: Subject, items: Sequence[RubricItem]) -> list[dict[
         " ".join(instructions),
         f"Reply with one JSON object whose keys are exactly: {_keys(ids)}.",
     ]
-    return [{"role": "system", "content": JUDGE_SYSTEM},
-            {"role": "user", "content": "\n\n".join(parts)}]
+    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
 # -- llm-grader ---------------------------------------------------------------------------
@@ -174,8 +180,7 @@ def grader_parser() -> type[BaseModel]:
 
 def grader_messages(prompt: str) -> list[dict[str, str]]:
     """A custom (already rendered) llm-grader prompt with the answer format appended."""
-    return [{"role": "system", "content": f"{JUDGE_SYSTEM}\n{GRADER_FORMAT}"},
-            {"role": "user", "content": prompt}]
+    return [{"role": "system", "content": f"{JUDGE_SYSTEM}\n{GRADER_FORMAT}"}, {"role": "user", "content": prompt}]
 
 
 def default_grader_messages(subject: Subject) -> list[dict[str, str]]:
@@ -183,11 +188,15 @@ def default_grader_messages(subject: Subject) -> list[dict[str, str]]:
     whole = subject.level == "conversation"
     what = "the conversation as a whole" if whole else "the response"
     if subject.expected_output and subject.criteria:
-        task = (f"Score how well {what} matches the reference answer in substance (facts, "
-                "conclusions, requested content) and meets the goal.")
+        task = (
+            f"Score how well {what} matches the reference answer in substance (facts, "
+            "conclusions, requested content) and meets the goal."
+        )
     elif subject.expected_output:
-        task = (f"Score how well {what} matches the reference answer in substance (facts, "
-                "conclusions, requested content); different wording is fine.")
+        task = (
+            f"Score how well {what} matches the reference answer in substance (facts, "
+            "conclusions, requested content); different wording is fine."
+        )
     elif subject.criteria:
         task = f"Score how well {what} meets the goal."
     else:
@@ -215,21 +224,24 @@ METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
         Metric(
-            "knowledge-retention", "Knowledge retention",
+            "knowledge-retention",
+            "Knowledge retention",
             "the assistant retains what the user told it earlier",
             "Does the assistant remember and correctly use information the user gave in earlier "
             "turns (facts, names, numbers, preferences, constraints)? Forgetting it, asking for "
             "it again, or contradicting it is a failure.",
         ),
         Metric(
-            "role-adherence", "Role adherence",
+            "role-adherence",
+            "Role adherence",
             "the assistant stays in its assigned role",
             "Does the assistant stay in the role, persona and scope set by the system message "
             "(or, without one, by the conversation) in every turn, even when the user tries to "
             "pull it out of it? Breaking character or acting outside the role is a failure.",
         ),
         Metric(
-            "self-coherence", "Self-coherence",
+            "self-coherence",
+            "Self-coherence",
             "the assistant never contradicts itself",
             "Are the assistant's statements consistent with each other across turns? Stating "
             "something that conflicts with its own earlier answer, or abandoning a correct "
@@ -237,14 +249,16 @@ METRICS: dict[str, Metric] = {
             "Correcting a real mistake openly is fine.",
         ),
         Metric(
-            "instruction-retention", "Instruction retention",
+            "instruction-retention",
+            "Instruction retention",
             "the assistant keeps following earlier instructions",
             "Does the assistant keep following instructions the user gave in earlier turns "
             "(format, length, style, language, things to include or avoid) in every later turn, "
             "until the user lifts them? Dropping an instruction is a failure.",
         ),
         Metric(
-            "versioned-editing", "Versioned editing",
+            "versioned-editing",
+            "Versioned editing",
             "the assistant edits the right version of earlier work",
             "When the user asks to revise, undo or go back to an earlier version of something "
             "the assistant produced, does it change the right version, apply exactly the "
@@ -252,7 +266,8 @@ METRICS: dict[str, Metric] = {
             "earlier changes or ignoring the request is a failure.",
         ),
         Metric(
-            "goal-completion", "Goal completion",
+            "goal-completion",
+            "Goal completion",
             "the conversation achieves the user's goal",
             "Does the conversation end with the user's goal achieved: every request fulfilled "
             "or correctly refused, with the information or result the user needed?",
@@ -281,14 +296,18 @@ def metric_parser() -> type[BaseModel]:
     return score_model(0, 10)
 
 
-def metric_messages(metric: Metric, transcript: list[Message], *, goal: str | None = None,
-                    guidance: str | None = None) -> list[dict[str, str]]:
+def metric_messages(
+    metric: Metric, transcript: list[Message], *, goal: str | None = None, guidance: str | None = None
+) -> list[dict[str, str]]:
     """The prompt of one conversation-level metric."""
     parts = [f"{CONVERSATION_HEADER}\n{format_transcript(transcript)}"]
     what = f"What to evaluate: {metric.title}. {metric.definition}"
     if metric.name == "goal-completion":
-        what += (f"\nThe user's goal: {goal.strip()}" if goal
-                 else "\nThe user's goal: what the user asked for in the conversation.")
+        what += (
+            f"\nThe user's goal: {goal.strip()}"
+            if goal
+            else "\nThe user's goal: what the user asked for in the conversation."
+        )
     parts.append(what)
     if guidance:
         parts.append(f"Also consider: {guidance.strip()}")
@@ -298,5 +317,4 @@ def metric_messages(metric: Metric, transcript: list[Message], *, goal: str | No
         "that matter. Then give the score. Reply with one JSON object with the keys "
         '"reasoning" and "score" (an integer from 0 to 10).'
     )
-    return [{"role": "system", "content": JUDGE_SYSTEM},
-            {"role": "user", "content": "\n\n".join(parts)}]
+    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]

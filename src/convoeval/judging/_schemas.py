@@ -37,10 +37,12 @@ def verdict_schema(reason_key: str = "reasoning") -> dict[str, Any]:
 
 def score_schema(low: int, high: int, reason_key: str = "reasoning") -> dict[str, Any]:
     """`{"reasoning": string, "score": integer low..high}`."""
-    return _object({
-        reason_key: {"type": "string"},
-        "score": {"type": "integer", "minimum": low, "maximum": high},
-    })
+    return _object(
+        {
+            reason_key: {"type": "string"},
+            "score": {"type": "integer", "minimum": low, "maximum": high},
+        }
+    )
 
 
 def keyed_schema(items: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -104,6 +106,4 @@ def keyed_model(name: str, items: dict[str, type[BaseModel]]) -> type[BaseModel]
 
 def values_by_key(parsed: BaseModel) -> dict[str, Any]:
     """`{key: value}` of a model built by `keyed_model`."""
-    return {
-        info.alias or name: getattr(parsed, name) for name, info in type(parsed).model_fields.items()
-    }
+    return {info.alias or name: getattr(parsed, name) for name, info in type(parsed).model_fields.items()}

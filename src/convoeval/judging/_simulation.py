@@ -117,15 +117,17 @@ def user_step_messages(persona: Persona, transcript: Sequence[Message], *, openi
         + "\n".join(f"- {rule}" for rule in stop_rules),
     ]
     if opening:
-        sections.append("The conversation has not started. Write your first message to the agent "
-                        "(stop: false, stop_reason: \"none\").")
+        sections.append(
+            "The conversation has not started. Write your first message to the agent "
+            '(stop: false, stop_reason: "none").'
+        )
     else:
-        sections.append("The conversation so far (you are `user`, the agent is `agent`):\n"
-                        + _as_user_view(transcript))
-        sections.append("Write your next message as the user. If you stop, `message` may be a short "
-                        "goodbye or empty.")
-    sections.append('Answer with JSON: {"message": "...", "stop": true|false, '
-                    '"stop_reason": "none"|"objective_met"|"objective_impossible"}')
+        sections.append("The conversation so far (you are `user`, the agent is `agent`):\n" + _as_user_view(transcript))
+        sections.append("Write your next message as the user. If you stop, `message` may be a short goodbye or empty.")
+    sections.append(
+        'Answer with JSON: {"message": "...", "stop": true|false, '
+        '"stop_reason": "none"|"objective_met"|"objective_impossible"}'
+    )
     return [{"role": "system", "content": USER_SYSTEM}, {"role": "user", "content": "\n\n".join(sections)}]
 
 
@@ -158,8 +160,9 @@ def scenario_parser(success: Sequence[str], failure: Sequence[str]) -> type[Base
     return keyed_model("ScenarioAnswer", {cid: CriterionAnswer for cid, _, _ in criterion_ids(success, failure)})
 
 
-def scenario_messages(success: Sequence[str], failure: Sequence[str], transcript: Sequence[Message],
-                      objective: str | None = None) -> list[dict[str, str]]:
+def scenario_messages(
+    success: Sequence[str], failure: Sequence[str], transcript: Sequence[Message], objective: str | None = None
+) -> list[dict[str, str]]:
     """Judge every criterion on the whole transcript: satisfied only when the conversation shows it."""
     listed = "\n".join(f"- {cid} ({kind}): {text.strip()}" for cid, kind, text in criterion_ids(success, failure))
     sections = [

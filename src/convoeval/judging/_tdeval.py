@@ -48,20 +48,26 @@ DIMENSIONS: dict[str, Dimension] = {
     d.key: d
     for d in [
         Dimension(
-            "conversation_cohesion", "conversation-cohesion", "Conversation cohesion",
+            "conversation_cohesion",
+            "conversation-cohesion",
+            "Conversation cohesion",
             "Does the response fit the conversation? It addresses the user's current query, "
             "stays on the topic of the dialogue, and continues it logically from what was said "
             "before (no ignored requests, no repeated or out-of-place content).",
         ),
         Dimension(
-            "backend_consistency", "backend-consistency", "Backend knowledge consistency",
+            "backend_consistency",
+            "backend-consistency",
+            "Backend knowledge consistency",
             "Does the response agree with the backend results for this turn? Every name, count, "
             "price, address, time or availability it states must match those results; it must "
             "not invent entries or facts that the results do not support, and it should use "
             "the results that answer the query.",
         ),
         Dimension(
-            "policy_compliance", "policy-compliance", "Policy compliance",
+            "policy_compliance",
+            "policy-compliance",
+            "Policy compliance",
             "Does the response follow the domain policy? The agent asks for the required "
             "information (slots) before suggesting or booking, does not act prematurely (e.g. "
             "book before the user agreed and the details are known), offers suggestions only "

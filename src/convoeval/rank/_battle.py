@@ -64,9 +64,7 @@ class Battle:
         if winner in TIE_SPELLINGS:
             winner = "tie"
         elif winner not in ("model_a", "model_b"):
-            raise ValueError(
-                f"winner must be model_a, model_b, tie or 'tie (bothbad)', got {winner!r}"
-            )
+            raise ValueError(f"winner must be model_a, model_b, tie or 'tie (bothbad)', got {winner!r}")
         return cls(model_a=data["model_a"], model_b=data["model_b"], winner=winner)
 
 

@@ -60,9 +60,7 @@ def online_elo(
     return EloResult(ratings=ratings, history=history)
 
 
-def elo_history_interval(
-    history: Sequence[float], z: float = 1.959963984540054
-) -> tuple[float, float]:
+def elo_history_interval(history: Sequence[float], z: float = 1.959963984540054) -> tuple[float, float]:
     """TD-Eval's interval for an online Elo rating: final +/- z * std(history) / sqrt(len).
 
     `history` includes the initial rating; std is the population one (ddof = 0).

@@ -135,9 +135,7 @@ def leaderboard_from_battles(
         )
     intervals: dict[str, tuple[float, float]] = {}
     if bootstrap:
-        result = bradley_terry_intervals(
-            battles, rounds=bootstrap, seed=seed, confidence=confidence
-        )
+        result = bradley_terry_intervals(battles, rounds=bootstrap, seed=seed, confidence=confidence)
         intervals = result.intervals
         if result.separated > (1 - confidence) / 2:
             warnings.append(

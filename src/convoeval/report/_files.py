@@ -164,8 +164,10 @@ def read_results(paths: str | Path | Sequence[str | Path], *, allow_empty: bool 
             except ValidationError as exc:
                 first = exc.errors(include_url=False)[0]
                 field = ".".join(str(p) for p in first["loc"]) or "(result)"
-                raise ConfigError(f"{where}: not a convoeval result ({field}: {first['msg']}); "
-                                  "give results files written by `convoeval run -o`") from None
+                raise ConfigError(
+                    f"{where}: not a convoeval result ({field}: {first['msg']}); "
+                    "give results files written by `convoeval run -o`"
+                ) from None
     return loaded
 
 

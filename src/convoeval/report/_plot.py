@@ -53,9 +53,7 @@ def plot_leaderboard(board: Leaderboard, path: str | Path) -> Path:
             label=f"{board.confidence:.0%} bootstrap interval",
         )
     axes.plot([r.bt for r in rows], positions, "o", color="tab:blue", label="Bradley-Terry")
-    axes.plot(
-        [r.elo for r in rows], positions, "D", mfc="none", color="tab:orange", label="online Elo"
-    )
+    axes.plot([r.elo for r in rows], positions, "D", mfc="none", color="tab:orange", label="online Elo")
     axes.set_yticks(positions, [f"{r.rank}. {r.target}" for r in rows])
     axes.set_xlabel("rating (400 points = 10:1 odds)")
     axes.set_title(f"Arena leaderboard ({board.battles} battles)")

@@ -23,8 +23,10 @@ Mode = Literal["bar", "lines", "off"]
 def meter_line(meter: RunMeter) -> str:
     """`12/100 tests, 60 turns, 120 calls, 3 cached, 0 errors, 45,210 tokens, $0.0123`."""
     t = meter.totals
-    line = (f"{meter.tests_done}/{meter.tests_total} tests, {meter.turns} turns, {t.calls} calls, "
-            f"{t.cache_hits} cached, {t.errors} errors, {t.tokens:,} tokens, ${t.cost_usd:.4f}")
+    line = (
+        f"{meter.tests_done}/{meter.tests_total} tests, {meter.turns} turns, {t.calls} calls, "
+        f"{t.cache_hits} cached, {t.errors} errors, {t.tokens:,} tokens, ${t.cost_usd:.4f}"
+    )
     if t.spent_usd != t.cost_usd:
         line += f" (spent ${t.spent_usd:.4f})"
     if meter.max_cost_usd is not None:
@@ -39,8 +41,10 @@ class _MeterColumn(ProgressColumn):
 
     def render(self, task: Any) -> Text:
         t = self.meter.totals
-        text = (f"{self.meter.turns} turns · {t.calls} calls · {t.cache_hits} cached · "
-                f"{t.errors} errors · {t.tokens:,} tok · ${t.cost_usd:.4f}")
+        text = (
+            f"{self.meter.turns} turns · {t.calls} calls · {t.cache_hits} cached · "
+            f"{t.errors} errors · {t.tokens:,} tok · ${t.cost_usd:.4f}"
+        )
         if self.meter.budget_exhausted:
             text += " · budget reached"
         return Text(text, style="dim")
@@ -72,8 +76,13 @@ class RunProgress:
         self.meter = meter
         if self.mode == "bar":
             self._bar = Progress(
-                TextColumn("[bold]tests"), BarColumn(), MofNCompleteColumn(), _MeterColumn(meter),
-                TimeElapsedColumn(), console=self.console, refresh_per_second=4,
+                TextColumn("[bold]tests"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                _MeterColumn(meter),
+                TimeElapsedColumn(),
+                console=self.console,
+                refresh_per_second=4,
             )
             self._task = self._bar.add_task("run", total=meter.tests_total, completed=meter.tests_done)
             self._bar.start()
@@ -101,16 +110,19 @@ class RunProgress:
         while not self._stop.wait(self.interval_s):
             if self.meter is not None:
                 elapsed = time.monotonic() - started
-                self.console.print(f"progress {elapsed:.0f}s: {meter_line(self.meter)}", markup=False,
-                                   highlight=False, soft_wrap=True)
+                self.console.print(
+                    f"progress {elapsed:.0f}s: {meter_line(self.meter)}", markup=False, highlight=False, soft_wrap=True
+                )
 
 
 def print_run_totals(summary: dict[str, Any], console: Console) -> None:
     """The run's totals: calls, cache hits, errors, tokens, cost per target and in all."""
     calls, hits, errors = summary.get("calls", 0), summary.get("cache_hits", 0), summary.get("errors", 0)
     tokens = summary.get("input_tokens", 0) + summary.get("output_tokens", 0)
-    line = (f"{calls} model call(s), {hits} cache hit(s), {errors} failed call(s), {tokens:,} tokens, "
-            f"cost ${summary.get('cost_usd', 0.0):.4f}")
+    line = (
+        f"{calls} model call(s), {hits} cache hit(s), {errors} failed call(s), {tokens:,} tokens, "
+        f"cost ${summary.get('cost_usd', 0.0):.4f}"
+    )
     if summary.get("spent_usd", 0.0) != summary.get("cost_usd", 0.0):
         line += f" (spent ${summary.get('spent_usd', 0.0):.4f}; the rest came from the cache)"
     if summary.get("resumed"):
@@ -119,6 +131,10 @@ def print_run_totals(summary: dict[str, Any], console: Console) -> None:
     by_target = summary.get("by_target") or {}
     if len(by_target) > 1 or any(t.get("cost_usd") or t.get("judge_cost_usd") for t in by_target.values()):
         for name, t in by_target.items():
-            console.print(f"  {name}: {int(t['tests'])} test(s), target ${t['cost_usd']:.4f}, "
-                          f"judge ${t['judge_cost_usd']:.4f}, {int(t['tokens']):,} tokens",
-                          markup=False, highlight=False, soft_wrap=True)
+            console.print(
+                f"  {name}: {int(t['tests'])} test(s), target ${t['cost_usd']:.4f}, "
+                f"judge ${t['judge_cost_usd']:.4f}, {int(t['tokens']):,} tokens",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )

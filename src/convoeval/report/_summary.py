@@ -43,8 +43,13 @@ def print_summary(results: list[EvaluationResult], console: Console | None = Non
         if r.grader_errors:
             status += f" [magenta]({r.grader_errors} grader error{'s' if r.grader_errors > 1 else ''})[/]"
         table.add_row(
-            r.test_id, r.target, _fmt_score(r.score), status, turn_marks or "-",
-            str(r.token_usage.total_tokens), str(r.judge_token_usage.total_tokens),
+            r.test_id,
+            r.target,
+            _fmt_score(r.score),
+            status,
+            turn_marks or "-",
+            str(r.token_usage.total_tokens),
+            str(r.judge_token_usage.total_tokens),
             f"{r.duration_ms / 1000:.1f}s",
         )
     console.print(table)
@@ -54,10 +59,7 @@ def print_summary(results: list[EvaluationResult], console: Console | None = Non
         for note in r.notes:
             console.print(f"[dim]{r.test_id} @ {r.target}: {note}[/]")
     counts = {v: sum(r.verdict == v for r in results) for v in ("pass", "fail", "skip", "error")}
-    console.print(
-        f"{len(results)} result(s): "
-        + ", ".join(f"{_verdict(v)} {n}" for v, n in counts.items() if n)
-    )
+    console.print(f"{len(results)} result(s): " + ", ".join(f"{_verdict(v)} {n}" for v, n in counts.items() if n))
     for line in budget_warnings(results):
         console.print(f"[yellow]{line}[/]")
 

@@ -28,8 +28,9 @@ class TurnControls:
     stop_note: str | None = None  # set when no further turn may be sent
 
 
-def apply_controls(number: int, captures: list[Capture], post: PostCondition | None, reply: ChatReply,
-                   variables: dict[str, Any]) -> TurnControls:
+def apply_controls(
+    number: int, captures: list[Capture], post: PostCondition | None, reply: ChatReply, variables: dict[str, Any]
+) -> TurnControls:
     """Run the captures (updating `variables`), then the post-condition, on one reply."""
     result = TurnControls()
     for rule in captures:
@@ -45,26 +46,36 @@ def apply_controls(number: int, captures: list[Capture], post: PostCondition | N
         elif rule.on_missing == "skip_remaining":
             result.scores.append(_score(f"capture:{rule.name}", "capture", [outcome], weight=0.0))
             result.stop_note = result.stop_note or (
-                f"skipped after turn {number}: capture {rule.name!r} found nothing ({evidence})")
+                f"skipped after turn {number}: capture {rule.name!r} found nothing ({evidence})"
+            )
         else:
             result.scores.append(_score(f"capture:{rule.name}", "capture", [outcome], weight=0.0))
     if post is not None:
         outcomes = check_post_condition(post, reply.text, variables)
         failed = [o for o in outcomes if not o.passed]
         required = post.on_fail == "fail"
-        result.scores.append(_score("post_condition", "post-condition", outcomes, required=required,
-                                    weight=1.0 if required else 0.0))
+        result.scores.append(
+            _score("post_condition", "post-condition", outcomes, required=required, weight=1.0 if required else 0.0)
+        )
         if failed and post.on_fail == "skip_remaining":
             reason = "; ".join(f"{o.text}: {o.evidence}" for o in failed)
             result.stop_note = result.stop_note or f"skipped after turn {number}: post_condition failed ({reason})"
     return result
 
 
-def _score(name: str, kind: str, outcomes: list[AssertionOutcome], *, required: bool = False,
-           weight: float = 1.0) -> GraderScore:
+def _score(
+    name: str, kind: str, outcomes: list[AssertionOutcome], *, required: bool = False, weight: float = 1.0
+) -> GraderScore:
     passed = all(o.passed for o in outcomes)
-    return GraderScore(name=name, type=kind, score=1.0 if passed else 0.0, verdict="pass" if passed else "fail",
-                       weight=weight, required=required, assertions=outcomes)
+    return GraderScore(
+        name=name,
+        type=kind,
+        score=1.0 if passed else 0.0,
+        verdict="pass" if passed else "fail",
+        weight=weight,
+        required=required,
+        assertions=outcomes,
+    )
 
 
 def capture_value(rule: Capture, reply: ChatReply) -> tuple[str | None, str]:
@@ -104,6 +115,7 @@ def capture_value(rule: Capture, reply: ChatReply) -> tuple[str | None, str]:
 
 def check_post_condition(post: PostCondition, text: str, variables: dict[str, Any]) -> list[AssertionOutcome]:
     """One outcome per list of the post-condition."""
+
     def found(item: Any) -> bool:
         if isinstance(item, str):
             needle = substitute(item, variables)
@@ -117,19 +129,31 @@ def check_post_condition(post: PostCondition, text: str, variables: dict[str, An
     outcomes = []
     if post.must_contain_any:
         hits = [shown(i) for i in post.must_contain_any if found(i)]
-        outcomes.append(AssertionOutcome(
-            text=f"must contain any of {', '.join(shown(i) for i in post.must_contain_any)}",
-            passed=bool(hits), evidence=f"found {', '.join(hits)}" if hits else "none found in the reply"))
+        outcomes.append(
+            AssertionOutcome(
+                text=f"must contain any of {', '.join(shown(i) for i in post.must_contain_any)}",
+                passed=bool(hits),
+                evidence=f"found {', '.join(hits)}" if hits else "none found in the reply",
+            )
+        )
     if post.must_contain_all:
         missing = [shown(i) for i in post.must_contain_all if not found(i)]
-        outcomes.append(AssertionOutcome(
-            text=f"must contain all of {', '.join(shown(i) for i in post.must_contain_all)}",
-            passed=not missing, evidence=f"missing {', '.join(missing)}" if missing else "all found"))
+        outcomes.append(
+            AssertionOutcome(
+                text=f"must contain all of {', '.join(shown(i) for i in post.must_contain_all)}",
+                passed=not missing,
+                evidence=f"missing {', '.join(missing)}" if missing else "all found",
+            )
+        )
     if post.must_not_contain:
         present = [shown(i) for i in post.must_not_contain if found(i)]
-        outcomes.append(AssertionOutcome(
-            text=f"must not contain {', '.join(shown(i) for i in post.must_not_contain)}",
-            passed=not present, evidence=f"found {', '.join(present)}" if present else "none found"))
+        outcomes.append(
+            AssertionOutcome(
+                text=f"must not contain {', '.join(shown(i) for i in post.must_not_contain)}",
+                passed=not present,
+                evidence=f"found {', '.join(present)}" if present else "none found",
+            )
+        )
     return outcomes
 
 

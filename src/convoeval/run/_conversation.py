@@ -42,8 +42,8 @@ from ._controls import apply_controls, budget_hit
 from ._plan import TestPlan, TurnPlan
 from ._scenario import apply_outcome, judge_scenario
 from ._simulator import SimulatedTurns
-from ._workspace import VerifiedTurns, WorkspaceError, close_workspace, open_workspace
 from ._turns import SINGLE_SHOT_NOTE, ScriptedTurns, SingleShotTurns, TurnSource, is_multi_turn
+from ._workspace import VerifiedTurns, WorkspaceError, close_workspace, open_workspace
 
 
 @dataclass
@@ -68,8 +68,14 @@ def turn_source(plan: TestPlan, ctx: TrialContext) -> TurnSource:
     if ctx.turns is not None:
         return ctx.turns
     if plan.simulated_user is not None:
-        return SimulatedTurns(plan.turns, plan.simulated_user, ctx.simulator, plan.turn_assertions,
-                              trial=ctx.trial, may_continue=ctx.may_continue)
+        return SimulatedTurns(
+            plan.turns,
+            plan.simulated_user,
+            ctx.simulator,
+            plan.turn_assertions,
+            trial=ctx.trial,
+            may_continue=ctx.may_continue,
+        )
     source = ScriptedTurns(plan.turns)
     if session_mode(ctx.target) == "single_shot" and is_multi_turn(source):
         return SingleShotTurns(plan.turns)
@@ -97,8 +103,10 @@ class Conversation:
 
     async def play_turn(self, number: int, turn: TurnPlan) -> bool:
         """Send one turn, record the reply, grade it. False ends the conversation."""
-        new = [m.model_copy(update={"content": substitute(m.content, self.variables), "turn": number})
-               for m in turn.messages]
+        new = [
+            m.model_copy(update={"content": substitute(m.content, self.variables), "turn": number})
+            for m in turn.messages
+        ]
         self.transcript.extend(new)
         history = _window(self.transcript, self.plan.window_size)
         reply = await self._send(number, new)
@@ -108,19 +116,38 @@ class Conversation:
         self._record(number, reply)
         controls = apply_controls(number, turn.captures, turn.post_condition, reply, self.variables)
         grade_ctx = GradeContext(
-            level="turn", output=reply.text, history=history, transcript=list(self.transcript),
-            expected_output=turn.expected_output, criteria=self.plan.test.criteria, reply=reply,
-            turn=number, variables=dict(self.variables), judge=self.ctx.judge,
-            judge_repeats=self.ctx.judge_repeats, judge_temperature=self.ctx.judge_temperature,
-            base_dir=self.plan.base_dir, threshold=self.plan.threshold, trial=self.ctx.trial,
-            test_id=self.plan.id, latencies_ms=[reply.latency_ms], usage=reply.usage, cost_usd=reply.cost_usd,
+            level="turn",
+            output=reply.text,
+            history=history,
+            transcript=list(self.transcript),
+            expected_output=turn.expected_output,
+            criteria=self.plan.test.criteria,
+            reply=reply,
+            turn=number,
+            variables=dict(self.variables),
+            judge=self.ctx.judge,
+            judge_repeats=self.ctx.judge_repeats,
+            judge_temperature=self.ctx.judge_temperature,
+            base_dir=self.plan.base_dir,
+            threshold=self.plan.threshold,
+            trial=self.ctx.trial,
+            test_id=self.plan.id,
+            latencies_ms=[reply.latency_ms],
+            usage=reply.usage,
+            cost_usd=reply.cost_usd,
             context=turn.context if turn.context is not None else _tool_results(reply.tool_calls),
-            policy=self.plan.policy, metadata=dict(self.plan.metadata),
+            policy=self.plan.policy,
+            metadata=dict(self.plan.metadata),
         )
-        record: dict[str, object] = {"session_id": reply.session_id, "tool_calls": list(reply.tool_calls),
-                  "captures": controls.captured, "note": controls.stop_note}
-        task = asyncio.ensure_future(_grade_turn(number, turn, grade_ctx, self.plan.threshold, reply,
-                                                 self.ctx.on_turn, record, controls.scores))
+        record: dict[str, object] = {
+            "session_id": reply.session_id,
+            "tool_calls": list(reply.tool_calls),
+            "captures": controls.captured,
+            "note": controls.stop_note,
+        }
+        task = asyncio.ensure_future(
+            _grade_turn(number, turn, grade_ctx, self.plan.threshold, reply, self.ctx.on_turn, record, controls.scores)
+        )
         hit = budget_hit(self.plan.budget, number, reply, self.replies)
         if hit is not None and self.budget_hit is None:
             self.budget_hit = hit
@@ -146,8 +173,13 @@ class Conversation:
             messages = [m.to_chat() for m in new]
         else:
             messages = [m.to_chat() for m in self.transcript if m.source != "tool"]
-        request = ChatRequest(messages=messages, trial=self.ctx.trial, session_id=self.session_id,
-                              workdir=self.ctx.workdir, test_id=self.plan.id)
+        request = ChatRequest(
+            messages=messages,
+            trial=self.ctx.trial,
+            session_id=self.session_id,
+            workdir=self.ctx.workdir,
+            test_id=self.plan.id,
+        )
         started = time.perf_counter()
         try:
             reply = await self.ctx.target.chat(request)
@@ -186,8 +218,9 @@ async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     try:
         root = await open_workspace(plan.workspace, plan.base_dir, plan.id)
     except (WorkspaceError, OSError) as exc:
-        return TrialResult(trial=ctx.trial, score=None, verdict="error", execution_status="execution_error",
-                           error=f"workspace: {exc}")
+        return TrialResult(
+            trial=ctx.trial, score=None, verdict="error", execution_status="execution_error", error=f"workspace: {exc}"
+        )
     result: TrialResult | None = None
     try:
         result = await _play(plan, replace(ctx, workdir=str(root)))
@@ -209,8 +242,11 @@ async def _play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     if plan.recorded is not None:  # a stored conversation: replay its replies, call no target
         ctx = replace(ctx, target=RecordedReplies(plan.recorded, ctx.target.name))
     base = turn_source(plan, ctx)
-    verified = None if plan.verify is None else VerifiedTurns(
-        base, plan.verify, Path(ctx.workdir or plan.base_dir), plan.hints)
+    verified = (
+        None
+        if plan.verify is None
+        else VerifiedTurns(base, plan.verify, Path(ctx.workdir or plan.base_dir), plan.hints)
+    )
     source: TurnSource = verified or base
     convo = Conversation(plan=plan, ctx=ctx, transcript=list(plan.initial), mode=session_mode(ctx.target))
     try:
@@ -226,22 +262,31 @@ async def _play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
         convo.stop_note = None  # the last scripted turn failed: nothing was left to stop
 
     single_shot = isinstance(base, SingleShotTurns)
-    if single_shot:
-        entries = [e.model_copy(update={"verdict": "skip", "score": None, "note": SINGLE_SHOT_NOTE})
-                   for e in entries]
-        entries += [ScoreEntry(name=f"turn-{n}", type="turn", score=None, verdict="skip", note=SINGLE_SHOT_NOTE)
-                    for n in range(len(entries) + 1, base.planned + 1)]
+    if isinstance(base, SingleShotTurns):
+        entries = [e.model_copy(update={"verdict": "skip", "score": None, "note": SINGLE_SHOT_NOTE}) for e in entries]
+        entries += [
+            ScoreEntry(name=f"turn-{n}", type="turn", score=None, verdict="skip", note=SINGLE_SHOT_NOTE)
+            for n in range(len(entries) + 1, base.planned + 1)
+        ]
     else:
         # Turns after a stop are not sent and score 0; after an error (including the turn that
         # failed) they are simply not run.
         for offset in range(len(entries) + 1, max(number, len(entries)) + len(source.unsent()) + 1):
-            entries.append(ScoreEntry(name=f"turn-{offset}", type="turn", verdict="skip",
-                                      score=convo.skip_score if convo.error is None else None,
-                                      note=convo.stop_note))
+            entries.append(
+                ScoreEntry(
+                    name=f"turn-{offset}",
+                    type="turn",
+                    verdict="skip",
+                    score=convo.skip_score if convo.error is None else None,
+                    note=convo.stop_note,
+                )
+            )
 
     if single_shot and convo.error is None and not plan.conversation_assertions:
-        convo.error = ("single_shot fallback: the target cannot resume a session and this test has only "
-                       "per-turn assertions; add conversation-level assertions to grade the single reply")
+        convo.error = (
+            "single_shot fallback: the target cannot resume a session and this test has only "
+            "per-turn assertions; add conversation-level assertions to grade the single reply"
+        )
     simulated = base if isinstance(base, SimulatedTurns) else None
     if simulated is not None:
         simulated.finish(convo)
@@ -251,17 +296,30 @@ async def _play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
             entries.append(await _grade_conversation(plan, ctx, convo.transcript, convo.replies, convo.variables))
         if plan.success or plan.failure:
             entry, outcome = await judge_scenario(
-                plan.success, plan.failure, convo.transcript, ctx.judge, trial=ctx.trial,
+                plan.success,
+                plan.failure,
+                convo.transcript,
+                ctx.judge,
+                trial=ctx.trial,
                 temperature=ctx.judge_temperature,
-                objective=plan.simulated_user.objective if plan.simulated_user else None)
+                objective=plan.simulated_user.objective if plan.simulated_user else None,
+            )
             entries.append(entry)
         if plan.fidelity:
             entries.append(await _grade_fidelity(plan, ctx, convo.transcript))
 
     if verified is not None and convo.error is None:
         entries.append(verified.entry())
-    result = _trial_result(plan, ctx.trial, entries, convo.transcript, convo.replies, convo.error,
-                           convo.stop_note, (time.perf_counter() - started) * 1000)
+    result = _trial_result(
+        plan,
+        ctx.trial,
+        entries,
+        convo.transcript,
+        convo.replies,
+        convo.error,
+        convo.stop_note,
+        (time.perf_counter() - started) * 1000,
+    )
     result = apply_outcome(result, outcome, judged=bool(plan.success or plan.failure))
     if verified is not None and verified.verified_at is None and result.execution_status in ("ok", "quality_failure"):
         # verify is required: a conversation that never verified fails, whatever else passed.
@@ -269,14 +327,23 @@ async def _play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     if simulated is not None:
         result = simulated.record(result)
     if convo.budget_hit is not None and result.execution_status != "execution_error":
-        result = result.model_copy(update={
-            "execution_status": "budget_exhausted", "verdict": "fail", "budget_hit": convo.budget_hit,
-            "notes": [*result.notes, f"budget exhausted: {convo.budget_hit}"]})
+        result = result.model_copy(
+            update={
+                "execution_status": "budget_exhausted",
+                "verdict": "fail",
+                "budget_hit": convo.budget_hit,
+                "notes": [*result.notes, f"budget exhausted: {convo.budget_hit}"],
+            }
+        )
     kind: SessionKind = "single_shot" if single_shot else ("resumed" if convo.mode == "resume" else "history")
-    return result.model_copy(update={
-        "provider": getattr(ctx.target, "provider_name", None), "session": kind,
-        "fallback": "single_shot" if single_shot else None, "variables": dict(convo.variables),
-    })
+    return result.model_copy(
+        update={
+            "provider": getattr(ctx.target, "provider_name", None),
+            "session": kind,
+            "fallback": "single_shot" if single_shot else None,
+            "variables": dict(convo.variables),
+        }
+    )
 
 
 def _tool_results(calls: list[ToolCall]) -> list[dict[str, object]] | None:
@@ -284,8 +351,10 @@ def _tool_results(calls: list[ToolCall]) -> list[dict[str, object]] | None:
     gives none of its own (`context` / `db_result`)."""
     if not calls:
         return None
-    return [{"tool": c.name, "arguments": c.arguments, **({"error": c.error} if c.error else {"output": c.output})}
-            for c in calls]
+    return [
+        {"tool": c.name, "arguments": c.arguments, **({"error": c.error} if c.error else {"output": c.output})}
+        for c in calls
+    ]
 
 
 def _tool_message(call: ToolCall, turn: int) -> Message:
@@ -304,9 +373,14 @@ async def _done(entry: ScoreEntry) -> ScoreEntry:
 
 
 async def _grade_turn(
-    number: int, turn: TurnPlan, ctx: GradeContext, threshold: float, reply: ChatReply,
+    number: int,
+    turn: TurnPlan,
+    ctx: GradeContext,
+    threshold: float,
+    reply: ChatReply,
     on_turn: Callable[[int, ScoreEntry, ChatReply], None] | None = None,
-    record: dict[str, object] | None = None, extra: list[GraderScore] | None = None,
+    record: dict[str, object] | None = None,
+    extra: list[GraderScore] | None = None,
 ) -> ScoreEntry:
     scores = await _evaluate_all(turn.assertions, ctx) + list(extra or [])
     entry = combine(f"turn-{number}", "turn", scores, threshold, latency_ms=reply.latency_ms)
@@ -318,18 +392,32 @@ async def _grade_turn(
 
 
 async def _grade_conversation(
-    plan: TestPlan, ctx: TrialContext, transcript: list[Message], replies: list[ChatReply],
+    plan: TestPlan,
+    ctx: TrialContext,
+    transcript: list[Message],
+    replies: list[ChatReply],
     variables: dict[str, object],
 ) -> ScoreEntry:
     usage = sum((r.usage for r in replies), Usage())
     grade_ctx = GradeContext(
         level="conversation",
         output="\n\n".join(r.text for r in replies),
-        history=list(transcript), transcript=list(transcript),
-        criteria=plan.test.criteria, variables=dict(variables), judge=ctx.judge,
-        judge_repeats=ctx.judge_repeats, judge_temperature=ctx.judge_temperature, base_dir=plan.base_dir, threshold=plan.threshold, trial=ctx.trial, test_id=plan.id,
-        latencies_ms=[r.latency_ms for r in replies], usage=usage, cost_usd=sum(r.cost_usd for r in replies),
-        policy=plan.policy, metadata=dict(plan.metadata),
+        history=list(transcript),
+        transcript=list(transcript),
+        criteria=plan.test.criteria,
+        variables=dict(variables),
+        judge=ctx.judge,
+        judge_repeats=ctx.judge_repeats,
+        judge_temperature=ctx.judge_temperature,
+        base_dir=plan.base_dir,
+        threshold=plan.threshold,
+        trial=ctx.trial,
+        test_id=plan.id,
+        latencies_ms=[r.latency_ms for r in replies],
+        usage=usage,
+        cost_usd=sum(r.cost_usd for r in replies),
+        policy=plan.policy,
+        metadata=dict(plan.metadata),
     )
     scores = await _evaluate_all(plan.conversation_assertions, grade_ctx)
     return combine("conversation", "conversation", scores, plan.threshold)
@@ -339,12 +427,23 @@ async def _grade_fidelity(plan: TestPlan, ctx: TrialContext, transcript: list[Me
     """The simulator-fidelity checks: they judge the simulated user, so their entry (`type:
     simulator`) never counts in the test's score."""
     simulated = plan.simulated_user
-    persona = Persona(simulated.persona, simulated.objective, simulated.knowledge,
-                      simulated.stop_conditions) if simulated else None
+    persona = (
+        Persona(simulated.persona, simulated.objective, simulated.knowledge, simulated.stop_conditions)
+        if simulated
+        else None
+    )
     grade_ctx = GradeContext(
-        level="conversation", output="", history=list(transcript), transcript=list(transcript),
-        judge=ctx.judge, judge_repeats=ctx.judge_repeats, judge_temperature=ctx.judge_temperature,
-        base_dir=plan.base_dir, threshold=plan.threshold, trial=ctx.trial, test_id=plan.id,
+        level="conversation",
+        output="",
+        history=list(transcript),
+        transcript=list(transcript),
+        judge=ctx.judge,
+        judge_repeats=ctx.judge_repeats,
+        judge_temperature=ctx.judge_temperature,
+        base_dir=plan.base_dir,
+        threshold=plan.threshold,
+        trial=ctx.trial,
+        test_id=plan.id,
         simulated_user=persona,
     )
     scores = await _evaluate_all(plan.fidelity, grade_ctx)
@@ -370,8 +469,15 @@ def combine(
     if not scores:
         return ScoreEntry(name=name, type=kind, score=1.0, verdict="pass", latency_ms=latency_ms)
     if not decided or undecided_required(scores):
-        return ScoreEntry(name=name, type=kind, score=None, verdict="error", assertions=outcomes,
-                          graders=scores, latency_ms=latency_ms)
+        return ScoreEntry(
+            name=name,
+            type=kind,
+            score=None,
+            verdict="error",
+            assertions=outcomes,
+            graders=scores,
+            latency_ms=latency_ms,
+        )
     total_weight = sum(s.weight for s in decided)
     if total_weight > 0:
         score = sum((s.score or 0.0) * s.weight for s in decided) / total_weight
@@ -380,14 +486,24 @@ def combine(
     if any(s.verdict == "fail" and (s.required or (s.details or {}).get("failed_required")) for s in decided):
         score = 0.0
     verdict: Verdict = "pass" if score >= threshold else "fail"
-    return ScoreEntry(name=name, type=kind, score=round(score, 6), verdict=verdict,
-                      assertions=outcomes, graders=scores, latency_ms=latency_ms)
+    return ScoreEntry(
+        name=name,
+        type=kind,
+        score=round(score, 6),
+        verdict=verdict,
+        assertions=outcomes,
+        graders=scores,
+        latency_ms=latency_ms,
+    )
 
 
 def undecided_required(scores: list[GraderScore]) -> list[str]:
     """`grader: why` for each `required` grader that could not decide."""
-    return [f"required grader {s.name!r} could not decide: {s.error or 'no score'}"
-            for s in scores if s.required and (s.verdict == "error" or s.score is None)]
+    return [
+        f"required grader {s.name!r} could not decide: {s.error or 'no score'}"
+        for s in scores
+        if s.required and (s.verdict == "error" or s.score is None)
+    ]
 
 
 def aggregate(values: list[float], how: str) -> float:
@@ -411,8 +527,14 @@ def _window(transcript: list[Message], window_size: int | None) -> list[Message]
 
 
 def _trial_result(
-    plan: TestPlan, trial: int, entries: list[ScoreEntry], transcript: list[Message],
-    replies: list[ChatReply], error: str | None, stop_note: str | None, duration_ms: float,
+    plan: TestPlan,
+    trial: int,
+    entries: list[ScoreEntry],
+    transcript: list[Message],
+    replies: list[ChatReply],
+    error: str | None,
+    stop_note: str | None,
+    duration_ms: float,
 ) -> TrialResult:
     judge_usage = Usage()
     judge_cost = 0.0
@@ -443,10 +565,18 @@ def _trial_result(
         passed = score >= plan.threshold
         verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
     return TrialResult(
-        trial=trial, score=score, verdict=verdict, execution_status=status,
-        scores=entries, output=transcript,
+        trial=trial,
+        score=score,
+        verdict=verdict,
+        execution_status=status,
+        scores=entries,
+        output=transcript,
         token_usage=sum((r.usage for r in replies), Usage()),
         judge_token_usage=judge_usage,
-        cost_usd=round(sum(r.cost_usd for r in replies), 8), judge_cost_usd=round(judge_cost, 8),
-        duration_ms=round(duration_ms, 3), error=error, grader_errors=grader_errors, notes=notes,
+        cost_usd=round(sum(r.cost_usd for r in replies), 8),
+        judge_cost_usd=round(judge_cost, 8),
+        duration_ms=round(duration_ms, 3),
+        error=error,
+        grader_errors=grader_errors,
+        notes=notes,
     )

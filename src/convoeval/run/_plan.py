@@ -10,10 +10,8 @@ from ..graders import Assertion, lookup_assertion_type
 from ..judging import format_policy
 from ..results import Message
 from ..spec import (
-    Budget,
-    Verify,
-    Workspace,
     DEFAULT_THRESHOLD,
+    Budget,
     Capture,
     Policy,
     PostCondition,
@@ -21,6 +19,8 @@ from ..spec import (
     Suite,
     Test,
     TrialsConfig,
+    Verify,
+    Workspace,
     messages_text,
     to_messages,
 )
@@ -84,21 +84,22 @@ class TestPlan:
     @property
     def all_assertions(self) -> list[Assertion]:
         """Every assertion the plan may run (to decide whether the run needs a judge)."""
-        return [*self.conversation_assertions, *self.fidelity, *self.turn_assertions,
-                *(a for t in self.turns for a in t.assertions)]
+        return [
+            *self.conversation_assertions,
+            *self.fidelity,
+            *self.turn_assertions,
+            *(a for t in self.turns for a in t.assertions),
+        ]
 
     @property
     def needs_judge(self) -> bool:
         """Whether a judge model is needed: LLM graders, scenario criteria, or a simulated user
         without a model of its own (it defaults to the judge)."""
         simulator_default = self.simulated_user is not None and self.simulated_user.model is None
-        return bool(self.success or self.failure) or simulator_default or any(
-            a.uses_judge for a in self.all_assertions)
+        return bool(self.success or self.failure) or simulator_default or any(a.uses_judge for a in self.all_assertions)
 
 
-def plan_test(
-    suite: Suite, test: Test, *, threshold: float | None = None, trials: int | None = None
-) -> TestPlan:
+def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trials: int | None = None) -> TestPlan:
     """Resolve a test: suite input and assertions, implicit graders, threshold and trials.
 
     Precedence: the run's threshold/trials, then the test's `execution`, then the suite's.
@@ -130,8 +131,10 @@ def plan_test(
         turns = [
             TurnPlan(
                 messages=_as_user(to_messages(turn.input)),
-                assertions=[*(list(turn.assertions) or _implicit(messages_text(turn.expected_output), None)),
-                            *every_turn],
+                assertions=[
+                    *(list(turn.assertions) or _implicit(messages_text(turn.expected_output), None)),
+                    *every_turn,
+                ],
                 expected_output=messages_text(turn.expected_output),
                 context=turn.backend_result,
                 captures=list(turn.capture),
@@ -140,8 +143,14 @@ def plan_test(
             for turn in test.turns or []
         ]
         conversation = [*test.assertions, *_defaults(suite, test)]
-        if (not conversation and not every_turn and not test.success and not test.failure
-                and not any(turn.assertions for turn in test.turns or []) and test.criteria):
+        if (
+            not conversation
+            and not every_turn
+            and not test.success
+            and not test.failure
+            and not any(turn.assertions for turn in test.turns or [])
+            and test.criteria
+        ):
             conversation = _implicit(None, test.criteria)
     else:
         expected = messages_text(test.expected_output)

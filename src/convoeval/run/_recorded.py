@@ -64,8 +64,11 @@ def _tool_call(raw: dict[str, Any]) -> ToolCall:
     if isinstance(function, dict):  # OpenAI: {id, type, function: {name, arguments: "<json>"}}
         arguments = function.get("arguments")
         parsed = _maybe_json(arguments) if isinstance(arguments, str) else arguments
-        return ToolCall(name=str(function.get("name", "tool")), id=raw.get("id"),
-                        arguments=parsed if isinstance(parsed, dict) else {"value": parsed})
+        return ToolCall(
+            name=str(function.get("name", "tool")),
+            id=raw.get("id"),
+            arguments=parsed if isinstance(parsed, dict) else {"value": parsed},
+        )
     return ToolCall.model_validate(raw)
 
 

@@ -26,8 +26,14 @@ _SCORES: dict[str, float | None] = {"passed": 1.0, "failed": 0.0, "conflict": 0.
 
 
 async def judge_scenario(
-    success: list[str], failure: list[str], transcript: list[Message], judge: Target | None, *,
-    trial: int = 0, temperature: float = 0.0, objective: str | None = None,
+    success: list[str],
+    failure: list[str],
+    transcript: list[Message],
+    judge: Target | None,
+    *,
+    trial: int = 0,
+    temperature: float = 0.0,
+    objective: str | None = None,
 ) -> tuple[ScoreEntry, Outcome | None]:
     """One judge call over the transcript: the `scenario` score entry and the outcome (None
     when the judge failed: the entry then has verdict `error`)."""
@@ -35,35 +41,57 @@ async def judge_scenario(
         return _error_entry("scenario criteria need a judge model; pass --judge"), None
     session = JudgeSession(judge, trial=trial, temperature=temperature)
     try:
-        answer = await session.ask(scenario_messages(success, failure, transcript, objective),
-                                   scenario_schema(success, failure), scenario_parser(success, failure),
-                                   name="scenario")
+        answer = await session.ask(
+            scenario_messages(success, failure, transcript, objective),
+            scenario_schema(success, failure),
+            scenario_parser(success, failure),
+            name="scenario",
+        )
     except JudgeError as exc:
         return _error_entry(str(exc), exc.usage, exc.cost_usd, exc.judge_calls), None
     verdicts = values_by_key(answer)
     held = {cid: verdicts[cid].satisfied for cid, _, _ in criterion_ids(success, failure)}
-    outcome = scenario_outcome([held[c] for c, kind, _ in criterion_ids(success, failure) if kind == "success"],
-                               [held[c] for c, kind, _ in criterion_ids(success, failure) if kind == "failure"])
+    outcome = scenario_outcome(
+        [held[c] for c, kind, _ in criterion_ids(success, failure) if kind == "success"],
+        [held[c] for c, kind, _ in criterion_ids(success, failure) if kind == "failure"],
+    )
     checks = [
-        AssertionOutcome(text=f"{kind}: {text}", passed=held[cid] == (kind == "success"),
-                         evidence=verdicts[cid].reasoning)
+        AssertionOutcome(
+            text=f"{kind}: {text}", passed=held[cid] == (kind == "success"), evidence=verdicts[cid].reasoning
+        )
         for cid, kind, text in criterion_ids(success, failure)
     ]
     score = _SCORES[outcome]
     verdict: Verdict = "error" if score is None else ("pass" if outcome == "passed" else "fail")
     grader = GraderScore(
-        name="scenario", type="scenario", score=score, verdict=verdict, assertions=checks,
+        name="scenario",
+        type="scenario",
+        score=score,
+        verdict=verdict,
+        assertions=checks,
         error="undecided: neither the success nor a failure criterion holds" if outcome == "undecided" else None,
-        judge_calls=session.calls, judge_reasks=session.reasks, judge_usage=session.usage,
-        judge_cost_usd=round(session.cost_usd, 10), details={"outcome": outcome},
+        judge_calls=session.calls,
+        judge_reasks=session.reasks,
+        judge_usage=session.usage,
+        judge_cost_usd=round(session.cost_usd, 10),
+        details={"outcome": outcome},
     )
-    return ScoreEntry(name="scenario", type="scenario", score=score, verdict=verdict,
-                      assertions=checks, graders=[grader]), outcome
+    return ScoreEntry(
+        name="scenario", type="scenario", score=score, verdict=verdict, assertions=checks, graders=[grader]
+    ), outcome
 
 
 def _error_entry(message: str, usage: Usage | None = None, cost_usd: float = 0.0, calls: int = 0) -> ScoreEntry:
-    grader = GraderScore(name="scenario", type="scenario", score=None, verdict="error", error=message,
-                         judge_calls=calls, judge_usage=usage, judge_cost_usd=cost_usd)
+    grader = GraderScore(
+        name="scenario",
+        type="scenario",
+        score=None,
+        verdict="error",
+        error=message,
+        judge_calls=calls,
+        judge_usage=usage,
+        judge_cost_usd=cost_usd,
+    )
     return ScoreEntry(name="scenario", type="scenario", score=None, verdict="error", graders=[grader])
 
 
@@ -77,8 +105,12 @@ def apply_outcome(result: TrialResult, outcome: Outcome | None, judged: bool) ->
         error = next((g.error for e in result.scores if e.type == "scenario" for g in e.graders), None)
         update.update(score=None, verdict="error", execution_status="execution_error", error=f"scenario: {error}")
     elif outcome == "undecided":
-        update.update(score=None, verdict="error", execution_status="undecided",
-                      notes=[*result.notes, "scenario undecided: neither success nor failure holds"])
+        update.update(
+            score=None,
+            verdict="error",
+            execution_status="undecided",
+            notes=[*result.notes, "scenario undecided: neither success nor failure holds"],
+        )
     elif outcome in ("failed", "conflict"):  # like a failed required grader: the trial scores 0
         update.update(score=0.0, verdict="fail", execution_status="quality_failure")
         if outcome == "conflict":

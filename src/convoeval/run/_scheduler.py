@@ -90,11 +90,13 @@ async def run_jobs(
     kept: dict[tuple[int, int], EvaluationResult] = {}
     running: set[asyncio.Task[None]] = set()
     failures: list[Exception] = []
-    runner = _Runner(judge, judge_repeats, judge_temperature, slots, on_turn, may_start, dict(simulators or {}),
-                     max(1, concurrency))
+    runner = _Runner(
+        judge, judge_repeats, judge_temperature, slots, on_turn, may_start, dict(simulators or {}), max(1, concurrency)
+    )
 
-    async def run_one(number: int, job: Job, position: int,
-                      verdicts: dict[str, asyncio.Future[tuple[str, str]]]) -> None:
+    async def run_one(
+        number: int, job: Job, position: int, verdicts: dict[str, asyncio.Future[tuple[str, str]]]
+    ) -> None:
         test = job.suite.tests[position]
         try:
             result = await runner.run_test(job, position, verdicts)
@@ -174,8 +176,9 @@ class _Runner:
     simulators: dict[str, Target] = field(default_factory=dict)
     concurrency: int = 8
 
-    async def run_test(self, job: Job, position: int,
-                       verdicts: dict[str, asyncio.Future[tuple[str, str]]]) -> EvaluationResult:
+    async def run_test(
+        self, job: Job, position: int, verdicts: dict[str, asyncio.Future[tuple[str, str]]]
+    ) -> EvaluationResult:
         test = job.suite.tests[position]
         try:
             plan = job.plan(test)
@@ -186,8 +189,9 @@ class _Runner:
         except Exception as exc:  # never lose the rest of the run to one test
             return _lone_result(plan, job.target, "error", "execution_error", f"{type(exc).__name__}: {exc}")
 
-    async def _run_planned(self, job: Job, position: int, plan: TestPlan,
-                           verdicts: dict[str, asyncio.Future[tuple[str, str]]]) -> EvaluationResult:
+    async def _run_planned(
+        self, job: Job, position: int, plan: TestPlan, verdicts: dict[str, asyncio.Future[tuple[str, str]]]
+    ) -> EvaluationResult:
         failed, unstarted = [], []
         for dep in plan.test.depends_on:
             verdict, status = await asyncio.shield(verdicts[dep])
@@ -196,8 +200,13 @@ class _Runner:
             elif verdict != "pass":
                 failed.append(dep)
         if unstarted:
-            return _lone_result(plan, job.target, "skip", "budget_exhausted",
-                                f"{BUDGET_NOTE} (dependency {', '.join(unstarted)} did not run)")
+            return _lone_result(
+                plan,
+                job.target,
+                "skip",
+                "budget_exhausted",
+                f"{BUDGET_NOTE} (dependency {', '.join(unstarted)} did not run)",
+            )
         if failed and plan.test.on_dependency_failure != "run":
             reason = f"dependency failed: {', '.join(failed)}"
             if plan.test.on_dependency_failure == "skip":
@@ -209,10 +218,19 @@ class _Runner:
                 if self.may_start is not None and not self.may_start():
                     return None
                 on_turn = partial(self.on_turn, job, position, trial) if self.on_turn else None
-                return await run_trial(plan, TrialContext(
-                    target=job.target, judge=self.judge, trial=trial, judge_repeats=self.judge_repeats,
-                    judge_temperature=self.judge_temperature,
-                    on_turn=on_turn, simulator=self._simulator_for(plan), may_continue=self.may_start))
+                return await run_trial(
+                    plan,
+                    TrialContext(
+                        target=job.target,
+                        judge=self.judge,
+                        trial=trial,
+                        judge_repeats=self.judge_repeats,
+                        judge_temperature=self.judge_temperature,
+                        on_turn=on_turn,
+                        simulator=self._simulator_for(plan),
+                        may_continue=self.may_start,
+                    ),
+                )
 
         limit = plan.trials.cost_limit_usd
         if limit is None:
@@ -230,14 +248,18 @@ class _Runner:
             return _lone_result(plan, job.target, "skip", "budget_exhausted", BUDGET_NOTE)
         result = combine_trials(plan, job.target.name, trials)
         if len(outcomes) < plan.trials.count:
-            result.notes.append(f"trials stopped after {len(outcomes)} of {plan.trials.count}: "
-                                f"trials.cost_limit_usd ${limit:g} reached")
+            result.notes.append(
+                f"trials stopped after {len(outcomes)} of {plan.trials.count}: trials.cost_limit_usd ${limit:g} reached"
+            )
         if len(trials) < len(outcomes):
             missing = len(outcomes) - len(trials)
-            result = result.model_copy(update={
-                "verdict": "skip", "execution_status": "budget_exhausted",
-                "notes": [*result.notes, f"{missing} of {len(outcomes)} trials {BUDGET_NOTE}"],
-            })
+            result = result.model_copy(
+                update={
+                    "verdict": "skip",
+                    "execution_status": "budget_exhausted",
+                    "notes": [*result.notes, f"{missing} of {len(outcomes)} trials {BUDGET_NOTE}"],
+                }
+            )
         return result
 
     def _simulator_for(self, plan: TestPlan) -> Target | None:
@@ -248,8 +270,9 @@ class _Runner:
         return self.simulators.get(model) if model else self.judge
 
 
-async def _lazily(one: Callable[[int], Awaitable[TrialResult | None]], count: int,
-                  width: int) -> list[TrialResult | None]:
+async def _lazily(
+    one: Callable[[int], Awaitable[TrialResult | None]], count: int, width: int
+) -> list[TrialResult | None]:
     """`[await one(i) for i in range(count)]`, `width` at a time: a trial is only created when
     a worker is free, so memory does not grow with the number of trials."""
     outcomes: list[TrialResult | None] = [None] * count
@@ -274,7 +297,9 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
     status: ExecutionStatus
     if len(errored) == len(trials):
         score, verdict = None, "error"
-        status = "simulator_error" if all(t.execution_status == "simulator_error" for t in trials) else "execution_error"
+        status = (
+            "simulator_error" if all(t.execution_status == "simulator_error" for t in trials) else "execution_error"
+        )
     elif len(errored) + len(undecided) == len(trials):  # no trial decided: never a pass or a fail
         score, verdict, status = None, "error", "undecided"
     else:
@@ -291,9 +316,17 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
     notes = list(dict.fromkeys(note for t in trials for note in t.notes))
     errors = [f"trial {t.trial}: {t.error}" if n > 1 else t.error for t in trials if t.error]
     return EvaluationResult(
-        test_id=plan.id, target=target, suite=plan.suite_name, mode=plan.mode,
-        score=score, verdict=verdict, execution_status=status,
-        threshold=plan.threshold, scores=first.scores, output=first.output, trials=trials,
+        test_id=plan.id,
+        target=target,
+        suite=plan.suite_name,
+        mode=plan.mode,
+        score=score,
+        verdict=verdict,
+        execution_status=status,
+        threshold=plan.threshold,
+        scores=first.scores,
+        output=first.output,
+        trials=trials,
         pass_at_k={str(k): round(pass_at_k(n, c, k), 6) for k in range(1, n + 1)},
         pass_hat_k={str(k): round(pass_hat_k(n, c, k), 6) for k in range(1, n + 1)},
         token_usage=sum((t.token_usage for t in trials), Usage()),
@@ -302,12 +335,17 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         judge_cost_usd=round(sum(t.judge_cost_usd for t in trials), 8),
         simulator_token_usage=sum((t.simulator_token_usage for t in trials), Usage()),
         simulator_cost_usd=round(sum(t.simulator_cost_usd for t in trials), 8),
-        stop_reason=first.stop_reason, outcome=first.outcome,
+        stop_reason=first.stop_reason,
+        outcome=first.outcome,
         duration_ms=round(sum(t.duration_ms for t in trials), 3),
         error="; ".join(errors) or None,
         grader_errors=sum(t.grader_errors for t in trials),
-        notes=notes, metadata=plan.metadata,
-        budget_hit=hit, provider=first.provider, session=first.session, fallback=first.fallback,
+        notes=notes,
+        metadata=plan.metadata,
+        budget_hit=hit,
+        provider=first.provider,
+        session=first.session,
+        fallback=first.fallback,
     )
 
 
@@ -316,17 +354,30 @@ def _lone_result(
 ) -> EvaluationResult:
     """A result for a test that did not run (skipped or failed dependency, budget, internal error)."""
     return EvaluationResult(
-        test_id=plan.id, target=target.name, suite=plan.suite_name, mode=plan.mode,
-        score=score, verdict=verdict, execution_status=status,
-        threshold=plan.threshold, error=reason, metadata=plan.metadata,
+        test_id=plan.id,
+        target=target.name,
+        suite=plan.suite_name,
+        mode=plan.mode,
+        score=score,
+        verdict=verdict,
+        execution_status=status,
+        threshold=plan.threshold,
+        error=reason,
+        metadata=plan.metadata,
     )
 
 
 def _unplanned_result(job: Job, test: Test, reason: str) -> EvaluationResult:
     """A result for a test that could not even be planned (a bug; the run goes on)."""
     return EvaluationResult(
-        test_id=test.id, target=job.target.name, suite=job.suite.display_name,
-        mode="conversation" if test.is_conversation else "single", score=None, verdict="error",
-        execution_status="execution_error", threshold=job.threshold or DEFAULT_THRESHOLD, error=reason,
+        test_id=test.id,
+        target=job.target.name,
+        suite=job.suite.display_name,
+        mode="conversation" if test.is_conversation else "single",
+        score=None,
+        verdict="error",
+        execution_status="execution_error",
+        threshold=job.threshold or DEFAULT_THRESHOLD,
+        error=reason,
         metadata=test.metadata,
     )

@@ -75,10 +75,19 @@ class UserSimulator:
     session: JudgeSession = field(init=False)
 
     def __post_init__(self) -> None:
-        self.session = JudgeSession(self.model, trial=self.trial, temperature=self.config.temperature,  # type: ignore[arg-type]
-                                    purpose="simulator", seed=self.config.seed)
-        self.persona = Persona(persona=self.config.persona, objective=self.config.objective,
-                               knowledge=self.config.knowledge, stop=self.config.stop_conditions)
+        self.session = JudgeSession(
+            self.model,
+            trial=self.trial,
+            temperature=self.config.temperature,  # type: ignore[arg-type]
+            purpose="simulator",
+            seed=self.config.seed,
+        )
+        self.persona = Persona(
+            persona=self.config.persona,
+            objective=self.config.objective,
+            knowledge=self.config.knowledge,
+            stop=self.config.stop_conditions,
+        )
 
     @property
     def usage(self) -> Usage:
@@ -95,8 +104,7 @@ class UserSimulator:
             SimulatorError: the call failed, the answer did not parse after a re-ask, or the
                 message breaks the role.
         """
-        opening = not any(m.role == "assistant" for m in transcript) and not any(
-            m.role == "user" for m in transcript)
+        opening = not any(m.role == "assistant" for m in transcript) and not any(m.role == "user" for m in transcript)
         messages = user_step_messages(self.persona, transcript, opening=opening)
         try:
             answer: UserStep = await self.session.ask(messages, user_step_schema(), UserStep, name="user_step")
@@ -156,8 +164,16 @@ class SimulatedTurns:
         may_continue: asked before each simulator step; False stops with `budget_exhausted`.
     """
 
-    def __init__(self, scripted: list[TurnPlan], config: SimulatedUser, model: Target | None,
-                 assertions: list[Any], *, trial: int = 0, may_continue: Callable[[], bool] | None = None):
+    def __init__(
+        self,
+        scripted: list[TurnPlan],
+        config: SimulatedUser,
+        model: Target | None,
+        assertions: list[Any],
+        *,
+        trial: int = 0,
+        may_continue: Callable[[], bool] | None = None,
+    ):
         self.scripted = list(scripted)
         self.config = config
         self.simulator: Simulator | None = None
@@ -186,7 +202,9 @@ class SimulatedTurns:
         if self.simulated == 0 and self.config.opening:
             return self._turn(self.config.opening)
         if self.simulator is None:
-            self.error = self.error or "simulator: no model for the simulated user (set simulated_user.model or pass --judge)"
+            self.error = (
+                self.error or "simulator: no model for the simulated user (set simulated_user.model or pass --judge)"
+            )
             return self._stop("simulator_error")
         try:
             step = await self.simulator.step(convo.transcript)
@@ -199,7 +217,7 @@ class SimulatedTurns:
         return self._turn(step.message.strip())
 
     def unsent(self) -> list[TurnPlan]:
-        return self.scripted[self.sent_scripted:]
+        return self.scripted[self.sent_scripted :]
 
     def finish(self, convo: Conversation) -> None:
         """After the last turn: a target failure is the stop reason; a goodbye said while
@@ -213,9 +231,13 @@ class SimulatedTurns:
     def record(self, result: TrialResult) -> TrialResult:
         """The trial's result with the stop reason, the simulator's usage and cost, and the
         simulator's failures as `simulator_error` (never as a failed test)."""
-        update: dict[str, Any] = {"stop_reason": self.stop_reason,
-                                  "notes": [*result.notes, f"simulated user: {self.simulated} turn(s), "
-                                            f"stopped: {self.stop_reason or 'on_turn_failure'}"]}
+        update: dict[str, Any] = {
+            "stop_reason": self.stop_reason,
+            "notes": [
+                *result.notes,
+                f"simulated user: {self.simulated} turn(s), stopped: {self.stop_reason or 'on_turn_failure'}",
+            ],
+        }
         if self.simulator is not None:
             update["simulator_token_usage"] = self.simulator.usage
             update["simulator_cost_usd"] = round(self.simulator.cost_usd, 8)
@@ -226,14 +248,18 @@ class SimulatedTurns:
         if self.error is not None and not self.target_failed:
             update.update(score=None, verdict="error", execution_status="simulator_error", error=self.error)
         elif self.stop_reason == "budget_exhausted":
-            update.update(verdict="skip", execution_status="budget_exhausted",
-                          error="the run's --max-cost budget was reached during the conversation")
+            update.update(
+                verdict="skip",
+                execution_status="budget_exhausted",
+                error="the run's --max-cost budget was reached during the conversation",
+            )
         return result.model_copy(update=update)
 
     def _turn(self, text: str) -> TurnPlan:
         self.simulated += 1
-        return TurnPlan(messages=[Message(role="user", content=text, source="simulator")],
-                        assertions=list(self.assertions))
+        return TurnPlan(
+            messages=[Message(role="user", content=text, source="simulator")], assertions=list(self.assertions)
+        )
 
     def _stop(self, reason: StopReason) -> TurnPlan | None:
         """End the conversation (the first reason given is kept); always None."""

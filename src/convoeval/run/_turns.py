@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from ._conversation import Conversation
 
 #: Why the turns of a single-shot fallback have no score of their own.
-SINGLE_SHOT_NOTE = "not applicable: the target cannot resume a session, so all turns went in one prompt (fallback: single_shot)"
+SINGLE_SHOT_NOTE = (
+    "not applicable: the target cannot resume a session, so all turns went in one prompt (fallback: single_shot)"
+)
 
 
 class TurnSource(Protocol):
@@ -50,7 +52,7 @@ class ScriptedTurns:
         return self.turns[self.sent - 1]
 
     def unsent(self) -> list[TurnPlan]:
-        return self.turns[self.sent:]
+        return self.turns[self.sent :]
 
 
 class SingleShotTurns(ScriptedTurns):
@@ -64,8 +66,7 @@ class SingleShotTurns(ScriptedTurns):
         parts = [m.content for turn in turns for m in turn.messages if m.role == "user"]
         others = [m for turn in turns for m in turn.messages if m.role != "user"]
         prompt = "\n\n".join(f"Turn {i}: {text}" for i, text in enumerate(parts, start=1))
-        merged = TurnPlan(messages=[*others, Message(role="user", content=prompt, source="user")],
-                          assertions=[])
+        merged = TurnPlan(messages=[*others, Message(role="user", content=prompt, source="user")], assertions=[])
         super().__init__([merged])
         self.planned = len(turns)
 

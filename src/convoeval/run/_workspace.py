@@ -47,11 +47,16 @@ class Ran:
 async def shell(command: str, cwd: Path, timeout_s: float) -> Ran:
     """Run a shell command in `cwd`; a timeout is exit code 124 (like `timeout(1)`)."""
     process = await asyncio.create_subprocess_shell(
-        command, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        command,
+        cwd=str(cwd),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         out, _ = await asyncio.wait_for(process.communicate(), timeout_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         try:
             os.killpg(process.pid, 9)
         except ProcessLookupError:
@@ -139,9 +144,14 @@ class VerifiedTurns:
             self._checked = convo.turns_sent
             ran = await shell(self.verify.command, self.workdir, self.verify.timeout_s)
             passed = ran.code == 0
-            self.checks.append(AssertionOutcome(
-                text=f"verify after turn {convo.turns_sent}", passed=passed,
-                evidence=f"exit code {ran.code}" + (f": {ran.output.strip()[-OUTPUT_TAIL:]}" if ran.output.strip() else "")))
+            self.checks.append(
+                AssertionOutcome(
+                    text=f"verify after turn {convo.turns_sent}",
+                    passed=passed,
+                    evidence=f"exit code {ran.code}"
+                    + (f": {ran.output.strip()[-OUTPUT_TAIL:]}" if ran.output.strip() else ""),
+                )
+            )
             if passed:
                 self.verified_at = convo.turns_sent
                 convo.stop_note = f"stopped: verified at turn {convo.turns_sent}"
@@ -160,8 +170,19 @@ class VerifiedTurns:
     def entry(self) -> ScoreEntry:
         """The `verify` score: a pass when some turn verified, with one check per turn."""
         passed = self.verified_at is not None
-        grader = GraderScore(name="verify", type="verify", score=1.0 if passed else 0.0,
-                             verdict="pass" if passed else "fail", assertions=self.checks)
-        return ScoreEntry(name="verify", type="conversation", score=grader.score, verdict=grader.verdict,
-                          assertions=self.checks, graders=[grader],
-                          note=f"verified at turn {self.verified_at}" if passed else "never verified")
+        grader = GraderScore(
+            name="verify",
+            type="verify",
+            score=1.0 if passed else 0.0,
+            verdict="pass" if passed else "fail",
+            assertions=self.checks,
+        )
+        return ScoreEntry(
+            name="verify",
+            type="conversation",
+            score=grader.score,
+            verdict=grader.verdict,
+            assertions=self.checks,
+            graders=[grader],
+            note=f"verified at turn {self.verified_at}" if passed else "never verified",
+        )

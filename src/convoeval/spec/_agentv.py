@@ -18,13 +18,25 @@ from ._errors import Problem, field_path
 from ._yaml import DataPath, LineMap, load_jsonl, load_yaml
 
 #: Fields AgentV's validator knows that change nothing at run time: kept under `metadata`.
-SUITE_METADATA = frozenset({"tags", "version", "governance", "$schema", "author", "license", "requires",
-                            "note", "suite", "conversation_id"})
+SUITE_METADATA = frozenset(
+    {"tags", "version", "governance", "$schema", "author", "license", "requires", "note", "suite", "conversation_id"}
+)
 TEST_METADATA = frozenset({"tags", "conversation_id", "governance", "note", "version", "author"})
 
 #: AgentV v5 (promptfoo-style) fields that convoeval does not read.
-V5_FIELDS = frozenset({"vars", "prompts", "providers", "default_test", "evaluate_options",
-                       "options", "scenarios", "defaultTest", "derivedMetrics"})
+V5_FIELDS = frozenset(
+    {
+        "vars",
+        "prompts",
+        "providers",
+        "default_test",
+        "evaluate_options",
+        "options",
+        "scenarios",
+        "defaultTest",
+        "derivedMetrics",
+    }
+)
 
 _IDENTITY_PROMPT = re.compile(r"\s*\{\{\s*input\s*\}\}\s*")
 _ENV_REF = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -45,8 +57,12 @@ def agentv_key(path: DataPath, key: Any) -> Any:
 
 
 #: Assertion types AgentV renamed (judge -> grader); the old names still load.
-LEGACY_TYPES = {"llm_judge": "llm-grader", "llm-judge": "llm-grader", "code_judge": "code-grader",
-                "code-judge": "code-grader"}
+LEGACY_TYPES = {
+    "llm_judge": "llm-grader",
+    "llm-judge": "llm-grader",
+    "code_judge": "code-grader",
+    "code-judge": "code-grader",
+}
 
 
 def legacy_assertion(item: dict) -> dict:
@@ -65,9 +81,11 @@ def legacy_assertion(item: dict) -> dict:
 
 
 def v5_message(key: str) -> str:
-    return (f"`{key}` is AgentV v5 (promptfoo-style) syntax, which convoeval does not read; it reads "
-            "AgentV v4 eval files (and of v5 only `assert`, `metric`, and `vars: {input}` under the prompt "
-            "`{{ input }}`): see README, AgentV compatibility")
+    return (
+        f"`{key}` is AgentV v5 (promptfoo-style) syntax, which convoeval does not read; it reads "
+        "AgentV v4 eval files (and of v5 only `assert`, `metric`, and `vars: {input}` under the prompt "
+        "`{{ input }}`): see README, AgentV compatibility"
+    )
 
 
 class AgentvNormalizer:
@@ -89,8 +107,12 @@ class AgentvNormalizer:
         self._include_tests()
         _move_metadata(data, SUITE_METADATA)
         prompts = data.get("prompts")
-        if isinstance(prompts, list) and len(prompts) == 1 and isinstance(prompts[0], str) \
-                and _IDENTITY_PROMPT.fullmatch(prompts[0]):
+        if (
+            isinstance(prompts, list)
+            and len(prompts) == 1
+            and isinstance(prompts[0], str)
+            and _IDENTITY_PROMPT.fullmatch(prompts[0])
+        ):
             del data["prompts"]  # v5's identity prompt: a test's `vars.input` is the message
         if "target" in data and isinstance(data.get("target"), str):
             execution = data.setdefault("execution", {}) if data.get("execution") is not None else None
@@ -108,8 +130,12 @@ class AgentvNormalizer:
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
         variables = test.get("vars")
-        if isinstance(variables, dict) and set(variables) == {"input"} and "input" not in test \
-                and "prompts" not in self.data:  # v5: `vars: {input: ...}` under the identity prompt
+        if (
+            isinstance(variables, dict)
+            and set(variables) == {"input"}
+            and "input" not in test
+            and "prompts" not in self.data
+        ):  # v5: `vars: {input: ...}` under the identity prompt
             test["input"] = test.pop("vars")["input"]
             self.lines.add((*path, "input"), *self.lines.locate((*path, "vars", "input")))
         if "reference_answer" in test and "expected_output" not in test:  # AgentV's older name
@@ -118,8 +144,11 @@ class AgentvNormalizer:
         assertions = test.get("assertions")
         for k, item in enumerate(assertions if isinstance(assertions, list) else []):
             if isinstance(item, dict) and isinstance(item.get("prompt"), dict):
-                self.add((*path, "assertions", k, "prompt"), "executable prompt templates (`prompt: {command: ...}`) "
-                         "are not supported; give the prompt text or `file://PATH`")
+                self.add(
+                    (*path, "assertions", k, "prompt"),
+                    "executable prompt templates (`prompt: {command: ...}`) "
+                    "are not supported; give the prompt text or `file://PATH`",
+                )
                 item.pop("prompt")
         files = test.pop("input_files", None)
         if files is not None:
@@ -251,8 +280,11 @@ def substitute_env(value: Any, path: DataPath, lines: LineMap, problems: list[Pr
             name = match.group(1)
             found = os.environ.get(name)
             if found is None:
-                problems.append(lines.problem(path, field_path(path),
-                                              f"environment variable {name} is not set (used as ${{{{ {name} }}}})"))
+                problems.append(
+                    lines.problem(
+                        path, field_path(path), f"environment variable {name} is not set (used as ${{{{ {name} }}}})"
+                    )
+                )
                 return ""
             return found
 

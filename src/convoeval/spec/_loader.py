@@ -157,7 +157,8 @@ class _Checker:
         self.data["assertions"] = self.parse_assertions(self.data.get("assertions"), ("assertions",), None)
         if "turn_assertions" in self.data:
             self.data["turn_assertions"] = self.parse_assertions(
-                self.data.get("turn_assertions"), ("turn_assertions",), "turn")
+                self.data.get("turn_assertions"), ("turn_assertions",), "turn"
+            )
         ids: dict[str, int] = {}
         for i, test in enumerate(tests):
             if isinstance(test, dict):
@@ -185,8 +186,9 @@ class _Checker:
         if isinstance(config, dict) and isinstance(config.get("type"), str):
             known = registry.names("simulator")
             if known and config["type"] not in known:
-                self.add((*path, simulated[0], "type"),
-                         f"unknown simulator {config['type']!r} (known: {', '.join(known)})")
+                self.add(
+                    (*path, simulated[0], "type"), f"unknown simulator {config['type']!r} (known: {', '.join(known)})"
+                )
         turns = test.get("turns")
         for key in ("success", "failure"):
             items = test.get(key)
@@ -199,29 +201,37 @@ class _Checker:
         if turns is not None and not conversation:
             self.add((*path, "turns"), "`turns` needs `mode: conversation`")
         if conversation and test.get("expected_output") is not None:
-            self.add((*path, "expected_output"),
-                     "not allowed at test level in conversation mode; give each turn its own expected_output")
+            self.add(
+                (*path, "expected_output"),
+                "not allowed at test level in conversation mode; give each turn its own expected_output",
+            )
         for key in ("aggregation", "on_turn_failure", "window_size"):
             if key in test and not conversation:
                 self.add((*path, key), f"`{key}` needs `mode: conversation`")
-        if not conversation and turns is None and test.get("input") is None and not suite_input \
-                and "vars" not in test:
+        if not conversation and turns is None and test.get("input") is None and not suite_input and "vars" not in test:
             self.add((*path, "input"), "required field is missing: a single-turn test needs `input`")
         execution = test.get("execution")
         if isinstance(execution, dict):
-            for key, flag in (("target", "--target"), ("targets", "--target"), ("judge", "--judge"),
-                              ("workers", "--concurrency")):
+            for key, flag in (
+                ("target", "--target"),
+                ("targets", "--target"),
+                ("judge", "--judge"),
+                ("workers", "--concurrency"),
+            ):
                 if key in execution:
-                    self.add((*path, "execution", key),
-                             f"`{key}` is a suite-level setting (suite `execution.{key}` or {flag}); "
-                             "a test's execution takes threshold and trials")
+                    self.add(
+                        (*path, "execution", key),
+                        f"`{key}` is a suite-level setting (suite `execution.{key}` or {flag}); "
+                        "a test's execution takes threshold and trials",
+                    )
         level = "conversation" if conversation else "turn"
         captured = _captured_names(turns)
         self.known = GRADER_VARIABLES | {name for names in captured for name in names}
         test["assertions"] = self.parse_assertions(test.get("assertions"), (*path, "assertions"), level)
         if "turn_assertions" in test:
             test["turn_assertions"] = self.parse_assertions(
-                test.get("turn_assertions"), (*path, "turn_assertions"), "turn")
+                test.get("turn_assertions"), (*path, "turn_assertions"), "turn"
+            )
         if isinstance(turns, list):
             for j, turn in enumerate(turns):
                 if not isinstance(turn, dict):
@@ -260,7 +270,9 @@ class _Checker:
         recorded = test["transcript"]
         for key in ("turns", "input"):
             if key in test:
-                self.add((*path, key), f"`{key}` cannot be combined with `transcript` (the transcript is the conversation)")
+                self.add(
+                    (*path, key), f"`{key}` cannot be combined with `transcript` (the transcript is the conversation)"
+                )
         if simulated:
             self.add((*path, "transcript"), "a test with `transcript` cannot also have a simulated user")
         if not isinstance(recorded, list):
@@ -280,7 +292,11 @@ class _Checker:
                 continue
             own = test.get("id")
             for k, dep in enumerate(deps):
-                where = ("tests", i, "depends_on") if isinstance(test.get("depends_on"), str) else ("tests", i, "depends_on", k)
+                where = (
+                    ("tests", i, "depends_on")
+                    if isinstance(test.get("depends_on"), str)
+                    else ("tests", i, "depends_on", k)
+                )
                 if not isinstance(dep, str):
                     continue
                 if dep == own:
@@ -296,13 +312,17 @@ class _Checker:
     def check_suite_assertion_levels(self, tests: list) -> None:
         modes = {
             t.get("mode") == "conversation" or "transcript" in t or any(k in t for k in SIMULATED_USER_KEYS)
-            for t in tests if isinstance(t, dict)
+            for t in tests
+            if isinstance(t, dict)
         }
         for k, assertion in enumerate(self.data.get("assertions") or []):
             for conversation in modes:
                 level = "conversation" if conversation else "turn"
                 if level not in assertion.levels:
-                    self.add(("assertions", k), f"{assertion.type!r} cannot grade a {'conversation' if conversation else 'single-turn'} test, and suite assertions apply to every test")
+                    self.add(
+                        ("assertions", k),
+                        f"{assertion.type!r} cannot grade a {'conversation' if conversation else 'single-turn'} test, and suite assertions apply to every test",
+                    )
 
     # -- assertions ---------------------------------------------------------------------
     def parse_assertions(self, items: Any, path: DataPath, level: str | None) -> Any:
@@ -339,7 +359,9 @@ class _Checker:
             return None
         canonical = canonical_type_name(type_name)
         if canonical is None:
-            self.add((*path, "type"), f"unknown assertion type {type_name!r}{_suggest(type_name, assertion_type_names())}")
+            self.add(
+                (*path, "type"), f"unknown assertion type {type_name!r}{_suggest(type_name, assertion_type_names())}"
+            )
             return None
         cls = lookup_assertion_type(canonical)
         assert cls is not None
@@ -360,9 +382,15 @@ class _Checker:
         if looks_like_path is not None and looks_like_path(self.base_dir):
             where = self.lines.problem((*path, "prompt"), field_path((*path, "prompt")), "")
             prompt = getattr(assertion, "prompt", "")
-            log.warning("warning: %s:%d: %s: %r names a file but is sent as inline criteria text "
-                        "(as AgentV >= 4.6 does); write `file://%s` to use the file's content",
-                        where.file, where.line, where.field, prompt, prompt)
+            log.warning(
+                "warning: %s:%d: %s: %r names a file but is sent as inline criteria text "
+                "(as AgentV >= 4.6 does); write `file://%s` to use the file's content",
+                where.file,
+                where.line,
+                where.field,
+                prompt,
+                prompt,
+            )
         return assertion
 
     # -- pydantic models ----------------------------------------------------------------
@@ -373,8 +401,7 @@ class _Checker:
             self.add_validation_errors(exc, self.data, (), Suite)
             return None
 
-    def add_validation_errors(self, exc: ValidationError, data: Any, prefix: DataPath,
-                              model: type[BaseModel]) -> None:
+    def add_validation_errors(self, exc: ValidationError, data: Any, prefix: DataPath, model: type[BaseModel]) -> None:
         found: list[tuple[DataPath, str, str, DataPath | None]] = []
         for error in exc.errors(include_url=False):
             path, union_at = _data_path(error["loc"], data)
@@ -395,9 +422,19 @@ class _Checker:
 
 
 _TYPE_MISMATCH = {
-    "string_type", "list_type", "dict_type", "int_type", "int_parsing", "float_type",
-    "float_parsing", "bool_type", "bool_parsing", "model_type", "model_attributes_type",
-    "literal_error", "int_from_float",
+    "string_type",
+    "list_type",
+    "dict_type",
+    "int_type",
+    "int_parsing",
+    "float_type",
+    "float_parsing",
+    "bool_type",
+    "bool_parsing",
+    "model_type",
+    "model_attributes_type",
+    "literal_error",
+    "int_from_float",
 }
 
 
@@ -469,8 +506,9 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> set[str]:
     for part in loc:
         if isinstance(part, int):
             continue
-        inner = [sub for m in candidates if part in m.model_fields
-                 for sub in _models_in(m.model_fields[part].annotation)]
+        inner = [
+            sub for m in candidates if part in m.model_fields for sub in _models_in(m.model_fields[part].annotation)
+        ]
         if inner:
             candidates = inner
         else:  # a union tag (`TrialsConfig`) or a dict key
@@ -507,8 +545,7 @@ def _is_blank(value: Any) -> bool:
         return not value.strip()
     if isinstance(value, list):
         return not value or all(
-            isinstance(m, dict) and isinstance(m.get("content"), str) and not m["content"].strip()
-            for m in value
+            isinstance(m, dict) and isinstance(m.get("content"), str) and not m["content"].strip() for m in value
         )
     return False
 
@@ -523,7 +560,7 @@ def _find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
         stack.append(node)
         for dep in graph.get(node, []):
             if state.get(dep) == 1:
-                return [*stack[stack.index(dep):], dep]
+                return [*stack[stack.index(dep) :], dep]
             if dep not in state:
                 found = visit(dep)
                 if found:

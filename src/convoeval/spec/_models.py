@@ -5,7 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, SerializeAsAny, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializeAsAny,
+    field_validator,
+    model_validator,
+)
 
 from ..graders import Assertion
 from ..judging import Policy
@@ -189,12 +198,14 @@ class SimulatedUser(Strict):
     persona: str = Field("an ordinary user of this service", min_length=1, description="Who the user is.")
     objective: str = Field(min_length=1, description="What the user wants from the conversation.")
     knowledge: str | list[Any] | dict[str, Any] | None = Field(
-        None, description="Facts the user gives only when asked (a mapping's keys name what is asked for).")
+        None, description="Facts the user gives only when asked (a mapping's keys name what is asked for)."
+    )
     opening: str | None = Field(None, description="The first simulated message, verbatim (default: generated).")
     max_turns: int = Field(ge=1, le=100, description="Most user turns the simulator may take (required).")
     stop: str | list[str] = Field(default_factory=list, description="More stop conditions, in plain words.")
-    model: str | None = Field(None, description="The simulator's model (`provider:model` or a target name; "
-                                                "default: the judge).")
+    model: str | None = Field(
+        None, description="The simulator's model (`provider:model` or a target name; default: the judge)."
+    )
     temperature: float | None = Field(None, ge=0, le=2)
     seed: int | None = None
     check_fidelity: bool = Field(False, description="Also run the simulator-fidelity check after the conversation.")
@@ -228,12 +239,15 @@ class Test(Strict):
     failure: list[str] = Field(default_factory=list, description="Scenario criteria that mean the test failed.")
     turn_assertions: AssertionList = Field(default_factory=list, description="Applied to every agent turn.")
     transcript: list[TranscriptMessage] | None = Field(
-        None, description="A recorded conversation, graded without calling a target.")
+        None, description="A recorded conversation, graded without calling a target."
+    )
     workspace: Workspace | None = Field(None, description="A working directory kept across the turns of a trial.")
     verify: Verify | None = Field(None, description="A command run after each turn; exit 0 stops early with success.")
     budget: Budget | None = Field(None, description="Tool-call, time, token and cost limits per turn / conversation.")
-    hints: list[str] = Field(default_factory=list, description="Hint k is sent (source: hint) before turn k+2 "
-                             "when verify failed after turn k+1.")
+    hints: list[str] = Field(
+        default_factory=list,
+        description="Hint k is sent (source: hint) before turn k+2 when verify failed after turn k+1.",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("depends_on", mode="before")

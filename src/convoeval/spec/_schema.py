@@ -28,7 +28,9 @@ def suite_json_schema() -> dict[str, Any]:
     }
     tests = schema.get("properties", {}).get("tests")
     if tests is not None:  # `tests: cases.yaml` / `cases.jsonl` names a file of tests
-        schema["properties"]["tests"] = {"anyOf": [tests, {"type": "string", "description": "A YAML or JSONL file of tests."}]}
+        schema["properties"]["tests"] = {
+            "anyOf": [tests, {"type": "string", "description": "A YAML or JSONL file of tests."}]
+        }
     schema["title"] = "convoeval eval file"
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema

@@ -67,8 +67,9 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
             problems.append(lines.problem((*where, "name"), field_path((*where, "name")), "required: a target name"))
             continue
         if name in configs or any(a[0] == name for a in aliases):
-            problems.append(lines.problem((*where, "name"), field_path((*where, "name")),
-                                          f"duplicate target name {name!r}"))
+            problems.append(
+                lines.problem((*where, "name"), field_path((*where, "name")), f"duplicate target name {name!r}")
+            )
             continue
         if "use_target" in entry:
             aliases.append((name, entry.get("use_target"), where, unset))
@@ -83,15 +84,24 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
     return configs
 
 
-def _entry_config(entry: dict, where: DataPath, lines: LineMap, problems: list[Problem],
-                  unset: list[Problem]) -> TargetConfig | None:
+def _entry_config(
+    entry: dict, where: DataPath, lines: LineMap, problems: list[Problem], unset: list[Problem]
+) -> TargetConfig | None:
     provider = entry.get("provider")
     if unset:
         return _unusable(entry, unset)
     if isinstance(provider, str) and provider not in provider_names():
         at = (*where, "provider")
-        return _unusable(entry, [lines.problem(at, field_path(at), f"provider {provider!r} is not implemented by "
-                                               f"convoeval (known: {', '.join(provider_names())})")])
+        return _unusable(
+            entry,
+            [
+                lines.problem(
+                    at,
+                    field_path(at),
+                    f"provider {provider!r} is not implemented by convoeval (known: {', '.join(provider_names())})",
+                )
+            ],
+        )
     entry = dict(entry)
     if provider in _BASE_URL_ENDPOINT and "endpoint" in entry:
         endpoint = entry.pop("endpoint")
@@ -118,8 +128,12 @@ def _unusable(entry: dict, reasons: list[Problem]) -> TargetConfig:
     return config
 
 
-def _resolve_aliases(aliases: list[tuple[str, Any, DataPath, list[Problem]]], configs: dict[str, TargetConfig],
-                     lines: LineMap, problems: list[Problem]) -> None:
+def _resolve_aliases(
+    aliases: list[tuple[str, Any, DataPath, list[Problem]]],
+    configs: dict[str, TargetConfig],
+    lines: LineMap,
+    problems: list[Problem],
+) -> None:
     """`{name: grader, use_target: default}`: another name for a target (chains allowed)."""
     pending = list(aliases)
     while pending:
@@ -140,8 +154,9 @@ def _resolve_aliases(aliases: list[tuple[str, Any, DataPath, list[Problem]]], co
         pending = left
 
 
-def _add_errors(exc: ValidationError, where: DataPath, lines: LineMap, problems: list[Problem],
-                model: Any = None) -> None:
+def _add_errors(
+    exc: ValidationError, where: DataPath, lines: LineMap, problems: list[Problem], model: Any = None
+) -> None:
     for error in exc.errors(include_url=False):
         loc = (*where, *error["loc"])
         if error["type"] == "missing":

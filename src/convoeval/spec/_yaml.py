@@ -16,8 +16,12 @@ DataPath = tuple[Any, ...]
 MAX_NODES = 1_000_000
 #: Deepest nesting of mappings and lists accepted (checked before the recursive parser runs).
 MAX_DEPTH = 64
-_OPEN = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken, yaml.FlowMappingStartToken,
-         yaml.FlowSequenceStartToken)
+_OPEN = (
+    yaml.BlockMappingStartToken,
+    yaml.BlockSequenceStartToken,
+    yaml.FlowMappingStartToken,
+    yaml.FlowSequenceStartToken,
+)
 _CLOSE = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: ~6x faster
 
@@ -34,9 +38,11 @@ _CORE12 = [
     ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
     ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
     ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
-    ("tag:yaml.org,2002:float",
-     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-     "-+0123456789."),
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
     ("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"),
 ]
 for _tag, _pattern, _first in _CORE12:
@@ -75,7 +81,7 @@ class LineMap:
             if len(path) > n and path[:n] == prefix and isinstance(path[n], int):
                 if path[n] not in moves:
                     continue
-                path = (*prefix, moves[path[n]], *path[n + 1:])
+                path = (*prefix, moves[path[n]], *path[n + 1 :])
             lines[path] = where
         self._lines = lines
 
@@ -84,7 +90,7 @@ class LineMap:
         n = len(prefix)
         for path, where in other._lines.items():
             if len(path) > n and path[:n] == prefix and isinstance(path[n], int):
-                self._lines.setdefault((*prefix, path[n] + offset, *path[n + 1:]), where)
+                self._lines.setdefault((*prefix, path[n] + offset, *path[n + 1 :]), where)
 
     def locate(self, path: DataPath) -> tuple[str, int]:
         """The file and line of `path`, or of its closest recorded ancestor."""
@@ -110,9 +116,7 @@ def read_text(path: Path, problems: list[Problem]) -> str | None:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        problems.append(
-            Problem(str(path), line, "(file)", f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})")
-        )
+        problems.append(Problem(str(path), line, "(file)", f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})"))
         return None
 
 
@@ -124,7 +128,10 @@ def _same_key(path: DataPath, key: Any) -> Any:
 
 
 def load_yaml(
-    path: Path, lines: LineMap, problems: list[Problem], prefix: DataPath = (),
+    path: Path,
+    lines: LineMap,
+    problems: list[Problem],
+    prefix: DataPath = (),
     rename: Rename = _same_key,
 ) -> Any:
     """Parse a YAML file; record each value's line under `prefix`; None when it cannot.
@@ -198,8 +205,9 @@ class _Builder:
             raise yaml.YAMLError(f"more than {MAX_NODES} values (an alias bomb?)")
         if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
             if id(node) in self.open_nodes:
-                self.problems.append(Problem(self.file, node.start_mark.line + 1, field_path(path),
-                                             "recursive YAML alias"))
+                self.problems.append(
+                    Problem(self.file, node.start_mark.line + 1, field_path(path), "recursive YAML alias")
+                )
                 return None
             self.open_nodes.add(id(node))
             try:
@@ -209,8 +217,14 @@ class _Builder:
         try:
             return self.constructor.construct_object(node, deep=True)
         except ValueError as exc:  # e.g. `when: !!timestamp 2024-13-45`
-            self.problems.append(Problem(self.file, node.start_mark.line + 1, field_path(path),
-                                         f"invalid value {node.value!r}: {exc} (quote it to keep it as text)"))
+            self.problems.append(
+                Problem(
+                    self.file,
+                    node.start_mark.line + 1,
+                    field_path(path),
+                    f"invalid value {node.value!r}: {exc} (quote it to keep it as text)",
+                )
+            )
             return None
 
     def _build_collection(self, node: yaml.Node, path: DataPath) -> Any:
@@ -231,8 +245,9 @@ class _Builder:
                 if id(key_node) in own:  # overriding a merged value is legal; twice in one mapping is not
                     if key in written:
                         self.problems.append(
-                            Problem(self.file, key_node.start_mark.line + 1, field_path(key_path),
-                                    f"duplicate key {key!r}")
+                            Problem(
+                                self.file, key_node.start_mark.line + 1, field_path(key_path), f"duplicate key {key!r}"
+                            )
                         )
                     written.add(key)
                     if key in out:
@@ -244,7 +259,10 @@ class _Builder:
 
 
 def load_jsonl(
-    path: Path, lines: LineMap, problems: list[Problem], prefix: DataPath = (),
+    path: Path,
+    lines: LineMap,
+    problems: list[Problem],
+    prefix: DataPath = (),
     rename: Rename = _same_key,
 ) -> list[Any] | None:
     """Parse a JSONL file (one JSON value a line, blank lines ignored) into a list."""

@@ -78,6 +78,4 @@ def cohen_kappa(
     w_col = rows @ w  # wbar_.j
     spread = w - (w_row[:, None] + w_col[None, :]) * (1 - kappa)
     variance = ((p * spread**2).sum() - (kappa - pe * (1 - kappa)) ** 2) / (n * (1 - pe) ** 2)
-    return asymptotic(
-        kappa, np.sqrt(max(variance, 0.0)), n_items=n, confidence=confidence, pa=po, pe=pe
-    )
+    return asymptotic(kappa, np.sqrt(max(variance, 0.0)), n_items=n, confidence=confidence, pa=po, pe=pe)

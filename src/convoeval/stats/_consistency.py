@@ -26,9 +26,7 @@ class Consistency:
     missing: int = 0
 
 
-def judge_consistency(
-    scores: Mapping[str, Sequence[float | None]], *, ddof: int = 1
-) -> dict[str, Consistency]:
+def judge_consistency(scores: Mapping[str, Sequence[float | None]], *, ddof: int = 1) -> dict[str, Consistency]:
     """Mean and standard deviation of each grader's repeated runs on the same input.
 
     Args:
@@ -48,9 +46,7 @@ def judge_consistency(
             if is_missing(score):
                 continue
             if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise AgreementInputError(
-                    f"{grader}: run {run}: score must be a number, got {score!r}"
-                )
+                raise AgreementInputError(f"{grader}: run {run}: score must be a number, got {score!r}")
             values.append(float(score))
         if not values:
             raise AgreementInputError(f"{grader}: no scores among {len(runs)} runs")
@@ -59,7 +55,5 @@ def judge_consistency(
         if len(values) > ddof:
             squares = math.fsum((v - mean) ** 2 for v in values)
             std = math.sqrt(squares / (len(values) - ddof))
-        report[grader] = Consistency(
-            mean=mean, std=std, n=len(values), missing=len(runs) - len(values)
-        )
+        report[grader] = Consistency(mean=mean, std=std, n=len(values), missing=len(runs) - len(values))
     return report

@@ -57,8 +57,14 @@ def resampled_kendall(a: np.ndarray, b: np.ndarray, indices: np.ndarray) -> np.n
 
 
 def _rank_correlation(
-    matrix: Matrix, categories: Sequence[Category], name: str, value_of, resampled,
-    bootstrap: int, seed: int, confidence: float,
+    matrix: Matrix,
+    categories: Sequence[Category],
+    name: str,
+    value_of,
+    resampled,
+    bootstrap: int,
+    seed: int,
+    confidence: float,
 ) -> Estimate:
     a, b = two_raters(prepare(matrix, categories), name)
     value = _scipy_value(value_of, a, b)
@@ -94,8 +100,16 @@ def spearman(
         >>> round(spearman([[1, 1], [2, 3], [3, 2], [4, 4]], [1, 2, 3, 4], bootstrap=0).value, 4)
         0.8
     """
-    return _rank_correlation(matrix, categories, "Spearman's rho", lambda x, y: scipy_stats().spearmanr(x, y),
-                             resampled_spearman, bootstrap, seed, confidence)
+    return _rank_correlation(
+        matrix,
+        categories,
+        "Spearman's rho",
+        lambda x, y: scipy_stats().spearmanr(x, y),
+        resampled_spearman,
+        bootstrap,
+        seed,
+        confidence,
+    )
 
 
 def kendall(
@@ -118,5 +132,13 @@ def kendall(
         >>> round(kendall([[1, 1], [2, 3], [3, 2], [4, 4]], [1, 2, 3, 4], bootstrap=0).value, 4)
         0.6667
     """
-    return _rank_correlation(matrix, categories, "Kendall's tau", lambda x, y: scipy_stats().kendalltau(x, y),
-                             resampled_kendall, bootstrap, seed, confidence)
+    return _rank_correlation(
+        matrix,
+        categories,
+        "Kendall's tau",
+        lambda x, y: scipy_stats().kendalltau(x, y),
+        resampled_kendall,
+        bootstrap,
+        seed,
+        confidence,
+    )

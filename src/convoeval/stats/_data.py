@@ -63,8 +63,7 @@ class Ratings:
         """The declared categories as floats; raises when a category is not a number."""
         if not all(_is_number(c) for c in self.categories):
             raise AgreementInputError(
-                "interval statistics need numeric categories, got "
-                + ", ".join(repr(c) for c in self.categories)
+                "interval statistics need numeric categories, got " + ", ".join(repr(c) for c in self.categories)
             )
         return np.array([float(c) for c in self.categories])
 
@@ -119,9 +118,7 @@ def prepare(matrix: Matrix, categories: Sequence[Category]) -> Ratings:
     codes = np.full((len(rows), n_raters), -1, dtype=int)
     for i, row in enumerate(rows):
         if len(row) != n_raters:
-            raise AgreementInputError(
-                f"item {i + 1} has {len(row)} ratings, expected {n_raters} (one per rater)"
-            )
+            raise AgreementInputError(f"item {i + 1} has {len(row)} ratings, expected {n_raters} (one per rater)")
         for j, value in enumerate(row):
             if is_missing(value):
                 continue
@@ -129,8 +126,7 @@ def prepare(matrix: Matrix, categories: Sequence[Category]) -> Ratings:
             if code is None:
                 shown = ", ".join(str(c) for c in declared)
                 raise AgreementInputError(
-                    f"item {i + 1}, rater {j + 1}: {value!r} is not one of the declared "
-                    f"categories ({shown})"
+                    f"item {i + 1}, rater {j + 1}: {value!r} is not one of the declared categories ({shown})"
                 )
             codes[i, j] = code
     codes = codes[(codes >= 0).any(axis=1)]
@@ -142,9 +138,7 @@ def prepare(matrix: Matrix, categories: Sequence[Category]) -> Ratings:
 def two_raters(ratings: Ratings, statistic: str) -> tuple[np.ndarray, np.ndarray]:
     """The codes of the items both raters rated, for two-rater statistics."""
     if ratings.n_raters != 2:
-        raise AgreementInputError(
-            f"{statistic} compares exactly two raters, got {ratings.n_raters}"
-        )
+        raise AgreementInputError(f"{statistic} compares exactly two raters, got {ratings.n_raters}")
     both = (ratings.codes >= 0).all(axis=1)
     if both.sum() < 2:
         raise AgreementInputError(f"{statistic} needs at least two items rated by both raters")

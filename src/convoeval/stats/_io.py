@@ -127,8 +127,7 @@ def read_ratings_csv(
     unknown = [name for name in chosen if name not in available]
     if unknown:
         raise RatingsFileError(
-            f"{path}:1: no rater column {', '.join(map(repr, unknown))}; "
-            f"the rater columns are {', '.join(available)}"
+            f"{path}:1: no rater column {', '.join(map(repr, unknown))}; the rater columns are {', '.join(available)}"
         )
     if len(chosen) < 2 or len(set(chosen)) != len(chosen):
         raise RatingsFileError(f"{path}:1: pick two or more different rater columns, got {chosen}")
@@ -142,9 +141,7 @@ def read_ratings_csv(
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) != len(header):
-                raise RatingsFileError(
-                    f"{path}:{line}: {len(row)} fields, expected {len(header)} like the header"
-                )
+                raise RatingsFileError(f"{path}:{line}: {len(row)} fields, expected {len(header)} like the header")
             values: list[Category | None] = []
             for name, position in zip(chosen, positions, strict=True):
                 cell = row[position].strip()
@@ -154,8 +151,7 @@ def read_ratings_csv(
                 category = _cell_to_category(cell, declared)
                 if category is None:
                     raise RatingsFileError(
-                        f"{path}:{line}: column {name}: {cell!r} is not one of the "
-                        f"categories {shown}"
+                        f"{path}:{line}: column {name}: {cell!r} is not one of the categories {shown}"
                     )
                 values.append(category)
             items.append(row[id_column].strip() if id_column is not None else str(line))

@@ -31,9 +31,7 @@ from ._estimate import Estimate, asymptotic, undefined
 _CONFIDENCE = 0.95
 
 
-def _coefficient(
-    ratings: Ratings, pe: float, pe_items: np.ndarray, confidence: float, name: str
-) -> Estimate:
+def _coefficient(ratings: Ratings, pe: float, pe_items: np.ndarray, confidence: float, name: str) -> Estimate:
     counts = ratings.counts()
     r = counts.sum(axis=1)
     n = len(r)
@@ -53,9 +51,7 @@ def _coefficient(
     coef_items = (n / n_paired) * (pa_items - pe * paired) / (1 - pe)
     coef_items = coef_items - 2 * (1 - value) * (pe_items - pe) / (1 - pe)
     variance = float(((coef_items - value) ** 2).sum() / (n * (n - 1)))
-    return asymptotic(
-        value, np.sqrt(variance), n_items=n, confidence=confidence, df=n - 1, pa=pa, pe=pe
-    )
+    return asymptotic(value, np.sqrt(variance), n_items=n, confidence=confidence, df=n - 1, pa=pa, pe=pe)
 
 
 def _category_shares(ratings: Ratings) -> tuple[np.ndarray, np.ndarray]:
@@ -65,9 +61,7 @@ def _category_shares(ratings: Ratings) -> tuple[np.ndarray, np.ndarray]:
     return shares, shares.mean(axis=0)
 
 
-def percent_agreement(
-    matrix: Matrix, categories: Sequence[Category], *, confidence: float = _CONFIDENCE
-) -> Estimate:
+def percent_agreement(matrix: Matrix, categories: Sequence[Category], *, confidence: float = _CONFIDENCE) -> Estimate:
     """Share of agreeing rater pairs, averaged over items (no chance correction). Its interval
     is Gwet's asymptotic one clipped to [0, 1], the range of a share.
 
@@ -87,9 +81,7 @@ def percent_agreement(
     return replace(estimate, ci_low=max(0.0, estimate.ci_low), ci_high=min(1.0, estimate.ci_high))
 
 
-def randolph_kappa(
-    matrix: Matrix, categories: Sequence[Category], *, confidence: float = _CONFIDENCE
-) -> Estimate:
+def randolph_kappa(matrix: Matrix, categories: Sequence[Category], *, confidence: float = _CONFIDENCE) -> Estimate:
     """Randolph's free-marginal multirater kappa: chance agreement 1/q.
 
     q is the number of declared categories, used or not.
@@ -103,9 +95,7 @@ def randolph_kappa(
     return _coefficient(ratings, pe, np.full(ratings.n_items, pe), confidence, "Randolph's kappa")
 
 
-def gwet_ac1(
-    matrix: Matrix, categories: Sequence[Category], *, confidence: float = _CONFIDENCE
-) -> Estimate:
+def gwet_ac1(matrix: Matrix, categories: Sequence[Category], *, confidence: float = _CONFIDENCE) -> Estimate:
     """Gwet's AC1: chance agreement sum_k pi_k (1 - pi_k) / (q - 1).
 
     Example:
@@ -120,9 +110,7 @@ def gwet_ac1(
     return _coefficient(ratings, pe, pe_items, confidence, "Gwet's AC1")
 
 
-def fleiss_kappa(
-    matrix: Matrix, categories: Sequence[Category], *, confidence: float = _CONFIDENCE
-) -> Estimate:
+def fleiss_kappa(matrix: Matrix, categories: Sequence[Category], *, confidence: float = _CONFIDENCE) -> Estimate:
     """Fleiss' kappa (generalised to missing ratings as in Gwet 2014): pe = sum_k pi_k^2.
 
     Example:

@@ -56,9 +56,7 @@ def agreement_estimates(
         )
     if two and ordered:
         for name, correlation in (("spearman", spearman), ("kendall", kendall)):
-            report[name] = correlation(
-                matrix, categories, bootstrap=bootstrap, seed=seed, confidence=confidence
-            )
+            report[name] = correlation(matrix, categories, bootstrap=bootstrap, seed=seed, confidence=confidence)
     return report
 
 
@@ -100,7 +98,5 @@ def agreement_report(
         >>> report["percent_agreement"]["value"]
         0.5
     """
-    estimates = agreement_estimates(
-        matrix, categories, level, bootstrap=bootstrap, seed=seed, confidence=confidence
-    )
+    estimates = agreement_estimates(matrix, categories, level, bootstrap=bootstrap, seed=seed, confidence=confidence)
     return {name: estimate.to_dict() for name, estimate in estimates.items()}

@@ -90,12 +90,15 @@ def judge_scores(results: Iterable[EvaluationResult]) -> dict[ItemKey, JudgeScor
                 if grader.dimensions and grader.score is not None:
                     for key, value in grader.dimensions.items():
                         items[(*base, f"{name}/{key}")] = JudgeScore(
-                            score=value.score, likert=value.likert if isinstance(value.likert, int) else None,
-                            verdict=grader.verdict, judged=True,
+                            score=value.score,
+                            likert=value.likert if isinstance(value.likert, int) else None,
+                            verdict=grader.verdict,
+                            judged=True,
                         )
                     continue
-                items[(*base, name)] = JudgeScore(score=grader.score, likert=None, verdict=grader.verdict,
-                                                  judged=judged)
+                items[(*base, name)] = JudgeScore(
+                    score=grader.score, likert=None, verdict=grader.verdict, judged=judged
+                )
     return items
 
 
@@ -115,7 +118,8 @@ def check_run_categories(categories: Sequence[Category]) -> tuple[Category, ...]
     if not all(_numeric(c) for c in declared):
         raise AgreementInputError(
             "for judge scores declare numeric categories (e.g. 1-5, 0-10) or pass,fail; got "
-            + ", ".join(map(str, declared)))
+            + ", ".join(map(str, declared))
+        )
     if list(declared) != sorted(declared, key=float):
         raise AgreementInputError("declare the categories from low to high (they bin 0-1 scores)")
     return declared
@@ -217,9 +221,9 @@ def runs_agreement(
     if len(both) < 2:
         raise AgreementInputError(
             f"the runs share {len(both)} scored judge item(s); agreement needs at least two "
-            "(same tests and targets, judged by both)")
-    estimates = agreement_estimates(matrix, declared, level, bootstrap=bootstrap, seed=seed,
-                                    confidence=confidence)
+            "(same tests and targets, judged by both)"
+        )
+    estimates = agreement_estimates(matrix, declared, level, bootstrap=bootstrap, seed=seed, confidence=confidence)
     raw = [[a[k].score, b[k].score] for k in both]
     values = sorted({v for row in raw for v in row})  # type: ignore[type-var]
     if len(values) < 2:
@@ -229,9 +233,16 @@ def runs_agreement(
     graders: dict[str, int] = {}
     for key in both:
         graders[_grader_of(key)] = graders.get(_grader_of(key), 0) + 1
-    return RunsAgreement(items=len(both), only_a=only_a, only_b=only_b,
-                         categories=declared, level=level, estimates=estimates, spearman_scores=rho,
-                         graders=graders)
+    return RunsAgreement(
+        items=len(both),
+        only_a=only_a,
+        only_b=only_b,
+        categories=declared,
+        level=level,
+        estimates=estimates,
+        spearman_scores=rho,
+        graders=graders,
+    )
 
 
 @dataclass(frozen=True)
@@ -256,8 +267,15 @@ class GraderConsistency:
     missing: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"grader": self.grader, "items": self.items, "mean": self.mean, "mean_std": self.mean_std,
-                "max_std": self.max_std, "identical": self.identical, "missing": self.missing}
+        return {
+            "grader": self.grader,
+            "items": self.items,
+            "mean": self.mean,
+            "mean_std": self.mean_std,
+            "max_std": self.max_std,
+            "identical": self.identical,
+            "missing": self.missing,
+        }
 
 
 @dataclass
@@ -318,5 +336,6 @@ def runs_consistency(runs: Sequence[Iterable[EvaluationResult]], *, ddof: int = 
     for key, consistency in items.items():
         by_grader.setdefault(_grader_of(key), []).append(consistency)
     graders = {name: _summarise(name, found) for name, found in by_grader.items()}
-    return RunsConsistency(runs=len(runs), graders=graders, items=items,
-                           overall=_summarise("(all)", list(items.values())))
+    return RunsConsistency(
+        runs=len(runs), graders=graders, items=items, overall=_summarise("(all)", list(items.values()))
+    )

@@ -15,11 +15,10 @@ from ._base import (
     provider_names,
     session_mode,
 )
-from ._recorded import RecordedReplies
 from ._http import RetryPolicy, parse_retry_after, post_json, redact
 from ._limits import ProviderLimits, TokenBucket, estimate_tokens
 from ._prices import call_cost, lookup_price, price_table
-
+from ._recorded import RecordedReplies
 from ._settings import (
     AzureSettings,
     HttpSettings,

@@ -43,11 +43,13 @@ class AnthropicTarget(HttpTarget):
         if temperature is not None:
             payload["temperature"] = temperature
         if request.response_schema is not None:
-            payload["tools"] = [{
-                "name": STRUCTURED_TOOL,
-                "description": f"Submit the {request.schema_name}.",
-                "input_schema": request.response_schema,
-            }]
+            payload["tools"] = [
+                {
+                    "name": STRUCTURED_TOOL,
+                    "description": f"Submit the {request.schema_name}.",
+                    "input_schema": request.response_schema,
+                }
+            ]
             payload["tool_choice"] = {"type": "tool", "name": STRUCTURED_TOOL}
         headers = {"x-api-key": self.api_key, "anthropic-version": API_VERSION}
         started = time.perf_counter()
@@ -68,14 +70,19 @@ class AnthropicTarget(HttpTarget):
                 if structured and block.get("name") == STRUCTURED_TOOL:
                     texts = [json.dumps(block.get("input", {}))]
                 else:
-                    calls.append(ToolCall(name=block.get("name", ""), arguments=block.get("input") or {}, id=block.get("id")))
+                    calls.append(
+                        ToolCall(name=block.get("name", ""), arguments=block.get("input") or {}, id=block.get("id"))
+                    )
         usage_data = data.get("usage") or {}
         usage = Usage(
             input_tokens=int(usage_data.get("input_tokens") or 0),
             output_tokens=int(usage_data.get("output_tokens") or 0),
         )
         return ChatReply(
-            text="".join(texts), usage=usage, latency_ms=latency_ms,
+            text="".join(texts),
+            usage=usage,
+            latency_ms=latency_ms,
             cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
-            tool_calls=calls, finish_reason=data.get("stop_reason"),
+            tool_calls=calls,
+            finish_reason=data.get("stop_reason"),
         )

@@ -23,8 +23,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr
 
-from .._secrets import remember
 from .. import registry
+from .._secrets import remember
 from ..errors import TargetError
 from ..results import ToolCall, Usage
 
@@ -195,7 +195,9 @@ def provider(name: str) -> Callable[[ProviderFactory], ProviderFactory]:
 def session_mode(target: Target) -> SessionMode:
     """How the loop talks to `target`: `history`, `resume` or `single_shot`."""
     mode = getattr(target, "session", "history")
-    return mode if mode in ("history", "resume", "single_shot") else "history"
+    if mode == "resume":
+        return "resume"
+    return "single_shot" if mode == "single_shot" else "history"
 
 
 def provider_names() -> list[str]:
@@ -208,7 +210,5 @@ def create_target(config: TargetConfig) -> Target:
         raise TargetError(config._unusable)
     factory = registry.lookup("provider", config.provider)
     if factory is None:
-        raise TargetError(
-            f"unknown provider {config.provider!r} (known: {', '.join(provider_names())})"
-        )
+        raise TargetError(f"unknown provider {config.provider!r} (known: {', '.join(provider_names())})")
     return factory(config)

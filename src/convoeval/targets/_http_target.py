@@ -39,8 +39,11 @@ class HttpTarget:
         self.policy = RetryPolicy(max_attempts=config.max_retries + 1)
         self._session: aiohttp.ClientSession | None = None
         self.settings = settings_of(config)  # TargetError naming a wrong field
-        self.limits = ProviderLimits(concurrency=config.concurrency, rpm=getattr(self.settings, "rpm", None),
-                                     tpm=getattr(self.settings, "tpm", None))
+        self.limits = ProviderLimits(
+            concurrency=config.concurrency,
+            rpm=getattr(self.settings, "rpm", None),
+            tpm=getattr(self.settings, "tpm", None),
+        )
         listed = lookup_price(config.model) if config.model else None
         price_in = config.price_input_per_mtok
         price_out = config.price_output_per_mtok
@@ -53,16 +56,20 @@ class HttpTarget:
         if self._session is None or self._session.closed:
             import aiohttp
 
-            connector = aiohttp.TCPConnector(limit=self.config.concurrency or DEFAULT_CONNECTIONS,
-                                             ttl_dns_cache=300)
+            connector = aiohttp.TCPConnector(limit=self.config.concurrency or DEFAULT_CONNECTIONS, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(connector=connector)
         return self._session
 
     async def post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
         secrets = (self.api_key,) if self.api_key else ()
         return await post_json(
-            self._get_session(), url, payload, headers={**self.config.headers, **headers},
-            timeout_s=self.config.timeout_s, policy=self.policy, secrets=secrets,
+            self._get_session(),
+            url,
+            payload,
+            headers={**self.config.headers, **headers},
+            timeout_s=self.config.timeout_s,
+            policy=self.policy,
+            secrets=secrets,
             limits=self.limits,
         )
 
@@ -72,4 +79,3 @@ class HttpTarget:
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
-

@@ -29,8 +29,7 @@ class TokenBucket:
         await bucket.acquire()
     """
 
-    def __init__(self, rate_per_minute: float, burst: float | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(self, rate_per_minute: float, burst: float | None = None, clock: Callable[[], float] = time.monotonic):
         if rate_per_minute <= 0:
             raise ValueError("rate_per_minute must be positive")
         self.rate = rate_per_minute / 60.0  # units a second
@@ -65,8 +64,14 @@ class ProviderLimits:
     that got it.
     """
 
-    def __init__(self, *, concurrency: int | None = None, rpm: float | None = None,
-                 tpm: float | None = None, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        *,
+        concurrency: int | None = None,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.concurrency = concurrency
         self.requests = TokenBucket(rpm, clock=clock) if rpm else None
         self.tokens = TokenBucket(tpm, clock=clock) if tpm else None

@@ -42,7 +42,11 @@ class OpenAITarget(HttpTarget):
         if self.official and not self.api_key:
             raise TargetError(
                 f"{self.name}: no API key; set {self.config.api_key_env or self.default_api_key_env}"
-                + (" or point OPENAI_BASE_URL at a local server" if getattr(self, "provider_name", "openai") == "openai" else "")
+                + (
+                    " or point OPENAI_BASE_URL at a local server"
+                    if getattr(self, "provider_name", "openai") == "openai"
+                    else ""
+                )
             )
         payload: dict[str, Any] = {**self.settings.params, "model": self.config.model, "messages": request.messages}
         temperature = request.temperature if request.temperature is not None else self.config.temperature
@@ -107,7 +111,9 @@ class AzureOpenAITarget(OpenAITarget):
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)
-        endpoint = (self.settings.endpoint or config.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT") or "").rstrip("/")
+        endpoint = (self.settings.endpoint or config.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT") or "").rstrip(
+            "/"
+        )
         if not endpoint:
             raise TargetError(f"{config.name}: azure needs `endpoint` (https://RESOURCE.openai.azure.com)")
         deployment = self.settings.deployment or config.model

@@ -63,5 +63,3 @@ class ScriptedTarget:
 
     async def aclose(self) -> None:
         return None
-
-

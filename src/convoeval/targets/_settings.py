@@ -29,8 +29,21 @@ PositiveFloat = Annotated[float, BeforeValidator(_not_bool), Field(gt=0)]
 PositiveInt = Annotated[int, BeforeValidator(_not_bool), Field(ge=1)]
 
 #: Request-body fields an HTTP target owns; `params` cannot replace them.
-OWNED_PARAMS = frozenset({"messages", "model", "stream", "n", "response_format", "temperature", "max_tokens",
-                          "max_completion_tokens", "system", "tools", "tool_choice"})
+OWNED_PARAMS = frozenset(
+    {
+        "messages",
+        "model",
+        "stream",
+        "n",
+        "response_format",
+        "temperature",
+        "max_tokens",
+        "max_completion_tokens",
+        "system",
+        "tools",
+        "tool_choice",
+    }
+)
 
 
 class ProviderSettings(BaseModel):
@@ -39,7 +52,8 @@ class ProviderSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     grader_target: str | None = Field(
-        None, validation_alias=AliasChoices("grader_target", "judge_target"),
+        None,
+        validation_alias=AliasChoices("grader_target", "judge_target"),
         description="AgentV: the target that judges this one's replies (used when no --judge is given).",
     )
     provider_batching: bool = Field(False, description="AgentV: batch calls in one provider request (ignored).")
@@ -68,8 +82,10 @@ class HttpSettings(ProviderSettings):
     def _not_owned(cls, params: dict[str, Any]) -> dict[str, Any]:
         owned = sorted(OWNED_PARAMS & set(params))
         if owned:
-            raise ValueError(f"cannot set {', '.join(owned)}: the target owns these (use the target's own "
-                             "fields, e.g. `model`, `temperature`, `max_tokens`)")
+            raise ValueError(
+                f"cannot set {', '.join(owned)}: the target owns these (use the target's own "
+                "fields, e.g. `model`, `temperature`, `max_tokens`)"
+            )
         return params
 
 
@@ -81,7 +97,8 @@ class AzureSettings(HttpSettings):
         None, validation_alias=AliasChoices("version", "api_version"), description="The api-version query parameter."
     )
     deployment: str | None = Field(
-        None, validation_alias=AliasChoices("deployment", "deployment_name"),
+        None,
+        validation_alias=AliasChoices("deployment", "deployment_name"),
         description="The deployment name (default: `model`).",
     )
 

@@ -43,8 +43,7 @@ def schema_grammar(name: str, schema: dict[str, Any]) -> Any:
         gbnf = json_schema_to_gbnf(json.dumps(schema))
     except Exception as exc:
         raise TargetError(
-            f"{name}: llama.cpp cannot build a grammar from this response_schema "
-            f"({type(exc).__name__}: {exc})"
+            f"{name}: llama.cpp cannot build a grammar from this response_schema ({type(exc).__name__}: {exc})"
         ) from None
     gbnf = gbnf.replace(_LOOSE_CHAR, _STRICT_CHAR).replace(_LOOSE_SPACE, _NO_SPACE)
     grammar = LlamaGrammar.from_string(gbnf, verbose=False)

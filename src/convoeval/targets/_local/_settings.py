@@ -36,11 +36,13 @@ class LocalSettings(BaseModel):
 
     n_ctx: Int = Field(DEFAULT_N_CTX, ge=128, description="Context window in tokens.")
     threads: Int = Field(
-        default_factory=default_threads, ge=1,
+        default_factory=default_threads,
+        ge=1,
         description="CPU threads (default min(4, CPUs - 1), at least 1; see `default_threads`).",
     )
     seed: Int = Field(
-        DEFAULT_SEED, ge=0,
+        DEFAULT_SEED,
+        ge=0,
         description="Sampling seed; trial n samples with seed + n, so trials differ at temperature > 0 "
         "yet every run is reproducible.",
     )
@@ -54,12 +56,14 @@ class LocalSettings(BaseModel):
     )
     flash_attn: bool = Field(True, description="llama.cpp's flash attention (faster on CPU too).")
     prompt_cache_mb: Int = Field(
-        DEFAULT_PROMPT_CACHE_MB, ge=0,
+        DEFAULT_PROMPT_CACHE_MB,
+        ge=0,
         description="RAM for saved model states (llama.cpp KV), reused by later prompts that share "
         "their prefix (a conversation's history, a judge's instructions); 0 turns it off.",
     )
     judge_text_chars: Int = Field(
-        DEFAULT_JUDGE_TEXT_CHARS, ge=0,
+        DEFAULT_JUDGE_TEXT_CHARS,
+        ge=0,
         description="Longest free-text string (a criterion's reasoning) a judge answer may write: the "
         "grammar closes it there, so the small model's answers stay short and always finish; 0 = unbounded.",
     )

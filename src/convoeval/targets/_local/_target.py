@@ -65,14 +65,17 @@ class LocalTarget:
         require_llama_cpp()
         self.model_path = resolve_model_path(config.model or "")
         self.settings = LocalSettings.of(config)
-        self.temperature = (
-            config.temperature if config.temperature is not None else DEFAULT_TEMPERATURE
-        )
+        self.temperature = config.temperature if config.temperature is not None else DEFAULT_TEMPERATURE
         settings = self.settings
         self.runtime = get_runtime(
             RuntimeKey(
-                str(self.model_path), settings.n_ctx, settings.threads, settings.seed, settings.chat_format,
-                settings.prompt_cache_mb, settings.flash_attn,
+                str(self.model_path),
+                settings.n_ctx,
+                settings.threads,
+                settings.seed,
+                settings.chat_format,
+                settings.prompt_cache_mb,
+                settings.flash_attn,
             )
         )
 
@@ -86,8 +89,10 @@ class LocalTarget:
             raise TargetError(f"{self.name}: no messages to answer")
         temperature = request.temperature if request.temperature is not None else self.temperature
         structured = request.response_schema is not None
-        max_tokens = request.max_tokens or self.config.max_tokens or (
-            DEFAULT_JUDGE_MAX_TOKENS if structured or request.purpose == "judge" else DEFAULT_MAX_TOKENS
+        max_tokens = (
+            request.max_tokens
+            or self.config.max_tokens
+            or (DEFAULT_JUDGE_MAX_TOKENS if structured or request.purpose == "judge" else DEFAULT_MAX_TOKENS)
         )
         seed = (self.settings.seed if request.seed is None else request.seed) + max(request.trial, 0)
         schema = request.response_schema
@@ -149,7 +154,12 @@ class LocalTarget:
             )
         log.debug(
             "%s: %d prompt tokens (%d evaluated, the rest reused), %d generated, %.2f s, %.2f s CPU",
-            self.name, usage.input_tokens, evaluated, generated, latency_ms / 1000, time.thread_time() - cpu_started,
+            self.name,
+            usage.input_tokens,
+            evaluated,
+            generated,
+            latency_ms / 1000,
+            time.thread_time() - cpu_started,
         )
         text = text.strip()
         if schema is not None:
@@ -162,9 +172,7 @@ class LocalTarget:
             finish_reason=finish_reason,
         )
 
-    def _fit(
-        self, runtime: Runtime, messages: list[dict[str, str]], max_tokens: int
-    ) -> list[dict[str, str]]:
+    def _fit(self, runtime: Runtime, messages: list[dict[str, str]], max_tokens: int) -> list[dict[str, str]]:
         """Drop the oldest non-system messages until prompt + max_tokens fits n_ctx."""
         n_ctx = self.settings.n_ctx
         kept = list(messages)
@@ -190,7 +198,10 @@ class LocalTarget:
         if dropped:
             log.warning(
                 "%s: dropped the %d oldest message(s) to fit n_ctx=%d (prompt now %d tokens)",
-                self.name, dropped, n_ctx, tokens,
+                self.name,
+                dropped,
+                n_ctx,
+                tokens,
             )
         return kept
 
@@ -208,9 +219,7 @@ def _plain_message(message: dict[str, Any]) -> dict[str, str]:
     role = str(message.get("role") or "user")
     content = message.get("content")
     if isinstance(content, list):
-        content = "\n".join(
-            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
-        )
+        content = "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
     elif content is None:
         content = ""
     elif not isinstance(content, str):

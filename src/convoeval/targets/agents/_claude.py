@@ -14,13 +14,19 @@ from typing import Any
 from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
-from ._process import work_dir, Line, agent_env, failure, run_command
+from ._process import Line, agent_env, failure, run_command, work_dir
 from ._replies import prompt_text
 from ._settings import AgentCliSettings
 
 #: Variables Claude Code reads for its credentials and endpoint.
-CLAUDE_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK",
-              "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CONFIG_DIR")
+CLAUDE_ENV = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CONFIG_DIR",
+)
 
 
 @provider("claude-code")
@@ -55,8 +61,9 @@ class ClaudeCodeTarget:
     async def chat(self, request: ChatRequest) -> ChatReply:
         env, secrets = agent_env(self.config, self.settings, CLAUDE_ENV)
         cwd = request.workdir or work_dir(self.config, self.settings.cwd)
-        finished = await run_command(self.argv(request), cwd=cwd, env=env, timeout_s=self.config.timeout_s,
-                                     name=self.name, secrets=secrets)
+        finished = await run_command(
+            self.argv(request), cwd=cwd, env=env, timeout_s=self.config.timeout_s, name=self.name, secrets=secrets
+        )
         try:
             reply = parse_stream(finished.lines)
         except TargetError as exc:
@@ -96,8 +103,9 @@ def parse_stream(lines: list[Line]) -> ChatReply:
                     texts.append(block["text"])
                 elif block.get("type") == "tool_use":
                     call_id = str(block.get("id") or len(calls))
-                    calls[call_id] = ToolCall(name=str(block.get("name", "")), arguments=block.get("input") or {},
-                                              id=call_id)
+                    calls[call_id] = ToolCall(
+                        name=str(block.get("name", "")), arguments=block.get("input") or {}, id=call_id
+                    )
                     started[call_id] = line.at
         elif kind == "user":
             for block in content if isinstance(content, list) else []:
@@ -113,14 +121,19 @@ def parse_stream(lines: list[Line]) -> ChatReply:
     if result is None:
         raise TargetError("the stream ended without a `result` event")
     if result.get("is_error") or str(result.get("subtype", "success")) != "success":
-        raise TargetError(f"Claude Code reported {result.get('subtype', 'an error')}: "
-                          f"{str(result.get('result') or '')[:300]}")
+        raise TargetError(
+            f"Claude Code reported {result.get('subtype', 'an error')}: {str(result.get('result') or '')[:300]}"
+        )
     usage = result.get("usage") or {}
     return ChatReply(
         text=str(result.get("result") if result.get("result") is not None else "\n\n".join(texts)),
-        usage=Usage(input_tokens=sum(int(usage.get(k) or 0) for k in (
-                        "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")),
-                    output_tokens=int(usage.get("output_tokens") or 0)),
+        usage=Usage(
+            input_tokens=sum(
+                int(usage.get(k) or 0)
+                for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+            ),
+            output_tokens=int(usage.get("output_tokens") or 0),
+        ),
         cost_usd=float(result.get("total_cost_usd") or result.get("cost_usd") or 0.0),
         latency_ms=float(result.get("duration_ms") or 0.0),
         tool_calls=list(calls.values()),

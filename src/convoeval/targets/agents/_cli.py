@@ -28,7 +28,7 @@ from jsonpath_ng.ext import parse as parse_jsonpath
 
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
-from ._process import work_dir, agent_env, failure, run_command
+from ._process import agent_env, failure, run_command, work_dir
 from ._replies import prompt_text, reply_from_text
 from ._settings import CliSettings
 
@@ -66,8 +66,9 @@ class CliTarget:
             prompt_file.write_text(prompt, encoding="utf-8")
             command = self._render(prompt, prompt_file, output_file, request)
             cwd = request.workdir or work_dir(self.config, self.settings.cwd)
-            finished = await run_command([command], cwd=cwd, env=env, timeout_s=self.timeout_s, name=self.name,
-                                         secrets=secrets, shell=True)
+            finished = await run_command(
+                [command], cwd=cwd, env=env, timeout_s=self.timeout_s, name=self.name, secrets=secrets, shell=True
+            )
             if finished.returncode:
                 raise failure(self.name, finished, secrets)
             raw = output_file.read_text(encoding="utf-8") if output_file.exists() else ""
@@ -91,13 +92,22 @@ class CliTarget:
             command = f"{command} {self.resume_args}"
         files = " ".join(
             shlex.quote(self.settings.files_format.replace("{path}", f).replace("{basename}", Path(f).name))
-            for f in self.settings.files)
-        values = {"PROMPT": shlex.quote(prompt), "PROMPT_FILE": shlex.quote(str(prompt_file)),
-                  "OUTPUT_FILE": shlex.quote(str(output_file)), "FILES": files,
-                  "EVAL_ID": shlex.quote(request.test_id or "test"), "ATTEMPT": "0",
-                  "SESSION_ID": shlex.quote(request.session_id or "")}
-        return re.sub(r"\{(PROMPT_FILE|PROMPT|OUTPUT_FILE|FILES|EVAL_ID|ATTEMPT|SESSION_ID)\}",
-                      lambda m: values[m.group(1)], command)
+            for f in self.settings.files
+        )
+        values = {
+            "PROMPT": shlex.quote(prompt),
+            "PROMPT_FILE": shlex.quote(str(prompt_file)),
+            "OUTPUT_FILE": shlex.quote(str(output_file)),
+            "FILES": files,
+            "EVAL_ID": shlex.quote(request.test_id or "test"),
+            "ATTEMPT": "0",
+            "SESSION_ID": shlex.quote(request.session_id or ""),
+        }
+        return re.sub(
+            r"\{(PROMPT_FILE|PROMPT|OUTPUT_FILE|FILES|EVAL_ID|ATTEMPT|SESSION_ID)\}",
+            lambda m: values[m.group(1)],
+            command,
+        )
 
     def _session_id(self, text: str) -> str | None:
         if self.id_regex is not None:
@@ -116,9 +126,15 @@ class CliTarget:
         if self._healthy is False:
             raise TargetError(f"{self.name}: healthcheck failed earlier in this run")
         timeout = float(check.get("timeout_s") or check.get("timeout_seconds") or 30)
-        finished = await run_command([str(check["command"])], cwd=work_dir(self.config, self.settings.cwd), env=env,
-                                     timeout_s=timeout,
-                                     name=f"{self.name} healthcheck", secrets=secrets, shell=True)
+        finished = await run_command(
+            [str(check["command"])],
+            cwd=work_dir(self.config, self.settings.cwd),
+            env=env,
+            timeout_s=timeout,
+            name=f"{self.name} healthcheck",
+            secrets=secrets,
+            shell=True,
+        )
         self._healthy = finished.returncode == 0
         if not self._healthy:
             raise failure(f"{self.name} healthcheck", finished, secrets)

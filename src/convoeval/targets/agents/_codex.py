@@ -16,7 +16,7 @@ from typing import Any
 from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
-from ._process import work_dir, Line, agent_env, failure, run_command
+from ._process import Line, agent_env, failure, run_command, work_dir
 from ._replies import prompt_text
 from ._settings import AgentCliSettings
 
@@ -56,8 +56,9 @@ class CodexTarget:
     async def chat(self, request: ChatRequest) -> ChatReply:
         env, secrets = agent_env(self.config, self.settings, CODEX_ENV)
         cwd = request.workdir or work_dir(self.config, self.settings.cwd)
-        finished = await run_command(self.argv(request), cwd=cwd, env=env, timeout_s=self.config.timeout_s,
-                                     name=self.name, secrets=secrets)
+        finished = await run_command(
+            self.argv(request), cwd=cwd, env=env, timeout_s=self.config.timeout_s, name=self.name, secrets=secrets
+        )
         try:
             reply = parse_events(finished.lines, request.session_id)
         except TargetError as exc:
@@ -104,8 +105,9 @@ def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
                 calls[item_id] = call
         elif kind == "turn.completed":
             data = event.get("usage") or {}
-            usage = Usage(input_tokens=int(data.get("input_tokens") or 0),
-                          output_tokens=int(data.get("output_tokens") or 0))
+            usage = Usage(
+                input_tokens=int(data.get("input_tokens") or 0), output_tokens=int(data.get("output_tokens") or 0)
+            )
         elif kind == "turn.failed":
             message = (event.get("error") or {}).get("message", "") if isinstance(event.get("error"), dict) else ""
             raise TargetError(f"Codex turn failed: {message or 'no message'}")
@@ -121,18 +123,31 @@ def _tool_call(item: dict[str, Any]) -> ToolCall | None:
     kind, item_id = item.get("type"), item.get("id")
     if kind == "command_execution":
         code = item.get("exit_code")
-        return ToolCall(name="command_execution", arguments={"command": item.get("command", "")},
-                        output=item.get("aggregated_output", ""), id=item_id,
-                        error=None if code in (0, None) and item.get("status") != "failed" else f"exit code {code}")
+        return ToolCall(
+            name="command_execution",
+            arguments={"command": item.get("command", "")},
+            output=item.get("aggregated_output", ""),
+            id=item_id,
+            error=None if code in (0, None) and item.get("status") != "failed" else f"exit code {code}",
+        )
     if kind == "file_change":
-        return ToolCall(name="file_change", arguments={"changes": item.get("changes") or []}, id=item_id,
-                        output=item.get("status"), error="patch failed" if item.get("status") == "failed" else None)
+        return ToolCall(
+            name="file_change",
+            arguments={"changes": item.get("changes") or []},
+            id=item_id,
+            output=item.get("status"),
+            error="patch failed" if item.get("status") == "failed" else None,
+        )
     if kind == "mcp_tool_call":
         error = item.get("error")
         arguments = item.get("arguments") if isinstance(item.get("arguments"), dict) else {}
-        return ToolCall(name=str(item.get("tool", "")), arguments=arguments, id=item_id,
-                        output=item.get("result"),
-                        error=error.get("message") if isinstance(error, dict) else (str(error) if error else None))
+        return ToolCall(
+            name=str(item.get("tool", "")),
+            arguments=arguments,
+            id=item_id,
+            output=item.get("result"),
+            error=error.get("message") if isinstance(error, dict) else (str(error) if error else None),
+        )
     if kind == "web_search":
         return ToolCall(name="web_search", arguments={"query": item.get("query", "")}, id=item_id)
     return None

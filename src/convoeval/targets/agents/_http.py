@@ -55,15 +55,25 @@ class HttpAgentTarget(HttpTarget):
         self.url = url
         self.body = settings.body or {"messages": "{{ messages }}"}
         self.reply_path = settings.reply_path
-        self.paths = {key: parse_jsonpath(path) if path else None for key, path in (
-            ("reply_path", settings.reply_path), ("tool_calls_path", settings.tool_calls_path),
-            ("session_id_path", settings.session_id_path), ("usage_path", settings.usage_path))}
+        self.paths = {
+            key: parse_jsonpath(path) if path else None
+            for key, path in (
+                ("reply_path", settings.reply_path),
+                ("tool_calls_path", settings.tool_calls_path),
+                ("session_id_path", settings.session_id_path),
+                ("usage_path", settings.usage_path),
+            )
+        }
         self.session = "resume" if settings.stateful else "history"
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         users = [m for m in request.messages if m.get("role") == "user"]
-        values = {"prompt": str(users[-1]["content"]) if users else "", "session_id": request.session_id,
-                  "test_id": request.test_id, "messages": request.messages}
+        values = {
+            "prompt": str(users[-1]["content"]) if users else "",
+            "session_id": request.session_id,
+            "test_id": request.test_id,
+            "messages": request.messages,
+        }
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         data = await self.post(self.url, _render(self.body, values), headers)
         return self._reply(data, request)
@@ -81,11 +91,21 @@ class HttpAgentTarget(HttpTarget):
             raise TargetError(f"{self.name}: malformed response: {exc}") from None
         sessions = _find(self.paths["session_id_path"], data)
         usage_data = (_find(self.paths["usage_path"], data) or [{}])[0]
-        usage = Usage(input_tokens=int(usage_data.get("input_tokens") or 0),
-                      output_tokens=int(usage_data.get("output_tokens") or 0)) if isinstance(usage_data, dict) else Usage()
-        return ChatReply(text=text, tool_calls=tool_calls, usage=usage,
-                         cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
-                         session_id=str(sessions[0]) if sessions and sessions[0] not in (None, "") else request.session_id)
+        usage = (
+            Usage(
+                input_tokens=int(usage_data.get("input_tokens") or 0),
+                output_tokens=int(usage_data.get("output_tokens") or 0),
+            )
+            if isinstance(usage_data, dict)
+            else Usage()
+        )
+        return ChatReply(
+            text=text,
+            tool_calls=tool_calls,
+            usage=usage,
+            cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
+            session_id=str(sessions[0]) if sessions and sessions[0] not in (None, "") else request.session_id,
+        )
 
 
 def _find(path: Any, data: Any) -> list[Any]:

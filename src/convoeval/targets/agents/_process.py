@@ -54,8 +54,9 @@ def work_dir(config: TargetConfig, cwd: str | None) -> Path | None:
     return None if cwd is None else config.source_dir / cwd
 
 
-def agent_env(config: TargetConfig, settings: ProcessSettings,
-              provider_keys: Iterable[str] = ()) -> tuple[dict[str, str], list[str]]:
+def agent_env(
+    config: TargetConfig, settings: ProcessSettings, provider_keys: Iterable[str] = ()
+) -> tuple[dict[str, str], list[str]]:
     """The environment of an agent process, and the secret values in it (to redact).
 
     Args:
@@ -75,8 +76,14 @@ def agent_env(config: TargetConfig, settings: ProcessSettings,
 
 
 async def run_command(
-    argv: list[str], *, cwd: str | Path | None, env: dict[str, str], timeout_s: float, name: str,
-    secrets: Iterable[str] = (), shell: bool = False,
+    argv: list[str],
+    *,
+    cwd: str | Path | None,
+    env: dict[str, str],
+    timeout_s: float,
+    name: str,
+    secrets: Iterable[str] = (),
+    shell: bool = False,
 ) -> Finished:
     """Run a command to its end (killing its process group after `timeout_s`).
 
@@ -87,15 +94,30 @@ async def run_command(
     try:
         if shell:
             process = await asyncio.create_subprocess_shell(
-                argv[0], cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=2**24)
+                argv[0],
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=2**24,
+            )
         else:
             process = await asyncio.create_subprocess_exec(
-                *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=2**24)
+                *argv,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=2**24,
+            )
     except FileNotFoundError:
-        raise TargetError(f"{name}: command not found: {argv[0]!r} (install it or set `command`/`executable` "
-                          "in the targets file)") from None
+        raise TargetError(
+            f"{name}: command not found: {argv[0]!r} (install it or set `command`/`executable` in the targets file)"
+        ) from None
     except (NotADirectoryError, PermissionError) as exc:
         raise TargetError(f"{name}: cannot start {argv[0]!r}: {exc}") from None
     lines: list[Line] = []
@@ -111,7 +133,7 @@ async def run_command(
 
     try:
         _, err, _ = await asyncio.wait_for(asyncio.gather(read_stdout(), read_stderr(), process.wait()), timeout_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         _kill(process)
         await process.wait()
         raise TargetError(f"{name}: timed out after {timeout_s:g} s") from None
@@ -119,8 +141,12 @@ async def run_command(
         _kill(process)
         raise
     stderr = redact(err.decode("utf-8", "replace"), tuple(secrets))
-    return Finished(returncode=process.returncode or 0, lines=lines, stderr=stderr,
-                    duration_ms=(time.perf_counter() - started) * 1000)
+    return Finished(
+        returncode=process.returncode or 0,
+        lines=lines,
+        stderr=stderr,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:

@@ -62,7 +62,7 @@ class PythonTarget:
     def wrap(cls, function: Callable[..., Any], name: str | None = None, factory: bool | None = None) -> PythonTarget:
         """A target for a callable given directly (`convoeval.run(target=my_function)`)."""
         target = cls.__new__(cls)
-        target.name = name or getattr(function, "__name__", "python")
+        target.name = name or str(getattr(function, "__name__", "python"))
         target.config = TargetConfig(name=target.name, provider="python")
         target.function = function
         target.factory = inspect.isclass(function) if factory is None else factory
@@ -71,8 +71,12 @@ class PythonTarget:
         return target
 
     async def chat(self, request: ChatRequest) -> ChatReply:
-        context = {"test_id": request.test_id, "trial": request.trial, "workdir": request.workdir,
-                   "session_id": request.session_id}
+        context = {
+            "test_id": request.test_id,
+            "trial": request.trial,
+            "workdir": request.workdir,
+            "session_id": request.session_id,
+        }
         if not self.factory:
             value = await _call(self.function, request.messages, context)
             return as_reply(value, self.name)
@@ -124,12 +128,18 @@ def as_reply(value: Any, name: str) -> ChatReply:
         return ChatReply(text=value[0], tool_calls=[_call_of(c) for c in value[1] or []])
     if isinstance(value, dict) and isinstance(value.get("text", ""), str):
         usage = value.get("usage") or {}
-        return ChatReply(text=value.get("text", ""), tool_calls=[_call_of(c) for c in value.get("tool_calls") or []],
-                         usage=Usage(input_tokens=int(usage.get("input_tokens") or 0),
-                                     output_tokens=int(usage.get("output_tokens") or 0)),
-                         cost_usd=float(value.get("cost_usd") or 0.0))
-    raise TargetError(f"{name}: the callable returned {type(value).__name__}; return a string, "
-                      "a {text, tool_calls} mapping or a (text, tool_calls) pair")
+        return ChatReply(
+            text=value.get("text", ""),
+            tool_calls=[_call_of(c) for c in value.get("tool_calls") or []],
+            usage=Usage(
+                input_tokens=int(usage.get("input_tokens") or 0), output_tokens=int(usage.get("output_tokens") or 0)
+            ),
+            cost_usd=float(value.get("cost_usd") or 0.0),
+        )
+    raise TargetError(
+        f"{name}: the callable returned {type(value).__name__}; return a string, "
+        "a {text, tool_calls} mapping or a (text, tool_calls) pair"
+    )
 
 
 def _call_of(value: Any) -> ToolCall:

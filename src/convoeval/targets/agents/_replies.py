@@ -28,7 +28,7 @@ def tool_call(data: Any) -> ToolCall:
     arguments: "<json>"}}`."""
     if not isinstance(data, dict):
         raise TargetError(f"a tool call must be a mapping, got {type(data).__name__}")
-    function = data.get("function") if isinstance(data.get("function"), dict) else {}
+    function: dict[str, Any] = data["function"] if isinstance(data.get("function"), dict) else {}
     name = data.get("name") or data.get("tool") or function.get("name")
     if not isinstance(name, str) or not name:
         raise TargetError(f"a tool call needs a `name` (or `tool`): {json.dumps(data, default=str)[:120]}")
@@ -42,10 +42,14 @@ def tool_call(data: Any) -> ToolCall:
         args = {"_value": args}
     duration = data.get("duration_ms")
     error = data.get("error")
-    return ToolCall(name=name, arguments=args, output=data.get("output", data.get("result")),
-                    id=data.get("id") if isinstance(data.get("id"), str) else None,
-                    duration_ms=float(duration) if isinstance(duration, (int, float)) else None,
-                    error=str(error) if error not in (None, False, "") else None)
+    return ToolCall(
+        name=name,
+        arguments=args,
+        output=data.get("output", data.get("result")),
+        id=data.get("id") if isinstance(data.get("id"), str) else None,
+        duration_ms=float(duration) if isinstance(duration, (int, float)) else None,
+        error=str(error) if error not in (None, False, "") else None,
+    )
 
 
 def reply_from_json(data: dict[str, Any]) -> ChatReply:
@@ -64,9 +68,12 @@ def reply_from_json(data: dict[str, Any]) -> ChatReply:
     usage = data.get("token_usage") or data.get("usage") or {}
     session = data.get("session_id")
     return ChatReply(
-        text=text or "", tool_calls=calls,
-        usage=Usage(input_tokens=int(usage.get("input") or usage.get("input_tokens") or 0),
-                    output_tokens=int(usage.get("output") or usage.get("output_tokens") or 0)),
+        text=text or "",
+        tool_calls=calls,
+        usage=Usage(
+            input_tokens=int(usage.get("input") or usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output") or usage.get("output_tokens") or 0),
+        ),
         cost_usd=float(data.get("cost_usd") or 0.0),
         latency_ms=float(data.get("duration_ms") or 0.0),
         session_id=str(session) if session not in (None, "") else None,

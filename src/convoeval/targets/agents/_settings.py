@@ -25,7 +25,9 @@ class ProcessSettings(ProviderSettings):
 
     cwd: str | None = Field(None, description="Working directory (default: the conversation's workspace, else cwd).")
     env: dict[str, str] = Field(default_factory=dict, description="Variables set for the agent process.")
-    env_passthrough: list[str] = Field(default_factory=list, description="Variables copied from convoeval's environment.")
+    env_passthrough: list[str] = Field(
+        default_factory=list, description="Variables copied from convoeval's environment."
+    )
 
 
 class AgentCliSettings(ProcessSettings):
@@ -76,7 +78,9 @@ class CliSettings(ProcessSettings):
     keep_temp_files: bool = False
     verbose: bool = False
     session: CliSession | None = None
-    healthcheck: dict[str, Any] | None = Field(None, description="{command, timeout_s}: run once before the first call.")
+    healthcheck: dict[str, Any] | None = Field(
+        None, description="{command, timeout_s}: run once before the first call."
+    )
 
     @field_validator("healthcheck")
     @classmethod
@@ -106,7 +110,10 @@ class HttpAgentSettings(HttpSettings):
 class PythonSettings(ProviderSettings):
     """The `python` provider."""
 
-    callable_ref: str | None = Field(None, validation_alias=AliasChoices("callable", "function"),
-                                     description="module:function or path/to/file.py:function.")
+    callable_ref: str | None = Field(
+        None,
+        validation_alias=AliasChoices("callable", "function"),
+        description="module:function or path/to/file.py:function.",
+    )
     factory: bool | None = Field(None, description="Call it once per conversation (default: true for a class).")
     base_dir: str = Field(".", description="Where relative .py paths are found.")
