@@ -1,0 +1,355 @@
+"""Checks of an eval file's raw data: assertions, rules that span fields, then the models."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .. import registry
+from .._templates import GRADER_VARIABLES
+from ..graders import (
+    Assertion,
+    assertion_type_names,
+    canonical_type_name,
+    lookup_assertion_type,
+)
+from ._agentv import legacy_assertion
+from ._errors import Problem, field_path
+from ._models import SIMULATED_USER_KEYS, Suite
+from ._validation_messages import suggest, validation_problems
+from ._yaml import DataPath, LineMap
+
+log = logging.getLogger("convoeval.spec")
+
+
+class Checker:
+    """Checks the raw data: assertions, cross-field rules, then the pydantic models."""
+
+    def __init__(self, data: dict, lines: LineMap, problems: list[Problem], base_dir: Path):
+        self.base_dir = base_dir
+        self.data = data
+        self.lines = lines
+        self.problems = problems
+        self.known: frozenset[str] = GRADER_VARIABLES  # template variables assertions may use here
+
+    def add(self, path: DataPath, message: str, line_at: DataPath | None = None) -> None:
+        """A problem with the field at `path`, reported at the line of `line_at` (or `path`)."""
+        self.problems.append(self.lines.problem(line_at or path, field_path(path), message))
+
+    # -- rules that span fields ---------------------------------------------------------
+    def check(self) -> None:
+        tests = self.data.get("tests")
+        if "tests" not in self.data:
+            self.add(("tests",), "required field is missing: an eval file needs a `tests` list")
+            return
+        if not isinstance(tests, list):
+            return  # the model check reports the type
+        if not tests:
+            self.add(("tests",), "must contain at least one test")
+        suite_input = self.data.get("input") is not None
+        self.load_policy(self.data, ())
+        for i, test in enumerate(tests):
+            if isinstance(test, dict):
+                self.load_policy(test, ("tests", i))
+        self.data["assertions"] = self.parse_assertions(self.data.get("assertions"), ("assertions",), None)
+        if "turn_assertions" in self.data:
+            self.data["turn_assertions"] = self.parse_assertions(
+                self.data.get("turn_assertions"), ("turn_assertions",), "turn"
+            )
+        ids: dict[str, int] = {}
+        for i, test in enumerate(tests):
+            if isinstance(test, dict):
+                self.check_test(test, ("tests", i), suite_input)
+                test_id = test.get("id")
+                if isinstance(test_id, str) and test_id:
+                    if test_id in ids:
+                        first_line = self.lines.locate(("tests", ids[test_id], "id"))[1]
+                        self.add(("tests", i, "id"), f"duplicate test id {test_id!r} (first at line {first_line})")
+                    else:
+                        ids[test_id] = i
+        self.check_dependencies(tests, ids)
+        self.check_suite_assertion_levels(tests)
+
+    def check_test(self, test: dict, path: DataPath, suite_input: bool) -> None:
+        simulated = [key for key in SIMULATED_USER_KEYS if key in test]
+        for key in simulated[1:]:
+            self.add((*path, key), f"give the simulated user once (`{simulated[0]}` is already given)")
+            del test[key]  # reported once, not again as an unknown field
+        recorded = test.get("transcript")
+        conversation = test.get("mode") == "conversation" or bool(simulated) or recorded is not None
+        if recorded is not None:
+            self.check_transcript(test, path, bool(simulated))
+        config = test.get(simulated[0]) if simulated else None
+        if isinstance(config, dict) and isinstance(config.get("type"), str):
+            known = registry.names("simulator")
+            if known and config["type"] not in known:
+                self.add(
+                    (*path, simulated[0], "type"), f"unknown simulator {config['type']!r} (known: {', '.join(known)})"
+                )
+        turns = test.get("turns")
+        for key in ("success", "failure"):
+            items = test.get(key)
+            for k, item in enumerate(items if isinstance(items, list) else []):
+                if isinstance(item, str) and not item.strip():
+                    self.add((*path, key, k), "a scenario criterion must not be blank")
+        if conversation and not simulated and recorded is None and (not isinstance(turns, list) or not turns):
+            line_at = (*path, "turns") if "turns" in test else (*path, "mode")
+            self.add((*path, "turns"), "mode: conversation needs a non-empty `turns` list", line_at)
+        if turns is not None and not conversation:
+            self.add((*path, "turns"), "`turns` needs `mode: conversation`")
+        if conversation and test.get("expected_output") is not None:
+            self.add(
+                (*path, "expected_output"),
+                "not allowed at test level in conversation mode; give each turn its own expected_output",
+            )
+        for key in ("aggregation", "on_turn_failure", "window_size"):
+            if key in test and not conversation:
+                self.add((*path, key), f"`{key}` needs `mode: conversation`")
+        if not conversation and turns is None and test.get("input") is None and not suite_input and "vars" not in test:
+            self.add((*path, "input"), "required field is missing: a single-turn test needs `input`")
+        execution = test.get("execution")
+        if isinstance(execution, dict):
+            for key, flag in (
+                ("target", "--target"),
+                ("targets", "--target"),
+                ("judge", "--judge"),
+                ("workers", "--concurrency"),
+            ):
+                if key in execution:
+                    self.add(
+                        (*path, "execution", key),
+                        f"`{key}` is a suite-level setting (suite `execution.{key}` or {flag}); "
+                        "a test's execution takes threshold and trials",
+                    )
+        level = "conversation" if conversation else "turn"
+        captured = _captured_names(turns)
+        self.known = GRADER_VARIABLES | {name for names in captured for name in names}
+        test["assertions"] = self.parse_assertions(test.get("assertions"), (*path, "assertions"), level)
+        if "turn_assertions" in test:
+            test["turn_assertions"] = self.parse_assertions(
+                test.get("turn_assertions"), (*path, "turn_assertions"), "turn"
+            )
+        if isinstance(turns, list):
+            for j, turn in enumerate(turns):
+                if not isinstance(turn, dict):
+                    continue
+                turn_path = (*path, "turns", j)
+                if _is_blank(turn.get("input")) and "input" in turn:
+                    self.add((*turn_path, "input"), "a turn's input must not be blank")
+                # A turn's assertions may use what this turn and the turns before it captured.
+                self.known = GRADER_VARIABLES | {name for names in captured[: j + 1] for name in names}
+                turn["assertions"] = self.parse_assertions(turn.get("assertions"), (*turn_path, "assertions"), "turn")
+        self.known = GRADER_VARIABLES
+
+    def load_policy(self, holder: dict, path: DataPath) -> None:
+        """`policy: text`, `policy: file://policy.md` or `text: file://...` in a policy mapping:
+        the text (a file relative to the eval file) becomes the policy's `text`."""
+        policy = holder.get("policy")
+        if isinstance(policy, str):
+            policy = holder["policy"] = {"text": policy}
+            where: DataPath = (*path, "policy")
+        else:
+            where = (*path, "policy", "text")
+        if not isinstance(policy, dict) or not isinstance(policy.get("text"), str):
+            return
+        ref = policy["text"].strip()
+        if not ref.startswith("file://"):
+            return
+        file = self.base_dir / ref.removeprefix("file://").strip()
+        if not file.is_file():
+            self.add(where, f"policy file not found: {file}")
+            policy["text"] = ""
+            return
+        policy["text"] = file.read_text(encoding="utf-8")
+
+    def check_transcript(self, test: dict, path: DataPath, simulated: bool) -> None:
+        """A `transcript:` replaces live turns: it needs a user and an assistant message."""
+        recorded = test["transcript"]
+        for key in ("turns", "input"):
+            if key in test:
+                self.add(
+                    (*path, key), f"`{key}` cannot be combined with `transcript` (the transcript is the conversation)"
+                )
+        if simulated:
+            self.add((*path, "transcript"), "a test with `transcript` cannot also have a simulated user")
+        if not isinstance(recorded, list):
+            return  # the model check reports the type
+        roles = [m.get("role") for m in recorded if isinstance(m, dict)]
+        if "user" not in roles or "assistant" not in roles:
+            self.add((*path, "transcript"), "a transcript needs at least one user and one assistant message")
+
+    def check_dependencies(self, tests: list, ids: dict[str, int]) -> None:
+        graph: dict[str, list[str]] = {}
+        for i, test in enumerate(tests):
+            if not isinstance(test, dict):
+                continue
+            deps = test.get("depends_on")
+            deps = [deps] if isinstance(deps, str) else deps
+            if not isinstance(deps, list):
+                continue
+            own = test.get("id")
+            for k, dep in enumerate(deps):
+                where = (
+                    ("tests", i, "depends_on")
+                    if isinstance(test.get("depends_on"), str)
+                    else ("tests", i, "depends_on", k)
+                )
+                if not isinstance(dep, str):
+                    continue
+                if dep == own:
+                    self.add(where, "a test cannot depend on itself")
+                elif dep not in ids:
+                    self.add(where, f"unknown test id {dep!r}{suggest(dep, ids)}")
+            if isinstance(own, str):
+                graph[own] = [d for d in deps if isinstance(d, str) and d in ids and d != own]
+        cycle = _find_cycle(graph)
+        if cycle:
+            self.add(("tests", ids[cycle[0]], "depends_on"), "dependency cycle: " + " -> ".join(cycle))
+
+    def check_suite_assertion_levels(self, tests: list) -> None:
+        modes = {
+            t.get("mode") == "conversation" or "transcript" in t or any(k in t for k in SIMULATED_USER_KEYS)
+            for t in tests
+            if isinstance(t, dict)
+        }
+        for k, assertion in enumerate(self.data.get("assertions") or []):
+            for conversation in modes:
+                level = "conversation" if conversation else "turn"
+                if level not in assertion.levels:
+                    self.add(
+                        ("assertions", k),
+                        f"{assertion.type!r} cannot grade a {'conversation' if conversation else 'single-turn'} test, and suite assertions apply to every test",
+                    )
+
+    # -- assertions ---------------------------------------------------------------------
+    def parse_assertions(self, items: Any, path: DataPath, level: str | None) -> Any:
+        """Assertion dicts and strings -> Assertion objects (invalid ones are dropped)."""
+        if items is None:
+            return []
+        if not isinstance(items, list):
+            self.add(path, "must be a list of assertions")
+            return []
+        parsed: list[Assertion] = []
+        criteria = [item for item in items if isinstance(item, str)]
+        for k, item in enumerate(items):
+            if isinstance(item, str):
+                if item is criteria[0]:  # all plain criteria of a list: one rubric judge call
+                    rubric = self.parse_one({"type": "rubrics", "criteria": criteria}, (*path, k), level)
+                    if rubric is not None:
+                        parsed.append(rubric)
+                if not item.strip():
+                    self.add((*path, k), "a rubric criterion must not be blank")
+                continue
+            assertion = self.parse_one(item, (*path, k), level)
+            if assertion is not None:
+                parsed.append(assertion)
+        return parsed
+
+    def parse_one(self, item: Any, path: DataPath, level: str | None) -> Assertion | None:
+        if not isinstance(item, dict):
+            self.add(path, "an assertion is a string (a rubric criterion) or a mapping with a `type`")
+            return None
+        item = legacy_assertion(item)
+        type_name = item.get("type")
+        if not isinstance(type_name, str):
+            self.add(path, "an assertion mapping needs a `type`")
+            return None
+        canonical = canonical_type_name(type_name)
+        if canonical is None:
+            self.add(
+                (*path, "type"), f"unknown assertion type {type_name!r}{suggest(type_name, assertion_type_names())}"
+            )
+            return None
+        cls = lookup_assertion_type(canonical)
+        assert cls is not None
+        item = dict(item)
+        if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
+            item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
+        try:
+            assertion = cls.model_validate(item)
+        except ValidationError as exc:
+            self.add_validation_errors(exc, item, path, cls)
+            return None
+        if level is not None and level not in assertion.levels:
+            allowed = " or ".join(assertion.levels)
+            self.add((*path, "type"), f"{type_name!r} grades at {allowed} level, not at {level} level")
+        for field_name, message in assertion.template_problems(self.known):
+            self.add((*path, field_name), message)
+        looks_like_path = getattr(assertion, "path_like_prompt", None)
+        if looks_like_path is not None and looks_like_path(self.base_dir):
+            where = self.lines.problem((*path, "prompt"), field_path((*path, "prompt")), "")
+            prompt = getattr(assertion, "prompt", "")
+            log.warning(
+                "warning: %s:%d: %s: %r names a file but is sent as inline criteria text "
+                "(as AgentV >= 4.6 does); write `file://%s` to use the file's content",
+                where.file,
+                where.line,
+                where.field,
+                prompt,
+                prompt,
+            )
+        return assertion
+
+    # -- pydantic models ----------------------------------------------------------------
+    def validate_models(self) -> Suite | None:
+        try:
+            return Suite.model_validate(self.data)
+        except ValidationError as exc:
+            self.add_validation_errors(exc, self.data, (), Suite)
+            return None
+
+    def add_validation_errors(self, exc: ValidationError, data: Any, prefix: DataPath, model: type[BaseModel]) -> None:
+        for path, message in validation_problems(exc, data, prefix, model):
+            self.add(path, message)
+
+
+def _captured_names(turns: Any) -> list[set[str]]:
+    """The variable names each turn's `capture` sets (one set per turn)."""
+    names: list[set[str]] = []
+    for turn in turns if isinstance(turns, list) else []:
+        rules = turn.get("capture") if isinstance(turn, dict) else None
+        rules = [rules] if isinstance(rules, dict) else rules if isinstance(rules, list) else []
+        names.append({r["name"] for r in rules if isinstance(r, dict) and isinstance(r.get("name"), str)})
+    return names
+
+
+def _is_blank(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, list):
+        return not value or all(
+            isinstance(m, dict) and isinstance(m.get("content"), str) and not m["content"].strip() for m in value
+        )
+    return False
+
+
+def _find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
+    """One dependency cycle as `[a, b, ..., a]`, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in graph.get(node, []):
+            if state.get(dep) == 1:
+                return [*stack[stack.index(dep) :], dep]
+            if dep not in state:
+                found = visit(dep)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in graph:
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
