@@ -8,7 +8,9 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from .. import registry
 from ..graders import registered_assertion_classes
+from ._agentv import LEGACY_TYPES
 from ._models import Suite
 
 
@@ -20,6 +22,7 @@ def suite_json_schema() -> dict[str, Any]:
     typed = TypeAdapter(member).json_schema(ref_template="#/$defs/{model}")
     defs = schema.setdefault("$defs", {})
     defs.update(typed.pop("$defs", {}))
+    _add_type_aliases(defs)
     defs["Assertion"] = {
         "anyOf": [
             {"type": "string", "description": "A rubric criterion, judged by the LLM judge."},
@@ -34,3 +37,36 @@ def suite_json_schema() -> dict[str, Any]:
     schema["title"] = "convoeval eval file"
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
+
+
+def _add_type_aliases(defs: dict[str, Any]) -> None:
+    """Let each assertion's `type` take the spellings the loader reads too: underscores for
+    dashes (`llm_grader`), AgentV's older names (`llm_judge`, `code_judge` with `script:`) and
+    the v5 `metric` for `name`."""
+    aliases: dict[str, list[str]] = {}
+    for name, cls in registry.entries("assertion").items():
+        spellings = aliases.setdefault(cls.__name__, [])
+        if "_" not in name and "-" in name:
+            spellings.append(name.replace("-", "_"))
+    for old, new in LEGACY_TYPES.items():
+        cls = registry.lookup("assertion", new)
+        if cls is not None:
+            aliases.setdefault(cls.__name__, []).append(old)
+    for model_name, extra in aliases.items():
+        model = defs.get(model_name)
+        if model is None:
+            continue
+        properties = model.get("properties", {})
+        kind = properties.get("type", {})
+        names = [kind["const"]] if "const" in kind else list(kind.get("enum", []))
+        properties["type"] = {"enum": list(dict.fromkeys([*names, *extra])), "title": "Type", "type": "string"}
+        if "name" in properties:
+            properties["metric"] = {"type": "string", "description": "AgentV v5 spelling of `name`."}
+        legacy = [old for old in extra if old in LEGACY_TYPES]
+        required = model.get("required", [])
+        if legacy and "command" in required and "command" in properties:  # code_judge takes `script:`
+            properties["script"] = properties["command"]
+            model["required"] = [r for r in required if r != "command"]
+            model["if"] = {"properties": {"type": {"enum": legacy}}}
+            model["then"] = {"anyOf": [{"required": ["command"]}, {"required": ["script"]}]}
+            model["else"] = {"required": ["command"]}
