@@ -41,6 +41,7 @@ RUNS = [
     "examples/features/code-grader-with-llm-calls/evals/contextual-precision.eval.yaml",
     # v4 file including case files stored in their v5 form (`assert`, `vars: {input}`).
     "examples/features/external-datasets/evals/dataset.eval.yaml",
+    "examples/features/execution-metrics/evals/dataset.eval.yaml",
 ]
 
 #: AgentV v5 files that use only the v5 spellings convoeval reads (`assert`, `metric`,
@@ -65,12 +66,6 @@ REFUSED = {
         28,
         "tests[0].assertions[0].prompt",
         "executable prompt templates (`prompt: {command: ...}`) are not",
-    ),
-    "examples/features/execution-metrics/evals/dataset.eval.yaml": (
-        None,
-        40,
-        "tests[0].assertions[0].type",
-        "unknown assertion type 'execution_metrics'",
     ),
     # v4 file whose attachments live outside the stored copy.
     "examples/features/basic-jsonl/evals/dataset.eval.yaml": (
