@@ -42,6 +42,7 @@ RUNS = [
     # v4 file including case files stored in their v5 form (`assert`, `vars: {input}`).
     "examples/features/external-datasets/evals/dataset.eval.yaml",
     "examples/features/execution-metrics/evals/dataset.eval.yaml",
+    "examples/features/matrix-evaluation/evals/dataset.eval.yaml",
 ]
 
 #: AgentV v5 files that use only the v5 spellings convoeval reads (`assert`, `metric`,
@@ -55,12 +56,6 @@ _V5 = "is AgentV v5 (promptfoo-style) syntax, which convoeval does not read"
 #: Files refused, with the first problem expected: (line, field, words of the message).
 REFUSED = {
     # v4 files using features convoeval does not have.
-    "examples/features/matrix-evaluation/evals/dataset.eval.yaml": (
-        None,
-        26,
-        "tests[1].execution.targets",
-        "`targets` is a suite-level setting",
-    ),
     "examples/features/prompt-template-sdk/evals/dataset.eval.yaml": (
         None,
         28,

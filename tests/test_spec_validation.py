@@ -423,10 +423,10 @@ tests:
   - id: a
     input: hi
     execution:
-      target: other
+      judge: other
 """,
         5,
-        "tests[0].execution.target",
+        "tests[0].execution.judge",
         "suite-level setting",
     ),
     (

@@ -34,7 +34,24 @@ def fingerprints(suite: Suite) -> dict[str, Any]:
     what the suite adds to every test (input, assertions, policy, execution settings)."""
     shared = suite.model_dump_json(exclude={"tests"})
     tests = {t.id: _sha(shared + t.model_dump_json()) for t in suite.tests}
-    return {"hash": _sha("".join(f"{k}={v};" for k, v in tests.items()) + shared), "tests": tests}
+    return {"hash": _suite_hash(tests, shared), "tests": tests}
+
+
+def _suite_hash(tests: dict[str, str], shared: str) -> str:
+    return _sha("".join(f"{k}={v};" for k, v in tests.items()) + shared)
+
+
+def _fingerprints(jobs: list[Job]) -> dict[str, Any]:
+    """The fingerprints of the jobs' suites by suite key; jobs of one suite may hold different
+    tests (a test's own `execution.targets`), so their tests are merged."""
+    merged: dict[str, dict[str, Any]] = {}
+    for job in jobs:
+        found = fingerprints(job.suite)
+        entry = merged.setdefault(suite_key(job.suite), found)
+        if entry is not found and not found["tests"].items() <= entry["tests"].items():
+            tests = {**entry["tests"], **found["tests"]}
+            entry.update(tests=tests, hash=_suite_hash(tests, job.suite.model_dump_json(exclude={"tests"})))
+    return merged
 
 
 def _sha(text: str) -> str:
@@ -79,7 +96,7 @@ class RunRecorder:
         suites and mark them on each job as `job.stored`); returns the run id (None without a
         store). `rerun`: execution statuses whose stored results run again."""
         meter = self.meter
-        suites = {suite_key(job.suite): fingerprints(job.suite) for job in self.jobs}
+        suites = _fingerprints(self.jobs)
         options = {**options, "suites": suites}
         if self.store is not None and self.record is None:
             self.record = self.store.new_run(options)

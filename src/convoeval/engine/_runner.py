@@ -20,7 +20,7 @@ from ._meter import RunMeter
 from ._options import RunOptions
 from ._pool import TargetPool, named_targets
 from ._recorder import RunRecorder, suite_key
-from ._select import select_tests
+from ._select import select_tests, tests_for_target, tests_on_no_target
 from ._store import RERUN_STATUSES, STORE_FILE, RunRecord, RunStore, state_dir
 
 
@@ -184,11 +184,16 @@ async def _run(
     pool = TargetPool(named_targets(candidates, options.targets_file), meter=meter)
     writer: ResultFile | None = None
     try:
-        jobs = [
-            Job(target=target, suite=suite, threshold=options.threshold, trials=options.trials)
-            for suite in suites
-            for target in pool.targets_for(suite, options.target, note)
-        ]
+        jobs = []
+        for suite in suites:
+            targets = pool.targets_for(suite, options.target, note)
+            names = [t.name for t in targets]
+            if skipped := tests_on_no_target(suite, names):
+                note(f"{', '.join(skipped)}: the test's own execution.targets name none of {', '.join(names)}; not run")
+            for target in targets:
+                own = tests_for_target(suite, target.name, names)
+                if own.tests:
+                    jobs.append(Job(target=target, suite=own, threshold=options.threshold, trials=options.trials))
         plans = [job.plan(test) for job in jobs for test in job.suite.tests]
         needs_judge = any(plan.needs_judge for plan in plans)
         judge = pool.judge(options.judge, suites, note, fallback=jobs[0].target) if needs_judge else None

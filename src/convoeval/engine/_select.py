@@ -136,3 +136,30 @@ def _nothing(test_ids: Sequence[str], tags: Sequence[str], shard: Any) -> str:
         f"--shard {shard}" if shard else "",
     ]
     return f"no test selected by {' and '.join(a for a in asked if a) or 'the selection'}"
+
+
+def own_targets(test: Test) -> list[str]:
+    """The targets a test names itself (`execution.targets`, or `execution.target`)."""
+    execution = test.execution
+    if execution is None:
+        return []
+    return list(execution.targets or ([execution.target] if execution.target else []))
+
+
+def tests_for_target(suite: Suite, target: str, targets: Sequence[str]) -> Suite:
+    """The suite with the tests that run on `target`, one of the run's `targets` for it.
+
+    As in AgentV, a test's own `execution.target(s)` choose among the run's targets when the
+    suite runs on several (a matrix); on a single target every test runs.
+    """
+    if len(targets) < 2 or not any(own_targets(t) for t in suite.tests):
+        return suite
+    tests = [t for t in suite.tests if not own_targets(t) or target in own_targets(t)]
+    return suite.model_copy(update={"tests": tests})
+
+
+def tests_on_no_target(suite: Suite, targets: Sequence[str]) -> list[str]:
+    """Ids of the tests whose own targets are none of the run's `targets` (they do not run)."""
+    if len(targets) < 2:
+        return []
+    return [t.id for t in suite.tests if own_targets(t) and not set(own_targets(t)) & set(targets)]

@@ -71,6 +71,7 @@ class Checker:
                     else:
                         ids[test_id] = i
         self.check_dependencies(tests, ids)
+        self.check_test_targets(tests, ids)
         self.check_suite_assertion_levels(tests)
 
     def check_test(self, test: dict, path: DataPath, suite_input: bool) -> None:
@@ -112,17 +113,12 @@ class Checker:
             self.add((*path, "input"), "required field is missing: a single-turn test needs `input`")
         execution = test.get("execution")
         if isinstance(execution, dict):
-            for key, flag in (
-                ("target", "--target"),
-                ("targets", "--target"),
-                ("judge", "--judge"),
-                ("workers", "--concurrency"),
-            ):
+            for key, flag in (("judge", "--judge"), ("workers", "--concurrency")):
                 if key in execution:
                     self.add(
                         (*path, "execution", key),
                         f"`{key}` is a suite-level setting (suite `execution.{key}` or {flag}); "
-                        "a test's execution takes threshold and trials",
+                        "a test's execution takes target(s), threshold, trials and skip_defaults",
                     )
         level = "conversation" if conversation else "turn"
         captured = _captured_names(turns)
@@ -208,6 +204,40 @@ class Checker:
         cycle = _find_cycle(graph)
         if cycle:
             self.add(("tests", ids[cycle[0]], "depends_on"), "dependency cycle: " + " -> ".join(cycle))
+
+    def check_test_targets(self, tests: list, ids: dict[str, int]) -> None:
+        """A test's own `execution.target(s)` pick among the suite's targets (AgentV's matrix):
+        they must be among them, and a test may depend only on tests that run where it runs."""
+        execution = self.data.get("execution")
+        suite_targets = _targets_of(execution) if isinstance(execution, dict) else None
+        own: dict[str, list[str]] = {}
+        for i, test in enumerate(tests):
+            settings = test.get("execution") if isinstance(test, dict) else None
+            names = _targets_of(settings) if isinstance(settings, dict) else None
+            if names is None or not isinstance(settings, dict):
+                continue
+            if isinstance(test.get("id"), str):
+                own[test["id"]] = names
+            key = "targets" if "targets" in settings else "target"
+            for name in names:
+                if suite_targets and name not in suite_targets:
+                    self.add(
+                        ("tests", i, "execution", key),
+                        f"{name!r} is not one of the suite's targets ({', '.join(suite_targets)}); "
+                        "a test's own targets choose among them",
+                    )
+        for i, test in enumerate(tests):
+            deps = test.get("depends_on") if isinstance(test, dict) else None
+            for dep in [deps] if isinstance(deps, str) else deps if isinstance(deps, list) else []:
+                if dep not in own or not isinstance(test.get("id"), str):
+                    continue
+                mine = own.get(test["id"])
+                if mine is None or not set(mine) <= set(own[dep]):
+                    self.add(
+                        ("tests", i, "depends_on"),
+                        f"depends on {dep!r}, which runs only on {', '.join(own[dep])}; "
+                        "give this test the same `execution.targets` (or a subset)",
+                    )
 
     def check_suite_assertion_levels(self, tests: list) -> None:
         modes = {
@@ -314,6 +344,15 @@ def _captured_names(turns: Any) -> list[set[str]]:
         rules = [rules] if isinstance(rules, dict) else rules if isinstance(rules, list) else []
         names.append({r["name"] for r in rules if isinstance(r, dict) and isinstance(r.get("name"), str)})
     return names
+
+
+def _targets_of(execution: dict) -> list[str] | None:
+    """`execution.targets` or `[execution.target]` when they are (lists of) strings."""
+    targets = execution.get("targets")
+    if isinstance(targets, list) and all(isinstance(t, str) for t in targets):
+        return list(targets)
+    target = execution.get("target")
+    return [target] if isinstance(target, str) else None
 
 
 def _is_blank(value: Any) -> bool:
