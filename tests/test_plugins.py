@@ -131,9 +131,10 @@ def test_plugin_option_loads_a_module(cli, tmp_path: Path) -> None:
     code, out, err = cli("schema", "--plugin", "opt_plugin_mod")
     assert code == 0
     types = {
-        d["properties"]["type"].get("const")
+        name
         for d in json.loads(out)["$defs"].values()
         if "type" in d.get("properties", {})
+        for name in d["properties"]["type"].get("enum", [d["properties"]["type"].get("const")])
     }
     assert {"opt-polite", "opt-has-price", "opt-short"} <= types
 
