@@ -43,6 +43,7 @@ RUNS = [
     "examples/features/external-datasets/evals/dataset.eval.yaml",
     "examples/features/execution-metrics/evals/dataset.eval.yaml",
     "examples/features/matrix-evaluation/evals/dataset.eval.yaml",
+    "examples/features/prompt-template-sdk/evals/dataset.eval.yaml",
 ]
 
 #: AgentV v5 files that use only the v5 spellings convoeval reads (`assert`, `metric`,
@@ -56,12 +57,6 @@ _V5 = "is AgentV v5 (promptfoo-style) syntax, which convoeval does not read"
 #: Files refused, with the first problem expected: (line, field, words of the message).
 REFUSED = {
     # v4 files using features convoeval does not have.
-    "examples/features/prompt-template-sdk/evals/dataset.eval.yaml": (
-        None,
-        28,
-        "tests[0].assertions[0].prompt",
-        "executable prompt templates (`prompt: {command: ...}`) are not",
-    ),
     # v4 file whose attachments live outside the stored copy.
     "examples/features/basic-jsonl/evals/dataset.eval.yaml": (
         "dataset.jsonl",

@@ -194,6 +194,11 @@ class Assertion(BaseModel):
             judge_cost_usd=spent.judge_cost_usd if spent else 0.0,
         )
 
+    def file_problems(self, base_dir: Path) -> list[tuple[str, str]]:
+        """`(field, message)` for each file this assertion names that is missing under
+        `base_dir` (the eval file's folder); checked when the eval file is loaded."""
+        return []
+
     def template_problems(self, known: frozenset[str]) -> list[tuple[str, str]]:
         """`(field, message)` for each template of this assertion that cannot render with the
         variables `known`; checked when the eval file is loaded."""

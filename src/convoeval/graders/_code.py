@@ -176,9 +176,16 @@ def _payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _run(
-    argv: list[str], shown: str, cwd: Path, env: dict[str, str], payload: bytes, timeout_s: float
+    argv: list[str],
+    shown: str,
+    cwd: Path,
+    env: dict[str, str],
+    payload: bytes,
+    timeout_s: float,
+    what: str = "code-grader",
 ) -> tuple[bytes, bytes, int]:
-    """Run the command with `payload` on stdin; kill it (and its children) on timeout."""
+    """Run the command with `payload` on stdin; kill it (and its children) on timeout.
+    `what` names the command in errors (`code-grader`, `llm-grader prompt command`)."""
     posix = os.name == "posix"
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -192,20 +199,20 @@ async def _run(
         )
     except FileNotFoundError:
         raise GraderError(
-            f"code-grader command not found: {argv[0]!r} (not on PATH, nor relative to {str(cwd)!r})"
+            f"{what} command not found: {argv[0]!r} (not on PATH, nor relative to {str(cwd)!r})"
         ) from None
     except PermissionError:
         raise GraderError(
-            f"code-grader command {argv[0]!r} is not executable (chmod +x it, or run it through "
+            f"{what} command {argv[0]!r} is not executable (chmod +x it, or run it through "
             "its interpreter, e.g. `python script.py`)"
         ) from None
     except OSError as exc:
-        raise GraderError(f"code-grader `{shown}` could not start: {exc}") from None
+        raise GraderError(f"{what} `{shown}` could not start: {exc}") from None
     try:
         stdout, stderr = await asyncio.wait_for(proc.communicate(payload), timeout_s)
     except TimeoutError:
         await _kill(proc, posix)
-        raise GraderError(f"code-grader `{shown}` timed out after {timeout_s:g}s and was killed") from None
+        raise GraderError(f"{what} `{shown}` timed out after {timeout_s:g}s and was killed") from None
     finally:
         if proc.returncode is None:  # cancelled from outside
             await _kill(proc, posix)

@@ -52,6 +52,7 @@ from ..judging import (
 )
 from ..results import AssertionOutcome, Usage
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type, lookup_assertion_type
+from ._prompt_command import PromptCommand
 
 _OUTCOME = AliasChoices("outcome", "expected_outcome", "description")
 
@@ -345,7 +346,9 @@ class LLMGrader(Assertion):
     """
 
     type: Literal["llm-grader"]
-    prompt: str | None = Field(None, description="Jinja2 prompt text, or file://relative/path.")
+    prompt: str | PromptCommand | None = Field(
+        None, description="Jinja2 prompt text, file://relative/path, or {command, config}: a program printing it."
+    )
     criteria: str | None = Field(None, description="Overrides the test's criteria.")
     expected_output: str | None = Field(None, description="Overrides the turn's expected_output.")
 
@@ -353,31 +356,39 @@ class LLMGrader(Assertion):
 
     def _prompt_file(self) -> str | None:
         """The path of a `file://` prompt; any other prompt is inline text (as in AgentV >= 4.6)."""
-        prompt = (self.prompt or "").strip()
+        prompt = self.prompt.strip() if isinstance(self.prompt, str) else ""
         return prompt[len("file://") :] if prompt.startswith("file://") else None
 
     @property
     def prompt_is_criteria(self) -> bool:
         """An inline prompt without template syntax is AgentV's criteria text: it goes inside
         the default grading prompt, with the conversation and the reply."""
-        prompt = self.prompt or ""
+        prompt = self.prompt if isinstance(self.prompt, str) else ""
         return bool(prompt.strip()) and self._prompt_file() is None and "{{" not in prompt and "{%" not in prompt
 
     def path_like_prompt(self, base_dir: Path) -> str | None:
         """The prompt, when it is one word naming an existing file (it is still sent as text)."""
-        prompt = (self.prompt or "").strip()
-        if not self.prompt_is_criteria or any(c.isspace() for c in prompt):
+        if (
+            not self.prompt_is_criteria
+            or not isinstance(self.prompt, str)
+            or any(c.isspace() for c in self.prompt.strip())
+        ):
             return None
+        prompt = self.prompt.strip()
         return prompt if (base_dir / prompt).is_file() else None
 
     def template_problems(self, known: frozenset[str]) -> list[tuple[str, str]]:
-        if not self.prompt or self._prompt_file() is not None:
+        if not isinstance(self.prompt, str) or not self.prompt or self._prompt_file() is not None:
             return []
         problem = check_template(self.prompt, known)
         return [("prompt", problem)] if problem else []
 
+    def file_problems(self, base_dir: Path) -> list[tuple[str, str]]:
+        missing = self.prompt.missing_file(base_dir) if isinstance(self.prompt, PromptCommand) else None
+        return [("prompt.command", missing)] if missing else []
+
     def _load_prompt(self, ctx: GradeContext) -> str:
-        assert self.prompt is not None
+        assert isinstance(self.prompt, str)
         relative = self._prompt_file()
         if relative is None:
             return self.prompt
@@ -400,8 +411,11 @@ class LLMGrader(Assertion):
         assert ctx.judge is not None
         criteria = self.criteria if self.criteria is not None else ctx.criteria
         expected = self.expected_output if self.expected_output is not None else ctx.expected_output
-        if self.prompt_is_criteria:
-            assert self.prompt is not None
+        if isinstance(self.prompt, PromptCommand):  # AgentV's executable prompt template
+            messages = grader_messages(await self.prompt.render(ctx, criteria, expected))
+            what = f"{self.name or 'llm-grader'}: prompt from `{' '.join(self.prompt.command)}`"
+        elif self.prompt_is_criteria:
+            assert isinstance(self.prompt, str)
             criteria = self.prompt.strip()
             messages = default_grader_messages(subject_for(ctx, expected_output=expected, criteria=criteria))
             what = _default_outcome(expected, criteria, ctx.level)

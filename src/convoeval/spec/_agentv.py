@@ -141,15 +141,6 @@ class AgentvNormalizer:
         if "reference_answer" in test and "expected_output" not in test:  # AgentV's older name
             test["expected_output"] = test.pop("reference_answer")
             self.lines.add((*path, "expected_output"), *self.lines.locate((*path, "reference_answer")))
-        assertions = test.get("assertions")
-        for k, item in enumerate(assertions if isinstance(assertions, list) else []):
-            if isinstance(item, dict) and isinstance(item.get("prompt"), dict):
-                self.add(
-                    (*path, "assertions", k, "prompt"),
-                    "executable prompt templates (`prompt: {command: ...}`) "
-                    "are not supported; give the prompt text or `file://PATH`",
-                )
-                item.pop("prompt")
         files = test.pop("input_files", None)
         if files is not None:
             self.input_files(test, files, path)

@@ -308,6 +308,8 @@ class Checker:
             self.add((*path, "type"), f"{type_name!r} grades at {allowed} level, not at {level} level")
         for field_name, message in assertion.template_problems(self.known):
             self.add((*path, field_name), message)
+        for field_name, message in assertion.file_problems(self.base_dir):
+            self.add((*path, *field_name.split(".")), message)
         looks_like_path = getattr(assertion, "path_like_prompt", None)
         if looks_like_path is not None and looks_like_path(self.base_dir):
             where = self.lines.problem((*path, "prompt"), field_path((*path, "prompt")), "")
