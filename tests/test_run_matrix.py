@@ -122,6 +122,12 @@ def test_a_tests_own_targets_are_checked(tests: str, line: int, field: str, word
     assert (problem.line, problem.field) == (line, field) and words in problem.message, problem
 
 
+def test_with_one_suite_target_a_tests_own_target_is_not_checked(tmp_path: Path) -> None:
+    """AgentV's `basic` example names `target: azure-llm` on a test of a suite on `llm`."""
+    text = "execution: {target: llm}\ntests:\n  - {id: a, input: x, execution: {target: azure-llm}}\n"
+    assert load_suite(write(tmp_path / "s.eval.yaml", text)).tests[0].id == "a"
+
+
 def test_a_dependency_on_the_same_targets_is_fine(tmp_path: Path) -> None:
     text = (
         "execution: {targets: [copilot, claude]}\ntests:\n"

@@ -51,6 +51,7 @@ from ..judging import (
     values_by_key,
 )
 from ..results import AssertionOutcome, Usage
+from ._aggregators import Aggregator
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type, lookup_assertion_type
 from ._prompt_command import PromptCommand
 
@@ -470,16 +471,6 @@ def _default_outcome(expected: str | None, criteria: str | None, level: str) -> 
 # -- composite ----------------------------------------------------------------------------
 
 
-class Aggregator(BaseModel):
-    """How a composite combines its nested assertions."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["weighted_average", "threshold"] = "weighted_average"
-    weights: dict[str, float] = Field(default_factory=dict, description="Weight per nested name.")
-    threshold: float | None = Field(None, ge=0, le=1)
-
-
 @assertion_type
 class Composite(Assertion):
     """Nested assertions graded concurrently and combined into one score.
@@ -487,8 +478,9 @@ class Composite(Assertion):
     `weighted_average` (default): the weighted mean of the nested scores (weights from
     `aggregator.weights` by name, else each assertion's `weight`). `threshold`: the weighted
     fraction of nested assertions that passed; the composite passes when that fraction reaches
-    `threshold` (1.0 = all must pass). Nested errors are left out; a failed `required` nested
-    assertion makes the score 0.
+    `threshold` (1.0 = all must pass). AgentV's `code_judge` (`path`: a program) and
+    `llm_judge` (`prompt`: the judge) decide from the nested results (see `_aggregators`).
+    Nested errors are left out; a failed `required` nested assertion makes the score 0.
 
     Example:
         - type: composite
@@ -532,7 +524,7 @@ class Composite(Assertion):
 
     @property
     def uses_judge(self) -> bool:  # type: ignore[override]
-        return any(a.uses_judge for a in self.assertions)
+        return self.aggregator.type == "llm_judge" or any(a.uses_judge for a in self.assertions)
 
     async def grade(self, ctx: GradeContext) -> Grade:
         scores = list(await asyncio.gather(*(a.evaluate(ctx) for a in self.assertions)))
@@ -554,16 +546,24 @@ class Composite(Assertion):
                 judge_cost_usd=cost,
                 judge_calls=calls,
             )
-        weights = [self.aggregator.weights.get(s.name, s.weight) for s in decided]
-        if self.aggregator.type == "threshold":
-            values = [1.0 if s.verdict == "pass" else 0.0 for s in decided]
-        else:
-            values = [float(s.score) for s in decided]  # type: ignore[arg-type]
-        score = _weighted(values, weights)
         passed: bool | None = None
-        threshold = self.aggregator.threshold if self.aggregator.threshold is not None else self.threshold
-        if self.aggregator.type == "threshold" and threshold is not None:
-            passed = score >= threshold - 1e-9
+        if self.aggregator.decides:  # a program or the judge decides from every nested result
+            decision = await self.aggregator.decide(scores, ctx)
+            score, passed = decision.score, decision.passed
+            outcomes = [*decision.assertions, *outcomes]
+            usage += decision.judge_usage
+            cost += decision.judge_cost_usd
+            calls += decision.judge_calls
+        else:
+            weights = [self.aggregator.weights.get(s.name, s.weight) for s in decided]
+            if self.aggregator.type == "threshold":
+                values = [1.0 if s.verdict == "pass" else 0.0 for s in decided]
+            else:
+                values = [float(s.score) for s in decided]  # type: ignore[arg-type]
+            score = _weighted(values, weights)
+            threshold = self.aggregator.threshold if self.aggregator.threshold is not None else self.threshold
+            if self.aggregator.type == "threshold" and threshold is not None:
+                passed = score >= threshold - 1e-9
         failed_required = [s.name for s in decided if s.required and s.verdict == "fail"]
         if failed_required:
             score, passed = 0.0, False

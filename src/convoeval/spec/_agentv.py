@@ -19,7 +19,19 @@ from ._yaml import DataPath, LineMap, load_jsonl, load_yaml
 
 #: Fields AgentV's validator knows that change nothing at run time: kept under `metadata`.
 SUITE_METADATA = frozenset(
-    {"tags", "version", "governance", "$schema", "author", "license", "requires", "note", "suite", "conversation_id"}
+    {
+        "tags",
+        "version",
+        "governance",
+        "$schema",
+        "author",
+        "license",
+        "requires",
+        "note",
+        "suite",
+        "conversation_id",
+        "dataset",  # AgentV v4's older name of the suite
+    }
 )
 TEST_METADATA = frozenset({"tags", "conversation_id", "governance", "note", "version", "author"})
 

@@ -207,9 +207,11 @@ class Checker:
 
     def check_test_targets(self, tests: list, ids: dict[str, int]) -> None:
         """A test's own `execution.target(s)` pick among the suite's targets (AgentV's matrix):
-        they must be among them, and a test may depend only on tests that run where it runs."""
+        they must be among them, and a test may depend only on tests that run where it runs.
+        With one suite target every test runs on it (AgentV ignores a test's own target then)."""
         execution = self.data.get("execution")
         suite_targets = _targets_of(execution) if isinstance(execution, dict) else None
+        suite_targets = suite_targets if suite_targets and len(suite_targets) > 1 else None
         own: dict[str, list[str]] = {}
         for i, test in enumerate(tests):
             settings = test.get("execution") if isinstance(test, dict) else None

@@ -1,0 +1,151 @@
+"""How a `composite` combines its nested assertions: `weighted_average`, `threshold`, and
+AgentV's `code_judge` (a program decides) and `llm_judge` (the judge decides).
+
+Both deciders get the nested results by name, as AgentV sends them:
+
+    {"results": {"safety": {"type", "score", "verdict", "hits": [...], "misses": [...], "reasoning"}}}
+
+A `code_judge` program reads that JSON on stdin and prints `{"score": 0..1, "verdict"?,
+"hits"?, "misses"?, "reasoning"?}`; an `llm_judge` prompt gets it where it writes
+`{{EVALUATOR_RESULTS_JSON}}` (appended when it does not). A decider that fails is a grader
+error, never a score.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .._secrets import scrubbed_env
+from ..judging import JudgeSession, grader_messages, grader_parser, grader_schema
+from ..results import AssertionOutcome, GraderScore
+from ._base import Grade, GradeContext, GraderError
+from ._code import _parse_stdout, _run, _shorten, _split, _to_grade
+
+AggregatorType = Literal["weighted_average", "threshold", "code_judge", "llm_judge"]
+_RESULTS = "{{EVALUATOR_RESULTS_JSON}}"
+_DEFAULT_PROMPT = (
+    f"Review the following evaluation results:\n{_RESULTS}\n\nDecide the final score based on all evaluator results."
+)
+_NAMES = {"code_grader": "code_judge", "llm_grader": "llm_judge", "weighted_mean": "weighted_average"}
+
+
+class Aggregator(BaseModel):
+    """How a composite combines its nested assertions."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    type: AggregatorType = "weighted_average"
+    weights: dict[str, float] = Field(default_factory=dict, description="Weight per nested name.")
+    threshold: float | None = Field(None, ge=0, le=1)
+    path: list[str] | str | None = Field(
+        None,
+        validation_alias=AliasChoices("path", "command"),
+        description="code_judge: the program reading the nested results on stdin (a list, or a string split "
+        "like a command line).",
+    )
+    cwd: str | None = Field(None, description="code_judge: working directory, relative to the eval file's folder.")
+    timeout_s: float = Field(30.0, gt=0, description="code_judge: seconds before the program is killed.")
+    prompt: str | None = Field(None, description="llm_judge: the judge prompt, with {{EVALUATOR_RESULTS_JSON}}.")
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _spelling(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        name = value.replace("-", "_")
+        return _NAMES.get(name, name)
+
+    @model_validator(mode="after")
+    def _fields_of_type(self) -> Aggregator:
+        if self.type == "code_judge" and not (self.path and _split(self.path)):
+            raise ValueError("a code_judge aggregator needs `path` (the program to run)")
+        if self.type != "code_judge" and (self.path is not None or self.cwd is not None):
+            raise ValueError("`path` and `cwd` belong to a code_judge aggregator")
+        if self.type != "llm_judge" and self.prompt is not None:
+            raise ValueError("`prompt` belongs to an llm_judge aggregator")
+        return self
+
+    @property
+    def decides(self) -> bool:
+        """Whether a program or the judge decides (rather than a formula)."""
+        return self.type in ("code_judge", "llm_judge")
+
+    async def decide(self, scores: list[GraderScore], ctx: GradeContext) -> Grade:
+        """The composite's grade as the program or the judge decides it from `scores`."""
+        results = {"results": {s.name: _result(s) for s in scores}}
+        if self.type == "code_judge":
+            return await self._run_program(results, ctx)
+        return await self._ask_judge(results, ctx)
+
+    async def _run_program(self, results: dict[str, Any], ctx: GradeContext) -> Grade:
+        assert self.path is not None
+        argv = _split(self.path)
+        shown = _shorten(shlex.join(argv), 120)
+        cwd = Path(ctx.base_dir) / (self.cwd or ".")
+        if not cwd.is_dir():
+            raise GraderError(f"code_judge aggregator working directory {str(cwd)!r} does not exist")
+        payload = json.dumps(results, ensure_ascii=False, default=str).encode()
+        what = "code_judge aggregator"
+        stdout, stderr, code = await _run(argv, shown, cwd, scrubbed_env(), payload, self.timeout_s, what)
+        err_text = stderr.decode(errors="replace").strip()
+        err_note = f"; stderr: {_shorten(err_text, 300)}" if err_text else ""
+        if code != 0:
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+            raise GraderError(f"{what} `{shown}` {how}{err_note}")
+        printed = _parse_stdout(stdout.decode(errors="replace"), shown, err_note)
+        verdict = printed.get("verdict")
+        hits, misses = printed.get("hits") or [], printed.get("misses") or []
+        if not isinstance(hits, list) or not isinstance(misses, list):
+            raise GraderError(f"{what} `{shown}`: `hits` and `misses` must be lists of strings")
+        as_grader = {
+            "score": printed.get("score"),
+            "assertions": [{"text": str(h), "passed": True} for h in hits]
+            + [{"text": str(m), "passed": False} for m in misses],
+        }
+        if verdict in ("pass", "fail"):
+            as_grader["pass"] = verdict == "pass"
+        if isinstance(printed.get("reasoning"), str):
+            as_grader["reason"] = printed["reasoning"]
+        return _to_grade(as_grader, shown)
+
+    async def _ask_judge(self, results: dict[str, Any], ctx: GradeContext) -> Grade:
+        if ctx.judge is None:
+            raise GraderError("an llm_judge aggregator needs a judge (--judge)")
+        text = json.dumps(results["results"], ensure_ascii=False, indent=2, default=str)
+        template = self.prompt if self.prompt is not None else _DEFAULT_PROMPT
+        prompt = (
+            template.replace(_RESULTS, text) if _RESULTS in template else f"{template}\n\nEvaluation results:\n{text}"
+        )
+        session = JudgeSession(ctx.judge, trial=ctx.trial, temperature=ctx.judge_temperature)
+        answers = await session.ask_repeated(
+            grader_messages(prompt), grader_schema(), grader_parser(), repeats=ctx.judge_repeats, name="aggregator"
+        )
+        raw = [a.score for a in answers.values]
+        score = math.fsum(r / 10 for r in raw) / len(raw)
+        first = answers.values[0]
+        outcome = AssertionOutcome(
+            text="llm_judge aggregator",
+            passed=score >= ctx.threshold - 1e-9,
+            evidence=f"{first.score}/10: {first.reasoning}",
+        )
+        return Grade.judged(session, score, [outcome], {"judge_score": raw[0] if len(raw) == 1 else raw})
+
+
+def _result(score: GraderScore) -> dict[str, Any]:
+    """One nested result as AgentV's deciders read it."""
+    reasoning = "; ".join(o.evidence for o in score.assertions if o.evidence) or score.error
+    return {
+        "type": score.type,
+        "score": score.score,
+        "verdict": score.verdict,
+        "weight": score.weight,
+        "hits": [o.text for o in score.assertions if o.passed],
+        "misses": [o.text for o in score.assertions if not o.passed],
+        "reasoning": reasoning,
+    }
