@@ -166,19 +166,51 @@ class TurnResponseContains(Assertion):
         )
 
 
+#: AgentV's argument matching of a trajectory: `exact` (equal), `superset` (the call has at least
+#: the expected keys and values), `subset` (the call has no key beyond the expected ones, with
+#: their values), `ignore`, or a list of fields (dot paths) compared one by one.
+TrajectoryArgsMatch = Literal["exact", "superset", "subset", "ignore"] | list[str]
+
+
 class ExpectedCall(BaseModel):
-    """One entry of a trajectory's `expected`: `{tool, args?, max_duration_ms?}`."""
+    """One entry of a trajectory's `expected`: `{tool, args?, args_match?, max_duration_ms?}`."""
 
     model_config = ConfigDict(extra="forbid")
 
     tool: str = Field(min_length=1)
     args: dict[str, Any] | Literal["any"] | None = None
+    args_match: TrajectoryArgsMatch | None = Field(None, description="Overrides the trajectory's args_match.")
     max_duration_ms: float | None = Field(None, gt=0)
 
-    def matches(self, call: ToolCall, variables: dict[str, Any]) -> bool:
+    def matches(self, call: ToolCall, variables: dict[str, Any], default: TrajectoryArgsMatch | None = None) -> bool:
         if call.name != substitute(self.tool, variables):
             return False
-        return self.args in (None, "any") or _args_subset(substitute_deep(self.args, variables), call.arguments)
+        how = self.args_match if self.args_match is not None else default
+        if self.args in (None, "any") or how == "ignore":
+            return True
+        expected = substitute_deep(self.args, variables)
+        if how == "exact":
+            return json_equal(expected, call.arguments)
+        if how == "subset":
+            return _args_subset(call.arguments, expected)
+        if isinstance(how, list):
+            return all(_at(expected, field) == _at(call.arguments, field) for field in how)
+        return _args_subset(expected, call.arguments)  # superset (and the default)
+
+
+_MISSING = object()
+
+
+def _at(value: Any, dotted: str) -> Any:
+    """The value at a dot path (`a.b.0`), or a marker when it is absent."""
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return _MISSING
+    return value
 
 
 @assertion_type
@@ -197,6 +229,11 @@ class ToolTrajectory(Assertion):
     expected: list[ExpectedCall] = Field(default_factory=list)
     minimums: dict[str, int] = Field(default_factory=dict, description="any_order: tool -> calls needed.")
     turn: int | None = Field(None, ge=1, description="At conversation level: only this turn's calls.")
+    args_match: TrajectoryArgsMatch | None = Field(
+        None,
+        description="How expected args are compared: exact, superset (the default here), subset, ignore, "
+        "or a list of fields.",
+    )
 
     @field_validator("minimums")
     @classmethod
@@ -243,7 +280,7 @@ def _latency(entry: ExpectedCall, call: ToolCall) -> list[AssertionOutcome]:
 def _in_order(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any]) -> list[AssertionOutcome]:
     outcomes, at = [], 0
     for k, entry in enumerate(spec.expected, start=1):
-        found = next((i for i in range(at, len(calls)) if entry.matches(calls[i], variables)), None)
+        found = next((i for i in range(at, len(calls)) if entry.matches(calls[i], variables, spec.args_match)), None)
         if found is None:
             rest = calls[at:]
             outcomes.append(
@@ -264,7 +301,7 @@ def _exact(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any
     outcomes = []
     for k, entry in enumerate(spec.expected, start=1):
         call = calls[k - 1] if k <= len(calls) else None
-        ok = call is not None and entry.matches(call, variables)
+        ok = call is not None and entry.matches(call, variables, spec.args_match)
         evidence = "no call at this position" if call is None else f"call {k} was {show(call)}"
         outcomes.append(AssertionOutcome(text=f"position {k}: {entry.tool}", passed=ok, evidence=evidence))
         if ok and call is not None:
@@ -286,7 +323,9 @@ def _superset(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, 
     used: set[int] = set()
     outcomes = []
     for entry in spec.expected:
-        found = next((i for i, c in enumerate(calls) if i not in used and entry.matches(c, variables)), None)
+        found = next(
+            (i for i, c in enumerate(calls) if i not in used and entry.matches(c, variables, spec.args_match)), None
+        )
         if found is None:
             outcomes.append(
                 AssertionOutcome(
@@ -320,9 +359,9 @@ def _subset_mode(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[st
     outcomes = [
         AssertionOutcome(
             text=f"call {i}: {show(call)} is expected",
-            passed=any(e.matches(call, variables) for e in spec.expected),
+            passed=any(e.matches(call, variables, spec.args_match) for e in spec.expected),
             evidence="allowed"
-            if any(e.matches(call, variables) for e in spec.expected)
+            if any(e.matches(call, variables, spec.args_match) for e in spec.expected)
             else f"not among {', '.join(e.tool for e in spec.expected)}",
         )
         for i, call in enumerate(calls, start=1)
