@@ -4,7 +4,19 @@ Importing this package registers the built-in assertion types.
 """
 
 # Built-in assertion types register themselves on import.
-from . import _budgets, _code, _dialogue, _execution_metrics, _json, _llm, _simulation, _tau, _text, _tools  # noqa: F401
+from . import (  # noqa: F401
+    _budgets,
+    _code,
+    _dialogue,
+    _execution_metrics,
+    _field_accuracy,
+    _json,
+    _llm,
+    _simulation,
+    _tau,
+    _text,
+    _tools,
+)
 from ._base import (
     Assertion,
     Grade,
