@@ -7,6 +7,7 @@ Importing this package registers the built-in assertion types.
 from . import (  # noqa: F401
     _budgets,
     _code,
+    _composite,
     _dialogue,
     _execution_metrics,
     _field_accuracy,
