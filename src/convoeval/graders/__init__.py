@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     _text,
     _tools,
 )
+from ._aggregators import AGGREGATOR_ALIASES
 from ._base import (
     Assertion,
     Grade,
@@ -33,6 +34,7 @@ from ._base import (
 from ._function import grader
 
 __all__ = [
+    "AGGREGATOR_ALIASES",
     "Assertion",
     "Grade",
     "GradeContext",
