@@ -27,6 +27,10 @@ tests:
       - {type: llm_judge, prompt: "Is {{ output }} short?"}
       - {type: code_judge, script: ["true"]}
       - {type: code-judge, command: ["true"]}
+      - type: composite
+        aggregator: {type: code-judge, path: "true"}
+        assertions: [{type: contains, value: a}]
+      - {type: composite, aggregator: weighted-average, assertions: [{type: contains, value: b}]}
 """
 
 
@@ -51,6 +55,8 @@ def test_underscore_and_legacy_type_names_validate(tmp_path: Path, validator) ->
         "llm-grader",
         "code-grader",
         "code-grader",
+        "composite",
+        "composite",
     ]
     assert _errors(validator, ALIASES) == []
 

@@ -7,6 +7,7 @@ Importing this package registers the built-in assertion types.
 from . import (  # noqa: F401
     _budgets,
     _code,
+    _composite,
     _dialogue,
     _execution_metrics,
     _field_accuracy,
@@ -17,6 +18,7 @@ from . import (  # noqa: F401
     _text,
     _tools,
 )
+from ._aggregators import AGGREGATOR_ALIASES
 from ._base import (
     Assertion,
     Grade,
@@ -32,6 +34,7 @@ from ._base import (
 from ._function import grader
 
 __all__ = [
+    "AGGREGATOR_ALIASES",
     "Assertion",
     "Grade",
     "GradeContext",

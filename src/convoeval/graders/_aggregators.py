@@ -32,7 +32,8 @@ _RESULTS = "{{EVALUATOR_RESULTS_JSON}}"
 _DEFAULT_PROMPT = (
     f"Review the following evaluation results:\n{_RESULTS}\n\nDecide the final score based on all evaluator results."
 )
-_NAMES = {"code_grader": "code_judge", "llm_grader": "llm_judge", "weighted_mean": "weighted_average"}
+#: Other names of aggregator types the loader reads (dashes are read as underscores too).
+AGGREGATOR_ALIASES = {"code_grader": "code_judge", "llm_grader": "llm_judge", "weighted_mean": "weighted_average"}
 
 
 class Aggregator(BaseModel):
@@ -59,7 +60,7 @@ class Aggregator(BaseModel):
         if not isinstance(value, str):
             return value
         name = value.replace("-", "_")
-        return _NAMES.get(name, name)
+        return AGGREGATOR_ALIASES.get(name, name)
 
     @model_validator(mode="after")
     def _fields_of_type(self) -> Aggregator:

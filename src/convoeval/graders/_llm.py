@@ -1,4 +1,4 @@
-"""LLM-judged assertions: `rubrics`, `llm-grader`, and `composite` (nested assertions).
+"""LLM-judged assertions: `rubrics` and `llm-grader` (`composite` is in `_composite`).
 
 The judge is `ctx.judge` (any Target); the calls, parsing, re-ask, repeats and accounting are
 in `convoeval.judging`.
@@ -19,7 +19,6 @@ Example (YAML):
 
 from __future__ import annotations
 
-import asyncio
 import math
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -29,7 +28,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializeAsAny,
     field_validator,
     model_validator,
 )
@@ -50,9 +48,8 @@ from ..judging import (
     rubric_schema,
     values_by_key,
 )
-from ..results import AssertionOutcome, Usage
-from ._aggregators import Aggregator
-from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type, lookup_assertion_type
+from ..results import AssertionOutcome
+from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._prompt_command import PromptCommand
 
 _OUTCOME = AliasChoices("outcome", "expected_outcome", "description")
@@ -295,12 +292,12 @@ class Rubrics(Assertion):
                 "required": criterion.required,
                 "passed": passed,
             }
-        score = _weighted(criterion_scores, weights)
+        score = weighted_mean(criterion_scores, weights)
         details: dict[str, Any] = {"criteria": per_criterion}
         if failed_required:
             details["failed_required"] = failed_required
         if answers.count > 1:
-            details.update(repeat_summary([_weighted(s, weights) for s in run_scores]))
+            details.update(repeat_summary([weighted_mean(s, weights) for s in run_scores]))
         if answers.errors:
             details["repeat_errors"] = answers.errors
         return Grade.judged(session, score, outcomes, details, passed=False if failed_required else None)
@@ -310,7 +307,8 @@ def _one_or_all(values: list[Any]) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def _weighted(values: list[float], weights: list[float]) -> float:
+def weighted_mean(values: list[float], weights: list[float]) -> float:
+    """The weighted mean (the plain mean when the weights sum to 0)."""
     total = math.fsum(weights)
     if total <= 0:
         return _mean(values)
@@ -466,121 +464,3 @@ def _default_outcome(expected: str | None, criteria: str | None, level: str) -> 
     if criteria:
         return f"{subject} meets: {criteria.strip()}"
     return f"{subject} is correct, relevant and helpful"
-
-
-# -- composite ----------------------------------------------------------------------------
-
-
-@assertion_type
-class Composite(Assertion):
-    """Nested assertions graded concurrently and combined into one score.
-
-    `weighted_average` (default): the weighted mean of the nested scores (weights from
-    `aggregator.weights` by name, else each assertion's `weight`). `threshold`: the weighted
-    fraction of nested assertions that passed; the composite passes when that fraction reaches
-    `threshold` (1.0 = all must pass). AgentV's `code_judge` (`path`: a program) and
-    `llm_judge` (`prompt`: the judge) decide from the nested results (see `_aggregators`).
-    Nested errors are left out; a failed `required` nested assertion makes the score 0.
-
-    Example:
-        - type: composite
-          aggregator: {type: threshold, threshold: 1.0}
-          assertions:
-            - {type: contains, value: Paris}
-            - Says that Paris is the capital
-    """
-
-    type: Literal["composite"]
-    assertions: list[SerializeAsAny[Assertion]] = Field(min_length=1)
-    aggregator: Aggregator = Field(default_factory=Aggregator)
-    threshold: float | None = Field(None, ge=0, le=1, description="Pass mark of `threshold` aggregation.")
-
-    @field_validator("aggregator", mode="before")
-    @classmethod
-    def _aggregator_name(cls, value: Any) -> Any:
-        return {"type": value} if isinstance(value, str) else value
-
-    @field_validator("assertions", mode="before")
-    @classmethod
-    def _parse_nested(cls, value: Any) -> Any:
-        """Nested dicts and strings (from Python) become assertions; the YAML loader passes
-        already-built ones."""
-        if not isinstance(value, list):
-            return value
-        parsed: list[Any] = []
-        strings = [v for v in value if isinstance(v, str)]
-        for item in value:
-            if isinstance(item, str):
-                if item is strings[0]:
-                    parsed.append(Rubrics.model_validate({"type": "rubrics", "criteria": strings}))
-            elif isinstance(item, dict) and isinstance(item.get("type"), str):
-                cls_ = lookup_assertion_type(item["type"])
-                if cls_ is None:
-                    raise ValueError(f"unknown assertion type {item['type']!r}")
-                parsed.append(cls_.model_validate(item))
-            else:
-                parsed.append(item)
-        return parsed
-
-    @property
-    def uses_judge(self) -> bool:  # type: ignore[override]
-        return self.aggregator.type == "llm_judge" or any(a.uses_judge for a in self.assertions)
-
-    async def grade(self, ctx: GradeContext) -> Grade:
-        scores = list(await asyncio.gather(*(a.evaluate(ctx) for a in self.assertions)))
-        usage = sum((s.judge_usage for s in scores if s.judge_usage is not None), Usage())
-        cost = sum(s.judge_cost_usd for s in scores)
-        calls = sum(s.judge_calls for s in scores)
-        outcomes: list[AssertionOutcome] = []
-        for child in scores:
-            outcomes.extend(
-                AssertionOutcome(text=f"[{child.name}] {o.text}", passed=o.passed, evidence=o.evidence)
-                for o in child.assertions
-            )
-        decided = [s for s in scores if s.verdict != "error" and s.score is not None]
-        errors = {s.name: s.error for s in scores if s.verdict == "error"}
-        if not decided:
-            raise GraderError(
-                "every nested assertion failed: " + "; ".join(f"{name}: {error}" for name, error in errors.items()),
-                judge_usage=usage,
-                judge_cost_usd=cost,
-                judge_calls=calls,
-            )
-        passed: bool | None = None
-        if self.aggregator.decides:  # a program or the judge decides from every nested result
-            decision = await self.aggregator.decide(scores, ctx)
-            score, passed = decision.score, decision.passed
-            outcomes = [*decision.assertions, *outcomes]
-            usage += decision.judge_usage
-            cost += decision.judge_cost_usd
-            calls += decision.judge_calls
-        else:
-            weights = [self.aggregator.weights.get(s.name, s.weight) for s in decided]
-            if self.aggregator.type == "threshold":
-                values = [1.0 if s.verdict == "pass" else 0.0 for s in decided]
-            else:
-                values = [float(s.score) for s in decided]  # type: ignore[arg-type]
-            score = _weighted(values, weights)
-            threshold = self.aggregator.threshold if self.aggregator.threshold is not None else self.threshold
-            if self.aggregator.type == "threshold" and threshold is not None:
-                passed = score >= threshold - 1e-9
-        failed_required = [s.name for s in decided if s.required and s.verdict == "fail"]
-        if failed_required:
-            score, passed = 0.0, False
-        details: dict[str, Any] = {
-            "aggregator": self.aggregator.type,
-            "scores": [s.model_dump(exclude_none=True) for s in scores],
-        }
-        if errors:
-            details["errors"] = errors
-        if failed_required:
-            details["failed_required"] = failed_required
-        return Grade(
-            score=score,
-            assertions=outcomes,
-            details=details,
-            judge_usage=usage,
-            judge_cost_usd=cost,
-            judge_calls=calls,
-            passed=passed,
-        )

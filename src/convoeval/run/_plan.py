@@ -118,7 +118,8 @@ def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trial
     )
     if trials is not None:
         trials_config = trials_config.model_copy(update={"count": trials})
-    initial = to_messages(suite.input)
+    skip_defaults = bool(test.execution and test.execution.skip_defaults)  # AgentV: no suite input, no suite assertions
+    initial = [] if skip_defaults else to_messages(suite.input)
     every_turn = [*test.turn_assertions, *suite.turn_assertions]
     recorded: list[ChatReply] | None = None
     if test.transcript is not None:

@@ -132,6 +132,9 @@ class AgentvNormalizer:
                 execution = data["execution"] = {}
             if isinstance(execution, dict):
                 execution.setdefault("target", data.pop("target"))
+        files = data.pop("input_files", None)
+        if files is not None:  # suite-level: attached to the suite's input message (skip_defaults skips it)
+            self.input_files(data, files, ())
         self.messages(data.get("input"), ("input",), "user")
         tests = data.get("tests")
         if isinstance(tests, list):

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from .. import registry
-from ..graders import registered_assertion_classes
+from ..graders import AGGREGATOR_ALIASES, registered_assertion_classes
 from ._agentv import LEGACY_TYPES
 from ._models import Suite
 
@@ -23,6 +23,7 @@ def suite_json_schema() -> dict[str, Any]:
     defs = schema.setdefault("$defs", {})
     defs.update(typed.pop("$defs", {}))
     _add_type_aliases(defs)
+    _add_aggregator_aliases(defs)
     defs["Assertion"] = {
         "anyOf": [
             {"type": "string", "description": "A rubric criterion, judged by the LLM judge."},
@@ -70,3 +71,17 @@ def _add_type_aliases(defs: dict[str, Any]) -> None:
             model["if"] = {"properties": {"type": {"enum": legacy}}}
             model["then"] = {"anyOf": [{"required": ["command"]}, {"required": ["script"]}]}
             model["else"] = {"required": ["command"]}
+
+
+def _add_aggregator_aliases(defs: dict[str, Any]) -> None:
+    """A composite's aggregator `type` also takes the spellings the loader reads
+    (`code-judge`, `code_grader`, `weighted-average`...)."""
+    kind = defs.get("Aggregator", {}).get("properties", {}).get("type")
+    if kind is not None and "enum" in kind:
+        names = list(kind["enum"])
+        spellings = [*names, *(n.replace("_", "-") for n in names), *AGGREGATOR_ALIASES]
+        spellings += [n.replace("_", "-") for n in AGGREGATOR_ALIASES]
+        kind["enum"] = list(dict.fromkeys(spellings))
+        composite = defs.get("Composite", {}).get("properties", {})
+        if "aggregator" in composite:  # `aggregator: threshold` names the type alone
+            composite["aggregator"] = {"anyOf": [composite["aggregator"], {"enum": kind["enum"], "type": "string"}]}
