@@ -25,7 +25,7 @@ from .._secrets import scrubbed_env
 from ..judging import JudgeSession, grader_messages, grader_parser, grader_schema
 from ..results import AssertionOutcome, GraderScore
 from ._base import Grade, GradeContext, GraderError
-from ._code import _parse_stdout, _run, _shorten, _split, _to_grade
+from ._code import grade_from_json, parse_program_json, run_program, shorten, split_command
 
 AggregatorType = Literal["weighted_average", "threshold", "code_judge", "llm_judge"]
 _RESULTS = "{{EVALUATOR_RESULTS_JSON}}"
@@ -64,7 +64,7 @@ class Aggregator(BaseModel):
 
     @model_validator(mode="after")
     def _fields_of_type(self) -> Aggregator:
-        if self.type == "code_judge" and not (self.path and _split(self.path)):
+        if self.type == "code_judge" and not (self.path and split_command(self.path)):
             raise ValueError("a code_judge aggregator needs `path` (the program to run)")
         if self.type != "code_judge" and (self.path is not None or self.cwd is not None):
             raise ValueError("`path` and `cwd` belong to a code_judge aggregator")
@@ -86,20 +86,20 @@ class Aggregator(BaseModel):
 
     async def _run_program(self, results: dict[str, Any], ctx: GradeContext) -> Grade:
         assert self.path is not None
-        argv = _split(self.path)
-        shown = _shorten(shlex.join(argv), 120)
+        argv = split_command(self.path)
+        shown = shorten(shlex.join(argv), 120)
         cwd = Path(ctx.base_dir) / (self.cwd or ".")
         if not cwd.is_dir():
             raise GraderError(f"code_judge aggregator working directory {str(cwd)!r} does not exist")
         payload = json.dumps(results, ensure_ascii=False, default=str).encode()
         what = "code_judge aggregator"
-        stdout, stderr, code = await _run(argv, shown, cwd, scrubbed_env(), payload, self.timeout_s, what)
+        stdout, stderr, code = await run_program(argv, shown, cwd, scrubbed_env(), payload, self.timeout_s, what)
         err_text = stderr.decode(errors="replace").strip()
-        err_note = f"; stderr: {_shorten(err_text, 300)}" if err_text else ""
+        err_note = f"; stderr: {shorten(err_text, 300)}" if err_text else ""
         if code != 0:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             raise GraderError(f"{what} `{shown}` {how}{err_note}")
-        printed = _parse_stdout(stdout.decode(errors="replace"), shown, err_note)
+        printed = parse_program_json(stdout.decode(errors="replace"), shown, err_note)
         verdict = printed.get("verdict")
         hits, misses = printed.get("hits") or [], printed.get("misses") or []
         if not isinstance(hits, list) or not isinstance(misses, list):
@@ -113,7 +113,7 @@ class Aggregator(BaseModel):
             as_grader["pass"] = verdict == "pass"
         if isinstance(printed.get("reasoning"), str):
             as_grader["reason"] = printed["reasoning"]
-        return _to_grade(as_grader, shown)
+        return grade_from_json(as_grader, shown)
 
     async def _ask_judge(self, results: dict[str, Any], ctx: GradeContext) -> Grade:
         if ctx.judge is None:

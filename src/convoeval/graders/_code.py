@@ -76,14 +76,14 @@ class CodeGrader(Assertion):
     @field_validator("command")
     @classmethod
     def _check_command(cls, command: list[str] | str) -> list[str] | str:
-        argv = _split(command)
+        argv = split_command(command)
         if not argv or not argv[0].strip():
             raise ValueError("the command must not be empty")
         return command
 
     @property
     def argv(self) -> list[str]:
-        return _split(self.command)
+        return split_command(self.command)
 
     def _environment(self) -> dict[str, str]:
         """The command's environment: no secrets (API keys) unless `env` names or sets them."""
@@ -93,21 +93,21 @@ class CodeGrader(Assertion):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         argv = self.argv
-        shown = _shorten(shlex.join(argv), 120)
+        shown = shorten(shlex.join(argv), 120)
         cwd = self._cwd(ctx)
         payload = json.dumps(
-            _payload(ctx, {**(self.model_extra or {}), **self.config}), ensure_ascii=False, default=str
+            grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ensure_ascii=False, default=str
         ).encode()
-        stdout, stderr, code = await _run(argv, shown, cwd, self._environment(), payload, self.timeout_s)
+        stdout, stderr, code = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
         err_text = stderr.decode(errors="replace").strip()
-        err_note = f"; stderr: {_shorten(err_text, _STDERR_CHARS)}" if err_text else ""
+        err_note = f"; stderr: {shorten(err_text, _STDERR_CHARS)}" if err_text else ""
         if code != 0:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             raise GraderError(f"code-grader `{shown}` {how}{err_note}")
-        result = _parse_stdout(stdout.decode(errors="replace"), shown, err_note)
-        grade = _to_grade(result, shown)
+        result = parse_program_json(stdout.decode(errors="replace"), shown, err_note)
+        grade = grade_from_json(result, shown)
         if err_text:
-            grade.details = {**(grade.details or {}), "stderr": _shorten(err_text, _STDERR_CHARS)}
+            grade.details = {**(grade.details or {}), "stderr": shorten(err_text, _STDERR_CHARS)}
         return grade
 
     def _cwd(self, ctx: GradeContext) -> Path:
@@ -118,7 +118,8 @@ class CodeGrader(Assertion):
         return cwd
 
 
-def _split(command: list[str] | str) -> list[str]:
+def split_command(command: list[str] | str) -> list[str]:
+    """A command as argv: a list as is, a string split like a shell command line."""
     if isinstance(command, str):
         try:
             return shlex.split(command)
@@ -127,11 +128,13 @@ def _split(command: list[str] | str) -> list[str]:
     return list(command)
 
 
-def _shorten(text: str, limit: int) -> str:
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters (with an ellipsis)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]:
+def grading_payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]:
+    """The grading context as a program reads it on stdin (see the module docstring)."""
     reply = ctx.reply
     usage: Any = reply.usage if reply is not None else ctx.usage
     if isinstance(usage, Usage):
@@ -175,7 +178,7 @@ def _payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def _run(
+async def run_program(
     argv: list[str],
     shown: str,
     cwd: Path,
@@ -234,7 +237,8 @@ async def _kill(proc: asyncio.subprocess.Process, posix: bool) -> None:
         pass
 
 
-def _parse_stdout(stdout: str, shown: str, err_note: str) -> dict[str, Any]:
+def parse_program_json(stdout: str, shown: str, err_note: str) -> dict[str, Any]:
+    """The JSON object a program printed (the whole output, else its last JSON line)."""
     text = stdout.strip()
     expected = 'a JSON object like {"score": 0.8} or {"pass": true}'
     if not text:
@@ -253,13 +257,13 @@ def _parse_stdout(stdout: str, shown: str, err_note: str) -> dict[str, Any]:
                     continue
     if not isinstance(result, dict):
         raise GraderError(
-            f"code-grader `{shown}` did not print {expected}; stdout ended with "
-            f"{_shorten(text[-200:], 200)!r}{err_note}"
+            f"code-grader `{shown}` did not print {expected}; stdout ended with {shorten(text[-200:], 200)!r}{err_note}"
         )
     return result
 
 
-def _to_grade(result: dict[str, Any], shown: str) -> Grade:
+def grade_from_json(result: dict[str, Any], shown: str) -> Grade:
+    """A Grade from `{score?, pass?, assertions?, details?, reason?}`; anything else is a GraderError."""
     score = result.get("score")
     verdict = result.get("pass", result.get("passed"))
     if verdict is not None and not isinstance(verdict, bool):
@@ -267,7 +271,7 @@ def _to_grade(result: dict[str, Any], shown: str) -> Grade:
     if score is None:
         if verdict is None:
             raise GraderError(
-                f"code-grader `{shown}` printed JSON without `score` or `pass`: {_shorten(json.dumps(result), 200)}"
+                f"code-grader `{shown}` printed JSON without `score` or `pass`: {shorten(json.dumps(result), 200)}"
             )
         score = 1.0 if verdict else 0.0
     if isinstance(score, bool):
@@ -287,7 +291,7 @@ def _to_grade(result: dict[str, Any], shown: str) -> Grade:
         except ValidationError:
             raise GraderError(
                 f"code-grader `{shown}`: assertions[{k}] must be {{text, passed, evidence?}}, "
-                f"got {_shorten(json.dumps(item, default=str), 120)}"
+                f"got {shorten(json.dumps(item, default=str), 120)}"
             ) from None
     details = result.get("details")
     if details is not None and not isinstance(details, dict):

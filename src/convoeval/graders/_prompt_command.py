@@ -23,7 +23,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from .._secrets import scrubbed_env
 from ._base import GradeContext, GraderError
-from ._code import _payload, _run, _shorten
+from ._code import grading_payload, run_program, shorten
 
 _WHAT = "llm-grader prompt command"
 
@@ -67,17 +67,17 @@ class PromptCommand(BaseModel):
             raise GraderError(missing)
         file = self.template_file(Path(ctx.base_dir))
         argv = [*self.command[:-1], str(file)]
-        shown = _shorten(shlex.join(self.command), 120)
+        shown = shorten(shlex.join(self.command), 120)
         payload = {
-            **_payload(ctx, self.config),
+            **grading_payload(ctx, self.config),
             "criteria": criteria,
             "expected_output": [{"role": "assistant", "content": expected}] if expected else [],
             "reference_answer": expected,
         }
         data = json.dumps(payload, ensure_ascii=False, default=str).encode()
-        stdout, stderr, code = await _run(argv, shown, file.parent, scrubbed_env(), data, self.timeout_s, _WHAT)
+        stdout, stderr, code = await run_program(argv, shown, file.parent, scrubbed_env(), data, self.timeout_s, _WHAT)
         err_text = stderr.decode(errors="replace").strip()
-        err_note = f"; stderr: {_shorten(err_text, 300)}" if err_text else ""
+        err_note = f"; stderr: {shorten(err_text, 300)}" if err_text else ""
         if code != 0:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             raise GraderError(f"{_WHAT} `{shown}` {how}{err_note}")
