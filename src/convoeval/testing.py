@@ -59,6 +59,19 @@ def echo_reply(body: Body) -> str:
     return f"Reply to: {users[-1] if users else ''}"
 
 
+def tool_calls(*calls: tuple[str, dict[str, Any]]) -> Body:
+    """A target reply that calls tools instead of answering: return it from a `reply` function.
+
+    Example:
+        server.reset(reply=lambda body: tool_calls(("read_file", {"path": "app.py"})))
+    """
+    wire = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        for i, (name, args) in enumerate(calls)
+    ]
+    return {"content": None, "tool_calls": wire}
+
+
 def schema_instance(schema: dict[str, Any], *, satisfied: bool = True) -> Any:
     """A value that satisfies a JSON Schema: booleans `satisfied`, numbers at their maximum
     (or minimum when not satisfied), strings short. The default judge behaviour."""
@@ -87,7 +100,7 @@ class FakeOpenAIServer:
 
     def __init__(
         self,
-        reply: Callable[[Body], str] = echo_reply,
+        reply: Callable[[Body], str | Body] = echo_reply,
         judge: Callable[[Body], str] = default_judge,
         latency_s: float = 0.0,
     ):
@@ -112,7 +125,7 @@ class FakeOpenAIServer:
         return f"http://{host}:{port}/v1"
 
     def reset(
-        self, reply: Callable[[Body], str] = echo_reply, judge: Callable[[Body], str] = default_judge
+        self, reply: Callable[[Body], str | Body] = echo_reply, judge: Callable[[Body], str] = default_judge
     ) -> FakeOpenAIServer:
         """Forget requests and faults and answer with `reply` and `judge` (reuse across tests)."""
         with self._lock:
@@ -170,18 +183,19 @@ class FakeOpenAIServer:
         if fault and (fault.status != 200 or fault.body is not None):
             text = fault.body if fault.body is not None else json.dumps({"error": {"message": f"fake {fault.status}"}})
             return fault.status, text, fault.headers, delay
-        content = self.judge(body) if purpose == "judge" else self.reply(body)
+        answer = self.judge(body) if purpose == "judge" else self.reply(body)
+        message = (
+            {"role": "assistant", **answer} if isinstance(answer, dict) else {"role": "assistant", "content": answer}
+        )
         words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        out = len(json.dumps(answer).split()) if isinstance(answer, dict) else len(answer.split())
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
         completion = {
             "id": f"fake-{len(self.requests)}",
             "object": "chat.completion",
             "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {
-                "prompt_tokens": words,
-                "completion_tokens": len(content.split()),
-                "total_tokens": words + len(content.split()),
-            },
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+            "usage": {"prompt_tokens": words, "completion_tokens": out, "total_tokens": words + out},
         }
         return 200, json.dumps(completion), fault.headers if fault else {}, delay
 

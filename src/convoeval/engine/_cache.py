@@ -148,6 +148,8 @@ def cache_key(identity: dict[str, Any], request: ChatRequest) -> str:
     }
     if request.seed is not None:  # keys of calls without a seed stay as they were
         material["seed"] = request.seed
+    if request.tools:  # likewise for calls without tools
+        material["tools"] = request.tools
     text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

@@ -160,8 +160,11 @@ def check_post_condition(post: PostCondition, text: str, variables: dict[str, An
 def budget_hit(budget: Budget | None, number: int, reply: ChatReply, replies: list[ChatReply]) -> str | None:
     """Which budget the turn just played reached (`tool_calls=5 at turn 2`), or None.
 
-    A tool-call limit is hit when reached; time, tokens and cost when exceeded.
+    A tool-call limit is hit when reached; time, tokens and cost when exceeded. A target that
+    stopped its own turn on a limit says so in `finish_reason` (`budget:tool_calls=30`).
     """
+    if reply.finish_reason and reply.finish_reason.startswith("budget:"):
+        return f"{reply.finish_reason.removeprefix('budget:')} at turn {number}"
     if budget is None:
         return None
     scopes = [(budget.turn, [reply], ""), (budget.conversation, replies, " per conversation")]

@@ -36,7 +36,7 @@ from ..results import (
     Usage,
     Verdict,
 )
-from ..spec import substitute
+from ..spec import Budget, substitute
 from ..targets import ChatReply, ChatRequest, RecordedReplies, SessionMode, Target, TargetError, session_mode
 from ._controls import apply_controls, budget_hit
 from ._plan import TestPlan, TurnPlan
@@ -151,7 +151,7 @@ class Conversation:
         hit = budget_hit(self.plan.budget, number, reply, self.replies)
         if hit is not None and self.budget_hit is None:
             self.budget_hit = hit
-            if self.plan.budget is not None and self.plan.budget.on_budget == "stop":
+            if self.plan.budget is None or self.plan.budget.on_budget == "stop":
                 controls.stop_note = controls.stop_note or f"budget exhausted: {hit}"
         if controls.stop_note:  # a capture, post-condition or budget says: send nothing more
             self.grading.append(task)
@@ -179,6 +179,7 @@ class Conversation:
             session_id=self.session_id,
             workdir=self.ctx.workdir,
             test_id=self.plan.id,
+            max_tool_calls=_turn_tool_calls(self.plan.budget),
         )
         started = time.perf_counter()
         try:
@@ -344,6 +345,12 @@ async def _play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
             "variables": dict(convo.variables),
         }
     )
+
+
+def _turn_tool_calls(budget: Budget | None) -> int | None:
+    """The tool calls one turn may make under the test's budget (a tool agent stops there)."""
+    limits = budget.turn if budget is not None else None
+    return limits.tool_calls if limits is not None else None
 
 
 def _tool_results(calls: list[ToolCall]) -> list[dict[str, object]] | None:

@@ -10,11 +10,11 @@ from ._base import (
     TargetConfig,
     TargetError,
     TargetWrapper,
-    create_target,
     provider,
     provider_names,
     session_mode,
 )
+from ._build import create_target
 from ._http import RetryPolicy, parse_retry_after, post_json, redact
 from ._limits import EndpointLimits, ProviderLimits, TokenBucket, estimate_tokens
 from ._prices import call_cost, lookup_price, price_table
@@ -27,6 +27,7 @@ from ._settings import (
     settings_model,
     settings_of,
 )
+from ._tool_settings import ToolAgentSettings, UserTool
 
 # isort: split
 # Built-in providers register themselves on import.
@@ -52,6 +53,8 @@ __all__ = [
     "TargetError",
     "TargetWrapper",
     "TokenBucket",
+    "ToolAgentSettings",
+    "UserTool",
     "call_cost",
     "create_target",
     "estimate_tokens",

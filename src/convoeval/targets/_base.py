@@ -25,8 +25,9 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, Se
 
 from .. import registry
 from .._secrets import remember
-from ..errors import TargetError
+from ..errors import TargetError as TargetError  # re-exported: the providers raise it
 from ..results import ToolCall, Usage
+from ._tool_settings import ToolAgentSettings
 
 Purpose = Literal["target", "judge", "simulator"]
 SessionMode = Literal["history", "resume", "single_shot"]
@@ -49,6 +50,8 @@ class ChatRequest:
         workdir: the conversation's working directory (agents run there), or None for the
             target's own default.
         test_id: the test being run (agents may use it to name scratch files).
+        tools: OpenAI `tools` entries offered to the model (the built-in tool agent), or None.
+        max_tool_calls: tool calls this turn may still make (the test's budget), or None.
     """
 
     messages: list[dict[str, Any]]
@@ -62,6 +65,8 @@ class ChatRequest:
     session_id: str | None = None
     workdir: str | None = None
     test_id: str = ""
+    tools: list[dict[str, Any]] | None = None
+    max_tool_calls: int | None = None
 
 
 @dataclass
@@ -123,6 +128,7 @@ class TargetConfig(BaseModel):
         validation_alias=AliasChoices("concurrency", "max_connections"),
         description="Requests in flight at most (shared with other targets on the same endpoint).",
     )
+    agent: ToolAgentSettings | None = Field(None, description="Run the model in convoeval's tool loop.")
     price_input_per_mtok: float | None = Field(None, ge=0)
     price_output_per_mtok: float | None = Field(None, ge=0)
 
@@ -207,13 +213,3 @@ def session_mode(target: Target) -> SessionMode:
 
 def provider_names() -> list[str]:
     return registry.names("provider")
-
-
-def create_target(config: TargetConfig) -> Target:
-    """Build the target a config describes."""
-    if config._unusable:
-        raise TargetError(config._unusable)
-    factory = registry.lookup("provider", config.provider)
-    if factory is None:
-        raise TargetError(f"unknown provider {config.provider!r} (known: {', '.join(provider_names())})")
-    return factory(config)

@@ -80,6 +80,8 @@ class LiteLLMTarget(OpenAITarget):
             kwargs["max_tokens"] = request.max_tokens or self.config.max_tokens
         if request.seed is not None:
             kwargs["seed"] = request.seed
+        if request.tools:
+            kwargs["tools"] = request.tools
         if request.response_schema is not None:
             kwargs["response_format"] = {
                 "type": "json_schema",

@@ -57,6 +57,8 @@ class OpenAITarget(HttpTarget):
             payload["max_tokens"] = max_tokens
         if request.seed is not None:
             payload["seed"] = request.seed
+        if request.tools:
+            payload["tools"] = request.tools
         if request.response_schema is not None:
             payload["response_format"] = {
                 "type": "json_schema",

@@ -1,0 +1,93 @@
+"""The built-in tool agent: any chat target becomes an agent with `agent: {tools: [...]}`.
+
+Within each turn convoeval runs the loop itself: the model gets the tools, its tool calls run
+(in the trial's workspace), their results go back as `tool` messages, and the model is asked
+again until it answers without calling a tool. Every call is recorded on the reply like any
+agent's. Reaching `max_tool_calls` (or the test's per-turn `budget.turn.tool_calls`) or
+`max_seconds` ends the turn with `finish_reason` `budget:<name>=<limit>`, which the run records
+as `budget_exhausted`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ...results import ToolCall, Usage
+from .._base import ChatReply, ChatRequest, Target
+from .._tool_settings import ToolAgentSettings
+from ._tools import ToolBox
+
+
+class ToolAgent:
+    """`inner` with convoeval's tool loop around each call (see the module docstring)."""
+
+    session = "history"
+    cacheable = False  # a reply depends on the workspace, not only on the messages
+
+    def __init__(self, inner: Target, settings: ToolAgentSettings, base_dir: Path):
+        self.inner = inner
+        self.name = inner.name
+        self.provider_name = f"{getattr(inner, 'provider_name', type(inner).__name__)}+agent"
+        self.settings = settings
+        self.box = ToolBox(settings, base_dir, inner.name)
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        started = time.monotonic()
+        most = min(self.settings.max_tool_calls, request.max_tool_calls or math.inf)
+        system = [{"role": "system", "content": self.settings.system_prompt}] if self.settings.system_prompt else []
+        messages: list[dict[str, Any]] = [*system, *request.messages]
+        workdir = Path(request.workdir) if request.workdir else None
+        done: list[ToolCall] = []
+        usage, cost = Usage(), 0.0
+        while True:
+            reply = await self.inner.chat(replace(request, messages=messages, tools=self.box.specs()))
+            usage, cost = usage + reply.usage, cost + reply.cost_usd
+            stop = None if reply.tool_calls else reply.finish_reason
+            calls = [
+                c if c.id else c.model_copy(update={"id": f"call_{len(done) + i}"})
+                for i, c in enumerate(reply.tool_calls)
+            ]
+            if calls:
+                messages.append(
+                    {"role": "assistant", "content": reply.text or None, "tool_calls": [_wire(c) for c in calls]}
+                )
+            for call in calls:
+                if len(done) >= most:
+                    stop = f"budget:tool_calls={most:g}"
+                    break
+                if time.monotonic() - started > self.settings.max_seconds:
+                    stop = f"budget:seconds={self.settings.max_seconds:g}"
+                    break
+                call = await self.box.run(call, workdir)
+                done.append(call)
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": _result_text(call)})
+            if calls and stop is None and time.monotonic() - started > self.settings.max_seconds:
+                stop = f"budget:seconds={self.settings.max_seconds:g}"
+            if not calls or stop is not None:
+                return ChatReply(
+                    text=reply.text,
+                    usage=usage,
+                    latency_ms=(time.monotonic() - started) * 1000,
+                    cost_usd=cost,
+                    tool_calls=done,
+                    finish_reason=stop,
+                )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _wire(call: ToolCall) -> dict[str, Any]:
+    """A tool call as the assistant message of the OpenAI protocol carries it."""
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
+
+
+def _result_text(call: ToolCall) -> str:
+    if call.error is not None:
+        return f"error: {call.error}"
+    return call.output if isinstance(call.output, str) else json.dumps(call.output, default=str)
