@@ -3,7 +3,8 @@
 It answers `POST /v1/chat/completions` after a fixed latency: target calls (no
 `response_format`) get a short reply naming the last user message, judge calls get a JSON
 value that satisfies the requested schema (the same as `convoeval.testing.default_judge`).
-`GET /stats` returns `{"requests": N, "target": N, "judge": N}`; `POST /reset` zeroes them.
+`GET /stats` returns `{"requests": N, "target": N, "judge": N, "max_in_flight": N}` (the most
+requests it held at once); `POST /reset` zeroes them.
 
 Run it in its own process so that its CPU is not counted as the client's:
 
@@ -22,7 +23,7 @@ from convoeval.testing import default_judge
 
 
 def make_app(latency_s: float) -> web.Application:
-    counts = {"requests": 0, "target": 0, "judge": 0}
+    counts = {"requests": 0, "target": 0, "judge": 0, "in_flight": 0, "max_in_flight": 0}
 
     async def completions(request: web.Request) -> web.Response:
         body = await request.json()
@@ -34,8 +35,13 @@ def make_app(latency_s: float) -> web.Application:
             counts["target"] += 1
             users = [m["content"] for m in body.get("messages", []) if m.get("role") == "user"]
             content = f"Reply to: {users[-1] if users else ''}"
-        if latency_s:
-            await asyncio.sleep(latency_s)
+        counts["in_flight"] += 1
+        counts["max_in_flight"] = max(counts["max_in_flight"], counts["in_flight"])
+        try:
+            if latency_s:
+                await asyncio.sleep(latency_s)
+        finally:
+            counts["in_flight"] -= 1
         words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
         out_words = len(content.split())
         return web.json_response({

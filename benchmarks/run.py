@@ -1,17 +1,22 @@
-"""Throughput, cache and memory benchmark of `convoeval run` (whole processes, loopback server).
+"""Throughput, start-up, cache and memory benchmark of `convoeval run` (whole processes, loopback server).
 
-    python benchmarks/run.py                 # W x3, cached re-run x3, 10k x 10 memory run
-    python benchmarks/run.py --skip-memory   # W and the cached re-run only (about 30 s)
+    python benchmarks/run.py                 # all of it
+    python benchmarks/run.py --skip-memory   # without the 10k x 10 memory run (about a minute)
 
 Workload W: 100 conversations x 5 live turns, each turn graded by one rubric judge call
-(1000 model calls), `--concurrency 20`, against a fake OpenAI-compatible server answering
-after 0.1 s. The server (benchmarks/fake_server.py, aiohttp) runs in its own process so its
-CPU is not counted. Ideal W time: 1000 calls x 0.1 s / 20 = 5 s. Each `convoeval run` is
-measured as a whole process: wall time, CPU seconds (user + system, from wait4) and peak RSS.
+(1000 model calls), at most 20 requests in flight (`--concurrency 100 --max-connections 20`),
+against a fake OpenAI-compatible server answering after 0.1 s. The server
+(benchmarks/fake_server.py, aiohttp) runs in its own process so its CPU is not counted, and
+reports the most requests it held at once. The floor is the same calls made by the plainest
+client (benchmarks/floor.py: asyncio + aiohttp, 20 in flight), measured in the same run; the
+ratio convoeval / floor is the goal (W within 1.05x, the generation-only half, 500 calls
+without judging, within 1.1x). Every process is measured whole: wall time, CPU seconds
+(user + system, from wait4) and peak RSS.
 
-Then the cached re-run of W (same cache: must make 0 model calls, in < 2 s), and the memory
-run: 10,000 conversations x 10 turns (deterministic assertions, 100,000 calls) against a
-0-latency server, which must stay under 300 MB peak RSS.
+Start-up: a one-test, one-turn run against a 0-latency server against `python -c pass`
+(goal: within 0.35 s). Then the cached re-run of W (0 model calls, < 2 s), and the memory run:
+10,000 conversations x 10 turns (deterministic assertions, 100,000 calls) against a 0-latency
+server, under 300 MB peak RSS.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-W_CONVERSATIONS, W_TURNS, W_CONCURRENCY, W_LATENCY = 100, 5, 20, 0.1
-W_IDEAL_S = W_CONVERSATIONS * W_TURNS * 2 * W_LATENCY / W_CONCURRENCY  # 5 s
+W_CONVERSATIONS, W_TURNS, W_CONNECTIONS, W_LATENCY = 100, 5, 20, 0.1
+W_IDEAL_S = W_CONVERSATIONS * W_TURNS * 2 * W_LATENCY / W_CONNECTIONS  # 5 s
 MEMORY_CONVERSATIONS, MEMORY_TURNS, MEMORY_FILES, MEMORY_CONCURRENCY = 10_000, 10, 100, 50
 
 
@@ -42,6 +47,7 @@ class Measure:
     rss_mb: float
     calls: int
     exit_code: int
+    in_flight: int = 0
 
 
 class Server:
@@ -65,39 +71,53 @@ class Server:
     def reset(self) -> None:
         self._call("/reset", "POST")
 
-    def requests(self) -> int:
-        return int(self._call("/stats")["requests"])
+    def stats(self) -> dict:
+        return self._call("/stats")
 
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait()
 
 
-def run_convoeval(args: list[str], cwd: Path, server: Server) -> Measure:
-    """One whole `convoeval run` process: wall, CPU and peak RSS of that process alone."""
-    env = {**os.environ, "OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "sk-bench-not-a-secret"}
-    server.reset()
+def measure(argv: list[str], cwd: Path, server: Server | None) -> Measure:
+    """One whole process: wall, CPU and peak RSS of that process alone, and the server's counts."""
+    env = {**os.environ}
+    if server is not None:
+        env.update(OPENAI_BASE_URL=server.url + "/v1", OPENAI_API_KEY="sk-bench-not-a-secret")
+        server.reset()
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "convoeval", "run", *args], cwd=cwd, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
     stderr = process.stderr.read().decode() if process.stderr else ""  # type: ignore[union-attr]
     if process.returncode not in (0, 1):
-        raise SystemExit(f"convoeval run failed ({process.returncode}):\n{stderr}")
+        raise SystemExit(f"{' '.join(argv[:4])} failed ({process.returncode}):\n{stderr}")
+    stats = server.stats() if server is not None else {}
     return Measure(wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime, rss_mb=usage.ru_maxrss / 1024,
-                   calls=server.requests(), exit_code=process.returncode)
+                   calls=int(stats.get("requests", 0)), exit_code=process.returncode,
+                   in_flight=int(stats.get("max_in_flight", 0)))
 
 
-def write_w(work: Path) -> Path:
+def run_convoeval(args: list[str], cwd: Path, server: Server) -> Measure:
+    return measure([sys.executable, "-m", "convoeval", "run", *args], cwd, server)
+
+
+def run_floor(server: Server, judge: bool) -> Measure:
+    argv = [sys.executable, str(HERE / "floor.py"), server.url + "/v1/chat/completions", "--conversations",
+            str(W_CONVERSATIONS), "--turns", str(W_TURNS), "--max", str(W_CONNECTIONS)]
+    return measure(argv + (["--judge"] if judge else []), HERE, server)
+
+
+def write_w(work: Path, judged: bool = True, name: str = "w") -> Path:
     lines = ["tests:"]
     for i in range(W_CONVERSATIONS):
         lines.append(f"  - id: conv-{i:03d}\n    mode: conversation\n    turns:")
         for t in range(1, W_TURNS + 1):
-            lines.append(f"      - input: 'Question {t} of conversation {i}: what should I pack?'\n"
-                         f"        assertions: ['The reply answers question {t}']")
-    path = work / "w.eval.yaml"
+            lines.append(f"      - input: 'Question {t} of conversation {i}: what should I pack?'")
+            if judged:
+                lines.append(f"        assertions: ['The reply answers question {t}']")
+    path = work / f"{name}.eval.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -118,13 +138,18 @@ def write_memory_suites(work: Path, files: int) -> list[Path]:
     return paths
 
 
-def import_time(runs: int = 3) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import convoeval.cli"], check=True)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+def startup(work: Path, runs: int = 5) -> tuple[float, float]:
+    """Median wall seconds of `python -c pass` and of a one-test, one-turn `convoeval run`."""
+    suite = work / "one.eval.yaml"
+    suite.write_text("tests:\n  - id: one\n    input: hello\n")
+    server = Server(0.0)
+    try:
+        bare = [measure([sys.executable, "-c", "pass"], work, None).wall_s for _ in range(runs)]
+        one = [run_convoeval([str(suite), "--target", "openai:bench-target", "--quiet", "--no-cache",
+                              "--store", str(work / "startup-state")], work, server).wall_s for _ in range(runs)]
+    finally:
+        server.stop()
+    return statistics.median(bare), statistics.median(one)
 
 
 def cache_lookup_us(cache_file: Path) -> tuple[float, float]:
@@ -165,26 +190,40 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="convoeval-bench-"))
     rows: list[tuple[str, Measure, str, str]] = []
     print(f"work directory: {work}")
-    print(f"import convoeval.cli: {import_time():.2f} s (median of 3 processes)")
+    bare_s, one_s = startup(work)
+    print(f"start-up: python -c pass {bare_s:.3f} s, a one-test run {one_s:.3f} s "
+          f"(+{one_s - bare_s:.3f} s; goal +0.35 s; medians of 5 processes)")
     server = Server(W_LATENCY)
     try:
-        suite = write_w(work)
-        fresh, cached = [], []
+        suite, generation = write_w(work), write_w(work, judged=False, name="g")
+        fresh, cached, floor, plain, plain_floor = [], [], [], [], []
         for i in range(args.runs):
             cache_dir = work / f"cache-{i}"
             common = [str(suite), "--target", "openai:bench-target", "--judge", "openai:bench-judge",
-                      "--concurrency", str(W_CONCURRENCY), "--quiet", "--cache-dir", str(cache_dir),
-                      "-o", str(work / f"w-{i}.jsonl")]
+                      "--concurrency", str(W_CONVERSATIONS), "--max-connections", str(W_CONNECTIONS), "--quiet",
+                      "--cache-dir", str(cache_dir), "-o", str(work / f"w-{i}.jsonl")]
+            floor.append(run_floor(server, judge=True))
             fresh.append(run_convoeval(common, work, server))
             cached.append(run_convoeval(common, work, server))
-            print(f"  W run {i + 1}: {fresh[-1].wall_s:.2f} s, {fresh[-1].calls} calls; "
+            plain_floor.append(run_floor(server, judge=False))
+            plain.append(run_convoeval([str(generation), "--target", "openai:bench-target", "--concurrency",
+                                        str(W_CONVERSATIONS), "--max-connections", str(W_CONNECTIONS), "--quiet",
+                                        "--no-cache", "-o", str(work / f"g-{i}.jsonl")], work, server))
+            print(f"  run {i + 1}: W {fresh[-1].wall_s:.2f} s ({fresh[-1].calls} calls, "
+                  f"{fresh[-1].in_flight} in flight at most), floor {floor[-1].wall_s:.2f} s; "
+                  f"generation-only {plain[-1].wall_s:.2f} s, floor {plain_floor[-1].wall_s:.2f} s; "
                   f"cached re-run {cached[-1].wall_s:.2f} s, {cached[-1].calls} calls")
-        w, c = median(fresh), median(cached)
+        w, c, f, g, gf = median(fresh), median(cached), median(floor), median(plain), median(plain_floor)
         mean_us, worst_us = cache_lookup_us(work / "cache-0" / "cache.sqlite")
         print(f"cache lookup on the loop thread: mean {mean_us:.0f} us, worst {worst_us:.0f} us "
               f"({W_CONVERSATIONS * W_TURNS * 2} keys)")
-        rows.append(("W: 100 conv x 5 turns + judge, c=20", w, f"{w.wall_s / W_IDEAL_S:.2f}x of 5 s",
-                     "PASS" if w.wall_s <= 1.2 * W_IDEAL_S and w.calls == 1000 else "FAIL"))
+        bounded = max(m.in_flight for m in fresh + plain) <= W_CONNECTIONS
+        rows.append(("floor: asyncio + aiohttp, 1000 calls", f, f"{f.wall_s / W_IDEAL_S:.2f}x of 5 s", "-"))
+        rows.append(("W: 100 conv x 5 turns + judge", w, f"{w.wall_s / f.wall_s:.3f}x floor",
+                     "PASS" if w.wall_s <= 1.05 * f.wall_s and w.calls == 1000 and bounded else "FAIL"))
+        rows.append(("floor: 500 calls, no judge", gf, "-", "-"))
+        rows.append(("generation only: 500 calls", g, f"{g.wall_s / gf.wall_s:.3f}x floor",
+                     "PASS" if g.wall_s <= 1.1 * gf.wall_s and g.calls == 500 and bounded else "FAIL"))
         rows.append(("W cached re-run", c, "-", "PASS" if c.wall_s < 2 and c.calls == 0 else "FAIL"))
     finally:
         server.stop()
@@ -209,7 +248,9 @@ def main() -> None:
     print("-" * len(header))
     for name, m, ratio, verdict in rows:
         print(f"{name:<38} {m.wall_s:>8.2f} {ratio:>14} {m.cpu_s:>7.2f} {m.rss_mb:>12.0f} {m.calls:>7}  {verdict}")
-    print("\ngoals: W within 1.2x of 5 s; cached re-run < 2 s with 0 calls; 10k x 10 under 300 MB")
+    print(f"\ngoals: at most {W_CONNECTIONS} requests in flight; W within 1.05x of the floor, generation-only "
+          "within 1.1x; start-up within 0.35 s of bare python; cached re-run < 2 s with 0 calls; "
+          "10k x 10 under 300 MB")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -138,3 +138,57 @@ def test_dependency_order_puts_dependencies_first() -> None:
         Test(id="d", input="x"),
     ]
     assert [tests[i].id for i in dependency_order(tests)] == ["a", "b", "c", "d"]
+
+
+def _judged_suite(tmp_path: Path, n: int) -> Path:
+    tests = "".join(
+        f"  - id: t{i}\n    mode: conversation\n    turns:\n"
+        f"      - {{input: 'a{i}', assertions: [Says something useful]}}\n"
+        f"      - {{input: 'b{i}', assertions: [Says something useful]}}\n"
+        for i in range(n)
+    )
+    return write(tmp_path / "s.eval.yaml", "tests:\n" + tests)
+
+
+@pytest.mark.parametrize("limit", [3, 5])
+def test_max_connections_bounds_target_and_judge_on_one_endpoint(cli, tmp_path: Path, monkeypatch, limit) -> None:
+    # Target and judge are two entries on the same server and key: together they never have
+    # more than --max-connections requests in flight, though 8 conversations run at once.
+    with FakeOpenAIServer(latency_s=0.1) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code, _, _ = cli(
+            "run", _judged_suite(tmp_path, 8), "--target", "openai:m", "--judge", "openai:j",
+            "--concurrency", "8", "--max-connections", str(limit), "--no-cache", "-o", tmp_path / "r.jsonl",
+        )  # fmt: skip
+        assert code == 0
+        assert len(server.target_requests()) == 16 and len(server.judge_requests()) == 16
+        assert server.max_in_flight == limit  # bounded, and the bound is really used
+
+
+def test_targets_on_one_endpoint_share_the_tightest_connection_limit(cli, tmp_path: Path, monkeypatch) -> None:
+    with FakeOpenAIServer(latency_s=0.1) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        write(
+            tmp_path / "targets.yaml",
+            "targets:\n"
+            "  - {name: bot, provider: openai, model: m, max_connections: 2}\n"
+            "  - {name: grader, provider: openai, model: j, concurrency: 6}\n",
+        )
+        code, _, _ = cli(
+            "run", _judged_suite(tmp_path, 6), "--target", "bot", "--judge", "grader",
+            "--concurrency", "6", "--no-cache", "-o", tmp_path / "r.jsonl",
+        )  # fmt: skip
+        assert code == 0 and server.max_in_flight == 2
+
+
+def test_endpoints_with_other_keys_or_servers_have_their_own_limits() -> None:
+    from convoeval.targets import EndpointLimits
+    from convoeval.targets._limits import endpoint_key
+
+    shared = EndpointLimits(max_connections=4)
+    a = shared.share(endpoint_key("http://127.0.0.1:8000/v1/chat/completions", "k1"), ProviderLimits())
+    b = shared.share(endpoint_key("http://127.0.0.1:8000/v1/messages", "k1"), ProviderLimits(concurrency=9, rpm=60))
+    c = shared.share(endpoint_key("http://127.0.0.1:8000/v1/chat/completions", "k2"), ProviderLimits())
+    assert a is b and a is not c
+    assert a.concurrency == 4 and a.requests is not None and a.requests.rate == 1.0
+    assert "k1" not in endpoint_key("http://h/v1", "k1")  # a hash, never the key

@@ -209,10 +209,12 @@ class FakeOpenAIServer:
                         text = _as_anthropic(text, body)
                     if delay:
                         time.sleep(delay)
-                    self._send(status, text, headers)
                 finally:
+                    # Out of flight before the answer leaves: a client that gets it and sends
+                    # its next request at once is never counted twice.
                     with server._lock:
                         server.in_flight -= 1
+                self._send(status, text, headers)
 
             def _send(self, status: int, text: str, headers: dict[str, str]) -> None:
                 data = text.encode()

@@ -131,6 +131,14 @@ def run(
             help="Conversations run at once (default: execution.workers, else 8).",
         ),
     ] = None,
+    max_connections: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            envvar="CONVOEVAL_MAX_CONNECTIONS",
+            help="Model requests in flight per endpoint (server and key), shared by targets and judges.",
+        ),
+    ] = None,
     trials: Annotated[
         int | None,
         typer.Option(
@@ -280,6 +288,7 @@ def run(
                 trials=trials,
                 judge_repeats=judge_repeats,
                 concurrency=concurrency,
+                max_connections=max_connections,
                 output=output,
                 on_result=on_result,
                 on_note=lambda text: out.print(f"[cyan]{escape(text)}[/]"),

@@ -47,6 +47,8 @@ class RunOptions(BaseModel):
         threshold, trials: override the suites' settings.
         judge_repeats: ask the judge K times per grader (mean and standard deviation reported).
         concurrency: conversations run at once (default: the suites' `execution.workers`, else 8).
+        max_connections: model requests in flight per endpoint (server and API key) at most,
+            shared by every target and judge calling it (default: each target's `concurrency`).
         output: write results here (`.jsonl` as each test finishes, or `.json`); with a store,
             the file is finally (re)written from the stored results, in run order.
         cache: answer model calls from the response cache and store new answers. Targets
@@ -81,6 +83,7 @@ class RunOptions(BaseModel):
     trials: int | None = Field(default=None, ge=1, le=MAX_TRIALS)
     judge_repeats: int | None = Field(default=None, ge=1)
     concurrency: int | None = Field(default=None, ge=1)
+    max_connections: int | None = Field(default=None, ge=1)
     output: Path | None = None
     cache: bool = True
     cache_dir: Path | None = None
@@ -167,6 +170,7 @@ class RunOptions(BaseModel):
         return {
             **self.shape(),
             "concurrency": self.concurrency,
+            "max_connections": self.max_connections,
             "max_cost": self.max_cost,
             "output": str(self.output.resolve()) if self.output else None,
             "cache": self.cache,
@@ -218,6 +222,7 @@ class RunOptions(BaseModel):
             limit=recorded.get("limit"),
             shard=recorded.get("shard"),
             concurrency=self.concurrency or recorded.get("concurrency"),
+            max_connections=self.max_connections or recorded.get("max_connections"),
             output=self.output if self.output is not None else recorded.get("output"),
             max_cost=self.max_cost if self.max_cost is not None else recorded.get("max_cost"),
         )

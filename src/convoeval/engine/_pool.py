@@ -22,7 +22,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..spec import JudgeSettings, Suite
 from ..spec._targets_file import load_targets_file, parse_target_spec
-from ..targets import Target, TargetConfig, create_target
+from ..targets import EndpointLimits, ProviderLimits, Target, TargetConfig, create_target
 from ._cache import CachedTarget, ResponseCache, target_identity
 from ._meter import MeteredTarget, RunMeter
 from ._options import TargetLike
@@ -74,14 +74,21 @@ class TargetPool:
         named: target configs by name (from targets files).
         cache: the response cache to answer calls from (None: no cache).
         meter: the run meter counting every call (None: not metered).
+        max_connections: requests in flight per endpoint at most; targets and judges calling
+            the same server with the same key share that bound (and their rate limits).
     """
 
     def __init__(
-        self, named: dict[str, TargetConfig], cache: ResponseCache | None = None, meter: RunMeter | None = None
+        self,
+        named: dict[str, TargetConfig],
+        cache: ResponseCache | None = None,
+        meter: RunMeter | None = None,
+        max_connections: int | None = None,
     ):
         self.named = named
         self.cache = cache
         self.meter = meter
+        self.endpoints = EndpointLimits(max_connections)
         self.built: dict[str, Target] = {}
         self.configs: dict[str, TargetConfig] = {}  # of the targets built here from a spec or config
         self._wrapped: dict[int, Target] = {}
@@ -101,9 +108,13 @@ class TargetPool:
             raise ConfigError(f"{role}: {exc}") from None
         if config.name not in self.built:
             try:
-                self.built[config.name] = create_target(config)
+                target = create_target(config)
             except Exception as exc:
                 raise ConfigError(f"{role} {config.name!r}: {exc}") from None
+            limits, endpoint = getattr(target, "limits", None), getattr(target, "endpoint", None)
+            if isinstance(limits, ProviderLimits) and isinstance(endpoint, str):
+                target.limits = self.endpoints.share(endpoint, limits)  # type: ignore[attr-defined]
+            self.built[config.name] = target
             self.configs[config.name] = config
         return self.built[config.name]
 

@@ -181,7 +181,9 @@ async def _run(
     )
     meter = RunMeter(max_cost_usd=options.max_cost)
     candidates = [f for s in suites if (f := find_targets_file(s.base_dir))]  # targets.yaml, else .agentv/targets.yaml
-    pool = TargetPool(named_targets(candidates, options.targets_file), meter=meter)
+    pool = TargetPool(
+        named_targets(candidates, options.targets_file), meter=meter, max_connections=options.max_connections
+    )
     writer: ResultFile | None = None
     try:
         jobs = []

@@ -16,7 +16,7 @@ from ._base import (
     session_mode,
 )
 from ._http import RetryPolicy, parse_retry_after, post_json, redact
-from ._limits import ProviderLimits, TokenBucket, estimate_tokens
+from ._limits import EndpointLimits, ProviderLimits, TokenBucket, estimate_tokens
 from ._prices import call_cost, lookup_price, price_table
 from ._recorded import RecordedReplies
 from ._settings import (
@@ -41,6 +41,7 @@ __all__ = [
     "settings_of",
     "ChatReply",
     "ChatRequest",
+    "EndpointLimits",
     "ProviderLimits",
     "Purpose",
     "RecordedReplies",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, SecretStr
 
 from .. import registry
 from .._secrets import remember
@@ -117,7 +117,12 @@ class TargetConfig(BaseModel):
     max_tokens: int | None = None
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(4, ge=0)
-    concurrency: int | None = Field(None, ge=1)
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        validation_alias=AliasChoices("concurrency", "max_connections"),
+        description="Requests in flight at most (shared with other targets on the same endpoint).",
+    )
     price_input_per_mtok: float | None = Field(None, ge=0)
     price_output_per_mtok: float | None = Field(None, ge=0)
 

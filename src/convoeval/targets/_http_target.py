@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from ._base import TargetConfig
 from ._http import RetryPolicy, post_json
-from ._limits import ProviderLimits
+from ._limits import ProviderLimits, endpoint_key
 from ._prices import call_cost, lookup_price
 from ._settings import HttpSettings, settings_of
 
@@ -51,6 +51,11 @@ class HttpTarget:
             price_in if price_in is not None else (listed[0] if listed else 0.0),
             price_out if price_out is not None else (listed[1] if listed else 0.0),
         )
+
+    @property
+    def endpoint(self) -> str:
+        """The server and key this target calls (targets on one endpoint share its limits)."""
+        return endpoint_key(getattr(self, "url", None) or self.config.base_url or self.name, self.api_key)
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:

@@ -1,17 +1,20 @@
-"""Per-provider limits: connections at once, requests per minute, tokens per minute.
+"""Request limits: connections at once, requests per minute, tokens per minute.
 
 `ProviderLimits.slot()` is entered around every HTTP attempt (retries included): it waits for
 the rate limits, then for a connection slot. Rate limits are token buckets in the GCRA form:
 each caller reserves its share at once and sleeps until its turn, so waiting callers are
-served first come, first served and no background task is needed.
+served first come, first served and no background task is needed. `EndpointLimits` gives all
+the targets of a run that call one endpoint (server and API key) one shared `ProviderLimits`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
 
 class TokenBucket:
@@ -98,10 +101,53 @@ class ProviderLimits:
         async with self._connections:
             yield
 
+    def tighten(self, concurrency: int | None, rpm: float | None, tpm: float | None) -> None:
+        """Lower the limits to the given ones where they are tighter (before the first call)."""
+        if concurrency is not None and (self.concurrency is None or concurrency < self.concurrency):
+            self.concurrency = concurrency
+            self._connections = asyncio.Semaphore(concurrency)
+        if rpm and (self.requests is None or rpm / 60.0 < self.requests.rate):
+            self.requests = TokenBucket(rpm, clock=self.clock)
+        if tpm and (self.tokens is None or tpm / 60.0 < self.tokens.rate):
+            self.tokens = TokenBucket(tpm, clock=self.clock)
+
     def settle_tokens(self, estimated: int, actual: int) -> None:
         """Correct the token bucket once the call's real usage is known."""
         if self.tokens is not None and actual:
             self.tokens.adjust(actual - estimated)
+
+
+class EndpointLimits:
+    """One `ProviderLimits` per endpoint for a run: a target and a judge on the same server with
+    the same key share connections and rate limits, the tightest of their settings.
+
+    Args:
+        max_connections: requests in flight per endpoint at most (`--max-connections`), on top
+            of each target's own `concurrency`.
+    """
+
+    def __init__(self, max_connections: int | None = None):
+        self.max_connections = max_connections
+        self._shared: dict[str, ProviderLimits] = {}
+
+    def share(self, endpoint: str, limits: ProviderLimits) -> ProviderLimits:
+        """The limits every target calling `endpoint` uses from now on."""
+        shared = self._shared.get(endpoint)
+        if shared is None:
+            shared = self._shared[endpoint] = limits
+            shared.tighten(self.max_connections, None, None)
+        else:
+            rpm = limits.requests.rate * 60 if limits.requests else None
+            tpm = limits.tokens.rate * 60 if limits.tokens else None
+            shared.tighten(limits.concurrency, rpm, tpm)
+        return shared
+
+
+def endpoint_key(url: str, api_key: str | None) -> str:
+    """`scheme://host:port` of `url` plus a short hash of the key (never the key itself)."""
+    parts = urlsplit(url)
+    digest = hashlib.sha256((api_key or "").encode()).hexdigest()[:12] if api_key else "nokey"
+    return f"{parts.scheme}://{parts.netloc}#{digest}"
 
 
 def estimate_tokens(payload_bytes: int, max_tokens: int | None) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ._base import ChatReply, ChatRequest, TargetError, provider
 from ._http import redact
+from ._limits import endpoint_key
 from ._openai import OpenAITarget
 
 #: LiteLLM exception names worth another attempt (rate limits, timeouts, server trouble).
@@ -50,6 +51,12 @@ class LiteLLMTarget(OpenAITarget):
     """
 
     default_api_key_env: str | None = None  # LiteLLM reads the provider's own variable
+
+    @property
+    def endpoint(self) -> str:
+        """`base_url` when given, else LiteLLM's provider prefix of the model (`groq`, ...)."""
+        server = self.config.base_url or f"litellm://{self.config.model.split('/')[0]}"
+        return endpoint_key(server, self.api_key)
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         litellm = _litellm()
