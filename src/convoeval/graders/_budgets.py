@@ -21,7 +21,7 @@ from ._check import Check
 T = TypeVar("T")
 
 
-def _measured(ctx: GradeContext, what: str, of_reply: Callable[[ChatReply], T], of_conversation: T | None) -> T:
+def measured(ctx: GradeContext, what: str, of_reply: Callable[[ChatReply], T], of_conversation: T | None) -> T:
     """What was measured for this reply (turn level) or conversation (the run's total).
 
     Raises GraderError when nothing was: the check cannot decide.
@@ -33,7 +33,8 @@ def _measured(ctx: GradeContext, what: str, of_reply: Callable[[ChatReply], T], 
     raise GraderError(f"no {what} was recorded for this " + ("reply" if ctx.level == "turn" else "conversation"))
 
 
-def _as_number(value: Any, what: str) -> float:
+def as_number(value: Any, what: str) -> float:
+    """`value` as a float; a GraderError naming `what` when it is not a number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise GraderError(f"{what} is {value!r}, not a number")
     return float(value)
@@ -43,7 +44,8 @@ def _scope(ctx: GradeContext) -> str:
     return "" if ctx.level == "turn" else " (conversation total)"
 
 
-def _reply_latency(reply: ChatReply) -> list[Any]:
+def reply_latency(reply: ChatReply) -> list[Any]:
+    """The reply's latency as a one-item list; a cached reply without one cannot be checked."""
     if reply.cached and not reply.latency_ms:
         raise GraderError(
             "the reply came from the cache and has no recorded latency; run without the cache to check latency"
@@ -67,13 +69,13 @@ class Latency(Check):
     )
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
-        values = list(_measured(ctx, "latency", _reply_latency, ctx.latencies_ms))
+        values = list(measured(ctx, "latency", reply_latency, ctx.latencies_ms))
         if not values:
             raise GraderError("the conversation has no measured turn latencies")
         labels = [""] if ctx.reply is not None else [f"turn {k}" for k in range(1, len(values) + 1)]
         outcomes = []
         for label, raw in zip(labels, values, strict=False):
-            value = _as_number(raw, f"{label}'s latency" if label else "the reply's latency")
+            value = as_number(raw, f"{label}'s latency" if label else "the reply's latency")
             outcomes.append(
                 AssertionOutcome(
                     text=f"latency <= {self.threshold_ms:g} ms" + (f" ({label})" if label else ""),
@@ -105,7 +107,7 @@ class TokenUsage(Check):
         return self
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
-        raw = _measured(ctx, "token usage", lambda reply: reply.usage, ctx.usage)
+        raw = measured(ctx, "token usage", lambda reply: reply.usage, ctx.usage)
         try:
             usage = raw if isinstance(raw, Usage) else Usage.model_validate(raw)
         except ValueError as exc:
@@ -146,8 +148,8 @@ class Cost(Check):
     )
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
-        raw = _measured(ctx, "cost", lambda reply: reply.cost_usd, ctx.cost_usd)
-        cost = _as_number(raw, "the reply's cost" if ctx.reply is not None else "the conversation's cost")
+        raw = measured(ctx, "cost", lambda reply: reply.cost_usd, ctx.cost_usd)
+        cost = as_number(raw, "the reply's cost" if ctx.reply is not None else "the conversation's cost")
         evidence = f"${cost:.6f}"
         if cost == 0:
             evidence += " (the target reported no cost; set its prices to measure it)"

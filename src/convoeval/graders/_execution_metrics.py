@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 
 from ..results import AssertionOutcome, Usage
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
-from ._budgets import _as_number, _measured, _reply_latency
+from ._budgets import as_number, measured, reply_latency
 from ._tools import calls_in
 
 #: Tool names AgentV counts as exploration (read-only) calls by default.
@@ -69,19 +69,19 @@ class ExecutionMetrics(Assertion):
             replies = 1 if ctx.reply is not None else sum(m.source == "target" for m in ctx.transcript)
             limit("model calls", "llm_calls", replies, self.max_llm_calls, str(replies))
         if self.max_tokens is not None:
-            usage = _measured(ctx, "token usage", lambda reply: reply.usage, ctx.usage)
+            usage = measured(ctx, "token usage", lambda reply: reply.usage, ctx.usage)
             usage = usage if isinstance(usage, Usage) else Usage.model_validate(usage)
             if usage.total_tokens == 0:
                 raise GraderError("the target reported no token usage, so max_tokens cannot be checked")
             shown = f"{usage.total_tokens} ({usage.input_tokens} input + {usage.output_tokens} output)"
             limit("total tokens", "tokens", usage.total_tokens, self.max_tokens, shown)
         if self.max_cost_usd is not None:
-            cost = _as_number(_measured(ctx, "cost", lambda reply: reply.cost_usd, ctx.cost_usd), "the cost")
+            cost = as_number(measured(ctx, "cost", lambda reply: reply.cost_usd, ctx.cost_usd), "the cost")
             note = " (the target reported no cost; set its prices to measure it)" if cost == 0 else ""
             limit("cost (USD)", "cost_usd", cost, self.max_cost_usd, f"${cost:.6f}{note}")
         if self.max_duration_ms is not None:
-            latencies = _measured(ctx, "duration", _reply_latency, ctx.latencies_ms)
-            duration = sum(_as_number(v, "a reply's latency") for v in latencies)
+            latencies = measured(ctx, "duration", reply_latency, ctx.latencies_ms)
+            duration = sum(as_number(v, "a reply's latency") for v in latencies)
             limit("duration (ms)", "duration_ms", duration, self.max_duration_ms, f"{duration:.0f} ms")
         if self.target_exploration_ratio is not None:
             outcomes.append(self._exploration(calls, actual))
