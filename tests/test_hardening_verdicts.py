@@ -95,7 +95,7 @@ def test_a_failed_required_rubric_criterion_fails_the_turn_whatever_the_weighted
     assert code == 1
     assert result["verdict"] == "fail" and result["score"] == 0.0
     [grader] = result["scores"][0]["graders"]
-    assert grader["verdict"] == "fail" and grader["details"]["failed_required"] == ["b"]
+    assert grader["verdict"] == "fail" and grader["failed_required"] == ["b"]
     fake_openai.judge = judge_with({"a": True, "b": True})
     code, result, _ = _run(cli, tmp_path, RUBRIC)
     assert code == 0 and result["score"] == 1.0

@@ -386,7 +386,7 @@ async def test_composite_threshold_required_and_errors(server, judge) -> None:
 
     required = [{"type": "contains", "value": "sixty", "required": True}, {"type": "llm-grader"}]
     result = await make({"type": "composite", "assertions": required}).evaluate(turn_ctx(judge))
-    assert result.score == 0.0 and result.verdict == "fail" and result.details["failed_required"] == ["contains"]
+    assert result.score == 0.0 and result.verdict == "fail" and result.failed_required == ["contains"]
 
     server.faults.append(Fault(status=500, purpose="judge"))
     mixed = [{"type": "contains", "value": "60"}, {"type": "llm-grader"}]

@@ -119,7 +119,7 @@ async def test_weights_and_required_criteria(server, judge) -> None:
     server.judge = judge_with({"structure": False})
     result = await rubric.evaluate(turn_ctx(judge))
     assert result.score == pytest.approx(6.5 / 7.5) and result.verdict == "fail"
-    assert result.details["failed_required"] == ["structure"]
+    assert result.failed_required == ["structure"]
     assert result.assertions[0].evidence == "because structure"
 
 
@@ -150,7 +150,7 @@ async def test_score_ranges_min_score_and_normalisation(server, judge) -> None:
     # assertion's min_score); required (the default) makes it fail the grader.
     server.judge = judge_with({"factual_accuracy": 10, "brevity_and_clarity": 6})
     result = await rubric.evaluate(turn_ctx(judge, threshold=0.8))
-    assert result.verdict == "fail" and result.details["failed_required"] == ["brevity_and_clarity"]
+    assert result.verdict == "fail" and result.failed_required == ["brevity_and_clarity"]
     lenient = make({"type": "rubrics", "min_score": 0.6, "criteria": SUMMARY})
     result = await lenient.evaluate(turn_ctx(judge, threshold=0.8))
     assert result.verdict == "pass" and result.score == pytest.approx(2.6 / 3)

@@ -102,6 +102,9 @@ class GraderScore(BaseModel):
     verdict: Verdict
     weight: float = 1.0
     required: bool = False
+    failed_required: list[str] = Field(
+        default_factory=list, description="Required criteria (or nested assertions) that failed: the turn fails."
+    )
     assertions: list[AssertionOutcome] = Field(default_factory=list)
     judge_calls: int = 0
     judge_reasks: int = 0

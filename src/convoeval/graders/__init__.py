@@ -32,18 +32,21 @@ from ._base import (
     registered_assertion_classes,
 )
 from ._function import grader
+from ._json import NoJson, parse_json
 
 __all__ = [
     "AGGREGATOR_ALIASES",
     "Assertion",
     "Grade",
     "GradeContext",
+    "NoJson",
     "GraderError",
     "assertion_type",
     "assertion_type_names",
     "canonical_type_name",
     "format_messages",
     "grader",
+    "parse_json",
     "lookup_assertion_type",
     "registered_assertion_classes",
 ]

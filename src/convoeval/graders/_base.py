@@ -38,6 +38,7 @@ class Grade:
     judge_reasks: int = 0
     dimensions: dict[str, DimensionScore] | None = None
     passed: bool | None = None  # overrides `score >= min_score` when the grader knows better
+    failed_required: list[str] = field(default_factory=list)  # required parts that failed
 
     @classmethod
     def judged(
@@ -49,6 +50,7 @@ class Grade:
         *,
         passed: bool | None = None,
         dimensions: dict[str, DimensionScore] | None = None,
+        failed_required: list[str] | None = None,
     ) -> Grade:
         """A Grade with the judge's calls, usage and cost of the whole session (re-asks and
         repeats included)."""
@@ -62,6 +64,7 @@ class Grade:
             judge_reasks=session.reasks,
             dimensions=dimensions,
             passed=passed,
+            failed_required=list(failed_required or []),
         )
 
 
@@ -241,6 +244,7 @@ class Assertion(BaseModel):
             judge_usage=grade.judge_usage if grade.judge_usage.total_tokens else None,
             judge_cost_usd=grade.judge_cost_usd,
             dimensions=grade.dimensions,
+            failed_required=[] if self.negated else grade.failed_required,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             details=grade.details or None,
         )

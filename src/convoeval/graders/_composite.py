@@ -116,12 +116,11 @@ class Composite(Assertion):
         }
         if errors:
             details["errors"] = errors
-        if failed_required:
-            details["failed_required"] = failed_required
         return Grade(
             score=score,
             assertions=outcomes,
             details=details,
+            failed_required=failed_required,
             judge_usage=usage,
             judge_cost_usd=cost,
             judge_calls=calls,

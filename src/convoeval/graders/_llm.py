@@ -294,13 +294,18 @@ class Rubrics(Assertion):
             }
         score = weighted_mean(criterion_scores, weights)
         details: dict[str, Any] = {"criteria": per_criterion}
-        if failed_required:
-            details["failed_required"] = failed_required
         if answers.count > 1:
             details.update(repeat_summary([weighted_mean(s, weights) for s in run_scores]))
         if answers.errors:
             details["repeat_errors"] = answers.errors
-        return Grade.judged(session, score, outcomes, details, passed=False if failed_required else None)
+        return Grade.judged(
+            session,
+            score,
+            outcomes,
+            details,
+            passed=False if failed_required else None,
+            failed_required=failed_required,
+        )
 
 
 def _one_or_all(values: list[Any]) -> Any:

@@ -1,6 +1,7 @@
 """Running tests live: plans, the conversation loop, trials and dependencies."""
 
-from ._conversation import Conversation, TrialContext, aggregate, combine, run_trial, turn_source
+from ._conversation import Conversation, TrialContext, run_trial, turn_source
+from ._grading import aggregate, combine
 from ._plan import TestPlan, TurnPlan, plan_test
 from ._scheduler import Job, combine_trials, dependency_order, run_jobs
 from ._turns import ScriptedTurns, SingleShotTurns, TurnSource

@@ -13,7 +13,7 @@ from typing import Any
 
 from jsonpath_ng.ext import parse as parse_jsonpath
 
-from ..graders._json import NoJson, parse_json
+from ..graders import NoJson, parse_json
 from ..results import AssertionOutcome, GraderScore
 from ..spec import Budget, Capture, PostCondition, substitute
 from ..targets import ChatReply
