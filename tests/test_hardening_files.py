@@ -8,7 +8,7 @@ import pytest
 
 from convoeval.testing import FakeOpenAIServer
 
-from .conftest import read_jsonl, write
+from .conftest import write
 
 SECRET_TEXT = "outside-secret-content"
 
@@ -29,6 +29,18 @@ def test_a_root_widens_where_files_may_be(cli, tmp_path: Path, monkeypatch: pyte
     assert cli("validate", suite)[0] == 0
 
 
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_the_root_option_widens_where_files_may_be(cli, tmp_path: Path, monkeypatch, command: str) -> None:
+    monkeypatch.setenv("CONVOEVAL_ROOT", "")  # restored after the test: --root sets it for the process
+    write(tmp_path / "outside" / "x.yaml", "- {id: t, input: hi}\n")
+    suite = write(tmp_path / "suite" / "s.eval.yaml", "tests: ../outside/x.yaml\n")
+    code, _, err = cli(command, suite, "--target", "scripted") if command == "run" else cli(command, suite)
+    assert code == 2 and "name a wider root with --root" in err
+    extra = ["--target", "scripted", "--judge", "scripted"] if command == "run" else []
+    assert cli(command, suite, *extra, "--root", tmp_path)[0] == 0
+    assert cli(command, suite, "--root", tmp_path / "nowhere")[0] == 2
+
+
 def test_a_tests_file_that_is_not_regular_is_refused(cli, tmp_path: Path) -> None:
     (tmp_path / "dir.yaml").mkdir()
     suite = write(tmp_path / "s.eval.yaml", "tests: dir.yaml\n")
@@ -37,7 +49,7 @@ def test_a_tests_file_that_is_not_regular_is_refused(cli, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("ref", ["file:///etc/hostname", "file://../outside/secret.txt", "file:///dev/zero"])
-def test_a_prompt_file_outside_the_folder_is_never_read_or_sent(
+def test_a_prompt_file_outside_the_folder_is_a_file_line_error_and_never_sent(
     cli, fake_openai: FakeOpenAIServer, tmp_path: Path, ref: str
 ) -> None:
     write(tmp_path / "outside" / "secret.txt", SECRET_TEXT + " {{ output }}")
@@ -46,8 +58,8 @@ def test_a_prompt_file_outside_the_folder_is_never_read_or_sent(
         f"tests:\n  - id: t\n    input: hi\n    assertions:\n      - type: llm-grader\n        prompt: {ref}\n",
     )
     code, out, err = cli("run", suite, "--target", "openai:m", "--judge", "openai:j", "-o", tmp_path / "r.jsonl")
-    [result] = read_jsonl(tmp_path / "r.jsonl")
-    grader = result["scores"][0]["graders"][0]
-    assert grader["verdict"] == "error" and "outside the suite's folder" in grader["error"]
-    assert not fake_openai.judge_requests()
+    # Refused when the suite loads (validate says the same), before any call is made.
+    assert code == 2 and f"{suite}:6: tests[0].assertions[0].prompt: " in err and "outside the suite's folder" in err
+    assert cli("validate", suite)[0] == 2
+    assert not fake_openai.requests
     assert all(SECRET_TEXT not in str(r) for r in fake_openai.requests)

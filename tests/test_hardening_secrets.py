@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import convoeval
 from convoeval._secrets import redact, scrubbed_env
 from convoeval.testing import FakeOpenAIServer
 
@@ -91,3 +92,17 @@ def test_graders_get_no_keys_unless_listed(monkeypatch: pytest.MonkeyPatch) -> N
 )
 def test_urls_lose_their_credentials(url: str, shown: str) -> None:
     assert redact(url) == shown
+
+
+def test_results_kept_in_memory_are_redacted_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-test-SECRET-in-memory-0123456789"
+    with FakeOpenAIServer(reply=lambda body: f"your key is {key}") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        suite = write(
+            tmp_path / "s.eval.yaml",
+            "tests:\n  - id: a\n    input: hi\n    assertions: [{type: contains, value: key}]\n",
+        )
+        report = convoeval.run(suite, target="openai:m", store=False, cache=False)
+    assert key not in report.results[0].model_dump_json()
+    assert report.results[0].output[-1].content == "your key is [REDACTED]"

@@ -25,7 +25,9 @@ def confined_file(ref: str, base_dir: Path, root: str | Path | None = None) -> P
     if root:
         roots.append(Path(root).resolve())
     if not any(path == r or r in path.parents for r in roots):
-        raise ValueError(f"{ref} is outside the suite's folder {roots[0]} (name a wider root with {ROOT_ENV})")
+        raise ValueError(
+            f"{ref} is outside the suite's folder {roots[0]} (name a wider root with --root or {ROOT_ENV})"
+        )
     if not path.exists():
         raise ValueError(f"{ref}: no such file")
     if not path.is_file():

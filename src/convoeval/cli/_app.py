@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from dotenv import load_dotenv
+
+from .._paths import ROOT_ENV
 
 app = typer.Typer(
     name="convoeval",
@@ -21,6 +25,26 @@ def load_env_file(folder: Path) -> None:
     path = folder / ".env"
     if path.is_file():
         load_dotenv(path, override=False)
+
+
+def _use_root(value: Path | None) -> Path | None:
+    if value is not None:
+        if not value.is_dir():
+            raise typer.BadParameter(f"{value} is not a folder")
+        os.environ[ROOT_ENV] = str(value.resolve())
+    return value
+
+
+Root = Annotated[
+    Path | None,
+    typer.Option(
+        "--root",
+        metavar="DIR",
+        envvar=ROOT_ENV,
+        callback=_use_root,
+        help="A folder the files a suite names may also lie in, besides the suite's own folder.",
+    ),
+]
 
 
 @app.callback()

@@ -20,7 +20,7 @@ from ..errors import ConfigError, RegistryError
 from ..report import LoadedRun, RunProgress, output_problem, print_run_totals, print_summary
 from ..results import EvaluationResult
 from ..spec import MAX_TRIALS, SpecError, suite_json_schema, validate_eval_paths
-from ._app import app, load_env_file
+from ._app import Root, app, load_env_file
 from ._reports import write_reports
 
 out = Console(highlight=False, emoji=False)  # `openai:m:` must not become an emoji
@@ -55,7 +55,7 @@ def fail_with_problems(exc: SpecError) -> None:
 
 
 @app.command()
-def validate(paths: Paths, plugin: Plugins = None) -> None:
+def validate(paths: Paths, plugin: Plugins = None, root: Root = None) -> None:
     """Check eval files (a folder: the eval files in it); print one line per problem as
     file:line: field: message."""
     load_plugins(plugin)
@@ -246,6 +246,7 @@ def run(
         ),
     ] = None,
     plugin: Plugins = None,
+    root: Root = None,
 ) -> None:
     """Run eval files live against one or more targets and grade every turn (see RUN_HELP)."""
     load_plugins(plugin)

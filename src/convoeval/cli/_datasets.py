@@ -11,7 +11,7 @@ from ..datasets import IMPORTERS, grading_suite, import_dataset, write_suite
 from ..engine import state_dir
 from ..errors import DatasetError
 from ..spec import validate_paths
-from ._app import app
+from ._app import Root, app
 from ._core import err, out
 
 
@@ -78,6 +78,7 @@ def grade(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Results file.")] = None,
     store: Annotated[Path | None, typer.Option(metavar="DIR", help="State folder (default: .convoeval).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the final table.")] = False,
+    root: Root = None,
 ) -> None:
     """Grade stored conversations with every per-turn and conversation grader, calling no target."""
     path = file

@@ -222,9 +222,7 @@ async def _run(
                 writer.write_json(data)
 
         async def emit(job: Job, position: int, result: EvaluationResult) -> None:
-            data = result.model_dump_json()
-            if (safe := redact(data)) != data:  # a reply or grader output held a secret
-                data, result = safe, EvaluationResult.model_validate_json(safe)
+            result, data = _redacted(result)
             await recorder.save_result(job, position, result, data)
             if writer:
                 writer.write_json(data)
@@ -261,12 +259,22 @@ async def _run(
     summary = meter.summary()
     output = str(options.output) if options.output else None
     if store is None:
+        kept = [_redacted(r)[0] for r in kept]  # kept in memory: as safe as what a store holds
         summary["by_target"] = _totals_by_target(kept)
         return RunReport(results=kept, notes=notes, summary=summary, output=output)
     results, outcomes = recorder.finish(summary)
     if files and options.output:
         files.export(options.output, results.iter_json())
     return RunReport(results=results, notes=notes, run_id=run_id, summary=summary, output=output, outcomes=outcomes)
+
+
+def _redacted(result: EvaluationResult) -> tuple[EvaluationResult, str]:
+    """The result and its JSON with every known secret replaced (a reply or a grader's output
+    may echo a key)."""
+    data = result.model_dump_json()
+    if (safe := redact(data)) != data:
+        return EvaluationResult.model_validate_json(safe), safe
+    return result, data
 
 
 def _workers(suites: list[Suite]) -> int:

@@ -388,8 +388,17 @@ class LLMGrader(Assertion):
         return [("prompt", problem)] if problem else []
 
     def file_problems(self, base_dir: Path) -> list[tuple[str, str]]:
-        missing = self.prompt.missing_file(base_dir) if isinstance(self.prompt, PromptCommand) else None
-        return [("prompt.command", missing)] if missing else []
+        if isinstance(self.prompt, PromptCommand):
+            missing = self.prompt.missing_file(base_dir)
+            return [("prompt.command", missing)] if missing else []
+        relative = self._prompt_file()
+        if relative is None:
+            return []
+        try:
+            confined_file(relative, base_dir)
+        except ValueError as exc:
+            return [("prompt", str(exc))]
+        return []
 
     def _load_prompt(self, ctx: GradeContext) -> str:
         assert isinstance(self.prompt, str)
