@@ -140,3 +140,57 @@ def test_an_environment_plugin_makes_the_workspace(repair: Path, tmp_path: Path)
         assert "unknown workspace environment 'nowhere'" in (run(suite).error or "")
     finally:
         registry.unregister("environment", "fixed")
+
+
+def test_keep_workspaces_keeps_every_folder_and_says_where(repair: Path, cli) -> None:
+    suite = repair / "repair.eval.yaml"
+    result = run(suite, keep_workspaces=True)
+    kept = Path(result.trials[0].workspace or "")
+    assert result.verdict == "pass" and kept.is_dir() and "a + b" in (kept / "calc.py").read_text()
+    shutil.rmtree(kept)
+    code, out, _ = cli("run", suite, "--judge", "scripted", "--no-cache", "--keep-workspaces", "-o", repair / "r.jsonl")
+    [line] = (repair / "r.jsonl").read_text().splitlines()
+    kept = Path(EvaluationResult.model_validate_json(line).trials[0].workspace or "")
+    assert code == 0 and kept.is_dir()
+    shutil.rmtree(kept)
+
+
+def test_validate_warns_about_budgets_that_cannot_cover_the_turns(cli, tmp_path: Path, caplog) -> None:
+    suite = write(
+        tmp_path / "b.eval.yaml",
+        "tests:\n  - id: a\n    mode: conversation\n    budget:\n      turn: {tool_calls: 10, seconds: 100}\n"
+        "      conversation: {tool_calls: 25, seconds: 50, tokens: 9000}\n    turns: [{input: a}, {input: b}, {input: c}]\n",
+    )
+    code, _, _ = cli("validate", suite)
+    assert code == 0  # a warning, not an error
+    assert (
+        f"{suite}:6: tests[0].budget: conversation tool_calls=25 cannot cover 3 turns at up to 10 each" in caplog.text
+    )
+    assert "turn seconds=100 is never reached: the conversation's seconds=50 ends first" in caplog.text
+    assert "tokens" not in caplog.text  # no per-turn token budget: nothing to say
+
+
+CHANGES_GRADER = """
+import json, os, sys
+data = json.load(sys.stdin)
+here = sorted(os.listdir("."))
+ok = "+    return a + b" in (data["file_changes"] or "") and "calc.py" in here and data["workspace"] == os.getcwd()
+print(json.dumps({"score": 1.0 if ok else 0.0, "reason": f"cwd files {here}"}))
+"""
+
+
+def test_code_graders_run_in_the_workspace_and_see_its_file_changes(repair: Path) -> None:
+    write(repair / "check_changes.py", CHANGES_GRADER)
+    suite = repair / "repair.eval.yaml"
+    suite.write_text(
+        suite.read_text().replace(
+            "      - {type: tool-called-in-turn",
+            "      - {type: code-grader, command: [python3, check_changes.py]}\n      - {type: tool-called-in-turn",
+        )
+    )
+    result = run(suite)
+    grader = next(g for s in result.scores if s.type == "conversation" for g in s.graders if g.type == "code-grader")
+    assert grader.verdict == "pass", grader
+    changes = result.trials[0].file_changes or ""
+    assert changes.startswith("--- a/calc.py\n+++ b/calc.py\n") and "-    return a - b\n+    return a + b\n" in changes
+    assert "test_calc.py" not in changes  # unchanged files are not in the diff

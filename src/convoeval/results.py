@@ -160,6 +160,9 @@ class TrialResult(BaseModel):
     fallback: Literal["single_shot"] | None = None
     variables: dict[str, Any] = Field(default_factory=dict)
     workspace: str | None = Field(None, description="Where the trial's kept workspace is (keep: always / on_failure).")
+    file_changes: str | None = Field(
+        None, description="What the trial changed in its workspace: a unified diff (text files, bounded)."
+    )
     budget_hit: str | None = Field(None, description="The budget the trial hit, e.g. `tool_calls=60 at turn 1`.")
 
 

@@ -247,6 +247,13 @@ def run(
     ] = None,
     plugin: Plugins = None,
     root: Root = None,
+    keep_workspaces: Annotated[
+        bool,
+        typer.Option(
+            envvar="CONVOEVAL_KEEP_WORKSPACES",
+            help="Keep every workspace folder after its trial (the result's `workspace` says where).",
+        ),
+    ] = False,
 ) -> None:
     """Run eval files live against one or more targets and grade every turn (see RUN_HELP)."""
     load_plugins(plugin)
@@ -290,6 +297,7 @@ def run(
                 judge_repeats=judge_repeats,
                 concurrency=concurrency,
                 max_connections=max_connections,
+                keep_workspaces=keep_workspaces,
                 output=output,
                 on_result=on_result,
                 on_note=lambda text: out.print(f"[cyan]{escape(text)}[/]"),

@@ -47,6 +47,8 @@ class RunOptions(BaseModel):
         threshold, trials: override the suites' settings.
         judge_repeats: ask the judge K times per grader (mean and standard deviation reported).
         concurrency: conversations run at once (default: the suites' `execution.workers`, else 8).
+        keep_workspaces: keep every test's workspace folder after its trial (the result's
+            `workspace` says where), whatever its `keep:` says.
         max_connections: model requests in flight per endpoint (server and API key) at most,
             shared by every target and judge calling it (default: each target's `concurrency`).
         output: write results here (`.jsonl` as each test finishes, or `.json`); with a store,
@@ -84,6 +86,7 @@ class RunOptions(BaseModel):
     judge_repeats: int | None = Field(default=None, ge=1)
     concurrency: int | None = Field(default=None, ge=1)
     max_connections: int | None = Field(default=None, ge=1)
+    keep_workspaces: bool = False
     output: Path | None = None
     cache: bool = True
     cache_dir: Path | None = None

@@ -179,6 +179,8 @@ async def _run(
         note=note,
         keep=None if only is None else lambda suite, test: (suite_key(suite), test.id) in only,
     )
+    if options.keep_workspaces:
+        suites = [_keeping_workspaces(s) for s in suites]
     meter = RunMeter(max_cost_usd=options.max_cost)
     candidates = [f for s in suites if (f := find_targets_file(s.base_dir))]  # targets.yaml, else .agentv/targets.yaml
     pool = TargetPool(
@@ -266,6 +268,15 @@ async def _run(
     if files and options.output:
         files.export(options.output, results.iter_json())
     return RunReport(results=results, notes=notes, run_id=run_id, summary=summary, output=output, outcomes=outcomes)
+
+
+def _keeping_workspaces(suite: Suite) -> Suite:
+    """`suite` with every workspace kept after its trial (`--keep-workspaces`)."""
+    tests = [
+        t.model_copy(update={"workspace": t.workspace.model_copy(update={"keep": "always"})}) if t.workspace else t
+        for t in suite.tests
+    ]
+    return suite.model_copy(update={"tests": tests})
 
 
 def _redacted(result: EvaluationResult) -> tuple[EvaluationResult, str]:

@@ -88,6 +88,9 @@ class GradeContext:
         policy: the domain policy of the test or suite (TD-Eval), if any.
         simulated_user: the test's simulated user (for `simulator-fidelity`), if any.
         metadata: the suite's and test's `metadata` (user data; convoeval never reads it).
+        workdir: the trial's workspace, if the test has one (code-graders run there).
+        file_changes: at conversation level, a unified diff of what changed in the workspace
+            since it was made (template, repos and hooks applied), if the test has one.
     """
 
     level: Level
@@ -113,6 +116,8 @@ class GradeContext:
     policy: Policy | None = None
     simulated_user: Persona | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    workdir: Path | None = None
+    file_changes: str | None = None
 
     def template_vars(self) -> dict[str, Any]:
         """The variables available to grader prompt templates."""

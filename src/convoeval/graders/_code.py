@@ -63,7 +63,9 @@ class CodeGrader(Assertion):
         "command line (no shell features such as pipes or $VARS)."
     )
     cwd: str | None = Field(
-        None, description="Working directory, relative to the eval file's folder (default: that folder)."
+        None,
+        description="Working directory, relative to the eval file's folder (default: the test's "
+        "workspace if it has one, else that folder).",
     )
     timeout_s: float = Field(30.0, gt=0, description="Seconds before the command is killed.")
     env: dict[str, str] | list[str] = Field(
@@ -95,6 +97,10 @@ class CodeGrader(Assertion):
         argv = self.argv
         shown = shorten(shlex.join(argv), 120)
         cwd = self._cwd(ctx)
+        if cwd != Path(ctx.base_dir):  # in the workspace: the eval folder's scripts by full path
+            argv = [
+                str(ctx.base_dir / a) if not Path(a).is_absolute() and (ctx.base_dir / a).is_file() else a for a in argv
+            ]
         payload = json.dumps(
             grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ensure_ascii=False, default=str
         ).encode()
@@ -111,6 +117,9 @@ class CodeGrader(Assertion):
         return grade
 
     def _cwd(self, ctx: GradeContext) -> Path:
+        """`cwd` (relative to the eval file's folder), else the workspace, else that folder."""
+        if self.cwd is None and ctx.workdir is not None:
+            return ctx.workdir
         base = Path(ctx.base_dir)
         cwd = base if self.cwd is None else base / Path(self.cwd).expanduser()
         if not cwd.is_dir():
@@ -175,6 +184,8 @@ def grading_payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]
         "token_usage": usage,
         "cost_usd": reply.cost_usd if reply is not None else ctx.cost_usd,
         "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls] if reply is not None else [],
+        "workspace": str(ctx.workdir) if ctx.workdir is not None else None,
+        "file_changes": ctx.file_changes,
     }
 
 

@@ -39,7 +39,7 @@ from ._plan import TestPlan, TurnPlan
 from ._scenario import apply_outcome, judge_scenario
 from ._simulator import SimulatedTurns
 from ._turns import SINGLE_SHOT_NOTE, ScriptedTurns, SingleShotTurns, TurnSource, is_multi_turn
-from ._workspace import VerifiedTurns, WorkspaceError, close_workspace, open_workspace
+from ._workspace import VerifiedTurns, WorkspaceError, close_workspace, file_changes, open_workspace, snapshot
 
 
 @dataclass
@@ -54,6 +54,7 @@ class TrialContext:
     on_turn: Callable[[int, ScoreEntry, ChatReply], None] | None = None  # (turn, score, reply) when graded
     turns: TurnSource | None = None  # default: `turn_source(plan, ctx)`
     workdir: str | None = None  # the conversation's working directory, for agent targets
+    files_before: dict[str, str] | None = None  # the workspace as it was made (for `file_changes`)
     simulator: Target | None = None  # the model playing a simulated user (default: none)
     may_continue: Callable[[], bool] | None = None  # False once the run's budget is spent
 
@@ -134,6 +135,7 @@ class Conversation:
             context=turn.context if turn.context is not None else _tool_results(reply.tool_calls),
             policy=self.plan.policy,
             metadata=dict(self.plan.metadata),
+            workdir=Path(self.ctx.workdir) if self.ctx.workdir else None,
         )
         record: dict[str, object] = {
             "session_id": reply.session_id,
@@ -220,7 +222,7 @@ async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
         )
     result: TrialResult | None = None
     try:
-        result = await _play(plan, replace(ctx, workdir=str(root)))
+        result = await _play(plan, replace(ctx, workdir=str(root), files_before=snapshot(root)))
     finally:
         kept = await close_workspace(plan.workspace, root, passed=result is not None and result.verdict == "pass")
     notes = [*result.notes, f"workspace kept at {kept}"] if kept else result.notes
@@ -288,9 +290,14 @@ async def _play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     if simulated is not None:
         simulated.finish(convo)
     outcome = None
+    changes = (
+        file_changes(ctx.files_before, Path(ctx.workdir)) if ctx.files_before is not None and ctx.workdir else None
+    )
     if convo.error is None and (simulated is None or simulated.error is None):
         if plan.conversation_assertions:
-            entries.append(await grade_conversation(plan, ctx, convo.transcript, convo.replies, convo.variables))
+            entries.append(
+                await grade_conversation(plan, ctx, convo.transcript, convo.replies, convo.variables, changes)
+            )
         if plan.success or plan.failure:
             entry, outcome = await judge_scenario(
                 plan.success,
@@ -339,6 +346,7 @@ async def _play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
             "session": kind,
             "fallback": "single_shot" if single_shot else None,
             "variables": dict(convo.variables),
+            "file_changes": changes,
         }
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..graders import Assertion, GradeContext
@@ -55,6 +56,7 @@ async def grade_conversation(
     transcript: list[Message],
     replies: list[ChatReply],
     variables: dict[str, object],
+    changes: str | None = None,
 ) -> ScoreEntry:
     usage = sum((r.usage for r in replies), Usage())
     grade_ctx = GradeContext(
@@ -76,6 +78,8 @@ async def grade_conversation(
         cost_usd=sum(r.cost_usd for r in replies),
         policy=plan.policy,
         metadata=dict(plan.metadata),
+        workdir=Path(ctx.workdir) if ctx.workdir else None,
+        file_changes=changes,
     )
     scores = await evaluate_all(plan.conversation_assertions, grade_ctx)
     return combine("conversation", "conversation", scores, plan.threshold)

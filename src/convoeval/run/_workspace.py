@@ -14,6 +14,7 @@ hint (a user message with `source: hint`).
 from __future__ import annotations
 
 import asyncio
+import difflib
 import os
 import shutil
 import tempfile
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
 
 #: Longest command output quoted in evidence.
 OUTPUT_TAIL = 400
+#: Files larger than this are compared by size only in `file_changes`; the diff is cut here.
+SNAPSHOT_FILE_BYTES = 256 * 1024
+DIFF_CHARS = 50_000
+IGNORED = frozenset({".git", "__pycache__"})
 
 
 class WorkspaceError(Exception):
@@ -125,6 +130,42 @@ async def _close_directory(spec: Workspace, root: Path, passed: bool) -> str | N
 
 
 registry.register("environment", "directory", DirectoryEnvironment())
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """The text of each file under `root` (`.git` and `__pycache__` left out; a big or binary
+    file by its size)."""
+    files: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.is_symlink() or IGNORED.intersection(path.relative_to(root).parts):
+            continue
+        size = path.stat().st_size
+        data = path.read_bytes() if size <= SNAPSHOT_FILE_BYTES else b""
+        text = data.decode("utf-8", "replace") if data and b"\0" not in data else f"<{size} bytes>\n"
+        files[str(path.relative_to(root))] = text
+    return files
+
+
+def file_changes(before: dict[str, str], root: Path) -> str:
+    """A unified diff from `before` (a snapshot) to what `root` holds now ("" when unchanged)."""
+    after = snapshot(root)
+    parts: list[str] = []
+    for name in sorted(before.keys() | after.keys()):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        parts.extend(
+            difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (new or "").splitlines(keepends=True),
+                fromfile=f"a/{name}" if old is not None else "/dev/null",
+                tofile=f"b/{name}" if new is not None else "/dev/null",
+            )
+        )
+    diff = "".join(line if line.endswith("\n") else line + "\n" for line in parts)
+    return (
+        diff if len(diff) <= DIFF_CHARS else diff[:DIFF_CHARS] + f"[... {len(diff) - DIFF_CHARS} more characters cut]\n"
+    )
 
 
 @dataclass

@@ -120,6 +120,7 @@ class Checker:
                         f"`{key}` is a suite-level setting (suite `execution.{key}` or {flag}); "
                         "a test's execution takes target(s), threshold, trials and skip_defaults",
                     )
+        self.warn_budget(test, path, len(turns) if isinstance(turns, list) else None)
         level = "conversation" if conversation else "turn"
         captured = _captured_names(turns)
         self.known = GRADER_VARIABLES | {name for names in captured for name in names}
@@ -139,6 +140,30 @@ class Checker:
                 self.known = GRADER_VARIABLES | {name for names in captured[: j + 1] for name in names}
                 turn["assertions"] = self.parse_assertions(turn.get("assertions"), (*turn_path, "assertions"), "turn")
         self.known = GRADER_VARIABLES
+
+    def warn_budget(self, test: dict, path: DataPath, turns: int | None) -> None:
+        """Warn (a budget is the user's call, not an error) when a per-turn budget cannot be
+        reached, or the conversation's cannot cover the turns at their per-turn budget."""
+        budget = test.get("budget")
+        per_turn = budget.get("turn") if isinstance(budget, dict) else None
+        whole = budget.get("conversation") if isinstance(budget, dict) else None
+        if not isinstance(per_turn, dict) or not isinstance(whole, dict):
+            return
+        for name in ("tool_calls", "seconds", "tokens", "cost_usd"):
+            each, total = _number(per_turn.get(name)), _number(whole.get(name))
+            if each is None or total is None:
+                continue
+            if each > total:
+                message = f"turn {name}={each:g} is never reached: the conversation's {name}={total:g} ends first"
+            elif turns and each * turns > total:
+                message = (
+                    f"conversation {name}={total:g} cannot cover {turns} turns at up to {each:g} each "
+                    f"({each * turns:g}); the last turns may be cut short"
+                )
+            else:
+                continue
+            where = self.lines.problem((*path, "budget", "conversation", name), "", "")
+            log.warning("warning: %s:%d: %s: %s", where.file, where.line, field_path((*path, "budget")), message)
 
     def load_policy(self, holder: dict, path: DataPath) -> None:
         """`policy: text`, `policy: file://policy.md` or `text: file://...` in a policy mapping:
@@ -396,3 +421,7 @@ def _find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
             if found:
                 return found
     return None
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
