@@ -31,12 +31,15 @@ from ._base import (
     lookup_assertion_type,
     registered_assertion_classes,
 )
+from ._domain import Domain, DomainSession
 from ._function import grader
 from ._json import NoJson, parse_json
 
 __all__ = [
     "AGGREGATOR_ALIASES",
     "Assertion",
+    "Domain",
+    "DomainSession",
     "Grade",
     "GradeContext",
     "NoJson",

@@ -21,6 +21,7 @@ from ..errors import GraderError
 from ..judging import JudgeSession, Persona, Policy
 from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, Usage
 from ..targets import ChatReply, Target
+from ._domain import DomainSession
 
 Level = Literal["turn", "conversation"]
 
@@ -91,6 +92,7 @@ class GradeContext:
         workdir: the trial's workspace, if the test has one (code-graders run there).
         file_changes: at conversation level, a unified diff of what changed in the workspace
             since it was made (template, repos and hooks applied), if the test has one.
+        domain: the trial's live backend when the suite declares `tools:` and `backend:`.
     """
 
     level: Level
@@ -118,6 +120,7 @@ class GradeContext:
     metadata: dict[str, Any] = field(default_factory=dict)
     workdir: Path | None = None
     file_changes: str | None = None
+    domain: DomainSession | None = None
 
     def template_vars(self) -> dict[str, Any]:
         """The variables available to grader prompt templates."""

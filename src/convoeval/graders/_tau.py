@@ -9,7 +9,10 @@ compares its data hashes) and every `required_outputs` string was said by the ag
 the states differ and the outputs that are missing.
 
 A domain's tools are plain functions in a Python file or module named by `tools:`, each
-`name(state, **arguments)` changing `state` (a dict) in place and returning its output.
+`name(state, **arguments)` changing `state` (a dict) in place and returning its output. When
+the suite itself declares `tools:` and `backend:` (the agent acted on a live copy of the
+backend during the conversation), `backend`/`tools` may be left out here: the trial's final
+state is compared directly.
 
 Example (YAML, conversation level):
     assertions:
@@ -23,19 +26,15 @@ Example (YAML, conversation level):
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import registry
-from ..errors import RegistryError
 from ..results import AssertionOutcome, ToolCall
 from ._base import Assertion, Grade, GradeContext, GraderError, Level, assertion_type
+from ._domain import Domain, load_document
 
 MAX_DIFFS = 10
 
@@ -76,10 +75,15 @@ class TauReward(Assertion):
     """Reward 1 when the final backend state equals the goal state and every required output was said."""
 
     type: Literal["tau-reward"] = "tau-reward"
-    backend: str | dict[str, Any] = Field(
-        description="The initial state: a JSON/YAML file (relative to the suite) or the document itself."
+    backend: str | dict[str, Any] | None = Field(
+        None,
+        description="The initial state: a JSON/YAML file (relative to the suite) or the document itself "
+        "(default: the suite's `backend`).",
     )
-    tools: str = Field(description="A Python file or module of tool functions `name(state, **arguments)`.")
+    tools: str | None = Field(
+        None,
+        description="A Python file or module of tool functions `name(state, **arguments)` (default: the suite's `tools`).",
+    )
     goal_actions: list[Action] | None = Field(None, description="Expected tool calls; replayed to the goal state.")
     goal_state: str | dict[str, Any] | None = Field(
         None, description="The expected final state (instead of goal_actions)."
@@ -93,20 +97,25 @@ class TauReward(Assertion):
     levels: ClassVar[tuple[Level, ...]] = ("conversation",)
 
     async def grade(self, ctx: GradeContext) -> Grade:
-        initial = _document(self.backend, ctx.base_dir, "backend")
-        functions = _tools(self.tools, ctx.base_dir)
+        live = ctx.domain
+        if self.backend is not None and self.tools is not None:
+            domain = Domain.load(self.tools, self.backend, ctx.base_dir)
+            live = None if live is None or live.domain != domain else live
+        elif live is not None:
+            domain = live.domain
+        else:
+            raise GraderError("tau-reward needs `backend` and `tools` (here, or as the suite's `backend:` / `tools:`)")
+        initial = domain.initial
         calls = [c for m in ctx.transcript if m.source == "tool" for c in m.tool_calls] or [
             c for m in ctx.transcript if m.source == "target" for c in m.tool_calls
         ]
-        actual = _replay(initial, calls, functions, strict=False)
+        # The trial's live backend when the agent acted on it; else its recorded calls replayed.
+        actual = live.state if live is not None else domain.replay(calls, strict=False)
         if self.goal_state is not None:
-            expected = _document(self.goal_state, ctx.base_dir, "goal_state")
+            expected = load_document(self.goal_state, ctx.base_dir, "goal_state")
         elif self.goal_actions is not None:
-            expected = _replay(
-                initial,
-                [ToolCall(name=a.name, arguments=a.arguments) for a in self.goal_actions],
-                functions,
-                strict=True,
+            expected = domain.replay(
+                [ToolCall(name=a.name, arguments=a.arguments) for a in self.goal_actions], strict=True
             )
         else:
             expected = initial  # nothing must change
@@ -134,44 +143,3 @@ class TauReward(Assertion):
                 "actions_replayed": len(calls),
             },
         )
-
-
-def _document(value: str | dict[str, Any], base_dir: Path, field: str) -> Any:
-    if isinstance(value, dict):
-        return value
-    path = base_dir / value
-    if not path.is_file():
-        raise GraderError(f"{field}: no such file {path}")
-    try:
-        text = path.read_text(encoding="utf-8")
-        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise GraderError(f"{field}: {path} is not JSON/YAML: {exc}") from None
-
-
-def _tools(spec: str, base_dir: Path) -> dict[str, Any]:
-    try:
-        module = registry.load_plugin(spec, base_dir=base_dir)
-    except RegistryError as exc:
-        raise GraderError(f"tools: {exc}") from None
-    return {name: fn for name, fn in vars(module).items() if callable(fn) and not name.startswith("_")}
-
-
-def _replay(initial: Any, calls: list[ToolCall], functions: dict[str, Any], *, strict: bool) -> Any:
-    """The state after `calls`; an unknown tool or a failing call leaves the state as it was
-    (the agent's mistake), except in the goal's own actions (`strict`: a broken task)."""
-    state = copy.deepcopy(initial)
-    for call in calls:
-        fn = functions.get(call.name)
-        if fn is None:
-            if strict:
-                raise GraderError(f"goal_actions: no tool {call.name!r} in the tools module")
-            continue
-        before = copy.deepcopy(state)
-        try:
-            fn(state, **call.arguments)
-        except Exception as exc:
-            if strict:
-                raise GraderError(f"goal_actions: {call.name} failed: {type(exc).__name__}: {exc}") from None
-            state = before
-    return state

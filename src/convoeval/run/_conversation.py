@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..graders import GradeContext
+from ..graders import DomainSession, GradeContext, GraderError
 from ..results import (
     Message,
     ScoreEntry,
@@ -55,6 +55,7 @@ class TrialContext:
     turns: TurnSource | None = None  # default: `turn_source(plan, ctx)`
     workdir: str | None = None  # the conversation's working directory, for agent targets
     files_before: dict[str, str] | None = None  # the workspace as it was made (for `file_changes`)
+    domain: DomainSession | None = None  # this trial's copy of the suite's backend
     simulator: Target | None = None  # the model playing a simulated user (default: none)
     may_continue: Callable[[], bool] | None = None  # False once the run's budget is spent
 
@@ -136,6 +137,7 @@ class Conversation:
             policy=self.plan.policy,
             metadata=dict(self.plan.metadata),
             workdir=Path(self.ctx.workdir) if self.ctx.workdir else None,
+            domain=self.ctx.domain,
         )
         record: dict[str, object] = {
             "session_id": reply.session_id,
@@ -178,6 +180,8 @@ class Conversation:
             workdir=self.ctx.workdir,
             test_id=self.plan.id,
             max_tool_calls=_turn_tool_calls(self.plan.budget),
+            domain_tools=self.ctx.domain.domain.specs() if self.ctx.domain else None,
+            call_domain_tool=self.ctx.domain.call if self.ctx.domain else None,
         )
         started = time.perf_counter()
         try:
@@ -211,7 +215,16 @@ class Conversation:
 
 
 async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
-    """Run one trial; with a `workspace:`, in a folder of its own that lives across all turns."""
+    """Run one trial; with a `workspace:`, in a folder of its own that lives across all turns;
+    with the suite's `tools:`, on a copy of its backend of its own."""
+    try:
+        domain = plan.domain()
+    except GraderError as exc:
+        return TrialResult(
+            trial=ctx.trial, score=None, verdict="error", execution_status="execution_error", error=str(exc)
+        )
+    if domain is not None:
+        ctx = replace(ctx, domain=domain.session())
     if plan.workspace is None:
         return await _play(plan, ctx)
     try:

@@ -80,6 +80,7 @@ async def grade_conversation(
         metadata=dict(plan.metadata),
         workdir=Path(ctx.workdir) if ctx.workdir else None,
         file_changes=changes,
+        domain=ctx.domain,
     )
     scores = await evaluate_all(plan.conversation_assertions, grade_ctx)
     return combine("conversation", "conversation", scores, plan.threshold)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..graders import Assertion, lookup_assertion_type
+from ..graders import Assertion, Domain, lookup_assertion_type
 from ..judging import format_policy
 from ..results import Message
 from ..spec import (
@@ -29,6 +30,10 @@ from ._recorded import split_transcript
 
 #: The assertion type that judges the simulated user rather than the target.
 FIDELITY_TYPE = "simulator-fidelity"
+
+
+#: Domains loaded so far, by (tools, backend, folder): a module is imported once per run.
+_DOMAINS: dict[tuple[str, str, str], Domain] = {}
 
 
 @dataclass
@@ -72,6 +77,22 @@ class TestPlan:
     verify: Verify | None = None
     hints: list[str] = field(default_factory=list)
     budget: Budget | None = None
+    tools: str | None = None  # the suite's domain: tool functions over `backend`
+    backend: str | dict[str, Any] | None = None
+
+    def domain(self) -> Domain | None:
+        """The suite's domain (loaded once per tools/backend pair), or None without `tools:`.
+
+        Raises:
+            GraderError: the tools module or the backend cannot be loaded.
+        """
+        if self.tools is None:
+            return None
+        backend = self.backend if self.backend is not None else {}
+        key = (self.tools, json.dumps(backend, sort_keys=True), str(self.base_dir))
+        if key not in _DOMAINS:
+            _DOMAINS[key] = Domain.load(self.tools, backend, self.base_dir)
+        return _DOMAINS[key]
 
     @property
     def id(self) -> str:
@@ -196,6 +217,8 @@ def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trial
         verify=test.verify,
         hints=list(test.hints),
         budget=test.budget,
+        tools=suite.tools,
+        backend=suite.backend,
     )
 
 

@@ -277,6 +277,14 @@ class Suite(Strict):
     turn_assertions: AssertionList = Field(default_factory=list, description="Applied to every agent turn.")
     policy: Policy | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    tools: str | None = Field(
+        None,
+        description="A Python file or module whose public functions `name(state, **arguments)` are the "
+        "domain's tools: offered to agents with `agent:`, run on each trial's copy of `backend`.",
+    )
+    backend: str | dict[str, Any] | None = Field(
+        None, description="The domain's initial state (a JSON/YAML file or the document); each trial gets a copy."
+    )
 
     _path: Path | None = PrivateAttr(None)
 

@@ -16,7 +16,7 @@ A target talks to the conversation loop in one of three ways, named by its class
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -52,6 +52,8 @@ class ChatRequest:
         test_id: the test being run (agents may use it to name scratch files).
         tools: OpenAI `tools` entries offered to the model (the built-in tool agent), or None.
         max_tool_calls: tool calls this turn may still make (the test's budget), or None.
+        domain_tools: the suite's domain tools (OpenAI `tools` entries) a tool agent offers too.
+        call_domain_tool: runs one of them on the trial's backend and returns the finished call.
     """
 
     messages: list[dict[str, Any]]
@@ -67,6 +69,8 @@ class ChatRequest:
     test_id: str = ""
     tools: list[dict[str, Any]] | None = None
     max_tool_calls: int | None = None
+    domain_tools: list[dict[str, Any]] | None = None
+    call_domain_tool: Callable[[ToolCall], Awaitable[ToolCall]] | None = None
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """The built-in tool agent: any chat target becomes an agent with `agent: {tools: [...]}`.
 
-Within each turn convoeval runs the loop itself: the model gets the tools, its tool calls run
-(in the trial's workspace), their results go back as `tool` messages, and the model is asked
+Within each turn convoeval runs the loop itself: the model gets the tools (its own and the
+suite's domain tools, which run on the trial's backend), its tool calls run (in the trial's
+workspace), their results go back as `tool` messages, and the model is asked
 again until it answers without calling a tool. Every call is recorded on the reply like any
 agent's. Reaching `max_tool_calls` (or the test's per-turn `budget.turn.tool_calls`) or
 `max_seconds` ends the turn with `finish_reason` `budget:<name>=<limit>`, which the run records
@@ -44,8 +45,10 @@ class ToolAgent:
         workdir = Path(request.workdir) if request.workdir else None
         done: list[ToolCall] = []
         usage, cost = Usage(), 0.0
+        domain = {t["function"]["name"] for t in request.domain_tools or []} if request.call_domain_tool else set()
+        specs = [*self.box.specs(), *(t for t in request.domain_tools or [] if domain)]
         while True:
-            reply = await self.inner.chat(replace(request, messages=messages, tools=self.box.specs()))
+            reply = await self.inner.chat(replace(request, messages=messages, tools=specs))
             usage, cost = usage + reply.usage, cost + reply.cost_usd
             stop = None if reply.tool_calls else reply.finish_reason
             calls = [
@@ -63,7 +66,10 @@ class ToolAgent:
                 if time.monotonic() - started > self.settings.max_seconds:
                     stop = f"budget:seconds={self.settings.max_seconds:g}"
                     break
-                call = await self.box.run(call, workdir)
+                if call.name in domain and request.call_domain_tool is not None:
+                    call = await request.call_domain_tool(call)
+                else:
+                    call = await self.box.run(call, workdir)
                 done.append(call)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": _result_text(call)})
             if calls and stop is None and time.monotonic() - started > self.settings.max_seconds:

@@ -1,0 +1,94 @@
+"""A suite's domain tools over its backend, offered to a chat model by the built-in tool agent:
+each trial acts on its own copy of the backend and tau-bench's reward reads the final state."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import convoeval
+from convoeval.testing import FakeOpenAIServer, tool_calls
+
+from .conftest import REPO, write
+
+AIRLINE = REPO / "examples" / "airline"
+Body = dict[str, Any]
+
+
+def booking_model(flight: str):
+    """Searches, then books `flight`, then confirms with the reservation id it got back."""
+
+    def reply(body: Body) -> str | Body:
+        last = body["messages"][-1]
+        if last["role"] == "user":
+            return tool_calls(("search_flights", {"origin": "JFK", "destination": "SFO", "date": "2024-05-20"}))
+        if '"flight": "HAT001"' in last["content"] and "reservation_id" not in last["content"]:
+            return tool_calls(("book_flight", {"user_id": "mia_li", "flight": flight, "payment_id": "card_7447"}))
+        return f"Booked: {json.loads(last['content']).get('reservation_id', 'nothing')}."
+
+    return reply
+
+
+@pytest.fixture
+def airline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    for name in ("backend.json", "tools.py"):
+        shutil.copy(AIRLINE / name, tmp_path / name)
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: openai, model: m, agent: {tools: []}}\n")
+    suite = write(
+        tmp_path / "book.eval.yaml",
+        """\
+execution: {target: bot, trials: 2}
+tools: tools.py
+backend: backend.json
+assertions:
+  - type: tau-reward
+    goal_actions: [{name: book_flight, arguments: {user_id: mia_li, flight: HAT001, payment_id: card_7447}}]
+    required_outputs: [R101]
+tests:
+  - id: book
+    mode: conversation
+    turns:
+      - input: "I'm mia_li: one seat JFK to SFO on 2024-05-20 with card_7447, please."
+""",
+    )
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        yield suite, server
+
+
+def test_the_right_booking_earns_reward_1_in_every_trial_on_its_own_backend(airline) -> None:
+    suite, server = airline
+    server.reset(reply=booking_model("HAT001"))
+    [result] = convoeval.run(suite, judge="scripted", cache=False, store=False).results
+    assert result.verdict == "pass" and result.pass_hat_k["2"] == 1.0, result.error
+    for trial in result.trials:
+        calls = trial.scores[0].tool_calls
+        assert [c.name for c in calls] == ["search_flights", "book_flight"]
+        # Each trial booked R101: the second did not see the first one's booking.
+        assert calls[1].output == {"reservation_id": "R101", "charged": 220}
+    offered = {t["function"]["name"] for t in server.target_requests()[0]["tools"]}
+    assert offered == {"search_flights", "book_flight", "cancel_reservation"}  # tools.py's public functions
+    book = next(t for t in server.target_requests()[0]["tools"] if t["function"]["name"] == "book_flight")
+    assert book["function"]["parameters"]["required"] == ["user_id", "flight", "payment_id"]
+    assert json.loads((suite.parent / "backend.json").read_text())["flights"]["HAT001"]["seats"] == 3  # untouched
+
+
+def test_a_wrong_booking_gets_reward_0_with_the_state_diff(airline) -> None:
+    suite, server = airline
+    server.reset(reply=booking_model("HAT004"))
+    [result] = convoeval.run(suite, judge="scripted", cache=False, store=False).results
+    grader = result.trials[0].scores[-1].graders[0]
+    assert result.verdict == "fail" and grader.type == "tau-reward" and grader.score == 0.0
+    assert "$.flights.HAT004.seats: 1 != 2" in (grader.details or {})["state_diff"]
+
+
+def test_a_tools_module_that_cannot_load_is_an_execution_error(airline) -> None:
+    suite, server = airline
+    suite.write_text(suite.read_text().replace("tools: tools.py", "tools: nowhere.py"))
+    [result] = convoeval.run(suite, judge="scripted", cache=False, store=False).results
+    assert result.execution_status == "execution_error" and "tools:" in (result.error or "")
+    assert not server.requests
