@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from .._secrets import redact
 from ..errors import ConfigError
 from ..results import EvaluationResult, ScoreEntry
-from ..run import Job, run_jobs
+from ..run import Job, run_jobs, run_suite_hooks
 from ..spec import Suite, load_suites
 from ..spec._targets_file import find_targets_file
 from ..targets import ChatReply
@@ -199,6 +199,9 @@ async def _run(
                 if own.tests:
                     jobs.append(Job(target=target, suite=own, threshold=options.threshold, trials=options.trials))
         plans = [job.plan(test) for job in jobs for test in job.suite.tests]
+        workspaces = [(p.workspace, p.base_dir) for p in plans if p.workspace is not None]
+        if failed := await run_suite_hooks("before_all", workspaces):
+            raise ConfigError(failed)
         needs_judge = any(plan.needs_judge for plan in plans)
         judge = pool.judge(options.judge, suites, note, fallback=jobs[0].target) if needs_judge else None
         simulator_specs = sorted({p.simulated_user.model for p in plans if p.simulated_user and p.simulated_user.model})
@@ -234,18 +237,22 @@ async def _run(
         def turn_done(job: Job, position: int, trial: int, turn: int, entry: ScoreEntry, reply: ChatReply) -> None:
             recorder.save_turn(job, position, trial, turn, entry, reply)
 
-        kept = await run_jobs(
-            jobs,
-            judge=pool.wrap(judge.target) if judge else None,
-            judge_repeats=options.judge_repeats or (judge.repeats if judge else 1),
-            judge_temperature=judge.temperature if judge else 0.0,
-            simulators=simulators,
-            concurrency=options.concurrency or _workers(suites),
-            on_result=emit,
-            on_turn=turn_done,
-            may_start=meter.may_start,
-            keep_results=store is None,
-        )
+        try:
+            kept = await run_jobs(
+                jobs,
+                judge=pool.wrap(judge.target) if judge else None,
+                judge_repeats=options.judge_repeats or (judge.repeats if judge else 1),
+                judge_temperature=judge.temperature if judge else 0.0,
+                simulators=simulators,
+                concurrency=options.concurrency or _workers(suites),
+                on_result=emit,
+                on_turn=turn_done,
+                may_start=meter.may_start,
+                keep_results=store is None,
+            )
+        finally:
+            if failed := await run_suite_hooks("after_all", workspaces):
+                note(f"warning: {failed}")
     finally:
         if writer:
             writer.close()

@@ -5,6 +5,7 @@ from ._grading import aggregate, combine
 from ._plan import TestPlan, TurnPlan, plan_test
 from ._scheduler import Job, combine_trials, dependency_order, run_jobs
 from ._turns import ScriptedTurns, SingleShotTurns, TurnSource
+from ._workspace import run_suite_hooks
 
 __all__ = [
     "Conversation",
@@ -21,6 +22,7 @@ __all__ = [
     "dependency_order",
     "plan_test",
     "run_jobs",
+    "run_suite_hooks",
     "run_trial",
     "turn_source",
 ]

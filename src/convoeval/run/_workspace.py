@@ -16,15 +16,16 @@ from __future__ import annotations
 import asyncio
 import difflib
 import os
+import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import registry
 from ..results import AssertionOutcome, GraderScore, Message, ScoreEntry
-from ..spec import Verify, Workspace
+from ..spec import Docker, Repo, Verify, Workspace
 from ._plan import TurnPlan
 from ._turns import TurnSource
 
@@ -100,32 +101,143 @@ class DirectoryEnvironment:
 
 
 async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path:
-    """A fresh folder for one trial, with the template copied in and `before_each` run."""
+    """A fresh folder for one trial: the template copied in, the repos cloned, the container
+    started (with `docker`), `before_each` run."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in test_id)[:40]
     root = Path(tempfile.mkdtemp(prefix=f"convoeval-ws-{safe}-"))
-    if spec.template is not None:
-        template = (base_dir / spec.template).resolve()
-        if not template.is_dir():
-            shutil.rmtree(root, ignore_errors=True)
-            raise WorkspaceError(f"workspace template {spec.template!r} is not a folder (looked in {template})")
-        shutil.copytree(template, root, dirs_exist_ok=True)
-    hook = spec.hooks.before_each
-    if hook is not None:
-        ran = await shell(hook.command, root / (hook.cwd or "."), hook.timeout_ms / 1000)
-        if ran.code != 0:
-            shutil.rmtree(root, ignore_errors=True)
-            raise WorkspaceError(f"workspace hook before_each exited with code {ran.code}: {ran.output[-OUTPUT_TAIL:]}")
+    try:
+        if spec.template is not None:
+            template = (base_dir / spec.template).resolve()
+            if not template.is_dir():
+                raise WorkspaceError(f"workspace template {spec.template!r} is not a folder (looked in {template})")
+            shutil.copytree(template, root, dirs_exist_ok=True)
+        for repo in spec.repos:
+            await clone_repo(repo, base_dir, root)
+        if spec.docker is not None:
+            _containers[root] = await start_container(spec.docker, root)
+        hook = spec.hooks.before_each
+        if hook is not None:
+            ran = await run_in(root, hook.command, hook.cwd, hook.timeout_ms / 1000)
+            if ran.code != 0:
+                raise WorkspaceError(
+                    f"workspace hook before_each exited with code {ran.code}: {ran.output[-OUTPUT_TAIL:]}"
+                )
+    except BaseException:
+        await _remove(root)
+        raise
     return root
 
 
 async def _close_directory(spec: Workspace, root: Path, passed: bool) -> str | None:
-    """Run `after_each`, then remove the folder unless it is kept; returns the kept path."""
+    """Run `after_each`, stop the container, then remove the folder unless it is kept; returns
+    the kept path."""
     hook = spec.hooks.after_each
     if hook is not None:
-        await shell(hook.command, root / (hook.cwd or "."), hook.timeout_ms / 1000)
+        await run_in(root, hook.command, hook.cwd, hook.timeout_ms / 1000)
     if spec.keep == "always" or (spec.keep == "on_failure" and not passed):
+        await _stop_container(root)
         return str(root)
+    await _remove(root)
+    return None
+
+
+async def _remove(root: Path) -> None:
+    await _stop_container(root)
     shutil.rmtree(root, ignore_errors=True)
+
+
+#: The container each docker workspace lives in, by its folder.
+_containers: dict[Path, str] = {}
+CONTAINER_DIR = "/workspace"
+
+
+async def run_in(root: Path, command: str, cwd: str | None, timeout_s: float) -> Ran:
+    """Run a shell command in the workspace (`cwd` inside it): in its container when it has one."""
+    container = _containers.get(root)
+    if container is None:
+        return await shell(command, root / (cwd or "."), timeout_s)
+    inside = f"{CONTAINER_DIR}/{cwd}" if cwd else CONTAINER_DIR
+    return await shell(
+        f"docker exec -w {shlex.quote(inside)} {container} sh -c {shlex.quote(command)}", root, timeout_s
+    )
+
+
+async def start_container(docker: Docker, root: Path) -> str:
+    """Start the workspace's container (the folder mounted at /workspace); a missing daemon or
+    image is a WorkspaceError naming it."""
+    if shutil.which("docker") is None:
+        raise WorkspaceError("docker: the docker command is not installed")
+    ran = await shell("docker info --format '{{.ServerVersion}}'", root, 20)
+    if ran.code != 0:
+        raise WorkspaceError(f"docker: no Docker daemon is running ({ran.output.strip()[-200:]})")
+    limits = (f" --memory {shlex.quote(docker.memory)}" if docker.memory else "") + (
+        f" --cpus {docker.cpus:g}" if docker.cpus else ""
+    )
+    command = (
+        f"docker run -d --rm -v {shlex.quote(str(root))}:{CONTAINER_DIR} -w {CONTAINER_DIR}{limits} "
+        f"{shlex.quote(docker.image)} sleep {docker.timeout}"
+    )
+    ran = await shell(command, root, 600)
+    if ran.code != 0:
+        raise WorkspaceError(f"docker: cannot start {docker.image}: {ran.output.strip()[-OUTPUT_TAIL:]}")
+    return ran.output.strip().splitlines()[-1]
+
+
+async def _stop_container(root: Path) -> None:
+    container = _containers.pop(root, None)
+    if container is not None:
+        await shell(f"docker rm -f {container}", root, 60)
+
+
+async def clone_repo(repo: Repo, base_dir: Path, root: Path) -> None:
+    """Clone `repo` into the workspace at its `path`, check out its ref (and ancestor)."""
+    dest = (root / repo.path).resolve()
+    if not dest.is_relative_to(root.resolve()):
+        raise WorkspaceError(f"repos: {repo.path} is outside the workspace")
+    if repo.source.url is not None:
+        source = repo.source.url
+    else:
+        local = (base_dir / (repo.source.path or "")).resolve()
+        source = f"file://{local}" if repo.clone.depth or repo.clone.filter else str(local)
+    options = (f" --depth {repo.clone.depth}" if repo.clone.depth else "") + (
+        f" --filter={shlex.quote(repo.clone.filter)}" if repo.clone.filter else ""
+    )
+    if repo.clone.sparse:
+        options += " --no-checkout"
+    steps = [f"git clone -q{options} {shlex.quote(source)} {shlex.quote(str(dest))}"]
+    if repo.clone.sparse:
+        patterns = " ".join(shlex.quote(p) for p in repo.clone.sparse)
+        steps.append(f"git -C {shlex.quote(str(dest))} sparse-checkout set --no-cone {patterns}")
+    ref = repo.checkout.ref
+    if ref or repo.clone.sparse:
+        target = ref or "HEAD"
+        fetch = f"git -C {shlex.quote(str(dest))} fetch -q origin {shlex.quote(target)}" + (
+            f" --depth {repo.clone.depth + repo.checkout.ancestor}" if repo.clone.depth else ""
+        )
+        steps.append(
+            f"(git -C {shlex.quote(str(dest))} checkout -q {shlex.quote(target)} 2>/dev/null || "
+            f"({fetch} && git -C {shlex.quote(str(dest))} checkout -q FETCH_HEAD))"
+        )
+    if repo.checkout.ancestor:
+        steps.append(f"git -C {shlex.quote(str(dest))} checkout -q HEAD~{repo.checkout.ancestor}")
+    for step in steps:
+        ran = await shell(step, root, 600)
+        if ran.code != 0:
+            raise WorkspaceError(f"repos: {source}: {ran.output.strip()[-OUTPUT_TAIL:] or f'exit code {ran.code}'}")
+
+
+async def run_suite_hooks(which: Literal["before_all", "after_all"], specs: list[tuple[Workspace, Path]]) -> str | None:
+    """Run each distinct `before_all` (or `after_all`) hook of the run's workspaces once, in
+    the eval file's folder (or `cwd` in it); the first failure, as one line, or None."""
+    seen: set[tuple[str, str]] = set()
+    for spec, base_dir in specs:
+        hook = getattr(spec.hooks, which)
+        if hook is None or (key := (str(base_dir), hook.model_dump_json())) in seen:
+            continue
+        seen.add(key)
+        ran = await shell(hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000)
+        if ran.code != 0:
+            return f"workspace hook {which} `{hook.command}` exited with code {ran.code}: {ran.output.strip()[-OUTPUT_TAIL:]}"
     return None
 
 
@@ -183,7 +295,7 @@ class VerifiedTurns:
     async def next_turn(self, convo: Conversation) -> TurnPlan | None:
         if convo.turns_sent > self._checked:
             self._checked = convo.turns_sent
-            ran = await shell(self.verify.command, self.workdir, self.verify.timeout_s)
+            ran = await run_in(self.workdir, self.verify.command, None, self.verify.timeout_s)
             passed = ran.code == 0
             self.checks.append(
                 AssertionOutcome(

@@ -1,7 +1,7 @@
 """The eval-file language: models, loading with file:line errors, templates, JSON Schema."""
 
 from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute
-from ._controls import Budget, Capture, Limits, PostCondition, Verify, Workspace
+from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
 from ._files import eval_files, load_suites, validate_eval_paths
 from ._loader import load_suite, validate_paths
@@ -30,6 +30,8 @@ __all__ = [
     "Limits",
     "Verify",
     "Workspace",
+    "Docker",
+    "Repo",
     "PostCondition",
     "DEFAULT_THRESHOLD",
     "MAX_TRIALS",

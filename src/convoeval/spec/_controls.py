@@ -137,12 +137,74 @@ class Hook(BaseModel):
 
 
 class Hooks(BaseModel):
-    """AgentV's workspace hooks; `before_each` / `after_each` run around every trial."""
+    """AgentV's workspace hooks: `before_each` / `after_each` run in the workspace around every
+    trial; `before_all` / `after_all` once per run, in the eval file's folder (or `cwd` in it),
+    before the first and after the last trial."""
 
     model_config = ConfigDict(extra="forbid")
 
+    before_all: Hook | None = None
     before_each: Hook | None = None
     after_each: Hook | None = None
+    after_all: Hook | None = None
+
+
+class RepoSource(BaseModel):
+    """Where a repository comes from: a git `url` (`type: git`) or a local `path` (`type: local`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["git", "local"] = "git"
+    url: str | None = None
+    path: str | None = Field(None, description="A local repository (relative to the eval file).")
+
+    @model_validator(mode="after")
+    def _one_place(self) -> RepoSource:
+        if (self.url is None) == (self.path is None):
+            raise ValueError("give the repository's `url` (type: git) or `path` (type: local)")
+        return self
+
+
+class Checkout(BaseModel):
+    """What to check out: `ref` (branch, tag or commit) and `ancestor` commits back from it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ref: str | None = None
+    resolve: Literal["remote", "local"] = "remote"
+    ancestor: int = Field(0, ge=0)
+
+
+class Clone(BaseModel):
+    """How to clone: `depth` (shallow), `filter` (partial clone), `sparse` (paths to check out)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    depth: int | None = Field(None, ge=1)
+    filter: str | None = None
+    sparse: list[str] = Field(default_factory=list)
+
+
+class Repo(BaseModel):
+    """A git repository cloned into the workspace at `path` before turn 1 (AgentV's `repos`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(".", description="Where in the workspace.")
+    source: RepoSource
+    checkout: Checkout = Field(default_factory=Checkout)
+    clone: Clone = Field(default_factory=Clone)
+
+
+class Docker(BaseModel):
+    """A container the workspace lives in across turns: hooks and `verify` run with `docker exec`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    image: str = Field(min_length=1)
+    timeout: int = Field(600, gt=0, description="Seconds the container may live.")
+    memory: str | None = Field(None, description="Docker's --memory, e.g. 2g.")
+    cpus: float | None = Field(None, gt=0)
 
 
 class Workspace(BaseModel):
@@ -157,7 +219,9 @@ class Workspace(BaseModel):
 
     environment: str = Field("directory", description="Who makes the workspace (registry kind `environment`).")
     template: str | None = None
+    repos: list[Repo] = Field(default_factory=list)
     hooks: Hooks = Field(default_factory=Hooks)
+    docker: Docker | None = None
     keep: Literal["never", "on_failure", "always"] = "never"
 
 

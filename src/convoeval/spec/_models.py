@@ -285,6 +285,7 @@ class Suite(Strict):
     backend: str | dict[str, Any] | None = Field(
         None, description="The domain's initial state (a JSON/YAML file or the document); each trial gets a copy."
     )
+    workspace: Workspace | None = Field(None, description="The workspace of every test that gives none of its own.")
 
     _path: Path | None = PrivateAttr(None)
 

@@ -1,0 +1,104 @@
+"""Workspace set-up as AgentV describes it: repos cloned per trial, before_all/after_all hooks once
+per run, a suite-level workspace, and docker workspaces (a clear error without a daemon)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import convoeval
+
+from .conftest import write
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True, capture_output=True
+    )
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    """A local repository whose main branch has two commits: version v1, then v2."""
+    repo = tmp_path / "suite" / "origin"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    for version in ("v1", "v2"):
+        (repo / "version.txt").write_text(version + "\n")
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", version)
+    return repo
+
+
+def suite_with(tmp_path: Path, workspace: str, verify: str = "true", tests: int = 1) -> Path:
+    write(tmp_path / "suite" / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: done}\n")
+    body = "".join(
+        f"  - id: t{i}\n    mode: conversation\n    verify: {{command: '{verify}'}}\n    turns: [{{input: go}}, {{input: again}}]\n"
+        for i in range(tests)
+    )
+    return write(
+        tmp_path / "suite" / "s.eval.yaml", f"execution: {{target: bot}}\nworkspace: {workspace}\ntests:\n{body}"
+    )
+
+
+def run(suite: Path):
+    return convoeval.run(suite, judge="scripted", cache=False, store=False)
+
+
+def test_a_repo_is_cloned_at_its_ref_and_ancestor_into_each_trials_workspace(tmp_path: Path, origin: Path) -> None:
+    workspace = "{repos: [{path: app, source: {type: local, path: origin}, checkout: {ref: main, ancestor: 1}, clone: {depth: 2}}]}"
+    suite = suite_with(tmp_path, workspace, verify="grep -q v1 app/version.txt && test -d app/.git")
+    [result] = run(suite).results
+    assert result.verdict == "pass", result.error
+    assert result.scores[-1].note == "verified at turn 1"
+
+
+def test_a_repo_that_cannot_be_cloned_is_an_execution_error(tmp_path: Path, origin: Path) -> None:
+    suite = suite_with(tmp_path, "{repos: [{path: app, source: {type: local, path: nowhere}}]}")
+    [result] = run(suite).results
+    assert result.execution_status == "execution_error" and (result.error or "").startswith("workspace: repos: ")
+
+
+def test_before_all_and_after_all_run_once_around_every_trial(tmp_path: Path) -> None:
+    hooks = "{hooks: {before_all: {command: 'echo start >> log.txt'}, after_all: {command: 'echo end >> log.txt'}}}"
+    suite = suite_with(tmp_path, hooks, tests=3)
+    report = run(suite)
+    assert [r.verdict for r in report.results] == ["pass"] * 3
+    assert (suite.parent / "log.txt").read_text() == "start\nend\n"
+
+
+def test_a_failing_before_all_stops_the_run_before_any_call(tmp_path: Path, cli) -> None:
+    suite = suite_with(tmp_path, "{hooks: {before_all: {command: 'echo no database; exit 3'}}}")
+    code, _, err = cli("run", suite, "--judge", "scripted")
+    assert code == 2 and "workspace hook before_all `echo no database; exit 3` exited with code 3: no database" in err
+
+
+def _daemon() -> bool:
+    return (
+        shutil.which("docker") is not None and subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+    )
+
+
+@pytest.mark.skipif(_daemon(), reason="a Docker daemon is running here: the no-daemon error cannot be shown")
+def test_a_docker_workspace_without_a_daemon_fails_only_its_tests(tmp_path: Path) -> None:
+    suite = suite_with(tmp_path, "{}")  # the docker workspace is the first test's own
+    suite.write_text(
+        suite.read_text().replace(
+            "    mode: conversation\n", "    mode: conversation\n    workspace: {docker: {image: python:3.12-slim}}\n"
+        )
+        + "  - {id: plain, input: hi}\n"
+    )
+    results = {r.test_id: r for r in run(suite).results}
+    assert results["t0"].execution_status == "execution_error"
+    assert "workspace: docker: " in (results["t0"].error or "")
+    assert results["plain"].verdict == "pass"
+
+
+@pytest.mark.skipif(not _daemon(), reason="no Docker daemon is running here")
+def test_a_docker_workspace_runs_verify_in_its_container(tmp_path: Path) -> None:  # pragma: no cover - needs docker
+    suite = suite_with(tmp_path, "{docker: {image: python:3.12-slim}}", verify="test -f /.dockerenv")
+    [result] = run(suite).results
+    assert result.verdict == "pass", result.error
