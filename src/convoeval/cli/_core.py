@@ -247,6 +247,18 @@ def run(
     ] = None,
     plugin: Plugins = None,
     root: Root = None,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            metavar="local|ray",
+            envvar="CONVOEVAL_BACKEND",
+            help="Where conversations run: this process (local, the default) or Ray tasks (ray).",
+        ),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(metavar="ADDRESS", help="The Ray cluster to join (default: RAY_ADDRESS, else a local one)."),
+    ] = None,
     keep_workspaces: Annotated[
         bool,
         typer.Option(
@@ -298,6 +310,8 @@ def run(
                 concurrency=concurrency,
                 max_connections=max_connections,
                 keep_workspaces=keep_workspaces,
+                backend=backend,
+                ray_address=ray_address,
                 output=output,
                 on_result=on_result,
                 on_note=lambda text: out.print(f"[cyan]{escape(text)}[/]"),

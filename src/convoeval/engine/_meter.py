@@ -8,7 +8,7 @@ free).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..targets import ChatReply, ChatRequest, Target, TargetWrapper
@@ -42,6 +42,11 @@ class CallTotals:
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def merge(self, other: CallTotals) -> None:
+        """Add another count of calls (made elsewhere, e.g. in a Ray worker) to this one."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -91,6 +96,12 @@ class RunMeter:
         if totals is None:
             totals = self.by_model[key] = CallTotals()
         totals.add(reply)
+
+    def absorb(self, by_model: dict[str, CallTotals]) -> None:
+        """Add calls counted by another meter (a Ray worker's), per model, to this run's."""
+        for key, totals in by_model.items():
+            self.totals.merge(totals)
+            self.by_model.setdefault(key, CallTotals()).merge(totals)
 
     def record_result(self, verdict: str) -> None:
         self.tests_done += 1

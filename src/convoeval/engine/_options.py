@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -47,6 +47,9 @@ class RunOptions(BaseModel):
         threshold, trials: override the suites' settings.
         judge_repeats: ask the judge K times per grader (mean and standard deviation reported).
         concurrency: conversations run at once (default: the suites' `execution.workers`, else 8).
+        backend: where conversations run: `local` (this process) or `ray` (Ray tasks; default:
+            the suites' `execution.backend`, else local).
+        ray_address: the Ray cluster to join (default: `RAY_ADDRESS`, else a local one).
         keep_workspaces: keep every test's workspace folder after its trial (the result's
             `workspace` says where), whatever its `keep:` says.
         max_connections: model requests in flight per endpoint (server and API key) at most,
@@ -87,6 +90,8 @@ class RunOptions(BaseModel):
     concurrency: int | None = Field(default=None, ge=1)
     max_connections: int | None = Field(default=None, ge=1)
     keep_workspaces: bool = False
+    backend: Literal["local", "ray"] | None = None
+    ray_address: str | None = None
     output: Path | None = None
     cache: bool = True
     cache_dir: Path | None = None

@@ -19,6 +19,7 @@ from ._cache import CACHE_FILE, ResponseCache
 from ._meter import RunMeter
 from ._options import RunOptions
 from ._pool import TargetPool, named_targets
+from ._ray import RayTrials
 from ._recorder import RunRecorder, suite_key
 from ._select import select_tests, tests_for_target, tests_on_no_target
 from ._store import RERUN_STATUSES, STORE_FILE, RunRecord, RunStore, state_dir
@@ -212,6 +213,10 @@ async def _run(
                 note(
                     f"warning: the response cache was damaged; moved it to {pool.cache.set_aside} and started a new one"
                 )
+        trial_runner = None
+        if _backend(options, suites) == "ray":
+            cache_file = pool.cache.path if pool.cache is not None else None
+            trial_runner = RayTrials(pool.configs, cache_file, meter, options.ray_address, options.max_connections)
         for job in jobs:
             job.target = pool.wrap(job.target)
         simulators = {spec: pool.wrap(t) for spec, t in simulators.items()}
@@ -249,6 +254,7 @@ async def _run(
                 on_turn=turn_done,
                 may_start=meter.may_start,
                 keep_results=store is None,
+                trial_runner=trial_runner,
             )
         finally:
             if failed := await run_suite_hooks("after_all", workspaces):
@@ -275,6 +281,12 @@ async def _run(
     if files and options.output:
         files.export(options.output, results.iter_json())
     return RunReport(results=results, notes=notes, run_id=run_id, summary=summary, output=output, outcomes=outcomes)
+
+
+def _backend(options: RunOptions, suites: list[Suite]) -> str:
+    """`--backend`, else the suites' `execution.backend`, else local."""
+    configured = [s.execution.backend for s in suites if s.execution and s.execution.backend]
+    return options.backend or (configured[0] if configured else "local")
 
 
 def _keeping_workspaces(suite: Suite) -> Suite:

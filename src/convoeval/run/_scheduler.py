@@ -58,6 +58,7 @@ class Job:
 ResultCallback = Callable[[Job, int, EvaluationResult], "Awaitable[None] | None"]
 #: on_turn(job, position, trial, turn number, the turn's score entry, the target's reply).
 TurnCallback = Callable[[Job, int, int, int, ScoreEntry, ChatReply], None]
+TrialRunner = Callable[[TestPlan, TrialContext], Awaitable[TrialResult]]
 
 
 async def run_jobs(
@@ -72,6 +73,7 @@ async def run_jobs(
     on_turn: TurnCallback | None = None,
     may_start: Callable[[], bool] | None = None,
     keep_results: bool = True,
+    trial_runner: TrialRunner | None = None,
 ) -> list[EvaluationResult]:
     """Run every test of every job; conversations run concurrently, turns in order.
 
@@ -84,6 +86,8 @@ async def run_jobs(
         may_start: asked before each trial starts; False leaves it out (`budget_exhausted`).
         keep_results: return the results (in job and test order); False returns [] and
             keeps nothing, for runs whose results go to a store.
+        trial_runner: runs one trial (default `run_trial`, in this process; the Ray backend
+            gives one that runs it as a Ray task).
     """
     slots = asyncio.Semaphore(max(1, concurrency))
     alive = asyncio.Semaphore(max(2 * concurrency, concurrency + 16))
@@ -91,7 +95,15 @@ async def run_jobs(
     running: set[asyncio.Task[None]] = set()
     failures: list[Exception] = []
     runner = _Runner(
-        judge, judge_repeats, judge_temperature, slots, on_turn, may_start, dict(simulators or {}), max(1, concurrency)
+        judge,
+        judge_repeats,
+        judge_temperature,
+        slots,
+        on_turn,
+        may_start,
+        dict(simulators or {}),
+        max(1, concurrency),
+        trial_runner or run_trial,
     )
 
     async def run_one(
@@ -175,6 +187,7 @@ class _Runner:
     may_start: Callable[[], bool] | None
     simulators: dict[str, Target] = field(default_factory=dict)
     concurrency: int = 8
+    trial_runner: TrialRunner = run_trial
 
     async def run_test(
         self, job: Job, position: int, verdicts: dict[str, asyncio.Future[tuple[str, str]]]
@@ -218,7 +231,7 @@ class _Runner:
                 if self.may_start is not None and not self.may_start():
                     return None
                 on_turn = partial(self.on_turn, job, position, trial) if self.on_turn else None
-                return await run_trial(
+                return await self.trial_runner(
                     plan,
                     TrialContext(
                         target=job.target,

@@ -128,6 +128,9 @@ class Execution(Strict):
     threshold: float | None = Field(None, ge=0, le=1)
     trials: int | TrialsConfig | None = None
     workers: int | None = Field(None, ge=1)
+    backend: Literal["local", "ray"] | None = Field(
+        None, description="Where conversations run: this process (local) or Ray tasks (ray); suite level."
+    )
     skip_defaults: bool = Field(False, description="On a test: do not apply the suite's assertions (AgentV).")
 
     @field_validator("trials", mode="after")

@@ -1,0 +1,200 @@
+"""The Ray backend (`--backend ray`): each trial runs as a Ray task, on an existing cluster
+(`--ray-address`, or `RAY_ADDRESS`) or on a local one started on demand.
+
+The driver keeps everything stateful: it plans the tests, writes each result to the run store
+as it arrives and resumes like the local backend. A task gets the test's plan and the configs
+of its target and judge (never live clients), builds them in the worker, and returns the
+trial's result with the calls it counted. The response cache is the same SQLite file (shared
+storage for a cluster on several machines); requests in flight per endpoint are bounded
+cluster-wide by one actor holding the semaphores. A task whose worker dies is retried by Ray
+(`max_retries`); one that still fails is that trial's `execution_error`, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..results import TrialResult
+from ..run import TestPlan, TrialContext, run_trial
+from ..targets import ProviderLimits, Target, TargetConfig, create_target
+from ._cache import CachedTarget, ResponseCache, target_identity
+from ._meter import CallTotals, MeteredTarget, RunMeter
+
+#: Times Ray runs a trial again after its worker died.
+MAX_RETRIES = 2
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--backend ray needs Ray: pip install 'convoeval[ray]'") from None
+    return ray
+
+
+class RayTrials:
+    """Runs trials as Ray tasks; awaited like `run_trial`.
+
+    Args:
+        configs: the run's target configs by name (targets and judges are rebuilt from these).
+        cache_file: the response cache's file, or None for no cache.
+        meter: the driver's meter; each trial's calls are added to it when the trial returns.
+        address: a cluster to join (`auto`, `ray://host:10001`), or None to start a local one.
+        max_connections: requests in flight per endpoint at most, across the cluster.
+        num_cpus: CPUs of a local cluster started here (default: all).
+    """
+
+    def __init__(
+        self,
+        configs: dict[str, TargetConfig],
+        cache_file: Path | None,
+        meter: RunMeter,
+        address: str | None = None,
+        max_connections: int | None = None,
+        num_cpus: int | None = None,
+    ):
+        ray = _ray()
+        if not ray.is_initialized():
+            local = address is None and not os.environ.get("RAY_ADDRESS")
+            ray.init(
+                address=address,
+                num_cpus=num_cpus if local else None,
+                include_dashboard=False,
+                logging_level="ERROR",
+                log_to_driver=False,
+                configure_logging=False,
+            )
+        self.configs = configs
+        self.cache_file = str(cache_file) if cache_file else None
+        self.meter = meter
+        self.task = ray.remote(max_retries=MAX_RETRIES)(_trial_task)
+        self.limiter = ray.remote(EndpointSemaphores).options(num_cpus=0).remote(max_connections)
+
+    def _config(self, target: Target | None, role: str) -> TargetConfig | None:
+        if target is None:
+            return None
+        config = self.configs.get(target.name)
+        if config is None:
+            raise ConfigError(
+                f"--backend ray: the {role} {target.name!r} is a Python object; "
+                "give it as provider:model or a targets-file name so that workers can build it"
+            )
+        return config
+
+    async def __call__(self, plan: TestPlan, ctx: TrialContext) -> TrialResult:
+        configs = (
+            self._config(ctx.target, "target"),
+            self._config(ctx.judge, "judge"),
+            self._config(ctx.simulator, "simulated user"),
+        )
+        settings = (ctx.trial, ctx.judge_repeats, ctx.judge_temperature)
+        try:
+            result, calls = await self.task.remote(plan, configs, settings, self.cache_file, self.limiter)
+        except Exception as exc:  # the worker died MAX_RETRIES + 1 times, or the task raised
+            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            return TrialResult(
+                trial=ctx.trial, score=None, verdict="error", execution_status="execution_error", error=f"ray: {reason}"
+            )
+        self.meter.absorb(calls)
+        return result
+
+
+class EndpointSemaphores:
+    """A Ray actor: one semaphore per endpoint, shared by every worker of the cluster."""
+
+    def __init__(self, max_connections: int | None):
+        self.max_connections = max_connections
+        self.semaphores: dict[str, asyncio.Semaphore] = {}
+
+    async def acquire(self, endpoint: str, concurrency: int | None) -> None:
+        most = min(n for n in (concurrency, self.max_connections) if n) if concurrency or self.max_connections else None
+        if most is None:
+            return
+        await self.semaphores.setdefault(endpoint, asyncio.Semaphore(most)).acquire()
+
+    def release(self, endpoint: str) -> None:
+        if endpoint in self.semaphores:
+            self.semaphores[endpoint].release()
+
+
+class _ClusterSlot:
+    """Stands in for a target's local connection semaphore: the cluster-wide one, through the actor."""
+
+    def __init__(self, limiter: Any, endpoint: str, concurrency: int | None):
+        self.limiter, self.endpoint, self.concurrency = limiter, endpoint, concurrency
+
+    async def __aenter__(self) -> None:
+        await self.limiter.acquire.remote(self.endpoint, self.concurrency)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.limiter.release.remote(self.endpoint)
+
+
+def _trial_task(
+    plan: TestPlan,
+    configs: tuple[TargetConfig | None, TargetConfig | None, TargetConfig | None],
+    settings: tuple[int, int, float],
+    cache_file: str | None,
+    limiter: Any,
+) -> tuple[TrialResult, dict[str, CallTotals]]:
+    """In a worker: build the targets, run the trial, return its result and the calls counted."""
+    return asyncio.run(_trial(plan, configs, settings, cache_file, limiter))
+
+
+async def _trial(
+    plan: TestPlan,
+    configs: tuple[TargetConfig | None, TargetConfig | None, TargetConfig | None],
+    settings: tuple[int, int, float],
+    cache_file: str | None,
+    limiter: Any,
+) -> tuple[TrialResult, dict[str, CallTotals]]:
+    meter = RunMeter()
+    cache = ResponseCache(cache_file) if cache_file else None
+    async with _built(configs, cache, meter, limiter) as (target, judge, simulator):
+        trial, repeats, temperature = settings
+        assert target is not None
+        ctx = TrialContext(
+            target=target,
+            judge=judge,
+            trial=trial,
+            judge_repeats=repeats,
+            judge_temperature=temperature,
+            simulator=simulator if simulator is not None else judge if plan.simulated_user else None,
+        )
+        result = await run_trial(plan, ctx)
+    if cache is not None:
+        cache.close()
+    return result, meter.by_model
+
+
+@asynccontextmanager
+async def _built(
+    configs: tuple[TargetConfig | None, ...], cache: ResponseCache | None, meter: RunMeter, limiter: Any
+) -> AsyncIterator[list[Target | None]]:
+    built: dict[str, Target] = {}
+    wrapped: list[Target | None] = []
+    for config in configs:
+        if config is None:
+            wrapped.append(None)
+            continue
+        if config.name not in built:
+            built[config.name] = create_target(config)
+        target = built[config.name]
+        limits, endpoint = getattr(target, "limits", None), getattr(target, "endpoint", None)
+        if isinstance(limits, ProviderLimits) and isinstance(endpoint, str):
+            limits._connections = _ClusterSlot(limiter, endpoint, limits.concurrency)  # type: ignore[assignment]
+        inner: Target = target
+        if cache is not None and getattr(target, "cacheable", True):
+            inner = CachedTarget(target, cache, target_identity(config, target))
+        wrapped.append(MeteredTarget(inner, meter))
+    try:
+        yield wrapped
+    finally:
+        for target in built.values():
+            await target.aclose()
