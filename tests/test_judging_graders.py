@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from convoeval.graders import _dialogue, _llm  # noqa: F401  (register the LLM assertion types)
-from convoeval.graders._llm import LLMGrader
+from convoeval.graders._llm_grader import LLMGrader
 from convoeval.results import Message
 from convoeval.spec import GRADER_VARIABLES, Policy
 from convoeval.testing import Fault

@@ -136,15 +136,10 @@ class _ClusterSlot:
         await self.limiter.release.remote(self.endpoint)
 
 
-def _trial_task(
-    plan: TestPlan,
-    configs: tuple[TargetConfig | None, TargetConfig | None, TargetConfig | None],
-    settings: tuple[int, int, float],
-    cache_file: str | None,
-    limiter: Any,
-) -> tuple[TrialResult, dict[str, CallTotals]]:
-    """In a worker: build the targets, run the trial, return its result and the calls counted."""
-    return asyncio.run(_trial(plan, configs, settings, cache_file, limiter))
+def _trial_task(*args: Any) -> tuple[TrialResult, dict[str, CallTotals]]:
+    """In a worker: build the targets, run the trial, return its result and the calls counted
+    (the arguments are `_trial`'s)."""
+    return asyncio.run(_trial(*args))
 
 
 async def _trial(

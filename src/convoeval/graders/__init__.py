@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     _field_accuracy,
     _json,
     _llm,
+    _llm_grader,
     _simulation,
     _tau,
     _text,
