@@ -120,7 +120,8 @@ class RunRecord:
 
 
 def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z"
+    now = time.time()  # one reading: the seconds and the milliseconds must agree
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
 
 
 def new_run_id() -> str:
@@ -197,10 +198,11 @@ class RunStore:
         ).result()
 
     def find_run(self, ref: str) -> RunRecord | None:
-        """A run by id, or the most recent one for `last`."""
+        """A run by id, or the one created last for `last` (by insertion, not by clock: a clock
+        that steps back must not make an older run the last one)."""
         query = "SELECT id, started, finished, status, options, summary FROM runs "
         if ref == "last":
-            row = self._reader.execute(query + "ORDER BY started DESC, rowid DESC LIMIT 1").fetchone()
+            row = self._reader.execute(query + "ORDER BY rowid DESC LIMIT 1").fetchone()
         else:
             row = self._reader.execute(query + "WHERE id = ?", (ref,)).fetchone()
         if row is None:
