@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
-import jinja2.meta
-import jinja2.nodes
-import jinja2.sandbox
+if TYPE_CHECKING:
+    import jinja2
 
 #: Variables every grader prompt may use.
 #: `{{ input }}`, `{{ output }}`, `{{ criteria }}`, `{{ expected_output }}`, and AgentV's names
@@ -33,12 +31,21 @@ GRADER_VARIABLES = frozenset(
     }
 )
 
-_env = jinja2.sandbox.ImmutableSandboxedEnvironment(
-    undefined=jinja2.StrictUndefined,
-    autoescape=False,
-    keep_trailing_newline=True,
-)
-_env.globals.clear()  # range, cycler, joiner, lipsum, namespace, dict: nothing a prompt needs
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
+    """The environment, built (and jinja2 imported) when a suite first uses a template."""
+    import jinja2.meta
+    import jinja2.nodes
+    import jinja2.sandbox
+
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+    env.globals.clear()  # range, cycler, joiner, lipsum, namespace, dict: nothing a prompt needs
+    return env
 
 
 class TemplateProblem(ValueError):
@@ -47,16 +54,22 @@ class TemplateProblem(ValueError):
 
 @lru_cache(maxsize=256)
 def _compile(source: str) -> jinja2.Template:
+    import jinja2
+
+    env = _env()
     try:
-        return _env.from_string(source)
+        return env.from_string(source)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateProblem(f"template syntax error on its line {exc.lineno}: {exc.message}") from None
 
 
 def template_variables(source: str) -> set[str]:
     """The variables a template reads."""
+    import jinja2.meta
+
+    env = _env()
     try:
-        return set(jinja2.meta.find_undeclared_variables(_env.parse(source)))
+        return set(jinja2.meta.find_undeclared_variables(env.parse(source)))
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateProblem(f"template syntax error on its line {exc.lineno}: {exc.message}") from None
 
@@ -77,8 +90,10 @@ def check_template(source: str, known: set[str] | frozenset[str]) -> str | None:
 
 def _private_attributes(source: str) -> set[str]:
     """`_name` attributes or keys a template reads (the sandbox refuses them at render time)."""
+    import jinja2.nodes
+
     found = set()
-    for node in _env.parse(source).find_all((jinja2.nodes.Getattr, jinja2.nodes.Getitem)):
+    for node in _env().parse(source).find_all((jinja2.nodes.Getattr, jinja2.nodes.Getitem)):
         name = (
             node.attr if isinstance(node, jinja2.nodes.Getattr) else getattr(getattr(node, "arg", None), "value", None)
         )
@@ -89,8 +104,11 @@ def _private_attributes(source: str) -> set[str]:
 
 def render(source: str, variables: dict[str, Any]) -> str:
     """Render a template; raises TemplateProblem naming the missing variable."""
+    import jinja2.sandbox
+
+    template = _compile(source)
     try:
-        return _compile(source).render(**variables)
+        return template.render(**variables)
     except jinja2.UndefinedError as exc:
         raise TemplateProblem(f"template variable error: {exc.message}") from None
     except jinja2.sandbox.SecurityError as exc:

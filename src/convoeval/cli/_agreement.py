@@ -7,7 +7,7 @@ import json
 import math
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -15,18 +15,10 @@ from rich.table import Table
 
 from ..errors import ConfigError
 from ..report import read_results
-from ..stats import (
-    AgreementInputError,
-    Estimate,
-    RunsAgreement,
-    RunsConsistency,
-    agreement_estimates,
-    parse_categories,
-    read_ratings_csv,
-    runs_agreement,
-    runs_consistency,
-)
 from ._app import app
+
+if TYPE_CHECKING:  # the statistics (and numpy) load when `agreement` runs, not at every start-up
+    from ..stats import Estimate, RunsAgreement, RunsConsistency
 
 STATISTIC_NAMES = {
     "percent_agreement": "Percent agreement",
@@ -162,6 +154,8 @@ def agreement(
         )
     if categories is None:
         raise _fail("declare the categories raters could use with --categories, e.g. 1-5 or a,b,c")
+    from ..stats import AgreementInputError, agreement_estimates, parse_categories, read_ratings_csv
+
     labels = files[0]
     level = level or Level.ordinal
     try:
@@ -187,6 +181,8 @@ def _fail(message: str) -> typer.Exit:
 def _agreement_of_runs(
     files: list[Path], categories: str | None, level: Level | None, runs: bool, output_format: AgreementFormat
 ) -> None:
+    from ..stats import AgreementInputError, parse_categories, runs_agreement, runs_consistency
+
     try:
         loaded = [read_results(path) for path in files]
     except ConfigError as error:

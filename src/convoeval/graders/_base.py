@@ -158,7 +158,7 @@ class Assertion(BaseModel):
         uses_judge: whether `grade` calls `ctx.judge`.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # each type is built when a suite uses it
 
     type: str
     name: str | None = Field(None, description="Label shown in results.")

@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonschema
 from jsonpath_ng.ext import parse as parse_jsonpath
 from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
@@ -119,6 +118,8 @@ def json_equal(a: Any, b: Any) -> bool:
 def _check_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     if schema is None:
         return None
+    import jsonschema  # loaded by the suites that check a schema, not at every start-up
+
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -128,6 +129,8 @@ def _check_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
+    import jsonschema
+
     validator_cls = jsonschema.validators.validator_for(schema)
     validator = validator_cls(schema, format_checker=validator_cls.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])

@@ -12,10 +12,9 @@ import json
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from ..rank import Battle, Leaderboard, leaderboard_from_battles, read_battles
 from ..results import EvaluationResult, Message, ScoreEntry, TrialResult
@@ -25,21 +24,30 @@ from ._overview import fmt_duration, fmt_rate, fmt_score, overview, suite_name
 from ._plot import plot_leaderboard
 
 if TYPE_CHECKING:
+    import jinja2
+
     from ._runs import RunInfo
 
-_env = Environment(
-    loader=PackageLoader("convoeval.report", "templates"),
-    autoescape=True,
-    undefined=StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-_env.filters.update(
-    score=fmt_score,
-    rate=fmt_rate,
-    duration=fmt_duration,
-    pretty=lambda value: json.dumps(value, indent=2, ensure_ascii=False, default=str),
-)
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    """The page templates, loaded (with jinja2) when a page is first written."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(
+        loader=PackageLoader("convoeval.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        score=fmt_score,
+        rate=fmt_rate,
+        duration=fmt_duration,
+        pretty=lambda value: json.dumps(value, indent=2, ensure_ascii=False, default=str),
+    )
+    return env
 
 
 @dataclass
@@ -188,18 +196,22 @@ def render_report(
     given: dict[tuple[str, str, str, str, str], list[Label]] = {}
     for label in labels:
         given.setdefault((label.suite, label.test_id, label.target, label.entry, label.item), []).append(label)
-    return _env.get_template("report.html.j2").render(
-        title=title,
-        subtitle=subtitle,
-        overview=overview(results),
-        tests=views,
-        arena=arena_view(arena, views) if arena else None,
-        viewer=viewer,
-        categories=[str(c) for c in SCALES[scale]] if scale else [],
-        given=given,
-        verdicts=("pass", "fail", "error", "skip"),
-        targets=list(dict.fromkeys(r.target for r in results)),
-        suites=list(dict.fromkeys(v.suite for v in views)),
+    return (
+        _env()
+        .get_template("report.html.j2")
+        .render(
+            title=title,
+            subtitle=subtitle,
+            overview=overview(results),
+            tests=views,
+            arena=arena_view(arena, views) if arena else None,
+            viewer=viewer,
+            categories=[str(c) for c in SCALES[scale]] if scale else [],
+            given=given,
+            verdicts=("pass", "fail", "error", "skip"),
+            targets=list(dict.fromkeys(r.target for r in results)),
+            suites=list(dict.fromkeys(v.suite for v in views)),
+        )
     )
 
 
@@ -213,16 +225,22 @@ def write_html(results: Sequence[EvaluationResult], path: str | Path, **options:
 
 def render_runs(runs: Sequence[RunInfo], *, store: str, battles: Sequence[str] = ()) -> str:
     """The viewer's home page: every run of the store, a form to compare two, the arenas."""
-    return _env.get_template("runs.html.j2").render(
-        title="convoeval runs", subtitle=store, runs=runs, battles=battles, viewer={}
+    return (
+        _env()
+        .get_template("runs.html.j2")
+        .render(title="convoeval runs", subtitle=store, runs=runs, battles=battles, viewer={})
     )
 
 
 def render_comparison(comparison: Comparison, *, viewer: dict[str, Any] | None = None) -> str:
     """Two runs compared: counts, then every test, regressions first."""
-    return _env.get_template("compare.html.j2").render(
-        title=f"{comparison.name_b} vs {comparison.name_a}",
-        subtitle=f"tolerance {comparison.tolerance:g}",
-        comparison=comparison,
-        viewer=viewer or {},
+    return (
+        _env()
+        .get_template("compare.html.j2")
+        .render(
+            title=f"{comparison.name_b} vs {comparison.name_a}",
+            subtitle=f"tolerance {comparison.tolerance:g}",
+            comparison=comparison,
+            viewer=viewer or {},
+        )
     )

@@ -19,19 +19,20 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
 
 from ..errors import ConfigError
 from ..results import EvaluationResult
-from ..stats import categorise, judge_scores
-from ..stats._runs import JudgeScore, item_label
 from ._compare import compare_results
 from ._html import read_battle_records, render_comparison, render_report, render_runs
 from ._labels import SCALES, JudgedItem, Label, LabelStore, Scale
 from ._runs import LoadedRun, ReportInputError, list_runs, load_run
+
+if TYPE_CHECKING:  # the statistics (and numpy) load when labels are used, not at every start-up
+    from ..stats import JudgeScore
 
 HOST = "127.0.0.1"
 MAX_BODY = 64 * 1024
@@ -40,6 +41,8 @@ MAX_BODY = 64 * 1024
 def judged_items(result: EvaluationResult, scale: Scale) -> list[JudgedItem]:
     """The labelable items of a result (graders that called a judge) with the judge's value on
     the scale (its raw 1-5 value, its 0-1 score binned, or its verdict), as `agreement --runs`."""
+    from ..stats import categorise, judge_scores
+
     categories = SCALES[scale]
     items = []
     for key, score in judge_scores([result]).items():
@@ -59,6 +62,9 @@ def judged_items(result: EvaluationResult, scale: Scale) -> list[JudgedItem]:
 def export_labels_csv(labels: LabelStore, run_id: str, results: list[EvaluationResult], scale: Scale) -> str:
     """`item,<rater>...,judge`: one row per labelled item of the run, one column per rater, and the
     judge's value on the same scale; `convoeval agreement labels.csv --categories 1-5` reads it."""
+    from ..stats import categorise, judge_scores
+    from ..stats._runs import item_label
+
     judge: dict[tuple[str, str, str, str, str], JudgeScore] = {
         (key[0] or "", key[1], key[2], key[3], key[4]): score for key, score in judge_scores(results).items()
     }
