@@ -35,7 +35,7 @@ LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 #: start-up time: `stats` brings numpy, which `run` and most commands never need.
 LAZY = {
     ("cli", "stats"): "numpy loads only for `agreement`",
-    ("report", "stats"): "numpy loads only when the viewer exports labels",
+    ("report", "stats"): "numpy loads only when the viewer shows or exports labels",
 }
 
 
@@ -241,3 +241,13 @@ def test_any_module_imports_first() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_start_up_leaves_out_what_a_run_may_not_need() -> None:
+    """Importing the CLI (what every command pays) loads no numpy, jsonschema or jinja2; the
+    commands and suites that use them import them when they do."""
+    code = (
+        "import sys, convoeval.cli; print(' '.join(m for m in ('numpy', 'jsonschema', 'jinja2') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert loaded == []

@@ -196,22 +196,19 @@ def render_report(
     given: dict[tuple[str, str, str, str, str], list[Label]] = {}
     for label in labels:
         given.setdefault((label.suite, label.test_id, label.target, label.entry, label.item), []).append(label)
-    return (
-        _env()
-        .get_template("report.html.j2")
-        .render(
-            title=title,
-            subtitle=subtitle,
-            overview=overview(results),
-            tests=views,
-            arena=arena_view(arena, views) if arena else None,
-            viewer=viewer,
-            categories=[str(c) for c in SCALES[scale]] if scale else [],
-            given=given,
-            verdicts=("pass", "fail", "error", "skip"),
-            targets=list(dict.fromkeys(r.target for r in results)),
-            suites=list(dict.fromkeys(v.suite for v in views)),
-        )
+    page = _env().get_template("report.html.j2")
+    return page.render(
+        title=title,
+        subtitle=subtitle,
+        overview=overview(results),
+        tests=views,
+        arena=arena_view(arena, views) if arena else None,
+        viewer=viewer,
+        categories=[str(c) for c in SCALES[scale]] if scale else [],
+        given=given,
+        verdicts=("pass", "fail", "error", "skip"),
+        targets=list(dict.fromkeys(r.target for r in results)),
+        suites=list(dict.fromkeys(v.suite for v in views)),
     )
 
 
@@ -225,22 +222,16 @@ def write_html(results: Sequence[EvaluationResult], path: str | Path, **options:
 
 def render_runs(runs: Sequence[RunInfo], *, store: str, battles: Sequence[str] = ()) -> str:
     """The viewer's home page: every run of the store, a form to compare two, the arenas."""
-    return (
-        _env()
-        .get_template("runs.html.j2")
-        .render(title="convoeval runs", subtitle=store, runs=runs, battles=battles, viewer={})
-    )
+    page = _env().get_template("runs.html.j2")
+    return page.render(title="convoeval runs", subtitle=store, runs=runs, battles=battles, viewer={})
 
 
 def render_comparison(comparison: Comparison, *, viewer: dict[str, Any] | None = None) -> str:
     """Two runs compared: counts, then every test, regressions first."""
-    return (
-        _env()
-        .get_template("compare.html.j2")
-        .render(
-            title=f"{comparison.name_b} vs {comparison.name_a}",
-            subtitle=f"tolerance {comparison.tolerance:g}",
-            comparison=comparison,
-            viewer=viewer or {},
-        )
+    page = _env().get_template("compare.html.j2")
+    return page.render(
+        title=f"{comparison.name_b} vs {comparison.name_a}",
+        subtitle=f"tolerance {comparison.tolerance:g}",
+        comparison=comparison,
+        viewer=viewer or {},
     )
