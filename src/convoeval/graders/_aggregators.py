@@ -25,7 +25,7 @@ from .._secrets import scrubbed_env
 from ..judging import JudgeSession, grader_messages, grader_parser, grader_schema
 from ..results import AssertionOutcome, GraderScore
 from ._base import Grade, GradeContext, GraderError
-from ._code import grade_from_json, parse_program_json, run_program, shorten, split_command
+from ._code import grade_from_json, parse_program_json, run_program, shorten, split_command, stderr_note
 
 AggregatorType = Literal["weighted_average", "threshold", "code_judge", "llm_judge"]
 _RESULTS = "{{EVALUATOR_RESULTS_JSON}}"
@@ -93,13 +93,8 @@ class Aggregator(BaseModel):
             raise GraderError(f"code_judge aggregator working directory {str(cwd)!r} does not exist")
         payload = json.dumps(results, ensure_ascii=False, default=str).encode()
         what = "code_judge aggregator"
-        stdout, stderr, code = await run_program(argv, shown, cwd, scrubbed_env(), payload, self.timeout_s, what)
-        err_text = stderr.decode(errors="replace").strip()
-        err_note = f"; stderr: {shorten(err_text, 300)}" if err_text else ""
-        if code != 0:
-            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-            raise GraderError(f"{what} `{shown}` {how}{err_note}")
-        printed = parse_program_json(stdout.decode(errors="replace"), shown, err_note)
+        stdout, err_text = await run_program(argv, shown, cwd, scrubbed_env(), payload, self.timeout_s, what)
+        printed = parse_program_json(stdout, shown, stderr_note(err_text))
         verdict = printed.get("verdict")
         hits, misses = printed.get("hits") or [], printed.get("misses") or []
         if not isinstance(hits, list) or not isinstance(misses, list):

@@ -104,13 +104,8 @@ class CodeGrader(Assertion):
         payload = json.dumps(
             grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ensure_ascii=False, default=str
         ).encode()
-        stdout, stderr, code = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
-        err_text = stderr.decode(errors="replace").strip()
-        err_note = f"; stderr: {shorten(err_text, _STDERR_CHARS)}" if err_text else ""
-        if code != 0:
-            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-            raise GraderError(f"code-grader `{shown}` {how}{err_note}")
-        result = parse_program_json(stdout.decode(errors="replace"), shown, err_note)
+        stdout, err_text = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
+        result = parse_program_json(stdout, shown, stderr_note(err_text))
         grade = grade_from_json(result, shown)
         if err_text:
             grade.details = {**(grade.details or {}), "stderr": shorten(err_text, _STDERR_CHARS)}
@@ -197,8 +192,9 @@ async def run_program(
     payload: bytes,
     timeout_s: float,
     what: str = "code-grader",
-) -> tuple[bytes, bytes, int]:
-    """Run the command with `payload` on stdin; kill it (and its children) on timeout.
+) -> tuple[str, str]:
+    """Run the command with `payload` on stdin and return its stdout and (stripped) stderr; kill
+    it (and its children) on timeout. A non-zero exit is a GraderError quoting its stderr.
     `what` names the command in errors (`code-grader`, `llm-grader prompt command`)."""
     posix = os.name == "posix"
     try:
@@ -230,8 +226,18 @@ async def run_program(
     finally:
         if proc.returncode is None:  # cancelled from outside
             await _kill(proc, posix)
-    assert proc.returncode is not None
-    return stdout, stderr, proc.returncode
+    code = proc.returncode
+    assert code is not None
+    err_text = stderr.decode(errors="replace").strip()
+    if code != 0:
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        raise GraderError(f"{what} `{shown}` {how}{stderr_note(err_text)}")
+    return stdout.decode(errors="replace"), err_text
+
+
+def stderr_note(err_text: str) -> str:
+    """`; stderr: ...` to end an error message with, or "" when the program printed nothing there."""
+    return f"; stderr: {shorten(err_text, _STDERR_CHARS)}" if err_text else ""
 
 
 async def _kill(proc: asyncio.subprocess.Process, posix: bool) -> None:

@@ -23,7 +23,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from .._secrets import scrubbed_env
 from ._base import GradeContext, GraderError
-from ._code import grading_payload, run_program, shorten
+from ._code import grading_payload, run_program, shorten, stderr_note
 
 _WHAT = "llm-grader prompt command"
 
@@ -75,13 +75,8 @@ class PromptCommand(BaseModel):
             "reference_answer": expected,
         }
         data = json.dumps(payload, ensure_ascii=False, default=str).encode()
-        stdout, stderr, code = await run_program(argv, shown, file.parent, scrubbed_env(), data, self.timeout_s, _WHAT)
-        err_text = stderr.decode(errors="replace").strip()
-        err_note = f"; stderr: {shorten(err_text, 300)}" if err_text else ""
-        if code != 0:
-            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-            raise GraderError(f"{_WHAT} `{shown}` {how}{err_note}")
-        prompt = stdout.decode(errors="replace").strip()
+        stdout, err_text = await run_program(argv, shown, file.parent, scrubbed_env(), data, self.timeout_s, _WHAT)
+        prompt = stdout.strip()
         if not prompt:
-            raise GraderError(f"{_WHAT} `{shown}` printed no prompt{err_note}")
+            raise GraderError(f"{_WHAT} `{shown}` printed no prompt{stderr_note(err_text)}")
         return prompt
