@@ -106,3 +106,33 @@ def test_results_kept_in_memory_are_redacted_too(tmp_path: Path, monkeypatch: py
         report = convoeval.run(suite, target="openai:m", store=False, cache=False)
     assert key not in report.results[0].model_dump_json()
     assert report.results[0].output[-1].content == "your key is [REDACTED]"
+
+
+def test_workspace_commands_get_no_keys_unless_the_workspace_lists_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hooks (per run and per trial) and verify run without secret-named variables; `env:` passes some."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("GITHUB_TOKEN", OTHER_TOKEN)
+    seen = "echo ${OPENAI_API_KEY:-none} ${GITHUB_TOKEN:-none}"
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: done}\n")
+    write(
+        tmp_path / "s.eval.yaml",
+        f"""\
+execution: {{target: bot}}
+workspace:
+  env: [GITHUB_TOKEN]
+  hooks:
+    before_all: {{command: '{seen} > all.txt'}}
+    before_each: {{command: '{seen} > each.txt'}}
+tests:
+  - id: t
+    mode: conversation
+    verify: {{command: 'test "$({seen})" = "none {OTHER_TOKEN}" && test "$(cat each.txt)" = "none {OTHER_TOKEN}"'}}
+    turns: [{{input: go}}, {{input: again}}]
+""",
+    )
+    [result] = convoeval.run(tmp_path / "s.eval.yaml", judge="scripted", cache=False, store=False).results
+    assert result.verdict == "pass", result.error
+    assert result.scores[-1].note == "verified at turn 1"
+    assert (tmp_path / "all.txt").read_text() == f"none {OTHER_TOKEN}\n"

@@ -257,7 +257,13 @@ async def _play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     verified = (
         None
         if plan.verify is None
-        else VerifiedTurns(base, plan.verify, Path(ctx.workdir or plan.base_dir), plan.hints)
+        else VerifiedTurns(
+            base,
+            plan.verify,
+            Path(ctx.workdir or plan.base_dir),
+            plan.hints,
+            passed=plan.workspace.env if plan.workspace else [],
+        )
     )
     source: TurnSource = verified or base
     convo = Conversation(plan=plan, ctx=ctx, transcript=list(plan.initial), mode=session_mode(ctx.target))

@@ -19,11 +19,13 @@ import os
 import shlex
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import registry
+from .._secrets import scrubbed_env
 from ..results import AssertionOutcome, GraderScore, Message, ScoreEntry
 from ..spec import Docker, Repo, Verify, Workspace
 from ._plan import TurnPlan
@@ -50,11 +52,13 @@ class Ran:
     output: str
 
 
-async def shell(command: str, cwd: Path, timeout_s: float) -> Ran:
-    """Run a shell command in `cwd`; a timeout is exit code 124 (like `timeout(1)`)."""
+async def shell(command: str, cwd: Path, timeout_s: float, passed: Iterable[str] = ()) -> Ran:
+    """Run a shell command in `cwd`, without secret-named variables except the `passed` ones; a
+    timeout is exit code 124 (like `timeout(1)`)."""
     process = await asyncio.create_subprocess_shell(
         command,
         cwd=str(cwd),
+        env=scrubbed_env(passed),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -112,12 +116,12 @@ async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path
                 raise WorkspaceError(f"workspace template {spec.template!r} is not a folder (looked in {template})")
             shutil.copytree(template, root, dirs_exist_ok=True)
         for repo in spec.repos:
-            await clone_repo(repo, base_dir, root)
+            await clone_repo(repo, base_dir, root, spec.env)
         if spec.docker is not None:
             _containers[root] = await start_container(spec.docker, root)
         hook = spec.hooks.before_each
         if hook is not None:
-            ran = await run_in(root, hook.command, hook.cwd, hook.timeout_ms / 1000)
+            ran = await run_in(root, hook.command, hook.cwd, hook.timeout_ms / 1000, spec.env)
             if ran.code != 0:
                 raise WorkspaceError(
                     f"workspace hook before_each exited with code {ran.code}: {ran.output[-OUTPUT_TAIL:]}"
@@ -133,7 +137,7 @@ async def _close_directory(spec: Workspace, root: Path, passed: bool) -> str | N
     the kept path."""
     hook = spec.hooks.after_each
     if hook is not None:
-        await run_in(root, hook.command, hook.cwd, hook.timeout_ms / 1000)
+        await run_in(root, hook.command, hook.cwd, hook.timeout_ms / 1000, spec.env)
     if spec.keep == "always" or (spec.keep == "on_failure" and not passed):
         await _stop_container(root)
         return str(root)
@@ -151,14 +155,14 @@ _containers: dict[Path, str] = {}
 CONTAINER_DIR = "/workspace"
 
 
-async def run_in(root: Path, command: str, cwd: str | None, timeout_s: float) -> Ran:
+async def run_in(root: Path, command: str, cwd: str | None, timeout_s: float, passed: Iterable[str] = ()) -> Ran:
     """Run a shell command in the workspace (`cwd` inside it): in its container when it has one."""
     container = _containers.get(root)
     if container is None:
-        return await shell(command, root / (cwd or "."), timeout_s)
+        return await shell(command, root / (cwd or "."), timeout_s, passed)
     inside = f"{CONTAINER_DIR}/{cwd}" if cwd else CONTAINER_DIR
     return await shell(
-        f"docker exec -w {shlex.quote(inside)} {container} sh -c {shlex.quote(command)}", root, timeout_s
+        f"docker exec -w {shlex.quote(inside)} {container} sh -c {shlex.quote(command)}", root, timeout_s, passed
     )
 
 
@@ -189,7 +193,7 @@ async def _stop_container(root: Path) -> None:
         await shell(f"docker rm -f {container}", root, 60)
 
 
-async def clone_repo(repo: Repo, base_dir: Path, root: Path) -> None:
+async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[str] = ()) -> None:
     """Clone `repo` into the workspace at its `path`, check out its ref (and ancestor)."""
     dest = (root / repo.path).resolve()
     if not dest.is_relative_to(root.resolve()):
@@ -221,7 +225,7 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path) -> None:
     if repo.checkout.ancestor:
         steps.append(f"git -C {shlex.quote(str(dest))} checkout -q HEAD~{repo.checkout.ancestor}")
     for step in steps:
-        ran = await shell(step, root, 600)
+        ran = await shell(step, root, 600, passed)
         if ran.code != 0:
             raise WorkspaceError(f"repos: {source}: {ran.output.strip()[-OUTPUT_TAIL:] or f'exit code {ran.code}'}")
 
@@ -235,7 +239,7 @@ async def run_suite_hooks(which: Literal["before_all", "after_all"], specs: list
         if hook is None or (key := (str(base_dir), hook.model_dump_json())) in seen:
             continue
         seen.add(key)
-        ran = await shell(hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000)
+        ran = await shell(hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, spec.env)
         if ran.code != 0:
             return f"workspace hook {which} `{hook.command}` exited with code {ran.code}: {ran.output.strip()[-OUTPUT_TAIL:]}"
     return None
@@ -288,6 +292,7 @@ class VerifiedTurns:
     verify: Verify
     workdir: Path
     hints: list[str] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)  # secret-named variables verify may see
     checks: list[AssertionOutcome] = field(default_factory=list)
     verified_at: int | None = None
     _checked: int = 0
@@ -295,7 +300,7 @@ class VerifiedTurns:
     async def next_turn(self, convo: Conversation) -> TurnPlan | None:
         if convo.turns_sent > self._checked:
             self._checked = convo.turns_sent
-            ran = await run_in(self.workdir, self.verify.command, None, self.verify.timeout_s)
+            ran = await run_in(self.workdir, self.verify.command, None, self.verify.timeout_s, self.passed)
             passed = ran.code == 0
             self.checks.append(
                 AssertionOutcome(

@@ -223,6 +223,11 @@ class Workspace(BaseModel):
     hooks: Hooks = Field(default_factory=Hooks)
     docker: Docker | None = None
     keep: Literal["never", "on_failure", "always"] = "never"
+    env: list[str] = Field(
+        default_factory=list,
+        description="Secret-named variables (`*KEY*`, `*TOKEN*`, ...) that hooks, repo clones and verify may "
+        "see; the others are removed from their environment.",
+    )
 
 
 class Verify(BaseModel):
