@@ -56,19 +56,24 @@ class Domain:
         the state as it was (the agent's mistake), except with `strict` (a broken task)."""
         state = copy.deepcopy(self.initial)
         for call in calls:
-            fn = self.functions.get(call.name)
-            if fn is None:
-                if strict:
-                    raise GraderError(f"goal_actions: no tool {call.name!r} in the tools module")
-                continue
-            before = copy.deepcopy(state)
-            try:
-                fn(state, **call.arguments)
-            except Exception as exc:
-                if strict:
-                    raise GraderError(f"goal_actions: {call.name} failed: {type(exc).__name__}: {exc}") from None
-                state = before
+            if strict and call.name not in self.functions:
+                raise GraderError(f"goal_actions: no tool {call.name!r} in the tools module")
+            state, done = self.apply(state, call)
+            if strict and "error" in done:
+                raise GraderError(f"goal_actions: {call.name} failed: {done['error']}")
         return state
+
+    def apply(self, state: Any, call: ToolCall) -> tuple[Any, dict[str, Any]]:
+        """Run one call on `state`: the state after it, and `{"output": ...}` or `{"error": ...}`.
+        A call to an unknown tool, or one that raises, leaves the state as it was."""
+        fn = self.functions.get(call.name)
+        if fn is None:
+            return state, {"error": f"no tool named {call.name!r}"}
+        before = copy.deepcopy(state)
+        try:
+            return state, {"output": fn(state, **call.arguments)}
+        except Exception as exc:  # the agent called it wrongly: it reads why
+            return before, {"error": f"{type(exc).__name__}: {exc}"}
 
 
 @dataclass
@@ -83,17 +88,7 @@ class DomainSession:
         """Run one tool call on this trial's state; a failing call changes nothing and its
         error is what the agent sees."""
         started = time.perf_counter()
-        fn = self.domain.functions.get(call.name)
-        before = copy.deepcopy(self.state)
-        done: dict[str, Any]
-        if fn is None:
-            done = {"error": f"no tool named {call.name!r}"}
-        else:
-            try:
-                done = {"output": fn(self.state, **call.arguments)}
-            except Exception as exc:  # the agent called it wrongly: it reads why
-                self.state = before
-                done = {"error": f"{type(exc).__name__}: {exc}"}
+        self.state, done = self.domain.apply(self.state, call)
         result = call.model_copy(update={**done, "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
         self.calls.append(result)
         return result
