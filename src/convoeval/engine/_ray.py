@@ -183,7 +183,7 @@ async def _built(
         target = built[config.name]
         limits, endpoint = getattr(target, "limits", None), getattr(target, "endpoint", None)
         if isinstance(limits, ProviderLimits) and isinstance(endpoint, str):
-            limits._connections = _ClusterSlot(limiter, endpoint, limits.concurrency)  # type: ignore[assignment]
+            limits.hold_connections_with(_ClusterSlot(limiter, endpoint, limits.concurrency))
         inner: Target = target
         if cache is not None and getattr(target, "cacheable", True):
             inner = CachedTarget(target, cache, target_identity(config, target))

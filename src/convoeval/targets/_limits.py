@@ -13,7 +13,8 @@ import asyncio
 import hashlib
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 from urllib.parse import urlsplit
 
 
@@ -79,8 +80,15 @@ class ProviderLimits:
         self.requests = TokenBucket(rpm, clock=clock) if rpm else None
         self.tokens = TokenBucket(tpm, clock=clock) if tpm else None
         self.clock = clock
-        self._connections = asyncio.Semaphore(concurrency) if concurrency else None
+        self._connections: AbstractAsyncContextManager[Any] | None = (
+            asyncio.Semaphore(concurrency) if concurrency else None
+        )
         self._paused_until = 0.0
+
+    def hold_connections_with(self, slot: AbstractAsyncContextManager[Any]) -> None:
+        """Hold each connection through `slot` instead of this process's semaphore (the Ray
+        backend's cluster-wide one)."""
+        self._connections = slot
 
     def pause(self, seconds: float) -> None:
         """Hold back new attempts for `seconds` (a provider said `Retry-After`)."""
