@@ -102,3 +102,11 @@ def test_a_docker_workspace_runs_verify_in_its_container(tmp_path: Path) -> None
     suite = suite_with(tmp_path, "{docker: {image: python:3.12-slim}}", verify="test -f /.dockerenv")
     [result] = run(suite).results
     assert result.verdict == "pass", result.error
+
+
+def test_keep_workspaces_keeps_a_suite_level_workspace_too(tmp_path: Path) -> None:
+    suite = suite_with(tmp_path, "{hooks: {before_each: {command: 'echo made > made.txt'}}}")
+    [result] = convoeval.run(suite, judge="scripted", cache=False, store=False, keep_workspaces=True).results
+    kept = Path(result.trials[0].workspace or "")
+    assert result.verdict == "pass" and (kept / "made.txt").read_text() == "made\n"
+    shutil.rmtree(kept)

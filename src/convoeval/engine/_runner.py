@@ -12,7 +12,7 @@ from .._secrets import redact
 from ..errors import ConfigError
 from ..results import EvaluationResult, ScoreEntry
 from ..run import Job, run_jobs, run_suite_hooks
-from ..spec import Suite, load_suites
+from ..spec import Suite, Workspace, load_suites
 from ..spec._targets_file import find_targets_file
 from ..targets import ChatReply
 from ._cache import CACHE_FILE, ResponseCache
@@ -290,12 +290,13 @@ def _backend(options: RunOptions, suites: list[Suite]) -> str:
 
 
 def _keeping_workspaces(suite: Suite) -> Suite:
-    """`suite` with every workspace kept after its trial (`--keep-workspaces`)."""
-    tests = [
-        t.model_copy(update={"workspace": t.workspace.model_copy(update={"keep": "always"})}) if t.workspace else t
-        for t in suite.tests
-    ]
-    return suite.model_copy(update={"tests": tests})
+    """`suite` with every workspace, its own and its tests', kept after its trial (`--keep-workspaces`)."""
+
+    def kept(workspace: Workspace | None) -> Workspace | None:
+        return workspace.model_copy(update={"keep": "always"}) if workspace else None
+
+    tests = [t.model_copy(update={"workspace": kept(t.workspace)}) if t.workspace else t for t in suite.tests]
+    return suite.model_copy(update={"tests": tests, "workspace": kept(suite.workspace)})
 
 
 def _redacted(result: EvaluationResult) -> tuple[EvaluationResult, str]:
