@@ -22,7 +22,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..spec import JudgeSettings, Suite
 from ..spec._targets_file import load_targets_file, parse_target_spec
-from ..targets import EndpointLimits, ProviderLimits, Target, TargetConfig, create_target
+from ..targets import EndpointLimits, Target, TargetConfig, create_target, endpoint_limits
 from ._cache import CachedTarget, ResponseCache, target_identity
 from ._meter import MeteredTarget, RunMeter
 from ._options import TargetLike
@@ -111,9 +111,8 @@ class TargetPool:
                 target = create_target(config)
             except Exception as exc:
                 raise ConfigError(f"{role} {config.name!r}: {exc}") from None
-            limits, endpoint = getattr(target, "limits", None), getattr(target, "endpoint", None)
-            if isinstance(limits, ProviderLimits) and isinstance(endpoint, str):
-                target.limits = self.endpoints.share(endpoint, limits)  # type: ignore[attr-defined]
+            if found := endpoint_limits(target):
+                target.limits = self.endpoints.share(*found)  # type: ignore[attr-defined]
             self.built[config.name] = target
             self.configs[config.name] = config
         return self.built[config.name]

@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..results import TrialResult
 from ..run import TestPlan, TrialContext, run_trial
-from ..targets import ProviderLimits, Target, TargetConfig, create_target
+from ..targets import Target, TargetConfig, create_target, endpoint_limits
 from ._cache import CachedTarget, ResponseCache, target_identity
 from ._meter import CallTotals, MeteredTarget, RunMeter
 
@@ -181,8 +181,8 @@ async def _built(
         if config.name not in built:
             built[config.name] = create_target(config)
         target = built[config.name]
-        limits, endpoint = getattr(target, "limits", None), getattr(target, "endpoint", None)
-        if isinstance(limits, ProviderLimits) and isinstance(endpoint, str):
+        if found := endpoint_limits(target):
+            endpoint, limits = found
             limits.hold_connections_with(_ClusterSlot(limiter, endpoint, limits.concurrency))
         inner: Target = target
         if cache is not None and getattr(target, "cacheable", True):

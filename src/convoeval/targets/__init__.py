@@ -16,7 +16,7 @@ from ._base import (
 )
 from ._build import create_target
 from ._http import RetryPolicy, parse_retry_after, post_json, redact
-from ._limits import EndpointLimits, ProviderLimits, TokenBucket, estimate_tokens
+from ._limits import EndpointLimits, ProviderLimits, TokenBucket, endpoint_limits, estimate_tokens
 from ._prices import call_cost, lookup_price, price_table
 from ._recorded import RecordedReplies
 from ._settings import (
@@ -57,6 +57,7 @@ __all__ = [
     "UserTool",
     "call_cost",
     "create_target",
+    "endpoint_limits",
     "estimate_tokens",
     "lookup_price",
     "parse_retry_after",

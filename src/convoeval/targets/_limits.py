@@ -125,6 +125,12 @@ class ProviderLimits:
             self.tokens.adjust(actual - estimated)
 
 
+def endpoint_limits(target: object) -> tuple[str, ProviderLimits] | None:
+    """The endpoint a target calls and its limits, for targets that have both (HTTP ones)."""
+    limits, endpoint = getattr(target, "limits", None), getattr(target, "endpoint", None)
+    return (endpoint, limits) if isinstance(limits, ProviderLimits) and isinstance(endpoint, str) else None
+
+
 class EndpointLimits:
     """One `ProviderLimits` per endpoint for a run: a target and a judge on the same server with
     the same key share connections and rate limits, the tightest of their settings.
