@@ -151,20 +151,22 @@ async def _trial(
 ) -> tuple[TrialResult, dict[str, CallTotals]]:
     meter = RunMeter()
     cache = ResponseCache(cache_file) if cache_file else None
-    async with _built(configs, cache, meter, limiter) as (target, judge, simulator):
-        trial, repeats, temperature = settings
-        assert target is not None
-        ctx = TrialContext(
-            target=target,
-            judge=judge,
-            trial=trial,
-            judge_repeats=repeats,
-            judge_temperature=temperature,
-            simulator=simulator if simulator is not None else judge if plan.simulated_user else None,
-        )
-        result = await run_trial(plan, ctx)
-    if cache is not None:
-        cache.close()
+    try:
+        async with _built(configs, cache, meter, limiter) as (target, judge, simulator):
+            trial, repeats, temperature = settings
+            assert target is not None
+            ctx = TrialContext(
+                target=target,
+                judge=judge,
+                trial=trial,
+                judge_repeats=repeats,
+                judge_temperature=temperature,
+                simulator=simulator if simulator is not None else judge if plan.simulated_user else None,
+            )
+            result = await run_trial(plan, ctx)
+    finally:
+        if cache is not None:
+            cache.close()
     return result, meter.by_model
 
 
