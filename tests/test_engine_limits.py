@@ -192,3 +192,20 @@ def test_endpoints_with_other_keys_or_servers_have_their_own_limits() -> None:
     assert a is b and a is not c
     assert a.concurrency == 4 and a.requests is not None and a.requests.rate == 1.0
     assert "k1" not in endpoint_key("http://h/v1", "k1")  # a hash, never the key
+
+
+def test_max_connections_bounds_a_tool_agent_target_too(cli, tmp_path: Path, monkeypatch) -> None:
+    # The built-in tool agent wraps an HTTP target: its requests count against the endpoint's bound.
+    with FakeOpenAIServer(latency_s=0.1) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        write(
+            tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: openai, model: m, agent: {tools: [bash]}}\n"
+        )
+        tests = "".join(f"  - {{id: t{i}, input: 'question {i}'}}\n" for i in range(6))
+        suite = write(tmp_path / "s.eval.yaml", "execution: {target: bot}\ntests:\n" + tests)
+        code, out, err = cli(
+            "run", suite, "--judge", "scripted", "--concurrency", "6", "--max-connections", "2", "--no-cache",
+            "-o", tmp_path / "r.jsonl",
+        )  # fmt: skip
+        assert code == 0, out + err
+        assert len(server.requests) == 6 and server.max_in_flight == 2

@@ -112,7 +112,8 @@ class TargetPool:
             except Exception as exc:
                 raise ConfigError(f"{role} {config.name!r}: {exc}") from None
             if found := endpoint_limits(target):
-                target.limits = self.endpoints.share(*found)  # type: ignore[attr-defined]
+                caller, endpoint, limits = found
+                caller.limits = self.endpoints.share(endpoint, limits)
             self.built[config.name] = target
             self.configs[config.name] = config
         return self.built[config.name]

@@ -184,7 +184,7 @@ async def _built(
             built[config.name] = create_target(config)
         target = built[config.name]
         if found := endpoint_limits(target):
-            endpoint, limits = found
+            _, endpoint, limits = found
             limits.hold_connections_with(_ClusterSlot(limiter, endpoint, limits.concurrency))
         inner: Target = target
         if cache is not None and getattr(target, "cacheable", True):

@@ -125,10 +125,15 @@ class ProviderLimits:
             self.tokens.adjust(actual - estimated)
 
 
-def endpoint_limits(target: object) -> tuple[str, ProviderLimits] | None:
-    """The endpoint a target calls and its limits, for targets that have both (HTTP ones)."""
-    limits, endpoint = getattr(target, "limits", None), getattr(target, "endpoint", None)
-    return (endpoint, limits) if isinstance(limits, ProviderLimits) and isinstance(endpoint, str) else None
+def endpoint_limits(target: object) -> tuple[Any, str, ProviderLimits] | None:
+    """The HTTP target that calls an endpoint (`target` itself, or the one a wrapper such as the
+    tool agent holds as `inner`), that endpoint and its limits; None for targets without."""
+    while target is not None:
+        limits, endpoint = getattr(target, "limits", None), getattr(target, "endpoint", None)
+        if isinstance(limits, ProviderLimits) and isinstance(endpoint, str):
+            return target, endpoint, limits
+        target = getattr(target, "inner", None)
+    return None
 
 
 class EndpointLimits:
