@@ -181,8 +181,14 @@ def _too_deep(text: str) -> int | None:
                     return token.start_mark.line + 1
             elif isinstance(token, _CLOSE):
                 depth -= 1
-    except yaml.YAMLError:
+    except yaml.MarkedYAMLError as exc:
+        # libyaml 0.2.5 as PyYAML 6.0.4 builds it refuses more than 1000 levels while it scans
+        # ahead, before the tokens reach the count above.
+        if "nesting depth" in str(exc.problem) and exc.problem_mark is not None:
+            return exc.problem_mark.line + 1
         return None  # the composer reports the syntax error with its line
+    except yaml.YAMLError:
+        return None
     return None
 
 
