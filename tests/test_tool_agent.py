@@ -39,7 +39,7 @@ def repair_model(body: Body) -> str | Body:
     if message["role"] == "user" and "try again" in message["content"]:
         return tool_calls(
             ("edit_file", {"path": "calc.py", "old": "a * b", "new": "a + b"}),
-            ("bash", {"command": "python3 test_calc.py"}),
+            ("bash", {"command": "python3 -B test_calc.py"}),
         )
     return "Done: I changed calc.py."
 
@@ -64,7 +64,7 @@ tests:
   - id: repair
     mode: conversation
     workspace: {template: template}
-    verify: {command: python3 test_calc.py}
+    verify: {command: python3 -B test_calc.py}
     hints: ["Hint: add() must return the sum."]
     turns:
       - input: test_calc.py fails. Please fix calc.py.
