@@ -1,8 +1,10 @@
 """Secrets: the one redaction of every text convoeval writes, and environments without keys.
 
 The known secret values are the API keys targets resolved (`remember`) and the values of
-environment variables named like `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`. `redact` replaces
-them and credentials in URLs (`user:pass@`, `?api_key=...`) with
+environment variables named like `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, as they were
+when first asked for or when `reread_environment` last ran (every run starts with it: reading
+the environment on each of the thousands of redactions a run makes cost more than its HTTP).
+`redact` replaces them and credentials in URLs (`user:pass@`, `?api_key=...`) with
 `[REDACTED]`; results, the run store, result files and the terminal all go through it.
 """
 
@@ -22,17 +24,31 @@ _URL_SECRET_PARAM = re.compile(r"(?i)([?&][^=&\s]*(?:key|token|secret|sig|passwo
 MIN_SECRET_LENGTH = 6
 
 _remembered: set[str] = set()
+_known: list[str] | None = None  # remembered and environment secrets, longest first; None: to compute
 
 
 def remember(*values: str | None) -> None:
     """Add values (API keys a target resolved) to the known secrets."""
-    _remembered.update(v for v in values if v and len(v) >= MIN_SECRET_LENGTH)
+    global _known
+    new = {v for v in values if v and len(v) >= MIN_SECRET_LENGTH} - _remembered
+    if new:
+        _remembered.update(new)
+        _known = None
+
+
+def reread_environment() -> None:
+    """Take the secret-named environment variables as they are now (a run calls this first)."""
+    global _known
+    _known = None
 
 
 def known_secrets() -> list[str]:
     """Every known secret value, longest first."""
-    from_env = (v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH)
-    return sorted({*_remembered, *from_env}, key=len, reverse=True)
+    global _known
+    if _known is None:
+        from_env = (v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH)
+        _known = sorted({*_remembered, *from_env}, key=len, reverse=True)
+    return _known
 
 
 def redact(text: str, extra: Iterable[str] = (), *, key_shaped: bool = False) -> str:

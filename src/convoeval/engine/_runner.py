@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .._secrets import redact
+from .._secrets import redact, reread_environment
 from ..errors import ConfigError
 from ..results import EvaluationResult, ScoreEntry
 from ..run import Job, run_jobs, run_suite_hooks
@@ -99,6 +99,7 @@ async def execute_run(
         StoreError: the run store or the cache cannot be opened or written.
     """
     notes: list[str] = []
+    reread_environment()  # keys set since the last run are secrets of this one
 
     def note(text: str) -> None:
         notes.append(text)
