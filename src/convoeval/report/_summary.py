@@ -6,7 +6,9 @@ import json
 from collections import Counter
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..results import EvaluationResult, ScoreEntry, ToolCall
 
@@ -21,6 +23,13 @@ def _verdict(verdict: str) -> str:
     return f"[{_STYLE.get(verdict, 'white')}]{verdict.upper()}[/]"
 
 
+#: Up to this many results the overall summary is a table; beyond, one aligned line per result
+#: (the same columns): rich lays a table out cell by cell, about a millisecond a row.
+TABLE_ROWS_UP_TO = 30
+_COLUMNS = ("test", "target", "score", "verdict", "turns", "tokens", "judge tokens", "time")
+_RIGHT = {"score", "tokens", "judge tokens", "time"}
+
+
 def print_summary(results: list[EvaluationResult], console: Console | None = None, *, turns: bool = True) -> None:
     """Print the per-turn tables (unless `turns=False`) and the overall table."""
     console = console or Console()
@@ -28,40 +37,64 @@ def print_summary(results: list[EvaluationResult], console: Console | None = Non
         for result in results:
             if result.scores:
                 console.print(turn_table(result))
-    table = Table(title="convoeval results", title_justify="left", header_style="bold")
-    for column in ("test", "target", "score", "verdict", "turns", "tokens", "judge tokens", "time"):
-        table.add_column(column, justify="right" if column in {"score", "tokens", "judge tokens", "time"} else "left")
-    for r in results:
-        turn_marks = " ".join(
-            f"[{_STYLE.get(e.verdict, 'white')}]{_fmt_score(e.score)}[/]" for e in r.scores if e.type == "turn"
-        )
-        status = _verdict(r.verdict)
-        if r.execution_status in ("simulator_error", "undecided", "budget_exhausted"):
-            status += f" [magenta]({r.execution_status})[/]"
-        if r.outcome:
-            status += f" outcome {r.outcome}"
-        if r.grader_errors:
-            status += f" [magenta]({r.grader_errors} grader error{'s' if r.grader_errors > 1 else ''})[/]"
-        table.add_row(
-            r.test_id,
-            r.target,
-            _fmt_score(r.score),
-            status,
-            turn_marks or "-",
-            str(r.token_usage.total_tokens),
-            str(r.judge_token_usage.total_tokens),
-            f"{r.duration_ms / 1000:.1f}s",
-        )
-    console.print(table)
+    rows = [_row(r) for r in results]
+    many = len(rows) > TABLE_ROWS_UP_TO
+    console.print(_lines(rows) if many else _table(rows), soft_wrap=many)
     for r in results:
         if r.error:
-            console.print(f"[magenta]{r.test_id} @ {r.target}:[/] {r.error}")
+            console.print(f"[magenta]{escape(r.test_id)} @ {escape(r.target)}:[/] {escape(r.error)}")
         for note in r.notes:
-            console.print(f"[dim]{r.test_id} @ {r.target}: {note}[/]")
+            console.print(f"[dim]{escape(r.test_id)} @ {escape(r.target)}: {escape(note)}[/]")
     counts = {v: sum(r.verdict == v for r in results) for v in ("pass", "fail", "skip", "error")}
     console.print(f"{len(results)} result(s): " + ", ".join(f"{_verdict(v)} {n}" for v, n in counts.items() if n))
     for line in budget_warnings(results):
         console.print(f"[yellow]{line}[/]")
+
+
+def _row(r: EvaluationResult) -> list[Text]:
+    """The summary cells of one result, styled (no markup: ids and notes print as written)."""
+    turn_marks = Text(" ").join(
+        Text(_fmt_score(e.score), style=_STYLE.get(e.verdict, "white")) for e in r.scores if e.type == "turn"
+    )
+    status = Text(r.verdict.upper(), style=_STYLE.get(r.verdict, "white"))
+    if r.execution_status in ("simulator_error", "undecided", "budget_exhausted"):
+        status.append(f" ({r.execution_status})", style="magenta")
+    if r.outcome:
+        status.append(f" outcome {r.outcome}")
+    if r.grader_errors:
+        status.append(f" ({r.grader_errors} grader error{'s' if r.grader_errors > 1 else ''})", style="magenta")
+    return [
+        Text(r.test_id),
+        Text(r.target),
+        Text(_fmt_score(r.score)),
+        status,
+        turn_marks or Text("-"),
+        Text(str(r.token_usage.total_tokens)),
+        Text(str(r.judge_token_usage.total_tokens)),
+        Text(f"{r.duration_ms / 1000:.1f}s"),
+    ]
+
+
+def _table(rows: list[list[Text]]) -> Table:
+    table = Table(title="convoeval results", title_justify="left", header_style="bold")
+    for column in _COLUMNS:
+        table.add_column(column, justify="right" if column in _RIGHT else "left")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _lines(rows: list[list[Text]]) -> Text:
+    """The table as aligned lines (no box, no wrapping): fast for thousands of rows."""
+    widths = [max(len(name), *(row[i].cell_len for row in rows)) for i, name in enumerate(_COLUMNS)]
+    text = Text("convoeval results")
+    for cells in ([Text(name, style="bold") for name in _COLUMNS], *rows):
+        text.append("\n")
+        for i, (name, cell) in enumerate(zip(_COLUMNS, cells, strict=True)):
+            pad = " " * (widths[i] - cell.cell_len)
+            text.append("  " if i else "")
+            text.append_text(Text(pad) + cell if name in _RIGHT else cell + pad)
+    return text
 
 
 def budget_warnings(results: list[EvaluationResult]) -> list[str]:
