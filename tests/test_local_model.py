@@ -10,6 +10,7 @@ import asyncio
 import importlib.util
 import json
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -250,3 +251,10 @@ async def test_overflow_that_trimming_cannot_fix_is_a_clear_error():
     request = ChatRequest(messages=[{"role": "system", "content": "word " * 400}, user("hi")])
     with pytest.raises(TargetError, match=r"n_ctx=256"):
         await target.chat(request)
+
+
+def test_the_default_threads_are_the_cpus_found_idle() -> None:
+    idle = local._models._idle_cpus(0.05)
+    assert idle is None or 0 <= idle <= (os.cpu_count() or 1) + 0.01
+    assert 1 <= local.default_threads() <= min(4, os.cpu_count() or 1)
+    assert local.default_threads() == local.default_threads()  # measured once per process

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 
+from ..._base_model import Model
 from .._base import TargetConfig, TargetError
 from ._models import default_threads
 
@@ -29,7 +30,7 @@ Int = Annotated[int, BeforeValidator(_not_bool)]
 Float = Annotated[float, BeforeValidator(_not_bool)]
 
 
-class LocalSettings(BaseModel):
+class LocalSettings(Model):
     """Settings of the embedded llama.cpp model (extra fields of its targets-file entry)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -38,7 +39,7 @@ class LocalSettings(BaseModel):
     threads: Int = Field(
         default_factory=default_threads,
         ge=1,
-        description="CPU threads (default min(4, CPUs - 1), at least 1; see `default_threads`).",
+        description="CPU threads (default: the CPUs idle when the run starts, 1 to 4; see `default_threads`).",
     )
     seed: Int = Field(
         DEFAULT_SEED,
