@@ -3,8 +3,10 @@
 It answers `POST /v1/chat/completions` after a fixed latency: target calls (no
 `response_format`) get a short reply naming the last user message, judge calls get a JSON
 value that satisfies the requested schema (the same as `convoeval.testing.default_judge`).
-`GET /stats` returns `{"requests": N, "target": N, "judge": N, "max_in_flight": N}` (the most
-requests it held at once); `POST /reset` zeroes them.
+`GET /stats` returns `{"requests": N, "target": N, "judge": N, "max_in_flight": N, "first": T,
+"last": T}`: the most requests it held at once, and the wall-clock times (`time.time()`) the
+first request arrived and the last answer was sent, which split a client's wall time into its
+start-up, its request span and its tear-down; `POST /reset` zeroes them.
 
 Run it in its own process so that its CPU is not counted as the client's:
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 
 from aiohttp import web
 
@@ -23,9 +26,11 @@ from convoeval.testing import default_judge
 
 
 def make_app(latency_s: float) -> web.Application:
-    counts = {"requests": 0, "target": 0, "judge": 0, "in_flight": 0, "max_in_flight": 0}
+    counts: dict[str, float] = {"requests": 0, "target": 0, "judge": 0, "in_flight": 0, "max_in_flight": 0,
+                                "first": 0.0, "last": 0.0}
 
     async def completions(request: web.Request) -> web.Response:
+        counts["first"] = counts["first"] or time.time()
         body = await request.json()
         counts["requests"] += 1
         if "response_format" in body:
@@ -44,6 +49,7 @@ def make_app(latency_s: float) -> web.Application:
             counts["in_flight"] -= 1
         words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
         out_words = len(content.split())
+        counts["last"] = time.time()
         return web.json_response({
             "id": f"fake-{counts['requests']}",
             "object": "chat.completion",

@@ -48,6 +48,13 @@ class Measure:
     calls: int
     exit_code: int
     in_flight: int = 0
+    start_s: float = 0.0  # process start -> first request the server saw
+    span_s: float = 0.0  # first request -> last answer
+    end_s: float = 0.0  # last answer -> process exit
+
+    @property
+    def split(self) -> str:
+        return f"{self.start_s:.2f} + {self.span_s:.2f} + {self.end_s:.2f}"
 
 
 class Server:
@@ -85,18 +92,20 @@ def measure(argv: list[str], cwd: Path, server: Server | None) -> Measure:
     if server is not None:
         env.update(OPENAI_BASE_URL=server.url + "/v1", OPENAI_API_KEY="sk-bench-not-a-secret")
         server.reset()
-    started = time.perf_counter()
+    started, started_at = time.perf_counter(), time.time()
     process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
+    wall, ended_at = time.perf_counter() - started, time.time()
     process.returncode = os.waitstatus_to_exitcode(status)
     stderr = process.stderr.read().decode() if process.stderr else ""  # type: ignore[union-attr]
     if process.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv[:4])} failed ({process.returncode}):\n{stderr}")
     stats = server.stats() if server is not None else {}
+    first, last = stats.get("first") or started_at, stats.get("last") or started_at
     return Measure(wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime, rss_mb=usage.ru_maxrss / 1024,
                    calls=int(stats.get("requests", 0)), exit_code=process.returncode,
-                   in_flight=int(stats.get("max_in_flight", 0)))
+                   in_flight=int(stats.get("max_in_flight", 0)), start_s=first - started_at, span_s=last - first,
+                   end_s=ended_at - last)
 
 
 def run_convoeval(args: list[str], cwd: Path, server: Server) -> Measure:
@@ -213,6 +222,8 @@ def main() -> None:
                   f"{fresh[-1].in_flight} in flight at most), floor {floor[-1].wall_s:.2f} s; "
                   f"generation-only {plain[-1].wall_s:.2f} s, floor {plain_floor[-1].wall_s:.2f} s; "
                   f"cached re-run {cached[-1].wall_s:.2f} s, {cached[-1].calls} calls")
+            print(f"         start + requests + end: W {fresh[-1].split}, floor {floor[-1].split}; "
+                  f"generation-only {plain[-1].split}, floor {plain_floor[-1].split}")
         w, c, f, g, gf = median(fresh), median(cached), median(floor), median(plain), median(plain_floor)
         mean_us, worst_us = cache_lookup_us(work / "cache-0" / "cache.sqlite")
         print(f"cache lookup on the loop thread: mean {mean_us:.0f} us, worst {worst_us:.0f} us "
