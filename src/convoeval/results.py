@@ -8,7 +8,9 @@ from __future__ import annotations
 from math import comb
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from ._base_model import Model
 
 Verdict = Literal["pass", "fail", "skip", "error"]
 ExecutionStatus = Literal[
@@ -28,7 +30,7 @@ StopReason = Literal[
 SessionKind = Literal["history", "resumed", "single_shot"]
 
 
-class Usage(BaseModel):
+class Usage(Model):
     """Token counts of one or more model calls."""
 
     input_tokens: int = 0
@@ -45,7 +47,7 @@ class Usage(BaseModel):
         )
 
 
-class ToolCall(BaseModel):
+class ToolCall(Model):
     """A tool call made by the target while producing a reply (output, duration and error
     when the target reports them)."""
 
@@ -57,7 +59,7 @@ class ToolCall(BaseModel):
     error: str | None = None
 
 
-class Message(BaseModel):
+class Message(Model):
     """One message of a transcript; `source` says where it came from."""
 
     model_config = ConfigDict(extra="forbid")
@@ -73,7 +75,7 @@ class Message(BaseModel):
         return {"role": self.role, "content": self.content}
 
 
-class AssertionOutcome(BaseModel):
+class AssertionOutcome(Model):
     """One check inside a grader: a rubric criterion, a substring, a schema..."""
 
     text: str
@@ -81,7 +83,7 @@ class AssertionOutcome(BaseModel):
     evidence: str = ""
 
 
-class DimensionScore(BaseModel):
+class DimensionScore(Model):
     """One TD-Eval dimension of a turn as the judge rated it."""
 
     likert: int | list[int] = Field(description="The judge's 1-5 rating (one per repeat when repeated).")
@@ -89,7 +91,7 @@ class DimensionScore(BaseModel):
     justification: str = ""
 
 
-class GraderScore(BaseModel):
+class GraderScore(Model):
     """What one assertion produced for one turn (or for the whole conversation).
 
     The judge fields count every judge call of this grader, re-asks and repeats included (also
@@ -116,7 +118,7 @@ class GraderScore(BaseModel):
     error: str | None = None
 
 
-class ScoreEntry(BaseModel):
+class ScoreEntry(Model):
     """The score of one turn (`turn-N`), of the whole conversation (`conversation`), of the
     scenario criteria (`scenario`), or the simulated user's fidelity check (`simulator`: it
     judges the simulator, not the target, and never counts in the score)."""
@@ -134,7 +136,7 @@ class ScoreEntry(BaseModel):
     note: str | None = Field(None, description="Why the turn was skipped, stopped or failed early.")
 
 
-class TrialResult(BaseModel):
+class TrialResult(Model):
     """One independent run of a test."""
 
     trial: int
@@ -166,7 +168,7 @@ class TrialResult(BaseModel):
     budget_hit: str | None = Field(None, description="The budget the trial hit, e.g. `tool_calls=60 at turn 1`.")
 
 
-class EvaluationResult(BaseModel):
+class EvaluationResult(Model):
     """One test against one target: the line written to results.jsonl."""
 
     test_id: str

@@ -19,8 +19,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from .._base_model import Model
 from ..api import arun
 from ..engine import CACHE_FILE, ResponseCache, TargetPool, named_targets, state_dir
 from ..errors import ConfigError
@@ -36,7 +37,7 @@ from ._report import ArenaReport
 Paths = str | Path | Sequence[str | Path]
 
 
-class ArenaOptions(BaseModel):
+class ArenaOptions(Model):
     """The options of an arena (`convoeval.arena(paths, **options)` builds one from keywords).
 
     Attributes:

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from .._base_model import Model
 from ..errors import ConfigError
 from ..spec import MAX_TRIALS
-from ..targets import Target, TargetConfig, redact
-from ..targets.agents import PythonTarget
+from ..targets import Target, TargetConfig, agents, redact
 from ._select import parse_shard
 
 TargetLike = str | TargetConfig | Target
@@ -34,7 +34,7 @@ RUN_SHAPING = (
 )
 
 
-class RunOptions(BaseModel):
+class RunOptions(Model):
     """The options of a run (`convoeval.run(paths, **options)` builds one from keywords).
 
     Attributes:
@@ -253,7 +253,7 @@ def _check_target(value: Any) -> Any:
     if value is None or isinstance(value, (str, TargetConfig)):
         return value
     if callable(value) and not callable(getattr(value, "chat", None)):
-        return PythonTarget.wrap(value)  # a plain (async) function, or a class: one object per conversation
+        return agents.PythonTarget.wrap(value)  # a plain (async) function, or a class: one object per conversation
     if not isinstance(getattr(value, "name", None), str) or not callable(getattr(value, "chat", None)):
         kind = type(value).__name__
         raise ValueError(

@@ -19,8 +19,9 @@ import shlex
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
+from .._base_model import Model
 from .._secrets import scrubbed_env
 from ..judging import JudgeSession, grader_messages, grader_parser, grader_schema
 from ..results import AssertionOutcome, GraderScore
@@ -36,7 +37,7 @@ _DEFAULT_PROMPT = (
 AGGREGATOR_ALIASES = {"code_grader": "code_judge", "llm_grader": "llm_judge", "weighted_mean": "weighted_average"}
 
 
-class Aggregator(BaseModel):
+class Aggregator(Model):
     """How a composite combines its nested assertions."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

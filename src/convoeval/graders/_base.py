@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from .. import registry
+from .._base_model import Model
 from ..errors import GraderError
 from ..judging import JudgeSession, Persona, Policy
 from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, Usage
@@ -150,7 +151,7 @@ def format_messages(messages: list[Message]) -> str:
     return "\n\n".join(f"{m.role}: {m.content}" for m in messages)
 
 
-class Assertion(BaseModel):
+class Assertion(Model):
     """Base class of every assertion type (common fields and the scoring rules).
 
     Subclasses set `type: Literal["name"]` and implement `grade`. Class variables:

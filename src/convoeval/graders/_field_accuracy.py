@@ -21,8 +21,9 @@ import re
 from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from .._base_model import Model
 from ..results import AssertionOutcome
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._json import NoJson, json_equal, parse_json
@@ -53,7 +54,7 @@ _NUMERIC = re.compile(r"^(\d{1,2})[/-](\d{1,2})[/-](\d{4})$")
 _MISSING = object()
 
 
-class FieldSpec(BaseModel):
+class FieldSpec(Model):
     """One field of a `field-accuracy` check."""
 
     model_config = ConfigDict(extra="forbid")

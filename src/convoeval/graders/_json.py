@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jsonpath_ng.ext import parse as parse_jsonpath
 from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
+from .._jsonpath import parse_jsonpath
 from ..results import AssertionOutcome
 from ._base import GradeContext, GraderError, assertion_type
 from ._check import Check, has_template_refs, replies, substitute, substitute_deep

@@ -25,13 +25,13 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
-    BaseModel,
     ConfigDict,
     Field,
     field_validator,
     model_validator,
 )
 
+from .._base_model import Model
 from ..judging import (
     JudgeSession,
     RubricItem,
@@ -88,7 +88,7 @@ def _mean(values: list[float]) -> float:
 # -- rubrics ----------------------------------------------------------------------------
 
 
-class ScoreRange(BaseModel):
+class ScoreRange(Model):
     """One band of a score-range criterion: `{score_range: [lo, hi], outcome}` over 0..10."""
 
     model_config = ConfigDict(extra="forbid")
@@ -97,7 +97,7 @@ class ScoreRange(BaseModel):
     outcome: str = Field(validation_alias=_OUTCOME)
 
 
-class RubricCriterion(BaseModel):
+class RubricCriterion(Model):
     """One criterion of a `rubrics` assertion.
 
     A yes/no check (`outcome`) or, with `score_ranges`, a 0-10 analytic score. `required`

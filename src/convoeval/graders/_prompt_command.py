@@ -19,8 +19,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
+from .._base_model import Model
 from .._secrets import scrubbed_env
 from ._base import GradeContext, GraderError
 from ._code import grading_payload, run_program, shorten, stderr_note
@@ -28,7 +29,7 @@ from ._code import grading_payload, run_program, shorten, stderr_note
 _WHAT = "llm-grader prompt command"
 
 
-class PromptCommand(BaseModel):
+class PromptCommand(Model):
     """`prompt: {command: [...], config: {...}}` of an `llm-grader`."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

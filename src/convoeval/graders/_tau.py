@@ -30,8 +30,9 @@ import hashlib
 import json
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from .._base_model import Model
 from ..results import AssertionOutcome, ToolCall
 from ._base import Assertion, Grade, GradeContext, GraderError, Level, assertion_type
 from ._domain import Domain, load_document
@@ -39,7 +40,7 @@ from ._domain import Domain, load_document
 MAX_DIFFS = 10
 
 
-class Action(BaseModel):
+class Action(Model):
     """One expected tool call."""
 
     model_config = ConfigDict(extra="forbid")

@@ -17,8 +17,9 @@ import re
 from collections import Counter
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from .._base_model import Model
 from ..results import AssertionOutcome, ToolCall
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._check import quote, substitute, substitute_deep
@@ -172,7 +173,7 @@ class TurnResponseContains(Assertion):
 TrajectoryArgsMatch = Literal["exact", "superset", "subset", "ignore"] | list[str]
 
 
-class ExpectedCall(BaseModel):
+class ExpectedCall(Model):
     """One entry of a trajectory's `expected`: `{tool, args?, args_match?, max_duration_ms?}`."""
 
     model_config = ConfigDict(extra="forbid")

@@ -7,12 +7,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from .._base_model import Model
 from ..results import Message, ToolCall
 
 
-class Policy(BaseModel):
+class Policy(Model):
     """A task-oriented domain policy (TD-Eval): slots the agent handles and rules it follows."""
 
     model_config = ConfigDict(extra="forbid")

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictStr
+from pydantic import ConfigDict, StrictStr
 
+from .._base_model import Model
 from .._templates import check_template, render
 from ..results import Message, Usage
 from ..targets import Target
@@ -74,7 +75,7 @@ FAIRNESS_TEXT = (
 )
 
 
-class PairwiseAnswer(BaseModel):
+class PairwiseAnswer(Model):
     """The parsed pairwise answer: reasoning first, then exactly "A", "B" or "EQUAL"."""
 
     model_config = ConfigDict(extra="forbid", strict=True)

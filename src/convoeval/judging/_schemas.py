@@ -20,6 +20,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, create_model
 
+from .._base_model import Model
+
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
     return {
@@ -50,7 +52,7 @@ def keyed_schema(items: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return _object(dict(items))
 
 
-class _Strict(BaseModel):
+class _Strict(Model):
     model_config = ConfigDict(extra="forbid")
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, model_validator
 
+from .._base_model import Model
 from ..results import Message
 from ._format import clip, format_data, format_transcript
 from ._schemas import CriterionAnswer, keyed_model, keyed_schema, verdict_schema
@@ -86,7 +87,7 @@ def user_step_schema() -> dict[str, Any]:
     }
 
 
-class UserStep(BaseModel):
+class UserStep(Model):
     """A simulated user's answer: its next message, or a stop with the reason."""
 
     model_config = ConfigDict(extra="forbid")
@@ -200,7 +201,7 @@ _JUDGE = (
 )
 
 
-class FidelityAnswer(BaseModel):
+class FidelityAnswer(Model):
     model_config = ConfigDict(extra="forbid")
 
     reasoning: StrictStr

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from .._base_model import Model
 from ..results import EvaluationResult
 from ._overview import suite_name
 
@@ -19,7 +20,7 @@ Outcome = Literal["win", "loss", "tie", "new", "gone"]
 OUTCOMES: tuple[Outcome, ...] = ("loss", "win", "tie", "new", "gone")
 
 
-class PairedResult(BaseModel):
+class PairedResult(Model):
     """One test and target in run A and run B."""
 
     suite: str
@@ -41,7 +42,7 @@ class PairedResult(BaseModel):
         return (self.score_b or 0.0) - (self.score_a or 0.0)
 
 
-class Comparison(BaseModel):
+class Comparison(Model):
     """Run B compared with run A (the baseline)."""
 
     name_a: str

@@ -20,7 +20,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, field_validator
+from pydantic import field_validator
+
+from .._base_model import Model
 
 Scale = Literal["1-5", "pass-fail"]
 SCALES: dict[str, tuple[int | str, ...]] = {"1-5": (1, 2, 3, 4, 5), "pass-fail": ("fail", "pass")}
@@ -42,7 +44,7 @@ CREATE TABLE IF NOT EXISTS labels (
 """
 
 
-class Label(BaseModel):
+class Label(Model):
     """One rater's label of one judged item."""
 
     run_id: str
@@ -63,7 +65,7 @@ class Label(BaseModel):
         return value.strip()
 
 
-class JudgedItem(BaseModel):
+class JudgedItem(Model):
     """A judge grader score that can be labelled, with the judge's own value on the scale."""
 
     entry: str

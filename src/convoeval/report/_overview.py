@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from .._base_model import Model
 from ..results import EvaluationResult
 
 VERDICTS = ("pass", "fail", "skip", "error")
 
 
-class Totals(BaseModel):
+class Totals(Model):
     """Totals of a group of results (a whole run, or one target)."""
 
     name: str = "all"
@@ -50,7 +51,7 @@ class Totals(BaseModel):
         self.duration_ms += result.duration_ms
 
 
-class Overview(BaseModel):
+class Overview(Model):
     """A run's totals, and the same per target (in order of first appearance)."""
 
     total: Totals

@@ -8,8 +8,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from .._base_model import Model
 from ..engine import RunStore
 from ..errors import ConfigError
 from ..results import EvaluationResult
@@ -20,7 +21,7 @@ class ReportInputError(ConfigError, ValueError):
     """A run or results file cannot be read; the message says which and why (`file:line: ...`)."""
 
 
-class RunInfo(BaseModel):
+class RunInfo(Model):
     """One run of the store, as the run list shows it."""
 
     id: str
@@ -34,7 +35,7 @@ class RunInfo(BaseModel):
     targets: list[str] = Field(default_factory=list)
 
 
-class LoadedRun(BaseModel):
+class LoadedRun(Model):
     """The results of one run (or one results file) and where they came from."""
 
     name: str

@@ -11,8 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonpath_ng.ext import parse as parse_jsonpath
-
+from .._jsonpath import parse_jsonpath
 from ..graders import NoJson, parse_json
 from ..results import AssertionOutcome, GraderScore
 from ..spec import Budget, Capture, PostCondition, substitute

@@ -6,13 +6,15 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from jsonpath_ng.ext import parse as parse_jsonpath
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from .._base_model import Model
+from .._jsonpath import parse_jsonpath
 
 NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
-class Capture(BaseModel):
+class Capture(Model):
     """`capture: [{name, from, regex | jsonpath, group, on_missing}]` of a turn.
 
     `from`: `reply` (the reply text, default), `json` (the reply parsed as JSON; needs
@@ -78,7 +80,7 @@ class Capture(BaseModel):
         return self
 
 
-class RegexItem(BaseModel):
+class RegexItem(Model):
     """A post-condition item given as a regular expression: `{regex: PATTERN}`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -98,7 +100,7 @@ class RegexItem(BaseModel):
 Pattern = str | RegexItem
 
 
-class PostCondition(BaseModel):
+class PostCondition(Model):
     """`post_condition` of a turn: checked on the reply before the next turn is sent.
 
     Items are plain strings (substrings, `ignore_case` optional) or `{regex: PATTERN}`; they
@@ -126,7 +128,7 @@ def one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, dict) else value
 
 
-class Hook(BaseModel):
+class Hook(Model):
     """A workspace hook: a shell command run in the workspace (or `cwd` inside it)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -136,7 +138,7 @@ class Hook(BaseModel):
     timeout_ms: int = Field(60_000, gt=0)
 
 
-class Hooks(BaseModel):
+class Hooks(Model):
     """AgentV's workspace hooks: `before_each` / `after_each` run in the workspace around every
     trial; `before_all` / `after_all` once per run, in the eval file's folder (or `cwd` in it),
     before the first and after the last trial."""
@@ -149,7 +151,7 @@ class Hooks(BaseModel):
     after_all: Hook | None = None
 
 
-class RepoSource(BaseModel):
+class RepoSource(Model):
     """Where a repository comes from: a git `url` (`type: git`) or a local `path` (`type: local`)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -165,7 +167,7 @@ class RepoSource(BaseModel):
         return self
 
 
-class Checkout(BaseModel):
+class Checkout(Model):
     """What to check out: `ref` (branch, tag or commit) and `ancestor` commits back from it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -175,7 +177,7 @@ class Checkout(BaseModel):
     ancestor: int = Field(0, ge=0)
 
 
-class Clone(BaseModel):
+class Clone(Model):
     """How to clone: `depth` (shallow), `filter` (partial clone), `sparse` (paths to check out)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -185,7 +187,7 @@ class Clone(BaseModel):
     sparse: list[str] = Field(default_factory=list)
 
 
-class Repo(BaseModel):
+class Repo(Model):
     """A git repository cloned into the workspace at `path` before turn 1 (AgentV's `repos`)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -196,7 +198,7 @@ class Repo(BaseModel):
     clone: Clone = Field(default_factory=Clone)
 
 
-class Docker(BaseModel):
+class Docker(Model):
     """A container the workspace lives in across turns: hooks and `verify` run with `docker exec`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -207,7 +209,7 @@ class Docker(BaseModel):
     cpus: float | None = Field(None, gt=0)
 
 
-class Workspace(BaseModel):
+class Workspace(Model):
     """`workspace:` of a test: one working directory per trial, kept across all its turns.
 
     `template` (a folder, relative to the eval file) is copied in before turn 1; agent targets
@@ -230,7 +232,7 @@ class Workspace(BaseModel):
     )
 
 
-class Verify(BaseModel):
+class Verify(Model):
     """`verify:` a shell command run in the workspace after each turn; exit code 0 ends the
     conversation early with success, anything else sends the next turn (with its hint)."""
 
@@ -240,7 +242,7 @@ class Verify(BaseModel):
     timeout_s: float = Field(60.0, gt=0)
 
 
-class Limits(BaseModel):
+class Limits(Model):
     """Budget limits; a turn (or conversation) that reaches one has exhausted its budget."""
 
     model_config = ConfigDict(extra="forbid")
@@ -251,7 +253,7 @@ class Limits(BaseModel):
     cost_usd: float | None = Field(None, gt=0)
 
 
-class Budget(BaseModel):
+class Budget(Model):
     """`budget:` of a test: limits per turn and per conversation. Hitting one ends the
     conversation (unless `on_budget: continue`) with `execution_status: budget_exhausted`."""
 

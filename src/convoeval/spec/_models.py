@@ -7,7 +7,6 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
-    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -16,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._base_model import Model
 from ..graders import Assertion
 from ..judging import Policy
 from ..results import Message
@@ -25,7 +25,7 @@ from ._controls import Budget, Capture, PostCondition, Verify, Workspace, one_or
 DEFAULT_THRESHOLD = 0.8
 
 
-class Strict(BaseModel):
+class Strict(Model):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -170,7 +170,7 @@ class Turn(Strict):
         return self.context if self.context is not None else self.db_result
 
 
-class TranscriptMessage(BaseModel):
+class TranscriptMessage(Model):
     """One recorded message of a `transcript:`: OpenAI chat format (`tool_calls` with
     `function: {name, arguments}`, `tool` messages with `tool_call_id`) or a convoeval
     result message (`source`, `turn`, `tool_calls` with `name`, `arguments`, `output`)."""

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, SecretStr
+from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, SecretStr
 
 from .. import registry
+from .._base_model import Model
 from .._secrets import remember
 from ..errors import TargetError as TargetError  # re-exported: the providers raise it
 from ..results import ToolCall, Usage
@@ -106,7 +107,7 @@ class Target(Protocol):
     async def aclose(self) -> None: ...
 
 
-class TargetConfig(BaseModel):
+class TargetConfig(Model):
     """One entry of a targets file (`targets: [...]`), or what `provider:model` expands to.
 
     Provider-specific settings (for example `replies` of the scripted target or `n_ctx` of the

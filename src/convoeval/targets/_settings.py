@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from .. import registry
+from .._base_model import Model
 from ..errors import TargetError
 from ._base import TargetConfig
 
@@ -46,7 +47,7 @@ OWNED_PARAMS = frozenset(
 )
 
 
-class ProviderSettings(BaseModel):
+class ProviderSettings(Model):
     """Fields every provider accepts besides `TargetConfig`'s: AgentV's target fields."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from .._base_model import Model
 
 #: The tools every workspace offers, by name.
 BUILTIN_TOOLS = ("bash", "read_file", "write_file", "edit_file", "list_files")
 
 
-class UserTool(BaseModel):
+class UserTool(Model):
     """A tool declared in YAML: its JSON-schema `parameters` and what runs it, either `command`
     (a shell command run in the workspace; the arguments arrive as JSON on stdin and in
     `$TOOL_ARGS`; stdout is the result) or `python` (`file.py:function` or `module:function`,
@@ -32,7 +34,7 @@ class UserTool(BaseModel):
         return self
 
 
-class ToolAgentSettings(BaseModel):
+class ToolAgentSettings(Model):
     """`agent:` wraps a chat target in convoeval's tool loop (model -> tool calls -> results ->
     model, within each turn) with built-in tools run in the trial's workspace and user tools."""
 

@@ -24,8 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from jsonpath_ng.ext import parse as parse_jsonpath
-
+from ..._jsonpath import parse_jsonpath
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
 from ._process import agent_env, failure, run_command, work_dir

@@ -24,8 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jsonpath_ng.ext import parse as parse_jsonpath
-
+from ..._jsonpath import parse_jsonpath
 from ...results import Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._http_target import HttpTarget

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jsonpath_ng.ext import parse as parse_jsonpath
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
+from ..._base_model import Model
+from ..._jsonpath import parse_jsonpath
 from .._settings import HttpSettings, PositiveFloat, ProviderSettings
 
 
@@ -37,7 +38,7 @@ class AgentCliSettings(ProcessSettings):
     args: list[str] = Field(default_factory=list, description="Extra arguments, e.g. [--permission-mode, acceptEdits].")
 
 
-class CliSession(BaseModel):
+class CliSession(Model):
     """How a `cli` command continues a session (makes the target resumable)."""
 
     model_config = ConfigDict(extra="forbid")
