@@ -18,7 +18,18 @@ PACKAGE = "convoeval"
 
 #: Lowest first. A top-level module or package of convoeval belongs to exactly one layer.
 LAYERS: list[set[str]] = [
-    {"results", "errors", "registry", "_templates", "_secrets", "_paths", "_version"},
+    {
+        "results",
+        "errors",
+        "registry",
+        "_templates",
+        "_secrets",
+        "_paths",
+        "_version",
+        "_base_model",
+        "_jsonpath",
+        "_lazy",
+    },
     {"targets"},
     {"judging"},
     {"graders"},
@@ -36,6 +47,7 @@ LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 LAZY = {
     ("cli", "stats"): "numpy loads only for `agreement`",
     ("report", "stats"): "numpy loads only when the viewer shows or exports labels",
+    ("report", "report"): "the HTML, JUnit and Markdown writers load only when a results file asks for one",
 }
 
 
@@ -243,11 +255,35 @@ def test_any_module_imports_first() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+#: Modules that `convoeval run` does not load until a suite, a target or an option uses them.
+NOT_AT_START = (
+    "numpy",
+    "jsonschema",
+    "jinja2",
+    "jsonpath_ng",
+    "dotenv",
+    "rich.progress",
+    "convoeval.cli._arena",
+    "convoeval.cli._agreement",
+    "convoeval.cli._reports",
+    "convoeval.report._html",
+    "convoeval.report._junit",
+    "convoeval.report._markdown",
+    "convoeval.graders._text",
+    "convoeval.graders._dialogue",
+    "convoeval.targets._openai",
+    "convoeval.targets._local._target",
+    "convoeval.targets.agents._claude",
+)
+
+
 def test_start_up_leaves_out_what_a_run_may_not_need() -> None:
-    """Importing the CLI (what every command pays) loads no numpy, jsonschema or jinja2; the
-    commands and suites that use them import them when they do."""
+    """The `run` command line (what every run pays) loads no other command, no report writer,
+    no assertion type or provider (they load when a suite or a target names them) and none of
+    the heavy libraries that only some suites use."""
     code = (
-        "import sys, convoeval.cli; print(' '.join(m for m in ('numpy', 'jsonschema', 'jinja2') if m in sys.modules))"
+        "import sys, convoeval.cli as cli; cli.load_commands(['run']); "
+        f"print(' '.join(m for m in {NOT_AT_START!r} if m in sys.modules))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == []

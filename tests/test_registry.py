@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from typing import Literal
 
 import pytest
@@ -9,10 +12,10 @@ import pytest
 from convoeval import registry
 from convoeval.api import ConfigError as ApiConfigError
 from convoeval.errors import ConfigError, ConvoevalError, GraderError, RegistryError, SpecError, TargetError
-from convoeval.graders import Assertion, Grade, GradeContext, assertion_type, lookup_assertion_type
+from convoeval.graders import BUILTIN_TYPES, Assertion, Grade, GradeContext, assertion_type, lookup_assertion_type
 from convoeval.graders import GraderError as GradersGraderError
 from convoeval.spec import SpecError as SpecSpecError
-from convoeval.targets import ChatReply, ChatRequest, TargetConfig, create_target, provider
+from convoeval.targets import BUILTIN_PROVIDERS, ChatReply, ChatRequest, TargetConfig, create_target, provider
 from convoeval.targets import TargetError as TargetsTargetError
 
 
@@ -82,3 +85,65 @@ def test_errors_share_one_root() -> None:
         SpecError,
         TargetError,
     )
+
+
+def _fresh(code: str) -> str:
+    """Run `code` in a new interpreter (nothing imported yet); its stdout."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_the_builtin_tables_name_what_each_module_registers() -> None:
+    """graders.BUILTIN_TYPES and targets.BUILTIN_PROVIDERS, the lazy index of built-ins, say
+    exactly which module registers which name (a module loaded for a name registers it)."""
+    code = """
+import json
+from convoeval import graders, registry, targets
+found = {}
+for kind, package, table in (("assertion", graders, graders.BUILTIN_TYPES), ("provider", targets, targets.BUILTIN_PROVIDERS)):
+    for name, obj in registry.entries(kind).items():
+        module = obj.__module__
+        if module.startswith("convoeval."):
+            found.setdefault(kind, {}).setdefault(module.removeprefix(package.__name__ + "."), []).append(name)
+print(json.dumps(found))
+"""
+    found = json.loads(_fresh(code))
+    found["provider"]["_local._target"] = found["provider"].pop("_local._target")
+    eager_providers = {"_recorded"}  # imported by the package itself (RecordedReplies)
+    assert {m: sorted(n) for m, n in found["assertion"].items()} == {m: sorted(n) for m, n in BUILTIN_TYPES.items()}
+    assert {m: sorted(n) for m, n in found["provider"].items()} == {m: sorted(n) for m, n in BUILTIN_PROVIDERS.items()}
+    assert eager_providers <= set(BUILTIN_PROVIDERS)
+
+
+def test_a_lookup_imports_only_the_module_of_that_name() -> None:
+    code = """
+import sys
+from convoeval import registry
+import convoeval.graders
+before = {m for m in sys.modules if m.startswith("convoeval.graders.")}
+cls = registry.lookup("assertion", "knowledge-retention")
+after = {m for m in sys.modules if m.startswith("convoeval.graders.")}
+print(cls.__module__, *sorted(m.rsplit(".", 1)[1] for m in after - before))
+"""
+    module, *loaded = _fresh(code).split()
+    assert module == "convoeval.graders._dialogue"
+    assert "_dialogue" in loaded and not {"_text", "_tools", "_tau", "_field_accuracy", "_budgets"} & set(loaded)
+
+
+def test_a_plugin_cannot_take_a_builtin_name_before_its_module_loads() -> None:
+    """`contains` is only declared until used: a plugin registering it first is still refused."""
+    code = """
+from typing import Literal
+from convoeval import registry
+from convoeval.errors import RegistryError
+from convoeval.graders import Assertion, Grade, assertion_type
+
+class Mine(Assertion):
+    type: Literal["contains"] = "contains"
+    async def grade(self, ctx): return Grade(score=1.0)
+
+try:
+    assertion_type(Mine)
+except RegistryError as exc:
+    print("refused", registry.lookup("assertion", "contains").__module__)
+"""
+    assert _fresh(code).split() == ["refused", "convoeval.graders._text"]

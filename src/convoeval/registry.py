@@ -1,7 +1,10 @@
 """One registry for everything a user can add: assertion types, providers, simulators, environments.
 
 Built-ins and plugins take the same path: `register(kind, name, obj)`. A taken name is refused
-unless `replace=True`, so a plugin cannot silently shadow `contains` or `openai`.
+unless `replace=True`, so a plugin cannot silently shadow `contains` or `openai`. Built-ins are
+declared with `register_lazy(kind, name, module)`: their module is imported (and registers
+them) when a name is first looked up, or when the names of a kind are listed, so a run loads
+only the assertion types and providers it uses.
 
 Plugins are found three ways, all ending in an import that calls `register` (usually through a
 decorator such as `@assertion_type`, `@grader` or `@provider`):
@@ -17,7 +20,6 @@ import hashlib
 import importlib
 import importlib.util
 import sys
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, TypeVar
@@ -31,6 +33,7 @@ ENTRY_POINT_GROUP = "convoeval"
 T = TypeVar("T")
 
 _entries: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
+_lazy: dict[str, dict[str, str]] = {kind: {} for kind in KINDS}  # name -> module that registers it
 _entry_points_loaded = False
 
 
@@ -49,6 +52,9 @@ def register(kind: Kind, name: str, obj: T, *, replace: bool = False) -> T:
         RegistryError: `name` is taken by another object (pass `replace=True` to override).
     """
     table = _table(kind)
+    pending = _lazy[kind].pop(name, None)
+    if pending is not None and pending != getattr(obj, "__module__", None):
+        importlib.import_module(pending)  # the built-in holds the name: another object is refused below
     current = table.get(name)
     if current is not None and current is not obj and not replace:
         raise RegistryError(
@@ -58,29 +64,41 @@ def register(kind: Kind, name: str, obj: T, *, replace: bool = False) -> T:
     return obj
 
 
+def register_lazy(kind: Kind, name: str, module: str) -> None:
+    """Declare that importing `module` registers the `kind` called `name` (a built-in): the
+    module is imported when `name` is first looked up or the names of `kind` are listed."""
+    if name not in _table(kind):
+        _lazy[kind][name] = module
+
+
 def unregister(kind: Kind, name: str) -> None:
     """Forget a registered name (no error when it is not registered)."""
     _table(kind).pop(name, None)
+    _lazy[kind].pop(name, None)
 
 
 def lookup(kind: Kind, name: str) -> Any | None:
     """The object registered as `name`, or None; a miss first loads the entry-point plugins."""
     table = _table(kind)
+    if name not in table and (pending := _lazy[kind].pop(name, None)):
+        importlib.import_module(pending)
     if name not in table:
         load_entry_points()
     return table.get(name)
 
 
 def names(kind: Kind) -> list[str]:
-    """Every registered name of `kind`, sorted (entry-point plugins included)."""
-    load_entry_points()
-    return sorted(_table(kind))
+    """Every registered name of `kind`, sorted (built-ins and entry-point plugins included)."""
+    return sorted(entries(kind))
 
 
 def entries(kind: Kind) -> dict[str, Any]:
-    """A copy of `name -> object` for `kind` (entry-point plugins included)."""
+    """A copy of `name -> object` for `kind` (built-ins and entry-point plugins included)."""
+    table = _table(kind)
+    while _lazy[kind]:
+        importlib.import_module(_lazy[kind].popitem()[1])
     load_entry_points()
-    return dict(_table(kind))
+    return dict(table)
 
 
 def load_entry_points() -> None:
@@ -93,6 +111,8 @@ def load_entry_points() -> None:
     if _entry_points_loaded:
         return
     _entry_points_loaded = True
+    from importlib.metadata import entry_points  # 20 ms to import: only when plugins are looked for
+
     for point in entry_points(group=ENTRY_POINT_GROUP):
         try:
             point.load()

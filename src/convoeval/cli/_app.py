@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from dotenv import load_dotenv
 
 from .._paths import ROOT_ENV
 
@@ -24,6 +23,8 @@ def load_env_file(folder: Path) -> None:
     """Load `folder/.env` into the environment; variables already set win (values never printed)."""
     path = folder / ".env"
     if path.is_file():
+        from dotenv import load_dotenv  # python-dotenv loads only where there is a .env
+
         load_dotenv(path, override=False)
 
 

@@ -14,14 +14,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from .. import registry
+from .. import report as reports
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
 from ..errors import ConfigError, RegistryError
-from ..report import LoadedRun, RunProgress, output_problem, print_run_totals, print_summary
+from ..report import RunProgress, output_problem, print_run_totals, print_summary
 from ..results import EvaluationResult
 from ..spec import MAX_TRIALS, SpecError, suite_json_schema, validate_eval_paths
 from ._app import Root, app, load_env_file
-from ._reports import write_reports
+from ._write import write_reports
 
 out = Console(highlight=False, emoji=False)  # `openai:m:` must not become an emoji
 err = Console(stderr=True, highlight=False, emoji=False)
@@ -360,7 +361,7 @@ def run(
     if report.output:
         out.print(f"results written to {report.output}")
     if html or junit or markdown:
-        loaded = LoadedRun(
+        loaded = reports.LoadedRun(
             name=f"run {report.run_id}" if report.run_id else "run", run_id=report.run_id, results=list(report.results)
         )
         for path in write_reports(loaded, html=html, junit=junit, markdown=markdown):

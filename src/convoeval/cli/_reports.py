@@ -13,20 +13,16 @@ from rich.table import Table
 
 from ..engine import STORE_FILE, state_dir
 from ..errors import ConfigError
-from ..rank import BattleFileError
 from ..report import (
     LoadedRun,
     compare_results,
     load_run,
     markdown_comparison,
-    read_battle_records,
-    write_html,
-    write_junit,
-    write_markdown,
 )
 from ..report._overview import fmt_score
 from ..report.viewer import Viewer
 from ._app import app
+from ._write import fail, write_reports
 
 out = Console(highlight=False, emoji=False)
 
@@ -42,11 +38,6 @@ StoreOption = Annotated[
 _STYLE = {"loss": "red", "win": "green", "new": "yellow", "gone": "magenta", "tie": "dim"}
 
 
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(2)
-
-
 def _store(store: Path | None) -> Path:
     return state_dir(store) / STORE_FILE
 
@@ -55,36 +46,7 @@ def _load(ref: str, store: Path | None) -> LoadedRun:
     try:
         return load_run(ref, _store(store))
     except ConfigError as exc:
-        raise _fail(str(exc)) from None
-
-
-def write_reports(
-    run: LoadedRun,
-    *,
-    html: Path | None = None,
-    junit: Path | None = None,
-    markdown: Path | None = None,
-    battles: Path | None = None,
-    title: str | None = None,
-) -> list[Path]:
-    """Write the reports asked for; returns the files written. Raises typer.Exit(2) on bad input."""
-    written: list[Path] = []
-    try:
-        arena = read_battle_records(battles) if battles else None
-    except BattleFileError as exc:
-        raise _fail(str(exc)) from None
-    heading = title or f"convoeval · {run.name}"
-    if html:
-        written.append(
-            write_html(
-                run.results, html, title=heading, arena=arena, subtitle=f"started {run.started}" if run.started else ""
-            )
-        )
-    if junit:
-        written.append(write_junit(run.results, junit, timestamp=run.started))
-    if markdown:
-        written.append(write_markdown(run.results, markdown, title=heading))
-    return written
+        raise fail(str(exc)) from None
 
 
 @app.command()
@@ -113,7 +75,7 @@ def report(
 ) -> None:
     """Write the HTML report, JUnit XML or a Markdown summary of a run or a results file."""
     if not (html or junit or markdown):
-        raise _fail("say what to write: --html report.html, --junit junit.xml and/or --markdown summary.md")
+        raise fail("say what to write: --html report.html, --junit junit.xml and/or --markdown summary.md")
     for path in write_reports(
         _load(run, store), html=html, junit=junit, markdown=markdown, battles=battles, title=title
     ):
@@ -204,11 +166,11 @@ def view(
     of judged turns (exported as the labels.csv that `convoeval agreement` reads)."""
     for path in battles or []:
         if not path.is_file():
-            raise _fail(f"{path}: file not found")
+            raise fail(f"{path}: file not found")
     try:
         viewer: Viewer = Viewer(_store(store), port=port, scale=scale.value, battles=list(battles or []))
     except OSError as exc:
-        raise _fail(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+        raise fail(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
     out.print(f"convoeval viewer on {viewer.url} (store {_store(store)}); Ctrl-C stops it", markup=False)
     try:
         viewer.serve_forever()

@@ -1,24 +1,10 @@
 """Graders: each assertion type is a pydantic model that validates its YAML and grades a reply.
 
-Importing this package registers the built-in assertion types.
+The built-in assertion types are declared here by module: a module is imported (and its types
+register) when a suite first uses one of them, or when every type is listed.
 """
 
-# Built-in assertion types register themselves on import.
-from . import (  # noqa: F401
-    _budgets,
-    _code,
-    _composite,
-    _dialogue,
-    _execution_metrics,
-    _field_accuracy,
-    _json,
-    _llm,
-    _llm_grader,
-    _simulation,
-    _tau,
-    _text,
-    _tools,
-)
+from .. import registry
 from ._aggregators import AGGREGATOR_ALIASES
 from ._base import (
     Assertion,
@@ -36,8 +22,69 @@ from ._domain import Domain, DomainSession
 from ._function import grader
 from ._json import NoJson, parse_json
 
+#: The built-in assertion types, by the module that defines them.
+BUILTIN_TYPES: dict[str, tuple[str, ...]] = {
+    "_budgets": ("latency", "token-usage", "cost"),
+    "_code": ("code-grader",),
+    "_composite": ("composite",),
+    "_dialogue": (
+        "conversation-cohesion",
+        "backend-consistency",
+        "policy-compliance",
+        "td-eval",
+        "knowledge-retention",
+        "role-adherence",
+        "self-coherence",
+        "instruction-retention",
+        "versioned-editing",
+        "goal-completion",
+    ),
+    "_execution_metrics": ("execution-metrics",),
+    "_field_accuracy": ("field-accuracy",),
+    "_json": ("is-json", "not-is-json", "json-schema", "jsonpath"),
+    "_llm": ("rubrics",),
+    "_llm_grader": ("llm-grader",),
+    "_simulation": ("simulator-fidelity",),
+    "_tau": ("tau-reward",),
+    "_text": (
+        "contains",
+        "icontains",
+        "not-contains",
+        "not-icontains",
+        "contains-any",
+        "contains-all",
+        "icontains-any",
+        "icontains-all",
+        "not-contains-any",
+        "not-contains-all",
+        "not-icontains-any",
+        "not-icontains-all",
+        "starts-with",
+        "not-starts-with",
+        "ends-with",
+        "not-ends-with",
+        "equals",
+        "not-equals",
+        "regex",
+        "not-regex",
+    ),
+    "_tools": (
+        "tool-called",
+        "tool-not-called",
+        "tool-called-in-turn",
+        "tool-not-called-in-turn",
+        "turn-response-contains",
+        "turn-response-not-contains",
+        "tool-trajectory",
+    ),
+}
+for _module, _names in BUILTIN_TYPES.items():
+    for _name in _names:
+        registry.register_lazy("assertion", _name, f"{__name__}.{_module}")
+
 __all__ = [
     "AGGREGATOR_ALIASES",
+    "BUILTIN_TYPES",
     "Assertion",
     "Domain",
     "DomainSession",

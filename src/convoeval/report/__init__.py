@@ -1,8 +1,11 @@
 """Reports: the terminal summary, run progress, result files, and the reports people look at:
-HTML, JUnit XML, Markdown, run comparison and human labels. The local viewer is
-`convoeval.report.viewer` (imported on demand: it needs scipy)."""
+HTML, JUnit XML, Markdown, run comparison and human labels. What a run prints and writes as it
+goes loads with the package; the other reports load when first used (`report.write_html`). The
+local viewer is `convoeval.report.viewer` (imported on demand: it needs scipy)."""
 
-from ._compare import Comparison, PairedResult, compare_results
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
 from ._failures import failure_lines, headline
 from ._files import (
     RESULT_FORMATS,
@@ -12,15 +15,32 @@ from ._files import (
     output_problem,
     read_results,
 )
-from ._html import read_battle_records, render_report, write_html
-from ._junit import junit_xml, write_junit
-from ._labels import SCALES, Label, LabelStore
-from ._markdown import markdown_comparison, markdown_summary, write_markdown
-from ._overview import Overview, overview
-from ._plot import PLOT_FORMATS, plot_leaderboard
 from ._progress import RunProgress, meter_line, print_run_totals
-from ._runs import LoadedRun, ReportInputError, RunInfo, list_runs, load_run
 from ._summary import print_summary, turn_table
+
+if TYPE_CHECKING:
+    from ._compare import Comparison, PairedResult, compare_results
+    from ._html import read_battle_records, render_report, write_html
+    from ._junit import junit_xml, write_junit
+    from ._labels import SCALES, Label, LabelStore
+    from ._markdown import markdown_comparison, markdown_summary, write_markdown
+    from ._overview import Overview, overview
+    from ._plot import PLOT_FORMATS, plot_leaderboard
+    from ._runs import LoadedRun, ReportInputError, RunInfo, list_runs, load_run
+
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "._compare": ("Comparison", "PairedResult", "compare_results"),
+        "._html": ("read_battle_records", "render_report", "write_html"),
+        "._junit": ("junit_xml", "write_junit"),
+        "._labels": ("SCALES", "Label", "LabelStore"),
+        "._markdown": ("markdown_comparison", "markdown_summary", "write_markdown"),
+        "._overview": ("Overview", "overview"),
+        "._plot": ("PLOT_FORMATS", "plot_leaderboard"),
+        "._runs": ("LoadedRun", "ReportInputError", "RunInfo", "list_runs", "load_run"),
+    },
+)
 
 __all__ = [
     "PLOT_FORMATS",

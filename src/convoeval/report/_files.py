@@ -14,9 +14,6 @@ from pydantic import ValidationError
 
 from ..errors import ConfigError
 from ..results import EvaluationResult
-from ._html import render_report
-from ._junit import junit_xml
-from ._markdown import markdown_summary
 
 
 class ResultWriter:
@@ -109,15 +106,22 @@ def _parsed(results_json: Iterable[str]) -> list[EvaluationResult]:
     return [EvaluationResult.model_validate_json(data) for data in results_json]
 
 
+# The report writers load when a results file asks for them (tests/test_layers.py, LAZY).
 def _write_html(out: IO[str], results_json: Iterable[str]) -> None:
+    from ._html import render_report
+
     out.write(render_report(_parsed(results_json)))
 
 
 def _write_junit(out: IO[str], results_json: Iterable[str]) -> None:
+    from ._junit import junit_xml
+
     out.write(junit_xml(_parsed(results_json)))
 
 
 def _write_markdown(out: IO[str], results_json: Iterable[str]) -> None:
+    from ._markdown import markdown_summary
+
     out.write(markdown_summary(_parsed(results_json)))
 
 

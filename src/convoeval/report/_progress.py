@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from ..engine import RunMeter
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 Mode = Literal["bar", "lines", "off"]
 
@@ -32,22 +34,6 @@ def meter_line(meter: RunMeter) -> str:
     if meter.max_cost_usd is not None:
         line += f", budget ${meter.max_cost_usd:g}" + (" REACHED" if meter.budget_exhausted else "")
     return line
-
-
-class _MeterColumn(ProgressColumn):
-    def __init__(self, meter: RunMeter):
-        super().__init__()
-        self.meter = meter
-
-    def render(self, task: Any) -> Text:
-        t = self.meter.totals
-        text = (
-            f"{self.meter.turns} turns · {t.calls} calls · {t.cache_hits} cached · "
-            f"{t.errors} errors · {t.tokens:,} tok · ${t.cost_usd:.4f}"
-        )
-        if self.meter.budget_exhausted:
-            text += " · budget reached"
-        return Text(text, style="dim")
 
 
 class RunProgress:
@@ -75,15 +61,7 @@ class RunProgress:
     def start(self, meter: RunMeter) -> None:
         self.meter = meter
         if self.mode == "bar":
-            self._bar = Progress(
-                TextColumn("[bold]tests"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                _MeterColumn(meter),
-                TimeElapsedColumn(),
-                console=self.console,
-                refresh_per_second=4,
-            )
+            self._bar = _progress_bar(meter, self.console)
             self._task = self._bar.add_task("run", total=meter.tests_total, completed=meter.tests_done)
             self._bar.start()
         elif self.mode == "lines":
@@ -113,6 +91,33 @@ class RunProgress:
                 self.console.print(
                     f"progress {elapsed:.0f}s: {meter_line(self.meter)}", markup=False, highlight=False, soft_wrap=True
                 )
+
+
+def _progress_bar(meter: RunMeter, console: Console) -> Progress:
+    """A rich progress bar of the run's tests, with the meter's live totals beside it
+    (rich.progress loads here: only a run on a terminal draws one)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+
+    class MeterColumn(ProgressColumn):
+        def render(self, task: Any) -> Text:
+            t = meter.totals
+            text = (
+                f"{meter.turns} turns · {t.calls} calls · {t.cache_hits} cached · "
+                f"{t.errors} errors · {t.tokens:,} tok · ${t.cost_usd:.4f}"
+            )
+            if meter.budget_exhausted:
+                text += " · budget reached"
+            return Text(text, style="dim")
+
+    return Progress(
+        TextColumn("[bold]tests"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        MeterColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        refresh_per_second=4,
+    )
 
 
 def print_run_totals(summary: dict[str, Any], console: Console) -> None:

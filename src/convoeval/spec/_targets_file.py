@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .. import registry
 from ..targets import TargetConfig, provider_names, settings_model
 from ._agentv import substitute_env
 from ._errors import Problem, SpecError, field_path
@@ -90,7 +91,7 @@ def _entry_config(
     provider = entry.get("provider")
     if unset:
         return _unusable(entry, unset)
-    if isinstance(provider, str) and provider not in provider_names():
+    if isinstance(provider, str) and registry.lookup("provider", provider) is None:
         at = (*where, "provider")
         return _unusable(
             entry,

@@ -1,6 +1,11 @@
 """Systems under test (and judges) behind one small async protocol, with the HTTP client, the
-per-endpoint limits and the price table they use."""
+per-endpoint limits and the price table they use.
 
+The built-in providers are declared here by module: a module is imported (and its providers
+register) when a target first uses one of them, or when every provider is listed.
+"""
+
+from .. import registry
 from ._base import (
     ChatReply,
     ChatRequest,
@@ -29,11 +34,26 @@ from ._settings import (
 )
 from ._tool_settings import ToolAgentSettings, UserTool
 
-# isort: split
-# Built-in providers register themselves on import.
-from . import _anthropic, _litellm, _local, _openai, _scripted, agents  # noqa: E402,F401
+#: The built-in providers, by the module that defines them.
+BUILTIN_PROVIDERS: dict[str, tuple[str, ...]] = {
+    "_anthropic": ("anthropic",),
+    "_litellm": ("litellm",),
+    "_local._target": ("local",),
+    "_openai": ("openai", "openrouter", "azure"),
+    "_recorded": ("recorded",),
+    "_scripted": ("scripted",),
+    "agents._claude": ("claude-code",),
+    "agents._cli": ("cli",),
+    "agents._codex": ("codex",),
+    "agents._http": ("http",),
+    "agents._python": ("python",),
+}
+for _module, _names in BUILTIN_PROVIDERS.items():
+    for _name in _names:
+        registry.register_lazy("provider", _name, f"{__name__}.{_module}")
 
 __all__ = [
+    "BUILTIN_PROVIDERS",
     "AzureSettings",
     "HttpSettings",
     "ProviderSettings",

@@ -4,8 +4,8 @@ the config asks for one (`agent:`)."""
 from __future__ import annotations
 
 from .. import registry
+from . import agents
 from ._base import Target, TargetConfig, TargetError, provider_names
-from .agents import ToolAgent
 
 
 def create_target(config: TargetConfig) -> Target:
@@ -17,5 +17,5 @@ def create_target(config: TargetConfig) -> Target:
         raise TargetError(f"unknown provider {config.provider!r} (known: {', '.join(provider_names())})")
     target: Target = factory(config)
     if config.agent is not None:
-        target = ToolAgent(target, config.agent, config.source_dir)
+        target = agents.ToolAgent(target, config.agent, config.source_dir)
     return target

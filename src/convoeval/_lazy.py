@@ -1,0 +1,32 @@
+"""Package attributes imported when first used (PEP 562), so a command loads only what it uses.
+
+A package lists what it exports lazily and, for type checkers, imports the same names under
+`TYPE_CHECKING`:
+
+    if TYPE_CHECKING:
+        from ._html import write_html
+    __getattr__ = lazy_attributes(__name__, {"._html": ("write_html",)})
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+
+def lazy_attributes(package: str, modules: Mapping[str, Iterable[str]]) -> Callable[[str], Any]:
+    """A module `__getattr__` for `package`: `modules` maps each of its private modules
+    (`"._html"`) to the names it exports, imported on first use and then kept as attributes."""
+    where = {name: module for module, names in modules.items() for name in names}
+
+    def __getattr__(name: str) -> Any:
+        module = where.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, package), name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__

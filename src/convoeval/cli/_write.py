@@ -1,0 +1,42 @@
+"""Writing the HTML, JUnit and Markdown reports of a run (`run --html ...` and `report`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .. import report
+from ..rank import BattleFileError
+
+
+def fail(message: str) -> typer.Exit:
+    """Print `error: message` and return the exit (code 2) to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def write_reports(
+    run: report.LoadedRun,
+    *,
+    html: Path | None = None,
+    junit: Path | None = None,
+    markdown: Path | None = None,
+    battles: Path | None = None,
+    title: str | None = None,
+) -> list[Path]:
+    """Write the reports asked for; returns the files written. Raises typer.Exit(2) on bad input."""
+    written: list[Path] = []
+    try:
+        arena = report.read_battle_records(battles) if battles else None
+    except BattleFileError as exc:
+        raise fail(str(exc)) from None
+    heading = title or f"convoeval · {run.name}"
+    if html:
+        subtitle = f"started {run.started}" if run.started else ""
+        written.append(report.write_html(run.results, html, title=heading, arena=arena, subtitle=subtitle))
+    if junit:
+        written.append(report.write_junit(run.results, junit, timestamp=run.started))
+    if markdown:
+        written.append(report.write_markdown(run.results, markdown, title=heading))
+    return written

@@ -1,0 +1,97 @@
+"""What keeps start-up short stays correct: commands load on demand, lazy package attributes
+resolve, secrets set between runs are still redacted, and the summary of many results is lines."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import subprocess
+import sys
+
+import pytest
+import typer.main
+from rich.console import Console
+
+from convoeval import cli
+from convoeval._secrets import REDACTED, redact, reread_environment
+from convoeval.report import print_summary
+from convoeval.report._summary import TABLE_ROWS_UP_TO
+from convoeval.results import EvaluationResult
+
+
+def convoeval_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "convoeval", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_help_lists_every_command_and_each_command_loads_alone() -> None:
+    listed = convoeval_cli("--help")
+    assert listed.returncode == 0
+    for name in cli.COMMANDS:
+        assert f" {name} " in listed.stdout, name
+    run_help = convoeval_cli("run", "--help")
+    assert run_help.returncode == 0 and "--max-connections" in run_help.stdout
+    unknown = convoeval_cli("nosuch")
+    assert unknown.returncode == 2 and "No such command" in unknown.stderr
+
+
+def test_the_command_table_names_the_module_of_every_command() -> None:
+    commands = typer.main.get_command(cli.app).commands  # type: ignore[attr-defined]
+    assert sorted(commands) == sorted(cli.COMMANDS)
+    for name, command in commands.items():
+        module = command.callback.__module__ if command.callback else None
+        if module is not None:  # `cache` is a group whose callback typer builds
+            assert module == f"convoeval.cli.{cli.COMMANDS[name]}", name
+
+
+@pytest.mark.parametrize("package", ["convoeval.report", "convoeval.targets.agents", "convoeval"])
+def test_every_exported_name_of_a_package_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+def test_run_stays_the_function_when_the_run_package_is_loaded() -> None:
+    import convoeval.run  # noqa: F401  (the subpackage)
+
+    assert callable(convoeval.run) and callable(convoeval.arena)
+
+
+def test_a_key_set_between_runs_is_a_secret_of_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert redact("late-token-value-123") == "late-token-value-123"  # known secrets now computed
+    monkeypatch.setenv("LATE_API_TOKEN", "late-token-value-123")
+    reread_environment()  # what every run does first
+    assert redact("it said late-token-value-123") == f"it said {REDACTED}"
+    monkeypatch.delenv("LATE_API_TOKEN")
+    reread_environment()
+    assert redact("late-token-value-123") == "late-token-value-123"
+
+
+def _result(i: int, verdict: str = "pass") -> EvaluationResult:
+    return EvaluationResult(
+        test_id=f"t-[{i}]",
+        target="openai:m",
+        suite="s",
+        score=1.0 if verdict == "pass" else 0.0,
+        verdict=verdict,
+        execution_status="ok" if verdict == "pass" else "quality_failure",
+        threshold=0.8,
+    )
+
+
+def _printed(results: list[EvaluationResult]) -> str:
+    console = Console(file=io.StringIO(), width=100, highlight=False, emoji=False)
+    print_summary(results, console, turns=False)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_a_few_results_are_a_table_many_are_aligned_lines() -> None:
+    few = _printed([_result(i) for i in range(3)])
+    assert "┃ test" in few and "t-[0]" in few
+    many = _printed([_result(i, "fail" if i == 7 else "pass") for i in range(TABLE_ROWS_UP_TO + 1)])
+    lines = many.splitlines()
+    assert lines[0] == "convoeval results" and lines[1].split()[:4] == ["test", "target", "score", "verdict"]
+    rows = lines[2 : 2 + TABLE_ROWS_UP_TO + 1]
+    assert [row.split()[0] for row in rows] == [f"t-[{i}]" for i in range(TABLE_ROWS_UP_TO + 1)]  # ids as written
+    assert rows[7].split()[2:4] == ["0.00", "FAIL"]
+    assert len({row.index("openai:m") for row in rows}) == 1  # the columns line up
+    assert f"{TABLE_ROWS_UP_TO + 1} result(s):" in many
