@@ -57,8 +57,10 @@ def redact(text: str, extra: Iterable[str] = (), *, key_shaped: bool = False) ->
     for secret in (*sorted((e for e in extra if e and len(e) >= 4), key=len, reverse=True), *known_secrets()):
         if secret in text:
             text = text.replace(secret, REDACTED)
-    text = _URL_USERINFO.sub(REDACTED + "@", text)
-    text = _URL_SECRET_PARAM.sub(r"\1" + REDACTED, text)
+    if "@" in text:  # the patterns scan the whole text: skip them when they cannot match
+        text = _URL_USERINFO.sub(REDACTED + "@", text)
+    if "=" in text:
+        text = _URL_SECRET_PARAM.sub(r"\1" + REDACTED, text)
     return _KEY_SHAPED.sub(REDACTED, text) if key_shaped else text
 
 
