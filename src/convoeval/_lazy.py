@@ -19,6 +19,8 @@ from typing import Any
 def lazy_attributes(package: str, modules: Mapping[str, Iterable[str]]) -> Callable[[str], Any]:
     """A module `__getattr__` for `package`: `modules` maps each of its private modules
     (`"._html"`) to the names it exports, imported on first use and then kept as attributes."""
+    if any(not module.startswith(".") or module.startswith("..") for module in modules):
+        raise ValueError(f"{package}: lazy attributes come from the package's own modules ('._name')")
     where = {name: module for module, names in modules.items() for name in names}
 
     def __getattr__(name: str) -> Any:
