@@ -238,7 +238,25 @@ def _move_metadata(data: dict, keys: frozenset[str]) -> None:
 
 def substitute_env(value: Any, path: DataPath, lines: LineMap, problems: list[Problem]) -> Any:
     """Replace `${{ NAME }}` in every string with the environment variable NAME; an unset
-    variable is a problem naming it (AgentV would send an empty string)."""
+    variable is a problem naming it (AgentV would send an empty string). Without any reference
+    the value itself is returned; with one, a copy."""
+    return _substitute(value, path, lines, problems) if _has_reference(value) else value
+
+
+def _has_reference(value: Any) -> bool:
+    if isinstance(value, str):
+        return "${{" in value
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, list):
+        return False
+    for item in value:
+        if _has_reference(item):
+            return True
+    return False
+
+
+def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Problem]) -> Any:
     if isinstance(value, str):
         if "${{" not in value:
             return value
@@ -257,9 +275,9 @@ def substitute_env(value: Any, path: DataPath, lines: LineMap, problems: list[Pr
 
         return _ENV_REF.sub(fill, value)
     if isinstance(value, dict):
-        return {k: substitute_env(v, (*path, k), lines, problems) for k, v in value.items()}
+        return {k: _substitute(v, (*path, k), lines, problems) for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute_env(v, (*path, i), lines, problems) for i, v in enumerate(value)]
+        return [_substitute(v, (*path, i), lines, problems) for i, v in enumerate(value)]
     return value
 
 

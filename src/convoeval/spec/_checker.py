@@ -43,7 +43,7 @@ class Checker:
         self.problems = problems
         self.warnings: list[str] = []
         self.known: frozenset[str] = GRADER_VARIABLES  # template variables assertions may use here
-        self._validated: dict[tuple[type, str], Assertion | list[tuple[DataPath, str]]] = {}
+        self._validated: dict[str, tuple[str, Assertion | list[tuple[DataPath, str]]]] = {}
 
     def add(self, path: DataPath, message: str, line_at: DataPath | None = None) -> None:
         """A problem with the field at `path`, reported at the line of `line_at` (or `path`)."""
@@ -228,31 +228,33 @@ class Checker:
         if not isinstance(item, dict):
             self.add(path, "an assertion is a string (a rubric criterion) or a mapping with a `type`")
             return None
-        item = legacy_assertion(item)
-        type_name = item.get("type")
-        if not isinstance(type_name, str):
-            self.add(path, "an assertion mapping needs a `type`")
-            return None
-        canonical = canonical_type_name(type_name)
-        if canonical is None:
-            self.add(
-                (*path, "type"), f"unknown assertion type {type_name!r}{suggest(type_name, assertion_type_names())}"
-            )
-            return None
-        cls = lookup_assertion_type(canonical)
-        assert cls is not None
-        item = dict(item)
-        if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
-            item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
-            validated = self._validate_assertion(cls, item)
-        elif cls.__module__.startswith("convoeval."):  # built-in: stateless, so equal ones share one object
-            key = (cls, repr(item))
-            validated = self._validated.get(key) or self._validate_assertion(cls, item)
-            if len(self._validated) >= _ASSERTION_CACHE:
-                self._validated.clear()
-            self._validated[key] = validated
+        key = repr(item)
+        cached = self._validated.get(key)
+        if cached is not None:  # an equal built-in assertion was read before: the same object
+            type_name, validated = cached
         else:
-            validated = self._validate_assertion(cls, item)
+            item = legacy_assertion(item)
+            type_name = item.get("type")
+            if not isinstance(type_name, str):
+                self.add(path, "an assertion mapping needs a `type`")
+                return None
+            canonical = canonical_type_name(type_name)
+            if canonical is None:
+                known = suggest(type_name, assertion_type_names())
+                self.add((*path, "type"), f"unknown assertion type {type_name!r}{known}")
+                return None
+            cls = lookup_assertion_type(canonical)
+            assert cls is not None
+            item = dict(item)
+            if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
+                item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
+                validated = self._validate_assertion(cls, item)
+            else:
+                validated = self._validate_assertion(cls, item)
+                if cls.__module__.startswith("convoeval."):  # built-in, so stateless: equal ones can share
+                    if len(self._validated) >= _ASSERTION_CACHE:
+                        self._validated.clear()
+                    self._validated[key] = (type_name, validated)
         if isinstance(validated, list):
             for where, message in validated:
                 self.add((*path, *where), message)
@@ -265,8 +267,8 @@ class Checker:
             self.add((*path, field_name), message)
         for field_name, message in assertion.file_problems(self.base_dir):
             self.add((*path, *field_name.split(".")), message)
-        looks_like_path = getattr(assertion, "path_like_prompt", None)
-        if looks_like_path is not None and looks_like_path(self.base_dir):
+        looks_like_path = getattr(type(assertion), "path_like_prompt", None)
+        if looks_like_path is not None and looks_like_path(assertion, self.base_dir):
             prompt = getattr(assertion, "prompt", "")
             self.warn(
                 (*path, "prompt"),

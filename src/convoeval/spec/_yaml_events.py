@@ -35,6 +35,7 @@ _OPEN = (
     yaml.FlowSequenceStartToken,
 )
 _CLOSE = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+_ENDS = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 _STR = "tag:yaml.org,2002:str"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _PLAIN_CACHE = 20_000  # distinct plain scalars remembered (and shared) per file
@@ -261,18 +262,19 @@ class YamlReader:
     def _parse(self) -> Any:
         try:
             return self._parser.get_event()
-        except yaml.MarkedYAMLError as exc:
-            raise self._too_deep(exc) or self._syntax_error(exc) from None
         except yaml.YAMLError as exc:
-            raise YamlFailure(Problem(self.file, 1, "(yaml)", f"YAML error: {exc}"), syntax=True) from None
+            raise self._parse_error(exc) from None
 
     def _peek(self) -> Any:
         try:
             return self._parser.peek_event()
-        except yaml.MarkedYAMLError as exc:
-            raise self._too_deep(exc) or self._syntax_error(exc) from None
         except yaml.YAMLError as exc:
-            raise YamlFailure(Problem(self.file, 1, "(yaml)", f"YAML error: {exc}"), syntax=True) from None
+            raise self._parse_error(exc) from None
+
+    def _parse_error(self, exc: yaml.YAMLError) -> YamlFailure:
+        if isinstance(exc, yaml.MarkedYAMLError):
+            return self._too_deep(exc) or self._syntax_error(exc)
+        return YamlFailure(Problem(self.file, 1, "(yaml)", f"YAML error: {exc}"), syntax=True)
 
     def _read(self) -> tuple[Any, bool]:
         """The next event, and whether it comes from an alias being built again."""
@@ -320,10 +322,20 @@ class YamlReader:
     def _complete(self, base: int) -> Any:
         """Read events until the frames above `base` are closed; the value of the last one."""
         stack = self._stack
+        get_event = self._parser.get_event
         while True:
             frame = stack[-1]
-            event, replay = self._read()
-            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            if self._replays:
+                event, replay = next(self._replays[-1]), True
+            else:
+                try:
+                    event = get_event()
+                except yaml.YAMLError as exc:
+                    raise self._parse_error(exc) from None
+                replay = False
+                if self._open:
+                    self._log.append(event)
+            if isinstance(event, _ENDS):
                 value = self._close(frame)
                 if len(stack) == base:
                     return value
@@ -343,6 +355,11 @@ class YamlReader:
 
     def _child(self, event: Any, replay: bool, path: DataPath, lines: LineMap, line: bool, kind: int) -> Any:
         """Start the node whose first event is `event`: a scalar's value, or _PUSHED."""
+        if type(event) is yaml.ScalarEvent and event.anchor is None and not replay:
+            if line:
+                lines.add(path, self.file, event.start_mark.line + 1)
+            found = self._plain.get(event.value, _MISSING) if event.tag is None and event.implicit[0] else _MISSING
+            return self._scalar(event, path) if found is _MISSING else found
         if isinstance(event, yaml.AliasEvent):
             recorded = self._recorded(event)
             if recorded is None:
@@ -429,8 +446,12 @@ class YamlReader:
     def _key(self, frame: _Frame, event: Any, replay: bool) -> None:
         """Read a mapping key: duplicates are problems, its line is recorded, `frame.key` set."""
         line = event.start_mark.line + 1
-        key: Any
-        if isinstance(event, yaml.AliasEvent):
+        key: Any = _MISSING
+        if type(event) is yaml.ScalarEvent and event.tag is None and event.anchor is None and event.implicit[0]:
+            key = self._plain.get(event.value, _MISSING)  # the common case: a plain key seen before
+        if key is not _MISSING:
+            pass
+        elif isinstance(event, yaml.AliasEvent):
             recorded = self._recorded(event)
             if recorded is None:
                 key = None
