@@ -111,14 +111,10 @@ class _SuiteLoad:
         self.tests: SuiteTests | None = None
 
     def run(self) -> tuple[Suite | None, list[Problem]]:
-        context: _Context | None = None
-        whole = False
-        for _ in range(3):
-            try:
-                return self._attempt(context, whole)
-            except _Again as again:
-                context, whole = again.context, again.context is None
-        raise AssertionError("unreachable: the second reading never asks for a third")
+        try:
+            return self._attempt(None, whole=False)
+        except _Again as again:  # a second reading never asks for a third
+            return self._attempt(again.context, whole=again.context is None)
 
     def _attempt(self, context: _Context | None, whole: bool) -> tuple[Suite | None, list[Problem]]:
         self._reset()
@@ -135,7 +131,7 @@ class _SuiteLoad:
                 if not isinstance(data, dict):
                     message = "an eval file is a mapping with a `tests` list"
                     return None, [*reader.problems, self.lines.problem((), "(file)", message)]
-                tests = self._whole_tests(data, reader)
+                tests = self._whole_tests(data)
             else:
                 data, tests = self._stream(reader, context)
                 reader.end()
@@ -170,7 +166,7 @@ class _SuiteLoad:
             raise _Again(_Context.of(data))
         return data, tests
 
-    def _whole_tests(self, data: dict, reader: YamlReader) -> Any:
+    def _whole_tests(self, data: dict) -> Any:
         """The tests of a file read whole: its list, checked item by item (each freed once read)."""
         tests = data.pop("tests", _NO_TESTS)
         if not isinstance(tests, list):

@@ -133,10 +133,6 @@ class _Frame:
         self.key: Any = _KEY if is_map else None
         self.merges: list[tuple[dict, LineMap]] | None = None
 
-    @property
-    def is_map(self) -> bool:
-        return isinstance(self.value, dict)
-
 
 class YamlReader:
     """Reads one YAML text as values, node by node, recording lines in the given LineMaps.
@@ -210,7 +206,7 @@ class YamlReader:
         """Build the next node as the value at `path`."""
         event, replay = self._read()
         base = len(self._stack)
-        value = self._child(event, replay, path, lines, True, _NORMAL)
+        value = self._child(event, replay, path, lines, True)
         return self._complete(base) if value is _PUSHED else value
 
     def entries(self, lines: LineMap) -> Iterator[Any]:
@@ -252,7 +248,7 @@ class YamlReader:
                 return
             here = item_lines()
             base = len(self._stack)
-            value = self._child(event, replay, (*path, index), here, True, _NORMAL)
+            value = self._child(event, replay, (*path, index), here, True)
             if value is _PUSHED:
                 value = self._complete(base)
             yield index, value, here
@@ -347,13 +343,13 @@ class YamlReader:
             if frame.key is MERGE or frame.kind == _MERGE_LIST:
                 value = self._merge_source(frame, event, replay)
             elif frame.key is None:  # a sequence item
-                value = self._child(event, replay, (*frame.path, len(frame.value)), frame.lines, True, _NORMAL)
+                value = self._child(event, replay, (*frame.path, len(frame.value)), frame.lines, True)
             else:  # a mapping value: the key's line is the value's
-                value = self._child(event, replay, (*frame.path, frame.key), frame.lines, False, _NORMAL)
+                value = self._child(event, replay, (*frame.path, frame.key), frame.lines, False)
             if value is not _PUSHED:
                 self._put(frame, value)
 
-    def _child(self, event: Any, replay: bool, path: DataPath, lines: LineMap, line: bool, kind: int) -> Any:
+    def _child(self, event: Any, replay: bool, path: DataPath, lines: LineMap, line: bool) -> Any:
         """Start the node whose first event is `event`: a scalar's value, or _PUSHED."""
         if type(event) is yaml.ScalarEvent and event.anchor is None and not replay:
             if line:
@@ -376,7 +372,7 @@ class YamlReader:
                 return self._scalar(first, path)
             self._replays.append(iter(recorded))
             event, _ = self._read()
-            self._open_frame(event, True, path, lines, line, True, kind)
+            self._open_frame(event, True, path, lines, line, True, _NORMAL)
             return _PUSHED
         if isinstance(event, yaml.ScalarEvent):
             if replay:
@@ -385,7 +381,7 @@ class YamlReader:
             if line:
                 lines.add(path, self.file, event.start_mark.line + 1)
             return self._scalar(event, path)
-        self._open_frame(event, replay, path, lines, line, False, kind)
+        self._open_frame(event, replay, path, lines, line, False, _NORMAL)
         return _PUSHED
 
     def _open_frame(
