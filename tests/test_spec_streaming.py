@@ -4,6 +4,9 @@ memory bounded by the file's text (not by its parsed tests), anchors and merge k
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -303,3 +306,20 @@ def test_load_suite_still_raises_every_problem(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as error:
         load_suite(suite)
     assert [p.field for p in error.value.problems] == ["tests[0].oops", "tests[100].oops", "tests[200].oops"]
+
+
+def test_metadata_keys_keep_the_file_order_in_every_process(tmp_path: Path) -> None:
+    """A resumed run compares suite fingerprints made in another process: same file, same JSON."""
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "version: '1'\ntags: [a]\nauthor: me\nlicense: MIT\nnote: n\ntests:\n  - id: t\n    input: hi\n",
+    )
+    code = f"from convoeval.spec import load_suite; print(load_suite({str(suite)!r}).model_dump_json())"
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(runs) == 1
+    assert list(load_suite(suite).metadata) == ["version", "tags", "author", "license", "note"]

@@ -225,7 +225,9 @@ def v5_prompts(data: dict) -> bool:
 
 
 def _move_metadata(data: dict, keys: frozenset[str]) -> None:
-    found = [k for k in keys if k in data]
+    """Move `keys` under `metadata`, in the file's order (so a suite's fingerprint is the same
+    in every process)."""
+    found = [k for k in data if k in keys]
     if not found:
         return
     metadata = data.get("metadata")
