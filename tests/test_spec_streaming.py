@@ -323,3 +323,16 @@ def test_metadata_keys_keep_the_file_order_in_every_process(tmp_path: Path) -> N
     }
     assert len(runs) == 1
     assert list(load_suite(suite).metadata) == ["version", "tags", "author", "license", "note"]
+
+
+@pytest.mark.parametrize(
+    "item,problem",
+    [
+        ("metadata: {b: !!bool maybe}", "4: tests[0].metadata.b: invalid value 'maybe': not a valid bool"),
+        ("depends_on: [{x: 1}]", "4: tests[0].depends_on[0]: Input should be a valid string"),
+    ],
+)
+def test_odd_values_are_file_line_problems(tmp_path: Path, item: str, problem: str) -> None:
+    suite = write(tmp_path / "s.eval.yaml", f"tests:\n  - id: a\n    input: hi\n    {item}\n")
+    [found] = problems_of(suite)
+    assert found.startswith(f"{suite}:{problem}")

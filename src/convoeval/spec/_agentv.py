@@ -2,8 +2,8 @@
 
 Applied to the raw data of an eval file before validation, keeping every value's line:
 legacy key names (`evaluators`, `eval_cases`, v5 `assert`, `metric`, `vars: {input}`), metadata-only fields, `${{ VAR }}`
-references, `file://` test includes, `input_files`, `type: file` content blocks, and a
-top-level `target`.
+references, `input_files`, `type: file` content blocks, and a top-level `target` (`file://`
+test includes are read with the tests, in `_tests.py`).
 """
 
 from __future__ import annotations
@@ -116,10 +116,10 @@ class AgentvNormalizer:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
 
     def suite(self, data: dict) -> dict:
-        """The suite's keys other than its list of tests, rewritten (a new dict)."""
+        """The suite's keys other than its list of tests, rewritten (and returned)."""
         data = substitute_env(data, (), self.lines, self.problems)
         _move_metadata(data, SUITE_METADATA)
-        if keeps_identity_prompt(data.get("prompts")):
+        if is_identity_prompt(data.get("prompts")):
             del data["prompts"]  # v5's identity prompt: a test's `vars.input` is the message
         self.prompts = "prompts" in data
         if "target" in data and isinstance(data.get("target"), str):
@@ -207,7 +207,7 @@ class AgentvNormalizer:
             self.add(where, f"cannot read {ref} as UTF-8 text: {exc}", (*where, "value"))
 
 
-def keeps_identity_prompt(prompts: Any) -> bool:
+def is_identity_prompt(prompts: Any) -> bool:
     """`prompts: ["{{ input }}"]` (AgentV v5's identity prompt), which changes nothing."""
     return (
         isinstance(prompts, list)
@@ -221,7 +221,7 @@ def v5_prompts(data: dict) -> bool:
     """Whether a suite keeps v5 `prompts` once normalized (anything but the identity prompt)."""
     if "prompts" not in data:
         return False
-    return not keeps_identity_prompt(substitute_env(data["prompts"], ("prompts",), LineMap(), []))
+    return not is_identity_prompt(substitute_env(data["prompts"], ("prompts",), LineMap(), []))
 
 
 def _move_metadata(data: dict, keys: frozenset[str]) -> None:

@@ -310,15 +310,6 @@ def _captured_names(turns: Any) -> list[set[str]]:
     return names
 
 
-def _targets_of(execution: dict) -> list[str] | None:
-    """`execution.targets` or `[execution.target]` when they are (lists of) strings."""
-    targets = execution.get("targets")
-    if isinstance(targets, list) and all(isinstance(t, str) for t in targets):
-        return list(targets)
-    target = execution.get("target")
-    return [target] if isinstance(target, str) else None
-
-
 def _is_blank(value: Any) -> bool:
     if value is None:
         return True
@@ -329,33 +320,6 @@ def _is_blank(value: Any) -> bool:
             isinstance(m, dict) and isinstance(m.get("content"), str) and not m["content"].strip() for m in value
         )
     return False
-
-
-def _find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
-    """One dependency cycle as `[a, b, ..., a]`, or None."""
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for dep in graph.get(node, []):
-            if state.get(dep) == 1:
-                return [*stack[stack.index(dep) :], dep]
-            if dep not in state:
-                found = visit(dep)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in graph:
-        if node not in state:
-            found = visit(node)
-            if found:
-                return found
-    return None
 
 
 def _number(value: object) -> float | None:

@@ -105,6 +105,7 @@ class _SuiteLoad:
     def _reset(self) -> None:
         """Start a reading of the file afresh."""
         self.problems: list[Problem] = []
+        self.file_problems: list[Problem] = []  # of reading YAML and JSON (before the others at one place)
         self.lines = LineMap(self.file)
         self.normalizer = AgentvNormalizer(self.path, self.problems, self.lines)
         self.checker = Checker(self.problems, self.path.parent, self.lines)
@@ -139,7 +140,7 @@ class _SuiteLoad:
             return None, reader.failure_problems(failure)
         finally:
             reader.close()
-        self.problems.extend(reader.problems)
+        self.file_problems[:0] = reader.problems
         return self._finish(data, tests)
 
     # -- reading ------------------------------------------------------------------------
@@ -189,6 +190,7 @@ class _SuiteLoad:
             self.normalizer,
             self.checker,
             self.problems,
+            self.file_problems,
             suite_input=context.suite_input,
             keep=self.keep,
         )
@@ -216,7 +218,7 @@ class _SuiteLoad:
         suite = self.checker.validate(Suite, shown, ())
         for warning in self.checker.warnings:
             log.warning("%s", warning)
-        problems = sorted(self.problems, key=lambda p: (p.file, p.line, p.field))
+        problems = sorted(self.file_problems + self.problems, key=lambda p: (p.file, p.line, p.field))
         if suite is None or problems or not isinstance(tests, SuiteTests):
             return None, list(dict.fromkeys(problems))
         suite.tests = tests.models

@@ -37,7 +37,8 @@ class SuiteTests:
         base_dir: the eval file's folder (includes and attachments are relative to it).
         normalizer, checker: the file's AgentV normalizer and checker (their `lines` are set
             to each test's own line map while it is checked).
-        problems: where problems go.
+        problems: where problems go; `file_problems`: those of reading the files of tests
+            (YAML or JSON: they come first among problems at one place, as before).
         suite_input: whether the suite gives an `input` (a single-turn test may then omit it).
         keep: keep each test's model (False when only validating).
     """
@@ -48,6 +49,7 @@ class SuiteTests:
         normalizer: AgentvNormalizer,
         checker: Checker,
         problems: list[Problem],
+        file_problems: list[Problem],
         *,
         suite_input: bool,
         keep: bool,
@@ -56,6 +58,7 @@ class SuiteTests:
         self.normalizer = normalizer
         self.checker = checker
         self.problems = problems
+        self.file_problems = file_problems
         self.suite_input = suite_input
         self.keep = keep
         self.models: list[Test] = []
@@ -112,7 +115,7 @@ class SuiteTests:
             self.add(value, lines, index, includes=includes)
         if source.failed:
             self._rollback(mark)
-        self.problems.extend(source.problems)
+        self.file_problems.extend(source.problems)
         return source.not_a_list
 
     # -- one test -----------------------------------------------------------------------

@@ -618,5 +618,7 @@ class YamlReader:
             raise
         except yaml.YAMLError as exc:  # an unknown tag, or the merge tag as a value
             raise self._build_error(exc) from None
+        except Exception:  # e.g. `!!bool maybe` (a KeyError in PyYAML)
+            raise ValueError(f"not a valid {tag.removeprefix('tag:yaml.org,2002:')}") from None
         finally:
             self._constructor.constructed_objects.clear()
