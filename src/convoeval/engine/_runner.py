@@ -200,13 +200,10 @@ async def _run(
                 own = tests_for_target(suite, target.name, names)
                 if own.tests:
                     jobs.append(Job(target=target, suite=own, threshold=options.threshold, trials=options.trials))
-        plans = [job.plan(test) for job in jobs for test in job.suite.tests]
-        workspaces = [(p.workspace, p.base_dir) for p in plans if p.workspace is not None]
+        workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)
         if failed := await run_suite_hooks("before_all", workspaces):
             raise ConfigError(failed)
-        needs_judge = any(plan.needs_judge for plan in plans)
         judge = pool.judge(options.judge, suites, note, fallback=jobs[0].target) if needs_judge else None
-        simulator_specs = sorted({p.simulated_user.model for p in plans if p.simulated_user and p.simulated_user.model})
         simulators = {spec: pool.get(spec, "simulated_user.model") for spec in simulator_specs}
         if options.cache:
             pool.cache = ResponseCache(Path(options.cache_dir or state_dir()) / CACHE_FILE)
@@ -282,6 +279,24 @@ async def _run(
     if files and options.output:
         files.export(options.output, results.iter_json())
     return RunReport(results=results, notes=notes, run_id=run_id, summary=summary, output=output, outcomes=outcomes)
+
+
+def _what_plans_need(jobs: list[Job]) -> tuple[list[tuple[Workspace, Path]], bool, list[str]]:
+    """The workspaces, whether a judge is needed, and the simulators' models, from every test's
+    plan; each plan is dropped once looked at (the scheduler plans a test again when it starts),
+    so a run of many tests never holds them all."""
+    workspaces: list[tuple[Workspace, Path]] = []
+    needs_judge = False
+    simulators: set[str] = set()
+    for job in jobs:
+        for test in job.suite.tests:
+            plan = job.plan(test)
+            if plan.workspace is not None:
+                workspaces.append((plan.workspace, plan.base_dir))
+            needs_judge = needs_judge or plan.needs_judge
+            if plan.simulated_user and plan.simulated_user.model:
+                simulators.add(plan.simulated_user.model)
+    return workspaces, needs_judge, sorted(simulators)
 
 
 def _backend(options: RunOptions, suites: list[Suite]) -> str:

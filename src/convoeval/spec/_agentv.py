@@ -2,8 +2,8 @@
 
 Applied to the raw data of an eval file before validation, keeping every value's line:
 legacy key names (`evaluators`, `eval_cases`, v5 `assert`, `metric`, `vars: {input}`), metadata-only fields, `${{ VAR }}`
-references, `file://` test includes, `input_files`, `type: file` content blocks, and a
-top-level `target`.
+references, `input_files`, `type: file` content blocks, and a top-level `target` (`file://`
+test includes are read with the tests, in `_tests.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import Problem, field_path
-from ._yaml import DataPath, LineMap, load_jsonl, load_yaml
+from ._lines import DataPath, LineMap
 
 #: Fields AgentV's validator knows that change nothing at run time: kept under `metadata`.
 SUITE_METADATA = frozenset(
@@ -101,31 +101,27 @@ def v5_message(key: str) -> str:
 
 
 class AgentvNormalizer:
-    """Rewrites one eval file's raw data in place; problems go to `problems`."""
+    """Rewrites an eval file's raw data in place: the suite's own keys (`suite`), then each
+    test (`test`); problems go to `problems`, located with `lines` (the loader sets it to the
+    map of the part being rewritten: a test's own lines, whose parent holds the suite's)."""
 
-    def __init__(self, path: Path, data: dict, lines: LineMap, problems: list[Problem]):
+    def __init__(self, path: Path, problems: list[Problem], lines: LineMap | None = None):
         self.path = path
         self.base = path.parent
-        self.data = data
-        self.lines = lines
         self.problems = problems
+        self.lines = lines if lines is not None else LineMap()
+        self.prompts = False  # the suite keeps v5 `prompts` (not only the identity prompt)
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
 
-    def run(self) -> None:
-        self.data = substitute_env(self.data, (), self.lines, self.problems)
-        data = self.data
-        self._include_tests()
+    def suite(self, data: dict) -> dict:
+        """The suite's keys other than its list of tests, rewritten (and returned)."""
+        data = substitute_env(data, (), self.lines, self.problems)
         _move_metadata(data, SUITE_METADATA)
-        prompts = data.get("prompts")
-        if (
-            isinstance(prompts, list)
-            and len(prompts) == 1
-            and isinstance(prompts[0], str)
-            and _IDENTITY_PROMPT.fullmatch(prompts[0])
-        ):
+        if is_identity_prompt(data.get("prompts")):
             del data["prompts"]  # v5's identity prompt: a test's `vars.input` is the message
+        self.prompts = "prompts" in data
         if "target" in data and isinstance(data.get("target"), str):
             execution = data.setdefault("execution", {}) if data.get("execution") is not None else None
             if execution is None:
@@ -136,20 +132,13 @@ class AgentvNormalizer:
         if files is not None:  # suite-level: attached to the suite's input message (skip_defaults skips it)
             self.input_files(data, files, ())
         self.messages(data.get("input"), ("input",), "user")
-        tests = data.get("tests")
-        if isinstance(tests, list):
-            for i, test in enumerate(tests):
-                if isinstance(test, dict):
-                    self.test(test, ("tests", i))
+        return data
 
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
         variables = test.get("vars")
         if (
-            isinstance(variables, dict)
-            and set(variables) == {"input"}
-            and "input" not in test
-            and "prompts" not in self.data
+            isinstance(variables, dict) and set(variables) == {"input"} and "input" not in test and not self.prompts
         ):  # v5: `vars: {input: ...}` under the identity prompt
             test["input"] = test.pop("vars")["input"]
             self.lines.add((*path, "input"), *self.lines.locate((*path, "vars", "input")))
@@ -217,54 +206,28 @@ class AgentvNormalizer:
         except (OSError, UnicodeDecodeError) as exc:
             self.add(where, f"cannot read {ref} as UTF-8 text: {exc}", (*where, "value"))
 
-    def _include_tests(self) -> None:
-        """`tests: [..., file://cases.yaml, ...]`: splice in the tests of that YAML/JSONL file."""
-        tests = self.data.get("tests")
-        if not isinstance(tests, list) or not any(isinstance(t, str) for t in tests):
-            return
-        out: list[Any] = []
-        moves: dict[int, int] = {}
-        included: list[tuple[LineMap, int]] = []
-        for i, item in enumerate(tests):
-            if not isinstance(item, str):
-                moves[i] = len(out)
-                out.append(item)
-                continue
-            ref = item.removeprefix("file://").strip()
-            if not item.startswith("file://"):
-                self.add(("tests", i), "a test is a mapping; to include a file of tests write `file://PATH`")
-                continue
-            scratch = LineMap()
-            loaded = self.load_tests(ref, ("tests", i), scratch)
-            included.append((scratch, len(out)))
-            out.extend(loaded)
-        self.lines.renumber(("tests",), moves)
-        for scratch, offset in included:
-            self.lines.merge_shifted(scratch, ("tests",), offset)
-        self.data["tests"] = out
 
-    def load_tests(self, ref: str, where: DataPath, scratch: LineMap) -> list[Any]:
-        file = (self.base / ref).resolve()
-        if not file.is_file():
-            self.add(where, f"tests file not found: {ref} (paths are relative to the eval file's folder)")
-            return []
-        if file.suffix == ".jsonl":
-            loaded = load_jsonl(file, scratch, self.problems, ("tests",), agentv_key)
-        elif file.suffix in (".yaml", ".yml"):
-            loaded = load_yaml(file, scratch, self.problems, ("tests",), agentv_key)
-        else:
-            self.add(where, f"{ref}: tests can be included from .yaml, .yml or .jsonl files")
-            return []
-        if loaded is None:
-            return []
-        if not isinstance(loaded, list):
-            self.add(where, f"{ref} must hold a list of tests")
-            return []
-        return substitute_env(loaded, ("tests",), scratch, self.problems)
+def is_identity_prompt(prompts: Any) -> bool:
+    """`prompts: ["{{ input }}"]` (AgentV v5's identity prompt), which changes nothing."""
+    return (
+        isinstance(prompts, list)
+        and len(prompts) == 1
+        and isinstance(prompts[0], str)
+        and _IDENTITY_PROMPT.fullmatch(prompts[0]) is not None
+    )
+
+
+def v5_prompts(data: dict) -> bool:
+    """Whether a suite keeps v5 `prompts` once normalized (anything but the identity prompt)."""
+    if "prompts" not in data:
+        return False
+    return not is_identity_prompt(substitute_env(data["prompts"], ("prompts",), LineMap(), []))
 
 
 def _move_metadata(data: dict, keys: frozenset[str]) -> None:
-    found = [k for k in keys if k in data]
+    """Move `keys` under `metadata`, in the file's order (so a suite's fingerprint is the same
+    in every process)."""
+    found = [k for k in data if k in keys]
     if not found:
         return
     metadata = data.get("metadata")
@@ -277,7 +240,25 @@ def _move_metadata(data: dict, keys: frozenset[str]) -> None:
 
 def substitute_env(value: Any, path: DataPath, lines: LineMap, problems: list[Problem]) -> Any:
     """Replace `${{ NAME }}` in every string with the environment variable NAME; an unset
-    variable is a problem naming it (AgentV would send an empty string)."""
+    variable is a problem naming it (AgentV would send an empty string). Without any reference
+    the value itself is returned; with one, a copy."""
+    return _substitute(value, path, lines, problems) if _has_reference(value) else value
+
+
+def _has_reference(value: Any) -> bool:
+    if isinstance(value, str):
+        return "${{" in value
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, list):
+        return False
+    for item in value:
+        if _has_reference(item):
+            return True
+    return False
+
+
+def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Problem]) -> Any:
     if isinstance(value, str):
         if "${{" not in value:
             return value
@@ -296,9 +277,9 @@ def substitute_env(value: Any, path: DataPath, lines: LineMap, problems: list[Pr
 
         return _ENV_REF.sub(fill, value)
     if isinstance(value, dict):
-        return {k: substitute_env(v, (*path, k), lines, problems) for k, v in value.items()}
+        return {k: _substitute(v, (*path, k), lines, problems) for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute_env(v, (*path, i), lines, problems) for i, v in enumerate(value)]
+        return [_substitute(v, (*path, i), lines, problems) for i, v in enumerate(value)]
     return value
 
 

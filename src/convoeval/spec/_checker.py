@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -18,61 +17,49 @@ from ..graders import (
 )
 from ._agentv import legacy_assertion
 from ._errors import Problem, field_path
-from ._models import SIMULATED_USER_KEYS, Suite
+from ._lines import DataPath, LineMap
+from ._models import SIMULATED_USER_KEYS
 from ._validation_messages import suggest, validation_problems
-from ._yaml import DataPath, LineMap
 
-log = logging.getLogger("convoeval.spec")
+M = TypeVar("M", bound=BaseModel)
+
+
+#: Validated assertions remembered per file (equal built-in assertions share one object).
+_ASSERTION_CACHE = 10_000
 
 
 class Checker:
-    """Checks the raw data: assertions, cross-field rules, then the pydantic models."""
+    """Checks an eval file's raw data: the suite's keys (`check_suite`), each test alone
+    (`check_test`), assertions, and the pydantic models (`validate`).
 
-    def __init__(self, data: dict, lines: LineMap, problems: list[Problem], base_dir: Path):
+    `lines` locates problems: the loader sets it to the map of the part being checked (a
+    test's own lines, whose parent holds the suite's). Warnings are kept in `warnings` until
+    the loader logs them (a file read twice warns once).
+    """
+
+    def __init__(self, problems: list[Problem], base_dir: Path, lines: LineMap | None = None):
         self.base_dir = base_dir
-        self.data = data
-        self.lines = lines
+        self.lines = lines if lines is not None else LineMap()
         self.problems = problems
+        self.warnings: list[str] = []
         self.known: frozenset[str] = GRADER_VARIABLES  # template variables assertions may use here
+        self._validated: dict[str, tuple[str, Assertion | list[tuple[DataPath, str]]]] = {}
 
     def add(self, path: DataPath, message: str, line_at: DataPath | None = None) -> None:
         """A problem with the field at `path`, reported at the line of `line_at` (or `path`)."""
         self.problems.append(self.lines.problem(line_at or path, field_path(path), message))
 
+    def warn(self, path: DataPath, field: str, message: str) -> None:
+        where = self.lines.problem(path, field, "")
+        self.warnings.append(f"warning: {where.file}:{where.line}: {field}: {message}")
+
     # -- rules that span fields ---------------------------------------------------------
-    def check(self) -> None:
-        tests = self.data.get("tests")
-        if "tests" not in self.data:
-            self.add(("tests",), "required field is missing: an eval file needs a `tests` list")
-            return
-        if not isinstance(tests, list):
-            return  # the model check reports the type
-        if not tests:
-            self.add(("tests",), "must contain at least one test")
-        suite_input = self.data.get("input") is not None
-        self.load_policy(self.data, ())
-        for i, test in enumerate(tests):
-            if isinstance(test, dict):
-                self.load_policy(test, ("tests", i))
-        self.data["assertions"] = self.parse_assertions(self.data.get("assertions"), ("assertions",), None)
-        if "turn_assertions" in self.data:
-            self.data["turn_assertions"] = self.parse_assertions(
-                self.data.get("turn_assertions"), ("turn_assertions",), "turn"
-            )
-        ids: dict[str, int] = {}
-        for i, test in enumerate(tests):
-            if isinstance(test, dict):
-                self.check_test(test, ("tests", i), suite_input)
-                test_id = test.get("id")
-                if isinstance(test_id, str) and test_id:
-                    if test_id in ids:
-                        first_line = self.lines.locate(("tests", ids[test_id], "id"))[1]
-                        self.add(("tests", i, "id"), f"duplicate test id {test_id!r} (first at line {first_line})")
-                    else:
-                        ids[test_id] = i
-        self.check_dependencies(tests, ids)
-        self.check_test_targets(tests, ids)
-        self.check_suite_assertion_levels(tests)
+    def check_suite(self, data: dict) -> None:
+        """The suite's own keys (not its tests): its policy and assertions."""
+        self.load_policy(data, ())
+        data["assertions"] = self.parse_assertions(data.get("assertions"), ("assertions",), None)
+        if "turn_assertions" in data:
+            data["turn_assertions"] = self.parse_assertions(data.get("turn_assertions"), ("turn_assertions",), "turn")
 
     def check_test(self, test: dict, path: DataPath, suite_input: bool) -> None:
         simulated = [key for key in SIMULATED_USER_KEYS if key in test]
@@ -162,8 +149,7 @@ class Checker:
                 )
             else:
                 continue
-            where = self.lines.problem((*path, "budget", "conversation", name), "", "")
-            log.warning("warning: %s:%d: %s: %s", where.file, where.line, field_path((*path, "budget")), message)
+            self.warn((*path, "budget", "conversation", name), field_path((*path, "budget")), message)
 
     def load_policy(self, holder: dict, path: DataPath) -> None:
         """`policy: text`, `policy: file://policy.md` or `text: file://...` in a policy mapping:
@@ -202,77 +188,10 @@ class Checker:
         if "user" not in roles or "assistant" not in roles:
             self.add((*path, "transcript"), "a transcript needs at least one user and one assistant message")
 
-    def check_dependencies(self, tests: list, ids: dict[str, int]) -> None:
-        graph: dict[str, list[str]] = {}
-        for i, test in enumerate(tests):
-            if not isinstance(test, dict):
-                continue
-            deps = test.get("depends_on")
-            deps = [deps] if isinstance(deps, str) else deps
-            if not isinstance(deps, list):
-                continue
-            own = test.get("id")
-            for k, dep in enumerate(deps):
-                where = (
-                    ("tests", i, "depends_on")
-                    if isinstance(test.get("depends_on"), str)
-                    else ("tests", i, "depends_on", k)
-                )
-                if not isinstance(dep, str):
-                    continue
-                if dep == own:
-                    self.add(where, "a test cannot depend on itself")
-                elif dep not in ids:
-                    self.add(where, f"unknown test id {dep!r}{suggest(dep, ids)}")
-            if isinstance(own, str):
-                graph[own] = [d for d in deps if isinstance(d, str) and d in ids and d != own]
-        cycle = _find_cycle(graph)
-        if cycle:
-            self.add(("tests", ids[cycle[0]], "depends_on"), "dependency cycle: " + " -> ".join(cycle))
-
-    def check_test_targets(self, tests: list, ids: dict[str, int]) -> None:
-        """A test's own `execution.target(s)` pick among the suite's targets (AgentV's matrix):
-        they must be among them, and a test may depend only on tests that run where it runs.
-        With one suite target every test runs on it (AgentV ignores a test's own target then)."""
-        execution = self.data.get("execution")
-        suite_targets = _targets_of(execution) if isinstance(execution, dict) else None
-        suite_targets = suite_targets if suite_targets and len(suite_targets) > 1 else None
-        own: dict[str, list[str]] = {}
-        for i, test in enumerate(tests):
-            settings = test.get("execution") if isinstance(test, dict) else None
-            names = _targets_of(settings) if isinstance(settings, dict) else None
-            if names is None or not isinstance(settings, dict):
-                continue
-            if isinstance(test.get("id"), str):
-                own[test["id"]] = names
-            key = "targets" if "targets" in settings else "target"
-            for name in names:
-                if suite_targets and name not in suite_targets:
-                    self.add(
-                        ("tests", i, "execution", key),
-                        f"{name!r} is not one of the suite's targets ({', '.join(suite_targets)}); "
-                        "a test's own targets choose among them",
-                    )
-        for i, test in enumerate(tests):
-            deps = test.get("depends_on") if isinstance(test, dict) else None
-            for dep in [deps] if isinstance(deps, str) else deps if isinstance(deps, list) else []:
-                if dep not in own or not isinstance(test.get("id"), str):
-                    continue
-                mine = own.get(test["id"])
-                if mine is None or not set(mine) <= set(own[dep]):
-                    self.add(
-                        ("tests", i, "depends_on"),
-                        f"depends on {dep!r}, which runs only on {', '.join(own[dep])}; "
-                        "give this test the same `execution.targets` (or a subset)",
-                    )
-
-    def check_suite_assertion_levels(self, tests: list) -> None:
-        modes = {
-            t.get("mode") == "conversation" or "transcript" in t or any(k in t for k in SIMULATED_USER_KEYS)
-            for t in tests
-            if isinstance(t, dict)
-        }
-        for k, assertion in enumerate(self.data.get("assertions") or []):
+    def check_suite_assertion_levels(self, data: dict, modes: set[bool]) -> None:
+        """Suite assertions apply to every test: each must grade the kinds of test there are
+        (`modes`: True for a conversation test, False for a single-turn one)."""
+        for k, assertion in enumerate(data.get("assertions") or []):
             for conversation in modes:
                 level = "conversation" if conversation else "turn"
                 if level not in assertion.levels:
@@ -309,27 +228,38 @@ class Checker:
         if not isinstance(item, dict):
             self.add(path, "an assertion is a string (a rubric criterion) or a mapping with a `type`")
             return None
-        item = legacy_assertion(item)
-        type_name = item.get("type")
-        if not isinstance(type_name, str):
-            self.add(path, "an assertion mapping needs a `type`")
+        key = repr(item)
+        cached = self._validated.get(key)
+        if cached is not None:  # an equal built-in assertion was read before: the same object
+            type_name, validated = cached
+        else:
+            item = legacy_assertion(item)
+            type_name = item.get("type")
+            if not isinstance(type_name, str):
+                self.add(path, "an assertion mapping needs a `type`")
+                return None
+            canonical = canonical_type_name(type_name)
+            if canonical is None:
+                known = suggest(type_name, assertion_type_names())
+                self.add((*path, "type"), f"unknown assertion type {type_name!r}{known}")
+                return None
+            cls = lookup_assertion_type(canonical)
+            assert cls is not None
+            item = dict(item)
+            if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
+                item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
+                validated = self._validate_assertion(cls, item)
+            else:
+                validated = self._validate_assertion(cls, item)
+                if cls.__module__.startswith("convoeval."):  # built-in, so stateless: equal ones can share
+                    if len(self._validated) >= _ASSERTION_CACHE:
+                        self._validated.clear()
+                    self._validated[key] = (type_name, validated)
+        if isinstance(validated, list):
+            for where, message in validated:
+                self.add((*path, *where), message)
             return None
-        canonical = canonical_type_name(type_name)
-        if canonical is None:
-            self.add(
-                (*path, "type"), f"unknown assertion type {type_name!r}{suggest(type_name, assertion_type_names())}"
-            )
-            return None
-        cls = lookup_assertion_type(canonical)
-        assert cls is not None
-        item = dict(item)
-        if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
-            item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
-        try:
-            assertion = cls.model_validate(item)
-        except ValidationError as exc:
-            self.add_validation_errors(exc, item, path, cls)
-            return None
+        assertion = validated
         if level is not None and level not in assertion.levels:
             allowed = " or ".join(assertion.levels)
             self.add((*path, "type"), f"{type_name!r} grades at {allowed} level, not at {level} level")
@@ -337,27 +267,32 @@ class Checker:
             self.add((*path, field_name), message)
         for field_name, message in assertion.file_problems(self.base_dir):
             self.add((*path, *field_name.split(".")), message)
-        looks_like_path = getattr(assertion, "path_like_prompt", None)
-        if looks_like_path is not None and looks_like_path(self.base_dir):
-            where = self.lines.problem((*path, "prompt"), field_path((*path, "prompt")), "")
+        looks_like_path = getattr(type(assertion), "path_like_prompt", None)
+        if looks_like_path is not None and looks_like_path(assertion, self.base_dir):
             prompt = getattr(assertion, "prompt", "")
-            log.warning(
-                "warning: %s:%d: %s: %r names a file but is sent as inline criteria text "
-                "(as AgentV >= 4.6 does); write `file://%s` to use the file's content",
-                where.file,
-                where.line,
-                where.field,
-                prompt,
-                prompt,
+            self.warn(
+                (*path, "prompt"),
+                field_path((*path, "prompt")),
+                f"{prompt!r} names a file but is sent as inline criteria text (as AgentV >= 4.6 does); "
+                f"write `file://{prompt}` to use the file's content",
             )
         return assertion
 
-    # -- pydantic models ----------------------------------------------------------------
-    def validate_models(self) -> Suite | None:
+    @staticmethod
+    def _validate_assertion(cls: type[Assertion], item: dict) -> Assertion | list[tuple[DataPath, str]]:
+        """The assertion, or its problems as (path under the assertion, message)."""
         try:
-            return Suite.model_validate(self.data)
+            return cls.model_validate(item)
         except ValidationError as exc:
-            self.add_validation_errors(exc, self.data, (), Suite)
+            return validation_problems(exc, item, (), cls)
+
+    # -- pydantic models ----------------------------------------------------------------
+    def validate(self, model: type[M], data: Any, prefix: DataPath) -> M | None:
+        """`data` (found at `prefix`) as a `model`, or None with its problems added."""
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            self.add_validation_errors(exc, data, prefix, model)
             return None
 
     def add_validation_errors(self, exc: ValidationError, data: Any, prefix: DataPath, model: type[BaseModel]) -> None:
@@ -375,15 +310,6 @@ def _captured_names(turns: Any) -> list[set[str]]:
     return names
 
 
-def _targets_of(execution: dict) -> list[str] | None:
-    """`execution.targets` or `[execution.target]` when they are (lists of) strings."""
-    targets = execution.get("targets")
-    if isinstance(targets, list) and all(isinstance(t, str) for t in targets):
-        return list(targets)
-    target = execution.get("target")
-    return [target] if isinstance(target, str) else None
-
-
 def _is_blank(value: Any) -> bool:
     if value is None:
         return True
@@ -394,33 +320,6 @@ def _is_blank(value: Any) -> bool:
             isinstance(m, dict) and isinstance(m.get("content"), str) and not m["content"].strip() for m in value
         )
     return False
-
-
-def _find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
-    """One dependency cycle as `[a, b, ..., a]`, or None."""
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for dep in graph.get(node, []):
-            if state.get(dep) == 1:
-                return [*stack[stack.index(dep) :], dep]
-            if dep not in state:
-                found = visit(dep)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in graph:
-        if node not in state:
-            found = visit(node)
-            if found:
-                return found
-    return None
 
 
 def _number(value: object) -> float | None:

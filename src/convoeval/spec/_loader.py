@@ -1,17 +1,37 @@
-"""Load and validate eval files; every problem becomes `file:line: field: message`."""
+"""Load and validate eval files; every problem becomes `file:line: field: message`.
+
+An eval file is read as a stream (`_SuiteLoad`): the suite's own keys are kept with their
+lines, and each item of `tests` (or of the file `tests:` names) is normalized, checked and
+validated as soon as it is read, then only its model is kept (nothing when validating). So a
+file of 20,000 tests never holds more than one test's raw data and lines at once.
+
+Two shapes are read twice instead: a key that changes how tests are read (`plugins`, `input`,
+`prompts`) given after `tests` (the tests are read again knowing it), and a file whose top
+level merges a mapping (`<<:`) or gives `tests` twice (read whole, then test by test).
+"""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import registry
-from .._paths import confined_file
 from ..errors import RegistryError
-from ._agentv import AgentvNormalizer, agentv_key
+from ._agentv import AgentvNormalizer, agentv_key, v5_prompts
 from ._checker import Checker
 from ._errors import Problem, SpecError
+from ._lines import LineMap
 from ._models import Suite
-from ._yaml import LineMap, load_jsonl, load_yaml
+from ._tests import SuiteTests
+from ._yaml import read_text
+from ._yaml_events import MERGE, YamlFailure, YamlReader
+
+log = logging.getLogger("convoeval.spec")
+
+#: Suite keys that change how its tests are read.
+CONTEXT_KEYS = frozenset({"plugins", "input", "prompts"})
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -34,77 +54,201 @@ def validate_paths(paths: list[str | Path]) -> list[Problem]:
     """All problems of all the given eval files (an empty list when they are valid)."""
     problems: list[Problem] = []
     for path in paths:
-        problems.extend(_load(Path(path))[1])
+        problems.extend(_load(Path(path), keep=False)[1])
     return problems
 
 
-def _load(path: Path) -> tuple[Suite | None, list[Problem]]:
-    problems: list[Problem] = []
-    lines = LineMap()
+def _load(path: Path, keep: bool = True) -> tuple[Suite | None, list[Problem]]:
+    """The suite (None when invalid, or when `keep` is False) and the file's problems."""
     if not path.is_file():
         return None, [Problem(str(path), 1, "(file)", "no such file")]
-    data = load_yaml(path, lines, problems, rename=agentv_key)
-    if data is None:
+    problems: list[Problem] = []
+    text = read_text(path, problems)
+    if text is None:
         return None, problems
-    if not isinstance(data, dict):
-        problems.append(lines.problem((), "(file)", "an eval file is a mapping with a `tests` list"))
-        return None, problems
-    _load_plugins(data, path, lines, problems)
-    _load_external_tests(data, path, lines, problems)
-    normalizer = AgentvNormalizer(path, data, lines, problems)
-    normalizer.run()
-    data = normalizer.data
-    checker = Checker(data, lines, problems, path.parent)
-    checker.check()
-    suite = checker.validate_models()
-    problems.sort(key=lambda p: (p.file, p.line, p.field))
-    if suite is not None and not problems:
-        suite._path = path.resolve()
-        return suite, []
-    return None, _dedupe(problems)
+    return _SuiteLoad(path, text, keep).run()
 
 
-def _load_plugins(data: dict, path: Path, lines: LineMap, problems: list[Problem]) -> None:
-    """Import the suite's `plugins` (modules, or .py files relative to the suite) so that the
-    assertion types they register validate below."""
-    plugins = data.get("plugins")
-    if plugins is None:
-        return
-    if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
-        problems.append(lines.problem(("plugins",), "plugins", "a list of module names or .py files"))
-        data.pop("plugins")
-        return
-    for i, plugin in enumerate(plugins):
+@dataclass(frozen=True)
+class _Context:
+    """What reading a test needs to know of its suite."""
+
+    suite_input: bool  # the suite gives an `input`
+    prompts: bool  # the suite keeps AgentV v5 `prompts`
+    plugins: Any  # the suite's `plugins` (imported before its tests are read)
+
+    @classmethod
+    def of(cls, data: dict) -> _Context:
+        return cls(data.get("input") is not None, v5_prompts(data), data.get("plugins"))
+
+
+class _Again(Exception):
+    """Read the file again: with the suite's context known (`context`), or whole (None)."""
+
+    def __init__(self, context: _Context | None):
+        self.context = context
+
+
+_NO_TESTS = object()
+
+
+class _SuiteLoad:
+    """One eval file read into a Suite, test by test."""
+
+    def __init__(self, path: Path, text: str, keep: bool):
+        self.path = path
+        self.file = str(path)
+        self.text = text
+        self.keep = keep
+        self._reset()
+
+    def _reset(self) -> None:
+        """Start a reading of the file afresh."""
+        self.problems: list[Problem] = []
+        self.file_problems: list[Problem] = []  # of reading YAML and JSON (before the others at one place)
+        self.lines = LineMap(self.file)
+        self.normalizer = AgentvNormalizer(self.path, self.problems, self.lines)
+        self.checker = Checker(self.problems, self.path.parent, self.lines)
+        self.tests: SuiteTests | None = None
+
+    def run(self) -> tuple[Suite | None, list[Problem]]:
         try:
-            registry.load_plugin(plugin, base_dir=path.parent)
-        except RegistryError as exc:
-            problems.append(lines.problem(("plugins", i), f"plugins[{i}]", str(exc)))
+            return self._attempt(None, whole=False)
+        except _Again as again:  # a second reading never asks for a third
+            return self._attempt(again.context, whole=again.context is None)
+
+    def _attempt(self, context: _Context | None, whole: bool) -> tuple[Suite | None, list[Problem]]:
+        self._reset()
+        reader = YamlReader(self.text, self.file, agentv_key)
+        try:
+            kind = reader.begin()
+            if kind is None:
+                return None, [Problem(self.file, 1, "(file)", "the file is empty")]
+            if whole or kind != "mapping":
+                data = reader.value((), self.lines)
+                reader.end()
+                if data is None:  # a document with nothing in it (`---`)
+                    return None, [Problem(self.file, 1, "(file)", "the file is empty")]
+                if not isinstance(data, dict):
+                    message = "an eval file is a mapping with a `tests` list"
+                    return None, [*reader.problems, self.lines.problem((), "(file)", message)]
+                tests = self._whole_tests(data)
+            else:
+                data, tests = self._stream(reader, context)
+                reader.end()
+        except YamlFailure as failure:
+            return None, reader.failure_problems(failure)
+        finally:
+            reader.close()
+        self.file_problems[:0] = reader.problems
+        return self._finish(data, tests)
+
+    # -- reading ------------------------------------------------------------------------
+    def _stream(self, reader: YamlReader, preset: _Context | None) -> tuple[dict, Any]:
+        """The suite's keys (without `tests`), and its tests (read here when they are a list)."""
+        data: dict[str, Any] = {}
+        tests: Any = _NO_TESTS
+        late = False
+        for key in reader.entries(self.lines):
+            if key is MERGE or (key == "tests" and tests is not _NO_TESTS):
+                raise _Again(None)
+            if key != "tests":
+                data[key] = reader.value((key,), self.lines)
+                late = late or (key in CONTEXT_KEYS and isinstance(self.tests, SuiteTests))
+                continue
+            if reader.next_kind() != "sequence":
+                tests = reader.value(("tests",), self.lines)
+                continue
+            self.tests = self._new_tests(preset or _Context.of(data))
+            for index, value, lines in reader.items(("tests",), self.lines, self._item_lines):
+                self.tests.add(value, lines, index)
+            tests = self.tests
+        if late and preset is None:
+            raise _Again(_Context.of(data))
+        return data, tests
+
+    def _whole_tests(self, data: dict) -> Any:
+        """The tests of a file read whole: its list, checked item by item (each freed once read)."""
+        tests = data.pop("tests", _NO_TESTS)
+        if not isinstance(tests, list):
+            return tests
+        items = self.lines.pop_items(("tests",))
+        collector = self.tests = self._new_tests(_Context.of(data))
+        for index in range(len(tests)):
+            value, tests[index] = tests[index], None
+            collector.add(value, items.pop(index) if index in items else self._item_lines(), index)
+        return collector
+
+    def _item_lines(self) -> LineMap:
+        return LineMap(self.file, self.lines)
+
+    def _new_tests(self, context: _Context) -> SuiteTests:
+        _import_plugins(context.plugins, self.path.parent)
+        self.normalizer.prompts = context.prompts
+        return SuiteTests(
+            self.path.parent,
+            self.normalizer,
+            self.checker,
+            self.problems,
+            self.file_problems,
+            suite_input=context.suite_input,
+            keep=self.keep,
+        )
+
+    # -- the suite ----------------------------------------------------------------------
+    def _finish(self, data: dict, tests: Any) -> tuple[Suite | None, list[Problem]]:
+        """The suite's own keys checked, the checks across tests, the Suite model."""
+        self._load_plugins(data)
+        if isinstance(tests, str):
+            self.tests = self._new_tests(_Context.of(data))
+            self.tests.external(tests, self.lines)
+            tests = self.tests
+        self.normalizer.lines = self.checker.lines = self.lines
+        data = self.normalizer.suite(data)
+        if tests is _NO_TESTS:
+            self.checker.add(("tests",), "required field is missing: an eval file needs a `tests` list")
+        elif isinstance(tests, SuiteTests):
+            if not tests.count:
+                self.checker.add(("tests",), "must contain at least one test")
+            self.checker.check_suite(data)
+            tests.check_links(data.get("execution"))
+            modes = {conversation for conversation in (False, True) if tests.modes[conversation]}
+            self.checker.check_suite_assertion_levels(data, modes)
+        shown = data if tests is _NO_TESTS else {**data, "tests": [] if isinstance(tests, SuiteTests) else tests}
+        suite = self.checker.validate(Suite, shown, ())
+        for warning in self.checker.warnings:
+            log.warning("%s", warning)
+        problems = sorted(self.file_problems + self.problems, key=lambda p: (p.file, p.line, p.field))
+        if suite is None or problems or not isinstance(tests, SuiteTests):
+            return None, list(dict.fromkeys(problems))
+        suite.tests = tests.models
+        suite._path = self.path.resolve()
+        return (suite if self.keep else None), []
+
+    def _load_plugins(self, data: dict) -> None:
+        """Import the suite's `plugins` (modules, or .py files relative to the suite) so that the
+        assertion types they register validate; each one that fails is a problem."""
+        plugins = data.get("plugins")
+        if plugins is None:
+            return
+        if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
+            self.problems.append(self.lines.problem(("plugins",), "plugins", "a list of module names or .py files"))
+            data.pop("plugins")
+            return
+        for i, plugin in enumerate(plugins):
+            try:
+                registry.load_plugin(plugin, base_dir=self.path.parent)
+            except RegistryError as exc:
+                self.problems.append(self.lines.problem(("plugins", i), f"plugins[{i}]", str(exc)))
 
 
-def _load_external_tests(data: dict, path: Path, lines: LineMap, problems: list[Problem]) -> None:
-    """`tests: cases.yaml` or `tests: cases.jsonl` -> the list of tests in that file."""
-    ref = data.get("tests")
-    if not isinstance(ref, str):
-        return
-    try:
-        target = confined_file(ref, path.parent)
-    except ValueError as exc:
-        message = f"tests file not found: {ref}" if str(exc).endswith("no such file") else str(exc)
-        problems.append(lines.problem(("tests",), "tests", message))
-        data["tests"] = []
-        return
-    if target.suffix == ".jsonl":
-        loaded = load_jsonl(target, lines, problems, ("tests",), agentv_key)
-    else:
-        loaded = load_yaml(target, lines, problems, ("tests",), agentv_key)
-    if loaded is None:
-        data["tests"] = []
-    elif not isinstance(loaded, list):
-        problems.append(lines.problem(("tests",), "tests", f"{ref} must hold a list of tests"))
-        data["tests"] = []
-    else:
-        data["tests"] = loaded
-
-
-def _dedupe(problems: list[Problem]) -> list[Problem]:
-    return list(dict.fromkeys(problems))
+def _import_plugins(plugins: Any, base_dir: Path) -> None:
+    """Import the plugins before the tests that use them are read (their problems are reported
+    once the suite's keys are checked)."""
+    if isinstance(plugins, list):
+        for plugin in plugins:
+            if isinstance(plugin, str):
+                try:
+                    registry.load_plugin(plugin, base_dir=base_dir)
+                except RegistryError:
+                    pass

@@ -1,0 +1,266 @@
+"""The tests of one eval file, read one at a time: each is normalized, checked and validated
+alone, then only its model is kept (none when only validating), with the few facts the checks
+across tests need (ids, `depends_on`, own targets) and no raw data or lines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._paths import confined_file
+from ._agentv import AgentvNormalizer, agentv_key, substitute_env
+from ._checker import Checker
+from ._errors import Problem, field_path
+from ._lines import DataPath, LineMap
+from ._models import SIMULATED_USER_KEYS, Test
+from ._validation_messages import suggest
+from ._yaml import ItemsFile
+
+
+@dataclass
+class _Links:
+    """What the checks across tests need of one test that depends on others or picks targets."""
+
+    index: int
+    id: str | None
+    deps: list[tuple[str, Problem]] = field(default_factory=list)  # (test id, where it is named)
+    deps_at: Problem | None = None  # where `depends_on` is
+    targets: list[str] | None = None
+    targets_at: Problem | None = None  # where `execution.target(s)` is
+
+
+class SuiteTests:
+    """Collects the tests of one eval file as they are read (`add`), in file order.
+
+    Args:
+        base_dir: the eval file's folder (includes and attachments are relative to it).
+        normalizer, checker: the file's AgentV normalizer and checker (their `lines` are set
+            to each test's own line map while it is checked).
+        problems: where problems go; `file_problems`: those of reading the files of tests
+            (YAML or JSON: they come first among problems at one place, as before).
+        suite_input: whether the suite gives an `input` (a single-turn test may then omit it).
+        keep: keep each test's model (False when only validating).
+    """
+
+    def __init__(
+        self,
+        base_dir: Path,
+        normalizer: AgentvNormalizer,
+        checker: Checker,
+        problems: list[Problem],
+        file_problems: list[Problem],
+        *,
+        suite_input: bool,
+        keep: bool,
+    ):
+        self.base_dir = base_dir
+        self.normalizer = normalizer
+        self.checker = checker
+        self.problems = problems
+        self.file_problems = file_problems
+        self.suite_input = suite_input
+        self.keep = keep
+        self.models: list[Test] = []
+        self.count = 0  # tests in the list (with the ones that are not valid)
+        self.ids: dict[str, tuple[int, int]] = {}  # test id -> (index, line of its id)
+        self.links: list[_Links] = []
+        self.modes: list[int] = [0, 0]  # tests that are single-turn, conversations
+
+    # -- reading ------------------------------------------------------------------------
+    def add(self, value: Any, lines: LineMap, index: int, *, includes: bool = True) -> None:
+        """One item of a `tests` list, found at `index` of its list, its lines in `lines`
+        (under `("tests", index)`). A string includes a file of tests when `includes`."""
+        path: DataPath = ("tests", index)
+        value = substitute_env(value, path, lines, self.problems)
+        if includes and isinstance(value, str):
+            self.include(value, path, lines)
+            return
+        i = self.count
+        self.count += 1
+        if i != index:
+            lines.renumber(("tests",), {index: i})
+        self.check(value, ("tests", i), lines)
+
+    def include(self, item: str, path: DataPath, lines: LineMap) -> None:
+        """`file://cases.yaml` in a tests list: the tests of that file, in its place."""
+        if not item.startswith("file://"):
+            self._add(lines, path, "a test is a mapping; to include a file of tests write `file://PATH`")
+            return
+        ref = item.removeprefix("file://").strip()
+        file = (self.base_dir / ref).resolve()
+        if not file.is_file():
+            self._add(lines, path, f"tests file not found: {ref} (paths are relative to the eval file's folder)")
+        elif file.suffix not in (".jsonl", ".yaml", ".yml"):
+            self._add(lines, path, f"{ref}: tests can be included from .yaml, .yml or .jsonl files")
+        elif self.read(ItemsFile(file, agentv_key, lines.parent), includes=False):
+            self._add(lines, path, f"{ref} must hold a list of tests")
+
+    def external(self, ref: str, lines: LineMap) -> None:
+        """`tests: cases.jsonl` (or `.yaml`): the tests of that file."""
+        try:
+            file = confined_file(ref, self.base_dir)
+        except ValueError as exc:
+            message = f"tests file not found: {ref}" if str(exc).endswith("no such file") else str(exc)
+            self._add(lines, ("tests",), message)
+            return
+        if self.read(ItemsFile(file, agentv_key, lines), includes=True):
+            self._add(lines, ("tests",), f"{ref} must hold a list of tests")
+
+    def read(self, source: ItemsFile, *, includes: bool) -> bool:
+        """Add the tests of a file; when it cannot be read, none of them count. True when it
+        holds something other than a list."""
+        mark = self._checkpoint()
+        for index, value, lines in source.items():
+            self.add(value, lines, index, includes=includes)
+        if source.failed:
+            self._rollback(mark)
+        self.file_problems.extend(source.problems)
+        return source.not_a_list
+
+    # -- one test -----------------------------------------------------------------------
+    def check(self, value: Any, path: DataPath, lines: LineMap) -> None:
+        """Normalize, check and validate the test at `path` (its index in the whole list)."""
+        self.normalizer.lines = self.checker.lines = lines
+        if isinstance(value, dict):
+            self.normalizer.test(value, path)
+            self.checker.load_policy(value, path)
+            self.checker.check_test(value, path, self.suite_input)
+            self._note(value, path, lines)
+        model = self.checker.validate(Test, value, path)
+        if model is not None and self.keep:
+            self.models.append(model)
+
+    def _note(self, test: dict, path: DataPath, lines: LineMap) -> None:
+        """Remember what the checks across tests need: its id, dependencies, targets, kind."""
+        index = path[1]
+        conversation = (
+            test.get("mode") == "conversation" or "transcript" in test or any(k in test for k in SIMULATED_USER_KEYS)
+        )
+        self.modes[conversation] += 1
+        test_id = test.get("id")
+        if isinstance(test_id, str) and test_id:
+            if test_id in self.ids:
+                first_line = self.ids[test_id][1]
+                self._add(lines, (*path, "id"), f"duplicate test id {test_id!r} (first at line {first_line})")
+            else:
+                self.ids[test_id] = (index, lines.locate((*path, "id"))[1])
+        links = _Links(index, test_id if isinstance(test_id, str) else None)
+        given = test.get("depends_on")
+        deps = [given] if isinstance(given, str) else given
+        if isinstance(deps, list):
+            links.deps_at = lines.problem((*path, "depends_on"), field_path((*path, "depends_on")), "")
+            for k, dep in enumerate(deps):
+                where = (*path, "depends_on") if isinstance(given, str) else (*path, "depends_on", k)
+                if isinstance(dep, str):
+                    links.deps.append((dep, lines.problem(where, field_path(where), "")))
+        execution = test.get("execution")
+        names = targets_of(execution) if isinstance(execution, dict) else None
+        if names is not None and isinstance(execution, dict):
+            key = "targets" if "targets" in execution else "target"
+            links.targets = names
+            links.targets_at = lines.problem((*path, "execution", key), field_path((*path, "execution", key)), "")
+        if links.deps or links.targets is not None:
+            self.links.append(links)
+
+    def _add(self, lines: LineMap, path: DataPath, message: str) -> None:
+        self.problems.append(lines.problem(path, field_path(path), message))
+
+    def _checkpoint(self) -> tuple[int, int, int, int, list[int]]:
+        return (self.count, len(self.models), len(self.links), len(self.problems), list(self.modes))
+
+    def _rollback(self, mark: tuple[int, int, int, int, list[int]]) -> None:
+        """Forget the tests added since `mark` (a file that failed half-way through)."""
+        count, models, links, problems, modes = mark
+        self.count = count
+        del self.models[models:]
+        del self.links[links:]
+        del self.problems[problems:]
+        self.modes = modes
+        self.ids = {k: v for k, v in self.ids.items() if v[0] < count}
+
+    # -- across tests -------------------------------------------------------------------
+    def check_links(self, suite_execution: Any) -> None:
+        """`depends_on` names known tests without a cycle; a test's own targets are among the
+        suite's, and it depends only on tests that run where it runs (AgentV's matrix)."""
+        graph: dict[str, list[str]] = {}
+        for links in self.links:
+            if links.deps_at is None:
+                continue
+            for dep, where in links.deps:
+                if dep == links.id:
+                    self._at(where, "a test cannot depend on itself")
+                elif dep not in self.ids:
+                    self._at(where, f"unknown test id {dep!r}{suggest(dep, self.ids)}")
+            if links.id is not None:
+                graph[links.id] = [d for d, _ in links.deps if d in self.ids and d != links.id]
+        cycle = find_cycle(graph)
+        if cycle:
+            first = next(x for x in self.links if x.id == cycle[0] and x.deps_at is not None)
+            assert first.deps_at is not None
+            self._at(first.deps_at, "dependency cycle: " + " -> ".join(cycle))
+        self._check_targets(suite_execution)
+
+    def _check_targets(self, suite_execution: Any) -> None:
+        suite_targets = targets_of(suite_execution) if isinstance(suite_execution, dict) else None
+        suite_targets = suite_targets if suite_targets and len(suite_targets) > 1 else None
+        own: dict[str, list[str]] = {}
+        for links in self.links:
+            if links.targets is None:
+                continue
+            if links.id is not None:
+                own[links.id] = links.targets
+            for name in links.targets:
+                if suite_targets and name not in suite_targets and links.targets_at is not None:
+                    self._at(
+                        links.targets_at,
+                        f"{name!r} is not one of the suite's targets ({', '.join(suite_targets)}); "
+                        "a test's own targets choose among them",
+                    )
+        for links in self.links:
+            for dep, _ in links.deps:
+                if dep not in own or links.id is None or links.deps_at is None:
+                    continue
+                mine = own.get(links.id)
+                if mine is None or not set(mine) <= set(own[dep]):
+                    self._at(
+                        links.deps_at,
+                        f"depends on {dep!r}, which runs only on {', '.join(own[dep])}; "
+                        "give this test the same `execution.targets` (or a subset)",
+                    )
+
+    def _at(self, where: Problem, message: str) -> None:
+        self.problems.append(Problem(where.file, where.line, where.field, message))
+
+
+def targets_of(execution: dict) -> list[str] | None:
+    """`execution.targets` or `[execution.target]` when they are (lists of) strings."""
+    targets = execution.get("targets")
+    if isinstance(targets, list) and all(isinstance(t, str) for t in targets):
+        return list(targets)
+    target = execution.get("target")
+    return [target] if isinstance(target, str) else None
+
+
+def find_cycle(graph: dict[str, list[str]]) -> list[str] | None:
+    """One dependency cycle as `[a, b, ..., a]`, or None (iterative: chains may be long)."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    for root in graph:
+        if root in state:
+            continue
+        path = [root]
+        state[root] = 1
+        todo = [iter(graph.get(root, []))]
+        while todo:
+            for dep in todo[-1]:
+                if state.get(dep) == 1:
+                    return [*path[path.index(dep) :], dep]
+                if dep not in state:
+                    state[dep] = 1
+                    path.append(dep)
+                    todo.append(iter(graph.get(dep, [])))
+                    break
+            else:
+                state[path.pop()] = 2
+                todo.pop()
+    return None
