@@ -20,8 +20,10 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q
 
+# Throughput, start-up and memory against a floor measured in the same run, then one big eval file.
 bench: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/run.py
+	$(VENV)/bin/python benchmarks/big_file.py
 
 # Lint, format check, types, and the import layers (CONTRIBUTING.md, "Checks").
 check: $(VENV)/.installed

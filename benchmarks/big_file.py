@@ -17,68 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from run import Measure, Server, measure  # benchmarks/run.py: the fake server and whole-process measures
+
 TESTS, TURNS, SPLIT_FILES, CONCURRENCY, RSS_BAR_MB = 20_000, 5, 10, 50, 300
-
-
-@dataclass
-class Measure:
-    wall_s: float
-    rss_mb: float
-    exit_code: int
-    calls: int
-
-
-class Server:
-    """benchmarks/fake_server.py in a subprocess (its CPU and memory are not counted)."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(HERE / "fake_server.py"), "--latency", "0"], stdout=subprocess.PIPE, text=True
-        )
-        line = self.process.stdout.readline()  # type: ignore[union-attr]
-        if not line.startswith("PORT "):
-            raise SystemExit(f"the fake server did not start: {line!r}")
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-
-    def _call(self, path: str, method: str = "GET") -> dict:
-        if self.process.poll() is not None:
-            raise SystemExit(f"the fake server exited ({self.process.returncode})")
-        request = urllib.request.Request(self.url + path, method=method, data=b"" if method == "POST" else None)
-        with urllib.request.urlopen(request) as response:
-            return json.loads(response.read())
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait()
-
-
-def measure(argv: list[str], cwd: Path, server: Server | None) -> Measure:
-    """One whole process: wall seconds, peak RSS, exit code, and the server's request count."""
-    env = {**os.environ}
-    if server is not None:
-        env.update(OPENAI_BASE_URL=server.url + "/v1", OPENAI_API_KEY="sk-bench-not-a-secret")
-        server._call("/reset", "POST")
-    started = time.perf_counter()
-    process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    code = os.waitstatus_to_exitcode(status)
-    stderr = process.stderr.read().decode() if process.stderr else ""  # type: ignore[union-attr]
-    if code not in (0, 1):
-        raise SystemExit(f"{' '.join(argv[2:5])} failed ({code}):\n{stderr[-3000:]}")
-    calls = int(server._call("/stats").get("requests", 0)) if server is not None else 0
-    return Measure(wall_s=wall, rss_mb=usage.ru_maxrss / 1024, exit_code=code, calls=calls)
 
 
 def test_yaml(i: int, turns: int) -> str:
@@ -137,7 +83,7 @@ def main() -> None:
     print(f"work directory: {work}; {args.tests} tests x {args.turns} turns ({size_mb:.1f} MB of YAML)")
     calls = args.tests * args.turns
     rows: list[tuple[str, str, Measure, str]] = []
-    server = Server() if runs else None
+    server = Server(0.0) if runs else None
     try:
         for key, paths in forms.items():
             form, files = FORM_NAMES[key], [str(p) for p in paths]
