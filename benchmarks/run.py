@@ -13,8 +13,10 @@ ratio convoeval / floor is the goal (W within 1.05x, the generation-only half, 5
 without judging, within 1.1x). Every process is measured whole: wall time, CPU seconds
 (user + system, from wait4) and peak RSS.
 
-Start-up: a one-test, one-turn run against a 0-latency server against `python -c pass`
-(goal: within 0.35 s). Then the cached re-run of W (0 model calls, < 2 s), and the memory run:
+Each process's wall time is split into start-up, requests and tear-down by the times the
+server saw its first request and answered its last. Start-up: a one-test, one-turn run against
+a 0-latency server, next to `python -c pass` (goal: within 0.35 s of it) and to importing the
+libraries a run uses (what no code of ours can avoid). Then the cached re-run of W (0 model calls, < 2 s), and the memory run:
 10,000 conversations x 10 turns (deterministic assertions, 100,000 calls) against a 0-latency
 server, under 300 MB peak RSS.
 """
