@@ -147,3 +147,16 @@ except RegistryError as exc:
     print("refused", registry.lookup("assertion", "contains").__module__)
 """
     assert _fresh(code).split() == ["refused", "convoeval.graders._text"]
+
+
+def test_a_builtin_whose_module_fails_to_import_fails_every_lookup() -> None:
+    """The import error of a built-in's module is raised each time, never turned into an
+    unknown name on the second lookup."""
+    registry.register_lazy("provider", "broken-builtin", "convoeval_no_such_module")
+    try:
+        for _ in range(2):
+            with pytest.raises(ModuleNotFoundError, match="convoeval_no_such_module"):
+                registry.lookup("provider", "broken-builtin")
+    finally:
+        registry.unregister("provider", "broken-builtin")
+    assert registry.lookup("provider", "broken-builtin") is None

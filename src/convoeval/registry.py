@@ -52,9 +52,10 @@ def register(kind: Kind, name: str, obj: T, *, replace: bool = False) -> T:
         RegistryError: `name` is taken by another object (pass `replace=True` to override).
     """
     table = _table(kind)
-    pending = _lazy[kind].pop(name, None)
+    pending = _lazy[kind].get(name)
     if pending is not None and pending != getattr(obj, "__module__", None):
-        importlib.import_module(pending)  # the built-in holds the name: another object is refused below
+        _load_lazy(kind, name)  # the built-in holds the name: another object is refused below
+    _lazy[kind].pop(name, None)
     current = table.get(name)
     if current is not None and current is not obj and not replace:
         raise RegistryError(
@@ -80,8 +81,8 @@ def unregister(kind: Kind, name: str) -> None:
 def lookup(kind: Kind, name: str) -> Any | None:
     """The object registered as `name`, or None; a miss first loads the entry-point plugins."""
     table = _table(kind)
-    if name not in table and (pending := _lazy[kind].pop(name, None)):
-        importlib.import_module(pending)
+    if name not in table and name in _lazy[kind]:
+        _load_lazy(kind, name)
     if name not in table:
         load_entry_points()
     return table.get(name)
@@ -95,10 +96,18 @@ def names(kind: Kind) -> list[str]:
 def entries(kind: Kind) -> dict[str, Any]:
     """A copy of `name -> object` for `kind` (built-ins and entry-point plugins included)."""
     table = _table(kind)
-    while _lazy[kind]:
-        importlib.import_module(_lazy[kind].popitem()[1])
+    for name in list(_lazy[kind]):
+        if name in _lazy[kind]:  # not registered yet by a module loaded for another name
+            _load_lazy(kind, name)
     load_entry_points()
     return dict(table)
+
+
+def _load_lazy(kind: Kind, name: str) -> None:
+    """Import the module declared for the built-in `name`. The declaration is dropped only once
+    the import succeeded, so a module that fails to import fails every lookup the same way."""
+    importlib.import_module(_lazy[kind][name])
+    _lazy[kind].pop(name, None)  # the module registered it (or does not define it: not looked for again)
 
 
 def load_entry_points() -> None:
