@@ -168,6 +168,31 @@ class TrialResult(Model):
     budget_hit: str | None = Field(None, description="The budget the trial hit, e.g. `tool_calls=60 at turn 1`.")
 
 
+class PassRate(Model):
+    """The share of a test's trials that passed, with its Wilson interval (`_binomial`)."""
+
+    passes: int
+    trials: int
+    value: float
+    low: float
+    high: float
+    confidence: float = 0.95
+
+
+class AdaptiveTrials(Model):
+    """How adaptive trials (`trials: {until: decided}`, `--trials auto`) ended: `decided` when
+    the pass rate's confidence sequence left the threshold (`decision` says on which side),
+    `max` when the most trials ran first, `budget` when the run's budget stopped them."""
+
+    run: int
+    max: int
+    stopped: Literal["decided", "max", "budget"]
+    decision: Literal["pass", "fail"] | None = None
+    alpha: float = 0.05
+    low: float = Field(0.0, description="The confidence sequence of the pass rate when trials stopped.")
+    high: float = 1.0
+
+
 class EvaluationResult(Model):
     """One test against one target: the line written to results.jsonl."""
 
@@ -184,6 +209,8 @@ class EvaluationResult(Model):
     trials: list[TrialResult] = Field(default_factory=list)
     pass_at_k: dict[str, float] = Field(default_factory=dict)
     pass_hat_k: dict[str, float] = Field(default_factory=dict)
+    pass_rate: PassRate | None = Field(None, description="Trials that passed, with an interval (with trials).")
+    adaptive: AdaptiveTrials | None = None
     token_usage: Usage = Field(default_factory=Usage)
     judge_token_usage: Usage = Field(default_factory=Usage)
     cost_usd: float = 0.0

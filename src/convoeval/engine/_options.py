@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -44,7 +44,8 @@ class RunOptions(Model):
         judge: the model for LLM graders. Default: the suite's `execution.judge`, else the
             embedded local model when installed, else the target itself.
         targets_file: a targets file; default `targets.yaml` next to each suite.
-        threshold, trials: override the suites' settings.
+        threshold, trials: override the suites' settings (`trials="auto"`: adaptive trials,
+            run until the verdict is settled, `TrialsConfig.until`).
         judge_repeats: ask the judge K times per grader (mean and standard deviation reported).
         concurrency: conversations run at once (default: the suites' `execution.workers`, else 8).
         backend: where conversations run: `local` (this process) or `ray` (Ray tasks; default:
@@ -85,7 +86,7 @@ class RunOptions(Model):
     judge: Any = None  # TargetLike | None
     targets_file: Path | None = None
     threshold: float | None = Field(default=None, ge=0, le=1)
-    trials: int | None = Field(default=None, ge=1, le=MAX_TRIALS)
+    trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] | Literal["auto"] | None = None
     judge_repeats: int | None = Field(default=None, ge=1)
     concurrency: int | None = Field(default=None, ge=1)
     max_connections: int | None = Field(default=None, ge=1)

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..rank import Battle, Leaderboard, leaderboard_from_battles, read_battles
 from ..results import EvaluationResult, Message, ScoreEntry, TrialResult
-from ._compare import Comparison
+from ..stats import fmt_interval, group_rates, rates_by
+from ._compare import Comparison, significance_lines
 from ._labels import SCALES, JudgedItem, Label, Scale
 from ._overview import fmt_duration, fmt_rate, fmt_score, overview, suite_name
 from ._plot import plot_leaderboard
@@ -44,6 +45,7 @@ def _env() -> jinja2.Environment:
     env.filters.update(
         score=fmt_score,
         rate=fmt_rate,
+        interval=fmt_interval,
         duration=fmt_duration,
         pretty=lambda value: json.dumps(value, indent=2, ensure_ascii=False, default=str),
     )
@@ -172,6 +174,16 @@ def arena_view(
     )
 
 
+def report_rates(results: Sequence[EvaluationResult]) -> dict[str, Any]:
+    """The intervals the report shows: the run's (`all`), per target and per suite, and the
+    groups with trials (`trials`: the run, then targets and suites when there are several)."""
+    overall = group_rates("all", results)
+    targets = {g.name: g for g in rates_by(results, "target")}
+    suites = rates_by(results, "suite")
+    groups = [overall, *(targets.values() if len(targets) > 1 else []), *(suites if len(suites) > 1 else [])]
+    return {"all": overall, "targets": targets, "trials": [g for g in groups if g.trial_pass_rate is not None]}
+
+
 def render_report(
     results: Sequence[EvaluationResult],
     *,
@@ -201,6 +213,7 @@ def render_report(
         title=title,
         subtitle=subtitle,
         overview=overview(results),
+        rates=report_rates(results),
         tests=views,
         arena=arena_view(arena, views) if arena else None,
         viewer=viewer,
@@ -233,5 +246,6 @@ def render_comparison(comparison: Comparison, *, viewer: dict[str, Any] | None =
         title=f"{comparison.name_b} vs {comparison.name_a}",
         subtitle=f"tolerance {comparison.tolerance:g}",
         comparison=comparison,
+        significance_lines=significance_lines(comparison),
         viewer=viewer or {},
     )

@@ -43,6 +43,9 @@ class LoadedRun(Model):
     started: str | None = None
     results: list[EvaluationResult]
     summary: dict[str, Any] = Field(default_factory=dict)
+    fingerprints: dict[str, str] = Field(
+        default_factory=dict, description="Suite (store key) -> suite hash of a stored run (empty for a file)."
+    )
 
 
 def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
@@ -67,9 +70,23 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
         results = list(run_store.results(record.id))
     finally:
         run_store.close()
+    suites = record.options.get("suites") if isinstance(record.options, dict) else None
+    fingerprints = {k: str(v.get("hash")) for k, v in (suites or {}).items() if isinstance(v, dict) and v.get("hash")}
     return LoadedRun(
-        name=f"run {record.id}", run_id=record.id, started=record.started, results=results, summary=record.summary or {}
+        name=f"run {record.id}",
+        run_id=record.id,
+        started=record.started,
+        results=results,
+        summary=record.summary or {},
+        fingerprints=fingerprints,
     )
+
+
+def same_fingerprint(a: LoadedRun, b: LoadedRun) -> bool | None:
+    """Both runs ran the same suites, unchanged (None when unknown: a results file)."""
+    if not a.fingerprints or not b.fingerprints:
+        return None
+    return a.fingerprints == b.fingerprints
 
 
 def list_runs(store: str | Path) -> list[RunInfo]:

@@ -29,7 +29,7 @@ from ..results import EvaluationResult
 from ._compare import compare_results
 from ._html import read_battle_records, render_comparison, render_report, render_runs
 from ._labels import SCALES, JudgedItem, Label, LabelStore, Scale
-from ._runs import LoadedRun, ReportInputError, list_runs, load_run
+from ._runs import LoadedRun, ReportInputError, list_runs, load_run, same_fingerprint
 
 if TYPE_CHECKING:  # the statistics (and numpy) load when labels are used, not at every start-up
     from ..stats import JudgeScore
@@ -165,6 +165,7 @@ class Viewer:
             a, b = self._run(query.get("a", "")), self._run(query.get("b", ""))
             tolerance = float(query.get("tolerance", "0") or 0)
             comparison = compare_results(a.results, b.results, tolerance=tolerance, name_a=a.name, name_b=b.name)
+            comparison.same_fingerprint = same_fingerprint(a, b)
             return 200, html, render_comparison(comparison, viewer={"a": a.run_id, "b": b.run_id}), {}
         if parts[0] == "arena" and len(parts) == 2 and parts[1].isdigit() and int(parts[1]) < len(self.battles):
             path_ = self.battles[int(parts[1])]

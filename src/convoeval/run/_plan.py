@@ -120,10 +120,13 @@ class TestPlan:
         return bool(self.success or self.failure) or simulator_default or any(a.uses_judge for a in self.all_assertions)
 
 
-def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trials: int | None = None) -> TestPlan:
+def plan_test(
+    suite: Suite, test: Test, *, threshold: float | None = None, trials: int | Literal["auto"] | None = None
+) -> TestPlan:
     """Resolve a test: suite input and assertions, implicit graders, threshold and trials.
 
     Precedence: the run's threshold/trials, then the test's `execution`, then the suite's.
+    `trials="auto"` makes trials adaptive (`until: decided`, keeping the suite's `max`).
     """
     suite_exec, test_exec = suite.execution, test.execution
     resolved_threshold = _first(
@@ -137,8 +140,10 @@ def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trial
         suite_exec.trials if suite_exec else None,
         TrialsConfig(),
     )
-    if trials is not None:
-        trials_config = trials_config.model_copy(update={"count": trials})
+    if trials == "auto":
+        trials_config = trials_config.model_copy(update={"until": "decided"})
+    elif trials is not None:
+        trials_config = trials_config.model_copy(update={"count": trials, "until": None, "max": None})
     skip_defaults = bool(test.execution and test.execution.skip_defaults)  # AgentV: no suite input, no suite assertions
     initial = [] if skip_defaults else to_messages(suite.input)
     every_turn = [*test.turn_assertions, *suite.turn_assertions]

@@ -7,6 +7,7 @@ from ._files import eval_files, load_suites, validate_eval_paths
 from ._loader import load_suite, validate_paths
 from ._models import (
     DEFAULT_THRESHOLD,
+    AUTO_MAX_TRIALS,
     MAX_TRIALS,
     SIMULATED_USER_KEYS,
     Execution,
@@ -34,6 +35,7 @@ __all__ = [
     "Repo",
     "PostCondition",
     "DEFAULT_THRESHOLD",
+    "AUTO_MAX_TRIALS",
     "MAX_TRIALS",
     "Execution",
     "GRADER_VARIABLES",

@@ -1,0 +1,163 @@
+"""Pass rates, mean scores and pass@k with their confidence intervals, per group of results.
+
+- Pass rate c/n: the Wilson score interval (`convoeval._binomial.wilson_interval`; Brown, Cai
+  & DasGupta 2001). It keeps its coverage near the nominal level for small n and for rates near
+  0 or 1, where the normal (Wald) interval does not.
+- Mean score: the percentile bootstrap (Efron & Tibshirani 1993, "An Introduction to the
+  Bootstrap", ch. 13): resample the scores with replacement `rounds` times with a seeded
+  generator, take the mean of each resample, and the (1-confidence)/2 and (1+confidence)/2
+  percentiles of those means. Seeded, so a report shows the same interval every time.
+- pass@k and pass^k of one test with n trials, c passing: the estimates of `results.pass_at_k`
+  (Chen et al. 2021, "Evaluating Large Language Models Trained on Code", eq. 1) and
+  `results.pass_hat_k` (Yao et al. 2024, tau-bench); their intervals map the Wilson interval
+  [lo, hi] of the per-trial pass rate p through the monotone 1 - (1 - p)^k and p^k, the
+  probability that at least one / all of k independent trials pass. Over a group of tests the
+  mean of the per-test values gets a bootstrap interval over tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._binomial import wilson_interval
+from ..results import EvaluationResult, pass_at_k, pass_hat_k
+from ._estimate import Estimate
+
+
+def rate_interval(successes: int, n: int, confidence: float = 0.95) -> Estimate:
+    """A pass rate with its Wilson interval (value NaN when n is 0)."""
+    bounds = wilson_interval(successes, n, confidence)
+    if bounds is None:
+        return Estimate(value=float("nan"), n_items=0, confidence=confidence, note="no results")
+    return Estimate(
+        value=successes / n, ci_low=bounds[0], ci_high=bounds[1], n_items=n, confidence=confidence, interval="wilson"
+    )
+
+
+def mean_interval(
+    values: Sequence[float], *, rounds: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> Estimate:
+    """The mean of `values` with a seeded percentile bootstrap interval (none for fewer than two
+    values; the interval is the point when all values are equal)."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return Estimate(value=float("nan"), n_items=0, confidence=confidence, note="no scores")
+    mean = float(data.mean())
+    if data.size < 2 or rounds <= 0:
+        return Estimate(value=mean, n_items=int(data.size), confidence=confidence)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(rounds, data.size))].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return Estimate(
+        value=mean,
+        se=float(means.std(ddof=1)),
+        ci_low=float(min(low, mean)),
+        ci_high=float(max(high, mean)),
+        interval="bootstrap",
+        n_items=int(data.size),
+        confidence=confidence,
+    )
+
+
+def pass_at_k_interval(n: int, c: int, k: int, confidence: float = 0.95, *, every: bool = False) -> Estimate:
+    """pass@k (or pass^k with `every=True`) of one test from n trials with c passing, with the
+    Wilson interval of the trial pass rate mapped through 1-(1-p)^k (or p^k)."""
+    if n <= 0 or not 1 <= k <= n:
+        return Estimate(value=float("nan"), n_items=n, confidence=confidence, note=f"k={k} needs 1 <= k <= n={n}")
+    value = pass_hat_k(n, c, k) if every else pass_at_k(n, c, k)
+    low, high = wilson_interval(c, n, confidence) or (0.0, 1.0)
+    if every:
+        bounds = (low**k, high**k)
+    else:
+        bounds = (1 - (1 - low) ** k, 1 - (1 - high) ** k)
+    return Estimate(
+        value=value,
+        ci_low=min(bounds[0], value),
+        ci_high=max(bounds[1], value),
+        interval="wilson",
+        n_items=n,
+        confidence=confidence,
+    )
+
+
+@dataclass
+class GroupRates:
+    """The rates of one group of results (a suite, a target, or all): pass rate, mean score and,
+    when its tests ran trials, the trial pass rate and mean pass@k / pass^k over tests."""
+
+    name: str
+    pass_rate: Estimate
+    mean_score: Estimate
+    trial_pass_rate: Estimate | None = None
+    pass_at_k: dict[str, Estimate] = field(default_factory=dict)
+    pass_hat_k: dict[str, Estimate] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "name": self.name,
+            "pass_rate": self.pass_rate.to_dict(),
+            "mean_score": self.mean_score.to_dict(),
+        }
+        if self.trial_pass_rate is not None:
+            data["trial_pass_rate"] = self.trial_pass_rate.to_dict()
+        if self.pass_at_k:
+            data["pass_at_k"] = {k: e.to_dict() for k, e in self.pass_at_k.items()}
+            data["pass_hat_k"] = {k: e.to_dict() for k, e in self.pass_hat_k.items()}
+        return data
+
+
+def group_rates(
+    name: str, results: Iterable[EvaluationResult], *, rounds: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> GroupRates:
+    """Pass rate (Wilson), mean score (bootstrap) and, with trials, pass@k / pass^k for every k
+    that all the group's tests reached (bootstrap over tests) of a group of results."""
+    results = list(results)
+    passed = sum(r.verdict == "pass" for r in results)
+    scores = [r.score for r in results if r.score is not None]
+    rates = GroupRates(
+        name=name,
+        pass_rate=rate_interval(passed, len(results), confidence),
+        mean_score=mean_interval(scores, rounds=rounds, seed=seed, confidence=confidence),
+    )
+    with_trials = [r for r in results if len(r.trials) > 1]
+    if not with_trials:
+        return rates
+    trial_passes = sum(t.verdict == "pass" for r in with_trials for t in r.trials)
+    rates.trial_pass_rate = rate_interval(trial_passes, sum(len(r.trials) for r in with_trials), confidence)
+    for k in range(1, min(len(r.trials) for r in with_trials) + 1):
+        at = [r.pass_at_k.get(str(k)) for r in with_trials]
+        hat = [r.pass_hat_k.get(str(k)) for r in with_trials]
+        if None in at or None in hat:
+            continue
+        rates.pass_at_k[str(k)] = mean_interval(at, rounds=rounds, seed=seed, confidence=confidence)  # type: ignore[arg-type]
+        rates.pass_hat_k[str(k)] = mean_interval(hat, rounds=rounds, seed=seed, confidence=confidence)  # type: ignore[arg-type]
+    return rates
+
+
+def rates_by(
+    results: Sequence[EvaluationResult], key: str, *, rounds: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> list[GroupRates]:
+    """`group_rates` of each suite (`key="suite"`) or target (`key="target"`), in order of first
+    appearance."""
+    groups: dict[str, list[EvaluationResult]] = {}
+    for result in results:
+        groups.setdefault(str(getattr(result, key) or "-"), []).append(result)
+    return [group_rates(name, found, rounds=rounds, seed=seed, confidence=confidence) for name, found in groups.items()]
+
+
+def fmt_interval(estimate: Estimate | None, *, percent: bool = False) -> str:
+    """`0.71 [0.65, 0.77]` (or `62% [48%, 74%]`); `-` when undefined."""
+    if estimate is None or not estimate.defined:
+        return "-"
+
+    def fmt(x: float) -> str:
+        return f"{x:.0%}" if percent else f"{x:.2f}"
+
+    if estimate.ci_low is None or estimate.ci_high is None:
+        return fmt(estimate.value)
+    return f"{fmt(estimate.value)} [{fmt(estimate.ci_low)}, {fmt(estimate.ci_high)}]"
