@@ -22,8 +22,8 @@ from ..report import (
     markdown_comparison,
 )
 from ..report._compare import significance_lines
-from ..report._runs import same_fingerprint
 from ..report._overview import fmt_score
+from ..report._runs import same_fingerprint
 from ..report.viewer import Viewer
 from ._app import app
 from ._write import fail, write_reports
@@ -127,9 +127,7 @@ def compare(
             "exact: any single loss is a regression."
         ),
     ] = GateChoice.significance,
-    alpha: Annotated[
-        float, typer.Option(min=0.0001, max=0.5, help="The significance gate's false-alarm rate.")
-    ] = 0.05,
+    alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="The significance gate's false-alarm rate.")] = 0.05,
     min_delta: Annotated[
         float,
         typer.Option(min=0, max=1, help="The smallest drop (mean score, pass rate) that counts as a regression."),
@@ -153,10 +151,10 @@ def compare(
         tolerance=tolerance,
         name_a=a.name,
         name_b=b.name,
-        gate=gate.value,  # type: ignore[arg-type]
+        gate=gate.value,
         alpha=alpha,
         min_delta=min_delta,
-        correction=correction.value,  # type: ignore[arg-type]
+        correction=correction.value,
         seed=seed,
     )
     comparison.same_fingerprint = same_fingerprint(a, b)
@@ -178,10 +176,14 @@ def _print_comparison(comparison: Comparison) -> None:
         header_style="bold",
     )
     for column in ("outcome", "test", "target", "before", "after", "change", "trials passed", ""):
-        table.add_column(column, justify="right" if column in ("before", "after", "change", "trials passed") else "left")
+        table.add_column(
+            column, justify="right" if column in ("before", "after", "change", "trials passed") else "left"
+        )
     for p in comparison.pairs:
         style = _STYLE[p.outcome]
-        marks = " ".join(m for m in ("[red]significant[/]" if p.significant else "", "[yellow]flaky[/]" if p.flaky else "") if m)
+        marks = " ".join(
+            m for m in ("[red]significant[/]" if p.significant else "", "[yellow]flaky[/]" if p.flaky else "") if m
+        )
         table.add_row(
             f"[{style}]{p.outcome}[/]",
             escape(p.test_id),

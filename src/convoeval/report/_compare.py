@@ -241,9 +241,7 @@ def compare_results(
         for pair in pairs:
             pair.significant = " / ".join((pair.suite, pair.test_id, pair.target)) in worse
     pairs.sort(key=_sort_key)
-    return Comparison(
-        name_a=name_a, name_b=name_b, tolerance=tolerance, pairs=pairs, gate=gate, significance=report
-    )
+    return Comparison(name_a=name_a, name_b=name_b, tolerance=tolerance, pairs=pairs, gate=gate, significance=report)
 
 
 def significance_lines(comparison: Comparison) -> list[str]:
@@ -253,7 +251,11 @@ def significance_lines(comparison: Comparison) -> list[str]:
     if report is None:
         return []
     delta = report.mean_delta
-    interval = f" [{delta.ci_low:+.3f}, {delta.ci_high:+.3f}]" if delta.ci_low is not None and delta.ci_high is not None else ""
+    interval = (
+        f" [{delta.ci_low:+.3f}, {delta.ci_high:+.3f}]"
+        if delta.ci_low is not None and delta.ci_high is not None
+        else ""
+    )
     lines = [
         f"scores: mean change {delta.value:+.3f}{interval} over {report.pairs} paired test(s) (paired bootstrap), "
         f"p={report.score_p:.3g} (sign-flip permutation test, one-sided)",
@@ -268,7 +270,8 @@ def significance_lines(comparison: Comparison) -> list[str]:
             f"(Fisher exact, {report.correction} corrected, smallest p={report.tests_p:.3g})"
         )
     lines.append(
-        "gate: Holm-adjusted p " + ", ".join(f"{name} {p:.3g}" for name, p in report.adjusted.items())
+        "gate: Holm-adjusted p "
+        + ", ".join(f"{name} {p:.3g}" for name, p in report.adjusted.items())
         + f"; alpha {report.alpha:g}, min delta {report.min_delta:g}"
     )
     if report.power is not None:

@@ -75,7 +75,9 @@ def markdown_summary(
     if len(view.targets) > 1:
         lines.append(_totals_row(total, overall))
     suites = rates_by(results, "suite")
-    lines += _trial_rows([overall, *(by_target.values() if len(by_target) > 1 else []), *(suites if len(suites) > 1 else [])])
+    lines += _trial_rows(
+        [overall, *(by_target.values() if len(by_target) > 1 else []), *(suites if len(suites) > 1 else [])]
+    )
     lines += ["", "_95% intervals: Wilson for pass rates, seeded bootstrap for mean scores._"]
     flaky = [r for r in results if r.pass_rate and 0 < r.pass_rate.passes < r.pass_rate.trials]
     if flaky:

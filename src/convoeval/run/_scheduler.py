@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal
 
+from .._binomial import wilson_interval
 from ..results import (
     EvaluationResult,
     ExecutionStatus,
@@ -28,7 +29,6 @@ from ..results import (
 )
 from ..spec import DEFAULT_THRESHOLD, Suite, Test
 from ..targets import ChatReply, Target
-from .._binomial import wilson_interval
 from ._adaptive import adaptive_trials, apply_decision
 from ._conversation import TrialContext, run_trial
 from ._plan import TestPlan, plan_test
@@ -380,7 +380,11 @@ def _pass_rate(trials: list[TrialResult]) -> PassRate | None:
         return None
     value = sum(decided) / len(decided)
     return PassRate(
-        passes=sum(decided), trials=len(decided), value=round(value, 6), low=round(bounds[0], 6), high=round(bounds[1], 6)
+        passes=sum(decided),
+        trials=len(decided),
+        value=round(value, 6),
+        low=round(bounds[0], 6),
+        high=round(bounds[1], 6),
     )
 
 

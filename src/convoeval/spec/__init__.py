@@ -6,8 +6,8 @@ from ._errors import Problem, SpecError
 from ._files import eval_files, load_suites, validate_eval_paths
 from ._loader import load_suite, validate_paths
 from ._models import (
-    DEFAULT_THRESHOLD,
     AUTO_MAX_TRIALS,
+    DEFAULT_THRESHOLD,
     MAX_TRIALS,
     SIMULATED_USER_KEYS,
     Execution,

@@ -71,7 +71,9 @@ def flaky_in(results: Iterable[EvaluationResult]) -> dict[FlakyKey, Flaky]:
         verdicts = trial_verdicts(result)
         if is_flaky(verdicts):
             key = (result.suite or "-", result.test_id, result.target)
-            found[key] = Flaky(*key, passes=sum(verdicts), verdicts=len(verdicts), rate=rate_interval(sum(verdicts), len(verdicts)))
+            found[key] = Flaky(
+                *key, passes=sum(verdicts), verdicts=len(verdicts), rate=rate_interval(sum(verdicts), len(verdicts))
+            )
     return found
 
 

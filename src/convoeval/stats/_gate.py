@@ -98,7 +98,9 @@ def fisher_worse(passes_a: int, trials_a: int, passes_b: int, trials_b: int) -> 
     top = min(successes, trials_a)
     return min(
         1.0,
-        math.fsum(math.comb(successes, x) * math.comb(total - successes, trials_a - x) for x in range(passes_a, top + 1))
+        math.fsum(
+            math.comb(successes, x) * math.comb(total - successes, trials_a - x) for x in range(passes_a, top + 1)
+        )
         / denominator,
     )
 
@@ -277,9 +279,7 @@ def _pooled_within_variance(pairs: Sequence[PairData]) -> float | None:
     return total / dof if dof else None
 
 
-def power_of(
-    differences: Sequence[float], pairs: Sequence[PairData], effect: float, alpha: float
-) -> Power | None:
+def power_of(differences: Sequence[float], pairs: Sequence[PairData], effect: float, alpha: float) -> Power | None:
     """Power of the score test to detect a mean drop of `effect` (module docstring)."""
     n = len(differences)
     if n < 2 or effect <= 0:

@@ -38,9 +38,7 @@ def rate_interval(successes: int, n: int, confidence: float = 0.95) -> Estimate:
     )
 
 
-def mean_interval(
-    values: Sequence[float], *, rounds: int = 2000, seed: int = 0, confidence: float = 0.95
-) -> Estimate:
+def mean_interval(values: Sequence[float], *, rounds: int = 2000, seed: int = 0, confidence: float = 0.95) -> Estimate:
     """The mean of `values` with a seeded percentile bootstrap interval (none for fewer than two
     values; the interval is the point when all values are equal)."""
     data = np.asarray(values, dtype=float)
