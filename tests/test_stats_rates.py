@@ -93,7 +93,9 @@ def test_mcnemar_matches_statsmodels_and_scipy(losses: int, wins: int) -> None:
         assert one_sided == pytest.approx(ref)
 
 
-@pytest.mark.parametrize(("a", "na", "b", "nb"), [(3, 3, 0, 3), (2, 3, 1, 3), (0, 3, 3, 3), (9, 10, 4, 10), (5, 5, 5, 5)])
+@pytest.mark.parametrize(
+    ("a", "na", "b", "nb"), [(3, 3, 0, 3), (2, 3, 1, 3), (0, 3, 3, 3), (9, 10, 4, 10), (5, 5, 5, 5)]
+)
 def test_fisher_matches_scipy(a: int, na: int, b: int, nb: int) -> None:
     ref = scipy_stats.fisher_exact([[a, na - a], [b, nb - b]], alternative="greater").pvalue
     assert fisher_worse(a, na, b, nb) == pytest.approx(ref)
@@ -145,22 +147,21 @@ def test_power_matches_statsmodels_normal_power() -> None:
 
 
 def test_power_tells_how_many_trials_would_do() -> None:
-    """With trial scores the variance splits into within-test noise (shrinks with trials) and the
-    rest; trials_needed brings the variance of the mean difference under what 80% power needs."""
+    """With k trials per test the variance of a paired difference falls as 1/k when the runs
+    differ by chance only: k* trials give the n tests the power that n* tests give with k."""
     rng = np.random.default_rng(4)
     pairs = []
     for i in range(40):
-        a = tuple(float(x) for x in rng.binomial(1, 0.7, size=3))
-        b = tuple(float(x) for x in rng.binomial(1, 0.7, size=3))
-        pairs.append(PairData(str(i), float(np.mean(a)), float(np.mean(b)), True, True, 0, 3, 0, 3, a, b))
+        a, b = rng.binomial(1, 0.7, size=3), rng.binomial(1, 0.7, size=3)
+        pairs.append(PairData(str(i), float(np.mean(a)), float(np.mean(b)), True, True, 0, 3, 0, 3))
     diffs = [(p.score_b or 0) - (p.score_a or 0) for p in pairs]
     power = power_of(diffs, pairs, effect=0.1, alpha=0.05)
-    assert power is not None and power.trials_needed is not None and power.trials_needed > 3
-    within = np.mean([np.var(s, ddof=1) for p in pairs for s in (p.trial_scores_a, p.trial_scores_b)])
-    remaining = max(0.0, np.var(diffs, ddof=1) - 2 * within / 3)
-    z = scipy_stats.norm.ppf(0.95) + scipy_stats.norm.ppf(0.8)
+    assert power is not None and power.trials_needed is not None and power.tests_needed is not None
     k = power.trials_needed
-    assert 2 * within / k + remaining <= 40 * 0.1**2 / z**2 < 2 * within / (k - 1) + remaining
+    sd_k = np.std(diffs, ddof=1) * math.sqrt(3 / k)  # the sd with k trials
+    assert NormalIndPower().power(effect_size=0.1 / sd_k, nobs1=40, alpha=0.05, ratio=0, alternative="larger") >= 0.8
+    sd_fewer = np.std(diffs, ddof=1) * math.sqrt(3 / (k - 1))
+    assert NormalIndPower().power(effect_size=0.1 / sd_fewer, nobs1=40, alpha=0.05, ratio=0, alternative="larger") < 0.8
 
 
 @pytest.mark.parametrize(("s", "n"), [(0, 3), (3, 3), (5, 9), (17, 17), (12, 20)])

@@ -169,8 +169,6 @@ def _pair_data(label: str, ra: EvaluationResult, rb: EvaluationResult) -> PairDa
         trials_a=len(va),
         passes_b=sum(vb),
         trials_b=len(vb),
-        trial_scores_a=tuple(t.score for t in ra.trials if t.score is not None),
-        trial_scores_b=tuple(t.score for t in rb.trials if t.score is not None),
     )
 
 
@@ -275,12 +273,12 @@ def significance_lines(comparison: Comparison) -> list[str]:
         + f"; alpha {report.alpha:g}, min delta {report.min_delta:g}"
     )
     if report.power is not None:
-        lines.append(report.power.sentence(report.pairs))
+        lines.append(report.power.sentence(report.pairs, found=report.regression))
     if comparison.same_fingerprint:
         lines.append(
-            f"A/A: both runs ran the same suites unchanged; expected false-alarm rate of this gate at most "
-            f"{report.alpha:.0%} (alpha); of the exact per-test gate {report.exact_gate_false_alarm:.0%} "
-            f"(1 - 2^-{report.changed}: {report.changed} test(s) changed)"
+            f"calibration: both runs ran the same suites unchanged; if nothing else changed (an A/A test) this "
+            f"gate's expected false-alarm rate is at most {report.alpha:.0%} (alpha), the exact per-test gate's "
+            f"{report.exact_gate_false_alarm:.1%} (1 - 2^-{report.changed}: {report.changed} test(s) changed)"
         )
     flaky = comparison.flaky
     if flaky:

@@ -28,10 +28,10 @@ score, pass rate, or one test's trial pass rate) is at least `min_delta`.
 Power (one-sided z test on the mean paired difference, Cohen 1988, ch. 2; the normal power of
 statsmodels' `NormalIndPower` with ratio 0): with sd the observed standard deviation of d and
 delta the drop to detect, power = Phi(delta sqrt(n) / sd - z_(1-alpha)); the tests needed for
-80% power are n* = ((z_(1-alpha) + z_0.8) sd / delta)^2. The trials needed: the variance of d is
-2 s_w^2 / k + r^2, with s_w^2 the pooled within-test variance of trial scores, k the trials per
-test and r^2 what remains (real per-test changes); k* = 2 s_w^2 / (n delta^2 / (z_(1-alpha) +
-z_0.8)^2 - r^2), when that is positive (else more trials alone cannot reach 80%).
+80% power are n* = ((z_(1-alpha) + z_0.8) sd / delta)^2. The trials needed, when the tests ran
+k >= 2 trials: if the runs differ by chance only, each d_i is a difference of two means of k
+trials, so its variance falls as 1/k and k* = k sd^2 / (n delta^2 / (z_(1-alpha) + z_0.8)^2)
+= k n* / n (rounded up).
 
 Expected false alarms (A/A): a gate that fails on any single test that got worse (the `exact`
 gate) fires, under "no change", unless every one of the D tests that changed changed upward:
@@ -71,8 +71,6 @@ class PairData:
     trials_a: int = 1
     passes_b: int = 0
     trials_b: int = 1
-    trial_scores_a: tuple[float, ...] = ()
-    trial_scores_b: tuple[float, ...] = ()
 
 
 def binomial_tail(k: int, n: int) -> float:
@@ -197,9 +195,10 @@ class Power:
             "trials_now": self.trials_now,
         }
 
-    def sentence(self, tests: int) -> str:
+    def sentence(self, tests: int, *, found: bool = False) -> str:
+        """What the power is; unless a regression was `found`, "too small" and what would do."""
         head = f"power {self.power:.0%} to detect a drop of {self.effect:.2f} with {tests} test(s)"
-        if self.enough:
+        if self.enough or found:
             return head
         needs = []
         if self.tests_needed is not None:
@@ -268,17 +267,6 @@ class GateReport:
         }
 
 
-def _pooled_within_variance(pairs: Sequence[PairData]) -> float | None:
-    """Pooled variance of trial scores within a test and run (None without trials)."""
-    total, dof = 0.0, 0
-    for p in pairs:
-        for scores in (p.trial_scores_a, p.trial_scores_b):
-            if len(scores) > 1:
-                total += float(np.var(scores, ddof=1)) * (len(scores) - 1)
-                dof += len(scores) - 1
-    return total / dof if dof else None
-
-
 def power_of(differences: Sequence[float], pairs: Sequence[PairData], effect: float, alpha: float) -> Power | None:
     """Power of the score test to detect a mean drop of `effect` (module docstring)."""
     n = len(differences)
@@ -293,12 +281,9 @@ def power_of(differences: Sequence[float], pairs: Sequence[PairData], effect: fl
     power = normal.cdf(effect * math.sqrt(n) / sd - z_alpha)
     tests_needed = math.ceil(((z_alpha + z_power) * sd / effect) ** 2)
     trials_needed = None
-    within = _pooled_within_variance(pairs)
-    if within:
-        remaining = max(0.0, sd**2 - 2 * within / trials_now)
+    if trials_now >= 2:
         allowed = n * effect**2 / (z_alpha + z_power) ** 2
-        if allowed > remaining:
-            trials_needed = math.ceil(2 * within / (allowed - remaining))
+        trials_needed = math.ceil(trials_now * sd**2 / allowed)
     return Power(
         effect=effect,
         power=power,
