@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import threading
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +111,7 @@ def test_compare_cli_on_stored_a_a_runs_reports_calibration_power_and_flaky_mark
     )
     assert code == 0, stdout + stderr
     assert "both runs ran the same suites unchanged" in stdout and "at most 5% (alpha)" in stdout
-    assert "exact per-test gate 100.0%" in stdout  # 1 - 2^-D with dozens of changed tests
+    assert "the exact per-test gate's 100.0% (1 - 2^-" in stdout  # with dozens of changed tests
     assert "McNemar exact" in stdout and "permutation" in stdout
     assert "too small: power" in stdout and "trials per test" in stdout
     assert "flaky" in stdout
@@ -181,3 +183,20 @@ def test_trials_auto_from_the_cli_and_the_suite_and_resume_with_the_cache(noisy,
     write(tmp_path / "bad.eval.yaml", "execution:\n  trials: {max: 6}\n" + noisy_suite(1))
     code, _, stderr = cli("validate", "bad.eval.yaml")
     assert code == 2 and "trials.max needs `until: decided`" in stderr + _
+
+
+def test_trials_auto_resumes_a_run_that_lost_a_result(noisy, cli, tmp_path: Path) -> None:
+    """A run with `--trials auto` that lost a result (a crash before it was saved) resumes with
+    the recorded `auto`: the lost test runs again, from the cache, to the same stopping point."""
+    write(tmp_path / "small.eval.yaml", noisy_suite(4))
+    code, _, stderr = cli("run", "small.eval.yaml", "-t", "openai:fake", "--trials", "auto", "-o", "a.jsonl")
+    first = {r["test_id"]: r for r in map(json.loads, (tmp_path / "a.jsonl").read_text().splitlines())}
+    assert all(r["adaptive"]["run"] == len(r["trials"]) for r in first.values()), stderr
+    with closing(sqlite3.connect(tmp_path / "home" / "runs.sqlite")) as db, db:
+        db.execute("DELETE FROM results WHERE test_id = 'q2'")
+    code, stdout, stderr = cli("run", "--resume", "last", "-o", "b.jsonl")
+    assert "3 of 4 result(s) already stored" in stdout, stdout + stderr
+    again = {r["test_id"]: r for r in map(json.loads, (tmp_path / "b.jsonl").read_text().splitlines())}
+    for key in ("verdict", "adaptive", "pass_rate"):
+        assert again["q2"][key] == first["q2"][key]
+    assert [t["verdict"] for t in again["q2"]["trials"]] == [t["verdict"] for t in first["q2"]["trials"]]
