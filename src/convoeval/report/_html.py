@@ -179,9 +179,14 @@ def report_rates(results: Sequence[EvaluationResult]) -> dict[str, Any]:
     groups with trials (`trials`: the run, then targets and suites when there are several)."""
     overall = group_rates("all", results)
     targets = {g.name: g for g in rates_by(results, "target")}
-    suites = rates_by(results, "suite")
+    suites = rates_by(results, suite_name)
     groups = [overall, *(targets.values() if len(targets) > 1 else []), *(suites if len(suites) > 1 else [])]
-    return {"all": overall, "targets": targets, "trials": [g for g in groups if g.trial_pass_rate is not None]}
+    return {
+        "all": overall,
+        "targets": targets,
+        "suites": suites if len(suites) > 1 else [],
+        "trials": [g for g in groups if g.trial_pass_rate is not None],
+    }
 
 
 def render_report(

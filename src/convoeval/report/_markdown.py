@@ -14,7 +14,7 @@ from ..results import EvaluationResult
 from ..stats import GroupRates, fmt_interval, group_rates, rates_by
 from ._compare import Comparison, significance_lines
 from ._failures import failed_checks, headline
-from ._overview import Totals, fmt_duration, fmt_score, overview
+from ._overview import Totals, fmt_duration, fmt_score, overview, suite_name
 
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skip": "⏭️"}
 
@@ -74,7 +74,14 @@ def markdown_summary(
     lines += [_totals_row(t, by_target[t.name]) for t in view.targets]
     if len(view.targets) > 1:
         lines.append(_totals_row(total, overall))
-    suites = rates_by(results, "suite")
+    suites = rates_by(results, suite_name)
+    if len(suites) > 1:
+        lines += ["", "| suite | tests | pass rate | mean score |", "|---|---:|---:|---:|"]
+        lines += [
+            f"| {md_text(g.name)} | {g.pass_rate.n_items} | {fmt_interval(g.pass_rate, percent=True)} | "
+            f"{fmt_interval(g.mean_score)} |"
+            for g in suites
+        ]
     lines += _trial_rows(
         [overall, *(by_target.values() if len(by_target) > 1 else []), *(suites if len(suites) > 1 else [])]
     )

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results import EvaluationResult, ScoreEntry, ToolCall
+from ._overview import suite_name
 
 _STYLE = {"pass": "green", "fail": "red", "skip": "yellow", "error": "magenta"}
 
@@ -63,7 +64,7 @@ def rate_lines(results: list[EvaluationResult]) -> list[str]:
 
     groups = [group_rates("all", results)]
     for key in ("target", "suite"):
-        found = rates_by(results, key)
+        found = rates_by(results, key if key == "target" else suite_name)
         if len(found) > 1:
             groups += found
     lines = []

@@ -17,7 +17,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,13 +138,19 @@ def group_rates(
 
 
 def rates_by(
-    results: Sequence[EvaluationResult], key: str, *, rounds: int = 2000, seed: int = 0, confidence: float = 0.95
+    results: Sequence[EvaluationResult],
+    key: str | Callable[[EvaluationResult], str],
+    *,
+    rounds: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
 ) -> list[GroupRates]:
-    """`group_rates` of each suite (`key="suite"`) or target (`key="target"`), in order of first
-    appearance."""
+    """`group_rates` of each suite (`key="suite"`), target (`key="target"`) or group a function
+    of the result names, in order of first appearance."""
+    name_of = key if callable(key) else lambda r: str(getattr(r, key) or "-")
     groups: dict[str, list[EvaluationResult]] = {}
     for result in results:
-        groups.setdefault(str(getattr(result, key) or "-"), []).append(result)
+        groups.setdefault(name_of(result), []).append(result)
     return [group_rates(name, found, rounds=rounds, seed=seed, confidence=confidence) for name, found in groups.items()]
 
 
