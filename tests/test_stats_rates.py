@@ -62,6 +62,18 @@ def test_bootstrap_mean_matches_scipy_percentile_bootstrap() -> None:
     assert mean_interval(scores, rounds=2000, seed=3) == mean_interval(scores, rounds=2000, seed=3)  # seeded
 
 
+def test_bootstrap_of_few_distinct_scores_matches_scipy_too() -> None:
+    """Verdict-like scores take the multinomial-counts path; same distribution as resampling."""
+    scores = np.array([1.0] * 130 + [0.0] * 60 + [0.5] * 10)
+    ours = mean_interval(scores, rounds=20_000, seed=1)
+    ref = scipy_stats.bootstrap(
+        (scores,), np.mean, n_resamples=20_000, method="percentile", confidence_level=0.95, random_state=2
+    )
+    assert ours.ci_low == pytest.approx(ref.confidence_interval.low, abs=0.006)
+    assert ours.ci_high == pytest.approx(ref.confidence_interval.high, abs=0.006)
+    assert ours.se == pytest.approx(ref.standard_error, rel=0.05)
+
+
 def test_bootstrap_of_constant_scores_is_the_point() -> None:
     estimate = mean_interval([1.0, 1.0, 1.0])
     assert (estimate.value, estimate.ci_low, estimate.ci_high) == (1.0, 1.0, 1.0)

@@ -6,7 +6,9 @@
 - Mean score: the percentile bootstrap (Efron & Tibshirani 1993, "An Introduction to the
   Bootstrap", ch. 13): resample the scores with replacement `rounds` times with a seeded
   generator, take the mean of each resample, and the (1-confidence)/2 and (1+confidence)/2
-  percentiles of those means. Seeded, so a report shows the same interval every time.
+  percentiles of those means. Seeded, so a report shows the same interval every time. With few
+  distinct scores the resamples are drawn as multinomial counts of each value (the same
+  distribution, far fewer steps: `_resampled_means`).
 - pass@k and pass^k of one test with n trials, c passing: the estimates of `results.pass_at_k`
   (Chen et al. 2021, "Evaluating Large Language Models Trained on Code", eq. 1) and
   `results.pass_hat_k` (Yao et al. 2024, tau-bench); their intervals map the Wilson interval
@@ -47,8 +49,7 @@ def mean_interval(values: Sequence[float], *, rounds: int = 2000, seed: int = 0,
     mean = float(data.mean())
     if data.size < 2 or rounds <= 0:
         return Estimate(value=mean, n_items=int(data.size), confidence=confidence)
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(rounds, data.size))].mean(axis=1)
+    means = _resampled_means(data, rounds, np.random.default_rng(seed))
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])
     return Estimate(
@@ -59,6 +60,24 @@ def mean_interval(values: Sequence[float], *, rounds: int = 2000, seed: int = 0,
         interval="bootstrap",
         n_items=int(data.size),
         confidence=confidence,
+    )
+
+
+def _resampled_means(data: np.ndarray, rounds: int, rng: np.random.Generator) -> np.ndarray:
+    """The means of `rounds` resamples of `data` with replacement. A resample's mean depends only
+    on how often each distinct value was drawn, which is Multinomial(n, share of each value):
+    with few distinct values (verdicts, pass@k of a few trials) that is drawn directly, in
+    rounds x values steps instead of rounds x n."""
+    values, counts = np.unique(data, return_counts=True)
+    if values.size * 4 <= data.size:
+        drawn = rng.multinomial(data.size, counts / data.size, size=rounds)
+        return np.asarray(drawn @ values / data.size, dtype=float)
+    chunk = max(1, 1_000_000 // data.size)  # resamples at a time: memory stays small for many results
+    return np.concatenate(
+        [
+            data[rng.integers(0, data.size, size=(min(chunk, rounds - done), data.size))].mean(axis=1)
+            for done in range(0, rounds, chunk)
+        ]
     )
 
 
@@ -112,8 +131,8 @@ class GroupRates:
 def group_rates(
     name: str, results: Iterable[EvaluationResult], *, rounds: int = 2000, seed: int = 0, confidence: float = 0.95
 ) -> GroupRates:
-    """Pass rate (Wilson), mean score (bootstrap) and, with trials, pass@k / pass^k for every k
-    that all the group's tests reached (bootstrap over tests) of a group of results."""
+    """Pass rate (Wilson), mean score (bootstrap) and, with trials, the trial pass rate (Wilson)
+    and the mean pass@k / pass^k over tests (bootstrap) for the largest k every test reached."""
     results = list(results)
     passed = sum(r.verdict == "pass" for r in results)
     scores = [r.score for r in results if r.score is not None]
@@ -125,13 +144,14 @@ def group_rates(
     with_trials = [r for r in results if len(r.trials) > 1]
     if not with_trials:
         return rates
-    trial_passes = sum(t.verdict == "pass" for r in with_trials for t in r.trials)
-    rates.trial_pass_rate = rate_interval(trial_passes, sum(len(r.trials) for r in with_trials), confidence)
-    for k in range(1, min(len(r.trials) for r in with_trials) + 1):
+    decided = [t.verdict == "pass" for r in with_trials for t in r.trials if t.verdict in ("pass", "fail")]
+    rates.trial_pass_rate = rate_interval(sum(decided), len(decided), confidence)  # errors and skips left out
+    k = min(len(r.trials) for r in with_trials)  # the largest k every test reached
+    if k > 1:
         at = [r.pass_at_k.get(str(k)) for r in with_trials]
         hat = [r.pass_hat_k.get(str(k)) for r in with_trials]
         if None in at or None in hat:
-            continue
+            return rates
         rates.pass_at_k[str(k)] = mean_interval(at, rounds=rounds, seed=seed, confidence=confidence)  # type: ignore[arg-type]
         rates.pass_hat_k[str(k)] = mean_interval(hat, rounds=rounds, seed=seed, confidence=confidence)  # type: ignore[arg-type]
     return rates
