@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from .._base_model import Model
 from ..errors import ConfigError
@@ -86,7 +87,7 @@ class RunOptions(Model):
     judge: Any = None  # TargetLike | None
     targets_file: Path | None = None
     threshold: float | None = Field(default=None, ge=0, le=1)
-    trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] | Literal["auto"] | None = None
+    trials: int | Literal["auto"] | None = None
     judge_repeats: int | None = Field(default=None, ge=1)
     concurrency: int | None = Field(default=None, ge=1)
     max_connections: int | None = Field(default=None, ge=1)
@@ -111,6 +112,23 @@ class RunOptions(Model):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, (str, Path)) else value
+
+    @field_validator("trials", mode="before")
+    @classmethod
+    def _trials_in_range(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        if (isinstance(value, str) and value.strip().isdigit()) or (isinstance(value, float) and value.is_integer()):
+            value = int(value)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise PydanticCustomError("trials", "Input should be a number from 1 to {le} or 'auto'", {"le": MAX_TRIALS})
+        if isinstance(value, int) and value > MAX_TRIALS:
+            raise PydanticCustomError(
+                "less_than_equal", "Input should be less than or equal to {le}", {"le": MAX_TRIALS}
+            )
+        if isinstance(value, int) and value < 1:
+            raise PydanticCustomError("greater_than_equal", "Input should be greater than or equal to 1", {})
+        return value
 
     @field_validator("shard")
     @classmethod

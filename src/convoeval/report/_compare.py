@@ -28,7 +28,6 @@ from ._overview import suite_name
 
 Outcome = Literal["win", "loss", "tie", "new", "gone"]
 Gate = Literal["significance", "exact"]
-GATES: tuple[Gate, ...] = ("significance", "exact")
 OUTCOMES: tuple[Outcome, ...] = ("loss", "win", "tie", "new", "gone")
 
 
