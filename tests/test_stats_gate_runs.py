@@ -200,3 +200,28 @@ def test_trials_auto_resumes_a_run_that_lost_a_result(noisy, cli, tmp_path: Path
     for key in ("verdict", "adaptive", "pass_rate"):
         assert again["q2"][key] == first["q2"][key]
     assert [t["verdict"] for t in again["q2"]["trials"]] == [t["verdict"] for t in first["q2"]["trials"]]
+
+
+def test_flaky_across_stored_runs_is_marked_in_compare_and_the_html_report(noisy, cli, tmp_path: Path) -> None:
+    """One trial per run: a test that passed in one stored run and failed in another (same
+    suite, unchanged) is flaky; compare, the report of a stored run and `runs flaky` say so."""
+    store = tmp_path / "state"
+    for seed in ("h1", "h2", "h3"):
+        noisy(seed, 0.6, trials=1, store=store / "runs.sqlite")
+    code, stdout, _ = cli("runs", "flaky", "--store", store, "--json")
+    flaky = json.loads(stdout)["flaky"]
+    assert flaky and all(len(f["runs"]) >= 2 and 0 < f["passes"] < f["verdicts"] for f in flaky)
+    assert {f["suite"] for f in flaky} == {"noisy"}  # as the results name the suite
+    ids = [r["id"] for r in json.loads(cli("runs", "--store", store, "--json")[1])["runs"]]
+    code, stdout, _ = cli("compare", ids[1], ids[0], "--store", store, "--format", "json")
+    pairs = {p["test_id"]: p for p in json.loads(stdout)["pairs"]}
+    name = flaky[0]["test_id"]
+    assert pairs[name]["flaky"] and pairs[name]["flaky_history"] == (
+        f"passed {flaky[0]['passes']} of {flaky[0]['verdicts']} ({len(flaky[0]['runs'])} run(s))"
+    )
+    steady = {p for p in pairs} - {f["test_id"] for f in flaky}
+    assert steady and not any(pairs[t]["flaky"] for t in steady)
+    code, _, stderr = cli("report", ids[0], "--store", store, "--html", "r.html")
+    assert code == 0, stderr
+    html = (tmp_path / "r.html").read_text()
+    assert html.count('class="badge flaky"') == len(flaky)

@@ -21,10 +21,11 @@ from ..report import (
     load_run,
     markdown_comparison,
 )
-from ..report._compare import significance_lines
+from ..report._compare import mark_flaky_history, significance_lines
 from ..report._overview import fmt_score
 from ..report._runs import same_fingerprint
 from ..report.viewer import Viewer
+from ..stats import flaky_in_store
 from ._app import app
 from ._write import fail, write_reports
 
@@ -158,6 +159,10 @@ def compare(
         seed=seed,
     )
     comparison.same_fingerprint = same_fingerprint(a, b)
+    if a.run_id or b.run_id:  # stored runs: mark the tests flaky across the store's runs of these suites
+        mark_flaky_history(
+            comparison, flaky_in_store(_store(store), {*a.fingerprints.values(), *b.fingerprints.values()})
+        )
     if output_format is CompareFormat.json:
         typer.echo(json.dumps(comparison.to_json(), indent=2))
     elif output_format is CompareFormat.markdown:

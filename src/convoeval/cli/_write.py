@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from .. import report
 from ..rank import BattleFileError
+
+if TYPE_CHECKING:
+    from ..stats import Flaky
 
 
 def fail(message: str) -> typer.Exit:
@@ -34,9 +38,19 @@ def write_reports(
     heading = title or f"convoeval · {run.name}"
     if html:
         subtitle = f"started {run.started}" if run.started else ""
-        written.append(report.write_html(run.results, html, title=heading, arena=arena, subtitle=subtitle))
+        flaky = _stored_flaky(run)
+        written.append(report.write_html(run.results, html, title=heading, arena=arena, subtitle=subtitle, flaky=flaky))
     if junit:
         written.append(report.write_junit(run.results, junit, timestamp=run.started))
     if markdown:
         written.append(report.write_markdown(run.results, markdown, title=heading))
     return written
+
+
+def _stored_flaky(run: report.LoadedRun) -> list[Flaky]:
+    """The tests of a stored run's suites whose verdict varied across the store's runs."""
+    if not run.store:
+        return []
+    from ..stats import flaky_in_store  # numpy: only when a stored run's HTML report is written
+
+    return flaky_in_store(run.store, run.fingerprints.values())

@@ -22,9 +22,9 @@ from pydantic import ConfigDict, Field
 
 from .._base_model import Model
 from ..results import EvaluationResult
-from ..stats import GateReport, PairData, fmt_interval, significance_gate, trial_verdicts
+from ..stats import Flaky, GateReport, PairData, fmt_interval, significance_gate, trial_verdicts
 from ..stats._gate import Correction
-from ._overview import suite_name
+from ._overview import short_suite, suite_name
 
 Outcome = Literal["win", "loss", "tie", "new", "gone"]
 Gate = Literal["significance", "exact"]
@@ -51,11 +51,14 @@ class PairedResult(Model):
     flaky_a: bool = False
     flaky_b: bool = False
     significant: bool = Field(False, description="The significance gate found this test's trial pass rate fell.")
+    flaky_history: str | None = Field(
+        None, description="The verdict varied across stored runs of the same suite: `passed 5 of 8 (3 runs)`."
+    )
 
     @property
     def flaky(self) -> bool:
-        """The verdict varied across the trials of either run."""
-        return self.flaky_a or self.flaky_b
+        """The verdict varied across the trials of either run, or across stored runs."""
+        return self.flaky_a or self.flaky_b or self.flaky_history is not None
 
     def rate(self, side: Literal["a", "b"]) -> str:
         """`2/3` trial passes of run A or B, or `-`."""
@@ -281,5 +284,20 @@ def significance_lines(comparison: Comparison) -> list[str]:
         )
     flaky = comparison.flaky
     if flaky:
-        lines.append(f"flaky: {len(flaky)} test(s) whose verdict varied across trials (marked)")
+        lines.append(f"flaky: {len(flaky)} test(s) whose verdict varied across trials or stored runs (marked)")
     return lines
+
+
+def history_marks(flaky: Iterable[Flaky]) -> dict[tuple[str, str, str], str]:
+    """(short suite, test id, target) -> `passed 5 of 8 (3 runs)` of the store's flaky tests."""
+    return {
+        (short_suite(f.suite), f.test_id, f.target): f"passed {f.passes} of {f.verdicts} ({len(f.runs)} run(s))"
+        for f in flaky
+    }
+
+
+def mark_flaky_history(comparison: Comparison, flaky: Iterable[Flaky]) -> None:
+    """Mark the pairs whose verdict varied across stored runs (`stats.flaky_in_store`)."""
+    marks = history_marks(flaky)
+    for pair in comparison.pairs:
+        pair.flaky_history = marks.get((pair.suite, pair.test_id, pair.target))

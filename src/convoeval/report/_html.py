@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..rank import Battle, Leaderboard, leaderboard_from_battles, read_battles
 from ..results import EvaluationResult, Message, ScoreEntry, TrialResult
-from ..stats import fmt_interval, group_rates, rates_by
-from ._compare import Comparison, significance_lines
+from ..stats import Flaky, fmt_interval, group_rates, rates_by
+from ._compare import Comparison, history_marks, significance_lines
 from ._labels import SCALES, JudgedItem, Label, Scale
 from ._overview import fmt_duration, fmt_rate, fmt_score, overview, suite_name
 from ._plot import plot_leaderboard
@@ -70,6 +70,7 @@ class TestView:
     trials: list[tuple[TrialResult | None, list[ChatItem], ScoreEntry | None]]
     search: str
     labels: dict[tuple[str, str], list[JudgedItem]] = field(default_factory=dict)
+    flaky_history: str | None = None
 
 
 @dataclass
@@ -199,6 +200,7 @@ def render_report(
     scale: Scale | None = None,
     labels: Sequence[Label] = (),
     label_items: ItemsOf | None = None,
+    flaky: Sequence[Flaky] = (),
 ) -> str:
     """The report page: summary, filters, every test as a chat with its graders, the arena.
 
@@ -208,8 +210,12 @@ def render_report(
         scale: the labelling scale (viewer only).
         labels: labels already given (viewer only), shown in their forms.
         label_items: the labelable items of a result (viewer only).
+        flaky: tests whose verdict varied across stored runs (`stats.flaky_in_store`), marked.
     """
     views = test_views(results, label_items)
+    marks = history_marks(flaky)
+    for view in views:
+        view.flaky_history = marks.get((view.suite, view.result.test_id, view.result.target))
     given: dict[tuple[str, str, str, str, str], list[Label]] = {}
     for label in labels:
         given.setdefault((label.suite, label.test_id, label.target, label.entry, label.item), []).append(label)

@@ -144,7 +144,8 @@ def markdown_comparison(comparison: Comparison, limit: int = 50) -> str:
         ]
         for p in changed[:limit]:
             delta = "" if p.delta is None else f"{p.delta:+.2f}"
-            marks = " ".join(m for m in ("significant" if p.significant else "", "flaky" if p.flaky else "") if m)
+            flaky = f"flaky ({p.flaky_history})" if p.flaky_history else "flaky" if p.flaky else ""
+            marks = " ".join(m for m in ("significant" if p.significant else "", flaky) if m)
             lines.append(
                 f"| {p.outcome} | {md_text(p.test_id)} | {md_text(p.target)} | {fmt_score(p.score_a)} | "
                 f"{fmt_score(p.score_b)} | {delta} | {p.rate('a')} → {p.rate('b')} | {marks} |"

@@ -46,6 +46,7 @@ class LoadedRun(Model):
     fingerprints: dict[str, str] = Field(
         default_factory=dict, description="Suite (store key) -> suite hash of a stored run (empty for a file)."
     )
+    store: str | None = Field(None, description="The run store a stored run came from.")
 
 
 def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
@@ -79,6 +80,7 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
         results=results,
         summary=record.summary or {},
         fingerprints=fingerprints,
+        store=str(store),
     )
 
 

@@ -26,7 +26,8 @@ from pydantic import ValidationError
 
 from ..errors import ConfigError
 from ..results import EvaluationResult
-from ._compare import compare_results
+from ..stats import flaky_in_store
+from ._compare import compare_results, mark_flaky_history
 from ._html import read_battle_records, render_comparison, render_report, render_runs
 from ._labels import SCALES, JudgedItem, Label, LabelStore, Scale
 from ._runs import LoadedRun, ReportInputError, list_runs, load_run, same_fingerprint
@@ -158,6 +159,7 @@ class Viewer:
                     scale=self.scale,
                     labels=labels,
                     label_items=lambda result: judged_items(result, self.scale),
+                    flaky=flaky_in_store(self.store, run.fingerprints.values()),
                 ),
                 {},
             )
@@ -166,6 +168,9 @@ class Viewer:
             tolerance = float(query.get("tolerance", "0") or 0)
             comparison = compare_results(a.results, b.results, tolerance=tolerance, name_a=a.name, name_b=b.name)
             comparison.same_fingerprint = same_fingerprint(a, b)
+            mark_flaky_history(
+                comparison, flaky_in_store(self.store, {*a.fingerprints.values(), *b.fingerprints.values()})
+            )
             return 200, html, render_comparison(comparison, viewer={"a": a.run_id, "b": b.run_id}), {}
         if parts[0] == "arena" and len(parts) == 2 and parts[1].isdigit() and int(parts[1]) < len(self.battles):
             path_ = self.battles[int(parts[1])]

@@ -27,7 +27,8 @@ FlakyKey = tuple[str, str, str]
 
 @dataclass
 class Flaky:
-    """A test whose verdict varies: its pass rate over `verdicts`, and the runs they came from."""
+    """A test whose verdict varies: its pass rate over `verdicts`, and the runs they came from
+    (`suite` as its results name it; `fingerprint` the suite's hash in the store)."""
 
     suite: str
     test_id: str
@@ -77,19 +78,32 @@ def flaky_in(results: Iterable[EvaluationResult]) -> dict[FlakyKey, Flaky]:
     return found
 
 
-def _verdicts_of(data: str) -> list[bool]:
-    raw = json.loads(data)
-    trials = raw.get("trials") or []
-    verdicts = [t.get("verdict") for t in trials] if trials else [raw.get("verdict")]
-    return [v == "pass" for v in verdicts if v in ("pass", "fail")]
+#: Per result: its verdict, its suite as the result names it, and its trials' verdicts, read by
+#: SQLite's JSON functions (the transcripts are never parsed in Python).
+_ROWS = (
+    "SELECT x.suite, x.test_id, x.target, x.verdict, json_extract(x.data, '$.suite'),"
+    " (SELECT json_group_array(json_extract(t.value, '$.verdict')) FROM json_each(x.data, '$.trials') t)"
+    " FROM results x WHERE x.run_id = ? ORDER BY x.seq"
+)
 
 
-def flaky_in_store(store: str | Path) -> list[Flaky]:
+def _verdicts_of(verdict: str, trials: str | None) -> list[bool]:
+    verdicts = json.loads(trials) if trials else []
+    return [v == "pass" for v in (verdicts or [verdict]) if v in ("pass", "fail")]
+
+
+def flaky_in_store(store: str | Path, fingerprints: Iterable[str] | None = None) -> list[Flaky]:
     """Tests of the run store whose verdicts vary across their trials or across runs of the same
-    suite fingerprint, most uncertain (pass rate nearest 1/2) first; [] without a store."""
+    suite fingerprint, most uncertain (pass rate nearest 1/2) first; [] without a store.
+
+    Args:
+        fingerprints: only suites with one of these hashes (e.g. the suites of the runs being
+            compared); all when None.
+    """
     store = Path(store)
     if not store.is_file():
         return []
+    wanted = None if fingerprints is None else set(fingerprints)
     seen: dict[tuple[str, str, str, str], tuple[list[bool], list[str]]] = {}
     with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
         hashes: dict[str, dict[str, str]] = {}
@@ -99,15 +113,19 @@ def flaky_in_store(store: str | Path) -> list[Flaky]:
             except (json.JSONDecodeError, AttributeError, TypeError):
                 suites = {}
             hashes[run_id] = {k: v.get("hash", "") for k, v in suites.items() if isinstance(v, dict)}
-        rows = conn.execute("SELECT run_id, suite, test_id, target, data FROM results ORDER BY run_id, seq")
-        for run_id, suite, test_id, target, data in rows:
-            fingerprint = hashes.get(run_id, {}).get(suite, "")
-            verdicts, runs = seen.setdefault((fingerprint, suite, test_id, target), ([], []))
-            verdicts.extend(_verdicts_of(data))
-            runs.append(run_id)
+        names: dict[tuple[str, str], str] = {}
+        for run_id, suites in hashes.items():
+            if wanted is not None and not wanted & set(suites.values()):
+                continue  # none of this run's suites is asked for: its results are not read
+            for suite, test_id, target, verdict, named, trials in conn.execute(_ROWS, (run_id,)):
+                fingerprint = suites.get(suite, "")
+                verdicts, runs = seen.setdefault((fingerprint, suite, test_id, target), ([], []))
+                verdicts.extend(_verdicts_of(verdict, trials))
+                runs.append(run_id)
+                names.setdefault((fingerprint, suite), named or suite)
     found = [
         Flaky(
-            suite=suite,
+            suite=names[(fingerprint, suite)],
             test_id=test_id,
             target=target,
             passes=sum(verdicts),
@@ -117,7 +135,7 @@ def flaky_in_store(store: str | Path) -> list[Flaky]:
             fingerprint=fingerprint or None,
         )
         for (fingerprint, suite, test_id, target), (verdicts, runs) in seen.items()
-        if is_flaky(verdicts)
+        if is_flaky(verdicts) and (wanted is None or fingerprint in wanted)
     ]
     found.sort(key=lambda f: (abs(f.rate.value - 0.5), f.suite, f.test_id, f.target))
     return found
