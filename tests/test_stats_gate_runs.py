@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 from collections import Counter
@@ -181,8 +182,14 @@ def test_trials_auto_from_the_cli_and_the_suite_and_resume_with_the_cache(noisy,
     code, _, stderr = cli("run", "small.eval.yaml", "-t", "openai:fake", "--trials", "many")
     assert code == 2 and "nor auto" in stderr
     write(tmp_path / "bad.eval.yaml", "execution:\n  trials: {max: 6}\n" + noisy_suite(1))
-    code, _, stderr = cli("validate", "bad.eval.yaml")
-    assert code == 2 and "trials.max needs `until: decided`" in stderr + _
+    code, out, stderr = cli("validate", "bad.eval.yaml")
+    assert code == 2 and "bad.eval.yaml:2" in out + stderr and "trials.max needs `until: decided`" in out + stderr
+    write(tmp_path / "both.eval.yaml", "execution:\n  trials: {count: 3, until: decided}\n" + noisy_suite(1))
+    code, out, stderr = cli("validate", "both.eval.yaml")
+    assert code == 2 and "not both" in out + stderr
+    write(tmp_path / "auto.eval.yaml", "execution:\n  trials: auto\n" + noisy_suite(2))
+    code, out, stderr = cli("run", "auto.eval.yaml", "-t", "openai:fake", "-o", "u.jsonl")
+    assert all(json.loads(line)["adaptive"]["max"] == 20 for line in (tmp_path / "u.jsonl").read_text().splitlines())
 
 
 def test_trials_auto_resumes_a_run_that_lost_a_result(noisy, cli, tmp_path: Path) -> None:
@@ -225,3 +232,18 @@ def test_flaky_across_stored_runs_is_marked_in_compare_and_the_html_report(noisy
     assert code == 0, stderr
     html = (tmp_path / "r.html").read_text()
     assert html.count('class="badge flaky"') == len(flaky)
+
+
+def test_trials_auto_honours_the_cost_limit(noisy, cli, tmp_path: Path) -> None:
+    """Adaptive trials stop between waves once `trials.cost_limit_usd` is spent, and say so."""
+    write(
+        tmp_path / "targets.yaml",
+        "targets:\n  - {name: priced, provider: openai, model: m, base_url: "
+        f'"{os.environ["OPENAI_BASE_URL"]}", price_input_per_mtok: 100000, price_output_per_mtok: 100000}}\n',
+    )
+    write(tmp_path / "c.eval.yaml", "execution:\n  trials: {until: decided, cost_limit_usd: 0.5}\n" + noisy_suite(1))
+    code, out, stderr = cli("run", "c.eval.yaml", "--target", "priced", "--no-cache", "-o", "c.jsonl")
+    [result] = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+    # the first wave is the fewest trials that could decide (4), each costing more than $0.5 in all
+    assert result["adaptive"]["stopped"] == "cost_limit" and result["adaptive"]["run"] == 4, out + stderr
+    assert any("trials.cost_limit_usd reached" in note for note in result["notes"])

@@ -182,11 +182,12 @@ class PassRate(Model):
 class AdaptiveTrials(Model):
     """How adaptive trials (`trials: {until: decided}`, `--trials auto`) ended: `decided` when
     the pass rate's confidence sequence left the threshold (`decision` says on which side),
-    `max` when the most trials ran first, `budget` when the run's budget stopped them."""
+    `max` when the most trials ran first, `budget` when the run's budget stopped them,
+    `cost_limit` when the test's `trials.cost_limit_usd` did."""
 
     run: int
     max: int
-    stopped: Literal["decided", "max", "budget"]
+    stopped: Literal["decided", "max", "budget", "cost_limit"]
     decision: Literal["pass", "fail"] | None = None
     alpha: float = 0.05
     low: float = Field(0.0, description="The confidence sequence of the pass rate when trials stopped.")

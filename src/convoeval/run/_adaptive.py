@@ -9,7 +9,7 @@ Trials run in waves: each wave is the fewest further trials that could settle th
 passing or all failing), at most `width` at once, numbered on from the last (0, 1, 2, ...), so
 a re-run with the cache gets the same answers for the same trials and stops at the same place.
 Trials whose verdict is neither pass nor fail (execution errors) do not count towards the
-decision but do count towards `max`.
+decision but do count towards `max`. `trials.cost_limit_usd` stops them too, between waves.
 """
 
 from __future__ import annotations
@@ -28,18 +28,27 @@ async def adaptive_trials(
     """Run trials with `one(index)` until decided or `plan.trials.most`; None outcomes (the
     run's budget refused a trial) stop them too."""
     most, alpha, threshold = plan.trials.most, plan.trials.alpha, plan.threshold
+    limit = plan.trials.cost_limit_usd
     outcomes: list[TrialResult | None] = []
     while True:
         passes, counted = _counts(outcomes)
         decision = sequential_decision(passes, counted, threshold, alpha)
         left = most - len(outcomes)
-        if decision is not None or left <= 0 or None in outcomes:
+        if decision is not None or left <= 0 or None in outcomes or _spent(outcomes) >= (limit or float("inf")):
             break
         wave = min(max(1, width), trials_until_decidable(passes, counted, threshold, alpha, left))
         start = len(outcomes)
         outcomes += await asyncio.gather(*(one(start + i) for i in range(wave)))
     low, high = confidence_sequence(passes, counted, threshold, alpha)
-    stopped = "decided" if decision is not None else "budget" if None in outcomes else "max"
+    stopped = (
+        "decided"
+        if decision is not None
+        else "budget"
+        if None in outcomes
+        else "max"
+        if len(outcomes) >= most
+        else "cost_limit"
+    )
     record = AdaptiveTrials(
         run=sum(t is not None for t in outcomes),
         max=most,
@@ -50,6 +59,10 @@ async def adaptive_trials(
         high=round(high, 6),
     )
     return outcomes, record
+
+
+def _spent(outcomes: list[TrialResult | None]) -> float:
+    return sum(t.cost_usd + t.judge_cost_usd + t.simulator_cost_usd for t in outcomes if t is not None)
 
 
 def _counts(outcomes: list[TrialResult | None]) -> tuple[int, int]:
@@ -72,6 +85,8 @@ def apply_decision(result: EvaluationResult, record: AdaptiveTrials, threshold: 
             f"adaptive trials: not decided after {record.max} (the most): {interval} holds {threshold:g}; "
             "the verdict is the mean score's"
         )
+    elif record.stopped == "cost_limit":
+        note = f"adaptive trials: stopped after {record.run}: trials.cost_limit_usd reached: {interval}"
     else:
         note = f"adaptive trials: stopped after {record.run} by the run's budget: {interval}"
     update["notes"] = [*result.notes, note]

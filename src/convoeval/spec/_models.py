@@ -124,6 +124,8 @@ class TrialsConfig(Strict):
     def _max_needs_until(self) -> TrialsConfig:
         if self.max is not None and self.until is None:
             raise ValueError("trials.max needs `until: decided` (adaptive trials); use `count` for a fixed number")
+        if self.until is not None and "count" in self.model_fields_set:
+            raise ValueError("trials: give `count` (a fixed number) or `until: decided` with `max`, not both")
         return self
 
     @property
@@ -151,7 +153,9 @@ class Execution(Strict):
     targets: list[str] | None = None
     judge: str | JudgeSettings | None = None
     threshold: float | None = Field(None, ge=0, le=1)
-    trials: int | TrialsConfig | None = None
+    trials: int | Literal["auto"] | TrialsConfig | None = Field(
+        None, description="Trials of each test: a number, `auto` (until decided, at most 20) or a mapping."
+    )
     workers: int | None = Field(None, ge=1)
     backend: Literal["local", "ray"] | None = Field(
         None, description="Where conversations run: this process (local) or Ray tasks (ray); suite level."
@@ -160,7 +164,9 @@ class Execution(Strict):
 
     @field_validator("trials", mode="after")
     @classmethod
-    def _trials_as_config(cls, value: int | TrialsConfig | None) -> TrialsConfig | None:
+    def _trials_as_config(cls, value: int | str | TrialsConfig | None) -> TrialsConfig | None:
+        if isinstance(value, str):  # "auto"
+            return TrialsConfig(until="decided")
         if isinstance(value, int):
             if value < 1:
                 raise ValueError("trials must be at least 1")
