@@ -119,6 +119,8 @@ def test_compare_cli_on_stored_a_a_runs_reports_calibration_power_and_flaky_mark
     code, stdout, _ = cli("compare", ids[1], ids[0], "--store", store, "--format", "json")
     data = json.loads(stdout)
     assert data["same_fingerprint"] is True and data["failed"] is False
+    code, stdout, _ = cli("compare", "last~1", "last", "--store", store, "--format", "json")  # the same two runs
+    assert json.loads(stdout)["a"] == data["a"] and json.loads(stdout)["b"] == data["b"]
     assert data["significance"]["expected_false_alarm"]["significance"] == 0.05
     assert any(p["flaky"] for p in data["pairs"])
     code, stdout, _ = cli("compare", ids[1], ids[0], "--store", store, "--format", "markdown")

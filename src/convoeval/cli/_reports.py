@@ -107,11 +107,17 @@ class CorrectionChoice(StrEnum):
 def compare(
     run_a: Annotated[
         str,
-        typer.Argument(metavar="RUN_A", help="The baseline: a run id, 'last' or a results file.", show_default=False),
+        typer.Argument(
+            metavar="RUN_A",
+            help="The baseline: a run id, 'last', 'last~1' (the run before last) or a results file.",
+            show_default=False,
+        ),
     ],
     run_b: Annotated[
         str,
-        typer.Argument(metavar="RUN_B", help="The new run: a run id, 'last' or a results file.", show_default=False),
+        typer.Argument(
+            metavar="RUN_B", help="The new run: a run id, 'last', 'last~N' or a results file.", show_default=False
+        ),
     ],
     fail_on_regression: Annotated[
         bool,

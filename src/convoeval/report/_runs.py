@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -65,7 +66,7 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
         raise ReportInputError(f"{ref}: no such results file, and no run store at {store} to find a run in")
     run_store = RunStore(store)
     try:
-        record = run_store.find_run(str(ref))
+        record = run_store.find_run(_before_last(str(ref), store))
         if record is None:
             raise ReportInputError(f"{ref}: no such results file or run (runs are in {store})")
         results = list(run_store.results(record.id))
@@ -82,6 +83,16 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
         fingerprints=fingerprints,
         store=str(store),
     )
+
+
+def _before_last(ref: str, store: Path) -> str:
+    """`last~N`: the run N runs before the last one (by creation); other refs as they are."""
+    match = re.fullmatch(r"last~(\d+)", ref)
+    if match is None:
+        return ref
+    with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
+        row = conn.execute("SELECT id FROM runs ORDER BY rowid DESC LIMIT 1 OFFSET ?", (int(match[1]),)).fetchone()
+    return row[0] if row else ref
 
 
 def same_fingerprint(a: LoadedRun, b: LoadedRun) -> bool | None:
