@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, overload
 
 from .._secrets import redact
-from ..results import EvaluationResult, ScoreEntry
+from ..results import EvaluationResult, ScoreEntry, VerdictStatus
+from ._options import RecordedOptions
 from ._owner import Owner
 from ._sqlite import SqliteWriter, connect, store_error
 
@@ -115,8 +116,13 @@ class RunRecord:
     started: str
     finished: str | None
     status: str
-    options: dict[str, Any]
+    options: dict[str, Any]  # as stored: `recorded` reads it
     summary: dict[str, Any] | None
+
+    @property
+    def recorded(self) -> RecordedOptions:
+        """The run's options as recorded (typed)."""
+        return RecordedOptions.model_validate(self.options)
 
 
 def _now() -> str:
@@ -245,12 +251,12 @@ class RunStore:
         self._writer.submit(rewrite, durable=True).result()
         return len(dropped)
 
-    def stored_outcomes(self, run_id: str) -> dict[ResultKey, tuple[str, str]]:
-        """(verdict, execution_status) of every result stored for the run."""
+    def stored_outcomes(self, run_id: str) -> dict[ResultKey, VerdictStatus]:
+        """The verdict and execution status of every result stored for the run."""
         rows = self._reader.execute(
             "SELECT suite, test_id, target, verdict, execution_status FROM results WHERE run_id = ?", (run_id,)
         )
-        return {ResultKey(s, t, g): (v, e) for s, t, g, v, e in rows}
+        return {ResultKey(s, t, g): VerdictStatus(v, e) for s, t, g, v, e in rows}
 
     async def save_result(
         self, run_id: str, key: ResultKey, seq: int, result: EvaluationResult, data: str | None = None
@@ -319,13 +325,12 @@ class RunStore:
         ]
         return StoredResults(self.path, run_id, seqs)
 
-    def outcomes(self, run_id: str) -> list[tuple[str, str]]:
-        """(verdict, execution_status) of each result of the run."""
-        return list(
-            self._reader.execute(
-                "SELECT verdict, execution_status FROM results WHERE run_id = ? ORDER BY seq", (run_id,)
-            )
+    def outcomes(self, run_id: str) -> list[VerdictStatus]:
+        """The verdict and execution status of each result of the run, in run order."""
+        rows = self._reader.execute(
+            "SELECT verdict, execution_status FROM results WHERE run_id = ? ORDER BY seq", (run_id,)
         )
+        return [VerdictStatus(v, e) for v, e in rows]
 
     def totals_by_target(self, run_id: str) -> dict[str, dict[str, float]]:
         """Per target: tests, target cost, judge cost and tokens of the run's results."""

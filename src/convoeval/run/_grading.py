@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..graders import Assertion, GradeContext
 from ..judging import Persona
@@ -16,6 +17,7 @@ from ..results import (
     Message,
     ScoreEntry,
     ScoreKind,
+    ToolCall,
     TrialResult,
     Usage,
     Verdict,
@@ -24,48 +26,34 @@ from ..targets import ChatReply
 from ._plan import TestPlan, TurnPlan
 
 if TYPE_CHECKING:
-    from ._conversation import TrialContext
+    from ._conversation import Conversation, TrialContext
 
 
 async def done(entry: ScoreEntry) -> ScoreEntry:
     return entry
 
 
-async def grade_turn(
-    number: int,
-    turn: TurnPlan,
-    ctx: GradeContext,
-    threshold: float,
-    reply: ChatReply,
-    on_turn: Callable[[int, ScoreEntry, ChatReply], None] | None = None,
-    record: dict[str, object] | None = None,
-    extra: list[GraderScore] | None = None,
-) -> ScoreEntry:
-    scores = await evaluate_all(turn.assertions, ctx) + list(extra or [])
-    entry = combine(f"turn-{number}", "turn", scores, threshold, latency_ms=reply.latency_ms)
-    if record:
-        entry = entry.model_copy(update=record)
-    if on_turn is not None:
-        on_turn(number, entry, reply)
-    return entry
+@dataclass(frozen=True)
+class TurnRecord:
+    """What a turn's score entry records besides its grades: the session the reply belongs to,
+    its tool calls, what its captures found, and why it ended the conversation (if it did)."""
+
+    session_id: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    captures: dict[str, object] = field(default_factory=dict)
+    note: str | None = None
+
+    def apply(self, entry: ScoreEntry) -> ScoreEntry:
+        entry.session_id = self.session_id
+        entry.tool_calls = list(self.tool_calls)
+        entry.captures = dict(self.captures)
+        entry.note = self.note
+        return entry
 
 
-async def grade_conversation(
-    plan: TestPlan,
-    ctx: TrialContext,
-    transcript: list[Message],
-    replies: list[ChatReply],
-    variables: dict[str, object],
-    changes: str | None = None,
-) -> ScoreEntry:
-    usage = sum((r.usage for r in replies), Usage())
-    grade_ctx = GradeContext(
-        level="conversation",
-        output="\n\n".join(r.text for r in replies),
-        history=list(transcript),
-        transcript=list(transcript),
-        criteria=plan.test.criteria,
-        variables=dict(variables),
+def _grade_context(plan: TestPlan, ctx: TrialContext, **fields: Any) -> GradeContext:
+    """The fields every grade context shares (the test, the judge, the trial), plus `fields`."""
+    return GradeContext(
         judge=ctx.judge,
         judge_repeats=ctx.judge_repeats,
         judge_temperature=ctx.judge_temperature,
@@ -73,44 +61,122 @@ async def grade_conversation(
         threshold=plan.threshold,
         trial=ctx.trial,
         test_id=plan.id,
+        **fields,
+    )
+
+
+def turn_context(
+    convo: Conversation, number: int, turn: TurnPlan, reply: ChatReply, history: list[Message]
+) -> GradeContext:
+    """What a turn's graders see: this reply, `history` (the transcript up to this turn's user
+    messages, in the test's window), the turn's backend result (its own `context`, else the
+    reply's tool results)."""
+    plan, ctx = convo.plan, convo.ctx
+    return _grade_context(
+        plan,
+        ctx,
+        level="turn",
+        output=reply.text,
+        history=history,
+        transcript=list(convo.transcript),
+        expected_output=turn.expected_output,
+        criteria=plan.test.criteria,
+        reply=reply,
+        turn=number,
+        variables=dict(convo.variables),
+        latencies_ms=[reply.latency_ms],
+        usage=reply.usage,
+        cost_usd=reply.cost_usd,
+        context=turn.context if turn.context is not None else tool_results(reply.tool_calls),
+        policy=plan.policy,
+        metadata=dict(plan.metadata),
+        workdir=Path(ctx.workdir) if ctx.workdir else None,
+        domain=ctx.domain,
+    )
+
+
+def conversation_context(convo: Conversation) -> GradeContext:
+    """What conversation-level graders see: the whole transcript, every reply joined, their
+    summed usage and cost, and what changed in the workspace."""
+    plan, ctx, replies = convo.plan, convo.ctx, convo.replies
+    return _grade_context(
+        plan,
+        ctx,
+        level="conversation",
+        output="\n\n".join(r.text for r in replies),
+        history=list(convo.transcript),
+        transcript=list(convo.transcript),
+        criteria=plan.test.criteria,
+        variables=dict(convo.variables),
         latencies_ms=[r.latency_ms for r in replies],
-        usage=usage,
+        usage=sum((r.usage for r in replies), Usage()),
         cost_usd=sum(r.cost_usd for r in replies),
         policy=plan.policy,
         metadata=dict(plan.metadata),
         workdir=Path(ctx.workdir) if ctx.workdir else None,
-        file_changes=changes,
+        file_changes=convo.file_changes,
         domain=ctx.domain,
     )
-    scores = await evaluate_all(plan.conversation_assertions, grade_ctx)
-    return combine("conversation", "conversation", scores, plan.threshold)
 
 
-async def grade_fidelity(plan: TestPlan, ctx: TrialContext, transcript: list[Message]) -> ScoreEntry:
-    """The simulator-fidelity checks: they judge the simulated user, so their entry (`type:
-    simulator`) never counts in the test's score."""
-    simulated = plan.simulated_user
+def simulator_context(convo: Conversation) -> GradeContext:
+    """What simulator-fidelity checks see: the transcript and the simulated user's persona."""
+    simulated = convo.plan.simulated_user
     persona = (
         Persona(simulated.persona, simulated.objective, simulated.knowledge, simulated.stop_conditions)
         if simulated
         else None
     )
-    grade_ctx = GradeContext(
+    transcript = list(convo.transcript)
+    return _grade_context(
+        convo.plan,
+        convo.ctx,
         level="conversation",
         output="",
-        history=list(transcript),
+        history=transcript,
         transcript=list(transcript),
-        judge=ctx.judge,
-        judge_repeats=ctx.judge_repeats,
-        judge_temperature=ctx.judge_temperature,
-        base_dir=plan.base_dir,
-        threshold=plan.threshold,
-        trial=ctx.trial,
-        test_id=plan.id,
         simulated_user=persona,
     )
-    scores = await evaluate_all(plan.fidelity, grade_ctx)
-    return combine("simulator-fidelity", "simulator", scores, plan.threshold)
+
+
+async def grade_turn(
+    ctx: GradeContext,
+    turn: TurnPlan,
+    record: TurnRecord,
+    extra: list[GraderScore],
+    report: Callable[[int, ScoreEntry, ChatReply], None] | None = None,
+) -> ScoreEntry:
+    """A turn's score entry: its assertions and the `extra` checks (captures, post-condition);
+    `report(number, entry, reply)` is told once it is graded."""
+    assert ctx.reply is not None and ctx.turn is not None
+    scores = await evaluate_all(turn.assertions, ctx) + extra
+    entry = record.apply(combine(f"turn-{ctx.turn}", "turn", scores, ctx.threshold, latency_ms=ctx.reply.latency_ms))
+    if report is not None:
+        report(ctx.turn, entry, ctx.reply)
+    return entry
+
+
+async def grade_conversation(convo: Conversation) -> ScoreEntry:
+    scores = await evaluate_all(convo.plan.conversation_assertions, conversation_context(convo))
+    return combine("conversation", "conversation", scores, convo.plan.threshold)
+
+
+async def grade_fidelity(convo: Conversation) -> ScoreEntry:
+    """The simulator-fidelity checks: they judge the simulated user, so their entry (`type:
+    simulator`) never counts in the test's score."""
+    scores = await evaluate_all(convo.plan.fidelity, simulator_context(convo))
+    return combine("simulator-fidelity", "simulator", scores, convo.plan.threshold)
+
+
+def tool_results(calls: list[ToolCall]) -> list[dict[str, object]] | None:
+    """A turn's tool calls and their results: the backend result graders see when the turn
+    gives none of its own (`context` / `db_result`)."""
+    if not calls:
+        return None
+    return [
+        {"tool": c.name, "arguments": c.arguments, **({"error": c.error} if c.error else {"output": c.output})}
+        for c in calls
+    ]
 
 
 async def evaluate_all(assertions: list[Assertion], ctx: GradeContext) -> list[GraderScore]:
@@ -189,16 +255,10 @@ def window(transcript: list[Message], window_size: int | None) -> list[Message]:
     return system + rest[keep_from:]
 
 
-def trial_result(
-    plan: TestPlan,
-    trial: int,
-    entries: list[ScoreEntry],
-    transcript: list[Message],
-    replies: list[ChatReply],
-    error: str | None,
-    stop_note: str | None,
-    duration_ms: float,
-) -> TrialResult:
+def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: float) -> TrialResult:
+    """The trial's result from its score entries: the aggregated score and its verdict, what
+    the replies and judges used, and how the conversation was held."""
+    plan, replies, error = convo.plan, convo.replies, convo.error
     judge_usage = Usage()
     judge_cost = 0.0
     grader_errors = 0
@@ -208,7 +268,6 @@ def trial_result(
             if grader.judge_usage is not None:
                 judge_usage = judge_usage + grader.judge_usage
             judge_cost += grader.judge_cost_usd
-    notes = [stop_note] if stop_note else []
     values = [e.score for e in entries if e.score is not None and e.type != "simulator"]
     undecided = [f"{e.name}: {why}" for e in entries for why in undecided_required(e.graders)]
     if error is None and undecided:
@@ -228,12 +287,12 @@ def trial_result(
         passed = score >= plan.threshold
         verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
     return TrialResult(
-        trial=trial,
+        trial=convo.ctx.trial,
         score=score,
         verdict=verdict,
         execution_status=status,
         scores=entries,
-        output=transcript,
+        output=convo.transcript,
         token_usage=sum((r.usage for r in replies), Usage()),
         judge_token_usage=judge_usage,
         cost_usd=round(sum(r.cost_usd for r in replies), 8),
@@ -241,5 +300,9 @@ def trial_result(
         duration_ms=round(duration_ms, 3),
         error=error,
         grader_errors=grader_errors,
-        notes=notes,
+        notes=[convo.stop_note] if convo.stop_note else [],
+        provider=getattr(convo.ctx.target, "provider_name", None),
+        session=convo.session_kind,
+        fallback="single_shot" if convo.session_kind == "single_shot" else None,
+        variables=dict(convo.variables),
     )

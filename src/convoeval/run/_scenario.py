@@ -95,24 +95,20 @@ def _error_entry(message: str, usage: Usage | None = None, cost_usd: float = 0.0
     return ScoreEntry(name="scenario", type="scenario", score=None, verdict="error", graders=[grader])
 
 
-def apply_outcome(result: TrialResult, outcome: Outcome | None, judged: bool) -> TrialResult:
-    """The trial's verdict once its scenario was judged (`judged`): the outcome decides
-    whether it can pass; a scenario the judge could not decide is an error."""
-    if not judged or result.execution_status in ("execution_error", "simulator_error", "budget_exhausted"):
-        return result.model_copy(update={"outcome": outcome})
-    update: dict[str, object] = {"outcome": outcome}
+def apply_outcome(result: TrialResult, outcome: Outcome | None) -> None:
+    """The trial's verdict once its scenario was judged: the outcome decides whether it can
+    pass; a scenario the judge could not decide is an error (`result` is changed in place)."""
+    result.outcome = outcome
+    if result.execution_status in ("execution_error", "simulator_error", "budget_exhausted"):
+        return
     if outcome is None:
         error = next((g.error for e in result.scores if e.type == "scenario" for g in e.graders), None)
-        update.update(score=None, verdict="error", execution_status="execution_error", error=f"scenario: {error}")
+        result.score, result.verdict, result.execution_status = None, "error", "execution_error"
+        result.error = f"scenario: {error}"
     elif outcome == "undecided":
-        update.update(
-            score=None,
-            verdict="error",
-            execution_status="undecided",
-            notes=[*result.notes, "scenario undecided: neither success nor failure holds"],
-        )
+        result.score, result.verdict, result.execution_status = None, "error", "undecided"
+        result.notes.append("scenario undecided: neither success nor failure holds")
     elif outcome in ("failed", "conflict"):  # like a failed required grader: the trial scores 0
-        update.update(score=0.0, verdict="fail", execution_status="quality_failure")
+        result.score, result.verdict, result.execution_status = 0.0, "fail", "quality_failure"
         if outcome == "conflict":
-            update["notes"] = [*result.notes, "scenario conflict: success and a failure criterion both hold"]
-    return result.model_copy(update=update)
+            result.notes.append("scenario conflict: success and a failure criterion both hold")
