@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import report  # noqa: F401  (adds the HTML, JUnit and Markdown results formats)
 from ._version import __version__
 from .engine import (
     CallbackEvents,
-    ResultFiles,
     RunEvents,
     RunMeter,
     RunOptions,
@@ -25,7 +25,6 @@ from .engine import (
     local_model_available,
 )
 from .errors import ConfigError
-from .report import ResultWriter, check_output_suffix, export_results, output_problem
 from .results import EvaluationResult
 from .spec import load_suites
 
@@ -40,16 +39,6 @@ __all__ = [
     "local_model_available",
     "run",
 ]
-
-
-def _check_output(path: Path) -> None:
-    """Refuse a results file with an unknown suffix or in a place it cannot be written."""
-    if problem := output_problem(path):
-        raise ConfigError(f"cannot write results to {path}: {problem}")
-    check_output_suffix(path)
-
-
-_FILES = ResultFiles(open=ResultWriter, export=export_results, check=_check_output)
 
 
 def run(
@@ -117,4 +106,4 @@ async def arun(
         raise ConfigError("give events, or on_result/on_note/on_start, not both")
     if events is None:
         events = CallbackEvents(on_result, on_note, on_start)
-    return await execute_run(opts, version=__version__, files=_FILES, events=events)
+    return await execute_run(opts, version=__version__, events=events)

@@ -8,7 +8,7 @@ from ._meter import CallTotals, MeteredTarget, RunMeter
 from ._options import RUN_SHAPING, RecordedOptions, RunOptions, TargetLike
 from ._pool import LOCAL_NOTE, JudgeChoice, TargetPool, local_model_available, named_targets
 from ._recorder import RunRecorder, suite_key
-from ._runner import ResultFiles, RunReport, execute_run
+from ._runner import RunReport, execute_run
 from ._sqlite import StoreError
 from ._store import HOME_ENV, RERUN_STATUSES, STORE_FILE, ResultKey, RunRecord, RunStore, StoredResults, state_dir
 
@@ -25,7 +25,6 @@ __all__ = [
     "JudgeChoice",
     "MeteredTarget",
     "ResponseCache",
-    "ResultFiles",
     "ResultKey",
     "RunMeter",
     "RecordedOptions",

@@ -3,11 +3,12 @@ the response cache, the meter and the run recorder around it. `convoeval.arun` c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from .._result_files import ResultWriter, check_output, export_results
 from .._secrets import redact, reread_environment
 from ..errors import ConfigError
 from ..results import EvaluationResult, VerdictStatus
@@ -61,27 +62,7 @@ class RunReport:
         return 0 if all(o.verdict == "pass" for o in outcomes) else 1
 
 
-class ResultFile(Protocol):
-    """A results file being written as tests finish (`convoeval.report.ResultWriter`)."""
-
-    def write_json(self, data: str) -> None: ...
-    def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class ResultFiles:
-    """How the run writes `options.output` (the report layer's writers, handed down):
-    `open(path)` a file written as tests finish, `export(path, results_json)` the final file,
-    `check(path)` before the run starts."""
-
-    open: Callable[[Path], ResultFile]
-    export: Callable[[Path, Iterable[str]], None]
-    check: Callable[[Path], None]  # raises ConfigError when results cannot go there
-
-
-async def execute_run(
-    options: RunOptions, *, version: str, files: ResultFiles | None = None, events: RunEvents | None = None
-) -> RunReport:
+async def execute_run(options: RunOptions, *, version: str, events: RunEvents | None = None) -> RunReport:
     """Run (or resume) what `options` describe, telling `events` as it goes; see `convoeval.arun`.
 
     Raises:
@@ -91,7 +72,7 @@ async def execute_run(
         StoreError: the run store or the cache cannot be opened or written.
     """
     reread_environment()  # keys set since the last run are secrets of this one
-    run = _Run(options, version, files, events or RunEvents())
+    run = _Run(options, version, events or RunEvents())
     store = (
         RunStore(state_dir() / STORE_FILE if options.store is True else Path(options.store))
         if options.store is not False
@@ -123,8 +104,8 @@ class _Run:
     `prepare` (hooks, judge, simulators, cache, backend) and `execute` (the scheduler, with the
     recorder and the results file listening)."""
 
-    def __init__(self, options: RunOptions, version: str, files: ResultFiles | None, events: RunEvents):
-        self.options, self.version, self.files, self.events = options, version, files, events
+    def __init__(self, options: RunOptions, version: str, events: RunEvents):
+        self.options, self.version, self.events = options, version, events
         self.store: RunStore | None = None
         self.record: RunRecord | None = None
         self.origin = RecordedOptions()  # a re-run of failed tests: where it came from, what it runs
@@ -170,8 +151,8 @@ class _Run:
             self.origin = RecordedOptions(rerun_of=recorded.rerun_of, only=recorded.only)
         if options.paths is None:
             raise ConfigError("no eval files given")
-        if self.files and options.output:
-            self.files.check(options.output)
+        if options.output:
+            check_output(options.output)
         self.options = options
 
     def select(self) -> list[Suite]:
@@ -242,7 +223,7 @@ class _Run:
         pool = TargetPool(
             named_targets(candidates, options.targets_file), meter=meter, max_connections=options.max_connections
         )
-        writer: ResultFile | None = None
+        writer: ResultWriter | None = None
         try:
             ready = await self.prepare(pool, suites, self.plan(pool, suites))
             recorder = RunRecorder(store, ready.jobs, meter, self.record)
@@ -251,9 +232,9 @@ class _Run:
             recorded = recorded.model_copy(update={"rerun_of": self.origin.rerun_of, "only": self.origin.only})
             run_id = recorder.begin(recorded, self.note, rerun)
             self.events.start(meter)
-            if self.files and options.output and (store is None or options.output.suffix == ".jsonl"):
+            if options.output and (store is None or options.output.suffix == ".jsonl"):
                 # With a store, formats other than JSONL are written from it at the end (nothing buffered).
-                writer = self.files.open(options.output)
+                writer = ResultWriter(options.output)
                 for data in recorder.stored_json():
                     writer.write_json(data)
             try:
@@ -295,8 +276,8 @@ class _Run:
             summary["by_target"] = _totals_by_target(kept)
             return RunReport(results=kept, notes=self.notes, summary=summary, output=output)
         results, outcomes = recorder.finish(summary)
-        if self.files and options.output:
-            self.files.export(options.output, results.iter_json())
+        if options.output:
+            export_results(options.output, results.iter_json())
         return RunReport(
             results=results, notes=self.notes, run_id=run_id, summary=summary, output=output, outcomes=outcomes
         )
@@ -306,7 +287,7 @@ class _Listeners(RunEvents):
     """What hears the scheduler: the recorder, the results file, then the caller's events; a
     result reaches them with every known secret redacted."""
 
-    def __init__(self, recorder: RunRecorder, writer: ResultFile | None, events: RunEvents):
+    def __init__(self, recorder: RunRecorder, writer: ResultWriter | None, events: RunEvents):
         self.recorder, self.writer, self.events = recorder, writer, events
 
     def turn(self, turn: GradedTurn) -> None:
