@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from .errors import ConfigError
+from .errors import ConfigError, first_problem
 from .results import EvaluationResult
 
 #: Writes results given as JSON texts to an open text file.
@@ -160,10 +160,8 @@ def read_results(paths: str | Path | Sequence[str | Path], *, allow_empty: bool 
             try:
                 loaded.append(EvaluationResult.model_validate(item))
             except ValidationError as exc:
-                first = exc.errors(include_url=False)[0]
-                field = ".".join(str(p) for p in first["loc"]) or "(result)"
                 raise ConfigError(
-                    f"{where}: not a convoeval result ({field}: {first['msg']}); "
+                    f"{where}: not a convoeval result ({first_problem(exc, '(result)')}); "
                     "give results files written by `convoeval run -o`"
                 ) from None
     return loaded

@@ -19,11 +19,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from .._base_model import Model
 from ..api import arun
-from ..engine import CACHE_FILE, ResponseCache, TargetPool, named_targets, state_dir
+from ..engine import CACHE_FILE, ResponseCache, SharedOptions, TargetPool, named_targets, state_dir
 from ..errors import ConfigError
 from ..judging import load_pairwise_prompt
 from ..report import read_results
@@ -37,7 +36,7 @@ from ._report import ArenaReport
 Paths = str | Path | Sequence[str | Path]
 
 
-class ArenaOptions(Model):
+class ArenaOptions(SharedOptions):
     """The options of an arena (`convoeval.arena(paths, **options)` builds one from keywords).
 
     Attributes:
@@ -56,19 +55,16 @@ class ArenaOptions(Model):
         k: Elo K-factor (32 as TD-Eval, 4 as Chatbot Arena).
         bootstrap, seed, confidence: Bradley-Terry bootstrap intervals (0 rounds = none).
         concurrency: pairwise judge calls at once.
-        run_concurrency, threshold, trials, store: passed to `arun` (its `concurrency`, ...).
+        run_concurrency, threshold, trials, store: passed to `arun` (its `concurrency`, ...);
+            the options shared with a run are declared once, in `SharedOptions`.
         cache, cache_dir: the response cache, for the runs and the pairwise judge calls.
         results_output: also write the runs' results here (re-judge them later with `results`).
         output: write the judged battles here (Chatbot Arena JSONL, `convoeval arena --battles`).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", frozen=True)
-
-    paths: list[Path] | None = None
     targets: list[Any] | None = None  # list[TargetLike]
     results: list[Any] | None = None  # result files or EvaluationResults
     judge: Any = None  # TargetLike
-    targets_file: Path | None = None
     prompt: str | Path | None = None
     k: float = 32.0
     bootstrap: int = 1000
@@ -76,17 +72,12 @@ class ArenaOptions(Model):
     confidence: float = Field(default=0.95, gt=0, lt=1)
     concurrency: int = Field(default=8, ge=1)
     run_concurrency: int | None = Field(default=None, ge=1)
-    threshold: float | None = Field(default=None, ge=0, le=1)
-    trials: int | None = Field(default=None, ge=1)
-    cache: bool = True
-    cache_dir: Path | None = None
-    store: bool | Path = True
     results_output: Path | None = None
     output: Path | None = None
 
-    @field_validator("paths", "targets", "results", mode="before")
+    @field_validator("targets", "results", mode="before")
     @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
+    def _listed(cls, value: Any) -> Any:
         return [value] if isinstance(value, (str, Path, TargetConfig)) else value
 
     @field_validator("bootstrap")
@@ -100,13 +91,7 @@ class ArenaOptions(Model):
     def build(cls, options: ArenaOptions | None = None, **changes: Any) -> ArenaOptions:
         """`options` with `changes` applied. Raises ConfigError naming a bad option."""
         data = {name: getattr(options, name) for name in cls.model_fields} if options else {}
-        try:
-            return cls.model_validate({**data, **changes})
-        except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            name = ".".join(str(p) for p in first["loc"]) or "options"
-            message = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
-            raise ConfigError(f"arena option {name}: {message.removeprefix('Value error, ')}") from None
+        return cls._validated({**data, **changes}, "arena option")
 
 
 def arena(paths: Paths | None = None, **options: Any) -> ArenaReport:

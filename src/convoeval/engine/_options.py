@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .._base_model import Model
-from ..errors import ConfigError
+from ..errors import ConfigError, first_problem
 from ..spec import MAX_TRIALS
 from ..targets import Target, TargetConfig, agents, redact
 from ._select import parse_shard
@@ -89,7 +89,38 @@ class RecordedOptions(Model):
         return getattr(self, name)
 
 
-class RunOptions(Model):
+class SharedOptions(Model):
+    """The options a run (`RunOptions`) and an arena (`convoeval.arena.ArenaOptions`) share,
+    declared once: which suites, the targets file, threshold and trials, cache and store."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", frozen=True)
+
+    paths: list[Path] | None = None
+    targets_file: Path | None = None
+    threshold: float | None = Field(default=None, ge=0, le=1)
+    trials: int | None = Field(default=None, ge=1, le=MAX_TRIALS)
+    cache: bool = True
+    cache_dir: Path | None = None
+    store: bool | Path = True
+
+    @field_validator("paths", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, (str, Path)) else value
+
+    @classmethod
+    def _validated(cls, data: dict[str, object], what: str) -> Self:
+        """`cls` from `data`, or ConfigError `{what} NAME: what is wrong` (e.g. `run option trials: ...`)."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            problem = first_problem(exc, "options")
+            raise ConfigError(
+                f"{what} {problem.field}: {'unknown option' if problem.unknown else problem.message}"
+            ) from None
+
+
+class RunOptions(SharedOptions):
     """The options of a run (`convoeval.run(paths, **options)` builds one from keywords).
 
     Attributes:
@@ -133,14 +164,8 @@ class RunOptions(Model):
             resumed run runs them). Conversations already running finish.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", frozen=True)
-
-    paths: list[Path] | None = None
     target: Any = None  # TargetLike | list[TargetLike] | None
     judge: Any = None  # TargetLike | None
-    targets_file: Path | None = None
-    threshold: float | None = Field(default=None, ge=0, le=1)
-    trials: int | None = Field(default=None, ge=1, le=MAX_TRIALS)
     judge_repeats: int | None = Field(default=None, ge=1)
     concurrency: int | None = Field(default=None, ge=1)
     max_connections: int | None = Field(default=None, ge=1)
@@ -148,9 +173,6 @@ class RunOptions(Model):
     backend: Literal["local", "ray"] | None = None
     ray_address: str | None = None
     output: Path | None = None
-    cache: bool = True
-    cache_dir: Path | None = None
-    store: bool | Path = True
     test_ids: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     limit: int | None = Field(default=None, ge=1)
@@ -160,11 +182,6 @@ class RunOptions(Model):
     takeover: bool = False
     retry_errors: bool = False
     max_cost: float | None = Field(default=None, ge=0)
-
-    @field_validator("paths", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, (str, Path)) else value
 
     @field_validator("shard")
     @classmethod
@@ -200,16 +217,7 @@ class RunOptions(Model):
         data = {**(options.model_dump() if options else {}), **changes}
         if options is not None:  # keep objects (targets) as they are, not as dumped dicts
             data.update({name: getattr(options, name) for name in ("target", "judge") if name not in changes})
-        try:
-            return cls.model_validate(data)
-        except Exception as exc:
-            errors = getattr(exc, "errors", None)
-            if not callable(errors):
-                raise
-            first = errors(include_url=False)[0]
-            name = ".".join(str(p) for p in first["loc"]) or "options"
-            message = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
-            raise ConfigError(f"run option {name}: {message}") from None
+        return cls._validated(data, "run option")
 
     def shape(self) -> dict[str, object]:
         """The run-shaping options as the store records them: paths absolute, Target objects
