@@ -133,7 +133,10 @@ class ScoreEntry(Model):
     session_id: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     captures: dict[str, Any] = Field(default_factory=dict)
-    note: str | None = Field(None, description="Why the turn was skipped, stopped or failed early.")
+    note: str | None = Field(None, description="Why the turn was skipped, stopped, failed early or not graded.")
+    failed_required: list[str] = Field(
+        default_factory=list, description="Its required checks that failed: each fails the test whatever the mean."
+    )
 
 
 class VerdictStatus(NamedTuple):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from ..graders import DomainSession, GraderError
 from ..results import Message, ScoreEntry, SessionKind, ToolCall, TrialResult
-from ..spec import Budget, substitute
+from ..spec import Budget, substitute, unfilled
 from ..targets import ChatReply, ChatRequest, RecordedReplies, SessionMode, Target, TargetError, session_mode
 from ._controls import apply_controls, budget_hit
 from ._grading import TurnRecord, done, grade_conversation, grade_turn, trial_result, turn_context, window
@@ -87,7 +87,6 @@ class Conversation:
     turns_sent: int = 0
     error: str | None = None
     stop_note: str | None = None  # why the conversation ended before its source ran out
-    skip_score: float | None = 0.0  # the score of turns not sent after a stop (None: left out)
     budget_hit: str | None = None  # the first budget a turn reached
     gradable: bool = True  # False: a step says the conversation cannot be graded (broken simulation)
     file_changes: str | None = None  # what the trial changed in its workspace (set by its step)
@@ -110,16 +109,16 @@ class Conversation:
             entries = list(await asyncio.gather(*self.grading))
         finally:
             await self.close()
-        if self.stop_note and not source.unsent() and source is self.source and isinstance(source, ScriptedTurns):
+        last_sent = self.turns_sent == number and not source.unsent()
+        if self.stop_note and last_sent and source is self.source and isinstance(source, ScriptedTurns):
             self.stop_note = None  # the last scripted turn failed: nothing was left to stop
         if isinstance(self.source, SingleShotTurns):
             return self._single_shot(entries, self.source.planned)
-        # Turns after a stop are not sent and score 0; after an error (including the turn that
-        # failed) they are simply not run.
+        # Turns not sent (after a stop, whatever stopped it, or after an error) are skipped:
+        # not scored, left out of the test's score.
         for offset in range(len(entries) + 1, max(number, len(entries)) + len(source.unsent()) + 1):
-            score = self.skip_score if self.error is None else None
             entries.append(
-                ScoreEntry(name=f"turn-{offset}", type="turn", verdict="skip", score=score, note=self.stop_note)
+                ScoreEntry(name=f"turn-{offset}", type="turn", verdict="skip", score=None, note=self.stop_note)
             )
         return entries
 
@@ -145,6 +144,9 @@ class Conversation:
             m.model_copy(update={"content": substitute(m.content, self.variables), "turn": number})
             for m in turn.messages
         ]
+        if missing := [name for m in new for name in unfilled(m.content, self.plan.captured_names)]:
+            self._not_sent(number, missing)
+            return False
         self.transcript.extend(new)
         history = window(self.transcript, self.plan.window_size)
         reply = await self._send(number, new)
@@ -166,7 +168,7 @@ class Conversation:
                 controls.stop_note = controls.stop_note or f"budget exhausted: {hit}"
         if controls.stop_note:  # a capture, post-condition or budget says: send nothing more
             self.grading.append(task)
-            self.stop_note, self.skip_score = controls.stop_note, None
+            self.stop_note = controls.stop_note
             return False
         if self.plan.stop_on_failure:
             entry = await task
@@ -178,6 +180,18 @@ class Conversation:
         else:
             self.grading.append(task)
         return True
+
+    def _not_sent(self, number: int, missing: list[str]) -> None:
+        """A turn that still names a variable no capture set is never sent: it ends the
+        conversation (an error in a single-shot prompt, which cannot capture anything)."""
+        names = ", ".join("{{ " + name + " }}" for name in dict.fromkeys(missing))
+        if isinstance(self.source, SingleShotTurns):
+            self.error = (
+                f"single_shot fallback: the turns use {names}, captured from a reply, which one prompt "
+                "cannot fill; the target cannot resume a session"
+            )
+        else:
+            self.stop_note = f"turn {number} not sent: {names} was never captured"
 
     async def _send(self, number: int, new: list[Message]) -> ChatReply | None:
         if self.mode == "resume" and self.session_id is not None:

@@ -183,47 +183,50 @@ async def evaluate_all(assertions: list[Assertion], ctx: GradeContext) -> list[G
     return list(await asyncio.gather(*(a.evaluate(ctx) for a in assertions)))
 
 
+#: The note of a turn that has no check of its own: it is not scored.
+NOT_GRADED = "not graded: the turn has no assertions"
+#: The note of a trial in which nothing was graded: it passes (it ran), with no score.
+NOTHING_GRADED = "nothing graded: the test has no checks; it passes when it runs without error"
+
+
 def combine(
     name: str, kind: ScoreKind, scores: list[GraderScore], threshold: float, latency_ms: float | None = None
 ) -> ScoreEntry:
     """One turn's (or the conversation's) score from its graders.
 
     Weighted mean of the graders that decided (errors are left out); a failed `required`
-    grader, or a grader that failed on a required criterion (`failed_required`),
-    makes the score 0; a `required` grader that could not decide makes the verdict `error`
-    (score None): the required check never passed. No graders at all is a pass with score 1.
+    grader, or a grader that failed on a required criterion, is recorded in
+    `failed_required` (it fails the test whatever the mean) and makes the score 0; a
+    `required` grader that could not decide makes the verdict `error` (score None): the
+    required check never passed. No grader that counts (none, or only zero-weight ones such as
+    a capture) is not graded: verdict `skip`, score None, left out of the test's score.
     """
     outcomes = [a for s in scores for a in s.assertions]
-    decided = [s for s in scores if s.verdict != "error" and s.score is not None]
-    if not scores:
-        return ScoreEntry(name=name, type=kind, score=1.0, verdict="pass", latency_ms=latency_ms)
+    entry = ScoreEntry(
+        name=name, type=kind, score=None, verdict="error", assertions=outcomes, graders=scores, latency_ms=latency_ms
+    )
+    entry.failed_required = [
+        f"{s.name} ({'; '.join(s.failed_required)})" if s.failed_required else s.name
+        for s in scores
+        if s.verdict == "fail" and (s.required or s.failed_required)
+    ]
+    counted = [s for s in scores if s.weight > 0 or s.required or s.failed_required]
+    decided = [s for s in counted if s.verdict != "error" and s.score is not None]
+    if not counted:
+        entry.verdict, entry.note = "skip", NOT_GRADED
+        return entry
     if not decided or undecided_required(scores):
-        return ScoreEntry(
-            name=name,
-            type=kind,
-            score=None,
-            verdict="error",
-            assertions=outcomes,
-            graders=scores,
-            latency_ms=latency_ms,
-        )
+        return entry
     total_weight = sum(s.weight for s in decided)
     if total_weight > 0:
         score = sum((s.score or 0.0) * s.weight for s in decided) / total_weight
     else:
         score = sum(s.score or 0.0 for s in decided) / len(decided)
-    if any(s.verdict == "fail" and (s.required or s.failed_required) for s in decided):
+    if entry.failed_required:
         score = 0.0
-    verdict: Verdict = "pass" if score >= threshold else "fail"
-    return ScoreEntry(
-        name=name,
-        type=kind,
-        score=round(score, 6),
-        verdict=verdict,
-        assertions=outcomes,
-        graders=scores,
-        latency_ms=latency_ms,
-    )
+    entry.score = round(score, 6)
+    entry.verdict = "pass" if score >= threshold else "fail"
+    return entry
 
 
 def undecided_required(scores: list[GraderScore]) -> list[str]:
@@ -268,7 +271,10 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
             if grader.judge_usage is not None:
                 judge_usage = judge_usage + grader.judge_usage
             judge_cost += grader.judge_cost_usd
-    values = [e.score for e in entries if e.score is not None and e.type != "simulator"]
+    notes = [convo.stop_note] if convo.stop_note else []
+    counted = [e for e in entries if e.type != "simulator"]
+    values = [e.score for e in counted if e.score is not None]
+    failed_required = [f"{e.name}: {check}" for e in counted for check in e.failed_required]
     undecided = [f"{e.name}: {why}" for e in entries for why in undecided_required(e.graders)]
     if error is None and undecided:
         error = "; ".join(undecided)
@@ -277,6 +283,12 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
     status: ExecutionStatus
     if error is not None:
         score, verdict, status = None, "error", "execution_error"
+    elif failed_required:  # a required check failed: the test fails whatever the mean
+        score, verdict, status = 0.0, "fail", "quality_failure"
+    elif not values and not any(e.verdict == "error" for e in counted if e.type != "scenario"):
+        # No check at all (a scenario the judge could not decide is its step's to report): nothing failed.
+        score, verdict, status = None, "pass", "ok"
+        notes.append(NOTHING_GRADED)
     elif not values:
         score, verdict, status = None, "error", "execution_error"
         error = "every grader failed: " + "; ".join(
@@ -300,7 +312,8 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         duration_ms=round(duration_ms, 3),
         error=error,
         grader_errors=grader_errors,
-        notes=[convo.stop_note] if convo.stop_note else [],
+        notes=notes,
+        failed_required=failed_required,
         provider=getattr(convo.ctx.target, "provider_name", None),
         session=convo.session_kind,
         fallback="single_shot" if convo.session_kind == "single_shot" else None,

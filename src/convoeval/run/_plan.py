@@ -102,6 +102,11 @@ class TestPlan:
         return "conversation" if self.test.is_conversation else "single"
 
     @property
+    def captured_names(self) -> frozenset[str]:
+        """The variables the test's turns capture (`{{ name }}` of one is never sent unfilled)."""
+        return frozenset(rule.name for turn in self.turns for rule in turn.captures)
+
+    @property
     def all_assertions(self) -> list[Assertion]:
         """Every assertion the plan may run (to decide whether the run needs a judge)."""
         return [

@@ -4,7 +4,9 @@ trial's outcome, stop reason and simulator accounting end up in its result.
 Outcome: `passed` when success holds and no failure criterion does, `failed` when a failure
 criterion holds, `conflict` when both, `undecided` when neither. An undecided scenario is
 reported as such (`execution_status: undecided`, verdict `error`): it is never folded into a
-pass or a fail. A conflict fails the test (a failure criterion holds) and says so.
+pass or a fail. A conflict fails the test (a failure criterion holds) and says so. The
+scenario is a required check: a failed one fails the test whatever the mean, and the criteria
+that decided it are its `failed_required`.
 """
 
 from __future__ import annotations
@@ -76,9 +78,12 @@ async def judge_scenario(
         judge_cost_usd=round(session.cost_usd, 10),
         details={"outcome": outcome},
     )
-    return ScoreEntry(
+    entry = ScoreEntry(
         name="scenario", type="scenario", score=score, verdict=verdict, assertions=checks, graders=[grader]
-    ), outcome
+    )
+    if outcome in ("failed", "conflict"):  # the scenario decides the task's outcome: required
+        entry.failed_required = [check.text for check in checks if not check.passed]
+    return entry, outcome
 
 
 def _error_entry(message: str, usage: Usage | None = None, cost_usd: float = 0.0, calls: int = 0) -> ScoreEntry:

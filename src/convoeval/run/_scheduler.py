@@ -292,8 +292,10 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         score = round(sum(scores) / len(scores), 6) if scores else None
         if plan.trials.strategy == "pass_at_k":
             passed = any(t.verdict == "pass" for t in trials)
+        elif score is None:  # nothing graded in any trial: each passed by running
+            passed = all(t.verdict == "pass" for t in trials)
         else:
-            passed = score is not None and score >= plan.threshold
+            passed = score >= plan.threshold
         verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
     hit = next((t.budget_hit for t in trials if t.budget_hit), None)
     if hit is not None and status in ("ok", "quality_failure"):  # a budget was hit: never "completed"
@@ -301,6 +303,7 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
     n, c = len(trials), sum(t.verdict == "pass" for t in trials)
     notes = list(dict.fromkeys(note for t in trials for note in t.notes))
     errors = [f"trial {t.trial}: {t.error}" if n > 1 else t.error for t in trials if t.error]
+    failed_required = [f"trial {t.trial}: {check}" if n > 1 else check for t in trials for check in t.failed_required]
     return EvaluationResult(
         test_id=plan.id,
         target=target,
@@ -327,6 +330,7 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         error="; ".join(errors) or None,
         grader_errors=sum(t.grader_errors for t in trials),
         notes=notes,
+        failed_required=failed_required,
         metadata=plan.metadata,
         budget_hit=hit,
         provider=first.provider,

@@ -138,7 +138,7 @@ class FidelityStep(TrialStep):
 
 class VerifyStep(TrialStep):
     """`verify` runs after each turn (hints go between turns) and may end the conversation
-    with success; a conversation that never verified fails."""
+    with success; a conversation that never verified fails the test (unless `required: false`)."""
 
     verified: VerifiedTurns | None = None
 
@@ -155,12 +155,12 @@ class VerifyStep(TrialStep):
         return self.verified
 
     async def entries(self, convo: Conversation) -> list[ScoreEntry]:
-        return [self.verified.entry()] if self.verified is not None and convo.error is None else []
-
-    def adjust(self, result: TrialResult, convo: Conversation) -> None:
-        never = self.verified is not None and self.verified.verified_at is None
-        if never and result.execution_status in ("ok", "quality_failure"):
-            result.score, result.verdict, result.execution_status = 0.0, "fail", "quality_failure"
+        if self.verified is None or convo.error is not None:
+            return []
+        entry = self.verified.entry()
+        if entry.verdict == "fail" and self.verified.verify.required:  # required: the test fails
+            entry.failed_required = ["verify: never verified"]
+        return [entry]
 
 
 class BudgetStep(TrialStep):
