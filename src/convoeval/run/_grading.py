@@ -47,7 +47,7 @@ class TurnRecord:
         entry.session_id = self.session_id
         entry.tool_calls = list(self.tool_calls)
         entry.captures = dict(self.captures)
-        entry.note = self.note
+        entry.note = self.note or entry.note
         return entry
 
 

@@ -159,7 +159,7 @@ class VerifyStep(TrialStep):
             return []
         entry = self.verified.entry()
         if entry.verdict == "fail" and self.verified.verify.required:  # required: the test fails
-            entry.failed_required = ["verify: never verified"]
+            entry.failed_required = ["never verified"]
         return [entry]
 
 
