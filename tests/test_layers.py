@@ -30,6 +30,7 @@ LAYERS: list[set[str]] = [
         "_jsonpath",
         "_lazy",
         "_result_files",
+        "_text",
     },
     {"targets"},
     {"judging"},

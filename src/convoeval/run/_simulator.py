@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .._text import shorten
 from ..judging import JudgeError, JudgeSession, Persona, UserStep, user_step_messages, user_step_schema
 from ..registry import lookup, names, register
 from ..results import Message, StopReason, TrialResult, Usage
@@ -149,7 +150,7 @@ def _normal(text: str) -> str:
 
 
 def _quote(text: str, limit: int = 80) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    return repr(shorten(text, limit))
 
 
 class SimulatedTurns:
