@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from ..api import arun
-from ..engine import CACHE_FILE, ResponseCache, SharedOptions, TargetPool, named_targets, state_dir
+from ..engine import CACHE_FILE, JudgeChoice, ResponseCache, SharedOptions, TargetPool, named_targets, state_dir
 from ..errors import ConfigError
 from ..judging import load_pairwise_prompt
 from ..report import read_results
@@ -147,41 +147,14 @@ async def aarena(
     candidates = (
         [f for s in suites if (f := find_targets_file(s.base_dir))] if opts.paths is not None else [Path(TARGETS_FILE)]
     )
-    template = None
-    if opts.prompt is not None:
-        try:
-            template = load_pairwise_prompt(opts.prompt)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+    template = _pairwise_prompt(opts)
     pool = TargetPool(named_targets(candidates, opts.targets_file))
     try:
         choice = pool.judge(opts.judge, suites, note)
-        if choice.source == "suite":
-            note(f"judge: {choice.target.name} (the suite's execution.judge); choose another with --judge")
-        if names and choice.target.name in names:
-            note(
-                f"note: the judge {choice.target.name} is also a contestant; LLM judges tend to prefer "
-                "their own answers"
-            )
+        _note_judge(choice, names, note)
         run_id = None
         if opts.paths is not None:
-            report = await arun(
-                opts.paths,
-                target=list(opts.targets or []),
-                judge=choice.spec,
-                targets_file=opts.targets_file,
-                threshold=opts.threshold,
-                trials=opts.trials,
-                concurrency=opts.run_concurrency,
-                output=opts.results_output,
-                on_result=on_result,
-                on_note=note,
-                cache=opts.cache,
-                cache_dir=opts.cache_dir,
-                store=opts.store,
-            )
-            run_id = report.run_id
-            collected = list(report.results)
+            run_id, collected = await _run_contestants(opts, choice.spec, note, on_result)
         if opts.cache:
             pool.cache = ResponseCache(Path(opts.cache_dir or state_dir()) / CACHE_FILE)
         try:
@@ -209,6 +182,49 @@ async def aarena(
     if opts.output is not None:
         arena_report.write_battles(opts.output)
     return arena_report
+
+
+def _note_judge(choice: JudgeChoice, names: list[str] | None, note: Callable[[str], None]) -> None:
+    """Say where the judge came from when the suite chose it, and when it is also a contestant."""
+    if choice.source == "suite":
+        note(f"judge: {choice.target.name} (the suite's execution.judge); choose another with --judge")
+    if names and choice.target.name in names:
+        note(f"note: the judge {choice.target.name} is also a contestant; LLM judges tend to prefer their own answers")
+
+
+def _pairwise_prompt(opts: ArenaOptions) -> str | None:
+    """The custom pairwise prompt's template, or None for the built-in one."""
+    if opts.prompt is None:
+        return None
+    try:
+        return load_pairwise_prompt(opts.prompt)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+async def _run_contestants(
+    opts: ArenaOptions,
+    judge: Any,
+    note: Callable[[str], None],
+    on_result: Callable[[EvaluationResult], None] | None,
+) -> tuple[str | None, list[EvaluationResult]]:
+    """Run the suites on every target (`convoeval.arun`): the run's id and its results."""
+    report = await arun(
+        opts.paths,
+        target=list(opts.targets or []),
+        judge=judge,
+        targets_file=opts.targets_file,
+        threshold=opts.threshold,
+        trials=opts.trials,
+        concurrency=opts.run_concurrency,
+        output=opts.results_output,
+        on_result=on_result,
+        on_note=note,
+        cache=opts.cache,
+        cache_dir=opts.cache_dir,
+        store=opts.store,
+    )
+    return report.run_id, list(report.results)
 
 
 def _inputs(opts: ArenaOptions) -> tuple[list[Suite], list[str] | None, list[EvaluationResult]]:
