@@ -286,7 +286,8 @@ async def judge_arena(
         judgment: PairJudgment, first: EvaluationResult, second: EvaluationResult, info: ArenaTest, a_first: bool
     ) -> None:
         async with semaphore:
-            totals["calls"] += await _judge_order(judge, prompt, judgment, first, second, info, a_first)
+            calls = await _judge_order(judge, prompt, judgment, first, second, info, a_first)
+        totals["calls"] += calls
 
     async def one_pair(judgment: PairJudgment, rx: EvaluationResult, ry: EvaluationResult, info: ArenaTest) -> None:
         await asyncio.gather(one_order(judgment, rx, ry, info, True), one_order(judgment, ry, rx, info, False))
