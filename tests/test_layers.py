@@ -31,6 +31,7 @@ LAYERS: list[set[str]] = [
         "_lazy",
         "_result_files",
         "_text",
+        "_jsonl",
     },
     {"targets"},
     {"judging"},

@@ -13,6 +13,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from ._jsonl import JsonlError, read_jsonl
 from .errors import ConfigError, first_problem
 from .results import EvaluationResult
 
@@ -169,6 +170,11 @@ def read_results(paths: str | Path | Sequence[str | Path], *, allow_empty: bool 
 
 def _result_items(path: Path) -> list[tuple[str, Any]]:
     """(`file:line` or `file: item N`, parsed JSON) of each result in a file."""
+    if path.suffix != ".json":
+        try:
+            return [(f"{path}:{number}", value) for number, value in read_jsonl(path)]
+        except JsonlError as exc:
+            raise ConfigError(str(exc)) from None
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -182,13 +188,4 @@ def _result_items(path: Path) -> list[tuple[str, Any]]:
             raise ConfigError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
         if not isinstance(items, list):
             raise ConfigError(f"{path}: expected a JSON array of results")
-        return [(f"{path}: item {i}", item) for i, item in enumerate(items, start=1)]
-    lines: list[tuple[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            lines.append((f"{path}:{number}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
-    return lines
+    return [(f"{path}: item {i}", item) for i, item in enumerate(items, start=1)]
