@@ -114,7 +114,7 @@ class GraderScore(Model):
     judge_cost_usd: float = 0.0
     dimensions: dict[str, DimensionScore] | None = None
     duration_ms: float | None = None
-    details: dict[str, Any] | None = None
+    details: dict[str, object] | None = None
     error: str | None = None
 
 
@@ -132,7 +132,7 @@ class ScoreEntry(Model):
     latency_ms: float | None = None
     session_id: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
-    captures: dict[str, Any] = Field(default_factory=dict)
+    captures: dict[str, object] = Field(default_factory=dict)
     note: str | None = Field(None, description="Why the turn was skipped, stopped, failed early or not graded.")
     failed_required: list[str] = Field(
         default_factory=list, description="Its required checks that failed: each fails the test whatever the mean."
@@ -189,7 +189,7 @@ class _TrialKey(Model):
 class TrialResult(Accounting, _TrialKey):
     """One independent run of a test."""
 
-    variables: dict[str, Any] = Field(default_factory=dict)
+    variables: dict[str, object] = Field(default_factory=dict)
     workspace: str | None = Field(None, description="Where the trial's kept workspace is (keep: always / on_failure).")
     file_changes: str | None = Field(
         None, description="What the trial changed in its workspace: a unified diff (text files, bounded)."
@@ -234,7 +234,7 @@ class EvaluationResult(Accounting, TestKey):
         reason: str,
         *,
         score: float | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> EvaluationResult:
         """A test that did not run: skipped or failed dependency, budget spent, internal error."""
         return cls(

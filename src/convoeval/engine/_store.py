@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import overload
 
 from .._secrets import redact
 from ..results import EvaluationResult, ScoreEntry, VerdictStatus
@@ -116,8 +116,8 @@ class RunRecord:
     started: str
     finished: str | None
     status: str
-    options: dict[str, Any]  # as stored: `recorded` reads it
-    summary: dict[str, Any] | None
+    options: dict[str, object]  # as stored: `recorded` reads it
+    summary: dict[str, object] | None
 
     @property
     def recorded(self) -> RecordedOptions:
@@ -157,7 +157,7 @@ class RunStore:
             raise store_error(self.path, exc) from None
 
     # -- runs --------------------------------------------------------------------------
-    def new_run(self, options: dict[str, Any], run_id: str | None = None, owner: Owner | None = None) -> RunRecord:
+    def new_run(self, options: dict[str, object], run_id: str | None = None, owner: Owner | None = None) -> RunRecord:
         record = RunRecord(
             id=run_id or new_run_id(), started=_now(), finished=None, status="running", options=options, summary=None
         )
@@ -197,7 +197,7 @@ class RunStore:
         row = self._reader.execute("SELECT owner FROM owners WHERE run_id = ?", (run_id,)).fetchone()
         return Owner.from_json(json.loads(row[0])) if row else None
 
-    def update_options(self, run_id: str, options: dict[str, Any]) -> None:
+    def update_options(self, run_id: str, options: dict[str, object]) -> None:
         row = (json.dumps(options, default=str), run_id)
         self._writer.submit(
             lambda conn: conn.execute("UPDATE runs SET options = ? WHERE id = ?", row), durable=True
@@ -222,7 +222,7 @@ class RunStore:
             summary=json.loads(row[5]) if row[5] else None,
         )
 
-    def finish_run(self, run_id: str, summary: dict[str, Any]) -> None:
+    def finish_run(self, run_id: str, summary: dict[str, object]) -> None:
         row = (_now(), json.dumps(summary, default=str), run_id)
         self._writer.submit(
             lambda conn: conn.execute(

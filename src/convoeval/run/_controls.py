@@ -22,13 +22,13 @@ from ..targets import ChatReply
 class TurnControls:
     """What a turn's captures and post-condition decided."""
 
-    captured: dict[str, Any] = field(default_factory=dict)
+    captured: dict[str, object] = field(default_factory=dict)
     scores: list[GraderScore] = field(default_factory=list)
     stop_note: str | None = None  # set when no further turn may be sent
 
 
 def apply_controls(
-    number: int, captures: list[Capture], post: PostCondition | None, reply: ChatReply, variables: dict[str, Any]
+    number: int, captures: list[Capture], post: PostCondition | None, reply: ChatReply, variables: dict[str, object]
 ) -> TurnControls:
     """Run the captures (updating `variables`), then the post-condition, on one reply."""
     result = TurnControls()
@@ -108,7 +108,7 @@ def capture_value(rule: Capture, reply: ChatReply) -> tuple[str | None, str]:
     return (text, "") if text else (None, "the text is empty")
 
 
-def check_post_condition(post: PostCondition, text: str, variables: dict[str, Any]) -> list[AssertionOutcome]:
+def check_post_condition(post: PostCondition, text: str, variables: dict[str, object]) -> list[AssertionOutcome]:
     """One outcome per list of the post-condition."""
 
     def found(item: Any) -> bool:

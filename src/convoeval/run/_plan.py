@@ -64,7 +64,7 @@ class TestPlan:
     stop_on_failure: bool = False
     window_size: int | None = None
     policy: Policy | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
     recorded: list[ChatReply] | None = None  # a `transcript:` test's replies: no target is called
     simulated_user: SimulatedUser | None = None
     turn_assertions: list[Assertion] = field(default_factory=list)  # for turns the simulator makes up
@@ -76,7 +76,7 @@ class TestPlan:
     hints: list[str] = field(default_factory=list)
     budget: Budget | None = None
     tools: str | None = None  # the suite's domain: tool functions over `backend`
-    backend: str | dict[str, Any] | None = None
+    backend: str | dict[str, object] | None = None
     steps: tuple[StepFactory, ...] = ()  # what its trials run besides the turns (`choose_steps`)
 
     def domain(self) -> Domain | None:
