@@ -7,16 +7,30 @@ from ._jobs import GradedTurn, Job, JobEvents
 from ._plan import TestPlan, TurnPlan
 from ._planner import plan_test
 from ._scheduler import TrialRunner, combine_trials, dependency_order, run_jobs
-from ._steps import StepFactory, TrialStep, choose_steps
+from ._steps import (
+    BudgetStep,
+    FidelityStep,
+    ScenarioStep,
+    SimulatedUserStep,
+    StepFactory,
+    TrialStep,
+    VerifyStep,
+    WorkspaceChangesStep,
+    choose_steps,
+)
 from ._turns import ScriptedTurns, SingleShotTurns, TurnSource
 from ._workspace import run_suite_hooks
 
 __all__ = [
+    "BudgetStep",
     "Conversation",
+    "FidelityStep",
     "GradedTurn",
     "Job",
     "JobEvents",
+    "ScenarioStep",
     "ScriptedTurns",
+    "SimulatedUserStep",
     "SingleShotTurns",
     "StepFactory",
     "TestPlan",
@@ -26,6 +40,8 @@ __all__ = [
     "TurnPlan",
     "TurnRecord",
     "TurnSource",
+    "VerifyStep",
+    "WorkspaceChangesStep",
     "aggregate",
     "choose_steps",
     "combine",
