@@ -1,9 +1,11 @@
 """The live conversation loop: one trial of one test against one target.
 
-`run_trial` asks a turn source (`_turns.py`) for the user side of each turn and plays it with
-`Conversation.play_turn`, the one place where a turn is sent, its reply and tool calls are
-recorded, captures and post-conditions are applied, and the reply is handed to the graders
-(`_grading.py`).
+A trial is a pipeline (`play`): the turns, their grading and the conversation's, then the
+test's steps (`_steps.py`: scenario, fidelity, verify, simulated user, budget, workspace
+changes), each adding score entries and adjusting the result. `Conversation.play` asks a turn
+source (`_turns.py`) for the user side of each turn and plays it with `play_turn`, the one
+place where a turn is sent, its reply and tool calls are recorded, captures and
+post-conditions are applied, and the reply is handed to the graders (`_grading.py`).
 
 A new source of user messages plugs in as a `TurnSource` (`next_turn(convo) -> TurnPlan |
 None`, `unsent() -> list[TurnPlan]`): give it as `TrialContext.turns`, or return it from
