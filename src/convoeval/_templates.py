@@ -122,6 +122,8 @@ _VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 def unfilled(text: str, names: Collection[str]) -> list[str]:
     """The names among `names` still written as `{{ name }}` in `text` (after `substitute`:
     captured variables that were never set). Other `{{ ... }}` text is not a placeholder."""
+    if not names or "{{" not in text:
+        return []
     return list(dict.fromkeys(m.group(1) for m in _VARIABLE.finditer(text) if m.group(1) in names))
 
 
