@@ -49,6 +49,11 @@ class ConfigError(ConvoevalError):
     The message is one line that says what to do (`file:line: ...` when it is about a file)."""
 
 
+class NothingToRerun(ConfigError):
+    """`rerun_failed` names a run in which every test passed: there is nothing to run again.
+    The CLI says so and exits 0 (a green run stays green); the API raises it."""
+
+
 class TargetError(ConvoevalError):
     """The target could not produce a reply (HTTP error after retries, timeout, bad body).
 

@@ -17,7 +17,7 @@ from .. import registry
 from .. import report as reports
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
-from ..errors import ConfigError, RegistryError
+from ..errors import ConfigError, NothingToRerun, RegistryError
 from ..report import RunProgress, output_problem, print_run_totals, print_summary
 from ..report._progress import Mode
 from ..results import EvaluationResult
@@ -321,6 +321,9 @@ def run(
         )
     except SpecError as exc:
         fail_with_problems(exc)
+    except NothingToRerun as exc:
+        out.print(str(exc), markup=False, soft_wrap=True)
+        raise typer.Exit(0) from None
     except ConfigError as exc:
         err.print(f"error: {exc}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None

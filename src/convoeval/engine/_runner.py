@@ -10,7 +10,7 @@ from typing import Any
 
 from .._result_files import ResultWriter, check_output, export_results
 from .._secrets import redact, reread_environment
-from ..errors import ConfigError
+from ..errors import ConfigError, NothingToRerun
 from ..results import EvaluationResult, VerdictStatus
 from ..run import GradedTurn, Job, TrialRunner, run_jobs, run_suite_hooks
 from ..spec import Suite, Workspace, load_suites
@@ -130,7 +130,7 @@ class _Run:
             outcomes = store.stored_outcomes(earlier.id).items()
             only = sorted({(k.suite, k.test_id) for k, outcome in outcomes if outcome.verdict != "pass"})
             if not only:
-                raise ConfigError(f"run {earlier.id} has no test that did not pass: nothing to run again")
+                raise NothingToRerun(f"run {earlier.id} has no test that did not pass: nothing to run again")
             self.note(f"running again the {len(only)} test(s) that did not pass in run {earlier.id}")
             self.origin = RecordedOptions(rerun_of=earlier.id, only=only)
             options = options.rerunning(earlier.id, earlier.recorded)
