@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
@@ -25,7 +25,7 @@ from .._base_model import Model
 from ..api import arun
 from ..engine import CACHE_FILE, ResponseCache, TargetPool, named_targets, state_dir
 from ..errors import ConfigError
-from ..judging import load_pairwise_prompt
+from ..judging import load_pairwise_prompt, panel_members
 from ..report import read_results
 from ..results import EvaluationResult
 from ..spec import Suite, load_suites
@@ -47,8 +47,12 @@ class ArenaOptions(Model):
         results: EvaluationResult JSONL/JSON files (or the results themselves) holding two
             or more targets; judged without running anything. The judge then sees no criteria
             or policy (results do not carry them).
-        judge: the pairwise judge. Default: the suites' `execution.judge`, else the embedded
-            local model when installed. It also grades the runs' LLM assertions.
+        judge: the pairwise judge, or a list of two or more: a judge panel (every pair judged
+            by each judge, the labels combined by `panel_rule`, default majority). Default:
+            the suites' `execution.judges` / `execution.judge`, else the targets file's
+            `judges:`, else the embedded local model when installed. It also grades the
+            runs' LLM assertions.
+        panel_rule: how a judge panel's answers combine: `mean`, `majority` or `min`.
         targets_file: a targets file (default: `targets.yaml` next to each suite; with
             `results`, `targets.yaml` in the working directory when there is one).
         prompt: a custom pairwise prompt: a file path or Jinja2 text with `conversation_a`,
@@ -67,7 +71,8 @@ class ArenaOptions(Model):
     paths: list[Path] | None = None
     targets: list[Any] | None = None  # list[TargetLike]
     results: list[Any] | None = None  # result files or EvaluationResults
-    judge: Any = None  # TargetLike
+    judge: Any = None  # TargetLike | list[TargetLike]
+    panel_rule: Literal["mean", "majority", "min"] | None = None
     targets_file: Path | None = None
     prompt: str | Path | None = None
     k: float = 32.0
@@ -170,12 +175,13 @@ async def aarena(
             raise ConfigError(str(exc)) from None
     pool = TargetPool(named_targets(candidates, opts.targets_file))
     try:
-        choice = pool.judge(opts.judge, suites, note)
+        judge_option = list(opts.judge) if isinstance(opts.judge, (list, tuple)) else opts.judge
+        choice = pool.judge(judge_option, suites, note, rule=opts.panel_rule)
         if choice.source == "suite":
             note(f"judge: {choice.target.name} (the suite's execution.judge); choose another with --judge")
-        if names and choice.target.name in names:
+        if names and any(j.name in names for j in panel_members(choice.target)):
             note(
-                f"note: the judge {choice.target.name} is also a contestant; LLM judges tend to prefer "
+                f"note: a judge of {choice.target.name} is also a contestant; LLM judges tend to prefer "
                 "their own answers"
             )
         run_id = None
@@ -183,7 +189,8 @@ async def aarena(
             report = await arun(
                 opts.paths,
                 target=list(opts.targets or []),
-                judge=choice.spec,
+                judge=choice.option,
+                panel_rule=opts.panel_rule,
                 targets_file=opts.targets_file,
                 threshold=opts.threshold,
                 trials=opts.trials,

@@ -12,7 +12,7 @@ from .._secrets import redact, reread_environment
 from ..errors import ConfigError
 from ..results import EvaluationResult, ScoreEntry
 from ..run import Job, run_jobs, run_suite_hooks
-from ..spec import Suite, Workspace, load_suites
+from ..spec import Suite, Workspace, load_suites, stored_checks
 from ..spec._targets_file import find_targets_file
 from ..targets import ChatReply
 from ._cache import CACHE_FILE, ResponseCache
@@ -203,7 +203,11 @@ async def _run(
         workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)
         if failed := await run_suite_hooks("before_all", workspaces):
             raise ConfigError(failed)
-        judge = pool.judge(options.judge, suites, note, fallback=jobs[0].target) if needs_judge else None
+        judge = (
+            pool.judge(options.judge, suites, note, fallback=jobs[0].target, rule=options.panel_rule)
+            if needs_judge
+            else None
+        )
         simulators = {spec: pool.get(spec, "simulated_user.model") for spec in simulator_specs}
         if options.cache:
             pool.cache = ResponseCache(Path(options.cache_dir or state_dir()) / CACHE_FILE)
@@ -230,7 +234,8 @@ async def _run(
                 writer.write_json(data)
 
         async def emit(job: Job, position: int, result: EvaluationResult) -> None:
-            result, data = _redacted(result)
+            checks = stored_checks(job.suite, job.suite.tests[position])  # for `convoeval grade`
+            result, data = _redacted(result.model_copy(update={"checks": checks}))
             await recorder.save_result(job, position, result, data)
             if writer:
                 writer.write_json(data)

@@ -9,8 +9,13 @@ pass or a fail. A conflict fails the test (a failure criterion holds) and says s
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+
+from ..graders import combine_scores
 from ..judging import (
     JudgeError,
+    JudgePanel,
     JudgeSession,
     criterion_ids,
     scenario_messages,
@@ -36,9 +41,20 @@ async def judge_scenario(
     objective: str | None = None,
 ) -> tuple[ScoreEntry, Outcome | None]:
     """One judge call over the transcript: the `scenario` score entry and the outcome (None
-    when the judge failed: the entry then has verdict `error`)."""
+    when the judge failed: the entry then has verdict `error`). A judge panel judges once per
+    judge; their outcomes combine by the panel's rule (default: majority)."""
     if judge is None:
         return _error_entry("scenario criteria need a judge model; pass --judge"), None
+    if isinstance(judge, JudgePanel):
+        answers = await asyncio.gather(
+            *(
+                judge_scenario(
+                    success, failure, transcript, j, trial=trial, temperature=temperature, objective=objective
+                )
+                for j in judge.judges
+            )
+        )
+        return _panel_outcome(judge, answers)
     session = JudgeSession(judge, trial=trial, temperature=temperature)
     try:
         answer = await session.ask(
@@ -79,6 +95,37 @@ async def judge_scenario(
     return ScoreEntry(
         name="scenario", type="scenario", score=score, verdict=verdict, assertions=checks, graders=[grader]
     ), outcome
+
+
+def _panel_outcome(
+    panel: JudgePanel, answers: Sequence[tuple[ScoreEntry, Outcome | None]]
+) -> tuple[ScoreEntry, Outcome | None]:
+    """The panel's scenario entry and outcome: the judges' entries combined (`combine_scores`);
+    a failing panel says `conflict` only when every failing judge did; when no judge decided
+    the scenario is undecided if one judge found it so, else an error."""
+    grader = combine_scores(
+        [entry.graders[0] for entry, _ in answers], [j.name for j in panel.judges], panel.rule or "majority", 0.5
+    )
+    outcomes = [outcome for _, outcome in answers]
+    if grader.verdict == "pass":
+        outcome: Outcome | None = "passed"
+    elif grader.verdict == "fail":
+        failing = [o for o in outcomes if o in ("failed", "conflict")]
+        outcome = "conflict" if failing and all(o == "conflict" for o in failing) else "failed"
+    else:
+        outcome = "undecided" if "undecided" in outcomes else None
+    if outcome == "undecided":
+        grader = grader.model_copy(update={"error": "undecided: neither the success nor a failure criterion holds"})
+    grader = grader.model_copy(update={"details": {**(grader.details or {}), "outcome": outcome}})
+    entry = ScoreEntry(
+        name="scenario",
+        type="scenario",
+        score=grader.score,
+        verdict=grader.verdict,
+        assertions=grader.assertions,
+        graders=[grader],
+    )
+    return entry, outcome
 
 
 def _error_entry(message: str, usage: Usage | None = None, cost_usd: float = 0.0, calls: int = 0) -> ScoreEntry:
