@@ -100,32 +100,46 @@ async def judge_scenario(
 def _panel_outcome(
     panel: JudgePanel, answers: Sequence[tuple[ScoreEntry, Outcome | None]]
 ) -> tuple[ScoreEntry, Outcome | None]:
-    """The panel's scenario entry and outcome: the judges' entries combined (`combine_scores`);
-    a failing panel says `conflict` only when every failing judge did; when no judge decided
-    the scenario is undecided if one judge found it so, else an error."""
-    grader = combine_scores(
-        [entry.graders[0] for entry, _ in answers], [j.name for j in panel.judges], panel.rule or "majority", 0.5
-    )
+    """The panel's scenario entry and outcome: each judge that answered votes (an undecided
+    judge votes "not passed"), the votes combine by the panel's rule (default majority; a tie
+    does not pass). A scenario that does not pass is `failed` (or `conflict` when every judge
+    against it said so) when a judge against it found a failure, else `undecided`; when no
+    judge answered it is an error."""
+    graders = []
+    for entry, outcome in answers:
+        grader = entry.graders[0]
+        if outcome == "undecided":  # a vote against passing; the answer keeps why
+            grader = grader.model_copy(update={"score": 0.0, "verdict": "fail"})
+        graders.append(grader)
+    rule = panel.rule or "majority"
+    combined = combine_scores(graders, [j.name for j in panel.judges], rule, _MORE_THAN_HALF)
     outcomes = [outcome for _, outcome in answers]
-    if grader.verdict == "pass":
-        outcome: Outcome | None = "passed"
-    elif grader.verdict == "fail":
-        failing = [o for o in outcomes if o in ("failed", "conflict")]
-        outcome = "conflict" if failing and all(o == "conflict" for o in failing) else "failed"
-    else:
-        outcome = "undecided" if "undecided" in outcomes else None
+    against = [o for o, g in zip(outcomes, graders, strict=True) if g.verdict == "fail"]
+    outcome: Outcome | None = None
+    if combined.verdict == "pass":
+        outcome = "passed"
+    elif combined.verdict == "fail":
+        found = [o for o in against if o in ("failed", "conflict")]
+        outcome = ("conflict" if all(o == "conflict" for o in found) else "failed") if found else "undecided"
+    update: dict[str, object] = {"details": {**(combined.details or {}), "outcome": outcome}}
     if outcome == "undecided":
-        grader = grader.model_copy(update={"error": "undecided: neither the success nor a failure criterion holds"})
-    grader = grader.model_copy(update={"details": {**(grader.details or {}), "outcome": outcome}})
+        update.update(
+            score=None, verdict="error", error="undecided: no failure was found, and too few judges found success"
+        )
+    combined = combined.model_copy(update=update)
     entry = ScoreEntry(
         name="scenario",
         type="scenario",
-        score=grader.score,
-        verdict=grader.verdict,
-        assertions=grader.assertions,
-        graders=[grader],
+        score=combined.score,
+        verdict=combined.verdict,
+        assertions=combined.assertions,
+        graders=[combined],
     )
     return entry, outcome
+
+
+#: The scenario passes on a mean vote above one half (a tie of two judges does not pass).
+_MORE_THAN_HALF = 0.5 + 1e-6
 
 
 def _error_entry(message: str, usage: Usage | None = None, cost_usd: float = 0.0, calls: int = 0) -> ScoreEntry:

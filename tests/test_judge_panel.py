@@ -1,0 +1,261 @@
+"""Judge panels end to end: two judges served by the loopback fake OpenAI server disagree on
+some checks; each rule's verdicts, each judge's answer in the result JSON, and the agreement
+the run prints (recomputed here from the verdicts with the published formulas)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from convoeval.judging import JudgePanel, Vote, combine, combine_labels
+from convoeval.testing import FakeOpenAIServer
+
+from .conftest import read_jsonl, write
+from .judge_fakes import answer, schema_of
+
+JUDGES = ("openai:judge-a", "openai:judge-b")
+
+SUITE = (
+    """\
+execution:
+  threshold: 0.5
+tests:
+"""
+    + "".join(
+        f"""\
+  - id: q{n}
+    input: "Q{n}: a question"
+    assertions:
+      - type: rubrics
+        criteria: ["Answers the question"]
+      - type: llm-grader
+        prompt: "Rate this reply from 0 to 10: {{{{ output }}}}"
+"""
+        for n in range(1, 5)
+    )
+    + """\
+  - id: q5
+    transcript:
+      - {role: user, content: "Q5: book a table"}
+      - {role: assistant, content: "Answer Q5: booked"}
+    success: ["The table was booked"]
+    failure: ["The booking was refused"]
+"""
+)
+
+TARGETS = """\
+targets:
+  - name: bot
+    provider: scripted
+    rules:
+""" + "".join(f'      - {{match: "Q{n}", reply: "Answer Q{n}"}}\n' for n in range(1, 5))
+
+#: What each judge says: judge-a fails the rubric of q4 only; judge-b also fails q2's rubric,
+#: rates q3 4/10 (judge-a: 10/10 everywhere) and finds q5's booking not done.
+RUBRIC = {
+    "judge-a": {"q1": True, "q2": True, "q3": True, "q4": False},
+    "judge-b": {"q1": True, "q2": False, "q3": True, "q4": False},
+}
+GRADER = {"judge-a": {"q1": 10, "q2": 10, "q3": 10, "q4": 10}, "judge-b": {"q1": 10, "q2": 10, "q3": 4, "q4": 10}}
+
+
+def panel_judge(body: dict) -> str:
+    """Answers as judge-a or judge-b (the request's model), from what the prompt shows."""
+    model = body["model"]
+    text = " ".join(str(m["content"]) for m in body["messages"])
+    found = re.search(r"Answer Q(\d)", text)
+    assert found is not None, text
+    test = f"q{found.group(1)}"
+    schema = schema_of(body)
+    reason = f"{model} on {test}"
+    if test == "q5":  # judge-a: booked; judge-b: refused
+        booked = model == "judge-a"
+        return json.dumps(answer(schema, {"success_1": booked, "failure_1": not booked}, reason=reason))
+    if "score" in schema["properties"]:
+        return json.dumps(answer(schema, {"": GRADER[model][test]}, reason=reason))
+    return json.dumps(answer(schema, default=RUBRIC[model][test], reason=reason))
+
+
+@pytest.fixture
+def panel_run(cli, fake_openai: FakeOpenAIServer, tmp_path: Path):
+    fake_openai.judge = panel_judge
+    suite = write(tmp_path / "panel.eval.yaml", SUITE)
+    targets = write(tmp_path / "targets.yaml", TARGETS)
+
+    def run(*extra: str) -> tuple[int, str, dict[str, dict], Path]:
+        out = tmp_path / f"r{len(list(tmp_path.glob('r*.jsonl')))}.jsonl"
+        args = ["run", suite, "--targets", targets, "--target", "bot", "-o", out, "--html", out.with_suffix(".html")]
+        code, stdout, stderr = cli(*args, "--judge", JUDGES[0], "--judge", JUDGES[1], *extra)
+        return code, stdout + stderr, {r["test_id"]: r for r in read_jsonl(out)}, out.with_suffix(".html")
+
+    return run
+
+
+def grader(result: dict, type_: str) -> dict:
+    entries = [e for e in result["scores"] if e["type"] in ("turn", "scenario")]
+    return next(g for e in entries for g in e["graders"] if g["type"] == type_)
+
+
+def outcome(results: dict[str, dict], type_: str) -> list[tuple[str, float]]:
+    return [(grader(results[f"q{n}"], type_)["verdict"], grader(results[f"q{n}"], type_)["score"]) for n in range(1, 5)]
+
+
+# (rubrics, llm-grader) per rule, threshold 0.5: rubric votes a=[P,P,P,F] b=[P,F,P,F];
+# grader scores a=[1,1,1,1] b=[1,1,0.4,1].
+EXPECTED = {
+    None: (  # default: majority for the yes/no rubric, mean for the 0-10 grader
+        [("pass", 1.0), ("fail", 0.0), ("pass", 1.0), ("fail", 0.0)],
+        [("pass", 1.0), ("pass", 1.0), ("pass", 0.7), ("pass", 1.0)],
+    ),
+    "mean": (
+        [("pass", 1.0), ("pass", 0.5), ("pass", 1.0), ("fail", 0.0)],
+        [("pass", 1.0), ("pass", 1.0), ("pass", 0.7), ("pass", 1.0)],
+    ),
+    "majority": (  # a tie fails, scored by the failing side
+        [("pass", 1.0), ("fail", 0.0), ("pass", 1.0), ("fail", 0.0)],
+        [("pass", 1.0), ("pass", 1.0), ("fail", 0.4), ("pass", 1.0)],
+    ),
+    "min": (
+        [("pass", 1.0), ("fail", 0.0), ("pass", 1.0), ("fail", 0.0)],
+        [("pass", 1.0), ("pass", 1.0), ("fail", 0.4), ("pass", 1.0)],
+    ),
+}
+
+
+@pytest.mark.parametrize("rule", [None, "mean", "majority", "min"])
+def test_each_rule_combines_the_judges(panel_run, fake_openai: FakeOpenAIServer, rule: str | None) -> None:
+    code, _, results, _ = panel_run(*(["--panel-rule", rule] if rule else []))
+    assert code == 1  # q4 fails whatever the rule
+    rubric, graded = EXPECTED[rule]
+    assert outcome(results, "rubrics") == rubric
+    assert outcome(results, "llm-grader") == graded
+    assert grader(results["q1"], "rubrics")["panel_rule"] == (rule or "majority")
+    assert grader(results["q1"], "llm-grader")["panel_rule"] == (rule or "mean")
+    # every judge answered every judged check: 4 tests x 2 checks + 1 scenario, per judge
+    models = [b["model"] for b in fake_openai.judge_requests()]
+    assert sorted(set(models)) == ["judge-a", "judge-b"] and models.count("judge-a") == models.count("judge-b")
+
+
+def test_each_judges_answer_is_kept(panel_run) -> None:
+    _, _, results, _ = panel_run()
+    rubric = grader(results["q2"], "rubrics")
+    assert rubric["panel"] == [
+        {"judge": "openai:judge-a", "score": 1.0, "verdict": "pass", "reasoning": "judge-a on q2 c1", "error": None},
+        {"judge": "openai:judge-b", "score": 0.0, "verdict": "fail", "reasoning": "judge-b on q2 c1", "error": None},
+    ]
+    assert rubric["judge_calls"] == 2
+    [criterion] = rubric["assertions"]
+    assert criterion["passed"] is False  # a tie fails
+    assert "openai:judge-a: yes: judge-a on q2 c1" in criterion["evidence"]
+    assert "openai:judge-b: no: judge-b on q2 c1" in criterion["evidence"]
+    scored = grader(results["q3"], "llm-grader")["panel"]
+    assert [(a["judge"], a["score"], a["verdict"]) for a in scored] == [
+        ("openai:judge-a", 1.0, "pass"),
+        ("openai:judge-b", 0.4, "fail"),
+    ]
+    assert scored[1]["reasoning"] == "4/10: judge-b on q3"
+    # the scenario: judge-a says booked, judge-b not: majority of two is a tie, which fails
+    scenario = results["q5"]
+    assert scenario["outcome"] == "failed" and scenario["verdict"] == "fail"
+    assert [(a["judge"], a["verdict"]) for a in grader(scenario, "scenario")["panel"]] == [
+        ("openai:judge-a", "pass"),
+        ("openai:judge-b", "fail"),
+    ]
+
+
+def krippendorff_nominal(a: list[str], b: list[str]) -> float:
+    """Krippendorff's alpha, nominal, two raters, no missing value (Krippendorff 2011,
+    "Computing Krippendorff's alpha-reliability", section B)."""
+    values = a + b
+    n = len(values)
+    observed = sum(2 for x, y in zip(a, b, strict=True) if x != y) / n  # o_ck pairs off the diagonal
+    counts = {v: values.count(v) for v in set(values)}
+    expected = sum(counts[c] * counts[k] for c in counts for k in counts if c != k) / (n * (n - 1))
+    return 1 - observed / expected
+
+
+def gwet_ac1_two(a: list[str], b: list[str]) -> float:
+    """Gwet's AC1 for two raters and the categories pass/fail (Gwet 2008, eq. 15)."""
+    pa = sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
+    pi = (a.count("pass") + b.count("pass")) / (2 * len(a))
+    pe = 2 * pi * (1 - pi)  # sum_k pi_k (1 - pi_k) / (q - 1), q = 2
+    return (pa - pe) / (1 - pe)
+
+
+def test_agreement_is_printed_and_shown(panel_run) -> None:
+    _, output, results, html = panel_run()
+    for check in ("rubrics", "llm-grader"):
+        votes = [[a["verdict"] for a in grader(results[f"q{n}"], check)["panel"]] for n in range(1, 5)]
+        a, b = [v[0] for v in votes], [v[1] for v in votes]
+        alpha, ac1 = krippendorff_nominal(a, b), gwet_ac1_two(a, b)
+        line = next(x for x in output.splitlines() if x.strip().startswith(f"{check}:"))
+        assert "4 check(s) by openai:judge-a, openai:judge-b" in line
+        assert f"Krippendorff's alpha {alpha:.3f}" in line and f"Gwet's AC1 {ac1:.3f}" in line
+    # the figures themselves: rubric votes a=[P,P,P,F] b=[P,F,P,F]; grader a=[P,P,P,P] b=[P,P,F,P]
+    assert f"{krippendorff_nominal(list('PPPF'), list('PFPF')):.4f}" == "0.5333"
+    assert "Krippendorff's alpha 0.533, Gwet's AC1 0.529" in output
+    assert "Krippendorff's alpha 0.000, Gwet's AC1 0.680" in output
+    page = html.read_text(encoding="utf-8")
+    assert "Judge panel agreement" in page
+    assert re.search(
+        r"<td>rubrics</td><td>4</td><td>openai:judge-a, openai:judge-b</td><td>majority</td><td>0\.533</td><td>0\.529</td>",
+        page,
+    )
+    assert "judge panel (majority)" in page and "judge-b on q2" in page
+
+
+def test_one_judge_is_no_panel(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    fake_openai.judge = panel_judge
+    suite = write(tmp_path / "panel.eval.yaml", SUITE)
+    targets = write(tmp_path / "targets.yaml", TARGETS)
+    _, output, _ = cli(
+        "run", suite, "--targets", targets, "--target", "bot", "--judge", JUDGES[0], "-o", tmp_path / "r.jsonl"
+    )
+    first = read_jsonl(tmp_path / "r.jsonl")[0]
+    assert grader(first, "rubrics")["panel"] is None and "panel agreement" not in output
+
+
+def test_a_panel_names_each_judge_once(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    suite = write(tmp_path / "panel.eval.yaml", SUITE)
+    targets = write(tmp_path / "targets.yaml", TARGETS)
+    code, out, err = cli(
+        "run", suite, "--targets", targets, "--target", "bot", "--judge", JUDGES[0], "--judge", JUDGES[0]
+    )
+    assert code == 2 and "judge 'openai:judge-a' is named twice" in out + err
+    code, out, err = cli(
+        "run", suite, "--target", "bot", "--judge", JUDGES[0], "--judge", JUDGES[1], "--panel-rule", "best"
+    )
+    assert code == 2 and "panel_rule" in out + err
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["run", "s.yaml", "--threshold", "0.5", "--threshold", "0.9"], "--threshold"),
+        (["run", "s.yaml", "-o", "a.jsonl", "--output", "b.jsonl"], "--output"),
+        (["grade", "r.jsonl", "-o", "a.jsonl", "-o", "b.jsonl"], "--output"),
+        (["arena", "s.yaml", "--prompt", "a", "--prompt", "b"], "--prompt"),
+        (["report", "r.jsonl", "--html", "a.html", "--html", "b.html"], "--html"),
+    ],
+)
+def test_a_repeated_single_value_option_is_an_error(cli, args: list[str], option: str) -> None:
+    code, out, err = cli(*args)
+    assert code == 2
+    assert re.search(rf"{option}.*was given 2 times; it takes one value", out + err)
+
+
+def test_rules() -> None:
+    three = [Vote(1.0, True), Vote(0.9, True), Vote(0.2, False)]
+    assert combine(three, "majority", 0.8) == (decision := combine(three, "majority", 0.8))
+    assert (decision.passed, decision.score, decision.deciding) == (True, 0.95, (0, 1))
+    assert combine(three, "mean", 0.8).passed is False and combine(three, "mean", 0.7).passed is True
+    assert (combine(three, "min", 0.1).passed, combine(three, "min", 0.1).score) == (False, 0.2)
+    assert combine_labels(["A", "A", "B"], "majority") == "A"
+    assert combine_labels(["A", "B"], "majority") == "EQUAL"
+    assert combine_labels(["A", "A", "B"], "min") == "EQUAL"
+    assert combine_labels(["A", "EQUAL"], "mean") == "A" and combine_labels(["A", "B"], "mean") == "EQUAL"
+    with pytest.raises(ValueError, match="at least two judges"):
+        JudgePanel([object()])  # type: ignore[list-item]
