@@ -106,14 +106,14 @@ def _panel_outcome(
     against it said so) when a judge against it found a failure, else `undecided`; when no
     judge answered it is an error."""
     graders = []
-    for entry, outcome in answers:
+    for entry, said in answers:
         grader = entry.graders[0]
-        if outcome == "undecided":  # a vote against passing; the answer keeps why
+        if said == "undecided":  # a vote against passing; the answer keeps why
             grader = grader.model_copy(update={"score": 0.0, "verdict": "fail"})
         graders.append(grader)
     rule = panel.rule or "majority"
     combined = combine_scores(graders, [j.name for j in panel.judges], rule, _MORE_THAN_HALF)
-    outcomes = [outcome for _, outcome in answers]
+    outcomes = [said for _, said in answers]
     against = [o for o, g in zip(outcomes, graders, strict=True) if g.verdict == "fail"]
     outcome: Outcome | None = None
     if combined.verdict == "pass":
