@@ -10,9 +10,19 @@ from pathlib import Path
 
 import pytest
 
+import convoeval
 from convoeval.judging import JudgePanel, Vote, combine, combine_labels
 from convoeval.testing import FakeOpenAIServer
 
+from .arena_fakes import (  # noqa: F401  (fixtures)
+    arena_server,
+    desk,
+    fair_winner,
+    is_pairwise,
+    judge_server,
+    pairwise_judge,
+    which_test,
+)
 from .conftest import read_jsonl, write
 from .judge_fakes import answer, schema_of
 
@@ -259,3 +269,114 @@ def test_rules() -> None:
     assert combine_labels(["A", "EQUAL"], "mean") == "A" and combine_labels(["A", "B"], "mean") == "EQUAL"
     with pytest.raises(ValueError, match="at least two judges"):
         JudgePanel([object()])  # type: ignore[list-item]
+
+
+# --- the arena with a panel ------------------------------------------------------------------
+
+
+def contrary_on_refund(body: dict) -> str:
+    """judge (fake-judge) is fair; judge-b prefers the worse bot on `refund`, in both orders."""
+    fair = fair_winner(body)
+    if body["model"] == "fake-judge-b" and which_test(body) == "refund":
+        return {"A": "B", "B": "A"}.get(fair, fair)
+    return fair
+
+
+async def test_arena_panel_judges_each_pair_with_each_judge(
+    desk: Path, judge_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    judge_server.judge = pairwise_judge(contrary_on_refund)
+    battles = tmp_path / "battles.jsonl"
+    report = await convoeval.aarena(
+        desk,
+        targets=["polite", "terse"],
+        judge=["judge", "judge-b"],
+        bootstrap=20,
+        cache=False,
+        store=False,
+        output=battles,
+    )
+    pairwise = [b for b in judge_server.judge_requests() if is_pairwise(b)]
+    assert sorted(b["model"] for b in pairwise) == ["fake-judge"] * 6 + ["fake-judge-b"] * 6  # 3 tests x 2 orders each
+    assert report.judge == "panel(judge, judge-b)"
+    winners = {j.test_id: j.winner for j in report.judgments}
+    assert winners == {"late-order": "model_a", "refund": "tie", "address": "model_a"}  # the judges split on refund
+    refund = next(json.loads(line) for line in battles.read_text().splitlines() if '"refund"' in line)
+    assert refund["judgments"] == {"a_first": "EQUAL", "b_first": "EQUAL"}
+    assert refund["panel"]["rule"] == "majority"
+    assert [(a["judge"], a["winner"]) for a in refund["panel"]["a_first"]] == [("judge", "A"), ("judge-b", "B")]
+    assert [(a["judge"], a["winner"]) for a in refund["panel"]["b_first"]] == [("judge", "B"), ("judge-b", "A")]
+
+
+# --- panels named by the suite or the targets file ---------------------------------------------
+
+
+def test_suite_names_its_panel_and_rule(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    fake_openai.judge = panel_judge
+    text = SUITE.replace(
+        "  threshold: 0.5\n", "  threshold: 0.5\n  judges: [openai:judge-a, openai:judge-b]\n  panel_rule: min\n"
+    )
+    suite = write(tmp_path / "panel.eval.yaml", text)
+    targets = write(tmp_path / "targets.yaml", TARGETS)
+    cli("run", suite, "--targets", targets, "--target", "bot", "-o", tmp_path / "r.jsonl")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert outcome(results, "llm-grader") == EXPECTED["min"][1]
+    assert grader(results["q3"], "llm-grader")["panel_rule"] == "min"
+
+
+def test_targets_file_names_the_panel(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    fake_openai.judge = panel_judge
+    suite = write(tmp_path / "panel.eval.yaml", SUITE)
+    judges = "".join(
+        f"  - {{name: {n}, provider: openai, model: {n}, base_url: {fake_openai.base_url}, api_key: k}}\n"
+        for n in ("judge-a", "judge-b")
+    )
+    write(tmp_path / "targets.yaml", TARGETS + judges + "judges: [judge-a, judge-b]\npanel_rule: mean\n")
+    code, out, err = cli("run", suite, "--target", "bot", "-o", tmp_path / "r.jsonl")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert "judges: judge-a, judge-b (the targets file's judges)" in out
+    assert outcome(results, "rubrics") == EXPECTED["mean"][0]
+    assert [a["judge"] for a in grader(results["q1"], "rubrics")["panel"]] == ["judge-a", "judge-b"]
+    # --judge wins over the file; --panel-rule over its rule
+    cli(
+        "run",
+        suite,
+        "--target",
+        "bot",
+        "--judge",
+        "judge-b",
+        "--judge",
+        "judge-a",
+        "--panel-rule",
+        "min",
+        "-o",
+        tmp_path / "s.jsonl",
+    )
+    first = read_jsonl(tmp_path / "s.jsonl")[0]
+    assert [a["judge"] for a in grader(first, "rubrics")["panel"]] == ["judge-b", "judge-a"]
+    assert grader(first, "rubrics")["panel_rule"] == "min"
+
+
+@pytest.mark.parametrize(
+    ("execution", "message"),
+    [
+        ("judges: [a, a]", "judge 'a' is named twice"),
+        ("judges: []", "at least 1 item"),
+        ("judge: a\n  judges: [b, c]", "give `judge` (one judge) or `judges` (a panel), not both"),
+        ("panel_rule: best", "panel_rule"),
+    ],
+)
+def test_a_bad_panel_in_a_suite_is_a_file_line_error(cli, tmp_path: Path, execution: str, message: str) -> None:
+    suite = write(tmp_path / "s.eval.yaml", f"execution:\n  {execution}\ntests:\n  - {{id: t, input: hi}}\n")
+    code, out, err = cli("validate", suite)
+    assert code == 2
+    assert re.search(rf"{re.escape(str(suite))}:[12]: execution", err) and message in err
+
+
+def test_a_bad_panel_in_a_targets_file_is_a_file_line_error(cli, tmp_path: Path) -> None:
+    suite = write(tmp_path / "s.eval.yaml", SUITE)
+    write(tmp_path / "targets.yaml", TARGETS + "judges: [a, b]\npanel_rule: best\n")
+    code, out, err = cli("run", suite, "--target", "bot")
+    assert code == 2
+    line = len(TARGETS.splitlines()) + 2
+    assert f"{tmp_path / 'targets.yaml'}:{line}: panel_rule: must be one of mean, majority, min, got 'best'" in err
