@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer._click.core import Context, UsageError  # typer's own click
-from typer._click.exceptions import ClickException
 from typer.core import TyperCommand, TyperOption
 
 from .._paths import ROOT_ENV
@@ -20,16 +18,16 @@ class StrictCommand(TyperCommand):
     """A command that refuses an option given twice unless it takes several values (click
     would silently keep the last one): `--threshold 0.5 --threshold 0.9` is an error, exit 2."""
 
-    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         try:
             _, _, order = self.make_parser(ctx).parse_args(args=list(args))
-        except ClickException:
-            return super().parse_args(ctx, args)  # click reports it
+        except Exception:  # a usage error: click reports it
+            return super().parse_args(ctx, args)
         single = [p for p in order if isinstance(p, TyperOption) and not p.multiple and not p.count]
         for param, times in Counter(single).items():
             if times > 1:
                 names = " / ".join(param.opts + param.secondary_opts)
-                raise UsageError(f"{names} was given {times} times; it takes one value, give it once", ctx=ctx)
+                ctx.fail(f"{names} was given {times} times; it takes one value, give it once")
         return super().parse_args(ctx, args)
 
 

@@ -87,6 +87,7 @@ def arena_command(
         list[str] | None,
         typer.Option(
             "--judge",
+            metavar="SPEC",
             help="The pairwise judge (and the runs' LLM graders); repeat for a judge panel. Default: "
             "the suite's execution.judge(s), else the local model.",
             show_default=False,

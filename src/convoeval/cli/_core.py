@@ -103,6 +103,7 @@ def run(
         list[str] | None,
         typer.Option(
             envvar="CONVOEVAL_JUDGE",
+            metavar="SPEC",
             help="Model for LLM graders (default: suite's, else local, else the target); "
             "repeat for a judge panel that grades every LLM check.",
         ),

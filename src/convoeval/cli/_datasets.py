@@ -75,7 +75,9 @@ def grade(
             "per conversation).",
         ),
     ] = None,
-    judge: Annotated[list[str] | None, typer.Option(help="Model for LLM graders; repeat for a judge panel.")] = None,
+    judge: Annotated[
+        list[str] | None, typer.Option(metavar="SPEC", help="Model for LLM graders; repeat for a judge panel.")
+    ] = None,
     panel_rule: Annotated[
         str | None,
         typer.Option(metavar="mean|majority|min", help="How a judge panel's answers combine."),
