@@ -306,6 +306,14 @@ async def test_arena_panel_judges_each_pair_with_each_judge(
     assert refund["panel"]["rule"] == "majority"
     assert [(a["judge"], a["winner"]) for a in refund["panel"]["a_first"]] == [("judge", "A"), ("judge-b", "B")]
     assert [(a["judge"], a["winner"]) for a in refund["panel"]["b_first"]] == [("judge", "B"), ("judge-b", "A")]
+    # the judges' agreement on the 6 labels (3 pairs x 2 orders): they differ on refund's two
+    a = ["A", "B", "A", "B", "A", "B"]  # judge: polite first (A) or second (B) in each order
+    b = ["A", "B", "B", "A", "A", "B"]  # judge-b: the other way round on refund
+    agreement = report.to_dict()["panel_agreement"]
+    assert agreement["judges"] == ["judge", "judge-b"] and agreement["items"] == 6
+    assert agreement["percent_agreement"] == pytest.approx(4 / 6, abs=1e-4)
+    assert agreement["krippendorff_alpha"] == pytest.approx(krippendorff_nominal(a, b), abs=1e-4)
+    assert "judges' agreement on 6 labels" in report.caption()
 
 
 # --- panels named by the suite or the targets file ---------------------------------------------

@@ -15,7 +15,7 @@ from ._files import (
     output_problem,
     read_results,
 )
-from ._panel import PanelAgreement, panel_agreement
+from ._panel import PanelAgreement, agreement_figures, panel_agreement
 from ._progress import RunProgress, meter_line, print_run_totals
 from ._summary import print_panel_agreement, print_summary, turn_table
 
@@ -45,6 +45,7 @@ __getattr__ = lazy_attributes(
 
 __all__ = [
     "PanelAgreement",
+    "agreement_figures",
     "panel_agreement",
     "print_panel_agreement",
     "PLOT_FORMATS",

@@ -11,7 +11,7 @@ alpha (nominal) and Gwet's AC1 over the verdicts, with percent agreement, from
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,31 +85,40 @@ def panel_ratings(results: Iterable[EvaluationResult]) -> dict[str, PanelRatings
 
 def panel_agreement(results: Iterable[EvaluationResult]) -> list[PanelAgreement]:
     """Inter-judge agreement per check type (empty when no panel judged anything)."""
-    by_check = panel_ratings(results)
-    if not by_check:
-        return []
-    from ..stats import gwet_ac1, krippendorff_alpha, percent_agreement  # numpy: only with a panel
-
     rows = []
-    for check, ratings in by_check.items():
+    for check, ratings in panel_ratings(results).items():
         matrix = ratings.matrix()
-        alpha = krippendorff_alpha(matrix, list(VERDICTS), "nominal", bootstrap=0)
-        ac1 = gwet_ac1(matrix, list(VERDICTS))
-        pa = percent_agreement(matrix, list(VERDICTS))
-        notes = [e.note for e in (alpha, ac1, pa) if e.note]
+        figures = agreement_figures(matrix, VERDICTS)
         rows.append(
             PanelAgreement(
                 check=check,
                 judges=list(ratings.judges),
                 items=len(matrix),
                 rules=sorted(ratings.rules),
-                krippendorff_alpha=_value(alpha.value),
-                gwet_ac1=_value(ac1.value),
-                percent_agreement=_value(pa.value),
-                note=notes[0] if notes else None,
+                krippendorff_alpha=figures["krippendorff_alpha"],
+                gwet_ac1=figures["gwet_ac1"],
+                percent_agreement=figures["percent_agreement"],
+                note=figures["note"],
             )
         )
     return rows
+
+
+def agreement_figures(matrix: list[list[Any]], categories: Sequence[Any]) -> dict[str, Any]:
+    """Krippendorff's alpha (nominal), Gwet's AC1 and percent agreement of an items x raters
+    matrix (None = missing), each rounded to 4 places or None when undefined (`note` says why)."""
+    from ..stats import gwet_ac1, krippendorff_alpha, percent_agreement  # numpy: only with a panel
+
+    alpha = krippendorff_alpha(matrix, list(categories), "nominal", bootstrap=0)
+    ac1 = gwet_ac1(matrix, list(categories))
+    pa = percent_agreement(matrix, list(categories))
+    notes = [e.note for e in (alpha, ac1, pa) if e.note]
+    return {
+        "krippendorff_alpha": _value(alpha.value),
+        "gwet_ac1": _value(ac1.value),
+        "percent_agreement": _value(pa.value),
+        "note": notes[0] if notes else None,
+    }
 
 
 def _value(value: float) -> float | None:
