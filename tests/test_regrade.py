@@ -11,6 +11,7 @@ from convoeval.testing import FakeOpenAIServer
 
 from .conftest import read_jsonl, write
 from .judge_fakes import answer, schema_of
+from .test_simulated_user import HAPPY, REFUND, FakeWorld
 
 SUITE = """\
 tests:
@@ -180,3 +181,35 @@ def test_graders_file_replaces_the_checks(cli, fake_openai: FakeOpenAIServer, tm
         "greeting@bot": "fail",
     }
     assert {g["type"] for r in after.values() for e in r["scores"] for g in e["graders"]} == {"icontains"}
+
+
+def test_a_simulated_users_conversation_is_graded_as_recorded(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    world = FakeWorld(fake_openai, list(HAPPY), success=[True], failure=[False])
+    suite = write(
+        tmp_path / "s" / "refund.eval.yaml",
+        REFUND.replace(
+            "{extra}",
+            "    success: [The refund is issued]\n    failure: [The refund is refused]\n"
+            "    assertions: [{type: simulator-fidelity}]",
+        ),
+    )
+    args = ("--target", "openai:agent-model", "--judge", "openai:judge-model")
+    code, out, err = cli("run", suite, *args, "-o", tmp_path / "run.jsonl")
+    stored = read_jsonl(tmp_path / "run.jsonl")[0]
+    assert code == 0 and stored["outcome"] == "passed", out + err
+    world = FakeWorld(
+        fake_openai, [], success=[False], failure=[True]
+    )  # another verdict; no simulator step may be asked for
+    code, out, err = cli("grade", tmp_path / "run.jsonl", "--judge", "openai:judge-model", "-o", tmp_path / "g.jsonl")
+    graded = read_jsonl(tmp_path / "g.jsonl")[0]
+    assert code == 1, out + err
+    assert "graded as recorded transcripts" in out
+    assert graded["test_id"] == "refund" and graded["outcome"] == "failed"
+    said = [m["content"] for m in stored["output"]]
+    assert said[-1] == "Great, thank you!"  # the simulator's last words, which got no reply
+    assert [m["content"] for m in graded["output"]] == said[:-1]
+    assert not [b for b in fake_openai.judge_requests() if b["response_format"]["json_schema"]["name"] == "user_step"]
+    assert world.simulated_requests() == []
+    assert fake_openai.target_requests() == []
