@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.graders import combine_scores
 from convoeval.judging import JudgePanel, Vote, combine, combine_labels
+from convoeval.results import DimensionScore, GraderScore, Usage
 from convoeval.testing import FakeOpenAIServer
 
 from .arena_fakes import (  # noqa: F401  (fixtures)
@@ -388,3 +390,36 @@ def test_a_bad_panel_in_a_targets_file_is_a_file_line_error(cli, tmp_path: Path)
     assert code == 2
     line = len(TARGETS.splitlines()) + 2
     assert f"{tmp_path / 'targets.yaml'}:{line}: panel_rule: must be one of mean, majority, min, got 'best'" in err
+
+
+def test_combine_scores_keeps_errors_apart_and_joins_dimensions() -> None:
+    def score(verdict: str, value: float | None, likert: int = 3, error: str | None = None) -> GraderScore:
+        dims = {"cohesion": DimensionScore(likert=likert, score=(likert - 1) / 4, justification=f"said {likert}")}
+        return GraderScore(
+            name="td",
+            type="td-eval",
+            score=value,
+            verdict=verdict,
+            error=error,  # type: ignore[arg-type]
+            dimensions=None if error else dims,
+            judge_calls=1,
+            judge_usage=Usage(input_tokens=10, output_tokens=2),
+        )
+
+    judges = ["a", "b", "c"]
+    votes = [score("pass", 1.0, 5), score("error", None, error="judge call failed: HTTP 500"), score("fail", 0.5, 3)]
+    mean = combine_scores(votes, judges, "mean", 0.7)
+    assert (mean.verdict, mean.score, mean.judge_calls) == ("pass", 0.75, 3)
+    assert mean.judge_usage == Usage(input_tokens=30, output_tokens=6)
+    assert [(a.judge, a.verdict, a.error) for a in mean.panel or []] == [
+        ("a", "pass", None),
+        ("b", "error", "judge call failed: HTTP 500"),
+        ("c", "fail", None),
+    ]
+    assert mean.dimensions == {"cohesion": DimensionScore(likert=[5, 3], score=0.75, justification="said 5 | said 3")}
+    strict = combine_scores(votes, judges, "min", 0.7)
+    assert strict.verdict == "error" and "the min rule needs every judge's answer (b: judge call failed" in (
+        strict.error or ""
+    )
+    none = combine_scores([votes[1], votes[1]], ["a", "b"], "majority", 0.7)
+    assert none.verdict == "error" and none.score is None and "no judge of the panel decided" in (none.error or "")

@@ -40,7 +40,8 @@ def combine_scores(
     """The panel's GraderScore from each judge's GraderScore of the same check.
 
     Judges that failed (verdict `error`) are kept in `panel` and left out of the decision;
-    when every judge failed the check is an error. Tokens, cost and calls add up.
+    when every judge failed the check is an error, and under `min` (every judge must pass) when
+    any did. Tokens, cost and calls add up.
     """
     first = scores[0]
     answers = [
@@ -59,11 +60,10 @@ def combine_scores(
     }
     common = {"name": first.name, "type": first.type, "weight": first.weight, "required": first.required}
     decided = [s for s in scores if s.verdict in ("pass", "fail") and s.score is not None]
-    if not decided:
-        errors = "; ".join(f"{a.judge}: {a.error or a.verdict}" for a in answers)
-        return GraderScore(
-            **common, score=None, verdict="error", error=f"no judge of the panel decided ({errors})", **spent
-        )
+    if not decided or (rule == "min" and len(decided) < len(scores)):
+        errors = "; ".join(f"{a.judge}: {a.error or a.verdict}" for a in answers if a.verdict not in ("pass", "fail"))
+        what = "no judge of the panel decided" if not decided else "the min rule needs every judge's answer"
+        return GraderScore(**common, score=None, verdict="error", error=f"{what} ({errors})", **spent)
     decision = combine([Vote(float(s.score or 0.0), s.verdict == "pass") for s in decided], rule, pass_mark)
     names = [n for n, s in zip(judges, scores, strict=True) if s in decided]
     failed = sorted({r for s in decided if s.verdict == "fail" for r in s.failed_required})

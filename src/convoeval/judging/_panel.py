@@ -8,7 +8,8 @@ that knows about panels asks each member (`panel_members`); anything else that o
 model (a simulated user defaulting to the judge) talks to the first member, the chair.
 
 Rules (`combine`), over the judges that answered (a judge that failed is kept with verdict
-`error` and left out; when none answered, the check is an error):
+`error` and left out; when none answered the check is an error, and under `min` when any
+judge failed):
 - `mean`: the mean score; pass when it reaches the check's pass mark.
 - `majority`: pass when more judges pass than fail (a tie fails); the score is the mean of the
   scores of the judges on the winning side, so score and verdict agree.
