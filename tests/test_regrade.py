@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import convoeval
 from convoeval.testing import FakeOpenAIServer
 
 from .conftest import read_jsonl, write
@@ -213,3 +214,16 @@ def test_a_simulated_users_conversation_is_graded_as_recorded(
     assert not [b for b in fake_openai.judge_requests() if b["response_format"]["json_schema"]["name"] == "user_step"]
     assert world.simulated_requests() == []
     assert fake_openai.target_requests() == []
+
+
+def test_results_kept_in_memory_carry_their_checks_too(tmp_path: Path) -> None:
+    suite = write(tmp_path / "trip.eval.yaml", SUITE)
+    write(tmp_path / "targets.yaml", TARGETS)
+    report = convoeval.run(suite, target="bot", test_ids=["greeting"], store=False, cache=False)
+    [result] = report.results
+    assert result.checks == {
+        "version": 1,
+        "file": str(suite.resolve()),
+        "suite": {"assertions": []},
+        "test": {"id": "greeting", "input": "Say hello", "assertions": [{"type": "starts-with", "value": "Hello"}]},
+    }

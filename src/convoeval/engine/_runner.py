@@ -234,8 +234,8 @@ async def _run(
                 writer.write_json(data)
 
         async def emit(job: Job, position: int, result: EvaluationResult) -> None:
-            checks = stored_checks(job.suite, job.suite.tests[position])  # for `convoeval grade`
-            result, data = _redacted(result.model_copy(update={"checks": checks}))
+            result.checks = stored_checks(job.suite, job.suite.tests[position])  # for `convoeval grade`; kept too
+            result, data = _redacted(result)
             await recorder.save_result(job, position, result, data)
             if writer:
                 writer.write_json(data)
