@@ -423,3 +423,9 @@ def test_combine_scores_keeps_errors_apart_and_joins_dimensions() -> None:
     )
     none = combine_scores([votes[1], votes[1]], ["a", "b"], "majority", 0.7)
     assert none.verdict == "error" and none.score is None and "no judge of the panel decided" in (none.error or "")
+
+
+def test_a_checks_single_outcome_follows_the_panels_verdict(panel_run) -> None:
+    _, _, results, _ = panel_run()
+    graded = grader(results["q3"], "llm-grader")  # mean 0.7 of 1.0 and 0.4 passes at 0.5
+    assert graded["verdict"] == "pass" and [a["passed"] for a in graded["assertions"]] == [True]

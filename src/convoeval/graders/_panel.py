@@ -93,7 +93,8 @@ def _outcomes(
     decided: Sequence[GraderScore], names: Sequence[str], decision: Decision, rule: PanelRule
 ) -> list[AssertionOutcome]:
     """Each check (rubric criterion...) decided by the panel: `min` needs every judge, the
-    other rules a strict majority; the evidence quotes every judge. When the judges' checks
+    other rules a strict majority (a check with one outcome: the panel's verdict); the evidence
+    quotes every judge. When the judges' checks
     differ (they should not), the deciding judges' own checks are kept, marked with their name."""
     texts = [tuple(o.text for o in s.assertions) for s in decided]
     if len(set(texts)) != 1:
@@ -106,7 +107,10 @@ def _outcomes(
     for k, text in enumerate(texts[0]):
         said = [s.assertions[k] for s in decided]
         yes = sum(o.passed for o in said)
-        passed = yes == len(said) if rule == "min" else yes * 2 > len(said)
+        if len(texts[0]) == 1:  # the check's only outcome is the check: the panel's verdict
+            passed = decision.passed
+        else:
+            passed = yes == len(said) if rule == "min" else yes * 2 > len(said)
         evidence = "; ".join(
             f"{n}: {'yes' if o.passed else 'no'}: {o.evidence}" for n, o in zip(names, said, strict=True)
         )
