@@ -429,3 +429,9 @@ def test_a_checks_single_outcome_follows_the_panels_verdict(panel_run) -> None:
     _, _, results, _ = panel_run()
     graded = grader(results["q3"], "llm-grader")  # mean 0.7 of 1.0 and 0.4 passes at 0.5
     assert graded["verdict"] == "pass" and [a["passed"] for a in graded["assertions"]] == [True]
+
+
+def test_a_panel_is_a_suite_level_setting(cli, tmp_path: Path) -> None:
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: t\n    input: hi\n    execution: {judges: [a, b]}\n")
+    code, _, err = cli("validate", suite)
+    assert code == 2 and f"{suite}:4: tests[0].execution.judges: `judges` is a suite-level setting" in err
