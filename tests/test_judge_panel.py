@@ -318,6 +318,22 @@ async def test_arena_panel_judges_each_pair_with_each_judge(
     assert "judges' agreement on 6 labels" in report.caption()
 
 
+def test_arena_command_takes_a_panel(cli, desk: Path, judge_server: FakeOpenAIServer) -> None:
+    judge_server.judge = pairwise_judge(contrary_on_refund)
+    args = ("arena", desk, "--target", "polite", "--target", "terse", "--judge", "judge", "--judge", "judge-b")
+    code, out, err = cli(*args, "--panel-rule", "min", "--format", "json", "--bootstrap", "20", "-o", "battles.jsonl")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["judge"] == "panel(judge, judge-b)" and report["panel_agreement"]["items"] == 6
+    battles = [json.loads(line) for line in (desk.parent / "battles.jsonl").read_text().splitlines()]
+    assert {b["test_id"]: b["winner"] for b in battles} == {
+        "late-order": "model_a",
+        "refund": "tie",
+        "address": "model_a",
+    }
+    assert {b["panel"]["rule"] for b in battles} == {"min"}
+
+
 # --- panels named by the suite or the targets file ---------------------------------------------
 
 

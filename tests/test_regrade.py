@@ -227,3 +227,32 @@ def test_results_kept_in_memory_carry_their_checks_too(tmp_path: Path) -> None:
         "suite": {"assertions": []},
         "test": {"id": "greeting", "input": "Say hello", "assertions": [{"type": "starts-with", "value": "Hello"}]},
     }
+
+
+def test_grade_with_a_judge_panel(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    stored = run_suite(cli, fake_openai, tmp_path)
+
+    def by_model(body: dict) -> str:
+        return strict(body) if body["model"] == "strict" else generous(body)
+
+    fake_openai.reset(judge=by_model)
+    code, out, err = cli(
+        "grade",
+        stored,
+        "--judge",
+        "openai:strict",
+        "--judge",
+        "openai:generous",
+        "--panel-rule",
+        "min",
+        "-o",
+        tmp_path / "g.jsonl",
+    )
+    after = {r["test_id"]: r for r in read_jsonl(tmp_path / "g.jsonl")}
+    rubric = next(g for g in after["capital"]["scores"][0]["graders"] if g["type"] == "rubrics")
+    assert [(a["judge"], a["verdict"]) for a in rubric["panel"]] == [
+        ("openai:strict", "fail"),
+        ("openai:generous", "pass"),
+    ]
+    assert rubric["panel_rule"] == "min" and rubric["verdict"] == "fail"
+    assert "judge panel agreement" in out and "rubrics: 2 check(s) by openai:strict, openai:generous" in out
