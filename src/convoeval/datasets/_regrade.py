@@ -9,7 +9,9 @@ suite had (deterministic and judged), calling no model but the judge.
 
 A test with a simulated user cannot be replayed turn by turn (the simulator would write new
 messages): each of its recorded conversations becomes a `transcript:` test with the test's
-conversation checks and scenario criteria (`<id>#<target>#<trial>` when there are several).
+conversation checks and scenario criteria (`<id>#<target>#<trial>` when there are several;
+trials that ended in an error are left out). A test with a workspace or `verify` is left out
+with a note: its checks ran on files the run did not keep.
 """
 
 from __future__ import annotations
@@ -27,9 +29,8 @@ from ..results import EvaluationResult, TrialResult
 from ..spec import CHECKS_VERSION, SIMULATED_USER_KEYS
 from ._common import read_jsonl, suite_yaml
 
-#: Keys that make a stored test a live conversation the replay cannot stand in for.
+#: Keys of a simulated user's test that a recorded transcript replaces.
 _LIVE_KEYS = (*SIMULATED_USER_KEYS, "turns", "input", "mode", "hints", "verify", "workspace", "depends_on")
-
 
 #: Trials without a whole conversation to judge again.
 _NO_CONVERSATION = frozenset({"execution_error", "simulator_error", "skipped"})
