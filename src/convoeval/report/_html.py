@@ -22,6 +22,7 @@ from ..stats import Flaky, fmt_interval, group_rates, rates_by
 from ._compare import Comparison, history_marks, significance_lines
 from ._labels import SCALES, JudgedItem, Label, Scale
 from ._overview import fmt_duration, fmt_rate, fmt_score, overview, suite_name
+from ._panel import panel_agreement
 from ._plot import plot_leaderboard
 
 if TYPE_CHECKING:
@@ -227,6 +228,7 @@ def render_report(
         rates=report_rates(results),
         tests=views,
         arena=arena_view(arena, views) if arena else None,
+        agreement=panel_agreement(results),
         viewer=viewer,
         categories=[str(c) for c in SCALES[scale]] if scale else [],
         given=given,

@@ -72,8 +72,7 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
         results = list(run_store.results(record.id))
     finally:
         run_store.close()
-    suites = record.options.get("suites") if isinstance(record.options, dict) else None
-    fingerprints = {k: str(v.get("hash")) for k, v in (suites or {}).items() if isinstance(v, dict) and v.get("hash")}
+    fingerprints = {key: suite.hash for key, suite in record.recorded.suites.items()}
     return LoadedRun(
         name=f"run {record.id}",
         run_id=record.id,
