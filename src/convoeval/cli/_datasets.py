@@ -36,7 +36,10 @@ def import_command(
     ] = None,
     recorded: Annotated[
         bool,
-        typer.Option("--recorded", help="tau-bench: the recorded trajectories as transcript tests, not scenarios."),
+        typer.Option(
+            "--recorded",
+            help="tau-bench, deepeval: the recorded conversations as transcript tests, not live ones.",
+        ),
     ] = False,
 ) -> None:
     """Import a dataset as an eval file, then validate it."""
@@ -47,6 +50,8 @@ def import_command(
     except DatasetError as exc:
         err.print(f"error: {exc}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    for warning in suite.pop("_warnings", []):
+        err.print(f"warning: {warning}", markup=False, soft_wrap=True)
     header = f"Imported by `convoeval import {kind} {source.name}`; edit freely."
     write_suite(suite, output, header)
     problems = validate_paths([output])
@@ -62,8 +67,9 @@ def grade(
     file: Annotated[
         Path,
         typer.Argument(
-            help="Recorded conversations (.jsonl: OpenAI messages or convoeval "
-            "results), or an eval file whose tests have `transcript:`.",
+            help="Recorded conversations (.jsonl: OpenAI messages, convoeval results or AgentV "
+            "transcripts; .eval/.json: an Inspect log, a Langfuse export or OpenTelemetry spans), "
+            "or an eval file whose tests have `transcript:`.",
             show_default=False,
         ),
     ],
@@ -82,7 +88,7 @@ def grade(
 ) -> None:
     """Grade stored conversations with every per-turn and conversation grader, calling no target."""
     path = file
-    if file.suffix == ".jsonl":
+    if file.suffix in (".jsonl", ".json", ".eval"):
         try:
             suite = grading_suite(file, graders)
         except DatasetError as exc:
