@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..datasets import IMPORTERS, grading_suite, import_dataset, write_suite
+from ..datasets import IMPORTERS, DatasetWarning, grading_suite, import_dataset, write_suite
 from ..engine import state_dir
 from ..errors import DatasetError
 from ..spec import validate_paths
@@ -44,14 +45,16 @@ def import_command(
 ) -> None:
     """Import a dataset as an eval file, then validate it."""
     try:
-        suite = import_dataset(
-            kind, source, references=references, db=db, tools=tools, backend=backend, recorded=recorded or None
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DatasetWarning)
+            suite = import_dataset(
+                kind, source, references=references, db=db, tools=tools, backend=backend, recorded=recorded or None
+            )
     except DatasetError as exc:
         err.print(f"error: {exc}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    for warning in suite.pop("_warnings", []):
-        err.print(f"warning: {warning}", markup=False, soft_wrap=True)
+    for warning in caught:
+        err.print(f"warning: {warning.message}", markup=False, soft_wrap=True)
     header = f"Imported by `convoeval import {kind} {source.name}`; edit freely."
     write_suite(suite, output, header)
     problems = validate_paths([output])

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
-from ._common import read_json, read_jsonl, suite_yaml, write_suite
+from ._common import DatasetWarning, read_json, read_jsonl, suite_yaml, write_suite
 from ._deepeval import import_deepeval
 from ._mtbench import import_mt_bench
 from ._multiwoz import import_multiwoz
@@ -66,6 +66,7 @@ def import_dataset(kind: str, source: str | Path, **options: Any) -> dict[str, A
 __all__ = [
     "IMPORTERS",
     "DatasetError",
+    "DatasetWarning",
     "grading_suite",
     "import_dataset",
     "read_json",

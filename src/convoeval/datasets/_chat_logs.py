@@ -34,7 +34,10 @@ def text_of(content: Any) -> str:
                     parts.append(value)
         return "\n".join(parts)
     if isinstance(content, dict):
-        return text_of(content.get("content", content.get("text", json.dumps(content, ensure_ascii=False))))
+        if "content" in content or "text" in content:
+            return text_of(content.get("content", content.get("text")))
+        texts = [v for v in content.values() if isinstance(v, str)]
+        return texts[0] if len(content) == 1 and texts else json.dumps(content, ensure_ascii=False)
     return str(content)
 
 

@@ -135,12 +135,12 @@ def _turn(trace: dict[str, Any]) -> list[dict[str, Any]]:
     else:
         messages = [{"role": "user", "content": text_of(trace.get("input"))}, _reply(trace.get("output"))]
     tools = [o for o in observations if o.get("type") == "TOOL" or (o.get("metadata") or {}).get("tool_name")]
+    known = {c["name"] for m in messages for c in m.get("tool_calls", [])}  # logged by the model call already
+    tools = [o for o in tools if str(o.get("name") or "tool") not in known]
     if tools and messages[-1]["role"] == "assistant":
-        known = {c.get("id") for c in messages[-1].get("tool_calls", [])}
         messages[-1].setdefault("tool_calls", []).extend(
             {"name": str(o.get("name") or "tool"), "arguments": arguments_of(o.get("input")), "output": o.get("output")}
             for o in tools
-            if o.get("id") not in known
         )
     return messages
 

@@ -38,12 +38,12 @@ def _head(path: Path) -> str:
 
 def log_reader(path: Path, fmt: str | None = None) -> Reader | None:
     """The reader for `path` (the named format's, or the first whose sniff matches)."""
+    head = _head(path)
     if fmt is not None:
         for name, _, reader in LOG_FORMATS:
             if name == fmt:
                 return reader
         raise DatasetError(f"unknown log format {fmt!r} (known: {', '.join(n for n, _, _ in LOG_FORMATS)})")
-    head = _head(path)
     for _, looks_like, reader in LOG_FORMATS:
         if looks_like(path, head):
             return reader

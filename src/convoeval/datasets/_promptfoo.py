@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 import yaml
 
 from ..errors import DatasetError
+from ._common import DatasetWarning
 from ._promptfoo_asserts import Unmapped, map_asserts
 
 SIMULATED_USER = "promptfoo:simulated-user"
@@ -104,7 +106,7 @@ def import_promptfoo(source: Path) -> dict[str, Any]:
     suite["tests"] = tests
     warning = unmapped.warning()
     if warning:
-        suite["_warnings"] = [warning]
+        warnings.warn(warning, DatasetWarning, stacklevel=2)
     return suite
 
 
