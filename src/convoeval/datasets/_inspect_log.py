@@ -8,7 +8,7 @@ zstd, which Python's zipfile reads only with help: such logs are read with Inspe
 nothing. Each sample's `messages` (`ChatMessage`:
 `role`, `content` as text or content blocks, assistant `tool_calls` `{id, function,
 arguments}`, tool results with `tool_call_id`) become a `transcript:` test named after the
-sample (`-epoch-N` when the log ran several epochs). The sample's `metadata`, `target`,
+sample (`-epoch-N` added for a sample the log ran in several epochs). The sample's `metadata`, `target`,
 `input`, and Inspect's own `scores` (value, answer, explanation) are kept as test metadata.
 """
 
@@ -83,7 +83,9 @@ def read_inspect_log(path: Path) -> list[dict[str, Any]]:
     if not samples:
         raise DatasetError(f"{path}:1: the Inspect log has no samples (was it written with samples?)")
     eval_info = header.get("eval") or {}
-    epochs = {s.get("epoch", 1) for s in samples}
+    epochs: dict[str, int] = {}
+    for sample in samples:
+        epochs[str(sample.get("id"))] = epochs.get(str(sample.get("id")), 0) + 1
     tests: list[dict[str, Any]] = []
     seen: set[str] = set()
     for sample in samples:
@@ -91,7 +93,7 @@ def read_inspect_log(path: Path) -> list[dict[str, Any]]:
         if not has_dialogue(transcript):
             continue
         name = slug(str(sample.get("id", len(tests) + 1)))
-        if len(epochs) > 1:
+        if epochs[str(sample.get("id"))] > 1:
             name += f"-epoch-{sample.get('epoch', 1)}"
         tests.append({"id": unique(name, seen), "transcript": transcript, "metadata": _metadata(sample, eval_info)})
     if not tests:

@@ -56,7 +56,17 @@ def _messages(messages: Sequence[Message], model: Any, tool: Any) -> list[Any]:
         elif m.role == "user":
             out.append(model.ChatMessageUser(content=m.content))
         else:
-            out.append(model.ChatMessageAssistant(content=m.content, source="generate"))
+            calls = [
+                tool.ToolCall(id=c.id or f"call-{len(out)}-{n}", function=c.name, arguments=c.arguments)
+                for n, c in enumerate(m.tool_calls)
+            ]
+            out.append(model.ChatMessageAssistant(content=m.content, tool_calls=calls or None, source="generate"))
+            for call, raw in zip(calls, m.tool_calls, strict=True):
+                if raw.output is not None or raw.error:
+                    content = raw.output if isinstance(raw.output, str) else _text(raw.output)
+                    out.append(
+                        model.ChatMessageTool(content=content or "", tool_call_id=call.id, function=call.function)
+                    )
     return out
 
 
