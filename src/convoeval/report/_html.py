@@ -263,7 +263,7 @@ def render_comparison(
         subtitle=f"tolerance {comparison.tolerance:g}",
         comparison=comparison,
         pairs=pairs,
-        viewer=viewer or {},
+        viewer=viewer,
         given={},
     )
 
