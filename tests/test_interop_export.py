@@ -128,3 +128,54 @@ def test_otel_spans_over_otlp_http_round_trip(cli, results_file: Path, tmp_path:
 def test_otel_needs_something_to_do(cli, results_file: Path) -> None:
     code, _, err = cli("report", results_file)
     assert code == 2 and "--inspect-log run.eval and/or --otel" in err
+
+
+def test_inspect_view_serves_the_exported_log(cli, results_file: Path, tmp_path: Path) -> None:
+    """`inspect view` (Inspect's own log viewer server) lists the exported log and serves it
+    with its samples, as its web page asks for them."""
+    pytest.importorskip("inspect_ai")
+    import socket
+    import time
+    import urllib.parse
+    import urllib.request
+
+    assert cli("report", results_file, "--inspect-log", tmp_path / "logs" / "run.eval")[0] == 0
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    inspect_cli = Path(sys.executable).with_name("inspect")
+    view = subprocess.Popen(
+        [
+            str(inspect_cli),
+            "view",
+            "start",
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                files = json.loads(urllib.request.urlopen(f"{base}/log-files", timeout=5).read())
+                break
+            except OSError:
+                assert time.monotonic() < deadline and view.poll() is None, "inspect view did not start"
+                time.sleep(0.5)
+        (entry,) = files["files"]
+        assert entry["name"].endswith("/run.eval") and entry["task"]
+        log = json.loads(
+            urllib.request.urlopen(f"{base}/logs/{urllib.parse.quote(entry['name'], safe='')}", timeout=30).read()
+        )
+        assert log["status"] == "success"
+        assert sorted({s["id"] for s in log["samples"]}) == ["book-flight", "broken", "greeting", "japan-trip"]
+    finally:
+        view.terminate()
+        view.wait(timeout=30)
