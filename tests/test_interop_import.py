@@ -281,3 +281,30 @@ def test_deepeval_single_turn_goldens_and_errors(cli, tmp_path) -> None:
 def test_every_new_kind_names_a_missing_file(cli, tmp_path: Path, kind: str) -> None:
     code, _, err = cli("import", kind, tmp_path / "missing.json", "-o", tmp_path / "x.eval.yaml")
     assert code == 2 and "missing.json:1: no such file" in err
+
+
+def test_promptfoo_list_vars_expand_into_one_test_each_with_unique_ids(tmp_path) -> None:
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        """\
+prompts: ['Translate to {{language}}: {{text}}']
+tests:
+  - description: translate
+    vars: {language: [French, German], text: [hi, bye]}
+    assert: [{type: icontains, value: '{{language}}'}]
+  - description: translate
+    vars: {language: Spanish, text: hi}
+""",
+    )
+    suite = import_dataset("promptfoo", config)
+    assert [(t["id"], t["input"][0]["content"], t.get("assertions")) for t in suite["tests"]] == [
+        ("translate", "Translate to French: hi", [{"type": "icontains", "value": "French"}]),
+        ("translate-2", "Translate to French: bye", [{"type": "icontains", "value": "French"}]),
+        ("translate-3", "Translate to German: hi", [{"type": "icontains", "value": "German"}]),
+        ("translate-4", "Translate to German: bye", [{"type": "icontains", "value": "German"}]),
+        ("translate-5", "Translate to Spanish: hi", []),
+    ]
+    path = write_suite(suite, tmp_path / "t.eval.yaml")
+    assert len(load_suite(path).tests) == 5
+    config.write_text(config.read_text() + "defaultTest: {options: {disableVarExpansion: true}}\n")
+    assert len(import_dataset("promptfoo", config)["tests"]) == 2

@@ -19,6 +19,7 @@ What becomes what:
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import warnings
@@ -30,6 +31,7 @@ from typing import Any
 import yaml
 
 from ..errors import DatasetError
+from ._chat_logs import unique
 from ._common import DatasetWarning
 from ._promptfoo_asserts import Unmapped, map_asserts
 
@@ -85,7 +87,8 @@ def import_promptfoo(source: Path) -> dict[str, Any]:
         default = _load_yaml(base / default.removeprefix("file://"))
     if not isinstance(default, dict):
         raise DatasetError(f"{source}:1: defaultTest: expected a mapping")
-    raw_tests = _tests(config.get("tests"), base, source)
+    expand = not (default.get("options") or {}).get("disableVarExpansion")
+    raw_tests = _tests(config.get("tests"), base, source, expand)
     unmapped = Unmapped()
     tests: list[dict[str, Any]] = []
     for prompt in prompts:
@@ -93,6 +96,9 @@ def import_promptfoo(source: Path) -> dict[str, Any]:
         tests.extend(_prompt_tests(prompt, raw_tests, default, base, unmapped, suffix))
     if not tests:
         raise DatasetError(f"{source}:1: tests: no tests to import")
+    seen: set[str] = set()
+    for test in tests:
+        test["id"] = unique(test["id"], seen)
     suite: dict[str, Any] = {
         "name": str(config.get("description") or source.parent.name or source.stem),
         "description": f"Imported from promptfoo's {source.name}",
@@ -184,12 +190,25 @@ def _providers(raw: Any) -> list[str]:
 # -- tests -----------------------------------------------------------------------------------
 
 
-def _tests(raw: Any, base: Path, source: Path) -> list[dict[str, Any]]:
+def _tests(raw: Any, base: Path, source: Path, expand: bool = True) -> list[dict[str, Any]]:
+    """The test list; a var given as a list makes one test per value (promptfoo's var
+    expansion, off with `defaultTest.options.disableVarExpansion`)."""
     if isinstance(raw, str) and raw.startswith("file://"):
         raw = _load_yaml(base / raw[len("file://") :])
     if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
         raise DatasetError(f"{source}:1: tests: expected a list of tests (or file:// a YAML/JSON list)")
-    return raw
+    if not expand:
+        return raw
+    out = []
+    for test in raw:
+        variables = test.get("vars") or {}
+        lists = {k: v for k, v in variables.items() if isinstance(v, list) and v}
+        if not lists:
+            out.append(test)
+            continue
+        for values in itertools.product(*lists.values()):
+            out.append({**test, "vars": {**variables, **dict(zip(lists, values, strict=True))}})
+    return out
 
 
 def _vars(default: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
