@@ -308,3 +308,25 @@ tests:
     assert len(load_suite(path).tests) == 5
     config.write_text(config.read_text() + "defaultTest: {options: {disableVarExpansion: true}}\n")
     assert len(import_dataset("promptfoo", config)["tests"]) == 2
+
+
+def test_promptfoo_csv_tests_with_expected_shorthand(fake_openai, tmp_path) -> None:
+    write(
+        tmp_path / "tests.csv",
+        "question,__expected,__expected2,__description\n"
+        'What is the capital of France?,icontains: paris,"javascript: output.length < 60",capital\n'
+        "Say OK,OK,,ok\n",
+    )
+    config = write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{question}}']\ntests: file://tests.csv\n")
+    suite = import_dataset("promptfoo", config)
+    capital, ok = suite["tests"]
+    assert capital["id"] == "capital" and capital["input"] == [
+        {"role": "user", "content": "What is the capital of France?"}
+    ]
+    assert capital["assertions"][0] == {"type": "icontains", "value": "paris"}
+    assert capital["assertions"][1]["type"] == "code-grader" and capital["assertions"][1]["name"] == "javascript"
+    assert ok["assertions"] == [{"type": "equals", "value": "OK"}]
+    fake_openai.reset(reply=lambda body: "Paris." if "France" in body["messages"][-1]["content"] else "OK")
+    report = convoeval.run(write_suite(suite, tmp_path / "c.eval.yaml"), target="openai:m", store=False, cache=False)
+    expected = "pass" if shutil.which("node") else "error"
+    assert {r.test_id: r.verdict for r in report.results} == {"capital": expected, "ok": "pass"}

@@ -33,7 +33,8 @@ import yaml
 from ..errors import DatasetError
 from ._chat_logs import unique
 from ._common import DatasetWarning
-from ._promptfoo_asserts import Unmapped, map_asserts
+from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
+from ._promptfoo_csv import read_csv_tests
 
 SIMULATED_USER = "promptfoo:simulated-user"
 _PROVIDER_PREFIXES = ("openai:", "anthropic:", "litellm:", "local")
@@ -193,10 +194,11 @@ def _providers(raw: Any) -> list[str]:
 def _tests(raw: Any, base: Path, source: Path, expand: bool = True) -> list[dict[str, Any]]:
     """The test list; a var given as a list makes one test per value (promptfoo's var
     expansion, off with `defaultTest.options.disableVarExpansion`)."""
-    if isinstance(raw, str) and raw.startswith("file://"):
-        raw = _load_yaml(base / raw[len("file://") :])
+    raw = [raw] if isinstance(raw, str) else raw
+    if isinstance(raw, list):
+        raw = [t for item in raw for t in (_test_file(item, base) if isinstance(item, str) else [item])]
     if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
-        raise DatasetError(f"{source}:1: tests: expected a list of tests (or file:// a YAML/JSON list)")
+        raise DatasetError(f"{source}:1: tests: expected a list of tests (or file:// a YAML/JSON/CSV file of them)")
     if not expand:
         return raw
     out = []
@@ -209,6 +211,14 @@ def _tests(raw: Any, base: Path, source: Path, expand: bool = True) -> list[dict
         for values in itertools.product(*lists.values()):
             out.append({**test, "vars": {**variables, **dict(zip(lists, values, strict=True))}})
     return out
+
+
+def _test_file(item: str, base: Path) -> list[Any]:
+    path = base / item.removeprefix("file://")
+    if path.suffix == ".csv":
+        return read_csv_tests(path, KNOWN_TYPES)
+    loaded = _load_yaml(path)
+    return loaded if isinstance(loaded, list) else [loaded]
 
 
 def _vars(default: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:

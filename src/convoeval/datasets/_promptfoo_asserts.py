@@ -28,6 +28,9 @@ _TEXT = {
 _NOT_TEXT = {"not-equals", "not-contains", "not-icontains", "not-starts-with", "not-regex"}
 _NOT_TEXT |= {f"not-{t}" for t in ("contains-any", "contains-all", "icontains-any", "icontains-all")}
 _JUDGED = {"llm-rubric", "g-eval", "model-graded-closedqa", "factuality"}
+_OTHER = {"is-json", "contains-json", "python", "javascript", "latency", "cost", "similar", "levenshtein", "rouge-n"}
+#: promptfoo type names a CSV `__expected` cell may start with (mapped or not).
+KNOWN_TYPES = _TEXT | _NOT_TEXT | _JUDGED | _OTHER | {f"not-{t}" for t in _OTHER}
 
 #: Runs promptfoo's `python` assertion: an expression, a function body, or `file://x.py[:fn]`.
 PYTHON_RUNNER = """\
