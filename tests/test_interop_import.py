@@ -330,3 +330,15 @@ def test_promptfoo_csv_tests_with_expected_shorthand(fake_openai, tmp_path) -> N
     report = convoeval.run(write_suite(suite, tmp_path / "c.eval.yaml"), target="openai:m", store=False, cache=False)
     expected = "pass" if shutil.which("node") else "error"
     assert {r.test_id: r.verdict for r in report.results} == {"capital": expected, "ok": "pass"}
+
+
+def test_promptfoo_settings_left_out_are_named_in_a_warning(cli, tmp_path) -> None:
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nscenarios: []\ntests:\n"
+        "  - vars: {q: a}\n    options: {transform: output.trim()}\n"
+        "  - vars: {q: b}\n    options: {transform: output.trim()}\n",
+    )
+    code, out, err = cli("import", "promptfoo", config, "-o", tmp_path / "x.eval.yaml")
+    assert code == 0, err
+    assert "warning: promptfoo settings not imported: scenarios, tests[].options (2)" in err

@@ -23,7 +23,7 @@ import itertools
 import json
 import re
 import warnings
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -111,10 +111,24 @@ def import_promptfoo(source: Path) -> dict[str, Any]:
     if providers:
         suite["metadata"] = {"promptfoo_providers": providers}
     suite["tests"] = tests
-    warning = unmapped.warning()
-    if warning:
-        warnings.warn(warning, DatasetWarning, stacklevel=2)
+    for warning in (unmapped.warning(), _ignored(config, raw_tests)):
+        if warning:
+            warnings.warn(warning, DatasetWarning, stacklevel=2)
     return suite
+
+
+_READ_TOP = {"description", "prompts", "providers", "tests", "defaultTest", "outputPath", "env", "sharing"}
+_READ_TEST = {"vars", "assert", "description", "metadata", "provider", "threshold"}
+
+
+def _ignored(config: dict[str, Any], tests: list[dict[str, Any]]) -> str | None:
+    """The promptfoo settings the suite leaves out, with how often each was met."""
+    ignored = Counter(k for k in config if k not in _READ_TOP)
+    ignored.update(f"tests[].{k}" for t in tests for k in t if k not in _READ_TEST)
+    if not ignored:
+        return None
+    listed = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in sorted(ignored.items()))
+    return f"promptfoo settings not imported: {listed}"
 
 
 def _load_yaml(path: Path) -> Any:
