@@ -48,7 +48,7 @@ tests:
 """
 HOSTILE = (
     'Sure! <img src=x onerror="window.PWNED=1"> [click me](javascript:window.PWNED=2) '
-    "<script>window.PWNED=3</script>\n\n- returns are **case by case**\n- see <a href='javascript:window.PWNED=4'>here</a>"
+    "<script>window.PWNED=3</script> ![tracker](http://203.0.113.9/t.png)\n\n- returns are **case by case**\n- see <a href='javascript:window.PWNED=4'>here</a>"
 )
 
 

@@ -3,8 +3,8 @@
 
 Model output, suite text and evidence are always inserted as escaped text, never as HTML. The
 target's replies are rendered as Markdown by markdown-it-py with raw HTML off (any `<tag>` in a
-reply comes out as text) and its own link check (no `javascript:`, `vbscript:`, `file:` or
-non-image `data:` links); the page's Content-Security-Policy blocks remote images and scripts
+reply comes out as text), no images, and its own link check (no `javascript:`, `vbscript:`,
+`file:` or `data:` links); the page's Content-Security-Policy blocks remote images and scripts
 anyway. The arena plot is embedded as an `<img>` with a data URI (an SVG in an image never runs
 scripts).
 """
@@ -60,7 +60,8 @@ def _env() -> jinja2.Environment:
 def _markdown() -> Any:
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    return md.disable("image")  # a reply never makes the page load anything
 
 
 def markdown_html(text: str) -> Any:
