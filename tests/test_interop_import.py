@@ -342,3 +342,28 @@ def test_promptfoo_settings_left_out_are_named_in_a_warning(cli, tmp_path) -> No
     code, out, err = cli("import", "promptfoo", config, "-o", tmp_path / "x.eval.yaml")
     assert code == 0, err
     assert "warning: promptfoo settings not imported: scenarios, tests[].options (2)" in err
+
+
+def test_promptfoo_chat_prompt_few_shot_messages_stay_before_the_turn(tmp_path) -> None:
+    write(
+        tmp_path / "prompt.json",
+        json.dumps(
+            [
+                {"role": "system", "content": "Answer in {{style}}."},
+                {"role": "user", "content": "2+2?"},
+                {"role": "assistant", "content": "Four."},
+                {"role": "user", "content": "{{question}}"},
+            ]
+        ),
+    )
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: [file://prompt.json]\ntests:\n  - vars: {style: words, question: '3+3?'}\n",
+    )
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    assert test["input"] == [
+        {"role": "system", "content": "Answer in words."},
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "Four."},
+        {"role": "user", "content": "3+3?"},
+    ]

@@ -70,10 +70,13 @@ class Prompt:
         self.label, self.messages, self.uses_history = label, messages, uses_history
 
     def rendered(self, variables: dict[str, Any]) -> tuple[list[dict[str, str]], str]:
-        """(system messages, the user message) for these vars."""
-        system = [{"role": r, "content": render(t, variables)} for r, t in self.messages if r == "system"]
-        users = [render(t, variables) for r, t in self.messages if r != "system"]
-        return system, "\n\n".join(u for u in users if u.strip())
+        """(the messages before the last user message: system, few-shot examples; the last user
+        message) for these vars."""
+        last = max((n for n, (role, _) in enumerate(self.messages) if role == "user"), default=None)
+        before = self.messages if last is None else self.messages[:last]
+        initial = [{"role": r, "content": render(t, variables)} for r, t in before]
+        user = render(self.messages[last][1], variables) if last is not None else ""
+        return [m for m in initial if m["content"].strip()], user
 
 
 def import_promptfoo(source: Path) -> dict[str, Any]:
@@ -187,7 +190,7 @@ def _parse_prompt(label: str, text: str) -> Prompt:
     except ValueError:
         messages = None
     if isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages):
-        chat = [(str(m["role"]), str(m.get("content", ""))) for m in messages if m.get("role") != "assistant"]
+        chat = [(str(m["role"]), str(m.get("content", ""))) for m in messages]
         return Prompt(label, chat, uses_history)
     return Prompt(label, [("user", stripped.strip())], uses_history)
 
