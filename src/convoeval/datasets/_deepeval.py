@@ -32,15 +32,7 @@ DEFAULT_MAX_TURNS = 10
 
 def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAULT_MAX_TURNS) -> dict[str, Any]:
     """One test per DeepEval golden or test case of `source` (.json list or .jsonl)."""
-    if source.suffix == ".jsonl":
-        records = read_jsonl(source)
-    else:
-        data = read_json(source)
-        if isinstance(data, dict):  # {"goldens": [...]} / {"test_cases": [...]}
-            data = data.get("goldens") or data.get("test_cases") or data.get("testCases")
-        if not isinstance(data, list):
-            raise DatasetError(f"{source}:1: expected a JSON list of DeepEval goldens or test cases")
-        records = [(_line_of(source, n), r) for n, r in enumerate(data)]
+    records = read_jsonl(source) if source.suffix == ".jsonl" else _records(source)
     tests: list[dict[str, Any]] = []
     seen: set[str] = set()
     for line, record in records:
@@ -58,21 +50,23 @@ def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAU
     }
 
 
-def _line_of(source: Path, index: int) -> int:
-    """A best guess of where the index-th object of a JSON list starts (for messages)."""
+def _records(source: Path) -> list[tuple[int, Any]]:
+    """`(line, record)` of each element of a JSON list (or of `goldens`/`test_cases` in a mapping)."""
+    data = read_json(source)  # the error with file and line when it is not JSON
+    if isinstance(data, dict):  # {"goldens": [...]} / {"test_cases": [...]}: no per-record lines
+        data = data.get("goldens") or data.get("test_cases") or data.get("testCases")
+        if isinstance(data, list):
+            return [(1, record) for record in data]
+    if not isinstance(data, list):
+        raise DatasetError(f"{source}:1: expected a JSON list of DeepEval goldens or test cases")
     text = source.read_text(encoding="utf-8")
-    depth, count = 0, -1
-    for number, line in enumerate(text.splitlines(), start=1):
-        for char in line:
-            if char in "[{":
-                depth += 1
-                if depth == 2 and char == "{":
-                    count += 1
-                    if count == index:
-                        return number
-            elif char in "]}":
-                depth -= 1
-    return 1
+    decoder, at, lines = json.JSONDecoder(), text.index("[") + 1, []
+    for _ in data:  # walk the list again only to know where each element starts
+        while text[at] in " \t\r\n,":
+            at += 1
+        lines.append(text.count("\n", 0, at) + 1)
+        _, at = decoder.raw_decode(text, at)
+    return list(zip(lines, data, strict=True))
 
 
 def _unique(name: str, seen: set[str]) -> str:
