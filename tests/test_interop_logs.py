@@ -185,3 +185,41 @@ def test_log_format_errors_name_the_file(cli, tmp_path) -> None:
     log = write(tmp_path / "log.json", json.dumps({"eval": {"task": "t"}, "samples": []}))
     code, _, err = cli("grade", log)
     assert code == 2 and "the Inspect log has no samples" in err
+
+
+def test_langfuse_observations_listing_and_openai_logs_are_told_apart(tmp_path) -> None:
+    session = json.loads((DATA / "langfuse" / "session-support-42.json").read_text())
+    listing = {"data": [o for t in session["traces"] for o in t["observations"]], "meta": {"page": 1}}
+    path = write(tmp_path / "observations.json", json.dumps(listing))
+    first, second = import_dataset("transcripts", path)["tests"]  # no sessions in a listing: one per trace
+    assert first["id"] == "7f3c1a52-0a1e-4d2b-9f2e-1b6f0c9a0001"
+    assert first["transcript"][-1]["content"].startswith("Your order 1183")
+    assert second["transcript"][-1]["content"].startswith("I can't change the address")
+    # an OpenAI messages log whose metadata names a Langfuse session is still an OpenAI log
+    openai_log = write(
+        tmp_path / "chats.jsonl",
+        json.dumps(
+            {
+                "id": "c1",
+                "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+                "metadata": {"sessionId": "s-1", "traceId": "t-1"},
+            }
+        )
+        + "\n",
+    )
+    (chat,) = import_dataset("transcripts", openai_log)["tests"]
+    assert chat["id"] == "c1" and chat["metadata"] == {"sessionId": "s-1", "traceId": "t-1"}
+
+
+def test_otel_messages_on_span_events_are_read(tmp_path) -> None:
+    docs = [json.loads(line) for line in (DATA / "otel" / "otlp-spans.jsonl").read_text().splitlines()]
+    for doc in docs:  # move the messages from the spans' attributes to an event, as some exporters do
+        for resource in doc["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    moved = [a for a in span.get("attributes", []) if a["key"].endswith("messages")]
+                    span["attributes"] = [a for a in span.get("attributes", []) if a not in moved]
+                    if moved:
+                        span["events"] = [{"name": "gen_ai.client.inference.operation.details", "attributes": moved}]
+    path = write(tmp_path / "events.jsonl", "".join(json.dumps(d) + "\n" for d in docs))
+    assert import_dataset("otel", path)["tests"] == import_dataset("otel", DATA / "otel" / "otlp-spans.jsonl")["tests"]

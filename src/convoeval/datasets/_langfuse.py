@@ -38,13 +38,27 @@ def _load(path: Path) -> Any:
 
 
 def _is_trace(value: Any) -> bool:
-    return isinstance(value, dict) and "id" in value and ("observations" in value or "sessionId" in value)
+    return (
+        isinstance(value, dict)
+        and "id" in value
+        and "messages" not in value
+        and any(k in value for k in ("observations", "sessionId", "htmlPath"))
+    )
 
 
 def is_langfuse_export(path: Path, head: str) -> bool:
-    """A Langfuse trace, session, trace list or observations listing (by its first keys)."""
+    """A Langfuse trace, session, trace list or observations listing: by the keys of the first
+    record when the first line is one (JSON Lines), else by Langfuse's field names."""
+    try:
+        first = json.loads(head.splitlines()[0]) if head.strip() else None
+    except (ValueError, IndexError):
+        first = None
+    if isinstance(first, dict):
+        listing = first.get("data") if isinstance(first.get("data"), list) else [first]
+        observation = bool(listing) and isinstance(listing[0], dict) and {"traceId", "type"} <= listing[0].keys()
+        return _is_trace(first) or isinstance(first.get("traces"), list) or observation
     markers = ('"observations"', '"sessionId"', '"traceId"', '"htmlPath"', '"projectId"')
-    return head.lstrip()[:1] in "{[" and sum(m in head for m in markers) >= 1 and '"resourceSpans"' not in head
+    return head.lstrip()[:1] in "{[" and any(m in head for m in markers) and '"resourceSpans"' not in head
 
 
 def _traces(data: Any, path: Path) -> list[dict[str, Any]]:

@@ -7,7 +7,8 @@ a model call (`gen_ai.operation.name` `chat` / `text_completion`, or any span wi
 `gen_ai.input.messages`) carries `gen_ai.input.messages`, `gen_ai.output.messages` and
 `gen_ai.system_instructions` as JSON (messages of `parts`: `text`, `tool_call`,
 `tool_call_response`); OpenLLMetry's indexed `gen_ai.prompt.N.*` / `gen_ai.completion.N.*`
-are read too. `execute_tool` spans (`gen_ai.tool.name`, `gen_ai.tool.call.arguments`,
+are read too, and so are the same attributes on a span's events (such as
+`gen_ai.client.inference.operation.details`). `execute_tool` spans (`gen_ai.tool.name`, `gen_ai.tool.call.arguments`,
 `gen_ai.tool.call.result`) fill in tool calls' results.
 
 Calls with the same `gen_ai.conversation.id` (else the same trace) form one conversation, in
@@ -67,6 +68,9 @@ def _spans(docs: list[Any]) -> list[dict[str, Any]]:
             for scope in resource.get("scopeSpans") or []:
                 for span in scope.get("spans") or []:
                     attributes = {a["key"]: _otlp_value(a.get("value") or {}) for a in span.get("attributes") or []}
+                    for event in span.get("events") or []:  # messages may come as an event's attributes
+                        for a in event.get("attributes") or []:
+                            attributes.setdefault(a["key"], _otlp_value(a.get("value") or {}))
                     spans.append(
                         {
                             "trace": span.get("traceId"),
@@ -77,6 +81,9 @@ def _spans(docs: list[Any]) -> list[dict[str, Any]]:
                     )
         if "context" in doc and isinstance(doc.get("attributes"), dict):  # SDK console exporter
             context = doc["context"] or {}
+            for event in doc.get("events") or []:
+                for key, value in (event.get("attributes") or {}).items():
+                    doc["attributes"].setdefault(key, value)
             spans.append(
                 {
                     "trace": context.get("trace_id"),
