@@ -54,7 +54,8 @@ def is_langfuse_export(path: Path, head: str) -> bool:
     except (ValueError, IndexError):
         first = None
     if isinstance(first, dict):
-        listing = first.get("data") if isinstance(first.get("data"), list) else [first]
+        data = first.get("data")
+        listing: list[Any] = data if isinstance(data, list) else [first]
         observation = bool(listing) and isinstance(listing[0], dict) and {"traceId", "type"} <= listing[0].keys()
         return _is_trace(first) or isinstance(first.get("traces"), list) or observation
     markers = ('"observations"', '"sessionId"', '"traceId"', '"htmlPath"', '"projectId"')
