@@ -179,3 +179,17 @@ def test_inspect_view_serves_the_exported_log(cli, results_file: Path, tmp_path:
     finally:
         view.terminate()
         view.wait(timeout=30)
+
+
+def test_inspect_log_per_target(cli, tmp_path: Path) -> None:
+    log_module = pytest.importorskip("inspect_ai.log")
+    from .report_data import result
+
+    results = write_results(
+        tmp_path / "r.jsonl", [result("t1", 1.0, target="openai:a"), result("t1", 0.0, "fail", target="b")]
+    )
+    code, out, err = cli("report", results, "--inspect-log", tmp_path / "run.eval")
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.glob("run-*.eval")) == ["run-b.eval", "run-openai-a.eval"]
+    log = log_module.read_eval_log(str(tmp_path / "run-b.eval"))
+    assert log.eval.model == "b" and log.samples[0].scores["convoeval"].answer == "fail"
