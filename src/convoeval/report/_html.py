@@ -247,6 +247,11 @@ def render_runs(runs: Sequence[RunInfo], *, store: str, battles: Sequence[str] =
     return page.render(title="convoeval runs", subtitle=store, runs=runs, battles=battles, viewer={})
 
 
+#: Up to this many tests, the compare page shows every test side by side; above, ties whose
+#: turns all kept their verdicts are left out.
+MAX_TIES_SIDE_BY_SIDE = 200
+
+
 def render_comparison(
     comparison: Comparison,
     *,
@@ -259,7 +264,12 @@ def render_comparison(
     turn whose verdict changed marked."""
     page = _env().get_template("compare.html.j2")
     pairs = pair_views(comparison, results_a, results_b) if results_a is not None and results_b is not None else []
+    hidden = 0
+    if len(pairs) > MAX_TIES_SIDE_BY_SIDE:  # a big run: the ties' conversations would swamp the page
+        shown = [p for p in pairs if p.pair.outcome != "tie" or p.changed_turns]
+        hidden, pairs = len(pairs) - len(shown), shown
     return page.render(
+        hidden_ties=hidden,
         title=f"{comparison.name_b} vs {comparison.name_a}",
         subtitle=f"tolerance {comparison.tolerance:g}",
         comparison=comparison,
