@@ -200,6 +200,7 @@ def test_deepeval_conversational_goldens_become_simulated_users_with_success_cri
     assert lisbon.id == "change-lisbon-flight"
     assert [t.input for t in lisbon.turns or []] == ["Hi, I need to change my flight to Lisbon."]
     assert lisbon.turns[0].metadata["recorded_reply"].startswith("Of course.")
+    assert lisbon.turns[0].context == ["Booking QX7R2P: LIS, Friday 08:10, fare class Y, gold member."]
     assert lisbon.simulated_user is not None and "frequent flyer" in lisbon.simulated_user.objective
     assert lisbon.simulated_user.persona.startswith("Maria Santos")
     assert lisbon.success == [

@@ -9,7 +9,8 @@ Records, as DeepEval writes them:
 
 What becomes what:
 - the user `turns` -> a `mode: conversation` test, one scripted turn each; the recorded
-  assistant replies stay in each turn's `metadata` (with `recorded=True` the whole
+  assistant replies stay in each turn's `metadata`, their `retrieval_context` becomes the
+  turn's `context` (with `recorded=True` the whole
   conversation is a `transcript:` test, graded without calling a target);
 - `scenario` + `user_description` -> a `simulated_user` (objective, persona) that continues
   after any scripted turns, and `expected_outcome` -> its `success` criterion;
@@ -174,13 +175,16 @@ def _conversational(record: dict[str, Any], source: Path, line: int, recorded: b
 
 
 def _scripted(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """User turns as scripted turns; the assistant reply that followed each kept as metadata."""
+    """User turns as scripted turns; the assistant reply that followed each kept as metadata,
+    its `retrieval_context` as the turn's `context` (what the judges see as the turn's backend data)."""
     scripted: list[dict[str, Any]] = []
     for turn in turns:
         if turn["role"] == "user":
             scripted.append({"input": turn["content"]})
         elif scripted:
             scripted[-1].setdefault("metadata", {})["recorded_reply"] = turn["content"]
+            if turn.get("retrieval_context"):
+                scripted[-1]["context"] = turn["retrieval_context"]
     return scripted
 
 
