@@ -368,3 +368,21 @@ def test_promptfoo_chat_prompt_few_shot_messages_stay_before_the_turn(tmp_path) 
         {"role": "assistant", "content": "Four."},
         {"role": "user", "content": "3+3?"},
     ]
+
+
+def test_deepeval_saved_test_case_as_recorded_transcript(tmp_path) -> None:
+    """A file DeepEval itself wrote from a ConversationalTestCase (tool call dumped by alias)."""
+    (test,) = import_dataset("deepeval", DEEPEVAL / "saved-test-cases.json", recorded=True)["tests"]
+    assert [m["role"] for m in test["transcript"]] == ["user", "assistant", "user", "assistant"]
+    assert test["transcript"][1]["tool_calls"] == [
+        {
+            "name": "get_forecast",
+            "arguments": {"city": "Paris", "day": "tomorrow"},
+            "output": {"summary": "light rain", "temp_c": 14},
+        }
+    ]
+    assert test["criteria"].startswith("The assistant answers the follow-up") and test["assertions"] == [
+        {"type": "goal-completion"}
+    ]
+    path = write_suite({"tests": [test]}, tmp_path / "r.eval.yaml")
+    assert load_suite(path).tests[0].transcript is not None

@@ -2,8 +2,8 @@
 
 Records, as DeepEval writes them:
 - conversational goldens / test cases: `scenario`, `turns` ([{role, content, tools_called?,
-  retrieval_context?, ...}]), `expected_outcome`, `user_description` (or a `persona`
-  mapping), `chatbot_role`, `context`, `name`, `additional_metadata`;
+  retrieval_context?, ...}]), `expected_outcome`, `user_description` (and, since DeepEval 4, a
+  `persona` mapping: `characteristics` and named traits), `chatbot_role`, `context`, `name`, `additional_metadata`;
 - single-turn goldens: `input`, `expected_output`, `actual_output`, `context`,
   `retrieval_context`, `tools_called`, `expected_tools`, `name`.
 
@@ -134,8 +134,9 @@ def _turns(record: dict[str, Any], source: Path, line: int) -> list[dict[str, An
 
 def _persona(record: dict[str, Any]) -> str | None:
     persona = record.get("persona")
-    if isinstance(persona, dict):
-        return "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in persona.items() if v) or None
+    if isinstance(persona, dict):  # DeepEval's Persona: `characteristics` and optional named traits
+        traits = [f"{k.replace('_', ' ')}: {v}" for k, v in persona.items() if v and k != "characteristics"]
+        return "; ".join([str(persona["characteristics"])] * bool(persona.get("characteristics")) + traits) or None
     return record.get("user_description") or None
 
 
