@@ -193,3 +193,15 @@ def test_inspect_log_per_target(cli, tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.glob("run-*.eval")) == ["run-b.eval", "run-openai-a.eval"]
     log = log_module.read_eval_log(str(tmp_path / "run-b.eval"))
     assert log.eval.model == "b" and log.samples[0].scores["convoeval"].answer == "fail"
+
+
+def test_otel_endpoint_down_is_a_clear_error(cli, results_file: Path, monkeypatch) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "1")
+    code, _, err = cli("report", results_file, "--otel", "--otel-endpoint", f"http://127.0.0.1:{port}/v1/traces")
+    assert code == 2 and "could not send spans 1-12 of 12 (is the OTLP endpoint up?)" in err

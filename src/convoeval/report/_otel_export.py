@@ -46,16 +46,19 @@ def semconv_messages(message: Message) -> list[dict[str, Any]]:
     return [{"role": message.role, "parts": parts}]
 
 
-def _tracer(exporter: Any) -> tuple[Any, Any]:
+def _tracer() -> tuple[Any, Any, Any]:
+    """A tracer whose finished spans are kept in memory, to be sent in batches afterwards."""
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     except ImportError:
         raise ConfigError(f"exporting OpenTelemetry spans needs {OTEL_EXTRA}") from None
+    memory = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": "convoeval"}))
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return provider, provider.get_tracer("convoeval")
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    return provider, provider.get_tracer("convoeval"), memory
 
 
 def otlp_exporter(endpoint: str | None = None, headers: dict[str, str] | None = None) -> Any:
@@ -67,17 +70,34 @@ def otlp_exporter(endpoint: str | None = None, headers: dict[str, str] | None = 
     return OTLPSpanExporter(endpoint=endpoint, headers=headers)
 
 
+#: Spans per export request.
+BATCH = 512
+
+
 def export_spans(results: Sequence[EvaluationResult], exporter: Any) -> int:
-    """Send every result as GenAI spans through `exporter` (a SpanExporter); returns the span count."""
-    provider, tracer = _tracer(exporter)
-    count = 0
+    """Send every result as GenAI spans through `exporter` (a SpanExporter), in batches;
+    returns the span count.
+
+    Raises:
+        ConfigError: the exporter could not send a batch (the endpoint is down or refused it).
+    """
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    provider, tracer, memory = _tracer()
+    for result in results:
+        _result_spans(tracer, result)
+    provider.shutdown()
+    spans = memory.get_finished_spans()
     try:
-        for result in results:
-            count += _result_spans(tracer, result)
+        for start in range(0, len(spans), BATCH):
+            if exporter.export(spans[start : start + BATCH]) is not SpanExportResult.SUCCESS:
+                raise ConfigError(
+                    f"the OpenTelemetry exporter could not send spans {start + 1}-{min(start + BATCH, len(spans))} "
+                    f"of {len(spans)} (is the OTLP endpoint up?)"
+                )
     finally:
-        provider.force_flush()
-        provider.shutdown()
-    return count
+        exporter.shutdown()
+    return len(spans)
 
 
 def _turn_entries(result: EvaluationResult) -> dict[int, ScoreEntry]:
@@ -88,7 +108,7 @@ def _turn_entries(result: EvaluationResult) -> dict[int, ScoreEntry]:
     }
 
 
-def _result_spans(tracer: Any, result: EvaluationResult) -> int:
+def _result_spans(tracer: Any, result: EvaluationResult) -> None:
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
     end = time.time_ns()
@@ -113,22 +133,21 @@ def _result_spans(tracer: Any, result: EvaluationResult) -> int:
     )
     if result.execution_status == "execution_error":
         root.set_status(Status(StatusCode.ERROR, result.error or "execution error"))
-    count = 1 + _turn_spans(tracer, root, result, conversation_id, start)
+    _turn_spans(tracer, root, result, conversation_id, start)
     for entry in result.scores:
         if entry.type != "turn" and entry.score is not None:
             root.set_attribute(f"convoeval.{entry.name}.score", entry.score)
         if entry.type != "turn":
             root.set_attribute(f"convoeval.{entry.name}.verdict", entry.verdict)
     root.end(end_time=end)
-    return count
 
 
-def _turn_spans(tracer: Any, root: Any, result: EvaluationResult, conversation_id: str, start: int) -> int:
+def _turn_spans(tracer: Any, root: Any, result: EvaluationResult, conversation_id: str, start: int) -> None:
     from opentelemetry import trace
 
     entries = _turn_entries(result)
     system = [m for m in result.output if m.role == "system"]
-    count, at, before = 0, start, [m for m in result.output if m.turn is None and m.role != "system"]
+    at, before = start, [m for m in result.output if m.turn is None and m.role != "system"]
     turns = sorted({m.turn for m in result.output if m.turn is not None})
     context = trace.set_span_in_context(root)
     for number in turns:
@@ -162,14 +181,13 @@ def _turn_spans(tracer: Any, root: Any, result: EvaluationResult, conversation_i
         span = tracer.start_span(f"chat {result.target}", context=context, start_time=at, attributes=attributes)
         calls = [c for m in messages for c in m.tool_calls if m.source == "target" or m.role == "assistant"]
         calls += [c for m in messages if m.source == "tool" for c in m.tool_calls if c not in calls]
-        count += 1 + _tool_spans(tracer, span, calls, at, length)
+        _tool_spans(tracer, span, calls, at, length)
         span.end(end_time=at + length)
         before = [*before, *messages]
         at += length
-    return count
 
 
-def _tool_spans(tracer: Any, parent: Any, calls: list[ToolCall], start: int, length: int) -> int:
+def _tool_spans(tracer: Any, parent: Any, calls: list[ToolCall], start: int, length: int) -> None:
     from opentelemetry import trace
 
     context = trace.set_span_in_context(parent)
@@ -191,4 +209,3 @@ def _tool_spans(tracer: Any, parent: Any, calls: list[ToolCall], start: int, len
 
             span.set_status(Status(StatusCode.ERROR, call.error))
         span.end(end_time=start + max(length - 1, n + 1))
-    return len(calls)
