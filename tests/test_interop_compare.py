@@ -3,6 +3,8 @@ verdicts, and big runs without their unchanged ties."""
 
 from __future__ import annotations
 
+import json
+
 from convoeval.report import compare_results, render_comparison
 from convoeval.report._compare_view import pair_views
 from convoeval.results import EvaluationResult
@@ -63,3 +65,14 @@ def test_big_comparisons_leave_out_unchanged_ties() -> None:
     page = render_comparison(compare_results(a, b), results_a=a, results_b=b)
     assert page.count('<details class="pair') == 1
     assert "209 tied test(s) whose turns kept their verdicts are not shown" in page
+
+
+def test_compare_json_names_the_divergent_turn(cli, tmp_path) -> None:
+    from .report_data import write_results
+
+    a = write_results(tmp_path / "a.jsonl", [conversation("t", ["same", "A two"], ["pass", "pass"])])
+    b = write_results(tmp_path / "b.jsonl", [conversation("t", ["same", "B two"], ["pass", "fail"])])
+    code, out, err = cli("compare", a, b, "--format", "json")
+    assert code == 0, err
+    (pair,) = json.loads(out)["pairs"]
+    assert pair["outcome"] == "loss" and pair["diverges_at_turn"] == 2 and pair["verdict_changed_turns"] == [2]

@@ -20,6 +20,7 @@ from ..report import (
     markdown_comparison,
     write_comparison,
 )
+from ..report._compare_view import pair_views
 from ..report._inspect_export import write_inspect_log
 from ..report._otel_export import export_spans, otlp_exporter
 from ..report._overview import fmt_score
@@ -158,7 +159,15 @@ def compare(
                     "b": b.name,
                     "tolerance": tolerance,
                     "counts": comparison.counts,
-                    "pairs": [{**p.model_dump(), "delta": p.delta} for p in comparison.pairs],
+                    "pairs": [
+                        {
+                            **v.pair.model_dump(),
+                            "delta": v.pair.delta,
+                            "diverges_at_turn": v.divergence,
+                            "verdict_changed_turns": v.changed_turns,
+                        }  # fmt: skip
+                        for v in pair_views(comparison, a.results, b.results)
+                    ],
                 },
                 indent=2,
             )
