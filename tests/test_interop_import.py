@@ -307,8 +307,13 @@ tests:
     ]
     path = write_suite(suite, tmp_path / "t.eval.yaml")
     assert len(load_suite(path).tests) == 5
-    config.write_text(config.read_text() + "defaultTest: {options: {disableVarExpansion: true}}\n")
-    assert len(import_dataset("promptfoo", config)["tests"]) == 2
+    config.write_text(
+        config.read_text() + "providers: [openai:chat:gpt-4o, anthropic:messages:claude-sonnet-4-5]\n"
+        "defaultTest: {options: {disableVarExpansion: true}}\n"
+    )
+    again = import_dataset("promptfoo", config)
+    assert len(again["tests"]) == 2
+    assert again["execution"] == {"targets": ["openai:gpt-4o", "anthropic:claude-sonnet-4-5"]}
 
 
 def test_promptfoo_csv_tests_with_expected_shorthand(fake_openai, tmp_path) -> None:

@@ -108,7 +108,7 @@ def import_promptfoo(source: Path) -> dict[str, Any]:
         "description": f"Imported from promptfoo's {source.name}",
     }
     providers = _providers(config.get("providers"))
-    targets = [p for p in providers if p.startswith(_PROVIDER_PREFIXES)]
+    targets = [_spec(p) for p in providers if p.startswith(_PROVIDER_PREFIXES)]
     if targets:
         suite["execution"] = {"target": targets[0]} if len(targets) == 1 else {"targets": targets}
     if providers:
@@ -193,6 +193,14 @@ def _parse_prompt(label: str, text: str) -> Prompt:
         chat = [(str(m["role"]), str(m.get("content", ""))) for m in messages]
         return Prompt(label, chat, uses_history)
     return Prompt(label, [("user", stripped.strip())], uses_history)
+
+
+def _spec(provider: str) -> str:
+    """A promptfoo provider id as a convoeval target spec (`openai:chat:gpt-4o` -> `openai:gpt-4o`)."""
+    for kind in ("openai:chat:", "anthropic:messages:"):
+        if provider.startswith(kind):
+            return provider.split(":", 1)[0] + ":" + provider[len(kind) :]
+    return provider
 
 
 def _providers(raw: Any) -> list[str]:
