@@ -32,6 +32,7 @@ from ._deepeval import import_deepeval
 from ._mtbench import import_mt_bench
 from ._multiwoz import import_multiwoz
 from ._promptfoo import import_promptfoo
+from ._regrade import Regrade, RegradeSuite, remove, stored_run, write_regrade
 from ._taubench import import_tau_bench
 from ._transcripts import grading_suite, import_transcripts
 
@@ -67,6 +68,11 @@ __all__ = [
     "IMPORTERS",
     "DatasetError",
     "DatasetWarning",
+    "Regrade",
+    "RegradeSuite",
+    "remove",
+    "stored_run",
+    "write_regrade",
     "grading_suite",
     "import_dataset",
     "read_json",
