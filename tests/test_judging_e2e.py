@@ -19,7 +19,7 @@ from convoeval.testing import FakeOpenAIServer
 from .conftest import DATA, REPO, read_jsonl, write
 from .judge_fakes import answer, prompt_of, schema_of
 
-AGENTV = DATA / "agentv"
+AGENTV = DATA / "agentv" / "v4.15.0"
 
 TUTOR = """\
 targets:
@@ -60,7 +60,7 @@ def test_agentv_live_conversation_suite(cli, fake_openai: FakeOpenAIServer, tmp_
     targets = write(tmp_path / "targets.yaml", TUTOR)
     code, out, err = cli(
         "run",
-        AGENTV / "multi-turn-conversation-live.eval.yaml",
+        AGENTV / "examples/features/multi-turn-conversation-live/evals/dataset.eval.yaml",
         "--targets",
         targets,
         "--target",
@@ -131,7 +131,7 @@ def test_agentv_rubric_suite_every_field_honoured(cli, fake_openai: FakeOpenAISe
     fake_openai.judge = judge
     code, out, err = cli(
         "run",
-        AGENTV / "rubric.eval.yaml",
+        AGENTV / "examples/features/rubric/evals/dataset.eval.yaml",
         "--target",
         "scripted",
         "--judge",
@@ -196,7 +196,7 @@ def test_code_grader_success_path_next_to_a_copy(
     # The rubric example's code-grader runs `uv run python check_syntax.py`. Beside a copy of
     # the suite, with a check_syntax.py and a stand-in `uv` on PATH, it scores instead of erroring.
     suite = tmp_path / "rubric.eval.yaml"
-    shutil.copy(AGENTV / "rubric.eval.yaml", suite)
+    shutil.copy(AGENTV / "examples/features/rubric/evals/dataset.eval.yaml", suite)
     write(
         tmp_path / "check_syntax.py",
         "import ast, json, sys\n"
