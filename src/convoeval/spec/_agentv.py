@@ -111,6 +111,7 @@ class AgentvNormalizer:
         self.problems = problems
         self.lines = lines if lines is not None else LineMap()
         self.prompts = False  # the suite keeps v5 `prompts` (not only the identity prompt)
+        self.warnings: list[str] = []  # logged by the loader once the file is read
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
@@ -181,30 +182,82 @@ class AgentvNormalizer:
                 continue
             content = message.get("content")
             if isinstance(content, list):
-                for k, part in enumerate(content):
-                    if isinstance(part, dict) and part.get("type") == "file":
-                        self.attach(part, (*path, m, "content", k))
+                kept = [
+                    part
+                    for k, part in enumerate(content)
+                    if not (isinstance(part, dict) and part.get("type") == "file")
+                    or self.attach(part, (*path, m, "content", k))
+                ]
+                if len(kept) != len(content):  # missing attachments dropped (lines of later blocks move up)
+                    message["content"] = kept
 
-    def attach(self, part: dict, where: DataPath) -> None:
-        """Read a `type: file` block (relative to the eval file) into the block's `text`."""
+    def attach(self, part: dict, where: DataPath) -> bool:
+        """Read a `type: file` block into its `text`, looked up as AgentV does (each folder from
+        the eval file's up to the repository root, then the working folder; a leading `/` is
+        stripped). A file that is not found is a warning and the block is dropped (False)."""
         ref = part.get("value", part.get("path"))
         if not isinstance(ref, str) or not ref.strip():
             self.add(where, "a `type: file` block needs `value: PATH`", (*where, "value"))
-            return
-        file = (self.base / ref.strip()).resolve()
+            return True
+        shown = ref.strip().lstrip("/\\") or ref.strip()
+        file = find_attachment(ref.strip(), self.base)
+        if file is None:
+            tried = ", ".join(str(root) for root in search_roots(self.base))
+            self.warn(where, f"file not found: {shown} (looked in {tried}); the block is left out, as AgentV does")
+            return False
         if file.suffix.lower() in _IMAGE_SUFFIXES:
             self.add(where, f"{ref}: image attachments are not supported yet (text files only)", (*where, "value"))
-            return
-        if not file.is_file():
-            self.add(where, f"file not found: {ref} (paths are relative to the eval file's folder)", (*where, "value"))
-            return
+            return True
         if file.stat().st_size > MAX_ATTACHMENT_BYTES:
             self.add(where, f"{ref} is larger than {MAX_ATTACHMENT_BYTES} bytes", (*where, "value"))
-            return
+            return True
         try:
-            part["text"] = file.read_text(encoding="utf-8")
+            text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             self.add(where, f"cannot read {ref} as UTF-8 text: {exc}", (*where, "value"))
+            return True
+        part["value"] = shown  # AgentV's display path: shown in `<file path="...">`
+        part["text"] = text.replace("\r\n", "\n").strip()
+        return True
+
+    def warn(self, where: DataPath, message: str) -> None:
+        place = self.lines.problem(where, field_path(where), "")
+        self.warnings.append(f"warning: {place.file}:{place.line}: {place.field}: {message}")
+
+
+def repository_root(folder: Path) -> Path:
+    """The nearest folder holding `.git` at or above `folder` (else `folder` itself)."""
+    start = folder.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return start
+
+
+def search_roots(folder: Path) -> list[Path]:
+    """AgentV's search roots of an eval file's folder: it and each parent up to the repository
+    root, then the working folder."""
+    root = repository_root(folder)
+    roots: list[Path] = []
+    for candidate in (folder.resolve(), *folder.resolve().parents):
+        roots.append(candidate)
+        if candidate == root:
+            break
+    roots.append(Path.cwd().resolve())
+    return list(dict.fromkeys(roots))
+
+
+def find_attachment(ref: str, folder: Path) -> Path | None:
+    """The file a `type: file` value names, looked up in the search roots (AgentV's
+    `resolveFileReference`): an absolute path as given first, then relative to each root
+    with leading separators stripped."""
+    shown = ref.lstrip("/\\") or ref
+    candidates = [Path(ref)] if Path(ref).is_absolute() else []
+    candidates += [root / shown for root in search_roots(folder)]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
 
 
 def is_identity_prompt(prompts: Any) -> bool:
@@ -238,11 +291,16 @@ def _move_metadata(data: dict, keys: frozenset[str]) -> None:
             metadata.setdefault(key, data.pop(key))
 
 
-def substitute_env(value: Any, path: DataPath, lines: LineMap, problems: list[Problem]) -> Any:
-    """Replace `${{ NAME }}` in every string with the environment variable NAME; an unset
-    variable is a problem naming it (AgentV would send an empty string). Without any reference
-    the value itself is returned; with one, a copy."""
-    return _substitute(value, path, lines, problems) if _has_reference(value) else value
+def substitute_env(
+    value: Any, path: DataPath, lines: LineMap, problems: list[Problem], unset_empty: bool = True
+) -> Any:
+    """Replace `${{ NAME }}` in every string with the environment variable NAME. An unset
+    variable becomes an empty string, as in AgentV (`interpolateEnv`); with `unset_empty=False`
+    (targets files) it is a problem naming it. Without any reference the value itself is
+    returned; with one, a copy."""
+    if not _has_reference(value):
+        return value
+    return _substitute(value, path, lines, None if unset_empty else problems)
 
 
 def _has_reference(value: Any) -> bool:
@@ -258,7 +316,7 @@ def _has_reference(value: Any) -> bool:
     return False
 
 
-def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Problem]) -> Any:
+def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Problem] | None) -> Any:
     if isinstance(value, str):
         if "${{" not in value:
             return value
@@ -266,14 +324,10 @@ def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Probl
         def fill(match: re.Match[str]) -> str:
             name = match.group(1)
             found = os.environ.get(name)
-            if found is None:
-                problems.append(
-                    lines.problem(
-                        path, field_path(path), f"environment variable {name} is not set (used as ${{{{ {name} }}}})"
-                    )
-                )
-                return ""
-            return found
+            if found is None and problems is not None:
+                message = f"environment variable {name} is not set (used as ${{{{ {name} }}}})"
+                problems.append(lines.problem(path, field_path(path), message))
+            return found or ""
 
         return _ENV_REF.sub(fill, value)
     if isinstance(value, dict):

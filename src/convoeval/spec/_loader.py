@@ -216,7 +216,7 @@ class _SuiteLoad:
             self.checker.check_suite_assertion_levels(data, modes)
         shown = data if tests is _NO_TESTS else {**data, "tests": [] if isinstance(tests, SuiteTests) else tests}
         suite = self.checker.validate(Suite, shown, ())
-        for warning in self.checker.warnings:
+        for warning in dict.fromkeys(self.normalizer.warnings + self.checker.warnings):
             log.warning("%s", warning)
         problems = sorted(self.file_problems + self.problems, key=lambda p: (p.file, p.line, p.field))
         if suite is None or problems or not isinstance(tests, SuiteTests):

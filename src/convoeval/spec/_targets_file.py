@@ -62,7 +62,7 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
             problems.append(lines.problem(where, field_path(where), "each target is a mapping"))
             continue
         unset: list[Problem] = []
-        entry = substitute_env(entry, where, lines, unset)
+        entry = substitute_env(entry, where, lines, unset, unset_empty=False)
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             problems.append(lines.problem((*where, "name"), field_path((*where, "name")), "required: a target name"))
