@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ._agentv_workspace import agentv_workspace
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 
@@ -112,6 +113,7 @@ class AgentvNormalizer:
         self.lines = lines if lines is not None else LineMap()
         self.prompts = False  # the suite keeps v5 `prompts` (not only the identity prompt)
         self.warnings: list[str] = []  # logged by the loader once the file is read
+        self.agentv = is_agentv_file(path)
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
@@ -133,7 +135,25 @@ class AgentvNormalizer:
         if files is not None:  # suite-level: attached to the suite's input message (skip_defaults skips it)
             self.input_files(data, files, ())
         self.messages(data.get("input"), ("input",), "user")
+        self.workspace(data, ())
         return data
+
+    def workspace(self, data: dict, path: DataPath) -> None:
+        """AgentV's workspace forms (a shared file, list commands, `repo:`...) as convoeval's."""
+        if "workspace" not in data:
+            return
+        where = (*path, "workspace")
+
+        def report(sub: tuple[Any, ...], message: str) -> None:
+            self.add((*where, *sub), message)
+
+        value = agentv_workspace(
+            data["workspace"], self.base, report, self.agentv, lambda v: substitute_env(v, where, self.lines, [])
+        )
+        if value is None:
+            del data["workspace"]
+        else:
+            data["workspace"] = value
 
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
@@ -151,6 +171,7 @@ class AgentvNormalizer:
             self.input_files(test, files, path)
         self.messages(test.get("input"), (*path, "input"), "user")
         self.messages(test.get("expected_output"), (*path, "expected_output"), "assistant")
+        self.workspace(test, path)
         turns = test.get("turns")
         for j, turn in enumerate(turns if isinstance(turns, list) else []):
             if isinstance(turn, dict):
@@ -223,6 +244,19 @@ class AgentvNormalizer:
     def warn(self, where: DataPath, message: str) -> None:
         place = self.lines.problem(where, field_path(where), "")
         self.warnings.append(f"warning: {place.file}:{place.line}: {place.field}: {message}")
+
+
+def is_agentv_file(path: Path) -> bool:
+    """Whether an eval file is AgentV's: a `.agentv/` folder in its folder or one above it, up
+    to the repository root (where AgentV reads its targets and config)."""
+    folder = path.parent.resolve()
+    root = repository_root(folder)
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".agentv").is_dir():
+            return True
+        if candidate == root:
+            return False
+    return False
 
 
 def repository_root(folder: Path) -> Path:
