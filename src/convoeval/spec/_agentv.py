@@ -34,7 +34,7 @@ SUITE_METADATA = frozenset(
         "dataset",  # AgentV v4's older name of the suite
     }
 )
-TEST_METADATA = frozenset({"tags", "conversation_id", "governance", "note", "version", "author"})
+TEST_METADATA = frozenset({"tags", "conversation_id", "governance", "note", "version", "author", "description"})
 
 #: AgentV v5 (promptfoo-style) fields that convoeval does not read.
 V5_FIELDS = frozenset(

@@ -51,6 +51,7 @@ class InputMessage(Strict):
     """
 
     role: Literal["system", "user", "assistant", "tool"]
+    name: str | None = Field(None, description="The speaker's name (AgentV, as in chat APIs); not sent.")
     content: str | list[ContentPart] | dict[str, Any] | None = None
     tool_calls: list[dict[str, Any]] | None = Field(
         None, description="AgentV: an assistant message's tool calls `{tool, input, output}` (shown as JSON text)."
