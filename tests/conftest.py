@@ -15,6 +15,8 @@ from convoeval.cli import app
 from convoeval.testing import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parent.parent
+#: tests/data holds other projects' files (AgentV's own Python tests among them): never collected.
+collect_ignore_glob = ["data/*"]
 #: tests/test_agentv_compat.py's classes of AgentV's eval files, by tag: [(file, class, reason)].
 AGENTV_COUNTS = pytest.StashKey[dict]()
 DATA = Path(__file__).resolve().parent / "data"

@@ -101,7 +101,9 @@ def agentv_env(tmp_path_factory: pytest.TempPathFactory):
         folder = modules / "@agentv" / package
         folder.mkdir(parents=True)
         shutil.copy(SDK, folder / "index.mjs")
-        (folder / "package.json").write_text(json.dumps({"name": f"@agentv/{package}", "type": "module", "main": "index.mjs"}))
+        (folder / "package.json").write_text(
+            json.dumps({"name": f"@agentv/{package}", "type": "module", "main": "index.mjs"})
+        )
     with FakeOpenAIServer() as server, pytest.MonkeyPatch.context() as mp:
         mp.setenv("PATH", tools_path())
         mp.setenv("NODE_PATH", str(modules))
@@ -171,4 +173,3 @@ def test_the_bars_hold_for_the_pinned_classes() -> None:
     for tag in TAGS:
         runs = [n for n in eval_files(tag) if expected_class(tag, n) is None]
         assert len(runs) >= AT_LEAST[tag], (tag, len(runs))
-

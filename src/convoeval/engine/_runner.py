@@ -12,7 +12,7 @@ from .._secrets import redact, reread_environment
 from ..errors import ConfigError
 from ..results import EvaluationResult, ScoreEntry
 from ..run import Job, run_jobs, run_suite_hooks
-from ..spec import Suite, Workspace, load_suites
+from ..spec import Suite, Workspace, load_suites, with_default_system_prompt
 from ..spec._targets_file import find_targets_file
 from ..targets import ChatReply
 from ._cache import CACHE_FILE, ResponseCache
@@ -198,6 +198,8 @@ async def _run(
                 note(f"{', '.join(skipped)}: the test's own execution.targets name none of {', '.join(names)}; not run")
             for target in targets:
                 own = tests_for_target(suite, target.name, names)
+                config = pool.configs.get(target.name)  # AgentV files: AgentV's default system prompt
+                own = with_default_system_prompt(own, config.provider if config else None)
                 if own.tests:
                     jobs.append(Job(target=target, suite=own, threshold=options.threshold, trials=options.trials))
         workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)

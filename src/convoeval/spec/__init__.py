@@ -1,6 +1,7 @@
 """The eval-file language: models, loading with file:line errors, templates, JSON Schema."""
 
 from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute
+from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, with_default_system_prompt
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
 from ._files import eval_files, load_suites, validate_eval_paths
@@ -33,6 +34,7 @@ __all__ = [
     "Docker",
     "Repo",
     "PostCondition",
+    "DEFAULT_SYSTEM_PROMPT",
     "DEFAULT_THRESHOLD",
     "MAX_TRIALS",
     "Execution",
@@ -61,4 +63,5 @@ __all__ = [
     "to_messages",
     "validate_eval_paths",
     "validate_paths",
+    "with_default_system_prompt",
 ]

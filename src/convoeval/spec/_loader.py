@@ -223,6 +223,7 @@ class _SuiteLoad:
             return None, list(dict.fromkeys(problems))
         suite.tests = tests.models
         suite._path = self.path.resolve()
+        suite._agentv = self.normalizer.agentv
         return (suite if self.keep else None), []
 
     def _load_plugins(self, data: dict) -> None:

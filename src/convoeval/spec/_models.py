@@ -292,10 +292,16 @@ class Suite(Strict):
     workspace: Workspace | None = Field(None, description="The workspace of every test that gives none of its own.")
 
     _path: Path | None = PrivateAttr(None)
+    _agentv: bool = PrivateAttr(False)
 
     @property
     def path(self) -> Path | None:
         return self._path
+
+    @property
+    def agentv(self) -> bool:
+        """Whether the file is AgentV's (a `.agentv/` folder at or above it, up to the repository root)."""
+        return self._agentv
 
     @property
     def base_dir(self) -> Path:
