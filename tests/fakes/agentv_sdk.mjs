@@ -55,3 +55,6 @@ export async function definePromptTemplate(handler) {
 export function createTargetClient() {
   throw new Error('createTargetClient: the target proxy is not available in this stand-in');
 }
+
+// AgentV's SDK re-exports zod's `z` for graders' config schemas (zod itself comes from npm).
+export { z } from "zod";

@@ -32,6 +32,8 @@ SUITE_METADATA = frozenset(
         "suite",
         "conversation_id",
         "dataset",  # AgentV v4's older name of the suite
+        "evaluator",  # AgentV v4.15 reads no suite-level `evaluator` (its yaml-parser ignores it)
+        "preprocessors",  # convert files an agent writes; convoeval's targets return text only
     }
 )
 TEST_METADATA = frozenset({"tags", "conversation_id", "governance", "note", "version", "author", "description"})
@@ -91,6 +93,25 @@ def legacy_assertion(item: dict) -> dict:
     if new_type == "code-grader" and "script" in item and "command" not in item:
         item["command"] = item.pop("script")
     return item
+
+
+_SCRIPT_SUFFIXES = (".ts", ".js", ".mts", ".mjs")
+
+
+def custom_assertion(item: dict, base: Path) -> dict | None:
+    """AgentV's custom assertion types: `type: NAME` with a `.agentv/assertions/NAME.ts` (or
+    .js, .mts, .mjs) in the eval file's folder or one above it runs that file as a
+    code-grader with `bun run` (AgentV's `assertion-discovery.ts`); None when there is none."""
+    name = item.get("type")
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        return None
+    folder = base.resolve()
+    for candidate in (folder, *folder.parents):
+        for suffix in _SCRIPT_SUFFIXES:
+            script = candidate / ".agentv" / "assertions" / f"{name}{suffix}"
+            if script.is_file():
+                return {**item, "type": "code-grader", "command": ["bun", "run", str(script)], "name": item.get("name") or name}
+    return None
 
 
 def v5_message(key: str) -> str:

@@ -15,7 +15,7 @@ from ..graders import (
     canonical_type_name,
     lookup_assertion_type,
 )
-from ._agentv import legacy_assertion
+from ._agentv import custom_assertion, legacy_assertion
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 from ._models import SIMULATED_USER_KEYS
@@ -239,6 +239,8 @@ class Checker:
                 self.add(path, "an assertion mapping needs a `type`")
                 return None
             canonical = canonical_type_name(type_name)
+            if canonical is None and (custom := custom_assertion(item, self.base_dir)) is not None:
+                item, type_name, canonical = custom, "code-grader", "code-grader"
             if canonical is None:
                 known = suggest(type_name, assertion_type_names())
                 self.add((*path, "type"), f"unknown assertion type {type_name!r}{known}")
