@@ -85,6 +85,9 @@ def legacy_assertion(item: dict) -> dict:
     if "metric" in item and "name" not in item:  # v5 (promptfoo) name of an assertion
         item = {**item, "name": item["metric"]}
         del item["metric"]
+    if "id" in item and "name" not in item and isinstance(item["id"], str):  # AgentV v4.42: a label
+        item = {**item, "name": item["id"]}
+        del item["id"]
     kind = item.get("type")
     new_type = LEGACY_TYPES.get(kind) if isinstance(kind, str) else None
     if new_type is None:
@@ -110,7 +113,12 @@ def custom_assertion(item: dict, base: Path) -> dict | None:
         for suffix in _SCRIPT_SUFFIXES:
             script = candidate / ".agentv" / "assertions" / f"{name}{suffix}"
             if script.is_file():
-                return {**item, "type": "code-grader", "command": ["bun", "run", str(script)], "name": item.get("name") or name}
+                return {
+                    **item,
+                    "type": "code-grader",
+                    "command": ["bun", "run", str(script)],
+                    "name": item.get("name") or name,
+                }
     return None
 
 
@@ -142,6 +150,9 @@ class AgentvNormalizer:
     def suite(self, data: dict) -> dict:
         """The suite's keys other than its list of tests, rewritten (and returned)."""
         data = substitute_env(data, (), self.lines, self.problems)
+        if self.agentv and "defaults" in data:  # AgentV warns about and ignores unknown top-level keys
+            self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
+            del data["defaults"]
         _move_metadata(data, SUITE_METADATA)
         if is_identity_prompt(data.get("prompts")):
             del data["prompts"]  # v5's identity prompt: a test's `vars.input` is the message

@@ -15,7 +15,7 @@ from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 from ._models import SIMULATED_USER_KEYS, Test
 from ._validation_messages import suggest
-from ._yaml import ItemsFile
+from ._yaml import CaseFolder, ItemsFile
 
 
 @dataclass
@@ -97,7 +97,12 @@ class SuiteTests:
             self._add(lines, path, f"{ref} must hold a list of tests")
 
     def external(self, ref: str, lines: LineMap) -> None:
-        """`tests: cases.jsonl` (or `.yaml`): the tests of that file."""
+        """`tests: cases.jsonl` (or `.yaml`): the tests of that file; `tests: ./cases/` (AgentV
+        v4.42): one test per subfolder's `case.yaml`."""
+        folder = (self.base_dir / ref).resolve()
+        if folder.is_dir():
+            self.read(CaseFolder(folder, agentv_key, lines), includes=False)
+            return
         try:
             file = confined_file(ref, self.base_dir)
         except ValueError as exc:
