@@ -106,7 +106,11 @@ def agentv_env(tmp_path_factory: pytest.TempPathFactory):
         )
     with FakeOpenAIServer() as server, pytest.MonkeyPatch.context() as mp:
         mp.setenv("PATH", tools_path())
-        mp.setenv("NODE_PATH", str(modules))
+        mp.setenv("NODE_PATH", os.pathsep.join([str(modules), str(REPO / ".tools" / "node_modules")]))
+        # The copies live inside convoeval's checkout: `uv run` must not take convoeval's
+        # pyproject.toml for the grader's project (nor download anything).
+        mp.setenv("UV_NO_PROJECT", "1")
+        mp.setenv("UV_OFFLINE", "1")
         mp.setenv("OPENAI_BASE_URL", server.base_url)
         mp.setenv("OPENAI_API_KEY", "sk-test-SECRET-never-stored-1234")
         for key, value in ENV.items():

@@ -112,7 +112,7 @@ class SuiteTests:
         if self.read(ItemsFile(file, agentv_key, lines), includes=True):
             self._add(lines, ("tests",), f"{ref} must hold a list of tests")
 
-    def read(self, source: ItemsFile, *, includes: bool) -> bool:
+    def read(self, source: ItemsFile | CaseFolder, *, includes: bool) -> bool:
         """Add the tests of a file; when it cannot be read, none of them count. True when it
         holds something other than a list."""
         mark = self._checkpoint()
