@@ -129,9 +129,14 @@ def test_agentv_rubric_suite_every_field_honoured(cli, fake_openai: FakeOpenAISe
         return json.dumps(answer(schema_of(body), values))
 
     fake_openai.judge = judge
+    # A copy of the eval file alone (issue 28 copied AgentV's folders whole): its code-grader's
+    # check_syntax.py is not beside it, so that grader errors and is left out of the score.
+    suite = tmp_path / "rubric" / "dataset.eval.yaml"
+    suite.parent.mkdir()
+    shutil.copy(AGENTV / "examples/features/rubric/evals/dataset.eval.yaml", suite)
     code, out, err = cli(
         "run",
-        AGENTV / "examples/features/rubric/evals/dataset.eval.yaml",
+        suite,
         "--target",
         "scripted",
         "--judge",

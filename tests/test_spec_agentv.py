@@ -185,7 +185,10 @@ tests:
 # -- 4. ${{ VAR }} across the eval file -------------------------------------------------------
 
 
-def test_env_references_are_substituted_and_unset_ones_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_references_are_substituted_and_unset_ones_are_empty_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 28 changed this: AgentV's interpolateEnv makes an unset variable an empty string.
     monkeypatch.setenv("PERSONA", "You are terse.")
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
     suite = write(
@@ -199,11 +202,15 @@ tests:
 """,
     )
     assert load_suite(suite).tests[0].input[0].content == "You are terse. Always."
-    write(suite, "tests:\n  - id: a\n    input: hi\n    criteria: ${{NOT_SET_ANYWHERE}}\n")
-    assert problems_of(suite) == [
-        f"{suite}:4: tests[0].criteria: environment variable NOT_SET_ANYWHERE is not "
-        "set (used as ${{ NOT_SET_ANYWHERE }})"
-    ]
+    write(
+        suite,
+        "description: x${{NOT_SET_ANYWHERE}}y\ntests:\n  - id: a\n    input: hi\n    criteria: ${{NOT_SET_ANYWHERE}}\n",
+    )
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        loaded = load_suite(suite)
+    assert (loaded.tests[0].criteria, loaded.description) == ("", "xy")
+    assert f"{suite}:5: tests[0].criteria: environment variable NOT_SET_ANYWHERE is not set" in caplog.text
+    assert "sent as an empty string, as AgentV does" in caplog.text
 
 
 # -- 6. content blocks ------------------------------------------------------------------------
@@ -236,15 +243,19 @@ tests:
     )
     run(cli, suite, tmp_path)
     sent = {r["messages"][-1]["content"] for r in fake_openai.target_requests()}
-    assert '<file path="docs/guide.md">\nAlways cite the guide.\n\n</file>\nSummarise.' in sent
-    assert '<file path="data.csv">\na,b\n1,2\n\n</file>\nRead it.' in sent
+    # As AgentV's formatSegment: the file's text trimmed between the tags.
+    assert '<file path="docs/guide.md">\nAlways cite the guide.\n</file>\nSummarise.' in sent
+    assert '<file path="data.csv">\na,b\n1,2\n</file>\nRead it.' in sent
     assert json.dumps({"task": "classify", "id": 7}, indent=2) in sent
     assert json.loads(
         load_suite(suite).tests[2].expected_output and json.dumps(load_suite(suite).tests[2].expected_output)
     ) == {"riskLevel": "Low"}
 
 
-def test_missing_attachment_and_images_are_file_line_errors(tmp_path: Path) -> None:
+def test_a_missing_attachment_is_a_warning_and_left_out_images_are_errors(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 28 changed this: AgentV warns about a missing attachment and drops the block.
     write(tmp_path / "pic.png", "not really")
     suite = write(
         tmp_path / "f.eval.yaml",
@@ -255,14 +266,49 @@ tests:
       - role: user
         content:
           - {type: file, value: nowhere.md}
-          - {type: file, value: pic.png}
+          - {type: text, value: Go on.}
 """,
     )
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        loaded = load_suite(suite)
+    assert [p.type for p in loaded.tests[0].input[0].content] == ["text"]
+    assert f"{suite}:6: tests[0].input[0].content[0]: file not found: nowhere.md" in caplog.text
+    assert "the block is left out, as AgentV does" in caplog.text
+    write(suite, "tests:\n  - id: a\n    input:\n      - role: user\n        content: [{type: file, value: pic.png}]\n")
     assert problems_of(suite) == [
-        f"{suite}:6: tests[0].input[0].content[0].value: file not found: nowhere.md (paths are relative to "
-        "the eval file's folder)",
-        f"{suite}:7: tests[0].input[0].content[1].value: pic.png: image attachments are not supported yet "
+        f"{suite}:5: tests[0].input[0].content[0].value: pic.png: image attachments are not supported yet "
         "(text files only)",
+    ]
+
+
+def test_attachments_are_looked_up_in_each_folder_up_to_the_repository_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    monkeypatch.chdir(repo)  # the working folder is the last place AgentV looks
+    write(repo / "AGENTS.md", "root rules")
+    write(repo / "examples" / "shared.md", "shared notes")
+    write(tmp_path / "outside.md", "not in the repository")
+    suite = write(
+        repo / "examples" / "one" / "evals" / "e.eval.yaml",
+        """\
+tests:
+  - id: a
+    input:
+      - role: user
+        content:
+          - {type: file, value: /AGENTS.md}
+          - {type: file, value: shared.md}
+          - {type: file, value: outside.md}
+          - {type: text, value: Go.}
+""",
+    )
+    parts = load_suite(suite).tests[0].input[0].content
+    assert [(p.type, p.value, p.text) for p in parts] == [
+        ("file", "AGENTS.md", "root rules"),  # leading / stripped, found at the repository root
+        ("file", "shared.md", "shared notes"),  # found two folders up
+        ("text", "Go.", None),  # outside.md is above the repository root: left out
     ]
 
 

@@ -143,13 +143,14 @@ class AgentvNormalizer:
         self.prompts = False  # the suite keeps v5 `prompts` (not only the identity prompt)
         self.warnings: list[str] = []  # logged by the loader once the file is read
         self.agentv = is_agentv_file(path)
+        self.suite_input = False  # the suite gives an `input` (set by the loader)
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
 
     def suite(self, data: dict) -> dict:
         """The suite's keys other than its list of tests, rewritten (and returned)."""
-        data = substitute_env(data, (), self.lines, self.problems)
+        data = substitute_env(data, (), self.lines, self.problems, warnings=self.warnings)
         if self.agentv and "defaults" in data:  # AgentV warns about and ignores unknown top-level keys
             self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
             del data["defaults"]
@@ -202,6 +203,8 @@ class AgentvNormalizer:
         if files is not None:
             self.input_files(test, files, path)
         self.messages(test.get("input"), (*path, "input"), "user")
+        if self.agentv and not self.suite_input and test.get("mode") != "conversation":
+            _flatten_single_message(test.get("input"))
         self.messages(test.get("expected_output"), (*path, "expected_output"), "assistant")
         self.workspace(test, path)
         turns = test.get("turns")
@@ -326,6 +329,30 @@ def find_attachment(ref: str, folder: Path) -> Path | None:
     return None
 
 
+def _flatten_single_message(value: Any) -> None:
+    """AgentV sends a test whose input is one message of several blocks as one text: each
+    block trimmed, files as `<file path="...">`, joined by blank lines (`buildPromptInputs`'
+    flat format); convoeval's own join (one newline, untrimmed) is for the other cases."""
+    if not isinstance(value, list) or len(value) != 1 or not isinstance(value[0], dict):
+        return
+    content = value[0].get("content")
+    if not isinstance(content, list) or len(content) < 2:
+        return
+    texts = []
+    for part in content:
+        if not isinstance(part, dict) or part.get("type", "text") not in ("text", "file"):
+            return
+        if part.get("type") == "file":
+            if not isinstance(part.get("text"), str):
+                return
+            texts.append(f'<file path="{part.get("value")}">\n{part["text"]}\n</file>')
+        elif isinstance(part.get("value", part.get("text")), str):
+            texts.append(part.get("value", part.get("text")).strip())
+        else:
+            return
+    value[0]["content"] = "\n\n".join(t for t in texts if t)
+
+
 def is_identity_prompt(prompts: Any) -> bool:
     """`prompts: ["{{ input }}"]` (AgentV v5's identity prompt), which changes nothing."""
     return (
@@ -358,15 +385,28 @@ def _move_metadata(data: dict, keys: frozenset[str]) -> None:
 
 
 def substitute_env(
-    value: Any, path: DataPath, lines: LineMap, problems: list[Problem], unset_empty: bool = True
+    value: Any,
+    path: DataPath,
+    lines: LineMap,
+    problems: list[Problem],
+    unset_empty: bool = True,
+    warnings: list[str] | None = None,
 ) -> Any:
     """Replace `${{ NAME }}` in every string with the environment variable NAME. An unset
-    variable becomes an empty string, as in AgentV (`interpolateEnv`); with `unset_empty=False`
-    (targets files) it is a problem naming it. Without any reference the value itself is
-    returned; with one, a copy."""
+    variable becomes an empty string, as in AgentV (`interpolateEnv`), with a warning in
+    `warnings`; with `unset_empty=False` (targets files) it is a problem naming it. Without
+    any reference the value itself is returned; with one, a copy."""
     if not _has_reference(value):
         return value
-    return _substitute(value, path, lines, None if unset_empty else problems)
+    unset: list[Problem] = []
+    found = _substitute(value, path, lines, unset)
+    for problem in unset:
+        if not unset_empty:
+            problems.append(problem)
+        elif warnings is not None:
+            message = problem.message.replace(")", "): sent as an empty string, as AgentV does", 1)
+            warnings.append(f"warning: {problem.file}:{problem.line}: {problem.field}: {message}")
+    return found
 
 
 def _has_reference(value: Any) -> bool:
@@ -382,7 +422,7 @@ def _has_reference(value: Any) -> bool:
     return False
 
 
-def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Problem] | None) -> Any:
+def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Problem]) -> Any:
     if isinstance(value, str):
         if "${{" not in value:
             return value
@@ -390,7 +430,7 @@ def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Probl
         def fill(match: re.Match[str]) -> str:
             name = match.group(1)
             found = os.environ.get(name)
-            if found is None and problems is not None:
+            if found is None:
                 message = f"environment variable {name} is not set (used as ${{{{ {name} }}}})"
                 problems.append(lines.problem(path, field_path(path), message))
             return found or ""

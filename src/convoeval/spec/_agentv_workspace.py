@@ -38,7 +38,8 @@ def agentv_workspace(
     """The workspace `value` of an eval file in `base`, in convoeval's form (or as given when
     it is not an AgentV form); `report(subpath, message)` records a problem; `substitute`
     fills `${{ VAR }}` in a shared workspace file."""
-    if isinstance(value, str):
+    shared = isinstance(value, str)
+    if shared:
         loaded = _read_shared(value, base, report)
         if loaded is None:
             return None
@@ -54,10 +55,10 @@ def agentv_workspace(
         value.pop("path", None)
     elif mode is not None and mode not in ("pooled", "pool", "temp"):
         report(("mode",), f"unknown workspace mode {mode!r} (AgentV's are pooled, temp, static)")
-    if isinstance(value.get("template"), str) and not Path(value["template"]).is_absolute():
+    if shared and isinstance(value.get("template"), str) and not Path(value["template"]).is_absolute():
         value["template"] = str((base / value["template"]).resolve())
     if isinstance(value.get("repos"), list):
-        value["repos"] = [_repo(repo, base) for repo in value["repos"]]
+        value["repos"] = [_repo(repo, base, shared) for repo in value["repos"]]
     if isinstance(value.get("hooks"), dict):
         value["hooks"] = _hooks(value["hooks"], base, agentv)
     return value
@@ -83,8 +84,12 @@ def _read_shared(name: str, base: Path, report: Report) -> tuple[dict, Path] | N
     return data, file.parent
 
 
-def _repo(repo: Any, base: Path) -> Any:
+def _repo(repo: Any, base: Path, shared: bool = False) -> Any:
     """v4.42's `{path, repo, commit, base_commit, ancestor, sparse}` as `{path, source, checkout, clone}`."""
+    if shared and isinstance(repo, dict) and isinstance(repo.get("source"), dict):
+        source = repo["source"]
+        if isinstance(source.get("path"), str) and not Path(source["path"]).is_absolute():
+            repo = {**repo, "source": {**source, "path": str((base / source["path"]).resolve())}}
     if not isinstance(repo, dict) or "repo" not in repo or "source" in repo:
         return repo
     repo = dict(repo)

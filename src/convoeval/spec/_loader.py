@@ -185,6 +185,7 @@ class _SuiteLoad:
     def _new_tests(self, context: _Context) -> SuiteTests:
         _import_plugins(context.plugins, self.path.parent)
         self.normalizer.prompts = context.prompts
+        self.normalizer.suite_input = context.suite_input
         return SuiteTests(
             self.path.parent,
             self.normalizer,

@@ -72,7 +72,7 @@ class SuiteTests:
         """One item of a `tests` list, found at `index` of its list, its lines in `lines`
         (under `("tests", index)`). A string includes a file of tests when `includes`."""
         path: DataPath = ("tests", index)
-        value = substitute_env(value, path, lines, self.problems)
+        value = substitute_env(value, path, lines, self.problems, warnings=self.normalizer.warnings)
         if includes and isinstance(value, str):
             self.include(value, path, lines)
             return
