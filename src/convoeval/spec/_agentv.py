@@ -346,10 +346,11 @@ def _flatten_single_message(value: Any) -> None:
             if not isinstance(part.get("text"), str):
                 return
             texts.append(f'<file path="{part.get("value")}">\n{part["text"]}\n</file>')
-        elif isinstance(part.get("value", part.get("text")), str):
-            texts.append(part.get("value", part.get("text")).strip())
         else:
-            return
+            text = part.get("value", part.get("text"))
+            if not isinstance(text, str):
+                return
+            texts.append(text.strip())
     value[0]["content"] = "\n\n".join(t for t in texts if t)
 
 
