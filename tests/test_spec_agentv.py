@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from convoeval.spec import SpecError, load_suite, messages_text, validate_paths
-from convoeval.testing import FakeOpenAIServer
+from convoeval.testing import FakeOpenAIServer, tool_calls
 
 from .conftest import read_jsonl, write
 from .judge_fakes import prompt_of
@@ -465,3 +465,178 @@ tests:
     write(suite, suite.read_text().split("  - id: b")[0])
     expected = load_suite(suite).tests[0].expected_output
     assert '"tool": "search"' in messages_text(expected) and messages_text(expected).endswith("Paris.")
+
+
+# -- issue 28: AgentV's workspace forms and v4.42 fields --------------------------------------
+
+HOOK = """\
+import json, pathlib, sys
+context = json.load(sys.stdin)
+root = pathlib.Path(context["workspace_path"])
+(root / "marker.txt").write_text(sys.argv[1] + " " + sys.argv[2] + " " + pathlib.Path.cwd().name)
+"""
+
+CHECK = """\
+import json, pathlib, sys
+data = json.load(sys.stdin)
+marker = pathlib.Path(data["workspace"]) / "marker.txt"
+text = marker.read_text() if marker.exists() else ""
+print(json.dumps({"score": 1.0 if text else 0.0, "assertions": [{"text": text or "no marker", "passed": bool(text)}]}))
+"""
+
+
+def _agentv_tree(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".agentv").mkdir()
+    return repo
+
+
+def test_hook_commands_as_lists_get_agentv_stdin_and_run_in_the_eval_folder(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = _agentv_tree(tmp_path)
+    evals = repo / "ex" / "evals"
+    write(evals / "hook.py", HOOK)
+    write(evals / "check.py", CHECK)
+    write(repo / "ex" / "template" / "README.md", "template")
+    suite = write(
+        evals / "dataset.eval.yaml",
+        f"""\
+workspace:
+  template: ../template
+  mode: pooled
+  hooks:
+    before_all:
+      command: ["{sys.executable}", hook.py, "{{{{workspace_path}}}}/x", two words]
+    after_each:
+      reset: fast
+tests:
+  - id: a
+    input: hi
+    assertions:
+      - {{type: code-grader, command: ["{sys.executable}", "{evals / "check.py"}"]}}
+""",
+    )
+    results = run(cli, suite, tmp_path)
+    [grader] = results[0]["scores"][-1]["graders"]
+    # argv kept whole ("two words"), {{workspace_path}} filled, run from the eval file's folder.
+    assert grader["verdict"] == "pass", grader
+    assert grader["assertions"][0]["text"].endswith("/x two words evals")
+
+
+def test_a_shared_workspace_file_named_by_a_string(tmp_path: Path) -> None:
+    repo = _agentv_tree(tmp_path)
+    write(repo / "shared" / "workspace.yaml", "template: ./tpl\nmode: pooled\nhooks:\n  after_each: {reset: fast}\n")
+    (repo / "shared" / "tpl").mkdir()
+    suite = write(
+        repo / "shared" / "evals" / "a" / "e.eval.yaml",
+        "workspace: ../../workspace.yaml\ntests:\n  - {id: a, input: hi}\n",
+    )
+    workspace = load_suite(suite).workspace
+    assert workspace is not None and workspace.template == str((repo / "shared" / "tpl").resolve())
+    assert workspace.hooks.after_each is None  # only `reset:`: every trial's workspace is fresh
+
+
+def test_static_workspaces_are_refused_saying_why(tmp_path: Path) -> None:
+    suite = write(
+        tmp_path / "e.eval.yaml", "workspace:\n  mode: static\n  path: /srv/ws\ntests:\n  - {id: a, input: hi}\n"
+    )
+    [problem] = problems_of(suite)
+    assert problem.startswith(f"{suite}:3: workspace.path: this AgentV workspace form is not supported: `mode: static`")
+
+
+def test_v4_42_repos_repo_and_commit(tmp_path: Path) -> None:
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        "workspace:\n  repos:\n    - {path: ./r, repo: EntityProcess/agentv, commit: abc123, sparse: [src]}\n"
+        "tests:\n  - {id: a, input: hi}\n",
+    )
+    [repo] = load_suite(suite).workspace.repos
+    assert (repo.path, repo.source.url, repo.checkout.ref, repo.clone.sparse) == (
+        "./r",
+        "https://github.com/EntityProcess/agentv.git",
+        "abc123",
+        ["src"],
+    )
+
+
+def test_skill_trigger_reads_the_tool_calls(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    fake_openai.reply = lambda body: tool_calls(("Skill", {"skill": "csv-analyzer"}))
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        """\
+tests:
+  - id: a
+    input: analyse
+    assertions:
+      - {type: skill-trigger, skill: csv-analyzer}
+      - {type: skill-trigger, skill: other, should_trigger: false}
+      - {type: skill-trigger, skill: other}
+""",
+    )
+    results = run(cli, suite, tmp_path)
+    graders = results[0]["scores"][0]["graders"]
+    assert [(g["verdict"], g["assertions"][0]["text"]) for g in graders] == [
+        ("pass", 'Skill tool invoked with skill="csv-analyzer"'),
+        ("pass", 'Skill "other" correctly did not trigger'),
+        ("fail", 'Skill "other" not found in 1 tool call(s)'),
+    ]
+
+
+def test_tests_naming_a_folder_of_cases(tmp_path: Path) -> None:
+    write(tmp_path / "cases" / "b-second" / "case.yaml", "input: two\ncriteria: c\n")
+    write(tmp_path / "cases" / "a-first" / "case.yaml", "id: first\ninput: one\ncriteria: c\n")
+    (tmp_path / "cases" / "a-first" / "workspace").mkdir()
+    (tmp_path / "cases" / "no-case").mkdir()
+    suite = write(tmp_path / "e.eval.yaml", "tests: ./cases/\n")
+    tests = load_suite(suite).tests
+    assert [t.id for t in tests] == ["first", "b-second"]
+    assert tests[0].workspace is not None and tests[0].workspace.template.endswith("a-first/workspace")
+    write(tmp_path / "cases" / "b-second" / "case.yaml", "input: two\ncriteria: c\nbogus: 1\n")
+    assert problems_of(suite) == [
+        f"{tmp_path / 'cases' / 'b-second' / 'case.yaml'}:3: tests[1].bogus: unknown field 'bogus'"
+    ]
+
+
+def test_agentv_only_fields_custom_assertions_and_labels(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    repo = _agentv_tree(tmp_path)
+    write(repo / ".agentv" / "assertions" / "word-count.ts", "// a grader\n")
+    suite = write(
+        repo / "ex" / "e.eval.yaml",
+        """\
+defaults:
+  system: &sys Be brief.
+evaluator: llm_grader
+preprocessors: [{type: xlsx, command: [bun, x.ts]}]
+tests:
+  - id: a
+    description: a test
+    input: [{role: system, content: *sys}, {role: user, content: hi, name: Ann}]
+    assertions:
+      - {type: word-count, min: 3}
+      - {type: contains, value: hi, id: SAYS_HI}
+      - type: tool-trajectory
+        expected: [{tool: search, input: {q: x}, output: {hits: 1}, name: step}]
+""",
+    )
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        loaded = load_suite(suite)
+    assert "defaults: ignored, as AgentV ignores it" in caplog.text
+    assert loaded.metadata["evaluator"] == "llm_grader" and "preprocessors" in loaded.metadata
+    custom, contains, trajectory = loaded.tests[0].assertions
+    assert custom.type == "code-grader" and custom.name == "word-count"
+    assert custom.command == ["bun", "run", str(repo / ".agentv" / "assertions" / "word-count.ts")]
+    assert contains.name == "SAYS_HI" and trajectory.expected[0].args == {"q": "x"}
+
+
+def test_one_message_of_several_blocks_is_sent_as_agentv_flat_text(tmp_path: Path) -> None:
+    repo = _agentv_tree(tmp_path)
+    write(repo / "ex" / "notes.md", "  Notes.  \n")
+    suite = write(
+        repo / "ex" / "e.eval.yaml",
+        "tests:\n  - id: a\n    input:\n      - role: user\n        content:\n"
+        "          - {type: file, value: notes.md}\n          - {type: text, value: '  Go.  '}\n",
+    )
+    [message] = load_suite(suite).tests[0].input
+    assert message.content == '<file path="notes.md">\nNotes.\n</file>\n\nGo.'
