@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import convoeval
 from convoeval.spec import SpecError, load_suite, messages_text, validate_paths
 from convoeval.testing import FakeOpenAIServer, tool_calls
 
@@ -640,3 +641,54 @@ def test_one_message_of_several_blocks_is_sent_as_agentv_flat_text(tmp_path: Pat
     )
     [message] = load_suite(suite).tests[0].input
     assert message.content == '<file path="notes.md">\nNotes.\n</file>\n\nGo.'
+
+
+def test_per_test_vars_fill_the_test_and_the_suite_input(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        """\
+input:
+  - {role: system, content: "You answer {{category}} questions."}
+tests:
+  - id: a
+    vars: {category: geography, q: Capital of France?, expected: {answer: Paris, n: 1}}
+    criteria: "Answers {{q}}"
+    input: "Q: {{q}} {{missing}}"
+    expected_output: "{{expected.answer}}"
+    assertions: [{type: contains, value: x}]
+""",
+    )
+    [test] = load_suite(suite).tests
+    assert (test.criteria, test.input, test.expected_output) == (
+        "Answers Capital of France?",
+        "Q: Capital of France? {{missing}}",
+        "Paris",
+    )
+    convoeval.run(suite, target="openai:m", judge="openai:j", cache=False, store=False)
+    [request] = fake_openai.target_requests()
+    assert request["messages"][0] == {"role": "system", "content": "You answer geography questions."}
+
+
+def test_agentv_forms_convoeval_does_not_support_say_so_and_why(tmp_path: Path) -> None:
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        """\
+execution:
+  targets:
+    - {name: variant, use_target: x, hooks: {before_each: {command: [bash, x.sh]}}}
+tests:
+  - id: a
+    input: hi
+    assertions:
+      - {type: llm-grader, target: other_judge, temperature: 0}
+      - {type: llm-grader, max_steps: 3}
+""",
+    )
+    problems = problems_of(suite)
+    assert [p.split(": ")[1] for p in problems] == [
+        "execution.targets[0]",
+        "tests[0].assertions[0].target",
+        "tests[0].assertions[1].max_steps",
+    ]
+    assert all("this AgentV form is not supported: " in p for p in problems)
+    assert "a judge per grader" in problems[1] and "file tools" in problems[2]

@@ -23,6 +23,7 @@ from ..spec import (
     Verify,
     Workspace,
     messages_text,
+    suite_input_for,
     to_messages,
 )
 from ..targets import ChatReply
@@ -140,7 +141,7 @@ def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trial
     if trials is not None:
         trials_config = trials_config.model_copy(update={"count": trials})
     skip_defaults = bool(test.execution and test.execution.skip_defaults)  # AgentV: no suite input, no suite assertions
-    initial = [] if skip_defaults else to_messages(suite.input)
+    initial = [] if skip_defaults else to_messages(suite_input_for(suite, test))  # AgentV v4.42 vars
     every_turn = [*test.turn_assertions, *suite.turn_assertions]
     recorded: list[ChatReply] | None = None
     if test.transcript is not None:

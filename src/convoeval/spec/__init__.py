@@ -1,7 +1,7 @@
 """The eval-file language: models, loading with file:line errors, templates, JSON Schema."""
 
 from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute
-from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, with_default_system_prompt
+from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, suite_input_for, with_default_system_prompt
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
 from ._files import eval_files, load_suites, validate_eval_paths
@@ -62,6 +62,7 @@ __all__ = [
     "suite_json_schema",
     "to_messages",
     "validate_eval_paths",
+    "suite_input_for",
     "validate_paths",
     "with_default_system_prompt",
 ]

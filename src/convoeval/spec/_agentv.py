@@ -164,6 +164,16 @@ class AgentvNormalizer:
                 execution = data["execution"] = {}
             if isinstance(execution, dict):
                 execution.setdefault("target", data.pop("target"))
+        execution = data.get("execution")
+        targets = execution.get("targets") if isinstance(execution, dict) else None
+        for i, target in enumerate(targets if isinstance(targets, list) else []):
+            if isinstance(target, dict):
+                self.add(
+                    ("execution", "targets", i),
+                    "this AgentV form is not supported: a target written inline in `execution.targets` (with its "
+                    "own `use_target` and hooks); define it in the targets file and name it here",
+                )
+                targets[i] = str(target.get("name", ""))
         files = data.pop("input_files", None)
         if files is not None:  # suite-level: attached to the suite's input message (skip_defaults skips it)
             self.input_files(data, files, ())
@@ -196,6 +206,10 @@ class AgentvNormalizer:
         ):  # v5: `vars: {input: ...}` under the identity prompt
             test["input"] = test.pop("vars")["input"]
             self.lines.add((*path, "input"), *self.lines.locate((*path, "vars", "input")))
+        elif isinstance(variables, dict) and not self.prompts:  # AgentV v4.42: per-test templating
+            fill_test_vars(test, variables)
+        elif "vars" in test:  # v5 `vars` for its `prompts`
+            self.add((*path, "vars"), v5_message("vars"))
         if "reference_answer" in test and "expected_output" not in test:  # AgentV's older name
             test["expected_output"] = test.pop("reference_answer")
             self.lines.add((*path, "expected_output"), *self.lines.locate((*path, "reference_answer")))
@@ -352,6 +366,60 @@ def _flatten_single_message(value: Any) -> None:
                 return
             texts.append(text.strip())
     value[0]["content"] = "\n\n".join(t for t in texts if t)
+
+
+_TEMPLATE_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
+_MISSING = object()
+#: The fields of a test AgentV v4.42 fills with its `vars` (yaml-parser `interpolateRawEvalCase`).
+VARS_FIELDS = ("criteria", "expected_outcome", "input", "input_files", "expected_output")
+
+
+def fill_test_vars(test: dict, variables: dict) -> None:
+    """AgentV v4.42's `vars`: `{{ name }}` (a dotted path into `vars`) in the test's criteria,
+    input, input_files, expected_output and turns is replaced by its value; a name `vars` does
+    not hold is left as written. `vars` stays on the test: the suite's `input` is filled with
+    it too, for this test (when the run builds its messages)."""
+    for key in VARS_FIELDS:
+        if key in test:
+            test[key] = fill_vars(test[key], variables)
+    turns = test.get("turns")
+    for turn in turns if isinstance(turns, list) else []:
+        if isinstance(turn, dict):
+            for key in ("input", "expected_output"):
+                if key in turn:
+                    turn[key] = fill_vars(turn[key], variables)
+
+
+def fill_vars(value: Any, variables: dict) -> Any:
+    """`{{ name }}` filled from `variables` in every string of `value` (AgentV's
+    `interpolateTemplateVars`): a string that is only a reference takes the value itself."""
+    if isinstance(value, str):
+        whole = _TEMPLATE_VAR.fullmatch(value)
+        if whole is not None:
+            found = _lookup(variables, whole.group(1))
+            return value if found is _MISSING else found
+
+        def fill(match: re.Match[str]) -> str:
+            found = _lookup(variables, match.group(1))
+            if found is _MISSING:
+                return match.group(0)
+            return found if isinstance(found, str) else json.dumps(found)
+
+        return _TEMPLATE_VAR.sub(fill, value)
+    if isinstance(value, list):
+        return [fill_vars(v, variables) for v in value]
+    if isinstance(value, dict):
+        return {k: fill_vars(v, variables) for k, v in value.items()}
+    return value
+
+
+def _lookup(variables: dict, dotted: str) -> Any:
+    current: Any = variables
+    for part in dotted.split("."):
+        if not isinstance(current, dict) or part not in current:
+            return _MISSING
+        current = current[part]
+    return current
 
 
 def is_identity_prompt(prompts: Any) -> bool:

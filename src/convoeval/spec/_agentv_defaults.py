@@ -1,4 +1,5 @@
-"""What AgentV adds to what it sends: its default system prompt.
+"""What AgentV adds to what it sends: its default system prompt, and a test's `vars` in the
+suite's input.
 
 AgentV's chat providers (`ai-sdk.ts`: openai, azure, openrouter, anthropic, gemini) send
 `DEFAULT_SYSTEM_PROMPT` as the system message of a request that has none. convoeval does the
@@ -8,8 +9,10 @@ the repository root) on those providers, so the target receives what AgentV woul
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from ._agentv import fill_vars
 from ._models import InputMessage, Messages, Suite, Test
 
 #: AgentV's `DEFAULT_SYSTEM_PROMPT` (packages/core/src/evaluation/providers/ai-sdk.ts, v4.15.0 and v4.42.4).
@@ -52,3 +55,28 @@ def _prefixed(test: Test) -> Test:
     else:  # a string, or a JSON object as one user message
         messages = [system, InputMessage(role="user", content=value)]
     return test.model_copy(update={"input": messages})
+
+
+def suite_input_for(suite: Suite, test: Test) -> Messages | None:
+    """The suite's `input` as this test receives it: with the test's `vars` (AgentV v4.42)
+    filled in, as AgentV fills the suite's input for each test."""
+    value = suite.input
+    if not test.vars or value is None:
+        return value
+    if isinstance(value, (str, dict)):
+        return _as_content(fill_vars(value, test.vars))
+    return [m.model_copy(update={"content": _filled_content(m.content, test.vars)}) for m in value]
+
+
+def _filled_content(content: Any, variables: dict[str, Any]) -> Any:
+    if isinstance(content, list):
+        return [p.model_copy(update={"value": _as_text(fill_vars(p.value, variables))}) for p in content]
+    return _as_content(fill_vars(content, variables))
+
+
+def _as_content(value: Any) -> Any:
+    return value if isinstance(value, (str, dict)) or value is None else json.dumps(value)
+
+
+def _as_text(value: Any) -> Any:
+    return value if isinstance(value, str) or value is None else json.dumps(value)

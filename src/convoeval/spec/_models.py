@@ -252,6 +252,11 @@ class Test(Strict):
         default_factory=list,
         description="Hint k is sent (source: hint) before turn k+2 when verify failed after turn k+1.",
     )
+    vars: dict[str, Any] | None = Field(
+        None,
+        description="AgentV v4.42: values for `{{ name }}` (dotted paths) in this test's criteria, input, "
+        "expected_output and turns, and in the suite's input for this test.",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("depends_on", mode="before")
