@@ -164,9 +164,20 @@ class AgentvNormalizer:
                 execution = data["execution"] = {}
             if isinstance(execution, dict):
                 execution.setdefault("target", data.pop("target"))
-        execution = data.get("execution")
+        self.inline_targets(data.get("execution"))
+        files = data.pop("input_files", None)
+        if files is not None:  # suite-level: attached to the suite's input message (skip_defaults skips it)
+            self.input_files(data, files, ())
+        self.messages(data.get("input"), ("input",), "user")
+        self.workspace(data, ())
+        return data
+
+    def inline_targets(self, execution: Any) -> None:
+        """AgentV v4.42's targets written inline in `execution.targets`: refused, saying why."""
         targets = execution.get("targets") if isinstance(execution, dict) else None
-        for i, target in enumerate(targets if isinstance(targets, list) else []):
+        if not isinstance(targets, list):
+            return
+        for i, target in enumerate(targets):
             if isinstance(target, dict):
                 self.add(
                     ("execution", "targets", i),
@@ -174,12 +185,6 @@ class AgentvNormalizer:
                     "own `use_target` and hooks); define it in the targets file and name it here",
                 )
                 targets[i] = str(target.get("name", ""))
-        files = data.pop("input_files", None)
-        if files is not None:  # suite-level: attached to the suite's input message (skip_defaults skips it)
-            self.input_files(data, files, ())
-        self.messages(data.get("input"), ("input",), "user")
-        self.workspace(data, ())
-        return data
 
     def workspace(self, data: dict, path: DataPath) -> None:
         """AgentV's workspace forms (a shared file, list commands, `repo:`...) as convoeval's."""
