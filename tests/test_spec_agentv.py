@@ -692,3 +692,24 @@ tests:
     ]
     assert all("this AgentV form is not supported: " in p for p in problems)
     assert "a judge per grader" in problems[1] and "file tools" in problems[2]
+
+
+def test_code_grader_assertions_without_score_and_agentv_names(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    script = write(
+        tmp_path / "g.py",
+        "import json, sys\n"
+        "d = json.load(sys.stdin)\n"
+        "ok = [m['role'] for m in d['messages']] == ['user', 'assistant'] and d['workspace_path'] is None\n"
+        "print(json.dumps({'assertions': [{'text': 'names', 'passed': ok}, {'text': 'no', 'passed': False},"
+        " {'text': 'yes', 'passed': True}, {'text': 'yes2', 'passed': True}]}))\n",
+    )
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        f"tests:\n  - id: a\n    input: hi\n    assertions:\n      - {{type: code-grader, command: ['{sys.executable}', '{script}']}}\n",
+    )
+    [result] = run(cli, suite, tmp_path)
+    [grader] = result["scores"][0]["graders"]
+    # AgentV v4.42: without `score`, the share of the assertions that passed.
+    assert grader["score"] == 0.75 and grader["assertions"][0]["passed"] is True
