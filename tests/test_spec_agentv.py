@@ -713,3 +713,9 @@ def test_code_grader_assertions_without_score_and_agentv_names(
     [grader] = result["scores"][0]["graders"]
     # AgentV v4.42: without `score`, the share of the assertions that passed.
     assert grader["score"] == 0.75 and grader["assertions"][0]["passed"] is True
+
+
+def test_a_folder_of_cases_outside_the_suite_folder_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "outside" / "one" / "case.yaml", "input: x\ncriteria: c\n")
+    suite = write(tmp_path / "suite" / "e.eval.yaml", "tests: ../outside/\n")
+    assert problems_of(suite)[0].startswith(f"{suite}:1: tests: ../outside/ is outside the suite's folder")

@@ -99,13 +99,16 @@ class SuiteTests:
     def external(self, ref: str, lines: LineMap) -> None:
         """`tests: cases.jsonl` (or `.yaml`): the tests of that file; `tests: ./cases/` (AgentV
         v4.42): one test per subfolder's `case.yaml`."""
-        folder = (self.base_dir / ref).resolve()
-        if folder.is_dir():
-            self.read(CaseFolder(folder, agentv_key, lines), includes=False)
-            return
         try:
             file = confined_file(ref, self.base_dir)
         except ValueError as exc:
+            folder = (self.base_dir / ref).resolve()
+            if str(exc).endswith("is not a regular file") and folder.is_dir():  # inside the allowed roots
+                before = self.count
+                self.read(CaseFolder(folder, agentv_key, lines), includes=False)
+                if self.count == before:
+                    self._add(lines, ("tests",), f"{exc}, nor a folder of cases (subfolders with a case.yaml)")
+                return
             message = f"tests file not found: {ref}" if str(exc).endswith("no such file") else str(exc)
             self._add(lines, ("tests",), message)
             return
