@@ -4,8 +4,8 @@
 - `workspace: path/to/workspace.yaml` (a shared file): read, its relative paths taken from
   its own folder.
 - hook `command` as a list (or `script`): run as that argv, with AgentV's JSON context on
-  stdin (`workspace_path`, `test_id`, ...), `{{workspace_path}}` filled in its arguments, in
-  `cwd` or else the eval file's folder. AgentV's `before_all` / `after_all` get the shared
+  stdin (`workspace_path`; `test_id` and `eval_run_id` empty), `{{workspace_path}}` filled in
+  its arguments, in `cwd` or else the eval file's folder. AgentV's `before_all` / `after_all` get the shared
   workspace's path; convoeval makes a fresh workspace per trial, so they run in each trial's
   workspace (before `before_each`, after `after_each`).
 - a hook with only `reset:` and `mode: pooled | temp`, `isolation`: nothing to do, as every
@@ -119,6 +119,8 @@ def _hooks(hooks: dict, base: Path, agentv: bool) -> dict:
     hooks = dict(hooks)
     if hooks.pop("enabled", True) is False:
         return {}
+    # One list-form command makes the whole set AgentV's (so no convoeval hook is lost in the chain).
+    agentv = agentv or any(isinstance(h, dict) and isinstance(h.get("command"), list) for h in hooks.values())
     lines: dict[str, tuple[str, int]] = {}
     for name in HOOKS:
         hook = hooks.get(name)
@@ -130,7 +132,7 @@ def _hooks(hooks: dict, base: Path, agentv: bool) -> dict:
         if command is None:
             del hooks[name]  # only `reset:`: every trial's workspace is fresh already
             continue
-        if not (agentv or isinstance(command, list)) or not isinstance(command, (str, list)):
+        if not agentv or not isinstance(command, (str, list)):
             hooks[name] = {**hook, "command": command}
             continue
         argv = command if isinstance(command, list) else command.split()
@@ -154,8 +156,9 @@ def _hooks(hooks: dict, base: Path, agentv: bool) -> dict:
 
 def _shell_line(argv: list[Any], cwd: Any, base: Path) -> str:
     """One shell line running `argv` as AgentV runs a hook: from the trial's workspace (the
-    folder convoeval runs `before_each` in), AgentV's JSON context on stdin, `{{name}}` filled
-    in the arguments, in `cwd` (relative to the eval file) or the eval file's folder."""
+    folder convoeval runs `before_each` in), AgentV's JSON context on stdin (its `test_id` and
+    `eval_run_id` empty), `{{workspace_path}}` filled in the arguments, in `cwd` (relative to
+    the eval file) or the eval file's folder."""
     folder = (base / cwd).resolve() if isinstance(cwd, str) else base.resolve()
     context = {"workspace_path": "@WS@", "test_id": "", "eval_run_id": "", "case_input": None, "case_metadata": None}
     stdin = shlex.quote(json.dumps(context)).replace("@WS@", "'\"$WS\"'")
