@@ -144,6 +144,7 @@ class AgentvNormalizer:
         self.warnings: list[str] = []  # logged by the loader once the file is read
         self.agentv = is_agentv_file(path)
         self.suite_input = False  # the suite gives an `input` (set by the loader)
+        self.suite_input_files: Any = None  # the suite's `input_files` (set by the loader)
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
@@ -165,9 +166,9 @@ class AgentvNormalizer:
             if isinstance(execution, dict):
                 execution.setdefault("target", data.pop("target"))
         self.inline_targets(data.get("execution"))
-        files = data.pop("input_files", None)
-        if files is not None:  # suite-level: attached to the suite's input message (skip_defaults skips it)
-            self.input_files(data, files, ())
+        files = data.pop("input_files", None)  # suite-level: attached to each test's input (see `test`)
+        if files is not None and (not isinstance(files, list) or not all(isinstance(f, str) for f in files)):
+            self.add(("input_files",), "must be a list of file paths")
         self.messages(data.get("input"), ("input",), "user")
         self.workspace(data, ())
         return data
@@ -221,6 +222,8 @@ class AgentvNormalizer:
         files = test.pop("input_files", None)
         if files is not None:
             self.input_files(test, files, path)
+        elif self._suite_files_apply(test):  # AgentV: the suite's input_files go with the test's own text
+            self.input_files(test, list(self.suite_input_files), path, ("input_files",))
         self.messages(test.get("input"), (*path, "input"), "user")
         if self.agentv and not self.suite_input and test.get("mode") != "conversation":
             _flatten_single_message(test.get("input"))
@@ -232,9 +235,18 @@ class AgentvNormalizer:
                 self.messages(turn.get("input"), (*path, "turns", j, "input"), "user")
                 self.messages(turn.get("expected_output"), (*path, "turns", j, "expected_output"), "assistant")
 
-    def input_files(self, test: dict, files: Any, path: DataPath) -> None:
-        """`input_files: [a.csv]` + a string `input` -> one user message: file blocks, then the text."""
-        where = (*path, "input_files")
+    def _suite_files_apply(self, test: dict) -> bool:
+        """Whether the suite's `input_files` go with this test (a string input, no skip_defaults)."""
+        execution = test.get("execution")
+        skips = isinstance(execution, dict) and execution.get("skip_defaults") is True
+        files = self.suite_input_files
+        valid = isinstance(files, list) and bool(files) and all(isinstance(f, str) for f in files)
+        return valid and not skips and isinstance(test.get("input"), str)
+
+    def input_files(self, test: dict, files: Any, path: DataPath, where: DataPath | None = None) -> None:
+        """`input_files: [a.csv]` + a string `input` -> one user message: file blocks, then the
+        text (AgentV's shorthand). `where`: the files' place, when not the test's own."""
+        where = where or (*path, "input_files")
         if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
             self.add(where, "must be a list of file paths")
             return
