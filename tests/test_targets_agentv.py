@@ -313,3 +313,18 @@ def test_targets_file_timeout_seconds_is_timeout_s(tmp_path: Path) -> None:
     repo = _agentv_repo(tmp_path, "http://127.0.0.1:9/v1")
     configs = load_targets_file(repo / ".agentv" / "targets.yaml")
     assert configs["other"].timeout_s == 30
+
+
+def test_the_default_system_prompt_goes_before_the_suite_input(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = _agentv_repo(tmp_path, fake_openai.base_url)
+    suite = write(
+        repo / "ex" / "e.eval.yaml",
+        "input: Use the context.\ntests:\n  - {id: a, input: q1, assertions: [{type: contains, value: q}]}\n"
+        "  - {id: b, input: q2, execution: {skip_defaults: true}, assertions: [{type: contains, value: q}]}\n",
+    )
+    code, out, err = cli("run", suite, "--no-cache", "-o", tmp_path / "r.jsonl")
+    assert code == 0, out + err
+    sent = {r["messages"][-1]["content"]: [m["role"] for m in r["messages"]] for r in fake_openai.target_requests()}
+    assert sent == {"q1": ["system", "user", "user"], "q2": ["system", "user"]}

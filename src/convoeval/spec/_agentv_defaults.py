@@ -22,39 +22,49 @@ CHAT_PROVIDERS = frozenset({"openai", "azure", "openrouter", "anthropic", "gemin
 
 
 def with_default_system_prompt(suite: Suite, provider: str | None) -> Suite:
-    """The suite with AgentV's default system message first in each test that has no system
-    message (nor gets one from the suite's `input`), when the suite is AgentV's and the
-    target's provider is one AgentV sends it to; else the suite itself."""
+    """The suite with AgentV's default system message first where a test's messages (the
+    suite's `input`, then the test's) do not start with a system message, when the suite is
+    AgentV's and the target's provider is one AgentV sends it to; else the suite itself.
+
+    AgentV keeps only leading system messages as system messages (a later one is sent as an
+    assistant message), so the first message decides."""
     if not suite.agentv or provider not in CHAT_PROVIDERS:
         return suite
-    suite_system = _has_system(suite.input)
+    update: dict[str, Any] = {}
+    shared = _messages(suite.input)
+    if shared and shared[0].role != "system":
+        update["input"] = [_SYSTEM, *shared]
     tests = [
-        test if _has_system(test.input) or (suite_system and not _skips(test)) else _prefixed(test)
+        test if _first_is_system(test.input) or (shared and not _skips(test)) else _prefixed(test)
         for test in suite.tests
     ]
-    if all(new is old for new, old in zip(tests, suite.tests, strict=True)):
-        return suite
-    return suite.model_copy(update={"tests": tests})
+    if any(new is not old for new, old in zip(tests, suite.tests, strict=True)):
+        update["tests"] = tests
+    return suite.model_copy(update=update) if update else suite
+
+
+_SYSTEM = InputMessage(role="system", content=DEFAULT_SYSTEM_PROMPT)
 
 
 def _skips(test: Test) -> bool:
     return bool(test.execution and test.execution.skip_defaults)
 
 
-def _has_system(value: Messages | None) -> bool:
-    return isinstance(value, list) and any(m.role == "system" for m in value)
+def _messages(value: Messages | None) -> list[InputMessage]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return list(value)
+    return [InputMessage(role="user", content=value)]
+
+
+def _first_is_system(value: Messages | None) -> bool:
+    messages = _messages(value)
+    return bool(messages) and messages[0].role == "system"
 
 
 def _prefixed(test: Test) -> Test:
-    system = InputMessage(role="system", content=DEFAULT_SYSTEM_PROMPT)
-    value: Any = test.input
-    if value is None:
-        messages = [system]
-    elif isinstance(value, list):
-        messages = [system, *value]
-    else:  # a string, or a JSON object as one user message
-        messages = [system, InputMessage(role="user", content=value)]
-    return test.model_copy(update={"input": messages})
+    return test.model_copy(update={"input": [_SYSTEM, *_messages(test.input)]})
 
 
 def suite_input_for(suite: Suite, test: Test) -> Messages | None:
