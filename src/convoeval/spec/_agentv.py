@@ -1,11 +1,14 @@
 """AgentV spellings and conveniences, turned into the one shape the models validate.
 
 Applied to the raw data of an eval file before validation, keeping every value's line:
-legacy key names (`evaluators`, `eval_cases`, v5 `assert`, `metric`, `vars: {input}`), metadata-only fields, `${{ VAR }}`
-references, `input_files`, `type: file` content blocks, and a top-level `target` (`file://`
-test includes are read with the tests, in `_tests.py`).
+legacy key names (`evaluators`, `eval_cases`, v5 `assert`, `metric`, `vars: {input}`),
+metadata-only fields, `${{ VAR }}` references (unset: empty, with a warning), `input_files`
+(the test's own, else the suite's), `type: file` content blocks (looked up as AgentV does, in
+`_agentv_paths.py`), v4.42 `vars` (`_agentv_vars.py`), workspace forms
+(`_agentv_workspace.py`), custom assertion types, and a top-level `target` (`file://` test
+includes are read with the tests, in `_tests.py`). What AgentV adds when it sends a test (its
+default system prompt) is in `_agentv_defaults.py`.
 """
-
 from __future__ import annotations
 
 import json
@@ -14,6 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ._agentv_paths import find_attachment, is_agentv_file, search_roots
+from ._agentv_vars import fill_test_vars
 from ._agentv_workspace import agentv_workspace
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
@@ -312,54 +317,6 @@ class AgentvNormalizer:
         self.warnings.append(f"warning: {place.file}:{place.line}: {place.field}: {message}")
 
 
-def is_agentv_file(path: Path) -> bool:
-    """Whether an eval file is AgentV's: a `.agentv/` folder in its folder or one above it, up
-    to the repository root (where AgentV reads its targets and config)."""
-    folder = path.parent.resolve()
-    root = repository_root(folder)
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".agentv").is_dir():
-            return True
-        if candidate == root:
-            return False
-    return False
-
-
-def repository_root(folder: Path) -> Path:
-    """The nearest folder holding `.git` at or above `folder` (else `folder` itself)."""
-    start = folder.resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return start
-
-
-def search_roots(folder: Path) -> list[Path]:
-    """AgentV's search roots of an eval file's folder: it and each parent up to the repository
-    root, then the working folder."""
-    root = repository_root(folder)
-    roots: list[Path] = []
-    for candidate in (folder.resolve(), *folder.resolve().parents):
-        roots.append(candidate)
-        if candidate == root:
-            break
-    roots.append(Path.cwd().resolve())
-    return list(dict.fromkeys(roots))
-
-
-def find_attachment(ref: str, folder: Path) -> Path | None:
-    """The file a `type: file` value names, looked up in the search roots (AgentV's
-    `resolveFileReference`): an absolute path as given first, then relative to each root
-    with leading separators stripped."""
-    shown = ref.lstrip("/\\") or ref
-    candidates = [Path(ref)] if Path(ref).is_absolute() else []
-    candidates += [root / shown for root in search_roots(folder)]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate.resolve()
-    return None
-
-
 def _flatten_single_message(value: Any) -> None:
     """AgentV sends a test whose input is one message of several blocks as one text: each
     block trimmed, files as `<file path="...">`, joined by blank lines (`buildPromptInputs`'
@@ -383,60 +340,6 @@ def _flatten_single_message(value: Any) -> None:
                 return
             texts.append(text.strip())
     value[0]["content"] = "\n\n".join(t for t in texts if t)
-
-
-_TEMPLATE_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
-_MISSING = object()
-#: The fields of a test AgentV v4.42 fills with its `vars` (yaml-parser `interpolateRawEvalCase`).
-VARS_FIELDS = ("criteria", "expected_outcome", "input", "input_files", "expected_output")
-
-
-def fill_test_vars(test: dict, variables: dict) -> None:
-    """AgentV v4.42's `vars`: `{{ name }}` (a dotted path into `vars`) in the test's criteria,
-    input, input_files, expected_output and turns is replaced by its value; a name `vars` does
-    not hold is left as written. `vars` stays on the test: the suite's `input` is filled with
-    it too, for this test (when the run builds its messages)."""
-    for key in VARS_FIELDS:
-        if key in test:
-            test[key] = fill_vars(test[key], variables)
-    turns = test.get("turns")
-    for turn in turns if isinstance(turns, list) else []:
-        if isinstance(turn, dict):
-            for key in ("input", "expected_output"):
-                if key in turn:
-                    turn[key] = fill_vars(turn[key], variables)
-
-
-def fill_vars(value: Any, variables: dict) -> Any:
-    """`{{ name }}` filled from `variables` in every string of `value` (AgentV's
-    `interpolateTemplateVars`): a string that is only a reference takes the value itself."""
-    if isinstance(value, str):
-        whole = _TEMPLATE_VAR.fullmatch(value)
-        if whole is not None:
-            found = _lookup(variables, whole.group(1))
-            return value if found is _MISSING else found
-
-        def fill(match: re.Match[str]) -> str:
-            found = _lookup(variables, match.group(1))
-            if found is _MISSING:
-                return match.group(0)
-            return found if isinstance(found, str) else json.dumps(found)
-
-        return _TEMPLATE_VAR.sub(fill, value)
-    if isinstance(value, list):
-        return [fill_vars(v, variables) for v in value]
-    if isinstance(value, dict):
-        return {k: fill_vars(v, variables) for k, v in value.items()}
-    return value
-
-
-def _lookup(variables: dict, dotted: str) -> Any:
-    current: Any = variables
-    for part in dotted.split("."):
-        if not isinstance(current, dict) or part not in current:
-            return _MISSING
-        current = current[part]
-    return current
 
 
 def is_identity_prompt(prompts: Any) -> bool:

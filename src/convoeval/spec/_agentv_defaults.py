@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._agentv import fill_vars
+from ._agentv_vars import fill_vars
 from ._models import InputMessage, Messages, Suite, Test
 
 #: AgentV's `DEFAULT_SYSTEM_PROMPT` (packages/core/src/evaluation/providers/ai-sdk.ts, v4.15.0 and v4.42.4).
