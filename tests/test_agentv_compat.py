@@ -28,22 +28,25 @@ SDK = Path(__file__).parent / "fakes" / "agentv_sdk.mjs"
 #: The files that do not run unchanged here, each with its class and words of its reason.
 NETWORK = "needs the network"
 UPSTREAM = "fails in AgentV's own tree too"
+CHECKOUT = "needs AgentV's whole checkout"  # a hook copies files from the repository root (git rev-parse)
 V442_PAYLOAD = "AgentV v4.42's code-grader stdin (output as text)"
 OTHER = {
     "examples/features/docker-workspace/evals/docker-example.EVAL.yaml": ("needs Docker", "Docker daemon"),
     "examples/features/workspace-setup-script/evals/dataset-vscode.eval.yaml": (NETWORK, "allagents"),
     "examples/features/workspace-setup-script/evals/dataset.eval.yaml": (NETWORK, "allagents"),
     "examples/features/copilot-log-eval/evals/skill-trigger.EVAL.yaml": (NETWORK, "allagents"),
+    # Its hook runs TypeScript with `node --import tsx`, then clones agentevals from GitHub at a commit.
     "examples/showcase/cross-repo-sync/evals/dataset.eval.yaml": (NETWORK, "before_each exited"),
     "examples/contract/evals/repo-materialization.eval.yaml": (NETWORK, "agentv-contract-fixture"),
     "examples/features/sdk-python/evals/dataset.eval.yaml": (NETWORK, "uv run python"),
-    "evals/agentic-engineering/agent-plugin-review.eval.yaml": (UPSTREAM, "before_each exited"),
-    "evals/agentv-self/agentv-self.eval.yaml": (UPSTREAM, "expected AGENTS.md"),
+    "evals/agentic-engineering/agent-plugin-review.eval.yaml": (CHECKOUT, "before_each exited"),
+    "evals/agentv-self/agentv-self.eval.yaml": (CHECKOUT, "expected AGENTS.md"),
     "examples/features/import-claude/evals/transcript-check.EVAL.yaml": (UPSTREAM, "Module not found"),
     "examples/features/prompt-template-sdk/evals/dataset.eval.yaml": (UPSTREAM, "custom-grader.ts"),
     "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml": ("rejected", "a judge per grader"),
     "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml": ("rejected", "a judge per grader"),
     "examples/features/file-changes-graders/evals/dataset.eval.yaml": ("rejected", "file tools"),
+    # Its grader reads `input_files` (the test's attachments) from stdin, which convoeval does not send.
     "examples/features/code-grader-sdk/evals/dataset.eval.yaml": ("grader fails", "verify-attachments.ts"),
     "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml": ("rejected", "written inline"),
 }
