@@ -9,6 +9,7 @@ metadata-only fields, `${{ VAR }}` references (unset: empty, with a warning), `i
 includes are read with the tests, in `_tests.py`). What AgentV adds when it sends a test (its
 default system prompt) is in `_agentv_defaults.py`.
 """
+
 from __future__ import annotations
 
 import json
