@@ -171,7 +171,10 @@ class Viewer:
             mark_flaky_history(
                 comparison, flaky_in_store(self.store, {*a.fingerprints.values(), *b.fingerprints.values()})
             )
-            return 200, html, render_comparison(comparison, viewer={"a": a.run_id, "b": b.run_id}), {}
+            page = render_comparison(
+                comparison, viewer={"a": a.run_id, "b": b.run_id}, results_a=a.results, results_b=b.results
+            )
+            return 200, html, page, {}
         if parts[0] == "arena" and len(parts) == 2 and parts[1].isdigit() and int(parts[1]) < len(self.battles):
             path_ = self.battles[int(parts[1])]
             records = read_battle_records(path_)
