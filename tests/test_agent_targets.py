@@ -95,7 +95,7 @@ def test_claude_code_three_turns_resume_the_session(agent_bin: Path, tmp_path: P
     assert len(argvs) == 3 and "--resume" not in argvs[0]
     session = result.scores[0].session_id
     assert session and argvs[1][argvs[1].index("--resume") + 1] == session == argvs[2][argvs[2].index("--resume") + 1]
-    assert argvs[1][argvs[1].index("-p") + 1] == "What is the status of ORD-1042?"
+    assert argvs[1][-2:] == ["--", "What is the status of ORD-1042?"] and "-p" in argvs[1]
     assert ["--model", "sonnet"] == argvs[0][argvs[0].index("--model") : argvs[0].index("--model") + 2]
     assert "--permission-mode" in argvs[0] and "--verbose" in argvs[0]
     # The session really continued: turn 3 is the third message the fake's session saw.
@@ -153,10 +153,14 @@ def test_codex_three_turns_resume_the_thread(agent_bin: Path, tmp_path: Path, mo
     assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
     argvs = [c["argv"] for c in calls(agent_bin)]
     thread = result.scores[0].session_id
-    assert argvs[0][:2] == ["exec", "--json"] and argvs[0][-1] == "Create an order for a book"
-    assert argvs[1][:4] == ["exec", "resume", thread, "--json"] and argvs[2][2] == thread
+    assert argvs[0][:2] == ["exec", "--json"] and argvs[0][-2:] == ["--", "Create an order for a book"]
+    # Options (the target's args too) come before the `resume` subcommand.
+    assert argvs[1][:3] == ["exec", "--json", "--skip-git-repo-check"]
+    assert argvs[1][3:5] == ["resume", thread] and argvs[2][4] == thread
     call = result.scores[0].tool_calls[0]
     assert call.arguments == {"command": "bash -lc 'make-order book'"} and call.output == "ORD-77\n"
+    # The fake prints running totals (1000, 2000, 3000) as the real CLI does: per turn, 1000 each.
+    assert [s.token_usage.input_tokens for s in result.scores[:3]] == [1000, 1000, 1000]
     assert result.token_usage.input_tokens == 3000
     env = calls(agent_bin)[0]["env"]
     assert "OPENAI_API_KEY" in env and "ANTHROPIC_API_KEY" not in env and "UNRELATED_TOKEN" not in env

@@ -43,6 +43,7 @@ async def grade_turn(
 ) -> ScoreEntry:
     scores = await evaluate_all(turn.assertions, ctx) + list(extra or [])
     entry = combine(f"turn-{number}", "turn", scores, threshold, latency_ms=reply.latency_ms)
+    entry.token_usage, entry.cost_usd = reply.usage, reply.cost_usd
     if record:
         entry = entry.model_copy(update=record)
     if on_turn is not None:

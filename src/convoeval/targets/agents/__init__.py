@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from ._agent_cli import AgentCli
     from ._claude import ClaudeCodeTarget, parse_stream
     from ._cli import CliTarget
     from ._codex import CodexTarget, parse_events
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 __getattr__ = lazy_attributes(
     __name__,
     {
+        "._agent_cli": ("AgentCli",),
         "._claude": ("ClaudeCodeTarget", "parse_stream"),
         "._cli": ("CliTarget",),
         "._codex": ("CodexTarget", "parse_events"),
@@ -32,6 +34,7 @@ __getattr__ = lazy_attributes(
 )
 
 __all__ = [
+    "AgentCli",
     "ClaudeCodeTarget",
     "CliTarget",
     "CodexTarget",

@@ -1,4 +1,5 @@
-"""Running an agent's command: a clean environment, a timeout, stdout read line by line.
+"""Running an agent's command: a clean environment, a timeout, stdout read line by line (lines of
+any length).
 
 Agent CLIs get only the environment they need: a few basic variables (PATH, HOME, locale,
 temp dir), the variables their provider names (their own API keys), and what the target's
@@ -13,7 +14,7 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,13 @@ from ._settings import ProcessSettings
 BASE_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "TZ")
 #: Longest stderr tail quoted in an error.
 STDERR_TAIL = 600
+#: Most stdout a command may print (lines themselves have no length limit).
+MAX_STDOUT = 512 * 2**20
+#: Most stderr kept (its end).
+MAX_STDERR = 2**20
+#: Bytes read at a time.
+CHUNK = 2**16
+PIPE = asyncio.subprocess.PIPE
 
 
 @dataclass
@@ -84,36 +92,25 @@ async def run_command(
     name: str,
     secrets: Iterable[str] = (),
     shell: bool = False,
+    watch: Callable[[Line], str | None] | None = None,
 ) -> Finished:
     """Run a command to its end (killing its process group after `timeout_s`).
 
+    Stdout is read in chunks and split into lines with no limit on a line's length (only on
+    the whole output, `MAX_STDOUT` bytes). `watch` sees every line as it arrives: a message
+    it returns stops the command at once and becomes the error.
+
     Raises:
-        TargetError: the executable is missing, or the command timed out.
+        TargetError: the executable is missing, the command timed out, printed too much, or
+            `watch` stopped it.
     """
     started = time.perf_counter()
+    pipes = {"stdin": asyncio.subprocess.DEVNULL, "stdout": PIPE, "stderr": PIPE, "start_new_session": True}
     try:
         if shell:
-            process = await asyncio.create_subprocess_shell(
-                argv[0],
-                cwd=cwd,
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                limit=2**24,
-            )
+            process = await asyncio.create_subprocess_shell(argv[0], cwd=cwd, env=env, **pipes)  # type: ignore[arg-type]
         else:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=cwd,
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                limit=2**24,
-            )
+            process = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env=env, **pipes)  # type: ignore[arg-type]
     except FileNotFoundError:
         raise TargetError(
             f"{name}: command not found: {argv[0]!r} (install it or set `command`/`executable` in the targets file)"
@@ -121,22 +118,18 @@ async def run_command(
     except (NotADirectoryError, PermissionError) as exc:
         raise TargetError(f"{name}: cannot start {argv[0]!r}: {exc}") from None
     lines: list[Line] = []
-
-    async def read_stdout() -> None:
-        assert process.stdout is not None
-        while raw := await process.stdout.readline():
-            lines.append(Line(raw.decode("utf-8", "replace").rstrip("\r\n"), time.perf_counter() - started))
-
-    async def read_stderr() -> bytes:
-        assert process.stderr is not None
-        return await process.stderr.read()
-
     try:
-        _, err, _ = await asyncio.wait_for(asyncio.gather(read_stdout(), read_stderr(), process.wait()), timeout_s)
+        _, err, _ = await asyncio.wait_for(
+            asyncio.gather(_read_lines(process, lines, started, watch), _read_tail(process), process.wait()), timeout_s
+        )
     except TimeoutError:
         _kill(process)
         await process.wait()
         raise TargetError(f"{name}: timed out after {timeout_s:g} s") from None
+    except _Stop as stop:
+        _kill(process)
+        await process.wait()
+        raise TargetError(f"{name}: {redact(str(stop), tuple(secrets))}") from None
     except asyncio.CancelledError:
         _kill(process)
         raise
@@ -147,6 +140,51 @@ async def run_command(
         stderr=stderr,
         duration_ms=(time.perf_counter() - started) * 1000,
     )
+
+
+class _Stop(Exception):
+    """Raised while reading to stop the command (the message says why)."""
+
+
+async def _read_lines(
+    process: asyncio.subprocess.Process,
+    lines: list[Line],
+    started: float,
+    watch: Callable[[Line], str | None] | None,
+) -> None:
+    """Stdout as lines, however long a line is; at most `MAX_STDOUT` bytes in all."""
+    assert process.stdout is not None
+    pending = bytearray()
+    total = 0
+
+    def add(raw: bytes) -> None:
+        line = Line(raw.decode("utf-8", "replace").rstrip("\r"), time.perf_counter() - started)
+        lines.append(line)
+        stop = watch(line) if watch is not None else None
+        if stop:
+            raise _Stop(stop)
+
+    while chunk := await process.stdout.read(CHUNK):
+        total += len(chunk)
+        if total > MAX_STDOUT:
+            raise _Stop(f"printed more than {MAX_STDOUT // 2**20} MB on stdout; stopped it")
+        pending += chunk
+        if b"\n" in chunk:
+            *complete, rest = bytes(pending).split(b"\n")
+            pending = bytearray(rest)
+            for raw in complete:
+                add(raw)
+    if pending:
+        add(bytes(pending))
+
+
+async def _read_tail(process: asyncio.subprocess.Process) -> bytes:
+    """Stderr, keeping only its last `MAX_STDERR` bytes."""
+    assert process.stderr is not None
+    tail = b""
+    while chunk := await process.stderr.read(CHUNK):
+        tail = (tail + chunk)[-MAX_STDERR:]
+    return tail
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:
