@@ -37,8 +37,8 @@ def import_transcripts(source: Path) -> dict[str, Any]:
         test_id, transcript, metadata = session
         if not {"user", "assistant"} <= {m["role"] for m in transcript}:
             raise DatasetError(f"{source}:1: the session has no user message with an agent reply")
-        test = {"id": test_id, "transcript": transcript, "metadata": metadata}
-        return {"name": source.stem, "description": f"The agent session {source.name}", "tests": [test]}
+        single = {"id": test_id, "transcript": transcript, "metadata": metadata}
+        return {"name": source.stem, "description": f"The agent session {source.name}", "tests": [single]}
     tests: list[dict[str, Any]] = []
     seen: set[str] = set()
     for line, record in read_jsonl(source):
