@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...results import ToolCall, Usage
-from .._base import ChatReply, ChatRequest, TargetError, provider
+from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from ._agent_cli import AgentCli
 from ._process import Finished, Line, failure
 from ._replies import prompt_text
@@ -45,8 +45,15 @@ class ClaudeCodeTarget(AgentCli):
     default_executable = "claude"
     env_names = CLAUDE_ENV
 
+    def __init__(self, config: TargetConfig):
+        super().__init__(config)
+        #: The system prompt of each session (a resumed turn's request carries only the new
+        #: user message, and Claude Code does not keep an appended system prompt).
+        self._systems: dict[str, str] = {}
+
     def argv(self, request: ChatRequest) -> list[str]:
         system, prompt = prompt_text(request.messages)
+        system = system or self._systems.get(request.session_id or "", "")
         argv = [self.executable, "-p", "--output-format", "stream-json", "--verbose"]
         if request.session_id:
             argv += ["--resume", request.session_id]
@@ -61,11 +68,15 @@ class ClaudeCodeTarget(AgentCli):
 
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
-            return parse_stream(finished.lines)
+            reply = parse_stream(finished.lines)
         except TargetError as exc:
             if finished.returncode and "without a `result`" in str(exc):
                 raise failure(self.name, finished) from None
             raise TargetError(f"{self.name}: {exc}") from None
+        system, _ = prompt_text(request.messages)
+        if reply.session_id and (system or request.session_id in self._systems):
+            self._systems[reply.session_id] = system or self._systems[request.session_id or ""]
+        return reply
 
 
 def stop_on_fatal_retry(line: Line) -> str | None:
@@ -138,7 +149,8 @@ def claude_usage(usage: dict[str, Any]) -> Usage:
 def result_error(result: dict[str, Any]) -> str:
     """A failed `result` event in words: `Claude Code failed (API status 401): Invalid API key`."""
     status = result.get("api_error_status")
-    what = f"API status {status}" if status else str(result.get("subtype") or "error")
+    subtype = str(result.get("subtype") or "error")
+    what = f"API status {status}" if status else ("error" if subtype == "success" else subtype)
     text = result.get("result")
     errors = result.get("errors")
     detail = str(text) if isinstance(text, str) and text.strip() else "; ".join(str(e) for e in errors or [])
