@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -128,6 +129,22 @@ def test_claude_code_failure_is_an_execution_error(agent_bin: Path, tmp_path: Pa
     assert result.execution_status == "execution_error"
     assert "exited with code 3" in (result.error or "") and "auth failed for [REDACTED]" in (result.error or "")
     assert SECRET not in raw
+
+
+def test_agent_lines_longer_than_16_mb_are_read(agent_bin: Path, tmp_path: Path) -> None:
+    """An agent printing one line of more than 16 MB (no newline in it) is read whole (issue 27, D12)."""
+    huge = "x" * (17 * 2**20)
+    script = (
+        "import json, sys\n"
+        f"sys.stdout.write(json.dumps({{'type': 'system', 'subtype': 'init', 'session_id': 's1', 'blob': {huge!r}}}))\n"
+        "sys.stdout.write('\\n' + json.dumps({'type': 'result', 'subtype': 'success', 'is_error': False, "
+        "'result': 'done', 'session_id': 's1', 'usage': {'input_tokens': 3, 'output_tokens': 2}}))\n"
+    )
+    (agent_bin / "claude").write_text(f"#!{sys.executable}\n{script}")
+    suite = "tests:\n  - id: big\n    input: hello\n    assertions:\n      - {type: equals, value: done}\n"
+    result, _ = run_suite(tmp_path, suite, "targets:\n  - {name: claude, provider: claude-code}\n", "claude")
+    assert result.verdict == "pass", result.error
+    assert result.token_usage.input_tokens == 3
 
 
 CODEX_RULES = [

@@ -195,6 +195,20 @@ def _kill(process: asyncio.subprocess.Process) -> None:
 
 
 def failure(name: str, finished: Finished, secrets: Iterable[str] = ()) -> TargetError:
-    """The error for a command that exited non-zero, quoting the end of its stderr."""
-    tail = finished.stderr.strip()[-STDERR_TAIL:] or redact(finished.stdout.strip()[-STDERR_TAIL:], tuple(secrets))
+    """The error for a command that exited non-zero, quoting the end of its stderr (else of its
+    stdout), starting at a line or word boundary."""
+    text = finished.stderr.strip() or redact(finished.stdout.strip(), tuple(secrets))
+    tail = _tail(text, STDERR_TAIL)
     return TargetError(f"{name}: exited with code {finished.returncode}" + (f": {tail}" if tail else ""))
+
+
+def _tail(text: str, limit: int) -> str:
+    """The end of `text`, at most `limit` characters, not starting mid-line (or mid-word)."""
+    if len(text) <= limit:
+        return text
+    tail = text[-limit:]
+    for boundary in ("\n", " "):
+        cut = tail.find(boundary)
+        if 0 <= cut < limit // 2:
+            return "..." + tail[cut + 1 :]
+    return "..." + tail
