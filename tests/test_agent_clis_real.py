@@ -152,6 +152,11 @@ def test_claude_three_turns_resume_with_tools_and_keep_the_system_prompt(
     sessions = list((agent_home / ".claude" / "projects").glob("*/*.jsonl"))
     assert [p.stem for p in sessions] == [turns[0].session_id]
     grade_session(tmp_path, sessions[0], "Bash", ["Create an order for a book", "ORD-1042 is cancelled."])
+    # A session cut in the middle of a line is an error with its file and line, not a traceback.
+    broken = write(tmp_path / "broken.jsonl", sessions[0].read_text() + '{"type": "user", "mess')
+    lines = len(broken.read_text().splitlines())
+    code, _, err = cli_run(tmp_path, "import", "transcripts", str(broken), "-o", str(tmp_path / "b.eval.yaml"))
+    assert code == 2 and f"broken.jsonl:{lines}: not a JSON object (a Claude Code session file" in err, err
 
 
 def test_claude_bad_key_is_reported_in_words_at_once(
@@ -354,6 +359,14 @@ def test_codex_hang_ends_at_the_timeout(clis: dict[str, Path], agent_home: Path,
 # Sessions as transcripts ---------------------------------------------------------------------
 
 
+def cli_run(cwd: Path, *args: str) -> tuple[int, str, str]:
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run(
+        [sys.executable, "-m", "convoeval", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
 def grade_session(tmp_path: Path, session: Path, tool: str, texts: list[str]) -> None:
     """`convoeval grade` on a session file: its turns replayed, its tool calls checked."""
     graders = write(
@@ -363,6 +376,16 @@ def grade_session(tmp_path: Path, session: Path, tool: str, texts: list[str]) ->
     )
     out = tmp_path / "graded.jsonl"
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    suite = tmp_path / "session.eval.yaml"
+    imported = subprocess.run(
+        [sys.executable, "-m", "convoeval", "import", "transcripts", str(session), "-o", str(suite)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert imported.returncode == 0 and "transcript:" in suite.read_text(), imported.stdout + imported.stderr
     done = subprocess.run(
         [sys.executable, "-m", "convoeval", "grade", str(session), "--graders", str(graders), "-o", str(out)],
         capture_output=True,

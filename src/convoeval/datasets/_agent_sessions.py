@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import DatasetError
 from ..results import ToolCall
-from ..targets.agents._codex_rollout import read_records, read_turns
+from ..targets.agents._codex_rollout import read_turns
 
 Messages = list[dict[str, Any]]
 
@@ -52,25 +52,35 @@ def _first_record(source: Path) -> dict[str, Any] | None:
     return None
 
 
+def _records(source: Path, kind: str) -> list[dict[str, Any]]:
+    """The JSON objects of a session file, one a line (a line that is not one is an error)."""
+    records = []
+    with source.open(encoding="utf-8", errors="replace") as lines:
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError:
+                record = None
+            if not isinstance(record, dict):
+                raise DatasetError(f"{source}:{number}: not a JSON object (a {kind} file has one a line)")
+            records.append(record)
+    return records
+
+
 def _claude(source: Path) -> tuple[str, Messages, dict[str, Any]]:
     """A Claude Code session file as messages."""
     messages: Messages = []
     calls: dict[str, ToolCall] = {}
     session = source.stem
-    with source.open(encoding="utf-8", errors="replace") as lines:
-        for number, text in enumerate(lines, start=1):
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError:
-                raise DatasetError(
-                    f"{source}:{number}: not JSON (a Claude Code session has one record a line)"
-                ) from None
-            if not isinstance(record, dict) or record.get("isSidechain") or record.get("isMeta"):
-                continue
-            session = str(record.get("sessionId") or session)
-            message = record.get("message")
-            if record.get("type") in ("user", "assistant") and isinstance(message, dict):
-                _claude_message(message, messages, calls, is_error=bool(record.get("isApiErrorMessage")))
+    for record in _records(source, "Claude Code session"):
+        if record.get("isSidechain") or record.get("isMeta"):
+            continue
+        session = str(record.get("sessionId") or session)
+        message = record.get("message")
+        if record.get("type") in ("user", "assistant") and isinstance(message, dict):
+            _claude_message(message, messages, calls, is_error=bool(record.get("isApiErrorMessage")))
     return f"claude-code-{session}", messages, {"agent": "claude-code", "session_id": session}
 
 
@@ -104,7 +114,7 @@ def _claude_message(message: dict[str, Any], messages: Messages, calls: dict[str
 
 def _codex(source: Path) -> tuple[str, Messages, dict[str, Any]]:
     """A Codex rollout file as messages."""
-    records = read_records(source)
+    records = [r for r in _records(source, "Codex rollout") if isinstance(r.get("payload"), dict)]
     meta: dict[str, Any] = next((r["payload"] for r in records if r.get("type") == "session_meta"), {})
     thread = str(meta.get("id") or source.stem.rsplit("-", 5)[-1])
     messages: Messages = []
