@@ -362,6 +362,12 @@ class FakeResponses(FakeModelServer):
         events.append(("response.completed", done))
         return events
 
+    def instructions_text(self, record: Recorded) -> str:
+        """The request's instructions and developer / system messages, as one text."""
+        items = [i for i in record.body.get("input") or [] if i.get("role") in ("developer", "system")]
+        texts = [t for i in items for t in _texts(i.get("content"), ("input_text",))]
+        return "\n".join([str(record.body.get("instructions") or ""), *texts])
+
     def error_body(self, status: int) -> Body:
         messages = {401: "Incorrect API key provided", 500: "The server had an error"}
         return {"error": {"message": messages.get(status, "not found"), "type": "invalid_request_error", "code": None}}

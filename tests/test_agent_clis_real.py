@@ -282,10 +282,12 @@ def test_codex_three_turns_resume_with_the_recommended_args(
     assert turns[0].session_id and {t.session_id for t in turns} == {turns[0].session_id}
     per_turn = turn_calls(server)
     assert [server.last_user_text(t[0].body) for t in per_turn] == [
-        f"{SYSTEM}\n\nCreate an order for a book",
+        "Create an order for a book",
         "- what is the status of ORD-1042?",
         "--help me cancel ORD-1042",
     ]
+    # The system prompt, as Codex's developer instructions, was in every request of every turn.
+    assert all(SYSTEM in server.instructions_text(r) for turn in per_turn for r in turn)
     # Codex prints the thread's running total after a resume; convoeval reports each turn's own.
     for entry, calls in zip(turns, per_turn, strict=True):
         assert entry.token_usage is not None
@@ -298,9 +300,7 @@ def test_codex_three_turns_resume_with_the_recommended_args(
     assert OPENAI_KEY not in raw
     rollouts = list((agent_home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))
     assert len(rollouts) == 1 and turns[0].session_id in rollouts[0].name
-    grade_session(
-        tmp_path, rollouts[0], "command_execution", [f"{SYSTEM}\n\nCreate an order", "ORD-1042 is cancelled."]
-    )
+    grade_session(tmp_path, rollouts[0], "command_execution", ["Create an order for a book", "ORD-1042 is cancelled."])
 
 
 def test_codex_recovered_retries_are_not_errors(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The common base of coding-agent CLIs resumed turn by turn (`claude-code`, `codex`).
 
 Each turn runs the CLI once: the first turn starts a session, later ones resume it by id.
-The prompt always follows `--`, so a message starting with `-` is text, never an option.
+The prompt always follows `--`, so a message starting with `-` is text, never an option; the
+system prompt is given on every turn (the CLIs do not keep one given on the command line).
 Per-turn figures mean the same for every agent: `usage` and `cost_usd` are this turn's (not
 the session's running total), `latency_ms` is the wall-clock time of the CLI process, from
 its start to its exit (CLI start-up included), and tool calls that did not run (denied by a
@@ -17,6 +18,7 @@ from .._base import ChatReply, ChatRequest, TargetConfig, TargetError
 from .._http import redact
 from .._settings import settings_of
 from ._process import Finished, Line, agent_env, run_command, work_dir
+from ._replies import prompt_text
 from ._settings import AgentCliSettings
 
 
@@ -37,6 +39,14 @@ class AgentCli:
         self.settings: AgentCliSettings = settings_of(config)
         self.executable = self.settings.executable or self.default_executable
         self.args = self.settings.args
+        #: The system prompt of each session: a resumed turn's request carries only the new
+        #: user message, and neither CLI keeps a system prompt given on the command line.
+        self._systems: dict[str, str] = {}
+
+    def prompt(self, request: ChatRequest) -> tuple[str, str]:
+        """`(system prompt, prompt)` of a turn; a resumed turn gets its session's system prompt."""
+        system, prompt = prompt_text(request.messages)
+        return system or self._systems.get(request.session_id or "", ""), prompt
 
     def argv(self, request: ChatRequest) -> list[str]:
         """The command line of one turn."""
@@ -71,6 +81,9 @@ class AgentCli:
         except TargetError as exc:  # every error path: the CLI's own key never leaves
             raise TargetError(redact(str(exc), tuple(secrets))) from None
         reply.latency_ms = finished.duration_ms
+        system, _ = self.prompt(request)
+        if system and reply.session_id:
+            self._systems[reply.session_id] = system
         return reply
 
     async def aclose(self) -> None:

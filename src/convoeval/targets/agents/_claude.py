@@ -17,10 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ...results import ToolCall, Usage
-from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from .._base import ChatReply, ChatRequest, TargetError, provider
 from ._agent_cli import AgentCli
 from ._process import Finished, Line, failure
-from ._replies import prompt_text
 
 #: Variables Claude Code reads for its credentials and endpoint.
 CLAUDE_ENV = (
@@ -45,15 +44,8 @@ class ClaudeCodeTarget(AgentCli):
     default_executable = "claude"
     env_names = CLAUDE_ENV
 
-    def __init__(self, config: TargetConfig):
-        super().__init__(config)
-        #: The system prompt of each session (a resumed turn's request carries only the new
-        #: user message, and Claude Code does not keep an appended system prompt).
-        self._systems: dict[str, str] = {}
-
     def argv(self, request: ChatRequest) -> list[str]:
-        system, prompt = prompt_text(request.messages)
-        system = system or self._systems.get(request.session_id or "", "")
+        system, prompt = self.prompt(request)
         argv = [self.executable, "-p", "--output-format", "stream-json", "--verbose"]
         if request.session_id:
             argv += ["--resume", request.session_id]
@@ -73,9 +65,6 @@ class ClaudeCodeTarget(AgentCli):
             if finished.returncode and "without a `result`" in str(exc):
                 raise failure(self.name, finished) from None
             raise TargetError(f"{self.name}: {exc}") from None
-        system, _ = prompt_text(request.messages)
-        if reply.session_id and (system or request.session_id in self._systems):
-            self._systems[reply.session_id] = system or self._systems[request.session_id or ""]
         return reply
 
 

@@ -1,5 +1,6 @@
 """OpenAI Codex CLI: `codex exec --json [OPTIONS] -- PROMPT`, later turns
 `codex exec --json [OPTIONS] resume THREAD_ID -- PROMPT` (options before the subcommand).
+The system prompt is Codex's `developer_instructions` (`-c`), given on every turn.
 
 Events (`codex exec --json`, one JSON object a line): `thread.started` (`thread_id`),
 `turn.started`, `item.started` / `item.updated` / `item.completed` with an `item` of type
@@ -27,7 +28,6 @@ from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from ._agent_cli import AgentCli
 from ._codex_rollout import RolloutTurn, find_rollout, read_last_turn
 from ._process import Finished, Line, failure
-from ._replies import prompt_text
 
 #: Variables Codex reads for its credentials and configuration.
 CODEX_ENV = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
@@ -48,12 +48,12 @@ class CodexTarget(AgentCli):
         self._totals: dict[str, Usage] = {}
 
     def argv(self, request: ChatRequest) -> list[str]:
-        system, prompt = prompt_text(request.messages)
-        if system and not request.session_id:
-            prompt = f"{system}\n\n{prompt}"
+        system, prompt = self.prompt(request)
         argv = [self.executable, "exec", "--json"]
         if self.config.model:
             argv += ["--model", self.config.model]
+        if system:  # a TOML string (JSON's escapes are TOML's; non-ASCII kept as is)
+            argv += ["-c", f"developer_instructions={json.dumps(system, ensure_ascii=False)}"]
         argv += self.args
         if request.session_id:
             argv += ["resume", request.session_id]
