@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.errors import TargetError
 from convoeval.results import EvaluationResult
 from convoeval.targets.agents import Line, parse_events, parse_stream
 
@@ -436,3 +437,34 @@ targets:
     assert ":2: targets[0].session" in text and "id_jsonpath or id_regex" in text
     assert ":3: targets[1].argz" in text and ":4: targets[2].reply_path" in text and "JSONPath" in text
     assert ":5: targets[3].command" in text
+
+
+def test_codex_retry_errors_are_not_fatal_when_the_turn_completes() -> None:
+    """As Codex 0.169 prints them: `error` events for reconnects, then the turn completes."""
+    events = [
+        {"type": "thread.started", "thread_id": "t1"},
+        {"type": "turn.started"},
+        {"type": "error", "message": "Reconnecting... 1/5 (stream disconnected before completion)"},
+        {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": "done"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 7, "output_tokens": 3}},
+    ]
+    reply = parse_events([Line(json.dumps(e), at=0.0) for e in events])
+    assert reply.text == "done" and reply.usage.input_tokens == 7
+    with pytest.raises(TargetError, match=r"without `turn.completed`: Reconnecting\.\.\. 1/5"):
+        parse_events([Line(json.dumps(e), at=0.0) for e in events[:3]])
+
+
+def test_claude_failed_result_is_reported_in_words() -> None:
+    """Claude Code 2.1.197's last event after a refused key (with retries limited)."""
+    result = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": True,
+        "api_error_status": 401,
+        "result": "Invalid API key · Fix external API key",
+        "session_id": "s1",
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+    with pytest.raises(TargetError) as caught:
+        parse_stream([Line(json.dumps(result), at=0.0)])
+    assert str(caught.value) == "Claude Code failed (API status 401): Invalid API key · Fix external API key"

@@ -114,8 +114,16 @@ def _turn_usage(total: Usage, previous: Usage | None, turn: RolloutTurn | None) 
 
 
 def _merge_rollout(reply: ChatReply, turn: RolloutTurn) -> None:
-    """Add the commands Codex's sandbox blocked (the event stream leaves them out)."""
-    reply.tool_calls += [call for call in turn.commands if call.status == "blocked"]
+    """Codex's own duration of each command (the event stream has none), and the commands its
+    sandbox blocked (the event stream leaves them out)."""
+    commands = [c for c in reply.tool_calls if c.name == "command_execution"]
+    for call in turn.commands:
+        same = next((c for c in commands if c.arguments == call.arguments), None)
+        if same is not None:
+            commands.remove(same)
+            same.duration_ms = call.duration_ms if call.duration_ms is not None else same.duration_ms
+        elif call.status == "blocked":
+            reply.tool_calls.append(call)
 
 
 def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
