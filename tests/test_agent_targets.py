@@ -185,12 +185,19 @@ def test_codex_three_turns_resume_the_thread(agent_bin: Path, tmp_path: Path, mo
     assert "sk-openai-test-key-0003" not in raw
 
 
-def test_codex_turn_failed_is_an_execution_error(agent_bin: Path, tmp_path: Path) -> None:
-    (agent_bin / "rules.json").write_text(json.dumps([{"match": ".", "fail": "model overloaded", "text": ""}]))
-    result, _ = run_suite(
+def test_codex_turn_failed_is_an_execution_error(
+    agent_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "codex-own-key-never-shown-0004"
+    monkeypatch.setenv("CODEX_API_KEY", key)
+    rules = [{"match": ".", "fail": f"model overloaded (key {key})", "text": ""}]
+    (agent_bin / "rules.json").write_text(json.dumps(rules))
+    result, raw = run_suite(
         tmp_path, SKILL % {"tool": "command_execution"}, "targets:\n  - {name: cx, provider: codex}\n", "cx"
     )
-    assert result.execution_status == "execution_error" and "model overloaded" in (result.error or "")
+    assert result.execution_status == "execution_error"
+    assert "Codex turn failed: model overloaded (key [REDACTED])" in (result.error or ""), result.error
+    assert key not in raw
 
 
 def test_recorded_claude_code_stream_parses() -> None:
