@@ -7,7 +7,7 @@ rollout files, each read as one `transcript:` test with its tool calls and their
   `attachment`, `system`, `ai-title`, `last-prompt`, ...) and side chains (`isSidechain`,
   sub-agents) and meta messages (`isMeta`) are not the conversation and are skipped.
 - Codex writes `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl` (read by
-  `convoeval.targets.agents._codex_rollout`): turns of user and agent messages, commands
+  `convoeval.targets.agents.read_turns`): turns of user and agent messages, commands
   (blocked ones marked `status: blocked`) and function calls with their outputs.
 
 Tool calls become convoeval tool messages (`role: tool` with `tool_calls: [{name, arguments,
@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import DatasetError
 from ..results import ToolCall
-from ..targets.agents._codex_rollout import read_turns
+from ..targets.agents import read_turns
 
 Messages = list[dict[str, Any]]
 

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ._claude import ClaudeCodeTarget, parse_stream
     from ._cli import CliTarget
     from ._codex import CodexTarget, parse_events
+    from ._codex_rollout import RolloutTurn, find_rollout, read_turns
     from ._http import HttpAgentTarget
     from ._process import Line, agent_env
     from ._python import PythonTarget
@@ -25,6 +26,7 @@ __getattr__ = lazy_attributes(
         "._claude": ("ClaudeCodeTarget", "parse_stream"),
         "._cli": ("CliTarget",),
         "._codex": ("CodexTarget", "parse_events"),
+        "._codex_rollout": ("RolloutTurn", "find_rollout", "read_turns"),
         "._http": ("HttpAgentTarget",),
         "._process": ("Line", "agent_env"),
         "._python": ("PythonTarget",),
@@ -41,9 +43,12 @@ __all__ = [
     "HttpAgentTarget",
     "Line",
     "PythonTarget",
+    "RolloutTurn",
     "ToolAgent",
     "ToolBox",
     "agent_env",
+    "find_rollout",
     "parse_events",
     "parse_stream",
+    "read_turns",
 ]
