@@ -9,10 +9,7 @@ tests fail and say how to install.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,7 +117,7 @@ def claude_target(clis: dict[str, Path], **extra) -> dict:
 
 
 def test_claude_three_turns_resume_with_tools_and_keep_the_system_prompt(
-    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
 ) -> None:
     rules = [Rule("Create an order", "Created order {output}.", ("Bash", {"command": "echo ORD-1042"})), *RULES[1:]]
     with FakeAnthropic(rules) as server:
@@ -151,11 +148,11 @@ def test_claude_three_turns_resume_with_tools_and_keep_the_system_prompt(
     # Claude Code kept the session in HOME: it imports and grades as a transcript.
     sessions = list((agent_home / ".claude" / "projects").glob("*/*.jsonl"))
     assert [p.stem for p in sessions] == [turns[0].session_id]
-    grade_session(tmp_path, sessions[0], "Bash", ["Create an order for a book", "ORD-1042 is cancelled."])
+    grade_session(cli, tmp_path, sessions[0], "Bash", ["Create an order for a book", "ORD-1042 is cancelled."])
     # A session cut in the middle of a line is an error with its file and line, not a traceback.
     broken = write(tmp_path / "broken.jsonl", sessions[0].read_text() + '{"type": "user", "mess')
     lines = len(broken.read_text().splitlines())
-    code, _, err = cli_run(tmp_path, "import", "transcripts", str(broken), "-o", str(tmp_path / "b.eval.yaml"))
+    code, _, err = cli("import", "transcripts", broken, "-o", tmp_path / "b.eval.yaml")
     assert code == 2 and f"broken.jsonl:{lines}: not a JSON object (a Claude Code session file" in err, err
 
 
@@ -268,7 +265,7 @@ def codex_target(clis: dict[str, Path], server: FakeResponses, tmp_path: Path, *
 
 
 def test_codex_three_turns_resume_with_the_recommended_args(
-    clis: dict[str, Path], agent_home: Path, tmp_path: Path
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, cli
 ) -> None:
     command = {"cmd": "echo ORD-1042 > order.txt && cat order.txt"}
     rules = [Rule("Create an order", "Created order {output}.", ("exec_command", command)), *RULES[1:]]
@@ -304,7 +301,9 @@ def test_codex_three_turns_resume_with_the_recommended_args(
     assert OPENAI_KEY not in raw
     rollouts = list((agent_home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))
     assert len(rollouts) == 1 and turns[0].session_id in rollouts[0].name
-    grade_session(tmp_path, rollouts[0], "command_execution", ["Create an order for a book", "ORD-1042 is cancelled."])
+    grade_session(
+        cli, tmp_path, rollouts[0], "command_execution", ["Create an order for a book", "ORD-1042 is cancelled."]
+    )
 
 
 def test_codex_recovered_retries_are_not_errors(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
@@ -363,43 +362,21 @@ def test_codex_hang_ends_at_the_timeout(clis: dict[str, Path], agent_home: Path,
 # Sessions as transcripts ---------------------------------------------------------------------
 
 
-def cli_run(cwd: Path, *args: str) -> tuple[int, str, str]:
-    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    done = subprocess.run(
-        [sys.executable, "-m", "convoeval", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
-    )
-    return done.returncode, done.stdout, done.stderr
-
-
-def grade_session(tmp_path: Path, session: Path, tool: str, texts: list[str]) -> None:
-    """`convoeval grade` on a session file: its turns replayed, its tool calls checked."""
+def grade_session(cli, tmp_path: Path, session: Path, tool: str, texts: list[str]) -> None:
+    """`convoeval import transcripts` and `convoeval grade` on a session file: its turns
+    replayed, its tool calls checked."""
     graders = write(
         tmp_path / "graders.yaml",
         f"assertions:\n  - {{type: tool_called_in_turn, turn: 1, tool: {tool}}}\n"
         "  - {type: contains, value: cancelled}\n",
     )
-    out = tmp_path / "graded.jsonl"
-    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     suite = tmp_path / "session.eval.yaml"
-    imported = subprocess.run(
-        [sys.executable, "-m", "convoeval", "import", "transcripts", str(session), "-o", str(suite)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
-    assert imported.returncode == 0 and "transcript:" in suite.read_text(), imported.stdout + imported.stderr
-    done = subprocess.run(
-        [sys.executable, "-m", "convoeval", "grade", str(session), "--graders", str(graders), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    graded = json.loads(out.read_text().splitlines()[0])
+    code, out, err = cli("import", "transcripts", session, "-o", suite)
+    assert code == 0 and "transcript:" in suite.read_text(), out + err
+    graded_file = tmp_path / "graded.jsonl"
+    code, out, err = cli("grade", session, "--graders", graders, "-o", graded_file)
+    assert code == 0, out + err
+    graded = json.loads(graded_file.read_text().splitlines()[0])
     assert graded["verdict"] == "pass"
     contents = [m["content"] for m in graded["output"]]
     assert any(c.startswith(texts[0]) for c in contents) and texts[1] in contents
