@@ -7,6 +7,7 @@ import json
 import shutil
 import sys
 import threading
+import tomllib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,6 +18,7 @@ import convoeval
 from convoeval.errors import TargetError
 from convoeval.results import EvaluationResult
 from convoeval.targets.agents import Line, parse_events, parse_stream
+from convoeval.targets.agents._codex import toml_string
 
 from .conftest import DATA, read_jsonl, write
 
@@ -475,3 +477,9 @@ def test_claude_failed_result_is_reported_in_words() -> None:
     with pytest.raises(TargetError) as caught:
         parse_stream([Line(json.dumps(result), at=0.0)])
     assert str(caught.value) == "Claude Code failed (API status 401): Invalid API key · Fix external API key"
+
+
+def test_codex_system_prompt_is_a_valid_toml_string() -> None:
+    """Codex parses `-c key=value` values as TOML (a value that does not parse is taken as raw text)."""
+    system = 'Say "hi" \\ then\n\ttab, émoji 😀, bell \x07, del \x7f, null \x00.'
+    assert tomllib.loads(f"developer_instructions={toml_string(system)}")["developer_instructions"] == system

@@ -52,8 +52,8 @@ class CodexTarget(AgentCli):
         argv = [self.executable, "exec", "--json"]
         if self.config.model:
             argv += ["--model", self.config.model]
-        if system:  # a TOML string (JSON's escapes are TOML's; non-ASCII kept as is)
-            argv += ["-c", f"developer_instructions={json.dumps(system, ensure_ascii=False)}"]
+        if system:
+            argv += ["-c", f"developer_instructions={toml_string(system)}"]
         argv += self.args
         if request.session_id:
             argv += ["resume", request.session_id]
@@ -81,6 +81,12 @@ class CodexTarget(AgentCli):
         prices = (self.config.price_input_per_mtok or 0.0, self.config.price_output_per_mtok or 0.0)
         reply.cost_usd = (reply.usage.input_tokens * prices[0] + reply.usage.output_tokens * prices[1]) / 1e6
         return reply
+
+
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string: JSON's escapes are TOML's, non-ASCII stays as is, and
+    DEL (which JSON leaves raw and TOML refuses) is escaped too."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def stop_on_refused_key(line: Line) -> str | None:
