@@ -1,5 +1,7 @@
 """Agent targets end to end: fake `claude` / `codex` executables (tests/fakes/) run as real
-subprocesses, a `cli` command, a loopback HTTP agent with sessions, and Python callables."""
+subprocesses, a `cli` command, a loopback HTTP agent with sessions, and Python callables.
+The real Claude Code and Codex CLIs are driven in test_agent_clis_real.py; the fakes here show
+what the real ones cannot be made to do on demand (huge output, a key in an error)."""
 
 from __future__ import annotations
 
@@ -483,3 +485,17 @@ def test_codex_system_prompt_is_a_valid_toml_string() -> None:
     """Codex parses `-c key=value` values as TOML (a value that does not parse is taken as raw text)."""
     system = 'Say "hi" \\ then\n\ttab, émoji 😀, bell \x07, del \x7f, null \x00.'
     assert tomllib.loads(f"developer_instructions={toml_string(system)}")["developer_instructions"] == system
+
+
+def test_agent_output_beyond_the_cap_ends_with_a_clear_message(
+    agent_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines have no length limit, the whole output has one (lowered here to 1 MB to test it)."""
+    from convoeval.targets.agents import _process
+
+    monkeypatch.setattr(_process, "MAX_STDOUT", 2**20)
+    (agent_bin / "claude").write_text(f"#!{sys.executable}\nimport sys\nsys.stdout.write('x' * 3 * 2**20)\n")
+    suite = "tests:\n  - id: big\n    input: hello\n    assertions:\n      - {type: equals, value: done}\n"
+    result, _ = run_suite(tmp_path, suite, "targets:\n  - {name: claude, provider: claude-code}\n", "claude")
+    assert result.execution_status == "execution_error"
+    assert "claude: printed more than 1 MB on stdout; stopped it" in (result.error or ""), result.error
