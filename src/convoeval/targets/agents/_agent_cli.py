@@ -56,6 +56,10 @@ class AgentCli:
         """A check of each printed line while the CLI runs; a message it returns stops the CLI."""
         return None
 
+    def explain_timeout(self, lines: list[Line]) -> str | None:
+        """What the CLI was doing when it timed out (e.g. retrying an API error), if it said."""
+        return None
+
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         """The turn's reply from what the CLI printed.
 
@@ -75,6 +79,7 @@ class AgentCli:
             name=self.name,
             secrets=secrets,
             watch=self.watcher(),
+            explain=self.explain_timeout,
         )
         try:
             reply = self.reply(finished, request, env)

@@ -58,6 +58,16 @@ class ClaudeCodeTarget(AgentCli):
     def watcher(self) -> Callable[[Line], str | None]:
         return stop_on_fatal_retry
 
+    def explain_timeout(self, lines: list[Line]) -> str | None:
+        retries = [e for e in map(_event, (line.text for line in lines if '"api_retry"' in line.text)) if e]
+        if not retries:
+            return None
+        last = retries[-1]
+        return (
+            f"Claude Code was retrying the API: attempt {last.get('attempt')} of {last.get('max_retries')}, "
+            f"status {last.get('error_status')} ({last.get('error')})"
+        )
+
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
             reply = parse_stream(finished.lines)

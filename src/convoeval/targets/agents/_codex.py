@@ -62,6 +62,10 @@ class CodexTarget(AgentCli):
     def watcher(self) -> Callable[[Line], str | None]:
         return stop_on_refused_key
 
+    def explain_timeout(self, lines: list[Line]) -> str | None:
+        errors = [e for e in map(_event, (line.text for line in lines if '"type":"error"' in line.text)) if e]
+        return f"Codex's last error: {errors[-1].get('message')}" if errors else None
+
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
             reply = parse_events(finished.lines, request.session_id)

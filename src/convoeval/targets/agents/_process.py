@@ -93,12 +93,14 @@ async def run_command(
     secrets: Iterable[str] = (),
     shell: bool = False,
     watch: Callable[[Line], str | None] | None = None,
+    explain: Callable[[list[Line]], str | None] | None = None,
 ) -> Finished:
     """Run a command to its end (killing its process group after `timeout_s`).
 
     Stdout is read in chunks and split into lines with no limit on a line's length (only on
     the whole output, `MAX_STDOUT` bytes). `watch` sees every line as it arrives: a message
-    it returns stops the command at once and becomes the error.
+    it returns stops the command at once and becomes the error. `explain` reads the lines
+    printed so far when the command times out: what it says is added to the error.
 
     Raises:
         TargetError: the executable is missing, the command timed out, printed too much, or
@@ -125,7 +127,9 @@ async def run_command(
     except TimeoutError:
         _kill(process)
         await process.wait()
-        raise TargetError(f"{name}: timed out after {timeout_s:g} s") from None
+        detail = explain(lines) if explain is not None else None
+        message = f"{name}: timed out after {timeout_s:g} s" + (f" ({detail})" if detail else "")
+        raise TargetError(redact(message, tuple(secrets))) from None
     except _Stop as stop:
         _kill(process)
         await process.wait()
