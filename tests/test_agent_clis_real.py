@@ -234,10 +234,10 @@ def test_claude_hang_ends_at_the_timeout(
     """A server error (retried), then no answer: the timeout says what Claude Code was doing."""
     with FakeAnthropic(RULES, faults=["500", "hang"]) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis, timeout_s=4))
+        result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis, timeout_s=8))
     assert result.execution_status == "execution_error"
     assert (result.error or "").endswith(
-        "timed out after 4 s (Claude Code was retrying the API: attempt 1 of 10, status 500 (server_error))"
+        "timed out after 8 s (Claude Code was retrying the API: attempt 1 of 10, status 500 (server_error))"
     ), result.error
 
 
@@ -359,10 +359,10 @@ tests:
 def test_codex_hang_ends_at_the_timeout(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
     """A cut stream (Codex reconnects), then no answer: the timeout quotes Codex's last error."""
     with FakeResponses(RULES, faults=["cut", "hang"]) as server:
-        target = codex_target(clis, server, tmp_path, timeout_s=4)
+        target = codex_target(clis, server, tmp_path, timeout_s=8)
         result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "command_execution"}, target)
     assert result.execution_status == "execution_error"
-    assert "timed out after 4 s (Codex's last error: Reconnecting... 1/5 (stream disconnected" in (result.error or "")
+    assert "timed out after 8 s (Codex's last error: Reconnecting... 1/5 (stream disconnected" in (result.error or "")
 
 
 # Sessions as transcripts ---------------------------------------------------------------------
