@@ -84,3 +84,29 @@ def test_a_session_file_with_a_broken_line_names_the_line(tmp_path: Path) -> Non
     with pytest.raises(DatasetError, match=rf"rollout.jsonl:{len(text.splitlines()) + 1}: not a JSON object"):
         import_transcripts(broken)
     assert json.loads(text.splitlines()[0])["type"] == "session_meta"
+
+
+def test_a_folder_of_sessions_grades_each(tmp_path: Path, cli) -> None:
+    """`convoeval grade FOLDER`: every Claude Code session and Codex rollout file in it (the
+    recorded event streams beside them are not session files and are left alone)."""
+    graders = write(tmp_path / "graders.yaml", "assertions:\n  - {type: execution-metrics, max_tool_calls: 2}\n")
+    out = tmp_path / "graded.jsonl"
+    code, stdout, stderr = cli("grade", REAL, "--graders", graders, "-o", out)
+    assert code == 0, stdout + stderr
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    by_agent = {r["test_id"].split("-")[0]: r for r in results}
+    assert sorted(by_agent) == ["claude", "codex"] and all(r["verdict"] == "pass" for r in results)
+    tools = {
+        agent: [(c["name"], c.get("status")) for m in r["output"] if m["source"] == "tool" for c in m["tool_calls"]]
+        for agent, r in by_agent.items()
+    }
+    assert tools == {
+        "claude": [("Bash", None), ("Bash", None)],  # the session file does not say which call was denied
+        "codex": [("command_execution", None), ("command_execution", "blocked")],
+    }
+
+
+def test_a_folder_without_sessions_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path / "notes.jsonl", '{"messages": []}\n')
+    with pytest.raises(DatasetError, match="no Claude Code session or Codex rollout file"):
+        import_transcripts(tmp_path)

@@ -62,8 +62,8 @@ def grade(
     file: Annotated[
         Path,
         typer.Argument(
-            help="Recorded conversations (.jsonl: OpenAI messages or convoeval "
-            "results), or an eval file whose tests have `transcript:`.",
+            help="Recorded conversations (.jsonl: OpenAI messages, convoeval results, a Claude Code "
+            "session or Codex rollout file, or a folder of those), or an eval file whose tests have `transcript:`.",
             show_default=False,
         ),
     ],
@@ -82,7 +82,7 @@ def grade(
 ) -> None:
     """Grade stored conversations with every per-turn and conversation grader, calling no target."""
     path = file
-    if file.suffix == ".jsonl":
+    if file.suffix == ".jsonl" or file.is_dir():  # a folder: of agent session files
         try:
             suite = grading_suite(file, graders)
         except DatasetError as exc:

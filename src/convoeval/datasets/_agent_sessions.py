@@ -1,5 +1,6 @@
 """Coding-agent sessions as recorded conversations: Claude Code session files and Codex
-rollout files, each read as one `transcript:` test with its tool calls and their results.
+rollout files (one, or all those in a folder), each read as one `transcript:` test with its
+tool calls and their results.
 
 - Claude Code writes `~/.claude/projects/<project>/<session id>.jsonl`: one record a line;
   `user` and `assistant` records carry an Anthropic `message` (text, `tool_use` blocks;
@@ -25,6 +26,39 @@ from ..results import ToolCall
 from ..targets.agents import read_turns
 
 Messages = list[dict[str, Any]]
+
+
+def agent_sessions_suite(source: Path) -> dict[str, Any] | None:
+    """The suite of one session file, or of every session file in a folder (a Claude Code
+    project folder, `~/.codex/sessions`, ...); None when `source` is another kind of file.
+
+    Raises:
+        DatasetError: a session file with a broken line, a lone session without a user message
+            and an agent reply, or a folder without session files.
+    """
+    if source.is_dir():
+        found = [(path, agent_session(path)) for path in sorted(source.rglob("*.jsonl"))]
+        sessions = [(path, session) for path, session in found if session is not None]
+        tests = [_test(*session) for _, session in sessions if _gradable(session[1])]
+        if not tests:
+            raise DatasetError(f"{source}:1: no Claude Code session or Codex rollout file with a reply in this folder")
+        left = len(sessions) - len(tests)
+        note = f" ({left} without a user message and an agent reply left out)" if left else ""
+        return {"name": source.name, "description": f"The agent sessions in {source}{note}", "tests": tests}
+    session = agent_session(source) if source.is_file() else None
+    if session is None:
+        return None
+    if not _gradable(session[1]):
+        raise DatasetError(f"{source}:1: the session has no user message with an agent reply")
+    return {"name": source.stem, "description": f"The agent session {source.name}", "tests": [_test(*session)]}
+
+
+def _gradable(messages: Messages) -> bool:
+    return {"user", "assistant"} <= {m["role"] for m in messages}
+
+
+def _test(test_id: str, messages: Messages, metadata: dict[str, Any]) -> dict[str, Any]:
+    return {"id": test_id, "transcript": messages, "metadata": metadata}
 
 
 def agent_session(source: Path) -> tuple[str, Messages, dict[str, Any]] | None:

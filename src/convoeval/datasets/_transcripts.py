@@ -5,7 +5,8 @@ Input, one JSON object a line:
   OpenAI's format, tool results as `tool` messages);
 - convoeval results (`results.jsonl`): `{"test_id", "target", "output": [...]}`; each becomes
   one test named `<test_id>@<target>`, for re-judging a stored run with a new judge;
-- a Claude Code session file or a Codex rollout file: one test (see `_agent_sessions`).
+- a Claude Code session file or a Codex rollout file (or a folder of them): one test each
+  (see `_agent_sessions`).
 
 `grading_suite` adds the graders (a YAML file with suite keys such as `turn_assertions`,
 `assertions`, `policy`, `execution`), or by default one judge check per turn
@@ -20,7 +21,7 @@ from typing import Any
 import yaml
 
 from ..errors import DatasetError
-from ._agent_sessions import agent_session
+from ._agent_sessions import agent_sessions_suite
 from ._common import read_jsonl
 
 DEFAULT_GRADERS: dict[str, Any] = {
@@ -32,13 +33,9 @@ GRADER_KEYS = ("turn_assertions", "assertions", "policy", "execution", "metadata
 
 def import_transcripts(source: Path) -> dict[str, Any]:
     """One `transcript:` test per recorded conversation of `source`."""
-    session = agent_session(source)
-    if session is not None:
-        test_id, transcript, metadata = session
-        if not {"user", "assistant"} <= {m["role"] for m in transcript}:
-            raise DatasetError(f"{source}:1: the session has no user message with an agent reply")
-        single = {"id": test_id, "transcript": transcript, "metadata": metadata}
-        return {"name": source.stem, "description": f"The agent session {source.name}", "tests": [single]}
+    sessions = agent_sessions_suite(source)
+    if sessions is not None:
+        return sessions
     tests: list[dict[str, Any]] = []
     seen: set[str] = set()
     for line, record in read_jsonl(source):
