@@ -6,9 +6,12 @@ what the real ones cannot be made to do on demand (huge output, a key in an erro
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import sys
 import threading
+import time
 import tomllib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -490,12 +493,30 @@ def test_codex_system_prompt_is_a_valid_toml_string() -> None:
 def test_agent_output_beyond_the_cap_ends_with_a_clear_message(
     agent_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Lines have no length limit, the whole output has one (lowered here to 1 MB to test it)."""
+    """Lines have no length limit, the whole output has one (lowered here to 1 MB to test it).
+    The agent left a process outside its group that keeps writing to the pipe: the agent is
+    killed and convoeval moves on within `REAP_S`, without waiting for that pipe to close (on
+    Python 3.11 `process.wait()` alone waits for the pipes: forever here)."""
     from convoeval.targets.agents import _process
 
     monkeypatch.setattr(_process, "MAX_STDOUT", 2**20)
-    (agent_bin / "claude").write_text(f"#!{sys.executable}\nimport sys\nsys.stdout.write('x' * 3 * 2**20)\n")
+    monkeypatch.setattr(_process, "REAP_S", 1.0)
+    pid_file = tmp_path / "escaped.pid"
+    writer = "import sys\nwhile True: sys.stdout.write('y' * 65536)"
+    fake = (
+        f"#!{sys.executable}\nimport subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {writer!r}], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "sys.stdout.write('x' * 2 * 2**20)\ntime.sleep(60)\n"
+    )
+    (agent_bin / "claude").write_text(fake)
     suite = "tests:\n  - id: big\n    input: hello\n    assertions:\n      - {type: equals, value: done}\n"
-    result, _ = run_suite(tmp_path, suite, "targets:\n  - {name: claude, provider: claude-code}\n", "claude")
+    started = time.monotonic()
+    try:
+        result, _ = run_suite(tmp_path, suite, "targets:\n  - {name: claude, provider: claude-code}\n", "claude")
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert time.monotonic() - started < 30
     assert result.execution_status == "execution_error"
     assert "claude: printed more than 1 MB on stdout; stopped it" in (result.error or ""), result.error

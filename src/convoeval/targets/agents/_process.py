@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .._base import TargetConfig, TargetError
 from .._http import redact
@@ -32,6 +33,8 @@ MAX_STDOUT = 512 * 2**20
 MAX_STDERR = 2**20
 #: Bytes read at a time.
 CHUNK = 2**16
+#: Longest wait for a killed command's pipes to close.
+REAP_S = 5.0
 PIPE = asyncio.subprocess.PIPE
 
 
@@ -120,24 +123,26 @@ async def run_command(
     except (NotADirectoryError, PermissionError) as exc:
         raise TargetError(f"{name}: cannot start {argv[0]!r}: {exc}") from None
     lines: list[Line] = []
+    reading = asyncio.ensure_future(_read_lines(process, lines, started, watch))
+    tail = asyncio.ensure_future(_read_tail(process))
+    exiting = asyncio.ensure_future(process.wait())
+    tasks: list[asyncio.Future[Any]] = [reading, tail, exiting]
     try:
-        _, err, _ = await asyncio.wait_for(
-            asyncio.gather(_read_lines(process, lines, started, watch), _read_tail(process), process.wait()), timeout_s
-        )
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout_s)
     except TimeoutError:
-        _kill(process)
-        await process.wait()
+        await _end(process, tasks)
         detail = explain(lines) if explain is not None else None
         message = f"{name}: timed out after {timeout_s:g} s" + (f" ({detail})" if detail else "")
         raise TargetError(redact(message, tuple(secrets))) from None
     except _Stop as stop:
-        _kill(process)
-        await process.wait()
+        await _end(process, tasks)
         raise TargetError(f"{name}: {redact(str(stop), tuple(secrets))}") from None
     except asyncio.CancelledError:
         _kill(process)
+        for task in tasks:
+            task.cancel()
         raise
-    stderr = redact(err.decode("utf-8", "replace"), tuple(secrets))
+    stderr = redact(tail.result().decode("utf-8", "replace"), tuple(secrets))
     return Finished(
         returncode=process.returncode or 0,
         lines=lines,
@@ -189,6 +194,27 @@ async def _read_tail(process: asyncio.subprocess.Process) -> bytes:
     while chunk := await process.stderr.read(CHUNK):
         tail = (tail + chunk)[-MAX_STDERR:]
     return tail
+
+
+async def _end(process: asyncio.subprocess.Process, tasks: list[asyncio.Future[Any]]) -> None:
+    """Kill the process group and reap it without waiting on a full pipe: the readers are
+    stopped, then both pipes are drained to their end (unread output is dropped) while the
+    process exits, for at most `REAP_S` seconds (a process that left the group may hold them)."""
+    _kill(process)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def drain(stream: asyncio.StreamReader | None) -> None:
+        while stream is not None and await stream.read(CHUNK):
+            pass
+
+    try:
+        await asyncio.wait_for(asyncio.gather(drain(process.stdout), drain(process.stderr), process.wait()), REAP_S)
+    except TimeoutError:  # give the pipes up: close our ends (asyncio has no public way to)
+        transport = getattr(process, "_transport", None)
+        if transport is not None:
+            transport.close()
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:
