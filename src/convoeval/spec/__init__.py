@@ -1,6 +1,8 @@
 """The eval-file language: models, loading with file:line errors, templates, JSON Schema."""
 
-from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute
+from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute, unfilled
+from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, suite_input_for, with_default_system_prompt
+from ._checks import CHECKS_VERSION, stored_checks
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
 from ._files import eval_files, load_suites, validate_eval_paths
@@ -26,6 +28,8 @@ from ._schema import suite_json_schema
 
 __all__ = [
     "Budget",
+    "CHECKS_VERSION",
+    "stored_checks",
     "Capture",
     "Limits",
     "Verify",
@@ -33,6 +37,7 @@ __all__ = [
     "Docker",
     "Repo",
     "PostCondition",
+    "DEFAULT_SYSTEM_PROMPT",
     "DEFAULT_THRESHOLD",
     "MAX_TRIALS",
     "Execution",
@@ -57,8 +62,11 @@ __all__ = [
     "messages_text",
     "render",
     "substitute",
+    "unfilled",
     "suite_json_schema",
     "to_messages",
     "validate_eval_paths",
+    "suite_input_for",
     "validate_paths",
+    "with_default_system_prompt",
 ]

@@ -133,7 +133,9 @@ class Hook(Model):
 
     model_config = ConfigDict(extra="forbid")
 
-    command: str = Field(min_length=1)
+    command: str = Field(
+        min_length=1, description="A shell line; AgentV's list form (argv) is rewritten into one when the file loads."
+    )
     cwd: str | None = Field(None, description="Relative to the workspace.")
     timeout_ms: int = Field(60_000, gt=0)
 
@@ -251,6 +253,9 @@ class Verify(Model):
 
     command: str = Field(min_length=1)
     timeout_s: float = Field(60.0, gt=0)
+    required: bool = Field(
+        True, description="A conversation that never verified fails the test (false: verify only adds its score)."
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -51,6 +51,7 @@ class InputMessage(Strict):
     """
 
     role: Literal["system", "user", "assistant", "tool"]
+    name: str | None = Field(None, description="The speaker's name (AgentV, as in chat APIs); not sent.")
     content: str | list[ContentPart] | dict[str, Any] | None = None
     tool_calls: list[dict[str, Any]] | None = Field(
         None, description="AgentV: an assistant message's tool calls `{tool, input, output}` (shown as JSON text)."
@@ -125,6 +126,13 @@ class Execution(Strict):
     target: str | None = None
     targets: list[str] | None = None
     judge: str | JudgeSettings | None = None
+    judges: list[str] | None = Field(
+        None, min_length=1, description="A judge panel: every LLM check is graded by each of these judges."
+    )
+    panel_rule: Literal["mean", "majority", "min"] | None = Field(
+        None,
+        description="How a judge panel's answers combine (default: majority for pass/fail checks, mean for scores).",
+    )
     threshold: float | None = Field(None, ge=0, le=1)
     trials: int | TrialsConfig | None = None
     workers: int | None = Field(None, ge=1)
@@ -132,6 +140,25 @@ class Execution(Strict):
         None, description="Where conversations run: this process (local) or Ray tasks (ray); suite level."
     )
     skip_defaults: bool = Field(False, description="On a test: do not apply the suite's assertions (AgentV).")
+
+    @field_validator("judges", mode="after")
+    @classmethod
+    def _distinct_judges(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            for name in value:
+                if not name.strip():
+                    raise ValueError("a judge name must not be blank")
+                if value.count(name) > 1:
+                    raise ValueError(f"judge {name!r} is named twice")
+        return value
+
+    @model_validator(mode="after")
+    def _one_judge_setting(self) -> Execution:
+        if self.judges and isinstance(self.judge, str):
+            raise ValueError("give `judge` (one judge) or `judges` (a panel), not both")
+        if self.judges and isinstance(self.judge, JudgeSettings) and self.judge.target:
+            raise ValueError("give `judge.target` (one judge) or `judges` (a panel), not both")
+        return self
 
     @field_validator("trials", mode="after")
     @classmethod
@@ -251,6 +278,11 @@ class Test(Strict):
         default_factory=list,
         description="Hint k is sent (source: hint) before turn k+2 when verify failed after turn k+1.",
     )
+    vars: dict[str, Any] | None = Field(
+        None,
+        description="AgentV v4.42: values for `{{ name }}` (dotted paths) in this test's criteria, input, "
+        "expected_output and turns, and in the suite's input for this test.",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("depends_on", mode="before")
@@ -291,10 +323,16 @@ class Suite(Strict):
     workspace: Workspace | None = Field(None, description="The workspace of every test that gives none of its own.")
 
     _path: Path | None = PrivateAttr(None)
+    _agentv: bool = PrivateAttr(False)
 
     @property
     def path(self) -> Path | None:
         return self._path
+
+    @property
+    def agentv(self) -> bool:
+        """Whether the file is AgentV's (a `.agentv/` folder at or above it, up to the repository root)."""
+        return self._agentv
 
     @property
     def base_dir(self) -> Path:
