@@ -1,11 +1,18 @@
 """Agent targets end to end: fake `claude` / `codex` executables (tests/fakes/) run as real
-subprocesses, a `cli` command, a loopback HTTP agent with sessions, and Python callables."""
+subprocesses, a `cli` command, a loopback HTTP agent with sessions, and Python callables.
+The real Claude Code and Codex CLIs are driven in test_agent_clis_real.py; the fakes here show
+what the real ones cannot be made to do on demand (huge output, a key in an error)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import sys
 import threading
+import time
+import tomllib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,8 +20,10 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.errors import TargetError
 from convoeval.results import EvaluationResult
 from convoeval.targets.agents import Line, parse_events, parse_stream
+from convoeval.targets.agents._codex import toml_string
 
 from .conftest import DATA, read_jsonl, write
 
@@ -95,7 +104,7 @@ def test_claude_code_three_turns_resume_the_session(agent_bin: Path, tmp_path: P
     assert len(argvs) == 3 and "--resume" not in argvs[0]
     session = result.scores[0].session_id
     assert session and argvs[1][argvs[1].index("--resume") + 1] == session == argvs[2][argvs[2].index("--resume") + 1]
-    assert argvs[1][argvs[1].index("-p") + 1] == "What is the status of ORD-1042?"
+    assert argvs[1][-2:] == ["--", "What is the status of ORD-1042?"] and "-p" in argvs[1]
     assert ["--model", "sonnet"] == argvs[0][argvs[0].index("--model") : argvs[0].index("--model") + 2]
     assert "--permission-mode" in argvs[0] and "--verbose" in argvs[0]
     # The session really continued: turn 3 is the third message the fake's session saw.
@@ -130,6 +139,22 @@ def test_claude_code_failure_is_an_execution_error(agent_bin: Path, tmp_path: Pa
     assert SECRET not in raw
 
 
+def test_agent_lines_longer_than_16_mb_are_read(agent_bin: Path, tmp_path: Path) -> None:
+    """An agent printing one line of more than 16 MB (no newline in it) is read whole (issue 27, D12)."""
+    huge = "x" * (17 * 2**20)
+    script = (
+        "import json, sys\n"
+        f"sys.stdout.write(json.dumps({{'type': 'system', 'subtype': 'init', 'session_id': 's1', 'blob': {huge!r}}}))\n"
+        "sys.stdout.write('\\n' + json.dumps({'type': 'result', 'subtype': 'success', 'is_error': False, "
+        "'result': 'done', 'session_id': 's1', 'usage': {'input_tokens': 3, 'output_tokens': 2}}))\n"
+    )
+    (agent_bin / "claude").write_text(f"#!{sys.executable}\n{script}")
+    suite = "tests:\n  - id: big\n    input: hello\n    assertions:\n      - {type: equals, value: done}\n"
+    result, _ = run_suite(tmp_path, suite, "targets:\n  - {name: claude, provider: claude-code}\n", "claude")
+    assert result.verdict == "pass", result.error
+    assert result.token_usage.input_tokens == 3
+
+
 CODEX_RULES = [
     {
         "match": "Create an order",
@@ -153,22 +178,33 @@ def test_codex_three_turns_resume_the_thread(agent_bin: Path, tmp_path: Path, mo
     assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
     argvs = [c["argv"] for c in calls(agent_bin)]
     thread = result.scores[0].session_id
-    assert argvs[0][:2] == ["exec", "--json"] and argvs[0][-1] == "Create an order for a book"
-    assert argvs[1][:4] == ["exec", "resume", thread, "--json"] and argvs[2][2] == thread
+    assert argvs[0][:2] == ["exec", "--json"] and argvs[0][-2:] == ["--", "Create an order for a book"]
+    # Options (the target's args too) come before the `resume` subcommand.
+    assert argvs[1][:3] == ["exec", "--json", "--skip-git-repo-check"]
+    assert argvs[1][3:5] == ["resume", thread] and argvs[2][4] == thread
     call = result.scores[0].tool_calls[0]
     assert call.arguments == {"command": "bash -lc 'make-order book'"} and call.output == "ORD-77\n"
+    # The fake prints running totals (1000, 2000, 3000) as the real CLI does: per turn, 1000 each.
+    assert [s.token_usage.input_tokens for s in result.scores[:3]] == [1000, 1000, 1000]
     assert result.token_usage.input_tokens == 3000
     env = calls(agent_bin)[0]["env"]
     assert "OPENAI_API_KEY" in env and "ANTHROPIC_API_KEY" not in env and "UNRELATED_TOKEN" not in env
     assert "sk-openai-test-key-0003" not in raw
 
 
-def test_codex_turn_failed_is_an_execution_error(agent_bin: Path, tmp_path: Path) -> None:
-    (agent_bin / "rules.json").write_text(json.dumps([{"match": ".", "fail": "model overloaded", "text": ""}]))
-    result, _ = run_suite(
+def test_codex_turn_failed_is_an_execution_error(
+    agent_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "codex-own-key-never-shown-0004"
+    monkeypatch.setenv("CODEX_API_KEY", key)
+    rules = [{"match": ".", "fail": f"model overloaded (key {key})", "text": ""}]
+    (agent_bin / "rules.json").write_text(json.dumps(rules))
+    result, raw = run_suite(
         tmp_path, SKILL % {"tool": "command_execution"}, "targets:\n  - {name: cx, provider: codex}\n", "cx"
     )
-    assert result.execution_status == "execution_error" and "model overloaded" in (result.error or "")
+    assert result.execution_status == "execution_error"
+    assert "Codex turn failed: model overloaded (key [REDACTED])" in (result.error or ""), result.error
+    assert key not in raw
 
 
 def test_recorded_claude_code_stream_parses() -> None:
@@ -421,3 +457,72 @@ targets:
     assert ":2: targets[0].session" in text and "id_jsonpath or id_regex" in text
     assert ":3: targets[1].argz" in text and ":4: targets[2].reply_path" in text and "JSONPath" in text
     assert ":5: targets[3].command" in text
+
+
+def test_codex_retry_errors_are_not_fatal_when_the_turn_completes() -> None:
+    """As Codex 0.169 prints them: `error` events for reconnects, then the turn completes."""
+    events = [
+        {"type": "thread.started", "thread_id": "t1"},
+        {"type": "turn.started"},
+        {"type": "error", "message": "Reconnecting... 1/5 (stream disconnected before completion)"},
+        {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": "done"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 7, "output_tokens": 3}},
+    ]
+    reply = parse_events([Line(json.dumps(e), at=0.0) for e in events])
+    assert reply.text == "done" and reply.usage.input_tokens == 7
+    with pytest.raises(TargetError, match=r"without `turn.completed`: Reconnecting\.\.\. 1/5"):
+        parse_events([Line(json.dumps(e), at=0.0) for e in events[:3]])
+
+
+def test_claude_failed_result_is_reported_in_words() -> None:
+    """Claude Code 2.1.197's last event after a refused key (with retries limited)."""
+    result = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": True,
+        "api_error_status": 401,
+        "result": "Invalid API key · Fix external API key",
+        "session_id": "s1",
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
+    with pytest.raises(TargetError) as caught:
+        parse_stream([Line(json.dumps(result), at=0.0)])
+    assert str(caught.value) == "Claude Code failed (API status 401): Invalid API key · Fix external API key"
+
+
+def test_codex_system_prompt_is_a_valid_toml_string() -> None:
+    """Codex parses `-c key=value` values as TOML (a value that does not parse is taken as raw text)."""
+    system = 'Say "hi" \\ then\n\ttab, émoji 😀, bell \x07, del \x7f, null \x00.'
+    assert tomllib.loads(f"developer_instructions={toml_string(system)}")["developer_instructions"] == system
+
+
+def test_agent_output_beyond_the_cap_ends_with_a_clear_message(
+    agent_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines have no length limit, the whole output has one (lowered here to 1 MB to test it).
+    The agent left a process outside its group that keeps writing to the pipe: the agent is
+    killed and convoeval moves on within `REAP_S`, without waiting for that pipe to close (on
+    Python 3.11 `process.wait()` alone waits for the pipes: forever here)."""
+    from convoeval.targets.agents import _process
+
+    monkeypatch.setattr(_process, "MAX_STDOUT", 2**20)
+    monkeypatch.setattr(_process, "REAP_S", 1.0)
+    pid_file = tmp_path / "escaped.pid"
+    writer = "import sys\nwhile True: sys.stdout.write('y' * 65536)"
+    fake = (
+        f"#!{sys.executable}\nimport subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {writer!r}], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "sys.stdout.write('x' * 2 * 2**20)\ntime.sleep(60)\n"
+    )
+    (agent_bin / "claude").write_text(fake)
+    suite = "tests:\n  - id: big\n    input: hello\n    assertions:\n      - {type: equals, value: done}\n"
+    started = time.monotonic()
+    try:
+        result, _ = run_suite(tmp_path, suite, "targets:\n  - {name: claude, provider: claude-code}\n", "claude")
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert time.monotonic() - started < 30
+    assert result.execution_status == "execution_error"
+    assert "claude: printed more than 1 MB on stdout; stopped it" in (result.error or ""), result.error

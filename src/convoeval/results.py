@@ -57,6 +57,14 @@ class ToolCall(Model):
     id: str | None = None
     duration_ms: float | None = None
     error: str | None = None
+    status: Literal["denied", "blocked"] | None = Field(
+        None, description="Set when the call did not run: denied by a permission rule, blocked by a sandbox."
+    )
+
+    @property
+    def ran(self) -> bool:
+        """Whether the tool really ran (denied or blocked calls are kept, but did not)."""
+        return self.status is None
 
 
 class Message(Model):
@@ -144,6 +152,8 @@ class ScoreEntry(Model):
     assertions: list[AssertionOutcome] = Field(default_factory=list)
     graders: list[GraderScore] = Field(default_factory=list)
     latency_ms: float | None = None
+    token_usage: Usage | None = Field(None, description="The target's tokens for this turn (turns only).")
+    cost_usd: float | None = Field(None, description="The target's cost of this turn (turns only).")
     session_id: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     captures: dict[str, object] = Field(default_factory=dict)

@@ -81,7 +81,8 @@ def grade(
         typer.Argument(
             help="A stored run (results .jsonl of `convoeval run -o`), recorded conversations (.jsonl: "
             "OpenAI messages or AgentV transcripts; .eval/.json: an Inspect log, a Langfuse export or "
-            "OpenTelemetry spans), or an eval file whose tests have `transcript:`.",
+            "OpenTelemetry spans; a Claude Code session or Codex rollout file, or a folder of them), "
+            "or an eval file whose tests have `transcript:`.",
             show_default=False,
         ),
     ],
@@ -109,9 +110,9 @@ def grade(
     own suite (kept with each result), or with --graders FILE instead."""
     args = ["run"]
     temporary: list[Path] = []
-    if file.suffix in (".jsonl", ".json", ".eval"):
+    if file.suffix in (".jsonl", ".json", ".eval") or file.is_dir():  # a folder: of agent session files
         try:
-            regrade = stored_run(file) if graders is None and file.suffix == ".jsonl" else None
+            regrade = stored_run(file) if graders is None and file.suffix == ".jsonl" and file.is_file() else None
             if regrade is not None:
                 paths, targets, temporary = write_regrade(regrade, file, state_dir(store) / "graded")
                 args += [*map(str, paths), "--targets", str(targets)]

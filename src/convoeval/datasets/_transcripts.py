@@ -6,7 +6,9 @@ Input, one JSON object a line:
 - convoeval results (`results.jsonl`): `{"test_id", "target", "output": [...]}`; each becomes
   one test named `<test_id>@<target>`, for re-judging a stored run with a new judge;
 - other tools' logs, told apart by their content (`_log_formats`): Inspect eval logs (`.eval`,
-  `.json`), AgentV transcript JSONL, Langfuse exports, OpenTelemetry GenAI spans.
+  `.json`), AgentV transcript JSONL, Langfuse exports, OpenTelemetry GenAI spans;
+- a Claude Code session file or a Codex rollout file (or a folder of them): one test each
+  (see `_agent_sessions`).
 
 `grading_suite` adds the graders (a YAML file with suite keys such as `turn_assertions`,
 `assertions`, `policy`, `execution`), or by default one judge check per turn
@@ -21,6 +23,7 @@ from typing import Any
 import yaml
 
 from ..errors import DatasetError
+from ._agent_sessions import agent_sessions_suite
 from ._common import read_jsonl
 from ._log_formats import log_reader
 
@@ -33,6 +36,9 @@ GRADER_KEYS = ("turn_assertions", "assertions", "policy", "execution", "metadata
 
 def import_transcripts(source: Path, log_format: str | None = None) -> dict[str, Any]:
     """One `transcript:` test per recorded conversation of `source`."""
+    sessions = agent_sessions_suite(source) if log_format is None else None
+    if sessions is not None:
+        return sessions
     reader = log_reader(source, log_format)
     if reader is not None:
         return _suite(

@@ -29,11 +29,16 @@ ArgsMatch = Literal["subset", "exact", "regex"]
 
 
 def calls_in(ctx: GradeContext, turn: int | None = None) -> list[ToolCall]:
-    """The tool calls an assertion looks at: this reply's, or the conversation's (one turn's)."""
+    """The tool calls an assertion looks at: this reply's, or the conversation's (one turn's);
+    calls that did not run (denied, blocked) do not count."""
     if ctx.level == "turn" and turn is None:
-        return list(ctx.reply.tool_calls) if ctx.reply is not None else []
+        return [c for c in ctx.reply.tool_calls if c.ran] if ctx.reply is not None else []
     return [
-        call for m in ctx.transcript if m.source == "tool" and (turn is None or m.turn == turn) for call in m.tool_calls
+        call
+        for m in ctx.transcript
+        if m.source == "tool" and (turn is None or m.turn == turn)
+        for call in m.tool_calls
+        if call.ran
     ]
 
 

@@ -151,6 +151,7 @@ async def grade_turn(
     assert ctx.reply is not None and ctx.turn is not None
     scores = await evaluate_all(turn.assertions, ctx) + extra
     entry = record.apply(combine(f"turn-{ctx.turn}", "turn", scores, ctx.threshold, latency_ms=ctx.reply.latency_ms))
+    entry.token_usage, entry.cost_usd = ctx.reply.usage, ctx.reply.cost_usd
     if report is not None:
         report(ctx.turn, entry, ctx.reply)
     return entry

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from ._agent_cli import AgentCli
     from ._claude import ClaudeCodeTarget, parse_stream
     from ._cli import CliTarget
     from ._codex import CodexTarget, parse_events
+    from ._codex_rollout import RolloutTurn, find_rollout, read_turns
     from ._http import HttpAgentTarget
     from ._process import Line, agent_env
     from ._python import PythonTarget
@@ -20,9 +22,11 @@ if TYPE_CHECKING:
 __getattr__ = lazy_attributes(
     __name__,
     {
+        "._agent_cli": ("AgentCli",),
         "._claude": ("ClaudeCodeTarget", "parse_stream"),
         "._cli": ("CliTarget",),
         "._codex": ("CodexTarget", "parse_events"),
+        "._codex_rollout": ("RolloutTurn", "find_rollout", "read_turns"),
         "._http": ("HttpAgentTarget",),
         "._process": ("Line", "agent_env"),
         "._python": ("PythonTarget",),
@@ -32,15 +36,19 @@ __getattr__ = lazy_attributes(
 )
 
 __all__ = [
+    "AgentCli",
     "ClaudeCodeTarget",
     "CliTarget",
     "CodexTarget",
     "HttpAgentTarget",
     "Line",
     "PythonTarget",
+    "RolloutTurn",
     "ToolAgent",
     "ToolBox",
     "agent_env",
+    "find_rollout",
     "parse_events",
     "parse_stream",
+    "read_turns",
 ]

@@ -1,22 +1,25 @@
-"""Claude Code in headless mode: `claude -p PROMPT --output-format stream-json --verbose`.
+"""Claude Code in headless mode: `claude -p --output-format stream-json --verbose -- PROMPT`.
 
-Turn 1 starts a session; later turns add `--resume SESSION_ID`. The stream is one JSON event
-a line: `system`/`init` (the `session_id`), `assistant` messages whose content blocks are
-`text` and `tool_use`, `user` messages carrying `tool_result` blocks, and a final `result`
-(`result` text, `session_id`, `total_cost_usd`, `usage`, `is_error`).
+Turn 1 starts a session; later turns add `--resume SESSION_ID`. The system prompt is passed
+with `--append-system-prompt` on every turn (Claude Code does not keep it in the session).
+The stream is one JSON event a line (the Agent SDK's message types): `system`/`init` (the
+`session_id`), `system`/`api_retry` (`attempt`, `error_status`: a 401 or 403 stops the CLI at
+once instead of waiting for its retries), `assistant` messages whose content blocks are `text`
+and `tool_use`, `user` messages carrying `tool_result` blocks, and a final `result` (`result`
+text, `session_id`, `total_cost_usd` and `usage` of this run, `is_error`, `api_error_status`,
+`permission_denials`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ...results import ToolCall, Usage
-from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
-from .._settings import settings_of
-from ._process import Line, agent_env, failure, run_command, work_dir
-from ._replies import prompt_text
-from ._settings import AgentCliSettings
+from .._base import ChatReply, ChatRequest, TargetError, provider
+from ._agent_cli import AgentCli
+from ._process import Finished, Line, failure
 
 #: Variables Claude Code reads for its credentials and endpoint.
 CLAUDE_ENV = (
@@ -27,119 +30,153 @@ CLAUDE_ENV = (
     "CLAUDE_CODE_USE_VERTEX",
     "CLAUDE_CONFIG_DIR",
 )
+#: API answers that no retry will fix.
+FATAL_STATUS = {401: "the API key was refused", 403: "the API key has no access"}
 
 
 @provider("claude-code")
-class ClaudeCodeTarget:
+class ClaudeCodeTarget(AgentCli):
     """Settings (targets file): `model` (passed as `--model`), `executable` (default
     `claude`), `args` (extra arguments, e.g. `[--permission-mode, acceptEdits]`), `cwd`
     (default: the conversation's workspace, else the current directory), `timeout_s`,
     `env` / `env_passthrough` (see `agent_env`)."""
 
-    session = "resume"
-    cacheable = False
-    settings_model = AgentCliSettings
-
-    def __init__(self, config: TargetConfig):
-        self.config = config
-        self.name = config.name
-        self.settings: AgentCliSettings = settings_of(config)
-        self.executable = self.settings.executable or "claude"
-        self.args = self.settings.args
+    default_executable = "claude"
+    env_names = CLAUDE_ENV
 
     def argv(self, request: ChatRequest) -> list[str]:
-        system, prompt = prompt_text(request.messages)
-        argv = [self.executable, "-p", prompt, "--output-format", "stream-json", "--verbose"]
+        system, prompt = self.prompt(request)
+        argv = [self.executable, "-p", "--output-format", "stream-json", "--verbose"]
         if request.session_id:
             argv += ["--resume", request.session_id]
-        if system and not request.session_id:
+        if system:
             argv += ["--append-system-prompt", system]
         if self.config.model:
             argv += ["--model", self.config.model]
-        return argv + self.args
+        return [*argv, *self.args, "--", prompt]
 
-    async def chat(self, request: ChatRequest) -> ChatReply:
-        env, secrets = agent_env(self.config, self.settings, CLAUDE_ENV)
-        cwd = request.workdir or work_dir(self.config, self.settings.cwd)
-        finished = await run_command(
-            self.argv(request), cwd=cwd, env=env, timeout_s=self.config.timeout_s, name=self.name, secrets=secrets
+    def watcher(self) -> Callable[[Line], str | None]:
+        return stop_on_fatal_retry
+
+    def explain_timeout(self, lines: list[Line]) -> str | None:
+        retries = [e for e in map(_event, (line.text for line in lines if '"api_retry"' in line.text)) if e]
+        if not retries:
+            return None
+        last = retries[-1]
+        return (
+            f"Claude Code was retrying the API: attempt {last.get('attempt')} of {last.get('max_retries')}, "
+            f"status {last.get('error_status')} ({last.get('error')})"
         )
+
+    def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
             reply = parse_stream(finished.lines)
         except TargetError as exc:
-            if finished.returncode:
-                raise failure(self.name, finished, secrets) from None
+            if finished.returncode and "without a `result`" in str(exc):
+                raise failure(self.name, finished) from None
             raise TargetError(f"{self.name}: {exc}") from None
-        if finished.returncode and not reply.text:
-            raise failure(self.name, finished, secrets)
-        reply.latency_ms = reply.latency_ms or finished.duration_ms
         return reply
 
-    async def aclose(self) -> None:
+
+def stop_on_fatal_retry(line: Line) -> str | None:
+    """A message when Claude Code is about to retry a request the API refused for good."""
+    if '"api_retry"' not in line.text:
         return None
+    event = _event(line.text) or {}
+    status = event.get("error_status")
+    if event.get("subtype") != "api_retry" or status not in FATAL_STATUS:
+        return None
+    return (
+        f"Claude Code: the API answered {status} ({event.get('error') or FATAL_STATUS[status]}): "
+        f"{FATAL_STATUS[status]}; stopped instead of retrying (check ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL)"
+    )
 
 
 def parse_stream(lines: list[Line]) -> ChatReply:
     """The reply in a stream-json transcript.
 
     Raises:
-        TargetError: no `result` event, or a result that reports an error.
+        TargetError: no `result` event, or a result that reports an error (in words: the API
+            status and Claude Code's message).
     """
-    texts: list[str] = []
     calls: dict[str, ToolCall] = {}
-    started: dict[str, float] = {}
+    texts: list[str] = []
     session_id: str | None = None
     result: dict[str, Any] | None = None
+    retries: list[dict[str, Any]] = []
+    started: dict[str, float] = {}
     for line in lines:
         event = _event(line.text)
         if event is None:
             continue
         session_id = event.get("session_id") or session_id
         kind = event.get("type")
-        content = (event.get("message") or {}).get("content") or []
-        if kind == "assistant":
-            for block in content if isinstance(content, list) else []:
-                if block.get("type") == "text" and block.get("text"):
-                    texts.append(block["text"])
-                elif block.get("type") == "tool_use":
-                    call_id = str(block.get("id") or len(calls))
-                    calls[call_id] = ToolCall(
-                        name=str(block.get("name", "")), arguments=block.get("input") or {}, id=call_id
-                    )
-                    started[call_id] = line.at
-        elif kind == "user":
-            for block in content if isinstance(content, list) else []:
-                if block.get("type") == "tool_result" and str(block.get("tool_use_id")) in calls:
-                    call_id = str(block["tool_use_id"])
-                    output = _result_text(block.get("content"))
-                    calls[call_id].output = output
-                    calls[call_id].duration_ms = round((line.at - started[call_id]) * 1000, 3)
-                    if block.get("is_error"):
-                        calls[call_id].error = output[:500] or "tool error"
+        if kind in ("assistant", "user"):
+            _read_message(event, line.at, calls, started, texts)
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            retries.append(event)
         elif kind == "result":
             result = event
     if result is None:
-        raise TargetError("the stream ended without a `result` event")
+        last = f" (last API retry: status {retries[-1].get('error_status')})" if retries else ""
+        raise TargetError(f"the stream ended without a `result` event{last}")
     if result.get("is_error") or str(result.get("subtype", "success")) != "success":
-        raise TargetError(
-            f"Claude Code reported {result.get('subtype', 'an error')}: {str(result.get('result') or '')[:300]}"
-        )
-    usage = result.get("usage") or {}
+        raise TargetError(result_error(result))
+    for denial in result.get("permission_denials") or []:
+        call = calls.get(str(denial.get("tool_use_id"))) if isinstance(denial, dict) else None
+        if call is not None:
+            call.status = "denied"
     return ChatReply(
         text=str(result.get("result") if result.get("result") is not None else "\n\n".join(texts)),
-        usage=Usage(
-            input_tokens=sum(
-                int(usage.get(k) or 0)
-                for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-            ),
-            output_tokens=int(usage.get("output_tokens") or 0),
-        ),
+        usage=claude_usage(result.get("usage") or {}),
         cost_usd=float(result.get("total_cost_usd") or result.get("cost_usd") or 0.0),
         latency_ms=float(result.get("duration_ms") or 0.0),
         tool_calls=list(calls.values()),
         session_id=str(result.get("session_id") or session_id or "") or None,
         finish_reason=str(result.get("subtype")),
     )
+
+
+def claude_usage(usage: dict[str, Any]) -> Usage:
+    """Tokens of an Anthropic `usage`: input counts cache writes and reads too."""
+    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return Usage(
+        input_tokens=sum(int(usage.get(k) or 0) for k in keys), output_tokens=int(usage.get("output_tokens") or 0)
+    )
+
+
+def result_error(result: dict[str, Any]) -> str:
+    """A failed `result` event in words: `Claude Code failed (API status 401): Invalid API key`."""
+    status = result.get("api_error_status")
+    subtype = str(result.get("subtype") or "error")
+    what = f"API status {status}" if status else ("error" if subtype == "success" else subtype)
+    text = result.get("result")
+    errors = result.get("errors")
+    detail = str(text) if isinstance(text, str) and text.strip() else "; ".join(str(e) for e in errors or [])
+    return f"Claude Code failed ({what})" + (f": {detail.strip()[:500]}" if detail.strip() else "")
+
+
+def _read_message(
+    event: dict[str, Any], at: float, calls: dict[str, ToolCall], started: dict[str, float], texts: list[str]
+) -> None:
+    """Text and tool calls of an `assistant` message; tool results of a `user` message."""
+    content = (event.get("message") or {}).get("content") or []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and block.get("text") and event.get("type") == "assistant":
+            texts.append(block["text"])
+        elif block.get("type") == "tool_use":
+            call_id = str(block.get("id") or len(calls))
+            calls[call_id] = ToolCall(name=str(block.get("name", "")), arguments=block.get("input") or {}, id=call_id)
+            started[call_id] = at
+        elif block.get("type") == "tool_result" and str(block.get("tool_use_id")) in calls:
+            call_id = str(block["tool_use_id"])
+            output = _result_text(block.get("content"))
+            calls[call_id].output = output
+            calls[call_id].duration_ms = round((at - started[call_id]) * 1000, 1)
+            if block.get("is_error"):
+                calls[call_id].error = output[:500] or "tool error"
 
 
 def _event(text: str) -> dict[str, Any] | None:

@@ -1,108 +1,171 @@
-"""OpenAI Codex CLI: `codex exec --json PROMPT`, later turns `codex exec resume THREAD_ID --json PROMPT`.
+"""OpenAI Codex CLI: `codex exec --json [OPTIONS] -- PROMPT`, later turns
+`codex exec --json [OPTIONS] resume THREAD_ID -- PROMPT` (options before the subcommand).
+The system prompt is Codex's `developer_instructions` (`-c`), given on every turn.
 
-Events (one JSON object a line): `thread.started` (`thread_id`), `turn.started`,
-`item.started` / `item.updated` / `item.completed` with an `item` of type `agent_message`
-(text), `reasoning`, `command_execution` (command, aggregated_output, exit_code),
-`file_change` (changes), `mcp_tool_call` (server, tool, arguments, result, error),
-`web_search` (query), `todo_list`, `error`; then `turn.completed` (`usage`) or `turn.failed`
-(`error.message`); a top-level `error` event is fatal.
+Events (`codex exec --json`, one JSON object a line): `thread.started` (`thread_id`),
+`turn.started`, `item.started` / `item.updated` / `item.completed` with an `item` of type
+`agent_message` (text), `reasoning`, `command_execution` (command, aggregated_output,
+exit_code), `file_change` (changes), `mcp_tool_call` (server, tool, arguments, result, error),
+`web_search` (query), `todo_list`, `error` (a warning); then `turn.completed` (`usage`) or
+`turn.failed` (`error.message`). A top-level `error` is not the end of the turn: Codex prints
+`Reconnecting... 1/5` for retries it may recover from, so only a turn without `turn.completed`
+fails (with the last error it printed). After `exec resume`, `turn.completed.usage` is the
+thread's running total; the turn's own figures come from the rollout file Codex writes
+(`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-THREAD.jsonl`, see `_codex_rollout`), or the
+difference with the previous total. The rollout also shows the commands Codex's sandbox
+blocked, which the event stream leaves out: they are kept with `status: blocked`.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from typing import Any
 
 from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
-from .._settings import settings_of
-from ._process import Line, agent_env, failure, run_command, work_dir
-from ._replies import prompt_text
-from ._settings import AgentCliSettings
+from ._agent_cli import AgentCli
+from ._codex_rollout import RolloutTurn, find_rollout, read_last_turn
+from ._process import Finished, Line, failure
 
 #: Variables Codex reads for its credentials and configuration.
 CODEX_ENV = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
 
 
 @provider("codex")
-class CodexTarget:
-    """Settings: `model` (`--model`), `executable` (default `codex`), `args` (extra arguments
-    after `exec`, e.g. `[--skip-git-repo-check, --sandbox, workspace-write]`), `cwd`,
-    `timeout_s`, `env` / `env_passthrough`, prices per million tokens (cost from usage)."""
+class CodexTarget(AgentCli):
+    """Settings: `model` (`--model`), `executable` (default `codex`), `args` (options of
+    `codex exec`, placed before `resume`, e.g. `[--skip-git-repo-check, --sandbox,
+    workspace-write]`), `cwd`, `timeout_s`, `env` / `env_passthrough`, prices per million
+    tokens (cost from usage)."""
 
-    session = "resume"
-    cacheable = False
-    settings_model = AgentCliSettings
+    default_executable = "codex"
+    env_names = CODEX_ENV
 
     def __init__(self, config: TargetConfig):
-        self.config = config
-        self.name = config.name
-        self.settings: AgentCliSettings = settings_of(config)
-        self.executable = self.settings.executable or "codex"
-        self.args = self.settings.args
+        super().__init__(config)
+        self._totals: dict[str, Usage] = {}
 
     def argv(self, request: ChatRequest) -> list[str]:
-        system, prompt = prompt_text(request.messages)
-        if system and not request.session_id:
-            prompt = f"{system}\n\n{prompt}"
-        argv = [self.executable, "exec"]
-        if request.session_id:
-            argv += ["resume", request.session_id]
-        argv.append("--json")
+        system, prompt = self.prompt(request)
+        argv = [self.executable, "exec", "--json"]
         if self.config.model:
             argv += ["--model", self.config.model]
-        return [*argv, *self.args, prompt]
+        if system:
+            argv += ["-c", f"developer_instructions={toml_string(system)}"]
+        argv += self.args
+        if request.session_id:
+            argv += ["resume", request.session_id]
+        return [*argv, "--", prompt]
 
-    async def chat(self, request: ChatRequest) -> ChatReply:
-        env, secrets = agent_env(self.config, self.settings, CODEX_ENV)
-        cwd = request.workdir or work_dir(self.config, self.settings.cwd)
-        finished = await run_command(
-            self.argv(request), cwd=cwd, env=env, timeout_s=self.config.timeout_s, name=self.name, secrets=secrets
-        )
+    def watcher(self) -> Callable[[Line], str | None]:
+        return stop_on_refused_key
+
+    def explain_timeout(self, lines: list[Line]) -> str | None:
+        errors = [e for e in map(_event, (line.text for line in lines if '"type":"error"' in line.text)) if e]
+        return f"Codex's last error: {errors[-1].get('message')}" if errors else None
+
+    def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
             reply = parse_events(finished.lines, request.session_id)
         except TargetError as exc:
-            if finished.returncode and "turn.completed" in str(exc):
-                raise failure(self.name, finished, secrets) from None
+            if finished.returncode and "without `turn.completed`" in str(exc) and not _has_events(finished):
+                raise failure(self.name, finished) from None
             raise TargetError(f"{self.name}: {exc}") from None
+        total = reply.usage
+        previous = self._totals.get(reply.session_id or "")
+        if reply.session_id:
+            self._totals[reply.session_id] = total
+        rollout = find_rollout(env, reply.session_id)
+        turn = read_last_turn(rollout) if rollout is not None else None
+        reply.usage = _turn_usage(total, previous, turn)
+        if turn is not None:
+            _merge_rollout(reply, turn)
         prices = (self.config.price_input_per_mtok or 0.0, self.config.price_output_per_mtok or 0.0)
         reply.cost_usd = (reply.usage.input_tokens * prices[0] + reply.usage.output_tokens * prices[1]) / 1e6
-        reply.latency_ms = finished.duration_ms
         return reply
 
-    async def aclose(self) -> None:
+
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string: JSON's escapes are TOML's, non-ASCII stays as is, and
+    DEL (which JSON leaves raw and TOML refuses) is escaped too."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def stop_on_refused_key(line: Line) -> str | None:
+    """A message when Codex retries a request the API refused for good (401, 403): no retry
+    will fix a bad key, so the turn ends at once instead of after Codex's five reconnects."""
+    if not line.text.startswith('{"type":"error"') or not _REFUSED.search(line.text):
         return None
+    event = _event(line.text) or {}
+    message = _RETRY_PREFIX.sub("", str(event.get("message") or "")).rstrip(")")
+    return f"Codex: the API refused the key: {message}; stopped instead of retrying (check the provider's key)"
+
+
+_REFUSED = re.compile(r"status (401|403)\b")
+_RETRY_PREFIX = re.compile(r"^Reconnecting\.\.\. \d+/\d+ \(")
+
+
+def _has_events(finished: Finished) -> bool:
+    return any(line.text.startswith('{"type":"turn.') for line in finished.lines)
+
+
+def _turn_usage(total: Usage, previous: Usage | None, turn: RolloutTurn | None) -> Usage:
+    """This turn's tokens: the rollout's own count, else the growth of the running total."""
+    if turn is not None and turn.usage is not None:
+        return turn.usage
+    if previous is not None:
+        return Usage(
+            input_tokens=max(0, total.input_tokens - previous.input_tokens),
+            output_tokens=max(0, total.output_tokens - previous.output_tokens),
+        )
+    return total  # the first turn of a thread (or a resumed thread whose total is unknown)
+
+
+def _merge_rollout(reply: ChatReply, turn: RolloutTurn) -> None:
+    """Codex's own duration of each command (the event stream has none), and the commands its
+    sandbox blocked (the event stream leaves them out)."""
+    commands = [c for c in reply.tool_calls if c.name == "command_execution"]
+    for call in turn.commands:
+        same = next((c for c in commands if c.arguments == call.arguments), None)
+        if same is not None:
+            commands.remove(same)
+            same.duration_ms = call.duration_ms if call.duration_ms is not None else same.duration_ms
+        elif call.status == "blocked":
+            reply.tool_calls.append(call)
 
 
 def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
-    """The reply in a `codex exec --json` event stream.
+    """The reply in a `codex exec --json` event stream (`usage` as printed: after a resume,
+    the thread's running total).
 
     Raises:
-        TargetError: `turn.failed`, a top-level `error`, or no `turn.completed`.
+        TargetError: `turn.failed`, or no `turn.completed` (with the last `error` printed).
     """
     texts: list[str] = []
     calls: dict[str, ToolCall] = {}
     started: dict[str, float] = {}
     usage: Usage | None = None
+    errors: list[str] = []
     for line in lines:
         event = _event(line.text)
         if event is None:
             continue
         kind = event.get("type")
+        raw_item = event.get("item")
+        item: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
         if kind == "thread.started":
             thread_id = str(event.get("thread_id") or "") or thread_id
-        elif kind == "item.started" and isinstance(event.get("item"), dict):
-            started[str(event["item"].get("id"))] = line.at
-        elif kind == "item.completed" and isinstance(event.get("item"), dict):
-            item = event["item"]
+        elif kind == "item.started":
+            started[str(item.get("id"))] = line.at
+        elif kind == "item.completed":
             if item.get("type") == "agent_message" and item.get("text"):
                 texts.append(str(item["text"]))
             call = _tool_call(item)
             if call is not None:
-                item_id = str(item.get("id"))
-                if item_id in started:
-                    call.duration_ms = round((line.at - started[item_id]) * 1000, 3)
-                calls[item_id] = call
+                call.duration_ms = _duration(started.get(str(item.get("id"))), line.at)
+                calls[str(item.get("id"))] = call
         elif kind == "turn.completed":
             data = event.get("usage") or {}
             usage = Usage(
@@ -110,12 +173,21 @@ def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
             )
         elif kind == "turn.failed":
             message = (event.get("error") or {}).get("message", "") if isinstance(event.get("error"), dict) else ""
-            raise TargetError(f"Codex turn failed: {message or 'no message'}")
+            raise TargetError(f"Codex turn failed: {message or (errors[-1] if errors else 'no message')}")
         elif kind == "error":
-            raise TargetError(f"Codex error: {event.get('message') or 'no message'}")
+            errors.append(str(event.get("message") or "no message"))
     if usage is None:
-        raise TargetError("the event stream ended without `turn.completed`")
+        last = f": {errors[-1]}" if errors else ""
+        raise TargetError(f"the event stream ended without `turn.completed`{last}")
     return ChatReply(text="\n\n".join(texts), usage=usage, tool_calls=list(calls.values()), session_id=thread_id)
+
+
+def _duration(start: float | None, end: float) -> float | None:
+    """Milliseconds between an item's start and end lines; None when they came together (the
+    pipe delivered both at once: no measure at all, rather than a made-up 0.01 ms)."""
+    if start is None or end - start < 0.001:
+        return None
+    return round((end - start) * 1000, 1)
 
 
 def _tool_call(item: dict[str, Any]) -> ToolCall | None:

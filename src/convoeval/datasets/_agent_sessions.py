@@ -1,0 +1,165 @@
+"""Coding-agent sessions as recorded conversations: Claude Code session files and Codex
+rollout files (one, or all those in a folder), each read as one `transcript:` test with its
+tool calls and their results.
+
+- Claude Code writes `~/.claude/projects/<project>/<session id>.jsonl`: one record a line;
+  `user` and `assistant` records carry an Anthropic `message` (text, `tool_use` blocks;
+  `tool_result` blocks in the next `user` record); other records (`queue-operation`,
+  `attachment`, `system`, `ai-title`, `last-prompt`, ...) and side chains (`isSidechain`,
+  sub-agents) and meta messages (`isMeta`) are not the conversation and are skipped.
+- Codex writes `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl` (read by
+  `convoeval.targets.agents.read_turns`): turns of user and agent messages, commands
+  (blocked ones marked `status: blocked`) and function calls with their outputs.
+
+Tool calls become convoeval tool messages (`role: tool` with `tool_calls: [{name, arguments,
+output, error, status}]`), so tool checks grade them as they would a live run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetError
+from ..results import ToolCall
+from ..targets.agents import read_turns
+
+Messages = list[dict[str, Any]]
+
+
+def agent_sessions_suite(source: Path) -> dict[str, Any] | None:
+    """The suite of one session file, or of every session file in a folder (a Claude Code
+    project folder, `~/.codex/sessions`, ...); None when `source` is another kind of file.
+
+    Raises:
+        DatasetError: a session file with a broken line, a lone session without a user message
+            and an agent reply, or a folder without session files.
+    """
+    if source.is_dir():
+        found = [(path, agent_session(path)) for path in sorted(source.rglob("*.jsonl"))]
+        sessions = [(path, session) for path, session in found if session is not None]
+        tests = [_test(*session) for _, session in sessions if _gradable(session[1])]
+        if not tests:
+            raise DatasetError(f"{source}:1: no Claude Code session or Codex rollout file with a reply in this folder")
+        left = len(sessions) - len(tests)
+        note = f" ({left} without a user message and an agent reply left out)" if left else ""
+        return {"name": source.name, "description": f"The agent sessions in {source}{note}", "tests": tests}
+    session = agent_session(source) if source.is_file() else None
+    if session is None:
+        return None
+    if not _gradable(session[1]):
+        raise DatasetError(f"{source}:1: the session has no user message with an agent reply")
+    return {"name": source.stem, "description": f"The agent session {source.name}", "tests": [_test(*session)]}
+
+
+def _gradable(messages: Messages) -> bool:
+    return {"user", "assistant"} <= {m["role"] for m in messages}
+
+
+def _test(test_id: str, messages: Messages, metadata: dict[str, Any]) -> dict[str, Any]:
+    return {"id": test_id, "transcript": messages, "metadata": metadata}
+
+
+def agent_session(source: Path) -> tuple[str, Messages, dict[str, Any]] | None:
+    """`(test id, messages, metadata)` of a Claude Code session or Codex rollout file; None
+    when `source` is neither."""
+    first = _first_record(source)
+    if first is None:
+        return None
+    if first.get("type") == "session_meta" or (isinstance(first.get("payload"), dict) and "timestamp" in first):
+        return _codex(source)
+    if "sessionId" in first or first.get("type") in ("summary", "queue-operation", "ai-title"):
+        return _claude(source)
+    return None
+
+
+def _first_record(source: Path) -> dict[str, Any] | None:
+    try:
+        with source.open(encoding="utf-8", errors="replace") as lines:
+            for text in lines:
+                if text.strip():
+                    record = json.loads(text)
+                    return record if isinstance(record, dict) else None
+    except (OSError, json.JSONDecodeError):
+        return None
+    return None
+
+
+def _records(source: Path, kind: str) -> list[dict[str, Any]]:
+    """The JSON objects of a session file, one a line (a line that is not one is an error)."""
+    records = []
+    with source.open(encoding="utf-8", errors="replace") as lines:
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError:
+                record = None
+            if not isinstance(record, dict):
+                raise DatasetError(f"{source}:{number}: not a JSON object (a {kind} file has one a line)")
+            records.append(record)
+    return records
+
+
+def _claude(source: Path) -> tuple[str, Messages, dict[str, Any]]:
+    """A Claude Code session file as messages."""
+    messages: Messages = []
+    calls: dict[str, ToolCall] = {}
+    session = source.stem
+    for record in _records(source, "Claude Code session"):
+        if record.get("isSidechain") or record.get("isMeta"):
+            continue
+        session = str(record.get("sessionId") or session)
+        message = record.get("message")
+        if record.get("type") in ("user", "assistant") and isinstance(message, dict):
+            _claude_message(message, messages, calls, is_error=bool(record.get("isApiErrorMessage")))
+    return f"claude-code-{session}", messages, {"agent": "claude-code", "session_id": session}
+
+
+def _claude_message(message: dict[str, Any], messages: Messages, calls: dict[str, ToolCall], is_error: bool) -> None:
+    content = message.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    role = message.get("role")
+    texts = [str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    if role == "user" and texts:
+        messages.append({"role": "user", "content": "\n".join(texts)})
+    elif role == "assistant" and texts and not is_error:
+        messages.append({"role": "assistant", "content": "\n".join(texts)})
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_use":
+            call_id = str(block.get("id"))
+            calls[call_id] = ToolCall(
+                name=str(block.get("name", "tool")), arguments=block.get("input") or {}, id=call_id
+            )
+        elif block.get("type") == "tool_result" and str(block.get("tool_use_id")) in calls:
+            call = calls[str(block["tool_use_id"])]
+            output = block.get("content")
+            if isinstance(output, list):
+                output = "\n".join(str(b.get("text", "")) for b in output if isinstance(b, dict))
+            call.output = output
+            if block.get("is_error"):
+                call.error = str(output or "tool error")[:500]
+            messages.append(_tool_message(call))
+
+
+def _codex(source: Path) -> tuple[str, Messages, dict[str, Any]]:
+    """A Codex rollout file as messages."""
+    records = [r for r in _records(source, "Codex rollout") if isinstance(r.get("payload"), dict)]
+    meta: dict[str, Any] = next((r["payload"] for r in records if r.get("type") == "session_meta"), {})
+    thread = str(meta.get("id") or source.stem.rsplit("-", 5)[-1])
+    messages: Messages = []
+    for turn in read_turns(records):
+        messages += [{"role": "user", "content": text} for text in turn.user]
+        messages += [_tool_message(call) for call in turn.calls]
+        if turn.texts:
+            messages.append({"role": "assistant", "content": "\n\n".join(turn.texts)})
+    return f"codex-{thread}", messages, {"agent": "codex", "session_id": thread}
+
+
+def _tool_message(call: ToolCall) -> dict[str, Any]:
+    output = call.output if isinstance(call.output, str) else json.dumps(call.output, default=str)
+    return {"role": "tool", "content": output or "", "tool_calls": [call.model_dump(mode="json", exclude_none=True)]}

@@ -1,0 +1,95 @@
+"""The common base of coding-agent CLIs resumed turn by turn (`claude-code`, `codex`).
+
+Each turn runs the CLI once: the first turn starts a session, later ones resume it by id.
+The prompt always follows `--`, so a message starting with `-` is text, never an option; the
+system prompt is given on every turn (the CLIs do not keep one given on the command line).
+Per-turn figures mean the same for every agent: `usage` and `cost_usd` are this turn's (not
+the session's running total), `latency_ms` is the wall-clock time of the CLI process, from
+its start to its exit (CLI start-up included), and tool calls that did not run (denied by a
+permission rule, blocked by a sandbox) are kept with a `status` and do not count as called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from .._base import ChatReply, ChatRequest, TargetConfig, TargetError
+from .._http import redact
+from .._settings import settings_of
+from ._process import Finished, Line, agent_env, run_command, work_dir
+from ._replies import prompt_text
+from ._settings import AgentCliSettings
+
+
+class AgentCli:
+    """A CLI agent target: subclasses say how to call it and how to read what it printed."""
+
+    session = "resume"
+    cacheable = False
+    settings_model = AgentCliSettings
+    #: The program run when the target names no `executable`.
+    default_executable: ClassVar[str] = ""
+    #: Variables of convoeval's environment the CLI gets (its credentials and configuration).
+    env_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, config: TargetConfig):
+        self.config = config
+        self.name = config.name
+        self.settings: AgentCliSettings = settings_of(config)
+        self.executable = self.settings.executable or self.default_executable
+        self.args = self.settings.args
+        #: The system prompt of each session: a resumed turn's request carries only the new
+        #: user message, and neither CLI keeps a system prompt given on the command line.
+        self._systems: dict[str, str] = {}
+
+    def prompt(self, request: ChatRequest) -> tuple[str, str]:
+        """`(system prompt, prompt)` of a turn; a resumed turn gets its session's system prompt."""
+        system, prompt = prompt_text(request.messages)
+        return system or self._systems.get(request.session_id or "", ""), prompt
+
+    def argv(self, request: ChatRequest) -> list[str]:
+        """The command line of one turn."""
+        raise NotImplementedError
+
+    def watcher(self) -> Callable[[Line], str | None] | None:
+        """A check of each printed line while the CLI runs; a message it returns stops the CLI."""
+        return None
+
+    def explain_timeout(self, lines: list[Line]) -> str | None:
+        """What the CLI was doing when it timed out (e.g. retrying an API error), if it said."""
+        return None
+
+    def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
+        """The turn's reply from what the CLI printed.
+
+        Raises:
+            TargetError: the CLI reported an error, or printed no complete turn.
+        """
+        raise NotImplementedError
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        env, secrets = agent_env(self.config, self.settings, self.env_names)
+        cwd = request.workdir or work_dir(self.config, self.settings.cwd)
+        finished = await run_command(
+            self.argv(request),
+            cwd=cwd,
+            env=env,
+            timeout_s=self.config.timeout_s,
+            name=self.name,
+            secrets=secrets,
+            watch=self.watcher(),
+            explain=self.explain_timeout,
+        )
+        try:
+            reply = self.reply(finished, request, env)
+        except TargetError as exc:  # every error path: the CLI's own key never leaves
+            raise TargetError(redact(str(exc), tuple(secrets))) from None
+        reply.latency_ms = finished.duration_ms
+        system, _ = self.prompt(request)
+        if system and reply.session_id:
+            self._systems[reply.session_id] = system
+        return reply
+
+    async def aclose(self) -> None:
+        return None

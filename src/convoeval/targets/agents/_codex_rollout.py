@@ -1,0 +1,164 @@
+"""Codex's rollout files: the record of a thread Codex writes as it works.
+
+`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl` (`CODEX_HOME` defaults to
+`~/.codex`), one JSON object a line: `{timestamp, type, payload}` with `type` one of
+`session_meta`, `turn_context`, `response_item` (what the model saw and said: `message`,
+`function_call` / `function_call_output`, `custom_tool_call` / `custom_tool_call_output`,
+`reasoning`), `event_msg` (`task_started` / `task_complete` around each turn, `item_completed`
+with `UserMessage`, `AgentMessage`, `CommandExecution` items, `token_count`) and
+`token_usage_record` (`turn_token_usage`: the turn's tokens so far). A command Codex's
+sandbox refused has its `function_call` and output but no `CommandExecution` item (the
+`exec --json` stream leaves it out too); it is read here as a call with `status: blocked`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...results import ToolCall, Usage
+
+#: Function calls that run a shell command.
+EXEC_TOOLS = ("exec_command", "shell", "container.exec", "local_shell")
+
+
+@dataclass
+class RolloutTurn:
+    """One turn of a rollout: the user's text, the agent's messages, its tool calls, its tokens."""
+
+    user: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage | None = None
+
+    @property
+    def commands(self) -> list[ToolCall]:
+        return [c for c in self.calls if c.name == "command_execution"]
+
+
+def find_rollout(env: dict[str, str], thread_id: str | None) -> Path | None:
+    """The rollout file of a thread under the CLI's `CODEX_HOME` (or `HOME/.codex`)."""
+    home = env.get("CODEX_HOME") or (str(Path(env["HOME"]) / ".codex") if env.get("HOME") else None)
+    if not home or not thread_id:
+        return None
+    found = sorted((Path(home) / "sessions").glob(f"*/*/*/rollout-*{thread_id}.jsonl"))
+    return found[-1] if found else None
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The JSON records of a rollout file (lines that are not JSON objects are skipped)."""
+    records = []
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for text in lines:
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("payload"), dict):
+                records.append(record)
+    return records
+
+
+def read_turns(records: list[dict[str, Any]]) -> list[RolloutTurn]:
+    """The turns of a rollout, in order."""
+    turns: list[RolloutTurn] = []
+    calls: dict[str, ToolCall] = {}
+    ran: set[str] = set()
+    for record in records:
+        kind, payload = record.get("type"), record["payload"]
+        sub = payload.get("type")
+        if kind == "event_msg" and sub == "task_started" or (not turns and kind == "response_item"):
+            _close(turns, calls, ran)
+            turns.append(RolloutTurn())
+            calls, ran = {}, set()
+        if not turns:
+            continue
+        turn = turns[-1]
+        if kind == "event_msg" and sub == "item_completed":
+            _item(turn, payload.get("item") or {}, calls, ran)
+        elif kind == "response_item":
+            _response_item(payload, calls)
+        elif kind == "token_usage_record" and isinstance(payload.get("turn_token_usage"), dict):
+            used = payload["turn_token_usage"]
+            turn.usage = Usage(
+                input_tokens=int(used.get("input_tokens") or 0), output_tokens=int(used.get("output_tokens") or 0)
+            )
+    _close(turns, calls, ran)
+    return [t for t in turns if t.user or t.texts or t.calls]
+
+
+def read_last_turn(path: Path) -> RolloutTurn | None:
+    """The newest turn of a rollout file."""
+    turns = read_turns(read_records(path))
+    return turns[-1] if turns else None
+
+
+def _item(turn: RolloutTurn, item: dict[str, Any], calls: dict[str, ToolCall], ran: set[str]) -> None:
+    """An `item_completed` event: the user's and the agent's messages, commands that ran."""
+    kind = item.get("type")
+    texts = [str(c.get("text", "")) for c in item.get("content") or [] if isinstance(c, dict)]
+    if kind == "UserMessage":
+        turn.user.append("\n".join(texts))
+    elif kind == "AgentMessage":
+        turn.texts.append("\n".join(texts))
+    elif kind == "CommandExecution":
+        call_id = str(item.get("id"))
+        ran.add(call_id)
+        command = item.get("command")
+        code = item.get("exit_code")
+        calls[call_id] = ToolCall(
+            name="command_execution",
+            arguments={"command": shlex.join(command) if isinstance(command, list) else str(command or "")},
+            output=item.get("aggregated_output", ""),
+            id=call_id,
+            duration_ms=_ms(item.get("duration")),
+            error=None if code in (0, None) and item.get("status") != "failed" else f"exit code {code}",
+        )
+
+
+def _response_item(payload: dict[str, Any], calls: dict[str, ToolCall]) -> None:
+    """A function call the model made, or its output."""
+    kind = payload.get("type")
+    call_id = str(payload.get("call_id"))
+    if kind in ("function_call", "custom_tool_call"):
+        raw = payload.get("arguments", payload.get("input"))
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else raw
+        except json.JSONDecodeError:
+            arguments = {"input": raw}
+        calls.setdefault(
+            call_id,
+            ToolCall(name=str(payload.get("name", "tool")), arguments=arguments if isinstance(arguments, dict) else {}),
+        )
+        calls[call_id].id = call_id
+    elif kind in ("function_call_output", "custom_tool_call_output") and call_id in calls:
+        output = payload.get("output")
+        if calls[call_id].name != "command_execution":
+            calls[call_id].output = output if isinstance(output, str) else json.dumps(output)
+        elif not calls[call_id].output:
+            calls[call_id].output = output
+
+
+def _close(turns: list[RolloutTurn], calls: dict[str, ToolCall], ran: set[str]) -> None:
+    """Finish a turn: shell calls that never ran as a command were blocked by the sandbox."""
+    if not turns:
+        return
+    for call_id, call in calls.items():
+        if call.name in EXEC_TOOLS and call_id not in ran:
+            command = call.arguments.get("cmd", call.arguments.get("command", ""))
+            output = call.output if isinstance(call.output, str) else ""
+            call.name = "command_execution"
+            call.arguments = {"command": shlex.join(command) if isinstance(command, list) else str(command)}
+            call.status = "blocked"
+            call.error = "blocked by the Codex sandbox" + (f": {output.strip()[-300:]}" if output.strip() else "")
+        turns[-1].calls.append(call)
+
+
+def _ms(duration: Any) -> float | None:
+    """A Rust `Duration` (`{secs, nanos}`) in milliseconds."""
+    if not isinstance(duration, dict):
+        return None
+    return round(int(duration.get("secs") or 0) * 1000 + int(duration.get("nanos") or 0) / 1e6, 3)

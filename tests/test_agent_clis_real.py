@@ -1,0 +1,389 @@
+"""The `claude-code` and `codex` providers driven through the REAL programs (pinned npm packages
+that `tools/install-agent-clis.sh` puts in `.tools/agent-clis/`, run by `.ci/run`), against
+loopback fake model servers this test owns (tests/agent_servers.py), with HOME a temp folder.
+
+Skipped (with the reason) only where npm itself is missing; with npm but no install, the
+tests fail and say how to install.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import convoeval
+from convoeval.results import EvaluationResult
+
+from .agent_servers import FakeAnthropic, FakeResponses, Rule
+from .conftest import REPO, write
+
+BIN = REPO / ".tools" / "agent-clis" / "node_modules" / ".bin"
+ANTHROPIC_KEY = "sk-ant-real-cli-SECRET-0001"
+OPENAI_KEY = "sk-openai-real-cli-SECRET-0002"
+SYSTEM = "You work for the ACME bookshop. SYSTEM-MARKER-7"
+
+
+@pytest.fixture(scope="session")
+def clis() -> dict[str, Path]:
+    """The installed real CLIs."""
+    if shutil.which("npm") is None:
+        pytest.skip(
+            "npm is missing: the real Claude Code and Codex CLIs install from npm (tools/install-agent-clis.sh)"
+        )
+    found = {name: BIN / name for name in ("claude", "codex")}
+    missing = [name for name, path in found.items() if not path.exists()]
+    assert not missing, f"{missing} not installed: run tools/install-agent-clis.sh (.ci/run does)"
+    return found
+
+
+@pytest.fixture
+def agent_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """HOME is a temp folder: the CLIs' sessions and settings land there."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    yield home
+
+
+def run_suite(tmp_path: Path, suite: str, target: dict, **options) -> tuple[EvaluationResult, str]:
+    path = write(tmp_path / "s.eval.yaml", suite)
+    write(tmp_path / "targets.yaml", json.dumps({"targets": [target]}))
+    (tmp_path / "work").mkdir(exist_ok=True)
+    out = tmp_path / "r.jsonl"
+    report = convoeval.run(path, target=target["name"], judge="scripted", cache=False, output=out, **options)
+    return report.results[0], out.read_text()
+
+
+ORDERS = """\
+tests:
+  - id: orders
+    mode: conversation
+    input:
+      - {role: system, content: "%(system)s"}
+    turns:
+      - input: Create an order for a book
+        capture: {name: order_id, regex: "(ORD-\\\\d+)"}
+        assertions:
+          - {type: tool-called, tool: %(tool)s}
+          - {type: contains, value: ORD-1042}
+      - input: "- what is the status of {{ order_id }}?"
+        assertions:
+          - {type: contains, value: "{{ order_id }} is shipped"}
+      - input: "--help me cancel {{ order_id }}"
+        assertions:
+          - {type: contains, value: cancelled}
+"""
+
+RULES = [
+    Rule("Create an order", "Created order ORD-1042."),
+    Rule(r"^- what is the status of ORD-1042\?$", "ORD-1042 is shipped."),
+    Rule(r"^--help me cancel ORD-1042$", "ORD-1042 is cancelled."),
+]
+
+
+def turn_calls(server: FakeAnthropic | FakeResponses, main_only: bool = True) -> list[list]:
+    """The model calls of each turn (a turn starts with a call whose newest item is the user's)."""
+    turns: list[list] = []
+    for record in server.model_calls:
+        if main_only and isinstance(server, FakeAnthropic) and server.is_side_request(record.body):
+            continue
+        if server.tool_output(record.body) is None:
+            turns.append([])
+        turns[-1].append(record)
+    return turns
+
+
+# Claude Code --------------------------------------------------------------------------------
+
+
+def claude_target(clis: dict[str, Path], **extra) -> dict:
+    return {
+        "name": "claude",
+        "provider": "claude-code",
+        "executable": str(clis["claude"]),
+        "args": ["--allowedTools", "Bash"],
+        "cwd": "work",
+        **extra,
+    }
+
+
+def test_claude_three_turns_resume_with_tools_and_keep_the_system_prompt(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+) -> None:
+    rules = [Rule("Create an order", "Created order {output}.", ("Bash", {"command": "echo ORD-1042"})), *RULES[1:]]
+    with FakeAnthropic(rules) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, raw = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis))
+    assert result.verdict == "pass", result.model_dump_json(indent=1)[:4000]
+    assert result.session == "resumed"
+    turns = [s for s in result.scores if s.type == "turn"]
+    assert turns[0].session_id and {t.session_id for t in turns} == {turns[0].session_id}
+    # The `-`-leading messages reached the model as text, one turn each.
+    per_turn = turn_calls(server)
+    assert [server.last_user_text(t[0].body) for t in per_turn] == [
+        "Create an order for a book",
+        "- what is the status of ORD-1042?",
+        "--help me cancel ORD-1042",
+    ]
+    # The system prompt was in every request of every turn, not only the first.
+    assert all(SYSTEM in server.system_text(r) for turn in per_turn for r in turn)
+    # Per-turn tokens are what the fake model reported for that turn's calls.
+    for entry, calls in zip(turns, per_turn, strict=True):
+        assert entry.token_usage is not None
+        assert entry.token_usage.input_tokens == sum(r.usage["input"] for r in calls)
+        assert entry.token_usage.output_tokens == sum(r.usage["output"] for r in calls)
+        assert entry.cost_usd and entry.cost_usd > 0 and entry.latency_ms and entry.latency_ms > 0
+    bash = turns[0].tool_calls[0]
+    assert bash.name == "Bash" and bash.output == "ORD-1042" and bash.status is None
+    assert ANTHROPIC_KEY not in raw
+    # Claude Code kept the session in HOME: it imports and grades as a transcript.
+    sessions = list((agent_home / ".claude" / "projects").glob("*/*.jsonl"))
+    assert [p.stem for p in sessions] == [turns[0].session_id]
+    grade_session(cli, tmp_path, sessions[0], "Bash", ["Create an order for a book", "ORD-1042 is cancelled."])
+    # A session cut in the middle of a line is an error with its file and line, not a traceback.
+    broken = write(tmp_path / "broken.jsonl", sessions[0].read_text() + '{"type": "user", "mess')
+    lines = len(broken.read_text().splitlines())
+    code, _, err = cli("import", "transcripts", broken, "-o", tmp_path / "b.eval.yaml")
+    assert code == 2 and f"broken.jsonl:{lines}: not a JSON object (a Claude Code session file" in err, err
+
+
+def test_claude_bad_key_is_reported_in_words_at_once(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeAnthropic(RULES, faults=["401"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        started = time.monotonic()
+        result, raw = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis))
+        elapsed = time.monotonic() - started
+    assert result.execution_status == "execution_error"
+    assert "401" in (result.error or "") and "API key" in (result.error or ""), result.error
+    assert "{" not in (result.error or "")  # words, not a quoted JSON event
+    assert elapsed < 60, elapsed  # Claude Code alone retries a 401 for over 2 minutes
+    assert ANTHROPIC_KEY not in raw
+
+
+def test_claude_api_error_result_is_reported_in_words(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With its retries limited (CLAUDE_CODE_MAX_RETRIES), Claude Code ends with a `result`
+    event that says the error; convoeval quotes its words."""
+    with FakeAnthropic(RULES, faults=["401"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(clis, env={"CLAUDE_CODE_MAX_RETRIES": "0"})
+        result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, target)
+    assert result.execution_status == "execution_error"
+    assert "Claude Code failed (API status 401): Invalid API key" in (result.error or ""), result.error
+
+
+def test_claude_recovers_from_a_server_error(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeAnthropic(RULES, faults=["500"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis))
+    assert [r.fault for r in server.model_calls if not server.is_side_request(r.body)][:2] == ["500", None]
+    assert result.execution_status != "execution_error", result.error
+    assert [s.verdict for s in result.scores if s.type == "turn"][1:] == ["pass", "pass"]
+
+
+def test_claude_cut_stream_is_an_error_in_words(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code does not retry a stream that ends mid-text: it reports a malformed response."""
+    with FakeAnthropic(RULES, faults=["cut"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis))
+    assert result.execution_status == "execution_error"
+    assert (result.error or "").startswith("turn 1: claude: Claude Code failed (error): API Error:"), result.error
+
+
+def test_claude_denied_tool_is_marked_and_not_counted(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite = """\
+tests:
+  - id: denied
+    mode: conversation
+    turns:
+      - input: Create an order for a book
+        assertions:
+          - {type: tool-not-called, tool: Bash}
+"""
+    rules = [Rule("Create an order", "Could not: {output}", ("Bash", {"command": "echo ORD-1042 > order.txt"}))]
+    with FakeAnthropic(rules) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, suite, claude_target(clis, args=[]))
+    call = result.scores[0].tool_calls[0]
+    assert call.name == "Bash" and call.status == "denied" and call.error
+    assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+    assert not (tmp_path / "work" / "order.txt").exists()
+
+
+def test_claude_hang_ends_at_the_timeout(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server error (retried), then no answer: the timeout says what Claude Code was doing."""
+    with FakeAnthropic(RULES, faults=["500", "hang"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis, timeout_s=8))
+    assert result.execution_status == "execution_error"
+    assert (result.error or "").endswith(
+        "timed out after 8 s (Claude Code was retrying the API: attempt 1 of 10, status 500 (server_error))"
+    ), result.error
+
+
+# Codex --------------------------------------------------------------------------------------
+
+
+def codex_target(clis: dict[str, Path], server: FakeResponses, tmp_path: Path, **extra) -> dict:
+    """Codex with a custom model provider on the fake server, and the recommended args. TMPDIR
+    is moved out of /tmp: Codex refuses to set up its sandbox helper when its home is under
+    the temp folder (as HOME is here)."""
+    (tmp_path / "tmpdir").mkdir(exist_ok=True)
+    provider = [
+        "-c", "model_provider=fake",
+        "-c", 'model_providers.fake.name="fake"',
+        "-c", f'model_providers.fake.base_url="{server.url}/v1"',
+        "-c", 'model_providers.fake.wire_api="responses"',
+        "-c", 'model_providers.fake.env_key="OPENAI_API_KEY"',
+    ]  # fmt: skip
+    return {
+        "name": "cx",
+        "provider": "codex",
+        "model": "gpt-fake",
+        "executable": str(clis["codex"]),
+        "args": ["--skip-git-repo-check", "--sandbox", "workspace-write", *provider],
+        "cwd": "work",
+        "env": {"TMPDIR": str(tmp_path / "tmpdir")},
+        **extra,
+    }
+
+
+def test_codex_three_turns_resume_with_the_recommended_args(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, cli
+) -> None:
+    command = {"cmd": "echo ORD-1042 > order.txt && cat order.txt"}
+    rules = [Rule("Create an order", "Created order {output}.", ("exec_command", command)), *RULES[1:]]
+    with FakeResponses(rules) as server:
+        result, raw = run_suite(
+            tmp_path, ORDERS % {"system": SYSTEM, "tool": "command_execution"}, codex_target(clis, server, tmp_path)
+        )
+    assert result.verdict == "pass", result.model_dump_json(indent=1)[:4000]
+    assert result.session == "resumed"
+    turns = [s for s in result.scores if s.type == "turn"]
+    assert turns[0].session_id and {t.session_id for t in turns} == {turns[0].session_id}
+    per_turn = turn_calls(server)
+    assert [server.last_user_text(t[0].body) for t in per_turn] == [
+        "Create an order for a book",
+        "- what is the status of ORD-1042?",
+        "--help me cancel ORD-1042",
+    ]
+    # The system prompt, as Codex's developer instructions, was in every request of every turn.
+    assert all(SYSTEM in server.instructions_text(r) for turn in per_turn for r in turn)
+    # Codex prints the thread's running total after a resume; convoeval reports each turn's own.
+    for entry, calls in zip(turns, per_turn, strict=True):
+        assert entry.token_usage is not None
+        assert entry.token_usage.input_tokens == sum(r.usage["input"] for r in calls)
+        assert entry.token_usage.output_tokens == sum(r.usage["output"] for r in calls)
+    command_call = turns[0].tool_calls[0]
+    assert command_call.name == "command_execution" and command_call.output == "ORD-1042\n"
+    assert (tmp_path / "work" / "order.txt").read_text() == "ORD-1042\n"
+    # Codex's own measure of the command (milliseconds), not the gap between two buffered lines.
+    rollout_text = next((agent_home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl")).read_text()
+    measured = json.loads(next(line for line in rollout_text.splitlines() if '"CommandExecution"' in line))
+    duration = measured["payload"]["item"]["duration"]
+    assert command_call.duration_ms == round(duration["secs"] * 1000 + duration["nanos"] / 1e6, 3)
+    assert OPENAI_KEY not in raw
+    rollouts = list((agent_home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))
+    assert len(rollouts) == 1 and turns[0].session_id in rollouts[0].name
+    grade_session(
+        cli, tmp_path, rollouts[0], "command_execution", ["Create an order for a book", "ORD-1042 is cancelled."]
+    )
+
+
+def test_codex_recovered_retries_are_not_errors(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
+    with FakeResponses(RULES, faults=["500", "cut"]) as server:
+        result, _ = run_suite(
+            tmp_path, ORDERS % {"system": SYSTEM, "tool": "command_execution"}, codex_target(clis, server, tmp_path)
+        )
+    assert [r.fault for r in server.model_calls][:3] == ["500", "cut", None]
+    assert result.execution_status != "execution_error", result.error
+    assert [s.verdict for s in result.scores if s.type == "turn"][1:] == ["pass", "pass"]
+
+
+def test_codex_bad_key_is_reported_in_words(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
+    with FakeResponses(RULES, faults=["401"]) as server:
+        started = time.monotonic()
+        result, raw = run_suite(
+            tmp_path, ORDERS % {"system": SYSTEM, "tool": "command_execution"}, codex_target(clis, server, tmp_path)
+        )
+        elapsed = time.monotonic() - started
+    assert result.execution_status == "execution_error"
+    assert (result.error or "").startswith("turn 1: cx: Codex: the API refused the key: unexpected status 401")
+    assert "Incorrect API key" in (result.error or ""), result.error
+    assert elapsed < 60 and len(server.model_calls) == 1  # stopped at the first refusal, not after 5 retries
+    assert OPENAI_KEY not in raw
+
+
+def test_codex_sandbox_blocked_command_is_marked(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
+    suite = """\
+tests:
+  - id: blocked
+    mode: conversation
+    turns:
+      - input: Create an order for a book
+        assertions:
+          - {type: tool-not-called, tool: command_execution}
+"""
+    rules = [Rule("Create an order", "Could not: {output}", ("exec_command", {"cmd": "echo hi > order.txt"}))]
+    with FakeResponses(rules) as server:
+        target = codex_target(clis, server, tmp_path)
+        target["args"] = [a if a != "workspace-write" else "read-only" for a in target["args"]]
+        result, _ = run_suite(tmp_path, suite, target)
+    call = result.scores[0].tool_calls[0]
+    assert call.status == "blocked" and call.arguments == {"command": "echo hi > order.txt"}
+    assert "Read-only file system" in (call.error or "")
+    assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+    assert not (tmp_path / "work" / "order.txt").exists()
+
+
+def test_codex_hang_ends_at_the_timeout(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
+    """A cut stream (Codex reconnects), then no answer: the timeout quotes Codex's last error."""
+    with FakeResponses(RULES, faults=["cut", "hang"]) as server:
+        target = codex_target(clis, server, tmp_path, timeout_s=8)
+        result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "command_execution"}, target)
+    assert result.execution_status == "execution_error"
+    assert "timed out after 8 s (Codex's last error: Reconnecting... 1/5 (stream disconnected" in (result.error or "")
+
+
+# Sessions as transcripts ---------------------------------------------------------------------
+
+
+def grade_session(cli, tmp_path: Path, session: Path, tool: str, texts: list[str]) -> None:
+    """`convoeval import transcripts` and `convoeval grade` on a session file: its turns
+    replayed, its tool calls checked."""
+    graders = write(
+        tmp_path / "graders.yaml",
+        f"assertions:\n  - {{type: tool_called_in_turn, turn: 1, tool: {tool}}}\n"
+        "  - {type: contains, value: cancelled}\n",
+    )
+    suite = tmp_path / "session.eval.yaml"
+    code, out, err = cli("import", "transcripts", session, "-o", suite)
+    assert code == 0 and "transcript:" in suite.read_text(), out + err
+    graded_file = tmp_path / "graded.jsonl"
+    code, out, err = cli("grade", session, "--graders", graders, "-o", graded_file)
+    assert code == 0, out + err
+    graded = json.loads(graded_file.read_text().splitlines()[0])
+    assert graded["verdict"] == "pass"
+    contents = [m["content"] for m in graded["output"]]
+    assert any(c.startswith(texts[0]) for c in contents) and texts[1] in contents
+    assert any(m["tool_calls"] and m["tool_calls"][0]["name"] == tool for m in graded["output"])

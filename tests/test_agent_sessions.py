@@ -1,0 +1,112 @@
+"""What the real agent CLIs print and write, recorded (tests/data/agents/real/SOURCE.txt), read
+by the providers' parsers and the session importer; these run without the CLIs installed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from convoeval.datasets._transcripts import import_transcripts
+from convoeval.errors import DatasetError
+from convoeval.targets.agents import Line, parse_events, parse_stream, read_turns
+from convoeval.targets.agents._codex_rollout import read_records
+
+from .conftest import DATA, write
+
+REAL = DATA / "agents" / "real"
+
+
+def lines(name: str) -> list[Line]:
+    return [Line(text, at=k * 0.01) for k, text in enumerate((REAL / name).read_text().splitlines())]
+
+
+def test_claude_turn_with_a_retried_server_error_and_a_tool() -> None:
+    reply = parse_stream(lines("claude-2.1.197-turn1.jsonl"))
+    assert reply.text == "Created order ORD-1042."
+    (bash,) = reply.tool_calls
+    assert bash.name == "Bash" and bash.arguments == {"command": "echo ORD-1042"} and bash.output == "ORD-1042"
+    assert bash.status is None and bash.error is None
+    assert reply.usage.input_tokens > 0 and reply.cost_usd > 0
+
+
+def test_claude_denied_tool_is_marked() -> None:
+    reply = parse_stream(lines("claude-2.1.197-turn2-denied.jsonl"))
+    (rm,) = reply.tool_calls
+    assert rm.name == "Bash" and rm.status == "denied" and not rm.ran
+    assert "was blocked" in (rm.error or "")
+
+
+def test_codex_turn_with_a_reconnect_completes() -> None:
+    reply = parse_events(lines("codex-0.169.0-turn1-reconnect.jsonl"))
+    assert reply.text.endswith("ORD-77.")
+    (command,) = reply.tool_calls
+    assert command.name == "command_execution" and command.output == "ORD-77\n"
+
+
+def test_codex_rollout_turns_hold_per_turn_usage_and_blocked_commands() -> None:
+    resumed = parse_events(lines("codex-0.169.0-turn2-blocked.jsonl"))
+    assert resumed.tool_calls == []  # the event stream leaves the blocked command out
+    first, second = read_turns(read_records(REAL / "codex-0.169.0-rollout.jsonl"))
+    assert first.user == ["Create an order for a book"] and second.user == ["- now the blocked one"]
+    # The stream's `turn.completed` after the resume is the thread's total; the rollout has the turn's own.
+    assert first.usage is not None and second.usage is not None
+    assert first.usage.input_tokens + second.usage.input_tokens == resumed.usage.input_tokens
+    (ran,) = first.calls
+    assert ran.status is None and ran.output == "ORD-77\n" and ran.duration_ms is not None
+    (blocked,) = second.calls
+    assert blocked.status == "blocked" and blocked.arguments == {"command": "echo hi > blocked.txt"}
+    assert "Read-only file system" in (blocked.error or "")
+
+
+@pytest.mark.parametrize(
+    ("name", "tool", "test_id"),
+    [
+        ("claude-2.1.197-session.jsonl", "Bash", "claude-code-"),
+        ("codex-0.169.0-rollout.jsonl", "command_execution", "codex-"),
+    ],
+)
+def test_session_files_import_as_transcripts(name: str, tool: str, test_id: str) -> None:
+    suite = import_transcripts(REAL / name)
+    (test,) = suite["tests"]
+    assert test["id"].startswith(test_id)
+    transcript = test["transcript"]
+    assert [m["role"] for m in transcript if m["role"] != "tool"] == ["user", "assistant", "user", "assistant"]
+    calls = [c for m in transcript if m["role"] == "tool" for c in m["tool_calls"]]
+    assert [c["name"] for c in calls] == [tool, tool]
+    assert calls[0]["output"].startswith("ORD-") and "status" not in calls[0]
+
+
+def test_a_session_file_with_a_broken_line_names_the_line(tmp_path: Path) -> None:
+    text = (REAL / "codex-0.169.0-rollout.jsonl").read_text()
+    broken = write(tmp_path / "rollout.jsonl", text + '{"timestamp": "2026-11-26T03:03:00Z", "type": "resp')
+    with pytest.raises(DatasetError, match=rf"rollout.jsonl:{len(text.splitlines()) + 1}: not a JSON object"):
+        import_transcripts(broken)
+    assert json.loads(text.splitlines()[0])["type"] == "session_meta"
+
+
+def test_a_folder_of_sessions_grades_each(tmp_path: Path, cli) -> None:
+    """`convoeval grade FOLDER`: every Claude Code session and Codex rollout file in it (the
+    recorded event streams beside them are not session files and are left alone)."""
+    graders = write(tmp_path / "graders.yaml", "assertions:\n  - {type: execution-metrics, max_tool_calls: 2}\n")
+    out = tmp_path / "graded.jsonl"
+    code, stdout, stderr = cli("grade", REAL, "--graders", graders, "-o", out)
+    assert code == 0, stdout + stderr
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    by_agent = {r["test_id"].split("-")[0]: r for r in results}
+    assert sorted(by_agent) == ["claude", "codex"] and all(r["verdict"] == "pass" for r in results)
+    tools = {
+        agent: [(c["name"], c.get("status")) for m in r["output"] if m["source"] == "tool" for c in m["tool_calls"]]
+        for agent, r in by_agent.items()
+    }
+    assert tools == {
+        "claude": [("Bash", None), ("Bash", None)],  # the session file does not say which call was denied
+        "codex": [("command_execution", None), ("command_execution", "blocked")],
+    }
+
+
+def test_a_folder_without_sessions_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path / "notes.jsonl", '{"messages": []}\n')
+    with pytest.raises(DatasetError, match="no Claude Code session or Codex rollout file"):
+        import_transcripts(tmp_path)
