@@ -36,13 +36,32 @@ def import_command(
     ] = None,
     recorded: Annotated[
         bool,
-        typer.Option("--recorded", help="tau-bench: the recorded trajectories as transcript tests, not scenarios."),
+        typer.Option("--recorded", help="tau-bench: the recorded trajectories of each task as the trials of its test."),
     ] = False,
+    policy: Annotated[
+        Path | None,
+        typer.Option(help="tau-bench (tau2-bench tasks.json): the domain policy (default: policy.md beside SOURCE)."),
+    ] = None,
+    judge_prompts: Annotated[
+        Path | None,
+        typer.Option(
+            "--judge-prompts",
+            help="mt-bench: FastChat's judge_prompts.jsonl, used as written (scores comparable with MT-Bench's).",
+        ),
+    ] = None,
 ) -> None:
     """Import a dataset as an eval file, then validate it."""
     try:
         suite = import_dataset(
-            kind, source, references=references, db=db, tools=tools, backend=backend, recorded=recorded or None
+            kind,
+            source,
+            references=references,
+            db=db,
+            tools=tools,
+            backend=backend,
+            recorded=recorded or None,
+            policy=policy,
+            judge_prompts=judge_prompts,
         )
     except DatasetError as exc:
         err.print(f"error: {exc}", markup=False, soft_wrap=True)

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from .. import report as report_module
 from ..engine import STORE_FILE, state_dir
 from ..errors import ConfigError
 from ..report import (
@@ -71,14 +72,30 @@ def report(
         ),
     ] = None,
     title: Annotated[str | None, typer.Option(help="The report's title.")] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            metavar="FIELD",
+            help="Group the results by a metadata field (e.g. category): a table with each group's "
+            "verdicts, mean score, per-turn scores and pass^k, printed and added to --html / --markdown.",
+        ),
+    ] = None,
     store: StoreOption = None,
 ) -> None:
     """Write the HTML report, JUnit XML or a Markdown summary of a run or a results file."""
-    if not (html or junit or markdown):
-        raise fail("say what to write: --html report.html, --junit junit.xml and/or --markdown summary.md")
-    for path in write_reports(
-        _load(run, store), html=html, junit=junit, markdown=markdown, battles=battles, title=title
-    ):
+    if not (html or junit or markdown or by):
+        raise fail(
+            "say what to write: --html report.html, --junit junit.xml and/or --markdown summary.md "
+            "(or --by FIELD for a grouped table)"
+        )
+    loaded = _load(run, store)
+    if by:
+        if all(report_module.field_value(r, by) == report_module.NO_VALUE for r in loaded.results):
+            known = sorted({k for r in loaded.results for k in r.metadata})
+            raise fail(f"--by {by}: no result has this field (metadata fields: {', '.join(known) or 'none'})")
+        out.print(report_module.groups_table(report_module.group_results(loaded.results, by), by))
+    for path in write_reports(loaded, html=html, junit=junit, markdown=markdown, battles=battles, title=title, by=by):
         out.print(f"wrote {path}", markup=False)
 
 

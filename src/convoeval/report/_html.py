@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..rank import Battle, Leaderboard, leaderboard_from_battles, read_battles
 from ..results import EvaluationResult, Message, ScoreEntry, TrialResult
 from ._compare import Comparison
+from ._groups import group_results, groups_html
 from ._labels import SCALES, JudgedItem, Label, Scale
 from ._overview import fmt_duration, fmt_rate, fmt_score, overview, suite_name
 from ._plot import plot_leaderboard
@@ -182,6 +183,7 @@ def render_report(
     scale: Scale | None = None,
     labels: Sequence[Label] = (),
     label_items: ItemsOf | None = None,
+    by: str | None = None,
 ) -> str:
     """The report page: summary, filters, every test as a chat with its graders, the arena.
 
@@ -191,6 +193,7 @@ def render_report(
         scale: the labelling scale (viewer only).
         labels: labels already given (viewer only), shown in their forms.
         label_items: the labelable items of a result (viewer only).
+        by: a metadata field: a table of the results grouped by its values (`report --by`).
     """
     views = test_views(results, label_items)
     given: dict[tuple[str, str, str, str, str], list[Label]] = {}
@@ -209,6 +212,7 @@ def render_report(
         verdicts=("pass", "fail", "error", "skip"),
         targets=list(dict.fromkeys(r.target for r in results)),
         suites=list(dict.fromkeys(v.suite for v in views)),
+        groups=groups_html(group_results(results, by), by) if by else "",
     )
 
 

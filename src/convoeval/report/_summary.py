@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results import EvaluationResult, ScoreEntry, ToolCall
+from ._groups import pass_hat_k_line
 
 _STYLE = {"pass": "green", "fail": "red", "skip": "yellow", "error": "magenta"}
 
@@ -47,6 +48,9 @@ def print_summary(results: list[EvaluationResult], console: Console | None = Non
             console.print(f"[dim]{escape(r.test_id)} @ {escape(r.target)}: {escape(note)}[/]")
     counts = {v: sum(r.verdict == v for r in results) for v in ("pass", "fail", "skip", "error")}
     console.print(f"{len(results)} result(s): " + ", ".join(f"{_verdict(v)} {n}" for v, n in counts.items() if n))
+    hats = pass_hat_k_line(results)
+    if hats:
+        console.print(escape(hats))
     for line in budget_warnings(results):
         console.print(f"[yellow]{line}[/]")
 

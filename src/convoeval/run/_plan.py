@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +31,9 @@ from ._recorded import split_transcript
 #: The assertion type that judges the simulated user rather than the target.
 FIDELITY_TYPE = "simulator-fidelity"
 
+
+#: A recorded conversation split for replay: (initial messages, user messages per turn, replies).
+Replay = tuple[list[Message], list[list[Message]], list[ChatReply]]
 
 #: Domains loaded so far, by (tools, backend, folder): a module is imported once per run.
 _DOMAINS: dict[tuple[str, str, str], Domain] = {}
@@ -68,6 +71,7 @@ class TestPlan:
     policy: Policy | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     recorded: list[ChatReply] | None = None  # a `transcript:` test's replies: no target is called
+    other_trials: list[TestPlan] = field(default_factory=list)  # `transcripts:`: trials 1, 2, ... replay their own
     simulated_user: SimulatedUser | None = None
     turn_assertions: list[Assertion] = field(default_factory=list)  # for turns the simulator makes up
     success: list[str] = field(default_factory=list)
@@ -79,6 +83,10 @@ class TestPlan:
     budget: Budget | None = None
     tools: str | None = None  # the suite's domain: tool functions over `backend`
     backend: str | dict[str, Any] | None = None
+
+    def for_trial(self, trial: int) -> TestPlan:
+        """The plan of one trial: itself, except for a test with `transcripts:` (one per trial)."""
+        return self.other_trials[trial - 1] if 0 < trial <= len(self.other_trials) else self
 
     def domain(self) -> Domain | None:
         """The suite's domain (loaded once per tools/backend pair), or None without `tools:`.
@@ -143,11 +151,14 @@ def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trial
     initial = [] if skip_defaults else to_messages(suite.input)
     every_turn = [*test.turn_assertions, *suite.turn_assertions]
     recorded: list[ChatReply] | None = None
-    if test.transcript is not None:
-        before, users, recorded = split_transcript(test.transcript)
+    replays = [split_transcript(t) for t in test.transcripts or ([test.transcript] if test.transcript else [])]
+    if replays:
+        before, users, recorded = replays[0]
         initial += before
         turns = [TurnPlan(messages=messages, assertions=list(every_turn)) for messages in users]
         conversation = [*test.assertions, *suite.assertions]
+        if test.transcripts is not None:  # one trial per recorded conversation
+            trials_config = trials_config.model_copy(update={"count": len(replays)})
     elif test.is_conversation:
         initial += to_messages(test.input)
         turns = [
@@ -193,7 +204,7 @@ def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trial
     simulated = test.simulated_user
     if simulated is not None and simulated.check_fidelity and not fidelity:
         fidelity = [lookup_assertion_type(FIDELITY_TYPE).model_validate({"type": FIDELITY_TYPE})]  # type: ignore[union-attr]
-    return TestPlan(
+    plan = TestPlan(
         test=test,
         suite_name=suite.display_name,
         base_dir=suite.base_dir,
@@ -220,6 +231,24 @@ def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trial
         tools=suite.tools,
         backend=suite.backend,
     )
+    plan.other_trials = _other_trials(plan, replays, every_turn)
+    return plan
+
+
+def _other_trials(plan: TestPlan, replays: list[Replay], every_turn: list[Assertion]) -> list[TestPlan]:
+    """The plans of trials 1, 2, ... of a test with `transcripts:` (trial 0 is `plan`)."""
+    if len(replays) < 2:
+        return []
+    prefix = plan.initial[: len(plan.initial) - len(replays[0][0])]  # the policy and the suite's input
+    return [
+        replace(
+            plan,
+            initial=[*prefix, *before],
+            turns=[TurnPlan(messages=messages, assertions=list(every_turn)) for messages in users],
+            recorded=replies,
+        )
+        for before, users, replies in replays[1:]
+    ]
 
 
 def _defaults(suite: Suite, test: Test) -> list[Assertion]:

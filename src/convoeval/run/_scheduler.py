@@ -232,7 +232,7 @@ class _Runner:
                     return None
                 on_turn = partial(self.on_turn, job, position, trial) if self.on_turn else None
                 return await self.trial_runner(
-                    plan,
+                    plan.for_trial(trial),
                     TrialContext(
                         target=job.target,
                         judge=self.judge,
