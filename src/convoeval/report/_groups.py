@@ -18,7 +18,6 @@ from typing import Any
 from rich.table import Table
 
 from ..results import EvaluationResult
-from ._markdown import md_text
 
 NO_VALUE = "(none)"
 
@@ -109,9 +108,9 @@ def groups_table(groups: list[Group], name: str) -> Table:
 def groups_markdown(groups: list[Group], name: str) -> str:
     """The groups as a Markdown table, with its heading."""
     header, rows = _columns(groups, name)
-    lines = [f"### Results by {md_text(name)}", "", "| " + " | ".join(md_text(h) for h in header) + " |"]
+    lines = [f"### Results by {_md(name)}", "", "| " + " | ".join(_md(h) for h in header) + " |"]
     lines.append("|---|" + "---:|" * (len(header) - 1))
-    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -144,3 +143,8 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def _md(text: str) -> str:
+    """A Markdown table cell: one line, HTML and pipes escaped."""
+    return html.escape(" ".join(text.split()), quote=False).replace("|", "\\|")
