@@ -73,7 +73,9 @@ def import_command(
         for problem in problems:
             err.print(str(problem), markup=False, soft_wrap=True)
         raise typer.Exit(2)
-    out.print(f"{len(suite['tests'])} test(s) written to {output}")
+    out.print(f"{len(suite['tests'])} test(s) written to {output}", markup=False)
+    for skipped in suite.get("metadata", {}).get("skipped", []):
+        out.print(f"left out: {skipped['id']}: {skipped['reason']}", markup=False)
 
 
 @app.command()
