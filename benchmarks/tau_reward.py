@@ -88,7 +88,7 @@ def main() -> None:
         )
         wall = time.perf_counter() - started
         rows = [json.loads(line) for line in (work / "r.jsonl").read_text().splitlines()]
-    times, agree, graded = [], 0, 0
+    times, agree, graded, differ = [], 0, 0, []
     for row in rows:
         for position, trial in enumerate(row.get("trials") or [row]):
             for entry in trial["scores"]:
@@ -103,14 +103,19 @@ def main() -> None:
                     else:  # older importers: one test per trajectory
                         expected = meta.get("recorded_reward")
                     agree += grader["details"]["reward"] == expected
+                    if grader["details"]["reward"] != expected:
+                        differ.append(f"{row['test_id']} trial {position}: {grader['details']['reward']} vs {expected}")
     print(f"{len(records)} trajectories, {graded} tau-reward gradings, `convoeval grade` wall {wall:.1f} s")
     if times:
         times.sort()
+        print(f"slowest 5: {', '.join(f'{t:.3f}' for t in times[-5:])} s (the first grading also reads the database)")
         print(
             f"per trajectory: median {statistics.median(times):.3f} s, "
             f"p90 {times[int(0.9 * (len(times) - 1))]:.3f} s, max {times[-1]:.3f} s"
         )
     print(f"reward equal to tau-bench's recorded reward: {agree} of {graded}")
+    for line in differ:
+        print(f"  differs: {line} (convoeval vs tau-bench)")
 
 
 if __name__ == "__main__":

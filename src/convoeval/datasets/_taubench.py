@@ -70,6 +70,9 @@ def import_tau_bench(
             test["transcripts"].append([_message(m) for m in item["traj"]])
             test["metadata"]["trials"].append(item.get("trial", len(test["metadata"]["trials"])))
             test["metadata"]["recorded_rewards"].append(item.get("reward"))
+            if isinstance(item.get("info"), dict) and item["info"].get("reward_info") is None:
+                # tau-bench never finished this episode (step limit or an error) and recorded 0 without a reward
+                test["metadata"].setdefault("unfinished_trials", []).append(test["metadata"]["trials"][-1])
         elif test_id not in tests:  # one scenario per task, however many trials were recorded
             tests[test_id] = _test(test_id, task, task_id, tools, backend, _user(task))
     return {
