@@ -160,3 +160,24 @@ def test_validate_names_a_missing_tools_or_backend_file_with_its_line(cli, tmp_p
     write(tmp_path / "tools.py", "def f(state):\n    return 1\n")
     write(tmp_path / "backend.json", "{}")
     assert validate_paths([tmp_path / "t.eval.yaml"]) == []
+
+
+def test_transcripts_are_checked_like_a_transcript(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "t.eval.yaml",
+        """\
+tests:
+  - id: two
+    transcripts:
+      - [{role: user, content: hi}, {role: assistant, content: hello}]
+      - [{role: user, content: hi}]
+  - id: both
+    transcript: [{role: user, content: hi}, {role: assistant, content: hello}]
+    transcripts: [[{role: user, content: hi}, {role: assistant, content: hello}]]
+""",
+    )
+    problems = [str(p) for p in validate_paths([path])]
+    assert problems == [
+        f"{path}:5: tests[0].transcripts[1]: a transcript needs at least one user and one assistant message",
+        f"{path}:8: tests[1].transcripts: give `transcript` (one conversation) or `transcripts` (one per trial)",
+    ]
