@@ -72,6 +72,7 @@ def import_command(
     if problems:
         for problem in problems:
             err.print(str(problem), markup=False, soft_wrap=True)
+        err.print(f"{output} was written; fix the problems above, then `convoeval validate {output}`", markup=False)
         raise typer.Exit(2)
     out.print(f"{len(suite['tests'])} test(s) written to {output}", markup=False)
     for skipped in suite.get("metadata", {}).get("skipped", []):
