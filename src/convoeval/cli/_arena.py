@@ -84,11 +84,20 @@ def arena_command(
         ),
     ] = None,
     judge: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--judge",
-            help="The pairwise judge (and the runs' LLM graders). Default: the suite's "
-            "execution.judge, else the local model.",
+            metavar="SPEC",
+            help="The pairwise judge (and the runs' LLM graders); repeat for a judge panel. Default: "
+            "the suite's execution.judge(s), else the local model.",
+            show_default=False,
+        ),
+    ] = None,
+    panel_rule: Annotated[
+        str | None,
+        typer.Option(
+            metavar="mean|majority|min",
+            help="How a judge panel's answers combine (default: majority).",
             show_default=False,
         ),
     ] = None,
@@ -179,6 +188,7 @@ def arena_command(
             for name, value in (
                 ("--target", target),
                 ("--judge", judge),
+                ("--panel-rule", panel_rule),
                 ("--prompt", prompt),
                 ("--output", output),
                 ("--save-results", save_results),
@@ -220,6 +230,7 @@ def arena_command(
         not no_cache,
         cache_dir,
         quiet,
+        panel_rule=panel_rule,
     )
 
 
@@ -243,7 +254,7 @@ def _judge_conversations(
     files: list[Path],
     results: bool,
     target: list[str] | None,
-    judge: str | None,
+    judge: list[str] | None,
     targets_file: Path | None,
     prompt: str | None,
     k: float,
@@ -257,6 +268,7 @@ def _judge_conversations(
     cache: bool,
     cache_dir: Path | None,
     quiet: bool,
+    panel_rule: str | None = None,
 ) -> None:
     def note(text: str) -> None:
         typer.echo(text, err=True)
@@ -267,25 +279,8 @@ def _judge_conversations(
             typer.echo(f"ran {result.test_id} @ {result.target}: {score} {result.verdict}", err=True)
 
     def on_judgment(judgment: PairJudgment) -> None:
-        if quiet:
-            return
-        if judgment.ok:
-            outcome = {"model_a": f"{judgment.model_a} wins", "model_b": f"{judgment.model_b} wins", "tie": "tie"}[
-                judgment.winner or "tie"
-            ]
-            orders = f"orders: {judgment.a_first}/{judgment.b_first}"
-            if judgment.consistent is False:
-                orders += ", disagree"
-            typer.echo(
-                f"judged {judgment.question_id}: {judgment.model_a} vs {judgment.model_b}: {outcome} ({orders})",
-                err=True,
-            )
-        else:
-            typer.echo(
-                f"judge error on {judgment.question_id}: {judgment.model_a} vs "
-                f"{judgment.model_b}: {judgment.errors[0]}",
-                err=True,
-            )
+        if not quiet:
+            typer.echo(_judgment_line(judgment), err=True)
 
     try:
         report = asyncio.run(
@@ -293,7 +288,8 @@ def _judge_conversations(
                 None if results else list(files),
                 results=list(files) if results else None,
                 targets=target or None,
-                judge=judge,
+                judge=judge or None,
+                panel_rule=panel_rule,
                 targets_file=targets_file,
                 prompt=prompt,
                 k=k,
@@ -318,6 +314,24 @@ def _judge_conversations(
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
+    _show_arena(report, output_format, plot, output)
+
+
+def _judgment_line(judgment: PairJudgment) -> str:
+    """One line per judged pair: who won in each order, or the judge's error."""
+    if not judgment.ok:
+        return f"judge error on {judgment.question_id}: {judgment.model_a} vs {judgment.model_b}: {judgment.errors[0]}"
+    outcome = {"model_a": f"{judgment.model_a} wins", "model_b": f"{judgment.model_b} wins", "tie": "tie"}[
+        judgment.winner or "tie"
+    ]
+    orders = f"orders: {judgment.a_first}/{judgment.b_first}"
+    if judgment.consistent is False:
+        orders += ", disagree"
+    return f"judged {judgment.question_id}: {judgment.model_a} vs {judgment.model_b}: {outcome} ({orders})"
+
+
+def _show_arena(report: ArenaReport, output_format: ArenaFormat, plot: Path | None, output: Path | None) -> None:
+    """Print the arena's leaderboard and warnings; write its battles and plot."""
     if report.leaderboard is None:
         first = report.errors[0] if report.errors else "; ".join(report.skipped[:1]) or "no pairs"
         raise _fail(f"no battles: none of the {len(report.judgments)} pair(s) could be judged (first: {first})")

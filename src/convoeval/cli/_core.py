@@ -17,9 +17,11 @@ from .. import registry
 from .. import report as reports
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
-from ..errors import ConfigError, RegistryError
-from ..report import RunProgress, output_problem, print_run_totals, print_summary
+from ..errors import ConfigError, NothingToRerun, RegistryError
+from ..report import RunProgress, output_problem, print_panel_agreement, print_run_totals, print_summary
+from ..report._progress import Mode
 from ..results import EvaluationResult
+from ..run import Job
 from ..spec import MAX_TRIALS, SpecError, suite_json_schema, validate_eval_paths
 from ._app import Root, app, load_env_file
 from ._write import write_reports
@@ -100,9 +102,20 @@ def run(
         ),
     ] = None,
     judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            envvar="CONVOEVAL_JUDGE",
+            metavar="SPEC",
+            help="Model for LLM graders (default: suite's, else local, else the target); "
+            "repeat for a judge panel that grades every LLM check.",
+        ),
+    ] = None,
+    panel_rule: Annotated[
         str | None,
         typer.Option(
-            envvar="CONVOEVAL_JUDGE", help="Model for LLM graders (default: suite's, else local, else the target)."
+            metavar="mean|majority|min",
+            envvar="CONVOEVAL_PANEL_RULE",
+            help="How a judge panel's answers combine (default: majority for pass/fail checks, mean for scores).",
         ),
     ] = None,
     targets_file: Annotated[
@@ -279,33 +292,20 @@ def run(
         raise typer.Exit(2)
     if output is None and resume is None:
         output = state_dir(store) / "results" / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
-    progress = RunProgress(out, "off" if quiet else "bar" if out.is_terminal else "lines")
-    total, run_id = 0, None
+    progress = _RunLines(out, "off" if quiet else "bar" if out.is_terminal else "lines", quiet=quiet)
 
     for report_path in (html, junit, markdown):
         if report_path is not None and (problem := output_problem(report_path)):
             err.print(f"error: {problem}", markup=False, soft_wrap=True)
             raise typer.Exit(2)
 
-    def on_start(meter: RunMeter) -> None:
-        nonlocal total, run_id
-        total, run_id = meter.tests_total, meter.run_id
-        if meter.run_id:
-            out.print(f"run {meter.run_id}: {meter.tests_total} test(s)", markup=False, highlight=False)
-        progress.start(meter)
-
-    def on_result(result: EvaluationResult) -> None:
-        progress.advance()
-        if not quiet and total <= RESULT_LINES_UP_TO:
-            score = "-" if result.score is None else f"{result.score:.2f}"
-            out.print(f"[dim]done[/] {escape(result.test_id)} @ {escape(result.target)}: {score} {result.verdict}")
-
     try:
         report = asyncio.run(
             arun(
                 list(paths) if paths else None,
                 target=target or None,
-                judge=judge,
+                judge=judge or None,
+                panel_rule=panel_rule,
                 targets_file=targets_file,
                 threshold=threshold,
                 trials=trials,
@@ -316,8 +316,7 @@ def run(
                 backend=backend,
                 ray_address=ray_address,
                 output=output,
-                on_result=on_result,
-                on_note=lambda text: out.print(f"[cyan]{escape(text)}[/]"),
+                events=progress,
                 cache=not no_cache,
                 cache_dir=cache_dir or state_dir(store),
                 resume=resume,
@@ -329,20 +328,24 @@ def run(
                 tags=tag or [],
                 limit=limit,
                 shard=shard,
-                on_start=on_start,
                 store=state_dir(store) / STORE_FILE,
             )
         )
     except SpecError as exc:
         fail_with_problems(exc)
+    except NothingToRerun as exc:
+        out.print(str(exc), markup=False, soft_wrap=True)
+        raise typer.Exit(0) from None
     except ConfigError as exc:
         err.print(f"error: {exc}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except StoreError as exc:
+        run_id = progress.meter.run_id if progress.meter else None
         resumable = f"; results committed so far are kept: convoeval run --resume {run_id}" if run_id else ""
         err.print(f"error: {exc}{resumable}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
+        run_id = progress.meter.run_id if progress.meter else None
         err.print(
             "interrupted" + (f"; finish the run with: convoeval run --resume {run_id}" if run_id else ""), markup=False
         )
@@ -360,6 +363,7 @@ def run(
             highlight=False,
         )
     print_run_totals(report.summary, out)
+    print_panel_agreement(report.results, out)
     if report.output:
         out.print(f"results written to {report.output}")
     if html or junit or markdown:
@@ -375,5 +379,31 @@ def run(
 
 #: Per-result "done" lines, per-turn tables and summary rows are printed up to these sizes.
 RESULT_LINES_UP_TO = 100
+
+
+class _RunLines(RunProgress):
+    """The progress of `convoeval run`: notes, the run's id, and one line per result (up to
+    RESULT_LINES_UP_TO tests) besides the bar or the periodic lines."""
+
+    def __init__(self, console: Console, mode: Mode, *, quiet: bool):
+        super().__init__(console, mode)
+        self.quiet = quiet
+
+    def start(self, meter: RunMeter) -> None:
+        if meter.run_id:
+            self.console.print(f"run {meter.run_id}: {meter.tests_total} test(s)", markup=False, highlight=False)
+        super().start(meter)
+
+    def note(self, text: str) -> None:
+        self.console.print(f"[cyan]{escape(text)}[/]")
+
+    async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
+        self.advance()
+        if not self.quiet and self.meter is not None and self.meter.tests_total <= RESULT_LINES_UP_TO:
+            score = "-" if result.score is None else f"{result.score:.2f}"
+            line = f"[dim]done[/] {escape(result.test_id)} @ {escape(result.target)}: {score} {result.verdict}"
+            self.console.print(line)
+
+
 TURN_TABLES_UP_TO = 50
 SUMMARY_ROWS_UP_TO = 500

@@ -19,10 +19,11 @@ from pydantic import ConfigDict, Field, field_validator
 from .. import registry
 from .._base_model import Model
 from ..errors import GraderError
-from ..judging import JudgeSession, Persona, Policy
+from ..judging import JudgePanel, JudgeSession, PanelRule, Persona, Policy
 from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, Usage
 from ..targets import ChatReply, Target
 from ._domain import DomainSession
+from ._panel import evaluate_by_panel
 
 Level = Literal["turn", "conversation"]
 
@@ -164,7 +165,11 @@ class Assertion(Model):
     type: str
     name: str | None = Field(None, description="Label shown in results.")
     weight: float = Field(1.0, ge=0, description="Weight in the turn or conversation score.")
-    required: bool = Field(False, description="When this assertion fails, the score is 0.")
+    required: bool = Field(
+        False,
+        description="When this assertion fails, the test fails whatever the mean (tau-reward, which decides a "
+        "task's outcome, is required unless it says `required: false`).",
+    )
     min_score: float | None = Field(None, ge=0, le=1, description="Score needed to pass (default: the test threshold).")
     negate: bool = Field(False, description="Invert the result: score becomes 1 - score.")
     description: str | None = Field(None, description="What the assertion checks (for readers; AgentV).")
@@ -181,6 +186,12 @@ class Assertion(Model):
     @property
     def label(self) -> str:
         return self.name or self.type
+
+    @property
+    def panel_default(self) -> PanelRule:
+        """How a judge panel's answers combine unless the run names a rule: `mean` for a
+        scored check; pass/fail checks (a yes/no rubric) say `majority`."""
+        return "mean"
 
     @property
     def negated(self) -> bool:
@@ -217,7 +228,15 @@ class Assertion(Model):
         return []
 
     async def evaluate(self, ctx: GradeContext) -> GraderScore:
-        """Run `grade` and apply the common rules: errors, negate, min_score."""
+        """Run `grade` and apply the common rules: errors, negate, min_score. With a judge
+        panel, a judged check is evaluated by each judge and their answers combined."""
+        if isinstance(ctx.judge, JudgePanel) and self.uses_judge:
+            rule = ctx.judge.rule or self.panel_default
+            mark = self.min_score if self.min_score is not None else ctx.threshold
+            return await evaluate_by_panel(ctx, ctx.judge, self._evaluate_one, rule, mark)
+        return await self._evaluate_one(ctx)
+
+    async def _evaluate_one(self, ctx: GradeContext) -> GraderScore:
         started = time.perf_counter()
         try:
             if self.uses_judge and ctx.judge is None:

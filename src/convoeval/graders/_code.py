@@ -41,6 +41,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .._secrets import scrubbed_env
+from .._text import shorten
 from ..results import AssertionOutcome, Usage
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 
@@ -130,11 +131,6 @@ def split_command(command: list[str] | str) -> list[str]:
         except ValueError as exc:  # unbalanced quotes
             raise ValueError(f"cannot split the command {command!r}: {exc}") from None
     return list(command)
-
-
-def shorten(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters (with an ellipsis)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def grading_payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from .._text import shorten
 from ..results import EvaluationResult, ScoreEntry, ToolCall
 from ._groups import pass_hat_k_line
+from ._panel import agreement_lines, panel_agreement
 
 _STYLE = {"pass": "green", "fail": "red", "skip": "yellow", "error": "magenta"}
 
@@ -53,6 +56,16 @@ def print_summary(results: list[EvaluationResult], console: Console | None = Non
         console.print(escape(hats))
     for line in budget_warnings(results):
         console.print(f"[yellow]{line}[/]")
+
+
+def print_panel_agreement(results: Iterable[EvaluationResult], console: Console | None = None) -> None:
+    """With a judge panel: the inter-judge agreement per check type (nothing without one)."""
+    rows = panel_agreement(results)
+    if rows:
+        console = console or Console()
+        console.print("[bold]judge panel agreement[/] (verdicts of each judge, per check type)")
+        for line in agreement_lines(rows):
+            console.print(f"  {escape(line)}", soft_wrap=True)
 
 
 def _row(r: EvaluationResult) -> list[Text]:
@@ -156,6 +169,9 @@ def _checks(entry: ScoreEntry) -> str:
             lines.append(f"{mark} {_short(outcome.text)}")
         if not grader.assertions:
             lines.append(f"{'[green]✓[/]' if grader.verdict == 'pass' else '[red]✗[/]'} {grader.name}")
+        if grader.panel:
+            said = ", ".join(f"{a.judge} {a.verdict} {_fmt_score(a.score)}" for a in grader.panel)
+            lines.append(f"[dim]  panel ({grader.panel_rule}): {_short(said, 120)}[/]")
     return "\n".join(lines) or "[dim](no assertions)[/]"
 
 
@@ -165,5 +181,4 @@ def _call(call: ToolCall) -> str:
 
 
 def _short(text: str, limit: int = 90) -> str:
-    text = " ".join(text.split()).replace("[", r"\[")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(" ".join(text.split()).replace("[", r"\["), limit)
