@@ -11,7 +11,8 @@ historical_trajectories/gpt-4o-airline.json (50 tasks x 4 trials, each with tau-
 It imports the trajectories with `convoeval import tau-bench --recorded`, grades them with
 `convoeval grade` (concurrency 1, so each grading's time is its own) and prints the time of
 each `tau-reward` grading (the replay of the agent's calls and of the goal actions, and the
-comparison), and how many trials get tau-bench's recorded reward. Run it with PYTHONPATH set
+comparison), how many trials get tau-bench's recorded reward, how many trial verdicts are pass
+exactly when that reward is 1, and the trials that differ. Run it with PYTHONPATH set
 to the convoeval sources to measure (for example those of an older commit).
 """
 
@@ -88,7 +89,7 @@ def main() -> None:
         )
         wall = time.perf_counter() - started
         rows = [json.loads(line) for line in (work / "r.jsonl").read_text().splitlines()]
-    times, agree, graded, differ = [], 0, 0, []
+    times, agree, graded, differ, verdicts = [], 0, 0, [], 0
     for row in rows:
         for position, trial in enumerate(row.get("trials") or [row]):
             for entry in trial["scores"]:
@@ -103,6 +104,7 @@ def main() -> None:
                     else:  # older importers: one test per trajectory
                         expected = meta.get("recorded_reward")
                     agree += grader["details"]["reward"] == expected
+                    verdicts += trial["verdict"] == ("pass" if expected == 1 else "fail")
                     if grader["details"]["reward"] != expected:
                         differ.append(f"{row['test_id']} trial {position}: {grader['details']['reward']} vs {expected}")
     print(f"{len(records)} trajectories, {graded} tau-reward gradings, `convoeval grade` wall {wall:.1f} s")
@@ -114,6 +116,7 @@ def main() -> None:
             f"p90 {times[int(0.9 * (len(times) - 1))]:.3f} s, max {times[-1]:.3f} s"
         )
     print(f"reward equal to tau-bench's recorded reward: {agree} of {graded}")
+    print(f"trial verdict pass exactly when tau-bench's reward is 1: {verdicts} of {graded}")
     for line in differ:
         print(f"  differs: {line} (convoeval vs tau-bench)")
 

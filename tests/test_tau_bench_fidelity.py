@@ -74,6 +74,9 @@ def test_recorded_trials_of_a_task_are_one_test_and_each_verdict_is_tau_bench_re
         assert [g["verdict"] for g in graded] == ["pass" if r == 1 else "fail" for r in rewards]
         assert all(g["required"] for g in graded)
         assert [t["verdict"] for t in row["trials"]] == ["pass" if r == 1 else "fail" for r in rewards]
+        assert [t["score"] for t in row["trials"]] == rewards  # turns without checks are not scored
+        assert [bool(t["failed_required"]) for t in row["trials"]] == [r == 0 for r in rewards]
+        assert row["score"] == pytest.approx(sum(rewards) / len(rewards))  # tau-bench's average reward
         for k in range(1, len(rewards) + 1):
             assert row["pass_hat_k"][str(k)] == pytest.approx(tau_bench_pass_hat_k(rewards, k))
         assert row["verdict"] == "fail"  # not every trial has reward 1
