@@ -5,26 +5,36 @@
 
 Kinds:
     mt-bench     FastChat's MT-Bench question.jsonl (+ GPT-4 references for the judge only)
-    multiwoz     MultiWOZ 2.2 dialogues (JSON Lines): scripted user turns, backend results and a
-                 policy per dialogue, TD-Eval's dimensions on every turn
+    multiwoz     MultiWOZ 2.2 dialogues_*.json, 2.1 data.json or the HF rows (JSON Lines):
+                 scripted user turns with the reference replies for the judges, backend
+                 results and a policy per dialogue, TD-Eval's dimensions on every turn
     tau-bench    tau-bench results or tasks as simulated-user scenarios with a required
                  `tau-reward` (or, recorded=True, each task's recorded trajectories as the
                  trials of its test); tau2-bench's tasks.json with its domain policy
-    transcripts  recorded conversations (OpenAI messages JSONL or convoeval results) as
-                 `transcript:` tests, graded without calling a target (`convoeval grade`)
+    transcripts  recorded conversations (OpenAI messages JSONL, convoeval results, or any of
+                 the logs below, told apart by content) as `transcript:` tests, graded
+                 without calling a target (`convoeval grade`)
+    promptfoo    a promptfooconfig.yaml: prompts, vars, asserts, conversations, simulated users
+    deepeval     a DeepEval dataset (JSON/JSONL goldens or test cases, conversational or not)
+    inspect | agentv-transcript | langfuse | otel
+                 an Inspect eval log, AgentV transcript JSONL, a Langfuse export, or
+                 OpenTelemetry GenAI spans, as `transcript:` tests
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
-from ._common import read_json, read_jsonl, suite_yaml, write_suite
+from ._common import DatasetWarning, read_json, read_jsonl, suite_yaml, write_suite
+from ._deepeval import import_deepeval
 from ._mtbench import import_mt_bench
 from ._multiwoz import import_multiwoz
+from ._promptfoo import import_promptfoo
 from ._regrade import Regrade, RegradeSuite, remove, stored_run, write_regrade
 from ._taubench import import_tau_bench
 from ._transcripts import grading_suite, import_transcripts
@@ -36,6 +46,12 @@ IMPORTERS: dict[str, Importer] = {
     "multiwoz": import_multiwoz,
     "tau-bench": import_tau_bench,
     "transcripts": import_transcripts,
+    "promptfoo": import_promptfoo,
+    "deepeval": import_deepeval,
+    "inspect": partial(import_transcripts, log_format="inspect"),
+    "agentv-transcript": partial(import_transcripts, log_format="agentv"),
+    "langfuse": partial(import_transcripts, log_format="langfuse"),
+    "otel": partial(import_transcripts, log_format="otel"),
 }
 
 
@@ -50,7 +66,8 @@ def import_dataset(kind: str, source: str | Path, **options: Any) -> dict[str, A
         raise DatasetError(f"unknown dataset kind {kind!r} (known: {', '.join(sorted(IMPORTERS))})")
     given = {k: v for k, v in options.items() if v is not None}
     accepted = inspect.signature(importer).parameters
-    wrong = [k for k in given if k not in accepted]
+    open_ended = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
+    wrong = [] if open_ended else [k for k in given if k not in accepted]
     if wrong:
         names = ", ".join("--" + k.replace("_", "-") for k in wrong)
         raise DatasetError(f"{names}: not an option of `import {kind}`")
@@ -60,6 +77,7 @@ def import_dataset(kind: str, source: str | Path, **options: Any) -> dict[str, A
 __all__ = [
     "IMPORTERS",
     "DatasetError",
+    "DatasetWarning",
     "Regrade",
     "RegradeSuite",
     "remove",
