@@ -32,6 +32,7 @@ LAYERS: list[set[str]] = [
         "_result_files",
         "_text",
         "_jsonl",
+        "_binomial",
     },
     {"targets"},
     {"judging"},

@@ -196,9 +196,13 @@ def test_compare_outcomes_sorted_by_regression() -> None:
 def test_compare_cli_exit_codes(cli, tmp_path: Path) -> None:
     write_results(tmp_path / "a.jsonl", [result("t1", 0.9), result("t2", 0.8)])
     write_results(tmp_path / "b.jsonl", [result("t1", 0.85), result("t2", 0.8)])
-    code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression")
+    # the exact per-test gate (the default before issue 32) fails on any loss
+    code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression", "--gate", "exact")
     assert code == 1 and "loss 1" in stdout
-    assert cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression", "--tolerance", "0.1")[0] == 0
+    assert cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression", "--gate", "exact", "--tolerance", "0.1")[0] == 0
+    # the default significance gate: one drop of 0.05 in two tests is no evidence, and it says so
+    code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression")
+    assert code == 0 and "loss 1" in stdout and "no significant regression" in stdout
     assert cli("compare", "a.jsonl", "b.jsonl")[0] == 0  # reporting only
     code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--format", "json")
     data = json.loads(stdout)
@@ -214,7 +218,7 @@ def test_compare_two_stored_runs_by_id(run_files, cli) -> None:
     for fails in (False, True):
         _, stdout, _ = run_files("--no-cache", hello_fails=fails)
         ids.append(next(line.split()[1].rstrip(":") for line in stdout.splitlines() if line.startswith("run ")))
-    code, stdout, _ = cli("compare", *ids, "--fail-on-regression")
+    code, stdout, _ = cli("compare", *ids, "--fail-on-regression", "--gate", "exact")
     assert code == 1 and "greeting" in stdout and "loss 1" in stdout
     assert cli("compare", ids[1], "last")[0] == 0  # the same run twice: all ties
 

@@ -215,6 +215,32 @@ class TrialResult(Accounting, _TrialKey):
         return cls(trial=trial, score=None, verdict="error", execution_status="execution_error", error=error)
 
 
+class PassRate(Model):
+    """The share of a test's trials that passed, with its Wilson interval (`_binomial`)."""
+
+    passes: int
+    trials: int
+    value: float
+    low: float
+    high: float
+    confidence: float = 0.95
+
+
+class AdaptiveTrials(Model):
+    """How adaptive trials (`trials: {until: decided}`, `--trials auto`) ended: `decided` when
+    the pass rate's confidence sequence left the threshold (`decision` says on which side),
+    `max` when the most trials ran first, `budget` when the run's budget stopped them,
+    `cost_limit` when the test's `trials.cost_limit_usd` did."""
+
+    run: int
+    max: int
+    stopped: Literal["decided", "max", "budget", "cost_limit"]
+    decision: Literal["pass", "fail"] | None = None
+    alpha: float = 0.05
+    low: float = Field(0.0, description="The confidence sequence of the pass rate when trials stopped.")
+    high: float = 1.0
+
+
 class TestKey(Model):
     """Who a test result is for: test id, target, suite and mode."""
 
@@ -233,6 +259,8 @@ class EvaluationResult(Accounting, TestKey):
     trials: list[TrialResult] = Field(default_factory=list)
     pass_at_k: dict[str, float] = Field(default_factory=dict)
     pass_hat_k: dict[str, float] = Field(default_factory=dict)
+    pass_rate: PassRate | None = Field(None, description="Trials that passed, with an interval (with trials).")
+    adaptive: AdaptiveTrials | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     checks: dict[str, Any] | None = Field(
         None, description="The test's checks as the suite gave them (`convoeval grade` judges the run again with them)."

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -22,7 +22,7 @@ from ..report import RunProgress, output_problem, print_panel_agreement, print_r
 from ..report._progress import Mode
 from ..results import EvaluationResult
 from ..run import Job
-from ..spec import MAX_TRIALS, SpecError, suite_json_schema, validate_eval_paths
+from ..spec import AUTO_MAX_TRIALS, MAX_TRIALS, SpecError, suite_json_schema, validate_eval_paths
 from ._app import Root, app, load_env_file
 from ._write import write_reports
 
@@ -83,6 +83,19 @@ RUN_HELP = (
     "next to the suite or in the working directory; a flag wins over the environment, the "
     "environment over the suite's setting, the suite's setting over the default."
 )
+
+
+def _trials_option(value: str | None) -> str | None:
+    """`--trials`: a number from 1 to MAX_TRIALS, or `auto`."""
+    if value is None or value.strip().lower() == "auto":
+        return value and "auto"
+    if not value.strip().isdigit() or not 1 <= int(value) <= MAX_TRIALS:
+        raise typer.BadParameter(f"{value!r} is not a number from 1 to {MAX_TRIALS}, nor auto")
+    return value.strip()
+
+
+def _trials_number(value: str | None) -> int | Literal["auto"] | None:
+    return None if value is None else "auto" if value == "auto" else int(value)
 
 
 @app.command(help=RUN_HELP)
@@ -155,9 +168,13 @@ def run(
         ),
     ] = None,
     trials: Annotated[
-        int | None,
+        str | None,
         typer.Option(
-            min=1, max=MAX_TRIALS, envvar="CONVOEVAL_TRIALS", help="Independent runs of each test (at most 1000)."
+            metavar="N|auto",
+            envvar="CONVOEVAL_TRIALS",
+            callback=_trials_option,
+            help="Independent runs of each test (at most 1000); auto: until the verdict is settled "
+            f"(at most {AUTO_MAX_TRIALS}, or the suite's trials.max).",
         ),
     ] = None,
     judge_repeats: Annotated[
@@ -308,7 +325,7 @@ def run(
                 panel_rule=panel_rule,
                 targets_file=targets_file,
                 threshold=threshold,
-                trials=trials,
+                trials=_trials_number(trials),
                 judge_repeats=judge_repeats,
                 concurrency=concurrency,
                 max_connections=max_connections,

@@ -1,4 +1,4 @@
-"""`convoeval runs [show ID | delete ID... | --older-than 30d]` and `convoeval cache stats | clear`:
+"""`convoeval runs [show ID | flaky | delete ID... | --older-than 30d]` and `convoeval cache stats | clear`:
 see and prune what convoeval keeps on disk."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..engine import CACHE_FILE, STORE_FILE, state_dir
@@ -23,7 +24,7 @@ out = Console(highlight=False, emoji=False)
 err = Console(stderr=True, highlight=False, emoji=False)
 
 runs_app = Typer(
-    help="List the runs in the run store (default), show one, or delete runs.",
+    help="List the runs in the run store (default), show one, list flaky tests, or delete runs.",
     invoke_without_command=True,
     no_args_is_help=False,
 )
@@ -110,6 +111,39 @@ def _origin(path: Path, run_id: str | None) -> str | None:
     with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
         row = conn.execute("SELECT options FROM runs WHERE id = ?", (run_id,)).fetchone()
     return json.loads(row[0]).get("rerun_of") if row else None
+
+
+@runs_app.command("flaky")
+def runs_flaky(
+    store: Store = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Flaky tests: those whose verdict varied across their trials or across stored runs of the
+    same suite (unchanged), with their pass rate and its 95% Wilson interval."""
+    from ..stats import flaky_in_store  # numpy loads only for this command
+
+    path = state_dir(store) / STORE_FILE
+    found = flaky_in_store(path)
+    if as_json:
+        out.print_json(json.dumps({"store": str(path), "flaky": [f.to_dict() for f in found]}))
+        return
+    if not found:
+        out.print(f"no flaky test in {path}", markup=False)
+        return
+    table = Table(title=f"Flaky tests in {path}", caption=f"{len(found)} flaky test(s); 95% Wilson intervals")
+    for name in ("suite", "test", "target", "passed", "pass rate", "runs"):
+        table.add_column(name, justify="right" if name in ("passed", "pass rate", "runs") else "left")
+    for f in found:
+        rate = f.rate
+        table.add_row(
+            escape(Path(f.suite).name),
+            escape(f.test_id),
+            escape(f.target),
+            f"{f.passes}/{f.verdicts}",
+            f"{rate.value:.0%} [{rate.ci_low:.0%}, {rate.ci_high:.0%}]",
+            str(len(f.runs)),
+        )
+    out.print(table)
 
 
 @runs_app.command("delete")

@@ -9,23 +9,28 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .. import report as report_module
 from ..engine import STORE_FILE, state_dir
 from ..errors import ConfigError
 from ..report import (
+    Comparison,
     LoadedRun,
     compare_results,
     load_run,
     markdown_comparison,
     write_comparison,
 )
+from ..report._compare import mark_flaky_history, significance_lines
 from ..report._compare_view import pair_views
 from ..report._inspect_export import write_inspect_log
 from ..report._otel_export import export_spans, otlp_exporter
 from ..report._overview import fmt_score
+from ..report._runs import same_fingerprint
 from ..report.viewer import Viewer
+from ..stats import flaky_in_store
 from ._app import app
 from ._write import fail, write_reports
 
@@ -137,19 +142,56 @@ class CompareFormat(StrEnum):
     markdown = "markdown"
 
 
+class GateChoice(StrEnum):
+    significance = "significance"
+    exact = "exact"
+
+
+class CorrectionChoice(StrEnum):
+    holm = "holm"
+    bh = "bh"
+
+
 @app.command()
 def compare(
     run_a: Annotated[
         str,
-        typer.Argument(metavar="RUN_A", help="The baseline: a run id, 'last' or a results file.", show_default=False),
+        typer.Argument(
+            metavar="RUN_A",
+            help="The baseline: a run id, 'last', 'last~1' (the run before last) or a results file.",
+            show_default=False,
+        ),
     ],
     run_b: Annotated[
         str,
-        typer.Argument(metavar="RUN_B", help="The new run: a run id, 'last' or a results file.", show_default=False),
+        typer.Argument(
+            metavar="RUN_B", help="The new run: a run id, 'last', 'last~N' or a results file.", show_default=False
+        ),
     ],
     fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="Exit 1 when any test got worse (a loss).")
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit 1 when B regressed by the gate: by default a drop significant at --alpha and at "
+            "least --min-delta; with --gate exact, any test that got worse.",
+        ),
     ] = False,
+    gate: Annotated[
+        GateChoice,
+        typer.Option(
+            help="significance: test the change as a whole (permutation, McNemar, per-test Fisher); "
+            "exact: any single loss is a regression."
+        ),
+    ] = GateChoice.significance,
+    alpha: Annotated[float, typer.Option(min=0.0001, max=0.5, help="The significance gate's false-alarm rate.")] = 0.05,
+    min_delta: Annotated[
+        float,
+        typer.Option(min=0, max=1, help="The smallest drop (mean score, pass rate) that counts as a regression."),
+    ] = 0.0,
+    correction: Annotated[
+        CorrectionChoice, typer.Option(help="Per-test multiple-comparison correction: holm or bh (Benjamini-Hochberg).")
+    ] = CorrectionChoice.holm,
+    seed: Annotated[int, typer.Option(help="Seed of the permutation test and bootstrap intervals.")] = 0,
     tolerance: Annotated[float, typer.Option(min=0, max=1, help="Score changes up to this much are ties.")] = 0.0,
     output_format: Annotated[
         CompareFormat, typer.Option("--format", help="table, json or markdown.")
@@ -160,56 +202,76 @@ def compare(
     ] = None,
     store: StoreOption = None,
 ) -> None:
-    """Compare two runs test by test: win, loss, tie, new or gone, with the score change."""
+    """Compare two runs test by test (win, loss, tie, new or gone, with the score change), and
+    test whether the new run regressed as a whole."""
     a, b = _load(run_a, store), _load(run_b, store)
-    comparison = compare_results(a.results, b.results, tolerance=tolerance, name_a=a.name, name_b=b.name)
+    comparison = compare_results(
+        a.results,
+        b.results,
+        tolerance=tolerance,
+        name_a=a.name,
+        name_b=b.name,
+        gate=gate.value,
+        alpha=alpha,
+        min_delta=min_delta,
+        correction=correction.value,
+        seed=seed,
+    )
+    comparison.same_fingerprint = same_fingerprint(a, b)
+    if a.run_id or b.run_id:  # stored runs: mark the tests flaky across the store's runs of these suites
+        mark_flaky_history(
+            comparison, flaky_in_store(_store(store), {*a.fingerprints.values(), *b.fingerprints.values()})
+        )
     if html is not None:
         written = write_comparison(comparison, a.results, b.results, html)
         typer.echo(f"wrote {written}", err=output_format is not CompareFormat.table)
     if output_format is CompareFormat.json:
-        typer.echo(
-            json.dumps(
-                {
-                    "a": a.name,
-                    "b": b.name,
-                    "tolerance": tolerance,
-                    "counts": comparison.counts,
-                    "pairs": [
-                        {
-                            **v.pair.model_dump(),
-                            "delta": v.pair.delta,
-                            "diverges_at_turn": v.divergence,
-                            "verdict_changed_turns": v.changed_turns,
-                        }  # fmt: skip
-                        for v in pair_views(comparison, a.results, b.results)
-                    ],
-                },
-                indent=2,
-            )
-        )
+        data = comparison.to_json()
+        views = pair_views(comparison, a.results, b.results)
+        data["pairs"] = [
+            {**pair, "diverges_at_turn": v.divergence, "verdict_changed_turns": v.changed_turns}
+            for pair, v in zip(data["pairs"], views, strict=True)  # type: ignore[call-overload]
+        ]
+        typer.echo(json.dumps(data, indent=2))
     elif output_format is CompareFormat.markdown:
         typer.echo(markdown_comparison(comparison), nl=False)
     else:
-        table = Table(
-            title=f"{b.name} vs {a.name} (tolerance {tolerance:g})", title_justify="left", header_style="bold"
-        )
-        for column in ("outcome", "test", "target", "before", "after", "change"):
-            table.add_column(column, justify="right" if column in ("before", "after", "change") else "left")
-        for p in comparison.pairs:
-            style = _STYLE[p.outcome]
-            table.add_row(
-                f"[{style}]{p.outcome}[/]",
-                p.test_id,
-                p.target,
-                fmt_score(p.score_a),
-                fmt_score(p.score_b),
-                "" if p.delta is None else f"[{style}]{p.delta:+.2f}[/]",
-            )
-        out.print(table)
-        out.print(", ".join(f"{name} {n}" for name, n in comparison.counts.items()), markup=False)
-    if fail_on_regression and comparison.regressions:
-        typer.echo(f"{len(comparison.regressions)} regression(s) beyond tolerance {tolerance:g}", err=True)
+        _print_comparison(comparison)
+    if fail_on_regression and comparison.failed:
+        typer.echo(comparison.verdict_line(), err=True)
         raise typer.Exit(1)
+
+
+def _print_comparison(comparison: Comparison) -> None:
+    table = Table(
+        title=f"{comparison.name_b} vs {comparison.name_a} (tolerance {comparison.tolerance:g})",
+        title_justify="left",
+        header_style="bold",
+    )
+    for column in ("outcome", "test", "target", "before", "after", "change", "trials passed", ""):
+        table.add_column(
+            column, justify="right" if column in ("before", "after", "change", "trials passed") else "left"
+        )
+    for p in comparison.pairs:
+        style = _STYLE[p.outcome]
+        marks = " ".join(
+            m for m in ("[red]significant[/]" if p.significant else "", "[yellow]flaky[/]" if p.flaky else "") if m
+        )
+        table.add_row(
+            f"[{style}]{p.outcome}[/]",
+            escape(p.test_id),
+            escape(p.target),
+            fmt_score(p.score_a),
+            fmt_score(p.score_b),
+            "" if p.delta is None else f"[{style}]{p.delta:+.2f}[/]",
+            f"{p.rate('a')} -> {p.rate('b')}" if p.trials_a > 1 or p.trials_b > 1 else "",
+            marks,
+        )
+    out.print(table)
+    out.print(", ".join(f"{name} {n}" for name, n in comparison.counts.items()), markup=False)
+    for line in significance_lines(comparison):
+        out.print(line, markup=False, soft_wrap=True)
+    out.print(comparison.verdict_line(), style="red" if comparison.failed else "green", markup=False, soft_wrap=True)
 
 
 class ScaleChoice(StrEnum):

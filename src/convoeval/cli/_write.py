@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from .. import report
 from ..rank import BattleFileError
+
+if TYPE_CHECKING:
+    from ..stats import Flaky
 
 
 def fail(message: str) -> typer.Exit:
@@ -35,7 +39,10 @@ def write_reports(
     heading = title or f"convoeval · {run.name}"
     if html:
         subtitle = f"started {run.started}" if run.started else ""
-        written.append(report.write_html(run.results, html, title=heading, arena=arena, subtitle=subtitle, by=by))
+        flaky = _stored_flaky(run)
+        written.append(
+            report.write_html(run.results, html, title=heading, arena=arena, subtitle=subtitle, flaky=flaky, by=by)
+        )
     if junit:
         written.append(report.write_junit(run.results, junit, timestamp=run.started))
     if markdown:
@@ -44,3 +51,12 @@ def write_reports(
             with markdown.open("a", encoding="utf-8") as handle:
                 handle.write("\n" + report.groups_markdown(report.group_results(run.results, by), by))
     return written
+
+
+def _stored_flaky(run: report.LoadedRun) -> list[Flaky]:
+    """The tests of a stored run's suites whose verdict varied across the store's runs."""
+    if not run.store:
+        return []
+    from ..stats import flaky_in_store  # numpy: only when a stored run's HTML report is written
+
+    return flaky_in_store(run.store, run.fingerprints.values())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, fields
 
+from .._binomial import wilson_interval
 from ..targets import ChatReply, ChatRequest, Target, TargetWrapper
 
 
@@ -120,12 +121,22 @@ class RunMeter:
             "resumed": self.resumed,
             "turns": self.turns,
             "verdicts": dict(self.verdicts),
+            "pass_rate": _pass_rate(self.verdicts),
             **self.totals.as_dict(),
             "by_model": {k: v.as_dict() for k, v in self.by_model.items()},
             "max_cost_usd": self.max_cost_usd,
             "budget_exhausted": self.budget_exhausted,
             "not_started": self.not_started,
         }
+
+
+def _pass_rate(verdicts: Counter[str]) -> dict[str, float] | None:
+    """The share of tests that passed with its 95% Wilson interval (None before any result)."""
+    tests = sum(verdicts.values())
+    bounds = wilson_interval(verdicts.get("pass", 0), tests)
+    if bounds is None:
+        return None
+    return {"value": round(verdicts.get("pass", 0) / tests, 6), "low": round(bounds[0], 6), "high": round(bounds[1], 6)}
 
 
 class MeteredTarget(TargetWrapper):

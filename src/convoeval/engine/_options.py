@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from .._base_model import Model
 from ..errors import ConfigError, first_problem
@@ -67,7 +68,7 @@ class RecordedOptions(Model):
     panel_rule: Literal["mean", "majority", "min"] | None = None
     targets_file: str | None = None
     threshold: float | None = None
-    trials: int | None = None
+    trials: int | Literal["auto"] | None = None
     judge_repeats: int | None = None
     test_ids: list[str] | None = None
     tags: list[str] | None = None
@@ -136,7 +137,8 @@ class RunOptions(SharedOptions):
             (default: the suite's `execution.panel_rule`, else majority for pass/fail checks
             and mean for scores).
         targets_file: a targets file; default `targets.yaml` next to each suite.
-        threshold, trials: override the suites' settings.
+        threshold, trials: override the suites' settings (`trials="auto"`: adaptive trials,
+            run until the verdict is settled, `TrialsConfig.until`).
         judge_repeats: ask the judge K times per grader (mean and standard deviation reported).
         concurrency: conversations run at once (default: the suites' `execution.workers`, else 8).
         backend: where conversations run: `local` (this process) or `ray` (Ray tasks; default:
@@ -173,6 +175,7 @@ class RunOptions(SharedOptions):
     target: Any = None  # TargetLike | list[TargetLike] | None
     judge: Any = None  # TargetLike | list[TargetLike] | None
     panel_rule: Literal["mean", "majority", "min"] | None = None
+    trials: int | Literal["auto"] | None = None  # type: ignore[assignment]  # a run's may also be `auto`
     judge_repeats: int | None = Field(default=None, ge=1)
     concurrency: int | None = Field(default=None, ge=1)
     max_connections: int | None = Field(default=None, ge=1)
@@ -189,6 +192,23 @@ class RunOptions(SharedOptions):
     takeover: bool = False
     retry_errors: bool = False
     max_cost: float | None = Field(default=None, ge=0)
+
+    @field_validator("trials", mode="before")
+    @classmethod
+    def _trials_in_range(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        if (isinstance(value, str) and value.strip().isdigit()) or (isinstance(value, float) and value.is_integer()):
+            value = int(value)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise PydanticCustomError("trials", "Input should be a number from 1 to {le} or 'auto'", {"le": MAX_TRIALS})
+        if isinstance(value, int) and value > MAX_TRIALS:
+            raise PydanticCustomError(
+                "less_than_equal", "Input should be less than or equal to {le}", {"le": MAX_TRIALS}
+            )
+        if isinstance(value, int) and value < 1:
+            raise PydanticCustomError("greater_than_equal", "Input should be greater than or equal to 1", {})
+        return value
 
     @field_validator("shard")
     @classmethod

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..rank import Battle, Leaderboard, leaderboard_from_battles, read_battles
 from ..results import EvaluationResult, Message, ScoreEntry, TrialResult
-from ._compare import Comparison
+from ..stats import Flaky, fmt_interval, group_rates, rates_by
+from ._compare import Comparison, history_marks, significance_lines
 from ._compare_view import pair_views
 from ._groups import group_results, groups_html
 from ._labels import SCALES, JudgedItem, Label, Scale
@@ -51,6 +52,7 @@ def _env() -> jinja2.Environment:
     env.filters.update(
         score=fmt_score,
         rate=fmt_rate,
+        interval=fmt_interval,
         duration=fmt_duration,
         pretty=lambda value: json.dumps(value, indent=2, ensure_ascii=False, default=str),
         markdown=markdown_html,
@@ -91,6 +93,7 @@ class TestView:
     trials: list[tuple[TrialResult | None, list[ChatItem], ScoreEntry | None]]
     search: str
     labels: dict[tuple[str, str], list[JudgedItem]] = field(default_factory=dict)
+    flaky_history: str | None = None
 
 
 @dataclass
@@ -195,6 +198,21 @@ def arena_view(
     )
 
 
+def report_rates(results: Sequence[EvaluationResult]) -> dict[str, Any]:
+    """The intervals the report shows: the run's (`all`), per target and per suite, and the
+    groups with trials (`trials`: the run, then targets and suites when there are several)."""
+    overall = group_rates("all", results)
+    targets = {g.name: g for g in rates_by(results, "target")}
+    suites = rates_by(results, suite_name)
+    groups = [overall, *(targets.values() if len(targets) > 1 else []), *(suites if len(suites) > 1 else [])]
+    return {
+        "all": overall,
+        "targets": targets,
+        "suites": suites if len(suites) > 1 else [],
+        "trials": [g for g in groups if g.trial_pass_rate is not None],
+    }
+
+
 def render_report(
     results: Sequence[EvaluationResult],
     *,
@@ -205,6 +223,7 @@ def render_report(
     scale: Scale | None = None,
     labels: Sequence[Label] = (),
     label_items: ItemsOf | None = None,
+    flaky: Sequence[Flaky] = (),
     by: str | None = None,
 ) -> str:
     """The report page: summary, filters, every test as a chat with its graders, the arena.
@@ -215,9 +234,13 @@ def render_report(
         scale: the labelling scale (viewer only).
         labels: labels already given (viewer only), shown in their forms.
         label_items: the labelable items of a result (viewer only).
+        flaky: tests whose verdict varied across stored runs (`stats.flaky_in_store`), marked.
         by: a metadata field: a table of the results grouped by its values (`report --by`).
     """
     views = test_views(results, label_items)
+    marks = history_marks(flaky)
+    for view in views:
+        view.flaky_history = marks.get((view.suite, view.result.test_id, view.result.target))
     given: dict[tuple[str, str, str, str, str], list[Label]] = {}
     for label in labels:
         given.setdefault((label.suite, label.test_id, label.target, label.entry, label.item), []).append(label)
@@ -226,6 +249,7 @@ def render_report(
         title=title,
         subtitle=subtitle,
         overview=overview(results),
+        rates=report_rates(results),
         tests=views,
         arena=arena_view(arena, views) if arena else None,
         agreement=panel_agreement(results),
@@ -279,6 +303,7 @@ def render_comparison(
         title=f"{comparison.name_b} vs {comparison.name_a}",
         subtitle=f"tolerance {comparison.tolerance:g}",
         comparison=comparison,
+        significance_lines=significance_lines(comparison),
         pairs=pairs,
         viewer=viewer,
         given={},

@@ -73,9 +73,14 @@ def overview(results: Iterable[EvaluationResult]) -> Overview:
 
 def suite_name(result: EvaluationResult) -> str:
     """The suite's short name (its file name without `.eval.yaml`), or `-`."""
-    if not result.suite:
+    return short_suite(result.suite)
+
+
+def short_suite(suite: str | None) -> str:
+    """A suite's short name (its file name without `.eval.yaml`), or `-`."""
+    if not suite:
         return "-"
-    name = result.suite.replace("\\", "/").rsplit("/", 1)[-1]
+    name = suite.replace("\\", "/").rsplit("/", 1)[-1]
     for suffix in (".eval.yaml", ".eval.yml", ".yaml", ".yml"):
         if name.endswith(suffix):
             return name[: -len(suffix)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -43,6 +44,10 @@ class LoadedRun(Model):
     started: str | None = None
     results: list[EvaluationResult]
     summary: dict[str, Any] = Field(default_factory=dict)
+    fingerprints: dict[str, str] = Field(
+        default_factory=dict, description="Suite (store key) -> suite hash of a stored run (empty for a file)."
+    )
+    store: str | None = Field(None, description="The run store a stored run came from.")
 
 
 def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
@@ -61,15 +66,39 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
         raise ReportInputError(f"{ref}: no such results file, and no run store at {store} to find a run in")
     run_store = RunStore(store)
     try:
-        record = run_store.find_run(str(ref))
+        record = run_store.find_run(_before_last(str(ref), store))
         if record is None:
             raise ReportInputError(f"{ref}: no such results file or run (runs are in {store})")
         results = list(run_store.results(record.id))
     finally:
         run_store.close()
+    fingerprints = {key: suite.hash for key, suite in record.recorded.suites.items()}
     return LoadedRun(
-        name=f"run {record.id}", run_id=record.id, started=record.started, results=results, summary=record.summary or {}
+        name=f"run {record.id}",
+        run_id=record.id,
+        started=record.started,
+        results=results,
+        summary=record.summary or {},
+        fingerprints=fingerprints,
+        store=str(store),
     )
+
+
+def _before_last(ref: str, store: Path) -> str:
+    """`last~N`: the run N runs before the last one (by creation); other refs as they are."""
+    match = re.fullmatch(r"last~(\d+)", ref)
+    if match is None:
+        return ref
+    with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
+        row = conn.execute("SELECT id FROM runs ORDER BY rowid DESC LIMIT 1 OFFSET ?", (int(match[1]),)).fetchone()
+    return row[0] if row else ref
+
+
+def same_fingerprint(a: LoadedRun, b: LoadedRun) -> bool | None:
+    """Both runs ran the same suites, unchanged (None when unknown: a results file)."""
+    if not a.fingerprints or not b.fingerprints:
+        return None
+    return a.fingerprints == b.fingerprints
 
 
 def list_runs(store: str | Path) -> list[RunInfo]:

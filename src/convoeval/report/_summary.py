@@ -14,6 +14,7 @@ from rich.text import Text
 from .._text import shorten
 from ..results import EvaluationResult, ScoreEntry, ToolCall
 from ._groups import pass_hat_k_line
+from ._overview import suite_name
 from ._panel import agreement_lines, panel_agreement
 
 _STYLE = {"pass": "green", "fail": "red", "skip": "yellow", "error": "magenta"}
@@ -41,9 +42,10 @@ def print_summary(results: list[EvaluationResult], console: Console | None = Non
         for result in results:
             if result.scores:
                 console.print(turn_table(result))
-    rows = [_row(r) for r in results]
+    columns = _COLUMNS if not any(r.pass_rate for r in results) else (*_COLUMNS[:4], "trials", *_COLUMNS[4:])
+    rows = [_row(r, trials="trials" in columns) for r in results]
     many = len(rows) > TABLE_ROWS_UP_TO
-    console.print(_lines(rows) if many else _table(rows), soft_wrap=many)
+    console.print(_lines(rows, columns) if many else _table(rows, columns), soft_wrap=many)
     for r in results:
         if r.error:
             console.print(f"[magenta]{escape(r.test_id)} @ {escape(r.target)}:[/] {escape(r.error)}")
@@ -54,8 +56,51 @@ def print_summary(results: list[EvaluationResult], console: Console | None = Non
     hats = pass_hat_k_line(results)
     if hats:
         console.print(escape(hats))
+    for line in rate_lines(results):
+        console.print(line, markup=False)
     for line in budget_warnings(results):
         console.print(f"[yellow]{line}[/]")
+
+
+def rate_lines(results: list[EvaluationResult]) -> list[str]:
+    """Pass rate (Wilson interval) and mean score (seeded bootstrap interval) of the run, and of
+    each target and suite when there are several; with trials, the trial pass rate and pass^k."""
+    if not results:
+        return []
+    from ..stats import fmt_interval, group_rates, rates_by  # numpy, loaded once a run is done
+
+    groups = [group_rates("all", results)]
+    for key in ("target", "suite"):
+        found = rates_by(results, key if key == "target" else suite_name)
+        if len(found) > 1:
+            groups += found
+    lines = []
+    for group in groups:
+        line = (
+            f"{group.name}: pass rate {fmt_interval(group.pass_rate, percent=True)}, "
+            f"mean score {fmt_interval(group.mean_score)}"
+        )
+        if group.trial_pass_rate is not None:
+            line += f", trial pass rate {fmt_interval(group.trial_pass_rate, percent=True)}"
+            if group.pass_hat_k:
+                k = max(group.pass_hat_k, key=int)
+                line += f", pass^{k} {fmt_interval(group.pass_hat_k[k])}"
+        lines.append(line)
+    lines.append("(95% intervals: Wilson for rates, seeded bootstrap for means)")
+    return lines
+
+
+def _trials_cell(r: EvaluationResult) -> Text:
+    """`2/3 [21%-94%]` and `flaky` when the trials disagree; `-` without trials."""
+    rate = r.pass_rate
+    if rate is None:
+        return Text("-")
+    cell = Text(f"{rate.passes}/{rate.trials} [{rate.low:.0%}-{rate.high:.0%}]")
+    if 0 < rate.passes < rate.trials:
+        cell.append(" flaky", style="yellow")
+    if r.adaptive is not None:
+        cell.append(f" ({r.adaptive.stopped})", style="dim")
+    return cell
 
 
 def print_panel_agreement(results: Iterable[EvaluationResult], console: Console | None = None) -> None:
@@ -68,7 +113,7 @@ def print_panel_agreement(results: Iterable[EvaluationResult], console: Console 
             console.print(f"  {escape(line)}", soft_wrap=True)
 
 
-def _row(r: EvaluationResult) -> list[Text]:
+def _row(r: EvaluationResult, *, trials: bool = False) -> list[Text]:
     """The summary cells of one result, styled (no markup: ids and notes print as written)."""
     turn_marks = Text(" ").join(
         Text(_fmt_score(e.score), style=_STYLE.get(e.verdict, "white")) for e in r.scores if e.type == "turn"
@@ -85,6 +130,7 @@ def _row(r: EvaluationResult) -> list[Text]:
         Text(r.target),
         Text(_fmt_score(r.score)),
         status,
+        *([_trials_cell(r)] if trials else []),
         turn_marks or Text("-"),
         Text(str(r.token_usage.total_tokens)),
         Text(str(r.judge_token_usage.total_tokens)),
@@ -92,22 +138,22 @@ def _row(r: EvaluationResult) -> list[Text]:
     ]
 
 
-def _table(rows: list[list[Text]]) -> Table:
+def _table(rows: list[list[Text]], columns: tuple[str, ...] = _COLUMNS) -> Table:
     table = Table(title="convoeval results", title_justify="left", header_style="bold")
-    for column in _COLUMNS:
+    for column in columns:
         table.add_column(column, justify="right" if column in _RIGHT else "left")
     for row in rows:
         table.add_row(*row)
     return table
 
 
-def _lines(rows: list[list[Text]]) -> Text:
+def _lines(rows: list[list[Text]], columns: tuple[str, ...] = _COLUMNS) -> Text:
     """The table as aligned lines (no box, no wrapping): fast for thousands of rows."""
-    widths = [max(len(name), *(row[i].cell_len for row in rows)) for i, name in enumerate(_COLUMNS)]
+    widths = [max(len(name), *(row[i].cell_len for row in rows)) for i, name in enumerate(columns)]
     text = Text("convoeval results")
-    for cells in ([Text(name, style="bold") for name in _COLUMNS], *rows):
+    for cells in ([Text(name, style="bold") for name in columns], *rows):
         text.append("\n")
-        for i, (name, cell) in enumerate(zip(_COLUMNS, cells, strict=True)):
+        for i, (name, cell) in enumerate(zip(columns, cells, strict=True)):
             pad = " " * (widths[i] - cell.cell_len)
             text.append("  " if i else "")
             text.append_text(Text(pad) + cell if name in _RIGHT else cell + pad)

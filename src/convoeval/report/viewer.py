@@ -26,10 +26,11 @@ from pydantic import ValidationError
 
 from ..errors import ConfigError, first_problem
 from ..results import EvaluationResult
-from ._compare import compare_results
+from ..stats import flaky_in_store
+from ._compare import compare_results, mark_flaky_history
 from ._html import read_battle_records, render_comparison, render_report, render_runs
 from ._labels import SCALES, JudgedItem, Label, LabelStore, Scale
-from ._runs import LoadedRun, ReportInputError, list_runs, load_run
+from ._runs import LoadedRun, ReportInputError, list_runs, load_run, same_fingerprint
 
 if TYPE_CHECKING:  # the statistics (and numpy) load when labels are used, not at every start-up
     from ..stats import JudgeScore
@@ -158,6 +159,7 @@ class Viewer:
                     scale=self.scale,
                     labels=labels,
                     label_items=lambda result: judged_items(result, self.scale),
+                    flaky=flaky_in_store(self.store, run.fingerprints.values()),
                 ),
                 {},
             )
@@ -165,6 +167,10 @@ class Viewer:
             a, b = self._run(query.get("a", "")), self._run(query.get("b", ""))
             tolerance = float(query.get("tolerance", "0") or 0)
             comparison = compare_results(a.results, b.results, tolerance=tolerance, name_a=a.name, name_b=b.name)
+            comparison.same_fingerprint = same_fingerprint(a, b)
+            mark_flaky_history(
+                comparison, flaky_in_store(self.store, {*a.fingerprints.values(), *b.fingerprints.values()})
+            )
             page = render_comparison(
                 comparison, viewer={"a": a.run_id, "b": b.run_id}, results_a=a.results, results_b=b.results
             )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from ..results import EvaluationResult, ScoreEntry, VerdictStatus
 from ..spec import Suite, Test
@@ -28,7 +28,7 @@ class Job:
     target: Target
     suite: Suite
     threshold: float | None = None
-    trials: int | None = None
+    trials: int | Literal["auto"] | None = None
     stored: dict[str, VerdictStatus] = field(default_factory=dict)
 
     def plan(self, test: Test) -> TestPlan:

@@ -4,7 +4,7 @@ the steps its trials run."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from ..graders import Assertion, lookup_assertion_type
 from ..judging import format_policy
@@ -16,11 +16,14 @@ from ._recorded import split_transcript
 from ._steps import choose_steps
 
 
-def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trials: int | None = None) -> TestPlan:
+def plan_test(
+    suite: Suite, test: Test, *, threshold: float | None = None, trials: int | Literal["auto"] | None = None
+) -> TestPlan:
     """Resolve a test: suite input and assertions, implicit graders, threshold, trials and the
     steps its trials run.
 
     Precedence: the run's threshold/trials, then the test's `execution`, then the suite's.
+    `trials="auto"` makes trials adaptive (`until: decided`, keeping the suite's `max`).
     """
     suite_exec, test_exec = suite.execution, test.execution
     resolved_threshold = _first(
@@ -34,10 +37,12 @@ def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trial
         suite_exec.trials if suite_exec else None,
         TrialsConfig(),
     )
-    if trials is not None:
-        trials_config = trials_config.model_copy(update={"count": trials})
-    if test.transcripts is not None:  # one trial per recorded conversation
-        trials_config = trials_config.model_copy(update={"count": len(test.transcripts)})
+    if trials == "auto":
+        trials_config = trials_config.model_copy(update={"until": "decided"})
+    elif trials is not None:
+        trials_config = trials_config.model_copy(update={"count": trials, "until": None, "max": None})
+    if test.transcripts is not None:  # one trial per recorded conversation, whatever the run asks
+        trials_config = trials_config.model_copy(update={"count": len(test.transcripts), "until": None, "max": None})
     skip_defaults = bool(test.execution and test.execution.skip_defaults)  # AgentV: no suite input, no suite assertions
     every_turn = [*test.turn_assertions, *suite.turn_assertions]
     before, turns, conversation, recorded = _turns(suite, test, every_turn)

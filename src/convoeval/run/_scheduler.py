@@ -13,10 +13,12 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
+from .._binomial import wilson_interval
 from ..results import (
     EvaluationResult,
     ExecutionStatus,
     Outcome,
+    PassRate,
     TestKey,
     TrialResult,
     Usage,
@@ -27,6 +29,7 @@ from ..results import (
 )
 from ..spec import DEFAULT_THRESHOLD, Test
 from ..targets import Target
+from ._adaptive import adaptive_trials, apply_decision
 from ._conversation import TrialContext, run_trial
 from ._jobs import Job, JobEvents
 from ._plan import TestPlan
@@ -226,7 +229,10 @@ class _Runner:
                 )
 
         limit = plan.trials.cost_limit_usd
-        if limit is None:
+        adaptive = None
+        if plan.trials.adaptive:
+            outcomes, adaptive = await adaptive_trials(one, plan, self.concurrency)
+        elif limit is None:
             outcomes = await _lazily(one, plan.trials.count, self.concurrency)
         else:  # one trial after another, until the trials of this test have cost `limit`
             outcomes, spent = [], 0.0
@@ -240,7 +246,9 @@ class _Runner:
         if not trials:
             return _not_run(plan, job.target, VerdictStatus("skip", "budget_exhausted"), BUDGET_NOTE)
         result = combine_trials(plan, job.target.name, trials)
-        if len(outcomes) < plan.trials.count:
+        if adaptive is not None:
+            result = apply_decision(result, adaptive, plan.threshold)
+        elif len(outcomes) < plan.trials.count:
             result.notes.append(
                 f"trials stopped after {len(outcomes)} of {plan.trials.count}: trials.cost_limit_usd ${limit:g} reached"
             )
@@ -336,6 +344,7 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         trials=trials,
         pass_at_k={str(k): round(pass_at_k(n, c, k), 6) for k in range(1, n + 1)},
         pass_hat_k={str(k): round(pass_hat_k(n, c, k), 6) for k in range(1, n + 1)},
+        pass_rate=_pass_rate(trials),
         token_usage=sum((t.token_usage for t in trials), Usage()),
         judge_token_usage=sum((t.judge_token_usage for t in trials), Usage()),
         cost_usd=round(sum(t.cost_usd for t in trials), 8),
@@ -354,6 +363,22 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         provider=first.provider,
         session=first.session,
         fallback=first.fallback,
+    )
+
+
+def _pass_rate(trials: list[TrialResult]) -> PassRate | None:
+    """The trials' pass rate with its Wilson interval (errors and skips left out), with trials."""
+    decided = [t.verdict == "pass" for t in trials if t.verdict in ("pass", "fail")]
+    bounds = wilson_interval(sum(decided), len(decided))
+    if len(trials) < 2 or bounds is None:
+        return None
+    value = sum(decided) / len(decided)
+    return PassRate(
+        passes=sum(decided),
+        trials=len(decided),
+        value=round(value, 6),
+        low=round(bounds[0], 6),
+        high=round(bounds[1], 6),
     )
 
 

@@ -8,6 +8,7 @@ from ._errors import Problem, SpecError
 from ._files import eval_files, load_suites, validate_eval_paths
 from ._loader import load_suite, validate_paths
 from ._models import (
+    AUTO_MAX_TRIALS,
     DEFAULT_THRESHOLD,
     MAX_TRIALS,
     SIMULATED_USER_KEYS,
@@ -39,6 +40,7 @@ __all__ = [
     "PostCondition",
     "DEFAULT_SYSTEM_PROMPT",
     "DEFAULT_THRESHOLD",
+    "AUTO_MAX_TRIALS",
     "MAX_TRIALS",
     "Execution",
     "GRADER_VARIABLES",

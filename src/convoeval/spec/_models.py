@@ -104,12 +104,39 @@ def to_messages(value: Messages | None, default_role: str = "user") -> list[Mess
 MAX_TRIALS = 1000
 
 
+#: The most trials of `--trials auto` (adaptive trials) unless `trials.max` says otherwise.
+AUTO_MAX_TRIALS = 20
+
+
 class TrialsConfig(Strict):
-    """`execution.trials`: how many independent runs of each test."""
+    """`execution.trials`: how many independent runs of each test; with `until: decided`,
+    trials run until the pass rate is surely above or below the threshold, at most `max`."""
 
     count: int = Field(1, ge=1, le=MAX_TRIALS)
     strategy: Literal["mean", "pass_at_k"] = "mean"
     cost_limit_usd: float | None = Field(None, ge=0)
+    until: Literal["decided"] | None = Field(
+        None, description="`decided`: stop once the pass rate's confidence sequence leaves the threshold."
+    )
+    max: int | None = Field(None, ge=1, le=MAX_TRIALS, description="Most trials with `until: decided` (default 20).")
+    alpha: float = Field(0.05, gt=0, lt=1, description="Error rate of the `until: decided` decision.")
+
+    @model_validator(mode="after")
+    def _max_needs_until(self) -> TrialsConfig:
+        if self.max is not None and self.until is None:
+            raise ValueError("trials.max needs `until: decided` (adaptive trials); use `count` for a fixed number")
+        if self.until is not None and "count" in self.model_fields_set:
+            raise ValueError("trials: give `count` (a fixed number) or `until: decided` with `max`, not both")
+        return self
+
+    @property
+    def adaptive(self) -> bool:
+        return self.until == "decided"
+
+    @property
+    def most(self) -> int:
+        """The most trials to run."""
+        return (self.max or AUTO_MAX_TRIALS) if self.adaptive else self.count
 
 
 class JudgeSettings(Strict):
@@ -134,7 +161,9 @@ class Execution(Strict):
         description="How a judge panel's answers combine (default: majority for pass/fail checks, mean for scores).",
     )
     threshold: float | None = Field(None, ge=0, le=1)
-    trials: int | TrialsConfig | None = None
+    trials: int | Literal["auto"] | TrialsConfig | None = Field(
+        None, description="Trials of each test: a number, `auto` (until decided, at most 20) or a mapping."
+    )
     workers: int | None = Field(None, ge=1)
     backend: Literal["local", "ray"] | None = Field(
         None, description="Where conversations run: this process (local) or Ray tasks (ray); suite level."
@@ -162,7 +191,9 @@ class Execution(Strict):
 
     @field_validator("trials", mode="after")
     @classmethod
-    def _trials_as_config(cls, value: int | TrialsConfig | None) -> TrialsConfig | None:
+    def _trials_as_config(cls, value: int | str | TrialsConfig | None) -> TrialsConfig | None:
+        if isinstance(value, str):  # "auto"
+            return TrialsConfig(until="decided")
         if isinstance(value, int):
             if value < 1:
                 raise ValueError("trials must be at least 1")

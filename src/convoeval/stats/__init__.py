@@ -1,4 +1,6 @@
-"""Agreement between judges and humans, and judge consistency over repeated runs.
+"""Agreement between judges and humans, judge consistency over repeated runs, and the
+statistics of pass rates: intervals (`group_rates`), the significance-aware regression gate of
+`convoeval compare` (`significance_gate`) and flaky tests (`flaky_in`, `flaky_in_store`).
 
 `runs_agreement` compares the judge scores of two stored runs (judge vs judge) and
 `runs_consistency` one judge's scores over K runs (see `_runs` for how scores are aligned).
@@ -19,9 +21,12 @@ from ._consistency import Consistency, judge_consistency
 from ._correlation import kendall, spearman
 from ._data import AgreementInputError, Category
 from ._estimate import Estimate
+from ._flaky import Flaky, flaky_in, flaky_in_store, is_flaky, trial_verdicts
+from ._gate import GateReport, PairData, Power, TestChange, significance_gate
 from ._io import RatingsFileError, RatingsTable, parse_categories, read_ratings_csv
 from ._krippendorff import krippendorff_alpha
 from ._multirater import fleiss_kappa, gwet_ac1, percent_agreement, randolph_kappa
+from ._rates import GroupRates, fmt_interval, group_rates, mean_interval, pass_at_k_interval, rate_interval, rates_by
 from ._report import agreement_estimates, agreement_report
 from ._runs import (
     GraderConsistency,
@@ -39,27 +44,44 @@ __all__ = [
     "Category",
     "Consistency",
     "Estimate",
+    "Flaky",
+    "GateReport",
     "GraderConsistency",
+    "GroupRates",
     "JudgeScore",
+    "PairData",
+    "Power",
     "RatingsFileError",
     "RatingsTable",
     "RunsAgreement",
     "RunsConsistency",
+    "TestChange",
     "agreement_estimates",
     "agreement_report",
     "categorise",
     "cohen_kappa",
+    "flaky_in",
+    "flaky_in_store",
     "fleiss_kappa",
+    "fmt_interval",
+    "group_rates",
     "gwet_ac1",
+    "is_flaky",
     "judge_consistency",
     "judge_scores",
     "kendall",
     "krippendorff_alpha",
+    "mean_interval",
     "parse_categories",
+    "pass_at_k_interval",
     "percent_agreement",
     "randolph_kappa",
+    "rate_interval",
+    "rates_by",
     "read_ratings_csv",
     "runs_agreement",
     "runs_consistency",
+    "significance_gate",
     "spearman",
+    "trial_verdicts",
 ]

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-IntervalMethod = Literal["asymptotic", "bootstrap"]
+IntervalMethod = Literal["asymptotic", "bootstrap", "wilson"]
 
 
 def scipy_stats() -> ModuleType:
@@ -29,8 +29,8 @@ class Estimate:
         value: the statistic; NaN when the data leave it undefined (see `note`).
         se: standard error (None when it cannot be computed).
         ci_low, ci_high: confidence interval at `confidence` (None when unknown).
-        interval: "asymptotic" (a published variance formula) or "bootstrap"
-            (percentiles of a seeded resampling of items).
+        interval: "asymptotic" (a published variance formula), "bootstrap"
+            (percentiles of a seeded resampling of items) or "wilson" (a pass rate's score interval).
         n_items: items that entered the statistic.
         pa: observed agreement, for chance-corrected coefficients.
         pe: chance agreement, for chance-corrected coefficients.
