@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import convoeval
+from convoeval.errors import SpecError
 from convoeval.testing import FakeOpenAIServer, tool_calls
 
 from .conftest import REPO, write
@@ -88,7 +89,19 @@ def test_a_wrong_booking_gets_reward_0_with_the_state_diff(airline) -> None:
 
 def test_a_tools_module_that_cannot_load_is_an_execution_error(airline) -> None:
     suite, server = airline
-    suite.write_text(suite.read_text().replace("tools: tools.py", "tools: nowhere.py"))
+    (suite.parent / "broken.py").write_text("raise RuntimeError('no database here')\n")
+    suite.write_text(suite.read_text().replace("tools: tools.py", "tools: broken.py"))
     [result] = convoeval.run(suite, judge="scripted", cache=False, store=False).results
     assert result.execution_status == "execution_error" and "tools:" in (result.error or "")
+    assert not server.requests
+
+
+def test_a_missing_tools_file_is_a_problem_of_the_eval_file(airline) -> None:
+    suite, server = airline
+    suite.write_text(suite.read_text().replace("tools: tools.py", "tools: nowhere.py"))
+    with pytest.raises(SpecError) as raised:
+        convoeval.run(suite, judge="scripted", cache=False, store=False)
+    assert [str(p) for p in raised.value.problems] == [
+        f"{suite}:2: tools: nowhere.py: no such file (the domain's tool functions)"
+    ]
     assert not server.requests

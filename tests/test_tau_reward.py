@@ -104,22 +104,25 @@ def send_certificate(state, **kw): _log(state, "send_certificate", kw)
 
 
 def test_tau_bench_import_scenarios_and_recorded_rewards_match_tau_bench(cli, tmp_path: Path) -> None:
+    write(tmp_path / "tools.py", LOGGING_TOOLS)  # the import is validated: the domain's files must exist
+    write(tmp_path / "backend.json", '{"writes": []}')
     code, out, err = cli("import", "tau-bench", TAU, "-o", tmp_path / "tau.eval.yaml")
     assert code == 0 and "3 test(s) written" in out, err
     suite = load_suite(tmp_path / "tau.eval.yaml")
     first = suite.tests[0]
     assert first.simulated_user.objective.startswith("You are mia_li_3668.")
     assert [a.name for a in first.assertions[0].goal_actions] == ["book_reservation"]
+    assert first.assertions[0].required
     assert suite.tests[2].assertions[0].required_outputs == ["23553"]
 
-    write(tmp_path / "tools.py", LOGGING_TOOLS)
-    write(tmp_path / "backend.json", '{"writes": []}')
     code, out, err = cli("import", "tau-bench", TAU, "--recorded", "-o", tmp_path / "recorded.eval.yaml")
     assert code == 0, err
     code, out, err = cli("grade", tmp_path / "recorded.eval.yaml", "-o", tmp_path / "r.jsonl")
     rows = read_jsonl(tmp_path / "r.jsonl")
+    assert [len(r["trials"]) for r in rows] == [1, 1, 1]  # one recorded trial of each task
     rewards = [r["scores"][-1]["graders"][0]["details"]["reward"] for r in rows]
-    assert rewards == [r["metadata"]["recorded_reward"] for r in rows] == [0.0, 0.0, 0.0]
+    assert rewards == [r["metadata"]["recorded_rewards"][0] for r in rows] == [0.0, 0.0, 0.0]
+    assert [r["verdict"] for r in rows] == ["fail", "fail", "fail"]
     details = [r["scores"][-1]["graders"][0]["details"] for r in rows]
     assert details[0]["state_diff"]  # booked twice
     assert details[1]["state_diff"] == [

@@ -48,16 +48,36 @@ def import_command(
         bool,
         typer.Option(
             "--recorded",
-            help="tau-bench, deepeval: the recorded conversations as transcript tests, not live ones.",
+            help="tau-bench: the recorded trajectories of each task as the trials of its test; "
+            "deepeval: the recorded conversations as transcript tests, not live ones.",
         ),
     ] = False,
+    policy: Annotated[
+        Path | None,
+        typer.Option(help="tau-bench (tau2-bench tasks.json): the domain policy (default: policy.md beside SOURCE)."),
+    ] = None,
+    judge_prompts: Annotated[
+        Path | None,
+        typer.Option(
+            "--judge-prompts",
+            help="mt-bench: FastChat's judge_prompts.jsonl, used as written (scores comparable with MT-Bench's).",
+        ),
+    ] = None,
 ) -> None:
     """Import a dataset as an eval file, then validate it."""
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DatasetWarning)
             suite = import_dataset(
-                kind, source, references=references, db=db, tools=tools, backend=backend, recorded=recorded or None
+                kind,
+                source,
+                references=references,
+                db=db,
+                tools=tools,
+                backend=backend,
+                recorded=recorded or None,
+                policy=policy,
+                judge_prompts=judge_prompts,
             )
     except DatasetError as exc:
         err.print(f"error: {exc}", markup=False, soft_wrap=True)
@@ -70,8 +90,11 @@ def import_command(
     if problems:
         for problem in problems:
             err.print(str(problem), markup=False, soft_wrap=True)
+        err.print(f"{output} was written; fix the problems above, then `convoeval validate {output}`", markup=False)
         raise typer.Exit(2)
-    out.print(f"{len(suite['tests'])} test(s) written to {output}")
+    out.print(f"{len(suite['tests'])} test(s) written to {output}", markup=False)
+    for skipped in suite.get("metadata", {}).get("skipped", []):
+        out.print(f"left out: {skipped['id']}: {skipped['reason']}", markup=False)
 
 
 @app.command()

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .. import report as report_module
 from ..engine import STORE_FILE, state_dir
 from ..errors import ConfigError
 from ..report import (
@@ -97,18 +98,32 @@ def report(
     otel_endpoint: Annotated[
         str | None, typer.Option(help="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces.")
     ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            metavar="FIELD",
+            help="Group the results by a metadata field (e.g. category): a table with each group's "
+            "verdicts, mean score, per-turn scores and pass^k, printed and added to --html / --markdown.",
+        ),
+    ] = None,
     store: StoreOption = None,
 ) -> None:
     """Write the HTML report, JUnit XML, a Markdown summary or an Inspect log of a run or a results
-    file, or send it as OpenTelemetry spans."""
+    file, send it as OpenTelemetry spans, or print its results grouped by a field."""
     otel = otel or otel_endpoint is not None
-    if not (html or junit or markdown or inspect_log or otel):
+    if not (html or junit or markdown or inspect_log or otel or by):
         raise fail(
             "say what to write: --html report.html, --junit junit.xml, --markdown summary.md, "
-            "--inspect-log run.eval and/or --otel"
+            "--inspect-log run.eval and/or --otel (or --by FIELD for a grouped table)"
         )
     loaded = _load(run, store)
-    for path in write_reports(loaded, html=html, junit=junit, markdown=markdown, battles=battles, title=title):
+    if by:
+        if all(report_module.field_value(r, by) == report_module.NO_VALUE for r in loaded.results):
+            known = sorted({k for r in loaded.results for k in r.metadata})
+            raise fail(f"--by {by}: no result has this field (metadata fields: {', '.join(known) or 'none'})")
+        out.print(report_module.groups_table(report_module.group_results(loaded.results, by), by))
+    for path in write_reports(loaded, html=html, junit=junit, markdown=markdown, battles=battles, title=title, by=by):
         out.print(f"wrote {path}", markup=False)
     try:
         if inspect_log is not None:

@@ -28,6 +28,7 @@ def write_reports(
     markdown: Path | None = None,
     battles: Path | None = None,
     title: str | None = None,
+    by: str | None = None,
 ) -> list[Path]:
     """Write the reports asked for; returns the files written. Raises typer.Exit(2) on bad input."""
     written: list[Path] = []
@@ -39,11 +40,16 @@ def write_reports(
     if html:
         subtitle = f"started {run.started}" if run.started else ""
         flaky = _stored_flaky(run)
-        written.append(report.write_html(run.results, html, title=heading, arena=arena, subtitle=subtitle, flaky=flaky))
+        written.append(
+            report.write_html(run.results, html, title=heading, arena=arena, subtitle=subtitle, flaky=flaky, by=by)
+        )
     if junit:
         written.append(report.write_junit(run.results, junit, timestamp=run.started))
     if markdown:
         written.append(report.write_markdown(run.results, markdown, title=heading))
+        if by:  # the grouped table after the summary
+            with markdown.open("a", encoding="utf-8") as handle:
+                handle.write("\n" + report.groups_markdown(report.group_results(run.results, by), by))
     return written
 
 

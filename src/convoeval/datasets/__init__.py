@@ -5,10 +5,12 @@
 
 Kinds:
     mt-bench     FastChat's MT-Bench question.jsonl (+ GPT-4 references for the judge only)
-    multiwoz     MultiWOZ 2.2 dialogues (JSON Lines): scripted user turns, backend results and a
-                 policy per dialogue, TD-Eval's dimensions on every turn
-    tau-bench    tau-bench results or tasks as simulated-user scenarios with a `tau-reward`
-                 (or, recorded=True, their trajectories as transcripts)
+    multiwoz     MultiWOZ 2.2 dialogues_*.json, 2.1 data.json or the HF rows (JSON Lines):
+                 scripted user turns with the reference replies for the judges, backend
+                 results and a policy per dialogue, TD-Eval's dimensions on every turn
+    tau-bench    tau-bench results or tasks as simulated-user scenarios with a required
+                 `tau-reward` (or, recorded=True, each task's recorded trajectories as the
+                 trials of its test); tau2-bench's tasks.json with its domain policy
     transcripts  recorded conversations (OpenAI messages JSONL, convoeval results, or any of
                  the logs below, told apart by content) as `transcript:` tests, graded
                  without calling a target (`convoeval grade`)
@@ -21,6 +23,7 @@ Kinds:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -61,7 +64,14 @@ def import_dataset(kind: str, source: str | Path, **options: Any) -> dict[str, A
     importer = IMPORTERS.get(kind)
     if importer is None:
         raise DatasetError(f"unknown dataset kind {kind!r} (known: {', '.join(sorted(IMPORTERS))})")
-    return importer(Path(source), **{k: v for k, v in options.items() if v is not None})
+    given = {k: v for k, v in options.items() if v is not None}
+    accepted = inspect.signature(importer).parameters
+    open_ended = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
+    wrong = [] if open_ended else [k for k in given if k not in accepted]
+    if wrong:
+        names = ", ".join("--" + k.replace("_", "-") for k in wrong)
+        raise DatasetError(f"{names}: not an option of `import {kind}`")
+    return importer(Path(source), **given)
 
 
 __all__ = [

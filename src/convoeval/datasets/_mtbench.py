@@ -10,6 +10,13 @@ with a single-answer 1-10 prompt in the shape of MT-Bench's (`single-v1`, `singl
 and their multi-turn variants: the second turn is judged on the whole two-turn conversation,
 focused on the second answer). References are the turns' `expected_output`, which only the
 judge sees; the second question goes to the target after its own live first answer.
+
+With `judge_prompts` (the user's copy of FastChat's `judge_prompts.jsonl`), each turn is
+graded by `mt-bench-judge` with FastChat's own prompts, as written (`single-v1` on the first
+turn, `single-v1-multi-turn` on the second; the `single-math-v1` pair with the references for
+math, reasoning and coding, as FastChat does), its `[[rating]]` answers parsed as FastChat
+parses them: scores that compare with published MT-Bench numbers (x10). Each prompt is
+written once in the suite and referred to by YAML aliases.
 """
 
 from __future__ import annotations
@@ -76,12 +83,15 @@ def _prompt(template: str) -> str:
     return template.format(scale=_SCALE)
 
 
-def import_mt_bench(source: Path, *, references: Path | None = None) -> dict[str, Any]:
+def import_mt_bench(
+    source: Path, *, references: Path | None = None, judge_prompts: Path | None = None
+) -> dict[str, Any]:
     """The MT-Bench suite (a plain dict, ready to write as YAML).
 
     Args:
         source: `question.jsonl`.
         references: the GPT-4 reference answers; default: a known file name beside `source`.
+        judge_prompts: FastChat's judge_prompts.jsonl, to judge with its prompts as written.
 
     Raises:
         DatasetError: a file is missing or a record is malformed (file:line: what is wrong).
@@ -95,6 +105,7 @@ def import_mt_bench(source: Path, *, references: Path | None = None) -> dict[str
                 refs[int(record["question_id"])] = [str(t) for t in record["choices"][0]["turns"]]
             except (KeyError, IndexError, TypeError, ValueError):
                 raise DatasetError(f"{ref_path}:{line}: expected question_id and choices[0].turns") from None
+    prompts = read_judge_prompts(judge_prompts) if judge_prompts is not None else None
     tests = []
     for line, record in questions:
         try:
@@ -104,7 +115,9 @@ def import_mt_bench(source: Path, *, references: Path | None = None) -> dict[str
         if not isinstance(turns, list) or len(turns) != 2 or not all(isinstance(t, str) and t.strip() for t in turns):
             raise DatasetError(f"{source}:{line}: turns: expected two non-empty questions")
         reference = (refs.get(qid) or record.get("reference")) if category in REFERENCE_CATEGORIES else None
-        tests.append(_test(qid, category, turns, reference))
+        if prompts is not None and reference and "single-math-v1" not in prompts:
+            raise DatasetError(f"{judge_prompts}:1: no judge prompt named 'single-math-v1' (for {category} questions)")
+        tests.append(_test(qid, category, turns, reference, prompts))
     return {
         "name": "mt-bench",
         "description": "MT-Bench: 80 two-turn questions, each answer rated 1-10 by a judge "
@@ -119,7 +132,40 @@ def import_mt_bench(source: Path, *, references: Path | None = None) -> dict[str
     }
 
 
-def _test(qid: int, category: str, turns: list[str], reference: list[str] | None) -> dict[str, Any]:
+def read_judge_prompts(path: Path) -> dict[str, dict[str, Any]]:
+    """FastChat's single-answer judge prompts by name (`single-v1`, ...), as written.
+
+    Raises:
+        DatasetError: the file is missing, or lacks `single-v1` / `single-v1-multi-turn`, or a
+            single prompt's fields are not FastChat's.
+    """
+    prompts: dict[str, dict[str, Any]] = {}
+    for line, record in read_jsonl(path):
+        if record.get("type") != "single":
+            continue  # pairwise prompts: MT-Bench's single-answer grading does not use them
+        fields = ("name", "system_prompt", "prompt_template", "output_format")
+        if not all(isinstance(record.get(k), str) for k in fields):
+            raise DatasetError(
+                f"{path}:{line}: a FastChat judge prompt has name, system_prompt, prompt_template, output_format"
+            )
+        if record["output_format"] != "[[rating]]":
+            raise DatasetError(f"{path}:{line}: output_format {record['output_format']!r}: only '[[rating]]' is read")
+        prompts[record["name"]] = {k: record[k] for k in ("name", "type", *fields[1:])}
+    for name in ("single-v1", "single-v1-multi-turn"):
+        if name not in prompts:
+            raise DatasetError(
+                f"{path}:1: no single-answer judge prompt named {name!r} (is it FastChat's judge_prompts.jsonl?)"
+            )
+    return prompts
+
+
+def _test(
+    qid: int,
+    category: str,
+    turns: list[str],
+    reference: list[str] | None,
+    prompts: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     first: dict[str, Any] = {"input": turns[0]}
     second: dict[str, Any] = {"input": turns[1]}
     if reference:
@@ -128,8 +174,16 @@ def _test(qid: int, category: str, turns: list[str], reference: list[str] | None
             f"Reference answer to the first question:\n{reference[0]}\n\n"
             f"Reference answer to the second question:\n{reference[1] if len(reference) > 1 else ''}"
         )
-    first["assertions"] = [_grader("mt-bench-turn-1", WITH_REFERENCE if reference else GENERAL)]
-    second["assertions"] = [_grader("mt-bench-turn-2", WITH_REFERENCE_SECOND if reference else GENERAL_SECOND)]
+    if prompts is not None:
+        kind = "single-math-v1" if reference else "single-v1"
+        refs = {"references": list(reference)} if reference else {}
+        first["assertions"] = [{"type": "mt-bench-judge", "name": "mt-bench-turn-1", "prompt": prompts[kind], **refs}]
+        second["assertions"] = [
+            {"type": "mt-bench-judge", "name": "mt-bench-turn-2", "prompt": prompts[f"{kind}-multi-turn"], **refs}
+        ]
+    else:
+        first["assertions"] = [_grader("mt-bench-turn-1", WITH_REFERENCE if reference else GENERAL)]
+        second["assertions"] = [_grader("mt-bench-turn-2", WITH_REFERENCE_SECOND if reference else GENERAL_SECOND)]
     return {
         "id": f"mt-bench-{qid}",
         "mode": "conversation",

@@ -1,15 +1,21 @@
-"""MultiWOZ 2.2 dialogues (the Hugging Face `multi_woz_v22` JSON schema) as TD-Eval suites.
+"""MultiWOZ dialogues, as distributed, as TD-Eval suites.
 
-Each dialogue becomes a conversation test: every user utterance a scripted turn; the turn's
-`context` (what the judges see as the backend result) holds the belief state after that user
-turn, the database matches for it (with `db=` a folder of MultiWOZ's `<domain>_db.json`), and
-the reference system's dialogue acts. With a database the matches are also given to the agent,
-as a system message before the user's words, as TD-Eval's agents got them. The test's policy is
-the dialogue's domains (slots and rules), and TD-Eval's three dimensions grade every turn.
+Read: MultiWOZ 2.2's `dialogues_*.json` (a list of dialogues with USER/SYSTEM turns and
+frames), MultiWOZ 2.1's `data.json` (dialogue id -> `{goal, log}`, user and system turns
+alternating, the belief state in each system turn's `metadata`), and the Hugging Face
+`multi_woz_v22` rows (JSON Lines). Each dialogue becomes a conversation test: every user
+utterance a scripted turn; the turn's `context` (what the judges see as the backend result)
+holds the belief state after that user turn, the database matches for it (with `db=` a folder
+of MultiWOZ's `<domain>_db.json`), and the reference system's dialogue acts; the reference
+system reply is the turn's `expected_output` (judges only: the agent never sees it). With a
+database the matches are also given to the agent, as a system message before the user's
+words, as TD-Eval's agents got them. The test's policy is the dialogue's domains (slots and
+rules), and TD-Eval's three dimensions grade every turn.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,19 +68,20 @@ MAX_MATCHES = 3
 
 
 def import_multiwoz(source: Path, *, db: Path | None = None) -> dict[str, Any]:
-    """The MultiWOZ suite of `source` (JSON Lines, one dialogue a line).
+    """The MultiWOZ suite of `source` (2.2 dialogues_*.json, 2.1 data.json, or HF JSON Lines).
 
     Args:
         db: a folder holding `<domain>_db.json` files (default: `db/` beside `source`, if any).
     """
     folder = db if db is not None else (source.parent / "db" if (source.parent / "db").is_dir() else None)
     databases = _databases(folder) if folder is not None else {}
-    tests = [_dialogue(record, source, line, databases) for line, record in read_jsonl(source)]
+    dialogues, version = _read(source)
+    tests = [_test(dialogue, databases, source) for dialogue in dialogues]
     if not tests:
         raise DatasetError(f"{source}:1: no dialogues in the file")
     return {
         "name": "multiwoz",
-        "description": "MultiWOZ 2.2 dialogues: the user's turns scripted, graded on TD-Eval's three dimensions",
+        "description": f"MultiWOZ {version} dialogues: the user's turns scripted, graded on TD-Eval's three dimensions",
         "metadata": {
             "source": source.name,
             "imported_by": "convoeval import multiwoz",
@@ -88,9 +95,41 @@ def import_multiwoz(source: Path, *, db: Path | None = None) -> dict[str, Any]:
                 "(restaurants, hotels, attractions, trains, taxis).",
             }
         ],
-        "turn_assertions": [{"type": "td-eval"}],
         "tests": tests,
     }
+
+
+@dataclass
+class UserTurn:
+    """One user turn of a dialogue, with what the reference system did next."""
+
+    utterance: str
+    belief: dict[str, dict[str, str]]
+    reference_acts: dict[str, dict[str, str]] | None = None
+    reference_reply: str | None = None
+
+
+@dataclass
+class Dialogue:
+    name: str
+    services: list[str]
+    turns: list[UserTurn]
+
+
+def _read(source: Path) -> tuple[list[Dialogue], str]:
+    """The dialogues of `source` in any of the three formats, and the format's name."""
+    if source.suffix == ".jsonl":
+        return [_hf_dialogue(record, source, line) for line, record in read_jsonl(source)], "2.2"
+    data = read_json(source)
+    if isinstance(data, dict) and data and all(isinstance(v, dict) and "log" in v for v in data.values()):
+        return [_v21_dialogue(name, value, source) for name, value in data.items()], "2.1"
+    if isinstance(data, list) and data and all(isinstance(d, dict) and isinstance(d.get("turns"), list) for d in data):
+        return [_v22_dialogue(d, source, i) for i, d in enumerate(data)], "2.2"
+    raise DatasetError(
+        f"{source}:1: not a MultiWOZ file: expected MultiWOZ 2.2's dialogues_*.json (a list of dialogues "
+        "with turns), MultiWOZ 2.1's data.json (dialogue id -> goal and log), or JSON Lines in the "
+        "Hugging Face multi_woz_v22 schema (.jsonl)"
+    )
 
 
 def _databases(folder: Path) -> dict[str, list[dict[str, Any]]]:
@@ -106,9 +145,8 @@ def _databases(folder: Path) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def _dialogue(
-    record: dict[str, Any], source: Path, line: int, databases: dict[str, list[dict[str, Any]]]
-) -> dict[str, Any]:
+def _hf_dialogue(record: dict[str, Any], source: Path, line: int) -> Dialogue:
+    """A row of the Hugging Face `multi_woz_v22` dataset (turns as parallel lists)."""
     try:
         turns = record["turns"]
         speakers, utterances = turns["speaker"], turns["utterance"]
@@ -117,36 +155,108 @@ def _dialogue(
     except (KeyError, TypeError):
         raise DatasetError(
             f"{source}:{line}: expected dialogue_id and turns{{speaker, utterance, frames, "
-            "dialogue_acts}} (MultiWOZ 2.2)"
+            "dialogue_acts}} (the Hugging Face multi_woz_v22 schema)"
         ) from None
-    services = [str(s) for s in record.get("services") or []]
-    scripted = []
+    user_turns = []
     for i, speaker in enumerate(speakers):
         if speaker != 0:
             continue
-        belief = _belief(frames[i])
-        context: dict[str, Any] = {"belief_state": belief}
-        matches = {d: _query(databases[d], slots) for d, slots in belief.items() if d in databases}
+        system = i + 1 < len(speakers) and speakers[i + 1] == 1
+        user_turns.append(
+            UserTurn(
+                utterances[i],
+                _belief(frames[i]),
+                _acts(acts[i + 1]) if system else None,
+                utterances[i + 1] if system else None,
+            )
+        )
+    return Dialogue(name, [str(s) for s in record.get("services") or []], user_turns)
+
+
+def _v22_dialogue(record: dict[str, Any], source: Path, index: int) -> Dialogue:
+    """A dialogue of MultiWOZ 2.2's dialogues_*.json (turns with speaker USER/SYSTEM and frames)."""
+    name = str(record.get("dialogue_id", index)).removesuffix(".json")
+    turns = record["turns"]
+    user_turns = []
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, dict) or not isinstance(turn.get("utterance"), str):
+            raise DatasetError(f"{source}:1: dialogue {name}: turn {i}: expected speaker and utterance")
+        if turn.get("speaker") != "USER":
+            continue
+        belief: dict[str, dict[str, str]] = {}
+        for frame in turn.get("frames") or []:
+            for slot, values in ((frame.get("state") or {}).get("slot_values") or {}).items():
+                domain, _, slot_name = slot.partition("-")
+                if values:
+                    belief.setdefault(domain, {})[slot_name] = str(values[0])
+        following = turns[i + 1] if i + 1 < len(turns) else None
+        reply = (
+            following.get("utterance") if isinstance(following, dict) and following.get("speaker") == "SYSTEM" else None
+        )
+        user_turns.append(UserTurn(turn["utterance"], belief, None, reply))
+    return Dialogue(name, [str(s) for s in record.get("services") or []], user_turns)
+
+
+def _v21_dialogue(name: str, record: dict[str, Any], source: Path) -> Dialogue:
+    """A dialogue of MultiWOZ 2.1's data.json: user and system turns alternate in `log`; the
+    belief state after a user turn is in the next (system) turn's `metadata`."""
+    log = record["log"]
+    user_turns = []
+    for i in range(0, len(log), 2):
+        turn = log[i]
+        if not isinstance(turn, dict) or not isinstance(turn.get("text"), str):
+            raise DatasetError(f"{source}:1: dialogue {name}: log[{i}]: expected text")
+        system = log[i + 1] if i + 1 < len(log) and isinstance(log[i + 1], dict) else {}
+        belief = {
+            domain: {slot: str(v) for slot, v in (state.get("semi") or {}).items() if v and v != "not mentioned"}
+            | {
+                f"book{slot}": str(v)
+                for slot, v in (state.get("book") or {}).items()
+                if slot != "booked" and v and v != "not mentioned"
+            }
+            for domain, state in (system.get("metadata") or {}).items()
+            if isinstance(state, dict)
+        }
+        acts = {
+            act: {str(pair[0]).lower(): str(pair[1]) for pair in pairs if len(pair) == 2}
+            for act, pairs in (system.get("dialog_act") or {}).items()
+        }
+        user_turns.append(
+            UserTurn(turn["text"], {d: b for d, b in belief.items() if b}, acts or None, system.get("text"))
+        )
+    goal = record.get("goal") or {}
+    services = [d for d in DOMAIN_SLOTS if goal.get(d)]
+    return Dialogue(name.removesuffix(".json"), services, user_turns)
+
+
+def _test(dialogue: Dialogue, databases: dict[str, list[dict[str, Any]]], source: Path) -> dict[str, Any]:
+    scripted = []
+    for turn in dialogue.turns:
+        context: dict[str, Any] = {"belief_state": turn.belief}
+        matches = {d: _query(databases[d], slots) for d, slots in turn.belief.items() if d in databases}
         if matches:
             context["db"] = matches
-        if i + 1 < len(speakers) and speakers[i + 1] == 1:
-            context["reference_acts"] = _acts(acts[i + 1])
-        user = {"role": "user", "content": utterances[i]}
+        if turn.reference_acts is not None:
+            context["reference_acts"] = turn.reference_acts
+        user = {"role": "user", "content": turn.utterance}
         entry: dict[str, Any] = {
             "input": [{"role": "system", "content": f"Backend results: {_brief(matches)}"}, user]
             if matches
-            else utterances[i],
+            else turn.utterance,
             "context": context,
         }
+        if turn.reference_reply is not None:
+            entry["expected_output"] = turn.reference_reply  # judges only
+        entry["assertions"] = [{"type": "td-eval"}]  # given here, so no implicit reference grader is added
         scripted.append(entry)
     if not scripted:
-        raise DatasetError(f"{source}:{line}: dialogue {name} has no user turn")
-    domains = services or sorted({d for t in scripted for d in t["context"]["belief_state"]})
+        raise DatasetError(f"{source}:1: dialogue {dialogue.name} has no user turn")
+    domains = dialogue.services or sorted({d for t in dialogue.turns for d in t.belief})
     slots = list(dict.fromkeys(f"{d}-{s}" for d in domains for s in DOMAIN_SLOTS.get(d, [])))
     return {
-        "id": f"multiwoz-{name}",
+        "id": f"multiwoz-{dialogue.name}",
         "mode": "conversation",
-        "metadata": {"dialogue_id": name, "services": services},
+        "metadata": {"dialogue_id": dialogue.name, "services": dialogue.services},
         "policy": {"domain": "+".join(domains), "slots": slots, "rules": list(RULES)},
         "turns": scripted,
     }

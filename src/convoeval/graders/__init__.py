@@ -18,7 +18,7 @@ from ._base import (
     lookup_assertion_type,
     registered_assertion_classes,
 )
-from ._domain import Domain, DomainSession
+from ._domain import Domain, DomainSession, domain_file_problems
 from ._function import grader
 from ._json import NoJson, parse_json
 from ._panel import combine_scores
@@ -41,6 +41,7 @@ BUILTIN_TYPES: dict[str, tuple[str, ...]] = {
         "goal-completion",
     ),
     "_execution_metrics": ("execution-metrics",),
+    "_fastchat": ("mt-bench-judge",),
     "_field_accuracy": ("field-accuracy",),
     "_json": ("is-json", "not-is-json", "json-schema", "jsonpath"),
     "_llm": ("rubrics",),
@@ -91,6 +92,7 @@ __all__ = [
     "combine_scores",
     "Domain",
     "DomainSession",
+    "domain_file_problems",
     "Grade",
     "GradeContext",
     "NoJson",

@@ -3,15 +3,18 @@
 A suite's `tools:` names a Python file or module whose public functions are the domain's tools,
 each `name(state, **arguments)` reading or changing `state` in place and returning what the
 agent sees; `backend:` is the initial state, a JSON/YAML file or the document itself. Every
-trial plays on its own copy (`Domain.session()`); `tau-reward` compares the copy's final state
-with the goal. The tools' JSON schemas come from the functions' signatures.
+trial plays on its own copy-on-write view of it (`Domain.session()`: only what the tools reach
+is copied, so a 3 MB backend does not cost a deep copy per trial or per call); `tau-reward`
+compares the view's final state with the goal. The tools' JSON schemas come from the
+functions' signatures. A domain loaded from files is read once per process (until they change).
 """
 
 from __future__ import annotations
 
-import copy
+import importlib.util
 import inspect
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +28,11 @@ from .. import registry
 from .._paths import confined_file
 from ..errors import GraderError, RegistryError
 from ..results import ToolCall
+from ._cow import cow, fork
+
+#: Domains read from files: (tools, backend, folder, file times) -> Domain.
+_LOADED: dict[tuple[str, str, str, tuple[int, ...]], Domain] = {}
+_LOADING = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -41,20 +49,26 @@ class Domain:
         Raises:
             GraderError: the module cannot be imported or the backend cannot be read.
         """
-        return cls(load_tools(tools, base_dir), load_document(backend, base_dir, "backend"))
+        with _LOADING:  # graders load in worker threads: a module is imported once, whole
+            if isinstance(backend, dict):
+                return cls(load_tools(tools, base_dir), backend)
+            key = (tools, backend, str(base_dir), _file_times(base_dir, tools, backend))
+            if key not in _LOADED:
+                _LOADED[key] = cls(load_tools(tools, base_dir), load_document(backend, base_dir, "backend"))
+            return _LOADED[key]
 
     def specs(self) -> list[dict[str, Any]]:
         """The tools as OpenAI `tools` entries (parameters from each signature, `state` left out)."""
         return [_spec(name, fn) for name, fn in self.functions.items()]
 
     def session(self) -> DomainSession:
-        """A fresh copy of the state for one trial."""
-        return DomainSession(self, copy.deepcopy(self.initial))
+        """A fresh (copy-on-write) copy of the state for one trial."""
+        return DomainSession(self, cow(self.initial))
 
     def replay(self, calls: list[ToolCall], *, strict: bool) -> Any:
         """The state after `calls` from the initial one; an unknown tool or a failing call leaves
         the state as it was (the agent's mistake), except with `strict` (a broken task)."""
-        state = copy.deepcopy(self.initial)
+        state = cow(self.initial)
         for call in calls:
             if strict and call.name not in self.functions:
                 raise GraderError(f"goal_actions: no tool {call.name!r} in the tools module")
@@ -69,11 +83,11 @@ class Domain:
         fn = self.functions.get(call.name)
         if fn is None:
             return state, {"error": f"no tool named {call.name!r}"}
-        before = copy.deepcopy(state)
+        working = fork(state)  # `state` stays as it was, should the call fail halfway
         try:
-            return state, {"output": fn(state, **call.arguments)}
+            return working, {"output": fn(working, **call.arguments)}
         except Exception as exc:  # the agent called it wrongly: it reads why
-            return before, {"error": f"{type(exc).__name__}: {exc}"}
+            return state, {"error": f"{type(exc).__name__}: {exc}"}
 
 
 @dataclass
@@ -92,6 +106,40 @@ class DomainSession:
         result = call.model_copy(update={**done, "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
         self.calls.append(result)
         return result
+
+
+def _file_times(base_dir: Path, *names: str) -> tuple[int, ...]:
+    """The modification times of the named files that exist (a changed file is read again)."""
+    paths = (base_dir / name for name in names)
+    return tuple(p.stat().st_mtime_ns if p.is_file() else 0 for p in paths)
+
+
+def domain_file_problems(tools: Any, backend: Any, base_dir: Path) -> list[tuple[str, str]]:
+    """`(field, message)` for a `tools` file or module and a `backend` file that cannot be found
+    (a module is looked up on the Python path, else as a .py file in `base_dir`, as it is loaded)."""
+    problems = []
+    if isinstance(tools, str) and tools.strip():
+        spec = tools.strip()
+        if spec.endswith(".py") or "/" in spec or "\\" in spec:
+            try:
+                confined_file(spec, base_dir)
+            except ValueError as exc:
+                problems.append(("tools", f"{exc} (the domain's tool functions)"))
+        elif not (base_dir / (spec.replace(".", "/") + ".py")).is_file() and not _importable(spec):
+            problems.append(("tools", f"module {spec!r} not found on the Python path, nor as a .py file here"))
+    if isinstance(backend, str):
+        try:
+            confined_file(backend, base_dir)
+        except ValueError as exc:
+            problems.append(("backend", f"{exc} (the domain's initial backend)"))
+    return problems
+
+
+def _importable(module: str) -> bool:
+    try:  # the top-level package only: nothing is imported to answer
+        return importlib.util.find_spec(module.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def load_tools(spec: str, base_dir: Path) -> dict[str, Callable[..., Any]]:

@@ -1,10 +1,11 @@
 """`tau-reward`: tau-bench's task reward from the final backend state and the required outputs.
 
 The agent's tool calls (in the order the transcript records them) are replayed through the
-domain's tool functions on a fresh copy of the initial backend; so are the task's expected
-actions (`goal_actions`), unless the expected final state is given as `goal_state`. Reward 1
-when both final states hash the same (SHA-256 of the JSON with sorted keys, as tau-bench
-compares its data hashes) and every `required_outputs` string was said by the agent
+domain's tool functions on a fresh copy-on-write view of the initial backend; so are the task's
+expected actions (`goal_actions`), unless the expected final state is given as `goal_state`.
+Reward 1 when both final states are the same JSON document (what tau-bench checks by hashing
+its data: the parts both views still share with the initial backend are not compared again)
+and every `required_outputs` string was said by the agent
 (case-insensitive, commas ignored, as tau-bench checks outputs); else 0, with the paths where
 the states differ and the outputs that are missing.
 
@@ -12,7 +13,8 @@ A domain's tools are plain functions in a Python file or module named by `tools:
 `name(state, **arguments)` changing `state` (a dict) in place and returning its output. When
 the suite itself declares `tools:` and `backend:` (the agent acted on a live copy of the
 backend during the conversation), `backend`/`tools` may be left out here: the trial's final
-state is compared directly.
+state is compared directly. The replay runs in a worker thread, so other conversations' turns (and
+their latencies) go on meanwhile.
 
 Example (YAML, conversation level):
     assertions:
@@ -26,8 +28,9 @@ Example (YAML, conversation level):
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import json
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field
@@ -35,7 +38,8 @@ from pydantic import ConfigDict, Field
 from .._base_model import Model
 from ..results import AssertionOutcome, ToolCall
 from ._base import Assertion, Grade, GradeContext, GraderError, Level, assertion_type
-from ._domain import Domain, load_document
+from ._cow import same_document
+from ._domain import Domain, domain_file_problems, load_document
 
 MAX_DIFFS = 10
 
@@ -49,25 +53,25 @@ class Action(Model):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
-def state_hash(state: Any) -> str:
-    """SHA-256 of the state as JSON with sorted keys (the normalised document)."""
-    return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()
-
-
 def state_diff(actual: Any, expected: Any, path: str = "$") -> list[str]:
-    """Where two JSON documents differ: `path: actual != expected` lines."""
+    """Where two JSON documents differ: `path: actual != expected` lines (equal parts, and
+    the parts both share, are not walked)."""
+    if same_document(actual, expected):
+        return []
     if isinstance(actual, dict) and isinstance(expected, dict):
         return [
             d
-            for key in sorted(set(actual) | set(expected), key=str)
-            for d in state_diff(actual.get(key, "<missing>"), expected.get(key, "<missing>"), f"{path}.{key}")
+            for key in sorted(set(dict.keys(actual)) | set(dict.keys(expected)), key=str)
+            for d in state_diff(
+                dict.get(actual, key, "<missing>"), dict.get(expected, key, "<missing>"), f"{path}.{key}"
+            )
         ]
     if isinstance(actual, list) and isinstance(expected, list) and len(actual) == len(expected):
         return [
-            d for i, (a, e) in enumerate(zip(actual, expected, strict=True)) for d in state_diff(a, e, f"{path}[{i}]")
+            d
+            for i, (a, e) in enumerate(zip(list.__iter__(actual), list.__iter__(expected), strict=True))
+            for d in state_diff(a, e, f"{path}[{i}]")
         ]
-    if actual == expected:
-        return []
     return [f"{path}: {json.dumps(actual, default=str)[:80]} != {json.dumps(expected, default=str)[:80]}"]
 
 
@@ -97,7 +101,17 @@ class TauReward(Assertion):
 
     levels: ClassVar[tuple[Level, ...]] = ("conversation",)
 
+    def file_problems(self, base_dir: Path) -> list[tuple[str, str]]:
+        problems = domain_file_problems(self.tools, self.backend, base_dir)
+        if isinstance(self.goal_state, str):
+            problems += [("goal_state", m) for _, m in domain_file_problems(None, self.goal_state, base_dir)]
+        return problems
+
     async def grade(self, ctx: GradeContext) -> Grade:
+        return await asyncio.to_thread(self._reward, ctx)
+
+    def _reward(self, ctx: GradeContext) -> Grade:
+        """The reward (run in a worker thread: replaying a large backend takes a while)."""
         live = ctx.domain
         if self.backend is not None and self.tools is not None:
             domain = Domain.load(self.tools, self.backend, ctx.base_dir)
@@ -123,12 +137,12 @@ class TauReward(Assertion):
         diffs = state_diff(actual, expected)
         said = " ".join(m.content for m in ctx.transcript if m.role == "assistant").lower().replace(",", "")
         missing = [o for o in self.required_outputs if o.lower().replace(",", "") not in said]
-        state_ok = state_hash(actual) == state_hash(expected)
+        state_ok = not diffs
         outcomes = [
             AssertionOutcome(
                 text="final backend state equals the goal state",
                 passed=state_ok,
-                evidence="; ".join(diffs[:MAX_DIFFS]) or f"hash {state_hash(actual)[:12]}",
+                evidence="; ".join(diffs[:MAX_DIFFS]) or "the same document",
             )
         ]
         outcomes += [AssertionOutcome(text=f"said {o!r}", passed=o not in missing) for o in self.required_outputs]

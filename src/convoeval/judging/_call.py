@@ -122,6 +122,10 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+#: The re-ask of an answer in the prompt's own format (no schema).
+TEXT_REASK = "Your answer could not be used: {error}\nAnswer again, in the format the instructions ask for."
+
+
 def schema_keys(schema: dict[str, Any]) -> str:
     props = schema.get("properties") or {}
     return ", ".join(json.dumps(k) for k in props) or "see the schema"
@@ -191,7 +195,9 @@ class JudgeSession:
         self.calls = 0
         self.reasks = 0
 
-    async def _chat(self, messages: list[dict[str, Any]], schema: dict[str, Any], name: str, repeat: int) -> ChatReply:
+    async def _chat(
+        self, messages: list[dict[str, Any]], schema: dict[str, Any] | None, name: str, repeat: int
+    ) -> ChatReply:
         request = ChatRequest(
             messages=messages,
             response_schema=schema,
@@ -214,7 +220,7 @@ class JudgeSession:
     async def ask(
         self,
         messages: list[dict[str, Any]],
-        schema: dict[str, Any],
+        schema: dict[str, Any] | None,
         parser: type[BaseModel] | Callable[[str], T],
         *,
         name: str = "verdict",
@@ -224,7 +230,8 @@ class JudgeSession:
 
         Args:
             messages: the prompt (`{"role", "content"}` dicts).
-            schema: the JSON Schema the answer must follow.
+            schema: the JSON Schema the answer must follow, or None for an answer in the
+                prompt's own format (the parser reads it; nothing is imposed).
             parser: a pydantic model, or a function text -> value raising JudgeOutputError.
             name: the schema's name (letters, digits, `_` and `-`).
             repeat: which repetition this is (changes the trial sent to the judge).
@@ -242,7 +249,12 @@ class JudgeSession:
         retry = [
             *messages,
             {"role": "assistant", "content": reply.text[:_ECHO_CHARS]},
-            {"role": "user", "content": REASK.format(error=error, keys=schema_keys(schema))},
+            {
+                "role": "user",
+                "content": REASK.format(error=error, keys=schema_keys(schema))
+                if schema is not None
+                else TEXT_REASK.format(error=error),
+            },
         ]
         second = await self._chat(retry, schema, name, repeat)
         try:
@@ -256,7 +268,7 @@ class JudgeSession:
     async def ask_repeated(
         self,
         messages: list[dict[str, Any]],
-        schema: dict[str, Any],
+        schema: dict[str, Any] | None,
         parser: type[BaseModel] | Callable[[str], T],
         *,
         repeats: int = 1,

@@ -21,6 +21,7 @@ from ._summary import print_panel_agreement, print_summary, turn_table
 
 if TYPE_CHECKING:
     from ._compare import Comparison, PairedResult, compare_results
+    from ._groups import NO_VALUE, field_value, group_results, groups_markdown, groups_table
     from ._html import read_battle_records, render_comparison, render_report, write_comparison, write_html
     from ._junit import junit_kind, junit_xml, write_junit
     from ._labels import SCALES, Label, LabelStore
@@ -33,6 +34,7 @@ __getattr__ = lazy_attributes(
     __name__,
     {
         "._compare": ("Comparison", "PairedResult", "compare_results"),
+        "._groups": ("NO_VALUE", "field_value", "group_results", "groups_markdown", "groups_table"),
         "._html": ("read_battle_records", "render_comparison", "render_report", "write_comparison", "write_html"),
         "._junit": ("junit_kind", "junit_xml", "write_junit"),
         "._labels": ("SCALES", "Label", "LabelStore"),
@@ -64,7 +66,12 @@ __all__ = [
     "check_output_suffix",
     "compare_results",
     "export_results",
+    "NO_VALUE",
     "failure_lines",
+    "field_value",
+    "group_results",
+    "groups_markdown",
+    "groups_table",
     "headline",
     "junit_kind",
     "junit_xml",

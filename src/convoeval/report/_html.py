@@ -25,6 +25,7 @@ from ..results import EvaluationResult, Message, ScoreEntry, TrialResult
 from ..stats import Flaky, fmt_interval, group_rates, rates_by
 from ._compare import Comparison, history_marks, significance_lines
 from ._compare_view import pair_views
+from ._groups import group_results, groups_html
 from ._labels import SCALES, JudgedItem, Label, Scale
 from ._overview import fmt_duration, fmt_rate, fmt_score, overview, suite_name
 from ._panel import panel_agreement
@@ -223,6 +224,7 @@ def render_report(
     labels: Sequence[Label] = (),
     label_items: ItemsOf | None = None,
     flaky: Sequence[Flaky] = (),
+    by: str | None = None,
 ) -> str:
     """The report page: summary, filters, every test as a chat with its graders, the arena.
 
@@ -233,6 +235,7 @@ def render_report(
         labels: labels already given (viewer only), shown in their forms.
         label_items: the labelable items of a result (viewer only).
         flaky: tests whose verdict varied across stored runs (`stats.flaky_in_store`), marked.
+        by: a metadata field: a table of the results grouped by its values (`report --by`).
     """
     views = test_views(results, label_items)
     marks = history_marks(flaky)
@@ -256,6 +259,7 @@ def render_report(
         verdicts=("pass", "fail", "error", "skip"),
         targets=list(dict.fromkeys(r.target for r in results)),
         suites=list(dict.fromkeys(v.suite for v in views)),
+        groups=groups_html(group_results(results, by), by) if by else "",
     )
 
 

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from .._text import shorten
 from ..results import EvaluationResult, ScoreEntry, ToolCall
+from ._groups import pass_hat_k_line
 from ._overview import suite_name
 from ._panel import agreement_lines, panel_agreement
 
@@ -52,6 +53,9 @@ def print_summary(results: list[EvaluationResult], console: Console | None = Non
             console.print(f"[dim]{escape(r.test_id)} @ {escape(r.target)}: {escape(note)}[/]")
     counts = {v: sum(r.verdict == v for r in results) for v in ("pass", "fail", "skip", "error")}
     console.print(f"{len(results)} result(s): " + ", ".join(f"{_verdict(v)} {n}" for v, n in counts.items() if n))
+    hats = pass_hat_k_line(results)
+    if hats:
+        console.print(escape(hats))
     for line in rate_lines(results):
         console.print(line, markup=False)
     for line in budget_warnings(results):

@@ -66,6 +66,7 @@ class TestPlan:
     policy: Policy | None = None
     metadata: dict[str, object] = field(default_factory=dict)
     recorded: list[ChatReply] | None = None  # a `transcript:` test's replies: no target is called
+    other_trials: list[TestPlan] = field(default_factory=list)  # `transcripts:`: trials 1, 2, ... replay their own
     simulated_user: SimulatedUser | None = None
     turn_assertions: list[Assertion] = field(default_factory=list)  # for turns the simulator makes up
     success: list[str] = field(default_factory=list)
@@ -78,6 +79,10 @@ class TestPlan:
     tools: str | None = None  # the suite's domain: tool functions over `backend`
     backend: str | dict[str, object] | None = None
     steps: tuple[StepFactory, ...] = ()  # what its trials run besides the turns (`choose_steps`)
+
+    def for_trial(self, trial: int) -> TestPlan:
+        """The plan of one trial: itself, except for a test with `transcripts:` (one per trial)."""
+        return self.other_trials[trial - 1] if 0 < trial <= len(self.other_trials) else self
 
     def domain(self) -> Domain | None:
         """The suite's domain (loaded once per tools/backend pair), or None without `tools:`.

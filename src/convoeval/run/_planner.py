@@ -3,6 +3,7 @@ the steps its trials run."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from ..graders import Assertion, lookup_assertion_type
@@ -40,6 +41,8 @@ def plan_test(
         trials_config = trials_config.model_copy(update={"until": "decided"})
     elif trials is not None:
         trials_config = trials_config.model_copy(update={"count": trials, "until": None, "max": None})
+    if test.transcripts is not None:  # one trial per recorded conversation, whatever the run asks
+        trials_config = trials_config.model_copy(update={"count": len(test.transcripts), "until": None, "max": None})
     skip_defaults = bool(test.execution and test.execution.skip_defaults)  # AgentV: no suite input, no suite assertions
     every_turn = [*test.turn_assertions, *suite.turn_assertions]
     before, turns, conversation, recorded = _turns(suite, test, every_turn)
@@ -80,16 +83,32 @@ def plan_test(
         backend=suite.backend,
     )
     plan.steps = choose_steps(plan)
+    plan.other_trials = _other_trials(plan, test, every_turn, len(before))
     return plan
+
+
+def _other_trials(plan: TestPlan, test: Test, every_turn: list[Assertion], first_before: int) -> list[TestPlan]:
+    """The plans of trials 1, 2, ... of a test with `transcripts:` (trial 0 is `plan`): each
+    replays its own recorded conversation."""
+    if not test.transcripts or len(test.transcripts) < 2:
+        return []
+    prefix = plan.initial[: len(plan.initial) - first_before]  # the policy and the suite's input
+    plans = []
+    for transcript in test.transcripts[1:]:
+        before, users, recorded = split_transcript(transcript)
+        turns = [TurnPlan(messages=messages, assertions=list(every_turn)) for messages in users]
+        plans.append(replace(plan, initial=[*prefix, *before], turns=turns, recorded=recorded))
+    return plans
 
 
 def _turns(
     suite: Suite, test: Test, every_turn: list[Assertion]
 ) -> tuple[list[Message], list[TurnPlan], list[Assertion], list[ChatReply] | None]:
     """The test's messages before its first turn, its turns, its conversation assertions, and
-    the replies of a recorded (`transcript:`) test."""
-    if test.transcript is not None:
-        before, users, recorded = split_transcript(test.transcript)
+    the replies of a recorded (`transcript:`) test (of its first trial, for `transcripts:`)."""
+    recording = test.transcripts[0] if test.transcripts else test.transcript
+    if recording is not None:
+        before, users, recorded = split_transcript(recording)
         turns = [TurnPlan(messages=messages, assertions=list(every_turn)) for messages in users]
         return before, turns, [*test.assertions, *suite.assertions], recorded
     if not test.is_conversation:

@@ -213,7 +213,7 @@ class _Runner:
                 if self.may_start is not None and not self.may_start():
                     return None
                 return await self.trial_runner(
-                    plan,
+                    plan.for_trial(trial),
                     TrialContext(
                         target=job.target,
                         judge=self.judge,

@@ -13,6 +13,7 @@ from ..graders import (
     Assertion,
     assertion_type_names,
     canonical_type_name,
+    domain_file_problems,
     lookup_assertion_type,
 )
 from ._agentv import custom_assertion, legacy_assertion
@@ -67,6 +68,8 @@ class Checker:
     def check_suite(self, data: dict) -> None:
         """The suite's own keys (not its tests): its policy and assertions."""
         self.load_policy(data, ())
+        for key, message in domain_file_problems(data.get("tools"), data.get("backend"), self.base_dir):
+            self.add((key,), message)
         data["assertions"] = self.parse_assertions(data.get("assertions"), ("assertions",), None)
         if "turn_assertions" in data:
             data["turn_assertions"] = self.parse_assertions(data.get("turn_assertions"), ("turn_assertions",), "turn")
@@ -76,7 +79,7 @@ class Checker:
         for key in simulated[1:]:
             self.add((*path, key), f"give the simulated user once (`{simulated[0]}` is already given)")
             del test[key]  # reported once, not again as an unknown field
-        recorded = test.get("transcript")
+        recorded = test.get("transcript", test.get("transcripts"))
         conversation = test.get("mode") == "conversation" or bool(simulated) or recorded is not None
         if recorded is not None:
             self.check_transcript(test, path, bool(simulated))
@@ -188,20 +191,34 @@ class Checker:
         policy["text"] = file.read_text(encoding="utf-8")
 
     def check_transcript(self, test: dict, path: DataPath, simulated: bool) -> None:
-        """A `transcript:` replaces live turns: it needs a user and an assistant message."""
-        recorded = test["transcript"]
-        for key in ("turns", "input"):
-            if key in test:
+        """A `transcript:` (or `transcripts:`, one per trial) replaces live turns: each needs a
+        user and an assistant message."""
+        key = "transcript" if "transcript" in test else "transcripts"
+        if key == "transcript" and "transcripts" in test:
+            self.add((*path, "transcripts"), "give `transcript` (one conversation) or `transcripts` (one per trial)")
+        for other in ("turns", "input"):
+            if other in test:
                 self.add(
-                    (*path, key), f"`{key}` cannot be combined with `transcript` (the transcript is the conversation)"
+                    (*path, other), f"`{other}` cannot be combined with `{key}` (the transcript is the conversation)"
                 )
         if simulated:
-            self.add((*path, "transcript"), "a test with `transcript` cannot also have a simulated user")
+            self.add((*path, key), f"a test with `{key}` cannot also have a simulated user")
+        recorded = test[key]
         if not isinstance(recorded, list):
             return  # the model check reports the type
+        if key == "transcripts":
+            if not recorded:
+                self.add((*path, key), "give at least one recorded conversation")
+            for k, one in enumerate(recorded):
+                if isinstance(one, list):
+                    self._check_roles(one, (*path, key, k))
+        else:
+            self._check_roles(recorded, (*path, key))
+
+    def _check_roles(self, recorded: list[Any], path: DataPath) -> None:
         roles = [m.get("role") for m in recorded if isinstance(m, dict)]
         if "user" not in roles or "assistant" not in roles:
-            self.add((*path, "transcript"), "a transcript needs at least one user and one assistant message")
+            self.add(path, "a transcript needs at least one user and one assistant message")
 
     def check_suite_assertion_levels(self, data: dict, modes: set[bool]) -> None:
         """Suite assertions apply to every test: each must grade the kinds of test there are

@@ -302,6 +302,11 @@ class Test(Strict):
     transcript: list[TranscriptMessage] | None = Field(
         None, description="A recorded conversation, graded without calling a target."
     )
+    transcripts: list[list[TranscriptMessage]] | None = Field(
+        None,
+        description="Recorded trials of the test: one conversation per trial (the test has as many trials), "
+        "graded without calling a target.",
+    )
     workspace: Workspace | None = Field(None, description="A working directory kept across the turns of a trial.")
     verify: Verify | None = Field(None, description="A command run after each turn; exit 0 stops early with success.")
     budget: Budget | None = Field(None, description="Tool-call, time, token and cost limits per turn / conversation.")
@@ -323,7 +328,12 @@ class Test(Strict):
 
     @property
     def is_conversation(self) -> bool:
-        return self.mode == "conversation" or self.simulated_user is not None or self.transcript is not None
+        return (
+            self.mode == "conversation"
+            or self.simulated_user is not None
+            or self.transcript is not None
+            or self.transcripts is not None
+        )
 
 
 class Suite(Strict):

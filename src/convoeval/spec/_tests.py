@@ -143,7 +143,10 @@ class SuiteTests:
         """Remember what the checks across tests need: its id, dependencies, targets, kind."""
         index = path[1]
         conversation = (
-            test.get("mode") == "conversation" or "transcript" in test or any(k in test for k in SIMULATED_USER_KEYS)
+            test.get("mode") == "conversation"
+            or "transcript" in test
+            or "transcripts" in test
+            or any(k in test for k in SIMULATED_USER_KEYS)
         )
         self.modes[conversation] += 1
         test_id = test.get("id")

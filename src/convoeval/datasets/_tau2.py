@@ -1,0 +1,144 @@
+"""tau2-bench's `tasks.json` (data/tau2/domains/<domain>/tasks.json) as simulated-user scenarios.
+
+Each task (`{id, description, user_scenario, initial_state, evaluation_criteria}`) becomes a
+test:
+- `user_scenario` -> `simulated_user`: the persona (or "a customer"), the reason for the call,
+  the task instructions and what the user does not know as the objective, the user's known
+  information as `knowledge`;
+- `evaluation_criteria` -> what tau2-bench's reward multiplies, as its `reward_basis` says:
+  `DB` (always in the basis of the tasks imported) -> a required `tau-reward` whose `goal_actions` are the reference `actions`;
+  `COMMUNICATE` -> its `required_outputs` are `communicate_info`; `NL_ASSERTION` -> the
+  `nl_assertions` as scenario `success` criteria. Components outside the basis are kept in
+  `metadata` (tau2-bench runs them as diagnostics only, so they do not decide here either).
+- the domain's policy (`policy.md` beside the file, or `policy=`) is the suite's policy, also
+  given to the agent as its system prompt, as tau2-bench does.
+
+Tasks tau-reward cannot grade as tau2-bench does (an `initial_state`, or an `ENV_ASSERTION` /
+`ACTION` reward component) are left out and listed in the suite's `metadata.skipped`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetError
+
+MAX_TURNS = 30
+SUPPORTED = {"DB", "COMMUNICATE", "NL_ASSERTION"}
+DEFAULT_BASIS = ["DB", "COMMUNICATE"]
+
+
+def is_tau2_tasks(data: Any) -> bool:
+    """Whether `data` is a tau2-bench task list (its tasks have `user_scenario`)."""
+    return isinstance(data, list) and bool(data) and all(isinstance(t, dict) and "user_scenario" in t for t in data)
+
+
+def import_tau2_tasks(
+    source: Path,
+    data: list[dict[str, Any]],
+    *,
+    tools: str = "tools.py",
+    backend: str = "db.json",
+    policy: Path | None = None,
+) -> dict[str, Any]:
+    """The suite of a tau2-bench tasks file (`data` is its parsed JSON)."""
+    tests, skipped = [], []
+    domains = set()
+    for index, task in enumerate(data):
+        where = f"{source}:1: task {index} (id {task.get('id')!r})"
+        reason = _unsupported(task)
+        if reason:
+            skipped.append({"id": str(task.get("id")), "reason": reason})
+            continue
+        test = _test(task, tools, backend, where)
+        domains.add(test["metadata"]["domain"])
+        tests.append(test)
+    if not tests:
+        raise DatasetError(f"{source}:1: no task of this file can be graded by tau-reward ({skipped[0]['reason']})")
+    domain = "-".join(sorted(d for d in domains if d)) or source.parent.name
+    suite: dict[str, Any] = {
+        "name": f"tau2-bench-{domain}",
+        "description": "tau2-bench tasks: a trial passes exactly when tau2-bench's reward is 1 "
+        "(the final database and the required outputs match; the judged assertions hold where tau2 counts them)",
+        "metadata": {"source": source.name, "imported_by": "convoeval import tau-bench", "licence": "MIT (tau2-bench)"},
+        "execution": {"threshold": 1.0},
+    }
+    policy_file = policy or source.parent / "policy.md"
+    if policy is not None or policy_file.is_file():
+        if not policy_file.is_file():
+            raise DatasetError(f"{policy_file}:1: no such file (the domain policy)")
+        suite["policy"] = {"text": policy_file.read_text(encoding="utf-8"), "system_prompt": True}
+    if skipped:
+        suite["metadata"]["skipped"] = skipped
+    suite["tests"] = tests
+    return suite
+
+
+def _unsupported(task: dict[str, Any]) -> str | None:
+    if task.get("initial_state"):
+        return "initial_state (tau-reward starts every task from the same backend)"
+    basis = _basis(task.get("evaluation_criteria") or {})
+    other = [b for b in basis if b not in SUPPORTED]
+    if other:
+        return f"reward_basis {', '.join(other)}"
+    return None if "DB" in basis else f"reward_basis {basis} without DB (tau-reward always compares the database)"
+
+
+def _basis(criteria: dict[str, Any]) -> list[str]:
+    basis = criteria.get("reward_basis")
+    return list(DEFAULT_BASIS if basis is None else basis)
+
+
+def _test(task: dict[str, Any], tools: str, backend: str, where: str) -> dict[str, Any]:
+    scenario = task.get("user_scenario")
+    if not isinstance(scenario, dict) or "instructions" not in scenario:
+        raise DatasetError(f"{where}: user_scenario needs instructions")
+    instructions = scenario["instructions"]
+    domain = instructions.get("domain", "") if isinstance(instructions, dict) else ""
+    criteria = task.get("evaluation_criteria") or {}
+    basis = _basis(criteria)
+    test: dict[str, Any] = {"id": f"tau2-{domain}-{task.get('id')}" if domain else f"tau2-{task.get('id')}"}
+    test["simulated_user"] = _user(scenario, instructions, domain, where)
+    reward: dict[str, Any] = {"type": "tau-reward", "backend": backend, "tools": tools, "required": True}
+    reward["goal_actions"] = [_action(a, where) for a in criteria.get("actions") or []]
+    reward["required_outputs"] = (
+        [str(o) for o in criteria.get("communicate_info") or []] if "COMMUNICATE" in basis else []
+    )
+    test["assertions"] = [reward]
+    nl = [str(a) for a in criteria.get("nl_assertions") or []]
+    if nl and "NL_ASSERTION" in basis:
+        test["success"] = nl
+    metadata: dict[str, Any] = {"task_id": task.get("id"), "domain": domain, "reward_basis": list(basis)}
+    if nl and "NL_ASSERTION" not in basis:
+        metadata["nl_assertions"] = nl  # diagnostics only in tau2-bench
+    description = task.get("description") or {}
+    if isinstance(description, dict) and description.get("purpose"):
+        metadata["purpose"] = description["purpose"]
+    test["metadata"] = metadata
+    return test
+
+
+def _user(scenario: dict[str, Any], instructions: Any, domain: str, where: str) -> dict[str, Any]:
+    """tau2's user scenario as a simulated user (what it says, and what it knows if asked)."""
+    persona = scenario.get("persona") or f"a customer of the {domain or 'service'} agent"
+    user: dict[str, Any] = {"persona": persona}
+    if isinstance(instructions, str):
+        user["objective"] = instructions
+    elif isinstance(instructions, dict) and isinstance(instructions.get("task_instructions"), str):
+        parts = [instructions.get("reason_for_call"), instructions["task_instructions"]]
+        if instructions.get("unknown_info"):
+            parts.append(f"You do not know: {instructions['unknown_info']}")
+        user["objective"] = "\n\n".join(str(p).strip() for p in parts if p)
+        if instructions.get("known_info"):
+            user["knowledge"] = str(instructions["known_info"])
+    else:
+        raise DatasetError(f"{where}: user_scenario.instructions needs task_instructions")
+    user["max_turns"] = MAX_TURNS
+    return user
+
+
+def _action(action: Any, where: str) -> dict[str, Any]:
+    if not isinstance(action, dict) or not isinstance(action.get("name"), str):
+        raise DatasetError(f"{where}: evaluation_criteria.actions: each action needs a name")
+    return {"name": action["name"], "arguments": action.get("arguments") or {}}

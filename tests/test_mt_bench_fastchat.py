@@ -1,0 +1,102 @@
+"""MT-Bench judged with FastChat's own judge prompts (tests/data/mt-bench/judge_prompts.jsonl,
+unmodified): sent as written, `[[rating]]` answers read as FastChat reads them, and the
+per-category, per-turn table of `report --by category`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import convoeval
+from convoeval.datasets import import_dataset
+from convoeval.spec import load_suite
+
+from .conftest import REPO, write
+
+MT_BENCH = REPO / "tests" / "data" / "mt-bench"
+PROMPTS = {
+    json.loads(line)["name"]: json.loads(line) for line in (MT_BENCH / "judge_prompts.jsonl").read_text().splitlines()
+}
+
+
+def _sample(tmp_path: Path, ids: tuple[int, ...]) -> Path:
+    lines = [json.loads(line) for line in (MT_BENCH / "question.jsonl").read_text().splitlines()]
+    (tmp_path / "reference_answer_gpt-4.jsonl").write_text((MT_BENCH / "reference_answer_gpt-4.jsonl").read_text())
+    return write(tmp_path / "question.jsonl", "\n".join(json.dumps(r) for r in lines if r["question_id"] in ids))
+
+
+def test_import_uses_fastchat_prompts_once_each(cli, tmp_path: Path) -> None:
+    out_file = tmp_path / "mt.eval.yaml"
+    code, out, err = cli(
+        "import",
+        "mt-bench",
+        MT_BENCH / "question.jsonl",
+        "--judge-prompts",
+        MT_BENCH / "judge_prompts.jsonl",
+        "-o",
+        out_file,
+    )
+    assert code == 0 and "80 test(s) written" in out, err
+    text = out_file.read_text()
+    assert text.count("prompt_template:") == 4  # each prompt written once, then YAML aliases
+    suite = load_suite(out_file)
+    math_test = next(t for t in suite.tests if t.metadata["category"] == "math")
+    first, second = (t.assertions[0] for t in math_test.turns)
+    assert (first.prompt.name, second.prompt.name) == ("single-math-v1", "single-math-v1-multi-turn")
+    assert second.prompt.prompt_template == PROMPTS["single-math-v1-multi-turn"]["prompt_template"]
+    assert second.prompt.system_prompt == PROMPTS["single-math-v1-multi-turn"]["system_prompt"]
+    assert len(first.references) == 2
+    writing = suite.tests[0].turns[0].assertions[0]
+    assert writing.prompt.name == "single-v1" and writing.references == []
+
+    broken = write(tmp_path / "p.jsonl", json.dumps(PROMPTS["single-v1"]) + "\n")
+    code, out, err = cli("import", "mt-bench", MT_BENCH / "question.jsonl", "--judge-prompts", broken, "-o", out_file)
+    assert code == 2 and f"{broken}:1: no single-answer judge prompt named 'single-v1-multi-turn'" in err
+
+
+def test_judged_with_fastchat_prompts_as_written_and_grouped_by_category_and_turn(
+    cli, fake_openai, tmp_path: Path
+) -> None:
+    source = _sample(tmp_path, (81, 101))
+    suite = convoeval.datasets.write_suite(
+        import_dataset("mt-bench", source, judge_prompts=MT_BENCH / "judge_prompts.jsonl"), tmp_path / "mt.eval.yaml"
+    )
+    ratings = iter(["Rating: [[7]]", "The answer is fine. Rating: [[9.5]]", "Rating: [4]", "no rating at all"])
+
+    def reply(body: dict) -> str:
+        if body["model"] != "j":
+            return f"LIVE-ANSWER to {body['messages'][-1]['content'][:12]}"
+        return next(ratings, "no rating here either")
+
+    fake_openai.reply = reply
+    report = convoeval.run(suite, target="openai:m", judge="openai:j", store=False, cache=False, concurrency=1)
+    judged = [r for r in fake_openai.requests if r["model"] == "j"]
+    assert all("response_format" not in r for r in judged)  # FastChat's own answer format, nothing imposed
+    first = judged[0]["messages"]
+    assert first[0] == {"role": "system", "content": PROMPTS["single-v1"]["system_prompt"]}
+    question = json.loads((tmp_path / "question.jsonl").read_text().splitlines()[0])["turns"][0]
+    assert first[1]["content"] == PROMPTS["single-v1"]["prompt_template"].format(
+        question=question, answer=f"LIVE-ANSWER to {question[:12]}"
+    )
+    second = judged[1]["messages"][1]["content"]
+    assert second.startswith("<|The Start of Assistant A's Conversation with User|>")
+    reasoning = [r for r in judged if "<|The Start of Reference Answer|>" in r["messages"][1]["content"]]
+    assert reasoning and "### Reference answer:" in reasoning[-1]["messages"][1]["content"]
+    writing, math = report.results
+    assert [e.score for e in writing.scores if e.type == "turn"] == [0.7, 0.95]
+    turns = [e for e in math.scores if e.type == "turn"]
+    assert turns[0].score == 0.4  # FastChat's backup pattern "[4]"
+    assert turns[1].verdict == "error" and "no rating" in (turns[1].graders[0].error or "")
+
+    results = tmp_path / "r.jsonl"
+    results.write_text("".join(r.model_dump_json() + "\n" for r in report.results))
+    code, out, err = cli(
+        "report", results, "--by", "category", "--markdown", tmp_path / "s.md", "--html", tmp_path / "r.html"
+    )
+    assert code == 0, err
+    assert "results by category" in out and "writing" in out and "reasoning" in out and "turn 2" in out
+    markdown = (tmp_path / "s.md").read_text()
+    assert "### Results by category" in markdown and "| writing | 1 |" in markdown and "0.825" in markdown
+    assert 'id="by-category"' in (tmp_path / "r.html").read_text()
+    code, out, err = cli("report", results, "--by", "nothing")
+    assert code == 2 and "no result has this field" in err

@@ -1,0 +1,80 @@
+"""MultiWOZ as distributed: 2.2's dialogues_*.json and 2.1's data.json (real dialogues,
+tests/data/multiwoz, see SOURCE.txt), with each turn's reference system reply kept for the
+judges and never sent to the agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import convoeval
+from convoeval.spec import load_suite
+
+from .conftest import REPO, write
+
+DATA = REPO / "tests" / "data" / "multiwoz"
+
+
+def test_multiwoz_22_dialogues_file(cli, tmp_path: Path) -> None:
+    code, out, err = cli("import", "multiwoz", DATA / "v2.2" / "dialogues_001.json", "-o", tmp_path / "a.eval.yaml")
+    assert code == 0 and "1 test(s) written" in out, err
+    [test] = load_suite(tmp_path / "a.eval.yaml").tests
+    assert test.id == "multiwoz-MUL0484" and test.policy.domain == "attraction+train"
+    assert [t.input for t in test.turns][0] == "I need train reservations from norwich to cambridge"
+    assert len(test.turns) == 5
+    assert test.turns[1].backend_result["belief_state"] == {
+        "train": {"arriveby": "18:00", "day": "monday", "departure": "norwich", "destination": "cambridge"}
+    }
+    assert test.turns[3].backend_result["belief_state"]["attraction"] == {"name": "cineworld cinema"}
+    assert test.turns[0].expected_output == (
+        "I have 133 trains matching your request. Is there a specific day and time you would like to travel?"
+    )
+    assert test.turns[4].expected_output == "Thank you for using our system."
+
+
+def test_multiwoz_21_data_json_with_database_and_reference_replies_for_judges_only(
+    cli, fake_openai, tmp_path: Path
+) -> None:
+    source = DATA / "v2.1" / "data.json"
+    code, out, err = cli("import", "multiwoz", source, "--db", DATA / "db", "-o", tmp_path / "b.eval.yaml")
+    assert code == 0, err
+    [test] = load_suite(tmp_path / "b.eval.yaml").tests
+    assert test.id == "multiwoz-SNG01856" and test.policy.domain == "hotel"
+    assert len(test.turns) == 5
+    third = test.turns[2].backend_result
+    assert third["belief_state"] == {
+        "hotel": {
+            "parking": "yes",
+            "pricerange": "cheap",
+            "type": "hotel",
+            "bookstay": "3",
+            "bookday": "tuesday",
+            "bookpeople": "6",
+        }
+    }
+    assert third["db"]["hotel"] == {"count": 1, "matches": ["the cambridge belfry"]}
+    assert third["reference_acts"] == {
+        "Booking-NoBook": {"day": "Tuesday"},
+        "Booking-Request": {"stay": "?", "day": "?"},
+    }
+    assert test.turns[3].expected_output.startswith("Booking was successful.\nReference number is : 7GAWK763.")
+
+    report = convoeval.run(
+        tmp_path / "b.eval.yaml", target="openai:agent", judge="openai:judge", store=False, cache=False
+    )
+    assert len([s for s in report.results[0].scores if s.type == "turn"]) == 5
+    sent = " ".join(m["content"] for r in fake_openai.target_requests() for m in r["messages"])
+    assert (
+        "am looking for a place to to stay" in sent and "7GAWK763" not in sent
+    )  # the reference reply stays with judges
+    assert all(len(r["messages"]) > 0 for r in fake_openai.judge_requests())
+
+
+def test_an_unknown_file_names_the_formats_it_reads(cli, tmp_path: Path) -> None:
+    bad = write(tmp_path / "x.json", '{"not": "multiwoz"}')
+    code, out, err = cli("import", "multiwoz", bad, "-o", tmp_path / "x.eval.yaml")
+    assert code == 2
+    assert "MultiWOZ 2.2's dialogues_*.json" in err and "MultiWOZ 2.1's data.json" in err
+    assert "Hugging Face multi_woz_v22 schema" in err
+    rows = write(tmp_path / "x.jsonl", '{"dialogue_id": "a"}\n')
+    code, out, err = cli("import", "multiwoz", rows, "-o", tmp_path / "y.eval.yaml")
+    assert code == 2 and "(the Hugging Face multi_woz_v22 schema)" in err and "(MultiWOZ 2.2)" not in err

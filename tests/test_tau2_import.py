@@ -1,0 +1,72 @@
+"""tau2-bench's tasks.json (real tasks, tests/data/tau2-bench) imported as simulated-user scenarios:
+the user scenario, the reward components tau2-bench counts, the domain policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from convoeval.spec import load_suite
+
+from .conftest import REPO, write
+
+DATA = REPO / "tests" / "data" / "tau2-bench"
+
+
+@pytest.fixture
+def domain(tmp_path: Path) -> Path:
+    write(tmp_path / "tools.py", "def get_user_details(state, user_id):\n    return state.get(user_id)\n")
+    write(tmp_path / "db.json", "{}")
+    return tmp_path
+
+
+def test_airline_tasks_become_scenarios_with_tau2_reward_and_policy(cli, domain: Path) -> None:
+    code, out, err = cli("import", "tau-bench", DATA / "airline" / "tasks.json", "-o", domain / "a.eval.yaml")
+    assert code == 0 and "4 test(s) written" in out, err
+    suite = load_suite(domain / "a.eval.yaml")
+    assert [t.id for t in suite.tests] == ["tau2-airline-0", "tau2-airline-1", "tau2-airline-3", "tau2-airline-7"]
+    assert suite.policy is not None and suite.policy.system_prompt
+    assert suite.policy.text == (DATA / "airline" / "policy.md").read_text()
+    assert suite.execution.threshold == 1.0
+    first = suite.tests[0].simulated_user
+    assert first.objective.startswith("You want to cancel reservation EHGLP3.")
+    assert "You don't want to cancel if you don't get a refund." in first.objective
+    assert first.knowledge == "You are Emma Kim.\nYour user id is emma_kim_9957."
+    third = suite.tests[2]
+    reward = third.assertions[0]
+    assert reward.type == "tau-reward" and reward.required and (reward.tools, reward.backend) == ("tools.py", "db.json")
+    assert reward.required_outputs == ["4"]  # communicate_info, counted (reward_basis DB + COMMUNICATE)
+    assert [a.name for a in reward.goal_actions] == ["get_reservation_details", "get_user_details"]
+    assert third.success == []  # nl_assertions are diagnostics in this basis: kept, not decisive
+    assert third.metadata["nl_assertions"] and third.metadata["reward_basis"] == ["DB", "COMMUNICATE"]
+
+
+def test_retail_nl_assertions_decide_when_tau2_counts_them(cli, domain: Path) -> None:
+    policy = write(domain / "retail-policy.md", "Retail agent policy.\n")
+    code, out, err = cli(
+        "import", "tau-bench", DATA / "retail" / "tasks.json", "--policy", policy, "-o", domain / "r.eval.yaml"
+    )
+    assert code == 0, err
+    [test] = load_suite(domain / "r.eval.yaml").tests
+    assert test.success == ["Agent should tell the user that there are 10 t-shirt options available."]
+    assert test.assertions[0].required_outputs == []  # communicate_info ["10"] is not in this task's basis
+    assert len(test.assertions[0].goal_actions) == 11
+    assert load_suite(domain / "r.eval.yaml").policy.text == "Retail agent policy.\n"
+
+
+def test_tasks_tau_reward_cannot_grade_are_left_out_and_named(cli, domain: Path) -> None:
+    code, out, err = cli("import", "tau-bench", DATA / "mock" / "tasks.json", "-o", domain / "m.eval.yaml")
+    assert code == 0, err
+    assert "1 test(s) written" in out
+    assert "left out: create_task_1_with_env_assertions: reward_basis ENV_ASSERTION" in out
+    assert "left out: update_task_with_initialization_data: initial_state" in out
+    [test] = load_suite(domain / "m.eval.yaml").tests
+    assert test.id == "tau2-create_task_1" and test.simulated_user.persona.startswith("Professional and direct")
+
+    code, out, err = cli("import", "tau-bench", DATA / "mock" / "tasks.json", "--recorded", "-o", domain / "x.yaml")
+    assert code == 2 and "a tau2-bench tasks file holds tasks, not recorded trajectories" in err
+    code, out, err = cli(
+        "import", "mt-bench", DATA / "mock" / "tasks.json", "--policy", "p.md", "-o", domain / "y.yaml"
+    )
+    assert code == 2 and "--policy: not an option of `import mt-bench`" in err

@@ -1,0 +1,186 @@
+"""tau-bench's own recorded trajectories give tau-bench's verdicts: the trials of a task are the
+trials of one test, each trial passes exactly when tau-bench's reward is 1, and pass^k is
+tau-bench's. The replay of `tau-reward` runs off the event loop: other tests' latencies stay
+the server's.
+
+The trajectories are real (tests/data/tau-bench/gpt-4o-airline-tasks-1-21.json, see SOURCE.txt).
+tau-bench's airline database (3 MB) and tool code are not copied here: the domain below records
+the write calls (the only calls that change tau-bench's database) in the state, so the reward
+is 1 exactly when the agent made the task's write calls with its arguments and said its outputs.
+For these six trajectories that is tau-bench's recorded reward; benchmarks/tau_reward.py grades
+all 200 with tau-bench's own tools and database.
+"""
+
+from __future__ import annotations
+
+import json
+from math import comb
+from pathlib import Path
+
+import pytest
+
+import convoeval
+from convoeval.spec import load_suite, validate_paths
+
+from .conftest import REPO, read_jsonl, write
+
+DATA = REPO / "tests" / "data" / "tau-bench"
+TRIALS = DATA / "gpt-4o-airline-tasks-1-21.json"
+WRITES = ("book_reservation", "cancel_reservation", "update_reservation_flights")
+WRITES += ("update_reservation_passengers", "update_reservation_baggages", "send_certificate")
+LOGGING_TOOLS = "\n".join(
+    [
+        "'''tau-bench airline write actions, recorded in the state.'''",
+        *(f"def {name}(state, **kw):\n    state['writes'].append({{'name': {name!r}, **kw}})\n" for name in WRITES),
+    ]
+)
+
+
+def tau_bench_pass_hat_k(rewards: list[float], k: int) -> float:
+    """tau-bench's display_metrics: C(c, k) / C(n, k) for a task with c successes in n trials."""
+    n, c = len(rewards), sum(r == 1 for r in rewards)
+    return comb(c, k) / comb(n, k)
+
+
+@pytest.fixture
+def domain(tmp_path: Path) -> Path:
+    write(tmp_path / "tools.py", LOGGING_TOOLS)
+    write(tmp_path / "backend.json", '{"writes": []}')
+    return tmp_path
+
+
+def test_recorded_trials_of_a_task_are_one_test_and_each_verdict_is_tau_bench_reward(cli, domain: Path) -> None:
+    records = json.loads(TRIALS.read_text())
+    code, out, err = cli("import", "tau-bench", TRIALS, "--recorded", "-o", domain / "r.eval.yaml")
+    assert code == 0 and "2 test(s) written" in out, err
+    suite = load_suite(domain / "r.eval.yaml")
+    assert [t.id for t in suite.tests] == ["tau-1", "tau-21"]
+    assert [len(t.transcripts or []) for t in suite.tests] == [4, 2]
+    assert all(t.assertions[0].type == "tau-reward" and t.assertions[0].required for t in suite.tests)
+    assert "required: true" in (domain / "r.eval.yaml").read_text()
+
+    code, out, err = cli("grade", domain / "r.eval.yaml", "-o", domain / "r.jsonl")
+    rows = read_jsonl(domain / "r.jsonl")
+    by_task: dict[int, list[float]] = {}
+    for record in records:
+        by_task.setdefault(record["task_id"], []).append(record["reward"])
+    assert by_task == {1: [0.0, 1.0, 0.0, 0.0], 21: [0.0, 1.0]}
+    for row in rows:
+        rewards = by_task[row["metadata"]["task_id"]]
+        assert row["metadata"]["recorded_rewards"] == rewards
+        graded = [t["scores"][-1]["graders"][0] for t in row["trials"]]
+        assert [g["type"] for g in graded] == ["tau-reward"] * len(rewards)
+        assert [g["details"]["reward"] for g in graded] == rewards
+        assert [g["verdict"] for g in graded] == ["pass" if r == 1 else "fail" for r in rewards]
+        assert all(g["required"] for g in graded)
+        assert [t["verdict"] for t in row["trials"]] == ["pass" if r == 1 else "fail" for r in rewards]
+        assert [t["score"] for t in row["trials"]] == rewards  # turns without checks are not scored
+        assert [bool(t["failed_required"]) for t in row["trials"]] == [r == 0 for r in rewards]
+        assert row["score"] == pytest.approx(sum(rewards) / len(rewards))  # tau-bench's average reward
+        for k in range(1, len(rewards) + 1):
+            assert row["pass_hat_k"][str(k)] == pytest.approx(tau_bench_pass_hat_k(rewards, k))
+        assert row["verdict"] == "fail"  # not every trial has reward 1
+    failed_long = [
+        sum(e["type"] == "turn" for e in t["scores"])
+        for row in rows
+        for t, r in zip(row["trials"], by_task[row["metadata"]["task_id"]], strict=True)
+        if r == 0
+    ]
+    assert len(failed_long) == 4 and min(failed_long) > 1  # reward-0 trials of several turns
+    assert code == 1  # a failing test fails the command
+    assert "pass^k" in out and "tau-bench" not in err
+
+
+SLOW_TOOLS = """\
+import time
+
+
+def book(state, **kw):
+    time.sleep(0.3)  # a slow backend: replayed in a worker thread, it holds no one up
+    state.setdefault("bookings", []).append(kw)
+"""
+
+
+def _recorded(n: int) -> str:
+    call = '{id: c1, type: function, function: {name: book, arguments: \'{"flight": "F1"}\'}}'
+    return f"""\
+  - id: recorded-{n}
+    transcript:
+      - {{role: user, content: book F1}}
+      - {{role: assistant, tool_calls: [{call}]}}
+      - {{role: tool, tool_call_id: c1, content: ok}}
+      - {{role: assistant, content: Booked F1.}}
+    assertions:
+      - {{type: tau-reward, backend: backend.json, tools: tools.py, goal_actions: [{{name: book, arguments: {{flight: F1}}}}]}}
+"""
+
+
+def test_tau_reward_replays_leave_other_tests_latencies_alone(fake_openai, tmp_path: Path) -> None:
+    """Four recorded tau-bench-style tests whose replays take 0.6 s each beside a live test
+    whose every turn must take under 2 s: before the replay left the event loop, the live
+    turns waited for the replays (seconds)."""
+    write(tmp_path / "tools.py", SLOW_TOOLS)
+    write(tmp_path / "backend.json", "{}")
+    live = "\n".join(
+        f"      - {{input: question {i}, assertions: [{{type: latency, max_ms: 2000}}]}}" for i in range(3)
+    )
+    path = write(
+        tmp_path / "mixed.eval.yaml",
+        "tests:\n"
+        + "".join(_recorded(n) for n in range(4))
+        + f"  - id: live\n    mode: conversation\n    turns:\n{live}\n",
+    )
+    assert validate_paths([path]) == []
+    report = convoeval.run(path, target="openai:m", store=False, cache=False, concurrency=8)
+    verdicts = {r.test_id: r.verdict for r in report.results}
+    assert verdicts == {
+        "recorded-0": "pass",
+        "recorded-1": "pass",
+        "recorded-2": "pass",
+        "recorded-3": "pass",
+        "live": "pass",
+    }
+    live_result = next(r for r in report.results if r.test_id == "live")
+    latencies = [e.latency_ms for e in live_result.scores if e.type == "turn"]
+    assert len(latencies) == 3 and max(latencies) < 2000, latencies
+
+
+def test_validate_names_a_missing_tools_or_backend_file_with_its_line(cli, tmp_path: Path) -> None:
+    code, out, err = cli(
+        "import", "tau-bench", DATA / "gpt-4o-airline-sample-trajectories.json", "-o", tmp_path / "t.eval.yaml"
+    )
+    assert code == 2
+    text = (tmp_path / "t.eval.yaml").read_text().splitlines()
+    tools_line = next(i for i, line in enumerate(text, 1) if line.strip() == "tools: tools.py")
+    assert f"{tmp_path / 't.eval.yaml'}:{tools_line}: tests[0].assertions[0].tools: tools.py: no such file" in err
+    assert "backend: backend.json: no such file" in err
+    suite = write(tmp_path / "s.eval.yaml", "tools: agent_tools.py\nbackend: db.json\ntests:\n  - {id: t, input: hi}\n")
+    problems = [str(p) for p in validate_paths([suite])]
+    assert problems == [
+        f"{suite}:1: tools: agent_tools.py: no such file (the domain's tool functions)",
+        f"{suite}:2: backend: db.json: no such file (the domain's initial backend)",
+    ]
+    write(tmp_path / "tools.py", "def f(state):\n    return 1\n")
+    write(tmp_path / "backend.json", "{}")
+    assert validate_paths([tmp_path / "t.eval.yaml"]) == []
+
+
+def test_transcripts_are_checked_like_a_transcript(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "t.eval.yaml",
+        """\
+tests:
+  - id: two
+    transcripts:
+      - [{role: user, content: hi}, {role: assistant, content: hello}]
+      - [{role: user, content: hi}]
+  - id: both
+    transcript: [{role: user, content: hi}, {role: assistant, content: hello}]
+    transcripts: [[{role: user, content: hi}, {role: assistant, content: hello}]]
+""",
+    )
+    problems = [str(p) for p in validate_paths([path])]
+    assert problems == [
+        f"{path}:5: tests[0].transcripts[1]: a transcript needs at least one user and one assistant message",
+        f"{path}:8: tests[1].transcripts: give `transcript` (one conversation) or `transcripts` (one per trial)",
+    ]
