@@ -34,6 +34,6 @@ check: $(VENV)/.installed
 
 # The docs site (docs/, MkDocs + Material) into site/; the reference pages are generated from the code.
 docs: $(VENV)/.installed
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 .PHONY: install demo test bench check docs
