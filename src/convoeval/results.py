@@ -201,6 +201,9 @@ class EvaluationResult(Model):
     session: SessionKind | None = None
     fallback: Literal["single_shot"] | None = None
     budget_hit: str | None = None
+    sandbox: str | None = Field(
+        None, description="Where the run's commands ran: bubblewrap, docker, none, or unavailable."
+    )
 
     @property
     def passed(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from rich.markup import escape
 
 from .. import registry
 from .. import report as reports
+from .._sandbox import describe as describe_sandbox
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
 from ..errors import ConfigError, RegistryError
@@ -111,8 +113,8 @@ def run(
             "--targets", envvar="CONVOEVAL_TARGETS", help="Targets file (default: targets.yaml next to the suite)."
         ),
     ] = None,
-    output: Annotated[
-        Path | None,
+    output_text: Annotated[
+        str | None,
         typer.Option(
             "--output",
             "-o",
@@ -267,6 +269,16 @@ def run(
             help="Keep every workspace folder after its trial (the result's `workspace` says where).",
         ),
     ] = False,
+    sandbox: Annotated[
+        str | None,
+        typer.Option(
+            metavar="bubblewrap|docker|none",
+            envvar="CONVOEVAL_SANDBOX",
+            help="Where commands a model or suite controls run (bash and command tools, verify, hooks, "
+            "code-graders in a workspace): bubblewrap (default where bwrap is installed), docker, or none "
+            "(unconfined, only by name).",
+        ),
+    ] = None,
 ) -> None:
     """Run eval files live against one or more targets and grade every turn (see RUN_HELP)."""
     load_plugins(plugin)
@@ -275,6 +287,10 @@ def run(
     if not paths and resume is None and rerun_failed is None:
         err.print("error: give eval files to run, or --resume RUN_ID, or --rerun-failed RUN_ID", markup=False)
         raise typer.Exit(2)
+    if output_text is not None and output_text.endswith(("/", os.sep)):  # Path() would drop the slash
+        err.print(f"error: --output {output_text}: ends with a slash; give a file name", markup=False)
+        raise typer.Exit(2)
+    output = Path(output_text) if output_text else None
     if output is None and resume is None:
         output = state_dir(store) / "results" / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
     progress = RunProgress(out, "off" if quiet else "bar" if out.is_terminal else "lines")
@@ -289,7 +305,11 @@ def run(
         nonlocal total, run_id
         total, run_id = meter.tests_total, meter.run_id
         if meter.run_id:
-            out.print(f"run {meter.run_id}: {meter.tests_total} test(s)", markup=False, highlight=False)
+            out.print(
+                f"run {meter.run_id}: {meter.tests_total} test(s), sandbox: {describe_sandbox()}",
+                markup=False,
+                highlight=False,
+            )
         progress.start(meter)
 
     def on_result(result: EvaluationResult) -> None:
@@ -311,6 +331,7 @@ def run(
                 concurrency=concurrency,
                 max_connections=max_connections,
                 keep_workspaces=keep_workspaces,
+                sandbox=sandbox,
                 backend=backend,
                 ray_address=ray_address,
                 output=output,

@@ -52,6 +52,10 @@ class RunOptions(Model):
         ray_address: the Ray cluster to join (default: `RAY_ADDRESS`, else a local one).
         keep_workspaces: keep every test's workspace folder after its trial (the result's
             `workspace` says where), whatever its `keep:` says.
+        sandbox: where the commands a model or a suite controls run (`bash` and command tools,
+            verify, hooks, code-graders in a workspace): `bubblewrap` (the default where `bwrap`
+            is installed), `docker`, or `none` (unconfined, only by name). Default:
+            `$CONVOEVAL_SANDBOX`, else bubblewrap.
         max_connections: model requests in flight per endpoint (server and API key) at most,
             shared by every target and judge calling it (default: each target's `concurrency`).
         output: write results here (`.jsonl` as each test finishes, or `.json`); with a store,
@@ -90,6 +94,7 @@ class RunOptions(Model):
     concurrency: int | None = Field(default=None, ge=1)
     max_connections: int | None = Field(default=None, ge=1)
     keep_workspaces: bool = False
+    sandbox: Literal["bubblewrap", "docker", "none"] | None = None
     backend: Literal["local", "ray"] | None = None
     ray_address: str | None = None
     output: Path | None = None
@@ -110,6 +115,13 @@ class RunOptions(Model):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, (str, Path)) else value
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _file_name(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.endswith(("/", os.sep)):  # Path() would drop the slash
+            raise ValueError(f"{value!r} ends with a slash; give a file name")
+        return value
 
     @field_validator("shard")
     @classmethod
@@ -182,6 +194,7 @@ class RunOptions(Model):
             "max_cost": self.max_cost,
             "output": str(self.output.resolve()) if self.output else None,
             "cache": self.cache,
+            "sandbox": self.sandbox,
             "resolved_targets": [
                 {
                     "name": c.name,

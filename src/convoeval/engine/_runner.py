@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import _sandbox as sandbox
 from .._secrets import redact, reread_environment
 from ..errors import ConfigError
 from ..results import EvaluationResult, ScoreEntry
@@ -171,6 +172,7 @@ async def _run(
     origin: dict[str, Any],
 ) -> RunReport:
     assert options.paths is not None
+    sandbox.choose(options.sandbox)  # the backend of every command the run's models and suites control
     only = {tuple(k) for k in origin["only"]} if "only" in origin else None
     suites = select_tests(
         load_suites(options.paths),
@@ -220,7 +222,11 @@ async def _run(
         simulators = {spec: pool.wrap(t) for spec, t in simulators.items()}
         recorder = RunRecorder(store, jobs, meter, record)
         rerun = RERUN_STATUSES | {"execution_error"} if options.retry_errors else RERUN_STATUSES
-        run_id = recorder.start({**options.record(list(pool.configs.values()), version), **origin}, note, rerun)
+        run_id = recorder.start(
+            {**options.record(list(pool.configs.values()), version), **origin, "sandbox": sandbox.describe()},
+            note,
+            rerun,
+        )
         if on_start:
             on_start(meter)
         if files and options.output and (store is None or options.output.suffix == ".jsonl"):

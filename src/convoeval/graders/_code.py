@@ -40,11 +40,14 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from .. import _sandbox as sandbox
 from .._secrets import scrubbed_env
 from ..results import AssertionOutcome, Usage
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 
 _STDERR_CHARS = 300
+#: Bytes of a sandboxed program's stdout (and of its stderr) kept.
+PROGRAM_BYTES = 4 * 1024 * 1024
 
 
 @assertion_type
@@ -67,7 +70,7 @@ class CodeGrader(Assertion):
         description="Working directory, relative to the eval file's folder (default: the test's "
         "workspace if it has one, else that folder).",
     )
-    timeout_s: float = Field(30.0, gt=0, description="Seconds before the command is killed.")
+    timeout_s: float = Field(30.0, gt=0, le=86_400, description="Seconds before the command is killed.")
     env: dict[str, str] | list[str] = Field(
         default_factory=dict,
         description="Extra environment variables for the command (a mapping), or "
@@ -104,12 +107,21 @@ class CodeGrader(Assertion):
         payload = json.dumps(
             grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ensure_ascii=False, default=str
         ).encode()
-        stdout, err_text = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
+        if ctx.workdir is not None and cwd == ctx.workdir:  # in the workspace: in the run's sandbox
+            stdout, err_text = await run_sandboxed(argv, shown, ctx, self._names_and_values(), payload, self.timeout_s)
+        else:
+            stdout, err_text = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
         result = parse_program_json(stdout, shown, stderr_note(err_text))
         grade = grade_from_json(result, shown)
         if err_text:
             grade.details = {**(grade.details or {}), "stderr": shorten(err_text, _STDERR_CHARS)}
         return grade
+
+    def _names_and_values(self) -> dict[str, str]:
+        """The sandboxed command's environment: PATH, the locale and what `env` names or sets."""
+        if isinstance(self.env, list):
+            return sandbox.command_env(self.env)
+        return sandbox.command_env(extra=self.env)
 
     def _cwd(self, ctx: GradeContext) -> Path:
         """`cwd` (relative to the eval file's folder), else the workspace, else that folder."""
@@ -233,6 +245,37 @@ async def run_program(
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         raise GraderError(f"{what} `{shown}` {how}{stderr_note(err_text)}")
     return stdout.decode(errors="replace"), err_text
+
+
+async def run_sandboxed(
+    argv: list[str], shown: str, ctx: GradeContext, env: dict[str, str], payload: bytes, timeout_s: float
+) -> tuple[str, str]:
+    """Run a code-grader in the trial's workspace, in the run's sandbox (the workspace writable,
+    the eval folder readable); like `run_program`, a failure is a GraderError."""
+    assert ctx.workdir is not None
+    try:
+        ran = await sandbox.run(
+            argv,
+            ctx.workdir,
+            timeout_s=timeout_s,
+            writable=ctx.workdir,
+            readable=[Path(ctx.base_dir)],
+            env=env,
+            stdin=payload,
+            cap=PROGRAM_BYTES,
+            separate_stderr=True,
+        )
+    except sandbox.SandboxError as exc:
+        raise GraderError(f"code-grader `{shown}`: {exc}") from None
+    except OSError as exc:
+        raise GraderError(f"code-grader `{shown}` could not start: {exc}") from None
+    err_text = ran.stderr.strip()
+    if ran.timed_out:
+        raise GraderError(f"code-grader `{shown}` timed out after {timeout_s:g}s and was killed")
+    if ran.code != 0:
+        how = f"was killed by signal {ran.killed_by}" if ran.killed_by else f"exited with code {ran.code}"
+        raise GraderError(f"code-grader `{shown}` {how}{stderr_note(err_text)}")
+    return ran.output, err_text
 
 
 def stderr_note(err_text: str) -> str:

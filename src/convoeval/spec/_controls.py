@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from .._base_model import Model
 from .._jsonpath import parse_jsonpath
+from .._sandbox import SandboxSettings
 
 NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -135,7 +136,7 @@ class Hook(Model):
 
     command: str = Field(min_length=1)
     cwd: str | None = Field(None, description="Relative to the workspace.")
-    timeout_ms: int = Field(60_000, gt=0)
+    timeout_ms: int = Field(60_000, gt=0, le=86_400_000)
 
 
 class Hooks(Model):
@@ -227,8 +228,11 @@ class Workspace(Model):
     keep: Literal["never", "on_failure", "always"] = "never"
     env: list[str] = Field(
         default_factory=list,
-        description="Secret-named variables (`*KEY*`, `*TOKEN*`, ...) that hooks, repo clones and verify may "
-        "see; the others are removed from their environment.",
+        description="Variables (besides PATH and the locale) that hooks and verify see in their sandbox, and "
+        "secret-named ones (`*KEY*`, `*TOKEN*`, ...) that repo clones may see.",
+    )
+    sandbox: SandboxSettings | None = Field(
+        None, description="The sandbox of the trial's commands: `network: true`, limits (memory_mb, processes, ...)."
     )
 
 
@@ -239,7 +243,7 @@ class Verify(Model):
     model_config = ConfigDict(extra="forbid")
 
     command: str = Field(min_length=1)
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, le=86_400)
 
 
 class Limits(Model):
