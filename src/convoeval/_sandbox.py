@@ -23,11 +23,14 @@ command's whole process tree without waiting for its pipes.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
+import ctypes
 import os
 import resource
 import shutil
 import signal
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -52,6 +55,13 @@ INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`), "
     "or choose a sandbox by name: `--sandbox docker`, or `--sandbox none` to run them unconfined on this machine"
 )
+
+
+PR_SET_PDEATHSIG = 1
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+    _prctl = None
 
 
 class SandboxError(ConfigError):
@@ -147,21 +157,39 @@ class Finished:
     killed_by: int | None = None
 
 
-class _Capped(asyncio.Protocol):
-    """Keeps the first `cap` bytes of a pipe and counts the rest as they arrive."""
+class _Capped:
+    """Keeps the first `cap` bytes of a pipe and counts the rest, read as they arrive (with the
+    event loop's `add_reader`: nothing to await, so a cancellation cannot come in between)."""
 
-    def __init__(self, cap: int, done: asyncio.Future[None]):
-        self.cap, self.done = cap, done
+    def __init__(self, fd: int, cap: int, loop: asyncio.AbstractEventLoop):
+        self.fd, self.cap, self.loop = fd, cap, loop
         self.data = bytearray()
         self.cut = 0
+        self.done: asyncio.Future[None] = loop.create_future()
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._read)
 
-    def data_received(self, data: bytes) -> None:
+    def _read(self) -> None:
+        try:
+            chunk = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.close()
+            return
         room = self.cap - len(self.data)
         if room > 0:
-            self.data += data[:room]
-        self.cut += max(0, len(data) - max(room, 0))
+            self.data += chunk[:room]
+        self.cut += max(0, len(chunk) - max(room, 0))
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def close(self) -> None:
+        if self.fd < 0:
+            return
+        self.loop.remove_reader(self.fd)
+        os.close(self.fd)
+        self.fd = -1
         if not self.done.done():
             self.done.set_result(None)
 
@@ -281,8 +309,13 @@ async def _docker_argv(
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
 
 
-def _limits(settings: SandboxSettings) -> None:
-    """In the child, before exec: the `sandbox:` limits, inherited by everything it starts."""
+def _in_child(settings: SandboxSettings | None) -> None:
+    """In the child, before exec: killed when convoeval dies (even by kill -9; bubblewrap then
+    takes its whole PID namespace down), and the `sandbox:` limits, inherited by all it starts."""
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if settings is None:
+        return
     mb = 1024 * 1024
     for limit, value in (
         (resource.RLIMIT_AS, settings.memory_mb * mb),
@@ -318,8 +351,6 @@ async def _spawn(
         feed.seek(0)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe() if separate_stderr else (None, None)
-    transports: list[asyncio.ReadTransport] = []
-    readers: list[_Capped] = []
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -329,7 +360,7 @@ async def _spawn(
             stdout=out_w,
             stderr=err_w if err_w is not None else out_w,
             start_new_session=True,
-            preexec_fn=None if settings is None else lambda: _limits(settings),
+            preexec_fn=lambda: _in_child(settings),
         )
     finally:
         os.close(out_w)
@@ -337,15 +368,11 @@ async def _spawn(
             os.close(err_w)
         if feed is not None:
             feed.close()
-    for fd in (out_r, err_r):
-        if fd is None:
-            continue
-        reader = _Capped(cap, loop.create_future())
-        transport, _ = await loop.connect_read_pipe(lambda r=reader: r, os.fdopen(fd, "rb", buffering=0))  # type: ignore[misc]
-        transports.append(transport)
-        readers.append(reader)
+    _live.add(proc.pid)
+    readers: list[_Capped] = []
     timed_out = False
     try:
+        readers = [_Capped(fd, cap, loop) for fd in (out_r, err_r) if fd is not None]
         try:
             async with asyncio.timeout(timeout_s):
                 await proc.wait()
@@ -359,8 +386,12 @@ async def _spawn(
                 pass
     finally:
         await _end(proc, container)
-        for transport in transports:
-            transport.close()
+        for reader in readers:
+            reader.close()
+        if not readers:  # never watched
+            for fd in (out_r, err_r):
+                if fd is not None:
+                    os.close(fd)
     code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     output = readers[0].data.decode("utf-8", "replace")
     stderr = readers[1].data.decode("utf-8", "replace") if len(readers) > 1 else ""
@@ -370,12 +401,27 @@ async def _spawn(
     return Finished(code, output, stderr, cut=cut, killed_by=-code if code < 0 else None)
 
 
-async def _end(proc: asyncio.subprocess.Process, container: str | None) -> None:
-    """Kill what is left of the command's group (and its container) and reap it."""
+#: Process groups of the commands running now: killed at exit whatever path the exit takes.
+_live: set[int] = set()
+
+
+@atexit.register
+def _kill_live() -> None:
+    for group in list(_live):
+        _kill_group(group)
+
+
+def _kill_group(group: int) -> None:
+    _live.discard(group)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(group, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+async def _end(proc: asyncio.subprocess.Process, container: str | None) -> None:
+    """Kill what is left of the command's group (and its container) and reap it."""
+    _kill_group(proc.pid)
     if container is not None:
         killer = await asyncio.create_subprocess_exec(
             "docker", "kill", container, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from .. import registry
@@ -21,13 +20,14 @@ from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
 from ..errors import ConfigError, RegistryError
 from ..report import RunProgress, output_problem, print_run_totals, print_summary
+from ..report._terminal import SafeConsole
 from ..results import EvaluationResult
 from ..spec import MAX_TRIALS, SpecError, suite_json_schema, validate_eval_paths
 from ._app import Root, app, load_env_file
 from ._write import write_reports
 
-out = Console(highlight=False, emoji=False)  # `openai:m:` must not become an emoji
-err = Console(stderr=True, highlight=False, emoji=False)
+out = SafeConsole(highlight=False, emoji=False)  # `openai:m:` must not become an emoji
+err = SafeConsole(stderr=True, highlight=False, emoji=False)
 
 Paths = Annotated[list[Path], typer.Argument(help="Eval files (YAML), or folders of them.", show_default=False)]
 Plugins = Annotated[

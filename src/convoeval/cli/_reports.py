@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from ..engine import STORE_FILE, state_dir
@@ -20,11 +19,12 @@ from ..report import (
     markdown_comparison,
 )
 from ..report._overview import fmt_score
+from ..report._terminal import SafeConsole
 from ..report.viewer import Viewer
 from ._app import app
 from ._write import fail, write_reports
 
-out = Console(highlight=False, emoji=False)
+out = SafeConsole(highlight=False, emoji=False)
 
 StoreOption = Annotated[
     Path | None,

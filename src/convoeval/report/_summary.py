@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results import EvaluationResult, ScoreEntry, ToolCall
+from ._terminal import SafeConsole, printable
 
 _STYLE = {"pass": "green", "fail": "red", "skip": "yellow", "error": "magenta"}
 
@@ -32,7 +33,7 @@ _RIGHT = {"score", "tokens", "judge tokens", "time"}
 
 def print_summary(results: list[EvaluationResult], console: Console | None = None, *, turns: bool = True) -> None:
     """Print the per-turn tables (unless `turns=False`) and the overall table."""
-    console = console or Console()
+    console = console or SafeConsole()
     if turns:
         for result in results:
             if result.scores:
@@ -64,8 +65,8 @@ def _row(r: EvaluationResult) -> list[Text]:
     if r.grader_errors:
         status.append(f" ({r.grader_errors} grader error{'s' if r.grader_errors > 1 else ''})", style="magenta")
     return [
-        Text(r.test_id),
-        Text(r.target),
+        Text(printable(r.test_id)),
+        Text(printable(r.target)),
         Text(_fmt_score(r.score)),
         status,
         turn_marks or Text("-"),
