@@ -99,7 +99,8 @@ def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
             try:
-                _check_call(getattr(__obj, "__name__", ""), args, kwargs, getattr(__obj, "__self__", None))
+                bound = getattr(__obj, "__wrapped__", __obj)  # str.format comes wrapped by the sandbox
+                _check_call(getattr(__obj, "__name__", ""), args, kwargs, getattr(bound, "__self__", None))
             except ValueError as exc:
                 raise jinja2.sandbox.SecurityError(str(exc)) from None
             return super().call(__context, __obj, *args, **kwargs)

@@ -244,7 +244,7 @@ def _flag_bits(flags: str) -> int:
 @assertion_type
 class Regex(Check):
     """The reply matches a regular expression (Python syntax, searched anywhere in the reply
-    with the `regex` module and a time bound: a search over REGEX_TIMEOUT_S is a grader error).
+    with the `regex` module and a time bound: a search over `timeout_s` is a grader error).
 
     Example: `{type: regex, value: "^Booking ref: [A-Z0-9]{6}$", flags: "m"}`
     """
@@ -254,6 +254,9 @@ class Regex(Check):
         "",
         description="Flag letters: i (ignore case), m (multiline ^ $), s (dot matches "
         "newline), x (verbose), a (ASCII); g is accepted and ignored.",
+    )
+    timeout_s: float = Field(
+        REGEX_TIMEOUT_S, gt=0, le=600, description="Seconds the search may take before it is a grader error."
     )
     value: str = Field(
         validation_alias=AliasChoices("value", "pattern"),
@@ -288,10 +291,10 @@ class Regex(Check):
             raise GraderError(f"regular expression {source!r} is invalid: {exc}") from None
         shown = f"/{source}/{self.flags}" if len(source) <= 60 else f"/{source[:59]}…/{self.flags}"
         try:
-            match = compiled.search(ctx.output, timeout=REGEX_TIMEOUT_S, concurrent=True)
+            match = compiled.search(ctx.output, timeout=self.timeout_s, concurrent=True)
         except TimeoutError:
             raise GraderError(
-                f"regular expression {shown} took over {REGEX_TIMEOUT_S:g} s on a {len(ctx.output)}-char "
+                f"regular expression {shown} took over {self.timeout_s:g} s on a {len(ctx.output)}-char "
                 f"{noun(ctx)} and was stopped (it backtracks catastrophically: simplify it)"
             ) from None
         if match:
