@@ -230,19 +230,30 @@ def test_a_template_cannot_allocate_without_bound(template: str) -> None:
     )
 
 
+def _running(needle: str) -> bool:
+    found = False
+    for entry in Path("/proc").iterdir():
+        try:
+            found = found or needle in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+    return found
+
+
 def test_stale_workspaces_are_swept_only_when_their_process_is_gone(tmp_path: Path) -> None:
     """D14: workspaces stayed in the temp folder after kill -9 or Ctrl-C; --resume left them."""
     write(tmp_path / "targets.yaml", SCRIPTED)
+    nap = f"sleep {300 + os.getpid() % 97}.{time.time_ns() % 1000}"
     suite = write(
         tmp_path / "s.eval.yaml",
         "execution: {target: bot}\ntests:\n  - id: t\n    mode: conversation\n    workspace: {}\n"
-        "    verify: {command: sleep 30}\n    turns: [{input: go}]\n",
+        f"    verify: {{command: {nap}}}\n    turns: [{{input: go}}]\n",
     )
     proc = subprocess.Popen([sys.executable, "-m", "convoeval", "run", str(suite), "--no-cache"], cwd=tmp_path)
     temp = Path(tempfile.gettempdir())
     deadline = time.monotonic() + 30
     mine: list[Path] = []
-    while not mine and time.monotonic() < deadline:
+    while not (mine and _running(nap)) and time.monotonic() < deadline:
         mine = list(temp.glob(f"{WORKSPACE_PREFIX}{proc.pid}.*"))
         time.sleep(0.05)
     assert mine, "the run never made its workspace"
@@ -250,6 +261,8 @@ def test_stale_workspaces_are_swept_only_when_their_process_is_gone(tmp_path: Pa
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert mine[0].is_dir()  # left behind by kill -9
+    time.sleep(0.2)
+    assert not _running(nap) or shutil.which("bwrap") is None  # verify's command died with it
     swept = sweep_stale_workspaces()
     assert mine[0] in swept and not mine[0].exists() and live.is_dir() and live not in swept
     live.rmdir()

@@ -154,14 +154,19 @@ def listener() -> Iterator[tuple[int, list[socket.socket]]]:
 
 
 @needs_bwrap
-@pytest.mark.parametrize("allowed", [False, True])
-def test_no_network_from_bash_unless_allowed(server: FakeOpenAIServer, tmp_path: Path, listener, allowed: bool) -> None:
+@pytest.mark.parametrize("allowed_by", [None, "target", "test"])
+def test_no_network_from_bash_unless_allowed(
+    server: FakeOpenAIServer, tmp_path: Path, listener, allowed_by: str | None
+) -> None:
     port, accepted = listener
     connect = f'python3 -c \'import socket; socket.create_connection(("127.0.0.1", {port}), 2); print("connected")\''
     server.reset(reply=script(bash(connect), "done"))
-    agent = "{sandbox: {network: true}}" if allowed else "{}"
-    [call] = calls(run(agent_suite(tmp_path, agent=agent)))
-    assert ("connected" in call.output) is allowed and len(accepted) == int(allowed)
+    allow = "{sandbox: {network: true}}"
+    suite = agent_suite(
+        tmp_path, agent=allow if allowed_by == "target" else "{}", workspace=allow if allowed_by == "test" else "{}"
+    )
+    [call] = calls(run(suite))
+    assert ("connected" in call.output) is (allowed_by is not None) and len(accepted) == int(allowed_by is not None)
 
 
 def run_cli(suite: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
