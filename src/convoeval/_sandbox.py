@@ -243,6 +243,8 @@ async def run(
         argv = await _docker_argv(argv, shell, cwd, writable, full_env, settings, name)
     elif shell:
         argv = ["/bin/sh", "-c", argv[0]]
+    if which == "docker":  # the docker client itself may need DOCKER_HOST and the like
+        full_env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}, **full_env}
     try:
         return await _spawn(argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name)
     finally:
@@ -258,21 +260,30 @@ def _bwrap_argv(
     readable: Sequence[Path],
     settings: SandboxSettings,
 ) -> list[str]:
-    """bubblewrap's command line: the system read-only, private /tmp, /run and /dev, a new PID
-    namespace, no network unless allowed, the workspace bound read-write (same path)."""
+    """bubblewrap's command line: the system read-only, private temp folders, /run and /dev, a
+    new PID namespace, no network unless allowed, the workspace bound read-write (same path).
+    Programs on PATH and Python's own folders stay readable when they live in a temp folder."""
     out = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all"]
     if settings.network:
         out.append("--share-net")
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    hidden = list(dict.fromkeys(str(Path(t).resolve()) for t in ("/tmp", tempfile.gettempdir())))
+    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    for folder in hidden:
+        out += ["--tmpfs", folder]
     out += ["--dir", SANDBOX_HOME]
-    for path in readable:
-        resolved = str(Path(path).resolve())
-        out += ["--ro-bind-try", resolved, resolved]
+    tools = [*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix]
+    shown = [*map(str, readable), *(t for t in tools if t and any(_under(t, h) for h in hidden))]
+    for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
+        out += ["--ro-bind-try", path, path]
     if writable is not None:
         resolved = str(Path(writable).resolve())
         out += ["--bind", resolved, resolved]
     out += ["--chdir", str(Path(cwd).resolve()), "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
+
+
+def _under(path: str, folder: str) -> bool:
+    return Path(path).resolve().is_relative_to(folder)
 
 
 async def _docker_argv(
@@ -296,7 +307,8 @@ async def _docker_argv(
     )
     if await probe.wait() != 0:
         raise SandboxError("--sandbox docker: no Docker daemon is reachable (start it, or choose another --sandbox)")
-    out = ["docker", "run", "--rm", "-i", "--name", name, "--read-only", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    out = ["docker", "run", "--rm", "-i", "--name", name, "--read-only", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_HOME]
+    out += ["--tmpfs", "/run"]
     out += ["--network", "bridge" if settings.network else "none", "--pids-limit", str(settings.processes)]
     out += ["--memory", f"{settings.memory_mb}m", "--ulimit", f"fsize={settings.file_size_mb * 1024 * 1024}"]
     out += ["--ulimit", f"cpu={settings.cpu_seconds}"]

@@ -18,7 +18,7 @@ import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -61,13 +61,21 @@ async def shell(command: str, cwd: Path, timeout_s: float, passed: Iterable[str]
     return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)
 
 
-async def sandboxed(command: str, cwd: Path, timeout_s: float, writable: Path, passed: Iterable[str] = ()) -> Ran:
+async def sandboxed(
+    command: str, cwd: Path, timeout_s: float, writable: Path, passed: Iterable[str] = (), readable: Sequence[Path] = ()
+) -> Ran:
     """Run a suite's command (hook, verify) in the run's sandbox: `writable` the only folder it
-    may change, only PATH, the locale and the `passed` variables in its environment. No sandbox
-    available is exit code 126 with the message saying how to get one."""
+    may change (`readable` ones still seen), only PATH, the locale and the `passed` variables in
+    its environment. No sandbox available is exit code 126 with the message saying how to get one."""
     try:
         ran = await sandbox.run(
-            command, cwd, timeout_s=timeout_s, writable=writable, env=sandbox.command_env(passed), cap=COMMAND_BYTES
+            command,
+            cwd,
+            timeout_s=timeout_s,
+            writable=writable,
+            readable=readable,
+            env=sandbox.command_env(passed),
+            cap=COMMAND_BYTES,
         )
     except sandbox.SandboxError as exc:
         return Ran(126, str(exc))
@@ -81,8 +89,13 @@ _tokens: dict[Path, Any] = {}
 async def open_workspace(spec: Workspace, base_dir: Path, test_id: str) -> Path:
     """The trial's workspace, made by the environment the spec names; its `sandbox:` settings
     hold for the trial's commands until it closes."""
-    root = await environment(spec).open(spec, base_dir, test_id)
-    _tokens[root] = sandbox.use_trial_settings(spec.sandbox)
+    token = sandbox.use_trial_settings(spec.sandbox)  # before_each runs with them too
+    try:
+        root = await environment(spec).open(spec, base_dir, test_id)
+    except BaseException:
+        sandbox.reset_trial_settings(token)
+        raise
+    _tokens[root] = token
     return root
 
 
@@ -121,6 +134,7 @@ async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path
     started (with `docker`), `before_each` run."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in test_id)[:40]
     root = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{_owner_tag()}-{safe}-"))
+    _eval_folders[root] = base_dir
     try:
         if spec.template is not None:
             template = (base_dir / spec.template).resolve()
@@ -152,6 +166,7 @@ async def _close_directory(spec: Workspace, root: Path, passed: bool) -> str | N
         await run_in(root, hook.command, hook.cwd, hook.timeout_ms / 1000, spec.env)
     if spec.keep == "always" or (spec.keep == "on_failure" and not passed):
         await _stop_container(root)
+        _eval_folders.pop(root, None)
         kept = root.with_name(root.name.replace(WORKSPACE_PREFIX, KEPT_PREFIX, 1))
         try:  # renamed so that no sweep of stale workspaces takes it
             root.rename(kept)
@@ -209,12 +224,15 @@ def _alive(pid: int) -> bool:
 
 
 async def _remove(root: Path) -> None:
+    _eval_folders.pop(root, None)
     await _stop_container(root)
     shutil.rmtree(root, ignore_errors=True)
 
 
 #: The container each docker workspace lives in, by its folder.
 _containers: dict[Path, str] = {}
+#: The eval file's folder of each open workspace: its hooks and verify may read it.
+_eval_folders: dict[Path, Path] = {}
 CONTAINER_DIR = "/workspace"
 
 
@@ -222,7 +240,8 @@ async def run_in(root: Path, command: str, cwd: str | None, timeout_s: float, pa
     """Run a shell command in the workspace (`cwd` inside it): in its container when it has one."""
     container = _containers.get(root)
     if container is None:
-        return await sandboxed(command, root / (cwd or "."), timeout_s, root, passed)
+        readable = [_eval_folders[root]] if root in _eval_folders else []
+        return await sandboxed(command, root / (cwd or "."), timeout_s, root, passed, readable)
     inside = f"{CONTAINER_DIR}/{cwd}" if cwd else CONTAINER_DIR
     return await shell(
         f"docker exec -w {shlex.quote(inside)} {container} sh -c {shlex.quote(command)}", root, timeout_s, passed
