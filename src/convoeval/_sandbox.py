@@ -283,7 +283,9 @@ def _bwrap_argv(
 
 
 def _under(path: str, folder: str) -> bool:
-    return Path(path).resolve().is_relative_to(folder)
+    """Whether `path` lies inside `folder` (the folder itself does not count)."""
+    resolved = Path(path).resolve()
+    return resolved != Path(folder) and resolved.is_relative_to(folder)
 
 
 async def _docker_argv(
