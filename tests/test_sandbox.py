@@ -250,6 +250,23 @@ def test_without_bwrap_a_test_offering_bash_fails_saying_how_to_fix_it(
     assert server.target_requests() == []  # failed before any call: no command ran unconfined
 
 
+def test_without_bwrap_verify_is_an_execution_error_not_a_failed_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: done}\n")
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "execution: {target: bot}\ntests:\n  - id: t\n    mode: conversation\n    workspace: {}\n"
+        "    verify: {command: 'true'}\n    turns: [{input: go}]\n",
+    )
+    result = run(suite)
+    assert result.execution_status == "execution_error" and "apt-get install bubblewrap" in (result.error or "")
+
+
 def test_sandbox_none_must_be_chosen_by_name_and_is_recorded(
     server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

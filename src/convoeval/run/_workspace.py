@@ -66,19 +66,17 @@ async def sandboxed(
 ) -> Ran:
     """Run a suite's command (hook, verify) in the run's sandbox: `writable` the only folder it
     may change (`readable` ones still seen), only PATH, the locale and the `passed` variables in
-    its environment. No sandbox available is exit code 126 with the message saying how to get one."""
-    try:
-        ran = await sandbox.run(
-            command,
-            cwd,
-            timeout_s=timeout_s,
-            writable=writable,
-            readable=readable,
-            env=sandbox.command_env(passed),
-            cap=COMMAND_BYTES,
-        )
-    except sandbox.SandboxError as exc:
-        return Ran(126, str(exc))
+    its environment. No sandbox available raises SandboxError (saying how to get one): the test
+    is an execution error, never a failed or passed check."""
+    ran = await sandbox.run(
+        command,
+        cwd,
+        timeout_s=timeout_s,
+        writable=writable,
+        readable=readable,
+        env=sandbox.command_env(passed),
+        cap=COMMAND_BYTES,
+    )
     return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)
 
 
