@@ -250,6 +250,23 @@ def test_without_bwrap_a_test_offering_bash_fails_saying_how_to_fix_it(
     assert server.target_requests() == []  # failed before any call: no command ran unconfined
 
 
+def test_a_bwrap_that_cannot_make_namespaces_is_reported_not_run(
+    server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where user namespaces are off, bwrap exists but fails: the test says so before any call."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = write(folder / "bwrap", "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    server.reset(reply=script(bash("echo hi"), "done"))
+    result = run(agent_suite(tmp_path))
+    assert result.execution_status == "execution_error" and server.target_requests() == []
+    assert "bubblewrap cannot make a sandbox here (bwrap: setting up uid map: Permission denied)" in (
+        result.error or ""
+    )
+
+
 def test_without_bwrap_verify_is_an_execution_error_not_a_failed_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,10 +26,12 @@ import asyncio
 import atexit
 import contextvars
 import ctypes
+import functools
 import os
 import resource
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -125,15 +127,32 @@ def describe() -> str:
 def backend() -> Backend:
     """The backend in force; SandboxError when the default is wanted and `bwrap` is missing."""
     name = _chosen.get() or os.environ.get("CONVOEVAL_SANDBOX") or None
-    if name is None:
-        if shutil.which("bwrap") is None:
-            raise SandboxError(f"commands run in a bubblewrap sandbox, but `bwrap` is not installed: {INSTALL_HINT}")
-        return "bubblewrap"
-    if name not in BACKENDS:
+    if name is not None and name not in BACKENDS:
         raise SandboxError(f"unknown sandbox {name!r}: choose one of {', '.join(BACKENDS)}")
-    if name == "bubblewrap" and shutil.which("bwrap") is None:
-        raise SandboxError(f"--sandbox bubblewrap: `bwrap` is not installed: {INSTALL_HINT}")
+    if name in (None, "bubblewrap"):
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            raise SandboxError(f"commands run in a bubblewrap sandbox, but `bwrap` is not installed: {INSTALL_HINT}")
+        if problem := _bwrap_problem(bwrap):
+            raise SandboxError(f"bubblewrap cannot make a sandbox here ({problem}): {INSTALL_HINT}")
+        return "bubblewrap"
     return name  # type: ignore[return-value]
+
+
+@functools.cache
+def _bwrap_problem(bwrap: str) -> str | None:
+    """Why `bwrap` cannot make the sandbox on this machine (user namespaces off, say), or None;
+    tried once per process."""
+    try:
+        tried = subprocess.run(
+            [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if tried.returncode == 0 else (tried.stderr.strip()[-200:] or f"exit code {tried.returncode}")
 
 
 def command_env(names: Iterable[str] = (), extra: Mapping[str, str] | None = None) -> dict[str, str]:
