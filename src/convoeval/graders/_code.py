@@ -29,12 +29,9 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
-import os
 import shlex
-import signal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -205,19 +202,21 @@ async def run_program(
     timeout_s: float,
     what: str = "code-grader",
 ) -> tuple[str, str]:
-    """Run the command with `payload` on stdin and return its stdout and (stripped) stderr; kill
-    it (and its children) on timeout. A non-zero exit is a GraderError quoting its stderr.
-    `what` names the command in errors (`code-grader`, `llm-grader prompt command`)."""
-    posix = os.name == "posix"
+    """Run the command (in the eval file's folder, on the host) with `payload` on stdin and
+    return its stdout and (stripped) stderr, each read as it arrives and kept up to
+    PROGRAM_BYTES; on timeout or cancellation it is killed with its children. A non-zero exit
+    is a GraderError quoting its stderr. `what` names the command in errors (`code-grader`,
+    `llm-grader prompt command`)."""
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=str(cwd),
+        ran = await sandbox.run(
+            argv,
+            cwd,
+            timeout_s=timeout_s,
             env=env,
-            start_new_session=posix,  # its own process group, so a timeout kills grandchildren too
+            stdin=payload,
+            cap=PROGRAM_BYTES,
+            separate_stderr=True,
+            host=True,
         )
     except FileNotFoundError:
         raise GraderError(
@@ -230,21 +229,18 @@ async def run_program(
         ) from None
     except OSError as exc:
         raise GraderError(f"{what} `{shown}` could not start: {exc}") from None
-    try:
-        stdout, stderr = await asyncio.wait_for(proc.communicate(payload), timeout_s)
-    except TimeoutError:
-        await _kill(proc, posix)
-        raise GraderError(f"{what} `{shown}` timed out after {timeout_s:g}s and was killed") from None
-    finally:
-        if proc.returncode is None:  # cancelled from outside
-            await _kill(proc, posix)
-    code = proc.returncode
-    assert code is not None
-    err_text = stderr.decode(errors="replace").strip()
-    if code != 0:
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    return _finished(ran, shown, timeout_s, what)
+
+
+def _finished(ran: sandbox.Finished, shown: str, timeout_s: float, what: str) -> tuple[str, str]:
+    """stdout and stripped stderr of a program that ended well; otherwise a GraderError."""
+    err_text = ran.stderr.strip()
+    if ran.timed_out:
+        raise GraderError(f"{what} `{shown}` timed out after {timeout_s:g}s and was killed")
+    if ran.code != 0:
+        how = f"was killed by signal {ran.killed_by}" if ran.killed_by else f"exited with code {ran.code}"
         raise GraderError(f"{what} `{shown}` {how}{stderr_note(err_text)}")
-    return stdout.decode(errors="replace"), err_text
+    return ran.output, err_text
 
 
 async def run_sandboxed(
@@ -269,32 +265,12 @@ async def run_sandboxed(
         raise GraderError(f"code-grader `{shown}`: {exc}") from None
     except OSError as exc:
         raise GraderError(f"code-grader `{shown}` could not start: {exc}") from None
-    err_text = ran.stderr.strip()
-    if ran.timed_out:
-        raise GraderError(f"code-grader `{shown}` timed out after {timeout_s:g}s and was killed")
-    if ran.code != 0:
-        how = f"was killed by signal {ran.killed_by}" if ran.killed_by else f"exited with code {ran.code}"
-        raise GraderError(f"code-grader `{shown}` {how}{stderr_note(err_text)}")
-    return ran.output, err_text
+    return _finished(ran, shown, timeout_s, "code-grader")
 
 
 def stderr_note(err_text: str) -> str:
     """`; stderr: ...` to end an error message with, or "" when the program printed nothing there."""
     return f"; stderr: {shorten(err_text, _STDERR_CHARS)}" if err_text else ""
-
-
-async def _kill(proc: asyncio.subprocess.Process, posix: bool) -> None:
-    try:
-        if posix:
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            proc.kill()
-    except ProcessLookupError:
-        pass
-    try:
-        await asyncio.wait_for(proc.wait(), 5)
-    except TimeoutError:  # pragma: no cover - a process that survives SIGKILL
-        pass
 
 
 def parse_program_json(stdout: str, shown: str, err_note: str) -> dict[str, Any]:
