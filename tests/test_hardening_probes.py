@@ -213,14 +213,15 @@ def test_terminal_output_escapes_control_characters_in_test_ids(tmp_path: Path, 
         "{{ '%800000000s' | format('a') }}",
         "{{ '%*s' % (800000000, 'a') }}",
         "{{ 9 ** 99999999 }}",
+        "{% for a in output %}{% for b in output %}{% for c in output %}{{ output }}{% endfor %}{% endfor %}{% endfor %}",
     ],
 )
 def test_a_template_cannot_allocate_without_bound(template: str) -> None:
     """D13: a grader prompt `{{ 'a' * 800000000 }}` allocated 2.4 GB."""
     tracemalloc.start()
     try:
-        with pytest.raises(TemplateProblem, match="refused by the sandbox"):
-            render(template, {"output": "x"})
+        with pytest.raises(TemplateProblem, match="refused"):
+            render(template, {"output": "x" * 500})
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -36,6 +36,8 @@ GRADER_VARIABLES = frozenset(
 #: number a call may take (widths, counts): `{{ 'a' * 800000000 }}` is refused, not allocated.
 MAX_TEMPLATE_ITEMS = 1_000_000
 _BIG_WIDTH = re.compile(r"\d{7,}")
+#: The longest text a template may render.
+MAX_RENDERED_CHARS = 10_000_000
 
 
 def _size(value: Any) -> int:
@@ -189,7 +191,13 @@ def render(source: str, variables: dict[str, Any]) -> str:
 
     template = _compile(source)
     try:
-        return template.render(**variables)
+        parts, size = [], 0
+        for part in template.generate(**variables):  # loops cannot build an unbounded prompt either
+            size += len(part)
+            if size > MAX_RENDERED_CHARS:
+                raise TemplateProblem(f"template output exceeds {MAX_RENDERED_CHARS} characters; refused")
+            parts.append(part)
+        return "".join(parts)
     except jinja2.UndefinedError as exc:
         raise TemplateProblem(f"template variable error: {exc.message}") from None
     except jinja2.sandbox.SecurityError as exc:
