@@ -362,3 +362,26 @@ tests:
     )
     assert result.scores[0].verdict == "pass", result.scores[0]
     assert not Path(f"/tmp/{mark}").exists() and not Path(f"/var/tmp/{mark}").exists()
+
+
+@needs_bwrap
+def test_the_limits_a_test_or_target_sets_hold_inside(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    server.reset(
+        reply=script(
+            bash(
+                "head -c 3000000 /dev/zero > big.bin; echo wrote $(stat -c %s big.bin)",
+                "python3 -c 'bytearray(300 * 2**20)' 2>&1 | tail -1",
+                "ulimit -t",
+            ),
+            "done",
+        )
+    )
+    suite = agent_suite(
+        tmp_path,
+        agent="{sandbox: {file_size_mb: 1, cpu_seconds: 900}}",
+        workspace="{sandbox: {memory_mb: 200, cpu_seconds: 7}}",
+    )
+    size, memory, cpu = calls(run(suite))
+    assert "wrote 1048576" in size.output  # cut at 1 MB (the target's limit)
+    assert "MemoryError" in memory.output  # 200 MB of address space (the test's limit)
+    assert cpu.output == "exit code 0\n7\n"  # the lower of the two

@@ -83,10 +83,18 @@ class SandboxSettings(Model):
     image: str = Field("debian:bookworm-slim", min_length=1, description="The image of the docker backend.")
 
     def merged(self, other: SandboxSettings | None) -> SandboxSettings:
-        """These settings with `other`'s network allowance added (a test or its target may allow it)."""
-        if other is None or not other.network or self.network:
+        """The test's settings and its target's together: the network when either allows it, the
+        lower of each limit, the image the test names (else the target's)."""
+        if other is None:
             return self
-        return self.model_copy(update={"network": True})
+        return SandboxSettings(
+            network=self.network or other.network,
+            memory_mb=min(self.memory_mb, other.memory_mb),
+            processes=min(self.processes, other.processes),
+            file_size_mb=min(self.file_size_mb, other.file_size_mb),
+            cpu_seconds=min(self.cpu_seconds, other.cpu_seconds),
+            image=self.image if "image" in self.model_fields_set else other.image,
+        )
 
 
 DEFAULT_SETTINGS = SandboxSettings()
