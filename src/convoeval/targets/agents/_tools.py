@@ -72,6 +72,7 @@ class ToolBox:
     """
 
     def __init__(self, settings: ToolAgentSettings, base_dir: Path, name: str):
+        self.base_dir = base_dir
         self.settings = settings
         self.builtin = [t for t in settings.tools if isinstance(t, str)]
         self.user = {t.name: t for t in settings.tools if isinstance(t, UserTool)}
@@ -148,6 +149,7 @@ class ToolBox:
                 cwd,
                 timeout_s=timeout_s,
                 writable=cwd,
+                readable=[self.base_dir] if stdin is not None else [],  # a command tool's scripts
                 env=command_env(extra=extra),
                 stdin=(stdin or "").encode(),
                 cap=limit * 4,
