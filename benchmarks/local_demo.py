@@ -2,7 +2,7 @@
 
     python benchmarks/local_demo.py                    # all three parts, 3 demo runs
     python benchmarks/local_demo.py --part tps         # prompt / generation tokens/s, 1 and 2 threads
-    python benchmarks/local_demo.py --part demo -n 5   # `convoeval run examples/travel-planning...`
+    python benchmarks/local_demo.py --part demo -n 5   # `convoeval run examples/demo/travel-demo.eval.yaml`
     python benchmarks/local_demo.py --part judge       # labelled criteria: does the judge get them right?
 
 Every run is a whole process (`convoeval run ... --no-cache`, fresh state folder), timed with
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "examples" / "travel-planning.eval.yaml"
+DEMO = ROOT / "examples" / "demo" / "travel-demo.eval.yaml"  # what `make demo` runs
 JUDGE_SUITE = ROOT / "benchmarks" / "local_judge" / "judge.eval.yaml"
 
 TPS_SCRIPT = r"""

@@ -91,8 +91,14 @@ def schema_instance(schema: dict[str, Any], *, satisfied: bool = True) -> Any:
 
 
 def default_judge(body: Body) -> str:
-    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
-    return json.dumps(schema_instance(schema))
+    """The default answer to a structured call: the schema's satisfied instance; a simulated
+    user (`user_step`) asks for help and goes on until its `max_turns`."""
+    format_ = (body.get("response_format") or {}).get("json_schema", {})
+    if format_.get("name") == "user_step":
+        return json.dumps(
+            {"message": "Could you help me with my request, please?", "stop": False, "stop_reason": "none"}
+        )
+    return json.dumps(schema_instance(format_.get("schema", {})))
 
 
 class FakeOpenAIServer:

@@ -12,10 +12,12 @@ import gc
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConvoevalError
 from ._app import app as _the_app
+from ._app import load_env_file
 
 if TYPE_CHECKING:
     import typer
@@ -48,6 +50,33 @@ def load_commands(argv: Sequence[str] | None = None) -> None:
         importlib.import_module(f"{__name__}.{module}")
 
 
+#: Options whose value may be left out: `--rerun-failed` alone means `--rerun-failed last`.
+OPTIONAL_VALUES = {"--rerun-failed": "last", "--resume": "last"}
+
+
+def with_optional_values(argv: Sequence[str]) -> list[str]:
+    """`argv` with the default value inserted after an option of `OPTIONAL_VALUES` written bare
+    (last on the line, or followed by another option). typer has no optional option values."""
+    out: list[str] = []
+    for index, arg in enumerate(argv):
+        out.append(arg)
+        following = argv[index + 1] if index + 1 < len(argv) else None
+        if arg in OPTIONAL_VALUES and (following is None or following.startswith("-")):
+            out.append(OPTIONAL_VALUES[arg])
+    return out
+
+
+def load_env_files(argv: Sequence[str]) -> None:
+    """Load the `.env` of the working directory, then of each folder holding a file the command
+    line names, before the options are read: so `CONVOEVAL_*` settings there apply as well as
+    provider keys (variables already set win; the first file to set one wins)."""
+    load_env_file(Path.cwd())
+    for arg in argv:
+        if not arg.startswith("-") and (path := Path(arg)).suffix in (".yaml", ".yml", ".jsonl", ".json"):
+            if path.is_file():
+                load_env_file(path.resolve().parent)
+
+
 def main() -> None:
     """Entry point of the `convoeval` script. An error the command did not report itself (a
     broken installed plugin, say) is still one line and exit code 2, never a traceback.
@@ -56,10 +85,12 @@ def main() -> None:
     as the process: they are frozen out of the garbage collector's sight, which spares the
     collections during the run and at exit from walking them again (58 ms of every exit).
     """
-    load_commands(sys.argv[1:])
+    argv = with_optional_values(sys.argv[1:])
+    load_env_files(argv)
+    load_commands(argv)
     gc.freeze()
     try:
-        _the_app()
+        _the_app(args=argv, prog_name="convoeval")
     except ConvoevalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -74,4 +105,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["COMMANDS", "app", "load_commands", "main"]
+__all__ = ["COMMANDS", "OPTIONAL_VALUES", "app", "load_commands", "main", "with_optional_values"]

@@ -119,7 +119,8 @@ def run(
             "--output",
             "-o",
             envvar="CONVOEVAL_OUTPUT",
-            help="Results file: .jsonl (written as tests finish) or .json (by suffix).",
+            help="Results file, by suffix: .jsonl (written as tests finish), .json, .html (report), "
+            ".xml (JUnit) or .md (Markdown summary).",
         ),
     ] = None,
     threshold: Annotated[
@@ -197,16 +198,17 @@ def run(
     resume: Annotated[
         str | None,
         typer.Option(
-            metavar="RUN_ID", help="Finish a run (its id, or 'last'): only tests without a stored result run."
+            metavar="[RUN_ID]",
+            help="Finish a run (its id, or 'last', the default): only tests without a stored result run.",
         ),
     ] = None,
     rerun_failed: Annotated[
         str | None,
         typer.Option(
             "--rerun-failed",
-            metavar="RUN_ID",
+            metavar="[RUN_ID]",
             help="A new run of the tests that did not pass in run RUN_ID (or "
-            "'last'), with its suites and targets; it records the run it came from.",
+            "'last', the default), with its suites and targets; it records the run it came from.",
         ),
     ] = None,
     takeover: Annotated[

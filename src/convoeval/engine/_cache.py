@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .._secrets import contains_secret
+from ..judging import JudgeOutputError, extract_json
 from ..results import ToolCall, Usage
 from ..targets import ChatReply, ChatRequest, Target, TargetConfig, TargetWrapper
 from ._sqlite import SqliteWriter, StoreError, connect, set_aside, store_error
@@ -163,6 +164,10 @@ class CachedTarget(TargetWrapper):
         identity: what identifies `inner`'s answers (see `target_identity`).
         secrets: values that must never be stored (the target's API key); a reply containing
             one is passed on but not cached.
+
+    A reply to a structured call (a judge's or a simulated user's, with a response schema) that
+    holds no JSON is passed on but not cached either, so a re-run asks again instead of
+    repeating the same unusable answer.
     """
 
     def __init__(self, inner: Target, cache: ResponseCache, identity: dict[str, Any], secrets: tuple[str, ...] = ()):
@@ -181,9 +186,19 @@ class CachedTarget(TargetWrapper):
         reply = await self.inner.chat(request)
         value = reply_to_json(reply)
         text = json.dumps(value, ensure_ascii=False)
+        if request.response_schema is not None and not _holds_json(reply.text):
+            return reply
         if not any(secret in text for secret in self.secrets) and not contains_secret(text):
             self.cache.put(key, self.provider, self.model, value, text)
         return reply
+
+
+def _holds_json(text: str) -> bool:
+    try:
+        extract_json(text)
+    except JudgeOutputError:
+        return False
+    return True
 
 
 def reply_to_json(reply: ChatReply) -> dict[str, Any]:

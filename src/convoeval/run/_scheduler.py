@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,6 +19,7 @@ from .._sandbox import describe as describe_sandbox
 from ..results import (
     EvaluationResult,
     ExecutionStatus,
+    Outcome,
     ScoreEntry,
     TrialResult,
     Usage,
@@ -300,6 +302,19 @@ async def _lazily(
     return outcomes
 
 
+#: Ties between trial outcomes go to the first of these: never to a pass.
+_OUTCOME_ORDER: tuple[Outcome, ...] = ("failed", "conflict", "undecided", "passed")
+
+
+def combined_outcome(trials: list[TrialResult]) -> Outcome | None:
+    """The scenario outcome of a test from its trials' outcomes: the most common one (a tie goes
+    to the worse one, so a split is never reported as passed); None without a scenario."""
+    counts = Counter(t.outcome for t in trials if t.outcome)
+    if not counts:
+        return None
+    return max(_OUTCOME_ORDER, key=lambda o: (counts[o], -_OUTCOME_ORDER.index(o)))
+
+
 def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> EvaluationResult:
     """The test's result from its trials: mean score, pass@k and pass^k."""
     first = trials[0]
@@ -328,6 +343,9 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         verdict, status = "fail", "budget_exhausted"
     n, c = len(trials), sum(t.verdict == "pass" for t in trials)
     notes = list(dict.fromkeys(note for t in trials for note in t.notes))
+    outcomes = Counter(t.outcome for t in trials if t.outcome)
+    if len(outcomes) > 1:
+        notes.append("scenario outcomes differ across trials: " + ", ".join(f"{o} {c}" for o, c in outcomes.items()))
     errors = [f"trial {t.trial}: {t.error}" if n > 1 else t.error for t in trials if t.error]
     return EvaluationResult(
         test_id=plan.id,
@@ -350,7 +368,7 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         simulator_token_usage=sum((t.simulator_token_usage for t in trials), Usage()),
         simulator_cost_usd=round(sum(t.simulator_cost_usd for t in trials), 8),
         stop_reason=first.stop_reason,
-        outcome=first.outcome,
+        outcome=combined_outcome(trials),
         duration_ms=round(sum(t.duration_ms for t in trials), 3),
         error="; ".join(errors) or None,
         grader_errors=sum(t.grader_errors for t in trials),

@@ -136,12 +136,18 @@ def role_break(message: str, transcript: list[Message], knowledge: Any, *, stopp
         said = " ".join(m.content for m in transcript if m.role == "user").lower()
         for key, value in knowledge.items():
             shown = str(value).strip().lower()
-            if len(shown) < 3 or shown not in text.lower() or shown in said:
+            if not shown or not _mentions(text.lower(), shown) or _mentions(said, shown):
                 continue
             words = [w for w in _KEY_WORDS.findall(str(key).lower()) if w not in _IGNORED_KEY_WORDS]
             if not any(re.search(rf"\b{re.escape(w)}", asked) for w in words):
                 return f"revealed {key!r} before the agent asked for it"
     return None
+
+
+def _mentions(text: str, fact: str) -> bool:
+    """`fact` appears in `text` as a whole token: a short fact such as `42` or `B7` counts in
+    "seat 42" and not in "1420"."""
+    return re.search(rf"(?<!\w){re.escape(fact)}(?!\w)", text) is not None
 
 
 def _normal(text: str) -> str:

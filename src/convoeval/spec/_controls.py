@@ -236,14 +236,30 @@ class Workspace(Model):
     )
 
 
+def _or_a_string(schema: dict[str, Any]) -> None:
+    """JSON Schema: the object, or a non-empty string standing for its `command`."""
+    description = schema.pop("description", None)
+    whole = dict(schema)
+    schema.clear()
+    schema["anyOf"] = [{"type": "string", "minLength": 1}, whole]
+    if description:
+        schema["description"] = description
+
+
 class Verify(Model):
     """`verify:` a shell command run in the workspace after each turn; exit code 0 ends the
-    conversation early with success, anything else sends the next turn (with its hint)."""
+    conversation early with success, anything else sends the next turn (with its hint).
+    A plain string is the command: `verify: python3 test_calc.py`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=lambda schema: _or_a_string(schema))
 
     command: str = Field(min_length=1)
     timeout_s: float = Field(60.0, gt=0, le=86_400)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _command_as_string(cls, value: Any) -> Any:
+        return {"command": value} if isinstance(value, str) else value
 
 
 class Limits(Model):

@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import logging
 import threading
 import time
@@ -98,6 +100,9 @@ class Runtime:
         self.load_seconds = time.perf_counter() - started
         self._formatter = _template_formatter(llama) if self.key.chat_format is None else None
         self._llama = llama
+        # Freed before the interpreter tears its modules down: llama-cpp-python's own __del__ at
+        # that point finds its library gone and prints an ignored-exception traceback.
+        atexit.register(_close_quietly, llama)
         log.debug("loaded %s in %.2fs", self.key.path, self.load_seconds)
 
     def eval_counts(self) -> tuple[int, int]:
@@ -147,6 +152,11 @@ class Runtime:
 _RUNTIMES: dict[RuntimeKey, Runtime] = {}
 _RUNTIMES_LOCK = threading.Lock()
 _LOAD_LOCK = threading.Lock()
+
+
+def _close_quietly(llama: Any) -> None:
+    with contextlib.suppress(Exception):
+        llama.close()
 
 
 def get_runtime(key: RuntimeKey) -> Runtime:
