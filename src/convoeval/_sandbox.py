@@ -28,7 +28,6 @@ import contextvars
 import ctypes
 import functools
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -58,6 +57,11 @@ INSTALL_HINT = (
     "or choose a sandbox by name: `--sandbox docker`, or `--sandbox none` to run them unconfined on this machine"
 )
 
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - Windows: no rlimits (and no bubblewrap)
+    resource = None  # type: ignore[assignment]
 
 PR_SET_PDEATHSIG = 1
 try:
@@ -355,7 +359,7 @@ def _in_child(settings: SandboxSettings | None) -> None:
     takes its whole PID namespace down), and the `sandbox:` limits, inherited by all it starts."""
     if _prctl is not None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if settings is None:
+    if settings is None or resource is None:
         return
     mb = 1024 * 1024
     for limit, value in (
