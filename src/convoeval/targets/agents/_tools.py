@@ -24,6 +24,8 @@ from .._tool_settings import ToolAgentSettings, UserTool
 from ._python import load_callable
 
 _PATH = {"type": "string", "description": "A path relative to the workspace."}
+#: The largest file `edit_file` reads whole.
+EDIT_BYTES = 16 * 2**20
 
 #: OpenAI function specs of the built-in tools.
 BUILTIN_SPECS: dict[str, dict[str, Any]] = {
@@ -130,6 +132,8 @@ class ToolBox:
             raise ToolFailure(f"no such file: {args['path']}")
         if name == "read_file":
             return self._read(path)
+        if path.stat().st_size > EDIT_BYTES:
+            raise ToolFailure(f"{args['path']}: larger than {EDIT_BYTES // 2**20} MB; edit it with `bash` instead")
         text = path.read_text(errors="replace")
         old, new = _text(args, "old"), _text(args, "new")
         if text.count(old) != 1:
