@@ -33,4 +33,8 @@ check: $(VENV)/.installed
 	$(VENV)/bin/mypy
 	$(VENV)/bin/python -m pytest -q tests/test_layers.py
 
-.PHONY: install demo test bench check
+# The docs site (docs/, MkDocs + Material) into site/; the reference pages are generated from the code.
+docs: $(VENV)/.installed
+	$(VENV)/bin/mkdocs build --strict
+
+.PHONY: install demo test bench check docs

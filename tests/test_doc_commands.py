@@ -96,6 +96,7 @@ def _without_comment(text: str) -> str:
 def copy_of_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("repo") / "convoeval"
     shutil.copytree(ROOT, target, ignore=_SKIP_COPY, symlinks=True)
+    (target / ".venv").symlink_to(Path(sys.executable).parents[1])  # `.venv/bin/convoeval` as written
     # `suite.eval.yaml` in a command stands for the reader's own suite: the demo's.
     shutil.copy(ROOT / "examples" / "demo" / "travel-demo.eval.yaml", target / "suite.eval.yaml")
     return target
