@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from convoeval.graders import Assertion, GradeContext, lookup_assertion_type
+from convoeval.graders import GradeContext
 from convoeval.results import Message, Usage
 from convoeval.targets import ChatReply, ChatRequest, Target, TargetConfig, create_target
-from convoeval.testing import FakeOpenAIServer
+from convoeval.testing import FakeOpenAIServer, assertion, grade_context
 
 Body = dict[str, Any]
 
@@ -121,10 +121,7 @@ class RecordingJudge:
         await self.inner.aclose()
 
 
-def make(data: dict[str, Any]) -> Assertion:
-    cls = lookup_assertion_type(data["type"])
-    assert cls is not None, data["type"]
-    return cls.model_validate(data)
+make = assertion
 
 
 HISTORY = [
@@ -140,20 +137,9 @@ def turn_ctx(
     judge: Target | None, output: str = REPLY, history: list[Message] | None = None, **kwargs: Any
 ) -> GradeContext:
     history = list(HISTORY if history is None else history)
-    transcript = [*history, Message(role="assistant", content=output, source="target", turn=2)]
-    defaults: dict[str, Any] = dict(
-        level="turn",
-        output=output,
-        history=history,
-        transcript=transcript,
-        turn=2,
-        judge=judge,
-        base_dir=Path.cwd(),
-        test_id="t",
-        trial=0,
-    )
+    defaults: dict[str, Any] = dict(turn=2, judge=judge, base_dir=Path.cwd(), test_id="t", trial=0)
     defaults.update(kwargs)
-    return GradeContext(**defaults)
+    return grade_context(output, history=history, **defaults)
 
 
 def conversation_ctx(judge: Target | None, transcript: list[Message] | None = None, **kwargs: Any) -> GradeContext:
@@ -162,16 +148,6 @@ def conversation_ctx(judge: Target | None, transcript: list[Message] | None = No
         if transcript is not None
         else [*HISTORY, Message(role="assistant", content=REPLY, source="target", turn=2)]
     )
-    outputs = [m.content for m in transcript if m.source == "target"]
-    defaults: dict[str, Any] = dict(
-        level="conversation",
-        output="\n\n".join(outputs),
-        history=transcript,
-        transcript=transcript,
-        judge=judge,
-        base_dir=Path.cwd(),
-        test_id="t",
-        trial=0,
-    )
+    defaults: dict[str, Any] = dict(judge=judge, base_dir=Path.cwd(), test_id="t", trial=0)
     defaults.update(kwargs)
-    return GradeContext(**defaults)
+    return grade_context(level="conversation", transcript=transcript, **defaults)

@@ -86,15 +86,18 @@ def test_captured_values_flow_into_later_turns_and_assertions(tmp_path: Path) ->
     assert user_two.content == "What is the status of ORD-42?"
 
 
-def test_a_capture_that_finds_nothing_fails_the_turn_with_its_reason(tmp_path: Path) -> None:
+def test_a_capture_that_finds_nothing_fails_the_test_and_stops_the_conversation(tmp_path: Path) -> None:
     agent = ScriptAgent([("No order made.", []), ("ok", []), ("ok", [])])
     result = run(tmp_path, CAPTURE, agent)
     first = result.scores[0]
     assert first.score == 0.0 and first.verdict == "fail"
     capture = next(g for g in first.graders if g.name == "capture:order_id")
     assert "did not match" in capture.assertions[0].evidence
-    assert len(agent.prompts) == 3  # on_missing: fail goes on
-    assert agent.prompts[1] == "What is the status of {{ order_id }}?"  # nothing to substitute
+    # on_missing: fail (the default) stops: `{{ order_id }}` is never sent unfilled (issue 24).
+    assert agent.prompts == ["Create an order"]
+    assert result.verdict == "fail" and result.failed_required == ["turn-1: capture:order_id", "turn-1: capture:total"]
+    assert "capture order_id found nothing in turn 1" in result.notes[0]
+    assert [s.verdict for s in result.scores if s.type == "turn"][1:] == ["skip", "skip"]
 
 
 POST = """\

@@ -246,12 +246,18 @@ targets:
     command: "{__import__("sys").executable} agent.py {{PROMPT}} {{OUTPUT_FILE}}"
     cwd: {tmp_path}
 """
-    result, _ = run_suite(tmp_path, SKILL % {"tool": "orders"}, targets, "mycli")
+    plain = (SKILL % {"tool": "orders"}).replace("{{ order_id }}", "ORD-9")  # no captured variable to fill
+    result, _ = run_suite(tmp_path, plain, targets, "mycli")
     assert result.fallback == "single_shot" and result.session == "single_shot"
     sessions = json.loads((tmp_path / "sessions.json").read_text())
     assert len(sessions) == 1 and list(sessions.values())[0][0].startswith("Turn 1: Create an order")
     assert [s.verdict for s in result.scores[:3]] == ["skip"] * 3
     assert result.scores[3].name == "conversation" and result.verdict == "pass"
+    # Turns naming a captured variable cannot go in one prompt: nothing is sent (issue 24).
+    (tmp_path / "sessions.json").unlink()
+    result, _ = run_suite(tmp_path, SKILL % {"tool": "orders"}, targets, "mycli")
+    assert result.verdict == "error" and "single_shot fallback" in (result.error or "")
+    assert not (tmp_path / "sessions.json").exists()
 
 
 def test_cli_healthcheck_failure_is_a_clear_error(tmp_path: Path) -> None:

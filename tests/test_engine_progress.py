@@ -12,7 +12,7 @@ import convoeval
 from convoeval.engine import RunMeter, StoredResults
 from convoeval.report import RunProgress, meter_line
 from convoeval.results import Usage
-from convoeval.run import Job, run_jobs
+from convoeval.run import GradedTurn, Job, run_jobs
 from convoeval.spec import load_suite
 from convoeval.targets import ChatReply, ChatRequest, TargetConfig, create_target
 
@@ -98,12 +98,16 @@ async def test_scheduler_keeps_only_a_window_of_tests_alive(tmp_path: Path) -> N
             peak = max(peak, alive)
             return super().plan(test)
 
-    def finished(job: Job, position: int, result: object) -> None:
-        nonlocal alive
-        alive -= 1
+    class Finished:
+        def turn(self, turn: GradedTurn) -> None:
+            pass
+
+        async def result(self, job: Job, position: int, result: object) -> None:
+            nonlocal alive
+            alive -= 1
 
     kept = await run_jobs(
-        [CountingJob(target=target, suite=suite)], judge=None, concurrency=2, on_result=finished, keep_results=False
+        [CountingJob(target=target, suite=suite)], judge=None, concurrency=2, events=Finished(), keep_results=False
     )
     assert kept == [] and alive == 0
     assert peak <= 18  # never all 60 tests at once

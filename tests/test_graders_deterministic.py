@@ -9,16 +9,14 @@ from pydantic import ValidationError
 
 from convoeval.graders import GradeContext, lookup_assertion_type
 from convoeval.graders._base import Assertion
-from convoeval.results import GraderScore, Message, ToolCall, Usage
+from convoeval.results import Message, ToolCall, Usage
 from convoeval.targets import ChatReply
+from convoeval.testing import agrade, assertion, grade_context
 
 REPLY = "Sure! Here is the code:\ndef add(a, b):\n    return a + b\nHappy coding."
 
 
-def make(data: dict[str, Any]) -> Assertion:
-    cls = lookup_assertion_type(data["type"])
-    assert cls is not None, f"type {data['type']!r} is not registered"
-    return cls.model_validate(data)
+make = assertion
 
 
 def turn_ctx(output: str = REPLY, **kwargs: Any) -> GradeContext:
@@ -26,15 +24,7 @@ def turn_ctx(output: str = REPLY, **kwargs: Any) -> GradeContext:
         text=output, latency_ms=1200.0, usage=Usage(input_tokens=300, output_tokens=40), cost_usd=0.0042
     )
     history = [Message(role="user", content="write add()", source="input", turn=1)]
-    return GradeContext(
-        level="turn",
-        output=output,
-        history=history,
-        transcript=[*history, Message(role="assistant", content=output, source="target", turn=1)],
-        reply=reply,
-        turn=1,
-        **kwargs,
-    )
+    return grade_context(output, history=history, reply=reply, **kwargs)
 
 
 def conv_ctx(replies: list[str], **kwargs: Any) -> GradeContext:
@@ -42,17 +32,10 @@ def conv_ctx(replies: list[str], **kwargs: Any) -> GradeContext:
     for k, text in enumerate(replies, start=1):
         transcript.append(Message(role="user", content=f"question {k}", source="input", turn=k))
         transcript.append(Message(role="assistant", content=text, source="target", turn=k))
-    return GradeContext(
-        level="conversation",
-        output="\n\n".join(replies),
-        history=transcript,
-        transcript=transcript,
-        **kwargs,
-    )
+    return grade_context(level="conversation", transcript=transcript, **kwargs)
 
 
-async def grade(data: dict[str, Any], ctx: GradeContext) -> GraderScore:
-    return await make(data).evaluate(ctx)
+grade = agrade
 
 
 # -- pass and fail of every type ------------------------------------------------------------

@@ -122,7 +122,9 @@ def test_a_dotenv_beside_the_suite_sets_convoeval_settings(tmp_path: Path) -> No
         "run", str(folder / "live.eval.yaml"), "--target", "careless-agent", "-o", "r.jsonl", cwd=tmp_path
     )
     [result] = read_jsonl(tmp_path / "r.jsonl")
-    assert result["threshold"] == 0.05 and done.returncode == 0, done.stdout + done.stderr
+    assert result["threshold"] == 0.05, done.stdout + done.stderr
+    # The careless agent fails tau-reward, a required check: no threshold passes it (issue 24).
+    assert done.returncode == 1 and result["failed_required"] == ["conversation: tau-reward"]
 
 
 def test_run_help_names_every_results_suffix(tmp_path: Path) -> None:

@@ -111,10 +111,10 @@ tests:
     assert scores == [
         ("turn-1", 1.0, "pass"),
         ("turn-2", 0.0, "fail"),
-        ("turn-3", 0.0, "skip"),
-        ("turn-4", 0.0, "skip"),
+        ("turn-3", None, "skip"),
+        ("turn-4", None, "skip"),
     ]
-    assert result["score"] == 0.25  # skipped turns count as 0 in the mean
+    assert result["score"] == 0.5  # turns not sent are left out, as after skip_remaining (issue 24)
     assert result["verdict"] == "fail" and result["execution_status"] == "quality_failure"
     assert any("stopped after turn 2" in n for n in result["notes"])
 
@@ -159,7 +159,8 @@ tests:
     )
     cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
     [result] = read_jsonl(tmp_path / "r.jsonl")
-    assert [s["score"] for s in result["scores"]] == [1.0, 1.0, 0.0]
+    # Turns without assertions are not graded (issue 24): only the conversation score counts.
+    assert [(s["score"], s["verdict"]) for s in result["scores"]] == [(None, "skip"), (None, "skip"), (0.0, "fail")]
     assert result["scores"][-1]["name"] == "conversation" and result["score"] == 0.0
 
 
@@ -269,7 +270,8 @@ tests:
     assert [t["trial"] for t in result["trials"]] == [0, 1, 2]
     # Replies R1, R3, R5 answer the first turn of each trial; R1 and R3 match.
     assert [t["verdict"] for t in result["trials"]] == ["pass", "pass", "fail"]
-    assert result["score"] == round((1.0 + 1.0 + 0.5) / 3, 6)
+    # Turn 2 has no assertions: not graded, so each trial's score is its turn 1's (issue 24).
+    assert result["score"] == round((1.0 + 1.0 + 0.0) / 3, 6)
     assert result["pass_at_k"] == {"1": round(2 / 3, 6), "2": 1.0, "3": 1.0}
     assert result["pass_hat_k"] == {"1": round(2 / 3, 6), "2": round(1 / 3, 6), "3": 0.0}
 
@@ -340,7 +342,7 @@ tests:
     broken = results["broken"]
     assert broken["execution_status"] == "execution_error" and broken["verdict"] == "error"
     assert "turn 2" in broken["error"] and "HTTP 503" in broken["error"] and "2 attempt" in broken["error"]
-    assert broken["scores"][0]["verdict"] == "pass" and broken["scores"][1]["verdict"] == "skip"
+    assert broken["scores"][0]["verdict"] == "skip" and broken["scores"][1]["verdict"] == "skip"  # nothing to grade
     assert len(broken["output"]) == 3  # user, reply, the unanswered user message
     assert results["fine"]["verdict"] == "pass"
     assert code == 1

@@ -12,7 +12,7 @@ from . import graders as graders
 from . import registry as registry
 from . import targets as targets
 from ._version import __version__
-from .api import RunOptions, RunReport, arun, load_suites, local_model_available, run
+from .api import RunEvents, RunOptions, RunReport, arun, load_suites, local_model_available, run
 from .arena import ArenaOptions, ArenaReport, aarena, arena
 from .errors import ConfigError, ConvoevalError, RegistryError
 from .graders import Assertion, Grade, GradeContext, GraderError, assertion_type, grader
@@ -36,6 +36,7 @@ __all__ = [
     "Message",
     "Problem",
     "RegistryError",
+    "RunEvents",
     "RunOptions",
     "RunReport",
     "ScoreEntry",

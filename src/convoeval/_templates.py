@@ -4,6 +4,7 @@ globals, and strict (an unknown variable is an error, found when the eval file i
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -205,6 +206,14 @@ def render(source: str, variables: dict[str, Any]) -> str:
 
 
 _VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def unfilled(text: str, names: Collection[str]) -> list[str]:
+    """The names among `names` still written as `{{ name }}` in `text` (after `substitute`:
+    captured variables that were never set). Other `{{ ... }}` text is not a placeholder."""
+    if not names or "{{" not in text:
+        return []
+    return list(dict.fromkeys(m.group(1) for m in _VARIABLE.finditer(text) if m.group(1) in names))
 
 
 def substitute(text: str, variables: dict[str, Any]) -> str:

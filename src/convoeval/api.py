@@ -12,15 +12,25 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import report  # noqa: F401  (adds the HTML, JUnit and Markdown results formats)
 from ._version import __version__
-from .engine import ResultFiles, RunMeter, RunOptions, RunReport, TargetLike, execute_run, local_model_available
+from .engine import (
+    CallbackEvents,
+    RunEvents,
+    RunMeter,
+    RunOptions,
+    RunReport,
+    TargetLike,
+    execute_run,
+    local_model_available,
+)
 from .errors import ConfigError
-from .report import ResultWriter, check_output_suffix, export_results, output_problem
 from .results import EvaluationResult
 from .spec import load_suites
 
 __all__ = [
     "ConfigError",
+    "RunEvents",
     "RunOptions",
     "RunReport",
     "TargetLike",
@@ -31,16 +41,6 @@ __all__ = [
 ]
 
 
-def _check_output(path: Path) -> None:
-    """Refuse a results file with an unknown suffix or in a place it cannot be written."""
-    if problem := output_problem(path):
-        raise ConfigError(f"cannot write results to {path}: {problem}")
-    check_output_suffix(path)
-
-
-_FILES = ResultFiles(open=ResultWriter, export=export_results, check=_check_output)
-
-
 def run(
     paths: str | Path | Sequence[str | Path] | None = None,
     *,
@@ -48,6 +48,7 @@ def run(
     on_result: Callable[[EvaluationResult], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     on_start: Callable[[RunMeter], None] | None = None,
+    events: RunEvents | None = None,
     **option_values: Any,
 ) -> RunReport:
     """Run eval files and return their results; see `arun`.
@@ -57,7 +58,15 @@ def run(
         print([(r.test_id, r.score) for r in report.results])
     """
     return asyncio.run(
-        arun(paths, options=options, on_result=on_result, on_note=on_note, on_start=on_start, **option_values)
+        arun(
+            paths,
+            options=options,
+            on_result=on_result,
+            on_note=on_note,
+            on_start=on_start,
+            events=events,
+            **option_values,
+        )
     )
 
 
@@ -68,6 +77,7 @@ async def arun(
     on_result: Callable[[EvaluationResult], None] | None = None,
     on_note: Callable[[str], None] | None = None,
     on_start: Callable[[RunMeter], None] | None = None,
+    events: RunEvents | None = None,
     **option_values: Any,
 ) -> RunReport:
     """Run every test of the given eval files (or folders of them) against each target.
@@ -79,6 +89,8 @@ async def arun(
         on_result: called with each result as its test finishes.
         on_note: called with one-line notes (defaults chosen, and so on).
         on_start: called once the run is planned, with its live RunMeter (run id, totals).
+        events: a `RunEvents` told of the same things and of each graded turn, as one object
+            (instead of the three callables; giving both is an error).
 
     Raises:
         SpecError: an eval file is invalid (every problem, `file:line: field: message`).
@@ -90,6 +102,8 @@ async def arun(
     if paths is not None:
         option_values["paths"] = paths
     opts = RunOptions.build(options, **option_values)
-    return await execute_run(
-        opts, version=__version__, files=_FILES, on_result=on_result, on_note=on_note, on_start=on_start
-    )
+    if events is not None and (on_result or on_note or on_start):
+        raise ConfigError("give events, or on_result/on_note/on_start, not both")
+    if events is None:
+        events = CallbackEvents(on_result, on_note, on_start)
+    return await execute_run(opts, version=__version__, events=events)

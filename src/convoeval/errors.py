@@ -10,8 +10,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .results import Usage
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class ConvoevalError(Exception):
@@ -45,6 +49,11 @@ class ConfigError(ConvoevalError):
     The message is one line that says what to do (`file:line: ...` when it is about a file)."""
 
 
+class NothingToRerun(ConfigError):
+    """`rerun_failed` names a run in which every test passed: there is nothing to run again.
+    The CLI says so and exits 0 (a green run stays green); the API raises it."""
+
+
 class TargetError(ConvoevalError):
     """The target could not produce a reply (HTTP error after retries, timeout, bad body).
 
@@ -75,3 +84,28 @@ class RegistryError(ConvoevalError):
 
 class DatasetError(ConvoevalError):
     """A dataset or transcripts file cannot be imported (the message starts `file:line:`)."""
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """The first problem of a pydantic validation error, for a one-line message.
+
+    Attributes:
+        field: where, dotted (`turns.0.input`), or the `whole` name given when at the top.
+        message: pydantic's message without its `Value error, ` prefix.
+        unknown: the field is not allowed (an unknown key).
+    """
+
+    field: str
+    message: str
+    unknown: bool
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+def first_problem(exc: ValidationError, whole: str = "(value)") -> FieldProblem:
+    """The first problem of `exc` (the one helper every one-line validation message uses)."""
+    error = exc.errors(include_url=False)[0]
+    where = ".".join(str(p) for p in error["loc"]) or whole
+    return FieldProblem(where, error["msg"].removeprefix("Value error, "), error["type"] == "extra_forbidden")

@@ -6,7 +6,7 @@ Every EvaluationResult is one test run against one target (all its trials).
 from __future__ import annotations
 
 from math import comb
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import ConfigDict, Field
 
@@ -114,7 +114,7 @@ class GraderScore(Model):
     judge_cost_usd: float = 0.0
     dimensions: dict[str, DimensionScore] | None = None
     duration_ms: float | None = None
-    details: dict[str, Any] | None = None
+    details: dict[str, object] | None = None
     error: str | None = None
 
 
@@ -132,14 +132,25 @@ class ScoreEntry(Model):
     latency_ms: float | None = None
     session_id: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
-    captures: dict[str, Any] = Field(default_factory=dict)
-    note: str | None = Field(None, description="Why the turn was skipped, stopped or failed early.")
+    captures: dict[str, object] = Field(default_factory=dict)
+    note: str | None = Field(None, description="Why the turn was skipped, stopped, failed early or not graded.")
+    failed_required: list[str] = Field(
+        default_factory=list, description="Its required checks that failed: each fails the test whatever the mean."
+    )
 
 
-class TrialResult(Model):
-    """One independent run of a test."""
+class VerdictStatus(NamedTuple):
+    """A result's verdict and execution status: what dependents, resumes and exit codes look at."""
 
-    trial: int
+    verdict: Verdict
+    status: ExecutionStatus
+
+
+class Accounting(Model):
+    """What a trial's result and a test's result both hold: the score and verdict, what it
+    cost, how long it took and why it ended as it did (a test's values are its trials' sums,
+    or its first trial's)."""
+
     score: float | None
     verdict: Verdict
     execution_status: ExecutionStatus
@@ -160,47 +171,55 @@ class TrialResult(Model):
     provider: str | None = None
     session: SessionKind | None = None
     fallback: Literal["single_shot"] | None = None
-    variables: dict[str, Any] = Field(default_factory=dict)
+    budget_hit: str | None = Field(None, description="The budget the trial hit, e.g. `tool_calls=60 at turn 1`.")
+    failed_required: list[str] = Field(
+        default_factory=list,
+        description="The required checks that failed (`turn-2: tau-reward`): each fails the test whatever the mean.",
+    )
+
+    @property
+    def verdict_status(self) -> VerdictStatus:
+        return VerdictStatus(self.verdict, self.execution_status)
+
+
+class _TrialKey(Model):
+    trial: int
+
+
+class TrialResult(Accounting, _TrialKey):
+    """One independent run of a test."""
+
+    variables: dict[str, object] = Field(default_factory=dict)
     workspace: str | None = Field(None, description="Where the trial's kept workspace is (keep: always / on_failure).")
     file_changes: str | None = Field(
         None, description="What the trial changed in its workspace: a unified diff (text files, bounded)."
     )
-    budget_hit: str | None = Field(None, description="The budget the trial hit, e.g. `tool_calls=60 at turn 1`.")
+
+    @classmethod
+    def not_run(cls, trial: int, error: str) -> TrialResult:
+        """A trial that could not run (its workspace or backend could not be made...)."""
+        return cls(trial=trial, score=None, verdict="error", execution_status="execution_error", error=error)
 
 
-class EvaluationResult(Model):
-    """One test against one target: the line written to results.jsonl."""
+class TestKey(Model):
+    """Who a test result is for: test id, target, suite and mode."""
+
+    __test__: ClassVar[bool] = False  # not a pytest test class
 
     test_id: str
     target: str
     suite: str | None = None
     mode: Literal["single", "conversation"] = "single"
-    score: float | None
-    verdict: Verdict
-    execution_status: ExecutionStatus
+
+
+class EvaluationResult(Accounting, TestKey):
+    """One test against one target: the line written to results.jsonl."""
+
     threshold: float
-    scores: list[ScoreEntry] = Field(default_factory=list)
-    output: list[Message] = Field(default_factory=list)
     trials: list[TrialResult] = Field(default_factory=list)
     pass_at_k: dict[str, float] = Field(default_factory=dict)
     pass_hat_k: dict[str, float] = Field(default_factory=dict)
-    token_usage: Usage = Field(default_factory=Usage)
-    judge_token_usage: Usage = Field(default_factory=Usage)
-    cost_usd: float = 0.0
-    judge_cost_usd: float = 0.0
-    simulator_token_usage: Usage = Field(default_factory=Usage)
-    simulator_cost_usd: float = 0.0
-    duration_ms: float = 0.0
-    error: str | None = None
-    grader_errors: int = 0
-    notes: list[str] = Field(default_factory=list)
-    stop_reason: StopReason | None = None
-    outcome: Outcome | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    provider: str | None = None
-    session: SessionKind | None = None
-    fallback: Literal["single_shot"] | None = None
-    budget_hit: str | None = None
     sandbox: str | None = Field(
         None, description="Where the run's commands ran: bubblewrap, docker, none, or unavailable."
     )
@@ -208,6 +227,28 @@ class EvaluationResult(Model):
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"
+
+    @classmethod
+    def not_run(
+        cls,
+        key: TestKey,
+        threshold: float,
+        outcome: VerdictStatus,
+        reason: str,
+        *,
+        score: float | None = None,
+        metadata: dict[str, object] | None = None,
+    ) -> EvaluationResult:
+        """A test that did not run: skipped or failed dependency, budget spent, internal error."""
+        return cls(
+            **key.model_dump(),
+            score=score,
+            verdict=outcome.verdict,
+            execution_status=outcome.status,
+            threshold=threshold,
+            error=reason,
+            metadata=metadata or {},
+        )
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -1,5 +1,6 @@
-"""Test helpers: `assert_conversation` for Python tests of eval files, and a loopback fake
-OpenAI-compatible server, for tests and benchmarks.
+"""Test helpers: `assert_conversation` for Python tests of eval files; `assertion`,
+`grade_context` and `grade` for unit tests of a grader; and a loopback fake OpenAI-compatible
+server, for tests and benchmarks.
 
 It answers `/v1/chat/completions` (and Anthropic's `/v1/messages`) from Python callables, records every request it received,
 and can be told to misbehave (status codes, `Retry-After`, delays, non-JSON bodies).
@@ -13,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -21,11 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .api import run
+from .errors import ConfigError
+from .graders import Assertion, GradeContext, lookup_assertion_type
 from .report import failure_lines
-from .results import EvaluationResult
+from .results import EvaluationResult, GraderScore, Message
+from .targets import ChatReply
 
 Body = dict[str, Any]
 
@@ -308,3 +313,80 @@ def assert_conversation(
     if failed:
         raise AssertionError("\n".join(line for r in failed for line in failure_lines(r)))
     return results
+
+
+def assertion(data: dict[str, Any] | Assertion) -> Assertion:
+    """An assertion from its YAML mapping, validated as the eval-file loader does.
+
+    Raises:
+        ConfigError: the type is not registered (a built-in missing from the index, a plugin
+            not loaded).
+    """
+    if isinstance(data, Assertion):
+        return data
+    cls = lookup_assertion_type(str(data.get("type", "")))
+    if cls is None:
+        raise ConfigError(f"unknown assertion type {data.get('type')!r}")
+    return cls.model_validate(data)
+
+
+def grade_context(
+    output: str = "",
+    *,
+    level: Literal["turn", "conversation"] = "turn",
+    history: list[Message] | str | None = None,
+    transcript: list[Message] | None = None,
+    reply: ChatReply | None = None,
+    turn: int = 1,
+    **fields: Any,
+) -> GradeContext:
+    """What a grader sees, for a grader's unit test, as the run would build it.
+
+    Args:
+        output: the reply graded (at conversation level: default, every target message joined).
+        level: `turn` or `conversation`.
+        history: the messages before the reply (`{{ input }}`), or one user message's text.
+            Default: one user message `Hello`.
+        transcript: the whole transcript; default `history` plus the reply.
+        reply: the target's reply object; default one with `output` as its text (turn level).
+        fields: any other `GradeContext` field (`judge`, `variables`, `expected_output`...).
+
+    Example:
+        score = grade({"type": "contains", "value": "Paris"}, grade_context("Paris it is."))
+        assert score.verdict == "pass"
+    """
+    if history is None:
+        history = "Hello"
+    if isinstance(history, str):
+        history = [Message(role="user", content=history, source="user", turn=turn)]
+    if level == "conversation":
+        transcript = list(history if transcript is None else transcript)
+        if not output:
+            output = "\n\n".join(m.content for m in transcript if m.source == "target")
+        return GradeContext(level=level, output=output, history=transcript, transcript=transcript, **fields)
+    if transcript is None:
+        transcript = [*history, Message(role="assistant", content=output, source="target", turn=turn)]
+    return GradeContext(
+        level=level,
+        output=output,
+        history=list(history),
+        transcript=transcript,
+        reply=reply if reply is not None else ChatReply(text=output),
+        turn=turn,
+        **fields,
+    )
+
+
+async def agrade(check: dict[str, Any] | Assertion, ctx: GradeContext | None = None, **context: Any) -> GraderScore:
+    """Grade with one assertion as a run does (errors, `negate`, `min_score`, `required`
+    applied): on `ctx`, else on `grade_context(**context)`."""
+    return await assertion(check).evaluate(ctx if ctx is not None else grade_context(**context))
+
+
+def grade(check: dict[str, Any] | Assertion, ctx: GradeContext | None = None, **context: Any) -> GraderScore:
+    """`agrade` from synchronous code (not inside a running event loop: await `agrade` there).
+
+    Example:
+        assert grade({"type": "regex", "value": r"\\d+"}, output="42").verdict == "pass"
+    """
+    return asyncio.run(agrade(check, ctx, **context))

@@ -19,11 +19,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from .._base_model import Model
 from ..api import arun
-from ..engine import CACHE_FILE, ResponseCache, TargetPool, named_targets, state_dir
+from ..engine import CACHE_FILE, JudgeChoice, ResponseCache, SharedOptions, TargetPool, named_targets, state_dir
 from ..errors import ConfigError
 from ..judging import load_pairwise_prompt
 from ..report import read_results
@@ -37,7 +36,7 @@ from ._report import ArenaReport
 Paths = str | Path | Sequence[str | Path]
 
 
-class ArenaOptions(Model):
+class ArenaOptions(SharedOptions):
     """The options of an arena (`convoeval.arena(paths, **options)` builds one from keywords).
 
     Attributes:
@@ -56,19 +55,16 @@ class ArenaOptions(Model):
         k: Elo K-factor (32 as TD-Eval, 4 as Chatbot Arena).
         bootstrap, seed, confidence: Bradley-Terry bootstrap intervals (0 rounds = none).
         concurrency: pairwise judge calls at once.
-        run_concurrency, threshold, trials, store: passed to `arun` (its `concurrency`, ...).
+        run_concurrency, threshold, trials, store: passed to `arun` (its `concurrency`, ...);
+            the options shared with a run are declared once, in `SharedOptions`.
         cache, cache_dir: the response cache, for the runs and the pairwise judge calls.
         results_output: also write the runs' results here (re-judge them later with `results`).
         output: write the judged battles here (Chatbot Arena JSONL, `convoeval arena --battles`).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", frozen=True)
-
-    paths: list[Path] | None = None
     targets: list[Any] | None = None  # list[TargetLike]
     results: list[Any] | None = None  # result files or EvaluationResults
     judge: Any = None  # TargetLike
-    targets_file: Path | None = None
     prompt: str | Path | None = None
     k: float = 32.0
     bootstrap: int = 1000
@@ -76,17 +72,12 @@ class ArenaOptions(Model):
     confidence: float = Field(default=0.95, gt=0, lt=1)
     concurrency: int = Field(default=8, ge=1)
     run_concurrency: int | None = Field(default=None, ge=1)
-    threshold: float | None = Field(default=None, ge=0, le=1)
-    trials: int | None = Field(default=None, ge=1)
-    cache: bool = True
-    cache_dir: Path | None = None
-    store: bool | Path = True
     results_output: Path | None = None
     output: Path | None = None
 
-    @field_validator("paths", "targets", "results", mode="before")
+    @field_validator("targets", "results", mode="before")
     @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
+    def _listed(cls, value: Any) -> Any:
         return [value] if isinstance(value, (str, Path, TargetConfig)) else value
 
     @field_validator("bootstrap")
@@ -100,13 +91,7 @@ class ArenaOptions(Model):
     def build(cls, options: ArenaOptions | None = None, **changes: Any) -> ArenaOptions:
         """`options` with `changes` applied. Raises ConfigError naming a bad option."""
         data = {name: getattr(options, name) for name in cls.model_fields} if options else {}
-        try:
-            return cls.model_validate({**data, **changes})
-        except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            name = ".".join(str(p) for p in first["loc"]) or "options"
-            message = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
-            raise ConfigError(f"arena option {name}: {message.removeprefix('Value error, ')}") from None
+        return cls._validated({**data, **changes}, "arena option")
 
 
 def arena(paths: Paths | None = None, **options: Any) -> ArenaReport:
@@ -162,41 +147,14 @@ async def aarena(
     candidates = (
         [f for s in suites if (f := find_targets_file(s.base_dir))] if opts.paths is not None else [Path(TARGETS_FILE)]
     )
-    template = None
-    if opts.prompt is not None:
-        try:
-            template = load_pairwise_prompt(opts.prompt)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+    template = _pairwise_prompt(opts)
     pool = TargetPool(named_targets(candidates, opts.targets_file))
     try:
         choice = pool.judge(opts.judge, suites, note)
-        if choice.source == "suite":
-            note(f"judge: {choice.target.name} (the suite's execution.judge); choose another with --judge")
-        if names and choice.target.name in names:
-            note(
-                f"note: the judge {choice.target.name} is also a contestant; LLM judges tend to prefer "
-                "their own answers"
-            )
+        _note_judge(choice, names, note)
         run_id = None
         if opts.paths is not None:
-            report = await arun(
-                opts.paths,
-                target=list(opts.targets or []),
-                judge=choice.spec,
-                targets_file=opts.targets_file,
-                threshold=opts.threshold,
-                trials=opts.trials,
-                concurrency=opts.run_concurrency,
-                output=opts.results_output,
-                on_result=on_result,
-                on_note=note,
-                cache=opts.cache,
-                cache_dir=opts.cache_dir,
-                store=opts.store,
-            )
-            run_id = report.run_id
-            collected = list(report.results)
+            run_id, collected = await _run_contestants(opts, choice.spec, note, on_result)
         if opts.cache:
             pool.cache = ResponseCache(Path(opts.cache_dir or state_dir()) / CACHE_FILE)
         try:
@@ -224,6 +182,49 @@ async def aarena(
     if opts.output is not None:
         arena_report.write_battles(opts.output)
     return arena_report
+
+
+def _note_judge(choice: JudgeChoice, names: list[str] | None, note: Callable[[str], None]) -> None:
+    """Say where the judge came from when the suite chose it, and when it is also a contestant."""
+    if choice.source == "suite":
+        note(f"judge: {choice.target.name} (the suite's execution.judge); choose another with --judge")
+    if names and choice.target.name in names:
+        note(f"note: the judge {choice.target.name} is also a contestant; LLM judges tend to prefer their own answers")
+
+
+def _pairwise_prompt(opts: ArenaOptions) -> str | None:
+    """The custom pairwise prompt's template, or None for the built-in one."""
+    if opts.prompt is None:
+        return None
+    try:
+        return load_pairwise_prompt(opts.prompt)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+async def _run_contestants(
+    opts: ArenaOptions,
+    judge: Any,
+    note: Callable[[str], None],
+    on_result: Callable[[EvaluationResult], None] | None,
+) -> tuple[str | None, list[EvaluationResult]]:
+    """Run the suites on every target (`convoeval.arun`): the run's id and its results."""
+    report = await arun(
+        opts.paths,
+        target=list(opts.targets or []),
+        judge=judge,
+        targets_file=opts.targets_file,
+        threshold=opts.threshold,
+        trials=opts.trials,
+        concurrency=opts.run_concurrency,
+        output=opts.results_output,
+        on_result=on_result,
+        on_note=note,
+        cache=opts.cache,
+        cache_dir=opts.cache_dir,
+        store=opts.store,
+    )
+    return report.run_id, list(report.results)
 
 
 def _inputs(opts: ArenaOptions) -> tuple[list[Suite], list[str] | None, list[EvaluationResult]]:

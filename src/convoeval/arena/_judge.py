@@ -166,6 +166,82 @@ def group_results(
     return order, by_test
 
 
+_Pair = tuple[PairJudgment, EvaluationResult, EvaluationResult, ArenaTest]
+
+
+def _contestants(
+    results: list[EvaluationResult], targets: Sequence[str] | None
+) -> tuple[list[str], dict[TestKey, dict[str, EvaluationResult]]]:
+    """`group_results`, refusing fewer than two targets."""
+    order, by_test = group_results(results, targets)
+    if len(order) < 2:
+        found = ", ".join(order) or "none"
+        raise ValueError(f"the arena needs results of at least two targets (found: {found})")
+    return order, by_test
+
+
+def _pairs(
+    by_test: Mapping[TestKey, Mapping[str, EvaluationResult]], order: list[str], tests: Mapping[TestKey, ArenaTest]
+) -> tuple[list[_Pair], list[str]]:
+    """Every pair of targets on every test with both results run (a judgment to fill, the two
+    results, what the judge is shown), and why the other pairs are skipped."""
+    work: list[_Pair] = []
+    skipped: list[str] = []
+    for (suite, test_id), per_target in by_test.items():
+        info = tests.get((suite, test_id)) or tests.get((None, test_id)) or ArenaTest()
+        where = f"{suite}/{test_id}" if suite else test_id
+        for x, y in itertools.combinations(order, 2):
+            rx, ry = per_target.get(x), per_target.get(y)
+            missing = [t for t, r in ((x, rx), (y, ry)) if r is None]
+            not_run = [t for t, r in ((x, rx), (y, ry)) if r is not None and r.execution_status in NOT_RUN]
+            if rx is None or ry is None or not_run:
+                reason = f"no result for {', '.join(missing)}" if missing else f"did not run for {', '.join(not_run)}"
+                skipped.append(f"{where} {x} vs {y}: {reason}")
+                continue
+            work.append((PairJudgment(suite=suite, test_id=test_id, model_a=x, model_b=y), rx, ry, info))
+    return work, skipped
+
+
+async def _judge_order(
+    judge: Target,
+    prompt: str | None,
+    judgment: PairJudgment,
+    first: EvaluationResult,
+    second: EvaluationResult,
+    info: ArenaTest,
+    a_first: bool,
+) -> int:
+    """Judge one order of a pair into `judgment` (its winner and reasoning, or the error);
+    returns the judge calls made."""
+    order = "a_first" if a_first else "b_first"
+    try:
+        verdict = await judge_pair(
+            judge,
+            first.output,
+            second.output,
+            criteria=info.criteria,
+            policy=info.policy,
+            test_id=judgment.test_id,
+            backend=info.backend,
+            prompt=prompt,
+        )
+    except JudgeError as exc:
+        judgment.errors.append(f"{order}: {exc}")
+        judgment.usage = judgment.usage + exc.usage
+        judgment.cost_usd += exc.cost_usd
+        return int(getattr(exc, "calls", 1))
+    except Exception as exc:  # a judge target's bug must not end the arena
+        judgment.errors.append(f"{order}: judge crashed: {type(exc).__name__}: {exc}")
+        return 0
+    judgment.usage = judgment.usage + verdict.usage
+    judgment.cost_usd += verdict.cost_usd
+    if a_first:
+        judgment.a_first, judgment.reasoning_a_first = verdict.winner, verdict.reasoning
+    else:
+        judgment.b_first, judgment.reasoning_b_first = verdict.winner, verdict.reasoning
+    return verdict.calls
+
+
 async def judge_arena(
     results: Iterable[EvaluationResult],
     judge: Target,
@@ -200,65 +276,18 @@ async def judge_arena(
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     results = list(results)
-    order, by_test = group_results(results, targets)
-    if len(order) < 2:
-        found = ", ".join(order) or "none"
-        raise ValueError(f"the arena needs results of at least two targets (found: {found})")
-    tests = tests or {}
+    order, by_test = _contestants(results, targets)
     semaphore = asyncio.Semaphore(concurrency)
-    judgments: list[PairJudgment] = []
-    skipped: list[str] = []
-    work: list[tuple[PairJudgment, EvaluationResult, EvaluationResult, ArenaTest]] = []
-    for (suite, test_id), per_target in by_test.items():
-        info = tests.get((suite, test_id)) or tests.get((None, test_id)) or ArenaTest()
-        where = f"{suite}/{test_id}" if suite else test_id
-        for x, y in itertools.combinations(order, 2):
-            rx, ry = per_target.get(x), per_target.get(y)
-            missing = [t for t, r in ((x, rx), (y, ry)) if r is None]
-            not_run = [t for t, r in ((x, rx), (y, ry)) if r is not None and r.execution_status in NOT_RUN]
-            if missing or not_run:
-                reason = f"no result for {', '.join(missing)}" if missing else f"did not run for {', '.join(not_run)}"
-                skipped.append(f"{where} {x} vs {y}: {reason}")
-                continue
-            judgment = PairJudgment(suite=suite, test_id=test_id, model_a=x, model_b=y)
-            judgments.append(judgment)
-            work.append((judgment, rx, ry, info))  # type: ignore[arg-type]
-
+    work, skipped = _pairs(by_test, order, tests or {})
+    judgments = [judgment for judgment, *_ in work]
     totals = {"calls": 0}
 
     async def one_order(
         judgment: PairJudgment, first: EvaluationResult, second: EvaluationResult, info: ArenaTest, a_first: bool
     ) -> None:
         async with semaphore:
-            try:
-                verdict = await judge_pair(
-                    judge,
-                    first.output,
-                    second.output,
-                    criteria=info.criteria,
-                    policy=info.policy,
-                    test_id=judgment.test_id,
-                    backend=info.backend,
-                    prompt=prompt,
-                )
-            except JudgeError as exc:
-                judgment.errors.append(f"{'a_first' if a_first else 'b_first'}: {exc}")
-                judgment.usage = judgment.usage + exc.usage
-                judgment.cost_usd += exc.cost_usd
-                totals["calls"] += getattr(exc, "calls", 1)
-                return
-            except Exception as exc:  # a judge target's bug must not end the arena
-                judgment.errors.append(
-                    f"{'a_first' if a_first else 'b_first'}: judge crashed: {type(exc).__name__}: {exc}"
-                )
-                return
-        totals["calls"] += verdict.calls
-        judgment.usage = judgment.usage + verdict.usage
-        judgment.cost_usd += verdict.cost_usd
-        if a_first:
-            judgment.a_first, judgment.reasoning_a_first = verdict.winner, verdict.reasoning
-        else:
-            judgment.b_first, judgment.reasoning_b_first = verdict.winner, verdict.reasoning
+            calls = await _judge_order(judge, prompt, judgment, first, second, info, a_first)
+        totals["calls"] += calls
 
     async def one_pair(judgment: PairJudgment, rx: EvaluationResult, ry: EvaluationResult, info: ArenaTest) -> None:
         await asyncio.gather(one_order(judgment, rx, ry, info, True), one_order(judgment, ry, rx, info, False))
@@ -272,14 +301,13 @@ async def judge_arena(
         if battles
         else None
     )
-    usage = sum((j.usage for j in judgments), Usage())
     return ArenaReport(
         judgments=judgments,
         leaderboard=board,
         summaries={t: summarise_target(t, results) for t in order},
         judge=judge.name,
         skipped=skipped,
-        usage=usage,
+        usage=sum((j.usage for j in judgments), Usage()),
         cost_usd=sum(j.cost_usd for j in judgments),
         judge_calls=totals["calls"],
     )

@@ -270,25 +270,8 @@ def _judge_conversations(
             )
 
     def on_judgment(judgment: PairJudgment) -> None:
-        if quiet:
-            return
-        if judgment.ok:
-            outcome = {"model_a": f"{judgment.model_a} wins", "model_b": f"{judgment.model_b} wins", "tie": "tie"}[
-                judgment.winner or "tie"
-            ]
-            orders = f"orders: {judgment.a_first}/{judgment.b_first}"
-            if judgment.consistent is False:
-                orders += ", disagree"
-            typer.echo(
-                f"judged {judgment.question_id}: {judgment.model_a} vs {judgment.model_b}: {outcome} ({orders})",
-                err=True,
-            )
-        else:
-            typer.echo(
-                f"judge error on {judgment.question_id}: {judgment.model_a} vs "
-                f"{judgment.model_b}: {judgment.errors[0]}",
-                err=True,
-            )
+        if not quiet:
+            typer.echo(_judgment_line(judgment), err=True)
 
     try:
         report = asyncio.run(
@@ -321,6 +304,24 @@ def _judge_conversations(
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
+    _show_arena(report, output_format, plot, output)
+
+
+def _judgment_line(judgment: PairJudgment) -> str:
+    """One line per judged pair: who won in each order, or the judge's error."""
+    if not judgment.ok:
+        return f"judge error on {judgment.question_id}: {judgment.model_a} vs {judgment.model_b}: {judgment.errors[0]}"
+    outcome = {"model_a": f"{judgment.model_a} wins", "model_b": f"{judgment.model_b} wins", "tie": "tie"}[
+        judgment.winner or "tie"
+    ]
+    orders = f"orders: {judgment.a_first}/{judgment.b_first}"
+    if judgment.consistent is False:
+        orders += ", disagree"
+    return f"judged {judgment.question_id}: {judgment.model_a} vs {judgment.model_b}: {outcome} ({orders})"
+
+
+def _show_arena(report: ArenaReport, output_format: ArenaFormat, plot: Path | None, output: Path | None) -> None:
+    """Print the arena's leaderboard and warnings; write its battles and plot."""
     if report.leaderboard is None:
         first = report.errors[0] if report.errors else "; ".join(report.skipped[:1]) or "no pairs"
         raise _fail(f"no battles: none of the {len(report.judgments)} pair(s) could be judged (first: {first})")

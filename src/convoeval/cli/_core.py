@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
 from .. import registry
@@ -18,10 +19,12 @@ from .. import report as reports
 from .._sandbox import describe as describe_sandbox
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
-from ..errors import ConfigError, RegistryError
+from ..errors import ConfigError, NothingToRerun, RegistryError
 from ..report import RunProgress, output_problem, print_run_totals, print_summary
+from ..report._progress import Mode
 from ..report._terminal import SafeConsole
 from ..results import EvaluationResult
+from ..run import Job
 from ..spec import MAX_TRIALS, SpecError, suite_json_schema, validate_eval_paths
 from ._app import Root, app, load_env_file
 from ._write import write_reports
@@ -295,30 +298,12 @@ def run(
     output = Path(output_text) if output_text else None
     if output is None and resume is None:
         output = state_dir(store) / "results" / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
-    progress = RunProgress(out, "off" if quiet else "bar" if out.is_terminal else "lines")
-    total, run_id = 0, None
+    progress = _RunLines(out, "off" if quiet else "bar" if out.is_terminal else "lines", quiet=quiet)
 
     for report_path in (html, junit, markdown):
         if report_path is not None and (problem := output_problem(report_path)):
             err.print(f"error: {problem}", markup=False, soft_wrap=True)
             raise typer.Exit(2)
-
-    def on_start(meter: RunMeter) -> None:
-        nonlocal total, run_id
-        total, run_id = meter.tests_total, meter.run_id
-        if meter.run_id:
-            out.print(
-                f"run {meter.run_id}: {meter.tests_total} test(s), sandbox: {describe_sandbox()}",
-                markup=False,
-                highlight=False,
-            )
-        progress.start(meter)
-
-    def on_result(result: EvaluationResult) -> None:
-        progress.advance()
-        if not quiet and total <= RESULT_LINES_UP_TO:
-            score = "-" if result.score is None else f"{result.score:.2f}"
-            out.print(f"[dim]done[/] {escape(result.test_id)} @ {escape(result.target)}: {score} {result.verdict}")
 
     try:
         report = asyncio.run(
@@ -337,8 +322,7 @@ def run(
                 backend=backend,
                 ray_address=ray_address,
                 output=output,
-                on_result=on_result,
-                on_note=lambda text: out.print(f"[cyan]{escape(text)}[/]"),
+                events=progress,
                 cache=not no_cache,
                 cache_dir=cache_dir or state_dir(store),
                 resume=resume,
@@ -350,20 +334,24 @@ def run(
                 tags=tag or [],
                 limit=limit,
                 shard=shard,
-                on_start=on_start,
                 store=state_dir(store) / STORE_FILE,
             )
         )
     except SpecError as exc:
         fail_with_problems(exc)
+    except NothingToRerun as exc:
+        out.print(str(exc), markup=False, soft_wrap=True)
+        raise typer.Exit(0) from None
     except ConfigError as exc:
         err.print(f"error: {exc}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except StoreError as exc:
+        run_id = progress.meter.run_id if progress.meter else None
         resumable = f"; results committed so far are kept: convoeval run --resume {run_id}" if run_id else ""
         err.print(f"error: {exc}{resumable}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
+        run_id = progress.meter.run_id if progress.meter else None
         err.print(
             "interrupted" + (f"; finish the run with: convoeval run --resume {run_id}" if run_id else ""), markup=False
         )
@@ -396,5 +384,35 @@ def run(
 
 #: Per-result "done" lines, per-turn tables and summary rows are printed up to these sizes.
 RESULT_LINES_UP_TO = 100
+
+
+class _RunLines(RunProgress):
+    """The progress of `convoeval run`: notes, the run's id, and one line per result (up to
+    RESULT_LINES_UP_TO tests) besides the bar or the periodic lines."""
+
+    def __init__(self, console: Console, mode: Mode, *, quiet: bool):
+        super().__init__(console, mode)
+        self.quiet = quiet
+
+    def start(self, meter: RunMeter) -> None:
+        if meter.run_id:
+            self.console.print(
+                f"run {meter.run_id}: {meter.tests_total} test(s), sandbox: {describe_sandbox()}",
+                markup=False,
+                highlight=False,
+            )
+        super().start(meter)
+
+    def note(self, text: str) -> None:
+        self.console.print(f"[cyan]{escape(text)}[/]")
+
+    async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
+        self.advance()
+        if not self.quiet and self.meter is not None and self.meter.tests_total <= RESULT_LINES_UP_TO:
+            score = "-" if result.score is None else f"{result.score:.2f}"
+            line = f"[dim]done[/] {escape(result.test_id)} @ {escape(result.target)}: {score} {result.verdict}"
+            self.console.print(line)
+
+
 TURN_TABLES_UP_TO = 50
 SUMMARY_ROWS_UP_TO = 500

@@ -3,11 +3,12 @@ target pool shared by run and arena, and the local runner (`execute_run`). The H
 limits and prices live in `convoeval.targets`."""
 
 from ._cache import CACHE_FILE, CachedTarget, ResponseCache, cache_key, target_identity
+from ._events import CallbackEvents, RunEvents
 from ._meter import CallTotals, MeteredTarget, RunMeter
-from ._options import RUN_SHAPING, RunOptions, TargetLike
+from ._options import RUN_SHAPING, RecordedOptions, RunOptions, SharedOptions, TargetLike
 from ._pool import LOCAL_NOTE, JudgeChoice, TargetPool, local_model_available, named_targets
 from ._recorder import RunRecorder, suite_key
-from ._runner import ResultFiles, RunReport, execute_run
+from ._runner import RunReport, execute_run
 from ._sqlite import StoreError
 from ._store import HOME_ENV, RERUN_STATUSES, STORE_FILE, ResultKey, RunRecord, RunStore, StoredResults, state_dir
 
@@ -20,17 +21,20 @@ __all__ = [
     "STORE_FILE",
     "CachedTarget",
     "CallTotals",
+    "CallbackEvents",
     "JudgeChoice",
     "MeteredTarget",
     "ResponseCache",
-    "ResultFiles",
     "ResultKey",
     "RunMeter",
+    "RecordedOptions",
+    "RunEvents",
     "RunOptions",
     "RunRecord",
     "RunRecorder",
     "RunReport",
     "RunStore",
+    "SharedOptions",
     "StoreError",
     "StoredResults",
     "TargetLike",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, fields
-from typing import Any
 
 from ..targets import ChatReply, ChatRequest, Target, TargetWrapper
 
@@ -48,7 +47,7 @@ class CallTotals:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "calls": self.calls,
             "cache_hits": self.cache_hits,
@@ -113,7 +112,7 @@ class RunMeter:
             self.budget_exhausted = True
         return not self.budget_exhausted
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         """The totals as plain data (stored with the run, printed at the end)."""
         return {
             "tests": self.tests_total,

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .._base_model import Model
-from ..errors import ConfigError
+from .._sandbox import describe as describe_sandbox
+from ..errors import ConfigError, first_problem
 from ..spec import MAX_TRIALS
 from ..targets import Target, TargetConfig, agents, redact
 from ._select import parse_shard
@@ -34,7 +35,93 @@ RUN_SHAPING = (
 )
 
 
-class RunOptions(Model):
+#: A target option as the store records it: a spec as given, `{"config": name}` for a
+#: TargetConfig, `{"object": name}` for a Target object (never a key), or a list of those.
+TargetRecord = str | dict[str, str] | list[str | dict[str, str]] | None
+
+
+class ResolvedTarget(Model):
+    """A target the run used, as recorded (its base URL redacted)."""
+
+    name: str
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+
+
+class SuiteFingerprint(Model):
+    """A suite's hash and its tests' hashes (a resumed run reuses only unchanged tests)."""
+
+    hash: str
+    tests: dict[str, str] = Field(default_factory=dict)
+
+
+class RecordedOptions(Model):
+    """What the run store keeps about a run's options: enough to resume or re-run it, never a
+    secret. Keys a newer or older convoeval wrote are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    paths: list[str] | None = None
+    target: TargetRecord = None
+    judge: TargetRecord = None
+    targets_file: str | None = None
+    threshold: float | None = None
+    trials: int | None = None
+    judge_repeats: int | None = None
+    test_ids: list[str] | None = None
+    tags: list[str] | None = None
+    limit: int | None = None
+    shard: str | None = None
+    concurrency: int | None = None
+    max_connections: int | None = None
+    max_cost: float | None = None
+    output: str | None = None
+    cache: bool | None = None
+    resolved_targets: list[ResolvedTarget] = Field(default_factory=list)
+    cwd: str | None = None
+    convoeval: str | None = None
+    rerun_of: str | None = Field(None, description="The run whose failed tests this run runs again.")
+    only: list[tuple[str, str]] | None = Field(None, description="(suite, test id) of the tests a re-run runs.")
+    suites: dict[str, SuiteFingerprint] = Field(default_factory=dict)
+
+    def shaping(self, name: str) -> object:
+        """A run-shaping option's recorded value (`RUN_SHAPING`)."""
+        return getattr(self, name)
+
+
+class SharedOptions(Model):
+    """The options a run (`RunOptions`) and an arena (`convoeval.arena.ArenaOptions`) share,
+    declared once: which suites, the targets file, threshold and trials, cache and store."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", frozen=True)
+
+    paths: list[Path] | None = None
+    targets_file: Path | None = None
+    threshold: float | None = Field(default=None, ge=0, le=1)
+    trials: int | None = Field(default=None, ge=1, le=MAX_TRIALS)
+    cache: bool = True
+    cache_dir: Path | None = None
+    store: bool | Path = True
+
+    @field_validator("paths", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, (str, Path)) else value
+
+    @classmethod
+    def _validated(cls, data: dict[str, object], what: str) -> Self:
+        """`cls` from `data`, or ConfigError `{what} NAME: what is wrong` (e.g. `run option trials: ...`)."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            problem = first_problem(exc, "options")
+            raise ConfigError(
+                f"{what} {problem.field}: {'unknown option' if problem.unknown else problem.message}"
+            ) from None
+
+
+class RunOptions(SharedOptions):
     """The options of a run (`convoeval.run(paths, **options)` builds one from keywords).
 
     Attributes:
@@ -82,14 +169,8 @@ class RunOptions(Model):
             resumed run runs them). Conversations already running finish.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", frozen=True)
-
-    paths: list[Path] | None = None
     target: Any = None  # TargetLike | list[TargetLike] | None
     judge: Any = None  # TargetLike | None
-    targets_file: Path | None = None
-    threshold: float | None = Field(default=None, ge=0, le=1)
-    trials: int | None = Field(default=None, ge=1, le=MAX_TRIALS)
     judge_repeats: int | None = Field(default=None, ge=1)
     concurrency: int | None = Field(default=None, ge=1)
     max_connections: int | None = Field(default=None, ge=1)
@@ -98,9 +179,6 @@ class RunOptions(Model):
     backend: Literal["local", "ray"] | None = None
     ray_address: str | None = None
     output: Path | None = None
-    cache: bool = True
-    cache_dir: Path | None = None
-    store: bool | Path = True
     test_ids: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     limit: int | None = Field(default=None, ge=1)
@@ -110,11 +188,6 @@ class RunOptions(Model):
     takeover: bool = False
     retry_errors: bool = False
     max_cost: float | None = Field(default=None, ge=0)
-
-    @field_validator("paths", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, (str, Path)) else value
 
     @field_validator("output", mode="before")
     @classmethod
@@ -157,18 +230,9 @@ class RunOptions(Model):
         data = {**(options.model_dump() if options else {}), **changes}
         if options is not None:  # keep objects (targets) as they are, not as dumped dicts
             data.update({name: getattr(options, name) for name in ("target", "judge") if name not in changes})
-        try:
-            return cls.model_validate(data)
-        except Exception as exc:
-            errors = getattr(exc, "errors", None)
-            if not callable(errors):
-                raise
-            first = errors(include_url=False)[0]
-            name = ".".join(str(p) for p in first["loc"]) or "options"
-            message = "unknown option" if first["type"] == "extra_forbidden" else first["msg"]
-            raise ConfigError(f"run option {name}: {message}") from None
+        return cls._validated(data, "run option")
 
-    def shape(self) -> dict[str, Any]:
+    def shape(self) -> dict[str, object]:
         """The run-shaping options as the store records them: paths absolute, Target objects
         and TargetConfigs by name only (never a key)."""
         return {
@@ -185,34 +249,36 @@ class RunOptions(Model):
             "shard": self.shard,
         }
 
-    def record(self, configs: Sequence[TargetConfig], version: str) -> dict[str, Any]:
+    def record(self, configs: Sequence[TargetConfig], version: str) -> RecordedOptions:
         """What the store keeps about a run: enough to resume it, never a secret."""
-        return {
-            **self.shape(),
-            "concurrency": self.concurrency,
-            "max_connections": self.max_connections,
-            "max_cost": self.max_cost,
-            "output": str(self.output.resolve()) if self.output else None,
-            "cache": self.cache,
-            "sandbox": self.sandbox,
-            "resolved_targets": [
-                {
-                    "name": c.name,
-                    "provider": c.provider,
-                    "model": c.model,
-                    "base_url": redact(c.base_url) if c.base_url else None,
-                }
-                for c in configs
-            ],
-            "cwd": os.getcwd(),
-            "convoeval": version,
-        }
+        return RecordedOptions.model_validate(
+            {
+                **self.shape(),
+                "concurrency": self.concurrency,
+                "max_connections": self.max_connections,
+                "max_cost": self.max_cost,
+                "output": str(self.output.resolve()) if self.output else None,
+                "cache": self.cache,
+                "sandbox": describe_sandbox(),  # the backend the run resolved (set by then)
+                "resolved_targets": [
+                    ResolvedTarget(
+                        name=c.name,
+                        provider=c.provider,
+                        model=c.model,
+                        base_url=redact(c.base_url) if c.base_url else None,
+                    )
+                    for c in configs
+                ],
+                "cwd": os.getcwd(),
+                "convoeval": version,
+            }
+        )
 
-    def rerunning(self, run_id: str, recorded: dict[str, Any]) -> RunOptions:
+    def rerunning(self, run_id: str, recorded: RecordedOptions) -> RunOptions:
         """The options of a new run of the failed tests of run `run_id` (recorded with `recorded`)."""
         return _rerun_of(self, run_id, recorded)
 
-    def resuming(self, run_id: str, recorded: dict[str, Any]) -> RunOptions:
+    def resuming(self, run_id: str, recorded: RecordedOptions) -> RunOptions:
         """The options of a resumed run: the recorded ones; given run-shaping options must
         agree with them; concurrency, output, cache and max_cost may change.
 
@@ -221,44 +287,44 @@ class RunOptions(Model):
         """
         given = self.shape()
         for name in RUN_SHAPING:
-            if given[name] is not None and _comparable(given[name]) != _comparable(recorded.get(name)):
+            if given[name] is not None and _comparable(given[name]) != _comparable(recorded.shaping(name)):
                 raise ConfigError(
-                    f"run {run_id} was recorded with {name} = {recorded.get(name)!r}; a resumed run keeps "
+                    f"run {run_id} was recorded with {name} = {recorded.shaping(name)!r}; a resumed run keeps "
                     f"its suites, targets and options (leave {name} out, or start a new run)"
                 )
         for name in ("target", "judge"):
-            if given[name] is None and _has_objects(recorded.get(name)):
+            if given[name] is None and _has_objects(recorded.shaping(name)):
                 raise ConfigError(f"run {run_id} used Python objects as {name}; pass the same {name} again to resume")
         return RunOptions.build(
             self,
-            paths=recorded["paths"],
-            target=self.target if self.target is not None else recorded.get("target"),
-            judge=self.judge if self.judge is not None else recorded.get("judge"),
-            targets_file=recorded.get("targets_file"),
-            threshold=recorded.get("threshold"),
-            trials=recorded.get("trials"),
-            judge_repeats=recorded.get("judge_repeats"),
-            test_ids=recorded.get("test_ids") or [],
-            tags=recorded.get("tags") or [],
-            limit=recorded.get("limit"),
-            shard=recorded.get("shard"),
-            concurrency=self.concurrency or recorded.get("concurrency"),
-            max_connections=self.max_connections or recorded.get("max_connections"),
-            output=self.output if self.output is not None else recorded.get("output"),
-            max_cost=self.max_cost if self.max_cost is not None else recorded.get("max_cost"),
+            paths=recorded.paths,
+            target=self.target if self.target is not None else recorded.target,
+            judge=self.judge if self.judge is not None else recorded.judge,
+            targets_file=recorded.targets_file,
+            threshold=recorded.threshold,
+            trials=recorded.trials,
+            judge_repeats=recorded.judge_repeats,
+            test_ids=recorded.test_ids or [],
+            tags=recorded.tags or [],
+            limit=recorded.limit,
+            shard=recorded.shard,
+            concurrency=self.concurrency or recorded.concurrency,
+            max_connections=self.max_connections or recorded.max_connections,
+            output=self.output if self.output is not None else recorded.output,
+            max_cost=self.max_cost if self.max_cost is not None else recorded.max_cost,
         )
 
 
-def _rerun_of(options: RunOptions, run_id: str, recorded: dict[str, Any]) -> RunOptions:
+def _rerun_of(options: RunOptions, run_id: str, recorded: RecordedOptions) -> RunOptions:
     """The options of a new run of `run_id`'s failed tests: the recorded run-shaping options,
     except the ones given."""
     given = options.shape()
     for name in ("target", "judge"):
-        if given[name] is None and _has_objects(recorded.get(name)):
+        if given[name] is None and _has_objects(recorded.shaping(name)):
             raise ConfigError(f"run {run_id} used Python objects as {name}; pass the {name} to run it again")
     names = ("paths", "target", "judge", "targets_file", "threshold", "trials", "judge_repeats")
     return RunOptions.build(
-        options, **{n: getattr(options, n) if given[n] is not None else recorded.get(n) for n in names}
+        options, **{n: getattr(options, n) if given[n] is not None else recorded.shaping(n) for n in names}
     )
 
 
@@ -276,13 +342,13 @@ def _check_target(value: Any) -> Any:
     return value
 
 
-def _comparable(value: Any) -> Any:
+def _comparable(value: object) -> object:
     if isinstance(value, list) and len(value) == 1:
         return _comparable(value[0])
     return value
 
 
-def _has_objects(record: Any) -> bool:
+def _has_objects(record: object) -> bool:
     if isinstance(record, list):
         return any(_has_objects(r) for r in record)
     return isinstance(record, dict)

@@ -98,9 +98,7 @@ class RayTrials:
             result, calls = await self.task.remote(plan, configs, settings, self.cache_file, self.limiter)
         except Exception as exc:  # the worker died MAX_RETRIES + 1 times, or the task raised
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            return TrialResult(
-                trial=ctx.trial, score=None, verdict="error", execution_status="execution_error", error=f"ray: {reason}"
-            )
+            return TrialResult.not_run(ctx.trial, f"ray: {reason}")
         self.meter.absorb(calls)
         return result
 

@@ -16,11 +16,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..results import EvaluationResult, ScoreEntry
-from ..run import Job
+from ..results import EvaluationResult, VerdictStatus
+from ..run import GradedTurn, Job
 from ..spec import Suite
-from ..targets import ChatReply
+from ._events import RunEvents
 from ._meter import RunMeter
+from ._options import RecordedOptions
 from ._store import RERUN_STATUSES, ResultKey, RunRecord, RunStore, StoredResults
 
 
@@ -58,7 +59,7 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-class RunRecorder:
+class RunRecorder(RunEvents):
     """Records one run's results and turns in a RunStore (or nothing, with `store=None`).
 
     Args:
@@ -89,17 +90,16 @@ class RunRecorder:
         first, key = self._places[id(job)]
         return ResultKey(key, job.suite.tests[position].id, job.target.name), first + position
 
-    def start(
-        self, options: dict[str, Any], note: Callable[[str], None], rerun: frozenset[str] = RERUN_STATUSES
+    def begin(
+        self, options: RecordedOptions, note: Callable[[str], None], rerun: frozenset[str] = RERUN_STATUSES
     ) -> str | None:
         """Create the run's record (or, resuming, keep the stored results that still match the
         suites and mark them on each job as `job.stored`); returns the run id (None without a
         store). `rerun`: execution statuses whose stored results run again."""
         meter = self.meter
         suites = _fingerprints(self.jobs)
-        options = {**options, "suites": suites}
         if self.store is not None and self.record is None:
-            self.record = self.store.new_run(options)
+            self.record = self.store.new_run({**options.model_dump(mode="json", exclude_none=True), "suites": suites})
         elif self.store is not None and self.record is not None:
             self._resume(suites, note, rerun)
         meter.run_id = self.run_id
@@ -110,9 +110,9 @@ class RunRecorder:
     def _resume(self, suites: dict[str, Any], note: Callable[[str], None], rerun: frozenset[str]) -> None:
         assert self.store is not None and self.record is not None
         run_id = self.record.id
-        recorded = self.record.options.get("suites") or {}
+        recorded = self.record.recorded.suites
         for name, now in suites.items():
-            if name in recorded and recorded[name].get("hash") != now["hash"]:
+            if name in recorded and recorded[name].hash != now["hash"]:
                 note(
                     f"suite {name} changed since run {run_id} started: running it as it is now, reusing "
                     "stored results only of tests that did not change"
@@ -120,7 +120,7 @@ class RunRecorder:
         stored = self.store.stored_outcomes(run_id)
         places: dict[ResultKey, int] = {}
         for job in self.jobs:
-            was = (recorded.get(suite_key(job.suite)) or {}).get("tests")
+            was = recorded[suite_key(job.suite)].tests if suite_key(job.suite) in recorded else None
             now = suites[suite_key(job.suite)]["tests"]
             job.stored = {}
             for position, test in enumerate(job.suite.tests):
@@ -129,7 +129,7 @@ class RunRecorder:
                 if outcome is None or (was is not None and was.get(test.id) != now[test.id]):
                     continue
                 places[key] = seq
-                if outcome[1] not in rerun:
+                if outcome.status not in rerun:
                     job.stored[test.id] = outcome
             self.meter.resumed += len(job.stored)
         dropped = self.store.keep_results(run_id, places)
@@ -144,6 +144,16 @@ class RunRecorder:
         if self.store is not None and self.record is not None and self.meter.resumed:
             yield from self.store.results(self.record.id).iter_json()
 
+    async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
+        await self.save_result(job, position, result, result.model_dump_json())
+
+    def turn(self, turn: GradedTurn) -> None:
+        """Record a graded turn."""
+        self.meter.turns += 1
+        if self.store is not None and self.record is not None:
+            key = self.key_of(turn.job, turn.position)[0]
+            self.store.save_turn(self.record.id, key, turn.trial, turn.number, turn.entry, turn.reply.text)
+
     async def save_result(self, job: Job, position: int, result: EvaluationResult, data: str) -> None:
         """Commit a finished test's result (`data`: its JSON) and count it."""
         if self.store is not None and self.record is not None:
@@ -153,13 +163,7 @@ class RunRecorder:
         if result.execution_status == "budget_exhausted":
             self.meter.not_started += 1
 
-    def save_turn(self, job: Job, position: int, trial: int, turn: int, entry: ScoreEntry, reply: ChatReply) -> None:
-        """Record a graded turn."""
-        self.meter.turns += 1
-        if self.store is not None and self.record is not None:
-            self.store.save_turn(self.record.id, self.key_of(job, position)[0], trial, turn, entry, reply.text)
-
-    def finish(self, summary: dict[str, Any]) -> tuple[StoredResults, list[tuple[str, str]]]:
+    def finish(self, summary: dict[str, Any]) -> tuple[StoredResults, list[VerdictStatus]]:
         """Mark the run finished with its summary (verdicts and per-target totals added from the
         store, resumed results included); returns its results and (verdict, status) outcomes."""
         assert self.store is not None and self.record is not None

@@ -3,23 +3,25 @@ the response cache, the meter and the run recorder around it. `convoeval.arun` c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from .. import _sandbox as sandbox
+from .._result_files import ResultWriter, check_output, export_results
 from .._secrets import redact, reread_environment
-from ..errors import ConfigError
-from ..results import EvaluationResult, ScoreEntry
-from ..run import Job, run_jobs, run_suite_hooks
+from ..errors import ConfigError, NothingToRerun
+from ..results import EvaluationResult, VerdictStatus
+from ..run import GradedTurn, Job, TrialRunner, run_jobs, run_suite_hooks
 from ..spec import Suite, Workspace, load_suites
 from ..spec._targets_file import find_targets_file
-from ..targets import ChatReply
+from ..targets import Target
 from ._cache import CACHE_FILE, ResponseCache
+from ._events import RunEvents
 from ._meter import RunMeter
-from ._options import RunOptions
-from ._pool import TargetPool, named_targets
+from ._options import RecordedOptions, RunOptions
+from ._pool import JudgeChoice, TargetPool, named_targets
 from ._ray import RayTrials
 from ._recorder import RunRecorder, suite_key
 from ._select import select_tests, tests_for_target, tests_on_no_target
@@ -39,7 +41,7 @@ class RunReport:
             (`cost_usd` of every reply, `spent_usd` of the calls that reached a model),
             `by_model`, `by_target`, budget.
         output: the results file written, if any.
-        outcomes: (verdict, execution_status) per result.
+        outcomes: the verdict and execution status of each result.
     """
 
     results: Sequence[EvaluationResult]
@@ -47,7 +49,7 @@ class RunReport:
     run_id: str | None = None
     summary: dict[str, Any] = field(default_factory=dict)
     output: str | None = None
-    outcomes: list[tuple[str, str]] | None = None
+    outcomes: list[VerdictStatus] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -55,43 +57,14 @@ class RunReport:
         (2, invalid input or configuration, is raised as an error before there is a report.)"""
         outcomes = self.outcomes
         if outcomes is None:
-            outcomes = [(r.verdict, r.execution_status) for r in self.results]
-        if outcomes and all(status in ("execution_error", "simulator_error") for _, status in outcomes):
+            outcomes = [r.verdict_status for r in self.results]
+        if outcomes and all(o.status in ("execution_error", "simulator_error") for o in outcomes):
             return 3
-        return 0 if all(verdict == "pass" for verdict, _ in outcomes) else 1
+        return 0 if all(o.verdict == "pass" for o in outcomes) else 1
 
 
-RunHook = Callable[[RunMeter], None]
-
-
-class ResultFile(Protocol):
-    """A results file being written as tests finish (`convoeval.report.ResultWriter`)."""
-
-    def write_json(self, data: str) -> None: ...
-    def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class ResultFiles:
-    """How the run writes `options.output` (the report layer's writers, handed down):
-    `open(path)` a file written as tests finish, `export(path, results_json)` the final file,
-    `check(path)` before the run starts."""
-
-    open: Callable[[Path], ResultFile]
-    export: Callable[[Path, Iterable[str]], None]
-    check: Callable[[Path], None]  # raises ConfigError when results cannot go there
-
-
-async def execute_run(
-    options: RunOptions,
-    *,
-    version: str,
-    files: ResultFiles | None = None,
-    on_result: Callable[[EvaluationResult], None] | None = None,
-    on_note: Callable[[str], None] | None = None,
-    on_start: RunHook | None = None,
-) -> RunReport:
-    """Run (or resume) what `options` describe; see `convoeval.arun`.
+async def execute_run(options: RunOptions, *, version: str, events: RunEvents | None = None) -> RunReport:
+    """Run (or resume) what `options` describe, telling `events` as it goes; see `convoeval.arun`.
 
     Raises:
         SpecError: an eval file is invalid.
@@ -99,22 +72,54 @@ async def execute_run(
             results file cannot be written.
         StoreError: the run store or the cache cannot be opened or written.
     """
-    notes: list[str] = []
     reread_environment()  # keys set since the last run are secrets of this one
-
-    def note(text: str) -> None:
-        notes.append(text)
-        if on_note:
-            on_note(text)
-
+    run = _Run(options, version, events or RunEvents())
     store = (
         RunStore(state_dir() / STORE_FILE if options.store is True else Path(options.store))
         if options.store is not False
         else None
     )
     try:
-        record: RunRecord | None = None
-        origin: dict[str, Any] = {}  # a re-run of failed tests: where it came from, what it runs
+        run.store = store
+        run.resolve()
+        return await run.execute()
+    finally:
+        if store is not None:
+            store.close()
+
+
+@dataclass
+class _Prepared:
+    """What a run needs once planned and prepared: its jobs on wrapped targets, judge,
+    simulators, trial runner, and the workspaces whose suite hooks ran."""
+
+    jobs: list[Job]
+    judge: JudgeChoice | None
+    simulators: dict[str, Target]
+    trial_runner: TrialRunner | None
+    workspaces: list[tuple[Workspace, Path]]
+
+
+class _Run:
+    """One run: `resolve` (a resumed or re-run run's options), `plan` (suites, targets, jobs),
+    `prepare` (hooks, judge, simulators, cache, backend) and `execute` (the scheduler, with the
+    recorder and the results file listening)."""
+
+    def __init__(self, options: RunOptions, version: str, events: RunEvents):
+        self.options, self.version, self.events = options, version, events
+        self.store: RunStore | None = None
+        self.record: RunRecord | None = None
+        self.origin = RecordedOptions()  # a re-run of failed tests: where it came from, what it runs
+        self.notes: list[str] = []
+        self.meter = RunMeter(max_cost_usd=options.max_cost)
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        self.events.note(text)
+
+    def resolve(self) -> None:
+        """The options of a re-run (`rerun_failed`) or a resumed run (`resume`), from the store."""
+        options, store = self.options, self.store
         if options.resume is not None and options.rerun_failed is not None:
             raise ConfigError("give --resume or --rerun-failed, not both")
         if options.rerun_failed is not None:
@@ -123,168 +128,180 @@ async def execute_run(
             earlier = store.find_run(options.rerun_failed)
             if earlier is None:
                 raise ConfigError(f"no run {options.rerun_failed!r} in {store.path}")
-            only = sorted(
-                {
-                    (k.suite, k.test_id)
-                    for k, (verdict, _) in store.stored_outcomes(earlier.id).items()
-                    if verdict != "pass"
-                }
-            )
+            outcomes = store.stored_outcomes(earlier.id).items()
+            only = sorted({(k.suite, k.test_id) for k, outcome in outcomes if outcome.verdict != "pass"})
             if not only:
-                raise ConfigError(f"run {earlier.id} has no test that did not pass: nothing to run again")
-            note(f"running again the {len(only)} test(s) that did not pass in run {earlier.id}")
-            origin = {"rerun_of": earlier.id, "only": [list(k) for k in only]}
-            options = options.rerunning(earlier.id, earlier.options)
+                raise NothingToRerun(f"run {earlier.id} has no test that did not pass: nothing to run again")
+            self.note(f"running again the {len(only)} test(s) that did not pass in run {earlier.id}")
+            self.origin = RecordedOptions(rerun_of=earlier.id, only=only)
+            options = options.rerunning(earlier.id, earlier.recorded)
         if options.resume is not None:
             if store is None:
                 raise ConfigError("resume needs the run store (store=False was given)")
-            record = store.find_run(options.resume)
-            if record is None:
+            self.record = store.find_run(options.resume)
+            if self.record is None:
                 raise ConfigError(f"no run {options.resume!r} in {store.path}")
-            blocker = store.claim_run(record.id, takeover=options.takeover)
+            blocker = store.claim_run(self.record.id, takeover=options.takeover)
             if blocker is not None:
                 raise ConfigError(
-                    f"run {record.id} is still running in {blocker.describe()}; wait for it to finish "
+                    f"run {self.record.id} is still running in {blocker.describe()}; wait for it to finish "
                     "(resuming now would send its prompts twice), or pass --takeover if that process is gone"
                 )
-            options = options.resuming(record.id, record.options)
-            origin = {k: record.options[k] for k in ("rerun_of", "only") if k in record.options}
+            recorded = self.record.recorded
+            options = options.resuming(self.record.id, recorded)
+            self.origin = RecordedOptions(rerun_of=recorded.rerun_of, only=recorded.only)
         if options.paths is None:
             raise ConfigError("no eval files given")
-        if files and options.output:
-            files.check(options.output)
-        return await _run(options, store, record, version, files, note, notes, on_result, on_start, origin)
-    finally:
-        if store is not None:
-            store.close()
+        if options.output:
+            check_output(options.output)
+        self.options = options
 
+    def select(self) -> list[Suite]:
+        """The suites, with only the tests this run runs."""
+        options = self.options
+        assert options.paths is not None
+        only = set(self.origin.only) if self.origin.only is not None else None
+        suites = select_tests(
+            load_suites(options.paths),
+            test_ids=options.test_ids,
+            tags=options.tags,
+            limit=options.limit,
+            shard=options.shard,
+            note=self.note,
+            keep=None if only is None else lambda suite, test: (suite_key(suite), test.id) in only,
+        )
+        if options.keep_workspaces:
+            suites = [_keeping_workspaces(s) for s in suites]
+        return suites
 
-async def _run(
-    options: RunOptions,
-    store: RunStore | None,
-    record: RunRecord | None,
-    version: str,
-    files: ResultFiles | None,
-    note: Callable[[str], None],
-    notes: list[str],
-    on_result: Callable[[EvaluationResult], None] | None,
-    on_start: RunHook | None,
-    origin: dict[str, Any],
-) -> RunReport:
-    assert options.paths is not None
-    sandbox.choose(options.sandbox)  # the backend of every command the run's models and suites control
-    only = {tuple(k) for k in origin["only"]} if "only" in origin else None
-    suites = select_tests(
-        load_suites(options.paths),
-        test_ids=options.test_ids,
-        tags=options.tags,
-        limit=options.limit,
-        shard=options.shard,
-        note=note,
-        keep=None if only is None else lambda suite, test: (suite_key(suite), test.id) in only,
-    )
-    if options.keep_workspaces:
-        suites = [_keeping_workspaces(s) for s in suites]
-    meter = RunMeter(max_cost_usd=options.max_cost)
-    candidates = [f for s in suites if (f := find_targets_file(s.base_dir))]  # targets.yaml, else .agentv/targets.yaml
-    pool = TargetPool(
-        named_targets(candidates, options.targets_file), meter=meter, max_connections=options.max_connections
-    )
-    writer: ResultFile | None = None
-    try:
+    def plan(self, pool: TargetPool, suites: list[Suite]) -> list[Job]:
+        """The selected tests of every suite, as jobs on the targets they run against."""
+        options = self.options
         jobs = []
         for suite in suites:
-            targets = pool.targets_for(suite, options.target, note)
+            targets = pool.targets_for(suite, options.target, self.note)
             names = [t.name for t in targets]
             if skipped := tests_on_no_target(suite, names):
-                note(f"{', '.join(skipped)}: the test's own execution.targets name none of {', '.join(names)}; not run")
+                self.note(
+                    f"{', '.join(skipped)}: the test's own execution.targets name none of {', '.join(names)}; not run"
+                )
             for target in targets:
                 own = tests_for_target(suite, target.name, names)
                 if own.tests:
                     jobs.append(Job(target=target, suite=own, threshold=options.threshold, trials=options.trials))
+        return jobs
+
+    async def prepare(self, pool: TargetPool, suites: list[Suite], jobs: list[Job]) -> _Prepared:
+        """Suite hooks (`before_all`), the judge, the simulators' models, the response cache
+        and the backend; every target wrapped (cache, meter, limits)."""
+        options = self.options
         workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)
         if failed := await run_suite_hooks("before_all", workspaces):
             raise ConfigError(failed)
-        judge = pool.judge(options.judge, suites, note, fallback=jobs[0].target) if needs_judge else None
+        judge = pool.judge(options.judge, suites, self.note, fallback=jobs[0].target) if needs_judge else None
         simulators = {spec: pool.get(spec, "simulated_user.model") for spec in simulator_specs}
         if options.cache:
             pool.cache = ResponseCache(Path(options.cache_dir or state_dir()) / CACHE_FILE)
             if pool.cache.set_aside:
-                note(
+                self.note(
                     f"warning: the response cache was damaged; moved it to {pool.cache.set_aside} and started a new one"
                 )
         trial_runner = None
         if _backend(options, suites) == "ray":
             cache_file = pool.cache.path if pool.cache is not None else None
-            trial_runner = RayTrials(pool.configs, cache_file, meter, options.ray_address, options.max_connections)
+            trial_runner = RayTrials(pool.configs, cache_file, self.meter, options.ray_address, options.max_connections)
         for job in jobs:
             job.target = pool.wrap(job.target)
         simulators = {spec: pool.wrap(t) for spec, t in simulators.items()}
-        recorder = RunRecorder(store, jobs, meter, record)
-        rerun = RERUN_STATUSES | {"execution_error"} if options.retry_errors else RERUN_STATUSES
-        run_id = recorder.start(
-            {**options.record(list(pool.configs.values()), version), **origin, "sandbox": sandbox.describe()},
-            note,
-            rerun,
+        return _Prepared(jobs, judge, simulators, trial_runner, workspaces)
+
+    async def execute(self) -> RunReport:
+        options, store, meter = self.options, self.store, self.meter
+        sandbox.choose(options.sandbox)  # the backend of every command the run's models and suites control
+        suites = self.select()
+        candidates = [
+            f for s in suites if (f := find_targets_file(s.base_dir))
+        ]  # targets.yaml, else .agentv/targets.yaml
+        pool = TargetPool(
+            named_targets(candidates, options.targets_file), meter=meter, max_connections=options.max_connections
         )
-        if on_start:
-            on_start(meter)
-        if files and options.output and (store is None or options.output.suffix == ".jsonl"):
-            # With a store, formats other than JSONL are written from it at the end (nothing buffered).
-            writer = files.open(options.output)
-            for data in recorder.stored_json():
-                writer.write_json(data)
-
-        async def emit(job: Job, position: int, result: EvaluationResult) -> None:
-            result, data = _redacted(result)
-            await recorder.save_result(job, position, result, data)
-            if writer:
-                writer.write_json(data)
-            if on_result:
-                on_result(result)
-
-        def turn_done(job: Job, position: int, trial: int, turn: int, entry: ScoreEntry, reply: ChatReply) -> None:
-            recorder.save_turn(job, position, trial, turn, entry, reply)
-
+        writer: ResultWriter | None = None
         try:
-            kept = await run_jobs(
-                jobs,
-                judge=pool.wrap(judge.target) if judge else None,
-                judge_repeats=options.judge_repeats or (judge.repeats if judge else 1),
-                judge_temperature=judge.temperature if judge else 0.0,
-                simulators=simulators,
-                concurrency=options.concurrency or _workers(suites),
-                on_result=emit,
-                on_turn=turn_done,
-                may_start=meter.may_start,
-                keep_results=store is None,
-                trial_runner=trial_runner,
-            )
+            ready = await self.prepare(pool, suites, self.plan(pool, suites))
+            recorder = RunRecorder(store, ready.jobs, meter, self.record)
+            rerun = RERUN_STATUSES | {"execution_error"} if options.retry_errors else RERUN_STATUSES
+            recorded = options.record(list(pool.configs.values()), self.version)
+            recorded = recorded.model_copy(update={"rerun_of": self.origin.rerun_of, "only": self.origin.only})
+            run_id = recorder.begin(recorded, self.note, rerun)
+            self.events.start(meter)
+            if options.output and (store is None or options.output.suffix == ".jsonl"):
+                # With a store, formats other than JSONL are written from it at the end (nothing buffered).
+                writer = ResultWriter(options.output)
+                for data in recorder.stored_json():
+                    writer.write_json(data)
+            try:
+                kept = await run_jobs(
+                    ready.jobs,
+                    judge=pool.wrap(ready.judge.target) if ready.judge else None,
+                    judge_repeats=options.judge_repeats or (ready.judge.repeats if ready.judge else 1),
+                    judge_temperature=ready.judge.temperature if ready.judge else 0.0,
+                    simulators=ready.simulators,
+                    concurrency=options.concurrency or _workers(suites),
+                    events=_Listeners(recorder, writer, self.events),
+                    may_start=meter.may_start,
+                    keep_results=store is None,
+                    trial_runner=ready.trial_runner,
+                )
+            finally:
+                if failed := await run_suite_hooks("after_all", ready.workspaces):
+                    self.note(f"warning: {failed}")
         finally:
-            if failed := await run_suite_hooks("after_all", workspaces):
-                note(f"warning: {failed}")
-    finally:
-        if writer:
-            writer.close()
-        await pool.aclose()
-        if pool.cache is not None:
-            pool.cache.close()
-    if meter.budget_exhausted:
-        note(
-            f"budget reached: ${meter.totals.spent_usd:.4f} spent of --max-cost ${options.max_cost:g}; "
-            f"{meter.not_started} test(s) not started (execution_status budget_exhausted"
-            + (f"; `convoeval run --resume {run_id}` runs them)" if run_id else ")")
+            if writer:
+                writer.close()
+            await pool.aclose()
+            if pool.cache is not None:
+                pool.cache.close()
+        return self.report(recorder, run_id, kept)
+
+    def report(self, recorder: RunRecorder, run_id: str | None, kept: list[EvaluationResult]) -> RunReport:
+        meter, options = self.meter, self.options
+        if meter.budget_exhausted:
+            self.note(
+                f"budget reached: ${meter.totals.spent_usd:.4f} spent of --max-cost ${options.max_cost:g}; "
+                f"{meter.not_started} test(s) not started (execution_status budget_exhausted"
+                + (f"; `convoeval run --resume {run_id}` runs them)" if run_id else ")")
+            )
+        summary = meter.summary()
+        output = str(options.output) if options.output else None
+        if self.store is None:
+            kept = [_redacted(r)[0] for r in kept]  # kept in memory: as safe as what a store holds
+            summary["by_target"] = _totals_by_target(kept)
+            return RunReport(results=kept, notes=self.notes, summary=summary, output=output)
+        results, outcomes = recorder.finish(summary)
+        if options.output:
+            export_results(options.output, results.iter_json())
+        return RunReport(
+            results=results, notes=self.notes, run_id=run_id, summary=summary, output=output, outcomes=outcomes
         )
-    summary = meter.summary()
-    output = str(options.output) if options.output else None
-    if store is None:
-        kept = [_redacted(r)[0] for r in kept]  # kept in memory: as safe as what a store holds
-        summary["by_target"] = _totals_by_target(kept)
-        return RunReport(results=kept, notes=notes, summary=summary, output=output)
-    results, outcomes = recorder.finish(summary)
-    if files and options.output:
-        files.export(options.output, results.iter_json())
-    return RunReport(results=results, notes=notes, run_id=run_id, summary=summary, output=output, outcomes=outcomes)
+
+
+class _Listeners(RunEvents):
+    """What hears the scheduler: the recorder, the results file, then the caller's events; a
+    result reaches them with every known secret redacted."""
+
+    def __init__(self, recorder: RunRecorder, writer: ResultWriter | None, events: RunEvents):
+        self.recorder, self.writer, self.events = recorder, writer, events
+
+    def turn(self, turn: GradedTurn) -> None:
+        self.recorder.turn(turn)
+        self.events.turn(turn)
+
+    async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
+        result, data = _redacted(result)
+        await self.recorder.save_result(job, position, result, data)
+        if self.writer:
+            self.writer.write_json(data)
+        await self.events.result(job, position, result)
 
 
 def _what_plans_need(jobs: list[Job]) -> tuple[list[tuple[Workspace, Path]], bool, list[str]]:

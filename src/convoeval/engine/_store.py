@@ -28,10 +28,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import overload
 
 from .._secrets import redact
-from ..results import EvaluationResult, ScoreEntry
+from ..results import EvaluationResult, ScoreEntry, VerdictStatus
+from ._options import RecordedOptions
 from ._owner import Owner
 from ._sqlite import SqliteWriter, connect, store_error
 
@@ -115,8 +116,13 @@ class RunRecord:
     started: str
     finished: str | None
     status: str
-    options: dict[str, Any]
-    summary: dict[str, Any] | None
+    options: dict[str, object]  # as stored: `recorded` reads it
+    summary: dict[str, object] | None
+
+    @property
+    def recorded(self) -> RecordedOptions:
+        """The run's options as recorded (typed)."""
+        return RecordedOptions.model_validate(self.options)
 
 
 def _now() -> str:
@@ -151,7 +157,7 @@ class RunStore:
             raise store_error(self.path, exc) from None
 
     # -- runs --------------------------------------------------------------------------
-    def new_run(self, options: dict[str, Any], run_id: str | None = None, owner: Owner | None = None) -> RunRecord:
+    def new_run(self, options: dict[str, object], run_id: str | None = None, owner: Owner | None = None) -> RunRecord:
         record = RunRecord(
             id=run_id or new_run_id(), started=_now(), finished=None, status="running", options=options, summary=None
         )
@@ -191,7 +197,7 @@ class RunStore:
         row = self._reader.execute("SELECT owner FROM owners WHERE run_id = ?", (run_id,)).fetchone()
         return Owner.from_json(json.loads(row[0])) if row else None
 
-    def update_options(self, run_id: str, options: dict[str, Any]) -> None:
+    def update_options(self, run_id: str, options: dict[str, object]) -> None:
         row = (json.dumps(options, default=str), run_id)
         self._writer.submit(
             lambda conn: conn.execute("UPDATE runs SET options = ? WHERE id = ?", row), durable=True
@@ -216,7 +222,7 @@ class RunStore:
             summary=json.loads(row[5]) if row[5] else None,
         )
 
-    def finish_run(self, run_id: str, summary: dict[str, Any]) -> None:
+    def finish_run(self, run_id: str, summary: dict[str, object]) -> None:
         row = (_now(), json.dumps(summary, default=str), run_id)
         self._writer.submit(
             lambda conn: conn.execute(
@@ -245,12 +251,12 @@ class RunStore:
         self._writer.submit(rewrite, durable=True).result()
         return len(dropped)
 
-    def stored_outcomes(self, run_id: str) -> dict[ResultKey, tuple[str, str]]:
-        """(verdict, execution_status) of every result stored for the run."""
+    def stored_outcomes(self, run_id: str) -> dict[ResultKey, VerdictStatus]:
+        """The verdict and execution status of every result stored for the run."""
         rows = self._reader.execute(
             "SELECT suite, test_id, target, verdict, execution_status FROM results WHERE run_id = ?", (run_id,)
         )
-        return {ResultKey(s, t, g): (v, e) for s, t, g, v, e in rows}
+        return {ResultKey(s, t, g): VerdictStatus(v, e) for s, t, g, v, e in rows}
 
     async def save_result(
         self, run_id: str, key: ResultKey, seq: int, result: EvaluationResult, data: str | None = None
@@ -319,13 +325,12 @@ class RunStore:
         ]
         return StoredResults(self.path, run_id, seqs)
 
-    def outcomes(self, run_id: str) -> list[tuple[str, str]]:
-        """(verdict, execution_status) of each result of the run."""
-        return list(
-            self._reader.execute(
-                "SELECT verdict, execution_status FROM results WHERE run_id = ? ORDER BY seq", (run_id,)
-            )
+    def outcomes(self, run_id: str) -> list[VerdictStatus]:
+        """The verdict and execution status of each result of the run, in run order."""
+        rows = self._reader.execute(
+            "SELECT verdict, execution_status FROM results WHERE run_id = ? ORDER BY seq", (run_id,)
         )
+        return [VerdictStatus(v, e) for v, e in rows]
 
     def totals_by_target(self, run_id: str) -> dict[str, dict[str, float]]:
         """Per target: tests, target cost, judge cost and tokens of the run's results."""

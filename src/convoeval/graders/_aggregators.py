@@ -23,10 +23,11 @@ from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_val
 
 from .._base_model import Model
 from .._secrets import scrubbed_env
+from .._text import shorten
 from ..judging import JudgeSession, grader_messages, grader_parser, grader_schema
 from ..results import AssertionOutcome, GraderScore
 from ._base import Grade, GradeContext, GraderError
-from ._code import grade_from_json, parse_program_json, run_program, shorten, split_command, stderr_note
+from ._code import grade_from_json, parse_program_json, run_program, split_command, stderr_note
 
 AggregatorType = Literal["weighted_average", "threshold", "code_judge", "llm_judge"]
 _RESULTS = "{{EVALUATOR_RESULTS_JSON}}"

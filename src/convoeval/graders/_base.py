@@ -164,7 +164,11 @@ class Assertion(Model):
     type: str
     name: str | None = Field(None, description="Label shown in results.")
     weight: float = Field(1.0, ge=0, description="Weight in the turn or conversation score.")
-    required: bool = Field(False, description="When this assertion fails, the score is 0.")
+    required: bool = Field(
+        False,
+        description="When this assertion fails, the test fails whatever the mean (tau-reward, which decides a "
+        "task's outcome, is required unless it says `required: false`).",
+    )
     min_score: float | None = Field(None, ge=0, le=1, description="Score needed to pass (default: the test threshold).")
     negate: bool = Field(False, description="Invert the result: score becomes 1 - score.")
     description: str | None = Field(None, description="What the assertion checks (for readers; AgentV).")

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import AliasChoices, model_validator
 
 from .._templates import substitute as substitute  # re-exported for the graders
+from .._text import shorten
 from ..results import AssertionOutcome
 from ._base import Assertion, Grade, GradeContext
 
@@ -109,8 +110,7 @@ def blank_template_refs(text: str, placeholder: str = "x") -> str:
 
 def quote(text: str, limit: int = 60) -> str:
     """A short single-quoted rendering of `text` for outcome texts and evidence."""
-    shown = text if len(text) <= limit else text[: limit - 1] + "…"
-    return repr(shown)
+    return repr(shorten(text, limit))
 
 
 def noun(ctx: GradeContext) -> str:

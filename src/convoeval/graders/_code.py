@@ -39,6 +39,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .. import _sandbox as sandbox
 from .._secrets import scrubbed_env
+from .._text import shorten
 from ..results import AssertionOutcome, Usage
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 
@@ -139,11 +140,6 @@ def split_command(command: list[str] | str) -> list[str]:
         except ValueError as exc:  # unbalanced quotes
             raise ValueError(f"cannot split the command {command!r}: {exc}") from None
     return list(command)
-
-
-def shorten(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters (with an ellipsis)."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def grading_payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]:

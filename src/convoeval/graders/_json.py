@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
 from .._jsonpath import parse_jsonpath
+from .._text import shorten
 from ..results import AssertionOutcome
 from ._base import GradeContext, GraderError, assertion_type
 from ._check import Check, has_template_refs, replies, substitute, substitute_deep
@@ -95,8 +96,7 @@ def type_name(value: Any) -> str:
 
 
 def short_json(value: Any, limit: int = 80) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(json.dumps(value, ensure_ascii=False, default=str), limit)
 
 
 def json_equal(a: Any, b: Any) -> bool:

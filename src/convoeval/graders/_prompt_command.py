@@ -23,8 +23,9 @@ from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
 from .._base_model import Model
 from .._secrets import scrubbed_env
+from .._text import shorten
 from ._base import GradeContext, GraderError
-from ._code import grading_payload, run_program, shorten, stderr_note
+from ._code import grading_payload, run_program, stderr_note
 
 _WHAT = "llm-grader prompt command"
 

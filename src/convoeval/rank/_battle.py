@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from .._jsonl import JsonlError, read_jsonl
 
 Winner = Literal["model_a", "model_b", "tie"]
 
@@ -84,26 +85,16 @@ def read_battles(path: str | Path) -> list[Battle]:
         >>> battles = read_battles("examples/arena/battles.jsonl")  # doctest: +SKIP
     """
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise BattleFileError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BattleFileError(f"{path}: cannot read: {error}") from None
     battles: list[Battle] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise BattleFileError(f"{path}:{number}: invalid JSON: {error.msg}") from None
-        if not isinstance(record, dict):
-            raise BattleFileError(f"{path}:{number}: expected a JSON object, got {record!r:.60}")
-        try:
-            battles.append(Battle.from_dict(record))
-        except ValueError as error:
-            raise BattleFileError(f"{path}:{number}: {error}") from None
+    try:
+        for number, record in read_jsonl(path, objects=True):
+            assert isinstance(record, dict)
+            try:
+                battles.append(Battle.from_dict(record))
+            except ValueError as error:
+                raise BattleFileError(f"{path}:{number}: {error}") from None
+    except JsonlError as error:
+        raise BattleFileError(str(error)) from None
     if not battles:
         raise BattleFileError(f"{path}: no battles in the file")
     return battles

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._text import shorten
 from ..results import EvaluationResult, ScoreEntry
 from ._overview import fmt_score
 
@@ -47,5 +48,4 @@ def failure_lines(result: EvaluationResult, limit: int = 300) -> list[str]:
 
 
 def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit, one_line=True)

@@ -10,6 +10,7 @@ import html
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from .._text import shorten
 from ..results import EvaluationResult
 from ._compare import Comparison
 from ._failures import failed_checks, headline
@@ -20,9 +21,7 @@ _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skip": "⏭️"}
 
 def md_text(text: str, limit: int = 200) -> str:
     """Inline Markdown text: one line, HTML and table pipes escaped, at most `limit` characters."""
-    text = " ".join(str(text).split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
+    text = shorten(str(text), limit, one_line=True)
     text = html.escape(text, quote=False)
     for char in "\\|`*_[]#":
         text = text.replace(char, "\\" + char)

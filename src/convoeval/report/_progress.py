@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from rich.console import Console
 from rich.text import Text
 
-from ..engine import RunMeter
+from ..engine import RunEvents, RunMeter
+from ..results import EvaluationResult
+from ..run import Job
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -36,15 +38,15 @@ def meter_line(meter: RunMeter) -> str:
     return line
 
 
-class RunProgress:
-    """Shows a run's progress on `console`.
+class RunProgress(RunEvents):
+    """Shows a run's progress on `console` (it is the run's `RunEvents`).
 
     Args:
         mode: `bar` (a terminal), `lines` (one plain line every `interval_s`) or `off`.
 
     Example:
         progress = RunProgress(console, "bar" if console.is_terminal else "lines")
-        report = await arun(paths, on_start=progress.start, on_result=progress.advance)
+        report = await arun(paths, events=progress)
         progress.stop()
     """
 
@@ -67,6 +69,9 @@ class RunProgress:
         elif self.mode == "lines":
             self._thread = threading.Thread(target=self._lines, name="convoeval-progress", daemon=True)
             self._thread.start()
+
+    async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
+        self.advance()
 
     def advance(self, *_: object) -> None:
         """Call as each result arrives (it moves the bar)."""

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from .._text import shorten
 from ..results import EvaluationResult, ScoreEntry, ToolCall
 from ._terminal import SafeConsole, printable
 
@@ -162,5 +163,4 @@ def _call(call: ToolCall) -> str:
 
 
 def _short(text: str, limit: int = 90) -> str:
-    text = " ".join(text.split()).replace("[", r"\[")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(" ".join(text.split()).replace("[", r"\["), limit)

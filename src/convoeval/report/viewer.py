@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, first_problem
 from ..results import EvaluationResult
 from ._compare import compare_results
 from ._html import read_battle_records, render_comparison, render_report, render_runs
@@ -214,8 +214,7 @@ class Viewer:
         try:
             label = Label.model_validate_json(body)
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            return 400, {"error": f"{'.'.join(map(str, first['loc'])) or 'label'}: {first['msg']}"}
+            return 400, {"error": str(first_problem(exc, "label"))}
         allowed = [str(c) for c in SCALES[self.scale]]
         if label.label not in allowed:
             return 400, {"error": f"label: {label.label!r} is not on the {self.scale} scale ({', '.join(allowed)})"}

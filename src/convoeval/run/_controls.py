@@ -22,13 +22,13 @@ from ..targets import ChatReply
 class TurnControls:
     """What a turn's captures and post-condition decided."""
 
-    captured: dict[str, Any] = field(default_factory=dict)
+    captured: dict[str, object] = field(default_factory=dict)
     scores: list[GraderScore] = field(default_factory=list)
     stop_note: str | None = None  # set when no further turn may be sent
 
 
 def apply_controls(
-    number: int, captures: list[Capture], post: PostCondition | None, reply: ChatReply, variables: dict[str, Any]
+    number: int, captures: list[Capture], post: PostCondition | None, reply: ChatReply, variables: dict[str, object]
 ) -> TurnControls:
     """Run the captures (updating `variables`), then the post-condition, on one reply."""
     result = TurnControls()
@@ -40,15 +40,11 @@ def apply_controls(
             result.scores.append(_score(f"capture:{rule.name}", "capture", [outcome], weight=0.0))
             continue
         outcome = AssertionOutcome(text=f"capture {rule.name}", passed=False, evidence=evidence)
-        if rule.on_missing == "fail":
-            result.scores.append(_score(f"capture:{rule.name}", "capture", [outcome], required=True))
-        elif rule.on_missing == "skip_remaining":
-            result.scores.append(_score(f"capture:{rule.name}", "capture", [outcome], weight=0.0))
-            result.stop_note = result.stop_note or (
-                f"skipped after turn {number}: capture {rule.name!r} found nothing ({evidence})"
-            )
-        else:
-            result.scores.append(_score(f"capture:{rule.name}", "capture", [outcome], weight=0.0))
+        required = rule.on_missing == "fail"  # the turn fails, and so does the test
+        result.scores.append(_score(f"capture:{rule.name}", "capture", [outcome], required=required, weight=0.0))
+        if rule.on_missing != "continue":  # the turns after it would be sent with `{{ name }}` unfilled
+            reason = f"capture {rule.name} found nothing in turn {number} ({evidence})"
+            result.stop_note = result.stop_note or (reason if required else f"skipped after turn {number}: {reason}")
     if post is not None:
         outcomes = check_post_condition(post, reply.text, variables)
         failed = [o for o in outcomes if not o.passed]
@@ -112,7 +108,7 @@ def capture_value(rule: Capture, reply: ChatReply) -> tuple[str | None, str]:
     return (text, "") if text else (None, "the text is empty")
 
 
-def check_post_condition(post: PostCondition, text: str, variables: dict[str, Any]) -> list[AssertionOutcome]:
+def check_post_condition(post: PostCondition, text: str, variables: dict[str, object]) -> list[AssertionOutcome]:
     """One outcome per list of the post-condition."""
 
     def found(item: Any) -> bool:

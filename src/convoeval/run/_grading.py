@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..graders import Assertion, GradeContext
 from ..judging import Persona
@@ -16,6 +17,7 @@ from ..results import (
     Message,
     ScoreEntry,
     ScoreKind,
+    ToolCall,
     TrialResult,
     Usage,
     Verdict,
@@ -24,48 +26,34 @@ from ..targets import ChatReply
 from ._plan import TestPlan, TurnPlan
 
 if TYPE_CHECKING:
-    from ._conversation import TrialContext
+    from ._conversation import Conversation, TrialContext
 
 
 async def done(entry: ScoreEntry) -> ScoreEntry:
     return entry
 
 
-async def grade_turn(
-    number: int,
-    turn: TurnPlan,
-    ctx: GradeContext,
-    threshold: float,
-    reply: ChatReply,
-    on_turn: Callable[[int, ScoreEntry, ChatReply], None] | None = None,
-    record: dict[str, object] | None = None,
-    extra: list[GraderScore] | None = None,
-) -> ScoreEntry:
-    scores = await evaluate_all(turn.assertions, ctx) + list(extra or [])
-    entry = combine(f"turn-{number}", "turn", scores, threshold, latency_ms=reply.latency_ms)
-    if record:
-        entry = entry.model_copy(update=record)
-    if on_turn is not None:
-        on_turn(number, entry, reply)
-    return entry
+@dataclass(frozen=True)
+class TurnRecord:
+    """What a turn's score entry records besides its grades: the session the reply belongs to,
+    its tool calls, what its captures found, and why it ended the conversation (if it did)."""
+
+    session_id: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    captures: dict[str, object] = field(default_factory=dict)
+    note: str | None = None
+
+    def apply(self, entry: ScoreEntry) -> ScoreEntry:
+        entry.session_id = self.session_id
+        entry.tool_calls = list(self.tool_calls)
+        entry.captures = dict(self.captures)
+        entry.note = self.note or entry.note
+        return entry
 
 
-async def grade_conversation(
-    plan: TestPlan,
-    ctx: TrialContext,
-    transcript: list[Message],
-    replies: list[ChatReply],
-    variables: dict[str, object],
-    changes: str | None = None,
-) -> ScoreEntry:
-    usage = sum((r.usage for r in replies), Usage())
-    grade_ctx = GradeContext(
-        level="conversation",
-        output="\n\n".join(r.text for r in replies),
-        history=list(transcript),
-        transcript=list(transcript),
-        criteria=plan.test.criteria,
-        variables=dict(variables),
+def _grade_context(plan: TestPlan, ctx: TrialContext, **fields: Any) -> GradeContext:
+    """The fields every grade context shares (the test, the judge, the trial), plus `fields`."""
+    return GradeContext(
         judge=ctx.judge,
         judge_repeats=ctx.judge_repeats,
         judge_temperature=ctx.judge_temperature,
@@ -73,48 +61,132 @@ async def grade_conversation(
         threshold=plan.threshold,
         trial=ctx.trial,
         test_id=plan.id,
+        **fields,
+    )
+
+
+def turn_context(
+    convo: Conversation, number: int, turn: TurnPlan, reply: ChatReply, history: list[Message]
+) -> GradeContext:
+    """What a turn's graders see: this reply, `history` (the transcript up to this turn's user
+    messages, in the test's window), the turn's backend result (its own `context`, else the
+    reply's tool results)."""
+    plan, ctx = convo.plan, convo.ctx
+    return _grade_context(
+        plan,
+        ctx,
+        level="turn",
+        output=reply.text,
+        history=history,
+        transcript=list(convo.transcript),
+        expected_output=turn.expected_output,
+        criteria=plan.test.criteria,
+        reply=reply,
+        turn=number,
+        variables=dict(convo.variables),
+        latencies_ms=[reply.latency_ms],
+        usage=reply.usage,
+        cost_usd=reply.cost_usd,
+        context=turn.context if turn.context is not None else tool_results(reply.tool_calls),
+        policy=plan.policy,
+        metadata=dict(plan.metadata),
+        workdir=Path(ctx.workdir) if ctx.workdir else None,
+        domain=ctx.domain,
+    )
+
+
+def conversation_context(convo: Conversation) -> GradeContext:
+    """What conversation-level graders see: the whole transcript, every reply joined, their
+    summed usage and cost, and what changed in the workspace."""
+    plan, ctx, replies = convo.plan, convo.ctx, convo.replies
+    return _grade_context(
+        plan,
+        ctx,
+        level="conversation",
+        output="\n\n".join(r.text for r in replies),
+        history=list(convo.transcript),
+        transcript=list(convo.transcript),
+        criteria=plan.test.criteria,
+        variables=dict(convo.variables),
         latencies_ms=[r.latency_ms for r in replies],
-        usage=usage,
+        usage=sum((r.usage for r in replies), Usage()),
         cost_usd=sum(r.cost_usd for r in replies),
         policy=plan.policy,
         metadata=dict(plan.metadata),
         workdir=Path(ctx.workdir) if ctx.workdir else None,
-        file_changes=changes,
+        file_changes=convo.file_changes,
         domain=ctx.domain,
     )
-    scores = await evaluate_all(plan.conversation_assertions, grade_ctx)
-    return combine("conversation", "conversation", scores, plan.threshold)
 
 
-async def grade_fidelity(plan: TestPlan, ctx: TrialContext, transcript: list[Message]) -> ScoreEntry:
-    """The simulator-fidelity checks: they judge the simulated user, so their entry (`type:
-    simulator`) never counts in the test's score."""
-    simulated = plan.simulated_user
+def simulator_context(convo: Conversation) -> GradeContext:
+    """What simulator-fidelity checks see: the transcript and the simulated user's persona."""
+    simulated = convo.plan.simulated_user
     persona = (
         Persona(simulated.persona, simulated.objective, simulated.knowledge, simulated.stop_conditions)
         if simulated
         else None
     )
-    grade_ctx = GradeContext(
+    transcript = list(convo.transcript)
+    return _grade_context(
+        convo.plan,
+        convo.ctx,
         level="conversation",
         output="",
-        history=list(transcript),
+        history=transcript,
         transcript=list(transcript),
-        judge=ctx.judge,
-        judge_repeats=ctx.judge_repeats,
-        judge_temperature=ctx.judge_temperature,
-        base_dir=plan.base_dir,
-        threshold=plan.threshold,
-        trial=ctx.trial,
-        test_id=plan.id,
         simulated_user=persona,
     )
-    scores = await evaluate_all(plan.fidelity, grade_ctx)
-    return combine("simulator-fidelity", "simulator", scores, plan.threshold)
+
+
+async def grade_turn(
+    ctx: GradeContext,
+    turn: TurnPlan,
+    record: TurnRecord,
+    extra: list[GraderScore],
+    report: Callable[[int, ScoreEntry, ChatReply], None] | None = None,
+) -> ScoreEntry:
+    """A turn's score entry: its assertions and the `extra` checks (captures, post-condition);
+    `report(number, entry, reply)` is told once it is graded."""
+    assert ctx.reply is not None and ctx.turn is not None
+    scores = await evaluate_all(turn.assertions, ctx) + extra
+    entry = record.apply(combine(f"turn-{ctx.turn}", "turn", scores, ctx.threshold, latency_ms=ctx.reply.latency_ms))
+    if report is not None:
+        report(ctx.turn, entry, ctx.reply)
+    return entry
+
+
+async def grade_conversation(convo: Conversation) -> ScoreEntry:
+    scores = await evaluate_all(convo.plan.conversation_assertions, conversation_context(convo))
+    return combine("conversation", "conversation", scores, convo.plan.threshold)
+
+
+async def grade_fidelity(convo: Conversation) -> ScoreEntry:
+    """The simulator-fidelity checks: they judge the simulated user, so their entry (`type:
+    simulator`) never counts in the test's score."""
+    scores = await evaluate_all(convo.plan.fidelity, simulator_context(convo))
+    return combine("simulator-fidelity", "simulator", scores, convo.plan.threshold)
+
+
+def tool_results(calls: list[ToolCall]) -> list[dict[str, object]] | None:
+    """A turn's tool calls and their results: the backend result graders see when the turn
+    gives none of its own (`context` / `db_result`)."""
+    if not calls:
+        return None
+    return [
+        {"tool": c.name, "arguments": c.arguments, **({"error": c.error} if c.error else {"output": c.output})}
+        for c in calls
+    ]
 
 
 async def evaluate_all(assertions: list[Assertion], ctx: GradeContext) -> list[GraderScore]:
     return list(await asyncio.gather(*(a.evaluate(ctx) for a in assertions)))
+
+
+#: The note of a turn that has no check of its own: it is not scored.
+NOT_GRADED = "not graded: the turn has no assertions"
+#: The note of a trial in which nothing was graded: it passes (it ran), with no score.
+NOTHING_GRADED = "nothing graded: the test has no checks; it passes when it runs without error"
 
 
 def combine(
@@ -123,41 +195,38 @@ def combine(
     """One turn's (or the conversation's) score from its graders.
 
     Weighted mean of the graders that decided (errors are left out); a failed `required`
-    grader, or a grader that failed on a required criterion (`failed_required`),
-    makes the score 0; a `required` grader that could not decide makes the verdict `error`
-    (score None): the required check never passed. No graders at all is a pass with score 1.
+    grader, or a grader that failed on a required criterion, is recorded in
+    `failed_required` (it fails the test whatever the mean) and makes the score 0; a
+    `required` grader that could not decide makes the verdict `error` (score None): the
+    required check never passed. No grader that counts (none, or only zero-weight ones such as
+    a capture) is not graded: verdict `skip`, score None, left out of the test's score.
     """
     outcomes = [a for s in scores for a in s.assertions]
-    decided = [s for s in scores if s.verdict != "error" and s.score is not None]
-    if not scores:
-        return ScoreEntry(name=name, type=kind, score=1.0, verdict="pass", latency_ms=latency_ms)
+    entry = ScoreEntry(
+        name=name, type=kind, score=None, verdict="error", assertions=outcomes, graders=scores, latency_ms=latency_ms
+    )
+    entry.failed_required = [
+        f"{s.name} ({'; '.join(s.failed_required)})" if s.failed_required else s.name
+        for s in scores
+        if s.verdict == "fail" and (s.required or s.failed_required)
+    ]
+    counted = [s for s in scores if s.weight > 0 or s.required or s.failed_required]
+    decided = [s for s in counted if s.verdict != "error" and s.score is not None]
+    if not counted:
+        entry.verdict, entry.note = "skip", NOT_GRADED
+        return entry
     if not decided or undecided_required(scores):
-        return ScoreEntry(
-            name=name,
-            type=kind,
-            score=None,
-            verdict="error",
-            assertions=outcomes,
-            graders=scores,
-            latency_ms=latency_ms,
-        )
+        return entry
     total_weight = sum(s.weight for s in decided)
     if total_weight > 0:
         score = sum((s.score or 0.0) * s.weight for s in decided) / total_weight
     else:
         score = sum(s.score or 0.0 for s in decided) / len(decided)
-    if any(s.verdict == "fail" and (s.required or s.failed_required) for s in decided):
+    if entry.failed_required:
         score = 0.0
-    verdict: Verdict = "pass" if score >= threshold else "fail"
-    return ScoreEntry(
-        name=name,
-        type=kind,
-        score=round(score, 6),
-        verdict=verdict,
-        assertions=outcomes,
-        graders=scores,
-        latency_ms=latency_ms,
-    )
+    entry.score = round(score, 6)
+    entry.verdict = "pass" if score >= threshold else "fail"
+    return entry
 
 
 def undecided_required(scores: list[GraderScore]) -> list[str]:
@@ -189,16 +258,10 @@ def window(transcript: list[Message], window_size: int | None) -> list[Message]:
     return system + rest[keep_from:]
 
 
-def trial_result(
-    plan: TestPlan,
-    trial: int,
-    entries: list[ScoreEntry],
-    transcript: list[Message],
-    replies: list[ChatReply],
-    error: str | None,
-    stop_note: str | None,
-    duration_ms: float,
-) -> TrialResult:
+def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: float) -> TrialResult:
+    """The trial's result from its score entries: the aggregated score and its verdict, what
+    the replies and judges used, and how the conversation was held."""
+    plan, replies, error = convo.plan, convo.replies, convo.error
     judge_usage = Usage()
     judge_cost = 0.0
     grader_errors = 0
@@ -208,8 +271,10 @@ def trial_result(
             if grader.judge_usage is not None:
                 judge_usage = judge_usage + grader.judge_usage
             judge_cost += grader.judge_cost_usd
-    notes = [stop_note] if stop_note else []
-    values = [e.score for e in entries if e.score is not None and e.type != "simulator"]
+    notes = [convo.stop_note] if convo.stop_note else []
+    counted = [e for e in entries if e.type != "simulator"]
+    values = [e.score for e in counted if e.score is not None]
+    failed_required = [f"{e.name}: {check}" for e in counted for check in e.failed_required]
     undecided = [f"{e.name}: {why}" for e in entries for why in undecided_required(e.graders)]
     if error is None and undecided:
         error = "; ".join(undecided)
@@ -218,6 +283,12 @@ def trial_result(
     status: ExecutionStatus
     if error is not None:
         score, verdict, status = None, "error", "execution_error"
+    elif failed_required:  # a required check failed: the test fails whatever the mean
+        score, verdict, status = 0.0, "fail", "quality_failure"
+    elif not values and not any(e.verdict == "error" for e in counted if e.type != "scenario"):
+        # No check at all (a scenario the judge could not decide is its step's to report): nothing failed.
+        score, verdict, status = None, "pass", "ok"
+        notes.append(NOTHING_GRADED)
     elif not values:
         score, verdict, status = None, "error", "execution_error"
         error = "every grader failed: " + "; ".join(
@@ -228,12 +299,12 @@ def trial_result(
         passed = score >= plan.threshold
         verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
     return TrialResult(
-        trial=trial,
+        trial=convo.ctx.trial,
         score=score,
         verdict=verdict,
         execution_status=status,
         scores=entries,
-        output=transcript,
+        output=convo.transcript,
         token_usage=sum((r.usage for r in replies), Usage()),
         judge_token_usage=judge_usage,
         cost_usd=round(sum(r.cost_usd for r in replies), 8),
@@ -242,4 +313,9 @@ def trial_result(
         error=error,
         grader_errors=grader_errors,
         notes=notes,
+        failed_required=failed_required,
+        provider=getattr(convo.ctx.target, "provider_name", None),
+        session=convo.session_kind,
+        fallback="single_shot" if convo.session_kind == "single_shot" else None,
+        variables=dict(convo.variables),
     )

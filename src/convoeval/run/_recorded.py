@@ -59,7 +59,7 @@ def split_transcript(messages: list[TranscriptMessage]) -> tuple[list[Message], 
     return initial, turns, replies
 
 
-def _tool_call(raw: dict[str, Any]) -> ToolCall:
+def _tool_call(raw: dict[str, object]) -> ToolCall:
     function = raw.get("function")
     if isinstance(function, dict):  # OpenAI: {id, type, function: {name, arguments: "<json>"}}
         arguments = function.get("arguments")

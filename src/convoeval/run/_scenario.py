@@ -4,7 +4,9 @@ trial's outcome, stop reason and simulator accounting end up in its result.
 Outcome: `passed` when success holds and no failure criterion does, `failed` when a failure
 criterion holds, `conflict` when both, `undecided` when neither. An undecided scenario is
 reported as such (`execution_status: undecided`, verdict `error`): it is never folded into a
-pass or a fail. A conflict fails the test (a failure criterion holds) and says so.
+pass or a fail. A conflict fails the test (a failure criterion holds) and says so. The
+scenario is a required check: a failed one fails the test whatever the mean, and the criteria
+that decided it are its `failed_required`.
 """
 
 from __future__ import annotations
@@ -76,9 +78,12 @@ async def judge_scenario(
         judge_cost_usd=round(session.cost_usd, 10),
         details={"outcome": outcome},
     )
-    return ScoreEntry(
+    entry = ScoreEntry(
         name="scenario", type="scenario", score=score, verdict=verdict, assertions=checks, graders=[grader]
-    ), outcome
+    )
+    if outcome in ("failed", "conflict"):  # the scenario decides the task's outcome: required
+        entry.failed_required = [check.text for check in checks if not check.passed]
+    return entry, outcome
 
 
 def _error_entry(message: str, usage: Usage | None = None, cost_usd: float = 0.0, calls: int = 0) -> ScoreEntry:
@@ -95,24 +100,20 @@ def _error_entry(message: str, usage: Usage | None = None, cost_usd: float = 0.0
     return ScoreEntry(name="scenario", type="scenario", score=None, verdict="error", graders=[grader])
 
 
-def apply_outcome(result: TrialResult, outcome: Outcome | None, judged: bool) -> TrialResult:
-    """The trial's verdict once its scenario was judged (`judged`): the outcome decides
-    whether it can pass; a scenario the judge could not decide is an error."""
-    if not judged or result.execution_status in ("execution_error", "simulator_error", "budget_exhausted"):
-        return result.model_copy(update={"outcome": outcome})
-    update: dict[str, object] = {"outcome": outcome}
+def apply_outcome(result: TrialResult, outcome: Outcome | None) -> None:
+    """The trial's verdict once its scenario was judged: the outcome decides whether it can
+    pass; a scenario the judge could not decide is an error (`result` is changed in place)."""
+    result.outcome = outcome
+    if result.execution_status in ("execution_error", "simulator_error", "budget_exhausted"):
+        return
     if outcome is None:
         error = next((g.error for e in result.scores if e.type == "scenario" for g in e.graders), None)
-        update.update(score=None, verdict="error", execution_status="execution_error", error=f"scenario: {error}")
+        result.score, result.verdict, result.execution_status = None, "error", "execution_error"
+        result.error = f"scenario: {error}"
     elif outcome == "undecided":
-        update.update(
-            score=None,
-            verdict="error",
-            execution_status="undecided",
-            notes=[*result.notes, "scenario undecided: neither success nor failure holds"],
-        )
+        result.score, result.verdict, result.execution_status = None, "error", "undecided"
+        result.notes.append("scenario undecided: neither success nor failure holds")
     elif outcome in ("failed", "conflict"):  # like a failed required grader: the trial scores 0
-        update.update(score=0.0, verdict="fail", execution_status="quality_failure")
+        result.score, result.verdict, result.execution_status = 0.0, "fail", "quality_failure"
         if outcome == "conflict":
-            update["notes"] = [*result.notes, "scenario conflict: success and a failure criterion both hold"]
-    return result.model_copy(update=update)
+            result.notes.append("scenario conflict: success and a failure criterion both hold")

@@ -9,58 +9,32 @@ run of 10,000 conversations holds only the conversations in flight: at most a fe
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 
 from .._sandbox import describe as describe_sandbox
 from ..results import (
     EvaluationResult,
     ExecutionStatus,
     Outcome,
-    ScoreEntry,
+    TestKey,
     TrialResult,
     Usage,
     Verdict,
+    VerdictStatus,
     pass_at_k,
     pass_hat_k,
 )
-from ..spec import DEFAULT_THRESHOLD, Suite, Test
-from ..targets import ChatReply, Target
+from ..spec import DEFAULT_THRESHOLD, Test
+from ..targets import Target
 from ._conversation import TrialContext, run_trial
-from ._plan import TestPlan, plan_test
+from ._jobs import Job, JobEvents
+from ._plan import TestPlan
 
 BUDGET_NOTE = "not started: the --max-cost budget was reached"
+_ERROR = VerdictStatus("error", "execution_error")
 
-
-@dataclass
-class Job:
-    """The tests of one suite against one target (dependencies resolve within a job).
-
-    Args:
-        target: the system under test.
-        suite: the suite whose tests run (planned one by one as they start).
-        threshold, trials: the run's overrides (see `plan_test`).
-        stored: tests that already have a result (a resumed run): test id -> (verdict,
-            execution_status). They are not run again; their dependents see that outcome.
-    """
-
-    target: Target
-    suite: Suite
-    threshold: float | None = None
-    trials: int | None = None
-    stored: dict[str, tuple[str, str]] = field(default_factory=dict)
-
-    def plan(self, test: Test) -> TestPlan:
-        return plan_test(self.suite, test, threshold=self.threshold, trials=self.trials)
-
-
-#: on_result(job, position of the test in job.suite.tests, result); may be async.
-ResultCallback = Callable[[Job, int, EvaluationResult], "Awaitable[None] | None"]
-#: on_turn(job, position, trial, turn number, the turn's score entry, the target's reply).
-TurnCallback = Callable[[Job, int, int, int, ScoreEntry, ChatReply], None]
 TrialRunner = Callable[[TestPlan, TrialContext], Awaitable[TrialResult]]
 
 
@@ -72,8 +46,7 @@ async def run_jobs(
     judge_temperature: float = 0.0,
     simulators: Mapping[str, Target] | None = None,
     concurrency: int = 8,
-    on_result: ResultCallback | None = None,
-    on_turn: TurnCallback | None = None,
+    events: JobEvents | None = None,
     may_start: Callable[[], bool] | None = None,
     keep_results: bool = True,
     trial_runner: TrialRunner | None = None,
@@ -81,78 +54,83 @@ async def run_jobs(
     """Run every test of every job; conversations run concurrently, turns in order.
 
     Args:
-        on_result: called with each result as its test finishes (awaited when async; a
-            failure stops the run and is raised).
         simulators: the models of simulated users, by the `simulated_user.model` spec that names
             them (a simulated user without a model uses the judge).
-        on_turn: called as each turn is graded.
+        events: told of each graded turn and of each result as its test finishes (a failure
+            of `events.result` stops the run and is raised).
         may_start: asked before each trial starts; False leaves it out (`budget_exhausted`).
         keep_results: return the results (in job and test order); False returns [] and
             keeps nothing, for runs whose results go to a store.
         trial_runner: runs one trial (default `run_trial`, in this process; the Ray backend
             gives one that runs it as a Ray task).
     """
-    slots = asyncio.Semaphore(max(1, concurrency))
-    alive = asyncio.Semaphore(max(2 * concurrency, concurrency + 16))
-    kept: dict[tuple[int, int], EvaluationResult] = {}
-    running: set[asyncio.Task[None]] = set()
-    failures: list[Exception] = []
     runner = _Runner(
         judge,
         judge_repeats,
         judge_temperature,
-        slots,
-        on_turn,
+        asyncio.Semaphore(max(1, concurrency)),
+        events,
         may_start,
         dict(simulators or {}),
         max(1, concurrency),
         trial_runner or run_trial,
     )
+    return await _Schedule(runner, events, keep_results, concurrency).run(jobs)
+
+
+class _Schedule:
+    """Starts tests in dependency order, at most a few times `concurrency` alive at once."""
+
+    def __init__(self, runner: _Runner, events: JobEvents | None, keep_results: bool, concurrency: int):
+        self.runner, self.events, self.keep_results = runner, events, keep_results
+        self.alive = asyncio.Semaphore(max(2 * concurrency, concurrency + 16))
+        self.kept: dict[tuple[int, int], EvaluationResult] = {}
+        self.failures: list[Exception] = []
+
+    async def run(self, jobs: list[Job]) -> list[EvaluationResult]:
+        running: set[asyncio.Task[None]] = set()
+        loop = asyncio.get_running_loop()
+        for number, job in enumerate(jobs):
+            tests = job.suite.tests
+            verdicts: dict[str, asyncio.Future[VerdictStatus]] = {t.id: loop.create_future() for t in tests}
+            for test_id, outcome in job.stored.items():
+                if test_id in verdicts:
+                    verdicts[test_id].set_result(outcome)
+            for position in dependency_order(tests):
+                if tests[position].id in job.stored:
+                    continue
+                await self.alive.acquire()
+                if self.failures:
+                    self.alive.release()
+                    break
+                task = loop.create_task(self.run_one(number, job, position, verdicts))
+                running.add(task)
+                task.add_done_callback(running.discard)
+            if self.failures:
+                break
+        if running:
+            await asyncio.gather(*running)
+        if self.failures:
+            raise self.failures[0]
+        return [self.kept[key] for key in sorted(self.kept)]
 
     async def run_one(
-        number: int, job: Job, position: int, verdicts: dict[str, asyncio.Future[tuple[str, str]]]
+        self, number: int, job: Job, position: int, verdicts: dict[str, asyncio.Future[VerdictStatus]]
     ) -> None:
         test = job.suite.tests[position]
         try:
-            result = await runner.run_test(job, position, verdicts)
-            verdicts[test.id].set_result((result.verdict, result.execution_status))
-            if on_result is not None:
-                maybe = on_result(job, position, result)
-                if inspect.isawaitable(maybe):
-                    await maybe
-            if keep_results:
-                kept[(number, position)] = result
+            result = await self.runner.run_test(job, position, verdicts)
+            verdicts[test.id].set_result(result.verdict_status)
+            if self.events is not None:
+                await self.events.result(job, position, result)
+            if self.keep_results:
+                self.kept[(number, position)] = result
         except Exception as exc:  # the result could not be recorded: stop the run
-            failures.append(exc)
+            self.failures.append(exc)
             if not verdicts[test.id].done():
-                verdicts[test.id].set_result(("error", "execution_error"))
+                verdicts[test.id].set_result(_ERROR)
         finally:
-            alive.release()
-
-    loop = asyncio.get_running_loop()
-    for number, job in enumerate(jobs):
-        tests = job.suite.tests
-        verdicts = {t.id: loop.create_future() for t in tests}
-        for test_id, outcome in job.stored.items():
-            if test_id in verdicts:
-                verdicts[test_id].set_result(outcome)
-        for position in dependency_order(tests):
-            if tests[position].id in job.stored:
-                continue
-            await alive.acquire()
-            if failures:
-                alive.release()
-                break
-            task = loop.create_task(run_one(number, job, position, verdicts))
-            running.add(task)
-            task.add_done_callback(running.discard)
-        if failures:
-            break
-    if running:
-        await asyncio.gather(*running)
-    if failures:
-        raise failures[0]
-    return [kept[key] for key in sorted(kept)]
+            self.alive.release()
 
 
 def dependency_order(tests: list[Test]) -> list[int]:
@@ -186,14 +164,14 @@ class _Runner:
     judge_repeats: int
     judge_temperature: float
     slots: asyncio.Semaphore
-    on_turn: TurnCallback | None
+    events: JobEvents | None
     may_start: Callable[[], bool] | None
     simulators: dict[str, Target] = field(default_factory=dict)
     concurrency: int = 8
     trial_runner: TrialRunner = run_trial
 
     async def run_test(
-        self, job: Job, position: int, verdicts: dict[str, asyncio.Future[tuple[str, str]]]
+        self, job: Job, position: int, verdicts: dict[str, asyncio.Future[VerdictStatus]]
     ) -> EvaluationResult:
         test = job.suite.tests[position]
         try:
@@ -203,10 +181,10 @@ class _Runner:
         try:
             return await self._run_planned(job, position, plan, verdicts)
         except Exception as exc:  # never lose the rest of the run to one test
-            return _lone_result(plan, job.target, "error", "execution_error", f"{type(exc).__name__}: {exc}")
+            return _not_run(plan, job.target, _ERROR, f"{type(exc).__name__}: {exc}")
 
     async def _run_planned(
-        self, job: Job, position: int, plan: TestPlan, verdicts: dict[str, asyncio.Future[tuple[str, str]]]
+        self, job: Job, position: int, plan: TestPlan, verdicts: dict[str, asyncio.Future[VerdictStatus]]
     ) -> EvaluationResult:
         failed, unstarted = [], []
         for dep in plan.test.depends_on:
@@ -216,24 +194,22 @@ class _Runner:
             elif verdict != "pass":
                 failed.append(dep)
         if unstarted:
-            return _lone_result(
+            return _not_run(
                 plan,
                 job.target,
-                "skip",
-                "budget_exhausted",
+                VerdictStatus("skip", "budget_exhausted"),
                 f"{BUDGET_NOTE} (dependency {', '.join(unstarted)} did not run)",
             )
         if failed and plan.test.on_dependency_failure != "run":
             reason = f"dependency failed: {', '.join(failed)}"
             if plan.test.on_dependency_failure == "skip":
-                return _lone_result(plan, job.target, "skip", "skipped", reason)
-            return _lone_result(plan, job.target, "fail", "quality_failure", reason, score=0.0)
+                return _not_run(plan, job.target, VerdictStatus("skip", "skipped"), reason)
+            return _not_run(plan, job.target, VerdictStatus("fail", "quality_failure"), reason, score=0.0)
 
         async def one(trial: int) -> TrialResult | None:
             async with self.slots:
                 if self.may_start is not None and not self.may_start():
                     return None
-                on_turn = partial(self.on_turn, job, position, trial) if self.on_turn else None
                 return await self.trial_runner(
                     plan,
                     TrialContext(
@@ -242,9 +218,11 @@ class _Runner:
                         trial=trial,
                         judge_repeats=self.judge_repeats,
                         judge_temperature=self.judge_temperature,
-                        on_turn=on_turn,
                         simulator=self._simulator_for(plan),
                         may_continue=self.may_start,
+                        events=self.events,
+                        job=job,
+                        position=position,
                     ),
                 )
 
@@ -261,7 +239,7 @@ class _Runner:
                 spent += outcome.cost_usd + outcome.judge_cost_usd + outcome.simulator_cost_usd if outcome else 0.0
         trials = [t for t in outcomes if t is not None]
         if not trials:
-            return _lone_result(plan, job.target, "skip", "budget_exhausted", BUDGET_NOTE)
+            return _not_run(plan, job.target, VerdictStatus("skip", "budget_exhausted"), BUDGET_NOTE)
         result = combine_trials(plan, job.target.name, trials)
         if len(outcomes) < plan.trials.count:
             result.notes.append(
@@ -269,13 +247,8 @@ class _Runner:
             )
         if len(trials) < len(outcomes):
             missing = len(outcomes) - len(trials)
-            result = result.model_copy(
-                update={
-                    "verdict": "skip",
-                    "execution_status": "budget_exhausted",
-                    "notes": [*result.notes, f"{missing} of {len(outcomes)} trials {BUDGET_NOTE}"],
-                }
-            )
+            result.verdict, result.execution_status = "skip", "budget_exhausted"
+            result.notes.append(f"{missing} of {len(outcomes)} trials {BUDGET_NOTE}")
         return result
 
     def _simulator_for(self, plan: TestPlan) -> Target | None:
@@ -335,8 +308,10 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         score = round(sum(scores) / len(scores), 6) if scores else None
         if plan.trials.strategy == "pass_at_k":
             passed = any(t.verdict == "pass" for t in trials)
+        elif score is None:  # nothing graded in any trial: each passed by running
+            passed = all(t.verdict == "pass" for t in trials)
         else:
-            passed = score is not None and score >= plan.threshold
+            passed = score >= plan.threshold
         verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
     hit = next((t.budget_hit for t in trials if t.budget_hit), None)
     if hit is not None and status in ("ok", "quality_failure"):  # a budget was hit: never "completed"
@@ -347,6 +322,7 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
     if len(outcomes) > 1:
         notes.append("scenario outcomes differ across trials: " + ", ".join(f"{o} {c}" for o, c in outcomes.items()))
     errors = [f"trial {t.trial}: {t.error}" if n > 1 else t.error for t in trials if t.error]
+    failed_required = [f"trial {t.trial}: {check}" if n > 1 else check for t in trials for check in t.failed_required]
     return EvaluationResult(
         test_id=plan.id,
         target=target,
@@ -373,6 +349,7 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         error="; ".join(errors) or None,
         grader_errors=sum(t.grader_errors for t in trials),
         notes=notes,
+        failed_required=failed_required,
         metadata=plan.metadata,
         budget_hit=hit,
         provider=first.provider,
@@ -382,35 +359,20 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
     )
 
 
-def _lone_result(
-    plan: TestPlan, target: Target, verdict: Verdict, status: ExecutionStatus, reason: str, score: float | None = None
+def _not_run(
+    plan: TestPlan, target: Target, outcome: VerdictStatus, reason: str, score: float | None = None
 ) -> EvaluationResult:
     """A result for a test that did not run (skipped or failed dependency, budget, internal error)."""
-    return EvaluationResult(
-        test_id=plan.id,
-        target=target.name,
-        suite=plan.suite_name,
-        mode=plan.mode,
-        score=score,
-        verdict=verdict,
-        execution_status=status,
-        threshold=plan.threshold,
-        error=reason,
-        metadata=plan.metadata,
-    )
+    key = TestKey(test_id=plan.id, target=target.name, suite=plan.suite_name, mode=plan.mode)
+    return EvaluationResult.not_run(key, plan.threshold, outcome, reason, score=score, metadata=plan.metadata)
 
 
 def _unplanned_result(job: Job, test: Test, reason: str) -> EvaluationResult:
     """A result for a test that could not even be planned (a bug; the run goes on)."""
-    return EvaluationResult(
+    key = TestKey(
         test_id=test.id,
         target=job.target.name,
         suite=job.suite.display_name,
         mode="conversation" if test.is_conversation else "single",
-        score=None,
-        verdict="error",
-        execution_status="execution_error",
-        threshold=job.threshold or DEFAULT_THRESHOLD,
-        error=reason,
-        metadata=test.metadata,
     )
+    return EvaluationResult.not_run(key, job.threshold or DEFAULT_THRESHOLD, _ERROR, reason, metadata=test.metadata)

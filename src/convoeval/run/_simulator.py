@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .._text import shorten
 from ..judging import JudgeError, JudgeSession, Persona, UserStep, user_step_messages, user_step_schema
 from ..registry import lookup, names, register
 from ..results import Message, StopReason, TrialResult, Usage
@@ -155,7 +156,7 @@ def _normal(text: str) -> str:
 
 
 def _quote(text: str, limit: int = 80) -> str:
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    return repr(shorten(text, limit))
 
 
 class SimulatedTurns:
@@ -234,32 +235,26 @@ class SimulatedTurns:
         if self.goodbye:
             convo.transcript.append(Message(role="user", content=self.goodbye, source="simulator"))
 
-    def record(self, result: TrialResult) -> TrialResult:
-        """The trial's result with the stop reason, the simulator's usage and cost, and the
+    def record(self, result: TrialResult) -> None:
+        """Put into the trial's result the stop reason, the simulator's usage and cost, and the
         simulator's failures as `simulator_error` (never as a failed test)."""
-        update: dict[str, Any] = {
-            "stop_reason": self.stop_reason,
-            "notes": [
-                *result.notes,
-                f"simulated user: {self.simulated} turn(s), stopped: {self.stop_reason or 'on_turn_failure'}",
-            ],
-        }
+        result.stop_reason = self.stop_reason
+        result.notes.append(
+            f"simulated user: {self.simulated} turn(s), stopped: {self.stop_reason or 'on_turn_failure'}"
+        )
         if self.simulator is not None:
-            update["simulator_token_usage"] = self.simulator.usage
-            update["simulator_cost_usd"] = round(self.simulator.cost_usd, 8)
+            result.simulator_token_usage = self.simulator.usage
+            result.simulator_cost_usd = round(self.simulator.cost_usd, 8)
         unfaithful = [g for e in result.scores if e.type == "simulator" for g in e.graders if g.verdict == "fail"]
         if self.error is None and unfaithful:
             evidence = "; ".join(a.evidence for g in unfaithful for a in g.assertions if a.evidence)
             self.error = f"simulator-fidelity: the simulated user broke its role ({evidence or 'no reason given'})"
         if self.error is not None and not self.target_failed:
-            update.update(score=None, verdict="error", execution_status="simulator_error", error=self.error)
+            result.score, result.verdict, result.execution_status = None, "error", "simulator_error"
+            result.error = self.error
         elif self.stop_reason == "budget_exhausted":
-            update.update(
-                verdict="skip",
-                execution_status="budget_exhausted",
-                error="the run's --max-cost budget was reached during the conversation",
-            )
-        return result.model_copy(update=update)
+            result.verdict, result.execution_status = "skip", "budget_exhausted"
+            result.error = "the run's --max-cost budget was reached during the conversation"
 
     def _turn(self, text: str) -> TurnPlan:
         self.simulated += 1

@@ -396,7 +396,6 @@ class VerifiedTurns:
             if passed:
                 self.verified_at = convo.turns_sent
                 convo.stop_note = f"stopped: verified at turn {convo.turns_sent}"
-                convo.skip_score = None
                 return None
         turn = await self.inner.next_turn(convo)
         hint_index = convo.turns_sent - 1  # hint k goes before turn k+2

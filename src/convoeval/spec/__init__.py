@@ -1,6 +1,6 @@
 """The eval-file language: models, loading with file:line errors, templates, JSON Schema."""
 
-from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute
+from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute, unfilled
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
 from ._files import eval_files, load_suites, validate_eval_paths
@@ -57,6 +57,7 @@ __all__ = [
     "messages_text",
     "render",
     "substitute",
+    "unfilled",
     "suite_json_schema",
     "to_messages",
     "validate_eval_paths",

@@ -255,6 +255,9 @@ class Verify(Model):
 
     command: str = Field(min_length=1)
     timeout_s: float = Field(60.0, gt=0, le=86_400)
+    required: bool = Field(
+        True, description="A conversation that never verified fails the test (false: verify only adds its score)."
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -15,7 +15,7 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
 from .. import registry
 from .._base_model import Model
-from ..errors import TargetError
+from ..errors import TargetError, first_problem
 from ._base import TargetConfig
 
 
@@ -133,9 +133,8 @@ def settings_of(config: TargetConfig, model: type[BaseModel] | None = None) -> A
     try:
         return model.model_validate(config.model_extra or {})
     except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in error["loc"])
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
+        problem = first_problem(exc, "")
+        message = problem.message
+        if problem.unknown:
             message = f"not a setting of provider {config.provider!r} (known: {', '.join(sorted(model.model_fields))})"
-        raise TargetError(f"{config.name}: {where}: {message}") from None
+        raise TargetError(f"{config.name}: {problem.field}: {message}") from None

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 
 from ..._base_model import Model
+from ...errors import first_problem
 from .._base import TargetConfig, TargetError
 from ._models import default_threads
 
@@ -79,9 +80,8 @@ class LocalSettings(Model):
         try:
             return cls.model_validate(config.model_extra or {})
         except ValidationError as exc:
-            error = exc.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in error["loc"])
-            message = error["msg"].removeprefix("Value error, ")
-            if error["type"] == "extra_forbidden":
+            problem = first_problem(exc, "")
+            message = problem.message
+            if problem.unknown:
                 message = f"not a setting of the local model (known: {', '.join(cls.model_fields)})"
-            raise TargetError(f"{config.name}: {where}: {message}") from None
+            raise TargetError(f"{config.name}: {problem.field}: {message}") from None

@@ -1,0 +1,57 @@
+"""What the scheduler runs (`Job`: a suite's tests on one target) and what it tells as it runs
+(`JobEvents`: each graded turn, each test's result)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..results import EvaluationResult, ScoreEntry, VerdictStatus
+from ..spec import Suite, Test
+from ..targets import ChatReply, Target
+from ._plan import TestPlan
+from ._planner import plan_test
+
+
+@dataclass
+class Job:
+    """The tests of one suite against one target (dependencies resolve within a job).
+
+    Args:
+        target: the system under test.
+        suite: the suite whose tests run (planned one by one as they start).
+        threshold, trials: the run's overrides (see `plan_test`).
+        stored: tests that already have a result (a resumed run): test id -> its verdict and
+            status. They are not run again; their dependents see that outcome.
+    """
+
+    target: Target
+    suite: Suite
+    threshold: float | None = None
+    trials: int | None = None
+    stored: dict[str, VerdictStatus] = field(default_factory=dict)
+
+    def plan(self, test: Test) -> TestPlan:
+        return plan_test(self.suite, test, threshold=self.threshold, trials=self.trials)
+
+
+@dataclass(frozen=True)
+class GradedTurn:
+    """A turn once graded: of the test at `position` of `job.suite.tests`, in trial `trial`."""
+
+    job: Job
+    position: int
+    trial: int
+    number: int
+    entry: ScoreEntry
+    reply: ChatReply
+
+
+class JobEvents(Protocol):
+    """What the scheduler tells as it runs (`convoeval.engine.RunEvents` is one)."""
+
+    def turn(self, turn: GradedTurn) -> None:
+        """A turn was graded."""
+
+    async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
+        """A test finished (all its trials); raising stops the run."""

@@ -1,0 +1,145 @@
+"""Planning a test: its suite's input and assertions, implicit graders, threshold, trials and
+the steps its trials run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graders import Assertion, lookup_assertion_type
+from ..judging import format_policy
+from ..results import Message
+from ..spec import DEFAULT_THRESHOLD, Suite, Test, TrialsConfig, messages_text, to_messages
+from ..targets import ChatReply
+from ._plan import FIDELITY_TYPE, TestPlan, TurnPlan
+from ._recorded import split_transcript
+from ._steps import choose_steps
+
+
+def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trials: int | None = None) -> TestPlan:
+    """Resolve a test: suite input and assertions, implicit graders, threshold, trials and the
+    steps its trials run.
+
+    Precedence: the run's threshold/trials, then the test's `execution`, then the suite's.
+    """
+    suite_exec, test_exec = suite.execution, test.execution
+    resolved_threshold = _first(
+        threshold,
+        test_exec.threshold if test_exec else None,
+        suite_exec.threshold if suite_exec else None,
+        DEFAULT_THRESHOLD,
+    )
+    trials_config = _first(
+        test_exec.trials if test_exec else None,
+        suite_exec.trials if suite_exec else None,
+        TrialsConfig(),
+    )
+    if trials is not None:
+        trials_config = trials_config.model_copy(update={"count": trials})
+    skip_defaults = bool(test.execution and test.execution.skip_defaults)  # AgentV: no suite input, no suite assertions
+    every_turn = [*test.turn_assertions, *suite.turn_assertions]
+    before, turns, conversation, recorded = _turns(suite, test, every_turn)
+    initial = ([] if skip_defaults else to_messages(suite.input)) + before
+    policy = test.policy or suite.policy
+    if policy is not None and policy.system_prompt:  # the agent is told the policy too
+        initial = [Message(role="system", content=format_policy(policy) or "", source="input"), *initial]
+    fidelity = [a for a in conversation if a.type == FIDELITY_TYPE]
+    conversation = [a for a in conversation if a.type != FIDELITY_TYPE]
+    simulated = test.simulated_user
+    if simulated is not None and simulated.check_fidelity and not fidelity:
+        fidelity = [lookup_assertion_type(FIDELITY_TYPE).model_validate({"type": FIDELITY_TYPE})]  # type: ignore[union-attr]
+    plan = TestPlan(
+        test=test,
+        suite_name=suite.display_name,
+        base_dir=suite.base_dir,
+        initial=initial,
+        turns=turns,
+        conversation_assertions=conversation,
+        threshold=resolved_threshold,
+        trials=trials_config,
+        aggregation=test.aggregation or "mean",
+        stop_on_failure=test.on_turn_failure == "stop",
+        window_size=test.window_size,
+        policy=policy,
+        metadata={**suite.metadata, **test.metadata},
+        recorded=recorded,
+        simulated_user=simulated,
+        turn_assertions=every_turn,
+        success=list(test.success),
+        failure=list(test.failure),
+        fidelity=fidelity,
+        workspace=test.workspace or suite.workspace,
+        verify=test.verify,
+        hints=list(test.hints),
+        budget=test.budget,
+        tools=suite.tools,
+        backend=suite.backend,
+    )
+    plan.steps = choose_steps(plan)
+    return plan
+
+
+def _turns(
+    suite: Suite, test: Test, every_turn: list[Assertion]
+) -> tuple[list[Message], list[TurnPlan], list[Assertion], list[ChatReply] | None]:
+    """The test's messages before its first turn, its turns, its conversation assertions, and
+    the replies of a recorded (`transcript:`) test."""
+    if test.transcript is not None:
+        before, users, recorded = split_transcript(test.transcript)
+        turns = [TurnPlan(messages=messages, assertions=list(every_turn)) for messages in users]
+        return before, turns, [*test.assertions, *suite.assertions], recorded
+    if not test.is_conversation:
+        expected = messages_text(test.expected_output)
+        assertions = [*test.assertions, *_defaults(suite, test)]
+        turn = TurnPlan(
+            messages=_as_user(to_messages(test.input)),
+            assertions=[*(assertions or _implicit(expected, test.criteria)), *every_turn],
+            expected_output=expected,
+        )
+        return [], [turn], [], None
+    turns = [
+        TurnPlan(
+            messages=_as_user(to_messages(turn.input)),
+            assertions=[*(list(turn.assertions) or _implicit(messages_text(turn.expected_output), None)), *every_turn],
+            expected_output=messages_text(turn.expected_output),
+            context=turn.backend_result,
+            captures=list(turn.capture),
+            post_condition=turn.post_condition,
+        )
+        for turn in test.turns or []
+    ]
+    conversation = [*test.assertions, *_defaults(suite, test)]
+    if (
+        not conversation
+        and not every_turn
+        and not test.success
+        and not test.failure
+        and not any(turn.assertions for turn in test.turns or [])
+        and test.criteria
+    ):
+        conversation = _implicit(None, test.criteria)
+    return to_messages(test.input), turns, conversation, None
+
+
+def _defaults(suite: Suite, test: Test) -> list[Assertion]:
+    """The suite's assertions, unless the test's `execution.skip_defaults` opts out (AgentV)."""
+    return [] if test.execution and test.execution.skip_defaults else list(suite.assertions)
+
+
+def _implicit(expected_output: str | None, criteria: str | None) -> list[Assertion]:
+    """AgentV's fallback: an llm-grader against expected_output and/or criteria."""
+    if expected_output is None and not criteria:
+        return []
+    grader = lookup_assertion_type("llm-grader")
+    if grader is None:  # pragma: no cover - llm-grader is built in
+        return []
+    name = "expected_output" if expected_output is not None else "criteria"
+    return [grader.model_validate({"type": "llm-grader", "name": name})]
+
+
+def _as_user(messages: list[Message]) -> list[Message]:
+    """Messages a test sends as the user are marked `source: user`; system messages stay `input`."""
+    return [m.model_copy(update={"source": "user"}) if m.role == "user" else m for m in messages]
+
+
+def _first(*values: Any) -> Any:
+    return next(v for v in values if v is not None)
