@@ -28,7 +28,8 @@ def suite(tmp_path: Path):
         write(
             tmp_path / "targets.yaml",
             f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}'}}\n"
-            f"  - {{name: grader, provider: openai, model: j, base_url: '{server.base_url}'}}\n",
+            f"  - {{name: grader, provider: openai, model: j, base_url: '{server.base_url}'}}\n"
+            f"  - {{name: second-grader, provider: openai, model: j2, base_url: '{server.base_url}'}}\n",
         )
         tests = "".join(
             f"  - id: t{i}\n    mode: conversation\n    turns:\n"
@@ -52,6 +53,17 @@ def test_the_same_suite_gives_the_same_results_under_both_backends(suite, tmp_pa
     assert outcomes(on_ray) == outcomes(local) and len(local.results) == 6
     assert on_ray.summary["calls"] == local.summary["calls"] == 18  # the workers' calls are counted
     assert on_ray.results[0].scores[0].graders[0].judge_calls == 1
+
+
+def test_a_judge_panel_is_rebuilt_in_the_workers(suite, tmp_path: Path) -> None:
+    path, server = suite
+    options = {"target": "bot", "judge": ["grader", "second-grader"], "panel_rule": "min", "cache": False}
+    local = convoeval.run(path, store=False, **options)
+    on_ray = convoeval.run(path, backend="ray", store=tmp_path / "runs.sqlite", **options)
+    assert outcomes(on_ray) == outcomes(local)
+    rubric = on_ray.results[0].scores[0].graders[0]
+    assert [a.judge for a in rubric.panel or []] == ["grader", "second-grader"] and rubric.panel_rule == "min"
+    assert {b["model"] for b in server.judge_requests()} == {"j", "j2"}
 
 
 def test_requests_in_flight_stay_bounded_across_workers(suite) -> None:

@@ -91,6 +91,16 @@ class DimensionScore(Model):
     justification: str = ""
 
 
+class JudgeAnswer(Model):
+    """One judge's answer to one check, when a panel of judges graded it."""
+
+    judge: str
+    score: float | None
+    verdict: Verdict
+    reasoning: str = ""
+    error: str | None = None
+
+
 class GraderScore(Model):
     """What one assertion produced for one turn (or for the whole conversation).
 
@@ -116,6 +126,10 @@ class GraderScore(Model):
     duration_ms: float | None = None
     details: dict[str, object] | None = None
     error: str | None = None
+    panel: list[JudgeAnswer] | None = Field(None, description="Each judge's answer, when a panel judged this check.")
+    panel_rule: Literal["mean", "majority", "min"] | None = Field(
+        None, description="How the panel's answers were combined."
+    )
 
 
 class ScoreEntry(Model):
@@ -222,6 +236,9 @@ class EvaluationResult(Accounting, TestKey):
     metadata: dict[str, Any] = Field(default_factory=dict)
     sandbox: str | None = Field(
         None, description="Where the run's commands ran: bubblewrap, docker, none, or unavailable."
+    )
+    checks: dict[str, Any] | None = Field(
+        None, description="The test's checks as the suite gave them (`convoeval grade` judges the run again with them)."
     )
 
     @property

@@ -17,14 +17,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from ..api import arun
 from ..engine import CACHE_FILE, JudgeChoice, ResponseCache, SharedOptions, TargetPool, named_targets, state_dir
 from ..errors import ConfigError
-from ..judging import load_pairwise_prompt
+from ..judging import load_pairwise_prompt, panel_members
 from ..report import read_results
 from ..results import EvaluationResult
 from ..spec import Suite, load_suites
@@ -46,8 +46,12 @@ class ArenaOptions(SharedOptions):
         results: EvaluationResult JSONL/JSON files (or the results themselves) holding two
             or more targets; judged without running anything. The judge then sees no criteria
             or policy (results do not carry them).
-        judge: the pairwise judge. Default: the suites' `execution.judge`, else the embedded
-            local model when installed. It also grades the runs' LLM assertions.
+        judge: the pairwise judge, or a list of two or more: a judge panel (every pair judged
+            by each judge, the labels combined by `panel_rule`, default majority). Default:
+            the suites' `execution.judges` / `execution.judge`, else the targets file's
+            `judges:`, else the embedded local model when installed. It also grades the
+            runs' LLM assertions.
+        panel_rule: how a judge panel's answers combine: `mean`, `majority` or `min`.
         targets_file: a targets file (default: `targets.yaml` next to each suite; with
             `results`, `targets.yaml` in the working directory when there is one).
         prompt: a custom pairwise prompt: a file path or Jinja2 text with `conversation_a`,
@@ -64,7 +68,8 @@ class ArenaOptions(SharedOptions):
 
     targets: list[Any] | None = None  # list[TargetLike]
     results: list[Any] | None = None  # result files or EvaluationResults
-    judge: Any = None  # TargetLike
+    judge: Any = None  # TargetLike | list[TargetLike]
+    panel_rule: Literal["mean", "majority", "min"] | None = None
     prompt: str | Path | None = None
     k: float = 32.0
     bootstrap: int = 1000
@@ -150,11 +155,12 @@ async def aarena(
     template = _pairwise_prompt(opts)
     pool = TargetPool(named_targets(candidates, opts.targets_file))
     try:
-        choice = pool.judge(opts.judge, suites, note)
+        judge_option = list(opts.judge) if isinstance(opts.judge, (list, tuple)) else opts.judge
+        choice = pool.judge(judge_option, suites, note, rule=opts.panel_rule)
         _note_judge(choice, names, note)
         run_id = None
         if opts.paths is not None:
-            run_id, collected = await _run_contestants(opts, choice.spec, note, on_result)
+            run_id, collected = await _run_contestants(opts, choice.option, note, on_result)
         if opts.cache:
             pool.cache = ResponseCache(Path(opts.cache_dir or state_dir()) / CACHE_FILE)
         try:
@@ -188,8 +194,8 @@ def _note_judge(choice: JudgeChoice, names: list[str] | None, note: Callable[[st
     """Say where the judge came from when the suite chose it, and when it is also a contestant."""
     if choice.source == "suite":
         note(f"judge: {choice.target.name} (the suite's execution.judge); choose another with --judge")
-    if names and choice.target.name in names:
-        note(f"note: the judge {choice.target.name} is also a contestant; LLM judges tend to prefer their own answers")
+    if names and any(j.name in names for j in panel_members(choice.target)):
+        note(f"note: a judge of {choice.target.name} is also a contestant; LLM judges tend to prefer their own answers")
 
 
 def _pairwise_prompt(opts: ArenaOptions) -> str | None:
@@ -213,6 +219,7 @@ async def _run_contestants(
         opts.paths,
         target=list(opts.targets or []),
         judge=judge,
+        panel_rule=opts.panel_rule,
         targets_file=opts.targets_file,
         threshold=opts.threshold,
         trials=opts.trials,

@@ -71,6 +71,8 @@ class PairJudgment:
         reasoning_a_first, reasoning_b_first: the judge's reasoning in each order.
         errors: why an order failed (judge errors); a pair with an error is not a battle.
         usage, cost_usd: the judge calls of both orders.
+        panel: with a judge panel, each judge's answer in each order (`a_first`, `b_first`)
+            and the `rule` that combined them.
     """
 
     suite: str | None
@@ -84,6 +86,7 @@ class PairJudgment:
     errors: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
+    panel: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -120,7 +123,7 @@ class PairJudgment:
         `{model_a, model_b, winner: model_a|model_b|tie, question_id, test_id, suite, judge,
         judgments: {a_first, b_first}, consistent, reasoning: {a_first, b_first}}`.
         """
-        return {
+        record = {
             "model_a": self.model_a,
             "model_b": self.model_b,
             "winner": self.winner,
@@ -132,6 +135,9 @@ class PairJudgment:
             "consistent": self.consistent,
             "reasoning": {"a_first": self.reasoning_a_first, "b_first": self.reasoning_b_first},
         }
+        if self.panel:
+            record["panel"] = self.panel
+        return record
 
 
 def group_results(
@@ -235,6 +241,9 @@ async def _judge_order(
         return 0
     judgment.usage = judgment.usage + verdict.usage
     judgment.cost_usd += verdict.cost_usd
+    if verdict.panel is not None:
+        judgment.panel = judgment.panel or {"rule": verdict.rule}
+        judgment.panel[order] = verdict.panel
     if a_first:
         judgment.a_first, judgment.reasoning_a_first = verdict.winner, verdict.reasoning
     else:

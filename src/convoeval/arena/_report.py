@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from ..rank import Battle, Leaderboard
-from ..report import plot_leaderboard
+from ..report import agreement_figures, plot_leaderboard
 from ..results import EvaluationResult, Usage
 
 if TYPE_CHECKING:
@@ -180,6 +180,24 @@ class ArenaReport:
         return self.disagreements / judged if judged else None
 
     @property
+    def panel_agreement(self) -> dict[str, Any] | None:
+        """With a judge panel: how its judges agree on the pairwise labels (A, B, EQUAL), each
+        order of each pair an item: Krippendorff's alpha (nominal), Gwet's AC1 and the raw
+        agreement (None when undefined). None without a panel."""
+        items = [
+            {a["judge"]: a["winner"] for a in answers}
+            for j in self.judgments
+            if j.panel
+            for order in ("a_first", "b_first")
+            if (answers := j.panel.get(order))
+        ]
+        if not items:
+            return None
+        judges = list(dict.fromkeys(name for item in items for name in item))
+        matrix = [[item.get(name) for name in judges] for item in items]
+        return {"judges": judges, "items": len(matrix), **agreement_figures(matrix, ("A", "B", "EQUAL"))}
+
+    @property
     def failed_pairs(self) -> int:
         return sum(not j.ok for j in self.judgments)
 
@@ -265,6 +283,7 @@ class ArenaReport:
             "mle_exists": board.mle_exists if board else None,
             "warnings": self.warnings,
             "run_id": self.run_id,
+            "panel_agreement": self.panel_agreement,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -313,6 +332,15 @@ class ArenaReport:
             parts.append(f"order disagreement {rate:.0%} ({self.disagreements} rated as ties)")
         if self.judge_errors:
             parts.append(f"{self.judge_errors} judge error(s)")
+        if agreement := self.panel_agreement:
+            shown = {
+                k: "undefined" if agreement[k] is None else f"{agreement[k]:.3f}"
+                for k in ("krippendorff_alpha", "gwet_ac1")
+            }
+            parts.append(
+                f"judges' agreement on {agreement['items']} labels: Krippendorff's alpha {shown['krippendorff_alpha']}, "
+                f"Gwet's AC1 {shown['gwet_ac1']}"
+            )
         if board:
             parts.append(f"Elo K={board.k:g}")
             parts.append(

@@ -3,14 +3,42 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperOption
 
 from .._paths import ROOT_ENV
 
-app = typer.Typer(
+
+class StrictCommand(TyperCommand):
+    """A command that refuses an option given twice unless it takes several values (click
+    would silently keep the last one): `--threshold 0.5 --threshold 0.9` is an error, exit 2."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+        except Exception:  # a usage error: click reports it
+            return super().parse_args(ctx, args)
+        single = [p for p in order if isinstance(p, TyperOption) and not p.multiple and not p.count]
+        for param, times in Counter(single).items():
+            if times > 1:
+                names = " / ".join(param.opts + param.secondary_opts)
+                ctx.fail(f"{names} was given {times} times; it takes one value, give it once")
+        return super().parse_args(ctx, args)
+
+
+class Typer(typer.Typer):
+    """The app's typer: every command is a `StrictCommand`."""
+
+    def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Callable[[Any], Any]:
+        return super().command(*args, cls=cls or StrictCommand, **kwargs)
+
+
+app = Typer(
     name="convoeval",
     help="Evaluate multi-turn conversations with LLMs and agents.",
     no_args_is_help=True,

@@ -85,11 +85,20 @@ def arena_command(
         ),
     ] = None,
     judge: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--judge",
-            help="The pairwise judge (and the runs' LLM graders). Default: the suite's "
-            "execution.judge, else the local model.",
+            metavar="SPEC",
+            help="The pairwise judge (and the runs' LLM graders); repeat for a judge panel. Default: "
+            "the suite's execution.judge(s), else the local model.",
+            show_default=False,
+        ),
+    ] = None,
+    panel_rule: Annotated[
+        str | None,
+        typer.Option(
+            metavar="mean|majority|min",
+            help="How a judge panel's answers combine (default: majority).",
             show_default=False,
         ),
     ] = None,
@@ -180,6 +189,7 @@ def arena_command(
             for name, value in (
                 ("--target", target),
                 ("--judge", judge),
+                ("--panel-rule", panel_rule),
                 ("--prompt", prompt),
                 ("--output", output),
                 ("--save-results", save_results),
@@ -221,6 +231,7 @@ def arena_command(
         not no_cache,
         cache_dir,
         quiet,
+        panel_rule=panel_rule,
     )
 
 
@@ -244,7 +255,7 @@ def _judge_conversations(
     files: list[Path],
     results: bool,
     target: list[str] | None,
-    judge: str | None,
+    judge: list[str] | None,
     targets_file: Path | None,
     prompt: str | None,
     k: float,
@@ -258,6 +269,7 @@ def _judge_conversations(
     cache: bool,
     cache_dir: Path | None,
     quiet: bool,
+    panel_rule: str | None = None,
 ) -> None:
     def note(text: str) -> None:
         typer.echo(text, err=True)
@@ -279,7 +291,8 @@ def _judge_conversations(
                 None if results else list(files),
                 results=list(files) if results else None,
                 targets=target or None,
-                judge=judge,
+                judge=judge or None,
+                panel_rule=panel_rule,
                 targets_file=targets_file,
                 prompt=prompt,
                 k=k,

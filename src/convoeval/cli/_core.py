@@ -20,7 +20,7 @@ from .._sandbox import describe as describe_sandbox
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
 from ..errors import ConfigError, NothingToRerun, RegistryError
-from ..report import RunProgress, output_problem, print_run_totals, print_summary
+from ..report import RunProgress, output_problem, print_panel_agreement, print_run_totals, print_summary
 from ..report._progress import Mode
 from ..report._terminal import SafeConsole
 from ..results import EvaluationResult
@@ -105,9 +105,20 @@ def run(
         ),
     ] = None,
     judge: Annotated[
+        list[str] | None,
+        typer.Option(
+            envvar="CONVOEVAL_JUDGE",
+            metavar="SPEC",
+            help="Model for LLM graders (default: suite's, else local, else the target); "
+            "repeat for a judge panel that grades every LLM check.",
+        ),
+    ] = None,
+    panel_rule: Annotated[
         str | None,
         typer.Option(
-            envvar="CONVOEVAL_JUDGE", help="Model for LLM graders (default: suite's, else local, else the target)."
+            metavar="mean|majority|min",
+            envvar="CONVOEVAL_PANEL_RULE",
+            help="How a judge panel's answers combine (default: majority for pass/fail checks, mean for scores).",
         ),
     ] = None,
     targets_file: Annotated[
@@ -310,7 +321,8 @@ def run(
             arun(
                 list(paths) if paths else None,
                 target=target or None,
-                judge=judge,
+                judge=judge or None,
+                panel_rule=panel_rule,
                 targets_file=targets_file,
                 threshold=threshold,
                 trials=trials,
@@ -369,6 +381,7 @@ def run(
             highlight=False,
         )
     print_run_totals(report.summary, out)
+    print_panel_agreement(report.results, out)
     if report.output:
         out.print(f"results written to {report.output}")
     if html or junit or markdown:

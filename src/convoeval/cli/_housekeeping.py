@@ -17,17 +17,17 @@ from ..engine._housekeeping import cache_stats, clear_cache, delete_runs, file_s
 from ..errors import ConfigError
 from ..report import list_runs, load_run, print_summary
 from ..report._terminal import SafeConsole
-from ._app import app
+from ._app import Typer, app
 
 out = SafeConsole(highlight=False, emoji=False)
 err = SafeConsole(stderr=True, highlight=False, emoji=False)
 
-runs_app = typer.Typer(
+runs_app = Typer(
     help="List the runs in the run store (default), show one, or delete runs.",
     invoke_without_command=True,
     no_args_is_help=False,
 )
-cache_app = typer.Typer(help="The response cache: its size, or clear it.", no_args_is_help=True)
+cache_app = Typer(help="The response cache: its size, or clear it.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 app.add_typer(cache_app, name="cache")
 

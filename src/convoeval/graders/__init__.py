@@ -21,6 +21,7 @@ from ._base import (
 from ._domain import Domain, DomainSession
 from ._function import grader
 from ._json import NoJson, parse_json
+from ._panel import combine_scores
 
 #: The built-in assertion types, by the module that defines them.
 BUILTIN_TYPES: dict[str, tuple[str, ...]] = {
@@ -86,6 +87,7 @@ __all__ = [
     "AGGREGATOR_ALIASES",
     "BUILTIN_TYPES",
     "Assertion",
+    "combine_scores",
     "Domain",
     "DomainSession",
     "Grade",

@@ -19,10 +19,11 @@ from pydantic import ConfigDict, Field, field_validator
 from .. import registry
 from .._base_model import Model
 from ..errors import GraderError
-from ..judging import JudgeSession, Persona, Policy
+from ..judging import JudgePanel, JudgeSession, PanelRule, Persona, Policy
 from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, Usage
 from ..targets import ChatReply, Target
 from ._domain import DomainSession
+from ._panel import evaluate_by_panel
 
 Level = Literal["turn", "conversation"]
 
@@ -187,6 +188,12 @@ class Assertion(Model):
         return self.name or self.type
 
     @property
+    def panel_default(self) -> PanelRule:
+        """How a judge panel's answers combine unless the run names a rule: `mean` for a
+        scored check; pass/fail checks (a yes/no rubric) say `majority`."""
+        return "mean"
+
+    @property
     def negated(self) -> bool:
         """Whether `evaluate` inverts the result: `negate: true`, or a `not-` type name (an
         alias of the positive type with `negate`; both together cancel out)."""
@@ -221,7 +228,15 @@ class Assertion(Model):
         return []
 
     async def evaluate(self, ctx: GradeContext) -> GraderScore:
-        """Run `grade` and apply the common rules: errors, negate, min_score."""
+        """Run `grade` and apply the common rules: errors, negate, min_score. With a judge
+        panel, a judged check is evaluated by each judge and their answers combined."""
+        if isinstance(ctx.judge, JudgePanel) and self.uses_judge:
+            rule = ctx.judge.rule or self.panel_default
+            mark = self.min_score if self.min_score is not None else ctx.threshold
+            return await evaluate_by_panel(ctx, ctx.judge, self._evaluate_one, rule, mark)
+        return await self._evaluate_one(ctx)
+
+    async def _evaluate_one(self, ctx: GradeContext) -> GraderScore:
         started = time.perf_counter()
         try:
             if self.uses_judge and ctx.judge is None:

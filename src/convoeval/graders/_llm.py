@@ -34,6 +34,7 @@ from pydantic import (
 from .._base_model import Model
 from ..judging import (
     JudgeSession,
+    PanelRule,
     RubricItem,
     Subject,
     repeat_summary,
@@ -200,6 +201,12 @@ class Rubrics(Assertion):
                     raise ValueError(f"duplicate criterion id {criterion.id!r}")
                 seen.add(criterion.id)
         return criteria
+
+    @property
+    def panel_default(self) -> PanelRule:
+        """Yes/no criteria only: a pass/fail check (majority vote); any 0-10 criterion: mean."""
+        scored = any(isinstance(c, RubricCriterion) and c.score_ranges for c in self.criteria)
+        return "mean" if scored else "majority"
 
     def resolved(self) -> list[tuple[RubricItem, RubricCriterion]]:
         """Each criterion as a RubricItem (ids `c1`, `c2`... for those without one)."""

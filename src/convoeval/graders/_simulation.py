@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from ..judging import FidelityAnswer, fidelity_messages, fidelity_schema
+from ..judging import FidelityAnswer, PanelRule, fidelity_messages, fidelity_schema
 from ..results import AssertionOutcome
 from ._base import Assertion, Grade, GradeContext, GraderError, Level, assertion_type
 from ._llm import judge_session
@@ -28,6 +28,11 @@ class SimulatorFidelity(Assertion):
     type: Literal["simulator-fidelity"] = "simulator-fidelity"
     levels: ClassVar[tuple[Level, ...]] = ("conversation",)
     uses_judge: ClassVar[bool] = True
+
+    @property
+    def panel_default(self) -> PanelRule:
+        """In role or not: a pass/fail check (majority vote)."""
+        return "majority"
 
     async def grade(self, ctx: GradeContext) -> Grade:
         persona = ctx.simulated_user

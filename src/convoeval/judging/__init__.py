@@ -8,6 +8,7 @@ assertion classes in `convoeval.graders`; everything they share lives here:
 - prompt builders and the JSON Schemas of their answers (criterion ids / dimension names as
   the object's keys).
 - transcript formatting with turn numbers, backend results and domain policies.
+- judge panels (`JudgePanel`, `combine`): several judges per check, combined by a rule.
 - the pairwise judge (`judge_pair`): which of two whole conversations is better, A, B or
   EQUAL (TD-Eval's dialogue-level comparison), used by the arena.
 
@@ -50,10 +51,21 @@ from ._pairwise import (
     PairwiseAnswer,
     PairwiseVerdict,
     PairwiseWinner,
+    combine_labels,
     judge_pair,
     load_pairwise_prompt,
     pairwise_messages,
     pairwise_schema,
+)
+from ._panel import (
+    PANEL_RULES,
+    Decision,
+    JudgePanel,
+    PanelRule,
+    Vote,
+    combine,
+    panel_members,
+    panel_rule,
 )
 from ._prompts import (
     GRADER_SCALE,
@@ -100,6 +112,15 @@ from ._simulation import (
 from ._tdeval import DIMENSIONS, Dimension, normalise, tdeval_messages, tdeval_parser, tdeval_schema
 
 __all__ = [
+    "Decision",
+    "JudgePanel",
+    "PANEL_RULES",
+    "PanelRule",
+    "Vote",
+    "combine",
+    "combine_labels",
+    "panel_members",
+    "panel_rule",
     "CriterionAnswer",
     "DIMENSIONS",
     "Dimension",

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ from ..results import Message, Usage
 from ..targets import Target
 from ._call import JudgeError, JudgeSession
 from ._format import format_data, format_policy, format_transcript
+from ._panel import JudgePanel, PanelRule
 
 PairwiseWinner = Literal["A", "B", "EQUAL"]
 PAIRWISE_LABELS: tuple[PairwiseWinner, ...] = ("A", "B", "EQUAL")
@@ -106,6 +108,8 @@ class PairwiseVerdict:
         reasoning: the judge's reasoning.
         usage, cost_usd: tokens and cost of the judge calls (a re-ask included).
         calls: judge calls made (2 when the first answer had to be re-asked).
+        panel: with a judge panel, each judge's answer `{judge, winner, reasoning, error}`.
+        rule: with a judge panel, how the answers were combined.
     """
 
     winner: PairwiseWinner
@@ -113,6 +117,34 @@ class PairwiseVerdict:
     usage: Usage
     cost_usd: float = 0.0
     calls: int = 1
+    panel: list[dict[str, Any]] | None = None
+    rule: PanelRule | None = None
+
+
+#: A pairwise label as a score for model A (the mean rule).
+_LABEL_SCORE: dict[str, float] = {"A": 1.0, "EQUAL": 0.5, "B": 0.0}
+
+
+def combine_labels(labels: Sequence[PairwiseWinner], rule: PanelRule) -> PairwiseWinner:
+    """A panel's pairwise label: `majority`, the label more than half of the judges gave
+    (else EQUAL); `mean`, the sign of the mean of A=1, EQUAL=0.5, B=0; `min`, a winner only
+    when every judge names it (else EQUAL).
+
+    Example:
+        >>> combine_labels(["A", "A", "B"], "majority"), combine_labels(["A", "A", "B"], "min")
+        ('A', 'EQUAL')
+    """
+    if not labels:
+        raise ValueError("no labels to combine")
+    if rule == "mean":
+        mean = sum(_LABEL_SCORE[x] for x in labels) / len(labels)
+        return "A" if mean > 0.5 + 1e-9 else "B" if mean < 0.5 - 1e-9 else "EQUAL"
+    if rule == "min":
+        return labels[0] if all(x == labels[0] for x in labels) else "EQUAL"
+    for label in ("A", "B", "EQUAL"):
+        if labels.count(label) * 2 > len(labels):
+            return label
+    return "EQUAL"
 
 
 def load_pairwise_prompt(prompt: str | Path, base_dir: str | Path | None = None) -> str:
@@ -272,6 +304,20 @@ async def judge_pair(
         verdict = await judge_pair(judge, a.output, b.output, criteria=test.criteria)
         print(verdict.winner, verdict.reasoning)
     """
+    if isinstance(judge, JudgePanel):
+        return await _judge_pair_by_panel(
+            judge,
+            conversation_a,
+            conversation_b,
+            criteria=criteria,
+            policy=policy,
+            test_id=test_id,
+            backend=backend,
+            prompt=prompt,
+            trial=trial,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
     messages = pairwise_messages(
         conversation_a,
         conversation_b,
@@ -293,4 +339,41 @@ async def judge_pair(
         usage=session.usage,
         cost_usd=round(session.cost_usd, 10),
         calls=session.calls,
+    )
+
+
+async def _judge_pair_by_panel(
+    panel: JudgePanel, conversation_a: Sequence[Message], conversation_b: Sequence[Message], **options: Any
+) -> PairwiseVerdict:
+    """Every judge of the panel compares the pair; their labels combine by the panel's rule
+    (default majority). A judge that failed is kept with its error and left out; when every
+    judge failed, the first error is raised."""
+    rule: PanelRule = panel.rule or "majority"
+    outcomes = await asyncio.gather(
+        *(judge_pair(j, conversation_a, conversation_b, **options) for j in panel.judges), return_exceptions=True
+    )
+    answers: list[dict[str, Any]] = []
+    verdicts: list[PairwiseVerdict] = []
+    usage, cost, calls = Usage(), 0.0, 0
+    for judge, outcome in zip(panel.judges, outcomes, strict=True):
+        if isinstance(outcome, JudgeError):
+            answers.append({"judge": judge.name, "winner": None, "reasoning": "", "error": str(outcome)})
+            usage, cost = usage + outcome.usage, cost + outcome.cost_usd
+            calls += getattr(outcome, "calls", 1)
+        elif isinstance(outcome, BaseException):
+            raise outcome
+        else:
+            verdicts.append(outcome)
+            answers.append(
+                {"judge": judge.name, "winner": outcome.winner, "reasoning": outcome.reasoning, "error": None}
+            )
+            usage, cost, calls = usage + outcome.usage, cost + outcome.cost_usd, calls + outcome.calls
+    if not verdicts:
+        error = JudgeError(f"no judge of the panel answered: {answers[0]['error']}", usage=usage, cost_usd=cost)
+        error.calls = calls  # type: ignore[attr-defined]
+        raise error
+    winner = combine_labels([v.winner for v in verdicts], rule)
+    reasoning = "\n".join(f"{a['judge']}: {a['winner'] or 'error'}: {a['reasoning'] or a['error']}" for a in answers)
+    return PairwiseVerdict(
+        winner=winner, reasoning=reasoning, usage=usage, cost_usd=round(cost, 10), calls=calls, panel=answers, rule=rule
     )

@@ -15,8 +15,9 @@ from ._files import (
     output_problem,
     read_results,
 )
+from ._panel import PanelAgreement, agreement_figures, panel_agreement
 from ._progress import RunProgress, meter_line, print_run_totals
-from ._summary import print_summary, turn_table
+from ._summary import print_panel_agreement, print_summary, turn_table
 
 if TYPE_CHECKING:
     from ._compare import Comparison, PairedResult, compare_results
@@ -43,6 +44,10 @@ __getattr__ = lazy_attributes(
 )
 
 __all__ = [
+    "PanelAgreement",
+    "agreement_figures",
+    "panel_agreement",
+    "print_panel_agreement",
     "PLOT_FORMATS",
     "RESULT_FORMATS",
     "SCALES",

@@ -21,6 +21,7 @@ from ..results import EvaluationResult, Message, ScoreEntry, TrialResult
 from ._compare import Comparison
 from ._labels import SCALES, JudgedItem, Label, Scale
 from ._overview import fmt_duration, fmt_rate, fmt_score, overview, suite_name
+from ._panel import panel_agreement
 from ._plot import plot_leaderboard
 
 if TYPE_CHECKING:
@@ -203,6 +204,7 @@ def render_report(
         overview=overview(results),
         tests=views,
         arena=arena_view(arena, views) if arena else None,
+        agreement=panel_agreement(results),
         viewer=viewer,
         categories=[str(c) for c in SCALES[scale]] if scale else [],
         given=given,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,6 +13,7 @@ from rich.text import Text
 
 from .._text import shorten
 from ..results import EvaluationResult, ScoreEntry, ToolCall
+from ._panel import agreement_lines, panel_agreement
 from ._terminal import SafeConsole, printable
 
 _STYLE = {"pass": "green", "fail": "red", "skip": "yellow", "error": "magenta"}
@@ -51,6 +53,16 @@ def print_summary(results: list[EvaluationResult], console: Console | None = Non
     console.print(f"{len(results)} result(s): " + ", ".join(f"{_verdict(v)} {n}" for v, n in counts.items() if n))
     for line in budget_warnings(results):
         console.print(f"[yellow]{line}[/]")
+
+
+def print_panel_agreement(results: Iterable[EvaluationResult], console: Console | None = None) -> None:
+    """With a judge panel: the inter-judge agreement per check type (nothing without one)."""
+    rows = panel_agreement(results)
+    if rows:
+        console = console or SafeConsole()
+        console.print("[bold]judge panel agreement[/] (verdicts of each judge, per check type)")
+        for line in agreement_lines(rows):
+            console.print(f"  {escape(line)}", soft_wrap=True)
 
 
 def _row(r: EvaluationResult) -> list[Text]:
@@ -154,6 +166,9 @@ def _checks(entry: ScoreEntry) -> str:
             lines.append(f"{mark} {_short(outcome.text)}")
         if not grader.assertions:
             lines.append(f"{'[green]✓[/]' if grader.verdict == 'pass' else '[red]✗[/]'} {grader.name}")
+        if grader.panel:
+            said = ", ".join(f"{a.judge} {a.verdict} {_fmt_score(a.score)}" for a in grader.panel)
+            lines.append(f"[dim]  panel ({grader.panel_rule}): {_short(said, 120)}[/]")
     return "\n".join(lines) or "[dim](no assertions)[/]"
 
 

@@ -11,8 +11,13 @@ that decided it are its `failed_required`.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+
+from ..graders import combine_scores
 from ..judging import (
     JudgeError,
+    JudgePanel,
     JudgeSession,
     criterion_ids,
     scenario_messages,
@@ -38,9 +43,20 @@ async def judge_scenario(
     objective: str | None = None,
 ) -> tuple[ScoreEntry, Outcome | None]:
     """One judge call over the transcript: the `scenario` score entry and the outcome (None
-    when the judge failed: the entry then has verdict `error`)."""
+    when the judge failed: the entry then has verdict `error`). A judge panel judges once per
+    judge; their outcomes combine by the panel's rule (default: majority)."""
     if judge is None:
         return _error_entry("scenario criteria need a judge model; pass --judge"), None
+    if isinstance(judge, JudgePanel):
+        answers = await asyncio.gather(
+            *(
+                judge_scenario(
+                    success, failure, transcript, j, trial=trial, temperature=temperature, objective=objective
+                )
+                for j in judge.judges
+            )
+        )
+        return _panel_outcome(judge, answers)
     session = JudgeSession(judge, trial=trial, temperature=temperature)
     try:
         answer = await session.ask(
@@ -84,6 +100,51 @@ async def judge_scenario(
     if outcome in ("failed", "conflict"):  # the scenario decides the task's outcome: required
         entry.failed_required = [check.text for check in checks if not check.passed]
     return entry, outcome
+
+
+def _panel_outcome(
+    panel: JudgePanel, answers: Sequence[tuple[ScoreEntry, Outcome | None]]
+) -> tuple[ScoreEntry, Outcome | None]:
+    """The panel's scenario entry and outcome: each judge that answered votes (an undecided
+    judge votes "not passed"), the votes combine by the panel's rule (default majority; a tie
+    does not pass). A scenario that does not pass is `failed` (or `conflict` when every judge
+    against it said so) when a judge against it found a failure, else `undecided`; when no
+    judge answered it is an error."""
+    graders = []
+    for entry, said in answers:
+        grader = entry.graders[0]
+        if said == "undecided":  # a vote against passing; the answer keeps why
+            grader = grader.model_copy(update={"score": 0.0, "verdict": "fail"})
+        graders.append(grader)
+    rule = panel.rule or "majority"
+    combined = combine_scores(graders, [j.name for j in panel.judges], rule, _MORE_THAN_HALF)
+    outcomes = [said for _, said in answers]
+    against = [o for o, g in zip(outcomes, graders, strict=True) if g.verdict == "fail"]
+    outcome: Outcome | None = None
+    if combined.verdict == "pass":
+        outcome = "passed"
+    elif combined.verdict == "fail":
+        found = [o for o in against if o in ("failed", "conflict")]
+        outcome = ("conflict" if all(o == "conflict" for o in found) else "failed") if found else "undecided"
+    update: dict[str, object] = {"details": {**(combined.details or {}), "outcome": outcome}}
+    if outcome == "undecided":
+        update.update(
+            score=None, verdict="error", error="undecided: no failure was found, and too few judges found success"
+        )
+    combined = combined.model_copy(update=update)
+    entry = ScoreEntry(
+        name="scenario",
+        type="scenario",
+        score=combined.score,
+        verdict=combined.verdict,
+        assertions=combined.assertions,
+        graders=[combined],
+    )
+    return entry, outcome
+
+
+#: The scenario passes on a mean vote above one half (a tie of two judges does not pass).
+_MORE_THAN_HALF = 0.5 + 1e-6
 
 
 def _error_entry(message: str, usage: Usage | None = None, cost_usd: float = 0.0, calls: int = 0) -> ScoreEntry:

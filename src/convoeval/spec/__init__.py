@@ -1,6 +1,7 @@
 """The eval-file language: models, loading with file:line errors, templates, JSON Schema."""
 
 from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute, unfilled
+from ._checks import CHECKS_VERSION, stored_checks
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
 from ._files import eval_files, load_suites, validate_eval_paths
@@ -26,6 +27,8 @@ from ._schema import suite_json_schema
 
 __all__ = [
     "Budget",
+    "CHECKS_VERSION",
+    "stored_checks",
     "Capture",
     "Limits",
     "Verify",

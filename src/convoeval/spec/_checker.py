@@ -100,7 +100,12 @@ class Checker:
             self.add((*path, "input"), "required field is missing: a single-turn test needs `input`")
         execution = test.get("execution")
         if isinstance(execution, dict):
-            for key, flag in (("judge", "--judge"), ("workers", "--concurrency")):
+            for key, flag in (
+                ("judge", "--judge"),
+                ("judges", "--judge"),
+                ("panel_rule", "--panel-rule"),
+                ("workers", "--concurrency"),
+            ):
                 if key in execution:
                     self.add(
                         (*path, "execution", key),

@@ -125,6 +125,13 @@ class Execution(Strict):
     target: str | None = None
     targets: list[str] | None = None
     judge: str | JudgeSettings | None = None
+    judges: list[str] | None = Field(
+        None, min_length=1, description="A judge panel: every LLM check is graded by each of these judges."
+    )
+    panel_rule: Literal["mean", "majority", "min"] | None = Field(
+        None,
+        description="How a judge panel's answers combine (default: majority for pass/fail checks, mean for scores).",
+    )
     threshold: float | None = Field(None, ge=0, le=1)
     trials: int | TrialsConfig | None = None
     workers: int | None = Field(None, ge=1)
@@ -132,6 +139,25 @@ class Execution(Strict):
         None, description="Where conversations run: this process (local) or Ray tasks (ray); suite level."
     )
     skip_defaults: bool = Field(False, description="On a test: do not apply the suite's assertions (AgentV).")
+
+    @field_validator("judges", mode="after")
+    @classmethod
+    def _distinct_judges(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            for name in value:
+                if not name.strip():
+                    raise ValueError("a judge name must not be blank")
+                if value.count(name) > 1:
+                    raise ValueError(f"judge {name!r} is named twice")
+        return value
+
+    @model_validator(mode="after")
+    def _one_judge_setting(self) -> Execution:
+        if self.judges and isinstance(self.judge, str):
+            raise ValueError("give `judge` (one judge) or `judges` (a panel), not both")
+        if self.judges and isinstance(self.judge, JudgeSettings) and self.judge.target:
+            raise ValueError("give `judge.target` (one judge) or `judges` (a panel), not both")
+        return self
 
     @field_validator("trials", mode="after")
     @classmethod

@@ -85,6 +85,39 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
     return configs
 
 
+#: How a judge panel's answers may combine (as `judging.PANEL_RULES`).
+PANEL_RULE_NAMES = ("mean", "majority", "min")
+
+
+def targets_file_panel(path: str | Path) -> tuple[list[str], str | None]:
+    """The targets file's judge panel: `judges: [name or provider:model, ...]` and
+    `panel_rule: mean | majority | min` (both optional; `([], None)` without them).
+
+    Raises:
+        SpecError: `file:line: field: message` when they are malformed.
+    """
+    path = Path(path)
+    lines = LineMap()
+    problems: list[Problem] = []
+    data = load_yaml(path, lines, problems)
+    if problems or not isinstance(data, dict):
+        return [], None
+    judges = data.get("judges", [])
+    rule = data.get("panel_rule")
+    if not isinstance(judges, list) or not all(isinstance(j, str) and j.strip() for j in judges):
+        problems.append(lines.problem(("judges",), "judges", "a list of judges (target names or provider:model)"))
+    elif len(set(judges)) != len(judges):
+        twice = next(j for j in judges if judges.count(j) > 1)
+        problems.append(lines.problem(("judges",), "judges", f"judge {twice!r} is named twice"))
+    if rule is not None and rule not in PANEL_RULE_NAMES:
+        problems.append(
+            lines.problem(("panel_rule",), "panel_rule", f"must be one of {', '.join(PANEL_RULE_NAMES)}, got {rule!r}")
+        )
+    if problems:
+        raise SpecError(problems)
+    return list(judges), rule
+
+
 def _entry_config(
     entry: dict, where: DataPath, lines: LineMap, problems: list[Problem], unset: list[Problem]
 ) -> TargetConfig | None:

@@ -40,7 +40,7 @@ BUILTIN_PROVIDERS: dict[str, tuple[str, ...]] = {
     "_litellm": ("litellm",),
     "_local._target": ("local",),
     "_openai": ("openai", "openrouter", "azure"),
-    "_recorded": ("recorded",),
+    "_recorded": ("recorded", "replay"),
     "_scripted": ("scripted",),
     "agents._claude": ("claude-code",),
     "agents._cli": ("cli",),

@@ -1,0 +1,258 @@
+"""`convoeval grade run.jsonl`: a stored run judged again with the checks of its own suite
+(stored with each result), or with `--graders FILE` instead. The run and the regrading are real
+CLI runs; the target is scripted, the judges are the loopback fake OpenAI server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import convoeval
+from convoeval.testing import FakeOpenAIServer
+
+from .conftest import read_jsonl, write
+from .judge_fakes import answer, schema_of
+from .test_simulated_user import HAPPY, REFUND, FakeWorld
+
+SUITE = """\
+tests:
+  - id: capital
+    input: "Capital of France?"
+    assertions:
+      - {type: contains, value: Paris}
+      - type: rubrics
+        criteria: ["Names Paris as the capital"]
+  - id: wrong-city
+    input: "Capital of Italy?"
+    assertions:
+      - {type: contains, value: Rome}
+  - id: quick
+    input: "Say something slowly"
+    assertions:
+      - {type: latency, threshold: 5000}
+  - id: trip
+    mode: conversation
+    turns:
+      - input: "Plan a trip to Lisbon"
+        assertions: [{type: icontains, value: lisbon}]
+      - input: "And the budget?"
+        assertions:
+          - {type: regex, value: "\\\\d+ EUR"}
+          - type: rubrics
+            criteria: ["Gives a budget"]
+    assertions:
+      - type: llm-grader
+        prompt: "Is this trip plan helpful? {{ output }}"
+  - id: greeting
+    input: "Say hello"
+    assertions: [{type: starts-with, value: Hello}]
+"""
+
+TARGETS = """\
+targets:
+  - name: bot
+    provider: scripted
+    rules:
+      - {match: "France", reply: "Paris."}
+      - {match: "Italy", reply: "Paris, I think."}
+      - {match: "slowly", reply: "Soooo..."}
+      - {match: "Lisbon", reply: "Lisbon in 3 days: Alfama, Belem, Sintra."}
+      - {match: "budget", reply: "About 600 EUR."}
+      - {match: "hello", reply: "Hi there."}
+"""
+
+
+def generous(body: dict) -> str:
+    """The run's judge: every criterion holds, every reply scores 9/10."""
+    return json.dumps(answer(schema_of(body), default=9 if "score" in schema_of(body)["properties"] else True))
+
+
+def strict(body: dict) -> str:
+    """Another judge: Paris is not accepted, the trip plan gets 2/10."""
+    text = " ".join(m["content"] for m in body["messages"])
+    schema = schema_of(body)
+    if "score" in schema["properties"]:
+        return json.dumps(answer(schema, {"": 2}, reason="strict"))
+    return json.dumps(answer(schema, default="Paris." not in text, reason="strict"))
+
+
+def verdicts(results: list[dict]) -> dict[str, dict[str, str]]:
+    """Per test: the verdict of each check (grader name @ entry)."""
+    return {
+        r["test_id"]: {f"{g['name']}@{e['name']}": g["verdict"] for e in r["scores"] for g in e["graders"]}
+        for r in results
+    }
+
+
+def run_suite(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> Path:
+    fake_openai.judge = generous
+    suite = write(tmp_path / "suite" / "trip.eval.yaml", SUITE)
+    targets = write(tmp_path / "suite" / "targets.yaml", TARGETS)
+    code, out, err = cli(
+        "run",
+        suite,
+        "--targets",
+        targets,
+        "--target",
+        "bot",
+        "--judge",
+        "openai:generous",
+        "-o",
+        tmp_path / "run.jsonl",
+    )
+    assert code == 1, out + err
+    return tmp_path / "run.jsonl"
+
+
+def test_grade_judges_a_stored_run_again_with_its_own_checks(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    stored = run_suite(cli, fake_openai, tmp_path)
+    before = read_jsonl(stored)
+    assert {r["test_id"]: r["verdict"] for r in before} == {
+        "capital": "pass",
+        "wrong-city": "fail",
+        "quick": "pass",
+        "trip": "pass",
+        "greeting": "fail",
+    }
+    fake_openai.reset(judge=strict)
+    code, out, err = cli("grade", stored, "--judge", "openai:strict", "-o", tmp_path / "graded.jsonl")
+    after = read_jsonl(tmp_path / "graded.jsonl")
+    assert code == 1, out + err
+    assert "5 test(s) of" in out and "judged again with their own checks" in out
+    assert fake_openai.target_requests() == []
+    assert {b["model"] for b in fake_openai.judge_requests()} == {"strict"}
+    # the same tests and checks; deterministic verdicts as in the run, judged ones as the new judge says
+    old, new = verdicts(before), verdicts(after)
+    assert old.keys() == new.keys() and all(old[t].keys() == new[t].keys() for t in old)
+    assert new["wrong-city"] == old["wrong-city"] == {"contains@turn-1": "fail"}
+    assert new["greeting"] == old["greeting"] == {"starts-with@turn-1": "fail"}
+    assert new["capital"] == {"contains@turn-1": "pass", "rubrics@turn-1": "fail"}
+    assert new["trip"]["icontains@turn-1"] == "pass" and new["trip"]["regex@turn-2"] == "pass"
+    assert new["trip"]["rubrics@turn-2"] == "pass"  # "Gives a budget": the reply is not "Paris."
+    assert new["trip"]["llm-grader@conversation"] == "fail"  # 2/10
+    assert {r["test_id"]: r["target"] for r in after} == {r["test_id"]: "bot" for r in before}
+    # the replayed conversations are the stored ones
+    assert [[m["content"] for m in r["output"]] for r in after] == [[m["content"] for m in r["output"]] for r in before]
+
+
+def test_stored_latency_is_replayed(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    fake_openai.judge = generous
+    suite = write(
+        tmp_path / "s" / "slow.eval.yaml",
+        "tests:\n  - id: slow\n    input: hi\n    assertions: [{type: latency, threshold: 30}]\n",
+    )
+    targets = write(
+        tmp_path / "s" / "targets.yaml",
+        "targets:\n  - {name: sleepy, provider: scripted, default: zzz, delay_s: 0.1}\n",
+    )
+    code, _, _ = cli("run", suite, "--targets", targets, "--target", "sleepy", "-o", tmp_path / "run.jsonl")
+    stored = read_jsonl(tmp_path / "run.jsonl")[0]
+    assert code == 1 and stored["scores"][0]["latency_ms"] >= 100
+    code, out, err = cli("grade", tmp_path / "run.jsonl", "-o", tmp_path / "graded.jsonl")
+    graded = read_jsonl(tmp_path / "graded.jsonl")[0]
+    assert code == 1, out + err
+    assert graded["scores"][0]["latency_ms"] == stored["scores"][0]["latency_ms"]
+    assert graded["scores"][0]["graders"][0]["verdict"] == "fail"
+
+
+def test_a_run_without_stored_checks_gets_a_clear_message(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    stored = run_suite(cli, fake_openai, tmp_path)
+    old = tmp_path / "old.jsonl"
+    lines = [json.loads(line) for line in stored.read_text().splitlines()]
+    old.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "checks"}) + "\n" for r in lines))
+    code, out, err = cli("grade", old, "--judge", "openai:strict")
+    assert code == 2
+    assert f"{old}:1: capital @ bot: this result has no stored checks" in err
+    assert "--graders FILE" in err
+
+
+def test_graders_file_replaces_the_checks(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    stored = run_suite(cli, fake_openai, tmp_path)
+    graders = write(tmp_path / "graders.yaml", "assertions:\n  - {type: icontains, value: paris}\n")
+    code, out, err = cli("grade", stored, "--graders", graders, "-o", tmp_path / "graded.jsonl")
+    after = {r["test_id"]: r for r in read_jsonl(tmp_path / "graded.jsonl")}
+    assert code == 1, out + err
+    assert {t: r["verdict"] for t, r in after.items()} == {
+        "capital@bot": "pass",
+        "wrong-city@bot": "pass",
+        "quick@bot": "fail",
+        "trip@bot": "fail",
+        "greeting@bot": "fail",
+    }
+    assert {g["type"] for r in after.values() for e in r["scores"] for g in e["graders"]} == {"icontains"}
+
+
+def test_a_simulated_users_conversation_is_graded_as_recorded(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    world = FakeWorld(fake_openai, list(HAPPY), success=[True], failure=[False])
+    suite = write(
+        tmp_path / "s" / "refund.eval.yaml",
+        REFUND.replace(
+            "{extra}",
+            "    success: [The refund is issued]\n    failure: [The refund is refused]\n"
+            "    assertions: [{type: simulator-fidelity}]",
+        ),
+    )
+    args = ("--target", "openai:agent-model", "--judge", "openai:judge-model")
+    code, out, err = cli("run", suite, *args, "-o", tmp_path / "run.jsonl")
+    stored = read_jsonl(tmp_path / "run.jsonl")[0]
+    assert code == 0 and stored["outcome"] == "passed", out + err
+    world = FakeWorld(
+        fake_openai, [], success=[False], failure=[True]
+    )  # another verdict; no simulator step may be asked for
+    code, out, err = cli("grade", tmp_path / "run.jsonl", "--judge", "openai:judge-model", "-o", tmp_path / "g.jsonl")
+    graded = read_jsonl(tmp_path / "g.jsonl")[0]
+    assert code == 1, out + err
+    assert "graded as recorded transcripts" in out
+    assert graded["test_id"] == "refund" and graded["outcome"] == "failed"
+    said = [m["content"] for m in stored["output"]]
+    assert said[-1] == "Great, thank you!"  # the simulator's last words, which got no reply
+    assert [m["content"] for m in graded["output"]] == said[:-1]
+    assert not [b for b in fake_openai.judge_requests() if b["response_format"]["json_schema"]["name"] == "user_step"]
+    assert world.simulated_requests() == []
+    assert fake_openai.target_requests() == []
+
+
+def test_results_kept_in_memory_carry_their_checks_too(tmp_path: Path) -> None:
+    suite = write(tmp_path / "trip.eval.yaml", SUITE)
+    write(tmp_path / "targets.yaml", TARGETS)
+    report = convoeval.run(suite, target="bot", test_ids=["greeting"], store=False, cache=False)
+    [result] = report.results
+    assert result.checks == {
+        "version": 1,
+        "file": str(suite.resolve()),
+        "suite": {"assertions": []},
+        "test": {"id": "greeting", "input": "Say hello", "assertions": [{"type": "starts-with", "value": "Hello"}]},
+    }
+
+
+def test_grade_with_a_judge_panel(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    stored = run_suite(cli, fake_openai, tmp_path)
+
+    def by_model(body: dict) -> str:
+        return strict(body) if body["model"] == "strict" else generous(body)
+
+    fake_openai.reset(judge=by_model)
+    code, out, err = cli(
+        "grade",
+        stored,
+        "--judge",
+        "openai:strict",
+        "--judge",
+        "openai:generous",
+        "--panel-rule",
+        "min",
+        "-o",
+        tmp_path / "g.jsonl",
+    )
+    after = {r["test_id"]: r for r in read_jsonl(tmp_path / "g.jsonl")}
+    rubric = next(g for g in after["capital"]["scores"][0]["graders"] if g["type"] == "rubrics")
+    assert [(a["judge"], a["verdict"]) for a in rubric["panel"]] == [
+        ("openai:strict", "fail"),
+        ("openai:generous", "pass"),
+    ]
+    assert rubric["panel_rule"] == "min" and rubric["verdict"] == "fail"
+    assert "judge panel agreement" in out and "rubrics: 2 check(s) by openai:strict, openai:generous" in out
