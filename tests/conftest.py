@@ -15,6 +15,10 @@ from convoeval.cli import app
 from convoeval.testing import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parent.parent
+#: tests/data holds other projects' files (AgentV's own Python tests among them): never collected.
+collect_ignore_glob = ["data/*"]
+#: tests/test_agentv_compat.py's classes of AgentV's eval files, by tag: [(file, class, reason)].
+AGENTV_COUNTS = pytest.StashKey[dict]()
 DATA = Path(__file__).resolve().parent / "data"
 
 
@@ -70,3 +74,20 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     if not os.environ.get("OPENAI_BASE_URL", "").startswith("http://127.0.0.1"):
         monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The AgentV compatibility figure (tests/test_agentv_compat.py), shown even with -q."""
+    counts = config.stash.get(AGENTV_COUNTS, None)
+    if not counts:
+        return
+    terminalreporter.section("AgentV compatibility (AgentV's own eval files)")
+    for tag, rows in sorted(counts.items()):
+        classes: dict[str, int] = {}
+        for _, found, _ in rows:
+            classes[found] = classes.get(found, 0) + 1
+        shown = ", ".join(f"{n} {name}" for name, n in sorted(classes.items(), key=lambda kv: -kv[1]))
+        terminalreporter.write_line(f"{tag}: {len(rows)} files: {shown}")
+        for name, found, reason in rows:
+            if found != "runs unchanged":
+                terminalreporter.write_line(f"  {found}: {name}: {' '.join(reason.split())[:160]}")

@@ -1,12 +1,14 @@
-"""AgentV's suite-level `input_files`: attached to the suite's input message, which every test
-gets first (a test with `execution.skip_defaults: true` does not)."""
+"""AgentV's suite-level `input_files`: attached to each test's own (string) input, after the
+suite's input message, as AgentV's `resolveInputMessages` does (a test with
+`execution.skip_defaults: true` gets neither). Issue 28 changed this from attaching them to the
+suite's input message."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import convoeval
-from convoeval import SpecError, load_suite
+from convoeval import load_suite
 from convoeval.testing import FakeOpenAIServer
 
 from .conftest import write
@@ -26,20 +28,21 @@ def test_suite_input_files_reach_every_test_but_skip_defaults(fake_openai: FakeO
     suite = write(tmp_path / "s.eval.yaml", SUITE)
     convoeval.run(suite, target="openai:m", judge="openai:judge", cache=False, store=False)
     sent = {r["messages"][-1]["content"]: r["messages"] for r in fake_openai.target_requests()}
-    japan = sent["When should I visit Japan?"]
-    assert japan[0]["role"] == "user"
-    assert japan[0]["content"] == (
-        '<file path="./context.md">\nSpring is cherry blossom season.\n</file>\n'
-        "Use the attached context to answer travel questions."
-    )
-    assert len(sent["What currency does Thailand use?"]) == 1
+    japan = sent['<file path="./context.md">\nSpring is cherry blossom season.\n</file>\nWhen should I visit Japan?']
+    assert japan == [
+        {"role": "user", "content": "Use the attached context to answer travel questions."},
+        {
+            "role": "user",
+            "content": '<file path="./context.md">\nSpring is cherry blossom season.\n</file>\nWhen should I visit Japan?',
+        },
+    ]
+    assert sent["What currency does Thailand use?"] == [{"role": "user", "content": "What currency does Thailand use?"}]
 
 
-def test_a_missing_suite_file_is_a_file_line_error(tmp_path: Path) -> None:
+def test_a_missing_suite_file_is_left_out_with_a_warning(tmp_path: Path, caplog) -> None:
+    # Issue 28 changed this: AgentV warns about a missing attachment and drops the block.
     suite = write(tmp_path / "s.eval.yaml", SUITE)
-    try:
-        load_suite(suite)
-    except SpecError as exc:
-        [problem] = exc.problems
-    assert (problem.line, problem.field) == (3, "input[0].content[0].value")
-    assert problem.message.startswith("file not found: ./context.md")
+    with caplog.at_level("WARNING", logger="convoeval.spec"):
+        loaded = load_suite(suite)
+    assert [p.type for p in loaded.tests[0].input[0].content] == ["text"]
+    assert f"{suite}:3: tests[0].input[0].content[0]: file not found: ./context.md" in caplog.text

@@ -15,7 +15,7 @@ from convoeval import SpecError, load_suite
 from .conftest import DATA, write
 from .test_graders_deterministic import grade, turn_ctx
 
-EXAMPLE = DATA / "agentv" / "examples/features/document-extraction"
+EXAMPLE = DATA / "agentv" / "v4.15.0/examples/features/document-extraction"
 
 
 async def mock_extractor(messages: list[dict]) -> str:

@@ -19,7 +19,7 @@ from convoeval.testing import FakeOpenAIServer
 from .conftest import DATA, REPO, read_jsonl, write
 from .judge_fakes import answer, prompt_of, schema_of
 
-AGENTV = DATA / "agentv"
+AGENTV = DATA / "agentv" / "v4.15.0"
 
 TUTOR = """\
 targets:
@@ -60,7 +60,7 @@ def test_agentv_live_conversation_suite(cli, fake_openai: FakeOpenAIServer, tmp_
     targets = write(tmp_path / "targets.yaml", TUTOR)
     code, out, err = cli(
         "run",
-        AGENTV / "multi-turn-conversation-live.eval.yaml",
+        AGENTV / "examples/features/multi-turn-conversation-live/evals/dataset.eval.yaml",
         "--targets",
         targets,
         "--target",
@@ -129,9 +129,14 @@ def test_agentv_rubric_suite_every_field_honoured(cli, fake_openai: FakeOpenAISe
         return json.dumps(answer(schema_of(body), values))
 
     fake_openai.judge = judge
+    # A copy of the eval file alone (issue 28 copied AgentV's folders whole): its code-grader's
+    # check_syntax.py is not beside it, so that grader errors and is left out of the score.
+    suite = tmp_path / "rubric" / "dataset.eval.yaml"
+    suite.parent.mkdir()
+    shutil.copy(AGENTV / "examples/features/rubric/evals/dataset.eval.yaml", suite)
     code, out, err = cli(
         "run",
-        AGENTV / "rubric.eval.yaml",
+        suite,
         "--target",
         "scripted",
         "--judge",
@@ -196,7 +201,7 @@ def test_code_grader_success_path_next_to_a_copy(
     # The rubric example's code-grader runs `uv run python check_syntax.py`. Beside a copy of
     # the suite, with a check_syntax.py and a stand-in `uv` on PATH, it scores instead of erroring.
     suite = tmp_path / "rubric.eval.yaml"
-    shutil.copy(AGENTV / "rubric.eval.yaml", suite)
+    shutil.copy(AGENTV / "examples/features/rubric/evals/dataset.eval.yaml", suite)
     write(
         tmp_path / "check_syntax.py",
         "import ast, json, sys\n"

@@ -15,7 +15,7 @@ from convoeval.testing import FakeOpenAIServer
 
 from .conftest import DATA, read_jsonl, write
 
-MATRIX = DATA / "agentv" / "examples/features/matrix-evaluation/evals/dataset.eval.yaml"
+MATRIX = DATA / "agentv" / "40debf5/examples/features/matrix-evaluation/evals/dataset.eval.yaml"
 
 TARGETS = """\
 targets:

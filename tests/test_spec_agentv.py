@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import convoeval
 from convoeval.spec import SpecError, load_suite, messages_text, validate_paths
-from convoeval.testing import FakeOpenAIServer
+from convoeval.testing import FakeOpenAIServer, tool_calls
 
 from .conftest import read_jsonl, write
 from .judge_fakes import prompt_of
@@ -185,7 +186,10 @@ tests:
 # -- 4. ${{ VAR }} across the eval file -------------------------------------------------------
 
 
-def test_env_references_are_substituted_and_unset_ones_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_env_references_are_substituted_and_unset_ones_are_empty_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 28 changed this: AgentV's interpolateEnv makes an unset variable an empty string.
     monkeypatch.setenv("PERSONA", "You are terse.")
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
     suite = write(
@@ -199,11 +203,15 @@ tests:
 """,
     )
     assert load_suite(suite).tests[0].input[0].content == "You are terse. Always."
-    write(suite, "tests:\n  - id: a\n    input: hi\n    criteria: ${{NOT_SET_ANYWHERE}}\n")
-    assert problems_of(suite) == [
-        f"{suite}:4: tests[0].criteria: environment variable NOT_SET_ANYWHERE is not "
-        "set (used as ${{ NOT_SET_ANYWHERE }})"
-    ]
+    write(
+        suite,
+        "description: x${{NOT_SET_ANYWHERE}}y\ntests:\n  - id: a\n    input: hi\n    criteria: ${{NOT_SET_ANYWHERE}}\n",
+    )
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        loaded = load_suite(suite)
+    assert (loaded.tests[0].criteria, loaded.description) == ("", "xy")
+    assert f"{suite}:5: tests[0].criteria: environment variable NOT_SET_ANYWHERE is not set" in caplog.text
+    assert "sent as an empty string, as AgentV does" in caplog.text
 
 
 # -- 6. content blocks ------------------------------------------------------------------------
@@ -236,15 +244,19 @@ tests:
     )
     run(cli, suite, tmp_path)
     sent = {r["messages"][-1]["content"] for r in fake_openai.target_requests()}
-    assert '<file path="docs/guide.md">\nAlways cite the guide.\n\n</file>\nSummarise.' in sent
-    assert '<file path="data.csv">\na,b\n1,2\n\n</file>\nRead it.' in sent
+    # As AgentV's formatSegment: the file's text trimmed between the tags.
+    assert '<file path="docs/guide.md">\nAlways cite the guide.\n</file>\nSummarise.' in sent
+    assert '<file path="data.csv">\na,b\n1,2\n</file>\nRead it.' in sent
     assert json.dumps({"task": "classify", "id": 7}, indent=2) in sent
     assert json.loads(
         load_suite(suite).tests[2].expected_output and json.dumps(load_suite(suite).tests[2].expected_output)
     ) == {"riskLevel": "Low"}
 
 
-def test_missing_attachment_and_images_are_file_line_errors(tmp_path: Path) -> None:
+def test_a_missing_attachment_is_a_warning_and_left_out_images_are_errors(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 28 changed this: AgentV warns about a missing attachment and drops the block.
     write(tmp_path / "pic.png", "not really")
     suite = write(
         tmp_path / "f.eval.yaml",
@@ -255,14 +267,49 @@ tests:
       - role: user
         content:
           - {type: file, value: nowhere.md}
-          - {type: file, value: pic.png}
+          - {type: text, value: Go on.}
 """,
     )
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        loaded = load_suite(suite)
+    assert [p.type for p in loaded.tests[0].input[0].content] == ["text"]
+    assert f"{suite}:6: tests[0].input[0].content[0]: file not found: nowhere.md" in caplog.text
+    assert "the block is left out, as AgentV does" in caplog.text
+    write(suite, "tests:\n  - id: a\n    input:\n      - role: user\n        content: [{type: file, value: pic.png}]\n")
     assert problems_of(suite) == [
-        f"{suite}:6: tests[0].input[0].content[0].value: file not found: nowhere.md (paths are relative to "
-        "the eval file's folder)",
-        f"{suite}:7: tests[0].input[0].content[1].value: pic.png: image attachments are not supported yet "
+        f"{suite}:5: tests[0].input[0].content[0].value: pic.png: image attachments are not supported yet "
         "(text files only)",
+    ]
+
+
+def test_attachments_are_looked_up_in_each_folder_up_to_the_repository_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    monkeypatch.chdir(repo)  # the working folder is the last place AgentV looks
+    write(repo / "AGENTS.md", "root rules")
+    write(repo / "examples" / "shared.md", "shared notes")
+    write(tmp_path / "outside.md", "not in the repository")
+    suite = write(
+        repo / "examples" / "one" / "evals" / "e.eval.yaml",
+        """\
+tests:
+  - id: a
+    input:
+      - role: user
+        content:
+          - {type: file, value: /AGENTS.md}
+          - {type: file, value: shared.md}
+          - {type: file, value: outside.md}
+          - {type: text, value: Go.}
+""",
+    )
+    parts = load_suite(suite).tests[0].input[0].content
+    assert [(p.type, p.value, p.text) for p in parts] == [
+        ("file", "AGENTS.md", "root rules"),  # leading / stripped, found at the repository root
+        ("file", "shared.md", "shared notes"),  # found two folders up
+        ("text", "Go.", None),  # outside.md is above the repository root: left out
     ]
 
 
@@ -419,3 +466,256 @@ tests:
     write(suite, suite.read_text().split("  - id: b")[0])
     expected = load_suite(suite).tests[0].expected_output
     assert '"tool": "search"' in messages_text(expected) and messages_text(expected).endswith("Paris.")
+
+
+# -- issue 28: AgentV's workspace forms and v4.42 fields --------------------------------------
+
+HOOK = """\
+import json, pathlib, sys
+context = json.load(sys.stdin)
+root = pathlib.Path(context["workspace_path"])
+(root / "marker.txt").write_text(sys.argv[1] + " " + sys.argv[2] + " " + pathlib.Path.cwd().name)
+"""
+
+CHECK = """\
+import json, pathlib, sys
+data = json.load(sys.stdin)
+marker = pathlib.Path(data["workspace"]) / "marker.txt"
+text = marker.read_text() if marker.exists() else ""
+print(json.dumps({"score": 1.0 if text else 0.0, "assertions": [{"text": text or "no marker", "passed": bool(text)}]}))
+"""
+
+
+def _agentv_tree(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".agentv").mkdir()
+    return repo
+
+
+def test_hook_commands_as_lists_get_agentv_stdin_and_run_in_the_eval_folder(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = _agentv_tree(tmp_path)
+    evals = repo / "ex" / "evals"
+    write(evals / "hook.py", HOOK)
+    write(evals / "check.py", CHECK)
+    write(repo / "ex" / "template" / "README.md", "template")
+    suite = write(
+        evals / "dataset.eval.yaml",
+        f"""\
+workspace:
+  template: ../template
+  mode: pooled
+  hooks:
+    before_all:
+      command: ["{sys.executable}", hook.py, "{{{{workspace_path}}}}/x", two words]
+    after_each:
+      reset: fast
+tests:
+  - id: a
+    input: hi
+    assertions:
+      - {{type: code-grader, command: ["{sys.executable}", "{evals / "check.py"}"]}}
+""",
+    )
+    results = run(cli, suite, tmp_path)
+    [grader] = results[0]["scores"][-1]["graders"]
+    # argv kept whole ("two words"), {{workspace_path}} filled, run from the eval file's folder.
+    assert grader["verdict"] == "pass", grader
+    assert grader["assertions"][0]["text"].endswith("/x two words evals")
+
+
+def test_a_shared_workspace_file_named_by_a_string(tmp_path: Path) -> None:
+    repo = _agentv_tree(tmp_path)
+    write(repo / "shared" / "workspace.yaml", "template: ./tpl\nmode: pooled\nhooks:\n  after_each: {reset: fast}\n")
+    (repo / "shared" / "tpl").mkdir()
+    suite = write(
+        repo / "shared" / "evals" / "a" / "e.eval.yaml",
+        "workspace: ../../workspace.yaml\ntests:\n  - {id: a, input: hi}\n",
+    )
+    workspace = load_suite(suite).workspace
+    assert workspace is not None and workspace.template == str((repo / "shared" / "tpl").resolve())
+    assert workspace.hooks.after_each is None  # only `reset:`: every trial's workspace is fresh
+
+
+def test_static_workspaces_are_refused_saying_why(tmp_path: Path) -> None:
+    suite = write(
+        tmp_path / "e.eval.yaml", "workspace:\n  mode: static\n  path: /srv/ws\ntests:\n  - {id: a, input: hi}\n"
+    )
+    [problem] = problems_of(suite)
+    assert problem.startswith(f"{suite}:3: workspace.path: this AgentV workspace form is not supported: `mode: static`")
+
+
+def test_v4_42_repos_repo_and_commit(tmp_path: Path) -> None:
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        "workspace:\n  repos:\n    - {path: ./r, repo: EntityProcess/agentv, commit: abc123, sparse: [src]}\n"
+        "tests:\n  - {id: a, input: hi}\n",
+    )
+    [repo] = load_suite(suite).workspace.repos
+    assert (repo.path, repo.source.url, repo.checkout.ref, repo.clone.sparse) == (
+        "./r",
+        "https://github.com/EntityProcess/agentv.git",
+        "abc123",
+        ["src"],
+    )
+
+
+def test_skill_trigger_reads_the_tool_calls(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    fake_openai.reply = lambda body: tool_calls(("Skill", {"skill": "csv-analyzer"}))
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        """\
+tests:
+  - id: a
+    input: analyse
+    assertions:
+      - {type: skill-trigger, skill: csv-analyzer}
+      - {type: skill-trigger, skill: other, should_trigger: false}
+      - {type: skill-trigger, skill: other}
+""",
+    )
+    results = run(cli, suite, tmp_path)
+    graders = results[0]["scores"][0]["graders"]
+    assert [(g["verdict"], g["assertions"][0]["text"]) for g in graders] == [
+        ("pass", 'Skill tool invoked with skill="csv-analyzer"'),
+        ("pass", 'Skill "other" correctly did not trigger'),
+        ("fail", 'Skill "other" not found in 1 tool call(s)'),
+    ]
+
+
+def test_tests_naming_a_folder_of_cases(tmp_path: Path) -> None:
+    write(tmp_path / "cases" / "b-second" / "case.yaml", "input: two\ncriteria: c\n")
+    write(tmp_path / "cases" / "a-first" / "case.yaml", "id: first\ninput: one\ncriteria: c\n")
+    (tmp_path / "cases" / "a-first" / "workspace").mkdir()
+    (tmp_path / "cases" / "no-case").mkdir()
+    suite = write(tmp_path / "e.eval.yaml", "tests: ./cases/\n")
+    tests = load_suite(suite).tests
+    assert [t.id for t in tests] == ["first", "b-second"]
+    assert tests[0].workspace is not None and tests[0].workspace.template.endswith("a-first/workspace")
+    write(tmp_path / "cases" / "b-second" / "case.yaml", "input: two\ncriteria: c\nbogus: 1\n")
+    assert problems_of(suite) == [
+        f"{tmp_path / 'cases' / 'b-second' / 'case.yaml'}:3: tests[1].bogus: unknown field 'bogus'"
+    ]
+
+
+def test_agentv_only_fields_custom_assertions_and_labels(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    repo = _agentv_tree(tmp_path)
+    write(repo / ".agentv" / "assertions" / "word-count.ts", "// a grader\n")
+    suite = write(
+        repo / "ex" / "e.eval.yaml",
+        """\
+defaults:
+  system: &sys Be brief.
+evaluator: llm_grader
+preprocessors: [{type: xlsx, command: [bun, x.ts]}]
+tests:
+  - id: a
+    description: a test
+    input: [{role: system, content: *sys}, {role: user, content: hi, name: Ann}]
+    assertions:
+      - {type: word-count, min: 3}
+      - {type: contains, value: hi, id: SAYS_HI}
+      - type: tool-trajectory
+        expected: [{tool: search, input: {q: x}, output: {hits: 1}, name: step}]
+""",
+    )
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        loaded = load_suite(suite)
+    assert "defaults: ignored, as AgentV ignores it" in caplog.text
+    assert loaded.metadata["evaluator"] == "llm_grader" and "preprocessors" in loaded.metadata
+    custom, contains, trajectory = loaded.tests[0].assertions
+    assert custom.type == "code-grader" and custom.name == "word-count"
+    assert custom.command == ["bun", "run", str(repo / ".agentv" / "assertions" / "word-count.ts")]
+    assert contains.name == "SAYS_HI" and trajectory.expected[0].args == {"q": "x"}
+
+
+def test_one_message_of_several_blocks_is_sent_as_agentv_flat_text(tmp_path: Path) -> None:
+    repo = _agentv_tree(tmp_path)
+    write(repo / "ex" / "notes.md", "  Notes.  \n")
+    suite = write(
+        repo / "ex" / "e.eval.yaml",
+        "tests:\n  - id: a\n    input:\n      - role: user\n        content:\n"
+        "          - {type: file, value: notes.md}\n          - {type: text, value: '  Go.  '}\n",
+    )
+    [message] = load_suite(suite).tests[0].input
+    assert message.content == '<file path="notes.md">\nNotes.\n</file>\n\nGo.'
+
+
+def test_per_test_vars_fill_the_test_and_the_suite_input(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        """\
+input:
+  - {role: system, content: "You answer {{category}} questions."}
+tests:
+  - id: a
+    vars: {category: geography, q: Capital of France?, expected: {answer: Paris, n: 1}}
+    criteria: "Answers {{q}}"
+    input: "Q: {{q}} {{missing}}"
+    expected_output: "{{expected.answer}}"
+    assertions: [{type: contains, value: x}]
+""",
+    )
+    [test] = load_suite(suite).tests
+    assert (test.criteria, test.input, test.expected_output) == (
+        "Answers Capital of France?",
+        "Q: Capital of France? {{missing}}",
+        "Paris",
+    )
+    convoeval.run(suite, target="openai:m", judge="openai:j", cache=False, store=False)
+    [request] = fake_openai.target_requests()
+    assert request["messages"][0] == {"role": "system", "content": "You answer geography questions."}
+
+
+def test_agentv_forms_convoeval_does_not_support_say_so_and_why(tmp_path: Path) -> None:
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        """\
+execution:
+  targets:
+    - {name: variant, use_target: x, hooks: {before_each: {command: [bash, x.sh]}}}
+tests:
+  - id: a
+    input: hi
+    assertions:
+      - {type: llm-grader, target: other_judge, temperature: 0}
+      - {type: llm-grader, max_steps: 3}
+""",
+    )
+    problems = problems_of(suite)
+    assert [p.split(": ")[1] for p in problems] == [
+        "execution.targets[0]",
+        "tests[0].assertions[0].target",
+        "tests[0].assertions[1].max_steps",
+    ]
+    assert all("this AgentV form is not supported: " in p for p in problems)
+    assert "a judge per grader" in problems[1] and "file tools" in problems[2]
+
+
+def test_code_grader_assertions_without_score_and_agentv_names(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    script = write(
+        tmp_path / "g.py",
+        "import json, sys\n"
+        "d = json.load(sys.stdin)\n"
+        "ok = [m['role'] for m in d['messages']] == ['user', 'assistant'] and d['workspace_path'] is None\n"
+        "print(json.dumps({'assertions': [{'text': 'names', 'passed': ok}, {'text': 'no', 'passed': False},"
+        " {'text': 'yes', 'passed': True}, {'text': 'yes2', 'passed': True}]}))\n",
+    )
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        f"tests:\n  - id: a\n    input: hi\n    assertions:\n      - {{type: code-grader, command: ['{sys.executable}', '{script}']}}\n",
+    )
+    [result] = run(cli, suite, tmp_path)
+    [grader] = result["scores"][0]["graders"]
+    # AgentV v4.42: without `score`, the share of the assertions that passed.
+    assert grader["score"] == 0.75 and grader["assertions"][0]["passed"] is True
+
+
+def test_a_folder_of_cases_outside_the_suite_folder_is_refused(tmp_path: Path) -> None:
+    write(tmp_path / "outside" / "one" / "case.yaml", "input: x\ncriteria: c\n")
+    suite = write(tmp_path / "suite" / "e.eval.yaml", "tests: ../outside/\n")
+    assert problems_of(suite)[0].startswith(f"{suite}:1: tests: ../outside/ is outside the suite's folder")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from convoeval.spec import SpecError
+from convoeval.spec import DEFAULT_SYSTEM_PROMPT, SpecError
 from convoeval.spec._targets_file import find_targets_file, load_targets_file
 from convoeval.targets import TargetConfig, TargetError, create_target
 from convoeval.testing import FakeOpenAIServer
@@ -245,3 +245,86 @@ targets:
     assert "judge: grader (the grader_target of llm)" in out + err
     assert [r["model"] for r in fake_openai.judge_requests()] == ["judge-model"]
     assert [r["model"] for r in fake_openai.target_requests()] == ["target-model"]
+
+
+# -- issue 28: run as AgentV users run them ---------------------------------------------------
+
+AGENTV_TARGETS = """\
+targets:
+  - name: default
+    provider: openai
+    model: default-model
+    base_url: {base}
+  - name: other
+    provider: openai
+    model: other-model
+    base_url: {base}
+    timeout_seconds: 30
+"""
+
+
+def _agentv_repo(tmp_path: Path, base_url: str) -> Path:
+    """An AgentV-style repository: .git, .agentv/targets.yaml at its root, an eval below."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write(repo / ".agentv" / "targets.yaml", AGENTV_TARGETS.format(base=base_url))
+    return repo
+
+
+def test_agentv_file_default_target_own_judge_and_default_system_prompt(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = _agentv_repo(tmp_path, fake_openai.base_url)
+    suite = write(
+        repo / "examples" / "a" / "evals" / "dataset.eval.yaml",
+        "tests:\n  - id: a\n    input: hi\n    assertions: [Greets the user]\n"
+        "  - id: b\n    input:\n      - {role: system, content: Be brief.}\n      - {role: user, content: yo}\n"
+        "    assertions: [Greets the user]\n",
+    )
+    code, out, err = cli("run", suite, "--no-cache", "-o", tmp_path / "r.jsonl")
+    assert code in (0, 1), out + err
+    assert "target: default" in out + err and "judge: the target itself (default" in out + err
+    sent = {r["messages"][-1]["content"]: r["messages"] for r in fake_openai.target_requests()}
+    # No system message in the test: AgentV's DEFAULT_SYSTEM_PROMPT goes first; with one, it does not.
+    assert sent["hi"] == [
+        {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
+        {"role": "user", "content": "hi"},
+    ]
+    assert sent["yo"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "yo"}]
+    assert DEFAULT_SYSTEM_PROMPT == (
+        "You are a careful assistant. Follow all provided instructions and do not fabricate results."
+    )
+    assert {r["model"] for r in fake_openai.judge_requests()} == {"default-model"}
+
+
+def test_a_file_outside_an_agentv_tree_gets_no_default_system_prompt(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    suite = write(
+        tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n    assertions: [{type: contains, value: h}]\n"
+    )
+    code, out, err = cli("run", suite, "--target", "openai:m", "--no-cache", "-o", tmp_path / "r.jsonl")
+    assert code == 0, out + err
+    [request] = fake_openai.target_requests()
+    assert request["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_targets_file_timeout_seconds_is_timeout_s(tmp_path: Path) -> None:
+    repo = _agentv_repo(tmp_path, "http://127.0.0.1:9/v1")
+    configs = load_targets_file(repo / ".agentv" / "targets.yaml")
+    assert configs["other"].timeout_s == 30
+
+
+def test_the_default_system_prompt_goes_before_the_suite_input(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = _agentv_repo(tmp_path, fake_openai.base_url)
+    suite = write(
+        repo / "ex" / "e.eval.yaml",
+        "input: Use the context.\ntests:\n  - {id: a, input: q1, assertions: [{type: contains, value: q}]}\n"
+        "  - {id: b, input: q2, execution: {skip_defaults: true}, assertions: [{type: contains, value: q}]}\n",
+    )
+    code, out, err = cli("run", suite, "--no-cache", "-o", tmp_path / "r.jsonl")
+    assert code == 0, out + err
+    sent = {r["messages"][-1]["content"]: [m["role"] for m in r["messages"]] for r in fake_openai.target_requests()}
+    assert sent == {"q1": ["system", "user", "user"], "q2": ["system", "user"]}

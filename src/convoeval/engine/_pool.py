@@ -145,13 +145,17 @@ class TargetPool:
     def targets_for(
         self, suite: Suite, given: TargetLike | Sequence[TargetLike] | None, note: Callable[[str], None]
     ) -> list[Target]:
-        """The targets a suite runs on: the given ones, else its `execution.target(s)`, else `local`."""
+        """The targets a suite runs on: the given ones, else its `execution.target(s)`, else (an
+        AgentV file) the targets file's `default`, else `local`."""
         if given is not None:
             specs = (
                 [given] if isinstance(given, (str, TargetConfig)) or not isinstance(given, Sequence) else list(given)
             )
         elif suite.execution and (suite.execution.targets or suite.execution.target):
             specs = list(suite.execution.targets or [suite.execution.target])  # type: ignore[list-item]
+        elif suite.agentv and "default" in self.named:  # AgentV: no execution.target -> the target `default`
+            specs = ["default"]
+            note("target: default (the targets file's `default`, as AgentV chooses); choose another with --target")
         else:
             specs = ["local"]
             note(f"target: local ({LOCAL_NOTE}); choose another with --target")
@@ -167,9 +171,10 @@ class TargetPool:
     ) -> JudgeChoice:
         """The judge: `given` (two or more: a judge panel), else the suites' `execution.judges`
         or `execution.judge`, else the targets file's `judges:`, else the `grader_target` of
-        `fallback`'s targets-file entry (AgentV), else the embedded model when installed, else
-        `fallback` (the target itself). A default is announced with `note`. A panel combines
-        by `rule`, else the suites' `execution.panel_rule`, else the targets file's.
+        `fallback`'s targets-file entry (AgentV), else (AgentV files only) `fallback` itself, as
+        AgentV does, else the embedded model when installed, else `fallback` (the target itself).
+        A default is announced with `note`. A panel combines by `rule`, else the suites'
+        `execution.panel_rule`, else the targets file's.
 
         Raises:
             ConfigError: no judge can be chosen (no fallback), or it cannot be built.
@@ -209,6 +214,11 @@ class TargetPool:
             if isinstance(grader, str) and grader:
                 note(f"judge: {grader} (the grader_target of {fallback.name}); choose another with --judge")
                 spec, source = grader, "target"
+        if spec is None and fallback is not None and suites and all(s.agentv for s in suites):
+            note(
+                f"judge: the target itself ({fallback.name}; AgentV's default without grader_target); choose another with --judge"
+            )
+            return JudgeChoice(fallback, repeats, temperature, "target", fallback)
         if spec is None:
             if local_model_available():
                 note(f"judge: local ({LOCAL_NOTE}); choose another with --judge")

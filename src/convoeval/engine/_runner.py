@@ -14,7 +14,7 @@ from .._secrets import redact, reread_environment
 from ..errors import ConfigError, NothingToRerun
 from ..results import EvaluationResult, VerdictStatus
 from ..run import GradedTurn, Job, TrialRunner, run_jobs, run_suite_hooks
-from ..spec import Suite, Workspace, load_suites, stored_checks
+from ..spec import Suite, Workspace, load_suites, stored_checks, with_default_system_prompt
 from ..spec._targets_file import find_targets_file
 from ..targets import Target
 from ._cache import CACHE_FILE, ResponseCache
@@ -187,6 +187,8 @@ class _Run:
                 )
             for target in targets:
                 own = tests_for_target(suite, target.name, names)
+                config = pool.configs.get(target.name)  # AgentV files: AgentV's default system prompt
+                own = with_default_system_prompt(own, config.provider if config else None)
                 if own.tests:
                     jobs.append(Job(target=target, suite=own, threshold=options.threshold, trials=options.trials))
         return jobs

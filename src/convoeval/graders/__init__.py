@@ -77,6 +77,7 @@ BUILTIN_TYPES: dict[str, tuple[str, ...]] = {
         "turn-response-contains",
         "turn-response-not-contains",
         "tool-trajectory",
+        "skill-trigger",
     ),
 }
 for _module, _names in BUILTIN_TYPES.items():

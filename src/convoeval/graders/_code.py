@@ -17,7 +17,9 @@ a JSON object counts):
     {"score": 0.75, "assertions": [{"text": "...", "passed": true, "evidence": "..."}],
      "details": {...}}
 
-`{"pass": true}` alone means score 1 (false: 0); with both, `pass` decides the verdict.
+`{"pass": true}` alone means score 1 (false: 0); with both, `pass` decides the verdict; with
+neither, the share of `assertions` that passed (AgentV). `workspace_path` repeats `workspace`
+and `messages` the transcript as `{role, content}`, under AgentV v4.42's names.
 A `reason` string is kept in the details. A non-zero exit, a timeout, a missing program or
 output without a score is a grader error, never a score.
 
@@ -177,6 +179,7 @@ def grading_payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]
         "level": ctx.level,
         "variables": ctx.variables,
         "transcript": [m.model_dump(mode="json") for m in ctx.transcript],
+        "messages": [m.to_chat() for m in ctx.transcript],  # AgentV v4.42: the conversation as role/content
         "test_id": ctx.test_id,
         "trial": ctx.trial,
         "latency_ms": reply.latency_ms if reply is not None else None,
@@ -185,6 +188,7 @@ def grading_payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]
         "cost_usd": reply.cost_usd if reply is not None else ctx.cost_usd,
         "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls] if reply is not None else [],
         "workspace": str(ctx.workdir) if ctx.workdir is not None else None,
+        "workspace_path": str(ctx.workdir) if ctx.workdir is not None else None,  # AgentV's name
         "file_changes": ctx.file_changes,
     }
 
@@ -295,11 +299,17 @@ def parse_program_json(stdout: str, shown: str, err_note: str) -> dict[str, Any]
 
 
 def grade_from_json(result: dict[str, Any], shown: str) -> Grade:
-    """A Grade from `{score?, pass?, assertions?, details?, reason?}`; anything else is a GraderError."""
+    """A Grade from `{score?, pass?, assertions?, details?, reason?}` (with neither score nor pass,
+    the share of `assertions` that passed, as AgentV does); anything else is a GraderError."""
     score = result.get("score")
     verdict = result.get("pass", result.get("passed"))
     if verdict is not None and not isinstance(verdict, bool):
         raise GraderError(f"code-grader `{shown}` printed pass={verdict!r}; it must be true or false")
+    raw_assertions = result.get("assertions")
+    if score is None and verdict is None and isinstance(raw_assertions, list) and raw_assertions:
+        # AgentV (v4.42): without `score`, the share of its assertions that passed.
+        passed = [a.get("passed") is True for a in raw_assertions if isinstance(a, dict)]
+        score = sum(passed) / len(raw_assertions)
     if score is None:
         if verdict is None:
             raise GraderError(

@@ -42,6 +42,9 @@ class LLMGrader(Assertion):
     )
     criteria: str | None = Field(None, description="Overrides the test's criteria.")
     expected_output: str | None = Field(None, description="Overrides the turn's expected_output.")
+    temperature: float | None = Field(
+        None, ge=0, description="The judge's temperature for this grader (AgentV); default the run's (0)."
+    )
 
     uses_judge: ClassVar[bool] = True
 
@@ -138,6 +141,8 @@ class LLMGrader(Assertion):
             messages = default_grader_messages(subject_for(ctx, expected_output=expected, criteria=criteria))
             what = _default_outcome(expected, criteria, ctx.level)
         session = judge_session(ctx)
+        if self.temperature is not None:
+            session.temperature = self.temperature
         answers = await session.ask_repeated(
             messages, grader_schema(), grader_parser(), repeats=ctx.judge_repeats, name="llm_grader"
         )

@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
 from .._base_model import Model
 from ..results import AssertionOutcome, ToolCall
@@ -179,9 +179,13 @@ class ExpectedCall(Model):
     model_config = ConfigDict(extra="forbid")
 
     tool: str = Field(min_length=1)
-    args: dict[str, Any] | Literal["any"] | None = None
+    args: dict[str, Any] | Literal["any"] | None = Field(
+        None, validation_alias=AliasChoices("args", "input"), description="`input` is AgentV's trace name for it."
+    )
     args_match: TrajectoryArgsMatch | None = Field(None, description="Overrides the trajectory's args_match.")
     max_duration_ms: float | None = Field(None, gt=0)
+    name: str | None = Field(None, description="A label (AgentV); not checked.")
+    output: Any = Field(None, description="AgentV accepts it and does not check it; neither does convoeval.")
 
     def matches(self, call: ToolCall, variables: dict[str, Any], default: TrajectoryArgsMatch | None = None) -> bool:
         if call.name != substitute(self.tool, variables):
@@ -377,3 +381,43 @@ _MATCHERS = {
     "subset": _subset_mode,
     "superset": _superset,
 }
+
+
+@assertion_type
+class SkillTrigger(Assertion):
+    """AgentV's `skill-trigger`: the agent used the skill `skill` (a `Skill` tool call naming
+    it, a `Read` of `skills/<skill>/...`, or a tool output mentioning that path); with
+    `should_trigger: false`, it did not. Read from AgentV's `skill-trigger.ts` (v4.15.0)."""
+
+    type: Literal["skill-trigger"]
+    skill: str = Field(min_length=1, description="The skill's name.")
+    should_trigger: bool = True
+
+    async def grade(self, ctx: GradeContext) -> Grade:
+        calls = calls_in(ctx)
+        evidence = _skill_evidence(calls, self.skill)
+        passed = (evidence is not None) == self.should_trigger
+        if passed and self.should_trigger:
+            text = evidence or f'Skill "{self.skill}" triggered as expected'
+        elif passed:
+            text = f'Skill "{self.skill}" correctly did not trigger'
+        elif self.should_trigger:
+            text = f'Skill "{self.skill}" not found in {len(calls)} tool call(s)' if calls else "No tool calls recorded"
+        else:
+            text = evidence or f'Skill "{self.skill}" triggered unexpectedly'
+        return Grade(score=float(passed), passed=passed, assertions=[AssertionOutcome(text=text, passed=passed)])
+
+
+def _skill_evidence(calls: list[ToolCall], skill: str) -> str | None:
+    """How the calls show that `skill` was used (None when they do not)."""
+    marker = f"skills/{skill}/"
+    for call in calls:
+        if call.name == "Skill" and skill in str(call.arguments.get("skill", "")):
+            return f'Skill tool invoked with skill="{call.arguments.get("skill")}"'
+        if call.name == "Read" and marker in str(call.arguments.get("file_path", "")):
+            return f"Read tool loaded skill file: {call.arguments.get('file_path')}"
+        if call.output is not None:
+            shown = call.output if isinstance(call.output, str) else json.dumps(call.output, default=str)
+            if marker in shown:
+                return f'Tool "{call.name}" output referenced skill file for "{skill}"'
+    return None

@@ -8,7 +8,7 @@ from typing import Any
 from ..graders import Assertion, lookup_assertion_type
 from ..judging import format_policy
 from ..results import Message
-from ..spec import DEFAULT_THRESHOLD, Suite, Test, TrialsConfig, messages_text, to_messages
+from ..spec import DEFAULT_THRESHOLD, Suite, Test, TrialsConfig, messages_text, suite_input_for, to_messages
 from ..targets import ChatReply
 from ._plan import FIDELITY_TYPE, TestPlan, TurnPlan
 from ._recorded import split_transcript
@@ -38,7 +38,7 @@ def plan_test(suite: Suite, test: Test, *, threshold: float | None = None, trial
     skip_defaults = bool(test.execution and test.execution.skip_defaults)  # AgentV: no suite input, no suite assertions
     every_turn = [*test.turn_assertions, *suite.turn_assertions]
     before, turns, conversation, recorded = _turns(suite, test, every_turn)
-    initial = ([] if skip_defaults else to_messages(suite.input)) + before
+    initial = ([] if skip_defaults else to_messages(suite_input_for(suite, test))) + before  # AgentV v4.42 vars
     policy = test.policy or suite.policy
     if policy is not None and policy.system_prompt:  # the agent is told the policy too
         initial = [Message(role="system", content=format_policy(policy) or "", source="input"), *initial]

@@ -1,6 +1,7 @@
 """The eval-file language: models, loading with file:line errors, templates, JSON Schema."""
 
 from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute, unfilled
+from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, suite_input_for, with_default_system_prompt
 from ._checks import CHECKS_VERSION, stored_checks
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
@@ -36,6 +37,7 @@ __all__ = [
     "Docker",
     "Repo",
     "PostCondition",
+    "DEFAULT_SYSTEM_PROMPT",
     "DEFAULT_THRESHOLD",
     "MAX_TRIALS",
     "Execution",
@@ -64,5 +66,7 @@ __all__ = [
     "suite_json_schema",
     "to_messages",
     "validate_eval_paths",
+    "suite_input_for",
     "validate_paths",
+    "with_default_system_prompt",
 ]

@@ -1,9 +1,13 @@
 """AgentV spellings and conveniences, turned into the one shape the models validate.
 
 Applied to the raw data of an eval file before validation, keeping every value's line:
-legacy key names (`evaluators`, `eval_cases`, v5 `assert`, `metric`, `vars: {input}`), metadata-only fields, `${{ VAR }}`
-references, `input_files`, `type: file` content blocks, and a top-level `target` (`file://`
-test includes are read with the tests, in `_tests.py`).
+legacy key names (`evaluators`, `eval_cases`, v5 `assert`, `metric`, `vars: {input}`),
+metadata-only fields, `${{ VAR }}` references (unset: empty, with a warning), `input_files`
+(the test's own, else the suite's), `type: file` content blocks (looked up as AgentV does, in
+`_agentv_paths.py`), v4.42 `vars` (`_agentv_vars.py`), workspace forms
+(`_agentv_workspace.py`), custom assertion types, and a top-level `target` (`file://` test
+includes are read with the tests, in `_tests.py`). What AgentV adds when it sends a test (its
+default system prompt) is in `_agentv_defaults.py`.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ._agentv_paths import find_attachment, is_agentv_file, search_roots
+from ._agentv_vars import fill_test_vars
+from ._agentv_workspace import agentv_workspace
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 
@@ -31,9 +38,11 @@ SUITE_METADATA = frozenset(
         "suite",
         "conversation_id",
         "dataset",  # AgentV v4's older name of the suite
+        "evaluator",  # AgentV v4.15 reads no suite-level `evaluator` (its yaml-parser ignores it)
+        "preprocessors",  # convert files an agent writes; convoeval's targets return text only
     }
 )
-TEST_METADATA = frozenset({"tags", "conversation_id", "governance", "note", "version", "author"})
+TEST_METADATA = frozenset({"tags", "conversation_id", "governance", "note", "version", "author", "description"})
 
 #: AgentV v5 (promptfoo-style) fields that convoeval does not read.
 V5_FIELDS = frozenset(
@@ -82,6 +91,9 @@ def legacy_assertion(item: dict) -> dict:
     if "metric" in item and "name" not in item:  # v5 (promptfoo) name of an assertion
         item = {**item, "name": item["metric"]}
         del item["metric"]
+    if "id" in item and "name" not in item and isinstance(item["id"], str):  # AgentV v4.42: a label
+        item = {**item, "name": item["id"]}
+        del item["id"]
     kind = item.get("type")
     new_type = LEGACY_TYPES.get(kind) if isinstance(kind, str) else None
     if new_type is None:
@@ -90,6 +102,30 @@ def legacy_assertion(item: dict) -> dict:
     if new_type == "code-grader" and "script" in item and "command" not in item:
         item["command"] = item.pop("script")
     return item
+
+
+_SCRIPT_SUFFIXES = (".ts", ".js", ".mts", ".mjs")
+
+
+def custom_assertion(item: dict, base: Path) -> dict | None:
+    """AgentV's custom assertion types: `type: NAME` with a `.agentv/assertions/NAME.ts` (or
+    .js, .mts, .mjs) in the eval file's folder or one above it runs that file as a
+    code-grader with `bun run` (AgentV's `assertion-discovery.ts`); None when there is none."""
+    name = item.get("type")
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        return None
+    folder = base.resolve()
+    for candidate in (folder, *folder.parents):
+        for suffix in _SCRIPT_SUFFIXES:
+            script = candidate / ".agentv" / "assertions" / f"{name}{suffix}"
+            if script.is_file():
+                return {
+                    **item,
+                    "type": "code-grader",
+                    "command": ["bun", "run", str(script)],
+                    "name": item.get("name") or name,
+                }
+    return None
 
 
 def v5_message(key: str) -> str:
@@ -111,13 +147,20 @@ class AgentvNormalizer:
         self.problems = problems
         self.lines = lines if lines is not None else LineMap()
         self.prompts = False  # the suite keeps v5 `prompts` (not only the identity prompt)
+        self.warnings: list[str] = []  # logged by the loader once the file is read
+        self.agentv = is_agentv_file(path)
+        self.suite_input = False  # the suite gives an `input` (set by the loader)
+        self.suite_input_files: Any = None  # the suite's `input_files` (set by the loader)
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
 
     def suite(self, data: dict) -> dict:
         """The suite's keys other than its list of tests, rewritten (and returned)."""
-        data = substitute_env(data, (), self.lines, self.problems)
+        data = substitute_env(data, (), self.lines, self.problems, warnings=self.warnings)
+        if self.agentv and "defaults" in data:  # AgentV warns about and ignores unknown top-level keys
+            self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
+            del data["defaults"]
         _move_metadata(data, SUITE_METADATA)
         if is_identity_prompt(data.get("prompts")):
             del data["prompts"]  # v5's identity prompt: a test's `vars.input` is the message
@@ -128,11 +171,44 @@ class AgentvNormalizer:
                 execution = data["execution"] = {}
             if isinstance(execution, dict):
                 execution.setdefault("target", data.pop("target"))
-        files = data.pop("input_files", None)
-        if files is not None:  # suite-level: attached to the suite's input message (skip_defaults skips it)
-            self.input_files(data, files, ())
+        self.inline_targets(data.get("execution"))
+        files = data.pop("input_files", None)  # suite-level: attached to each test's input (see `test`)
+        if files is not None and (not isinstance(files, list) or not all(isinstance(f, str) for f in files)):
+            self.add(("input_files",), "must be a list of file paths")
         self.messages(data.get("input"), ("input",), "user")
+        self.workspace(data, ())
         return data
+
+    def inline_targets(self, execution: Any) -> None:
+        """AgentV v4.42's targets written inline in `execution.targets`: refused, saying why."""
+        targets = execution.get("targets") if isinstance(execution, dict) else None
+        if not isinstance(targets, list):
+            return
+        for i, target in enumerate(targets):
+            if isinstance(target, dict):
+                self.add(
+                    ("execution", "targets", i),
+                    "this AgentV form is not supported: a target written inline in `execution.targets` (with its "
+                    "own `use_target` and hooks); define it in the targets file and name it here",
+                )
+                targets[i] = str(target.get("name", ""))
+
+    def workspace(self, data: dict, path: DataPath) -> None:
+        """AgentV's workspace forms (a shared file, list commands, `repo:`...) as convoeval's."""
+        if "workspace" not in data:
+            return
+        where = (*path, "workspace")
+
+        def report(sub: tuple[Any, ...], message: str) -> None:
+            self.add((*where, *sub), message)
+
+        value = agentv_workspace(
+            data["workspace"], self.base, report, self.agentv, lambda v: substitute_env(v, where, self.lines, [])
+        )
+        if value is None:
+            del data["workspace"]
+        else:
+            data["workspace"] = value
 
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
@@ -142,23 +218,41 @@ class AgentvNormalizer:
         ):  # v5: `vars: {input: ...}` under the identity prompt
             test["input"] = test.pop("vars")["input"]
             self.lines.add((*path, "input"), *self.lines.locate((*path, "vars", "input")))
+        elif isinstance(variables, dict) and not self.prompts:  # AgentV v4.42: per-test templating
+            fill_test_vars(test, variables)
+        elif "vars" in test:  # v5 `vars` for its `prompts`
+            self.add((*path, "vars"), v5_message("vars"))
         if "reference_answer" in test and "expected_output" not in test:  # AgentV's older name
             test["expected_output"] = test.pop("reference_answer")
             self.lines.add((*path, "expected_output"), *self.lines.locate((*path, "reference_answer")))
         files = test.pop("input_files", None)
         if files is not None:
             self.input_files(test, files, path)
+        elif self._suite_files_apply(test):  # AgentV: the suite's input_files go with the test's own text
+            self.input_files(test, list(self.suite_input_files), path, ("input_files",))
         self.messages(test.get("input"), (*path, "input"), "user")
+        if self.agentv and not self.suite_input and test.get("mode") != "conversation":
+            _flatten_single_message(test.get("input"))
         self.messages(test.get("expected_output"), (*path, "expected_output"), "assistant")
+        self.workspace(test, path)
         turns = test.get("turns")
         for j, turn in enumerate(turns if isinstance(turns, list) else []):
             if isinstance(turn, dict):
                 self.messages(turn.get("input"), (*path, "turns", j, "input"), "user")
                 self.messages(turn.get("expected_output"), (*path, "turns", j, "expected_output"), "assistant")
 
-    def input_files(self, test: dict, files: Any, path: DataPath) -> None:
-        """`input_files: [a.csv]` + a string `input` -> one user message: file blocks, then the text."""
-        where = (*path, "input_files")
+    def _suite_files_apply(self, test: dict) -> bool:
+        """Whether the suite's `input_files` go with this test (a string input, no skip_defaults)."""
+        execution = test.get("execution")
+        skips = isinstance(execution, dict) and execution.get("skip_defaults") is True
+        files = self.suite_input_files
+        valid = isinstance(files, list) and bool(files) and all(isinstance(f, str) for f in files)
+        return valid and not skips and isinstance(test.get("input"), str)
+
+    def input_files(self, test: dict, files: Any, path: DataPath, where: DataPath | None = None) -> None:
+        """`input_files: [a.csv]` + a string `input` -> one user message: file blocks, then the
+        text (AgentV's shorthand). `where`: the files' place, when not the test's own."""
+        where = where or (*path, "input_files")
         if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
             self.add(where, "must be a list of file paths")
             return
@@ -181,30 +275,72 @@ class AgentvNormalizer:
                 continue
             content = message.get("content")
             if isinstance(content, list):
-                for k, part in enumerate(content):
-                    if isinstance(part, dict) and part.get("type") == "file":
-                        self.attach(part, (*path, m, "content", k))
+                kept = [
+                    part
+                    for k, part in enumerate(content)
+                    if not (isinstance(part, dict) and part.get("type") == "file")
+                    or self.attach(part, (*path, m, "content", k))
+                ]
+                if len(kept) != len(content):  # missing attachments dropped (lines of later blocks move up)
+                    message["content"] = kept
 
-    def attach(self, part: dict, where: DataPath) -> None:
-        """Read a `type: file` block (relative to the eval file) into the block's `text`."""
+    def attach(self, part: dict, where: DataPath) -> bool:
+        """Read a `type: file` block into its `text`, looked up as AgentV does (each folder from
+        the eval file's up to the repository root, then the working folder; a leading `/` is
+        stripped). A file that is not found is a warning and the block is dropped (False)."""
         ref = part.get("value", part.get("path"))
         if not isinstance(ref, str) or not ref.strip():
             self.add(where, "a `type: file` block needs `value: PATH`", (*where, "value"))
-            return
-        file = (self.base / ref.strip()).resolve()
+            return True
+        shown = ref.strip().lstrip("/\\") or ref.strip()
+        file = find_attachment(ref.strip(), self.base)
+        if file is None:
+            tried = ", ".join(str(root) for root in search_roots(self.base))
+            self.warn(where, f"file not found: {shown} (looked in {tried}); the block is left out, as AgentV does")
+            return False
         if file.suffix.lower() in _IMAGE_SUFFIXES:
             self.add(where, f"{ref}: image attachments are not supported yet (text files only)", (*where, "value"))
-            return
-        if not file.is_file():
-            self.add(where, f"file not found: {ref} (paths are relative to the eval file's folder)", (*where, "value"))
-            return
+            return True
         if file.stat().st_size > MAX_ATTACHMENT_BYTES:
             self.add(where, f"{ref} is larger than {MAX_ATTACHMENT_BYTES} bytes", (*where, "value"))
-            return
+            return True
         try:
-            part["text"] = file.read_text(encoding="utf-8")
+            text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             self.add(where, f"cannot read {ref} as UTF-8 text: {exc}", (*where, "value"))
+            return True
+        part["value"] = shown  # AgentV's display path: shown in `<file path="...">`
+        part["text"] = text.replace("\r\n", "\n").strip()
+        return True
+
+    def warn(self, where: DataPath, message: str) -> None:
+        place = self.lines.problem(where, field_path(where), "")
+        self.warnings.append(f"warning: {place.file}:{place.line}: {place.field}: {message}")
+
+
+def _flatten_single_message(value: Any) -> None:
+    """AgentV sends a test whose input is one message of several blocks as one text: each
+    block trimmed, files as `<file path="...">`, joined by blank lines (`buildPromptInputs`'
+    flat format); convoeval's own join (one newline, untrimmed) is for the other cases."""
+    if not isinstance(value, list) or len(value) != 1 or not isinstance(value[0], dict):
+        return
+    content = value[0].get("content")
+    if not isinstance(content, list) or len(content) < 2:
+        return
+    texts = []
+    for part in content:
+        if not isinstance(part, dict) or part.get("type", "text") not in ("text", "file"):
+            return
+        if part.get("type") == "file":
+            if not isinstance(part.get("text"), str):
+                return
+            texts.append(f'<file path="{part.get("value")}">\n{part["text"]}\n</file>')
+        else:
+            text = part.get("value", part.get("text"))
+            if not isinstance(text, str):
+                return
+            texts.append(text.strip())
+    value[0]["content"] = "\n\n".join(t for t in texts if t)
 
 
 def is_identity_prompt(prompts: Any) -> bool:
@@ -238,11 +374,29 @@ def _move_metadata(data: dict, keys: frozenset[str]) -> None:
             metadata.setdefault(key, data.pop(key))
 
 
-def substitute_env(value: Any, path: DataPath, lines: LineMap, problems: list[Problem]) -> Any:
-    """Replace `${{ NAME }}` in every string with the environment variable NAME; an unset
-    variable is a problem naming it (AgentV would send an empty string). Without any reference
-    the value itself is returned; with one, a copy."""
-    return _substitute(value, path, lines, problems) if _has_reference(value) else value
+def substitute_env(
+    value: Any,
+    path: DataPath,
+    lines: LineMap,
+    problems: list[Problem],
+    unset_empty: bool = True,
+    warnings: list[str] | None = None,
+) -> Any:
+    """Replace `${{ NAME }}` in every string with the environment variable NAME. An unset
+    variable becomes an empty string, as in AgentV (`interpolateEnv`), with a warning in
+    `warnings`; with `unset_empty=False` (targets files) it is a problem naming it. Without
+    any reference the value itself is returned; with one, a copy."""
+    if not _has_reference(value):
+        return value
+    unset: list[Problem] = []
+    found = _substitute(value, path, lines, unset)
+    for problem in unset:
+        if not unset_empty:
+            problems.append(problem)
+        elif warnings is not None:
+            message = problem.message.replace(")", "): sent as an empty string, as AgentV does", 1)
+            warnings.append(f"warning: {problem.file}:{problem.line}: {problem.field}: {message}")
+    return found
 
 
 def _has_reference(value: Any) -> bool:
@@ -267,13 +421,9 @@ def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Probl
             name = match.group(1)
             found = os.environ.get(name)
             if found is None:
-                problems.append(
-                    lines.problem(
-                        path, field_path(path), f"environment variable {name} is not set (used as ${{{{ {name} }}}})"
-                    )
-                )
-                return ""
-            return found
+                message = f"environment variable {name} is not set (used as ${{{{ {name} }}}})"
+                problems.append(lines.problem(path, field_path(path), message))
+            return found or ""
 
         return _ENV_REF.sub(fill, value)
     if isinstance(value, dict):

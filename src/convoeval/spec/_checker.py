@@ -15,7 +15,7 @@ from ..graders import (
     canonical_type_name,
     lookup_assertion_type,
 )
-from ._agentv import legacy_assertion
+from ._agentv import custom_assertion, legacy_assertion
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 from ._models import SIMULATED_USER_KEYS
@@ -23,6 +23,16 @@ from ._validation_messages import suggest, validation_problems
 
 M = TypeVar("M", bound=BaseModel)
 
+
+#: AgentV assertion fields convoeval chooses not to support, and why.
+UNSUPPORTED_AGENTV_FIELDS = {
+    "llm-grader": {
+        "target": "an llm-grader's own `target` (a judge per grader); every llm-grader is graded by the run's "
+        "judge (--judge, the suite's execution.judge, or the target's grader_target)",
+        "max_steps": "`max_steps` (AgentV's built-in grader reading the workspace with file tools); convoeval's "
+        "judge has no tools: it grades the conversation (and a code-grader sees file_changes)",
+    }
+}
 
 #: Validated assertions remembered per file (equal built-in assertions share one object).
 _ASSERTION_CACHE = 10_000
@@ -244,6 +254,8 @@ class Checker:
                 self.add(path, "an assertion mapping needs a `type`")
                 return None
             canonical = canonical_type_name(type_name)
+            if canonical is None and (custom := custom_assertion(item, self.base_dir)) is not None:
+                item, type_name, canonical = custom, "code-grader", "code-grader"
             if canonical is None:
                 known = suggest(type_name, assertion_type_names())
                 self.add((*path, "type"), f"unknown assertion type {type_name!r}{known}")
@@ -251,6 +263,10 @@ class Checker:
             cls = lookup_assertion_type(canonical)
             assert cls is not None
             item = dict(item)
+            for key, why in UNSUPPORTED_AGENTV_FIELDS.get(canonical, {}).items():
+                if key in item:
+                    self.add((*path, key), f"this AgentV form is not supported: {why}")
+                    del item[key]
             if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
                 item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
                 validated = self._validate_assertion(cls, item)

@@ -134,7 +134,9 @@ class Hook(Model):
 
     model_config = ConfigDict(extra="forbid")
 
-    command: str = Field(min_length=1)
+    command: str = Field(
+        min_length=1, description="A shell line; AgentV's list form (argv) is rewritten into one when the file loads."
+    )
     cwd: str | None = Field(None, description="Relative to the workspace.")
     timeout_ms: int = Field(60_000, gt=0, le=86_400_000)
 

@@ -31,7 +31,7 @@ from ._yaml_events import MERGE, YamlFailure, YamlReader
 log = logging.getLogger("convoeval.spec")
 
 #: Suite keys that change how its tests are read.
-CONTEXT_KEYS = frozenset({"plugins", "input", "prompts"})
+CONTEXT_KEYS = frozenset({"plugins", "input", "prompts", "input_files"})
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -76,10 +76,11 @@ class _Context:
     suite_input: bool  # the suite gives an `input`
     prompts: bool  # the suite keeps AgentV v5 `prompts`
     plugins: Any  # the suite's `plugins` (imported before its tests are read)
+    input_files: Any = None  # the suite's `input_files` (AgentV: attached to each test's string input)
 
     @classmethod
     def of(cls, data: dict) -> _Context:
-        return cls(data.get("input") is not None, v5_prompts(data), data.get("plugins"))
+        return cls(data.get("input") is not None, v5_prompts(data), data.get("plugins"), data.get("input_files"))
 
 
 class _Again(Exception):
@@ -185,6 +186,8 @@ class _SuiteLoad:
     def _new_tests(self, context: _Context) -> SuiteTests:
         _import_plugins(context.plugins, self.path.parent)
         self.normalizer.prompts = context.prompts
+        self.normalizer.suite_input = context.suite_input
+        self.normalizer.suite_input_files = context.input_files
         return SuiteTests(
             self.path.parent,
             self.normalizer,
@@ -216,13 +219,14 @@ class _SuiteLoad:
             self.checker.check_suite_assertion_levels(data, modes)
         shown = data if tests is _NO_TESTS else {**data, "tests": [] if isinstance(tests, SuiteTests) else tests}
         suite = self.checker.validate(Suite, shown, ())
-        for warning in self.checker.warnings:
+        for warning in dict.fromkeys(self.normalizer.warnings + self.checker.warnings):
             log.warning("%s", warning)
         problems = sorted(self.file_problems + self.problems, key=lambda p: (p.file, p.line, p.field))
         if suite is None or problems or not isinstance(tests, SuiteTests):
             return None, list(dict.fromkeys(problems))
         suite.tests = tests.models
         suite._path = self.path.resolve()
+        suite._agentv = self.normalizer.agentv
         return (suite if self.keep else None), []
 
     def _load_plugins(self, data: dict) -> None:

@@ -51,6 +51,7 @@ class InputMessage(Strict):
     """
 
     role: Literal["system", "user", "assistant", "tool"]
+    name: str | None = Field(None, description="The speaker's name (AgentV, as in chat APIs); not sent.")
     content: str | list[ContentPart] | dict[str, Any] | None = None
     tool_calls: list[dict[str, Any]] | None = Field(
         None, description="AgentV: an assistant message's tool calls `{tool, input, output}` (shown as JSON text)."
@@ -277,6 +278,11 @@ class Test(Strict):
         default_factory=list,
         description="Hint k is sent (source: hint) before turn k+2 when verify failed after turn k+1.",
     )
+    vars: dict[str, Any] | None = Field(
+        None,
+        description="AgentV v4.42: values for `{{ name }}` (dotted paths) in this test's criteria, input, "
+        "expected_output and turns, and in the suite's input for this test.",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("depends_on", mode="before")
@@ -317,10 +323,16 @@ class Suite(Strict):
     workspace: Workspace | None = Field(None, description="The workspace of every test that gives none of its own.")
 
     _path: Path | None = PrivateAttr(None)
+    _agentv: bool = PrivateAttr(False)
 
     @property
     def path(self) -> Path | None:
         return self._path
+
+    @property
+    def agentv(self) -> bool:
+        """Whether the file is AgentV's (a `.agentv/` folder at or above it, up to the repository root)."""
+        return self._agentv
 
     @property
     def base_dir(self) -> Path:

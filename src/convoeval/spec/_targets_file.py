@@ -62,7 +62,7 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
             problems.append(lines.problem(where, field_path(where), "each target is a mapping"))
             continue
         unset: list[Problem] = []
-        entry = substitute_env(entry, where, lines, unset)
+        entry = substitute_env(entry, where, lines, unset, unset_empty=False)
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             problems.append(lines.problem((*where, "name"), field_path((*where, "name")), "required: a target name"))
@@ -137,6 +137,9 @@ def _entry_config(
             ],
         )
     entry = dict(entry)
+    if "timeout_seconds" in entry and "timeout_s" not in entry:  # AgentV's name (v4.42)
+        entry["timeout_s"] = entry.pop("timeout_seconds")
+        lines.add((*where, "timeout_s"), *lines.locate((*where, "timeout_seconds")))
     if provider in _BASE_URL_ENDPOINT and "endpoint" in entry:
         endpoint = entry.pop("endpoint")
         entry.setdefault("base_url", endpoint)

@@ -15,7 +15,7 @@ from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 from ._models import SIMULATED_USER_KEYS, Test
 from ._validation_messages import suggest
-from ._yaml import ItemsFile
+from ._yaml import CaseFolder, ItemsFile
 
 
 @dataclass
@@ -72,7 +72,7 @@ class SuiteTests:
         """One item of a `tests` list, found at `index` of its list, its lines in `lines`
         (under `("tests", index)`). A string includes a file of tests when `includes`."""
         path: DataPath = ("tests", index)
-        value = substitute_env(value, path, lines, self.problems)
+        value = substitute_env(value, path, lines, self.problems, warnings=self.normalizer.warnings)
         if includes and isinstance(value, str):
             self.include(value, path, lines)
             return
@@ -97,17 +97,25 @@ class SuiteTests:
             self._add(lines, path, f"{ref} must hold a list of tests")
 
     def external(self, ref: str, lines: LineMap) -> None:
-        """`tests: cases.jsonl` (or `.yaml`): the tests of that file."""
+        """`tests: cases.jsonl` (or `.yaml`): the tests of that file; `tests: ./cases/` (AgentV
+        v4.42): one test per subfolder's `case.yaml`."""
         try:
             file = confined_file(ref, self.base_dir)
         except ValueError as exc:
+            folder = (self.base_dir / ref).resolve()
+            if str(exc).endswith("is not a regular file") and folder.is_dir():  # inside the allowed roots
+                before = self.count
+                self.read(CaseFolder(folder, agentv_key, lines), includes=False)
+                if self.count == before:
+                    self._add(lines, ("tests",), f"{exc}, nor a folder of cases (subfolders with a case.yaml)")
+                return
             message = f"tests file not found: {ref}" if str(exc).endswith("no such file") else str(exc)
             self._add(lines, ("tests",), message)
             return
         if self.read(ItemsFile(file, agentv_key, lines), includes=True):
             self._add(lines, ("tests",), f"{ref} must hold a list of tests")
 
-    def read(self, source: ItemsFile, *, includes: bool) -> bool:
+    def read(self, source: ItemsFile | CaseFolder, *, includes: bool) -> bool:
         """Add the tests of a file; when it cannot be read, none of them count. True when it
         holds something other than a list."""
         mark = self._checkpoint()

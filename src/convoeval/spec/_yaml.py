@@ -163,3 +163,55 @@ def _record_all(value: Any, path: DataPath, file: str, line: int, lines: LineMap
     if isinstance(value, list):
         return [_record_all(item, (*path, i), file, line, lines, rename) for i, item in enumerate(value)]
     return value
+
+
+class CaseFolder:
+    """AgentV's `tests: ./cases/` (v4.42): each subfolder holding a `case.yaml` (or `case.yml`)
+    is one test, in name order; its `id` defaults to the folder's name and a `workspace/`
+    subfolder is its workspace template. Same interface as `ItemsFile`."""
+
+    def __init__(self, path: Path, rename: Rename, parent: LineMap | None = None):
+        self.path = path
+        self.rename = rename
+        self.parent = parent
+        self.problems: list[Problem] = []
+        self.failed = False
+        self.not_a_list = False
+
+    def items(self) -> Iterator[tuple[int, Any, LineMap]]:
+        index = 0
+        for folder in sorted(p for p in self.path.iterdir() if p.is_dir()):
+            case = next((folder / n for n in ("case.yaml", "case.yml") if (folder / n).is_file()), None)
+            if case is None:
+                continue
+            lines = LineMap(str(case), self.parent)
+            value = self._read(case, ("tests", index), lines)
+            if isinstance(value, dict):
+                value.setdefault("id", folder.name)
+                if "workspace" not in value and (folder / "workspace").is_dir():
+                    value["workspace"] = {"template": str((folder / "workspace").resolve())}
+            elif value is not None:
+                self.problems.append(Problem(str(case), 1, "(file)", "a case file holds one test (a mapping)"))
+                continue
+            if value is not None:
+                yield index, value, lines
+                index += 1
+
+    def _read(self, case: Path, path: DataPath, lines: LineMap) -> Any:
+        text = read_text(case, self.problems)
+        if text is None:
+            return None
+        reader = YamlReader(text, str(case), self.rename)
+        try:
+            if reader.begin() is None:
+                self.problems.append(Problem(str(case), 1, "(file)", "the file is empty"))
+                return None
+            value = reader.value(path, lines)
+            reader.end()
+            self.problems.extend(reader.problems)
+            return value
+        except YamlFailure as failure:
+            self.problems.extend(reader.failure_problems(failure))
+            return None
+        finally:
+            reader.close()

@@ -1,0 +1,54 @@
+"""Where AgentV looks for things: whether an eval file is AgentV's, its repository root, and
+the search roots of attachments (read from AgentV's `file-utils.ts` and `findRepoRoot`, v4.15.0)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def is_agentv_file(path: Path) -> bool:
+    """Whether an eval file is AgentV's: a `.agentv/` folder in its folder or one above it, up
+    to the repository root (where AgentV reads its targets and config)."""
+    folder = path.parent.resolve()
+    root = repository_root(folder)
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".agentv").is_dir():
+            return True
+        if candidate == root:
+            return False
+    return False
+
+
+def repository_root(folder: Path) -> Path:
+    """The nearest folder holding `.git` at or above `folder` (else `folder` itself)."""
+    start = folder.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return start
+
+
+def search_roots(folder: Path) -> list[Path]:
+    """AgentV's search roots of an eval file's folder: it and each parent up to the repository
+    root, then the working folder."""
+    root = repository_root(folder)
+    roots: list[Path] = []
+    for candidate in (folder.resolve(), *folder.resolve().parents):
+        roots.append(candidate)
+        if candidate == root:
+            break
+    roots.append(Path.cwd().resolve())
+    return list(dict.fromkeys(roots))
+
+
+def find_attachment(ref: str, folder: Path) -> Path | None:
+    """The file a `type: file` value names, looked up in the search roots (AgentV's
+    `resolveFileReference`): an absolute path as given first, then relative to each root
+    with leading separators stripped."""
+    shown = ref.lstrip("/\\") or ref
+    candidates = [Path(ref)] if Path(ref).is_absolute() else []
+    candidates += [root / shown for root in search_roots(folder)]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
