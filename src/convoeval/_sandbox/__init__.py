@@ -88,7 +88,8 @@ async def run(
     Args:
         writable: the one host folder the command may change (the workspace).
         readable: host folders it must still see inside the private /tmp (the eval folder).
-        env: its whole environment (see `command_env`); HOME and TMPDIR are set here.
+        env: its whole environment (see `command_env`); HOME and TMPDIR are set here (with
+            `none`, a HOME given in `env` is kept).
         stdin: bytes on its standard input (else /dev/null).
         cap: bytes kept of stdout (and of stderr); the rest is read and counted, never kept.
         separate_stderr: keep stderr apart (`Finished.stderr`) instead of merged into output.
@@ -107,8 +108,13 @@ async def run(
     which = backend()
     argv = [command] if isinstance(command, str) else list(command)
     shell = isinstance(command, str)
-    home = None if which != "none" else Path(tempfile.mkdtemp(prefix="convoeval-home-"))
-    inside = {"HOME": str(home), "TMPDIR": tempfile.gettempdir()} if home else {"HOME": SANDBOX_HOME, "TMPDIR": "/tmp"}
+    if which != "none":
+        home, inside = None, {"HOME": SANDBOX_HOME, "TMPDIR": "/tmp"}
+    elif env is not None and "HOME" in env:  # unconfined, a suite's command keeps the HOME it was given
+        home, inside = None, {}
+    else:  # unconfined, a model's command still gets a HOME of its own
+        home = Path(tempfile.mkdtemp(prefix="convoeval-home-"))
+        inside = {"HOME": str(home), "TMPDIR": tempfile.gettempdir()}
     full_env = {**(env or {}), **inside}
     name = None
     if which == "bubblewrap":

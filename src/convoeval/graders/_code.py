@@ -108,7 +108,7 @@ class CodeGrader(Assertion):
             grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ensure_ascii=False, default=str
         ).encode()
         if ctx.workdir is not None and cwd == ctx.workdir:  # in the workspace: in the run's sandbox
-            stdout, err_text = await run_sandboxed(argv, shown, ctx, self._names_and_values(), payload, self.timeout_s)
+            stdout, err_text = await run_sandboxed(argv, shown, ctx, self._environment(), payload, self.timeout_s)
         else:
             stdout, err_text = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
         result = parse_program_json(stdout, shown, stderr_note(err_text))
@@ -116,12 +116,6 @@ class CodeGrader(Assertion):
         if err_text:
             grade.details = {**(grade.details or {}), "stderr": shorten(err_text, _STDERR_CHARS)}
         return grade
-
-    def _names_and_values(self) -> dict[str, str]:
-        """The sandboxed command's environment: PATH, the locale and what `env` names or sets."""
-        if isinstance(self.env, list):
-            return sandbox.command_env(self.env)
-        return sandbox.command_env(extra=self.env)
 
     def _cwd(self, ctx: GradeContext) -> Path:
         """`cwd` (relative to the eval file's folder), else the workspace, else that folder."""
@@ -263,8 +257,14 @@ async def run_sandboxed(
         )
     except sandbox.SandboxError as exc:
         raise GraderError(f"code-grader `{shown}`: {exc}") from None
+    except FileNotFoundError:
+        ran = None
     except OSError as exc:
         raise GraderError(f"code-grader `{shown}` could not start: {exc}") from None
+    if ran is None or (ran.code == 1 and ran.stderr.startswith("bwrap: execvp") and "No such file" in ran.stderr):
+        raise GraderError(
+            f"code-grader command not found: {argv[0]!r} (not on PATH, nor relative to {str(ctx.base_dir)!r})"
+        )
     return _finished(ran, shown, timeout_s, "code-grader")
 
 

@@ -65,8 +65,8 @@ async def sandboxed(
     command: str, cwd: Path, timeout_s: float, writable: Path, passed: Iterable[str] = (), readable: Sequence[Path] = ()
 ) -> Ran:
     """Run a suite's command (hook, verify) in the run's sandbox: `writable` the only folder it
-    may change (`readable` ones still seen), only PATH, the locale and the `passed` variables in
-    its environment. No sandbox available raises SandboxError (saying how to get one): the test
+    may change (`readable` ones still seen), no secret-named variable in its environment but the
+    `passed` ones. No sandbox available raises SandboxError (saying how to get one): the test
     is an execution error, never a failed or passed check."""
     ran = await sandbox.run(
         command,
@@ -74,7 +74,7 @@ async def sandboxed(
         timeout_s=timeout_s,
         writable=writable,
         readable=readable,
-        env=sandbox.command_env(passed),
+        env=scrubbed_env(passed),
         cap=COMMAND_BYTES,
     )
     return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)

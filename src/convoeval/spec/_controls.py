@@ -230,8 +230,8 @@ class Workspace(Model):
     keep: Literal["never", "on_failure", "always"] = "never"
     env: list[str] = Field(
         default_factory=list,
-        description="Variables (besides PATH and the locale) that hooks and verify see in their sandbox, and "
-        "secret-named ones (`*KEY*`, `*TOKEN*`, ...) that repo clones may see.",
+        description="Secret-named variables (`*KEY*`, `*TOKEN*`, ...) that hooks, repo clones and verify may "
+        "see; the others are removed from their environment.",
     )
     sandbox: SandboxSettings | None = Field(
         None, description="The sandbox of the trial's commands: `network: true`, limits (memory_mb, processes, ...)."
