@@ -76,3 +76,23 @@ def test_assert_conversation(fake_openai, tmp_path: Path) -> None:
     assert "x contains 'anything'" in str(failure.value)
     with pytest.raises(AssertionError, match="no test 'nope'"):
         assert_conversation(path, test_id="nope", target="openai:m", judge="openai:judge")
+
+
+def test_http_500_is_an_error_in_pytest_as_in_junit(pytester: pytest.Pytester, fake_openai) -> None:
+    """An execution error (the target answered HTTP 500) is a pytest error, not a failure, the
+    same as in convoeval's JUnit XML; a quality failure stays a failure."""
+    from convoeval.testing import Fault
+
+    fake_openai.reset(reply=reply)
+    fake_openai.faults.append(Fault(status=500, match="please fail now", purpose="target"))
+    pytester.makefile(".yaml", targets="targets:\n  - {name: t, provider: openai, model: m, max_retries: 0}\n")
+    pytester.makefile(".eval.yaml", travel=SUITE)
+    result = pytester.runpytest_inprocess(
+        "--convoeval", "--convoeval-target", "t", "--convoeval-judge", "openai:judge",
+        "--junitxml", "pytest-junit.xml", "-v", *QUIET,
+    )  # fmt: skip
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*travel.eval.yaml::broken ERROR*", "*broken @ t: execution error: turn 1: HTTP 500*"])
+    assert "Traceback" not in result.stdout.str()
+    junit = (pytester.path / "pytest-junit.xml").read_text()
+    assert junit.count("<error") == 1 and "<failure" not in junit

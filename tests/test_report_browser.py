@@ -152,6 +152,9 @@ def test_viewer_runs_compare_and_labels(page, runs: Runs) -> None:
         rows = page.locator("#comparison tbody tr")
         assert rows.count() == 3 and rows.first.get_attribute("data-outcome") == "loss"
         assert "greeting" in rows.first.inner_text()
+        greeting = page.locator("details.pair[data-test='greeting']")  # both conversations side by side
+        assert greeting.get_attribute("open") is not None and greeting.locator(".cmp-row.changed").count() == 1
+        assert greeting.locator(".cmp-row.diverge").get_attribute("data-turn") == "1"
         shot(page, "viewer-compare")
         rows.first.locator("a").click()  # the regression, opened in the new run
         page.wait_for_url(f"**/run/{second}?q=greeting")

@@ -4,6 +4,8 @@ Opt-in, so that installing convoeval changes no other pytest run: pass `--convoe
 the ini option `convoeval_files` (glob patterns; default `*.eval.yaml`) in pytest.ini /
 pyproject.toml. Each file runs once (through `convoeval.run`, with the response cache and the
 run store) when its first item runs; an item fails with the test's failed turns and checks.
+As in convoeval's JUnit XML, a test that could not be run or decided (an execution error such as
+an HTTP 500, or a grader error) is a pytest error, not a failure, and a skipped test is skipped.
 
     [tool.pytest.ini_options]
     convoeval_files = ["*.eval.yaml"]
@@ -21,7 +23,7 @@ from typing import Any
 import pytest
 
 from .api import ConfigError, RunReport, run
-from .report import failure_lines
+from .report import failure_lines, junit_kind
 from .results import EvaluationResult
 from .spec import SpecError, load_suite
 
@@ -117,7 +119,7 @@ class EvalItem(pytest.Item):
         self.test_id = test_id
         self.target = target
 
-    def runtest(self) -> None:
+    def _mine(self) -> list[EvaluationResult]:
         parent = self.parent
         assert isinstance(parent, EvalFile)
         mine = [
@@ -127,6 +129,24 @@ class EvalItem(pytest.Item):
         ]
         if not mine:
             raise EvalFailure(f"{self.test_id}: no result (was the test run?)")
+        return mine
+
+    def setup(self) -> None:
+        """Errors and skips are decided here, as JUnit's `error` and `skipped` are: a failure
+        raised during setup is what pytest reports as an error."""
+        try:
+            mine = self._mine()
+        except EvalFailure:
+            return  # reported by runtest, as before
+        kinds = [junit_kind(r) for r in mine]
+        errors = [r for r, kind in zip(mine, kinds, strict=True) if kind == "error"]
+        if errors:
+            pytest.fail("\n".join(line for r in errors for line in failure_lines(r)), pytrace=False)
+        if kinds and all(kind == "skipped" for kind in kinds):
+            pytest.skip("; ".join(f"{r.test_id}: {r.execution_status}" for r in mine))
+
+    def runtest(self) -> None:
+        mine = self._mine()
         failed = [r for r in mine if r.verdict != "pass"]
         if failed:
             raise EvalFailure("\n".join(line for r in failed for line in failure_lines(r)))

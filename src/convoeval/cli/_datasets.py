@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..datasets import IMPORTERS, grading_suite, import_dataset, remove, stored_run, write_regrade, write_suite
+from ..datasets import (
+    IMPORTERS,
+    DatasetWarning,
+    grading_suite,
+    import_dataset,
+    remove,
+    stored_run,
+    write_regrade,
+    write_suite,
+)
 from ..engine import state_dir
 from ..errors import DatasetError
 from ..spec import validate_paths
@@ -36,17 +46,24 @@ def import_command(
     ] = None,
     recorded: Annotated[
         bool,
-        typer.Option("--recorded", help="tau-bench: the recorded trajectories as transcript tests, not scenarios."),
+        typer.Option(
+            "--recorded",
+            help="tau-bench, deepeval: the recorded conversations as transcript tests, not live ones.",
+        ),
     ] = False,
 ) -> None:
     """Import a dataset as an eval file, then validate it."""
     try:
-        suite = import_dataset(
-            kind, source, references=references, db=db, tools=tools, backend=backend, recorded=recorded or None
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", DatasetWarning)
+            suite = import_dataset(
+                kind, source, references=references, db=db, tools=tools, backend=backend, recorded=recorded or None
+            )
     except DatasetError as exc:
         err.print(f"error: {exc}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    for warning in caught:
+        err.print(f"warning: {warning.message}", markup=False, soft_wrap=True)
     header = f"Imported by `convoeval import {kind} {source.name}`; edit freely."
     write_suite(suite, output, header)
     problems = validate_paths([output])
@@ -62,8 +79,9 @@ def grade(
     file: Annotated[
         Path,
         typer.Argument(
-            help="A stored run (results .jsonl of `convoeval run -o`), recorded conversations "
-            "(.jsonl of OpenAI messages), or an eval file whose tests have `transcript:`.",
+            help="A stored run (results .jsonl of `convoeval run -o`), recorded conversations (.jsonl: "
+            "OpenAI messages or AgentV transcripts; .eval/.json: an Inspect log, a Langfuse export or "
+            "OpenTelemetry spans), or an eval file whose tests have `transcript:`.",
             show_default=False,
         ),
     ],
@@ -91,9 +109,9 @@ def grade(
     own suite (kept with each result), or with --graders FILE instead."""
     args = ["run"]
     temporary: list[Path] = []
-    if file.suffix == ".jsonl":
+    if file.suffix in (".jsonl", ".json", ".eval"):
         try:
-            regrade = stored_run(file) if graders is None else None
+            regrade = stored_run(file) if graders is None and file.suffix == ".jsonl" else None
             if regrade is not None:
                 paths, targets, temporary = write_regrade(regrade, file, state_dir(store) / "graded")
                 args += [*map(str, paths), "--targets", str(targets)]
@@ -116,7 +134,7 @@ def grade(
             err.print(f"error: {exc}", markup=False, soft_wrap=True)
             raise typer.Exit(2) from None
     elif graders is not None:
-        err.print("error: --graders is for .jsonl files; an eval file carries its own graders", markup=False)
+        err.print("error: --graders is for .jsonl/.json/.eval logs; an eval file carries its own graders", markup=False)
         raise typer.Exit(2)
     else:
         args += [str(file), "--target", "recorded:transcript"]

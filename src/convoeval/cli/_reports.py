@@ -17,7 +17,11 @@ from ..report import (
     compare_results,
     load_run,
     markdown_comparison,
+    write_comparison,
 )
+from ..report._compare_view import pair_views
+from ..report._inspect_export import write_inspect_log
+from ..report._otel_export import export_spans, otlp_exporter
 from ..report._overview import fmt_score
 from ..report._terminal import SafeConsole
 from ..report.viewer import Viewer
@@ -71,15 +75,45 @@ def report(
         ),
     ] = None,
     title: Annotated[str | None, typer.Option(help="The report's title.")] = None,
+    inspect_log: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write an Inspect AI eval log here (.eval or .json; `inspect view` opens it). Extra: inspect."
+        ),
+    ] = None,
+    otel: Annotated[
+        bool,
+        typer.Option(
+            "--otel",
+            help="Send the run as OpenTelemetry GenAI spans over OTLP/HTTP (endpoint: --otel-endpoint, else the "
+            "OTEL_EXPORTER_OTLP_* variables). Extra: otel.",
+        ),
+    ] = False,
+    otel_endpoint: Annotated[
+        str | None, typer.Option(help="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces.")
+    ] = None,
     store: StoreOption = None,
 ) -> None:
-    """Write the HTML report, JUnit XML or a Markdown summary of a run or a results file."""
-    if not (html or junit or markdown):
-        raise fail("say what to write: --html report.html, --junit junit.xml and/or --markdown summary.md")
-    for path in write_reports(
-        _load(run, store), html=html, junit=junit, markdown=markdown, battles=battles, title=title
-    ):
+    """Write the HTML report, JUnit XML, a Markdown summary or an Inspect log of a run or a results
+    file, or send it as OpenTelemetry spans."""
+    otel = otel or otel_endpoint is not None
+    if not (html or junit or markdown or inspect_log or otel):
+        raise fail(
+            "say what to write: --html report.html, --junit junit.xml, --markdown summary.md, "
+            "--inspect-log run.eval and/or --otel"
+        )
+    loaded = _load(run, store)
+    for path in write_reports(loaded, html=html, junit=junit, markdown=markdown, battles=battles, title=title):
         out.print(f"wrote {path}", markup=False)
+    try:
+        if inspect_log is not None:
+            for path in write_inspect_log(loaded.results, inspect_log, name=loaded.name):
+                out.print(f"wrote {path}", markup=False)
+        if otel:
+            spans = export_spans(loaded.results, otlp_exporter(otel_endpoint))
+            out.print(f"sent {spans} span(s) over OTLP", markup=False)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
 
 
 class CompareFormat(StrEnum):
@@ -105,11 +139,18 @@ def compare(
     output_format: Annotated[
         CompareFormat, typer.Option("--format", help="table, json or markdown.")
     ] = CompareFormat.table,
+    html: Annotated[
+        Path | None,
+        typer.Option(help="Also write an HTML page with each test's two conversations side by side, turn by turn."),
+    ] = None,
     store: StoreOption = None,
 ) -> None:
     """Compare two runs test by test: win, loss, tie, new or gone, with the score change."""
     a, b = _load(run_a, store), _load(run_b, store)
     comparison = compare_results(a.results, b.results, tolerance=tolerance, name_a=a.name, name_b=b.name)
+    if html is not None:
+        written = write_comparison(comparison, a.results, b.results, html)
+        typer.echo(f"wrote {written}", err=output_format is not CompareFormat.table)
     if output_format is CompareFormat.json:
         typer.echo(
             json.dumps(
@@ -118,7 +159,15 @@ def compare(
                     "b": b.name,
                     "tolerance": tolerance,
                     "counts": comparison.counts,
-                    "pairs": [{**p.model_dump(), "delta": p.delta} for p in comparison.pairs],
+                    "pairs": [
+                        {
+                            **v.pair.model_dump(),
+                            "delta": v.pair.delta,
+                            "diverges_at_turn": v.divergence,
+                            "verdict_changed_turns": v.changed_turns,
+                        }  # fmt: skip
+                        for v in pair_views(comparison, a.results, b.results)
+                    ],
                 },
                 indent=2,
             )

@@ -9,20 +9,29 @@ Kinds:
                  policy per dialogue, TD-Eval's dimensions on every turn
     tau-bench    tau-bench results or tasks as simulated-user scenarios with a `tau-reward`
                  (or, recorded=True, their trajectories as transcripts)
-    transcripts  recorded conversations (OpenAI messages JSONL or convoeval results) as
-                 `transcript:` tests, graded without calling a target (`convoeval grade`)
+    transcripts  recorded conversations (OpenAI messages JSONL, convoeval results, or any of
+                 the logs below, told apart by content) as `transcript:` tests, graded
+                 without calling a target (`convoeval grade`)
+    promptfoo    a promptfooconfig.yaml: prompts, vars, asserts, conversations, simulated users
+    deepeval     a DeepEval dataset (JSON/JSONL goldens or test cases, conversational or not)
+    inspect | agentv-transcript | langfuse | otel
+                 an Inspect eval log, AgentV transcript JSONL, a Langfuse export, or
+                 OpenTelemetry GenAI spans, as `transcript:` tests
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
-from ._common import read_json, read_jsonl, suite_yaml, write_suite
+from ._common import DatasetWarning, read_json, read_jsonl, suite_yaml, write_suite
+from ._deepeval import import_deepeval
 from ._mtbench import import_mt_bench
 from ._multiwoz import import_multiwoz
+from ._promptfoo import import_promptfoo
 from ._regrade import Regrade, RegradeSuite, remove, stored_run, write_regrade
 from ._taubench import import_tau_bench
 from ._transcripts import grading_suite, import_transcripts
@@ -34,6 +43,12 @@ IMPORTERS: dict[str, Importer] = {
     "multiwoz": import_multiwoz,
     "tau-bench": import_tau_bench,
     "transcripts": import_transcripts,
+    "promptfoo": import_promptfoo,
+    "deepeval": import_deepeval,
+    "inspect": partial(import_transcripts, log_format="inspect"),
+    "agentv-transcript": partial(import_transcripts, log_format="agentv"),
+    "langfuse": partial(import_transcripts, log_format="langfuse"),
+    "otel": partial(import_transcripts, log_format="otel"),
 }
 
 
@@ -52,6 +67,7 @@ def import_dataset(kind: str, source: str | Path, **options: Any) -> dict[str, A
 __all__ = [
     "IMPORTERS",
     "DatasetError",
+    "DatasetWarning",
     "Regrade",
     "RegradeSuite",
     "remove",

@@ -11,6 +11,10 @@ import yaml
 from ..errors import DatasetError
 
 
+class DatasetWarning(UserWarning):
+    """Something an importer could not carry over (issued with `warnings.warn`; the CLI prints it)."""
+
+
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """`(line number, object)` of each non-blank line.
 

@@ -4,7 +4,9 @@ Input, one JSON object a line:
 - OpenAI chat logs: `{"messages": [...], "id"?: ..., "metadata"?: {...}}` (tool calls in
   OpenAI's format, tool results as `tool` messages);
 - convoeval results (`results.jsonl`): `{"test_id", "target", "output": [...]}`; each becomes
-  one test named `<test_id>@<target>`, for re-judging a stored run with a new judge.
+  one test named `<test_id>@<target>`, for re-judging a stored run with a new judge;
+- other tools' logs, told apart by their content (`_log_formats`): Inspect eval logs (`.eval`,
+  `.json`), AgentV transcript JSONL, Langfuse exports, OpenTelemetry GenAI spans.
 
 `grading_suite` adds the graders (a YAML file with suite keys such as `turn_assertions`,
 `assertions`, `policy`, `execution`), or by default one judge check per turn
@@ -20,6 +22,7 @@ import yaml
 
 from ..errors import DatasetError
 from ._common import read_jsonl
+from ._log_formats import log_reader
 
 DEFAULT_GRADERS: dict[str, Any] = {
     "turn_assertions": [{"type": "conversation-cohesion"}],
@@ -28,8 +31,13 @@ DEFAULT_GRADERS: dict[str, Any] = {
 GRADER_KEYS = ("turn_assertions", "assertions", "policy", "execution", "metadata", "plugins")
 
 
-def import_transcripts(source: Path) -> dict[str, Any]:
+def import_transcripts(source: Path, log_format: str | None = None) -> dict[str, Any]:
     """One `transcript:` test per recorded conversation of `source`."""
+    reader = log_reader(source, log_format)
+    if reader is not None:
+        return _suite(
+            source, [{**t, "transcript": [_message(m, source, 1) for m in t["transcript"]]} for t in reader(source)]
+        )
     tests: list[dict[str, Any]] = []
     seen: set[str] = set()
     for line, record in read_jsonl(source):
@@ -59,6 +67,15 @@ def import_transcripts(source: Path) -> dict[str, Any]:
         raise DatasetError(f"{source}:1: no conversations in the file")
     return {
         "name": source.name.removesuffix(".jsonl"),
+        "description": f"Recorded conversations from {source.name}, graded without calling a target",
+        "tests": tests,
+    }
+
+
+def _suite(source: Path, tests: list[dict[str, Any]]) -> dict[str, Any]:
+    name = source.name.rsplit(".", 1)[0]
+    return {
+        "name": name,
         "description": f"Recorded conversations from {source.name}, graded without calling a target",
         "tests": tests,
     }

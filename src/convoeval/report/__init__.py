@@ -21,8 +21,8 @@ from ._summary import print_panel_agreement, print_summary, turn_table
 
 if TYPE_CHECKING:
     from ._compare import Comparison, PairedResult, compare_results
-    from ._html import read_battle_records, render_report, write_html
-    from ._junit import junit_xml, write_junit
+    from ._html import read_battle_records, render_comparison, render_report, write_comparison, write_html
+    from ._junit import junit_kind, junit_xml, write_junit
     from ._labels import SCALES, Label, LabelStore
     from ._markdown import markdown_comparison, markdown_summary, write_markdown
     from ._overview import Overview, overview
@@ -33,8 +33,8 @@ __getattr__ = lazy_attributes(
     __name__,
     {
         "._compare": ("Comparison", "PairedResult", "compare_results"),
-        "._html": ("read_battle_records", "render_report", "write_html"),
-        "._junit": ("junit_xml", "write_junit"),
+        "._html": ("read_battle_records", "render_comparison", "render_report", "write_comparison", "write_html"),
+        "._junit": ("junit_kind", "junit_xml", "write_junit"),
         "._labels": ("SCALES", "Label", "LabelStore"),
         "._markdown": ("markdown_comparison", "markdown_summary", "write_markdown"),
         "._overview": ("Overview", "overview"),
@@ -66,6 +66,7 @@ __all__ = [
     "export_results",
     "failure_lines",
     "headline",
+    "junit_kind",
     "junit_xml",
     "list_runs",
     "load_run",
@@ -79,8 +80,10 @@ __all__ = [
     "print_summary",
     "read_battle_records",
     "read_results",
+    "render_comparison",
     "render_report",
     "turn_table",
+    "write_comparison",
     "write_html",
     "write_junit",
     "write_markdown",

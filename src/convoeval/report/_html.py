@@ -2,7 +2,11 @@
 `convoeval view`, rendered from Jinja2 templates with autoescape on.
 
 Model output, suite text and evidence are always inserted as escaped text, never as HTML. The
-arena plot is embedded as an `<img>` with a data URI (an SVG in an image never runs scripts).
+target's replies are rendered as Markdown by markdown-it-py with raw HTML off (any `<tag>` in a
+reply comes out as text), no images, and its own link check (no `javascript:`, `vbscript:`,
+`file:` or `data:` links); the page's Content-Security-Policy blocks remote images and scripts
+anyway. The arena plot is embedded as an `<img>` with a data URI (an SVG in an image never runs
+scripts).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..rank import Battle, Leaderboard, leaderboard_from_battles, read_battles
 from ..results import EvaluationResult, Message, ScoreEntry, TrialResult
 from ._compare import Comparison
+from ._compare_view import pair_views
 from ._labels import SCALES, JudgedItem, Label, Scale
 from ._overview import fmt_duration, fmt_rate, fmt_score, overview, suite_name
 from ._panel import panel_agreement
@@ -47,8 +52,24 @@ def _env() -> jinja2.Environment:
         rate=fmt_rate,
         duration=fmt_duration,
         pretty=lambda value: json.dumps(value, indent=2, ensure_ascii=False, default=str),
+        markdown=markdown_html,
     )
     return env
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
+    return md.disable("image")  # a reply never makes the page load anything
+
+
+def markdown_html(text: str) -> Any:
+    """`text` rendered as Markdown, as safe HTML (raw HTML in the text is escaped, links checked)."""
+    from markupsafe import Markup
+
+    return Markup(_markdown().render(text or ""))  # noqa: S704 (markdown-it escapes; html is off)
 
 
 @dataclass
@@ -228,12 +249,46 @@ def render_runs(runs: Sequence[RunInfo], *, store: str, battles: Sequence[str] =
     return page.render(title="convoeval runs", subtitle=store, runs=runs, battles=battles, viewer={})
 
 
-def render_comparison(comparison: Comparison, *, viewer: dict[str, Any] | None = None) -> str:
-    """Two runs compared: counts, then every test, regressions first."""
+#: Up to this many tests, the compare page shows every test side by side; above, ties whose
+#: turns all kept their verdicts are left out.
+MAX_TIES_SIDE_BY_SIDE = 200
+
+
+def render_comparison(
+    comparison: Comparison,
+    *,
+    viewer: dict[str, Any] | None = None,
+    results_a: Sequence[EvaluationResult] | None = None,
+    results_b: Sequence[EvaluationResult] | None = None,
+) -> str:
+    """Two runs compared: counts, then every test, regressions first; with both runs' results,
+    each test's two conversations side by side, turn by turn, the first divergence and every
+    turn whose verdict changed marked."""
     page = _env().get_template("compare.html.j2")
+    pairs = pair_views(comparison, results_a, results_b) if results_a is not None and results_b is not None else []
+    hidden = 0
+    if len(pairs) > MAX_TIES_SIDE_BY_SIDE:  # a big run: the ties' conversations would swamp the page
+        shown = [p for p in pairs if p.pair.outcome != "tie" or p.changed_turns]
+        hidden, pairs = len(pairs) - len(shown), shown
     return page.render(
+        hidden_ties=hidden,
         title=f"{comparison.name_b} vs {comparison.name_a}",
         subtitle=f"tolerance {comparison.tolerance:g}",
         comparison=comparison,
-        viewer=viewer or {},
+        pairs=pairs,
+        viewer=viewer,
+        given={},
     )
+
+
+def write_comparison(
+    comparison: Comparison,
+    results_a: Sequence[EvaluationResult],
+    results_b: Sequence[EvaluationResult],
+    path: str | Path,
+) -> Path:
+    """Write the compare page (self-contained HTML, transcripts side by side) to `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_comparison(comparison, results_a=results_a, results_b=results_b), encoding="utf-8")
+    return path

@@ -28,8 +28,8 @@ def _clean(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def _kind(result: EvaluationResult) -> str | None:
-    """`failure`, `error`, `skipped` or None (passed)."""
+def junit_kind(result: EvaluationResult) -> str | None:
+    """`failure`, `error`, `skipped` or None (passed): how JUnit (and the pytest plugin) report it."""
     if result.execution_status in ("skipped", "budget_exhausted") or result.verdict == "skip":
         return "skipped"
     if result.execution_status == "execution_error" or result.verdict == "error":
@@ -54,7 +54,7 @@ def junit_xml(results: Iterable[EvaluationResult], *, timestamp: str | None = No
         groups.setdefault(suite_name(result), []).append(result)
     root = ET.Element("testsuites")
     for index, (suite, members) in enumerate(groups.items()):
-        kinds = [_kind(r) for r in members]
+        kinds = [junit_kind(r) for r in members]
         node = ET.SubElement(
             root,
             "testsuite",

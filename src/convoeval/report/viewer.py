@@ -165,7 +165,10 @@ class Viewer:
             a, b = self._run(query.get("a", "")), self._run(query.get("b", ""))
             tolerance = float(query.get("tolerance", "0") or 0)
             comparison = compare_results(a.results, b.results, tolerance=tolerance, name_a=a.name, name_b=b.name)
-            return 200, html, render_comparison(comparison, viewer={"a": a.run_id, "b": b.run_id}), {}
+            page = render_comparison(
+                comparison, viewer={"a": a.run_id, "b": b.run_id}, results_a=a.results, results_b=b.results
+            )
+            return 200, html, page, {}
         if parts[0] == "arena" and len(parts) == 2 and parts[1].isdigit() and int(parts[1]) < len(self.battles):
             path_ = self.battles[int(parts[1])]
             records = read_battle_records(path_)

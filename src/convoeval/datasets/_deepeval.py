@@ -1,0 +1,207 @@
+"""DeepEval datasets (`EvaluationDataset.save_as("json" | "jsonl")`) as convoeval suites.
+
+Records, as DeepEval writes them:
+- conversational goldens / test cases: `scenario`, `turns` ([{role, content, tools_called?,
+  retrieval_context?, ...}]), `expected_outcome`, `user_description` (and, since DeepEval 4, a
+  `persona` mapping: `characteristics` and named traits), `chatbot_role`, `context`, `name`, `additional_metadata`;
+- single-turn goldens: `input`, `expected_output`, `actual_output`, `context`,
+  `retrieval_context`, `tools_called`, `expected_tools`, `name`.
+
+What becomes what:
+- the user `turns` -> a `mode: conversation` test, one scripted turn each; the recorded
+  assistant replies stay in each turn's `metadata`, their `retrieval_context` becomes the
+  turn's `context` (with `recorded=True` the whole
+  conversation is a `transcript:` test, graded without calling a target);
+- `scenario` + `user_description` -> a `simulated_user` (objective, persona) that continues
+  after any scripted turns, and `expected_outcome` -> its `success` criterion;
+- `chatbot_role` -> a `role-adherence` check on the conversation;
+- a single-turn golden -> a test with `input` and `expected_output`, judged by `llm-grader`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetError
+from ._common import read_json, read_jsonl
+
+DEFAULT_MAX_TURNS = 10
+
+
+def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAULT_MAX_TURNS) -> dict[str, Any]:
+    """One test per DeepEval golden or test case of `source` (.json list or .jsonl)."""
+    records = read_jsonl(source) if source.suffix == ".jsonl" else _records(source)
+    tests: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for line, record in records:
+        if not isinstance(record, dict):
+            raise DatasetError(f"{source}:{line}: expected a JSON object (a golden or test case)")
+        test = _test(record, source, line, recorded, max_turns)
+        test["id"] = _unique(test["id"], seen)
+        tests.append(test)
+    if not tests:
+        raise DatasetError(f"{source}:1: no goldens or test cases in the file")
+    return {
+        "name": source.stem,
+        "description": f"Imported from the DeepEval dataset {source.name}",
+        "tests": tests,
+    }
+
+
+def _records(source: Path) -> list[tuple[int, Any]]:
+    """`(line, record)` of each element of a JSON list (or of `goldens`/`test_cases` in a mapping)."""
+    data = read_json(source)  # the error with file and line when it is not JSON
+    if isinstance(data, dict):  # {"goldens": [...]} / {"test_cases": [...]}: no per-record lines
+        data = data.get("goldens") or data.get("test_cases") or data.get("testCases")
+        if isinstance(data, list):
+            return [(1, record) for record in data]
+    if not isinstance(data, list):
+        raise DatasetError(f"{source}:1: expected a JSON list of DeepEval goldens or test cases")
+    text = source.read_text(encoding="utf-8")
+    decoder, at, lines = json.JSONDecoder(), text.index("[") + 1, []
+    for _ in data:  # walk the list again only to know where each element starts
+        while text[at] in " \t\r\n,":
+            at += 1
+        lines.append(text.count("\n", 0, at) + 1)
+        _, at = decoder.raw_decode(text, at)
+    return list(zip(lines, data, strict=True))
+
+
+def _unique(name: str, seen: set[str]) -> str:
+    test_id, n = name, 2
+    while test_id in seen:
+        test_id, n = f"{name}-{n}", n + 1
+    seen.add(test_id)
+    return test_id
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
+
+
+def _test(record: dict[str, Any], source: Path, line: int, recorded: bool, max_turns: int) -> dict[str, Any]:
+    name = record.get("name") or record.get("scenario") or record.get("input") or f"golden-line-{line}"
+    test: dict[str, Any] = {"id": _slug(str(name)) or f"golden-line-{line}"}
+    metadata = {k: record[k] for k in ("comments", "additional_metadata", "context", "tags") if record.get(k)}
+    if "turns" in record or "scenario" in record:
+        test.update(_conversational(record, source, line, recorded, max_turns))
+    elif isinstance(record.get("input"), str):
+        test.update(_single(record))
+    else:
+        raise DatasetError(
+            f"{source}:{line}: not a DeepEval golden: expected `turns` or `scenario` (conversational) or `input`"
+        )
+    if metadata:
+        test["metadata"] = {**test.get("metadata", {}), **metadata}
+    return test
+
+
+def _single(record: dict[str, Any]) -> dict[str, Any]:
+    test: dict[str, Any] = {"input": record["input"]}
+    if record.get("expected_output"):
+        test["expected_output"] = record["expected_output"]
+        test["assertions"] = [{"type": "llm-grader"}]
+    if record.get("expected_tools"):
+        names = [t.get("name") for t in record["expected_tools"] if isinstance(t, dict) and t.get("name")]
+        test.setdefault("assertions", []).append(
+            {"type": "tool-trajectory", "mode": "any_order", "expected": [{"tool": n} for n in names]}
+        )
+    metadata = {k: record[k] for k in ("actual_output", "retrieval_context", "tools_called") if record.get(k)}
+    if metadata:
+        test["metadata"] = metadata
+    return test
+
+
+def _turns(record: dict[str, Any], source: Path, line: int) -> list[dict[str, Any]]:
+    raw = record.get("turns") or []
+    if isinstance(raw, str):  # CSV-style cells hold the turns as JSON text
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise DatasetError(f"{source}:{line}: turns: not JSON") from None
+    if not isinstance(raw, list):
+        raise DatasetError(f"{source}:{line}: turns: expected a list of {{role, content}}")
+    for n, turn in enumerate(raw):
+        if not isinstance(turn, dict) or turn.get("role") not in ("user", "assistant"):
+            raise DatasetError(f"{source}:{line}: turns[{n}]: expected {{role: user|assistant, content}}")
+        if not isinstance(turn.get("content"), str):
+            raise DatasetError(f"{source}:{line}: turns[{n}]: content: expected text")
+    return raw
+
+
+def _persona(record: dict[str, Any]) -> str | None:
+    persona = record.get("persona")
+    if isinstance(persona, dict):  # DeepEval's Persona: `characteristics` and optional named traits
+        traits = [f"{k.replace('_', ' ')}: {v}" for k, v in persona.items() if v and k != "characteristics"]
+        return "; ".join([str(persona["characteristics"])] * bool(persona.get("characteristics")) + traits) or None
+    return record.get("user_description") or None
+
+
+def _conversational(record: dict[str, Any], source: Path, line: int, recorded: bool, max_turns: int) -> dict[str, Any]:
+    turns = _turns(record, source, line)
+    test: dict[str, Any] = {}
+    if record.get("chatbot_role"):
+        test["input"] = [{"role": "system", "content": record["chatbot_role"]}]
+        test["assertions"] = [{"type": "role-adherence", "role": record["chatbot_role"]}]
+    if recorded:
+        if not any(t["role"] == "assistant" for t in turns):
+            raise DatasetError(f"{source}:{line}: turns: --recorded needs the assistant's turns")
+        system = test.get("input", [])
+        test["transcript"] = [*system, *(_transcript_message(t) for t in turns)]
+        test.pop("input", None)
+        if record.get("expected_outcome"):
+            test.setdefault("assertions", []).append({"type": "goal-completion"})
+            test["criteria"] = record["expected_outcome"]
+        return test
+    scripted = _scripted(turns)
+    if scripted:
+        test["mode"] = "conversation"
+        test["turns"] = scripted
+    if record.get("scenario"):
+        user: dict[str, Any] = {"objective": record["scenario"], "max_turns": max_turns}
+        if _persona(record):
+            user["persona"] = _persona(record)
+        test["simulated_user"] = user
+        if record.get("expected_outcome"):
+            test["success"] = [record["expected_outcome"]]
+    elif not scripted:
+        raise DatasetError(f"{source}:{line}: a conversational golden needs user turns or a scenario")
+    elif record.get("expected_outcome"):
+        test["criteria"] = record["expected_outcome"]
+        test.setdefault("assertions", []).append({"type": "goal-completion"})
+    return test
+
+
+def _scripted(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """User turns as scripted turns; the assistant reply that followed each kept as metadata,
+    its `retrieval_context` as the turn's `context` (what the judges see as the turn's backend data)."""
+    scripted: list[dict[str, Any]] = []
+    for turn in turns:
+        if turn["role"] == "user":
+            scripted.append({"input": turn["content"]})
+        elif scripted:
+            scripted[-1].setdefault("metadata", {})["recorded_reply"] = turn["content"]
+            if turn.get("retrieval_context"):
+                scripted[-1]["context"] = turn["retrieval_context"]
+    return scripted
+
+
+def _transcript_message(turn: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": turn["role"], "content": turn["content"]}
+    calls = []
+    for call in turn.get("tools_called") or []:
+        if isinstance(call, dict) and call.get("name"):
+            arguments = call.get("inputParameters") or call.get("input_parameters") or {}
+            calls.append(
+                {
+                    "name": call["name"],
+                    "arguments": arguments if isinstance(arguments, dict) else {"value": arguments},
+                    "output": call.get("output"),
+                }
+            )
+    if calls:
+        message["tool_calls"] = calls
+    return message

@@ -1,0 +1,139 @@
+"""Inspect AI eval logs (`.eval` zip or `.json`) as recorded conversations.
+
+Read from Inspect's documented log format: a `.json` log is one `EvalLog` document (`eval`,
+`samples[]`); a `.eval` log is a zip holding `header.json` and one
+`samples/<id>_epoch_<n>.json` per sample. Recent Inspect versions compress `.eval` members with
+zstd, which Python's zipfile reads only with help: such logs are read with Inspect's own
+`read_eval_log` (the `inspect` extra); `.json` logs and deflate-compressed `.eval` logs need
+nothing. Each sample's `messages` (`ChatMessage`:
+`role`, `content` as text or content blocks, assistant `tool_calls` `{id, function,
+arguments}`, tool results with `tool_call_id`) become a `transcript:` test named after the
+sample (`-epoch-N` added for a sample the log ran in several epochs). The sample's `metadata`, `target`,
+`input`, and Inspect's own `scores` (value, answer, explanation) are kept as test metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetError
+from ._chat_logs import ROLES, arguments_of, has_dialogue, slug, text_of, unique
+
+
+def is_inspect_log(path: Path, head: str) -> bool:
+    """An Inspect `.eval` zip, or a JSON log with `eval` and `samples`/`status`."""
+    if path.suffix == ".eval" or head.startswith("PK"):
+        return zipfile.is_zipfile(path)
+    return head.lstrip().startswith("{") and '"eval"' in head and ('"samples"' in head or '"status"' in head)
+
+
+def _read_with_inspect(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        return None
+    try:
+        log = read_eval_log(str(path)).model_dump(mode="json", exclude_none=True)
+    except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file for the user
+        raise DatasetError(f"{path}:1: Inspect cannot read this log ({type(exc).__name__}: {exc})") from None
+    return log, list(log.get("samples") or [])
+
+
+def _read_zip(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            header = json.loads(archive.read("header.json")) if "header.json" in names else {}
+            if not header and "_journal/start.json" in names:
+                header = json.loads(archive.read("_journal/start.json"))
+            samples = [
+                json.loads(archive.read(name))
+                for name in sorted(names)
+                if name.startswith("samples/") and name.endswith(".json")
+            ]
+    except NotImplementedError:
+        read = _read_with_inspect(path)
+        if read is None:
+            raise DatasetError(
+                f"{path}:1: this .eval log is zstd-compressed: install the inspect extra "
+                "(pip install 'convoeval[inspect]') or convert it with `inspect log convert --to json`"
+            ) from None
+        return read
+    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise DatasetError(f"{path}:1: not a readable Inspect .eval log ({exc})") from None
+    return header, samples
+
+
+def _read_json(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    try:
+        log = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
+        raise DatasetError(f"{path}:1: not an Inspect eval log (no `eval` header)")
+    return log, list(log.get("samples") or [])
+
+
+def read_inspect_log(path: Path) -> list[dict[str, Any]]:
+    """One `transcript:` test per sample (and epoch) of the log."""
+    header, samples = _read_zip(path) if zipfile.is_zipfile(path) else _read_json(path)
+    if not samples:
+        raise DatasetError(f"{path}:1: the Inspect log has no samples (was it written with samples?)")
+    eval_info = header.get("eval") or {}
+    epochs: dict[str, int] = {}
+    for sample in samples:
+        epochs[str(sample.get("id"))] = epochs.get(str(sample.get("id")), 0) + 1
+    tests: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for sample in samples:
+        transcript = [_message(m, path) for m in sample.get("messages") or []]
+        if not has_dialogue(transcript):
+            continue
+        name = slug(str(sample.get("id", len(tests) + 1)))
+        if epochs[str(sample.get("id"))] > 1:
+            name += f"-epoch-{sample.get('epoch', 1)}"
+        tests.append({"id": unique(name, seen), "transcript": transcript, "metadata": _metadata(sample, eval_info)})
+    if not tests:
+        raise DatasetError(f"{path}:1: no sample of the Inspect log has a user and an assistant message")
+    return tests
+
+
+def _message(raw: Any, path: Path) -> dict[str, Any]:
+    if not isinstance(raw, dict) or raw.get("role") not in ROLES:
+        raise DatasetError(f"{path}:1: an Inspect message needs a role (system, user, assistant or tool)")
+    message: dict[str, Any] = {"role": raw["role"], "content": text_of(raw.get("content"))}
+    calls = [
+        {"name": str(c.get("function", "tool")), "arguments": arguments_of(c.get("arguments")), "id": c.get("id")}
+        for c in raw.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
+    if calls:
+        message["tool_calls"] = calls
+    if raw["role"] == "tool":
+        if raw.get("tool_call_id"):
+            message["tool_call_id"] = raw["tool_call_id"]
+        if raw.get("function"):
+            message["name"] = raw["function"]
+        error = raw.get("error")
+        if isinstance(error, dict) and error.get("message") and not message["content"]:
+            message["content"] = f"error: {error['message']}"
+    return message
+
+
+def _metadata(sample: dict[str, Any], eval_info: dict[str, Any]) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"inspect_task": eval_info.get("task"), "inspect_model": eval_info.get("model")}
+    if sample.get("metadata"):
+        metadata["sample"] = sample["metadata"]
+    if sample.get("target") not in (None, "", []):
+        metadata["target"] = sample["target"]
+    scores = sample.get("scores") or {}
+    if scores:
+        metadata["inspect_scores"] = {
+            name: {k: v for k, v in score.items() if k in ("value", "answer", "explanation") and v is not None}
+            for name, score in scores.items()
+            if isinstance(score, dict)
+        }
+    return {k: v for k, v in metadata.items() if v is not None}

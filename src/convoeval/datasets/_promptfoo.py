@@ -1,0 +1,361 @@
+"""promptfoo configurations (`promptfooconfig.yaml`) as convoeval suites.
+
+What becomes what:
+- `prompts`: each prompt (inline text, a chat-message JSON/YAML list, or `file://` one of
+  those) is rendered with a test's `vars`. Its system messages become the test's `input`, its
+  last user message the turn's input. promptfoo's `{% for ... in _conversation %}` history
+  loop is dropped: convoeval sends the whole conversation to the target on every turn.
+- `tests` sharing `metadata.conversationId` (or, when the prompt loops over `_conversation`,
+  all tests without one) become one `mode: conversation` test, one turn per promptfoo test, in
+  file order; other tests are single-turn tests. `defaultTest` (`vars`, `assert`, `provider`,
+  `threshold`) applies to every test, as in promptfoo.
+- A test (or `defaultTest`) whose `provider` is `promptfoo:simulated-user` becomes a
+  `simulated_user` whose objective is its rendered `instructions` (`maxTurns` -> `max_turns`);
+  its assertions judge the whole conversation.
+- `providers` whose id convoeval reads (`openai:`, `anthropic:`...) become
+  `execution.targets`; all are kept in `metadata.promptfoo_providers`.
+- `assert`: see `_promptfoo_asserts`; unmapped types are listed in one warning.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import warnings
+from collections import Counter, OrderedDict
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import DatasetError
+from ._chat_logs import unique
+from ._common import DatasetWarning
+from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
+from ._promptfoo_csv import read_csv_tests
+
+SIMULATED_USER = "promptfoo:simulated-user"
+_PROVIDER_PREFIXES = ("openai:", "anthropic:", "litellm:", "local")
+_LOOP = re.compile(r"{%-?\s*for\s+\w+\s+in\s+_conversation\s*-?%}.*?{%-?\s*endfor\s*-?%}", re.DOTALL)
+DEFAULT_MAX_TURNS = 10
+
+
+@lru_cache(maxsize=1)
+def _env() -> Any:
+    import jinja2.sandbox
+
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
+    env.globals.clear()
+    return env
+
+
+def render(text: str, variables: dict[str, Any]) -> str:
+    """`text` with promptfoo's Nunjucks `{{ var }}` filled (an unknown variable is empty, as in promptfoo)."""
+    if "{{" not in text and "{%" not in text:
+        return text
+    import jinja2
+
+    try:
+        return str(_env().from_string(text).render(**variables))
+    except jinja2.TemplateError as exc:
+        raise DatasetError(f"cannot render the template {text[:60]!r}: {exc}") from None
+
+
+class Prompt:
+    """One promptfoo prompt: chat messages (role, template) and whether it loops over `_conversation`."""
+
+    def __init__(self, label: str, messages: list[tuple[str, str]], uses_history: bool):
+        self.label, self.messages, self.uses_history = label, messages, uses_history
+
+    def rendered(self, variables: dict[str, Any]) -> tuple[list[dict[str, str]], str]:
+        """(the messages before the last user message: system, few-shot examples; the last user
+        message) for these vars."""
+        last = max((n for n, (role, _) in enumerate(self.messages) if role == "user"), default=None)
+        before = self.messages if last is None else self.messages[:last]
+        initial = [{"role": r, "content": render(t, variables)} for r, t in before]
+        user = render(self.messages[last][1], variables) if last is not None else ""
+        return [m for m in initial if m["content"].strip()], user
+
+
+def import_promptfoo(source: Path) -> dict[str, Any]:
+    """The suite a promptfoo config file makes (see the module docstring)."""
+    config = _load_yaml(source)
+    if not isinstance(config, dict):
+        raise DatasetError(f"{source}:1: expected a promptfoo config (a mapping with prompts and tests)")
+    base = source.parent
+    prompts = _prompts(config.get("prompts"), base, source)
+    default = config.get("defaultTest") or {}
+    if isinstance(default, str):
+        default = _load_yaml(base / default.removeprefix("file://"))
+    if not isinstance(default, dict):
+        raise DatasetError(f"{source}:1: defaultTest: expected a mapping")
+    expand = not (default.get("options") or {}).get("disableVarExpansion")
+    raw_tests = _tests(config.get("tests"), base, source, expand)
+    unmapped = Unmapped()
+    tests: list[dict[str, Any]] = []
+    for prompt in prompts:
+        suffix = f"@{_slug(prompt.label)}" if len(prompts) > 1 else ""
+        tests.extend(_prompt_tests(prompt, raw_tests, default, base, unmapped, suffix))
+    if not tests:
+        raise DatasetError(f"{source}:1: tests: no tests to import")
+    seen: set[str] = set()
+    for test in tests:
+        test["id"] = unique(test["id"], seen)
+    suite: dict[str, Any] = {
+        "name": str(config.get("description") or source.parent.name or source.stem),
+        "description": f"Imported from promptfoo's {source.name}",
+    }
+    providers = _providers(config.get("providers"))
+    targets = [_spec(p) for p in providers if p.startswith(_PROVIDER_PREFIXES)]
+    if targets:
+        suite["execution"] = {"target": targets[0]} if len(targets) == 1 else {"targets": targets}
+    if providers:
+        suite["metadata"] = {"promptfoo_providers": providers}
+    suite["tests"] = tests
+    for warning in (unmapped.warning(), _ignored(config, raw_tests)):
+        if warning:
+            warnings.warn(warning, DatasetWarning, stacklevel=2)
+    return suite
+
+
+_READ_TOP = {"description", "prompts", "providers", "tests", "defaultTest", "outputPath", "env", "sharing"}
+_READ_TEST = {"vars", "assert", "description", "metadata", "provider", "threshold"}
+
+
+def _ignored(config: dict[str, Any], tests: list[dict[str, Any]]) -> str | None:
+    """The promptfoo settings the suite leaves out, with how often each was met."""
+    ignored = Counter(k for k in config if k not in _READ_TOP)
+    ignored.update(f"tests[].{k}" for t in tests for k in t if k not in _READ_TEST)
+    if not ignored:
+        return None
+    listed = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in sorted(ignored.items()))
+    return f"promptfoo settings not imported: {listed}"
+
+
+def _load_yaml(path: Path) -> Any:
+    if not path.is_file():
+        raise DatasetError(f"{path}:1: no such file")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "test"
+
+
+# -- prompts and providers ----------------------------------------------------------------
+
+
+def _prompts(raw: Any, base: Path, source: Path) -> list[Prompt]:
+    if raw is None:
+        return [Prompt("prompt", [("user", "{{ prompt }}")], False)]
+    items = raw if isinstance(raw, list) else [raw]
+    prompts = []
+    for n, item in enumerate(items, start=1):
+        label = f"prompt-{n}"
+        text = item
+        if isinstance(item, dict):
+            label = str(item.get("label") or item.get("id") or label)
+            text = item.get("raw") or item.get("id")
+        if not isinstance(text, str):
+            raise DatasetError(f"{source}:1: prompts[{n - 1}]: expected text, file://..., or {{id, label}}")
+        if text.startswith("file://"):
+            label = label if isinstance(item, dict) and item.get("label") else Path(text[7:]).name
+            text = _prompt_file(base / text[len("file://") :], source, n)
+        prompts.append(_parse_prompt(label, text))
+    return prompts
+
+
+def _prompt_file(path: Path, source: Path, n: int) -> str:
+    if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs"):
+        raise DatasetError(f"{source}:1: prompts[{n - 1}]: prompt functions ({path.name}) cannot be imported")
+    if not path.is_file():
+        raise DatasetError(f"{source}:1: prompts[{n - 1}]: {path}: no such file")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        return json.dumps(yaml.safe_load(text))
+    return text
+
+
+def _parse_prompt(label: str, text: str) -> Prompt:
+    uses_history = "_conversation" in text
+    stripped = _LOOP.sub("", text)
+    try:
+        messages = json.loads(stripped)
+    except ValueError:
+        messages = None
+    if isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages):
+        chat = [(str(m["role"]), str(m.get("content", ""))) for m in messages]
+        return Prompt(label, chat, uses_history)
+    return Prompt(label, [("user", stripped.strip())], uses_history)
+
+
+def _spec(provider: str) -> str:
+    """A promptfoo provider id as a convoeval target spec (`openai:chat:gpt-4o` -> `openai:gpt-4o`)."""
+    for kind in ("openai:chat:", "anthropic:messages:"):
+        if provider.startswith(kind):
+            return provider.split(":", 1)[0] + ":" + provider[len(kind) :]
+    return provider
+
+
+def _providers(raw: Any) -> list[str]:
+    items = raw if isinstance(raw, list) else [raw] if raw else []
+    out = []
+    for item in items:
+        provider = item.get("id") if isinstance(item, dict) else item
+        if isinstance(provider, str):
+            out.append(provider)
+    return out
+
+
+# -- tests -----------------------------------------------------------------------------------
+
+
+def _tests(raw: Any, base: Path, source: Path, expand: bool = True) -> list[dict[str, Any]]:
+    """The test list; a var given as a list makes one test per value (promptfoo's var
+    expansion, off with `defaultTest.options.disableVarExpansion`)."""
+    raw = [raw] if isinstance(raw, str) else raw
+    if isinstance(raw, list):
+        raw = [t for item in raw for t in (_test_file(item, base) if isinstance(item, str) else [item])]
+    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+        raise DatasetError(f"{source}:1: tests: expected a list of tests (or file:// a YAML/JSON/CSV file of them)")
+    if not expand:
+        return raw
+    out = []
+    for test in raw:
+        variables = test.get("vars") or {}
+        lists = {k: v for k, v in variables.items() if isinstance(v, list) and v}
+        if not lists:
+            out.append(test)
+            continue
+        for values in itertools.product(*lists.values()):
+            out.append({**test, "vars": {**variables, **dict(zip(lists, values, strict=True))}})
+    return out
+
+
+def _test_file(item: str, base: Path) -> list[Any]:
+    path = base / item.removeprefix("file://")
+    if path.suffix == ".csv":
+        return read_csv_tests(path, KNOWN_TYPES)
+    loaded = _load_yaml(path)
+    return loaded if isinstance(loaded, list) else [loaded]
+
+
+def _vars(default: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
+    return {**(default.get("vars") or {}), **(test.get("vars") or {})}
+
+
+def _provider_id(test: dict[str, Any], default: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    provider = test.get("provider") or default.get("provider")
+    if isinstance(provider, dict):
+        return provider.get("id"), provider.get("config") or {}
+    return (provider if isinstance(provider, str) else None), {}
+
+
+def _prompt_tests(
+    prompt: Prompt,
+    raw_tests: list[dict[str, Any]],
+    default: dict[str, Any],
+    base: Path,
+    unmapped: Unmapped,
+    suffix: str,
+) -> list[dict[str, Any]]:
+    """One prompt's tests: conversations grouped by conversationId, the rest one by one."""
+    groups: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+    out: list[dict[str, Any]] = []
+    for n, test in enumerate(raw_tests, start=1):
+        conversation = (test.get("metadata") or {}).get("conversationId")
+        if _provider_id(test, default)[0] == SIMULATED_USER:
+            out.append(_simulated(prompt, test, default, base, unmapped, n, suffix))
+        elif conversation is not None or prompt.uses_history:
+            groups.setdefault(str(conversation or "conversation"), []).append(test)
+        else:
+            out.append(_single(prompt, test, default, base, unmapped, n, suffix))
+    for name, tests in groups.items():
+        out.append(_conversation(prompt, name, tests, default, base, unmapped, suffix))
+    return out
+
+
+def _asserts(test: dict[str, Any], default: dict[str, Any], base: Path, unmapped: Unmapped) -> list[dict[str, Any]]:
+    variables = _vars(default, test)
+    raw = [*(default.get("assert") or []), *(test.get("assert") or [])]
+    return map_asserts(raw, render, variables, base, unmapped)
+
+
+def _common(test: dict[str, Any], default: dict[str, Any], test_id: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": test_id}
+    if test.get("description"):
+        out["criteria"] = str(test["description"])
+    threshold = test.get("threshold", default.get("threshold"))
+    if isinstance(threshold, (int, float)):
+        out["execution"] = {"threshold": threshold}
+    return out
+
+
+def _single(
+    prompt: Prompt, test: dict[str, Any], default: dict[str, Any], base: Path, unmapped: Unmapped, n: int, suffix: str
+) -> dict[str, Any]:
+    system, user = prompt.rendered(_vars(default, test))
+    out = _common(test, default, f"{_slug(str(test.get('description') or f'test-{n}'))}{suffix}")
+    out["input"] = [*system, {"role": "user", "content": user}]
+    out["assertions"] = _asserts(test, default, base, unmapped)
+    if test.get("metadata"):
+        out["metadata"] = test["metadata"]
+    return out
+
+
+def _conversation(
+    prompt: Prompt,
+    name: str,
+    tests: list[dict[str, Any]],
+    default: dict[str, Any],
+    base: Path,
+    unmapped: Unmapped,
+    suffix: str,
+) -> dict[str, Any]:
+    system, _ = prompt.rendered(_vars(default, tests[0]))
+    out = _common(tests[0], default, f"{_slug(name)}{suffix}")
+    out.pop("criteria", None)
+    if system:
+        out["input"] = system
+    out["mode"] = "conversation"
+    turns = []
+    for test in tests:
+        _, user = prompt.rendered(_vars(default, test))
+        turn: dict[str, Any] = {"input": user}
+        assertions = _asserts(test, default, base, unmapped)
+        if assertions:
+            turn["assertions"] = assertions
+        if test.get("description"):
+            turn["metadata"] = {"description": str(test["description"])}
+        turns.append(turn)
+    out["turns"] = turns
+    out["metadata"] = {"conversationId": name}
+    return out
+
+
+def _simulated(
+    prompt: Prompt, test: dict[str, Any], default: dict[str, Any], base: Path, unmapped: Unmapped, n: int, suffix: str
+) -> dict[str, Any]:
+    variables = _vars(default, test)
+    _, config = _provider_id(test, default)
+    instructions = render(str(config.get("instructions") or "{{ instructions }}"), variables).strip()
+    if not instructions:
+        instructions = "Get help from the assistant with your request."
+    system, _ = prompt.rendered(variables)
+    out = _common(test, default, f"{_slug(str(test.get('description') or f'simulated-{n}'))}{suffix}")
+    if system:
+        out["input"] = system
+    elif prompt.messages:  # a text prompt is the agent's instructions, as promptfoo sends it
+        out["input"] = [{"role": "system", "content": render(prompt.messages[0][1], variables)}]
+    max_turns = config.get("maxTurns", DEFAULT_MAX_TURNS)
+    out["simulated_user"] = {"objective": instructions, "max_turns": int(max_turns)}
+    assertions = _asserts(test, default, base, unmapped)
+    if assertions:
+        out["assertions"] = assertions
+    return out

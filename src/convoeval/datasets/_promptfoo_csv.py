@@ -1,0 +1,60 @@
+"""promptfoo test files in CSV: one test per row.
+
+Columns are vars, except promptfoo's special ones: `__expected` (and `__expected1`,
+`__expected2`, ...) hold an assertion each in promptfoo's shorthand (`contains: Paris`,
+`icontains: paris`, `regex: ^P`, `is-json`, `javascript: output.length < 90` or `fn: ...`,
+`python: ...`, `grade: ...` / `llm-rubric: ...`; a value with no known prefix is `equals`),
+`__description`, `__threshold` and `__metadata:<key>`. Read with the standard csv module.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from ..errors import DatasetError
+
+#: Shorthand prefixes that are not assertion type names.
+_ALIASES = {"fn": "javascript", "eval": "javascript", "grade": "llm-rubric"}
+_BARE = {"is-json", "contains-json", "is-valid-openai-tools-call", "is-xml", "is-sql"}
+
+
+def _assertion(text: str, known: set[str]) -> dict[str, Any]:
+    head, sep, rest = text.partition(":")
+    name = _ALIASES.get(head.strip(), head.strip())
+    if sep and (name in known or head.strip() in _ALIASES):
+        return {"type": name, "value": rest.strip()}
+    if text.strip() in _BARE:
+        return {"type": text.strip()}
+    return {"type": "equals", "value": text}
+
+
+def read_csv_tests(path: Path, known: set[str]) -> list[dict[str, Any]]:
+    """The tests of a promptfoo CSV file (`known`: the assertion type names to recognise)."""
+    if not path.is_file():
+        raise DatasetError(f"{path}:1: no such file")
+    tests = []
+    with path.open(encoding="utf-8", newline="") as handle:
+        for line, row in enumerate(csv.DictReader(handle), start=2):
+            if None in row:
+                raise DatasetError(f"{path}:{line}: more cells than columns")
+            test: dict[str, Any] = {"vars": {}}
+            for column, value in row.items():
+                value = value or ""
+                if column.startswith("__expected"):
+                    if value.strip():
+                        test.setdefault("assert", []).append(_assertion(value, known))
+                elif column == "__description":
+                    test["description"] = value
+                elif column == "__threshold" and value.strip():
+                    try:
+                        test["threshold"] = float(value)
+                    except ValueError:
+                        raise DatasetError(f"{path}:{line}: __threshold: {value!r} is not a number") from None
+                elif column.startswith("__metadata:"):
+                    test.setdefault("metadata", {})[column.removeprefix("__metadata:")] = value
+                elif not column.startswith("__"):
+                    test["vars"][column] = value
+            tests.append(test)
+    return tests

@@ -1,0 +1,211 @@
+"""A run as OpenTelemetry GenAI spans, sent over OTLP/HTTP with the official SDK (optional extra
+`otel`: `opentelemetry-sdk`, `opentelemetry-exporter-otlp-proto-http`).
+
+One trace per test and target (trial): a root span `invoke_agent <target>` for the conversation
+(`gen_ai.conversation.id`, the test's score, verdict and status as `convoeval.*` attributes),
+a `chat <model>` child per turn carrying the GenAI semantic conventions'
+`gen_ai.input.messages` (the conversation up to the turn), `gen_ai.output.messages` (the
+reply), `gen_ai.system_instructions`, and the turn's score and verdict, and an
+`execute_tool <name>` child per tool call (`gen_ai.tool.name`, `gen_ai.tool.call.id`,
+`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`). Messages use the semconv
+`{role, parts: [{type: text | tool_call | tool_call_response, ...}]}` shape, as JSON text.
+Span times follow the recorded durations (turn latencies), ending when the export runs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ConfigError
+from ..results import EvaluationResult, Message, ScoreEntry, ToolCall
+from ._overview import suite_name
+
+OTEL_EXTRA = "opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http (pip install 'convoeval[otel]')"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def semconv_messages(message: Message) -> list[dict[str, Any]]:
+    """A transcript message in the GenAI semconv shape (role + parts); convoeval's tool
+    messages (which carry their call) become the assistant's `tool_call` and the `tool` response."""
+    if message.source == "tool" or message.role == "tool":
+        if not message.tool_calls:
+            return [{"role": "tool", "parts": [{"type": "tool_call_response", "response": message.content}]}]
+        calls = [
+            {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+        responses = [{"type": "tool_call_response", "id": c.id, "response": c.output} for c in message.tool_calls]
+        return [{"role": "assistant", "parts": calls}, {"role": "tool", "parts": responses}]
+    parts: list[dict[str, Any]] = [{"type": "text", "content": message.content}] if message.content else []
+    parts += [{"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
+    return [{"role": message.role, "parts": parts}]
+
+
+def _tracer() -> tuple[Any, Any, Any]:
+    """A tracer whose finished spans are kept in memory, to be sent in batches afterwards."""
+    try:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:
+        raise ConfigError(f"exporting OpenTelemetry spans needs {OTEL_EXTRA}") from None
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "convoeval"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    return provider, provider.get_tracer("convoeval"), memory
+
+
+def otlp_exporter(endpoint: str | None = None, headers: dict[str, str] | None = None) -> Any:
+    """The SDK's OTLP/HTTP span exporter (endpoint default: the OTEL_EXPORTER_OTLP_* variables)."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        raise ConfigError(f"exporting OpenTelemetry spans needs {OTEL_EXTRA}") from None
+    return OTLPSpanExporter(endpoint=endpoint, headers=headers)
+
+
+#: Spans per export request.
+BATCH = 512
+
+
+def export_spans(results: Sequence[EvaluationResult], exporter: Any) -> int:
+    """Send every result as GenAI spans through `exporter` (a SpanExporter), in batches;
+    returns the span count.
+
+    Raises:
+        ConfigError: the exporter could not send a batch (the endpoint is down or refused it).
+    """
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    provider, tracer, memory = _tracer()
+    for result in results:
+        _result_spans(tracer, result)
+    provider.shutdown()
+    spans = memory.get_finished_spans()
+    try:
+        for start in range(0, len(spans), BATCH):
+            if exporter.export(spans[start : start + BATCH]) is not SpanExportResult.SUCCESS:
+                raise ConfigError(
+                    f"the OpenTelemetry exporter could not send spans {start + 1}-{min(start + BATCH, len(spans))} "
+                    f"of {len(spans)} (is the OTLP endpoint up?)"
+                )
+    finally:
+        exporter.shutdown()
+    return len(spans)
+
+
+def _turn_entries(result: EvaluationResult) -> dict[int, ScoreEntry]:
+    return {
+        int(e.name[5:]): e
+        for e in result.scores
+        if e.type == "turn" and e.name.startswith("turn-") and e.name[5:].isdigit()
+    }
+
+
+def _result_spans(tracer: Any, result: EvaluationResult) -> None:
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    end = time.time_ns()
+    start = end - int(max(result.duration_ms, 1.0) * 1e6)
+    conversation_id = f"{suite_name(result)}/{result.test_id}/{result.target}"
+    root_attributes = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": result.target,
+        "gen_ai.conversation.id": conversation_id,
+        "convoeval.suite": suite_name(result),
+        "convoeval.test_id": result.test_id,
+        "convoeval.verdict": result.verdict,
+        "convoeval.execution_status": result.execution_status,
+        "convoeval.threshold": result.threshold,
+        "gen_ai.usage.input_tokens": result.token_usage.input_tokens,
+        "gen_ai.usage.output_tokens": result.token_usage.output_tokens,
+    }
+    if result.score is not None:
+        root_attributes["convoeval.score"] = result.score
+    root = tracer.start_span(
+        f"invoke_agent {result.target}", kind=SpanKind.CLIENT, start_time=start, attributes=root_attributes
+    )
+    if result.execution_status == "execution_error":
+        root.set_status(Status(StatusCode.ERROR, result.error or "execution error"))
+    _turn_spans(tracer, root, result, conversation_id, start)
+    for entry in result.scores:
+        if entry.type != "turn" and entry.score is not None:
+            root.set_attribute(f"convoeval.{entry.name}.score", entry.score)
+        if entry.type != "turn":
+            root.set_attribute(f"convoeval.{entry.name}.verdict", entry.verdict)
+    root.end(end_time=end)
+
+
+def _turn_spans(tracer: Any, root: Any, result: EvaluationResult, conversation_id: str, start: int) -> None:
+    from opentelemetry import trace
+
+    entries = _turn_entries(result)
+    system = [m for m in result.output if m.role == "system"]
+    at, before = start, [m for m in result.output if m.turn is None and m.role != "system"]
+    turns = sorted({m.turn for m in result.output if m.turn is not None})
+    context = trace.set_span_in_context(root)
+    for number in turns:
+        messages = [m for m in result.output if m.turn == number]
+        entry = entries.get(number)
+        length = int(max((entry.latency_ms if entry and entry.latency_ms else 1.0), 1.0) * 1e6)
+        replies = [m for m in messages if m.source == "target"]
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": result.target,
+            "gen_ai.conversation.id": conversation_id,
+            "gen_ai.input.messages": _json(
+                [
+                    s
+                    for m in [*before, *messages]
+                    if m not in replies and m.role != "system"
+                    for s in semconv_messages(m)
+                ]
+            ),
+            "gen_ai.output.messages": _json(
+                [{**s, "finish_reason": "stop"} for m in replies for s in semconv_messages(m)]
+            ),
+            "convoeval.turn": number,
+        }
+        if system:
+            attributes["gen_ai.system_instructions"] = _json([{"type": "text", "content": m.content} for m in system])
+        if entry is not None:
+            attributes["convoeval.turn.verdict"] = entry.verdict
+            if entry.score is not None:
+                attributes["convoeval.turn.score"] = entry.score
+        span = tracer.start_span(f"chat {result.target}", context=context, start_time=at, attributes=attributes)
+        calls = [c for m in messages for c in m.tool_calls if m.source == "target" or m.role == "assistant"]
+        calls += [c for m in messages if m.source == "tool" for c in m.tool_calls if c not in calls]
+        _tool_spans(tracer, span, calls, at, length)
+        span.end(end_time=at + length)
+        before = [*before, *messages]
+        at += length
+
+
+def _tool_spans(tracer: Any, parent: Any, calls: list[ToolCall], start: int, length: int) -> None:
+    from opentelemetry import trace
+
+    context = trace.set_span_in_context(parent)
+    for n, call in enumerate(calls):
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.arguments": _json(call.arguments),
+        }
+        if call.id:
+            attributes["gen_ai.tool.call.id"] = call.id
+        if call.output is not None:
+            attributes["gen_ai.tool.call.result"] = call.output if isinstance(call.output, str) else _json(call.output)
+        span = tracer.start_span(
+            f"execute_tool {call.name}", context=context, start_time=start + n, attributes=attributes
+        )
+        if call.error:
+            from opentelemetry.trace import Status, StatusCode
+
+            span.set_status(Status(StatusCode.ERROR, call.error))
+        span.end(end_time=start + max(length - 1, n + 1))

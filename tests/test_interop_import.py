@@ -1,0 +1,393 @@
+"""Importing other tools' tests: promptfoo configs (its own examples, copied in tests/data/promptfoo)
+and DeepEval datasets; the suites validate and run against the loopback fake server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import convoeval
+from convoeval.datasets import DatasetWarning, import_dataset, write_suite
+from convoeval.spec import load_suite
+
+from .conftest import DATA, write
+
+PROMPTFOO = DATA / "promptfoo"
+DEEPEVAL = DATA / "deepeval"
+
+
+def _schema(body: dict[str, Any]) -> str:
+    return body["response_format"]["json_schema"]["name"]
+
+
+def simulator_then_verdicts() -> Any:
+    """A fake judge: the simulated user speaks twice (stopping the second time, objective met);
+    every scenario criterion and score question gets a passing answer."""
+    steps: list[int] = []
+
+    def judge(body: dict[str, Any]) -> str:
+        name = _schema(body)
+        if name == "user_step":
+            steps.append(1)
+            stop = len(steps) >= 2
+            reason = "objective_met" if stop else "none"
+            return json.dumps({"message": "I want to fly to Seattle on May 20.", "stop": stop, "stop_reason": reason})
+        if name == "scenario":
+            keys = list(body["response_format"]["json_schema"]["schema"]["properties"])
+            return json.dumps({k: {"reasoning": "the agent did it", "satisfied": True} for k in keys})
+        if "score" in body["response_format"]["json_schema"]["schema"].get("properties", {}):
+            return json.dumps({"reasoning": "good", "score": 9})
+        return convoeval.testing.default_judge(body)
+
+    return judge
+
+
+# -- promptfoo -------------------------------------------------------------------------------
+
+
+def test_promptfoo_multi_turn_example_imports_validates_and_runs_as_conversations(cli, fake_openai, tmp_path) -> None:
+    config = PROMPTFOO / "multiple-turn-conversation" / "promptfooconfig.yaml"
+    code, out, err = cli("import", "promptfoo", config, "-o", tmp_path / "mt.eval.yaml")
+    assert code == 0, err
+    assert "3 test(s) written" in out and "warning" not in err
+    suite = load_suite(tmp_path / "mt.eval.yaml")
+    assert [t.id for t in suite.tests] == ["facebook_thread", "weather_thread", "food_thread"]
+    facebook = suite.tests[0]
+    assert facebook.mode == "conversation"
+    assert [t.input for t in facebook.turns or []] == [
+        "Who founded Facebook?",
+        "Where does he live?",
+        "Which state is that in?",
+    ]
+    assert suite.execution is not None and suite.execution.target == "openai:gpt-4.1-mini"
+    assert cli("validate", tmp_path / "mt.eval.yaml")[0] == 0
+
+    fake_openai.reset(reply=lambda body: f"reply to: {body['messages'][-1]['content']}")
+    report = convoeval.run(tmp_path / "mt.eval.yaml", target="openai:m", store=False, cache=False)
+    assert len(report.results) == 3 and all(r.execution_status == "ok" for r in report.results)
+    third = [r for r in fake_openai.target_requests() if r["messages"][-1]["content"] == "Which state is that in?"]
+    # the whole conversation goes to the target, with the ACTUAL earlier replies, as promptfoo's
+    # `_conversation` loop renders it
+    assert [(m["role"], m["content"]) for m in third[0]["messages"]] == [
+        ("system", "You are a helpful assistant"),
+        ("user", "Who founded Facebook?"),
+        ("assistant", "reply to: Who founded Facebook?"),
+        ("user", "Where does he live?"),
+        ("assistant", "reply to: Where does he live?"),
+        ("user", "Which state is that in?"),
+    ]
+
+
+def test_promptfoo_simulated_user_example_becomes_simulated_users_and_runs(cli, fake_openai, tmp_path) -> None:
+    config = PROMPTFOO / "tau-simulated-user" / "promptfooconfig.yaml"
+    code, out, err = cli("import", "promptfoo", config, "-o", tmp_path / "tau.eval.yaml")
+    assert code == 0, err
+    suite = load_suite(tmp_path / "tau.eval.yaml")
+    budget = suite.tests[0]
+    assert budget.id == "Budget-traveler-booking-flight"
+    assert budget.simulated_user is not None and budget.simulated_user.max_turns == 10
+    assert budget.simulated_user.objective.startswith("You are mia_li_3668.")
+    assert budget.input[0].role == "system" and "airline booking agent" in budget.input[0].text
+    rubric = budget.assertions[0]
+    assert rubric.type == "llm-grader" and "Pass if: Got economy flight" in rubric.criteria
+
+    fake_openai.reset(reply=lambda body: "Which date would you like to fly?", judge=simulator_then_verdicts())
+    imported = import_dataset("promptfoo", config)
+    single = write_suite({**imported, "tests": imported["tests"][:1]}, tmp_path / "one.eval.yaml")
+    report = convoeval.run(single, target="openai:m", judge="openai:j", store=False, cache=False)
+    (result,) = report.results
+    assert result.execution_status == "ok" and result.verdict == "pass", result.error
+    assert [m.source for m in result.output if m.role != "system"][:2] == ["simulator", "target"]
+
+
+def test_promptfoo_assertions_map_to_convoeval_types_and_the_rest_are_one_warning(cli, tmp_path) -> None:
+    config = PROMPTFOO / "assertions" / "promptfooconfig.yaml"
+    code, out, err = cli("import", "promptfoo", config, "-o", tmp_path / "a.eval.yaml")
+    assert code == 0, err
+    assert err.count("warning:") == 1
+    assert (
+        "4 promptfoo assertion(s) not imported (no convoeval equivalent): perplexity (1), rouge-n (1), similar (2)"
+        in err
+    )
+    suite = load_suite(tmp_path / "a.eval.yaml")
+    by_id = {t.id: t for t in suite.tests}
+    text = [a.type for a in by_id["text-checks"].assertions]
+    assert text == [
+        "not-icontains",  # from defaultTest, as promptfoo applies it to every test
+        "equals",
+        "contains",
+        "icontains",
+        "contains-any",
+        "contains-all",
+        "icontains-any",
+        "icontains-all",
+        "not-contains",
+        "not-contains-any",
+        "regex",
+        "not-regex",
+        "starts-with",
+    ]
+    prefix = by_id["text-checks"].assertions[-1]
+    assert prefix.weight == 2 and prefix.name == "prefix"
+    json_checks = by_id["json-checks"].assertions[1:]
+    assert [(a.type, a.negated) for a in json_checks] == [("is-json", False), ("jsonpath", False), ("is-json", True)]
+    assert json_checks[0].json_schema == {"type": "object", "required": ["capital"]}
+    judged = by_id["judged-checks"].assertions[1:]
+    assert [a.type for a in judged] == ["llm-grader"] * 4 + ["latency", "cost"]
+    assert judged[0].min_score == 0.7 and "for Explain photosynthesis." in judged[0].criteria
+    assert judged[3].expected_output.startswith("Plants turn light")
+    assert judged[4].threshold_ms == 5000 and judged[5].max_usd == 0.01
+
+
+def test_promptfoo_python_and_javascript_assertions_run_as_code_graders(fake_openai, tmp_path) -> None:
+    config = PROMPTFOO / "assertions" / "promptfooconfig.yaml"
+    with pytest.warns(DatasetWarning, match="4 promptfoo assertion"):
+        suite = import_dataset("promptfoo", config)
+    suite["tests"] = [t for t in suite["tests"] if t["id"] in ("text-checks", "code-checks")]
+    path = write_suite(suite, tmp_path / "a.eval.yaml")
+    fake_openai.reset(reply=lambda body: "Paris is the capital of France.")
+    report = convoeval.run(path, target="openai:m", store=False, cache=False)
+    results = {r.test_id: r for r in report.results}
+    text = results["text-checks"].scores[0]
+    assert all(g.verdict == "pass" for g in text.graders), [(g.type, g.verdict, g.error) for g in text.graders]
+    code = results["code-checks"].scores[0].graders
+    verdicts = [(g.name, g.verdict) for g in code]
+    expected_js = "pass" if shutil.which("node") else "error"  # never a pass it could not check
+    assert verdicts == [
+        ("not-icontains", "pass"),
+        ("python", "pass"),
+        ("python", "pass"),
+        ("python", "pass"),
+        ("javascript", expected_js),
+    ], [(g.name, g.verdict, g.error) for g in code]
+    evidence = [a.evidence for g in code for a in g.assertions]
+    assert "6 word(s)" in evidence and "checked by check.py" in evidence
+
+    fake_openai.reset(reply=lambda body: "no")
+    report = convoeval.run(path, target="openai:m", store=False, cache=False)
+    code = next(r for r in report.results if r.test_id == "code-checks").scores[0].graders
+    assert [g.verdict for g in code[1:4]] == ["fail", "pass", "pass"]
+    if shutil.which("node"):
+        assert code[4].verdict == "fail"  # "no".length > 3 is false
+
+
+def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
+    bad = write(tmp_path / "p.yaml", "prompts: [hi]\ntests: {not: a list}\n")
+    code, _, err = cli("import", "promptfoo", bad, "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and f"{bad}:1: tests: expected a list" in err and "Traceback" not in err
+    missing = write(tmp_path / "m.yaml", "prompts: [file://nope.json]\ntests: [{vars: {a: 1}}]\n")
+    code, _, err = cli("import", "promptfoo", missing, "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and "nope.json: no such file" in err
+    broken = write(tmp_path / "b.yaml", "prompts: [\n")
+    code, _, err = cli("import", "promptfoo", broken, "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and f"{broken}:" in err and "not YAML" in err
+
+
+# -- DeepEval --------------------------------------------------------------------------------
+
+
+def test_deepeval_conversational_goldens_become_simulated_users_with_success_criteria(
+    cli, fake_openai, tmp_path
+) -> None:
+    code, out, err = cli("import", "deepeval", DEEPEVAL / "conversational-goldens.json", "-o", tmp_path / "d.eval.yaml")
+    assert code == 0, err
+    suite = load_suite(tmp_path / "d.eval.yaml")
+    lisbon, refund = suite.tests
+    assert lisbon.id == "change-lisbon-flight"
+    assert [t.input for t in lisbon.turns or []] == ["Hi, I need to change my flight to Lisbon."]
+    assert lisbon.turns[0].metadata["recorded_reply"].startswith("Of course.")
+    assert lisbon.turns[0].context == ["Booking QX7R2P: LIS, Friday 08:10, fare class Y, gold member."]
+    assert lisbon.simulated_user is not None and "frequent flyer" in lisbon.simulated_user.objective
+    assert lisbon.simulated_user.persona.startswith("Maria Santos")
+    assert lisbon.success == [
+        "The flight is moved to Sunday and the agent confirms that no change fee applies to a gold member."
+    ]
+    assert lisbon.metadata["context"] == ["Gold members change flights free of charge."]
+    assert refund.turns is None and refund.simulated_user is not None and refund.success
+
+    fake_openai.reset(reply=lambda body: "Done: your flight is now on Sunday, no fee.", judge=simulator_then_verdicts())
+    report = convoeval.run(tmp_path / "d.eval.yaml", target="openai:m", judge="openai:j", store=False, cache=False)
+    first = next(r for r in report.results if r.test_id == "change-lisbon-flight")
+    assert first.execution_status == "ok" and first.verdict == "pass", first.error
+    sources = [m.source for m in first.output if m.role != "system"]
+    assert sources[:3] == ["user", "target", "simulator"]  # the scripted turn first, then the simulator
+    assert any(e.type == "scenario" for e in first.scores)
+
+
+def test_deepeval_test_cases_chatbot_role_and_recorded_transcripts(cli, fake_openai, tmp_path) -> None:
+    source = DEEPEVAL / "conversational-test-cases.json"
+    suite = import_dataset("deepeval", source)
+    (test,) = suite["tests"]
+    assert test["mode"] == "conversation" and [t["input"] for t in test["turns"]] == [
+        "What's the weather in Paris tomorrow?",
+        "So do I need an umbrella?",
+    ]
+    assert test["assertions"][0] == {
+        "type": "role-adherence",
+        "role": "A concise weather assistant that only talks about the weather.",
+    }
+    assert test["input"] == [
+        {"role": "system", "content": "A concise weather assistant that only talks about the weather."}
+    ]
+
+    code, _, err = cli("import", "deepeval", source, "--recorded", "-o", tmp_path / "r.eval.yaml")
+    assert code == 0, err
+    recorded = load_suite(tmp_path / "r.eval.yaml").tests[0]
+    assert recorded.transcript is not None and [m.role for m in recorded.transcript] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert recorded.transcript[2].tool_calls == [
+        {
+            "name": "get_forecast",
+            "arguments": {"city": "Paris", "day": "tomorrow"},
+            "output": {"summary": "light rain", "temp_c": 14},
+        }
+    ]
+    fake_openai.reset()
+    code, out, err = cli("grade", tmp_path / "r.eval.yaml", "--judge", "openai:j", "-o", tmp_path / "graded.jsonl")
+    assert code in (0, 1), err
+    graded = json.loads((tmp_path / "graded.jsonl").read_text().splitlines()[0])
+    assert graded["execution_status"] == "ok" and {e["name"] for e in graded["scores"]} >= {"conversation"}
+    assert not fake_openai.target_requests()  # graded without calling a target
+
+
+def test_deepeval_single_turn_goldens_and_errors(cli, tmp_path) -> None:
+    suite = import_dataset("deepeval", DEEPEVAL / "goldens.json")
+    assert suite["tests"] == [
+        {
+            "id": "capital-portugal",
+            "input": "What is the capital of Portugal?",
+            "expected_output": "Lisbon",
+            "assertions": [{"type": "llm-grader"}],
+            "metadata": {"context": ["Lisbon is the capital and largest city of Portugal."]},
+        }
+    ]
+    bad = write(tmp_path / "bad.json", '[\n  {"name": "x"},\n  {"turns": [{"role": "robot", "content": "hi"}]}\n]\n')
+    code, _, err = cli("import", "deepeval", bad, "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and f"{bad}:2: not a DeepEval golden" in err
+    bad.write_text('[\n  {"turns": [{"role": "robot", "content": "hi"}]}\n]\n')
+    code, _, err = cli("import", "deepeval", bad, "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and f"{bad}:2: turns[0]: expected {{role: user|assistant, content}}" in err
+
+
+@pytest.mark.parametrize("kind", ["promptfoo", "deepeval", "inspect", "agentv-transcript", "langfuse", "otel"])
+def test_every_new_kind_names_a_missing_file(cli, tmp_path: Path, kind: str) -> None:
+    code, _, err = cli("import", kind, tmp_path / "missing.json", "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and "missing.json:1: no such file" in err
+
+
+def test_promptfoo_list_vars_expand_into_one_test_each_with_unique_ids(tmp_path) -> None:
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        """\
+prompts: ['Translate to {{language}}: {{text}}']
+tests:
+  - description: translate
+    vars: {language: [French, German], text: [hi, bye]}
+    assert: [{type: icontains, value: '{{language}}'}]
+  - description: translate
+    vars: {language: Spanish, text: hi}
+""",
+    )
+    suite = import_dataset("promptfoo", config)
+    assert [(t["id"], t["input"][0]["content"], t.get("assertions")) for t in suite["tests"]] == [
+        ("translate", "Translate to French: hi", [{"type": "icontains", "value": "French"}]),
+        ("translate-2", "Translate to French: bye", [{"type": "icontains", "value": "French"}]),
+        ("translate-3", "Translate to German: hi", [{"type": "icontains", "value": "German"}]),
+        ("translate-4", "Translate to German: bye", [{"type": "icontains", "value": "German"}]),
+        ("translate-5", "Translate to Spanish: hi", []),
+    ]
+    path = write_suite(suite, tmp_path / "t.eval.yaml")
+    assert len(load_suite(path).tests) == 5
+    config.write_text(
+        config.read_text() + "providers: [openai:chat:gpt-4o, anthropic:messages:claude-sonnet-4-5]\n"
+        "defaultTest: {options: {disableVarExpansion: true}}\n"
+    )
+    again = import_dataset("promptfoo", config)
+    assert len(again["tests"]) == 2
+    assert again["execution"] == {"targets": ["openai:gpt-4o", "anthropic:claude-sonnet-4-5"]}
+
+
+def test_promptfoo_csv_tests_with_expected_shorthand(fake_openai, tmp_path) -> None:
+    write(
+        tmp_path / "tests.csv",
+        "question,__expected,__expected2,__description\n"
+        'What is the capital of France?,icontains: paris,"javascript: output.length < 60",capital\n'
+        "Say OK,OK,,ok\n",
+    )
+    config = write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{question}}']\ntests: file://tests.csv\n")
+    suite = import_dataset("promptfoo", config)
+    capital, ok = suite["tests"]
+    assert capital["id"] == "capital" and capital["input"] == [
+        {"role": "user", "content": "What is the capital of France?"}
+    ]
+    assert capital["assertions"][0] == {"type": "icontains", "value": "paris"}
+    assert capital["assertions"][1]["type"] == "code-grader" and capital["assertions"][1]["name"] == "javascript"
+    assert ok["assertions"] == [{"type": "equals", "value": "OK"}]
+    fake_openai.reset(reply=lambda body: "Paris." if "France" in body["messages"][-1]["content"] else "OK")
+    report = convoeval.run(write_suite(suite, tmp_path / "c.eval.yaml"), target="openai:m", store=False, cache=False)
+    expected = "pass" if shutil.which("node") else "error"
+    assert {r.test_id: r.verdict for r in report.results} == {"capital": expected, "ok": "pass"}
+
+
+def test_promptfoo_settings_left_out_are_named_in_a_warning(cli, tmp_path) -> None:
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['{{q}}']\nscenarios: []\ntests:\n"
+        "  - vars: {q: a}\n    options: {transform: output.trim()}\n"
+        "  - vars: {q: b}\n    options: {transform: output.trim()}\n",
+    )
+    code, out, err = cli("import", "promptfoo", config, "-o", tmp_path / "x.eval.yaml")
+    assert code == 0, err
+    assert "warning: promptfoo settings not imported: scenarios, tests[].options (2)" in err
+
+
+def test_promptfoo_chat_prompt_few_shot_messages_stay_before_the_turn(tmp_path) -> None:
+    write(
+        tmp_path / "prompt.json",
+        json.dumps(
+            [
+                {"role": "system", "content": "Answer in {{style}}."},
+                {"role": "user", "content": "2+2?"},
+                {"role": "assistant", "content": "Four."},
+                {"role": "user", "content": "{{question}}"},
+            ]
+        ),
+    )
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: [file://prompt.json]\ntests:\n  - vars: {style: words, question: '3+3?'}\n",
+    )
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    assert test["input"] == [
+        {"role": "system", "content": "Answer in words."},
+        {"role": "user", "content": "2+2?"},
+        {"role": "assistant", "content": "Four."},
+        {"role": "user", "content": "3+3?"},
+    ]
+
+
+def test_deepeval_saved_test_case_as_recorded_transcript(tmp_path) -> None:
+    """A file DeepEval itself wrote from a ConversationalTestCase (tool call dumped by alias)."""
+    (test,) = import_dataset("deepeval", DEEPEVAL / "saved-test-cases.json", recorded=True)["tests"]
+    assert [m["role"] for m in test["transcript"]] == ["user", "assistant", "user", "assistant"]
+    assert test["transcript"][1]["tool_calls"] == [
+        {
+            "name": "get_forecast",
+            "arguments": {"city": "Paris", "day": "tomorrow"},
+            "output": {"summary": "light rain", "temp_c": 14},
+        }
+    ]
+    assert test["criteria"].startswith("The assistant answers the follow-up") and test["assertions"] == [
+        {"type": "goal-completion"}
+    ]
+    path = write_suite({"tests": [test]}, tmp_path / "r.eval.yaml")
+    assert load_suite(path).tests[0].transcript is not None
