@@ -24,6 +24,7 @@ test: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/run.py
 	$(VENV)/bin/python benchmarks/big_file.py
+	$(VENV)/bin/python benchmarks/sandbox_cost.py
 
 # Lint, format check, types, and the import layers (CONTRIBUTING.md, "Checks").
 check: $(VENV)/.installed

@@ -128,6 +128,10 @@ def agentv_env(tmp_path_factory: pytest.TempPathFactory):
         # The copies live inside convoeval's checkout: `uv run` must not take convoeval's
         # pyproject.toml for the grader's project (nor download anything).
         mp.setenv("UV_NO_PROJECT", "1")
+        # AgentV's hooks fetch with npx and git: they ran on the host before the sandbox existed, and
+        # without the network (the sandbox's default) npx retries for a minute. The sandbox has its
+        # own tests (test_sandbox.py); here the files run as AgentV runs them.
+        mp.setenv("CONVOEVAL_SANDBOX", "none")
         mp.setenv("UV_OFFLINE", "1")
         mp.setenv("npm_config_offline", "true")  # hooks that run `npx --yes PACKAGE` fail here, offline
         for key, value in git_env.items():

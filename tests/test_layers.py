@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
         "_base_model",
         "_jsonpath",
         "_lazy",
+        "_sandbox",
         "_result_files",
         "_text",
         "_jsonl",

@@ -27,25 +27,50 @@ class ResultWriter:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.streaming = check_output_suffix(self.path) == ".jsonl"
         self._buffer: list[str] = []
-        self._file: IO[str] | None = self.path.open("w", encoding="utf-8") if self.streaming else None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file: IO[str] | None = self.path.open("w", encoding="utf-8") if self.streaming else None
+        except OSError as exc:
+            raise write_error(self.path, exc) from None
 
     def write(self, result: EvaluationResult) -> None:
         self.write_json(result.model_dump_json())
 
     def write_json(self, data: str) -> None:
-        """Write a result given as its JSON text (as `EvaluationResult.model_dump_json()` makes it)."""
+        """Write a result given as its JSON text (as `EvaluationResult.model_dump_json()` makes it);
+        a full disk is a ConfigError (one line, exit 2), never a traceback."""
         if self._file is not None:
-            self._file.write(data + "\n")
-            self._file.flush()
+            try:
+                self._file.write(data + "\n")
+                self._file.flush()
+            except OSError as exc:
+                self._drop()
+                raise write_error(self.path, exc) from None
         else:
             self._buffer.append(data)
 
+    def _drop(self) -> None:
+        """Close the file after a failed write, without flushing (which would fail again)."""
+        file, self._file = self._file, None
+        if file is not None:
+            try:
+                os.close(file.fileno())
+            except OSError:
+                pass
+            try:
+                file.close()
+            except (OSError, ValueError):
+                pass
+
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as exc:
+                self._file = None
+                raise write_error(self.path, exc) from None
             self._file = None
         elif not self.streaming:
             export_results(self.path, self._buffer)
@@ -85,11 +110,20 @@ def export_results(path: str | Path, results_json: Iterable[str]) -> None:
     path = Path(path)
     write = RESULT_FORMATS.get(check_output_suffix(path))
     assert write is not None
-    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    with partial.open("w", encoding="utf-8") as out:
-        write(out, results_json)
-    os.replace(partial, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with partial.open("w", encoding="utf-8") as out:
+            write(out, results_json)
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise write_error(path, exc) from None
+
+
+def write_error(path: Path, exc: OSError) -> ConfigError:
+    """A results file that cannot be written (disk full, permission denied): one line."""
+    return ConfigError(f"cannot write results to {path}: {exc.strerror or exc}")
 
 
 def _write_jsonl(out: IO[str], results_json: Iterable[str]) -> None:

@@ -33,6 +33,54 @@ GRADER_VARIABLES = frozenset(
 )
 
 
+#: The longest string or list a template may build with `*`, `+` or `%`, and the largest
+#: number a call may take (widths, counts): `{{ 'a' * 800000000 }}` is refused, not allocated.
+MAX_TEMPLATE_ITEMS = 1_000_000
+_BIG_WIDTH = re.compile(r"\d{7,}")
+#: The longest text a template may render.
+MAX_RENDERED_CHARS = 10_000_000
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, bytes, list, tuple)) else 0
+
+
+def _check_binop(operator: str, left: Any, right: Any) -> None:
+    """Refuse an operation whose result would exceed the bounds (before it is computed)."""
+    if operator == "*":
+        for seq, count in ((left, right), (right, left)):
+            if _size(seq) and isinstance(count, int) and _size(seq) * count > MAX_TEMPLATE_ITEMS:
+                raise ValueError(f"`*` would build {_size(seq) * count} items (at most {MAX_TEMPLATE_ITEMS})")
+        if isinstance(left, int) and isinstance(right, int) and abs(left).bit_length() + abs(right).bit_length() > 4096:
+            raise ValueError("`*` on numbers this large is not allowed")
+    elif operator == "**" and isinstance(right, (int, float)):
+        if abs(right) > 1024 and isinstance(left, (int, float)) and abs(left) > 1:
+            raise ValueError(f"`**` with exponent {right} is not allowed (at most 1024)")
+    elif operator == "+" and _size(left) + _size(right) > MAX_TEMPLATE_ITEMS:
+        raise ValueError(f"`+` would build {_size(left) + _size(right)} items (at most {MAX_TEMPLATE_ITEMS})")
+    elif operator == "%" and isinstance(left, str):
+        values = right if isinstance(right, tuple) else (right,)
+        if _BIG_WIDTH.search(left) or (
+            "*" in left and any(isinstance(v, int) and v > MAX_TEMPLATE_ITEMS for v in values)
+        ):
+            raise ValueError("`%` with a field width of a million or more is not allowed")
+
+
+#: Callables whose numeric arguments are sizes (a width, a count) of what they build.
+_SIZED = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "indent", "wordwrap", "format"})
+
+
+def _check_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], fmt: Any = None) -> None:
+    """Refuse a sized call with a huge number (`center(10**9)`, `indent(10**9)`) or format width."""
+    if name not in _SIZED:
+        return
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_TEMPLATE_ITEMS:
+            raise ValueError(f"`{name}` with the number {value} is not allowed (at most {MAX_TEMPLATE_ITEMS})")
+    if isinstance(fmt, str) and name in ("format", "format_map") and _BIG_WIDTH.search(fmt):
+        raise ValueError("a format width of a million or more is not allowed")
+
+
 @lru_cache(maxsize=1)
 def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
     """The environment, built (and jinja2 imported) when a suite first uses a template."""
@@ -40,13 +88,48 @@ def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
     import jinja2.nodes
     import jinja2.sandbox
 
-    env = jinja2.sandbox.ImmutableSandboxedEnvironment(
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-    )
+    class Bounded(jinja2.sandbox.ImmutableSandboxedEnvironment):
+        """The sandbox, plus bounds on what a template may allocate."""
+
+        intercepted_binops = frozenset({"*", "**", "+", "%"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            try:
+                _check_binop(operator, left, right)
+            except ValueError as exc:
+                raise jinja2.sandbox.SecurityError(str(exc)) from None
+            return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+            try:
+                bound = getattr(__obj, "__wrapped__", __obj)  # str.format comes wrapped by the sandbox
+                _check_call(getattr(__obj, "__name__", ""), args, kwargs, getattr(bound, "__self__", None))
+            except ValueError as exc:
+                raise jinja2.sandbox.SecurityError(str(exc)) from None
+            return super().call(__context, __obj, *args, **kwargs)
+
+    env = Bounded(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
     env.globals.clear()  # range, cycler, joiner, lipsum, namespace, dict: nothing a prompt needs
+    for name in ("center", "indent", "wordwrap", "format"):
+        env.filters[name] = _bounded_filter(name, env.filters[name], jinja2.sandbox.SecurityError)
     return env
+
+
+def _bounded_filter(name: str, fn: Any, error: type[Exception]) -> Any:
+    """Filter `fn` refusing huge sizes (`'a'|center(10**9)`, `'%999999999s'|format(x)`)."""
+    import functools
+
+    skip = 2 if getattr(fn, "jinja_pass_arg", None) is not None else 1  # (environment,) value, then arguments
+
+    @functools.wraps(fn)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            _check_call(name, args[skip:], kwargs, args[skip - 1] if len(args) >= skip else None)
+        except ValueError as exc:
+            raise error(str(exc)) from None
+        return fn(*args, **kwargs)
+
+    return bounded
 
 
 class TemplateProblem(ValueError):
@@ -109,7 +192,13 @@ def render(source: str, variables: dict[str, Any]) -> str:
 
     template = _compile(source)
     try:
-        return template.render(**variables)
+        parts, size = [], 0
+        for part in template.generate(**variables):  # loops cannot build an unbounded prompt either
+            size += len(part)
+            if size > MAX_RENDERED_CHARS:
+                raise TemplateProblem(f"template output exceeds {MAX_RENDERED_CHARS} characters; refused")
+            parts.append(part)
+        return "".join(parts)
     except jinja2.UndefinedError as exc:
         raise TemplateProblem(f"template variable error: {exc.message}") from None
     except jinja2.sandbox.SecurityError as exc:

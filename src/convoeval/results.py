@@ -272,6 +272,9 @@ class EvaluationResult(Accounting, TestKey):
     pass_rate: PassRate | None = Field(None, description="Trials that passed, with an interval (with trials).")
     adaptive: AdaptiveTrials | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    sandbox: str | None = Field(
+        None, description="Where the run's commands ran: bubblewrap, docker, none, or unavailable."
+    )
     checks: dict[str, Any] | None = Field(
         None, description="The test's checks as the suite gave them (`convoeval grade` judges the run again with them)."
     )

@@ -23,6 +23,7 @@ from ..arena import (
 )
 from ..errors import ConfigError
 from ..rank import BattleFileError, Leaderboard, leaderboard_from_battles, read_battles
+from ..report._terminal import printable
 from ..results import EvaluationResult
 from ..spec import SpecError
 from ._app import app
@@ -276,7 +277,9 @@ def _judge_conversations(
     def on_result(result: EvaluationResult) -> None:
         if not quiet:
             score = "-" if result.score is None else f"{result.score:.2f}"
-            typer.echo(f"ran {result.test_id} @ {result.target}: {score} {result.verdict}", err=True)
+            typer.echo(
+                f"ran {printable(result.test_id)} @ {printable(result.target)}: {score} {result.verdict}", err=True
+            )
 
     def on_judgment(judgment: PairJudgment) -> None:
         if not quiet:

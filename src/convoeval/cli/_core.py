@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -15,19 +16,21 @@ from rich.markup import escape
 
 from .. import registry
 from .. import report as reports
+from .._sandbox import describe as describe_sandbox
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
 from ..errors import ConfigError, NothingToRerun, RegistryError
 from ..report import RunProgress, output_problem, print_panel_agreement, print_run_totals, print_summary
 from ..report._progress import Mode
+from ..report._terminal import SafeConsole
 from ..results import EvaluationResult
 from ..run import Job
 from ..spec import AUTO_MAX_TRIALS, MAX_TRIALS, SpecError, suite_json_schema, validate_eval_paths
 from ._app import Root, app, load_env_file
 from ._write import write_reports
 
-out = Console(highlight=False, emoji=False)  # `openai:m:` must not become an emoji
-err = Console(stderr=True, highlight=False, emoji=False)
+out = SafeConsole(highlight=False, emoji=False)  # `openai:m:` must not become an emoji
+err = SafeConsole(stderr=True, highlight=False, emoji=False)
 
 Paths = Annotated[list[Path], typer.Argument(help="Eval files (YAML), or folders of them.", show_default=False)]
 Plugins = Annotated[
@@ -137,8 +140,8 @@ def run(
             "--targets", envvar="CONVOEVAL_TARGETS", help="Targets file (default: targets.yaml next to the suite)."
         ),
     ] = None,
-    output: Annotated[
-        Path | None,
+    output_text: Annotated[
+        str | None,
         typer.Option(
             "--output",
             "-o",
@@ -299,6 +302,16 @@ def run(
             help="Keep every workspace folder after its trial (the result's `workspace` says where).",
         ),
     ] = False,
+    sandbox: Annotated[
+        str | None,
+        typer.Option(
+            metavar="bubblewrap|docker|none",
+            envvar="CONVOEVAL_SANDBOX",
+            help="Where commands a model or suite controls run (bash and command tools, verify, hooks, "
+            "code-graders in a workspace): bubblewrap (default where bwrap is installed), docker, or none "
+            "(unconfined, only by name).",
+        ),
+    ] = None,
 ) -> None:
     """Run eval files live against one or more targets and grade every turn (see RUN_HELP)."""
     load_plugins(plugin)
@@ -307,6 +320,10 @@ def run(
     if not paths and resume is None and rerun_failed is None:
         err.print("error: give eval files to run, or --resume RUN_ID, or --rerun-failed RUN_ID", markup=False)
         raise typer.Exit(2)
+    if output_text is not None and output_text.endswith(("/", os.sep)):  # Path() would drop the slash
+        err.print(f"error: --output {output_text}: ends with a slash; give a file name", markup=False)
+        raise typer.Exit(2)
+    output = Path(output_text) if output_text else None
     if output is None and resume is None:
         output = state_dir(store) / "results" / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
     progress = _RunLines(out, "off" if quiet else "bar" if out.is_terminal else "lines", quiet=quiet)
@@ -330,6 +347,7 @@ def run(
                 concurrency=concurrency,
                 max_connections=max_connections,
                 keep_workspaces=keep_workspaces,
+                sandbox=sandbox,
                 backend=backend,
                 ray_address=ray_address,
                 output=output,
@@ -408,7 +426,11 @@ class _RunLines(RunProgress):
 
     def start(self, meter: RunMeter) -> None:
         if meter.run_id:
-            self.console.print(f"run {meter.run_id}: {meter.tests_total} test(s)", markup=False, highlight=False)
+            self.console.print(
+                f"run {meter.run_id}: {meter.tests_total} test(s), sandbox: {describe_sandbox()}",
+                markup=False,
+                highlight=False,
+            )
         super().start(meter)
 
     def note(self, text: str) -> None:

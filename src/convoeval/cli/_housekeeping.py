@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -18,10 +17,11 @@ from ..engine import CACHE_FILE, STORE_FILE, state_dir
 from ..engine._housekeeping import cache_stats, clear_cache, delete_runs, file_size
 from ..errors import ConfigError
 from ..report import list_runs, load_run, print_summary
+from ..report._terminal import SafeConsole
 from ._app import Typer, app
 
-out = Console(highlight=False, emoji=False)
-err = Console(stderr=True, highlight=False, emoji=False)
+out = SafeConsole(highlight=False, emoji=False)
+err = SafeConsole(stderr=True, highlight=False, emoji=False)
 
 runs_app = Typer(
     help="List the runs in the run store (default), show one, list flaky tests, or delete runs.",

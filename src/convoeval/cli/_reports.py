@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -29,12 +28,13 @@ from ..report._inspect_export import write_inspect_log
 from ..report._otel_export import export_spans, otlp_exporter
 from ..report._overview import fmt_score
 from ..report._runs import same_fingerprint
+from ..report._terminal import SafeConsole
 from ..report.viewer import Viewer
 from ..stats import flaky_in_store
 from ._app import app
 from ._write import fail, write_reports
 
-out = Console(highlight=False, emoji=False)
+out = SafeConsole(highlight=False, emoji=False)
 
 StoreOption = Annotated[
     Path | None,

@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from .._base_model import Model
+from .._sandbox import describe as describe_sandbox
 from ..errors import ConfigError, first_problem
 from ..spec import MAX_TRIALS
 from ..targets import Target, TargetConfig, agents, redact
@@ -146,6 +147,10 @@ class RunOptions(SharedOptions):
         ray_address: the Ray cluster to join (default: `RAY_ADDRESS`, else a local one).
         keep_workspaces: keep every test's workspace folder after its trial (the result's
             `workspace` says where), whatever its `keep:` says.
+        sandbox: where the commands a model or a suite controls run (`bash` and command tools,
+            verify, hooks, code-graders in a workspace): `bubblewrap` (the default where `bwrap`
+            is installed), `docker`, or `none` (unconfined, only by name). Default:
+            `$CONVOEVAL_SANDBOX`, else bubblewrap.
         max_connections: model requests in flight per endpoint (server and API key) at most,
             shared by every target and judge calling it (default: each target's `concurrency`).
         output: write results here (`.jsonl` as each test finishes, or `.json`); with a store,
@@ -180,6 +185,7 @@ class RunOptions(SharedOptions):
     concurrency: int | None = Field(default=None, ge=1)
     max_connections: int | None = Field(default=None, ge=1)
     keep_workspaces: bool = False
+    sandbox: Literal["bubblewrap", "docker", "none"] | None = None
     backend: Literal["local", "ray"] | None = None
     ray_address: str | None = None
     output: Path | None = None
@@ -208,6 +214,13 @@ class RunOptions(SharedOptions):
             )
         if isinstance(value, int) and value < 1:
             raise PydanticCustomError("greater_than_equal", "Input should be greater than or equal to 1", {})
+        return value
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _file_name(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.endswith(("/", os.sep)):  # Path() would drop the slash
+            raise ValueError(f"{value!r} ends with a slash; give a file name")
         return value
 
     @field_validator("shard")
@@ -279,6 +292,7 @@ class RunOptions(SharedOptions):
                 "max_cost": self.max_cost,
                 "output": str(self.output.resolve()) if self.output else None,
                 "cache": self.cache,
+                "sandbox": describe_sandbox(),  # the backend the run resolved (set by then)
                 "resolved_targets": [
                     ResolvedTarget(
                         name=c.name,

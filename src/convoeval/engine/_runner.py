@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _sandbox as sandbox
 from .._result_files import ResultWriter, check_output, export_results
 from .._secrets import redact, reread_environment
 from ..errors import ConfigError, NothingToRerun
@@ -222,6 +223,7 @@ class _Run:
 
     async def execute(self) -> RunReport:
         options, store, meter = self.options, self.store, self.meter
+        sandbox.choose(options.sandbox)  # the backend of every command the run's models and suites control
         suites = self.select()
         candidates = [
             f for s in suites if (f := find_targets_file(s.base_dir))

@@ -31,23 +31,23 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
-import os
 import shlex
-import signal
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from .. import _sandbox as sandbox
 from .._secrets import scrubbed_env
 from .._text import shorten
 from ..results import AssertionOutcome, Usage
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 
 _STDERR_CHARS = 300
+#: Bytes of a sandboxed program's stdout (and of its stderr) kept.
+PROGRAM_BYTES = 4 * 1024 * 1024
 
 
 @assertion_type
@@ -70,7 +70,7 @@ class CodeGrader(Assertion):
         description="Working directory, relative to the eval file's folder (default: the test's "
         "workspace if it has one, else that folder).",
     )
-    timeout_s: float = Field(30.0, gt=0, description="Seconds before the command is killed.")
+    timeout_s: float = Field(30.0, gt=0, le=86_400, description="Seconds before the command is killed.")
     env: dict[str, str] | list[str] = Field(
         default_factory=dict,
         description="Extra environment variables for the command (a mapping), or "
@@ -107,7 +107,10 @@ class CodeGrader(Assertion):
         payload = json.dumps(
             grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ensure_ascii=False, default=str
         ).encode()
-        stdout, err_text = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
+        if ctx.workdir is not None and cwd == ctx.workdir:  # in the workspace: in the run's sandbox
+            stdout, err_text = await run_sandboxed(argv, shown, ctx, self._environment(), payload, self.timeout_s)
+        else:
+            stdout, err_text = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
         result = parse_program_json(stdout, shown, stderr_note(err_text))
         grade = grade_from_json(result, shown)
         if err_text:
@@ -193,19 +196,21 @@ async def run_program(
     timeout_s: float,
     what: str = "code-grader",
 ) -> tuple[str, str]:
-    """Run the command with `payload` on stdin and return its stdout and (stripped) stderr; kill
-    it (and its children) on timeout. A non-zero exit is a GraderError quoting its stderr.
-    `what` names the command in errors (`code-grader`, `llm-grader prompt command`)."""
-    posix = os.name == "posix"
+    """Run the command (in the eval file's folder, on the host) with `payload` on stdin and
+    return its stdout and (stripped) stderr, each read as it arrives and kept up to
+    PROGRAM_BYTES; on timeout or cancellation it is killed with its children. A non-zero exit
+    is a GraderError quoting its stderr. `what` names the command in errors (`code-grader`,
+    `llm-grader prompt command`)."""
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=str(cwd),
+        ran = await sandbox.run(
+            argv,
+            cwd,
+            timeout_s=timeout_s,
             env=env,
-            start_new_session=posix,  # its own process group, so a timeout kills grandchildren too
+            stdin=payload,
+            cap=PROGRAM_BYTES,
+            separate_stderr=True,
+            host=True,
         )
     except FileNotFoundError:
         raise GraderError(
@@ -218,40 +223,54 @@ async def run_program(
         ) from None
     except OSError as exc:
         raise GraderError(f"{what} `{shown}` could not start: {exc}") from None
-    try:
-        stdout, stderr = await asyncio.wait_for(proc.communicate(payload), timeout_s)
-    except TimeoutError:
-        await _kill(proc, posix)
-        raise GraderError(f"{what} `{shown}` timed out after {timeout_s:g}s and was killed") from None
-    finally:
-        if proc.returncode is None:  # cancelled from outside
-            await _kill(proc, posix)
-    code = proc.returncode
-    assert code is not None
-    err_text = stderr.decode(errors="replace").strip()
-    if code != 0:
-        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    return _finished(ran, shown, timeout_s, what)
+
+
+def _finished(ran: sandbox.Finished, shown: str, timeout_s: float, what: str) -> tuple[str, str]:
+    """stdout and stripped stderr of a program that ended well; otherwise a GraderError."""
+    err_text = ran.stderr.strip()
+    if ran.timed_out:
+        raise GraderError(f"{what} `{shown}` timed out after {timeout_s:g}s and was killed")
+    if ran.code != 0:
+        how = f"was killed by signal {ran.killed_by}" if ran.killed_by else f"exited with code {ran.code}"
         raise GraderError(f"{what} `{shown}` {how}{stderr_note(err_text)}")
-    return stdout.decode(errors="replace"), err_text
+    return ran.output, err_text
+
+
+async def run_sandboxed(
+    argv: list[str], shown: str, ctx: GradeContext, env: dict[str, str], payload: bytes, timeout_s: float
+) -> tuple[str, str]:
+    """Run a code-grader in the trial's workspace, in the run's sandbox (the workspace writable,
+    the eval folder readable); like `run_program`, a failure is a GraderError."""
+    assert ctx.workdir is not None
+    try:
+        ran = await sandbox.run(
+            argv,
+            ctx.workdir,
+            timeout_s=timeout_s,
+            writable=ctx.workdir,
+            readable=[Path(ctx.base_dir)],
+            env=env,
+            stdin=payload,
+            cap=PROGRAM_BYTES,
+            separate_stderr=True,
+        )
+    except sandbox.SandboxError as exc:
+        raise GraderError(f"code-grader `{shown}`: {exc}") from None
+    except FileNotFoundError:
+        ran = None
+    except OSError as exc:
+        raise GraderError(f"code-grader `{shown}` could not start: {exc}") from None
+    if ran is None or (ran.code == 1 and ran.stderr.startswith("bwrap: execvp") and "No such file" in ran.stderr):
+        raise GraderError(
+            f"code-grader command not found: {argv[0]!r} (not on PATH, nor relative to {str(ctx.base_dir)!r})"
+        )
+    return _finished(ran, shown, timeout_s, "code-grader")
 
 
 def stderr_note(err_text: str) -> str:
     """`; stderr: ...` to end an error message with, or "" when the program printed nothing there."""
     return f"; stderr: {shorten(err_text, _STDERR_CHARS)}" if err_text else ""
-
-
-async def _kill(proc: asyncio.subprocess.Process, posix: bool) -> None:
-    try:
-        if posix:
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            proc.kill()
-    except ProcessLookupError:
-        pass
-    try:
-        await asyncio.wait_for(proc.wait(), 5)
-    except TimeoutError:  # pragma: no cover - a process that survives SIGKILL
-        pass
 
 
 def parse_program_json(stdout: str, shown: str, err_note: str) -> dict[str, Any]:

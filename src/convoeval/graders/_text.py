@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
+import regex
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationInfo, field_validator
 
 from ..results import AssertionOutcome
@@ -220,14 +221,17 @@ class Equals(Check):
 # -- regex --------------------------------------------------------------------------------
 
 _REGEX_FLAGS = {
-    "i": re.IGNORECASE,
-    "m": re.MULTILINE,
-    "s": re.DOTALL,
-    "x": re.VERBOSE,
-    "a": re.ASCII,
-    "u": re.UNICODE,
+    "i": regex.IGNORECASE,
+    "m": regex.MULTILINE,
+    "s": regex.DOTALL,
+    "x": regex.VERBOSE,
+    "a": regex.ASCII,
+    "u": regex.UNICODE,
     "g": 0,  # g: JavaScript habit; a search stops at the first match anyway
 }
+#: Seconds a regex search may take: a pattern that backtracks catastrophically (`^(a+)+$`)
+#: is stopped and becomes a grader error naming it, instead of hanging the run.
+REGEX_TIMEOUT_S = 2.0
 
 
 def _flag_bits(flags: str) -> int:
@@ -239,7 +243,8 @@ def _flag_bits(flags: str) -> int:
 
 @assertion_type
 class Regex(Check):
-    """The reply matches a regular expression (Python `re.search`: anywhere in the reply).
+    """The reply matches a regular expression (Python syntax, searched anywhere in the reply
+    with the `regex` module and a time bound: a search over `timeout_s` is a grader error).
 
     Example: `{type: regex, value: "^Booking ref: [A-Z0-9]{6}$", flags: "m"}`
     """
@@ -249,6 +254,9 @@ class Regex(Check):
         "",
         description="Flag letters: i (ignore case), m (multiline ^ $), s (dot matches "
         "newline), x (verbose), a (ASCII); g is accepted and ignored.",
+    )
+    timeout_s: float = Field(
+        REGEX_TIMEOUT_S, gt=0, le=600, description="Seconds the search may take before it is a grader error."
     )
     value: str = Field(
         validation_alias=AliasChoices("value", "pattern"),
@@ -270,19 +278,25 @@ class Regex(Check):
         if not source:
             raise ValueError("the regular expression must not be empty")
         try:
-            re.compile(blank_template_refs(source), _flag_bits(info.data.get("flags") or ""))
-        except re.error as exc:
+            regex.compile(blank_template_refs(source), _flag_bits(info.data.get("flags") or ""))
+        except regex.error as exc:
             raise ValueError(f"invalid regular expression {source!r}: {exc}") from None
         return source
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
         source = substitute(self.value, {k: re.escape(str(v)) for k, v in ctx.variables.items()})
         try:
-            compiled = re.compile(source, _flag_bits(self.flags))
-        except re.error as exc:  # only possible after substitution
+            compiled = regex.compile(source, _flag_bits(self.flags))
+        except regex.error as exc:  # only possible after substitution
             raise GraderError(f"regular expression {source!r} is invalid: {exc}") from None
-        match = compiled.search(ctx.output)
         shown = f"/{source}/{self.flags}" if len(source) <= 60 else f"/{source[:59]}…/{self.flags}"
+        try:
+            match = compiled.search(ctx.output, timeout=self.timeout_s, concurrent=True)
+        except TimeoutError:
+            raise GraderError(
+                f"regular expression {shown} took over {self.timeout_s:g} s on a {len(ctx.output)}-char "
+                f"{noun(ctx)} and was stopped (it backtracks catastrophically: simplify it)"
+            ) from None
         if match:
             evidence = f"matched {quote(match.group(0))} at char {match.start()}"
         else:

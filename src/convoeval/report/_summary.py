@@ -16,6 +16,7 @@ from ..results import EvaluationResult, ScoreEntry, ToolCall
 from ._groups import pass_hat_k_line
 from ._overview import suite_name
 from ._panel import agreement_lines, panel_agreement
+from ._terminal import SafeConsole, printable
 
 _STYLE = {"pass": "green", "fail": "red", "skip": "yellow", "error": "magenta"}
 
@@ -37,7 +38,7 @@ _RIGHT = {"score", "tokens", "judge tokens", "time"}
 
 def print_summary(results: list[EvaluationResult], console: Console | None = None, *, turns: bool = True) -> None:
     """Print the per-turn tables (unless `turns=False`) and the overall table."""
-    console = console or Console()
+    console = console or SafeConsole()
     if turns:
         for result in results:
             if result.scores:
@@ -107,7 +108,7 @@ def print_panel_agreement(results: Iterable[EvaluationResult], console: Console 
     """With a judge panel: the inter-judge agreement per check type (nothing without one)."""
     rows = panel_agreement(results)
     if rows:
-        console = console or Console()
+        console = console or SafeConsole()
         console.print("[bold]judge panel agreement[/] (verdicts of each judge, per check type)")
         for line in agreement_lines(rows):
             console.print(f"  {escape(line)}", soft_wrap=True)
@@ -126,8 +127,8 @@ def _row(r: EvaluationResult, *, trials: bool = False) -> list[Text]:
     if r.grader_errors:
         status.append(f" ({r.grader_errors} grader error{'s' if r.grader_errors > 1 else ''})", style="magenta")
     return [
-        Text(r.test_id),
-        Text(r.target),
+        Text(printable(r.test_id)),
+        Text(printable(r.target)),
         Text(_fmt_score(r.score)),
         status,
         *([_trials_cell(r)] if trials else []),

@@ -227,6 +227,8 @@ class Viewer:
         allowed = [str(c) for c in SCALES[self.scale]]
         if label.label not in allowed:
             return 400, {"error": f"label: {label.label!r} is not on the {self.scale} scale ({', '.join(allowed)})"}
+        if label.run_id not in {info.id for info in list_runs(self.store)}:
+            return 404, {"error": f"run_id: no run {label.run_id!r} in the store"}
         LabelStore(self.store).save(label)
         return 200, {"ok": True}
 
@@ -273,10 +275,14 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                 return self._send(404, "text/plain", "not found")
             if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
                 return self._send(415, "application/json", json.dumps({"error": "send labels as application/json"}))
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY:
+            given = (self.headers.get("Content-Length") or "").strip()
+            if not given.isdigit():  # missing, negative or not a number: never read an unbounded body
+                self.close_connection = True
+                return self._send(400, "application/json", json.dumps({"error": "send a valid Content-Length"}))
+            if int(given) > MAX_BODY:
+                self.close_connection = True
                 return self._send(413, "application/json", json.dumps({"error": "label too large"}))
-            status, answer = viewer.save_label(self.rfile.read(length))
+            status, answer = viewer.save_label(self.rfile.read(int(given)))
             self._send(status, "application/json", json.dumps(answer))
 
     return Handler

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from .._binomial import wilson_interval
+from .._sandbox import describe as describe_sandbox
 from ..results import (
     EvaluationResult,
     ExecutionStatus,
@@ -363,6 +364,7 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         provider=first.provider,
         session=first.session,
         fallback=first.fallback,
+        sandbox=describe_sandbox(),
     )
 
 

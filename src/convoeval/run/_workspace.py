@@ -13,17 +13,17 @@ hint (a user message with `source: hint`).
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import os
 import shlex
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import _sandbox as sandbox
 from .. import registry
 from .._secrets import scrubbed_env
 from ..results import AssertionOutcome, GraderScore, Message, ScoreEntry
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 #: Longest command output quoted in evidence.
 OUTPUT_TAIL = 400
+#: Bytes of a command's output kept (the rest is read and dropped).
+COMMAND_BYTES = 256 * 1024
 #: Files larger than this are compared by size only in `file_changes`; the diff is cut here.
 SNAPSHOT_FILE_BYTES = 256 * 1024
 DIFF_CHARS = 50_000
@@ -53,37 +55,58 @@ class Ran:
 
 
 async def shell(command: str, cwd: Path, timeout_s: float, passed: Iterable[str] = ()) -> Ran:
-    """Run a shell command in `cwd`, without secret-named variables except the `passed` ones; a
-    timeout is exit code 124 (like `timeout(1)`)."""
-    process = await asyncio.create_subprocess_shell(
+    """Run a command convoeval itself composes (git, docker) in `cwd`, unsandboxed, without
+    secret-named variables except the `passed` ones; a timeout is exit code 124."""
+    ran = await sandbox.run(command, cwd, timeout_s=timeout_s, env=scrubbed_env(passed), cap=COMMAND_BYTES, host=True)
+    return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)
+
+
+async def sandboxed(
+    command: str, cwd: Path, timeout_s: float, writable: Path, passed: Iterable[str] = (), readable: Sequence[Path] = ()
+) -> Ran:
+    """Run a suite's command (hook, verify) in the run's sandbox: `writable` the only folder it
+    may change (`readable` ones still seen), no secret-named variable in its environment but the
+    `passed` ones. No sandbox available raises SandboxError (saying how to get one): the test
+    is an execution error, never a failed or passed check."""
+    ran = await sandbox.run(
         command,
-        cwd=str(cwd),
+        cwd,
+        timeout_s=timeout_s,
+        writable=writable,
+        readable=readable,
         env=scrubbed_env(passed),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
+        cap=COMMAND_BYTES,
     )
-    try:
-        out, _ = await asyncio.wait_for(process.communicate(), timeout_s)
-    except TimeoutError:
-        try:
-            os.killpg(process.pid, 9)
-        except ProcessLookupError:
-            pass
-        await process.wait()
-        return Ran(124, f"timed out after {timeout_s:g} s")
-    return Ran(process.returncode or 0, out.decode("utf-8", "replace"))
+    return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)
+
+
+#: The sandbox settings each open workspace put in force, to restore when it closes.
+_tokens: dict[Path, Any] = {}
 
 
 async def open_workspace(spec: Workspace, base_dir: Path, test_id: str) -> Path:
-    """The trial's workspace, made by the environment the spec names."""
-    return await environment(spec).open(spec, base_dir, test_id)
+    """The trial's workspace, made by the environment the spec names; its `sandbox:` settings
+    hold for the trial's commands until it closes."""
+    token = sandbox.use_trial_settings(spec.sandbox)  # before_each runs with them too
+    try:
+        root = await environment(spec).open(spec, base_dir, test_id)
+    except BaseException:
+        sandbox.reset_trial_settings(token)
+        raise
+    _tokens[root] = token
+    return root
 
 
 async def close_workspace(spec: Workspace, root: Path, passed: bool) -> str | None:
     """Tear the trial's workspace down; returns where it was kept, if it was."""
-    return await environment(spec).close(spec, root, passed)
+    try:
+        return await environment(spec).close(spec, root, passed)
+    finally:
+        if (token := _tokens.pop(root, None)) is not None:
+            try:
+                sandbox.reset_trial_settings(token)
+            except ValueError:  # closed from another context than it was opened in
+                pass
 
 
 def environment(spec: Workspace) -> Any:
@@ -108,7 +131,8 @@ async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path
     """A fresh folder for one trial: the template copied in, the repos cloned, the container
     started (with `docker`), `before_each` run."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in test_id)[:40]
-    root = Path(tempfile.mkdtemp(prefix=f"convoeval-ws-{safe}-"))
+    root = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{_owner_tag()}-{safe}-"))
+    _eval_folders[root] = base_dir
     try:
         if spec.template is not None:
             template = (base_dir / spec.template).resolve()
@@ -140,18 +164,73 @@ async def _close_directory(spec: Workspace, root: Path, passed: bool) -> str | N
         await run_in(root, hook.command, hook.cwd, hook.timeout_ms / 1000, spec.env)
     if spec.keep == "always" or (spec.keep == "on_failure" and not passed):
         await _stop_container(root)
-        return str(root)
+        _eval_folders.pop(root, None)
+        kept = root.with_name(root.name.replace(WORKSPACE_PREFIX, KEPT_PREFIX, 1))
+        try:  # renamed so that no sweep of stale workspaces takes it
+            root.rename(kept)
+        except OSError:
+            kept = root
+        return str(kept)
     await _remove(root)
     return None
 
 
+WORKSPACE_PREFIX = "convoeval-ws-"
+KEPT_PREFIX = "convoeval-kept-"
+
+
+def _start_ticks(pid: int) -> str:
+    """When process `pid` started (clock ticks since boot, from /proc), or "0" where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "0"
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _owner_tag() -> str:
+    """`<pid>.<start>`: this process, as a sweep later tells whether it still runs."""
+    return f"{os.getpid()}.{_start_ticks(os.getpid())}"
+
+
+def sweep_stale_workspaces(folder: Path | None = None) -> list[Path]:
+    """Remove the workspaces left in the temp folder by runs that were killed (kill -9, a
+    crash): only those whose owning process is gone (same pid, same start time). Returns them."""
+    swept = []
+    for path in Path(folder or tempfile.gettempdir()).glob(f"{WORKSPACE_PREFIX}*"):
+        pid_text, _, rest = path.name[len(WORKSPACE_PREFIX) :].partition(".")
+        start = rest.split("-", 1)[0]
+        if not pid_text.isdigit() or not start.isdigit() or not path.is_dir():
+            continue
+        pid = int(pid_text)
+        alive = Path(f"/proc/{pid}").exists() if Path("/proc/self").exists() else _alive(pid)
+        if alive and (start == "0" or _start_ticks(pid) in (start, "0")):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        swept.append(path)
+    return swept
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 async def _remove(root: Path) -> None:
+    _eval_folders.pop(root, None)
     await _stop_container(root)
     shutil.rmtree(root, ignore_errors=True)
 
 
 #: The container each docker workspace lives in, by its folder.
 _containers: dict[Path, str] = {}
+#: The eval file's folder of each open workspace: its hooks and verify may read it.
+_eval_folders: dict[Path, Path] = {}
 CONTAINER_DIR = "/workspace"
 
 
@@ -159,7 +238,8 @@ async def run_in(root: Path, command: str, cwd: str | None, timeout_s: float, pa
     """Run a shell command in the workspace (`cwd` inside it): in its container when it has one."""
     container = _containers.get(root)
     if container is None:
-        return await shell(command, root / (cwd or "."), timeout_s, passed)
+        readable = [_eval_folders[root]] if root in _eval_folders else []
+        return await sandboxed(command, root / (cwd or "."), timeout_s, root, passed, readable)
     inside = f"{CONTAINER_DIR}/{cwd}" if cwd else CONTAINER_DIR
     return await shell(
         f"docker exec -w {shlex.quote(inside)} {container} sh -c {shlex.quote(command)}", root, timeout_s, passed
@@ -232,14 +312,17 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[st
 
 async def run_suite_hooks(which: Literal["before_all", "after_all"], specs: list[tuple[Workspace, Path]]) -> str | None:
     """Run each distinct `before_all` (or `after_all`) hook of the run's workspaces once, in
-    the eval file's folder (or `cwd` in it); the first failure, as one line, or None."""
+    the eval file's folder (or `cwd` in it); the first failure, as one line, or None. Before
+    the first, the workspaces of runs that died are swept away."""
+    if which == "before_all":
+        sweep_stale_workspaces()
     seen: set[tuple[str, str]] = set()
     for spec, base_dir in specs:
         hook = getattr(spec.hooks, which)
         if hook is None or (key := (str(base_dir), hook.model_dump_json())) in seen:
             continue
         seen.add(key)
-        ran = await shell(hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, spec.env)
+        ran = await sandboxed(hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, base_dir, spec.env)
         if ran.code != 0:
             return f"workspace hook {which} `{hook.command}` exited with code {ran.code}: {ran.output.strip()[-OUTPUT_TAIL:]}"
     return None

@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from .._base_model import Model
 from .._jsonpath import parse_jsonpath
+from .._sandbox import SandboxSettings
 
 NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -137,7 +138,7 @@ class Hook(Model):
         min_length=1, description="A shell line; AgentV's list form (argv) is rewritten into one when the file loads."
     )
     cwd: str | None = Field(None, description="Relative to the workspace.")
-    timeout_ms: int = Field(60_000, gt=0)
+    timeout_ms: int = Field(60_000, gt=0, le=86_400_000)
 
 
 class Hooks(Model):
@@ -232,6 +233,9 @@ class Workspace(Model):
         description="Secret-named variables (`*KEY*`, `*TOKEN*`, ...) that hooks, repo clones and verify may "
         "see; the others are removed from their environment.",
     )
+    sandbox: SandboxSettings | None = Field(
+        None, description="The sandbox of the trial's commands: `network: true`, limits (memory_mb, processes, ...)."
+    )
 
 
 def _or_a_string(schema: dict[str, Any]) -> None:
@@ -252,7 +256,7 @@ class Verify(Model):
     model_config = ConfigDict(extra="forbid", json_schema_extra=lambda schema: _or_a_string(schema))
 
     command: str = Field(min_length=1)
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0, le=86_400)
     required: bool = Field(
         True, description="A conversation that never verified fails the test (false: verify only adds its score)."
     )

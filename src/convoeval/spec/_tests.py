@@ -63,7 +63,7 @@ class SuiteTests:
         self.keep = keep
         self.models: list[Test] = []
         self.count = 0  # tests in the list (with the ones that are not valid)
-        self.ids: dict[str, tuple[int, int]] = {}  # test id -> (index, line of its id)
+        self.ids: dict[str, tuple[int, int, str]] = {}  # test id -> (index, line and file of its id)
         self.links: list[_Links] = []
         self.modes: list[int] = [0, 0]  # tests that are single-turn, conversations
 
@@ -151,11 +151,13 @@ class SuiteTests:
         self.modes[conversation] += 1
         test_id = test.get("id")
         if isinstance(test_id, str) and test_id:
+            id_file, line = lines.locate((*path, "id"))
             if test_id in self.ids:
-                first_line = self.ids[test_id][1]
-                self._add(lines, (*path, "id"), f"duplicate test id {test_id!r} (first at line {first_line})")
+                _, first_line, first_file = self.ids[test_id]
+                first_at = f"line {first_line}" if first_file == id_file else f"{first_file}:{first_line}"
+                self._add(lines, (*path, "id"), f"duplicate test id {test_id!r} (first at {first_at})")
             else:
-                self.ids[test_id] = (index, lines.locate((*path, "id"))[1])
+                self.ids[test_id] = (index, line, id_file)
         links = _Links(index, test_id if isinstance(test_id, str) else None)
         given = test.get("depends_on")
         deps = [given] if isinstance(given, str) else given

@@ -20,15 +20,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, SecretStr
+from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, SecretStr, field_validator
 
 from .. import registry
 from .._base_model import Model
 from .._secrets import remember
 from ..errors import TargetError as TargetError  # re-exported: the providers raise it
 from ..results import ToolCall, Usage
-from ._tool_settings import ToolAgentSettings
+from ._tool_settings import MAX_SECONDS, ToolAgentSettings
 
 Purpose = Literal["target", "judge", "simulator"]
 SessionMode = Literal["history", "resume", "single_shot"]
@@ -125,8 +126,8 @@ class TargetConfig(Model):
     headers: dict[str, str] = Field(default_factory=dict)
     temperature: float | None = None
     max_tokens: int | None = None
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(4, ge=0)
+    timeout_s: float = Field(60.0, gt=0, le=MAX_SECONDS, description="Seconds per request (at most a day).")
+    max_retries: int = Field(4, ge=0, le=100)
     concurrency: int | None = Field(
         None,
         ge=1,
@@ -139,6 +140,21 @@ class TargetConfig(Model):
 
     _unusable: str | None = PrivateAttr(None)
     _source_dir: Path | None = PrivateAttr(None)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        """An http(s) URL with a host (a `${{ VAR }}` placeholder is checked once it is set)."""
+        if value is None or "${{" in value:
+            return value
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{value!r} is not an http(s) URL like http://localhost:8000/v1")
+        try:
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError as exc:
+            raise ValueError(f"{value!r}: {exc}") from None
+        return value.strip()
 
     @property
     def source_dir(self) -> Path:

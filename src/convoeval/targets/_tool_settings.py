@@ -7,7 +7,10 @@ from typing import Any
 from pydantic import ConfigDict, Field, model_validator
 
 from .._base_model import Model
+from .._sandbox import SandboxSettings
 
+#: The longest any timeout may be (a day): `timeout_s: 1e999` is an error at load, not a hang.
+MAX_SECONDS = 86_400.0
 #: The tools every workspace offers, by name.
 BUILTIN_TOOLS = ("bash", "read_file", "write_file", "edit_file", "list_files")
 
@@ -25,7 +28,7 @@ class UserTool(Model):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     command: str | None = None
     python: str | None = None
-    timeout_s: float = Field(30.0, gt=0)
+    timeout_s: float = Field(30.0, gt=0, le=MAX_SECONDS)
 
     @model_validator(mode="after")
     def _one_implementation(self) -> UserTool:
@@ -41,11 +44,16 @@ class ToolAgentSettings(Model):
     model_config = ConfigDict(extra="forbid")
 
     tools: list[str | UserTool] = Field(default_factory=lambda: list[str | UserTool](BUILTIN_TOOLS))
-    max_tool_calls: int = Field(30, ge=1, description="Tool calls per turn at most; reaching it ends the turn.")
-    max_seconds: float = Field(300.0, gt=0, description="Seconds per turn at most.")
-    bash_timeout_s: float = Field(30.0, gt=0)
-    output_chars: int = Field(8000, ge=100, description="Longest tool output the model is shown.")
+    max_tool_calls: int = Field(
+        30, ge=1, le=100_000, description="Tool calls per turn at most; reaching it ends the turn."
+    )
+    max_seconds: float = Field(300.0, gt=0, le=MAX_SECONDS, description="Seconds per turn at most.")
+    bash_timeout_s: float = Field(30.0, gt=0, le=MAX_SECONDS)
+    output_chars: int = Field(8000, ge=100, le=10_000_000, description="Longest tool output the model is shown.")
     system_prompt: str | None = Field(None, description="Prepended as a system message to each call.")
+    sandbox: SandboxSettings | None = Field(
+        None, description="Network and limits of the `bash` and command tools' sandbox (`network: true` allows it)."
+    )
 
     @model_validator(mode="after")
     def _known_tools(self) -> ToolAgentSettings:

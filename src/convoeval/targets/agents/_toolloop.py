@@ -18,8 +18,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..._sandbox import SandboxError, backend
 from ...results import ToolCall, Usage
-from .._base import ChatReply, ChatRequest, Target
+from .._base import ChatReply, ChatRequest, Target, TargetError
 from .._tool_settings import ToolAgentSettings
 from ._tools import ToolBox
 
@@ -39,6 +40,11 @@ class ToolAgent:
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         started = time.monotonic()
+        if self.box.runs_commands:
+            try:
+                backend()  # a test that offers `bash` needs a sandbox: fail it now, saying how to get one
+            except SandboxError as exc:
+                raise TargetError(f"{self.name}: {exc}") from None
         most = min(self.settings.max_tool_calls, request.max_tool_calls or math.inf)
         system = [{"role": "system", "content": self.settings.system_prompt}] if self.settings.system_prompt else []
         messages: list[dict[str, Any]] = [*system, *request.messages]

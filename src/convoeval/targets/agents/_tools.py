@@ -8,22 +8,24 @@ transcript records, never an exception out of the turn.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
-import signal
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ... import _sandbox as sandbox
+from ..._sandbox import SandboxError, command_env, trial_settings
 from ...results import ToolCall
 from .._tool_settings import ToolAgentSettings, UserTool
-from ._process import BASE_ENV
 from ._python import load_callable
 
 _PATH = {"type": "string", "description": "A path relative to the workspace."}
+#: The largest file `edit_file` reads whole.
+EDIT_BYTES = 16 * 2**20
 
 #: OpenAI function specs of the built-in tools.
 BUILTIN_SPECS: dict[str, dict[str, Any]] = {
@@ -72,12 +74,18 @@ class ToolBox:
     """
 
     def __init__(self, settings: ToolAgentSettings, base_dir: Path, name: str):
+        self.base_dir = base_dir
         self.settings = settings
         self.builtin = [t for t in settings.tools if isinstance(t, str)]
         self.user = {t.name: t for t in settings.tools if isinstance(t, UserTool)}
         self.functions: dict[str, Callable[..., Any]] = {
             t.name: load_callable(t.python, base_dir, name) for t in self.user.values() if t.python
         }
+
+    @property
+    def runs_commands(self) -> bool:
+        """Whether a tool runs a command (`bash`, a user `command` tool): those need the sandbox."""
+        return "bash" in self.builtin or any(t.command for t in self.user.values())
 
     def specs(self) -> list[dict[str, Any]]:
         """The tools as OpenAI `tools` entries."""
@@ -114,10 +122,7 @@ class ToolBox:
         if name == "bash":
             return await self._shell(_text(args, "command"), root, self.settings.bash_timeout_s)
         if name == "list_files":
-            folder = _inside(root, args.get("path") or ".")
-            return "\n".join(
-                str(p.relative_to(root)) for p in sorted(folder.rglob("*")) if p.is_file() and ".git" not in p.parts
-            )
+            return self._list(root, _inside(root, args.get("path") or "."))
         path = _inside(root, _text(args, "path"))
         if name == "write_file":
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,9 +130,11 @@ class ToolBox:
             return f"wrote {path.relative_to(root)}"
         if not path.is_file():
             raise ToolFailure(f"no such file: {args['path']}")
-        text = path.read_text(errors="replace")
         if name == "read_file":
-            return self._cap(text)
+            return self._read(path)
+        if path.stat().st_size > EDIT_BYTES:
+            raise ToolFailure(f"{args['path']}: larger than {EDIT_BYTES // 2**20} MB; edit it with `bash` instead")
+        text = path.read_text(errors="replace")
         old, new = _text(args, "old"), _text(args, "new")
         if text.count(old) != 1:
             raise ToolFailure(f"`old` occurs {text.count(old)} times in {args['path']}; it must occur exactly once")
@@ -135,28 +142,54 @@ class ToolBox:
         return f"edited {path.relative_to(root)}"
 
     async def _shell(self, command: str, cwd: Path, timeout_s: float, stdin: str | None = None) -> str:
-        env = {n: os.environ[n] for n in BASE_ENV if n in os.environ}  # no keys reach the model's commands
-        if stdin is not None:
-            env["TOOL_ARGS"] = stdin
-        process = await asyncio.create_subprocess_shell(
-            command,
-            cwd=str(cwd),
-            env=env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
+        """Run a model's (or a command tool's) command in the run's sandbox, in the workspace: the
+        workspace is all it may change, no key reaches it, its output is cut while it is read."""
+        extra = {"TOOL_ARGS": stdin} if stdin is not None else {}
+        settings = trial_settings().merged(self.settings.sandbox)
+        limit = self.settings.output_chars
         try:
-            out, _ = await asyncio.wait_for(process.communicate((stdin or "").encode()), timeout_s)
-        except TimeoutError:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            await process.wait()
-            raise ToolFailure(f"timed out after {timeout_s:g} s: {command[:80]}") from None
-        return f"exit code {process.returncode}\n{self._cap(out.decode(errors='replace'))}"
+            ran = await sandbox.run(
+                command,
+                cwd,
+                timeout_s=timeout_s,
+                writable=cwd,
+                readable=[self.base_dir] if stdin is not None else [],  # a command tool's scripts
+                env=command_env(extra=extra),
+                stdin=(stdin or "").encode(),
+                cap=limit * 4,
+                settings=settings,
+            )
+        except SandboxError as exc:
+            raise ToolFailure(str(exc)) from None
+        if ran.timed_out:
+            raise ToolFailure(f"timed out after {timeout_s:g} s and was killed: {command[:80]}")
+        more = f"\n[... more output cut: {ran.cut} bytes not shown]" if ran.cut else ""
+        return f"exit code {ran.code}\n{self._cap(ran.output)}{more}"
+
+    def _list(self, root: Path, folder: Path) -> str:
+        """The files under `folder`, listed until `output_chars` is reached (never all of a huge tree)."""
+        limit, size = self.settings.output_chars, 0
+        lines: list[str] = []
+        for current, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != ".git")
+            for file in sorted(files):
+                line = str((Path(current) / file).relative_to(root))
+                size += len(line) + 1
+                if size > limit:
+                    return "\n".join(lines) + f"\n[... listing cut at {limit} characters]"
+                lines.append(line)
+        return "\n".join(lines)
+
+    def _read(self, path: Path) -> str:
+        """The file's text, reading no more than `output_chars` can show."""
+        limit = self.settings.output_chars
+        with path.open("rb") as handle:
+            data = handle.read(limit * 4 + 1)
+            total = os.fstat(handle.fileno()).st_size
+        text = data[: limit * 4].decode("utf-8", "replace")
+        if len(text) <= limit and total <= limit * 4:
+            return text
+        return text[:limit] + f"\n[... cut at {limit} characters of a {total}-byte file]"
 
     def _cap(self, text: str) -> str:
         limit = self.settings.output_chars
@@ -170,10 +203,17 @@ def _need(workdir: Path | None) -> Path:
 
 
 def _inside(root: Path, relative: str) -> Path:
-    """`relative` under `root`; a path that leaves it (`..`, absolute, a symlink out) is refused."""
+    """`relative` under `root`; a path that leaves it (`..`, absolute, a symlink out, a hard
+    link) is refused."""
     path = (root / relative).resolve()
     if not path.is_relative_to(root.resolve()):
         raise ToolFailure(f"{relative}: outside the workspace")
+    try:
+        info = path.stat()
+    except OSError:
+        return path
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:  # its other name may be outside the workspace
+        raise ToolFailure(f"{relative}: a hard link (it may be a file outside the workspace); refused")
     return path
 
 

@@ -1,0 +1,133 @@
+"""The sandbox every command a model or a suite controls runs in: the tool agent's `bash` and
+command tools, `verify`, workspace hooks and code-graders in a workspace.
+
+Backends, chosen for the whole run (`--sandbox`, `RunOptions.sandbox`, `CONVOEVAL_SANDBOX`):
+
+- `bubblewrap` (the default where `bwrap` is installed): new user, PID, network, IPC and UTS
+  namespaces (`--unshare-all`; `--share-net` only with `network: true`); the whole system
+  mounted read-only, a private `/tmp` and `/run`, the workspace the only writable host folder;
+  a fresh `HOME` in the private `/tmp`; `--die-with-parent` and the PID namespace, so every
+  process a command starts dies with it; the parent's `/proc` out of sight.
+- `docker` (a reachable daemon): the same rules with `docker run --rm --read-only
+  --network none`, the workspace mounted at its own path, in `sandbox.image`.
+- `none` (only when chosen by name): the command runs on the host with the clean environment
+  and the limits below; its process group is killed when it ends, times out or is cancelled,
+  but a process that leaves the group (`setsid`) survives, and nothing else is confined.
+
+Every backend passes only the variables a suite names (plus PATH and the locale), applies the
+`sandbox:` limits (address space, processes, file size, CPU seconds) with `setrlimit`, reads
+output as it arrives and keeps at most `cap` bytes, and on timeout or cancellation kills the
+command's whole process tree without waiting for its pipes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ._argv import SANDBOX_HOME, bwrap_argv, docker_argv
+from ._choice import (
+    BACKENDS,
+    BASE_ENV,
+    DEFAULT_SETTINGS,
+    INSTALL_HINT,
+    Backend,
+    SandboxError,
+    SandboxSettings,
+    backend,
+    choose,
+    command_env,
+    describe,
+    reset_trial_settings,
+    trial_settings,
+    use_trial_settings,
+)
+from ._process import Finished, spawn
+
+__all__ = [
+    "BACKENDS",
+    "BASE_ENV",
+    "DEFAULT_SETTINGS",
+    "INSTALL_HINT",
+    "SANDBOX_HOME",
+    "Backend",
+    "Finished",
+    "SandboxError",
+    "SandboxSettings",
+    "backend",
+    "choose",
+    "command_env",
+    "describe",
+    "reset_trial_settings",
+    "run",
+    "trial_settings",
+    "use_trial_settings",
+]
+
+
+async def run(
+    command: str | Sequence[str],
+    cwd: Path,
+    *,
+    timeout_s: float,
+    writable: Path | None = None,
+    readable: Sequence[Path] = (),
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    cap: int = 1_000_000,
+    separate_stderr: bool = False,
+    settings: SandboxSettings | None = None,
+    host: bool = False,
+) -> Finished:
+    """Run `command` (a shell command line, or an argv) in the run's sandbox, in `cwd`.
+
+    Args:
+        writable: the one host folder the command may change (the workspace).
+        readable: host folders it must still see inside the private /tmp (the eval folder).
+        env: its whole environment (see `command_env`); HOME and TMPDIR are set here (with
+            `none`, a HOME given in `env` is kept).
+        stdin: bytes on its standard input (else /dev/null).
+        cap: bytes kept of stdout (and of stderr); the rest is read and counted, never kept.
+        separate_stderr: keep stderr apart (`Finished.stderr`) instead of merged into output.
+        settings: network and limits (default: the current trial's `sandbox:`).
+        host: run it on the host as given, without sandbox or limits (commands convoeval
+            composes itself, such as `git clone`), still bounded in output and time.
+
+    Raises:
+        SandboxError: no sandbox can run it (the message says how to install one or opt out).
+        OSError: the program could not start (`none` backend with an argv).
+    """
+    if host:  # a command convoeval composes itself (git, docker): on the host, as given
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        return await spawn(argv, cwd, dict(env or {}), stdin, cap, separate_stderr, timeout_s, None, None)
+    settings = settings or trial_settings()
+    which = backend()
+    argv = [command] if isinstance(command, str) else list(command)
+    shell = isinstance(command, str)
+    if which != "none":
+        home, inside = None, {"HOME": SANDBOX_HOME, "TMPDIR": "/tmp"}
+    elif env is not None and "HOME" in env:  # unconfined, a suite's command keeps the HOME it was given
+        home, inside = None, {}
+    else:  # unconfined, a model's command still gets a HOME of its own
+        home = Path(tempfile.mkdtemp(prefix="convoeval-home-"))
+        inside = {"HOME": str(home), "TMPDIR": tempfile.gettempdir()}
+    full_env = {**(env or {}), **inside}
+    name = None
+    if which == "bubblewrap":
+        argv = bwrap_argv(argv, shell, cwd, writable, readable, settings)
+    elif which == "docker":
+        name = f"convoeval-{uuid.uuid4().hex[:12]}"
+        argv = await docker_argv(argv, shell, cwd, writable, full_env, settings, name)
+    elif shell:
+        argv = ["/bin/sh", "-c", argv[0]]
+    if which == "docker":  # the docker client itself may need DOCKER_HOST and the like
+        full_env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}, **full_env}
+    try:
+        return await spawn(argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name)
+    finally:
+        if home is not None:
+            shutil.rmtree(home, ignore_errors=True)

@@ -1,0 +1,131 @@
+"""Which sandbox runs the commands: the backends, the run's choice, a trial's `sandbox:`
+settings, and the environment a command gets."""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from .._base_model import Model
+from ..errors import ConfigError
+
+BACKENDS = ("bubblewrap", "docker", "none")
+Backend = Literal["bubblewrap", "docker", "none"]
+#: Variables every sandboxed command gets from the parent (when set); the suite names the rest.
+BASE_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+INSTALL_HINT = (
+    "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`; Fedora: `dnf install bubblewrap`), "
+    "or choose a sandbox by name: `--sandbox docker`, or `--sandbox none` to run them unconfined on this machine"
+)
+
+
+class SandboxError(ConfigError):
+    """No sandbox can run the command (bubblewrap missing, no Docker daemon, unknown backend)."""
+
+
+class SandboxSettings(Model):
+    """`sandbox:` of a workspace (test) or an agent (target): what its commands may do."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    network: bool = Field(False, description="Let commands use the network (off by default).")
+    memory_mb: int = Field(4096, ge=16, le=1_048_576, description="Address space per process, in MB.")
+    processes: int = Field(512, ge=1, le=1_000_000, description="Processes of the user at most (RLIMIT_NPROC).")
+    file_size_mb: int = Field(1024, ge=1, le=1_048_576, description="Largest file a command may write, in MB.")
+    cpu_seconds: int = Field(600, ge=1, le=86_400, description="CPU seconds per process.")
+    image: str = Field("debian:bookworm-slim", min_length=1, description="The image of the docker backend.")
+
+    def merged(self, other: SandboxSettings | None) -> SandboxSettings:
+        """The test's settings and its target's together: the network when either allows it, the
+        lower of each limit, the image the test names (else the target's)."""
+        if other is None:
+            return self
+        return SandboxSettings(
+            network=self.network or other.network,
+            memory_mb=min(self.memory_mb, other.memory_mb),
+            processes=min(self.processes, other.processes),
+            file_size_mb=min(self.file_size_mb, other.file_size_mb),
+            cpu_seconds=min(self.cpu_seconds, other.cpu_seconds),
+            image=self.image if "image" in self.model_fields_set else other.image,
+        )
+
+
+DEFAULT_SETTINGS = SandboxSettings()
+
+_chosen: contextvars.ContextVar[str | None] = contextvars.ContextVar("convoeval_sandbox", default=None)
+_trial: contextvars.ContextVar[SandboxSettings | None] = contextvars.ContextVar("convoeval_sandbox_trial", default=None)
+
+
+def choose(name: str | None) -> None:
+    """Set the run's backend (None: the default, or `$CONVOEVAL_SANDBOX`); an unknown name raises."""
+    name = name or os.environ.get("CONVOEVAL_SANDBOX") or None
+    if name is not None and name not in BACKENDS:
+        raise SandboxError(f"unknown sandbox {name!r}: choose one of {', '.join(BACKENDS)}")
+    _chosen.set(name)
+
+
+def use_trial_settings(settings: SandboxSettings | None) -> contextvars.Token[SandboxSettings | None]:
+    """Set the current trial's `sandbox:` settings (its workspace's); returns the token to reset."""
+    return _trial.set(settings)
+
+
+def reset_trial_settings(token: contextvars.Token[SandboxSettings | None]) -> None:
+    _trial.reset(token)
+
+
+def trial_settings() -> SandboxSettings:
+    return _trial.get() or DEFAULT_SETTINGS
+
+
+def describe() -> str:
+    """The backend the run's commands use, or `unavailable` (bubblewrap missing, none chosen)."""
+    try:
+        return backend()
+    except SandboxError:
+        return "unavailable"
+
+
+def backend() -> Backend:
+    """The backend in force; SandboxError when the default is wanted and `bwrap` is missing."""
+    name = _chosen.get() or os.environ.get("CONVOEVAL_SANDBOX") or None
+    if name is not None and name not in BACKENDS:
+        raise SandboxError(f"unknown sandbox {name!r}: choose one of {', '.join(BACKENDS)}")
+    if name in (None, "bubblewrap"):
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            raise SandboxError(f"commands run in a bubblewrap sandbox, but `bwrap` is not installed: {INSTALL_HINT}")
+        if problem := _bwrap_problem(bwrap):
+            raise SandboxError(f"bubblewrap cannot make a sandbox here ({problem}): {INSTALL_HINT}")
+        return "bubblewrap"
+    return name  # type: ignore[return-value]
+
+
+@functools.cache
+def _bwrap_problem(bwrap: str) -> str | None:
+    """Why `bwrap` cannot make the sandbox on this machine (user namespaces off, say), or None;
+    tried once per process."""
+    try:
+        tried = subprocess.run(
+            [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    return None if tried.returncode == 0 else (tried.stderr.strip()[-200:] or f"exit code {tried.returncode}")
+
+
+def command_env(names: Iterable[str] = (), extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A command's environment: PATH and the locale, the variables `names` lists (as the parent
+    has them), then `extra`; nothing else of the parent's environment."""
+    wanted = (*BASE_ENV, *names)
+    env = {n: os.environ[n] for n in wanted if n in os.environ}
+    return {**env, **(extra or {})}

@@ -1,0 +1,203 @@
+"""Running a command: its pipes read as they fill (at most a cap kept), its limits set in the
+child, its process group killed and reaped when it ends, times out or is cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import ctypes
+import os
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ._choice import SandboxSettings
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - Windows: no rlimits (and no bubblewrap)
+    resource = None  # type: ignore[assignment]
+
+PR_SET_PDEATHSIG = 1
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+    _prctl = None
+
+
+#: Seconds to keep reading after a command ended (what its last children still write).
+EOF_GRACE_S = 0.5
+
+
+@dataclass
+class Finished:
+    """What a sandboxed command did: its exit code (124 on timeout, like `timeout(1)`), its
+    output (stdout, with stderr merged unless asked apart), how many bytes were cut."""
+
+    code: int
+    output: str
+    stderr: str = ""
+    timed_out: bool = False
+    cut: int = 0
+    killed_by: int | None = None
+
+
+class _Capped:
+    """Keeps the first `cap` bytes of a pipe and counts the rest, read as they arrive (with the
+    event loop's `add_reader`: nothing to await, so a cancellation cannot come in between)."""
+
+    def __init__(self, fd: int, cap: int, loop: asyncio.AbstractEventLoop):
+        self.fd, self.cap, self.loop = fd, cap, loop
+        self.data = bytearray()
+        self.cut = 0
+        self.done: asyncio.Future[None] = loop.create_future()
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._read)
+
+    def _read(self) -> None:
+        try:
+            chunk = os.read(self.fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.close()
+            return
+        room = self.cap - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.cut += max(0, len(chunk) - max(room, 0))
+
+    def close(self) -> None:
+        if self.fd < 0:
+            return
+        self.loop.remove_reader(self.fd)
+        os.close(self.fd)
+        self.fd = -1
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+def _in_child(settings: SandboxSettings | None) -> None:
+    """In the child, before exec: killed when convoeval dies (even by kill -9; bubblewrap then
+    takes its whole PID namespace down), and the `sandbox:` limits, inherited by all it starts."""
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if settings is None or resource is None:
+        return
+    mb = 1024 * 1024
+    for limit, value in (
+        (resource.RLIMIT_AS, settings.memory_mb * mb),
+        (resource.RLIMIT_NPROC, settings.processes),
+        (resource.RLIMIT_FSIZE, settings.file_size_mb * mb),
+        (resource.RLIMIT_CPU, settings.cpu_seconds),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        try:
+            resource.setrlimit(limit, (value, value))
+        except (ValueError, OSError):  # a hard limit already lower: keep it
+            pass
+
+
+async def spawn(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    stdin: bytes | None,
+    cap: int,
+    separate_stderr: bool,
+    timeout_s: float,
+    settings: SandboxSettings | None,
+    container: str | None,
+) -> Finished:
+    """Start `argv` in a session of its own, read its pipes as they fill (at most `cap` bytes
+    kept), and kill its group when it ends, times out or is cancelled."""
+    loop = asyncio.get_running_loop()
+    feed = None
+    if stdin is not None:  # a file, not a pipe: a command that never reads cannot block us
+        feed = tempfile.TemporaryFile()
+        feed.write(stdin)
+        feed.seek(0)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe() if separate_stderr else (None, None)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=str(cwd),
+            env=env,
+            stdin=feed if feed is not None else asyncio.subprocess.DEVNULL,
+            stdout=out_w,
+            stderr=err_w if err_w is not None else out_w,
+            start_new_session=True,
+            preexec_fn=lambda: _in_child(settings),
+        )
+    finally:
+        os.close(out_w)
+        if err_w is not None:
+            os.close(err_w)
+        if feed is not None:
+            feed.close()
+    _live.add(proc.pid)
+    readers: list[_Capped] = []
+    timed_out = False
+    try:
+        readers = [_Capped(fd, cap, loop) for fd in (out_r, err_r) if fd is not None]
+        try:
+            async with asyncio.timeout(timeout_s):
+                await proc.wait()
+        except TimeoutError:
+            timed_out = True
+        else:
+            ends = asyncio.gather(*(r.done for r in readers))
+            try:
+                await asyncio.wait_for(asyncio.shield(ends), EOF_GRACE_S)
+            except TimeoutError:  # a child that left the group still holds the pipe: stop reading
+                pass
+    finally:
+        await _end(proc, container)
+        for reader in readers:
+            reader.close()
+        if not readers:  # never watched
+            for fd in (out_r, err_r):
+                if fd is not None:
+                    os.close(fd)
+    code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+    output = readers[0].data.decode("utf-8", "replace")
+    stderr = readers[1].data.decode("utf-8", "replace") if len(readers) > 1 else ""
+    cut = sum(r.cut for r in readers)
+    if timed_out:
+        return Finished(124, output, stderr, timed_out=True, cut=cut)
+    return Finished(code, output, stderr, cut=cut, killed_by=-code if code < 0 else None)
+
+
+#: Process groups of the commands running now: killed at exit whatever path the exit takes.
+_live: set[int] = set()
+
+
+@atexit.register
+def _kill_live() -> None:
+    for group in list(_live):
+        _kill_group(group)
+
+
+def _kill_group(group: int) -> None:
+    _live.discard(group)
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def _end(proc: asyncio.subprocess.Process, container: str | None) -> None:
+    """Kill what is left of the command's group (and its container) and reap it."""
+    _kill_group(proc.pid)
+    if container is not None:
+        killer = await asyncio.create_subprocess_exec(
+            "docker", "kill", container, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        )
+        await killer.wait()
+    if proc.returncode is None:
+        await asyncio.shield(proc.wait())

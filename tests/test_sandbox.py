@@ -1,0 +1,389 @@
+"""The sandbox of commands a model or a suite controls, probed as an attacker would: a real chat
+model behind loopback HTTP (the fake server scripted to call `bash`), real bubblewrap, real
+`convoeval run` processes (for memory, Ctrl-C and kill -9)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import convoeval
+from convoeval.results import EvaluationResult, ToolCall
+from convoeval.testing import FakeOpenAIServer, tool_calls
+
+from .conftest import write
+
+Body = dict[str, Any]
+KEY = "sk-test-SANDBOX-" + uuid.uuid4().hex
+OTHER_KEY = "sk-ant-SANDBOX-" + uuid.uuid4().hex
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed (.ci/run installs it)"
+)
+
+
+def script(*replies: str | Body):
+    """A model answering `replies` in order, then the last one forever."""
+    queue = list(replies)
+    return lambda body: queue.pop(0) if len(queue) > 1 else queue[0]
+
+
+def bash(*commands: str) -> Body:
+    return tool_calls(*[("bash", {"command": c}) for c in commands])
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", OTHER_KEY)
+        monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+        yield fake
+
+
+def agent_suite(folder: Path, agent: str = "{bash_timeout_s: 10}", workspace: str = "{}") -> Path:
+    write(folder / "targets.yaml", f"targets:\n  - name: bot\n    provider: openai\n    model: m\n    agent: {agent}\n")
+    return write(
+        folder / "s.eval.yaml",
+        f"execution: {{target: bot}}\ntests:\n  - id: probe\n    workspace: {workspace}\n    input: go\n",
+    )
+
+
+def run(suite: Path, **options: Any) -> EvaluationResult:
+    return convoeval.run(suite, judge="scripted", cache=False, store=False, **options).results[0]
+
+
+def calls(result: EvaluationResult) -> list[ToolCall]:
+    return [c for e in result.scores for c in e.tool_calls] or [c for m in result.output for c in m.tool_calls]
+
+
+def processes_with(needle: str) -> list[int]:
+    """Pids whose command line contains `needle` (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if needle in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+@needs_bwrap
+def test_no_key_reaches_a_command_or_the_model_in_any_encoding(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """D2: /proc/$PPID/environ showed the run's keys, which went to the model server."""
+    dump = "(env; cat /proc/$PPID/environ /proc/1/environ; ls /proc)"
+    server.reset(reply=script(bash(dump, f"{dump} | base64 -w0", f"{dump} | rev"), "done"))
+    result = run(agent_suite(tmp_path))
+    plain, encoded, reversed_ = calls(result)
+    decoded = base64.b64decode(encoded.output.splitlines()[1]).decode()
+    assert "PATH=" in plain.output and "PATH=" in decoded  # the commands ran and printed their environment
+    assert plain.output.split("\n", 1)[0] == "exit code 0"
+    wire = str(server.requests)
+    for key in (KEY, OTHER_KEY):
+        assert key not in wire and key not in decoded and key[::-1] not in reversed_.output
+        assert base64.b64encode(key.encode()).decode()[:20] not in wire
+    assert result.sandbox == "bubblewrap"
+
+
+@needs_bwrap
+def test_writes_outside_the_workspace_never_reach_the_host(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """D3: bash wrote outside the workspace; now only the workspace is writable, /tmp and ~ are private."""
+    mark = f"convoeval-probe-{uuid.uuid4().hex}"
+    server.reset(
+        reply=script(
+            bash(
+                f"echo x > /tmp/{mark}; echo x > ~/{mark}; echo x > /var/tmp/{mark}; echo kept > inside.txt; "
+                f"cat /tmp/{mark} ~/{mark}"
+            ),
+            tool_calls(("read_file", {"path": "inside.txt"})),
+            "done",
+        )
+    )
+    result = run(agent_suite(tmp_path, workspace="{keep: always}"))
+    written, read = calls(result)
+    assert "x\nx" in written.output and "Read-only file system" in written.output
+    assert (
+        not Path(f"/tmp/{mark}").exists()
+        and not (Path.home() / mark).exists()
+        and not Path(f"/var/tmp/{mark}").exists()
+    )
+    assert read.output == "kept\n"
+    assert result.trials[0].workspace and (Path(result.trials[0].workspace) / "inside.txt").read_text() == "kept\n"
+    shutil.rmtree(result.trials[0].workspace)
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[socket.socket]]]:
+    """A TCP server on a loopback port, recording the connections it accepted."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    sock.settimeout(0.2)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(sock.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield sock.getsockname()[1], accepted
+    stop.set()
+    thread.join()
+    sock.close()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("allowed_by", [None, "target", "test"])
+def test_no_network_from_bash_unless_allowed(
+    server: FakeOpenAIServer, tmp_path: Path, listener, allowed_by: str | None
+) -> None:
+    port, accepted = listener
+    connect = f'python3 -c \'import socket; socket.create_connection(("127.0.0.1", {port}), 2); print("connected")\''
+    server.reset(reply=script(bash(connect), "done"))
+    allow = "{sandbox: {network: true}}"
+    suite = agent_suite(
+        tmp_path, agent=allow if allowed_by == "target" else "{}", workspace=allow if allowed_by == "test" else "{}"
+    )
+    [call] = calls(run(suite))
+    assert ("connected" in call.output) is (allowed_by is not None) and len(accepted) == int(allowed_by is not None)
+
+
+def run_cli(suite: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """`convoeval run` as a real process (its own process group), in the suite's folder."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "convoeval", "run", str(suite), "--judge", "scripted", "--no-cache", *args],
+        cwd=suite.parent,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+@needs_bwrap
+def test_endless_output_ends_at_the_timeout_with_memory_bounded(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """D1: `cat /dev/zero` hung the run (up to 2.6 GB); `yes` held 1 GB before the cut."""
+    server.reset(reply=script(bash("cat /dev/zero", "yes"), "done"))
+    suite = agent_suite(tmp_path, agent="{bash_timeout_s: 1.5, output_chars: 1000}")
+    started = time.monotonic()
+    proc = run_cli(suite, "-o", str(tmp_path / "r.jsonl"))
+    peak_kb = 0
+    while proc.poll() is None:  # VmHWM: the most memory convoeval itself held (since its exec)
+        if time.monotonic() - started > 60:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"the run hung (convoeval held {peak_kb} KB)")
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+        except OSError:
+            break
+        peak_kb = max([peak_kb, *(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))])
+        time.sleep(0.05)
+    proc.wait()
+    seconds = time.monotonic() - started
+    assert proc.stderr is not None and proc.returncode in (0, 1), proc.stderr.read()
+    result = EvaluationResult.model_validate_json((tmp_path / "r.jsonl").read_text())
+    zero, yes = calls(result)
+    assert zero.error and zero.error.startswith("timed out after 1.5 s") and yes.error and "timed out" in yes.error
+    assert seconds < 30
+    assert 0 < peak_kb < 400_000  # convoeval stayed small while gigabytes flowed through its pipes
+
+
+@needs_bwrap
+@pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
+def test_ctrl_c_leaves_no_tool_process(server: FakeOpenAIServer, tmp_path: Path, sandbox: str) -> None:
+    """D3: after Ctrl-C the running tool commands were left behind."""
+    mark = f"{700 + uuid.uuid4().int % 200}.{uuid.uuid4().int % 1000}"
+    server.reset(reply=script(bash(f"sleep {mark}"), "done"))
+    proc = run_cli(agent_suite(tmp_path, agent="{bash_timeout_s: 60}"), "--sandbox", sandbox)
+    deadline = time.monotonic() + 60
+    while not processes_with(f"sleep {mark}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(f"sleep {mark}"), "the tool command never started"
+    os.kill(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=60)
+    gone = time.monotonic() + 5  # the kernel ends a PID namespace's processes a moment later
+    while processes_with(f"sleep {mark}") and time.monotonic() < gone:
+        time.sleep(0.05)
+    assert processes_with(f"sleep {mark}") == []
+
+
+@needs_bwrap
+def test_a_detached_process_does_not_outlive_its_trial(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    mark = f"{500 + uuid.uuid4().int % 200}.{uuid.uuid4().int % 1000}"
+    server.reset(reply=script(bash(f"setsid sleep {mark} > /dev/null 2>&1 & echo started"), "done"))
+    [call] = calls(run(agent_suite(tmp_path)))
+    assert call.output == "exit code 0\nstarted\n"
+    time.sleep(0.1)
+    assert processes_with(f"sleep {mark}") == []
+
+
+def test_without_bwrap_a_test_offering_bash_fails_saying_how_to_fix_it(
+    server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))  # no bwrap on PATH
+    server.reset(reply=script(bash("echo hi"), "done"))
+    result = run(agent_suite(tmp_path))
+    assert result.execution_status == "execution_error" and result.sandbox == "unavailable"
+    assert result.error and "apt-get install bubblewrap" in result.error and "--sandbox none" in result.error
+    assert server.target_requests() == []  # failed before any call: no command ran unconfined
+
+
+def test_a_bwrap_that_cannot_make_namespaces_is_reported_not_run(
+    server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where user namespaces are off, bwrap exists but fails: the test says so before any call."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    fake = write(folder / "bwrap", "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    server.reset(reply=script(bash("echo hi"), "done"))
+    result = run(agent_suite(tmp_path))
+    assert result.execution_status == "execution_error" and server.target_requests() == []
+    assert "bubblewrap cannot make a sandbox here (bwrap: setting up uid map: Permission denied)" in (
+        result.error or ""
+    )
+
+
+def test_without_bwrap_verify_is_an_execution_error_not_a_failed_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: done}\n")
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "execution: {target: bot}\ntests:\n  - id: t\n    mode: conversation\n    workspace: {}\n"
+        "    verify: {command: 'true'}\n    turns: [{input: go}]\n",
+    )
+    result = run(suite)
+    assert result.execution_status == "execution_error" and "apt-get install bubblewrap" in (result.error or "")
+
+
+def test_sandbox_none_must_be_chosen_by_name_and_is_recorded(
+    server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.reset(reply=script(bash("echo $HOME"), "done"))
+    suite = agent_suite(tmp_path)
+    result = run(suite, sandbox="none")
+    [call] = calls(result)
+    assert result.sandbox == "none" and "convoeval-home-" in call.output  # a fresh HOME, even unconfined
+    server.reset(reply=script(bash("echo hi"), "done"))
+    proc = run_cli(suite, "--sandbox", "none", "-o", str(tmp_path / "r.jsonl"))
+    out, err = proc.communicate(timeout=60)
+    assert "sandbox: none" in out, err
+    bad = run_cli(suite, "--sandbox", "nothing")
+    _, err = bad.communicate(timeout=60)
+    assert bad.returncode == 2 and "sandbox" in err and "'none'" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(shutil.which("docker") is not None, reason="docker is installed here: its own test applies")
+def test_the_docker_sandbox_without_docker_is_a_tool_error_naming_it(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    server.reset(reply=script(bash("echo hi"), "done"))
+    [call] = calls(run(agent_suite(tmp_path), sandbox="docker"))
+    assert call.error == "--sandbox docker: the docker command is not installed"
+
+
+def _daemon() -> bool:
+    return (
+        shutil.which("docker") is not None and subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+    )
+
+
+@pytest.mark.skipif(not _daemon(), reason="no Docker daemon is reachable here")
+def test_the_docker_sandbox_runs_bash_without_network_in_the_workspace(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    server.reset(reply=script(bash("echo hi > f.txt; cat f.txt; env"), "done"))
+    [call] = calls(run(agent_suite(tmp_path), sandbox="docker"))
+    assert "hi" in call.output and KEY not in call.output
+
+
+@needs_bwrap
+def test_verify_hooks_and_code_graders_run_in_the_sandbox(
+    server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The suite's commands get the same confinement as the model's."""
+    mark = f"convoeval-probe-{uuid.uuid4().hex}"
+    leak = "cat /proc/$PPID/environ /proc/1/environ; env"
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: done}\n")
+    write(
+        tmp_path / "grade.py",
+        "import json, os, sys\njson.load(sys.stdin)\n"
+        "seen = open('/proc/1/environ').read() + str(os.environ) + open('each.txt').read()\n"
+        f"print(json.dumps({{'pass': {KEY!r} not in seen and 'HOME=/tmp/home' in seen}}))\n",
+    )
+    write(
+        tmp_path / "s.eval.yaml",
+        f"""\
+execution: {{target: bot}}
+workspace:
+  hooks:
+    before_each: {{command: '{leak} > each.txt; echo x > /tmp/{mark}'}}
+tests:
+  - id: t
+    mode: conversation
+    verify: {{command: '! grep -q {KEY} each.txt && echo x > /var/tmp/{mark}'}}
+    turns:
+      - input: go
+        assertions: [{{type: code-grader, command: [{sys.executable}, grade.py]}}]
+""",
+    )
+    result = run(tmp_path / "s.eval.yaml")
+    verify = result.scores[-1]
+    assert (
+        verify.name == "verify"
+        and verify.verdict == "fail"
+        and "Read-only file system" in verify.assertions[0].evidence
+    )
+    assert result.scores[0].verdict == "pass", result.scores[0]
+    assert not Path(f"/tmp/{mark}").exists() and not Path(f"/var/tmp/{mark}").exists()
+
+
+@needs_bwrap
+def test_the_limits_a_test_or_target_sets_hold_inside(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    server.reset(
+        reply=script(
+            bash(
+                "head -c 3000000 /dev/zero > big.bin; echo wrote $(stat -c %s big.bin)",
+                "python3 -c 'bytearray(300 * 2**20)' 2>&1 | tail -1",
+                "ulimit -t",
+            ),
+            "done",
+        )
+    )
+    suite = agent_suite(
+        tmp_path,
+        agent="{sandbox: {file_size_mb: 1, cpu_seconds: 900}}",
+        workspace="{sandbox: {memory_mb: 200, cpu_seconds: 7}}",
+    )
+    size, memory, cpu = calls(run(suite))
+    assert "wrote 1048576" in size.output  # cut at 1 MB (the target's limit)
+    assert "MemoryError" in memory.output  # 200 MB of address space (the test's limit)
+    assert cpu.output == "exit code 0\n7\n"  # the lower of the two
