@@ -163,3 +163,20 @@ def test_an_unknown_tool_in_the_targets_file_is_a_file_line_error(tmp_path: Path
     suite = repair_suite(tmp_path, "{tools: [bash, browse]}")
     code, _, err = cli("run", suite, "--judge", "scripted")
     assert code == 2 and "targets.yaml:5" in err and "unknown built-in tool 'browse'" in err
+
+
+def test_the_agents_model_calls_are_cached_and_counted_one_by_one(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """Issue 31: a re-run of a tool-agent suite sends nothing (its tools still run), and the run
+    counts every model call the server received, not one per turn."""
+    server.reset(reply=repair_model)
+    suite = repair_suite(tmp_path, "{tools: [read_file, write_file, edit_file, bash]}")
+    cache = tmp_path / "cache"
+    first = convoeval.run(suite, judge="scripted", cache=True, cache_dir=cache, store=False)
+    sent = len(server.requests)
+    assert sent > len(first.results[0].scores)  # several model calls per turn
+    assert first.summary["calls"] == sent and first.summary["cache_hits"] == 0
+    again = convoeval.run(suite, judge="scripted", cache=True, cache_dir=cache, store=False)
+    assert len(server.requests) == sent  # every model call answered from the cache
+    assert again.summary["cache_hits"] == sent
+    assert again.results[0].verdict == first.results[0].verdict == "pass"
+    assert [m.content for m in again.results[0].output] == [m.content for m in first.results[0].output]

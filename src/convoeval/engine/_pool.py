@@ -240,6 +240,16 @@ class TargetPool:
             panel = JudgePanel([self.wrap(j) for j in target.judges], target.rule)
             self._wrapped[id(target)] = panel
             return panel
+        with_model = getattr(target, "with_model", None)
+        if with_model is not None:  # the tool agent: its model's calls are cached and metered one by one
+            with_model(self._cached_and_metered)
+            self._wrapped[id(target)] = target
+            return target
+        wrapped = self._cached_and_metered(target)
+        self._wrapped[id(target)] = wrapped
+        return wrapped
+
+    def _cached_and_metered(self, target: Target) -> Target:
         inner = target
         config = self.configs.get(target.name)
         if self.cache is not None and config is not None and getattr(target, "cacheable", True):
@@ -253,9 +263,7 @@ class TargetPool:
         elif self.cache is not None and config is None and getattr(target, "cacheable", False) is True:
             identity = {"object": f"{type(target).__module__}.{type(target).__qualname__}", "name": target.name}
             inner = CachedTarget(target, self.cache, identity)
-        wrapped = MeteredTarget(inner, self.meter) if self.meter is not None else inner
-        self._wrapped[id(target)] = wrapped
-        return wrapped
+        return MeteredTarget(inner, self.meter) if self.meter is not None else inner
 
     async def aclose(self) -> None:
         """Close every target built here (Target objects given by the caller included)."""

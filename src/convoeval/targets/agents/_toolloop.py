@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,11 @@ class ToolAgent:
         self.provider_name = f"{getattr(inner, 'provider_name', type(inner).__name__)}+agent"
         self.settings = settings
         self.box = ToolBox(settings, base_dir, inner.name)
+
+    def with_model(self, wrap: Callable[[Target], Target]) -> None:
+        """Put `wrap` around the model the loop calls (the run's cache and meter: each model call
+        is cached and counted on its own, while the tools run again every time)."""
+        self.inner = wrap(self.inner)
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         started = time.monotonic()
