@@ -62,7 +62,7 @@ def test_import_errors_name_the_file_and_line(cli, tmp_path: Path) -> None:
     assert code == 2 and f"{bad}:1: turns: expected two non-empty questions" in err
     broken = write(tmp_path / "b.jsonl", '{"question_id": 1, "category": "math", "turns": ["a", "b"]}\nnot json\n')
     code, out, err = cli("import", "mt-bench", broken, "-o", tmp_path / "x.eval.yaml")
-    assert code == 2 and f"{broken}:2: not JSON" in err
+    assert code == 2 and f"{broken}:2: invalid JSON" in err
     code, out, err = cli("import", "nope", bad)
     assert code == 2 and "unknown dataset kind 'nope' (known: " in err
 
