@@ -279,6 +279,21 @@ class EvaluationResult(Accounting, TestKey):
         None, description="The test's checks as the suite gave them (`convoeval grade` judges the run again with them)."
     )
 
+    def trial_results(self) -> list[TrialResult]:
+        """The result's trials; a result stored without them stands for its one trial."""
+        if self.trials:
+            return list(self.trials)
+        return [
+            TrialResult(
+                trial=0,
+                score=self.score,
+                verdict=self.verdict,
+                execution_status=self.execution_status,
+                scores=self.scores,
+                output=self.output,
+            )
+        ]
+
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"

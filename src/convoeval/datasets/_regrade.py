@@ -88,7 +88,7 @@ def stored_run(source: Path) -> Regrade | None:
                 "the run did not keep"
             )
         elif any(k in test for k in SIMULATED_USER_KEYS):
-            recorded[key].setdefault(result.test_id, []).extend((result, trial) for trial in _trials(result))
+            recorded[key].setdefault(result.test_id, []).extend((result, trial) for trial in result.trial_results())
         else:
             _add_test(tests[key], test, result)
     for key in suites:
@@ -133,21 +133,6 @@ def _finish(suite: RegradeSuite, tests: dict[str, dict[str, Any]]) -> None:
     suite.data["tests"] = list(tests.values())
     if execution:
         suite.data["execution"] = execution
-
-
-def _trials(result: EvaluationResult) -> list[TrialResult]:
-    if result.trials:
-        return list(result.trials)
-    return [
-        TrialResult(
-            trial=0,
-            score=result.score,
-            verdict=result.verdict,
-            execution_status=result.execution_status,
-            scores=result.scores,
-            output=result.output,
-        )
-    ]
 
 
 def _add_test(tests: dict[str, dict[str, Any]], stored: dict[str, Any], result: EvaluationResult) -> None:

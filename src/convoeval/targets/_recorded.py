@@ -76,16 +76,7 @@ class StoredRun:
                 raise TargetError(f"{path}:{number}: not a convoeval result") from None
             if result.target != name:
                 continue
-            trials = result.trials or [
-                TrialResult(
-                    trial=0,
-                    score=result.score,
-                    verdict=result.verdict,
-                    execution_status=result.execution_status,
-                    scores=result.scores,
-                    output=result.output,
-                )
-            ]
+            trials = result.trial_results()
             for trial in trials:
                 turns[(result.test_id, trial.trial)] = stored_replies(trial)
         return cls(name, turns)
