@@ -25,6 +25,7 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/python benchmarks/run.py
 	$(VENV)/bin/python benchmarks/big_file.py
 	$(VENV)/bin/python benchmarks/sandbox_cost.py
+	$(VENV)/bin/python benchmarks/ray_cluster.py
 
 # Lint, format check, types, and the import layers (CONTRIBUTING.md, "Checks").
 check: $(VENV)/.installed
