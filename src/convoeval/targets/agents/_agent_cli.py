@@ -11,6 +11,7 @@ permission rule, blocked by a sandbox) are kept with a `status` and do not count
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -22,7 +23,7 @@ from ._replies import prompt_text
 from ._settings import AgentCliSettings
 
 
-class AgentCli:
+class AgentCli(ABC):
     """A CLI agent target: subclasses say how to call it and how to read what it printed."""
 
     session = "resume"
@@ -48,9 +49,9 @@ class AgentCli:
         system, prompt = prompt_text(request.messages)
         return system or self._systems.get(request.session_id or "", ""), prompt
 
+    @abstractmethod
     def argv(self, request: ChatRequest) -> list[str]:
         """The command line of one turn."""
-        raise NotImplementedError
 
     def watcher(self) -> Callable[[Line], str | None] | None:
         """A check of each printed line while the CLI runs; a message it returns stops the CLI."""
@@ -60,13 +61,13 @@ class AgentCli:
         """What the CLI was doing when it timed out (e.g. retrying an API error), if it said."""
         return None
 
+    @abstractmethod
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         """The turn's reply from what the CLI printed.
 
         Raises:
             TargetError: the CLI reported an error, or printed no complete turn.
         """
-        raise NotImplementedError
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         env, secrets = agent_env(self.config, self.settings, self.env_names)
