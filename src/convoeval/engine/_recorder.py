@@ -99,7 +99,7 @@ class RunRecorder(RunEvents):
         meter = self.meter
         suites = _fingerprints(self.jobs)
         if self.store is not None and self.record is None:
-            self.record = self.store.new_run({**options.model_dump(mode="json", exclude_none=True), "suites": suites})
+            self.record = self.store.new_run(options.with_suites(suites))
         elif self.store is not None and self.record is not None:
             self._resume(suites, note, rerun)
         meter.run_id = self.run_id
@@ -135,7 +135,7 @@ class RunRecorder(RunEvents):
         dropped = self.store.keep_results(run_id, places)
         if dropped:
             note(f"dropped {dropped} stored result(s) of tests that are no longer in the suites or changed")
-        self.store.update_options(run_id, {**self.record.options, "suites": suites})
+        self.store.update_options(run_id, self.record.options.with_suites(suites))
         if self.meter.resumed:
             note(f"resuming run {run_id}: {self.meter.resumed} of {self.total} result(s) already stored")
 
