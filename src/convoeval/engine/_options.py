@@ -257,7 +257,7 @@ class RunOptions(SharedOptions):
         return judges[0] if len(judges) == 1 else judges
 
     @classmethod
-    def build(cls, options: RunOptions | None = None, **changes: Any) -> RunOptions:
+    def build(cls, options: RunOptions | None = None, **changes: object) -> RunOptions:
         """`options` with `changes` applied (keywords alone build new options).
 
         Raises:

@@ -7,7 +7,6 @@ import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
@@ -43,7 +42,7 @@ class LoadedRun(Model):
     run_id: str | None = None
     started: str | None = None
     results: list[EvaluationResult]
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, object] = Field(default_factory=dict)
     fingerprints: dict[str, str] = Field(
         default_factory=dict, description="Suite (store key) -> suite hash of a stored run (empty for a file)."
     )

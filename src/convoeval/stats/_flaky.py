@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..results import EvaluationResult
 from ._estimate import Estimate
@@ -39,7 +38,7 @@ class Flaky:
     runs: list[str] = field(default_factory=list)
     fingerprint: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "suite": self.suite,
             "test_id": self.test_id,
