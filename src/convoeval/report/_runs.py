@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from .._base_model import Model
-from ..engine import RunStore
+from ..engine import RecordedOptions, RunStore
 from ..errors import ConfigError
 from ..results import EvaluationResult
 from ._files import read_results
@@ -117,8 +116,8 @@ def list_runs(store: str | Path) -> list[RunInfo]:
     runs = []
     for run_id, started, finished, status, options, tests, passed, cost, targets in rows:
         try:
-            paths = json.loads(options).get("paths") or []
-        except (json.JSONDecodeError, AttributeError):
+            paths = RecordedOptions.model_validate_json(options).paths or []
+        except ValidationError:  # not written by convoeval
             paths = []
         runs.append(
             RunInfo(

@@ -16,6 +16,9 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from ..engine import RecordedOptions
 from ..results import EvaluationResult
 from ._estimate import Estimate
 from ._rates import rate_interval
@@ -108,10 +111,10 @@ def flaky_in_store(store: str | Path, fingerprints: Iterable[str] | None = None)
         hashes: dict[str, dict[str, str]] = {}
         for run_id, options in conn.execute("SELECT id, options FROM runs ORDER BY started, rowid"):
             try:
-                suites = json.loads(options).get("suites") or {}
-            except (json.JSONDecodeError, AttributeError, TypeError):
-                suites = {}
-            hashes[run_id] = {k: v.get("hash", "") for k, v in suites.items() if isinstance(v, dict)}
+                recorded = RecordedOptions.model_validate_json(options).suites
+            except ValidationError:  # not written by convoeval
+                recorded = {}
+            hashes[run_id] = {k: v.hash for k, v in recorded.items()}
         names: dict[tuple[str, str], str] = {}
         for run_id, suites in hashes.items():
             if wanted is not None and not wanted & set(suites.values()):
