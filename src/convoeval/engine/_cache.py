@@ -25,7 +25,7 @@ from typing import Any
 from .._secrets import contains_secret
 from ..judging import JudgeOutputError, extract_json
 from ..results import ToolCall, Usage
-from ..targets import ChatReply, ChatRequest, Target, TargetConfig, TargetWrapper
+from ..targets import ChatReply, ChatRequest, Target, TargetConfig, TargetWrapper, http_target
 from ._sqlite import SqliteWriter, StoreError, connect, set_aside, store_error
 
 CACHE_FILE = "cache.sqlite"
@@ -130,8 +130,8 @@ def target_identity(config: TargetConfig, target: Target | None = None) -> dict[
     """What identifies a configured target's answers: provider, model, effective base URL and
     provider settings (no name, key, headers or limits)."""
     settings = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_IN_KEY}
-    url = getattr(target, "url", None) or config.base_url
-    settings["base_url"] = url
+    caller = http_target(target) if target is not None else None
+    settings["base_url"] = (caller.url if caller is not None else None) or config.base_url
     return settings
 
 

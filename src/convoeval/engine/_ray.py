@@ -23,7 +23,7 @@ from ..errors import ConfigError
 from ..judging import JudgePanel, PanelRule, panel_members
 from ..results import TrialResult
 from ..run import TestPlan, TrialContext, run_trial
-from ..targets import Target, TargetConfig, create_target, endpoint_limits
+from ..targets import Target, TargetConfig, capabilities, create_target, endpoint_limits
 from ._cache import CachedTarget, ResponseCache, target_identity
 from ._meter import CallTotals, MeteredTarget, RunMeter
 
@@ -189,7 +189,7 @@ async def _built(
             _, endpoint, limits = found
             limits.hold_connections_with(_ClusterSlot(limiter, endpoint, limits.concurrency))
         inner: Target = target
-        if cache is not None and getattr(target, "cacheable", True):
+        if cache is not None and capabilities(target).cacheable is not False:
             inner = CachedTarget(target, cache, target_identity(config, target))
         wrapped.append(MeteredTarget(inner, meter))
     try:

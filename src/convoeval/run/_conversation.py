@@ -27,7 +27,16 @@ from dataclasses import dataclass, field, replace
 from ..graders import DomainSession, GraderError
 from ..results import Message, ScoreEntry, SessionKind, ToolCall, TrialResult
 from ..spec import Budget, substitute, unfilled
-from ..targets import ChatReply, ChatRequest, RecordedReplies, SessionMode, Target, TargetError, session_mode
+from ..targets import (
+    ChatReply,
+    ChatRequest,
+    RecordedReplies,
+    SessionMode,
+    Target,
+    TargetError,
+    capabilities,
+    session_mode,
+)
 from ._controls import apply_controls, budget_hit
 from ._grading import TurnRecord, done, grade_conversation, grade_turn, trial_result, turn_context, window
 from ._jobs import GradedTurn, Job, JobEvents
@@ -233,7 +242,7 @@ class Conversation:
 
     async def close(self) -> None:
         """End the target's session for this conversation, when it has one to end."""
-        end = getattr(self.ctx.target, "end_session", None)
+        end = capabilities(self.ctx.target).end_session
         if self.session_id is not None and end is not None:
             try:
                 await end(self.session_id)

@@ -7,6 +7,7 @@ register) when a target first uses one of them, or when every provider is listed
 
 from .. import registry
 from ._base import (
+    Capabilities,
     ChatReply,
     ChatRequest,
     Purpose,
@@ -15,13 +16,16 @@ from ._base import (
     TargetConfig,
     TargetError,
     TargetWrapper,
+    capabilities,
     provider,
     provider_names,
     session_mode,
+    unwrap,
 )
 from ._build import create_target
 from ._http import RetryPolicy, parse_retry_after, post_json, redact
-from ._limits import EndpointLimits, ProviderLimits, TokenBucket, endpoint_limits, estimate_tokens
+from ._http_target import HttpTarget, endpoint_limits, http_target
+from ._limits import EndpointLimits, ProviderLimits, TokenBucket, estimate_tokens
 from ._prices import call_cost, lookup_price, price_table
 from ._recorded import RecordedReplies
 from ._settings import (
@@ -60,6 +64,7 @@ __all__ = [
     "ScriptedSettings",
     "settings_model",
     "settings_of",
+    "Capabilities",
     "ChatReply",
     "ChatRequest",
     "EndpointLimits",
@@ -75,7 +80,11 @@ __all__ = [
     "TokenBucket",
     "ToolAgentSettings",
     "UserTool",
+    "HttpTarget",
     "call_cost",
+    "capabilities",
+    "http_target",
+    "unwrap",
     "create_target",
     "endpoint_limits",
     "estimate_tokens",

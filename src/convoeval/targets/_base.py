@@ -1,7 +1,7 @@
 """The Target protocol: anything that answers a list of chat messages.
 
-A target talks to the conversation loop in one of three ways, named by its class attribute
-`session` (read with `session_mode`):
+A target talks to the conversation loop in one of three ways, named by its attribute `session`
+(one of the optional features listed in `Capabilities`, read with `capabilities`):
 
 - `history` (default, chat APIs): every turn gets the whole history in `ChatRequest.messages`.
 - `resume` (agents that keep their own state): turn 1 gets the history so far; the target
@@ -97,8 +97,9 @@ class ChatReply:
 class Target(Protocol):
     """A system under test or a judge. Implementations must be safe to call concurrently.
 
-    Optional class attributes: `session` (see the module docstring; default `history`),
-    `cacheable` (False keeps replies out of the response cache), `provider_name`.
+    `name`, `chat` and `aclose` are required; the optional features (`session`, `cacheable`,
+    `provider_name`, `end_session`, `with_model`) are attributes named and defaulted by
+    `Capabilities`, so a target that declares none of them is a plain chat target.
     """
 
     name: str
@@ -106,6 +107,53 @@ class Target(Protocol):
     async def chat(self, request: ChatRequest) -> ChatReply: ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """The optional features of a target, each an attribute of the same name on the target
+    (a class attribute, or set in `__init__`); the defaults describe a target that declares none.
+
+    Attributes:
+        session: how the loop talks to the target (see the module docstring): `history`
+            (default), `resume` or `single_shot`.
+        cacheable: whether replies may go to the response cache. None (default): a target built
+            from a config is cached, a Target object passed by the caller is not; True or False
+            decides for both.
+        provider_name: the provider recorded in results (`@provider` sets it on the class);
+            None when the target does not say.
+        end_session: `async end_session(session_id)`, awaited after a `resume` conversation to
+            release the session's state; None when there is nothing to release.
+        with_model: `with_model(wrap)` of a target that calls a model through another target
+            (the tool agent): the run puts its cache and meter around that model with it; None
+            for targets whose `chat` is the model call.
+    """
+
+    session: SessionMode = "history"
+    cacheable: bool | None = None
+    provider_name: str | None = None
+    end_session: Callable[[str], Awaitable[None]] | None = None
+    with_model: Callable[[Callable[[Target], Target]], None] | None = None
+
+
+def capabilities(target: Target) -> Capabilities:
+    """The optional features `target` declares (the one place they are read).
+
+    A `TargetWrapper` answers for itself (by default: the wrapped target's features); any other
+    target is read by the attribute names of `Capabilities`, each missing one taking its default.
+    """
+    if isinstance(target, TargetWrapper):
+        return target.capabilities()
+    session = getattr(target, "session", "history")
+    cacheable = getattr(target, "cacheable", None)
+    provider_name = getattr(target, "provider_name", None)
+    return Capabilities(
+        session="resume" if session == "resume" else "single_shot" if session == "single_shot" else "history",
+        cacheable=cacheable if isinstance(cacheable, bool) else None,
+        provider_name=provider_name if isinstance(provider_name, str) else None,
+        end_session=getattr(target, "end_session", None),
+        with_model=getattr(target, "with_model", None),
+    )
 
 
 class TargetConfig(Model):
@@ -182,8 +230,8 @@ class TargetConfig(Model):
 
 
 class TargetWrapper:
-    """Base of targets that wrap another one (cache, meter): `name`, `aclose` and any
-    provider-specific attribute come from the wrapped target."""
+    """Base of targets that wrap another one (cache, meter): `name`, `aclose` and the
+    `Capabilities` come from the wrapped target `inner`; nothing else is forwarded."""
 
     def __init__(self, inner: Target):
         self.inner = inner
@@ -195,10 +243,16 @@ class TargetWrapper:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+    def capabilities(self) -> Capabilities:
+        """The wrapped target's features (a wrapper that adds or hides one overrides this)."""
+        return capabilities(self.inner)
+
+
+def unwrap(target: Target) -> Target:
+    """The target at the bottom of a stack of `TargetWrapper`s (`target` itself when not wrapped)."""
+    while isinstance(target, TargetWrapper):
+        target = target.inner
+    return target
 
 
 ProviderFactory = Callable[[TargetConfig], Target]
@@ -226,10 +280,7 @@ def provider(name: str) -> Callable[[ProviderFactory], ProviderFactory]:
 
 def session_mode(target: Target) -> SessionMode:
     """How the loop talks to `target`: `history`, `resume` or `single_shot`."""
-    mode = getattr(target, "session", "history")
-    if mode == "resume":
-        return "resume"
-    return "single_shot" if mode == "single_shot" else "history"
+    return capabilities(target).session
 
 
 def provider_names() -> list[str]:

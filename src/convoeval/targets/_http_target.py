@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ._base import TargetConfig
+from ._base import Target, TargetConfig, unwrap
 from ._http import RetryPolicy, post_json
 from ._limits import ProviderLimits, endpoint_key
 from ._prices import call_cost, lookup_price
@@ -31,6 +31,7 @@ class HttpTarget:
 
     default_api_key_env: str | None = None
     settings_model: type[BaseModel] = HttpSettings
+    url: str = ""  # the URL the target posts to, set by each provider
 
     def __init__(self, config: TargetConfig):
         self.config = config
@@ -55,7 +56,7 @@ class HttpTarget:
     @property
     def endpoint(self) -> str:
         """The server and key this target calls (targets on one endpoint share its limits)."""
-        return endpoint_key(getattr(self, "url", None) or self.config.base_url or self.name, self.api_key)
+        return endpoint_key(self.url or self.config.base_url or self.name, self.api_key)
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -84,3 +85,17 @@ class HttpTarget:
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
+
+
+def http_target(target: Target) -> HttpTarget | None:
+    """The HTTP target that answers for `target` (itself, or the one at the bottom of its
+    wrappers, such as the tool agent's model); None for targets that call no HTTP endpoint."""
+    bottom = unwrap(target)
+    return bottom if isinstance(bottom, HttpTarget) else None
+
+
+def endpoint_limits(target: Target) -> tuple[HttpTarget, str, ProviderLimits] | None:
+    """The HTTP target that calls an endpoint for `target` (see `http_target`), that endpoint
+    and its limits; None for targets without."""
+    caller = http_target(target)
+    return None if caller is None else (caller, caller.endpoint, caller.limits)

@@ -125,17 +125,6 @@ class ProviderLimits:
             self.tokens.adjust(actual - estimated)
 
 
-def endpoint_limits(target: object) -> tuple[Any, str, ProviderLimits] | None:
-    """The HTTP target that calls an endpoint (`target` itself, or the one a wrapper such as the
-    tool agent holds as `inner`), that endpoint and its limits; None for targets without."""
-    while target is not None:
-        limits, endpoint = getattr(target, "limits", None), getattr(target, "endpoint", None)
-        if isinstance(limits, ProviderLimits) and isinstance(endpoint, str):
-            return target, endpoint, limits
-        target = getattr(target, "inner", None)
-    return None
-
-
 class EndpointLimits:
     """One `ProviderLimits` per endpoint for a run: a target and a judge on the same server with
     the same key share connections and rate limits, the tightest of their settings.

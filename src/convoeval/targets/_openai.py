@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from ..results import ToolCall, Usage
-from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, capabilities, provider
 from ._http_target import HttpTarget
 from ._settings import AzureSettings
 
@@ -44,7 +44,7 @@ class OpenAITarget(HttpTarget):
                 f"{self.name}: no API key; set {self.config.api_key_env or self.default_api_key_env}"
                 + (
                     " or point OPENAI_BASE_URL at a local server"
-                    if getattr(self, "provider_name", "openai") == "openai"
+                    if capabilities(self).provider_name == "openai"
                     else ""
                 )
             )

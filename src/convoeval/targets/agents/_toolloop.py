@@ -21,23 +21,24 @@ from typing import Any
 
 from ..._sandbox import SandboxError, backend
 from ...results import ToolCall, Usage
-from .._base import ChatReply, ChatRequest, Target, TargetError
+from .._base import Capabilities, ChatReply, ChatRequest, Target, TargetError, TargetWrapper, capabilities
 from .._tool_settings import ToolAgentSettings
 from ._tools import ToolBox
 
 
-class ToolAgent:
+class ToolAgent(TargetWrapper):
     """`inner` with convoeval's tool loop around each call (see the module docstring)."""
 
-    session = "history"
-    cacheable = False  # a reply depends on the workspace, not only on the messages
-
     def __init__(self, inner: Target, settings: ToolAgentSettings, base_dir: Path):
-        self.inner = inner
-        self.name = inner.name
-        self.provider_name = f"{getattr(inner, 'provider_name', type(inner).__name__)}+agent"
+        super().__init__(inner)
+        self.provider_name = f"{capabilities(inner).provider_name or type(inner).__name__}+agent"
         self.settings = settings
         self.box = ToolBox(settings, base_dir, inner.name)
+
+    def capabilities(self) -> Capabilities:
+        """History each turn, never cached (a reply depends on the workspace, not only on the
+        messages), and the model's calls wrapped one by one (`with_model`)."""
+        return Capabilities(cacheable=False, provider_name=self.provider_name, with_model=self.with_model)
 
     def with_model(self, wrap: Callable[[Target], Target]) -> None:
         """Put `wrap` around the model the loop calls (the run's cache and meter: each model call
@@ -95,9 +96,6 @@ class ToolAgent:
                     tool_calls=done,
                     finish_reason=stop,
                 )
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def _wire(call: ToolCall) -> dict[str, Any]:
