@@ -28,6 +28,7 @@ from ..graders import DomainSession, GraderError
 from ..results import Message, ScoreEntry, SessionKind, ToolCall, TrialResult
 from ..spec import Budget, substitute, unfilled
 from ..targets import (
+    AgentContext,
     ChatReply,
     ChatRequest,
     RecordedReplies,
@@ -213,11 +214,13 @@ class Conversation:
             messages=messages,
             trial=self.ctx.trial,
             session_id=self.session_id,
-            workdir=self.ctx.workdir,
             test_id=self.plan.id,
-            max_tool_calls=_turn_tool_calls(self.plan.budget),
-            domain_tools=self.ctx.domain.domain.specs() if self.ctx.domain else None,
-            call_domain_tool=self.ctx.domain.call if self.ctx.domain else None,
+            agent=AgentContext(
+                workdir=self.ctx.workdir,
+                max_tool_calls=_turn_tool_calls(self.plan.budget),
+                domain_tools=self.ctx.domain.domain.specs() if self.ctx.domain else None,
+                call_domain_tool=self.ctx.domain.call if self.ctx.domain else None,
+            ),
         )
         started = time.perf_counter()
         try:

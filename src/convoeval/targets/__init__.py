@@ -7,6 +7,7 @@ register) when a target first uses one of them, or when every provider is listed
 
 from .. import registry
 from ._base import (
+    AgentContext,
     Capabilities,
     ChatReply,
     ChatRequest,
@@ -58,6 +59,7 @@ for _module, _names in BUILTIN_PROVIDERS.items():
 
 __all__ = [
     "BUILTIN_PROVIDERS",
+    "AgentContext",
     "AzureSettings",
     "HttpSettings",
     "ProviderSettings",

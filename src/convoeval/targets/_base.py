@@ -35,6 +35,26 @@ Purpose = Literal["target", "judge", "simulator"]
 SessionMode = Literal["history", "resume", "single_shot"]
 
 
+@dataclass(frozen=True)
+class AgentContext:
+    """What an agent target needs besides the messages: where it works and what it may call.
+    The conversation loop fills it for the system under test; judge and simulator calls, and the
+    model calls inside the tool agent, get the empty one, which chat providers never read.
+
+    Args:
+        workdir: the conversation's working directory (agents run there), or None for the
+            target's own default.
+        max_tool_calls: tool calls this turn may still make (the test's budget), or None.
+        domain_tools: the suite's domain tools (OpenAI `tools` entries) a tool agent offers too.
+        call_domain_tool: runs one of them on the trial's backend and returns the finished call.
+    """
+
+    workdir: str | None = None
+    max_tool_calls: int | None = None
+    domain_tools: list[dict[str, Any]] | None = None
+    call_domain_tool: Callable[[ToolCall], Awaitable[ToolCall]] | None = None
+
+
 @dataclass
 class ChatRequest:
     """One model call.
@@ -49,13 +69,10 @@ class ChatRequest:
         purpose: who is calling: the run loop (`target`), a grader (`judge`), a simulated user.
         seed: a sampling seed for providers that take one (OpenAI-compatible, local), or None.
         session_id: the session to resume (targets with `session = "resume"`), or None to start one.
-        workdir: the conversation's working directory (agents run there), or None for the
-            target's own default.
-        test_id: the test being run (agents may use it to name scratch files).
-        tools: OpenAI `tools` entries offered to the model (the built-in tool agent), or None.
-        max_tool_calls: tool calls this turn may still make (the test's budget), or None.
-        domain_tools: the suite's domain tools (OpenAI `tools` entries) a tool agent offers too.
-        call_domain_tool: runs one of them on the trial's backend and returns the finished call.
+        test_id: the test being run (the replay target finds its stored reply by it; agents may
+            name scratch files after it).
+        tools: OpenAI `tools` entries offered to the model (by the built-in tool agent), or None.
+        agent: what an agent target needs besides the messages (`AgentContext`).
     """
 
     messages: list[dict[str, Any]]
@@ -67,12 +84,9 @@ class ChatRequest:
     purpose: Purpose = "target"
     seed: int | None = None
     session_id: str | None = None
-    workdir: str | None = None
     test_id: str = ""
     tools: list[dict[str, Any]] | None = None
-    max_tool_calls: int | None = None
-    domain_tools: list[dict[str, Any]] | None = None
-    call_domain_tool: Callable[[ToolCall], Awaitable[ToolCall]] | None = None
+    agent: AgentContext = field(default_factory=AgentContext)
 
 
 @dataclass

@@ -71,7 +71,7 @@ class AgentCli(ABC):
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         env, secrets = agent_env(self.config, self.settings, self.env_names)
-        cwd = request.workdir or work_dir(self.config, self.settings.cwd)
+        cwd = request.agent.workdir or work_dir(self.config, self.settings.cwd)
         finished = await run_command(
             self.argv(request),
             cwd=cwd,

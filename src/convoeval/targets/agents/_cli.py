@@ -64,7 +64,7 @@ class CliTarget:
             prompt_file, output_file = Path(scratch) / "prompt.txt", Path(scratch) / "output.txt"
             prompt_file.write_text(prompt, encoding="utf-8")
             command = self._render(prompt, prompt_file, output_file, request)
-            cwd = request.workdir or work_dir(self.config, self.settings.cwd)
+            cwd = request.agent.workdir or work_dir(self.config, self.settings.cwd)
             finished = await run_command(
                 [command], cwd=cwd, env=env, timeout_s=self.timeout_s, name=self.name, secrets=secrets, shell=True
             )

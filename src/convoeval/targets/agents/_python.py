@@ -74,7 +74,7 @@ class PythonTarget:
         context = {
             "test_id": request.test_id,
             "trial": request.trial,
-            "workdir": request.workdir,
+            "workdir": request.agent.workdir,
             "session_id": request.session_id,
         }
         if not self.factory:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..._sandbox import SandboxError, backend
 from ...results import ToolCall, Usage
-from .._base import Capabilities, ChatReply, ChatRequest, Target, TargetError, TargetWrapper, capabilities
+from .._base import AgentContext, Capabilities, ChatReply, ChatRequest, Target, TargetError, TargetWrapper, capabilities
 from .._tool_settings import ToolAgentSettings
 from ._tools import ToolBox
 
@@ -52,16 +52,17 @@ class ToolAgent(TargetWrapper):
                 backend()  # a test that offers `bash` needs a sandbox: fail it now, saying how to get one
             except SandboxError as exc:
                 raise TargetError(f"{self.name}: {exc}") from None
-        most = min(self.settings.max_tool_calls, request.max_tool_calls or math.inf)
+        most = min(self.settings.max_tool_calls, request.agent.max_tool_calls or math.inf)
         system = [{"role": "system", "content": self.settings.system_prompt}] if self.settings.system_prompt else []
         messages: list[dict[str, Any]] = [*system, *request.messages]
-        workdir = Path(request.workdir) if request.workdir else None
+        workdir = Path(request.agent.workdir) if request.agent.workdir else None
         done: list[ToolCall] = []
         usage, cost = Usage(), 0.0
-        domain = {t["function"]["name"] for t in request.domain_tools or []} if request.call_domain_tool else set()
-        specs = [*self.box.specs(), *(t for t in request.domain_tools or [] if domain)]
+        agent = request.agent
+        domain = {t["function"]["name"] for t in agent.domain_tools or []} if agent.call_domain_tool else set()
+        specs = [*self.box.specs(), *(t for t in agent.domain_tools or [] if domain)]
         while True:
-            reply = await self.inner.chat(replace(request, messages=messages, tools=specs))
+            reply = await self.inner.chat(replace(request, messages=messages, tools=specs, agent=AgentContext()))
             usage, cost = usage + reply.usage, cost + reply.cost_usd
             stop = None if reply.tool_calls else reply.finish_reason
             calls = [
@@ -79,8 +80,8 @@ class ToolAgent(TargetWrapper):
                 if time.monotonic() - started > self.settings.max_seconds:
                     stop = f"budget:seconds={self.settings.max_seconds:g}"
                     break
-                if call.name in domain and request.call_domain_tool is not None:
-                    call = await request.call_domain_tool(call)
+                if call.name in domain and agent.call_domain_tool is not None:
+                    call = await agent.call_domain_tool(call)
                 else:
                     call = await self.box.run(call, workdir)
                 done.append(call)
