@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
 
-from ..results import ToolCall, Usage
 from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, capabilities, provider
+from ._completion import parse_completion
 from ._http_target import HttpTarget
 from ._settings import AzureSettings
 
@@ -70,27 +69,15 @@ class OpenAITarget(HttpTarget):
         latency_ms = (time.perf_counter() - started) * 1000
         return self._parse(data, latency_ms)
 
-    def _parse(self, data: dict[str, Any], latency_ms: float) -> ChatReply:
-        try:
-            choice = data["choices"][0]
-            message = choice["message"]
-        except (KeyError, IndexError, TypeError):
-            raise TargetError(f"{self.name}: malformed response: no choices[0].message") from None
-        content = message.get("content")
-        if content is not None and not isinstance(content, str):
-            raise TargetError(f"{self.name}: malformed response: message content is not text")
-        usage_data = data.get("usage") or {}
-        usage = Usage(
-            input_tokens=int(usage_data.get("prompt_tokens") or 0),
-            output_tokens=int(usage_data.get("completion_tokens") or 0),
-        )
+    def _parse(self, data: object, latency_ms: float) -> ChatReply:
+        completion = parse_completion(data, self.name)
         return ChatReply(
-            text=content or "",
-            usage=usage,
+            text=completion.text,
+            usage=completion.usage,
             latency_ms=latency_ms,
-            cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
-            tool_calls=[_tool_call(c) for c in message.get("tool_calls") or []],
-            finish_reason=choice.get("finish_reason"),
+            cost_usd=self.cost(completion.usage.input_tokens, completion.usage.output_tokens),
+            tool_calls=completion.tool_calls,
+            finish_reason=completion.finish_reason,
         )
 
 
@@ -130,15 +117,3 @@ class AzureOpenAITarget(OpenAITarget):
 
     def auth_headers(self) -> dict[str, str]:
         return {"api-key": self.api_key} if self.api_key else {}
-
-
-def _tool_call(call: dict[str, Any]) -> ToolCall:
-    function = call.get("function") or {}
-    raw = function.get("arguments") or "{}"
-    try:
-        arguments = json.loads(raw) if isinstance(raw, str) else dict(raw)
-    except (json.JSONDecodeError, TypeError, ValueError):
-        arguments = {"_raw": raw}
-    if not isinstance(arguments, dict):
-        arguments = {"_value": arguments}
-    return ToolCall(name=str(function.get("name", "")), arguments=arguments, id=call.get("id"))

@@ -10,8 +10,8 @@ import logging
 import time
 from typing import Any
 
-from ...results import Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from .._completion import parse_completion
 from ._grammar import bound_strings, normalise_json, schema_grammar
 from ._models import require_llama_cpp, resolve_model_path
 from ._runtime import Runtime, RuntimeKey, get_runtime
@@ -136,17 +136,8 @@ class LocalTarget:
         evaluated, generated = runtime.eval_counts()
         runtime.keep_state()
         latency_ms = (time.perf_counter() - started) * 1000
-        try:
-            choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise TargetError(f"{self.name}: malformed reply from llama.cpp") from None
-        finish_reason = choice.get("finish_reason")
-        usage_data = data.get("usage") or {}
-        usage = Usage(
-            input_tokens=int(usage_data.get("prompt_tokens") or 0),
-            output_tokens=int(usage_data.get("completion_tokens") or 0),
-        )
+        completion = parse_completion(data, self.name)
+        text, usage, finish_reason = completion.text, completion.usage, completion.finish_reason
         if schema is not None and finish_reason == "length":
             raise TargetError(
                 f"{self.name}: structured reply cut off at max_tokens={max_tokens} before the JSON "
