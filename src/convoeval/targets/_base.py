@@ -16,10 +16,10 @@ A target talks to the conversation loop in one of three ways, named by its attri
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, SecretStr, field_validator
@@ -51,7 +51,7 @@ class AgentContext:
 
     workdir: str | None = None
     max_tool_calls: int | None = None
-    domain_tools: list[dict[str, Any]] | None = None
+    domain_tools: Sequence[Mapping[str, object]] | None = None
     call_domain_tool: Callable[[ToolCall], Awaitable[ToolCall]] | None = None
 
 
@@ -75,8 +75,8 @@ class ChatRequest:
         agent: what an agent target needs besides the messages (`AgentContext`).
     """
 
-    messages: list[dict[str, Any]]
-    response_schema: dict[str, Any] | None = None
+    messages: Sequence[Mapping[str, object]]
+    response_schema: Mapping[str, object] | None = None
     schema_name: str = "response"
     temperature: float | None = None
     max_tokens: int | None = None
@@ -85,8 +85,18 @@ class ChatRequest:
     seed: int | None = None
     session_id: str | None = None
     test_id: str = ""
-    tools: list[dict[str, Any]] | None = None
+    tools: Sequence[Mapping[str, object]] | None = None
     agent: AgentContext = field(default_factory=AgentContext)
+
+
+def message_text(message: Mapping[str, object]) -> str:
+    """A chat message's content as text: a list of parts joined by lines, None as the empty text."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
+    return "" if content is None else str(content)
 
 
 @dataclass
@@ -228,7 +238,7 @@ class TargetConfig(Model):
         """Make `create_target` refuse this config with `reason` (e.g. an unset `${{ VAR }}`)."""
         self._unusable = reason
 
-    def option(self, key: str, default: Any = None) -> Any:
+    def option(self, key: str, default: object = None) -> object:
         """A provider-specific setting given as an extra field."""
         return (self.model_extra or {}).get(key, default)
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ._base import Target, TargetConfig, unwrap
 from ._http import RetryPolicy, post_json
@@ -30,7 +29,7 @@ class HttpTarget:
     """
 
     default_api_key_env: str | None = None
-    settings_model: type[BaseModel] = HttpSettings
+    settings_model: type[HttpSettings] = HttpSettings
     url: str = ""  # the URL the target posts to, set by each provider
 
     def __init__(self, config: TargetConfig):
@@ -39,11 +38,11 @@ class HttpTarget:
         self.api_key = config.resolve_api_key(self.default_api_key_env)
         self.policy = RetryPolicy(max_attempts=config.max_retries + 1)
         self._session: aiohttp.ClientSession | None = None
-        self.settings = settings_of(config)  # TargetError naming a wrong field
+        self.settings = settings_of(config, self.settings_model)  # TargetError naming a wrong field
         self.limits = ProviderLimits(
             concurrency=config.concurrency,
-            rpm=getattr(self.settings, "rpm", None),
-            tpm=getattr(self.settings, "tpm", None),
+            rpm=self.settings.rpm,
+            tpm=self.settings.tpm,
         )
         listed = lookup_price(config.model) if config.model else None
         price_in = config.price_input_per_mtok
@@ -66,7 +65,7 @@ class HttpTarget:
             self._session = aiohttp.ClientSession(connector=connector)
         return self._session
 
-    async def post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    async def post(self, url: str, payload: Mapping[str, object], headers: dict[str, str]) -> dict[str, object]:
         secrets = (self.api_key,) if self.api_key else ()
         return await post_json(
             self._get_session(),

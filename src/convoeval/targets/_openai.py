@@ -9,7 +9,7 @@ from typing import Any
 from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, capabilities, provider
 from ._completion import parse_completion
 from ._http_target import HttpTarget
-from ._settings import AzureSettings
+from ._settings import AzureSettings, settings_of
 
 OPENAI_URL = "https://api.openai.com/v1"
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
@@ -100,19 +100,18 @@ class AzureOpenAITarget(OpenAITarget):
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)
-        endpoint = (self.settings.endpoint or config.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT") or "").rstrip(
-            "/"
-        )
+        azure = settings_of(config, AzureSettings)
+        endpoint = (azure.endpoint or config.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT") or "").rstrip("/")
         if not endpoint:
             raise TargetError(f"{config.name}: azure needs `endpoint` (https://RESOURCE.openai.azure.com)")
-        deployment = self.settings.deployment or config.model
+        deployment = azure.deployment or config.model
         if "/openai/deployments/" in endpoint:
             self.url = endpoint if endpoint.endswith("/chat/completions") else endpoint + "/chat/completions"
         elif not deployment:
             raise TargetError(f"{config.name}: azure needs `model` (the deployment name)")
         else:
             self.url = f"{endpoint}/openai/deployments/{deployment}/chat/completions"
-        self.url += f"?api-version={self.settings.version or AZURE_API_VERSION}"
+        self.url += f"?api-version={azure.version or AZURE_API_VERSION}"
         self.official = True  # a key is required
 
     def auth_headers(self) -> dict[str, str]:

@@ -44,7 +44,7 @@ class CliTarget:
     def __init__(self, config: TargetConfig):
         self.config = config
         self.name = config.name
-        self.settings: CliSettings = settings_of(config)
+        self.settings = settings_of(config, CliSettings)
         self.command = self.settings.command
         self.timeout_s = float(self.settings.timeout_seconds or config.timeout_s)
         session = self.settings.session

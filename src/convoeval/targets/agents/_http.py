@@ -47,7 +47,7 @@ class HttpAgentTarget(HttpTarget):
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)
-        settings: HttpAgentSettings = settings_of(config, HttpAgentSettings)
+        settings = settings_of(config, HttpAgentSettings)
         url = settings.url or config.base_url
         if not url or not url.startswith(("http://", "https://")):
             raise TargetError(f"{config.name}: the http provider needs a `url` (http:// or https://)")

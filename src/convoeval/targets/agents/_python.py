@@ -51,7 +51,7 @@ class PythonTarget:
     def __init__(self, config: TargetConfig):
         self.config = config
         self.name = config.name
-        settings: PythonSettings = settings_of(config)
+        settings = settings_of(config, PythonSettings)
         ref = settings.callable_ref or config.model or ""
         self.function = load_callable(ref, config.source_dir / settings.base_dir, config.name)
         self.factory = settings.factory if settings.factory is not None else inspect.isclass(self.function)

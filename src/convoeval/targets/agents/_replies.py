@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...results import ToolCall, Usage
 from .._base import ChatReply, TargetError
 
 
-def prompt_text(messages: list[dict[str, Any]]) -> tuple[str, str]:
+def prompt_text(messages: Sequence[Mapping[str, object]]) -> tuple[str, str]:
     """`(system prompt, prompt)` for an agent that takes one text prompt.
 
     One user message is sent as it is; several messages (a history replayed into a new

@@ -14,10 +14,9 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ..._sandbox import SandboxError, backend
 from ...results import ToolCall, Usage
@@ -54,12 +53,12 @@ class ToolAgent(TargetWrapper):
                 raise TargetError(f"{self.name}: {exc}") from None
         most = min(self.settings.max_tool_calls, request.agent.max_tool_calls or math.inf)
         system = [{"role": "system", "content": self.settings.system_prompt}] if self.settings.system_prompt else []
-        messages: list[dict[str, Any]] = [*system, *request.messages]
+        messages: list[Mapping[str, object]] = [*system, *request.messages]
         workdir = Path(request.agent.workdir) if request.agent.workdir else None
         done: list[ToolCall] = []
         usage, cost = Usage(), 0.0
         agent = request.agent
-        domain = {t["function"]["name"] for t in agent.domain_tools or []} if agent.call_domain_tool else set()
+        domain = {_spec_name(t) for t in agent.domain_tools or []} if agent.call_domain_tool else set()
         specs = [*self.box.specs(), *(t for t in agent.domain_tools or [] if domain)]
         while True:
             reply = await self.inner.chat(replace(request, messages=messages, tools=specs, agent=AgentContext()))
@@ -99,7 +98,13 @@ class ToolAgent(TargetWrapper):
                 )
 
 
-def _wire(call: ToolCall) -> dict[str, Any]:
+def _spec_name(spec: Mapping[str, object]) -> str:
+    """The function name of an OpenAI `tools` entry."""
+    function = spec.get("function")
+    return str(function.get("name", "")) if isinstance(function, dict) else ""
+
+
+def _wire(call: ToolCall) -> dict[str, object]:
     """A tool call as the assistant message of the OpenAI protocol carries it."""
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
 
