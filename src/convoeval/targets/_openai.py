@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
 from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, capabilities, provider
 from ._completion import parse_completion
@@ -47,7 +46,7 @@ class OpenAITarget(HttpTarget):
                     else ""
                 )
             )
-        payload: dict[str, Any] = {**self.settings.params, "model": self.config.model, "messages": request.messages}
+        payload: dict[str, object] = {**self.settings.params, "model": self.config.model, "messages": request.messages}
         temperature = request.temperature if request.temperature is not None else self.config.temperature
         if temperature is not None:
             payload["temperature"] = temperature

@@ -22,7 +22,6 @@ import re
 import shlex
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ..._jsonpath import parse_jsonpath
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
@@ -124,7 +123,8 @@ class CliTarget:
             return
         if self._healthy is False:
             raise TargetError(f"{self.name}: healthcheck failed earlier in this run")
-        timeout = float(check.get("timeout_s") or check.get("timeout_seconds") or 30)
+        given = check.get("timeout_s") or check.get("timeout_seconds")
+        timeout = float(given) if isinstance(given, int | float) else 30.0
         finished = await run_command(
             [str(check["command"])],
             cwd=work_dir(self.config, self.settings.cwd),
@@ -142,7 +142,7 @@ class CliTarget:
         return None
 
 
-def _json(text: str) -> Any:
+def _json(text: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError:
