@@ -1,4 +1,4 @@
-"""Any OpenAI-compatible chat-completions server: OpenAI, vLLM, Ollama, llama.cpp, LM Studio..."""
+"""An OpenAI-compatible chat-completions server: OpenAI, vLLM, Ollama, llama.cpp, LM Studio..."""
 
 from __future__ import annotations
 
