@@ -56,6 +56,11 @@ def _fingerprints(jobs: list[Job]) -> dict[str, SuiteFingerprint]:
     return merged
 
 
+def _as_json(suites: dict[str, SuiteFingerprint]) -> dict[str, object]:
+    """The fingerprints as the run's options record them."""
+    return {name: found.model_dump(mode="json") for name, found in suites.items()}
+
+
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -103,7 +108,7 @@ class RunRecorder(RunEvents):
             self.record = self.store.new_run(
                 {
                     **options.model_dump(mode="json", exclude_none=True),
-                    "suites": {name: found.model_dump(mode="json") for name, found in suites.items()},
+                    "suites": _as_json(suites),
                 }
             )
         elif self.store is not None and self.record is not None:
@@ -141,7 +146,7 @@ class RunRecorder(RunEvents):
         dropped = self.store.keep_results(run_id, places)
         if dropped:
             note(f"dropped {dropped} stored result(s) of tests that are no longer in the suites or changed")
-        self.store.update_options(run_id, {**self.record.options, "suites": suites})
+        self.store.update_options(run_id, {**self.record.options, "suites": _as_json(suites)})
         if self.meter.resumed:
             note(f"resuming run {run_id}: {self.meter.resumed} of {self.total} result(s) already stored")
 
