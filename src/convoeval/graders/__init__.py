@@ -18,7 +18,7 @@ from ._base import (
     lookup_assertion_type,
     registered_assertion_classes,
 )
-from ._domain import Domain, DomainSession, domain_file_problems
+from ._tau_backend import Domain, DomainSession, domain_file_problems
 from ._function import grader
 from ._json import NoJson, parse_json
 from ._panel import combine_scores

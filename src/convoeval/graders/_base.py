@@ -22,7 +22,7 @@ from ..errors import GraderError
 from ..judging import JudgePanel, JudgeSession, PanelRule, Persona, Policy
 from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, Usage
 from ..targets import ChatReply, Target
-from ._domain import DomainSession
+from ._tau_backend import DomainSession
 from ._panel import evaluate_by_panel
 
 Level = Literal["turn", "conversation"]

@@ -39,7 +39,7 @@ from .._base_model import Model
 from ..results import AssertionOutcome, ToolCall
 from ._base import Assertion, Grade, GradeContext, GraderError, Level, assertion_type
 from ._cow import same_document
-from ._domain import Domain, domain_file_problems, load_document
+from ._tau_backend import Domain, domain_file_problems, load_document
 
 MAX_DIFFS = 10
 
