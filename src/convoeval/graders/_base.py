@@ -12,20 +12,18 @@ import typing
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import ConfigDict, Field, field_validator
 
 from .. import registry
 from .._base_model import Model
 from ..errors import GraderError
-from ..judging import JudgePanel, JudgeSession, PanelRule, Persona, Policy
+from ..judging import GradingLevel, JudgePanel, JudgeSession, PanelRule, Persona, Policy
 from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, Usage
 from ..targets import ChatReply, Target
-from ._tau_backend import DomainSession
 from ._panel import evaluate_by_panel
-
-Level = Literal["turn", "conversation"]
+from ._tau_backend import DomainSession
 
 
 @dataclass
@@ -97,7 +95,7 @@ class GradeContext:
         domain: the trial's live backend when the suite declares `tools:` and `backend:`.
     """
 
-    level: Level
+    level: GradingLevel
     output: str
     history: list[Message]
     transcript: list[Message]
@@ -174,7 +172,7 @@ class Assertion(Model):
     negate: bool = Field(False, description="Invert the result: score becomes 1 - score.")
     description: str | None = Field(None, description="What the assertion checks (for readers; AgentV).")
 
-    levels: ClassVar[tuple[Level, ...]] = ("turn", "conversation")
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("turn", "conversation")
     uses_judge: ClassVar[bool] = False
 
     @field_validator("type", mode="before")

@@ -30,6 +30,7 @@ from pydantic import Field, field_validator
 from ..judging import (
     DIMENSIONS,
     METRICS,
+    GradingLevel,
     cited_turns,
     metric_messages,
     metric_parser,
@@ -43,7 +44,7 @@ from ..judging import (
     values_by_key,
 )
 from ..results import AssertionOutcome, DimensionScore
-from ._base import Assertion, Grade, GradeContext, Level, assertion_type
+from ._base import Assertion, Grade, GradeContext, assertion_type
 from ._llm import judge_session, pass_mark
 
 # -- TD-Eval turn dimensions ------------------------------------------------------------
@@ -52,7 +53,7 @@ from ._llm import judge_session, pass_mark
 class _TurnDimensions(Assertion):
     """Rates the reply on TD-Eval dimensions in one judge call; the score is their mean."""
 
-    levels: ClassVar[tuple[Level, ...]] = ("turn",)
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("turn",)
     uses_judge: ClassVar[bool] = True
     KEYS: ClassVar[tuple[str, ...]] = ()
 
@@ -170,7 +171,7 @@ class TDEval(_TurnDimensions):
 class _ConversationMetric(Assertion):
     """A judge scores the whole transcript 0-10 on one metric and cites the turns involved."""
 
-    levels: ClassVar[tuple[Level, ...]] = ("conversation",)
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("conversation",)
     uses_judge: ClassVar[bool] = True
     METRIC: ClassVar[str] = ""
 

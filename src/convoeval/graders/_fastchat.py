@@ -27,9 +27,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import ConfigDict, Field
 
 from .._base_model import Model
-from ..judging import JudgeOutputError
+from ..judging import GradingLevel, JudgeOutputError
 from ..results import AssertionOutcome
-from ._base import Assertion, Grade, GradeContext, GraderError, Level, assertion_type
+from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._llm import judge_session, pass_mark
 
 #: FastChat's patterns for a rating (`one_score_pattern`, then `one_score_pattern_backup`).
@@ -84,7 +84,7 @@ class MTBenchJudge(Assertion):
         default_factory=list, description="Reference answers to the first and second question (judge only)."
     )
 
-    levels: ClassVar[tuple[Level, ...]] = ("turn",)
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("turn",)
     uses_judge: ClassVar[bool] = True
 
     def template_problems(self, known: frozenset[str]) -> list[tuple[str, str]]:

@@ -17,14 +17,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar
 
 from ..errors import GraderError
-from ._base import Assertion, Grade, GradeContext, Level, assertion_type
+from ..judging import GradingLevel
+from ._base import Assertion, Grade, GradeContext, assertion_type
 
 GradeFunction = Callable[[GradeContext], Grade | float | bool | Awaitable[Grade | float | bool]]
 F = TypeVar("F", bound=GradeFunction)
 
 
 def grader(
-    name: str, *, levels: tuple[Level, ...] = ("turn", "conversation"), uses_judge: bool = False
+    name: str, *, levels: tuple[GradingLevel, ...] = ("turn", "conversation"), uses_judge: bool = False
 ) -> Callable[[F], F]:
     """Register `function(ctx)` as the assertion type `name`; the function is returned unchanged.
 

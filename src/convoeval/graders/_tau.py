@@ -36,8 +36,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import ConfigDict, Field
 
 from .._base_model import Model
+from ..judging import GradingLevel
 from ..results import AssertionOutcome, ToolCall
-from ._base import Assertion, Grade, GradeContext, GraderError, Level, assertion_type
+from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._cow import same_document
 from ._tau_backend import Domain, domain_file_problems, load_document
 
@@ -99,7 +100,7 @@ class TauReward(Assertion):
         description="The reward decides the conversation (a reward that cannot be computed makes the test an error).",
     )
 
-    levels: ClassVar[tuple[Level, ...]] = ("conversation",)
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("conversation",)
 
     def file_problems(self, base_dir: Path) -> list[tuple[str, str]]:
         problems = domain_file_problems(self.tools, self.backend, base_dir)

@@ -71,6 +71,7 @@ from ._prompts import (
     GRADER_SCALE,
     JUDGE_SYSTEM,
     METRICS,
+    GradingLevel,
     Metric,
     RubricItem,
     Subject,
@@ -112,6 +113,7 @@ from ._simulation import (
 from ._tdeval import DIMENSIONS, Dimension, normalise, tdeval_messages, tdeval_parser, tdeval_schema
 
 __all__ = [
+    "GradingLevel",
     "Decision",
     "JudgePanel",
     "PANEL_RULES",

@@ -18,7 +18,8 @@ from ..results import Message, ToolCall
 from ._format import clip, format_transcript
 from ._schemas import CriterionAnswer, keyed_model, keyed_schema, score_model, score_schema, verdict_schema
 
-Level = Literal["turn", "conversation"]
+#: Where a check is graded: on one turn's reply, or on the whole conversation after its last turn.
+GradingLevel = Literal["turn", "conversation"]
 
 #: How every judge prompt introduces the transcript.
 CONVERSATION_HEADER = "Conversation (turns are numbered):"
@@ -48,7 +49,7 @@ class Subject:
         criteria: the test's criteria (its goal), if any.
     """
 
-    level: Level
+    level: GradingLevel
     history: list[Message]
     output: str = ""
     turn: int | None = None
