@@ -5,6 +5,7 @@ register) when a suite first uses one of them, or when every type is listed.
 """
 
 from .. import registry
+from .._json_in_text import NoJson, parse_json
 from ..judging import GradingLevel
 from ._aggregators import AGGREGATOR_ALIASES
 from ._base import (
@@ -20,7 +21,6 @@ from ._base import (
     registered_assertion_classes,
 )
 from ._function import grader
-from ._json import NoJson, parse_json
 from ._panel import combine_scores
 from ._tau_backend import Domain, DomainSession, domain_file_problems
 

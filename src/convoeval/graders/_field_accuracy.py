@@ -24,9 +24,10 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from .._base_model import Model
+from .._json_in_text import NoJson, parse_json
 from ..results import AssertionOutcome
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
-from ._json import NoJson, json_equal, parse_json
+from ._json import json_equal
 
 _MONTHS = {
     name: k

@@ -1,4 +1,4 @@
-"""JSON assertion types (`is-json`, `json-schema`, `jsonpath`) and JSON extraction from replies.
+"""JSON assertion types (`is-json`, `json-schema`, `jsonpath`) and how JSON values compare and show.
 
 These check every target reply on its own: at conversation level each reply must hold, with
 one outcome per reply.
@@ -7,69 +7,16 @@ one outcome per reply.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
+from .._json_in_text import NoJson, parse_json
 from .._jsonpath import parse_jsonpath
 from .._text import shorten
 from ..results import AssertionOutcome
 from ._base import GradeContext, GraderError, assertion_type
 from ._check import Check, has_template_refs, replies, substitute, substitute_deep
-
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
-
-
-@dataclass
-class FoundJson:
-    value: Any
-    where: str  # "the whole reply", "a ```json fenced block", "text at char 12"
-
-
-class NoJson(ValueError):
-    """The text holds no JSON; the message says why (the whole-text parse error)."""
-
-
-def parse_json(text: str, *, fenced: bool = False, embedded: bool = False) -> FoundJson:
-    """The JSON in `text`.
-
-    Args:
-        text: the reply.
-        fenced: also accept the content of a fenced code block (```json ... ```).
-        embedded: also accept the first JSON object or array embedded in prose.
-
-    Raises:
-        NoJson: nothing parsed; the message is the whole-text parse error.
-    """
-    try:
-        return FoundJson(json.loads(text), "the whole reply")
-    except json.JSONDecodeError as exc:
-        whole_error = exc
-    if fenced or embedded:
-        for match in _FENCE.finditer(text):
-            lang = match.group(1).lower()
-            if lang not in ("", "json", "jsonc", "json5"):
-                continue
-            try:
-                return FoundJson(json.loads(match.group(2)), f"a ```{lang or ''} fenced block")
-            except json.JSONDecodeError:
-                continue
-    if embedded:
-        decoder = json.JSONDecoder()
-        tries = 0
-        for match in re.finditer(r"[\[{]", text):
-            tries += 1
-            if tries > 200:
-                break
-            try:
-                value, _ = decoder.raw_decode(text, match.start())
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, (dict, list)):
-                return FoundJson(value, f"JSON at char {match.start()}")
-    raise NoJson(f"{whole_error.msg} at line {whole_error.lineno} column {whole_error.colno}")
 
 
 def describe_json(value: Any) -> str:

@@ -17,10 +17,11 @@ from typing import Annotated, Any, Literal
 import regex
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationInfo, field_validator
 
+from .._json_in_text import NoJson, parse_json
 from ..results import AssertionOutcome
 from ._base import GradeContext, GraderError, assertion_type
 from ._check import Check, blank_template_refs, noun, quote, substitute, substitute_deep
-from ._json import NoJson, json_equal, parse_json, short_json
+from ._json import json_equal, short_json
 
 
 def _scalar_to_str(value: Any) -> Any:

@@ -22,8 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
+from .._json_in_text import NoJson, parse_json
 from ..errors import GraderError, TargetError
 from ..results import Usage
 from ..targets import ChatReply, ChatRequest, Purpose, Target
@@ -64,33 +65,22 @@ class JudgeOutputError(ValueError):
     """A judge answer is not the JSON the schema asked for (the message says what is wrong)."""
 
 
-def extract_json(text: str) -> Any:
-    """The JSON value in a judge answer.
+def extract_json(text: str) -> JsonValue:
+    """The JSON value in a judge answer: `convoeval._json_in_text.parse_json` (the one JSON
+    finder) with fences and prose allowed, looking for an object in prose.
 
-    Accepts the bare JSON, JSON inside a ```json fence, or JSON after a short preamble; what
-    the value must look like is then checked strictly by the parser.
+    So the bare JSON, JSON in a ```json fence, or a JSON object after (or before) some prose;
+    what the value must look like is then checked strictly by the parser.
 
     Raises:
-        JudgeOutputError: no JSON object in the text.
+        JudgeOutputError: the answer is empty or holds no JSON.
     """
-    stripped = text.strip()
-    if not stripped:
+    if not text.strip():
         raise JudgeOutputError("the answer was empty")
-    if stripped.startswith("```"):
-        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
-        stripped = stripped.rsplit("```", 1)[0].strip()
     try:
-        return json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        first_error = exc
-    start = stripped.find("{")
-    if start >= 0:
-        try:
-            value, _ = json.JSONDecoder().raw_decode(stripped[start:])
-            return value
-        except json.JSONDecodeError as exc:
-            first_error = exc
-    raise JudgeOutputError(f"the answer is not valid JSON ({first_error.msg} at char {first_error.pos})")
+        return parse_json(text, fenced=True, embedded=True, objects_only=True).value
+    except NoJson as exc:
+        raise JudgeOutputError(f"the answer is not valid JSON ({exc})") from None
 
 
 def parse_answer(model: type[BaseModel], text: str) -> Any:
