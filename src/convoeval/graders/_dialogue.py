@@ -23,7 +23,7 @@ Example (YAML):
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -77,14 +77,14 @@ class _TurnDimensions(Assertion):
         runs = [values_by_key(a) for a in answers.values]
         mark = pass_mark(self, ctx)
         outcomes: list[AssertionOutcome] = []
-        details: dict[str, Any] = {"scale": "1-5, normalised (s-1)/4"}
+        details: dict[str, object] = {"scale": "1-5, normalised (s-1)/4"}
         dimensions: dict[str, DimensionScore] = {}
         norms: list[float] = []
         for key in keys:
             likert = [run[key].score for run in runs]
             norm = sum(normalise(s) for s in likert) / len(likert)
             norms.append(norm)
-            justification = runs[0][key].justification
+            justification = runs[0][key].reasoning
             shown = (
                 f"{likert[0]}/5"
                 if len(likert) == 1
@@ -199,7 +199,7 @@ class _ConversationMetric(Assertion):
         evidence = f"{first.score}/10: {first.reasoning}"
         if len(raw) > 1:
             evidence += f" [scores over {len(raw)} repeats: {', '.join(map(str, raw))}]"
-        details: dict[str, Any] = {"judge_score": raw[0] if len(raw) == 1 else raw, "scale": "0-10", "turns": turns}
+        details: dict[str, object] = {"judge_score": raw[0] if len(raw) == 1 else raw, "scale": "0-10", "turns": turns}
         goal = self.goal_for(ctx)
         if goal:
             details["goal"] = goal

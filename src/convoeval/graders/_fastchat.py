@@ -137,7 +137,10 @@ class MTBenchJudge(Assertion):
             passed=score >= pass_mark(self, ctx) - 1e-9,
             evidence=answers.values[0][1][-MAX_EVIDENCE:],
         )
-        details: dict[str, Any] = {"rating": ratings[0] if len(ratings) == 1 else ratings, "prompt": self.prompt.name}
+        details: dict[str, object] = {
+            "rating": ratings[0] if len(ratings) == 1 else ratings,
+            "prompt": self.prompt.name,
+        }
         if answers.errors:
             details["repeat_errors"] = answers.errors
         return Grade.judged(session, score, [outcome], details)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from ..errors import GraderError
 from ..judging import GradingLevel
@@ -45,7 +45,7 @@ def grader(
                 value = await value
             return as_grade(value, name)
 
-        namespace: dict[str, Any] = {
+        namespace: dict[str, object] = {
             "__annotations__": {"type": Literal[name]},
             "type": name,
             "grade": grade,
@@ -61,7 +61,7 @@ def grader(
     return register
 
 
-def as_grade(value: Any, name: str) -> Grade:
+def as_grade(value: object, name: str) -> Grade:
     """A function grader's return value as a Grade; anything else cannot decide (GraderError)."""
     if isinstance(value, Grade):
         return value

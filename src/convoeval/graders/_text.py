@@ -12,7 +12,7 @@ inserted escaped, i.e. matched literally.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import regex
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationInfo, field_validator
@@ -24,14 +24,14 @@ from ._check import Check, blank_template_refs, noun, quote, substitute, substit
 from ._json import json_equal, short_json
 
 
-def _scalar_to_str(value: Any) -> Any:
+def _scalar_to_str(value: object) -> object:
     """YAML `value: 42` means the text "42"."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return value
 
 
-def _split_list(value: Any) -> Any:
+def _split_list(value: object) -> object:
     """promptfoo accepts `value: "a, b, c"` for the -any/-all types."""
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
@@ -178,7 +178,7 @@ class Equals(Check):
     """
 
     type: Literal["equals", "not-equals"]
-    value: Any = Field(
+    value: object = Field(
         description="The expected reply: a string (text comparison) or a JSON value; "
         "strings may use {{ name }} variables."
     )

@@ -88,6 +88,8 @@ from ._prompts import (
 )
 from ._schemas import (
     CriterionAnswer,
+    KeyedAnswer,
+    ScoreAnswer,
     keyed_model,
     keyed_schema,
     score_model,
@@ -124,6 +126,8 @@ __all__ = [
     "panel_members",
     "panel_rule",
     "CriterionAnswer",
+    "KeyedAnswer",
+    "ScoreAnswer",
     "DIMENSIONS",
     "Dimension",
     "FidelityAnswer",

@@ -12,11 +12,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
 from ..results import Message, ToolCall
 from ._format import clip, format_transcript
-from ._schemas import CriterionAnswer, keyed_model, keyed_schema, score_model, score_schema, verdict_schema
+from ._schemas import (
+    CriterionAnswer,
+    KeyedAnswer,
+    ScoreAnswer,
+    keyed_model,
+    keyed_schema,
+    score_model,
+    score_schema,
+    verdict_schema,
+)
 
 #: Where a check is graded: on one turn's reply, or on the whole conversation after its last turn.
 GradingLevel = Literal["turn", "conversation"]
@@ -130,7 +137,7 @@ def rubric_schema(items: Sequence[RubricItem]) -> dict[str, Any]:
     return keyed_schema({i.id: score_schema(0, 10) if i.scored else verdict_schema() for i in items})
 
 
-def rubric_parser(items: Sequence[RubricItem]) -> type[BaseModel]:
+def rubric_parser(items: Sequence[RubricItem]) -> type[KeyedAnswer[ScoreAnswer | CriterionAnswer]]:
     return keyed_model("RubricAnswer", {i.id: score_model(0, 10) if i.scored else CriterionAnswer for i in items})
 
 
@@ -175,7 +182,7 @@ def grader_schema() -> dict[str, Any]:
     return score_schema(0, GRADER_SCALE)
 
 
-def grader_parser() -> type[BaseModel]:
+def grader_parser() -> type[ScoreAnswer]:
     return score_model(0, GRADER_SCALE)
 
 
@@ -293,7 +300,7 @@ def metric_schema() -> dict[str, Any]:
     return score_schema(0, 10)
 
 
-def metric_parser() -> type[BaseModel]:
+def metric_parser() -> type[ScoreAnswer]:
     return score_model(0, 10)
 
 

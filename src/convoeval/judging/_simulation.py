@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, model_validator
+from pydantic import ConfigDict, StrictBool, StrictStr, model_validator
 
 from .._base_model import Model
 from ..results import Message
 from ._format import clip, format_data, format_transcript
-from ._schemas import CriterionAnswer, keyed_model, keyed_schema, verdict_schema
+from ._schemas import CriterionAnswer, KeyedAnswer, keyed_model, keyed_schema, verdict_schema
 
 StepReason = Literal["none", "objective_met", "objective_impossible"]
 
@@ -157,7 +157,7 @@ def scenario_schema(success: Sequence[str], failure: Sequence[str]) -> dict[str,
     return keyed_schema({cid: verdict_schema() for cid, _, _ in criterion_ids(success, failure)})
 
 
-def scenario_parser(success: Sequence[str], failure: Sequence[str]) -> type[BaseModel]:
+def scenario_parser(success: Sequence[str], failure: Sequence[str]) -> type[KeyedAnswer[CriterionAnswer]]:
     return keyed_model("ScenarioAnswer", {cid: CriterionAnswer for cid, _, _ in criterion_ids(success, failure)})
 
 

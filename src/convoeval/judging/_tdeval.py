@@ -27,11 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-
 from ..results import Message
 from ._format import clip, format_data, format_policy, format_transcript, last_user_message
-from ._schemas import keyed_model, keyed_schema, score_model, score_schema
+from ._schemas import KeyedAnswer, ScoreAnswer, keyed_model, keyed_schema, score_model, score_schema
 
 LIKERT_LOW, LIKERT_HIGH = 1, 5
 
@@ -115,7 +113,7 @@ def tdeval_schema(keys: Sequence[str]) -> dict[str, Any]:
     return keyed_schema({k: score_schema(LIKERT_LOW, LIKERT_HIGH, "justification") for k in keys})
 
 
-def tdeval_parser(keys: Sequence[str]) -> type[BaseModel]:
+def tdeval_parser(keys: Sequence[str]) -> type[KeyedAnswer[ScoreAnswer]]:
     item = score_model(LIKERT_LOW, LIKERT_HIGH, "justification")
     return keyed_model("TDEvalAnswer", {k: item for k in keys})
 
