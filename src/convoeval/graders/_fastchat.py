@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -122,7 +122,7 @@ class MTBenchJudge(Assertion):
         values = self._values(ctx)
         if "question_2" in template_fields(self.prompt.prompt_template) and not values["answer_2"]:
             raise GraderError(f"{self.prompt.name} judges the second answer: grade it on the second turn")
-        messages: list[dict[str, Any]] = []
+        messages: list[dict[str, str]] = []
         if self.prompt.system_prompt:
             messages.append({"role": "system", "content": self.prompt.system_prompt})
         messages.append({"role": "user", "content": self.prompt.prompt_template.format(**values)})

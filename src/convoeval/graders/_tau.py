@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -51,10 +51,10 @@ class Action(Model):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, object] = Field(default_factory=dict)
 
 
-def state_diff(actual: Any, expected: Any, path: str = "$") -> list[str]:
+def state_diff(actual: object, expected: object, path: str = "$") -> list[str]:
     """Where two JSON documents differ: `path: actual != expected` lines (equal parts, and
     the parts both share, are not walked)."""
     if same_document(actual, expected):
@@ -81,7 +81,7 @@ class TauReward(Assertion):
     """Reward 1 when the final backend state equals the goal state and every required output was said."""
 
     type: Literal["tau-reward"] = "tau-reward"
-    backend: str | dict[str, Any] | None = Field(
+    backend: str | dict[str, object] | None = Field(
         None,
         description="The initial state: a JSON/YAML file (relative to the suite) or the document itself "
         "(default: the suite's `backend`).",
@@ -91,7 +91,7 @@ class TauReward(Assertion):
         description="A Python file or module of tool functions `name(state, **arguments)` (default: the suite's `tools`).",
     )
     goal_actions: list[Action] | None = Field(None, description="Expected tool calls; replayed to the goal state.")
-    goal_state: str | dict[str, Any] | None = Field(
+    goal_state: str | dict[str, object] | None = Field(
         None, description="The expected final state (instead of goal_actions)."
     )
     required_outputs: list[str] = Field(default_factory=list, description="Strings the agent must say.")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import JsonValue
 
 from ..results import Message, ToolCall
 from ._format import clip, format_transcript
@@ -132,7 +134,7 @@ class RubricItem:
         return "\n".join([head, *bands])
 
 
-def rubric_schema(items: Sequence[RubricItem]) -> dict[str, Any]:
+def rubric_schema(items: Sequence[RubricItem]) -> dict[str, JsonValue]:
     """`{"<id>": {"reasoning", "satisfied"} | {"reasoning", "score" 0-10}, ...}`."""
     return keyed_schema({i.id: score_schema(0, 10) if i.scored else verdict_schema() for i in items})
 
@@ -177,7 +179,7 @@ GRADER_FORMAT = (
 )
 
 
-def grader_schema() -> dict[str, Any]:
+def grader_schema() -> dict[str, JsonValue]:
     """`{"reasoning": string, "score": integer 0-10}`."""
     return score_schema(0, GRADER_SCALE)
 
@@ -295,7 +297,7 @@ GOAL_SCALE = (
 )
 
 
-def metric_schema() -> dict[str, Any]:
+def metric_schema() -> dict[str, JsonValue]:
     """`{"reasoning": string, "score": integer 0-10}`."""
     return score_schema(0, 10)
 

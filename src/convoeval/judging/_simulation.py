@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import ConfigDict, StrictBool, StrictStr, model_validator
+from pydantic import ConfigDict, JsonValue, StrictBool, StrictStr, model_validator
 
 from .._base_model import Model
 from ..results import Message
@@ -44,7 +44,7 @@ class Persona:
 
     persona: str
     objective: str
-    knowledge: Any = None
+    knowledge: object = None
     stop: list[str] = field(default_factory=list)
 
     def sections(self) -> list[str]:
@@ -58,7 +58,7 @@ class Persona:
         return parts
 
 
-def _facts(knowledge: Any) -> str | None:
+def _facts(knowledge: object) -> str | None:
     """Knowledge as lines: `- key: value` for a mapping, `- item` for a list, a string as is."""
     if knowledge in (None, "", [], {}):
         return None
@@ -69,11 +69,11 @@ def _facts(knowledge: Any) -> str | None:
     return clip(str(knowledge))
 
 
-def _plain(value: Any) -> str:
+def _plain(value: object) -> str:
     return value if isinstance(value, str) else (format_data(value) or "")
 
 
-def user_step_schema() -> dict[str, Any]:
+def user_step_schema() -> dict[str, JsonValue]:
     """`{"message": string, "stop": boolean, "stop_reason": none|objective_met|objective_impossible}`."""
     return {
         "type": "object",
@@ -152,7 +152,7 @@ def criterion_ids(success: Sequence[str], failure: Sequence[str]) -> list[tuple[
     ]
 
 
-def scenario_schema(success: Sequence[str], failure: Sequence[str]) -> dict[str, Any]:
+def scenario_schema(success: Sequence[str], failure: Sequence[str]) -> dict[str, JsonValue]:
     """One `{"reasoning", "satisfied"}` verdict per criterion id."""
     return keyed_schema({cid: verdict_schema() for cid, _, _ in criterion_ids(success, failure)})
 
@@ -208,7 +208,7 @@ class FidelityAnswer(Model):
     in_role: StrictBool
 
 
-def fidelity_schema() -> dict[str, Any]:
+def fidelity_schema() -> dict[str, JsonValue]:
     """`{"reasoning": string, "in_role": boolean}`."""
     return {
         "type": "object",

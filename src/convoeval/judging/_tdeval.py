@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import JsonValue
 
 from ..results import Message
-from ._format import clip, format_data, format_policy, format_transcript, last_user_message
+from ._format import PolicyLike, clip, format_data, format_policy, format_transcript, last_user_message
 from ._schemas import KeyedAnswer, ScoreAnswer, keyed_model, keyed_schema, score_model, score_schema
 
 LIKERT_LOW, LIKERT_HIGH = 1, 5
@@ -108,7 +109,7 @@ def normalise(score: float) -> float:
     return (score - LIKERT_LOW) / (LIKERT_HIGH - LIKERT_LOW)
 
 
-def tdeval_schema(keys: Sequence[str]) -> dict[str, Any]:
+def tdeval_schema(keys: Sequence[str]) -> dict[str, JsonValue]:
     """`{"<dimension>": {"justification": string, "score": integer 1-5}, ...}`."""
     return keyed_schema({k: score_schema(LIKERT_LOW, LIKERT_HIGH, "justification") for k in keys})
 
@@ -123,8 +124,8 @@ def tdeval_messages(
     *,
     history: list[Message],
     response: str,
-    backend: Any = None,
-    policy: Any = None,
+    backend: object = None,
+    policy: PolicyLike = None,
 ) -> list[dict[str, str]]:
     """The prompt rating `response` on the dimensions `keys` (see DIMENSIONS) in one call.
 
