@@ -102,7 +102,7 @@ class Composite(Assertion):
             if self.aggregator.type == "threshold":
                 values = [1.0 if s.verdict == "pass" else 0.0 for s in decided]
             else:
-                values = [float(s.score) for s in decided]  # type: ignore[arg-type]
+                values = [s.score for s in decided if s.score is not None]  # all of them: decided
             score = weighted_mean(values, weights)
             threshold = self.aggregator.threshold if self.aggregator.threshold is not None else self.threshold
             if self.aggregator.type == "threshold" and threshold is not None:

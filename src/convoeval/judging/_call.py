@@ -64,6 +64,10 @@ class JudgeError(GraderError):
     def cost_usd(self) -> float:
         return self.judge_cost_usd
 
+    @property
+    def calls(self) -> int:
+        return self.judge_calls
+
 
 class JudgeOutputError(ValueError):
     """A judge answer is not the JSON the schema asked for (the message says what is wrong)."""

@@ -339,11 +339,7 @@ async def judge_pair(
         prompt=prompt,
     )
     session = JudgeSession(judge, trial=trial, temperature=temperature, max_tokens=max_tokens)
-    try:
-        answer: PairwiseAnswer = await session.ask(messages, pairwise_schema(), PairwiseAnswer, name="pairwise")
-    except JudgeError as exc:
-        exc.calls = session.calls  # type: ignore[attr-defined]
-        raise
+    answer = await session.ask(messages, pairwise_schema(), PairwiseAnswer, name="pairwise")
     return PairwiseVerdict(
         winner=answer.winner,
         reasoning=answer.reasoning,
@@ -386,7 +382,7 @@ async def _judge_pair_by_panel(
         if isinstance(outcome, JudgeError):
             answers.append({"judge": judge.name, "winner": None, "reasoning": "", "error": str(outcome)})
             usage, cost = usage + outcome.usage, cost + outcome.cost_usd
-            calls += getattr(outcome, "calls", 1)
+            calls += outcome.calls
         elif isinstance(outcome, BaseException):
             raise outcome
         else:
@@ -396,9 +392,9 @@ async def _judge_pair_by_panel(
             )
             usage, cost, calls = usage + outcome.usage, cost + outcome.cost_usd, calls + outcome.calls
     if not verdicts:
-        error = JudgeError(f"no judge of the panel answered: {answers[0]['error']}", usage=usage, cost_usd=cost)
-        error.calls = calls  # type: ignore[attr-defined]
-        raise error
+        raise JudgeError(
+            f"no judge of the panel answered: {answers[0]['error']}", usage=usage, cost_usd=cost, calls=calls
+        )
     winner = combine_labels([v.winner for v in verdicts], rule)
     reasoning = "\n".join(f"{a['judge']}: {a['winner'] or 'error'}: {a['reasoning'] or a['error']}" for a in answers)
     return PairwiseVerdict(
