@@ -74,11 +74,9 @@ class JudgeOutputError(ValueError):
 
 
 def extract_json(text: str) -> JsonValue:
-    """The JSON value in a judge answer: `convoeval._json_in_text.parse_json` (the one JSON
-    finder) with fences and prose allowed, looking for an object in prose.
-
-    So the bare JSON, JSON in a ```json fence, or a JSON object after (or before) some prose;
-    what the value must look like is then checked strictly by the parser.
+    """The JSON value in a judge answer, found by `parse_json` (`convoeval._json_in_text`, the
+    one JSON finder): the whole answer, else a ```json fenced block, else the first JSON object
+    in prose; what the value must look like is then checked strictly by the parser.
 
     Raises:
         JudgeOutputError: the answer is empty or holds no JSON.
