@@ -28,7 +28,7 @@ def _object(properties: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return {
         "type": "object",
         "properties": properties,
-        "required": list[JsonValue](properties),
+        "required": list(properties),
         "additionalProperties": False,
     }
 
@@ -50,7 +50,7 @@ def score_schema(low: int, high: int, reason_key: str = "reasoning") -> dict[str
 
 def keyed_schema(items: dict[str, dict[str, JsonValue]]) -> dict[str, JsonValue]:
     """An object whose keys are exactly `items` (criterion ids, dimension names)."""
-    return _object(dict[str, JsonValue](items))
+    return _object(dict(items))
 
 
 class _Strict(Model):
