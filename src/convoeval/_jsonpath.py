@@ -7,14 +7,11 @@ the first expression and every expression is parsed once per process.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from jsonpath_ng import JSONPath
+from typing import Any
 
 
 @functools.lru_cache(maxsize=1024)
-def parse_jsonpath(expression: str) -> JSONPath:
+def parse_jsonpath(expression: str) -> Any:
     """The parsed expression (`.find(data)` gives its matches); jsonpath-ng's exception when
     `expression` is not JSONPath."""
     from jsonpath_ng.ext import parse

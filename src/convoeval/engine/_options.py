@@ -87,8 +87,8 @@ class RecordedOptions(Model):
     only: list[tuple[str, str]] | None = Field(None, description="(suite, test id) of the tests a re-run runs.")
     suites: dict[str, SuiteFingerprint] = Field(default_factory=dict)
 
-    def with_suites(self, suites: Mapping[str, object]) -> RecordedOptions:
-        """These options with the fingerprints of the run's suites (`{"hash", "tests"}` each), validated."""
+    def with_suites(self, suites: Mapping[str, SuiteFingerprint]) -> RecordedOptions:
+        """These options with the fingerprints of the run's suites."""
         return RecordedOptions.model_validate({**self.model_dump(exclude_none=True), "suites": suites})
 
     def shaping(self, name: str) -> object:
