@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ._argv import SANDBOX_HOME, bwrap_argv, docker_argv
+from ._argv import AGENT_HOME, SANDBOX_HOME, agent_bwrap_argv, bwrap_argv, docker_argv
 from ._choice import (
     BACKENDS,
     BASE_ENV,
@@ -46,9 +46,10 @@ from ._choice import (
     trial_settings,
     use_trial_settings,
 )
-from ._process import Finished, spawn
+from ._process import Finished, in_agent_child, spawn
 
 __all__ = [
+    "AGENT_HOME",
     "BACKENDS",
     "BASE_ENV",
     "DEFAULT_SETTINGS",
@@ -58,10 +59,12 @@ __all__ = [
     "Finished",
     "SandboxError",
     "SandboxSettings",
+    "agent_bwrap_argv",
     "backend",
     "choose",
     "command_env",
     "describe",
+    "in_agent_child",
     "reset_trial_settings",
     "run",
     "trial_settings",

@@ -43,6 +43,8 @@ class ClaudeCodeTarget(AgentCli):
 
     default_executable = "claude"
     env_names = CLAUDE_ENV
+    key_names = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    config_names = ("ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
 
     def argv(self, request: ChatRequest) -> list[str]:
         system, prompt = self.prompt(request)

@@ -42,6 +42,8 @@ class CodexTarget(AgentCli):
 
     default_executable = "codex"
     env_names = CODEX_ENV
+    key_names = ("OPENAI_API_KEY", "CODEX_API_KEY")
+    config_names = ("OPENAI_BASE_URL",)
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)
