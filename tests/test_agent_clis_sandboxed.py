@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -153,3 +155,62 @@ def test_codex_runs_in_the_sandbox_and_resumes_every_turn(
     kept = list((tmp_path / "sessions").glob("rollout-*.jsonl"))
     assert len(kept) == 1 and result.scores[0].session_id in kept[0].name
     grade_session(cli, tmp_path, kept[0], "command_execution", ["Create an order for a book", "ORD-1042 is cancelled."])
+
+
+def processes_with(marker: str) -> list[str]:
+    """Command lines of the running processes that hold `marker`."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if marker in text:
+            found.append(text)
+    return found
+
+
+def test_a_hung_turn_ends_at_the_timeout_and_leaves_no_process(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bubblewrap starts the CLI in a session of its own: killing convoeval's process group is
+    not enough; `--die-with-parent` and the PID namespace take the CLI down with bwrap."""
+    marker = f"MARK-{uuid.uuid4().hex}"
+    with FakeAnthropic(real.RULES, faults=["hang"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        suite = SUITE % {"system": marker, "tool": "Bash"}
+        result, _ = run_suite(tmp_path, suite, claude_target(clis, timeout_s=6), sandbox="bubblewrap")
+        assert result.execution_status == "execution_error"
+        assert "timed out after 6 s" in (result.error or ""), result.error
+        assert len(server.model_calls) >= 1  # the CLI in the sandbox reached the server, then hung
+        time.sleep(0.2)
+        assert processes_with(marker) == []
+    shutil.rmtree(result.trials[0].workspace or tmp_path / "none", ignore_errors=True)
+
+
+def test_without_bwrap_an_agent_in_a_workspace_fails_saying_how_to_fix_it(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))  # no bwrap on PATH
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    with FakeAnthropic(real.RULES) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, SUITE % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis))
+    assert result.execution_status == "execution_error"
+    assert "runs in the workspace's sandbox" in (result.error or "")
+    assert "apt-get install bubblewrap" in (result.error or "") and "--sandbox none" in (result.error or "")
+    assert server.requests == []  # failed before the CLI started: nothing ran unconfined
+
+
+def test_the_docker_sandbox_does_not_run_agent_clis_and_says_what_to_choose(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeAnthropic(real.RULES) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(clis)
+        result, _ = run_suite(tmp_path, SUITE % {"system": SYSTEM, "tool": "Bash"}, target, sandbox="docker")
+    assert result.execution_status == "execution_error"
+    assert "agent CLIs do not run in the docker sandbox" in (result.error or "")
+    assert "--sandbox bubblewrap" in (result.error or "") and server.requests == []
