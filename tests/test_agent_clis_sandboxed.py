@@ -78,16 +78,18 @@ def secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return secret
 
 
-def rules(tool: str, secret: Path) -> list[Rule]:
-    """Turn 1 writes a file in the workspace; turn 2 tries the host file and prints its
-    environment; turn 3 answers from the resumed session."""
+def rules(tool: str, secret: Path, server: FakeModelServer) -> list[Rule]:
+    """Turn 1 writes a file in the workspace; turn 2 tries the host file, prints its environment
+    and posts to the model server's `/probe` (does the command have the network?); turn 3
+    answers from the resumed session."""
     arg = "command" if tool == "Bash" else "cmd"
+    probe = f"python3 -c \"import urllib.request as u; u.urlopen(u.Request('{server.url}/probe', data=b'1'))\""
     return [
         Rule("Create an order", "Created order {output}.", (tool, {arg: "echo ORD-1042 > order.txt && cat order.txt"})),
         Rule(
             r"^- what is the status of ORD-1042\?$",
             "ORD-1042 is shipped.",
-            (tool, {arg: f"cat {secret}; env; echo HOME-IS=$HOME"}),
+            (tool, {arg: f"cat {secret}; env; echo HOME-IS=$HOME; {probe}"}),
         ),
         Rule(r"^--help me cancel ORD-1042$", "ORD-1042 is cancelled."),
     ]
@@ -123,7 +125,9 @@ def check_boxed_run(server: FakeModelServer, result, raw: str, key: str, absent_
 def test_claude_runs_in_the_sandbox_and_resumes_every_turn(
     clis: dict[str, Path], agent_home: Path, secrets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
 ) -> None:
-    with FakeAnthropic(rules("Bash", secrets)) as server:
+    server = FakeAnthropic()
+    server.rules = rules("Bash", secrets, server)
+    with server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         target = claude_target(clis, keep_sessions="sessions")
         suite = SUITE % {"system": SYSTEM, "tool": "Bash"}
@@ -131,6 +135,8 @@ def test_claude_runs_in_the_sandbox_and_resumes_every_turn(
     check_boxed_run(server, result, raw, ANTHROPIC_KEY, OPENAI_KEY)
     # The target's key is the one that reached the model server, on every call.
     assert {r.headers.get("x-api-key") for r in server.model_calls} == {ANTHROPIC_KEY}
+    # The trade-off: the CLI needs the network, so the commands it runs have it too.
+    assert [r.path for r in server.requests if r.path == "/probe"] == ["/probe"]
     # The CLI never used convoeval's HOME; its session file was kept where the target said.
     assert not (agent_home / ".claude").exists()
     kept = list((tmp_path / "sessions").glob("*.jsonl"))
@@ -141,12 +147,16 @@ def test_claude_runs_in_the_sandbox_and_resumes_every_turn(
 def test_codex_runs_in_the_sandbox_and_resumes_every_turn(
     clis: dict[str, Path], agent_home: Path, secrets: Path, tmp_path: Path, cli
 ) -> None:
-    with FakeResponses(rules("exec_command", secrets)) as server:
+    server = FakeResponses()
+    server.rules = rules("exec_command", secrets, server)
+    with server:
         target = codex_target(clis, server, tmp_path, keep_sessions="sessions")
         suite = SUITE % {"system": SYSTEM, "tool": "command_execution"}
         result, raw = run_suite(tmp_path, suite, target, sandbox="bubblewrap")
     check_boxed_run(server, result, raw, OPENAI_KEY, ANTHROPIC_KEY)
     assert {r.headers.get("authorization") for r in server.model_calls} == {f"Bearer {OPENAI_KEY}"}
+    # Codex's own sandbox (`--sandbox workspace-write`) keeps its commands off the network.
+    assert not [r for r in server.requests if r.path == "/probe"]
     # Per-turn tokens come from the rollout in the private HOME, as on the host.
     for entry, calls in zip([s for s in result.scores if s.type == "turn"], turn_calls(server), strict=True):
         assert entry.token_usage is not None
