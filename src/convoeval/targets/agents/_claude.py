@@ -39,7 +39,7 @@ class ClaudeCodeTarget(AgentCli):
     """Settings (targets file): `model` (passed as `--model`), `executable` (default
     `claude`), `args` (extra arguments, e.g. `[--permission-mode, acceptEdits]`), `cwd`
     (default: the conversation's workspace, else the current directory), `timeout_s`,
-    `env` / `env_passthrough` (see `agent_env`)."""
+    `env` / `env_passthrough` (see `agent_env`), `keep_sessions` (see `_boxed`)."""
 
     default_executable = "claude"
     env_names = CLAUDE_ENV
