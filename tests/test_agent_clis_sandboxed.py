@@ -17,6 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from convoeval.targets._base import TargetConfig
+from convoeval.targets.agents._boxed import boxed_env
+from convoeval.targets.agents._settings import AgentCliSettings
+
 from . import test_agent_clis_real as real
 from .agent_servers import FakeAnthropic, FakeModelServer, FakeResponses, Rule
 from .test_agent_clis_real import (
@@ -59,7 +63,7 @@ tests:
 """
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def bwrap() -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is missing: agent CLIs run in the workspace's sandbox with `bwrap` (apt bubblewrap)")
@@ -123,7 +127,13 @@ def check_boxed_run(server: FakeModelServer, result, raw: str, key: str, absent_
 
 
 def test_claude_runs_in_the_sandbox_and_resumes_every_turn(
-    clis: dict[str, Path], agent_home: Path, secrets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli
+    bwrap: None,
+    clis: dict[str, Path],
+    agent_home: Path,
+    secrets: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli,
 ) -> None:
     server = FakeAnthropic()
     server.rules = rules("Bash", secrets, server)
@@ -145,7 +155,7 @@ def test_claude_runs_in_the_sandbox_and_resumes_every_turn(
 
 
 def test_codex_runs_in_the_sandbox_and_resumes_every_turn(
-    clis: dict[str, Path], agent_home: Path, secrets: Path, tmp_path: Path, cli
+    bwrap: None, clis: dict[str, Path], agent_home: Path, secrets: Path, tmp_path: Path, cli
 ) -> None:
     server = FakeResponses()
     server.rules = rules("exec_command", secrets, server)
@@ -181,7 +191,7 @@ def processes_with(marker: str) -> list[str]:
 
 
 def test_a_hung_turn_ends_at_the_timeout_and_leaves_no_process(
-    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    bwrap: None, clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """bubblewrap starts the CLI in a session of its own: killing convoeval's process group is
     not enough; `--die-with-parent` and the PID namespace take the CLI down with bwrap."""
@@ -224,3 +234,31 @@ def test_the_docker_sandbox_does_not_run_agent_clis_and_says_what_to_choose(
     assert result.execution_status == "execution_error"
     assert "agent CLIs do not run in the docker sandbox" in (result.error or "")
     assert "--sandbox bubblewrap" in (result.error or "") and server.requests == []
+
+
+CLAUDE_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+def test_the_sandboxed_environment_holds_one_key_and_what_the_target_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "ANTHROPIC_API_KEY": "key-1",
+        "ANTHROPIC_AUTH_TOKEN": "key-2",
+        "MY_KEY": "key-3",
+        "OTHER_SECRET_TOKEN": OTHER_SECRET,
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "PASSED_ON": "yes",
+    }.items():
+        monkeypatch.setenv(name, value)
+    settings = AgentCliSettings(env={"TMPDIR": "/elsewhere", "SET_HERE": "1"}, env_passthrough=["PASSED_ON"])
+    config = TargetConfig(name="c", provider="claude-code")
+    env, key = boxed_env(config, settings, CLAUDE_KEYS, ("ANTHROPIC_BASE_URL",))
+    assert key == "ANTHROPIC_API_KEY" and env[key] == "key-1"  # the provider's first key that is set
+    assert not {"ANTHROPIC_AUTH_TOKEN", "MY_KEY", "OTHER_SECRET_TOKEN"} & set(env)
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9" and env["PASSED_ON"] == "yes" and env["SET_HERE"] == "1"
+    assert env["HOME"] == "/run/home" and env["TMPDIR"] == "/tmp"  # the sandbox's, whatever `env` says
+    # The key the target names, and only it.
+    env, key = boxed_env(config.model_copy(update={"api_key_env": "MY_KEY"}), settings, CLAUDE_KEYS, ())
+    assert key == "MY_KEY" and env["MY_KEY"] == "key-3" and not set(CLAUDE_KEYS) & set(env)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    env, key = boxed_env(config, settings, CLAUDE_KEYS, ())
+    assert key == "ANTHROPIC_AUTH_TOKEN" and "ANTHROPIC_API_KEY" not in env

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import pwd
 import shutil
 import sys
 import tempfile
@@ -58,8 +57,7 @@ def agent_bwrap_argv(argv: list[str], workspace: Path, home: Path, readable: Seq
     `readable` (the CLI's install) and the programs on PATH visible read-only."""
     out = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--share-net"]
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
-    homes = [os.environ.get("HOME", ""), pwd.getpwuid(os.getuid()).pw_dir]
-    hidden = _hidden([h for h in homes if h and Path(h).resolve() != Path("/")])
+    hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
     for folder in hidden:
         out += ["--tmpfs", folder]
     shown = [*map(str, readable), *_shown_programs(hidden)]
@@ -71,6 +69,18 @@ def agent_bwrap_argv(argv: list[str], workspace: Path, home: Path, readable: Seq
     out += ["--bind", str(Path(home).resolve()), AGENT_HOME]
     resolved = str(Path(workspace).resolve())
     return [*out, "--bind", resolved, resolved, "--chdir", resolved, "--", *argv]
+
+
+def _user_homes() -> list[str]:
+    """`$HOME` and the user's home in the password database (when it has one)."""
+    homes = [os.environ.get("HOME", "")]
+    try:
+        import pwd
+
+        homes.append(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError):  # no pwd module, or a uid without an entry (a container's)
+        pass
+    return [h for h in homes if h]
 
 
 def _hidden(extra: Sequence[str]) -> list[str]:
