@@ -121,9 +121,14 @@ def check_boxed_run(server: FakeModelServer, result, raw: str, key: str, absent_
     # The workspace was the CLI's writable working directory; its HOME is gone with the conversation.
     kept = Path(result.trials[0].workspace or "")
     assert (kept / "order.txt").read_text() == "ORD-1042\n"
-    original = kept.name.replace("convoeval-kept-", "convoeval-ws-", 1)
-    assert not list(Path(tempfile.gettempdir()).glob(f"{original}-agent-home-*"))
+    assert homes_left(kept) == []
     shutil.rmtree(kept)
+
+
+def homes_left(kept_workspace: Path) -> list[Path]:
+    """The private HOMEs still on disk of the conversation that ran in this (kept) workspace."""
+    original = kept_workspace.name.replace("convoeval-kept-", "convoeval-ws-", 1)
+    return list(Path(tempfile.gettempdir()).glob(f"{original}-agent-home-*"))
 
 
 def test_claude_runs_in_the_sandbox_and_resumes_every_turn(
@@ -205,7 +210,9 @@ def test_a_hung_turn_ends_at_the_timeout_and_leaves_no_process(
         assert len(server.model_calls) >= 1  # the CLI in the sandbox reached the server, then hung
         time.sleep(0.2)
         assert processes_with(marker) == []
-    shutil.rmtree(result.trials[0].workspace or tmp_path / "none", ignore_errors=True)
+    kept = Path(result.trials[0].workspace or "")
+    assert kept.is_dir() and homes_left(kept) == []  # a first turn that started no session leaves no HOME
+    shutil.rmtree(kept)
 
 
 def test_without_bwrap_an_agent_in_a_workspace_fails_saying_how_to_fix_it(
