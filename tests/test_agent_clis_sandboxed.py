@@ -83,17 +83,18 @@ def secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def rules(tool: str, secret: Path, server: FakeModelServer) -> list[Rule]:
-    """Turn 1 writes a file in the workspace; turn 2 tries the host file, prints its environment
-    and posts to the model server's `/probe` (does the command have the network?); turn 3
+    """Turn 1 writes a file in the workspace; turn 2 tries the host file, prints the environment
+    of every process it can see and posts to the model server's `/probe` (does the command have the network?); turn 3
     answers from the resumed session."""
     arg = "command" if tool == "Bash" else "cmd"
     probe = f"python3 -c \"import urllib.request as u; u.urlopen(u.Request('{server.url}/probe', data=b'1'))\""
+    environs = "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\000' '\\n'"  # every process it can see
     return [
         Rule("Create an order", "Created order {output}.", (tool, {arg: "echo ORD-1042 > order.txt && cat order.txt"})),
         Rule(
             r"^- what is the status of ORD-1042\?$",
             "ORD-1042 is shipped.",
-            (tool, {arg: f"cat {secret}; env; echo HOME-IS=$HOME; {probe}"}),
+            (tool, {arg: f"cat {secret}; {environs}; env; echo HOME-IS=$HOME; {probe}"}),
         ),
         Rule(r"^--help me cancel ORD-1042$", "ORD-1042 is cancelled."),
     ]
