@@ -43,7 +43,7 @@ class AgentCli(ABC):
     def __init__(self, config: TargetConfig):
         self.config = config
         self.name = config.name
-        self.settings: AgentCliSettings = settings_of(config)
+        self.settings = settings_of(config, AgentCliSettings)
         self.executable = self.settings.executable or self.default_executable
         self.args = self.settings.args
         #: The system prompt of each session: a resumed turn's request carries only the new
@@ -81,9 +81,10 @@ class AgentCli(ABC):
         """How this turn starts: in the sandbox when the conversation has a workspace (and the
         run's sandbox is not `none`), else on this machine."""
         argv = self.argv(request)
-        if request.workdir is not None and sandboxed(self.name):
+        workdir = request.agent.workdir
+        if workdir is not None and sandboxed(self.name):
             names = (self.key_names, self.config_names)
-            return launch(self.config, self.settings, self.homes, argv, request.workdir, request.session_id, names)
+            return launch(self.config, self.settings, self.homes, argv, workdir, request.session_id, names)
         env, secrets = agent_env(self.config, self.settings, self.env_names)
         return Launch(argv, env, env, secrets)
 
@@ -93,7 +94,7 @@ class AgentCli(ABC):
         try:
             finished = await run_command(
                 start.argv,
-                cwd=request.workdir or work_dir(self.config, self.settings.cwd),
+                cwd=request.agent.workdir or work_dir(self.config, self.settings.cwd),
                 env=start.env,
                 timeout_s=self.config.timeout_s,
                 name=self.name,
