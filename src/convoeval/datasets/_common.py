@@ -1,23 +1,28 @@
-"""What every importer shares: reading JSON Lines with line numbers, writing a suite as YAML."""
+"""What every importer shares: reading JSON and JSON Lines with line numbers, narrowing the values
+read from them, writing a suite as YAML."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
 
 import yaml
+from pydantic import JsonValue
 
 from .. import _jsonl as jsonl
 from .._jsonl import JsonlError
 from ..errors import DatasetError
+
+#: A JSON object as `json.loads` makes it.
+JsonObject = dict[str, JsonValue]
 
 
 class DatasetWarning(UserWarning):
     """Something an importer could not carry over (issued with `warnings.warn`; the CLI prints it)."""
 
 
-def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: Path) -> list[tuple[int, JsonObject]]:
     """`(line number, object)` of each non-blank line (the project's one JSONL reader).
 
     Raises:
@@ -26,12 +31,12 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
     try:
-        return [(number, cast(dict[str, Any], value)) for number, value in jsonl.read_jsonl(path, objects=True)]
+        return [(number, value) for number, value in jsonl.read_jsonl(path, objects=True) if isinstance(value, dict)]
     except JsonlError as exc:
         raise DatasetError(str(exc)) from None
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> JsonValue:
     """A whole JSON document (raises DatasetError naming the file and line)."""
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
@@ -39,6 +44,44 @@ def read_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+
+
+def as_object(value: JsonValue) -> JsonObject | None:
+    """`value` when it is a JSON object, else None."""
+    return value if isinstance(value, dict) else None
+
+
+def as_list(value: JsonValue) -> list[JsonValue]:
+    """`value` when it is a JSON list, else an empty list (a missing or null list)."""
+    return value if isinstance(value, list) else []
+
+
+def objects(value: JsonValue) -> list[JsonObject]:
+    """The JSON objects of a JSON list (other items, or a value that is no list, give none)."""
+    return [item for item in as_list(value) if isinstance(item, dict)]
+
+
+def object_list(value: JsonValue, where: str) -> list[JsonObject]:
+    """A list of JSON objects (missing, null or empty: none); DatasetError `where: expected ...`
+    when `value` is something else."""
+    if not value:
+        return []
+    items = objects(value)
+    if not isinstance(value, list) or len(items) != len(value):
+        raise DatasetError(f"{where}: expected a list of JSON objects, got {_kind(value)}")
+    return items
+
+
+def text_field(record: Mapping[str, object], key: str, where: str) -> str:
+    """`record[key]` when it is text (DatasetError `where: key: expected text` otherwise)."""
+    value = record.get(key)
+    if not isinstance(value, str):
+        raise DatasetError(f"{where}: {key}: expected text, got {_kind(value)}")
+    return value
+
+
+def _kind(value: object) -> str:
+    return "nothing" if value is None else f"{value!r:.60}"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -53,12 +96,12 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _str)
 
 
-def suite_yaml(suite: dict[str, Any]) -> str:
+def suite_yaml(suite: Mapping[str, object]) -> str:
     """A suite dict as eval-file YAML (keys in the order given)."""
     return yaml.dump(suite, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
-def write_suite(suite: dict[str, Any], path: Path, header: str = "") -> Path:
+def write_suite(suite: Mapping[str, object], path: Path, header: str = "") -> Path:
     """Write a suite as YAML, with `header` as leading comment lines."""
     comment = "".join(f"# {line}\n".replace("# \n", "#\n") for line in header.splitlines())
     path.parent.mkdir(parents=True, exist_ok=True)
