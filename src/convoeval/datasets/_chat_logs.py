@@ -15,7 +15,7 @@ from typing import Required, TypedDict
 
 from pydantic import JsonValue
 
-from ._common import JsonObject
+from ._common import JsonObject, parse_json
 from ._suite_types import RecordedCall
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -74,12 +74,6 @@ def arguments_of(raw: JsonValue) -> JsonObject:
     if isinstance(raw, dict):
         return raw
     return {} if raw is None else {"value": raw}
-
-
-def parse_json(text: str) -> JsonValue:
-    """The JSON value `text` holds (ValueError when it is not JSON)."""
-    value: JsonValue = json.loads(text)
-    return value
 
 
 def merge_calls(calls: list[list[LoggedMessage]]) -> list[LoggedMessage]:

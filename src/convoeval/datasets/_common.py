@@ -41,9 +41,15 @@ def read_json(path: Path) -> JsonValue:
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return parse_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+
+
+def parse_json(text: str | bytes) -> JsonValue:
+    """The JSON value `text` holds (ValueError when it is not JSON)."""
+    value: JsonValue = json.loads(text)
+    return value
 
 
 def as_object(value: JsonValue) -> JsonObject | None:
@@ -61,6 +67,16 @@ def objects(value: JsonValue) -> list[JsonObject]:
     return [item for item in as_list(value) if isinstance(item, dict)]
 
 
+def as_int(value: JsonValue) -> int | None:
+    """A whole number given as a JSON number or as text (`"42"`), else None."""
+    if isinstance(value, int | float | str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
 def object_list(value: JsonValue, where: str) -> list[JsonObject]:
     """A list of JSON objects (missing, null or empty: none); DatasetError `where: expected ...`
     when `value` is something else."""
@@ -72,11 +88,10 @@ def object_list(value: JsonValue, where: str) -> list[JsonObject]:
     return items
 
 
-def text_field(record: Mapping[str, object], key: str, where: str) -> str:
-    """`record[key]` when it is text (DatasetError `where: key: expected text` otherwise)."""
-    value = record.get(key)
+def text(value: JsonValue, where: str) -> str:
+    """`value` when it is text (DatasetError `where: expected text, got ...` otherwise)."""
     if not isinstance(value, str):
-        raise DatasetError(f"{where}: {key}: expected text, got {_kind(value)}")
+        raise DatasetError(f"{where}: expected text, got {_kind(value)}")
     return value
 
 

@@ -22,7 +22,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest, arguments_of, has_dialogue, slug, text_of, unique
-from ._common import JsonObject, as_object, objects
+from ._common import JsonObject, as_object, objects, parse_json
 from ._suite_types import RecordedCall
 
 #: An eval log's header (`eval`: task, model, ...) and its samples (`id`, `epoch`, `messages`,
@@ -49,20 +49,15 @@ def _read_with_inspect(path: Path) -> Log | None:
     return log, objects(log.get("samples"))
 
 
-def _json(data: bytes) -> JsonValue:
-    value: JsonValue = json.loads(data)
-    return value
-
-
 def _read_zip(path: Path) -> Log:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
-            header = _json(archive.read("header.json")) if "header.json" in names else {}
+            header = parse_json(archive.read("header.json")) if "header.json" in names else {}
             if not header and "_journal/start.json" in names:
-                header = _json(archive.read("_journal/start.json"))
+                header = parse_json(archive.read("_journal/start.json"))
             samples = [
-                _json(archive.read(name))
+                parse_json(archive.read(name))
                 for name in sorted(names)
                 if name.startswith("samples/") and name.endswith(".json")
             ]

@@ -26,12 +26,11 @@ from ._chat_logs import (
     arguments_of,
     has_dialogue,
     merge_calls,
-    parse_json,
     slug,
     text_of,
     unique,
 )
-from ._common import JsonObject, as_list, as_object, object_list, objects
+from ._common import JsonObject, as_list, as_object, object_list, objects, parse_json
 from ._suite_types import RecordedCall
 
 #: A trace as Langfuse exports it: `id`, `sessionId`, `timestamp`, `input`, `output`,

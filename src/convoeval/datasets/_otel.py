@@ -32,11 +32,10 @@ from ._chat_logs import (
     arguments_of,
     has_dialogue,
     merge_calls,
-    parse_json,
     slug,
     unique,
 )
-from ._common import JsonObject, as_object, object_list, objects
+from ._common import JsonObject, as_int, as_object, object_list, objects, parse_json
 from ._suite_types import RecordedCall
 
 
@@ -73,12 +72,10 @@ def _documents(path: Path) -> list[JsonValue]:
 
 def _whole(value: JsonValue, where: str) -> int:
     """A whole number given as JSON number or text (OTLP writes 64-bit integers as text)."""
-    if isinstance(value, int | float | str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise DatasetError(f"{where}: expected a whole number, got {value!r:.60}")
+    number = as_int(value)
+    if number is None:
+        raise DatasetError(f"{where}: expected a whole number, got {value!r:.60}")
+    return number
 
 
 def _otlp_value(value: JsonObject, where: str) -> JsonValue:
