@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeGuard
 
 import yaml
 from pydantic import JsonValue
@@ -50,6 +51,23 @@ def parse_json(text: str | bytes) -> JsonValue:
     """The JSON value `text` holds (ValueError when it is not JSON)."""
     value: JsonValue = json.loads(text)
     return value
+
+
+def is_json(value: object) -> TypeGuard[JsonValue]:
+    """Whether `value` (as a YAML or JSON parser made it) holds only JSON values."""
+    if value is None or isinstance(value, str | int | float):
+        return True
+    if isinstance(value, list):
+        return all(is_json(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and is_json(item) for key, item in value.items())
+    return False
+
+
+def json_compatible(value: object) -> JsonValue:
+    """YAML data as JSON values: YAML-only values (dates, sets, keys that are not text)
+    become text, as `json.dumps` writes them."""
+    return value if is_json(value) else parse_json(json.dumps(value, default=str))
 
 
 def as_object(value: JsonValue) -> JsonObject | None:
