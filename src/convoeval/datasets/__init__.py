@@ -35,7 +35,7 @@ from ._mtbench import import_mt_bench
 from ._multiwoz import import_multiwoz
 from ._promptfoo import import_promptfoo
 from ._regrade import Regrade, RegradeSuite, remove, stored_run, write_regrade
-from ._suite_types import GradingSuite, Suite, TestData
+from ._suite_types import GradingSuite, Suite
 from ._taubench import import_tau_bench
 from ._transcripts import grading_suite, import_transcripts
 
@@ -83,7 +83,6 @@ __all__ = [
     "Regrade",
     "RegradeSuite",
     "Suite",
-    "TestData",
     "remove",
     "stored_run",
     "write_regrade",

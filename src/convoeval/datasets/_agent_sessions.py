@@ -26,7 +26,7 @@ from ..errors import DatasetError
 from ..results import ToolCall
 from ..targets.agents import read_turns
 from ._common import JsonObject, as_object, objects
-from ._suite_types import Message, Suite, TestData
+from ._suite_types import Message, Suite, SuiteTest
 
 #: A session: its test id, its messages, and metadata (`agent`, `session_id`).
 Session = tuple[str, list[Message], JsonObject]
@@ -61,7 +61,7 @@ def _gradable(messages: list[Message]) -> bool:
     return {"user", "assistant"} <= {str(m["role"]) for m in messages}
 
 
-def _test(test_id: str, messages: list[Message], metadata: JsonObject) -> TestData:
+def _test(test_id: str, messages: list[Message], metadata: JsonObject) -> SuiteTest:
     return {"id": test_id, "transcript": messages, "metadata": metadata}
 
 

@@ -30,7 +30,7 @@ from pydantic import JsonValue
 from ..errors import DatasetError
 from ._chat_logs import unique
 from ._common import JsonObject, objects, parse_json, read_json, read_jsonl
-from ._suite_types import Message, Suite, TestData, Turn
+from ._suite_types import Message, Suite, SuiteTest, Turn
 
 DEFAULT_MAX_TURNS = 10
 
@@ -47,7 +47,7 @@ class DeepEvalTurn(TypedDict, total=False):
 def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAULT_MAX_TURNS) -> Suite:
     """One test per DeepEval golden or test case of `source` (.json list or .jsonl)."""
     records: list[tuple[int, JsonValue]] = list(read_jsonl(source)) if source.suffix == ".jsonl" else _records(source)
-    tests: list[TestData] = []
+    tests: list[SuiteTest] = []
     seen: set[str] = set()
     for line, record in records:
         if not isinstance(record, dict):
@@ -87,9 +87,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
 
 
-def _test(record: JsonObject, source: Path, line: int, recorded: bool, max_turns: int) -> TestData:
+def _test(record: JsonObject, source: Path, line: int, recorded: bool, max_turns: int) -> SuiteTest:
     name = record.get("name") or record.get("scenario") or record.get("input") or f"golden-line-{line}"
-    test: TestData = {"id": _slug(str(name)) or f"golden-line-{line}"}
+    test: SuiteTest = {"id": _slug(str(name)) or f"golden-line-{line}"}
     metadata: JsonObject = {
         k: record[k] for k in ("comments", "additional_metadata", "context", "tags") if record.get(k)
     }
@@ -107,7 +107,7 @@ def _test(record: JsonObject, source: Path, line: int, recorded: bool, max_turns
     return test
 
 
-def _single(test: TestData, text: str, record: JsonObject) -> None:
+def _single(test: SuiteTest, text: str, record: JsonObject) -> None:
     test["input"] = text
     if record.get("expected_output"):
         test["expected_output"] = record["expected_output"]
@@ -161,7 +161,7 @@ def _persona(record: JsonObject) -> JsonValue:
 
 
 def _conversational(
-    test: TestData, record: JsonObject, source: Path, line: int, recorded: bool, max_turns: int
+    test: SuiteTest, record: JsonObject, source: Path, line: int, recorded: bool, max_turns: int
 ) -> None:
     turns = _turns(record, source, line)
     system: list[Message] = []

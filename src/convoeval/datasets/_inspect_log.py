@@ -22,7 +22,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest, arguments_of, has_dialogue, slug, text_of, unique
-from ._common import JsonObject, as_object, objects, parse_json
+from ._common import JsonObject, as_list, as_object, objects, parse_json
 from ._suite_types import RecordedCall
 
 #: An eval log's header (`eval`: task, model, ...) and its samples (`id`, `epoch`, `messages`,
@@ -46,7 +46,7 @@ def _read_with_inspect(path: Path) -> Log | None:
         log: JsonObject = read_eval_log(str(path)).model_dump(mode="json", exclude_none=True)
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file for the user
         raise DatasetError(f"{path}:1: Inspect cannot read this log ({type(exc).__name__}: {exc})") from None
-    return log, objects(log.get("samples"))
+    return log, _samples(as_list(log.get("samples")), path)
 
 
 def _read_zip(path: Path) -> Log:

@@ -118,7 +118,7 @@ def read_langfuse(path: Path) -> list[LoggedTest]:
     seen: set[str] = set()
     for name, group in sessions.items():
         group.sort(key=lambda t: str(t.get("timestamp") or ""))
-        transcript = merge_calls([_turn(t, f"{path}:1: trace {t['id']}") for t in group])
+        transcript = merge_calls([_turn(t, f"{path}:1: trace {t.get('id')}") for t in group])
         if not has_dialogue(transcript):
             continue
         test: LoggedTest = {"id": unique(slug(name), seen), "transcript": transcript}
@@ -168,8 +168,9 @@ def _message(raw: JsonObject) -> LoggedMessage | None:
 
 
 def _reply(output: JsonValue, where: str) -> LoggedMessage:
-    if isinstance(output, dict) and output.get("role") == "assistant":
-        return _message(output) or {"role": "assistant", "content": ""}
+    message = _message(output) if isinstance(output, dict) and output.get("role") == "assistant" else None
+    if message is not None:
+        return message
     choices = as_list(output.get("choices")) if isinstance(output, dict) else []
     if choices:
         choice = as_object(choices[0])

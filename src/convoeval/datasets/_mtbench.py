@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..errors import DatasetError
 from ._common import JsonObject, as_int, as_list, as_object, read_jsonl
-from ._suite_types import Suite, TestData, Turn
+from ._suite_types import Suite, SuiteTest, Turn
 
 #: Categories MT-Bench grades against a reference answer (FastChat's NEED_REF_CATS).
 REFERENCE_CATEGORIES = ("math", "reasoning", "coding")
@@ -177,7 +177,7 @@ def _test(
     turns: list[str],
     reference: list[str] | None,
     prompts: dict[str, JsonObject] | None = None,
-) -> TestData:
+) -> SuiteTest:
     first: Turn = {"input": turns[0]}
     second: Turn = {"input": turns[1]}
     if reference:

@@ -22,7 +22,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._common import JsonObject, as_list, as_object, objects, read_json, read_jsonl, text
-from ._suite_types import BackendContext, Matches, Message, Suite, TestData, Turn
+from ._suite_types import BackendContext, Matches, Message, Suite, SuiteTest, Turn
 
 #: Slots per domain: what the user may constrain (informable) or ask for.
 DOMAIN_SLOTS: dict[str, list[str]] = {
@@ -249,7 +249,7 @@ def _pairs(pairs: JsonValue) -> list[list[JsonValue]]:
     return [pair for pair in as_list(pairs) if isinstance(pair, list)]
 
 
-def _test(dialogue: Dialogue, databases: dict[str, list[JsonObject]], source: Path) -> TestData:
+def _test(dialogue: Dialogue, databases: dict[str, list[JsonObject]], source: Path) -> SuiteTest:
     scripted: list[Turn] = []
     for turn in dialogue.turns:
         context: BackendContext = {"belief_state": turn.belief}

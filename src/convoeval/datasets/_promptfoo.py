@@ -36,7 +36,7 @@ from ._chat_logs import unique
 from ._common import DatasetWarning, JsonObject, as_int, as_list, as_object, json_compatible, parse_json
 from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
 from ._promptfoo_csv import read_csv_tests
-from ._suite_types import Message, Suite, TestData, Turn
+from ._suite_types import Message, Suite, SuiteTest, Turn
 
 if TYPE_CHECKING:
     import jinja2.sandbox
@@ -100,7 +100,7 @@ def import_promptfoo(source: Path) -> Suite:
     expand = not (as_object(default.get("options")) or {}).get("disableVarExpansion")
     raw_tests = _tests(config.get("tests"), base, source, expand)
     unmapped = Unmapped()
-    tests: list[TestData] = []
+    tests: list[SuiteTest] = []
     for prompt in prompts:
         suffix = f"@{_slug(prompt.label)}" if len(prompts) > 1 else ""
         tests.extend(_prompt_tests(prompt, raw_tests, default, source, unmapped, suffix))
@@ -285,11 +285,11 @@ def _prompt_tests(
     source: Path,
     unmapped: Unmapped,
     suffix: str,
-) -> list[TestData]:
+) -> list[SuiteTest]:
     """One prompt's tests: conversations grouped by conversationId, the rest one by one."""
     base = source.parent
     groups: OrderedDict[str, list[JsonObject]] = OrderedDict()
-    out: list[TestData] = []
+    out: list[SuiteTest] = []
     for n, test in enumerate(raw_tests, start=1):
         conversation = (as_object(test.get("metadata")) or {}).get("conversationId")
         if _provider_id(test, default)[0] == SIMULATED_USER:
@@ -314,8 +314,8 @@ def _listed(value: JsonValue) -> list[JsonValue]:
     return value if isinstance(value, list) else [value] if value else []
 
 
-def _common(test: JsonObject, default: JsonObject, test_id: str) -> TestData:
-    out: TestData = {"id": test_id}
+def _common(test: JsonObject, default: JsonObject, test_id: str) -> SuiteTest:
+    out: SuiteTest = {"id": test_id}
     if test.get("description"):
         out["criteria"] = str(test["description"])
     threshold = test.get("threshold", default.get("threshold"))
@@ -326,7 +326,7 @@ def _common(test: JsonObject, default: JsonObject, test_id: str) -> TestData:
 
 def _single(
     prompt: Prompt, test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped, n: int, suffix: str
-) -> TestData:
+) -> SuiteTest:
     system, user = prompt.rendered(_vars(default, test))
     out = _common(test, default, f"{_slug(str(test.get('description') or f'test-{n}'))}{suffix}")
     out["input"] = [*system, {"role": "user", "content": user}]
@@ -345,7 +345,7 @@ def _conversation(
     base: Path,
     unmapped: Unmapped,
     suffix: str,
-) -> TestData:
+) -> SuiteTest:
     system, _ = prompt.rendered(_vars(default, tests[0]))
     out = _common(tests[0], default, f"{_slug(name)}{suffix}")
     out.pop("criteria", None)
@@ -369,7 +369,7 @@ def _conversation(
 
 def _simulated(
     prompt: Prompt, test: JsonObject, default: JsonObject, source: Path, unmapped: Unmapped, n: int, suffix: str
-) -> TestData:
+) -> SuiteTest:
     variables = _vars(default, test)
     _, config = _provider_id(test, default)
     instructions = render(str(config.get("instructions") or "{{ instructions }}"), variables).strip()

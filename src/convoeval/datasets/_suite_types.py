@@ -62,7 +62,7 @@ class Turn(TypedDict, total=False):
     metadata: JsonObject
 
 
-class TestData(TypedDict, total=False):
+class SuiteTest(TypedDict, total=False):
     """One test of the suite (single turn, scripted conversation, simulated user, or recorded
     transcripts)."""
 
@@ -110,7 +110,7 @@ class Suite(TypedDict, total=False):
     input: list[Message]
     policy: JsonObject
     execution: JsonObject
-    tests: list[TestData]
+    tests: list[SuiteTest]
 
 
 GraderKey = Literal["turn_assertions", "assertions", "policy", "execution", "metadata", "plugins"]
@@ -118,6 +118,7 @@ GRADER_KEYS: tuple[GraderKey, ...] = get_args(GraderKey)
 
 
 def is_grader_key(key: str) -> TypeGuard[GraderKey]:
+    """Whether `key` is a suite key a `--graders` file may set."""
     return key in GRADER_KEYS
 
 
@@ -137,4 +138,4 @@ class GradingSuite(Graders, total=False):
 
     name: Required[str]
     description: Required[str]
-    tests: Required[list[TestData]]
+    tests: Required[list[SuiteTest]]

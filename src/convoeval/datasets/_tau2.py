@@ -26,7 +26,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._common import JsonObject, as_list
-from ._suite_types import Skipped, Suite, TestData
+from ._suite_types import Skipped, Suite, SuiteTest
 
 MAX_TURNS = 30
 SUPPORTED = {"DB", "COMMUNICATE", "NL_ASSERTION"}
@@ -47,7 +47,7 @@ def import_tau2_tasks(
     policy: Path | None = None,
 ) -> Suite:
     """The suite of a tau2-bench tasks file (`data` is its parsed JSON)."""
-    tests: list[TestData] = []
+    tests: list[SuiteTest] = []
     skipped: list[Skipped] = []
     domains = set()
     for index, task in enumerate(data):
@@ -106,7 +106,7 @@ def _basis(criteria: JsonObject, where: str) -> list[str]:
     return [b for b in basis if isinstance(b, str)]
 
 
-def _test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[TestData, str]:
+def _test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[SuiteTest, str]:
     """The task's test, and its domain ("" when the task names none)."""
     scenario = task.get("user_scenario")
     if not isinstance(scenario, dict) or "instructions" not in scenario:
@@ -116,7 +116,7 @@ def _test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[TestD
     domain = named if isinstance(named, str) else ""
     criteria = _criteria(task, where)
     basis = _basis(criteria, where)
-    test: TestData = {"id": f"tau2-{domain}-{task.get('id')}" if domain else f"tau2-{task.get('id')}"}
+    test: SuiteTest = {"id": f"tau2-{domain}-{task.get('id')}" if domain else f"tau2-{task.get('id')}"}
     test["simulated_user"] = _user(scenario, instructions, domain, where)
     outputs = [str(o) for o in as_list(criteria.get("communicate_info"))] if "COMMUNICATE" in basis else []
     reward: JsonObject = {"type": "tau-reward", "backend": backend, "tools": tools, "required": True}

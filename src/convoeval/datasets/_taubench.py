@@ -26,7 +26,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._common import JsonObject, as_list, as_object, read_json
-from ._suite_types import Message, Suite, TestData
+from ._suite_types import Message, Suite, SuiteTest
 from ._tau2 import import_tau2_tasks, is_tau2_tasks
 
 MAX_TURNS = 30
@@ -67,7 +67,7 @@ def import_tau_bench(
     backend = backend or "backend.json"
     if not isinstance(data, list) or not data:
         raise DatasetError(f"{source}:1: expected a JSON list of tau-bench results or tasks, or tau2-bench tasks")
-    tests: dict[str, TestData] = {}
+    tests: dict[str, SuiteTest] = {}
     recordings: dict[str, _Recorded] = {}
     for index, item in enumerate(data):
         where = f"{source}:1: item {index}"
@@ -122,7 +122,7 @@ def _action(action: JsonValue, where: str) -> JsonObject:
     return {"name": action["name"], "arguments": action.get("kwargs") or action.get("arguments") or {}}
 
 
-def _scenario(test_id: str, task: JsonObject, task_id: JsonValue, tools: str, backend: str, where: str) -> TestData:
+def _scenario(test_id: str, task: JsonObject, task_id: JsonValue, tools: str, backend: str, where: str) -> SuiteTest:
     """One task's test with a simulated user."""
     user: JsonObject = {
         "persona": f"the customer with user id {task.get('user_id', 'unknown')}",
@@ -133,7 +133,7 @@ def _scenario(test_id: str, task: JsonObject, task_id: JsonValue, tools: str, ba
     return {"id": test_id, "simulated_user": user, "assertions": [reward], "metadata": {"task_id": task_id}}
 
 
-def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source: Path) -> TestData:
+def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source: Path) -> SuiteTest:
     """One task's test with its recorded trials as transcripts."""
     metadata: JsonObject = {"task_id": trials.task_id, "trials": trials.trials, "recorded_rewards": trials.rewards}
     if trials.unfinished:

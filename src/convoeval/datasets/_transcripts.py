@@ -27,7 +27,7 @@ from ._agent_sessions import agent_sessions_suite
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest
 from ._common import as_object, read_jsonl
 from ._log_formats import log_reader
-from ._suite_types import GRADER_KEYS, Graders, GradingSuite, Message, Suite, TestData, is_grader_key
+from ._suite_types import GRADER_KEYS, Graders, GradingSuite, Message, Suite, SuiteTest, is_grader_key
 
 DEFAULT_GRADERS: Graders = {
     "turn_assertions": [{"type": "conversation-cohesion"}],
@@ -43,7 +43,7 @@ def import_transcripts(source: Path, log_format: str | None = None) -> Suite:
     reader = log_reader(source, log_format)
     if reader is not None:
         return _suite(source, [_logged_test(t) for t in reader(source)])
-    tests: list[TestData] = []
+    tests: list[SuiteTest] = []
     seen: set[str] = set()
     for line, record in read_jsonl(source):
         output, chat = record.get("output"), record.get("messages")
@@ -66,7 +66,7 @@ def import_transcripts(source: Path, log_format: str | None = None) -> Suite:
         while test_id in seen:
             test_id, n = f"{name}-{n}", n + 1
         seen.add(test_id)
-        test: TestData = {"id": test_id, "transcript": transcript}
+        test: SuiteTest = {"id": test_id, "transcript": transcript}
         metadata = as_object(record.get("metadata"))
         if metadata:
             test["metadata"] = metadata
@@ -80,7 +80,7 @@ def import_transcripts(source: Path, log_format: str | None = None) -> Suite:
     }
 
 
-def _suite(source: Path, tests: list[TestData]) -> Suite:
+def _suite(source: Path, tests: list[SuiteTest]) -> Suite:
     name = source.name.rsplit(".", 1)[0]
     return {
         "name": name,
@@ -108,9 +108,9 @@ def _message(raw: JsonValue, source: Path, line: int) -> Message:
     return message
 
 
-def _logged_test(test: LoggedTest) -> TestData:
+def _logged_test(test: LoggedTest) -> SuiteTest:
     """A log reader's test as a suite's test."""
-    out: TestData = {"id": test["id"], "transcript": [_logged(m) for m in test["transcript"]]}
+    out: SuiteTest = {"id": test["id"], "transcript": [_logged(m) for m in test["transcript"]]}
     if "metadata" in test:
         out["metadata"] = test["metadata"]
     return out
