@@ -159,26 +159,29 @@ def _hf_dialogue(record: JsonObject, source: Path, line: int) -> Dialogue:
             "dialogue_acts}} (the Hugging Face multi_woz_v22 schema)"
         )
     name = str(record["dialogue_id"]).removesuffix(".json")
-    speakers, utterances, frames, acts = (turns[k] for k in _HF_TURNS)
-    if not isinstance(speakers, list) or not isinstance(utterances, list) or not isinstance(frames, list):
-        raise DatasetError(f"{source}:{line}: turns: speaker, utterance and frames: expected lists, one item a turn")
-    if not isinstance(acts, list) or not len(speakers) == len(utterances) == len(frames) == len(acts):
-        raise DatasetError(f"{source}:{line}: turns: speaker, utterance, frames and dialogue_acts differ in length")
+    if any(not isinstance(turns[k], list) for k in _HF_TURNS):
+        raise DatasetError(f"{source}:{line}: turns: {', '.join(_HF_TURNS)}: expected lists, one item a turn")
+    speakers, utterances, frames, acts = (as_list(turns[k]) for k in _HF_TURNS)
+    where = f"{source}:{line}: turns"
     user_turns = []
     for i, speaker in enumerate(speakers):
         if speaker != 0:
             continue
         system = i + 1 < len(speakers) and speakers[i + 1] == 1
-        where = f"{source}:{line}: turns.utterance[{i}]"
+        utterance = text(_nth(utterances, i, "utterance", where), f"{where}.utterance[{i}]")
+        reply = text(_nth(utterances, i + 1, "utterance", where), f"{where}.utterance[{i + 1}]") if system else None
+        belief = _belief(_nth(frames, i, "frames", where))
         user_turns.append(
-            UserTurn(
-                text(utterances[i], where),
-                _belief(frames[i]),
-                _acts(acts[i + 1]) if system else None,
-                text(utterances[i + 1], f"{source}:{line}: turns.utterance[{i + 1}]") if system else None,
-            )
+            UserTurn(utterance, belief, _acts(_nth(acts, i + 1, "dialogue_acts", where)) if system else None, reply)
         )
     return Dialogue(name, [str(s) for s in as_list(record.get("services"))], user_turns)
+
+
+def _nth(items: list[JsonValue], index: int, field: str, where: str) -> JsonValue:
+    """`items[index]` of a list of turns (DatasetError when the list is too short)."""
+    if index >= len(items):
+        raise DatasetError(f"{where}.{field}: {len(items)} item(s), none for turn {index} (one item a turn)")
+    return items[index]
 
 
 def _v22_dialogue(record: JsonObject, source: Path, index: int) -> Dialogue:

@@ -383,9 +383,8 @@ def _simulated(
         out["input"] = [{"role": "system", "content": render(prompt.messages[0][1], variables)}]
     max_turns = as_int(config.get("maxTurns", DEFAULT_MAX_TURNS))
     if max_turns is None:
-        raise DatasetError(
-            f"provider {SIMULATED_USER}: maxTurns: expected a whole number, got {config.get('maxTurns')!r}"
-        )
+        where = f"{source}:1: {test.get('description') or f'tests[{n - 1}]'}: provider config: maxTurns"
+        raise DatasetError(f"{where}: expected a whole number, got {config.get('maxTurns')!r:.60}")
     out["simulated_user"] = {"objective": instructions, "max_turns": max_turns}
     assertions = _asserts(test, default, source.parent, unmapped)
     if assertions:
