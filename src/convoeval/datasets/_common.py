@@ -95,6 +95,16 @@ def as_int(value: JsonValue) -> int | None:
     return None
 
 
+def mapping(value: JsonValue, where: str) -> JsonObject:
+    """A mapping setting (missing or empty: `{}`); DatasetError `where: expected a mapping`
+    when `value` is something else."""
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise DatasetError(f"{where}: expected a mapping, got {_kind(value)}")
+    return value
+
+
 def object_list(value: JsonValue, where: str) -> list[JsonObject]:
     """A list of JSON objects (missing, null or empty: none); DatasetError `where: expected ...`
     when `value` is something else."""

@@ -100,7 +100,8 @@ def import_mt_bench(source: Path, *, references: Path | None = None, judge_promp
     if ref_path is not None:
         for line, record in read_jsonl(ref_path):
             qid = as_int(record.get("question_id"))
-            first = as_object((as_list(record.get("choices")) or [None])[0])
+            choices = as_list(record.get("choices"))
+            first = as_object(choices[0]) if choices else None
             answers = first.get("turns") if first is not None else None
             if qid is None or not isinstance(answers, list):
                 raise DatasetError(f"{ref_path}:{line}: expected question_id and choices[0].turns")

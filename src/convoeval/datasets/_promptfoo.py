@@ -33,7 +33,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import unique
-from ._common import DatasetWarning, JsonObject, as_int, as_list, as_object, json_compatible, parse_json
+from ._common import DatasetWarning, JsonObject, as_int, as_list, as_object, json_compatible, mapping, parse_json
 from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
 from ._promptfoo_csv import read_csv_tests
 from ._suite_types import Message, Suite, SuiteTest, Turn
@@ -96,7 +96,7 @@ def import_promptfoo(source: Path) -> Suite:
         default = _load_yaml(base / default.removeprefix("file://"))
     if not isinstance(default, dict):
         raise DatasetError(f"{source}:1: defaultTest: expected a mapping")
-    _mapping(default.get("vars"), f"{source}:1: defaultTest: vars")
+    mapping(default.get("vars"), f"{source}:1: defaultTest: vars")
     expand = not (as_object(default.get("options")) or {}).get("disableVarExpansion")
     raw_tests = _tests(config.get("tests"), base, source, expand)
     unmapped = Unmapped()
@@ -234,7 +234,7 @@ def _tests(raw: JsonValue, base: Path, source: Path, expand: bool = True) -> lis
         raise DatasetError(f"{source}:1: tests: expected a list of tests (or file:// a YAML/JSON/CSV file of them)")
     for n, test in enumerate(tests):
         for key in ("vars", "metadata"):
-            _mapping(test.get(key), f"{source}:1: tests[{n}]: {key}")
+            mapping(test.get(key), f"{source}:1: tests[{n}]: {key}")
     if not expand:
         return tests
     out: list[JsonObject] = []
@@ -255,15 +255,6 @@ def _test_file(item: str, base: Path) -> list[JsonValue]:
         return [*read_csv_tests(path, KNOWN_TYPES)]
     loaded = _load_yaml(path)
     return loaded if isinstance(loaded, list) else [loaded]
-
-
-def _mapping(value: JsonValue, where: str) -> JsonObject:
-    """A mapping setting (missing or empty: `{}`); DatasetError `where: expected a mapping` otherwise."""
-    if not value:
-        return {}
-    if not isinstance(value, dict):
-        raise DatasetError(f"{where}: expected a mapping, got {value!r:.60}")
-    return value
 
 
 def _vars(default: JsonObject, test: JsonObject) -> JsonObject:

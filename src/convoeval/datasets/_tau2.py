@@ -25,7 +25,7 @@ from typing import TypeGuard
 from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._common import JsonObject, as_list
+from ._common import JsonObject, as_list, mapping
 from ._suite_types import Skipped, Suite, SuiteTest
 
 MAX_TURNS = 30
@@ -91,10 +91,7 @@ def _unsupported(task: JsonObject, where: str) -> str | None:
 
 
 def _criteria(task: JsonObject, where: str) -> JsonObject:
-    criteria = task.get("evaluation_criteria") or {}
-    if not isinstance(criteria, dict):
-        raise DatasetError(f"{where}: evaluation_criteria: expected a mapping")
-    return criteria
+    return mapping(task.get("evaluation_criteria"), f"{where}: evaluation_criteria")
 
 
 def _basis(criteria: JsonObject, where: str) -> list[str]:
