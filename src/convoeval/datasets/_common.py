@@ -32,7 +32,8 @@ def read_jsonl(path: Path) -> list[tuple[int, JsonObject]]:
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
     try:
-        return [(number, value) for number, value in jsonl.read_jsonl(path, objects=True) if isinstance(value, dict)]
+        lines = jsonl.read_jsonl(path, objects=True)  # each value an object, or JsonlError
+        return [(number, value) for number, value in lines if isinstance(value, dict)]
     except JsonlError as exc:
         raise DatasetError(str(exc)) from None
 
