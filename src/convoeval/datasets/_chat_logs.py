@@ -15,7 +15,7 @@ from typing import Required, TypedDict
 
 from pydantic import JsonValue
 
-from ._common import JsonObject, parse_json
+from ._common import JsonObject, decode_json
 from ._suite_types import RecordedCall
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -68,7 +68,7 @@ def arguments_of(raw: JsonValue) -> JsonObject:
     """Tool-call arguments as a mapping (JSON text is parsed; anything else is `{"value": ...}`)."""
     if isinstance(raw, str):
         try:
-            raw = parse_json(raw)
+            raw = decode_json(raw)
         except ValueError:
             return {"value": raw}
     if isinstance(raw, dict):

@@ -43,13 +43,14 @@ def read_json(path: Path) -> JsonValue:
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
     try:
-        return parse_json(path.read_text(encoding="utf-8"))
+        return decode_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
 
 
-def parse_json(text: str | bytes) -> JsonValue:
-    """The JSON value `text` holds (ValueError when it is not JSON)."""
+def decode_json(text: str | bytes) -> JsonValue:
+    """The JSON document `text` holds (json.JSONDecodeError, with its line, when it is not JSON;
+    `_json_in_text.parse_json` finds JSON inside other text)."""
     value: JsonValue = json.loads(text)
     return value
 
@@ -68,7 +69,7 @@ def is_json(value: object) -> TypeGuard[JsonValue]:
 def json_compatible(value: object) -> JsonValue:
     """YAML data as JSON values: YAML-only values (dates, sets, keys that are not text)
     become text, as `json.dumps` writes them."""
-    return value if is_json(value) else parse_json(json.dumps(value, default=str))
+    return value if is_json(value) else decode_json(json.dumps(value, default=str))
 
 
 def as_object(value: JsonValue) -> JsonObject | None:

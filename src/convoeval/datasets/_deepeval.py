@@ -29,7 +29,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import unique
-from ._common import JsonObject, objects, parse_json, read_json, read_jsonl
+from ._common import JsonObject, decode_json, objects, read_json, read_jsonl
 from ._suite_types import Message, Suite, SuiteTest, Turn
 
 DEFAULT_MAX_TURNS = 10
@@ -128,7 +128,7 @@ def _turns(record: JsonObject, source: Path, line: int) -> list[DeepEvalTurn]:
     raw: JsonValue = record.get("turns") or []
     if isinstance(raw, str):  # CSV-style cells hold the turns as JSON text
         try:
-            raw = parse_json(raw)
+            raw = decode_json(raw)
         except ValueError:
             raise DatasetError(f"{source}:{line}: turns: not JSON") from None
     if not isinstance(raw, list):

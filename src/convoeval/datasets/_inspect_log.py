@@ -22,7 +22,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest, arguments_of, has_dialogue, slug, text_of, unique
-from ._common import JsonObject, as_list, as_object, objects, parse_json
+from ._common import JsonObject, as_list, as_object, decode_json, objects
 from ._suite_types import RecordedCall
 
 #: An eval log's header (`eval`: task, model, ...) and its samples (`id`, `epoch`, `messages`,
@@ -53,11 +53,11 @@ def _read_zip(path: Path) -> Log:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
-            header = parse_json(archive.read("header.json")) if "header.json" in names else {}
+            header = decode_json(archive.read("header.json")) if "header.json" in names else {}
             if not header and "_journal/start.json" in names:
-                header = parse_json(archive.read("_journal/start.json"))
+                header = decode_json(archive.read("_journal/start.json"))
             samples = [
-                parse_json(archive.read(name))
+                decode_json(archive.read(name))
                 for name in sorted(names)
                 if name.startswith("samples/") and name.endswith(".json")
             ]

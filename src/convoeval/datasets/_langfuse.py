@@ -30,7 +30,7 @@ from ._chat_logs import (
     text_of,
     unique,
 )
-from ._common import JsonObject, as_list, as_object, object_list, objects, parse_json
+from ._common import JsonObject, as_list, as_object, decode_json, object_list, objects
 from ._suite_types import RecordedCall
 
 #: A trace as Langfuse exports it: `id`, `sessionId`, `timestamp`, `input`, `output`,
@@ -42,14 +42,14 @@ Trace = JsonObject
 def _load(path: Path) -> JsonValue:
     text = path.read_text(encoding="utf-8")
     try:
-        return parse_json(text)
+        return decode_json(text)
     except json.JSONDecodeError:
         pass
     rows: list[JsonValue] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                rows.append(parse_json(line))
+                rows.append(decode_json(line))
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path}:{number}: not JSON ({exc.msg})") from None
     return rows

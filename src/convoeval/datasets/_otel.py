@@ -35,7 +35,7 @@ from ._chat_logs import (
     slug,
     unique,
 )
-from ._common import JsonObject, as_int, as_object, object_list, objects, parse_json
+from ._common import JsonObject, as_int, as_object, decode_json, object_list, objects
 from ._suite_types import RecordedCall
 
 
@@ -192,7 +192,7 @@ def _tokens(span: Span, kind: str, path: Path) -> int:
 def _maybe_json(value: JsonValue) -> JsonValue:
     if isinstance(value, str):
         try:
-            return parse_json(value)
+            return decode_json(value)
         except ValueError:
             return value
     return value

@@ -33,7 +33,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import unique
-from ._common import DatasetWarning, JsonObject, as_int, as_list, as_object, json_compatible, mapping, parse_json
+from ._common import DatasetWarning, JsonObject, as_int, as_list, as_object, decode_json, json_compatible, mapping
 from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
 from ._promptfoo_csv import read_csv_tests
 from ._suite_types import Message, Suite, SuiteTest, Turn
@@ -193,7 +193,7 @@ def _parse_prompt(label: str, text: str) -> Prompt:
     uses_history = "_conversation" in text
     stripped = _LOOP.sub("", text)
     try:
-        messages = parse_json(stripped)
+        messages = decode_json(stripped)
     except ValueError:
         messages = None
     if isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages):
