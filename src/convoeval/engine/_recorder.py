@@ -111,7 +111,7 @@ class RunRecorder(RunEvents):
     def _resume(self, suites: dict[str, SuiteFingerprint], note: Callable[[str], None], rerun: frozenset[str]) -> None:
         assert self.store is not None and self.record is not None
         run_id = self.record.id
-        recorded = self.record.recorded.suites
+        recorded = self.record.options.suites
         for name, now in suites.items():
             if name in recorded and recorded[name].hash != now.hash:
                 note(

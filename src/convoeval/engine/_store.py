@@ -122,11 +122,6 @@ class RunRecord:
     options: RecordedOptions
     summary: dict[str, object] | None
 
-    @property
-    def recorded(self) -> RecordedOptions:
-        """The run's options as recorded (the same as `options`)."""
-        return self.options
-
 
 def _options_json(options: RecordedOptions) -> str:
     """The options as stored: JSON without the unset (None) options."""

@@ -70,7 +70,7 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
         results = list(run_store.results(record.id))
     finally:
         run_store.close()
-    fingerprints = {key: suite.hash for key, suite in record.recorded.suites.items()}
+    fingerprints = {key: suite.hash for key, suite in record.options.suites.items()}
     return LoadedRun(
         name=f"run {record.id}",
         run_id=record.id,
