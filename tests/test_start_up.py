@@ -43,7 +43,7 @@ def test_the_command_table_names_the_module_of_every_command() -> None:
             assert module == f"convoeval.cli.{cli.COMMANDS[name]}", name
 
 
-@pytest.mark.parametrize("package", ["convoeval.report", "convoeval.targets.agents", "convoeval"])
+@pytest.mark.parametrize("package", ["convoeval.report", "convoeval.stats", "convoeval.targets.agents", "convoeval"])
 def test_every_exported_name_of_a_package_resolves(package: str) -> None:
     module = importlib.import_module(package)
     for name in module.__all__:
