@@ -263,6 +263,7 @@ def test_any_module_imports_first() -> None:
 #: Modules that `convoeval run` does not load until a suite, a target or an option uses them.
 NOT_AT_START = (
     "numpy",
+    "ctypes",
     "jsonschema",
     "jinja2",
     "jsonpath_ng",
@@ -271,6 +272,11 @@ NOT_AT_START = (
     "convoeval.cli._arena",
     "convoeval.cli._agreement",
     "convoeval.cli._reports",
+    "convoeval.arena",
+    "convoeval.rank._leaderboard",
+    "convoeval.judging._pairwise",
+    "convoeval.spec._schema",
+    "convoeval.graders._aggregators",
     "convoeval.report._html",
     "convoeval.report._junit",
     "convoeval.report._markdown",

@@ -4,8 +4,10 @@ The built-in assertion types are declared here by module: a module is imported (
 register) when a suite first uses one of them, or when every type is listed.
 """
 
+from typing import TYPE_CHECKING
+
 from .. import registry
-from ._aggregators import AGGREGATOR_ALIASES
+from .._lazy import lazy_attributes
 from ._base import (
     Assertion,
     Grade,
@@ -22,6 +24,12 @@ from ._domain import Domain, DomainSession, domain_file_problems
 from ._function import grader
 from ._json import NoJson, parse_json
 from ._panel import combine_scores
+
+if TYPE_CHECKING:
+    from ._aggregators import AGGREGATOR_ALIASES
+
+# The aggregators (and the code-grader they run) load when a suite uses one, or for the schema.
+__getattr__ = lazy_attributes(__name__, {"._aggregators": ("AGGREGATOR_ALIASES",)})
 
 #: The built-in assertion types, by the module that defines them.
 BUILTIN_TYPES: dict[str, tuple[str, ...]] = {

@@ -23,6 +23,9 @@ Example:
     values_by_key(answer)["c1"].satisfied
 """
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
 from ._call import (
     JudgeError,
     JudgeOutputError,
@@ -45,18 +48,6 @@ from ._format import (
     turn_count,
     turn_numbers,
 )
-from ._pairwise import (
-    PAIRWISE_LABELS,
-    PAIRWISE_VARIABLES,
-    PairwiseAnswer,
-    PairwiseVerdict,
-    PairwiseWinner,
-    combine_labels,
-    judge_pair,
-    load_pairwise_prompt,
-    pairwise_messages,
-    pairwise_schema,
-)
 from ._panel import (
     PANEL_RULES,
     Decision,
@@ -66,24 +57,6 @@ from ._panel import (
     combine,
     panel_members,
     panel_rule,
-)
-from ._prompts import (
-    GRADER_SCALE,
-    JUDGE_SYSTEM,
-    METRICS,
-    Metric,
-    RubricItem,
-    Subject,
-    default_grader_messages,
-    grader_messages,
-    grader_parser,
-    grader_schema,
-    metric_messages,
-    metric_parser,
-    metric_schema,
-    rubric_messages,
-    rubric_parser,
-    rubric_schema,
 )
 from ._schemas import (
     CriterionAnswer,
@@ -109,7 +82,78 @@ from ._simulation import (
     user_step_messages,
     user_step_schema,
 )
-from ._tdeval import DIMENSIONS, Dimension, normalise, tdeval_messages, tdeval_parser, tdeval_schema
+
+if TYPE_CHECKING:
+    from ._pairwise import (
+        PAIRWISE_LABELS,
+        PAIRWISE_VARIABLES,
+        PairwiseAnswer,
+        PairwiseVerdict,
+        PairwiseWinner,
+        combine_labels,
+        judge_pair,
+        load_pairwise_prompt,
+        pairwise_messages,
+        pairwise_schema,
+    )
+    from ._prompts import (
+        GRADER_SCALE,
+        JUDGE_SYSTEM,
+        METRICS,
+        Metric,
+        RubricItem,
+        Subject,
+        default_grader_messages,
+        grader_messages,
+        grader_parser,
+        grader_schema,
+        metric_messages,
+        metric_parser,
+        metric_schema,
+        rubric_messages,
+        rubric_parser,
+        rubric_schema,
+    )
+    from ._tdeval import DIMENSIONS, Dimension, normalise, tdeval_messages, tdeval_parser, tdeval_schema
+
+# The arena's pairwise judge, the LLM graders' prompts and TD-Eval load with the first check or
+# arena that uses them.
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "._pairwise": (
+            "PAIRWISE_LABELS",
+            "PAIRWISE_VARIABLES",
+            "PairwiseAnswer",
+            "PairwiseVerdict",
+            "PairwiseWinner",
+            "combine_labels",
+            "judge_pair",
+            "load_pairwise_prompt",
+            "pairwise_messages",
+            "pairwise_schema",
+        ),
+        "._prompts": (
+            "GRADER_SCALE",
+            "JUDGE_SYSTEM",
+            "METRICS",
+            "Metric",
+            "RubricItem",
+            "Subject",
+            "default_grader_messages",
+            "grader_messages",
+            "grader_parser",
+            "grader_schema",
+            "metric_messages",
+            "metric_parser",
+            "metric_schema",
+            "rubric_messages",
+            "rubric_parser",
+            "rubric_schema",
+        ),
+        "._tdeval": ("DIMENSIONS", "Dimension", "normalise", "tdeval_messages", "tdeval_parser", "tdeval_schema"),
+    },
+)
 
 __all__ = [
     "Decision",

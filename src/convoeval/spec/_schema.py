@@ -6,8 +6,6 @@ import functools
 import operator
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from .. import registry
 from ..graders import AGGREGATOR_ALIASES, registered_assertion_classes
 from ._agentv import LEGACY_TYPES
@@ -16,6 +14,8 @@ from ._models import Suite
 
 def suite_json_schema() -> dict[str, Any]:
     """The JSON Schema of an eval file, with every registered assertion type spelled out."""
+    from pydantic import TypeAdapter  # loads pydantic's adapter module: only `convoeval schema` needs it
+
     schema = Suite.model_json_schema(ref_template="#/$defs/{model}")
     classes = tuple(registered_assertion_classes())
     member: Any = functools.reduce(operator.or_, classes)  # a union; each member pins `type` (const)
