@@ -263,7 +263,6 @@ def test_any_module_imports_first() -> None:
 #: Modules that `convoeval run` does not load until a suite, a target or an option uses them.
 NOT_AT_START = (
     "numpy",
-    "ctypes",
     "jsonschema",
     "jinja2",
     "jsonpath_ng",

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import functools
+import ctypes
 import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,20 +21,10 @@ except ImportError:  # pragma: no cover - Windows: no rlimits (and no bubblewrap
     resource = None  # type: ignore[assignment]
 
 PR_SET_PDEATHSIG = 1
-
-
-@functools.cache
-def _libc_prctl() -> Callable[..., int] | None:
-    """libc's `prctl`, loaded with ctypes when the first command starts (not at import: a run
-    that starts no command does without ctypes)."""
-    if sys.platform != "linux":
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
-        return None
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+    _prctl = None
 
 
 #: Seconds to keep reading after a command ended (what its last children still write).
@@ -92,11 +81,11 @@ class _Capped:
             self.done.set_result(None)
 
 
-def _in_child(settings: SandboxSettings | None, prctl: Callable[..., int] | None) -> None:
+def _in_child(settings: SandboxSettings | None) -> None:
     """In the child, before exec: killed when convoeval dies (even by kill -9; bubblewrap then
     takes its whole PID namespace down), and the `sandbox:` limits, inherited by all it starts."""
-    if prctl is not None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if settings is None or resource is None:
         return
     mb = 1024 * 1024
@@ -127,7 +116,6 @@ async def spawn(
     """Start `argv` in a session of its own, read its pipes as they fill (at most `cap` bytes
     kept), and kill its group when it ends, times out or is cancelled."""
     loop = asyncio.get_running_loop()
-    prctl = _libc_prctl()  # in the parent: the child only calls it
     feed = None
     if stdin is not None:  # a file, not a pipe: a command that never reads cannot block us
         feed = tempfile.TemporaryFile()
@@ -144,7 +132,7 @@ async def spawn(
             stdout=out_w,
             stderr=err_w if err_w is not None else out_w,
             start_new_session=True,
-            preexec_fn=lambda: _in_child(settings, prctl),
+            preexec_fn=lambda: _in_child(settings),
         )
     finally:
         os.close(out_w)
