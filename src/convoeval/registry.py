@@ -46,7 +46,9 @@ def _table(kind: str) -> dict[str, Any]:
 def register(kind: Kind, name: str, obj: T, *, replace: bool = False) -> T:
     """Register `obj` as the `kind` called `name` and return it.
 
-    Registering the same object under the same name again is a no-op.
+    Registering the same object under the same name again is a no-op, and so is registering the
+    same definition again from a module that was imported anew (`importlib.reload`, or a test
+    harness that restores `sys.modules`): the newer object replaces the older.
 
     Raises:
         RegistryError: `name` is taken by another object (pass `replace=True` to override).
@@ -57,7 +59,7 @@ def register(kind: Kind, name: str, obj: T, *, replace: bool = False) -> T:
         _load_lazy(kind, name)  # the built-in holds the name: another object is refused below
     _lazy[kind].pop(name, None)
     current = table.get(name)
-    if current is not None and current is not obj and not replace:
+    if current is not None and current is not obj and not replace and _describe(current) != _describe(obj):
         raise RegistryError(
             f"{kind} {name!r} is already registered (by {_describe(current)}); pick another name or pass replace=True"
         )
