@@ -7,7 +7,9 @@ register) when a suite first uses one of them, or when every type is listed.
 from typing import TYPE_CHECKING
 
 from .. import registry
+from .._json_in_text import NoJson, parse_json
 from .._lazy import lazy_attributes
+from ..judging import GradingLevel
 from ._base import (
     Assertion,
     Grade,
@@ -20,10 +22,9 @@ from ._base import (
     lookup_assertion_type,
     registered_assertion_classes,
 )
-from ._domain import Domain, DomainSession, domain_file_problems
 from ._function import grader
-from ._json import NoJson, parse_json
 from ._panel import combine_scores
+from ._tau_backend import Domain, DomainSession, domain_file_problems
 
 if TYPE_CHECKING:
     from ._aggregators import AGGREGATOR_ALIASES
@@ -103,6 +104,7 @@ __all__ = [
     "domain_file_problems",
     "Grade",
     "GradeContext",
+    "GradingLevel",
     "NoJson",
     "GraderError",
     "assertion_type",

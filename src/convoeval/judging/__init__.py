@@ -58,8 +58,29 @@ from ._panel import (
     panel_members,
     panel_rule,
 )
+from ._prompts import (
+    GRADER_SCALE,
+    JUDGE_SYSTEM,
+    METRICS,
+    GradingLevel,
+    Metric,
+    RubricItem,
+    Subject,
+    default_grader_messages,
+    grader_messages,
+    grader_parser,
+    grader_schema,
+    metric_messages,
+    metric_parser,
+    metric_schema,
+    rubric_messages,
+    rubric_parser,
+    rubric_schema,
+)
 from ._schemas import (
     CriterionAnswer,
+    KeyedAnswer,
+    ScoreAnswer,
     keyed_model,
     keyed_schema,
     score_model,
@@ -96,28 +117,9 @@ if TYPE_CHECKING:
         pairwise_messages,
         pairwise_schema,
     )
-    from ._prompts import (
-        GRADER_SCALE,
-        JUDGE_SYSTEM,
-        METRICS,
-        Metric,
-        RubricItem,
-        Subject,
-        default_grader_messages,
-        grader_messages,
-        grader_parser,
-        grader_schema,
-        metric_messages,
-        metric_parser,
-        metric_schema,
-        rubric_messages,
-        rubric_parser,
-        rubric_schema,
-    )
     from ._tdeval import DIMENSIONS, Dimension, normalise, tdeval_messages, tdeval_parser, tdeval_schema
 
-# The arena's pairwise judge, the LLM graders' prompts and TD-Eval load with the first check or
-# arena that uses them.
+# The arena's pairwise judge and TD-Eval load with the first check or arena that uses them.
 __getattr__ = lazy_attributes(
     __name__,
     {
@@ -133,29 +135,12 @@ __getattr__ = lazy_attributes(
             "pairwise_messages",
             "pairwise_schema",
         ),
-        "._prompts": (
-            "GRADER_SCALE",
-            "JUDGE_SYSTEM",
-            "METRICS",
-            "Metric",
-            "RubricItem",
-            "Subject",
-            "default_grader_messages",
-            "grader_messages",
-            "grader_parser",
-            "grader_schema",
-            "metric_messages",
-            "metric_parser",
-            "metric_schema",
-            "rubric_messages",
-            "rubric_parser",
-            "rubric_schema",
-        ),
         "._tdeval": ("DIMENSIONS", "Dimension", "normalise", "tdeval_messages", "tdeval_parser", "tdeval_schema"),
     },
 )
 
 __all__ = [
+    "GradingLevel",
     "Decision",
     "JudgePanel",
     "PANEL_RULES",
@@ -166,6 +151,8 @@ __all__ = [
     "panel_members",
     "panel_rule",
     "CriterionAnswer",
+    "KeyedAnswer",
+    "ScoreAnswer",
     "DIMENSIONS",
     "Dimension",
     "FidelityAnswer",

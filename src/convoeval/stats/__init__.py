@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._flaky import Flaky, flaky_in, flaky_in_store, is_flaky, trial_verdicts
     from ._gate import GateReport, PairData, Power, TestChange, significance_gate
     from ._io import RatingsFileError, RatingsTable, parse_categories, read_ratings_csv
-    from ._krippendorff import krippendorff_alpha
+    from ._krippendorff import MeasurementLevel, krippendorff_alpha
     from ._multirater import fleiss_kappa, gwet_ac1, percent_agreement, randolph_kappa
     from ._rates import (
         GroupRates,
@@ -65,7 +65,7 @@ __getattr__ = lazy_attributes(
         "._flaky": ("Flaky", "flaky_in", "flaky_in_store", "is_flaky", "trial_verdicts"),
         "._gate": ("GateReport", "PairData", "Power", "TestChange", "significance_gate"),
         "._io": ("RatingsFileError", "RatingsTable", "parse_categories", "read_ratings_csv"),
-        "._krippendorff": ("krippendorff_alpha",),
+        "._krippendorff": ("MeasurementLevel", "krippendorff_alpha"),
         "._multirater": ("fleiss_kappa", "gwet_ac1", "percent_agreement", "randolph_kappa"),
         "._rates": (
             "GroupRates",
@@ -100,6 +100,7 @@ __all__ = [
     "GraderConsistency",
     "GroupRates",
     "JudgeScore",
+    "MeasurementLevel",
     "PairData",
     "Power",
     "RatingsFileError",
