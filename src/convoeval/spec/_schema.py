@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import operator
 
-from pydantic import TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 
 from .. import registry
@@ -16,6 +15,8 @@ from ._models import Suite
 
 def suite_json_schema() -> JsonSchemaValue:
     """The JSON Schema of an eval file, with every registered assertion type spelled out."""
+    from pydantic import TypeAdapter  # loads pydantic's adapter module: only `convoeval schema` needs it
+
     schema = Suite.model_json_schema(ref_template="#/$defs/{model}")
     classes = tuple(registered_assertion_classes())
     member = functools.reduce(operator.or_, classes)  # a union; each member pins `type` (const)
