@@ -4,10 +4,10 @@ It answers `POST /v1/chat/completions` after a fixed latency: target calls (no
 `response_format`) get a short reply naming the last user message, judge calls get a JSON
 value that satisfies the requested schema (the same as `convoeval.testing.default_judge`).
 `GET /stats` returns `{"requests": N, "target": N, "judge": N, "max_in_flight": N, "first": T,
-"last": T, "cpu_s": S}`: the most requests it held at once, the wall-clock times (`time.time()`)
+"last": T, "cpu_s": S, "connections": N}`: the most requests it held at once, the wall-clock times (`time.time()`)
 the first request arrived and the last answer was sent, which split a client's wall time into
 its start-up, its request span and its tear-down, and the server's own CPU seconds since the
-last reset (to show it is not the bottleneck); `POST /reset` zeroes them.
+last reset (to show it is not the bottleneck) and the connections opened; `POST /reset` zeroes them.
 
 HTTP/1.1 with keep-alive is spoken directly on `asyncio.Protocol` (no web framework), so that
 the server spends a small fraction of a core at thousands of requests a second and never limits
@@ -34,7 +34,7 @@ Counts = dict[str, float]
 
 def new_counts() -> Counts:
     return {"requests": 0, "target": 0, "judge": 0, "in_flight": 0, "max_in_flight": 0, "first": 0.0, "last": 0.0,
-            "cpu_s": 0.0}
+            "cpu_s": 0.0, "connections": 0}
 
 
 @functools.lru_cache(maxsize=256)
@@ -75,6 +75,7 @@ class Http(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        self.counts["connections"] += 1
         self.worker = asyncio.get_running_loop().create_task(self.answer())
 
     def connection_lost(self, exc: Exception | None) -> None:
