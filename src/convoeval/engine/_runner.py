@@ -44,6 +44,8 @@ class RunReport:
             `by_model`, `by_target`, budget.
         output: the results file written, if any.
         outcomes: the verdict and execution status of each result.
+        judge_panel: a judge panel graded the run (so its agreement is worth reading the
+            results for).
     """
 
     results: Sequence[EvaluationResult]
@@ -52,6 +54,7 @@ class RunReport:
     summary: dict[str, Any] = field(default_factory=dict)
     output: str | None = None
     outcomes: list[VerdictStatus] | None = None
+    judge_panel: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -270,7 +273,9 @@ class _Run:
             await pool.aclose()
             if pool.cache is not None:
                 pool.cache.close()
-        return self.report(recorder, run_id, kept)
+        report = self.report(recorder, run_id, kept)
+        report.judge_panel = ready.judge is not None and len(ready.judge.specs) > 1
+        return report
 
     def report(self, recorder: RunRecorder, run_id: str | None, kept: list[EvaluationResult]) -> RunReport:
         meter, options = self.meter, self.options
