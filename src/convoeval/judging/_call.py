@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -279,10 +279,17 @@ class JudgeSession:
         A repeat that fails is recorded in `errors`; when all fail, the first error is raised.
         """
         k = max(1, int(repeats))
-        results = await asyncio.gather(
-            *(self.ask(messages, schema, parser, name=name, repeat=r) for r in range(k)),
-            return_exceptions=True,
-        )
+        results: Sequence[object]
+        if k == 1:  # the usual call: no task to gather
+            try:
+                results = [await self.ask(messages, schema, parser, name=name, repeat=0)]
+            except JudgeError as exc:
+                results = [exc]
+        else:
+            results = await asyncio.gather(
+                *(self.ask(messages, schema, parser, name=name, repeat=r) for r in range(k)),
+                return_exceptions=True,
+            )
         values: list[Any] = []
         errors: list[str] = []
         for result in results:
