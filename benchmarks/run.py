@@ -66,6 +66,7 @@ class Measure:
     end_s: float = 0.0  # last answer -> process exit
     start_cpu_s: float = 0.0  # CPU seconds used before the server saw the first request
     server_cpu_s: float = 0.0  # the server's CPU seconds over the process's run
+    end_cpu_s: float = 0.0  # CPU seconds used after the server answered the last request
 
     @property
     def split(self) -> str:
@@ -153,7 +154,8 @@ def measure(argv: list[str], cwd: Path, server: Server | None) -> Measure:
                    calls=int(stats.get("requests", 0)), exit_code=process.returncode,
                    in_flight=int(stats.get("max_in_flight", 0)), start_s=first - started_at, span_s=last - first,
                    end_s=ended_at - last, start_cpu_s=sampler.at(first) if stats.get("first") else 0.0,
-                   server_cpu_s=float(stats.get("cpu_s", 0.0)))
+                   server_cpu_s=float(stats.get("cpu_s", 0.0)),
+                   end_cpu_s=usage.ru_utime + usage.ru_stime - sampler.at(last) if stats.get("last") else 0.0)
 
 
 def run_convoeval(args: list[str], cwd: Path, server: Server) -> Measure:
@@ -281,7 +283,7 @@ def w_large(work: Path, runs: int) -> list[tuple[str, Measure, str, str]]:
                  "--store", str(work / f"large-state-{i}"), "-o", str(work / f"w-large-{i}.jsonl")], work, server))
             for name, m, at in (("floor", floors[-1], floor_load), ("convoeval", ours[-1], load())):
                 print(f"  run {i + 1} {name:>9}: wall {m.wall_s:.2f} s ({m.split}), CPU {m.cpu_s:.2f} s "
-                      f"(start-up {m.start_cpu_s:.2f} s), {m.cpu_per_call_ms:.3f} ms CPU per call, "
+                      f"(start-up {m.start_cpu_s:.2f} s, tear-down {m.end_cpu_s:.2f} s), {m.cpu_per_call_ms:.3f} ms CPU per call, "
                       f"{m.rss_mb:.0f} MB, {m.calls} calls, {m.in_flight} in flight at most; "
                       f"server CPU {m.server_cpu_s:.2f} s; {at}")
     finally:
