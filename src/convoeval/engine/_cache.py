@@ -140,8 +140,8 @@ def _key_json(value: Any) -> str:
 
 
 def cache_key(identity: dict[str, Any] | str, request: ChatRequest) -> str:
-    """The SHA-256 key of one call of a target with `identity` (or `identity_json(identity)`,
-    which spares serialising it at every call; the key is the same)."""
+    """The SHA-256 key of one call of a target with `identity` (or with `identity` already
+    serialised by `_key_json`, which spares doing it at every call; the key is the same)."""
     target = identity if isinstance(identity, str) else _key_json(identity)
     # The key material as one JSON object with sorted keys: those before "target", the target
     # (serialised once per target), those after.
