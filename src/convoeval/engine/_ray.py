@@ -17,21 +17,25 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..judging import JudgePanel, PanelRule, panel_members
 from ..results import TrialResult
 from ..run import TestPlan, TrialContext, run_trial
-from ..targets import Target, TargetConfig, create_target, endpoint_limits
+from ..targets import Target, TargetConfig, capabilities, create_target, endpoint_limits
 from ._cache import CachedTarget, ResponseCache, target_identity
 from ._meter import CallTotals, MeteredTarget, RunMeter
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 #: Times Ray runs a trial again after its worker died.
 MAX_RETRIES = 2
 
 
-def _ray() -> Any:
+def _ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -126,7 +130,7 @@ class EndpointSemaphores:
 class _ClusterSlot:
     """Stands in for a target's local connection semaphore: the cluster-wide one, through the actor."""
 
-    def __init__(self, limiter: Any, endpoint: str, concurrency: int | None):
+    def __init__(self, limiter: ActorHandle[EndpointSemaphores], endpoint: str, concurrency: int | None):
         self.limiter, self.endpoint, self.concurrency = limiter, endpoint, concurrency
 
     async def __aenter__(self) -> None:
@@ -136,10 +140,15 @@ class _ClusterSlot:
         await self.limiter.release.remote(self.endpoint)
 
 
-def _trial_task(*args: Any) -> tuple[TrialResult, dict[str, CallTotals]]:
-    """In a worker: build the targets, run the trial, return its result and the calls counted
-    (the arguments are `_trial`'s)."""
-    return asyncio.run(_trial(*args))
+def _trial_task(
+    plan: TestPlan,
+    configs: tuple[TargetConfig | None, ...],
+    settings: tuple[int, int, float, PanelRule | None],
+    cache_file: str | None,
+    limiter: ActorHandle[EndpointSemaphores],
+) -> tuple[TrialResult, dict[str, CallTotals]]:
+    """In a worker: build the targets, run the trial, return its result and the calls counted."""
+    return asyncio.run(_trial(plan, configs, settings, cache_file, limiter))
 
 
 async def _trial(
@@ -147,7 +156,7 @@ async def _trial(
     configs: tuple[TargetConfig | None, ...],
     settings: tuple[int, int, float, PanelRule | None],
     cache_file: str | None,
-    limiter: Any,
+    limiter: ActorHandle[EndpointSemaphores],
 ) -> tuple[TrialResult, dict[str, CallTotals]]:
     meter = RunMeter()
     cache = ResponseCache(cache_file) if cache_file else None
@@ -174,7 +183,10 @@ async def _trial(
 
 @asynccontextmanager
 async def _built(
-    configs: tuple[TargetConfig | None, ...], cache: ResponseCache | None, meter: RunMeter, limiter: Any
+    configs: tuple[TargetConfig | None, ...],
+    cache: ResponseCache | None,
+    meter: RunMeter,
+    limiter: ActorHandle[EndpointSemaphores],
 ) -> AsyncIterator[list[Target | None]]:
     built: dict[str, Target] = {}
     wrapped: list[Target | None] = []
@@ -189,7 +201,7 @@ async def _built(
             _, endpoint, limits = found
             limits.hold_connections_with(_ClusterSlot(limiter, endpoint, limits.concurrency))
         inner: Target = target
-        if cache is not None and getattr(target, "cacheable", True):
+        if cache is not None and capabilities(target).cacheable is not False:
             inner = CachedTarget(target, cache, target_identity(config, target))
         wrapped.append(MeteredTarget(inner, meter))
     try:
