@@ -313,16 +313,19 @@ def _run_heap() -> Iterator[None]:
     the CPU of 20,000 calls at 200 in flight (benchmarks/run.py, W-large). Collecting the young
     generation every 50,000 allocations instead lets them die first; and what exists once the
     run is planned (suites, tests, plans, targets, the caller's objects) is frozen out of the
-    collector's sight. Only cyclic garbage waits longer; memory stays the same.
+    collector's sight. Only cyclic garbage waits longer; memory stays the same. Unfreezing
+    after cannot tell objects apart, so when the caller had frozen objects of its own (the
+    `convoeval` command does, once loaded), everything stays frozen as the caller chose.
     """
-    thresholds = gc.get_threshold()
+    thresholds, frozen_before = gc.get_threshold(), gc.get_freeze_count()
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, *thresholds[1:])
     try:
         yield
     finally:
         gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()
 
 
 class _Listeners(RunEvents):
