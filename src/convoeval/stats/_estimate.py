@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -52,7 +52,7 @@ class Estimate:
     def defined(self) -> bool:
         return not math.isnan(self.value)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready fields; an undefined value becomes null with a note."""
         data = asdict(self)
         if not self.defined:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -114,8 +113,8 @@ class GroupRates:
     pass_at_k: dict[str, Estimate] = field(default_factory=dict)
     pass_hat_k: dict[str, Estimate] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_dict(self) -> dict[str, object]:
+        data: dict[str, object] = {
             "name": self.name,
             "pass_rate": self.pass_rate.to_dict(),
             "mean_score": self.mean_score.to_dict(),
