@@ -399,7 +399,8 @@ def run(
             highlight=False,
         )
     print_run_totals(report.summary, out)
-    print_panel_agreement(report.results, out)
+    if report.judge_panel:  # else no result holds a panel's answers: not worth reading them all again
+        print_panel_agreement(report.results, out)
     if report.output:
         out.print(f"results written to {report.output}")
     if html or junit or markdown:

@@ -150,23 +150,29 @@ def target_identity(config: TargetConfig, target: Target | None = None) -> dict[
     return settings
 
 
-def cache_key(identity: Mapping[str, object], request: ChatRequest) -> str:
-    """The SHA-256 key of one call of a target with `identity`."""
-    material: dict[str, object] = {
-        "v": KEY_VERSION,
-        "target": identity,
-        "messages": request.messages,
-        "temperature": request.temperature,
+def _key_json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def cache_key(identity: Mapping[str, object] | str, request: ChatRequest) -> str:
+    """The SHA-256 key of one call of a target with `identity` (or with `identity` already
+    serialised by `_key_json`, which spares doing it at every call; the key is the same)."""
+    target = identity if isinstance(identity, str) else _key_json(identity)
+    # The key material as one JSON object with sorted keys: those before "target", the target
+    # (serialised once per target), those after.
+    before: dict[str, object] = {
         "max_tokens": request.max_tokens,
+        "messages": request.messages,
         "response_schema": request.response_schema,
         "schema_name": request.schema_name if request.response_schema is not None else None,
-        "trial": request.trial,
     }
     if request.seed is not None:  # keys of calls without a seed stay as they were
-        material["seed"] = request.seed
+        before["seed"] = request.seed
+    after: dict[str, object] = {"temperature": request.temperature}
     if request.tools:  # likewise for calls without tools
-        material["tools"] = request.tools
-    text = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        after["tools"] = request.tools
+    after["trial"], after["v"] = request.trial, KEY_VERSION
+    text = f'{_key_json(before)[:-1]},"target":{target},{_key_json(after)[1:]}'
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -191,12 +197,13 @@ class CachedTarget(TargetWrapper):
         super().__init__(inner)
         self.cache = cache
         self.identity = identity
+        self._identity_json = _key_json(identity)
         self.secrets = tuple(s for s in secrets if s)
         self.provider = str(identity.get("provider", ""))
         self.model = str(identity.get("model", ""))
 
     async def chat(self, request: ChatRequest) -> ChatReply:
-        key = cache_key(self.identity, request)
+        key = cache_key(self._identity_json, request)
         stored = self.cache.get(key)
         if stored is not None:
             return reply_from_json(stored)

@@ -4,8 +4,8 @@ Both databases are WAL files: readers never wait for the writer, and a commit su
 process (`synchronous=NORMAL` only risks the last commits on a power loss, never corruption).
 Reads are short primary-key lookups done on the caller's thread. Writes go through one
 `SqliteWriter` thread per file so that commits (and WAL checkpoints) never stall the event
-loop; consecutive writes are grouped into one transaction unless a write asks to be durable
-before it is acknowledged.
+loop; writes are grouped into one transaction (committed every `GROUP_S`), and a write that
+asks to be durable before it is acknowledged is committed at once.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from pathlib import Path
@@ -22,8 +23,11 @@ from typing import Generic, Protocol, TypeVar
 
 from ..errors import ConvoevalError
 
-#: Writes grouped into one transaction at most (when they arrive faster than they commit).
+#: Writes grouped into one transaction at most.
 MAX_BATCH = 512
+#: How often the writer commits the writes that need not be durable at once (one commit and one
+#: thread wake-up per write would cost more CPU than the writes; a durable write is not kept waiting).
+GROUP_S = 0.05
 #: How long a failing write (locked database, full disk) is retried before the file is given up.
 WRITE_TIMEOUT_S = 30.0
 
@@ -143,8 +147,10 @@ class SqliteWriter:
     """One thread that owns a write connection and runs the writes it is given, in order.
 
     `submit(fn)` queues `fn(connection)` and returns a concurrent Future; `await write(fn)`
-    waits until it is committed. Writes that arrive together share a transaction; a `durable`
-    write is committed (with whatever was queued before it) before its Future resolves.
+    waits until it is committed. Writes share transactions: the thread commits what is queued
+    every `GROUP_S`, or at once when a `durable` write (committed, with whatever was queued
+    before it, before its Future resolves) or `close` wakes it. A write that need not be
+    durable wakes nobody, so it costs the caller's thread a deque append.
 
     A transaction that fails with a database error (locked, disk full, I/O) is rolled back and
     retried until `timeout_s` has passed; then the writer gives up: that write, every queued
@@ -156,7 +162,8 @@ class SqliteWriter:
         self.path = path
         self.timeout_s = WRITE_TIMEOUT_S if timeout_s is None else timeout_s
         self.error: StoreError | None = None
-        self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
+        self._items: deque[_Queued] = deque()
+        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
         try:
             self._conn = connect(path, schema, timeout=min(self.timeout_s, 5.0))
         except (sqlite3.Error, OSError) as exc:
@@ -172,7 +179,9 @@ class SqliteWriter:
         elif self._closed:
             item.fail(RuntimeError(f"{self.path} is closed"))
         else:
-            self._queue.put(item)
+            self._items.append(item)
+            if durable:
+                self._wake.put(None)
             if self.error is not None:  # the writer gave up meanwhile: it may never see this item
                 self._fail_queued()
         return item.future
@@ -186,37 +195,29 @@ class SqliteWriter:
         if self._closed:
             return
         self._closed = True
-        self._queue.put(None)
+        self._wake.put(None)
         self._thread.join()
         self._conn.close()
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            batch = [item]
-            stop = False
-            while not item.durable and len(batch) < MAX_BATCH:  # group until a durable write
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                item = nxt
-                batch.append(item)
             try:
-                self._commit(batch)
-            except sqlite3.Error as exc:
-                self.error = store_error(self.path, exc)
-                for failed in batch:
-                    failed.fail(self.error)
-                self._fail_queued()
-                return
-            for done in batch:
-                done.settle()
+                self._wake.get(timeout=GROUP_S)
+            except queue.Empty:
+                pass
+            stop = self._closed  # read first: every write submitted before `close` is queued by now
+            while self._items:
+                batch = [self._items.popleft() for _ in range(min(len(self._items), MAX_BATCH))]
+                try:
+                    self._commit(batch)
+                except sqlite3.Error as exc:
+                    self.error = store_error(self.path, exc)
+                    for failed in batch:
+                        failed.fail(self.error)
+                    self._fail_queued()
+                    return
+                for done in batch:
+                    done.settle()
             if stop:
                 return
 
@@ -248,8 +249,8 @@ class SqliteWriter:
     def _fail_queued(self) -> None:
         while True:
             try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
+                item = self._items.popleft()
+            except IndexError:
                 return
-            if item is not None and self.error is not None:
+            if self.error is not None:
                 item.fail(self.error)

@@ -324,10 +324,17 @@ class JudgeSession:
         A repeat that fails is recorded in `errors`; when all fail, the first error is raised.
         """
         k = max(1, int(repeats))
-        results = await asyncio.gather(
-            *(self.ask(messages, schema, parser, name=name, repeat=r) for r in range(k)),
-            return_exceptions=True,
-        )
+        results: Sequence[object]
+        if k == 1:  # the usual call: no task to gather
+            try:
+                results = [await self.ask(messages, schema, parser, name=name, repeat=0)]
+            except JudgeError as exc:
+                results = [exc]
+        else:
+            results = await asyncio.gather(
+                *(self.ask(messages, schema, parser, name=name, repeat=r) for r in range(k)),
+                return_exceptions=True,
+            )
         values: list[object] = []
         errors: list[str] = []
         for result in results:

@@ -181,6 +181,8 @@ def tool_results(calls: list[ToolCall]) -> list[dict[str, object]] | None:
 
 
 async def evaluate_all(assertions: list[Assertion], ctx: GradeContext) -> list[GraderScore]:
+    if len(assertions) == 1:  # the usual turn: no task to gather
+        return [await assertions[0].evaluate(ctx)]
     return list(await asyncio.gather(*(a.evaluate(ctx) for a in assertions)))
 
 
