@@ -6,19 +6,24 @@ as it arrives and resumes like the local backend. A task gets the test's plan an
 of its target and judge (never live clients), builds them in the worker, and returns the
 trial's result with the calls it counted. The response cache is the same SQLite file (shared
 storage for a cluster on several machines); requests in flight per endpoint are bounded
-cluster-wide by one actor holding the semaphores. A task whose worker dies is retried by Ray
-(`max_retries`); one that still fails is that trial's `execution_error`, and the run goes on.
+cluster-wide by one actor holding the semaphores. The run's sandbox choice (`--sandbox`,
+else `$CONVOEVAL_SANDBOX` of the driver, else bubblewrap) travels with each task: a worker's
+own environment never loosens it. A task whose worker dies is retried by Ray (`max_retries`);
+one that still fails is that trial's `execution_error`, and the run goes on. The driver counts
+the trials each node ran (`placement`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from .. import _sandbox as sandbox
 from ..errors import ConfigError
 from ..judging import JudgePanel, PanelRule, panel_members
 from ..results import TrialResult
@@ -49,6 +54,7 @@ class RayTrials:
         address: a cluster to join (`auto`, `ray://host:10001`), or None to start a local one.
         max_connections: requests in flight per endpoint at most, across the cluster.
         num_cpus: CPUs of a local cluster started here (default: all).
+        sandbox: the sandbox backend the workers' commands use (`sandbox.chosen()` of the run).
     """
 
     def __init__(
@@ -59,6 +65,7 @@ class RayTrials:
         address: str | None = None,
         max_connections: int | None = None,
         num_cpus: int | None = None,
+        sandbox: str = "bubblewrap",
     ):
         ray = _ray()
         if not ray.is_initialized():
@@ -74,6 +81,8 @@ class RayTrials:
         self.configs = configs
         self.cache_file = str(cache_file) if cache_file else None
         self.meter = meter
+        self.sandbox = sandbox
+        self.nodes: Counter[str] = Counter()  # trials returned, by the id of the node that ran them
         self.task = ray.remote(max_retries=MAX_RETRIES)(_trial_task)
         self.limiter = ray.remote(EndpointSemaphores).options(num_cpus=0).remote(max_connections)
 
@@ -97,12 +106,22 @@ class RayTrials:
         rule = ctx.judge.rule if isinstance(ctx.judge, JudgePanel) else None
         settings = (ctx.trial, ctx.judge_repeats, ctx.judge_temperature, rule)
         try:
-            result, calls = await self.task.remote(plan, configs, settings, self.cache_file, self.limiter)
+            result, calls, node = await self.task.remote(
+                plan, configs, settings, self.cache_file, self.limiter, self.sandbox
+            )
         except Exception as exc:  # the worker died MAX_RETRIES + 1 times, or the task raised
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             return TrialResult.not_run(ctx.trial, f"ray: {reason}")
         self.meter.absorb(calls)
+        self.nodes[node] += 1
         return result
+
+    def placement(self) -> str | None:
+        """Where the trials ran, for the run's notes: `ray: 40 trial(s) on 2 node(s) (1bc753c8: 21, ...)`."""
+        if not self.nodes:
+            return None
+        each = ", ".join(f"{node[:8]}: {n}" for node, n in self.nodes.most_common())
+        return f"ray: {sum(self.nodes.values())} trial(s) on {len(self.nodes)} node(s) ({each})"
 
 
 class EndpointSemaphores:
@@ -136,10 +155,11 @@ class _ClusterSlot:
         await self.limiter.release.remote(self.endpoint)
 
 
-def _trial_task(*args: Any) -> tuple[TrialResult, dict[str, CallTotals]]:
-    """In a worker: build the targets, run the trial, return its result and the calls counted
-    (the arguments are `_trial`'s)."""
-    return asyncio.run(_trial(*args))
+def _trial_task(*args: Any) -> tuple[TrialResult, dict[str, CallTotals], str]:
+    """In a worker: build the targets, run the trial, return its result, the calls counted and
+    the id of the node it ran on (the arguments are `_trial`'s)."""
+    result, calls = asyncio.run(_trial(*args))
+    return result, calls, _ray().get_runtime_context().get_node_id()
 
 
 async def _trial(
@@ -148,7 +168,9 @@ async def _trial(
     settings: tuple[int, int, float, PanelRule | None],
     cache_file: str | None,
     limiter: Any,
+    sandbox_name: str,
 ) -> tuple[TrialResult, dict[str, CallTotals]]:
+    sandbox.choose(sandbox_name)  # in this task's context only: the next task of this worker sets its own
     meter = RunMeter()
     cache = ResponseCache(cache_file) if cache_file else None
     try:

@@ -215,7 +215,14 @@ class _Run:
         trial_runner = None
         if _backend(options, suites) == "ray":
             cache_file = pool.cache.path if pool.cache is not None else None
-            trial_runner = RayTrials(pool.configs, cache_file, self.meter, options.ray_address, options.max_connections)
+            trial_runner = RayTrials(
+                pool.configs,
+                cache_file,
+                self.meter,
+                options.ray_address,
+                options.max_connections,
+                sandbox=sandbox.chosen(),
+            )
         for job in jobs:
             job.target = pool.wrap(job.target)
         simulators = {spec: pool.wrap(t) for spec, t in simulators.items()}
@@ -259,6 +266,8 @@ class _Run:
                     trial_runner=ready.trial_runner,
                 )
             finally:
+                if isinstance(ready.trial_runner, RayTrials) and (placement := ready.trial_runner.placement()):
+                    self.note(placement)
                 if failed := await run_suite_hooks("after_all", ready.workspaces):
                     self.note(f"warning: {failed}")
         finally:
