@@ -11,6 +11,7 @@ a joining node for a token unless `RAY_AUTH_MODE=disabled`, set here for the nod
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -32,6 +33,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _has_client() -> bool:
+    """Whether Ray Client can run here (`ray[client]` adds grpcio)."""
+    return importlib.util.find_spec("grpc") is not None
+
+
 class RayNodes:
     """A head and a second node started with `ray start`; `address` is what `--ray-address` takes.
 
@@ -48,7 +54,9 @@ class RayNodes:
         self._common = ["--num-cpus", str(cpus), "--node-ip-address", "127.0.0.1", "--disable-usage-stats"]
         self._common += ["--temp-dir", str(self.folder / "ray")]
         try:
-            head = self._start("--head", "--port", self.address.split(":")[1], "--include-dashboard=false")
+            self.client_address = f"ray://127.0.0.1:{free_port()}"  # Ray Client (needs `ray[client]`)
+            client = ["--ray-client-server-port", self.client_address.rsplit(":", 1)[1]] if _has_client() else []
+            head = self._start("--head", "--port", self.address.split(":")[1], "--include-dashboard=false", *client)
             second = self._start("--address", self.address, env=second_env)  # waits for the head's GCS
             for name, process in (("head", head), ("second node", second)):
                 out, _ = process.communicate(timeout=240)

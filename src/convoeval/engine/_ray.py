@@ -83,7 +83,8 @@ class RayTrials:
         self.meter = meter
         self.sandbox = sandbox
         self.nodes: Counter[str] = Counter()  # trials returned, by the id of the node that ran them
-        self.task = ray.remote(max_retries=MAX_RETRIES)(_trial_task)
+        # SPREAD: trials go round the nodes (the default packs the driver's node first).
+        self.task = ray.remote(max_retries=MAX_RETRIES, scheduling_strategy="SPREAD")(_trial_task)
         self.limiter = ray.remote(EndpointSemaphores).options(num_cpus=0).remote(max_connections)
 
     def _config(self, target: Target | None, role: str) -> TargetConfig | None:
