@@ -6,6 +6,7 @@ environment says `CONVOEVAL_SANDBOX=none`, which must not loosen a run that chos
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -158,3 +159,27 @@ def test_the_runs_sandbox_choice_reaches_the_workers_of_every_node(cluster: RayN
     # CONVOEVAL_SANDBOX=none; chosen by name, `none` gives each command a fresh convoeval-home-*.
     fresh = f"exit code 0\nhome={Path(tempfile.gettempdir()) / 'convoeval-home-*'}"
     assert homes == {"bubblewrap": {"exit code 0\nhome=/tmp/home"}, "none": {fresh}}, homes
+
+
+@pytest.mark.skipif(importlib.util.find_spec("grpc") is None, reason="Ray Client needs ray[client] (grpcio)")
+def test_the_cli_joins_through_ray_client_too(cluster: RayNodes, tmp_path: Path) -> None:
+    with FakeOpenAIServer() as server:
+        write(
+            tmp_path / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}'}}\n",
+        )
+        suite = write(
+            tmp_path / "s.eval.yaml",
+            "tests:\n  - {id: a, input: hi, assertions: [{type: contains, value: hi}]}\n"
+            "  - {id: b, input: yo, assertions: [{type: contains, value: nope}]}\n",
+        )
+        argv = [sys.executable, "-m", "convoeval", "run", str(suite), "--target", "bot", "--backend", "ray"]
+        argv += ["--ray-address", cluster.client_address, "--no-cache", "-o", str(tmp_path / "r.jsonl")]
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        logs = "".join(p.read_text()[-3000:] for p in cluster.folder.glob("ray/session_latest/logs/ray_client_server*"))
+        assert (tmp_path / "r.jsonl").exists(), done.stdout + done.stderr + logs
+        results = [
+            EvaluationResult.model_validate_json(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()
+        ]
+        assert [(r.test_id, r.verdict) for r in results] == [("a", "pass"), ("b", "fail")], done.stdout + done.stderr
+        assert done.returncode == 1 and len(server.requests) == 2 and sum(placement(done.stdout).values()) == 2
