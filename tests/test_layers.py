@@ -33,6 +33,7 @@ LAYERS: list[set[str]] = [
         "_result_files",
         "_text",
         "_jsonl",
+        "_json_in_text",
         "_binomial",
     },
     {"targets"},

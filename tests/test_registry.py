@@ -49,6 +49,34 @@ def test_replace_true_overrides_and_the_same_object_registers_twice() -> None:
     assert lookup_assertion_type("contains") is builtin
 
 
+def test_a_module_imported_anew_registers_its_definitions_again(tmp_path, monkeypatch) -> None:
+    """A module run a second time (importlib.reload, a test harness that restores sys.modules)
+    defines new class objects under the same names: they replace the old, without an error."""
+    import importlib
+
+    (tmp_path / "reimported_grader.py").write_text(
+        "from typing import Literal\n"
+        "from convoeval.graders import Assertion, Grade, assertion_type\n"
+        "@assertion_type\n"
+        "class Reimported(Assertion):\n"
+        "    type: Literal['test-reimported'] = 'test-reimported'\n"
+        "    async def grade(self, ctx):\n"
+        "        return Grade(score=1.0)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        first = importlib.import_module("reimported_grader")
+        monkeypatch.delitem(sys.modules, "reimported_grader")
+        second = importlib.import_module("reimported_grader")
+        assert second.Reimported is not first.Reimported
+        assert lookup_assertion_type("test-reimported") is second.Reimported
+        # Another definition under a taken name is still refused.
+        with pytest.raises(RegistryError, match="assertion 'test-reimported' is already registered"):
+            registry.register("assertion", "test-reimported", _Contains)
+    finally:
+        registry.unregister("assertion", "test-reimported")
+
+
 async def test_a_registered_provider_is_built_by_create_target() -> None:
     class Echo:
         def __init__(self, config: TargetConfig):

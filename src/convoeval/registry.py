@@ -35,6 +35,7 @@ T = TypeVar("T")
 _entries: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
 _lazy: dict[str, dict[str, str]] = {kind: {} for kind in KINDS}  # name -> module that registers it
 _entry_points_loaded = False
+_modules: dict[int, ModuleType | None] = {}  # id of a registered object -> its module when it registered
 
 
 def _table(kind: str) -> dict[str, Any]:
@@ -46,7 +47,9 @@ def _table(kind: str) -> dict[str, Any]:
 def register(kind: Kind, name: str, obj: T, *, replace: bool = False) -> T:
     """Register `obj` as the `kind` called `name` and return it.
 
-    Registering the same object under the same name again is a no-op.
+    Registering the same object under the same name again is a no-op. A module imported anew (a
+    test harness that restores `sys.modules` after a run) registers its definitions again: the
+    new objects replace those of the module object no longer imported.
 
     Raises:
         RegistryError: `name` is taken by another object (pass `replace=True` to override).
@@ -57,12 +60,19 @@ def register(kind: Kind, name: str, obj: T, *, replace: bool = False) -> T:
         _load_lazy(kind, name)  # the built-in holds the name: another object is refused below
     _lazy[kind].pop(name, None)
     current = table.get(name)
-    if current is not None and current is not obj and not replace:
+    if current is not None and current is not obj and not replace and not _imported_anew(current, obj):
         raise RegistryError(
             f"{kind} {name!r} is already registered (by {_describe(current)}); pick another name or pass replace=True"
         )
     table[name] = obj
+    _modules[id(obj)] = sys.modules.get(getattr(obj, "__module__", "") or "")
     return obj
+
+
+def _imported_anew(current: object, obj: object) -> bool:
+    """`obj` is `current`'s definition run again by another import of its module."""
+    module = sys.modules.get(getattr(obj, "__module__", "") or "")
+    return _describe(current) == _describe(obj) and module is not _modules.get(id(current), module)
 
 
 def register_lazy(kind: Kind, name: str, module: str) -> None:

@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import ConvoevalError
 from ._app import app as _the_app
@@ -98,7 +98,7 @@ def main() -> None:
         gc.freeze()
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typer.Typer:
     if name == "app":
         load_commands()
         return _the_app

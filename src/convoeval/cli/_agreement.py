@@ -7,7 +7,7 @@ import json
 import math
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -15,10 +15,19 @@ from rich.table import Table
 
 from ..errors import ConfigError
 from ..report import read_results
+from ..stats import (  # numpy: this module loads only for `agreement` (or every command's --help)
+    AgreementInputError,
+    Estimate,
+    MeasurementLevel,
+    RunsAgreement,
+    RunsConsistency,
+    agreement_estimates,
+    parse_categories,
+    read_ratings_csv,
+    runs_agreement,
+    runs_consistency,
+)
 from ._app import app
-
-if TYPE_CHECKING:  # the statistics (and numpy) load when `agreement` runs, not at every start-up
-    from ..stats import Estimate, RunsAgreement, RunsConsistency
 
 STATISTIC_NAMES = {
     "percent_agreement": "Percent agreement",
@@ -34,12 +43,6 @@ STATISTIC_NAMES = {
     "kendall": "Kendall's tau-b",
     "spearman_scores": "Spearman's rho (0-1 scores)",
 }
-
-
-class Level(StrEnum):
-    nominal = "nominal"
-    ordinal = "ordinal"
-    interval = "interval"
 
 
 class AgreementFormat(StrEnum):
@@ -98,7 +101,7 @@ def agreement(
         ),
     ] = None,
     level: Annotated[
-        Level | None,
+        MeasurementLevel | None,
         typer.Option("--level", help="Level of measurement of the categories (default: ordinal).", show_default=False),
     ] = None,
     columns: Annotated[
@@ -154,22 +157,20 @@ def agreement(
         )
     if categories is None:
         raise _fail("declare the categories raters could use with --categories, e.g. 1-5 or a,b,c")
-    from ..stats import AgreementInputError, agreement_estimates, parse_categories, read_ratings_csv
-
     labels = files[0]
-    level = level or Level.ordinal
+    level = level or "ordinal"
     try:
         declared = parse_categories(categories)
         chosen = [name.strip() for name in columns.split(",")] if columns else None
         table = read_ratings_csv(labels, declared, chosen)
-        estimates = agreement_estimates(table.matrix, declared, level.value)
+        estimates = agreement_estimates(table.matrix, declared, level)
     except AgreementInputError as error:
         raise _fail(str(error)) from None
     if output_format is AgreementFormat.json:
         typer.echo(json.dumps({k: e.to_dict() for k, e in estimates.items()}, indent=2))
         return
     shown = ", ".join(str(c) for c in declared)
-    title = f"Agreement of {', '.join(table.raters)} on {len(table.matrix)} items (categories {shown}; {level.value})"
+    title = f"Agreement of {', '.join(table.raters)} on {len(table.matrix)} items (categories {shown}; {level})"
     Console().print(_table(estimates, title))
 
 
@@ -179,10 +180,12 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _agreement_of_runs(
-    files: list[Path], categories: str | None, level: Level | None, runs: bool, output_format: AgreementFormat
+    files: list[Path],
+    categories: str | None,
+    level: MeasurementLevel | None,
+    runs: bool,
+    output_format: AgreementFormat,
 ) -> None:
-    from ..stats import AgreementInputError, parse_categories, runs_agreement, runs_consistency
-
     try:
         loaded = [read_results(path) for path in files]
     except ConfigError as error:
@@ -190,8 +193,8 @@ def _agreement_of_runs(
     try:
         if runs:
             declared = parse_categories(categories) if categories else [1, 2, 3, 4, 5]
-            chosen = level or (Level.nominal if all(isinstance(c, str) for c in declared) else Level.ordinal)
-            report = runs_agreement(loaded[0], loaded[1], declared, chosen.value)
+            chosen: MeasurementLevel = level or ("nominal" if all(isinstance(c, str) for c in declared) else "ordinal")
+            report = runs_agreement(loaded[0], loaded[1], declared, chosen)
         else:
             consistency = runs_consistency(loaded)
     except AgreementInputError as error:

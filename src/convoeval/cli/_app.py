@@ -18,7 +18,7 @@ class StrictCommand(TyperCommand):
     """A command that refuses an option given twice unless it takes several values (click
     would silently keep the last one): `--threshold 0.5 --threshold 0.9` is an error, exit 2."""
 
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored click.Context
         try:
             _, _, order = self.make_parser(ctx).parse_args(args=list(args))
         except Exception:  # a usage error: click reports it

@@ -391,9 +391,10 @@ def run(
         results = list(report.results)  # read from the store once
         print_summary(results, out, turns=not quiet and len(results) <= TURN_TABLES_UP_TO)
     else:
-        counts = report.summary.get("verdicts", {})
+        counts = report.summary.get("verdicts")
         out.print(
-            f"{len(report.results)} result(s): " + ", ".join(f"{v} {n}" for v, n in counts.items()),
+            f"{len(report.results)} result(s): "
+            + ", ".join(f"{v} {n}" for v, n in (counts.items() if isinstance(counts, dict) else ())),
             markup=False,
             highlight=False,
         )

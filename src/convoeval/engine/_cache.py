@@ -19,18 +19,33 @@ import hashlib
 import json
 import sqlite3
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
+
+from pydantic import JsonValue
 
 from .._secrets import contains_secret
 from ..judging import JudgeOutputError, extract_json
 from ..results import ToolCall, Usage
-from ..targets import ChatReply, ChatRequest, Target, TargetConfig, TargetWrapper
+from ..targets import ChatReply, ChatRequest, Target, TargetConfig, TargetWrapper, http_target
 from ._sqlite import SqliteWriter, StoreError, connect, set_aside, store_error
 
 CACHE_FILE = "cache.sqlite"
 #: Bump when the key material or the stored value changes shape.
 KEY_VERSION = 1
+
+
+class CachedReply(TypedDict):
+    """A reply as the cache stores it (JSON): `usage` is `[input_tokens, output_tokens]`."""
+
+    text: str
+    usage: list[int]
+    latency_ms: float
+    cost_usd: float
+    tool_calls: list[dict[str, JsonValue]]
+    finish_reason: str | None
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -76,7 +91,7 @@ class ResponseCache:
                 raise
             self.set_aside = set_aside(self.path)  # a damaged cache only costs model calls
             self._open()
-        self._pending: dict[str, dict[str, Any]] = {}  # stored but not yet committed
+        self._pending: dict[str, CachedReply] = {}  # stored but not yet committed
         self.hits = 0
         self.misses = 0
 
@@ -89,21 +104,21 @@ class ResponseCache:
             self._writer.close()
             raise store_error(self.path, exc) from None
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> CachedReply | None:
         value = self._pending.get(key)
         if value is None:
             try:
                 row = self._reader.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
             except sqlite3.Error:
                 row = None  # a locked or damaged cache only costs a model call
-            value = json.loads(row[0]) if row is not None else None
+            value = _cached_reply(row[0]) if row is not None else None
         if value is None:
             self.misses += 1
             return None
         self.hits += 1
         return value
 
-    def put(self, key: str, provider: str, model: str, value: dict[str, Any], text: str | None = None) -> None:
+    def put(self, key: str, provider: str, model: str, value: CachedReply, text: str | None = None) -> None:
         """Store a reply (in the background; it is committed by `close` at the latest).
 
         Args:
@@ -126,18 +141,18 @@ class ResponseCache:
         self._reader.close()
 
 
-def target_identity(config: TargetConfig, target: Target | None = None) -> dict[str, Any]:
+def target_identity(config: TargetConfig, target: Target | None = None) -> dict[str, JsonValue]:
     """What identifies a configured target's answers: provider, model, effective base URL and
     provider settings (no name, key, headers or limits)."""
-    settings = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_IN_KEY}
-    url = getattr(target, "url", None) or config.base_url
-    settings["base_url"] = url
+    settings: dict[str, JsonValue] = {k: v for k, v in config.model_dump(mode="json").items() if k not in _NOT_IN_KEY}
+    caller = http_target(target) if target is not None else None
+    settings["base_url"] = (caller.url if caller is not None else None) or config.base_url
     return settings
 
 
-def cache_key(identity: dict[str, Any], request: ChatRequest) -> str:
+def cache_key(identity: Mapping[str, object], request: ChatRequest) -> str:
     """The SHA-256 key of one call of a target with `identity`."""
-    material = {
+    material: dict[str, object] = {
         "v": KEY_VERSION,
         "target": identity,
         "messages": request.messages,
@@ -170,7 +185,9 @@ class CachedTarget(TargetWrapper):
     repeating the same unusable answer.
     """
 
-    def __init__(self, inner: Target, cache: ResponseCache, identity: dict[str, Any], secrets: tuple[str, ...] = ()):
+    def __init__(
+        self, inner: Target, cache: ResponseCache, identity: Mapping[str, object], secrets: tuple[str, ...] = ()
+    ):
         super().__init__(inner)
         self.cache = cache
         self.identity = identity
@@ -201,7 +218,7 @@ def _holds_json(text: str) -> bool:
     return True
 
 
-def reply_to_json(reply: ChatReply) -> dict[str, Any]:
+def reply_to_json(reply: ChatReply) -> CachedReply:
     return {
         "text": reply.text,
         "usage": [reply.usage.input_tokens, reply.usage.output_tokens],
@@ -212,7 +229,7 @@ def reply_to_json(reply: ChatReply) -> dict[str, Any]:
     }
 
 
-def reply_from_json(value: dict[str, Any]) -> ChatReply:
+def reply_from_json(value: CachedReply) -> ChatReply:
     """A cached reply: as first answered (latency included), with `cached=True`."""
     input_tokens, output_tokens = value.get("usage") or (0, 0)
     return ChatReply(
@@ -224,3 +241,9 @@ def reply_from_json(value: dict[str, Any]) -> ChatReply:
         finish_reason=value.get("finish_reason"),
         cached=True,
     )
+
+
+def _cached_reply(text: str) -> CachedReply:
+    """A stored value read back (written by `reply_to_json` under this `KEY_VERSION`)."""
+    value: CachedReply = json.loads(text)
+    return value

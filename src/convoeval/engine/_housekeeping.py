@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ..errors import ConfigError
 from ._owner import Owner
@@ -78,9 +78,28 @@ def delete_runs(store: Path, run_ids: Sequence[str] = (), older_than: str | None
     return doomed, busy
 
 
-def cache_stats(cache: Path) -> dict[str, Any]:
+class ModelCacheStats(TypedDict):
+    """Cached replies of one provider and model; `oldest`/`newest` are Unix times."""
+
+    provider: str
+    model: str
+    entries: int
+    oldest: float
+    newest: float
+
+
+class CacheStats(TypedDict):
+    """The response cache file, its entries and size, and the entries per model."""
+
+    path: str
+    entries: int
+    bytes: int
+    models: list[ModelCacheStats]
+
+
+def cache_stats(cache: Path) -> CacheStats:
     """Entries of the response cache per provider and model, the oldest and newest, and the size."""
-    stats: dict[str, Any] = {"path": str(cache), "entries": 0, "bytes": file_size(cache), "models": []}
+    stats: CacheStats = {"path": str(cache), "entries": 0, "bytes": file_size(cache), "models": []}
     if not cache.is_file():
         return stats
     with closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as conn:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import asdict, dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -26,10 +25,11 @@ class Owner:
         return cls(os.getpid(), socket.gethostname(), process_start(os.getpid()))
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Owner:
-        return cls(int(data["pid"]), str(data["host"]), data.get("started"))
+    def from_json(cls, data: dict[str, object]) -> Owner:
+        started = data.get("started")
+        return cls(int(str(data["pid"])), str(data["host"]), None if started is None else str(started))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     def is_this_process(self) -> bool:

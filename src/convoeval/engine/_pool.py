@@ -23,7 +23,15 @@ from ..errors import ConfigError
 from ..judging import JudgePanel, PanelRule
 from ..spec import JudgeSettings, Suite
 from ..spec._targets_file import load_targets_file, parse_target_spec, targets_file_panel
-from ..targets import EndpointLimits, Target, TargetConfig, create_target, endpoint_limits
+from ..targets import (
+    EndpointLimits,
+    Target,
+    TargetConfig,
+    capabilities,
+    create_target,
+    endpoint_limits,
+    http_target,
+)
 from ._cache import CachedTarget, ResponseCache, target_identity
 from ._meter import MeteredTarget, RunMeter
 from ._options import TargetLike
@@ -240,7 +248,7 @@ class TargetPool:
             panel = JudgePanel([self.wrap(j) for j in target.judges], target.rule)
             self._wrapped[id(target)] = panel
             return panel
-        with_model = getattr(target, "with_model", None)
+        with_model = capabilities(target).with_model
         if with_model is not None:  # the tool agent: its model's calls are cached and metered one by one
             with_model(self._cached_and_metered)
             self._wrapped[id(target)] = target
@@ -252,15 +260,17 @@ class TargetPool:
     def _cached_and_metered(self, target: Target) -> Target:
         inner = target
         config = self.configs.get(target.name)
-        if self.cache is not None and config is not None and getattr(target, "cacheable", True):
-            api_key = getattr(target, "api_key", None)
+        cacheable = capabilities(target).cacheable
+        if self.cache is not None and config is not None and cacheable is not False:
+            caller = http_target(target)
+            api_key = caller.api_key if caller is not None else None
             inner = CachedTarget(
                 target,
                 self.cache,
                 target_identity(config, target),
-                secrets=(api_key,) if isinstance(api_key, str) else (),
+                secrets=(api_key,) if api_key else (),
             )
-        elif self.cache is not None and config is None and getattr(target, "cacheable", False) is True:
+        elif self.cache is not None and config is None and cacheable is True:
             identity = {"object": f"{type(target).__module__}.{type(target).__qualname__}", "name": target.name}
             inner = CachedTarget(target, self.cache, identity)
         return MeteredTarget(inner, self.meter) if self.meter is not None else inner

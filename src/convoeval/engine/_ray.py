@@ -21,22 +21,26 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .. import _sandbox as sandbox
 from ..errors import ConfigError
 from ..judging import JudgePanel, PanelRule, panel_members
 from ..results import TrialResult
 from ..run import TestPlan, TrialContext, run_trial
-from ..targets import Target, TargetConfig, create_target, endpoint_limits
+from ..targets import Target, TargetConfig, capabilities, create_target, endpoint_limits
 from ._cache import CachedTarget, ResponseCache, target_identity
 from ._meter import CallTotals, MeteredTarget, RunMeter
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 #: Times Ray runs a trial again after its worker died.
 MAX_RETRIES = 2
 
 
-def _ray() -> Any:
+def _ray() -> ModuleType:
     try:
         import ray
     except ImportError:
@@ -146,7 +150,7 @@ class EndpointSemaphores:
 class _ClusterSlot:
     """Stands in for a target's local connection semaphore: the cluster-wide one, through the actor."""
 
-    def __init__(self, limiter: Any, endpoint: str, concurrency: int | None):
+    def __init__(self, limiter: ActorHandle[EndpointSemaphores], endpoint: str, concurrency: int | None):
         self.limiter, self.endpoint, self.concurrency = limiter, endpoint, concurrency
 
     async def __aenter__(self) -> None:
@@ -156,10 +160,17 @@ class _ClusterSlot:
         await self.limiter.release.remote(self.endpoint)
 
 
-def _trial_task(*args: Any) -> tuple[TrialResult, dict[str, CallTotals], str]:
+def _trial_task(
+    plan: TestPlan,
+    configs: tuple[TargetConfig | None, ...],
+    settings: tuple[int, int, float, PanelRule | None],
+    cache_file: str | None,
+    limiter: ActorHandle[EndpointSemaphores],
+    sandbox_name: str,
+) -> tuple[TrialResult, dict[str, CallTotals], str]:
     """In a worker: build the targets, run the trial, return its result, the calls counted and
-    the id of the node it ran on (the arguments are `_trial`'s)."""
-    result, calls = asyncio.run(_trial(*args))
+    the id of the node it ran on."""
+    result, calls = asyncio.run(_trial(plan, configs, settings, cache_file, limiter, sandbox_name))
     return result, calls, _ray().get_runtime_context().get_node_id()
 
 
@@ -168,7 +179,7 @@ async def _trial(
     configs: tuple[TargetConfig | None, ...],
     settings: tuple[int, int, float, PanelRule | None],
     cache_file: str | None,
-    limiter: Any,
+    limiter: ActorHandle[EndpointSemaphores],
     sandbox_name: str,
 ) -> tuple[TrialResult, dict[str, CallTotals]]:
     sandbox.choose(sandbox_name)  # in this task's context only: the next task of this worker sets its own
@@ -197,7 +208,10 @@ async def _trial(
 
 @asynccontextmanager
 async def _built(
-    configs: tuple[TargetConfig | None, ...], cache: ResponseCache | None, meter: RunMeter, limiter: Any
+    configs: tuple[TargetConfig | None, ...],
+    cache: ResponseCache | None,
+    meter: RunMeter,
+    limiter: ActorHandle[EndpointSemaphores],
 ) -> AsyncIterator[list[Target | None]]:
     built: dict[str, Target] = {}
     wrapped: list[Target | None] = []
@@ -212,7 +226,7 @@ async def _built(
             _, endpoint, limits = found
             limits.hold_connections_with(_ClusterSlot(limiter, endpoint, limits.concurrency))
         inner: Target = target
-        if cache is not None and getattr(target, "cacheable", True):
+        if cache is not None and capabilities(target).cacheable is not False:
             inner = CachedTarget(target, cache, target_identity(config, target))
         wrapped.append(MeteredTarget(inner, meter))
     try:

@@ -14,14 +14,13 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from ..results import EvaluationResult, VerdictStatus
 from ..run import GradedTurn, Job
 from ..spec import Suite
 from ._events import RunEvents
 from ._meter import RunMeter
-from ._options import RecordedOptions
+from ._options import RecordedOptions, SuiteFingerprint
 from ._store import RERUN_STATUSES, ResultKey, RunRecord, RunStore, StoredResults
 
 
@@ -30,29 +29,36 @@ def suite_key(suite: Suite) -> str:
     return str(suite.path.resolve()) if suite.path else suite.display_name
 
 
-def fingerprints(suite: Suite) -> dict[str, Any]:
-    """`{"hash": suite hash, "tests": {test id: test hash}}`: a test's hash covers the test and
-    what the suite adds to every test (input, assertions, policy, execution settings)."""
+def fingerprints(suite: Suite) -> SuiteFingerprint:
+    """The suite's hash and its tests' hashes: a test's hash covers the test and what the suite
+    adds to every test (input, assertions, policy, execution settings)."""
     shared = suite.model_dump_json(exclude={"tests"})
     tests = {t.id: _sha(shared + t.model_dump_json()) for t in suite.tests}
-    return {"hash": _suite_hash(tests, shared), "tests": tests}
+    return SuiteFingerprint(hash=_suite_hash(tests, shared), tests=tests)
 
 
 def _suite_hash(tests: dict[str, str], shared: str) -> str:
     return _sha("".join(f"{k}={v};" for k, v in tests.items()) + shared)
 
 
-def _fingerprints(jobs: list[Job]) -> dict[str, Any]:
+def _fingerprints(jobs: list[Job]) -> dict[str, SuiteFingerprint]:
     """The fingerprints of the jobs' suites by suite key; jobs of one suite may hold different
     tests (a test's own `execution.targets`), so their tests are merged."""
-    merged: dict[str, dict[str, Any]] = {}
+    merged: dict[str, SuiteFingerprint] = {}
     for job in jobs:
-        found = fingerprints(job.suite)
-        entry = merged.setdefault(suite_key(job.suite), found)
-        if entry is not found and not found["tests"].items() <= entry["tests"].items():
-            tests = {**entry["tests"], **found["tests"]}
-            entry.update(tests=tests, hash=_suite_hash(tests, job.suite.model_dump_json(exclude={"tests"})))
+        key, found = suite_key(job.suite), fingerprints(job.suite)
+        entry = merged.setdefault(key, found)
+        if entry is not found and not found.tests.items() <= entry.tests.items():
+            tests = {**entry.tests, **found.tests}
+            merged[key] = SuiteFingerprint(
+                hash=_suite_hash(tests, job.suite.model_dump_json(exclude={"tests"})), tests=tests
+            )
     return merged
+
+
+def _as_json(suites: dict[str, SuiteFingerprint]) -> dict[str, object]:
+    """The fingerprints as the run's options record them."""
+    return {name: found.model_dump(mode="json") for name, found in suites.items()}
 
 
 def _sha(text: str) -> str:
@@ -99,7 +105,12 @@ class RunRecorder(RunEvents):
         meter = self.meter
         suites = _fingerprints(self.jobs)
         if self.store is not None and self.record is None:
-            self.record = self.store.new_run({**options.model_dump(mode="json", exclude_none=True), "suites": suites})
+            self.record = self.store.new_run(
+                {
+                    **options.model_dump(mode="json", exclude_none=True),
+                    "suites": _as_json(suites),
+                }
+            )
         elif self.store is not None and self.record is not None:
             self._resume(suites, note, rerun)
         meter.run_id = self.run_id
@@ -107,12 +118,12 @@ class RunRecorder(RunEvents):
         meter.tests_done = meter.resumed
         return self.run_id
 
-    def _resume(self, suites: dict[str, Any], note: Callable[[str], None], rerun: frozenset[str]) -> None:
+    def _resume(self, suites: dict[str, SuiteFingerprint], note: Callable[[str], None], rerun: frozenset[str]) -> None:
         assert self.store is not None and self.record is not None
         run_id = self.record.id
         recorded = self.record.recorded.suites
         for name, now in suites.items():
-            if name in recorded and recorded[name].hash != now["hash"]:
+            if name in recorded and recorded[name].hash != now.hash:
                 note(
                     f"suite {name} changed since run {run_id} started: running it as it is now, reusing "
                     "stored results only of tests that did not change"
@@ -121,12 +132,12 @@ class RunRecorder(RunEvents):
         places: dict[ResultKey, int] = {}
         for job in self.jobs:
             was = recorded[suite_key(job.suite)].tests if suite_key(job.suite) in recorded else None
-            now = suites[suite_key(job.suite)]["tests"]
+            tests_now = suites[suite_key(job.suite)].tests
             job.stored = {}
             for position, test in enumerate(job.suite.tests):
                 key, seq = self.key_of(job, position)
                 outcome = stored.get(key)
-                if outcome is None or (was is not None and was.get(test.id) != now[test.id]):
+                if outcome is None or (was is not None and was.get(test.id) != tests_now[test.id]):
                     continue
                 places[key] = seq
                 if outcome.status not in rerun:
@@ -135,7 +146,7 @@ class RunRecorder(RunEvents):
         dropped = self.store.keep_results(run_id, places)
         if dropped:
             note(f"dropped {dropped} stored result(s) of tests that are no longer in the suites or changed")
-        self.store.update_options(run_id, {**self.record.options, "suites": suites})
+        self.store.update_options(run_id, {**self.record.options, "suites": _as_json(suites)})
         if self.meter.resumed:
             note(f"resuming run {run_id}: {self.meter.resumed} of {self.total} result(s) already stored")
 
@@ -163,7 +174,7 @@ class RunRecorder(RunEvents):
         if result.execution_status == "budget_exhausted":
             self.meter.not_started += 1
 
-    def finish(self, summary: dict[str, Any]) -> tuple[StoredResults, list[VerdictStatus]]:
+    def finish(self, summary: dict[str, object]) -> tuple[StoredResults, list[VerdictStatus]]:
         """Mark the run finished with its summary (verdicts and per-target totals added from the
         store, resumed results included); returns its results and (verdict, status) outcomes."""
         assert self.store is not None and self.record is not None

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .. import _sandbox as sandbox
 from .._result_files import ResultWriter, check_output, export_results
@@ -47,7 +46,7 @@ class RunReport:
     results: Sequence[EvaluationResult]
     notes: list[str] = field(default_factory=list)
     run_id: str | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, object] = field(default_factory=dict)
     output: str | None = None
     outcomes: list[VerdictStatus] | None = None
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..errors import ConfigError
 from ..spec import Suite, Test
@@ -129,7 +128,7 @@ def _root(parent: dict[str, str], x: str) -> str:
     return x
 
 
-def _nothing(test_ids: Sequence[str], tags: Sequence[str], shard: Any) -> str:
+def _nothing(test_ids: Sequence[str], tags: Sequence[str], shard: str | None) -> str:
     asked = [
         f"--test-id {' '.join(test_ids)}" if test_ids else "",
         f"--tag {' '.join(tags)}" if tags else "",

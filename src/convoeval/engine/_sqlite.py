@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from pathlib import Path
-from typing import Any
+from typing import Generic, Protocol, TypeVar
 
 from ..errors import ConvoevalError
 
@@ -91,8 +91,52 @@ def connect(path: Path, schema: str = "", timeout: float = 30.0) -> sqlite3.Conn
     return conn
 
 
-Write = Callable[[sqlite3.Connection], Any]
-_Item = tuple[Write, "Future[Any]", bool]
+T = TypeVar("T")
+
+
+class _Queued(Protocol):
+    """A queued write, whatever its result type."""
+
+    durable: bool
+
+    def attempt(self, conn: sqlite3.Connection) -> None: ...
+
+    def settle(self) -> None: ...
+
+    def fail(self, error: BaseException) -> None: ...
+
+
+class _Write(Generic[T]):
+    """One write: `fn`, the future its caller holds, and its outcome in the current transaction."""
+
+    def __init__(self, fn: Callable[[sqlite3.Connection], T], durable: bool):
+        self.fn = fn
+        self.durable = durable
+        self.future: Future[T] = Future()
+        self._outcome: tuple[T] | Exception | None = None
+
+    def attempt(self, conn: sqlite3.Connection) -> None:
+        """Run `fn` in the open transaction. A database error (locked, full, I/O) propagates, so
+        the whole transaction is retried; any other error fails this write only."""
+        try:
+            self._outcome = (self.fn(conn),)
+        except sqlite3.OperationalError:
+            raise
+        except Exception as exc:  # one bad write must not lose the others
+            self._outcome = exc
+
+    def settle(self) -> None:
+        """After the commit: hand the outcome to the caller."""
+        if isinstance(self._outcome, Exception):
+            self.future.set_exception(self._outcome)
+        elif self._outcome is not None:
+            self.future.set_result(self._outcome[0])
+
+    def fail(self, error: BaseException) -> None:
+        try:
+            self.future.set_exception(error)
+        except InvalidStateError:  # failed by the other thread meanwhile
+            pass
 
 
 class SqliteWriter:
@@ -112,7 +156,7 @@ class SqliteWriter:
         self.path = path
         self.timeout_s = WRITE_TIMEOUT_S if timeout_s is None else timeout_s
         self.error: StoreError | None = None
-        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Queued | None] = queue.SimpleQueue()
         try:
             self._conn = connect(path, schema, timeout=min(self.timeout_s, 5.0))
         except (sqlite3.Error, OSError) as exc:
@@ -121,19 +165,19 @@ class SqliteWriter:
         self._closed = False
         self._thread.start()
 
-    def submit(self, fn: Write, *, durable: bool = False) -> Future[Any]:
-        future: Future[Any] = Future()
+    def submit(self, fn: Callable[[sqlite3.Connection], T], *, durable: bool = False) -> Future[T]:
+        item = _Write(fn, durable)
         if self.error is not None:
-            future.set_exception(self.error)
+            item.fail(self.error)
         elif self._closed:
-            future.set_exception(RuntimeError(f"{self.path} is closed"))
+            item.fail(RuntimeError(f"{self.path} is closed"))
         else:
-            self._queue.put((fn, future, durable))
+            self._queue.put(item)
             if self.error is not None:  # the writer gave up meanwhile: it may never see this item
                 self._fail_queued()
-        return future
+        return item.future
 
-    async def write(self, fn: Write) -> Any:
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn` on the writer thread and wait until it is committed."""
         return await asyncio.wrap_future(self.submit(fn, durable=True))
 
@@ -153,7 +197,7 @@ class SqliteWriter:
                 return
             batch = [item]
             stop = False
-            while not item[2] and len(batch) < MAX_BATCH:  # group until a durable write
+            while not item.durable and len(batch) < MAX_BATCH:  # group until a durable write
                 try:
                     nxt = self._queue.get_nowait()
                 except queue.Empty:
@@ -164,22 +208,19 @@ class SqliteWriter:
                 item = nxt
                 batch.append(item)
             try:
-                done = self._commit(batch)
+                self._commit(batch)
             except sqlite3.Error as exc:
                 self.error = store_error(self.path, exc)
-                for _, future, _ in batch:
-                    future.set_exception(self.error)
+                for failed in batch:
+                    failed.fail(self.error)
                 self._fail_queued()
                 return
-            for future, result, error in done:
-                if error is not None:
-                    future.set_exception(error)
-                else:
-                    future.set_result(result)
+            for done in batch:
+                done.settle()
             if stop:
                 return
 
-    def _commit(self, batch: list[_Item]) -> list[tuple[Future[Any], Any, BaseException | None]]:
+    def _commit(self, batch: list[_Queued]) -> None:
         """Run the batch in one transaction, retrying database errors until the timeout."""
         conn = self._conn
         deadline = time.monotonic() + self.timeout_s
@@ -189,16 +230,10 @@ class SqliteWriter:
                 wait_ms = int(max(0.0, deadline - time.monotonic()) * 1000)
                 conn.execute(f"PRAGMA busy_timeout = {min(wait_ms, 5000)}")
                 conn.execute("BEGIN IMMEDIATE")
-                done: list[tuple[Future[Any], Any, BaseException | None]] = []
-                for fn, future, _ in batch:
-                    try:
-                        done.append((future, fn(conn), None))
-                    except sqlite3.OperationalError:
-                        raise  # locked, full, I/O: the whole transaction is retried
-                    except Exception as exc:  # one bad write must not lose the others
-                        done.append((future, None, exc))
+                for item in batch:
+                    item.attempt(conn)
                 conn.execute("COMMIT")
-                return done
+                return
             except sqlite3.OperationalError:
                 if conn.in_transaction:
                     try:
@@ -216,8 +251,5 @@ class SqliteWriter:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if item is not None:
-                try:
-                    item[1].set_exception(self.error)
-                except InvalidStateError:  # failed by the other thread meanwhile
-                    pass
+            if item is not None and self.error is not None:
+                item.fail(self.error)

@@ -5,6 +5,8 @@ register) when a suite first uses one of them, or when every type is listed.
 """
 
 from .. import registry
+from .._json_in_text import NoJson, parse_json
+from ..judging import GradingLevel
 from ._aggregators import AGGREGATOR_ALIASES
 from ._base import (
     Assertion,
@@ -18,10 +20,9 @@ from ._base import (
     lookup_assertion_type,
     registered_assertion_classes,
 )
-from ._domain import Domain, DomainSession, domain_file_problems
 from ._function import grader
-from ._json import NoJson, parse_json
 from ._panel import combine_scores
+from ._tau_backend import Domain, DomainSession, domain_file_problems
 
 #: The built-in assertion types, by the module that defines them.
 BUILTIN_TYPES: dict[str, tuple[str, ...]] = {
@@ -95,6 +96,7 @@ __all__ = [
     "domain_file_problems",
     "Grade",
     "GradeContext",
+    "GradingLevel",
     "NoJson",
     "GraderError",
     "assertion_type",

@@ -17,7 +17,7 @@ import json
 import math
 import shlex
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
@@ -25,7 +25,7 @@ from .._base_model import Model
 from .._secrets import scrubbed_env
 from .._text import shorten
 from ..judging import JudgeSession, grader_messages, grader_parser, grader_schema
-from ..results import AssertionOutcome, GraderScore
+from ..results import AssertionOutcome, GraderScore, Verdict
 from ._base import Grade, GradeContext, GraderError
 from ._code import grade_from_json, parse_program_json, run_program, split_command, stderr_note
 
@@ -58,7 +58,7 @@ class Aggregator(Model):
 
     @field_validator("type", mode="before")
     @classmethod
-    def _spelling(cls, value: Any) -> Any:
+    def _spelling(cls, value: object) -> object:
         if not isinstance(value, str):
             return value
         name = value.replace("-", "_")
@@ -81,19 +81,19 @@ class Aggregator(Model):
 
     async def decide(self, scores: list[GraderScore], ctx: GradeContext) -> Grade:
         """The composite's grade as the program or the judge decides it from `scores`."""
-        results = {"results": {s.name: _result(s) for s in scores}}
+        results = {s.name: _result(s) for s in scores}
         if self.type == "code_judge":
             return await self._run_program(results, ctx)
         return await self._ask_judge(results, ctx)
 
-    async def _run_program(self, results: dict[str, Any], ctx: GradeContext) -> Grade:
+    async def _run_program(self, results: dict[str, NestedResult], ctx: GradeContext) -> Grade:
         assert self.path is not None
         argv = split_command(self.path)
         shown = shorten(shlex.join(argv), 120)
         cwd = Path(ctx.base_dir) / (self.cwd or ".")
         if not cwd.is_dir():
             raise GraderError(f"code_judge aggregator working directory {str(cwd)!r} does not exist")
-        payload = json.dumps(results, ensure_ascii=False, default=str).encode()
+        payload = json.dumps({"results": results}, ensure_ascii=False, default=str).encode()
         what = "code_judge aggregator"
         stdout, err_text = await run_program(argv, shown, cwd, scrubbed_env(), payload, self.timeout_s, what)
         printed = parse_program_json(stdout, shown, stderr_note(err_text))
@@ -101,7 +101,7 @@ class Aggregator(Model):
         hits, misses = printed.get("hits") or [], printed.get("misses") or []
         if not isinstance(hits, list) or not isinstance(misses, list):
             raise GraderError(f"{what} `{shown}`: `hits` and `misses` must be lists of strings")
-        as_grader = {
+        as_grader: dict[str, object] = {
             "score": printed.get("score"),
             "assertions": [{"text": str(h), "passed": True} for h in hits]
             + [{"text": str(m), "passed": False} for m in misses],
@@ -112,10 +112,10 @@ class Aggregator(Model):
             as_grader["reason"] = printed["reasoning"]
         return grade_from_json(as_grader, shown)
 
-    async def _ask_judge(self, results: dict[str, Any], ctx: GradeContext) -> Grade:
+    async def _ask_judge(self, results: dict[str, NestedResult], ctx: GradeContext) -> Grade:
         if ctx.judge is None:
             raise GraderError("an llm_judge aggregator needs a judge (--judge)")
-        text = json.dumps(results["results"], ensure_ascii=False, indent=2, default=str)
+        text = json.dumps(results, ensure_ascii=False, indent=2, default=str)
         template = self.prompt if self.prompt is not None else _DEFAULT_PROMPT
         prompt = (
             template.replace(_RESULTS, text) if _RESULTS in template else f"{template}\n\nEvaluation results:\n{text}"
@@ -135,7 +135,19 @@ class Aggregator(Model):
         return Grade.judged(session, score, [outcome], {"judge_score": raw[0] if len(raw) == 1 else raw})
 
 
-def _result(score: GraderScore) -> dict[str, Any]:
+class NestedResult(TypedDict):
+    """One nested result as AgentV's deciders read it (`{"results": {name: NestedResult}}`)."""
+
+    type: str
+    score: float | None
+    verdict: Verdict
+    weight: float
+    hits: list[str]
+    misses: list[str]
+    reasoning: str | None
+
+
+def _result(score: GraderScore) -> NestedResult:
     """One nested result as AgentV's deciders read it."""
     reasoning = "; ".join(o.evidence for o in score.assertions if o.evidence) or score.error
     return {

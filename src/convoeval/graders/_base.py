@@ -12,20 +12,18 @@ import typing
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar
 
 from pydantic import ConfigDict, Field, field_validator
 
 from .. import registry
 from .._base_model import Model
 from ..errors import GraderError
-from ..judging import JudgePanel, JudgeSession, PanelRule, Persona, Policy
+from ..judging import GradingLevel, JudgePanel, JudgeSession, PanelRule, Persona, Policy
 from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, Usage
 from ..targets import ChatReply, Target
-from ._domain import DomainSession
 from ._panel import evaluate_by_panel
-
-Level = Literal["turn", "conversation"]
+from ._tau_backend import DomainSession
 
 
 @dataclass
@@ -34,7 +32,7 @@ class Grade:
 
     score: float
     assertions: list[AssertionOutcome] = field(default_factory=list)
-    details: dict[str, Any] | None = None
+    details: dict[str, object] | None = None
     judge_usage: Usage = field(default_factory=Usage)
     judge_cost_usd: float = 0.0
     judge_calls: int = 0
@@ -49,7 +47,7 @@ class Grade:
         session: JudgeSession,
         score: float,
         assertions: list[AssertionOutcome],
-        details: dict[str, Any] | None = None,
+        details: dict[str, object] | None = None,
         *,
         passed: bool | None = None,
         dimensions: dict[str, DimensionScore] | None = None,
@@ -97,7 +95,7 @@ class GradeContext:
         domain: the trial's live backend when the suite declares `tools:` and `backend:`.
     """
 
-    level: Level
+    level: GradingLevel
     output: str
     history: list[Message]
     transcript: list[Message]
@@ -105,7 +103,7 @@ class GradeContext:
     criteria: str | None = None
     reply: ChatReply | None = None
     turn: int | None = None
-    variables: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, object] = field(default_factory=dict)
     judge: Target | None = None
     judge_repeats: int = 1
     judge_temperature: float = 0.0
@@ -116,15 +114,15 @@ class GradeContext:
     latencies_ms: list[float] | None = None
     usage: Usage | None = None
     cost_usd: float | None = None
-    context: Any = None
+    context: object = None
     policy: Policy | None = None
     simulated_user: Persona | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
     workdir: Path | None = None
     file_changes: str | None = None
     domain: DomainSession | None = None
 
-    def template_vars(self) -> dict[str, Any]:
+    def template_vars(self) -> dict[str, object]:
         """The variables available to grader prompt templates."""
         users = [m.content for m in self.history if m.role == "user"]
         input_text = format_messages(self.history)
@@ -174,12 +172,12 @@ class Assertion(Model):
     negate: bool = Field(False, description="Invert the result: score becomes 1 - score.")
     description: str | None = Field(None, description="What the assertion checks (for readers; AgentV).")
 
-    levels: ClassVar[tuple[Level, ...]] = ("turn", "conversation")
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("turn", "conversation")
     uses_judge: ClassVar[bool] = False
 
     @field_validator("type", mode="before")
     @classmethod
-    def _dashes(cls, value: Any) -> Any:
+    def _dashes(cls, value: object) -> object:
         """`llm_grader` is read as `llm-grader` (AgentV writes both)."""
         return value.replace("_", "-") if isinstance(value, str) else value
 

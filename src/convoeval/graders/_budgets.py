@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import AliasChoices, Field, model_validator
 
@@ -33,7 +33,7 @@ def measured(ctx: GradeContext, what: str, of_reply: Callable[[ChatReply], T], o
     raise GraderError(f"no {what} was recorded for this " + ("reply" if ctx.level == "turn" else "conversation"))
 
 
-def as_number(value: Any, what: str) -> float:
+def as_number(value: object, what: str) -> float:
     """`value` as a float; a GraderError naming `what` when it is not a number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise GraderError(f"{what} is {value!r}, not a number")
@@ -44,7 +44,7 @@ def _scope(ctx: GradeContext) -> str:
     return "" if ctx.level == "turn" else " (conversation total)"
 
 
-def reply_latency(reply: ChatReply) -> list[Any]:
+def reply_latency(reply: ChatReply) -> list[float]:
     """The reply's latency as a one-item list; a cached reply without one cannot be checked."""
     if reply.cached and not reply.latency_ms:
         raise GraderError(

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import overload
 
-from pydantic import AliasChoices, model_validator
+from pydantic import AliasChoices, JsonValue, model_validator
 
 from .._templates import substitute as substitute  # re-exported for the graders
 from .._text import shorten
@@ -36,18 +36,24 @@ def _alias_choices(cls: type[Assertion]) -> dict[str, list[str]]:
     return found
 
 
-def _document_aliases(schema: dict[str, Any], cls: type[Assertion]) -> None:
+def _document_aliases(schema: dict[str, JsonValue], cls: type[Assertion]) -> None:
     """List every accepted name of an aliased field in the JSON Schema (editors read it)."""
-    properties = schema.get("properties", {})
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return
     for name, choices in _alias_choices(cls).items():
-        if name not in properties:
+        field = properties.get(name)
+        if not isinstance(field, dict):
             continue
         for alias in choices:
             if alias != name:
-                properties[alias] = {**properties[name], "title": alias, "description": f"Same as `{name}`."}
-        if name in schema.get("required", []):
-            schema["required"] = [r for r in schema["required"] if r != name]
-            schema.setdefault("anyOf", []).extend({"required": [alias]} for alias in choices)
+                properties[alias] = {**field, "title": alias, "description": f"Same as `{name}`."}
+        required = schema.get("required")
+        if isinstance(required, list) and name in required:
+            schema["required"] = [r for r in required if r != name]
+            any_of = schema.setdefault("anyOf", [])
+            if isinstance(any_of, list):
+                any_of.extend({"required": [alias]} for alias in choices)
 
 
 class Check(Assertion):
@@ -57,7 +63,7 @@ class Check(Assertion):
 
     @model_validator(mode="before")
     @classmethod
-    def _one_name_per_field(cls, data: Any) -> Any:
+    def _one_name_per_field(cls, data: object) -> object:
         if isinstance(data, dict):
             for name, choices in _alias_choices(cls).items():
                 given = [c for c in choices if c in data]
@@ -85,8 +91,12 @@ class Check(Assertion):
 # -- template variables ----------------------------------------------------------------------
 
 
-def substitute_deep(value: Any, variables: dict[str, Any]) -> Any:
-    """`substitute` applied to every string inside a JSON-like value."""
+@overload
+def substitute_deep(value: dict[str, object], variables: dict[str, object]) -> dict[str, object]: ...
+@overload
+def substitute_deep(value: object, variables: dict[str, object]) -> object: ...
+def substitute_deep(value: object, variables: dict[str, object]) -> object:
+    """`substitute` applied to every string inside a JSON-like value (a mapping stays a mapping)."""
     if isinstance(value, str):
         return substitute(value, variables)
     if isinstance(value, list):

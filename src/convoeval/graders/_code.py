@@ -35,14 +35,14 @@ import json
 import math
 import shlex
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from .. import _sandbox as sandbox
 from .._secrets import scrubbed_env
 from .._text import shorten
-from ..results import AssertionOutcome, Usage
+from ..results import AssertionOutcome
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 
 _STDERR_CHARS = 300
@@ -58,7 +58,7 @@ class CodeGrader(Assertion):
     model_config = ConfigDict(extra="allow")  # extra keys reach the program as `config` (AgentV)
 
     type: Literal["code-grader"]
-    config: dict[str, Any] = Field(
+    config: dict[str, object] = Field(
         default_factory=dict, description="Settings passed to the program as `config` on stdin."
     )
     command: list[str] | str = Field(
@@ -138,12 +138,11 @@ def split_command(command: list[str] | str) -> list[str]:
     return list(command)
 
 
-def grading_payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]:
+def grading_payload(ctx: GradeContext, config: dict[str, object]) -> dict[str, object]:
     """The grading context as a program reads it on stdin (see the module docstring)."""
     reply = ctx.reply
-    usage: Any = reply.usage if reply is not None else ctx.usage
-    if isinstance(usage, Usage):
-        usage = {**usage.model_dump(), "total_tokens": usage.total_tokens}
+    usage = reply.usage if reply is not None else ctx.usage
+    token_usage = {**usage.model_dump(), "total_tokens": usage.total_tokens} if usage is not None else None
     if reply is not None:
         graded = [
             {
@@ -178,7 +177,7 @@ def grading_payload(ctx: GradeContext, config: dict[str, Any]) -> dict[str, Any]
         "trial": ctx.trial,
         "latency_ms": reply.latency_ms if reply is not None else None,
         "latencies_ms": ctx.latencies_ms if reply is None else None,
-        "token_usage": usage,
+        "token_usage": token_usage,
         "cost_usd": reply.cost_usd if reply is not None else ctx.cost_usd,
         "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls] if reply is not None else [],
         "workspace": str(ctx.workdir) if ctx.workdir is not None else None,
@@ -273,7 +272,7 @@ def stderr_note(err_text: str) -> str:
     return f"; stderr: {shorten(err_text, _STDERR_CHARS)}" if err_text else ""
 
 
-def parse_program_json(stdout: str, shown: str, err_note: str) -> dict[str, Any]:
+def parse_program_json(stdout: str, shown: str, err_note: str) -> dict[str, object]:
     """The JSON object a program printed (the whole output, else its last JSON line)."""
     text = stdout.strip()
     expected = 'a JSON object like {"score": 0.8} or {"pass": true}'
@@ -298,7 +297,7 @@ def parse_program_json(stdout: str, shown: str, err_note: str) -> dict[str, Any]
     return result
 
 
-def grade_from_json(result: dict[str, Any], shown: str) -> Grade:
+def grade_from_json(result: dict[str, object], shown: str) -> Grade:
     """A Grade from `{score?, pass?, assertions?, details?, reason?}` (with neither score nor pass,
     the share of `assertions` that passed, as AgentV does); anything else is a GraderError."""
     score = result.get("score")
@@ -335,9 +334,9 @@ def grade_from_json(result: dict[str, Any], shown: str) -> Grade:
                 f"code-grader `{shown}`: assertions[{k}] must be {{text, passed, evidence?}}, "
                 f"got {shorten(json.dumps(item, default=str), 120)}"
             ) from None
-    details = result.get("details")
-    if details is not None and not isinstance(details, dict):
-        details = {"details": details}
-    if isinstance(result.get("reason"), str):
-        details = {**(details or {}), "reason": result["reason"]}
+    given = result.get("details")
+    details: dict[str, object] | None = given if isinstance(given, dict) or given is None else {"details": given}
+    reason = result.get("reason")
+    if isinstance(reason, str):
+        details = {**(details or {}), "reason": reason}
     return Grade(score=float(score), assertions=outcomes, details=details, passed=verdict)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, SerializeAsAny, field_validator
 
@@ -40,17 +40,17 @@ class Composite(Assertion):
 
     @field_validator("aggregator", mode="before")
     @classmethod
-    def _aggregator_name(cls, value: Any) -> Any:
+    def _aggregator_name(cls, value: object) -> object:
         return {"type": value} if isinstance(value, str) else value
 
     @field_validator("assertions", mode="before")
     @classmethod
-    def _parse_nested(cls, value: Any) -> Any:
+    def _parse_nested(cls, value: object) -> object:
         """Nested dicts and strings (from Python) become assertions; the YAML loader passes
         already-built ones."""
         if not isinstance(value, list):
             return value
-        parsed: list[Any] = []
+        parsed: list[object] = []
         strings = [v for v in value if isinstance(v, str)]
         for item in value:
             if isinstance(item, str):
@@ -102,7 +102,7 @@ class Composite(Assertion):
             if self.aggregator.type == "threshold":
                 values = [1.0 if s.verdict == "pass" else 0.0 for s in decided]
             else:
-                values = [float(s.score) for s in decided]  # type: ignore[arg-type]
+                values = [s.score for s in decided if s.score is not None]  # all of them: decided
             score = weighted_mean(values, weights)
             threshold = self.aggregator.threshold if self.aggregator.threshold is not None else self.threshold
             if self.aggregator.type == "threshold" and threshold is not None:
@@ -110,7 +110,7 @@ class Composite(Assertion):
         failed_required = [s.name for s in decided if s.required and s.verdict == "fail"]
         if failed_required:
             score, passed = 0.0, False
-        details: dict[str, Any] = {
+        details: dict[str, object] = {
             "aggregator": self.aggregator.type,
             "scores": [s.model_dump(exclude_none=True) for s in scores],
         }

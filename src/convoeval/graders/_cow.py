@@ -18,8 +18,8 @@ owners, which freezes everything the two shared.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any, SupportsIndex
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from typing import SupportsIndex, overload
 
 
 class _Owner:
@@ -28,82 +28,90 @@ class _Owner:
     __slots__ = ()
 
 
-def _own(value: Any, owner: _Owner) -> Any:
+def _own(value: object, owner: _Owner) -> object:
     """`value` as a container `owner` may change: itself if already owned, else a copy."""
     kind = type(value)
-    if kind is CowDict or kind is CowList:
-        return value if value.owner is owner else kind(value, owner)
-    if kind is dict:
+    if kind is not dict and kind is not list and kind is not CowDict and kind is not CowList:
+        return value  # a scalar, or a container of another kind: kept as it is
+    if isinstance(value, CowDict):
+        return value if value.owner is owner else CowDict(value, owner)
+    if isinstance(value, CowList):
+        return value if value.owner is owner else CowList(value, owner)
+    if isinstance(value, dict):
         return CowDict(value, owner)
-    if kind is list:
-        return CowList(value, owner)
-    return value
+    return CowList(value, owner) if isinstance(value, list) else value
 
 
-class CowDict(dict[Any, Any]):
+class CowDict(dict[Hashable, object]):
     """A dict whose nested containers are copied for this view when first reached."""
 
     __slots__ = ("owner",)
 
-    def __init__(self, data: Any = (), owner: _Owner | None = None) -> None:
+    def __init__(
+        self, data: Mapping[Hashable, object] | Iterable[tuple[Hashable, object]] = (), owner: _Owner | None = None
+    ) -> None:
         super().__init__(dict.items(data) if isinstance(data, dict) else data)  # the stored values, as they are
         self.owner = owner or _Owner()
 
-    def __iter__(self) -> Iterator[Any]:  # defined, so `dict(view)` and `{**view}` read through __getitem__
+    def __iter__(self) -> Iterator[Hashable]:  # defined, so `dict(view)` and `{**view}` read through __getitem__
         return dict.__iter__(self)
 
-    def _take(self, key: Any, value: Any) -> Any:
+    def _take(self, key: Hashable, value: object) -> object:
         owned = _own(value, self.owner)
         if owned is not value:
             dict.__setitem__(self, key, owned)
         return owned
 
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: Hashable) -> object:
         return self._take(key, dict.__getitem__(self, key))
 
-    def get(self, key: Any, default: Any = None) -> Any:
+    def get(self, key: Hashable, default: object = None) -> object:
         return self[key] if dict.__contains__(self, key) else default
 
-    def setdefault(self, key: Any, default: Any = None) -> Any:
+    def setdefault(self, key: Hashable, default: object = None) -> object:
         if not dict.__contains__(self, key):
             dict.__setitem__(self, key, default)
         return self[key]
 
-    def pop(self, key: Any, *default: Any) -> Any:
+    def pop(self, key: Hashable, *default: object) -> object:
         if dict.__contains__(self, key):
             value = self[key]
             dict.__delitem__(self, key)
             return value
         return dict.pop(self, key, *default)
 
-    def popitem(self) -> tuple[Any, Any]:
+    def popitem(self) -> tuple[Hashable, object]:
         key = next(reversed(self))
         return key, self.pop(key)
 
-    def values(self) -> list[Any]:  # type: ignore[override]
+    def values(self) -> list[object]:  # type: ignore[override]
         return [self[key] for key in self]
 
-    def items(self) -> list[tuple[Any, Any]]:  # type: ignore[override]
+    def items(self) -> list[tuple[Hashable, object]]:  # type: ignore[override]
         return [(key, self[key]) for key in self]
 
     def copy(self) -> CowDict:
         """A shallow copy: the containers it shares with this view are frozen for both."""
         return fork(self)
 
-    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:  # copy/deepcopy/pickle as a plain dict
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[object, ...]:  # copy/deepcopy/pickle as a plain dict
         return (dict, (), None, None, iter(self.items()))
 
 
-class CowList(list[Any]):
+class CowList(list[object]):
     """A list whose nested containers are copied for this view when first reached."""
 
     __slots__ = ("owner",)
 
-    def __init__(self, data: Any = (), owner: _Owner | None = None) -> None:
+    def __init__(self, data: Iterable[object] = (), owner: _Owner | None = None) -> None:
         super().__init__(list.__iter__(data) if isinstance(data, list) else data)  # the stored items, as they are
         self.owner = owner or _Owner()
 
-    def __getitem__(self, index: Any) -> Any:
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> object: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[object]: ...
+    def __getitem__(self, index: SupportsIndex | slice) -> object:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         value = list.__getitem__(self, index)
@@ -112,15 +120,15 @@ class CowList(list[Any]):
             list.__setitem__(self, index, owned)
         return owned
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[object]:
         for i in range(len(self)):
             yield self[i]
 
-    def __reversed__(self) -> Iterator[Any]:
+    def __reversed__(self) -> Iterator[object]:
         for i in range(len(self) - 1, -1, -1):
             yield self[i]
 
-    def pop(self, index: SupportsIndex = -1) -> Any:
+    def pop(self, index: SupportsIndex = -1) -> object:
         value = self[index]
         list.__delitem__(self, index)
         return value
@@ -128,26 +136,34 @@ class CowList(list[Any]):
     def copy(self) -> CowList:
         return fork(self)
 
-    def __reduce_ex__(self, protocol: SupportsIndex) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[object, ...]:
         return (list, (), None, iter(self))
 
 
-def cow(document: Any) -> Any:
+def cow(document: object) -> object:
     """A copy-on-write view of `document` (a scalar is returned as it is)."""
     return _own(document, _Owner())
 
 
-def fork(view: Any) -> Any:
+@overload
+def fork(view: CowDict) -> CowDict: ...
+@overload
+def fork(view: CowList) -> CowList: ...
+@overload
+def fork(view: object) -> object: ...
+def fork(view: object) -> object:
     """An independent view of `view`'s current contents; `view` stays usable and neither
     changes the other from now on."""
-    kind = type(view)
-    if kind is not CowDict and kind is not CowList:
-        return cow(view)
-    view.owner = _Owner()  # what `view` owned so far is shared now: both copy it before a change
-    return kind(view, _Owner())
+    if type(view) is CowDict:
+        view.owner = _Owner()  # what `view` owned so far is shared now: both copy it before a change
+        return CowDict(view, _Owner())
+    if type(view) is CowList:
+        view.owner = _Owner()
+        return CowList(view, _Owner())
+    return cow(view)
 
 
-def same_document(a: Any, b: Any) -> bool:
+def same_document(a: object, b: object) -> bool:
     """Whether `a` and `b` are the same JSON document (as their JSON texts with sorted keys
     would be); parts the two share are not walked."""
     if a is b:

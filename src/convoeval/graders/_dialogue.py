@@ -23,13 +23,14 @@ Example (YAML):
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from ..judging import (
     DIMENSIONS,
     METRICS,
+    GradingLevel,
     cited_turns,
     metric_messages,
     metric_parser,
@@ -43,7 +44,7 @@ from ..judging import (
     values_by_key,
 )
 from ..results import AssertionOutcome, DimensionScore
-from ._base import Assertion, Grade, GradeContext, Level, assertion_type
+from ._base import Assertion, Grade, GradeContext, assertion_type
 from ._llm import judge_session, pass_mark
 
 # -- TD-Eval turn dimensions ------------------------------------------------------------
@@ -52,7 +53,7 @@ from ._llm import judge_session, pass_mark
 class _TurnDimensions(Assertion):
     """Rates the reply on TD-Eval dimensions in one judge call; the score is their mean."""
 
-    levels: ClassVar[tuple[Level, ...]] = ("turn",)
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("turn",)
     uses_judge: ClassVar[bool] = True
     KEYS: ClassVar[tuple[str, ...]] = ()
 
@@ -76,14 +77,14 @@ class _TurnDimensions(Assertion):
         runs = [values_by_key(a) for a in answers.values]
         mark = pass_mark(self, ctx)
         outcomes: list[AssertionOutcome] = []
-        details: dict[str, Any] = {"scale": "1-5, normalised (s-1)/4"}
+        details: dict[str, object] = {"scale": "1-5, normalised (s-1)/4"}
         dimensions: dict[str, DimensionScore] = {}
         norms: list[float] = []
         for key in keys:
             likert = [run[key].score for run in runs]
             norm = sum(normalise(s) for s in likert) / len(likert)
             norms.append(norm)
-            justification = runs[0][key].justification
+            justification = runs[0][key].reasoning
             shown = (
                 f"{likert[0]}/5"
                 if len(likert) == 1
@@ -170,7 +171,7 @@ class TDEval(_TurnDimensions):
 class _ConversationMetric(Assertion):
     """A judge scores the whole transcript 0-10 on one metric and cites the turns involved."""
 
-    levels: ClassVar[tuple[Level, ...]] = ("conversation",)
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("conversation",)
     uses_judge: ClassVar[bool] = True
     METRIC: ClassVar[str] = ""
 
@@ -198,7 +199,7 @@ class _ConversationMetric(Assertion):
         evidence = f"{first.score}/10: {first.reasoning}"
         if len(raw) > 1:
             evidence += f" [scores over {len(raw)} repeats: {', '.join(map(str, raw))}]"
-        details: dict[str, Any] = {"judge_score": raw[0] if len(raw) == 1 else raw, "scale": "0-10", "turns": turns}
+        details: dict[str, object] = {"judge_score": raw[0] if len(raw) == 1 else raw, "scale": "0-10", "turns": turns}
         goal = self.goal_for(ctx)
         if goal:
             details["goal"] = goal

@@ -86,7 +86,10 @@ class ExecutionMetrics(Assertion):
         if self.target_exploration_ratio is not None:
             outcomes.append(self._exploration(calls, actual))
         hits = sum(o.passed for o in outcomes)
-        details = {"actual": actual, "limits": self.model_dump(include={*_LIMITS, "target_exploration_ratio"})}
+        details: dict[str, object] = {
+            "actual": actual,
+            "limits": self.model_dump(include={*_LIMITS, "target_exploration_ratio"}),
+        }
         return Grade(score=hits / len(outcomes), assertions=outcomes, details=details)
 
     def _exploration(self, calls: list, actual: dict[str, float]) -> AssertionOutcome:

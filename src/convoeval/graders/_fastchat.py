@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
 from .._base_model import Model
-from ..judging import JudgeOutputError
+from ..judging import GradingLevel, JudgeOutputError
 from ..results import AssertionOutcome
-from ._base import Assertion, Grade, GradeContext, GraderError, Level, assertion_type
+from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._llm import judge_session, pass_mark
 
 #: FastChat's patterns for a rating (`one_score_pattern`, then `one_score_pattern_backup`).
@@ -84,7 +84,7 @@ class MTBenchJudge(Assertion):
         default_factory=list, description="Reference answers to the first and second question (judge only)."
     )
 
-    levels: ClassVar[tuple[Level, ...]] = ("turn",)
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("turn",)
     uses_judge: ClassVar[bool] = True
 
     def template_problems(self, known: frozenset[str]) -> list[tuple[str, str]]:
@@ -122,7 +122,7 @@ class MTBenchJudge(Assertion):
         values = self._values(ctx)
         if "question_2" in template_fields(self.prompt.prompt_template) and not values["answer_2"]:
             raise GraderError(f"{self.prompt.name} judges the second answer: grade it on the second turn")
-        messages: list[dict[str, Any]] = []
+        messages: list[dict[str, str]] = []
         if self.prompt.system_prompt:
             messages.append({"role": "system", "content": self.prompt.system_prompt})
         messages.append({"role": "user", "content": self.prompt.prompt_template.format(**values)})
@@ -137,7 +137,10 @@ class MTBenchJudge(Assertion):
             passed=score >= pass_mark(self, ctx) - 1e-9,
             evidence=answers.values[0][1][-MAX_EVIDENCE:],
         )
-        details: dict[str, Any] = {"rating": ratings[0] if len(ratings) == 1 else ratings, "prompt": self.prompt.name}
+        details: dict[str, object] = {
+            "rating": ratings[0] if len(ratings) == 1 else ratings,
+            "prompt": self.prompt.name,
+        }
         if answers.errors:
             details["repeat_errors"] = answers.errors
         return Grade.judged(session, score, [outcome], details)

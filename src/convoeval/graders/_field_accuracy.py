@@ -19,14 +19,15 @@ from __future__ import annotations
 import math
 import re
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, JsonValue
 
 from .._base_model import Model
+from .._json_in_text import NoJson, parse_json
 from ..results import AssertionOutcome
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
-from ._json import NoJson, json_equal, parse_json
+from ._json import json_equal
 
 _MONTHS = {
     name: k
@@ -96,7 +97,7 @@ class FieldAccuracy(Assertion):
         return Grade(score=score, assertions=outcomes, details={"aggregation": self.aggregation})
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
+def _json_object(text: str) -> dict[str, JsonValue] | None:
     try:
         value = parse_json(text, fenced=True, embedded=True).value
     except NoJson:
@@ -104,7 +105,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _at(value: Any, path: str) -> Any:
+def _at(value: object, path: str) -> object:
     for part in (p for p in re.split(r"\.|\[|\]", path) if p):
         if isinstance(value, list) and part.isdigit():
             value = value[int(part)] if int(part) < len(value) else _MISSING
@@ -117,7 +118,7 @@ def _at(value: Any, path: str) -> Any:
     return value
 
 
-def _compare(spec: FieldSpec, actual: Any, expected: Any) -> tuple[str, bool, str, float, float]:
+def _compare(spec: FieldSpec, actual: object, expected: object) -> tuple[str, bool, str, float, float]:
     """(text, hit, evidence, score, weight) of one field, as AgentV scores it."""
     path = spec.path
     if expected is _MISSING:
@@ -136,7 +137,7 @@ def _compare(spec: FieldSpec, actual: Any, expected: Any) -> tuple[str, bool, st
     return path, hit, evidence, float(hit), spec.weight
 
 
-def _numeric(spec: FieldSpec, actual: Any, expected: Any) -> tuple[bool, str]:
+def _numeric(spec: FieldSpec, actual: object, expected: object) -> tuple[bool, str]:
     a, e = _number(actual), _number(expected)
     if a is None or e is None:
         return False, f"not numbers: {actual!r} vs {expected!r}"
@@ -148,7 +149,7 @@ def _numeric(spec: FieldSpec, actual: Any, expected: Any) -> tuple[bool, str]:
     )
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -159,7 +160,7 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _dates(spec: FieldSpec, actual: Any, expected: Any) -> tuple[bool, str]:
+def _dates(spec: FieldSpec, actual: object, expected: object) -> tuple[bool, str]:
     a, e = _date(str(actual), spec.formats), _date(str(expected), spec.formats)
     if a is None or e is None:
         return (

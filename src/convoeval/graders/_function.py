@@ -14,17 +14,18 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from ..errors import GraderError
-from ._base import Assertion, Grade, GradeContext, Level, assertion_type
+from ..judging import GradingLevel
+from ._base import Assertion, Grade, GradeContext, assertion_type
 
 GradeFunction = Callable[[GradeContext], Grade | float | bool | Awaitable[Grade | float | bool]]
 F = TypeVar("F", bound=GradeFunction)
 
 
 def grader(
-    name: str, *, levels: tuple[Level, ...] = ("turn", "conversation"), uses_judge: bool = False
+    name: str, *, levels: tuple[GradingLevel, ...] = ("turn", "conversation"), uses_judge: bool = False
 ) -> Callable[[F], F]:
     """Register `function(ctx)` as the assertion type `name`; the function is returned unchanged.
 
@@ -44,7 +45,7 @@ def grader(
                 value = await value
             return as_grade(value, name)
 
-        namespace: dict[str, Any] = {
+        namespace: dict[str, object] = {
             "__annotations__": {"type": Literal[name]},
             "type": name,
             "grade": grade,
@@ -60,7 +61,7 @@ def grader(
     return register
 
 
-def as_grade(value: Any, name: str) -> Grade:
+def as_grade(value: object, name: str) -> Grade:
     """A function grader's return value as a Grade; anything else cannot decide (GraderError)."""
     if isinstance(value, Grade):
         return value

@@ -1,4 +1,4 @@
-"""JSON assertion types (`is-json`, `json-schema`, `jsonpath`) and JSON extraction from replies.
+"""JSON assertion types (`is-json`, `json-schema`, `jsonpath`) and how JSON values compare and show.
 
 These check every target reply on its own: at conversation level each reply must hold, with
 one outcome per reply.
@@ -7,72 +7,19 @@ one outcome per reply.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, Protocol
 
 from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
+from .._json_in_text import NoJson, parse_json
 from .._jsonpath import parse_jsonpath
 from .._text import shorten
 from ..results import AssertionOutcome
 from ._base import GradeContext, GraderError, assertion_type
 from ._check import Check, has_template_refs, replies, substitute, substitute_deep
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 
-
-@dataclass
-class FoundJson:
-    value: Any
-    where: str  # "the whole reply", "a ```json fenced block", "text at char 12"
-
-
-class NoJson(ValueError):
-    """The text holds no JSON; the message says why (the whole-text parse error)."""
-
-
-def parse_json(text: str, *, fenced: bool = False, embedded: bool = False) -> FoundJson:
-    """The JSON in `text`.
-
-    Args:
-        text: the reply.
-        fenced: also accept the content of a fenced code block (```json ... ```).
-        embedded: also accept the first JSON object or array embedded in prose.
-
-    Raises:
-        NoJson: nothing parsed; the message is the whole-text parse error.
-    """
-    try:
-        return FoundJson(json.loads(text), "the whole reply")
-    except json.JSONDecodeError as exc:
-        whole_error = exc
-    if fenced or embedded:
-        for match in _FENCE.finditer(text):
-            lang = match.group(1).lower()
-            if lang not in ("", "json", "jsonc", "json5"):
-                continue
-            try:
-                return FoundJson(json.loads(match.group(2)), f"a ```{lang or ''} fenced block")
-            except json.JSONDecodeError:
-                continue
-    if embedded:
-        decoder = json.JSONDecoder()
-        tries = 0
-        for match in re.finditer(r"[\[{]", text):
-            tries += 1
-            if tries > 200:
-                break
-            try:
-                value, _ = decoder.raw_decode(text, match.start())
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, (dict, list)):
-                return FoundJson(value, f"JSON at char {match.start()}")
-    raise NoJson(f"{whole_error.msg} at line {whole_error.lineno} column {whole_error.colno}")
-
-
-def describe_json(value: Any) -> str:
+def describe_json(value: object) -> str:
     """'a JSON object with 3 keys', 'a JSON array of 2 items', 'the JSON number 42'."""
     if isinstance(value, dict):
         return f"a JSON object with {len(value)} key{'s' if len(value) != 1 else ''}"
@@ -81,7 +28,7 @@ def describe_json(value: Any) -> str:
     return f"the JSON {type_name(value)} {short_json(value)}"
 
 
-def type_name(value: Any) -> str:
+def type_name(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -95,11 +42,11 @@ def type_name(value: Any) -> str:
     return "object"
 
 
-def short_json(value: Any, limit: int = 80) -> str:
+def short_json(value: object, limit: int = 80) -> str:
     return shorten(json.dumps(value, ensure_ascii=False, default=str), limit)
 
 
-def json_equal(a: Any, b: Any) -> bool:
+def json_equal(a: object, b: object) -> bool:
     """Equality of JSON values: 1 == 1.0, but true != 1 and "42" != 42."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
@@ -112,10 +59,23 @@ def json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+class JsonPathMatch(Protocol):
+    """One match of a JSONPath expression (jsonpath-ng's `DatumInContext`)."""
+
+    @property
+    def value(self) -> object: ...
+
+
+class JsonPathExpression(Protocol):
+    """A parsed JSONPath expression (jsonpath-ng's `JSONPath`)."""
+
+    def find(self, data: object) -> list[JsonPathMatch]: ...
+
+
 # -- assertion types --------------------------------------------------------------------
 
 
-def _check_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+def _check_schema(schema: dict[str, object] | None) -> dict[str, object] | None:
     if schema is None:
         return None
     import jsonschema  # loaded by the suites that check a schema, not at every start-up
@@ -128,7 +88,7 @@ def _check_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
     return schema
 
 
-def _schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
+def _schema_errors(schema: dict[str, object], value: object) -> list[str]:
     import jsonschema
 
     validator_cls = jsonschema.validators.validator_for(schema)
@@ -150,11 +110,11 @@ class _JsonCheck(Check):
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     allow_fenced: bool = Field(False, description=_FENCED_DESCRIPTION)
-    json_schema: dict[str, Any] | None = Field(None, alias="schema", description=_SCHEMA_DESCRIPTION)
+    json_schema: dict[str, object] | None = Field(None, alias="schema", description=_SCHEMA_DESCRIPTION)
 
     @field_validator("json_schema")
     @classmethod
-    def _validate_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _validate_schema(cls, schema: dict[str, object] | None) -> dict[str, object] | None:
         return _check_schema(schema)
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
@@ -201,7 +161,7 @@ class JsonSchema(_JsonCheck):
     """
 
     type: Literal["json-schema"]
-    json_schema: dict[str, Any] = Field(alias="schema", description=_SCHEMA_DESCRIPTION)
+    json_schema: dict[str, object] = Field(alias="schema", description=_SCHEMA_DESCRIPTION)
 
 
 @assertion_type
@@ -217,7 +177,7 @@ class JsonPath(Check):
 
     type: Literal["jsonpath"]
     path: str = Field(description="The JSONPath, e.g. `$.flights[0].price`; may use {{ name }}.")
-    value: Any = Field(
+    value: object = Field(
         None,
         validation_alias=AliasChoices("value", "expected"),
         description="The value the first match must equal (compared as JSON: 1 == 1.0, "
@@ -246,7 +206,9 @@ class JsonPath(Check):
         return all(o.passed for o in outcomes), outcomes
 
     @staticmethod
-    def _check_reply(text: str, compiled: Any, path: str, has_expected: bool, expected: Any) -> tuple[bool, str]:
+    def _check_reply(
+        text: str, compiled: JsonPathExpression, path: str, has_expected: bool, expected: object
+    ) -> tuple[bool, str]:
         try:
             found = parse_json(text, fenced=True, embedded=True)
         except NoJson:
@@ -264,7 +226,7 @@ class JsonPath(Check):
         return json_equal(matches[0], expected), f"{count} is {short_json(matches[0])}{source}"
 
 
-def _compile_path(path: str, error: type[Exception]) -> Any:
+def _compile_path(path: str, error: type[Exception]) -> JsonPathExpression:
     try:
         return parse_jsonpath(path)
     except Exception as exc:  # jsonpath-ng: JsonPathLexerError, JsonPathParserError, Exception

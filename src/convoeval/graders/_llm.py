@@ -21,7 +21,8 @@ Example (YAML):
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Literal
+from collections.abc import Sequence
+from typing import ClassVar, Literal, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -33,9 +34,11 @@ from pydantic import (
 
 from .._base_model import Model
 from ..judging import (
+    CriterionAnswer,
     JudgeSession,
     PanelRule,
     RubricItem,
+    ScoreAnswer,
     Subject,
     repeat_summary,
     rubric_messages,
@@ -46,6 +49,7 @@ from ..judging import (
 from ..results import AssertionOutcome
 from ._base import Assertion, Grade, GradeContext, assertion_type
 
+T = TypeVar("T")
 _OUTCOME = AliasChoices("outcome", "expected_outcome", "description")
 
 
@@ -248,17 +252,16 @@ class Rubrics(Assertion):
         runs = [values_by_key(answer) for answer in answers.values]
         mark = pass_mark(self, ctx)
         outcomes: list[AssertionOutcome] = []
-        per_criterion: dict[str, Any] = {}
+        per_criterion: dict[str, dict[str, object]] = {}
         weights: list[float] = []
         run_scores = [[0.0] * len(resolved) for _ in runs]
         failed_required: list[str] = []
         criterion_scores: list[float] = []
         for index, (item, criterion) in enumerate(resolved):
             verdicts = [run[item.id] for run in runs]
-            if item.scored:
-                norms = [v.score / 10 for v in verdicts]
-            else:
-                norms = [1.0 if v.satisfied else 0.0 for v in verdicts]
+            scores = [v.score for v in verdicts if isinstance(v, ScoreAnswer)]
+            satisfied = [v.satisfied for v in verdicts if isinstance(v, CriterionAnswer)]
+            norms = [s / 10 for s in scores] if item.scored else [1.0 if yes else 0.0 for yes in satisfied]
             for r, norm in enumerate(norms):
                 run_scores[r][index] = norm
             value = _mean(norms)
@@ -282,18 +285,14 @@ class Rubrics(Assertion):
                 )
             )
             per_criterion[item.id] = {
-                **(
-                    {"judge_score": _one_or_all([v.score for v in verdicts])}
-                    if item.scored
-                    else {"satisfied": _one_or_all([v.satisfied for v in verdicts])}
-                ),
+                **({"judge_score": _one_or_all(scores)} if item.scored else {"satisfied": _one_or_all(satisfied)}),
                 "score": round(value, 6),
                 "weight": criterion.weight,
                 "required": criterion.required,
                 "passed": passed,
             }
         score = weighted_mean(criterion_scores, weights)
-        details: dict[str, Any] = {"criteria": per_criterion}
+        details: dict[str, object] = {"criteria": per_criterion}
         if answers.count > 1:
             details.update(repeat_summary([weighted_mean(s, weights) for s in run_scores]))
         if answers.errors:
@@ -308,7 +307,7 @@ class Rubrics(Assertion):
         )
 
 
-def _one_or_all(values: list[Any]) -> Any:
+def _one_or_all(values: Sequence[T]) -> T | Sequence[T]:
     return values[0] if len(values) == 1 else values
 
 
@@ -320,16 +319,17 @@ def weighted_mean(values: list[float], weights: list[float]) -> float:
     return math.fsum(v * w for v, w in zip(values, weights, strict=True)) / total
 
 
-def _evidence(item: RubricItem, verdicts: list[Any]) -> str:
+def _evidence(item: RubricItem, verdicts: list[ScoreAnswer | CriterionAnswer]) -> str:
     first = verdicts[0]
-    if item.scored:
+    if isinstance(first, ScoreAnswer):
         band = next((d for lo, hi, d in item.bands if lo <= first.score <= hi), "")
         text = f"{first.score}/10" + (f" ({band})" if band else "") + f": {first.reasoning}"
         if len(verdicts) > 1:
-            text += f" [scores over {len(verdicts)} repeats: {', '.join(str(v.score) for v in verdicts)}]"
+            scores = [v.score for v in verdicts if isinstance(v, ScoreAnswer)]
+            text += f" [scores over {len(verdicts)} repeats: {', '.join(str(s) for s in scores)}]"
         return text
     if len(verdicts) > 1:
-        yes = sum(v.satisfied for v in verdicts)
+        yes = sum(v.satisfied for v in verdicts if isinstance(v, CriterionAnswer))
         return f"{first.reasoning} [satisfied in {yes}/{len(verdicts)} repeats]"
     return first.reasoning
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import (
     Field,
@@ -152,7 +152,7 @@ class LLMGrader(Assertion):
         evidence = f"{first.score}/10: {first.reasoning}"
         if len(raw) > 1:
             evidence += f" [scores over {len(raw)} repeats: {', '.join(map(str, raw))}]"
-        details: dict[str, Any] = {"judge_score": raw[0] if len(raw) == 1 else raw, "scale": "0-10"}
+        details: dict[str, object] = {"judge_score": raw[0] if len(raw) == 1 else raw, "scale": "0-10"}
         if answers.count > 1:
             details.update(repeat_summary([r / 10 for r in raw]))
         if answers.errors:

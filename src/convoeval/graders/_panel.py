@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ..judging import Decision, JudgePanel, PanelRule, Vote, combine
 from ..results import AssertionOutcome, DimensionScore, GraderScore, JudgeAnswer, Usage
@@ -20,6 +20,18 @@ if TYPE_CHECKING:
 
 #: Longest reasoning kept per judge answer.
 _REASONING_CHARS = 2000
+
+
+class _Spent(TypedDict):
+    """What the panel's judges spent together, and how they were combined."""
+
+    judge_calls: int
+    judge_reasks: int
+    judge_usage: Usage | None
+    judge_cost_usd: float
+    duration_ms: float
+    panel: list[JudgeAnswer]
+    panel_rule: PanelRule
 
 
 async def evaluate_by_panel(
@@ -49,7 +61,7 @@ def combine_scores(
         for name, s in zip(judges, scores, strict=True)
     ]
     usage = sum((s.judge_usage for s in scores if s.judge_usage is not None), Usage())
-    spent: dict[str, Any] = {
+    spent: _Spent = {
         "judge_calls": sum(s.judge_calls for s in scores),
         "judge_reasks": sum(s.judge_reasks for s in scores),
         "judge_usage": usage if usage.total_tokens else None,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Any
 
 from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
@@ -40,7 +39,7 @@ class PromptCommand(Model):
         description="The program and its arguments; the last one is the template file, relative to the eval "
         "file's folder (`script` is AgentV's older name).",
     )
-    config: dict[str, Any] = Field(default_factory=dict, description="Passed to the program as `config` on stdin.")
+    config: dict[str, object] = Field(default_factory=dict, description="Passed to the program as `config` on stdin.")
     timeout_s: float = Field(30.0, gt=0, description="Seconds before the program is killed.")
 
     @field_validator("command")

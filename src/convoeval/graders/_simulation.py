@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from ..judging import FidelityAnswer, PanelRule, fidelity_messages, fidelity_schema
+from ..judging import FidelityAnswer, GradingLevel, PanelRule, fidelity_messages, fidelity_schema
 from ..results import AssertionOutcome
-from ._base import Assertion, Grade, GradeContext, GraderError, Level, assertion_type
+from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._llm import judge_session
 
 
@@ -26,7 +26,7 @@ class SimulatorFidelity(Assertion):
     """Passes when the judge finds that the simulated user stayed in role all along."""
 
     type: Literal["simulator-fidelity"] = "simulator-fidelity"
-    levels: ClassVar[tuple[Level, ...]] = ("conversation",)
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("conversation",)
     uses_judge: ClassVar[bool] = True
 
     @property

@@ -31,15 +31,16 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
 from .._base_model import Model
+from ..judging import GradingLevel
 from ..results import AssertionOutcome, ToolCall
-from ._base import Assertion, Grade, GradeContext, GraderError, Level, assertion_type
+from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._cow import same_document
-from ._domain import Domain, domain_file_problems, load_document
+from ._tau_backend import Domain, domain_file_problems, load_document
 
 MAX_DIFFS = 10
 
@@ -50,10 +51,10 @@ class Action(Model):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, object] = Field(default_factory=dict)
 
 
-def state_diff(actual: Any, expected: Any, path: str = "$") -> list[str]:
+def state_diff(actual: object, expected: object, path: str = "$") -> list[str]:
     """Where two JSON documents differ: `path: actual != expected` lines (equal parts, and
     the parts both share, are not walked)."""
     if same_document(actual, expected):
@@ -80,7 +81,7 @@ class TauReward(Assertion):
     """Reward 1 when the final backend state equals the goal state and every required output was said."""
 
     type: Literal["tau-reward"] = "tau-reward"
-    backend: str | dict[str, Any] | None = Field(
+    backend: str | dict[str, object] | None = Field(
         None,
         description="The initial state: a JSON/YAML file (relative to the suite) or the document itself "
         "(default: the suite's `backend`).",
@@ -90,7 +91,7 @@ class TauReward(Assertion):
         description="A Python file or module of tool functions `name(state, **arguments)` (default: the suite's `tools`).",
     )
     goal_actions: list[Action] | None = Field(None, description="Expected tool calls; replayed to the goal state.")
-    goal_state: str | dict[str, Any] | None = Field(
+    goal_state: str | dict[str, object] | None = Field(
         None, description="The expected final state (instead of goal_actions)."
     )
     required_outputs: list[str] = Field(default_factory=list, description="Strings the agent must say.")
@@ -99,7 +100,7 @@ class TauReward(Assertion):
         description="The reward decides the conversation (a reward that cannot be computed makes the test an error).",
     )
 
-    levels: ClassVar[tuple[Level, ...]] = ("conversation",)
+    levels: ClassVar[tuple[GradingLevel, ...]] = ("conversation",)
 
     def file_problems(self, base_dir: Path) -> list[tuple[str, str]]:
         problems = domain_file_problems(self.tools, self.backend, base_dir)

@@ -12,25 +12,26 @@ inserted escaped, i.e. matched literally.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import regex
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationInfo, field_validator
 
+from .._json_in_text import NoJson, parse_json
 from ..results import AssertionOutcome
 from ._base import GradeContext, GraderError, assertion_type
 from ._check import Check, blank_template_refs, noun, quote, substitute, substitute_deep
-from ._json import NoJson, json_equal, parse_json, short_json
+from ._json import json_equal, short_json
 
 
-def _scalar_to_str(value: Any) -> Any:
+def _scalar_to_str(value: object) -> object:
     """YAML `value: 42` means the text "42"."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return value
 
 
-def _split_list(value: Any) -> Any:
+def _split_list(value: object) -> object:
     """promptfoo accepts `value: "a, b, c"` for the -any/-all types."""
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
@@ -177,7 +178,7 @@ class Equals(Check):
     """
 
     type: Literal["equals", "not-equals"]
-    value: Any = Field(
+    value: object = Field(
         description="The expected reply: a string (text comparison) or a JSON value; "
         "strings may use {{ name }} variables."
     )

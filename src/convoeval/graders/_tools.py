@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
@@ -42,17 +43,17 @@ def calls_in(ctx: GradeContext, turn: int | None = None) -> list[ToolCall]:
     ]
 
 
-def _args_subset(expected: Any, actual: Any) -> bool:
+def _args_subset(expected: object, actual: object) -> bool:
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(k in actual and _args_subset(v, actual[k]) for k, v in expected.items())
     return json_equal(expected, actual)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def args_match(expected: dict[str, Any] | None, actual: dict[str, Any], how: ArgsMatch) -> bool:
+def args_match(expected: Mapping[str, object] | None, actual: Mapping[str, object], how: ArgsMatch) -> bool:
     """Whether a call's arguments match `expected` (None matches any arguments)."""
     if expected is None:
         return True
@@ -71,7 +72,7 @@ def _shown(calls: list[ToolCall]) -> str:
     return ", ".join(show(c) for c in calls[:8]) + (f" and {len(calls) - 8} more" if len(calls) > 8 else "") or "none"
 
 
-def _check_regexes(args: dict[str, Any] | None, how: str) -> None:
+def _check_regexes(args: Mapping[str, object] | None, how: str) -> None:
     if how == "regex" and args:
         for key, value in args.items():
             try:
@@ -90,7 +91,7 @@ class ToolCalled(Assertion):
 
     type: Literal["tool-called", "tool-not-called"]
     tool: str = Field(min_length=1, description="The tool's name (as the target reports it).")
-    args: dict[str, Any] | None = Field(None, description="Arguments the call must have (see args_match).")
+    args: dict[str, object] | None = Field(None, description="Arguments the call must have (see args_match).")
     args_match: ArgsMatch = Field("subset", description="subset (default), exact, or regex per field.")
     min: int | None = Field(None, ge=0, description="Matching calls needed at least (default 1).")
     max: int | None = Field(None, ge=0, description="Matching calls allowed at most.")
@@ -109,7 +110,7 @@ class ToolCalled(Assertion):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         tool = substitute(self.tool, ctx.variables)
-        args = substitute_deep(self.args, ctx.variables)
+        args = substitute_deep(self.args, ctx.variables) if self.args is not None else None
         calls = calls_in(ctx, self.turn)
         matching = [c for c in calls if c.name == tool and args_match(args, c.arguments, self.args_match)]
         wanted = f"{tool}" + (f" with args {self.args_match} {json.dumps(args, default=str)}" if args else "")
@@ -184,15 +185,15 @@ class ExpectedCall(Model):
     model_config = ConfigDict(extra="forbid")
 
     tool: str = Field(min_length=1)
-    args: dict[str, Any] | Literal["any"] | None = Field(
+    args: dict[str, object] | Literal["any"] | None = Field(
         None, validation_alias=AliasChoices("args", "input"), description="`input` is AgentV's trace name for it."
     )
     args_match: TrajectoryArgsMatch | None = Field(None, description="Overrides the trajectory's args_match.")
     max_duration_ms: float | None = Field(None, gt=0)
     name: str | None = Field(None, description="A label (AgentV); not checked.")
-    output: Any = Field(None, description="AgentV accepts it and does not check it; neither does convoeval.")
+    output: object = Field(None, description="AgentV accepts it and does not check it; neither does convoeval.")
 
-    def matches(self, call: ToolCall, variables: dict[str, Any], default: TrajectoryArgsMatch | None = None) -> bool:
+    def matches(self, call: ToolCall, variables: dict[str, object], default: TrajectoryArgsMatch | None = None) -> bool:
         if call.name != substitute(self.tool, variables):
             return False
         how = self.args_match if self.args_match is not None else default
@@ -211,7 +212,7 @@ class ExpectedCall(Model):
 _MISSING = object()
 
 
-def _at(value: Any, dotted: str) -> Any:
+def _at(value: object, dotted: str) -> object:
     """The value at a dot path (`a.b.0`), or a marker when it is absent."""
     for part in dotted.split("."):
         if isinstance(value, dict) and part in value:
@@ -265,7 +266,7 @@ class ToolTrajectory(Assertion):
         outcomes = _MATCHERS[self.mode](self, calls, ctx.variables)
         passed = sum(o.passed for o in outcomes)
         first = next((o for o in outcomes if not o.passed), None)
-        details: dict[str, Any] = {"actual": [show(c) for c in calls]}
+        details: dict[str, object] = {"actual": [show(c) for c in calls]}
         if first is not None:
             details["first_mismatch"] = f"{first.text}: {first.evidence}"
         return Grade(
@@ -287,7 +288,7 @@ def _latency(entry: ExpectedCall, call: ToolCall) -> list[AssertionOutcome]:
     ]
 
 
-def _in_order(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any]) -> list[AssertionOutcome]:
+def _in_order(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, object]) -> list[AssertionOutcome]:
     outcomes, at = [], 0
     for k, entry in enumerate(spec.expected, start=1):
         found = next((i for i in range(at, len(calls)) if entry.matches(calls[i], variables, spec.args_match)), None)
@@ -307,7 +308,7 @@ def _in_order(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, 
     return outcomes
 
 
-def _exact(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any]) -> list[AssertionOutcome]:
+def _exact(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, object]) -> list[AssertionOutcome]:
     outcomes = []
     for k, entry in enumerate(spec.expected, start=1):
         call = calls[k - 1] if k <= len(calls) else None
@@ -328,7 +329,7 @@ def _exact(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any
     return outcomes
 
 
-def _superset(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any]) -> list[AssertionOutcome]:
+def _superset(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, object]) -> list[AssertionOutcome]:
     """Each expected call is matched by a distinct actual call, in any order."""
     used: set[int] = set()
     outcomes = []
@@ -351,7 +352,7 @@ def _superset(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, 
     return outcomes
 
 
-def _any_order(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any]) -> list[AssertionOutcome]:
+def _any_order(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, object]) -> list[AssertionOutcome]:
     counts = Counter(c.name for c in calls)
     outcomes = [
         AssertionOutcome(
@@ -364,7 +365,7 @@ def _any_order(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str,
     return outcomes + (_superset(spec, calls, variables) if spec.expected else [])
 
 
-def _subset_mode(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, Any]) -> list[AssertionOutcome]:
+def _subset_mode(spec: ToolTrajectory, calls: list[ToolCall], variables: dict[str, object]) -> list[AssertionOutcome]:
     """Every actual call is one of the expected ones (no call outside the allowed set)."""
     outcomes = [
         AssertionOutcome(

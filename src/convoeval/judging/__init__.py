@@ -71,6 +71,7 @@ from ._prompts import (
     GRADER_SCALE,
     JUDGE_SYSTEM,
     METRICS,
+    GradingLevel,
     Metric,
     RubricItem,
     Subject,
@@ -87,6 +88,8 @@ from ._prompts import (
 )
 from ._schemas import (
     CriterionAnswer,
+    KeyedAnswer,
+    ScoreAnswer,
     keyed_model,
     keyed_schema,
     score_model,
@@ -112,6 +115,7 @@ from ._simulation import (
 from ._tdeval import DIMENSIONS, Dimension, normalise, tdeval_messages, tdeval_parser, tdeval_schema
 
 __all__ = [
+    "GradingLevel",
     "Decision",
     "JudgePanel",
     "PANEL_RULES",
@@ -122,6 +126,8 @@ __all__ = [
     "panel_members",
     "panel_rule",
     "CriterionAnswer",
+    "KeyedAnswer",
+    "ScoreAnswer",
     "DIMENSIONS",
     "Dimension",
     "FidelityAnswer",

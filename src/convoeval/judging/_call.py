@@ -18,17 +18,22 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypedDict, TypeVar, overload
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
+from .._json_in_text import NoJson, parse_json
 from ..errors import GraderError, TargetError
 from ..results import Usage
 from ..targets import ChatReply, ChatRequest, Purpose, Target
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+M = TypeVar("M", bound=BaseModel)
+#: A judge prompt: OpenAI-style `{"role", "content"}` messages.
+JudgeMessages = list[dict[str, str]]
 
 #: How much of a bad judge answer is sent back on the re-ask and quoted in errors.
 _ECHO_CHARS = 2000
@@ -59,41 +64,32 @@ class JudgeError(GraderError):
     def cost_usd(self) -> float:
         return self.judge_cost_usd
 
+    @property
+    def calls(self) -> int:
+        return self.judge_calls
+
 
 class JudgeOutputError(ValueError):
     """A judge answer is not the JSON the schema asked for (the message says what is wrong)."""
 
 
-def extract_json(text: str) -> Any:
-    """The JSON value in a judge answer.
-
-    Accepts the bare JSON, JSON inside a ```json fence, or JSON after a short preamble; what
-    the value must look like is then checked strictly by the parser.
+def extract_json(text: str) -> JsonValue:
+    """The JSON value in a judge answer, found by `parse_json` (`convoeval._json_in_text`, the
+    one JSON finder): the whole answer, else a ```json fenced block, else the first JSON object
+    in prose; what the value must look like is then checked strictly by the parser.
 
     Raises:
-        JudgeOutputError: no JSON object in the text.
+        JudgeOutputError: the answer is empty or holds no JSON.
     """
-    stripped = text.strip()
-    if not stripped:
+    if not text.strip():
         raise JudgeOutputError("the answer was empty")
-    if stripped.startswith("```"):
-        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
-        stripped = stripped.rsplit("```", 1)[0].strip()
     try:
-        return json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        first_error = exc
-    start = stripped.find("{")
-    if start >= 0:
-        try:
-            value, _ = json.JSONDecoder().raw_decode(stripped[start:])
-            return value
-        except json.JSONDecodeError as exc:
-            first_error = exc
-    raise JudgeOutputError(f"the answer is not valid JSON ({first_error.msg} at char {first_error.pos})")
+        return parse_json(text, fenced=True, embedded=True, objects_only=True).value
+    except NoJson as exc:
+        raise JudgeOutputError(f"the answer is not valid JSON ({exc})") from None
 
 
-def parse_answer(model: type[BaseModel], text: str) -> Any:
+def parse_answer(model: type[M], text: str) -> M:
     """Parse a judge answer with a pydantic model; raise `JudgeOutputError` saying what is wrong."""
     data = extract_json(text)
     if not isinstance(data, dict):
@@ -126,24 +122,33 @@ def describe_validation_error(exc: ValidationError) -> str:
 TEXT_REASK = "Your answer could not be used: {error}\nAnswer again, in the format the instructions ask for."
 
 
-def schema_keys(schema: dict[str, Any]) -> str:
-    props = schema.get("properties") or {}
-    return ", ".join(json.dumps(k) for k in props) or "see the schema"
+def schema_keys(schema: dict[str, JsonValue]) -> str:
+    props = schema.get("properties")
+    return ", ".join(json.dumps(k) for k in props) if isinstance(props, dict) and props else "see the schema"
 
 
-@dataclass
-class Repeated(Generic[T]):
+@dataclass(frozen=True)
+class Repeated(Generic[T_co]):
     """The parsed answers of K repeated judge calls (a failed repeat leaves an error)."""
 
-    values: list[T]
-    errors: list[str] = field(default_factory=list)
+    values: Sequence[T_co]
+    errors: Sequence[str] = field(default_factory=list)
 
     @property
     def count(self) -> int:
         return len(self.values) + len(self.errors)
 
 
-def repeat_summary(scores: list[float]) -> dict[str, Any]:
+class RepeatSummary(TypedDict):
+    """One grader's repeated judge scores: how many, each, their mean and standard deviation."""
+
+    repeats: int
+    scores: list[float]
+    mean: float
+    stdev: float
+
+
+def repeat_summary(scores: list[float]) -> RepeatSummary:
     """`{"repeats", "scores", "mean", "stdev"}` of one grader's repeated judge scores.
 
     The standard deviation is the sample one (ddof=1), as in `convoeval.stats.judge_consistency`;
@@ -196,7 +201,7 @@ class JudgeSession:
         self.reasks = 0
 
     async def _chat(
-        self, messages: list[dict[str, Any]], schema: dict[str, Any] | None, name: str, repeat: int
+        self, messages: JudgeMessages, schema: dict[str, JsonValue] | None, name: str, repeat: int
     ) -> ChatReply:
         request = ChatRequest(
             messages=messages,
@@ -217,15 +222,35 @@ class JudgeSession:
         self.cost_usd += reply.cost_usd
         return reply
 
+    @overload
     async def ask(
         self,
-        messages: list[dict[str, Any]],
-        schema: dict[str, Any] | None,
-        parser: type[BaseModel] | Callable[[str], T],
+        messages: JudgeMessages,
+        schema: dict[str, JsonValue] | None,
+        parser: type[M],
+        *,
+        name: str = ...,
+        repeat: int = ...,
+    ) -> M: ...
+    @overload
+    async def ask(
+        self,
+        messages: JudgeMessages,
+        schema: dict[str, JsonValue] | None,
+        parser: Callable[[str], T],
+        *,
+        name: str = ...,
+        repeat: int = ...,
+    ) -> T: ...
+    async def ask(
+        self,
+        messages: JudgeMessages,
+        schema: dict[str, JsonValue] | None,
+        parser: type[BaseModel] | Callable[[str], object],
         *,
         name: str = "verdict",
         repeat: int = 0,
-    ) -> Any:
+    ) -> object:
         """One structured judge call, re-asked once when the answer does not parse.
 
         Args:
@@ -265,15 +290,35 @@ class JudgeSession:
                 f"(first answer: {error}); last answer: {_quote(second.text)}"
             ) from None
 
+    @overload
     async def ask_repeated(
         self,
-        messages: list[dict[str, Any]],
-        schema: dict[str, Any] | None,
-        parser: type[BaseModel] | Callable[[str], T],
+        messages: JudgeMessages,
+        schema: dict[str, JsonValue] | None,
+        parser: type[M],
+        *,
+        repeats: int = ...,
+        name: str = ...,
+    ) -> Repeated[M]: ...
+    @overload
+    async def ask_repeated(
+        self,
+        messages: JudgeMessages,
+        schema: dict[str, JsonValue] | None,
+        parser: Callable[[str], T],
+        *,
+        repeats: int = ...,
+        name: str = ...,
+    ) -> Repeated[T]: ...
+    async def ask_repeated(
+        self,
+        messages: JudgeMessages,
+        schema: dict[str, JsonValue] | None,
+        parser: type[BaseModel] | Callable[[str], object],
         *,
         repeats: int = 1,
         name: str = "verdict",
-    ) -> Repeated[Any]:
+    ) -> Repeated[object]:
         """`ask` K times concurrently (repeat r is sent as trial `trial * 1000 + r`).
 
         A repeat that fails is recorded in `errors`; when all fail, the first error is raised.
@@ -283,7 +328,7 @@ class JudgeSession:
             *(self.ask(messages, schema, parser, name=name, repeat=r) for r in range(k)),
             return_exceptions=True,
         )
-        values: list[Any] = []
+        values: list[object] = []
         errors: list[str] = []
         for result in results:
             if isinstance(result, JudgeError):
@@ -302,7 +347,7 @@ class JudgeSession:
         return JudgeError(message, usage=self.usage, cost_usd=self.cost_usd, calls=self.calls)
 
 
-def _as_parser(parser: type[BaseModel] | Callable[[str], T]) -> Callable[[str], Any]:
+def _as_parser(parser: type[BaseModel] | Callable[[str], object]) -> Callable[[str], object]:
     if isinstance(parser, type) and issubclass(parser, BaseModel):
         model = parser
         return lambda text: parse_answer(model, text)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .._base_model import Model
 from ..results import Message, ToolCall
@@ -19,11 +18,14 @@ class Policy(Model):
     model_config = ConfigDict(extra="forbid")
 
     domain: str | None = None
-    slots: list[str] | dict[str, Any] = Field(default_factory=list)
+    slots: list[str] | dict[str, object] = Field(default_factory=list)
     rules: list[str] = Field(default_factory=list)
     text: str | None = Field(None, description="The policy as text (or `file://policy.md`, relative to the eval file).")
     system_prompt: bool = Field(False, description="Also give the policy to the agent, as a system message.")
 
+
+#: A domain policy as the judges take it: a `Policy`, a mapping with the same keys, or text.
+PolicyLike = Policy | Mapping[str, object] | str | None
 
 #: Longest message shown to a judge; longer ones are cut in the middle.
 MAX_MESSAGE_CHARS = 6000
@@ -118,20 +120,20 @@ def turn_count(messages: Sequence[Message]) -> int:
     return max((n for n in turn_numbers(messages) if n is not None), default=0)
 
 
-def format_data(value: Any, limit: int = MAX_DATA_CHARS) -> str | None:
+def format_data(value: object, limit: int = MAX_DATA_CHARS) -> str | None:
     """A backend / database result as text (compact JSON for structures), or None when absent."""
     if value is None:
         return None
     if isinstance(value, str):
         text = value.strip()
         return clip(text, limit) if text else None
-    if hasattr(value, "model_dump"):
+    if isinstance(value, BaseModel):
         value = value.model_dump()
     text = json.dumps(value, ensure_ascii=False, default=str)
     return clip(text, limit)
 
 
-def format_policy(policy: Policy | dict[str, Any] | str | None) -> str | None:
+def format_policy(policy: PolicyLike) -> str | None:
     """A domain policy (a `Policy`, a mapping with the same keys, or text) as text.
 
     Returns None when there is no policy.
@@ -140,9 +142,9 @@ def format_policy(policy: Policy | dict[str, Any] | str | None) -> str | None:
         return None
     if isinstance(policy, str):
         return policy.strip() or None
-    if hasattr(policy, "model_dump"):
+    if isinstance(policy, BaseModel):
         policy = policy.model_dump()
-    if not isinstance(policy, dict):
+    if not isinstance(policy, Mapping):
         return str(policy)
     lines: list[str] = []
     if policy.get("domain"):
@@ -153,8 +155,8 @@ def format_policy(policy: Policy | dict[str, Any] | str | None) -> str | None:
         lines.extend(f"- {name}: {desc}" if desc not in (None, "") else f"- {name}" for name, desc in slots.items())
     elif isinstance(slots, list) and slots:
         lines.append("Slots (information the agent handles): " + ", ".join(str(s) for s in slots))
-    rules = policy.get("rules") or []
-    if rules:
+    rules = policy.get("rules")
+    if isinstance(rules, list) and rules:
         lines.append("Rules:")
         lines.extend(f"- {rule}" for rule in rules)
     if policy.get("text"):

@@ -26,20 +26,22 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict, Unpack
 
-from pydantic import ConfigDict, StrictStr
+from pydantic import ConfigDict, JsonValue, StrictStr
 
 from .._base_model import Model
 from .._templates import check_template, render
 from ..results import Message, Usage
 from ..targets import Target
 from ._call import JudgeError, JudgeSession
-from ._format import format_data, format_policy, format_transcript
+from ._format import PolicyLike, format_data, format_policy, format_transcript
 from ._panel import JudgePanel, PanelRule
 
 PairwiseWinner = Literal["A", "B", "EQUAL"]
 PAIRWISE_LABELS: tuple[PairwiseWinner, ...] = ("A", "B", "EQUAL")
+#: Per-turn backend results: turn number -> data, or a list whose i-th item is turn i+1's.
+Backend = Mapping[int, object] | Sequence[object] | None
 
 #: The variables a custom pairwise prompt (Jinja2) may use.
 PAIRWISE_VARIABLES = frozenset({"conversation_a", "conversation_b", "criteria", "policy", "test_id", "backend"})
@@ -86,7 +88,7 @@ class PairwiseAnswer(Model):
     winner: PairwiseWinner
 
 
-def pairwise_schema() -> dict[str, Any]:
+def pairwise_schema() -> dict[str, JsonValue]:
     """`{"reasoning": string, "winner": "A" | "B" | "EQUAL"}`, both required, nothing else."""
     return {
         "type": "object",
@@ -97,6 +99,15 @@ def pairwise_schema() -> dict[str, Any]:
         "required": ["reasoning", "winner"],
         "additionalProperties": False,
     }
+
+
+class PanelPairAnswer(TypedDict):
+    """One judge's answer to a pair, when a panel judged it (`winner` None: it failed)."""
+
+    judge: str
+    winner: PairwiseWinner | None
+    reasoning: str
+    error: str | None
 
 
 @dataclass(frozen=True)
@@ -117,7 +128,7 @@ class PairwiseVerdict:
     usage: Usage
     cost_usd: float = 0.0
     calls: int = 1
-    panel: list[dict[str, Any]] | None = None
+    panel: list[PanelPairAnswer] | None = None
     rule: PanelRule | None = None
 
 
@@ -190,7 +201,7 @@ def load_pairwise_prompt(prompt: str | Path, base_dir: str | Path | None = None)
     return source
 
 
-def format_backend(backend: Mapping[int, Any] | Sequence[Any] | None) -> str | None:
+def format_backend(backend: Backend) -> str | None:
     """Per-turn backend results as text (`turn N: {...}`), or None when there are none.
 
     `backend` maps a turn number to its data, or is a list whose i-th item belongs to turn i+1.
@@ -211,9 +222,9 @@ def pairwise_messages(
     conversation_b: Sequence[Message],
     *,
     criteria: str | None = None,
-    policy: Any = None,
+    policy: PolicyLike = None,
     test_id: str | None = None,
-    backend: Mapping[int, Any] | Sequence[Any] | None = None,
+    backend: Backend = None,
     prompt: str | None = None,
 ) -> list[dict[str, str]]:
     """The judge prompt comparing conversation A with conversation B.
@@ -278,9 +289,9 @@ async def judge_pair(
     conversation_b: Sequence[Message],
     *,
     criteria: str | None = None,
-    policy: Any = None,
+    policy: PolicyLike = None,
     test_id: str | None = None,
-    backend: Mapping[int, Any] | Sequence[Any] | None = None,
+    backend: Backend = None,
     prompt: str | None = None,
     trial: int = 0,
     temperature: float = 0.0,
@@ -328,11 +339,7 @@ async def judge_pair(
         prompt=prompt,
     )
     session = JudgeSession(judge, trial=trial, temperature=temperature, max_tokens=max_tokens)
-    try:
-        answer: PairwiseAnswer = await session.ask(messages, pairwise_schema(), PairwiseAnswer, name="pairwise")
-    except JudgeError as exc:
-        exc.calls = session.calls  # type: ignore[attr-defined]
-        raise
+    answer = await session.ask(messages, pairwise_schema(), PairwiseAnswer, name="pairwise")
     return PairwiseVerdict(
         winner=answer.winner,
         reasoning=answer.reasoning,
@@ -342,8 +349,24 @@ async def judge_pair(
     )
 
 
+class _PairOptions(TypedDict):
+    """`judge_pair`'s options, passed on to each judge of a panel."""
+
+    criteria: str | None
+    policy: PolicyLike
+    test_id: str | None
+    backend: Backend
+    prompt: str | None
+    trial: int
+    temperature: float
+    max_tokens: int | None
+
+
 async def _judge_pair_by_panel(
-    panel: JudgePanel, conversation_a: Sequence[Message], conversation_b: Sequence[Message], **options: Any
+    panel: JudgePanel,
+    conversation_a: Sequence[Message],
+    conversation_b: Sequence[Message],
+    **options: Unpack[_PairOptions],
 ) -> PairwiseVerdict:
     """Every judge of the panel compares the pair; their labels combine by the panel's rule
     (default majority). A judge that failed is kept with its error and left out; when every
@@ -352,14 +375,14 @@ async def _judge_pair_by_panel(
     outcomes = await asyncio.gather(
         *(judge_pair(j, conversation_a, conversation_b, **options) for j in panel.judges), return_exceptions=True
     )
-    answers: list[dict[str, Any]] = []
+    answers: list[PanelPairAnswer] = []
     verdicts: list[PairwiseVerdict] = []
     usage, cost, calls = Usage(), 0.0, 0
     for judge, outcome in zip(panel.judges, outcomes, strict=True):
         if isinstance(outcome, JudgeError):
             answers.append({"judge": judge.name, "winner": None, "reasoning": "", "error": str(outcome)})
             usage, cost = usage + outcome.usage, cost + outcome.cost_usd
-            calls += getattr(outcome, "calls", 1)
+            calls += outcome.calls
         elif isinstance(outcome, BaseException):
             raise outcome
         else:
@@ -369,9 +392,9 @@ async def _judge_pair_by_panel(
             )
             usage, cost, calls = usage + outcome.usage, cost + outcome.cost_usd, calls + outcome.calls
     if not verdicts:
-        error = JudgeError(f"no judge of the panel answered: {answers[0]['error']}", usage=usage, cost_usd=cost)
-        error.calls = calls  # type: ignore[attr-defined]
-        raise error
+        raise JudgeError(
+            f"no judge of the panel answered: {answers[0]['error']}", usage=usage, cost_usd=cost, calls=calls
+        )
     winner = combine_labels([v.winner for v in verdicts], rule)
     reasoning = "\n".join(f"{a['judge']}: {a['winner'] or 'error'}: {a['reasoning'] or a['error']}" for a in answers)
     return PairwiseVerdict(

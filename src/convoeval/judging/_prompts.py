@@ -10,15 +10,25 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import JsonValue
 
 from ..results import Message, ToolCall
 from ._format import clip, format_transcript
-from ._schemas import CriterionAnswer, keyed_model, keyed_schema, score_model, score_schema, verdict_schema
+from ._schemas import (
+    CriterionAnswer,
+    KeyedAnswer,
+    ScoreAnswer,
+    keyed_model,
+    keyed_schema,
+    score_model,
+    score_schema,
+    verdict_schema,
+)
 
-Level = Literal["turn", "conversation"]
+#: Where a check is graded: on one turn's reply, or on the whole conversation after its last turn.
+GradingLevel = Literal["turn", "conversation"]
 
 #: How every judge prompt introduces the transcript.
 CONVERSATION_HEADER = "Conversation (turns are numbered):"
@@ -48,7 +58,7 @@ class Subject:
         criteria: the test's criteria (its goal), if any.
     """
 
-    level: Level
+    level: GradingLevel
     history: list[Message]
     output: str = ""
     turn: int | None = None
@@ -124,12 +134,12 @@ class RubricItem:
         return "\n".join([head, *bands])
 
 
-def rubric_schema(items: Sequence[RubricItem]) -> dict[str, Any]:
+def rubric_schema(items: Sequence[RubricItem]) -> dict[str, JsonValue]:
     """`{"<id>": {"reasoning", "satisfied"} | {"reasoning", "score" 0-10}, ...}`."""
     return keyed_schema({i.id: score_schema(0, 10) if i.scored else verdict_schema() for i in items})
 
 
-def rubric_parser(items: Sequence[RubricItem]) -> type[BaseModel]:
+def rubric_parser(items: Sequence[RubricItem]) -> type[KeyedAnswer[ScoreAnswer | CriterionAnswer]]:
     return keyed_model("RubricAnswer", {i.id: score_model(0, 10) if i.scored else CriterionAnswer for i in items})
 
 
@@ -169,12 +179,12 @@ GRADER_FORMAT = (
 )
 
 
-def grader_schema() -> dict[str, Any]:
+def grader_schema() -> dict[str, JsonValue]:
     """`{"reasoning": string, "score": integer 0-10}`."""
     return score_schema(0, GRADER_SCALE)
 
 
-def grader_parser() -> type[BaseModel]:
+def grader_parser() -> type[ScoreAnswer]:
     return score_model(0, GRADER_SCALE)
 
 
@@ -287,12 +297,12 @@ GOAL_SCALE = (
 )
 
 
-def metric_schema() -> dict[str, Any]:
+def metric_schema() -> dict[str, JsonValue]:
     """`{"reasoning": string, "score": integer 0-10}`."""
     return score_schema(0, 10)
 
 
-def metric_parser() -> type[BaseModel]:
+def metric_parser() -> type[ScoreAnswer]:
     return score_model(0, 10)
 
 

@@ -15,15 +15,16 @@ Shapes:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import Annotated, Generic, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, StrictBool, StrictStr, create_model
 
 from .._base_model import Model
 
 
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
+def _object(properties: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return {
         "type": "object",
         "properties": properties,
@@ -32,12 +33,12 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def verdict_schema(reason_key: str = "reasoning") -> dict[str, Any]:
+def verdict_schema(reason_key: str = "reasoning") -> dict[str, JsonValue]:
     """`{"reasoning": string, "satisfied": boolean}`."""
     return _object({reason_key: {"type": "string"}, "satisfied": {"type": "boolean"}})
 
 
-def score_schema(low: int, high: int, reason_key: str = "reasoning") -> dict[str, Any]:
+def score_schema(low: int, high: int, reason_key: str = "reasoning") -> dict[str, JsonValue]:
     """`{"reasoning": string, "score": integer low..high}`."""
     return _object(
         {
@@ -47,7 +48,7 @@ def score_schema(low: int, high: int, reason_key: str = "reasoning") -> dict[str
     )
 
 
-def keyed_schema(items: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def keyed_schema(items: dict[str, dict[str, JsonValue]]) -> dict[str, JsonValue]:
     """An object whose keys are exactly `items` (criterion ids, dimension names)."""
     return _object(dict(items))
 
@@ -63,41 +64,53 @@ class CriterionAnswer(_Strict):
     satisfied: StrictBool
 
 
-def _number_only(value: Any) -> Any:
+class ScoreAnswer(_Strict):
+    """The judge's score, after its reasons (read as `reasoning` whatever key the schema names
+    them by: TD-Eval's is `justification`). Built per scale by `score_model`."""
+
+    reasoning: StrictStr
+    score: int
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class KeyedAnswer(_Strict, Generic[M]):
+    """An answer whose keys are fixed in advance (criterion ids, dimension names), each holding
+    an `M`; built by `keyed_model`, read with `values_by_key`."""
+
+
+def _number_only(value: object) -> object:
     if isinstance(value, (bool, str)):
         raise ValueError("the score must be a JSON number, not a boolean or a string")
     return value
 
 
-def _int_score(low: int, high: int) -> Any:
-    # 7 and 7.0 pass; 7.5, true and "9" do not (a judge must answer with a number).
-    return Annotated[int, BeforeValidator(_number_only), Field(ge=low, le=high)]
+_SCORE_MODELS: dict[tuple[int, int, str], type[ScoreAnswer]] = {}
 
 
-_SCORE_MODELS: dict[tuple[int, int, str], type[BaseModel]] = {}
-
-
-def score_model(low: int, high: int, reason_key: str = "reasoning") -> type[BaseModel]:
+def score_model(low: int, high: int, reason_key: str = "reasoning") -> type[ScoreAnswer]:
     """The parser of `score_schema(low, high, reason_key)`."""
     key = (low, high, reason_key)
     if key not in _SCORE_MODELS:
-        _SCORE_MODELS[key] = create_model(  # type: ignore[call-overload]
+        # 7 and 7.0 pass; 7.5, true and "9" do not (a judge must answer with a number).
+        score = Annotated[int, BeforeValidator(_number_only), Field(ge=low, le=high)]
+        _SCORE_MODELS[key] = create_model(
             f"Score{low}to{high}",
-            __config__=ConfigDict(extra="forbid"),
-            **{reason_key: (StrictStr, ...), "score": (_int_score(low, high), ...)},
+            __base__=ScoreAnswer,
+            reasoning=(StrictStr, Field(alias=reason_key)),
+            score=(score, ...),
         )
     return _SCORE_MODELS[key]
 
 
 @lru_cache(maxsize=1024)
-def _keyed_model(name: str, items: tuple[tuple[str, type[BaseModel]], ...]) -> type[BaseModel]:
-    fields = {f"k{i}": (model, Field(..., alias=key)) for i, (key, model) in enumerate(items)}
-    return create_model(  # type: ignore[call-overload]
-        name, __config__=ConfigDict(extra="forbid", populate_by_name=False), **fields
-    )
+def _keyed_model(name: str, items: tuple[tuple[str, type[BaseModel]], ...]) -> type[KeyedAnswer]:
+    fields = {f"k{i}": (model, Field(alias=key)) for i, (key, model) in enumerate(items)}
+    return create_model(name, __base__=KeyedAnswer, **fields)  # type: ignore[call-overload]  # a type in a dict is no TypeForm to mypy
 
 
-def keyed_model(name: str, items: dict[str, type[BaseModel]]) -> type[BaseModel]:
+def keyed_model(name: str, items: Mapping[str, type[M]]) -> type[KeyedAnswer[M]]:
     """The parser of `keyed_schema`: every key required, no other key allowed.
 
     Keys may be any string (`success-codes`, `c1`): each becomes a field with that alias.
@@ -106,6 +119,6 @@ def keyed_model(name: str, items: dict[str, type[BaseModel]]) -> type[BaseModel]
     return _keyed_model(name, tuple(items.items()))
 
 
-def values_by_key(parsed: BaseModel) -> dict[str, Any]:
+def values_by_key(parsed: KeyedAnswer[M]) -> dict[str, M]:
     """`{key: value}` of a model built by `keyed_model`."""
     return {info.alias or name: getattr(parsed, name) for name, info in type(parsed).model_fields.items()}

@@ -19,14 +19,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, model_validator
+from pydantic import ConfigDict, JsonValue, StrictBool, StrictStr, model_validator
 
 from .._base_model import Model
 from ..results import Message
 from ._format import clip, format_data, format_transcript
-from ._schemas import CriterionAnswer, keyed_model, keyed_schema, verdict_schema
+from ._schemas import CriterionAnswer, KeyedAnswer, keyed_model, keyed_schema, verdict_schema
 
 StepReason = Literal["none", "objective_met", "objective_impossible"]
 
@@ -44,7 +44,7 @@ class Persona:
 
     persona: str
     objective: str
-    knowledge: Any = None
+    knowledge: object = None
     stop: list[str] = field(default_factory=list)
 
     def sections(self) -> list[str]:
@@ -58,7 +58,7 @@ class Persona:
         return parts
 
 
-def _facts(knowledge: Any) -> str | None:
+def _facts(knowledge: object) -> str | None:
     """Knowledge as lines: `- key: value` for a mapping, `- item` for a list, a string as is."""
     if knowledge in (None, "", [], {}):
         return None
@@ -69,11 +69,11 @@ def _facts(knowledge: Any) -> str | None:
     return clip(str(knowledge))
 
 
-def _plain(value: Any) -> str:
+def _plain(value: object) -> str:
     return value if isinstance(value, str) else (format_data(value) or "")
 
 
-def user_step_schema() -> dict[str, Any]:
+def user_step_schema() -> dict[str, JsonValue]:
     """`{"message": string, "stop": boolean, "stop_reason": none|objective_met|objective_impossible}`."""
     return {
         "type": "object",
@@ -152,12 +152,12 @@ def criterion_ids(success: Sequence[str], failure: Sequence[str]) -> list[tuple[
     ]
 
 
-def scenario_schema(success: Sequence[str], failure: Sequence[str]) -> dict[str, Any]:
+def scenario_schema(success: Sequence[str], failure: Sequence[str]) -> dict[str, JsonValue]:
     """One `{"reasoning", "satisfied"}` verdict per criterion id."""
     return keyed_schema({cid: verdict_schema() for cid, _, _ in criterion_ids(success, failure)})
 
 
-def scenario_parser(success: Sequence[str], failure: Sequence[str]) -> type[BaseModel]:
+def scenario_parser(success: Sequence[str], failure: Sequence[str]) -> type[KeyedAnswer[CriterionAnswer]]:
     return keyed_model("ScenarioAnswer", {cid: CriterionAnswer for cid, _, _ in criterion_ids(success, failure)})
 
 
@@ -208,7 +208,7 @@ class FidelityAnswer(Model):
     in_role: StrictBool
 
 
-def fidelity_schema() -> dict[str, Any]:
+def fidelity_schema() -> dict[str, JsonValue]:
     """`{"reasoning": string, "in_role": boolean}`."""
     return {
         "type": "object",

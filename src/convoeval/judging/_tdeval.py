@@ -25,13 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from pydantic import BaseModel
+from pydantic import JsonValue
 
 from ..results import Message
-from ._format import clip, format_data, format_policy, format_transcript, last_user_message
-from ._schemas import keyed_model, keyed_schema, score_model, score_schema
+from ._format import PolicyLike, clip, format_data, format_policy, format_transcript, last_user_message
+from ._schemas import KeyedAnswer, ScoreAnswer, keyed_model, keyed_schema, score_model, score_schema
 
 LIKERT_LOW, LIKERT_HIGH = 1, 5
 
@@ -110,12 +109,12 @@ def normalise(score: float) -> float:
     return (score - LIKERT_LOW) / (LIKERT_HIGH - LIKERT_LOW)
 
 
-def tdeval_schema(keys: Sequence[str]) -> dict[str, Any]:
+def tdeval_schema(keys: Sequence[str]) -> dict[str, JsonValue]:
     """`{"<dimension>": {"justification": string, "score": integer 1-5}, ...}`."""
     return keyed_schema({k: score_schema(LIKERT_LOW, LIKERT_HIGH, "justification") for k in keys})
 
 
-def tdeval_parser(keys: Sequence[str]) -> type[BaseModel]:
+def tdeval_parser(keys: Sequence[str]) -> type[KeyedAnswer[ScoreAnswer]]:
     item = score_model(LIKERT_LOW, LIKERT_HIGH, "justification")
     return keyed_model("TDEvalAnswer", {k: item for k in keys})
 
@@ -125,8 +124,8 @@ def tdeval_messages(
     *,
     history: list[Message],
     response: str,
-    backend: Any = None,
-    policy: Any = None,
+    backend: object = None,
+    policy: PolicyLike = None,
 ) -> list[dict[str, str]]:
     """The prompt rating `response` on the dimensions `keys` (see DIMENSIONS) in one call.
 

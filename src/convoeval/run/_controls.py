@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from .._jsonpath import parse_jsonpath
 from ..graders import NoJson, parse_json
 from ..results import AssertionOutcome, GraderScore
 from ..spec import Budget, Capture, PostCondition, substitute
+from ..spec._controls import RegexItem
 from ..targets import ChatReply
 
 
@@ -82,7 +82,7 @@ def capture_value(rule: Capture, reply: ChatReply) -> tuple[str | None, str]:
             called = ", ".join(dict.fromkeys(c.name for c in reply.tool_calls)) or "none"
             return None, f"no call to tool {tool!r} in this reply (tools called: {called})"
         output = calls[-1].output
-        data: Any = output
+        data: object = output
         text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
     else:
         text = reply.text
@@ -111,14 +111,14 @@ def capture_value(rule: Capture, reply: ChatReply) -> tuple[str | None, str]:
 def check_post_condition(post: PostCondition, text: str, variables: dict[str, object]) -> list[AssertionOutcome]:
     """One outcome per list of the post-condition."""
 
-    def found(item: Any) -> bool:
+    def found(item: str | RegexItem) -> bool:
         if isinstance(item, str):
             needle = substitute(item, variables)
             return needle.lower() in text.lower() if post.ignore_case else needle in text
         flags = re.IGNORECASE if post.ignore_case else 0
         return re.search(substitute(item.regex, variables), text, flags) is not None
 
-    def shown(item: Any) -> str:
+    def shown(item: str | RegexItem) -> str:
         return repr(substitute(item, variables)) if isinstance(item, str) else f"/{substitute(item.regex, variables)}/"
 
     outcomes = []

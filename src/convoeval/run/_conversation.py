@@ -27,7 +27,17 @@ from dataclasses import dataclass, field, replace
 from ..graders import DomainSession, GraderError
 from ..results import Message, ScoreEntry, SessionKind, ToolCall, TrialResult
 from ..spec import Budget, substitute, unfilled
-from ..targets import ChatReply, ChatRequest, RecordedReplies, SessionMode, Target, TargetError, session_mode
+from ..targets import (
+    AgentContext,
+    ChatReply,
+    ChatRequest,
+    RecordedReplies,
+    SessionMode,
+    Target,
+    TargetError,
+    capabilities,
+    session_mode,
+)
 from ._controls import apply_controls, budget_hit
 from ._grading import TurnRecord, done, grade_conversation, grade_turn, trial_result, turn_context, window
 from ._jobs import GradedTurn, Job, JobEvents
@@ -204,11 +214,13 @@ class Conversation:
             messages=messages,
             trial=self.ctx.trial,
             session_id=self.session_id,
-            workdir=self.ctx.workdir,
             test_id=self.plan.id,
-            max_tool_calls=_turn_tool_calls(self.plan.budget),
-            domain_tools=self.ctx.domain.domain.specs() if self.ctx.domain else None,
-            call_domain_tool=self.ctx.domain.call if self.ctx.domain else None,
+            agent=AgentContext(
+                workdir=self.ctx.workdir,
+                max_tool_calls=_turn_tool_calls(self.plan.budget),
+                domain_tools=self.ctx.domain.domain.specs() if self.ctx.domain else None,
+                call_domain_tool=self.ctx.domain.call if self.ctx.domain else None,
+            ),
         )
         started = time.perf_counter()
         try:
@@ -233,7 +245,7 @@ class Conversation:
 
     async def close(self) -> None:
         """End the target's session for this conversation, when it has one to end."""
-        end = getattr(self.ctx.target, "end_session", None)
+        end = capabilities(self.ctx.target).end_session
         if self.session_id is not None and end is not None:
             try:
                 await end(self.session_id)

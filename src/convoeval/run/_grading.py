@@ -22,7 +22,7 @@ from ..results import (
     Usage,
     Verdict,
 )
-from ..targets import ChatReply
+from ..targets import ChatReply, capabilities
 from ._plan import TestPlan, TurnPlan
 
 if TYPE_CHECKING:
@@ -315,7 +315,7 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         grader_errors=grader_errors,
         notes=notes,
         failed_required=failed_required,
-        provider=getattr(convo.ctx.target, "provider_name", None),
+        provider=capabilities(convo.ctx.target).provider_name,
         session=convo.session_kind,
         fallback="single_shot" if convo.session_kind == "single_shot" else None,
         variables=dict(convo.variables),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..graders import Assertion, Domain
 from ..results import Message
@@ -41,7 +41,7 @@ class TurnPlan:
     messages: list[Message]
     assertions: list[Assertion]
     expected_output: str | None = None
-    context: Any = None
+    context: object = None
     captures: list[Capture] = field(default_factory=list)
     post_condition: PostCondition | None = None
 

@@ -4,16 +4,18 @@ the steps its trials run."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Literal, TypeVar
 
 from ..graders import Assertion, lookup_assertion_type
 from ..judging import format_policy
 from ..results import Message
-from ..spec import DEFAULT_THRESHOLD, Suite, Test, TrialsConfig, messages_text, suite_input_for, to_messages
+from ..spec import DEFAULT_THRESHOLD, Execution, Suite, Test, TrialsConfig, messages_text, suite_input_for, to_messages
 from ..targets import ChatReply
 from ._plan import FIDELITY_TYPE, TestPlan, TurnPlan
 from ._recorded import split_transcript
 from ._steps import choose_steps
+
+T = TypeVar("T")
 
 
 def plan_test(
@@ -32,11 +34,7 @@ def plan_test(
         suite_exec.threshold if suite_exec else None,
         DEFAULT_THRESHOLD,
     )
-    trials_config = _first(
-        test_exec.trials if test_exec else None,
-        suite_exec.trials if suite_exec else None,
-        TrialsConfig(),
-    )
+    trials_config = _first(_trials(test_exec), _trials(suite_exec), TrialsConfig())
     if trials == "auto":
         trials_config = trials_config.model_copy(update={"until": "decided"})
     elif trials is not None:
@@ -165,5 +163,11 @@ def _as_user(messages: list[Message]) -> list[Message]:
     return [m.model_copy(update={"source": "user"}) if m.role == "user" else m for m in messages]
 
 
-def _first(*values: Any) -> Any:
+def _trials(execution: Execution | None) -> TrialsConfig | None:
+    """`execution.trials` (a number or `auto` is a TrialsConfig once validated), or None."""
+    trials = execution.trials if execution else None
+    return trials if isinstance(trials, TrialsConfig) else None
+
+
+def _first(*values: T | None) -> T:
     return next(v for v in values if v is not None)

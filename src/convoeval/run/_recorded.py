@@ -9,7 +9,6 @@ tool calls). System messages before the first user message are the conversation'
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from ..results import Message, ToolCall
 from ..spec import TranscriptMessage
@@ -72,7 +71,7 @@ def _tool_call(raw: dict[str, object]) -> ToolCall:
     return ToolCall.model_validate(raw)
 
 
-def _maybe_json(text: Any) -> Any:
+def _maybe_json(text: object) -> object:
     if not isinstance(text, str):
         return text
     try:

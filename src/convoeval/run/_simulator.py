@@ -24,9 +24,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .._text import shorten
+from ..graders import Assertion
 from ..judging import JudgeError, JudgeSession, Persona, UserStep, user_step_messages, user_step_schema
 from ..registry import lookup, names, register
 from ..results import Message, StopReason, TrialResult, Usage
@@ -122,7 +123,7 @@ class UserSimulator:
 register("simulator", "llm", UserSimulator)
 
 
-def role_break(message: str, transcript: list[Message], knowledge: Any, *, stopping: bool = False) -> str | None:
+def role_break(message: str, transcript: list[Message], knowledge: object, *, stopping: bool = False) -> str | None:
     """Why `message` is not something the simulated user may say next, or None."""
     text = message.strip()
     if not text:
@@ -176,7 +177,7 @@ class SimulatedTurns:
         scripted: list[TurnPlan],
         config: SimulatedUser,
         model: Target | None,
-        assertions: list[Any],
+        assertions: list[Assertion],
         *,
         trial: int = 0,
         may_continue: Callable[[], bool] | None = None,

@@ -13,6 +13,7 @@ hint (a user message with `source: hint`).
 
 from __future__ import annotations
 
+import contextvars
 import difflib
 import os
 import shlex
@@ -21,7 +22,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from .. import _sandbox as sandbox
 from .. import registry
@@ -81,7 +82,7 @@ async def sandboxed(
 
 
 #: The sandbox settings each open workspace put in force, to restore when it closes.
-_tokens: dict[Path, Any] = {}
+_tokens: dict[Path, contextvars.Token[sandbox.SandboxSettings | None]] = {}
 
 
 async def open_workspace(spec: Workspace, base_dir: Path, test_id: str) -> Path:
@@ -109,7 +110,15 @@ async def close_workspace(spec: Workspace, root: Path, passed: bool) -> str | No
                 pass
 
 
-def environment(spec: Workspace) -> Any:
+class Environment(Protocol):
+    """What an `environment` plugin registers: it makes a trial's workspace and tears it down."""
+
+    async def open(self, spec: Workspace, base_dir: Path, test_id: str) -> Path: ...
+
+    async def close(self, spec: Workspace, root: Path, passed: bool) -> str | None: ...
+
+
+def environment(spec: Workspace) -> Environment:
     found = registry.lookup("environment", spec.environment)
     if found is None:
         known = ", ".join(registry.names("environment"))

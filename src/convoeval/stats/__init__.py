@@ -24,7 +24,7 @@ from ._estimate import Estimate
 from ._flaky import Flaky, flaky_in, flaky_in_store, is_flaky, trial_verdicts
 from ._gate import GateReport, PairData, Power, TestChange, significance_gate
 from ._io import RatingsFileError, RatingsTable, parse_categories, read_ratings_csv
-from ._krippendorff import krippendorff_alpha
+from ._krippendorff import MeasurementLevel, krippendorff_alpha
 from ._multirater import fleiss_kappa, gwet_ac1, percent_agreement, randolph_kappa
 from ._rates import GroupRates, fmt_interval, group_rates, mean_interval, pass_at_k_interval, rate_interval, rates_by
 from ._report import agreement_estimates, agreement_report
@@ -49,6 +49,7 @@ __all__ = [
     "GraderConsistency",
     "GroupRates",
     "JudgeScore",
+    "MeasurementLevel",
     "PairData",
     "Power",
     "RatingsFileError",

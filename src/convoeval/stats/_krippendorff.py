@@ -27,7 +27,8 @@ import numpy as np
 from ._data import AgreementInputError, Category, Matrix, Ratings, prepare
 from ._estimate import Estimate, bootstrapped, undefined
 
-Level = Literal["nominal", "ordinal", "interval"]
+#: The level of measurement of the categories: which differences between them count, and how much.
+MeasurementLevel = Literal["nominal", "ordinal", "interval"]
 
 
 def _item_coincidences(ratings: Ratings) -> np.ndarray:
@@ -41,7 +42,7 @@ def _item_coincidences(ratings: Ratings) -> np.ndarray:
     return outer * scale[:, None, None]
 
 
-def _distances(level: Level, marginals: np.ndarray, values: np.ndarray | None) -> np.ndarray:
+def _distances(level: MeasurementLevel, marginals: np.ndarray, values: np.ndarray | None) -> np.ndarray:
     """(..., q, q) squared differences for the level; marginals are (..., q)."""
     q = marginals.shape[-1]
     if level == "nominal":
@@ -61,7 +62,7 @@ def _distances(level: Level, marginals: np.ndarray, values: np.ndarray | None) -
     return (span - ends) ** 2
 
 
-def _alpha(coincidences: np.ndarray, level: Level, values: np.ndarray | None) -> np.ndarray:
+def _alpha(coincidences: np.ndarray, level: MeasurementLevel, values: np.ndarray | None) -> np.ndarray:
     """alpha for one or many (..., q, q) coincidence matrices; NaN where undefined."""
     marginals = coincidences.sum(axis=-1)
     n = marginals.sum(axis=-1)
@@ -76,7 +77,7 @@ def _alpha(coincidences: np.ndarray, level: Level, values: np.ndarray | None) ->
 def krippendorff_alpha(
     matrix: Matrix,
     categories: Sequence[Category],
-    level: Level = "nominal",
+    level: MeasurementLevel = "nominal",
     *,
     bootstrap: int = 1000,
     seed: int = 0,

@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from ._cohen import cohen_kappa
 from ._correlation import kendall, spearman
 from ._data import AgreementInputError, Category, Matrix, prepare
 from ._estimate import Estimate
-from ._krippendorff import Level, krippendorff_alpha
+from ._krippendorff import MeasurementLevel, krippendorff_alpha
 from ._multirater import fleiss_kappa, gwet_ac1, percent_agreement, randolph_kappa
 
-ReportLevel = Literal["nominal", "ordinal", "interval"]
-_LEVELS = ("nominal", "ordinal", "interval")
+_LEVELS: tuple[MeasurementLevel, ...] = typing.get_args(MeasurementLevel)
 
 
 def agreement_estimates(
     matrix: Matrix,
     categories: Sequence[Category],
-    level: ReportLevel = "ordinal",
+    level: MeasurementLevel = "ordinal",
     *,
     bootstrap: int = 1000,
     seed: int = 0,
@@ -45,7 +45,7 @@ def agreement_estimates(
                 matrix, categories, weights="quadratic", confidence=confidence
             )
     report["fleiss_kappa"] = fleiss_kappa(matrix, categories, confidence=confidence)
-    alpha_levels: list[Level] = ["nominal"]
+    alpha_levels: list[MeasurementLevel] = ["nominal"]
     if ordered:
         alpha_levels.append("ordinal")
     if level == "interval":
@@ -63,7 +63,7 @@ def agreement_estimates(
 def agreement_report(
     matrix: Matrix,
     categories: Sequence[Category],
-    level: ReportLevel = "ordinal",
+    level: MeasurementLevel = "ordinal",
     *,
     bootstrap: int = 1000,
     seed: int = 0,

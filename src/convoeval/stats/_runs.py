@@ -40,7 +40,8 @@ from ._consistency import Consistency, judge_consistency
 from ._correlation import spearman
 from ._data import AgreementInputError, Category, check_categories
 from ._estimate import Estimate, undefined
-from ._report import ReportLevel, agreement_estimates
+from ._krippendorff import MeasurementLevel
+from ._report import agreement_estimates
 
 ItemKey = tuple[str | None, str, str, str, str]
 """(suite, test_id, target, score entry name, grader name)."""
@@ -185,7 +186,7 @@ def runs_agreement(
     run_a: Iterable[EvaluationResult],
     run_b: Iterable[EvaluationResult],
     categories: Sequence[Category] = DEFAULT_CATEGORIES,
-    level: ReportLevel = "ordinal",
+    level: MeasurementLevel = "ordinal",
     *,
     bootstrap: int = 1000,
     seed: int = 0,

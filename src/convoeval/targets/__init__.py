@@ -7,6 +7,8 @@ register) when a target first uses one of them, or when every provider is listed
 
 from .. import registry
 from ._base import (
+    AgentContext,
+    Capabilities,
     ChatReply,
     ChatRequest,
     Purpose,
@@ -15,13 +17,17 @@ from ._base import (
     TargetConfig,
     TargetError,
     TargetWrapper,
+    capabilities,
+    message_text,
     provider,
     provider_names,
     session_mode,
+    unwrap,
 )
 from ._build import create_target
 from ._http import RetryPolicy, parse_retry_after, post_json, redact
-from ._limits import EndpointLimits, ProviderLimits, TokenBucket, endpoint_limits, estimate_tokens
+from ._http_target import HttpTarget, endpoint_limits, http_target
+from ._limits import EndpointLimits, ProviderLimits, TokenBucket, estimate_tokens
 from ._prices import call_cost, lookup_price, price_table
 from ._recorded import RecordedReplies
 from ._settings import (
@@ -54,12 +60,14 @@ for _module, _names in BUILTIN_PROVIDERS.items():
 
 __all__ = [
     "BUILTIN_PROVIDERS",
+    "AgentContext",
     "AzureSettings",
     "HttpSettings",
     "ProviderSettings",
     "ScriptedSettings",
     "settings_model",
     "settings_of",
+    "Capabilities",
     "ChatReply",
     "ChatRequest",
     "EndpointLimits",
@@ -75,7 +83,12 @@ __all__ = [
     "TokenBucket",
     "ToolAgentSettings",
     "UserTool",
+    "HttpTarget",
     "call_cost",
+    "capabilities",
+    "http_target",
+    "message_text",
+    "unwrap",
     "create_target",
     "endpoint_limits",
     "estimate_tokens",

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
 
 from ..results import ToolCall, Usage
-from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, message_text, provider
 from ._http_target import HttpTarget
 
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -30,9 +29,9 @@ class AnthropicTarget(HttpTarget):
     async def chat(self, request: ChatRequest) -> ChatReply:
         if not self.api_key:
             raise TargetError(f"{self.name}: no API key; set {self.config.api_key_env or 'ANTHROPIC_API_KEY'}")
-        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        system = "\n\n".join(message_text(m) for m in request.messages if m["role"] == "system")
         messages = [m for m in request.messages if m["role"] != "system"]
-        payload: dict[str, Any] = {
+        payload: dict[str, object] = {
             "model": self.config.model,
             "messages": messages,
             "max_tokens": request.max_tokens or self.config.max_tokens or 1024,
@@ -57,32 +56,43 @@ class AnthropicTarget(HttpTarget):
         latency_ms = (time.perf_counter() - started) * 1000
         return self._parse(data, latency_ms, structured=request.response_schema is not None)
 
-    def _parse(self, data: dict[str, Any], latency_ms: float, structured: bool) -> ChatReply:
+    def _parse(self, data: dict[str, object], latency_ms: float, structured: bool) -> ChatReply:
         blocks = data.get("content")
         if not isinstance(blocks, list):
             raise TargetError(f"{self.name}: malformed response: no content blocks")
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in blocks:
+            if not isinstance(block, dict):
+                continue
             if block.get("type") == "text":
-                texts.append(block.get("text", ""))
+                texts.append(str(block.get("text", "")))
             elif block.get("type") == "tool_use":
                 if structured and block.get("name") == STRUCTURED_TOOL:
                     texts = [json.dumps(block.get("input", {}))]
                 else:
+                    arguments, call_id = block.get("input"), block.get("id")
                     calls.append(
-                        ToolCall(name=block.get("name", ""), arguments=block.get("input") or {}, id=block.get("id"))
+                        ToolCall(
+                            name=str(block.get("name", "")),
+                            arguments=arguments if isinstance(arguments, dict) else {},
+                            id=call_id if isinstance(call_id, str) else None,
+                        )
                     )
-        usage_data = data.get("usage") or {}
-        usage = Usage(
-            input_tokens=int(usage_data.get("input_tokens") or 0),
-            output_tokens=int(usage_data.get("output_tokens") or 0),
-        )
+        usage = Usage(input_tokens=_count(data, "input_tokens"), output_tokens=_count(data, "output_tokens"))
+        stop = data.get("stop_reason")
         return ChatReply(
             text="".join(texts),
             usage=usage,
             latency_ms=latency_ms,
             cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
             tool_calls=calls,
-            finish_reason=data.get("stop_reason"),
+            finish_reason=stop if isinstance(stop, str) else None,
         )
+
+
+def _count(data: dict[str, object], key: str) -> int:
+    """A token count of the reply's `usage` (0 when missing)."""
+    usage = data.get("usage")
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return int(value) if isinstance(value, int | float) else 0

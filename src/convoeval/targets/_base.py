@@ -1,7 +1,7 @@
 """The Target protocol: anything that answers a list of chat messages.
 
-A target talks to the conversation loop in one of three ways, named by its class attribute
-`session` (read with `session_mode`):
+A target talks to the conversation loop in one of three ways, named by its attribute `session`
+(one of the optional features listed in `Capabilities`, read with `capabilities`):
 
 - `history` (default, chat APIs): every turn gets the whole history in `ChatRequest.messages`.
 - `resume` (agents that keep their own state): turn 1 gets the history so far; the target
@@ -16,10 +16,10 @@ A target talks to the conversation loop in one of three ways, named by its class
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, SecretStr, field_validator
@@ -33,6 +33,26 @@ from ._tool_settings import MAX_SECONDS, ToolAgentSettings
 
 Purpose = Literal["target", "judge", "simulator"]
 SessionMode = Literal["history", "resume", "single_shot"]
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What an agent target needs besides the messages: where it works and what it may call.
+    The conversation loop fills it for the system under test; judge and simulator calls, and the
+    model calls inside the tool agent, get the empty one, which chat providers never read.
+
+    Args:
+        workdir: the conversation's working directory (agents run there), or None for the
+            target's own default.
+        max_tool_calls: tool calls this turn may still make (the test's budget), or None.
+        domain_tools: the suite's domain tools (OpenAI `tools` entries) a tool agent offers too.
+        call_domain_tool: runs one of them on the trial's backend and returns the finished call.
+    """
+
+    workdir: str | None = None
+    max_tool_calls: int | None = None
+    domain_tools: Sequence[Mapping[str, object]] | None = None
+    call_domain_tool: Callable[[ToolCall], Awaitable[ToolCall]] | None = None
 
 
 @dataclass
@@ -49,17 +69,14 @@ class ChatRequest:
         purpose: who is calling: the run loop (`target`), a grader (`judge`), a simulated user.
         seed: a sampling seed for providers that take one (OpenAI-compatible, local), or None.
         session_id: the session to resume (targets with `session = "resume"`), or None to start one.
-        workdir: the conversation's working directory (agents run there), or None for the
-            target's own default.
-        test_id: the test being run (agents may use it to name scratch files).
-        tools: OpenAI `tools` entries offered to the model (the built-in tool agent), or None.
-        max_tool_calls: tool calls this turn may still make (the test's budget), or None.
-        domain_tools: the suite's domain tools (OpenAI `tools` entries) a tool agent offers too.
-        call_domain_tool: runs one of them on the trial's backend and returns the finished call.
+        test_id: the test being run (the replay target finds its stored reply by it; agents may
+            name scratch files after it).
+        tools: OpenAI `tools` entries offered to the model (by the built-in tool agent), or None.
+        agent: what an agent target needs besides the messages (`AgentContext`).
     """
 
-    messages: list[dict[str, Any]]
-    response_schema: dict[str, Any] | None = None
+    messages: Sequence[Mapping[str, object]]
+    response_schema: Mapping[str, object] | None = None
     schema_name: str = "response"
     temperature: float | None = None
     max_tokens: int | None = None
@@ -67,12 +84,19 @@ class ChatRequest:
     purpose: Purpose = "target"
     seed: int | None = None
     session_id: str | None = None
-    workdir: str | None = None
     test_id: str = ""
-    tools: list[dict[str, Any]] | None = None
-    max_tool_calls: int | None = None
-    domain_tools: list[dict[str, Any]] | None = None
-    call_domain_tool: Callable[[ToolCall], Awaitable[ToolCall]] | None = None
+    tools: Sequence[Mapping[str, object]] | None = None
+    agent: AgentContext = field(default_factory=AgentContext)
+
+
+def message_text(message: Mapping[str, object]) -> str:
+    """A chat message's content as text: a list of parts joined by lines, None as the empty text."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
+    return "" if content is None else str(content)
 
 
 @dataclass
@@ -97,8 +121,9 @@ class ChatReply:
 class Target(Protocol):
     """A system under test or a judge. Implementations must be safe to call concurrently.
 
-    Optional class attributes: `session` (see the module docstring; default `history`),
-    `cacheable` (False keeps replies out of the response cache), `provider_name`.
+    `name`, `chat` and `aclose` are required; the optional features (`session`, `cacheable`,
+    `provider_name`, `end_session`, `with_model`) are attributes named and defaulted by
+    `Capabilities`, so a target that declares none of them is a plain chat target.
     """
 
     name: str
@@ -106,6 +131,53 @@ class Target(Protocol):
     async def chat(self, request: ChatRequest) -> ChatReply: ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """The optional features of a target, each an attribute of the same name on the target
+    (a class attribute, or set in `__init__`); the defaults describe a target that declares none.
+
+    Attributes:
+        session: how the loop talks to the target (see the module docstring): `history`
+            (default), `resume` or `single_shot`.
+        cacheable: whether replies may go to the response cache. None (default): a target built
+            from a config is cached, a Target object passed by the caller is not; True or False
+            decides for both.
+        provider_name: the provider recorded in results (`@provider` sets it on the class);
+            None when the target does not say.
+        end_session: `async end_session(session_id)`, awaited after a `resume` conversation to
+            release the session's state; None when there is nothing to release.
+        with_model: `with_model(wrap)` of a target that calls a model through another target
+            (the tool agent): the run puts its cache and meter around that model with it; None
+            for targets whose `chat` is the model call.
+    """
+
+    session: SessionMode = "history"
+    cacheable: bool | None = None
+    provider_name: str | None = None
+    end_session: Callable[[str], Awaitable[None]] | None = None
+    with_model: Callable[[Callable[[Target], Target]], None] | None = None
+
+
+def capabilities(target: Target) -> Capabilities:
+    """The optional features `target` declares (the one place they are read).
+
+    A `TargetWrapper` answers for itself (by default: the wrapped target's features); any other
+    target is read by the attribute names of `Capabilities`, each missing one taking its default.
+    """
+    if isinstance(target, TargetWrapper):
+        return target.capabilities()
+    session = getattr(target, "session", "history")
+    cacheable = getattr(target, "cacheable", None)
+    provider_name = getattr(target, "provider_name", None)
+    return Capabilities(
+        session="resume" if session == "resume" else "single_shot" if session == "single_shot" else "history",
+        cacheable=cacheable if isinstance(cacheable, bool) else None,
+        provider_name=provider_name if isinstance(provider_name, str) else None,
+        end_session=getattr(target, "end_session", None),
+        with_model=getattr(target, "with_model", None),
+    )
 
 
 class TargetConfig(Model):
@@ -166,7 +238,7 @@ class TargetConfig(Model):
         """Make `create_target` refuse this config with `reason` (e.g. an unset `${{ VAR }}`)."""
         self._unusable = reason
 
-    def option(self, key: str, default: Any = None) -> Any:
+    def option(self, key: str, default: object = None) -> object:
         """A provider-specific setting given as an extra field."""
         return (self.model_extra or {}).get(key, default)
 
@@ -182,8 +254,8 @@ class TargetConfig(Model):
 
 
 class TargetWrapper:
-    """Base of targets that wrap another one (cache, meter): `name`, `aclose` and any
-    provider-specific attribute come from the wrapped target."""
+    """Base of targets that wrap another one (cache, meter): `name`, `aclose` and the
+    `Capabilities` come from the wrapped target `inner`; nothing else is forwarded."""
 
     def __init__(self, inner: Target):
         self.inner = inner
@@ -195,10 +267,16 @@ class TargetWrapper:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+    def capabilities(self) -> Capabilities:
+        """The wrapped target's features (a wrapper that adds or hides one overrides this)."""
+        return capabilities(self.inner)
+
+
+def unwrap(target: Target) -> Target:
+    """The target at the bottom of a stack of `TargetWrapper`s (`target` itself when not wrapped)."""
+    while isinstance(target, TargetWrapper):
+        target = target.inner
+    return target
 
 
 ProviderFactory = Callable[[TargetConfig], Target]
@@ -226,10 +304,7 @@ def provider(name: str) -> Callable[[ProviderFactory], ProviderFactory]:
 
 def session_mode(target: Target) -> SessionMode:
     """How the loop talks to `target`: `history`, `resume` or `single_shot`."""
-    mode = getattr(target, "session", "history")
-    if mode == "resume":
-        return "resume"
-    return "single_shot" if mode == "single_shot" else "history"
+    return capabilities(target).session
 
 
 def provider_names() -> list[str]:

@@ -11,8 +11,9 @@ import email.utils
 import json
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._secrets import redact as _redact
 from ..errors import TargetError
@@ -53,14 +54,14 @@ class _Retryable(Exception):
 async def post_json(
     session: aiohttp.ClientSession,
     url: str,
-    payload: dict[str, Any],
+    payload: Mapping[str, object],
     *,
     headers: dict[str, str],
     timeout_s: float,
     policy: RetryPolicy,
     secrets: tuple[str, ...] = (),
     limits: ProviderLimits | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """POST `payload` as JSON and return the JSON object answered, retrying transient failures.
 
     Args:
@@ -74,7 +75,12 @@ async def post_json(
     started = time.monotonic()
     body = json.dumps(payload).encode()
     headers = {"Content-Type": "application/json", **headers}
-    estimated = estimate_tokens(len(body), payload.get("max_tokens")) if limits and limits.tokens else 0
+    max_tokens = payload.get("max_tokens")
+    estimated = (
+        estimate_tokens(len(body), max_tokens if isinstance(max_tokens, int) else None)
+        if limits and limits.tokens
+        else 0
+    )
     attempt = 0
     while True:
         attempt += 1
@@ -96,7 +102,7 @@ async def post_json(
             await asyncio.sleep(wait)
 
 
-def _total_tokens(data: dict[str, Any]) -> int:
+def _total_tokens(data: dict[str, object]) -> int:
     """Tokens of a reply in the OpenAI (`prompt_tokens`) or Anthropic (`input_tokens`) shape."""
     usage = data.get("usage")
     if not isinstance(usage, dict):
@@ -115,7 +121,7 @@ async def _attempt(
     headers: dict[str, str],
     timeout_s: float,
     secrets: tuple[str, ...],
-) -> dict[str, Any]:
+) -> dict[str, object]:
     import aiohttp
 
     try:

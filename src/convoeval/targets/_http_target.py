@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
-from ._base import TargetConfig
+from ._base import Target, TargetConfig, unwrap
 from ._http import RetryPolicy, post_json
 from ._limits import ProviderLimits, endpoint_key
 from ._prices import call_cost, lookup_price
@@ -30,7 +29,8 @@ class HttpTarget:
     """
 
     default_api_key_env: str | None = None
-    settings_model: type[BaseModel] = HttpSettings
+    settings_model: type[HttpSettings] = HttpSettings
+    url: str = ""  # the URL the target posts to, set by each provider
 
     def __init__(self, config: TargetConfig):
         self.config = config
@@ -38,11 +38,11 @@ class HttpTarget:
         self.api_key = config.resolve_api_key(self.default_api_key_env)
         self.policy = RetryPolicy(max_attempts=config.max_retries + 1)
         self._session: aiohttp.ClientSession | None = None
-        self.settings = settings_of(config)  # TargetError naming a wrong field
+        self.settings = settings_of(config, self.settings_model)  # TargetError naming a wrong field
         self.limits = ProviderLimits(
             concurrency=config.concurrency,
-            rpm=getattr(self.settings, "rpm", None),
-            tpm=getattr(self.settings, "tpm", None),
+            rpm=self.settings.rpm,
+            tpm=self.settings.tpm,
         )
         listed = lookup_price(config.model) if config.model else None
         price_in = config.price_input_per_mtok
@@ -55,7 +55,7 @@ class HttpTarget:
     @property
     def endpoint(self) -> str:
         """The server and key this target calls (targets on one endpoint share its limits)."""
-        return endpoint_key(getattr(self, "url", None) or self.config.base_url or self.name, self.api_key)
+        return endpoint_key(self.url or self.config.base_url or self.name, self.api_key)
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -65,7 +65,7 @@ class HttpTarget:
             self._session = aiohttp.ClientSession(connector=connector)
         return self._session
 
-    async def post(self, url: str, payload: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    async def post(self, url: str, payload: Mapping[str, object], headers: dict[str, str]) -> dict[str, object]:
         secrets = (self.api_key,) if self.api_key else ()
         return await post_json(
             self._get_session(),
@@ -84,3 +84,17 @@ class HttpTarget:
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
+
+
+def http_target(target: Target) -> HttpTarget | None:
+    """The HTTP target that answers for `target` (itself, or the one at the bottom of its
+    wrappers, such as the tool agent's model); None for targets that call no HTTP endpoint."""
+    bottom = unwrap(target)
+    return bottom if isinstance(bottom, HttpTarget) else None
+
+
+def endpoint_limits(target: Target) -> tuple[HttpTarget, str, ProviderLimits] | None:
+    """The HTTP target that calls an endpoint for `target` (see `http_target`), that endpoint
+    and its limits; None for targets without."""
+    caller = http_target(target)
+    return None if caller is None else (caller, caller.endpoint, caller.limits)

@@ -14,7 +14,6 @@ import hashlib
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
 from urllib.parse import urlsplit
 
 
@@ -80,12 +79,12 @@ class ProviderLimits:
         self.requests = TokenBucket(rpm, clock=clock) if rpm else None
         self.tokens = TokenBucket(tpm, clock=clock) if tpm else None
         self.clock = clock
-        self._connections: AbstractAsyncContextManager[Any] | None = (
+        self._connections: AbstractAsyncContextManager[object] | None = (
             asyncio.Semaphore(concurrency) if concurrency else None
         )
         self._paused_until = 0.0
 
-    def hold_connections_with(self, slot: AbstractAsyncContextManager[Any]) -> None:
+    def hold_connections_with(self, slot: AbstractAsyncContextManager[object]) -> None:
         """Hold each connection through `slot` instead of this process's semaphore (the Ray
         backend's cluster-wide one)."""
         self._connections = slot
@@ -123,17 +122,6 @@ class ProviderLimits:
         """Correct the token bucket once the call's real usage is known."""
         if self.tokens is not None and actual:
             self.tokens.adjust(actual - estimated)
-
-
-def endpoint_limits(target: object) -> tuple[Any, str, ProviderLimits] | None:
-    """The HTTP target that calls an endpoint (`target` itself, or the one a wrapper such as the
-    tool agent holds as `inner`), that endpoint and its limits; None for targets without."""
-    while target is not None:
-        limits, endpoint = getattr(target, "limits", None), getattr(target, "endpoint", None)
-        if isinstance(limits, ProviderLimits) and isinstance(endpoint, str):
-            return target, endpoint, limits
-        target = getattr(target, "inner", None)
-    return None
 
 
 class EndpointLimits:

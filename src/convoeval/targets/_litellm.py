@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Any
+from types import ModuleType
 
 from ._base import ChatReply, ChatRequest, TargetError, provider
 from ._http import redact
@@ -32,7 +32,7 @@ RETRYABLE = frozenset(
 )
 
 
-def _litellm() -> Any:
+def _litellm() -> ModuleType:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of the price map
     try:
         import litellm
@@ -60,7 +60,7 @@ class LiteLLMTarget(OpenAITarget):
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         litellm = _litellm()
-        kwargs: dict[str, Any] = {
+        kwargs: dict[str, object] = {
             **self.settings.params,
             "model": self.config.model,
             "messages": request.messages,
@@ -91,7 +91,7 @@ class LiteLLMTarget(OpenAITarget):
         data = await self._call(litellm, kwargs)
         return self._parse(data, (time.perf_counter() - started) * 1000)
 
-    async def _call(self, litellm: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    async def _call(self, litellm: ModuleType, kwargs: dict[str, object]) -> dict[str, object]:
         secrets = (self.api_key,) if self.api_key else ()
         began = time.monotonic()
         attempt = 0
@@ -100,9 +100,10 @@ class LiteLLMTarget(OpenAITarget):
             try:
                 async with self.limits.slot():
                     response = await litellm.acompletion(**kwargs)
-                data = response.model_dump()
-                usage = data.get("usage") or {}
-                self.limits.settle_tokens(0, int(usage.get("total_tokens") or 0))
+                data: dict[str, object] = response.model_dump()
+                usage = data.get("usage")
+                total = usage.get("total_tokens") if isinstance(usage, dict) else None
+                self.limits.settle_tokens(0, total if isinstance(total, int) else 0)
                 return data
             except Exception as exc:
                 kind = type(exc).__name__

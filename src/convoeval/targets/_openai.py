@@ -1,16 +1,14 @@
-"""Any OpenAI-compatible chat-completions server: OpenAI, vLLM, Ollama, llama.cpp, LM Studio..."""
+"""An OpenAI-compatible chat-completions server: OpenAI, vLLM, Ollama, llama.cpp, LM Studio..."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from typing import Any
 
-from ..results import ToolCall, Usage
-from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, capabilities, provider
+from ._completion import parse_completion
 from ._http_target import HttpTarget
-from ._settings import AzureSettings
+from ._settings import AzureSettings, settings_of
 
 OPENAI_URL = "https://api.openai.com/v1"
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
@@ -44,11 +42,11 @@ class OpenAITarget(HttpTarget):
                 f"{self.name}: no API key; set {self.config.api_key_env or self.default_api_key_env}"
                 + (
                     " or point OPENAI_BASE_URL at a local server"
-                    if getattr(self, "provider_name", "openai") == "openai"
+                    if capabilities(self).provider_name == "openai"
                     else ""
                 )
             )
-        payload: dict[str, Any] = {**self.settings.params, "model": self.config.model, "messages": request.messages}
+        payload: dict[str, object] = {**self.settings.params, "model": self.config.model, "messages": request.messages}
         temperature = request.temperature if request.temperature is not None else self.config.temperature
         if temperature is not None:
             payload["temperature"] = temperature
@@ -70,27 +68,15 @@ class OpenAITarget(HttpTarget):
         latency_ms = (time.perf_counter() - started) * 1000
         return self._parse(data, latency_ms)
 
-    def _parse(self, data: dict[str, Any], latency_ms: float) -> ChatReply:
-        try:
-            choice = data["choices"][0]
-            message = choice["message"]
-        except (KeyError, IndexError, TypeError):
-            raise TargetError(f"{self.name}: malformed response: no choices[0].message") from None
-        content = message.get("content")
-        if content is not None and not isinstance(content, str):
-            raise TargetError(f"{self.name}: malformed response: message content is not text")
-        usage_data = data.get("usage") or {}
-        usage = Usage(
-            input_tokens=int(usage_data.get("prompt_tokens") or 0),
-            output_tokens=int(usage_data.get("completion_tokens") or 0),
-        )
+    def _parse(self, data: object, latency_ms: float) -> ChatReply:
+        completion = parse_completion(data, self.name)
         return ChatReply(
-            text=content or "",
-            usage=usage,
+            text=completion.text,
+            usage=completion.usage,
             latency_ms=latency_ms,
-            cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
-            tool_calls=[_tool_call(c) for c in message.get("tool_calls") or []],
-            finish_reason=choice.get("finish_reason"),
+            cost_usd=self.cost(completion.usage.input_tokens, completion.usage.output_tokens),
+            tool_calls=completion.tool_calls,
+            finish_reason=completion.finish_reason,
         )
 
 
@@ -113,32 +99,19 @@ class AzureOpenAITarget(OpenAITarget):
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)
-        endpoint = (self.settings.endpoint or config.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT") or "").rstrip(
-            "/"
-        )
+        azure = settings_of(config, AzureSettings)
+        endpoint = (azure.endpoint or config.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT") or "").rstrip("/")
         if not endpoint:
             raise TargetError(f"{config.name}: azure needs `endpoint` (https://RESOURCE.openai.azure.com)")
-        deployment = self.settings.deployment or config.model
+        deployment = azure.deployment or config.model
         if "/openai/deployments/" in endpoint:
             self.url = endpoint if endpoint.endswith("/chat/completions") else endpoint + "/chat/completions"
         elif not deployment:
             raise TargetError(f"{config.name}: azure needs `model` (the deployment name)")
         else:
             self.url = f"{endpoint}/openai/deployments/{deployment}/chat/completions"
-        self.url += f"?api-version={self.settings.version or AZURE_API_VERSION}"
+        self.url += f"?api-version={azure.version or AZURE_API_VERSION}"
         self.official = True  # a key is required
 
     def auth_headers(self) -> dict[str, str]:
         return {"api-key": self.api_key} if self.api_key else {}
-
-
-def _tool_call(call: dict[str, Any]) -> ToolCall:
-    function = call.get("function") or {}
-    raw = function.get("arguments") or "{}"
-    try:
-        arguments = json.loads(raw) if isinstance(raw, str) else dict(raw)
-    except (json.JSONDecodeError, TypeError, ValueError):
-        arguments = {"_raw": raw}
-    if not isinstance(arguments, dict):
-        arguments = {"_value": arguments}
-    return ToolCall(name=str(function.get("name", "")), arguments=arguments, id=call.get("id"))

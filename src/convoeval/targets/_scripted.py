@@ -6,7 +6,7 @@ import asyncio
 import re
 
 from ..results import Usage
-from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, message_text, provider
 from ._settings import ScriptedSettings, settings_of
 
 
@@ -33,7 +33,7 @@ class ScriptedTarget:
 
     def __init__(self, config: TargetConfig):
         self.name = config.name
-        settings = settings_of(config)
+        settings = settings_of(config, ScriptedSettings)
         self.replies: list[str] = settings.replies
         self.rules = [(re.compile(rule["match"]), rule["reply"]) for rule in settings.rules]
         self.default: str | None = settings.default
@@ -43,7 +43,7 @@ class ScriptedTarget:
     async def chat(self, request: ChatRequest) -> ChatReply:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        users = [m["content"] for m in request.messages if m["role"] == "user"]
+        users = [message_text(m) for m in request.messages if m["role"] == "user"]
         last = users[-1] if users else ""
         if self.fail_on and self.fail_on.search(last):
             raise TargetError(f"{self.name}: scripted failure for {last[:60]!r}")

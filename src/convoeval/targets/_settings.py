@@ -9,9 +9,18 @@ accepted, so AgentV's `.agentv/targets.yaml` files load unchanged.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, TypeVar, overload
 
-from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    field_validator,
+)
 
 from .. import registry
 from .._base_model import Model
@@ -19,7 +28,7 @@ from ..errors import TargetError, first_problem
 from ._base import TargetConfig
 
 
-def _not_bool(value: Any) -> Any:
+def _not_bool(value: object) -> object:
     """`rpm: true` is a mistake, not the number 1."""
     if isinstance(value, bool):
         raise ValueError("must be a number, not true/false")
@@ -58,7 +67,7 @@ class ProviderSettings(Model):
         description="AgentV: the target that judges this one's replies (used when no --judge is given).",
     )
     provider_batching: bool = Field(False, description="AgentV: batch calls in one provider request (ignored).")
-    healthcheck: dict[str, Any] | str | None = Field(None, description="AgentV: a readiness check (not run).")
+    healthcheck: dict[str, JsonValue] | str | None = Field(None, description="AgentV: a readiness check (not run).")
     subprovider: str | None = Field(None, description="AgentV: the model host behind an agent (informational).")
     workers: PositiveInt | None = Field(None, description="AgentV: parallel calls (use `concurrency`).")
     log_format: str | None = Field(None, description="AgentV: agent log format (ignored).")
@@ -70,7 +79,7 @@ class HttpSettings(ProviderSettings):
 
     rpm: PositiveFloat | None = Field(None, description="Requests per minute at most.")
     tpm: PositiveFloat | None = Field(None, description="Tokens per minute at most.")
-    params: dict[str, Any] = Field(
+    params: dict[str, JsonValue] = Field(
         default_factory=dict, description="Extra request-body fields (e.g. seed, top_p); not the owned ones."
     )
     retry_initial_delay_ms: PositiveFloat | None = None
@@ -80,7 +89,7 @@ class HttpSettings(ProviderSettings):
 
     @field_validator("params")
     @classmethod
-    def _not_owned(cls, params: dict[str, Any]) -> dict[str, Any]:
+    def _not_owned(cls, params: dict[str, JsonValue]) -> dict[str, JsonValue]:
         owned = sorted(OWNED_PARAMS & set(params))
         if owned:
             raise ValueError(
@@ -127,8 +136,20 @@ def settings_model(provider: str) -> type[BaseModel] | None:
     return getattr(registry.lookup("provider", provider), "settings_model", None)
 
 
-def settings_of(config: TargetConfig, model: type[BaseModel] | None = None) -> Any:
-    """The validated settings of `config`; TargetError naming the field when one is wrong."""
+SettingsT = TypeVar("SettingsT", bound=BaseModel)
+
+
+@overload
+def settings_of(config: TargetConfig) -> BaseModel: ...
+
+
+@overload
+def settings_of(config: TargetConfig, model: type[SettingsT]) -> SettingsT: ...
+
+
+def settings_of(config: TargetConfig, model: type[BaseModel] | None = None) -> BaseModel:
+    """The validated settings of `config` as `model` (default: its provider's `settings_model`);
+    TargetError naming the field when one is wrong."""
     model = model or settings_model(config.provider) or ProviderSettings
     try:
         return model.model_validate(config.model_extra or {})

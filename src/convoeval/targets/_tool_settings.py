@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, JsonValue, model_validator
 
 from .._base_model import Model
 from .._sandbox import SandboxSettings
@@ -13,6 +11,11 @@ from .._sandbox import SandboxSettings
 MAX_SECONDS = 86_400.0
 #: The tools every workspace offers, by name.
 BUILTIN_TOOLS = ("bash", "read_file", "write_file", "edit_file", "list_files")
+
+
+def _no_parameters() -> dict[str, JsonValue]:
+    """The JSON Schema of a tool without parameters."""
+    return {"type": "object", "properties": {}}
 
 
 class UserTool(Model):
@@ -25,7 +28,7 @@ class UserTool(Model):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, JsonValue] = Field(default_factory=_no_parameters)
     command: str | None = None
     python: str | None = None
     timeout_s: float = Field(30.0, gt=0, le=MAX_SECONDS)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from .._base import TargetError
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_grammar import LlamaGrammar
 
 # llama-cpp-python's schema converter lets raw control characters (a newline, a tab) into
 # strings; json.loads rejects those, so the string character rule is tightened the way
@@ -17,11 +21,11 @@ _STRICT_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] |'
 # decoding step. Compact JSON is just as valid and about a quarter fewer tokens.
 _LOOSE_SPACE = 'space ::= " "?'
 _NO_SPACE = 'space ::= ""'
-_GRAMMARS: dict[str, Any] = {}
+_GRAMMARS: dict[str, LlamaGrammar] = {}
 _GRAMMARS_LOCK = threading.Lock()
 
 
-def schema_grammar(name: str, schema: dict[str, Any]) -> Any:
+def schema_grammar(name: str, schema: Mapping[str, object]) -> LlamaGrammar:
     """The llama.cpp grammar for a JSON Schema (cached), or TargetError if it has none.
 
     This is what `response_format={"type": "json_object", "schema": ...}` does inside
@@ -54,21 +58,25 @@ def schema_grammar(name: str, schema: dict[str, Any]) -> Any:
     return grammar
 
 
-def bound_strings(schema: Any, max_chars: int) -> Any:
+def bound_strings(schema: Mapping[str, object], max_chars: int) -> dict[str, object]:
     """`schema` with `maxLength: max_chars` on every free-text string that has no bound.
 
     Under a grammar with unbounded strings a small model may never close its reasoning and
     runs into max_tokens (a judge error after a long, slow answer); bounded, every answer ends.
     Strings fixed by `enum`, `const`, `pattern` or `format` are left alone.
     """
-    if isinstance(schema, list):
-        return [bound_strings(item, max_chars) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    bounded = {key: bound_strings(value, max_chars) for key, value in schema.items()}
+    bounded = {key: _bounded(value, max_chars) for key, value in schema.items()}
     if bounded.get("type") == "string" and not {"maxLength", "enum", "const", "pattern", "format"} & set(bounded):
         bounded["maxLength"] = max_chars
     return bounded
+
+
+def _bounded(value: object, max_chars: int) -> object:
+    if isinstance(value, list):
+        return [_bounded(item, max_chars) for item in value]
+    if isinstance(value, dict):
+        return bound_strings(value, max_chars)
+    return value
 
 
 def normalise_json(text: str) -> str:

@@ -17,7 +17,10 @@ from __future__ import annotations
 import ctypes
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -46,7 +49,7 @@ class PrefixCache:
     def size_bytes(self) -> int:
         return self._size
 
-    def restore(self, llama: Any, prompt: Sequence[int]) -> int:
+    def restore(self, llama: Llama, prompt: Sequence[int]) -> int:
         """Load the saved state sharing the longest prefix with `prompt` if it shares more
         than the loaded one; return the prefix length now usable."""
         import llama_cpp
@@ -71,7 +74,7 @@ class PrefixCache:
         self.restored_tokens += best_len - loaded
         return best_len
 
-    def save(self, llama: Any) -> None:
+    def save(self, llama: Llama) -> None:
         """Remember the model's current state under the tokens it holds."""
         import llama_cpp
 

@@ -15,11 +15,15 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._base import TargetError
 from ._models import INSTALL_HINT
 from ._prefix import PrefixCache
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +56,9 @@ class Runtime:
         self.lock = threading.Lock()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="convoeval-local")
         self.load_seconds: float | None = None
-        self._llama: Any = None
+        self._llama: Llama | None = None
+        # The chat template as llama-cpp-python renders it; its `messages` parameter is typed as
+        # llama's role-literal TypedDicts while convoeval passes any role through unchanged.
         self._formatter: Any = None
         self.prefixes = PrefixCache(key.prompt_cache_mb << 20) if key.prompt_cache_mb else None
 
@@ -66,12 +72,12 @@ class Runtime:
 
     # The methods below run in the worker thread, under `lock`.
 
-    def llama(self) -> Any:
+    def llama(self) -> Llama:
         if self._llama is None:
-            self._load()
+            self._llama = self._load()
         return self._llama
 
-    def _load(self) -> None:
+    def _load(self) -> Llama:
         try:
             import llama_cpp
         except Exception as exc:  # ImportError, or OSError from a broken libllama build
@@ -99,11 +105,11 @@ class Runtime:
                 ) from None
         self.load_seconds = time.perf_counter() - started
         self._formatter = _template_formatter(llama) if self.key.chat_format is None else None
-        self._llama = llama
         # Freed before the interpreter tears its modules down: llama-cpp-python's own __del__ at
         # that point finds its library gone and prints an ignored-exception traceback.
         atexit.register(_close_quietly, llama)
         log.debug("loaded %s in %.2fs", self.key.path, self.load_seconds)
+        return llama
 
     def eval_counts(self) -> tuple[int, int]:
         """(prompt tokens evaluated, tokens generated) since the last call of this method;
@@ -154,7 +160,7 @@ _RUNTIMES_LOCK = threading.Lock()
 _LOAD_LOCK = threading.Lock()
 
 
-def _close_quietly(llama: Any) -> None:
+def _close_quietly(llama: Llama) -> None:
     with contextlib.suppress(Exception):
         llama.close()
 
@@ -168,7 +174,7 @@ def get_runtime(key: RuntimeKey) -> Runtime:
         return runtime
 
 
-def _template_formatter(llama: Any) -> Any:
+def _template_formatter(llama: Llama) -> Jinja2ChatFormatter | None:
     template = (llama.metadata or {}).get("tokenizer.chat_template")
     if not template:
         return None

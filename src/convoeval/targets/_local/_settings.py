@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BeforeValidator, ConfigDict, Field, JsonValue, ValidationError
 
 from ..._base_model import Model
 from ...errors import first_problem
@@ -20,7 +20,7 @@ DEFAULT_PROMPT_CACHE_MB = 256
 DEFAULT_JUDGE_TEXT_CHARS = 120
 
 
-def _not_bool(value: Any) -> Any:
+def _not_bool(value: object) -> object:
     """`seed: true` is a mistake, not the number 1."""
     if isinstance(value, bool):
         raise ValueError("must be a number, not true/false")
@@ -69,7 +69,7 @@ class LocalSettings(Model):
         description="Longest free-text string (a criterion's reasoning) a judge answer may write: the "
         "grammar closes it there, so the small model's answers stay short and always finish; 0 = unbounded.",
     )
-    params: dict[str, Any] = Field(
+    params: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="Extra `create_chat_completion` arguments (e.g. top_p, top_k, stop).",
     )

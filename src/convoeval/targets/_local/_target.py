@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from ...results import Usage
-from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, message_text, provider
+from .._completion import parse_completion
 from ._grammar import bound_strings, normalise_json, schema_grammar
 from ._models import require_llama_cpp, resolve_model_path
 from ._runtime import Runtime, RuntimeKey, get_runtime
 from ._settings import LocalSettings
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +83,7 @@ class LocalTarget:
             )
         )
 
-    async def load(self) -> Any:
+    async def load(self) -> Llama:
         """Load the model now (normally it loads on the first call) and return the `Llama`."""
         return await self.runtime.run(lambda runtime: runtime.llama())
 
@@ -110,7 +114,7 @@ class LocalTarget:
         self,
         runtime: Runtime,
         messages: list[dict[str, str]],
-        schema: dict[str, Any] | None,
+        schema: Mapping[str, object] | None,
         max_tokens: int,
         temperature: float,
         seed: int,
@@ -136,17 +140,8 @@ class LocalTarget:
         evaluated, generated = runtime.eval_counts()
         runtime.keep_state()
         latency_ms = (time.perf_counter() - started) * 1000
-        try:
-            choice = data["choices"][0]
-            text = choice["message"].get("content") or ""
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise TargetError(f"{self.name}: malformed reply from llama.cpp") from None
-        finish_reason = choice.get("finish_reason")
-        usage_data = data.get("usage") or {}
-        usage = Usage(
-            input_tokens=int(usage_data.get("prompt_tokens") or 0),
-            output_tokens=int(usage_data.get("completion_tokens") or 0),
-        )
+        completion = parse_completion(data, self.name)
+        text, usage, finish_reason = completion.text, completion.usage, completion.finish_reason
         if schema is not None and finish_reason == "length":
             raise TargetError(
                 f"{self.name}: structured reply cut off at max_tokens={max_tokens} before the JSON "
@@ -214,14 +209,6 @@ def _oldest_droppable(messages: list[dict[str, str]]) -> int | None:
     return None
 
 
-def _plain_message(message: dict[str, Any]) -> dict[str, str]:
+def _plain_message(message: Mapping[str, object]) -> dict[str, str]:
     """`{"role", "content"}` with text content (chat templates choke on None or part lists)."""
-    role = str(message.get("role") or "user")
-    content = message.get("content")
-    if isinstance(content, list):
-        content = "\n".join(str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content)
-    elif content is None:
-        content = ""
-    elif not isinstance(content, str):
-        content = str(content)
-    return {"role": role, "content": content}
+    return {"role": str(message.get("role") or "user"), "content": message_text(message)}

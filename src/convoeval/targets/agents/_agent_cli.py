@@ -37,7 +37,7 @@ class AgentCli(ABC):
     def __init__(self, config: TargetConfig):
         self.config = config
         self.name = config.name
-        self.settings: AgentCliSettings = settings_of(config)
+        self.settings = settings_of(config, AgentCliSettings)
         self.executable = self.settings.executable or self.default_executable
         self.args = self.settings.args
         #: The system prompt of each session: a resumed turn's request carries only the new
@@ -71,7 +71,7 @@ class AgentCli(ABC):
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         env, secrets = agent_env(self.config, self.settings, self.env_names)
-        cwd = request.workdir or work_dir(self.config, self.settings.cwd)
+        cwd = request.agent.workdir or work_dir(self.config, self.settings.cwd)
         finished = await run_command(
             self.argv(request),
             cwd=cwd,

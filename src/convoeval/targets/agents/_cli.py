@@ -22,7 +22,6 @@ import re
 import shlex
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from ..._jsonpath import parse_jsonpath
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
@@ -44,7 +43,7 @@ class CliTarget:
     def __init__(self, config: TargetConfig):
         self.config = config
         self.name = config.name
-        self.settings: CliSettings = settings_of(config)
+        self.settings = settings_of(config, CliSettings)
         self.command = self.settings.command
         self.timeout_s = float(self.settings.timeout_seconds or config.timeout_s)
         session = self.settings.session
@@ -64,7 +63,7 @@ class CliTarget:
             prompt_file, output_file = Path(scratch) / "prompt.txt", Path(scratch) / "output.txt"
             prompt_file.write_text(prompt, encoding="utf-8")
             command = self._render(prompt, prompt_file, output_file, request)
-            cwd = request.workdir or work_dir(self.config, self.settings.cwd)
+            cwd = request.agent.workdir or work_dir(self.config, self.settings.cwd)
             finished = await run_command(
                 [command], cwd=cwd, env=env, timeout_s=self.timeout_s, name=self.name, secrets=secrets, shell=True
             )
@@ -124,7 +123,8 @@ class CliTarget:
             return
         if self._healthy is False:
             raise TargetError(f"{self.name}: healthcheck failed earlier in this run")
-        timeout = float(check.get("timeout_s") or check.get("timeout_seconds") or 30)
+        given = check.get("timeout_s") or check.get("timeout_seconds")
+        timeout = float(given) if isinstance(given, int | float) else 30.0
         finished = await run_command(
             [str(check["command"])],
             cwd=work_dir(self.config, self.settings.cwd),
@@ -142,7 +142,7 @@ class CliTarget:
         return None
 
 
-def _json(text: str) -> Any:
+def _json(text: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError:

@@ -22,7 +22,8 @@ Example (targets.yaml):
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ..._jsonpath import parse_jsonpath
 from ...results import Usage
@@ -31,6 +32,9 @@ from .._http_target import HttpTarget
 from .._settings import settings_of
 from ._replies import tool_call
 from ._settings import HttpAgentSettings
+
+if TYPE_CHECKING:
+    from jsonpath_ng import JSONPath
 
 _VAR = re.compile(r"\{\{\s*(prompt|session_id|test_id|messages)\s*\}\}")
 
@@ -47,7 +51,7 @@ class HttpAgentTarget(HttpTarget):
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)
-        settings: HttpAgentSettings = settings_of(config, HttpAgentSettings)
+        settings = settings_of(config, HttpAgentSettings)
         url = settings.url or config.base_url
         if not url or not url.startswith(("http://", "https://")):
             raise TargetError(f"{config.name}: the http provider needs a `url` (http:// or https://)")
@@ -74,29 +78,24 @@ class HttpAgentTarget(HttpTarget):
             "messages": request.messages,
         }
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        data = await self.post(self.url, _render(self.body, values), headers)
+        data = await self.post(self.url, {k: _render(v, values) for k, v in self.body.items()}, headers)
         return self._reply(data, request)
 
-    def _reply(self, data: Any, request: ChatRequest) -> ChatReply:
+    def _reply(self, data: object, request: ChatRequest) -> ChatReply:
         texts = _find(self.paths["reply_path"], data)
         if not texts:
             raise TargetError(f"{self.name}: malformed response: {self.reply_path} matched nothing")
         text = texts[0] if isinstance(texts[0], str) else str(texts[0])
         raw_calls = _find(self.paths["tool_calls_path"], data)
-        calls = raw_calls[0] if len(raw_calls) == 1 and isinstance(raw_calls[0], list) else raw_calls
+        calls: list[object] = raw_calls[0] if len(raw_calls) == 1 and isinstance(raw_calls[0], list) else raw_calls
         try:
             tool_calls = [tool_call(c) for c in calls]
         except TargetError as exc:
             raise TargetError(f"{self.name}: malformed response: {exc}") from None
         sessions = _find(self.paths["session_id_path"], data)
         usage_data = (_find(self.paths["usage_path"], data) or [{}])[0]
-        usage = (
-            Usage(
-                input_tokens=int(usage_data.get("input_tokens") or 0),
-                output_tokens=int(usage_data.get("output_tokens") or 0),
-            )
-            if isinstance(usage_data, dict)
-            else Usage()
+        usage = Usage(
+            input_tokens=_count(usage_data, "input_tokens"), output_tokens=_count(usage_data, "output_tokens")
         )
         return ChatReply(
             text=text,
@@ -107,11 +106,16 @@ class HttpAgentTarget(HttpTarget):
         )
 
 
-def _find(path: Any, data: Any) -> list[Any]:
+def _find(path: JSONPath | None, data: object) -> list[object]:
     return [m.value for m in path.find(data)] if path is not None else []
 
 
-def _render(template: Any, values: dict[str, Any]) -> Any:
+def _count(usage: object, key: str) -> int:
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def _render(template: object, values: Mapping[str, object]) -> object:
     """The body template with values filled in (`"{{ messages }}"` alone is the list itself)."""
     if isinstance(template, str):
         whole = _VAR.fullmatch(template.strip())

@@ -30,7 +30,6 @@ import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
@@ -51,15 +50,17 @@ class PythonTarget:
     def __init__(self, config: TargetConfig):
         self.config = config
         self.name = config.name
-        settings: PythonSettings = settings_of(config)
+        settings = settings_of(config, PythonSettings)
         ref = settings.callable_ref or config.model or ""
         self.function = load_callable(ref, config.source_dir / settings.base_dir, config.name)
         self.factory = settings.factory if settings.factory is not None else inspect.isclass(self.function)
         self.session = "resume" if self.factory else "history"
-        self.objects: dict[str, Any] = {}
+        self.objects: dict[str, object] = {}
 
     @classmethod
-    def wrap(cls, function: Callable[..., Any], name: str | None = None, factory: bool | None = None) -> PythonTarget:
+    def wrap(
+        cls, function: Callable[..., object], name: str | None = None, factory: bool | None = None
+    ) -> PythonTarget:
         """A target for a callable given directly (`convoeval.run(target=my_function)`)."""
         target = cls.__new__(cls)
         target.name = name or str(getattr(function, "__name__", "python"))
@@ -74,7 +75,7 @@ class PythonTarget:
         context = {
             "test_id": request.test_id,
             "trial": request.trial,
-            "workdir": request.workdir,
+            "workdir": request.agent.workdir,
             "session_id": request.session_id,
         }
         if not self.factory:
@@ -85,8 +86,8 @@ class PythonTarget:
             session_id = session_id or uuid.uuid4().hex
             self.objects[session_id] = await _call(self.function)
         agent = self.objects[session_id]
-        method = getattr(agent, "respond", None) or (agent if callable(agent) else None)
-        if method is None:
+        method = getattr(agent, "respond", None) or agent
+        if not callable(method):
             raise TargetError(f"{self.name}: the factory's object has no respond(messages) and is not callable")
         reply = as_reply(await _call(method, request.messages, context), self.name)
         reply.session_id = session_id
@@ -95,7 +96,7 @@ class PythonTarget:
     async def end_session(self, session_id: str) -> None:
         agent = self.objects.pop(session_id, None)
         close = getattr(agent, "aclose", None) or getattr(agent, "close", None)
-        if close is not None:
+        if callable(close):
             await _call(close)
 
     async def aclose(self) -> None:
@@ -103,7 +104,7 @@ class PythonTarget:
             await self.end_session(session_id)
 
 
-async def _call(function: Callable[..., Any], *args: Any) -> Any:
+async def _call(function: Callable[..., object], *args: object) -> object:
     """Call a sync or async function with as many of `args` as it takes."""
     try:
         params = inspect.signature(function).parameters.values()
@@ -118,7 +119,7 @@ async def _call(function: Callable[..., Any], *args: Any) -> Any:
     return value
 
 
-def as_reply(value: Any, name: str) -> ChatReply:
+def as_reply(value: object, name: str) -> ChatReply:
     """A callable's return value as a ChatReply."""
     if isinstance(value, ChatReply):
         return value
@@ -126,15 +127,14 @@ def as_reply(value: Any, name: str) -> ChatReply:
         return ChatReply(text=value)
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
         return ChatReply(text=value[0], tool_calls=[_call_of(c) for c in value[1] or []])
-    if isinstance(value, dict) and isinstance(value.get("text", ""), str):
-        usage = value.get("usage") or {}
+    text = value.get("text", "") if isinstance(value, dict) else None
+    if isinstance(value, dict) and isinstance(text, str):
+        usage, calls, cost = value.get("usage"), value.get("tool_calls"), value.get("cost_usd")
         return ChatReply(
-            text=value.get("text", ""),
-            tool_calls=[_call_of(c) for c in value.get("tool_calls") or []],
-            usage=Usage(
-                input_tokens=int(usage.get("input_tokens") or 0), output_tokens=int(usage.get("output_tokens") or 0)
-            ),
-            cost_usd=float(value.get("cost_usd") or 0.0),
+            text=text,
+            tool_calls=[_call_of(c) for c in calls] if isinstance(calls, list | tuple) else [],
+            usage=Usage(input_tokens=_count(usage, "input_tokens"), output_tokens=_count(usage, "output_tokens")),
+            cost_usd=float(cost) if isinstance(cost, int | float) else 0.0,
         )
     raise TargetError(
         f"{name}: the callable returned {type(value).__name__}; return a string, "
@@ -142,11 +142,16 @@ def as_reply(value: Any, name: str) -> ChatReply:
     )
 
 
-def _call_of(value: Any) -> ToolCall:
+def _call_of(value: object) -> ToolCall:
     return value if isinstance(value, ToolCall) else tool_call(value)
 
 
-def load_callable(ref: str, base_dir: Path, name: str) -> Callable[..., Any]:
+def _count(usage: object, key: str) -> int:
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def load_callable(ref: str, base_dir: Path, name: str) -> Callable[..., object]:
     """`module:attr` or `path/to/file.py:attr` -> the object."""
     module_ref, _, attr = ref.rpartition(":")
     if not module_ref or not attr:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from ...results import ToolCall, Usage
 from .._base import ChatReply, TargetError
 
 
-def prompt_text(messages: list[dict[str, Any]]) -> tuple[str, str]:
+def prompt_text(messages: Sequence[Mapping[str, object]]) -> tuple[str, str]:
     """`(system prompt, prompt)` for an agent that takes one text prompt.
 
     One user message is sent as it is; several messages (a history replayed into a new
@@ -22,13 +22,14 @@ def prompt_text(messages: list[dict[str, Any]]) -> tuple[str, str]:
     return system, "\n\n".join(f"{m.get('role')}: {m.get('content', '')}" for m in rest)
 
 
-def tool_call(data: Any) -> ToolCall:
+def tool_call(data: object) -> ToolCall:
     """A tool call from a mapping in any of the common shapes: AgentV's `{tool, input, output,
     duration_ms}`, convoeval's `{name, arguments, output, error}`, OpenAI's `{function: {name,
     arguments: "<json>"}}`."""
     if not isinstance(data, dict):
         raise TargetError(f"a tool call must be a mapping, got {type(data).__name__}")
-    function: dict[str, Any] = data["function"] if isinstance(data.get("function"), dict) else {}
+    function = data.get("function")
+    function = function if isinstance(function, dict) else {}
     name = data.get("name") or data.get("tool") or function.get("name")
     if not isinstance(name, str) or not name:
         raise TargetError(f"a tool call needs a `name` (or `tool`): {json.dumps(data, default=str)[:120]}")
@@ -42,42 +43,58 @@ def tool_call(data: Any) -> ToolCall:
         args = {"_value": args}
     duration = data.get("duration_ms")
     error = data.get("error")
+    call_id = data.get("id")
     return ToolCall(
         name=name,
         arguments=args,
         output=data.get("output", data.get("result")),
-        id=data.get("id") if isinstance(data.get("id"), str) else None,
+        id=call_id if isinstance(call_id, str) else None,
         duration_ms=float(duration) if isinstance(duration, (int, float)) else None,
         error=str(error) if error not in (None, False, "") else None,
     )
 
 
-def reply_from_json(data: dict[str, Any]) -> ChatReply:
+def reply_from_json(data: dict[str, object]) -> ChatReply:
     """A reply from AgentV's output JSON: `output` (messages with `content` and `tool_calls`)
     or `text`, plus `token_usage {input, output}`, `cost_usd`, `duration_ms`, `session_id`;
     convoeval's `{text, tool_calls}` works too."""
     texts: list[str] = []
-    calls = [tool_call(c) for c in data.get("tool_calls") or []]
-    for message in data.get("output") or data.get("output_messages") or []:
+    calls = [tool_call(c) for c in _list(data.get("tool_calls"))]
+    for message in _list(data.get("output") or data.get("output_messages")):
         if not isinstance(message, dict):
             continue
-        if message.get("role", "assistant") == "assistant" and isinstance(message.get("content"), str):
-            texts.append(message["content"])
-        calls += [tool_call(c) for c in message.get("tool_calls") or []]
-    text = data.get("text") if isinstance(data.get("text"), str) else "\n".join(t for t in texts if t)
-    usage = data.get("token_usage") or data.get("usage") or {}
+        content = message.get("content")
+        if message.get("role", "assistant") == "assistant" and isinstance(content, str):
+            texts.append(content)
+        calls += [tool_call(c) for c in _list(message.get("tool_calls"))]
+    text = data.get("text")
+    usage = data.get("token_usage") or data.get("usage")
     session = data.get("session_id")
     return ChatReply(
-        text=text or "",
+        text=(text if isinstance(text, str) else "\n".join(t for t in texts if t)) or "",
         tool_calls=calls,
         usage=Usage(
-            input_tokens=int(usage.get("input") or usage.get("input_tokens") or 0),
-            output_tokens=int(usage.get("output") or usage.get("output_tokens") or 0),
+            input_tokens=int(_number(usage, "input", "input_tokens")),
+            output_tokens=int(_number(usage, "output", "output_tokens")),
         ),
-        cost_usd=float(data.get("cost_usd") or 0.0),
-        latency_ms=float(data.get("duration_ms") or 0.0),
+        cost_usd=float(_number(data, "cost_usd")),
+        latency_ms=float(_number(data, "duration_ms")),
         session_id=str(session) if session not in (None, "") else None,
     )
+
+
+def _list(value: object) -> list[object]:
+    """`value` when it is a list, else no items."""
+    return value if isinstance(value, list) else []
+
+
+def _number(data: object, *keys: str) -> float:
+    """The first of `keys` of a mapping that holds a non-zero number, else 0."""
+    for key in keys:
+        value = data.get(key) if isinstance(data, dict) else None
+        if value and isinstance(value, int | float):
+            return value
+    return 0
 
 
 def reply_from_text(text: str) -> ChatReply:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from ..._base_model import Model
 from ..._jsonpath import parse_jsonpath
@@ -79,13 +78,13 @@ class CliSettings(ProcessSettings):
     keep_temp_files: bool = False
     verbose: bool = False
     session: CliSession | None = None
-    healthcheck: dict[str, Any] | None = Field(
+    healthcheck: dict[str, JsonValue] | None = Field(
         None, description="{command, timeout_s}: run once before the first call."
     )
 
     @field_validator("healthcheck")
     @classmethod
-    def _has_command(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _has_command(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
         if value is not None and not isinstance(value.get("command"), str):
             raise ValueError("a healthcheck is {command: SHELL COMMAND, timeout_s: N}")
         return value
@@ -95,7 +94,7 @@ class HttpAgentSettings(HttpSettings):
     """The `http` provider."""
 
     url: str | None = Field(None, description="The endpoint (default: base_url).")
-    body: dict[str, Any] | None = Field(None, description="The request body template.")
+    body: dict[str, JsonValue] | None = Field(None, description="The request body template.")
     reply_path: str = Field("$.reply", description="JSONPath to the reply text.")
     tool_calls_path: str | None = None
     session_id_path: str | None = None

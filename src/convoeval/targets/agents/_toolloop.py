@@ -14,30 +14,30 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ..._sandbox import SandboxError, backend
 from ...results import ToolCall, Usage
-from .._base import ChatReply, ChatRequest, Target, TargetError
+from .._base import AgentContext, Capabilities, ChatReply, ChatRequest, Target, TargetError, TargetWrapper, capabilities
 from .._tool_settings import ToolAgentSettings
 from ._tools import ToolBox
 
 
-class ToolAgent:
+class ToolAgent(TargetWrapper):
     """`inner` with convoeval's tool loop around each call (see the module docstring)."""
 
-    session = "history"
-    cacheable = False  # a reply depends on the workspace, not only on the messages
-
     def __init__(self, inner: Target, settings: ToolAgentSettings, base_dir: Path):
-        self.inner = inner
-        self.name = inner.name
-        self.provider_name = f"{getattr(inner, 'provider_name', type(inner).__name__)}+agent"
+        super().__init__(inner)
+        self.provider_name = f"{capabilities(inner).provider_name or type(inner).__name__}+agent"
         self.settings = settings
         self.box = ToolBox(settings, base_dir, inner.name)
+
+    def capabilities(self) -> Capabilities:
+        """History each turn, never cached (a reply depends on the workspace, not only on the
+        messages), and the model's calls wrapped one by one (`with_model`)."""
+        return Capabilities(cacheable=False, provider_name=self.provider_name, with_model=self.with_model)
 
     def with_model(self, wrap: Callable[[Target], Target]) -> None:
         """Put `wrap` around the model the loop calls (the run's cache and meter: each model call
@@ -51,16 +51,17 @@ class ToolAgent:
                 backend()  # a test that offers `bash` needs a sandbox: fail it now, saying how to get one
             except SandboxError as exc:
                 raise TargetError(f"{self.name}: {exc}") from None
-        most = min(self.settings.max_tool_calls, request.max_tool_calls or math.inf)
+        most = min(self.settings.max_tool_calls, request.agent.max_tool_calls or math.inf)
         system = [{"role": "system", "content": self.settings.system_prompt}] if self.settings.system_prompt else []
-        messages: list[dict[str, Any]] = [*system, *request.messages]
-        workdir = Path(request.workdir) if request.workdir else None
+        messages: list[Mapping[str, object]] = [*system, *request.messages]
+        workdir = Path(request.agent.workdir) if request.agent.workdir else None
         done: list[ToolCall] = []
         usage, cost = Usage(), 0.0
-        domain = {t["function"]["name"] for t in request.domain_tools or []} if request.call_domain_tool else set()
-        specs = [*self.box.specs(), *(t for t in request.domain_tools or [] if domain)]
+        agent = request.agent
+        domain = {_spec_name(t) for t in agent.domain_tools or []} if agent.call_domain_tool else set()
+        specs = [*self.box.specs(), *(t for t in agent.domain_tools or [] if domain)]
         while True:
-            reply = await self.inner.chat(replace(request, messages=messages, tools=specs))
+            reply = await self.inner.chat(replace(request, messages=messages, tools=specs, agent=AgentContext()))
             usage, cost = usage + reply.usage, cost + reply.cost_usd
             stop = None if reply.tool_calls else reply.finish_reason
             calls = [
@@ -78,8 +79,8 @@ class ToolAgent:
                 if time.monotonic() - started > self.settings.max_seconds:
                     stop = f"budget:seconds={self.settings.max_seconds:g}"
                     break
-                if call.name in domain and request.call_domain_tool is not None:
-                    call = await request.call_domain_tool(call)
+                if call.name in domain and agent.call_domain_tool is not None:
+                    call = await agent.call_domain_tool(call)
                 else:
                     call = await self.box.run(call, workdir)
                 done.append(call)
@@ -96,11 +97,14 @@ class ToolAgent:
                     finish_reason=stop,
                 )
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+
+def _spec_name(spec: Mapping[str, object]) -> str:
+    """The function name of an OpenAI `tools` entry."""
+    function = spec.get("function")
+    return str(function.get("name", "")) if isinstance(function, dict) else ""
 
 
-def _wire(call: ToolCall) -> dict[str, Any]:
+def _wire(call: ToolCall) -> dict[str, object]:
     """A tool call as the assistant message of the OpenAI protocol carries it."""
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
 

@@ -15,7 +15,6 @@ import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ... import _sandbox as sandbox
 from ..._sandbox import SandboxError, command_env, trial_settings
@@ -28,7 +27,7 @@ _PATH = {"type": "string", "description": "A path relative to the workspace."}
 EDIT_BYTES = 16 * 2**20
 
 #: OpenAI function specs of the built-in tools.
-BUILTIN_SPECS: dict[str, dict[str, Any]] = {
+BUILTIN_SPECS: dict[str, dict[str, object]] = {
     "bash": {
         "description": "Run a shell command in the workspace; returns its exit code and output.",
         "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
@@ -78,7 +77,7 @@ class ToolBox:
         self.settings = settings
         self.builtin = [t for t in settings.tools if isinstance(t, str)]
         self.user = {t.name: t for t in settings.tools if isinstance(t, UserTool)}
-        self.functions: dict[str, Callable[..., Any]] = {
+        self.functions: dict[str, Callable[..., object]] = {
             t.name: load_callable(t.python, base_dir, name) for t in self.user.values() if t.python
         }
 
@@ -87,9 +86,9 @@ class ToolBox:
         """Whether a tool runs a command (`bash`, a user `command` tool): those need the sandbox."""
         return "bash" in self.builtin or any(t.command for t in self.user.values())
 
-    def specs(self) -> list[dict[str, Any]]:
+    def specs(self) -> list[dict[str, object]]:
         """The tools as OpenAI `tools` entries."""
-        specs = [{"name": n, **BUILTIN_SPECS[n]} for n in self.builtin]
+        specs: list[dict[str, object]] = [{"name": n, **BUILTIN_SPECS[n]} for n in self.builtin]
         specs += [
             {"name": t.name, "description": t.description, "parameters": t.parameters} for t in self.user.values()
         ]
@@ -108,7 +107,7 @@ class ToolBox:
         duration = round((time.perf_counter() - started) * 1000, 3)
         return call.model_copy(update={**done, "duration_ms": duration})
 
-    async def _dispatch(self, name: str, args: dict[str, Any], workdir: Path | None) -> Any:
+    async def _dispatch(self, name: str, args: dict[str, object], workdir: Path | None) -> object:
         if name in self.user:
             tool = self.user[name]
             if tool.python:
@@ -122,7 +121,7 @@ class ToolBox:
         if name == "bash":
             return await self._shell(_text(args, "command"), root, self.settings.bash_timeout_s)
         if name == "list_files":
-            return self._list(root, _inside(root, args.get("path") or "."))
+            return self._list(root, _inside(root, _text(args, "path") if args.get("path") else "."))
         path = _inside(root, _text(args, "path"))
         if name == "write_file":
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -217,7 +216,7 @@ def _inside(root: Path, relative: str) -> Path:
     return path
 
 
-def _text(args: dict[str, Any], key: str) -> str:
+def _text(args: dict[str, object], key: str) -> str:
     value = args.get(key)
     if not isinstance(value, str):
         raise ToolFailure(f"`{key}` must be a string")

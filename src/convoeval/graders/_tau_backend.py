@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, JsonValue, create_model
 
 from .. import registry
 from .._paths import confined_file
@@ -35,15 +35,26 @@ _LOADED: dict[tuple[str, str, str, tuple[int, ...]], Domain] = {}
 _LOADING = threading.RLock()
 
 
+#: A domain's tool: `name(state, **arguments)` changes `state` in place and returns what the agent sees.
+Tool = Callable[..., object]
+
+
+class ToolRun(TypedDict, total=False):
+    """What one tool call did: its `output`, or the `error` the agent reads instead."""
+
+    output: object
+    error: str
+
+
 @dataclass(frozen=True)
 class Domain:
-    """Tool functions and the initial backend state they act on."""
+    """Tool functions and the initial backend state they act on (a JSON/YAML document)."""
 
-    functions: dict[str, Callable[..., Any]]
-    initial: Any
+    functions: dict[str, Tool]
+    initial: object
 
     @classmethod
-    def load(cls, tools: str, backend: str | dict[str, Any], base_dir: Path) -> Domain:
+    def load(cls, tools: str, backend: str | dict[str, object], base_dir: Path) -> Domain:
         """The domain a suite names (`tools`: a .py file or a module; `backend`: a file or a document).
 
         Raises:
@@ -57,7 +68,7 @@ class Domain:
                 _LOADED[key] = cls(load_tools(tools, base_dir), load_document(backend, base_dir, "backend"))
             return _LOADED[key]
 
-    def specs(self) -> list[dict[str, Any]]:
+    def specs(self) -> list[dict[str, JsonValue]]:
         """The tools as OpenAI `tools` entries (parameters from each signature, `state` left out)."""
         return [_spec(name, fn) for name, fn in self.functions.items()]
 
@@ -65,7 +76,7 @@ class Domain:
         """A fresh (copy-on-write) copy of the state for one trial."""
         return DomainSession(self, cow(self.initial))
 
-    def replay(self, calls: list[ToolCall], *, strict: bool) -> Any:
+    def replay(self, calls: list[ToolCall], *, strict: bool) -> object:
         """The state after `calls` from the initial one; an unknown tool or a failing call leaves
         the state as it was (the agent's mistake), except with `strict` (a broken task)."""
         state = cow(self.initial)
@@ -77,7 +88,7 @@ class Domain:
                 raise GraderError(f"goal_actions: {call.name} failed: {done['error']}")
         return state
 
-    def apply(self, state: Any, call: ToolCall) -> tuple[Any, dict[str, Any]]:
+    def apply(self, state: object, call: ToolCall) -> tuple[object, ToolRun]:
         """Run one call on `state`: the state after it, and `{"output": ...}` or `{"error": ...}`.
         A call to an unknown tool, or one that raises, leaves the state as it was."""
         fn = self.functions.get(call.name)
@@ -95,7 +106,7 @@ class DomainSession:
     """One trial's copy of the backend, changed by the tool calls the agent makes."""
 
     domain: Domain
-    state: Any
+    state: object
     calls: list[ToolCall] = field(default_factory=list)
 
     async def call(self, call: ToolCall) -> ToolCall:
@@ -114,7 +125,7 @@ def _file_times(base_dir: Path, *names: str) -> tuple[int, ...]:
     return tuple(p.stat().st_mtime_ns if p.is_file() else 0 for p in paths)
 
 
-def domain_file_problems(tools: Any, backend: Any, base_dir: Path) -> list[tuple[str, str]]:
+def domain_file_problems(tools: object, backend: object, base_dir: Path) -> list[tuple[str, str]]:
     """`(field, message)` for a `tools` file or module and a `backend` file that cannot be found
     (a module is looked up on the Python path, else as a .py file in `base_dir`, as it is loaded)."""
     problems = []
@@ -142,7 +153,7 @@ def _importable(module: str) -> bool:
         return False
 
 
-def load_tools(spec: str, base_dir: Path) -> dict[str, Callable[..., Any]]:
+def load_tools(spec: str, base_dir: Path) -> dict[str, Tool]:
     """The public functions of a tools file or module."""
     try:
         module = registry.load_plugin(spec, base_dir=base_dir)
@@ -155,7 +166,7 @@ def load_tools(spec: str, base_dir: Path) -> dict[str, Callable[..., Any]]:
     }
 
 
-def load_document(value: str | dict[str, Any], base_dir: Path, name: str) -> Any:
+def load_document(value: str | dict[str, object], base_dir: Path, name: str) -> object:
     """A JSON/YAML document given inline or as a file inside the suite's folder."""
     if isinstance(value, dict):
         return value
@@ -167,24 +178,26 @@ def load_document(value: str | dict[str, Any], base_dir: Path, name: str) -> Any
         raise GraderError(f"{name}: {value} cannot be read as JSON/YAML: {exc}") from None
 
 
-def _spec(name: str, fn: Callable[..., Any]) -> dict[str, Any]:
+def _spec(name: str, fn: Tool) -> dict[str, JsonValue]:
     try:
         signature = inspect.signature(fn, eval_str=True)
     except (NameError, TypeError):  # an annotation that does not evaluate: keep it as written
         signature = inspect.signature(fn)
     params = list(signature.parameters.values())[1:]  # the first is the state
-    fields: dict[str, Any] = {
+    fields: dict[str, Any] = {  # pydantic's field definitions: (annotation, default)
         p.name: (
-            Any if p.annotation is inspect.Parameter.empty else p.annotation,
+            object if p.annotation is inspect.Parameter.empty else p.annotation,  # any value, as JSON
             ... if p.default is inspect.Parameter.empty else p.default,
         )
         for p in params
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
     }
     model: type[BaseModel] = create_model(f"{name}_arguments", **fields)
-    parameters: dict[str, Any] = model.model_json_schema()
+    parameters: dict[str, JsonValue] = model.model_json_schema()
     parameters.pop("title", None)
-    for prop in parameters.get("properties", {}).values():
-        prop.pop("title", None)
+    properties = parameters.get("properties")
+    for prop in properties.values() if isinstance(properties, dict) else ():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
     description = (inspect.getdoc(fn) or name).split("\n\n")[0].replace("\n", " ")
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
