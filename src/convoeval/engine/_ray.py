@@ -58,7 +58,7 @@ class RayTrials:
         address: a cluster to join (`auto`, `ray://host:10001`), or None to start a local one.
         max_connections: requests in flight per endpoint at most, across the cluster.
         num_cpus: CPUs of a local cluster started here (default: all).
-        sandbox: the sandbox backend the workers' commands use (`sandbox.chosen()` of the run).
+        sandbox_name: the sandbox backend of the workers' commands (the run's `sandbox.chosen()`).
     """
 
     def __init__(
@@ -69,7 +69,7 @@ class RayTrials:
         address: str | None = None,
         max_connections: int | None = None,
         num_cpus: int | None = None,
-        sandbox: str = "bubblewrap",
+        sandbox_name: str = "bubblewrap",
     ):
         ray = _ray()
         if not ray.is_initialized():
@@ -85,7 +85,7 @@ class RayTrials:
         self.configs = configs
         self.cache_file = str(cache_file) if cache_file else None
         self.meter = meter
-        self.sandbox = sandbox
+        self.sandbox_name = sandbox_name
         self.nodes: Counter[str] = Counter()  # trials returned, by the id of the node that ran them
         # SPREAD: trials go round the nodes (the default packs the driver's node first).
         self.task = ray.remote(max_retries=MAX_RETRIES, scheduling_strategy="SPREAD")(_trial_task)
@@ -112,7 +112,7 @@ class RayTrials:
         settings = (ctx.trial, ctx.judge_repeats, ctx.judge_temperature, rule)
         try:
             result, calls, node = await self.task.remote(
-                plan, configs, settings, self.cache_file, self.limiter, self.sandbox
+                plan, configs, settings, self.cache_file, self.limiter, self.sandbox_name
             )
         except Exception as exc:  # the worker died MAX_RETRIES + 1 times, or the task raised
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__

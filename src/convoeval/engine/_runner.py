@@ -220,7 +220,7 @@ class _Run:
                 self.meter,
                 options.ray_address,
                 options.max_connections,
-                sandbox=sandbox.chosen(),
+                sandbox_name=sandbox.chosen(),
             )
         for job in jobs:
             job.target = pool.wrap(job.target)
