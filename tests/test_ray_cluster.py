@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
@@ -62,14 +63,25 @@ def placement(notes: list[str] | str) -> dict[str, int]:
     return {node: int(n) for node, n in (part.split(": ") for part in found[2].split(", "))}
 
 
-def on_both_nodes(run: Callable[[], convoeval.RunReport], check: Callable[[convoeval.RunReport], None]) -> Counter[str]:
+def cli_run(suite: Path, *options: str) -> tuple[list[EvaluationResult], str]:
+    """`convoeval run` in its own process (a fresh Ray driver): the results and what it printed."""
+    out = suite.with_name(f"r-{uuid.uuid4().hex[:8]}.jsonl")
+    argv = [sys.executable, "-m", "convoeval", "run", str(suite), *options, "--no-cache", "-o", str(out)]
+    done = subprocess.run(argv, cwd=suite.parent, capture_output=True, text=True, timeout=300)
+    assert out.exists(), done.stdout + done.stderr
+    return [EvaluationResult.model_validate_json(line) for line in out.read_text().splitlines()], done.stdout
+
+
+def on_both_nodes(
+    run: Callable[[], tuple[list[EvaluationResult], str]], check: Callable[[list[EvaluationResult]], None]
+) -> Counter[str]:
     """Trials per node over runs of `run`, each checked, until both nodes ran some (3 runs at
     most): Ray's SPREAD is best effort, and a short suite may fit on the first node."""
     ran: Counter[str] = Counter()
     for _ in range(3):
-        report = run()
-        check(report)
-        ran.update(placement(report.notes))
+        results, printed = run()
+        check(results)
+        ran.update(placement(printed))
         if set(ran) == node_ids():
             break
     return ran
@@ -138,14 +150,14 @@ def test_a_workspace_suite_runs_across_both_nodes_with_local_results(cluster: Ra
     options: dict[str, Any] = {"judge": "scripted", "cache": False, "store": False, "concurrency": 6}
     local = convoeval.run(suite, **options)
 
-    def check(on_cluster: convoeval.RunReport) -> None:
-        assert outcomes(on_cluster.results) == outcomes(local.results)
-        assert [r.verdict for r in sorted(on_cluster.results, key=lambda r: r.test_id)] == ["pass"] * 5 + ["fail"]
-        verify = next(s for s in on_cluster.results[0].scores if s.name == "verify")
-        assert verify.assertions and all(r.sandbox == "bubblewrap" for r in on_cluster.results)
-        assert sum(placement(on_cluster.notes).values()) == 6
+    def check(on_cluster: list[EvaluationResult]) -> None:
+        assert outcomes(on_cluster) == outcomes(local.results)
+        assert [r.verdict for r in sorted(on_cluster, key=lambda r: r.test_id)] == ["pass"] * 5 + ["fail"]
+        verify = next(s for s in on_cluster[0].scores if s.name == "verify")
+        assert verify.assertions and all(r.sandbox == "bubblewrap" for r in on_cluster)
 
-    ran = on_both_nodes(lambda: convoeval.run(suite, backend="ray", ray_address=cluster.address, **options), check)
+    args = ("--judge", "scripted", "--concurrency", "6", "--backend", "ray", "--ray-address", cluster.address)
+    ran = on_both_nodes(partial(cli_run, suite, *args), check)
     assert set(ran) == node_ids(), ran
 
 
@@ -164,19 +176,19 @@ def test_the_runs_sandbox_choice_reaches_the_workers_of_every_node(cluster: RayN
         )
         tests = "".join(f"  - {{id: p{i}, workspace: {{}}, input: go}}\n" for i in range(6))
         suite = write(tmp_path / "s.eval.yaml", "execution: {target: bot}\ntests:\n" + tests)
-        options: dict[str, Any] = {"backend": "ray", "ray_address": cluster.address, "cache": False, "store": False}
+        options = ("--backend", "ray", "--ray-address", cluster.address)
         homes: dict[str, set[str]] = {"bubblewrap": set(), "none": set()}
         for choice in homes:
 
-            def check(report: convoeval.RunReport, choice: str = choice) -> None:
-                calls = [c for r in report.results for s in r.scores for c in s.tool_calls]
-                assert len(calls) == 6, [(r.error, r.notes) for r in report.results]
-                assert all(r.sandbox == choice for r in report.results)
+            def check(results: list[EvaluationResult], choice: str = choice) -> None:
+                calls = [c for r in results for s in r.scores for c in s.tool_calls]
+                assert len(calls) == 6, [(r.error, r.notes) for r in results]
+                assert all(r.sandbox == choice for r in results)
                 homes[choice] |= {
                     re.sub(r"convoeval-home-\w+", "convoeval-home-*", str(c.output).strip()) for c in calls
                 }
 
-            run = partial(convoeval.run, suite, judge="scripted", concurrency=6, sandbox=choice, **options)
+            run = partial(cli_run, suite, "--judge", "scripted", "--concurrency", "6", "--sandbox", choice, *options)
             ran = on_both_nodes(run, check)
             assert set(ran) == node_ids(), ran  # both nodes ran trials: the second one too
     # Bubblewrap's HOME is /tmp/home on every node, though the second node's environment says

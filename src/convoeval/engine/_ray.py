@@ -89,7 +89,9 @@ class RayTrials:
         self.nodes: Counter[str] = Counter()  # trials returned, by the id of the node that ran them
         # SPREAD: trials go round the nodes (the default packs the driver's node first).
         self.task = ray.remote(max_retries=MAX_RETRIES, scheduling_strategy="SPREAD")(_trial_task)
-        self.limiter = ray.remote(EndpointSemaphores).options(num_cpus=0).remote(max_connections)
+        self.limiter: ActorHandle[EndpointSemaphores] | None = (
+            ray.remote(EndpointSemaphores).options(num_cpus=0).remote(max_connections)
+        )
 
     def _config(self, target: Target | None, role: str) -> TargetConfig | None:
         if target is None:
@@ -121,8 +123,13 @@ class RayTrials:
         self.nodes[node] += 1
         return result
 
-    def placement(self) -> str | None:
-        """Where the trials ran, for the run's notes: `ray: 40 trial(s) on 2 node(s) (1bc753c8: 21, ...)`."""
+    def close(self) -> str | None:
+        """End the run's limiter actor (a handle left to the garbage collector could, after
+        `ray.shutdown()` and a new `ray.init()`, end a later run's actor of the same id), and
+        say where the trials ran, for the run's notes: `ray: 40 trial(s) on 2 node(s) (1bc753c8: 21, ...)`."""
+        if self.limiter is not None:
+            _ray().kill(self.limiter, no_restart=True)
+            self.limiter = None  # the handle goes now, while its session runs
         if not self.nodes:
             return None
         each = ", ".join(f"{node[:8]}: {n}" for node, n in self.nodes.most_common())

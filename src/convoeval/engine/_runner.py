@@ -265,8 +265,9 @@ class _Run:
                     trial_runner=ready.trial_runner,
                 )
             finally:
-                if isinstance(ready.trial_runner, RayTrials) and (placement := ready.trial_runner.placement()):
-                    self.note(placement)
+                if isinstance(ready.trial_runner, RayTrials):
+                    if placement := ready.trial_runner.close():
+                        self.note(placement)
                 if failed := await run_suite_hooks("after_all", ready.workspaces):
                     self.note(f"warning: {failed}")
         finally:
