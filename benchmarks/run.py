@@ -15,8 +15,8 @@ without judging, within 1.1x). Every process is measured whole: wall time, CPU s
 
 Each process's wall time is split into start-up, requests and tear-down by the times the
 server saw its first request and answered its last. Start-up: a one-test, one-turn run against
-a 0-latency server, next to `python -c pass` (goal: within 0.35 s of it) and to importing the
-libraries a run uses (what no code of ours can avoid). Then the cached re-run of W (0 model calls, < 2 s), and the memory run:
+a 0-latency server, next to `python -c pass` and to importing the libraries a run uses (what no
+code of ours can avoid; goal: the run within 1.6x of that floor), the three taken in turn. Then the cached re-run of W (0 model calls, < 2 s), and the memory run:
 10,000 conversations x 10 turns (deterministic assertions, 100,000 calls) against a 0-latency
 server, under 300 MB peak RSS.
 """
@@ -153,20 +153,35 @@ def write_memory_suites(work: Path, files: int) -> list[Path]:
 DEPENDENCIES = "import aiohttp, pydantic, typer, yaml, rich.console, rich.table, sqlite3, importlib.metadata"
 
 
-def startup(work: Path, runs: int = 5) -> tuple[float, float, float]:
-    """Median wall seconds of `python -c pass`, of importing the libraries a run needs, and of a
-    one-test, one-turn `convoeval run`."""
+#: The one-test run at most this many times the library floor (medians of the same run).
+STARTUP_GOAL = 1.6
+
+
+def startup(work: Path, runs: int = 7) -> list[tuple[str, Measure, str, str]]:
+    """`python -c pass`, importing the libraries a run needs (the floor) and a one-test, one-turn
+    `convoeval run`, each `runs` times taken in turn (so a busy moment hits all three); prints
+    their medians and returns the summary rows: the floor and the run with its ratio to it."""
     suite = work / "one.eval.yaml"
     suite.write_text("tests:\n  - id: one\n    input: hello\n")
     server = Server(0.0)
+    bare: list[Measure] = []
+    libraries: list[Measure] = []
+    one: list[Measure] = []
     try:
-        bare = [measure([sys.executable, "-c", "pass"], work, None).wall_s for _ in range(runs)]
-        libraries = [measure([sys.executable, "-c", DEPENDENCIES], work, None).wall_s for _ in range(runs)]
-        one = [run_convoeval([str(suite), "--target", "openai:bench-target", "--quiet", "--no-cache",
-                              "--store", str(work / "startup-state")], work, server).wall_s for _ in range(runs)]
+        for _ in range(runs):
+            bare.append(measure([sys.executable, "-c", "pass"], work, None))
+            libraries.append(measure([sys.executable, "-c", DEPENDENCIES], work, None))
+            one.append(run_convoeval([str(suite), "--target", "openai:bench-target", "--quiet", "--no-cache",
+                                      "--store", str(work / "startup-state")], work, server))
     finally:
         server.stop()
-    return statistics.median(bare), statistics.median(libraries), statistics.median(one)
+    b, f, o = median(bare), median(libraries), median(one)
+    ratio = o.wall_s / f.wall_s
+    print(f"start-up: python -c pass {b.wall_s:.3f} s, importing the libraries a run uses {f.wall_s:.3f} s "
+          f"(CPU {f.cpu_s:.3f} s), a one-test run {o.wall_s:.3f} s (CPU {o.cpu_s:.3f} s): {ratio:.2f}x the floor, "
+          f"CPU {o.cpu_s / f.cpu_s:.2f}x (medians of {runs} processes each)")
+    return [("floor: importing the libraries", f, "-", "-"),
+            ("one-test run (start-up)", o, f"{ratio:.2f}x floor", "PASS" if ratio <= STARTUP_GOAL else "FAIL")]
 
 
 def cache_lookup_us(cache_file: Path) -> tuple[float, float]:
@@ -207,9 +222,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="convoeval-bench-"))
     rows: list[tuple[str, Measure, str, str]] = []
     print(f"work directory: {work}")
-    bare_s, libraries_s, one_s = startup(work)
-    print(f"start-up: python -c pass {bare_s:.3f} s, importing the libraries a run uses {libraries_s:.3f} s, "
-          f"a one-test run {one_s:.3f} s (+{one_s - bare_s:.3f} s; goal +0.35 s; medians of 5 processes)")
+    rows += startup(work)
     server = Server(W_LATENCY)
     try:
         suite, generation = write_w(work), write_w(work, judged=False, name="g")
@@ -268,7 +281,8 @@ def main() -> None:
     for name, m, ratio, verdict in rows:
         print(f"{name:<38} {m.wall_s:>8.2f} {ratio:>14} {m.cpu_s:>7.2f} {m.rss_mb:>12.0f} {m.calls:>7}  {verdict}")
     print(f"\ngoals: at most {W_CONNECTIONS} requests in flight; W within 1.05x of the floor, generation-only "
-          "within 1.1x; start-up within 0.35 s of bare python; cached re-run < 2 s with 0 calls; "
+          f"within 1.1x; a one-test run within {STARTUP_GOAL}x of importing its libraries; cached re-run < 2 s "
+          "with 0 calls; "
           "10k x 10 under 300 MB")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from convoeval.engine import ResultKey, RunStore
+from convoeval.engine import RecordedOptions, ResultKey, RunStore, StoreError
 from convoeval.results import EvaluationResult
 from convoeval.testing import FakeOpenAIServer, echo_reply
 
@@ -72,6 +72,74 @@ def test_resume_a_finished_run_runs_nothing(cli, fake_openai, tmp_path: Path) ->
     assert exported == read_jsonl(tmp_path / "r.jsonl")
 
 
+def test_a_run_recorded_by_the_previous_version_loads_and_resumes(cli, fake_openai, tmp_path: Path) -> None:
+    """The previous version stored the options as a plain dict: every option (None ones too),
+    and its own keys (`sandbox`); such a row loads as RecordedOptions, resumes,
+    and keys this version does not know are kept when the run's suites are recorded again."""
+    suite = write(tmp_path / "s.eval.yaml", _suite(2))
+    cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
+    db = tmp_path / ".convoeval" / "runs.sqlite"
+    [(run_id, stored)] = _rows(db, "SELECT id, options FROM runs")
+    suites = json.loads(stored)["suites"]
+    old = {
+        "paths": [str(suite.resolve())],
+        "target": ["openai:m"],
+        "judge": None,
+        "targets_file": None,
+        "threshold": None,
+        "trials": None,
+        "judge_repeats": None,
+        "test_ids": None,
+        "tags": None,
+        "limit": None,
+        "shard": None,
+        "concurrency": None,
+        "max_connections": None,
+        "max_cost": None,
+        "output": str((tmp_path / "r.jsonl").resolve()),
+        "cache": True,
+        "sandbox": "none",
+        "resolved_targets": [{"name": "openai:m", "provider": "openai", "model": "m", "base_url": None}],
+        "cwd": str(tmp_path),
+        "convoeval": "0.0.1",
+        "suites": suites,
+    }
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE runs SET options = ?, status = 'running' WHERE id = ?", (json.dumps(old), run_id))
+        conn.execute("DELETE FROM results WHERE run_id = ? AND test_id = 't01'", (run_id,))
+    conn.close()
+    store = RunStore(db)
+    record = store.find_run(run_id)
+    store.close()
+    assert record is not None and isinstance(record.options, RecordedOptions)
+    assert record.options.target == ["openai:m"] and record.options.judge is None
+    assert record.options.resolved_targets[0].provider == "openai"
+    assert record.options.model_extra == {"sandbox": "none"}
+    code, out, _ = cli("run", "--resume", run_id)
+    assert code == 0 and "1 of 2 result(s) already stored" in out
+    assert _rows(db, "SELECT test_id FROM results ORDER BY seq") == [("t00",), ("t01",)]
+    [(again,)] = _rows(db, "SELECT options FROM runs")
+    again = json.loads(again)
+    assert again["sandbox"] == "none" and again["suites"] == suites and "judge" not in again  # None is not stored
+
+
+def test_options_that_cannot_be_read_are_a_store_error_naming_the_run(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.sqlite")
+    run = store.new_run(RecordedOptions(paths=["x"]))
+    store.close()
+    conn = sqlite3.connect(tmp_path / "runs.sqlite")
+    with conn:
+        conn.execute("UPDATE runs SET options = ? WHERE id = ?", (json.dumps({"trials": "many"}), run.id))
+    conn.close()
+    store = RunStore(tmp_path / "runs.sqlite")
+    try:
+        with pytest.raises(StoreError, match=rf"run {run.id}: the recorded options cannot be read: trials"):
+            store.find_run("last")
+    finally:
+        store.close()
+
+
 def test_resume_refuses_other_suites_or_options(cli, fake_openai, tmp_path: Path) -> None:
     suite = write(tmp_path / "s.eval.yaml", _suite(1))
     other = write(tmp_path / "o.eval.yaml", _suite(1))
@@ -88,7 +156,7 @@ def test_resume_refuses_other_suites_or_options(cli, fake_openai, tmp_path: Path
 
 async def test_results_are_unique_per_run_suite_test_and_target(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.sqlite")
-    run = store.new_run({"paths": ["x"]})
+    run = store.new_run(RecordedOptions(paths=["x"]))
     key = ResultKey("/s.yaml", "t", "openai:m")
     for verdict in ("fail", "pass"):
         result = EvaluationResult(
@@ -97,7 +165,7 @@ async def test_results_are_unique_per_run_suite_test_and_target(tmp_path: Path) 
         await store.save_result(run.id, key, 0, result)
     stored = store.results(run.id)
     assert len(stored) == 1 and stored[0].verdict == "pass" and [r.verdict for r in stored] == ["pass"]
-    assert store.find_run("last").id == run.id and store.find_run(run.id).options == {"paths": ["x"]}
+    assert store.find_run("last").id == run.id and store.find_run(run.id).options == RecordedOptions(paths=["x"])
     store.close()
 
 

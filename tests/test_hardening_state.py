@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from convoeval.engine import ResponseCache, ResultKey, RunStore, StoreError, _sqlite
+from convoeval.engine import RecordedOptions, ResponseCache, ResultKey, RunStore, StoreError, _sqlite
 from convoeval.results import EvaluationResult
 from convoeval.testing import FakeOpenAIServer, echo_reply
 
@@ -47,7 +47,7 @@ def _result(test_id: str) -> EvaluationResult:
 def test_a_held_write_lock_fails_every_save_in_bounded_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_sqlite, "WRITE_TIMEOUT_S", 0.3)
     store = RunStore(tmp_path / "runs.sqlite")
-    run = store.new_run({})
+    run = store.new_run(RecordedOptions())
     asyncio.run(store.save_result(run.id, ResultKey("s", "before", "t"), 0, _result("before")))
     locker = _hold_lock(store.path)
     try:
@@ -71,7 +71,7 @@ def test_a_held_write_lock_fails_every_save_in_bounded_time(tmp_path: Path, monk
 
 def test_a_lock_released_within_the_bound_is_retried(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.sqlite")
-    run = store.new_run({})
+    run = store.new_run(RecordedOptions())
     locker = _hold_lock(store.path, seconds=0.3)
     try:
         asyncio.run(store.save_result(run.id, ResultKey("s", "t1", "t"), 0, _result("t1")))
@@ -86,7 +86,7 @@ def test_a_lock_released_within_the_bound_is_retried(tmp_path: Path) -> None:
 def test_a_full_disk_fails_the_save_with_the_cause(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_sqlite, "WRITE_TIMEOUT_S", 0.2)
     store = RunStore(tmp_path / "runs.sqlite")
-    run = store.new_run({})
+    run = store.new_run(RecordedOptions())
     pages = store._writer._conn.execute("PRAGMA page_count").fetchone()[0]
     store._writer._conn.execute(f"PRAGMA max_page_count = {pages}")  # SQLITE_FULL on the next new page
     big = _result("big").model_copy(update={"error": "x" * 200_000})

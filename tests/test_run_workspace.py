@@ -102,7 +102,9 @@ def test_the_same_repair_suite_runs_with_claude_code(repair: Path, agent_bin: Pa
     write(repair / "targets.yaml", "targets:\n  - {name: repair-agent, provider: claude-code}\n")
     suite = repair / "repair.eval.yaml"
     suite.write_text(suite.read_text().replace("tool: edit_file", "tool: Write"))
-    result = run(repair / "repair.eval.yaml")
+    # The fake CLI logs beside itself, which the workspace's sandbox keeps read-only: it runs
+    # unconfined here (the real CLIs in the sandbox: test_agent_clis_sandboxed.py).
+    result = run(repair / "repair.eval.yaml", sandbox="none")
     assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
     logged = calls(agent_bin)
     assert len(logged) == 2 and logged[0]["cwd"] == logged[1]["cwd"] != str(repair)

@@ -7,6 +7,7 @@ import importlib
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer.main
@@ -17,6 +18,7 @@ from convoeval._secrets import REDACTED, redact, reread_environment
 from convoeval.report import print_summary
 from convoeval.report._summary import TABLE_ROWS_UP_TO
 from convoeval.results import EvaluationResult
+from convoeval.testing import FakeOpenAIServer
 
 
 def convoeval_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -43,7 +45,19 @@ def test_the_command_table_names_the_module_of_every_command() -> None:
             assert module == f"convoeval.cli.{cli.COMMANDS[name]}", name
 
 
-@pytest.mark.parametrize("package", ["convoeval.report", "convoeval.targets.agents", "convoeval"])
+@pytest.mark.parametrize(
+    "package",
+    [
+        "convoeval.graders",
+        "convoeval.judging",
+        "convoeval.rank",
+        "convoeval.report",
+        "convoeval.spec",
+        "convoeval.stats",
+        "convoeval.targets.agents",
+        "convoeval",
+    ],
+)
 def test_every_exported_name_of_a_package_resolves(package: str) -> None:
     module = importlib.import_module(package)
     for name in module.__all__:
@@ -54,6 +68,20 @@ def test_run_stays_the_function_when_the_run_package_is_loaded() -> None:
     import convoeval.run  # noqa: F401  (the subpackage)
 
     assert callable(convoeval.run) and callable(convoeval.arena)
+
+
+def test_arena_stays_the_function_when_its_package_is_imported_first() -> None:
+    """`convoeval.arena` loads on first use; importing the `convoeval.arena` package before
+    that (as `convoeval arena` does) still leaves the function there."""
+    code = (
+        "import sys, convoeval\n"
+        "assert 'convoeval.arena' not in sys.modules\n"
+        "from convoeval.arena import ArenaReport\n"
+        "from convoeval.arena._api import arena\n"
+        "assert convoeval.arena is arena and convoeval.ArenaReport is ArenaReport\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
 
 
 def test_a_key_set_between_runs_is_a_secret_of_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,3 +123,27 @@ def test_a_few_results_are_a_table_many_are_aligned_lines() -> None:
     assert rows[7].split()[2:4] == ["0.00", "FAIL"]
     assert len({row.index("openai:m") for row in rows}) == 1  # the columns line up
     assert f"{TABLE_ROWS_UP_TO + 1} result(s):" in many
+
+
+#: What a whole one-test run (suite loaded, one model call, graded, summary printed, results
+#: and store written) does without.
+NOT_IN_A_ONE_TEST_RUN = ("numpy", "convoeval.arena", "convoeval.rank._leaderboard", "convoeval.stats._gate")
+
+
+def test_a_one_test_run_loads_no_statistics_library_or_arena(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    suite = tmp_path / "one.eval.yaml"
+    suite.write_text(
+        "tests:\n  - id: one\n    input: hello\n    assertions:\n      - type: contains\n        value: a\n"
+    )
+    code = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: print('LOADED', *[m for m in {NOT_IN_A_ONE_TEST_RUN!r} if m in sys.modules]))\n"
+        f"sys.argv = ['convoeval', 'run', {str(suite)!r}, '--target', 'openai:m', '--no-cache', "
+        f"'--store', {str(tmp_path / 'state')!r}]\n"
+        "from convoeval.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode in (0, 1), done.stderr
+    assert "1 result(s)" in done.stdout and "all: pass rate" in done.stdout  # the summary was printed
+    assert done.stdout.splitlines()[-1].split() == ["LOADED"]

@@ -9,7 +9,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from pydantic import ValidationError
 
@@ -202,7 +202,7 @@ def read_results(paths: str | Path | Sequence[str | Path], *, allow_empty: bool 
     return loaded
 
 
-def _result_items(path: Path) -> list[tuple[str, Any]]:
+def _result_items(path: Path) -> list[tuple[str, object]]:
     """(`file:line` or `file: item N`, parsed JSON) of each result in a file."""
     if path.suffix != ".json":
         try:

@@ -4,12 +4,13 @@ globals, and strict (an unknown variable is an error, found when the eval file i
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import jinja2
+    from jinja2.runtime import Context
 
 #: Variables every grader prompt may use.
 #: `{{ input }}`, `{{ output }}`, `{{ criteria }}`, `{{ expected_output }}`, and AgentV's names
@@ -41,11 +42,11 @@ _BIG_WIDTH = re.compile(r"\d{7,}")
 MAX_RENDERED_CHARS = 10_000_000
 
 
-def _size(value: Any) -> int:
+def _size(value: object) -> int:
     return len(value) if isinstance(value, (str, bytes, list, tuple)) else 0
 
 
-def _check_binop(operator: str, left: Any, right: Any) -> None:
+def _check_binop(operator: str, left: object, right: object) -> None:
     """Refuse an operation whose result would exceed the bounds (before it is computed)."""
     if operator == "*":
         for seq, count in ((left, right), (right, left)):
@@ -70,7 +71,7 @@ def _check_binop(operator: str, left: Any, right: Any) -> None:
 _SIZED = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs", "indent", "wordwrap", "format"})
 
 
-def _check_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], fmt: Any = None) -> None:
+def _check_call(name: str, args: tuple[object, ...], kwargs: Mapping[str, object], fmt: object = None) -> None:
     """Refuse a sized call with a huge number (`center(10**9)`, `indent(10**9)`) or format width."""
     if name not in _SIZED:
         return
@@ -93,14 +94,14 @@ def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
 
         intercepted_binops = frozenset({"*", "**", "+", "%"})
 
-        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        def call_binop(self, context: Context, operator: str, left: object, right: object) -> object:
             try:
                 _check_binop(operator, left, right)
             except ValueError as exc:
                 raise jinja2.sandbox.SecurityError(str(exc)) from None
             return super().call_binop(context, operator, left, right)
 
-        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        def call(__self, __context: Context, __obj: object, *args: object, **kwargs: object) -> object:  # noqa: N805
             try:
                 bound = getattr(__obj, "__wrapped__", __obj)  # str.format comes wrapped by the sandbox
                 _check_call(getattr(__obj, "__name__", ""), args, kwargs, getattr(bound, "__self__", None))
@@ -115,14 +116,14 @@ def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
     return env
 
 
-def _bounded_filter(name: str, fn: Any, error: type[Exception]) -> Any:
+def _bounded_filter(name: str, fn: Callable[..., object], error: type[Exception]) -> Callable[..., object]:
     """Filter `fn` refusing huge sizes (`'a'|center(10**9)`, `'%999999999s'|format(x)`)."""
     import functools
 
     skip = 2 if getattr(fn, "jinja_pass_arg", None) is not None else 1  # (environment,) value, then arguments
 
     @functools.wraps(fn)
-    def bounded(*args: Any, **kwargs: Any) -> Any:
+    def bounded(*args: object, **kwargs: object) -> object:
         try:
             _check_call(name, args[skip:], kwargs, args[skip - 1] if len(args) >= skip else None)
         except ValueError as exc:
@@ -186,7 +187,7 @@ def _private_attributes(source: str) -> set[str]:
     return found
 
 
-def render(source: str, variables: dict[str, Any]) -> str:
+def render(source: str, variables: Mapping[str, object]) -> str:
     """Render a template; raises TemplateProblem naming the missing variable."""
     import jinja2.sandbox
 
@@ -216,7 +217,7 @@ def unfilled(text: str, names: Collection[str]) -> list[str]:
     return list(dict.fromkeys(m.group(1) for m in _VARIABLE.finditer(text) if m.group(1) in names))
 
 
-def substitute(text: str, variables: dict[str, Any]) -> str:
+def substitute(text: str, variables: Mapping[str, object]) -> str:
     """Replace `{{ name }}` with captured variables in turn inputs; other text is kept as is.
 
     Unlike `render`, this leaves unknown `{{ ... }}` untouched so that a user message may talk

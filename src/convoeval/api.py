@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from . import report  # noqa: F401  (adds the HTML, JUnit and Markdown results formats)
 from ._version import __version__
@@ -49,7 +48,7 @@ def run(
     on_note: Callable[[str], None] | None = None,
     on_start: Callable[[RunMeter], None] | None = None,
     events: RunEvents | None = None,
-    **option_values: Any,
+    **option_values: object,
 ) -> RunReport:
     """Run eval files and return their results; see `arun`.
 
@@ -57,6 +56,8 @@ def run(
         report = convoeval.run("examples/travel-planning.eval.yaml", target="openai:gpt-4o-mini")
         print([(r.test_id, r.score) for r in report.results])
     """
+    if option_values:
+        options = RunOptions.build(options, **option_values)
     return asyncio.run(
         arun(
             paths,
@@ -65,7 +66,6 @@ def run(
             on_note=on_note,
             on_start=on_start,
             events=events,
-            **option_values,
         )
     )
 
@@ -78,7 +78,7 @@ async def arun(
     on_note: Callable[[str], None] | None = None,
     on_start: Callable[[RunMeter], None] | None = None,
     events: RunEvents | None = None,
-    **option_values: Any,
+    **option_values: object,
 ) -> RunReport:
     """Run every test of the given eval files (or folders of them) against each target.
 

@@ -197,7 +197,7 @@ def _load_file(path: Path) -> ModuleType:
     return module
 
 
-def _describe(obj: Any) -> str:
+def _describe(obj: object) -> str:
     module = getattr(obj, "__module__", None) or type(obj).__module__
     qualname = getattr(obj, "__qualname__", None) or type(obj).__qualname__
     return f"{module}.{qualname}"

@@ -52,8 +52,8 @@ class ToolCall(Model):
     when the target reports them)."""
 
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    output: Any = None
+    arguments: dict[str, object] = Field(default_factory=dict)
+    output: object = None
     id: str | None = None
     duration_ms: float | None = None
     error: str | None = None
@@ -271,7 +271,7 @@ class EvaluationResult(Accounting, TestKey):
     pass_hat_k: dict[str, float] = Field(default_factory=dict)
     pass_rate: PassRate | None = Field(None, description="Trials that passed, with an interval (with trials).")
     adaptive: AdaptiveTrials | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, object] = Field(default_factory=dict)
     sandbox: str | None = Field(
         None, description="Where the run's commands ran: bubblewrap, docker, none, or unavailable."
     )

@@ -19,7 +19,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -64,7 +64,7 @@ def echo_reply(body: Body) -> str:
     return f"Reply to: {users[-1] if users else ''}"
 
 
-def tool_calls(*calls: tuple[str, dict[str, Any]]) -> Body:
+def tool_calls(*calls: tuple[str, Mapping[str, object]]) -> Body:
     """A target reply that calls tools instead of answering: return it from a `reply` function.
 
     Example:
@@ -254,7 +254,7 @@ class FakeOpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
 
-            def log_message(self, *args: Any) -> None:
+            def log_message(self, *args: object) -> None:
                 return None
 
         return Handler
@@ -266,7 +266,7 @@ def _as_anthropic(openai_text: str, request: Body) -> str:
     completion = json.loads(openai_text)
     content = completion["choices"][0]["message"]["content"]
     usage = completion["usage"]
-    block: dict[str, Any] = {"type": "text", "text": content}
+    block: dict[str, object] = {"type": "text", "text": content}
     if request.get("tool_choice", {}).get("type") == "tool":
         block = {
             "type": "tool_use",
@@ -315,7 +315,7 @@ def assert_conversation(
     return results
 
 
-def assertion(data: dict[str, Any] | Assertion) -> Assertion:
+def assertion(data: Mapping[str, object] | Assertion) -> Assertion:
     """An assertion from its YAML mapping, validated as the eval-file loader does.
 
     Raises:
@@ -377,13 +377,15 @@ def grade_context(
     )
 
 
-async def agrade(check: dict[str, Any] | Assertion, ctx: GradeContext | None = None, **context: Any) -> GraderScore:
+async def agrade(
+    check: Mapping[str, object] | Assertion, ctx: GradeContext | None = None, **context: Any
+) -> GraderScore:
     """Grade with one assertion as a run does (errors, `negate`, `min_score`, `required`
     applied): on `ctx`, else on `grade_context(**context)`."""
     return await assertion(check).evaluate(ctx if ctx is not None else grade_context(**context))
 
 
-def grade(check: dict[str, Any] | Assertion, ctx: GradeContext | None = None, **context: Any) -> GraderScore:
+def grade(check: Mapping[str, object] | Assertion, ctx: GradeContext | None = None, **context: Any) -> GraderScore:
     """`agrade` from synchronous code (not inside a running event loop: await `agrade` there).
 
     Example:

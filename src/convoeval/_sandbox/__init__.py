@@ -14,6 +14,11 @@ Backends, chosen for the whole run (`--sandbox`, `RunOptions.sandbox`, `CONVOEVA
   and the limits below; its process group is killed when it ends, times out or is cancelled,
   but a process that leaves the group (`setsid`) survives, and nothing else is confined.
 
+Agent CLIs (`claude-code`, `codex`) in a conversation with a workspace run in bubblewrap too
+(`agent_bwrap_argv`): the same confinement, but with the host's network (they must reach their
+model), the user's home hidden, a private HOME of the conversation at `AGENT_HOME`, their
+install readable, and every limit but `processes` (`in_agent_child`).
+
 Every backend passes only the variables a suite names (plus PATH and the locale), applies the
 `sandbox:` limits (address space, processes, file size, CPU seconds) with `setrlimit`, reads
 output as it arrives and keeps at most `cap` bytes, and on timeout or cancellation kills the
@@ -29,7 +34,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ._argv import SANDBOX_HOME, bwrap_argv, docker_argv
+from ._argv import AGENT_HOME, SANDBOX_HOME, agent_bwrap_argv, bwrap_argv, docker_argv
 from ._choice import (
     BACKENDS,
     BASE_ENV,
@@ -47,9 +52,10 @@ from ._choice import (
     trial_settings,
     use_trial_settings,
 )
-from ._process import Finished, spawn
+from ._process import Finished, in_agent_child, spawn
 
 __all__ = [
+    "AGENT_HOME",
     "BACKENDS",
     "BASE_ENV",
     "DEFAULT_SETTINGS",
@@ -59,11 +65,13 @@ __all__ = [
     "Finished",
     "SandboxError",
     "SandboxSettings",
+    "agent_bwrap_argv",
     "backend",
     "choose",
     "chosen",
     "command_env",
     "describe",
+    "in_agent_child",
     "reset_trial_settings",
     "run",
     "trial_settings",

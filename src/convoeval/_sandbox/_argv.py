@@ -14,6 +14,9 @@ from ._choice import SandboxError, SandboxSettings
 
 #: Where the fresh HOME is, inside the sandbox's private /tmp.
 SANDBOX_HOME = "/tmp/home"
+#: An agent CLI's HOME inside its sandbox (a host folder kept across a conversation's turns);
+#: not under /tmp, where Codex refuses to set up its own sandbox helper.
+AGENT_HOME = "/run/home"
 
 
 def bwrap_argv(
@@ -44,6 +47,63 @@ def bwrap_argv(
         out += ["--bind", resolved, resolved]
     out += ["--chdir", str(Path(cwd).resolve()), "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
+
+
+def agent_bwrap_argv(argv: list[str], workspace: Path, home: Path, readable: Sequence[Path]) -> list[str]:
+    """bubblewrap's command line for an agent CLI: a command's sandbox (the system read-only,
+    private /tmp and /run, new user, PID, IPC and UTS namespaces, the workspace the one writable
+    host folder and the working directory), but with the host's network (the CLI must reach its
+    model), the user's home hidden as well, `home` bound read-write as HOME (`AGENT_HOME`), and
+    `readable` (the CLI's install) and the programs on PATH visible read-only."""
+    out = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--share-net"]
+    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
+    for folder in hidden:
+        out += ["--tmpfs", folder]
+    shown = [*map(str, readable), *_shown_programs(hidden)]
+    resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
+    if resolv.is_relative_to("/run") or any(_under(str(resolv), h) for h in hidden):
+        shown.append(str(resolv))
+    for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
+        out += ["--ro-bind-try", path, path]
+    out += ["--bind", str(Path(home).resolve()), AGENT_HOME]
+    resolved = str(Path(workspace).resolve())
+    return [*out, "--bind", resolved, resolved, "--chdir", resolved, "--", *argv]
+
+
+def _user_homes() -> list[str]:
+    """`$HOME` and the user's home in the password database (when it has one)."""
+    homes = [os.environ.get("HOME", "")]
+    try:
+        import pwd
+
+        homes.append(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError):  # no pwd module, or a uid without an entry (a container's)
+        pass
+    return [h for h in homes if h]
+
+
+def _hidden(extra: Sequence[str]) -> list[str]:
+    """The folders a sandbox covers with an empty tmpfs: the temp folders and `extra`, parents
+    before the folders inside them."""
+    folders = {str(Path(t).resolve()) for t in ("/tmp", tempfile.gettempdir(), *extra)}
+    return sorted(folders, key=lambda f: len(Path(f).parts))
+
+
+def _shown_programs(hidden: Sequence[str]) -> list[str]:
+    """What of the hidden folders must stay readable for the programs on PATH and this Python:
+    an entry under a temp folder itself; one under a home, the home's top folder that holds it
+    (`~/.nvm`, `~/.pyenv`: a version manager's shims need the versions beside them)."""
+    entries = [*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix]
+    shown = []
+    for entry in filter(None, entries):
+        holder = next((h for h in reversed(hidden) if _under(entry, h)), None)
+        if holder is None:
+            continue
+        rest = Path(entry).resolve().relative_to(holder)
+        is_temp = holder in (str(Path("/tmp").resolve()), str(Path(tempfile.gettempdir()).resolve()))
+        shown.append(entry if is_temp else str(Path(holder) / rest.parts[0]))
+    return shown
 
 
 def _under(path: str, folder: str) -> bool:

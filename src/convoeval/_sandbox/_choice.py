@@ -64,11 +64,15 @@ _trial: contextvars.ContextVar[SandboxSettings | None] = contextvars.ContextVar(
 
 
 def choose(name: str | None) -> None:
-    """Set the run's backend (None: the default, or `$CONVOEVAL_SANDBOX`); an unknown name raises."""
+    """Set the run's backend (None: the default, or `$CONVOEVAL_SANDBOX`); an unknown name raises.
+    When that is bubblewrap, trying it starts now, in the background: the run loads its suites
+    meanwhile and waits for the answer only when it first needs it."""
     name = name or os.environ.get("CONVOEVAL_SANDBOX") or None
     if name is not None and name not in BACKENDS:
         raise SandboxError(f"unknown sandbox {name!r}: choose one of {', '.join(BACKENDS)}")
     _chosen.set(name)
+    if name in (None, "bubblewrap") and (bwrap := shutil.which("bwrap")) is not None:
+        _start_trying(bwrap)
 
 
 def chosen() -> str:
@@ -113,20 +117,45 @@ def backend() -> Backend:
     return name  # type: ignore[return-value]
 
 
+#: The command that tells whether bubblewrap can make the sandbox here.
+_TRY_ARGS = ("--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--", "true")
+#: `bwrap` tries started by `choose` and not yet waited for, by path.
+_trying: dict[str, subprocess.Popen[str]] = {}
+
+
+def _start_trying(bwrap: str) -> None:
+    """Start trying `bwrap` without waiting, unless its answer is known or already coming."""
+    if bwrap in _trying or _bwrap_problem.cache_info().currsize:
+        return
+    try:
+        _trying[bwrap] = subprocess.Popen(
+            [bwrap, *_TRY_ARGS], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+    except OSError:  # _bwrap_problem tries again and says why
+        pass
+
+
 @functools.cache
 def _bwrap_problem(bwrap: str) -> str | None:
     """Why `bwrap` cannot make the sandbox on this machine (user namespaces off, say), or None;
-    tried once per process."""
+    tried once per process (the try `choose` started, when there is one)."""
+    started = _trying.pop(bwrap, None)
     try:
-        tried = subprocess.run(
-            [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--", "true"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
+        if started is None:
+            started = subprocess.Popen(
+                [bwrap, *_TRY_ARGS],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        _, stderr = started.communicate(timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
+        if started is not None:
+            started.kill()
+            started.wait()
         return str(exc)
-    return None if tried.returncode == 0 else (tried.stderr.strip()[-200:] or f"exit code {tried.returncode}")
+    return None if started.returncode == 0 else (stderr.strip()[-200:] or f"exit code {started.returncode}")
 
 
 def command_env(names: Iterable[str] = (), extra: Mapping[str, str] | None = None) -> dict[str, str]:

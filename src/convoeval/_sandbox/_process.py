@@ -89,13 +89,32 @@ def _in_child(settings: SandboxSettings | None) -> None:
     if settings is None or resource is None:
         return
     mb = 1024 * 1024
-    for limit, value in (
+    _set_limits(
         (resource.RLIMIT_AS, settings.memory_mb * mb),
         (resource.RLIMIT_NPROC, settings.processes),
         (resource.RLIMIT_FSIZE, settings.file_size_mb * mb),
         (resource.RLIMIT_CPU, settings.cpu_seconds),
         (resource.RLIMIT_CORE, 0),
-    ):
+    )
+
+
+def in_agent_child(settings: SandboxSettings) -> None:
+    """`_in_child` for an agent CLI: every limit but `processes`, which counts the threads of all
+    the user's processes on the machine (a CLI runs dozens), so it would stop the CLI itself."""
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if resource is not None:
+        mb = 1024 * 1024
+        _set_limits(
+            (resource.RLIMIT_AS, settings.memory_mb * mb),
+            (resource.RLIMIT_FSIZE, settings.file_size_mb * mb),
+            (resource.RLIMIT_CPU, settings.cpu_seconds),
+            (resource.RLIMIT_CORE, 0),
+        )
+
+
+def _set_limits(*limits: tuple[int, int]) -> None:
+    for limit, value in limits:
         try:
             resource.setrlimit(limit, (value, value))
         except (ValueError, OSError):  # a hard limit already lower: keep it

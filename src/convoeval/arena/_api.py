@@ -17,12 +17,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SkipValidation, field_validator
 
 from ..api import arun
-from ..engine import CACHE_FILE, JudgeChoice, ResponseCache, SharedOptions, TargetPool, named_targets, state_dir
+from ..engine import (
+    CACHE_FILE,
+    JudgeChoice,
+    ResponseCache,
+    SharedOptions,
+    TargetLike,
+    TargetPool,
+    named_targets,
+    state_dir,
+)
 from ..errors import ConfigError
 from ..judging import load_pairwise_prompt, panel_members
 from ..report import read_results
@@ -66,9 +75,10 @@ class ArenaOptions(SharedOptions):
         output: write the judged battles here (Chatbot Arena JSONL, `convoeval arena --battles`).
     """
 
-    targets: list[Any] | None = None  # list[TargetLike]
-    results: list[Any] | None = None  # result files or EvaluationResults
-    judge: Any = None  # TargetLike | list[TargetLike]
+    # Targets are checked where they are built (a Target is a protocol: duck-typed objects count).
+    targets: list[SkipValidation[TargetLike]] | None = None
+    results: list[SkipValidation[str | Path | EvaluationResult]] | None = None  # result files or results
+    judge: SkipValidation[TargetLike | list[TargetLike] | None] = None
     panel_rule: Literal["mean", "majority", "min"] | None = None
     prompt: str | Path | None = None
     k: float = 32.0
@@ -82,7 +92,7 @@ class ArenaOptions(SharedOptions):
 
     @field_validator("targets", "results", mode="before")
     @classmethod
-    def _listed(cls, value: Any) -> Any:
+    def _listed(cls, value: object) -> object:
         return [value] if isinstance(value, (str, Path, TargetConfig)) else value
 
     @field_validator("bootstrap")
@@ -93,13 +103,21 @@ class ArenaOptions(SharedOptions):
         return value
 
     @classmethod
-    def build(cls, options: ArenaOptions | None = None, **changes: Any) -> ArenaOptions:
+    def build(cls, options: ArenaOptions | None = None, **changes: object) -> ArenaOptions:
         """`options` with `changes` applied. Raises ConfigError naming a bad option."""
         data = {name: getattr(options, name) for name in cls.model_fields} if options else {}
         return cls._validated({**data, **changes}, "arena option")
 
 
-def arena(paths: Paths | None = None, **options: Any) -> ArenaReport:
+def arena(
+    paths: Paths | None = None,
+    *,
+    options: ArenaOptions | None = None,
+    on_note: Callable[[str], None] | None = None,
+    on_result: Callable[[EvaluationResult], None] | None = None,
+    on_judgment: Callable[[PairJudgment], None] | None = None,
+    **option_values: object,
+) -> ArenaReport:
     """Run an arena and return its report; see `aarena` for the options.
 
     Example:
@@ -108,7 +126,9 @@ def arena(paths: Paths | None = None, **options: Any) -> ArenaReport:
         for row in report.rows():
             print(row["target"], row["bt"], row["turn_mean"])
     """
-    return asyncio.run(aarena(paths, **options))
+    if option_values:
+        options = ArenaOptions.build(options, **option_values)
+    return asyncio.run(aarena(paths, options=options, on_note=on_note, on_result=on_result, on_judgment=on_judgment))
 
 
 async def aarena(
@@ -118,7 +138,7 @@ async def aarena(
     on_note: Callable[[str], None] | None = None,
     on_result: Callable[[EvaluationResult], None] | None = None,
     on_judgment: Callable[[PairJudgment], None] | None = None,
-    **option_values: Any,
+    **option_values: object,
 ) -> ArenaReport:
     """Compare targets conversation by conversation: TD-Eval's dialogue-level arena.
 
@@ -210,7 +230,7 @@ def _pairwise_prompt(opts: ArenaOptions) -> str | None:
 
 async def _run_contestants(
     opts: ArenaOptions,
-    judge: Any,
+    judge: TargetLike | list[TargetLike] | None,
     note: Callable[[str], None],
     on_result: Callable[[EvaluationResult], None] | None,
 ) -> tuple[str | None, list[EvaluationResult]]:
@@ -253,15 +273,15 @@ def _inputs(opts: ArenaOptions) -> tuple[list[Suite], list[str] | None, list[Eva
     return [], chosen, _collect(opts.results or [])
 
 
-def _collect(results: Sequence[Any]) -> list[EvaluationResult]:
-    if results and all(isinstance(r, EvaluationResult) for r in results):
-        return list(results)
-    if any(isinstance(r, EvaluationResult) for r in results):
+def _collect(results: Sequence[str | Path | EvaluationResult]) -> list[EvaluationResult]:
+    given = [r for r in results if isinstance(r, EvaluationResult)]
+    files = [r for r in results if not isinstance(r, EvaluationResult)]
+    if given and files:
         raise ConfigError("results: give result files or EvaluationResult objects, not a mix")
-    return read_results(results)
+    return given if given else read_results(files)
 
 
-def _target_names(targets: Sequence[Any]) -> list[str]:
+def _target_names(targets: Sequence[TargetLike]) -> list[str]:
     return [t if isinstance(t, str) else t.name for t in targets]
 
 

@@ -25,11 +25,11 @@ import asyncio
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..judging import JudgeError, PairwiseWinner, judge_pair
 from ..rank import Battle, Winner, leaderboard_from_battles
 from ..results import EvaluationResult, Usage
+from ..spec import Policy
 from ..targets import Target
 from ._report import ArenaReport, summarise_target
 
@@ -55,8 +55,8 @@ class ArenaTest:
     """
 
     criteria: str | None = None
-    policy: Any = None
-    backend: Mapping[int, Any] | None = None
+    policy: Policy | None = None
+    backend: Mapping[int, object] | None = None
 
 
 @dataclass
@@ -86,7 +86,7 @@ class PairJudgment:
     errors: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
-    panel: dict[str, Any] | None = None
+    panel: dict[str, object] | None = None
 
     @property
     def ok(self) -> bool:
@@ -117,13 +117,13 @@ class PairJudgment:
     def question_id(self) -> str:
         return f"{self.suite}/{self.test_id}" if self.suite else self.test_id
 
-    def to_record(self, judge: str | None = None) -> dict[str, Any]:
+    def to_record(self, judge: str | None = None) -> dict[str, object]:
         """The battle in Chatbot Arena's JSONL format, with what the judge said in each order.
 
         `{model_a, model_b, winner: model_a|model_b|tie, question_id, test_id, suite, judge,
         judgments: {a_first, b_first}, consistent, reasoning: {a_first, b_first}}`.
         """
-        record = {
+        record: dict[str, object] = {
             "model_a": self.model_a,
             "model_b": self.model_b,
             "winner": self.winner,

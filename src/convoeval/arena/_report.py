@@ -7,14 +7,14 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from rich.table import Table
 
-from ..rank import Battle, Leaderboard
+from ..rank import Battle, Leaderboard, LeaderboardRow
 from ..report import agreement_figures, plot_leaderboard
 from ..results import EvaluationResult, Usage
 
@@ -79,6 +79,27 @@ def leaderboard_table(board: Leaderboard) -> Table:
     return table
 
 
+class ArenaRow(TypedDict):
+    """One target's line of the arena leaderboard: its ratings (None when it had no battle)
+    and its turn-level summary (`TargetSummary`)."""
+
+    target: str
+    elo: float | None
+    bt: float | None
+    ci_low: float | None
+    ci_high: float | None
+    votes: int
+    wins: int
+    losses: int
+    ties: int
+    rank: int | None
+    turn_mean: float | None
+    turn_scores: int
+    test_score_mean: float | None
+    tests: int
+    passed: int
+
+
 @dataclass(frozen=True)
 class TargetSummary:
     """A target's turn-level scores, to show next to its arena ratings.
@@ -97,7 +118,7 @@ class TargetSummary:
     tests: int
     passed: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "turn_mean": self.turn_mean,
             "turn_scores": self.turn_scores,
@@ -180,16 +201,16 @@ class ArenaReport:
         return self.disagreements / judged if judged else None
 
     @property
-    def panel_agreement(self) -> dict[str, Any] | None:
+    def panel_agreement(self) -> dict[str, object] | None:
         """With a judge panel: how its judges agree on the pairwise labels (A, B, EQUAL), each
         order of each pair an item: Krippendorff's alpha (nominal), Gwet's AC1 and the raw
         agreement (None when undefined). None without a panel."""
         items = [
-            {a["judge"]: a["winner"] for a in answers}
+            votes
             for j in self.judgments
             if j.panel
             for order in ("a_first", "b_first")
-            if (answers := j.panel.get(order))
+            if (votes := _votes(j.panel, order))
         ]
         if not items:
             return None
@@ -225,39 +246,37 @@ class ArenaReport:
             )
         return warnings
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[ArenaRow]:
         """Leaderboard rows (best first) with each target's turn-level summary; targets that have
         no battle come last with null ratings."""
-        rows: list[dict[str, Any]] = []
-        rated = set()
-        if self.leaderboard is not None:
-            for row in self.leaderboard.rows:
-                rated.add(row.target)
-                rows.append({**row.to_dict(), **self._summary(row.target)})
-        for target in self.summaries:
-            if target not in rated:
-                rows.append(
-                    {
-                        "target": target,
-                        "elo": None,
-                        "bt": None,
-                        "ci_low": None,
-                        "ci_high": None,
-                        "votes": 0,
-                        "wins": 0,
-                        "losses": 0,
-                        "ties": 0,
-                        "rank": None,
-                        **self._summary(target),
-                    }
-                )
-        return rows
+        rated = self.leaderboard.rows if self.leaderboard is not None else []
+        names = {row.target for row in rated}
+        return [
+            *(self._row(row.target, row) for row in rated),
+            *(self._row(target, None) for target in self.summaries if target not in names),
+        ]
 
-    def _summary(self, target: str) -> dict[str, Any]:
-        summary = self.summaries.get(target)
-        return summary.to_dict() if summary else TargetSummary(target, None, 0, None, 0, 0).to_dict()
+    def _row(self, target: str, rated: LeaderboardRow | None) -> ArenaRow:
+        summary = self.summaries.get(target) or TargetSummary(target, None, 0, None, 0, 0)
+        return ArenaRow(
+            target=target,
+            elo=rated.elo if rated else None,
+            bt=rated.bt if rated else None,
+            ci_low=rated.ci_low if rated else None,
+            ci_high=rated.ci_high if rated else None,
+            votes=rated.votes if rated else 0,
+            wins=rated.wins if rated else 0,
+            losses=rated.losses if rated else 0,
+            ties=rated.ties if rated else 0,
+            rank=rated.rank if rated else None,
+            turn_mean=summary.turn_mean,
+            turn_scores=summary.turn_scores,
+            test_score_mean=summary.test_score_mean,
+            tests=summary.tests,
+            passed=summary.passed,
+        )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """`{"leaderboard": [...], "order_disagreement_rate": x, "battles": n, ...}`."""
         board = self.leaderboard
         return {
@@ -349,7 +368,7 @@ class ArenaReport:
         parts.append("Turn: mean of the target's turn-N scores; Pass: tests passed")
         return "; ".join(parts)
 
-    def battle_records(self) -> list[dict[str, Any]]:
+    def battle_records(self) -> list[dict[str, object]]:
         """The battles as Chatbot Arena records (pairs with a judge error are left out)."""
         return [j.to_record(self.judge) for j in self.judgments if j.ok]
 
@@ -377,3 +396,11 @@ def _number(value: float | None) -> str:
 def _interval(low: float | None, high: float | None) -> str:
     """An interval that reads right whatever the signs: `-479 .. -78`, `12 .. 40`."""
     return "-" if low is None or high is None else f"{low:.0f} .. {high:.0f}"
+
+
+def _votes(panel: Mapping[str, object], order: str) -> dict[str, object]:
+    """Each panel judge's pairwise label in one order of a pair (`{judge: A | B | EQUAL | None}`)."""
+    answers = panel.get(order)
+    if not isinstance(answers, list):
+        return {}
+    return {str(a["judge"]): a["winner"] for a in answers if isinstance(a, dict)}

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .. import registry
+from .. import registry, spec
 from .. import report as reports
 from .._sandbox import describe as describe_sandbox
 from ..api import arun
@@ -25,7 +25,7 @@ from ..report._progress import Mode
 from ..report._terminal import SafeConsole
 from ..results import EvaluationResult
 from ..run import Job
-from ..spec import AUTO_MAX_TRIALS, MAX_TRIALS, SpecError, suite_json_schema, validate_eval_paths
+from ..spec import AUTO_MAX_TRIALS, MAX_TRIALS, SpecError, validate_eval_paths
 from ._app import Root, app, load_env_file
 from ._write import write_reports
 
@@ -75,7 +75,7 @@ def validate(paths: Paths, plugin: Plugins = None, root: Root = None) -> None:
 def schema(plugin: Plugins = None) -> None:
     """Print the JSON Schema of eval files (for editor completion), plugins' assertion types included."""
     load_plugins(plugin)
-    sys.stdout.write(json.dumps(suite_json_schema(), indent=2) + "\n")
+    sys.stdout.write(json.dumps(spec.suite_json_schema(), indent=2) + "\n")
 
 
 RUN_HELP = (

@@ -27,7 +27,6 @@ import inspect
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from ..errors import DatasetError
 from ._common import DatasetWarning, read_json, read_jsonl, suite_yaml, write_suite
@@ -36,10 +35,12 @@ from ._mtbench import import_mt_bench
 from ._multiwoz import import_multiwoz
 from ._promptfoo import import_promptfoo
 from ._regrade import Regrade, RegradeSuite, remove, stored_run, write_regrade
+from ._suite_types import GradingSuite, Suite
 from ._taubench import import_tau_bench
 from ._transcripts import grading_suite, import_transcripts
 
-Importer = Callable[..., dict[str, Any]]
+#: An importer: `(source, **its options) -> suite`.
+Importer = Callable[..., Suite]
 
 IMPORTERS: dict[str, Importer] = {
     "mt-bench": import_mt_bench,
@@ -55,7 +56,7 @@ IMPORTERS: dict[str, Importer] = {
 }
 
 
-def import_dataset(kind: str, source: str | Path, **options: Any) -> dict[str, Any]:
+def import_dataset(kind: str, source: str | Path, **options: object) -> Suite:
     """The suite that `kind`'s importer makes of `source`.
 
     Raises:
@@ -78,8 +79,10 @@ __all__ = [
     "IMPORTERS",
     "DatasetError",
     "DatasetWarning",
+    "GradingSuite",
     "Regrade",
     "RegradeSuite",
+    "Suite",
     "remove",
     "stored_run",
     "write_regrade",

@@ -19,16 +19,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ..results import ToolCall
 from ..targets.agents import read_turns
+from ._common import JsonObject, as_object, objects
+from ._suite_types import Message, Suite, SuiteTest
 
-Messages = list[dict[str, Any]]
+#: A session: its test id, its messages, and metadata (`agent`, `session_id`).
+Session = tuple[str, list[Message], JsonObject]
 
 
-def agent_sessions_suite(source: Path) -> dict[str, Any] | None:
+def agent_sessions_suite(source: Path) -> Suite | None:
     """The suite of one session file, or of every session file in a folder (a Claude Code
     project folder, `~/.codex/sessions`, ...); None when `source` is another kind of file.
 
@@ -53,15 +57,15 @@ def agent_sessions_suite(source: Path) -> dict[str, Any] | None:
     return {"name": source.stem, "description": f"The agent session {source.name}", "tests": [_test(*session)]}
 
 
-def _gradable(messages: Messages) -> bool:
-    return {"user", "assistant"} <= {m["role"] for m in messages}
+def _gradable(messages: list[Message]) -> bool:
+    return {"user", "assistant"} <= {str(m["role"]) for m in messages}
 
 
-def _test(test_id: str, messages: Messages, metadata: dict[str, Any]) -> dict[str, Any]:
+def _test(test_id: str, messages: list[Message], metadata: JsonObject) -> SuiteTest:
     return {"id": test_id, "transcript": messages, "metadata": metadata}
 
 
-def agent_session(source: Path) -> tuple[str, Messages, dict[str, Any]] | None:
+def agent_session(source: Path) -> Session | None:
     """`(test id, messages, metadata)` of a Claude Code session or Codex rollout file; None
     when `source` is neither."""
     first = _first_record(source)
@@ -74,27 +78,27 @@ def agent_session(source: Path) -> tuple[str, Messages, dict[str, Any]] | None:
     return None
 
 
-def _first_record(source: Path) -> dict[str, Any] | None:
+def _first_record(source: Path) -> JsonObject | None:
     try:
         with source.open(encoding="utf-8", errors="replace") as lines:
             for text in lines:
                 if text.strip():
-                    record = json.loads(text)
-                    return record if isinstance(record, dict) else None
+                    record: JsonValue = json.loads(text)
+                    return as_object(record)
     except (OSError, json.JSONDecodeError):
         return None
     return None
 
 
-def _records(source: Path, kind: str) -> list[dict[str, Any]]:
+def _records(source: Path, kind: str) -> list[JsonObject]:
     """The JSON objects of a session file, one a line (a line that is not one is an error)."""
-    records = []
+    records: list[JsonObject] = []
     with source.open(encoding="utf-8", errors="replace") as lines:
         for number, text in enumerate(lines, start=1):
             if not text.strip():
                 continue
             try:
-                record = json.loads(text)
+                record: JsonValue = json.loads(text)
             except json.JSONDecodeError:
                 record = None
             if not isinstance(record, dict):
@@ -103,55 +107,52 @@ def _records(source: Path, kind: str) -> list[dict[str, Any]]:
     return records
 
 
-def _claude(source: Path) -> tuple[str, Messages, dict[str, Any]]:
+def _claude(source: Path) -> Session:
     """A Claude Code session file as messages."""
-    messages: Messages = []
+    messages: list[Message] = []
     calls: dict[str, ToolCall] = {}
     session = source.stem
     for record in _records(source, "Claude Code session"):
         if record.get("isSidechain") or record.get("isMeta"):
             continue
         session = str(record.get("sessionId") or session)
-        message = record.get("message")
-        if record.get("type") in ("user", "assistant") and isinstance(message, dict):
+        message = as_object(record.get("message"))
+        if record.get("type") in ("user", "assistant") and message is not None:
             _claude_message(message, messages, calls, is_error=bool(record.get("isApiErrorMessage")))
     return f"claude-code-{session}", messages, {"agent": "claude-code", "session_id": session}
 
 
-def _claude_message(message: dict[str, Any], messages: Messages, calls: dict[str, ToolCall], is_error: bool) -> None:
+def _claude_message(message: JsonObject, messages: list[Message], calls: dict[str, ToolCall], is_error: bool) -> None:
     content = message.get("content")
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else objects(content)
     role = message.get("role")
-    texts = [str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
     if role == "user" and texts:
         messages.append({"role": "user", "content": "\n".join(texts)})
     elif role == "assistant" and texts and not is_error:
         messages.append({"role": "assistant", "content": "\n".join(texts)})
     for block in blocks:
-        if not isinstance(block, dict):
-            continue
         if block.get("type") == "tool_use":
             call_id = str(block.get("id"))
-            calls[call_id] = ToolCall(
-                name=str(block.get("name", "tool")), arguments=block.get("input") or {}, id=call_id
-            )
+            arguments = as_object(block.get("input")) or {}
+            calls[call_id] = ToolCall(name=str(block.get("name", "tool")), arguments=arguments, id=call_id)
         elif block.get("type") == "tool_result" and str(block.get("tool_use_id")) in calls:
             call = calls[str(block["tool_use_id"])]
             output = block.get("content")
             if isinstance(output, list):
-                output = "\n".join(str(b.get("text", "")) for b in output if isinstance(b, dict))
+                output = "\n".join(str(b.get("text", "")) for b in objects(output))
             call.output = output
             if block.get("is_error"):
                 call.error = str(output or "tool error")[:500]
             messages.append(_tool_message(call))
 
 
-def _codex(source: Path) -> tuple[str, Messages, dict[str, Any]]:
+def _codex(source: Path) -> Session:
     """A Codex rollout file as messages."""
     records = [r for r in _records(source, "Codex rollout") if isinstance(r.get("payload"), dict)]
-    meta: dict[str, Any] = next((r["payload"] for r in records if r.get("type") == "session_meta"), {})
+    meta = next((as_object(r["payload"]) for r in records if r.get("type") == "session_meta"), None) or {}
     thread = str(meta.get("id") or source.stem.rsplit("-", 5)[-1])
-    messages: Messages = []
+    messages: list[Message] = []
     for turn in read_turns(records):
         messages += [{"role": "user", "content": text} for text in turn.user]
         messages += [_tool_message(call) for call in turn.calls]
@@ -160,6 +161,7 @@ def _codex(source: Path) -> tuple[str, Messages, dict[str, Any]]:
     return f"codex-{thread}", messages, {"agent": "codex", "session_id": thread}
 
 
-def _tool_message(call: ToolCall) -> dict[str, Any]:
+def _tool_message(call: ToolCall) -> Message:
     output = call.output if isinstance(call.output, str) else json.dumps(call.output, default=str)
-    return {"role": "tool", "content": output or "", "tool_calls": [call.model_dump(mode="json", exclude_none=True)]}
+    calls: list[JsonValue] = [call.model_dump(mode="json", exclude_none=True)]
+    return {"role": "tool", "content": output or "", "tool_calls": calls}

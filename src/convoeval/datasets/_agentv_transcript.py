@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from ..errors import DatasetError
-from ._chat_logs import ROLES, arguments_of, has_dialogue, slug, text_of, unique
-from ._common import read_jsonl
+from ._chat_logs import ROLES, LoggedMessage, LoggedTest, arguments_of, has_dialogue, slug, text_of, unique
+from ._common import JsonObject, objects, read_jsonl
+from ._suite_types import RecordedCall
 
 
 def is_agentv_transcript(path: Path, head: str) -> bool:
@@ -27,27 +27,28 @@ def is_agentv_transcript(path: Path, head: str) -> bool:
     return isinstance(first, dict) and {"test_id", "target", "message_index", "role"} <= first.keys()
 
 
-def read_agentv_transcript(path: Path) -> list[dict[str, Any]]:
+def read_agentv_transcript(path: Path) -> list[LoggedTest]:
     """One `transcript:` test per (test_id, target)."""
-    groups: dict[tuple[str, str], list[tuple[int, int, dict[str, Any]]]] = {}
+    groups: dict[tuple[str, str], list[tuple[int, int, str, JsonObject]]] = {}
     for line, row in read_jsonl(path):
         missing = [k for k in ("test_id", "target", "message_index", "role") if k not in row]
         if missing:
             raise DatasetError(f"{path}:{line}: {missing[0]}: missing (an AgentV transcript row needs it)")
-        if row["role"] not in ROLES:
-            raise DatasetError(f"{path}:{line}: role: {row['role']!r} is not system, user, assistant or tool")
-        if not isinstance(row["message_index"], int):
+        role, index = row["role"], row["message_index"]
+        if not isinstance(role, str) or role not in ROLES:
+            raise DatasetError(f"{path}:{line}: role: {role!r} is not system, user, assistant or tool")
+        if not isinstance(index, int):
             raise DatasetError(f"{path}:{line}: message_index: expected a whole number")
-        groups.setdefault((str(row["test_id"]), str(row["target"])), []).append((row["message_index"], line, row))
-    tests: list[dict[str, Any]] = []
+        groups.setdefault((str(row["test_id"]), str(row["target"])), []).append((index, line, role, row))
+    tests: list[LoggedTest] = []
     seen: set[str] = set()
     for (test_id, target), rows in groups.items():
         rows.sort(key=lambda r: (r[0], r[1]))
-        transcript = [_message(row) for _, _, row in rows]
+        transcript = [_message(role, row) for _, _, role, row in rows]
         if not has_dialogue(transcript):
             raise DatasetError(f"{path}:{rows[0][1]}: {test_id}: a conversation needs a user and an assistant message")
-        test: dict[str, Any] = {"id": unique(slug(f"{test_id}@{target}"), seen), "transcript": transcript}
-        source = rows[0][2].get("source")
+        test: LoggedTest = {"id": unique(slug(f"{test_id}@{target}"), seen), "transcript": transcript}
+        source = rows[0][3].get("source")
         if isinstance(source, dict) and source:
             test["metadata"] = {"source": source}
         tests.append(test)
@@ -56,12 +57,12 @@ def read_agentv_transcript(path: Path) -> list[dict[str, Any]]:
     return tests
 
 
-def _message(row: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": row["role"], "content": text_of(row.get("content"))}
+def _message(role: str, row: JsonObject) -> LoggedMessage:
+    message: LoggedMessage = {"role": role, "content": text_of(row.get("content"))}
     calls = []
-    for call in row.get("tool_calls") or []:
-        if isinstance(call, dict) and call.get("tool"):
-            entry: dict[str, Any] = {"name": str(call["tool"]), "arguments": arguments_of(call.get("input"))}
+    for call in objects(row.get("tool_calls")):
+        if call.get("tool"):
+            entry: RecordedCall = {"name": str(call["tool"]), "arguments": arguments_of(call.get("input"))}
             if call.get("id"):
                 entry["id"] = str(call["id"])
             if "output" in call:

@@ -11,12 +11,35 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Required, TypedDict
+
+from pydantic import JsonValue
+
+from ._common import JsonObject, decode_json
+from ._suite_types import RecordedCall
 
 ROLES = ("system", "user", "assistant", "tool")
 
 
-def text_of(content: Any) -> str:
+class LoggedMessage(TypedDict, total=False):
+    """A message as a log reader returns it."""
+
+    role: Required[str]
+    content: Required[str]
+    tool_calls: list[RecordedCall]
+    tool_call_id: JsonValue
+    name: JsonValue
+
+
+class LoggedTest(TypedDict, total=False):
+    """A recorded conversation as a log reader returns it (a `transcript:` test)."""
+
+    id: Required[str]
+    transcript: Required[list[LoggedMessage]]
+    metadata: JsonObject
+
+
+def text_of(content: JsonValue) -> str:
     """Plain text of a message content: a string, or the text of its blocks (`text`,
     `content`, or `refusal` fields; images and reasoning are left out)."""
     if content is None:
@@ -41,11 +64,11 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
-def arguments_of(raw: Any) -> dict[str, Any]:
+def arguments_of(raw: JsonValue) -> JsonObject:
     """Tool-call arguments as a mapping (JSON text is parsed; anything else is `{"value": ...}`)."""
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = decode_json(raw)
         except ValueError:
             return {"value": raw}
     if isinstance(raw, dict):
@@ -53,14 +76,14 @@ def arguments_of(raw: Any) -> dict[str, Any]:
     return {} if raw is None else {"value": raw}
 
 
-def merge_calls(calls: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def merge_calls(calls: list[list[LoggedMessage]]) -> list[LoggedMessage]:
     """One transcript from a conversation logged as one model call per turn.
 
     Each call is its input messages followed by its output. A call whose messages start with
     the transcript so far adds only what follows; one that does not (the app sent only the
     new message) adds everything from its last user message on.
     """
-    transcript: list[dict[str, Any]] = []
+    transcript: list[LoggedMessage] = []
     for messages in calls:
         if not messages:
             continue
@@ -77,8 +100,8 @@ def merge_calls(calls: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     return transcript
 
 
-def _key(message: dict[str, Any]) -> tuple[str, str]:
-    return message["role"], (message.get("content") or "").strip()
+def _key(message: LoggedMessage) -> tuple[str, str]:
+    return message["role"], message["content"].strip()
 
 
 def slug(text: str) -> str:
@@ -93,6 +116,6 @@ def unique(name: str, seen: set[str]) -> str:
     return test_id
 
 
-def has_dialogue(transcript: list[dict[str, Any]]) -> bool:
+def has_dialogue(transcript: list[LoggedMessage]) -> bool:
     roles = {m["role"] for m in transcript}
     return {"user", "assistant"} <= roles

@@ -1,23 +1,29 @@
-"""What every importer shares: reading JSON Lines with line numbers, writing a suite as YAML."""
+"""What every importer shares: reading JSON and JSON Lines with line numbers, narrowing the values
+read from them, writing a suite as YAML."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TypeGuard
 
 import yaml
+from pydantic import JsonValue
 
 from .. import _jsonl as jsonl
 from .._jsonl import JsonlError
 from ..errors import DatasetError
+
+#: A JSON object as `json.loads` makes it.
+JsonObject = dict[str, JsonValue]
 
 
 class DatasetWarning(UserWarning):
     """Something an importer could not carry over (issued with `warnings.warn`; the CLI prints it)."""
 
 
-def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: Path) -> list[tuple[int, JsonObject]]:
     """`(line number, object)` of each non-blank line (the project's one JSONL reader).
 
     Raises:
@@ -26,19 +32,101 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
     try:
-        return [(number, cast(dict[str, Any], value)) for number, value in jsonl.read_jsonl(path, objects=True)]
+        lines = jsonl.read_jsonl(path, objects=True)  # each value an object, or JsonlError
+        return [(number, value) for number, value in lines if isinstance(value, dict)]
     except JsonlError as exc:
         raise DatasetError(str(exc)) from None
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> JsonValue:
     """A whole JSON document (raises DatasetError naming the file and line)."""
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return decode_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+
+
+def decode_json(text: str | bytes) -> JsonValue:
+    """The JSON document `text` holds (json.JSONDecodeError, with its line, when it is not JSON;
+    `_json_in_text.parse_json` finds JSON inside other text)."""
+    value: JsonValue = json.loads(text)
+    return value
+
+
+def is_json(value: object) -> TypeGuard[JsonValue]:
+    """Whether `value` (as a YAML or JSON parser made it) holds only JSON values."""
+    if value is None or isinstance(value, str | int | float):
+        return True
+    if isinstance(value, list):
+        return all(is_json(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and is_json(item) for key, item in value.items())
+    return False
+
+
+def json_compatible(value: object) -> JsonValue:
+    """YAML data as JSON values: YAML-only values (dates, sets, keys that are not text)
+    become text, as `json.dumps` writes them."""
+    return value if is_json(value) else decode_json(json.dumps(value, default=str))
+
+
+def as_object(value: JsonValue) -> JsonObject | None:
+    """`value` when it is a JSON object, else None."""
+    return value if isinstance(value, dict) else None
+
+
+def as_list(value: JsonValue) -> list[JsonValue]:
+    """`value` when it is a JSON list, else an empty list (a missing or null list)."""
+    return value if isinstance(value, list) else []
+
+
+def objects(value: JsonValue) -> list[JsonObject]:
+    """The JSON objects of a JSON list (other items, or a value that is no list, give none)."""
+    return [item for item in as_list(value) if isinstance(item, dict)]
+
+
+def as_int(value: JsonValue) -> int | None:
+    """A whole number given as a JSON number or as text (`"42"`), else None."""
+    if isinstance(value, int | float | str):
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def mapping(value: JsonValue, where: str) -> JsonObject:
+    """A mapping setting (missing or empty: `{}`); DatasetError `where: expected a mapping`
+    when `value` is something else."""
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise DatasetError(f"{where}: expected a mapping, got {_kind(value)}")
+    return value
+
+
+def object_list(value: JsonValue, where: str) -> list[JsonObject]:
+    """A list of JSON objects (missing, null or empty: none); DatasetError `where: expected ...`
+    when `value` is something else."""
+    if not value:
+        return []
+    items = objects(value)
+    if not isinstance(value, list) or len(items) != len(value):
+        raise DatasetError(f"{where}: expected a list of JSON objects, got {_kind(value)}")
+    return items
+
+
+def text(value: JsonValue, where: str) -> str:
+    """`value` when it is text (DatasetError `where: expected text, got ...` otherwise)."""
+    if not isinstance(value, str):
+        raise DatasetError(f"{where}: expected text, got {_kind(value)}")
+    return value
+
+
+def _kind(value: object) -> str:
+    return "nothing" if value is None else f"{value!r:.60}"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -53,12 +141,12 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _str)
 
 
-def suite_yaml(suite: dict[str, Any]) -> str:
+def suite_yaml(suite: Mapping[str, object]) -> str:
     """A suite dict as eval-file YAML (keys in the order given)."""
     return yaml.dump(suite, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
-def write_suite(suite: dict[str, Any], path: Path, header: str = "") -> Path:
+def write_suite(suite: Mapping[str, object], path: Path, header: str = "") -> Path:
     """Write a suite as YAML, with `header` as leading comment lines."""
     comment = "".join(f"# {line}\n".replace("# \n", "#\n") for line in header.splitlines())
     path.parent.mkdir(parents=True, exist_ok=True)

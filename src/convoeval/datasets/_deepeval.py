@@ -23,24 +23,37 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Required, TypedDict
+
+from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._common import read_json, read_jsonl
+from ._chat_logs import unique
+from ._common import JsonObject, decode_json, objects, read_json, read_jsonl
+from ._suite_types import Message, Suite, SuiteTest, Turn
 
 DEFAULT_MAX_TURNS = 10
 
 
-def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAULT_MAX_TURNS) -> dict[str, Any]:
+class DeepEvalTurn(TypedDict, total=False):
+    """A turn of a conversational golden or test case, as the importer reads it."""
+
+    role: Required[str]
+    content: Required[str]
+    retrieval_context: JsonValue
+    tools_called: JsonValue
+
+
+def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAULT_MAX_TURNS) -> Suite:
     """One test per DeepEval golden or test case of `source` (.json list or .jsonl)."""
-    records = read_jsonl(source) if source.suffix == ".jsonl" else _records(source)
-    tests: list[dict[str, Any]] = []
+    records: list[tuple[int, JsonValue]] = list(read_jsonl(source)) if source.suffix == ".jsonl" else _records(source)
+    tests: list[SuiteTest] = []
     seen: set[str] = set()
     for line, record in records:
         if not isinstance(record, dict):
             raise DatasetError(f"{source}:{line}: expected a JSON object (a golden or test case)")
         test = _test(record, source, line, recorded, max_turns)
-        test["id"] = _unique(test["id"], seen)
+        test["id"] = unique(test["id"], seen)
         tests.append(test)
     if not tests:
         raise DatasetError(f"{source}:1: no goldens or test cases in the file")
@@ -51,7 +64,7 @@ def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAU
     }
 
 
-def _records(source: Path) -> list[tuple[int, Any]]:
+def _records(source: Path) -> list[tuple[int, JsonValue]]:
     """`(line, record)` of each element of a JSON list (or of `goldens`/`test_cases` in a mapping)."""
     data = read_json(source)  # the error with file and line when it is not JSON
     if isinstance(data, dict):  # {"goldens": [...]} / {"test_cases": [...]}: no per-record lines
@@ -70,26 +83,21 @@ def _records(source: Path) -> list[tuple[int, Any]]:
     return list(zip(lines, data, strict=True))
 
 
-def _unique(name: str, seen: set[str]) -> str:
-    test_id, n = name, 2
-    while test_id in seen:
-        test_id, n = f"{name}-{n}", n + 1
-    seen.add(test_id)
-    return test_id
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
 
 
-def _test(record: dict[str, Any], source: Path, line: int, recorded: bool, max_turns: int) -> dict[str, Any]:
+def _test(record: JsonObject, source: Path, line: int, recorded: bool, max_turns: int) -> SuiteTest:
     name = record.get("name") or record.get("scenario") or record.get("input") or f"golden-line-{line}"
-    test: dict[str, Any] = {"id": _slug(str(name)) or f"golden-line-{line}"}
-    metadata = {k: record[k] for k in ("comments", "additional_metadata", "context", "tags") if record.get(k)}
+    test: SuiteTest = {"id": _slug(str(name)) or f"golden-line-{line}"}
+    metadata: JsonObject = {
+        k: record[k] for k in ("comments", "additional_metadata", "context", "tags") if record.get(k)
+    }
+    single = record.get("input")
     if "turns" in record or "scenario" in record:
-        test.update(_conversational(record, source, line, recorded, max_turns))
-    elif isinstance(record.get("input"), str):
-        test.update(_single(record))
+        _conversational(test, record, source, line, recorded, max_turns)
+    elif isinstance(single, str):
+        _single(test, single, record)
     else:
         raise DatasetError(
             f"{source}:{line}: not a DeepEval golden: expected `turns` or `scenario` (conversational) or `input`"
@@ -99,40 +107,52 @@ def _test(record: dict[str, Any], source: Path, line: int, recorded: bool, max_t
     return test
 
 
-def _single(record: dict[str, Any]) -> dict[str, Any]:
-    test: dict[str, Any] = {"input": record["input"]}
+def _single(test: SuiteTest, text: str, record: JsonObject) -> None:
+    test["input"] = text
     if record.get("expected_output"):
         test["expected_output"] = record["expected_output"]
         test["assertions"] = [{"type": "llm-grader"}]
     if record.get("expected_tools"):
-        names = [t.get("name") for t in record["expected_tools"] if isinstance(t, dict) and t.get("name")]
+        names = [t.get("name") for t in objects(record["expected_tools"]) if t.get("name")]
         test.setdefault("assertions", []).append(
             {"type": "tool-trajectory", "mode": "any_order", "expected": [{"tool": n} for n in names]}
         )
-    metadata = {k: record[k] for k in ("actual_output", "retrieval_context", "tools_called") if record.get(k)}
+    metadata: JsonObject = {
+        k: record[k] for k in ("actual_output", "retrieval_context", "tools_called") if record.get(k)
+    }
     if metadata:
         test["metadata"] = metadata
-    return test
 
 
-def _turns(record: dict[str, Any], source: Path, line: int) -> list[dict[str, Any]]:
-    raw = record.get("turns") or []
+def _turns(record: JsonObject, source: Path, line: int) -> list[DeepEvalTurn]:
+    raw: JsonValue = record.get("turns") or []
     if isinstance(raw, str):  # CSV-style cells hold the turns as JSON text
         try:
-            raw = json.loads(raw)
+            raw = decode_json(raw)
         except ValueError:
             raise DatasetError(f"{source}:{line}: turns: not JSON") from None
     if not isinstance(raw, list):
         raise DatasetError(f"{source}:{line}: turns: expected a list of {{role, content}}")
+    turns: list[DeepEvalTurn] = []
     for n, turn in enumerate(raw):
-        if not isinstance(turn, dict) or turn.get("role") not in ("user", "assistant"):
+        role = turn.get("role") if isinstance(turn, dict) else None
+        if not isinstance(turn, dict) or (role != "user" and role != "assistant"):
             raise DatasetError(f"{source}:{line}: turns[{n}]: expected {{role: user|assistant, content}}")
-        if not isinstance(turn.get("content"), str):
+        content = turn.get("content")
+        if not isinstance(content, str):
             raise DatasetError(f"{source}:{line}: turns[{n}]: content: expected text")
-    return raw
+        turns.append(
+            {
+                "role": role,
+                "content": content,
+                "retrieval_context": turn.get("retrieval_context"),
+                "tools_called": turn.get("tools_called"),
+            }
+        )
+    return turns
 
 
-def _persona(record: dict[str, Any]) -> str | None:
+def _persona(record: JsonObject) -> JsonValue:
     persona = record.get("persona")
     if isinstance(persona, dict):  # DeepEval's Persona: `characteristics` and optional named traits
         traits = [f"{k.replace('_', ' ')}: {v}" for k, v in persona.items() if v and k != "characteristics"]
@@ -140,28 +160,30 @@ def _persona(record: dict[str, Any]) -> str | None:
     return record.get("user_description") or None
 
 
-def _conversational(record: dict[str, Any], source: Path, line: int, recorded: bool, max_turns: int) -> dict[str, Any]:
+def _conversational(
+    test: SuiteTest, record: JsonObject, source: Path, line: int, recorded: bool, max_turns: int
+) -> None:
     turns = _turns(record, source, line)
-    test: dict[str, Any] = {}
+    system: list[Message] = []
     if record.get("chatbot_role"):
-        test["input"] = [{"role": "system", "content": record["chatbot_role"]}]
+        system = [{"role": "system", "content": record["chatbot_role"]}]
+        test["input"] = system
         test["assertions"] = [{"type": "role-adherence", "role": record["chatbot_role"]}]
     if recorded:
         if not any(t["role"] == "assistant" for t in turns):
             raise DatasetError(f"{source}:{line}: turns: --recorded needs the assistant's turns")
-        system = test.get("input", [])
         test["transcript"] = [*system, *(_transcript_message(t) for t in turns)]
         test.pop("input", None)
         if record.get("expected_outcome"):
             test.setdefault("assertions", []).append({"type": "goal-completion"})
             test["criteria"] = record["expected_outcome"]
-        return test
+        return
     scripted = _scripted(turns)
     if scripted:
         test["mode"] = "conversation"
         test["turns"] = scripted
     if record.get("scenario"):
-        user: dict[str, Any] = {"objective": record["scenario"], "max_turns": max_turns}
+        user: JsonObject = {"objective": record["scenario"], "max_turns": max_turns}
         if _persona(record):
             user["persona"] = _persona(record)
         test["simulated_user"] = user
@@ -172,28 +194,27 @@ def _conversational(record: dict[str, Any], source: Path, line: int, recorded: b
     elif record.get("expected_outcome"):
         test["criteria"] = record["expected_outcome"]
         test.setdefault("assertions", []).append({"type": "goal-completion"})
-    return test
 
 
-def _scripted(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _scripted(turns: list[DeepEvalTurn]) -> list[Turn]:
     """User turns as scripted turns; the assistant reply that followed each kept as metadata,
     its `retrieval_context` as the turn's `context` (what the judges see as the turn's backend data)."""
-    scripted: list[dict[str, Any]] = []
+    scripted: list[Turn] = []
     for turn in turns:
         if turn["role"] == "user":
             scripted.append({"input": turn["content"]})
         elif scripted:
             scripted[-1].setdefault("metadata", {})["recorded_reply"] = turn["content"]
             if turn.get("retrieval_context"):
-                scripted[-1]["context"] = turn["retrieval_context"]
+                scripted[-1]["context"] = turn.get("retrieval_context")
     return scripted
 
 
-def _transcript_message(turn: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": turn["role"], "content": turn["content"]}
-    calls = []
-    for call in turn.get("tools_called") or []:
-        if isinstance(call, dict) and call.get("name"):
+def _transcript_message(turn: DeepEvalTurn) -> Message:
+    message: Message = {"role": turn["role"], "content": turn["content"]}
+    calls: list[JsonValue] = []
+    for call in objects(turn.get("tools_called")):
+        if call.get("name"):
             arguments = call.get("inputParameters") or call.get("input_parameters") or {}
             calls.append(
                 {

@@ -17,10 +17,17 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._chat_logs import ROLES, arguments_of, has_dialogue, slug, text_of, unique
+from ._chat_logs import ROLES, LoggedMessage, LoggedTest, arguments_of, has_dialogue, slug, text_of, unique
+from ._common import JsonObject, as_list, as_object, decode_json, objects
+from ._suite_types import RecordedCall
+
+#: An eval log's header (`eval`: task, model, ...) and its samples (`id`, `epoch`, `messages`,
+#: `metadata`, `target`, `scores`), as the log holds them.
+Log = tuple[JsonObject, list[JsonObject]]
 
 
 def is_inspect_log(path: Path, head: str) -> bool:
@@ -30,27 +37,27 @@ def is_inspect_log(path: Path, head: str) -> bool:
     return head.lstrip().startswith("{") and '"eval"' in head and ('"samples"' in head or '"status"' in head)
 
 
-def _read_with_inspect(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+def _read_with_inspect(path: Path) -> Log | None:
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
         return None
     try:
-        log = read_eval_log(str(path)).model_dump(mode="json", exclude_none=True)
+        log: JsonObject = read_eval_log(str(path)).model_dump(mode="json", exclude_none=True)
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file for the user
         raise DatasetError(f"{path}:1: Inspect cannot read this log ({type(exc).__name__}: {exc})") from None
-    return log, list(log.get("samples") or [])
+    return log, _samples(as_list(log.get("samples")), path)
 
 
-def _read_zip(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _read_zip(path: Path) -> Log:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
-            header = json.loads(archive.read("header.json")) if "header.json" in names else {}
+            header = decode_json(archive.read("header.json")) if "header.json" in names else {}
             if not header and "_journal/start.json" in names:
-                header = json.loads(archive.read("_journal/start.json"))
+                header = decode_json(archive.read("_journal/start.json"))
             samples = [
-                json.loads(archive.read(name))
+                decode_json(archive.read(name))
                 for name in sorted(names)
                 if name.startswith("samples/") and name.endswith(".json")
             ]
@@ -64,32 +71,51 @@ def _read_zip(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         return read
     except (zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise DatasetError(f"{path}:1: not a readable Inspect .eval log ({exc})") from None
-    return header, samples
+    return _header(header, path), _samples(samples, path)
 
 
-def _read_json(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _header(header: JsonValue, path: Path) -> JsonObject:
+    if not isinstance(header, dict):
+        raise DatasetError(f"{path}:1: header.json: expected a JSON object (the eval log's header)")
+    return header
+
+
+def _samples(samples: list[JsonValue], path: Path) -> list[JsonObject]:
+    for sample in samples:
+        if not isinstance(sample, dict):
+            raise DatasetError(f"{path}:1: samples: expected JSON objects (Inspect's EvalSample), got {sample!r:.60}")
+    return [sample for sample in samples if isinstance(sample, dict)]
+
+
+def _read_json(path: Path) -> Log:
     try:
-        log = json.loads(path.read_text(encoding="utf-8"))
+        log: JsonValue = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
     if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):
         raise DatasetError(f"{path}:1: not an Inspect eval log (no `eval` header)")
-    return log, list(log.get("samples") or [])
+    samples = log.get("samples") or []
+    if not isinstance(samples, list):
+        raise DatasetError(f"{path}:1: samples: expected a list of samples")
+    return log, _samples(samples, path)
 
 
-def read_inspect_log(path: Path) -> list[dict[str, Any]]:
+def read_inspect_log(path: Path) -> list[LoggedTest]:
     """One `transcript:` test per sample (and epoch) of the log."""
     header, samples = _read_zip(path) if zipfile.is_zipfile(path) else _read_json(path)
     if not samples:
         raise DatasetError(f"{path}:1: the Inspect log has no samples (was it written with samples?)")
-    eval_info = header.get("eval") or {}
+    eval_info = as_object(header.get("eval")) or {}
     epochs: dict[str, int] = {}
     for sample in samples:
         epochs[str(sample.get("id"))] = epochs.get(str(sample.get("id")), 0) + 1
-    tests: list[dict[str, Any]] = []
+    tests: list[LoggedTest] = []
     seen: set[str] = set()
     for sample in samples:
-        transcript = [_message(m, path) for m in sample.get("messages") or []]
+        messages = sample.get("messages") or []
+        if not isinstance(messages, list):
+            raise DatasetError(f"{path}:1: sample {sample.get('id')!r}: messages: expected a list of messages")
+        transcript = [_message(m, path) for m in messages]
         if not has_dialogue(transcript):
             continue
         name = slug(str(sample.get("id", len(tests) + 1)))
@@ -101,18 +127,18 @@ def read_inspect_log(path: Path) -> list[dict[str, Any]]:
     return tests
 
 
-def _message(raw: Any, path: Path) -> dict[str, Any]:
-    if not isinstance(raw, dict) or raw.get("role") not in ROLES:
+def _message(raw: JsonValue, path: Path) -> LoggedMessage:
+    role = raw.get("role") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict) or not isinstance(role, str) or role not in ROLES:
         raise DatasetError(f"{path}:1: an Inspect message needs a role (system, user, assistant or tool)")
-    message: dict[str, Any] = {"role": raw["role"], "content": text_of(raw.get("content"))}
-    calls = [
+    message: LoggedMessage = {"role": role, "content": text_of(raw.get("content"))}
+    calls: list[RecordedCall] = [
         {"name": str(c.get("function", "tool")), "arguments": arguments_of(c.get("arguments")), "id": c.get("id")}
-        for c in raw.get("tool_calls") or []
-        if isinstance(c, dict)
+        for c in objects(raw.get("tool_calls"))
     ]
     if calls:
         message["tool_calls"] = calls
-    if raw["role"] == "tool":
+    if role == "tool":
         if raw.get("tool_call_id"):
             message["tool_call_id"] = raw["tool_call_id"]
         if raw.get("function"):
@@ -123,13 +149,13 @@ def _message(raw: Any, path: Path) -> dict[str, Any]:
     return message
 
 
-def _metadata(sample: dict[str, Any], eval_info: dict[str, Any]) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"inspect_task": eval_info.get("task"), "inspect_model": eval_info.get("model")}
+def _metadata(sample: JsonObject, eval_info: JsonObject) -> JsonObject:
+    metadata: JsonObject = {"inspect_task": eval_info.get("task"), "inspect_model": eval_info.get("model")}
     if sample.get("metadata"):
         metadata["sample"] = sample["metadata"]
     if sample.get("target") not in (None, "", []):
         metadata["target"] = sample["target"]
-    scores = sample.get("scores") or {}
+    scores = as_object(sample.get("scores")) or {}
     if scores:
         metadata["inspect_scores"] = {
             name: {k: v for k, v in score.items() if k in ("value", "answer", "explanation") and v is not None}

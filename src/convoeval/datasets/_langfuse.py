@@ -15,29 +15,47 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._chat_logs import ROLES, arguments_of, has_dialogue, merge_calls, slug, text_of, unique
+from ._chat_logs import (
+    ROLES,
+    LoggedMessage,
+    LoggedTest,
+    arguments_of,
+    has_dialogue,
+    merge_calls,
+    slug,
+    text_of,
+    unique,
+)
+from ._common import JsonObject, as_list, as_object, decode_json, object_list, objects
+from ._suite_types import RecordedCall
+
+#: A trace as Langfuse exports it: `id`, `sessionId`, `timestamp`, `input`, `output`,
+#: `userId`, `scores` and `observations` (`type` GENERATION/TOOL/SPAN, `name`, `startTime`,
+#: `input`, `output`, `metadata`), each a JSON object.
+Trace = JsonObject
 
 
-def _load(path: Path) -> Any:
+def _load(path: Path) -> JsonValue:
     text = path.read_text(encoding="utf-8")
     try:
-        return json.loads(text)
+        return decode_json(text)
     except json.JSONDecodeError:
         pass
-    rows = []
+    rows: list[JsonValue] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                rows.append(json.loads(line))
+                rows.append(decode_json(line))
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path}:{number}: not JSON ({exc.msg})") from None
     return rows
 
 
-def _is_trace(value: Any) -> bool:
+def _is_trace(value: JsonValue) -> bool:
     return (
         isinstance(value, dict)
         and "id" in value
@@ -55,46 +73,55 @@ def is_langfuse_export(path: Path, head: str) -> bool:
         first = None
     if isinstance(first, dict):
         data = first.get("data")
-        listing: list[Any] = data if isinstance(data, list) else [first]
+        listing: list[JsonValue] = data if isinstance(data, list) else [first]
         observation = bool(listing) and isinstance(listing[0], dict) and {"traceId", "type"} <= listing[0].keys()
         return _is_trace(first) or isinstance(first.get("traces"), list) or observation
     markers = ('"observations"', '"sessionId"', '"traceId"', '"htmlPath"', '"projectId"')
     return head.lstrip()[:1] in "{[" and any(m in head for m in markers) and '"resourceSpans"' not in head
 
 
-def _traces(data: Any, path: Path) -> list[dict[str, Any]]:
+def _traces(data: JsonValue, path: Path) -> list[Trace]:
     if isinstance(data, dict) and isinstance(data.get("traces"), list):  # a session
-        return [dict(t, sessionId=t.get("sessionId") or data.get("id")) for t in data["traces"]]
+        session = data.get("id")
+        return [{**t, "sessionId": t.get("sessionId") or session} for t in _trace_list(data["traces"], path)]
     if isinstance(data, dict) and isinstance(data.get("data"), list):  # an API listing
         data = data["data"]
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
         raise DatasetError(f"{path}:1: not a Langfuse export (a trace, a session, or a list of traces)")
-    if data and all(isinstance(o, dict) and "traceId" in o and "type" in o for o in data):  # observations
-        by_trace: dict[str, dict[str, Any]] = {}
-        for o in data:
-            trace = by_trace.setdefault(o["traceId"], {"id": o["traceId"], "observations": []})
-            trace["observations"].append(o)
+    listing = objects(data)
+    if data and len(listing) == len(data) and all("traceId" in o and "type" in o for o in listing):  # observations
+        by_trace: dict[str, tuple[Trace, list[JsonValue]]] = {}
+        for o in listing:
+            trace, observations = by_trace.setdefault(str(o["traceId"]), ({"id": o["traceId"]}, []))
+            observations.append(o)
             trace.setdefault("timestamp", o.get("startTime"))
-        return list(by_trace.values())
-    return [t for t in data if _is_trace(t) or (isinstance(t, dict) and "input" in t and "id" in t)]
+        return [{**trace, "observations": observations} for trace, observations in by_trace.values()]
+    return [t for t in listing if _is_trace(t) or ("input" in t and "id" in t)]
 
 
-def read_langfuse(path: Path) -> list[dict[str, Any]]:
+def _trace_list(traces: JsonValue, path: Path) -> list[Trace]:
+    listing = objects(traces)
+    if not isinstance(traces, list) or len(listing) != len(traces):
+        raise DatasetError(f"{path}:1: traces: expected a list of Langfuse traces (JSON objects)")
+    return listing
+
+
+def read_langfuse(path: Path) -> list[LoggedTest]:
     """One `transcript:` test per Langfuse session (or trace without a session)."""
     traces = _traces(_load(path), path)
-    sessions: dict[str, list[dict[str, Any]]] = {}
+    sessions: dict[str, list[Trace]] = {}
     for trace in traces:
         sessions.setdefault(str(trace.get("sessionId") or trace["id"]), []).append(trace)
-    tests: list[dict[str, Any]] = []
+    tests: list[LoggedTest] = []
     seen: set[str] = set()
     for name, group in sessions.items():
         group.sort(key=lambda t: str(t.get("timestamp") or ""))
-        transcript = merge_calls([_turn(t) for t in group])
+        transcript = merge_calls([_turn(t, f"{path}:1: trace {t.get('id')}") for t in group])
         if not has_dialogue(transcript):
             continue
-        test: dict[str, Any] = {"id": unique(slug(name), seen), "transcript": transcript}
+        test: LoggedTest = {"id": unique(slug(name), seen), "transcript": transcript}
         metadata = _metadata(group)
         if metadata:
             test["metadata"] = metadata
@@ -104,20 +131,27 @@ def read_langfuse(path: Path) -> list[dict[str, Any]]:
     return tests
 
 
-def _chat(raw: Any) -> list[dict[str, Any]] | None:
+def _chat(raw: JsonValue) -> list[LoggedMessage] | None:
     """Chat messages from a generation's input (a list, or `{messages: [...]}`)."""
     if isinstance(raw, dict) and isinstance(raw.get("messages"), list):
         raw = raw["messages"]
-    if isinstance(raw, list) and raw and all(isinstance(m, dict) and m.get("role") in ROLES for m in raw):
-        return [_message(m) for m in raw]
+    messages = objects(raw)
+    if isinstance(raw, list) and raw and len(messages) == len(raw):
+        chat = [_message(m) for m in messages]
+        if all(m is not None for m in chat):
+            return [m for m in chat if m is not None]
     return None
 
 
-def _message(raw: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": raw["role"], "content": text_of(raw.get("content"))}
-    calls = []
-    for call in raw.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, dict) else None
+def _message(raw: JsonObject) -> LoggedMessage | None:
+    """A chat message (None when it has no role of a chat message)."""
+    role = raw.get("role")
+    if not isinstance(role, str) or role not in ROLES:
+        return None
+    message: LoggedMessage = {"role": role, "content": text_of(raw.get("content"))}
+    calls: list[RecordedCall] = []
+    for call in objects(raw.get("tool_calls")):
+        function = call.get("function")
         if isinstance(function, dict):
             calls.append(
                 {
@@ -133,23 +167,31 @@ def _message(raw: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def _reply(output: Any) -> dict[str, Any]:
-    if isinstance(output, dict) and output.get("role") == "assistant":
-        return _message(output)
-    if isinstance(output, dict) and isinstance(output.get("choices"), list) and output["choices"]:
-        return _reply(output["choices"][0].get("message"))
+def _reply(output: JsonValue, where: str) -> LoggedMessage:
+    message = _message(output) if isinstance(output, dict) and output.get("role") == "assistant" else None
+    if message is not None:
+        return message
+    choices = as_list(output.get("choices")) if isinstance(output, dict) else []
+    if choices:
+        choice = as_object(choices[0])
+        if choice is None:
+            raise DatasetError(f"{where}: output: choices[0]: expected an object with the reply's `message`")
+        return _reply(choice.get("message"), where)
     return {"role": "assistant", "content": text_of(output)}
 
 
-def _turn(trace: dict[str, Any]) -> list[dict[str, Any]]:
-    observations = sorted(trace.get("observations") or [], key=lambda o: str(o.get("startTime") or ""))
+def _turn(trace: Trace, where: str) -> list[LoggedMessage]:
+    listed = object_list(trace.get("observations"), f"{where}: observations")
+    observations = sorted(listed, key=lambda o: str(o.get("startTime") or ""))
     generations = [o for o in observations if o.get("type") == "GENERATION" and _chat(o.get("input"))]
     if generations:
         last = generations[-1]
-        messages = [*(_chat(last.get("input")) or []), _reply(last.get("output"))]
+        messages = [*(_chat(last.get("input")) or []), _reply(last.get("output"), where)]
     else:
-        messages = [{"role": "user", "content": text_of(trace.get("input"))}, _reply(trace.get("output"))]
-    tools = [o for o in observations if o.get("type") == "TOOL" or (o.get("metadata") or {}).get("tool_name")]
+        messages = [{"role": "user", "content": text_of(trace.get("input"))}, _reply(trace.get("output"), where)]
+    tools = [
+        o for o in observations if o.get("type") == "TOOL" or (as_object(o.get("metadata")) or {}).get("tool_name")
+    ]
     known = {c["name"] for m in messages for c in m.get("tool_calls", [])}  # logged by the model call already
     tools = [o for o in tools if str(o.get("name") or "tool") not in known]
     if tools and messages[-1]["role"] == "assistant":
@@ -160,9 +202,9 @@ def _turn(trace: dict[str, Any]) -> list[dict[str, Any]]:
     return messages
 
 
-def _metadata(traces: list[dict[str, Any]]) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"langfuse_traces": [t["id"] for t in traces]}
-    scores = [s for t in traces for s in t.get("scores") or [] if isinstance(s, dict)]
+def _metadata(traces: list[Trace]) -> JsonObject:
+    metadata: JsonObject = {"langfuse_traces": [t["id"] for t in traces]}
+    scores = [s for t in traces for s in objects(t.get("scores"))]
     if scores:
         metadata["langfuse_scores"] = [
             {k: s[k] for k in ("name", "value", "stringValue", "comment") if s.get(k) is not None} for s in scores

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ..errors import DatasetError
 from ._agentv_transcript import is_agentv_transcript, read_agentv_transcript
+from ._chat_logs import LoggedTest
 from ._inspect_log import is_inspect_log, read_inspect_log
 from ._langfuse import is_langfuse_export, read_langfuse
 from ._otel import is_otel_spans, read_otel
 
-Reader = Callable[[Path], list[dict[str, Any]]]
+Reader = Callable[[Path], list[LoggedTest]]
 
 #: (format name, does this file look like it, its reader), tried in this order.
 LOG_FORMATS: list[tuple[str, Callable[[Path, str], bool], Reader]] = [

@@ -22,10 +22,10 @@ written once in the suite and referred to by YAML aliases.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..errors import DatasetError
-from ._common import read_jsonl
+from ._common import JsonObject, as_int, as_list, as_object, read_jsonl
+from ._suite_types import Suite, SuiteTest, Turn
 
 #: Categories MT-Bench grades against a reference answer (FastChat's NEED_REF_CATS).
 REFERENCE_CATEGORIES = ("math", "reasoning", "coding")
@@ -83,9 +83,7 @@ def _prompt(template: str) -> str:
     return template.format(scale=_SCALE)
 
 
-def import_mt_bench(
-    source: Path, *, references: Path | None = None, judge_prompts: Path | None = None
-) -> dict[str, Any]:
+def import_mt_bench(source: Path, *, references: Path | None = None, judge_prompts: Path | None = None) -> Suite:
     """The MT-Bench suite (a plain dict, ready to write as YAML).
 
     Args:
@@ -101,20 +99,26 @@ def import_mt_bench(
     refs: dict[int, list[str]] = {}
     if ref_path is not None:
         for line, record in read_jsonl(ref_path):
-            try:
-                refs[int(record["question_id"])] = [str(t) for t in record["choices"][0]["turns"]]
-            except (KeyError, IndexError, TypeError, ValueError):
-                raise DatasetError(f"{ref_path}:{line}: expected question_id and choices[0].turns") from None
+            qid = as_int(record.get("question_id"))
+            choices = as_list(record.get("choices"))
+            first = as_object(choices[0]) if choices else None
+            answers = first.get("turns") if first is not None else None
+            if qid is None or not isinstance(answers, list):
+                raise DatasetError(f"{ref_path}:{line}: expected question_id and choices[0].turns")
+            refs[qid] = [str(t) for t in answers]
     prompts = read_judge_prompts(judge_prompts) if judge_prompts is not None else None
     tests = []
     for line, record in questions:
-        try:
-            qid, category, turns = int(record["question_id"]), str(record["category"]), record["turns"]
-        except (KeyError, TypeError, ValueError):
-            raise DatasetError(f"{source}:{line}: expected question_id, category and turns") from None
-        if not isinstance(turns, list) or len(turns) != 2 or not all(isinstance(t, str) and t.strip() for t in turns):
+        qid = as_int(record.get("question_id"))
+        if qid is None or "category" not in record or "turns" not in record:
+            raise DatasetError(f"{source}:{line}: expected question_id, category and turns")
+        category = str(record["category"])
+        turns = [t for t in as_list(record["turns"]) if isinstance(t, str) and t.strip()]
+        if not isinstance(record["turns"], list) or len(record["turns"]) != 2 or len(turns) != 2:
             raise DatasetError(f"{source}:{line}: turns: expected two non-empty questions")
-        reference = (refs.get(qid) or record.get("reference")) if category in REFERENCE_CATEGORIES else None
+        reference = (
+            (refs.get(qid) or _own_reference(record, source, line)) if category in REFERENCE_CATEGORIES else None
+        )
         if prompts is not None and reference and "single-math-v1" not in prompts:
             raise DatasetError(f"{judge_prompts}:1: no judge prompt named 'single-math-v1' (for {category} questions)")
         tests.append(_test(qid, category, turns, reference, prompts))
@@ -132,25 +136,34 @@ def import_mt_bench(
     }
 
 
-def read_judge_prompts(path: Path) -> dict[str, dict[str, Any]]:
+def _own_reference(record: JsonObject, source: Path, line: int) -> list[str] | None:
+    """The question's own `reference` answers (FastChat's question.jsonl has them for some)."""
+    reference = record.get("reference")
+    if reference is not None and not isinstance(reference, list):
+        raise DatasetError(f"{source}:{line}: reference: expected a list of reference answers")
+    return [str(r) for r in reference] if reference else None
+
+
+def read_judge_prompts(path: Path) -> dict[str, JsonObject]:
     """FastChat's single-answer judge prompts by name (`single-v1`, ...), as written.
 
     Raises:
         DatasetError: the file is missing, or lacks `single-v1` / `single-v1-multi-turn`, or a
             single prompt's fields are not FastChat's.
     """
-    prompts: dict[str, dict[str, Any]] = {}
+    prompts: dict[str, JsonObject] = {}
     for line, record in read_jsonl(path):
         if record.get("type") != "single":
             continue  # pairwise prompts: MT-Bench's single-answer grading does not use them
+        name, output_format = record.get("name"), record.get("output_format")
         fields = ("name", "system_prompt", "prompt_template", "output_format")
-        if not all(isinstance(record.get(k), str) for k in fields):
+        if not isinstance(name, str) or not all(isinstance(record.get(k), str) for k in fields):
             raise DatasetError(
                 f"{path}:{line}: a FastChat judge prompt has name, system_prompt, prompt_template, output_format"
             )
-        if record["output_format"] != "[[rating]]":
-            raise DatasetError(f"{path}:{line}: output_format {record['output_format']!r}: only '[[rating]]' is read")
-        prompts[record["name"]] = {k: record[k] for k in ("name", "type", *fields[1:])}
+        if output_format != "[[rating]]":
+            raise DatasetError(f"{path}:{line}: output_format {output_format!r}: only '[[rating]]' is read")
+        prompts[name] = {k: record[k] for k in ("name", "type", *fields[1:])}
     for name in ("single-v1", "single-v1-multi-turn"):
         if name not in prompts:
             raise DatasetError(
@@ -164,10 +177,10 @@ def _test(
     category: str,
     turns: list[str],
     reference: list[str] | None,
-    prompts: dict[str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    first: dict[str, Any] = {"input": turns[0]}
-    second: dict[str, Any] = {"input": turns[1]}
+    prompts: dict[str, JsonObject] | None = None,
+) -> SuiteTest:
+    first: Turn = {"input": turns[0]}
+    second: Turn = {"input": turns[1]}
     if reference:
         first["expected_output"] = reference[0]
         second["expected_output"] = (
@@ -176,7 +189,7 @@ def _test(
         )
     if prompts is not None:
         kind = "single-math-v1" if reference else "single-v1"
-        refs = {"references": list(reference)} if reference else {}
+        refs: JsonObject = {"references": [*reference]} if reference else {}
         first["assertions"] = [{"type": "mt-bench-judge", "name": "mt-bench-turn-1", "prompt": prompts[kind], **refs}]
         second["assertions"] = [
             {"type": "mt-bench-judge", "name": "mt-bench-turn-2", "prompt": prompts[f"{kind}-multi-turn"], **refs}
@@ -192,5 +205,5 @@ def _test(
     }
 
 
-def _grader(name: str, template: str) -> dict[str, Any]:
+def _grader(name: str, template: str) -> JsonObject:
     return {"type": "llm-grader", "name": name, "prompt": _prompt(template)}

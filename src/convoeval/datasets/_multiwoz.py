@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._common import read_json, read_jsonl
+from ._common import JsonObject, as_list, as_object, objects, read_json, read_jsonl, text
+from ._suite_types import BackendContext, Matches, Message, Suite, SuiteTest, Turn
 
 #: Slots per domain: what the user may constrain (informable) or ask for.
 DOMAIN_SLOTS: dict[str, list[str]] = {
@@ -67,7 +69,7 @@ _DB_FIELDS = {
 MAX_MATCHES = 3
 
 
-def import_multiwoz(source: Path, *, db: Path | None = None) -> dict[str, Any]:
+def import_multiwoz(source: Path, *, db: Path | None = None) -> Suite:
     """The MultiWOZ suite of `source` (2.2 dialogues_*.json, 2.1 data.json, or HF JSON Lines).
 
     Args:
@@ -122,9 +124,9 @@ def _read(source: Path) -> tuple[list[Dialogue], str]:
         return [_hf_dialogue(record, source, line) for line, record in read_jsonl(source)], "2.2"
     data = read_json(source)
     if isinstance(data, dict) and data and all(isinstance(v, dict) and "log" in v for v in data.values()):
-        return [_v21_dialogue(name, value, source) for name, value in data.items()], "2.1"
+        return [_v21_dialogue(name, value, source) for name, value in data.items() if isinstance(value, dict)], "2.1"
     if isinstance(data, list) and data and all(isinstance(d, dict) and isinstance(d.get("turns"), list) for d in data):
-        return [_v22_dialogue(d, source, i) for i, d in enumerate(data)], "2.2"
+        return [_v22_dialogue(d, source, i) for i, d in enumerate(data) if isinstance(d, dict)], "2.2"
     raise DatasetError(
         f"{source}:1: not a MultiWOZ file: expected MultiWOZ 2.2's dialogues_*.json (a list of dialogues "
         "with turns), MultiWOZ 2.1's data.json (dialogue id -> goal and log), or JSON Lines in the "
@@ -132,7 +134,7 @@ def _read(source: Path) -> tuple[list[Dialogue], str]:
     )
 
 
-def _databases(folder: Path) -> dict[str, list[dict[str, Any]]]:
+def _databases(folder: Path) -> dict[str, list[JsonObject]]:
     if not folder.is_dir():
         raise DatasetError(f"{folder}:1: no such folder (expected MultiWOZ's <domain>_db.json files)")
     found = {}
@@ -141,105 +143,126 @@ def _databases(folder: Path) -> dict[str, list[dict[str, Any]]]:
         if path.is_file():
             data = read_json(path)
             if isinstance(data, list):
-                found[domain] = data
+                found[domain] = objects(data)
     return found
 
 
-def _hf_dialogue(record: dict[str, Any], source: Path, line: int) -> Dialogue:
+_HF_TURNS = ("speaker", "utterance", "frames", "dialogue_acts")
+
+
+def _hf_dialogue(record: JsonObject, source: Path, line: int) -> Dialogue:
     """A row of the Hugging Face `multi_woz_v22` dataset (turns as parallel lists)."""
-    try:
-        turns = record["turns"]
-        speakers, utterances = turns["speaker"], turns["utterance"]
-        frames, acts = turns["frames"], turns["dialogue_acts"]
-        name = str(record["dialogue_id"]).removesuffix(".json")
-    except (KeyError, TypeError):
+    turns = as_object(record.get("turns"))
+    if turns is None or "dialogue_id" not in record or any(k not in turns for k in _HF_TURNS):
         raise DatasetError(
             f"{source}:{line}: expected dialogue_id and turns{{speaker, utterance, frames, "
             "dialogue_acts}} (the Hugging Face multi_woz_v22 schema)"
-        ) from None
+        )
+    name = str(record["dialogue_id"]).removesuffix(".json")
+    if any(not isinstance(turns[k], list) for k in _HF_TURNS):
+        raise DatasetError(f"{source}:{line}: turns: {', '.join(_HF_TURNS)}: expected lists, one item a turn")
+    speakers, utterances, frames, acts = (as_list(turns[k]) for k in _HF_TURNS)
+    where = f"{source}:{line}: turns"
     user_turns = []
     for i, speaker in enumerate(speakers):
         if speaker != 0:
             continue
         system = i + 1 < len(speakers) and speakers[i + 1] == 1
+        utterance = text(_nth(utterances, i, "utterance", where), f"{where}.utterance[{i}]")
+        reply = text(_nth(utterances, i + 1, "utterance", where), f"{where}.utterance[{i + 1}]") if system else None
+        belief = _belief(_nth(frames, i, "frames", where))
         user_turns.append(
-            UserTurn(
-                utterances[i],
-                _belief(frames[i]),
-                _acts(acts[i + 1]) if system else None,
-                utterances[i + 1] if system else None,
-            )
+            UserTurn(utterance, belief, _acts(_nth(acts, i + 1, "dialogue_acts", where)) if system else None, reply)
         )
-    return Dialogue(name, [str(s) for s in record.get("services") or []], user_turns)
+    return Dialogue(name, [str(s) for s in as_list(record.get("services"))], user_turns)
 
 
-def _v22_dialogue(record: dict[str, Any], source: Path, index: int) -> Dialogue:
+def _nth(items: list[JsonValue], index: int, field: str, where: str) -> JsonValue:
+    """`items[index]` of a list of turns (DatasetError when the list is too short)."""
+    if index >= len(items):
+        raise DatasetError(f"{where}.{field}: {len(items)} item(s), none for turn {index} (one item a turn)")
+    return items[index]
+
+
+def _v22_dialogue(record: JsonObject, source: Path, index: int) -> Dialogue:
     """A dialogue of MultiWOZ 2.2's dialogues_*.json (turns with speaker USER/SYSTEM and frames)."""
     name = str(record.get("dialogue_id", index)).removesuffix(".json")
-    turns = record["turns"]
+    turns = as_list(record.get("turns"))
     user_turns = []
     for i, turn in enumerate(turns):
-        if not isinstance(turn, dict) or not isinstance(turn.get("utterance"), str):
+        utterance = turn.get("utterance") if isinstance(turn, dict) else None
+        if not isinstance(turn, dict) or not isinstance(utterance, str):
             raise DatasetError(f"{source}:1: dialogue {name}: turn {i}: expected speaker and utterance")
         if turn.get("speaker") != "USER":
             continue
         belief: dict[str, dict[str, str]] = {}
-        for frame in turn.get("frames") or []:
-            for slot, values in ((frame.get("state") or {}).get("slot_values") or {}).items():
+        for frame in objects(turn.get("frames")):
+            state = as_object(frame.get("state")) or {}
+            for slot, values in (as_object(state.get("slot_values")) or {}).items():
                 domain, _, slot_name = slot.partition("-")
                 if values:
-                    belief.setdefault(domain, {})[slot_name] = str(values[0])
-        following = turns[i + 1] if i + 1 < len(turns) else None
-        reply = (
-            following.get("utterance") if isinstance(following, dict) and following.get("speaker") == "SYSTEM" else None
-        )
-        user_turns.append(UserTurn(turn["utterance"], belief, None, reply))
-    return Dialogue(name, [str(s) for s in record.get("services") or []], user_turns)
+                    belief.setdefault(domain, {})[slot_name] = str(_first(values))
+        following = as_object(turns[i + 1]) if i + 1 < len(turns) else None
+        reply = following.get("utterance") if following is not None and following.get("speaker") == "SYSTEM" else None
+        user_turns.append(UserTurn(utterance, belief, None, reply if isinstance(reply, str) else None))
+    return Dialogue(name, [str(s) for s in as_list(record.get("services"))], user_turns)
 
 
-def _v21_dialogue(name: str, record: dict[str, Any], source: Path) -> Dialogue:
+def _first(values: JsonValue) -> JsonValue:
+    """The first of a slot's values (a value given alone is its own first)."""
+    return values[0] if isinstance(values, list) else values
+
+
+def _v21_dialogue(name: str, record: JsonObject, source: Path) -> Dialogue:
     """A dialogue of MultiWOZ 2.1's data.json: user and system turns alternate in `log`; the
     belief state after a user turn is in the next (system) turn's `metadata`."""
-    log = record["log"]
+    log = as_list(record.get("log"))
     user_turns = []
     for i in range(0, len(log), 2):
-        turn = log[i]
-        if not isinstance(turn, dict) or not isinstance(turn.get("text"), str):
-            raise DatasetError(f"{source}:1: dialogue {name}: log[{i}]: expected text")
-        system = log[i + 1] if i + 1 < len(log) and isinstance(log[i + 1], dict) else {}
+        turn = as_object(log[i]) or {}
+        said = text(turn.get("text"), f"{source}:1: dialogue {name}: log[{i}]")
+        system = (as_object(log[i + 1]) if i + 1 < len(log) else None) or {}
         belief = {
-            domain: {slot: str(v) for slot, v in (state.get("semi") or {}).items() if v and v != "not mentioned"}
+            domain: {
+                slot: str(v) for slot, v in (as_object(state.get("semi")) or {}).items() if v and v != "not mentioned"
+            }
             | {
                 f"book{slot}": str(v)
-                for slot, v in (state.get("book") or {}).items()
+                for slot, v in (as_object(state.get("book")) or {}).items()
                 if slot != "booked" and v and v != "not mentioned"
             }
-            for domain, state in (system.get("metadata") or {}).items()
+            for domain, state in (as_object(system.get("metadata")) or {}).items()
             if isinstance(state, dict)
         }
         acts = {
-            act: {str(pair[0]).lower(): str(pair[1]) for pair in pairs if len(pair) == 2}
-            for act, pairs in (system.get("dialog_act") or {}).items()
+            act: {str(pair[0]).lower(): str(pair[1]) for pair in _pairs(pairs) if len(pair) == 2}
+            for act, pairs in (as_object(system.get("dialog_act")) or {}).items()
         }
-        user_turns.append(
-            UserTurn(turn["text"], {d: b for d, b in belief.items() if b}, acts or None, system.get("text"))
-        )
-    goal = record.get("goal") or {}
+        reply = system.get("text")
+        if reply is not None:
+            reply = text(reply, f"{source}:1: dialogue {name}: log[{i + 1}]")
+        user_turns.append(UserTurn(said, {d: b for d, b in belief.items() if b}, acts or None, reply))
+    goal = as_object(record.get("goal")) or {}
     services = [d for d in DOMAIN_SLOTS if goal.get(d)]
     return Dialogue(name.removesuffix(".json"), services, user_turns)
 
 
-def _test(dialogue: Dialogue, databases: dict[str, list[dict[str, Any]]], source: Path) -> dict[str, Any]:
-    scripted = []
+def _pairs(pairs: JsonValue) -> list[list[JsonValue]]:
+    """A dialogue act's `[slot, value]` pairs."""
+    return [pair for pair in as_list(pairs) if isinstance(pair, list)]
+
+
+def _test(dialogue: Dialogue, databases: dict[str, list[JsonObject]], source: Path) -> SuiteTest:
+    scripted: list[Turn] = []
     for turn in dialogue.turns:
-        context: dict[str, Any] = {"belief_state": turn.belief}
+        context: BackendContext = {"belief_state": turn.belief}
         matches = {d: _query(databases[d], slots) for d, slots in turn.belief.items() if d in databases}
         if matches:
             context["db"] = matches
         if turn.reference_acts is not None:
             context["reference_acts"] = turn.reference_acts
-        user = {"role": "user", "content": turn.utterance}
-        entry: dict[str, Any] = {
+        user: Message = {"role": "user", "content": turn.utterance}
+        entry: Turn = {
             "input": [{"role": "system", "content": f"Backend results: {_brief(matches)}"}, user]
             if matches
             else turn.utterance,
@@ -256,34 +279,36 @@ def _test(dialogue: Dialogue, databases: dict[str, list[dict[str, Any]]], source
     return {
         "id": f"multiwoz-{dialogue.name}",
         "mode": "conversation",
-        "metadata": {"dialogue_id": dialogue.name, "services": dialogue.services},
-        "policy": {"domain": "+".join(domains), "slots": slots, "rules": list(RULES)},
+        "metadata": {"dialogue_id": dialogue.name, "services": [*dialogue.services]},
+        "policy": {"domain": "+".join(domains), "slots": [*slots], "rules": [*RULES]},
         "turns": scripted,
     }
 
 
-def _belief(frame: dict[str, Any]) -> dict[str, dict[str, str]]:
+def _belief(frame: JsonValue) -> dict[str, dict[str, str]]:
     """`{domain: {slot: value}}` from a MultiWOZ 2.2 user frame."""
     belief: dict[str, dict[str, str]] = {}
-    for state in frame.get("state") or []:
-        values = state.get("slots_values") or {}
-        names, lists = values.get("slots_values_name", []), values.get("slots_values_list", [])
+    for state in objects((as_object(frame) or {}).get("state")):
+        values = as_object(state.get("slots_values")) or {}
+        names, lists = as_list(values.get("slots_values_name")), as_list(values.get("slots_values_list"))
         for slot, options in zip(names, lists, strict=False):
-            domain, _, name = slot.partition("-")
+            domain, _, name = str(slot).partition("-")
             if options:
-                belief.setdefault(domain, {})[name] = str(options[0])
+                belief.setdefault(domain, {})[name] = str(_first(options))
     return belief
 
 
-def _acts(turn_acts: dict[str, Any]) -> dict[str, dict[str, str]]:
-    acts = turn_acts.get("dialog_act") or {}
+def _acts(turn_acts: JsonValue) -> dict[str, dict[str, str]]:
+    acts = as_object((as_object(turn_acts) or {}).get("dialog_act")) or {}
     out: dict[str, dict[str, str]] = {}
-    for act, slots in zip(acts.get("act_type", []), acts.get("act_slots", []), strict=False):
-        out.setdefault(act, {}).update(zip(slots.get("slot_name", []), slots.get("slot_value", []), strict=False))
+    for act, slots in zip(as_list(acts.get("act_type")), as_list(acts.get("act_slots")), strict=False):
+        names_values = as_object(slots) or {}
+        names, values = as_list(names_values.get("slot_name")), as_list(names_values.get("slot_value"))
+        out.setdefault(str(act), {}).update(zip(map(str, names), map(str, values), strict=False))
     return out
 
 
-def _query(rows: list[dict[str, Any]], constraints: dict[str, str]) -> dict[str, Any]:
+def _query(rows: list[JsonObject], constraints: dict[str, str]) -> Matches:
     """Entities matching the belief state (case-insensitive equality; `dontcare` matches all)."""
     wanted = {k: v.lower() for k, v in constraints.items() if k in _DB_FIELDS and v.lower() not in ("dontcare", "")}
     hits = [r for r in rows if all(str(r.get(k, "")).lower() == v for k, v in wanted.items() if k in r)]
@@ -291,7 +316,7 @@ def _query(rows: list[dict[str, Any]], constraints: dict[str, str]) -> dict[str,
     return {"count": len(hits), "matches": names}
 
 
-def _brief(matches: dict[str, dict[str, Any]]) -> str:
+def _brief(matches: dict[str, Matches]) -> str:
     return "; ".join(
         f"{d}: {m['count']} match(es)" + (f" ({', '.join(m['matches'])})" if m["matches"] else "")
         for d, m in matches.items()

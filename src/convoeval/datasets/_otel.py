@@ -20,10 +20,32 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
+
+from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._chat_logs import ROLES, arguments_of, has_dialogue, merge_calls, slug, unique
+from ._chat_logs import (
+    ROLES,
+    LoggedMessage,
+    LoggedTest,
+    arguments_of,
+    has_dialogue,
+    merge_calls,
+    slug,
+    unique,
+)
+from ._common import JsonObject, as_int, as_object, decode_json, object_list, objects
+from ._suite_types import RecordedCall
+
+
+class Span(TypedDict):
+    """A span of either JSON shape: its trace, start time, name and (event) attributes."""
+
+    trace: JsonValue
+    start: int | str
+    name: JsonValue
+    attributes: JsonObject
 
 
 def is_otel_spans(path: Path, head: str) -> bool:
@@ -31,73 +53,97 @@ def is_otel_spans(path: Path, head: str) -> bool:
     return '"resourceSpans"' in head or ('"context"' in head and '"span_id"' in head and "gen_ai." in head)
 
 
-def _documents(path: Path) -> list[Any]:
+def _documents(path: Path) -> list[JsonValue]:
     text = path.read_text(encoding="utf-8")
     decoder, at = json.JSONDecoder(), 0
-    docs: list[Any] = []
+    docs: list[JsonValue] = []
     while True:
         while at < len(text) and text[at].isspace():
             at += 1
         if at >= len(text):
             return docs
         try:
+            value: JsonValue
             value, at = decoder.raw_decode(text, at)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
         docs.extend(value if isinstance(value, list) else [value])
 
 
-def _otlp_value(value: dict[str, Any]) -> Any:
+def _whole(value: JsonValue, where: str) -> int:
+    """A whole number given as JSON number or text (OTLP writes 64-bit integers as text)."""
+    number = as_int(value)
+    if number is None:
+        raise DatasetError(f"{where}: expected a whole number, got {value!r:.60}")
+    return number
+
+
+def _otlp_value(value: JsonObject, where: str) -> JsonValue:
     for key in ("stringValue", "boolValue", "doubleValue"):
         if key in value:
             return value[key]
     if "intValue" in value:
-        return int(value["intValue"])
+        return _whole(value["intValue"], f"{where}: intValue")
     if "arrayValue" in value:
-        return [_otlp_value(v) for v in value["arrayValue"].get("values", [])]
+        values = objects((as_object(value["arrayValue"]) or {}).get("values", []))
+        return [_otlp_value(v, where) for v in values]
     return None
 
 
-def _spans(docs: list[Any]) -> list[dict[str, Any]]:
+def _otlp_attributes(listing: JsonValue, where: str) -> list[tuple[str, JsonValue]]:
+    """OTLP `[{key, value: {stringValue | intValue | ...}}]` as (key, value) pairs."""
+    pairs = []
+    for attribute in object_list(listing, f"{where}: attributes"):
+        key = attribute.get("key")
+        if not isinstance(key, str):
+            raise DatasetError(f"{where}: attributes: each attribute needs a key")
+        pairs.append((key, _otlp_value(as_object(attribute.get("value")) or {}, f"{where}: {key}")))
+    return pairs
+
+
+def _spans(docs: list[JsonValue], path: Path) -> list[Span]:
     """Every span as `{trace, id, start, name, attributes}` (both JSON shapes)."""
-    spans = []
+    spans: list[Span] = []
     for doc in docs:
         if not isinstance(doc, dict):
             continue
-        for resource in doc.get("resourceSpans") or []:
-            for scope in resource.get("scopeSpans") or []:
-                for span in scope.get("spans") or []:
-                    attributes = {a["key"]: _otlp_value(a.get("value") or {}) for a in span.get("attributes") or []}
-                    for event in span.get("events") or []:  # messages may come as an event's attributes
-                        for a in event.get("attributes") or []:
-                            attributes.setdefault(a["key"], _otlp_value(a.get("value") or {}))
+        for resource in object_list(doc.get("resourceSpans"), f"{path}:1: resourceSpans"):
+            for scope in object_list(resource.get("scopeSpans"), f"{path}:1: scopeSpans"):
+                for span in object_list(scope.get("spans"), f"{path}:1: spans"):
+                    where = f"{path}:1: span {span.get('name')!r}"
+                    attributes = dict(_otlp_attributes(span.get("attributes"), where))
+                    for event in object_list(span.get("events"), f"{where}: events"):  # messages may come as an event's
+                        for key, value in _otlp_attributes(event.get("attributes"), where):
+                            attributes.setdefault(key, value)
+                    start = _whole(span.get("startTimeUnixNano") or 0, f"{where}: startTimeUnixNano")
                     spans.append(
                         {
                             "trace": span.get("traceId"),
-                            "start": int(span.get("startTimeUnixNano") or 0),
+                            "start": start,
                             "name": span.get("name"),
                             "attributes": attributes,
                         }
                     )
-        if "context" in doc and isinstance(doc.get("attributes"), dict):  # SDK console exporter
-            context = doc["context"] or {}
-            for event in doc.get("events") or []:
-                for key, value in (event.get("attributes") or {}).items():
-                    doc["attributes"].setdefault(key, value)
+        exported = as_object(doc.get("attributes"))
+        if "context" in doc and exported is not None:  # SDK console exporter
+            context = as_object(doc["context"]) or {}
+            for event in object_list(doc.get("events"), f"{path}:1: span {doc.get('name')!r}: events"):
+                for key, value in (as_object(event.get("attributes")) or {}).items():
+                    exported.setdefault(key, value)
             spans.append(
                 {
                     "trace": context.get("trace_id"),
                     "start": str(doc.get("start_time") or ""),
                     "name": doc.get("name"),
-                    "attributes": doc["attributes"],
+                    "attributes": exported,
                 }  # fmt: skip
             )
     return spans
 
 
-def read_otel(path: Path) -> list[dict[str, Any]]:
+def read_otel(path: Path) -> list[LoggedTest]:
     """One `transcript:` test per GenAI conversation in the spans."""
-    spans = sorted(_spans(_documents(path)), key=lambda s: str(s["start"]).zfill(24))
+    spans = sorted(_spans(_documents(path), path), key=lambda s: str(s["start"]).zfill(24))
     if not spans:
         raise DatasetError(f"{path}:1: no spans (expected OTLP JSON `resourceSpans` or SDK-exported spans)")
     results = {
@@ -105,31 +151,32 @@ def read_otel(path: Path) -> list[dict[str, Any]]:
         for s in spans
         if s["attributes"].get("gen_ai.tool.call.id") is not None
     }
-    conversations: dict[str, list[dict[str, Any]]] = {}
+    conversations: dict[str, list[Span]] = {}
     for span in spans:
         attributes = span["attributes"]
-        if _call_messages(attributes) is None:
+        if _call_messages(attributes, path) is None:
             continue
         key = str(attributes.get("gen_ai.conversation.id") or span["trace"] or "conversation")
         conversations.setdefault(key, []).append(span)
-    tests: list[dict[str, Any]] = []
+    tests: list[LoggedTest] = []
     seen: set[str] = set()
     for name, calls in conversations.items():
-        transcript = merge_calls([_call_messages(c["attributes"]) or [] for c in calls])
+        transcript = merge_calls([_call_messages(c["attributes"], path) or [] for c in calls])
         for message in transcript:
             for call in message.get("tool_calls", []):
-                if call.get("id") in results and "output" not in call:
-                    call["output"] = _maybe_json(results[call["id"]])
+                call_id = call.get("id")
+                if isinstance(call_id, str) and call_id in results and "output" not in call:
+                    call["output"] = _maybe_json(results[call_id])
         if not has_dialogue(transcript):
             continue
         first = calls[0]["attributes"]
-        metadata = {
+        metadata: JsonObject = {
             "model": first.get("gen_ai.response.model") or first.get("gen_ai.request.model"),
             "provider": first.get("gen_ai.provider.name") or first.get("gen_ai.system"),
-            "input_tokens": sum(int(c["attributes"].get("gen_ai.usage.input_tokens") or 0) for c in calls),
-            "output_tokens": sum(int(c["attributes"].get("gen_ai.usage.output_tokens") or 0) for c in calls),
+            "input_tokens": sum(_tokens(c, "input", path) for c in calls),
+            "output_tokens": sum(_tokens(c, "output", path) for c in calls),
         }
-        test: dict[str, Any] = {"id": unique(slug(name), seen), "transcript": transcript}
+        test: LoggedTest = {"id": unique(slug(name), seen), "transcript": transcript}
         test["metadata"] = {k: v for k, v in metadata.items() if v}
         tests.append(test)
     if not tests:
@@ -137,25 +184,30 @@ def read_otel(path: Path) -> list[dict[str, Any]]:
     return tests
 
 
-def _maybe_json(value: Any) -> Any:
+def _tokens(span: Span, kind: str, path: Path) -> int:
+    key = f"gen_ai.usage.{kind}_tokens"
+    return _whole(span["attributes"].get(key) or 0, f"{path}:1: span {span['name']!r}: {key}")
+
+
+def _maybe_json(value: JsonValue) -> JsonValue:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return decode_json(value)
         except ValueError:
             return value
     return value
 
 
-def _call_messages(attributes: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _call_messages(attributes: JsonObject, path: Path) -> list[LoggedMessage] | None:
     """A model call's input messages followed by its output, or None for other spans."""
     if "gen_ai.input.messages" in attributes or "gen_ai.output.messages" in attributes:
-        messages = [
+        messages: list[LoggedMessage] = [
             {"role": "system", "content": _parts_text(_maybe_json(attributes["gen_ai.system_instructions"]))}
         ] if attributes.get("gen_ai.system_instructions") else []  # fmt: skip
         for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
             raw = _maybe_json(attributes.get(key)) or []
             if not isinstance(raw, list):
-                raise DatasetError(f"{key}: expected a JSON list of messages")
+                raise DatasetError(f"{path}:1: {key}: expected a JSON list of messages")
             messages.extend(m for raw_message in raw for m in _semconv_message(raw_message))
         return messages
     if any(k.startswith("gen_ai.prompt.") for k in attributes):
@@ -163,7 +215,7 @@ def _call_messages(attributes: dict[str, Any]) -> list[dict[str, Any]] | None:
     return None
 
 
-def _parts_text(parts: Any) -> str:
+def _parts_text(parts: JsonValue) -> str:
     if isinstance(parts, str):
         return parts
     if isinstance(parts, list):
@@ -171,23 +223,25 @@ def _parts_text(parts: Any) -> str:
     return ""
 
 
-def _semconv_message(raw: Any) -> list[dict[str, Any]]:
+def _semconv_message(raw: JsonValue) -> list[LoggedMessage]:
     """A semconv message (role + parts); tool results become one `tool` message each."""
-    if not isinstance(raw, dict) or raw.get("role") not in ROLES:
+    role = raw.get("role") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict) or not isinstance(role, str) or role not in ROLES:
         return []
     parts = raw.get("parts") or []
-    if isinstance(raw.get("content"), str):  # older, flat shape
-        parts = [{"type": "text", "content": raw["content"]}]
-    out: list[dict[str, Any]] = []
-    message: dict[str, Any] = {"role": raw["role"], "content": _parts_text(parts)}
-    calls = [
+    content = raw.get("content")
+    if isinstance(content, str):  # older, flat shape
+        parts = [{"type": "text", "content": content}]
+    out: list[LoggedMessage] = []
+    message: LoggedMessage = {"role": role, "content": _parts_text(parts)}
+    calls: list[RecordedCall] = [
         {"name": str(p.get("name")), "arguments": arguments_of(p.get("arguments")), "id": p.get("id")}
-        for p in parts
-        if isinstance(p, dict) and p.get("type") == "tool_call"
+        for p in objects(parts)
+        if p.get("type") == "tool_call"
     ]
     if calls:
         message["tool_calls"] = calls
-    responses = [p for p in parts if isinstance(p, dict) and p.get("type") == "tool_call_response"]
+    responses = [p for p in objects(parts) if p.get("type") == "tool_call_response"]
     for p in responses:
         result = p.get("response", p.get("result"))
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
@@ -200,15 +254,15 @@ def _semconv_message(raw: Any) -> list[dict[str, Any]]:
 _INDEX = re.compile(r"^(gen_ai\.(?:prompt|completion))\.(\d+)\.(\w+)$")
 
 
-def _indexed(attributes: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    rows: dict[int, dict[str, Any]] = {}
+def _indexed(attributes: JsonObject, prefix: str) -> list[LoggedMessage]:
+    rows: dict[int, JsonObject] = {}
     for key, value in attributes.items():
         match = _INDEX.match(key)
         if match and match.group(1) == prefix:
             rows.setdefault(int(match.group(2)), {})[match.group(3)] = value
-    messages = []
+    messages: list[LoggedMessage] = []
     for _, row in sorted(rows.items()):
         role = row.get("role") or ("assistant" if prefix.endswith("completion") else "user")
-        if role in ROLES:
+        if isinstance(role, str) and role in ROLES:
             messages.append({"role": role, "content": str(row.get("content") or "")})
     return messages

@@ -26,15 +26,20 @@ import warnings
 from collections import Counter, OrderedDict
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import yaml
+from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import unique
-from ._common import DatasetWarning
+from ._common import DatasetWarning, JsonObject, as_int, as_list, as_object, decode_json, json_compatible, mapping
 from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
 from ._promptfoo_csv import read_csv_tests
+from ._suite_types import Message, Suite, SuiteTest, Turn
+
+if TYPE_CHECKING:
+    import jinja2.sandbox
 
 SIMULATED_USER = "promptfoo:simulated-user"
 _PROVIDER_PREFIXES = ("openai:", "anthropic:", "litellm:", "local")
@@ -43,7 +48,7 @@ DEFAULT_MAX_TURNS = 10
 
 
 @lru_cache(maxsize=1)
-def _env() -> Any:
+def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
     import jinja2.sandbox
 
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
@@ -51,7 +56,7 @@ def _env() -> Any:
     return env
 
 
-def render(text: str, variables: dict[str, Any]) -> str:
+def render(text: str, variables: JsonObject) -> str:
     """`text` with promptfoo's Nunjucks `{{ var }}` filled (an unknown variable is empty, as in promptfoo)."""
     if "{{" not in text and "{%" not in text:
         return text
@@ -69,48 +74,49 @@ class Prompt:
     def __init__(self, label: str, messages: list[tuple[str, str]], uses_history: bool):
         self.label, self.messages, self.uses_history = label, messages, uses_history
 
-    def rendered(self, variables: dict[str, Any]) -> tuple[list[dict[str, str]], str]:
+    def rendered(self, variables: JsonObject) -> tuple[list[Message], str]:
         """(the messages before the last user message: system, few-shot examples; the last user
         message) for these vars."""
         last = max((n for n, (role, _) in enumerate(self.messages) if role == "user"), default=None)
         before = self.messages if last is None else self.messages[:last]
-        initial = [{"role": r, "content": render(t, variables)} for r, t in before]
+        initial = [(r, render(t, variables)) for r, t in before]
         user = render(self.messages[last][1], variables) if last is not None else ""
-        return [m for m in initial if m["content"].strip()], user
+        return [{"role": r, "content": text} for r, text in initial if text.strip()], user
 
 
-def import_promptfoo(source: Path) -> dict[str, Any]:
+def import_promptfoo(source: Path) -> Suite:
     """The suite a promptfoo config file makes (see the module docstring)."""
     config = _load_yaml(source)
     if not isinstance(config, dict):
         raise DatasetError(f"{source}:1: expected a promptfoo config (a mapping with prompts and tests)")
     base = source.parent
     prompts = _prompts(config.get("prompts"), base, source)
-    default = config.get("defaultTest") or {}
+    default: JsonValue = config.get("defaultTest") or {}
     if isinstance(default, str):
         default = _load_yaml(base / default.removeprefix("file://"))
     if not isinstance(default, dict):
         raise DatasetError(f"{source}:1: defaultTest: expected a mapping")
-    expand = not (default.get("options") or {}).get("disableVarExpansion")
+    mapping(default.get("vars"), f"{source}:1: defaultTest: vars")
+    expand = not (as_object(default.get("options")) or {}).get("disableVarExpansion")
     raw_tests = _tests(config.get("tests"), base, source, expand)
     unmapped = Unmapped()
-    tests: list[dict[str, Any]] = []
+    tests: list[SuiteTest] = []
     for prompt in prompts:
         suffix = f"@{_slug(prompt.label)}" if len(prompts) > 1 else ""
-        tests.extend(_prompt_tests(prompt, raw_tests, default, base, unmapped, suffix))
+        tests.extend(_prompt_tests(prompt, raw_tests, default, source, unmapped, suffix))
     if not tests:
         raise DatasetError(f"{source}:1: tests: no tests to import")
     seen: set[str] = set()
     for test in tests:
         test["id"] = unique(test["id"], seen)
-    suite: dict[str, Any] = {
+    suite: Suite = {
         "name": str(config.get("description") or source.parent.name or source.stem),
         "description": f"Imported from promptfoo's {source.name}",
     }
     providers = _providers(config.get("providers"))
     targets = [_spec(p) for p in providers if p.startswith(_PROVIDER_PREFIXES)]
     if targets:
-        suite["execution"] = {"target": targets[0]} if len(targets) == 1 else {"targets": targets}
+        suite["execution"] = {"target": targets[0]} if len(targets) == 1 else {"targets": [*targets]}
     if providers:
         suite["metadata"] = {"promptfoo_providers": providers}
     suite["tests"] = tests
@@ -124,7 +130,7 @@ _READ_TOP = {"description", "prompts", "providers", "tests", "defaultTest", "out
 _READ_TEST = {"vars", "assert", "description", "metadata", "provider", "threshold"}
 
 
-def _ignored(config: dict[str, Any], tests: list[dict[str, Any]]) -> str | None:
+def _ignored(config: JsonObject, tests: list[JsonObject]) -> str | None:
     """The promptfoo settings the suite leaves out, with how often each was met."""
     ignored = Counter(k for k in config if k not in _READ_TOP)
     ignored.update(f"tests[].{k}" for t in tests for k in t if k not in _READ_TEST)
@@ -134,11 +140,12 @@ def _ignored(config: dict[str, Any], tests: list[dict[str, Any]]) -> str | None:
     return f"promptfoo settings not imported: {listed}"
 
 
-def _load_yaml(path: Path) -> Any:
+def _load_yaml(path: Path) -> JsonValue:
+    """A YAML file's data (as JSON values: see `json_compatible`)."""
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return json_compatible(yaml.safe_load(path.read_text(encoding="utf-8")))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
@@ -151,7 +158,7 @@ def _slug(text: str) -> str:
 # -- prompts and providers ----------------------------------------------------------------
 
 
-def _prompts(raw: Any, base: Path, source: Path) -> list[Prompt]:
+def _prompts(raw: JsonValue, base: Path, source: Path) -> list[Prompt]:
     if raw is None:
         return [Prompt("prompt", [("user", "{{ prompt }}")], False)]
     items = raw if isinstance(raw, list) else [raw]
@@ -186,11 +193,11 @@ def _parse_prompt(label: str, text: str) -> Prompt:
     uses_history = "_conversation" in text
     stripped = _LOOP.sub("", text)
     try:
-        messages = json.loads(stripped)
+        messages = decode_json(stripped)
     except ValueError:
         messages = None
     if isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages):
-        chat = [(str(m["role"]), str(m.get("content", ""))) for m in messages]
+        chat = [(str(m["role"]), str(m.get("content", ""))) for m in messages if isinstance(m, dict)]
         return Prompt(label, chat, uses_history)
     return Prompt(label, [("user", stripped.strip())], uses_history)
 
@@ -203,7 +210,7 @@ def _spec(provider: str) -> str:
     return provider
 
 
-def _providers(raw: Any) -> list[str]:
+def _providers(raw: JsonValue) -> list[str]:
     items = raw if isinstance(raw, list) else [raw] if raw else []
     out = []
     for item in items:
@@ -216,19 +223,23 @@ def _providers(raw: Any) -> list[str]:
 # -- tests -----------------------------------------------------------------------------------
 
 
-def _tests(raw: Any, base: Path, source: Path, expand: bool = True) -> list[dict[str, Any]]:
+def _tests(raw: JsonValue, base: Path, source: Path, expand: bool = True) -> list[JsonObject]:
     """The test list; a var given as a list makes one test per value (promptfoo's var
     expansion, off with `defaultTest.options.disableVarExpansion`)."""
     raw = [raw] if isinstance(raw, str) else raw
     if isinstance(raw, list):
         raw = [t for item in raw for t in (_test_file(item, base) if isinstance(item, str) else [item])]
-    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+    tests = [t for t in as_list(raw) if isinstance(t, dict)]
+    if not isinstance(raw, list) or len(tests) != len(raw):
         raise DatasetError(f"{source}:1: tests: expected a list of tests (or file:// a YAML/JSON/CSV file of them)")
+    for n, test in enumerate(tests):
+        for key in ("vars", "metadata"):
+            mapping(test.get(key), f"{source}:1: tests[{n}]: {key}")
     if not expand:
-        return raw
-    out = []
-    for test in raw:
-        variables = test.get("vars") or {}
+        return tests
+    out: list[JsonObject] = []
+    for test in tests:
+        variables = as_object(test.get("vars")) or {}
         lists = {k: v for k, v in variables.items() if isinstance(v, list) and v}
         if not lists:
             out.append(test)
@@ -238,40 +249,42 @@ def _tests(raw: Any, base: Path, source: Path, expand: bool = True) -> list[dict
     return out
 
 
-def _test_file(item: str, base: Path) -> list[Any]:
+def _test_file(item: str, base: Path) -> list[JsonValue]:
     path = base / item.removeprefix("file://")
     if path.suffix == ".csv":
-        return read_csv_tests(path, KNOWN_TYPES)
+        return [*read_csv_tests(path, KNOWN_TYPES)]
     loaded = _load_yaml(path)
     return loaded if isinstance(loaded, list) else [loaded]
 
 
-def _vars(default: dict[str, Any], test: dict[str, Any]) -> dict[str, Any]:
-    return {**(default.get("vars") or {}), **(test.get("vars") or {})}
+def _vars(default: JsonObject, test: JsonObject) -> JsonObject:
+    return {**(as_object(default.get("vars")) or {}), **(as_object(test.get("vars")) or {})}
 
 
-def _provider_id(test: dict[str, Any], default: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+def _provider_id(test: JsonObject, default: JsonObject) -> tuple[str | None, JsonObject]:
     provider = test.get("provider") or default.get("provider")
     if isinstance(provider, dict):
-        return provider.get("id"), provider.get("config") or {}
+        provider_id = provider.get("id")
+        return (provider_id if isinstance(provider_id, str) else None), as_object(provider.get("config")) or {}
     return (provider if isinstance(provider, str) else None), {}
 
 
 def _prompt_tests(
     prompt: Prompt,
-    raw_tests: list[dict[str, Any]],
-    default: dict[str, Any],
-    base: Path,
+    raw_tests: list[JsonObject],
+    default: JsonObject,
+    source: Path,
     unmapped: Unmapped,
     suffix: str,
-) -> list[dict[str, Any]]:
+) -> list[SuiteTest]:
     """One prompt's tests: conversations grouped by conversationId, the rest one by one."""
-    groups: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
-    out: list[dict[str, Any]] = []
+    base = source.parent
+    groups: OrderedDict[str, list[JsonObject]] = OrderedDict()
+    out: list[SuiteTest] = []
     for n, test in enumerate(raw_tests, start=1):
-        conversation = (test.get("metadata") or {}).get("conversationId")
+        conversation = (as_object(test.get("metadata")) or {}).get("conversationId")
         if _provider_id(test, default)[0] == SIMULATED_USER:
-            out.append(_simulated(prompt, test, default, base, unmapped, n, suffix))
+            out.append(_simulated(prompt, test, default, source, unmapped, n, suffix))
         elif conversation is not None or prompt.uses_history:
             groups.setdefault(str(conversation or "conversation"), []).append(test)
         else:
@@ -281,14 +294,19 @@ def _prompt_tests(
     return out
 
 
-def _asserts(test: dict[str, Any], default: dict[str, Any], base: Path, unmapped: Unmapped) -> list[dict[str, Any]]:
+def _asserts(test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped) -> list[JsonObject]:
     variables = _vars(default, test)
-    raw = [*(default.get("assert") or []), *(test.get("assert") or [])]
+    raw: list[JsonValue] = [*_listed(default.get("assert")), *_listed(test.get("assert"))]
     return map_asserts(raw, render, variables, base, unmapped)
 
 
-def _common(test: dict[str, Any], default: dict[str, Any], test_id: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": test_id}
+def _listed(value: JsonValue) -> list[JsonValue]:
+    """A list setting; one item given alone is a list of one (missing or empty: none)."""
+    return value if isinstance(value, list) else [value] if value else []
+
+
+def _common(test: JsonObject, default: JsonObject, test_id: str) -> SuiteTest:
+    out: SuiteTest = {"id": test_id}
     if test.get("description"):
         out["criteria"] = str(test["description"])
     threshold = test.get("threshold", default.get("threshold"))
@@ -298,36 +316,37 @@ def _common(test: dict[str, Any], default: dict[str, Any], test_id: str) -> dict
 
 
 def _single(
-    prompt: Prompt, test: dict[str, Any], default: dict[str, Any], base: Path, unmapped: Unmapped, n: int, suffix: str
-) -> dict[str, Any]:
+    prompt: Prompt, test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped, n: int, suffix: str
+) -> SuiteTest:
     system, user = prompt.rendered(_vars(default, test))
     out = _common(test, default, f"{_slug(str(test.get('description') or f'test-{n}'))}{suffix}")
     out["input"] = [*system, {"role": "user", "content": user}]
     out["assertions"] = _asserts(test, default, base, unmapped)
-    if test.get("metadata"):
-        out["metadata"] = test["metadata"]
+    metadata = as_object(test.get("metadata"))
+    if metadata:
+        out["metadata"] = metadata
     return out
 
 
 def _conversation(
     prompt: Prompt,
     name: str,
-    tests: list[dict[str, Any]],
-    default: dict[str, Any],
+    tests: list[JsonObject],
+    default: JsonObject,
     base: Path,
     unmapped: Unmapped,
     suffix: str,
-) -> dict[str, Any]:
+) -> SuiteTest:
     system, _ = prompt.rendered(_vars(default, tests[0]))
     out = _common(tests[0], default, f"{_slug(name)}{suffix}")
     out.pop("criteria", None)
     if system:
         out["input"] = system
     out["mode"] = "conversation"
-    turns = []
+    turns: list[Turn] = []
     for test in tests:
         _, user = prompt.rendered(_vars(default, test))
-        turn: dict[str, Any] = {"input": user}
+        turn: Turn = {"input": user}
         assertions = _asserts(test, default, base, unmapped)
         if assertions:
             turn["assertions"] = assertions
@@ -340,8 +359,8 @@ def _conversation(
 
 
 def _simulated(
-    prompt: Prompt, test: dict[str, Any], default: dict[str, Any], base: Path, unmapped: Unmapped, n: int, suffix: str
-) -> dict[str, Any]:
+    prompt: Prompt, test: JsonObject, default: JsonObject, source: Path, unmapped: Unmapped, n: int, suffix: str
+) -> SuiteTest:
     variables = _vars(default, test)
     _, config = _provider_id(test, default)
     instructions = render(str(config.get("instructions") or "{{ instructions }}"), variables).strip()
@@ -353,9 +372,12 @@ def _simulated(
         out["input"] = system
     elif prompt.messages:  # a text prompt is the agent's instructions, as promptfoo sends it
         out["input"] = [{"role": "system", "content": render(prompt.messages[0][1], variables)}]
-    max_turns = config.get("maxTurns", DEFAULT_MAX_TURNS)
-    out["simulated_user"] = {"objective": instructions, "max_turns": int(max_turns)}
-    assertions = _asserts(test, default, base, unmapped)
+    max_turns = as_int(config.get("maxTurns", DEFAULT_MAX_TURNS))
+    if max_turns is None:
+        where = f"{source}:1: {test.get('description') or f'tests[{n - 1}]'}: provider config: maxTurns"
+        raise DatasetError(f"{where}: expected a whole number, got {config.get('maxTurns')!r:.60}")
+    out["simulated_user"] = {"objective": instructions, "max_turns": max_turns}
+    assertions = _asserts(test, default, source.parent, unmapped)
     if assertions:
         out["assertions"] = assertions
     return out

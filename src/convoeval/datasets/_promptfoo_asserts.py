@@ -11,8 +11,15 @@ Anything else is reported back (`Unmapped`) so the importer can list it in one w
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
+
+from ._common import JsonObject
+
+#: Fills promptfoo's `{{ var }}` in a text with a test's vars.
+Render = Callable[[str, JsonObject], str]
 
 _TEXT = {
     "equals",
@@ -102,19 +109,20 @@ class Unmapped(Counter[str]):
 
 
 def map_asserts(
-    raw: Any, render: Any, variables: dict[str, Any], base: Path, unmapped: Unmapped
-) -> list[dict[str, Any]]:
+    raw: JsonValue, render: Render, variables: JsonObject, base: Path, unmapped: Unmapped
+) -> list[JsonObject]:
     """The convoeval assertions for a promptfoo `assert` list (`render(text, vars)` fills `{{ var }}`)."""
     if raw is None:
         return []
     out = []
     for item in raw if isinstance(raw, list) else [raw]:
-        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(kind, str):
             unmapped["(not a mapping with a type)"] += 1
             continue
-        mapped = _map_one(item, render, variables, base)
+        mapped = _map_one(item, kind, render, variables, base)
         if mapped is None:
-            unmapped[item["type"]] += 1
+            unmapped[kind] += 1
             continue
         for key, target in (("weight", "weight"), ("metric", "name")):
             if item.get(key) is not None:
@@ -123,7 +131,7 @@ def map_asserts(
     return out
 
 
-def _value(item: dict[str, Any], render: Any, variables: dict[str, Any]) -> Any:
+def _value(item: JsonObject, render: Render, variables: JsonObject) -> JsonValue:
     value = item.get("value")
     if isinstance(value, str):
         return render(value, variables)
@@ -132,8 +140,7 @@ def _value(item: dict[str, Any], render: Any, variables: dict[str, Any]) -> Any:
     return value
 
 
-def _map_one(item: dict[str, Any], render: Any, variables: dict[str, Any], base: Path) -> dict[str, Any] | None:
-    kind: str = item["type"]
+def _map_one(item: JsonObject, kind: str, render: Render, variables: JsonObject, base: Path) -> JsonObject | None:
     value = _value(item, render, variables)
     threshold = item.get("threshold")
     if kind in _TEXT or kind in _NOT_TEXT:
@@ -159,13 +166,13 @@ def _map_one(item: dict[str, Any], render: Any, variables: dict[str, Any], base:
     return None
 
 
-def _code_grader(language: str, value: str, variables: dict[str, Any], base: Path, threshold: Any) -> dict[str, Any]:
+def _code_grader(language: str, value: str, variables: JsonObject, base: Path, threshold: JsonValue) -> JsonObject:
     source = value
     if source.startswith("file://"):  # resolved now: the eval file may be written elsewhere
         path, sep, fn = source[len("file://") :].partition(":")
         source = f"file://{(base / path).resolve()}{sep}{fn}"
     command = ["python3", "-c", PYTHON_RUNNER] if language == "python" else ["node", "-e", JAVASCRIPT_RUNNER]
-    grader: dict[str, Any] = {
+    grader: JsonObject = {
         "type": "code-grader",
         "name": language,
         "command": [*command, source],
@@ -176,16 +183,18 @@ def _code_grader(language: str, value: str, variables: dict[str, Any], base: Pat
     return grader
 
 
-def _judged(kind: str, value: Any, threshold: Any) -> dict[str, Any] | None:
+def _judged(kind: str, value: JsonValue, threshold: JsonValue) -> JsonObject | None:
     if isinstance(value, list):
         value = "\n".join(f"- {v}" for v in value)
     if not isinstance(value, str) or not value.strip():
         return None
-    grader: dict[str, Any] = {"type": "llm-grader", "name": kind}
+    grader: JsonObject = {"type": "llm-grader", "name": kind}
     if kind == "factuality":
         grader["expected_output"] = value
-        grader["criteria"] = "The reply is factually consistent with the expected output: it may add "
-        grader["criteria"] += "detail, but it must not contradict it."
+        grader["criteria"] = (
+            "The reply is factually consistent with the expected output: it may add "
+            "detail, but it must not contradict it."
+        )
     elif kind == "model-graded-closedqa":
         grader["criteria"] = f"The reply meets this criterion: {value}"
     else:  # llm-rubric, g-eval

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from ..errors import DatasetError
+from ._common import JsonObject
 
 #: Shorthand prefixes that are not assertion type names.
 _ALIASES = {"fn": "javascript", "eval": "javascript", "grade": "llm-rubric"}
 _BARE = {"is-json", "contains-json", "is-valid-openai-tools-call", "is-xml", "is-sql"}
 
 
-def _assertion(text: str, known: set[str]) -> dict[str, Any]:
+def _assertion(text: str, known: set[str]) -> JsonObject:
     head, sep, rest = text.partition(":")
     name = _ALIASES.get(head.strip(), head.strip())
     if sep and (name in known or head.strip() in _ALIASES):
@@ -30,7 +32,7 @@ def _assertion(text: str, known: set[str]) -> dict[str, Any]:
     return {"type": "equals", "value": text}
 
 
-def read_csv_tests(path: Path, known: set[str]) -> list[dict[str, Any]]:
+def read_csv_tests(path: Path, known: set[str]) -> list[JsonObject]:
     """The tests of a promptfoo CSV file (`known`: the assertion type names to recognise)."""
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
@@ -39,12 +41,16 @@ def read_csv_tests(path: Path, known: set[str]) -> list[dict[str, Any]]:
         for line, row in enumerate(csv.DictReader(handle), start=2):
             if None in row:
                 raise DatasetError(f"{path}:{line}: more cells than columns")
-            test: dict[str, Any] = {"vars": {}}
+            variables: JsonObject = {}
+            asserts: list[JsonValue] = []
+            metadata: JsonObject = {}
+            test: JsonObject = {"vars": variables}
             for column, value in row.items():
                 value = value or ""
                 if column.startswith("__expected"):
                     if value.strip():
-                        test.setdefault("assert", []).append(_assertion(value, known))
+                        asserts.append(_assertion(value, known))
+                        test["assert"] = asserts
                 elif column == "__description":
                     test["description"] = value
                 elif column == "__threshold" and value.strip():
@@ -53,8 +59,9 @@ def read_csv_tests(path: Path, known: set[str]) -> list[dict[str, Any]]:
                     except ValueError:
                         raise DatasetError(f"{path}:{line}: __threshold: {value!r} is not a number") from None
                 elif column.startswith("__metadata:"):
-                    test.setdefault("metadata", {})[column.removeprefix("__metadata:")] = value
+                    metadata[column.removeprefix("__metadata:")] = value
+                    test["metadata"] = metadata
                 elif not column.startswith("__"):
-                    test["vars"][column] = value
+                    variables[column] = value
             tests.append(test)
     return tests

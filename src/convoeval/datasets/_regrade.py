@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ..results import EvaluationResult, TrialResult
 from ..spec import CHECKS_VERSION, SIMULATED_USER_KEYS
-from ._common import read_jsonl, suite_yaml
+from ._common import JsonObject, as_int, as_list, as_object, read_jsonl, suite_yaml
 
 #: Keys of a simulated user's test that a recorded transcript replaces.
 _LIVE_KEYS = (*SIMULATED_USER_KEYS, "turns", "input", "mode", "hints", "verify", "workspace", "depends_on")
@@ -40,7 +41,7 @@ _NO_CONVERSATION = frozenset({"execution_error", "simulator_error", "skipped"})
 class RegradeSuite:
     """One suite of the run, rebuilt: its data, its original file (None when it had none)."""
 
-    data: dict[str, Any]
+    data: dict[str, Any]  # the suite keys the results' stored checks hold (`EvaluationResult.checks`), and its tests
     file: Path | None
     name: str
 
@@ -67,7 +68,7 @@ def stored_run(source: Path) -> Regrade | None:
     if not any("test_id" in r and isinstance(r.get("output"), list) for _, r in records):
         return None
     suites: dict[str, RegradeSuite] = {}
-    tests: dict[str, dict[str, dict[str, Any]]] = {}  # suite key -> test id -> test
+    tests: dict[str, dict[str, JsonObject]] = {}  # suite key -> test id -> test
     recorded: dict[str, dict[str, list[tuple[EvaluationResult, TrialResult]]]] = {}  # simulated users' trials
     targets: dict[str, None] = {}
     notes: list[str] = []
@@ -102,7 +103,7 @@ def stored_run(source: Path) -> Regrade | None:
     return Regrade(list(suites.values()), list(targets), notes)
 
 
-def _result(source: Path, line: int, record: dict[str, Any]) -> EvaluationResult:
+def _result(source: Path, line: int, record: JsonObject) -> EvaluationResult:
     """A stored result that carries its checks (DatasetError `file:line: ...` otherwise)."""
     try:
         result = EvaluationResult.model_validate(record)
@@ -121,12 +122,13 @@ def _result(source: Path, line: int, record: dict[str, Any]) -> EvaluationResult
     return result
 
 
-def _finish(suite: RegradeSuite, tests: dict[str, dict[str, Any]]) -> None:
+def _finish(suite: RegradeSuite, tests: dict[str, JsonObject]) -> None:
     """The suite's data with its tests; dependencies on tests not graded again are dropped,
     and the suite's own targets (the replay targets stand in for them)."""
     for test in tests.values():
         if "depends_on" in test:
-            deps = [test["depends_on"]] if isinstance(test["depends_on"], str) else list(test["depends_on"])
+            depends = test["depends_on"]
+            deps = [depends] if isinstance(depends, str) else as_list(depends)
             test["depends_on"] = [d for d in deps if d in tests]
     execution = {k: v for k, v in (suite.data.get("execution") or {}).items() if k not in ("target", "targets")}
     suite.data = {k: v for k, v in suite.data.items() if k not in ("execution", "workspace")}
@@ -135,16 +137,16 @@ def _finish(suite: RegradeSuite, tests: dict[str, dict[str, Any]]) -> None:
         suite.data["execution"] = execution
 
 
-def _add_test(tests: dict[str, dict[str, Any]], stored: dict[str, Any], result: EvaluationResult) -> None:
+def _add_test(tests: dict[str, JsonObject], stored: JsonObject, result: EvaluationResult) -> None:
     """The test of `result`, with the run's threshold and as many trials as it had (on the
     target that had the most)."""
     test = dict(stored)
-    execution = dict(test.get("execution") or {})
+    execution = dict(as_object(test.get("execution")) or {})
     count = max(len(result.trials), 1)
     known = tests.get(result.test_id)
     if known is not None:
-        before = (known.get("execution") or {}).get("trials", 1)
-        count = max(count, before["count"] if isinstance(before, dict) else before)
+        before = (as_object(known.get("execution")) or {}).get("trials", 1)
+        count = max(count, as_int(before.get("count") if isinstance(before, dict) else before) or 1)
     trials = execution.get("trials")
     execution["trials"] = {**trials, "count": count} if isinstance(trials, dict) else count
     execution["threshold"] = result.threshold
@@ -153,7 +155,7 @@ def _add_test(tests: dict[str, dict[str, Any]], stored: dict[str, Any], result: 
 
 
 def _add_transcripts(
-    tests: dict[str, dict[str, Any]],
+    tests: dict[str, JsonObject],
     test_id: str,
     conversations: list[tuple[EvaluationResult, TrialResult]],
     notes: list[str],
@@ -166,16 +168,17 @@ def _add_transcripts(
         notes.append(f"{test_id} @ {result.target} trial {trial.trial}: not graded again ({trial.execution_status})")
     conversations = [c for c in conversations if c not in broken]
     for result, trial in conversations:
-        test = {k: v for k, v in (result.checks or {})["test"].items() if k not in _LIVE_KEYS}
-        test["assertions"] = [a for a in test.get("assertions", []) if not _judges_the_simulator(a)]
+        test: JsonObject = {k: v for k, v in (result.checks or {})["test"].items() if k not in _LIVE_KEYS}
+        test["assertions"] = [a for a in as_list(test.get("assertions")) if not _judges_the_simulator(a)]
         messages = list(trial.output)
         while messages and messages[-1].role == "user":  # the simulator's last words got no reply
             messages.pop()
         test["transcript"] = [m.model_dump(mode="json", exclude_none=True) for m in messages]
-        execution = {k: v for k, v in (test.get("execution") or {}).items() if k != "trials"}
+        execution = {k: v for k, v in (as_object(test.get("execution")) or {}).items() if k != "trials"}
         test["execution"] = {**execution, "targets": [result.target], "threshold": result.threshold}
-        test["id"] = test_id if len(conversations) == 1 else f"{test_id}#{result.target}#{trial.trial}"
-        tests[test["id"]] = test
+        name = test_id if len(conversations) == 1 else f"{test_id}#{result.target}#{trial.trial}"
+        test["id"] = name
+        tests[name] = test
     if not conversations:
         return
     notes.append(
@@ -184,11 +187,11 @@ def _add_transcripts(
     )
 
 
-def _judges_the_simulator(assertion: Any) -> bool:
+def _judges_the_simulator(assertion: JsonValue) -> bool:
     return isinstance(assertion, dict) and str(assertion.get("type", "")).replace("_", "-") == "simulator-fidelity"
 
 
-def _check_ids(tests: dict[str, dict[str, dict[str, Any]]]) -> None:
+def _check_ids(tests: dict[str, dict[str, JsonObject]]) -> None:
     """Replies are found by test id and trial: a test id may be in one suite only."""
     seen: dict[str, str] = {}
     for key, by_id in tests.items():

@@ -20,44 +20,49 @@ Tasks tau-reward cannot grade as tau2-bench does (an `initial_state`, or an `ENV
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypeGuard
+
+from pydantic import JsonValue
 
 from ..errors import DatasetError
+from ._common import JsonObject, as_list, mapping
+from ._suite_types import Skipped, Suite, SuiteTest
 
 MAX_TURNS = 30
 SUPPORTED = {"DB", "COMMUNICATE", "NL_ASSERTION"}
 DEFAULT_BASIS = ["DB", "COMMUNICATE"]
 
 
-def is_tau2_tasks(data: Any) -> bool:
+def is_tau2_tasks(data: JsonValue) -> TypeGuard[list[JsonObject]]:
     """Whether `data` is a tau2-bench task list (its tasks have `user_scenario`)."""
     return isinstance(data, list) and bool(data) and all(isinstance(t, dict) and "user_scenario" in t for t in data)
 
 
 def import_tau2_tasks(
     source: Path,
-    data: list[dict[str, Any]],
+    data: list[JsonObject],
     *,
     tools: str = "tools.py",
     backend: str = "db.json",
     policy: Path | None = None,
-) -> dict[str, Any]:
+) -> Suite:
     """The suite of a tau2-bench tasks file (`data` is its parsed JSON)."""
-    tests, skipped = [], []
+    tests: list[SuiteTest] = []
+    skipped: list[Skipped] = []
     domains = set()
     for index, task in enumerate(data):
         where = f"{source}:1: task {index} (id {task.get('id')!r})"
-        reason = _unsupported(task)
+        reason = _unsupported(task, where)
         if reason:
             skipped.append({"id": str(task.get("id")), "reason": reason})
             continue
-        test = _test(task, tools, backend, where)
-        domains.add(test["metadata"]["domain"])
+        test, domain = _test(task, tools, backend, where)
+        domains.add(domain)
         tests.append(test)
     if not tests:
         raise DatasetError(f"{source}:1: no task of this file can be graded by tau-reward ({skipped[0]['reason']})")
     domain = "-".join(sorted(d for d in domains if d)) or source.parent.name
-    suite: dict[str, Any] = {
+    suite: Suite = {
         "name": f"tau2-bench-{domain}",
         "description": "tau2-bench tasks: a trial passes exactly when tau2-bench's reward is 1 "
         "(the final database and the required outputs match; the judged assertions hold where tau2 counts them)",
@@ -75,54 +80,63 @@ def import_tau2_tasks(
     return suite
 
 
-def _unsupported(task: dict[str, Any]) -> str | None:
+def _unsupported(task: JsonObject, where: str) -> str | None:
     if task.get("initial_state"):
         return "initial_state (tau-reward starts every task from the same backend)"
-    basis = _basis(task.get("evaluation_criteria") or {})
+    basis = _basis(_criteria(task, where), where)
     other = [b for b in basis if b not in SUPPORTED]
     if other:
         return f"reward_basis {', '.join(other)}"
     return None if "DB" in basis else f"reward_basis {basis} without DB (tau-reward always compares the database)"
 
 
-def _basis(criteria: dict[str, Any]) -> list[str]:
+def _criteria(task: JsonObject, where: str) -> JsonObject:
+    return mapping(task.get("evaluation_criteria"), f"{where}: evaluation_criteria")
+
+
+def _basis(criteria: JsonObject, where: str) -> list[str]:
     basis = criteria.get("reward_basis")
-    return list(DEFAULT_BASIS if basis is None else basis)
+    if basis is None:
+        return list(DEFAULT_BASIS)
+    if not isinstance(basis, list) or not all(isinstance(b, str) for b in basis):
+        raise DatasetError(f"{where}: evaluation_criteria.reward_basis: expected a list of names")
+    return [b for b in basis if isinstance(b, str)]
 
 
-def _test(task: dict[str, Any], tools: str, backend: str, where: str) -> dict[str, Any]:
+def _test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[SuiteTest, str]:
+    """The task's test, and its domain ("" when the task names none)."""
     scenario = task.get("user_scenario")
     if not isinstance(scenario, dict) or "instructions" not in scenario:
         raise DatasetError(f"{where}: user_scenario needs instructions")
     instructions = scenario["instructions"]
-    domain = instructions.get("domain", "") if isinstance(instructions, dict) else ""
-    criteria = task.get("evaluation_criteria") or {}
-    basis = _basis(criteria)
-    test: dict[str, Any] = {"id": f"tau2-{domain}-{task.get('id')}" if domain else f"tau2-{task.get('id')}"}
+    named = instructions.get("domain", "") if isinstance(instructions, dict) else ""
+    domain = named if isinstance(named, str) else ""
+    criteria = _criteria(task, where)
+    basis = _basis(criteria, where)
+    test: SuiteTest = {"id": f"tau2-{domain}-{task.get('id')}" if domain else f"tau2-{task.get('id')}"}
     test["simulated_user"] = _user(scenario, instructions, domain, where)
-    reward: dict[str, Any] = {"type": "tau-reward", "backend": backend, "tools": tools, "required": True}
-    reward["goal_actions"] = [_action(a, where) for a in criteria.get("actions") or []]
-    reward["required_outputs"] = (
-        [str(o) for o in criteria.get("communicate_info") or []] if "COMMUNICATE" in basis else []
-    )
+    outputs = [str(o) for o in as_list(criteria.get("communicate_info"))] if "COMMUNICATE" in basis else []
+    reward: JsonObject = {"type": "tau-reward", "backend": backend, "tools": tools, "required": True}
+    reward["goal_actions"] = [_action(a, where) for a in as_list(criteria.get("actions"))]
+    reward["required_outputs"] = [*outputs]
     test["assertions"] = [reward]
-    nl = [str(a) for a in criteria.get("nl_assertions") or []]
+    nl: list[JsonValue] = [str(a) for a in as_list(criteria.get("nl_assertions"))]
     if nl and "NL_ASSERTION" in basis:
         test["success"] = nl
-    metadata: dict[str, Any] = {"task_id": task.get("id"), "domain": domain, "reward_basis": list(basis)}
+    metadata: JsonObject = {"task_id": task.get("id"), "domain": domain, "reward_basis": [*basis]}
     if nl and "NL_ASSERTION" not in basis:
         metadata["nl_assertions"] = nl  # diagnostics only in tau2-bench
     description = task.get("description") or {}
     if isinstance(description, dict) and description.get("purpose"):
         metadata["purpose"] = description["purpose"]
     test["metadata"] = metadata
-    return test
+    return test, domain
 
 
-def _user(scenario: dict[str, Any], instructions: Any, domain: str, where: str) -> dict[str, Any]:
+def _user(scenario: JsonObject, instructions: JsonValue, domain: str, where: str) -> JsonObject:
     """tau2's user scenario as a simulated user (what it says, and what it knows if asked)."""
     persona = scenario.get("persona") or f"a customer of the {domain or 'service'} agent"
-    user: dict[str, Any] = {"persona": persona}
+    user: JsonObject = {"persona": persona}
     if isinstance(instructions, str):
         user["objective"] = instructions
     elif isinstance(instructions, dict) and isinstance(instructions.get("task_instructions"), str):
@@ -138,7 +152,7 @@ def _user(scenario: dict[str, Any], instructions: Any, domain: str, where: str) 
     return user
 
 
-def _action(action: Any, where: str) -> dict[str, Any]:
+def _action(action: JsonValue, where: str) -> JsonObject:
     if not isinstance(action, dict) or not isinstance(action.get("name"), str):
         raise DatasetError(f"{where}: evaluation_criteria.actions: each action needs a name")
     return {"name": action["name"], "arguments": action.get("arguments") or {}}

@@ -19,14 +19,29 @@ tau2-bench's `tasks.json` is read by `_tau2` (see there).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._common import read_json
+from ._common import JsonObject, as_list, as_object, read_json
+from ._suite_types import Message, Suite, SuiteTest
 from ._tau2 import import_tau2_tasks, is_tau2_tasks
 
 MAX_TURNS = 30
+
+
+@dataclass
+class _Recorded:
+    """A task's recorded trials (tau-bench results): their trajectories and rewards."""
+
+    task: JsonObject
+    task_id: JsonValue
+    transcripts: list[list[Message]] = field(default_factory=list)
+    trials: list[JsonValue] = field(default_factory=list)
+    rewards: list[JsonValue] = field(default_factory=list)
+    unfinished: list[JsonValue] = field(default_factory=list)
 
 
 def import_tau_bench(
@@ -36,7 +51,7 @@ def import_tau_bench(
     backend: str | None = None,
     recorded: bool = False,
     policy: Path | None = None,
-) -> dict[str, Any]:
+) -> Suite:
     """The tau-bench suite of `source` (results or tasks JSON; tau2-bench's tasks.json too).
 
     `backend` defaults to backend.json (tau-bench) or db.json (tau2-bench, as it ships);
@@ -52,29 +67,33 @@ def import_tau_bench(
     backend = backend or "backend.json"
     if not isinstance(data, list) or not data:
         raise DatasetError(f"{source}:1: expected a JSON list of tau-bench results or tasks, or tau2-bench tasks")
-    tests: dict[str, dict[str, Any]] = {}
+    tests: dict[str, SuiteTest] = {}
+    recordings: dict[str, _Recorded] = {}
     for index, item in enumerate(data):
-        task = item.get("info", {}).get("task") if isinstance(item, dict) and "info" in item else item
-        if (
-            not isinstance(task, dict)
-            or not isinstance(task.get("instruction"), str)
-            or not isinstance(task.get("actions"), list)
-        ):
-            raise DatasetError(f"{source}:1: item {index}: expected a task with instruction and actions")
-        task_id = item.get("task_id", index) if "info" in item else index
+        where = f"{source}:1: item {index}"
+        record = as_object(item) or {}
+        result = "info" in record  # a tau-bench result (task, trajectory, reward), not a bare task
+        task = as_object((as_object(record["info"]) or {}).get("task")) if result else as_object(item)
+        if task is None or not isinstance(task.get("instruction"), str) or not isinstance(task.get("actions"), list):
+            raise DatasetError(f"{where}: expected a task with instruction and actions")
+        task_id = record.get("task_id", index) if result else index
         test_id = f"tau-{task_id}"
         if recorded:
-            if not isinstance(item.get("traj"), list):
-                raise DatasetError(f"{source}:1: item {index}: recorded=True needs tau-bench results with `traj`")
-            test = tests.setdefault(test_id, _test(test_id, task, task_id, tools, backend, None))
-            test["transcripts"].append([_message(m) for m in item["traj"]])
-            test["metadata"]["trials"].append(item.get("trial", len(test["metadata"]["trials"])))
-            test["metadata"]["recorded_rewards"].append(item.get("reward"))
-            if isinstance(item.get("info"), dict) and item["info"].get("reward_info") is None:
+            traj = record.get("traj")
+            if not isinstance(traj, list):
+                raise DatasetError(f"{where}: recorded=True needs tau-bench results with `traj`")
+            trials = recordings.setdefault(test_id, _Recorded(task, task_id))
+            trials.transcripts.append([_message(m, where) for m in traj])
+            trials.trials.append(record.get("trial", len(trials.trials)))
+            trials.rewards.append(record.get("reward"))
+            info = as_object(record["info"]) if result else None
+            if info is not None and info.get("reward_info") is None:
                 # tau-bench never finished this episode (step limit or an error) and recorded 0 without a reward
-                test["metadata"].setdefault("unfinished_trials", []).append(test["metadata"]["trials"][-1])
+                trials.unfinished.append(trials.trials[-1])
         elif test_id not in tests:  # one scenario per task, however many trials were recorded
-            tests[test_id] = _test(test_id, task, task_id, tools, backend, _user(task))
+            tests[test_id] = _scenario(test_id, task, task_id, tools, backend, where)
+    if recorded:
+        tests = {test_id: _recorded(test_id, trials, tools, backend, source) for test_id, trials in recordings.items()}
     return {
         "name": f"tau-bench-{source.stem}",
         "description": "tau-bench tasks: reward 1 when the final backend state and the required outputs match; "
@@ -85,41 +104,56 @@ def import_tau_bench(
     }
 
 
-def _test(
-    test_id: str, task: dict[str, Any], task_id: Any, tools: str, backend: str, user: dict[str, Any] | None
-) -> dict[str, Any]:
-    """One task's test: its simulated user (a scenario) or, without one, its recorded trials."""
-    reward = {
+def _reward(task: JsonObject, tools: str, backend: str, where: str) -> JsonObject:
+    """The task's `tau-reward` assertion: its actions and outputs."""
+    return {
         "type": "tau-reward",
         "backend": backend,
         "tools": tools,
-        "goal_actions": [
-            {"name": a["name"], "arguments": a.get("kwargs") or a.get("arguments") or {}} for a in task["actions"]
-        ],
-        "required_outputs": [str(o) for o in task.get("outputs") or []],
+        "goal_actions": [_action(a, where) for a in as_list(task["actions"])],
+        "required_outputs": [str(o) for o in as_list(task.get("outputs"))],
         "required": True,
     }
-    if user is not None:
-        return {"id": test_id, "simulated_user": user, "assertions": [reward], "metadata": {"task_id": task_id}}
-    return {
-        "id": test_id,
-        "transcripts": [],
-        "assertions": [reward],
-        "metadata": {"task_id": task_id, "trials": [], "recorded_rewards": []},
-    }
 
 
-def _user(task: dict[str, Any]) -> dict[str, Any]:
-    return {
+def _action(action: JsonValue, where: str) -> JsonObject:
+    if not isinstance(action, dict) or "name" not in action:
+        raise DatasetError(f"{where}: actions: each action needs a name")
+    return {"name": action["name"], "arguments": action.get("kwargs") or action.get("arguments") or {}}
+
+
+def _scenario(test_id: str, task: JsonObject, task_id: JsonValue, tools: str, backend: str, where: str) -> SuiteTest:
+    """One task's test with a simulated user."""
+    user: JsonObject = {
         "persona": f"the customer with user id {task.get('user_id', 'unknown')}",
         "objective": task["instruction"],
         "max_turns": MAX_TURNS,
     }
+    reward = _reward(task, tools, backend, where)
+    return {"id": test_id, "simulated_user": user, "assertions": [reward], "metadata": {"task_id": task_id}}
 
 
-def _message(raw: dict[str, Any]) -> dict[str, Any]:
-    message = {"role": raw.get("role"), "content": raw.get("content")}
-    for key in ("tool_calls", "tool_call_id", "name"):
-        if raw.get(key):
-            message[key] = raw[key]
+def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source: Path) -> SuiteTest:
+    """One task's test with its recorded trials as transcripts."""
+    metadata: JsonObject = {"task_id": trials.task_id, "trials": trials.trials, "recorded_rewards": trials.rewards}
+    if trials.unfinished:
+        metadata["unfinished_trials"] = trials.unfinished
+    return {
+        "id": test_id,
+        "transcripts": trials.transcripts,
+        "assertions": [_reward(trials.task, tools, backend, f"{source}:1: {test_id}")],
+        "metadata": metadata,
+    }
+
+
+def _message(raw: JsonValue, where: str) -> Message:
+    if not isinstance(raw, dict):
+        raise DatasetError(f"{where}: traj: expected messages (JSON objects), got {raw!r:.60}")
+    message: Message = {"role": raw.get("role"), "content": raw.get("content")}
+    if raw.get("tool_calls"):
+        message["tool_calls"] = raw["tool_calls"]
+    if raw.get("tool_call_id"):
+        message["tool_call_id"] = raw["tool_call_id"]
+    if raw.get("name"):
+        message["name"] = raw["name"]
     return message

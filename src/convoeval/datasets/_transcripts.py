@@ -18,40 +18,41 @@ Input, one JSON object a line:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import yaml
+from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._agent_sessions import agent_sessions_suite
-from ._common import read_jsonl
+from ._chat_logs import ROLES, LoggedMessage, LoggedTest
+from ._common import as_object, read_jsonl
 from ._log_formats import log_reader
+from ._suite_types import GRADER_KEYS, Graders, GradingSuite, Message, Suite, SuiteTest, is_grader_key
 
-DEFAULT_GRADERS: dict[str, Any] = {
+DEFAULT_GRADERS: Graders = {
     "turn_assertions": [{"type": "conversation-cohesion"}],
     "assertions": [{"type": "self-coherence"}],
 }
-GRADER_KEYS = ("turn_assertions", "assertions", "policy", "execution", "metadata", "plugins")
 
 
-def import_transcripts(source: Path, log_format: str | None = None) -> dict[str, Any]:
+def import_transcripts(source: Path, log_format: str | None = None) -> Suite:
     """One `transcript:` test per recorded conversation of `source`."""
     sessions = agent_sessions_suite(source) if log_format is None else None
     if sessions is not None:
         return sessions
     reader = log_reader(source, log_format)
     if reader is not None:
-        return _suite(
-            source, [{**t, "transcript": [_message(m, source, 1) for m in t["transcript"]]} for t in reader(source)]
-        )
-    tests: list[dict[str, Any]] = []
+        return _suite(source, [_logged_test(t) for t in reader(source)])
+    tests: list[SuiteTest] = []
     seen: set[str] = set()
     for line, record in read_jsonl(source):
-        if isinstance(record.get("output"), list) and "test_id" in record:
-            messages = record["output"]
+        output, chat = record.get("output"), record.get("messages")
+        messages: list[JsonValue]
+        if isinstance(output, list) and "test_id" in record:
+            messages = output
             name = f"{record['test_id']}@{record.get('target', 'target')}"
-        elif isinstance(record.get("messages"), list):
-            messages = record["messages"]
+        elif isinstance(chat, list):
+            messages = chat
             name = str(record.get("id") or f"conversation-{len(tests) + 1}")
         else:
             raise DatasetError(
@@ -65,9 +66,10 @@ def import_transcripts(source: Path, log_format: str | None = None) -> dict[str,
         while test_id in seen:
             test_id, n = f"{name}-{n}", n + 1
         seen.add(test_id)
-        test: dict[str, Any] = {"id": test_id, "transcript": transcript}
-        if isinstance(record.get("metadata"), dict) and record["metadata"]:
-            test["metadata"] = record["metadata"]
+        test: SuiteTest = {"id": test_id, "transcript": transcript}
+        metadata = as_object(record.get("metadata"))
+        if metadata:
+            test["metadata"] = metadata
         tests.append(test)
     if not tests:
         raise DatasetError(f"{source}:1: no conversations in the file")
@@ -78,7 +80,7 @@ def import_transcripts(source: Path, log_format: str | None = None) -> dict[str,
     }
 
 
-def _suite(source: Path, tests: list[dict[str, Any]]) -> dict[str, Any]:
+def _suite(source: Path, tests: list[SuiteTest]) -> Suite:
     name = source.name.rsplit(".", 1)[0]
     return {
         "name": name,
@@ -87,34 +89,66 @@ def _suite(source: Path, tests: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _message(raw: Any, source: Path, line: int) -> dict[str, Any]:
-    if not isinstance(raw, dict) or raw.get("role") not in ("system", "user", "assistant", "tool"):
+def _message(raw: JsonValue, source: Path, line: int) -> Message:
+    role = raw.get("role") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict) or role not in ROLES:
         raise DatasetError(f"{source}:{line}: every message needs a role (system, user, assistant or tool)")
     content = raw.get("content")
     if isinstance(content, list):  # content blocks: keep the text
         content = "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    message = {"role": raw["role"], "content": content}
-    for key in ("tool_calls", "tool_call_id", "name", "source"):
-        if raw.get(key):
-            message[key] = raw[key]
+    message: Message = {"role": role, "content": content}
+    if raw.get("tool_calls"):
+        message["tool_calls"] = raw["tool_calls"]
+    if raw.get("tool_call_id"):
+        message["tool_call_id"] = raw["tool_call_id"]
+    if raw.get("name"):
+        message["name"] = raw["name"]
+    if raw.get("source"):
+        message["source"] = raw["source"]
     return message
 
 
-def grading_suite(source: Path, graders: Path | None = None) -> dict[str, Any]:
+def _logged_test(test: LoggedTest) -> SuiteTest:
+    """A log reader's test as a suite's test."""
+    out: SuiteTest = {"id": test["id"], "transcript": [_logged(m) for m in test["transcript"]]}
+    if "metadata" in test:
+        out["metadata"] = test["metadata"]
+    return out
+
+
+def _logged(logged: LoggedMessage) -> Message:
+    """A log reader's message (its empty optional fields left out)."""
+    message: Message = {"role": logged["role"], "content": logged["content"]}
+    if logged.get("tool_calls"):
+        message["tool_calls"] = logged["tool_calls"]
+    if logged.get("tool_call_id"):
+        message["tool_call_id"] = logged["tool_call_id"]
+    if logged.get("name"):
+        message["name"] = logged["name"]
+    return message
+
+
+def grading_suite(source: Path, graders: Path | None = None) -> GradingSuite:
     """The suite `convoeval grade` runs: the imported transcripts plus the graders."""
     suite = import_transcripts(source)
-    extra = DEFAULT_GRADERS
-    if graders is not None:
-        if not graders.is_file():
-            raise DatasetError(f"{graders}:1: no such file")
-        try:
-            extra = yaml.safe_load(graders.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise DatasetError(f"{graders}:{mark.line + 1 if mark else 1}: not YAML") from None
-        if not isinstance(extra, dict):
-            raise DatasetError(f"{graders}:1: expected a mapping with {', '.join(GRADER_KEYS)}")
-        unknown = [k for k in extra if k not in GRADER_KEYS]
-        if unknown:
-            raise DatasetError(f"{graders}:1: {unknown[0]}: not a grader setting (use {', '.join(GRADER_KEYS)})")
-    return {**{k: v for k, v in suite.items() if k != "tests"}, **extra, "tests": suite["tests"]}
+    extra = DEFAULT_GRADERS if graders is None else _graders(graders)
+    return {"name": suite["name"], "description": suite["description"], **extra, "tests": suite["tests"]}
+
+
+def _graders(path: Path) -> Graders:
+    """The graders of a `--graders` YAML file."""
+    if not path.is_file():
+        raise DatasetError(f"{path}:1: no such file")
+    try:
+        loaded: object = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
+    if not isinstance(loaded, dict):
+        raise DatasetError(f"{path}:1: expected a mapping with {', '.join(GRADER_KEYS)}")
+    graders: Graders = {}
+    for key, value in loaded.items():
+        if not is_grader_key(key):
+            raise DatasetError(f"{path}:1: {key}: not a grader setting (use {', '.join(GRADER_KEYS)})")
+        graders[key] = value
+    return graders

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -86,6 +86,10 @@ class RecordedOptions(Model):
     rerun_of: str | None = Field(None, description="The run whose failed tests this run runs again.")
     only: list[tuple[str, str]] | None = Field(None, description="(suite, test id) of the tests a re-run runs.")
     suites: dict[str, SuiteFingerprint] = Field(default_factory=dict)
+
+    def with_suites(self, suites: Mapping[str, SuiteFingerprint]) -> RecordedOptions:
+        """These options with the fingerprints of the run's suites."""
+        return RecordedOptions.model_validate({**self.model_dump(exclude_none=True), "suites": suites})
 
     def shaping(self, name: str) -> object:
         """A run-shaping option's recorded value (`RUN_SHAPING`)."""
@@ -253,7 +257,7 @@ class RunOptions(SharedOptions):
         return judges[0] if len(judges) == 1 else judges
 
     @classmethod
-    def build(cls, options: RunOptions | None = None, **changes: Any) -> RunOptions:
+    def build(cls, options: RunOptions | None = None, **changes: object) -> RunOptions:
         """`options` with `changes` applied (keywords alone build new options).
 
         Raises:

@@ -56,11 +56,6 @@ def _fingerprints(jobs: list[Job]) -> dict[str, SuiteFingerprint]:
     return merged
 
 
-def _as_json(suites: dict[str, SuiteFingerprint]) -> dict[str, object]:
-    """The fingerprints as the run's options record them."""
-    return {name: found.model_dump(mode="json") for name, found in suites.items()}
-
-
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -105,12 +100,7 @@ class RunRecorder(RunEvents):
         meter = self.meter
         suites = _fingerprints(self.jobs)
         if self.store is not None and self.record is None:
-            self.record = self.store.new_run(
-                {
-                    **options.model_dump(mode="json", exclude_none=True),
-                    "suites": _as_json(suites),
-                }
-            )
+            self.record = self.store.new_run(options.with_suites(suites))
         elif self.store is not None and self.record is not None:
             self._resume(suites, note, rerun)
         meter.run_id = self.run_id
@@ -121,7 +111,7 @@ class RunRecorder(RunEvents):
     def _resume(self, suites: dict[str, SuiteFingerprint], note: Callable[[str], None], rerun: frozenset[str]) -> None:
         assert self.store is not None and self.record is not None
         run_id = self.record.id
-        recorded = self.record.recorded.suites
+        recorded = self.record.options.suites
         for name, now in suites.items():
             if name in recorded and recorded[name].hash != now.hash:
                 note(
@@ -146,7 +136,7 @@ class RunRecorder(RunEvents):
         dropped = self.store.keep_results(run_id, places)
         if dropped:
             note(f"dropped {dropped} stored result(s) of tests that are no longer in the suites or changed")
-        self.store.update_options(run_id, {**self.record.options, "suites": _as_json(suites)})
+        self.store.update_options(run_id, self.record.options.with_suites(suites))
         if self.meter.resumed:
             note(f"resuming run {run_id}: {self.meter.resumed} of {self.total} result(s) already stored")
 

@@ -133,7 +133,7 @@ class _Run:
                 raise NothingToRerun(f"run {earlier.id} has no test that did not pass: nothing to run again")
             self.note(f"running again the {len(only)} test(s) that did not pass in run {earlier.id}")
             self.origin = RecordedOptions(rerun_of=earlier.id, only=only)
-            options = options.rerunning(earlier.id, earlier.recorded)
+            options = options.rerunning(earlier.id, earlier.options)
         if options.resume is not None:
             if store is None:
                 raise ConfigError("resume needs the run store (store=False was given)")
@@ -146,7 +146,7 @@ class _Run:
                     f"run {self.record.id} is still running in {blocker.describe()}; wait for it to finish "
                     "(resuming now would send its prompts twice), or pass --takeover if that process is gone"
                 )
-            recorded = self.record.recorded
+            recorded = self.record.options
             options = options.resuming(self.record.id, recorded)
             self.origin = RecordedOptions(rerun_of=recorded.rerun_of, only=recorded.only)
         if options.paths is None:

@@ -30,11 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
 
+from pydantic import ValidationError
+
 from .._secrets import redact
+from ..errors import first_problem
 from ..results import EvaluationResult, ScoreEntry, VerdictStatus
 from ._options import RecordedOptions
 from ._owner import Owner
-from ._sqlite import SqliteWriter, connect, store_error
+from ._sqlite import SqliteWriter, StoreError, connect, store_error
 
 STORE_FILE = "runs.sqlite"
 #: The environment variable that moves the state folder (run store, cache, default results).
@@ -116,13 +119,13 @@ class RunRecord:
     started: str
     finished: str | None
     status: str
-    options: dict[str, object]  # as stored: `recorded` reads it
+    options: RecordedOptions
     summary: dict[str, object] | None
 
-    @property
-    def recorded(self) -> RecordedOptions:
-        """The run's options as recorded (typed)."""
-        return RecordedOptions.model_validate(self.options)
+
+def _options_json(options: RecordedOptions) -> str:
+    """The options as stored: JSON without the unset (None) options."""
+    return options.model_dump_json(exclude_none=True)
 
 
 def _now() -> str:
@@ -140,7 +143,7 @@ class RunStore:
 
     Example:
         store = RunStore(".convoeval/runs.sqlite")
-        run = store.new_run({"paths": [...]})
+        run = store.new_run(RecordedOptions(paths=[...]))
         await store.save_result(run.id, ResultKey(suite, "t1", "openai:m"), 0, result)
         store.finish_run(run.id, {"calls": 10})
         for result in store.results(run.id): ...
@@ -157,11 +160,11 @@ class RunStore:
             raise store_error(self.path, exc) from None
 
     # -- runs --------------------------------------------------------------------------
-    def new_run(self, options: dict[str, object], run_id: str | None = None, owner: Owner | None = None) -> RunRecord:
+    def new_run(self, options: RecordedOptions, run_id: str | None = None, owner: Owner | None = None) -> RunRecord:
         record = RunRecord(
             id=run_id or new_run_id(), started=_now(), finished=None, status="running", options=options, summary=None
         )
-        row = (record.id, record.started, record.status, json.dumps(options, default=str))
+        row = (record.id, record.started, record.status, _options_json(options))
         owned = (record.id, json.dumps((owner or Owner.this_process()).to_json()))
 
         def insert(conn: sqlite3.Connection) -> None:
@@ -197,8 +200,8 @@ class RunStore:
         row = self._reader.execute("SELECT owner FROM owners WHERE run_id = ?", (run_id,)).fetchone()
         return Owner.from_json(json.loads(row[0])) if row else None
 
-    def update_options(self, run_id: str, options: dict[str, object]) -> None:
-        row = (json.dumps(options, default=str), run_id)
+    def update_options(self, run_id: str, options: RecordedOptions) -> None:
+        row = (_options_json(options), run_id)
         self._writer.submit(
             lambda conn: conn.execute("UPDATE runs SET options = ? WHERE id = ?", row), durable=True
         ).result()
@@ -218,9 +221,20 @@ class RunStore:
             started=row[1],
             finished=row[2],
             status=row[3],
-            options=json.loads(row[4]),
+            options=self._recorded_options(row[0], row[4]),
             summary=json.loads(row[5]) if row[5] else None,
         )
+
+    def _recorded_options(self, run_id: str, text: str) -> RecordedOptions:
+        """A run's stored options as the model; rows written by older versions load too (keys
+        this version does not know are kept as they are)."""
+        try:
+            return RecordedOptions.model_validate_json(text)
+        except ValidationError as exc:
+            problem = first_problem(exc, "options")
+            raise StoreError(
+                f"{self.path}: run {run_id}: the recorded options cannot be read: {problem.field}: {problem.message}"
+            ) from None
 
     def finish_run(self, run_id: str, summary: dict[str, object]) -> None:
         row = (_now(), json.dumps(summary, default=str), run_id)

@@ -4,10 +4,12 @@ The built-in assertion types are declared here by module: a module is imported (
 register) when a suite first uses one of them, or when every type is listed.
 """
 
+from typing import TYPE_CHECKING
+
 from .. import registry
 from .._json_in_text import NoJson, parse_json
+from .._lazy import lazy_attributes
 from ..judging import GradingLevel
-from ._aggregators import AGGREGATOR_ALIASES
 from ._base import (
     Assertion,
     Grade,
@@ -23,6 +25,12 @@ from ._base import (
 from ._function import grader
 from ._panel import combine_scores
 from ._tau_backend import Domain, DomainSession, domain_file_problems
+
+if TYPE_CHECKING:
+    from ._aggregators import AGGREGATOR_ALIASES
+
+# The aggregators (and the code-grader they run) load when a suite uses one, or for the schema.
+__getattr__ = lazy_attributes(__name__, {"._aggregators": ("AGGREGATOR_ALIASES",)})
 
 #: The built-in assertion types, by the module that defines them.
 BUILTIN_TYPES: dict[str, tuple[str, ...]] = {

@@ -23,6 +23,9 @@ Example:
     values_by_key(answer)["c1"].satisfied
 """
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
 from ._call import (
     JudgeError,
     JudgeOutputError,
@@ -44,18 +47,6 @@ from ._format import (
     last_user_message,
     turn_count,
     turn_numbers,
-)
-from ._pairwise import (
-    PAIRWISE_LABELS,
-    PAIRWISE_VARIABLES,
-    PairwiseAnswer,
-    PairwiseVerdict,
-    PairwiseWinner,
-    combine_labels,
-    judge_pair,
-    load_pairwise_prompt,
-    pairwise_messages,
-    pairwise_schema,
 )
 from ._panel import (
     PANEL_RULES,
@@ -112,7 +103,41 @@ from ._simulation import (
     user_step_messages,
     user_step_schema,
 )
-from ._tdeval import DIMENSIONS, Dimension, normalise, tdeval_messages, tdeval_parser, tdeval_schema
+
+if TYPE_CHECKING:
+    from ._pairwise import (
+        PAIRWISE_LABELS,
+        PAIRWISE_VARIABLES,
+        PairwiseAnswer,
+        PairwiseVerdict,
+        PairwiseWinner,
+        combine_labels,
+        judge_pair,
+        load_pairwise_prompt,
+        pairwise_messages,
+        pairwise_schema,
+    )
+    from ._tdeval import DIMENSIONS, Dimension, normalise, tdeval_messages, tdeval_parser, tdeval_schema
+
+# The arena's pairwise judge and TD-Eval load with the first check or arena that uses them.
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "._pairwise": (
+            "PAIRWISE_LABELS",
+            "PAIRWISE_VARIABLES",
+            "PairwiseAnswer",
+            "PairwiseVerdict",
+            "PairwiseWinner",
+            "combine_labels",
+            "judge_pair",
+            "load_pairwise_prompt",
+            "pairwise_messages",
+            "pairwise_schema",
+        ),
+        "._tdeval": ("DIMENSIONS", "Dimension", "normalise", "tdeval_messages", "tdeval_parser", "tdeval_schema"),
+    },
+)
 
 __all__ = [
     "GradingLevel",

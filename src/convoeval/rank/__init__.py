@@ -9,17 +9,39 @@ Example:
     ['a', 'b']
 """
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
 from ._battle import TIE_SPELLINGS, Battle, BattleFileError, Winner, read_battles, targets_of
-from ._bt import (
-    BootstrapIntervals,
-    BradleyTerryResult,
-    bradley_terry,
-    bradley_terry_intervals,
-    fit_strengths,
-    win_matrix,
+
+if TYPE_CHECKING:
+    from ._bt import (
+        BootstrapIntervals,
+        BradleyTerryResult,
+        bradley_terry,
+        bradley_terry_intervals,
+        fit_strengths,
+        win_matrix,
+    )
+    from ._elo import EloResult, elo_history_interval, online_elo
+    from ._leaderboard import Leaderboard, LeaderboardRow, leaderboard_from_battles
+
+# The ratings load when first used: `convoeval run` only names BattleFileError (`--battles`).
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "._bt": (
+            "BootstrapIntervals",
+            "BradleyTerryResult",
+            "bradley_terry",
+            "bradley_terry_intervals",
+            "fit_strengths",
+            "win_matrix",
+        ),
+        "._elo": ("EloResult", "elo_history_interval", "online_elo"),
+        "._leaderboard": ("Leaderboard", "LeaderboardRow", "leaderboard_from_battles"),
+    },
 )
-from ._elo import EloResult, elo_history_interval, online_elo
-from ._leaderboard import Leaderboard, LeaderboardRow, leaderboard_from_battles
 
 __all__ = [
     "TIE_SPELLINGS",

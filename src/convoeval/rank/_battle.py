@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from .._jsonl import JsonlError, read_jsonl
 
@@ -53,7 +53,7 @@ class Battle:
         return {"model_a": 1.0, "model_b": 0.0, "tie": 0.5}[self.winner]
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Battle:
+    def from_dict(cls, data: Mapping[str, object]) -> Battle:
         """A Battle from a Chatbot Arena record (`tie (bothbad)` counts as a tie).
 
         Other fields of the record (question_id, judge, turn...) are ignored.
@@ -61,12 +61,22 @@ class Battle:
         missing = [key for key in ("model_a", "model_b", "winner") if key not in data]
         if missing:
             raise ValueError(f"missing field {', '.join(missing)}")
-        winner = data["winner"]
-        if winner in TIE_SPELLINGS:
+        given = data["winner"]
+        winner: Winner
+        if given in TIE_SPELLINGS:
             winner = "tie"
-        elif winner not in ("model_a", "model_b"):
-            raise ValueError(f"winner must be model_a, model_b, tie or 'tie (bothbad)', got {winner!r}")
-        return cls(model_a=data["model_a"], model_b=data["model_b"], winner=winner)
+        elif given == "model_a" or given == "model_b":
+            winner = given
+        else:
+            raise ValueError(f"winner must be model_a, model_b, tie or 'tie (bothbad)', got {given!r}")
+        return cls(model_a=_name(data, "model_a"), model_b=_name(data, "model_b"), winner=winner)
+
+
+def _name(data: Mapping[str, object], side: str) -> str:
+    name = data[side]
+    if not isinstance(name, str):
+        raise ValueError(f"{side} must be a non-empty string, got {name!r}")
+    return name
 
 
 def read_battles(path: str | Path) -> list[Battle]:

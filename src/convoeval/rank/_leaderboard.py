@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ._battle import Battle, targets_of
 from ._bt import bradley_terry, bradley_terry_intervals
@@ -36,7 +35,7 @@ class LeaderboardRow:
     losses: int
     ties: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "target": self.target,
             "elo": self.elo,
@@ -75,7 +74,7 @@ class Leaderboard:
     mle_exists: bool
     warnings: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """`{"leaderboard": [{target, elo, bt, ci_low, ci_high, votes, wins, losses, ties, rank}]}`.
 
         Rows are best first.

@@ -13,7 +13,6 @@ import html
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich.table import Table
 
@@ -59,7 +58,7 @@ def field_value(result: EvaluationResult, name: str) -> str:
     """The value of `name` for one result, as text (`(none)` when it has none)."""
     if name in ("target", "suite"):
         return str(getattr(result, name) or NO_VALUE)
-    value: Any = result.metadata
+    value: object = result.metadata
     for part in name.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return NO_VALUE if value is None or isinstance(value, (dict, list)) else str(value)

@@ -14,15 +14,15 @@ from __future__ import annotations
 import base64
 import json
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from ..rank import Battle, Leaderboard, leaderboard_from_battles, read_battles
 from ..results import EvaluationResult, Message, ScoreEntry, TrialResult
-from ..stats import Flaky, fmt_interval, group_rates, rates_by
+from ..stats import Flaky, GroupRates, fmt_interval, group_rates, rates_by
 from ._compare import Comparison, history_marks, significance_lines
 from ._compare_view import pair_views
 from ._groups import group_results, groups_html
@@ -33,6 +33,8 @@ from ._plot import plot_leaderboard
 
 if TYPE_CHECKING:
     import jinja2
+    from markdown_it import MarkdownIt
+    from markupsafe import Markup
 
     from ._runs import RunInfo
 
@@ -61,14 +63,14 @@ def _env() -> jinja2.Environment:
 
 
 @lru_cache(maxsize=1)
-def _markdown() -> Any:
+def _markdown() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable("table")
     return md.disable("image")  # a reply never makes the page load anything
 
 
-def markdown_html(text: str) -> Any:
+def markdown_html(text: str) -> Markup:
     """`text` rendered as Markdown, as safe HTML (raw HTML in the text is escaped, links checked)."""
     from markupsafe import Markup
 
@@ -100,7 +102,7 @@ class TestView:
 class BattleView:
     """One judged pair of conversations, shown side by side."""
 
-    record: dict[str, Any]
+    record: Mapping[str, object]
     a: TestView | None
     b: TestView | None
 
@@ -160,7 +162,7 @@ def test_views(results: Sequence[EvaluationResult], label_items: ItemsOf | None 
     return views
 
 
-def read_battle_records(path: str | Path) -> list[dict[str, Any]]:
+def read_battle_records(path: str | Path) -> list[dict[str, object]]:
     """The battles of `convoeval arena --output` (Chatbot Arena JSONL, with test ids and reasons).
 
     Raises:
@@ -172,16 +174,16 @@ def read_battle_records(path: str | Path) -> list[dict[str, Any]]:
 
 
 def arena_view(
-    records: list[dict[str, Any]], views: Sequence[TestView], *, bootstrap: int = 200, seed: int = 0
+    records: Sequence[Mapping[str, object]], views: Sequence[TestView], *, bootstrap: int = 200, seed: int = 0
 ) -> ArenaView:
     """Leaderboard, plot and side-by-side battles from battle records and the runs' results."""
     battles = [Battle.from_dict(r) for r in records]
     board = leaderboard_from_battles(battles, bootstrap=bootstrap, seed=seed)
     by_key = {(v.result.test_id, v.result.target): v for v in views}
 
-    def find(record: dict[str, Any], side: str) -> TestView | None:
-        test_id = record.get("test_id") or str(record.get("question_id", "")).rsplit("/", 1)[-1]
-        return by_key.get((test_id, record[side]))
+    def find(record: Mapping[str, object], side: str) -> TestView | None:
+        test_id = str(record.get("test_id") or str(record.get("question_id", "")).rsplit("/", 1)[-1])
+        return by_key.get((test_id, str(record[side])))
 
     plot, note = None, None
     try:
@@ -198,19 +200,28 @@ def arena_view(
     )
 
 
-def report_rates(results: Sequence[EvaluationResult]) -> dict[str, Any]:
+class ReportRates(TypedDict):
+    """The intervals the report shows (`report_rates`)."""
+
+    all: GroupRates
+    targets: dict[str, GroupRates]
+    suites: list[GroupRates]
+    trials: list[GroupRates]
+
+
+def report_rates(results: Sequence[EvaluationResult]) -> ReportRates:
     """The intervals the report shows: the run's (`all`), per target and per suite, and the
     groups with trials (`trials`: the run, then targets and suites when there are several)."""
     overall = group_rates("all", results)
     targets = {g.name: g for g in rates_by(results, "target")}
     suites = rates_by(results, suite_name)
     groups = [overall, *(targets.values() if len(targets) > 1 else []), *(suites if len(suites) > 1 else [])]
-    return {
-        "all": overall,
-        "targets": targets,
-        "suites": suites if len(suites) > 1 else [],
-        "trials": [g for g in groups if g.trial_pass_rate is not None],
-    }
+    return ReportRates(
+        all=overall,
+        targets=targets,
+        suites=suites if len(suites) > 1 else [],
+        trials=[g for g in groups if g.trial_pass_rate is not None],
+    )
 
 
 def render_report(
@@ -218,8 +229,8 @@ def render_report(
     *,
     title: str = "convoeval report",
     subtitle: str = "",
-    arena: list[dict[str, Any]] | None = None,
-    viewer: dict[str, Any] | None = None,
+    arena: Sequence[Mapping[str, object]] | None = None,
+    viewer: Mapping[str, object] | None = None,
     scale: Scale | None = None,
     labels: Sequence[Label] = (),
     label_items: ItemsOf | None = None,
@@ -263,7 +274,21 @@ def render_report(
     )
 
 
-def write_html(results: Sequence[EvaluationResult], path: str | Path, **options: Any) -> Path:
+class ReportOptions(TypedDict, total=False):
+    """The keyword arguments of `render_report`, for `write_html`."""
+
+    title: str
+    subtitle: str
+    arena: Sequence[Mapping[str, object]] | None
+    viewer: Mapping[str, object] | None
+    scale: Scale | None
+    labels: Sequence[Label]
+    label_items: ItemsOf | None
+    flaky: Sequence[Flaky]
+    by: str | None
+
+
+def write_html(results: Sequence[EvaluationResult], path: str | Path, **options: Unpack[ReportOptions]) -> Path:
     """Write `render_report(results, **options)` to `path` (a self-contained HTML file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -285,7 +310,7 @@ MAX_TIES_SIDE_BY_SIDE = 200
 def render_comparison(
     comparison: Comparison,
     *,
-    viewer: dict[str, Any] | None = None,
+    viewer: Mapping[str, object] | None = None,
     results_a: Sequence[EvaluationResult] | None = None,
     results_b: Sequence[EvaluationResult] | None = None,
 ) -> str:

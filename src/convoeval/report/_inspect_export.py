@@ -16,28 +16,31 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..results import EvaluationResult, Message, TrialResult
 from ._failures import headline
 
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog, EvalSample
+    from inspect_ai.model import ChatMessage
+
 INSPECT_EXTRA = "inspect_ai (pip install 'convoeval[inspect]')"
 
 
-def _inspect() -> Any:
+def _require_inspect() -> None:
+    """Inspect AI is installed (the functions below import from it), or a ConfigError."""
     try:
-        import inspect_ai.log as log
-        import inspect_ai.model as model
-        import inspect_ai.scorer as scorer
-        import inspect_ai.tool as tool
+        import inspect_ai.log  # noqa: F401
     except ImportError:
         raise ConfigError(f"writing an Inspect log needs {INSPECT_EXTRA}") from None
-    return log, model, scorer, tool
 
 
-def _messages(messages: Sequence[Message], model: Any, tool: Any) -> list[Any]:
-    out: list[Any] = []
+def _messages(messages: Sequence[Message]) -> list[ChatMessage]:
+    from inspect_ai import model, tool
+
+    out: list[ChatMessage] = []
     for m in messages:
         if m.source == "tool" or m.role == "tool":
             calls = [
@@ -70,14 +73,15 @@ def _messages(messages: Sequence[Message], model: Any, tool: Any) -> list[Any]:
     return out
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     import json
 
     return "" if value is None else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _sample(result: EvaluationResult, trial: TrialResult | None, epoch: int, inspect: Any) -> Any:
-    log, model, scorer, tool = inspect
+def _sample(result: EvaluationResult, trial: TrialResult | None, epoch: int) -> EvalSample:
+    from inspect_ai import log, model, scorer
+
     output = trial.output if trial is not None else result.output
     scores = trial.scores if trial is not None else result.scores
     score = trial.score if trial is not None else result.score
@@ -91,7 +95,7 @@ def _sample(result: EvaluationResult, trial: TrialResult | None, epoch: int, ins
         epoch=epoch,
         input=users[0] if users else "",
         target="",
-        messages=_messages(output, model, tool),
+        messages=_messages(output),
         output=model.ModelOutput.from_content(model=result.target, content=replies[-1] if replies else ""),
         scores={
             "convoeval": scorer.Score(
@@ -106,12 +110,13 @@ def _sample(result: EvaluationResult, trial: TrialResult | None, epoch: int, ins
     )
 
 
-def _log(results: Sequence[EvaluationResult], target: str, name: str, inspect: Any) -> Any:
-    log, _, _, _ = inspect
+def _log(results: Sequence[EvaluationResult], target: str, name: str) -> EvalLog:
+    from inspect_ai import log
+
     samples = []
     for result in results:
         trials: list[TrialResult | None] = list(result.trials) if len(result.trials) > 1 else [None]
-        samples += [_sample(result, trial, n, inspect) for n, trial in enumerate(trials, start=1)]
+        samples += [_sample(result, trial, n) for n, trial in enumerate(trials, start=1)]
     scored = [r.score or 0.0 for r in results]
     metrics = {
         "mean": log.EvalMetric(name="mean", value=sum(scored) / len(scored) if scored else 0.0),
@@ -143,7 +148,7 @@ def _log(results: Sequence[EvaluationResult], target: str, name: str, inspect: A
 
 def write_inspect_log(results: Sequence[EvaluationResult], path: str | Path, *, name: str = "convoeval") -> list[Path]:
     """Write the results as Inspect eval log(s) at `path` (`.eval` or `.json`); returns the files."""
-    inspect = _inspect()
+    _require_inspect()
     path = Path(path)
     if path.suffix not in (".eval", ".json"):
         raise ConfigError(f"{path}: an Inspect log is a .eval or .json file")
@@ -156,7 +161,9 @@ def write_inspect_log(results: Sequence[EvaluationResult], path: str | Path, *, 
         if len(targets) > 1:
             out = path.with_name(f"{path.stem}-{re.sub(r'[^A-Za-z0-9_.-]+', '-', target)}{path.suffix}")
         out.parent.mkdir(parents=True, exist_ok=True)
-        log = _log([r for r in results if r.target == target], target, name, inspect)
-        inspect[0].write_eval_log(log, str(out), format="eval" if out.suffix == ".eval" else "json")
+        from inspect_ai.log import write_eval_log
+
+        log = _log([r for r in results if r.target == target], target, name)
+        write_eval_log(log, str(out), format="eval" if out.suffix == ".eval" else "json")
         written.append(out)
     return written

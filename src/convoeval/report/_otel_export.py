@@ -17,20 +17,27 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..results import EvaluationResult, Message, ScoreEntry, ToolCall
 from ._overview import suite_name
 
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import Span, Tracer
+    from opentelemetry.util.types import AttributeValue
+
 OTEL_EXTRA = "opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http (pip install 'convoeval[otel]')"
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def semconv_messages(message: Message) -> list[dict[str, Any]]:
+def semconv_messages(message: Message) -> list[dict[str, object]]:
     """A transcript message in the GenAI semconv shape (role + parts); convoeval's tool
     messages (which carry their call) become the assistant's `tool_call` and the `tool` response."""
     if message.source == "tool" or message.role == "tool":
@@ -41,12 +48,12 @@ def semconv_messages(message: Message) -> list[dict[str, Any]]:
         ]
         responses = [{"type": "tool_call_response", "id": c.id, "response": c.output} for c in message.tool_calls]
         return [{"role": "assistant", "parts": calls}, {"role": "tool", "parts": responses}]
-    parts: list[dict[str, Any]] = [{"type": "text", "content": message.content}] if message.content else []
+    parts: list[dict[str, object]] = [{"type": "text", "content": message.content}] if message.content else []
     parts += [{"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
     return [{"role": message.role, "parts": parts}]
 
 
-def _tracer() -> tuple[Any, Any, Any]:
+def _tracer() -> tuple[TracerProvider, Tracer, InMemorySpanExporter]:
     """A tracer whose finished spans are kept in memory, to be sent in batches afterwards."""
     try:
         from opentelemetry.sdk.resources import Resource
@@ -61,7 +68,7 @@ def _tracer() -> tuple[Any, Any, Any]:
     return provider, provider.get_tracer("convoeval"), memory
 
 
-def otlp_exporter(endpoint: str | None = None, headers: dict[str, str] | None = None) -> Any:
+def otlp_exporter(endpoint: str | None = None, headers: dict[str, str] | None = None) -> SpanExporter:
     """The SDK's OTLP/HTTP span exporter (endpoint default: the OTEL_EXPORTER_OTLP_* variables)."""
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -74,7 +81,7 @@ def otlp_exporter(endpoint: str | None = None, headers: dict[str, str] | None = 
 BATCH = 512
 
 
-def export_spans(results: Sequence[EvaluationResult], exporter: Any) -> int:
+def export_spans(results: Sequence[EvaluationResult], exporter: SpanExporter) -> int:
     """Send every result as GenAI spans through `exporter` (a SpanExporter), in batches;
     returns the span count.
 
@@ -108,13 +115,13 @@ def _turn_entries(result: EvaluationResult) -> dict[int, ScoreEntry]:
     }
 
 
-def _result_spans(tracer: Any, result: EvaluationResult) -> None:
+def _result_spans(tracer: Tracer, result: EvaluationResult) -> None:
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
     end = time.time_ns()
     start = end - int(max(result.duration_ms, 1.0) * 1e6)
     conversation_id = f"{suite_name(result)}/{result.test_id}/{result.target}"
-    root_attributes = {
+    root_attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": result.target,
         "gen_ai.conversation.id": conversation_id,
@@ -142,7 +149,7 @@ def _result_spans(tracer: Any, result: EvaluationResult) -> None:
     root.end(end_time=end)
 
 
-def _turn_spans(tracer: Any, root: Any, result: EvaluationResult, conversation_id: str, start: int) -> None:
+def _turn_spans(tracer: Tracer, root: Span, result: EvaluationResult, conversation_id: str, start: int) -> None:
     from opentelemetry import trace
 
     entries = _turn_entries(result)
@@ -155,7 +162,7 @@ def _turn_spans(tracer: Any, root: Any, result: EvaluationResult, conversation_i
         entry = entries.get(number)
         length = int(max((entry.latency_ms if entry and entry.latency_ms else 1.0), 1.0) * 1e6)
         replies = [m for m in messages if m.source == "target"]
-        attributes: dict[str, Any] = {
+        attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": result.target,
             "gen_ai.conversation.id": conversation_id,
@@ -187,12 +194,12 @@ def _turn_spans(tracer: Any, root: Any, result: EvaluationResult, conversation_i
         at += length
 
 
-def _tool_spans(tracer: Any, parent: Any, calls: list[ToolCall], start: int, length: int) -> None:
+def _tool_spans(tracer: Tracer, parent: Span, calls: list[ToolCall], start: int, length: int) -> None:
     from opentelemetry import trace
 
     context = trace.set_span_in_context(parent)
     for n, call in enumerate(calls):
-        attributes: dict[str, Any] = {
+        attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.name,
             "gen_ai.tool.call.arguments": _json(call.arguments),

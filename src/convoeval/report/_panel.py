@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ..results import EvaluationResult, GraderScore
+
+if TYPE_CHECKING:
+    from ..stats import Category
 
 VERDICTS = ("fail", "pass")
 
@@ -47,7 +50,7 @@ class PanelAgreement:
     percent_agreement: float | None
     note: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "check": self.check,
             "judges": self.judges,
@@ -104,7 +107,16 @@ def panel_agreement(results: Iterable[EvaluationResult]) -> list[PanelAgreement]
     return rows
 
 
-def agreement_figures(matrix: list[list[Any]], categories: Sequence[Any]) -> dict[str, Any]:
+class AgreementFigures(TypedDict):
+    """How raters agree (each None when undefined; `note` says why)."""
+
+    krippendorff_alpha: float | None
+    gwet_ac1: float | None
+    percent_agreement: float | None
+    note: str | None
+
+
+def agreement_figures(matrix: Sequence[Sequence[object]], categories: Sequence[Category]) -> AgreementFigures:
     """Krippendorff's alpha (nominal), Gwet's AC1 and percent agreement of an items x raters
     matrix (None = missing), each rounded to 4 places or None when undefined (`note` says why)."""
     from ..stats import gwet_ac1, krippendorff_alpha, percent_agreement  # numpy: only with a panel
@@ -113,12 +125,12 @@ def agreement_figures(matrix: list[list[Any]], categories: Sequence[Any]) -> dic
     ac1 = gwet_ac1(matrix, list(categories))
     pa = percent_agreement(matrix, list(categories))
     notes = [e.note for e in (alpha, ac1, pa) if e.note]
-    return {
-        "krippendorff_alpha": _value(alpha.value),
-        "gwet_ac1": _value(ac1.value),
-        "percent_agreement": _value(pa.value),
-        "note": notes[0] if notes else None,
-    }
+    return AgreementFigures(
+        krippendorff_alpha=_value(alpha.value),
+        gwet_ac1=_value(ac1.value),
+        percent_agreement=_value(pa.value),
+        note=notes[0] if notes else None,
+    )
 
 
 def _value(value: float) -> float | None:

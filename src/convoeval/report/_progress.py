@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
 
 from rich.console import Console
 from rich.text import Text
@@ -19,7 +20,7 @@ from ..results import EvaluationResult
 from ..run import Job
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
+    from rich.progress import Progress, Task, TaskID
 
 Mode = Literal["bar", "lines", "off"]
 
@@ -56,7 +57,7 @@ class RunProgress(RunEvents):
         self.interval_s = interval_s
         self.meter: RunMeter | None = None
         self._bar: Progress | None = None
-        self._task: Any = None
+        self._task: TaskID | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -75,7 +76,7 @@ class RunProgress(RunEvents):
 
     def advance(self, *_: object) -> None:
         """Call as each result arrives (it moves the bar)."""
-        if self._bar is not None and self.meter is not None:
+        if self._bar is not None and self._task is not None and self.meter is not None:
             self._bar.update(self._task, completed=self.meter.tests_done)
 
     def stop(self) -> None:
@@ -104,7 +105,7 @@ def _progress_bar(meter: RunMeter, console: Console) -> Progress:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 
     class MeterColumn(ProgressColumn):
-        def render(self, task: Any) -> Text:
+        def render(self, task: Task) -> Text:
             t = meter.totals
             text = (
                 f"{meter.turns} turns · {t.calls} calls · {t.cache_hits} cached · "
@@ -125,25 +126,34 @@ def _progress_bar(meter: RunMeter, console: Console) -> Progress:
     )
 
 
-def print_run_totals(summary: dict[str, Any], console: Console) -> None:
+def _number(data: Mapping[str, object], key: str, default: float = 0) -> float:
+    """A number of the run's summary (`default` when it has none)."""
+    value = data.get(key)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+def print_run_totals(summary: Mapping[str, object], console: Console) -> None:
     """The run's totals: calls, cache hits, errors, tokens, cost per target and in all."""
-    calls, hits, errors = summary.get("calls", 0), summary.get("cache_hits", 0), summary.get("errors", 0)
-    tokens = summary.get("input_tokens", 0) + summary.get("output_tokens", 0)
+    calls, hits, errors = _number(summary, "calls"), _number(summary, "cache_hits"), _number(summary, "errors")
+    tokens = _number(summary, "input_tokens") + _number(summary, "output_tokens")
     line = (
         f"{calls} model call(s), {hits} cache hit(s), {errors} failed call(s), {tokens:,} tokens, "
-        f"cost ${summary.get('cost_usd', 0.0):.4f}"
+        f"cost ${_number(summary, 'cost_usd', 0.0):.4f}"
     )
-    if summary.get("spent_usd", 0.0) != summary.get("cost_usd", 0.0):
-        line += f" (spent ${summary.get('spent_usd', 0.0):.4f}; the rest came from the cache)"
+    if _number(summary, "spent_usd", 0.0) != _number(summary, "cost_usd", 0.0):
+        line += f" (spent ${_number(summary, 'spent_usd', 0.0):.4f}; the rest came from the cache)"
     if summary.get("resumed"):
         line += f"; {summary['resumed']} result(s) from before the resume"
     console.print(line, markup=False, highlight=False, soft_wrap=True)
-    by_target = summary.get("by_target") or {}
+    given = summary.get("by_target")
+    by_target = {
+        str(name): t for name, t in (given.items() if isinstance(given, dict) else ()) if isinstance(t, Mapping)
+    }
     if len(by_target) > 1 or any(t.get("cost_usd") or t.get("judge_cost_usd") for t in by_target.values()):
         for name, t in by_target.items():
             console.print(
-                f"  {name}: {int(t['tests'])} test(s), target ${t['cost_usd']:.4f}, "
-                f"judge ${t['judge_cost_usd']:.4f}, {int(t['tokens']):,} tokens",
+                f"  {name}: {int(_number(t, 'tests'))} test(s), target ${_number(t, 'cost_usd'):.4f}, "
+                f"judge ${_number(t, 'judge_cost_usd'):.4f}, {int(_number(t, 'tokens')):,} tokens",
                 markup=False,
                 highlight=False,
                 soft_wrap=True,

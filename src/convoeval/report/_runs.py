@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from .._base_model import Model
-from ..engine import RunStore
+from ..engine import RecordedOptions, RunStore
 from ..errors import ConfigError
 from ..results import EvaluationResult
 from ._files import read_results
@@ -43,7 +41,7 @@ class LoadedRun(Model):
     run_id: str | None = None
     started: str | None = None
     results: list[EvaluationResult]
-    summary: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, object] = Field(default_factory=dict)
     fingerprints: dict[str, str] = Field(
         default_factory=dict, description="Suite (store key) -> suite hash of a stored run (empty for a file)."
     )
@@ -72,7 +70,7 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
         results = list(run_store.results(record.id))
     finally:
         run_store.close()
-    fingerprints = {key: suite.hash for key, suite in record.recorded.suites.items()}
+    fingerprints = {key: suite.hash for key, suite in record.options.suites.items()}
     return LoadedRun(
         name=f"run {record.id}",
         run_id=record.id,
@@ -118,8 +116,8 @@ def list_runs(store: str | Path) -> list[RunInfo]:
     runs = []
     for run_id, started, finished, status, options, tests, passed, cost, targets in rows:
         try:
-            paths = json.loads(options).get("paths") or []
-        except (json.JSONDecodeError, AttributeError):
+            paths = RecordedOptions.model_validate_json(options).paths or []
+        except ValidationError:  # not written by convoeval
             paths = []
         runs.append(
             RunInfo(

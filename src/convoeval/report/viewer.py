@@ -17,9 +17,10 @@ import csv
 import io
 import json
 import threading
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
@@ -210,7 +211,7 @@ class Viewer:
             raise ReportInputError(f"run: {ref!r} is not a run id of the store")
         return load_run(ref, self.store)
 
-    def _arena_run(self, records: list[dict[str, Any]], ref: str | None) -> LoadedRun | None:
+    def _arena_run(self, records: Sequence[Mapping[str, object]], ref: str | None) -> LoadedRun | None:
         if ref:
             return self._run(ref)
         wanted = {r["model_a"] for r in records} | {r["model_b"] for r in records}
@@ -219,7 +220,7 @@ class Viewer:
                 return self._run(info.id)
         return None
 
-    def save_label(self, body: bytes) -> tuple[int, dict[str, Any]]:
+    def save_label(self, body: bytes) -> tuple[int, dict[str, object]]:
         try:
             label = Label.model_validate_json(body)
         except ValidationError as exc:
@@ -237,7 +238,7 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "convoeval-view"
 
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: no access log
+        def log_message(self, format: str, *args: object) -> None:  # quiet: no access log
             return None
 
         def _host_ok(self) -> bool:

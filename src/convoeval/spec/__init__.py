@@ -1,5 +1,8 @@
 """The eval-file language: models, loading with file:line errors, templates, JSON Schema."""
 
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_attributes
 from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute, unfilled
 from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, suite_input_for, with_default_system_prompt
 from ._checks import CHECKS_VERSION, stored_checks
@@ -25,7 +28,12 @@ from ._models import (
     messages_text,
     to_messages,
 )
-from ._schema import suite_json_schema
+
+if TYPE_CHECKING:
+    from ._schema import suite_json_schema
+
+# The JSON Schema (and every assertion type it spells out) loads for `convoeval schema` only.
+__getattr__ = lazy_attributes(__name__, {"._schema": ("suite_json_schema",)})
 
 __all__ = [
     "Budget",

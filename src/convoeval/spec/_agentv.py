@@ -15,14 +15,15 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import overload
 
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
 from ._agentv_vars import fill_test_vars
 from ._agentv_workspace import agentv_workspace
 from ._errors import Problem, field_path
-from ._lines import DataPath, LineMap
+from ._lines import DataPath, Key, LineMap
 
 #: Fields AgentV's validator knows that change nothing at run time: kept under `metadata`.
 SUITE_METADATA = frozenset(
@@ -66,7 +67,7 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 MAX_ATTACHMENT_BYTES = 1_000_000
 
 
-def agentv_key(path: DataPath, key: Any) -> Any:
+def agentv_key(path: DataPath, key: Key) -> Key:
     """The name a key of an eval file is stored under: `assert`/`evaluators` -> `assertions`
     (on a suite, test, turn or nested assertion), `eval_cases` -> `tests`."""
     if key in ("assert", "evaluators"):
@@ -150,7 +151,7 @@ class AgentvNormalizer:
         self.warnings: list[str] = []  # logged by the loader once the file is read
         self.agentv = is_agentv_file(path)
         self.suite_input = False  # the suite gives an `input` (set by the loader)
-        self.suite_input_files: Any = None  # the suite's `input_files` (set by the loader)
+        self.suite_input_files: object = None  # the suite's `input_files` (set by the loader)
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
@@ -179,7 +180,7 @@ class AgentvNormalizer:
         self.workspace(data, ())
         return data
 
-    def inline_targets(self, execution: Any) -> None:
+    def inline_targets(self, execution: object) -> None:
         """AgentV v4.42's targets written inline in `execution.targets`: refused, saying why."""
         targets = execution.get("targets") if isinstance(execution, dict) else None
         if not isinstance(targets, list):
@@ -199,7 +200,7 @@ class AgentvNormalizer:
             return
         where = (*path, "workspace")
 
-        def report(sub: tuple[Any, ...], message: str) -> None:
+        def report(sub: tuple[str | int, ...], message: str) -> None:
             self.add((*where, *sub), message)
 
         value = agentv_workspace(
@@ -228,8 +229,8 @@ class AgentvNormalizer:
         files = test.pop("input_files", None)
         if files is not None:
             self.input_files(test, files, path)
-        elif self._suite_files_apply(test):  # AgentV: the suite's input_files go with the test's own text
-            self.input_files(test, list(self.suite_input_files), path, ("input_files",))
+        elif (suite_files := self._suite_files(test)) is not None:  # AgentV: with the test's own text
+            self.input_files(test, suite_files, path, ("input_files",))
         self.messages(test.get("input"), (*path, "input"), "user")
         if self.agentv and not self.suite_input and test.get("mode") != "conversation":
             _flatten_single_message(test.get("input"))
@@ -241,15 +242,17 @@ class AgentvNormalizer:
                 self.messages(turn.get("input"), (*path, "turns", j, "input"), "user")
                 self.messages(turn.get("expected_output"), (*path, "turns", j, "expected_output"), "assistant")
 
-    def _suite_files_apply(self, test: dict) -> bool:
-        """Whether the suite's `input_files` go with this test (a string input, no skip_defaults)."""
+    def _suite_files(self, test: dict) -> list[str] | None:
+        """The suite's `input_files` when they go with this test (a string input, no skip_defaults)."""
         execution = test.get("execution")
         skips = isinstance(execution, dict) and execution.get("skip_defaults") is True
         files = self.suite_input_files
-        valid = isinstance(files, list) and bool(files) and all(isinstance(f, str) for f in files)
-        return valid and not skips and isinstance(test.get("input"), str)
+        if not isinstance(files, list) or not files or skips or not isinstance(test.get("input"), str):
+            return None
+        names = [f for f in files if isinstance(f, str)]
+        return names if len(names) == len(files) else None
 
-    def input_files(self, test: dict, files: Any, path: DataPath, where: DataPath | None = None) -> None:
+    def input_files(self, test: dict, files: object, path: DataPath, where: DataPath | None = None) -> None:
         """`input_files: [a.csv]` + a string `input` -> one user message: file blocks, then the
         text (AgentV's shorthand). `where`: the files' place, when not the test's own."""
         where = where or (*path, "input_files")
@@ -264,7 +267,7 @@ class AgentvNormalizer:
         for k in range(len(files)):
             self.lines.add((*path, "input", 0, "content", k), *self.lines.locate((*where, k)))
 
-    def messages(self, value: Any, path: DataPath, role: str) -> None:
+    def messages(self, value: object, path: DataPath, role: str) -> None:
         """Resolve `type: file` blocks; JSON-object content becomes JSON text."""
         if isinstance(value, dict) and "role" not in value:  # object shorthand: one message of JSON
             return
@@ -318,7 +321,7 @@ class AgentvNormalizer:
         self.warnings.append(f"warning: {place.file}:{place.line}: {place.field}: {message}")
 
 
-def _flatten_single_message(value: Any) -> None:
+def _flatten_single_message(value: object) -> None:
     """AgentV sends a test whose input is one message of several blocks as one text: each
     block trimmed, files as `<file path="...">`, joined by blank lines (`buildPromptInputs`'
     flat format); convoeval's own join (one newline, untrimmed) is for the other cases."""
@@ -343,7 +346,7 @@ def _flatten_single_message(value: Any) -> None:
     value[0]["content"] = "\n\n".join(t for t in texts if t)
 
 
-def is_identity_prompt(prompts: Any) -> bool:
+def is_identity_prompt(prompts: object) -> bool:
     """`prompts: ["{{ input }}"]` (AgentV v5's identity prompt), which changes nothing."""
     return (
         isinstance(prompts, list)
@@ -374,14 +377,32 @@ def _move_metadata(data: dict, keys: frozenset[str]) -> None:
             metadata.setdefault(key, data.pop(key))
 
 
+@overload
 def substitute_env(
-    value: Any,
+    value: dict[Key, object],
     path: DataPath,
     lines: LineMap,
     problems: list[Problem],
     unset_empty: bool = True,
     warnings: list[str] | None = None,
-) -> Any:
+) -> dict[Key, object]: ...
+@overload
+def substitute_env(
+    value: object,
+    path: DataPath,
+    lines: LineMap,
+    problems: list[Problem],
+    unset_empty: bool = True,
+    warnings: list[str] | None = None,
+) -> object: ...
+def substitute_env(
+    value: object,
+    path: DataPath,
+    lines: LineMap,
+    problems: list[Problem],
+    unset_empty: bool = True,
+    warnings: list[str] | None = None,
+) -> object:
     """Replace `${{ NAME }}` in every string with the environment variable NAME. An unset
     variable becomes an empty string, as in AgentV (`interpolateEnv`), with a warning in
     `warnings`; with `unset_empty=False` (targets files) it is a problem naming it. Without
@@ -399,20 +420,23 @@ def substitute_env(
     return found
 
 
-def _has_reference(value: Any) -> bool:
+def _has_reference(value: object) -> bool:
     if isinstance(value, str):
         return "${{" in value
+    items: Iterable[object]
     if isinstance(value, dict):
-        value = value.values()
-    elif not isinstance(value, list):
+        items = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
         return False
-    for item in value:
+    for item in items:
         if _has_reference(item):
             return True
     return False
 
 
-def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Problem]) -> Any:
+def _substitute(value: object, path: DataPath, lines: LineMap, problems: list[Problem]) -> object:
     if isinstance(value, str):
         if "${{" not in value:
             return value
@@ -433,6 +457,6 @@ def _substitute(value: Any, path: DataPath, lines: LineMap, problems: list[Probl
     return value
 
 
-def json_text(value: Any) -> str:
+def json_text(value: object) -> str:
     """A JSON object or list given as message content, as the text sent to the model."""
     return json.dumps(value, ensure_ascii=False, indent=2)

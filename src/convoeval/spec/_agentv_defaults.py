@@ -10,10 +10,10 @@ the repository root) on those providers, so the target receives what AgentV woul
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
 from ._agentv_vars import fill_vars
-from ._models import InputMessage, Messages, Suite, Test
+from ._models import InputMessage, MessageContent, Messages, Suite, Test
 
 #: AgentV's `DEFAULT_SYSTEM_PROMPT` (packages/core/src/evaluation/providers/ai-sdk.ts, v4.15.0 and v4.42.4).
 DEFAULT_SYSTEM_PROMPT = "You are a careful assistant. Follow all provided instructions and do not fabricate results."
@@ -30,7 +30,7 @@ def with_default_system_prompt(suite: Suite, provider: str | None) -> Suite:
     assistant message), so the first message decides."""
     if not suite.agentv or provider not in CHAT_PROVIDERS:
         return suite
-    update: dict[str, Any] = {}
+    update: dict[str, object] = {}
     shared = _messages(suite.input)
     if shared and shared[0].role != "system":
         update["input"] = [_SYSTEM, *shared]
@@ -78,15 +78,20 @@ def suite_input_for(suite: Suite, test: Test) -> Messages | None:
     return [m.model_copy(update={"content": _filled_content(m.content, test.vars)}) for m in value]
 
 
-def _filled_content(content: Any, variables: dict[str, Any]) -> Any:
+def _filled_content(content: MessageContent, variables: Mapping[str, object]) -> object:
     if isinstance(content, list):
         return [p.model_copy(update={"value": _as_text(fill_vars(p.value, variables))}) for p in content]
     return _as_content(fill_vars(content, variables))
 
 
-def _as_content(value: Any) -> Any:
-    return value if isinstance(value, (str, dict)) or value is None else json.dumps(value)
+def _as_content(value: object) -> str | dict[str, object] | None:
+    """A message's content: text or a JSON object as they are, other values as JSON text."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    return json.dumps(value)
 
 
-def _as_text(value: Any) -> Any:
+def _as_text(value: object) -> str | None:
     return value if isinstance(value, str) or value is None else json.dumps(value)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Mapping
 
 _TEMPLATE_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
-_MISSING = object()
+_MISSING = object()  # a name `vars` does not hold
 #: The fields of a test AgentV v4.42 fills with its `vars` (yaml-parser `interpolateRawEvalCase`).
 VARS_FIELDS = ("criteria", "expected_outcome", "input", "input_files", "expected_output")
 
@@ -29,7 +29,7 @@ def fill_test_vars(test: dict, variables: dict) -> None:
                     turn[key] = fill_vars(turn[key], variables)
 
 
-def fill_vars(value: Any, variables: dict) -> Any:
+def fill_vars(value: object, variables: Mapping[str, object]) -> object:
     """`{{ name }}` filled from `variables` in every string of `value` (AgentV's
     `interpolateTemplateVars`): a string that is only a reference takes the value itself."""
     if isinstance(value, str):
@@ -52,8 +52,8 @@ def fill_vars(value: Any, variables: dict) -> Any:
     return value
 
 
-def _lookup(variables: dict, dotted: str) -> Any:
-    current: Any = variables
+def _lookup(variables: Mapping[str, object], dotted: str) -> object:
+    current: object = variables
     for part in dotted.split("."):
         if not isinstance(current, dict) or part not in current:
             return _MISSING

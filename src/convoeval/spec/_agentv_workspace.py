@@ -18,9 +18,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -29,17 +28,18 @@ _GITHUB_SHORTHAND = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _ARG_VARIABLE = re.compile(r"\{\{(\w+)\}\}")
 HOOKS = ("before_all", "before_each", "after_each", "after_all")
 
-Report = Callable[[tuple[Any, ...], str], None]
+Report = Callable[[tuple[str | int, ...], str], None]
+"""`report(subpath, message)`: a problem at `subpath` of the workspace."""
 
 
 def agentv_workspace(
-    value: Any, base: Path, report: Report, agentv: bool, substitute: Callable[[Any], Any] = lambda v: v
-) -> Any:
+    value: object, base: Path, report: Report, agentv: bool, substitute: Callable[[object], object] = lambda v: v
+) -> object:
     """The workspace `value` of an eval file in `base`, in convoeval's form (or as given when
     it is not an AgentV form); `report(subpath, message)` records a problem; `substitute`
     fills `${{ VAR }}` in a shared workspace file."""
     shared = isinstance(value, str)
-    if shared:
+    if isinstance(value, str):
         loaded = _read_shared(value, base, report)
         if loaded is None:
             return None
@@ -84,7 +84,7 @@ def _read_shared(name: str, base: Path, report: Report) -> tuple[dict, Path] | N
     return data, file.parent
 
 
-def _repo(repo: Any, base: Path, shared: bool = False) -> Any:
+def _repo(repo: object, base: Path, shared: bool = False) -> object:
     """v4.42's `{path, repo, commit, base_commit, ancestor, sparse}` as `{path, source, checkout, clone}`."""
     if shared and isinstance(repo, dict) and isinstance(repo.get("source"), dict):
         source = repo["source"]
@@ -102,10 +102,10 @@ def _repo(repo: Any, base: Path, shared: bool = False) -> Any:
         source = {"type": "git", "url": url}
     commit = repo.pop("commit", None) or repo.pop("base_commit", None)
     repo.pop("base_commit", None)
-    checkout: dict[str, Any] = {"ref": commit} if commit else {}
+    checkout: dict[str, object] = {"ref": commit} if commit else {}
     if "ancestor" in repo:
         checkout["ancestor"] = repo.pop("ancestor")
-    out: dict[str, Any] = {"path": repo.pop("path", "."), "source": source, "checkout": checkout}
+    out: dict[str, object] = {"path": repo.pop("path", "."), "source": source, "checkout": checkout}
     if "sparse" in repo:
         out["clone"] = {"sparse": repo.pop("sparse")}
     out.update(repo)  # anything else is reported by the model as an unknown field
@@ -154,7 +154,7 @@ def _hooks(hooks: dict, base: Path, agentv: bool) -> dict:
     return hooks
 
 
-def _shell_line(argv: list[Any], cwd: Any, base: Path) -> str:
+def _shell_line(argv: Sequence[object], cwd: object, base: Path) -> str:
     """One shell line running `argv` as AgentV runs a hook: from the trial's workspace (the
     folder convoeval runs `before_each` in), AgentV's JSON context on stdin (its `test_id` and
     `eval_run_id` empty), `{{workspace_path}}` filled in the arguments, in `cwd` (relative to

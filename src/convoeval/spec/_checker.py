@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -215,7 +215,7 @@ class Checker:
         else:
             self._check_roles(recorded, (*path, key))
 
-    def _check_roles(self, recorded: list[Any], path: DataPath) -> None:
+    def _check_roles(self, recorded: list[object], path: DataPath) -> None:
         roles = [m.get("role") for m in recorded if isinstance(m, dict)]
         if "user" not in roles or "assistant" not in roles:
             self.add(path, "a transcript needs at least one user and one assistant message")
@@ -233,7 +233,7 @@ class Checker:
                     )
 
     # -- assertions ---------------------------------------------------------------------
-    def parse_assertions(self, items: Any, path: DataPath, level: str | None) -> Any:
+    def parse_assertions(self, items: object, path: DataPath, level: str | None) -> list[Assertion]:
         """Assertion dicts and strings -> Assertion objects (invalid ones are dropped)."""
         if items is None:
             return []
@@ -256,7 +256,7 @@ class Checker:
                 parsed.append(assertion)
         return parsed
 
-    def parse_one(self, item: Any, path: DataPath, level: str | None) -> Assertion | None:
+    def parse_one(self, item: object, path: DataPath, level: str | None) -> Assertion | None:
         if not isinstance(item, dict):
             self.add(path, "an assertion is a string (a rubric criterion) or a mapping with a `type`")
             return None
@@ -266,10 +266,11 @@ class Checker:
             type_name, validated = cached
         else:
             item = legacy_assertion(item)
-            type_name = item.get("type")
-            if not isinstance(type_name, str):
+            given = item.get("type")
+            if not isinstance(given, str):
                 self.add(path, "an assertion mapping needs a `type`")
                 return None
+            type_name = given
             canonical = canonical_type_name(type_name)
             if canonical is None and (custom := custom_assertion(item, self.base_dir)) is not None:
                 item, type_name, canonical = custom, "code-grader", "code-grader"
@@ -325,7 +326,7 @@ class Checker:
             return validation_problems(exc, item, (), cls)
 
     # -- pydantic models ----------------------------------------------------------------
-    def validate(self, model: type[M], data: Any, prefix: DataPath) -> M | None:
+    def validate(self, model: type[M], data: object, prefix: DataPath) -> M | None:
         """`data` (found at `prefix`) as a `model`, or None with its problems added."""
         try:
             return model.model_validate(data)
@@ -333,12 +334,14 @@ class Checker:
             self.add_validation_errors(exc, data, prefix, model)
             return None
 
-    def add_validation_errors(self, exc: ValidationError, data: Any, prefix: DataPath, model: type[BaseModel]) -> None:
+    def add_validation_errors(
+        self, exc: ValidationError, data: object, prefix: DataPath, model: type[BaseModel]
+    ) -> None:
         for path, message in validation_problems(exc, data, prefix, model):
             self.add(path, message)
 
 
-def _captured_names(turns: Any) -> list[set[str]]:
+def _captured_names(turns: object) -> list[set[str]]:
     """The variable names each turn's `capture` sets (one set per turn)."""
     names: list[set[str]] = []
     for turn in turns if isinstance(turns, list) else []:
@@ -348,7 +351,7 @@ def _captured_names(turns: Any) -> list[set[str]]:
     return names
 
 
-def _is_blank(value: Any) -> bool:
+def _is_blank(value: object) -> bool:
     if value is None:
         return True
     if isinstance(value, str):

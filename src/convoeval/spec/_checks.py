@@ -3,15 +3,13 @@ stored conversation again with the run's own checks (and nothing else)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ._models import Suite, Test
 
 #: The layout of `EvaluationResult.checks` (raised when it changes).
 CHECKS_VERSION = 1
 
 
-def stored_checks(suite: Suite, test: Test) -> dict[str, Any]:
+def stored_checks(suite: Suite, test: Test) -> dict[str, object]:
     """`{"version", "file", "suite", "test"}`: the eval file's path, the suite's own keys
     (assertions, turn_assertions, policy, input, execution... not its tests) and the test,
     as data the eval-file loader reads back (only what the file set)."""

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic.json_schema import JsonSchemaValue
 
 from .._base_model import Model
 from .._jsonpath import parse_jsonpath
@@ -124,7 +125,7 @@ class PostCondition(Model):
         return self
 
 
-def one_or_many(value: Any) -> Any:
+def one_or_many(value: object) -> object:
     """`capture: {...}` is read as a list of one."""
     return [value] if isinstance(value, dict) else value
 
@@ -238,7 +239,7 @@ class Workspace(Model):
     )
 
 
-def _or_a_string(schema: dict[str, Any]) -> None:
+def _or_a_string(schema: JsonSchemaValue) -> None:
     """JSON Schema: the object, or a non-empty string standing for its `command`."""
     description = schema.pop("description", None)
     whole = dict(schema)
@@ -263,7 +264,7 @@ class Verify(Model):
 
     @model_validator(mode="before")
     @classmethod
-    def _command_as_string(cls, value: Any) -> Any:
+    def _command_as_string(cls, value: object) -> object:
         return {"command": value} if isinstance(value, str) else value
 
 

@@ -8,7 +8,7 @@ from ..errors import Problem, SpecError
 __all__ = ["Problem", "SpecError", "field_path"]
 
 
-def field_path(path: tuple[str | int, ...]) -> str:
+def field_path(path: tuple[object, ...]) -> str:
     """`('tests', 0, 'turns', 1, 'input')` -> `tests[0].turns[1].input`."""
     out = ""
     for part in path:

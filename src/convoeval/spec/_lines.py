@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ._errors import Problem
 
-DataPath = tuple[Any, ...]
+Key = str | int | float | bool
+"""A mapping key as read (other keys become text), or a list index."""
+DataPath = tuple[Key, ...]
+"""Where a value is: the keys and indexes from the root, e.g. `("tests", 0, "turns")`."""
 
 
 class LineMap:
@@ -41,10 +42,11 @@ class LineMap:
         n = len(prefix)
         lines: dict[DataPath, int | tuple[str, int]] = {}
         for path, where in self._lines.items():
-            if len(path) > n and path[:n] == prefix and isinstance(path[n], int):
-                if path[n] not in moves:
+            index = path[n] if len(path) > n and path[:n] == prefix else None
+            if isinstance(index, int):
+                if index not in moves:
                     continue
-                path = (*prefix, moves[path[n]], *path[n + 1 :])
+                path = (*prefix, moves[index], *path[n + 1 :])
             lines[path] = where
         self._lines = lines
 
@@ -54,10 +56,12 @@ class LineMap:
         n = len(prefix)
         items: dict[int, LineMap] = {}
         for path in [p for p in self._lines if len(p) > n and p[:n] == prefix and isinstance(p[n], int)]:
-            items.setdefault(path[n], LineMap(self.file, self))._lines[path] = self._lines.pop(path)
+            index = path[n]
+            assert isinstance(index, int)
+            items.setdefault(index, LineMap(self.file, self))._lines[path] = self._lines.pop(path)
         return items
 
-    def copy_under(self, other: LineMap, prefix: DataPath, keys: set[Any]) -> None:
+    def copy_under(self, other: LineMap, prefix: DataPath, keys: set[Key]) -> None:
         """Add `other`'s lines of the entries `keys` of the mapping at `prefix`."""
         n = len(prefix)
         for path in other._lines:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Final
 
 from .. import registry
 from ..errors import RegistryError
 from ._agentv import AgentvNormalizer, agentv_key, v5_prompts
 from ._checker import Checker
 from ._errors import Problem, SpecError
-from ._lines import LineMap
+from ._lines import Key, LineMap
 from ._models import Suite
 from ._tests import SuiteTests
 from ._yaml import read_text
@@ -75,8 +75,8 @@ class _Context:
 
     suite_input: bool  # the suite gives an `input`
     prompts: bool  # the suite keeps AgentV v5 `prompts`
-    plugins: Any  # the suite's `plugins` (imported before its tests are read)
-    input_files: Any = None  # the suite's `input_files` (AgentV: attached to each test's string input)
+    plugins: object  # the suite's `plugins` (imported before its tests are read)
+    input_files: object = None  # the suite's `input_files` (AgentV: attached to each test's string input)
 
     @classmethod
     def of(cls, data: dict) -> _Context:
@@ -90,7 +90,7 @@ class _Again(Exception):
         self.context = context
 
 
-_NO_TESTS = object()
+_NO_TESTS: Final = object()  # the file has no `tests` key
 
 
 class _SuiteLoad:
@@ -145,10 +145,11 @@ class _SuiteLoad:
         return self._finish(data, tests)
 
     # -- reading ------------------------------------------------------------------------
-    def _stream(self, reader: YamlReader, preset: _Context | None) -> tuple[dict, Any]:
-        """The suite's keys (without `tests`), and its tests (read here when they are a list)."""
-        data: dict[str, Any] = {}
-        tests: Any = _NO_TESTS
+    def _stream(self, reader: YamlReader, preset: _Context | None) -> tuple[dict[Key, object], object]:
+        """The suite's keys (without `tests`), and its tests (read here when they are a list):
+        a SuiteTests, _NO_TESTS, or the value given (a file's name, or what is wrong)."""
+        data: dict[Key, object] = {}
+        tests: object = _NO_TESTS
         late = False
         for key in reader.entries(self.lines):
             if key is MERGE or (key == "tests" and tests is not _NO_TESTS):
@@ -168,7 +169,7 @@ class _SuiteLoad:
             raise _Again(_Context.of(data))
         return data, tests
 
-    def _whole_tests(self, data: dict) -> Any:
+    def _whole_tests(self, data: dict[Key, object]) -> object:
         """The tests of a file read whole: its list, checked item by item (each freed once read)."""
         tests = data.pop("tests", _NO_TESTS)
         if not isinstance(tests, list):
@@ -199,7 +200,7 @@ class _SuiteLoad:
         )
 
     # -- the suite ----------------------------------------------------------------------
-    def _finish(self, data: dict, tests: Any) -> tuple[Suite | None, list[Problem]]:
+    def _finish(self, data: dict[Key, object], tests: object) -> tuple[Suite | None, list[Problem]]:
         """The suite's own keys checked, the checks across tests, the Suite model."""
         self._load_plugins(data)
         if isinstance(tests, str):
@@ -246,7 +247,7 @@ class _SuiteLoad:
                 self.problems.append(self.lines.problem(("plugins", i), f"plugins[{i}]", str(exc)))
 
 
-def _import_plugins(plugins: Any, base_dir: Path) -> None:
+def _import_plugins(plugins: object, base_dir: Path) -> None:
     """Import the plugins before the tests that use them are read (their problems are reported
     once the suite's keys are checked)."""
     if isinstance(plugins, list):

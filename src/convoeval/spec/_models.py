@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
@@ -44,6 +44,10 @@ class ContentPart(Strict):
         return self.value or self.text or ""
 
 
+MessageContent = str | list[ContentPart] | dict[str, object] | None
+"""A message's content: text, content blocks, or a JSON object (sent as JSON text)."""
+
+
 class InputMessage(Strict):
     """A message of a test's `input`, `expected_output` or a turn's `input`.
 
@@ -52,8 +56,8 @@ class InputMessage(Strict):
 
     role: Literal["system", "user", "assistant", "tool"]
     name: str | None = Field(None, description="The speaker's name (AgentV, as in chat APIs); not sent.")
-    content: str | list[ContentPart] | dict[str, Any] | None = None
-    tool_calls: list[dict[str, Any]] | None = Field(
+    content: MessageContent = None
+    tool_calls: list[dict[str, object]] | None = Field(
         None, description="AgentV: an assistant message's tool calls `{tool, input, output}` (shown as JSON text)."
     )
 
@@ -77,7 +81,7 @@ class InputMessage(Strict):
         return f"{text}\n{calls}" if calls else text
 
 
-Messages = str | list[InputMessage] | dict[str, Any]
+Messages = str | list[InputMessage] | dict[str, object]
 
 
 def messages_text(value: Messages | None) -> str | None:
@@ -212,19 +216,19 @@ class Turn(Strict):
     input: Messages
     expected_output: Messages | None = None
     assertions: AssertionList = Field(default_factory=list)
-    context: Any = Field(None, description="Backend / database result for this turn (TD-Eval).")
-    db_result: Any = Field(None, description="Alias of context.")
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    context: object = Field(None, description="Backend / database result for this turn (TD-Eval).")
+    db_result: object = Field(None, description="Alias of context.")
+    metadata: dict[str, object] = Field(default_factory=dict)
     capture: list[Capture] = Field(default_factory=list, description="Variables set from this turn's reply.")
     post_condition: PostCondition | None = Field(None, description="What the reply must say to go on.")
 
     @field_validator("capture", mode="before")
     @classmethod
-    def _captures(cls, value: Any) -> Any:
+    def _captures(cls, value: object) -> object:
         return one_or_many(value)
 
     @property
-    def backend_result(self) -> Any:
+    def backend_result(self) -> object:
         return self.context if self.context is not None else self.db_result
 
 
@@ -237,7 +241,7 @@ class TranscriptMessage(Model):
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str | None = None
-    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    tool_calls: list[dict[str, object]] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
     source: str | None = None
@@ -258,7 +262,7 @@ class SimulatedUser(Strict):
     type: str = Field("llm", description="The simulator (registry kind `simulator`): `llm` is built in.")
     persona: str = Field("an ordinary user of this service", min_length=1, description="Who the user is.")
     objective: str = Field(min_length=1, description="What the user wants from the conversation.")
-    knowledge: str | list[Any] | dict[str, Any] | None = Field(
+    knowledge: str | list[object] | dict[str, object] | None = Field(
         None, description="Facts the user gives only when asked (a mapping's keys name what is asked for)."
     )
     opening: str | None = Field(None, description="The first simulated message, verbatim (default: generated).")
@@ -314,16 +318,16 @@ class Test(Strict):
         default_factory=list,
         description="Hint k is sent (source: hint) before turn k+2 when verify failed after turn k+1.",
     )
-    vars: dict[str, Any] | None = Field(
+    vars: dict[str, object] | None = Field(
         None,
         description="AgentV v4.42: values for `{{ name }}` (dotted paths) in this test's criteria, input, "
         "expected_output and turns, and in the suite's input for this test.",
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, object] = Field(default_factory=dict)
 
     @field_validator("depends_on", mode="before")
     @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
+    def _one_or_many(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
 
     @property
@@ -352,13 +356,13 @@ class Suite(Strict):
     assertions: AssertionList = Field(default_factory=list)
     turn_assertions: AssertionList = Field(default_factory=list, description="Applied to every agent turn.")
     policy: Policy | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, object] = Field(default_factory=dict)
     tools: str | None = Field(
         None,
         description="A Python file or module whose public functions `name(state, **arguments)` are the "
         "domain's tools: offered to agents with `agent:`, run on each trial's copy of `backend`.",
     )
-    backend: str | dict[str, Any] | None = Field(
+    backend: str | dict[str, object] | None = Field(
         None, description="The domain's initial state (a JSON/YAML file or the document); each trial gets a copy."
     )
     workspace: Workspace | None = Field(None, description="The workspace of every test that gives none of its own.")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
 
 from .. import registry
 from ..graders import AGGREGATOR_ALIASES, registered_assertion_classes
@@ -14,11 +13,13 @@ from ._agentv import LEGACY_TYPES
 from ._models import Suite
 
 
-def suite_json_schema() -> dict[str, Any]:
+def suite_json_schema() -> JsonSchemaValue:
     """The JSON Schema of an eval file, with every registered assertion type spelled out."""
+    from pydantic import TypeAdapter  # loads pydantic's adapter module: only `convoeval schema` needs it
+
     schema = Suite.model_json_schema(ref_template="#/$defs/{model}")
     classes = tuple(registered_assertion_classes())
-    member: Any = functools.reduce(operator.or_, classes)  # a union; each member pins `type` (const)
+    member = functools.reduce(operator.or_, classes)  # a union; each member pins `type` (const)
     typed = TypeAdapter(member).json_schema(ref_template="#/$defs/{model}")
     defs = schema.setdefault("$defs", {})
     defs.update(typed.pop("$defs", {}))
@@ -40,7 +41,7 @@ def suite_json_schema() -> dict[str, Any]:
     return schema
 
 
-def _add_type_aliases(defs: dict[str, Any]) -> None:
+def _add_type_aliases(defs: JsonSchemaValue) -> None:
     """Let each assertion's `type` take the spellings the loader reads too: underscores for
     dashes (`llm_grader`), AgentV's older names (`llm_judge`, `code_judge` with `script:`) and
     the v5 `metric` for `name`."""
@@ -73,7 +74,7 @@ def _add_type_aliases(defs: dict[str, Any]) -> None:
             model["else"] = {"required": ["command"]}
 
 
-def _add_aggregator_aliases(defs: dict[str, Any]) -> None:
+def _add_aggregator_aliases(defs: JsonSchemaValue) -> None:
     """A composite's aggregator `type` also takes the spellings the loader reads
     (`code-judge`, `code_grader`, `weighted-average`...)."""
     kind = defs.get("Aggregator", {}).get("properties", {}).get("type")

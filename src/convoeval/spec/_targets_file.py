@@ -10,9 +10,8 @@ run selects it, so one file can list targets for several machines, as AgentV's f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .. import registry
 from ..targets import TargetConfig, provider_names, settings_model
@@ -55,7 +54,7 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
     if not isinstance(entries, list):
         raise SpecError([lines.problem((), "targets", "a targets file holds `targets: [{name, provider, ...}]`")])
     configs: dict[str, TargetConfig] = {}
-    aliases: list[tuple[str, Any, DataPath, list[Problem]]] = []
+    aliases: list[tuple[str, object, DataPath, list[Problem]]] = []  # (name, use_target, where, unset)
     for i, entry in enumerate(entries):
         where: DataPath = ("targets", i)
         if not isinstance(entry, dict):
@@ -166,7 +165,7 @@ def _unusable(entry: dict, reasons: list[Problem]) -> TargetConfig:
 
 
 def _resolve_aliases(
-    aliases: list[tuple[str, Any, DataPath, list[Problem]]],
+    aliases: list[tuple[str, object, DataPath, list[Problem]]],
     configs: dict[str, TargetConfig],
     lines: LineMap,
     problems: list[Problem],
@@ -192,7 +191,7 @@ def _resolve_aliases(
 
 
 def _add_errors(
-    exc: ValidationError, where: DataPath, lines: LineMap, problems: list[Problem], model: Any = None
+    exc: ValidationError, where: DataPath, lines: LineMap, problems: list[Problem], model: type[BaseModel] | None = None
 ) -> None:
     for error in exc.errors(include_url=False):
         loc = (*where, *error["loc"])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .._paths import confined_file
 from ._agentv import AgentvNormalizer, agentv_key, substitute_env
@@ -68,7 +67,7 @@ class SuiteTests:
         self.modes: list[int] = [0, 0]  # tests that are single-turn, conversations
 
     # -- reading ------------------------------------------------------------------------
-    def add(self, value: Any, lines: LineMap, index: int, *, includes: bool = True) -> None:
+    def add(self, value: object, lines: LineMap, index: int, *, includes: bool = True) -> None:
         """One item of a `tests` list, found at `index` of its list, its lines in `lines`
         (under `("tests", index)`). A string includes a file of tests when `includes`."""
         path: DataPath = ("tests", index)
@@ -127,7 +126,7 @@ class SuiteTests:
         return source.not_a_list
 
     # -- one test -----------------------------------------------------------------------
-    def check(self, value: Any, path: DataPath, lines: LineMap) -> None:
+    def check(self, value: object, path: DataPath, lines: LineMap) -> None:
         """Normalize, check and validate the test at `path` (its index in the whole list)."""
         self.normalizer.lines = self.checker.lines = lines
         if isinstance(value, dict):
@@ -142,6 +141,7 @@ class SuiteTests:
     def _note(self, test: dict, path: DataPath, lines: LineMap) -> None:
         """Remember what the checks across tests need: its id, dependencies, targets, kind."""
         index = path[1]
+        assert isinstance(index, int)
         conversation = (
             test.get("mode") == "conversation"
             or "transcript" in test
@@ -193,7 +193,7 @@ class SuiteTests:
         self.ids = {k: v for k, v in self.ids.items() if v[0] < count}
 
     # -- across tests -------------------------------------------------------------------
-    def check_links(self, suite_execution: Any) -> None:
+    def check_links(self, suite_execution: object) -> None:
         """`depends_on` names known tests without a cycle; a test's own targets are among the
         suite's, and it depends only on tests that run where it runs (AgentV's matrix)."""
         graph: dict[str, list[str]] = {}
@@ -214,7 +214,7 @@ class SuiteTests:
             self._at(first.deps_at, "dependency cycle: " + " -> ".join(cycle))
         self._check_targets(suite_execution)
 
-    def _check_targets(self, suite_execution: Any) -> None:
+    def _check_targets(self, suite_execution: object) -> None:
         suite_targets = targets_of(suite_execution) if isinstance(suite_execution, dict) else None
         suite_targets = suite_targets if suite_targets and len(suite_targets) > 1 else None
         own: dict[str, list[str]] = {}

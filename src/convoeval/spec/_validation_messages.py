@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import difflib
 import typing
-from typing import Any
+from collections.abc import Iterable
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from ._agentv import V5_FIELDS, v5_message
-from ._yaml import DataPath
+from ._lines import DataPath, Key
 
 
 def validation_problems(
-    exc: ValidationError, data: Any, prefix: DataPath, model: type[BaseModel]
+    exc: ValidationError, data: object, prefix: DataPath, model: type[BaseModel]
 ) -> list[tuple[DataPath, str]]:
     """The problems of one pydantic validation of `data` (found at `prefix`) as (path, message)."""
     found: list[tuple[DataPath, str, str, DataPath | None]] = []
@@ -38,7 +38,7 @@ def validation_problems(
     return problems
 
 
-def suggest(word: str, options: Any) -> str:
+def suggest(word: str, options: Iterable[str]) -> str:
     """` (did you mean 'x'?)` for the closest of `options`, or an empty string."""
     close = difflib.get_close_matches(word, [o for o in options if o != word], n=1, cutoff=0.75)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -61,12 +61,12 @@ _TYPE_MISMATCH = {
 }
 
 
-def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[DataPath, DataPath | None]:
+def _data_path(loc: tuple[int | str, ...], data: object) -> tuple[DataPath, DataPath | None]:
     """Pydantic's error location -> the path in the data, dropping union member tags.
 
     Also returns the data path at which a union member tag was dropped (or None).
     """
-    path: list[Any] = []
+    path: list[Key] = []
     union_at: DataPath | None = None
     current = data
     for k, part in enumerate(loc):
@@ -85,7 +85,7 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[DataPath, DataPath | No
     return tuple(path), union_at
 
 
-def _looks_like_tag(part: Any) -> bool:
+def _looks_like_tag(part: int | str) -> bool:
     return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool", "dict", "list"})
 
 
@@ -103,7 +103,7 @@ def _message(error: ErrorDetails, model: type[BaseModel]) -> str:
     return str(error["msg"]).removeprefix("Value error, ")
 
 
-def _yaml_type(value: Any) -> str:
+def _yaml_type(value: object) -> str:
     """How YAML read a value, for error messages: `true` is a boolean, `12` an integer..."""
     if value is None:
         return "null (empty)"
@@ -122,7 +122,7 @@ def _yaml_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> set[str]:
+def _fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> set[str]:
     """The fields of the object at pydantic location `loc` under `model` (what a misspelt key
     there may have meant); union members are followed by field name or by their tag."""
     candidates = [model]
@@ -139,7 +139,7 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> set[str]:
     return {name for m in candidates for name in m.model_fields}
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
+def _models_in(annotation: object) -> list[type[BaseModel]]:
     """The pydantic models inside a type annotation (`list[Test] | None` -> [Test])."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]

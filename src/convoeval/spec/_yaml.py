@@ -4,12 +4,11 @@ items of a tests file one at a time."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from ._errors import Problem
-from ._lines import DataPath, LineMap
+from ._lines import DataPath, Key, LineMap
 from ._yaml_events import MAX_DEPTH, MAX_NODES, Rename, YamlFailure, YamlReader, same_key
 
 __all__ = [
@@ -46,7 +45,7 @@ def load_yaml(
     problems: list[Problem],
     prefix: DataPath = (),
     rename: Rename = same_key,
-) -> Any:
+) -> object:
     """Parse a YAML file; record each value's line under `prefix`; None when it cannot.
 
     `rename(path, key)` gives the name a mapping key is stored under (legacy spellings).
@@ -76,7 +75,7 @@ def load_jsonl(
     problems: list[Problem],
     prefix: DataPath = (),
     rename: Rename = same_key,
-) -> list[Any] | None:
+) -> list[object] | None:
     """Parse a JSONL file (one JSON value a line, blank lines ignored) into a list."""
     text = read_text(path, problems)
     if text is None:
@@ -104,7 +103,7 @@ class ItemsFile:
     def _lines(self) -> LineMap:
         return LineMap(str(self.path), self.parent)
 
-    def items(self) -> Iterator[tuple[int, Any, LineMap]]:
+    def items(self) -> Iterator[tuple[int, object, LineMap]]:
         text = read_text(self.path, self.problems)
         if text is None:
             self.failed = True
@@ -135,8 +134,8 @@ class ItemsFile:
 
 
 def _jsonl_items(
-    text: str, file: str, problems: list[Problem], prefix: DataPath, rename: Rename, new_lines: Any
-) -> Iterator[tuple[int, Any, LineMap]]:
+    text: str, file: str, problems: list[Problem], prefix: DataPath, rename: Rename, new_lines: Callable[[], LineMap]
+) -> Iterator[tuple[int, object, LineMap]]:
     index = 0
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
@@ -151,11 +150,11 @@ def _jsonl_items(
         index += 1
 
 
-def _record_all(value: Any, path: DataPath, file: str, line: int, lines: LineMap, rename: Rename) -> Any:
+def _record_all(value: object, path: DataPath, file: str, line: int, lines: LineMap, rename: Rename) -> object:
     """Record the line of `value` and everything inside it; return it with keys renamed."""
     lines.add(path, file, line)
     if isinstance(value, dict):
-        out = {}
+        out: dict[Key, object] = {}
         for key, item in value.items():
             key = rename(path, key)
             out[key] = _record_all(item, (*path, key), file, line, lines, rename)
@@ -178,7 +177,7 @@ class CaseFolder:
         self.failed = False
         self.not_a_list = False
 
-    def items(self) -> Iterator[tuple[int, Any, LineMap]]:
+    def items(self) -> Iterator[tuple[int, object, LineMap]]:
         index = 0
         for folder in sorted(p for p in self.path.iterdir() if p.is_dir()):
             case = next((folder / n for n in ("case.yaml", "case.yml") if (folder / n).is_file()), None)
@@ -197,7 +196,7 @@ class CaseFolder:
                 yield index, value, lines
                 index += 1
 
-    def _read(self, case: Path, path: DataPath, lines: LineMap) -> Any:
+    def _read(self, case: Path, path: DataPath, lines: LineMap) -> object:
         text = read_text(case, self.problems)
         if text is None:
             return None

@@ -12,16 +12,17 @@ aliases are refused, so hostile input never reaches a recursion limit or fills m
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Final, Literal
 
 import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 
 from ._errors import Problem, field_path
-from ._lines import DataPath, LineMap
+from ._lines import DataPath, Key, LineMap
 
 #: Most values made by aliases in one file (an alias bomb expands exponentially).
 MAX_NODES = 1_000_000
@@ -75,14 +76,15 @@ class _Core12Constructor(yaml.SafeLoader):
 
 _Core12Constructor.add_constructor("tag:yaml.org,2002:int", _Core12Constructor.construct_yaml_int)
 
-Rename = Callable[[DataPath, Any], Any]
+Rename = Callable[[DataPath, Key], Key]
+"""`rename(path, key)`: the name a mapping key at `path` is stored under."""
 
 
-def same_key(path: DataPath, key: Any) -> Any:
+def same_key(path: DataPath, key: Key) -> Key:
     return key
 
 
-def _is_merge(event: Any) -> bool:
+def _is_merge(event: yaml.ScalarEvent) -> bool:
     """A merge key: a plain `<<` (or one tagged `!!merge`)."""
     return bool(event.tag == _MERGE_TAG or (event.tag is None and event.implicit[0] and event.value == "<<"))
 
@@ -97,10 +99,19 @@ class YamlFailure(Exception):
         self.syntax = syntax
 
 
-MERGE = object()  # what `YamlReader.entries` yields for a merge key `<<`
-_KEY = object()  # a mapping frame waits for a key
-_PUSHED = object()  # a collection was opened: its value comes when its frame closes
-_MISSING = object()
+class _Mark(enum.Enum):
+    """Markers that are never values."""
+
+    MERGE = "merge"  # what `YamlReader.entries` yields for a merge key `<<`
+    KEY = "key"  # a mapping frame waits for a key
+    PUSHED = "pushed"  # a collection was opened: its value comes when its frame closes
+    MISSING = "missing"
+
+
+MERGE: Final = _Mark.MERGE
+_KEY: Final = _Mark.KEY
+_PUSHED: Final = _Mark.PUSHED
+_MISSING: Final = _Mark.MISSING
 _NORMAL, _MERGED, _MERGE_LIST = 0, 1, 2
 
 
@@ -115,7 +126,7 @@ class _Frame:
         self,
         path: DataPath,
         lines: LineMap,
-        start: Any,
+        start: yaml.Mark,
         anchor: str | None,
         records: bool,
         pops_replay: bool,
@@ -129,9 +140,9 @@ class _Frame:
         self.records = records  # its anchor's events are being recorded
         self.pops_replay = pops_replay  # it is an alias being built again
         self.kind = kind
-        self.value: Any = {} if is_map else []
-        self.key: Any = _KEY if is_map else None
-        self.merges: list[tuple[dict, LineMap]] | None = None
+        self.value: dict[Key, object] | list[object] = {} if is_map else []
+        self.key: Key | Literal[_Mark.KEY, _Mark.MERGE] | None = _KEY if is_map else None
+        self.merges: list[tuple[dict[Key, object], LineMap]] | None = None
 
 
 class YamlReader:
@@ -159,9 +170,9 @@ class YamlReader:
         self._anchors: dict[str, list[yaml.Event]] = {}  # complete anchors: their node's events
         self._open: dict[str, int] = {}  # anchors of the document still open: start in _log
         self._log: list[yaml.Event] = []  # events read while an anchor is open
-        self._building: dict[str, Any] = {}  # anchored nodes being built: start mark (recursion)
+        self._building: dict[str, yaml.Mark] = {}  # anchored nodes being built: start mark (recursion)
         self._made = 0  # values made by aliases
-        self._plain: dict[str, Any] = {}
+        self._plain: dict[str, object] = {}
 
     def close(self) -> None:
         self._parser.dispose()
@@ -202,14 +213,14 @@ class YamlReader:
                 )
             )
 
-    def value(self, path: DataPath, lines: LineMap) -> Any:
+    def value(self, path: DataPath, lines: LineMap) -> object:
         """Build the next node as the value at `path`."""
         event, replay = self._read()
         base = len(self._stack)
         value = self._child(event, replay, path, lines, True)
         return self._complete(base) if value is _PUSHED else value
 
-    def entries(self, lines: LineMap) -> Iterator[Any]:
+    def entries(self, lines: LineMap) -> Iterator[Key | Literal[_Mark.MERGE]]:
         """The keys of the root mapping, in order (a merge key `<<` as MERGE); read each key's
         value with `value` or `items` before asking for the next key."""
         event, replay = self._read()
@@ -222,6 +233,7 @@ class YamlReader:
                 return
             self._key(frame, event, replay)
             key = frame.key
+            assert key is not None and key is not _KEY and isinstance(frame.value, dict)
             yield key
             if key is not MERGE:
                 frame.value[key] = None  # seen (for duplicate keys); the caller keeps the value
@@ -229,7 +241,7 @@ class YamlReader:
 
     def items(
         self, path: DataPath, lines: LineMap, item_lines: Callable[[], LineMap]
-    ) -> Iterator[tuple[int, Any, LineMap]]:
+    ) -> Iterator[tuple[int, object, LineMap]]:
         """The items of the sequence that comes next (`next_kind` said so), one at a time, each
         with its lines in a new map from `item_lines()`: (index, value, lines)."""
         event, replay = self._read()
@@ -255,13 +267,13 @@ class YamlReader:
             index += 1
 
     # -- events -----------------------------------------------------------------------------
-    def _parse(self) -> Any:
+    def _parse(self) -> yaml.Event:
         try:
             return self._parser.get_event()
         except yaml.YAMLError as exc:
             raise self._parse_error(exc) from None
 
-    def _peek(self) -> Any:
+    def _peek(self) -> yaml.Event:
         try:
             return self._parser.peek_event()
         except yaml.YAMLError as exc:
@@ -272,7 +284,7 @@ class YamlReader:
             return self._too_deep(exc) or self._syntax_error(exc)
         return YamlFailure(Problem(self.file, 1, "(yaml)", f"YAML error: {exc}"), syntax=True)
 
-    def _read(self) -> tuple[Any, bool]:
+    def _read(self) -> tuple[yaml.Event, bool]:
         """The next event, and whether it comes from an alias being built again."""
         if self._replays:
             return next(self._replays[-1]), True
@@ -315,7 +327,7 @@ class YamlReader:
         )
 
     # -- nodes ------------------------------------------------------------------------------
-    def _complete(self, base: int) -> Any:
+    def _complete(self, base: int) -> object:
         """Read events until the frames above `base` are closed; the value of the last one."""
         stack = self._stack
         get_event = self._parser.get_event
@@ -349,7 +361,7 @@ class YamlReader:
             if value is not _PUSHED:
                 self._put(frame, value)
 
-    def _child(self, event: Any, replay: bool, path: DataPath, lines: LineMap, line: bool) -> Any:
+    def _child(self, event: yaml.Event, replay: bool, path: DataPath, lines: LineMap, line: bool) -> object:
         """Start the node whose first event is `event`: a scalar's value, or _PUSHED."""
         if type(event) is yaml.ScalarEvent and event.anchor is None and not replay:
             if line:
@@ -385,7 +397,14 @@ class YamlReader:
         return _PUSHED
 
     def _open_frame(
-        self, event: Any, replay: bool, path: DataPath, lines: LineMap, line: bool, pops_replay: bool, kind: int
+        self,
+        event: yaml.NodeEvent,
+        replay: bool,
+        path: DataPath,
+        lines: LineMap,
+        line: bool,
+        pops_replay: bool,
+        kind: int,
     ) -> None:
         if len(self._stack) >= MAX_DEPTH:
             where = Problem(self.file, event.start_mark.line + 1, "(yaml)", f"nested deeper than {MAX_DEPTH} levels")
@@ -407,7 +426,7 @@ class YamlReader:
         is_map = isinstance(event, yaml.MappingStartEvent)
         self._stack.append(_Frame(path, lines, event.start_mark, anchor, records, pops_replay, kind, is_map))
 
-    def _close(self, frame: _Frame) -> Any:
+    def _close(self, frame: _Frame) -> object:
         self._stack.pop()
         if frame.anchor is not None:
             self._building.pop(frame.anchor, None)
@@ -424,25 +443,26 @@ class YamlReader:
             return (value, frame.lines)
         return value
 
-    def _put(self, frame: _Frame, value: Any) -> None:
-        if frame.key is None:  # a sequence (or the list of mappings given to `<<`)
+    def _put(self, frame: _Frame, value: object) -> None:
+        key = frame.key
+        if isinstance(frame.value, list):  # a sequence (or the list of mappings given to `<<`)
             frame.value.append(value)
             return
-        if frame.key is MERGE:
+        if key is MERGE:
             if frame.merges is None:
                 frame.merges = []
             if isinstance(value, list):  # `<<: [*a, *b]`: the first listed wins
-                frame.merges.extend(v for v in reversed(value) if v is not None)
+                frame.merges.extend(_merged_source(v) for v in reversed(value) if v is not None)
             elif value is not None:
-                frame.merges.append(value)
-        else:
-            frame.value[frame.key] = value
+                frame.merges.append(_merged_source(value))
+        elif key is not None and key is not _KEY:
+            frame.value[key] = value
         frame.key = _KEY
 
-    def _key(self, frame: _Frame, event: Any, replay: bool) -> None:
+    def _key(self, frame: _Frame, event: yaml.Event, replay: bool) -> None:
         """Read a mapping key: duplicates are problems, its line is recorded, `frame.key` set."""
         line = event.start_mark.line + 1
-        key: Any = _MISSING
+        key: object = _MISSING
         if type(event) is yaml.ScalarEvent and event.tag is None and event.anchor is None and event.implicit[0]:
             key = self._plain.get(event.value, _MISSING)  # the common case: a plain key seen before
         if key is not _MISSING:
@@ -471,23 +491,21 @@ class YamlReader:
             key = self._key_value(event)
         else:
             key = self._scratch(event, replay, False)
-        if not isinstance(key, (str, int, float, bool)) or key is None:
-            key = str(key)
-        key = self.rename(frame.path, key)
-        key_path = (*frame.path, key)
-        if frame.kind == _NORMAL and key in frame.value:  # merged keys may repeat (the last wins)
-            self.problems.append(Problem(self.file, line, field_path(key_path), f"duplicate key {key!r}"))
+        name = self.rename(frame.path, key if isinstance(key, (str, int, float, bool)) else str(key))
+        key_path = (*frame.path, name)
+        if frame.kind == _NORMAL and name in frame.value:  # merged keys may repeat (the last wins)
+            self.problems.append(Problem(self.file, line, field_path(key_path), f"duplicate key {name!r}"))
             frame.lines.forget(key_path)
         frame.lines.add(key_path, self.file, line)
-        frame.key = key
+        frame.key = name
 
-    def _key_value(self, event: Any) -> Any:
+    def _key_value(self, event: yaml.ScalarEvent) -> object:
         try:
             return self._construct(event)
         except ValueError:
             return event.value
 
-    def _scratch(self, event: Any, replay: bool, pops_replay: bool) -> Any:
+    def _scratch(self, event: yaml.NodeEvent, replay: bool, pops_replay: bool) -> object:
         """A mapping or list used as a key: its value (it becomes text), nothing recorded."""
         before = len(self.problems)
         base = len(self._stack)
@@ -496,7 +514,7 @@ class YamlReader:
         del self.problems[before:]
         return value
 
-    def _merge_source(self, frame: _Frame, event: Any, replay: bool) -> Any:
+    def _merge_source(self, frame: _Frame, event: yaml.Event, replay: bool) -> object:
         """What is merged into a mapping: the value of its `<<` (`frame` is the mapping), or an
         item of the list given to `<<` (`frame` is that list, at the mapping's path and with
         its start mark). Opens the merged mapping (or the list) and returns _PUSHED."""
@@ -531,11 +549,12 @@ class YamlReader:
         )
         raise self._build_error(error)
 
-    def _merged(self, frame: _Frame) -> dict:
+    def _merged(self, frame: _Frame) -> dict[Key, object]:
         """The mapping with its merged mappings under its own keys (YAML merge rules); the
         lines of each merged key are those of the mapping it came from."""
-        merged: dict[Any, Any] = {}
-        source: dict[Any, int] = {}
+        assert isinstance(frame.value, dict)
+        merged: dict[Key, object] = {}
+        source: dict[Key, int] = {}
         for i, (values, _) in enumerate(frame.merges or []):
             for key, value in values.items():
                 merged[key] = value
@@ -550,7 +569,7 @@ class YamlReader:
         return merged
 
     # -- anchors and aliases ----------------------------------------------------------------
-    def _new_anchor(self, name: str, mark: Any) -> None:
+    def _new_anchor(self, name: str, mark: yaml.Mark) -> None:
         first = None
         if name in self._anchors:
             first = self._anchors[name][0].start_mark
@@ -561,12 +580,12 @@ class YamlReader:
                 ComposerError("found duplicate anchor; first occurrence", first, "second occurrence", mark)
             )
 
-    def _scalar_anchor(self, event: Any, replay: bool) -> None:
+    def _scalar_anchor(self, event: yaml.ScalarEvent, replay: bool) -> None:
         if event.anchor is not None and not replay:
             self._new_anchor(event.anchor, event.start_mark)
             self._anchors[event.anchor] = [event]
 
-    def _recorded(self, event: Any) -> list[Any] | None:
+    def _recorded(self, event: yaml.AliasEvent) -> list[yaml.Event] | None:
         """The events of the node an alias names; None when that node is being built (a
         recursive alias)."""
         if event.anchor in self._building:
@@ -583,7 +602,7 @@ class YamlReader:
             raise YamlFailure(Problem(self.file, 1, "(yaml)", message), syntax=False)
 
     # -- scalars ----------------------------------------------------------------------------
-    def _scalar(self, event: Any, path: DataPath) -> Any:
+    def _scalar(self, event: yaml.ScalarEvent, path: DataPath) -> object:
         try:
             return self._construct(event)
         except ValueError as exc:  # e.g. `when: !!timestamp 2024-13-45`
@@ -591,7 +610,7 @@ class YamlReader:
             self.problems.append(Problem(self.file, event.start_mark.line + 1, field_path(path), message))
             return None
 
-    def _construct(self, event: Any) -> Any:
+    def _construct(self, event: yaml.ScalarEvent) -> object:
         tag = event.tag
         text = event.value
         if tag is None:
@@ -610,7 +629,7 @@ class YamlReader:
             tag = self._parser.resolve(yaml.ScalarNode, text, event.implicit)
         return self._construct_node(tag, event)
 
-    def _construct_node(self, tag: str, event: Any) -> Any:
+    def _construct_node(self, tag: str, event: yaml.ScalarEvent) -> object:
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
         try:
             return self._constructor.construct_object(node, deep=True)
@@ -622,3 +641,9 @@ class YamlReader:
             raise ValueError(f"not a valid {tag.removeprefix('tag:yaml.org,2002:')}") from None
         finally:
             self._constructor.constructed_objects.clear()
+
+
+def _merged_source(value: object) -> tuple[dict[Key, object], LineMap]:
+    """A merged mapping as its frame closed: (its values, its lines)."""
+    assert isinstance(value, tuple)
+    return value

@@ -9,15 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard
 
 import numpy as np
 
 Category = int | float | str
 """One declared category: a number (1..5 scores) or a label ("yes", "no")."""
 
-Matrix = Sequence[Sequence[Any]] | np.ndarray
-"""Items x raters; None or NaN marks a missing rating."""
+Matrix = Sequence[Sequence[object]] | np.ndarray
+"""Items x raters; None or NaN marks a missing rating (any other value must be a declared category)."""
 
 
 class AgreementInputError(ValueError):
@@ -68,16 +68,16 @@ class Ratings:
         return np.array([float(c) for c in self.categories])
 
 
-def is_missing(value: Any) -> bool:
+def is_missing(value: object) -> bool:
     """True for None and NaN, the two spellings of a missing rating."""
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float | np.integer | np.floating]:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 
 
-def _key(value: Any) -> Any:
+def _key(value: object) -> tuple[str, object]:
     """Lookup key: numbers compare by value (4 == 4.0), everything else as is."""
     if _is_number(value):
         return ("num", float(value))

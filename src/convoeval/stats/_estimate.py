@@ -6,9 +6,10 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 IntervalMethod = Literal["asymptotic", "bootstrap", "wilson"]
 
@@ -52,7 +53,7 @@ class Estimate:
     def defined(self) -> bool:
         return not math.isnan(self.value)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-ready fields; an undefined value becomes null with a note."""
         data = asdict(self)
         if not self.defined:
@@ -114,6 +115,8 @@ def bootstrapped(
     """
     if rounds <= 0 or n_items < 2:
         return Estimate(value=float(value), n_items=n_items, confidence=confidence, pa=pa, pe=pe)
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     indices = rng.integers(0, n_items, size=(rounds, n_items))
     replicates = np.asarray(statistic(indices), dtype=float)

@@ -15,8 +15,10 @@ from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from pydantic import ValidationError
+
+from ..engine import RecordedOptions
 from ..results import EvaluationResult
 from ._estimate import Estimate
 from ._rates import rate_interval
@@ -39,7 +41,7 @@ class Flaky:
     runs: list[str] = field(default_factory=list)
     fingerprint: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "suite": self.suite,
             "test_id": self.test_id,
@@ -109,10 +111,10 @@ def flaky_in_store(store: str | Path, fingerprints: Iterable[str] | None = None)
         hashes: dict[str, dict[str, str]] = {}
         for run_id, options in conn.execute("SELECT id, options FROM runs ORDER BY started, rowid"):
             try:
-                suites = json.loads(options).get("suites") or {}
-            except (json.JSONDecodeError, AttributeError, TypeError):
-                suites = {}
-            hashes[run_id] = {k: v.get("hash", "") for k, v in suites.items() if isinstance(v, dict)}
+                recorded = RecordedOptions.model_validate_json(options).suites
+            except ValidationError:  # not written by convoeval
+                recorded = {}
+            hashes[run_id] = {k: v.hash for k, v in recorded.items()}
         names: dict[tuple[str, str], str] = {}
         for run_id, suites in hashes.items():
             if wanted is not None and not wanted & set(suites.values()):

@@ -44,7 +44,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -159,7 +159,7 @@ class TestChange:
     def delta(self) -> float:
         return self.rate_b.value - self.rate_a.value
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "test": self.label,
             "rate_a": self.rate_a.to_dict(),
@@ -185,7 +185,7 @@ class Power:
     def enough(self) -> bool:
         return self.power >= TARGET_POWER
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "effect": self.effect,
             "power": self.power,
@@ -241,7 +241,7 @@ class GateReport:
         """Chance that a gate failing on any single worse test fires when nothing changed."""
         return 1.0 - 0.5**self.changed
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "alpha": self.alpha,
             "min_delta": self.min_delta,

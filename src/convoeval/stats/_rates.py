@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .._binomial import wilson_interval
 from ..results import EvaluationResult, pass_at_k, pass_hat_k
 from ._estimate import Estimate
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def rate_interval(successes: int, n: int, confidence: float = 0.95) -> Estimate:
@@ -42,12 +43,17 @@ def rate_interval(successes: int, n: int, confidence: float = 0.95) -> Estimate:
 
 def mean_interval(values: Sequence[float], *, rounds: int = 2000, seed: int = 0, confidence: float = 0.95) -> Estimate:
     """The mean of `values` with a seeded percentile bootstrap interval (none for fewer than two
-    values; the interval is the point when all values are equal)."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
+    values; the interval is the point when all values are equal). numpy loads for the bootstrap
+    only: a one-test run's summary does without it."""
+    if len(values) == 0:
         return Estimate(value=float("nan"), n_items=0, confidence=confidence, note="no scores")
+    if len(values) == 1:
+        return Estimate(value=float(values[0]), n_items=1, confidence=confidence)
+    import numpy as np
+
+    data = np.asarray(values, dtype=float)
     mean = float(data.mean())
-    if data.size < 2 or rounds <= 0:
+    if rounds <= 0:
         return Estimate(value=mean, n_items=int(data.size), confidence=confidence)
     means = _resampled_means(data, rounds, np.random.default_rng(seed))
     tail = (1 - confidence) / 2 * 100
@@ -68,6 +74,8 @@ def _resampled_means(data: np.ndarray, rounds: int, rng: np.random.Generator) ->
     on how often each distinct value was drawn, which is Multinomial(n, share of each value):
     with few distinct values (verdicts, pass@k of a few trials) that is drawn directly, in
     rounds x values steps instead of rounds x n."""
+    import numpy as np
+
     values, counts = np.unique(data, return_counts=True)
     if values.size * 4 <= data.size:
         drawn = rng.multinomial(data.size, counts / data.size, size=rounds)
@@ -114,8 +122,8 @@ class GroupRates:
     pass_at_k: dict[str, Estimate] = field(default_factory=dict)
     pass_hat_k: dict[str, Estimate] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_dict(self) -> dict[str, object]:
+        data: dict[str, object] = {
             "name": self.name,
             "pass_rate": self.pass_rate.to_dict(),
             "mean_score": self.mean_score.to_dict(),

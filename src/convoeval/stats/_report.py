@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Sequence
-from typing import Any
 
 from ._cohen import cohen_kappa
 from ._correlation import kendall, spearman
@@ -68,7 +67,7 @@ def agreement_report(
     bootstrap: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, dict[str, object]]:
     """Every agreement statistic that applies to `matrix`, keyed in snake_case.
 
     Which statistics appear:

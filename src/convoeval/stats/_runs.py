@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..results import EvaluationResult
 from ._consistency import Consistency, judge_consistency
@@ -103,7 +102,7 @@ def judge_scores(results: Iterable[EvaluationResult]) -> dict[ItemKey, JudgeScor
     return items
 
 
-def _numeric(value: Any) -> bool:
+def _numeric(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -164,7 +163,7 @@ class RunsAgreement:
     spearman_scores: Estimate
     graders: dict[str, int] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "items": self.items,
             "only_a": self.only_a,
@@ -267,7 +266,7 @@ class GraderConsistency:
     identical: float
     missing: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "grader": self.grader,
             "items": self.items,
@@ -288,7 +287,7 @@ class RunsConsistency:
     items: dict[ItemKey, Consistency]
     overall: GraderConsistency
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "runs": self.runs,
             "graders": [g.to_dict() for g in self.graders.values()],

@@ -7,6 +7,7 @@ Per-turn figures mean the same for every agent: `usage` and `cost_usd` are this 
 the session's running total), `latency_ms` is the wall-clock time of the CLI process, from
 its start to its exit (CLI start-up included), and tool calls that did not run (denied by a
 permission rule, blocked by a sandbox) are kept with a `status` and do not count as called.
+A conversation with a workspace runs the CLI inside the run's sandbox (see `_boxed`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import ClassVar
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError
 from .._http import redact
 from .._settings import settings_of
+from ._boxed import AgentHomes, Launch, launch, sandboxed
 from ._process import Finished, Line, agent_env, run_command, work_dir
 from ._replies import prompt_text
 from ._settings import AgentCliSettings
@@ -33,6 +35,10 @@ class AgentCli(ABC):
     default_executable: ClassVar[str] = ""
     #: Variables of convoeval's environment the CLI gets (its credentials and configuration).
     env_names: ClassVar[tuple[str, ...]] = ()
+    #: Its key variables, in order of preference: in the sandbox, only the first set one goes in.
+    key_names: ClassVar[tuple[str, ...]] = ()
+    #: Its non-secret settings (endpoint) that go into the sandbox too.
+    config_names: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: TargetConfig):
         self.config = config
@@ -43,6 +49,8 @@ class AgentCli(ABC):
         #: The system prompt of each session: a resumed turn's request carries only the new
         #: user message, and neither CLI keeps a system prompt given on the command line.
         self._systems: dict[str, str] = {}
+        keep = self.settings.keep_sessions
+        self.homes = AgentHomes(config.source_dir / keep if keep else None)
 
     def prompt(self, request: ChatRequest) -> tuple[str, str]:
         """`(system prompt, prompt)` of a turn; a resumed turn gets its session's system prompt."""
@@ -69,28 +77,49 @@ class AgentCli(ABC):
             TargetError: the CLI reported an error, or printed no complete turn.
         """
 
-    async def chat(self, request: ChatRequest) -> ChatReply:
+    def launch(self, request: ChatRequest) -> Launch:
+        """How this turn starts: in the sandbox when the conversation has a workspace (and the
+        run's sandbox is not `none`), else on this machine."""
+        argv = self.argv(request)
+        workdir = request.agent.workdir
+        if workdir is not None and sandboxed(self.name):
+            names = (self.key_names, self.config_names)
+            return launch(self.config, self.settings, self.homes, argv, workdir, request.session_id, names)
         env, secrets = agent_env(self.config, self.settings, self.env_names)
-        cwd = request.agent.workdir or work_dir(self.config, self.settings.cwd)
-        finished = await run_command(
-            self.argv(request),
-            cwd=cwd,
-            env=env,
-            timeout_s=self.config.timeout_s,
-            name=self.name,
-            secrets=secrets,
-            watch=self.watcher(),
-            explain=self.explain_timeout,
-        )
+        return Launch(argv, env, env, secrets)
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        start = self.launch(request)
+        session: str | None = None
         try:
-            reply = self.reply(finished, request, env)
-        except TargetError as exc:  # every error path: the CLI's own key never leaves
-            raise TargetError(redact(str(exc), tuple(secrets))) from None
+            finished = await run_command(
+                start.argv,
+                cwd=request.agent.workdir or work_dir(self.config, self.settings.cwd),
+                env=start.env,
+                timeout_s=self.config.timeout_s,
+                name=self.name,
+                secrets=start.secrets,
+                watch=self.watcher(),
+                explain=self.explain_timeout,
+                preexec=start.preexec,
+            )
+            try:
+                reply = self.reply(finished, request, start.reply_env)
+            except TargetError as exc:  # every error path: the CLI's own key never leaves
+                raise TargetError(redact(str(exc), tuple(start.secrets))) from None
+            session = reply.session_id
+        finally:
+            if start.home is not None:
+                self.homes.settle(start.home, session or request.session_id)
         reply.latency_ms = finished.duration_ms
         system, _ = self.prompt(request)
         if system and reply.session_id:
             self._systems[reply.session_id] = system
         return reply
 
+    async def end_session(self, session_id: str) -> None:
+        """The conversation is over: its sandbox HOME goes (its session files kept if asked)."""
+        self.homes.end(session_id)
+
     async def aclose(self) -> None:
-        return None
+        self.homes.close()

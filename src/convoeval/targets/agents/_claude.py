@@ -39,10 +39,12 @@ class ClaudeCodeTarget(AgentCli):
     """Settings (targets file): `model` (passed as `--model`), `executable` (default
     `claude`), `args` (extra arguments, e.g. `[--permission-mode, acceptEdits]`), `cwd`
     (default: the conversation's workspace, else the current directory), `timeout_s`,
-    `env` / `env_passthrough` (see `agent_env`)."""
+    `env` / `env_passthrough` (see `agent_env`), `keep_sessions` (see `_boxed`)."""
 
     default_executable = "claude"
     env_names = CLAUDE_ENV
+    key_names = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    config_names = ("ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
 
     def argv(self, request: ChatRequest) -> list[str]:
         system, prompt = self.prompt(request)

@@ -37,11 +37,13 @@ CODEX_ENV = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
 class CodexTarget(AgentCli):
     """Settings: `model` (`--model`), `executable` (default `codex`), `args` (options of
     `codex exec`, placed before `resume`, e.g. `[--skip-git-repo-check, --sandbox,
-    workspace-write]`), `cwd`, `timeout_s`, `env` / `env_passthrough`, prices per million
-    tokens (cost from usage)."""
+    workspace-write]`), `cwd`, `timeout_s`, `env` / `env_passthrough`, `keep_sessions`, prices
+    per million tokens (cost from usage)."""
 
     default_executable = "codex"
     env_names = CODEX_ENV
+    key_names = ("OPENAI_API_KEY", "CODEX_API_KEY")
+    config_names = ("OPENAI_BASE_URL",)
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)

@@ -97,20 +97,29 @@ async def run_command(
     shell: bool = False,
     watch: Callable[[Line], str | None] | None = None,
     explain: Callable[[list[Line]], str | None] | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> Finished:
     """Run a command to its end (killing its process group after `timeout_s`).
 
     Stdout is read in chunks and split into lines with no limit on a line's length (only on
     the whole output, `MAX_STDOUT` bytes). `watch` sees every line as it arrives: a message
     it returns stops the command at once and becomes the error. `explain` reads the lines
-    printed so far when the command times out: what it says is added to the error.
+    printed so far when the command times out: what it says is added to the error. `preexec`
+    runs in the child before the program (its limits).
 
     Raises:
         TargetError: the executable is missing, the command timed out, printed too much, or
             `watch` stopped it.
     """
     started = time.perf_counter()
-    pipes = {"stdin": asyncio.subprocess.DEVNULL, "stdout": PIPE, "stderr": PIPE, "start_new_session": True}
+    pipes: dict[str, object] = {
+        "stdin": asyncio.subprocess.DEVNULL,
+        "stdout": PIPE,
+        "stderr": PIPE,
+        "start_new_session": True,
+    }
+    if preexec is not None:
+        pipes["preexec_fn"] = preexec
     try:
         if shell:
             process = await asyncio.create_subprocess_shell(argv[0], cwd=cwd, env=env, **pipes)  # type: ignore[arg-type]

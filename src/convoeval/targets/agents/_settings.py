@@ -35,6 +35,11 @@ class AgentCliSettings(ProcessSettings):
 
     executable: str | None = Field(None, description="The CLI to run (default: claude / codex on PATH).")
     args: list[str] = Field(default_factory=list, description="Extra arguments, e.g. [--permission-mode, acceptEdits].")
+    keep_sessions: str | None = Field(
+        None,
+        description="A folder (relative to the targets file) the CLI's session files are copied to when a "
+        "conversation it ran in the workspace's sandbox ends (its private HOME is then removed).",
+    )
 
 
 class CliSession(Model):

@@ -1,0 +1,176 @@
+"""Agent CLIs inside the workspace's sandbox.
+
+A conversation with a workspace, under the `bubblewrap` sandbox (the default where `bwrap` is
+installed), runs each turn of `claude-code` / `codex` in bubblewrap (`agent_bwrap_argv`): the
+workspace is its working directory and the only writable host folder; the system, the CLI's
+install and the programs on PATH are read-only; the temp folders, `/run` and the user's home are
+empty; the host's network is shared (the CLI must reach its model server, so the commands it
+runs can reach the network too); HOME is a private folder of the conversation, kept across its
+turns (the CLI's session files live there, so every turn resumes) and removed when the
+conversation ends, after its session files are copied to `keep_sessions` when the target says so.
+The environment holds only what the CLI needs (PATH, the locale, the provider's endpoint
+settings), the one provider key the target names, and what the target passes by name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ... import _sandbox as sandbox
+from ..._sandbox import AGENT_HOME, SandboxError, agent_bwrap_argv, in_agent_child, trial_settings
+from .._base import TargetConfig, TargetError
+from ._settings import AgentCliSettings
+
+#: Variables an agent CLI gets from the parent inside its sandbox (when set), besides its own.
+BOXED_ENV = ("PATH", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ")
+#: Session files of the CLIs, under their HOME: Claude Code's, then Codex's rollouts.
+SESSION_FILES = (".claude/projects/*/*.jsonl", ".codex/sessions/*/*/*/rollout-*.jsonl")
+
+
+@dataclass
+class Launch:
+    """How to start one turn of the CLI: its argv and environment, the environment its reply is
+    read with (host paths: where its HOME really is), the secrets to redact, and the HOME of the
+    conversation when it runs in the sandbox."""
+
+    argv: list[str]
+    env: dict[str, str]
+    reply_env: dict[str, str]
+    secrets: list[str]
+    preexec: Callable[[], None] | None = None
+    home: Path | None = None
+
+
+def sandboxed(name: str) -> bool:
+    """Whether a turn with a workspace runs in the sandbox: yes under `bubblewrap`, no under
+    `none` (chosen by name).
+
+    Raises:
+        TargetError: no sandbox can run it (bubblewrap missing: how to install it or opt out),
+            or the `docker` sandbox, which does not run agent CLIs.
+    """
+    try:
+        which = sandbox.backend()
+    except SandboxError as exc:
+        raise TargetError(f"{name}: the agent CLI runs in the workspace's sandbox, but {exc}") from None
+    if which == "docker":
+        raise TargetError(
+            f"{name}: agent CLIs do not run in the docker sandbox (their install is not in its image): "
+            "choose `--sandbox bubblewrap`, or `--sandbox none` to run them unconfined on this machine"
+        )
+    return which == "bubblewrap"
+
+
+def boxed_env(
+    config: TargetConfig, settings: AgentCliSettings, key_names: Iterable[str], config_names: Iterable[str]
+) -> tuple[dict[str, str], str | None]:
+    """The CLI's environment inside the sandbox, and the name of the one key in it.
+
+    The key is the variable the target names (`api_key_env`), else the first of the provider's
+    `key_names` that is set; `config_names` are the provider's non-secret settings (its base
+    URL); `env_passthrough` names and `env` values are the target's own choice. HOME and TMPDIR
+    are the sandbox's.
+    """
+    key = config.api_key_env or next((n for n in key_names if os.environ.get(n)), None)
+    names = [*BOXED_ENV, *config_names, *settings.env_passthrough, *([key] if key else [])]
+    env = {name: os.environ[name] for name in names if name in os.environ}
+    env.update(settings.env)
+    env.update(HOME=AGENT_HOME, TMPDIR="/tmp")
+    return env, key
+
+
+def install_dirs(executable: str, path: str | None) -> list[Path]:
+    """The folders the CLI needs to run: the `node_modules` that holds it (its platform
+    package too), else the folder of the program, for both the path given and its target.
+
+    Raises:
+        FileNotFoundError: the program is not on PATH.
+    """
+    found = shutil.which(executable, path=path)
+    if found is None:
+        raise FileNotFoundError(executable)
+    dirs = []
+    for program in dict.fromkeys((Path(os.path.abspath(found)), Path(found).resolve())):
+        holder = next((p for p in program.parents if p.name == "node_modules"), program.parent)
+        dirs.append(holder)
+    return dirs
+
+
+class AgentHomes:
+    """The private HOME of each sandboxed conversation of one target, by its session id."""
+
+    def __init__(self, keep: Path | None):
+        self.keep = keep
+        self._homes: dict[str, Path] = {}
+
+    def home(self, workdir: str, session_id: str | None) -> Path:
+        """The session's HOME, or a new one beside the workspace in the temp folder (named after
+        it, so the sweep of a killed run's workspaces takes it too)."""
+        if session_id is not None and session_id in self._homes:
+            return self._homes[session_id]
+        return Path(tempfile.mkdtemp(prefix=f"{Path(workdir).name}-agent-home-"))
+
+    def settle(self, home: Path, session_id: str | None) -> None:
+        """After a turn: the home belongs to the session it started or resumed; a turn that
+        started none leaves nothing to resume, and its home goes."""
+        if session_id is None:
+            if home not in self._homes.values():
+                shutil.rmtree(home, ignore_errors=True)
+            return
+        self._homes[session_id] = home
+
+    def end(self, session_id: str) -> None:
+        """The conversation is over: its session files are copied to `keep`, its home removed."""
+        home = self._homes.pop(session_id, None)
+        if home is None:
+            return
+        try:
+            if self.keep is not None:
+                self.keep.mkdir(parents=True, exist_ok=True)
+                for pattern in SESSION_FILES:
+                    for found in home.glob(pattern):
+                        shutil.copy2(found, self.keep / found.name)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+    def close(self) -> None:
+        for session_id in list(self._homes):
+            self.end(session_id)
+
+
+def launch(
+    config: TargetConfig,
+    settings: AgentCliSettings,
+    homes: AgentHomes,
+    argv: list[str],
+    workdir: str,
+    session_id: str | None,
+    names: tuple[Iterable[str], Iterable[str]],
+) -> Launch:
+    """One turn of the CLI in bubblewrap, in `workdir`, with the session's HOME; `names` are
+    the provider's key variables and its non-secret settings."""
+    env, key = boxed_env(config, settings, *names)
+    try:
+        readable = install_dirs(argv[0], env.get("PATH"))
+    except FileNotFoundError:
+        raise TargetError(
+            f"{config.name}: command not found: {argv[0]!r} (install it or set `executable` in the targets file)"
+        ) from None
+    home = homes.home(workdir, session_id)
+    secrets = [env[key]] if key and env.get(key) else []
+    if config.api_key is not None:
+        secrets.append(config.api_key.get_secret_value())
+    limits = trial_settings()
+    return Launch(
+        argv=agent_bwrap_argv(argv, Path(workdir), home, readable),
+        env=env,
+        reply_env={**{k: v for k, v in env.items() if k != "CODEX_HOME"}, "HOME": str(home)},
+        secrets=secrets,
+        preexec=lambda: in_agent_child(limits),
+        home=home,
+    )

@@ -1,0 +1,272 @@
+"""The REAL `claude` and `codex` CLIs inside the workspace's bubblewrap sandbox, against the
+loopback fake model servers: three turns with tool use, each resuming the session kept in the
+conversation's private HOME; the agent's shell sees neither a host file outside the workspace
+nor a host secret, and only the key the target names reaches the model server.
+
+Skipped (with the reason) only where bubblewrap or npm is missing (see test_agent_clis_real).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from convoeval.targets._base import TargetConfig
+from convoeval.targets.agents._boxed import boxed_env
+from convoeval.targets.agents._settings import AgentCliSettings
+
+from . import test_agent_clis_real as real
+from .agent_servers import FakeAnthropic, FakeModelServer, FakeResponses, Rule
+from .test_agent_clis_real import (
+    ANTHROPIC_KEY,
+    OPENAI_KEY,
+    SYSTEM,
+    claude_target,
+    codex_target,
+    grade_session,
+    run_suite,
+    turn_calls,
+)
+
+clis = real.clis  # the installed CLIs (skips where npm is missing)
+agent_home = real.agent_home  # convoeval's HOME a temp folder, both providers' keys set
+
+OTHER_SECRET = "other-SECRET-token-never-passed-0003"
+FILE_SECRET = "host-file-SECRET-never-read-0004"
+SECOND_KEY = "second-provider-key-SECRET-0005"
+
+SUITE = """\
+tests:
+  - id: boxed
+    mode: conversation
+    workspace: {keep: always}
+    input:
+      - {role: system, content: "%(system)s"}
+    turns:
+      - input: Create an order for a book
+        capture: {name: order_id, regex: "(ORD-\\\\d+)"}
+        assertions:
+          - {type: tool-called, tool: %(tool)s}
+          - {type: contains, value: ORD-1042}
+      - input: "- what is the status of {{ order_id }}?"
+        assertions:
+          - {type: contains, value: "{{ order_id }} is shipped"}
+      - input: "--help me cancel {{ order_id }}"
+        assertions:
+          - {type: contains, value: cancelled}
+"""
+
+
+@pytest.fixture
+def bwrap() -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is missing: agent CLIs run in the workspace's sandbox with `bwrap` (apt bubblewrap)")
+
+
+@pytest.fixture
+def secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A secret in a host file outside the workspace, one in convoeval's environment, and a
+    second key variable of each provider (only the first set one goes in)."""
+    monkeypatch.setenv("OTHER_SECRET_TOKEN", OTHER_SECRET)
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", SECOND_KEY)
+    monkeypatch.setenv("CODEX_API_KEY", SECOND_KEY)
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text(FILE_SECRET)
+    return secret
+
+
+def rules(tool: str, secret: Path, server: FakeModelServer) -> list[Rule]:
+    """Turn 1 writes a file in the workspace; turn 2 tries the host file, prints the environment
+    of every process it can see and posts to the model server's `/probe` (does the command have the network?); turn 3
+    answers from the resumed session."""
+    arg = "command" if tool == "Bash" else "cmd"
+    probe = f"python3 -c \"import urllib.request as u; u.urlopen(u.Request('{server.url}/probe', data=b'1'))\""
+    environs = "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\000' '\\n'"  # every process it can see
+    return [
+        Rule("Create an order", "Created order {output}.", (tool, {arg: "echo ORD-1042 > order.txt && cat order.txt"})),
+        Rule(
+            r"^- what is the status of ORD-1042\?$",
+            "ORD-1042 is shipped.",
+            (tool, {arg: f"cat {secret}; {environs}; env; echo HOME-IS=$HOME; {probe}"}),
+        ),
+        Rule(r"^--help me cancel ORD-1042$", "ORD-1042 is cancelled."),
+    ]
+
+
+def check_boxed_run(server: FakeModelServer, result, raw: str, key: str, absent_key: str) -> None:
+    """What every sandboxed conversation must show, whichever CLI ran it."""
+    assert result.verdict == "pass", result.model_dump_json(indent=1)[:4000]
+    assert result.session == "resumed"
+    turns = [s for s in result.scores if s.type == "turn"]
+    assert turns[0].session_id and {t.session_id for t in turns} == {turns[0].session_id}
+    per_turn = turn_calls(server)
+    assert len(per_turn) == 3
+    # Every turn resumed the session from the private HOME: turn 3's request holds turn 1's words.
+    assert "Create an order for a book" in json.dumps(per_turn[2][0].body)
+    # Turn 2's command ran inside: the host file is not there, HOME is the sandbox's.
+    output = server.tool_output(per_turn[1][-1].body) or ""
+    assert "No such file or directory" in output and "HOME-IS=/run/home" in output, output
+    # Nothing the server received holds the host file, the other secrets, or the other CLI's key.
+    received = json.dumps([(r.headers, r.body) for r in server.requests])
+    for secret in (FILE_SECRET, OTHER_SECRET, SECOND_KEY, absent_key):
+        assert secret not in received
+    assert "OTHER_SECRET_TOKEN" not in output
+    assert key not in raw  # nor does the result hold the key the CLI had
+    # The workspace was the CLI's writable working directory; its HOME is gone with the conversation.
+    kept = Path(result.trials[0].workspace or "")
+    assert (kept / "order.txt").read_text() == "ORD-1042\n"
+    assert homes_left(kept) == []
+    shutil.rmtree(kept)
+
+
+def homes_left(kept_workspace: Path) -> list[Path]:
+    """The private HOMEs still on disk of the conversation that ran in this (kept) workspace."""
+    original = kept_workspace.name.replace("convoeval-kept-", "convoeval-ws-", 1)
+    return list(Path(tempfile.gettempdir()).glob(f"{original}-agent-home-*"))
+
+
+def test_claude_runs_in_the_sandbox_and_resumes_every_turn(
+    bwrap: None,
+    clis: dict[str, Path],
+    agent_home: Path,
+    secrets: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli,
+) -> None:
+    server = FakeAnthropic()
+    server.rules = rules("Bash", secrets, server)
+    with server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(clis, keep_sessions="sessions")
+        suite = SUITE % {"system": SYSTEM, "tool": "Bash"}
+        result, raw = run_suite(tmp_path, suite, target, sandbox="bubblewrap")
+    check_boxed_run(server, result, raw, ANTHROPIC_KEY, OPENAI_KEY)
+    # The target's key is the one that reached the model server, on every call.
+    assert {r.headers.get("x-api-key") for r in server.model_calls} == {ANTHROPIC_KEY}
+    # The trade-off: the CLI needs the network, so the commands it runs have it too.
+    assert [r.path for r in server.requests if r.path == "/probe"] == ["/probe"]
+    # The CLI never used convoeval's HOME; its session file was kept where the target said.
+    assert not (agent_home / ".claude").exists()
+    kept = list((tmp_path / "sessions").glob("*.jsonl"))
+    assert [p.stem for p in kept] == [result.scores[0].session_id]
+    grade_session(cli, tmp_path, kept[0], "Bash", ["Create an order for a book", "ORD-1042 is cancelled."])
+
+
+def test_codex_runs_in_the_sandbox_and_resumes_every_turn(
+    bwrap: None, clis: dict[str, Path], agent_home: Path, secrets: Path, tmp_path: Path, cli
+) -> None:
+    server = FakeResponses()
+    server.rules = rules("exec_command", secrets, server)
+    with server:
+        target = codex_target(clis, server, tmp_path, keep_sessions="sessions")
+        suite = SUITE % {"system": SYSTEM, "tool": "command_execution"}
+        result, raw = run_suite(tmp_path, suite, target, sandbox="bubblewrap")
+    check_boxed_run(server, result, raw, OPENAI_KEY, ANTHROPIC_KEY)
+    assert {r.headers.get("authorization") for r in server.model_calls} == {f"Bearer {OPENAI_KEY}"}
+    # Codex's own sandbox (`--sandbox workspace-write`) keeps its commands off the network.
+    assert not [r for r in server.requests if r.path == "/probe"]
+    # Per-turn tokens come from the rollout in the private HOME, as on the host.
+    for entry, calls in zip([s for s in result.scores if s.type == "turn"], turn_calls(server), strict=True):
+        assert entry.token_usage is not None
+        assert entry.token_usage.input_tokens == sum(r.usage["input"] for r in calls)
+    assert not (agent_home / ".codex").exists()
+    kept = list((tmp_path / "sessions").glob("rollout-*.jsonl"))
+    assert len(kept) == 1 and result.scores[0].session_id in kept[0].name
+    grade_session(cli, tmp_path, kept[0], "command_execution", ["Create an order for a book", "ORD-1042 is cancelled."])
+
+
+def processes_with(marker: str) -> list[str]:
+    """Command lines of the running processes that hold `marker`."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if marker in text:
+            found.append(text)
+    return found
+
+
+def test_a_hung_turn_ends_at_the_timeout_and_leaves_no_process(
+    bwrap: None, clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bubblewrap starts the CLI in a session of its own: killing convoeval's process group is
+    not enough; `--die-with-parent` and the PID namespace take the CLI down with bwrap."""
+    marker = f"MARK-{uuid.uuid4().hex}"
+    with FakeAnthropic(real.RULES, faults=["hang"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        suite = SUITE % {"system": marker, "tool": "Bash"}
+        result, _ = run_suite(tmp_path, suite, claude_target(clis, timeout_s=6), sandbox="bubblewrap")
+        assert result.execution_status == "execution_error"
+        assert "timed out after 6 s" in (result.error or ""), result.error
+        assert len(server.model_calls) >= 1  # the CLI in the sandbox reached the server, then hung
+        time.sleep(0.2)
+        assert processes_with(marker) == []
+    kept = Path(result.trials[0].workspace or "")
+    assert kept.is_dir() and homes_left(kept) == []  # a first turn that started no session leaves no HOME
+    shutil.rmtree(kept)
+
+
+def test_without_bwrap_an_agent_in_a_workspace_fails_saying_how_to_fix_it(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))  # no bwrap on PATH
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    with FakeAnthropic(real.RULES) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, SUITE % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis))
+    assert result.execution_status == "execution_error"
+    assert "runs in the workspace's sandbox" in (result.error or "")
+    assert "apt-get install bubblewrap" in (result.error or "") and "--sandbox none" in (result.error or "")
+    assert server.requests == []  # failed before the CLI started: nothing ran unconfined
+
+
+def test_the_docker_sandbox_does_not_run_agent_clis_and_says_what_to_choose(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeAnthropic(real.RULES) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(clis)
+        result, _ = run_suite(tmp_path, SUITE % {"system": SYSTEM, "tool": "Bash"}, target, sandbox="docker")
+    assert result.execution_status == "execution_error"
+    assert "agent CLIs do not run in the docker sandbox" in (result.error or "")
+    assert "--sandbox bubblewrap" in (result.error or "") and server.requests == []
+
+
+CLAUDE_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+def test_the_sandboxed_environment_holds_one_key_and_what_the_target_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "ANTHROPIC_API_KEY": "key-1",
+        "ANTHROPIC_AUTH_TOKEN": "key-2",
+        "MY_KEY": "key-3",
+        "OTHER_SECRET_TOKEN": OTHER_SECRET,
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "PASSED_ON": "yes",
+    }.items():
+        monkeypatch.setenv(name, value)
+    settings = AgentCliSettings(env={"TMPDIR": "/elsewhere", "SET_HERE": "1"}, env_passthrough=["PASSED_ON"])
+    config = TargetConfig(name="c", provider="claude-code")
+    env, key = boxed_env(config, settings, CLAUDE_KEYS, ("ANTHROPIC_BASE_URL",))
+    assert key == "ANTHROPIC_API_KEY" and env[key] == "key-1"  # the provider's first key that is set
+    assert not {"ANTHROPIC_AUTH_TOKEN", "MY_KEY", "OTHER_SECRET_TOKEN"} & set(env)
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9" and env["PASSED_ON"] == "yes" and env["SET_HERE"] == "1"
+    assert env["HOME"] == "/run/home" and env["TMPDIR"] == "/tmp"  # the sandbox's, whatever `env` says
+    # The key the target names, and only it.
+    env, key = boxed_env(config.model_copy(update={"api_key_env": "MY_KEY"}), settings, CLAUDE_KEYS, ())
+    assert key == "MY_KEY" and env["MY_KEY"] == "key-3" and not set(CLAUDE_KEYS) & set(env)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    env, key = boxed_env(config, settings, CLAUDE_KEYS, ())
+    assert key == "ANTHROPIC_AUTH_TOKEN" and "ANTHROPIC_API_KEY" not in env

@@ -1,0 +1,112 @@
+"""Real files with one field of the wrong type: `convoeval import` names the file, the line
+and the field, exits 2, and never shows a traceback (the importers narrow what they read
+from other tools' JSON and YAML instead of trusting its shape)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import DATA
+
+Edit = Callable[[Any], None]
+
+
+def _first_span(doc: dict) -> dict:
+    return doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+
+
+def _otel_count_as_words(doc: dict) -> None:
+    for attribute in _first_span(doc)["attributes"]:
+        if attribute["key"] == "gen_ai.usage.input_tokens":
+            attribute["value"] = {"intValue": "many"}
+
+
+def _otel_attribute_without_key(doc: dict) -> None:
+    del _first_span(doc)["attributes"][0]["key"]
+
+
+def _langfuse_observations_as_text(session: dict) -> None:
+    session["traces"][0]["observations"] = "none recorded"
+
+
+def _langfuse_trace_as_text(session: dict) -> None:
+    session["traces"][1] = "trace-2"
+
+
+def _inspect_sample_as_text(log: dict) -> None:
+    log["samples"][0] = "sample 1"
+
+
+def _tau_action_without_name(results: list) -> None:
+    del results[0]["info"]["task"]["actions"][0]["name"]
+
+
+def _tau2_basis_as_text(tasks: list) -> None:
+    tasks[0]["evaluation_criteria"]["reward_basis"] = "DB"
+
+
+def _multiwoz_frames_missing(row: dict) -> None:
+    row["turns"]["frames"] = row["turns"]["frames"][:2]
+
+
+def _mt_bench_reference_as_text(question: dict) -> None:
+    if question["category"] == "reasoning":
+        question["reference"] = "3rd"
+
+
+CASES = [
+    # kind, real file, JSON Lines?, edit, line of the error, what the error says
+    ("otel", "otel/otlp-spans.jsonl", True, _otel_count_as_words, 1, "intValue: expected a whole number, got 'many'"),
+    ("otel", "otel/otlp-spans.jsonl", True, _otel_attribute_without_key, 1, "attributes: each attribute needs a key"),
+    ("langfuse", "langfuse/session-support-42.json", False, _langfuse_observations_as_text, 1, "observations: expected a list of JSON objects"),
+    ("langfuse", "langfuse/session-support-42.json", False, _langfuse_trace_as_text, 1, "traces: expected a list of Langfuse traces"),
+    ("inspect", "inspect/two-turn-mockllm.json", False, _inspect_sample_as_text, 1, "samples: expected JSON objects (Inspect's EvalSample), got 'sample 1'"),
+    ("tau-bench", "tau-bench/gpt-4o-airline-sample-trajectories.json", False, _tau_action_without_name, 1, "item 0: actions: each action needs a name"),
+    ("tau-bench", "tau2-bench/airline/tasks.json", False, _tau2_basis_as_text, 1, "evaluation_criteria.reward_basis: expected a list of names"),
+    ("multiwoz", "multiwoz/multiwoz22_sample5.jsonl", True, _multiwoz_frames_missing, 1, "turns.frames: 2 item(s), none for turn 2 (one item a turn)"),
+    ("mt-bench", "mt-bench/question.jsonl", True, _mt_bench_reference_as_text, 21, "reference: expected a list of reference answers"),
+]  # fmt: skip
+
+
+def _broken_copy(source: Path, jsonl: bool, edit: Edit, folder: Path) -> Path:
+    """`source` copied into `folder` with `edit` applied (to the first line that it changes, in JSON Lines)."""
+    copy = folder / source.name
+    if not jsonl:
+        data = json.loads(source.read_text(encoding="utf-8"))
+        edit(data)
+        copy.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        return copy
+    lines = source.read_text(encoding="utf-8").splitlines()
+    for number, text in enumerate(lines):
+        record = json.loads(text)
+        edit(record)
+        if json.dumps(record) != json.dumps(json.loads(text)):
+            lines[number] = json.dumps(record)
+            break
+    copy.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return copy
+
+
+@pytest.mark.parametrize(("kind", "name", "jsonl", "edit", "line", "says"), CASES, ids=[c[3].__name__ for c in CASES])
+def test_a_field_of_the_wrong_type_is_a_file_line_error(cli, tmp_path, kind, name, jsonl, edit, line, says) -> None:
+    broken = _broken_copy(DATA / name, jsonl, edit, tmp_path)
+    code, out, err = cli("import", kind, broken, "-o", tmp_path / "suite.eval.yaml")
+    assert code == 2, out + err
+    assert f"{broken}:{line}: " in err and says in err, err
+    assert "Traceback" not in err and not (tmp_path / "suite.eval.yaml").exists()
+
+
+def test_promptfoo_settings_of_the_wrong_type_are_file_errors(cli, tmp_path) -> None:
+    real = (DATA / "promptfoo" / "tau-simulated-user" / "promptfooconfig.yaml").read_text(encoding="utf-8")
+    config = tmp_path / "promptfooconfig.yaml"
+    config.write_text(real.replace("maxTurns: 10", "maxTurns: ten"), encoding="utf-8")
+    code, _, err = cli("import", "promptfoo", config, "-o", tmp_path / "suite.eval.yaml")
+    assert code == 2 and f"{config}:1: " in err and "maxTurns: expected a whole number, got 'ten'" in err, err
+    config.write_text(real.replace("    vars:", "    vars: [instructions]\n    unused:", 1), encoding="utf-8")
+    code, _, err = cli("import", "promptfoo", config, "-o", tmp_path / "suite.eval.yaml")
+    assert code == 2 and f"{config}:1: tests[0]: vars: expected a mapping" in err, err
