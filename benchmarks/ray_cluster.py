@@ -1,16 +1,22 @@
 """The Ray backend on a real cluster: a head and a second node, each its own raylet, started
-with `ray start` on this machine, and `convoeval run --ray-address` joining it.
+with `ray start` on this machine (tests/ray_nodes.py), and `convoeval.run(ray_address=...)`
+joining it.
 
-The same suite (N conversations x 3 turns, deterministic graders, a judged rubric) runs against
-the loopback fake server (benchmarks/fake_server.py) with the local backend and on the cluster;
-the results must be identical, requests in flight per endpoint must stay within
-`--max-connections` across both nodes, and the script prints the overhead per conversation and
-how many trials each node ran (from the Ray state of the finished tasks).
+Two workloads run with the local backend, then twice on the cluster (the first run starts the
+cluster's workers; the second finds them running):
 
-    python benchmarks/ray_cluster.py --conversations 60
+- W (benchmarks/run.py): 100 conversations x 5 turns, a rubric judge call per turn (1000 calls),
+  against the loopback fake server (benchmarks/fake_server.py) answering after 0.1 s, at most
+  20 requests in flight (`--max-connections 20`, target and judge on the one endpoint);
+- a workspace suite: examples/repair-loop (a Python agent edits files in a fresh workspace per
+  trial, `verify` runs in the bubblewrap sandbox, a hint, up to 3 turns) as 40 tests.
 
-Ray 2.60 asks a joining node for an auth token unless `RAY_AUTH_MODE=disabled` (set here for
-both nodes); the cluster's files go to a temporary folder, and `ray stop` ends it.
+For each it prints whether the results (verdict, score, each score's verdict) equal the local
+run's, the most requests in flight the server saw, the trials each node ran (the run's note)
+and the overhead per conversation: (cluster wall - local wall) / conversations.
+
+    python benchmarks/ray_cluster.py                  # nodes of 10 CPUs each: 20 trials at once
+    python benchmarks/ray_cluster.py --conversations 40 --cpus 4
 """
 
 from __future__ import annotations
@@ -18,88 +24,116 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import ray
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # tests/ray_nodes.py
 
-import convoeval
+import ray  # noqa: E402
 
-from run import Server  # benchmarks/run.py
+import convoeval  # noqa: E402
+from run import W_CONNECTIONS, W_CONVERSATIONS, W_LATENCY, W_TURNS, Server, write_w  # noqa: E402 - benchmarks/run.py
+from tests.ray_nodes import RAY_ENV, RayNodes  # noqa: E402
 
-PORT = 6391
-
-
-def ray_cli(*args: str, env: dict[str, str]) -> None:
-    ray = Path(sys.executable).with_name("ray")
-    done = subprocess.run([str(ray), *args], env=env, capture_output=True, text=True, timeout=180)
-    if done.returncode != 0:
-        sys.exit(f"ray {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+WORKSPACE_TESTS = 40
 
 
-def outcomes(report: convoeval.RunReport) -> list[tuple[str, str, float | None]]:
-    return sorted((r.test_id, r.verdict, r.score) for r in report.results)
+def outcomes(report: convoeval.RunReport) -> list[tuple[str, str, float | None, list[str | None]]]:
+    return sorted((r.test_id, r.verdict, r.score, [s.verdict for s in r.scores]) for r in report.results)
+
+
+def placement(report: convoeval.RunReport) -> str:
+    return next((n.removeprefix("ray: ") for n in report.notes if n.startswith("ray: ")), "no trial on Ray")
+
+
+def repair_suite(work: Path, tests: int) -> Path:
+    """examples/repair-loop with its one test repeated `tests` times; every fifth gets no hint and fails."""
+    folder = work / "repair"
+    shutil.copytree(HERE.parent / "examples" / "repair-loop", folder, ignore=shutil.ignore_patterns(".convoeval"))
+    head, test = (folder / "repair.eval.yaml").read_text().split("tests:\n")
+    unhinted = test.replace('      - "Hint: add() must return the sum of its arguments."\n', "")
+    unhinted = unhinted.replace("    hints:\n", "    hints: []\n")
+    body = "".join((unhinted if i % 5 == 4 else test).replace("- id: repair-calc", f"- id: repair-{i:03d}")
+                   for i in range(tests))
+    path = folder / "repair.eval.yaml"
+    path.write_text(head + "tests:\n" + body)
+    return path
+
+
+def compare(name: str, conversations: int, run, server: Server | None, address: str) -> None:
+    """Run `run(backend, address)` locally, then twice on the cluster; print what was measured."""
+    rows, reports = [], {}
+    for label, backend, where in (("local", "local", None), ("cluster, cold", "ray", address),
+                                  ("cluster, warm", "ray", address)):
+        if server is not None:
+            server.reset()
+        started = time.perf_counter()
+        reports[label] = run(backend, where)
+        wall = time.perf_counter() - started
+        peak = int(server.stats()["max_in_flight"]) if server is not None else None
+        rows.append((label, wall, peak, placement(reports[label]) if backend == "ray" else "this process"))
+    local_wall = rows[0][1]
+    print(f"\n{name}")
+    for label, wall, peak, where in rows:
+        extra = "" if label == "local" else f", overhead {(wall - local_wall) / conversations * 1000:+.0f} ms/conversation"
+        flight = "" if peak is None else f", {peak} in flight at most"
+        print(f"  {label:<14} {wall:6.2f} s{flight}{extra}; {where}")
+    same = all(outcomes(reports[k]) == outcomes(reports["local"]) for k in reports)
+    verdicts = sorted({r.verdict for r in reports["local"].results})
+    print(f"  results identical to the local run: {'yes' if same else 'NO'} "
+          f"({len(reports['local'].results)} tests, verdicts {', '.join(verdicts)})")
+    if not same:
+        sys.exit(f"{name}: the cluster's results differ from the local run's")
+    if server is not None and max(r[2] or 0 for r in rows) > W_CONNECTIONS:
+        sys.exit(f"{name}: more than {W_CONNECTIONS} requests in flight")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversations", type=int, default=60)
-    parser.add_argument("--max-connections", type=int, default=4)
+    parser.add_argument("--cpus", type=int, default=10, help="logical CPUs of each node (trials at once per node)")
+    parser.add_argument("--workspace-tests", type=int, default=WORKSPACE_TESTS)
     args = parser.parse_args()
+    os.environ.update(RAY_ENV)
+    os.environ.pop("RAY_ADDRESS", None)
     work = Path(tempfile.mkdtemp(prefix="convoeval-ray-cluster-"))
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "HOME": str(work)}
-    os.environ.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0")
-    server = Server(0.02)
+    server = Server(W_LATENCY)
+    nodes = None
     try:
         (work / "targets.yaml").write_text(
-            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.url}/v1'}}\n"
+            f"targets:\n  - {{name: bot, provider: openai, model: bench-target, base_url: '{server.url}/v1'}}\n"
+            f"  - {{name: judge, provider: openai, model: bench-judge, base_url: '{server.url}/v1'}}\n"
         )
-        turns = "".join(
-            f"      - {{input: 'q{t}', assertions: [{{type: contains, value: Reply}}, Answers politely]}}\n"
-            for t in range(3)
-        )
-        tests = "".join(f"  - id: c{i}\n    mode: conversation\n    turns:\n{turns}" for i in range(args.conversations))
-        suite = work / "s.eval.yaml"
-        suite.write_text("tests:\n" + tests)
+        w = write_w(work)
+        conversations = W_CONVERSATIONS
         started = time.perf_counter()
-        common = ["--num-cpus", "1", "--disable-usage-stats", "--temp-dir", str(work / "ray")]
-        ray_cli("start", "--head", "--port", str(PORT), "--include-dashboard=false", *common, env=env)
-        ray_cli("start", "--address", f"127.0.0.1:{PORT}", *common, env=env)
-        print(f"ray start, head and a second node (1 CPU each): {time.perf_counter() - started:.1f} s")
-        timings, reports = {}, {}
-        for backend, address in (("local", None), ("ray", f"127.0.0.1:{PORT}")):
-            server.reset()
-            started = time.perf_counter()
-            reports[backend] = convoeval.run(
-                suite,
-                target="bot",
-                judge="bot",
-                backend=backend,
-                ray_address=address,
-                max_connections=args.max_connections,
-                concurrency=8,
-                cache=False,
-                store=False,
-            )
-            timings[backend] = time.perf_counter() - started
-            peak = int(server.stats()["max_in_flight"])
-            print(f"{backend}: {timings[backend]:.2f} s, requests in flight at most {peak}")
-            assert peak <= args.max_connections, (backend, peak)
-        assert outcomes(reports["ray"]) == outcomes(reports["local"]), "the cluster's results differ"
-        per = (timings["ray"] - timings["local"]) / args.conversations * 1000
-        print(
-            f"{args.conversations} conversations x 3 turns (+ a judge call each turn): identical results; "
-            f"overhead {per:.1f} ms per conversation on the two-node cluster"
-        )
-        nodes = [n for n in ray.nodes() if n.get("Alive")]
-        print(f"nodes alive in the cluster: {len(nodes)}")
+        nodes = RayNodes(cpus=args.cpus)
+        print(f"ray start: a head and a second node, {args.cpus} CPUs each, in {time.perf_counter() - started:.1f} s "
+              f"({os.cpu_count()} cores on this machine)")
+        ray.init(address=nodes.address, logging_level="ERROR", log_to_driver=False)
+
+        def run_w(backend: str, address: str | None) -> convoeval.RunReport:
+            return convoeval.run(w, target="bot", judge="judge", backend=backend, ray_address=address,
+                                 max_connections=W_CONNECTIONS, concurrency=conversations, cache=False, store=False)
+
+        compare(f"W: {conversations} conversations x {W_TURNS} turns + a judge call each turn, {W_LATENCY} s "
+                f"latency, --max-connections {W_CONNECTIONS}", conversations, run_w, server, nodes.address)
+
+        repair = repair_suite(work, args.workspace_tests)
+
+        def run_repair(backend: str, address: str | None) -> convoeval.RunReport:
+            return convoeval.run(repair, judge="scripted", backend=backend, ray_address=address,
+                                 concurrency=2 * args.cpus, cache=False, store=False)
+
+        compare(f"workspace suite: examples/repair-loop x {args.workspace_tests} (Python agent, verify in the "
+                "sandbox, a hint, up to 3 turns)", args.workspace_tests, run_repair, None, nodes.address)
     finally:
         server.stop()
         ray.shutdown()  # the driver leaves before the cluster stops
-        ray_cli("stop", "--force", env=env)
+        if nodes is not None:
+            nodes.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 

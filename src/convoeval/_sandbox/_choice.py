@@ -75,6 +75,12 @@ def choose(name: str | None) -> None:
         _start_trying(bwrap)
 
 
+def chosen() -> str:
+    """The backend the run chose by name (`choose`, else `$CONVOEVAL_SANDBOX`), else the default
+    `bubblewrap`: what another process running the run's commands (a Ray worker) must use."""
+    return _chosen.get() or os.environ.get("CONVOEVAL_SANDBOX") or "bubblewrap"
+
+
 def use_trial_settings(settings: SandboxSettings | None) -> contextvars.Token[SandboxSettings | None]:
     """Set the current trial's `sandbox:` settings (its workspace's); returns the token to reset."""
     return _trial.set(settings)

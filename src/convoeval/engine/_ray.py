@@ -6,20 +6,25 @@ as it arrives and resumes like the local backend. A task gets the test's plan an
 of its target and judge (never live clients), builds them in the worker, and returns the
 trial's result with the calls it counted. The response cache is the same SQLite file (shared
 storage for a cluster on several machines); requests in flight per endpoint are bounded
-cluster-wide by one actor holding the semaphores. A task whose worker dies is retried by Ray
-(`max_retries`); one that still fails is that trial's `execution_error`, and the run goes on.
+cluster-wide by one actor holding the semaphores. The run's sandbox choice (`--sandbox`,
+else `$CONVOEVAL_SANDBOX` of the driver, else bubblewrap) travels with each task: a worker's
+own environment never loosens it. A task whose worker dies is retried by Ray (`max_retries`);
+one that still fails is that trial's `execution_error`, and the run goes on. The driver counts
+the trials each node ran (`placement`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from .. import _sandbox as sandbox
 from ..errors import ConfigError
 from ..judging import JudgePanel, PanelRule, panel_members
 from ..results import TrialResult
@@ -53,6 +58,7 @@ class RayTrials:
         address: a cluster to join (`auto`, `ray://host:10001`), or None to start a local one.
         max_connections: requests in flight per endpoint at most, across the cluster.
         num_cpus: CPUs of a local cluster started here (default: all).
+        sandbox_name: the sandbox backend of the workers' commands (the run's `sandbox.chosen()`).
     """
 
     def __init__(
@@ -63,6 +69,7 @@ class RayTrials:
         address: str | None = None,
         max_connections: int | None = None,
         num_cpus: int | None = None,
+        sandbox_name: str = "bubblewrap",
     ):
         ray = _ray()
         if not ray.is_initialized():
@@ -78,8 +85,13 @@ class RayTrials:
         self.configs = configs
         self.cache_file = str(cache_file) if cache_file else None
         self.meter = meter
-        self.task = ray.remote(max_retries=MAX_RETRIES)(_trial_task)
-        self.limiter = ray.remote(EndpointSemaphores).options(num_cpus=0).remote(max_connections)
+        self.sandbox_name = sandbox_name
+        self.nodes: Counter[str] = Counter()  # trials returned, by the id of the node that ran them
+        # SPREAD: trials go round the nodes (the default packs the driver's node first).
+        self.task = ray.remote(max_retries=MAX_RETRIES, scheduling_strategy="SPREAD")(_trial_task)
+        self.limiter: ActorHandle[EndpointSemaphores] | None = (
+            ray.remote(EndpointSemaphores).options(num_cpus=0).remote(max_connections)
+        )
 
     def _config(self, target: Target | None, role: str) -> TargetConfig | None:
         if target is None:
@@ -101,12 +113,27 @@ class RayTrials:
         rule = ctx.judge.rule if isinstance(ctx.judge, JudgePanel) else None
         settings = (ctx.trial, ctx.judge_repeats, ctx.judge_temperature, rule)
         try:
-            result, calls = await self.task.remote(plan, configs, settings, self.cache_file, self.limiter)
+            result, calls, node = await self.task.remote(
+                plan, configs, settings, self.cache_file, self.limiter, self.sandbox_name
+            )
         except Exception as exc:  # the worker died MAX_RETRIES + 1 times, or the task raised
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             return TrialResult.not_run(ctx.trial, f"ray: {reason}")
         self.meter.absorb(calls)
+        self.nodes[node] += 1
         return result
+
+    def close(self) -> str | None:
+        """End the run's limiter actor (a handle left to the garbage collector could, after
+        `ray.shutdown()` and a new `ray.init()`, end a later run's actor of the same id), and
+        say where the trials ran, for the run's notes: `ray: 40 trial(s) on 2 node(s) (1bc753c8: 21, ...)`."""
+        if self.limiter is not None:
+            _ray().kill(self.limiter, no_restart=True)
+            self.limiter = None  # the handle goes now, while its session runs
+        if not self.nodes:
+            return None
+        each = ", ".join(f"{node[:8]}: {n}" for node, n in self.nodes.most_common())
+        return f"ray: {sum(self.nodes.values())} trial(s) on {len(self.nodes)} node(s) ({each})"
 
 
 class EndpointSemaphores:
@@ -146,9 +173,12 @@ def _trial_task(
     settings: tuple[int, int, float, PanelRule | None],
     cache_file: str | None,
     limiter: ActorHandle[EndpointSemaphores],
-) -> tuple[TrialResult, dict[str, CallTotals]]:
-    """In a worker: build the targets, run the trial, return its result and the calls counted."""
-    return asyncio.run(_trial(plan, configs, settings, cache_file, limiter))
+    sandbox_name: str,
+) -> tuple[TrialResult, dict[str, CallTotals], str]:
+    """In a worker: build the targets, run the trial, return its result, the calls counted and
+    the id of the node it ran on."""
+    result, calls = asyncio.run(_trial(plan, configs, settings, cache_file, limiter, sandbox_name))
+    return result, calls, _ray().get_runtime_context().get_node_id()
 
 
 async def _trial(
@@ -157,7 +187,9 @@ async def _trial(
     settings: tuple[int, int, float, PanelRule | None],
     cache_file: str | None,
     limiter: ActorHandle[EndpointSemaphores],
+    sandbox_name: str,
 ) -> tuple[TrialResult, dict[str, CallTotals]]:
+    sandbox.choose(sandbox_name)  # in this task's context only: the next task of this worker sets its own
     meter = RunMeter()
     cache = ResponseCache(cache_file) if cache_file else None
     try:

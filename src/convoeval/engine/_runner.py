@@ -219,7 +219,14 @@ class _Run:
         trial_runner = None
         if _backend(options, suites) == "ray":
             cache_file = pool.cache.path if pool.cache is not None else None
-            trial_runner = RayTrials(pool.configs, cache_file, self.meter, options.ray_address, options.max_connections)
+            trial_runner = RayTrials(
+                pool.configs,
+                cache_file,
+                self.meter,
+                options.ray_address,
+                options.max_connections,
+                sandbox_name=sandbox.chosen(),
+            )
         for job in jobs:
             job.target = pool.wrap(job.target)
         simulators = {spec: pool.wrap(t) for spec, t in simulators.items()}
@@ -264,6 +271,9 @@ class _Run:
                         trial_runner=ready.trial_runner,
                     )
             finally:
+                if isinstance(ready.trial_runner, RayTrials):
+                    if placement := ready.trial_runner.close():
+                        self.note(placement)
                 if failed := await run_suite_hooks("after_all", ready.workspaces):
                     self.note(f"warning: {failed}")
         finally:
