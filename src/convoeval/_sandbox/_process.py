@@ -142,8 +142,8 @@ async def spawn(
         feed.seek(0)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe() if separate_stderr else (None, None)
-    try:
-        proc = await asyncio.create_subprocess_exec(
+    creating = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
             *argv,
             cwd=str(cwd),
             env=env,
@@ -153,13 +153,24 @@ async def spawn(
             start_new_session=True,
             preexec_fn=lambda: _in_child(settings),
         )
-    finally:
-        os.close(out_w)
-        if err_w is not None:
-            os.close(err_w)
+    )
+
+    def started(_: object) -> None:  # the child holds its copies now (or never will)
+        _close(out_w, err_w)
         if feed is not None:
             feed.close()
-    _live.add(proc.pid)
+
+    creating.add_done_callback(_track_group)
+    creating.add_done_callback(started)
+    try:
+        # Shielded: a Ctrl-C landing while the process is being made must not leave its group
+        # unknown (asyncio would kill only the first process); it is known as soon as it exists
+        # and killed at exit with the others.
+        proc = await asyncio.shield(creating)
+    except BaseException:  # cancelled: the command is not wanted any more
+        creating.add_done_callback(lambda _: _close(out_r, err_r))
+        creating.add_done_callback(_kill_made)
+        raise
     readers: list[_Capped] = []
     timed_out = False
     try:
@@ -180,9 +191,7 @@ async def spawn(
         for reader in readers:
             reader.close()
         if not readers:  # never watched
-            for fd in (out_r, err_r):
-                if fd is not None:
-                    os.close(fd)
+            _close(out_r, err_r)
     code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     output = readers[0].data.decode("utf-8", "replace")
     stderr = readers[1].data.decode("utf-8", "replace") if len(readers) > 1 else ""
@@ -194,6 +203,22 @@ async def spawn(
 
 #: Process groups of the commands running now: killed at exit whatever path the exit takes.
 _live: set[int] = set()
+
+
+def _close(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None:
+            os.close(fd)
+
+
+def _track_group(creating: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    if not creating.cancelled() and creating.exception() is None:
+        _live.add(creating.result().pid)
+
+
+def _kill_made(creating: asyncio.Future[asyncio.subprocess.Process]) -> None:
+    if not creating.cancelled() and creating.exception() is None:
+        _kill_group(creating.result().pid)
 
 
 @atexit.register
