@@ -84,7 +84,7 @@ def register_lazy(kind: Kind, name: str, module: str) -> None:
 
 def unregister(kind: Kind, name: str) -> None:
     """Forget a registered name (no error when it is not registered)."""
-    _table(kind).pop(name, None)
+    _modules.pop(id(_table(kind).pop(name, None)), None)
     _lazy[kind].pop(name, None)
 
 

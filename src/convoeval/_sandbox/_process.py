@@ -81,9 +81,11 @@ class _Capped:
             self.done.set_result(None)
 
 
-def _in_child(settings: SandboxSettings | None) -> None:
+def _in_child(settings: SandboxSettings | None, *, processes: bool = True) -> None:
     """In the child, before exec: killed when convoeval dies (even by kill -9; bubblewrap then
-    takes its whole PID namespace down), and the `sandbox:` limits, inherited by all it starts."""
+    takes its whole PID namespace down), and the `sandbox:` limits, inherited by all it starts.
+    `processes=False` leaves out the process limit (for an agent CLI: RLIMIT_NPROC counts the
+    threads of all the user's processes on the machine, and a CLI runs dozens)."""
     if _prctl is not None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if settings is None or resource is None:
@@ -91,7 +93,7 @@ def _in_child(settings: SandboxSettings | None) -> None:
     mb = 1024 * 1024
     _set_limits(
         (resource.RLIMIT_AS, settings.memory_mb * mb),
-        (resource.RLIMIT_NPROC, settings.processes),
+        *([(resource.RLIMIT_NPROC, settings.processes)] if processes else []),
         (resource.RLIMIT_FSIZE, settings.file_size_mb * mb),
         (resource.RLIMIT_CPU, settings.cpu_seconds),
         (resource.RLIMIT_CORE, 0),
@@ -99,18 +101,8 @@ def _in_child(settings: SandboxSettings | None) -> None:
 
 
 def in_agent_child(settings: SandboxSettings) -> None:
-    """`_in_child` for an agent CLI: every limit but `processes`, which counts the threads of all
-    the user's processes on the machine (a CLI runs dozens), so it would stop the CLI itself."""
-    if _prctl is not None:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if resource is not None:
-        mb = 1024 * 1024
-        _set_limits(
-            (resource.RLIMIT_AS, settings.memory_mb * mb),
-            (resource.RLIMIT_FSIZE, settings.file_size_mb * mb),
-            (resource.RLIMIT_CPU, settings.cpu_seconds),
-            (resource.RLIMIT_CORE, 0),
-        )
+    """`_in_child` for an agent CLI: every limit but `processes`."""
+    _in_child(settings, processes=False)
 
 
 def _set_limits(*limits: tuple[int, int]) -> None:
@@ -211,14 +203,19 @@ def _close(*fds: int | None) -> None:
             os.close(fd)
 
 
+def _made(creating: asyncio.Future[asyncio.subprocess.Process]) -> int | None:
+    """The pid (and group) of the process `creating` made, if it made one."""
+    return creating.result().pid if not creating.cancelled() and creating.exception() is None else None
+
+
 def _track_group(creating: asyncio.Future[asyncio.subprocess.Process]) -> None:
-    if not creating.cancelled() and creating.exception() is None:
-        _live.add(creating.result().pid)
+    if (pid := _made(creating)) is not None:
+        _live.add(pid)
 
 
 def _kill_made(creating: asyncio.Future[asyncio.subprocess.Process]) -> None:
-    if not creating.cancelled() and creating.exception() is None:
-        _kill_group(creating.result().pid)
+    if (pid := _made(creating)) is not None:
+        _kill_group(pid)
 
 
 @atexit.register
