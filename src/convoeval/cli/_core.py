@@ -1,6 +1,9 @@
-"""`convoeval run | validate | schema`: thin shells over the Python API."""
+"""`convoeval run | validate | schema`: thin shells over the Python API.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: typer reads the 35 options of `run` from the
+annotations, and evaluating them as strings (compiling each) took a tenth of a one-test run's
+own work.
+"""
 
 import asyncio
 import json
