@@ -147,3 +147,56 @@ def test_a_one_test_run_loads_no_statistics_library_or_arena(fake_openai: FakeOp
     assert done.returncode in (0, 1), done.stderr
     assert "1 result(s)" in done.stdout and "all: pass rate" in done.stdout  # the summary was printed
     assert done.stdout.splitlines()[-1].split() == ["LOADED"]
+
+
+def _main_in_a_process(argv: list[str], before: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`convoeval.cli.main()` in a new Python process, after running `before`."""
+    code = f"import sys\n{before}\nsys.argv = {['convoeval', *argv]!r}\nfrom convoeval.cli import main\nmain()\n"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+def test_the_command_ends_with_its_exit_code_its_atexit_handlers_run_and_its_output_written(tmp_path: Path) -> None:
+    """The CLI leaves without tearing the interpreter down: the atexit handlers still run (after
+    the command), the output is all there even through a pipe, and the exit code is the command's."""
+    (tmp_path / "ok.eval.yaml").write_text("tests:\n  - id: one\n    input: hello\n")
+    (tmp_path / "bad.eval.yaml").write_text("tests:\n  - id: one\n")
+    marker = "import atexit; atexit.register(lambda: print('ATEXIT', flush=True))"
+    valid = _main_in_a_process(["validate", "ok.eval.yaml"], marker, tmp_path)
+    assert valid.returncode == 0, valid.stderr
+    assert valid.stdout.splitlines() == ["1 file(s) valid", "ATEXIT"]
+    invalid = _main_in_a_process(["validate", "bad.eval.yaml"], marker, tmp_path)
+    assert invalid.returncode == 2 and "bad.eval.yaml:2" in invalid.stderr and invalid.stdout == "ATEXIT\n"
+    usage = _main_in_a_process(["run", "ok.eval.yaml", "--threshold", "2"], "", tmp_path)
+    assert usage.returncode == 2 and "--threshold" in usage.stderr
+
+
+def test_the_command_waits_for_a_thread_that_is_not_a_daemon(tmp_path: Path) -> None:
+    """A plugin's thread that is still working when the command is done finishes its work."""
+    (tmp_path / "ok.eval.yaml").write_text("tests:\n  - id: one\n    input: hello\n")
+    late = tmp_path / "late.txt"
+    before = (
+        "import threading, time\n"
+        f"threading.Thread(target=lambda: (time.sleep(0.5), open({str(late)!r}, 'w').write('done'))).start()"
+    )
+    done = _main_in_a_process(["validate", "ok.eval.yaml"], before, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert late.read_text() == "done"
+
+
+def test_a_small_run_hands_back_the_results_it_saved_equal_to_the_stored_ones(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """Up to KEPT_UP_TO results, `report.results` serves the objects the run saved (the summary
+    does not parse them again); they equal what the store holds, in run order."""
+    import convoeval
+    from convoeval.engine._recorder import KEPT_UP_TO
+
+    suite = tmp_path / "three.eval.yaml"
+    suite.write_text("tests:\n" + "".join(f"  - id: t{i}\n    input: hello {i}\n" for i in range(3)))
+    report = convoeval.run(suite, target="openai:m", cache=False, store=tmp_path / "runs.sqlite")
+    assert KEPT_UP_TO >= 3
+    results = list(report.results)
+    assert [r.test_id for r in results] == ["t0", "t1", "t2"]
+    assert results[1] is report.results[1]  # kept, not read again
+    stored = [EvaluationResult.model_validate_json(data) for data in report.results.iter_json()]  # type: ignore[attr-defined]
+    assert results == stored

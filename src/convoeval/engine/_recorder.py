@@ -60,6 +60,11 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+#: A run of at most this many results keeps the ones it saves in memory (a few MB) for its
+#: report and summary; a larger one reads them back from the store when they are used.
+KEPT_UP_TO = 500
+
+
 class RunRecorder(RunEvents):
     """Records one run's results and turns in a RunStore (or nothing, with `store=None`).
 
@@ -81,6 +86,9 @@ class RunRecorder(RunEvents):
             self._places[id(job)] = (total, suite_key(job.suite))
             total += len(job.suite.tests)
         self.total = total
+        #: The results this process saved, by place, for `finish` to hand back without reading
+        #: them again; only in a run of at most KEPT_UP_TO results, so memory stays flat.
+        self.kept: dict[int, EvaluationResult] | None = {} if total <= KEPT_UP_TO else None
 
     @property
     def run_id(self) -> str | None:
@@ -160,6 +168,8 @@ class RunRecorder(RunEvents):
         if self.store is not None and self.record is not None:
             key, seq = self.key_of(job, position)
             await self.store.save_result(self.record.id, key, seq, result, data)
+            if self.kept is not None:
+                self.kept[seq] = result
         self.meter.record_result(result.verdict)
         if result.execution_status == "budget_exhausted":
             self.meter.not_started += 1
@@ -173,4 +183,4 @@ class RunRecorder(RunEvents):
         summary["verdicts"] = dict(Counter(verdict for verdict, _ in outcomes))
         summary["by_target"] = self.store.totals_by_target(run_id)
         self.store.finish_run(run_id, summary)
-        return self.store.results(run_id), outcomes
+        return self.store.results(run_id, self.kept), outcomes

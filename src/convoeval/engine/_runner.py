@@ -35,7 +35,8 @@ class RunReport:
 
     Attributes:
         results: one EvaluationResult per test and target, in run order. With a run store
-            (the default) they are read from the store when used, not held in memory.
+            (the default) they are read from the store when used, not held in memory (a run
+            of at most 500 results hands back the ones it saved as they were saved).
         notes: one-line notes (defaults chosen, budget reached...).
         run_id: the run's id in the store (`convoeval run --resume RUN_ID`), or None.
         summary: totals of the run: tests, turns, calls, cache hits, errors, tokens, cost
