@@ -200,3 +200,31 @@ def test_a_small_run_hands_back_the_results_it_saved_equal_to_the_stored_ones(
     assert results[1] is report.results[1]  # kept, not read again
     stored = [EvaluationResult.model_validate_json(data) for data in report.results.iter_json()]  # type: ignore[attr-defined]
     assert results == stored
+
+
+def test_builtin_default_factories_still_make_a_new_empty_container_per_model() -> None:
+    """`Model` swaps `default_factory=list/dict/set` for Python functions (pydantic reads
+    their signature cheaply); every instance still gets its own empty container."""
+    from pydantic import Field
+
+    from convoeval._base_model import Model
+
+    class Holder(Model):
+        items: list[int] = Field(default_factory=list)
+        names: dict[str, int] = Field(default_factory=dict)
+        tags: set[str] = Field(default_factory=set)
+
+    class Child(Holder):
+        more: list[str] = Field(default_factory=list)
+
+    first, second = Child(), Child()
+    assert (first.items, first.names, first.tags, first.more) == ([], {}, set(), [])
+    first.items.append(1)
+    first.tags.add("a")
+    assert second.items == [] and second.tags == set() and first.items is not second.items
+    assert Child.model_fields["items"].default_factory not in (list, dict, set)
+    assert Child.model_json_schema()["properties"]["items"] == {
+        "items": {"type": "integer"},
+        "title": "Items",
+        "type": "array",
+    }
