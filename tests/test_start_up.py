@@ -127,7 +127,15 @@ def test_a_few_results_are_a_table_many_are_aligned_lines() -> None:
 
 #: What a whole one-test run (suite loaded, one model call, graded, summary printed, results
 #: and store written) does without.
-NOT_IN_A_ONE_TEST_RUN = ("numpy", "convoeval.arena", "convoeval.rank._leaderboard", "convoeval.stats._gate")
+NOT_IN_A_ONE_TEST_RUN = (
+    "numpy",
+    "convoeval.arena",
+    "convoeval.rank._leaderboard",
+    "convoeval.stats._gate",
+    "convoeval.graders._tau_backend",
+    "convoeval.report._panel",
+    "convoeval.report._failures",
+)
 
 
 def test_a_one_test_run_loads_no_statistics_library_or_arena(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:

@@ -24,13 +24,20 @@ from ._base import (
 )
 from ._function import grader
 from ._panel import combine_scores
-from ._tau_backend import Domain, DomainSession, domain_file_problems
 
 if TYPE_CHECKING:
     from ._aggregators import AGGREGATOR_ALIASES
+    from ._tau_backend import Domain, DomainSession, domain_file_problems
 
-# The aggregators (and the code-grader they run) load when a suite uses one, or for the schema.
-__getattr__ = lazy_attributes(__name__, {"._aggregators": ("AGGREGATOR_ALIASES",)})
+# The aggregators (and the code-grader they run) load when a suite uses one, or for the schema;
+# the tau-style backends when a suite names `tools`.
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "._aggregators": ("AGGREGATOR_ALIASES",),
+        "._tau_backend": ("Domain", "DomainSession", "domain_file_problems"),
+    },
+)
 
 #: The built-in assertion types, by the module that defines them.
 BUILTIN_TYPES: dict[str, tuple[str, ...]] = {

@@ -23,7 +23,9 @@ from ..judging import GradingLevel, JudgePanel, JudgeSession, PanelRule, Persona
 from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, Usage
 from ..targets import ChatReply, Target
 from ._panel import evaluate_by_panel
-from ._tau_backend import DomainSession
+
+if typing.TYPE_CHECKING:
+    from ._tau_backend import DomainSession
 
 
 @dataclass

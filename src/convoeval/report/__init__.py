@@ -6,7 +6,6 @@ local viewer is `convoeval.report.viewer` (imported on demand: it needs scipy)."
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_attributes
-from ._failures import failure_lines, headline
 from ._files import (
     RESULT_FORMATS,
     ResultWriter,
@@ -15,18 +14,19 @@ from ._files import (
     output_problem,
     read_results,
 )
-from ._panel import PanelAgreement, agreement_figures, panel_agreement
 from ._progress import RunProgress, meter_line, print_run_totals
 from ._summary import print_panel_agreement, print_summary, turn_table
 
 if TYPE_CHECKING:
     from ._compare import Comparison, PairedResult, compare_results
+    from ._failures import failure_lines, headline
     from ._groups import NO_VALUE, field_value, group_results, groups_markdown, groups_table
     from ._html import read_battle_records, render_comparison, render_report, write_comparison, write_html
     from ._junit import junit_kind, junit_xml, write_junit
     from ._labels import SCALES, Label, LabelStore
     from ._markdown import markdown_comparison, markdown_summary, write_markdown
     from ._overview import Overview, overview
+    from ._panel import PanelAgreement, agreement_figures, panel_agreement
     from ._plot import PLOT_FORMATS, plot_leaderboard
     from ._runs import LoadedRun, ReportInputError, RunInfo, list_runs, load_run
 
@@ -34,6 +34,8 @@ __getattr__ = lazy_attributes(
     __name__,
     {
         "._compare": ("Comparison", "PairedResult", "compare_results"),
+        "._failures": ("failure_lines", "headline"),
+        "._panel": ("PanelAgreement", "agreement_figures", "panel_agreement"),
         "._groups": ("NO_VALUE", "field_value", "group_results", "groups_markdown", "groups_table"),
         "._html": ("read_battle_records", "render_comparison", "render_report", "write_comparison", "write_html"),
         "._junit": ("junit_kind", "junit_xml", "write_junit"),

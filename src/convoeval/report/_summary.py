@@ -14,8 +14,6 @@ from rich.text import Text
 from .._text import shorten
 from ..results import EvaluationResult, ScoreEntry, ToolCall
 from ._groups import pass_hat_k_line
-from ._overview import suite_name
-from ._panel import agreement_lines, panel_agreement
 from ._terminal import SafeConsole, printable
 
 _STYLE = {"pass": "green", "fail": "red", "skip": "yellow", "error": "magenta"}
@@ -69,6 +67,7 @@ def rate_lines(results: list[EvaluationResult]) -> list[str]:
     if not results:
         return []
     from ..stats import fmt_interval, group_rates, rates_by  # numpy, loaded once a run is done
+    from ._overview import suite_name  # with the Overview model, which a run does not build
 
     groups = [group_rates("all", results)]
     for key in ("target", "suite"):
@@ -106,6 +105,8 @@ def _trials_cell(r: EvaluationResult) -> Text:
 
 def print_panel_agreement(results: Iterable[EvaluationResult], console: Console | None = None) -> None:
     """With a judge panel: the inter-judge agreement per check type (nothing without one)."""
+    from ._panel import agreement_lines, panel_agreement  # only a judge panel's run needs it
+
     rows = panel_agreement(results)
     if rows:
         console = console or SafeConsole()

@@ -23,8 +23,9 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from ..graders import DomainSession, GraderError
+from ..graders import GraderError
 from ..results import Message, ScoreEntry, SessionKind, ToolCall, TrialResult
 from ..spec import Budget, substitute, unfilled
 from ..targets import (
@@ -44,6 +45,9 @@ from ._jobs import GradedTurn, Job, JobEvents
 from ._plan import TestPlan, TurnPlan
 from ._turns import SINGLE_SHOT_NOTE, ScriptedTurns, SingleShotTurns, TurnSource, is_multi_turn
 from ._workspace import WorkspaceError, close_workspace, open_workspace, snapshot
+
+if TYPE_CHECKING:
+    from ..graders import DomainSession
 
 
 @dataclass

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..graders import Assertion, Domain
+from .. import graders
+from ..graders import Assertion
 from ..results import Message
 from ..spec import (
     Budget,
@@ -24,6 +25,7 @@ from ..spec import (
 from ..targets import ChatReply
 
 if TYPE_CHECKING:
+    from ..graders import Domain
     from ._steps import StepFactory
 
 #: The assertion type that judges the simulated user rather than the target.
@@ -95,7 +97,7 @@ class TestPlan:
         backend = self.backend if self.backend is not None else {}
         key = (self.tools, json.dumps(backend, sort_keys=True), str(self.base_dir))
         if key not in _DOMAINS:
-            _DOMAINS[key] = Domain.load(self.tools, backend, self.base_dir)
+            _DOMAINS[key] = graders.Domain.load(self.tools, backend, self.base_dir)
         return _DOMAINS[key]
 
     @property

@@ -7,13 +7,12 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .. import registry
+from .. import graders, registry
 from .._templates import GRADER_VARIABLES
 from ..graders import (
     Assertion,
     assertion_type_names,
     canonical_type_name,
-    domain_file_problems,
     lookup_assertion_type,
 )
 from ._agentv import custom_assertion, legacy_assertion
@@ -68,8 +67,9 @@ class Checker:
     def check_suite(self, data: dict) -> None:
         """The suite's own keys (not its tests): its policy and assertions."""
         self.load_policy(data, ())
-        for key, message in domain_file_problems(data.get("tools"), data.get("backend"), self.base_dir):
-            self.add((key,), message)
+        if data.get("tools") is not None or data.get("backend") is not None:  # the backends load only then
+            for key, message in graders.domain_file_problems(data.get("tools"), data.get("backend"), self.base_dir):
+                self.add((key,), message)
         data["assertions"] = self.parse_assertions(data.get("assertions"), ("assertions",), None)
         if "turn_assertions" in data:
             data["turn_assertions"] = self.parse_assertions(data.get("turn_assertions"), ("turn_assertions",), "turn")
