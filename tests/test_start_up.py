@@ -135,6 +135,8 @@ NOT_IN_A_ONE_TEST_RUN = (
     "convoeval.graders._tau_backend",
     "convoeval.report._panel",
     "convoeval.report._failures",
+    "convoeval.rank._battle",
+    "html.entities",
 )
 
 

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from .. import report
-from ..rank import BattleFileError
+from .. import rank, report
 
 if TYPE_CHECKING:
     from ..stats import Flaky
@@ -34,7 +33,7 @@ def write_reports(
     written: list[Path] = []
     try:
         arena = report.read_battle_records(battles) if battles else None
-    except BattleFileError as exc:
+    except rank.BattleFileError as exc:  # looked up only when reading the battles failed
         raise fail(str(exc)) from None
     heading = title or f"convoeval · {run.name}"
     if html:

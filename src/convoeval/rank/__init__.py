@@ -12,9 +12,9 @@ Example:
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_attributes
-from ._battle import TIE_SPELLINGS, Battle, BattleFileError, Winner, read_battles, targets_of
 
 if TYPE_CHECKING:
+    from ._battle import TIE_SPELLINGS, Battle, BattleFileError, Winner, read_battles, targets_of
     from ._bt import (
         BootstrapIntervals,
         BradleyTerryResult,
@@ -26,10 +26,11 @@ if TYPE_CHECKING:
     from ._elo import EloResult, elo_history_interval, online_elo
     from ._leaderboard import Leaderboard, LeaderboardRow, leaderboard_from_battles
 
-# The ratings load when first used: `convoeval run` only names BattleFileError (`--battles`).
+# Everything loads when first used: `convoeval run` only names BattleFileError (`--battles`).
 __getattr__ = lazy_attributes(
     __name__,
     {
+        "._battle": ("TIE_SPELLINGS", "Battle", "BattleFileError", "Winner", "read_battles", "targets_of"),
         "._bt": (
             "BootstrapIntervals",
             "BradleyTerryResult",

@@ -9,7 +9,6 @@ into nested mappings), or `target` / `suite`.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -115,6 +114,8 @@ def groups_markdown(groups: list[Group], name: str) -> str:
 
 def groups_html(groups: list[Group], name: str) -> str:
     """The groups as an HTML section (escaped) for the HTML report."""
+    import html  # with its table of entities: a run's summary does without it
+
     header, rows = _columns(groups, name)
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
@@ -146,4 +147,6 @@ def _fmt(value: float | None) -> str:
 
 def _md(text: str) -> str:
     """A Markdown table cell: one line, HTML and pipes escaped."""
+    import html
+
     return html.escape(" ".join(text.split()), quote=False).replace("|", "\\|")
