@@ -238,3 +238,30 @@ def test_builtin_default_factories_still_make_a_new_empty_container_per_model() 
         "title": "Items",
         "type": "array",
     }
+
+
+def test_importing_pauses_the_collector_and_leaves_it_as_it_was() -> None:
+    """`collector_paused` (around convoeval's imports): no collection runs inside; afterwards
+    the collector is enabled again, what was made is in the oldest generation (young counts
+    start over), and objects someone froze before stay frozen, and only those."""
+    import gc
+
+    from convoeval._lazy import collector_paused
+
+    assert gc.isenabled()
+    collections_before = sum(s["collections"] for s in gc.get_stats())
+    with collector_paused():
+        assert not gc.isenabled()
+        made = [[i] for i in range(5000)]
+        assert sum(s["collections"] for s in gc.get_stats()) == collections_before
+    assert gc.isenabled() and gc.get_count()[0] < 700 and gc.get_freeze_count() == 0
+    assert made[-1] == [4999]
+    code = (
+        "import gc\nkept = [[1]]\ngc.freeze()\nfrozen = gc.get_freeze_count()\n"
+        "from convoeval._lazy import collector_paused\n"
+        "with collector_paused():\n    more = [[i] for i in range(1000)]\n"
+        "assert 0 < gc.get_freeze_count() <= frozen and gc.isenabled()\n"  # none unfrozen, none added
+        "gc.disable()\nwith collector_paused():\n    pass\nassert not gc.isenabled()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -12,17 +12,19 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from . import graders as graders
-from . import registry as registry
-from . import targets as targets
-from ._lazy import lazy_attributes
-from ._version import __version__
-from .api import RunEvents, RunOptions, RunReport, arun, load_suites, local_model_available, run
-from .errors import ConfigError, ConvoevalError, RegistryError
-from .graders import Assertion, Grade, GradeContext, GraderError, assertion_type, grader
-from .results import EvaluationResult, Message, ScoreEntry, TrialResult, Usage
-from .spec import Problem, SpecError, Suite, load_suite, validate_paths
-from .targets import ChatReply, ChatRequest, Target, TargetConfig, TargetError, provider
+from ._lazy import collector_paused, lazy_attributes
+
+with collector_paused():
+    from . import graders as graders
+    from . import registry as registry
+    from . import targets as targets
+    from ._version import __version__
+    from .api import RunEvents, RunOptions, RunReport, arun, load_suites, local_model_available, run
+    from .errors import ConfigError, ConvoevalError, RegistryError
+    from .graders import Assertion, Grade, GradeContext, GraderError, assertion_type, grader
+    from .results import EvaluationResult, Message, ScoreEntry, TrialResult, Usage
+    from .spec import Problem, SpecError, Suite, load_suite, validate_paths
+    from .targets import ChatReply, ChatRequest, Target, TargetConfig, TargetError, provider
 
 if TYPE_CHECKING:
     from .arena import ArenaOptions, ArenaReport, aarena, arena

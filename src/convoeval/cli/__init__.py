@@ -18,9 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from .._lazy import collector_paused
 from ..errors import ConvoevalError
-from ._app import app as _the_app
-from ._app import load_env_file
+
+with collector_paused():
+    from ._app import app as _the_app
+    from ._app import load_env_file
 
 if TYPE_CHECKING:
     import typer
@@ -90,7 +93,8 @@ def main() -> None:
     """
     argv = with_optional_values(sys.argv[1:])
     load_env_files(argv)
-    load_commands(argv)
+    with collector_paused():
+        load_commands(argv)
     gc.freeze()
     try:
         _the_app(args=argv, prog_name="convoeval")
