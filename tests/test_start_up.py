@@ -265,3 +265,12 @@ def test_importing_pauses_the_collector_and_leaves_it_as_it_was() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_validate_does_not_load_the_http_client(tmp_path: Path) -> None:
+    """`convoeval run` loads aiohttp on another thread while it reads its suites; `validate`
+    (an editor's or a pre-commit hook's command) does not load it at all."""
+    (tmp_path / "ok.eval.yaml").write_text("tests:\n  - id: one\n    input: hello\n")
+    report = "import atexit, sys; atexit.register(lambda: print('AIOHTTP', 'aiohttp' in sys.modules))"
+    valid = _main_in_a_process(["validate", "ok.eval.yaml"], report, tmp_path)
+    assert valid.returncode == 0 and valid.stdout.splitlines()[-1] == "AIOHTTP False", valid.stderr

@@ -47,10 +47,23 @@ COMMANDS = {
 }
 
 
+def command_name(argv: Sequence[str] | None) -> str | None:
+    """The command `argv` names: its first word that is not an option."""
+    return next((arg for arg in argv or () if not arg.startswith("-")), None)
+
+
+def import_quietly(module: str) -> None:
+    """Import `module` ahead of its use; a failure is left for the import that needs it to report."""
+    try:
+        importlib.import_module(module)
+    except Exception:  # noqa: BLE001, S110 - reported by the import that needs the module
+        pass
+
+
 def load_commands(argv: Sequence[str] | None = None) -> None:
     """Register the command `argv` names (its first word that is not an option), or every
     command when it names none that exists."""
-    name = next((arg for arg in argv or () if not arg.startswith("-")), None)
+    name = command_name(argv)
     modules = [COMMANDS[name]] if name in COMMANDS else dict.fromkeys(COMMANDS.values())
     for module in modules:
         importlib.import_module(f"{__name__}.{module}")
@@ -92,6 +105,10 @@ def main() -> None:
     collections during the run and at exit from walking them again (58 ms of every exit).
     """
     argv = with_optional_values(sys.argv[1:])
+    if command_name(argv) == "run":
+        # Its HTTP client loads on another thread while the run reads its suites: most of
+        # aiohttp's import is loading the system's certificates, which runs without the GIL.
+        threading.Thread(target=import_quietly, args=("aiohttp",), daemon=True).start()
     load_env_files(argv)
     with collector_paused():
         load_commands(argv)
