@@ -85,8 +85,8 @@ def connect(path: Path, schema: str = "", timeout: float = 30.0) -> sqlite3.Conn
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout)
     try:
+        conn.execute("PRAGMA synchronous=NORMAL")  # first: a new file turns to WAL with one sync less
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
         if schema:
             conn.executescript(schema)
     except BaseException:
