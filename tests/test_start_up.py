@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -274,3 +275,38 @@ def test_validate_does_not_load_the_http_client(tmp_path: Path) -> None:
     report = "import atexit, sys; atexit.register(lambda: print('AIOHTTP', 'aiohttp' in sys.modules))"
     valid = _main_in_a_process(["validate", "ok.eval.yaml"], report, tmp_path)
     assert valid.returncode == 0 and valid.stdout.splitlines()[-1] == "AIOHTTP False", valid.stderr
+
+
+def test_pydantic_plugins_are_looked_for_only_when_a_package_declares_one(tmp_path: Path) -> None:
+    """Without a distribution declaring the `pydantic` entry-point group, pydantic is told there
+    are no plugins (no search); with one, pydantic finds and uses it for convoeval's models."""
+    site = tmp_path / "site"
+    (site / "fake_plugin-1.0.dist-info").mkdir(parents=True)
+    (site / "fake_plugin-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: fake-plugin\nVersion: 1.0\n"
+    )
+    (site / "fake_plugin-1.0.dist-info" / "entry_points.txt").write_text("[pydantic]\nseen = fake_plugin:plugin\n")
+    (site / "fake_plugin.py").write_text(
+        "SEEN = []\n"
+        "class _Plugin:\n"
+        "    def new_schema_validator(self, schema, schema_type, schema_type_path, schema_kind, config, plugin_settings):\n"
+        "        SEEN.append(schema_type_path.name)\n"
+        "        return None, None, None\n"
+        "plugin = _Plugin()\n"
+    )
+    code = (
+        "import sys\n"
+        "from pydantic.plugin import _loader\n"
+        "import convoeval\n"
+        "from convoeval.spec import Test\n"
+        "Test(id='x', input='hello')\n"
+        "print('PLUGINS', sorted(_loader._plugins or {}))\n"
+        "if 'fake_plugin' in sys.modules:\n"
+        "    print('SEEN', 'Test' in sys.modules['fake_plugin'].SEEN)\n"
+    )
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 0 and plain.stdout.split() == ["PLUGINS", "[]"], plain.stderr
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    declared = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert declared.returncode == 0, declared.stderr
+    assert "PLUGINS ['fake_plugin:plugin']" in declared.stdout and "SEEN True" in declared.stdout
