@@ -57,3 +57,20 @@ def collector_paused() -> Iterator[None]:
             gc.unfreeze()
         if collecting:
             gc.enable()
+
+
+_frozen_for_good = False
+
+
+def freeze_for_good() -> None:
+    """Freeze what exists now out of the collector's sight for the rest of the process (a program
+    that keeps its modules and classes to the end: the `convoeval` command), and remember it."""
+    global _frozen_for_good
+    gc.freeze()
+    _frozen_for_good = True
+
+
+def objects_frozen() -> bool:
+    """Whether objects are frozen: known without counting them after `freeze_for_good`
+    (`gc.get_freeze_count` walks every frozen object: 3-7 ms once the command is loaded)."""
+    return _frozen_for_good or gc.get_freeze_count() > 0

@@ -9,7 +9,6 @@ attribute of this package, is the app with every command.
 from __future__ import annotations
 
 import atexit
-import gc
 import importlib
 import os
 import sys
@@ -18,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from .._lazy import collector_paused
+from .._lazy import collector_paused, freeze_for_good
 from ..errors import ConvoevalError
 
 with collector_paused():
@@ -112,7 +111,7 @@ def main() -> None:
     load_env_files(argv)
     with collector_paused():
         load_commands(argv)
-    gc.freeze()
+    freeze_for_good()
     try:
         _the_app(args=argv, prog_name="convoeval")
     except ConvoevalError as exc:
@@ -121,7 +120,7 @@ def main() -> None:
     except SystemExit as done:  # every command ends here (click exits with the command's code)
         exit_now(done.code)
     finally:
-        gc.freeze()
+        freeze_for_good()
 
 
 def exit_now(code: object) -> NoReturn:

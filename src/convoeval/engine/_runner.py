@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import _sandbox as sandbox
+from .._lazy import objects_frozen
 from .._result_files import ResultWriter, check_output, export_results
 from .._secrets import redact, reread_environment
 from ..errors import ConfigError, NothingToRerun
@@ -328,7 +329,7 @@ def _run_heap() -> Iterator[None]:
     after cannot tell objects apart, so when the caller had frozen objects of its own (the
     `convoeval` command does, once loaded), everything stays frozen as the caller chose.
     """
-    thresholds, frozen_before = gc.get_threshold(), gc.get_freeze_count()
+    thresholds, frozen_before = gc.get_threshold(), objects_frozen()
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, *thresholds[1:])
     try:
