@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
-from typing import Any
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.plugin import _loader as pydantic_plugins
@@ -47,21 +47,21 @@ if (
     pydantic_plugins._plugins = {}
 
 
-def _new_list() -> list[Any]:
+def _new_list() -> list[object]:
     return []
 
 
-def _new_dict() -> dict[Any, Any]:
+def _new_dict() -> dict[object, object]:
     return {}
 
 
-def _new_set() -> set[Any]:
+def _new_set() -> set[object]:
     return set()
 
 
 #: Builtin default factories and the functions that stand in for them (same values, a signature
 #: `inspect` reads from the code object).
-_FACTORIES: dict[object, Any] = {list: _new_list, dict: _new_dict, set: _new_set}
+_FACTORIES: dict[object, Callable[[], object]] = {list: _new_list, dict: _new_dict, set: _new_set}
 
 
 class Model(BaseModel):
@@ -70,7 +70,7 @@ class Model(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+    def __pydantic_init_subclass__(cls, **kwargs: object) -> None:
         super().__pydantic_init_subclass__(**kwargs)
         for field in cls.__pydantic_fields__.values():
             factory = _FACTORIES.get(field.default_factory)
