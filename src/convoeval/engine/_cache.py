@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypedDict
 
+import orjson
 from pydantic import JsonValue
 
 from .._secrets import contains_secret
@@ -151,15 +153,63 @@ def target_identity(config: TargetConfig, target: Target | None = None) -> dict[
 
 
 def _key_json(value: object) -> str:
+    """The key material's JSON as the key has always been made (the standard library)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+#: Types orjson writes byte for byte as `_key_json` does (its strings are escaped the same way,
+#: its ints the same up to 64 bits, beyond which it refuses). Not floats: orjson writes 1e-05 as
+#: 0.00001 and NaN as null. Not subclasses, enums, dates, UUIDs (`default=str` makes those
+#: strings; orjson writes some natively).
+_ORJSON_SAFE = frozenset({str, int, bool, type(None)})
+
+
+def _orjson_safe(value: object) -> bool:
+    """Whether `value` holds only `_ORJSON_SAFE` values in dicts (with str keys), lists and tuples."""
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) is not str or (type(item) not in _ORJSON_SAFE and not _orjson_safe(item)):
+                return False
+        return True
+    if type(value) is list or type(value) is tuple:
+        for item in value:
+            if type(item) not in _ORJSON_SAFE and not _orjson_safe(item):
+                return False
+        return True
+    return type(value) in _ORJSON_SAFE
+
+
+def _key_bytes(value: object) -> bytes:
+    """`_key_json(value)` as UTF-8, by orjson (ten times faster) when that gives the same bytes."""
+    if _orjson_safe(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # an int beyond 64 bits, a lone surrogate, nesting beyond 255
+            pass
+    return _key_json(value).encode("utf-8")
+
+
+def _scalar_bytes(value: object) -> bytes:
+    """`_key_bytes` of a number or None, without building an encoder for it."""
+    if type(value) is int:
+        return str(value).encode()
+    if type(value) is float and math.isfinite(value):
+        return float.__repr__(value).encode()  # what json.dumps writes
+    return b"null" if value is None else _key_bytes(value)
 
 
 def cache_key(identity: Mapping[str, object] | str, request: ChatRequest) -> str:
     """The SHA-256 key of one call of a target with `identity` (or with `identity` already
     serialised by `_key_json`, which spares doing it at every call; the key is the same)."""
     target = identity if isinstance(identity, str) else _key_json(identity)
-    # The key material as one JSON object with sorted keys: those before "target", the target
-    # (serialised once per target), those after.
+    return _cache_key(target.encode("utf-8"), request)
+
+
+def _cache_key(target: bytes, request: ChatRequest) -> str:
+    """`cache_key` with the target's identity as UTF-8 JSON.
+
+    The key material is one JSON object with sorted keys: those before "target", the target,
+    those after, each written as `_key_json` writes it."""
     before: dict[str, object] = {
         "max_tokens": request.max_tokens,
         "messages": request.messages,
@@ -168,12 +218,18 @@ def cache_key(identity: Mapping[str, object] | str, request: ChatRequest) -> str
     }
     if request.seed is not None:  # keys of calls without a seed stay as they were
         before["seed"] = request.seed
-    after: dict[str, object] = {"temperature": request.temperature}
+    digest = hashlib.sha256(_key_bytes(before)[:-1])
+    digest.update(b',"target":')
+    digest.update(target)
+    digest.update(b',"temperature":')
+    digest.update(_scalar_bytes(request.temperature))
     if request.tools:  # likewise for calls without tools
-        after["tools"] = request.tools
-    after["trial"], after["v"] = request.trial, KEY_VERSION
-    text = f'{_key_json(before)[:-1]},"target":{target},{_key_json(after)[1:]}'
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+        digest.update(b',"tools":')
+        digest.update(_key_bytes(request.tools))
+    digest.update(b',"trial":')
+    digest.update(_scalar_bytes(request.trial))
+    digest.update(b',"v":%d}' % KEY_VERSION)
+    return digest.hexdigest()
 
 
 class CachedTarget(TargetWrapper):
@@ -197,13 +253,13 @@ class CachedTarget(TargetWrapper):
         super().__init__(inner)
         self.cache = cache
         self.identity = identity
-        self._identity_json = _key_json(identity)
+        self._identity_key = _key_json(identity).encode("utf-8")
         self.secrets = tuple(s for s in secrets if s)
         self.provider = str(identity.get("provider", ""))
         self.model = str(identity.get("model", ""))
 
     async def chat(self, request: ChatRequest) -> ChatReply:
-        key = cache_key(self._identity_json, request)
+        key = _cache_key(self._identity_key, request)
         stored = self.cache.get(key)
         if stored is not None:
             return reply_from_json(stored)
