@@ -49,6 +49,7 @@ class CachedReply(TypedDict):
     finish_reason: str | None
 
 
+_INSERT = "INSERT OR REPLACE INTO responses (key, provider, model, created, value) VALUES (?, ?, ?, ?, ?)"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key      TEXT PRIMARY KEY,
@@ -126,14 +127,14 @@ class ResponseCache:
         Args:
             text: `value` as JSON, when the caller has it already.
         """
-        row = (key, provider, model, time.time(), text if text is not None else json.dumps(value, ensure_ascii=False))
         self._pending[key] = value
-        done = self._writer.submit(
-            lambda conn: conn.execute(
-                "INSERT OR REPLACE INTO responses (key, provider, model, created, value) VALUES (?, ?, ?, ?, ?)", row
-            )
-        )
-        done.add_done_callback(lambda _: self._pending.pop(key, None))
+        row = (key, provider, model, time.time(), text if text is not None else _value_json(value))
+        if not self._writer.add(_INSERT, row, self._committed):
+            self._pending.pop(key, None)  # the cache cannot be written: it only costs model calls
+
+    def _committed(self, row: tuple[object, ...]) -> None:
+        """On the writer's thread: the row is on disk, where `get` finds it from now on."""
+        self._pending.pop(str(row[0]), None)
 
     def __len__(self) -> int:
         return int(self._reader.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
@@ -264,11 +265,11 @@ class CachedTarget(TargetWrapper):
         if stored is not None:
             return reply_from_json(stored)
         reply = await self.inner.chat(request)
-        value = reply_to_json(reply)
-        text = json.dumps(value, ensure_ascii=False)
         if request.response_schema is not None and not _holds_json(reply.text):
             return reply
-        if not any(secret in text for secret in self.secrets) and not contains_secret(text):
+        value = reply_to_json(reply)
+        text = _value_json(value)
+        if not contains_secret(text, self.secrets):
             self.cache.put(key, self.provider, self.model, value, text)
         return reply
 
@@ -306,7 +307,19 @@ def reply_from_json(value: CachedReply) -> ChatReply:
     )
 
 
+def _value_json(value: CachedReply) -> str:
+    """A reply as the cache stores it: compact JSON (escaped to ASCII where orjson cannot write
+    it, a lone surrogate in a reply's text)."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except orjson.JSONEncodeError:
+        return json.dumps(value)
+
+
 def _cached_reply(text: str) -> CachedReply:
     """A stored value read back (written by `reply_to_json` under this `KEY_VERSION`)."""
-    value: CachedReply = json.loads(text)
+    try:
+        value: CachedReply = orjson.loads(text)
+    except orjson.JSONDecodeError:  # NaN, which older versions wrote for an unknown latency
+        value = json.loads(text)
     return value

@@ -1,0 +1,128 @@
+"""Rows nobody waits for (cached replies, graded turns): queued without a Future, inserted with
+executemany, each failing row dropped alone, and what the cache holds is found before and after
+its commit."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from convoeval.engine import ResponseCache, _sqlite
+from convoeval.engine._cache import reply_from_json
+from convoeval.engine._sqlite import SqliteWriter
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS t (k INTEGER PRIMARY KEY, v TEXT NOT NULL);"
+INSERT = "INSERT INTO t (k, v) VALUES (?, ?)"
+
+
+def _rows(path: Path) -> list[tuple[int, str]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT k, v FROM t ORDER BY k").fetchall()
+
+
+def test_rows_are_committed_and_a_failing_row_is_dropped_alone(tmp_path: Path) -> None:
+    path = tmp_path / "w.sqlite"
+    writer = SqliteWriter(path, SCHEMA)
+    done: list[tuple[object, ...]] = []
+    try:
+        for k in range(50):
+            assert writer.add(INSERT, (k, f"v{k}"), done.append)
+        writer.add(INSERT, (7, "a second row 7"), done.append)  # fails the primary key: dropped
+        writer.add(INSERT, (60, None), done.append)  # fails NOT NULL: dropped
+        writer.add("INSERT INTO t (k, v) VALUES (?, ?)", (61, "v61"))  # a statement of its own
+        for k in range(70, 80):
+            writer.add(INSERT, (k, f"v{k}"), done.append)
+        committed = writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM t").fetchone()[0], durable=True)
+        assert committed.result(timeout=5) == 61  # the durable write ran after every row queued before it
+    finally:
+        writer.close()
+    assert _rows(path) == [(k, f"v{k}") for k in [*range(50), 61, *range(70, 80)]]
+    assert len(done) == 62  # every row's `done` ran, the dropped ones' too, each once
+    assert done.count((7, "a second row 7")) == 1 and (60, None) in done
+
+
+_HOLD_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _hold_lock(db: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(db), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_rows_wait_out_a_short_lock_and_stop_being_queued_once_the_writer_gives_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "w.sqlite"
+    writer = SqliteWriter(path, SCHEMA, group_s=0.01)
+    locker = _hold_lock(path, 0.3)
+    try:
+        writer.add(INSERT, (1, "one"))
+        locker.wait()
+        deadline = time.monotonic() + 5
+        while not _rows(path) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _rows(path) == [(1, "one")]  # retried after the lock was released
+    finally:
+        writer.close()
+    monkeypatch.setattr(_sqlite, "WRITE_TIMEOUT_S", 0.2)
+    writer = SqliteWriter(path, SCHEMA, group_s=0.01)
+    locker = _hold_lock(path, 30)
+    try:
+        writer.add(INSERT, (2, "two"))
+        deadline = time.monotonic() + 5
+        while writer.error is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert writer.error is not None and "database is locked" in str(writer.error)
+        assert writer.add(INSERT, (3, "three")) is False  # nothing more is queued
+    finally:
+        locker.kill()
+        locker.wait()
+        writer.close()
+    assert _rows(path) == [(1, "one")]
+
+
+def _reply(text: str) -> dict:
+    return {
+        "text": text,
+        "usage": [3, 4],
+        "latency_ms": 12.5,
+        "cost_usd": 0.001,
+        "tool_calls": [],
+        "finish_reason": "stop",
+    }
+
+
+def test_a_stored_reply_is_found_before_and_after_its_commit(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    try:
+        cache.put("k1", "openai", "m", _reply("héllo \ud800 \U0001f600"))  # a lone surrogate: orjson cannot write it
+        cache.put("k2", "openai", "m", _reply("second"))
+        assert cache.get("k1") == _reply("héllo \ud800 \U0001f600")  # not committed yet: from memory
+        deadline = time.monotonic() + 5
+        while cache._pending and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not cache._pending  # committed rows are no longer held in memory
+        found = cache.get("k1")  # from the file
+        assert found is not None and reply_from_json(found).text == "héllo \ud800 \U0001f600"
+        assert cache.get("k3") is None and (cache.hits, cache.misses) == (2, 1)
+    finally:
+        cache.close()
+    reopened = ResponseCache(tmp_path / "cache.sqlite")
+    try:
+        assert len(reopened) == 2 and reopened.get("k2") == _reply("second")
+    finally:
+        reopened.close()
