@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from convoeval.engine import ResponseCache, _sqlite
+from convoeval.engine import ResponseCache, _cache, _sqlite
 from convoeval.engine._cache import reply_from_json
 from convoeval.engine._sqlite import SqliteWriter
 
@@ -106,21 +106,32 @@ def _reply(text: str) -> dict:
     }
 
 
-def test_a_stored_reply_is_found_before_and_after_its_commit(tmp_path: Path) -> None:
+def _stored(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+
+def test_a_stored_reply_is_found_before_and_after_its_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_cache, "SNAPSHOT_S", 0.05)
     cache = ResponseCache(tmp_path / "cache.sqlite")
+    other = ResponseCache(tmp_path / "cache.sqlite")  # another process's cache on the same file
     try:
+        assert other.get("k1") is None  # takes its snapshot before k1 is stored
         cache.put("k1", "openai", "m", _reply("héllo \ud800 \U0001f600"))  # a lone surrogate: orjson cannot write it
         cache.put("k2", "openai", "m", _reply("second"))
-        assert cache.get("k1") == _reply("héllo \ud800 \U0001f600")  # not committed yet: from memory
+        assert cache.get("k1") == _reply("héllo \ud800 \U0001f600")  # from memory, committed or not
         deadline = time.monotonic() + 5
-        while cache._pending and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not cache._pending  # committed rows are no longer held in memory
-        found = cache.get("k1")  # from the file
+        while _stored(cache.path) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.06)  # both snapshots are older than SNAPSHOT_S: the next lookup takes a new one
+        assert cache.get("k3") is None and not cache._pending  # the new snapshot holds what was committed
+        assert cache.get("k2") == _reply("second")  # read from the file
+        found = other.get("k1")
         assert found is not None and reply_from_json(found).text == "héllo \ud800 \U0001f600"
-        assert cache.get("k3") is None and (cache.hits, cache.misses) == (2, 1)
+        assert (cache.hits, cache.misses) == (2, 1)
     finally:
         cache.close()
+        other.close()
     reopened = ResponseCache(tmp_path / "cache.sqlite")
     try:
         assert len(reopened) == 2 and reopened.get("k2") == _reply("second")

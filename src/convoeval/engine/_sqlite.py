@@ -179,8 +179,9 @@ class SqliteWriter:
         self.error: StoreError | None = None
         self._items: deque[_Queued | _Row] = deque()
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._busy_ms = int(min(self.timeout_s, 5.0) * 1000)  # the connection's busy timeout
         try:
-            self._conn = connect(path, schema, timeout=min(self.timeout_s, 5.0))
+            self._conn = connect(path, schema, timeout=self._busy_ms / 1000)
         except (sqlite3.Error, OSError) as exc:
             raise store_error(path, exc) from None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -255,8 +256,10 @@ class SqliteWriter:
         delay = 0.01
         while True:
             try:
-                wait_ms = int(max(0.0, deadline - time.monotonic()) * 1000)
-                conn.execute(f"PRAGMA busy_timeout = {min(wait_ms, 5000)}")
+                wait_ms = min(int(max(0.0, deadline - time.monotonic()) * 1000), 5000)
+                if wait_ms != self._busy_ms:  # the usual 5 s is set once
+                    conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+                    self._busy_ms = wait_ms
                 conn.execute("BEGIN IMMEDIATE")
                 _attempt(conn, batch)
                 conn.execute("COMMIT")
