@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from convoeval.engine import ResponseCache, _cache, _sqlite
+from convoeval.engine import ResponseCache, _sqlite
 from convoeval.engine._cache import reply_from_json
 from convoeval.engine._sqlite import SqliteWriter
 
@@ -111,24 +111,21 @@ def _stored(path: Path) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
 
-def test_a_stored_reply_is_found_before_and_after_its_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_cache, "SNAPSHOT_S", 0.05)
+def test_a_stored_reply_is_found_before_and_after_its_commit(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "cache.sqlite")
     other = ResponseCache(tmp_path / "cache.sqlite")  # another process's cache on the same file
     try:
-        assert other.get("k1") is None  # takes its snapshot before k1 is stored
         cache.put("k1", "openai", "m", _reply("héllo \ud800 \U0001f600"))  # a lone surrogate: orjson cannot write it
         cache.put("k2", "openai", "m", _reply("second"))
         assert cache.get("k1") == _reply("héllo \ud800 \U0001f600")  # from memory, committed or not
         deadline = time.monotonic() + 5
-        while _stored(cache.path) < 2 and time.monotonic() < deadline:
+        while cache._pending and time.monotonic() < deadline:
             time.sleep(0.01)
-        time.sleep(0.06)  # both snapshots are older than SNAPSHOT_S: the next lookup takes a new one
-        assert cache.get("k3") is None and not cache._pending  # the new snapshot holds what was committed
+        assert not cache._pending  # once committed, no longer held in memory
         assert cache.get("k2") == _reply("second")  # read from the file
         found = other.get("k1")
         assert found is not None and reply_from_json(found).text == "héllo \ud800 \U0001f600"
-        assert (cache.hits, cache.misses) == (2, 1)
+        assert cache.get("k3") is None and (cache.hits, cache.misses) == (2, 1)
     finally:
         cache.close()
         other.close()

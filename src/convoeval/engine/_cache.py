@@ -36,10 +36,11 @@ from ._sqlite import SqliteWriter, StoreError, connect, set_aside, store_error
 CACHE_FILE = "cache.sqlite"
 #: Bump when the key material or the stored value changes shape.
 KEY_VERSION = 1
-#: How long lookups read one snapshot of the file (see `ResponseCache`).
-SNAPSHOT_S = 1.0
 #: How often the cache commits what it stored (a killed process loses at most that much: model calls).
 GROUP_S = 0.5
+#: The writer's page cache: keys are hashes, so each stored reply lands on a random page of the
+#: table; with SQLite's 2 MiB the writer read most of them from the file again.
+WRITER_CACHE_MIB = 32
 
 
 class CachedReply(TypedDict):
@@ -84,11 +85,6 @@ class ResponseCache:
     """Model replies in a SQLite file (WAL). Lookups run on the caller's thread (a primary-key
     read, microseconds); writes go to a background thread.
 
-    Lookups read one snapshot of the file for up to `SNAPSHOT_S`: a new snapshot after each of
-    the writer's commits would empty the reading connection's page cache every time, which made
-    a lookup three times dearer while a run writes. What this cache stored since the snapshot
-    is found in memory; what another process stored shows from the next snapshot on.
-
     Args:
         path: the database file (created with its directory).
     """
@@ -103,14 +99,14 @@ class ResponseCache:
                 raise
             self.set_aside = set_aside(self.path)  # a damaged cache only costs model calls
             self._open()
-        self._pending: dict[str, CachedReply] = {}  # stored here, not yet in the lookups' snapshot
-        self._committed_keys: list[str] = []  # committed since the snapshot (appended by the writer)
-        self._snapshot_until = 0.0  # time.monotonic() when lookups take a new snapshot
+        self._pending: dict[str, CachedReply] = {}  # stored but not yet committed
         self.hits = 0
         self.misses = 0
 
     def _open(self) -> None:
-        self._writer = SqliteWriter(self.path, _SCHEMA, name="convoeval-cache", group_s=GROUP_S)
+        self._writer = SqliteWriter(
+            self.path, _SCHEMA, name="convoeval-cache", group_s=GROUP_S, cache_mib=WRITER_CACHE_MIB
+        )
         try:
             self._reader = connect(self.path)
             self._reader.execute("SELECT COUNT(*) FROM responses").fetchone()
@@ -121,8 +117,6 @@ class ResponseCache:
     def get(self, key: str) -> CachedReply | None:
         value = self._pending.get(key)
         if value is None:
-            if time.monotonic() >= self._snapshot_until:
-                self._new_snapshot()
             try:
                 row = self._reader.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
             except sqlite3.Error:
@@ -133,20 +127,6 @@ class ResponseCache:
             return None
         self.hits += 1
         return value
-
-    def _new_snapshot(self) -> None:
-        """End the lookups' read transaction and begin one that sees every commit so far (its
-        snapshot is taken at its first read); replies committed before are read from it now."""
-        committed, self._committed_keys = self._committed_keys, []
-        try:
-            if self._reader.in_transaction:
-                self._reader.execute("COMMIT")
-            self._reader.execute("BEGIN")
-        except sqlite3.Error:
-            pass  # the next lookup fails the same way, and only costs a model call
-        for key in committed:
-            self._pending.pop(key, None)
-        self._snapshot_until = time.monotonic() + SNAPSHOT_S
 
     def put(self, key: str, provider: str, model: str, value: CachedReply, text: str | None = None) -> None:
         """Store a reply (in the background; it is committed by `close` at the latest).
@@ -160,11 +140,10 @@ class ResponseCache:
             self._pending.pop(key, None)  # the cache cannot be written: it only costs model calls
 
     def _committed(self, row: tuple[object, ...]) -> None:
-        """On the writer's thread: the row is on disk; the next snapshot shows it."""
-        self._committed_keys.append(str(row[0]))
+        """On the writer's thread: the row is on disk, where `get` finds it from now on."""
+        self._pending.pop(str(row[0]), None)
 
     def __len__(self) -> int:
-        self._new_snapshot()
         return int(self._reader.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:

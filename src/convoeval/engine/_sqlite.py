@@ -25,7 +25,7 @@ from typing import Generic, Protocol, TypeVar
 from ..errors import ConvoevalError
 
 #: Writes grouped into one transaction at most.
-MAX_BATCH = 512
+MAX_BATCH = 4096
 #: How often the writer commits the writes that need not be durable at once (one commit and one
 #: thread wake-up per write would cost more CPU than the writes; a durable write is not kept waiting).
 GROUP_S = 0.05
@@ -172,6 +172,7 @@ class SqliteWriter:
         name: str = "convoeval-sqlite",
         timeout_s: float | None = None,
         group_s: float = GROUP_S,
+        cache_mib: int | None = None,
     ):
         self.path = path
         self.timeout_s = WRITE_TIMEOUT_S if timeout_s is None else timeout_s
@@ -182,6 +183,8 @@ class SqliteWriter:
         self._busy_ms = int(min(self.timeout_s, 5.0) * 1000)  # the connection's busy timeout
         try:
             self._conn = connect(path, schema, timeout=self._busy_ms / 1000)
+            if cache_mib is not None:  # pages kept in memory (SQLite's default is 2 MiB)
+                self._conn.execute(f"PRAGMA cache_size = -{cache_mib * 1024}")
         except (sqlite3.Error, OSError) as exc:
             raise store_error(path, exc) from None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
