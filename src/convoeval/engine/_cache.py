@@ -282,6 +282,12 @@ class CachedTarget(TargetWrapper):
 
 
 def _holds_json(text: str) -> bool:
+    """Whether a judge could read JSON in `text` (as `extract_json` finds it)."""
+    try:
+        orjson.loads(text)  # the usual answer: the whole text is JSON
+        return True
+    except orjson.JSONDecodeError:
+        pass
     try:
         extract_json(text)
     except JudgeOutputError:
