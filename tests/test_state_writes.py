@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from convoeval.engine import ResponseCache, _sqlite
+from convoeval.engine import ResponseCache, _key_filter, _sqlite
 from convoeval.engine._cache import reply_from_json
 from convoeval.engine._sqlite import SqliteWriter
 
@@ -111,9 +111,11 @@ def _stored(path: Path) -> int:
         return int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
 
-def test_a_stored_reply_is_found_before_and_after_its_commit(tmp_path: Path) -> None:
+def test_a_stored_reply_is_found_before_and_after_its_commit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_key_filter, "START_AFTER", 1)
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    other = ResponseCache(tmp_path / "cache.sqlite")  # another process's cache on the same file
+    earlier = ResponseCache(tmp_path / "cache.sqlite")  # another process's cache, its keys loaded before
+    _wait_for_filter(earlier)
     try:
         cache.put("k1", "openai", "m", _reply("héllo \ud800 \U0001f600"))  # a lone surrogate: orjson cannot write it
         cache.put("k2", "openai", "m", _reply("second"))
@@ -123,14 +125,72 @@ def test_a_stored_reply_is_found_before_and_after_its_commit(tmp_path: Path) -> 
             time.sleep(0.01)
         assert not cache._pending  # once committed, no longer held in memory
         assert cache.get("k2") == _reply("second")  # read from the file
-        found = other.get("k1")
-        assert found is not None and reply_from_json(found).text == "héllo \ud800 \U0001f600"
         assert cache.get("k3") is None and (cache.hits, cache.misses) == (2, 1)
+        assert earlier.get("k1") is None  # stored after it was opened: that call is made again
     finally:
         cache.close()
-        other.close()
+        earlier.close()
     reopened = ResponseCache(tmp_path / "cache.sqlite")
     try:
         assert len(reopened) == 2 and reopened.get("k2") == _reply("second")
+        found = reopened.get("k1")
+        assert found is not None and reply_from_json(found).text == "héllo \ud800 \U0001f600"
     finally:
         reopened.close()
+
+
+def _wait_for_filter(cache: ResponseCache) -> None:
+    """Ask until the filter holds the file's keys (it loads them after START_AFTER lookups)."""
+    deadline = time.monotonic() + 5
+    while cache._keys._ready is None and cache._keys.active and time.monotonic() < deadline:
+        cache._keys.may_hold("probe")
+        time.sleep(0.01)
+
+
+def _filled(path: Path, count: int) -> None:
+    cache = ResponseCache(path)
+    for i in range(count):
+        cache.put(f"key-{i}", "openai", "m", _reply(f"reply {i}"))
+    cache.close()
+
+
+def test_a_lookup_of_a_key_the_file_cannot_hold_reads_nothing(tmp_path: Path) -> None:
+    _filled(tmp_path / "cache.sqlite", 500)
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    reads: list[str] = []
+    try:
+        cache.put("early", "openai", "m", _reply("early"))  # stored before the file's keys are loaded
+        cache._reader.set_trace_callback(reads.append)
+        assert [cache.get(f"absent-{i}") for i in range(_key_filter.START_AFTER)] == [None] * _key_filter.START_AFTER
+        assert len(reads) == _key_filter.START_AFTER  # a short run reads the file: loading the keys would cost more
+        reads.clear()
+        _wait_for_filter(cache)
+        cache._reader.set_trace_callback(reads.append)
+        assert [cache.get(f"absent-{i}") for i in range(200)] == [None] * 200
+        assert len(reads) < 10  # the filter lets a few through (slots shared with stored keys), no more
+        reads.clear()
+        assert [cache.get(f"key-{i}") == _reply(f"reply {i}") for i in range(500)] == [True] * 500
+        assert len(reads) == 500  # every stored key is read from the file
+        cache.put("new", "openai", "m", _reply("new"))
+        deadline = time.monotonic() + 5
+        while cache._pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert cache.get("new") == _reply("new")  # stored after opening: read from the file
+        assert cache.get("early") == _reply("early")
+    finally:
+        cache.close()
+
+
+def test_a_big_cache_file_is_read_at_every_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _filled(tmp_path / "cache.sqlite", 20)
+    monkeypatch.setattr(_key_filter, "MAX_FILE_BYTES", 1024)
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    reads: list[str] = []
+    try:
+        _wait_for_filter(cache)
+        assert not cache._keys.active
+        cache._reader.set_trace_callback(reads.append)
+        assert cache.get("absent") is None and cache.get("key-3") == _reply("reply 3")
+        assert len(reads) == 2
+    finally:
+        cache.close()

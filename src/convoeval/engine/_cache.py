@@ -31,6 +31,7 @@ from .._secrets import contains_secret
 from ..judging import JudgeOutputError, extract_json
 from ..results import ToolCall, Usage
 from ..targets import ChatReply, ChatRequest, Target, TargetConfig, TargetWrapper, http_target
+from ._key_filter import KeyFilter
 from ._sqlite import SqliteWriter, StoreError, connect, set_aside, store_error
 
 CACHE_FILE = "cache.sqlite"
@@ -83,7 +84,8 @@ _NOT_IN_KEY = {
 
 class ResponseCache:
     """Model replies in a SQLite file (WAL). Lookups run on the caller's thread (a primary-key
-    read, microseconds); writes go to a background thread.
+    read, microseconds, skipped for keys the file cannot hold: see `KeyFilter`); writes go to a
+    background thread.
 
     Args:
         path: the database file (created with its directory).
@@ -100,6 +102,7 @@ class ResponseCache:
             self.set_aside = set_aside(self.path)  # a damaged cache only costs model calls
             self._open()
         self._pending: dict[str, CachedReply] = {}  # stored but not yet committed
+        self._keys = KeyFilter(self.path)  # which keys the file may hold
         self.hits = 0
         self.misses = 0
 
@@ -116,7 +119,7 @@ class ResponseCache:
 
     def get(self, key: str) -> CachedReply | None:
         value = self._pending.get(key)
-        if value is None:
+        if value is None and self._keys.may_hold(key):
             try:
                 row = self._reader.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
             except sqlite3.Error:
@@ -135,6 +138,7 @@ class ResponseCache:
             text: `value` as JSON, when the caller has it already.
         """
         self._pending[key] = value
+        self._keys.add(key)
         row = (key, provider, model, time.time(), text if text is not None else _value_json(value))
         if not self._writer.add(_INSERT, row, self._committed):
             self._pending.pop(key, None)  # the cache cannot be written: it only costs model calls
@@ -147,6 +151,7 @@ class ResponseCache:
         return int(self._reader.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
+        self._keys.close()
         self._writer.close()
         self._reader.close()
 
