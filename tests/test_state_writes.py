@@ -1,6 +1,6 @@
 """Rows nobody waits for (cached replies, graded turns): queued without a Future, inserted with
-executemany, each failing row dropped alone, and what the cache holds is found before and after
-its commit."""
+executemany, each failing row dropped alone; what the cache holds is found before and after its
+commit, and a lookup of a key the cache file cannot hold reads nothing."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_rows_are_committed_and_a_failing_row_is_dropped_alone(tmp_path: Path) -
             assert writer.add(INSERT, (k, f"v{k}"), done.append)
         writer.add(INSERT, (7, "a second row 7"), done.append)  # fails the primary key: dropped
         writer.add(INSERT, (60, None), done.append)  # fails NOT NULL: dropped
-        writer.add("INSERT INTO t (k, v) VALUES (?, ?)", (61, "v61"))  # a statement of its own
+        writer.add("INSERT INTO t (v, k) VALUES (?, ?)", ("v61", 61))  # other SQL: a statement of its own
         for k in range(70, 80):
             writer.add(INSERT, (k, f"v{k}"), done.append)
         committed = writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM t").fetchone()[0], durable=True)
