@@ -4,6 +4,7 @@ commit, and a lookup of a key the cache file cannot hold reads nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import subprocess
 import sys
@@ -194,3 +195,22 @@ def test_a_big_cache_file_is_read_at_every_lookup(tmp_path: Path, monkeypatch: p
         assert len(reads) == 2
     finally:
         cache.close()
+
+
+def test_durable_writes_from_many_tasks_are_each_committed_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "w.sqlite"
+    writer = SqliteWriter(path, SCHEMA, group_s=60.0)  # only a durable write's wake-up commits here
+
+    async def many() -> list[int]:
+        async def one(k: int) -> int:
+            await asyncio.sleep(k % 7 / 1000)
+            return await writer.write(lambda c: c.execute(INSERT, (k, f"v{k}")).rowcount)
+
+        return await asyncio.wait_for(asyncio.gather(*(one(k) for k in range(300))), timeout=20)
+
+    try:
+        started = time.monotonic()
+        assert asyncio.run(many()) == [1] * 300
+        assert len(_rows(path)) == 300 and time.monotonic() - started < 20
+    finally:
+        writer.close()

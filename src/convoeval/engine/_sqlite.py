@@ -180,6 +180,7 @@ class SqliteWriter:
         self.error: StoreError | None = None
         self._items: deque[_Queued | _Row] = deque()
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._waking = False  # a wake-up is queued that the thread has not taken yet
         self._busy_ms = int(min(self.timeout_s, 5.0) * 1000)  # the connection's busy timeout
         try:
             self._conn = connect(path, schema, timeout=self._busy_ms / 1000)
@@ -199,7 +200,8 @@ class SqliteWriter:
             item.fail(RuntimeError(f"{self.path} is closed"))
         else:
             self._items.append(item)
-            if durable:
+            if durable and not self._waking:  # one wake-up for the durable writes queued before it
+                self._waking = True
                 self._wake.put(None)
             if self.error is not None:  # the writer gave up meanwhile: it may never see this item
                 self._fail_queued()
@@ -236,6 +238,7 @@ class SqliteWriter:
                 self._wake.get(timeout=self.group_s)
             except queue.Empty:
                 pass
+            self._waking = False  # before taking the writes: one queued after this wakes it again
             stop = self._closed  # read first: every write submitted before `close` is queued by now
             while self._items:
                 batch = [self._items.popleft() for _ in range(min(len(self._items), MAX_BATCH))]
