@@ -54,7 +54,11 @@ def known_secrets() -> list[str]:
 def redact(text: str, extra: Iterable[str] = (), *, key_shaped: bool = False) -> str:
     """`text` with known secrets (and `extra` ones) and URL credentials replaced by [REDACTED];
     with `key_shaped`, also strings that look like keys (`sk-...`: for provider error bodies)."""
-    for secret in (*sorted((e for e in extra if e and len(e) >= 4), key=len, reverse=True), *known_secrets()):
+    if extra:
+        for secret in sorted((e for e in extra if e and len(e) >= 4), key=len, reverse=True):
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+    for secret in known_secrets():
         if secret in text:
             text = text.replace(secret, REDACTED)
     if "@" in text:  # the patterns scan the whole text: skip them when they cannot match
@@ -64,9 +68,15 @@ def redact(text: str, extra: Iterable[str] = (), *, key_shaped: bool = False) ->
     return _KEY_SHAPED.sub(REDACTED, text) if key_shaped else text
 
 
-def contains_secret(text: str) -> bool:
-    """Whether `text` holds a known secret value."""
-    return any(secret in text for secret in known_secrets())
+def contains_secret(text: str, extra: Iterable[str] = ()) -> bool:
+    """Whether `text` holds a known secret value (or one of `extra`)."""
+    for secret in known_secrets():
+        if secret in text:
+            return True
+    for secret in extra:
+        if secret and secret in text:
+            return True
+    return False
 
 
 def scrubbed_env(passed: Iterable[str] = ()) -> dict[str, str]:

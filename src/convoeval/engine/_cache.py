@@ -17,23 +17,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypedDict
 
+import orjson
 from pydantic import JsonValue
 
 from .._secrets import contains_secret
 from ..judging import JudgeOutputError, extract_json
 from ..results import ToolCall, Usage
 from ..targets import ChatReply, ChatRequest, Target, TargetConfig, TargetWrapper, http_target
+from ._key_filter import KeyFilter
 from ._sqlite import SqliteWriter, StoreError, connect, set_aside, store_error
 
 CACHE_FILE = "cache.sqlite"
 #: Bump when the key material or the stored value changes shape.
 KEY_VERSION = 1
+#: How often the cache commits what it stored (a killed process loses at most that much: model calls).
+GROUP_S = 0.5
+#: The writer's page cache: keys are hashes, so each stored reply lands on a random page of the
+#: table; with SQLite's 2 MiB the writer read most of them from the file again.
+WRITER_CACHE_MIB = 32
 
 
 class CachedReply(TypedDict):
@@ -47,6 +55,7 @@ class CachedReply(TypedDict):
     finish_reason: str | None
 
 
+_INSERT = "INSERT OR REPLACE INTO responses (key, provider, model, created, value) VALUES (?, ?, ?, ?, ?)"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key      TEXT PRIMARY KEY,
@@ -75,7 +84,8 @@ _NOT_IN_KEY = {
 
 class ResponseCache:
     """Model replies in a SQLite file (WAL). Lookups run on the caller's thread (a primary-key
-    read, microseconds); writes go to a background thread.
+    read, microseconds, skipped for keys the file cannot hold: see `KeyFilter`); writes go to a
+    background thread.
 
     Args:
         path: the database file (created with its directory).
@@ -92,11 +102,14 @@ class ResponseCache:
             self.set_aside = set_aside(self.path)  # a damaged cache only costs model calls
             self._open()
         self._pending: dict[str, CachedReply] = {}  # stored but not yet committed
+        self._keys = KeyFilter(self.path)  # which keys the file may hold
         self.hits = 0
         self.misses = 0
 
     def _open(self) -> None:
-        self._writer = SqliteWriter(self.path, _SCHEMA, name="convoeval-cache")
+        self._writer = SqliteWriter(
+            self.path, _SCHEMA, name="convoeval-cache", group_s=GROUP_S, cache_mib=WRITER_CACHE_MIB
+        )
         try:
             self._reader = connect(self.path)
             self._reader.execute("SELECT COUNT(*) FROM responses").fetchone()
@@ -106,7 +119,7 @@ class ResponseCache:
 
     def get(self, key: str) -> CachedReply | None:
         value = self._pending.get(key)
-        if value is None:
+        if value is None and self._keys.may_hold(key):
             try:
                 row = self._reader.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
             except sqlite3.Error:
@@ -124,19 +137,21 @@ class ResponseCache:
         Args:
             text: `value` as JSON, when the caller has it already.
         """
-        row = (key, provider, model, time.time(), text if text is not None else json.dumps(value, ensure_ascii=False))
         self._pending[key] = value
-        done = self._writer.submit(
-            lambda conn: conn.execute(
-                "INSERT OR REPLACE INTO responses (key, provider, model, created, value) VALUES (?, ?, ?, ?, ?)", row
-            )
-        )
-        done.add_done_callback(lambda _: self._pending.pop(key, None))
+        self._keys.add(key)
+        row = (key, provider, model, time.time(), text if text is not None else _value_json(value))
+        if not self._writer.add(_INSERT, row, self._committed):
+            self._pending.pop(key, None)  # the cache cannot be written: it only costs model calls
+
+    def _committed(self, row: tuple[object, ...]) -> None:
+        """On the writer's thread: the row is on disk, where `get` finds it from now on."""
+        self._pending.pop(str(row[0]), None)
 
     def __len__(self) -> int:
         return int(self._reader.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
+        self._keys.close()
         self._writer.close()
         self._reader.close()
 
@@ -151,15 +166,63 @@ def target_identity(config: TargetConfig, target: Target | None = None) -> dict[
 
 
 def _key_json(value: object) -> str:
+    """The key material's JSON as the key has always been made (the standard library)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+#: Types orjson writes byte for byte as `_key_json` does (its strings are escaped the same way,
+#: its ints the same up to 64 bits, beyond which it refuses). Not floats: orjson writes 1e-05 as
+#: 0.00001 and NaN as null. Not subclasses, enums, dates, UUIDs (`default=str` makes those
+#: strings; orjson writes some natively).
+_ORJSON_SAFE = frozenset({str, int, bool, type(None)})
+
+
+def _orjson_safe(value: object) -> bool:
+    """Whether `value` holds only `_ORJSON_SAFE` values in dicts (with str keys), lists and tuples."""
+    if type(value) is dict:
+        for key, item in value.items():
+            if type(key) is not str or (type(item) not in _ORJSON_SAFE and not _orjson_safe(item)):
+                return False
+        return True
+    if type(value) is list or type(value) is tuple:
+        for item in value:
+            if type(item) not in _ORJSON_SAFE and not _orjson_safe(item):
+                return False
+        return True
+    return type(value) in _ORJSON_SAFE
+
+
+def _key_bytes(value: object) -> bytes:
+    """`_key_json(value)` as UTF-8, by orjson (ten times faster) when that gives the same bytes."""
+    if _orjson_safe(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:  # an int beyond 64 bits, a lone surrogate, nesting beyond 255
+            pass
+    return _key_json(value).encode("utf-8")
+
+
+def _scalar_bytes(value: object) -> bytes:
+    """`_key_bytes` of a number or None, without building an encoder for it."""
+    if type(value) is int:
+        return str(value).encode()
+    if type(value) is float and math.isfinite(value):
+        return float.__repr__(value).encode()  # what json.dumps writes
+    return b"null" if value is None else _key_bytes(value)
 
 
 def cache_key(identity: Mapping[str, object] | str, request: ChatRequest) -> str:
     """The SHA-256 key of one call of a target with `identity` (or with `identity` already
     serialised by `_key_json`, which spares doing it at every call; the key is the same)."""
     target = identity if isinstance(identity, str) else _key_json(identity)
-    # The key material as one JSON object with sorted keys: those before "target", the target
-    # (serialised once per target), those after.
+    return _cache_key(target.encode("utf-8"), request)
+
+
+def _cache_key(target: bytes, request: ChatRequest) -> str:
+    """`cache_key` with the target's identity as UTF-8 JSON.
+
+    The key material is one JSON object with sorted keys: those before "target", the target,
+    those after, each written as `_key_json` writes it."""
     before: dict[str, object] = {
         "max_tokens": request.max_tokens,
         "messages": request.messages,
@@ -168,12 +231,18 @@ def cache_key(identity: Mapping[str, object] | str, request: ChatRequest) -> str
     }
     if request.seed is not None:  # keys of calls without a seed stay as they were
         before["seed"] = request.seed
-    after: dict[str, object] = {"temperature": request.temperature}
+    digest = hashlib.sha256(_key_bytes(before)[:-1])
+    digest.update(b',"target":')
+    digest.update(target)
+    digest.update(b',"temperature":')
+    digest.update(_scalar_bytes(request.temperature))
     if request.tools:  # likewise for calls without tools
-        after["tools"] = request.tools
-    after["trial"], after["v"] = request.trial, KEY_VERSION
-    text = f'{_key_json(before)[:-1]},"target":{target},{_key_json(after)[1:]}'
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+        digest.update(b',"tools":')
+        digest.update(_key_bytes(request.tools))
+    digest.update(b',"trial":')
+    digest.update(_scalar_bytes(request.trial))
+    digest.update(b',"v":%d}' % KEY_VERSION)
+    return digest.hexdigest()
 
 
 class CachedTarget(TargetWrapper):
@@ -197,27 +266,33 @@ class CachedTarget(TargetWrapper):
         super().__init__(inner)
         self.cache = cache
         self.identity = identity
-        self._identity_json = _key_json(identity)
+        self._identity_key = _key_json(identity).encode("utf-8")
         self.secrets = tuple(s for s in secrets if s)
         self.provider = str(identity.get("provider", ""))
         self.model = str(identity.get("model", ""))
 
     async def chat(self, request: ChatRequest) -> ChatReply:
-        key = cache_key(self._identity_json, request)
+        key = _cache_key(self._identity_key, request)
         stored = self.cache.get(key)
         if stored is not None:
             return reply_from_json(stored)
         reply = await self.inner.chat(request)
-        value = reply_to_json(reply)
-        text = json.dumps(value, ensure_ascii=False)
         if request.response_schema is not None and not _holds_json(reply.text):
             return reply
-        if not any(secret in text for secret in self.secrets) and not contains_secret(text):
+        value = reply_to_json(reply)
+        text = _value_json(value)
+        if not contains_secret(text, self.secrets):
             self.cache.put(key, self.provider, self.model, value, text)
         return reply
 
 
 def _holds_json(text: str) -> bool:
+    """Whether a judge could read JSON in `text` (as `extract_json` finds it)."""
+    try:
+        orjson.loads(text)  # the usual answer: the whole text is JSON
+        return True
+    except orjson.JSONDecodeError:
+        pass
     try:
         extract_json(text)
     except JudgeOutputError:
@@ -250,7 +325,19 @@ def reply_from_json(value: CachedReply) -> ChatReply:
     )
 
 
+def _value_json(value: CachedReply) -> str:
+    """A reply as the cache stores it: compact JSON (escaped to ASCII where orjson cannot write
+    it, a lone surrogate in a reply's text)."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except orjson.JSONEncodeError:
+        return json.dumps(value)
+
+
 def _cached_reply(text: str) -> CachedReply:
     """A stored value read back (written by `reply_to_json` under this `KEY_VERSION`)."""
-    value: CachedReply = json.loads(text)
+    try:
+        value: CachedReply = orjson.loads(text)
+    except orjson.JSONDecodeError:  # NaN, which older versions wrote for an unknown latency
+        value = json.loads(text)
     return value

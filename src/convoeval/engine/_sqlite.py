@@ -5,7 +5,8 @@ process (`synchronous=NORMAL` only risks the last commits on a power loss, never
 Reads are short primary-key lookups done on the caller's thread. Writes go through one
 `SqliteWriter` thread per file so that commits (and WAL checkpoints) never stall the event
 loop; writes are grouped into one transaction (committed every `GROUP_S`), and a write that
-asks to be durable before it is acknowledged is committed at once.
+asks to be durable before it is acknowledged is committed at once. Rows that nobody waits for
+(a cached reply, a graded turn) are queued as plain statements and inserted with `executemany`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Generic, Protocol, TypeVar
 from ..errors import ConvoevalError
 
 #: Writes grouped into one transaction at most.
-MAX_BATCH = 512
+MAX_BATCH = 4096
 #: How often the writer commits the writes that need not be durable at once (one commit and one
 #: thread wake-up per write would cost more CPU than the writes; a durable write is not kept waiting).
 GROUP_S = 0.05
@@ -96,6 +97,10 @@ def connect(path: Path, schema: str = "", timeout: float = 30.0) -> sqlite3.Conn
 
 
 T = TypeVar("T")
+#: Called on the writer's thread with a queued row's parameters once it is committed (or dropped).
+Done = Callable[[tuple[object, ...]], object]
+#: A queued statement nobody waits for: (SQL, parameters, done or None).
+_Row = tuple[str, tuple[object, ...], Done | None]
 
 
 class _Queued(Protocol):
@@ -147,10 +152,12 @@ class SqliteWriter:
     """One thread that owns a write connection and runs the writes it is given, in order.
 
     `submit(fn)` queues `fn(connection)` and returns a concurrent Future; `await write(fn)`
-    waits until it is committed. Writes share transactions: the thread commits what is queued
-    every `GROUP_S`, or at once when a `durable` write (committed, with whatever was queued
-    before it, before its Future resolves) or `close` wakes it. A write that need not be
-    durable wakes nobody, so it costs the caller's thread a deque append.
+    waits until it is committed; `add(sql, params)` queues one statement nobody waits for (no
+    Future: consecutive ones with the same SQL go to one `executemany`). Writes share
+    transactions: the thread commits what is queued every `group_s`, or at once when a `durable`
+    write (committed, with whatever was queued before it, before its Future resolves) or `close`
+    wakes it. A write that need not be durable wakes nobody, so it costs the caller's thread a
+    deque append.
 
     A transaction that fails with a database error (locked, disk full, I/O) is rolled back and
     retried until `timeout_s` has passed; then the writer gives up: that write, every queued
@@ -158,14 +165,27 @@ class SqliteWriter:
     committed before stays on disk.
     """
 
-    def __init__(self, path: Path, schema: str = "", name: str = "convoeval-sqlite", timeout_s: float | None = None):
+    def __init__(
+        self,
+        path: Path,
+        schema: str = "",
+        name: str = "convoeval-sqlite",
+        timeout_s: float | None = None,
+        group_s: float = GROUP_S,
+        cache_mib: int | None = None,
+    ):
         self.path = path
         self.timeout_s = WRITE_TIMEOUT_S if timeout_s is None else timeout_s
+        self.group_s = group_s
         self.error: StoreError | None = None
-        self._items: deque[_Queued] = deque()
+        self._items: deque[_Queued | _Row] = deque()
         self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._waking = False  # a wake-up is queued that the thread has not taken yet
+        self._busy_ms = int(min(self.timeout_s, 5.0) * 1000)  # the connection's busy timeout
         try:
-            self._conn = connect(path, schema, timeout=min(self.timeout_s, 5.0))
+            self._conn = connect(path, schema, timeout=self._busy_ms / 1000)
+            if cache_mib is not None:  # pages kept in memory (SQLite's default is 2 MiB)
+                self._conn.execute(f"PRAGMA cache_size = -{cache_mib * 1024}")
         except (sqlite3.Error, OSError) as exc:
             raise store_error(path, exc) from None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -180,11 +200,24 @@ class SqliteWriter:
             item.fail(RuntimeError(f"{self.path} is closed"))
         else:
             self._items.append(item)
-            if durable:
+            if durable and not self._waking:  # one wake-up for the durable writes queued before it
+                self._waking = True
                 self._wake.put(None)
             if self.error is not None:  # the writer gave up meanwhile: it may never see this item
                 self._fail_queued()
         return item.future
+
+    def add(self, sql: str, params: tuple[object, ...], done: Done | None = None) -> bool:
+        """Queue one statement nobody waits for; `done(params)` is called on the writer's thread
+        once it is committed (or dropped: a row that fails on its own, a constraint, is dropped
+        without losing the others). Returns False, queuing nothing, once the writer has given
+        up (the next awaited write raises its StoreError) or is closed."""
+        if self.error is not None or self._closed:
+            return False
+        self._items.append((sql, params, done))
+        if self.error is not None:  # the writer gave up meanwhile: it may never see this row
+            self._fail_queued()
+        return True
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn` on the writer thread and wait until it is committed."""
@@ -202,9 +235,10 @@ class SqliteWriter:
     def _run(self) -> None:
         while True:
             try:
-                self._wake.get(timeout=GROUP_S)
+                self._wake.get(timeout=self.group_s)
             except queue.Empty:
                 pass
+            self._waking = False  # before taking the writes: one queued after this wakes it again
             stop = self._closed  # read first: every write submitted before `close` is queued by now
             while self._items:
                 batch = [self._items.popleft() for _ in range(min(len(self._items), MAX_BATCH))]
@@ -213,26 +247,27 @@ class SqliteWriter:
                 except sqlite3.Error as exc:
                     self.error = store_error(self.path, exc)
                     for failed in batch:
-                        failed.fail(self.error)
+                        if not isinstance(failed, tuple):
+                            failed.fail(self.error)
                     self._fail_queued()
                     return
-                for done in batch:
-                    done.settle()
+                _settle(batch)
             if stop:
                 return
 
-    def _commit(self, batch: list[_Queued]) -> None:
+    def _commit(self, batch: list[_Queued | _Row]) -> None:
         """Run the batch in one transaction, retrying database errors until the timeout."""
         conn = self._conn
         deadline = time.monotonic() + self.timeout_s
         delay = 0.01
         while True:
             try:
-                wait_ms = int(max(0.0, deadline - time.monotonic()) * 1000)
-                conn.execute(f"PRAGMA busy_timeout = {min(wait_ms, 5000)}")
+                wait_ms = min(int(max(0.0, deadline - time.monotonic()) * 1000), 5000)
+                if wait_ms != self._busy_ms:  # the usual 5 s is set once
+                    conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+                    self._busy_ms = wait_ms
                 conn.execute("BEGIN IMMEDIATE")
-                for item in batch:
-                    item.attempt(conn)
+                _attempt(conn, batch)
                 conn.execute("COMMIT")
                 return
             except sqlite3.OperationalError:
@@ -252,5 +287,63 @@ class SqliteWriter:
                 item = self._items.popleft()
             except IndexError:
                 return
-            if self.error is not None:
+            if self.error is not None and not isinstance(item, tuple):
                 item.fail(self.error)
+
+
+def _attempt(conn: sqlite3.Connection, batch: list[_Queued | _Row]) -> None:
+    """Run a batch in the open transaction: each write on its own, each run of rows with the same
+    SQL in one `executemany`."""
+    start, end = 0, len(batch)
+    while start < end:
+        item = batch[start]
+        if not isinstance(item, tuple):
+            item.attempt(conn)
+            start += 1
+            continue
+        rows, start = [item[1]], start + 1
+        while start < end and isinstance(following := batch[start], tuple) and following[0] == item[0]:
+            rows.append(following[1])
+            start += 1
+        _insert_rows(conn, item[0], rows)
+
+
+def _insert_rows(conn: sqlite3.Connection, sql: str, rows: list[tuple[object, ...]]) -> None:
+    """`executemany`; when a row fails on its own (a constraint, a value SQLite cannot take), the
+    rows go one by one and the failing ones are dropped. A database error (locked, full, I/O)
+    propagates, so the whole transaction is retried."""
+    if len(rows) == 1:
+        try:
+            conn.execute(sql, rows[0])
+        except sqlite3.OperationalError:
+            raise
+        except Exception:  # this row only
+            pass
+        return
+    conn.execute("SAVEPOINT rows")
+    try:
+        conn.executemany(sql, rows)
+    except sqlite3.OperationalError:
+        raise
+    except Exception:  # one bad row must not lose the others
+        conn.execute("ROLLBACK TO rows")
+        for row in rows:
+            try:
+                conn.execute(sql, row)
+            except sqlite3.OperationalError:
+                raise
+            except Exception:
+                pass
+    conn.execute("RELEASE rows")
+
+
+def _settle(batch: list[_Queued | _Row]) -> None:
+    """After the commit: hand each write its outcome, tell each row's `done`."""
+    for item in batch:
+        if not isinstance(item, tuple):
+            item.settle()
+        elif item[2] is not None:
+            try:
+                item[2](item[1])
+            except Exception:  # a caller's bookkeeping must not stop the writer
+                pass

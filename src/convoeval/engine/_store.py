@@ -98,6 +98,11 @@ CREATE TABLE IF NOT EXISTS turns (
 );
 """
 
+_INSERT_TURN = (
+    "INSERT OR REPLACE INTO turns (run_id, suite, test_id, target, trial, turn, verdict, score, finished, reply, data)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
 #: Statuses a resumed run runs again: the test never ran to an end.
 RERUN_STATUSES = frozenset({"budget_exhausted"})
 
@@ -128,9 +133,16 @@ def _options_json(options: RecordedOptions) -> str:
     return options.model_dump_json(exclude_none=True)
 
 
+_second: tuple[int, str] = (-1, "")  # the last second formatted, and its text
+
+
 def _now() -> str:
-    now = time.time()  # one reading: the seconds and the milliseconds must agree
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+    """The time as `YYYY-mm-ddTHH:MM:SS.mmmZ` (UTC); each second is formatted once."""
+    global _second
+    second, millis = divmod(int(time.time() * 1000), 1000)  # one reading: the two parts agree
+    if _second[0] != second:
+        _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{_second[1]}.{millis:03d}Z"
 
 
 def new_run_id() -> str:
@@ -324,13 +336,7 @@ class RunStore:
             None if reply is None else redact(reply),
             redact(entry.model_dump_json()),
         )
-        self._writer.submit(
-            lambda conn: conn.execute(
-                "INSERT OR REPLACE INTO turns (run_id, suite, test_id, target, trial, turn, verdict, score,"
-                " finished, reply, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                row,
-            )
-        )
+        self._writer.add(_INSERT_TURN, row)
 
     def results(self, run_id: str, kept: Mapping[int, EvaluationResult] | None = None) -> StoredResults:
         """The run's results in run order, read from disk when used (not held in memory);
