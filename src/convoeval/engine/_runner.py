@@ -336,6 +336,7 @@ def _run_heap() -> Iterator[None]:
     gc.freeze()
     gc.disable()
     loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle | None = None
 
     def collect() -> None:
         nonlocal timer
@@ -346,7 +347,8 @@ def _run_heap() -> Iterator[None]:
     try:
         yield
     finally:
-        timer.cancel()
+        if timer is not None:
+            timer.cancel()
         if enabled:
             gc.enable()
         if not frozen_before:
