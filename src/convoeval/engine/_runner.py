@@ -343,7 +343,8 @@ def _run_heap() -> Iterator[None]:
         gc.collect(1)
         timer = loop.call_later(COLLECT_EVERY_S, collect)
 
-    timer = loop.call_later(COLLECT_EVERY_S, collect)
+    if enabled:  # a caller that turned the collector off keeps it off
+        timer = loop.call_later(COLLECT_EVERY_S, collect)
     try:
         yield
     finally:
