@@ -15,7 +15,6 @@ import pytest
 
 import convoeval
 from convoeval.engine import RunEvents, cache_key
-from convoeval.engine._runner import YOUNG_THRESHOLD
 from convoeval.engine._sqlite import GROUP_S, SqliteWriter
 from convoeval.targets import ChatRequest
 from convoeval.testing import FakeOpenAIServer
@@ -93,7 +92,7 @@ def test_writes_reach_the_file_durable_ones_at_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("caller_froze", [False, True])
-def test_a_run_tunes_the_collector_only_while_its_calls_go_on(
+def test_a_run_paces_the_collector_only_while_its_calls_go_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caller_froze: bool
 ) -> None:
     suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n  - id: b\n    input: there\n")
@@ -101,12 +100,12 @@ def test_a_run_tunes_the_collector_only_while_its_calls_go_on(
 
     class Watch(RunEvents):
         def turn(self, turn: object) -> None:
-            seen.append(gc.get_threshold()[0])
+            seen.append(gc.isenabled())
 
     gc.unfreeze()
     if caller_froze:
         gc.freeze()
-    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    before, frozen = gc.isenabled(), gc.get_freeze_count()
     try:
         with FakeOpenAIServer() as server:
             monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -118,7 +117,34 @@ def test_a_run_tunes_the_collector_only_while_its_calls_go_on(
     finally:
         gc.unfreeze()  # leave the test process's collector as tests expect it
     assert [r.verdict for r in report.results] == ["pass", "pass"]
-    assert seen == [YOUNG_THRESHOLD, YOUNG_THRESHOLD]
-    assert gc.get_threshold() == before
+    assert seen == [False, False]  # collected on the loop's clock, not by allocation counts
+    assert before and gc.isenabled()
     # Unfrozen after, unless the caller had frozen objects of its own (then none is unfrozen).
     assert after == 0 if not caller_froze else after > frozen > 0
+
+
+def test_the_collector_runs_on_the_clock_while_the_calls_go_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Automatic collection is off during the calls, but cyclic garbage is still collected:
+    every COLLECT_EVERY_S, on the event loop."""
+    from convoeval.engine import _runner
+
+    monkeypatch.setattr(_runner, "COLLECT_EVERY_S", 0.05)
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    paced: list[int] = []
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and not gc.isenabled():
+            paced.append(info["generation"])
+
+    gc.callbacks.append(watch)
+    try:
+        with FakeOpenAIServer(latency_s=0.4) as server:
+            monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+            monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy")
+            report = convoeval.run([suite], target="openai:m", store=tmp_path / "state", cache_dir=tmp_path / "cache")
+    finally:
+        gc.callbacks.remove(watch)
+        gc.unfreeze()
+    assert [r.verdict for r in report.results] == ["pass"]
+    assert len(paced) >= 3 and set(paced) == {1}  # young and middle generations, about every 0.05 s
+    assert gc.isenabled()

@@ -239,6 +239,21 @@ def test_a_detached_process_does_not_outlive_its_trial(server: FakeOpenAIServer,
     assert processes_with(f"sleep {mark}") == []
 
 
+@needs_bwrap
+def test_a_command_has_no_terminal_and_stays_in_the_group_convoeval_kills(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """No terminal to inject input into (the reason for bwrap's `--new-session`, which convoeval
+    leaves out: bwrap starts in a session of its own, without a terminal), and the command in
+    bwrap's session and process group, the ones convoeval kills."""
+    probe = "tty; (exec 3<>/dev/tty) 2>/dev/null && echo tty-open || echo no-tty; echo session $(ps -o sid= $$)"
+    server.reset(reply=script(bash(probe), "done"))
+    [call] = calls(run(agent_suite(tmp_path)))
+    assert "not a tty" in call.output and "no-tty" in call.output and "tty-open" not in call.output
+    # The session (and group) is bwrap's, outside the PID namespace (0 in here), not one of its own.
+    assert call.output.rstrip().endswith("session 0")
+
+
 def test_without_bwrap_a_test_offering_bash_fails_saying_how_to_fix_it(
     server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

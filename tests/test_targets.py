@@ -44,6 +44,21 @@ async def test_openai_malformed_completion_is_a_target_error(fake_openai: FakeOp
     await target.aclose()
 
 
+async def test_openai_reply_the_standard_library_reads_is_read(fake_openai: FakeOpenAIServer) -> None:
+    # NaN is not JSON, so orjson refuses it; Python's json module (and servers written with it) allow it.
+    fake_openai.faults.append(
+        Fault(
+            body='{"choices": [{"message": {"content": "ok"}}], "usage": {"prompt_tokens": NaN, "completion_tokens": 2}}'
+        )
+    )
+    target = create_target(TargetConfig(name="t", provider="openai", model="m", max_retries=0))
+    try:
+        reply = await target.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}]))
+    finally:
+        await target.aclose()
+    assert reply.text == "ok" and reply.usage == Usage(input_tokens=0, output_tokens=2)  # a count that is no number: 0
+
+
 async def test_openai_client_errors_are_not_retried_and_keys_are_redacted(fake_openai: FakeOpenAIServer) -> None:
     fake_openai.faults.append(
         Fault(status=401, body='{"error": "Incorrect API key provided: sk-test-SECRET-never-stored-1234"}')

@@ -184,3 +184,27 @@ tests:
         f"{path}:5: tests[0].transcripts[1]: a transcript needs at least one user and one assistant message",
         f"{path}:8: tests[1].transcripts: give `transcript` (one conversation) or `transcripts` (one per trial)",
     ]
+
+
+UNFINISHED = DATA / "gpt-4o-airline-unfinished.json"
+READS = ("get_user_details", "get_reservation_details")
+
+
+def test_an_episode_tau_bench_never_ended_has_reward_0_whatever_its_final_state(cli, domain: Path) -> None:
+    """Both trajectories stopped at tau-bench's step limit (no ###STOP###, no transfer to a human):
+    tau-bench recorded reward 0 without computing one. Task 2's five flight changes reach the goal
+    state, so there only the end of the episode tells (with tau-bench's own database, task 46's
+    do too: benchmarks/tau_reward.py)."""
+    write(domain / "tools.py", LOGGING_TOOLS + "".join(f"\ndef {n}(state, **kw):\n    return 'ok'\n" for n in READS))
+    code, out, err = cli("import", "tau-bench", UNFINISHED, "--recorded", "-o", domain / "u.eval.yaml")
+    assert code == 0, err
+    code, out, err = cli("grade", domain / "u.eval.yaml", "-o", domain / "u.jsonl")
+    graded = {row["test_id"]: row["trials"][0]["scores"][-1]["graders"][0] for row in read_jsonl(domain / "u.jsonl")}
+    assert sorted(graded) == ["tau-2", "tau-46"]
+    for grader in graded.values():
+        assert grader["details"]["reward"] == 0.0 and grader["verdict"] == "fail"
+        assert grader["details"]["episode_ended"] is False
+        ended = grader["assertions"][0]
+        assert not ended["passed"] and "###STOP###" in ended["text"] and "transfer_to_human_agents" in ended["text"]
+    assert graded["tau-2"]["details"]["state_diff"] == [] and graded["tau-2"]["assertions"][1]["passed"]
+    assert code == 1

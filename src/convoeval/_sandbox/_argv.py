@@ -19,6 +19,14 @@ SANDBOX_HOME = "/tmp/home"
 AGENT_HOME = "/run/home"
 
 
+#: bubblewrap's start. No `--new-session`: convoeval starts bwrap in a session of its own with no
+#: terminal (`start_new_session`), so there is no terminal to inject input into, and the sandboxed
+#: child stays in bwrap's process group, which one `killpg` ends. With `--new-session` the child
+#: led a group of its own, and a bwrap killed while it was starting (a Ctrl-C then) could leave
+#: it running.
+_BWRAP = ("bwrap", "--die-with-parent", "--unshare-all")
+
+
 def bwrap_argv(
     argv: list[str],
     shell: bool,
@@ -30,7 +38,7 @@ def bwrap_argv(
     """bubblewrap's command line: the system read-only, private temp folders, /run and /dev, a
     new PID namespace, no network unless allowed, the workspace bound read-write (same path).
     Programs on PATH and Python's own folders stay readable when they live in a temp folder."""
-    out = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all"]
+    out = [*_BWRAP]
     if settings.network:
         out.append("--share-net")
     hidden = list(dict.fromkeys(str(Path(t).resolve()) for t in ("/tmp", tempfile.gettempdir())))
@@ -55,7 +63,7 @@ def agent_bwrap_argv(argv: list[str], workspace: Path, home: Path, readable: Seq
     host folder and the working directory), but with the host's network (the CLI must reach its
     model), the user's home hidden as well, `home` bound read-write as HOME (`AGENT_HOME`), and
     `readable` (the CLI's install) and the programs on PATH visible read-only."""
-    out = ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--share-net"]
+    out = [*_BWRAP, "--share-net"]
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
     for folder in hidden:

@@ -12,7 +12,9 @@ threshold is 1, so a trial passes exactly when its reward is 1, as in tau-bench:
 - with `recorded=True`, the recorded trajectories (`traj`, OpenAI messages) of a task are the
   trials of its test (`transcripts:`, one per trial, in the file's order), their recorded
   rewards kept in `metadata.recorded_rewards`: re-graded without a model, the test's pass^k is
-  tau-bench's pass^k for that task.
+  tau-bench's pass^k for that task. Their `tau-reward` also asks that the episode ended as
+  tau-bench ends one (`ended_by`): an episode stopped at tau-bench's step limit has reward 0
+  there, whatever its final state.
 
 tau2-bench's `tasks.json` is read by `_tau2` (see there).
 """
@@ -104,6 +106,11 @@ def import_tau_bench(
     }
 
 
+#: How tau-bench ends an episode (its airline and retail environments): the user simulator says
+#: ###STOP###, or the agent transfers to a human. Only then does it compute a reward.
+EPISODE_END: JsonObject = {"stop_token": "###STOP###", "terminate_tools": ["transfer_to_human_agents"]}
+
+
 def _reward(task: JsonObject, tools: str, backend: str, where: str) -> JsonObject:
     """The task's `tau-reward` assertion: its actions and outputs."""
     return {
@@ -141,7 +148,7 @@ def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source:
     return {
         "id": test_id,
         "transcripts": trials.transcripts,
-        "assertions": [_reward(trials.task, tools, backend, f"{source}:1: {test_id}")],
+        "assertions": [{**_reward(trials.task, tools, backend, f"{source}:1: {test_id}"), "ended_by": EPISODE_END}],
         "metadata": metadata,
     }
 

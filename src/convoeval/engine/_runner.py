@@ -3,6 +3,7 @@ the response cache, the meter and the run recorder around it. `convoeval.arun` c
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -310,32 +311,49 @@ class _Run:
         )
 
 
-#: Allocations between two young-generation collections while the calls run (Python's default: 700).
-YOUNG_THRESHOLD = 50_000
+#: Seconds between two collections while the calls run.
+COLLECT_EVERY_S = 30.0
 
 
 @contextmanager
 def _run_heap() -> Iterator[None]:
-    """The cyclic garbage collector tuned while a run's calls go on, then as it was.
+    """The cyclic garbage collector run by the clock while a run's calls go on, then as it was.
 
     A run at high concurrency holds hundreds of thousands of live objects (a stack of
-    coroutines per call in flight or waiting) and creates as many per second that die a few
-    milliseconds later. With Python's defaults, each young collection promotes the ones alive at
-    that moment, which soon sets off a full collection of the whole heap: collections took 45% of
-    the CPU of 20,000 calls at 200 in flight (benchmarks/run.py, W-large). Collecting the young
-    generation every 50,000 allocations instead lets them die first; and what exists once the
-    run is planned (suites, tests, plans, targets, the caller's objects) is frozen out of the
-    collector's sight. Only cyclic garbage waits longer; memory stays the same. Unfreezing
-    after cannot tell objects apart, so when the caller had frozen objects of its own (the
-    `convoeval` command does, once loaded), everything stays frozen as the caller chose.
+    coroutines for every conversation waiting for its call, the plans and histories of every
+    conversation under way) and most of what a call allocates lives as long as its
+    conversation. Python collects the young generation every 700 allocations, and each
+    collection walks every young object alive, then the middle generation every ten of those:
+    at 200 calls in flight, collections took 45% of the CPU of 20,000 calls
+    (benchmarks/run.py, W-large), still 8% when paced every 50,000 allocations, and as much when
+    paced every half second, since the survivors are walked whatever the pace. So while the
+    calls run, the young and middle generations are collected every `COLLECT_EVERY_S` instead
+    (objects are still freed at once by their reference count; only cyclic garbage waits, and a
+    run makes little). What exists once the run is planned (suites, tests, plans, targets, the
+    caller's objects) is frozen out of the collector's sight. Unfreezing after cannot tell
+    objects apart, so when the caller had frozen objects of its own (the `convoeval` command
+    does, once loaded), everything stays frozen as the caller chose.
     """
-    thresholds, frozen_before = gc.get_threshold(), objects_frozen()
+    enabled, frozen_before = gc.isenabled(), objects_frozen()
     gc.freeze()
-    gc.set_threshold(YOUNG_THRESHOLD, *thresholds[1:])
+    gc.disable()
+    loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle | None = None
+
+    def collect() -> None:
+        nonlocal timer
+        gc.collect(1)
+        timer = loop.call_later(COLLECT_EVERY_S, collect)
+
+    if enabled:  # a caller that turned the collector off keeps it off
+        timer = loop.call_later(COLLECT_EVERY_S, collect)
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
+        if timer is not None:
+            timer.cancel()
+        if enabled:
+            gc.enable()
         if not frozen_before:
             gc.unfreeze()
 

@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeVar
 
 from pydantic import (
     AliasChoices,
     ConfigDict,
     Field,
+    JsonValue,
+    PrivateAttr,
     field_validator,
     model_validator,
 )
@@ -36,6 +39,7 @@ from .._base_model import Model
 from ..judging import (
     CriterionAnswer,
     JudgeSession,
+    KeyedAnswer,
     PanelRule,
     RubricItem,
     ScoreAnswer,
@@ -174,6 +178,17 @@ class RubricCriterion(Model):
         return None
 
 
+@dataclass(frozen=True)
+class _RubricCall:
+    """A rubric's criteria as the judge sees them, its answer schema and parser (for `criteria`)."""
+
+    criteria: list[str | RubricCriterion]
+    resolved: list[tuple[RubricItem, RubricCriterion]]
+    items: list[RubricItem]
+    schema: dict[str, JsonValue]
+    parser: type[KeyedAnswer[ScoreAnswer | CriterionAnswer]]
+
+
 @assertion_type
 class Rubrics(Assertion):
     """All criteria judged in ONE judge call; score = satisfied weight / total weight
@@ -190,6 +205,7 @@ class Rubrics(Assertion):
     )
 
     uses_judge: ClassVar[bool] = True
+    _call: _RubricCall | None = PrivateAttr(default=None)
 
     @field_validator("criteria")
     @classmethod
@@ -236,16 +252,25 @@ class Rubrics(Assertion):
             )
         return out
 
+    def prepared(self) -> _RubricCall:
+        """What every judge call of this grader shares, built on the first call."""
+        call = self._call
+        if call is None or call.criteria is not self.criteria:
+            resolved = self.resolved()
+            items = [item for item, _ in resolved]
+            call = self._call = _RubricCall(self.criteria, resolved, items, rubric_schema(items), rubric_parser(items))
+        return call
+
     async def grade(self, ctx: GradeContext) -> Grade:
         assert ctx.judge is not None
-        resolved = self.resolved()
-        items = [item for item, _ in resolved]
+        call = self.prepared()
+        resolved, items = call.resolved, call.items
         subject = subject_for(ctx, expected_output=ctx.expected_output, criteria=ctx.criteria)
         session = judge_session(ctx)
         answers = await session.ask_repeated(
             rubric_messages(subject, items),
-            rubric_schema(items),
-            rubric_parser(items),
+            call.schema,
+            call.parser,
             repeats=ctx.judge_repeats,
             name="rubric",
         )

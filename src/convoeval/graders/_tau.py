@@ -7,7 +7,9 @@ Reward 1 when both final states are the same JSON document (what tau-bench check
 its data: the parts both views still share with the initial backend are not compared again)
 and every `required_outputs` string was said by the agent
 (case-insensitive, commas ignored, as tau-bench checks outputs); else 0, with the paths where
-the states differ and the outputs that are missing.
+the states differ and the outputs that are missing. With `ended_by` (set on imported recorded
+trajectories), an episode must also have ended as tau-bench ends one (the user's stop token or
+a terminating tool): tau-bench gives an episode stopped at its step limit reward 0.
 
 A domain's tools are plain functions in a Python file or module named by `tools:`, each
 `name(state, **arguments)` changing `state` (a dict) in place and returning its output. When
@@ -54,6 +56,25 @@ class Action(Model):
     arguments: dict[str, object] = Field(default_factory=dict)
 
 
+class EpisodeEnd(Model):
+    """How tau-bench tells that an episode ended: the simulated user said `stop_token`, or the
+    agent called one of `terminate_tools`. tau-bench computes a reward only then; an episode
+    stopped otherwise (its step limit, an error) keeps reward 0."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stop_token: str = "###STOP###"
+    terminate_tools: list[str] = Field(default_factory=list)
+
+    def ended(self, ctx: GradeContext, calls: list[ToolCall]) -> bool:
+        said = any(m.role == "user" and self.stop_token in m.content for m in ctx.transcript)
+        return said or any(c.name in self.terminate_tools for c in calls)
+
+    def describe(self) -> str:
+        tools = " or ".join(self.terminate_tools)
+        return f"the episode ended (the user said {self.stop_token}" + (f", or {tools} was called)" if tools else ")")
+
+
 def state_diff(actual: object, expected: object, path: str = "$") -> list[str]:
     """Where two JSON documents differ: `path: actual != expected` lines (equal parts, and
     the parts both share, are not walked)."""
@@ -95,6 +116,11 @@ class TauReward(Assertion):
         None, description="The expected final state (instead of goal_actions)."
     )
     required_outputs: list[str] = Field(default_factory=list, description="Strings the agent must say.")
+    ended_by: EpisodeEnd | None = Field(
+        None,
+        description="tau-bench's end of an episode (`stop_token`, `terminate_tools`): a conversation that did not "
+        "end that way gets reward 0, as tau-bench computes no reward for it. Set on imported recorded trajectories.",
+    )
     required: bool = Field(
         True,
         description="The reward decides the conversation (a reward that cannot be computed makes the test an error).",
@@ -147,7 +173,10 @@ class TauReward(Assertion):
             )
         ]
         outcomes += [AssertionOutcome(text=f"said {o!r}", passed=o not in missing) for o in self.required_outputs]
-        reward = 1.0 if state_ok and not missing else 0.0
+        ended = self.ended_by is None or self.ended_by.ended(ctx, calls)
+        if self.ended_by is not None:
+            outcomes.insert(0, AssertionOutcome(text=self.ended_by.describe(), passed=ended))
+        reward = 1.0 if ended and state_ok and not missing else 0.0
         return Grade(
             score=reward,
             assertions=outcomes,
@@ -157,5 +186,6 @@ class TauReward(Assertion):
                 "state_diff": diffs[:MAX_DIFFS],
                 "missing_outputs": missing,
                 "actions_replayed": len(calls),
+                **({} if self.ended_by is None else {"episode_ended": ended}),
             },
         )

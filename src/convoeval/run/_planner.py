@@ -113,14 +113,14 @@ def _turns(
         expected = messages_text(test.expected_output)
         assertions = [*test.assertions, *_defaults(suite, test)]
         turn = TurnPlan(
-            messages=_as_user(to_messages(test.input)),
+            messages=to_messages(test.input, user_source="user"),
             assertions=[*(assertions or _implicit(expected, test.criteria)), *every_turn],
             expected_output=expected,
         )
         return [], [turn], [], None
     turns = [
         TurnPlan(
-            messages=_as_user(to_messages(turn.input)),
+            messages=to_messages(turn.input, user_source="user"),
             assertions=[*(list(turn.assertions) or _implicit(messages_text(turn.expected_output), None)), *every_turn],
             expected_output=messages_text(turn.expected_output),
             context=turn.backend_result,
@@ -156,11 +156,6 @@ def _implicit(expected_output: str | None, criteria: str | None) -> list[Asserti
         return []
     name = "expected_output" if expected_output is not None else "criteria"
     return [grader.model_validate({"type": "llm-grader", "name": name})]
-
-
-def _as_user(messages: list[Message]) -> list[Message]:
-    """Messages a test sends as the user are marked `source: user`; system messages stay `input`."""
-    return [m.model_copy(update={"source": "user"}) if m.role == "user" else m for m in messages]
 
 
 def _trials(execution: Execution | None) -> TrialsConfig | None:

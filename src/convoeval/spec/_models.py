@@ -18,7 +18,7 @@ from pydantic import (
 from .._base_model import Model
 from ..graders import Assertion
 from ..judging import Policy
-from ..results import Message
+from ..results import Message, Source
 from ._agentv import json_text
 from ._controls import Budget, Capture, PostCondition, Verify, Workspace, one_or_many
 
@@ -94,14 +94,14 @@ def messages_text(value: Messages | None) -> str | None:
     return "\n".join(m.text for m in value)
 
 
-def to_messages(value: Messages | None, default_role: str = "user") -> list[Message]:
-    """Input as transcript messages (source `input`)."""
+def to_messages(value: Messages | None, default_role: str = "user", user_source: Source = "input") -> list[Message]:
+    """Input as transcript messages: source `input`, or `user_source` for user messages."""
     if value is None:
         return []
     if isinstance(value, (str, dict)):
         text = value if isinstance(value, str) else json_text(value)
-        return [Message(role=default_role, content=text, source="input")]
-    return [Message(role=m.role, content=m.text, source="input") for m in value]
+        return [Message(role=default_role, content=text, source=user_source if default_role == "user" else "input")]
+    return [Message(role=m.role, content=m.text, source=user_source if m.role == "user" else "input") for m in value]
 
 
 #: Most trials of one test (each trial is a whole conversation, kept in the result).

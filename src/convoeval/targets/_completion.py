@@ -4,6 +4,7 @@ responses, llama.cpp's `create_chat_completion`)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from ..results import ToolCall, Usage
@@ -48,7 +49,7 @@ def parse_completion(data: object, name: str) -> Completion:
 
 def _count(usage: object, key: str) -> int:
     value = usage.get(key) if isinstance(usage, dict) else None
-    return int(value) if isinstance(value, int | float) else 0
+    return int(value) if isinstance(value, int | float) and math.isfinite(value) else 0
 
 
 def _tool_call(call: dict[str, object]) -> ToolCall:

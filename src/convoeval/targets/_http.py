@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import orjson
 
 from .._secrets import redact as _redact
 from ..errors import TargetError
@@ -73,7 +76,7 @@ async def post_json(
             404...). Its message never contains the values in `secrets`.
     """
     started = time.monotonic()
-    body = json.dumps(payload).encode()
+    body = orjson.dumps(payload)
     headers = {"Content-Type": "application/json", **headers}
     max_tokens = payload.get("max_tokens")
     estimated = (
@@ -125,10 +128,8 @@ async def _attempt(
     import aiohttp
 
     try:
-        async with session.post(
-            url, data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout_s)
-        ) as response:
-            text = await response.text(errors="replace")
+        async with session.post(url, data=body, headers=headers, timeout=_timeout(timeout_s)) as response:
+            raw = await response.read()
             status = response.status
             retry_after = parse_retry_after(response.headers.get("Retry-After"))
     except TimeoutError:
@@ -136,16 +137,35 @@ async def _attempt(
     except aiohttp.ClientError as exc:
         raise _Retryable(f"connection error: {redact(str(exc) or type(exc).__name__, secrets)}") from None
     if status in RETRY_STATUSES:
-        raise _Retryable(f"HTTP {status}: {_snippet(text, secrets)}", retry_after)
+        raise _Retryable(f"HTTP {status}: {_snippet(raw, secrets)}", retry_after)
     if status >= 400:
-        raise TargetError(f"HTTP {status}: {_snippet(text, secrets)}")
+        raise TargetError(f"HTTP {status}: {_snippet(raw, secrets)}")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        raise _Retryable(f"malformed response (not JSON): {_snippet(text, secrets)}") from None
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        data = _lenient_json(raw)
+        if data is None:
+            raise _Retryable(f"malformed response (not JSON): {_snippet(raw, secrets)}") from None
     if not isinstance(data, dict):
-        raise _Retryable(f"malformed response (not a JSON object): {_snippet(text, secrets)}")
+        raise _Retryable(f"malformed response (not a JSON object): {_snippet(raw, secrets)}")
     return data
+
+
+def _lenient_json(raw: bytes) -> object:
+    """What the standard library reads where orjson refuses (NaN, bytes that are not UTF-8); None
+    if it cannot either."""
+    try:
+        return json.loads(raw.decode("utf-8", errors="replace"))
+    except json.JSONDecodeError:
+        return None
+
+
+@functools.cache
+def _timeout(total_s: float) -> aiohttp.ClientTimeout:
+    """One `ClientTimeout` per distinct total (the objects are immutable)."""
+    import aiohttp
+
+    return aiohttp.ClientTimeout(total=total_s)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -169,6 +189,6 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     return _redact(text, secrets, key_shaped=True)
 
 
-def _snippet(text: str, secrets: tuple[str, ...]) -> str:
-    text = " ".join(text.split())
+def _snippet(raw: bytes, secrets: tuple[str, ...]) -> str:
+    text = " ".join(raw.decode("utf-8", errors="replace").split())
     return redact(text[:300] + ("..." if len(text) > 300 else ""), secrets) or "(empty body)"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from urllib.parse import urlsplit
 
 
@@ -93,20 +93,9 @@ class ProviderLimits:
         """Hold back new attempts for `seconds` (a provider said `Retry-After`)."""
         self._paused_until = max(self._paused_until, self.clock() + seconds)
 
-    @asynccontextmanager
-    async def slot(self, estimated_tokens: int = 0) -> AsyncIterator[None]:
+    def slot(self, estimated_tokens: int = 0) -> AbstractAsyncContextManager[None]:
         """Wait for the pause, the rate limits and a free connection; hold the connection."""
-        while (delay := self._paused_until - self.clock()) > 0:
-            await asyncio.sleep(delay)
-        if self.requests is not None:
-            await self.requests.acquire(1)
-        if self.tokens is not None and estimated_tokens:
-            await self.tokens.acquire(estimated_tokens)
-        if self._connections is None:
-            yield
-            return
-        async with self._connections:
-            yield
+        return _Slot(self, estimated_tokens)
 
     def tighten(self, concurrency: int | None, rpm: float | None, tpm: float | None) -> None:
         """Lower the limits to the given ones where they are tighter (before the first call)."""
@@ -122,6 +111,32 @@ class ProviderLimits:
         """Correct the token bucket once the call's real usage is known."""
         if self.tokens is not None and actual:
             self.tokens.adjust(actual - estimated)
+
+
+class _Slot:
+    """`ProviderLimits.slot`: a class rather than a generator, as it is entered around every call."""
+
+    __slots__ = ("held", "limits", "tokens")
+
+    def __init__(self, limits: ProviderLimits, tokens: int):
+        self.limits, self.tokens = limits, tokens
+        self.held: AbstractAsyncContextManager[object] | None = None
+
+    async def __aenter__(self) -> None:
+        limits = self.limits
+        while (delay := limits._paused_until - limits.clock()) > 0:
+            await asyncio.sleep(delay)
+        if limits.requests is not None:
+            await limits.requests.acquire(1)
+        if limits.tokens is not None and self.tokens:
+            await limits.tokens.acquire(self.tokens)
+        if limits._connections is not None:
+            await limits._connections.__aenter__()
+            self.held = limits._connections
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.held is not None:
+            await self.held.__aexit__(None, None, None)
 
 
 class EndpointLimits:
