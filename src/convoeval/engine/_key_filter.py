@@ -43,8 +43,7 @@ class KeyFilter:
         self._asked = 0  # lookups before the keys are loaded
         self._ready: bytearray | None = None  # the file's keys and ours, once loaded
         self._loaded: bytearray | None = None  # the file's keys, set by the loading thread
-        self._mine: bytearray | None = None  # keys added while the file's keys load
-        self._early: set[str] = set()  # keys added before the loading started (a few hundred at most)
+        self._added: set[str] = set()  # keys added before the file's keys were loaded
         self._stop = False
 
     def may_hold(self, key: str) -> bool:
@@ -56,19 +55,20 @@ class KeyFilter:
                 if self._asked == START_AFTER:
                     self._start()
                 return True
-            mine = self._mine if self._mine is not None else bytearray(_BITS // 8)
-            merged = int.from_bytes(self._loaded, "little") | int.from_bytes(mine, "little")
-            bits = self._ready = bytearray(merged.to_bytes(_BITS // 8, "little"))
-            self._loaded = self._mine = None
+            bits = self._ready = self._loaded
+            for added in self._added:  # what this cache stored while the file's keys loaded
+                slot = hash(added) & _MASK
+                bits[slot >> 3] |= 1 << (slot & 7)
+            self._loaded, self._added = None, set()
         slot = hash(key) & _MASK
         return bool(bits[slot >> 3] >> (slot & 7) & 1)
 
     def add(self, key: str) -> None:
         """A key stored from now on."""
-        bits = self._ready if self._ready is not None else self._mine
+        bits = self._ready
         if bits is None:
-            if self.active:  # not started yet
-                self._early.add(key)
+            if self.active:  # the file's keys are not loaded yet
+                self._added.add(key)
             return
         slot = hash(key) & _MASK
         bits[slot >> 3] |= 1 << (slot & 7)
@@ -79,11 +79,9 @@ class KeyFilter:
             self.active = self.path.stat().st_size <= MAX_FILE_BYTES
         except OSError:
             self.active = False
-        early, self._early = self._early, set()
-        if self.active:
-            self._mine = bytearray(_BITS // 8)
-            for key in early:
-                self.add(key)
+        if not self.active:
+            self._added = set()
+        else:
             threading.Thread(target=self._load, name="convoeval-cache-keys", daemon=True).start()
 
     def _load(self) -> None:
