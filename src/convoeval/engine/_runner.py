@@ -17,7 +17,7 @@ from .._secrets import redact, reread_environment
 from ..errors import ConfigError, NothingToRerun
 from ..results import EvaluationResult, VerdictStatus
 from ..run import GradedTurn, Job, TrialRunner, run_jobs, run_suite_hooks
-from ..spec import Suite, Workspace, load_suites, stored_checks, with_default_system_prompt
+from ..spec import Suite, Workspace, load_suites, stored_checks, suite_checks, with_default_system_prompt
 from ..spec._targets_file import find_targets_file
 from ..targets import Target
 from ._cache import CACHE_FILE, ResponseCache
@@ -364,13 +364,17 @@ class _Listeners(RunEvents):
 
     def __init__(self, recorder: RunRecorder, writer: ResultWriter | None, events: RunEvents):
         self.recorder, self.writer, self.events = recorder, writer, events
+        self._suite_checks: dict[int, dict[str, object]] = {}  # by id() of the suite: a run holds its suites
 
     def turn(self, turn: GradedTurn) -> None:
         self.recorder.turn(turn)
         self.events.turn(turn)
 
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
-        result.checks = stored_checks(job.suite, job.suite.tests[position])  # for `convoeval grade`
+        of_suite = self._suite_checks.get(id(job.suite))
+        if of_suite is None:
+            of_suite = self._suite_checks[id(job.suite)] = suite_checks(job.suite)
+        result.checks = stored_checks(job.suite, job.suite.tests[position], of_suite)  # for `convoeval grade`
         result, data = _redacted(result)
         await self.recorder.save_result(job, position, result, data)
         if self.writer:

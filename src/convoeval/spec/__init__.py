@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_attributes
 from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute, unfilled
 from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, suite_input_for, with_default_system_prompt
-from ._checks import CHECKS_VERSION, stored_checks
+from ._checks import CHECKS_VERSION, stored_checks, suite_checks
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
 from ._files import eval_files, load_suites, validate_eval_paths
@@ -39,6 +39,7 @@ __all__ = [
     "Budget",
     "CHECKS_VERSION",
     "stored_checks",
+    "suite_checks",
     "Capture",
     "Limits",
     "Verify",

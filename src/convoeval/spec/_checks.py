@@ -9,13 +9,24 @@ from ._models import Suite, Test
 CHECKS_VERSION = 1
 
 
-def stored_checks(suite: Suite, test: Test) -> dict[str, object]:
+def stored_checks(suite: Suite, test: Test, of_suite: dict[str, object] | None = None) -> dict[str, object]:
     """`{"version", "file", "suite", "test"}`: the eval file's path, the suite's own keys
     (assertions, turn_assertions, policy, input, execution... not its tests) and the test,
-    as data the eval-file loader reads back (only what the file set)."""
+    as data the eval-file loader reads back (only what the file set).
+
+    Args:
+        of_suite: `suite_checks(suite)`, when the caller keeps it for the suite's tests.
+    """
+    return {
+        **(of_suite if of_suite is not None else suite_checks(suite)),
+        "test": test.model_dump(mode="json", exclude_unset=True, exclude_none=True),
+    }
+
+
+def suite_checks(suite: Suite) -> dict[str, object]:
+    """The part of `stored_checks` that every test of `suite` shares."""
     return {
         "version": CHECKS_VERSION,
         "file": str(suite.path.resolve()) if suite.path else None,
         "suite": suite.model_dump(mode="json", exclude={"tests"}, exclude_unset=True, exclude_none=True),
-        "test": test.model_dump(mode="json", exclude_unset=True, exclude_none=True),
     }
