@@ -7,11 +7,15 @@ language (see `spec`), passed through as `JsonObject`.
 
 from __future__ import annotations
 
-from typing import Literal, Required, TypedDict, TypeGuard, get_args
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal, Required, TypedDict, TypeGuard, get_args
 
 from pydantic import JsonValue
 
 from ._common import JsonObject
+
+if TYPE_CHECKING:
+    from ._chat_logs import LoggedMessage
 
 
 class RecordedCall(TypedDict, total=False):
@@ -34,6 +38,17 @@ class Message(TypedDict, total=False):
     tool_call_id: JsonValue
     name: JsonValue
     source: JsonValue
+
+
+def with_call_fields(message: Message, raw: Mapping[str, JsonValue] | LoggedMessage) -> Message:
+    """`message` with the `tool_calls`, `tool_call_id` and `name` that `raw` sets (empty ones left out)."""
+    if tool_calls := raw.get("tool_calls"):
+        message["tool_calls"] = tool_calls
+    if call_id := raw.get("tool_call_id"):
+        message["tool_call_id"] = call_id
+    if name := raw.get("name"):
+        message["name"] = name
+    return message
 
 
 class Matches(TypedDict):

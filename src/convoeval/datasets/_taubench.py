@@ -28,7 +28,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._common import JsonObject, as_list, as_object, read_json
-from ._suite_types import Message, Suite, SuiteTest
+from ._suite_types import Message, Suite, SuiteTest, with_call_fields
 from ._tau2 import import_tau2_tasks, is_tau2_tasks
 
 MAX_TURNS = 30
@@ -156,11 +156,4 @@ def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source:
 def _message(raw: JsonValue, where: str) -> Message:
     if not isinstance(raw, dict):
         raise DatasetError(f"{where}: traj: expected messages (JSON objects), got {raw!r:.60}")
-    message: Message = {"role": raw.get("role"), "content": raw.get("content")}
-    if raw.get("tool_calls"):
-        message["tool_calls"] = raw["tool_calls"]
-    if raw.get("tool_call_id"):
-        message["tool_call_id"] = raw["tool_call_id"]
-    if raw.get("name"):
-        message["name"] = raw["name"]
-    return message
+    return with_call_fields({"role": raw.get("role"), "content": raw.get("content")}, raw)

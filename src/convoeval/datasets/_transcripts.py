@@ -27,7 +27,7 @@ from ._agent_sessions import agent_sessions_suite
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest
 from ._common import as_object, read_jsonl
 from ._log_formats import log_reader
-from ._suite_types import GRADER_KEYS, Graders, GradingSuite, Message, Suite, SuiteTest, is_grader_key
+from ._suite_types import GRADER_KEYS, Graders, GradingSuite, Message, Suite, SuiteTest, is_grader_key, with_call_fields
 
 DEFAULT_GRADERS: Graders = {
     "turn_assertions": [{"type": "conversation-cohesion"}],
@@ -96,13 +96,7 @@ def _message(raw: JsonValue, source: Path, line: int) -> Message:
     content = raw.get("content")
     if isinstance(content, list):  # content blocks: keep the text
         content = "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    message: Message = {"role": role, "content": content}
-    if raw.get("tool_calls"):
-        message["tool_calls"] = raw["tool_calls"]
-    if raw.get("tool_call_id"):
-        message["tool_call_id"] = raw["tool_call_id"]
-    if raw.get("name"):
-        message["name"] = raw["name"]
+    message = with_call_fields({"role": role, "content": content}, raw)
     if raw.get("source"):
         message["source"] = raw["source"]
     return message
@@ -118,14 +112,7 @@ def _logged_test(test: LoggedTest) -> SuiteTest:
 
 def _logged(logged: LoggedMessage) -> Message:
     """A log reader's message (its empty optional fields left out)."""
-    message: Message = {"role": logged["role"], "content": logged["content"]}
-    if logged.get("tool_calls"):
-        message["tool_calls"] = logged["tool_calls"]
-    if logged.get("tool_call_id"):
-        message["tool_call_id"] = logged["tool_call_id"]
-    if logged.get("name"):
-        message["name"] = logged["name"]
-    return message
+    return with_call_fields({"role": logged["role"], "content": logged["content"]}, logged)
 
 
 def grading_suite(source: Path, graders: Path | None = None) -> GradingSuite:
