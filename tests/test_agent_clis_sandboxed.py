@@ -41,26 +41,10 @@ OTHER_SECRET = "other-SECRET-token-never-passed-0003"
 FILE_SECRET = "host-file-SECRET-never-read-0004"
 SECOND_KEY = "second-provider-key-SECRET-0005"
 
-SUITE = """\
-tests:
-  - id: boxed
-    mode: conversation
-    workspace: {keep: always}
-    input:
-      - {role: system, content: "%(system)s"}
-    turns:
-      - input: Create an order for a book
-        capture: {name: order_id, regex: "(ORD-\\\\d+)"}
-        assertions:
-          - {type: tool-called, tool: %(tool)s}
-          - {type: contains, value: ORD-1042}
-      - input: "- what is the status of {{ order_id }}?"
-        assertions:
-          - {type: contains, value: "{{ order_id }} is shipped"}
-      - input: "--help me cancel {{ order_id }}"
-        assertions:
-          - {type: contains, value: cancelled}
-"""
+#: The real-CLI conversation (test_agent_clis_real.ORDERS) in a workspace, where the CLI runs in
+#: bubblewrap; the workspace is kept for the test to look into.
+SUITE = real.ORDERS.replace("  - id: orders\n", "  - id: boxed\n    workspace: {keep: always}\n")
+assert "workspace:" in SUITE
 
 
 @pytest.fixture
