@@ -21,6 +21,10 @@ code of ours can avoid; goal: the run within 1.6x of that floor), the three take
 10,000 conversations x 10 turns (deterministic assertions, 100,000 calls) against a 0-latency
 server, under 300 MB peak RSS.
 
+Beside each floor, the floor with state (`floor.py --state`): the same client keeping a response
+cache, a run store and a results file as leanly as it can, so that what convoeval spends above
+it is known to be neither the calls nor the state an evaluation must keep (printed, no goal).
+
 Workload W-large: 2,000 conversations x 5 turns, each turn graded by one judge call (20,000
 calls), 20 ms latency, at most 200 in flight (`--concurrency 2000 --max-connections 200`), next
 to the floor doing the same (200 in flight). Here the client's CPU is the limit, so it reports
@@ -163,10 +167,11 @@ def run_convoeval(args: list[str], cwd: Path, server: Server) -> Measure:
 
 
 def run_floor(server: Server, judge: bool, conversations: int = W_CONVERSATIONS, turns: int = W_TURNS,
-              most: int = W_CONNECTIONS) -> Measure:
+              most: int = W_CONNECTIONS, state: Path | None = None) -> Measure:
+    """benchmarks/floor.py; with `state` (a new folder), the floor with state (its cache, store and results)."""
     argv = [sys.executable, str(HERE / "floor.py"), server.url + "/v1/chat/completions", "--conversations",
             str(conversations), "--turns", str(turns), "--max", str(most)]
-    return measure(argv + (["--judge"] if judge else []), HERE, server)
+    return measure(argv + (["--judge"] if judge else []) + (["--state", str(state)] if state else []), HERE, server)
 
 
 def write_w(work: Path, judged: bool = True, name: str = "w", conversations: int = W_CONVERSATIONS,
@@ -287,30 +292,37 @@ def w_large(work: Path, runs: int) -> list[tuple[str, Measure, str, str]]:
     suite = write_w(work, name="w-large", conversations=LARGE_CONVERSATIONS, turns=LARGE_TURNS)
     calls = LARGE_CONVERSATIONS * LARGE_TURNS * 2
     server = Server(LARGE_LATENCY)
-    floors, ours = [], []
+    floors, ours, kept = [], [], []
     try:
         for i in range(runs):
             floors.append(run_floor(server, True, LARGE_CONVERSATIONS, LARGE_TURNS, LARGE_CONNECTIONS))
             floor_load = load()
+            kept.append(run_floor(server, True, LARGE_CONVERSATIONS, LARGE_TURNS, LARGE_CONNECTIONS,
+                                  state=work / f"large-floor-state-{i}"))
+            kept_load = load()
             ours.append(run_convoeval(
                 [str(suite), "--target", "openai:bench-target", "--judge", "openai:bench-judge", "--concurrency",
                  str(LARGE_CONVERSATIONS), "--max-connections", str(LARGE_CONNECTIONS), "--quiet", "--cache-dir", str(work / f"large-cache-{i}"),
                  "--store", str(work / f"large-state-{i}"), "-o", str(work / f"w-large-{i}.jsonl")], work, server))
-            for name, m, at in (("floor", floors[-1], floor_load), ("convoeval", ours[-1], load())):
+            for name, m, at in (("floor", floors[-1], floor_load), ("+ state", kept[-1], kept_load),
+                                 ("convoeval", ours[-1], load())):
                 print(f"  run {i + 1} {name:>9}: wall {m.wall_s:.2f} s ({m.split}), CPU {m.cpu_s:.2f} s "
                       f"(start-up {m.start_cpu_s:.2f} s, tear-down {m.end_cpu_s:.2f} s), {m.cpu_per_call_ms:.3f} ms CPU per call, "
                       f"{m.rss_mb:.0f} MB, {m.calls} calls, {m.in_flight} in flight at most; "
                       f"server CPU {m.server_cpu_s:.2f} s; {at}")
     finally:
         server.stop()
-    f, o = median(floors), median(ours)
+    f, k, o = median(floors), median(kept), median(ours)
     cpu_ratio, wall_ratio = o.cpu_per_call_ms / f.cpu_per_call_ms, o.wall_s / f.wall_s
     print(f"W-large medians of {runs}: floor {f.wall_s:.2f} s, {f.cpu_per_call_ms:.3f} ms CPU per call, "
-          f"{f.rss_mb:.0f} MB, {f.in_flight} in flight; convoeval {o.wall_s:.2f} s ({wall_ratio:.3f}x), "
+          f"{f.rss_mb:.0f} MB, {f.in_flight} in flight; floor with state {k.wall_s:.2f} s, "
+          f"{k.cpu_per_call_ms:.3f} ms CPU per call ({k.cpu_per_call_ms / f.cpu_per_call_ms:.2f}x); "
+          f"convoeval {o.wall_s:.2f} s ({wall_ratio:.3f}x), "
           f"{o.cpu_per_call_ms:.3f} ms CPU per call ({cpu_ratio:.2f}x), {o.rss_mb:.0f} MB, {o.in_flight} in flight")
     ok = o.calls == calls and o.in_flight <= LARGE_CONNECTIONS and cpu_ratio <= 1.5 and wall_ratio <= 1.15
     return [
         ("floor: W-large, 20,000 calls", f, f"{f.cpu_per_call_ms:.3f} ms/call", "-"),
+        ("floor with state: W-large", k, f"{k.cpu_per_call_ms / f.cpu_per_call_ms:.2f}x CPU/call", "-"),
         ("W-large: 2000 conv x 5 + judge", o, f"{wall_ratio:.3f}x wall", "PASS" if ok else "FAIL"),
         ("  W-large CPU per call", o, f"{cpu_ratio:.2f}x floor", "PASS" if cpu_ratio <= 1.5 else "FAIL"),
     ]
@@ -322,13 +334,14 @@ def w_rows(work: Path, runs: int) -> list[tuple[str, Measure, str, str]]:
     server = Server(W_LATENCY)
     try:
         suite, generation = write_w(work), write_w(work, judged=False, name="g")
-        fresh, cached, floor, plain, plain_floor = [], [], [], [], []
+        fresh, cached, floor, plain, plain_floor, kept = [], [], [], [], [], []
         for i in range(runs):
             cache_dir = work / f"cache-{i}"
             common = [str(suite), "--target", "openai:bench-target", "--judge", "openai:bench-judge",
                       "--concurrency", str(W_CONVERSATIONS), "--max-connections", str(W_CONNECTIONS), "--quiet",
                       "--cache-dir", str(cache_dir), "-o", str(work / f"w-{i}.jsonl")]
             floor.append(run_floor(server, judge=True))
+            kept.append(run_floor(server, judge=True, state=work / f"floor-state-{i}"))
             fresh.append(run_convoeval(common, work, server))
             cached.append(run_convoeval(common, work, server))
             plain_floor.append(run_floor(server, judge=False))
@@ -336,18 +349,21 @@ def w_rows(work: Path, runs: int) -> list[tuple[str, Measure, str, str]]:
                                         str(W_CONVERSATIONS), "--max-connections", str(W_CONNECTIONS), "--quiet",
                                         "--no-cache", "-o", str(work / f"g-{i}.jsonl")], work, server))
             print(f"  run {i + 1}: W {fresh[-1].wall_s:.2f} s ({fresh[-1].calls} calls, "
-                  f"{fresh[-1].in_flight} in flight at most), floor {floor[-1].wall_s:.2f} s; "
+                  f"{fresh[-1].in_flight} in flight at most), floor {floor[-1].wall_s:.2f} s, "
+                  f"floor with state {kept[-1].wall_s:.2f} s; "
                   f"generation-only {plain[-1].wall_s:.2f} s, floor {plain_floor[-1].wall_s:.2f} s; "
                   f"cached re-run {cached[-1].wall_s:.2f} s, {cached[-1].calls} calls; {load()}")
-            print(f"         start + requests + end: W {fresh[-1].split}, floor {floor[-1].split}; "
+            print(f"         start + requests + end: W {fresh[-1].split}, floor {floor[-1].split}, "
+                  f"floor with state {kept[-1].split}; "
                   f"generation-only {plain[-1].split}, floor {plain_floor[-1].split}")
             print(f"         CPU per call: W {fresh[-1].cpu_per_call_ms:.3f} ms, floor {floor[-1].cpu_per_call_ms:.3f} ms")
-        w, c, f, g, gf = median(fresh), median(cached), median(floor), median(plain), median(plain_floor)
+        w, c, f, g, gf, k = (median(m) for m in (fresh, cached, floor, plain, plain_floor, kept))
         mean_us, worst_us = cache_lookup_us(work / "cache-0" / "cache.sqlite")
         print(f"cache lookup on the loop thread: mean {mean_us:.0f} us, worst {worst_us:.0f} us "
               f"({W_CONVERSATIONS * W_TURNS * 2} keys)")
         bounded = max(m.in_flight for m in fresh + plain) <= W_CONNECTIONS
         rows.append(("floor: asyncio + aiohttp, 1000 calls", f, f"{f.wall_s / W_IDEAL_S:.2f}x of 5 s", "-"))
+        rows.append(("floor with state: W", k, f"{k.wall_s / f.wall_s:.3f}x floor", "-"))
         rows.append(("W: 100 conv x 5 turns + judge", w, f"{w.wall_s / f.wall_s:.3f}x floor",
                      "PASS" if w.wall_s <= 1.05 * f.wall_s and w.calls == 1000 and bounded else "FAIL"))
         rows.append(("floor: 500 calls, no judge", gf, "-", "-"))
