@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import convoeval
 from convoeval.results import EvaluationResult
@@ -295,3 +296,17 @@ def test_tau2_user_that_never_stops_gets_zero_and_its_stop_tokens_end_an_episode
         1.0,
         "the user said ###TRANSFER### after 5 of at most 200 steps",
     )
+
+
+def test_a_budget_that_ends_the_conversation_is_no_end_of_the_episode(fake_openai, airline: Path) -> None:
+    suite = yaml.safe_load(airline.read_text())
+    suite["tests"][0]["budget"] = {"conversation": {"tool_calls": 2}}  # reached by the booking
+    write(airline, yaml.safe_dump(suite))
+    ScriptedUser(fake_openai, [ASK, BOOK], stop="objective_met")
+    result = live(airline, f"{AIRLINE / 'agent.py'}:AirlineAgent")
+    details = reward_of(result)
+    assert details["state_diff"] == [] and details["reward"] == 0.0
+    assert details["episode_end"] == (
+        "a budget ended the conversation before the user stopped and transfer_to_human_agents was never called"
+    )
+    assert result.execution_status == "budget_exhausted"

@@ -65,8 +65,10 @@ class EpisodeEnd(Model):
 
     model_config = ConfigDict(extra="forbid")
 
-    stop_token: str | list[str] = "###STOP###"
-    terminate_tools: list[str] = Field(default_factory=list)
+    stop_token: str | list[str] = Field(
+        "###STOP###", description="What the user says to end the episode (one token or a list of them)."
+    )
+    terminate_tools: list[str] = Field(default_factory=list, description="Tools whose call ends the episode.")
     max_steps: int | None = Field(
         None, ge=1, description="The step limit: an episode not ended within it gets 0 (none: no limit)."
     )
@@ -74,7 +76,8 @@ class EpisodeEnd(Model):
         "actions",
         description="`actions` (tau-bench): each tool call and each agent reply is a step, an end within "
         "`max_steps` counts; `messages` (tau2-bench): each user and agent message is a step, each tool call "
-        "two (the agent's call and its result), and the episode must end below `max_steps`.",
+        "two (the agent's call and its result; calls made at once count apart), and the episode must end "
+        "below `max_steps`.",
     )
     max_errors: int | None = Field(
         None, ge=1, description="The episode ends without a reward once this many tool calls failed (tau2-bench)."
