@@ -29,6 +29,8 @@ from .conftest import REPO, write
 
 AIRLINE = REPO / "examples" / "airline"
 TAU2_MOCK = REPO / "tests" / "data" / "tau2-bench" / "mock" / "tasks.json"
+TAU_DATA = REPO / "tests" / "data" / "tau-bench"
+TRANSFER = "transfer_to_human_agents"
 ASK = "Hi, I'm mia_li. I need one seat JFK to SFO on 2024-05-20, paid with card_7447."
 BOOK = "Yes, please book it."
 CHAT = "Thanks. Anything else I should know?"
@@ -310,3 +312,43 @@ def test_a_budget_that_ends_the_conversation_is_no_end_of_the_episode(fake_opena
         "a budget ended the conversation before the user stopped and transfer_to_human_agents was never called"
     )
     assert result.execution_status == "budget_exhausted"
+
+
+def test_tau_benchs_own_episodes_at_its_step_limit(cli, tmp_path: Path) -> None:
+    """The step count on real tau-bench trajectories (gpt-4o airline, 59a200c): two episodes
+    whose user stopped right after the 30th agent action ended (tau-bench computed their reward),
+    two stopped by the limit at action 30 never did."""
+    writes = ("book_reservation", "cancel_reservation", "update_reservation_flights", "update_reservation_passengers")
+    writes += ("update_reservation_baggages", "send_certificate")  # tau-bench airline's tools: writes logged
+    reads = ("get_user_details", "get_reservation_details", "search_direct_flight", "search_onestop_flight")
+    reads += ("list_all_airports", "calculate", "think", TRANSFER)
+    tools = [f"def {w}(state, **kw):\n    state['writes'].append(kw)\n" for w in writes]
+    write(tmp_path / "tools.py", "".join(tools + [f"def {r}(state, **kw):\n    return None\n" for r in reads]))
+    write(tmp_path / "backend.json", '{"writes": []}')
+    records = [
+        json.loads((TAU_DATA / f"gpt-4o-airline-{name}.json").read_text()) for name in ("stopped-at-30", "unfinished")
+    ]
+    write(tmp_path / "results.json", json.dumps(records[0] + records[1]))
+    code, out, err = cli("import", "tau-bench", tmp_path / "results.json", "--recorded", "-o", tmp_path / "r.yaml")
+    assert code == 0, err
+    suite = yaml.safe_load((tmp_path / "r.yaml").read_text())
+    for test in suite["tests"]:  # the live scenarios' rule, 30 actions at most
+        assert test["assertions"][0]["ended_by"] == {"stop_token": "###STOP###", "terminate_tools": [TRANSFER]}
+        test["assertions"][0]["ended_by"].update(max_steps=30, count_steps="actions")
+    write(tmp_path / "r.yaml", yaml.safe_dump(suite))
+    code, out, err = cli("grade", tmp_path / "r.yaml", "-o", tmp_path / "r.jsonl")
+    ends = {
+        (row["metadata"]["task_id"], row["metadata"]["trials"][0]): row["trials"][0]["scores"][-1]["graders"][0][
+            "details"
+        ]
+        for row in map(json.loads, (tmp_path / "r.jsonl").read_text().splitlines())
+    }
+    assert {key: (d["episode_ended"], d["episode_end"]) for key, d in ends.items()} == {
+        (3, 0): (True, "the user said ###STOP### after 30 of at most 30 steps"),
+        (33, 2): (True, "the user said ###STOP### after 30 of at most 30 steps"),
+        (2, 1): (False, "the conversation ended without the user's stop and transfer_to_human_agents was never called"),
+        (46, 3): (
+            False,
+            "the conversation ended without the user's stop and transfer_to_human_agents was never called",
+        ),
+    }

@@ -40,13 +40,19 @@ MAX_ERRORS = 10
 #: A user message and the agent's reply are two steps: the user's 100th message (a stop) is step
 #: 199, the last that can end an episode; more simulated turns could never count.
 MAX_TURNS = MAX_STEPS // 2
-#: How tau2-bench ends a conversational episode: only the user stops it (its LLM agent does not).
-EPISODE_END: JsonObject = {
-    "stop_token": ["###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"],
-    "max_steps": MAX_STEPS,
-    "count_steps": "messages",
-    "max_errors": MAX_ERRORS,
-}
+
+
+def episode_end() -> JsonObject:
+    """How tau2-bench ends a conversational episode: only the user stops it (its LLM agent does
+    not), below the step and error limits. A new object each time (the YAML has no aliases)."""
+    return {
+        "stop_token": ["###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"],
+        "max_steps": MAX_STEPS,
+        "count_steps": "messages",
+        "max_errors": MAX_ERRORS,
+    }
+
+
 SUPPORTED = {"DB", "COMMUNICATE", "NL_ASSERTION"}
 DEFAULT_BASIS = ["DB", "COMMUNICATE"]
 
@@ -135,7 +141,7 @@ def _test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[Suite
     test["simulated_user"] = _user(scenario, instructions, domain, where)
     outputs = [str(o) for o in as_list(criteria.get("communicate_info"))] if "COMMUNICATE" in basis else []
     reward: JsonObject = {"type": "tau-reward", "backend": backend, "tools": tools, "required": True}
-    reward["ended_by"] = EPISODE_END
+    reward["ended_by"] = episode_end()
     reward["goal_actions"] = [_action(a, where) for a in as_list(criteria.get("actions"))]
     reward["required_outputs"] = [*outputs]
     test["assertions"] = [reward]

@@ -112,12 +112,13 @@ def import_tau_bench(
     }
 
 
-#: How tau-bench ends an episode (its airline and retail environments): the user simulator says
-#: ###STOP###, or the agent transfers to a human. Only then does it compute a reward.
-EPISODE_END: JsonObject = {"stop_token": "###STOP###", "terminate_tools": ["transfer_to_human_agents"]}
-#: A live episode must also end within tau-bench's step limit (recorded ones did, or they carry
-#: no reward: they are graded as recorded).
-LIVE_EPISODE_END: JsonObject = {**EPISODE_END, "max_steps": MAX_STEPS, "count_steps": "actions"}
+def episode_end(*, live: bool) -> JsonObject:
+    """How tau-bench ends an episode (its airline and retail environments): the user simulator
+    says ###STOP###, or the agent transfers to a human; only then does it compute a reward. A
+    live episode must also end within tau-bench's step limit (a recorded one did, or it never
+    stopped). A new object each time (the written YAML has no aliases)."""
+    end: JsonObject = {"stop_token": "###STOP###", "terminate_tools": ["transfer_to_human_agents"]}
+    return {**end, "max_steps": MAX_STEPS, "count_steps": "actions"} if live else end
 
 
 def _reward(task: JsonObject, tools: str, backend: str, where: str) -> JsonObject:
@@ -145,7 +146,7 @@ def _scenario(test_id: str, task: JsonObject, task_id: JsonValue, tools: str, ba
         "objective": task["instruction"],
         "max_turns": MAX_TURNS,
     }
-    reward = {**_reward(task, tools, backend, where), "ended_by": LIVE_EPISODE_END}
+    reward = {**_reward(task, tools, backend, where), "ended_by": episode_end(live=True)}
     return {"id": test_id, "simulated_user": user, "assertions": [reward], "metadata": {"task_id": task_id}}
 
 
@@ -157,7 +158,9 @@ def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source:
     return {
         "id": test_id,
         "transcripts": trials.transcripts,
-        "assertions": [{**_reward(trials.task, tools, backend, f"{source}:1: {test_id}"), "ended_by": EPISODE_END}],
+        "assertions": [
+            {**_reward(trials.task, tools, backend, f"{source}:1: {test_id}"), "ended_by": episode_end(live=False)}
+        ],
         "metadata": metadata,
     }
 

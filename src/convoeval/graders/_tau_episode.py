@@ -106,7 +106,7 @@ class EpisodeEnd(Model):
                 if said is not None:
                     return self._within(f"the user said {said}", steps, errors, calls, index)
                 continue
-            if message.source == "tool" or (message.role == "assistant" and not tool_messages):
+            if message.source == "tool" or (message.source == "target" and not tool_messages):
                 for call in message.tool_calls:
                     calls += 1
                     steps += 1 if self.count_steps == "actions" else 2
