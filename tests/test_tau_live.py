@@ -352,3 +352,33 @@ def test_tau_benchs_own_episodes_at_its_step_limit(cli, tmp_path: Path) -> None:
             "the conversation ended without the user's stop and transfer_to_human_agents was never called",
         ),
     }
+
+
+def test_a_stored_live_run_graded_again_keeps_how_each_episode_ended(cli, fake_openai, airline: Path) -> None:
+    """`convoeval grade run.jsonl` grades a simulated user's conversations as transcripts: the
+    simulator's stop is no message, so the stored stop reason goes with them."""
+    targets = write(
+        airline.parent / "targets.yaml",
+        f"targets:\n  - {{name: agent, provider: python, callable: '{AIRLINE / 'agent.py'}:AirlineAgent'}}\n",
+    )
+    verdicts = {}
+    for stop in ("objective_met", None):
+        ScriptedUser(fake_openai, [ASK, BOOK], stop=stop)
+        run = airline.parent / f"run-{stop}.jsonl"
+        code, out, err = cli(
+            "run", airline, "--targets", targets, "--target", "agent", "--judge", "openai:u", "--no-cache", "-o", run
+        )
+        code, out, err = cli("grade", run, "-o", airline.parent / f"graded-{stop}.jsonl")
+        [stored] = map(json.loads, run.read_text().splitlines())
+        [graded] = map(json.loads, (airline.parent / f"graded-{stop}.jsonl").read_text().splitlines())
+        assert "graded as recorded transcripts" in out, out + err
+        details = [g["trials"][0]["scores"][-1]["graders"][0]["details"] for g in (stored, graded)]
+        assert details[0] == details[1]
+        verdicts[stop] = (details[1]["reward"], details[1]["episode_end"])
+    assert verdicts == {
+        "objective_met": (1.0, "the simulated user stopped (objective_met) after 4 of at most 30 steps"),
+        None: (
+            0.0,
+            "the simulated user never stopped: the conversation ran out of max_turns and transfer_to_human_agents was never called",
+        ),
+    }

@@ -298,6 +298,8 @@ async def play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     for step in steps:
         source = step.turns(source)
     convo = Conversation(plan=plan, ctx=ctx, transcript=list(plan.initial), source=base, mode=session_mode(ctx.target))
+    if plan.recorded is not None:  # a recorded conversation ended as its recording says
+        convo.stop_reason = plan.test.stop_reason
     entries = await convo.play(source)
     for step in steps:
         step.after_turns(convo)
