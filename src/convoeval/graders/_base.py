@@ -97,8 +97,8 @@ class GradeContext:
         domain: the trial's live backend when the suite declares `tools:` and `backend:`.
         stop_reason: at conversation level, why the conversation ended when something ended it:
             a simulated user's stop reason (`objective_met`, `objective_impossible`,
-            `max_turns`), or `budget_exhausted` when the test's budget stopped it; None when
-            scripted or recorded turns ran out.
+            `max_turns`; a recorded one's from the test's `stop_reason`), or `budget_exhausted`
+            when the test's budget stopped it; None when scripted or recorded turns ran out.
     """
 
     level: GradingLevel
