@@ -141,9 +141,9 @@ def _test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[Suite
     test["simulated_user"] = _user(scenario, instructions, domain, where)
     outputs = [str(o) for o in as_list(criteria.get("communicate_info"))] if "COMMUNICATE" in basis else []
     reward: JsonObject = {"type": "tau-reward", "backend": backend, "tools": tools, "required": True}
-    reward["ended_by"] = episode_end()
     reward["goal_actions"] = [_action(a, where) for a in as_list(criteria.get("actions"))]
     reward["required_outputs"] = [*outputs]
+    reward["ended_by"] = episode_end()
     test["assertions"] = [reward]
     nl: list[JsonValue] = [str(a) for a in as_list(criteria.get("nl_assertions"))]
     if nl and "NL_ASSERTION" in basis:
