@@ -9,8 +9,8 @@ suite had (deterministic and judged), calling no model but the judge.
 
 A test with a simulated user cannot be replayed turn by turn (the simulator would write new
 messages): each of its recorded conversations becomes a `transcript:` test with the test's
-conversation checks and scenario criteria (`<id>#<target>#<trial>` when there are several;
-trials that ended in an error are left out). A test with a workspace or `verify` is left out
+conversation checks, scenario criteria and stop reason (`<id>#<target>#<trial>` when there are
+several; trials that ended in an error are left out). A test with a workspace or `verify` is left out
 with a note: its checks ran on files the run did not keep.
 """
 
@@ -174,6 +174,8 @@ def _add_transcripts(
         while messages and messages[-1].role == "user":  # the simulator's last words got no reply
             messages.pop()
         test["transcript"] = [m.model_dump(mode="json", exclude_none=True) for m in messages]
+        if trial.stop_reason is not None:  # how it ended (the simulator's stop is no message)
+            test["stop_reason"] = trial.stop_reason
         execution = {k: v for k, v in (as_object(test.get("execution")) or {}).items() if k != "trials"}
         test["execution"] = {**execution, "targets": [result.target], "threshold": result.threshold}
         name = test_id if len(conversations) == 1 else f"{test_id}#{result.target}#{trial.trial}"

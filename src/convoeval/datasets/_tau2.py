@@ -13,6 +13,12 @@ test:
 - the domain's policy (`policy.md` beside the file, or `policy=`) is the suite's policy, also
   given to the agent as its system prompt, as tau2-bench does.
 
+Each `tau-reward` asks that the episode ended as tau2-bench ends one (`ended_by`): the user
+said ###STOP###, ###TRANSFER### or ###OUT-OF-SCOPE### (convoeval's structured stop counts) before
+the orchestrator's step count reached its limit (200, the CLI's default) and before 10 tool
+calls failed; tau2-bench gives every other episode (max_steps, too_many_errors, errors) reward 0
+(sierra-research/tau2-bench a2c0247: src/tau2/evaluator/evaluator.py, orchestrator.py).
+
 Tasks tau-reward cannot grade as tau2-bench does (an `initial_state`, or an `ENV_ASSERTION` /
 `ACTION` reward component) are left out and listed in the suite's `metadata.skipped`.
 """
@@ -28,7 +34,25 @@ from ..errors import DatasetError
 from ._common import JsonObject, as_list, mapping
 from ._suite_types import Skipped, Suite, SuiteTest
 
-MAX_TURNS = 30
+#: tau2-bench's limits (src/tau2/config.py DEFAULT_MAX_STEPS, DEFAULT_MAX_ERRORS).
+MAX_STEPS = 200
+MAX_ERRORS = 10
+#: A user message and the agent's reply are two steps: the user's 100th message (a stop) is step
+#: 199, the last that can end an episode; more simulated turns could never count.
+MAX_TURNS = MAX_STEPS // 2
+
+
+def episode_end() -> JsonObject:
+    """How tau2-bench ends a conversational episode: only the user stops it (its LLM agent does
+    not), below the step and error limits. A new object each time (the YAML has no aliases)."""
+    return {
+        "stop_token": ["###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"],
+        "max_steps": MAX_STEPS,
+        "count_steps": "messages",
+        "max_errors": MAX_ERRORS,
+    }
+
+
 SUPPORTED = {"DB", "COMMUNICATE", "NL_ASSERTION"}
 DEFAULT_BASIS = ["DB", "COMMUNICATE"]
 
@@ -119,6 +143,7 @@ def _test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[Suite
     reward: JsonObject = {"type": "tau-reward", "backend": backend, "tools": tools, "required": True}
     reward["goal_actions"] = [_action(a, where) for a in as_list(criteria.get("actions"))]
     reward["required_outputs"] = [*outputs]
+    reward["ended_by"] = episode_end()
     test["assertions"] = [reward]
     nl: list[JsonValue] = [str(a) for a in as_list(criteria.get("nl_assertions"))]
     if nl and "NL_ASSERTION" in basis:

@@ -8,7 +8,9 @@ files the user names (`tools`, `backend`; relative to the written suite).
 Each task becomes one test whose `tau-reward` assertion (`required: true`: the reward decides)
 has the task's actions as `goal_actions` and its `outputs` as `required_outputs`; the suite's
 threshold is 1, so a trial passes exactly when its reward is 1, as in tau-bench:
-- by default a scenario: the instruction is the simulated user's objective;
+- by default a scenario: the instruction is the simulated user's objective; its `tau-reward`
+  asks that the episode ended as tau-bench ends one (`ended_by`: the user's stop, convoeval's
+  structured stop included, or `transfer_to_human_agents`, within tau-bench's 30 agent actions);
 - with `recorded=True`, the recorded trajectories (`traj`, OpenAI messages) of a task are the
   trials of its test (`transcripts:`, one per trial, in the file's order), their recorded
   rewards kept in `metadata.recorded_rewards`: re-graded without a model, the test's pass^k is
@@ -31,7 +33,11 @@ from ._common import JsonObject, as_list, as_object, read_json
 from ._suite_types import Message, Suite, SuiteTest, with_call_fields
 from ._tau2 import import_tau2_tasks, is_tau2_tasks
 
-MAX_TURNS = 30
+#: tau-bench's agent takes at most 30 actions (`max_num_steps`); its user speaks first, then
+#: once after each reply, so 30 user messages and a last stop can fit: 31 simulated turns. The
+#: step limit itself is `ended_by.max_steps`, counted on the conversation when it is graded.
+MAX_TURNS = 31
+MAX_STEPS = 30
 
 
 @dataclass
@@ -106,9 +112,13 @@ def import_tau_bench(
     }
 
 
-#: How tau-bench ends an episode (its airline and retail environments): the user simulator says
-#: ###STOP###, or the agent transfers to a human. Only then does it compute a reward.
-EPISODE_END: JsonObject = {"stop_token": "###STOP###", "terminate_tools": ["transfer_to_human_agents"]}
+def episode_end(*, live: bool) -> JsonObject:
+    """How tau-bench ends an episode (its airline and retail environments): the user simulator
+    says ###STOP###, or the agent transfers to a human; only then does it compute a reward. A
+    live episode must also end within tau-bench's step limit (a recorded one did, or it never
+    stopped). A new object each time (the written YAML has no aliases)."""
+    end: JsonObject = {"stop_token": "###STOP###", "terminate_tools": ["transfer_to_human_agents"]}
+    return {**end, "max_steps": MAX_STEPS, "count_steps": "actions"} if live else end
 
 
 def _reward(task: JsonObject, tools: str, backend: str, where: str) -> JsonObject:
@@ -136,7 +146,7 @@ def _scenario(test_id: str, task: JsonObject, task_id: JsonValue, tools: str, ba
         "objective": task["instruction"],
         "max_turns": MAX_TURNS,
     }
-    reward = _reward(task, tools, backend, where)
+    reward = {**_reward(task, tools, backend, where), "ended_by": episode_end(live=True)}
     return {"id": test_id, "simulated_user": user, "assertions": [reward], "metadata": {"task_id": task_id}}
 
 
@@ -148,7 +158,9 @@ def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source:
     return {
         "id": test_id,
         "transcripts": trials.transcripts,
-        "assertions": [{**_reward(trials.task, tools, backend, f"{source}:1: {test_id}"), "ended_by": EPISODE_END}],
+        "assertions": [
+            {**_reward(trials.task, tools, backend, f"{source}:1: {test_id}"), "ended_by": episode_end(live=False)}
+        ],
         "metadata": metadata,
     }
 

@@ -20,7 +20,7 @@ from .. import registry
 from .._base_model import Model
 from ..errors import GraderError
 from ..judging import GradingLevel, JudgePanel, JudgeSession, PanelRule, Persona, Policy
-from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, Usage
+from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, StopReason, Usage
 from ..targets import ChatReply, Target
 from ._panel import evaluate_by_panel
 
@@ -95,6 +95,10 @@ class GradeContext:
         file_changes: at conversation level, a unified diff of what changed in the workspace
             since it was made (template, repos and hooks applied), if the test has one.
         domain: the trial's live backend when the suite declares `tools:` and `backend:`.
+        stop_reason: at conversation level, why the conversation ended when something ended it:
+            a simulated user's stop reason (`objective_met`, `objective_impossible`,
+            `max_turns`; a recorded one's from the test's `stop_reason`), or `budget_exhausted`
+            when the test's budget stopped it; None when scripted or recorded turns ran out.
     """
 
     level: GradingLevel
@@ -123,6 +127,7 @@ class GradeContext:
     workdir: Path | None = None
     file_changes: str | None = None
     domain: DomainSession | None = None
+    stop_reason: StopReason | None = None
 
     def template_vars(self) -> dict[str, object]:
         """The variables available to grader prompt templates."""

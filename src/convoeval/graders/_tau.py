@@ -7,9 +7,11 @@ Reward 1 when both final states are the same JSON document (what tau-bench check
 its data: the parts both views still share with the initial backend are not compared again)
 and every `required_outputs` string was said by the agent
 (case-insensitive, commas ignored, as tau-bench checks outputs); else 0, with the paths where
-the states differ and the outputs that are missing. With `ended_by` (set on imported recorded
-trajectories), an episode must also have ended as tau-bench ends one (the user's stop token or
-a terminating tool): tau-bench gives an episode stopped at its step limit reward 0.
+the states differ and the outputs that are missing. With `ended_by` (set by `import
+tau-bench`, live and recorded), the episode must also have ended as the benchmark ends one (the
+user's stop, a terminating tool, within its step and error limits; see `_tau_episode`): the
+benchmark gives any other episode reward 0. The state and the outputs are then those of the
+episode up to its end (tau-bench computes the reward when the episode ends).
 
 A domain's tools are plain functions in a Python file or module named by `tools:`, each
 `name(state, **arguments)` changing `state` (a dict) in place and returning its output. When
@@ -43,6 +45,7 @@ from ..results import AssertionOutcome, ToolCall
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._cow import same_document
 from ._tau_backend import Domain, domain_file_problems, load_document
+from ._tau_episode import EpisodeEnd, episode_calls
 
 MAX_DIFFS = 10
 
@@ -54,25 +57,6 @@ class Action(Model):
 
     name: str
     arguments: dict[str, object] = Field(default_factory=dict)
-
-
-class EpisodeEnd(Model):
-    """How tau-bench tells that an episode ended: the simulated user said `stop_token`, or the
-    agent called one of `terminate_tools`. tau-bench computes a reward only then; an episode
-    stopped otherwise (its step limit, an error) keeps reward 0."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    stop_token: str = "###STOP###"
-    terminate_tools: list[str] = Field(default_factory=list)
-
-    def ended(self, ctx: GradeContext, calls: list[ToolCall]) -> bool:
-        said = any(m.role == "user" and self.stop_token in m.content for m in ctx.transcript)
-        return said or any(c.name in self.terminate_tools for c in calls)
-
-    def describe(self) -> str:
-        tools = " or ".join(self.terminate_tools)
-        return f"the episode ended (the user said {self.stop_token}" + (f", or {tools} was called)" if tools else ")")
 
 
 def state_diff(actual: object, expected: object, path: str = "$") -> list[str]:
@@ -118,8 +102,9 @@ class TauReward(Assertion):
     required_outputs: list[str] = Field(default_factory=list, description="Strings the agent must say.")
     ended_by: EpisodeEnd | None = Field(
         None,
-        description="tau-bench's end of an episode (`stop_token`, `terminate_tools`): a conversation that did not "
-        "end that way gets reward 0, as tau-bench computes no reward for it. Set on imported recorded trajectories.",
+        description="The benchmark's end of an episode (`stop_token`, `terminate_tools`, `max_steps`, "
+        "`count_steps`, `max_errors`): a conversation that did not end that way gets reward 0, as the benchmark "
+        "computes no reward for it; a simulated user's stop counts as its stop token. Set by `import tau-bench`.",
     )
     required: bool = Field(
         True,
@@ -148,9 +133,12 @@ class TauReward(Assertion):
         else:
             raise GraderError("tau-reward needs `backend` and `tools` (here, or as the suite's `backend:` / `tools:`)")
         initial = domain.initial
-        calls = [c for m in ctx.transcript if m.source == "tool" for c in m.tool_calls] or [
-            c for m in ctx.transcript if m.source == "target" for c in m.tool_calls
-        ]
+        calls = episode_calls(ctx.transcript)
+        ending = self.ended_by.end(ctx) if self.ended_by is not None else None
+        # What the episode holds: up to its end (tau-bench takes the state when it ends).
+        transcript = ctx.transcript if ending is None else ctx.transcript[: ending.messages]
+        if ending is not None and ending.calls < len(calls):
+            calls, live = calls[: ending.calls], None
         # The trial's live backend when the agent acted on it; else its recorded calls replayed.
         actual = live.state if live is not None else domain.replay(calls, strict=False)
         if self.goal_state is not None:
@@ -162,7 +150,7 @@ class TauReward(Assertion):
         else:
             expected = initial  # nothing must change
         diffs = state_diff(actual, expected)
-        said = " ".join(m.content for m in ctx.transcript if m.role == "assistant").lower().replace(",", "")
+        said = " ".join(m.content for m in transcript if m.role == "assistant").lower().replace(",", "")
         missing = [o for o in self.required_outputs if o.lower().replace(",", "") not in said]
         state_ok = not diffs
         outcomes = [
@@ -173,9 +161,10 @@ class TauReward(Assertion):
             )
         ]
         outcomes += [AssertionOutcome(text=f"said {o!r}", passed=o not in missing) for o in self.required_outputs]
-        ended = self.ended_by is None or self.ended_by.ended(ctx, calls)
-        if self.ended_by is not None:
-            outcomes.insert(0, AssertionOutcome(text=self.ended_by.describe(), passed=ended))
+        ended = ending is None or ending.ended
+        if self.ended_by is not None and ending is not None:
+            text = self.ended_by.describe() if ended else f"{self.ended_by.describe()}: it did not, so no reward"
+            outcomes.insert(0, AssertionOutcome(text=text, passed=ended, evidence=ending.why))
         reward = 1.0 if ended and state_ok and not missing else 0.0
         return Grade(
             score=reward,
@@ -186,6 +175,6 @@ class TauReward(Assertion):
                 "state_diff": diffs[:MAX_DIFFS],
                 "missing_outputs": missing,
                 "actions_replayed": len(calls),
-                **({} if self.ended_by is None else {"episode_ended": ended}),
+                **({} if ending is None else {"episode_ended": ended, "episode_end": ending.why}),
             },
         )

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..graders import GraderError
-from ..results import Message, ScoreEntry, SessionKind, ToolCall, TrialResult
+from ..results import Message, ScoreEntry, SessionKind, StopReason, ToolCall, TrialResult
 from ..spec import Budget, substitute, unfilled
 from ..targets import (
     AgentContext,
@@ -104,6 +104,7 @@ class Conversation:
     error: str | None = None
     stop_note: str | None = None  # why the conversation ended before its source ran out
     budget_hit: str | None = None  # the first budget a turn reached
+    stop_reason: StopReason | None = None  # why it ended: the simulated user's reason, or a budget
     gradable: bool = True  # False: a step says the conversation cannot be graded (broken simulation)
     file_changes: str | None = None  # what the trial changed in its workspace (set by its step)
 
@@ -182,6 +183,7 @@ class Conversation:
             self.budget_hit = hit
             if self.plan.budget is None or self.plan.budget.on_budget == "stop":
                 controls.stop_note = controls.stop_note or f"budget exhausted: {hit}"
+                self.stop_reason = self.stop_reason or "budget_exhausted"
         if controls.stop_note:  # a capture, post-condition or budget says: send nothing more
             self.grading.append(task)
             self.stop_note = controls.stop_note
@@ -296,6 +298,8 @@ async def play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     for step in steps:
         source = step.turns(source)
     convo = Conversation(plan=plan, ctx=ctx, transcript=list(plan.initial), source=base, mode=session_mode(ctx.target))
+    if plan.recorded is not None:  # a recorded conversation ended as its recording says
+        convo.stop_reason = plan.test.stop_reason
     entries = await convo.play(source)
     for step in steps:
         step.after_turns(convo)

@@ -116,6 +116,7 @@ def conversation_context(convo: Conversation) -> GradeContext:
         workdir=Path(ctx.workdir) if ctx.workdir else None,
         file_changes=convo.file_changes,
         domain=ctx.domain,
+        stop_reason=convo.stop_reason,
     )
 
 

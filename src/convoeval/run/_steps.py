@@ -99,6 +99,7 @@ class SimulatedUserStep(TrialStep):
     def after_turns(self, convo: Conversation) -> None:
         if self.playing:
             self.simulated.finish(convo)
+            convo.stop_reason = convo.stop_reason or self.simulated.stop_reason
             convo.gradable = convo.gradable and self.simulated.error is None  # a broken simulation is not graded
 
     def adjust(self, result: TrialResult, convo: Conversation) -> None:

@@ -18,7 +18,7 @@ from pydantic import (
 from .._base_model import Model
 from ..graders import Assertion
 from ..judging import Policy
-from ..results import Message, Source
+from ..results import Message, Source, StopReason
 from ._agentv import json_text
 from ._controls import Budget, Capture, PostCondition, Verify, Workspace, one_or_many
 
@@ -310,6 +310,12 @@ class Test(Strict):
         None,
         description="Recorded trials of the test: one conversation per trial (the test has as many trials), "
         "graded without calling a target.",
+    )
+    stop_reason: StopReason | None = Field(
+        None,
+        description="How the recorded conversation ended when a simulated user played it (`objective_met`, "
+        "`max_turns`...): conversation checks see it (`tau-reward`'s `ended_by`). `convoeval grade` sets it "
+        "when it grades a simulated user's stored conversation again.",
     )
     workspace: Workspace | None = Field(None, description="A working directory kept across the turns of a trial.")
     verify: Verify | None = Field(None, description="A command run after each turn; exit 0 stops early with success.")
