@@ -117,7 +117,7 @@ class CliTarget:
         `id_regex` search over its time bound is stopped and finds nothing."""
         if self.id_regex is not None:
             try:
-                match = search(self.id_regex, text, field="session.id_regex:", what="output")
+                match = search(self.id_regex, text, field="session.id_regex", what="output")
             except RegexTimeout as exc:
                 return None, f": {exc}"
             return ((match.group(1) if match.re.groups else match.group(0)) if match else None), ""
