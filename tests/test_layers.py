@@ -32,6 +32,7 @@ LAYERS: list[set[str]] = [
         "_sandbox",
         "_result_files",
         "_text",
+        "_regex",
         "_jsonl",
         "_json_in_text",
         "_binomial",

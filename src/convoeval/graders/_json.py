@@ -7,10 +7,13 @@ one outcome per reply.
 from __future__ import annotations
 
 import json
-from typing import Literal, Protocol
+from collections.abc import Iterator
+from functools import cache
+from typing import Any, Literal, Protocol
 
 from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
+from .. import _regex
 from .._json_in_text import NoJson, parse_json
 from .._jsonpath import parse_jsonpath
 from .._text import shorten
@@ -89,12 +92,39 @@ def _check_schema(schema: dict[str, object] | None) -> dict[str, object] | None:
 
 
 def _schema_errors(schema: dict[str, object], value: object) -> list[str]:
+    """The schema's violations; a `pattern` search over its time bound is a grader error."""
     import jsonschema
 
-    validator_cls = jsonschema.validators.validator_for(schema)
+    validator_cls = _bounded(jsonschema.validators.validator_for(schema))
     validator = validator_cls(schema, format_checker=validator_cls.FORMAT_CHECKER)
-    errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    try:
+        errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    except _regex.RegexTimeout as exc:
+        raise GraderError(str(exc)) from None
     return [f"{e.json_path}: {e.message}" for e in errors]
+
+
+@cache
+def _bounded(validator_cls: Any) -> Any:
+    """`validator_cls` whose `pattern` and `patternProperties` search the reply's strings and
+    keys with a time bound (jsonschema's own use `re` without one)."""
+    import jsonschema
+
+    def pattern(validator: Any, source: str, instance: object, schema: object) -> Iterator[Any]:
+        if validator.is_type(instance, "string"):
+            assert isinstance(instance, str)
+            if _regex.search(source, instance, field="schema pattern", what="string") is None:
+                yield jsonschema.ValidationError(f"{instance!r} does not match {source!r}")
+
+    def pattern_properties(validator: Any, patterns: dict[str, Any], instance: object, schema: object) -> Iterator[Any]:
+        if validator.is_type(instance, "object"):
+            assert isinstance(instance, dict)
+            for source, subschema in patterns.items():
+                for key, value in instance.items():
+                    if _regex.search(source, key, field="schema patternProperties", what="key") is not None:
+                        yield from validator.descend(value, subschema, path=key, schema_path=source)
+
+    return jsonschema.validators.extend(validator_cls, {"pattern": pattern, "patternProperties": pattern_properties})
 
 
 _FENCED_DESCRIPTION = (

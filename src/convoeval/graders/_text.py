@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-import regex
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationInfo, field_validator
 
+from .. import _regex
 from .._json_in_text import NoJson, parse_json
 from ..results import AssertionOutcome
 from ._base import GradeContext, GraderError, assertion_type
@@ -221,25 +221,9 @@ class Equals(Check):
 
 # -- regex --------------------------------------------------------------------------------
 
-_REGEX_FLAGS = {
-    "i": regex.IGNORECASE,
-    "m": regex.MULTILINE,
-    "s": regex.DOTALL,
-    "x": regex.VERBOSE,
-    "a": regex.ASCII,
-    "u": regex.UNICODE,
-    "g": 0,  # g: JavaScript habit; a search stops at the first match anyway
-}
 #: Seconds a regex search may take: a pattern that backtracks catastrophically (`^(a+)+$`)
 #: is stopped and becomes a grader error naming it, instead of hanging the run.
-REGEX_TIMEOUT_S = 2.0
-
-
-def _flag_bits(flags: str) -> int:
-    bits = 0
-    for c in flags:
-        bits |= _REGEX_FLAGS.get(c, 0)
-    return bits
+REGEX_TIMEOUT_S = _regex.REGEX_TIMEOUT_S
 
 
 @assertion_type
@@ -268,7 +252,7 @@ class Regex(Check):
     @field_validator("flags")
     @classmethod
     def _check_flags(cls, flags: str) -> str:
-        unknown = sorted({c for c in flags if c not in _REGEX_FLAGS})
+        unknown = sorted({c for c in flags if c not in _regex.FLAG_LETTERS})
         if unknown:
             raise ValueError(f"unknown regex flag(s) {''.join(unknown)!r}; use i, m, s, x, a")
         return flags
@@ -279,25 +263,24 @@ class Regex(Check):
         if not source:
             raise ValueError("the regular expression must not be empty")
         try:
-            regex.compile(blank_template_refs(source), _flag_bits(info.data.get("flags") or ""))
-        except regex.error as exc:
+            _regex.compile_pattern(blank_template_refs(source), _regex.flag_bits(info.data.get("flags") or ""))
+        except _regex.PatternError as exc:
             raise ValueError(f"invalid regular expression {source!r}: {exc}") from None
         return source
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
         source = substitute(self.value, {k: re.escape(str(v)) for k, v in ctx.variables.items()})
         try:
-            compiled = regex.compile(source, _flag_bits(self.flags))
-        except regex.error as exc:  # only possible after substitution
+            compiled = _regex.compile_pattern(source, _regex.flag_bits(self.flags))
+        except _regex.PatternError as exc:  # only possible after substitution
             raise GraderError(f"regular expression {source!r} is invalid: {exc}") from None
-        shown = f"/{source}/{self.flags}" if len(source) <= 60 else f"/{source[:59]}…/{self.flags}"
+        shown = _regex.shown(source, self.flags)
         try:
-            match = compiled.search(ctx.output, timeout=self.timeout_s, concurrent=True)
-        except TimeoutError:
-            raise GraderError(
-                f"regular expression {shown} took over {self.timeout_s:g} s on a {len(ctx.output)}-char "
-                f"{noun(ctx)} and was stopped (it backtracks catastrophically: simplify it)"
-            ) from None
+            match = _regex.search(
+                compiled, ctx.output, field="regular expression", timeout_s=self.timeout_s, what=noun(ctx)
+            )
+        except _regex.RegexTimeout as exc:
+            raise GraderError(str(exc)) from None
         if match:
             evidence = f"matched {quote(match.group(0))} at char {match.start()}"
         else:

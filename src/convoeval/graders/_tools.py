@@ -13,13 +13,13 @@ expression searched in the actual value's text). String values may use captured 
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
 
+from .. import _regex
 from .._base_model import Model
 from ..results import AssertionOutcome, ToolCall
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
@@ -60,8 +60,19 @@ def args_match(expected: Mapping[str, object] | None, actual: Mapping[str, objec
     if how == "exact":
         return json_equal(expected, actual)
     if how == "regex":
-        return all(k in actual and re.search(_text(v), _text(actual[k])) is not None for k, v in expected.items())
+        return all(k in actual and _arg_search(k, _text(v), _text(actual[k])) for k, v in expected.items())
     return _args_subset(expected, actual)
+
+
+def _arg_search(key: str, pattern: str, value: str) -> bool:
+    """Whether `pattern` is found in an argument's text, searched with a time bound: a pattern
+    that cannot be decided (stopped after `_regex.REGEX_TIMEOUT_S`, invalid) is a grader error."""
+    try:
+        return _regex.search(pattern, value, field=f"args.{key}: regular expression", what="argument") is not None
+    except _regex.RegexTimeout as exc:
+        raise GraderError(str(exc)) from None
+    except _regex.PatternError as exc:  # only possible after {{ name }} substitution
+        raise GraderError(f"args.{key}: regular expression {pattern!r} is invalid: {exc}") from None
 
 
 def show(call: ToolCall) -> str:
@@ -76,9 +87,9 @@ def _check_regexes(args: Mapping[str, object] | None, how: str) -> None:
     if how == "regex" and args:
         for key, value in args.items():
             try:
-                re.compile(_text(value))
-            except re.error as exc:
-                raise ValueError(f"args.{key}: not a valid regular expression: {exc}") from None
+                _regex.check_pattern(_text(value))
+            except ValueError as exc:
+                raise ValueError(f"args.{key}: {exc}") from None
 
 
 @assertion_type

@@ -7,15 +7,21 @@ grader) and may end the conversation (`skip_remaining`).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
+from .. import _regex
 from .._jsonpath import parse_jsonpath
+from ..errors import ConvoevalError
 from ..graders import NoJson, parse_json
 from ..results import AssertionOutcome, GraderScore
 from ..spec import Budget, Capture, PostCondition, substitute
 from ..spec._controls import RegexItem
 from ..targets import ChatReply
+
+
+class ControlError(ConvoevalError):
+    """A capture's or post-condition's regex could not be decided on a reply (stopped after
+    its time bound, or invalid once `{{ name }}` variables were put in): the test is an error."""
 
 
 @dataclass
@@ -30,7 +36,8 @@ class TurnControls:
 def apply_controls(
     number: int, captures: list[Capture], post: PostCondition | None, reply: ChatReply, variables: dict[str, object]
 ) -> TurnControls:
-    """Run the captures (updating `variables`), then the post-condition, on one reply."""
+    """Run the captures (updating `variables`), then the post-condition, on one reply;
+    `ControlError` when a regex of theirs cannot be decided."""
     result = TurnControls()
     for rule in captures:
         value, evidence = capture_value(rule, reply)
@@ -99,7 +106,7 @@ def capture_value(rule: Capture, reply: ChatReply) -> tuple[str | None, str]:
         value = matches[0].value
         return (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)), ""
     if rule.regex is not None:
-        match = re.search(rule.regex, text)
+        match = _search(rule.regex, text, f"capture {rule.name}: regex")
         if match is None:
             return None, f"regex {rule.regex!r} did not match"
         group = rule.group if rule.group is not None else (1 if match.re.groups else 0)
@@ -111,19 +118,19 @@ def capture_value(rule: Capture, reply: ChatReply) -> tuple[str | None, str]:
 def check_post_condition(post: PostCondition, text: str, variables: dict[str, object]) -> list[AssertionOutcome]:
     """One outcome per list of the post-condition."""
 
-    def found(item: str | RegexItem) -> bool:
+    def found(item: str | RegexItem, where: str) -> bool:
         if isinstance(item, str):
             needle = substitute(item, variables)
             return needle.lower() in text.lower() if post.ignore_case else needle in text
-        flags = re.IGNORECASE if post.ignore_case else 0
-        return re.search(substitute(item.regex, variables), text, flags) is not None
+        flags = _regex.IGNORECASE if post.ignore_case else 0
+        return _search(substitute(item.regex, variables), text, f"post_condition.{where}: regex", flags) is not None
 
     def shown(item: str | RegexItem) -> str:
         return repr(substitute(item, variables)) if isinstance(item, str) else f"/{substitute(item.regex, variables)}/"
 
     outcomes = []
     if post.must_contain_any:
-        hits = [shown(i) for i in post.must_contain_any if found(i)]
+        hits = [shown(i) for i in post.must_contain_any if found(i, "must_contain_any")]
         outcomes.append(
             AssertionOutcome(
                 text=f"must contain any of {', '.join(shown(i) for i in post.must_contain_any)}",
@@ -132,7 +139,7 @@ def check_post_condition(post: PostCondition, text: str, variables: dict[str, ob
             )
         )
     if post.must_contain_all:
-        missing = [shown(i) for i in post.must_contain_all if not found(i)]
+        missing = [shown(i) for i in post.must_contain_all if not found(i, "must_contain_all")]
         outcomes.append(
             AssertionOutcome(
                 text=f"must contain all of {', '.join(shown(i) for i in post.must_contain_all)}",
@@ -141,7 +148,7 @@ def check_post_condition(post: PostCondition, text: str, variables: dict[str, ob
             )
         )
     if post.must_not_contain:
-        present = [shown(i) for i in post.must_not_contain if found(i)]
+        present = [shown(i) for i in post.must_not_contain if found(i, "must_not_contain")]
         outcomes.append(
             AssertionOutcome(
                 text=f"must not contain {', '.join(shown(i) for i in post.must_not_contain)}",
@@ -150,6 +157,17 @@ def check_post_condition(post: PostCondition, text: str, variables: dict[str, ob
             )
         )
     return outcomes
+
+
+def _search(pattern: str, text: str, field: str, flags: int = 0) -> _regex.Match[str] | None:
+    """A capture's or post-condition's regex searched in a reply with a time bound; one that
+    cannot be decided raises `ControlError` (the test becomes an `execution_error`)."""
+    try:
+        return _regex.search(pattern, text, field=field, flags=flags, what="reply")
+    except _regex.RegexTimeout as exc:
+        raise ControlError(str(exc)) from None
+    except _regex.PatternError as exc:  # only possible after {{ name }} substitution
+        raise ControlError(f"{field} {_regex.shown(pattern)} is not a valid regular expression: {exc}") from None
 
 
 def budget_hit(budget: Budget | None, number: int, reply: ChatReply, replies: list[ChatReply]) -> str | None:

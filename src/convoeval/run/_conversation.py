@@ -39,7 +39,7 @@ from ..targets import (
     capabilities,
     session_mode,
 )
-from ._controls import apply_controls, budget_hit
+from ._controls import ControlError, apply_controls, budget_hit
 from ._grading import TurnRecord, done, grade_conversation, grade_turn, trial_result, turn_context, window
 from ._jobs import GradedTurn, Job, JobEvents
 from ._plan import TestPlan, TurnPlan
@@ -171,7 +171,11 @@ class Conversation:
             return False
         self.turns_sent = number
         self._record(number, reply)
-        controls = apply_controls(number, turn.captures, turn.post_condition, reply, self.variables)
+        try:
+            controls = apply_controls(number, turn.captures, turn.post_condition, reply, self.variables)
+        except ControlError as exc:  # a regex that could not be decided: this test is an error, the run goes on
+            self.error = f"turn {number}: {exc}"
+            return False
         record = TurnRecord(reply.session_id, list(reply.tool_calls), controls.captured, controls.stop_note)
         task = asyncio.ensure_future(
             grade_turn(

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
@@ -11,6 +10,7 @@ from pydantic.json_schema import JsonSchemaValue
 
 from .._base_model import Model
 from .._jsonpath import parse_jsonpath
+from .._regex import check_pattern, compile_pattern
 from .._sandbox import SandboxSettings
 
 NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -22,7 +22,9 @@ class Capture(Model):
     `from`: `reply` (the reply text, default), `json` (the reply parsed as JSON; needs
     `jsonpath`), or `tool:NAME` (the output of the last call to tool NAME). `regex` captures
     its `group` (default 1, or 0 when the pattern has no group); `jsonpath` its first match;
-    with neither, the whole text. The value is substituted as `{{ name }}` in later turns'
+    with neither, the whole text. A `regex` search has a time bound (2 s): one that takes
+    longer (a pattern backtracking catastrophically) makes the test an `execution_error`.
+    The value is substituted as `{{ name }}` in later turns'
     inputs, assertions and grader prompts.
 
     `on_missing`: `fail` (the turn fails, default), `skip_remaining` (no further turns are
@@ -48,12 +50,7 @@ class Capture(Model):
     @field_validator("regex")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from None
-        return value
+        return check_pattern(value) if value is not None else None
 
     @field_validator("jsonpath")
     @classmethod
@@ -74,7 +71,7 @@ class Capture(Model):
         if self.group is not None and self.regex is None:
             raise ValueError("`group` needs a `regex`")
         if self.regex is not None and self.group is not None:
-            pattern = re.compile(self.regex)
+            pattern = compile_pattern(self.regex)
             if isinstance(self.group, int) and self.group > pattern.groups:
                 raise ValueError(f"the regex has {pattern.groups} group(s), not {self.group}")
             if isinstance(self.group, str) and self.group not in pattern.groupindex:
@@ -92,11 +89,7 @@ class RegexItem(Model):
     @field_validator("regex")
     @classmethod
     def _compiles(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"not a valid regular expression: {exc}") from None
-        return value
+        return check_pattern(value)
 
 
 Pattern = str | RegexItem
@@ -108,6 +101,7 @@ class PostCondition(Model):
     Items are plain strings (substrings, `ignore_case` optional) or `{regex: PATTERN}`; they
     may use captured variables as `{{ name }}`. `on_fail: skip_remaining` (default) records
     the failure and sends no further turns; `fail` fails the turn (score 0) and goes on.
+    A `{regex: ...}` search over its time bound (2 s) makes the test an `execution_error`.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -24,6 +24,7 @@ from pydantic import (
 
 from .. import registry
 from .._base_model import Model
+from .._regex import check_pattern
 from ..errors import TargetError, first_problem
 from ._base import TargetConfig
 
@@ -125,10 +126,19 @@ class ScriptedSettings(ProviderSettings):
     @field_validator("rules")
     @classmethod
     def _rule_shape(cls, rules: list[dict[str, str]]) -> list[dict[str, str]]:
-        for rule in rules:
+        for n, rule in enumerate(rules):
             if set(rule) != {"match", "reply"}:
                 raise ValueError("each rule is {match: REGEX, reply: TEXT}")
+            try:
+                check_pattern(rule["match"])
+            except ValueError as exc:
+                raise ValueError(f"rules[{n}].match: {exc}") from None
         return rules
+
+    @field_validator("fail_on")
+    @classmethod
+    def _fail_on_compiles(cls, value: str | None) -> str | None:
+        return check_pattern(value) if value is not None else None
 
 
 def settings_model(provider: str) -> type[BaseModel] | None:

@@ -13,6 +13,9 @@ runs single-shot (all turns in one prompt). With them it is resumed every turn:
       resume_args: "--session {SESSION_ID}"   # appended to the command on later turns
       id_jsonpath: "$.session_id"             # where the id is in the JSON output, or
       id_regex: "session: (\\S+)"             # a regex (group 1) over the output
+
+An `id_regex` search that takes over 2 s is stopped: no id is found in that output (the
+call fails, saying so, unless an earlier turn's id is kept).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 from ..._jsonpath import parse_jsonpath
+from ..._regex import RegexTimeout, compile_pattern, search
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
 from ._process import agent_env, failure, run_command, work_dir
@@ -49,7 +53,7 @@ class CliTarget:
         session = self.settings.session
         self.resume_args = session.resume_args if session else ""
         self.id_path = parse_jsonpath(session.id_jsonpath) if session and session.id_jsonpath else None
-        self.id_regex = re.compile(session.id_regex) if session and session.id_regex else None
+        self.id_regex = compile_pattern(session.id_regex) if session and session.id_regex else None
         self.session = "resume" if session else "single_shot"
         self._healthy: bool | None = None
 
@@ -78,9 +82,10 @@ class CliTarget:
         text = raw if raw.strip() else finished.stdout
         reply = reply_from_text(text)
         if self.session == "resume":
-            reply.session_id = reply.session_id or self._session_id(text) or request.session_id
+            found, why = (reply.session_id, "") if reply.session_id else self._session_id(text)
+            reply.session_id = found or request.session_id
             if reply.session_id is None:
-                raise TargetError(f"{self.name}: no session id in the output (session: id_jsonpath / id_regex)")
+                raise TargetError(f"{self.name}: no session id in the output (session: id_jsonpath / id_regex){why}")
         reply.latency_ms = reply.latency_ms or finished.duration_ms
         return reply
 
@@ -107,15 +112,20 @@ class CliTarget:
             command,
         )
 
-    def _session_id(self, text: str) -> str | None:
+    def _session_id(self, text: str) -> tuple[str | None, str]:
+        """The session id in the output, or None and (when it is worth saying) why: an
+        `id_regex` search over its time bound is stopped and finds nothing."""
         if self.id_regex is not None:
-            match = self.id_regex.search(text)
-            return (match.group(1) if match.re.groups else match.group(0)) if match else None
+            try:
+                match = search(self.id_regex, text, field="session.id_regex", what="output")
+            except RegexTimeout as exc:
+                return None, f": {exc}"
+            return ((match.group(1) if match.re.groups else match.group(0)) if match else None), ""
         if self.id_path is not None:
             reply_json = _json(text)
             found = self.id_path.find(reply_json) if reply_json is not None else []
-            return str(found[0].value) if found else None
-        return None
+            return (str(found[0].value) if found else None), ""
+        return None, ""
 
     async def _check_health(self, env: dict[str, str], secrets: list[str]) -> None:
         check = self.settings.healthcheck

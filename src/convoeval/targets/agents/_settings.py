@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 from pydantic import AliasChoices, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from ..._base_model import Model
 from ..._jsonpath import parse_jsonpath
+from ..._regex import check_pattern
 from .._settings import HttpSettings, PositiveFloat, ProviderSettings
 
 
@@ -59,12 +58,7 @@ class CliSession(Model):
     @field_validator("id_regex")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from None
-        return value
+        return check_pattern(value) if value is not None else None
 
     @model_validator(mode="after")
     def _reads_an_id(self) -> CliSession:
