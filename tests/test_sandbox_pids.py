@@ -307,3 +307,39 @@ def test_where_cgroups_go_on_cgroup_v2(tmp_path: Path) -> None:
     assert "without the pids controller" in str(find_base(mounts, "0::/\n"))
     # v1 pids wins on a hybrid machine (this one: pids is bound to v1, not v2)
     assert find_base(mounts + V1, "8:pids:/\n0::/\n") == Path("/sys/fs/cgroup/pids")
+
+
+def test_without_a_cgroup_commands_still_run_and_the_header_says_the_limit_is_not_enforced(
+    server: FakeOpenAIServer, tmp_path: Path, cgroups: Path
+) -> None:
+    """`convoeval run` in a mount namespace of its own where the pids cgroups are read-only (as
+    in most containers): the run goes on, its commands are not held to `processes` (the kernel
+    ignores RLIMIT_NPROC for root), and the run header says so."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is missing")
+    mark = f"{300 + uuid.uuid4().int % 200}.{uuid.uuid4().int % 1000}"
+    replies = [tool_calls(("bash", {"command": STARTS.format(n=30, mark=mark)})), "done"]
+    server.reset(reply=lambda body: replies.pop(0) if len(replies) > 1 else replies[0])
+    write(tmp_path / "targets.yaml", "targets:\n  - name: bot\n    provider: openai\n    model: m\n    agent: {}\n")
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "execution: {target: bot}\ntests:\n  - id: t\n    workspace: {sandbox: {processes: 20}}\n    input: go\n",
+    )
+    run = f"{sys.executable} -m convoeval run {suite} --judge scripted --no-cache -o {tmp_path / 'r.jsonl'}"
+    mounts = [line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    points = [m[4] for m in mounts if m[-3] == "cgroup" and "pids" in m[-1].split(",")]
+    if not points:
+        pytest.skip("the pids controller is not on cgroup v1 here (the test remounts its folder read-only)")
+    shell = f"mount -o remount,bind,ro {points[0]} && exec {run}"
+    proc = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", shell],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "sandbox: `processes` is not enforced" in proc.stdout and "read-only" in proc.stdout, proc.stdout
+    output = (tmp_path / "r.jsonl").read_text()
+    assert "started 30 failed 0" in output
+    assert sleeping(mark) == 0

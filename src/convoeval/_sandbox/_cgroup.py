@@ -152,7 +152,7 @@ def _place() -> tuple[Path | None, str]:
         found = find_base(Path("/proc/self/mountinfo").read_text(), Path("/proc/self/cgroup").read_text())
     except OSError as exc:
         found = f"cannot read this process's cgroups ({exc.strerror})"
-    reason = "not enforced (running as root, where RLIMIT_NPROC does not apply, and no pids cgroup: {})"
+    reason = "not enforced (as root, or with CAP_SYS_RESOURCE/CAP_SYS_ADMIN, RLIMIT_NPROC does not apply, and no pids cgroup can be made: {})"
     if isinstance(found, str):
         return None, reason.format(found)
     sweep_stale_cgroups(found)

@@ -137,11 +137,9 @@ async def spawn(
     settings: SandboxSettings | None,
     container: str | None,
 ) -> Finished:
-    """Start `argv` in a session of its own, read its pipes as they fill (at most `cap` bytes
-    kept), and kill its group when it ends, times out or is cancelled."""
+    """Start `argv` in a session and pids cgroup (`PidsGroup.make`; not docker's client) of its own,
+    read its pipes as they fill (`cap` bytes kept), kill its group when it ends or is stopped."""
     loop = asyncio.get_running_loop()
-    # The docker client stays out (its container has `--pids-limit`); commands convoeval
-    # composes itself (no settings) have no limits.
     group = PidsGroup.make(settings.processes) if settings is not None and container is None else None
     feed = None
     if stdin is not None:  # a file, not a pipe: a command that never reads cannot block us
@@ -176,11 +174,8 @@ async def spawn(
         # and killed at exit with the others.
         proc = await asyncio.shield(creating)
     except BaseException as exc:  # cancelled: the command is not wanted any more
-        creating.add_done_callback(lambda _: _close(out_r, err_r))
-        creating.add_done_callback(_kill_made)
-        if group is not None:
-            creating.add_done_callback(lambda _: group.discard())
-        if group is not None and isinstance(exc, subprocess.SubprocessError):  # join failed
+        _abandon(creating, (out_r, err_r), group)
+        if group is not None and isinstance(exc, subprocess.SubprocessError):  # joining it failed
             raise SandboxError(f"cannot put the command in its pids cgroup {group.path}") from None
         raise
     readers: list[_Capped] = []
@@ -199,9 +194,7 @@ async def spawn(
             except TimeoutError:  # a child that left the group still holds the pipe: stop reading
                 pass
     finally:
-        await _end(proc, container)
-        if group is not None:
-            await asyncio.shield(group.remove())
+        await _end(proc, container, group)
         for reader in readers:
             reader.close()
         if not readers:  # never watched
@@ -223,6 +216,17 @@ def _close(*fds: int | None) -> None:
     for fd in fds:
         if fd is not None:
             os.close(fd)
+
+
+def _abandon(
+    creating: asyncio.Future[asyncio.subprocess.Process], fds: tuple[int, int | None], group: PidsGroup | None
+) -> None:
+    """A command no longer wanted while it was being made: once made, its pipes are closed, its
+    group killed and its cgroup removed."""
+    creating.add_done_callback(lambda _: _close(*fds))
+    creating.add_done_callback(_kill_made)
+    if group is not None:
+        creating.add_done_callback(lambda _: group.discard())
 
 
 def _made(creating: asyncio.Future[asyncio.subprocess.Process]) -> int | None:
@@ -254,8 +258,9 @@ def _kill_group(group: int) -> None:
         pass
 
 
-async def _end(proc: asyncio.subprocess.Process, container: str | None) -> None:
-    """Kill what is left of the command's group (and its container) and reap it."""
+async def _end(proc: asyncio.subprocess.Process, container: str | None, group: PidsGroup | None) -> None:
+    """Kill what is left of the command's group (and its container), reap it, and remove its
+    pids cgroup (after killing what is left in it)."""
     _kill_group(proc.pid)
     if container is not None:
         killer = await asyncio.create_subprocess_exec(
@@ -264,3 +269,5 @@ async def _end(proc: asyncio.subprocess.Process, container: str | None) -> None:
         await killer.wait()
     if proc.returncode is None:
         await asyncio.shield(proc.wait())
+    if group is not None:
+        await asyncio.shield(group.remove())
