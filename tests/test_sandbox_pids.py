@@ -343,3 +343,74 @@ def test_without_a_cgroup_commands_still_run_and_the_header_says_the_limit_is_no
     output = (tmp_path / "r.jsonl").read_text()
     assert "started 30 failed 0" in output
     assert sleeping(mark) == 0
+
+
+#: An attacker's program: a user namespace of its own (full capabilities in it), then a cgroup
+#: and a mount namespace, the pids hierarchy mounted where it can write, its `pids.max` raised,
+#: a cgroup made under it and joined; then as many processes as it can start.
+ESCAPE = """
+import ctypes, os, subprocess, sys
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.unshare(0x10000000) == 0 and libc.unshare(0x00020000 | 0x02000000) == 0
+os.makedirs("/tmp/c", exist_ok=True)
+assert libc.mount(b"none", b"/tmp/c", b"cgroup", 0, b"pids") == 0, ctypes.get_errno()
+open("/tmp/c/pids.max", "w").write("max")
+os.makedirs("/tmp/c/mine", exist_ok=True)
+open("/tmp/c/mine/cgroup.procs", "w").write(str(os.getpid()))
+print("raised", open("/tmp/c/pids.max").read().strip(), flush=True)
+ok = bad = 0
+for _ in range(60):
+    try:
+        subprocess.Popen(["sleep", sys.argv[1]]); ok += 1
+    except OSError:
+        bad += 1
+print("started", ok, "failed", bad, flush=True)
+"""
+
+
+def test_a_command_cannot_raise_its_own_limit(cgroups: Path, tmp_path: Path) -> None:
+    """The limit sits one cgroup above the command's, out of its cgroup namespace: a command that
+    mounts the pids hierarchy in a user namespace of its own raises only its own cgroup's
+    `pids.max` (with a single cgroup all 60 started), and the cgroups it made go with it."""
+    mark = f"{300 + uuid.uuid4().int % 200}.{uuid.uuid4().int % 1000}"
+    (tmp_path / "escape.py").write_text(ESCAPE)
+
+    async def main() -> sandbox.Finished:
+        sandbox.choose("bubblewrap")
+        command = f"python3 {tmp_path / 'escape.py'} {mark}"
+        return await sandbox.run(
+            command, tmp_path, timeout_s=20, writable=tmp_path, settings=SandboxSettings(processes=20)
+        )
+
+    finished = asyncio.run(main())
+    assert "raised max" in finished.output, finished.output  # the attack itself worked
+    started, failed = counted(finished.output)
+    assert started <= 20 - 3 and started + failed == 60, finished.output
+    assert ours(cgroups) == []
+    assert sleeping(mark) == 0
+
+
+def test_as_root_a_command_cannot_remount_the_system_writable(tmp_path: Path) -> None:
+    """bubblewrap kept root's capabilities inside: `mount -o remount,rw,bind` made a read-only
+    host folder writable, and a file was written on the host (`--cap-drop ALL` now)."""
+    if shutil.which("bwrap") is None or os.geteuid() != 0:
+        pytest.skip("needs bubblewrap and root (as another user the sandbox has no capabilities)")
+    shown = tmp_path / "shown"
+    shown.mkdir()
+    attempts = [
+        f"mount -o remount,rw,bind {shown}; echo 1 > {shown}/one",
+        f"mount -o remount,rw,bind /; echo 2 > {shown}/two",
+        # a user namespace of its own (full capabilities there) before the remount: mounts are locked
+        "python3 -c 'import ctypes; c = ctypes.CDLL(None, use_errno=True); c.unshare(0x10000000 | 0x20000); "
+        f'print("remount", c.mount(None, b"{shown}", None, 0x1020, None), ctypes.get_errno()); '
+        f'open("{shown}/three", "w")\'',
+    ]
+
+    async def main() -> list[sandbox.Finished]:
+        sandbox.choose("bubblewrap")
+        return [await sandbox.run(a, Path("/"), timeout_s=20, readable=[shown]) for a in attempts]
+
+    done = asyncio.run(main())
+    assert all("Read-only file system" in f.output for f in done), [f.output for f in done]
+    assert "remount -1 1" in done[2].output  # EPERM
+    assert list(shown.iterdir()) == []

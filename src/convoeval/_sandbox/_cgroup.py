@@ -3,7 +3,8 @@
 The kernel does not apply RLIMIT_NPROC to root, nor to a process with CAP_SYS_RESOURCE or
 CAP_SYS_ADMIN (`copy_process` in kernel/fork.c), so there a command gets a cgroup of its own
 with `pids.max` = the limit: made before it starts (`PidsGroup.make`), joined by the child
-before it execs (`PidsGroup.join`, so bwrap and all it starts are inside, convoeval never), and
+before it execs (`PidsGroup.join`: a cgroup under it, `LEAF`, so bwrap and all it starts are
+inside, the limit out of their reach, convoeval never), and
 removed when the command has ended (`PidsGroup.remove`: what is left in it is killed, `rmdir`
 retried while the tasks drain). Its name, `convoeval-<pid>.<start>-<n>`, tells a later run
 whether its owner still runs: the cgroups of a run killed with -9 are swept by the next one.
@@ -36,6 +37,11 @@ from ._owner import owner_gone, owner_tag
 PREFIX = "convoeval-"
 #: Capabilities that exempt a process from RLIMIT_NPROC (linux/capability.h).
 CAP_SYS_ADMIN, CAP_SYS_RESOURCE = 21, 24
+#: The cgroup inside a command's cgroup that the command joins. `pids.max` is set on the one
+#: above, out of the command's sight: bubblewrap gives it a cgroup namespace rooted where it
+#: starts, so a command that mounts the pids hierarchy there (possible in a user namespace of
+#: its own) can raise only the leaf's `pids.max`, never the limit that counts.
+LEAF = "command"
 #: Longest wait for a killed command's tasks to leave its cgroup before giving up on `rmdir`.
 DRAIN_S = 3.0
 #: Tasks an agent CLI may have besides `processes`: its own threads count in a pids cgroup
@@ -193,6 +199,7 @@ class PidsGroup:
             self.path.mkdir()
             _open.add(self)
             _write(self.path / "pids.max", str(limit))
+            (self.path / LEAF).mkdir()
         except OSError as exc:
             self.remove_now(0)
             raise SandboxError(f"cannot make the pids cgroup that limits a command's processes: {exc}") from None
@@ -206,8 +213,8 @@ class PidsGroup:
         return None if base is None else cls(base, limit)
 
     def join(self) -> None:
-        """In the child, before exec: move it into this cgroup (raises when it cannot)."""
-        _write(self.path / "cgroup.procs", str(os.getpid()))
+        """In the child, before exec: move it into this cgroup's leaf (raises when it cannot)."""
+        _write(self.path / LEAF / "cgroup.procs", str(os.getpid()))
 
     async def remove(self) -> None:
         """Kill what is left in it and remove it, waiting up to DRAIN_S for its tasks to go
@@ -251,15 +258,17 @@ def _write(path: Path, text: str) -> None:
 
 
 def _remove_dir(path: Path) -> bool:
-    """Kill what is in cgroup `path` and try to remove it once; whether it is gone."""
-    _kill_tasks(path)
-    try:
-        path.rmdir()
-    except FileNotFoundError:
-        pass
-    except OSError:  # EBUSY: tasks still in it
-        return False
-    return True
+    """Kill what is in cgroup `path` and the cgroups under it (a command may make some, from a
+    cgroup namespace of its own) and try to remove them once, deepest first; whether it is gone."""
+    for folder, _, _ in os.walk(path, topdown=False):
+        _kill_tasks(Path(folder))
+        try:
+            os.rmdir(folder)
+        except FileNotFoundError:
+            pass
+        except OSError:  # EBUSY: tasks still in it
+            return False
+    return not path.exists()
 
 
 def _kill_tasks(path: Path) -> None:
