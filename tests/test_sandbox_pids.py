@@ -414,3 +414,44 @@ def test_as_root_a_command_cannot_remount_the_system_writable(tmp_path: Path) ->
     assert all("Read-only file system" in f.output for f in done), [f.output for f in done]
     assert "remount -1 1" in done[2].output  # EPERM
     assert list(shown.iterdir()) == []
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
+def test_ctrl_c_removes_the_cgroups_and_kill_9_leaves_them_to_the_sweep(
+    server: FakeOpenAIServer, tmp_path: Path, cgroups: Path, how: signal.Signals
+) -> None:
+    """`convoeval run` stopped while a model's command runs: after Ctrl-C neither the command
+    nor its cgroup is left; after kill -9 only the (empty) cgroup is, until a sweep."""
+    mark = f"{300 + uuid.uuid4().int % 200}.{uuid.uuid4().int % 1000}"
+    replies = [tool_calls(("bash", {"command": f"sleep {mark}"})), "done"]
+    server.reset(reply=lambda body: replies.pop(0) if len(replies) > 1 else replies[0])
+    write(
+        tmp_path / "targets.yaml",
+        "targets:\n  - name: bot\n    provider: openai\n    model: m\n    agent: {bash_timeout_s: 60}\n",
+    )
+    suite = write(
+        tmp_path / "s.eval.yaml", "execution: {target: bot}\ntests:\n  - id: t\n    workspace: {}\n    input: go\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "convoeval", "run", str(suite), "--judge", "scripted", "--no-cache"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (sleeping(mark) and ours(cgroups, proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sleeping(mark) and ours(cgroups, proc.pid), "the tool command never started"
+    os.kill(proc.pid, how)
+    proc.communicate(timeout=60)
+    gone = time.monotonic() + 5  # the kernel ends a PID namespace's processes a moment later
+    while sleeping(mark) and time.monotonic() < gone:
+        time.sleep(0.05)
+    assert sleeping(mark) == 0
+    left = ours(cgroups, proc.pid)
+    if how == signal.SIGINT:
+        assert left == []
+    else:
+        assert left and set(left) <= set(sandbox.sweep_stale_cgroups(cgroups))
+        assert ours(cgroups, proc.pid) == []
