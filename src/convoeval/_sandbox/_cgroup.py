@@ -221,7 +221,7 @@ class PidsGroup:
         (if they never go, it stays for the exit, or the sweep of a later run)."""
         deadline = time.monotonic() + DRAIN_S
         while not self._removed() and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.002)
 
     def remove_now(self, wait_s: float) -> bool:
         """`remove`, blocking (at exit, or where no event loop can wait); whether it is gone."""
