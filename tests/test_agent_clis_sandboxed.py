@@ -9,6 +9,7 @@ Skipped (with the reason) only where bubblewrap or npm is missing (see test_agen
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from convoeval._sandbox._cgroup import PREFIX, _place
 from convoeval.targets._base import TargetConfig
 from convoeval.targets.agents._boxed import boxed_env
 from convoeval.targets.agents._settings import AgentCliSettings
@@ -108,6 +110,9 @@ def check_boxed_run(server: FakeModelServer, result, raw: str, key: str, absent_
     assert (kept / "order.txt").read_text() == "ORD-1042\n"
     assert homes_left(kept) == []
     shutil.rmtree(kept)
+    # As root each turn ran in a pids cgroup of its own (test_sandbox_pids.py), gone with the turn.
+    base, _ = _place()
+    assert base is None or list(base.glob(f"{PREFIX}{os.getpid()}.*")) == []
 
 
 def homes_left(kept_workspace: Path) -> list[Path]:

@@ -17,12 +17,15 @@ Backends, chosen for the whole run (`--sandbox`, `RunOptions.sandbox`, `CONVOEVA
 Agent CLIs (`claude-code`, `codex`) in a conversation with a workspace run in bubblewrap too
 (`agent_bwrap_argv`): the same confinement, but with the host's network (they must reach their
 model), the user's home hidden, a private HOME of the conversation at `AGENT_HOME`, their
-install readable, and every limit but `processes` (`in_agent_child`).
+install readable, and every limit but RLIMIT_NPROC (`in_agent_child`).
 
 Every backend passes only the variables a suite names (plus PATH and the locale), applies the
 `sandbox:` limits (address space, processes, file size, CPU seconds) with `setrlimit`, reads
 output as it arrives and keeps at most `cap` bytes, and on timeout or cancellation kills the
-command's whole process tree without waiting for its pipes.
+command's whole process tree without waiting for its pipes. Where the kernel ignores
+RLIMIT_NPROC (root), `processes` is a pids cgroup per command instead (`_cgroup`), and agent
+CLIs get one too (`processes` plus `AGENT_TASKS` for their own threads); where none can be made,
+`process_limit()` says so and the run header warns.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ._argv import AGENT_HOME, SANDBOX_HOME, agent_bwrap_argv, bwrap_argv, docker_argv
+from ._cgroup import AGENT_TASKS, PidsGroup, ProcessLimit, process_limit, sweep_stale_cgroups
 from ._choice import (
     BACKENDS,
     BASE_ENV,
@@ -52,10 +56,12 @@ from ._choice import (
     trial_settings,
     use_trial_settings,
 )
-from ._process import Finished, in_agent_child, spawn
+from ._owner import owner_gone, owner_tag
+from ._process import Finished, agent_pids_group, in_agent_child, spawn
 
 __all__ = [
     "AGENT_HOME",
+    "AGENT_TASKS",
     "BACKENDS",
     "BASE_ENV",
     "DEFAULT_SETTINGS",
@@ -63,20 +69,37 @@ __all__ = [
     "SANDBOX_HOME",
     "Backend",
     "Finished",
+    "PidsGroup",
+    "ProcessLimit",
     "SandboxError",
     "SandboxSettings",
     "agent_bwrap_argv",
+    "agent_pids_group",
     "backend",
     "choose",
     "chosen",
     "command_env",
     "describe",
     "in_agent_child",
+    "owner_gone",
+    "owner_tag",
+    "process_limit",
+    "process_limit_note",
     "reset_trial_settings",
     "run",
+    "sweep_stale_cgroups",
     "trial_settings",
     "use_trial_settings",
 ]
+
+
+def process_limit_note() -> str | None:
+    """What the run header says when the run's commands would not be held to `processes` here
+    (root without a pids cgroup); None when the limit holds (docker applies its own)."""
+    if describe() not in ("bubblewrap", "none"):
+        return None
+    limit = process_limit()
+    return None if limit.enforced else f"sandbox: `processes` is {limit.how}"
 
 
 async def run(

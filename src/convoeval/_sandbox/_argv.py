@@ -27,6 +27,16 @@ AGENT_HOME = "/run/home"
 _BWRAP = ("bwrap", "--die-with-parent", "--unshare-all")
 
 
+def _start() -> list[str]:
+    """bubblewrap's start for a command; as root also `--cap-drop ALL`. bubblewrap keeps a root
+    caller's capabilities inside (its uid 0 is the host's): with them a command could remount
+    `/` read-write in its mount namespace and write host files, or the pids cgroups. Agent CLIs
+    keep them: Codex's own sandbox, a bubblewrap inside this one, cannot start without them
+    (no uid map without CAP_SETFCAP, no /proc in a user namespace of its own, bubblewrap
+    covers /proc/irq and /proc/bus)."""
+    return [*_BWRAP, "--cap-drop", "ALL"] if os.geteuid() == 0 else [*_BWRAP]
+
+
 def bwrap_argv(
     argv: list[str],
     shell: bool,
@@ -38,7 +48,7 @@ def bwrap_argv(
     """bubblewrap's command line: the system read-only, private temp folders, /run and /dev, a
     new PID namespace, no network unless allowed, the workspace bound read-write (same path).
     Programs on PATH and Python's own folders stay readable when they live in a temp folder."""
-    out = [*_BWRAP]
+    out = _start()
     if settings.network:
         out.append("--share-net")
     hidden = list(dict.fromkeys(str(Path(t).resolve()) for t in ("/tmp", tempfile.gettempdir())))
@@ -63,7 +73,7 @@ def agent_bwrap_argv(argv: list[str], workspace: Path, home: Path, readable: Seq
     host folder and the working directory), but with the host's network (the CLI must reach its
     model), the user's home hidden as well, `home` bound read-write as HOME (`AGENT_HOME`), and
     `readable` (the CLI's install) and the programs on PATH visible read-only."""
-    out = [*_BWRAP, "--share-net"]
+    out = [*_BWRAP, "--share-net"]  # root's capabilities kept: see `_start`
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
     for folder in hidden:

@@ -37,7 +37,12 @@ class SandboxSettings(Model):
 
     network: bool = Field(False, description="Let commands use the network (off by default).")
     memory_mb: int = Field(4096, ge=16, le=1_048_576, description="Address space per process, in MB.")
-    processes: int = Field(512, ge=1, le=1_000_000, description="Processes of the user at most (RLIMIT_NPROC).")
+    processes: int = Field(
+        512,
+        ge=1,
+        le=1_000_000,
+        description="Processes at most: the user's (RLIMIT_NPROC); as root, each command's tasks (a pids cgroup).",
+    )
     file_size_mb: int = Field(1024, ge=1, le=1_048_576, description="Largest file a command may write, in MB.")
     cpu_seconds: int = Field(600, ge=1, le=86_400, description="CPU seconds per process.")
     image: str = Field("debian:bookworm-slim", min_length=1, description="The image of the docker backend.")

@@ -8,12 +8,14 @@ import atexit
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._choice import SandboxSettings
+from ._cgroup import AGENT_TASKS, PidsGroup
+from ._choice import SandboxError, SandboxSettings
 
 try:
     import resource
@@ -81,13 +83,16 @@ class _Capped:
             self.done.set_result(None)
 
 
-def _in_child(settings: SandboxSettings | None, *, processes: bool = True) -> None:
+def _in_child(settings: SandboxSettings | None, *, processes: bool = True, group: PidsGroup | None = None) -> None:
     """In the child, before exec: killed when convoeval dies (even by kill -9; bubblewrap then
-    takes its whole PID namespace down), and the `sandbox:` limits, inherited by all it starts.
-    `processes=False` leaves out the process limit (for an agent CLI: RLIMIT_NPROC counts the
-    threads of all the user's processes on the machine, and a CLI runs dozens)."""
+    takes its whole PID namespace down), in its pids cgroup (`group`, where RLIMIT_NPROC does not
+    hold), and the `sandbox:` limits, inherited by all it starts. `processes=False` leaves out
+    RLIMIT_NPROC (for an agent CLI: it counts the threads of all the user's processes on the
+    machine, and a CLI runs dozens)."""
     if _prctl is not None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if group is not None:
+        group.join()
     if settings is None or resource is None:
         return
     mb = 1024 * 1024
@@ -100,9 +105,17 @@ def _in_child(settings: SandboxSettings | None, *, processes: bool = True) -> No
     )
 
 
-def in_agent_child(settings: SandboxSettings) -> None:
-    """`_in_child` for an agent CLI: every limit but `processes`."""
-    _in_child(settings, processes=False)
+def in_agent_child(settings: SandboxSettings, group: PidsGroup | None = None) -> None:
+    """`_in_child` for an agent CLI: every limit but RLIMIT_NPROC, and its pids cgroup
+    (`agent_pids_group`) when it has one."""
+    _in_child(settings, processes=False, group=group)
+
+
+def agent_pids_group(settings: SandboxSettings) -> PidsGroup | None:
+    """An agent CLI's pids cgroup where RLIMIT_NPROC does not hold (None elsewhere, or where no
+    cgroup can be made): `processes` for the commands it runs, plus AGENT_TASKS for its own
+    threads, which a pids cgroup counts. Remove it (`PidsGroup.remove`) when the CLI has ended."""
+    return PidsGroup.make(settings.processes + AGENT_TASKS)
 
 
 def _set_limits(*limits: tuple[int, int]) -> None:
@@ -124,9 +137,10 @@ async def spawn(
     settings: SandboxSettings | None,
     container: str | None,
 ) -> Finished:
-    """Start `argv` in a session of its own, read its pipes as they fill (at most `cap` bytes
-    kept), and kill its group when it ends, times out or is cancelled."""
+    """Start `argv` in a session and pids cgroup (`PidsGroup.make`; not docker's client) of its own,
+    read its pipes as they fill (`cap` bytes kept), kill its group when it ends or is stopped."""
     loop = asyncio.get_running_loop()
+    group = PidsGroup.make(settings.processes) if settings is not None and container is None else None
     feed = None
     if stdin is not None:  # a file, not a pipe: a command that never reads cannot block us
         feed = tempfile.TemporaryFile()
@@ -143,7 +157,7 @@ async def spawn(
             stdout=out_w,
             stderr=err_w if err_w is not None else out_w,
             start_new_session=True,
-            preexec_fn=lambda: _in_child(settings),
+            preexec_fn=lambda: _in_child(settings, group=group),
         )
     )
 
@@ -159,9 +173,10 @@ async def spawn(
         # unknown (asyncio would kill only the first process); it is known as soon as it exists
         # and killed at exit with the others.
         proc = await asyncio.shield(creating)
-    except BaseException:  # cancelled: the command is not wanted any more
-        creating.add_done_callback(lambda _: _close(out_r, err_r))
-        creating.add_done_callback(_kill_made)
+    except BaseException as exc:  # cancelled: the command is not wanted any more
+        _abandon(creating, (out_r, err_r), group)
+        if group is not None and isinstance(exc, subprocess.SubprocessError):  # joining it failed
+            raise SandboxError(f"cannot put the command in its pids cgroup {group.path}") from None
         raise
     readers: list[_Capped] = []
     timed_out = False
@@ -179,7 +194,7 @@ async def spawn(
             except TimeoutError:  # a child that left the group still holds the pipe: stop reading
                 pass
     finally:
-        await _end(proc, container)
+        await _end(proc, container, group)
         for reader in readers:
             reader.close()
         if not readers:  # never watched
@@ -201,6 +216,17 @@ def _close(*fds: int | None) -> None:
     for fd in fds:
         if fd is not None:
             os.close(fd)
+
+
+def _abandon(
+    creating: asyncio.Future[asyncio.subprocess.Process], fds: tuple[int, int | None], group: PidsGroup | None
+) -> None:
+    """A command no longer wanted while it was being made: once made, its pipes are closed, its
+    group killed and its cgroup removed."""
+    creating.add_done_callback(lambda _: _close(*fds))
+    creating.add_done_callback(_kill_made)
+    if group is not None:
+        creating.add_done_callback(lambda _: group.discard())
 
 
 def _made(creating: asyncio.Future[asyncio.subprocess.Process]) -> int | None:
@@ -232,8 +258,9 @@ def _kill_group(group: int) -> None:
         pass
 
 
-async def _end(proc: asyncio.subprocess.Process, container: str | None) -> None:
-    """Kill what is left of the command's group (and its container) and reap it."""
+async def _end(proc: asyncio.subprocess.Process, container: str | None, group: PidsGroup | None) -> None:
+    """Kill what is left of the command's group (and its container), reap it, and remove its
+    pids cgroup (after killing what is left in it)."""
     _kill_group(proc.pid)
     if container is not None:
         killer = await asyncio.create_subprocess_exec(
@@ -242,3 +269,5 @@ async def _end(proc: asyncio.subprocess.Process, container: str | None) -> None:
         await killer.wait()
     if proc.returncode is None:
         await asyncio.shield(proc.wait())
+    if group is not None:
+        await asyncio.shield(group.remove())

@@ -21,6 +21,7 @@ from rich.markup import escape
 from .. import registry, spec
 from .. import report as reports
 from .._sandbox import describe as describe_sandbox
+from .._sandbox import process_limit_note
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
 from ..errors import ConfigError, NothingToRerun, RegistryError
@@ -441,6 +442,8 @@ class _RunLines(RunProgress):
                 markup=False,
                 highlight=False,
             )
+            if note := process_limit_note():
+                self.note(note)
         super().start(meter)
 
     def note(self, text: str) -> None:

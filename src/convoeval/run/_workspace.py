@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextvars
 import difflib
-import os
 import shlex
 import shutil
 import tempfile
@@ -140,7 +139,7 @@ async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path
     """A fresh folder for one trial: the template copied in, the repos cloned, the container
     started (with `docker`), `before_each` run."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in test_id)[:40]
-    root = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{_owner_tag()}-{safe}-"))
+    root = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{sandbox.owner_tag()}-{safe}-"))
     _eval_folders[root] = base_dir
     try:
         if spec.template is not None:
@@ -188,20 +187,6 @@ WORKSPACE_PREFIX = "convoeval-ws-"
 KEPT_PREFIX = "convoeval-kept-"
 
 
-def _start_ticks(pid: int) -> str:
-    """When process `pid` started (clock ticks since boot, from /proc), or "0" where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "0"
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def _owner_tag() -> str:
-    """`<pid>.<start>`: this process, as a sweep later tells whether it still runs."""
-    return f"{os.getpid()}.{_start_ticks(os.getpid())}"
-
-
 def sweep_stale_workspaces(folder: Path | None = None) -> list[Path]:
     """Remove the workspaces left in the temp folder by runs that were killed (kill -9, a
     crash): only those whose owning process is gone (same pid, same start time). Returns them."""
@@ -211,23 +196,11 @@ def sweep_stale_workspaces(folder: Path | None = None) -> list[Path]:
         start = rest.split("-", 1)[0]
         if not pid_text.isdigit() or not start.isdigit() or not path.is_dir():
             continue
-        pid = int(pid_text)
-        alive = Path(f"/proc/{pid}").exists() if Path("/proc/self").exists() else _alive(pid)
-        if alive and (start == "0" or _start_ticks(pid) in (start, "0")):
+        if not sandbox.owner_gone(int(pid_text), start):
             continue
         shutil.rmtree(path, ignore_errors=True)
         swept.append(path)
     return swept
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 async def _remove(root: Path) -> None:

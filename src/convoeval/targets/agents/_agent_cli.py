@@ -12,6 +12,7 @@ A conversation with a workspace runs the CLI inside the run's sandbox (see `_box
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar
@@ -109,6 +110,8 @@ class AgentCli(ABC):
                 raise TargetError(redact(str(exc), tuple(start.secrets))) from None
             session = reply.session_id
         finally:
+            if start.pids is not None:  # the CLI has ended (or its group was killed)
+                await asyncio.shield(start.pids.remove())
             if start.home is not None:
                 self.homes.settle(start.home, session or request.session_id)
         reply.latency_ms = finished.duration_ms

@@ -22,7 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import _sandbox as sandbox
-from ..._sandbox import AGENT_HOME, SandboxError, agent_bwrap_argv, in_agent_child, trial_settings
+from ..._sandbox import (
+    AGENT_HOME,
+    PidsGroup,
+    SandboxError,
+    agent_bwrap_argv,
+    agent_pids_group,
+    in_agent_child,
+    trial_settings,
+)
 from .._base import TargetConfig, TargetError
 from ._settings import AgentCliSettings
 
@@ -36,7 +44,8 @@ SESSION_FILES = (".claude/projects/*/*.jsonl", ".codex/sessions/*/*/*/rollout-*.
 class Launch:
     """How to start one turn of the CLI: its argv and environment, the environment its reply is
     read with (host paths: where its HOME really is), the secrets to redact, and the HOME of the
-    conversation when it runs in the sandbox."""
+    conversation and its pids cgroup (where one holds `processes`: remove it after the turn)
+    when it runs in the sandbox."""
 
     argv: list[str]
     env: dict[str, str]
@@ -44,6 +53,7 @@ class Launch:
     secrets: list[str]
     preexec: Callable[[], None] | None = None
     home: Path | None = None
+    pids: PidsGroup | None = None
 
 
 def sandboxed(name: str) -> bool:
@@ -166,11 +176,14 @@ def launch(
     if config.api_key is not None:
         secrets.append(config.api_key.get_secret_value())
     limits = trial_settings()
+    boxed = agent_bwrap_argv(argv, Path(workdir), home, readable)
+    pids = agent_pids_group(limits)
     return Launch(
-        argv=agent_bwrap_argv(argv, Path(workdir), home, readable),
+        argv=boxed,
         env=env,
         reply_env={**{k: v for k, v in env.items() if k != "CODEX_HOME"}, "HOME": str(home)},
         secrets=secrets,
-        preexec=lambda: in_agent_child(limits),
+        preexec=lambda: in_agent_child(limits, pids),
         home=home,
+        pids=pids,
     )
