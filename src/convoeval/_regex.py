@@ -10,30 +10,42 @@ does the matching: its default (V0) syntax is Python's `re` syntax, a superset o
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-import regex
-from regex import Match, Pattern
+from functools import cache, lru_cache
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ._text import shorten
 from .errors import ConvoevalError
 
+if TYPE_CHECKING:
+    from regex import Match, Pattern
+
 #: Seconds one search of a user's pattern may take before it is stopped.
 REGEX_TIMEOUT_S = 2.0
 
-#: Flag letters (as in the `regex` assertion) and their bits; `g` (a JavaScript habit) is a no-op.
+#: Flag letters (as in the `regex` assertion) and the `regex` flags they name; `g` (a JavaScript
+#: habit) is a no-op.
 FLAG_LETTERS = {
-    "i": regex.IGNORECASE,
-    "m": regex.MULTILINE,
-    "s": regex.DOTALL,
-    "x": regex.VERBOSE,
-    "a": regex.ASCII,
-    "u": regex.UNICODE,
-    "g": 0,
+    "i": "IGNORECASE",
+    "m": "MULTILINE",
+    "s": "DOTALL",
+    "x": "VERBOSE",
+    "a": "ASCII",
+    "u": "UNICODE",
+    "g": "",
 }
-IGNORECASE = regex.IGNORECASE
 
-PatternError = regex.error
+
+@cache
+def _regex() -> ModuleType:
+    """The `regex` module, loaded by the first pattern compiled (a run that has none never loads it)."""
+    import regex
+
+    return regex
+
+
+class PatternError(ValueError):
+    """A pattern that is not a valid regular expression (the `regex` module's message)."""
 
 
 class RegexTimeout(ConvoevalError):
@@ -57,14 +69,19 @@ def flag_bits(letters: str) -> int:
     """The flag bits of flag letters (`"im"`); unknown letters are ignored (validate them first)."""
     bits = 0
     for c in letters:
-        bits |= FLAG_LETTERS.get(c, 0)
+        if name := FLAG_LETTERS.get(c):
+            bits |= getattr(_regex(), name)
     return bits
 
 
 @lru_cache(maxsize=1024)
 def compile_pattern(source: str, flags: int = 0) -> Pattern[str]:
     """The compiled pattern (cached); raises `PatternError` when it is not valid."""
-    return regex.compile(source, flags)
+    regex = _regex()
+    try:
+        return regex.compile(source, flags)
+    except regex.error as exc:
+        raise PatternError(str(exc)) from None
 
 
 def check_pattern(source: str, flags: int = 0) -> str:

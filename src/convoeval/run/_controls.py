@@ -122,7 +122,7 @@ def check_post_condition(post: PostCondition, text: str, variables: dict[str, ob
         if isinstance(item, str):
             needle = substitute(item, variables)
             return needle.lower() in text.lower() if post.ignore_case else needle in text
-        flags = _regex.IGNORECASE if post.ignore_case else 0
+        flags = _regex.flag_bits("i") if post.ignore_case else 0
         return _search(substitute(item.regex, variables), text, f"post_condition.{where}: regex", flags) is not None
 
     def shown(item: str | RegexItem) -> str:

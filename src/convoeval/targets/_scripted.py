@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
-from .._regex import Pattern, RegexTimeout, compile_pattern, search
+from .._regex import RegexTimeout, compile_pattern, search
 from ..results import Usage
 from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, message_text, provider
 from ._settings import ScriptedSettings, settings_of
+
+if TYPE_CHECKING:
+    from regex import Pattern
 
 
 @provider("scripted")
