@@ -115,21 +115,24 @@ def _inside(root: str, point: str, own: str | None) -> Path | None:
     return Path(point) / rest.lstrip("/")
 
 
-def _v1_base(root: str, point: str, options: list[str], own: str | None) -> Path | str:
+def _writable(root: str, point: str, options: list[str], own: str | None, v1: bool) -> Path | str:
+    """The folder of convoeval's cgroup under a cgroup mount, or why it is not usable there."""
     folder = _inside(root, point, own)
     if folder is None:
-        return f"convoeval's pids cgroup ({own}) is not under the pids mount {point}"
+        return f"convoeval's {'pids ' if v1 else ''}cgroup ({own}) is not under the {'pids' if v1 else 'cgroup2'} mount {point}"
     if "ro" in options:
-        return f"the pids cgroups ({point}) are mounted read-only"
+        return f"the {'pids ' if v1 else ''}cgroups ({point}) are mounted read-only"
     return folder
 
 
+def _v1_base(root: str, point: str, options: list[str], own: str | None) -> Path | str:
+    return _writable(root, point, options, own, v1=True)
+
+
 def _v2_base(root: str, point: str, options: list[str], own: str | None) -> Path | str:
-    folder = _inside(root, point, own)
-    if folder is None:
-        return f"convoeval's cgroup ({own}) is not under the cgroup2 mount {point}"
-    if "ro" in options:
-        return f"the cgroups ({point}) are mounted read-only"
+    folder = _writable(root, point, options, own, v1=False)
+    if isinstance(folder, str):
+        return folder
     if "pids" not in _words(folder / "cgroup.controllers"):
         return f"cgroup v2 without the pids controller for convoeval's cgroup {folder}"
     if "pids" in _words(folder / "cgroup.subtree_control"):
