@@ -97,3 +97,20 @@ tests:
     results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
     assert {r["verdict"] for r in results.values()} == {"pass"} and len(results) == 4
     assert len(fake_openai.requests) == 4 and code == 0
+
+
+def test_resume_keeps_the_sandbox_the_run_chose(cli, fake_openai, tmp_path: Path) -> None:
+    write(tmp_path / "targets.yaml", PRICEY)
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - {id: t1, input: one}\n  - {id: t2, input: two}\n  - {id: t3, input: three}\n",
+    )
+    args = ("--target", "pricey", "--concurrency", "1", "--max-cost", "0.5", "-o", tmp_path / "r.jsonl")
+    code, out, _ = cli("run", suite, *args, "--sandbox", "none")
+    assert code == 1 and "sandbox: none" in out and "budget reached" in out
+
+    code, out, _ = cli("run", "--resume", "last", "--max-cost", "0.5")  # the run's sandbox
+    assert "sandbox: none" in out and "sandbox: bubblewrap" not in out
+
+    code, out, _ = cli("run", "--resume", "last", "--max-cost", "1000", "--sandbox", "docker")  # given: it wins
+    assert "sandbox: docker" in out and code == 0

@@ -74,8 +74,8 @@ def test_resume_a_finished_run_runs_nothing(cli, fake_openai, tmp_path: Path) ->
 
 def test_a_run_recorded_by_the_previous_version_loads_and_resumes(cli, fake_openai, tmp_path: Path) -> None:
     """The previous version stored the options as a plain dict: every option (None ones too),
-    and its own keys (`sandbox`); such a row loads as RecordedOptions, resumes,
-    and keys this version does not know are kept when the run's suites are recorded again."""
+    and keys of its own; such a row loads as RecordedOptions, resumes (in the sandbox it
+    recorded), and keys this version does not know are kept when the run's suites are recorded again."""
     suite = write(tmp_path / "s.eval.yaml", _suite(2))
     cli("run", suite, "--target", "openai:m", "-o", tmp_path / "r.jsonl")
     db = tmp_path / ".convoeval" / "runs.sqlite"
@@ -99,6 +99,7 @@ def test_a_run_recorded_by_the_previous_version_loads_and_resumes(cli, fake_open
         "output": str((tmp_path / "r.jsonl").resolve()),
         "cache": True,
         "sandbox": "none",
+        "a_later_key": {"kept": True},
         "resolved_targets": [{"name": "openai:m", "provider": "openai", "model": "m", "base_url": None}],
         "cwd": str(tmp_path),
         "convoeval": "0.0.1",
@@ -115,13 +116,14 @@ def test_a_run_recorded_by_the_previous_version_loads_and_resumes(cli, fake_open
     assert record is not None and isinstance(record.options, RecordedOptions)
     assert record.options.target == ["openai:m"] and record.options.judge is None
     assert record.options.resolved_targets[0].provider == "openai"
-    assert record.options.model_extra == {"sandbox": "none"}
+    assert record.options.sandbox == "none" and record.options.model_extra == {"a_later_key": {"kept": True}}
     code, out, _ = cli("run", "--resume", run_id)
-    assert code == 0 and "1 of 2 result(s) already stored" in out
+    assert code == 0 and "1 of 2 result(s) already stored" in out and "sandbox: none" in out
     assert _rows(db, "SELECT test_id FROM results ORDER BY seq") == [("t00",), ("t01",)]
     [(again,)] = _rows(db, "SELECT options FROM runs")
     again = json.loads(again)
-    assert again["sandbox"] == "none" and again["suites"] == suites and "judge" not in again  # None is not stored
+    assert again["sandbox"] == "none" and again["a_later_key"] == {"kept": True}
+    assert again["suites"] == suites and "judge" not in again  # None is not stored
 
 
 def test_options_that_cannot_be_read_are_a_store_error_naming_the_run(tmp_path: Path) -> None:

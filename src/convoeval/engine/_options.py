@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from .._base_model import Model
+from .._sandbox import BACKENDS
 from .._sandbox import describe as describe_sandbox
 from ..errors import ConfigError, first_problem
 from ..spec import MAX_TRIALS
@@ -80,6 +81,7 @@ class RecordedOptions(Model):
     max_cost: float | None = None
     output: str | None = None
     cache: bool | None = None
+    sandbox: str | None = Field(None, description="The sandbox the run's commands used (`unavailable`: none could).")
     resolved_targets: list[ResolvedTarget] = Field(default_factory=list)
     cwd: str | None = None
     convoeval: str | None = None
@@ -317,7 +319,8 @@ class RunOptions(SharedOptions):
 
     def resuming(self, run_id: str, recorded: RecordedOptions) -> RunOptions:
         """The options of a resumed run: the recorded ones; given run-shaping options must
-        agree with them; concurrency, output, cache and max_cost may change.
+        agree with them; concurrency, output, cache, max_cost and the sandbox may change (the
+        run's own sandbox unless another is given).
 
         Raises:
             ConfigError: a given run-shaping option differs from the recorded one.
@@ -350,6 +353,7 @@ class RunOptions(SharedOptions):
             max_connections=self.max_connections or recorded.max_connections,
             output=self.output if self.output is not None else recorded.output,
             max_cost=self.max_cost if self.max_cost is not None else recorded.max_cost,
+            sandbox=self.sandbox or (recorded.sandbox if recorded.sandbox in BACKENDS else None),
         )
 
 
