@@ -29,7 +29,7 @@ from ..report import RunProgress, output_problem, print_panel_agreement, print_r
 from ..report._progress import Mode
 from ..report._terminal import SafeConsole
 from ..results import EvaluationResult
-from ..run import Job
+from ..run import GradedTurn, Job
 from ..spec import AUTO_MAX_TRIALS, MAX_TRIALS, SpecError, validate_eval_paths
 from ._app import Root, app, load_env_file
 from ._write import write_reports
@@ -430,12 +430,14 @@ class _RunLines(RunProgress):
     def __init__(self, console: Console, mode: Mode, *, quiet: bool):
         super().__init__(console, mode)
         self.quiet = quiet
+        self._numpy_wanted = False
 
     def start(self, meter: RunMeter) -> None:
-        if 2 <= meter.tests_total <= SUMMARY_ROWS_UP_TO:
-            # The summary's mean-score interval is a numpy bootstrap: numpy loads while the
-            # run's calls wait on the network, not after the last answer (60-140 ms).
-            threading.Thread(target=importlib.import_module, args=("numpy",), daemon=True).start()
+        # The summary's mean-score interval is a numpy bootstrap: numpy loads while the run's
+        # calls wait on the network (from the first graded turn), not after the last answer
+        # (60-140 ms), nor before the first call, where it held the interpreter that the run's
+        # start (its HTTP client loading on another thread) needs.
+        self._numpy_wanted = 2 <= meter.tests_total <= SUMMARY_ROWS_UP_TO
         if meter.run_id:
             self.console.print(
                 f"run {meter.run_id}: {meter.tests_total} test(s), sandbox: {describe_sandbox()}",
@@ -448,6 +450,11 @@ class _RunLines(RunProgress):
 
     def note(self, text: str) -> None:
         self.console.print(f"[cyan]{escape(text)}[/]")
+
+    def turn(self, turn: GradedTurn) -> None:
+        if self._numpy_wanted:
+            self._numpy_wanted = False
+            threading.Thread(target=importlib.import_module, args=("numpy",), daemon=True).start()
 
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
         self.advance()
