@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 from typing import ClassVar
 
+from ..._sandbox import lend
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError
 from .._http import redact
 from .._settings import settings_of
@@ -92,7 +94,10 @@ class AgentCli(ABC):
     async def chat(self, request: ChatRequest) -> ChatReply:
         start = self.launch(request)
         session: str | None = None
+        lent = None
         try:
+            if start.user is not None and request.agent.workdir is not None:  # as root: see `_boxed`
+                lent = lend(Path(request.agent.workdir), start.user)
             finished = await run_command(
                 start.argv,
                 cwd=request.agent.workdir or work_dir(self.config, self.settings.cwd),
@@ -112,6 +117,8 @@ class AgentCli(ABC):
         finally:
             if start.pids is not None:  # the CLI has ended (or its group was killed)
                 await asyncio.shield(start.pids.remove())
+            if lent is not None:  # nothing of the turn runs any more (its PID namespace is gone)
+                lent.give_back()
             if start.home is not None:
                 self.homes.settle(start.home, session or request.session_id)
         reply.latency_ms = finished.duration_ms

@@ -1,0 +1,67 @@
+"""The workspace lent to an agent CLI's unprivileged user for one turn (convoeval runs as root).
+
+Before the turn every file and folder of the workspace is given to the user (its owners
+recorded); after it, when nothing of the turn runs any more, each goes back to its recorded
+owner, and what the turn made to the workspace's owner, so hooks, `verify`, code-graders and a
+kept workspace find it owned as before. Links are never followed (`lchown`): a link the agent
+made to a host file changes nothing but the link. The kernel clears the set-user-ID and
+set-group-ID bits of a file whose owner changes, and `give_back` clears any left, so no file
+the agent wrote becomes a set-user-ID program of root's.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ._agent_user import AgentUser
+
+
+@dataclass
+class Lent:
+    """A workspace lent to `user`: the owner of each entry before, by path."""
+
+    root: Path
+    user: AgentUser
+    owners: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def give_back(self) -> None:
+        """Every entry back to its recorded owner; one the turn made to the workspace's owner."""
+        default = self.owners.get(str(self.root))
+        if default is None:
+            return
+        for path in _entries(self.root):
+            uid, gid = self.owners.get(path, default)
+            try:
+                st = os.lstat(path)
+                if (st.st_uid, st.st_gid) != (uid, gid):
+                    os.lchown(path, uid, gid)
+                if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                    os.chmod(path, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+            except FileNotFoundError:
+                continue
+
+
+def lend(root: Path, user: AgentUser) -> Lent:
+    """Give the workspace `root` to `user` for a turn (its owners recorded for `give_back`)."""
+    lent = Lent(root, user)
+    for path in _entries(root):
+        st = os.lstat(path)
+        lent.owners[path] = (st.st_uid, st.st_gid)
+    try:
+        for path in lent.owners:
+            os.lchown(path, user.uid, user.gid)
+    except BaseException:
+        lent.give_back()
+        raise
+    return lent
+
+
+def _entries(root: Path) -> list[str]:
+    """`root` and every path under it, links included but not followed."""
+    found = [str(root)]
+    for folder, dirs, files in os.walk(root):
+        found.extend(os.path.join(folder, name) for name in (*dirs, *files))
+    return found

@@ -1,0 +1,175 @@
+"""The REAL `claude` and `codex` CLIs in the workspace's sandbox when convoeval runs as root: the
+commands their shell tool runs must not reach the host. The model (a loopback fake server) asks
+the CLI to remount `/` and the pids cgroups read-write, to create a host file outside the
+workspace and to write `max` into the CLI's own pids cgroup; none of it happens, because the
+CLI's sandbox runs as an unprivileged user (`CONVOEVAL_AGENT_USER`, default `nobody`).
+
+Root only (CI runs as root); skipped elsewhere, where the sandbox never had root's powers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from convoeval._sandbox._cgroup import PREFIX, _place
+
+from . import test_agent_clis_real as real
+from .agent_servers import Body, FakeAnthropic, FakeModelServer, FakeResponses, Rule
+from .conftest import REPO
+from .test_agent_clis_real import SYSTEM, claude_target, codex_target, run_suite
+
+clis = real.clis
+agent_home = real.agent_home
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root's sandbox had root's powers"
+)
+
+SUITE = """\
+tests:
+  - id: escape
+    mode: conversation
+    workspace: {keep: always}
+    input:
+      - {role: system, content: "%(system)s"}
+    turns:
+      - input: Break out please
+"""
+
+
+@pytest.fixture
+def bwrap() -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is missing: agent CLIs run in the workspace's sandbox with `bwrap` (apt bubblewrap)")
+
+
+@pytest.fixture
+def host_dir() -> Iterator[Path]:
+    """A host folder outside the workspace, the temp folders and the homes (all hidden in the
+    sandbox), so a command that could write host files would write here."""
+    parent = Path("/var/tmp") if Path("/var/tmp").is_dir() and not Path("/var/tmp").is_symlink() else REPO
+    folder = parent / f"convoeval-agentroot-{uuid.uuid4().hex[:8]}"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)  # writable even by the unprivileged user: only a read-only mount keeps it out
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def cgroup_mount(folder: Path) -> str:
+    """The mount point that holds cgroup `folder` (the longest one above it)."""
+    points = [line.split(" - ")[0].split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    return max((p for p in points if folder.is_relative_to(p)), key=len)
+
+
+def escape(host_file: Path) -> str:
+    """The shell command the model asks for: remount the system and the pids cgroups writable,
+    write a host file, lift the CLI's own process limit, and print what came of each."""
+    base, _ = _place()
+    steps = [
+        "echo uid=$(id -u)",
+        "mount -o remount,rw,bind / 2>&1; echo remount=$?",
+        f"touch {host_file} 2>&1; echo touch=$?",
+        # root of a user namespace of its own: the mounts it inherits stay read-only (locked)
+        f"unshare -rm sh -c 'mount -o remount,rw,bind / && touch {host_file}' 2>&1; echo nstouch=$?",
+    ]
+    if base is not None:
+        mine = f"{base}/{PREFIX}{os.getpid()}.*"
+        steps += [
+            f"mount -o remount,rw,bind {cgroup_mount(base)} 2>&1; echo cgremount=$?",
+            f"for f in {mine}/pids.max; do echo max > $f; echo write=$?; echo limit=$(cat $f); done",
+            f"unshare -rm sh -c 'mount -o remount,rw,bind {cgroup_mount(base)} && echo max > {mine}/pids.max' 2>&1;"
+            " echo nswrite=$?",
+        ]
+    return "; ".join(steps)
+
+
+class Watching:
+    """Reads the CLI's pids.max on the host when the tool's output reaches the model server
+    (the CLI is still running then, its cgroup in place)."""
+
+    limits: list[str]
+
+    def watch(self, server: FakeModelServer, body: Body) -> None:
+        base, _ = _place()
+        if base is not None and server.tool_output(body) is not None:
+            self.limits = [p.read_text().strip() for p in base.glob(f"{PREFIX}{os.getpid()}.*/pids.max")]
+
+
+class WatchingAnthropic(Watching, FakeAnthropic):
+    def answer(self, body: Body):  # type: ignore[no-untyped-def]
+        self.watch(self, body)
+        return super().answer(body)
+
+
+class WatchingResponses(Watching, FakeResponses):
+    def answer(self, body: Body):  # type: ignore[no-untyped-def]
+        self.watch(self, body)
+        return super().answer(body)
+
+
+def said(output: str, key: str) -> str | None:
+    """The value the command printed as `key=value` on a line of its own."""
+    found = re.search(rf"^{key}=(\S*)$", output, re.M)
+    return found.group(1) if found else None
+
+
+def check_contained(server: Watching, output: str, host_file: Path) -> None:
+    assert said(output, "uid") not in (None, "0"), output  # the command ran, not as root
+    assert not host_file.exists(), output
+    for step in ("remount", "touch", "nstouch"):
+        assert said(output, step) not in (None, "0"), output
+    base, _ = _place()
+    if base is not None:
+        for step in ("cgremount", "write", "nswrite"):
+            assert said(output, step) not in (None, "0"), output
+        assert said(output, "limit") not in (None, "max"), output
+        assert server.limits and "max" not in server.limits, server.limits
+
+
+def test_claude_code_commands_cannot_remount_write_host_files_or_lift_the_limit(
+    bwrap: None,
+    clis: dict[str, Path],
+    agent_home: Path,
+    host_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    host_file = host_dir / "escaped"
+    server = WatchingAnthropic([Rule("Break out", "Done: {output}", ("Bash", {"command": escape(host_file)}))])
+    server.limits = []
+    with server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, SUITE % {"system": SYSTEM}, claude_target(clis), sandbox="bubblewrap")
+    calls = [c for c in server.model_calls if not server.is_side_request(c.body)]
+    output = next((server.tool_output(c.body) for c in calls if server.tool_output(c.body) is not None), None)
+    assert output is not None, json.dumps([c.body for c in calls])[:3000]
+    check_contained(server, output, host_file)
+    assert result.execution_status != "execution_error", result.error
+    shutil.rmtree(result.trials[0].workspace or "", ignore_errors=True)
+
+
+def test_codex_commands_cannot_remount_write_host_files_or_lift_the_limit(
+    bwrap: None, clis: dict[str, Path], agent_home: Path, host_dir: Path, tmp_path: Path
+) -> None:
+    """Codex with its own sandbox off (`danger-full-access`): convoeval's is the one that holds."""
+    host_file = host_dir / "escaped"
+    server = WatchingResponses([Rule("Break out", "Done: {output}", ("exec_command", {"cmd": escape(host_file)}))])
+    server.limits = []
+    with server:
+        target = codex_target(clis, server, tmp_path)
+        target["args"] = [a if a != "workspace-write" else "danger-full-access" for a in target["args"]]
+        result, _ = run_suite(tmp_path, SUITE % {"system": SYSTEM}, target, sandbox="bubblewrap")
+    outputs = [server.tool_output(c.body) for c in server.model_calls]
+    output = next((o for o in outputs if o is not None), None)
+    assert output is not None, result.error
+    check_contained(server, output, host_file)
+    assert result.execution_status != "execution_error", result.error
+    shutil.rmtree(result.trials[0].workspace or "", ignore_errors=True)
