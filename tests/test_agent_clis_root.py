@@ -13,6 +13,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +25,7 @@ from convoeval._sandbox._cgroup import PREFIX, _place
 
 from . import test_agent_clis_real as real
 from .agent_servers import Body, FakeAnthropic, FakeModelServer, FakeResponses, Rule
-from .conftest import REPO
+from .conftest import REPO, write
 from .test_agent_clis_real import SYSTEM, claude_target, codex_target, run_suite
 
 clis = real.clis
@@ -173,3 +175,115 @@ def test_codex_commands_cannot_remount_write_host_files_or_lift_the_limit(
     check_contained(server, output, host_file)
     assert result.execution_status != "execution_error", result.error
     shutil.rmtree(result.trials[0].workspace or "", ignore_errors=True)
+
+
+@pytest.fixture
+def locked_clis(clis: dict[str, Path]) -> Iterator[dict[str, Path]]:
+    """The installed CLIs again (hard links: no copy), in a folder of mode 0700 of root's, as a
+    repo cloned under /root is: `nobody` cannot pass through it."""
+    modules = clis["claude"].parent.parent.resolve()  # .../node_modules
+    locked = modules.parent.parent / f".locked-{uuid.uuid4().hex[:8]}"
+    locked.mkdir(mode=0o700)
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system
+            shutil.copy2(src, dst)
+
+    try:
+        shutil.copytree(modules, locked / "repo" / "node_modules", symlinks=True, copy_function=link)
+        yield {name: locked / "repo" / "node_modules" / ".bin" / name for name in clis}
+    finally:
+        shutil.rmtree(locked, ignore_errors=True)
+
+
+SUITE_WRITE = """\
+tests:
+  - id: locked
+    mode: conversation
+    workspace: {keep: always}
+    input:
+      - {role: system, content: "%(system)s"}
+    turns:
+      - input: Write the note
+        assertions:
+          - {type: contains, value: NOTE-7}
+"""
+
+
+@pytest.mark.parametrize("which", ["claude", "codex"])
+def test_a_cli_installed_under_a_folder_nobody_cannot_pass_still_works(
+    bwrap: None,
+    locked_clis: dict[str, Path],
+    agent_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    which: str,
+) -> None:
+    assert (
+        locked_clis[which].exists() and os.stat(locked_clis[which].parent.parent.parent.parent).st_mode & 0o777 == 0o700
+    )
+    command = "echo NOTE-7 > note.txt && cat note.txt"
+    if which == "claude":
+        server: FakeModelServer = FakeAnthropic(
+            [Rule("Write the note", "Wrote {output}.", ("Bash", {"command": command}))]
+        )
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(locked_clis)
+    else:
+        server = FakeResponses([Rule("Write the note", "Wrote {output}.", ("exec_command", {"cmd": command}))])
+        target = codex_target(locked_clis, server, tmp_path)  # Codex's own sandbox inside, as nobody
+    with server:
+        result, _ = run_suite(tmp_path, SUITE_WRITE % {"system": SYSTEM}, target, sandbox="bubblewrap")
+    assert result.verdict == "pass", result.error or result.model_dump_json(indent=1)[:3000]
+    kept = Path(result.trials[0].workspace or "")
+    assert (kept / "note.txt").read_text() == "NOTE-7\n" and (kept / "note.txt").stat().st_uid == 0
+    shutil.rmtree(kept)
+
+
+#: Runs a command as root of a user namespace that maps uids 0-65535 to themselves (so `nobody`
+#: exists in it) and where no further user namespace can be made: a host without unprivileged
+#: user namespaces, as far as bubblewrap started as `nobody` can tell.
+NO_USERNS = """\
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ready, go = os.pipe(), os.pipe()
+pid = os.fork()
+if pid == 0:
+    if libc.unshare(0x10000000) != 0:
+        os._exit(90)
+    os.write(ready[1], b"1")
+    os.read(go[0], 1)
+    open("/proc/sys/user/max_user_namespaces", "w").write("0")
+    os.execvp(sys.argv[1], sys.argv[1:])
+os.read(ready[0], 1)
+for kind in ("uid_map", "gid_map"):
+    open(f"/proc/{pid}/{kind}", "w").write("0 0 65536")
+os.write(go[1], b"1")
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def test_without_unprivileged_user_namespaces_the_turn_is_an_error_that_says_what_to_do(
+    bwrap: None, clis: dict[str, Path], agent_home: Path, tmp_path: Path
+) -> None:
+    """Never a turn with root's powers instead: the CLI does not start at all."""
+    with FakeAnthropic(real.RULES) as server:
+        write(tmp_path / "targets.yaml", json.dumps({"targets": [claude_target(clis)]}))
+        suite = write(tmp_path / "s.eval.yaml", SUITE % {"system": SYSTEM})
+        (tmp_path / "work").mkdir()
+        out = tmp_path / "r.jsonl"
+        run = [sys.executable, "-m", "convoeval", "run", str(suite), "--target", "claude", "--judge", "scripted"]
+        run += ["--no-cache", "-o", str(out)]
+        env = {**os.environ, "ANTHROPIC_BASE_URL": server.url, "CONVOEVAL_SANDBOX": "bubblewrap"}
+        done = subprocess.run(
+            [sys.executable, "-c", NO_USERNS, *run], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert out.exists(), done.stderr[-3000:]
+        result = json.loads(out.read_text().splitlines()[0])
+    assert result["execution_status"] == "execution_error", result
+    error = result["error"]
+    assert "unprivileged user nobody" in error and "cannot start as that user here" in error, error
+    assert "user namespaces" in error and "--sandbox none" in error, error
+    assert server.requests == []  # the CLI never started

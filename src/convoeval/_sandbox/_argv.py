@@ -98,8 +98,8 @@ def agent_bwrap_argv(
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
     if resolv.is_relative_to("/run") or any(_under(str(resolv), h) for h in hidden):
         shown.append(str(resolv))
-    programs = [*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix]
-    binds = [str(Path(p).resolve()) for p in (*shown, home, workspace, *filter(None, programs))]
+    programs = [p for p in (*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix) if p]
+    binds = [str(Path(p).resolve()) for p in (*shown, str(home), str(workspace), *programs)]
     closed = closed_folders(binds, user) if user is not None else []
     shown += _shown_programs(hidden, closed)
     for folder in hidden:
