@@ -4,9 +4,12 @@ Before the turn every file and folder of the workspace is given to the user (its
 recorded); after it, when nothing of the turn runs any more, each goes back to its recorded
 owner, and what the turn made to the workspace's owner, so hooks, `verify`, code-graders and a
 kept workspace find it owned as before. Links are never followed (`lchown`): a link the agent
-made to a host file changes nothing but the link. The kernel clears the set-user-ID and
-set-group-ID bits of a file whose owner changes, and `give_back` clears any left, so no file
-the agent wrote becomes a set-user-ID program of root's.
+made to a host file changes nothing but the link. A file with other hard links (`git clone`
+of a local repo links its objects) is not given: its other names may lie outside the
+workspace; the agent may read it, not change it in place (removing it, or writing a new file
+in its place, still works). The kernel clears the set-user-ID and set-group-ID bits of a file
+whose owner changes, and `give_back` clears any left, so no file the agent wrote becomes a
+set-user-ID program of root's.
 """
 
 from __future__ import annotations
@@ -47,11 +50,14 @@ class Lent:
 def lend(root: Path, user: AgentUser) -> Lent:
     """Give the workspace `root` to `user` for a turn (its owners recorded for `give_back`)."""
     lent = Lent(root, user)
+    shared = set()
     for path in _entries(root):
         st = os.lstat(path)
         lent.owners[path] = (st.st_uid, st.st_gid)
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            shared.add(path)
     try:
-        for path in lent.owners:
+        for path in lent.owners.keys() - shared:
             os.lchown(path, user.uid, user.gid)
     except BaseException:
         lent.give_back()
