@@ -19,6 +19,8 @@ import pytest
 from convoeval import _sandbox as sandbox
 from convoeval._sandbox import DEFAULT_SETTINGS, SandboxError, agent_bwrap_argv, in_agent_child, lend
 from convoeval._sandbox._agent_user import AgentUser, can_pass, closed_folders, parse_user
+from convoeval.targets.agents._boxed import AgentHomes
+from convoeval.targets.agents._codex_rollout import find_rollout
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 root_only = pytest.mark.skipif(not ROOT, reason="only root lends the workspace to another user")
@@ -60,6 +62,12 @@ def test_folders_the_user_cannot_pass_are_found_highest_first(tmp_path: Path) ->
         assert can_pass(locked, user)
 
 
+def owners_of(tree: Path) -> dict[str, str]:
+    """`uid:gid` of `tree` ("") and of every path under it, links not followed (by find(1))."""
+    listed = subprocess.run(["find", str(tree), "-printf", "%U:%G %P\\0"], capture_output=True, text=True, check=True)
+    return {path: owner for owner, _, path in (e.partition(" ") for e in listed.stdout.split("\0") if e)}
+
+
 @root_only
 def test_lending_gives_every_entry_to_the_user_and_back(tmp_path: Path) -> None:
     outside = tmp_path / "host.txt"
@@ -68,12 +76,14 @@ def test_lending_gives_every_entry_to_the_user_and_back(tmp_path: Path) -> None:
     (ws / "sub").mkdir(parents=True)
     (ws / "sub" / "a.txt").write_text("a")
     (ws / "theirs.txt").write_text("t")
-    os.chown(ws / "theirs.txt", 4321, 4322)  # a file of another owner (a template's)
+    os.chown(ws / "theirs.txt", 4321, 4322)  # files of another owner (a template's)
+    (ws / "kept.txt").write_text("k")
+    os.chown(ws / "kept.txt", 4321, 4322)
     (ws / "link").symlink_to(outside)  # a link to a host file: never followed
     os.link(outside, ws / "hard")  # a hard link (a local `git clone`'s objects): another name of a host file
     lent = lend(ws, NOBODY)
-    given = {(p.lstat().st_uid, p.lstat().st_gid) for p in [ws, *ws.rglob("*")] if p.name != "hard"}
-    assert given == {(NOBODY.uid, NOBODY.gid)}
+    given = owners_of(ws)
+    assert given.pop("hard") == "0:0" and set(given.values()) == {f"{NOBODY.uid}:{NOBODY.gid}"}
     assert outside.stat().st_uid == 0  # through neither link
     # What the turn made: a file, a set-user-ID program, a folder, a link to a host file.
     made = [ws / "new.txt", ws / "suid", ws / "sub" / "deeper"]
@@ -85,10 +95,19 @@ def test_lending_gives_every_entry_to_the_user_and_back(tmp_path: Path) -> None:
         os.lchown(path, NOBODY.uid, NOBODY.gid)
     made[1].chmod(0o6755)
     (ws / "sub" / "a.txt").unlink()  # and one it removed
+    (ws / "theirs.txt").unlink()  # and one of another owner's it replaced: the new one is the turn's
+    (ws / "theirs.txt").write_text("mine")
+    os.chown(ws / "theirs.txt", NOBODY.uid, NOBODY.gid)
+    deep = ws
+    for _ in range(1200):  # folders nested deeper than Python's recursion limit
+        deep = deep / "d"
+        os.mkdir(deep)
+        os.lchown(deep, NOBODY.uid, NOBODY.gid)
     lent.give_back()
-    owners = {str(p.relative_to(ws)): (p.lstat().st_uid, p.lstat().st_gid) for p in ws.rglob("*")}
-    assert owners.pop("theirs.txt") == (4321, 4322)
-    assert set(owners.values()) == {(0, 0)} and (ws.stat().st_uid, ws.stat().st_gid) == (0, 0)
+    owners = owners_of(ws)
+    assert owners.pop("kept.txt") == "4321:4322"
+    assert set(owners.values()) == {"0:0"} and len(owners) > 1200 and deep.stat().st_uid == 0
+    subprocess.run(["rm", "-rf", str(ws / "d")], check=True)  # shutil.rmtree recurses
     assert stat.S_IMODE(made[1].stat().st_mode) == 0o755  # no set-user-ID program of root's
     assert (outside.stat().st_uid, outside.read_text()) == (0, "host\n")
 
@@ -131,3 +150,30 @@ def test_a_cli_under_a_folder_the_user_cannot_pass_still_starts(tmp_path: Path) 
     assert (ws / "made").stat().st_uid == 0  # made as nobody, given back
     # Nothing of the child's mounts reached the host.
     assert str(tools) not in Path("/proc/self/mountinfo").read_text()
+
+
+def test_links_the_cli_leaves_in_its_home_never_make_convoeval_read_a_host_file(tmp_path: Path) -> None:
+    """HOME is written by the CLI (as `nobody` under root): the session files kept and the Codex
+    rollout read from it are plain files inside it, never a link to (or a pipe posing as) one."""
+    outside = tmp_path / "host"
+    (outside / "project").mkdir(parents=True)
+    (outside / "project" / "root-session.jsonl").write_text('{"secret": "host"}\n')
+    (outside / "rollout-x-T1.jsonl").write_text('{"payload": {}}\n')
+    homes = AgentHomes(tmp_path / "kept")
+    home = homes.home(str(tmp_path / "ws"), None)
+    projects = home / ".claude" / "projects"
+    (projects / "p").mkdir(parents=True)
+    (projects / "p" / "mine.jsonl").write_text("{}\n")
+    (projects / "p" / "link.jsonl").symlink_to(outside / "project" / "root-session.jsonl")
+    (projects / "q").symlink_to(outside / "project")  # a link to a folder of the host's
+    homes.settle(home, "s1")
+    homes.end("s1")
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["mine.jsonl"]
+    sessions = tmp_path / "h" / ".codex" / "sessions" / "2026" / "11" / "26"
+    sessions.mkdir(parents=True)
+    env = {"HOME": str(tmp_path / "h")}
+    (sessions / "rollout-a-T1.jsonl").symlink_to(outside / "rollout-x-T1.jsonl")
+    os.mkfifo(sessions / "rollout-b-T2.jsonl")  # opening it would wait forever
+    (sessions / "rollout-c-T3.jsonl").write_text("{}\n")
+    assert find_rollout(env, "T1") is None and find_rollout(env, "T2") is None
+    assert find_rollout(env, "T3") == sessions / "rollout-c-T3.jsonl"

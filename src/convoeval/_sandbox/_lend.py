@@ -24,21 +24,23 @@ from ._agent_user import AgentUser
 
 @dataclass
 class Lent:
-    """A workspace lent to `user`: the owner of each entry before, by path."""
+    """A workspace lent to `user`: the owner of each entry before, by path (and inode: a file
+    the turn put in another's place is the turn's)."""
 
     root: Path
     user: AgentUser
-    owners: dict[str, tuple[int, int]] = field(default_factory=dict)
+    owners: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
     def give_back(self) -> None:
         """Every entry back to its recorded owner; one the turn made to the workspace's owner."""
-        default = self.owners.get(str(self.root))
-        if default is None:
+        if str(self.root) not in self.owners:
             return
+        _, *default = self.owners[str(self.root)]
         for path in _entries(self.root):
-            uid, gid = self.owners.get(path, default)
             try:
                 st = os.lstat(path)
+                inode, *owner = self.owners.get(path, (st.st_ino, *default))
+                uid, gid = owner if inode == st.st_ino else default
                 if (st.st_uid, st.st_gid) != (uid, gid):
                     os.lchown(path, uid, gid)
                 if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
@@ -53,7 +55,7 @@ def lend(root: Path, user: AgentUser) -> Lent:
     shared = set()
     for path in _entries(root):
         st = os.lstat(path)
-        lent.owners[path] = (st.st_uid, st.st_gid)
+        lent.owners[path] = (st.st_ino, st.st_uid, st.st_gid)
         if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
             shared.add(path)
     try:
@@ -66,8 +68,16 @@ def lend(root: Path, user: AgentUser) -> Lent:
 
 
 def _entries(root: Path) -> list[str]:
-    """`root` and every path under it, links included but not followed."""
-    found = [str(root)]
-    for folder, dirs, files in os.walk(root):
-        found.extend(os.path.join(folder, name) for name in (*dirs, *files))
+    """`root` and every path under it, links included but not followed (no recursion: a turn
+    may leave folders nested deeper than Python's stack)."""
+    found, folders = [str(root)], [str(root)]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    found.append(entry.path)
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
     return found

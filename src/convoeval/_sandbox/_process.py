@@ -117,8 +117,12 @@ def in_agent_child(settings: SandboxSettings, group: PidsGroup | None = None, bo
     if box is None or box.user is None:
         return
     parent = os.getppid()
-    box.reach.open_up()
-    become(box.user)
+    try:
+        box.reach.open_up()
+        become(box.user)
+    except OSError as exc:  # said on its stderr, which the CLI's error quotes
+        os.write(2, f"convoeval: cannot start the agent's sandbox as {box.user.name}: {exc}\n".encode())
+        os._exit(126)
     if _prctl is not None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # convoeval died before the signal was armed again

@@ -155,13 +155,24 @@ class AgentHomes:
                 self.keep.mkdir(parents=True, exist_ok=True)
                 for pattern in SESSION_FILES:
                     for found in home.glob(pattern):
-                        shutil.copy2(found, self.keep / found.name)
+                        if _plain_file_in(found, home):
+                            shutil.copy2(found, self.keep / found.name, follow_symlinks=False)
         finally:
             shutil.rmtree(home, ignore_errors=True)
 
     def close(self) -> None:
         for session_id in list(self._homes):
             self.end(session_id)
+
+
+def _plain_file_in(path: Path, home: Path) -> bool:
+    """Whether `path` is a regular file inside `home`, reached without a link: the CLI wrote
+    HOME (as another user, when convoeval is root), and a link it left there must not make
+    convoeval copy a file of the host's."""
+    try:
+        return path.is_file() and not path.is_symlink() and path.resolve().is_relative_to(home.resolve())
+    except OSError:
+        return False
 
 
 def launch(
