@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import uuid
@@ -287,3 +288,50 @@ def test_without_unprivileged_user_namespaces_the_turn_is_an_error_that_says_wha
     assert "unprivileged user nobody" in error and "cannot start as that user here" in error, error
     assert "user namespaces" in error and "--sandbox none" in error, error
     assert server.requests == []  # the CLI never started
+
+
+SUITE_VERIFY = """\
+tests:
+  - id: report
+    mode: conversation
+    workspace:
+      keep: always
+      hooks:
+        after_each: {command: "cat result.txt out/part > hook.txt"}
+    verify: {command: "grep -q DONE result.txt", timeout_s: 30}
+    input:
+      - {role: system, content: "%(system)s"}
+    turns:
+      - input: Start the report
+      - input: Finish the report
+      - input: Never sent
+"""
+
+
+def test_verify_and_hooks_find_the_turns_files_after_every_turn(
+    bwrap: None, clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI writes private files (umask 077) as `nobody`; `verify` after each turn and the
+    `after_each` hook run as root without capabilities, so they read them only because the
+    workspace was given back to its owner after the turn."""
+    rules = [
+        Rule(
+            "Start the report",
+            "Started.",
+            ("Bash", {"command": "umask 077; echo WIP > result.txt; mkdir out; echo part > out/part"}),
+        ),
+        Rule("Finish the report", "Finished.", ("Bash", {"command": "umask 077; echo DONE > result.txt; id -u"})),
+    ]
+    with FakeAnthropic(rules) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, SUITE_VERIFY % {"system": SYSTEM}, claude_target(clis), sandbox="bubblewrap")
+    assert result.verdict == "pass", result.error or result.model_dump_json(indent=1)[:3000]
+    verify = next(s for s in result.scores if s.name == "verify")
+    assert verify.note == "verified at turn 2", verify
+    assert [a.passed for a in verify.assertions] == [False, True], verify.assertions
+    assert "Permission denied" not in json.dumps([a.evidence for a in verify.assertions])
+    kept = Path(result.trials[0].workspace or "")
+    assert (kept / "hook.txt").read_text() == "DONE\npart\n"
+    owners = {(p.lstat().st_uid, stat.S_IMODE(p.lstat().st_mode)) for p in kept.rglob("*")}
+    assert owners == {(0, 0o600), (0, 0o700), (0, 0o644)}, owners  # the turn's modes, root's files
+    shutil.rmtree(kept)
