@@ -177,3 +177,22 @@ def test_links_the_cli_leaves_in_its_home_never_make_convoeval_read_a_host_file(
     (sessions / "rollout-c-T3.jsonl").write_text("{}\n")
     assert find_rollout(env, "T1") is None and find_rollout(env, "T2") is None
     assert find_rollout(env, "T3") == sessions / "rollout-c-T3.jsonl"
+
+
+@root_only
+def test_an_entry_that_cannot_be_given_back_is_an_error_naming_it_and_the_rest_go_back(tmp_path: Path) -> None:
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is missing (e2fsprogs)")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for name in ("a", "stuck", "z"):
+        (ws / name).write_text(name)
+    lent = lend(ws, NOBODY)
+    if subprocess.run(["chattr", "+i", str(ws / "stuck")], capture_output=True).returncode != 0:
+        pytest.skip("this file system has no immutable files")
+    try:
+        with pytest.raises(OSError, match=f"cannot give {ws / 'stuck'} back to its owner"):
+            lent.give_back()
+    finally:
+        subprocess.run(["chattr", "-i", str(ws / "stuck")], check=True)
+    assert owners_of(ws) == {"": "0:0", "a": "0:0", "stuck": f"{NOBODY.uid}:{NOBODY.gid}", "z": "0:0"}

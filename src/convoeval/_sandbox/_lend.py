@@ -32,21 +32,34 @@ class Lent:
     owners: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
     def give_back(self) -> None:
-        """Every entry back to its recorded owner; one the turn made to the workspace's owner."""
+        """Every entry back to its recorded owner; one the turn made to the workspace's owner.
+
+        Raises:
+            OSError: an entry could not be given back (the others were).
+        """
         if str(self.root) not in self.owners:
             return
         _, *default = self.owners[str(self.root)]
+        failed: OSError | None = None
         for path in _entries(self.root):
             try:
-                st = os.lstat(path)
-                inode, *owner = self.owners.get(path, (st.st_ino, *default))
-                uid, gid = owner if inode == st.st_ino else default
-                if (st.st_uid, st.st_gid) != (uid, gid):
-                    os.lchown(path, uid, gid)
-                if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
-                    os.chmod(path, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+                self._give_back(path, default)
             except FileNotFoundError:
                 continue
+            except OSError as exc:
+                failed = failed or OSError(exc.errno, f"cannot give {path} back to its owner: {exc.strerror}")
+        if failed is not None:
+            raise failed
+
+    def _give_back(self, path: str, default: list[int]) -> None:
+        st = os.lstat(path)
+        inode, *owner = self.owners.get(path, (-1, *default))
+        shared = inode == st.st_ino and st.st_nlink > 1 and stat.S_ISREG(st.st_mode)  # never lent
+        uid, gid = owner if inode == st.st_ino else default
+        if (st.st_uid, st.st_gid) != (uid, gid):
+            os.lchown(path, uid, gid)
+        if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID) and not shared:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
 
 
 def lend(root: Path, user: AgentUser) -> Lent:

@@ -118,7 +118,10 @@ class AgentCli(ABC):
             if start.pids is not None:  # the CLI has ended (or its group was killed)
                 await asyncio.shield(start.pids.remove())
             if lent is not None:  # nothing of the turn runs any more (its PID namespace is gone)
-                lent.give_back()
+                try:
+                    lent.give_back()
+                except OSError as exc:
+                    raise TargetError(f"{self.name}: the workspace lent to the CLI: {exc}") from None
             if start.home is not None:
                 self.homes.settle(start.home, session or request.session_id)
         reply.latency_ms = finished.duration_ms
