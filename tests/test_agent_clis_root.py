@@ -179,11 +179,16 @@ def test_codex_commands_cannot_remount_write_host_files_or_lift_the_limit(
 
 
 @pytest.fixture
-def locked_clis(clis: dict[str, Path]) -> Iterator[dict[str, Path]]:
+def locked_clis(clis: dict[str, Path], tmp_path: Path, which: str) -> Iterator[dict[str, Path]]:
     """The installed CLIs again (hard links: no copy), in a folder of mode 0700 of root's, as a
-    repo cloned under /root is: `nobody` cannot pass through it."""
+    repo cloned under /root is: `nobody` cannot pass through it. Claude Code's in the repo (a
+    folder the sandbox shows), Codex's in the temp folder (one it hides), where the file system
+    allows the links."""
     modules = clis["claude"].parent.parent.resolve()  # .../node_modules
-    locked = modules.parent.parent / f".locked-{uuid.uuid4().hex[:8]}"
+    device = modules.stat().st_dev
+    places = (REPO, tmp_path) if which == "claude" else (tmp_path, REPO)
+    place = next((p for p in places if p.stat().st_dev == device), modules.parent.parent)
+    locked = place / f".locked-{uuid.uuid4().hex[:8]}"
     locked.mkdir(mode=0o700)
 
     def link(src: str, dst: str) -> None:
