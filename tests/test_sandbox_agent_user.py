@@ -19,8 +19,10 @@ import pytest
 from convoeval import _sandbox as sandbox
 from convoeval._sandbox import DEFAULT_SETTINGS, SandboxError, agent_bwrap_argv, in_agent_child, lend
 from convoeval._sandbox._agent_user import AgentUser, can_pass, closed_folders, parse_user
-from convoeval.targets.agents._boxed import AgentHomes
+from convoeval.targets._base import TargetConfig
+from convoeval.targets.agents._boxed import AgentHomes, launch
 from convoeval.targets.agents._codex_rollout import find_rollout
+from convoeval.targets.agents._settings import AgentCliSettings
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 root_only = pytest.mark.skipif(not ROOT, reason="only root lends the workspace to another user")
@@ -196,3 +198,30 @@ def test_an_entry_that_cannot_be_given_back_is_an_error_naming_it_and_the_rest_g
     finally:
         subprocess.run(["chattr", "-i", str(ws / "stuck")], check=True)
     assert owners_of(ws) == {"": "0:0", "a": "0:0", "stuck": f"{NOBODY.uid}:{NOBODY.gid}", "z": "0:0"}
+
+
+@root_only
+def test_as_root_a_turn_starts_as_the_agent_user_by_the_clis_real_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is missing")
+    real = tmp_path / "install" / "cli.sh"
+    real.parent.mkdir()
+    real.write_text("#!/bin/sh\n")
+    real.chmod(0o755)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "agent-cli").symlink_to(real)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    monkeypatch.setenv("USER", "root")
+    homes = AgentHomes(None)
+    config = TargetConfig(name="c", provider="claude-code")
+    start = launch(config, AgentCliSettings(), homes, ["agent-cli", "-p"], str(tmp_path), None, ((), ()))
+    try:
+        assert start.user == NOBODY and start.env["USER"] == start.env["LOGNAME"] == "nobody"
+        assert start.argv[-2:] == [str(real), "-p"]  # not the link in a folder nobody may not pass
+        assert start.home is not None and start.home.stat().st_uid == NOBODY.uid
+    finally:
+        if start.pids is not None:
+            start.pids.remove_now(1)
+        homes.settle(start.home, None)  # type: ignore[arg-type]
