@@ -340,3 +340,19 @@ def test_verify_and_hooks_find_the_turns_files_after_every_turn(
     owners = {(p.lstat().st_uid, stat.S_IMODE(p.lstat().st_mode)) for p in kept.rglob("*")}
     assert owners == {(0, 0o600), (0, 0o700), (0, 0o644)}, owners  # the turn's modes, root's files
     shutil.rmtree(kept)
+
+
+def test_a_turn_that_times_out_still_gives_the_workspace_back(
+    bwrap: None, clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    command = "mkdir -p out && touch out/made && sleep 60"
+    with FakeAnthropic([Rule("Write the note", "never", ("Bash", {"command": command}))]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        suite = SUITE_WRITE % {"system": SYSTEM}
+        result, _ = run_suite(tmp_path, suite, claude_target(clis, timeout_s=5), sandbox="bubblewrap")
+    assert result.execution_status == "execution_error" and "timed out after 5 s" in (result.error or "")
+    kept = Path(result.trials[0].workspace or "")
+    assert (kept / "out" / "made").exists()  # the command ran, as nobody
+    owners = {(p.lstat().st_uid, p.lstat().st_gid) for p in [kept, *kept.rglob("*")]}
+    assert owners == {(0, 0)}, owners
+    shutil.rmtree(kept)

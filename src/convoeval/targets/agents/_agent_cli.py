@@ -115,15 +115,17 @@ class AgentCli(ABC):
                 raise TargetError(redact(str(exc), tuple(start.secrets))) from None
             session = reply.session_id
         finally:
-            if start.pids is not None:  # the CLI has ended (or its group was killed)
-                await asyncio.shield(start.pids.remove())
-            if lent is not None:  # nothing of the turn runs any more (its PID namespace is gone)
-                try:
-                    lent.give_back()
-                except OSError as exc:
-                    raise TargetError(f"{self.name}: the workspace lent to the CLI: {exc}") from None
-            if start.home is not None:
-                self.homes.settle(start.home, session or request.session_id)
+            try:
+                if start.pids is not None:  # the CLI has ended (or its group was killed)
+                    await asyncio.shield(start.pids.remove())
+            finally:  # even when cancelled again while its cgroup drains
+                if start.home is not None:
+                    self.homes.settle(start.home, session or request.session_id)
+                if lent is not None:  # nothing of the turn runs any more (its PID namespace is gone)
+                    try:
+                        lent.give_back()
+                    except OSError as exc:
+                        raise TargetError(f"{self.name}: the workspace lent to the CLI: {exc}") from None
         reply.latency_ms = finished.duration_ms
         system, _ = self.prompt(request)
         if system and reply.session_id:
