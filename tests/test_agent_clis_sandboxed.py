@@ -109,6 +109,9 @@ def check_boxed_run(server: FakeModelServer, result, raw: str, key: str, absent_
     kept = Path(result.trials[0].workspace or "")
     assert (kept / "order.txt").read_text() == "ORD-1042\n"
     assert homes_left(kept) == []
+    # Lent to the CLI's user for each turn as root, it is owned as before, the CLI's file too.
+    owners = {(p.lstat().st_uid, p.lstat().st_gid) for p in [kept, *kept.rglob("*")]}
+    assert owners == {(os.getuid(), os.getgid())}, owners
     shutil.rmtree(kept)
     # As root each turn ran in a pids cgroup of its own (test_sandbox_pids.py), gone with the turn.
     base, _ = _place()

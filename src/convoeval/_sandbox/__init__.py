@@ -17,7 +17,10 @@ Backends, chosen for the whole run (`--sandbox`, `RunOptions.sandbox`, `CONVOEVA
 Agent CLIs (`claude-code`, `codex`) in a conversation with a workspace run in bubblewrap too
 (`agent_bwrap_argv`): the same confinement, but with the host's network (they must reach their
 model), the user's home hidden, a private HOME of the conversation at `AGENT_HOME`, their
-install readable, and every limit but RLIMIT_NPROC (`in_agent_child`).
+install readable, and every limit but RLIMIT_NPROC (`in_agent_child`). As root, their
+bubblewrap starts as an unprivileged user (`_agent_user`: `nobody`, or `CONVOEVAL_AGENT_USER`),
+the workspace lent to that user for each turn (`_lend`), what it could not reach opened up
+for it (`_reach`), so nothing inside keeps root's powers.
 
 Every backend passes only the variables a suite names (plus PATH and the locale), applies the
 `sandbox:` limits (address space, processes, file size, CPU seconds) with `setrlimit`, reads
@@ -37,7 +40,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ._argv import AGENT_HOME, SANDBOX_HOME, agent_bwrap_argv, bwrap_argv, docker_argv
+from ._agent_user import AGENT_USER_ENV, AgentUser, agent_user, start_problem
+from ._argv import AGENT_HOME, SANDBOX_HOME, AgentBox, agent_bwrap_argv, bwrap_argv, docker_argv
 from ._cgroup import AGENT_TASKS, PidsGroup, ProcessLimit, process_limit, sweep_stale_cgroups
 from ._choice import (
     BACKENDS,
@@ -56,37 +60,45 @@ from ._choice import (
     trial_settings,
     use_trial_settings,
 )
+from ._lend import Lent, lend
 from ._owner import owner_gone, owner_tag
 from ._process import Finished, agent_pids_group, in_agent_child, spawn
 
 __all__ = [
     "AGENT_HOME",
     "AGENT_TASKS",
+    "AGENT_USER_ENV",
     "BACKENDS",
     "BASE_ENV",
     "DEFAULT_SETTINGS",
     "INSTALL_HINT",
     "SANDBOX_HOME",
+    "AgentBox",
+    "AgentUser",
     "Backend",
     "Finished",
+    "Lent",
     "PidsGroup",
     "ProcessLimit",
     "SandboxError",
     "SandboxSettings",
     "agent_bwrap_argv",
     "agent_pids_group",
+    "agent_user",
     "backend",
     "choose",
     "chosen",
     "command_env",
     "describe",
     "in_agent_child",
+    "lend",
     "owner_gone",
     "owner_tag",
     "process_limit",
     "process_limit_note",
     "reset_trial_settings",
     "run",
+    "start_problem",
     "sweep_stale_cgroups",
     "trial_settings",
     "use_trial_settings",

@@ -8,9 +8,12 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._agent_user import AgentUser, closed_folders
 from ._choice import SandboxError, SandboxSettings
+from ._reach import Reach
 
 #: Where the fresh HOME is, inside the sandbox's private /tmp.
 SANDBOX_HOME = "/tmp/home"
@@ -31,9 +34,10 @@ def _start() -> list[str]:
     """bubblewrap's start for a command; as root also `--cap-drop ALL`. bubblewrap keeps a root
     caller's capabilities inside (its uid 0 is the host's): with them a command could remount
     `/` read-write in its mount namespace and write host files, or the pids cgroups. Agent CLIs
-    keep them: Codex's own sandbox, a bubblewrap inside this one, cannot start without them
-    (no uid map without CAP_SETFCAP, no /proc in a user namespace of its own, bubblewrap
-    covers /proc/irq and /proc/bus)."""
+    cannot drop them: Codex's own sandbox, a bubblewrap inside this one, cannot start without
+    them (no uid map without CAP_SETFCAP, no /proc in a user namespace of its own, bubblewrap
+    covers /proc/irq and /proc/bus); as root they start as an unprivileged user instead
+    (`agent_bwrap_argv`)."""
     return [*_BWRAP, "--cap-drop", "ALL"] if os.geteuid() == 0 else [*_BWRAP]
 
 
@@ -67,26 +71,46 @@ def bwrap_argv(
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
 
 
-def agent_bwrap_argv(argv: list[str], workspace: Path, home: Path, readable: Sequence[Path]) -> list[str]:
+@dataclass(frozen=True)
+class AgentBox:
+    """An agent CLI's sandbox: bubblewrap's command line, the user it starts as (None: convoeval's
+    own), and what of the host must be opened up for that user first (`Reach`)."""
+
+    argv: list[str]
+    user: AgentUser | None = None
+    reach: Reach = field(default_factory=Reach)
+
+
+def agent_bwrap_argv(
+    argv: list[str], workspace: Path, home: Path, readable: Sequence[Path], user: AgentUser | None = None
+) -> AgentBox:
     """bubblewrap's command line for an agent CLI: a command's sandbox (the system read-only,
     private /tmp and /run, new user, PID, IPC and UTS namespaces, the workspace the one writable
     host folder and the working directory), but with the host's network (the CLI must reach its
     model), the user's home hidden as well, `home` bound read-write as HOME (`AGENT_HOME`), and
-    `readable` (the CLI's install) and the programs on PATH visible read-only."""
-    out = [*_BWRAP, "--share-net"]  # root's capabilities kept: see `_start`
+    `readable` (the CLI's install) and the programs on PATH visible read-only. As root, bubblewrap
+    starts as `user` (unprivileged: see `_agent_user`), and the paths it binds that `user` could
+    not reach are opened up for it (`Reach`)."""
+    out = [*_BWRAP, "--share-net"]  # as `user`, nothing inside has a capability on the host
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
-    for folder in hidden:
-        out += ["--tmpfs", folder]
-    shown = [*map(str, readable), *_shown_programs(hidden)]
+    shown = [*map(str, readable)]
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
     if resolv.is_relative_to("/run") or any(_under(str(resolv), h) for h in hidden):
         shown.append(str(resolv))
+    programs = [p for p in (*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix) if p]
+    binds = [str(Path(p).resolve()) for p in (*shown, str(home), str(workspace), *programs)]
+    closed = closed_folders(binds, user) if user is not None else []
+    shown += _shown_programs(hidden, closed)
+    for folder in hidden:
+        out += ["--tmpfs", folder]
     for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
         out += ["--ro-bind-try", path, path]
     out += ["--bind", str(Path(home).resolve()), AGENT_HOME]
     resolved = str(Path(workspace).resolve())
-    return [*out, "--bind", resolved, resolved, "--chdir", resolved, "--", *argv]
+    out += ["--bind", resolved, resolved, "--chdir", resolved, "--", *argv]
+    sources = [*(str(Path(p).resolve()) for p in shown), str(Path(home).resolve()), resolved]
+    return AgentBox(out, user, Reach.of(sources, closed))
 
 
 def _user_homes() -> list[str]:
@@ -108,15 +132,18 @@ def _hidden(extra: Sequence[str]) -> list[str]:
     return sorted(folders, key=lambda f: len(Path(f).parts))
 
 
-def _shown_programs(hidden: Sequence[str]) -> list[str]:
+def _shown_programs(hidden: Sequence[str], closed: Sequence[str] = ()) -> list[str]:
     """What of the hidden folders must stay readable for the programs on PATH and this Python:
     an entry under a temp folder itself; one under a home, the home's top folder that holds it
-    (`~/.nvm`, `~/.pyenv`: a version manager's shims need the versions beside them)."""
+    (`~/.nvm`, `~/.pyenv`: a version manager's shims need the versions beside them); an entry
+    under a `closed` folder (that the agent's user cannot pass through) itself."""
     entries = [*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix]
     shown = []
     for entry in filter(None, entries):
         holder = next((h for h in reversed(hidden) if _under(entry, h)), None)
         if holder is None:
+            if any(_under(entry, c) for c in closed):
+                shown.append(entry)
             continue
         rest = Path(entry).resolve().relative_to(holder)
         is_temp = holder in (str(Path("/tmp").resolve()), str(Path(tempfile.gettempdir()).resolve()))

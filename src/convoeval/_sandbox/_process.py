@@ -14,6 +14,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._agent_user import become
+from ._argv import AgentBox
 from ._cgroup import AGENT_TASKS, PidsGroup
 from ._choice import SandboxError, SandboxSettings
 
@@ -105,10 +107,26 @@ def _in_child(settings: SandboxSettings | None, *, processes: bool = True, group
     )
 
 
-def in_agent_child(settings: SandboxSettings, group: PidsGroup | None = None) -> None:
+def in_agent_child(settings: SandboxSettings, group: PidsGroup | None = None, box: AgentBox | None = None) -> None:
     """`_in_child` for an agent CLI: every limit but RLIMIT_NPROC, and its pids cgroup
-    (`agent_pids_group`) when it has one."""
+    (`agent_pids_group`) when it has one; then, when `box` names a user (convoeval is root), the
+    host paths that user could not reach opened up for it (`Reach`), and the drop to that user,
+    all while still root. The drop clears PR_SET_PDEATHSIG: it is set again as the user, and a
+    parent already gone ends the child at once."""
     _in_child(settings, processes=False, group=group)
+    if box is None or box.user is None:
+        return
+    parent = os.getppid()
+    try:
+        box.reach.open_up()
+        become(box.user)
+    except OSError as exc:  # said on its stderr, which the CLI's error quotes
+        os.write(2, f"convoeval: cannot start the agent's sandbox as {box.user.name}: {exc}\n".encode())
+        os._exit(126)
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # convoeval died before the signal was armed again
+        os._exit(1)
 
 
 def agent_pids_group(settings: SandboxSettings) -> PidsGroup | None:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from pathlib import Path
 from typing import ClassVar
 
+from ..._sandbox import lend
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError
 from .._http import redact
 from .._settings import settings_of
@@ -92,7 +94,10 @@ class AgentCli(ABC):
     async def chat(self, request: ChatRequest) -> ChatReply:
         start = self.launch(request)
         session: str | None = None
+        lent = None
         try:
+            if start.user is not None and request.agent.workdir is not None:  # as root: see `_boxed`
+                lent = lend(Path(request.agent.workdir), start.user)
             finished = await run_command(
                 start.argv,
                 cwd=request.agent.workdir or work_dir(self.config, self.settings.cwd),
@@ -110,10 +115,17 @@ class AgentCli(ABC):
                 raise TargetError(redact(str(exc), tuple(start.secrets))) from None
             session = reply.session_id
         finally:
-            if start.pids is not None:  # the CLI has ended (or its group was killed)
-                await asyncio.shield(start.pids.remove())
-            if start.home is not None:
-                self.homes.settle(start.home, session or request.session_id)
+            try:
+                if start.pids is not None:  # the CLI has ended (or its group was killed)
+                    await asyncio.shield(start.pids.remove())
+            finally:  # even when cancelled again while its cgroup drains
+                if start.home is not None:
+                    self.homes.settle(start.home, session or request.session_id)
+                if lent is not None:  # nothing of the turn runs any more (its PID namespace is gone)
+                    try:
+                        lent.give_back()
+                    except OSError as exc:
+                        raise TargetError(f"{self.name}: the workspace lent to the CLI: {exc}") from None
         reply.latency_ms = finished.duration_ms
         system, _ = self.prompt(request)
         if system and reply.session_id:

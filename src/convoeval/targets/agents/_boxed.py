@@ -10,6 +10,11 @@ turns (the CLI's session files live there, so every turn resumes) and removed wh
 conversation ends, after its session files are copied to `keep_sessions` when the target says so.
 The environment holds only what the CLI needs (PATH, the locale, the provider's endpoint
 settings), the one provider key the target names, and what the target passes by name.
+
+As root, bubblewrap starts as an unprivileged user (`nobody`, or `CONVOEVAL_AGENT_USER`): the
+HOME is given to it, the workspace lent to it for each turn and given back after (`AgentCli`),
+and the CLI started by its real path. Where bubblewrap cannot start as that user, the turn is
+an error saying what to do; it never runs with root's powers instead.
 """
 
 from __future__ import annotations
@@ -24,11 +29,15 @@ from pathlib import Path
 from ... import _sandbox as sandbox
 from ..._sandbox import (
     AGENT_HOME,
+    AGENT_USER_ENV,
+    AgentUser,
     PidsGroup,
     SandboxError,
     agent_bwrap_argv,
     agent_pids_group,
+    agent_user,
     in_agent_child,
+    start_problem,
     trial_settings,
 )
 from .._base import TargetConfig, TargetError
@@ -45,7 +54,8 @@ class Launch:
     """How to start one turn of the CLI: its argv and environment, the environment its reply is
     read with (host paths: where its HOME really is), the secrets to redact, and the HOME of the
     conversation and its pids cgroup (where one holds `processes`: remove it after the turn)
-    when it runs in the sandbox."""
+    when it runs in the sandbox; as root, the unprivileged user the workspace is lent to for
+    the turn (`sandbox.lend`)."""
 
     argv: list[str]
     env: dict[str, str]
@@ -54,6 +64,7 @@ class Launch:
     preexec: Callable[[], None] | None = None
     home: Path | None = None
     pids: PidsGroup | None = None
+    user: AgentUser | None = None
 
 
 def sandboxed(name: str) -> bool:
@@ -144,13 +155,24 @@ class AgentHomes:
                 self.keep.mkdir(parents=True, exist_ok=True)
                 for pattern in SESSION_FILES:
                     for found in home.glob(pattern):
-                        shutil.copy2(found, self.keep / found.name)
+                        if _plain_file_in(found, home):
+                            shutil.copy2(found, self.keep / found.name, follow_symlinks=False)
         finally:
             shutil.rmtree(home, ignore_errors=True)
 
     def close(self) -> None:
         for session_id in list(self._homes):
             self.end(session_id)
+
+
+def _plain_file_in(path: Path, home: Path) -> bool:
+    """Whether `path` is a regular file inside `home`, reached without a link: the CLI wrote
+    HOME (as another user, when convoeval is root), and a link it left there must not make
+    convoeval copy a file of the host's."""
+    try:
+        return path.is_file() and not path.is_symlink() and path.resolve().is_relative_to(home.resolve())
+    except OSError:
+        return False
 
 
 def launch(
@@ -165,25 +187,59 @@ def launch(
     """One turn of the CLI in bubblewrap, in `workdir`, with the session's HOME; `names` are
     the provider's key variables and its non-secret settings."""
     env, key = boxed_env(config, settings, *names)
+    user = _unprivileged(config.name)
     try:
         readable = install_dirs(argv[0], env.get("PATH"))
     except FileNotFoundError:
         raise TargetError(
             f"{config.name}: command not found: {argv[0]!r} (install it or set `executable` in the targets file)"
         ) from None
+    if user is not None:  # the CLI by its real path: the links to it may lie where `user` cannot go
+        argv = [os.path.realpath(shutil.which(argv[0], path=env.get("PATH")) or argv[0]), *argv[1:]]
+        env.update(USER=user.name, LOGNAME=user.name)
     home = homes.home(workdir, session_id)
+    if user is not None:
+        os.chown(home, user.uid, user.gid)
     secrets = [env[key]] if key and env.get(key) else []
     if config.api_key is not None:
         secrets.append(config.api_key.get_secret_value())
     limits = trial_settings()
-    boxed = agent_bwrap_argv(argv, Path(workdir), home, readable)
+    box = agent_bwrap_argv(argv, Path(workdir), home, readable, user)
     pids = agent_pids_group(limits)
     return Launch(
-        argv=boxed,
+        argv=box.argv,
         env=env,
         reply_env={**{k: v for k, v in env.items() if k != "CODEX_HOME"}, "HOME": str(home)},
         secrets=secrets,
-        preexec=lambda: in_agent_child(limits, pids),
+        preexec=lambda: in_agent_child(limits, pids, box),
         home=home,
         pids=pids,
+        user=user,
     )
+
+
+def _unprivileged(name: str) -> AgentUser | None:
+    """The user the CLI's sandbox starts as when convoeval is root (None: not root).
+
+    Raises:
+        TargetError: `CONVOEVAL_AGENT_USER` is wrong, or bubblewrap cannot start as that user
+            here: the CLI never runs with root's powers instead.
+    """
+    try:
+        user = agent_user()
+    except SandboxError as exc:
+        raise TargetError(f"{name}: {exc}") from None
+    bwrap = shutil.which("bwrap")
+    if user is None or bwrap is None:
+        return user
+    problem = start_problem(bwrap, user)
+    if problem:
+        raise TargetError(
+            f"{name}: as root, the agent CLI's sandbox starts as the unprivileged user {user.name} "
+            f"(uid {user.uid}) so that nothing in it keeps root's powers, but bubblewrap cannot start "
+            f"as that user here ({problem}): enable unprivileged user namespaces (sysctl "
+            "user.max_user_namespaces above 0; kernel.unprivileged_userns_clone=1 on older Debian; "
+            "kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu), or name another user in "
+            f"{AGENT_USER_ENV}, or choose `--sandbox none` to run the CLI unconfined"
+        )
+    return user

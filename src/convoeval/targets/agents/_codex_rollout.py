@@ -45,6 +45,7 @@ def find_rollout(env: dict[str, str], thread_id: str | None) -> Path | None:
     if not home or not thread_id:
         return None
     found = sorted((Path(home) / "sessions").glob(f"*/*/*/rollout-*{thread_id}.jsonl"))
+    found = [p for p in found if p.is_file() and not p.is_symlink()]  # no link, pipe or device the CLI left
     return found[-1] if found else None
 
 

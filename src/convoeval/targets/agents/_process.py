@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -131,6 +132,8 @@ async def run_command(
         ) from None
     except (NotADirectoryError, PermissionError) as exc:
         raise TargetError(f"{name}: cannot start {argv[0]!r}: {exc}") from None
+    except subprocess.SubprocessError as exc:  # the child's set-up (`preexec`) failed
+        raise TargetError(f"{name}: cannot start {argv[0]!r} in its sandbox: {exc}") from None
     lines: list[Line] = []
     reading = asyncio.ensure_future(_read_lines(process, lines, started, watch))
     tail = asyncio.ensure_future(_read_tail(process))
