@@ -262,7 +262,9 @@ def test_stale_workspaces_are_swept_only_when_their_process_is_gone(tmp_path: Pa
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert mine[0].is_dir()  # left behind by kill -9
-    time.sleep(0.2)
+    gone_by = time.monotonic() + 5  # the sandbox's processes die with it, at the machine's pace
+    while _running(nap) and time.monotonic() < gone_by:
+        time.sleep(0.05)
     assert not _running(nap) or shutil.which("bwrap") is None  # verify's command died with it
     swept = sweep_stale_workspaces()  # (another run starting now may sweep it first: any run sweeps)
     assert not mine[0].exists() and live.is_dir() and live not in swept
