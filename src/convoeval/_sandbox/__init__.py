@@ -61,7 +61,7 @@ from ._choice import (
     use_trial_settings,
 )
 from ._lend import Lent, lend
-from ._owner import owner_gone, owner_tag
+from ._owner import left_by_gone_owner, owner_tag
 from ._process import Finished, agent_pids_group, in_agent_child, spawn
 
 __all__ = [
@@ -92,7 +92,7 @@ __all__ = [
     "describe",
     "in_agent_child",
     "lend",
-    "owner_gone",
+    "left_by_gone_owner",
     "owner_tag",
     "process_limit",
     "process_limit_note",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._choice import SandboxError
-from ._owner import owner_gone, owner_tag
+from ._owner import left_by_gone_owner, owner_tag
 
 #: How a command's cgroup is named: `convoeval-<pid>.<start>-<n>`.
 PREFIX = "convoeval-"
@@ -223,9 +223,9 @@ class PidsGroup:
 
     def remove_now(self, wait_s: float) -> bool:
         """`remove`, blocking (at exit, or where no event loop can wait); whether it is gone."""
-        deadline = time.monotonic() + wait_s
-        while not (gone := self._removed()) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        gone = _remove_within(self.path, wait_s)
+        if gone:
+            _open.discard(self)
         return gone
 
     def discard(self) -> None:
@@ -253,6 +253,14 @@ def _write(path: Path, text: str) -> None:
         os.write(fd, text.encode())
     finally:
         os.close(fd)
+
+
+def _remove_within(path: Path, wait_s: float) -> bool:
+    """`_remove_dir`, tried again (blocking) until it is gone or `wait_s` has passed."""
+    deadline = time.monotonic() + wait_s
+    while not (gone := _remove_dir(path)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return gone
 
 
 def _remove_dir(path: Path) -> bool:
@@ -286,18 +294,11 @@ def _kill_tasks(path: Path) -> None:
 def sweep_stale_cgroups(base: Path) -> list[Path]:
     """Remove the commands' cgroups left under `base` by runs that were killed (kill -9): only
     those whose owning process is gone (same pid, same start time). Returns them."""
-    swept = []
-    for path in base.glob(f"{PREFIX}*"):
-        pid_text, _, rest = path.name[len(PREFIX) :].partition(".")
-        start = rest.split("-", 1)[0]
-        if not pid_text.isdigit() or not start.isdigit() or not owner_gone(int(pid_text), start):
-            continue
-        deadline = time.monotonic() + DRAIN_S
-        while not (gone := _remove_dir(path)) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        if gone:
-            swept.append(path)
-    return swept
+    return [
+        path
+        for path in base.glob(f"{PREFIX}*")
+        if left_by_gone_owner(path.name[len(PREFIX) :]) and _remove_within(path, DRAIN_S)
+    ]
 
 
 @atexit.register

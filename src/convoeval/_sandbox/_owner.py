@@ -21,6 +21,14 @@ def owner_tag() -> str:
     return f"{os.getpid()}.{start_ticks(os.getpid())}"
 
 
+def left_by_gone_owner(tagged: str) -> bool:
+    """Whether `tagged` (a leftover's name after its prefix: `<pid>.<start>-...`) was made by a
+    process that has ended; False for a name that holds no such tag."""
+    pid_text, _, rest = tagged.partition(".")
+    start = rest.split("-", 1)[0]
+    return pid_text.isdigit() and start.isdigit() and owner_gone(int(pid_text), start)
+
+
 def owner_gone(pid: int, start: str) -> bool:
     """Whether the process that wrote `<pid>.<start>` has ended (a new process with the same
     pid has another start time); "0" (unknown) on either side counts as the same process."""

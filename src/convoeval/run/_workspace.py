@@ -192,11 +192,7 @@ def sweep_stale_workspaces(folder: Path | None = None) -> list[Path]:
     crash): only those whose owning process is gone (same pid, same start time). Returns them."""
     swept = []
     for path in Path(folder or tempfile.gettempdir()).glob(f"{WORKSPACE_PREFIX}*"):
-        pid_text, _, rest = path.name[len(WORKSPACE_PREFIX) :].partition(".")
-        start = rest.split("-", 1)[0]
-        if not pid_text.isdigit() or not start.isdigit() or not path.is_dir():
-            continue
-        if not sandbox.owner_gone(int(pid_text), start):
+        if not path.is_dir() or not sandbox.left_by_gone_owner(path.name[len(WORKSPACE_PREFIX) :]):
             continue
         shutil.rmtree(path, ignore_errors=True)
         swept.append(path)
