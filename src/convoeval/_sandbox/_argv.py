@@ -60,8 +60,7 @@ def bwrap_argv(
     for folder in hidden:
         out += ["--tmpfs", folder]
     out += ["--dir", SANDBOX_HOME]
-    tools = [*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix]
-    shown = [*map(str, readable), *(t for t in tools if t and any(_under(t, h) for h in hidden))]
+    shown = [*map(str, readable), *(t for t in _program_folders() if any(_under(t, h) for h in hidden))]
     for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
         out += ["--ro-bind-try", path, path]
     if writable is not None:
@@ -98,19 +97,18 @@ def agent_bwrap_argv(
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
     if resolv.is_relative_to("/run") or any(_under(str(resolv), h) for h in hidden):
         shown.append(str(resolv))
-    programs = [p for p in (*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix) if p]
-    binds = [str(Path(p).resolve()) for p in (*shown, str(home), str(workspace), *programs)]
+    home_path, resolved = str(Path(home).resolve()), str(Path(workspace).resolve())
+    binds = [str(Path(p).resolve()) for p in (*shown, *_program_folders())] + [home_path, resolved]
     closed = closed_folders(binds, user) if user is not None else []
     shown += _shown_programs(hidden, closed)
     for folder in hidden:
         out += ["--tmpfs", folder]
-    for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
+    shown_paths = list(dict.fromkeys(str(Path(p).resolve()) for p in shown))
+    for path in shown_paths:
         out += ["--ro-bind-try", path, path]
-    out += ["--bind", str(Path(home).resolve()), AGENT_HOME]
-    resolved = str(Path(workspace).resolve())
+    out += ["--bind", home_path, AGENT_HOME]
     out += ["--bind", resolved, resolved, "--chdir", resolved, "--", *argv]
-    sources = [*(str(Path(p).resolve()) for p in shown), str(Path(home).resolve()), resolved]
-    return AgentBox(out, user, Reach.of(sources, closed))
+    return AgentBox(out, user, Reach.of([*shown_paths, home_path, resolved], closed))
 
 
 def _user_homes() -> list[str]:
@@ -132,14 +130,18 @@ def _hidden(extra: Sequence[str]) -> list[str]:
     return sorted(folders, key=lambda f: len(Path(f).parts))
 
 
+def _program_folders() -> list[str]:
+    """The folders programs run in the sandbox come from: those on PATH and this Python's."""
+    return [p for p in (*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix) if p]
+
+
 def _shown_programs(hidden: Sequence[str], closed: Sequence[str] = ()) -> list[str]:
     """What of the hidden folders must stay readable for the programs on PATH and this Python:
     an entry under a temp folder itself; one under a home, the home's top folder that holds it
     (`~/.nvm`, `~/.pyenv`: a version manager's shims need the versions beside them); an entry
     under a `closed` folder (that the agent's user cannot pass through) itself."""
-    entries = [*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix]
     shown = []
-    for entry in filter(None, entries):
+    for entry in _program_folders():
         holder = next((h for h in reversed(hidden) if _under(entry, h)), None)
         if holder is None:
             if any(_under(entry, c) for c in closed):
