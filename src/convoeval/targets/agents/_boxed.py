@@ -194,11 +194,10 @@ def launch(
         raise TargetError(
             f"{config.name}: command not found: {argv[0]!r} (install it or set `executable` in the targets file)"
         ) from None
+    home = homes.home(workdir, session_id)
     if user is not None:  # the CLI by its real path: the links to it may lie where `user` cannot go
         argv = [os.path.realpath(shutil.which(argv[0], path=env.get("PATH")) or argv[0]), *argv[1:]]
         env.update(USER=user.name, LOGNAME=user.name)
-    home = homes.home(workdir, session_id)
-    if user is not None:
         os.chown(home, user.uid, user.gid)
     secrets = [env[key]] if key and env.get(key) else []
     if config.api_key is not None:
