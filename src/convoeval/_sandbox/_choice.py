@@ -113,13 +113,19 @@ def backend() -> Backend:
     if name is not None and name not in BACKENDS:
         raise SandboxError(f"unknown sandbox {name!r}: choose one of {', '.join(BACKENDS)}")
     if name in (None, "bubblewrap"):
-        bwrap = shutil.which("bwrap")
+        bwrap = _which_bwrap(os.environ.get("PATH"))
         if bwrap is None:
             raise SandboxError(f"commands run in a bubblewrap sandbox, but `bwrap` is not installed: {INSTALL_HINT}")
         if problem := _bwrap_problem(bwrap):
             raise SandboxError(f"bubblewrap cannot make a sandbox here ({problem}): {INSTALL_HINT}")
         return "bubblewrap"
     return name  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=8)
+def _which_bwrap(path: str | None) -> str | None:
+    """`bwrap` on this PATH (asked once per PATH: every result names the backend)."""
+    return shutil.which("bwrap", path=path)
 
 
 #: The command that tells whether bubblewrap can make the sandbox here.
