@@ -5,7 +5,6 @@ annotations, and evaluating them as strings (compiling each) cost 1.7% of a one-
 """
 
 import asyncio
-import importlib
 import json
 import os
 import sys
@@ -27,6 +26,7 @@ from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
 from ..errors import ConfigError, NothingToRerun, RegistryError
 from ..report import RunProgress, output_problem, print_panel_agreement, print_run_totals, print_summary
 from ..report._progress import Mode
+from ..report._summary import prepare_rate_lines
 from ..report._terminal import SafeConsole
 from ..results import EvaluationResult
 from ..run import GradedTurn, Job
@@ -433,10 +433,11 @@ class _RunLines(RunProgress):
         self._numpy_wanted = False
 
     def start(self, meter: RunMeter) -> None:
-        # The summary's mean-score interval is a numpy bootstrap: numpy loads while the run's
-        # calls wait on the network (from the first graded turn), not after the last answer
-        # (60-140 ms), nor before the first call, where it held the interpreter that the run's
-        # start (its HTTP client loading on another thread) needs.
+        # The summary's mean-score interval is a numpy bootstrap: numpy (and what its first
+        # bootstrap loads) loads while the run's calls wait on the network (from the first
+        # graded turn), not after the last answer (80-180 ms), nor before the first call, where
+        # it held the interpreter that the run's start (its HTTP client loading on another
+        # thread) needs.
         self._numpy_wanted = 2 <= meter.tests_total <= SUMMARY_ROWS_UP_TO
         if meter.run_id:
             self.console.print(
@@ -454,7 +455,7 @@ class _RunLines(RunProgress):
     def turn(self, turn: GradedTurn) -> None:
         if self._numpy_wanted:
             self._numpy_wanted = False
-            threading.Thread(target=importlib.import_module, args=("numpy",), daemon=True).start()
+            threading.Thread(target=prepare_rate_lines, daemon=True).start()
 
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
         self.advance()
