@@ -7,12 +7,20 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
 from convoeval.report._summary import _COLUMNS, _RIGHT, _lines, _row
 from convoeval.results import EvaluationResult, ScoreEntry, Usage
+from convoeval.testing import FakeOpenAIServer
+
+
+def _main_in_a_process(argv: list[str], before: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`convoeval.cli.main()` in a new Python process, after running `before`."""
+    code = f"import sys\n{before}\nsys.argv = {['convoeval', *argv]!r}\nfrom convoeval.cli import main\nmain()\n"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=cwd)
 
 
 def _result(i: int) -> EvaluationResult:
@@ -105,3 +113,35 @@ def test_the_command_freezes_what_its_run_leaves_and_a_library_caller_keeps_its_
         done = subprocess.run([sys.executable, "-c", code, who], capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["True", frozen], who
+
+
+def test_the_command_runs_no_collection_before_the_calls_and_collects_again_after(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """`convoeval run` pauses the collector while it loads its HTTP client and suites (what it
+    makes then lasts the run) and enables it once the run is planned, and after a failed start."""
+    suite = tmp_path / "two.eval.yaml"
+    suite.write_text("tests:\n  - id: a\n    input: hello\n  - id: b\n    input: hi\n")
+    (tmp_path / "bad.eval.yaml").write_text("tests:\n  - id: one\n")
+    before = (
+        "import atexit, gc\n"
+        "seen = []\n"
+        "gc.callbacks.append(lambda phase, info: seen.append(phase) if phase == 'start' else None)\n"
+        "import importlib\ns = importlib.import_module('convoeval.run._scheduler')\n"
+        "plain = s._Schedule.run\n"
+        "async def counted(self, jobs):\n"
+        "    print('COLLECTIONS BEFORE THE CALLS', len(seen), flush=True)\n"
+        "    return await plain(self, jobs)\n"
+        "s._Schedule.run = counted\n"
+        "atexit.register(lambda: print('ENABLED AT EXIT', gc.isenabled(), flush=True))\n"
+        "import convoeval.cli\n"
+        "seen.clear()\n"  # from the command's start
+    )
+    common = ["--target", "openai:m", "--no-cache", "--store", str(tmp_path / "state")]
+    done = _main_in_a_process(["run", str(suite), *common], before, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "COLLECTIONS BEFORE THE CALLS 0" in done.stdout and "ENABLED AT EXIT True" in done.stdout
+    assert "2 result(s)" in done.stdout
+    bad = _main_in_a_process(["run", "bad.eval.yaml", *common], before, tmp_path)
+    assert bad.returncode == 2 and "bad.eval.yaml:2" in bad.stderr
+    assert "ENABLED AT EXIT True" in bad.stdout
