@@ -74,3 +74,9 @@ def objects_frozen() -> bool:
     """Whether objects are frozen: known without counting them after `freeze_for_good`
     (`gc.get_freeze_count` walks every frozen object: 3-7 ms once the command is loaded)."""
     return _frozen_for_good or gc.get_freeze_count() > 0
+
+
+def frozen_for_good() -> bool:
+    """Whether the process froze its objects for good (`freeze_for_good`): the `convoeval`
+    command, which ends soon after its run."""
+    return _frozen_for_good
