@@ -1,7 +1,7 @@
 """CPU per model call of the state a run keeps: the response cache and the run store.
 
-    python benchmarks/state_cpu.py            # medians of 3
-    python benchmarks/state_cpu.py --runs 5
+    python benchmarks/state_cpu.py            # medians of 3, at W-large's pace
+    python benchmarks/state_cpu.py --runs 5 --rate 0   # as fast as the loop goes
 
 W-large's calls (benchmarks/run.py: 2,000 conversations x 5 turns, each turn graded by one
 rubric judge call: 20,000 calls) replayed in one process against targets that answer at once,
@@ -9,6 +9,10 @@ through what a run does around each call for its state: the cache (key, lookup, 
 reply), the run store (a row per graded turn, a committed row per result), the redaction of
 each result and its line in the `-o` JSONL file. The replies, graded turns and results are
 those of a real two-conversation run against benchmarks/fake_server.py.
+
+The calls are paced at `--rate` calls per second (W-large's pace on a 2-core machine: 20,000
+calls in about 10 s), so that the writer threads commit as often as in a run: the cache
+commits every half second, and what one commit costs depends on how much it holds.
 
 The floor is the same loop with neither cache nor store (what the loop itself costs), measured
 in the same process, in turn with the others, with the garbage collector tuned as in a run. Each figure is the process's CPU (every thread:
@@ -141,7 +145,7 @@ def thread_cpu(native_id: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool) -> tuple[float, float]:
+def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool, rate: float) -> tuple[float, float]:
     """CPU microseconds per call of the whole loop, and of the writer threads alone."""
     folder = Path(tempfile.mkdtemp(dir=work))
     suite = load_suites([str(bench.write_w(folder, name="big", conversations=CONVERSATIONS, turns=TURNS))])[0]
@@ -161,7 +165,14 @@ def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool) -> tuple
     turns, template = recorded.turns[:TURNS], recorded.results[0]
 
     async def loop() -> None:
+        with _run_heap():  # the collector tuned as a run tunes it (it needs the running loop)
+            await conversations()
+
+    async def conversations() -> None:
+        begun = time.monotonic()
         for position in range(CONVERSATIONS):
+            if rate and (ahead := begun + position * TURNS * 2 / rate - time.monotonic()) > 0:
+                await asyncio.sleep(ahead)  # sleeping costs no CPU: only the pace changes
             messages: list[dict[str, object]] = []
             for number, graded in enumerate(turns, 1):
                 messages.append({"role": "user", "content": f"Question {number} of conversation {position}"})
@@ -175,8 +186,7 @@ def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool) -> tuple
 
     threads = []
     started = time.process_time()
-    with _run_heap():  # the collector tuned as a run tunes it
-        asyncio.run(loop())
+    asyncio.run(loop())
     for state in (cache, store):
         if state is not None:
             threads.append(state._writer._thread.native_id)
@@ -193,6 +203,7 @@ def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool) -> tuple
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=2000.0, help="calls per second (0: unpaced)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="convoeval-state-"))
     try:
@@ -206,10 +217,10 @@ def main() -> None:
         figures: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
         for _ in range(args.runs):
             for name, (cache_on, store_on) in variants.items():
-                figures[name].append(one(work, recorded, cache_on, store_on))
+                figures[name].append(one(work, recorded, cache_on, store_on, args.rate))
         floor = statistics.median(f[0] for f in figures["floor (no cache, no store)"])
         print(
-            f"{CONVERSATIONS * TURNS * 2} calls, medians of {args.runs}; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+            f"{CONVERSATIONS * TURNS * 2} calls at {args.rate:g}/s, medians of {args.runs}; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
         )
         for name, runs in figures.items():
             total, writers = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
