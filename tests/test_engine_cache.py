@@ -290,11 +290,12 @@ async def test_cache_files_of_either_layout_are_shared_with_earlier_releases(tmp
     cache.close()
     key = cache_key(identity, _request())
     with sqlite3.connect(fresh) as conn:
-        assert conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()[0].startswith('{"text":"answer 0"')
+        (value,) = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        assert value.startswith('{"text":"answer 0"')
         conn.execute(_EARLIER_INSERT, (key, "test", "m", 2.0, stored))  # replaces, never duplicates
         assert conn.execute("SELECT COUNT(*), MAX(value) FROM responses").fetchone() == (1, stored)
         with pytest.raises(sqlite3.IntegrityError):
-            conn.execute("INSERT INTO responses (key, provider, model, created, value) VALUES (?, 'p', 'm', 0, 'v')", (key,))
+            conn.execute(_EARLIER_INSERT.replace("OR REPLACE ", ""), (key, "p", "m", 0.0, "v"))
     cache = ResponseCache(fresh)
     assert (await CachedTarget(inner, cache, identity).chat(_request())).text == "from before"
     cache.close()
