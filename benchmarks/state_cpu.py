@@ -10,9 +10,10 @@ reply), the run store (a row per graded turn, a committed row per result), the r
 each result and its line in the `-o` JSONL file. The replies, graded turns and results are
 those of a real two-conversation run against benchmarks/fake_server.py.
 
-The calls are paced at `--rate` calls per second (W-large's pace on a 2-core machine: 20,000
-calls in about 10 s), so that the writer threads commit as often as in a run: the cache
-commits every half second, and what one commit costs depends on how much it holds.
+The conversations run 200 at a time, as W-large's do, each call waiting so that they make
+`--rate` calls per second in all (W-large's pace on a 2-core machine: 20,000 calls in about
+10 s): the writer threads commit as often as in a run (the cache every half second; the store
+once for the results that finish together), and what a commit costs depends on what it holds.
 
 The floor is the same loop with neither cache nor store (what the loop itself costs), measured
 in the same process, in turn with the others, with the garbage collector tuned as in a run. Each figure is the process's CPU (every thread:
@@ -53,6 +54,9 @@ from convoeval.spec import load_suites  # noqa: E402
 from convoeval.targets import ChatReply, ChatRequest  # noqa: E402
 
 CONVERSATIONS, TURNS = bench.LARGE_CONVERSATIONS, bench.LARGE_TURNS
+#: Conversations under way at once, as in W-large (200 calls in flight): results that finish
+#: together share the store's commits as in a run.
+IN_FLIGHT = bench.LARGE_CONNECTIONS
 SECRET = "sk-bench-not-a-secret"
 
 
@@ -168,21 +172,30 @@ def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool, rate: fl
         with _run_heap():  # the collector tuned as a run tunes it (it needs the running loop)
             await conversations()
 
+    pause = IN_FLIGHT / rate if rate else 0.0  # each call's wait: `rate` calls a second in all
+
+    async def conversation(position: int) -> None:
+        messages: list[dict[str, object]] = []
+        for number, graded in enumerate(turns, 1):
+            messages.append({"role": "user", "content": f"Question {number} of conversation {position}"})
+            await asyncio.sleep(pause)  # the model's latency: sleeping costs no CPU, only the pace changes
+            target.reply = graded.reply
+            reply = await cached_target.chat(ChatRequest(messages=list(messages)))
+            messages.append({"role": "assistant", "content": reply.text})
+            await asyncio.sleep(pause)
+            judge.reply = dataclasses.replace(graded.reply, text='{"c1": {"reasoning": "ok", "satisfied": true}}')
+            await cached_judge.chat(judge_request(position, number))
+            listeners.turn(GradedTurn(job, position, 0, number, graded.entry, graded.reply))
+        await listeners.result(job, position, template.model_copy(update={"test_id": suite.tests[position].id}))
+
     async def conversations() -> None:
-        begun = time.monotonic()
-        for position in range(CONVERSATIONS):
-            if rate and (ahead := begun + position * TURNS * 2 / rate - time.monotonic()) > 0:
-                await asyncio.sleep(ahead)  # sleeping costs no CPU: only the pace changes
-            messages: list[dict[str, object]] = []
-            for number, graded in enumerate(turns, 1):
-                messages.append({"role": "user", "content": f"Question {number} of conversation {position}"})
-                target.reply = graded.reply
-                reply = await cached_target.chat(ChatRequest(messages=list(messages)))
-                messages.append({"role": "assistant", "content": reply.text})
-                judge.reply = dataclasses.replace(graded.reply, text='{"c1": {"reasoning": "ok", "satisfied": true}}')
-                await cached_judge.chat(judge_request(position, number))
-                listeners.turn(GradedTurn(job, position, 0, number, graded.entry, graded.reply))
-            await listeners.result(job, position, template.model_copy(update={"test_id": suite.tests[position].id}))
+        gate = asyncio.Semaphore(IN_FLIGHT)
+
+        async def one(position: int) -> None:
+            async with gate:
+                await conversation(position)
+
+        await asyncio.gather(*(one(position) for position in range(CONVERSATIONS)))
 
     threads = []
     started = time.process_time()
