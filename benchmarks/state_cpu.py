@@ -149,8 +149,9 @@ def thread_cpu(native_id: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool, rate: float) -> tuple[float, float]:
-    """CPU microseconds per call of the whole loop, and of the writer threads alone."""
+def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool, rate: float) -> tuple[float, float, float]:
+    """CPU microseconds per call of the whole loop, of the writer threads alone (until closing)
+    and of the main thread alone (the loop, without closing)."""
     folder = Path(tempfile.mkdtemp(dir=work))
     suite = load_suites([str(bench.write_w(folder, name="big", conversations=CONVERSATIONS, turns=TURNS))])[0]
     target, judge = Instant(), Instant()
@@ -198,8 +199,9 @@ def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool, rate: fl
         await asyncio.gather(*(one(position) for position in range(CONVERSATIONS)))
 
     threads = []
-    started = time.process_time()
+    started, main_started = time.process_time(), time.thread_time()
     asyncio.run(loop())
+    main = time.thread_time() - main_started
     for state in (cache, store):
         if state is not None:
             threads.append(state._writer._thread.native_id)
@@ -210,7 +212,7 @@ def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool, rate: fl
             state.close()
     calls = CONVERSATIONS * TURNS * 2
     shutil.rmtree(folder, ignore_errors=True)
-    return (time.process_time() - started) / calls * 1e6, writers / calls * 1e6
+    return (time.process_time() - started) / calls * 1e6, writers / calls * 1e6, main / calls * 1e6
 
 
 def main() -> None:
@@ -227,19 +229,20 @@ def main() -> None:
             "store (+ JSONL)": (False, True),
             "cache + store": (True, True),
         }
-        figures: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+        figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in variants}
         for _ in range(args.runs):
             for name, (cache_on, store_on) in variants.items():
                 figures[name].append(one(work, recorded, cache_on, store_on, args.rate))
         floor = statistics.median(f[0] for f in figures["floor (no cache, no store)"])
+        floor_main = statistics.median(f[2] for f in figures["floor (no cache, no store)"])
         print(
             f"{CONVERSATIONS * TURNS * 2} calls at {args.rate:g}/s, medians of {args.runs}; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
         )
         for name, runs in figures.items():
-            total, writers = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+            total, writers, main = (statistics.median(r[i] for r in runs) for i in range(3))
             print(
-                f"  {name:28} {total:6.1f} us CPU per call (+{total - floor:5.1f} over the floor; "
-                f"writer threads {writers:4.1f} until closing)"
+                f"  {name:28} {total:6.1f} us CPU per call (+{total - floor:5.1f} over the floor; writer threads "
+                f"{writers:4.1f} until closing; main thread +{main - floor_main:5.1f})"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
