@@ -230,12 +230,16 @@ def test_tests_finishing_together_share_one_commit_and_each_is_on_disk_when_told
                 assert reader.execute("SELECT v FROM t WHERE k = ?", (k,)).fetchone() == (f"v{k}",)
 
         await asyncio.wait_for(asyncio.gather(*(one(k) for k in range(50))), timeout=20)
-        # waited on from the loop's own thread, a durable write wakes the writer at once
-        assert writer.submit(lambda c: c.execute(INSERT, (50, "v50")), durable=True).result(timeout=5)
+        # waited on from the loop's own thread, a durable write wakes the writer at once, even
+        # while the wake-up of an awaited write is still to come from the loop
+        task = asyncio.ensure_future(writer.write(lambda c: c.execute(INSERT, (50, "v50"))))
+        await asyncio.sleep(0)  # the task queues its write; its wake-up waits for the next pass
+        assert writer.submit(lambda c: c.execute(INSERT, (51, "v51")), durable=True).result(timeout=5)
+        await task
 
     try:
         asyncio.run(together())
-        assert statements.count("COMMIT") == 2  # the 50 writes queued in one pass of the loop, then the last
-        assert len(_rows(path)) == 51
+        assert statements.count("COMMIT") == 2  # the 50 writes queued in one pass of the loop, then the last two
+        assert len(_rows(path)) == 52
     finally:
         writer.close()

@@ -209,7 +209,8 @@ class SqliteWriter:
             item.fail(RuntimeError(f"{self.path} is closed"))
         else:
             self._items.append(item)
-            if durable and not self._waking:  # one wake-up for the durable writes queued before it
+            # one wake-up for the durable writes queued before it; a caller that may block gets its own
+            if durable and (loop is None or not self._waking):
                 self._waking = True
                 if loop is None:
                     self._wake.put(None)
