@@ -1,7 +1,7 @@
 """CPU per model call of the state a run keeps: the response cache and the run store.
 
-    python benchmarks/state_cpu.py            # medians of 3
-    python benchmarks/state_cpu.py --runs 5
+    python benchmarks/state_cpu.py            # medians of 3, at W-large's pace
+    python benchmarks/state_cpu.py --runs 5 --rate 0   # as fast as the loop goes
 
 W-large's calls (benchmarks/run.py: 2,000 conversations x 5 turns, each turn graded by one
 rubric judge call: 20,000 calls) replayed in one process against targets that answer at once,
@@ -9,6 +9,11 @@ through what a run does around each call for its state: the cache (key, lookup, 
 reply), the run store (a row per graded turn, a committed row per result), the redaction of
 each result and its line in the `-o` JSONL file. The replies, graded turns and results are
 those of a real two-conversation run against benchmarks/fake_server.py.
+
+The conversations run 200 at a time, as W-large's do, each call waiting so that they make
+`--rate` calls per second in all (W-large's pace on a 2-core machine: 20,000 calls in about
+10 s): the writer threads commit as often as in a run (the cache every half second; the store
+once for the results that finish together), and what a commit costs depends on what it holds.
 
 The floor is the same loop with neither cache nor store (what the loop itself costs), measured
 in the same process, in turn with the others, with the garbage collector tuned as in a run. Each figure is the process's CPU (every thread:
@@ -49,6 +54,9 @@ from convoeval.spec import load_suites  # noqa: E402
 from convoeval.targets import ChatReply, ChatRequest  # noqa: E402
 
 CONVERSATIONS, TURNS = bench.LARGE_CONVERSATIONS, bench.LARGE_TURNS
+#: Conversations under way at once, as in W-large (200 calls in flight): results that finish
+#: together share the store's commits as in a run.
+IN_FLIGHT = bench.LARGE_CONNECTIONS
 SECRET = "sk-bench-not-a-secret"
 
 
@@ -141,8 +149,9 @@ def thread_cpu(native_id: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool) -> tuple[float, float]:
-    """CPU microseconds per call of the whole loop, and of the writer threads alone."""
+def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool, rate: float) -> tuple[float, float, float]:
+    """CPU microseconds per call of the whole loop, of the writer threads alone (until closing)
+    and of the main thread alone (the loop, without closing)."""
     folder = Path(tempfile.mkdtemp(dir=work))
     suite = load_suites([str(bench.write_w(folder, name="big", conversations=CONVERSATIONS, turns=TURNS))])[0]
     target, judge = Instant(), Instant()
@@ -161,22 +170,38 @@ def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool) -> tuple
     turns, template = recorded.turns[:TURNS], recorded.results[0]
 
     async def loop() -> None:
-        for position in range(CONVERSATIONS):
-            messages: list[dict[str, object]] = []
-            for number, graded in enumerate(turns, 1):
-                messages.append({"role": "user", "content": f"Question {number} of conversation {position}"})
-                target.reply = graded.reply
-                reply = await cached_target.chat(ChatRequest(messages=list(messages)))
-                messages.append({"role": "assistant", "content": reply.text})
-                judge.reply = dataclasses.replace(graded.reply, text='{"c1": {"reasoning": "ok", "satisfied": true}}')
-                await cached_judge.chat(judge_request(position, number))
-                listeners.turn(GradedTurn(job, position, 0, number, graded.entry, graded.reply))
-            await listeners.result(job, position, template.model_copy(update={"test_id": suite.tests[position].id}))
+        with _run_heap():  # the collector tuned as a run tunes it (it needs the running loop)
+            await conversations()
+
+    pause = IN_FLIGHT / rate if rate else 0.0  # each call's wait: `rate` calls a second in all
+
+    async def conversation(position: int) -> None:
+        messages: list[dict[str, object]] = []
+        for number, graded in enumerate(turns, 1):
+            messages.append({"role": "user", "content": f"Question {number} of conversation {position}"})
+            await asyncio.sleep(pause)  # the model's latency: sleeping costs no CPU, only the pace changes
+            target.reply = graded.reply
+            reply = await cached_target.chat(ChatRequest(messages=list(messages)))
+            messages.append({"role": "assistant", "content": reply.text})
+            await asyncio.sleep(pause)
+            judge.reply = dataclasses.replace(graded.reply, text='{"c1": {"reasoning": "ok", "satisfied": true}}')
+            await cached_judge.chat(judge_request(position, number))
+            listeners.turn(GradedTurn(job, position, 0, number, graded.entry, graded.reply))
+        await listeners.result(job, position, template.model_copy(update={"test_id": suite.tests[position].id}))
+
+    async def conversations() -> None:
+        gate = asyncio.Semaphore(IN_FLIGHT)
+
+        async def one(position: int) -> None:
+            async with gate:
+                await conversation(position)
+
+        await asyncio.gather(*(one(position) for position in range(CONVERSATIONS)))
 
     threads = []
-    started = time.process_time()
-    with _run_heap():  # the collector tuned as a run tunes it
-        asyncio.run(loop())
+    started, main_started = time.process_time(), time.thread_time()
+    asyncio.run(loop())
+    main = time.thread_time() - main_started
     for state in (cache, store):
         if state is not None:
             threads.append(state._writer._thread.native_id)
@@ -187,12 +212,13 @@ def one(work: Path, recorded: Recorded, cache_on: bool, store_on: bool) -> tuple
             state.close()
     calls = CONVERSATIONS * TURNS * 2
     shutil.rmtree(folder, ignore_errors=True)
-    return (time.process_time() - started) / calls * 1e6, writers / calls * 1e6
+    return (time.process_time() - started) / calls * 1e6, writers / calls * 1e6, main / calls * 1e6
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=2000.0, help="calls per second (0: unpaced)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="convoeval-state-"))
     try:
@@ -203,19 +229,20 @@ def main() -> None:
             "store (+ JSONL)": (False, True),
             "cache + store": (True, True),
         }
-        figures: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+        figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in variants}
         for _ in range(args.runs):
             for name, (cache_on, store_on) in variants.items():
-                figures[name].append(one(work, recorded, cache_on, store_on))
+                figures[name].append(one(work, recorded, cache_on, store_on, args.rate))
         floor = statistics.median(f[0] for f in figures["floor (no cache, no store)"])
+        floor_main = statistics.median(f[2] for f in figures["floor (no cache, no store)"])
         print(
-            f"{CONVERSATIONS * TURNS * 2} calls, medians of {args.runs}; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+            f"{CONVERSATIONS * TURNS * 2} calls at {args.rate:g}/s, medians of {args.runs}; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
         )
         for name, runs in figures.items():
-            total, writers = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+            total, writers, main = (statistics.median(r[i] for r in runs) for i in range(3))
             print(
-                f"  {name:28} {total:6.1f} us CPU per call (+{total - floor:5.1f} over the floor; "
-                f"writer threads {writers:4.1f} until closing)"
+                f"  {name:28} {total:6.1f} us CPU per call (+{total - floor:5.1f} over the floor; writer threads "
+                f"{writers:4.1f} until closing; main thread +{main - floor_main:5.1f})"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -253,3 +253,49 @@ async def test_openai_target_cache_round_trip_over_http(tmp_path: Path) -> None:
         cache.close()
         assert len(server.requests) == 1 and second.cached and second.text == first.text
         assert second.usage == first.usage
+
+
+#: The responses table as releases before this one made it (and the statements they used).
+_EARLIER_SCHEMA = (
+    "CREATE TABLE responses (key TEXT PRIMARY KEY, provider TEXT NOT NULL, model TEXT NOT NULL,"
+    " created REAL NOT NULL, value TEXT NOT NULL) WITHOUT ROWID"
+)
+_EARLIER_INSERT = "INSERT OR REPLACE INTO responses (key, provider, model, created, value) VALUES (?, ?, ?, ?, ?)"
+
+
+async def test_cache_files_of_either_layout_are_shared_with_earlier_releases(tmp_path: Path) -> None:
+    import sqlite3
+
+    identity = {"provider": "test", "model": "m"}
+    stored = '{"text": "from before", "usage": [3, 4], "latency_ms": 9.0, "cost_usd": 0.5, "tool_calls": [],'
+    stored += ' "finish_reason": "stop"}'
+    earlier = tmp_path / "earlier.sqlite"  # a file an earlier release wrote: its reply is found
+    with sqlite3.connect(earlier) as conn:
+        conn.execute(_EARLIER_SCHEMA)
+        conn.execute(_EARLIER_INSERT, (cache_key(identity, _request()), "test", "m", 1.0, stored))
+    cache = ResponseCache(earlier)
+    inner = Counting()
+    target = CachedTarget(inner, cache, identity)
+    hit = await target.chat(_request())
+    assert hit.cached and hit.text == "from before" and hit.usage.output_tokens == 4 and inner.calls == 0
+    assert not (await target.chat(_request(trial=1))).cached  # stored in the earlier file's layout
+    cache.close()
+    with sqlite3.connect(earlier) as conn:
+        assert "WITHOUT ROWID" in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'responses'").fetchone()[0]
+        assert conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 2
+
+    fresh = tmp_path / "fresh.sqlite"  # a file this release made: an earlier release's statements work on it
+    cache = ResponseCache(fresh)
+    await CachedTarget(inner, cache, identity).chat(_request())
+    cache.close()
+    key = cache_key(identity, _request())
+    with sqlite3.connect(fresh) as conn:
+        (value,) = conn.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        assert value.startswith('{"text":"answer 0"')
+        conn.execute(_EARLIER_INSERT, (key, "test", "m", 2.0, stored))  # replaces, never duplicates
+        assert conn.execute("SELECT COUNT(*), MAX(value) FROM responses").fetchone() == (1, stored)
+        with pytest.raises(sqlite3.IntegrityError):
+            conn.execute(_EARLIER_INSERT.replace("OR REPLACE ", ""), (key, "p", "m", 0.0, "v"))
+    cache = ResponseCache(fresh)
+    assert (await CachedTarget(inner, cache, identity).chat(_request())).text == "from before"
+    cache.close()

@@ -214,3 +214,32 @@ def test_durable_writes_from_many_tasks_are_each_committed_at_once(tmp_path: Pat
         assert len(_rows(path)) == 300 and time.monotonic() - started < 20
     finally:
         writer.close()
+
+
+def test_tests_finishing_together_share_one_commit_and_each_is_on_disk_when_told(tmp_path: Path) -> None:
+    path = tmp_path / "w.sqlite"
+    writer = SqliteWriter(path, SCHEMA, group_s=60.0)  # only a durable write's wake-up commits here
+    statements: list[str] = []
+    writer._conn.set_trace_callback(statements.append)  # what the writer's connection runs
+
+    async def together() -> None:
+        async def one(k: int) -> None:
+            time.sleep(0.002)  # what else a callback does (reading a socket...): the writer could run meanwhile
+            await writer.write(lambda c: c.execute(INSERT, (k, f"v{k}")))
+            with sqlite3.connect(path) as reader:  # committed before the write returns
+                assert reader.execute("SELECT v FROM t WHERE k = ?", (k,)).fetchone() == (f"v{k}",)
+
+        await asyncio.wait_for(asyncio.gather(*(one(k) for k in range(50))), timeout=20)
+        # waited on from the loop's own thread, a durable write wakes the writer at once, even
+        # while the wake-up of an awaited write is still to come from the loop
+        task = asyncio.ensure_future(writer.write(lambda c: c.execute(INSERT, (50, "v50"))))
+        await asyncio.sleep(0)  # the task queues its write; its wake-up waits for the next pass
+        assert writer.submit(lambda c: c.execute(INSERT, (51, "v51")), durable=True).result(timeout=5)
+        await task
+
+    try:
+        asyncio.run(together())
+        assert statements.count("COMMIT") == 2  # the 50 writes queued in one pass of the loop, then the last two
+        assert len(_rows(path)) == 52
+    finally:
+        writer.close()

@@ -192,7 +192,16 @@ class SqliteWriter:
         self._closed = False
         self._thread.start()
 
-    def submit(self, fn: Callable[[sqlite3.Connection], T], *, durable: bool = False) -> Future[T]:
+    def submit(
+        self,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        durable: bool = False,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> Future[T]:
+        """Queue `fn(connection)`; a `durable` write wakes the thread, at once or, given the
+        running `loop` (whose thread must not block on the Future), once the loop has run the
+        callbacks it is running: the writes they queue share the commit."""
         item = _Write(fn, durable)
         if self.error is not None:
             item.fail(self.error)
@@ -200,9 +209,13 @@ class SqliteWriter:
             item.fail(RuntimeError(f"{self.path} is closed"))
         else:
             self._items.append(item)
-            if durable and not self._waking:  # one wake-up for the durable writes queued before it
+            # one wake-up for the durable writes queued before it; a caller that may block gets its own
+            if durable and (loop is None or not self._waking):
                 self._waking = True
-                self._wake.put(None)
+                if loop is None:
+                    self._wake.put(None)
+                else:
+                    loop.call_soon(self._wake.put, None)
             if self.error is not None:  # the writer gave up meanwhile: it may never see this item
                 self._fail_queued()
         return item.future
@@ -220,8 +233,10 @@ class SqliteWriter:
         return True
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `fn` on the writer thread and wait until it is committed."""
-        return await asyncio.wrap_future(self.submit(fn, durable=True))
+        """Run `fn` on the writer thread and wait until it is committed (with the other writes
+        the event loop's current callbacks queue: tests that finish together share a commit)."""
+        loop = asyncio.get_running_loop()
+        return await asyncio.wrap_future(self.submit(fn, durable=True, loop=loop), loop=loop)
 
     def close(self) -> None:
         """Commit what is queued and stop the thread (idempotent)."""
