@@ -39,6 +39,22 @@ def test_keywords_and_options_model_run_the_same(fake_openai: FakeOpenAIServer, 
     assert options.trials is None
 
 
+def test_a_run_held_in_memory_is_not_rendered_at_its_end(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`asyncio.run` renders its main task (and so the run's report) when it puts back the
+    SIGINT handler it installed: no result is rendered for it, and the report's repr is short."""
+    suite = write(tmp_path / "s.eval.yaml", SUITE)
+    rendered: list[str] = []
+    plain = convoeval.EvaluationResult.__repr__
+    monkeypatch.setattr(
+        convoeval.EvaluationResult, "__repr__", lambda self: rendered.append(self.test_id) or plain(self)
+    )
+    report = convoeval.run(suite, target="openai:fake-model", store=False, cache=False)
+    assert [r.verdict for r in report.results] == ["pass", "pass"] and rendered == []
+    assert repr(report) == "RunReport(run_id=None, results=2, notes=0, output=None)"
+
+
 def test_bad_options_are_config_errors(tmp_path: Path) -> None:
     suite = write(tmp_path / "s.eval.yaml", SUITE)
     with pytest.raises(ConfigError, match="run option tagret: unknown option"):

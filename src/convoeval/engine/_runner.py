@@ -58,6 +58,15 @@ class RunReport:
     outcomes: list[VerdictStatus] | None = None
     judge_panel: bool = False
 
+    def __repr__(self) -> str:
+        """The run's id, counts and file, not every result: `asyncio.run` renders its main task's
+        result when it restores the SIGINT handler it installed (for 2,000 results held in memory,
+        `store=False`, that took 3 s of CPU after the run), and so does a REPL."""
+        return (
+            f"RunReport(run_id={self.run_id!r}, results={len(self.results)}, notes={len(self.notes)}, "
+            f"output={self.output!r})"
+        )
+
     @property
     def exit_code(self) -> int:
         """0 all passed; 1 a test did not pass; 3 every test had an execution (or simulator) error.
