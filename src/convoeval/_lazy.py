@@ -52,7 +52,7 @@ def collector_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        if not gc.get_freeze_count():
+        if not objects_frozen():
             gc.freeze()
             gc.unfreeze()
         if collecting:

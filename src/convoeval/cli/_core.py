@@ -5,7 +5,6 @@ annotations, and evaluating them as strings (compiling each) cost 1.7% of a one-
 """
 
 import asyncio
-import gc
 import json
 import os
 import sys
@@ -20,6 +19,7 @@ from rich.markup import escape
 
 from .. import registry, spec
 from .. import report as reports
+from .._lazy import collector_paused
 from .._sandbox import describe as describe_sandbox
 from .._sandbox import process_limit_note
 from ..api import arun
@@ -397,13 +397,8 @@ def run(
         resume_collector()
     if len(report.results) <= SUMMARY_ROWS_UP_TO:
         results = list(report.results)  # read from the store once
-        collecting = gc.isenabled()
-        gc.disable()  # what the summary makes is gone at exit: no collection walks it (10 ms of 400 rows)
-        try:
+        with collector_paused():  # what the summary makes is gone at exit: no collection walks it (10 ms of 400 rows)
             print_summary(results, out, turns=not quiet and len(results) <= TURN_TABLES_UP_TO)
-        finally:
-            if collecting:
-                gc.enable()
     else:
         counts = report.summary.get("verdicts")
         out.print(
