@@ -318,42 +318,48 @@ def test_convoeval_run_finishes_with_the_catastrophic_test_an_error_and_the_othe
 
 
 class OrderAgent:
-    """Turn 1 announces an order id holding a `(`; turn 2 calls a tool with it."""
+    """Turn 1 announces an order id holding regex syntax, `ORD-(4.2)`; turn 2 names it (or, in
+    test `near`, a text that the unescaped pattern `ORD-(4.2)` would match) and calls a tool with it."""
 
     name = "order-agent"
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         if len([m for m in request.messages if m["role"] == "user"]) == 1:
-            return ChatReply(text="Created order ORD-(42.")
-        return ChatReply(text="Looked it up.", tool_calls=[ToolCall(name="status", arguments={"id": "ORD-(42"})])
+            return ChatReply(text="Created order ORD-(4.2).")
+        named = "ORD-4x2" if request.test_id == "near" else "ORD-(4.2)"
+        return ChatReply(text=f"{named} has shipped.", tool_calls=[ToolCall(name="status", arguments={"id": named})])
 
 
 FILLED_IN = """\
 tests:
-  - id: post
-    mode: conversation
-    turns:
-      - input: Create an order
-        capture: {name: order, regex: "order (\\\\S+)\\\\."}
-      - input: Status?
-        post_condition: {must_contain_any: [{regex: "{{ order }}"}]}
-  - id: args
-    mode: conversation
-    turns:
-      - input: Create an order
-        capture: {name: order, regex: "order (\\\\S+)\\\\."}
-      - input: Status?
-        assertions: [{type: tool-called, tool: status, args: {id: "{{ order }}"}, args_match: regex}]
 """
+FILLED_IN += "".join(
+    f"""\
+  - id: {test_id}
+    mode: conversation
+    turns:
+      - input: Create an order
+        capture: {{name: order, regex: "order (\\\\S+)\\\\."}}
+      - input: Status?
+        post_condition: {{must_contain_any: [{{regex: "^{{{{ order }}}} has"}}]}}
+        assertions: [{{type: tool-called, tool: status, args: {{id: "^{{{{ order }}}}$"}}, args_match: regex}}]
+"""
+    for test_id in ("same", "near")
+)
 
 
-def test_a_pattern_made_invalid_by_a_captured_value_is_an_error_saying_so(tmp_path: Path) -> None:
+def test_a_captured_value_goes_into_a_regex_as_the_text_it_is(tmp_path: Path) -> None:
+    """`ORD-(4.2)` in a post-condition's or an argument's regex matches that text, not
+    `ORD-4x2` (as the unescaped pattern would), and never makes the pattern invalid."""
     path = write(tmp_path / "s.eval.yaml", FILLED_IN)
     results = {r.test_id: r for r in convoeval.run(path, target=OrderAgent(), cache=False).results}
-    post, args = results["post"], results["args"]
-    assert post.execution_status == "execution_error"
-    assert "turn 2: post_condition.must_contain_any: regex /ORD-(42/ is not a valid regular expression" in (
-        post.error or ""
-    )
-    grader = next(g for e in args.scores for g in e.graders if g.type == "tool-called")
-    assert grader.verdict == "error" and "args.id: regular expression 'ORD-(42' is invalid" in (grader.error or "")
+    same, near = results["same"], results["near"]
+    assert same.verdict == "pass", same.error
+    assert same.scores[0].captures == {"order": "ORD-(4.2)"}
+    turn = same.scores[1]
+    assert "must contain any of /^ORD\\-\\(4\\.2\\) has/" in [a.text for a in turn.assertions]
+    assert near.execution_status == "quality_failure"
+    turn = near.scores[1]
+    assert turn.verdict == "fail" and not any(a.passed for a in turn.assertions)
+    grader = next(g for g in turn.graders if g.type == "tool-called")
+    assert grader.verdict == "fail" and "0 matching of 1 call(s)" in grader.assertions[0].evidence

@@ -226,3 +226,16 @@ def substitute(text: str, variables: Mapping[str, object]) -> str:
     if "{{" not in text or not variables:
         return text
     return _VARIABLE.sub(lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), text)
+
+
+def regex_values(variables: Mapping[str, object]) -> dict[str, object]:
+    """The variables as they go into a regular expression: escaped, so that a captured `$12.50`
+    or `(A)` is matched as the text it is, never read as regex syntax."""
+    return {name: re.escape(str(value)) for name, value in variables.items()}
+
+
+def substitute_regex(pattern: str, variables: Mapping[str, object]) -> str:
+    """`substitute` for a regular expression (the values escaped: `regex_values`)."""
+    if "{{" not in pattern or not variables:
+        return pattern
+    return substitute(pattern, regex_values(variables))

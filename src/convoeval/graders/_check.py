@@ -19,7 +19,9 @@ from typing import overload
 
 from pydantic import AliasChoices, JsonValue, model_validator
 
+from .._templates import regex_values as regex_values
 from .._templates import substitute as substitute  # re-exported for the graders
+from .._templates import substitute_regex as substitute_regex
 from .._text import shorten
 from ..results import AssertionOutcome
 from ._base import Assertion, Grade, GradeContext

@@ -11,7 +11,6 @@ inserted escaped, i.e. matched literally.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import AliasChoices, BeforeValidator, Field, ValidationInfo, field_validator
@@ -20,7 +19,7 @@ from .. import _regex
 from .._json_in_text import NoJson, parse_json
 from ..results import AssertionOutcome
 from ._base import GradeContext, GraderError, assertion_type
-from ._check import Check, blank_template_refs, noun, quote, substitute, substitute_deep
+from ._check import Check, blank_template_refs, noun, quote, substitute, substitute_deep, substitute_regex
 from ._json import json_equal, short_json
 
 
@@ -269,7 +268,7 @@ class Regex(Check):
         return source
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
-        source = substitute(self.value, {k: re.escape(str(v)) for k, v in ctx.variables.items()})
+        source = substitute_regex(self.value, ctx.variables)
         try:
             compiled = _regex.compile_pattern(source, _regex.flag_bits(self.flags))
         except _regex.PatternError as exc:  # only possible after substitution

@@ -23,7 +23,7 @@ from .. import _regex
 from .._base_model import Model
 from ..results import AssertionOutcome, ToolCall
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
-from ._check import quote, substitute, substitute_deep
+from ._check import quote, regex_values, substitute, substitute_deep
 from ._json import json_equal
 
 ArgsMatch = Literal["subset", "exact", "regex"]
@@ -121,7 +121,9 @@ class ToolCalled(Assertion):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         tool = substitute(self.tool, ctx.variables)
-        args = substitute_deep(self.args, ctx.variables) if self.args is not None else None
+        # A regex argument gets captured values escaped: matched as the text they are.
+        variables = regex_values(ctx.variables) if self.args_match == "regex" else ctx.variables
+        args = substitute_deep(self.args, variables) if self.args is not None else None
         calls = calls_in(ctx, self.turn)
         matching = [c for c in calls if c.name == tool and args_match(args, c.arguments, self.args_match)]
         wanted = f"{tool}" + (f" with args {self.args_match} {json.dumps(args, default=str)}" if args else "")

@@ -14,7 +14,7 @@ from .._jsonpath import parse_jsonpath
 from ..errors import ConvoevalError
 from ..graders import NoJson, parse_json
 from ..results import AssertionOutcome, GraderScore
-from ..spec import Budget, Capture, PostCondition, substitute
+from ..spec import Budget, Capture, PostCondition, substitute, substitute_regex
 from ..spec._controls import RegexItem
 from ..targets import ChatReply
 
@@ -123,10 +123,16 @@ def check_post_condition(post: PostCondition, text: str, variables: dict[str, ob
             needle = substitute(item, variables)
             return needle.lower() in text.lower() if post.ignore_case else needle in text
         flags = _regex.flag_bits("i") if post.ignore_case else 0
-        return _search(substitute(item.regex, variables), text, f"post_condition.{where}: regex", flags) is not None
+        return (
+            _search(substitute_regex(item.regex, variables), text, f"post_condition.{where}: regex", flags) is not None
+        )
 
     def shown(item: str | RegexItem) -> str:
-        return repr(substitute(item, variables)) if isinstance(item, str) else f"/{substitute(item.regex, variables)}/"
+        return (
+            repr(substitute(item, variables))
+            if isinstance(item, str)
+            else f"/{substitute_regex(item.regex, variables)}/"
+        )
 
     outcomes = []
     if post.must_contain_any:

@@ -3,7 +3,15 @@
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_attributes
-from .._templates import GRADER_VARIABLES, TemplateProblem, check_template, render, substitute, unfilled
+from .._templates import (
+    GRADER_VARIABLES,
+    TemplateProblem,
+    check_template,
+    render,
+    substitute,
+    substitute_regex,
+    unfilled,
+)
 from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, suite_input_for, with_default_system_prompt
 from ._checks import CHECKS_VERSION, stored_checks, suite_checks
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
@@ -73,6 +81,7 @@ __all__ = [
     "messages_text",
     "render",
     "substitute",
+    "substitute_regex",
     "unfilled",
     "suite_json_schema",
     "to_messages",
