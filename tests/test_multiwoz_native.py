@@ -4,9 +4,11 @@ judges and never sent to the agent."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import convoeval
+from convoeval.datasets import import_dataset
 from convoeval.spec import load_suite
 
 from .conftest import REPO, write
@@ -78,3 +80,77 @@ def test_an_unknown_file_names_the_formats_it_reads(cli, tmp_path: Path) -> None
     rows = write(tmp_path / "x.jsonl", '{"dialogue_id": "a"}\n')
     code, out, err = cli("import", "multiwoz", rows, "-o", tmp_path / "y.eval.yaml")
     assert code == 2 and "(the Hugging Face multi_woz_v22 schema)" in err and "(MultiWOZ 2.2)" not in err
+
+
+def distributed(row: dict) -> tuple[dict, dict]:
+    """A Hugging Face `multi_woz_v22` row written back in MultiWOZ 2.2's own layout: its entry of
+    a dialogues_*.json file and its entry of dialog_acts.json (dialogue id -> turn id ->
+    `dialog_act`: act -> [[slot, value], ...]), as the Hugging Face loader reads them."""
+    turns = row["turns"]
+    out, acts = [], {}
+    for i, turn_id in enumerate(turns["turn_id"]):
+        frames = turns["frames"][i]
+        out.append(
+            {
+                "turn_id": turn_id,
+                "speaker": "USER" if turns["speaker"][i] == 0 else "SYSTEM",
+                "utterance": turns["utterance"][i],
+                "frames": [
+                    {
+                        "service": service,
+                        "state": {
+                            "active_intent": state["active_intent"],
+                            "requested_slots": state["requested_slots"],
+                            "slot_values": dict(
+                                zip(
+                                    state["slots_values"]["slots_values_name"],
+                                    state["slots_values"]["slots_values_list"],
+                                    strict=True,
+                                )
+                            ),
+                        },
+                    }
+                    for service, state in zip(frames["service"], frames["state"], strict=True)
+                ],
+            }
+        )
+        act = turns["dialogue_acts"][i]["dialog_act"]
+        acts[turn_id] = {
+            "dialog_act": {
+                kind: [list(pair) for pair in zip(slots["slot_name"], slots["slot_value"], strict=True)]
+                for kind, slots in zip(act["act_type"], act["act_slots"], strict=True)
+            }
+        }
+    return {"dialogue_id": row["dialogue_id"], "services": row["services"], "turns": out}, {row["dialogue_id"]: acts}
+
+
+def test_multiwoz_22_reads_the_reference_acts_from_dialog_acts_json_beside_its_folders(tmp_path: Path) -> None:
+    """MultiWOZ 2.2 keeps the system turns' dialogue acts in dialog_acts.json, one folder above
+    train/, dev/ and test/: imported from there, five real dialogues (the Hugging Face rows of
+    multiwoz22_sample5.jsonl in 2.2's layout) give the tests their Hugging Face rows give."""
+    rows = [json.loads(line) for line in (DATA / "multiwoz22_sample5.jsonl").read_text().splitlines()]
+    dialogues, acts = [], {}
+    for row in rows:
+        dialogue, its_acts = distributed(row)
+        dialogues.append(dialogue)
+        acts.update(its_acts)
+    (tmp_path / "MultiWOZ_2.2" / "test").mkdir(parents=True)
+    source = write(tmp_path / "MultiWOZ_2.2" / "test" / "dialogues_001.json", json.dumps(dialogues, indent=2))
+    write(tmp_path / "MultiWOZ_2.2" / "dialog_acts.json", json.dumps(acts))
+    native = import_dataset("multiwoz", source, db=DATA / "db")["tests"]
+    from_rows = import_dataset("multiwoz", DATA / "multiwoz22_sample5.jsonl", db=DATA / "db")["tests"]
+    assert native == from_rows
+    first = native[0]["turns"][0]["context"]
+    assert first["reference_acts"] == {
+        "Hotel-Inform": {"choice": "33", "internet": "yes", "type": "guesthouse"},
+        "Hotel-Request": {"area": "?"},
+    }
+    (tmp_path / "MultiWOZ_2.2" / "dialog_acts.json").unlink()
+    assert "reference_acts" not in import_dataset("multiwoz", source)["tests"][0]["turns"][0]["context"]
+
+
+def test_a_dialog_acts_json_that_is_not_one_is_named(cli, tmp_path: Path) -> None:
+    source = write(tmp_path / "dialogues_001.json", (DATA / "v2.2" / "dialogues_001.json").read_text())
+    write(tmp_path / "dialog_acts.json", "[1, 2]")
+    code, out, err = cli("import", "multiwoz", source, "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and f"{tmp_path / 'dialog_acts.json'}:1: expected MultiWOZ 2.2's dialogue acts" in err, err

@@ -126,7 +126,8 @@ def _read(source: Path) -> tuple[list[Dialogue], str]:
     if isinstance(data, dict) and data and all(isinstance(v, dict) and "log" in v for v in data.values()):
         return [_v21_dialogue(name, value, source) for name, value in data.items() if isinstance(value, dict)], "2.1"
     if isinstance(data, list) and data and all(isinstance(d, dict) and isinstance(d.get("turns"), list) for d in data):
-        return [_v22_dialogue(d, source, i) for i, d in enumerate(data) if isinstance(d, dict)], "2.2"
+        acts = _v22_acts(source)
+        return [_v22_dialogue(d, source, i, acts) for i, d in enumerate(data) if isinstance(d, dict)], "2.2"
     raise DatasetError(
         f"{source}:1: not a MultiWOZ file: expected MultiWOZ 2.2's dialogues_*.json (a list of dialogues "
         "with turns), MultiWOZ 2.1's data.json (dialogue id -> goal and log), or JSON Lines in the "
@@ -184,9 +185,25 @@ def _nth(items: list[JsonValue], index: int, field: str, where: str) -> JsonValu
     return items[index]
 
 
-def _v22_dialogue(record: JsonObject, source: Path, index: int) -> Dialogue:
-    """A dialogue of MultiWOZ 2.2's dialogues_*.json (turns with speaker USER/SYSTEM and frames)."""
+def _v22_acts(source: Path) -> JsonObject | None:
+    """MultiWOZ 2.2's `dialog_acts.json` (dialogue id -> turn id -> `dialog_act`), which 2.2
+    ships beside its train/, dev/ and test/ folders: looked for beside `source`, then one folder up."""
+    for folder in (source.parent, source.parent.parent):
+        if (path := folder / "dialog_acts.json").is_file():
+            acts = as_object(read_json(path))
+            if acts is None:
+                raise DatasetError(
+                    f"{path}:1: expected MultiWOZ 2.2's dialogue acts: dialogue id -> turn id -> dialog_act"
+                )
+            return acts
+    return None
+
+
+def _v22_dialogue(record: JsonObject, source: Path, index: int, acts: JsonObject | None) -> Dialogue:
+    """A dialogue of MultiWOZ 2.2's dialogues_*.json (turns with speaker USER/SYSTEM and frames);
+    the system turns' acts from `dialog_acts.json` when there is one."""
     name = str(record.get("dialogue_id", index)).removesuffix(".json")
+    turn_acts = (as_object(acts.get(str(record.get("dialogue_id")))) or {}) if acts is not None else None
     turns = as_list(record.get("turns"))
     user_turns = []
     for i, turn in enumerate(turns):
@@ -203,8 +220,12 @@ def _v22_dialogue(record: JsonObject, source: Path, index: int) -> Dialogue:
                 if values:
                     belief.setdefault(domain, {})[slot_name] = str(_first(values))
         following = as_object(turns[i + 1]) if i + 1 < len(turns) else None
-        reply = following.get("utterance") if following is not None and following.get("speaker") == "SYSTEM" else None
-        user_turns.append(UserTurn(utterance, belief, None, reply if isinstance(reply, str) else None))
+        system = following if following is not None and following.get("speaker") == "SYSTEM" else None
+        reply = system.get("utterance") if system is not None else None
+        reference = None
+        if system is not None and turn_acts is not None:
+            reference = _pair_acts((as_object(turn_acts.get(str(system.get("turn_id")))) or {}).get("dialog_act"))
+        user_turns.append(UserTurn(utterance, belief, reference, reply if isinstance(reply, str) else None))
     return Dialogue(name, [str(s) for s in as_list(record.get("services"))], user_turns)
 
 
@@ -234,10 +255,7 @@ def _v21_dialogue(name: str, record: JsonObject, source: Path) -> Dialogue:
             for domain, state in (as_object(system.get("metadata")) or {}).items()
             if isinstance(state, dict)
         }
-        acts = {
-            act: {str(pair[0]).lower(): str(pair[1]) for pair in _pairs(pairs) if len(pair) == 2}
-            for act, pairs in (as_object(system.get("dialog_act")) or {}).items()
-        }
+        acts = _pair_acts(system.get("dialog_act"))
         reply = system.get("text")
         if reply is not None:
             reply = text(reply, f"{source}:1: dialogue {name}: log[{i + 1}]")
@@ -247,9 +265,15 @@ def _v21_dialogue(name: str, record: JsonObject, source: Path) -> Dialogue:
     return Dialogue(name.removesuffix(".json"), services, user_turns)
 
 
-def _pairs(pairs: JsonValue) -> list[list[JsonValue]]:
-    """A dialogue act's `[slot, value]` pairs."""
-    return [pair for pair in as_list(pairs) if isinstance(pair, list)]
+def _pair_acts(dialog_act: JsonValue) -> dict[str, dict[str, str]]:
+    """`{act: {slot: value}}` from MultiWOZ's `dialog_act` (2.1's log, 2.2's dialog_acts.json):
+    each act with its `[slot, value]` pairs."""
+    return {
+        act: {
+            str(pair[0]).lower(): str(pair[1]) for pair in as_list(pairs) if isinstance(pair, list) and len(pair) == 2
+        }
+        for act, pairs in (as_object(dialog_act) or {}).items()
+    }
 
 
 def _test(dialogue: Dialogue, databases: dict[str, list[JsonObject]], source: Path) -> SuiteTest:
