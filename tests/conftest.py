@@ -7,6 +7,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+# Loaded here, once: pytester's in-process runs (tests/test_pytest_plugin.py) drop the modules
+# first imported inside them, and an aiohttp loaded again inside the next one would not take the
+# `ClientTimeout` objects convoeval keeps from the first (`targets/_http.py`'s `_timeout`).
+import aiohttp  # noqa: F401
 import pytest
 from typer.testing import CliRunner
 
