@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -48,19 +50,30 @@ def bwrap_argv(
     writable: Path | None,
     readable: Sequence[Path],
     settings: SandboxSettings,
+    *,
+    system_only: bool = False,
 ) -> list[str]:
-    """bubblewrap's command line: the system read-only, private temp folders, /run and /dev, a
-    new PID namespace, no network unless allowed, the workspace bound read-write (same path).
-    Programs on PATH and Python's own folders stay readable when they live in a temp folder."""
+    """bubblewrap's command line: the system read-only (root-only files of `/etc` covered), the
+    user's home and the temp folders hidden (private, empty), a private /run and /dev, a new PID
+    namespace, no network unless allowed, the workspace bound read-write (same path). With
+    `system_only` (a model's commands), only the system's folders are shown (`SYSTEM_FOLDERS`),
+    not the rest of the host: not the eval files, the run store or the project. Programs on PATH
+    and Python's own folders stay readable wherever they live."""
     out = _start()
     if settings.network:
         out.append("--share-net")
-    hidden = list(dict.fromkeys(str(Path(t).resolve()) for t in ("/tmp", tempfile.gettempdir())))
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    out += _system_view() if system_only else ["--ro-bind", "/", "/"]
+    out += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
     for folder in hidden:
         out += ["--tmpfs", folder]
-    out += ["--dir", SANDBOX_HOME]
-    shown = [*map(str, readable), *(t for t in _program_folders() if any(_under(t, h) for h in hidden))]
+    out += ["--dir", SANDBOX_HOME, *_covered_root_files()]
+    shown = [*map(str, readable), *_shown_programs(hidden)]
+    if system_only:
+        shown += [p for p in _program_folders() if not any(_under(p, h) for h in hidden)]
+    resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
+    if settings.network and not resolv.is_relative_to("/etc"):
+        shown.append(str(resolv))
     for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
         out += ["--ro-bind-try", path, path]
     if writable is not None:
@@ -68,6 +81,51 @@ def bwrap_argv(
         out += ["--bind", resolved, resolved]
     out += ["--chdir", str(Path(cwd).resolve()), "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
+
+
+#: The host folders a model's commands see (read-only): the system's programs, libraries and
+#: settings. Everything else of the host (homes, /work, /srv, /mnt, /var, the eval files, the run
+#: store) is not there; `/var/tmp` is private and empty.
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix")
+
+
+def _system_view() -> list[str]:
+    """bubblewrap's arguments that show only `SYSTEM_FOLDERS` (a top-level link such as
+    `/bin -> usr/bin` stays a link)."""
+    out: list[str] = []
+    for folder in SYSTEM_FOLDERS:
+        path = Path(folder)
+        if path.is_symlink():
+            out += ["--symlink", os.readlink(path), folder]
+        elif path.is_dir():
+            out += ["--ro-bind", folder, folder]
+    return out + ["--dir", "/var", "--tmpfs", "/var/tmp"]
+
+
+@functools.cache
+def _covered_root_files() -> tuple[str, ...]:
+    """bubblewrap's arguments that cover what of `/etc` other users may not read (`shadow`,
+    `gshadow`, private keys): a command runs with uid 0 when convoeval is root, and owns them.
+    Read once per process."""
+    out: list[str] = []
+    for current, dirs, files in os.walk("/etc"):
+        for name in list(dirs):
+            path = os.path.join(current, name)
+            if not os.path.islink(path) and not _others_read(path):
+                out += ["--tmpfs", path]
+                dirs.remove(name)
+        for name in files:
+            path = os.path.join(current, name)
+            if not os.path.islink(path) and not _others_read(path):
+                out += ["--ro-bind", "/dev/null", path]
+    return tuple(out)
+
+
+def _others_read(path: str) -> bool:
+    try:
+        return bool(os.lstat(path).st_mode & stat.S_IROTH)
+    except OSError:
+        return True  # gone meanwhile: nothing to cover
 
 
 @dataclass(frozen=True)
@@ -132,7 +190,8 @@ def _hidden(extra: Sequence[str]) -> list[str]:
 
 def _program_folders() -> list[str]:
     """The folders programs run in the sandbox come from: those on PATH and this Python's."""
-    return [p for p in (*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix) if p]
+    folders = (*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix)
+    return [p for p in folders if os.path.isabs(p)]  # `.` on PATH would show convoeval's own folder
 
 
 def _shown_programs(hidden: Sequence[str], closed: Sequence[str] = ()) -> list[str]:

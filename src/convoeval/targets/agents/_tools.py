@@ -157,6 +157,7 @@ class ToolBox:
                 stdin=(stdin or "").encode(),
                 cap=limit * 4,
                 settings=settings,
+                system_only=True,  # not the eval files, the run store, homes or the project
             )
         except SandboxError as exc:
             raise ToolFailure(str(exc)) from None

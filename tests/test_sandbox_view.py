@@ -1,0 +1,106 @@
+"""What of the host a sandboxed command can read, probed as an attacker would: a model's `bash`
+reading the eval file (its answer key), the run store, the user's home and `/etc/shadow`; a
+suite's own commands reading the home and `/etc/shadow`. Real bubblewrap, a real chat model
+behind loopback HTTP, files outside `/tmp` (which every sandbox hides anyway)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import convoeval
+from convoeval.testing import FakeOpenAIServer, tool_calls
+
+from .conftest import write
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed (.ci/run installs it)"
+)
+ANSWER = "the-answer-is-" + uuid.uuid4().hex
+
+
+@pytest.fixture
+def outside(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder outside /tmp (under /var/tmp) holding the suite, its store and a HOME with a
+    private file: what a real user's files look like to the sandbox."""
+    root = Path("/var/tmp") / f"convoeval-view-{uuid.uuid4().hex}"
+    (root / "home" / ".ssh").mkdir(parents=True)
+    write(root / "home" / ".ssh" / "id_ed25519", "PRIVATE-KEY-" + uuid.uuid4().hex)
+    monkeypatch.setenv("HOME", str(root / "home"))
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _readable_by_root_only() -> bool:
+    return os.geteuid() == 0 and Path("/etc/shadow").exists()
+
+
+@needs_bwrap
+def test_a_models_bash_sees_the_system_not_the_answer_key_store_home_or_shadow(outside: Path) -> None:
+    suite = outside / "suite"
+    store = outside / "state"
+    store.mkdir()
+    probe = (
+        f"cat {suite}/s.eval.yaml; ls {store}; cat {outside}/home/.ssh/id_ed25519; head -c 4 /etc/shadow; "
+        "echo; python3 -c 'print(6*7)'; ls /usr/bin/env"
+    )
+    with FakeOpenAIServer() as server:
+        server.reset(
+            reply=lambda body: (
+                "done" if body["messages"][-1]["role"] == "tool" else tool_calls(("bash", {"command": probe}))
+            )
+        )
+        write(
+            suite / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}', api_key: sk-x1234567,"
+            " agent: {bash_timeout_s: 20}}\n",
+        )
+        write(
+            suite / "s.eval.yaml",
+            f"execution: {{target: bot}}\ntests:\n  - id: t\n    workspace: {{}}\n    input: go\n"
+            f"    assertions: [{{type: contains, value: {ANSWER}}}]\n",
+        )
+        report = convoeval.run(suite / "s.eval.yaml", judge="scripted", cache=False, store=store / "runs.sqlite")
+    result = report.results[0]
+    found = [c for e in result.scores for c in e.tool_calls] or [c for m in result.output for c in m.tool_calls]
+    assert found, result.error
+    call = found[0]
+    assert "42" in call.output and "/usr/bin/env" in call.output, call.output  # the system is there
+    assert ANSWER not in call.output, "the model read its own answer key"
+    assert "runs.sqlite" not in call.output, "the model listed the run store"
+    assert "PRIVATE-KEY" not in call.output, "the model read a file of the user's home"
+    if _readable_by_root_only():
+        assert "root" not in call.output.split("/etc/shadow")[-1][:40], call.output
+    assert (store / "runs.sqlite").exists()
+
+
+@needs_bwrap
+def test_a_suites_commands_see_their_eval_folder_but_not_the_home_or_shadow(outside: Path) -> None:
+    suite = outside / "suite"
+    write(suite / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: done}\n")
+    write(suite / "fact.txt", "from the eval folder\n")
+    shadow = "! head -c 1 /etc/shadow 2>/dev/null | grep -q ." if _readable_by_root_only() else "true"
+    write(
+        suite / "s.eval.yaml",
+        f"""\
+execution: {{target: bot}}
+tests:
+  - id: t
+    workspace: {{}}
+    verify: {{command: 'grep -q eval {suite}/fact.txt && ! cat {outside}/home/.ssh/id_ed25519 && {shadow}'}}
+    input: go
+""",
+    )
+    result = convoeval.run(suite / "s.eval.yaml", judge="scripted", cache=False, store=False).results[0]
+    verify = result.scores[-1]
+    assert verify.name == "verify" and verify.verdict == "pass", verify.assertions[0].evidence
+    assert sys.platform == "linux"
