@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from urllib.parse import parse_qsl, urlsplit
 
 REDACTED = "[REDACTED]"
 #: Environment variables whose values are secrets (and are not passed to graders and hooks).
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|(^|_)AUTH(?!_SOCK)", re.IGNORECASE
+)
+#: Headers whose values are credentials (a target's `headers:`).
+_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|passw|signature|credential|session", re.IGNORECASE)
 _KEY_SHAPED = re.compile(r"\b(sk|pk|rk|key|api)[-_][A-Za-z0-9_\-]{8,}")
 _URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
-_URL_SECRET_PARAM = re.compile(r"(?i)([?&][^=&\s]*(?:key|token|secret|sig|password)[^=&\s]*=)[^&\s#\"']+")
+#: URL query parameters that carry credentials (`?api_key=`, `?code=` of Azure Functions, `?sig=`).
+_URL_SECRET_NAME = r"[^=&\s]*(?:key|token|secret|sig|passw|auth|credential)[^=&\s]*|code"
+_URL_SECRET_PARAM = re.compile(rf"(?i)([?&](?:{_URL_SECRET_NAME})=)[^&\s#\"']+")
 #: Shorter values are not treated as secrets (they would redact ordinary words).
 MIN_SECRET_LENGTH = 6
 
@@ -34,6 +41,22 @@ def remember(*values: str | None) -> None:
     if new:
         _remembered.update(new)
         _known = None
+
+
+def remember_credentials(headers: Mapping[str, str], *urls: str | None) -> None:
+    """Add the credentials a target sends (its credential-named headers, `Authorization`'s token
+    without its scheme, the user info and credential parameters of its URLs) to the known secrets."""
+    values: list[str] = []
+    for name, value in headers.items():
+        if _SECRET_HEADER.search(name):
+            values += [value, value.split(" ", 1)[-1].strip()]
+    for url in urls:
+        if url and "://" in url:
+            parts = urlsplit(url)
+            values.append(parts.password or "")
+            pattern = re.compile(rf"(?i){_URL_SECRET_NAME}")
+            values += [v for k, v in parse_qsl(parts.query) if pattern.fullmatch(k)]
+    remember(*values)
 
 
 def reread_environment() -> None:

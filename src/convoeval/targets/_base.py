@@ -26,7 +26,7 @@ from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, SecretStr, fi
 
 from .. import registry
 from .._base_model import Model
-from .._secrets import remember
+from .._secrets import remember, remember_credentials
 from ..errors import TargetError as TargetError  # re-exported: the providers raise it
 from ..results import ToolCall, Usage
 from ._tool_settings import MAX_SECONDS, ToolAgentSettings
@@ -212,6 +212,11 @@ class TargetConfig(Model):
 
     _unusable: str | None = PrivateAttr(None)
     _source_dir: Path | None = PrivateAttr(None)
+
+    def model_post_init(self, context: object, /) -> None:
+        """The credentials in `headers` and the URLs become known secrets (redacted everywhere)."""
+        url = self.option("url")
+        remember_credentials(self.headers, self.base_url, url if isinstance(url, str) else None)
 
     @field_validator("base_url")
     @classmethod

@@ -1,0 +1,71 @@
+"""Credentials a target sends other than its API key: header values and URL parameters filled
+from variables whose names do not look secret (`${{ GW_AUTH }}`, `?code=` of Azure Functions),
+echoed back by the model. They reach no result file, report, store table, cache or terminal."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+
+from convoeval import _secrets
+from convoeval.testing import FakeOpenAIServer
+
+from .conftest import write
+
+
+def test_credentials_in_headers_and_urls_are_found_nowhere(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gateway, bearer, code = (f"{name}-{uuid.uuid4().hex}" for name in ("gw", "bearer", "code"))
+    monkeypatch.setenv("GW_AUTH", gateway)
+    monkeypatch.setenv("MY_GATEWAY", bearer)  # a name no pattern would call secret
+    monkeypatch.setenv("FUNC", code)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-" + uuid.uuid4().hex)
+    write(
+        tmp_path / "s.eval.yaml", "tests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: sent}]\n"
+    )
+    echo = f"you sent {gateway}, {bearer} and {code} (Bearer {bearer})"
+    with FakeOpenAIServer(reply=lambda body: echo) as server:
+        write(
+            tmp_path / "targets.yaml",
+            f"""\
+targets:
+  - name: t
+    provider: openai
+    model: m
+    base_url: "{server.base_url}?code=${{{{ FUNC }}}}&api-version=2024-06-01"
+    headers: {{X-Gateway-Auth: "${{{{ GW_AUTH }}}}", Authorization: "Bearer ${{{{ MY_GATEWAY }}}}"}}
+""",
+        )
+        out = err = ""
+        for suffix in ("jsonl", "json", "html", "xml", "md"):
+            code_, stdout, stderr = cli("run", "s.eval.yaml", "--target", "t", "--store", "state", "-o", f"r.{suffix}")
+            assert code_ == 0, stderr
+            out, err = out + stdout, err + stderr
+        assert server.requests, "the model was called"
+    texts = {"terminal": out + err}
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.suffix != ".sqlite" and path.name not in ("targets.yaml", "s.eval.yaml"):
+            texts[str(path)] = path.read_text(errors="replace")
+    for db in tmp_path.rglob("*.sqlite"):
+        with sqlite3.connect(db) as conn:
+            for (table,) in conn.execute("select name from sqlite_master where type = 'table'"):
+                texts[f"{db.name}:{table}"] = repr(conn.execute(f"select * from {table}").fetchall())
+    assert any(name.endswith(":responses") for name in texts) and "r.html" in str(list(texts))
+    assert "you sent [REDACTED]" in texts[str(tmp_path / "r.jsonl")]
+    for name, text in texts.items():
+        for secret in (gateway, bearer, code):
+            assert secret not in text, f"{secret[:6]}... leaked into {name}"
+
+
+def test_only_credential_parameters_and_headers_are_remembered() -> None:
+    token = uuid.uuid4().hex
+    _secrets.remember_credentials(
+        {"Content-Type": "application/json-" + token[:4], "X-Api-Key": "k" + token},
+        f"https://user:pw{token}@h.example/v1?api-version=2024-06-01&sig=s{token}",
+    )
+    text = f"k{token} pw{token} s{token} application/json-{token[:4]} 2024-06-01"
+    assert _secrets.redact(text) == f"[REDACTED] [REDACTED] [REDACTED] application/json-{token[:4]} 2024-06-01"
