@@ -5,6 +5,7 @@ behind loopback HTTP, files outside `/tmp` (which every sandbox hides anyway).""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sys
@@ -104,3 +105,33 @@ tests:
     verify = result.scores[-1]
     assert verify.name == "verify" and verify.verdict == "pass", verify.assertions[0].evidence
     assert sys.platform == "linux"
+
+
+@needs_bwrap
+def test_private_temp_folders_are_bounded_so_a_command_cannot_fill_memory(tmp_path: Path) -> None:
+    """/tmp, HOME and /var/tmp inside are tmpfs (memory): unbounded, `while :; do head -c 1G
+    /dev/zero > /tmp/$RANDOM; done` took the machine's memory, file by file under the file limit."""
+    from convoeval import _sandbox
+    from convoeval._sandbox import DEFAULT_SETTINGS, command_env
+
+    settings = DEFAULT_SETTINGS.model_copy(update={"file_size_mb": 1})
+    fill = "; ".join(
+        f"head -c 700000 /dev/zero > {folder}/a && head -c 700000 /dev/zero > {folder}/b && echo filled {folder}"
+        for folder in ("/tmp", "~", "/var/tmp")
+    )
+    for system_only in (False, True):
+        ran = asyncio.run(
+            _sandbox.run(
+                fill + "; echo end",
+                tmp_path,
+                timeout_s=20,
+                writable=tmp_path,
+                env=command_env(),
+                settings=settings,
+                system_only=system_only,
+            )
+        )
+        assert ran.output.rstrip().endswith("end") and "No space left on device" in ran.output, ran.output
+        assert "filled /tmp" not in ran.output and "filled ~" not in ran.output, ran.output
+        if system_only:
+            assert "filled /var/tmp" not in ran.output, ran.output

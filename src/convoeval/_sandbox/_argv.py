@@ -7,6 +7,7 @@ import functools
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -62,11 +63,12 @@ def bwrap_argv(
     out = _start()
     if settings.network:
         out.append("--share-net")
-    out += _system_view() if system_only else ["--ro-bind", "/", "/"]
-    out += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    size = _tmpfs_size(settings)
+    out += _system_view(size) if system_only else ["--ro-bind", "/", "/"]
+    out += ["--dev", "/dev", "--proc", "/proc", *size, "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
     for folder in hidden:
-        out += ["--tmpfs", folder]
+        out += [*size, "--tmpfs", folder]
     out += ["--dir", SANDBOX_HOME, *_covered_root_files()]
     shown = [*map(str, readable), *_shown_programs(hidden)]
     if system_only:
@@ -89,9 +91,25 @@ def bwrap_argv(
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix")
 
 
-def _system_view() -> list[str]:
+def _tmpfs_size(settings: SandboxSettings) -> list[str]:
+    """`--size` for each private folder (a tmpfs: it lives in memory): at most `file_size_mb`,
+    so a command cannot fill the machine's memory through /tmp. Empty where bubblewrap is too
+    old to know `--size` (before 0.8)."""
+    return ["--size", str(settings.file_size_mb * 2**20)] if _bwrap_knows_size() else []
+
+
+@functools.cache
+def _bwrap_knows_size() -> bool:
+    try:
+        shown = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--size" in shown.stdout + shown.stderr
+
+
+def _system_view(size: Sequence[str] = ()) -> list[str]:
     """bubblewrap's arguments that show only `SYSTEM_FOLDERS` (a top-level link such as
-    `/bin -> usr/bin` stays a link)."""
+    `/bin -> usr/bin` stays a link), with a private `/var/tmp` of `size`."""
     out: list[str] = []
     for folder in SYSTEM_FOLDERS:
         path = Path(folder)
@@ -99,7 +117,7 @@ def _system_view() -> list[str]:
             out += ["--symlink", os.readlink(path), folder]
         elif path.is_dir():
             out += ["--ro-bind", folder, folder]
-    return out + ["--dir", "/var", "--tmpfs", "/var/tmp"]
+    return out + ["--dir", "/var", *size, "--tmpfs", "/var/tmp"]
 
 
 @functools.cache
