@@ -159,17 +159,18 @@ class AgentBox:
 def agent_bwrap_argv(
     argv: list[str], workspace: Path, home: Path, readable: Sequence[Path], user: AgentUser | None = None
 ) -> AgentBox:
-    """bubblewrap's command line for an agent CLI: a command's sandbox (the system read-only,
-    private /tmp and /run, new user, PID, IPC and UTS namespaces, the workspace the one writable
+    """bubblewrap's command line for an agent CLI: a model's command's sandbox (only the system's
+    folders, read-only: not the eval files or the run store; private /tmp and /run, new user,
+    PID, IPC and UTS namespaces, the workspace the one writable
     host folder and the working directory), but with the host's network (the CLI must reach its
     model), the user's home hidden as well, `home` bound read-write as HOME (`AGENT_HOME`), and
     `readable` (the CLI's install) and the programs on PATH visible read-only. As root, bubblewrap
     starts as `user` (unprivileged: see `_agent_user`), and the paths it binds that `user` could
     not reach are opened up for it (`Reach`)."""
     out = [*_BWRAP, "--share-net"]  # as `user`, nothing inside has a capability on the host
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    out += [*_system_view(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
-    shown = [*map(str, readable)]
+    shown = [*map(str, readable), *(p for p in _program_folders() if not any(_under(p, h) for h in hidden))]
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
     if resolv.is_relative_to("/run") or any(_under(str(resolv), h) for h in hidden):
         shown.append(str(resolv))
