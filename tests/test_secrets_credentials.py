@@ -69,3 +69,26 @@ def test_only_credential_parameters_and_headers_are_remembered() -> None:
     )
     text = f"k{token} pw{token} s{token} application/json-{token[:4]} 2024-06-01"
     assert _secrets.redact(text) == f"[REDACTED] [REDACTED] [REDACTED] application/json-{token[:4]} 2024-06-01"
+
+
+def test_a_secret_an_agent_process_is_given_in_env_is_redacted_from_what_it_prints(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`env: {GITHUB_TOKEN: "${{ GH }}"}` of a `cli` agent: the value (from a variable whose
+    name does not look secret) was stored as the agent printed it, in its reply and its error."""
+    token = "gh-" + uuid.uuid4().hex
+    monkeypatch.setenv("GH", token)
+    write(
+        tmp_path / "targets.yaml",
+        "targets:\n  - name: c\n    provider: cli\n"
+        "    command: \"sh -c 'echo agent says $GITHUB_TOKEN; echo failed with $GITHUB_TOKEN >&2; exit 3'\"\n"
+        '    env: {GITHUB_TOKEN: "${{ GH }}"}\n',
+    )
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: a}]\n")
+    code, out, err = cli("run", "s.eval.yaml", "--target", "c", "--store", "state", "-o", "r.jsonl")
+    assert code == 3, out + err  # the agent failed: an execution error
+    stored = (tmp_path / "r.jsonl").read_text()
+    assert "failed with [REDACTED]" in stored
+    for db in tmp_path.rglob("*.sqlite*"):  # the databases and their write-ahead logs
+        assert token.encode() not in db.read_bytes(), db
+    assert token not in stored + out + err

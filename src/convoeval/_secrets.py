@@ -43,10 +43,13 @@ def remember(*values: str | None) -> None:
         _known = None
 
 
-def remember_credentials(headers: Mapping[str, str], *urls: str | None) -> None:
+def remember_credentials(headers: Mapping[str, str], *urls: str | None, env: object = None) -> None:
     """Add the credentials a target sends (its credential-named headers, `Authorization`'s token
-    without its scheme, the user info and credential parameters of its URLs) to the known secrets."""
+    without its scheme, the user info and credential parameters of its URLs) and the
+    secret-named variables of its `env:` (an agent process's) to the known secrets."""
     values: list[str] = []
+    if isinstance(env, Mapping):
+        values += [v for k, v in env.items() if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k)]
     for name, value in headers.items():
         if _SECRET_HEADER.search(name):
             values += [value, value.split(" ", 1)[-1].strip()]
