@@ -109,7 +109,7 @@ tests:
 
 @needs_bwrap
 def test_private_temp_folders_are_bounded_so_a_command_cannot_fill_memory(tmp_path: Path) -> None:
-    """/tmp, HOME and /var/tmp inside are tmpfs (memory): unbounded, `while :; do head -c 1G
+    """/tmp, HOME, /var/tmp, /dev/shm and /dev inside are tmpfs (memory): unbounded, `while :; do head -c 1G
     /dev/zero > /tmp/$RANDOM; done` took the machine's memory, file by file under the file limit."""
     from convoeval import _sandbox
     from convoeval._sandbox import DEFAULT_SETTINGS, command_env
@@ -117,7 +117,7 @@ def test_private_temp_folders_are_bounded_so_a_command_cannot_fill_memory(tmp_pa
     settings = DEFAULT_SETTINGS.model_copy(update={"file_size_mb": 1})
     fill = "; ".join(
         f"head -c 700000 /dev/zero > {folder}/a && head -c 700000 /dev/zero > {folder}/b && echo filled {folder}"
-        for folder in ("/tmp", "~", "/var/tmp")
+        for folder in ("/tmp", "~", "/var/tmp", "/dev/shm", "/dev")
     )
     for system_only in (False, True):
         ran = asyncio.run(
@@ -133,5 +133,6 @@ def test_private_temp_folders_are_bounded_so_a_command_cannot_fill_memory(tmp_pa
         )
         assert ran.output.rstrip().endswith("end") and "No space left on device" in ran.output, ran.output
         assert "filled /tmp" not in ran.output and "filled ~" not in ran.output, ran.output
+        assert "filled /dev" not in ran.output, ran.output  # /dev/shm: full; /dev: read-only
         if system_only:
             assert "filled /var/tmp" not in ran.output, ran.output

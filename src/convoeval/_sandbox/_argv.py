@@ -65,7 +65,8 @@ def bwrap_argv(
         out.append("--share-net")
     size = _tmpfs_size(settings)
     out += _system_view(size) if system_only else ["--ro-bind", "/", "/"]
-    out += ["--dev", "/dev", "--proc", "/proc", *size, "--tmpfs", "/run"]
+    out += ["--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]  # /dev: a tmpfs too
+    out += ["--proc", "/proc", *size, "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
     for folder in hidden:
         out += [*size, "--tmpfs", folder]
@@ -88,11 +89,12 @@ def bwrap_argv(
 #: The host folders a model's commands see (read-only): the system's programs, libraries and
 #: settings. Everything else of the host (homes, /work, /srv, /mnt, /var, the eval files, the run
 #: store) is not there; `/var/tmp` is private and empty.
-SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix")
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/sys")
 
 
 def _tmpfs_size(settings: SandboxSettings) -> list[str]:
-    """`--size` for each private folder (a tmpfs: it lives in memory): at most `file_size_mb`,
+    """`--size` for each private folder (a tmpfs: it lives in memory; `/dev/shm` too, and `/dev`
+    itself is made read-only): at most `file_size_mb`,
     so a command cannot fill the machine's memory through /tmp. Empty where bubblewrap is too
     old to know `--size` (before 0.8)."""
     return ["--size", str(settings.file_size_mb * 2**20)] if _bwrap_knows_size() else []
