@@ -136,3 +136,22 @@ def test_private_temp_folders_are_bounded_so_a_command_cannot_fill_memory(tmp_pa
         assert "filled /dev" not in ran.output, ran.output  # /dev/shm: full; /dev: read-only
         if system_only:
             assert "filled /var/tmp" not in ran.output, ran.output
+
+
+@needs_bwrap
+def test_an_agent_clis_private_folders_are_bounded_too(tmp_path: Path) -> None:
+    import subprocess
+
+    from convoeval._sandbox import DEFAULT_SETTINGS, agent_bwrap_argv
+
+    settings = DEFAULT_SETTINGS.model_copy(update={"file_size_mb": 1})
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "home").mkdir()
+    fill = "; ".join(
+        f"head -c 700000 /dev/zero > {folder}/a && head -c 700000 /dev/zero > {folder}/b && echo filled {folder}"
+        for folder in ("/tmp", "/run/home", "/dev/shm", "/dev")
+    )
+    box = agent_bwrap_argv(["/bin/sh", "-c", fill], tmp_path / "ws", tmp_path / "home", [], None, settings)
+    ran = subprocess.run(box.argv, capture_output=True, text=True, timeout=30)
+    assert "No space left on device" in ran.stderr and "filled" not in ran.stdout.replace("filled /run/home", ""), ran
+    assert "filled /run/home" in ran.stdout  # the conversation's HOME is a host folder: not a tmpfs

@@ -159,7 +159,12 @@ class AgentBox:
 
 
 def agent_bwrap_argv(
-    argv: list[str], workspace: Path, home: Path, readable: Sequence[Path], user: AgentUser | None = None
+    argv: list[str],
+    workspace: Path,
+    home: Path,
+    readable: Sequence[Path],
+    user: AgentUser | None = None,
+    settings: SandboxSettings | None = None,
 ) -> AgentBox:
     """bubblewrap's command line for an agent CLI: a model's command's sandbox (only the system's
     folders, read-only: not the eval files or the run store; private /tmp and /run, new user,
@@ -168,9 +173,12 @@ def agent_bwrap_argv(
     model), the user's home hidden as well, `home` bound read-write as HOME (`AGENT_HOME`), and
     `readable` (the CLI's install) and the programs on PATH visible read-only. As root, bubblewrap
     starts as `user` (unprivileged: see `_agent_user`), and the paths it binds that `user` could
-    not reach are opened up for it (`Reach`)."""
+    not reach are opened up for it (`Reach`). The private folders hold at most `settings`'
+    `file_size_mb` each."""
     out = [*_BWRAP, "--share-net"]  # as `user`, nothing inside has a capability on the host
-    out += [*_system_view(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    size = _tmpfs_size(settings) if settings is not None else []
+    out += [*_system_view(size), "--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    out += ["--proc", "/proc", *size, "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
     shown = [*map(str, readable), *(p for p in _program_folders() if not any(_under(p, h) for h in hidden))]
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
@@ -181,7 +189,7 @@ def agent_bwrap_argv(
     closed = closed_folders(binds, user) if user is not None else []
     shown += _shown_programs(hidden, closed)
     for folder in hidden:
-        out += ["--tmpfs", folder]
+        out += [*size, "--tmpfs", folder]
     shown_paths = list(dict.fromkeys(str(Path(p).resolve()) for p in shown))
     for path in shown_paths:
         out += ["--ro-bind-try", path, path]
