@@ -92,3 +92,24 @@ def test_a_secret_an_agent_process_is_given_in_env_is_redacted_from_what_it_prin
     for db in tmp_path.rglob("*.sqlite*"):  # the databases and their write-ahead logs
         assert token.encode() not in db.read_bytes(), db
     assert token not in stored + out + err
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("htp://h.example/v1?code=${{ QK }}", "'htp://h.example/v1?...' is not an http(s) URL"),
+        ("http://u:${{ QK }}@h.example:99999/v1", "'http://h.example:99999/v1': Port out of range"),
+    ],
+)
+def test_a_bad_url_is_refused_without_showing_its_credentials(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, shown: str
+) -> None:
+    """The load error quoted the whole `base_url`, a `${{ QK }}` credential in it (its name not
+    secret-looking, not yet known) included, to the terminal and CI logs."""
+    secret = "qk-" + uuid.uuid4().hex
+    monkeypatch.setenv("QK", secret)
+    write(tmp_path / "targets.yaml", f'targets:\n  - {{name: c, provider: openai, model: m, base_url: "{url}"}}\n')
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: t1\n    input: hi\n")
+    code, out, err = cli("run", "s.eval.yaml", "--target", "c", "--store", "state")
+    assert code == 2 and shown in out + err, out + err
+    assert secret not in out + err

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 #: Environment variables whose values are secrets (and are not passed to graders and hooks).
@@ -60,6 +60,17 @@ def remember_credentials(headers: Mapping[str, str], *urls: str | None, env: obj
             pattern = re.compile(rf"(?i){_URL_SECRET_NAME}")
             values += [v for k, v in parse_qsl(parts.query) if pattern.fullmatch(k)]
     remember(*values)
+
+
+def shown_url(url: str) -> str:
+    """`url` as an error message may show it: without user info, query or fragment (which may
+    hold credentials no name reveals, before they are known secrets)."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return "(a URL that cannot be parsed)"
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=netloc, query="..." if parts.query else "", fragment=""))
 
 
 def reread_environment() -> None:
