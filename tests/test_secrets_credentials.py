@@ -19,15 +19,17 @@ from .conftest import write
 def test_credentials_in_headers_and_urls_are_found_nowhere(
     cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gateway, bearer, code = (f"{name}-{uuid.uuid4().hex}" for name in ("gw", "bearer", "code"))
+    gateway, bearer, code, odd, param = (f"{n}-{uuid.uuid4().hex}" for n in ("gw", "bearer", "code", "odd", "zz"))
     monkeypatch.setenv("GW_AUTH", gateway)
     monkeypatch.setenv("MY_GATEWAY", bearer)  # a name no pattern would call secret
     monkeypatch.setenv("FUNC", code)
+    monkeypatch.setenv("ODD", odd)
+    monkeypatch.setenv("ZZ", param)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-" + uuid.uuid4().hex)
     write(
         tmp_path / "s.eval.yaml", "tests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: sent}]\n"
     )
-    echo = f"you sent {gateway}, {bearer} and {code} (Bearer {bearer})"
+    echo = f"you sent {gateway}, {bearer}, {odd}, {param} and {code} (Bearer {bearer})"
     with FakeOpenAIServer(reply=lambda body: echo) as server:
         write(
             tmp_path / "targets.yaml",
@@ -36,8 +38,8 @@ targets:
   - name: t
     provider: openai
     model: m
-    base_url: "{server.base_url}?code=${{{{ FUNC }}}}&api-version=2024-06-01"
-    headers: {{X-Gateway-Auth: "${{{{ GW_AUTH }}}}", Authorization: "Bearer ${{{{ MY_GATEWAY }}}}"}}
+    base_url: "{server.base_url}?code=${{{{ FUNC }}}}&api-version=2024-06-01&zz=${{{{ ZZ }}}}"
+    headers: {{X-Gateway-Auth: "${{{{ GW_AUTH }}}}", Authorization: "Bearer ${{{{ MY_GATEWAY }}}}", X-Gw: "${{{{ ODD }}}}"}}
 """,
         )
         out = err = ""
@@ -57,18 +59,18 @@ targets:
     assert any(name.endswith(":responses") for name in texts) and "r.html" in str(list(texts))
     assert "you sent [REDACTED]" in texts[str(tmp_path / "r.jsonl")]
     for name, text in texts.items():
-        for secret in (gateway, bearer, code):
+        for secret in (gateway, bearer, code, odd, param):
             assert secret not in text, f"{secret[:6]}... leaked into {name}"
 
 
-def test_only_credential_parameters_and_headers_are_remembered() -> None:
+def test_every_header_and_parameter_but_the_plain_ones_is_remembered() -> None:
     token = uuid.uuid4().hex
     _secrets.remember_credentials(
-        {"Content-Type": "application/json-" + token[:4], "X-Api-Key": "k" + token},
-        f"https://user:pw{token}@h.example/v1?api-version=2024-06-01&sig=s{token}",
+        {"Content-Type": "application/json-" + token[:4], "X-Api-Key": "k" + token, "X-Gw": "g" + token},
+        f"https://user:pw{token}@h.example/v1?api-version=2024-06-01&sig=s{token}&zz=z{token}",
     )
-    text = f"k{token} pw{token} s{token} application/json-{token[:4]} 2024-06-01"
-    assert _secrets.redact(text) == f"[REDACTED] [REDACTED] [REDACTED] application/json-{token[:4]} 2024-06-01"
+    text = f"k{token} g{token} pw{token} s{token} z{token} application/json-{token[:4]} 2024-06-01"
+    assert _secrets.redact(text) == "[REDACTED] " * 5 + f"application/json-{token[:4]} 2024-06-01"
 
 
 def test_a_secret_an_agent_process_is_given_in_env_is_redacted_from_what_it_prints(

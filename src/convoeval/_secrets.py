@@ -21,7 +21,15 @@ SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|(^|_)AUTH(?!_SOCK)", re.IGNORECASE
 )
 #: Headers whose values are credentials (a target's `headers:`).
-_SECRET_HEADER = re.compile(r"auth|key|token|secret|cookie|passw|signature|credential|session", re.IGNORECASE)
+#: Headers of a target whose values are not credentials; every other header's value is one
+#: (a gateway's `X-Gw: ...` says nothing by its name).
+PLAIN_HEADERS = frozenset(
+    {"accept", "accept-encoding", "accept-language", "content-type", "user-agent", "anthropic-version",
+     "anthropic-beta", "openai-beta", "openai-organization", "openai-project", "http-referer", "referer",
+     "x-title", "cache-control", "connection"}
+)  # fmt: skip
+#: Query parameters of a target's URL whose values are not credentials; every other one's is.
+PLAIN_PARAMS = frozenset({"api-version", "api_version", "version", "v", "model", "deployment", "format", "stream"})
 _KEY_SHAPED = re.compile(r"\b(sk|pk|rk|key|api)[-_][A-Za-z0-9_\-]{8,}")
 _URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
 #: URL query parameters that carry credentials (`?api_key=`, `?code=` of Azure Functions, `?sig=`).
@@ -44,21 +52,21 @@ def remember(*values: str | None) -> None:
 
 
 def remember_credentials(headers: Mapping[str, str], *urls: str | None, env: object = None) -> None:
-    """Add the credentials a target sends (its credential-named headers, `Authorization`'s token
-    without its scheme, the user info and credential parameters of its URLs) and the
-    secret-named variables of its `env:` (an agent process's) to the known secrets."""
+    """Add the credentials a target sends (its headers but `PLAIN_HEADERS`, `Authorization`'s
+    token without its scheme, the user info and query values of its URLs but `PLAIN_PARAMS`)
+    and the secret-named variables of its `env:` (an agent process's) to the known secrets
+    (values shorter than `MIN_SECRET_LENGTH` are not)."""
     values: list[str] = []
     if isinstance(env, Mapping):
         values += [v for k, v in env.items() if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k)]
     for name, value in headers.items():
-        if _SECRET_HEADER.search(name):
+        if name.lower() not in PLAIN_HEADERS:
             values += [value, value.split(" ", 1)[-1].strip()]
     for url in urls:
         if url and "://" in url:
             parts = urlsplit(url)
             values.append(parts.password or "")
-            pattern = re.compile(rf"(?i){_URL_SECRET_NAME}")
-            values += [v for k, v in parse_qsl(parts.query) if pattern.fullmatch(k)]
+            values += [v for k, v in parse_qsl(parts.query) if k.lower() not in PLAIN_PARAMS]
     remember(*values)
 
 
