@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,10 +84,13 @@ def test_a_models_bash_sees_the_system_not_the_answer_key_store_home_or_shadow(o
 
 
 @needs_bwrap
-def test_a_suites_commands_see_their_eval_folder_but_not_the_home_or_shadow(outside: Path) -> None:
-    suite = outside / "suite"
+def test_a_suites_commands_see_their_project_but_not_the_rest_of_the_home_or_shadow(outside: Path) -> None:
+    """A suite in `~/projects/evals/suite` whose hooks use `../../scripts`: the project stays
+    readable (`~/projects`), the rest of the home (`~/.ssh`) does not."""
+    home = outside / "home"
+    suite = home / "projects" / "evals" / "suite"
     write(suite / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: done}\n")
-    write(suite / "fact.txt", "from the eval folder\n")
+    write(home / "projects" / "scripts" / "fact.txt", "from the project\n")
     shadow = "! head -c 1 /etc/shadow 2>/dev/null | grep -q ." if _readable_by_root_only() else "true"
     write(
         suite / "s.eval.yaml",
@@ -97,14 +99,13 @@ execution: {{target: bot}}
 tests:
   - id: t
     workspace: {{}}
-    verify: {{command: 'grep -q eval {suite}/fact.txt && ! cat {outside}/home/.ssh/id_ed25519 && {shadow}'}}
+    verify: {{command: 'grep -q project {suite}/../../scripts/fact.txt && ! cat {home}/.ssh/id_ed25519 && {shadow}'}}
     input: go
 """,
     )
     result = convoeval.run(suite / "s.eval.yaml", judge="scripted", cache=False, store=False).results[0]
     verify = result.scores[-1]
     assert verify.name == "verify" and verify.verdict == "pass", verify.assertions[0].evidence
-    assert sys.platform == "linux"
 
 
 @needs_bwrap

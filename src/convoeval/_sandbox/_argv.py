@@ -71,7 +71,10 @@ def bwrap_argv(
     for folder in hidden:
         out += [*size, "--tmpfs", folder]
     out += ["--dir", SANDBOX_HOME, *_covered_root_files()]
-    shown = [*map(str, readable), *_shown_programs(hidden)]
+    shown = [*map(str, readable)]
+    if not system_only:  # a suite's command: the project around its eval folder too (`../scripts`)
+        shown += _shown_programs(hidden, entries=[*shown, str(cwd)])
+    shown += _shown_programs(hidden)
     if system_only:
         shown += [p for p in _program_folders() if not any(_under(p, h) for h in hidden)]
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
@@ -225,13 +228,16 @@ def _program_folders() -> list[str]:
     return [p for p in folders if os.path.isabs(p)]  # `.` on PATH would show convoeval's own folder
 
 
-def _shown_programs(hidden: Sequence[str], closed: Sequence[str] = ()) -> list[str]:
-    """What of the hidden folders must stay readable for the programs on PATH and this Python:
-    an entry under a temp folder itself; one under a home, the home's top folder that holds it
-    (`~/.nvm`, `~/.pyenv`: a version manager's shims need the versions beside them); an entry
-    under a `closed` folder (that the agent's user cannot pass through) itself."""
+def _shown_programs(
+    hidden: Sequence[str], closed: Sequence[str] = (), entries: Sequence[str] | None = None
+) -> list[str]:
+    """What of the hidden folders must stay readable for the programs on PATH and this Python
+    (or `entries`): an entry under a temp folder itself; one under a home, the home's top folder
+    that holds it (`~/.nvm`, `~/.pyenv`: a version manager's shims need the versions beside them;
+    `~/projects` for a suite in `~/projects/evals/x`); an entry under a `closed` folder (that the
+    agent's user cannot pass through) itself."""
     shown = []
-    for entry in _program_folders():
+    for entry in _program_folders() if entries is None else entries:
         holder = next((h for h in reversed(hidden) if _under(entry, h)), None)
         if holder is None:
             if any(_under(entry, c) for c in closed):
