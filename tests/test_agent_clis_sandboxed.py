@@ -14,6 +14,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -56,16 +57,22 @@ def bwrap() -> None:
 
 
 @pytest.fixture
-def secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A secret in a host file outside the workspace, one in convoeval's environment, and a
-    second key variable of each provider (only the first set one goes in)."""
+def secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A secret in a host file outside the workspace and outside /tmp (which every sandbox
+    hides anyway), readable by any user, one in convoeval's environment, and a second key
+    variable of each provider (only the first set one goes in)."""
     monkeypatch.setenv("OTHER_SECRET_TOKEN", OTHER_SECRET)
     monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", SECOND_KEY)
     monkeypatch.setenv("CODEX_API_KEY", SECOND_KEY)
-    secret = tmp_path / "outside" / "secret.txt"
-    secret.parent.mkdir()
+    outside = Path("/var/tmp") / f"convoeval-outside-{uuid.uuid4().hex}"
+    outside.mkdir(mode=0o755)
+    secret = outside / "secret.txt"
     secret.write_text(FILE_SECRET)
-    return secret
+    secret.chmod(0o644)
+    try:
+        yield secret
+    finally:
+        shutil.rmtree(outside)
 
 
 def rules(tool: str, secret: Path, server: FakeModelServer) -> list[Rule]:

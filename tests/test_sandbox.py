@@ -108,7 +108,8 @@ def test_writes_outside_the_workspace_never_reach_the_host(server: FakeOpenAISer
     server.reset(
         reply=script(
             bash(
-                f"echo x > /tmp/{mark}; echo x > ~/{mark}; echo x > /var/tmp/{mark}; echo kept > inside.txt; "
+                f"echo x > /tmp/{mark}; echo x > ~/{mark}; echo x > /var/tmp/{mark}; echo x > /usr/{mark}; "
+                "echo kept > inside.txt; "
                 f"cat /tmp/{mark} ~/{mark}"
             ),
             tool_calls(("read_file", {"path": "inside.txt"})),
@@ -122,6 +123,7 @@ def test_writes_outside_the_workspace_never_reach_the_host(server: FakeOpenAISer
         not Path(f"/tmp/{mark}").exists()
         and not (Path.home() / mark).exists()
         and not Path(f"/var/tmp/{mark}").exists()
+        and not Path(f"/usr/{mark}").exists()
     )
     assert read.output == "kept\n"
     assert result.trials[0].workspace and (Path(result.trials[0].workspace) / "inside.txt").read_text() == "kept\n"

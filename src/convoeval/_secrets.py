@@ -12,14 +12,29 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 #: Environment variables whose values are secrets (and are not passed to graders and hooks).
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|(^|_)AUTH(?!_SOCK)", re.IGNORECASE
+)
+#: Headers whose values are credentials (a target's `headers:`).
+#: Headers of a target whose values are not credentials; every other header's value is one
+#: (a gateway's `X-Gw: ...` says nothing by its name).
+PLAIN_HEADERS = frozenset(
+    {"accept", "accept-encoding", "accept-language", "content-type", "user-agent", "anthropic-version",
+     "anthropic-beta", "openai-beta", "openai-organization", "openai-project", "http-referer", "referer",
+     "x-title", "cache-control", "connection"}
+)  # fmt: skip
+#: Query parameters of a target's URL whose values are not credentials; every other one's is.
+PLAIN_PARAMS = frozenset({"api-version", "api_version", "version", "v", "model", "deployment", "format", "stream"})
 _KEY_SHAPED = re.compile(r"\b(sk|pk|rk|key|api)[-_][A-Za-z0-9_\-]{8,}")
 _URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
-_URL_SECRET_PARAM = re.compile(r"(?i)([?&][^=&\s]*(?:key|token|secret|sig|password)[^=&\s]*=)[^&\s#\"']+")
+#: URL query parameters that carry credentials (`?api_key=`, `?code=` of Azure Functions, `?sig=`).
+_URL_SECRET_NAME = r"[^=&\s]*(?:key|token|secret|sig|passw|auth|credential)[^=&\s]*|code"
+_URL_SECRET_PARAM = re.compile(rf"(?i)([?&](?:{_URL_SECRET_NAME})=)[^&\s#\"']+")
 #: Shorter values are not treated as secrets (they would redact ordinary words).
 MIN_SECRET_LENGTH = 6
 
@@ -34,6 +49,36 @@ def remember(*values: str | None) -> None:
     if new:
         _remembered.update(new)
         _known = None
+
+
+def remember_credentials(headers: Mapping[str, str], *urls: str | None, env: object = None) -> None:
+    """Add the credentials a target sends (its headers but `PLAIN_HEADERS`, `Authorization`'s
+    token without its scheme, the user info and query values of its URLs but `PLAIN_PARAMS`)
+    and the secret-named variables of its `env:` (an agent process's) to the known secrets
+    (values shorter than `MIN_SECRET_LENGTH` are not)."""
+    values: list[str] = []
+    if isinstance(env, Mapping):
+        values += [v for k, v in env.items() if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k)]
+    for name, value in headers.items():
+        if name.lower() not in PLAIN_HEADERS:
+            values += [value, value.split(" ", 1)[-1].strip()]
+    for url in urls:
+        if url and "://" in url:
+            parts = urlsplit(url)
+            values.append(parts.password or "")
+            values += [v for k, v in parse_qsl(parts.query) if k.lower() not in PLAIN_PARAMS]
+    remember(*values)
+
+
+def shown_url(url: str) -> str:
+    """`url` as an error message may show it: without user info, query or fragment (which may
+    hold credentials no name reveals, before they are known secrets)."""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return "(a URL that cannot be parsed)"
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=netloc, query="..." if parts.query else "", fragment=""))
 
 
 def reread_environment() -> None:

@@ -5,7 +5,9 @@ Backends, chosen for the whole run (`--sandbox`, `RunOptions.sandbox`, `CONVOEVA
 
 - `bubblewrap` (the default where `bwrap` is installed): new user, PID, network, IPC and UTS
   namespaces (`--unshare-all`; `--share-net` only with `network: true`); the whole system
-  mounted read-only, a private `/tmp` and `/run`, the workspace the only writable host folder;
+  mounted read-only (a model's commands: only the system's folders, `system_only`), root-only
+  files of `/etc` covered, a private `/tmp`, `/run` and home, the workspace the only writable
+  host folder;
   a fresh `HOME` in the private `/tmp`; `--die-with-parent` and the PID namespace, so every
   process a command starts dies with it; the parent's `/proc` out of sight.
 - `docker` (a reachable daemon): the same rules with `docker run --rm --read-only
@@ -127,6 +129,7 @@ async def run(
     separate_stderr: bool = False,
     settings: SandboxSettings | None = None,
     host: bool = False,
+    system_only: bool = False,
 ) -> Finished:
     """Run `command` (a shell command line, or an argv) in the run's sandbox, in `cwd`.
 
@@ -141,6 +144,8 @@ async def run(
         settings: network and limits (default: the current trial's `sandbox:`).
         host: run it on the host as given, without sandbox or limits (commands convoeval
             composes itself, such as `git clone`), still bounded in output and time.
+        system_only: show it only the system's folders besides `readable` and the workspace
+            (a model's commands: bubblewrap; docker shows only its image anyway).
 
     Raises:
         SandboxError: no sandbox can run it (the message says how to install one or opt out).
@@ -163,7 +168,7 @@ async def run(
     full_env = {**(env or {}), **inside}
     name = None
     if which == "bubblewrap":
-        argv = bwrap_argv(argv, shell, cwd, writable, readable, settings)
+        argv = bwrap_argv(argv, shell, cwd, writable, readable, settings, system_only=system_only)
     elif which == "docker":
         name = f"convoeval-{uuid.uuid4().hex[:12]}"
         argv = await docker_argv(argv, shell, cwd, writable, full_env, settings, name)

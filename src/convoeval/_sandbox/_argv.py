@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
+import stat
+import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -48,19 +51,35 @@ def bwrap_argv(
     writable: Path | None,
     readable: Sequence[Path],
     settings: SandboxSettings,
+    *,
+    system_only: bool = False,
 ) -> list[str]:
-    """bubblewrap's command line: the system read-only, private temp folders, /run and /dev, a
-    new PID namespace, no network unless allowed, the workspace bound read-write (same path).
-    Programs on PATH and Python's own folders stay readable when they live in a temp folder."""
+    """bubblewrap's command line: the system read-only (root-only files of `/etc` covered), the
+    user's home and the temp folders hidden (private, empty), a private /run and /dev, a new PID
+    namespace, no network unless allowed, the workspace bound read-write (same path). With
+    `system_only` (a model's commands), only the system's folders are shown (`SYSTEM_FOLDERS`),
+    not the rest of the host: not the eval files, the run store or the project. Programs on PATH
+    and Python's own folders stay readable wherever they live."""
     out = _start()
     if settings.network:
         out.append("--share-net")
-    hidden = list(dict.fromkeys(str(Path(t).resolve()) for t in ("/tmp", tempfile.gettempdir())))
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    size = _tmpfs_size(settings)
+    out += _system_view(size) if system_only else ["--ro-bind", "/", "/"]
+    out += ["--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]  # /dev: a tmpfs too
+    out += ["--proc", "/proc", *size, "--tmpfs", "/run"]
+    hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
     for folder in hidden:
-        out += ["--tmpfs", folder]
-    out += ["--dir", SANDBOX_HOME]
-    shown = [*map(str, readable), *(t for t in _program_folders() if any(_under(t, h) for h in hidden))]
+        out += [*size, "--tmpfs", folder]
+    out += ["--dir", SANDBOX_HOME, *_covered_root_files()]
+    shown = [*map(str, readable)]
+    if not system_only:  # a suite's command: the project around its eval folder too (`../scripts`)
+        shown += _shown_programs(hidden, entries=[*shown, str(cwd)])
+    shown += _shown_programs(hidden)
+    if system_only:
+        shown += [p for p in _program_folders() if not any(_under(p, h) for h in hidden)]
+    resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
+    if settings.network and not resolv.is_relative_to("/etc"):
+        shown.append(str(resolv))
     for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
         out += ["--ro-bind-try", path, path]
     if writable is not None:
@@ -68,6 +87,70 @@ def bwrap_argv(
         out += ["--bind", resolved, resolved]
     out += ["--chdir", str(Path(cwd).resolve()), "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
+
+
+#: The host folders a model's commands see (read-only): the system's programs, libraries and
+#: settings. Everything else of the host (homes, /work, /srv, /mnt, /var, the eval files, the run
+#: store) is not there; `/var/tmp` is private and empty.
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/sys")
+
+
+def _tmpfs_size(settings: SandboxSettings) -> list[str]:
+    """`--size` for each private folder (a tmpfs: it lives in memory; `/dev/shm` too, and `/dev`
+    itself is made read-only): at most `file_size_mb`,
+    so a command cannot fill the machine's memory through /tmp. Empty where bubblewrap is too
+    old to know `--size` (before 0.8)."""
+    return ["--size", str(settings.file_size_mb * 2**20)] if _bwrap_knows_size() else []
+
+
+@functools.cache
+def _bwrap_knows_size() -> bool:
+    try:
+        shown = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "--size" in shown.stdout + shown.stderr
+
+
+def _system_view(size: Sequence[str] = ()) -> list[str]:
+    """bubblewrap's arguments that show only `SYSTEM_FOLDERS` (a top-level link such as
+    `/bin -> usr/bin` stays a link), with a private `/var/tmp` of `size`."""
+    out: list[str] = []
+    for folder in SYSTEM_FOLDERS:
+        path = Path(folder)
+        if path.is_symlink():
+            out += ["--symlink", os.readlink(path), folder]
+        elif path.is_dir():
+            out += ["--ro-bind", folder, folder]
+    return out + ["--dir", "/var", *size, "--tmpfs", "/var/tmp"]
+
+
+@functools.cache
+def _covered_root_files() -> tuple[str, ...]:
+    """bubblewrap's arguments that cover what of `/etc` other users may not read (`shadow`,
+    `gshadow`, private keys): a command runs with uid 0 when convoeval is root, and owns them.
+    Read once per process (about 40 ms here), and only as root: another user cannot read them."""
+    out: list[str] = []
+    if os.geteuid() != 0:
+        return ()
+    for current, dirs, files in os.walk("/etc"):
+        for name in list(dirs):
+            path = os.path.join(current, name)
+            if not os.path.islink(path) and not _others_read(path):
+                out += ["--tmpfs", path]
+                dirs.remove(name)
+        for name in files:
+            path = os.path.join(current, name)
+            if not os.path.islink(path) and not _others_read(path):
+                out += ["--ro-bind", "/dev/null", path]
+    return tuple(out)
+
+
+def _others_read(path: str) -> bool:
+    try:
+        return bool(os.lstat(path).st_mode & stat.S_IROTH)
+    except OSError:
+        return True  # gone meanwhile: nothing to cover
 
 
 @dataclass(frozen=True)
@@ -81,19 +164,28 @@ class AgentBox:
 
 
 def agent_bwrap_argv(
-    argv: list[str], workspace: Path, home: Path, readable: Sequence[Path], user: AgentUser | None = None
+    argv: list[str],
+    workspace: Path,
+    home: Path,
+    readable: Sequence[Path],
+    user: AgentUser | None = None,
+    settings: SandboxSettings | None = None,
 ) -> AgentBox:
-    """bubblewrap's command line for an agent CLI: a command's sandbox (the system read-only,
-    private /tmp and /run, new user, PID, IPC and UTS namespaces, the workspace the one writable
+    """bubblewrap's command line for an agent CLI: a model's command's sandbox (only the system's
+    folders, read-only: not the eval files or the run store; private /tmp and /run, new user,
+    PID, IPC and UTS namespaces, the workspace the one writable
     host folder and the working directory), but with the host's network (the CLI must reach its
     model), the user's home hidden as well, `home` bound read-write as HOME (`AGENT_HOME`), and
     `readable` (the CLI's install) and the programs on PATH visible read-only. As root, bubblewrap
     starts as `user` (unprivileged: see `_agent_user`), and the paths it binds that `user` could
-    not reach are opened up for it (`Reach`)."""
+    not reach are opened up for it (`Reach`). The private folders hold at most `settings`'
+    `file_size_mb` each."""
     out = [*_BWRAP, "--share-net"]  # as `user`, nothing inside has a capability on the host
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    size = _tmpfs_size(settings) if settings is not None else []
+    out += [*_system_view(size), "--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    out += ["--proc", "/proc", *size, "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
-    shown = [*map(str, readable)]
+    shown = [*map(str, readable), *(p for p in _program_folders() if not any(_under(p, h) for h in hidden))]
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
     if resolv.is_relative_to("/run") or any(_under(str(resolv), h) for h in hidden):
         shown.append(str(resolv))
@@ -102,7 +194,7 @@ def agent_bwrap_argv(
     closed = closed_folders(binds, user) if user is not None else []
     shown += _shown_programs(hidden, closed)
     for folder in hidden:
-        out += ["--tmpfs", folder]
+        out += [*size, "--tmpfs", folder]
     shown_paths = list(dict.fromkeys(str(Path(p).resolve()) for p in shown))
     for path in shown_paths:
         out += ["--ro-bind-try", path, path]
@@ -132,16 +224,20 @@ def _hidden(extra: Sequence[str]) -> list[str]:
 
 def _program_folders() -> list[str]:
     """The folders programs run in the sandbox come from: those on PATH and this Python's."""
-    return [p for p in (*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix) if p]
+    folders = (*os.environ.get("PATH", "").split(os.pathsep), sys.prefix, sys.base_prefix)
+    return [p for p in folders if os.path.isabs(p)]  # `.` on PATH would show convoeval's own folder
 
 
-def _shown_programs(hidden: Sequence[str], closed: Sequence[str] = ()) -> list[str]:
-    """What of the hidden folders must stay readable for the programs on PATH and this Python:
-    an entry under a temp folder itself; one under a home, the home's top folder that holds it
-    (`~/.nvm`, `~/.pyenv`: a version manager's shims need the versions beside them); an entry
-    under a `closed` folder (that the agent's user cannot pass through) itself."""
+def _shown_programs(
+    hidden: Sequence[str], closed: Sequence[str] = (), entries: Sequence[str] | None = None
+) -> list[str]:
+    """What of the hidden folders must stay readable for the programs on PATH and this Python
+    (or `entries`): an entry under a temp folder itself; one under a home, the home's top folder
+    that holds it (`~/.nvm`, `~/.pyenv`: a version manager's shims need the versions beside them;
+    `~/projects` for a suite in `~/projects/evals/x`); an entry under a `closed` folder (that the
+    agent's user cannot pass through) itself."""
     shown = []
-    for entry in _program_folders():
+    for entry in _program_folders() if entries is None else entries:
         holder = next((h for h in reversed(hidden) if _under(entry, h)), None)
         if holder is None:
             if any(_under(entry, c) for c in closed):

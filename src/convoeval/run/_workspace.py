@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextvars
 import difflib
+import os
 import shlex
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -146,7 +148,7 @@ async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path
             template = (base_dir / spec.template).resolve()
             if not template.is_dir():
                 raise WorkspaceError(f"workspace template {spec.template!r} is not a folder (looked in {template})")
-            shutil.copytree(template, root, dirs_exist_ok=True)
+            shutil.copytree(template, root, symlinks=True, dirs_exist_ok=True, copy_function=_copy_file)
         for repo in spec.repos:
             await clone_repo(repo, base_dir, root, spec.env)
         if spec.docker is not None:
@@ -162,6 +164,15 @@ async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path
         await _remove(root)
         raise
     return root
+
+
+def _copy_file(source: str, target: str) -> object:
+    """A template's regular file copied (links are copied as links, never followed: a link to
+    `~/.ssh` must not put its files in the workspace); a FIFO, socket or device is refused
+    (copying one would block the run or never end)."""
+    if not stat.S_ISREG(os.stat(source, follow_symlinks=False).st_mode):
+        raise WorkspaceError(f"workspace template: {source} is not a regular file, folder or link")
+    return shutil.copy2(source, target)
 
 
 async def _close_directory(spec: Workspace, root: Path, passed: bool) -> str | None:

@@ -26,7 +26,7 @@ from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, SecretStr, fi
 
 from .. import registry
 from .._base_model import Model
-from .._secrets import remember
+from .._secrets import remember, remember_credentials, shown_url
 from ..errors import TargetError as TargetError  # re-exported: the providers raise it
 from ..results import ToolCall, Usage
 from ._tool_settings import MAX_SECONDS, ToolAgentSettings
@@ -213,6 +213,11 @@ class TargetConfig(Model):
     _unusable: str | None = PrivateAttr(None)
     _source_dir: Path | None = PrivateAttr(None)
 
+    def model_post_init(self, context: object, /) -> None:
+        """The credentials in `headers`, the URLs and `env` become known secrets (redacted everywhere)."""
+        url = self.option("url")
+        remember_credentials(self.headers, self.base_url, url if isinstance(url, str) else None, env=self.option("env"))
+
     @field_validator("base_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
@@ -221,11 +226,11 @@ class TargetConfig(Model):
             return value
         parts = urlsplit(value.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{value!r} is not an http(s) URL like http://localhost:8000/v1")
+            raise ValueError(f"{shown_url(value)!r} is not an http(s) URL like http://localhost:8000/v1")
         try:
             parts.port  # noqa: B018 - raises on a bad port
         except ValueError as exc:
-            raise ValueError(f"{value!r}: {exc}") from None
+            raise ValueError(f"{shown_url(value)!r}: {exc}") from None
         return value.strip()
 
     @property

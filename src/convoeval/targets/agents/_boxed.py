@@ -203,7 +203,7 @@ def launch(
     if config.api_key is not None:
         secrets.append(config.api_key.get_secret_value())
     limits = trial_settings()
-    box = agent_bwrap_argv(argv, Path(workdir), home, readable, user)
+    box = agent_bwrap_argv(argv, Path(workdir), home, readable, user, limits)
     pids = agent_pids_group(limits)
     return Launch(
         argv=box.argv,

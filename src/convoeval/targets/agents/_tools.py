@@ -125,7 +125,7 @@ class ToolBox:
         path = _inside(root, _text(args, "path"))
         if name == "write_file":
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(_text(args, "content"))
+            _write(path, _text(args, "content"), str(args["path"]))
             return f"wrote {path.relative_to(root)}"
         if not path.is_file():
             raise ToolFailure(f"no such file: {args['path']}")
@@ -137,7 +137,7 @@ class ToolBox:
         old, new = _text(args, "old"), _text(args, "new")
         if text.count(old) != 1:
             raise ToolFailure(f"`old` occurs {text.count(old)} times in {args['path']}; it must occur exactly once")
-        path.write_text(text.replace(old, new, 1))
+        _write(path, text.replace(old, new, 1), str(args["path"]))
         return f"edited {path.relative_to(root)}"
 
     async def _shell(self, command: str, cwd: Path, timeout_s: float, stdin: str | None = None) -> str:
@@ -157,6 +157,7 @@ class ToolBox:
                 stdin=(stdin or "").encode(),
                 cap=limit * 4,
                 settings=settings,
+                system_only=True,  # not the eval files, the run store, homes or the project
             )
         except SandboxError as exc:
             raise ToolFailure(str(exc)) from None
@@ -214,6 +215,22 @@ def _inside(root: Path, relative: str) -> Path:
     if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:  # its other name may be outside the workspace
         raise ToolFailure(f"{relative}: a hard link (it may be a file outside the workspace); refused")
     return path
+
+
+def _write(path: Path, text: str, shown: str) -> None:
+    """Write `text` to the regular file `path` (made if missing). Anything else is refused
+    without waiting: a FIFO the model made would block convoeval (and every conversation of
+    the run) in `open` until something read it; a link is never followed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise ToolFailure(f"{shown}: cannot be written ({exc.strerror})") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ToolFailure(f"{shown}: not a regular file; refused")
+        handle.truncate()
+        handle.write(text)
 
 
 def _text(args: dict[str, object], key: str) -> str:

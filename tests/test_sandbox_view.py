@@ -1,0 +1,158 @@
+"""What of the host a sandboxed command can read, probed as an attacker would: a model's `bash`
+reading the eval file (its answer key), the run store, the user's home and `/etc/shadow`; a
+suite's own commands reading the home and `/etc/shadow`. Real bubblewrap, a real chat model
+behind loopback HTTP, files outside `/tmp` (which every sandbox hides anyway)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import convoeval
+from convoeval.testing import FakeOpenAIServer, tool_calls
+
+from .conftest import write
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed (.ci/run installs it)"
+)
+ANSWER = "the-answer-is-" + uuid.uuid4().hex
+
+
+@pytest.fixture
+def outside(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder outside /tmp (under /var/tmp) holding the suite, its store and a HOME with a
+    private file: what a real user's files look like to the sandbox."""
+    root = Path("/var/tmp") / f"convoeval-view-{uuid.uuid4().hex}"
+    (root / "home" / ".ssh").mkdir(parents=True)
+    write(root / "home" / ".ssh" / "id_ed25519", "PRIVATE-KEY-" + uuid.uuid4().hex)
+    monkeypatch.setenv("HOME", str(root / "home"))
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _readable_by_root_only() -> bool:
+    return os.geteuid() == 0 and Path("/etc/shadow").exists()
+
+
+@needs_bwrap
+def test_a_models_bash_sees_the_system_not_the_answer_key_store_home_or_shadow(outside: Path) -> None:
+    suite = outside / "suite"
+    store = outside / "state"
+    store.mkdir()
+    probe = (
+        f"cat {suite}/s.eval.yaml; ls {store}; cat {outside}/home/.ssh/id_ed25519; head -c 4 /etc/shadow; "
+        "echo; python3 -c 'print(6*7)'; ls /usr/bin/env"
+    )
+    with FakeOpenAIServer() as server:
+        server.reset(
+            reply=lambda body: (
+                "done" if body["messages"][-1]["role"] == "tool" else tool_calls(("bash", {"command": probe}))
+            )
+        )
+        write(
+            suite / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}', api_key: sk-x1234567,"
+            " agent: {bash_timeout_s: 20}}\n",
+        )
+        write(
+            suite / "s.eval.yaml",
+            f"execution: {{target: bot}}\ntests:\n  - id: t\n    workspace: {{}}\n    input: go\n"
+            f"    assertions: [{{type: contains, value: {ANSWER}}}]\n",
+        )
+        report = convoeval.run(suite / "s.eval.yaml", judge="scripted", cache=False, store=store / "runs.sqlite")
+    result = report.results[0]
+    found = [c for e in result.scores for c in e.tool_calls] or [c for m in result.output for c in m.tool_calls]
+    assert found, result.error
+    call = found[0]
+    assert "42" in call.output and "/usr/bin/env" in call.output, call.output  # the system is there
+    assert ANSWER not in call.output, "the model read its own answer key"
+    assert "runs.sqlite" not in call.output, "the model listed the run store"
+    assert "PRIVATE-KEY" not in call.output, "the model read a file of the user's home"
+    if _readable_by_root_only():
+        assert "root" not in call.output.split("/etc/shadow")[-1][:40], call.output
+    assert (store / "runs.sqlite").exists()
+
+
+@needs_bwrap
+def test_a_suites_commands_see_their_project_but_not_the_rest_of_the_home_or_shadow(outside: Path) -> None:
+    """A suite in `~/projects/evals/suite` whose hooks use `../../scripts`: the project stays
+    readable (`~/projects`), the rest of the home (`~/.ssh`) does not."""
+    home = outside / "home"
+    suite = home / "projects" / "evals" / "suite"
+    write(suite / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: done}\n")
+    write(home / "projects" / "scripts" / "fact.txt", "from the project\n")
+    shadow = "! head -c 1 /etc/shadow 2>/dev/null | grep -q ." if _readable_by_root_only() else "true"
+    write(
+        suite / "s.eval.yaml",
+        f"""\
+execution: {{target: bot}}
+tests:
+  - id: t
+    workspace: {{}}
+    verify: {{command: 'grep -q project {suite}/../../scripts/fact.txt && ! cat {home}/.ssh/id_ed25519 && {shadow}'}}
+    input: go
+""",
+    )
+    result = convoeval.run(suite / "s.eval.yaml", judge="scripted", cache=False, store=False).results[0]
+    verify = result.scores[-1]
+    assert verify.name == "verify" and verify.verdict == "pass", verify.assertions[0].evidence
+
+
+@needs_bwrap
+def test_private_temp_folders_are_bounded_so_a_command_cannot_fill_memory(tmp_path: Path) -> None:
+    """/tmp, HOME, /var/tmp, /dev/shm and /dev inside are tmpfs (memory): unbounded, `while :; do head -c 1G
+    /dev/zero > /tmp/$RANDOM; done` took the machine's memory, file by file under the file limit."""
+    from convoeval import _sandbox
+    from convoeval._sandbox import DEFAULT_SETTINGS, command_env
+
+    settings = DEFAULT_SETTINGS.model_copy(update={"file_size_mb": 1})
+    fill = "; ".join(
+        f"head -c 700000 /dev/zero > {folder}/a && head -c 700000 /dev/zero > {folder}/b && echo filled {folder}"
+        for folder in ("/tmp", "~", "/var/tmp", "/dev/shm", "/dev")
+    )
+    for system_only in (False, True):
+        ran = asyncio.run(
+            _sandbox.run(
+                fill + "; echo end",
+                tmp_path,
+                timeout_s=20,
+                writable=tmp_path,
+                env=command_env(),
+                settings=settings,
+                system_only=system_only,
+            )
+        )
+        assert ran.output.rstrip().endswith("end") and "No space left on device" in ran.output, ran.output
+        assert "filled /tmp" not in ran.output and "filled ~" not in ran.output, ran.output
+        assert "filled /dev" not in ran.output, ran.output  # /dev/shm: full; /dev: read-only
+        if system_only:
+            assert "filled /var/tmp" not in ran.output, ran.output
+
+
+@needs_bwrap
+def test_an_agent_clis_private_folders_are_bounded_too(tmp_path: Path) -> None:
+    import subprocess
+
+    from convoeval._sandbox import DEFAULT_SETTINGS, agent_bwrap_argv
+
+    settings = DEFAULT_SETTINGS.model_copy(update={"file_size_mb": 1})
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "home").mkdir()
+    fill = "; ".join(
+        f"head -c 700000 /dev/zero > {folder}/a && head -c 700000 /dev/zero > {folder}/b && echo filled {folder}"
+        for folder in ("/tmp", "/run/home", "/dev/shm", "/dev")
+    )
+    box = agent_bwrap_argv(["/bin/sh", "-c", fill], tmp_path / "ws", tmp_path / "home", [], None, settings)
+    ran = subprocess.run(box.argv, capture_output=True, text=True, timeout=30)
+    assert "No space left on device" in ran.stderr and "filled" not in ran.stdout.replace("filled /run/home", ""), ran
+    assert "filled /run/home" in ran.stdout  # the conversation's HOME is a host folder: not a tmpfs
