@@ -71,6 +71,24 @@ def owners_of(tree: Path) -> dict[str, str]:
 
 
 @root_only
+def test_a_file_put_in_the_place_of_another_owners_is_the_turns(tmp_path: Path) -> None:
+    """The agent removes a file of another owner's and writes one of the same name: ext4 gives
+    the new file the freed inode number at once, yet it is the turn's (the workspace owner's)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for round_ in range(5):
+        (ws / "theirs.txt").write_text("t")
+        os.chown(ws / "theirs.txt", 4321, 4322)
+        lent = lend(ws, NOBODY)
+        (ws / "theirs.txt").unlink()
+        (ws / "theirs.txt").write_text("mine")
+        os.chown(ws / "theirs.txt", NOBODY.uid, NOBODY.gid)
+        lent.give_back()
+        assert owners_of(ws)["theirs.txt"] == "0:0", f"round {round_}"
+        assert not lent.held
+
+
+@root_only
 def test_lending_gives_every_entry_to_the_user_and_back(tmp_path: Path) -> None:
     outside = tmp_path / "host.txt"
     outside.write_text("host\n")

@@ -10,6 +10,11 @@ workspace; the agent may read it, not change it in place (removing it, or writin
 in its place, still works). The kernel clears the set-user-ID and set-group-ID bits of a file
 whose owner changes, and `give_back` clears any left, so no file the agent wrote becomes a
 set-user-ID program of root's.
+
+An entry is told from one the turn put in its place by its inode; so that a file the agent
+removes cannot give its inode number to the file it writes next (ext4 hands a freed number out
+again at once), the entries owned by someone other than the workspace's owner, the only ones
+whose owner the mix-up would change, are held open (`O_PATH`) until they are given back.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from pathlib import Path
 
 from ._agent_user import AgentUser
 
+#: Other owners' entries held open at most (each a file descriptor); any more are told by inode alone.
+HELD_AT_MOST = 256
+
 
 @dataclass
 class Lent:
@@ -30,6 +38,7 @@ class Lent:
     root: Path
     user: AgentUser
     owners: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    held: list[int] = field(default_factory=list)  # descriptors keeping other owners' inodes taken
 
     def give_back(self) -> None:
         """Every entry back to its recorded owner; one the turn made to the workspace's owner.
@@ -37,8 +46,19 @@ class Lent:
         Raises:
             OSError: an entry could not be given back (the others were).
         """
-        if str(self.root) not in self.owners:
-            return
+        try:
+            if str(self.root) in self.owners:
+                self._give_all_back()
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Close the descriptors that hold other owners' entries."""
+        for fd in self.held:
+            os.close(fd)
+        self.held.clear()
+
+    def _give_all_back(self) -> None:
         _, *default = self.owners[str(self.root)]
         failed: OSError | None = None
         for path in _entries(self.root):
@@ -66,11 +86,17 @@ def lend(root: Path, user: AgentUser) -> Lent:
     """Give the workspace `root` to `user` for a turn (its owners recorded for `give_back`)."""
     lent = Lent(root, user)
     shared = set()
-    for path in _entries(root):
-        st = os.lstat(path)
-        lent.owners[path] = (st.st_ino, st.st_uid, st.st_gid)
-        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-            shared.add(path)
+    try:
+        for path in _entries(root):
+            st = os.lstat(path)
+            owner = lent.owners[path] = (st.st_ino, st.st_uid, st.st_gid)
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                shared.add(path)
+            if owner[1:] != lent.owners[str(root)][1:] and len(lent.held) < HELD_AT_MOST:
+                lent.held.append(os.open(path, os.O_PATH | os.O_NOFOLLOW))
+    except BaseException:
+        lent.release()
+        raise
     try:
         for path in lent.owners.keys() - shared:
             os.lchown(path, user.uid, user.gid)
