@@ -83,3 +83,69 @@ def test_judge_requests_and_results_are_unchanged(tmp_path: Path, monkeypatch) -
     for sent, pinned in zip(got["judge_requests"], want["judge_requests"], strict=True):
         assert json.dumps(sent) == json.dumps(pinned)  # key order included: it is what is sent
     assert got["results"] == want["results"]
+
+
+#: Answers where reading the JSON text in one step could differ from `json.loads` + validation.
+ODD_ANSWERS = [
+    '{"c1": {"reasoning": "a", "satisfied": true}, "s": {"reasoning": "b", "score": 7}}',
+    '{"c1": {"reasoning": "a", "satisfied": true}, "c1": {"reasoning": "z", "satisfied": false}, '
+    '"s": {"reasoning": "b", "score": 7}}',
+    '{"c1": {"reasoning": "a", "reasoning": "q", "satisfied": true}, "s": {"reasoning": "b", "score": 7}}',
+    '{"c1": {"reasoning": "a\nb", "satisfied": true}, "s": {"reasoning": "b", "score": 7}}',
+    '{"c1": {"reasoning": "a\\ud800b", "satisfied": true}, "s": {"reasoning": "b", "score": 7}}',
+    '{"c1": {"reasoning": "a\ud800b", "satisfied": true}, "s": {"reasoning": "b", "score": 7}}',
+    '{"c1": {"reasoning": "\\u00e9\\ud83d\\ude00\\u0000", "satisfied": true}, "s": {"reasoning": "b", "score": 7}}',
+    '{"c1": {"reasoning": "a", "satisfied": true}, "s": {"reasoning": "b", "score": NaN}}',
+    '{"c1": {"reasoning": "a", "satisfied": true}, "s": {"reasoning": "b", "score": 0.7e1}}',
+    '{"c1": {"reasoning": "a", "satisfied": true}, "s": {"reasoning": "b", "score": 7.5}}',
+    '{"c1": {"reasoning": "a", "satisfied": true}, "s": {"reasoning": "b", "score": "7"}}',
+    '{"c1": {"reasoning": "a", "satisfied": 1}, "s": {"reasoning": "b", "score": 7}}',
+    '{"c1": {"reasoning": "a", "satisfied": true}, "s": {"reasoning": "b", "score": 1e400}}',
+    '\ufeff{"c1": {"reasoning": "a", "satisfied": true}, "s": {"reasoning": "b", "score": 7}}',
+    ' \n{"c1": {"reasoning": "a", "satisfied": true}, "s": {"reasoning": "b", "score": -0}}\n ',
+    '{"c1": {"reasoning": "a", "satisfied": true}, "s": {"reasoning": "b", "score": 7}} and more',
+    'Sure: ```json\n{"c1": {"reasoning": "a", "satisfied": true}, "s": {"reasoning": "b", "score": 7}}\n```',
+    '{"k0": {"reasoning": "a", "satisfied": true}, "k1": {"reasoning": "b", "score": 7}}',
+    '[{"c1": 1}]',
+    "",
+]
+
+
+def test_parse_answer_reads_every_answer_as_the_general_path_does() -> None:
+    """`parse_answer` validates the usual answer from its text in one step; on these answers
+    it gives what finding the JSON and validating it gives, value or error message."""
+    from pydantic import ValidationError
+
+    from convoeval.judging import RubricItem, rubric_parser, score_model
+    from convoeval.judging._call import JudgeOutputError, describe_validation_error, extract_json, parse_answer
+
+    def general(model, text: str) -> str:
+        """What parse_answer gave before it read answers in one step."""
+        try:
+            data = extract_json(text)
+        except JudgeOutputError as exc:
+            return f"error: {exc}"
+        if not isinstance(data, dict):
+            return f"error: expected a JSON object, got {type(data).__name__}"
+        try:
+            return repr(model.model_validate(data))
+        except ValidationError as exc:
+            return f"error: {describe_validation_error(exc)}"
+
+    def direct(model, text: str) -> str:
+        try:
+            return repr(parse_answer(model, text))
+        except JudgeOutputError as exc:
+            return f"error: {exc}"
+
+    parser = rubric_parser([RubricItem("c1", "holds"), RubricItem("s", bands=[(0, 10, "any")])])
+    assert parser.json_direct
+    for text in ODD_ANSWERS:
+        assert direct(parser, text) == general(parser, text), text
+    likert = score_model(1, 5, "justification")
+    for text in [
+        '{"justification": "ok", "score": 5}',
+        '{"reasoning": "ok", "score": 5}',
+        '{"justification": "", "score": 6}',
+    ]:
+        assert direct(likert, text) == general(likert, text), text

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal, TypeVar
 
 from pydantic import (
@@ -38,6 +38,7 @@ from pydantic import (
 from .._base_model import Model
 from ..judging import (
     CriterionAnswer,
+    GradingLevel,
     JudgeSession,
     KeyedAnswer,
     PanelRule,
@@ -45,6 +46,7 @@ from ..judging import (
     ScoreAnswer,
     Subject,
     repeat_summary,
+    rubric_criteria_text,
     rubric_messages,
     rubric_parser,
     rubric_schema,
@@ -180,13 +182,21 @@ class RubricCriterion(Model):
 
 @dataclass(frozen=True)
 class _RubricCall:
-    """A rubric's criteria as the judge sees them, its answer schema and parser (for `criteria`)."""
+    """A rubric's criteria as the judge sees them, its answer schema and parser, and the end of
+    its prompt at each level (built when first asked), for `criteria`."""
 
     criteria: list[str | RubricCriterion]
     resolved: list[tuple[RubricItem, RubricCriterion]]
     items: list[RubricItem]
     schema: dict[str, JsonValue]
     parser: type[KeyedAnswer[ScoreAnswer | CriterionAnswer]]
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def criteria_text(self, level: GradingLevel) -> str:
+        text = self.texts.get(level)
+        if text is None:
+            text = self.texts[level] = rubric_criteria_text(self.items, level)
+        return text
 
 
 @assertion_type
@@ -254,7 +264,8 @@ class Rubrics(Assertion):
 
     def prepared(self) -> _RubricCall:
         """What every judge call of this grader shares, built on the first call."""
-        call = self._call
+        private = self.__pydantic_private__  # its dict: `self._call` would ask pydantic's __getattr__
+        call = private.get("_call") if private else None
         if call is None or call.criteria is not self.criteria:
             resolved = self.resolved()
             items = [item for item, _ in resolved]
@@ -268,7 +279,7 @@ class Rubrics(Assertion):
         subject = subject_for(ctx, expected_output=ctx.expected_output, criteria=ctx.criteria)
         session = judge_session(ctx)
         answers = await session.ask_repeated(
-            rubric_messages(subject, items),
+            rubric_messages(subject, items, criteria_text=call.criteria_text(subject.level)),
             call.schema,
             call.parser,
             repeats=ctx.judge_repeats,

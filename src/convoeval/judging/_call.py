@@ -90,7 +90,18 @@ def extract_json(text: str) -> JsonValue:
 
 
 def parse_answer(model: type[M], text: str) -> M:
-    """Parse a judge answer with a pydantic model; raise `JudgeOutputError` saying what is wrong."""
+    """Parse a judge answer with a pydantic model; raise `JudgeOutputError` saying what is wrong.
+
+    The usual answer, one JSON object that follows the schema, is validated from its text in
+    one step when the model says that gives the same value (`json_direct`, the answer shapes of
+    `convoeval.judging`); anything else takes the general path, which finds the JSON in the text
+    and says what is wrong.
+    """
+    if getattr(model, "json_direct", False):
+        try:
+            return model.model_validate_json(text)
+        except ValueError:  # not JSON, not this shape, or a text JSON cannot hold: the general path says why
+            pass
     data = extract_json(text)
     if not isinstance(data, dict):
         raise JudgeOutputError(f"expected a JSON object, got {type(data).__name__}")
