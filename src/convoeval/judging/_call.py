@@ -27,13 +27,16 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from .._json_in_text import NoJson, parse_json
 from ..errors import GraderError, TargetError
 from ..results import Usage
-from ..targets import ChatReply, ChatRequest, Purpose, Target
+from ..targets import AgentContext, ChatReply, ChatRequest, Purpose, Target
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 M = TypeVar("M", bound=BaseModel)
 #: A judge prompt: OpenAI-style `{"role", "content"}` messages.
 JudgeMessages = list[dict[str, str]]
+
+#: The agent context of every judge request: none (it is frozen, so one serves all).
+_NO_AGENT = AgentContext()
 
 #: How much of a bad judge answer is sent back on the re-ask and quoted in errors.
 _ECHO_CHARS = 2000
@@ -223,6 +226,7 @@ class JudgeSession:
             trial=self.trial * 1000 + repeat,
             purpose=self.purpose,
             seed=self.seed,
+            agent=_NO_AGENT,
         )
         self.calls += 1
         try:
