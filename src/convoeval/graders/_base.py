@@ -252,15 +252,15 @@ class Assertion(Model):
         except Exception as exc:  # a grader bug (often a user's) must not end the run
             return self._error(f"grader crashed: {type(exc).__name__}: {exc}")
         score = min(1.0, max(0.0, grade.score))
-        passed = grade.passed if grade.passed is not None else None
-        if self.negated:
+        passed = grade.passed
+        negated = self.negated
+        if negated:
             score = 1.0 - score
             passed = None if passed is None else not passed
-        threshold = self.min_score if self.min_score is not None else ctx.threshold
         if passed is None:
-            passed = score >= threshold
+            passed = score >= (self.min_score if self.min_score is not None else ctx.threshold)
         outcomes = grade.assertions
-        if self.negated:
+        if negated:
             outcomes = [
                 AssertionOutcome(text=f"NOT {a.text}", passed=not a.passed, evidence=a.evidence) for a in outcomes
             ]
@@ -277,7 +277,7 @@ class Assertion(Model):
             judge_usage=grade.judge_usage if grade.judge_usage.total_tokens else None,
             judge_cost_usd=grade.judge_cost_usd,
             dimensions=grade.dimensions,
-            failed_required=[] if self.negated else grade.failed_required,
+            failed_required=[] if negated else grade.failed_required,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             details=grade.details or None,
         )

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal, TypeVar
 
 from pydantic import (
@@ -38,6 +38,7 @@ from pydantic import (
 from .._base_model import Model
 from ..judging import (
     CriterionAnswer,
+    GradingLevel,
     JudgeSession,
     KeyedAnswer,
     PanelRule,
@@ -45,6 +46,7 @@ from ..judging import (
     ScoreAnswer,
     Subject,
     repeat_summary,
+    rubric_criteria_text,
     rubric_messages,
     rubric_parser,
     rubric_schema,
@@ -180,13 +182,21 @@ class RubricCriterion(Model):
 
 @dataclass(frozen=True)
 class _RubricCall:
-    """A rubric's criteria as the judge sees them, its answer schema and parser (for `criteria`)."""
+    """A rubric's criteria as the judge sees them, its answer schema and parser, and the end of
+    its prompt at each level (built when first asked), for `criteria`."""
 
     criteria: list[str | RubricCriterion]
     resolved: list[tuple[RubricItem, RubricCriterion]]
     items: list[RubricItem]
     schema: dict[str, JsonValue]
     parser: type[KeyedAnswer[ScoreAnswer | CriterionAnswer]]
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def criteria_text(self, level: GradingLevel) -> str:
+        text = self.texts.get(level)
+        if text is None:
+            text = self.texts[level] = rubric_criteria_text(self.items, level)
+        return text
 
 
 @assertion_type
@@ -254,7 +264,8 @@ class Rubrics(Assertion):
 
     def prepared(self) -> _RubricCall:
         """What every judge call of this grader shares, built on the first call."""
-        call = self._call
+        private = self.__pydantic_private__  # its dict: `self._call` would ask pydantic's __getattr__
+        call = private.get("_call") if private else None
         if call is None or call.criteria is not self.criteria:
             resolved = self.resolved()
             items = [item for item, _ in resolved]
@@ -264,72 +275,122 @@ class Rubrics(Assertion):
     async def grade(self, ctx: GradeContext) -> Grade:
         assert ctx.judge is not None
         call = self.prepared()
-        resolved, items = call.resolved, call.items
         subject = subject_for(ctx, expected_output=ctx.expected_output, criteria=ctx.criteria)
         session = judge_session(ctx)
         answers = await session.ask_repeated(
-            rubric_messages(subject, items),
+            rubric_messages(subject, call.items, criteria_text=call.criteria_text(subject.level)),
             call.schema,
             call.parser,
             repeats=ctx.judge_repeats,
             name="rubric",
         )
-        runs = [values_by_key(answer) for answer in answers.values]
         mark = pass_mark(self, ctx)
-        outcomes: list[AssertionOutcome] = []
-        per_criterion: dict[str, dict[str, object]] = {}
-        weights: list[float] = []
-        run_scores = [[0.0] * len(resolved) for _ in runs]
-        failed_required: list[str] = []
-        criterion_scores: list[float] = []
-        for index, (item, criterion) in enumerate(resolved):
-            verdicts = [run[item.id] for run in runs]
-            scores = [v.score for v in verdicts if isinstance(v, ScoreAnswer)]
-            satisfied = [v.satisfied for v in verdicts if isinstance(v, CriterionAnswer)]
-            norms = [s / 10 for s in scores] if item.scored else [1.0 if yes else 0.0 for yes in satisfied]
-            for r, norm in enumerate(norms):
-                run_scores[r][index] = norm
-            value = _mean(norms)
-            gate = criterion.gate
-            if gate is not None:
-                passed = value >= gate - 1e-9
-            elif item.scored:
-                passed = value >= mark - 1e-9
-            else:
-                passed = value > 0.5
-            if criterion.required_min_score is not None or criterion.required:
-                if not passed:
-                    failed_required.append(item.id)
-            criterion_scores.append(value)
-            weights.append(criterion.weight)
-            outcomes.append(
-                AssertionOutcome(
-                    text=item.text or item.id,
-                    passed=passed,
-                    evidence=_evidence(item, verdicts),
-                )
-            )
-            per_criterion[item.id] = {
-                **({"judge_score": _one_or_all(scores)} if item.scored else {"satisfied": _one_or_all(satisfied)}),
-                "score": round(value, 6),
-                "weight": criterion.weight,
-                "required": criterion.required,
-                "passed": passed,
-            }
-        score = weighted_mean(criterion_scores, weights)
-        details: dict[str, object] = {"criteria": per_criterion}
-        if answers.count > 1:
-            details.update(repeat_summary([weighted_mean(s, weights) for s in run_scores]))
-        if answers.errors:
-            details["repeat_errors"] = answers.errors
-        return Grade.judged(
-            session,
-            score,
-            outcomes,
-            details,
-            passed=False if failed_required else None,
-            failed_required=failed_required,
-        )
+        if answers.count == 1:
+            return _graded_once(call, values_by_key(answers.values[0]), mark, session)
+        return _graded(call, [values_by_key(answer) for answer in answers.values], mark, session, answers.errors)
+
+
+def _passes(item: RubricItem, criterion: RubricCriterion, value: float, mark: float) -> bool:
+    """Whether a criterion's normalised score (its mean over repeats) passes."""
+    gate = criterion.gate
+    if gate is not None:
+        return value >= gate - 1e-9
+    if item.scored:
+        return value >= mark - 1e-9
+    return value > 0.5
+
+
+def _graded_once(
+    call: _RubricCall, run: dict[str, ScoreAnswer | CriterionAnswer], mark: float, session: JudgeSession
+) -> Grade:
+    """The grade of one answer: what `_graded` gives for a single run, without its lists of runs."""
+    outcomes: list[AssertionOutcome] = []
+    per_criterion: dict[str, dict[str, object]] = {}
+    weights: list[float] = []
+    failed_required: list[str] = []
+    criterion_scores: list[float] = []
+    for item, criterion in call.resolved:
+        verdict = run[item.id]
+        if isinstance(verdict, ScoreAnswer):
+            value = verdict.score / 10
+            judged: dict[str, object] = {"judge_score": verdict.score}
+        else:
+            value = 1.0 if verdict.satisfied else 0.0
+            judged = {"satisfied": verdict.satisfied}
+        passed = _passes(item, criterion, value, mark)
+        if not passed and (criterion.required_min_score is not None or criterion.required):
+            failed_required.append(item.id)
+        criterion_scores.append(value)
+        weights.append(criterion.weight)
+        outcomes.append(AssertionOutcome(text=item.text or item.id, passed=passed, evidence=_evidence(item, [verdict])))
+        per_criterion[item.id] = {
+            **judged,
+            "score": round(value, 6),
+            "weight": criterion.weight,
+            "required": criterion.required,
+            "passed": passed,
+        }
+    return Grade.judged(
+        session,
+        weighted_mean(criterion_scores, weights),
+        outcomes,
+        {"criteria": per_criterion},
+        passed=False if failed_required else None,
+        failed_required=failed_required,
+    )
+
+
+def _graded(
+    call: _RubricCall,
+    runs: list[dict[str, ScoreAnswer | CriterionAnswer]],
+    mark: float,
+    session: JudgeSession,
+    errors: Sequence[str],
+) -> Grade:
+    """The grade of repeated answers (`runs`, one per repeat that answered; `errors` of the others)."""
+    resolved = call.resolved
+    outcomes: list[AssertionOutcome] = []
+    per_criterion: dict[str, dict[str, object]] = {}
+    weights: list[float] = []
+    run_scores = [[0.0] * len(resolved) for _ in runs]
+    failed_required: list[str] = []
+    criterion_scores: list[float] = []
+    for index, (item, criterion) in enumerate(resolved):
+        verdicts = [run[item.id] for run in runs]
+        scores = [v.score for v in verdicts if isinstance(v, ScoreAnswer)]
+        satisfied = [v.satisfied for v in verdicts if isinstance(v, CriterionAnswer)]
+        norms = [s / 10 for s in scores] if item.scored else [1.0 if yes else 0.0 for yes in satisfied]
+        for r, norm in enumerate(norms):
+            run_scores[r][index] = norm
+        value = _mean(norms)
+        passed = _passes(item, criterion, value, mark)
+        if criterion.required_min_score is not None or criterion.required:
+            if not passed:
+                failed_required.append(item.id)
+        criterion_scores.append(value)
+        weights.append(criterion.weight)
+        outcomes.append(AssertionOutcome(text=item.text or item.id, passed=passed, evidence=_evidence(item, verdicts)))
+        per_criterion[item.id] = {
+            **({"judge_score": _one_or_all(scores)} if item.scored else {"satisfied": _one_or_all(satisfied)}),
+            "score": round(value, 6),
+            "weight": criterion.weight,
+            "required": criterion.required,
+            "passed": passed,
+        }
+    score = weighted_mean(criterion_scores, weights)
+    details: dict[str, object] = {"criteria": per_criterion}
+    if len(runs) + len(errors) > 1:
+        details.update(repeat_summary([weighted_mean(s, weights) for s in run_scores]))
+    if errors:
+        details["repeat_errors"] = errors
+    return Grade.judged(
+        session,
+        score,
+        outcomes,
+        details,
+        passed=False if failed_required else None,
+        failed_required=failed_required,
+    )
 
 
 def _one_or_all(values: Sequence[T]) -> T | Sequence[T]:

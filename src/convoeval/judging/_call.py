@@ -27,13 +27,16 @@ from pydantic import BaseModel, JsonValue, ValidationError
 from .._json_in_text import NoJson, parse_json
 from ..errors import GraderError, TargetError
 from ..results import Usage
-from ..targets import ChatReply, ChatRequest, Purpose, Target
+from ..targets import AgentContext, ChatReply, ChatRequest, Purpose, Target
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 M = TypeVar("M", bound=BaseModel)
 #: A judge prompt: OpenAI-style `{"role", "content"}` messages.
 JudgeMessages = list[dict[str, str]]
+
+#: The agent context of every judge request: none (it is frozen, so one serves all).
+_NO_AGENT = AgentContext()
 
 #: How much of a bad judge answer is sent back on the re-ask and quoted in errors.
 _ECHO_CHARS = 2000
@@ -90,7 +93,18 @@ def extract_json(text: str) -> JsonValue:
 
 
 def parse_answer(model: type[M], text: str) -> M:
-    """Parse a judge answer with a pydantic model; raise `JudgeOutputError` saying what is wrong."""
+    """Parse a judge answer with a pydantic model; raise `JudgeOutputError` saying what is wrong.
+
+    The usual answer, one JSON object that follows the schema, is validated from its text in
+    one step when the model says that gives the same value (`json_direct`, the answer shapes of
+    `convoeval.judging`); anything else takes the general path, which finds the JSON in the text
+    and says what is wrong.
+    """
+    if getattr(model, "json_direct", False):
+        try:
+            return model.model_validate_json(text)
+        except ValueError:  # not JSON, not this shape, or a text JSON cannot hold: the general path says why
+            pass
     data = extract_json(text)
     if not isinstance(data, dict):
         raise JudgeOutputError(f"expected a JSON object, got {type(data).__name__}")
@@ -212,6 +226,7 @@ class JudgeSession:
             trial=self.trial * 1000 + repeat,
             purpose=self.purpose,
             seed=self.seed,
+            agent=_NO_AGENT,
         )
         self.calls += 1
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,15 +33,31 @@ MAX_MESSAGE_CHARS = 6000
 MAX_DATA_CHARS = 6000
 
 
-def turn_numbers(messages: Sequence[Message]) -> list[int | None]:
+class Said(Protocol):
+    """What a transcript shows of a message: a `Message`, or a reply not yet made one."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def turn(self) -> int | None: ...
+    @property
+    def tool_calls(self) -> Sequence[ToolCall]: ...
+
+
+def turn_numbers(messages: Sequence[Said]) -> list[int | None]:
     """The turn of each message.
 
     When the messages carry turns (the run loop sets them), those are used: system messages
     and messages given before the first turn (a test's prefilled `input`) have None. Otherwise
     turns are counted: a user message after a non-user message opens a new turn.
     """
-    if any(m.turn is not None for m in messages):
-        return [m.turn for m in messages]
+    given = [m.turn for m in messages]
+    if given.count(None) != len(given):
+        return given
     numbers: list[int | None] = []
     current = 0
     previous_role: str | None = None
@@ -63,12 +80,14 @@ def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return f"{text[:half]}\n[... {len(text) - limit} characters left out ...]\n{text[-half:]}"
 
 
-def _speaker(message: Message) -> str:
-    if message.role == "user" and message.source == "simulator":
-        return "user (simulated)"
-    if message.role == "user" and message.source == "hint":
-        return "user (hint)"
-    return message.role
+def _speaker(message: Said) -> str:
+    role = message.role
+    if role == "user":
+        if message.source == "simulator":
+            return "user (simulated)"
+        if message.source == "hint":
+            return "user (hint)"
+    return role
 
 
 def format_tool_calls(calls: Iterable[ToolCall]) -> str:
@@ -79,7 +98,7 @@ def format_tool_calls(calls: Iterable[ToolCall]) -> str:
     return ", ".join(shown)
 
 
-def format_transcript(messages: Sequence[Message], *, numbered: bool = True, limit: int = MAX_MESSAGE_CHARS) -> str:
+def format_transcript(messages: Sequence[Said], *, numbered: bool = True, limit: int = MAX_MESSAGE_CHARS) -> str:
     """A transcript for a judge, one block per message, each marked with its turn:
 
         [system] You are a booking assistant.
@@ -101,7 +120,9 @@ def format_transcript(messages: Sequence[Message], *, numbered: bool = True, lim
             tag = f"[turn {number}] {_speaker(message)}:"
         else:
             tag = f"[before turn 1] {_speaker(message)}:"
-        text = clip(message.content, limit)
+        text = message.content
+        if len(text) > limit:
+            text = clip(text, limit)
         if message.tool_calls:
             text += f"\n(tool calls: {format_tool_calls(message.tool_calls)})"
         blocks.append(f"{tag} {text}")

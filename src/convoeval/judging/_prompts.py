@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import JsonValue
 
@@ -41,6 +41,16 @@ JUDGE_SYSTEM = (
 
 def _keys(keys: Sequence[str]) -> str:
     return ", ".join(json.dumps(k) for k in keys)
+
+
+class _Reply(NamedTuple):
+    """The judged reply as its transcript shows it (what a `Message` of it would show)."""
+
+    role: str
+    content: str
+    source: str
+    turn: int | None
+    tool_calls: list[ToolCall]
 
 
 @dataclass
@@ -76,7 +86,7 @@ class Subject:
         if self.level == "conversation":
             return [f"{CONVERSATION_HEADER}\n{format_transcript(self.history)}"]
         numbered = any(m.turn is not None for m in self.history)
-        reply = Message(
+        reply = _Reply(
             role="assistant",
             content=self.output or "(empty reply)",
             source="target",
@@ -143,9 +153,10 @@ def rubric_parser(items: Sequence[RubricItem]) -> type[KeyedAnswer[ScoreAnswer |
     return keyed_model("RubricAnswer", {i.id: score_model(0, 10) if i.scored else CriterionAnswer for i in items})
 
 
-def rubric_messages(subject: Subject, items: Sequence[RubricItem]) -> list[dict[str, str]]:
-    """The prompt of one rubric judge call covering all criteria."""
-    whole = subject.level == "conversation"
+def rubric_criteria_text(items: Sequence[RubricItem], level: GradingLevel) -> str:
+    """The end of a rubric prompt: the criteria, how to answer and the keys. It depends only on
+    the criteria and the level, so a grader builds it once (`rubric_messages(criteria_text=)`)."""
+    whole = level == "conversation"
     about = "the conversation as a whole (all turns)" if whole else "the response"
     instructions = [
         f"For each criterion, first write one short sentence of reasoning about {about}"
@@ -157,13 +168,23 @@ def rubric_messages(subject: Subject, items: Sequence[RubricItem]) -> list[dict[
     if any(i.scored for i in items):
         instructions.append('"score" is the integer 0-10 of the band that fits best.')
     ids = [i.id for i in items]
-    parts = [
-        *subject.sections(),
-        *subject.reference_sections(),
-        f"Criteria for {about}:\n" + "\n".join(i.describe() for i in items),
-        " ".join(instructions),
-        f"Reply with one JSON object whose keys are exactly: {_keys(ids)}.",
-    ]
+    return "\n\n".join(
+        [
+            f"Criteria for {about}:\n" + "\n".join(i.describe() for i in items),
+            " ".join(instructions),
+            f"Reply with one JSON object whose keys are exactly: {_keys(ids)}.",
+        ]
+    )
+
+
+def rubric_messages(
+    subject: Subject, items: Sequence[RubricItem], *, criteria_text: str | None = None
+) -> list[dict[str, str]]:
+    """The prompt of one rubric judge call covering all criteria (`criteria_text`: what
+    `rubric_criteria_text(items, subject.level)` returns, when the caller kept it)."""
+    if criteria_text is None:
+        criteria_text = rubric_criteria_text(items, subject.level)
+    parts = [*subject.sections(), *subject.reference_sections(), criteria_text]
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Annotated, Generic, TypeVar
+from typing import Annotated, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, StrictBool, StrictStr, create_model
 
@@ -56,9 +56,17 @@ def keyed_schema(items: dict[str, dict[str, JsonValue]]) -> dict[str, JsonValue]
 class _Strict(Model):
     model_config = ConfigDict(extra="forbid")
 
+    #: Whether a JSON text that validates as this model (`model_validate_json`) gives what
+    #: `json.loads` then `model_validate` give: true of the answer shapes below, whose fields
+    #: are strict strings and booleans and numbers checked before they are read (tested on
+    #: duplicate keys, escapes, surrogates, NaN, exponents); see `parse_answer`.
+    json_direct: ClassVar[bool] = False
+
 
 class CriterionAnswer(_Strict):
     """The judge's answer on one yes/no criterion (not to be confused with `results.Verdict`)."""
+
+    json_direct: ClassVar[bool] = True
 
     reasoning: StrictStr
     satisfied: StrictBool
@@ -67,6 +75,8 @@ class CriterionAnswer(_Strict):
 class ScoreAnswer(_Strict):
     """The judge's score, after its reasons (read as `reasoning` whatever key the schema names
     them by: TD-Eval's is `justification`). Built per scale by `score_model`."""
+
+    json_direct: ClassVar[bool] = True
 
     reasoning: StrictStr
     score: int
@@ -78,6 +88,9 @@ M = TypeVar("M", bound=BaseModel)
 class KeyedAnswer(_Strict, Generic[M]):
     """An answer whose keys are fixed in advance (criterion ids, dimension names), each holding
     an `M`; built by `keyed_model`, read with `values_by_key`."""
+
+    #: `(key, field name)` of each key, in order (set by `keyed_model`).
+    keys_by_field: ClassVar[tuple[tuple[str, str], ...]] = ()
 
 
 def _number_only(value: object) -> object:
@@ -107,7 +120,10 @@ def score_model(low: int, high: int, reason_key: str = "reasoning") -> type[Scor
 @lru_cache(maxsize=1024)
 def _keyed_model(name: str, items: tuple[tuple[str, type[BaseModel]], ...]) -> type[KeyedAnswer]:
     fields = {f"k{i}": (model, Field(alias=key)) for i, (key, model) in enumerate(items)}
-    return create_model(name, __base__=KeyedAnswer, **fields)  # type: ignore[call-overload]  # a type in a dict is no TypeForm to mypy
+    built: type[KeyedAnswer] = create_model(name, __base__=KeyedAnswer, **fields)  # type: ignore[call-overload]  # a type in a dict is no TypeForm to mypy
+    built.json_direct = all(getattr(model, "json_direct", False) for _, model in items)
+    built.keys_by_field = tuple((key, f"k{i}") for i, (key, _) in enumerate(items))
+    return built
 
 
 def keyed_model(name: str, items: Mapping[str, type[M]]) -> type[KeyedAnswer[M]]:
@@ -121,4 +137,8 @@ def keyed_model(name: str, items: Mapping[str, type[M]]) -> type[KeyedAnswer[M]]
 
 def values_by_key(parsed: KeyedAnswer[M]) -> dict[str, M]:
     """`{key: value}` of a model built by `keyed_model`."""
+    keys = type(parsed).keys_by_field
+    if keys:
+        values = parsed.__dict__
+        return {key: values[name] for key, name in keys}
     return {info.alias or name: getattr(parsed, name) for name, info in type(parsed).model_fields.items()}
