@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import overload
 
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
-from ._agentv_vars import fill_test_vars
+from ._agentv_vars import fill_test_vars, fill_vars
 from ._agentv_workspace import agentv_workspace
 from ._errors import Problem, field_path
 from ._lines import DataPath, Key, LineMap
@@ -96,6 +96,10 @@ def legacy_assertion(item: dict) -> dict:
         item = {**item, "name": item["id"]}
         del item["id"]
     kind = item.get("type")
+    if kind == "llm-rubric":
+        return v5_rubric(item)
+    if isinstance(kind, str) and kind.removeprefix("not-") in _TRAJECTORY:
+        return v5_trajectory(item, kind)
     new_type = LEGACY_TYPES.get(kind) if isinstance(kind, str) else None
     if new_type is None:
         return item
@@ -103,6 +107,86 @@ def legacy_assertion(item: dict) -> dict:
     if new_type == "code-grader" and "script" in item and "command" not in item:
         item["command"] = item.pop("script")
     return item
+
+
+_TRAJECTORY = ("trajectory:tool-used", "trajectory:tool-sequence", "trajectory:tool-args-match")
+
+
+class AgentvFormError(ValueError):
+    """An AgentV assertion convoeval cannot honour: (field, why)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def _tool_name(step: object, field: str) -> str:
+    """The tool a v5 trajectory matcher names: a string or `{name}`; glob patterns are refused."""
+    name = step.get("name", step.get("pattern")) if isinstance(step, dict) else step
+    if isinstance(step, dict) and set(step) - {"name", "type", "min", "max"}:
+        raise AgentvFormError(field, f"this AgentV form is not supported: a trajectory step with {sorted(step)}")
+    if not isinstance(name, str) or not name:
+        raise AgentvFormError(field, "a trajectory step names a tool (a string or `{name: ...}`)")
+    if any(c in name for c in "*?["):
+        raise AgentvFormError(
+            field, f"this AgentV form is not supported: the tool pattern {name!r} (name tools exactly)"
+        )
+    return name
+
+
+def v5_trajectory(item: dict, kind: str) -> dict:
+    """AgentV v5's promptfoo-style trajectory graders (its `graders/trajectory.ts`, v5.3.1) as
+    convoeval's tool graders: `tool-used` NAME / [NAMES] / {name, min, max} -> `tool-called` /
+    `tool-trajectory` (superset); `tool-sequence` {mode: in_order | exact, steps} ->
+    `tool-trajectory`; `tool-args-match` {name, args, mode: partial | exact} -> `tool-called`
+    with `args` (subset | exact). A `not-` prefix negates the grader, as in AgentV."""
+    item = dict(item)
+    value = item.pop("value", None)
+    negated = kind.startswith("not-")
+    base = kind.removeprefix("not-")
+    if negated:
+        item["negate"] = not item.get("negate", False)
+    if base == "trajectory:tool-used":
+        if isinstance(value, list):
+            expected = [{"tool": _tool_name(v, "value")} for v in value]
+            return {**item, "type": "tool-trajectory", "mode": "superset", "expected": expected}
+        counts = {k: value[k] for k in ("min", "max") if isinstance(value, dict) and k in value}
+        return {**item, "type": "tool-called", "tool": _tool_name(value, "value"), **counts}
+    if base == "trajectory:tool-sequence":
+        steps = value.get("steps") if isinstance(value, dict) else value
+        mode = value.get("mode", "in_order") if isinstance(value, dict) else "in_order"
+        if mode not in ("in_order", "exact") or not isinstance(steps, list):
+            raise AgentvFormError("value", "needs `steps` (a list) and `mode: in_order | exact`")
+        expected = [{"tool": _tool_name(v, "value.steps")} for v in steps]
+        return {**item, "type": "tool-trajectory", "mode": mode, "expected": expected}
+    if not isinstance(value, dict):
+        raise AgentvFormError("value", "must be a mapping: {name, args, mode}")
+    unknown = set(value) - {"name", "pattern", "args", "arguments", "mode"}
+    if unknown:
+        raise AgentvFormError("value", f"this AgentV form is not supported: tool-args-match {sorted(unknown)}")
+    args = value.get("args", value.get("arguments"))
+    mode = value.get("mode", "partial")
+    if not isinstance(args, dict) or mode not in ("partial", "exact"):
+        raise AgentvFormError("value", "needs `args` (a mapping) and `mode: partial | exact`")
+    match = "exact" if mode == "exact" else "subset"
+    name = {k: value[k] for k in ("name", "pattern") if k in value}
+    return {**item, "type": "tool-called", "tool": _tool_name(name, "value"), "args": args, "args_match": match}
+
+
+def v5_rubric(item: dict) -> dict:
+    """AgentV v5's `llm-rubric` (its `grader-parser.ts`): `value` is the criteria (a text, a
+    list of texts, or a list of `{id, outcome, weight, required, ...}`), `prompt` an optional
+    judge prompt. Without a prompt, a list is convoeval's `rubrics` (one judge call, a verdict
+    per criterion); otherwise an `llm-grader` with the texts as its criteria."""
+    item = dict(item)
+    value = item.pop("value", None)
+    if "prompt" not in item and isinstance(value, list) and value:
+        return {**item, "type": "rubrics", "criteria": value}
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = "\n".join(f"- {v}" for v in value)
+    if value is not None:
+        item["criteria"] = value
+    return {**item, "type": "llm-grader"}
 
 
 _SCRIPT_SUFFIXES = (".ts", ".js", ".mts", ".mjs")
@@ -152,6 +236,7 @@ class AgentvNormalizer:
         self.agentv = is_agentv_file(path)
         self.suite_input = False  # the suite gives an `input` (set by the loader)
         self.suite_input_files: object = None  # the suite's `input_files` (set by the loader)
+        self.default_vars: dict = {}  # AgentV v5's `default_test.vars` (set by the loader)
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
@@ -166,6 +251,7 @@ class AgentvNormalizer:
         if is_identity_prompt(data.get("prompts")):
             del data["prompts"]  # v5's identity prompt: a test's `vars.input` is the message
         self.prompts = "prompts" in data
+        v5_suite(data, self)
         if "target" in data and isinstance(data.get("target"), str):
             execution = data.setdefault("execution", {}) if data.get("execution") is not None else None
             if execution is None:
@@ -173,6 +259,7 @@ class AgentvNormalizer:
             if isinstance(execution, dict):
                 execution.setdefault("target", data.pop("target"))
         self.inline_targets(data.get("execution"))
+        self.fail_on_error(data.get("execution"))
         files = data.pop("input_files", None)  # suite-level: attached to each test's input (see `test`)
         if files is not None and (not isinstance(files, list) or not all(isinstance(f, str) for f in files)):
             self.add(("input_files",), "must be a list of file paths")
@@ -194,6 +281,21 @@ class AgentvNormalizer:
                 )
                 targets[i] = str(target.get("name", ""))
 
+    def fail_on_error(self, execution: object) -> None:
+        """AgentV's `execution.fail_on_error` (v4.44, `config-loader.ts`): `false` is the
+        default; `true` halts AgentV's run at the first execution error and marks the tests not
+        yet run as errors, which convoeval does not do (it runs every test): refused."""
+        if not isinstance(execution, dict) or "fail_on_error" not in execution:
+            return
+        if execution["fail_on_error"] is True:
+            self.add(
+                ("execution", "fail_on_error"),
+                "this AgentV form is not supported: `fail_on_error: true` (AgentV stops at the first execution "
+                "error and fails the tests not yet run; convoeval runs every test and marks only the failing "
+                "one `execution_error`); remove it or set it to false",
+            )
+        del execution["fail_on_error"]
+
     def workspace(self, data: dict, path: DataPath) -> None:
         """AgentV's workspace forms (a shared file, list commands, `repo:`...) as convoeval's."""
         if "workspace" not in data:
@@ -214,11 +316,12 @@ class AgentvNormalizer:
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
         variables = test.get("vars")
+        if self.default_vars and (variables is None or isinstance(variables, dict)):  # v5 `default_test.vars`
+            variables = test["vars"] = {**self.default_vars, **(variables or {})}
         if (
-            isinstance(variables, dict) and set(variables) == {"input"} and "input" not in test and not self.prompts
-        ):  # v5: `vars: {input: ...}` under the identity prompt
-            test["input"] = test.pop("vars")["input"]
-            self.lines.add((*path, "input"), *self.lines.locate((*path, "vars", "input")))
+            isinstance(variables, dict) and "input" in variables and "input" not in test and not self.prompts
+        ):  # v5: `vars: {input, expected_output, ...}` under the identity prompt
+            self.v5_vars(test, variables, path)
         elif isinstance(variables, dict) and not self.prompts:  # AgentV v4.42: per-test templating
             fill_test_vars(test, variables)
         elif "vars" in test:  # v5 `vars` for its `prompts`
@@ -241,6 +344,25 @@ class AgentvNormalizer:
             if isinstance(turn, dict):
                 self.messages(turn.get("input"), (*path, "turns", j, "input"), "user")
                 self.messages(turn.get("expected_output"), (*path, "turns", j, "expected_output"), "assistant")
+
+    def v5_vars(self, test: dict, variables: dict, path: DataPath) -> None:
+        """AgentV v5's row data under the identity prompt `{{ input }}`: `vars.input` is the
+        test's input, `vars.expected_output` its reference answer, and every `{{ name }}` of
+        `vars` is filled in the test's fields and its assertions (AgentV's
+        `interpolateRawEvalCase`, v5.3.1)."""
+        others = {k: v for k, v in variables.items() if k not in ("input", "expected_output")}
+        for key in ("input", "expected_output"):
+            if key in variables and key not in test:
+                test[key] = variables[key]
+                self.lines.add((*path, key), *self.lines.locate((*path, "vars", key)))
+        if others:
+            fill_test_vars(test, others)
+        if "assertions" in test:
+            test["assertions"] = fill_vars(test["assertions"], variables)
+        if others:
+            test["vars"] = others
+        else:
+            del test["vars"]
 
     def _suite_files(self, test: dict) -> list[str] | None:
         """The suite's `input_files` when they go with this test (a string input, no skip_defaults)."""
@@ -344,6 +466,75 @@ def _flatten_single_message(value: object) -> None:
                 return
             texts.append(text.strip())
     value[0]["content"] = "\n\n".join(t for t in texts if t)
+
+
+def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
+    """AgentV v5's suite keys (its `yaml-parser.ts`, v5.3.1): `providers: [label, ...]` names
+    the targets (as `execution.target(s)`); `default_test` gives every test its `vars` (read
+    with the tests) and `assert` (the suite's assertions); `evaluate_options.max_concurrency`
+    is kept in metadata (the run's --concurrency decides). What convoeval cannot honour is a
+    problem naming it."""
+    if "providers" in data:
+        providers = data.pop("providers")
+        names = [providers] if isinstance(providers, str) else providers
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            normalizer.add(
+                ("providers",),
+                "this AgentV form is not supported: providers declared inline; define them in the targets file "
+                "(.agentv/targets.yaml) and list their names here",
+            )
+        elif (
+            not isinstance(data.get("execution", {}), dict)
+            or "target" in data
+            or "targets" in data.get("execution", {})
+        ):
+            normalizer.add(("providers",), "give the targets once: `providers` or `target`/`execution.targets`")
+        else:
+            execution = data.setdefault("execution", {})
+            if len(names) == 1:
+                execution.setdefault("target", names[0])
+            else:
+                execution["targets"] = names
+            normalizer.lines.add(("execution", "targets"), *normalizer.lines.locate(("providers",)))
+    if "default_test" in data:
+        _default_test(data, normalizer)
+    options = data.get("evaluate_options")
+    if isinstance(options, dict) and set(options) <= {"max_concurrency"}:
+        metadata = data.setdefault("metadata", {})
+        if isinstance(metadata, dict):
+            metadata.setdefault("evaluate_options", data.pop("evaluate_options"))
+    elif options is not None:
+        normalizer.add(
+            ("evaluate_options",),
+            "only `max_concurrency` is read here (kept in metadata); AgentV v5's other evaluate options "
+            "(repeat, budget_usd, ...) are not supported: use --trials and the run's options",
+        )
+        del data["evaluate_options"]
+
+
+def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
+    """AgentV v5's `default_test`: its `vars` were given to each test; its `assert` joins the
+    suite's assertions; anything else is refused."""
+    default_test = data.pop("default_test")
+    if not isinstance(default_test, dict):
+        normalizer.add(("default_test",), "must be a mapping (`vars`, `assert`); a `file://` reference is not read")
+        return
+    for key in default_test:
+        if key not in ("vars", "assert"):
+            normalizer.add(
+                ("default_test", key), f"this AgentV form is not supported: `default_test.{key}` (only vars, assert)"
+            )
+    extra = default_test.get("assert")
+    if extra is None:
+        return
+    if not isinstance(extra, list):
+        normalizer.add(("default_test", "assert"), "must be a list of assertions")
+        return
+    own = data.get("assertions")
+    own = own if isinstance(own, list) else []
+    for j in range(len(extra)):
+        normalizer.lines.add(("assertions", len(own) + j), *normalizer.lines.locate(("default_test", "assert", j)))
+    data["assertions"] = [*own, *extra]
 
 
 def is_identity_prompt(prompts: object) -> bool:
