@@ -221,6 +221,12 @@ def v5_message(key: str) -> str:
     )
 
 
+class WeightedCriteria(list):
+    """A test's assertions whose plain-text criteria weigh as many as they are: AgentV's rule
+    since v4.42 (`grader-parser.ts`: the strings become one rubric of weight N), applied to
+    AgentV v5 tests; v4 files keep weight 1 (v4.15's rule)."""
+
+
 class AgentvNormalizer:
     """Rewrites an eval file's raw data in place: the suite's own keys (`suite`), then each
     test (`test`); problems go to `problems`, located with `lines` (the loader sets it to the
@@ -358,7 +364,8 @@ class AgentvNormalizer:
         if others:
             fill_test_vars(test, others)
         if "assertions" in test:
-            test["assertions"] = fill_vars(test["assertions"], variables)
+            filled = fill_vars(test["assertions"], variables)
+            test["assertions"] = WeightedCriteria(filled) if isinstance(filled, list) else filled
         if others:
             test["vars"] = others
         else:

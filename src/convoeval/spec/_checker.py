@@ -15,7 +15,7 @@ from ..graders import (
     canonical_type_name,
     lookup_assertion_type,
 )
-from ._agentv import AgentvFormError, custom_assertion, legacy_assertion
+from ._agentv import AgentvFormError, WeightedCriteria, custom_assertion, legacy_assertion
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 from ._models import SIMULATED_USER_KEYS
@@ -260,7 +260,10 @@ class Checker:
         for k, item in enumerate(items):
             if isinstance(item, str):
                 if item is criteria[0]:  # all plain criteria of a list: one rubric judge call
-                    rubric = self.parse_one({"type": "rubrics", "criteria": criteria}, (*path, k), level)
+                    rubric_item: dict[str, object] = {"type": "rubrics", "criteria": criteria}
+                    if isinstance(items, WeightedCriteria):
+                        rubric_item["weight"] = len([c for c in criteria if c.strip()])
+                    rubric = self.parse_one(rubric_item, (*path, k), level)
                     if rubric is not None:
                         parsed.append(rubric)
                 if not item.strip():

@@ -62,6 +62,9 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
             continue
         unset: list[Problem] = []
         entry = substitute_env(entry, where, lines, unset, unset_empty=False)
+        if "id" in entry and "name" not in entry:  # AgentV v5's name of a target (#1631, v5.1)
+            entry = {("name" if k == "id" else k): v for k, v in entry.items()}
+            lines.add((*where, "name"), *lines.locate((*where, "id")))
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             problems.append(lines.problem((*where, "name"), field_path((*where, "name")), "required: a target name"))
