@@ -60,6 +60,14 @@ V5_FIELDS = frozenset(
     }
 )
 
+#: AgentV v5 suite keys convoeval refuses, and why.
+V5_REFUSED = {
+    "environment": "`environment` (AgentV v5's host or Docker environment recipe an agent works in); give "
+    "agent tests a `workspace:` (a `template:` folder copied for each trial, with hooks)",
+    "extensions": "`extensions` (AgentV v5's lifecycle extensions: JavaScript hooks and agent rules); use "
+    "`workspace.hooks` commands",
+}
+
 _IDENTITY_PROMPT = re.compile(r"\s*\{\{\s*input\s*\}\}\s*")
 _ENV_REF = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
@@ -100,6 +108,10 @@ def legacy_assertion(item: dict) -> dict:
         return v5_rubric(item)
     if isinstance(kind, str) and kind.removeprefix("not-") in _TRAJECTORY:
         return v5_trajectory(item, kind)
+    if kind in ("skill-used", "not-skill-used"):
+        return v5_skill(item, kind)
+    if kind == "assert-set":
+        return v5_assert_set(item)
     new_type = LEGACY_TYPES.get(kind) if isinstance(kind, str) else None
     if new_type is None:
         return item
@@ -171,6 +183,34 @@ def v5_trajectory(item: dict, kind: str) -> dict:
     match = "exact" if mode == "exact" else "subset"
     name = {k: value[k] for k in ("name", "pattern") if k in value}
     return {**item, "type": "tool-called", "tool": _tool_name(name, "value"), "args": args, "args_match": match}
+
+
+def v5_skill(item: dict, kind: str) -> dict:
+    """AgentV v5's `skill-used` / `not-skill-used` with `value: NAME` (its `skill-used.ts`) as
+    `skill-trigger`; the counted form `{name, min, max}` is refused."""
+    item = dict(item)
+    value = item.pop("value", None)
+    if not isinstance(value, str) or not value:
+        raise AgentvFormError("value", f"this AgentV form is not supported: {kind} with {value!r} (name one skill)")
+    return {**item, "type": "skill-trigger", "skill": value, "should_trigger": kind == "skill-used"}
+
+
+def v5_assert_set(item: dict) -> dict:
+    """AgentV v5's `assert-set` (its `promptfoo-assertions.ts`: the weighted mean of its
+    assertions, passing at `threshold`) as a `composite` whose `min_score` is that threshold.
+    Without a threshold AgentV passes when every assertion passes, which a composite does not
+    express: refused."""
+    item = dict(item)
+    threshold = item.pop("threshold", None)
+    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
+        raise AgentvFormError(
+            "threshold",
+            "this AgentV form is not supported: an `assert-set` needs a `threshold` from 0 to 1 here "
+            "(without one AgentV passes it when each assertion passes)",
+        )
+    if "config" in item:
+        raise AgentvFormError("config", "this AgentV form is not supported: an `assert-set`'s shared `config`")
+    return {**item, "type": "composite", "min_score": threshold}
 
 
 def v5_rubric(item: dict) -> dict:
@@ -481,6 +521,15 @@ def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
     with the tests) and `assert` (the suite's assertions); `evaluate_options.max_concurrency`
     is kept in metadata (the run's --concurrency decides). What convoeval cannot honour is a
     problem naming it."""
+    for key, what in V5_REFUSED.items():
+        if key in data:
+            normalizer.add((key,), f"this AgentV form is not supported: {what}")
+            del data[key]
+    threshold = data.get("threshold")
+    execution = data.get("execution", {})
+    if isinstance(threshold, (int, float)) and isinstance(execution, dict) and "threshold" not in execution:
+        data.setdefault("execution", {})["threshold"] = data.pop("threshold")  # v5: the suite's pass mark
+        normalizer.lines.add(("execution", "threshold"), *normalizer.lines.locate(("threshold",)))
     if "providers" in data:
         providers = data.pop("providers")
         names = [providers] if isinstance(providers, str) else providers
@@ -520,8 +569,9 @@ def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
 
 
 def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
-    """AgentV v5's `default_test`: its `vars` were given to each test; its `assert` joins the
-    suite's assertions; anything else is refused."""
+    """AgentV v5's `default_test`: its `vars` were given to each test; its `assert` comes
+    before the suite's own assertions (`combineInheritedAssertions`, v5.3.1); anything else is
+    refused."""
     default_test = data.pop("default_test")
     if not isinstance(default_test, dict):
         normalizer.add(("default_test",), "must be a mapping (`vars`, `assert`); a `file://` reference is not read")
@@ -539,9 +589,11 @@ def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
         return
     own = data.get("assertions")
     own = own if isinstance(own, list) else []
-    for j in range(len(extra)):
-        normalizer.lines.add(("assertions", len(own) + j), *normalizer.lines.locate(("default_test", "assert", j)))
-    data["assertions"] = [*own, *extra]
+    places = [normalizer.lines.locate(("default_test", "assert", j)) for j in range(len(extra))]
+    places += [normalizer.lines.locate(("assertions", k)) for k in range(len(own))]
+    for k, place in enumerate(places):
+        normalizer.lines.add(("assertions", k), *place)
+    data["assertions"] = [*extra, *own]
 
 
 def is_identity_prompt(prompts: object) -> bool:
