@@ -18,7 +18,7 @@ from convoeval.spec._targets_file import load_targets_file
 from convoeval.testing import FakeOpenAIServer
 
 from .conftest import AGENTV_COUNTS, write
-from .test_agentv_compat import AGENTV, MISSING_TOOL, RUNS, agentv_env, classify  # noqa: F401
+from .test_agentv_compat import AGENTV, MISSING_TOOL, RUNS, _errors, agentv_env, classify  # noqa: F401
 
 TAGS = ("v4.44.0-next.1", "v5.3.1-next.1")
 ENVIRONMENT = "`environment` (AgentV v5's host or Docker environment recipe"
@@ -292,3 +292,42 @@ def test_targets_file_id_names_a_target(tmp_path: Path) -> None:
     """AgentV v5.1+ targets files name a target with `id` (its own .agentv/targets.yaml)."""
     configs = load_targets_file(AGENTV / V5 / ".agentv" / "targets.yaml")
     assert {"default", "llm", "grader"} <= set(configs)
+
+
+MAIN = AGENTV / "main-58f316c"
+
+
+def test_main_branch_suite_runs_on_its_provider_catalog(
+    agentv_env: FakeOpenAIServer,  # noqa: F811
+    cli,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """AgentV's main branch: basic/evals/suite.yaml names `providers: [llm]`, which its
+    .agentv/providers.yaml defines (`id: azure`, `label: llm`, `{{ env.AZURE_... }}`); with no
+    --target the run uses it, against the fake as the Azure deployment, and grades every test."""
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", agentv_env.base_url.removesuffix("/v1"))
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-key")
+    monkeypatch.setenv("AZURE_DEPLOYMENT_NAME", "gpt-deploy")
+    monkeypatch.setenv("AZURE_OPENAI_API_VERSION", "2024-06-01")
+    monkeypatch.setenv("CONVOEVAL_ROOT", str(MAIN))
+    suite = MAIN / "examples/features/basic/evals/suite.yaml"
+    before = len(agentv_env.paths)
+    code, stdout, stderr = cli("run", suite, "--no-cache", "-o", tmp_path / "r.jsonl")
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert sorted(r["test_id"] for r in rows) == sorted(t.id for t in load_suite(suite).tests), stdout + stderr
+    assert all(r["execution_status"] != "execution_error" for r in rows), rows[0].get("error")
+    assert not [e for r in rows for e in _errors(r["scores"])]  # every grader decided
+    paths = agentv_env.paths[before:]
+    assert paths and all(p.startswith("/openai/deployments/gpt-deploy/") for p in paths)
+    assert code in (0, 1)
+
+
+def test_provider_catalog_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each entry of main's providers.yaml is a target named by its label; one whose
+    `{{ env.NAME }}` is unset is only an error when a run uses it."""
+    for name in ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", "AZURE_DEPLOYMENT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    configs = load_targets_file(MAIN / ".agentv" / "providers.yaml")
+    assert {"default", "agent", "llm", "grader", "local-openai"} <= set(configs)
+    assert (configs["llm"].provider, configs["local-openai"].provider) == ("azure", "openai")
