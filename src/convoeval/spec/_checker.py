@@ -15,7 +15,8 @@ from ..graders import (
     canonical_type_name,
     lookup_assertion_type,
 )
-from ._agentv import AgentvFormError, WeightedCriteria, custom_assertion, legacy_assertion
+from ._agentv import custom_assertion, legacy_assertion
+from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 from ._models import SIMULATED_USER_KEYS
