@@ -31,11 +31,13 @@ class AgentvFormError(ValueError):
         self.field = field
 
 
-def _tool_name(step: object, field: str) -> str:
-    """The tool a v5 trajectory matcher names: a string or `{name}`; glob patterns are refused."""
+def _tool_name(step: object, field: str, counted: bool = False) -> str:
+    """The tool a v5 trajectory matcher names: a string or `{name}` (with `min`/`max` where
+    `counted`); glob patterns, other step types and other keys are refused."""
     name = step.get("name", step.get("pattern")) if isinstance(step, dict) else step
-    if isinstance(step, dict) and set(step) - {"name", "type", "min", "max"}:
-        raise AgentvFormError(field, f"this AgentV form is not supported: a trajectory step with {sorted(step)}")
+    allowed = {"name", "pattern", "type", *(("min", "max") if counted else ())}
+    if isinstance(step, dict) and (set(step) - allowed or step.get("type", "tool") != "tool"):
+        raise AgentvFormError(field, f"this AgentV form is not supported: a trajectory step {step!r} (name a tool)")
     if not isinstance(name, str) or not name:
         raise AgentvFormError(field, "a trajectory step names a tool (a string or `{name: ...}`)")
     if any(c in name for c in "*?["):
@@ -62,7 +64,7 @@ def v5_trajectory(item: dict, kind: str) -> dict:
             expected = [{"tool": _tool_name(v, "value")} for v in value]
             return {**item, "type": "tool-trajectory", "mode": "superset", "expected": expected}
         counts = {k: value[k] for k in ("min", "max") if isinstance(value, dict) and k in value}
-        return {**item, "type": "tool-called", "tool": _tool_name(value, "value"), **counts}
+        return {**item, "type": "tool-called", "tool": _tool_name(value, "value", counted=True), **counts}
     if base == "trajectory:tool-sequence":
         steps = value.get("steps") if isinstance(value, dict) else value
         mode = value.get("mode", "in_order") if isinstance(value, dict) else "in_order"
