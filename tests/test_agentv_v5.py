@@ -339,3 +339,16 @@ def test_provider_catalog_entries(monkeypatch: pytest.MonkeyPatch) -> None:
     configs = load_targets_file(MAIN / ".agentv" / "providers.yaml")
     assert {"default", "agent", "llm", "grader", "local-openai"} <= set(configs)
     assert (configs["llm"].provider, configs["local-openai"].provider) == ("azure", "openai")
+
+
+def test_provider_catalog_under_a_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An example's own catalog on AgentV's main branch holds its entries under `providers:`
+    (e.g. examples/features/document-extraction/.agentv/providers.yaml)."""
+    monkeypatch.setenv("MY_BASE", "http://127.0.0.1:9/v1")
+    path = write(
+        tmp_path / ".agentv" / "providers.yaml",
+        'providers:\n  - id: openai\n    base_url: "{{ env.MY_BASE }}"\n    model: m\n    label: mine\n',
+    )
+    configs = load_targets_file(path)
+    assert (configs["mine"].provider, configs["mine"].model) == ("openai", "m")
+    assert configs["mine"].base_url == "http://127.0.0.1:9/v1"

@@ -55,14 +55,22 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
     data = load_yaml(path, lines, problems)
     if problems:
         raise SpecError(problems)
-    catalog = isinstance(data, list)  # AgentV v5's providers.yaml: a list of {id, label, ...}
-    entries = data if catalog else data.get("targets") if isinstance(data, dict) else None
+    # AgentV v5's providers.yaml: a list of {id, label, ...}, or `providers:` holding one.
+    keyed = isinstance(data, dict) and "targets" not in data and isinstance(data.get("providers"), list)
+    catalog = isinstance(data, list) or keyed
+    entries = (
+        data
+        if isinstance(data, list)
+        else data.get("providers" if keyed else "targets")
+        if isinstance(data, dict)
+        else None
+    )
     if not isinstance(entries, list):
         raise SpecError([lines.problem((), "targets", "a targets file holds `targets: [{name, provider, ...}]`")])
     configs: dict[str, TargetConfig] = {}
     aliases: list[tuple[str, object, DataPath, list[Problem]]] = []  # (name, use_target, where, unset)
     for i, entry in enumerate(entries):
-        where: DataPath = (i,) if catalog else ("targets", i)
+        where: DataPath = (i,) if isinstance(data, list) else ("providers" if keyed else "targets", i)
         if not isinstance(entry, dict):
             problems.append(lines.problem(where, field_path(where), "each target is a mapping"))
             continue
