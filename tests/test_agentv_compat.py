@@ -115,13 +115,11 @@ def agentv_env(tmp_path_factory: pytest.TempPathFactory):
     stand-ins for the GitHub repositories the workspaces clone."""
     git_env = git_stand_ins(tmp_path_factory.mktemp("git"))
     modules = tmp_path_factory.mktemp("node") / "node_modules"
-    for package in ("eval", "sdk"):
-        folder = modules / "@agentv" / package
+    for package in ("@agentv/eval", "@agentv/sdk", "agentv"):  # AgentV v4's names, and v5's
+        folder = modules / package
         folder.mkdir(parents=True)
         shutil.copy(SDK, folder / "index.mjs")
-        (folder / "package.json").write_text(
-            json.dumps({"name": f"@agentv/{package}", "type": "module", "main": "index.mjs"})
-        )
+        (folder / "package.json").write_text(json.dumps({"name": package, "type": "module", "main": "index.mjs"}))
     with FakeOpenAIServer() as server, pytest.MonkeyPatch.context() as mp:
         mp.setenv("PATH", tools_path())
         mp.setenv("NODE_PATH", os.pathsep.join([str(modules), str(REPO / ".tools" / "node_modules")]))

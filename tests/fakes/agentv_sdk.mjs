@@ -1,4 +1,4 @@
-// A small stand-in for AgentV's grader SDK (`@agentv/eval`, later `@agentv/sdk`), written for
+// A small stand-in for AgentV's grader SDK (`@agentv/eval`, later `@agentv/sdk`, in v5 `agentv`), written for
 // convoeval's tests: AgentV's TypeScript graders import it, and it is not on npm. It follows the
 // SDK's contract: read the grading input as JSON on stdin, pass it (keys in camelCase) to the
 // handler, print the handler's result as JSON on stdout; an exception scores 0 and exits 1.
@@ -38,6 +38,24 @@ export function defineCodeGrader(handler) {
 }
 
 export const defineCodeJudge = defineCodeGrader;
+
+// AgentV v5 (`agentv`): `defineScriptGrader` prints {pass?, score, reason?, checks?}; a failure
+// prints pass false, score 0 and one failed check, and exits 1 (its script-grader-runtime.ts).
+export async function defineScriptGrader(handler) {
+  try {
+    const r = await handler(readInput());
+    console.log(JSON.stringify({ ...r, score: clamp(r.score) }, null, 2));
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const checks = [{ text: 'Script grader execution', pass: false, reason: message }];
+    console.log(JSON.stringify({ pass: false, score: 0, reason: `Evaluation failed: ${message}`, checks }));
+    process.exit(1);
+  }
+}
+
+export function createProviderClient() {
+  throw new Error('createProviderClient: the provider proxy is not available in this stand-in');
+}
 
 export function defineAssertion(handler) {
   return run(handler, (r) => ({ ...r, score: clamp(r.score ?? (r.pass ? 1 : 0)) }));

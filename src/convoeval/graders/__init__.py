@@ -41,6 +41,7 @@ __getattr__ = lazy_attributes(
 
 #: The built-in assertion types, by the module that defines them.
 BUILTIN_TYPES: dict[str, tuple[str, ...]] = {
+    "_agentv_script": ("script",),
     "_budgets": ("latency", "token-usage", "cost"),
     "_code": ("code-grader",),
     "_composite": ("composite",),

@@ -104,18 +104,24 @@ class CodeGrader(Assertion):
             argv = [
                 str(ctx.base_dir / a) if not Path(a).is_absolute() and (ctx.base_dir / a).is_file() else a for a in argv
             ]
-        payload = json.dumps(
-            grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ensure_ascii=False, default=str
-        ).encode()
+        payload = json.dumps(self.payload(ctx), ensure_ascii=False, default=str).encode()
         if ctx.workdir is not None and cwd == ctx.workdir:  # in the workspace: in the run's sandbox
             stdout, err_text = await run_sandboxed(argv, shown, ctx, self._environment(), payload, self.timeout_s)
         else:
             stdout, err_text = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
         result = parse_program_json(stdout, shown, stderr_note(err_text))
-        grade = grade_from_json(result, shown)
+        grade = self.grade_result(result, shown)
         if err_text:
             grade.details = {**(grade.details or {}), "stderr": shorten(err_text, _STDERR_CHARS)}
         return grade
+
+    def payload(self, ctx: GradeContext) -> dict[str, object]:
+        """What the program reads on stdin."""
+        return grading_payload(ctx, {**(self.model_extra or {}), **self.config})
+
+    def grade_result(self, result: dict[str, object], shown: str) -> Grade:
+        """The grade of what the program printed."""
+        return grade_from_json(result, shown)
 
     def _cwd(self, ctx: GradeContext) -> Path:
         """`cwd` (relative to the eval file's folder), else the workspace, else that folder."""

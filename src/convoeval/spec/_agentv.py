@@ -1,7 +1,8 @@
 """AgentV spellings and conveniences, turned into the one shape the models validate.
 
 Applied to the raw data of an eval file before validation, keeping every value's line:
-legacy key names (`evaluators`, `eval_cases`, v5 `assert`, `metric`, `vars: {input}`),
+legacy key names (`evaluators`, `eval_cases`, v5 `assert`, `metric`), v5 `vars` (its other
+forms in `_agentv_v5.py`),
 metadata-only fields, `${{ VAR }}` references (unset: empty, with a warning), `input_files`
 (the test's own, else the suite's), `type: file` content blocks (looked up as AgentV does, in
 `_agentv_paths.py`), v4.42 `vars` (`_agentv_vars.py`), workspace forms
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import overload
 
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
-from ._agentv_vars import fill_test_vars
+from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_suite
+from ._agentv_vars import fill_test_vars, fill_vars
 from ._agentv_workspace import agentv_workspace
 from ._errors import Problem, field_path
 from ._lines import DataPath, Key, LineMap
@@ -96,6 +98,9 @@ def legacy_assertion(item: dict) -> dict:
         item = {**item, "name": item["id"]}
         del item["id"]
     kind = item.get("type")
+    v5 = v5_assertion(item, kind)
+    if v5 is not None:
+        return v5
     new_type = LEGACY_TYPES.get(kind) if isinstance(kind, str) else None
     if new_type is None:
         return item
@@ -152,6 +157,7 @@ class AgentvNormalizer:
         self.agentv = is_agentv_file(path)
         self.suite_input = False  # the suite gives an `input` (set by the loader)
         self.suite_input_files: object = None  # the suite's `input_files` (set by the loader)
+        self.default_vars: dict = {}  # AgentV v5's `default_test.vars` (set by the loader)
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
@@ -166,6 +172,7 @@ class AgentvNormalizer:
         if is_identity_prompt(data.get("prompts")):
             del data["prompts"]  # v5's identity prompt: a test's `vars.input` is the message
         self.prompts = "prompts" in data
+        v5_suite(data, self)
         if "target" in data and isinstance(data.get("target"), str):
             execution = data.setdefault("execution", {}) if data.get("execution") is not None else None
             if execution is None:
@@ -173,6 +180,7 @@ class AgentvNormalizer:
             if isinstance(execution, dict):
                 execution.setdefault("target", data.pop("target"))
         self.inline_targets(data.get("execution"))
+        self.fail_on_error(data.get("execution"))
         files = data.pop("input_files", None)  # suite-level: attached to each test's input (see `test`)
         if files is not None and (not isinstance(files, list) or not all(isinstance(f, str) for f in files)):
             self.add(("input_files",), "must be a list of file paths")
@@ -194,6 +202,21 @@ class AgentvNormalizer:
                 )
                 targets[i] = str(target.get("name", ""))
 
+    def fail_on_error(self, execution: object) -> None:
+        """AgentV's `execution.fail_on_error` (v4.44, `config-loader.ts`): `false` is the
+        default; `true` halts AgentV's run at the first execution error and marks the tests not
+        yet run as errors, which convoeval does not do (it runs every test): refused."""
+        if not isinstance(execution, dict) or "fail_on_error" not in execution:
+            return
+        if execution["fail_on_error"] is True:
+            self.add(
+                ("execution", "fail_on_error"),
+                "this AgentV form is not supported: `fail_on_error: true` (AgentV stops at the first execution "
+                "error and fails the tests not yet run; convoeval runs every test and marks only the failing "
+                "one `execution_error`); remove it or set it to false",
+            )
+        del execution["fail_on_error"]
+
     def workspace(self, data: dict, path: DataPath) -> None:
         """AgentV's workspace forms (a shared file, list commands, `repo:`...) as convoeval's."""
         if "workspace" not in data:
@@ -214,11 +237,12 @@ class AgentvNormalizer:
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
         variables = test.get("vars")
+        if self.default_vars and (variables is None or isinstance(variables, dict)):  # v5 `default_test.vars`
+            variables = test["vars"] = {**self.default_vars, **(variables or {})}
         if (
-            isinstance(variables, dict) and set(variables) == {"input"} and "input" not in test and not self.prompts
-        ):  # v5: `vars: {input: ...}` under the identity prompt
-            test["input"] = test.pop("vars")["input"]
-            self.lines.add((*path, "input"), *self.lines.locate((*path, "vars", "input")))
+            isinstance(variables, dict) and "input" in variables and "input" not in test and not self.prompts
+        ):  # v5: `vars: {input, expected_output, ...}` under the identity prompt
+            self.v5_vars(test, variables, path)
         elif isinstance(variables, dict) and not self.prompts:  # AgentV v4.42: per-test templating
             fill_test_vars(test, variables)
         elif "vars" in test:  # v5 `vars` for its `prompts`
@@ -241,6 +265,26 @@ class AgentvNormalizer:
             if isinstance(turn, dict):
                 self.messages(turn.get("input"), (*path, "turns", j, "input"), "user")
                 self.messages(turn.get("expected_output"), (*path, "turns", j, "expected_output"), "assistant")
+
+    def v5_vars(self, test: dict, variables: dict, path: DataPath) -> None:
+        """AgentV v5's row data under the identity prompt `{{ input }}`: `vars.input` is the
+        test's input, `vars.expected_output` its reference answer, and every `{{ name }}` of
+        `vars` is filled in the test's fields and its assertions (AgentV's
+        `interpolateRawEvalCase`, v5.3.1)."""
+        others = {k: v for k, v in variables.items() if k not in ("input", "expected_output")}
+        for key in ("input", "expected_output"):
+            if key in variables and key not in test:
+                test[key] = variables[key]
+                self.lines.add((*path, key), *self.lines.locate((*path, "vars", key)))
+        if others:
+            fill_test_vars(test, others)
+        if "assertions" in test:
+            filled = fill_vars(test["assertions"], variables)
+            test["assertions"] = WeightedCriteria(filled) if isinstance(filled, list) else filled
+        if others:
+            test["vars"] = others
+        else:
+            del test["vars"]
 
     def _suite_files(self, test: dict) -> list[str] | None:
         """The suite's `input_files` when they go with this test (a string input, no skip_defaults)."""

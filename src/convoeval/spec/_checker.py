@@ -16,6 +16,7 @@ from ..graders import (
     lookup_assertion_type,
 )
 from ._agentv import custom_assertion, legacy_assertion
+from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 from ._models import SIMULATED_USER_KEYS
@@ -31,7 +32,25 @@ UNSUPPORTED_AGENTV_FIELDS = {
         "judge (--judge, the suite's execution.judge, or the target's grader_target)",
         "max_steps": "`max_steps` (AgentV's built-in grader reading the workspace with file tools); convoeval's "
         "judge has no tools: it grades the conversation (and a code-grader sees file_changes)",
-    }
+        "provider": "an llm-rubric's own `provider` (AgentV v5: a judge per grader); every llm-grader is graded "
+        "by the run's judge (--judge, the suite's execution.judge, or the target's grader_target)",
+    },
+    "rubrics": {
+        "provider": "an llm-rubric's own `provider` (AgentV v5: a judge per grader); every rubric is graded "
+        "by the run's judge (--judge, the suite's execution.judge, or the target's grader_target)",
+    },
+    "script": {
+        "provider": "a script grader's `provider` (AgentV v5's proxy that lets the script call a model); "
+        "convoeval's code-graders get no model access",
+        "transform": "a grader's `transform` (AgentV v5 rewrites the output before grading it)",
+        "postprocess": "a grader's `postprocess` (AgentV v5 rewrites the grader's result)",
+        "preprocessors": "a grader's `preprocessors` (AgentV converts files before grading them)",
+    },
+}
+#: AgentV v5 assertion types convoeval refuses, and why.
+REFUSED_AGENTV_TYPES = {
+    "agent-rubric": "`agent-rubric` (AgentV v5: a judge that reads the workspace with file tools); convoeval's "
+    "judge has no tools: use `llm-rubric`, or a `script` that reads file_changes",
 }
 
 #: Validated assertions remembered per file (equal built-in assertions share one object).
@@ -245,7 +264,10 @@ class Checker:
         for k, item in enumerate(items):
             if isinstance(item, str):
                 if item is criteria[0]:  # all plain criteria of a list: one rubric judge call
-                    rubric = self.parse_one({"type": "rubrics", "criteria": criteria}, (*path, k), level)
+                    rubric_item: dict[str, object] = {"type": "rubrics", "criteria": criteria}
+                    if isinstance(items, WeightedCriteria):
+                        rubric_item["weight"] = len([c for c in criteria if c.strip()])
+                    rubric = self.parse_one(rubric_item, (*path, k), level)
                     if rubric is not None:
                         parsed.append(rubric)
                 if not item.strip():
@@ -265,12 +287,19 @@ class Checker:
         if cached is not None:  # an equal built-in assertion was read before: the same object
             type_name, validated = cached
         else:
-            item = legacy_assertion(item)
+            try:
+                item = legacy_assertion(item)
+            except AgentvFormError as exc:
+                self.add((*path, exc.field), str(exc))
+                return None
             given = item.get("type")
             if not isinstance(given, str):
                 self.add(path, "an assertion mapping needs a `type`")
                 return None
             type_name = given
+            if type_name in REFUSED_AGENTV_TYPES:
+                self.add((*path, "type"), f"this AgentV form is not supported: {REFUSED_AGENTV_TYPES[type_name]}")
+                return None
             canonical = canonical_type_name(type_name)
             if canonical is None and (custom := custom_assertion(item, self.base_dir)) is not None:
                 item, type_name, canonical = custom, "code-grader", "code-grader"

@@ -31,7 +31,7 @@ from ._yaml_events import MERGE, YamlFailure, YamlReader
 log = logging.getLogger("convoeval.spec")
 
 #: Suite keys that change how its tests are read.
-CONTEXT_KEYS = frozenset({"plugins", "input", "prompts", "input_files"})
+CONTEXT_KEYS = frozenset({"plugins", "input", "prompts", "input_files", "default_test"})
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -77,10 +77,15 @@ class _Context:
     prompts: bool  # the suite keeps AgentV v5 `prompts`
     plugins: object  # the suite's `plugins` (imported before its tests are read)
     input_files: object = None  # the suite's `input_files` (AgentV: attached to each test's string input)
+    default_vars: object = None  # AgentV v5's `default_test.vars` (under each test's own `vars`)
 
     @classmethod
     def of(cls, data: dict) -> _Context:
-        return cls(data.get("input") is not None, v5_prompts(data), data.get("plugins"), data.get("input_files"))
+        default_test = data.get("default_test")
+        default_vars = default_test.get("vars") if isinstance(default_test, dict) else None
+        return cls(
+            data.get("input") is not None, v5_prompts(data), data.get("plugins"), data.get("input_files"), default_vars
+        )
 
 
 class _Again(Exception):
@@ -189,6 +194,7 @@ class _SuiteLoad:
         self.normalizer.prompts = context.prompts
         self.normalizer.suite_input = context.suite_input
         self.normalizer.suite_input_files = context.input_files
+        self.normalizer.default_vars = context.default_vars if isinstance(context.default_vars, dict) else {}
         return SuiteTests(
             self.path.parent,
             self.normalizer,

@@ -1,5 +1,5 @@
-"""The targets file (`targets.yaml`, or AgentV's `.agentv/targets.yaml`): named targets a
-suite or `--target NAME` can refer to.
+"""The targets file (`targets.yaml`, or AgentV's `.agentv/targets.yaml`, or AgentV v5's
+`.agentv/providers.yaml` catalog): named targets a suite or `--target NAME` can refer to.
 
 Each entry is validated when the file loads: the common fields by `TargetConfig`, the rest by
 its provider's settings model (`file:line: field: message`). An entry that cannot be used (its
@@ -9,6 +9,7 @@ run selects it, so one file can list targets for several machines, as AgentV's f
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -21,6 +22,9 @@ from ._yaml import DataPath, LineMap, load_yaml
 
 TARGETS_FILE = "targets.yaml"
 AGENTV_TARGETS_FILE = Path(".agentv") / "targets.yaml"
+#: AgentV v5's catalog (its main branch, July 2026): a list of `{id: PROVIDER, label: NAME, ...}`.
+AGENTV_PROVIDERS_FILE = Path(".agentv") / "providers.yaml"
+_ENV_TEMPLATE = re.compile(r"\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 #: Providers whose AgentV `endpoint` is their base URL.
 _BASE_URL_ENDPOINT = frozenset({"openai", "openrouter"})
 
@@ -31,8 +35,9 @@ def find_targets_file(suite_dir: Path) -> Path | None:
     if (suite_dir / TARGETS_FILE).is_file():
         return suite_dir / TARGETS_FILE
     for folder in (suite_dir, *suite_dir.parents):
-        if (folder / AGENTV_TARGETS_FILE).is_file():
-            return folder / AGENTV_TARGETS_FILE
+        for name in (AGENTV_TARGETS_FILE, AGENTV_PROVIDERS_FILE):
+            if (folder / name).is_file():
+                return folder / name
         if (folder / ".git").exists():
             break
     return None
@@ -50,18 +55,32 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
     data = load_yaml(path, lines, problems)
     if problems:
         raise SpecError(problems)
-    entries = data.get("targets") if isinstance(data, dict) else None
+    # AgentV v5's providers.yaml: a list of {id, label, ...}, or `providers:` holding one.
+    keyed = isinstance(data, dict) and "targets" not in data and isinstance(data.get("providers"), list)
+    catalog = isinstance(data, list) or keyed
+    entries = (
+        data
+        if isinstance(data, list)
+        else data.get("providers" if keyed else "targets")
+        if isinstance(data, dict)
+        else None
+    )
     if not isinstance(entries, list):
         raise SpecError([lines.problem((), "targets", "a targets file holds `targets: [{name, provider, ...}]`")])
     configs: dict[str, TargetConfig] = {}
     aliases: list[tuple[str, object, DataPath, list[Problem]]] = []  # (name, use_target, where, unset)
     for i, entry in enumerate(entries):
-        where: DataPath = ("targets", i)
+        where: DataPath = (i,) if isinstance(data, list) else ("providers" if keyed else "targets", i)
         if not isinstance(entry, dict):
             problems.append(lines.problem(where, field_path(where), "each target is a mapping"))
             continue
+        if catalog:
+            entry = _catalog_entry(entry, where, lines)
         unset: list[Problem] = []
         entry = substitute_env(entry, where, lines, unset, unset_empty=False)
+        if "id" in entry and "name" not in entry:  # AgentV v5's name of a target (#1631, v5.1)
+            entry = {("name" if k == "id" else k): v for k, v in entry.items()}
+            lines.add((*where, "name"), *lines.locate((*where, "id")))
         name = entry.get("name")
         if not isinstance(name, str) or not name:
             problems.append(lines.problem((*where, "name"), field_path((*where, "name")), "required: a target name"))
@@ -82,6 +101,27 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
     if problems:
         raise SpecError(problems)
     return configs
+
+
+def _catalog_entry(entry: dict, where: DataPath, lines: LineMap) -> dict:
+    """An entry of AgentV v5's providers.yaml as a target: `label` is its name (default: its
+    `id`), `id` its provider, `{{ env.NAME }}` an environment reference (`${{ NAME }}`)."""
+    kind = entry.get("id")
+    found = {("provider" if k == "id" else k): _env_refs(v) for k, v in entry.items() if k != "label"}
+    found["name"] = entry.get("label", kind)
+    lines.add((*where, "name"), *lines.locate((*where, "label" if "label" in entry else "id")))
+    lines.add((*where, "provider"), *lines.locate((*where, "id")))
+    return found
+
+
+def _env_refs(value: object) -> object:
+    if isinstance(value, str):
+        return _ENV_TEMPLATE.sub(r"${{ \1 }}", value)
+    if isinstance(value, dict):
+        return {k: _env_refs(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_env_refs(v) for v in value]
+    return value
 
 
 #: How a judge panel's answers may combine (as `judging.PANEL_RULES`).

@@ -1,0 +1,68 @@
+"""`script`: AgentV v5's script grader (its `graders/script-grader.ts`, v5.3.1), a code-grader
+with v5's stdin and stdout.
+
+On stdin, as `code-grader` (see `_code.py`) except that `output` is the graded reply's text
+(v5's `candidate`), as AgentV v4.42 and v5 send it; `messages` is the conversation. On stdout,
+v5's protocol: `{"pass"?, "score"?, "reason"?, "checks"?: [{"text", "pass", "reason",
+"score"?, "evidence"?}], "details"?}`; without `score`, the mean of the checks' scores (a check
+without one counts 1 when it passed), else `pass`. Older `assertions` still count as in
+`code-grader`. A non-zero exit or output without `pass`, `score`, `checks` or `assertions` is a
+grader error (AgentV scores it 0; convoeval never turns a grader that could not decide into a
+verdict).
+
+Example:
+    - type: script
+      metric: keyword_check
+      command: [uv, run, check_python_keywords.py]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from ._base import Grade, GradeContext, GraderError, assertion_type
+from ._code import CodeGrader, grade_from_json
+
+
+@assertion_type
+class ScriptGrader(CodeGrader):
+    """AgentV v5's `script` grader: a code-grader whose program reads the reply's text as
+    `output` and prints `{pass?, score?, reason?, checks?}`."""
+
+    type: Literal["script"]  # type: ignore[assignment]
+
+    def payload(self, ctx: GradeContext) -> dict[str, object]:
+        found = super().payload(ctx)
+        found["output"] = ctx.output
+        return found
+
+    def grade_result(self, result: dict[str, object], shown: str) -> Grade:
+        return grade_from_json(v5_result(result, shown), shown)
+
+
+def v5_result(result: dict[str, object], shown: str) -> dict[str, object]:
+    """v5's `checks` as `assertions`, and its score rule (`normalizeScriptProtocol`)."""
+    checks = result.get("checks")
+    if checks is None:
+        return result
+    if not isinstance(checks, list) or not all(isinstance(c, dict) for c in checks):
+        raise GraderError(f"script `{shown}`: `checks` must be a list of {{text, pass, reason}}")
+    assertions = []
+    scores = []
+    for check in checks:
+        passed = check.get("pass")
+        if not isinstance(check.get("text"), str) or not isinstance(passed, bool):
+            raise GraderError(f"script `{shown}`: each check needs `text` and `pass` (true or false): {check!r}")
+        score = check.get("score")
+        valid = isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
+        scores.append(min(1.0, max(0.0, float(score))) if valid else (1.0 if passed else 0.0))
+        evidence = check.get("evidence", check.get("reason"))
+        assertions.append(
+            {"text": check["text"], "passed": passed, **({"evidence": evidence} if isinstance(evidence, str) else {})}
+        )
+    found = {**result, "assertions": [*assertions, *(result.get("assertions") or [])]}  # type: ignore[misc]
+    del found["checks"]
+    if "score" not in found and scores:
+        found["score"] = sum(scores) / len(scores)
+    return found

@@ -1,0 +1,230 @@
+"""AgentV v5's eval-file forms (promptfoo-style, read from AgentV's `packages/core/src/evaluation/`
+at v5.3.1-next.1 and its main branch of July 2026: `yaml-parser.ts`, `loaders/grader-parser.ts`,
+`graders/trajectory.ts`, `graders/skill-used.ts`, `graders/promptfoo-assertions.ts`) as
+convoeval's: the suite's keys (`v5_suite`) and the assertion types (`v5_assertion`). A test's
+`vars` are read by the normalizer (`_agentv.py`); the `script` grader is `graders/_agentv_script.py`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._agentv import AgentvNormalizer
+
+#: AgentV v5 suite keys convoeval refuses, and why.
+V5_REFUSED = {
+    "environment": "`environment` (AgentV v5's host or Docker environment recipe an agent works in); give "
+    "agent tests a `workspace:` (a `template:` folder copied for each trial, with hooks)",
+    "extensions": "`extensions` (AgentV v5's lifecycle extensions: JavaScript hooks and agent rules); use "
+    "`workspace.hooks` commands",
+}
+
+_TRAJECTORY = ("trajectory:tool-used", "trajectory:tool-sequence", "trajectory:tool-args-match")
+
+
+class AgentvFormError(ValueError):
+    """An AgentV assertion convoeval cannot honour: (field, why)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def _tool_name(step: object, field: str, counted: bool = False) -> str:
+    """The tool a v5 trajectory matcher names: a string or `{name}` (with `min`/`max` where
+    `counted`); glob patterns, other step types and other keys are refused."""
+    name = step.get("name", step.get("pattern")) if isinstance(step, dict) else step
+    allowed = {"name", "pattern", "type", *(("min", "max") if counted else ())}
+    if isinstance(step, dict) and (set(step) - allowed or step.get("type", "tool") != "tool"):
+        raise AgentvFormError(field, f"this AgentV form is not supported: a trajectory step {step!r} (name a tool)")
+    if not isinstance(name, str) or not name:
+        raise AgentvFormError(field, "a trajectory step names a tool (a string or `{name: ...}`)")
+    if any(c in name for c in "*?["):
+        raise AgentvFormError(
+            field, f"this AgentV form is not supported: the tool pattern {name!r} (name tools exactly)"
+        )
+    return name
+
+
+def v5_trajectory(item: dict, kind: str) -> dict:
+    """AgentV v5's promptfoo-style trajectory graders (its `graders/trajectory.ts`, v5.3.1) as
+    convoeval's tool graders: `tool-used` NAME / [NAMES] / {name, min, max} -> `tool-called` /
+    `tool-trajectory` (superset); `tool-sequence` {mode: in_order | exact, steps} ->
+    `tool-trajectory`; `tool-args-match` {name, args, mode: partial | exact} -> `tool-called`
+    with `args` (subset | exact). A `not-` prefix negates the grader, as in AgentV."""
+    item = dict(item)
+    value = item.pop("value", None)
+    negated = kind.startswith("not-")
+    base = kind.removeprefix("not-")
+    if negated:
+        item["negate"] = not item.get("negate", False)
+    if base == "trajectory:tool-used":
+        if isinstance(value, list):
+            expected = [{"tool": _tool_name(v, "value")} for v in value]
+            return {**item, "type": "tool-trajectory", "mode": "superset", "expected": expected}
+        counts = {k: value[k] for k in ("min", "max") if isinstance(value, dict) and k in value}
+        return {**item, "type": "tool-called", "tool": _tool_name(value, "value", counted=True), **counts}
+    if base == "trajectory:tool-sequence":
+        steps = value.get("steps") if isinstance(value, dict) else value
+        mode = value.get("mode", "in_order") if isinstance(value, dict) else "in_order"
+        if mode not in ("in_order", "exact") or not isinstance(steps, list):
+            raise AgentvFormError("value", "needs `steps` (a list) and `mode: in_order | exact`")
+        expected = [{"tool": _tool_name(v, "value.steps")} for v in steps]
+        return {**item, "type": "tool-trajectory", "mode": mode, "expected": expected}
+    if not isinstance(value, dict):
+        raise AgentvFormError("value", "must be a mapping: {name, args, mode}")
+    unknown = set(value) - {"name", "pattern", "args", "arguments", "mode"}
+    if unknown:
+        raise AgentvFormError("value", f"this AgentV form is not supported: tool-args-match {sorted(unknown)}")
+    args = value.get("args", value.get("arguments"))
+    mode = value.get("mode", "partial")
+    if not isinstance(args, dict) or mode not in ("partial", "exact"):
+        raise AgentvFormError("value", "needs `args` (a mapping) and `mode: partial | exact`")
+    match = "exact" if mode == "exact" else "subset"
+    name = {k: value[k] for k in ("name", "pattern") if k in value}
+    return {**item, "type": "tool-called", "tool": _tool_name(name, "value"), "args": args, "args_match": match}
+
+
+def v5_skill(item: dict, kind: str) -> dict:
+    """AgentV v5's `skill-used` / `not-skill-used` with `value: NAME` (its `skill-used.ts`) as
+    `skill-trigger`; the counted form `{name, min, max}` is refused."""
+    item = dict(item)
+    value = item.pop("value", None)
+    if not isinstance(value, str) or not value:
+        raise AgentvFormError("value", f"this AgentV form is not supported: {kind} with {value!r} (name one skill)")
+    return {**item, "type": "skill-trigger", "skill": value, "should_trigger": kind == "skill-used"}
+
+
+def v5_assert_set(item: dict) -> dict:
+    """AgentV v5's `assert-set` (its `promptfoo-assertions.ts`: the weighted mean of its
+    assertions, passing at `threshold`) as a `composite` whose `min_score` is that threshold.
+    Without a threshold AgentV passes when every assertion passes, which a composite does not
+    express: refused."""
+    item = dict(item)
+    threshold = item.pop("threshold", None)
+    if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
+        raise AgentvFormError(
+            "threshold",
+            "this AgentV form is not supported: an `assert-set` needs a `threshold` from 0 to 1 here "
+            "(without one AgentV passes it when each assertion passes)",
+        )
+    if "config" in item:
+        raise AgentvFormError("config", "this AgentV form is not supported: an `assert-set`'s shared `config`")
+    return {**item, "type": "composite", "min_score": threshold}
+
+
+def v5_rubric(item: dict) -> dict:
+    """AgentV v5's `llm-rubric` (its `grader-parser.ts`): `value` is the criteria (a text, a
+    list of texts, or a list of `{id, outcome, weight, required, ...}`), `prompt` an optional
+    judge prompt. Without a prompt, a list is convoeval's `rubrics` (one judge call, a verdict
+    per criterion); otherwise an `llm-grader` with the texts as its criteria."""
+    item = dict(item)
+    value = item.pop("value", None)
+    if "prompt" not in item and isinstance(value, list) and value:
+        return {**item, "type": "rubrics", "criteria": value}
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = "\n".join(f"- {v}" for v in value)
+    if value is not None:
+        item["criteria"] = value
+    return {**item, "type": "llm-grader"}
+
+
+class WeightedCriteria(list):
+    """A test's assertions whose plain-text criteria weigh as many as they are: AgentV's rule
+    since v4.42 (`grader-parser.ts`: the strings become one rubric of weight N), applied to
+    AgentV v5 tests; v4 files keep weight 1 (v4.15's rule)."""
+
+
+def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
+    """AgentV v5's suite keys (its `yaml-parser.ts`, v5.3.1): `providers: [label, ...]` names
+    the targets (as `execution.target(s)`); `default_test` gives every test its `vars` (read
+    with the tests) and `assert` (the suite's assertions); `evaluate_options.max_concurrency`
+    is kept in metadata (the run's --concurrency decides). What convoeval cannot honour is a
+    problem naming it."""
+    for key, what in V5_REFUSED.items():
+        if key in data:
+            normalizer.add((key,), f"this AgentV form is not supported: {what}")
+            del data[key]
+    threshold = data.get("threshold")
+    execution = data.get("execution", {})
+    if isinstance(threshold, (int, float)) and isinstance(execution, dict) and "threshold" not in execution:
+        data.setdefault("execution", {})["threshold"] = data.pop("threshold")  # v5: the suite's pass mark
+        normalizer.lines.add(("execution", "threshold"), *normalizer.lines.locate(("threshold",)))
+    if "providers" in data:
+        providers = data.pop("providers")
+        names = [providers] if isinstance(providers, str) else providers
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            normalizer.add(
+                ("providers",),
+                "this AgentV form is not supported: providers declared inline; define them in the targets file "
+                "(.agentv/targets.yaml) and list their names here",
+            )
+        elif (
+            not isinstance(data.get("execution", {}), dict)
+            or "target" in data
+            or "targets" in data.get("execution", {})
+        ):
+            normalizer.add(("providers",), "give the targets once: `providers` or `target`/`execution.targets`")
+        else:
+            execution = data.setdefault("execution", {})
+            if len(names) == 1:
+                execution.setdefault("target", names[0])
+            else:
+                execution["targets"] = names
+            normalizer.lines.add(("execution", "targets"), *normalizer.lines.locate(("providers",)))
+    if "default_test" in data:
+        _default_test(data, normalizer)
+    options = data.get("evaluate_options")
+    if isinstance(options, dict) and set(options) <= {"max_concurrency"}:
+        metadata = data.setdefault("metadata", {})
+        if isinstance(metadata, dict):
+            metadata.setdefault("evaluate_options", data.pop("evaluate_options"))
+    elif options is not None:
+        normalizer.add(
+            ("evaluate_options",),
+            "only `max_concurrency` is read here (kept in metadata); AgentV v5's other evaluate options "
+            "(repeat, budget_usd, ...) are not supported: use --trials and the run's options",
+        )
+        del data["evaluate_options"]
+
+
+def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
+    """AgentV v5's `default_test`: its `vars` were given to each test; its `assert` comes
+    before the suite's own assertions (`combineInheritedAssertions`, v5.3.1); anything else is
+    refused."""
+    default_test = data.pop("default_test")
+    if not isinstance(default_test, dict):
+        normalizer.add(("default_test",), "must be a mapping (`vars`, `assert`); a `file://` reference is not read")
+        return
+    for key in default_test:
+        if key not in ("vars", "assert"):
+            normalizer.add(
+                ("default_test", key), f"this AgentV form is not supported: `default_test.{key}` (only vars, assert)"
+            )
+    extra = default_test.get("assert")
+    if extra is None:
+        return
+    if not isinstance(extra, list):
+        normalizer.add(("default_test", "assert"), "must be a list of assertions")
+        return
+    own = data.get("assertions")
+    own = own if isinstance(own, list) else []
+    places = [normalizer.lines.locate(("default_test", "assert", j)) for j in range(len(extra))]
+    places += [normalizer.lines.locate(("assertions", k)) for k in range(len(own))]
+    for k, place in enumerate(places):
+        normalizer.lines.add(("assertions", k), *place)
+    data["assertions"] = [*extra, *own]
+
+
+def v5_assertion(item: dict, kind: object) -> dict | None:
+    """An AgentV v5 assertion type as convoeval's (None: not one of v5's)."""
+    if kind == "llm-rubric":
+        return v5_rubric(item)
+    if isinstance(kind, str) and kind.removeprefix("not-") in _TRAJECTORY:
+        return v5_trajectory(item, kind)
+    if kind in ("skill-used", "not-skill-used"):
+        return v5_skill(item, str(kind))
+    if kind == "assert-set":
+        return v5_assert_set(item)
+    return None

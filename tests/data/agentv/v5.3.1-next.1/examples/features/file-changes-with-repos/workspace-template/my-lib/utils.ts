@@ -1,0 +1,7 @@
+/**
+ * Utility functions for the project.
+ */
+
+export function greet(name: string): string {
+  return `Hello, ${name}!`;
+}

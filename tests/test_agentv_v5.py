@@ -1,0 +1,354 @@
+"""AgentV's own eval files newer than v4.42.4 (tests/data/agentv, copied whole from its repository
+at v4.44.0-next.1 and v5.3.1-next.1, the newest v5 tag): each is validated and run against a
+loopback fake target (also the judge), as tests/test_agentv_compat.py does for v4.15.0 and
+v4.42.4, and lands in the class pinned here. v5 suites sit in `evals/` and name graders in the
+example's folder (`file://../prompts/x.md`): the run names the copy as its root (`--root`, here
+CONVOEVAL_ROOT), as a user names their checkout.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from convoeval.spec import load_suite, validate_paths
+from convoeval.spec._targets_file import load_targets_file
+from convoeval.testing import FakeOpenAIServer
+
+from .conftest import AGENTV_COUNTS, write
+from .test_agentv_compat import AGENTV, MISSING_TOOL, RUNS, _errors, agentv_env, classify  # noqa: F401
+
+TAGS = ("v4.44.0-next.1", "v5.3.1-next.1")
+ENVIRONMENT = "`environment` (AgentV v5's host or Docker environment recipe"
+EXTENSIONS = "`extensions` (AgentV v5's lifecycle extensions"
+CHECKOUT = "needs AgentV's whole checkout"
+NETWORK = "needs the network"
+AGENT = "needs an agent target"
+PAYLOAD = "a grader reading what convoeval does not send"
+#: Files of each tag that do not run unchanged: (class, words of the reason).
+OTHER: dict[tuple[str, str], tuple[str, str]] = {
+    ("v4.44.0-next.1", "evals/agentv-self/pr-workflow-guard.eval.yaml"): ("rejected", "fail_on_error: true"),
+    # Its grader runs AgentV's own CLI from the checkout (../../../../apps/cli/src/cli.ts).
+    ("v4.44.0-next.1", "examples/features/vitest-workspace-grader/evals/dataset.eval.yaml"): (CHECKOUT, "cli.ts"),
+}
+V5 = "v5.3.1-next.1"
+for _name in (
+    "examples/contract/evals/release-gate.eval.yaml",
+    "examples/contract/evals/repo-materialization.eval.yaml",
+    "examples/features/docker-workspace/evals/docker-example.EVAL.yaml",
+    "examples/features/file-changes-graders/evals/suite.yaml",
+    "examples/features/file-changes-with-repos/evals/suite.yaml",
+    "examples/features/file-changes/evals/suite.yaml",
+    "examples/features/functional-grading/evals/suite.yaml",
+    "examples/features/repo-lifecycle/evals/suite.yaml",
+    "examples/features/vitest-workspace-grader/evals/suite.yaml",
+    "examples/features/workspace-artifact/evals/suite.yaml",
+    "examples/features/workspace-multi-repo/evals/suite.yaml",
+    "examples/features/workspace-shared-config/evals/accuracy/suite.yaml",
+    "examples/features/workspace-shared-config/evals/regression/suite.yaml",
+    "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml",
+):
+    OTHER[(V5, _name)] = ("rejected", ENVIRONMENT)
+for _name in (
+    "examples/features/agent-skills-evals/csv-analyzer.EVAL.yaml",
+    "examples/features/agent-skills-evals/multi-provider-skill-use.EVAL.yaml",
+    "examples/features/copilot-transcript-replay/evals/skill-use.EVAL.yaml",
+    "examples/features/tool-calls-template/evals/suite.yaml",
+    "examples/features/workspace-setup-script/evals/dataset-vscode.eval.yaml",
+    "examples/features/workspace-setup-script/evals/suite.yaml",
+    "examples/showcase/cross-repo-sync/evals/suite.yaml",
+):
+    OTHER[(V5, _name)] = ("rejected", EXTENSIONS)
+OTHER.update(
+    {
+        (V5, "examples/features/trials/evals/suite.yaml"): ("rejected", "repeat, budget_usd"),
+        (V5, "examples/showcase/multi-model-benchmark/evals/benchmark.eval.yaml"): ("rejected", "repeat, budget_usd"),
+        (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options"),
+        (V5, "examples/features/readme-quickstart/evals/my-eval.eval.yaml"): ("rejected", "`file://` reference"),
+        # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
+        (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
+        (V5, "examples/features/external-datasets/evals/suite.yaml"): ("rejected", "magic.csv"),
+        (V5, "examples/features/test-vars-templating/evals/suite.yaml"): ("rejected", "`prompts` is AgentV v5"),
+        (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
+        (V5, "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml"): ("rejected", "a judge per grader"),
+        (V5, "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml"): ("rejected", "a judge per grader"),
+        # Their own targets files use fields convoeval does not know (provider_batching).
+        (V5, "examples/contract/evals/script-grader-contract.eval.yaml"): ("target refused", "provider_batching"),
+        (V5, "examples/features/batch-cli/evals/suite.yaml"): ("target refused", "provider_batching"),
+        (V5, "evals/agentic-engineering/agent-plugin-review.eval.yaml"): (CHECKOUT, "before_each exited"),
+        (V5, "evals/agentv-self/agentv-self.eval.yaml"): (CHECKOUT, "before_each exited"),
+        (V5, "evals/agentv-self/pr-workflow-guard.eval.yaml"): (NETWORK, "git fetch origin"),
+        (V5, "examples/features/import-claude/evals/transcript-check.EVAL.yaml"): (CHECKOUT, "transcript-quality"),
+        # Python graders importing AgentV's Python SDK (agentv_py), which is not on PyPI.
+        (V5, "examples/features/sdk-python/evals/suite.yaml"): (CHECKOUT, "agentv_py"),
+        # Reads `input_files` from stdin; convoeval sends attachments inline, not as paths.
+        (V5, "examples/features/script-grader-sdk/evals/suite.yaml"): (PAYLOAD, "attachment-check"),
+        # A custom assertion (.agentv/assertions/min-words.ts, run as a code-grader) reads `output` as text.
+        (V5, "examples/features/sdk-custom-assertion/evals/suite.yaml"): (PAYLOAD, "min-words"),
+        # Its grader reads the agent's `trace`, which a chat target does not have.
+        (V5, "examples/showcase/tool-evaluation-plugins/tool-eval-demo.eval.yaml"): (AGENT, "efficiency-check"),
+    }
+)
+#: Files of each tag that must run unchanged (every test graded, no execution error).
+AT_LEAST = {"v4.44.0-next.1": 3, V5: 81}
+
+
+def eval_files(tag: str) -> list[str]:
+    return (AGENTV / tag / "EVAL_FILES.txt").read_text().split()
+
+
+CASES = [(tag, name) for tag in TAGS for name in eval_files(tag)]
+
+
+@pytest.mark.parametrize(("tag", "name"), CASES, ids=[f"{t}:{n}" for t, n in CASES])
+def test_agentv_file(
+    tag: str,
+    name: str,
+    agentv_env: FakeOpenAIServer,  # noqa: F811
+    cli,
+    tmp_path: Path,
+    request,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONVOEVAL_ROOT", str(AGENTV / tag))
+    found, reason = classify(AGENTV / tag / name, cli, tmp_path / "results.jsonl", agentv_env)
+    request.config.stash.setdefault(AGENTV_COUNTS, {}).setdefault(tag, []).append((name, found, reason))
+    expected = OTHER.get((tag, name))
+    if expected is None:
+        assert found in (RUNS, MISSING_TOOL), reason
+        return
+    label, words = expected
+    assert found != RUNS, f"{name} now runs: move it out of OTHER"
+    assert words in reason or found == MISSING_TOOL, (label, reason)
+
+
+def test_every_eval_file_is_copied_with_its_folder() -> None:
+    assert [len(eval_files(tag)) for tag in TAGS] == [5, 122]
+    for tag, name in CASES:
+        assert (AGENTV / tag / name).is_file(), name
+    source = (AGENTV / "SOURCE.txt").read_text()
+    for words in ("cbee02b54dc39c0c5333939d77d5c4bbe02d2d74", "9f08f8117a691d256eeb4911ad8742f71bf33c7a"):
+        assert words in source
+    for tag in TAGS:
+        runs = [n for n in eval_files(tag) if (tag, n) not in OTHER]
+        assert len(runs) >= AT_LEAST[tag], (tag, len(runs))
+
+
+# -- what the v5 forms mean, read from AgentV's own files ------------------------------------------
+V5_ROOT = AGENTV / V5
+
+
+def _suite(path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CONVOEVAL_ROOT", str(V5_ROOT))
+    return load_suite(path)
+
+
+def test_v5_rows_are_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """basic/evals/suite.yaml: `vars.input` is the input, `vars.expected_output` the reference,
+    `providers: [llm]` the target; plain texts are one rubric weighing as many as they are,
+    `script` a v5 script grader named by `metric`, `llm-rubric` with a prompt an llm-grader."""
+    suite = _suite(V5_ROOT / "examples/features/basic/evals/suite.yaml", monkeypatch)
+    assert suite.execution is not None and suite.execution.target == "llm"
+    test = next(t for t in suite.tests if t.id == "code-gen-python-comprehensive")
+    assert isinstance(test.input, list) and test.input[0].content == (
+        "You are a code generator that follows specifications exactly."
+    )
+    assert test.expected_output is not None
+    kinds = [(a.type, a.weight, a.name) for a in test.assertions]
+    assert kinds == [("rubrics", 1.0, None), ("script", 1.0, "keyword_check"), ("llm-grader", 1.0, "code_correctness")]
+    rubric = _suite(V5_ROOT / "examples/features/rubric/evals/suite.yaml", monkeypatch)
+    first = rubric.tests[0].assertions[0]
+    assert (first.type, first.weight, len(first.criteria)) == ("rubrics", 4.0, 4)  # type: ignore[attr-defined]
+    structured = rubric.tests[1].assertions[0]
+    assert [(c.id, c.weight, c.required) for c in structured.criteria][:2] == [  # type: ignore[attr-defined]
+        ("structure", 1.0, True),
+        ("success-codes", 2.0, True),
+    ]
+
+
+def test_v5_promptfoo_graders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """trajectory:*, skill-used and assert-set, from AgentV's own suites, as convoeval's graders."""
+    suite = _suite(V5_ROOT / "examples/features/trajectory-assertions-simple/evals/suite.yaml", monkeypatch)
+    graders = [a for t in suite.tests for a in t.assertions if a.type in ("tool-called", "tool-trajectory")]
+    modes = {getattr(a, "mode", None) for a in graders if a.type == "tool-trajectory"}
+    assert {"in_order", "exact", "superset"} <= modes  # tool-sequence; tool-used with a list
+    assert any(a.type == "tool-called" and getattr(a, "args", None) for a in graders)  # tool-args-match
+    skills = _suite(V5_ROOT / "evals/agentic-engineering/agent-plugin-review.eval.yaml", monkeypatch)
+    triggers = [(a.skill, a.should_trigger) for t in skills.tests for a in t.assertions if a.type == "skill-trigger"]  # type: ignore[attr-defined]
+    assert ("agent-plugin-review", True) in triggers
+    sets = _suite(V5_ROOT / "examples/features/assert-set/evals/suite.yaml", monkeypatch)
+    gate = next(a for t in sets.tests for a in t.assertions if a.name == "release_gate")
+    assert (gate.type, gate.min_score, [c.name for c in gate.assertions]) == (  # type: ignore[attr-defined]
+        "composite",
+        0.7,
+        ["safety", "quality"],
+    )
+
+
+V5_FILE = """\
+providers: [llm]
+threshold: 0.6
+evaluate_options: {max_concurrency: 2}
+prompts: ["{{ input }}"]
+default_test:
+  vars: {city: Paris}
+  assert:
+    - type: contains
+      value: Paris
+tests:
+  - id: t1
+    vars:
+      input: Where is the Louvre?
+      expected_output: In {{ city }}.
+    assert:
+      - Names {{ city }}
+      - {type: not-skill-used, value: deploy}
+"""
+
+
+def test_v5_suite_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """default_test gives its vars to each test and its assertions to the suite; `threshold` is
+    the suite's pass mark; max_concurrency is kept in metadata; {{ var }} is filled in assertions."""
+    suite = _suite(write(tmp_path / "suite.yaml", V5_FILE), monkeypatch)
+    assert suite.execution is not None
+    assert (suite.execution.target, suite.execution.threshold) == ("llm", 0.6)
+    assert suite.metadata["evaluate_options"] == {"max_concurrency": 2}
+    assert [(a.type, getattr(a, "value", None)) for a in suite.assertions] == [("contains", "Paris")]
+    test = suite.tests[0]
+    assert (test.input, test.expected_output) == ("Where is the Louvre?", "In Paris.")
+    assert test.assertions[0].criteria == ["Names Paris"]  # type: ignore[attr-defined]
+    skill = test.assertions[1]
+    assert (skill.type, skill.skill, skill.should_trigger) == ("skill-trigger", "deploy", False)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "words"),
+    [
+        ("execution:\n  fail_on_error: true\n", 2, "execution.fail_on_error", "fail_on_error: true"),
+        ("environment:\n  type: host\n", 1, "environment", "environment recipe"),
+        ("evaluate_options:\n  repeat: 2\n", 1, "evaluate_options", "repeat"),
+        ("providers:\n  - id: openai:gpt-4o\n", 1, "providers", "providers declared inline"),
+        ("default_test:\n  options: {transform: x.ts}\n", 2, "default_test.options", "only vars, assert"),
+    ],
+)
+def test_v5_suite_forms_refused(tmp_path: Path, text: str, line: int, field: str, words: str) -> None:
+    path = write(tmp_path / "suite.yaml", text + "tests:\n  - id: t\n    vars: {input: hi}\n    assert: [Says hi]\n")
+    problems = validate_paths([path])
+    assert [(p.line, p.field) for p in problems] == [(line, field)], problems
+    assert words in problems[0].message
+
+
+@pytest.mark.parametrize(
+    ("assertion", "line", "field", "words"),
+    [
+        ("{type: agent-rubric, value: ok}", 5, "tests[0].assertions[0].type", "file tools"),
+        ("{type: llm-rubric, value: ok, provider: grader}", 5, "tests[0].assertions[0].provider", "a judge per"),
+        ("{type: script, command: [x], provider: {max_calls: 3}}", 5, "tests[0].assertions[0].provider", "proxy"),
+        ("{type: trajectory:tool-used, value: 'read_*'}", 5, "tests[0].assertions[0].value", "pattern"),
+        ("{type: trajectory:tool-used, value: [{name: a, min: 2}]}", 5, "tests[0].assertions[0].value", "name a"),
+        (
+            "{type: trajectory:tool-sequence, value: [{name: a, type: message}]}",
+            5,
+            "tests[0].assertions[0].value.steps",
+            "name a",
+        ),
+        ("{type: script, command: [x], transform: t.js}", 5, "tests[0].assertions[0].transform", "rewrites"),
+        ("{type: assert-set, assert: [{type: contains, value: a}]}", 5, "tests[0].assertions[0].threshold", "each"),
+        ("{type: skill-used, value: {name: x, min: 2}}", 5, "tests[0].assertions[0].value", "name one skill"),
+    ],
+)
+def test_v5_assertions_refused(tmp_path: Path, assertion: str, line: int, field: str, words: str) -> None:
+    text = f"tests:\n  - id: t\n    vars: {{input: hi}}\n    assert:\n      - {assertion}\n"
+    problems = validate_paths([write(tmp_path / "suite.yaml", text)])
+    assert [(p.line, p.field) for p in problems] == [(line, field)], problems
+    assert words in problems[0].message
+
+
+GRADER = """\
+import json, sys
+p = json.load(sys.stdin)
+ok = isinstance(p["output"], str) and p["output"] == p["output_text"]
+checks = [{"text": "output is the reply's text", "pass": ok, "reason": type(p["output"]).__name__},
+          {"text": "fails on purpose", "pass": False, "reason": "half"}]
+print(json.dumps({"reason": "two checks", "checks": checks}))
+"""
+
+
+def test_script_grader_reads_v5_stdin_and_prints_checks(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """`type: script` gets the reply's text as `output`; its `checks` are the assertions and,
+    without a score, their mean is the score (AgentV's normalizeScriptProtocol)."""
+    write(tmp_path / "grade.py", GRADER)
+    suite = write(
+        tmp_path / "suite.yaml",
+        "tests:\n  - id: t\n    vars: {input: hello}\n    assert:\n"
+        "      - {type: script, metric: two, command: [python, grade.py]}\n",
+    )
+    code, _, stderr = cli("run", suite, "--target", "openai:gpt-4o-mini", "--no-cache", "-o", tmp_path / "r.jsonl")
+    row = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    score = row["scores"][0]["graders"][0]
+    assert (score["type"], score["score"], score["verdict"]) == ("script", 0.5, "fail"), stderr
+    assert [(a["text"], a["passed"], a["evidence"]) for a in score["assertions"]] == [
+        ("output is the reply's text", True, "str"),
+        ("fails on purpose", False, "half"),
+    ]
+    assert code == 1
+
+
+def test_targets_file_id_names_a_target(tmp_path: Path) -> None:
+    """AgentV v5.1+ targets files name a target with `id` (its own .agentv/targets.yaml)."""
+    configs = load_targets_file(AGENTV / V5 / ".agentv" / "targets.yaml")
+    assert {"default", "llm", "grader"} <= set(configs)
+
+
+MAIN = AGENTV / "main-58f316c"
+
+
+def test_main_branch_suite_runs_on_its_provider_catalog(
+    agentv_env: FakeOpenAIServer,  # noqa: F811
+    cli,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """AgentV's main branch: basic/evals/suite.yaml names `providers: [llm]`, which its
+    .agentv/providers.yaml defines (`id: azure`, `label: llm`, `{{ env.AZURE_... }}`); with no
+    --target the run uses it, against the fake as the Azure deployment, and grades every test."""
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", agentv_env.base_url.removesuffix("/v1"))
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-key")
+    monkeypatch.setenv("AZURE_DEPLOYMENT_NAME", "gpt-deploy")
+    monkeypatch.setenv("AZURE_OPENAI_API_VERSION", "2024-06-01")
+    monkeypatch.setenv("CONVOEVAL_ROOT", str(MAIN))
+    suite = MAIN / "examples/features/basic/evals/suite.yaml"
+    before = len(agentv_env.paths)
+    code, stdout, stderr = cli("run", suite, "--no-cache", "-o", tmp_path / "r.jsonl")
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert sorted(r["test_id"] for r in rows) == sorted(t.id for t in load_suite(suite).tests), stdout + stderr
+    assert all(r["execution_status"] != "execution_error" for r in rows), rows[0].get("error")
+    assert not [e for r in rows for e in _errors(r["scores"])]  # every grader decided
+    paths = agentv_env.paths[before:]
+    assert paths and all(p.startswith("/openai/deployments/gpt-deploy/") for p in paths)
+    assert code in (0, 1)
+
+
+def test_provider_catalog_entries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each entry of main's providers.yaml is a target named by its label; one whose
+    `{{ env.NAME }}` is unset is only an error when a run uses it."""
+    for name in ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", "AZURE_DEPLOYMENT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    configs = load_targets_file(MAIN / ".agentv" / "providers.yaml")
+    assert {"default", "agent", "llm", "grader", "local-openai"} <= set(configs)
+    assert (configs["llm"].provider, configs["local-openai"].provider) == ("azure", "openai")
+
+
+def test_provider_catalog_under_a_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An example's own catalog on AgentV's main branch holds its entries under `providers:`
+    (e.g. examples/features/document-extraction/.agentv/providers.yaml)."""
+    monkeypatch.setenv("MY_BASE", "http://127.0.0.1:9/v1")
+    path = write(
+        tmp_path / ".agentv" / "providers.yaml",
+        'providers:\n  - id: openai\n    base_url: "{{ env.MY_BASE }}"\n    model: m\n    label: mine\n',
+    )
+    configs = load_targets_file(path)
+    assert (configs["mine"].provider, configs["mine"].model) == ("openai", "m")
+    assert configs["mine"].base_url == "http://127.0.0.1:9/v1"
