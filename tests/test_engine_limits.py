@@ -72,6 +72,22 @@ async def test_connection_limit_of_a_target_is_respected() -> None:
         assert len(server.requests) == 8 and server.max_in_flight <= 2
 
 
+async def test_a_freed_connection_is_taken_before_its_last_holder_goes_on() -> None:
+    """The caller waiting for a connection sends its request before the one that freed it goes
+    on with its reply; with no caller waiting, the holder goes on at once."""
+    limits, order = ProviderLimits(concurrency=1), []
+
+    async def call(name: str, start_after: float) -> None:
+        await asyncio.sleep(start_after)
+        async with limits.slot():
+            order.append(f"{name} sends")
+            await asyncio.sleep(0.01)
+        order.append(f"{name} goes on")
+
+    await asyncio.gather(call("a", 0), call("b", 0.001))
+    assert order == ["a sends", "b sends", "a goes on", "b goes on"]
+
+
 def test_rate_limit_settings_come_from_the_targets_file(tmp_path: Path) -> None:
     target = create_target(
         TargetConfig(name="t", provider="openai", model="m", base_url="http://127.0.0.1:9/v1", rpm=600, tpm=100_000)

@@ -55,6 +55,8 @@ LAZY = {
     ("cli", "stats"): "numpy loads only for `agreement`",
     ("report", "stats"): "numpy loads only when the viewer shows or exports labels",
     ("report", "report"): "the HTML, JUnit and Markdown writers load only when a results file asks for one",
+    ("cli", "cli"): "the typer app loads after `convoeval run` has started loading its HTTP client on a thread",
+    ("cli", "errors"): "the same: the errors load pydantic",
 }
 
 

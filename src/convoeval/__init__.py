@@ -8,41 +8,59 @@ Example:
         print(result.test_id, result.score, result.verdict)
 """
 
+import importlib
 import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from ._lazy import collector_paused, lazy_attributes
+from ._lazy import lazy_attributes
+from ._version import __version__
 
-with collector_paused():
+if TYPE_CHECKING:
     from . import graders as graders
     from . import registry as registry
     from . import targets as targets
-    from ._version import __version__
     from .api import RunEvents, RunOptions, RunReport, arun, load_suites, local_model_available, run
+    from .arena import ArenaOptions, ArenaReport, aarena, arena
     from .errors import ConfigError, ConvoevalError, RegistryError
     from .graders import Assertion, Grade, GradeContext, GraderError, assertion_type, grader
     from .results import EvaluationResult, Message, ScoreEntry, TrialResult, Usage
-    from .spec import Problem, SpecError, Suite, load_suite, validate_paths
+    from .spec import Problem, SpecError, Suite, load_suite, suite_json_schema, validate_paths
     from .targets import ChatReply, ChatRequest, Target, TargetConfig, TargetError, provider
 
-if TYPE_CHECKING:
-    from .arena import ArenaOptions, ArenaReport, aarena, arena
-    from .spec import suite_json_schema
-
-# The arena (with the ratings) and the JSON Schema load when first used: `convoeval run` needs neither.
-__getattr__ = lazy_attributes(
-    __name__, {".arena": ("ArenaOptions", "ArenaReport", "aarena", "arena"), ".spec": ("suite_json_schema",)}
+# Every name loads when first used: `import convoeval` is cheap, and the `convoeval` command
+# starts loading its HTTP client on another thread before it loads the rest of convoeval.
+_exported = lazy_attributes(
+    __name__,
+    {
+        ".api": ("RunEvents", "RunOptions", "RunReport", "arun", "load_suites", "local_model_available", "run"),
+        ".arena": ("ArenaOptions", "ArenaReport", "aarena", "arena"),
+        ".errors": ("ConfigError", "ConvoevalError", "RegistryError"),
+        ".graders": ("Assertion", "Grade", "GradeContext", "GraderError", "assertion_type", "grader"),
+        ".results": ("EvaluationResult", "Message", "ScoreEntry", "TrialResult", "Usage"),
+        ".spec": ("Problem", "SpecError", "Suite", "load_suite", "suite_json_schema", "validate_paths"),
+        ".targets": ("ChatReply", "ChatRequest", "Target", "TargetConfig", "TargetError", "provider"),
+    },
 )
+_SUBPACKAGES = frozenset({"graders", "registry", "targets"})
+#: Subpackages named like a function of the package: `convoeval.run` and `convoeval.arena` stay the functions.
+_SHADOWED = frozenset({"arena", "run"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)
+    return _exported(name)
 
 
 class _Package(types.ModuleType):
-    """convoeval itself: `convoeval.arena` stays the function once the `convoeval.arena`
-    package is imported (the import system binds a subpackage as an attribute of its parent)."""
+    """convoeval itself: importing the `convoeval.run` or `convoeval.arena` package does not
+    bind it over the function of that name (the import system binds a subpackage as an
+    attribute of its parent)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "arena" and isinstance(value, types.ModuleType):
-            value = value.arena
+        if name in _SHADOWED and isinstance(value, types.ModuleType):
+            return
         super().__setattr__(name, value)
 
 

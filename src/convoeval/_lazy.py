@@ -29,7 +29,8 @@ def lazy_attributes(package: str, modules: Mapping[str, Iterable[str]]) -> Calla
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
+        with collector_paused():
+            value = getattr(importlib.import_module(module, package), name)
         setattr(sys.modules[package], name, value)
         return value
 

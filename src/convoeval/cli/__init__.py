@@ -19,11 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from .._lazy import collector_paused, freeze_for_good
-from ..errors import ConvoevalError
-
-with collector_paused():
-    from ._app import app as _the_app
-    from ._app import load_env_file
 
 if TYPE_CHECKING:
     import typer
@@ -60,6 +55,14 @@ def import_quietly(module: str) -> None:
         pass
 
 
+def the_app() -> typer.Typer:
+    """The typer app, before its commands are registered (`load_commands`)."""
+    with collector_paused():
+        from ._app import app
+
+    return app
+
+
 def load_commands(argv: Sequence[str] | None = None) -> None:
     """Register the command `argv` names (its first word that is not an option), or every
     command when it names none that exists."""
@@ -89,6 +92,8 @@ def load_env_files(argv: Sequence[str]) -> None:
     """Load the `.env` of the working directory, then of each folder holding a file the command
     line names, before the options are read: so `CONVOEVAL_*` settings there apply as well as
     provider keys (variables already set win; the first file to set one wins)."""
+    from ._app import load_env_file  # loaded with the app (`the_app`)
+
     load_env_file(Path.cwd())
     for arg in argv:
         if not arg.startswith("-") and (path := Path(arg)).suffix in (".yaml", ".yml", ".jsonl", ".json"):
@@ -107,15 +112,19 @@ def main() -> None:
     argv = with_optional_values(sys.argv[1:])
     if command_name(argv) == "run":
         pause_collector_for_run()
-        # Its HTTP client loads on another thread while the run reads its suites: most of
-        # aiohttp's import is loading the system's certificates, which runs without the GIL.
+        # Its HTTP client loads on another thread while convoeval loads and the run reads its
+        # suites: most of aiohttp's import is loading the system's certificates, which runs
+        # without the GIL. So nothing of convoeval's own is imported before this point.
         threading.Thread(target=import_quietly, args=("aiohttp",), daemon=True).start()
+    from ..errors import ConvoevalError  # after the thread started (errors loads pydantic)
+
+    app = the_app()
     load_env_files(argv)
     with collector_paused():
         load_commands(argv)
     freeze_for_good()
     try:
-        _the_app(args=argv, prog_name="convoeval")
+        app(args=argv, prog_name="convoeval")
     except ConvoevalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         exit_now(2)
@@ -183,8 +192,9 @@ def exit_now(code: object) -> NoReturn:
 
 def __getattr__(name: str) -> typer.Typer:
     if name == "app":
+        app = the_app()
         load_commands()
-        return _the_app
+        return app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

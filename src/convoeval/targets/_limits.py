@@ -137,6 +137,11 @@ class _Slot:
     async def __aexit__(self, *exc: object) -> None:
         if self.held is not None:
             await self.held.__aexit__(None, None, None)
+            if getattr(self.held, "locked", bool)():
+                # A caller waits for this connection: it sends its request before this caller
+                # goes on with its reply (grading it, its next turn), which would hold every
+                # waiter back by that much. One turn of the event loop.
+                await asyncio.sleep(0)
 
 
 class EndpointLimits:
