@@ -58,6 +58,18 @@ def test_equal_built_in_assertions_share_one_object(tmp_path: Path) -> None:
     assert all(turn.assertions[0] is first for test in suite.tests for turn in test.turns or [])
 
 
+@pytest.mark.parametrize(
+    "check", ["'The reply answers'", "{type: llm-grader, prompt: 'Is {{ output }} polite?'}"], ids=["rubric", "llm"]
+)
+def test_equal_judged_assertions_share_one_object_too(tmp_path: Path, check: str) -> None:
+    """A rubric or an llm-grader written alike in many tests is validated once (the fields these
+    types refuse from AgentV v5 must not change what the equal ones are remembered by)."""
+    tests = "".join(f"  - id: t{i}\n    input: hi\n    assertions: [{check}]\n" for i in range(3))
+    suite = load_suite(write(tmp_path / "s.eval.yaml", "tests:\n" + tests))
+    first = suite.tests[0].assertions[0]
+    assert all(test.assertions[0] is first for test in suite.tests)
+
+
 def test_an_error_deep_in_test_n_names_its_line(tmp_path: Path) -> None:
     count, bad = 1500, 1234
     parts = [_test_yaml(i, extra="\n    colour: blue" if i == bad else "") for i in range(count)]

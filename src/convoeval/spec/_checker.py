@@ -310,10 +310,10 @@ class Checker:
             cls = lookup_assertion_type(canonical)
             assert cls is not None
             item = dict(item)
-            for key, why in UNSUPPORTED_AGENTV_FIELDS.get(canonical, {}).items():
-                if key in item:
-                    self.add((*path, key), f"this AgentV form is not supported: {why}")
-                    del item[key]
+            for field, why in UNSUPPORTED_AGENTV_FIELDS.get(canonical, {}).items():
+                if field in item:
+                    self.add((*path, field), f"this AgentV form is not supported: {why}")
+                    del item[field]
             if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
                 item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
                 validated = self._validate_assertion(cls, item)
