@@ -169,7 +169,7 @@ async def grade_turn(
         **record.fields(),
     )
     if report is not None:
-        report(ctx.turn, entry, ctx.reply)
+        report(ctx.turn, entry, reply)
     return entry
 
 
