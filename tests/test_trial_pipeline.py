@@ -11,7 +11,7 @@ import pytest
 import convoeval
 from convoeval.engine import RunMeter
 from convoeval.errors import ConfigError
-from convoeval.results import EvaluationResult, ScoreEntry, TrialResult
+from convoeval.results import EvaluationResult, ScoreEntry, ToolCall, TrialResult, Usage
 from convoeval.run import (
     BudgetStep,
     Conversation,
@@ -118,3 +118,58 @@ def test_events_and_callbacks_together_are_refused(tmp_path: Path) -> None:
     path = write(tmp_path / "s.eval.yaml", SUITE)
     with pytest.raises(ConfigError, match="not both"):
         convoeval.run(path, target=Echo(), events=Recorded(), on_note=print, store=False)
+
+
+RECORDED = """\
+tests:
+  - id: booked
+    mode: conversation
+    turns:
+      - input: Book it
+        capture: [{name: ref, regex: "REF-\\\\d+"}]
+        assertions: [{type: contains, value: "booked"}]
+      - input: "Cancel {{ ref }}"
+        assertions: [{type: contains, value: "never said"}]
+        post_condition: {must_contain_any: [nowhere]}
+      - input: unsent
+"""
+
+
+class Booker:
+    """A `resume` target that calls a tool and returns a session; it costs money."""
+
+    name = "booker"
+    cacheable = False
+    session = "resume"
+
+    async def chat(self, request: ChatRequest) -> ChatReply:
+        said = str(request.messages[-1]["content"])
+        calls = [ToolCall(name="book", arguments={"said": said}, output={"ref": "REF-7"})]
+        return ChatReply(
+            text=f"booked REF-7 ({said})",
+            usage=Usage(input_tokens=11, output_tokens=3),
+            cost_usd=0.25,
+            tool_calls=calls,
+            session_id="s-1",
+            latency_ms=5.0,
+        )
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_a_turn_entry_records_its_session_tool_calls_captures_usage_and_why_it_stopped(tmp_path: Path) -> None:
+    """Each turn's entry is made in one go with what the turn recorded besides its grades."""
+    suite = write(tmp_path / "booked.eval.yaml", RECORDED)
+    result = convoeval.run([str(suite)], target=Booker(), store=False, cache=False).results[0]
+    first, second, third = result.scores
+    assert (first.verdict, first.score, first.note) == ("pass", 1.0, None)
+    assert first.captures == {"ref": "REF-7"} and first.session_id == "s-1"
+    assert [(c.name, c.arguments, c.output) for c in first.tool_calls] == [
+        ("book", {"said": "Book it"}, {"ref": "REF-7"})
+    ]
+    assert (first.token_usage, first.cost_usd, first.latency_ms) == (Usage(input_tokens=11, output_tokens=3), 0.25, 5.0)
+    assert second.tool_calls[0].arguments == {"said": "Cancel REF-7"}  # the capture filled the second turn
+    assert second.verdict == "fail" and (second.note or "").startswith("skipped after turn 2: post_condition failed")
+    assert (third.verdict, third.score, third.note) == ("skip", None, second.note)
+    assert result.token_usage == Usage(input_tokens=22, output_tokens=6) and result.cost_usd == 0.5

@@ -394,20 +394,23 @@ class _Listeners(RunEvents):
 
 
 def _what_plans_need(jobs: list[Job]) -> tuple[list[tuple[Workspace, Path]], bool, list[str]]:
-    """The workspaces, whether a judge is needed, and the simulators' models, from every test's
-    plan; each plan is dropped once looked at (the scheduler plans a test again when it starts),
-    so a run of many tests never holds them all."""
+    """The workspaces, whether a judge is needed, and the simulators' models of every test (as
+    its plan would say: the test's, else its suite's workspace, in the suite's folder). Tests are
+    planned (each plan dropped once looked at: the scheduler plans a test again when it starts)
+    only until one needs the judge; the plans of the rest could not change the answer."""
     workspaces: list[tuple[Workspace, Path]] = []
     needs_judge = False
     simulators: set[str] = set()
     for job in jobs:
-        for test in job.suite.tests:
-            plan = job.plan(test)
-            if plan.workspace is not None:
-                workspaces.append((plan.workspace, plan.base_dir))
-            needs_judge = needs_judge or plan.needs_judge
-            if plan.simulated_user and plan.simulated_user.model:
-                simulators.add(plan.simulated_user.model)
+        suite = job.suite
+        for test in suite.tests:
+            if not needs_judge:
+                needs_judge = job.plan(test).needs_judge
+            workspace = test.workspace or suite.workspace
+            if workspace is not None:
+                workspaces.append((workspace, suite.base_dir))
+            if test.simulated_user and test.simulated_user.model:
+                simulators.add(test.simulated_user.model)
     return workspaces, needs_judge, sorted(simulators)
 
 

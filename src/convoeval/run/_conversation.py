@@ -107,6 +107,11 @@ class Conversation:
     stop_reason: StopReason | None = None  # why it ended: the simulated user's reason, or a budget
     gradable: bool = True  # False: a step says the conversation cannot be graded (broken simulation)
     file_changes: str | None = None  # what the trial changed in its workspace (set by its step)
+    chat: list[dict[str, str]] = field(init=False)  # the transcript as sent (tool messages left out)
+    agent: AgentContext | None = field(default=None, init=False)  # the same every turn without a backend
+
+    def __post_init__(self) -> None:
+        self.chat = [m.to_chat() for m in self.transcript if m.source != "tool"]
 
     @property
     def session_kind(self) -> SessionKind:
@@ -165,6 +170,7 @@ class Conversation:
             self._not_sent(number, missing)
             return False
         self.transcript.extend(new)
+        self.chat.extend(m.to_chat() for m in new if m.source != "tool")
         history = window(self.transcript, self.plan.window_size)
         reply = await self._send(number, new)
         if reply is None:
@@ -176,7 +182,7 @@ class Conversation:
         except ControlError as exc:  # a regex that could not be decided: this test is an error, the run goes on
             self.error = f"turn {number}: {exc}"
             return False
-        record = TurnRecord(reply.session_id, list(reply.tool_calls), controls.captured, controls.stop_note)
+        record = TurnRecord(reply.session_id, reply.tool_calls, controls.captured, controls.stop_note)
         task = asyncio.ensure_future(
             grade_turn(
                 turn_context(self, number, turn, reply, history), turn, record, controls.scores, self.ctx.report_turn
@@ -219,18 +225,13 @@ class Conversation:
         if self.mode == "resume" and self.session_id is not None:
             messages = [m.to_chat() for m in new]
         else:
-            messages = [m.to_chat() for m in self.transcript if m.source != "tool"]
+            messages = [dict(m) for m in self.chat]  # each request's own: a target may change them
         request = ChatRequest(
             messages=messages,
             trial=self.ctx.trial,
             session_id=self.session_id,
             test_id=self.plan.id,
-            agent=AgentContext(
-                workdir=self.ctx.workdir,
-                max_tool_calls=_turn_tool_calls(self.plan.budget),
-                domain_tools=self.ctx.domain.domain.specs() if self.ctx.domain else None,
-                call_domain_tool=self.ctx.domain.call if self.ctx.domain else None,
-            ),
+            agent=self.agent or self._agent(),
         )
         started = time.perf_counter()
         try:
@@ -245,13 +246,29 @@ class Conversation:
             reply.latency_ms = (time.perf_counter() - started) * 1000
         return reply
 
+    def _agent(self) -> AgentContext:
+        """What an agent target needs this turn: the same for every turn of a trial without a
+        backend (kept), made anew with one (its tools' specs are the backend's)."""
+        domain = self.ctx.domain
+        agent = AgentContext(
+            workdir=self.ctx.workdir,
+            max_tool_calls=_turn_tool_calls(self.plan.budget),
+            domain_tools=domain.domain.specs() if domain else None,
+            call_domain_tool=domain.call if domain else None,
+        )
+        if domain is None:
+            self.agent = agent
+        return agent
+
     def _record(self, number: int, reply: ChatReply) -> None:
         """The reply and its tool calls (one `source: tool` message each) join the transcript."""
         self.replies.append(reply)
         if reply.session_id:
             self.session_id = reply.session_id
         self.transcript.extend(_tool_message(call, number) for call in reply.tool_calls)
-        self.transcript.append(Message(role="assistant", content=reply.text, source="target", turn=number))
+        answer = Message(role="assistant", content=reply.text, source="target", turn=number)
+        self.transcript.append(answer)
+        self.chat.append(answer.to_chat())
 
     async def close(self) -> None:
         """End the target's session for this conversation, when it has one to end."""

@@ -4,7 +4,7 @@ one score per turn (`combine`), and the trial's result from its entries (`trial_
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,11 @@ class TurnRecord:
         entry.captures = dict(self.captures)
         entry.note = self.note or entry.note
         return entry
+
+    def fields(self) -> dict[str, Any]:
+        """What `apply` sets, as fields of a `ScoreEntry` being made (its `note` wins over the
+        entry's own)."""
+        return {"session_id": self.session_id, "tool_calls": list(self.tool_calls), "captures": dict(self.captures)}
 
 
 def _grade_context(plan: TestPlan, ctx: TrialContext, **fields: Any) -> GradeContext:
@@ -109,7 +114,7 @@ def conversation_context(convo: Conversation) -> GradeContext:
         criteria=plan.test.criteria,
         variables=dict(convo.variables),
         latencies_ms=[r.latency_ms for r in replies],
-        usage=sum((r.usage for r in replies), Usage()),
+        usage=usage_sum(r.usage for r in replies),
         cost_usd=sum(r.cost_usd for r in replies),
         policy=plan.policy,
         metadata=dict(plan.metadata),
@@ -149,12 +154,22 @@ async def grade_turn(
 ) -> ScoreEntry:
     """A turn's score entry: its assertions and the `extra` checks (captures, post-condition);
     `report(number, entry, reply)` is told once it is graded."""
-    assert ctx.reply is not None and ctx.turn is not None
+    reply = ctx.reply
+    assert reply is not None and ctx.turn is not None
     scores = await evaluate_all(turn.assertions, ctx) + extra
-    entry = record.apply(combine(f"turn-{ctx.turn}", "turn", scores, ctx.threshold, latency_ms=ctx.reply.latency_ms))
-    entry.token_usage, entry.cost_usd = ctx.reply.usage, ctx.reply.cost_usd
+    entry = combine(
+        f"turn-{ctx.turn}",
+        "turn",
+        scores,
+        ctx.threshold,
+        latency_ms=reply.latency_ms,
+        note=record.note,
+        token_usage=reply.usage,
+        cost_usd=reply.cost_usd,
+        **record.fields(),
+    )
     if report is not None:
-        report(ctx.turn, entry, ctx.reply)
+        report(ctx.turn, entry, reply)
     return entry
 
 
@@ -194,7 +209,13 @@ NOTHING_GRADED = "nothing graded: the test has no checks; it passes when it runs
 
 
 def combine(
-    name: str, kind: ScoreKind, scores: list[GraderScore], threshold: float, latency_ms: float | None = None
+    name: str,
+    kind: ScoreKind,
+    scores: list[GraderScore],
+    threshold: float,
+    latency_ms: float | None = None,
+    note: str | None = None,
+    **fields: Any,
 ) -> ScoreEntry:
     """One turn's (or the conversation's) score from its graders.
 
@@ -204,33 +225,47 @@ def combine(
     `required` grader that could not decide makes the verdict `error` (score None): the
     required check never passed. No grader that counts (none, or only zero-weight ones such as
     a capture) is not graded: verdict `skip`, score None, left out of the test's score.
+    `note` (why the turn ended the conversation) wins over the entry's own; `fields` are more
+    fields of the entry (a turn's session, tool calls, captures, usage).
     """
-    outcomes = [a for s in scores for a in s.assertions]
-    entry = ScoreEntry(
-        name=name, type=kind, score=None, verdict="error", assertions=outcomes, graders=scores, latency_ms=latency_ms
-    )
-    entry.failed_required = [
+    failed_required = [
         f"{s.name} ({'; '.join(s.failed_required)})" if s.failed_required else s.name
         for s in scores
         if s.verdict == "fail" and (s.required or s.failed_required)
     ]
+    score, verdict, own_note = _combined(scores, threshold, failed_required)
+    return ScoreEntry(
+        name=name,
+        type=kind,
+        score=score,
+        verdict=verdict,
+        assertions=[a for s in scores for a in s.assertions],
+        graders=scores,
+        latency_ms=latency_ms,
+        note=note or own_note,
+        failed_required=failed_required,
+        **fields,
+    )
+
+
+def _combined(
+    scores: list[GraderScore], threshold: float, failed_required: list[str]
+) -> tuple[float | None, Verdict, str | None]:
+    """The score, verdict and note of `combine`."""
     counted = [s for s in scores if s.weight > 0 or s.required or s.failed_required]
-    decided = [s for s in counted if s.verdict != "error" and s.score is not None]
     if not counted:
-        entry.verdict, entry.note = "skip", NOT_GRADED
-        return entry
+        return None, "skip", NOT_GRADED
+    decided = [s for s in counted if s.verdict != "error" and s.score is not None]
     if not decided or undecided_required(scores):
-        return entry
+        return None, "error", None
     total_weight = sum(s.weight for s in decided)
     if total_weight > 0:
         score = sum((s.score or 0.0) * s.weight for s in decided) / total_weight
     else:
         score = sum(s.score or 0.0 for s in decided) / len(decided)
-    if entry.failed_required:
+    if failed_required:
         score = 0.0
-    entry.score = round(score, 6)
-    entry.verdict = "pass" if score >= threshold else "fail"
-    return entry
+    return round(score, 6), "pass" if score >= threshold else "fail", None
 
 
 def undecided_required(scores: list[GraderScore]) -> list[str]:
@@ -262,18 +297,27 @@ def window(transcript: list[Message], window_size: int | None) -> list[Message]:
     return system + rest[keep_from:]
 
 
+def usage_sum(usages: Iterable[Usage]) -> Usage:
+    """The sum of `usages` (what `sum(usages, Usage())` gives), made as one `Usage`."""
+    total_in = total_out = 0
+    for usage in usages:
+        total_in += usage.input_tokens
+        total_out += usage.output_tokens
+    return Usage(input_tokens=total_in, output_tokens=total_out)
+
+
 def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: float) -> TrialResult:
     """The trial's result from its score entries: the aggregated score and its verdict, what
     the replies and judges used, and how the conversation was held."""
     plan, replies, error = convo.plan, convo.replies, convo.error
-    judge_usage = Usage()
+    judge_in = judge_out = grader_errors = 0
     judge_cost = 0.0
-    grader_errors = 0
     for entry in entries:
         for grader in entry.graders:
             grader_errors += grader.verdict == "error"
             if grader.judge_usage is not None:
-                judge_usage = judge_usage + grader.judge_usage
+                judge_in += grader.judge_usage.input_tokens
+                judge_out += grader.judge_usage.output_tokens
             judge_cost += grader.judge_cost_usd
     notes = [convo.stop_note] if convo.stop_note else []
     counted = [e for e in entries if e.type != "simulator"]
@@ -309,8 +353,8 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         execution_status=status,
         scores=entries,
         output=convo.transcript,
-        token_usage=sum((r.usage for r in replies), Usage()),
-        judge_token_usage=judge_usage,
+        token_usage=usage_sum(r.usage for r in replies),
+        judge_token_usage=Usage(input_tokens=judge_in, output_tokens=judge_out),
         cost_usd=round(sum(r.cost_usd for r in replies), 8),
         judge_cost_usd=round(judge_cost, 8),
         duration_ms=round(duration_ms, 3),

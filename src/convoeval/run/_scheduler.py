@@ -22,7 +22,6 @@ from ..results import (
     PassRate,
     TestKey,
     TrialResult,
-    Usage,
     Verdict,
     VerdictStatus,
     pass_at_k,
@@ -32,6 +31,7 @@ from ..spec import DEFAULT_THRESHOLD, Test
 from ..targets import Target
 from ._adaptive import adaptive_trials, apply_decision
 from ._conversation import TrialContext, run_trial
+from ._grading import usage_sum
 from ._jobs import Job, JobEvents
 from ._plan import TestPlan
 
@@ -272,6 +272,8 @@ async def _lazily(
 ) -> list[TrialResult | None]:
     """`[await one(i) for i in range(count)]`, `width` at a time: a trial is only created when
     a worker is free, so memory does not grow with the number of trials."""
+    if count == 1 or width == 1:  # one at a time: no task to make, nothing to gather
+        return [await one(i) for i in range(count)]
     outcomes: list[TrialResult | None] = [None] * count
     numbers = iter(range(count))
 
@@ -346,11 +348,11 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         pass_at_k={str(k): round(pass_at_k(n, c, k), 6) for k in range(1, n + 1)},
         pass_hat_k={str(k): round(pass_hat_k(n, c, k), 6) for k in range(1, n + 1)},
         pass_rate=_pass_rate(trials),
-        token_usage=sum((t.token_usage for t in trials), Usage()),
-        judge_token_usage=sum((t.judge_token_usage for t in trials), Usage()),
+        token_usage=usage_sum(t.token_usage for t in trials),
+        judge_token_usage=usage_sum(t.judge_token_usage for t in trials),
         cost_usd=round(sum(t.cost_usd for t in trials), 8),
         judge_cost_usd=round(sum(t.judge_cost_usd for t in trials), 8),
-        simulator_token_usage=sum((t.simulator_token_usage for t in trials), Usage()),
+        simulator_token_usage=usage_sum(t.simulator_token_usage for t in trials),
         simulator_cost_usd=round(sum(t.simulator_cost_usd for t in trials), 8),
         stop_reason=first.stop_reason,
         outcome=combined_outcome(trials),

@@ -78,12 +78,10 @@ async def post_json(
     started = time.monotonic()
     body = orjson.dumps(payload)
     headers = {"Content-Type": "application/json", **headers}
-    max_tokens = payload.get("max_tokens")
-    estimated = (
-        estimate_tokens(len(body), max_tokens if isinstance(max_tokens, int) else None)
-        if limits and limits.tokens
-        else 0
-    )
+    estimated = 0
+    if limits is not None and limits.tokens is not None:
+        max_tokens = payload.get("max_tokens")
+        estimated = estimate_tokens(len(body), max_tokens if isinstance(max_tokens, int) else None)
     attempt = 0
     while True:
         attempt += 1
@@ -92,7 +90,8 @@ async def post_json(
                 return await _attempt(session, url, body, headers, timeout_s, secrets)
             async with limits.slot(estimated):
                 data = await _attempt(session, url, body, headers, timeout_s, secrets)
-            limits.settle_tokens(estimated, _total_tokens(data))
+            if limits.tokens is not None:  # without a `tpm` there is nothing to correct
+                limits.settle_tokens(estimated, _total_tokens(data))
             return data
         except _Retryable as exc:
             wait = exc.retry_after if exc.retry_after is not None else policy.backoff(attempt)
