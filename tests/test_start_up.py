@@ -65,6 +65,22 @@ def test_every_exported_name_of_a_package_resolves(package: str) -> None:
         assert getattr(module, name) is not None, f"{package}.{name}"
 
 
+def test_importing_convoeval_loads_none_of_it_until_a_name_is_used() -> None:
+    """`import convoeval` is cheap (the `convoeval` command starts loading its HTTP client
+    before convoeval itself); each name loads its module when first used, and `dir` lists them."""
+    code = (
+        "import sys, convoeval\n"
+        "print(sorted(m for m in sys.modules if m.startswith('convoeval')))\n"
+        "assert {'run', 'Suite', 'graders', 'arena'} <= set(dir(convoeval))\n"
+        "assert 'convoeval.api' not in sys.modules\n"
+        "assert callable(convoeval.run) and 'convoeval.api' in sys.modules\n"
+        "assert convoeval.graders.Assertion is convoeval.Assertion\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['convoeval', 'convoeval._lazy', 'convoeval._version']"
+
+
 def test_run_stays_the_function_when_the_run_package_is_loaded() -> None:
     import convoeval.run  # noqa: F401  (the subpackage)
 

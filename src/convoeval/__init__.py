@@ -53,6 +53,10 @@ def __getattr__(name: str) -> Any:
     return _exported(name)
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *_SUBPACKAGES})
+
+
 class _Package(types.ModuleType):
     """convoeval itself: importing the `convoeval.run` or `convoeval.arena` package does not
     bind it over the function of that name (the import system binds a subpackage as an
