@@ -5,6 +5,7 @@ Every EvaluationResult is one test run against one target (all its trials).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from math import comb
 from typing import Any, ClassVar, Literal, NamedTuple
 
@@ -45,6 +46,15 @@ class Usage(Model):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
         )
+
+    @classmethod
+    def total(cls, usages: Iterable[Usage]) -> Usage:
+        """The sum of `usages` (what `sum(usages, Usage())` gives), made as one `Usage`."""
+        total_in = total_out = 0
+        for usage in usages:
+            total_in += usage.input_tokens
+            total_out += usage.output_tokens
+        return cls(input_tokens=total_in, output_tokens=total_out)
 
 
 class ToolCall(Model):

@@ -316,7 +316,7 @@ async def judge_arena(
         summaries={t: summarise_target(t, results) for t in order},
         judge=judge.name,
         skipped=skipped,
-        usage=sum((j.usage for j in judgments), Usage()),
+        usage=Usage.total(j.usage for j in judgments),
         cost_usd=sum(j.cost_usd for j in judgments),
         judge_calls=totals["calls"],
     )

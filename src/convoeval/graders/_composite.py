@@ -71,7 +71,7 @@ class Composite(Assertion):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         scores = list(await asyncio.gather(*(a.evaluate(ctx) for a in self.assertions)))
-        usage = sum((s.judge_usage for s in scores if s.judge_usage is not None), Usage())
+        usage = Usage.total(s.judge_usage for s in scores if s.judge_usage is not None)
         cost = sum(s.judge_cost_usd for s in scores)
         calls = sum(s.judge_calls for s in scores)
         outcomes: list[AssertionOutcome] = []

@@ -60,7 +60,7 @@ def combine_scores(
         JudgeAnswer(judge=name, score=s.score, verdict=s.verdict, reasoning=_reasoning(s), error=s.error)
         for name, s in zip(judges, scores, strict=True)
     ]
-    usage = sum((s.judge_usage for s in scores if s.judge_usage is not None), Usage())
+    usage = Usage.total(s.judge_usage for s in scores if s.judge_usage is not None)
     spent: _Spent = {
         "judge_calls": sum(s.judge_calls for s in scores),
         "judge_reasks": sum(s.judge_reasks for s in scores),

@@ -4,7 +4,7 @@ one score per turn (`combine`), and the trial's result from its entries (`trial_
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,16 +43,9 @@ class TurnRecord:
     captures: dict[str, object] = field(default_factory=dict)
     note: str | None = None
 
-    def apply(self, entry: ScoreEntry) -> ScoreEntry:
-        entry.session_id = self.session_id
-        entry.tool_calls = list(self.tool_calls)
-        entry.captures = dict(self.captures)
-        entry.note = self.note or entry.note
-        return entry
-
     def fields(self) -> dict[str, Any]:
-        """What `apply` sets, as fields of a `ScoreEntry` being made (its `note` wins over the
-        entry's own)."""
+        """The fields of the turn's `ScoreEntry` it records (its `note` goes to `combine`, where
+        it wins over the entry's own)."""
         return {"session_id": self.session_id, "tool_calls": list(self.tool_calls), "captures": dict(self.captures)}
 
 
@@ -114,7 +107,7 @@ def conversation_context(convo: Conversation) -> GradeContext:
         criteria=plan.test.criteria,
         variables=dict(convo.variables),
         latencies_ms=[r.latency_ms for r in replies],
-        usage=usage_sum(r.usage for r in replies),
+        usage=Usage.total(r.usage for r in replies),
         cost_usd=sum(r.cost_usd for r in replies),
         policy=plan.policy,
         metadata=dict(plan.metadata),
@@ -297,28 +290,13 @@ def window(transcript: list[Message], window_size: int | None) -> list[Message]:
     return system + rest[keep_from:]
 
 
-def usage_sum(usages: Iterable[Usage]) -> Usage:
-    """The sum of `usages` (what `sum(usages, Usage())` gives), made as one `Usage`."""
-    total_in = total_out = 0
-    for usage in usages:
-        total_in += usage.input_tokens
-        total_out += usage.output_tokens
-    return Usage(input_tokens=total_in, output_tokens=total_out)
-
-
 def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: float) -> TrialResult:
     """The trial's result from its score entries: the aggregated score and its verdict, what
     the replies and judges used, and how the conversation was held."""
     plan, replies, error = convo.plan, convo.replies, convo.error
-    judge_in = judge_out = grader_errors = 0
-    judge_cost = 0.0
-    for entry in entries:
-        for grader in entry.graders:
-            grader_errors += grader.verdict == "error"
-            if grader.judge_usage is not None:
-                judge_in += grader.judge_usage.input_tokens
-                judge_out += grader.judge_usage.output_tokens
-            judge_cost += grader.judge_cost_usd
+    graders = [grader for entry in entries for grader in entry.graders]
+    grader_errors = sum(grader.verdict == "error" for grader in graders)
+    judge_cost = sum((grader.judge_cost_usd for grader in graders), 0.0)
     notes = [convo.stop_note] if convo.stop_note else []
     counted = [e for e in entries if e.type != "simulator"]
     values = [e.score for e in counted if e.score is not None]
@@ -353,8 +331,8 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         execution_status=status,
         scores=entries,
         output=convo.transcript,
-        token_usage=usage_sum(r.usage for r in replies),
-        judge_token_usage=Usage(input_tokens=judge_in, output_tokens=judge_out),
+        token_usage=Usage.total(r.usage for r in replies),
+        judge_token_usage=Usage.total(g.judge_usage for g in graders if g.judge_usage is not None),
         cost_usd=round(sum(r.cost_usd for r in replies), 8),
         judge_cost_usd=round(judge_cost, 8),
         duration_ms=round(duration_ms, 3),

@@ -22,6 +22,7 @@ from ..results import (
     PassRate,
     TestKey,
     TrialResult,
+    Usage,
     Verdict,
     VerdictStatus,
     pass_at_k,
@@ -31,7 +32,6 @@ from ..spec import DEFAULT_THRESHOLD, Test
 from ..targets import Target
 from ._adaptive import adaptive_trials, apply_decision
 from ._conversation import TrialContext, run_trial
-from ._grading import usage_sum
 from ._jobs import Job, JobEvents
 from ._plan import TestPlan
 
@@ -348,11 +348,11 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         pass_at_k={str(k): round(pass_at_k(n, c, k), 6) for k in range(1, n + 1)},
         pass_hat_k={str(k): round(pass_hat_k(n, c, k), 6) for k in range(1, n + 1)},
         pass_rate=_pass_rate(trials),
-        token_usage=usage_sum(t.token_usage for t in trials),
-        judge_token_usage=usage_sum(t.judge_token_usage for t in trials),
+        token_usage=Usage.total(t.token_usage for t in trials),
+        judge_token_usage=Usage.total(t.judge_token_usage for t in trials),
         cost_usd=round(sum(t.cost_usd for t in trials), 8),
         judge_cost_usd=round(sum(t.judge_cost_usd for t in trials), 8),
-        simulator_token_usage=usage_sum(t.simulator_token_usage for t in trials),
+        simulator_token_usage=Usage.total(t.simulator_token_usage for t in trials),
         simulator_cost_usd=round(sum(t.simulator_cost_usd for t in trials), 8),
         stop_reason=first.stop_reason,
         outcome=combined_outcome(trials),
