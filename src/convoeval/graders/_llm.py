@@ -285,8 +285,6 @@ class Rubrics(Assertion):
             name="rubric",
         )
         mark = pass_mark(self, ctx)
-        if answers.count == 1:
-            return _graded_once(call, values_by_key(answers.values[0]), mark, session)
         return _graded(call, [values_by_key(answer) for answer in answers.values], mark, session, answers.errors)
 
 
@@ -298,46 +296,6 @@ def _passes(item: RubricItem, criterion: RubricCriterion, value: float, mark: fl
     if item.scored:
         return value >= mark - 1e-9
     return value > 0.5
-
-
-def _graded_once(
-    call: _RubricCall, run: dict[str, ScoreAnswer | CriterionAnswer], mark: float, session: JudgeSession
-) -> Grade:
-    """The grade of one answer: what `_graded` gives for a single run, without its lists of runs."""
-    outcomes: list[AssertionOutcome] = []
-    per_criterion: dict[str, dict[str, object]] = {}
-    weights: list[float] = []
-    failed_required: list[str] = []
-    criterion_scores: list[float] = []
-    for item, criterion in call.resolved:
-        verdict = run[item.id]
-        if isinstance(verdict, ScoreAnswer):
-            value = verdict.score / 10
-            judged: dict[str, object] = {"judge_score": verdict.score}
-        else:
-            value = 1.0 if verdict.satisfied else 0.0
-            judged = {"satisfied": verdict.satisfied}
-        passed = _passes(item, criterion, value, mark)
-        if not passed and (criterion.required_min_score is not None or criterion.required):
-            failed_required.append(item.id)
-        criterion_scores.append(value)
-        weights.append(criterion.weight)
-        outcomes.append(AssertionOutcome(text=item.text or item.id, passed=passed, evidence=_evidence(item, [verdict])))
-        per_criterion[item.id] = {
-            **judged,
-            "score": round(value, 6),
-            "weight": criterion.weight,
-            "required": criterion.required,
-            "passed": passed,
-        }
-    return Grade.judged(
-        session,
-        weighted_mean(criterion_scores, weights),
-        outcomes,
-        {"criteria": per_criterion},
-        passed=False if failed_required else None,
-        failed_required=failed_required,
-    )
 
 
 def _graded(
