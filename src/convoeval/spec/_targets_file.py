@@ -56,21 +56,17 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
     if problems:
         raise SpecError(problems)
     # AgentV v5's providers.yaml: a list of {id, label, ...}, or `providers:` holding one.
-    keyed = isinstance(data, dict) and "targets" not in data and isinstance(data.get("providers"), list)
-    catalog = isinstance(data, list) or keyed
-    entries = (
-        data
-        if isinstance(data, list)
-        else data.get("providers" if keyed else "targets")
-        if isinstance(data, dict)
-        else None
-    )
+    under: tuple[str, ...] = ()  # where the list is: the file itself, `providers:` or `targets:`
+    if isinstance(data, dict):
+        under = ("providers",) if "targets" not in data and isinstance(data.get("providers"), list) else ("targets",)
+    catalog = under != ("targets",)
+    entries = data.get(under[0]) if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise SpecError([lines.problem((), "targets", "a targets file holds `targets: [{name, provider, ...}]`")])
     configs: dict[str, TargetConfig] = {}
     aliases: list[tuple[str, object, DataPath, list[Problem]]] = []  # (name, use_target, where, unset)
     for i, entry in enumerate(entries):
-        where: DataPath = (i,) if isinstance(data, list) else ("providers" if keyed else "targets", i)
+        where: DataPath = (*under, i)
         if not isinstance(entry, dict):
             problems.append(lines.problem(where, field_path(where), "each target is a mapping"))
             continue
