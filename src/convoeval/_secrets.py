@@ -20,7 +20,6 @@ REDACTED = "[REDACTED]"
 SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|(^|_)AUTH(?!_SOCK)", re.IGNORECASE
 )
-#: Headers whose values are credentials (a target's `headers:`).
 #: Headers of a target whose values are not credentials; every other header's value is one
 #: (a gateway's `X-Gw: ...` says nothing by its name).
 PLAIN_HEADERS = frozenset(
