@@ -65,6 +65,8 @@ def test_judged_arena_json_and_battles_round_trip(
     for target, row in rows.items():
         for key in ("elo", "bt", "ci_low", "ci_high", "votes", "wins", "losses", "ties", "rank"):
             assert rerated[target][key] == row[key], (target, key)
+    code, out, err = cli("arena", "--battles", "battles.jsonl", "--plot", "/proc/convoeval.svg")  # takes no file
+    assert (code, err) == (2, "error: cannot write /proc/convoeval.svg: No such file or directory\n")
 
 
 def test_table_csv_and_plot(cli, desk: Path, judge_server: FakeOpenAIServer, tmp_path: Path) -> None:
@@ -170,6 +172,8 @@ def test_custom_prompt(cli, desk: Path, judge_server: FakeOpenAIServer, tmp_path
         ),
         (["desk.eval.yaml", "-t", "polite", "-t", "terse", "--plot", "x.gif"], "plot format must be one of"),
         (["--results", "missing.jsonl", "--judge", "judge"], "missing.jsonl: file not found"),
+        (["desk.eval.yaml", "-t", "polite", "-t", "terse", "--judge", "judge", "-o", "."], ". is a folder"),
+        (["desk.eval.yaml", "-t", "polite", "-t", "terse", "--judge", "judge", "--save-results", "."], "is a folder"),
     ],
 )
 def test_arena_input_errors(cli, desk: Path, args: list[str], message: str) -> None:

@@ -65,6 +65,11 @@ def test_import_errors_name_the_file_and_line(cli, tmp_path: Path) -> None:
     assert code == 2 and f"{broken}:2: invalid JSON" in err
     code, out, err = cli("import", "nope", bad)
     assert code == 2 and "unknown dataset kind 'nope' (known: " in err
+    # Where the eval file cannot go: a folder, and one that takes no new file (/proc).
+    code, out, err = cli("import", "mt-bench", MT_BENCH / "question.jsonl", "-o", tmp_path)
+    assert (code, err) == (2, f"error: {tmp_path} is a folder; give a file name\n")
+    code, out, err = cli("import", "mt-bench", MT_BENCH / "question.jsonl", "-o", "/proc/convoeval.eval.yaml")
+    assert (code, err) == (2, "error: cannot write /proc/convoeval.eval.yaml: No such file or directory\n")
 
 
 LOGS = """\

@@ -63,6 +63,8 @@ def test_runs_list_show_and_delete(cli, fake_openai: FakeOpenAIServer, tmp_path:
 
 
 def test_cache_stats_and_clear(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    code, out, err = cli("cache", "clear", "--older-than", "soon")  # before any cache exists
+    assert code == 2 and "age 'soon'" in err and "deleted" not in out
     suite = write(tmp_path / "s.eval.yaml", SUITE)
     cli("run", suite, "-t", "openai:m1", "-q")
     cli("run", suite, "-t", "openai:m2", "-q")

@@ -99,6 +99,15 @@ def test_report_bad_input_is_one_line_and_exit_2(cli, tmp_path: Path) -> None:
     assert cli("report", "ok.jsonl")[0] == 2  # nothing asked for
     code, _, stderr = cli("report", "ok.jsonl", "--html", "x.html", "--battles", "ok.jsonl")
     assert code == 2 and "ok.jsonl:1: missing field model_a" in stderr
+    code, _, stderr = cli("report", "ok.jsonl", "--html", tmp_path)
+    assert (code, stderr) == (2, f"error: {tmp_path} is a folder; give a file name\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t, input: hi}\n")
+    code, out, stderr = cli("run", "s.eval.yaml", "-t", "openai:m", "--markdown", tmp_path)  # before any call
+    assert (code, out, stderr) == (2, "", f"error: {tmp_path} is a folder; give a file name\n")
+    # A folder that passes the check made before writing but takes no new file (/proc).
+    for option in ("--junit", "--inspect-log"):
+        code, _, stderr = cli("report", "ok.jsonl", option, "/proc/convoeval-report.json")
+        assert (code, stderr) == (2, "error: cannot write /proc/convoeval-report.json: No such file or directory\n")
 
 
 def test_junit_keeps_failures_errors_and_skips_apart_and_strips_control_characters() -> None:
@@ -211,6 +220,10 @@ def test_compare_cli_exit_codes(cli, tmp_path: Path) -> None:
     assert code == 0 and "| loss | t1 | bot | 0.90 | 0.85 | -0.05 |" in stdout
     code, _, stderr = cli("compare", "a.jsonl", "missing.jsonl")
     assert code == 2 and stderr.strip() == "error: missing.jsonl: file not found"
+    code, _, stderr = cli("compare", "a.jsonl", "b.jsonl", "--html", tmp_path)
+    assert (code, stderr) == (2, f"error: {tmp_path} is a folder; give a file name\n")
+    code, _, stderr = cli("compare", "a.jsonl", "b.jsonl", "--html", "/proc/convoeval-compare.html")
+    assert (code, stderr) == (2, "error: cannot write /proc/convoeval-compare.html: No such file or directory\n")
 
 
 def test_compare_two_stored_runs_by_id(run_files, cli) -> None:

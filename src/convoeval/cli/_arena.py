@@ -27,6 +27,7 @@ from ..report._terminal import printable
 from ..results import EvaluationResult
 from ..spec import SpecError
 from ._app import app
+from ._write import check_writable, writing
 
 
 class ArenaFormat(StrEnum):
@@ -181,6 +182,7 @@ def arena_command(
     """
     if plot is not None and plot.suffix.lower() not in PLOT_FORMATS:
         raise _fail(f"{plot}: plot format must be one of {', '.join(PLOT_FORMATS)}")
+    check_writable(output, plot, save_results)  # before any judge is paid
     if battles is not None:
         if files or results:
             raise _fail("give only one of: eval files, --results R.jsonl... or --battles FILE.jsonl")
@@ -238,12 +240,13 @@ def arena_command(
 def _rate_battles(
     battles: Path, k: float, bootstrap: int, seed: int, output_format: ArenaFormat, plot: Path | None
 ) -> None:
-    try:
-        board = leaderboard_from_battles(read_battles(battles), k=k, bootstrap=bootstrap, seed=seed)
-        if plot is not None:
-            plot_leaderboard(board, plot)
-    except (BattleFileError, ValueError, RuntimeError) as error:
-        raise _fail(str(error)) from None
+    with writing(plot):  # outside the `except`: typer's Exit is a RuntimeError
+        try:
+            board = leaderboard_from_battles(read_battles(battles), k=k, bootstrap=bootstrap, seed=seed)
+            if plot is not None:
+                plot_leaderboard(board, plot)
+        except (BattleFileError, ValueError, RuntimeError) as error:
+            raise _fail(str(error)) from None
     for warning in board.warnings:
         typer.echo(f"warning: {warning}", err=True)
     _print(board, output_format)
@@ -343,12 +346,14 @@ def _show_arena(report: ArenaReport, output_format: ArenaFormat, plot: Path | No
     if report.skipped:
         typer.echo(f"note: {len(report.skipped)} pair(s) not judged, e.g. {report.skipped[0]}", err=True)
     if output is not None:
-        report.write_battles(output)
+        with writing(output):
+            report.write_battles(output)
     if plot is not None:
-        try:
-            report.plot(plot)
-        except (ValueError, RuntimeError) as error:
-            raise _fail(str(error)) from None
+        with writing(plot):  # outside the `except`: typer's Exit is a RuntimeError
+            try:
+                report.plot(plot)
+            except (ValueError, RuntimeError) as error:
+                raise _fail(str(error)) from None
     _print(report, output_format)
     if output is not None:
         typer.echo(f"battles written to {output} (re-rate: convoeval arena --battles {output})", err=True)

@@ -25,7 +25,7 @@ from .._sandbox import process_limit_note
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
 from ..errors import ConfigError, NothingToRerun, RegistryError
-from ..report import RunProgress, output_problem, print_panel_agreement, print_run_totals, print_summary
+from ..report import RunProgress, print_panel_agreement, print_run_totals, print_summary
 from ..report._progress import Mode
 from ..report._summary import prepare_rate_lines
 from ..report._terminal import SafeConsole
@@ -34,7 +34,7 @@ from ..run import GradedTurn, Job
 from ..spec import AUTO_MAX_TRIALS, MAX_TRIALS, SpecError, validate_eval_paths
 from . import resume_collector
 from ._app import Root, app, load_env_file
-from ._write import write_reports
+from ._write import check_writable, write_reports
 
 out = SafeConsole(highlight=False, emoji=False)  # `openai:m:` must not become an emoji
 err = SafeConsole(stderr=True, highlight=False, emoji=False)
@@ -335,10 +335,7 @@ def run(
         output = state_dir(store) / "results" / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
     progress = _RunLines(out, "off" if quiet else "bar" if out.is_terminal else "lines", quiet=quiet)
 
-    for report_path in (html, junit, markdown):
-        if report_path is not None and (problem := output_problem(report_path)):
-            err.print(f"error: {problem}", markup=False, soft_wrap=True)
-            raise typer.Exit(2)
+    check_writable(html, junit, markdown)
 
     try:
         report = asyncio.run(

@@ -23,6 +23,7 @@ from ..errors import DatasetError
 from ..spec import validate_paths
 from ._app import Root, app
 from ._core import err, out
+from ._write import check_writable, writing
 
 
 @app.command("import")
@@ -65,6 +66,7 @@ def import_command(
     ] = None,
 ) -> None:
     """Import a dataset as an eval file, then validate it."""
+    check_writable(output)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", DatasetWarning)
@@ -85,7 +87,8 @@ def import_command(
     for warning in caught:
         err.print(f"warning: {warning.message}", markup=False, soft_wrap=True)
     header = f"Imported by `convoeval import {kind} {source.name}`; edit freely."
-    write_suite(suite, output, header)
+    with writing(output):
+        write_suite(suite, output, header)
     problems = validate_paths([output])
     if problems:
         for problem in problems:

@@ -32,7 +32,7 @@ from ..report._terminal import SafeConsole
 from ..report.viewer import Viewer
 from ..stats import flaky_in_store
 from ._app import app
-from ._write import fail, write_reports
+from ._write import check_writable, fail, write_reports, writing
 
 out = SafeConsole(highlight=False, emoji=False)
 
@@ -117,6 +117,7 @@ def report(
             "say what to write: --html report.html, --junit junit.xml, --markdown summary.md, "
             "--inspect-log run.eval and/or --otel (or --by FIELD for a grouped table)"
         )
+    check_writable(html, junit, markdown, inspect_log)
     loaded = _load(run, store)
     if by:
         if all(report_module.field_value(r, by) == report_module.NO_VALUE for r in loaded.results):
@@ -127,7 +128,9 @@ def report(
         out.print(f"wrote {path}", markup=False)
     try:
         if inspect_log is not None:
-            for path in write_inspect_log(loaded.results, inspect_log, name=loaded.name):
+            with writing(inspect_log):
+                written = write_inspect_log(loaded.results, inspect_log, name=loaded.name)
+            for path in written:
                 out.print(f"wrote {path}", markup=False)
         if otel:
             spans = export_spans(loaded.results, otlp_exporter(otel_endpoint))
@@ -204,6 +207,7 @@ def compare(
 ) -> None:
     """Compare two runs test by test (win, loss, tie, new or gone, with the score change), and
     test whether the new run regressed as a whole."""
+    check_writable(html)
     a, b = _load(run_a, store), _load(run_b, store)
     comparison = compare_results(
         a.results,
@@ -223,7 +227,8 @@ def compare(
             comparison, flaky_in_store(_store(store), {*a.fingerprints.values(), *b.fingerprints.values()})
         )
     if html is not None:
-        written = write_comparison(comparison, a.results, b.results, html)
+        with writing(html):
+            written = write_comparison(comparison, a.results, b.results, html)
         typer.echo(f"wrote {written}", err=output_format is not CompareFormat.table)
     if output_format is CompareFormat.json:
         data = comparison.to_json()

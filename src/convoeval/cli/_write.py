@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from .. import rank, report
+from .._result_files import output_problem
 
 if TYPE_CHECKING:
     from ..stats import Flaky
@@ -17,6 +20,24 @@ def fail(message: str) -> typer.Exit:
     """Print `error: message` and return the exit (code 2) to raise."""
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(2)
+
+
+def check_writable(*paths: Path | None) -> None:
+    """Exit 2 with `error: ...` unless each path given can take a file (before any work is done)."""
+    for path in paths:
+        if path is not None and (problem := output_problem(path)):
+            raise fail(problem)
+
+
+@contextmanager
+def writing(path: Path | None = None) -> Iterator[None]:
+    """A file that cannot be written after all (checked before, but a disk fills, a folder takes
+    no new file) is `error: cannot write PATH: reason`, exit 2; PATH is `path`, else the file
+    the error names."""
+    try:
+        yield
+    except OSError as exc:
+        raise fail(f"cannot write {path or exc.filename or 'a file'}: {exc.strerror or exc}") from None
 
 
 def write_reports(
@@ -29,7 +50,23 @@ def write_reports(
     title: str | None = None,
     by: str | None = None,
 ) -> list[Path]:
-    """Write the reports asked for; returns the files written. Raises typer.Exit(2) on bad input."""
+    """Write the reports asked for; returns the files written. Raises typer.Exit(2) on bad input
+    or on a file that cannot be written (`writing`)."""
+    check_writable(html, junit, markdown)
+    with writing():
+        return _write_reports(run, html=html, junit=junit, markdown=markdown, battles=battles, title=title, by=by)
+
+
+def _write_reports(
+    run: report.LoadedRun,
+    *,
+    html: Path | None,
+    junit: Path | None,
+    markdown: Path | None,
+    battles: Path | None,
+    title: str | None,
+    by: str | None,
+) -> list[Path]:
     written: list[Path] = []
     try:
         arena = report.read_battle_records(battles) if battles else None

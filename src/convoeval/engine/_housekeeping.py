@@ -116,10 +116,10 @@ def cache_stats(cache: Path) -> CacheStats:
 
 def clear_cache(cache: Path, older_than: str | None = None) -> int:
     """Delete cached replies (all, or those stored before `older_than` ago), then VACUUM;
-    returns how many were deleted (0 without a cache file)."""
+    returns how many were deleted (0 without a cache file; a bad age is an error either way)."""
+    cutoff = time.time() - parse_age(older_than) if older_than else None
     if not cache.is_file():
         return 0
-    cutoff = time.time() - parse_age(older_than) if older_than else None
     with closing(sqlite3.connect(cache, timeout=30)) as conn:
         with conn:
             if cutoff is None:
