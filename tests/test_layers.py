@@ -57,6 +57,12 @@ LAZY = {
     ("report", "report"): "the HTML, JUnit and Markdown writers load only when a results file asks for one",
     ("cli", "cli"): "the typer app loads after `convoeval run` has started loading its HTTP client on a thread",
     ("cli", "errors"): "the same: the errors load pydantic",
+    (
+        "pytest_plugin",
+        "spec",
+    ): "pytest loads the plugin in every session; convoeval loads when an eval file is collected",
+    ("pytest_plugin", "api"): "the same",
+    ("pytest_plugin", "report"): "the same",
 }
 
 

@@ -32,6 +32,23 @@ def test_eval_files_are_not_collected_unless_asked(suite_dir: pytest.Pytester) -
     result.assert_outcomes(passed=1)
 
 
+def test_a_session_without_eval_files_loads_none_of_convoeval(pytester: pytest.Pytester) -> None:
+    """pytest loads the plugin (its entry point) in every session of the environment: that must
+    not load convoeval's engine (0.3-0.5 s before the plugin deferred it)."""
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_sessionfinish(session):\n"
+        "    loaded = sorted(m for m in sys.modules if m.startswith('convoeval'))\n"
+        "    print('\\nLOADED', loaded)\n"
+    )
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-s", *QUIET)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["LOADED ['convoeval', 'convoeval._lazy', 'convoeval._version', 'convoeval.pytest_plugin']"]
+    )
+
+
 def test_eval_file_items_pass_and_fail_with_their_checks(suite_dir: pytest.Pytester) -> None:
     result = suite_dir.runpytest_inprocess("--convoeval", *TARGET, "-v", *QUIET)
     result.assert_outcomes(passed=2, failed=2)
