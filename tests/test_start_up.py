@@ -37,6 +37,24 @@ def test_help_lists_every_command_and_each_command_loads_alone() -> None:
     assert unknown.returncode == 2 and "No such command" in unknown.stderr
 
 
+def test_version_is_printed_without_loading_a_command() -> None:
+    from convoeval._version import __version__
+
+    shown = convoeval_cli("--version")
+    assert (shown.returncode, shown.stdout, shown.stderr) == (0, f"convoeval {__version__}\n", "")
+    code = (
+        "import sys\n"
+        "from convoeval import cli\n"
+        "def exit_now(code):\n"
+        "    print(sorted(m for m in sys.modules if m.startswith('convoeval.cli.')), flush=True)\n"
+        "cli.exit_now = exit_now\n"
+        "sys.argv = ['convoeval', '--version']\n"
+        "cli.main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == [f"convoeval {__version__}", "['convoeval.cli._app']"]  # no command loaded
+
+
 def test_the_command_table_names_the_module_of_every_command() -> None:
     commands = typer.main.get_command(cli.app).commands  # type: ignore[attr-defined]
     assert sorted(commands) == sorted(cli.COMMANDS)

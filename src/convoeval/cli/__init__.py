@@ -67,6 +67,8 @@ def load_commands(argv: Sequence[str] | None = None) -> None:
     """Register the command `argv` names (its first word that is not an option), or every
     command when it names none that exists."""
     name = command_name(argv)
+    if name is None and "--version" in (argv or ()):
+        return  # answered by the app itself
     modules = [COMMANDS[name]] if name in COMMANDS else dict.fromkeys(COMMANDS.values())
     for module in modules:
         importlib.import_module(f"{__name__}.{module}")

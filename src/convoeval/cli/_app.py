@@ -12,6 +12,7 @@ import typer
 from typer.core import TyperCommand, TyperOption
 
 from .._paths import ROOT_ENV
+from .._version import __version__
 
 
 class StrictCommand(TyperCommand):
@@ -76,7 +77,17 @@ Root = Annotated[
 ]
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"convoeval {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _settings() -> None:
+def _settings(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
     """Evaluate multi-turn conversations with LLMs and agents."""
     load_env_file(Path.cwd())  # before a command's options are read, so CONVOEVAL_* there apply
