@@ -149,3 +149,23 @@ def test_the_scenario_outcome_of_a_test_comes_from_all_its_trials() -> None:
     assert combined_outcome(trials("passed", "failed", "failed")) == "failed"  # trial 0 alone said passed
     assert combined_outcome(trials("passed", "failed")) == "failed"  # a split is never a pass
     assert combined_outcome(trials()) is None
+
+
+def test_init_writes_a_first_eval_file_that_validates_and_runs(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    code, out, err = cli("init", "evals")
+    first = tmp_path / "evals" / "first.eval.yaml"
+    assert code == 0 and out.startswith(f"wrote evals{os.sep}first.eval.yaml\n"), err
+    assert cli("validate", first)[0] == 0
+    assert [t.id for t in load_suite(first).tests] == ["order-status", "capital-of-france"]
+    code, out, err = cli("run", first, "--target", "openai:m", "--judge", "openai:judge", "-o", "r.jsonl", "-q")
+    results = read_jsonl(tmp_path / "r.jsonl")
+    assert [(r["test_id"], len(r["scores"])) for r in results] == [("order-status", 2), ("capital-of-france", 1)], err
+    assert {r["verdict"] for r in results} <= {"pass", "fail"}  # graded, none an error
+    code, out, err = cli("init", "evals")  # never over an existing file
+    assert (code, err) == (
+        2,
+        f"error: {first.relative_to(tmp_path)} exists; edit it, or give another folder: convoeval init FOLDER\n",
+    )
+    assert cli("init", first)[1:] == ("", f"error: {first} is a file, not a folder\n")

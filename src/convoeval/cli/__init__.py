@@ -32,6 +32,7 @@ COMMANDS = {
     "report": "_reports",
     "compare": "_reports",
     "view": "_reports",
+    "init": "_init",
     "validate": "_core",
     "schema": "_core",
     "run": "_core",
