@@ -68,6 +68,8 @@ SUITES = [
     ),
     Suite("multi-turn-live", "examples/features/multi-turn-conversation-live", "evals/dataset.eval.yaml", "v4.15.0"),
     Suite("edges-text", "edges", "evals/text.eval.yaml"),
+    Suite("edges-judged", "edges", "evals/judged.eval.yaml"),
+    Suite("edges-code", "edges", "evals/code.eval.yaml"),
     Suite(
         "red-team-bola", "examples/red-team", "archetypes/customer-facing-agent/suites/bola-bfla.eval.yaml", "v4.42.4"
     ),

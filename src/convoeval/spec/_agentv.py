@@ -87,6 +87,18 @@ LEGACY_TYPES = {
     "code_judge": "code-grader",
     "code-judge": "code-grader",
 }
+#: AgentV's names of metric limits (`grader-parser.ts`: token-usage and cost), as convoeval's.
+AGENTV_FIELDS = {
+    "token-usage": {
+        "max_total": "max_tokens",
+        "maxTotal": "max_tokens",
+        "max_input": "max_input_tokens",
+        "maxInput": "max_input_tokens",
+        "max_output": "max_output_tokens",
+        "maxOutput": "max_output_tokens",
+    },
+    "cost": {"budget": "max_usd"},
+}
 
 
 def legacy_assertion(item: dict) -> dict:
@@ -98,6 +110,9 @@ def legacy_assertion(item: dict) -> dict:
         item = {**item, "name": item["id"]}
         del item["id"]
     kind = item.get("type")
+    renamed = AGENTV_FIELDS.get(kind) if isinstance(kind, str) else None
+    if renamed and any(key in item for key in renamed):
+        item = {renamed.get(key, key): value for key, value in item.items()}
     v5 = v5_assertion(item, kind)
     if v5 is not None:
         return v5

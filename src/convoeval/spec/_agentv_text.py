@@ -76,6 +76,8 @@ def agentv_text_assertion(item: dict) -> dict:
     kind = kind.replace("_", "-") if isinstance(kind, str) else kind
     if kind in _TRIMMED and "trim" not in item:
         return {**item, "trim": True}
+    if kind == "code-grader" and "agentv_protocol" not in item:  # AgentV's reading of the program
+        return {**item, "agentv_protocol": True}
     if kind == "rubrics" and "required_fails_test" not in item:  # AgentV: a failed required criterion
         return {**item, "required_fails_test": False}  # fails the rubric, the test's score stands
     if kind in ("regex", "not-regex") and isinstance(item.get("value"), str):

@@ -275,7 +275,7 @@ class Checker:
                     rubric_item: dict[str, object] = {"type": "rubrics", "criteria": criteria}
                     if not plain_required:
                         rubric_item["criteria"] = [{"outcome": c, "required": False} for c in criteria]
-                    if isinstance(items, WeightedCriteria):
+                    if isinstance(items, WeightedCriteria) or (self.agentv and plain_required):
                         rubric_item["weight"] = len([c for c in criteria if c.strip()])
                     rubric = self.parse_one(rubric_item, (*path, k), level)
                     if rubric is not None:
@@ -332,6 +332,8 @@ class Checker:
                     self.add((*path, field), f"this AgentV form is not supported: {why}")
                     del item[field]
             if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
+                if self.agentv:
+                    item["assertions"] = self._agentv_members(item["assertions"], path)
                 item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
                 validated = self._validate_assertion(cls, item)
             else:
@@ -362,6 +364,20 @@ class Checker:
                 f"write `file://{prompt}` to use the file's content",
             )
         return assertion
+
+    def _agentv_members(self, members: object, path: DataPath) -> object:
+        """An AgentV composite's members without their own `weight`: AgentV weighs them by the
+        aggregator's `weights` only (`composite.ts`: `weights?.[member.id] ?? 1.0`)."""
+        if not isinstance(members, list):
+            return members
+        kept: list[object] = []
+        for k, member in enumerate(members):
+            if isinstance(member, dict) and "weight" in member:
+                where = (*path, "assertions", k, "weight")
+                self.warn(where, field_path(where), "ignored, as AgentV ignores it: give `aggregator.weights` by name")
+                member = {key: value for key, value in member.items() if key != "weight"}
+            kept.append(member)
+        return kept
 
     @staticmethod
     def _validate_assertion(cls: type[Assertion], item: dict) -> Assertion | list[tuple[DataPath, str]]:
