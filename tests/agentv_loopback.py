@@ -187,6 +187,7 @@ class LoopbackServer:
     def __init__(self, replies: Replies, log: Path | None = None):
         self.replies = replies
         self.requests: list[Body] = []
+        self.targets: list[list[dict[str, str]]] = []  # the messages of each target request
         self.log = log
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -204,7 +205,12 @@ class LoopbackServer:
                 with self.log.open("a") as out:
                     out.write(json.dumps(body) + "\n")
             judged = self.replies.judge(body)
-            return judged if judged is not None else self.replies.target(body)
+            if judged is not None:
+                return judged
+            self.targets.append(
+                [{"role": m.get("role"), "content": _text(m.get("content"))} for m in body.get("messages", [])]
+            )
+            return self.replies.target(body)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self

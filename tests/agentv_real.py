@@ -18,6 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+try:
+    from .agentv_loopback import LoopbackServer, Replies
+except ImportError:  # run as a script
+    from agentv_loopback import LoopbackServer, Replies  # type: ignore[no-redef]
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = HERE / "data" / "agentv-real"
@@ -70,6 +75,7 @@ SUITES = [
     Suite("edges-text", "edges", "evals/text.eval.yaml"),
     Suite("edges-judged", "edges", "evals/judged.eval.yaml"),
     Suite("edges-code", "edges", "evals/code.eval.yaml"),
+    Suite("edges-conversation", "edges", "evals/conversation.eval.yaml"),
     Suite(
         "red-team-bola", "examples/red-team", "archetypes/customer-facing-agent/suites/bola-bfla.eval.yaml", "v4.42.4"
     ),
@@ -109,20 +115,41 @@ def environment(base_url: str) -> dict[str, str]:
         "AGENT_TARGET": "openai",
         "UV_NO_PROJECT": "1",
         "UV_OFFLINE": "1",
-        "CONVOEVAL_SANDBOX": "none",
     }
 
 
-def run_agentv(binary: Path, eval_file: Path, root: Path, env: dict[str, str], out: Path) -> Summary:
-    """The real CLI on one eval file (one test at a time), summarized from its index.jsonl."""
+def run_agentv(binary: Path, eval_file: Path, root: Path, env: dict[str, str], out: Path) -> list[dict[str, Any]]:
+    """The real CLI on one eval file (one test at a time): its index.jsonl rows, trimmed (`trimmed`)."""
     command = ["node", str(binary), "eval", "run", str(eval_file), "-o", str(out), "--workers", "1"]
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
     index = out / "index.jsonl"
+    (out.parent / f"{out.name}.log").write_text(done.stdout + done.stderr)
     if not index.is_file():
         raise RuntimeError(
             f"agentv wrote no results (exit {done.returncode}): {done.stdout[-800:]}{done.stderr[-800:]}"
         )
-    return summarize_agentv([json.loads(line) for line in index.read_text().splitlines() if line.strip()])
+    return [trimmed(json.loads(line)) for line in index.read_text().splitlines() if line.strip()]
+
+
+#: What is kept of each row of AgentV's index.jsonl (the rest is bookkeeping: paths of its
+#: artifact folders, timestamps, durations, ids), and of each of its `scores` (not `input`, the
+#: judge's whole prompt, nor times).
+ROW_KEYS = ("test_id", "suite", "target", "score", "execution_status", "error", "token_usage", "scores")
+SCORE_KEYS = ("name", "type", "score", "weight", "verdict", "assertions", "details", "scores")
+
+
+def _trimmed_scores(scores: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {k: (_trimmed_scores(v) if k == "scores" else v) for k, v in s.items() if k in SCORE_KEYS and v is not None}
+        for s in scores
+    ]
+
+
+def trimmed(row: dict[str, Any]) -> dict[str, Any]:
+    kept = {k: row[k] for k in ROW_KEYS if k in row}
+    if isinstance(kept.get("scores"), list):
+        kept["scores"] = _trimmed_scores(kept["scores"])
+    return kept
 
 
 def run_convoeval(eval_file: Path, root: Path, env: dict[str, str], out: Path) -> Summary:
@@ -209,22 +236,54 @@ def _round(value: Any) -> float | None:
     return None if value is None else round(float(value), 4)
 
 
-def recorded(suite: Suite) -> Summary:
-    return json.loads((DATA / "recorded" / f"{suite.name}.json").read_text())["tests"]
+def recorded(suite: Suite) -> tuple[Summary, list[str]]:
+    """The summary and target requests of the real CLI's recorded run of `suite`."""
+    record = json.loads((DATA / "recorded" / f"{suite.name}.json").read_text())
+    return summarize_agentv(record["index"]), record["target_requests"]
 
 
-def both(suite: Suite, scratch: Path, binary: Path | None) -> tuple[Summary | None, Summary]:
-    """(AgentV's summary or None without the CLI, convoeval's) for one suite."""
-    sys.path.insert(0, str(HERE))
-    from agentv_loopback import LoopbackServer, Replies
+def write_record(suite: Suite, rows: list[dict[str, Any]], requests: list[str]) -> None:
+    """tests/data/agentv-real/recorded/NAME.json: one line per index row and per request."""
+    head = {"agentv": AGENTV_VERSION, "suite": suite.name, "eval_file": f"{suite.folder}/{suite.eval_file}"}
+    lines = [json.dumps(head)[:-1] + ', "index": [']
+    lines += [" " + json.dumps(row, ensure_ascii=False) + "," for row in rows]
+    lines[-1] = lines[-1].rstrip(",")
+    lines.append('], "target_requests": [')
+    lines += [" " + json.dumps(text, ensure_ascii=False) + "," for text in requests]
+    lines[-1] = lines[-1].rstrip(",")
+    lines.append("]}")
+    (DATA / "recorded").mkdir(parents=True, exist_ok=True)
+    (DATA / "recorded" / f"{suite.name}.json").write_text("\n".join(lines) + "\n")
 
-    root = scratch / suite.name
+
+def sent(targets: list[list[dict[str, str]]]) -> list[str]:
+    """The target requests' messages, each as `role: content` lines, sorted (tests may run in
+    any order)."""
+    return sorted("\n".join(f"{m['role']}: {m['content']}" for m in messages) for messages in targets)
+
+
+def run_real(suite: Suite, scratch: Path, binary: Path, record: bool = False) -> tuple[Summary, list[str]]:
+    """The real CLI's summary of `suite` and the target requests it sent (written to
+    recorded/ when `record`)."""
+    root = scratch / f"{suite.name}.tree"
     eval_file = scratch_tree(suite, root)
     with LoopbackServer(Replies(suite.replies)) as server:
-        env = environment(server.base_url)
-        real = run_agentv(binary, eval_file, root, env, scratch / f"{suite.name}.agentv") if binary else None
-        ours = run_convoeval(eval_file, root, env, scratch / f"{suite.name}.convoeval.jsonl")
-    return real, ours
+        rows = run_agentv(binary, eval_file, root, environment(server.base_url), scratch / f"{suite.name}.agentv")
+        requests = sent(server.targets)
+    if record:
+        write_record(suite, rows, requests)
+    return summarize_agentv(rows), requests
+
+
+def run_ours(suite: Suite, scratch: Path) -> tuple[Summary, list[str]]:
+    """convoeval's summary of `suite` and the target requests it sent."""
+    root = scratch / f"{suite.name}.ours"
+    eval_file = scratch_tree(suite, root)
+    with LoopbackServer(Replies(suite.replies)) as server:
+        summary = run_convoeval(
+            eval_file, root, environment(server.base_url), scratch / f"{suite.name}.convoeval.jsonl"
+        )
+        return summary, sent(server.targets)
 
 
 def main(argv: list[str]) -> None:
@@ -235,12 +294,16 @@ def main(argv: list[str]) -> None:
     chosen = [s for s in SUITES if not names or s.name in names]
     with tempfile.TemporaryDirectory() as scratch:
         for suite in chosen:
-            real, ours = both(suite, Path(scratch), binary)
-            if argv[0] == "record":
-                assert real is not None, "no agentv CLI: set AGENTV_BIN"
-                (DATA / "recorded").mkdir(parents=True, exist_ok=True)
-                record = {"agentv": AGENTV_VERSION, "suite": suite.name, "tests": real}
-                (DATA / "recorded" / f"{suite.name}.json").write_text(json.dumps(record, indent=1) + "\n")
+            real = real_sent = None
+            if binary is not None:
+                real, real_sent = run_real(suite, Path(scratch), binary, record=argv[0] == "record")
+            ours, ours_sent = run_ours(suite, Path(scratch))
+            if real_sent is not None and real_sent != ours_sent:
+                print("DIFF", suite.name, "target requests")
+                for a, b in zip(real_sent, ours_sent, strict=False):
+                    if a != b:
+                        print("   agentv   ", json.dumps(a)[:400])
+                        print("   convoeval", json.dumps(b)[:400])
             for test_id in sorted(set(real or {}) | set(ours)):
                 a, b = (real or {}).get(test_id), ours.get(test_id)
                 agree = a is not None and b is not None and same(a, b)
