@@ -83,9 +83,9 @@ SUITES = [
 
 
 def agentv_bin() -> Path | None:
-    """The real CLI: $AGENTV_BIN, else .tools/node_modules/.bin/agentv (installed by .ci/run)."""
+    """The real CLI: $AGENTV_BIN, else .tools/agentv/node_modules/.bin/agentv (installed by .ci/run)."""
     named = os.environ.get("AGENTV_BIN")
-    for path in [Path(named)] if named else [REPO / ".tools" / "node_modules" / ".bin" / "agentv"]:
+    for path in [Path(named)] if named else [REPO / ".tools" / "agentv" / "node_modules" / ".bin" / "agentv"]:
         if path.is_file():
             return path
     return None

@@ -113,10 +113,10 @@ def test_javascript_patterns_match_as_in_javascript(pattern: str, flags: str, te
         (0, "{}", "", 0.0, []),
         (1, "not good", "", 0.0, ["not good"]),
         (1, "", "", 0.0, ["exit 1"]),
-        (2, "", "crashed", 0.0, ["Code evaluator failed: exited with code 2: crashed"]),
-        (1, '{"score": 1}', "", 0.0, ["Code evaluator failed: exited with code 1"]),
+        (2, "", "crashed", 0.0, ["Code evaluator failed: `node g.mjs` exited with code 2: crashed"]),
+        (1, '{"score": 1}', "", 0.0, ["Code evaluator failed: `node g.mjs` exited with code 1"]),
     ],
 )
 def test_a_program_is_read_as_agentv_reads_it(code: int, stdout: str, stderr: str, score: float, texts: list) -> None:
-    grade = agentv_grade(code, stdout, stderr)
+    grade = agentv_grade(code, stdout, stderr, "node g.mjs")
     assert (grade.score, [a.text for a in grade.assertions]) == (score, texts)

@@ -5,7 +5,8 @@ code-grader.ts`, lines 261-330), for code-graders of AgentV files (`agentv_proto
   `assertions` that passed, else 0; its `assertions` keep those with a `text`.
 - It exits 0 and prints anything else (plain text, a JSON array): score 1, the text its check.
 - It exits non-zero printing plain text and nothing on stderr: score 0, the text its check.
-- It exits non-zero printing JSON, or anything on stderr: score 0 ("Code evaluator failed").
+- It exits non-zero printing JSON, or anything on stderr: score 0, its check "Code evaluator
+  failed: ..." (`FAILED`) with the command and its stderr.
 
 A program that cannot start or runs over its time stays a grader error, as in every code-grader
 (AgentV scores those 0 too; convoeval never turns an unfinished check into a verdict).
@@ -19,6 +20,9 @@ import math
 from .._text import shorten
 from ..results import AssertionOutcome
 from ._base import Grade
+
+#: How the check of a program that failed begins (AgentV's words).
+FAILED = "Code evaluator failed: "
 
 
 def _json_object(text: str) -> dict[str, object] | None:
@@ -34,12 +38,13 @@ def _clamped(value: object) -> float:
     return 0.0 if not math.isfinite(number) else min(1.0, max(0.0, number))
 
 
-def agentv_grade(code: int, stdout: str, stderr: str) -> Grade:
-    """The Grade AgentV gives a program that ended with exit status `code`."""
+def agentv_grade(code: int, stdout: str, stderr: str, shown: str = "") -> Grade:
+    """The Grade AgentV gives a program (`shown`, its command) that ended with exit status `code`."""
     text = stdout.strip()
     if code != 0 and (text.startswith(("{", "[")) or stderr.strip()):
-        why = f"exited with code {code}" + (f": {shorten(stderr.strip(), 300)}" if stderr.strip() else "")
-        return Grade(score=0.0, assertions=[AssertionOutcome(text=f"Code evaluator failed: {why}", passed=False)])
+        why = f"`{shown}` " if shown else ""
+        why += f"exited with code {code}" + (f": {shorten(stderr.strip(), 300)}" if stderr.strip() else "")
+        return Grade(score=0.0, assertions=[AssertionOutcome(text=FAILED + why, passed=False)])
     result = _json_object(text)
     if result is None:
         passed = code == 0

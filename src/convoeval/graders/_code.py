@@ -119,9 +119,9 @@ class CodeGrader(Assertion):
         except ProgramFailed as failed:
             if not self.agentv_protocol:
                 raise
-            return agentv_grade(failed.code, failed.stdout, failed.stderr)
+            return agentv_grade(failed.code, failed.stdout, failed.stderr, shown)
         if self.agentv_protocol:
-            return agentv_grade(0, stdout, err_text)
+            return agentv_grade(0, stdout, err_text, shown)
         result = parse_program_json(stdout, shown, stderr_note(err_text))
         grade = self.grade_result(result, shown)
         if err_text:
