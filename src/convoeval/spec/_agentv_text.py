@@ -81,6 +81,6 @@ def agentv_text_assertion(item: dict) -> dict:
     if kind == "rubrics" and "required_fails_test" not in item:  # AgentV: a failed required criterion
         return {**item, "required_fails_test": False}  # fails the rubric, the test's score stands
     if kind in ("regex", "not-regex") and isinstance(item.get("value"), str):
-        flags = item.get("flags") if isinstance(item.get("flags"), str) else ""
-        return {**item, "value": js_pattern(item["value"], flags)}
+        flags = item.get("flags")
+        return {**item, "value": js_pattern(item["value"], flags if isinstance(flags, str) else "")}
     return item
