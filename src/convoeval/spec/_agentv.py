@@ -273,6 +273,8 @@ class AgentvNormalizer:
         self.messages(test.get("input"), (*path, "input"), "user")
         if self.agentv and not self.suite_input and test.get("mode") != "conversation":
             _flatten_single_message(test.get("input"))
+            if "input" in test:
+                test["input"] = agentv_prompt_messages(test["input"])
         self.messages(test.get("expected_output"), (*path, "expected_output"), "assistant")
         self.workspace(test, path)
         turns = test.get("turns")
@@ -403,6 +405,30 @@ def _flatten_single_message(value: object) -> None:
                 return
             texts.append(text.strip())
     value[0]["content"] = "\n\n".join(t for t in texts if t)
+
+
+def _blank(message: object) -> bool:
+    return isinstance(message, dict) and isinstance(message.get("content"), str) and not message["content"].strip()
+
+
+def agentv_prompt_messages(value: object) -> object:
+    """A test's input messages as AgentV sends them (`formatting/prompt-builder.ts`
+    `buildPromptInputs`): messages without text are left out, leading system messages are one
+    (joined by a blank line), and when a single message is left (no assistant or tool message)
+    its text is trimmed, as AgentV's flat prompt is. Anything else stays as written."""
+    if isinstance(value, str):
+        return value.strip() or value
+    if not isinstance(value, list) or not all(isinstance(m, dict) for m in value):
+        return value
+    kept = [m for m in value if not _blank(m)] or value
+    lead = 0
+    while lead < len(kept) and kept[lead].get("role") == "system" and isinstance(kept[lead].get("content"), str):
+        lead += 1
+    if lead > 1:
+        kept = [{**kept[0], "content": "\n\n".join(m["content"] for m in kept[:lead])}, *kept[lead:]]
+    if len(kept) == 1 and kept[0].get("role") == "user" and isinstance(kept[0].get("content"), str):
+        kept = [{**kept[0], "content": kept[0]["content"].strip() or kept[0]["content"]}]
+    return kept
 
 
 def is_identity_prompt(prompts: object) -> bool:
