@@ -84,10 +84,20 @@ SUITES = [
     Suite("basic-jsonl", "examples/features/basic-jsonl", "evals/dataset.eval.yaml", "v4.42.4"),
     Suite("external-datasets", "examples/features/external-datasets", "evals/dataset.eval.yaml", "v4.15.0"),
     Suite("autoresearch", "examples/features/autoresearch", "EVAL.yaml", "v4.42.4"),
+    Suite("tool-trajectory-simple", "examples/features/tool-trajectory-simple", "evals/dataset.eval.yaml", "v4.42.4"),
+    Suite(
+        "tool-trajectory-advanced",
+        "examples/features/tool-trajectory-advanced",
+        "evals/trace-file-demo.eval.yaml",
+        "v4.42.4",
+    ),
+    Suite("execution-metrics", "examples/features/execution-metrics", "evals/dataset.eval.yaml", "v4.42.4"),
+    Suite("latency-assertions", "examples/features/latency-assertions", "evals/dataset.eval.yaml", "v4.42.4"),
     Suite("edges-text", "edges", "evals/text.eval.yaml"),
     Suite("edges-judged", "edges", "evals/judged.eval.yaml"),
     Suite("edges-code", "edges", "evals/code.eval.yaml"),
     Suite("edges-conversation", "edges", "evals/conversation.eval.yaml"),
+    Suite("edges-trajectory", "edges-agent", "evals/trajectory.eval.yaml"),
     Suite(
         "red-team-bola", "examples/red-team", "archetypes/customer-facing-agent/suites/bola-bfla.eval.yaml", "v4.42.4"
     ),

@@ -16,7 +16,7 @@ from ..graders import (
     lookup_assertion_type,
 )
 from ._agentv import custom_assertion, legacy_assertion
-from ._agentv_text import agentv_text_assertion, skipped_by_agentv
+from ._agentv_meaning import agentv_assertion, skipped_by_agentv
 from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
@@ -305,7 +305,7 @@ class Checker:
                     )
                     return None
                 if self.agentv:
-                    item = agentv_text_assertion(item)
+                    item = agentv_assertion(item)
             except AgentvFormError as exc:
                 self.add((*path, exc.field), str(exc))
                 return None
@@ -331,6 +331,8 @@ class Checker:
                 if field in item:
                     self.add((*path, field), f"this AgentV form is not supported: {why}")
                     del item[field]
+            if self.agentv and canonical == "tool-trajectory" and isinstance(item.get("expected"), list):
+                item["expected"] = self._agentv_expected(item["expected"], path)
             if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
                 if self.agentv:
                     item["assertions"] = self._agentv_members(item["assertions"], path)
@@ -364,6 +366,18 @@ class Checker:
                 f"write `file://{prompt}` to use the file's content",
             )
         return assertion
+
+    def _agentv_expected(self, calls: list, path: DataPath) -> list:
+        """An AgentV trajectory's expected calls without `input` (with a warning): AgentV reads
+        only `args` there (`grader-parser.ts`), so `input` checks nothing."""
+        kept: list[object] = []
+        for k, call in enumerate(calls):
+            if isinstance(call, dict) and "input" in call and "args" not in call:
+                where = (*path, "expected", k, "input")
+                self.warn(where, field_path(where), "ignored, as AgentV ignores it: write `args` to check arguments")
+                call = {key: value for key, value in call.items() if key != "input"}
+            kept.append(call)
+        return kept
 
     def _agentv_members(self, members: object, path: DataPath) -> object:
         """An AgentV composite's members without their own `weight`: AgentV weighs them by the

@@ -1,4 +1,4 @@
-"""AgentV's text assertions as AgentV's runtime (JavaScript) evaluates them, read into convoeval's.
+"""AgentV's assertions with the meaning the real AgentV CLI (v4.42.4) gives them, read into convoeval's.
 
 AgentV v4.42.4 (`packages/core/src/evaluation/graders/assertions.ts`) compares `equals`,
 `starts-with` and `ends-with` on the trimmed reply and the trimmed value, and runs `regex` as
@@ -8,7 +8,9 @@ and U+2029 as well as at `\\n`. convoeval's own assertions compare exactly and u
 meaning, so an AgentV file's assertions get `trim: true` and a pattern rewritten into the Python
 one that matches the same texts. A `rubrics` whose required criterion fails fails itself but not
 the test (`llm-grader.ts` `calculateRubricScore`: the verdict is fail, the score stays the
-satisfied weight; `orchestrator.ts` gates the test only on an assertion's own `required`).
+satisfied weight; `orchestrator.ts` gates the test only on an assertion's own `required`). A
+`tool-trajectory` compares arguments exactly unless it says otherwise (`tool-trajectory.ts`), and
+a `code-grader`'s program is read as AgentV reads it (`graders/_agentv_code.py`).
 """
 
 from __future__ import annotations
@@ -70,12 +72,14 @@ def skipped_by_agentv(item: dict) -> bool:
     return kind in _NEED_TEXT and not (isinstance(value, str) and value)
 
 
-def agentv_text_assertion(item: dict) -> dict:
-    """An AgentV file's assertion mapping with AgentV's text semantics (the module docstring)."""
+def agentv_assertion(item: dict) -> dict:
+    """An AgentV file's assertion mapping with the meaning AgentV gives it (the module docstring)."""
     kind = item.get("type")
     kind = kind.replace("_", "-") if isinstance(kind, str) else kind
     if kind in _TRIMMED and "trim" not in item:
         return {**item, "trim": True}
+    if kind == "tool-trajectory" and "args_match" not in item:  # AgentV's default (`tool-trajectory.ts`
+        return {**item, "args_match": "exact"}  # `resolveArgsMatchMode`); convoeval's own is superset
     if kind == "code-grader" and "agentv_protocol" not in item:  # AgentV's reading of the program
         return {**item, "agentv_protocol": True}
     if kind == "rubrics" and "required_fails_test" not in item:  # AgentV: a failed required criterion
