@@ -135,6 +135,7 @@ def environment(base_url: str) -> dict[str, str]:
         "LLM_TARGET": "openai",
         "GRADER_TARGET": "openai",
         "AGENT_TARGET": "openai",
+        "AGENTV_NO_UPDATE_CHECK": "1",  # else AgentV asks registry.npmjs.org for its newest version
         "UV_NO_PROJECT": "1",
         "UV_OFFLINE": "1",
     }
@@ -290,7 +291,8 @@ def run_real(suite: Suite, scratch: Path, binary: Path, record: bool = False) ->
     root = scratch / f"{suite.name}.tree"
     eval_file = scratch_tree(suite, root)
     with LoopbackServer(Replies(suite.replies)) as server:
-        rows = run_agentv(binary, eval_file, root, environment(server.base_url), scratch / f"{suite.name}.agentv")
+        env = {**environment(server.base_url), "AGENTV_HOME": str(scratch / "agentv-home")}  # not ~/.agentv
+        rows = run_agentv(binary, eval_file, root, env, scratch / f"{suite.name}.agentv")
         requests = sent(server.targets)
     if record:
         write_record(suite, rows, requests)
