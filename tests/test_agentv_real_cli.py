@@ -108,3 +108,42 @@ def test_javascript_patterns_match_as_in_javascript(pattern: str, flags: str, te
 def test_a_program_is_read_as_agentv_reads_it(code: int, stdout: str, stderr: str, score: float, texts: list) -> None:
     grade = agentv_grade(code, stdout, stderr, "node g.mjs")
     assert (grade.score, [a.text for a in grade.assertions]) == (score, texts)
+
+
+def test_what_agentv_ignores_is_named_in_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The forms AgentV drops without a word (an empty value, a composite member's weight, an
+    expected call's `input`) load with a warning that says so, at their line."""
+    import logging
+
+    from convoeval.spec import load_suite
+
+    from .conftest import write
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    suite = write(
+        tmp_path / "e.eval.yaml",
+        """\
+tests:
+  - id: a
+    input: hi
+    assertions:
+      - {type: equals, value: ""}
+      - {type: contains, value: 4}
+      - type: composite
+        aggregator: {type: weighted_average}
+        assertions:
+          - {type: contains, value: hi, weight: 3}
+      - type: tool-trajectory
+        expected: [{tool: search, input: {q: x}}]
+""",
+    )
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        [test] = load_suite(suite).tests
+    assert [a.type for a in test.assertions] == ["composite", "tool-trajectory"]
+    text = caplog.text
+    assert "e.eval.yaml:5: tests[0].assertions[0]: skipped, as AgentV skips it" in text
+    assert "e.eval.yaml:6: tests[0].assertions[1]: skipped" in text
+    assert "assertions[2].assertions[0].weight: ignored, as AgentV ignores it" in text
+    assert "assertions[3].expected[0].input: ignored, as AgentV ignores it" in text
+    assert test.assertions[1].args_match == "exact"  # type: ignore[attr-defined]
