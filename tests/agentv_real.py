@@ -93,6 +93,31 @@ SUITES = [
     ),
     Suite("execution-metrics", "examples/features/execution-metrics", "evals/dataset.eval.yaml", "v4.42.4"),
     Suite("latency-assertions", "examples/features/latency-assertions", "evals/dataset.eval.yaml", "v4.42.4"),
+    Suite(
+        "document-extraction-fields",
+        "examples/features/document-extraction",
+        "evals/field-accuracy.eval.yaml",
+        "v4.42.4",
+    ),
+    Suite(
+        "document-extraction-confusion",
+        "examples/features/document-extraction",
+        "evals/confusion-metrics.eval.yaml",
+        "v4.42.4",
+    ),
+    Suite("threshold-evaluator", "examples/features/threshold-evaluator", "evals/dataset.eval.yaml", "v4.15.0"),
+    Suite("weighted-evaluators", "examples/features/weighted-evaluators", "evals/dataset.eval.yaml", "v4.15.0"),
+    Suite("red-team-backdoor", "examples/red-team", "archetypes/coding-agent/suites/backdoor-pr.eval.yaml", "v4.42.4"),
+    Suite("red-team-git", "examples/red-team", "archetypes/coding-agent/suites/destructive-git.eval.yaml", "v4.42.4"),
+    Suite(
+        "red-team-sandbox", "examples/red-team", "archetypes/coding-agent/suites/sandbox-escape.eval.yaml", "v4.42.4"
+    ),
+    Suite(
+        "red-team-escalation",
+        "examples/red-team",
+        "archetypes/customer-facing-agent/suites/escalation-hijack.eval.yaml",
+        "v4.42.4",
+    ),
     Suite("edges-text", "edges", "evals/text.eval.yaml"),
     Suite("edges-judged", "edges", "evals/judged.eval.yaml"),
     Suite("edges-code", "edges", "evals/code.eval.yaml"),

@@ -7,7 +7,8 @@ recorded (tests/data/agentv-real/recorded, see SOURCE.txt there); convoeval must
 verdict, score and per-assertion outcome for every test and send the target the same messages,
 except for the differences listed in KNOWN, each explained in docs/guides/agentv.md
 ("Differences from the real agentv CLI"). Where the CLI is installed (.ci/run puts it in
-.tools/, or $AGENTV_BIN names it), it is run again and must give the recorded results.
+.tools/agentv/, or $AGENTV_BIN names it), it runs the suites of LIVE again and must give the
+recorded results.
 """
 
 from __future__ import annotations
@@ -35,9 +36,22 @@ _KNOWN = [
     ("edges-conversation", "turn-without-assertions", "a turn without assertions: AgentV counts 1.0"),
     ("edges-trajectory", "exact-with-extra-call", "AgentV's `exact` scores the expected positions only"),
     ("edges-trajectory", "negated-exact", "the same, negated"),
+    # Every test of these two (`*`): their `cli` target has no `cwd`; AgentV runs it in the eval
+    # file's folder, convoeval in the working folder, where `bun run ../mock_extractor.ts` fails.
+    ("document-extraction-fields", "*", "a `cli` target's default working folder"),
+    ("document-extraction-confusion", "*", "a `cli` target's default working folder"),
 ]
 KNOWN = {(suite, test): why for suite, test, why in _KNOWN}
 IDS = [s.name for s in SUITES]
+#: The suites the installed CLI runs again (each takes it about a second): the edge suites and a
+#: few of AgentV's examples covering the other kinds (the rest were recorded the same way).
+LIVE = [
+    s
+    for s in SUITES
+    if not s.tag
+    or s.name in ("deterministic-graders", "rubric", "composite", "multi-turn-live", "input-files-shorthand")
+    or s.name in ("tool-trajectory-simple", "execution-metrics", "document-extraction-fields")
+]
 
 
 @pytest.mark.parametrize("suite", SUITES, ids=IDS)
@@ -47,7 +61,7 @@ def test_convoeval_gives_the_recorded_agentv_verdicts(suite: Suite, tmp_path: Pa
     assert ours_sent == real_sent  # the same target requests: both graded the same replies
     assert sorted(ours) == sorted(real)
     for test_id, result in real.items():
-        if (suite.name, test_id) in KNOWN:
+        if (suite.name, test_id) in KNOWN or (suite.name, "*") in KNOWN:
             assert not same(result, ours[test_id]), f"{test_id} now agrees with AgentV: drop it from KNOWN and the docs"
         else:
             assert same(result, ours[test_id]), (test_id, result, ours[test_id])
@@ -56,7 +70,7 @@ def test_convoeval_gives_the_recorded_agentv_verdicts(suite: Suite, tmp_path: Pa
 @pytest.mark.skipif(
     agentv_bin() is None, reason="the agentv CLI is not installed (.ci/run installs it; or set AGENTV_BIN)"
 )
-@pytest.mark.parametrize("suite", SUITES, ids=IDS)
+@pytest.mark.parametrize("suite", LIVE, ids=[s.name for s in LIVE])
 def test_the_real_agentv_cli_gives_the_recorded_results(suite: Suite, tmp_path: Path) -> None:
     binary = agentv_bin()
     assert binary is not None
@@ -66,7 +80,7 @@ def test_the_real_agentv_cli_gives_the_recorded_results(suite: Suite, tmp_path: 
 def test_every_known_difference_names_a_recorded_test() -> None:
     names = {s.name: s for s in SUITES}
     for suite_name, test_id in KNOWN:
-        assert test_id in recorded(names[suite_name])[0], (suite_name, test_id)
+        assert test_id == "*" or test_id in recorded(names[suite_name])[0], (suite_name, test_id)
 
 
 @pytest.mark.parametrize(
