@@ -4,7 +4,8 @@ same summary: per test its verdict, score and, in order, each assertion's type, 
 
 `python tests/agentv_real.py record` runs the real CLI on every suite of SUITES and writes
 tests/data/agentv-real/recorded/NAME.json (see that folder's SOURCE.txt); `python
-tests/agentv_real.py compare [NAME...]` prints both programs' summaries side by side.
+tests/agentv_real.py compare [NAME...]` prints both programs' summaries side by side;
+`python tests/agentv_real.py replies NAME...` writes the replies of AgentV's example suites.
 """
 
 from __future__ import annotations
@@ -335,8 +336,39 @@ def run_ours(suite: Suite, scratch: Path) -> tuple[Summary, list[str]]:
         return summary, sent(server.targets)
 
 
+def example_replies(suite: Suite) -> list[list[str]]:
+    """Replies for one of AgentV's example suites (`python tests/agentv_real.py replies NAME`
+    wrote replies/NAME.json): per test, keyed by the first 50 characters of its last user
+    message, by a CRC-32 of its id one of three: none (the server echoes), its expected output
+    (or a greeting), or that text upper-cased with a number and a URL added."""
+    import zlib
+
+    from convoeval.spec import load_suite
+
+    rules = []
+    for test in load_suite(suite.source / suite.eval_file).tests:
+        users = [m.content for m in test.input or [] if m.role == "user"] if not isinstance(test.input, str) else []
+        last = users[-1] if users else test.input if isinstance(test.input, str) else ""
+        kind = zlib.crc32(test.id.encode()) % 3
+        if not isinstance(last, str) or not last.strip() or kind == 0:
+            continue
+        expected = test.expected_output
+        if isinstance(expected, list):
+            expected = "\n".join(m.content for m in expected if isinstance(m.content, str))
+        reply = expected or "Hello! Here is my answer."
+        rules.append(
+            [" ".join(last.split())[:50], reply if kind == 1 else reply.upper() + " Also: 42, see https://example.org."]
+        )
+    return rules
+
+
 def main(argv: list[str]) -> None:
     import tempfile
+
+    if argv[0] == "replies":
+        for suite in [s for s in SUITES if s.name in argv[1:]]:
+            (DATA / "replies" / f"{suite.name}.json").write_text(json.dumps(example_replies(suite), indent=1) + "\n")
+        return
 
     binary = agentv_bin()
     names = argv[1:]
