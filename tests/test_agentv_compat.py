@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from convoeval.graders._agentv_code import FAILED
 from convoeval.spec import load_suite, validate_paths
 from convoeval.testing import FakeOpenAIServer
 
@@ -165,10 +166,15 @@ def classify(path: Path, cli, out: Path, server: FakeOpenAIServer) -> tuple[str,
 
 
 def _errors(scores: list) -> list[str]:
+    """Graders that could not decide, and AgentV code-graders whose program failed (AgentV,
+    and so convoeval for its files, scores those 0: here they count as not running unchanged)."""
     found = []
     for score in scores:
         for item in [score, *score.get("graders", []), *score.get("scores", [])]:
-            if isinstance(item, dict) and item.get("verdict") == "error":
+            if not isinstance(item, dict):
+                continue
+            failed = [a for a in item.get("assertions") or [] if str(a.get("text", "")).startswith(FAILED)]
+            if item.get("verdict") == "error" or (item.get("type") == "code-grader" and failed):
                 found.append(json.dumps(item)[:400])
     return found
 

@@ -43,6 +43,7 @@ from .. import _sandbox as sandbox
 from .._secrets import scrubbed_env
 from .._text import shorten
 from ..results import AssertionOutcome
+from ._agentv_code import agentv_grade
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 
 _STDERR_CHARS = 300
@@ -71,6 +72,11 @@ class CodeGrader(Assertion):
         "workspace if it has one, else that folder).",
     )
     timeout_s: float = Field(30.0, gt=0, le=86_400, description="Seconds before the command is killed.")
+    agentv_protocol: bool = Field(
+        False,
+        description="Read the program as AgentV does (set for AgentV files): a non-zero exit scores 0, "
+        "plain text on a zero exit scores 1, a score is clamped to 0..1 (see `_agentv_code.py`).",
+    )
     env: dict[str, str] | list[str] = Field(
         default_factory=dict,
         description="Extra environment variables for the command (a mapping), or "
@@ -105,10 +111,17 @@ class CodeGrader(Assertion):
                 str(ctx.base_dir / a) if not Path(a).is_absolute() and (ctx.base_dir / a).is_file() else a for a in argv
             ]
         payload = json.dumps(self.payload(ctx), ensure_ascii=False, default=str).encode()
-        if ctx.workdir is not None and cwd == ctx.workdir:  # in the workspace: in the run's sandbox
-            stdout, err_text = await run_sandboxed(argv, shown, ctx, self._environment(), payload, self.timeout_s)
-        else:
-            stdout, err_text = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
+        try:
+            if ctx.workdir is not None and cwd == ctx.workdir:  # in the workspace: in the run's sandbox
+                stdout, err_text = await run_sandboxed(argv, shown, ctx, self._environment(), payload, self.timeout_s)
+            else:
+                stdout, err_text = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
+        except ProgramFailed as failed:
+            if not self.agentv_protocol:
+                raise
+            return agentv_grade(failed.code, failed.stdout, failed.stderr, shown)
+        if self.agentv_protocol:
+            return agentv_grade(0, stdout, err_text, shown)
         result = parse_program_json(stdout, shown, stderr_note(err_text))
         grade = self.grade_result(result, shown)
         if err_text:
@@ -236,10 +249,19 @@ def _finished(ran: sandbox.Finished, shown: str, timeout_s: float, what: str) ->
     err_text = ran.stderr.strip()
     if ran.timed_out:
         raise GraderError(f"{what} `{shown}` timed out after {timeout_s:g}s and was killed")
+    if ran.killed_by:
+        raise GraderError(f"{what} `{shown}` was killed by signal {ran.killed_by}{stderr_note(err_text)}")
     if ran.code != 0:
-        how = f"was killed by signal {ran.killed_by}" if ran.killed_by else f"exited with code {ran.code}"
-        raise GraderError(f"{what} `{shown}` {how}{stderr_note(err_text)}")
+        raise ProgramFailed(f"{what} `{shown}` exited with code {ran.code}{stderr_note(err_text)}", ran, err_text)
     return ran.output, err_text
+
+
+class ProgramFailed(GraderError):
+    """A program that ran to its end with a non-zero exit status (its `code`, `stdout`, `stderr`)."""
+
+    def __init__(self, message: str, ran: sandbox.Finished, stderr: str):
+        super().__init__(message)
+        self.code, self.stdout, self.stderr = ran.code, ran.output, stderr
 
 
 async def run_sandboxed(

@@ -213,6 +213,9 @@ class Rubrics(Assertion):
     criteria: list[str | RubricCriterion] = Field(
         min_length=1, description="Strings (yes/no checks) or criterion objects."
     )
+    required_fails_test: bool = Field(
+        True, description="A failed required criterion fails the test too (false, as in AgentV: only this grader)."
+    )
 
     uses_judge: ClassVar[bool] = True
     _call: _RubricCall | None = PrivateAttr(default=None)
@@ -285,7 +288,10 @@ class Rubrics(Assertion):
             name="rubric",
         )
         mark = pass_mark(self, ctx)
-        return _graded(call, [values_by_key(answer) for answer in answers.values], mark, session, answers.errors)
+        grade = _graded(call, [values_by_key(answer) for answer in answers.values], mark, session, answers.errors)
+        if not self.required_fails_test:
+            grade.failed_required = []  # the grader still fails (its verdict), the test's score stands
+        return grade
 
 
 def _passes(item: RubricItem, criterion: RubricCriterion, value: float, mark: float) -> bool:

@@ -87,6 +87,18 @@ LEGACY_TYPES = {
     "code_judge": "code-grader",
     "code-judge": "code-grader",
 }
+#: AgentV's names of metric limits (`grader-parser.ts`: token-usage and cost), as convoeval's.
+AGENTV_FIELDS = {
+    "token-usage": {
+        "max_total": "max_tokens",
+        "maxTotal": "max_tokens",
+        "max_input": "max_input_tokens",
+        "maxInput": "max_input_tokens",
+        "max_output": "max_output_tokens",
+        "maxOutput": "max_output_tokens",
+    },
+    "cost": {"budget": "max_usd"},
+}
 
 
 def legacy_assertion(item: dict) -> dict:
@@ -98,6 +110,9 @@ def legacy_assertion(item: dict) -> dict:
         item = {**item, "name": item["id"]}
         del item["id"]
     kind = item.get("type")
+    renamed = AGENTV_FIELDS.get(kind) if isinstance(kind, str) else None
+    if renamed and any(key in item for key in renamed):
+        item = {renamed.get(key, key): value for key, value in item.items()}
     v5 = v5_assertion(item, kind)
     if v5 is not None:
         return v5
@@ -258,6 +273,8 @@ class AgentvNormalizer:
         self.messages(test.get("input"), (*path, "input"), "user")
         if self.agentv and not self.suite_input and test.get("mode") != "conversation":
             _flatten_single_message(test.get("input"))
+            if "input" in test:
+                test["input"] = agentv_prompt_messages(test["input"])
         self.messages(test.get("expected_output"), (*path, "expected_output"), "assistant")
         self.workspace(test, path)
         turns = test.get("turns")
@@ -388,6 +405,30 @@ def _flatten_single_message(value: object) -> None:
                 return
             texts.append(text.strip())
     value[0]["content"] = "\n\n".join(t for t in texts if t)
+
+
+def _blank(message: object) -> bool:
+    return isinstance(message, dict) and isinstance(message.get("content"), str) and not message["content"].strip()
+
+
+def agentv_prompt_messages(value: object) -> object:
+    """A test's input messages as AgentV sends them (`formatting/prompt-builder.ts`
+    `buildPromptInputs`): messages without text are left out, leading system messages are one
+    (joined by a blank line), and when a single message is left (no assistant or tool message)
+    its text is trimmed, as AgentV's flat prompt is. Anything else stays as written."""
+    if isinstance(value, str):
+        return value.strip() or value
+    if not isinstance(value, list) or not all(isinstance(m, dict) for m in value):
+        return value
+    kept = [m for m in value if not _blank(m)] or value
+    lead = 0
+    while lead < len(kept) and kept[lead].get("role") == "system" and isinstance(kept[lead].get("content"), str):
+        lead += 1
+    if lead > 1:
+        kept = [{**kept[0], "content": "\n\n".join(m["content"] for m in kept[:lead])}, *kept[lead:]]
+    if len(kept) == 1 and kept[0].get("role") == "user" and isinstance(kept[0].get("content"), str):
+        kept = [{**kept[0], "content": kept[0]["content"].strip() or kept[0]["content"]}]
+    return kept
 
 
 def is_identity_prompt(prompts: object) -> bool:

@@ -132,8 +132,9 @@ def v5_rubric(item: dict) -> dict:
 
 class WeightedCriteria(list):
     """A test's assertions whose plain-text criteria weigh as many as they are: AgentV's rule
-    since v4.42 (`grader-parser.ts`: the strings become one rubric of weight N), applied to
-    AgentV v5 tests; v4 files keep weight 1 (v4.15's rule)."""
+    since v4.20 (`grader-parser.ts`: the strings become one rubric of weight N; v4.15 gave it
+    weight 1), applied to AgentV v5 tests and to the lists of v4 files found as AgentV's (the
+    checker's `agentv`), as the real `agentv` 4.42.4 CLI weighs them."""
 
 
 def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:

@@ -16,6 +16,7 @@ from ..graders import (
     lookup_assertion_type,
 )
 from ._agentv import custom_assertion, legacy_assertion
+from ._agentv_meaning import agentv_assertion, skipped_by_agentv
 from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
@@ -73,6 +74,7 @@ class Checker:
         self.warnings: list[str] = []
         self.known: frozenset[str] = GRADER_VARIABLES  # template variables assertions may use here
         self._validated: dict[str, tuple[str, Assertion | list[tuple[DataPath, str]]]] = {}
+        self.agentv = False  # an AgentV file: its text assertions keep AgentV's meaning (set by the loader)
 
     def add(self, path: DataPath, message: str, line_at: DataPath | None = None) -> None:
         """A problem with the field at `path`, reported at the line of `line_at` (or `path`)."""
@@ -162,7 +164,9 @@ class Checker:
                     self.add((*turn_path, "input"), "a turn's input must not be blank")
                 # A turn's assertions may use what this turn and the turns before it captured.
                 self.known = GRADER_VARIABLES | {name for names in captured[: j + 1] for name in names}
-                turn["assertions"] = self.parse_assertions(turn.get("assertions"), (*turn_path, "assertions"), "turn")
+                turn["assertions"] = self.parse_assertions(
+                    turn.get("assertions"), (*turn_path, "assertions"), "turn", plain_required=not self.agentv
+                )
         self.known = GRADER_VARIABLES
 
     def warn_budget(self, test: dict, path: DataPath, turns: int | None) -> None:
@@ -252,8 +256,12 @@ class Checker:
                     )
 
     # -- assertions ---------------------------------------------------------------------
-    def parse_assertions(self, items: object, path: DataPath, level: str | None) -> list[Assertion]:
-        """Assertion dicts and strings -> Assertion objects (invalid ones are dropped)."""
+    def parse_assertions(
+        self, items: object, path: DataPath, level: str | None, plain_required: bool = True
+    ) -> list[Assertion]:
+        """The assertions of a list; its plain-text criteria make one rubric, required ones
+        unless `plain_required` is false (an AgentV turn's: `orchestrator.ts` `buildTurnAssertions`);
+        invalid ones are dropped, their problems added."""
         if items is None:
             return []
         if not isinstance(items, list):
@@ -265,7 +273,9 @@ class Checker:
             if isinstance(item, str):
                 if item is criteria[0]:  # all plain criteria of a list: one rubric judge call
                     rubric_item: dict[str, object] = {"type": "rubrics", "criteria": criteria}
-                    if isinstance(items, WeightedCriteria):
+                    if not plain_required:
+                        rubric_item["criteria"] = [{"outcome": c, "required": False} for c in criteria]
+                    if isinstance(items, WeightedCriteria) or (self.agentv and plain_required):
                         rubric_item["weight"] = len([c for c in criteria if c.strip()])
                     rubric = self.parse_one(rubric_item, (*path, k), level)
                     if rubric is not None:
@@ -289,6 +299,13 @@ class Checker:
         else:
             try:
                 item = legacy_assertion(item)
+                if self.agentv and skipped_by_agentv(item):
+                    self.warn(
+                        path, field_path(path), "skipped, as AgentV skips it: its `value` is not a non-empty string"
+                    )
+                    return None
+                if self.agentv:
+                    item = agentv_assertion(item)
             except AgentvFormError as exc:
                 self.add((*path, exc.field), str(exc))
                 return None
@@ -314,7 +331,11 @@ class Checker:
                 if field in item:
                     self.add((*path, field), f"this AgentV form is not supported: {why}")
                     del item[field]
+            if self.agentv and canonical == "tool-trajectory" and isinstance(item.get("expected"), list):
+                item["expected"] = self._agentv_expected(item["expected"], path)
             if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
+                if self.agentv:
+                    item["assertions"] = self._agentv_members(item["assertions"], path)
                 item["assertions"] = self.parse_assertions(item["assertions"], (*path, "assertions"), level)
                 validated = self._validate_assertion(cls, item)
             else:
@@ -345,6 +366,32 @@ class Checker:
                 f"write `file://{prompt}` to use the file's content",
             )
         return assertion
+
+    def _agentv_expected(self, calls: list, path: DataPath) -> list:
+        """An AgentV trajectory's expected calls without `input` (with a warning): AgentV reads
+        only `args` there (`grader-parser.ts`), so `input` checks nothing."""
+        kept: list[object] = []
+        for k, call in enumerate(calls):
+            if isinstance(call, dict) and "input" in call and "args" not in call:
+                where = (*path, "expected", k, "input")
+                self.warn(where, field_path(where), "ignored, as AgentV ignores it: write `args` to check arguments")
+                call = {key: value for key, value in call.items() if key != "input"}
+            kept.append(call)
+        return kept
+
+    def _agentv_members(self, members: object, path: DataPath) -> object:
+        """An AgentV composite's members without their own `weight`: AgentV weighs them by the
+        aggregator's `weights` only (`composite.ts`: `weights?.[member.id] ?? 1.0`)."""
+        if not isinstance(members, list):
+            return members
+        kept: list[object] = []
+        for k, member in enumerate(members):
+            if isinstance(member, dict) and "weight" in member:
+                where = (*path, "assertions", k, "weight")
+                self.warn(where, field_path(where), "ignored, as AgentV ignores it: give `aggregator.weights` by name")
+                member = {key: value for key, value in member.items() if key != "weight"}
+            kept.append(member)
+        return kept
 
     @staticmethod
     def _validate_assertion(cls: type[Assertion], item: dict) -> Assertion | list[tuple[DataPath, str]]:

@@ -115,6 +115,7 @@ class _SuiteLoad:
         self.lines = LineMap(self.file)
         self.normalizer = AgentvNormalizer(self.path, self.problems, self.lines)
         self.checker = Checker(self.problems, self.path.parent, self.lines)
+        self.checker.agentv = self.normalizer.agentv
         self.tests: SuiteTests | None = None
 
     def run(self) -> tuple[Suite | None, list[Problem]]:

@@ -1,0 +1,70 @@
+"""How AgentV v4.42.4 reads a code-grader's program (`packages/core/src/evaluation/graders/
+code-grader.ts`, lines 261-330), for code-graders of AgentV files (`agentv_protocol`).
+
+- It exits 0 and prints a JSON object: `score` (clamped to 0..1), else the share of its
+  `assertions` that passed, else 0; its `assertions` keep those with a `text`.
+- It exits 0 and prints anything else (plain text, a JSON array): score 1, the text its check.
+- It exits non-zero printing plain text and nothing on stderr: score 0, the text its check.
+- It exits non-zero printing JSON, or anything on stderr: score 0, its check "Code evaluator
+  failed: ..." (`FAILED`) with the command and its stderr.
+
+A program that cannot start or runs over its time stays a grader error, as in every code-grader
+(AgentV scores those 0 too; convoeval never turns an unfinished check into a verdict).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from .._text import shorten
+from ..results import AssertionOutcome
+from ._base import Grade
+
+#: How the check of a program that failed begins (AgentV's words).
+FAILED = "Code evaluator failed: "
+
+
+def _json_object(text: str) -> dict[str, object] | None:
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _clamped(value: object) -> float:
+    number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    return 0.0 if not math.isfinite(number) else min(1.0, max(0.0, number))
+
+
+def agentv_grade(code: int, stdout: str, stderr: str, shown: str = "") -> Grade:
+    """The Grade AgentV gives a program (`shown`, its command) that ended with exit status `code`."""
+    text = stdout.strip()
+    if code != 0 and (text.startswith(("{", "[")) or stderr.strip()):
+        why = f"`{shown}` " if shown else ""
+        why += f"exited with code {code}" + (f": {shorten(stderr.strip(), 300)}" if stderr.strip() else "")
+        return Grade(score=0.0, assertions=[AssertionOutcome(text=FAILED + why, passed=False)])
+    result = _json_object(text)
+    if result is None:
+        passed = code == 0
+        label = text or ("exit 0" if passed else f"exit {code}")
+        return Grade(score=1.0 if passed else 0.0, assertions=[AssertionOutcome(text=label, passed=passed)])
+    raw = result.get("assertions")
+    outcomes = [
+        AssertionOutcome(
+            text=item["text"],
+            passed=bool(item.get("passed")),
+            evidence=item["evidence"] if isinstance(item.get("evidence"), str) else "",
+        )
+        for item in (raw if isinstance(raw, list) else [])
+        if isinstance(item, dict) and isinstance(item.get("text"), str)
+    ]
+    if "score" in result and isinstance(result["score"], (int, float)) and not isinstance(result["score"], bool):
+        score = _clamped(result["score"])
+    elif isinstance(result.get("pass"), bool):  # AgentV v5's `pass` (v4.42 ignores it: score 0)
+        score = 1.0 if result["pass"] else 0.0
+    else:
+        score = sum(o.passed for o in outcomes) / len(outcomes) if outcomes else 0.0
+    details = result.get("details")
+    return Grade(score=score, assertions=outcomes, details=details if isinstance(details, dict) else None)

@@ -1,0 +1,90 @@
+"""AgentV's assertions with the meaning the real AgentV CLI (v4.42.4) gives them, read into convoeval's.
+
+AgentV v4.42.4 (`packages/core/src/evaluation/graders/assertions.ts`) compares `equals`,
+`starts-with` and `ends-with` on the trimmed reply and the trimmed value, and runs `regex` as
+`new RegExp(value, flags).test(reply)`: JavaScript's meaning, where `\\d`, `\\w` and `\\b` are
+ASCII-only, `$` (without the `m` flag) is only the end of the text, and `.` stops at `\\r`, U+2028
+and U+2029 as well as at `\\n`. convoeval's own assertions compare exactly and use Python's
+meaning, so an AgentV file's assertions get `trim: true` and a pattern rewritten into the Python
+one that matches the same texts. A `rubrics` whose required criterion fails fails itself but not
+the test (`llm-grader.ts` `calculateRubricScore`: the verdict is fail, the score stays the
+satisfied weight; `orchestrator.ts` gates the test only on an assertion's own `required`). A
+`tool-trajectory` compares arguments exactly unless it says otherwise (`tool-trajectory.ts`), and
+a `code-grader`'s program is read as AgentV reads it (`graders/_agentv_code.py`).
+"""
+
+from __future__ import annotations
+
+_WORD = "A-Za-z0-9_"
+#: JavaScript escapes outside a character class, as Python patterns (the `regex` module's syntax).
+_OUTSIDE = {
+    "d": "[0-9]",
+    "D": "[^0-9]",
+    "w": f"[{_WORD}]",
+    "W": f"[^{_WORD}]",
+    "b": f"(?:(?<=[{_WORD}])(?![{_WORD}])|(?<![{_WORD}])(?=[{_WORD}]))",
+    "B": f"(?:(?<=[{_WORD}])(?=[{_WORD}])|(?<![{_WORD}])(?![{_WORD}]))",
+}
+#: The same inside a character class (only the positive ones can be spelled there).
+_INSIDE = {"d": "0-9", "w": _WORD}
+#: The types AgentV skips, with a warning, when `value` is not a non-empty string (`grader-parser.ts`).
+_NEED_TEXT = frozenset({"contains", "icontains", "starts-with", "ends-with", "regex", "equals"})
+_TRIMMED = frozenset({"equals", "starts-with", "ends-with", "not-equals", "not-starts-with", "not-ends-with"})
+
+
+def js_pattern(source: str, flags: str) -> str:
+    """The Python pattern matching what JavaScript's `new RegExp(source, flags)` matches."""
+    multiline, dotall = "m" in flags, "s" in flags
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(source):
+        char = source[i]
+        if char == "\\" and i + 1 < len(source):
+            escaped = source[i + 1]
+            table = _INSIDE if in_class else _OUTSIDE
+            out.append(table.get(escaped, char + escaped))
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if source.startswith("]", i + 1) or source.startswith("^]", i + 1):  # `[]` / `[^]` in JavaScript
+                out.append("(?!)" if source[i + 1] == "]" else "[\\s\\S]")
+                i += 2 if source[i + 1] == "]" else 3
+                in_class = False
+                continue
+        elif char == "$" and not multiline:
+            char = "\\Z"
+        elif char == "." and not dotall:
+            char = "[^\\n\\r\\u2028\\u2029]"
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def skipped_by_agentv(item: dict) -> bool:
+    """Whether AgentV v4.42.4 drops this assertion (`Skipping equals evaluator ...: missing value`):
+    a text assertion whose `value` is missing, empty, or not a string (a number, a list)."""
+    kind = item.get("type")
+    value = item.get("value")
+    return kind in _NEED_TEXT and not (isinstance(value, str) and value)
+
+
+def agentv_assertion(item: dict) -> dict:
+    """An AgentV file's assertion mapping with the meaning AgentV gives it (the module docstring)."""
+    kind = item.get("type")
+    kind = kind.replace("_", "-") if isinstance(kind, str) else kind
+    if kind in _TRIMMED and "trim" not in item:
+        return {**item, "trim": True}
+    if kind == "tool-trajectory" and "args_match" not in item:  # AgentV's default (`tool-trajectory.ts`
+        return {**item, "args_match": "exact"}  # `resolveArgsMatchMode`); convoeval's own is superset
+    if kind == "code-grader" and "agentv_protocol" not in item:  # AgentV's reading of the program
+        return {**item, "agentv_protocol": True}
+    if kind == "rubrics" and "required_fails_test" not in item:  # AgentV: a failed required criterion
+        return {**item, "required_fails_test": False}  # fails the rubric, the test's score stands
+    if kind in ("regex", "not-regex") and isinstance(item.get("value"), str):
+        flags = item.get("flags")
+        return {**item, "value": js_pattern(item["value"], flags if isinstance(flags, str) else "")}
+    return item
