@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.datasets._transcripts import import_transcripts
 from convoeval.results import EvaluationResult
 
 from .agent_servers import FakeAnthropic, FakeResponses, Rule
@@ -44,6 +47,14 @@ def clis() -> dict[str, Path]:
     where = f"in CONVOEVAL_TEST_AGENT_CLIS={BIN}" if os.environ.get("CONVOEVAL_TEST_AGENT_CLIS") else "installed"
     assert not missing, f"{missing} not {where}: run tools/install-agent-clis.sh (.ci/run does)"
     return found
+
+
+def version(cli: Path) -> tuple[int, ...]:
+    """The version a CLI prints (`2.1.332 (Claude Code)`, `codex-cli 0.171.0`) as numbers."""
+    printed = subprocess.run([str(cli), "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)", printed)
+    assert found, printed
+    return tuple(int(n) for n in found.groups())
 
 
 @pytest.fixture
@@ -255,6 +266,12 @@ tests:
     assert call.name == "Bash" and call.status == "denied" and call.error
     assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
     assert not (tmp_path / "work" / "order.txt").exists()
+    # From 2.1.332 on, the session file says so too: imported, the call is denied there as well.
+    if version(clis["claude"]) >= (2, 1, 332):
+        (session,) = (agent_home / ".claude" / "projects").glob("*/*.jsonl")
+        (test,) = import_transcripts(session)["tests"]
+        (imported,) = [c for m in test["transcript"] if m["role"] == "tool" for c in m["tool_calls"]]
+        assert imported["name"] == "Bash" and imported.get("status") == "denied", imported
 
 
 def test_claude_hang_ends_at_the_timeout(

@@ -61,14 +61,7 @@ class ClaudeCodeTarget(AgentCli):
         return stop_on_fatal_retry
 
     def explain_timeout(self, lines: list[Line]) -> str | None:
-        retries = [e for e in map(_event, (line.text for line in lines if '"api_retry"' in line.text)) if e]
-        if not retries:
-            return None
-        last = retries[-1]
-        return (
-            f"Claude Code was retrying the API: attempt {last.get('attempt')} of {last.get('max_retries')}, "
-            f"status {last.get('error_status')} ({last.get('error')})"
-        )
+        return retrying(lines)
 
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
@@ -78,6 +71,22 @@ class ClaudeCodeTarget(AgentCli):
                 raise failure(self.name, finished) from None
             raise TargetError(f"{self.name}: {exc}") from None
         return reply
+
+
+def retrying(lines: list[Line]) -> str | None:
+    """What Claude Code was doing, in words, when its last `system/api_retry` event came (None
+    without one): the attempt, and the API's status or, when the connection failed or the
+    stream broke (2.1.332 retries a cut stream), that there was none."""
+    retries = [e for e in map(_event, (line.text for line in lines if '"api_retry"' in line.text)) if e]
+    if not retries:
+        return None
+    last = retries[-1]
+    status = last.get("error_status")
+    reason = f"status {status}" if status is not None else "no status"
+    return (
+        f"Claude Code was retrying the API: attempt {last.get('attempt')} of {last.get('max_retries')}, "
+        f"{reason} ({last.get('error')})"
+    )
 
 
 def stop_on_fatal_retry(line: Line) -> str | None:
