@@ -66,6 +66,8 @@ class FakeModelServer:
 
     usage_in = 100
     usage_out = 20
+    #: Whether a request without `stream: true` gets one JSON answer (`message`), as the real API gives.
+    answers_plain = False
 
     def __init__(self, rules: list[Rule] | None = None, faults: list[str] | None = None):
         self.rules = list(rules or [])
@@ -149,7 +151,10 @@ class FakeModelServer:
             answer = self.answer(body)
             answer.usage = self.usage_of(count)
             record.usage = answer.usage
-            self._stream(handler, answer, cut=fault == "cut")
+            if body.get("stream") is True or not self.answers_plain:
+                self._stream(handler, answer, cut=fault == "cut")
+            else:
+                self._plain(handler, answer, cut=fault == "cut")
 
     def takes_fault(self, body: Body) -> bool:
         """Whether a request may receive a scripted fault (side requests never do)."""
@@ -183,6 +188,17 @@ class FakeModelServer:
             handler.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
             handler.wfile.flush()
 
+    def _plain(self, handler: BaseHTTPRequestHandler, answer: Answer, cut: bool) -> None:
+        """One JSON answer; `cut`: the connection drops in the middle of it."""
+        payload = json.dumps(self.message(answer)).encode()
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-length", str(len(payload)))
+        handler.end_headers()
+        handler.close_connection = True
+        handler.wfile.write(payload[: len(payload) // 2] if cut else payload)
+        handler.wfile.flush()
+
     def _error(self, handler: BaseHTTPRequestHandler, status: int) -> None:
         payload = json.dumps(self.error_body(status)).encode()
         handler.send_response(status)
@@ -202,6 +218,9 @@ class FakeModelServer:
     def events(self, answer: Answer) -> list[tuple[str, Body]]:
         raise NotImplementedError
 
+    def message(self, answer: Answer) -> Body:
+        raise NotImplementedError
+
     def error_body(self, status: int) -> Body:
         raise NotImplementedError
 
@@ -216,8 +235,11 @@ class FakeAnthropic(FakeModelServer):
     """The Messages API (`POST /v1/messages`, `stream: true`) as Claude Code calls it.
 
     Claude Code also asks the model for a session title (a request with a JSON `output_config`
-    format); those are answered with a title, and never receive faults.
+    format); those are answered with a title, and never receive faults. A request without
+    `stream: true` (Claude Code's non-streaming retry of a broken stream) gets one JSON message.
     """
+
+    answers_plain = True
 
     def takes_fault(self, body: Body) -> bool:
         return not self.is_side_request(body)
@@ -248,6 +270,25 @@ class FakeAnthropic(FakeModelServer):
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 return "\n".join(_texts(block.get("content"), ("text",)))
         return None
+
+    def message(self, answer: Answer) -> Body:
+        if answer.tool is not None:
+            name, arguments = answer.tool
+            content: list[Body] = [
+                {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:12]}", "name": name, "input": arguments}
+            ]
+        else:
+            content = [{"type": "text", "text": answer.text}]
+        return {
+            "id": f"msg_{uuid.uuid4().hex[:12]}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-fake-1",
+            "content": content,
+            "stop_reason": "end_turn" if answer.tool is None else "tool_use",
+            "stop_sequence": None,
+            "usage": {"input_tokens": answer.usage["input"], "output_tokens": answer.usage["output"]},
+        }
 
     def events(self, answer: Answer) -> list[tuple[str, Body]]:
         usage = answer.usage

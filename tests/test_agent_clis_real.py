@@ -3,13 +3,18 @@ that `tools/install-agent-clis.sh` puts in `.tools/agent-clis/`, run by `.ci/run
 loopback fake model servers this test owns (tests/agent_servers.py), with HOME a temp folder.
 
 Skipped (with the reason) only where npm itself is missing; with npm but no install, the
-tests fail and say how to install.
+tests fail and say how to install. `CONVOEVAL_TEST_AGENT_CLIS=/some/node_modules/.bin` runs them
+against other installs (e.g. newer versions: `npm install --prefix /tmp/clis
+@anthropic-ai/claude-code@X @openai/codex@Y`), used by these tests only.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,12 +22,14 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.datasets._transcripts import import_transcripts
 from convoeval.results import EvaluationResult
 
 from .agent_servers import FakeAnthropic, FakeResponses, Rule
 from .conftest import REPO, write
 
-BIN = REPO / ".tools" / "agent-clis" / "node_modules" / ".bin"
+#: Where the CLIs are: the pinned install, or the folder `CONVOEVAL_TEST_AGENT_CLIS` names.
+BIN = Path(os.environ.get("CONVOEVAL_TEST_AGENT_CLIS") or REPO / ".tools" / "agent-clis" / "node_modules" / ".bin")
 ANTHROPIC_KEY = "sk-ant-real-cli-SECRET-0001"
 OPENAI_KEY = "sk-openai-real-cli-SECRET-0002"
 SYSTEM = "You work for the ACME bookshop. SYSTEM-MARKER-7"
@@ -37,8 +44,17 @@ def clis() -> dict[str, Path]:
         )
     found = {name: BIN / name for name in ("claude", "codex")}
     missing = [name for name, path in found.items() if not path.exists()]
-    assert not missing, f"{missing} not installed: run tools/install-agent-clis.sh (.ci/run does)"
+    where = f"in CONVOEVAL_TEST_AGENT_CLIS={BIN}" if os.environ.get("CONVOEVAL_TEST_AGENT_CLIS") else "installed"
+    assert not missing, f"{missing} not {where}: run tools/install-agent-clis.sh (.ci/run does)"
     return found
+
+
+def version(cli: Path) -> tuple[int, ...]:
+    """The version a CLI prints (`2.1.332 (Claude Code)`, `codex-cli 0.171.0`) as numbers."""
+    printed = subprocess.run([str(cli), "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
+    found = re.search(r"(\d+)\.(\d+)\.(\d+)", printed)
+    assert found, printed
+    return tuple(int(n) for n in found.groups())
 
 
 @pytest.fixture
@@ -142,6 +158,10 @@ def test_claude_three_turns_resume_with_tools_and_keep_the_system_prompt(
         assert entry.token_usage.input_tokens == sum(r.usage["input"] for r in calls)
         assert entry.token_usage.output_tokens == sum(r.usage["output"] for r in calls)
         assert entry.cost_usd and entry.cost_usd > 0 and entry.latency_ms and entry.latency_ms > 0
+    # Each turn's own cost, not the session's running total (which Claude Code 2.1.332 prints after
+    # a resume): turns 2 and 3 make one model call each, turn 1 two (and perhaps a title call).
+    costs = [t.cost_usd or 0.0 for t in turns]
+    assert costs[1] < costs[0] and costs[2] < costs[0] and costs[2] < 1.5 * costs[1], costs
     bash = turns[0].tool_calls[0]
     assert bash.name == "Bash" and bash.output == "ORD-1042" and bash.status is None
     assert ANTHROPIC_KEY not in raw
@@ -195,15 +215,35 @@ def test_claude_recovers_from_a_server_error(
     assert [s.verdict for s in result.scores if s.type == "turn"][1:] == ["pass", "pass"]
 
 
-def test_claude_cut_stream_is_an_error_in_words(
+def test_claude_recovers_from_a_cut_stream(
     clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Claude Code does not retry a stream that ends mid-text: it reports a malformed response."""
+    """A stream that ends mid-text is asked again (Claude Code 2.1.197: without streaming;
+    2.1.332: streaming, after a `system/api_retry` with no status); the turn's text is the whole
+    answer, not the part that came before the cut."""
     with FakeAnthropic(RULES, faults=["cut"]) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis))
+    assert [r.fault for r in server.model_calls if not server.is_side_request(r.body)][:2] == ["cut", None]
+    assert result.execution_status != "execution_error", result.error
+    answers = [m.content for m in result.output if m.role == "assistant"]
+    assert answers[0] == "Created order ORD-1042.", answers
+    assert [s.verdict for s in result.scores if s.type == "turn"][1:] == ["pass", "pass"]
+
+
+def test_claude_cut_stream_not_recovered_is_an_error_in_words(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no retries left (CLAUDE_CODE_MAX_RETRIES=0), a cut stream whose one retry is cut too
+    ends the turn with Claude Code's words."""
+    with FakeAnthropic(RULES, faults=["cut", "cut"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(clis, env={"CLAUDE_CODE_MAX_RETRIES": "0"})
+        result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, target)
     assert result.execution_status == "execution_error"
-    assert (result.error or "").startswith("turn 1: claude: Claude Code failed (error): API Error:"), result.error
+    assert (result.error or "").startswith(
+        "turn 1: claude: Claude Code failed (error): API Error: Connection to the API was lost"
+    ), result.error
 
 
 def test_claude_denied_tool_is_marked_and_not_counted(
@@ -226,6 +266,12 @@ tests:
     assert call.name == "Bash" and call.status == "denied" and call.error
     assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
     assert not (tmp_path / "work" / "order.txt").exists()
+    # From 2.1.332 on, the session file says so too: imported, the call is denied there as well.
+    if version(clis["claude"]) >= (2, 1, 332):
+        (session,) = (agent_home / ".claude" / "projects").glob("*/*.jsonl")
+        (test,) = import_transcripts(session)["tests"]
+        (imported,) = [c for m in test["transcript"] if m["role"] == "tool" for c in m["tool_calls"]]
+        assert imported["name"] == "Bash" and imported.get("status") == "denied", imported
 
 
 def test_claude_hang_ends_at_the_timeout(

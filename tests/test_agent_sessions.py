@@ -11,6 +11,7 @@ import pytest
 from convoeval.datasets._transcripts import import_transcripts
 from convoeval.errors import DatasetError
 from convoeval.targets.agents import Line, parse_events, parse_stream, read_turns
+from convoeval.targets.agents._claude import retrying
 from convoeval.targets.agents._codex_rollout import read_records
 
 from .conftest import DATA, write
@@ -36,6 +37,34 @@ def test_claude_denied_tool_is_marked() -> None:
     (rm,) = reply.tool_calls
     assert rm.name == "Bash" and rm.status == "denied" and not rm.ran
     assert "was blocked" in (rm.error or "")
+
+
+def test_claude_2_1_332_turns_report_their_own_cost_and_tokens() -> None:
+    """2.1.332 prints a resumed session's running total in `total_cost_usd` (and `modelUsage`);
+    each turn's own figures are in `model_usage_since_last_result`."""
+    first = parse_stream(lines("claude-2.1.332-turn1.jsonl"))
+    assert first.text == "Created order ORD-1042."
+    (bash,) = first.tool_calls
+    assert bash.name == "Bash" and bash.output == "ORD-1042" and bash.status is None
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (101 + 102, 21 + 22)
+    assert first.cost_usd == pytest.approx(0.001672)
+    resumed = parse_stream(lines("claude-2.1.332-turn2-denied.jsonl"))
+    total = json.loads((REAL / "claude-2.1.332-turn2-denied.jsonl").read_text().splitlines()[-1])["total_cost_usd"]
+    assert total == pytest.approx(first.cost_usd + resumed.cost_usd)  # the running total, not the turn's
+    assert resumed.cost_usd == pytest.approx(0.001768)
+    assert (resumed.usage.input_tokens, resumed.usage.output_tokens) == (103 + 104, 23 + 24)
+    (rm,) = resumed.tool_calls
+    assert rm.status == "denied" and "needs approval" in (rm.error or "")
+
+
+def test_claude_2_1_332_cut_stream_is_retried_without_a_status() -> None:
+    """2.1.332 retries a stream cut mid-text (`system/api_retry` with `error_status: null`)."""
+    recorded = lines("claude-2.1.332-cut-retried.jsonl")
+    assert parse_stream(recorded).text == "ORD-1042 is shipped."
+    assert retrying(recorded) == "Claude Code was retrying the API: attempt 1 of 10, no status (unknown)"
+    assert retrying(lines("claude-2.1.197-turn1.jsonl")) == (
+        "Claude Code was retrying the API: attempt 1 of 10, status 500 (server_error)"
+    )
 
 
 def test_codex_turn_with_a_reconnect_completes() -> None:
@@ -64,6 +93,7 @@ def test_codex_rollout_turns_hold_per_turn_usage_and_blocked_commands() -> None:
     ("name", "tool", "test_id"),
     [
         ("claude-2.1.197-session.jsonl", "Bash", "claude-code-"),
+        ("claude-2.1.332-session.jsonl", "Bash", "claude-code-"),
         ("codex-0.169.0-rollout.jsonl", "command_execution", "codex-"),
     ],
 )
@@ -76,6 +106,7 @@ def test_session_files_import_as_transcripts(name: str, tool: str, test_id: str)
     calls = [c for m in transcript if m["role"] == "tool" for c in m["tool_calls"]]
     assert [c["name"] for c in calls] == [tool, tool]
     assert calls[0]["output"].startswith("ORD-") and "status" not in calls[0]
+    assert calls[1].get("status") == ("denied" if "2.1.332" in name else None if "claude" in name else "blocked")
 
 
 def test_a_session_file_with_a_broken_line_names_the_line(tmp_path: Path) -> None:
@@ -94,15 +125,18 @@ def test_a_folder_of_sessions_grades_each(tmp_path: Path, cli) -> None:
     code, stdout, stderr = cli("grade", REAL, "--graders", graders, "-o", out)
     assert code == 0, stdout + stderr
     results = [json.loads(line) for line in out.read_text().splitlines()]
-    by_agent = {r["test_id"].split("-")[0]: r for r in results}
-    assert sorted(by_agent) == ["claude", "codex"] and all(r["verdict"] == "pass" for r in results)
+    assert all(r["verdict"] == "pass" for r in results)
     tools = {
-        agent: [(c["name"], c.get("status")) for m in r["output"] if m["source"] == "tool" for c in m["tool_calls"]]
-        for agent, r in by_agent.items()
+        r["test_id"]: [
+            (c["name"], c.get("status")) for m in r["output"] if m["source"] == "tool" for c in m["tool_calls"]
+        ]
+        for r in results
     }
     assert tools == {
-        "claude": [("Bash", None), ("Bash", None)],  # the session file does not say which call was denied
-        "codex": [("command_execution", None), ("command_execution", "blocked")],
+        # Claude Code 2.1.197's session file does not say which call was denied; 2.1.332's does.
+        "claude-code-17e82ab0-1e5c-4ef0-9915-c933b8248496": [("Bash", None), ("Bash", None)],
+        "claude-code-abc243ee-1495-40a0-bd0f-90bfddff3e2a": [("Bash", None), ("Bash", "denied")],
+        "codex-01a215ce-79a3-7602-b388-ce8fba635a86": [("command_execution", None), ("command_execution", "blocked")],
     }
 
 

@@ -490,6 +490,24 @@ def test_claude_failed_result_is_reported_in_words() -> None:
     assert str(caught.value) == "Claude Code failed (API status 401): Invalid API key · Fix external API key"
 
 
+def test_claude_resumed_run_that_counted_no_call_costs_nothing() -> None:
+    """Claude Code 2.1.332's `model_usage_since_last_result` is `{}` when the run counted no
+    model call; its `total_cost_usd` is then the earlier turns' alone, not this turn's."""
+    result = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": "ok",
+        "session_id": "s1",
+        "total_cost_usd": 0.5,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+        "modelUsage": {"claude-opus-5-5": {"inputTokens": 900, "outputTokens": 90, "costUSD": 0.5}},
+        "model_usage_since_last_result": {},
+    }
+    reply = parse_stream([Line(json.dumps(result), at=0.0)])
+    assert reply.cost_usd == 0.0 and reply.usage.total_tokens == 0
+
+
 def test_codex_system_prompt_is_a_valid_toml_string() -> None:
     """Codex parses `-c key=value` values as TOML (a value that does not parse is taken as raw text)."""
     system = 'Say "hi" \\ then\n\ttab, émoji 😀, bell \x07, del \x7f, null \x00.'

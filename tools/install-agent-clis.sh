@@ -4,8 +4,8 @@
 # Usage: tools/install-agent-clis.sh    (does nothing when the pinned versions are already there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CLAUDE_CODE_VERSION=2.1.197
-CODEX_VERSION=0.169.0
+CLAUDE_CODE_VERSION=2.1.332
+CODEX_VERSION=0.171.0
 PREFIX=.tools/agent-clis
 STAMP="$PREFIX/.installed-claude-$CLAUDE_CODE_VERSION-codex-$CODEX_VERSION"
 if [ -f "$STAMP" ]; then

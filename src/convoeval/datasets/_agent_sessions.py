@@ -6,7 +6,9 @@ tool calls and their results.
   `user` and `assistant` records carry an Anthropic `message` (text, `tool_use` blocks;
   `tool_result` blocks in the next `user` record); other records (`queue-operation`,
   `attachment`, `system`, `ai-title`, `last-prompt`, ...) and side chains (`isSidechain`,
-  sub-agents) and meta messages (`isMeta`) are not the conversation and are skipped.
+  sub-agents) and meta messages (`isMeta`) are not the conversation and are skipped. A tool
+  result the user or a permission rule refused (Claude Code 2.1.332 marks it with
+  `toolDenialKind` / `permissionDecision`; older versions do not say) is `status: denied`.
 - Codex writes `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl` (read by
   `convoeval.targets.agents.read_turns`): turns of user and agent messages, commands
   (blocked ones marked `status: blocked`) and function calls with their outputs.
@@ -118,11 +120,20 @@ def _claude(source: Path) -> Session:
         session = str(record.get("sessionId") or session)
         message = as_object(record.get("message"))
         if record.get("type") in ("user", "assistant") and message is not None:
-            _claude_message(message, messages, calls, is_error=bool(record.get("isApiErrorMessage")))
+            denied = bool(record.get("toolDenialKind")) or _decision(record) == "reject"
+            _claude_message(message, messages, calls, is_error=bool(record.get("isApiErrorMessage")), denied=denied)
     return f"claude-code-{session}", messages, {"agent": "claude-code", "session_id": session}
 
 
-def _claude_message(message: JsonObject, messages: list[Message], calls: dict[str, ToolCall], is_error: bool) -> None:
+def _decision(record: JsonObject) -> JsonValue:
+    """The permission decision on a tool result record (Claude Code 2.1.332 writes one)."""
+    decision = as_object(record.get("permissionDecision"))
+    return decision.get("decision") if decision is not None else None
+
+
+def _claude_message(
+    message: JsonObject, messages: list[Message], calls: dict[str, ToolCall], is_error: bool, denied: bool = False
+) -> None:
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else objects(content)
     role = message.get("role")
@@ -144,6 +155,7 @@ def _claude_message(message: JsonObject, messages: list[Message], calls: dict[st
             call.output = output
             if block.get("is_error"):
                 call.error = str(output or "tool error")[:500]
+                call.status = "denied" if denied else None
             messages.append(_tool_message(call))
 
 

@@ -6,8 +6,8 @@ The stream is one JSON event a line (the Agent SDK's message types): `system`/`i
 `session_id`), `system`/`api_retry` (`attempt`, `error_status`: a 401 or 403 stops the CLI at
 once instead of waiting for its retries), `assistant` messages whose content blocks are `text`
 and `tool_use`, `user` messages carrying `tool_result` blocks, and a final `result` (`result`
-text, `session_id`, `total_cost_usd` and `usage` of this run, `is_error`, `api_error_status`,
-`permission_denials`).
+text, `session_id`, `is_error`, `api_error_status`, `permission_denials`, and the figures, see
+`run_figures`).
 """
 
 from __future__ import annotations
@@ -61,14 +61,7 @@ class ClaudeCodeTarget(AgentCli):
         return stop_on_fatal_retry
 
     def explain_timeout(self, lines: list[Line]) -> str | None:
-        retries = [e for e in map(_event, (line.text for line in lines if '"api_retry"' in line.text)) if e]
-        if not retries:
-            return None
-        last = retries[-1]
-        return (
-            f"Claude Code was retrying the API: attempt {last.get('attempt')} of {last.get('max_retries')}, "
-            f"status {last.get('error_status')} ({last.get('error')})"
-        )
+        return retrying(lines)
 
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
@@ -78,6 +71,22 @@ class ClaudeCodeTarget(AgentCli):
                 raise failure(self.name, finished) from None
             raise TargetError(f"{self.name}: {exc}") from None
         return reply
+
+
+def retrying(lines: list[Line]) -> str | None:
+    """What Claude Code was doing, in words, when its last `system/api_retry` event came (None
+    without one): the attempt, and the API's status or, when the connection failed or the
+    stream broke (2.1.332 retries a cut stream), that there was none."""
+    retries = [e for e in map(_event, (line.text for line in lines if '"api_retry"' in line.text)) if e]
+    if not retries:
+        return None
+    last = retries[-1]
+    status = last.get("error_status")
+    reason = f"status {status}" if status is not None else "no status"
+    return (
+        f"Claude Code was retrying the API: attempt {last.get('attempt')} of {last.get('max_retries')}, "
+        f"{reason} ({last.get('error')})"
+    )
 
 
 def stop_on_fatal_retry(line: Line) -> str | None:
@@ -128,15 +137,40 @@ def parse_stream(lines: list[Line]) -> ChatReply:
         call = calls.get(str(denial.get("tool_use_id"))) if isinstance(denial, dict) else None
         if call is not None:
             call.status = "denied"
+    usage, cost = run_figures(result)
     return ChatReply(
         text=str(result.get("result") if result.get("result") is not None else "\n\n".join(texts)),
-        usage=claude_usage(result.get("usage") or {}),
-        cost_usd=float(result.get("total_cost_usd") or result.get("cost_usd") or 0.0),
+        usage=usage,
+        cost_usd=cost,
         latency_ms=float(result.get("duration_ms") or 0.0),
         tool_calls=list(calls.values()),
         session_id=str(result.get("session_id") or session_id or "") or None,
         finish_reason=str(result.get("subtype")),
     )
+
+
+def run_figures(result: dict[str, Any]) -> tuple[Usage, float]:
+    """The tokens and cost of this run of the CLI (one turn), from its `result` event.
+
+    Newer Claude Code (2.1.332 is) carries a resumed session's running total in
+    `total_cost_usd` and `modelUsage`; `model_usage_since_last_result` (per model, what this
+    process counted since its previous result: with `-p`, the whole run, subagents included)
+    is the turn's own. Older ones (2.1.197) have no such field and report the run's own
+    `total_cost_usd` and main-loop `usage`.
+    """
+    since = result.get("model_usage_since_last_result")
+    if isinstance(since, dict) and since:
+        models = [m for m in since.values() if isinstance(m, dict)]
+        keys = ("inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens")
+        usage = Usage(
+            input_tokens=sum(int(m.get(k) or 0) for m in models for k in keys),
+            output_tokens=sum(int(m.get("outputTokens") or 0) for m in models),
+        )
+        return usage, float(sum(float(m.get("costUSD") or 0.0) for m in models))
+    usage = claude_usage(result.get("usage") or {})
+    if isinstance(since, dict):  # `{}`: the run counted no model call (its total is earlier turns')
+        return usage, 0.0
+    return usage, float(result.get("total_cost_usd") or result.get("cost_usd") or 0.0)
 
 
 def claude_usage(usage: dict[str, Any]) -> Usage:
