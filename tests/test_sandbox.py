@@ -279,6 +279,23 @@ def test_ctrl_c_at_any_moment_ends_the_run_and_leaves_no_tool_process(
     assert [line for line in command_lines() if any(f"sleep {m}" in line for m in marks.values())] == []
 
 
+def test_a_run_in_process_gives_back_the_sigint_handling_it_found(
+    server: FakeOpenAIServer, tmp_path: Path, cli
+) -> None:
+    """`convoeval run` handles SIGINT itself while it runs; called in-process (a test, a notebook)
+    the caller's handling is back afterwards, also when it ignored SIGINT."""
+    server.reset(reply=script("done"))
+    suite = agent_suite(tmp_path, agent="{tools: [read_file]}", workspace="{}")
+    for found in (signal.default_int_handler, signal.SIG_IGN):
+        previous = signal.signal(signal.SIGINT, found)
+        try:
+            code, out, err = cli("run", suite, "--judge", "scripted", "--no-cache")
+            assert code == 0 and "run 2" in out, (code, out, err)
+            assert signal.getsignal(signal.SIGINT) is found
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
 @needs_bwrap
 def test_a_detached_process_does_not_outlive_its_trial(server: FakeOpenAIServer, tmp_path: Path) -> None:
     mark = f"{500 + uuid.uuid4().int % 200}.{uuid.uuid4().int % 1000}"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from types import FrameType
@@ -44,6 +43,8 @@ class Interrupts:
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
         """`asyncio.run(work)` with SIGINT handled as the module docstring says."""
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.getsignal(signal.SIGINT)  # before asyncio.run puts in its own
         try:
             return asyncio.run(self._guard(work))
         finally:
@@ -63,7 +64,7 @@ class Interrupts:
                     return
                 self.end_now()
 
-            self._previous = signal.signal(signal.SIGINT, on_sigint)
+            signal.signal(signal.SIGINT, on_sigint)
             self._installed = True
         return await work
 
@@ -71,18 +72,13 @@ class Interrupts:
         """After the run: the previous SIGINT handling again, unless the run was interrupted (then
         a further Ctrl-C, while the process ends, ends it at once)."""
         if self._installed and not self.count:
-            signal.signal(signal.SIGINT, self._previous)
+            signal.signal(signal.SIGINT, signal.SIG_DFL if self._previous is None else self._previous)
             self._installed = False
 
     def end_now(self) -> None:
         """Kill the commands still running, say how to resume, and exit 130 without unwinding."""
         end_all_now()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError, RuntimeError):  # closed, or interrupted in the middle of a write
-                pass
-        try:
+        try:  # not through sys.stderr: the signal may have landed in the middle of a write to it
             os.write(2, (interrupted_message(self.run_id()) + "\n").encode())
         finally:
             os._exit(130)
