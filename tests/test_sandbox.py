@@ -263,7 +263,7 @@ def test_ctrl_c_at_any_moment_ends_the_run_and_leaves_no_tool_process(
                         time.sleep(0.02)
                         os.kill(proc.pid, signal.SIGINT)
                     del waiting[moment]
-            time.sleep(0.01)
+            time.sleep(0.02)
         assert not waiting, f"never started: {list(waiting)}"
         for moment, proc in runs.items():
             _, err = proc.communicate(timeout=20)
