@@ -54,11 +54,11 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
         yield fake
 
 
-def agent_suite(folder: Path, agent: str = "{bash_timeout_s: 10}", workspace: str = "{}") -> Path:
+def agent_suite(folder: Path, agent: str = "{bash_timeout_s: 10}", workspace: str = "{}", say: str = "go") -> Path:
     write(folder / "targets.yaml", f"targets:\n  - name: bot\n    provider: openai\n    model: m\n    agent: {agent}\n")
     return write(
         folder / "s.eval.yaml",
-        f"execution: {{target: bot}}\ntests:\n  - id: probe\n    workspace: {workspace}\n    input: go\n",
+        f"execution: {{target: bot}}\ntests:\n  - id: probe\n    workspace: {workspace}\n    input: {say}\n",
     )
 
 
@@ -171,8 +171,11 @@ def test_no_network_from_bash_unless_allowed(
     assert ("connected" in call.output) is (allowed_by is not None) and len(accepted) == int(allowed_by is not None)
 
 
-def run_cli(suite: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """`convoeval run` as a real process (its own process group), in the suite's folder."""
+def run_cli(
+    suite: Path, *args: str, env: dict[str, str] | None = None, ignoring_sigint: bool = False
+) -> subprocess.Popen[str]:
+    """`convoeval run` as a real process (its own process group), in the suite's folder;
+    `ignoring_sigint`: started with SIGINT ignored, as a shell script's background job is."""
     return subprocess.Popen(
         [sys.executable, "-m", "convoeval", "run", str(suite), "--judge", "scripted", "--no-cache", *args],
         cwd=suite.parent,
@@ -181,6 +184,7 @@ def run_cli(suite: Path, *args: str, env: dict[str, str] | None = None) -> subpr
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignoring_sigint else None,
     )
 
 
@@ -212,23 +216,84 @@ def test_endless_output_ends_at_the_timeout_with_memory_bounded(server: FakeOpen
     assert 0 < peak_kb < 400_000  # convoeval stayed small while gigabytes flowed through its pipes
 
 
+#: When a run's Ctrl-C lands: as its model call reaches the server (the reply and the command's
+#: start race it), as soon as its command runs, twice in a row, and in a run started with SIGINT
+#: ignored (a shell script's background job: pytest under such a harness hung here, 2026-11-26).
+MOMENTS = ("at-the-call", "as-the-command-starts", "twice", "started-ignoring-sigint")
+
+
+def command_lines() -> list[str]:
+    """The command lines of every process (read from /proc once)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                continue
+    return found
+
+
 @needs_bwrap
 @pytest.mark.parametrize("sandbox", ["bubblewrap", "none"])
-def test_ctrl_c_leaves_no_tool_process(server: FakeOpenAIServer, tmp_path: Path, sandbox: str) -> None:
-    """D3: after Ctrl-C the running tool commands were left behind."""
-    mark = f"{700 + uuid.uuid4().int % 200}.{uuid.uuid4().int % 1000}"
-    server.reset(reply=script(bash(f"sleep {mark}"), "done"))
-    proc = run_cli(agent_suite(tmp_path, agent="{bash_timeout_s: 60}"), "--sandbox", sandbox)
-    deadline = time.monotonic() + 60
-    while not processes_with(f"sleep {mark}") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert processes_with(f"sleep {mark}"), "the tool command never started"
-    os.kill(proc.pid, signal.SIGINT)
-    proc.communicate(timeout=60)
+def test_ctrl_c_at_any_moment_ends_the_run_and_leaves_no_tool_process(
+    server: FakeOpenAIServer, tmp_path: Path, sandbox: str
+) -> None:
+    """D3: after Ctrl-C the running tool commands were left behind; a run started with SIGINT
+    ignored ran on to its command's timeout. Each run ends with 130 and the resume hint."""
+    marks = {moment: f"{700 + uuid.uuid4().int % 200}.{uuid.uuid4().int % 1000}" for moment in MOMENTS}
+
+    def reply(body: Body) -> str | Body:
+        mark = next(m for m in marks.values() if m in str(body["messages"]))
+        return "done" if any(m["role"] == "tool" for m in body["messages"]) else bash(f"sleep {mark}")
+
+    server.reset(reply=reply)
+    runs = {}
+    for moment, mark in marks.items():
+        suite = agent_suite(tmp_path / moment, agent="{bash_timeout_s: 60}", say=f"run {mark}")
+        runs[moment] = run_cli(suite, "--sandbox", sandbox, ignoring_sigint=moment == "started-ignoring-sigint")
+    try:
+        waiting, deadline = dict(runs), time.monotonic() + 60
+        while waiting and time.monotonic() < deadline:
+            running, asked = " ".join(command_lines()), str(server.requests)
+            for moment, proc in list(waiting.items()):
+                if (marks[moment] in asked) if moment == "at-the-call" else (f"sleep {marks[moment]}" in running):
+                    os.kill(proc.pid, signal.SIGINT)
+                    if moment == "twice":
+                        time.sleep(0.02)
+                        os.kill(proc.pid, signal.SIGINT)
+                    del waiting[moment]
+            time.sleep(0.02)
+        assert not waiting, f"never started: {list(waiting)}"
+        for moment, proc in runs.items():
+            _, err = proc.communicate(timeout=20)
+            assert proc.returncode == 130, (moment, err)
+            assert "interrupted; finish the run with: convoeval run --resume" in err and "Traceback" not in err, err
+    finally:
+        for proc in runs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
     gone = time.monotonic() + 5  # the kernel ends a PID namespace's processes a moment later
-    while processes_with(f"sleep {mark}") and time.monotonic() < gone:
+    while any(f"sleep {m}" in line for line in command_lines() for m in marks.values()) and time.monotonic() < gone:
         time.sleep(0.05)
-    assert processes_with(f"sleep {mark}") == []
+    assert [line for line in command_lines() if any(f"sleep {m}" in line for m in marks.values())] == []
+
+
+def test_a_run_in_process_gives_back_the_sigint_handling_it_found(
+    server: FakeOpenAIServer, tmp_path: Path, cli
+) -> None:
+    """`convoeval run` handles SIGINT itself while it runs; called in-process (a test, a notebook)
+    the caller's handling is back afterwards, also when it ignored SIGINT."""
+    server.reset(reply=script("done"))
+    suite = agent_suite(tmp_path, agent="{tools: [read_file]}", workspace="{}")
+    for found in (signal.default_int_handler, signal.SIG_IGN):
+        previous = signal.signal(signal.SIGINT, found)
+        try:
+            code, out, err = cli("run", suite, "--judge", "scripted", "--no-cache")
+            assert code == 0 and "run 2" in out, (code, out, err)
+            assert signal.getsignal(signal.SIGINT) is found
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 @needs_bwrap

@@ -64,7 +64,7 @@ from ._choice import (
 )
 from ._lend import Lent, lend
 from ._owner import left_by_gone_owner, owner_tag
-from ._process import Finished, agent_pids_group, in_agent_child, spawn
+from ._process import Finished, agent_pids_group, end_all_now, forget_group, in_agent_child, spawn, watch_group
 
 __all__ = [
     "AGENT_HOME",
@@ -92,6 +92,8 @@ __all__ = [
     "chosen",
     "command_env",
     "describe",
+    "end_all_now",
+    "forget_group",
     "in_agent_child",
     "lend",
     "left_by_gone_owner",
@@ -104,6 +106,7 @@ __all__ = [
     "sweep_stale_cgroups",
     "trial_settings",
     "use_trial_settings",
+    "watch_group",
 ]
 
 

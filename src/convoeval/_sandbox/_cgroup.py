@@ -301,6 +301,13 @@ def sweep_stale_cgroups(base: Path) -> list[Path]:
     ]
 
 
+def kill_open_groups() -> None:
+    """Kill what is in every cgroup this process made and try once to remove each, without
+    waiting for their tasks to drain (what stays is removed at exit, or by a later sweep)."""
+    for group in list(_open):
+        group._removed()
+
+
 @atexit.register
 def _remove_open() -> None:
     for group in list(_open):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ._agent_user import become
 from ._argv import AgentBox
-from ._cgroup import AGENT_TASKS, PidsGroup
+from ._cgroup import AGENT_TASKS, PidsGroup, kill_open_groups
 from ._choice import SandboxError, SandboxSettings
 
 try:
@@ -207,8 +207,9 @@ async def spawn(
             timed_out = True
         else:
             ends = asyncio.gather(*(r.done for r in readers))
-            try:
-                await asyncio.wait_for(asyncio.shield(ends), EOF_GRACE_S)
+            try:  # not wait_for: before Python 3.12 it drops a Ctrl-C landing as the pipes close
+                async with asyncio.timeout(EOF_GRACE_S):
+                    await asyncio.shield(ends)
             except TimeoutError:  # a child that left the group still holds the pipe: stop reading
                 pass
     finally:
@@ -262,10 +263,29 @@ def _kill_made(creating: asyncio.Future[asyncio.subprocess.Process]) -> None:
         _kill_group(pid)
 
 
+def watch_group(group: int) -> None:
+    """Kill process group `group` at exit (and in `end_all_now`) unless `forget_group` comes
+    first: for a process started elsewhere in a session of its own (an agent CLI)."""
+    _live.add(group)
+
+
+def forget_group(group: int) -> None:
+    """`group` has ended (its leader reaped): its number may be reused, never kill it again."""
+    _live.discard(group)
+
+
 @atexit.register
 def _kill_live() -> None:
     for group in list(_live):
         _kill_group(group)
+
+
+def end_all_now() -> None:
+    """Kill every command running now, without waiting for anything: their process groups and
+    what is in their pids cgroups (left in place for the sweep of a later run). For a process
+    that is about to end at once (a second Ctrl-C)."""
+    _kill_live()
+    kill_open_groups()
 
 
 def _kill_group(group: int) -> None:

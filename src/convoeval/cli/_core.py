@@ -34,6 +34,7 @@ from ..run import GradedTurn, Job
 from ..spec import AUTO_MAX_TRIALS, MAX_TRIALS, SpecError, validate_eval_paths
 from . import resume_collector
 from ._app import Root, app, load_env_file
+from ._interrupt import Interrupts, interrupted_message
 from ._write import check_writable, write_reports
 
 out = SafeConsole(highlight=False, emoji=False)  # `openai:m:` must not become an emoji
@@ -337,8 +338,9 @@ def run(
 
     check_writable(html, junit, markdown)
 
+    interrupts = Interrupts(lambda: progress.meter.run_id if progress.meter else None)
     try:
-        report = asyncio.run(
+        report = interrupts.run(
             arun(
                 list(paths) if paths else None,
                 target=target or None,
@@ -383,11 +385,8 @@ def run(
         resumable = f"; results committed so far are kept: convoeval run --resume {run_id}" if run_id else ""
         err.print(f"error: {exc}{resumable}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        run_id = progress.meter.run_id if progress.meter else None
-        err.print(
-            "interrupted" + (f"; finish the run with: convoeval run --resume {run_id}" if run_id else ""), markup=False
-        )
+    except (KeyboardInterrupt, asyncio.CancelledError):  # the first Ctrl-C: the run has unwound
+        err.print(interrupted_message(interrupts.run_id()), markup=False)
         raise typer.Exit(130) from None
     finally:
         progress.stop()

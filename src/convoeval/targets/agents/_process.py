@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..._sandbox import forget_group, watch_group
 from .._base import TargetConfig, TargetError
 from .._http import redact
 from ._settings import ProcessSettings
@@ -134,13 +135,38 @@ async def run_command(
         raise TargetError(f"{name}: cannot start {argv[0]!r}: {exc}") from None
     except subprocess.SubprocessError as exc:  # the child's set-up (`preexec`) failed
         raise TargetError(f"{name}: cannot start {argv[0]!r} in its sandbox: {exc}") from None
+    watch_group(process.pid)  # killed at exit, or at once by a second Ctrl-C, if still running
+    try:
+        lines, tail = await _watched(process, started, timeout_s, name, secrets, watch, explain)
+    finally:
+        forget_group(process.pid)
+    stderr = redact(tail.result().decode("utf-8", "replace"), tuple(secrets))
+    return Finished(
+        returncode=process.returncode or 0,
+        lines=lines,
+        stderr=stderr,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+async def _watched(
+    process: asyncio.subprocess.Process,
+    started: float,
+    timeout_s: float,
+    name: str,
+    secrets: Iterable[str],
+    watch: Callable[[Line], str | None] | None,
+    explain: Callable[[list[Line]], str | None] | None,
+) -> tuple[list[Line], asyncio.Future[bytes]]:
+    """Read a started command to its end (`run_command`): its stdout lines and stderr's tail."""
     lines: list[Line] = []
     reading = asyncio.ensure_future(_read_lines(process, lines, started, watch))
     tail = asyncio.ensure_future(_read_tail(process))
     exiting = asyncio.ensure_future(process.wait())
     tasks: list[asyncio.Future[Any]] = [reading, tail, exiting]
-    try:
-        await asyncio.wait_for(asyncio.gather(*tasks), timeout_s)
+    try:  # not wait_for: before Python 3.12 it drops a Ctrl-C landing as the command ends
+        async with asyncio.timeout(timeout_s):
+            await asyncio.gather(*tasks)
     except TimeoutError:
         await _end(process, tasks)
         detail = explain(lines) if explain is not None else None
@@ -154,13 +180,7 @@ async def run_command(
         for task in tasks:
             task.cancel()
         raise
-    stderr = redact(tail.result().decode("utf-8", "replace"), tuple(secrets))
-    return Finished(
-        returncode=process.returncode or 0,
-        lines=lines,
-        stderr=stderr,
-        duration_ms=(time.perf_counter() - started) * 1000,
-    )
+    return lines, tail
 
 
 class _Stop(Exception):
@@ -222,7 +242,8 @@ async def _end(process: asyncio.subprocess.Process, tasks: list[asyncio.Future[A
             pass
 
     try:
-        await asyncio.wait_for(asyncio.gather(drain(process.stdout), drain(process.stderr), process.wait()), REAP_S)
+        async with asyncio.timeout(REAP_S):
+            await asyncio.gather(drain(process.stdout), drain(process.stderr), process.wait())
     except TimeoutError:  # give the pipes up: close our ends (asyncio has no public way to)
         transport = getattr(process, "_transport", None)
         if transport is not None:
