@@ -6,8 +6,10 @@ from __future__ import annotations
 import importlib
 import io
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,8 @@ from convoeval.report import print_summary
 from convoeval.report._summary import TABLE_ROWS_UP_TO
 from convoeval.results import EvaluationResult
 from convoeval.testing import FakeOpenAIServer
+
+from .conftest import write
 
 
 def convoeval_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -53,6 +57,33 @@ def test_version_is_printed_without_loading_a_command() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.splitlines() == [f"convoeval {__version__}", "['convoeval.cli._app']"]  # no command loaded
+
+
+def test_ctrl_c_while_a_command_loads_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    """Before: a traceback from wherever the signal landed, and death by SIGINT. The command is
+    held while it loads by a stand-in for python-dotenv (loaded for the `.env` beside the suite,
+    before the command's module), which says when it is reached and then waits."""
+    reached = tmp_path / "reached"
+    write(
+        tmp_path / "stand-in" / "dotenv.py",
+        f"import pathlib, time\npathlib.Path({str(reached)!r}).touch()\ntime.sleep(60)\n",
+    )
+    write(tmp_path / ".env", "X=1\n")
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t, input: hi}\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "stand-in"), *sys.path])}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "convoeval", "validate", str(suite)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while not reached.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert (process.returncode, out, err) == (130, b"", b"")
 
 
 def test_the_command_table_names_the_module_of_every_command() -> None:
