@@ -53,39 +53,26 @@ def write_reports(
     """Write the reports asked for; returns the files written. Raises typer.Exit(2) on bad input
     or on a file that cannot be written (`writing`)."""
     check_writable(html, junit, markdown)
-    with writing():
-        return _write_reports(run, html=html, junit=junit, markdown=markdown, battles=battles, title=title, by=by)
-
-
-def _write_reports(
-    run: report.LoadedRun,
-    *,
-    html: Path | None,
-    junit: Path | None,
-    markdown: Path | None,
-    battles: Path | None,
-    title: str | None,
-    by: str | None,
-) -> list[Path]:
     written: list[Path] = []
     try:
         arena = report.read_battle_records(battles) if battles else None
     except rank.BattleFileError as exc:  # looked up only when reading the battles failed
         raise fail(str(exc)) from None
     heading = title or f"convoeval · {run.name}"
-    if html:
-        subtitle = f"started {run.started}" if run.started else ""
-        flaky = _stored_flaky(run)
-        written.append(
-            report.write_html(run.results, html, title=heading, arena=arena, subtitle=subtitle, flaky=flaky, by=by)
-        )
-    if junit:
-        written.append(report.write_junit(run.results, junit, timestamp=run.started))
-    if markdown:
-        written.append(report.write_markdown(run.results, markdown, title=heading))
-        if by:  # the grouped table after the summary
-            with markdown.open("a", encoding="utf-8") as handle:
-                handle.write("\n" + report.groups_markdown(report.group_results(run.results, by), by))
+    with writing():
+        if html:
+            subtitle = f"started {run.started}" if run.started else ""
+            flaky = _stored_flaky(run)
+            written.append(
+                report.write_html(run.results, html, title=heading, arena=arena, subtitle=subtitle, flaky=flaky, by=by)
+            )
+        if junit:
+            written.append(report.write_junit(run.results, junit, timestamp=run.started))
+        if markdown:
+            written.append(report.write_markdown(run.results, markdown, title=heading))
+            if by:  # the grouped table after the summary
+                with markdown.open("a", encoding="utf-8") as handle:
+                    handle.write("\n" + report.groups_markdown(report.group_results(run.results, by), by))
     return written
 
 
