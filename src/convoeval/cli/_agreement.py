@@ -28,6 +28,7 @@ from ..stats import (  # numpy: this module loads only for `agreement` (or every
     runs_consistency,
 )
 from ._app import app
+from ._write import fail
 
 STATISTIC_NAMES = {
     "percent_agreement": "Percent agreement",
@@ -133,30 +134,30 @@ def agreement(
 
     files = list(files or [])
     if runs and consistency:
-        raise _fail("give either --runs A.jsonl B.jsonl or --consistency R1.jsonl R2.jsonl ..., not both")
+        raise fail("give either --runs A.jsonl B.jsonl or --consistency R1.jsonl R2.jsonl ..., not both")
     if runs or consistency:
         if columns:
-            raise _fail("--columns picks columns of a LABELS.csv file; it does not apply to runs")
+            raise fail("--columns picks columns of a LABELS.csv file; it does not apply to runs")
         if runs and len(files) != 2:
-            raise _fail(f"--runs compares two results files (judge A, judge B), got {len(files)}")
+            raise fail(f"--runs compares two results files (judge A, judge B), got {len(files)}")
         if consistency and len(files) < 2:
-            raise _fail(f"--consistency needs two or more results files of the same judge, got {len(files)}")
+            raise fail(f"--consistency needs two or more results files of the same judge, got {len(files)}")
         if consistency and (categories or level):
-            raise _fail(
+            raise fail(
                 "--consistency reports means and standard deviations of the 0-1 scores; "
                 "--categories and --level do not apply"
             )
         _agreement_of_runs(files, categories, level, runs, output_format)
         return
     if len(files) != 1:
-        raise _fail(
+        raise fail(
             "give one LABELS.csv file (or --runs A.jsonl B.jsonl, or --consistency R1.jsonl R2.jsonl ...)"
             if not files
             else f"give one LABELS.csv file, got {len(files)} files "
             "(to compare stored runs add --runs or --consistency)"
         )
     if categories is None:
-        raise _fail("declare the categories raters could use with --categories, e.g. 1-5 or a,b,c")
+        raise fail("declare the categories raters could use with --categories, e.g. 1-5 or a,b,c")
     labels = files[0]
     level = level or "ordinal"
     try:
@@ -165,18 +166,13 @@ def agreement(
         table = read_ratings_csv(labels, declared, chosen)
         estimates = agreement_estimates(table.matrix, declared, level)
     except AgreementInputError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     if output_format is AgreementFormat.json:
         typer.echo(json.dumps({k: e.to_dict() for k, e in estimates.items()}, indent=2))
         return
     shown = ", ".join(str(c) for c in declared)
     title = f"Agreement of {', '.join(table.raters)} on {len(table.matrix)} items (categories {shown}; {level})"
     Console().print(_table(estimates, title))
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(2)
 
 
 def _agreement_of_runs(
@@ -189,7 +185,7 @@ def _agreement_of_runs(
     try:
         loaded = [read_results(path) for path in files]
     except ConfigError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     try:
         if runs:
             declared = parse_categories(categories) if categories else [1, 2, 3, 4, 5]
@@ -198,7 +194,7 @@ def _agreement_of_runs(
         else:
             consistency = runs_consistency(loaded)
     except AgreementInputError as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     if runs:
         if output_format is AgreementFormat.json:
             data = {"runs": [str(f) for f in files], **report.to_dict()}

@@ -27,7 +27,7 @@ from ..report._terminal import printable
 from ..results import EvaluationResult
 from ..spec import SpecError
 from ._app import app
-from ._write import check_writable, writing
+from ._write import check_writable, fail, writing
 
 
 class ArenaFormat(StrEnum):
@@ -52,11 +52,6 @@ def _print(ratings: Leaderboard | ArenaReport, output_format: ArenaFormat) -> No
     else:
         output = text()
         typer.echo(output, nl=not output.endswith("\n"))
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(2)
 
 
 USAGE = (
@@ -181,11 +176,11 @@ def arena_command(
     Runs the suites on every target, lets the judge compare each pair of conversations in both orders (disagreeing orders count as a tie), and rates the targets by online Elo and Bradley-Terry with bootstrap intervals, next to their turn-level mean scores. With --results it judges stored results; with --battles it only rates recorded battles.
     """
     if plot is not None and plot.suffix.lower() not in PLOT_FORMATS:
-        raise _fail(f"{plot}: plot format must be one of {', '.join(PLOT_FORMATS)}")
+        raise fail(f"{plot}: plot format must be one of {', '.join(PLOT_FORMATS)}")
     check_writable(output, plot, save_results)  # before any judge is paid
     if battles is not None:
         if files or results:
-            raise _fail("give only one of: eval files, --results R.jsonl... or --battles FILE.jsonl")
+            raise fail("give only one of: eval files, --results R.jsonl... or --battles FILE.jsonl")
         unused = [
             name
             for name, value in (
@@ -199,22 +194,22 @@ def arena_command(
             if value
         ]
         if unused:
-            raise _fail(
+            raise fail(
                 f"{', '.join(unused)} judge(s) conversations; with --battles the battles are "
                 "only rated (leave them out)"
             )
         _rate_battles(battles, k, bootstrap, seed, output_format, plot)
         return
     if not files:
-        raise _fail("--results needs results files: convoeval arena --results R.jsonl..." if results else USAGE)
+        raise fail("--results needs results files: convoeval arena --results R.jsonl..." if results else USAGE)
     if not results:
         looks_like_results = [f for f in files if f.suffix in (".jsonl", ".json")]
         if looks_like_results:
-            raise _fail(f"{looks_like_results[0]} looks like a results file; add --results to judge stored results")
+            raise fail(f"{looks_like_results[0]} looks like a results file; add --results to judge stored results")
         if len(set(target or [])) < 2:
-            raise _fail("the arena needs at least two different targets: --target A --target B")
+            raise fail("the arena needs at least two different targets: --target A --target B")
     elif save_results is not None:
-        raise _fail("--save-results writes the results of a run; with --results nothing is run")
+        raise fail("--save-results writes the results of a run; with --results nothing is run")
     _judge_conversations(
         files,
         results,
@@ -246,7 +241,7 @@ def _rate_battles(
             if plot is not None:
                 plot_leaderboard(board, plot)
         except (BattleFileError, ValueError, RuntimeError) as error:
-            raise _fail(str(error)) from None
+            raise fail(str(error)) from None
     for warning in board.warnings:
         typer.echo(f"warning: {warning}", err=True)
     _print(board, output_format)
@@ -316,7 +311,7 @@ def _judge_conversations(
             typer.echo(str(problem), err=True)
         raise typer.Exit(2) from None
     except ConfigError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
@@ -340,7 +335,7 @@ def _show_arena(report: ArenaReport, output_format: ArenaFormat, plot: Path | No
     """Print the arena's leaderboard and warnings; write its battles and plot."""
     if report.leaderboard is None:
         first = report.errors[0] if report.errors else "; ".join(report.skipped[:1]) or "no pairs"
-        raise _fail(f"no battles: none of the {len(report.judgments)} pair(s) could be judged (first: {first})")
+        raise fail(f"no battles: none of the {len(report.judgments)} pair(s) could be judged (first: {first})")
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
     if report.skipped:
@@ -353,7 +348,7 @@ def _show_arena(report: ArenaReport, output_format: ArenaFormat, plot: Path | No
             try:
                 report.plot(plot)
             except (ValueError, RuntimeError) as error:
-                raise _fail(str(error)) from None
+                raise fail(str(error)) from None
     _print(report, output_format)
     if output is not None:
         typer.echo(f"battles written to {output} (re-rate: convoeval arena --battles {output})", err=True)
