@@ -56,7 +56,11 @@ def test_version_is_printed_without_loading_a_command() -> None:
         "cli.main()\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.stdout.splitlines() == [f"convoeval {__version__}", "['convoeval.cli._app']"]  # no command loaded
+    # no command loaded; the SIGTERM handling is (a command unwinds from SIGTERM as from Ctrl-C)
+    assert done.stdout.splitlines() == [
+        f"convoeval {__version__}",
+        "['convoeval.cli._app', 'convoeval.cli._stop']",
+    ]
 
 
 def test_ctrl_c_while_a_command_loads_exits_130_without_a_traceback(tmp_path: Path) -> None:

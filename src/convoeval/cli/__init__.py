@@ -113,12 +113,14 @@ def main() -> None:
     collections during the run and at exit from walking them again (58 ms of every exit).
 
     Ctrl-C while the command loads exits 130 without a traceback, as typer does once the command
-    runs (`convoeval run` also says how to resume: `_interrupt`).
+    runs (`convoeval run` also says how to resume: `_interrupt`); SIGTERM exits 143 the same way.
     """
     try:
         _main(with_optional_values(sys.argv[1:]))
     except KeyboardInterrupt:
-        exit_now(130)
+        from ._stop import exit_code
+
+        exit_now(exit_code())
 
 
 def _main(argv: list[str]) -> None:
@@ -129,6 +131,9 @@ def _main(argv: list[str]) -> None:
         # without the GIL. So nothing of convoeval's own is imported before this point.
         threading.Thread(target=import_quietly, args=("aiohttp",), daemon=True).start()
     from ..errors import ConvoevalError  # after the thread started (errors loads pydantic)
+    from ._stop import stop_on_sigterm, stopped_code
+
+    stop_on_sigterm()
 
     app = the_app()
     load_env_files(argv)
@@ -138,10 +143,11 @@ def _main(argv: list[str]) -> None:
     try:
         app(args=argv, prog_name="convoeval")
     except ConvoevalError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        exit_now(2)
+        from ._fail import fail
+
+        exit_now(fail(str(exc)).exit_code)
     except SystemExit as done:  # every command ends here (click exits with the command's code)
-        exit_now(done.code)
+        exit_now(stopped_code(done.code))
     finally:
         freeze_for_good()
 

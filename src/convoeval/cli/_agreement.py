@@ -28,7 +28,7 @@ from ..stats import (  # numpy: this module loads only for `agreement` (or every
     runs_consistency,
 )
 from ._app import app
-from ._write import fail
+from ._fail import fail
 
 STATISTIC_NAMES = {
     "percent_agreement": "Percent agreement",

@@ -4,6 +4,7 @@ conversations in both orders, and rank the targets; or rate recorded battles."""
 from __future__ import annotations
 
 import asyncio
+import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -27,7 +28,9 @@ from ..report._terminal import printable
 from ..results import EvaluationResult
 from ..spec import SpecError
 from ._app import app
-from ._write import check_writable, fail, writing
+from ._fail import fail, fail_with_problems, say
+from ._interrupt import Interrupts
+from ._write import check_writable, staged, writing
 
 
 class ArenaFormat(StrEnum):
@@ -239,7 +242,8 @@ def _rate_battles(
         try:
             board = leaderboard_from_battles(read_battles(battles), k=k, bootstrap=bootstrap, seed=seed)
             if plot is not None:
-                plot_leaderboard(board, plot)
+                with staged(plot) as partial:
+                    plot_leaderboard(board, partial)
         except (BattleFileError, ValueError, RuntimeError) as error:
             raise fail(str(error)) from None
     for warning in board.warnings:
@@ -279,12 +283,16 @@ def _judge_conversations(
                 f"ran {printable(result.test_id)} @ {printable(result.target)}: {score} {result.verdict}", err=True
             )
 
-    def on_judgment(judgment: PairJudgment) -> None:
-        if not quiet:
-            typer.echo(_judgment_line(judgment), err=True)
+    judged: list[PairJudgment] = []
 
+    def on_judgment(judgment: PairJudgment) -> None:
+        judged.append(judgment)
+        if not quiet:
+            say(_judgment_line(judgment))
+
+    interrupts = Interrupts()
     try:
-        report = asyncio.run(
+        report = interrupts.run(
             aarena(
                 None if results else list(files),
                 results=list(files) if results else None,
@@ -307,15 +315,30 @@ def _judge_conversations(
             )
         )
     except SpecError as exc:
-        for problem in exc.problems:
-            typer.echo(str(problem), err=True)
-        raise typer.Exit(2) from None
+        raise fail_with_problems(exc.problems) from None
     except ConfigError as exc:
         raise fail(str(exc)) from None
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        raise typer.Exit(130) from None
+    except (KeyboardInterrupt, asyncio.CancelledError):  # the first Ctrl-C or SIGTERM: the arena has unwound
+        say(interrupts.message())
+        _keep_judged(judged, output, judge, cache)
+        raise typer.Exit(interrupts.exit_code) from None
     _show_arena(report, output_format, plot, output)
+
+
+def _keep_judged(judged: list[PairJudgment], output: Path | None, judge: list[str] | None, cache: bool) -> None:
+    """After an interrupt: the battles judged so far go to `output` (the judge's answers were
+    paid for), and say how to go on."""
+    battles = [j.to_record(judge[0] if judge and len(judge) == 1 else None) for j in judged if j.ok]
+    if output is not None and battles:
+        with writing(output), staged(output) as partial:
+            partial.write_text("".join(json.dumps(b, ensure_ascii=False) + "\n" for b in battles), encoding="utf-8")
+        say(
+            f"{len(battles)} battle(s) judged before the interrupt written to {output} (rate them: convoeval arena --battles {output})"
+        )
+    elif battles:
+        say(f"{len(battles)} battle(s) were judged before the interrupt; -o FILE keeps them next time")
+    if cache:
+        say("the replies so far are in the response cache: the same command again does not pay for them")
 
 
 def _judgment_line(judgment: PairJudgment) -> str:
@@ -341,12 +364,12 @@ def _show_arena(report: ArenaReport, output_format: ArenaFormat, plot: Path | No
     if report.skipped:
         typer.echo(f"note: {len(report.skipped)} pair(s) not judged, e.g. {report.skipped[0]}", err=True)
     if output is not None:
-        with writing(output):
-            report.write_battles(output)
+        with writing(output), staged(output) as partial:
+            report.write_battles(partial)
     if plot is not None:
-        with writing(plot):  # outside the `except`: typer's Exit is a RuntimeError
+        with writing(plot), staged(plot) as partial:  # outside the `except`: typer's Exit is a RuntimeError
             try:
-                report.plot(plot)
+                report.plot(partial)
             except (ValueError, RuntimeError) as error:
                 raise fail(str(error)) from None
     _print(report, output_format)

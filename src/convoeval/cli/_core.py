@@ -34,11 +34,11 @@ from ..run import GradedTurn, Job
 from ..spec import AUTO_MAX_TRIALS, MAX_TRIALS, SpecError, validate_eval_paths
 from . import resume_collector
 from ._app import Root, app, load_env_file
-from ._interrupt import Interrupts, interrupted_message
+from ._fail import fail, fail_with_problems, say
+from ._interrupt import Interrupts
 from ._write import check_writable, write_reports
 
 out = SafeConsole(highlight=False, emoji=False)  # `openai:m:` must not become an emoji
-err = SafeConsole(stderr=True, highlight=False, emoji=False)
 
 Paths = Annotated[list[Path], typer.Argument(help="Eval files (YAML), or folders of them.", show_default=False)]
 Plugins = Annotated[
@@ -57,15 +57,7 @@ def load_plugins(plugins: list[str] | None) -> None:
         try:
             registry.load_plugin(plugin, base_dir=Path.cwd())
         except RegistryError as exc:
-            err.print(f"error: --plugin {plugin}: {exc}", markup=False, soft_wrap=True)
-            raise typer.Exit(2) from None
-
-
-def fail_with_problems(exc: SpecError) -> None:
-    """Print `file:line: field: message` lines to stderr and exit 2."""
-    for problem in exc.problems:
-        err.print(str(problem), markup=False, soft_wrap=True)
-    raise typer.Exit(2)
+            raise fail(f"--plugin {plugin}: {exc}") from None
 
 
 @app.command()
@@ -75,7 +67,7 @@ def validate(paths: Paths, plugin: Plugins = None, root: Root = None) -> None:
     load_plugins(plugin)
     files, problems = validate_eval_paths(list(paths))
     if problems:
-        fail_with_problems(SpecError(problems))
+        raise fail_with_problems(problems)
     out.print(f"{len(files)} file(s) valid")
 
 
@@ -326,11 +318,9 @@ def run(
     for folder in dict.fromkeys(p if p.is_dir() else p.parent for p in paths or []):
         load_env_file(folder)  # provider keys and ${{ VAR }} values next to the suite
     if not paths and resume is None and rerun_failed is None:
-        err.print("error: give eval files to run, or --resume RUN_ID, or --rerun-failed RUN_ID", markup=False)
-        raise typer.Exit(2)
+        raise fail("give eval files to run, or --resume RUN_ID, or --rerun-failed RUN_ID")
     if output_text is not None and output_text.endswith(("/", os.sep)):  # Path() would drop the slash
-        err.print(f"error: --output {output_text}: ends with a slash; give a file name", markup=False)
-        raise typer.Exit(2)
+        raise fail(f"--output {output_text}: ends with a slash; give a file name")
     output = Path(output_text) if output_text else None
     if output is None and resume is None:
         output = state_dir(store) / "results" / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
@@ -373,21 +363,19 @@ def run(
             )
         )
     except SpecError as exc:
-        fail_with_problems(exc)
+        raise fail_with_problems(exc.problems) from None
     except NothingToRerun as exc:
         out.print(str(exc), markup=False, soft_wrap=True)
         raise typer.Exit(0) from None
     except ConfigError as exc:
-        err.print(f"error: {exc}", markup=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        raise fail(str(exc)) from None
     except StoreError as exc:
         run_id = progress.meter.run_id if progress.meter else None
         resumable = f"; results committed so far are kept: convoeval run --resume {run_id}" if run_id else ""
-        err.print(f"error: {exc}{resumable}", markup=False, soft_wrap=True)
-        raise typer.Exit(2) from None
-    except (KeyboardInterrupt, asyncio.CancelledError):  # the first Ctrl-C: the run has unwound
-        err.print(interrupted_message(interrupts.run_id()), markup=False)
-        raise typer.Exit(130) from None
+        raise fail(f"{exc}{resumable}") from None
+    except (KeyboardInterrupt, asyncio.CancelledError):  # the first Ctrl-C or SIGTERM: the run has unwound
+        say(interrupts.message())
+        raise typer.Exit(interrupts.exit_code) from None
     finally:
         progress.stop()
         resume_collector()

@@ -22,8 +22,9 @@ from ..engine import state_dir
 from ..errors import DatasetError
 from ..spec import validate_paths
 from ._app import Root, app
-from ._core import err, out
-from ._write import check_writable, writing
+from ._core import out
+from ._fail import fail, fail_with_problems, say
+from ._write import check_writable, staged, writing
 
 
 @app.command("import")
@@ -82,18 +83,16 @@ def import_command(
                 judge_prompts=judge_prompts,
             )
     except DatasetError as exc:
-        err.print(f"error: {exc}", markup=False, soft_wrap=True)
-        raise typer.Exit(2) from None
+        raise fail(str(exc)) from None
     for warning in caught:
-        err.print(f"warning: {warning.message}", markup=False, soft_wrap=True)
+        say(f"warning: {warning.message}")
     header = f"Imported by `convoeval import {kind} {source.name}`; edit freely."
-    with writing(output):
-        write_suite(suite, output, header)
+    with writing(output), staged(output) as partial:
+        write_suite(suite, partial, header)
     problems = validate_paths([output])
     if problems:
-        for problem in problems:
-            err.print(str(problem), markup=False, soft_wrap=True)
-        err.print(f"{output} was written; fix the problems above, then `convoeval validate {output}`", markup=False)
+        fail_with_problems(problems)
+        say(f"{output} was written; fix the problems above, then `convoeval validate {output}`")
         raise typer.Exit(2)
     out.print(f"{len(suite['tests'])} test(s) written to {output}", markup=False)
     for skipped in suite.get("metadata", {}).get("skipped", []):
@@ -158,11 +157,9 @@ def grade(
                 out.print(f"graders and {len(suite['tests'])} conversation(s) in {path}", markup=False)
                 args += [str(path), "--target", "recorded:transcript"]
         except DatasetError as exc:
-            err.print(f"error: {exc}", markup=False, soft_wrap=True)
-            raise typer.Exit(2) from None
+            raise fail(str(exc)) from None
     elif graders is not None:
-        err.print("error: --graders is for .jsonl/.json/.eval logs; an eval file carries its own graders", markup=False)
-        raise typer.Exit(2)
+        raise fail("--graders is for .jsonl/.json/.eval logs; an eval file carries its own graders")
     else:
         args += [str(file), "--target", "recorded:transcript"]
     for value in judge or []:

@@ -19,9 +19,9 @@ from ..errors import ConfigError
 from ..report import list_runs, load_run, print_summary
 from ..report._terminal import SafeConsole
 from ._app import Typer, app
+from ._fail import fail, say
 
 out = SafeConsole(highlight=False, emoji=False)
-err = SafeConsole(stderr=True, highlight=False, emoji=False)
 
 runs_app = Typer(
     help="List the runs in the run store (default), show one, list flaky tests, or delete runs.",
@@ -39,11 +39,6 @@ Store = Annotated[
     ),
 ]
 OlderThan = Annotated[str | None, typer.Option(metavar="AGE", help="Those older than AGE: 30d, 12h, 2w, 90m.")]
-
-
-def _fail(message: str) -> typer.Exit:
-    err.print(f"error: {message}", markup=False, soft_wrap=True)
-    return typer.Exit(2)
 
 
 def _mb(size: int) -> str:
@@ -93,7 +88,7 @@ def runs_show(
     try:
         loaded = load_run(run_id, path)
     except ConfigError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     out.print(f"{loaded.name}, started {loaded.started}: {len(loaded.results)} result(s)", markup=False)
     info = next((r for r in list_runs(path) if r.id == loaded.run_id), None)
     if info is not None:
@@ -154,15 +149,15 @@ def runs_delete(
 ) -> None:
     """Delete runs by id and/or age (never one still running), then shrink the file (VACUUM)."""
     if not run_ids and older_than is None:
-        raise _fail("give run ids to delete, or --older-than AGE (e.g. 30d)")
+        raise fail("give run ids to delete, or --older-than AGE (e.g. 30d)")
     path = state_dir(store) / STORE_FILE
     before = file_size(path)
     try:
         deleted, busy = delete_runs(path, run_ids or [], older_than)
     except ConfigError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     for run_id in busy:
-        err.print(f"warning: run {run_id} is still running; not deleted", markup=False)
+        say(f"warning: run {run_id} is still running; not deleted")
     out.print(f"deleted {len(deleted)} run(s); {path} {_mb(before)} -> {_mb(file_size(path))}", markup=False)
 
 
@@ -197,7 +192,7 @@ def cache_clear(older_than: OlderThan = None, cache_dir: CacheDir = None, store:
     try:
         deleted = clear_cache(path, older_than)
     except ConfigError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     out.print(
         f"deleted {deleted} cached repl{'y' if deleted == 1 else 'ies'}; {path} {_mb(before)} -> "
         f"{_mb(file_size(path))}",

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from ._app import app
-from ._write import fail, writing
+from ._fail import fail
+from ._write import writing
 
 FILE_NAME = "first.eval.yaml"
 

@@ -32,7 +32,8 @@ from ..report._terminal import SafeConsole
 from ..report.viewer import Viewer
 from ..stats import flaky_in_store
 from ._app import app
-from ._write import check_writable, fail, write_reports, writing
+from ._fail import fail
+from ._write import check_writable, moved, staged, write_reports, writing
 
 out = SafeConsole(highlight=False, emoji=False)
 
@@ -128,8 +129,8 @@ def report(
         out.print(f"wrote {path}", markup=False)
     try:
         if inspect_log is not None:
-            with writing(inspect_log):
-                written = write_inspect_log(loaded.results, inspect_log, name=loaded.name)
+            with writing(inspect_log), staged(inspect_log) as partial:
+                written = moved(write_inspect_log(loaded.results, partial, name=loaded.name), inspect_log)
             for path in written:
                 out.print(f"wrote {path}", markup=False)
         if otel:
@@ -227,9 +228,9 @@ def compare(
             comparison, flaky_in_store(_store(store), {*a.fingerprints.values(), *b.fingerprints.values()})
         )
     if html is not None:
-        with writing(html):
-            written = write_comparison(comparison, a.results, b.results, html)
-        typer.echo(f"wrote {written}", err=output_format is not CompareFormat.table)
+        with writing(html), staged(html) as partial:
+            write_comparison(comparison, a.results, b.results, partial)
+        typer.echo(f"wrote {html}", err=output_format is not CompareFormat.table)
     if output_format is CompareFormat.json:
         data = comparison.to_json()
         views = pair_views(comparison, a.results, b.results)

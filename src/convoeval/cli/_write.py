@@ -1,25 +1,24 @@
-"""Writing the HTML, JUnit and Markdown reports of a run (`run --html ...` and `report`)."""
+"""Writing a command's files: each checked before any work is done (`check_writable`), written
+whole or not at all (`staged`: into a hidden folder beside it, then renamed into place, so a
+Ctrl-C, a SIGTERM or a full disk never leaves half a file), and the HTML, JUnit and Markdown
+reports of a run (`run --html ...` and `report`)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
 from .. import rank, report
 from .._result_files import output_problem
+from ._fail import fail
 
 if TYPE_CHECKING:
     from ..stats import Flaky
-
-
-def fail(message: str) -> typer.Exit:
-    """Print `error: message` and return the exit (code 2) to raise."""
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(2)
 
 
 def check_writable(*paths: Path | None) -> None:
@@ -38,6 +37,27 @@ def writing(path: Path | None = None) -> Iterator[None]:
         yield
     except OSError as exc:
         raise fail(f"cannot write {path or exc.filename or 'a file'}: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def staged(path: Path) -> Iterator[Path]:
+    """Where to write `path` so that it appears whole or not at all: a path of the same name in
+    a hidden folder beside it; when the block ends without an error every file written in that
+    folder (the writer may add siblings, as a log per target) is renamed into `path`'s folder.
+    On an error or an interrupt nothing is left but what was there before."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=".convoeval-partial-", dir=path.parent))
+    try:
+        yield folder / path.name
+        for written in sorted(folder.iterdir()):
+            os.replace(written, path.parent / written.name)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def moved(paths: list[Path], path: Path) -> list[Path]:
+    """The final places of files a writer wrote in `staged(path)`'s folder."""
+    return [path.parent / p.name for p in paths]
 
 
 def write_reports(
@@ -59,20 +79,23 @@ def write_reports(
     except rank.BattleFileError as exc:  # looked up only when reading the battles failed
         raise fail(str(exc)) from None
     heading = title or f"convoeval · {run.name}"
-    with writing():
-        if html:
-            subtitle = f"started {run.started}" if run.started else ""
-            flaky = _stored_flaky(run)
-            written.append(
-                report.write_html(run.results, html, title=heading, arena=arena, subtitle=subtitle, flaky=flaky, by=by)
-            )
-        if junit:
-            written.append(report.write_junit(run.results, junit, timestamp=run.started))
-        if markdown:
-            written.append(report.write_markdown(run.results, markdown, title=heading))
+    if html:
+        subtitle = f"started {run.started}" if run.started else ""
+        flaky = _stored_flaky(run)
+        with writing(html), staged(html) as partial:
+            report.write_html(run.results, partial, title=heading, arena=arena, subtitle=subtitle, flaky=flaky, by=by)
+        written.append(html)
+    if junit:
+        with writing(junit), staged(junit) as partial:
+            report.write_junit(run.results, partial, timestamp=run.started)
+        written.append(junit)
+    if markdown:
+        with writing(markdown), staged(markdown) as partial:
+            report.write_markdown(run.results, partial, title=heading)
             if by:  # the grouped table after the summary
-                with markdown.open("a", encoding="utf-8") as handle:
+                with partial.open("a", encoding="utf-8") as handle:
                     handle.write("\n" + report.groups_markdown(report.group_results(run.results, by), by))
+        written.append(markdown)
     return written
 
 
