@@ -33,6 +33,7 @@ from ..report.viewer import Viewer
 from ..stats import flaky_in_store
 from ._app import app
 from ._fail import fail
+from ._stop import exit_code
 from ._write import check_writable, moved, staged, write_reports, writing
 
 out = SafeConsole(highlight=False, emoji=False)
@@ -306,7 +307,7 @@ def view(
     out.print(f"convoeval viewer on {viewer.url} (store {_store(store)}); Ctrl-C stops it", markup=False)
     try:
         viewer.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (`_stop`): 130 / 143, as for every command
+        raise typer.Exit(exit_code()) from None
     finally:
         viewer.server.server_close()
