@@ -8,6 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def read_problem(path: Path, exc: OSError | UnicodeDecodeError) -> str:
+    """`path: what is wrong` for a file that cannot be read, in words a newcomer understands."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"{path}: not a text file: invalid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+    if isinstance(exc, FileNotFoundError):
+        return f"{path}: file not found"
+    if isinstance(exc, IsADirectoryError):
+        return f"{path} is a folder; give a file"
+    return f"{path}: cannot read: {exc.strerror or exc}"
+
+
 class JsonlError(ValueError):
     """A JSONL file cannot be read: the message is `file:line: what is wrong` (or `file: ...`)."""
 
@@ -34,7 +45,5 @@ def read_jsonl(path: str | Path, *, objects: bool = False) -> Iterator[tuple[int
                 if objects and not isinstance(value, dict):
                     raise JsonlError(f"{path}:{number}: expected a JSON object, got {value!r:.60}")
                 yield number, value
-    except FileNotFoundError:
-        raise JsonlError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise JsonlError(f"{path}: cannot read: {exc}") from None
+        raise JsonlError(read_problem(path, exc)) from None

@@ -13,7 +13,7 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from ._jsonl import JsonlError, read_jsonl
+from ._jsonl import JsonlError, read_jsonl, read_problem
 from .errors import ConfigError, first_problem
 from .results import EvaluationResult
 
@@ -211,10 +211,8 @@ def _result_items(path: Path) -> list[tuple[str, object]]:
             raise ConfigError(str(exc)) from None
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
+        raise ConfigError(read_problem(path, exc)) from None
     if path.suffix == ".json":
         try:
             items = json.loads(text)

@@ -86,6 +86,10 @@ def import_command(
         raise fail(str(exc)) from None
     for warning in caught:
         say(f"warning: {warning.message}")
+    if not suite.get("tests"):  # an empty file, or one of another kind
+        for skipped in suite.get("metadata", {}).get("skipped", []):
+            say(f"left out: {skipped['id']}: {skipped['reason']}")
+        raise fail(f"{source}: no test could be made from this file (is it {kind} data?); nothing written")
     header = f"Imported by `convoeval import {kind} {source.name}`; edit freely."
     with writing(output), staged(output) as partial:
         write_suite(suite, partial, header)

@@ -41,6 +41,14 @@ Store = Annotated[
 OlderThan = Annotated[str | None, typer.Option(metavar="AGE", help="Those older than AGE: 30d, 12h, 2w, 90m.")]
 
 
+def _state(store: Path | None) -> Path:
+    """The state folder (`--store`); exit 2 when a file stands there."""
+    folder = state_dir(store)
+    if folder.exists() and not folder.is_dir():
+        raise fail(f"{folder} is a file; --store (or CONVOEVAL_HOME) names the folder that holds {STORE_FILE}")
+    return folder
+
+
 def _mb(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 
@@ -54,7 +62,7 @@ def runs(
     """Runs in the store, newest first: id, date, suites, targets, tests, pass rate, cost, status."""
     if ctx.invoked_subcommand is not None:
         return
-    path = state_dir(store) / STORE_FILE
+    path = _state(store) / STORE_FILE
     listed = list_runs(path)
     if as_json:
         out.print_json(
@@ -84,7 +92,7 @@ def runs_show(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="A run id, or 'last'.")], store: Store = None
 ) -> None:
     """One run: its suites, targets and results, test by test."""
-    path = state_dir(store) / STORE_FILE
+    path = _state(store) / STORE_FILE
     try:
         loaded = load_run(run_id, path)
     except ConfigError as exc:
@@ -117,7 +125,7 @@ def runs_flaky(
     same suite (unchanged), with their pass rate and its 95% Wilson interval."""
     from ..stats import flaky_in_store  # numpy loads only for this command
 
-    path = state_dir(store) / STORE_FILE
+    path = _state(store) / STORE_FILE
     found = flaky_in_store(path)
     if as_json:
         out.print_json(json.dumps({"store": str(path), "flaky": [f.to_dict() for f in found]}))
@@ -150,7 +158,7 @@ def runs_delete(
     """Delete runs by id and/or age (never one still running), then shrink the file (VACUUM)."""
     if not run_ids and older_than is None:
         raise fail("give run ids to delete, or --older-than AGE (e.g. 30d)")
-    path = state_dir(store) / STORE_FILE
+    path = _state(store) / STORE_FILE
     before = file_size(path)
     try:
         deleted, busy = delete_runs(path, run_ids or [], older_than)
@@ -162,7 +170,11 @@ def runs_delete(
 
 
 def _cache_file(cache_dir: Path | None, store: Path | None) -> Path:
-    return Path(cache_dir or state_dir(store)) / CACHE_FILE
+    if cache_dir is None:
+        return _state(store) / CACHE_FILE
+    if cache_dir.exists() and not cache_dir.is_dir():
+        raise fail(f"{cache_dir} is a file; --cache-dir names the folder that holds {CACHE_FILE}")
+    return cache_dir / CACHE_FILE
 
 
 CacheDir = Annotated[

@@ -68,6 +68,8 @@ def init(
         raise fail(f"{path} exists; edit it, or give another folder: convoeval init FOLDER")
     if folder.exists() and not folder.is_dir():
         raise fail(f"{folder} is a file, not a folder")
+    if folder.is_symlink() and not folder.exists():
+        raise fail(f"{folder} is a link that leads nowhere (broken, or a loop), not a folder")
     with writing(path):
         folder.mkdir(parents=True, exist_ok=True)
         path.write_text(FIRST_SUITE, encoding="utf-8")

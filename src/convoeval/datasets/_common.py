@@ -29,8 +29,7 @@ def read_jsonl(path: Path) -> list[tuple[int, JsonObject]]:
     Raises:
         DatasetError: the file is missing, or a line is not a JSON object.
     """
-    if not path.is_file():
-        raise DatasetError(f"{path}:1: no such file")
+    _check_file(path)
     try:
         lines = jsonl.read_jsonl(path, objects=True)  # each value an object, or JsonlError
         return [(number, value) for number, value in lines if isinstance(value, dict)]
@@ -40,12 +39,21 @@ def read_jsonl(path: Path) -> list[tuple[int, JsonObject]]:
 
 def read_json(path: Path) -> JsonValue:
     """A whole JSON document (raises DatasetError naming the file and line)."""
-    if not path.is_file():
-        raise DatasetError(f"{path}:1: no such file")
+    _check_file(path)
     try:
         return decode_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    except (OSError, UnicodeDecodeError) as exc:  # a binary file, say
+        raise DatasetError(jsonl.read_problem(path, exc)) from None
+
+
+def _check_file(path: Path) -> None:
+    """DatasetError unless `path` is a file (a folder is named as one)."""
+    if path.is_dir():
+        raise DatasetError(f"{path} is a folder; give the dataset file")
+    if not path.is_file():
+        raise DatasetError(f"{path}:1: no such file")
 
 
 def decode_json(text: str | bytes) -> JsonValue:

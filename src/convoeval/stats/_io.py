@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._jsonl import read_problem
 from ._data import AgreementInputError, Category, check_categories
 
 MISSING_CELLS = frozenset({"", "na", "n/a", "nan", "null", "none"})
@@ -106,10 +107,8 @@ def read_ratings_csv(
     declared = check_categories(categories)
     try:
         text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise RatingsFileError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise RatingsFileError(f"{path}: cannot read: {error}") from None
+        raise RatingsFileError(read_problem(path, error)) from None
     reader = csv.reader(text.splitlines())
     try:
         header = [name.strip() for name in next(reader)]

@@ -1,0 +1,138 @@
+"""Every command with bad input, as a newcomer gives it: one `error:` line (control characters
+escaped), exit 2, nothing half written. The cases are those a sweep of every command found
+wrong (a traceback, an unclear message); tests run as root, so an unreadable file is a link loop,
+which fails for root too."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .conftest import write
+
+#: The datasets `convoeval import` reads from a file.
+IMPORT_KINDS = ["mt-bench", "multiwoz", "tau-bench", "transcripts", "deepeval"]
+
+
+@pytest.fixture
+def binary(tmp_path: Path) -> Path:
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(bytes([0xD8, 0x00, 0xFF, 0x10]) * 200)
+    return path
+
+
+@pytest.mark.parametrize("kind", IMPORT_KINDS)
+def test_importing_a_binary_file_is_an_error_line(cli, binary: Path, kind: str) -> None:
+    """Before: `import tau-bench` of a binary file ended in a UnicodeDecodeError traceback
+    (exit 1); the others said `cannot read: 'utf-8' codec can't decode ...`."""
+    code, out, err = cli("import", kind, binary, "-o", "out.eval.yaml")
+    assert code == 2 and err == f"error: {binary}: not a text file: invalid UTF-8 (byte 0xd8 at offset 0)\n"
+    assert not Path("out.eval.yaml").exists()
+
+
+@pytest.mark.parametrize("kind", ["mt-bench", "tau-bench", "deepeval"])
+def test_importing_a_folder_says_it_is_a_folder(cli, tmp_path: Path, kind: str) -> None:
+    """Before: `data.jsonl:1: no such file` for a folder that is there."""
+    (tmp_path / "data.jsonl").mkdir()
+    code, _, err = cli("import", kind, "data.jsonl")
+    assert (code, err) == (2, "error: data.jsonl is a folder; give the dataset file\n")
+
+
+def test_importing_a_file_that_makes_no_test_writes_nothing(cli, tmp_path: Path) -> None:
+    """Before: an empty (or foreign) file gave an eval file with no test, written, then
+    `out.eval.yaml:10: tests: must contain at least one test`."""
+    (tmp_path / "empty.jsonl").write_text("")
+    code, _, err = cli("import", "mt-bench", "empty.jsonl", "-o", "out.eval.yaml")
+    assert code == 2 and err.startswith("error: empty.jsonl: no test could be made from this file")
+    assert not (tmp_path / "out.eval.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda p: p.write_bytes(b"\xd8\x00" * 50), "not a text file: invalid UTF-8 (byte 0xd8 at offset 0)"),
+        (lambda p: p.mkdir(), "is a folder; give a file"),
+        (lambda p: os.symlink(p.name, p), "cannot read: Too many levels of symbolic links"),
+    ],
+    ids=["binary", "folder", "link-loop"],
+)
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_a_results_file_that_cannot_be_read_is_said_plainly(cli, tmp_path: Path, make, said: str, suffix: str) -> None:
+    """Before: `cannot read: 'utf-8' codec can't decode byte 0xd8 in position 0: invalid
+    continuation byte`, `cannot read: [Errno 21] Is a directory: 'r.jsonl'`."""
+    path = tmp_path / f"r{suffix}"
+    make(path)
+    for args in (("report", path.name, "--html", "o.html"), ("compare", path.name, path.name)):
+        code, _, err = cli(*args)
+        sep = " " if said.startswith("is a") else ": "
+        assert (code, err) == (2, f"error: r{suffix}{sep}{said}\n"), args
+    assert not (tmp_path / "o.html").exists()
+
+
+def test_an_error_naming_a_path_with_control_characters_is_one_escaped_line(cli, tmp_path: Path) -> None:
+    """A path with a newline or an ESC sequence must not corrupt the terminal nor split the
+    error: every command fails through one helper that escapes them."""
+    name = "r\x1b[2J\nx.jsonl"
+    for args in (
+        ("report", name, "--html", "o.html"),
+        ("arena", "--battles", name),
+        ("agreement", "--runs", name, name),
+        ("runs", "show", name, "--store", str(tmp_path / "state")),
+    ):
+        code, _, err = cli(*args)
+        assert code == 2 and err.count("\n") == 1 and "\x1b" not in err, (args, err)
+        assert "r\\x1b[2J\\nx.jsonl" in err, (args, err)
+    write(tmp_path / "bad\x1b[31m.eval.yaml", "tests:\n  - {id: t}\n")
+    code, _, err = cli("validate", "bad\x1b[31m.eval.yaml")
+    assert code == 2 and "\x1b" not in err and err.startswith("bad\\x1b[31m.eval.yaml:2"), err
+
+
+def test_init_in_a_link_that_leads_nowhere(cli, tmp_path: Path) -> None:
+    """Before: `cannot write loop/first.eval.yaml: File exists`."""
+    os.symlink("loop", tmp_path / "loop")
+    code, _, err = cli("init", "loop")
+    assert (code, err) == (2, "error: loop is a link that leads nowhere (broken, or a loop), not a folder\n")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("runs",), ("runs", "flaky"), ("runs", "show", "last"), ("cache", "stats"), ("cache", "clear")],
+)
+def test_a_store_that_is_a_file(cli, tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Before: `runs --store FILE` listed 0 runs in FILE/runs.sqlite and exited 0."""
+    (tmp_path / "state").write_text("not a folder")
+    code, _, err = cli(*args, "--store", "state")
+    assert (code, err) == (
+        2,
+        "error: state is a file; --store (or CONVOEVAL_HOME) names the folder that holds runs.sqlite\n",
+    )
+    code, _, err = cli("cache", "stats", "--cache-dir", "state")
+    assert (code, err) == (2, "error: state is a file; --cache-dir names the folder that holds cache.sqlite\n")
+
+
+def test_output_files_go_into_folders_made_for_them(cli, tmp_path: Path) -> None:
+    """`-o`, `--html` and `--junit` into folders that do not exist yet: made, files written whole
+    (no staging folder left beside them)."""
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: hi}\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t, input: hi, assertions: [{type: contains, value: hi}]}\n")
+    code, _, err = cli(
+        "run",
+        "s.eval.yaml",
+        "-t",
+        "bot",
+        "--store",
+        "st",
+        "-o",
+        "a/b/r.jsonl",
+        "--html",
+        "c/r.html",
+        "--junit",
+        "d/j.xml",
+    )
+    assert code == 0, err
+    assert [os.listdir(tmp_path / d) for d in ("a/b", "c", "d")] == [["r.jsonl"], ["r.html"], ["j.xml"]]
+    code, _, err = cli("report", "a/b/r.jsonl", "--markdown", "e/f/s.md", "--html", "a/b")
+    assert (code, err) == (2, "error: a/b is a folder; give a file name\n")
+    assert not (tmp_path / "e").exists()
