@@ -50,6 +50,17 @@ def left(mark: str) -> list[str]:
     return [line for line in command_lines() if mark in line]
 
 
+def kill_marked(mark: str) -> None:
+    """Kill the process groups of processes whose command line holds `mark`: what a failed test
+    (its convoeval killed with SIGKILL, which nothing survives to clean up after) left behind."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and mark.encode() in (entry / "cmdline").read_bytes():
+                os.killpg(os.getpgid(int(entry.name)), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            continue
+
+
 def wait_for(condition: Callable[[], object], seconds: float = 60) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
@@ -122,6 +133,15 @@ def test_sigterm_stops_a_run_kills_its_commands_keeps_its_results_and_resume_fin
     common = ["--store", str(tmp_path / "state"), "--sandbox", "none"]
     proc = convoeval("run", str(suite), "-o", "r.jsonl", "--concurrency", "4", *common, cwd=tmp_path)
     stopped.append(proc)
+    try:
+        _stop_and_resume(proc, tmp_path, mark, common, second)
+    finally:
+        kill_marked(f"sleep {mark}")
+
+
+def _stop_and_resume(
+    proc: subprocess.Popen[str], tmp_path: Path, mark: str, common: list[str], second: signal.Signals | None
+) -> None:
     results = tmp_path / "r.jsonl"
     wait_for(
         lambda: (
