@@ -78,7 +78,14 @@ def convoeval(*args: str, cwd: Path) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_sigint,
     )
+
+
+def default_sigint() -> None:
+    """In the child: SIGINT as a terminal sends it, even under a harness that started the tests
+    as a background job (which inherit SIGINT ignored, and Python keeps it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.fixture

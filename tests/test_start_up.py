@@ -81,6 +81,8 @@ def test_ctrl_c_while_a_command_loads_exits_130_without_a_traceback(tmp_path: Pa
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # SIGINT as a terminal sends it, also when the tests run as a background job (SIGINT ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 30
     while not reached.exists() and time.monotonic() < deadline:
