@@ -136,3 +136,33 @@ def test_output_files_go_into_folders_made_for_them(cli, tmp_path: Path) -> None
     code, _, err = cli("report", "a/b/r.jsonl", "--markdown", "e/f/s.md", "--html", "a/b")
     assert (code, err) == (2, "error: a/b is a folder; give a file name\n")
     assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("import", "deepeval", "data.json"),
+        ("import", "langfuse", "data.json"),
+        ("import", "otel", "data.json"),
+        ("import", "inspect", "data.json"),
+        ("grade", "results.jsonl", "--graders", "data.json"),
+    ],
+    ids=lambda args: args[1],
+)
+def test_a_binary_file_any_importer_reads_is_an_error_line(cli, tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Before: `grade --graders BINARY` (and the JSON importers) ended in a UnicodeDecodeError
+    traceback; each importer read its files its own way."""
+    (tmp_path / "data.json").write_bytes(b"\xd8\x00" * 50)
+    chat = '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}'
+    write(tmp_path / "results.jsonl", chat + "\n")
+    code, _, err = cli(*args)
+    assert (code, err) == (2, "error: data.json: not a text file: invalid UTF-8 (byte 0xd8 at offset 0)\n")
+
+
+def test_an_inspect_log_with_another_suffix_is_refused_before_any_work(cli, tmp_path: Path) -> None:
+    """Said with the file's own name (not the hidden folder it is first written in)."""
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: hi}\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t, input: hi}\n")
+    assert cli("run", "s.eval.yaml", "-t", "bot", "--store", "st", "-o", "r.jsonl")[0] == 0
+    code, _, err = cli("report", "r.jsonl", "--inspect-log", "log.txt")
+    assert (code, err) == (2, "error: log.txt: an Inspect log is a .eval or .json file\n")

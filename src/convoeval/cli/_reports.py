@@ -120,6 +120,8 @@ def report(
             "--inspect-log run.eval and/or --otel (or --by FIELD for a grouped table)"
         )
     check_writable(html, junit, markdown, inspect_log)
+    if inspect_log is not None and inspect_log.suffix not in (".eval", ".json"):
+        raise fail(f"{inspect_log}: an Inspect log is a .eval or .json file")
     loaded = _load(run, store)
     if by:
         if all(report_module.field_value(r, by) == report_module.NO_VALUE for r in loaded.results):

@@ -39,12 +39,19 @@ def read_jsonl(path: Path) -> list[tuple[int, JsonObject]]:
 
 def read_json(path: Path) -> JsonValue:
     """A whole JSON document (raises DatasetError naming the file and line)."""
-    _check_file(path)
+    text = read_text(path)
     try:
-        return decode_json(path.read_text(encoding="utf-8"))
+        return decode_json(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
-    except (OSError, UnicodeDecodeError) as exc:  # a binary file, say
+
+
+def read_text(path: Path) -> str:
+    """A dataset file's text (raises DatasetError naming the file: missing, a folder, not text)."""
+    _check_file(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(jsonl.read_problem(path, exc)) from None
 
 

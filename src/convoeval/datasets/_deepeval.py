@@ -29,7 +29,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import unique
-from ._common import JsonObject, decode_json, objects, read_json, read_jsonl
+from ._common import JsonObject, decode_json, objects, read_json, read_jsonl, read_text
 from ._suite_types import Message, Suite, SuiteTest, Turn
 
 DEFAULT_MAX_TURNS = 10
@@ -73,7 +73,7 @@ def _records(source: Path) -> list[tuple[int, JsonValue]]:
             return [(1, record) for record in data]
     if not isinstance(data, list):
         raise DatasetError(f"{source}:1: expected a JSON list of DeepEval goldens or test cases")
-    text = source.read_text(encoding="utf-8")
+    text = read_text(source)
     decoder, at, lines = json.JSONDecoder(), text.index("[") + 1, []
     for _ in data:  # walk the list again only to know where each element starts
         while text[at] in " \t\r\n,":

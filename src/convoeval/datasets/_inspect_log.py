@@ -22,7 +22,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest, arguments_of, has_dialogue, slug, text_of, unique
-from ._common import JsonObject, as_list, as_object, decode_json, objects
+from ._common import JsonObject, as_list, as_object, decode_json, objects, read_text
 from ._suite_types import RecordedCall
 
 #: An eval log's header (`eval`: task, model, ...) and its samples (`id`, `epoch`, `messages`,
@@ -89,7 +89,7 @@ def _samples(samples: list[JsonValue], path: Path) -> list[JsonObject]:
 
 def _read_json(path: Path) -> Log:
     try:
-        log: JsonValue = json.loads(path.read_text(encoding="utf-8"))
+        log: JsonValue = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
     if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):

@@ -30,7 +30,7 @@ from ._chat_logs import (
     text_of,
     unique,
 )
-from ._common import JsonObject, as_list, as_object, decode_json, object_list, objects
+from ._common import JsonObject, as_list, as_object, decode_json, object_list, objects, read_text
 from ._suite_types import RecordedCall
 
 #: A trace as Langfuse exports it: `id`, `sessionId`, `timestamp`, `input`, `output`,
@@ -40,7 +40,7 @@ Trace = JsonObject
 
 
 def _load(path: Path) -> JsonValue:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     try:
         return decode_json(text)
     except json.JSONDecodeError:

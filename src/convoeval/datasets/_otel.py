@@ -35,7 +35,7 @@ from ._chat_logs import (
     slug,
     unique,
 )
-from ._common import JsonObject, as_int, as_object, decode_json, object_list, objects
+from ._common import JsonObject, as_int, as_object, decode_json, object_list, objects, read_text
 from ._suite_types import RecordedCall
 
 
@@ -54,7 +54,7 @@ def is_otel_spans(path: Path, head: str) -> bool:
 
 
 def _documents(path: Path) -> list[JsonValue]:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     decoder, at = json.JSONDecoder(), 0
     docs: list[JsonValue] = []
     while True:

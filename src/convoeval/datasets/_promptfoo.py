@@ -33,7 +33,17 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import unique
-from ._common import DatasetWarning, JsonObject, as_int, as_list, as_object, decode_json, json_compatible, mapping
+from ._common import (
+    DatasetWarning,
+    JsonObject,
+    as_int,
+    as_list,
+    as_object,
+    decode_json,
+    json_compatible,
+    mapping,
+    read_text,
+)
 from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
 from ._promptfoo_csv import read_csv_tests
 from ._suite_types import Message, Suite, SuiteTest, Turn
@@ -145,7 +155,7 @@ def _load_yaml(path: Path) -> JsonValue:
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
     try:
-        return json_compatible(yaml.safe_load(path.read_text(encoding="utf-8")))
+        return json_compatible(yaml.safe_load(read_text(path)))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
@@ -183,7 +193,7 @@ def _prompt_file(path: Path, source: Path, n: int) -> str:
         raise DatasetError(f"{source}:1: prompts[{n - 1}]: prompt functions ({path.name}) cannot be imported")
     if not path.is_file():
         raise DatasetError(f"{source}:1: prompts[{n - 1}]: {path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     if path.suffix in (".yaml", ".yml"):
         return json.dumps(yaml.safe_load(text))
     return text

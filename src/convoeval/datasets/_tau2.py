@@ -31,7 +31,7 @@ from typing import TypeGuard
 from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._common import JsonObject, as_list, mapping
+from ._common import JsonObject, as_list, mapping, read_text
 from ._suite_types import Skipped, Suite, SuiteTest
 
 #: tau2-bench's limits (src/tau2/config.py DEFAULT_MAX_STEPS, DEFAULT_MAX_ERRORS).
@@ -97,7 +97,7 @@ def import_tau2_tasks(
     if policy is not None or policy_file.is_file():
         if not policy_file.is_file():
             raise DatasetError(f"{policy_file}:1: no such file (the domain policy)")
-        suite["policy"] = {"text": policy_file.read_text(encoding="utf-8"), "system_prompt": True}
+        suite["policy"] = {"text": read_text(policy_file), "system_prompt": True}
     if skipped:
         suite["metadata"]["skipped"] = skipped
     suite["tests"] = tests

@@ -25,7 +25,7 @@ from pydantic import JsonValue
 from ..errors import DatasetError
 from ._agent_sessions import agent_sessions_suite
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest
-from ._common import as_object, read_jsonl
+from ._common import as_object, read_jsonl, read_text
 from ._log_formats import log_reader
 from ._suite_types import GRADER_KEYS, Graders, GradingSuite, Message, Suite, SuiteTest, is_grader_key, with_call_fields
 
@@ -127,7 +127,7 @@ def _graders(path: Path) -> Graders:
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
     try:
-        loaded: object = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        loaded: object = yaml.safe_load(read_text(path)) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
