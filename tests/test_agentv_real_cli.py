@@ -26,7 +26,6 @@ from .agentv_real import SUITES, Suite, agentv_bin, recorded, run_ours, run_real
 _KNOWN = [
     ("rubric", "code-quality-multi-eval", "code-grader stdin: AgentV 4.42 sends `output` as text, convoeval messages"),
     ("edges-text", "equals-number-value", "AgentV skips the `equals 4` and then runs its default llm-grader"),
-    ("edges-judged", "latency-and-cost", "a target without prices: convoeval's cost is $0, AgentV has none (fail)"),
     ("edges-judged", "negated-grader", "a negated graded assertion's own verdict: AgentV flips it"),
     ("edges-judged", "required-min-score-met", "an llm-grader's own verdict: AgentV at 0.8, convoeval at min_score"),
     ("edges-judged", "score-ranges", "AgentV's 2.4/3 is 0.7999999999999999 < 0.8; convoeval rounds to 6 digits"),
