@@ -255,6 +255,8 @@ class Conversation:
             max_tool_calls=_turn_tool_calls(self.plan.budget),
             domain_tools=domain.domain.specs() if domain else None,
             call_domain_tool=domain.call if domain else None,
+            eval_dir=str(self.plan.base_dir) if self.plan.agentv else None,
+            input_files=tuple(self.plan.test.attachments) if self.plan.agentv else (),
         )
         if domain is None:
             self.agent = agent

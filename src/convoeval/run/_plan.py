@@ -80,6 +80,7 @@ class TestPlan:
     budget: Budget | None = None
     tools: str | None = None  # the suite's domain: tool functions over `backend`
     backend: str | dict[str, object] | None = None
+    agentv: bool = False  # the eval file is AgentV's (its `cli` target runs in `base_dir`)
     steps: tuple[StepFactory, ...] = ()  # what its trials run besides the turns (`choose_steps`)
 
     def for_trial(self, trial: int) -> TestPlan:

@@ -79,6 +79,7 @@ def plan_test(
         budget=test.budget,
         tools=suite.tools,
         backend=suite.backend,
+        agentv=suite.agentv,
     )
     plan.steps = choose_steps(plan)
     plan.other_trials = _other_trials(plan, test, every_turn, len(before))

@@ -290,6 +290,11 @@ class Test(Strict):
     input: Messages | None = None
     expected_output: Messages | None = None
     assertions: AssertionList = Field(default_factory=list)
+    attachments: list[str] = Field(
+        default_factory=list,
+        description="The files attached to the input, as absolute paths (filled when the file loads; "
+        "AgentV's `cli` target's `{FILES}`).",
+    )
     mode: Literal["conversation"] | None = None
     turns: list[Turn] | None = None
     aggregation: Literal["mean", "min", "max"] | None = None
