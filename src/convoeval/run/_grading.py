@@ -78,6 +78,7 @@ def turn_context(
         history=history,
         transcript=list(convo.transcript),
         expected_output=turn.expected_output,
+        expected_messages=turn.expected_messages,
         criteria=plan.test.criteria,
         reply=reply,
         turn=number,

@@ -43,6 +43,7 @@ class TurnPlan:
     messages: list[Message]
     assertions: list[Assertion]
     expected_output: str | None = None
+    expected_messages: list[dict[str, object]] | None = None  # the same as messages (AgentV's code-graders)
     context: object = None
     captures: list[Capture] = field(default_factory=list)
     post_condition: PostCondition | None = None

@@ -9,7 +9,17 @@ from typing import Literal, TypeVar
 from ..graders import Assertion, lookup_assertion_type
 from ..judging import format_policy
 from ..results import Message
-from ..spec import DEFAULT_THRESHOLD, Execution, Suite, Test, TrialsConfig, messages_text, suite_input_for, to_messages
+from ..spec import (
+    DEFAULT_THRESHOLD,
+    Execution,
+    Suite,
+    Test,
+    TrialsConfig,
+    expected_messages,
+    messages_text,
+    suite_input_for,
+    to_messages,
+)
 from ..targets import ChatReply
 from ._plan import FIDELITY_TYPE, TestPlan, TurnPlan
 from ._recorded import split_transcript
@@ -117,6 +127,7 @@ def _turns(
             messages=to_messages(test.input, user_source="user"),
             assertions=[*(assertions or _implicit(expected, test.criteria)), *every_turn],
             expected_output=expected,
+            expected_messages=expected_messages(test.expected_output),
         )
         return [], [turn], [], None
     turns = [
@@ -124,6 +135,7 @@ def _turns(
             messages=to_messages(turn.input, user_source="user"),
             assertions=[*(list(turn.assertions) or _implicit(messages_text(turn.expected_output), None)), *every_turn],
             expected_output=messages_text(turn.expected_output),
+            expected_messages=expected_messages(turn.expected_output),
             context=turn.backend_result,
             captures=list(turn.capture),
             post_condition=turn.post_condition,

@@ -33,6 +33,7 @@ from ._models import (
     TranscriptMessage,
     TrialsConfig,
     Turn,
+    expected_messages,
     messages_text,
     to_messages,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "eval_files",
     "load_suite",
     "load_suites",
+    "expected_messages",
     "messages_text",
     "render",
     "substitute",
