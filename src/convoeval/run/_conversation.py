@@ -39,6 +39,7 @@ from ..targets import (
     capabilities,
     session_mode,
 )
+from ._agentv import agentv_turn_scores
 from ._controls import ControlError, apply_controls, budget_hit
 from ._grading import TurnRecord, done, grade_conversation, grade_turn, trial_result, turn_context, window
 from ._jobs import GradedTurn, Job, JobEvents
@@ -324,6 +325,8 @@ async def play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     if plan.recorded is not None:  # a recorded conversation ended as its recording says
         convo.stop_reason = plan.test.stop_reason
     entries = await convo.play(source)
+    if plan.agentv and plan.mode == "conversation":
+        agentv_turn_scores(entries)
     for step in steps:
         step.after_turns(convo)
     if convo.gradable and convo.error is None and plan.conversation_assertions:

@@ -22,6 +22,7 @@ from ..results import (
     Usage,
     Verdict,
 )
+from ..spec import agentv_transcript
 from ..targets import ChatReply, capabilities
 from ._plan import TestPlan, TurnPlan
 
@@ -102,7 +103,7 @@ def conversation_context(convo: Conversation) -> GradeContext:
         plan,
         ctx,
         level="conversation",
-        output="\n\n".join(r.text for r in replies),
+        output=agentv_transcript(convo.transcript) if plan.agentv else "\n\n".join(r.text for r in replies),
         history=list(convo.transcript),
         transcript=list(convo.transcript),
         criteria=plan.test.criteria,

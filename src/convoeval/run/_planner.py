@@ -125,7 +125,7 @@ def _turns(
         assertions = [*test.assertions, *_defaults(suite, test)]
         turn = TurnPlan(
             messages=to_messages(test.input, user_source="user"),
-            assertions=[*(assertions or _implicit(expected, test.criteria)), *every_turn],
+            assertions=[*(assertions or _implicit(expected, test.criteria, suite.agentv)), *every_turn],
             expected_output=expected,
             expected_messages=expected_messages(test.expected_output),
         )
@@ -160,14 +160,16 @@ def _defaults(suite: Suite, test: Test) -> list[Assertion]:
     return [] if test.execution and test.execution.skip_defaults else list(suite.assertions)
 
 
-def _implicit(expected_output: str | None, criteria: str | None) -> list[Assertion]:
-    """AgentV's fallback: an llm-grader against expected_output and/or criteria."""
-    if expected_output is None and not criteria:
+def _implicit(expected_output: str | None, criteria: str | None, always: bool = False) -> list[Assertion]:
+    """AgentV's fallback: an llm-grader against expected_output and/or criteria; with neither,
+    none, unless `always` (AgentV's files: its default llm-grader, `orchestrator.ts` v4.42.4
+    lines 2611-2621, judges a test left without assertions whatever it has)."""
+    if expected_output is None and not criteria and not always:
         return []
     grader = lookup_assertion_type("llm-grader")
     if grader is None:  # pragma: no cover - llm-grader is built in
         return []
-    name = "expected_output" if expected_output is not None else "criteria"
+    name = "expected_output" if expected_output is not None else "criteria" if criteria else "llm-grader"
     return [grader.model_validate({"type": "llm-grader", "name": name})]
 
 

@@ -12,7 +12,7 @@ from .._templates import (
     substitute_regex,
     unfilled,
 )
-from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, suite_input_for, with_default_system_prompt
+from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, agentv_transcript, suite_input_for, with_default_system_prompt
 from ._checks import CHECKS_VERSION, stored_checks, suite_checks
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
@@ -88,6 +88,7 @@ __all__ = [
     "suite_json_schema",
     "to_messages",
     "validate_eval_paths",
+    "agentv_transcript",
     "suite_input_for",
     "validate_paths",
     "with_default_system_prompt",

@@ -277,6 +277,8 @@ class AgentvNormalizer:
         self.found = []
         self.messages(test.get("input"), (*path, "input"), "user")
         self.attachments(test)
+        if self.agentv:
+            self.incomplete(test, path)
         if self.agentv and not self.suite_input and test.get("mode") != "conversation":
             _flatten_single_message(test.get("input"))
             if "input" in test:
@@ -288,6 +290,19 @@ class AgentvNormalizer:
             if isinstance(turn, dict):
                 self.messages(turn.get("input"), (*path, "turns", j, "input"), "user")
                 self.messages(turn.get("expected_output"), (*path, "turns", j, "expected_output"), "assistant")
+
+    def incomplete(self, test: dict, path: DataPath) -> None:
+        """A warning for a test AgentV v4.42.4 skips as incomplete (`yaml-parser.ts` lines
+        517-528: no input of its own, or none of criteria, expected_output, assertions, turns);
+        convoeval runs it."""
+        given = test.get("input")
+        checks = any(test.get(k) not in (None, "", []) for k in ("criteria", "expected_output", "turns"))
+        if given in (None, "", []) or not (checks or any(k in test for k in ("assertions", "assert", "evaluators"))):
+            self.warn(
+                path,
+                'AgentV skips this test ("Missing required fields: id, input, and at least one of '
+                'criteria/expected_output/assertions/turns"); convoeval runs it',
+            )
 
     def attachments(self, test: dict) -> None:
         """The files attached to the test's input (the suite's `input`'s first, unless it skips
