@@ -1,7 +1,7 @@
 """What a code-grader of an AgentV file reads on stdin: what the newest AgentV sends
 (`graders/code-grader.ts` at v4.42.4 lines 146 and 168-174, main 58f316c lines 234 and 257-262):
 `output` the reply's text, `messages` the conversation, `expected_output` the expected messages
-with JSON-object content kept, and no `answer` (main's own contract check requires it absent,
+with JSON-object content kept, `input_files` the attachments, and no `answer` (main's own contract check requires it absent,
 `examples/contract/scripts/check-script-grader-payload.ts`). convoeval's own suites keep
 convoeval's shape (`output` the list of messages, `answer`, `expected_output` text).
 
@@ -28,7 +28,9 @@ print(json.dumps({"score": 1}))
 SUITE = f"""\
 tests:
   - id: t
-    input: Extract the invoice.
+    input:
+      - role: user
+        content: [{{type: file, value: invoice.txt}}, {{type: text, value: Extract the invoice.}}]
     expected_output:
       - role: assistant
         content: {{invoice: INV-7, total: 100}}
@@ -47,6 +49,7 @@ def _seen(folder: Path) -> dict:
     suite = write(folder / "x.eval.yaml", SUITE)
     write(folder / "grader.py", RECORDER)
     write(folder / "targets.yaml", TARGETS)
+    write(folder / "invoice.txt", "INV-7, total 100\n")
     report = convoeval.run(suite, target="extractor", judge="scripted", cache=False)
     assert report.results[0].verdict == "pass", report.results[0].model_dump_json()[:2000]
     return json.loads((folder / "seen.json").read_text())
@@ -62,6 +65,7 @@ def test_an_agentv_code_grader_reads_what_the_newest_agentv_sends(tmp_path: Path
     assert [m["role"] for m in seen["messages"]] == ["user", "assistant"]
     assert seen["messages"][-1]["content"] == reply
     assert "answer" not in seen
+    assert seen["input_files"] == [str((tmp_path / "evals" / "invoice.txt").resolve())]
     assert seen["output_text"] == reply  # AgentV v4.15's name, which its old examples read
 
 

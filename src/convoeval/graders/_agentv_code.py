@@ -26,7 +26,7 @@ import math
 
 from .._text import shorten
 from ..results import AssertionOutcome
-from ._base import Grade
+from ._base import Grade, GradeContext
 
 #: How the check of a program that failed begins (AgentV's words).
 FAILED = "Code evaluator failed: "
@@ -77,11 +77,13 @@ def agentv_grade(code: int, stdout: str, stderr: str, shown: str = "") -> Grade:
     return Grade(score=score, assertions=outcomes, details=details if isinstance(details, dict) else None)
 
 
-def agentv_payload(payload: dict[str, object], expected: list[dict[str, object]] | None) -> dict[str, object]:
+def agentv_payload(payload: dict[str, object], ctx: GradeContext) -> dict[str, object]:
     """convoeval's stdin payload (`_code.grading_payload`) as the newest AgentV sends it: `output`
     the graded text, `messages` the conversation (already there), `expected_output` the expected
-    messages (`[]` without; JSON-object content kept), no `answer`."""
+    messages (`[]` without; JSON-object content kept), `input_files` the test's attachments
+    (absolute paths), no `answer`."""
     found = {k: v for k, v in payload.items() if k != "answer"}
     found["output"] = payload.get("output_text")
-    found["expected_output"] = expected or []
+    found["expected_output"] = ctx.expected_messages or []
+    found["input_files"] = list(ctx.input_files)
     return found

@@ -133,7 +133,7 @@ class CodeGrader(Assertion):
     def payload(self, ctx: GradeContext) -> dict[str, object]:
         """What the program reads on stdin (AgentV's shape for AgentV files: `agentv_payload`)."""
         found = grading_payload(ctx, {**(self.model_extra or {}), **self.config})
-        return agentv_payload(found, ctx.expected_messages) if self.agentv_protocol else found
+        return agentv_payload(found, ctx) if self.agentv_protocol else found
 
     def grade_result(self, result: dict[str, object], shown: str) -> Grade:
         """The grade of what the program printed."""

@@ -60,6 +60,7 @@ def _grade_context(plan: TestPlan, ctx: TrialContext, **fields: Any) -> GradeCon
         threshold=plan.threshold,
         trial=ctx.trial,
         test_id=plan.id,
+        input_files=plan.test.attachments,
         **fields,
     )
 
