@@ -47,8 +47,6 @@ OTHER = {
     "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml": ("rejected", "a judge per grader"),
     "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml": ("rejected", "a judge per grader"),
     "examples/features/file-changes-graders/evals/dataset.eval.yaml": ("rejected", "file tools"),
-    # Its v4.15 grader reads `output` as the list of messages (AgentV v4.38+ and convoeval: the text).
-    "examples/features/code-grader-sdk/evals/dataset.eval.yaml": ("grader fails", "verify-attachments.ts"),
     "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml": ("rejected", "written inline"),
     # Their graders find the retrieval context in the expected messages' tool calls (AgentV's
     # `expected_output` on stdin), then ask the judge through AgentV's target proxy.
@@ -68,7 +66,7 @@ BY_TAG = {
 RUNS = "runs unchanged"
 MISSING_TOOL = "runs with a grader needing a missing tool"
 #: Bars: files of each tag that must run unchanged when `bun` and `uv` are on the machine.
-AT_LEAST = {"v4.15.0": 65, "v4.42.4": 68}
+AT_LEAST = {"v4.15.0": 66, "v4.42.4": 68}
 
 ENV = {"EXPECTED_GREETING": "Hello there!", "CUSTOM_SYSTEM_PROMPT": "You greet warmly.", "VAR": "example"}
 
