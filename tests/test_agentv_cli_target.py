@@ -58,6 +58,7 @@ targets:
     provider: cli
     cwd: ../data
     command: {python} ../tool.py {{OUTPUT_FILE}} {{FILES}}
+    healthcheck: {{command: test -f invoice.json, cwd: ../fixtures}}
     files_format: "--file={{path}}"
 """,
     )

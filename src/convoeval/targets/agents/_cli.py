@@ -21,7 +21,7 @@ Where the command runs: the trial's workspace when the test has one; else, for a
 found as AgentV's, `cwd` relative to the eval file's folder, or that folder itself (AgentV's
 `resolveCliConfig`, `providers/targets.ts` v4.42.4 lines 286-299); else (convoeval's own suites)
 `cwd` relative to the targets file's folder, or the working folder. The healthcheck runs there
-too. In AgentV's files `{FILES}` is the test's attachments (absolute paths, AgentV's
+too, or in its own `cwd` read the same way. In AgentV's files `{FILES}` is the test's attachments (absolute paths, AgentV's
 `file_paths`), then the `files` setting's.
 """
 
@@ -136,12 +136,14 @@ class CliTarget:
             return (str(found[0].value) if found else None), ""
         return None, ""
 
-    def _cwd(self, eval_dir: str | None) -> Path | None:
-        """Where the command runs without a workspace (the module docstring)."""
+    def _cwd(self, eval_dir: str | None, cwd: object = None) -> Path | None:
+        """Where the command runs without a workspace (the module docstring); `cwd`: the
+        healthcheck's own, read the same way (AgentV's `normalizeCliHealthcheck`)."""
+        given = cwd if isinstance(cwd, str) else self.settings.cwd
         if eval_dir is None:
-            return work_dir(self.config, self.settings.cwd)
+            return work_dir(self.config, given)
         folder = Path(eval_dir).resolve()
-        return folder if self.settings.cwd is None else folder / Path(self.settings.cwd).expanduser()
+        return folder if given is None else folder / Path(given).expanduser()
 
     async def _check_health(self, env: dict[str, str], secrets: list[str], eval_dir: str | None) -> None:
         check = self.settings.healthcheck
@@ -153,7 +155,7 @@ class CliTarget:
         timeout = float(given) if isinstance(given, int | float) else 30.0
         finished = await run_command(
             [str(check["command"])],
-            cwd=self._cwd(eval_dir),
+            cwd=self._cwd(eval_dir, check.get("cwd")),
             env=env,
             timeout_s=timeout,
             name=f"{self.name} healthcheck",
