@@ -83,8 +83,9 @@ class Replies:
         return reply
 
     def judged_reply(self, prompt: str) -> str:
-        """The longest reply served so far that the judge prompt quotes (what is graded)."""
-        found = [r for r in self.served if r and r in prompt]
+        """The longest reply served so far that the judge prompt quotes (what is graded), its
+        surrounding white space aside (AgentV quotes a reply trimmed)."""
+        found = [r.strip() for r in self.served if r.strip() and r.strip() in prompt]
         return max(found, key=len) if found else ""
 
     def judge(self, body: Body) -> str | None:

@@ -30,7 +30,7 @@ SDK = Path(__file__).parent / "fakes" / "agentv_sdk.mjs"
 NETWORK = "needs the network"
 UPSTREAM = "fails in AgentV's own tree too"
 CHECKOUT = "needs AgentV's whole checkout"  # a hook copies files from the repository root (git rev-parse)
-V442_PAYLOAD = "AgentV v4.42's code-grader stdin (output as text)"
+TARGET_PROXY = "needs AgentV's target proxy"  # `createTargetClient`, which the stand-in SDK lacks
 OTHER = {
     "examples/features/docker-workspace/evals/docker-example.EVAL.yaml": ("needs Docker", "Docker daemon"),
     "examples/features/workspace-setup-script/evals/dataset-vscode.eval.yaml": (NETWORK, "allagents"),
@@ -47,19 +47,26 @@ OTHER = {
     "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml": ("rejected", "a judge per grader"),
     "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml": ("rejected", "a judge per grader"),
     "examples/features/file-changes-graders/evals/dataset.eval.yaml": ("rejected", "file tools"),
-    # Its grader reads `input_files` (the test's attachments) from stdin, which convoeval does not send.
-    "examples/features/code-grader-sdk/evals/dataset.eval.yaml": ("grader fails", "verify-attachments.ts"),
     "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml": ("rejected", "written inline"),
+    # Their graders find the retrieval context in the expected messages' tool calls (AgentV's
+    # `expected_output` on stdin), then ask the judge through AgentV's target proxy.
+    "examples/features/code-grader-with-llm-calls/evals/contextual-precision.eval.yaml": (
+        TARGET_PROXY,
+        "contextual-precision.ts",
+    ),
+    "examples/features/code-grader-with-llm-calls/evals/contextual-recall.eval.yaml": (
+        TARGET_PROXY,
+        "contextual-recall.ts",
+    ),
 }
 #: Files whose class differs between the two tags: (tag, file) -> class and words (None: runs).
 BY_TAG = {
     ("v4.15.0", "examples/features/prompt-template-sdk/evals/dataset.eval.yaml"): None,
-    ("v4.42.4", "examples/features/basic/evals/dataset.eval.yaml"): (V442_PAYLOAD, "keyword"),
 }
 RUNS = "runs unchanged"
 MISSING_TOOL = "runs with a grader needing a missing tool"
 #: Bars: files of each tag that must run unchanged when `bun` and `uv` are on the machine.
-AT_LEAST = {"v4.15.0": 67, "v4.42.4": 69}
+AT_LEAST = {"v4.15.0": 66, "v4.42.4": 68}
 
 ENV = {"EXPECTED_GREETING": "Hello there!", "CUSTOM_SYSTEM_PROMPT": "You greet warmly.", "VAR": "example"}
 

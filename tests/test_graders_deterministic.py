@@ -345,6 +345,19 @@ async def test_cost() -> None:
     assert (await grade({"type": "cost", "max_usd": 0.25}, conv_ctx(["a"]))).verdict == "error"
 
 
+async def test_a_cost_nobody_knows_cannot_pass() -> None:
+    """A target without prices reports $0: no cost is known, so the check cannot decide (an
+    error), or with `missing: fail` (AgentV's reading, `cost.ts`) it fails; never a pass."""
+    unpriced = turn_ctx("x", reply=ChatReply(text="x", latency_ms=5, usage=Usage(input_tokens=10, output_tokens=5)))
+    result = await grade({"type": "cost", "max_usd": 1.0}, unpriced)
+    assert result.verdict == "error" and "no cost data" in (result.error or "")
+    result = await grade({"type": "cost", "max_usd": 1.0}, conv_ctx(["a", "b"], cost_usd=0.0))
+    assert result.verdict == "error"
+    result = await grade({"type": "cost", "max_usd": 1.0, "missing": "fail"}, unpriced)
+    assert (result.verdict, result.score, result.assertions[0].passed) == ("fail", 0.0, False)
+    assert "no cost data" in (result.assertions[0].evidence or "")
+
+
 # -- conversation level ------------------------------------------------------------------------
 
 

@@ -90,6 +90,12 @@ async def test_what_was_not_measured_is_an_error() -> None:
     assert result.verdict == "error" and "cache" in (result.error or "")
     result = await grade({"type": "execution_metrics", "max_cost_usd": 1}, conv_ctx(["a"]))
     assert result.verdict == "error"
+    unpriced = turn_ctx("x", reply=ChatReply(text="x", latency_ms=5, usage=Usage(input_tokens=3, output_tokens=2)))
+    result = await grade({"type": "execution_metrics", "max_cost_usd": 1}, unpriced)
+    assert result.verdict == "error" and "no cost data" in (result.error or "")
+    spec = {"type": "execution_metrics", "max_cost_usd": 1, "max_tokens": 10, "missing_cost": "fail"}
+    result = await grade(spec, unpriced)  # AgentV's reading: a miss ("Cost data not available")
+    assert [a.passed for a in result.assertions] == [True, False] and result.score == 0.5
 
 
 async def test_conversation_totals() -> None:

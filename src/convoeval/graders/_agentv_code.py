@@ -10,6 +10,13 @@ code-grader.ts`, lines 261-330), for code-graders of AgentV files (`agentv_proto
 
 A program that cannot start or runs over its time stays a grader error, as in every code-grader
 (AgentV scores those 0 too; convoeval never turns an unfinished check into a verdict).
+
+What the program reads (`agentv_payload`): AgentV up to v4.35 sent `output` as the list of
+output messages; v4.38.0 sends the reply's text (`context.candidate`) with the messages in
+`messages`, and `answer` (the text again); v4.42.4 (`code-grader.ts` lines 146 and 173-174) and
+main (58f316c, lines 234 and 261-262) drop `answer`, and main's own contract check
+(`examples/contract/scripts/check-script-grader-payload.ts`) requires it absent. None of AgentV's
+examples reads `output` as a list any more (v4.15's read `output_text`, which stays).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import math
 
 from .._text import shorten
 from ..results import AssertionOutcome
-from ._base import Grade
+from ._base import Grade, GradeContext
 
 #: How the check of a program that failed begins (AgentV's words).
 FAILED = "Code evaluator failed: "
@@ -68,3 +75,15 @@ def agentv_grade(code: int, stdout: str, stderr: str, shown: str = "") -> Grade:
         score = sum(o.passed for o in outcomes) / len(outcomes) if outcomes else 0.0
     details = result.get("details")
     return Grade(score=score, assertions=outcomes, details=details if isinstance(details, dict) else None)
+
+
+def agentv_payload(payload: dict[str, object], ctx: GradeContext) -> dict[str, object]:
+    """convoeval's stdin payload (`_code.grading_payload`) as the newest AgentV sends it: `output`
+    the graded text, `messages` the conversation (already there), `expected_output` the expected
+    messages (`[]` without; JSON-object content kept), `input_files` the test's attachments
+    (absolute paths), no `answer`."""
+    found = {k: v for k, v in payload.items() if k != "answer"}
+    found["output"] = payload.get("output_text")
+    found["expected_output"] = ctx.expected_messages or []
+    found["input_files"] = list(ctx.input_files)
+    return found

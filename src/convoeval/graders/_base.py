@@ -82,6 +82,9 @@ class GradeContext:
             including this user message, limited by `window_size`; at conversation level the
             whole transcript.
         transcript: the whole transcript so far, including this reply.
+        expected_messages: the turn's `expected_output` as messages `[{role, content}]` (JSON
+            objects kept), or None; AgentV's code-graders read it as `expected_output`.
+        input_files: the files attached to the test's input (absolute paths).
         reply: the target's reply object (latency, usage, cost, tool calls); None at
             conversation level.
         judge: the model used by LLM graders, or None when no judge is configured.
@@ -106,6 +109,8 @@ class GradeContext:
     history: list[Message]
     transcript: list[Message]
     expected_output: str | None = None
+    expected_messages: list[dict[str, object]] | None = None
+    input_files: list[str] = field(default_factory=list)
     criteria: str | None = None
     reply: ChatReply | None = None
     turn: int | None = None

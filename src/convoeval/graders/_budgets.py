@@ -40,6 +40,25 @@ def as_number(value: object, what: str) -> float:
     return float(value)
 
 
+#: What a cost check gives when no cost is known: an error (convoeval), or a failed check (AgentV,
+#: `graders/cost.ts`: "No cost data available in trace"; set for files found as AgentV's).
+MissingCost = Literal["error", "fail"]
+MISSING_COST_TEXT = (
+    "no cost data: the target has no prices (set price_input_per_mtok / price_output_per_mtok) and reported none"
+)
+
+
+def known_cost(ctx: GradeContext) -> float | None:
+    """The reply's (turn level) or conversation's cost in USD, or None when none is known: a
+    target without prices reports $0, which says nothing about what the call cost.
+
+    Raises GraderError when nothing was recorded at all (`measured`), or it is not a number.
+    """
+    raw = measured(ctx, "cost", lambda reply: reply.cost_usd, ctx.cost_usd)
+    cost = as_number(raw, "the reply's cost" if ctx.reply is not None else "the conversation's cost")
+    return cost or None
+
+
 def _scope(ctx: GradeContext) -> str:
     return "" if ctx.level == "turn" else " (conversation total)"
 
@@ -136,8 +155,10 @@ class TokenUsage(Check):
 class Cost(Check):
     """The target's cost in USD stays within a limit (this reply, or the whole conversation).
 
-    Cost comes from the target's prices (`price_input_per_mtok`, `price_output_per_mtok`); a
-    target without prices reports $0.
+    Cost comes from the target's prices (`price_input_per_mtok`, `price_output_per_mtok`, or
+    convoeval's table of well-known models) or what the target reports. Without either the cost
+    is unknown ($0 reported): the check cannot decide, which is an error (`missing: fail` makes
+    it a failed check, as AgentV scores it; files found as AgentV's get that).
     """
 
     type: Literal["cost"]
@@ -146,14 +167,16 @@ class Cost(Check):
         validation_alias=AliasChoices("max_usd", "threshold"),
         description="Maximum cost in US dollars (also accepted as promptfoo's `threshold`).",
     )
+    missing: MissingCost = Field(
+        "error", description="No cost known: an error (default), or `fail` (AgentV: 'No cost data available')."
+    )
 
     def check(self, ctx: GradeContext) -> tuple[bool, list[AssertionOutcome]]:
-        raw = measured(ctx, "cost", lambda reply: reply.cost_usd, ctx.cost_usd)
-        cost = as_number(raw, "the reply's cost" if ctx.reply is not None else "the conversation's cost")
-        evidence = f"${cost:.6f}"
-        if cost == 0:
-            evidence += " (the target reported no cost; set its prices to measure it)"
+        text = f"cost <= ${self.max_usd:g}{_scope(ctx)}"
+        cost = known_cost(ctx)
+        if cost is None:
+            if self.missing == "error":
+                raise GraderError(f"{MISSING_COST_TEXT}, so cost cannot be checked")
+            return False, [AssertionOutcome(text=text, passed=False, evidence=MISSING_COST_TEXT)]
         passed = cost <= self.max_usd
-        return passed, [
-            AssertionOutcome(text=f"cost <= ${self.max_usd:g}{_scope(ctx)}", passed=passed, evidence=evidence)
-        ]
+        return passed, [AssertionOutcome(text=text, passed=passed, evidence=f"${cost:.6f}")]

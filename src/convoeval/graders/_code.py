@@ -7,9 +7,11 @@ The program gets one JSON object on stdin:
      "turn", "level", "variables", "transcript": [{role, content, source, turn, tool_calls}],
      "test_id", "trial", "latency_ms", "latencies_ms", "token_usage", "cost_usd", "tool_calls"}
 
-As in AgentV, `output` is the list of messages being graded (the reply at turn level, every
-target message at conversation level; `output_text`/`answer` hold the text), and `config` holds
-the assertion's `config:` mapping plus any extra keys written on the assertion.
+`output` is the list of messages being graded (the reply at turn level, every target message
+at conversation level; `output_text`/`answer` hold the text), as AgentV up to v4.35 sent it, and
+`config` holds the assertion's `config:` mapping plus any extra keys written on the assertion.
+For AgentV's files (`agentv_protocol`) `output` is the text, as AgentV v4.38 and later send it
+(`_agentv_code.agentv_payload`).
 
 and prints one JSON object on stdout (if it prints other lines first, the last line that is
 a JSON object counts):
@@ -43,7 +45,7 @@ from .. import _sandbox as sandbox
 from .._secrets import scrubbed_env
 from .._text import shorten
 from ..results import AssertionOutcome
-from ._agentv_code import agentv_grade
+from ._agentv_code import agentv_grade, agentv_payload
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 
 _STDERR_CHARS = 300
@@ -129,8 +131,9 @@ class CodeGrader(Assertion):
         return grade
 
     def payload(self, ctx: GradeContext) -> dict[str, object]:
-        """What the program reads on stdin."""
-        return grading_payload(ctx, {**(self.model_extra or {}), **self.config})
+        """What the program reads on stdin (AgentV's shape for AgentV files: `agentv_payload`)."""
+        found = grading_payload(ctx, {**(self.model_extra or {}), **self.config})
+        return agentv_payload(found, ctx) if self.agentv_protocol else found
 
     def grade_result(self, result: dict[str, object], shown: str) -> Grade:
         """The grade of what the program printed."""

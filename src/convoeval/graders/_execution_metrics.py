@@ -4,19 +4,20 @@ conversation took: tool calls, model calls, tokens, cost, duration, and the shar
 
 As in AgentV, only the limits given are checked and the score is the share that hold
 (`hits / (hits + misses)`); an exploration ratio with no tool calls at all is a miss. What was
-not measured (no token usage, a cached reply without latency) cannot be checked: an error, as
+not measured (no token usage, no cost, a cached reply without latency) cannot be checked: an error, as
 in the other budget graders (`latency`, `token-usage`, `cost`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from ..results import AssertionOutcome, Usage
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
-from ._budgets import as_number, measured, reply_latency
+from ._budgets import MISSING_COST_TEXT, MissingCost, as_number, known_cost, measured, reply_latency
 from ._tools import calls_in
 
 #: Tool names AgentV counts as exploration (read-only) calls by default.
@@ -38,6 +39,9 @@ class ExecutionMetrics(Assertion):
     max_tokens: int | None = Field(None, ge=0, description="Maximum input + output tokens.")
     max_cost_usd: float | None = Field(None, ge=0, description="Maximum cost in US dollars.")
     max_duration_ms: float | None = Field(None, ge=0, description="Maximum duration in milliseconds.")
+    missing_cost: MissingCost = Field(
+        "error", description="No cost known for `max_cost_usd`: an error (default), or `fail` (AgentV)."
+    )
     target_exploration_ratio: float | None = Field(
         None, ge=0, le=1, description="Wanted share of read-only tool calls (see `exploration_tools`)."
     )
@@ -76,9 +80,7 @@ class ExecutionMetrics(Assertion):
             shown = f"{usage.total_tokens} ({usage.input_tokens} input + {usage.output_tokens} output)"
             limit("total tokens", "tokens", usage.total_tokens, self.max_tokens, shown)
         if self.max_cost_usd is not None:
-            cost = as_number(measured(ctx, "cost", lambda reply: reply.cost_usd, ctx.cost_usd), "the cost")
-            note = " (the target reported no cost; set its prices to measure it)" if cost == 0 else ""
-            limit("cost (USD)", "cost_usd", cost, self.max_cost_usd, f"${cost:.6f}{note}")
+            self._cost(ctx, limit, outcomes, scope)
         if self.max_duration_ms is not None:
             latencies = measured(ctx, "duration", reply_latency, ctx.latencies_ms)
             duration = sum(as_number(v, "a reply's latency") for v in latencies)
@@ -91,6 +93,17 @@ class ExecutionMetrics(Assertion):
             "limits": self.model_dump(include={*_LIMITS, "target_exploration_ratio"}),
         }
         return Grade(score=hits / len(outcomes), assertions=outcomes, details=details)
+
+    def _cost(self, ctx: GradeContext, limit: Callable, outcomes: list[AssertionOutcome], scope: str) -> None:
+        """The `max_cost_usd` check; no known cost is an error, or (`missing_cost: fail`) a failed check."""
+        cost = known_cost(ctx)
+        if cost is not None:
+            limit("cost (USD)", "cost_usd", cost, self.max_cost_usd, f"${cost:.6f}")
+        elif self.missing_cost == "error":
+            raise GraderError(f"{MISSING_COST_TEXT}, so max_cost_usd cannot be checked")
+        else:
+            text = f"cost (USD) <= {self.max_cost_usd:g}{scope}"
+            outcomes.append(AssertionOutcome(text=text, passed=False, evidence=MISSING_COST_TEXT))
 
     def _exploration(self, calls: list, actual: dict[str, float]) -> AssertionOutcome:
         target, tolerance = self.target_exploration_ratio or 0.0, self.exploration_tolerance

@@ -39,6 +39,7 @@ from ..targets import (
     capabilities,
     session_mode,
 )
+from ._agentv import agentv_turn_scores
 from ._controls import ControlError, apply_controls, budget_hit
 from ._grading import TurnRecord, done, grade_conversation, grade_turn, trial_result, turn_context, window
 from ._jobs import GradedTurn, Job, JobEvents
@@ -255,6 +256,8 @@ class Conversation:
             max_tool_calls=_turn_tool_calls(self.plan.budget),
             domain_tools=domain.domain.specs() if domain else None,
             call_domain_tool=domain.call if domain else None,
+            eval_dir=str(self.plan.base_dir) if self.plan.agentv else None,
+            input_files=tuple(self.plan.test.attachments) if self.plan.agentv else (),
         )
         if domain is None:
             self.agent = agent
@@ -322,6 +325,8 @@ async def play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     if plan.recorded is not None:  # a recorded conversation ended as its recording says
         convo.stop_reason = plan.test.stop_reason
     entries = await convo.play(source)
+    if plan.agentv and plan.mode == "conversation":
+        agentv_turn_scores(entries)
     for step in steps:
         step.after_turns(convo)
     if convo.gradable and convo.error is None and plan.conversation_assertions:

@@ -22,6 +22,7 @@ from ..results import (
     Usage,
     Verdict,
 )
+from ..spec import agentv_transcript
 from ..targets import ChatReply, capabilities
 from ._plan import TestPlan, TurnPlan
 
@@ -59,6 +60,7 @@ def _grade_context(plan: TestPlan, ctx: TrialContext, **fields: Any) -> GradeCon
         threshold=plan.threshold,
         trial=ctx.trial,
         test_id=plan.id,
+        input_files=plan.test.attachments,
         **fields,
     )
 
@@ -78,6 +80,7 @@ def turn_context(
         history=history,
         transcript=list(convo.transcript),
         expected_output=turn.expected_output,
+        expected_messages=turn.expected_messages,
         criteria=plan.test.criteria,
         reply=reply,
         turn=number,
@@ -101,7 +104,7 @@ def conversation_context(convo: Conversation) -> GradeContext:
         plan,
         ctx,
         level="conversation",
-        output="\n\n".join(r.text for r in replies),
+        output=agentv_transcript(convo.transcript) if plan.agentv else "\n\n".join(r.text for r in replies),
         history=list(convo.transcript),
         transcript=list(convo.transcript),
         criteria=plan.test.criteria,

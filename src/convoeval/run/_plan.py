@@ -43,6 +43,7 @@ class TurnPlan:
     messages: list[Message]
     assertions: list[Assertion]
     expected_output: str | None = None
+    expected_messages: list[dict[str, object]] | None = None  # the same as messages (AgentV's code-graders)
     context: object = None
     captures: list[Capture] = field(default_factory=list)
     post_condition: PostCondition | None = None
@@ -80,6 +81,7 @@ class TestPlan:
     budget: Budget | None = None
     tools: str | None = None  # the suite's domain: tool functions over `backend`
     backend: str | dict[str, object] | None = None
+    agentv: bool = False  # the eval file is AgentV's (its `cli` target runs in `base_dir`)
     steps: tuple[StepFactory, ...] = ()  # what its trials run besides the turns (`choose_steps`)
 
     def for_trial(self, trial: int) -> TestPlan:

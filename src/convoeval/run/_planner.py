@@ -9,7 +9,17 @@ from typing import Literal, TypeVar
 from ..graders import Assertion, lookup_assertion_type
 from ..judging import format_policy
 from ..results import Message
-from ..spec import DEFAULT_THRESHOLD, Execution, Suite, Test, TrialsConfig, messages_text, suite_input_for, to_messages
+from ..spec import (
+    DEFAULT_THRESHOLD,
+    Execution,
+    Suite,
+    Test,
+    TrialsConfig,
+    expected_messages,
+    messages_text,
+    suite_input_for,
+    to_messages,
+)
 from ..targets import ChatReply
 from ._plan import FIDELITY_TYPE, TestPlan, TurnPlan
 from ._recorded import split_transcript
@@ -79,6 +89,7 @@ def plan_test(
         budget=test.budget,
         tools=suite.tools,
         backend=suite.backend,
+        agentv=suite.agentv,
     )
     plan.steps = choose_steps(plan)
     plan.other_trials = _other_trials(plan, test, every_turn, len(before))
@@ -114,8 +125,9 @@ def _turns(
         assertions = [*test.assertions, *_defaults(suite, test)]
         turn = TurnPlan(
             messages=to_messages(test.input, user_source="user"),
-            assertions=[*(assertions or _implicit(expected, test.criteria)), *every_turn],
+            assertions=[*(assertions or _implicit(expected, test.criteria, suite.agentv)), *every_turn],
             expected_output=expected,
+            expected_messages=expected_messages(test.expected_output),
         )
         return [], [turn], [], None
     turns = [
@@ -123,6 +135,7 @@ def _turns(
             messages=to_messages(turn.input, user_source="user"),
             assertions=[*(list(turn.assertions) or _implicit(messages_text(turn.expected_output), None)), *every_turn],
             expected_output=messages_text(turn.expected_output),
+            expected_messages=expected_messages(turn.expected_output),
             context=turn.backend_result,
             captures=list(turn.capture),
             post_condition=turn.post_condition,
@@ -147,14 +160,16 @@ def _defaults(suite: Suite, test: Test) -> list[Assertion]:
     return [] if test.execution and test.execution.skip_defaults else list(suite.assertions)
 
 
-def _implicit(expected_output: str | None, criteria: str | None) -> list[Assertion]:
-    """AgentV's fallback: an llm-grader against expected_output and/or criteria."""
-    if expected_output is None and not criteria:
+def _implicit(expected_output: str | None, criteria: str | None, always: bool = False) -> list[Assertion]:
+    """AgentV's fallback: an llm-grader against expected_output and/or criteria; with neither,
+    none, unless `always` (AgentV's files: its default llm-grader, `orchestrator.ts` v4.42.4
+    lines 2611-2621, judges a test left without assertions whatever it has)."""
+    if expected_output is None and not criteria and not always:
         return []
     grader = lookup_assertion_type("llm-grader")
     if grader is None:  # pragma: no cover - llm-grader is built in
         return []
-    name = "expected_output" if expected_output is not None else "criteria"
+    name = "expected_output" if expected_output is not None else "criteria" if criteria else "llm-grader"
     return [grader.model_validate({"type": "llm-grader", "name": name})]
 
 

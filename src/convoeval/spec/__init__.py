@@ -12,7 +12,7 @@ from .._templates import (
     substitute_regex,
     unfilled,
 )
-from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, suite_input_for, with_default_system_prompt
+from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, agentv_transcript, suite_input_for, with_default_system_prompt
 from ._checks import CHECKS_VERSION, stored_checks, suite_checks
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
@@ -33,6 +33,7 @@ from ._models import (
     TranscriptMessage,
     TrialsConfig,
     Turn,
+    expected_messages,
     messages_text,
     to_messages,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "eval_files",
     "load_suite",
     "load_suites",
+    "expected_messages",
     "messages_text",
     "render",
     "substitute",
@@ -86,6 +88,7 @@ __all__ = [
     "suite_json_schema",
     "to_messages",
     "validate_eval_paths",
+    "agentv_transcript",
     "suite_input_for",
     "validate_paths",
     "with_default_system_prompt",

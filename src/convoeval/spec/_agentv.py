@@ -173,6 +173,8 @@ class AgentvNormalizer:
         self.suite_input = False  # the suite gives an `input` (set by the loader)
         self.suite_input_files: object = None  # the suite's `input_files` (set by the loader)
         self.default_vars: dict = {}  # AgentV v5's `default_test.vars` (set by the loader)
+        self.found: list[str] = []  # the attachments read since it was last emptied (absolute paths)
+        self.suite_found: list[str] = []  # those of the suite's `input`
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
@@ -199,7 +201,9 @@ class AgentvNormalizer:
         files = data.pop("input_files", None)  # suite-level: attached to each test's input (see `test`)
         if files is not None and (not isinstance(files, list) or not all(isinstance(f, str) for f in files)):
             self.add(("input_files",), "must be a list of file paths")
+        self.found = []
         self.messages(data.get("input"), ("input",), "user")
+        self.suite_found = self.found
         self.workspace(data, ())
         return data
 
@@ -270,7 +274,11 @@ class AgentvNormalizer:
             self.input_files(test, files, path)
         elif (suite_files := self._suite_files(test)) is not None:  # AgentV: with the test's own text
             self.input_files(test, suite_files, path, ("input_files",))
+        self.found = []
         self.messages(test.get("input"), (*path, "input"), "user")
+        self.attachments(test)
+        if self.agentv:
+            self.incomplete(test, path)
         if self.agentv and not self.suite_input and test.get("mode") != "conversation":
             _flatten_single_message(test.get("input"))
             if "input" in test:
@@ -282,6 +290,29 @@ class AgentvNormalizer:
             if isinstance(turn, dict):
                 self.messages(turn.get("input"), (*path, "turns", j, "input"), "user")
                 self.messages(turn.get("expected_output"), (*path, "turns", j, "expected_output"), "assistant")
+
+    def incomplete(self, test: dict, path: DataPath) -> None:
+        """A warning for a test AgentV v4.42.4 skips as incomplete (`yaml-parser.ts` lines
+        517-528: no input of its own, or none of criteria, expected_output, assertions, turns);
+        convoeval runs it."""
+        given = test.get("input")
+        checks = any(test.get(k) not in (None, "", []) for k in ("criteria", "expected_output", "turns"))
+        if given in (None, "", []) or not (checks or any(k in test for k in ("assertions", "assert", "evaluators"))):
+            self.warn(
+                path,
+                'AgentV skips this test ("Missing required fields: id, input, and at least one of '
+                'criteria/expected_output/assertions/turns"); convoeval runs it',
+            )
+
+    def attachments(self, test: dict) -> None:
+        """The files attached to the test's input (the suite's `input`'s first, unless it skips
+        them), as absolute paths in `attachments`: AgentV's `file_paths`, its `cli` target's
+        `{FILES}` (`yaml-parser.ts` `collectResolvedInputFilePaths`)."""
+        execution = test.get("execution")
+        skips = isinstance(execution, dict) and execution.get("skip_defaults") is True
+        found = list(dict.fromkeys([*([] if skips else self.suite_found), *self.found]))
+        if found:
+            test["attachments"] = found
 
     def v5_vars(self, test: dict, variables: dict, path: DataPath) -> None:
         """AgentV v5's row data under the identity prompt `{{ input }}`: `vars.input` is the
@@ -374,6 +405,7 @@ class AgentvNormalizer:
             self.add(where, f"cannot read {ref} as UTF-8 text: {exc}", (*where, "value"))
             return True
         part["value"] = shown  # AgentV's display path: shown in `<file path="...">`
+        self.found.append(str(file))
         part["text"] = text.replace("\r\n", "\n").strip()
         return True
 

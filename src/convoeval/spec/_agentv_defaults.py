@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from ..results import Message
 from ._agentv_vars import fill_vars
 from ._models import InputMessage, MessageContent, Messages, Suite, Test
 
@@ -95,3 +96,17 @@ def _as_content(value: object) -> str | dict[str, object] | None:
 
 def _as_text(value: object) -> str | None:
     return value if isinstance(value, str) or value is None else json.dumps(value)
+
+
+def agentv_transcript(transcript: list[Message]) -> str:
+    """A conversation as AgentV's conversation-level assertions read it (`orchestrator.ts`
+    v4.42.4 lines 3154-3160): `role: text` blocks joined by a blank line, of the test's input,
+    the user's turns and the replies; not tool messages, nor AgentV's default system prompt
+    (its providers add it to each request; its history does not hold it)."""
+    kept = [
+        m
+        for m in transcript
+        if m.role in ("system", "user", "assistant")
+        and not (m.role == "system" and m.content == DEFAULT_SYSTEM_PROMPT and m.source == "input")
+    ]
+    return "\n\n".join(f"{m.role}: {m.content}" for m in kept)

@@ -10,7 +10,9 @@ one that matches the same texts. A `rubrics` whose required criterion fails fail
 the test (`llm-grader.ts` `calculateRubricScore`: the verdict is fail, the score stays the
 satisfied weight; `orchestrator.ts` gates the test only on an assertion's own `required`). A
 `tool-trajectory` compares arguments exactly unless it says otherwise (`tool-trajectory.ts`), and
-a `code-grader`'s program is read as AgentV reads it (`graders/_agentv_code.py`).
+a `code-grader`'s program is read as AgentV reads it (`graders/_agentv_code.py`). A `cost` (or an
+`execution-metrics` `max_cost_usd`) with no cost known fails (`cost.ts`: "No cost data available in
+trace"), where convoeval's own is an error.
 """
 
 from __future__ import annotations
@@ -82,6 +84,10 @@ def agentv_assertion(item: dict) -> dict:
         return {**item, "args_match": "exact"}  # `resolveArgsMatchMode`); convoeval's own is superset
     if kind == "code-grader" and "agentv_protocol" not in item:  # AgentV's reading of the program
         return {**item, "agentv_protocol": True}
+    if kind == "cost" and "missing" not in item:  # AgentV: no cost data is a failed check (`cost.ts`)
+        return {**item, "missing": "fail"}
+    if kind == "execution-metrics" and "missing_cost" not in item:  # the same (`execution-metrics.ts`)
+        return {**item, "missing_cost": "fail"}
     if kind == "rubrics" and "required_fails_test" not in item:  # AgentV: a failed required criterion
         return {**item, "required_fails_test": False}  # fails the rubric, the test's score stands
     if kind in ("regex", "not-regex") and isinstance(item.get("value"), str):

@@ -94,6 +94,16 @@ def messages_text(value: Messages | None) -> str | None:
     return "\n".join(m.text for m in value)
 
 
+def expected_messages(value: Messages | None) -> list[dict[str, object]] | None:
+    """An `expected_output` as AgentV's list of messages (what its code-graders read): text or a
+    JSON object as one assistant message, messages as written (JSON-object content kept)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, dict)):
+        return [{"role": "assistant", "content": value}]
+    return [m.model_dump(mode="json", exclude_none=True) for m in value]
+
+
 def to_messages(value: Messages | None, default_role: str = "user", user_source: Source = "input") -> list[Message]:
     """Input as transcript messages: source `input`, or `user_source` for user messages."""
     if value is None:
@@ -290,6 +300,11 @@ class Test(Strict):
     input: Messages | None = None
     expected_output: Messages | None = None
     assertions: AssertionList = Field(default_factory=list)
+    attachments: list[str] = Field(
+        default_factory=list,
+        description="The files attached to the input, as absolute paths (filled when the file loads; "
+        "AgentV's `cli` target's `{FILES}`).",
+    )
     mode: Literal["conversation"] | None = None
     turns: list[Turn] | None = None
     aggregation: Literal["mean", "min", "max"] | None = None

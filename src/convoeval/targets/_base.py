@@ -47,12 +47,17 @@ class AgentContext:
         max_tool_calls: tool calls this turn may still make (the test's budget), or None.
         domain_tools: the suite's domain tools (OpenAI `tools` entries) a tool agent offers too.
         call_domain_tool: runs one of them on the trial's backend and returns the finished call.
+        eval_dir: the eval file's folder when the file is AgentV's (AgentV's `cli` target runs
+            there and reads its `cwd` from there), else None.
+        input_files: the test's attachments (absolute paths) in AgentV's files: its `{FILES}`.
     """
 
     workdir: str | None = None
     max_tool_calls: int | None = None
     domain_tools: Sequence[Mapping[str, object]] | None = None
     call_domain_tool: Callable[[ToolCall], Awaitable[ToolCall]] | None = None
+    eval_dir: str | None = None
+    input_files: tuple[str, ...] = ()
 
 
 @dataclass

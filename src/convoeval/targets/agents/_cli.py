@@ -16,6 +16,13 @@ runs single-shot (all turns in one prompt). With them it is resumed every turn:
 
 An `id_regex` search that takes over 2 s is stopped: no id is found in that output (the
 call fails, saying so, unless an earlier turn's id is kept).
+
+Where the command runs: the trial's workspace when the test has one; else, for an eval file
+found as AgentV's, `cwd` relative to the eval file's folder, or that folder itself (AgentV's
+`resolveCliConfig`, `providers/targets.ts` v4.42.4 lines 286-299); else (convoeval's own suites)
+`cwd` relative to the targets file's folder, or the working folder. The healthcheck runs there
+too, or in its own `cwd` read the same way. In AgentV's files `{FILES}` is the test's attachments (absolute paths, AgentV's
+`file_paths`), then the `files` setting's.
 """
 
 from __future__ import annotations
@@ -59,7 +66,7 @@ class CliTarget:
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         env, secrets = agent_env(self.config, self.settings)
-        await self._check_health(env, secrets)
+        await self._check_health(env, secrets, request.agent.eval_dir)
         system, prompt = prompt_text(request.messages)
         if system and not request.session_id:
             prompt = f"{system}\n\n{prompt}"
@@ -67,7 +74,7 @@ class CliTarget:
             prompt_file, output_file = Path(scratch) / "prompt.txt", Path(scratch) / "output.txt"
             prompt_file.write_text(prompt, encoding="utf-8")
             command = self._render(prompt, prompt_file, output_file, request)
-            cwd = request.agent.workdir or work_dir(self.config, self.settings.cwd)
+            cwd = request.agent.workdir or self._cwd(request.agent.eval_dir)
             finished = await run_command(
                 [command], cwd=cwd, env=env, timeout_s=self.timeout_s, name=self.name, secrets=secrets, shell=True
             )
@@ -94,8 +101,10 @@ class CliTarget:
         if request.session_id and self.resume_args:
             command = f"{command} {self.resume_args}"
         files = " ".join(
-            shlex.quote(self.settings.files_format.replace("{path}", f).replace("{basename}", Path(f).name))
-            for f in self.settings.files
+            self.settings.files_format.replace("{path}", shlex.quote(f)).replace(
+                "{basename}", shlex.quote(Path(f).name)
+            )
+            for f in dict.fromkeys([*request.agent.input_files, *self.settings.files])
         )
         values = {
             "PROMPT": shlex.quote(prompt),
@@ -127,7 +136,16 @@ class CliTarget:
             return (str(found[0].value) if found else None), ""
         return None, ""
 
-    async def _check_health(self, env: dict[str, str], secrets: list[str]) -> None:
+    def _cwd(self, eval_dir: str | None, cwd: object = None) -> Path | None:
+        """Where the command runs without a workspace (the module docstring); `cwd`: the
+        healthcheck's own, read the same way (AgentV's `normalizeCliHealthcheck`)."""
+        given = cwd if isinstance(cwd, str) else self.settings.cwd
+        if eval_dir is None:
+            return work_dir(self.config, given)
+        folder = Path(eval_dir).resolve()
+        return folder if given is None else folder / Path(given).expanduser()
+
+    async def _check_health(self, env: dict[str, str], secrets: list[str], eval_dir: str | None) -> None:
         check = self.settings.healthcheck
         if check is None or self._healthy:
             return
@@ -137,7 +155,7 @@ class CliTarget:
         timeout = float(given) if isinstance(given, int | float) else 30.0
         finished = await run_command(
             [str(check["command"])],
-            cwd=work_dir(self.config, self.settings.cwd),
+            cwd=self._cwd(eval_dir, check.get("cwd")),
             env=env,
             timeout_s=timeout,
             name=f"{self.name} healthcheck",

@@ -1,0 +1,136 @@
+"""AgentV's conversation mode and default grader, for files found as AgentV's (`orchestrator.ts`
+v4.42.4): a turn without checks scores 1.0 (lines 3066-3076), a turn skipped after a failed one
+scores 0 (3006-3016), both counted; conversation-level assertions read `role: text` lines of the
+transcript (3155-3161); a test left without assertions is judged by the default llm-grader
+(2611-2621). The same file outside an AgentV tree keeps convoeval's meaning.
+
+Real `convoeval run` of the same file in both places, on a scripted target and judge.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import convoeval
+from convoeval.results import EvaluationResult
+
+from .conftest import write
+
+SUITE = """\
+tests:
+  - id: bare-turn
+    mode: conversation
+    turns:
+      - input: Hi there.
+      - input: Say goodbye.
+        assertions: [{type: contains, value: farewell}]
+  - id: stopped
+    mode: conversation
+    on_turn_failure: stop
+    turns:
+      - input: One.
+        assertions: [{type: contains, value: reply}]
+      - input: Two.
+        assertions: [{type: contains, value: farewell}]
+      - input: Three.
+        assertions: [{type: contains, value: reply}]
+  - id: transcript
+    mode: conversation
+    turns:
+      - input: Mention zebra.
+    assertions:
+      - {type: contains, value: "user: Mention zebra."}
+  - id: no-assertions-left
+    input: Say four.
+    assertions:
+      - {type: contains, value: reply}
+"""
+
+TARGETS = """\
+targets:
+  - {name: bot, provider: scripted, default: a reply}
+  - {name: judge, provider: scripted, default: '{"reasoning": "scripted", "score": 3}'}
+"""
+
+
+def _results(folder: Path, suite: str = SUITE) -> dict[str, EvaluationResult]:
+    path = write(folder / "s.eval.yaml", suite)
+    write(folder / "targets.yaml", TARGETS)
+    report = convoeval.run(path, target="bot", judge="judge", cache=False)
+    return {r.test_id: r for r in report.results}
+
+
+def _turns(result: EvaluationResult) -> list[tuple[float | None, str]]:
+    return [(e.score, e.verdict) for e in result.scores if e.type == "turn"]
+
+
+def test_agentv_files_score_conversations_as_agentv(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    results = _results(tmp_path / "evals")
+    bare = results["bare-turn"]
+    assert _turns(bare) == [(1.0, "pass"), (0.0, "fail")] and (bare.score, bare.verdict) == (0.5, "fail")
+    stopped = results["stopped"]
+    assert _turns(stopped) == [(1.0, "pass"), (0.0, "fail"), (0.0, "skip")]
+    assert stopped.score == round(1 / 3, 6)
+    assert results["transcript"].verdict == "pass"  # the user's line is in AgentV's transcript
+
+
+def test_convoeval_suites_keep_their_conversation_scores(tmp_path: Path) -> None:
+    results = _results(tmp_path)
+    bare = results["bare-turn"]
+    assert _turns(bare) == [(None, "skip"), (0.0, "fail")] and bare.score == 0.0
+    stopped = results["stopped"]
+    assert _turns(stopped) == [(1.0, "pass"), (0.0, "fail"), (None, "skip")] and stopped.score == 0.5
+    assert results["transcript"].verdict == "fail"  # conversation-level checks read the replies
+
+
+def test_an_agentv_test_left_without_assertions_gets_the_default_judge(tmp_path: Path) -> None:
+    """AgentV skips `contains` with a number value (a warning); the test then has no
+    assertions, and AgentV's default llm-grader judges it (here: 3 of 10, a fail)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    suite = "tests:\n  - id: t\n    input: Say four.\n    assertions:\n      - {type: contains, value: 4}\n"
+    [result] = _results(tmp_path, suite).values()
+    [entry] = result.scores
+    assert [g.type for g in entry.graders] == ["llm-grader"]
+    assert (result.score, result.verdict) == (0.3, "fail")
+    (tmp_path / ".agentv").rmdir()  # convoeval's own reading: `contains 4` is a check of its own
+    [result] = _results(tmp_path, suite).values()
+    assert [g.type for g in result.scores[0].graders] == ["contains"]
+
+
+def test_a_test_agentv_skips_as_incomplete_runs_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """AgentV v4.42.4 skips a test without an `input` of its own (a conversation test too) or
+    without anything to check (`yaml-parser.ts` 517-528); convoeval runs it and says so."""
+    import logging
+
+    from convoeval.spec import load_suite
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    path = write(
+        tmp_path / "s.eval.yaml",
+        """\
+tests:
+  - id: no-input
+    mode: conversation
+    turns:
+      - input: Hi.
+  - id: nothing-to-check
+    input: Hi.
+  - id: complete
+    input: Hi.
+    criteria: Greets.
+""",
+    )
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        suite = load_suite(path)
+    assert [t.id for t in suite.tests] == ["no-input", "nothing-to-check", "complete"]
+    warned = [line for line in caplog.text.splitlines() if "AgentV skips this test" in line]
+    assert len(warned) == 2
+    assert "s.eval.yaml:2: tests[0]" in warned[0] and "s.eval.yaml:6: tests[1]" in warned[1]
