@@ -124,6 +124,19 @@ def contains_secret(text: str, extra: Iterable[str] = ()) -> bool:
 
 
 def scrubbed_env(passed: Iterable[str] = ()) -> dict[str, str]:
-    """The process environment without secret-named variables, except the `passed` names."""
-    keep = set(passed)
-    return {k: v for k, v in os.environ.items() if k in keep or not SECRET_NAME.search(k)}
+    """The process environment without secrets, except the `passed` names: no secret-named
+    variable, and none whose value holds a secret whatever its name (a target's key read from
+    `${{ GATEWAY }}`, `DATABASE_URL=postgres://user:password@...`, a URL's `?api_key=`);
+    PATH and the locale always stay."""
+    keep = {*passed, *_ALWAYS_KEPT}
+    return {k: v for k, v in os.environ.items() if k in keep or not (SECRET_NAME.search(k) or holds_secret(v))}
+
+
+#: Variables a command always gets from the parent, whatever they hold (`_sandbox.BASE_ENV`).
+_ALWAYS_KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+
+
+def holds_secret(text: str) -> bool:
+    """Whether `text` holds a known secret value or a URL credential (`user:password@`, a
+    secret-named query value): what `redact` would change."""
+    return redact(text) != text
