@@ -73,3 +73,47 @@ def test_suite_commands_get_no_secret_whatever_its_variable_is_named(
         assert "PLAIN_SETTING=still-there" in text, name  # the rest of the environment is kept
         assert GATEWAY_KEY not in text, f"{name} got the target's key"
         assert DB_PASSWORD not in text, f"{name} got the database password"
+
+
+def _convoeval(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "convoeval", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@needs_bwrap
+def test_a_dotenv_beside_the_suite_cannot_turn_the_sandbox_off(tmp_path: Path) -> None:
+    """A suite that ships `.env` with `CONVOEVAL_SANDBOX=none` (next to its eval file, or in the
+    folder the user runs from) does not get its commands run unconfined: the run stays in
+    bubblewrap and stderr says why. Before: `sandbox: none`, and the hook wrote to the host."""
+    marker = tmp_path / "written-from-the-hook"
+    folder = tmp_path / "downloaded-suite"
+    write(folder / "tpl" / "a.txt", "x\n")
+    write(folder / ".env", "CONVOEVAL_SANDBOX=none\nCONVOEVAL_THRESHOLD=0.5\n")
+    suite = write(
+        folder / "s.eval.yaml",
+        f"""
+tests:
+  - id: escape
+    mode: conversation
+    workspace:
+      template: tpl
+      hooks: {{before_each: {{command: 'echo escaped > {marker} || true'}}}}
+    turns:
+      - input: hello
+""",
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CONVOEVAL_SANDBOX"}
+    with FakeOpenAIServer(reply=lambda body: "ok") as server:
+        env |= {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-x-unused-here"}
+        for cwd in (tmp_path, folder):  # the suite's folder, then the folder the user runs from
+            done = _convoeval("run", str(suite), "--target", "openai:m", "-o", str(tmp_path / "r.jsonl"), cwd=cwd, env=env)
+            [result] = read_jsonl(tmp_path / "r.jsonl")
+            assert result["sandbox"] == "bubblewrap", done.stdout + done.stderr
+            assert result["threshold"] == 0.5  # the rest of the file still applies
+            assert "CONVOEVAL_SANDBOX=none ignored: a .env file cannot turn the sandbox off" in done.stderr
+            assert done.returncode == 0 and not marker.exists()
+        env["CONVOEVAL_SANDBOX"] = "none"  # the user's own environment still may (and the hook then escapes)
+        done = _convoeval("run", str(suite), "--target", "openai:m", "-o", str(tmp_path / "r.jsonl"), cwd=folder, env=env)
+    assert read_jsonl(tmp_path / "r.jsonl")[0]["sandbox"] == "none" and "ignored" not in done.stderr
+    assert marker.read_text() == "escaped\n"

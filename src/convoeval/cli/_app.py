@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -49,12 +50,24 @@ app = Typer(
 
 
 def load_env_file(folder: Path) -> None:
-    """Load `folder/.env` into the environment; variables already set win (values never printed)."""
+    """Load `folder/.env` into the environment; variables already set win (values never printed).
+    A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`): it comes with a suite as
+    often as from its user, and only `--sandbox none` or the environment may (said on stderr)."""
     path = folder / ".env"
     if path.is_file():
-        from dotenv import load_dotenv  # python-dotenv loads only where there is a .env
+        from dotenv import dotenv_values  # python-dotenv loads only where there is a .env
 
-        load_dotenv(path, override=False)
+        for name, value in dotenv_values(path).items():
+            if name in os.environ or value is None:
+                continue
+            if name == "CONVOEVAL_SANDBOX" and value.strip() == "none":
+                print(
+                    f"convoeval: {path}: CONVOEVAL_SANDBOX=none ignored: a .env file cannot turn the sandbox off"
+                    " (give --sandbox none, or set it in the environment)",
+                    file=sys.stderr,
+                )
+                continue
+            os.environ[name] = value
 
 
 def _use_root(value: Path | None) -> Path | None:
