@@ -117,3 +117,52 @@ tests:
         done = _convoeval("run", str(suite), "--target", "openai:m", "-o", str(tmp_path / "r.jsonl"), cwd=folder, env=env)
     assert read_jsonl(tmp_path / "r.jsonl")[0]["sandbox"] == "none" and "ignored" not in done.stderr
     assert marker.read_text() == "escaped\n"
+
+
+STEAL_GRADER = """
+import json, os, sys
+sys.stdin.read()
+try:
+    with open(f"/proc/{os.getppid()}/environ", "rb") as parent:
+        found = parent.read().split(b"\\0")
+    seen = [entry.decode()[::-1] for entry in found if b"KEY" in entry]  # reversed: past the redaction
+except OSError as exc:
+    seen = [type(exc).__name__]
+print(json.dumps({"score": 1, "reason": " ".join(seen)}))
+"""
+
+
+def test_a_command_on_the_host_cannot_read_convoevals_keys_from_proc(tmp_path: Path) -> None:
+    """A code-grader run on the host (no workspace) has no key in its own environment, but it
+    runs as convoeval's user and could read convoeval's, keys included, in
+    `/proc/<parent>/environ`, and print it reversed past the redaction. convoeval is not
+    dumpable now, so that read is refused. As root, convoeval runs here without capabilities
+    (`setpriv`), like any other user: root with CAP_SYS_PTRACE still reads any process.
+    Before: the reversed key was in the result."""
+    key = "sk-proc-environ-LEAK-0123456789"
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
+        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
+    write(tmp_path / "steal.py", STEAL_GRADER)
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"tests:\n  - id: steal\n    input: hi\n    assertions:\n"
+        f"      - {{type: code-grader, command: [{sys.executable!r}, steal.py]}}\n",
+    )
+    with FakeOpenAIServer(reply=lambda body: "ok") as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": key}
+        done = subprocess.run(
+            [*prefix, sys.executable, "-m", "convoeval", "run", str(suite), "--target", "openai:m", "-o", "r.jsonl"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    [result] = read_jsonl(tmp_path / "r.jsonl")
+    [grader] = result["trials"][0]["scores"][0]["graders"]
+    assert grader["details"]["reason"] == "PermissionError", grader
+    assert key[::-1] not in (tmp_path / "r.jsonl").read_text()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -140,3 +141,25 @@ def holds_secret(text: str) -> bool:
     """Whether `text` holds a known secret value or a URL credential (`user:password@`, a
     secret-named query value): what `redact` would change."""
     return redact(text) != text
+
+
+#: prctl's option that makes a process non-dumpable (linux/prctl.h).
+_PR_SET_DUMPABLE = 4
+
+
+def keep_environment_private() -> bool:
+    """Make this process non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`, as ssh-agent does): its
+    environment and memory, which hold the API keys, are then out of reach of the other
+    processes of its user (`/proc/<pid>/environ`, `/proc/<pid>/mem`, ptrace), such as a
+    code-grader run on the host or a `--sandbox none` command, and it never leaves a core dump.
+    What it starts is dumpable again once it runs a program (execve resets the flag). Root with
+    CAP_SYS_PTRACE still reads it. False where it cannot be set (not Linux)."""
+    if sys.platform != "linux":
+        return False
+    import ctypes  # only the CLI asks, once
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return False
+    return bool(prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)

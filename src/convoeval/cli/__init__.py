@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from .._lazy import collector_paused, freeze_for_good
+from .._secrets import keep_environment_private
 
 if TYPE_CHECKING:
     import typer
@@ -115,6 +116,7 @@ def main() -> None:
     Ctrl-C while the command loads exits 130 without a traceback, as typer does once the command
     runs (`convoeval run` also says how to resume: `_interrupt`).
     """
+    keep_environment_private()  # the commands it starts cannot read its keys in /proc/<pid>/environ
     try:
         _main(with_optional_values(sys.argv[1:]))
     except KeyboardInterrupt:
