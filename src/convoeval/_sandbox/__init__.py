@@ -146,7 +146,8 @@ async def run(
         separate_stderr: keep stderr apart (`Finished.stderr`) instead of merged into output.
         settings: network and limits (default: the current trial's `sandbox:`).
         host: run it on the host as given, without sandbox or limits (commands convoeval
-            composes itself, such as `git clone`), still bounded in output and time.
+            composes itself, such as `git clone`), still bounded in output and time. As root,
+            this and `none` run without root's capabilities (bubblewrap drops them too).
         system_only: show it only the system's folders besides `readable` and the workspace
             (a model's commands: bubblewrap; docker shows only its image anyway).
 
@@ -156,7 +157,7 @@ async def run(
     """
     if host:  # a command convoeval composes itself (git, docker): on the host, as given
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-        return await spawn(argv, cwd, dict(env or {}), stdin, cap, separate_stderr, timeout_s, None, None)
+        return await spawn(argv, cwd, dict(env or {}), stdin, cap, separate_stderr, timeout_s, None, None, True)
     settings = settings or trial_settings()
     which = backend()
     argv = [command] if isinstance(command, str) else list(command)
@@ -180,7 +181,7 @@ async def run(
     if which == "docker":  # the docker client itself may need DOCKER_HOST and the like
         full_env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}, **full_env}
     try:
-        return await spawn(argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name)
+        return await spawn(argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name, which != "bubblewrap")
     finally:
         if home is not None:
             shutil.rmtree(home, ignore_errors=True)
