@@ -132,37 +132,90 @@ print(json.dumps({"score": 1, "reason": " ".join(seen)}))
 """
 
 
-def test_a_command_on_the_host_cannot_read_convoevals_keys_from_proc(tmp_path: Path) -> None:
-    """A code-grader run on the host (no workspace) has no key in its own environment, but it
-    runs as convoeval's user and could read convoeval's, keys included, in
-    `/proc/<parent>/environ`, and print it reversed past the redaction. convoeval is not
-    dumpable now, so that read is refused. As root, convoeval runs here without capabilities
-    (`setpriv`), like any other user: root with CAP_SYS_PTRACE still reads any process.
-    Before: the reversed key was in the result."""
+@pytest.mark.parametrize("powers", ["as-started", "no-capabilities"])
+def test_a_command_on_the_host_cannot_read_convoevals_keys_from_proc(tmp_path: Path, powers: str) -> None:
+    """A code-grader run on the host (no workspace) and a `--sandbox none` verify have no key in
+    their own environment, but they run as convoeval's user and could read convoeval's, keys
+    included, in `/proc/<parent>/environ`, and print it reversed past the redaction. convoeval
+    is not dumpable now, and as root what it starts outside bubblewrap keeps no capability
+    (CAP_SYS_PTRACE would still read it). `no-capabilities` runs convoeval itself as root
+    without them (`setpriv`), like any other user. Before: the reversed key was in the result."""
     key = "sk-proc-environ-LEAK-0123456789"
     prefix: list[str] = []
-    if os.geteuid() == 0:
+    if powers == "no-capabilities" and os.geteuid() == 0:
         if shutil.which("setpriv") is None:
             pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
         prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
     write(tmp_path / "steal.py", STEAL_GRADER)
+    write(tmp_path / "tpl" / "a.txt", "x\n")
     suite = write(
         tmp_path / "s.eval.yaml",
-        f"tests:\n  - id: steal\n    input: hi\n    assertions:\n"
-        f"      - {{type: code-grader, command: [{sys.executable!r}, steal.py]}}\n",
+        f"""
+tests:
+  - id: steal
+    input: hi
+    assertions:
+      - {{type: code-grader, command: [{sys.executable!r}, steal.py]}}
+  - id: verify-unconfined
+    mode: conversation
+    workspace: {{template: tpl}}
+    verify: {{command: 'tr "\\0" "\\n" < /proc/$PPID/environ | grep KEY | rev; exit 1', required: false}}
+    turns: [{{input: hi}}]
+""",
     )
     with FakeOpenAIServer(reply=lambda body: "ok") as server:
         env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": key}
         done = subprocess.run(
-            [*prefix, sys.executable, "-m", "convoeval", "run", str(suite), "--target", "openai:m", "-o", "r.jsonl"],
+            [*prefix, sys.executable, "-m", "convoeval", "run", str(suite), "--target", "openai:m", "-o", "r.jsonl"]
+            + ["--sandbox", "none"],
             cwd=tmp_path,
             env=env,
             capture_output=True,
             text=True,
             timeout=120,
         )
-    assert done.returncode == 0, done.stdout + done.stderr
-    [result] = read_jsonl(tmp_path / "r.jsonl")
-    [grader] = result["trials"][0]["scores"][0]["graders"]
-    assert grader["details"]["reason"] == "PermissionError", grader
-    assert key[::-1] not in (tmp_path / "r.jsonl").read_text()
+    written = (tmp_path / "r.jsonl").read_text()
+    steal, verify = read_jsonl(tmp_path / "r.jsonl")
+    [grader] = steal["trials"][0]["scores"][0]["graders"]
+    assert grader["details"]["reason"] == "PermissionError", done.stdout + done.stderr
+    evidence = verify["trials"][0]["scores"][-1]["assertions"][0]["evidence"]
+    assert "Permission denied" in evidence, evidence
+    assert key[::-1] not in written
+
+
+@needs_bwrap
+def test_a_home_folder_shown_for_path_hides_its_private_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`~/.cargo/bin` on PATH shows `~/.cargo` in the sandbox (a version manager's shims need the
+    versions beside them), and with it `~/.cargo/credentials.toml`, cargo's registry token (mode
+    0600). A model's command (only the system's folders) and a suite's command now find it
+    empty, and a private folder there empty too, while the rest stays readable. Before: both
+    printed the token."""
+    import asyncio
+
+    from convoeval import _sandbox as sandbox
+    from convoeval._sandbox import _argv
+
+    home = tmp_path / "home"
+    cargo = home / ".cargo"
+    write(cargo / "bin" / "hello", "#!/bin/sh\necho hello from cargo\n").chmod(0o755)
+    write(cargo / "credentials.toml", '[registry]\ntoken = "cio-registry-TOKEN-123456"\n').chmod(0o600)
+    write(cargo / "keys" / "inner.txt", "private folder content\n")
+    (cargo / "keys").chmod(0o700)
+    write(cargo / "env", "public settings\n").chmod(0o644)
+    (home / ".ssh").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{cargo / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(sandbox, "backend", lambda: "bubblewrap")
+    if hasattr(_argv, "_covered_private"):
+        _argv._covered_private.cache_clear()  # looked at once per process
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    command = f"hello; cat {cargo}/env {cargo}/credentials.toml; ls {cargo}/keys; echo end"
+    for system_only in (True, False):
+        ran = asyncio.run(
+            sandbox.run(command, workspace, timeout_s=30, writable=workspace, env={"PATH": os.environ["PATH"]},
+                        system_only=system_only)
+        )  # fmt: skip
+        assert ran.output.splitlines()[:2] == ["hello from cargo", "public settings"], ran.output
+        assert "TOKEN" not in ran.output and "inner.txt" not in ran.output, ran.output
+        assert ran.output.rstrip().endswith("end")

@@ -72,9 +72,9 @@ def bwrap_argv(
         out += [*size, "--tmpfs", folder]
     out += ["--dir", SANDBOX_HOME, *_covered_root_files()]
     shown = [*map(str, readable)]
-    if not system_only:  # a suite's command: the project around its eval folder too (`../scripts`)
-        shown += _shown_programs(hidden, entries=[*shown, str(cwd)])
-    shown += _shown_programs(hidden)
+    opened = _shown_programs(hidden, entries=[*shown, str(cwd)]) if not system_only else []
+    opened += _shown_programs(hidden)  # a suite's command: the project around its eval folder too
+    shown += opened
     if system_only:
         shown += [p for p in _program_folders() if not any(_under(p, h) for h in hidden)]
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
@@ -82,6 +82,7 @@ def bwrap_argv(
         shown.append(str(resolv))
     for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
         out += ["--ro-bind-try", path, path]
+    out += _covered_private(_in_homes(opened, hidden))
     if writable is not None:
         resolved = str(Path(writable).resolve())
         out += ["--bind", resolved, resolved]
@@ -146,6 +147,55 @@ def _covered_root_files() -> tuple[str, ...]:
     return tuple(out)
 
 
+#: How deep `_covered_private` looks in a home's folder that is shown (a version manager's holds
+#: 100,000 files; the credentials of a tool lie at its top: `~/.cargo/credentials.toml`).
+PRIVATE_DEPTH = 3
+
+
+@functools.lru_cache(maxsize=64)
+def _covered_private(folders: tuple[str, ...]) -> tuple[str, ...]:
+    """bubblewrap's arguments that cover what other users may not read in `folders`, the parts
+    of a home (or a temp folder) a sandbox shows for the programs on PATH: `~/.cargo` for
+    `~/.cargo/bin` also holds `credentials.toml` (mode 0600). A private file is covered by
+    `/dev/null`, a private folder by an empty one, down to `PRIVATE_DEPTH` levels. Looked at
+    once per process."""
+    out: list[str] = []
+    for top in folders:
+        for current, dirs, files in os.walk(top):
+            depth = len(Path(current).relative_to(top).parts)
+            for name in list(dirs):
+                path = os.path.join(current, name)
+                if not os.path.islink(path) and not (_others_read(path) and _others_enter(path)):
+                    out += ["--tmpfs", path]
+                    dirs.remove(name)
+            if depth + 1 >= PRIVATE_DEPTH:
+                dirs.clear()
+            for name in files:
+                path = os.path.join(current, name)
+                if not os.path.islink(path) and not _others_read(path):
+                    out += ["--ro-bind", "/dev/null", path]
+    return tuple(out)
+
+
+def _in_homes(opened: Sequence[str], hidden: Sequence[str]) -> tuple[str, ...]:
+    """The folders of `opened` that lie in a home (not those in a temp folder: a workspace, a
+    venv in /tmp), resolved, each once."""
+    temps = {str(Path(t).resolve()) for t in ("/tmp", tempfile.gettempdir())}
+    out: dict[str, None] = {}
+    for path in dict.fromkeys(str(Path(p).resolve()) for p in opened):
+        holder = next((h for h in reversed(hidden) if path == h or _under(path, h)), None)
+        if holder is not None and holder not in temps:
+            out[path] = None
+    return tuple(out)
+
+
+def _others_enter(path: str) -> bool:
+    try:
+        return bool(os.lstat(path).st_mode & stat.S_IXOTH)
+    except OSError:
+        return True
+
+
 def _others_read(path: str) -> bool:
     try:
         return bool(os.lstat(path).st_mode & stat.S_IROTH)
@@ -192,12 +242,15 @@ def agent_bwrap_argv(
     home_path, resolved = str(Path(home).resolve()), str(Path(workspace).resolve())
     binds = [str(Path(p).resolve()) for p in (*shown, *_program_folders())] + [home_path, resolved]
     closed = closed_folders(binds, user) if user is not None else []
-    shown += _shown_programs(hidden, closed)
+    opened = _shown_programs(hidden, closed)
+    shown += opened
     for folder in hidden:
         out += [*size, "--tmpfs", folder]
     shown_paths = list(dict.fromkeys(str(Path(p).resolve()) for p in shown))
     for path in shown_paths:
         out += ["--ro-bind-try", path, path]
+    if user is None:  # as another user, what only convoeval's user may read is out of reach anyway
+        out += _covered_private(_in_homes(opened, hidden))
     out += ["--bind", home_path, AGENT_HOME]
     out += ["--bind", resolved, resolved, "--chdir", resolved, "--", *argv]
     return AgentBox(out, user, Reach.of([*shown_paths, home_path, resolved], closed))
