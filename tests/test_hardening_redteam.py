@@ -219,3 +219,66 @@ def test_a_home_folder_shown_for_path_hides_its_private_files(tmp_path: Path, mo
         assert ran.output.splitlines()[:2] == ["hello from cargo", "public settings"], ran.output
         assert "TOKEN" not in ran.output and "inner.txt" not in ran.output, ran.output
         assert ran.output.rstrip().endswith("end")
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "workspace",
+    [
+        "{template: HOME}",
+        "{template: ../../../../../../../../HOME}",
+        "{repos: [{path: app, source: {type: local, path: HOME}}]}",
+        "{repos: [{path: app, source: {type: git, url: 'file://HOME'}}]}",
+        "{repos: [{path: app, source: {type: git, url: HOME}}]}",
+    ],
+)
+def test_a_workspace_never_copies_a_folder_from_outside_the_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workspace: str
+) -> None:
+    """A suite's `template:` or local repository named a folder of the user's home (`/root/.ssh`,
+    `../../..`): convoeval copied it, outside any sandbox, into the workspace, where the model
+    reads it and the suite's sandboxed commands (whose view of the home is empty) print it.
+    Now it is an execution error naming the folder; the suite's own folder and its repository
+    (AgentV's `../workspace-template`) still work."""
+    home = tmp_path / "home"
+    write(home / ".ssh" / "id_ed25519", "PRIVATE KEY MATERIAL\n")
+    subprocess.run(["git", "init", "-q", str(home)], check=True)
+    subprocess.run(["git", "-C", str(home), "add", "."], check=True)
+    subprocess.run(
+        ["git", "-C", str(home), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"], check=True
+    )
+    monkeypatch.delenv("CONVOEVAL_ROOT", raising=False)
+    suite = write(
+        tmp_path / "suite" / "s.eval.yaml",
+        f"tests:\n  - id: t\n    mode: conversation\n    workspace: {workspace.replace('HOME', str(home))}\n"
+        "    verify: {command: 'cat .ssh/id_ed25519 app/.ssh/id_ed25519; exit 1'}\n"
+        "    turns: [{input: hi}]\n",
+    )
+    with FakeOpenAIServer(reply=lambda body: "ok") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-x-unused-here")
+        import convoeval
+
+        [result] = convoeval.run(suite, target="openai:m", judge="scripted", cache=False, store=False).results
+    assert result.execution_status == "execution_error", result.scores
+    assert "is outside the suite's folder" in (result.error or "") and str(home.name) in (result.error or "")
+    assert "PRIVATE KEY" not in result.model_dump_json()
+
+
+@needs_bwrap
+def test_a_template_in_the_suites_repository_still_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    write(repo / "workspace-template" / "a.txt", "from the template\n")
+    suite = write(
+        repo / "evals" / "s.eval.yaml",
+        "tests:\n  - id: t\n    mode: conversation\n    workspace: {template: ../workspace-template}\n"
+        "    verify: {command: 'grep -q \"from the template\" a.txt'}\n    turns: [{input: hi}]\n",
+    )
+    with FakeOpenAIServer(reply=lambda body: "ok") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-x-unused-here")
+        import convoeval
+
+        [result] = convoeval.run(suite, target="openai:m", judge="scripted", cache=False, store=False).results
+    assert result.verdict == "pass", result.error

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from .. import _sandbox as sandbox
 from .. import registry
+from .._paths import confined_folder
 from .._secrets import scrubbed_env
 from ..results import AssertionOutcome, GraderScore, Message, ScoreEntry
 from ..spec import Docker, Repo, Verify, Workspace
@@ -145,7 +146,7 @@ async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path
     _eval_folders[root] = base_dir
     try:
         if spec.template is not None:
-            template = (base_dir / spec.template).resolve()
+            template = _confined(spec.template, base_dir, "workspace template")
             if not template.is_dir():
                 raise WorkspaceError(f"workspace template {spec.template!r} is not a folder (looked in {template})")
             shutil.copytree(template, root, symlinks=True, dirs_exist_ok=True, copy_function=_copy_file)
@@ -164,6 +165,15 @@ async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path
         await _remove(root)
         raise
     return root
+
+
+def _confined(ref: str, base_dir: Path, what: str) -> Path:
+    """A folder the suite names for its workspace, never outside the suite's (`confined_folder`):
+    what a template or a local repository holds ends up where the model reads it."""
+    try:
+        return confined_folder(ref, base_dir, what)
+    except ValueError as exc:
+        raise WorkspaceError(str(exc)) from None
 
 
 def _copy_file(source: str, target: str) -> object:
@@ -269,15 +279,17 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[st
         raise WorkspaceError(f"repos: {repo.path} is outside the workspace")
     if repo.source.url is not None:
         source = repo.source.url
+        if source.startswith("file://") or ":" not in source:  # a folder on this machine, named as a URL
+            _confined(source.removeprefix("file://"), base_dir, "repos: url")
     else:
-        local = (base_dir / (repo.source.path or "")).resolve()
+        local = _confined(repo.source.path or "", base_dir, "repos: local source")
         source = f"file://{local}" if repo.clone.depth or repo.clone.filter else str(local)
     options = (f" --depth {repo.clone.depth}" if repo.clone.depth else "") + (
         f" --filter={shlex.quote(repo.clone.filter)}" if repo.clone.filter else ""
     )
     if repo.clone.sparse:
         options += " --no-checkout"
-    steps = [f"git clone -q{options} {shlex.quote(source)} {shlex.quote(str(dest))}"]
+    steps = [f"git clone -q{options} -- {shlex.quote(source)} {shlex.quote(str(dest))}"]  # `--`: a URL is never an option
     if repo.clone.sparse:
         patterns = " ".join(shlex.quote(p) for p in repo.clone.sparse)
         steps.append(f"git -C {shlex.quote(str(dest))} sparse-checkout set --no-cone {patterns}")
