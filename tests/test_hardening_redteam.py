@@ -3,10 +3,13 @@ program: `convoeval run` in-process or as a subprocess, real bubblewrap, a loopb
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -282,3 +285,48 @@ def test_a_template_in_the_suites_repository_still_works(tmp_path: Path, monkeyp
 
         [result] = convoeval.run(suite, target="openai:m", judge="scripted", cache=False, store=False).results
     assert result.verdict == "pass", result.error
+
+
+class _EchoingGateway(BaseHTTPRequestHandler):
+    """A gateway that answers every request with an error quoting the path it was sent to."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps({"error": {"message": f"no route {self.path}"}}).encode()
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_key_in_the_path_of_a_targets_url_is_redacted(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`base_url: .../gw/${{ GW_ROUTE }}/v1` (a gateway whose key is part of the path): a
+    provider's error quoting the path put the key in the results, the store, every report and
+    the terminal (the URL's user info and query values were redacted, its path was not)."""
+    route = "route-9f8e7d6c5b4a3210"
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _EchoingGateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("GW_ROUTE", route)
+    monkeypatch.setenv("GW_KEY", "plain-named-key-123456")
+    write(
+        tmp_path / "targets.yaml",
+        "targets:\n  - {name: t, provider: openai, model: m, api_key: '${{ GW_KEY }}',"
+        f" base_url: 'http://127.0.0.1:{server.server_address[1]}/gw/${{{{ GW_ROUTE }}}}/v1'}}\n",
+    )
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: a, input: hi}\n")
+    try:
+        code, out, err = cli(
+            "run", suite, "--target", "t", "-o", "r.jsonl", "--html", "r.html", "--junit", "r.xml", "--markdown", "r.md"
+        )
+    finally:
+        server.shutdown()
+    assert code == 3 and "no route /gw/[REDACTED]/v1" in (tmp_path / "r.jsonl").read_text()
+    texts = {"terminal": out + err}
+    texts |= {str(p): p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*") if p.is_file()}
+    texts.pop(str(tmp_path / "targets.yaml"))
+    assert any(name.endswith("runs.sqlite") for name in texts)
+    assert [name for name, text in texts.items() if route in text] == []
