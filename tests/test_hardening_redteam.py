@@ -330,3 +330,37 @@ def test_a_key_in_the_path_of_a_targets_url_is_redacted(cli, tmp_path: Path, mon
     texts.pop(str(tmp_path / "targets.yaml"))
     assert any(name.endswith("runs.sqlite") for name in texts)
     assert [name for name, text in texts.items() if route in text] == []
+
+
+@pytest.mark.parametrize(
+    ("field", "quoted"),
+    [("command", "'echo \"{PROMPT}\"'"), ("command", "\"echo '{PROMPT}'\""), ("resume", "'--session \"{SESSION_ID}\"'")],
+)
+def test_a_cli_target_with_a_quoted_placeholder_is_refused(cli, tmp_path: Path, field: str, quoted: str) -> None:
+    """`command: echo "{PROMPT}"`: the prompt is filled shell-quoted, so inside the user's double
+    quotes a `$(...)` in it (a simulated user's turn, a dataset's input, the session id an agent
+    printed) ran on this machine. Now the targets file is refused at load (exit 2, file:line);
+    unquoted, the same text reaches the command as it is."""
+    marker = tmp_path / "pwned"
+    hostile = f"hello $(touch {marker}) `touch {marker}`"
+    command, resume = ("echo {PROMPT}", "''")
+    if field == "command":
+        command = quoted
+    else:
+        resume = quoted
+    write(
+        tmp_path / "targets.yaml",
+        f"targets:\n  - name: agent\n    provider: cli\n    command: {command}\n"
+        f"    session: {{resume_args: {resume}, id_regex: 'session: (\\S+)'}}\n",
+    )
+    suite = write(tmp_path / "s.eval.yaml", f"execution: {{target: agent}}\ntests:\n  - id: t\n    input: {hostile!r}\n")
+    code, out, err = cli("run", suite, "-o", "r.jsonl")
+    assert code == 2 and "stands inside quotes" in out + err and f"{tmp_path / 'targets.yaml'}:" in out + err
+    assert not marker.exists()
+    write(
+        tmp_path / "targets.yaml",
+        "targets:\n  - {name: agent, provider: cli, command: 'echo {PROMPT}'}\n",
+    )
+    code, out, err = cli("run", suite, "-o", "r.jsonl")
+    assert code == 0 and not marker.exists(), out + err
+    assert read_jsonl(tmp_path / "r.jsonl")[0]["output"][-1]["content"].strip() == hostile
