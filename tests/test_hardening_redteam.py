@@ -364,3 +364,38 @@ def test_a_cli_target_with_a_quoted_placeholder_is_refused(cli, tmp_path: Path, 
     code, out, err = cli("run", suite, "-o", "r.jsonl")
     assert code == 0 and not marker.exists(), out + err
     assert read_jsonl(tmp_path / "r.jsonl")[0]["output"][-1]["content"].strip() == hostile
+
+
+def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Path) -> None:
+    """With `--backend ray` a host code-grader's parent is a Ray worker, which holds the driver's
+    environment: it read the key from `/proc/<worker>/environ`. The worker is made non-dumpable
+    before each trial now. Run as root without capabilities (`setpriv`), like any other user."""
+    pytest.importorskip("ray")
+    key = "sk-ray-worker-LEAK-0123456789"
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
+        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
+    write(tmp_path / "steal.py", STEAL_GRADER)
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"tests:\n  - id: steal\n    input: hi\n    assertions:\n"
+        f"      - {{type: code-grader, command: [{sys.executable!r}, steal.py]}}\n",
+    )
+    with FakeOpenAIServer(reply=lambda body: "ok") as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": key}
+        env.pop("RAY_ADDRESS", None)
+        done = subprocess.run(
+            [*prefix, sys.executable, "-m", "convoeval", "run", str(suite), "--target", "openai:m", "-o", "r.jsonl"]
+            + ["--backend", "ray", "--no-cache"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    [result] = read_jsonl(tmp_path / "r.jsonl")
+    [grader] = result["trials"][0]["scores"][0]["graders"]
+    assert grader["details"]["reason"] == "PermissionError", (grader, done.stderr[-2000:])
+    assert key[::-1] not in (tmp_path / "r.jsonl").read_text()
