@@ -18,7 +18,9 @@ from convoeval.testing import FakeOpenAIServer
 
 from .conftest import read_jsonl, write
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (.ci/run installs it)")
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed (.ci/run installs it)"
+)
 
 GATEWAY_KEY = "gw-secret-ZZ998877-abcdef"
 DB_PASSWORD = "DbPass-1234567890"
@@ -110,14 +112,18 @@ tests:
     with FakeOpenAIServer(reply=lambda body: "ok") as server:
         env |= {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-x-unused-here"}
         for cwd in (tmp_path, folder):  # the suite's folder, then the folder the user runs from
-            done = _convoeval("run", str(suite), "--target", "openai:m", "-o", str(tmp_path / "r.jsonl"), cwd=cwd, env=env)
+            done = _convoeval(
+                "run", str(suite), "--target", "openai:m", "-o", str(tmp_path / "r.jsonl"), cwd=cwd, env=env
+            )
             [result] = read_jsonl(tmp_path / "r.jsonl")
             assert result["sandbox"] == "bubblewrap", done.stdout + done.stderr
             assert result["threshold"] == 0.5  # the rest of the file still applies
             assert "CONVOEVAL_SANDBOX=none ignored: a .env file cannot turn the sandbox off" in done.stderr
             assert done.returncode == 0 and not marker.exists()
         env["CONVOEVAL_SANDBOX"] = "none"  # the user's own environment still may (and the hook then escapes)
-        done = _convoeval("run", str(suite), "--target", "openai:m", "-o", str(tmp_path / "r.jsonl"), cwd=folder, env=env)
+        done = _convoeval(
+            "run", str(suite), "--target", "openai:m", "-o", str(tmp_path / "r.jsonl"), cwd=folder, env=env
+        )
     assert read_jsonl(tmp_path / "r.jsonl")[0]["sandbox"] == "none" and "ignored" not in done.stderr
     assert marker.read_text() == "escaped\n"
 
@@ -334,7 +340,11 @@ def test_a_key_in_the_path_of_a_targets_url_is_redacted(cli, tmp_path: Path, mon
 
 @pytest.mark.parametrize(
     ("field", "quoted"),
-    [("command", "'echo \"{PROMPT}\"'"), ("command", "\"echo '{PROMPT}'\""), ("resume", "'--session \"{SESSION_ID}\"'")],
+    [
+        ("command", "'echo \"{PROMPT}\"'"),
+        ("command", "\"echo '{PROMPT}'\""),
+        ("resume", "'--session \"{SESSION_ID}\"'"),
+    ],
 )
 def test_a_cli_target_with_a_quoted_placeholder_is_refused(cli, tmp_path: Path, field: str, quoted: str) -> None:
     """`command: echo "{PROMPT}"`: the prompt is filled shell-quoted, so inside the user's double
@@ -353,7 +363,9 @@ def test_a_cli_target_with_a_quoted_placeholder_is_refused(cli, tmp_path: Path, 
         f"targets:\n  - name: agent\n    provider: cli\n    command: {command}\n"
         f"    session: {{resume_args: {resume}, id_regex: 'session: (\\S+)'}}\n",
     )
-    suite = write(tmp_path / "s.eval.yaml", f"execution: {{target: agent}}\ntests:\n  - id: t\n    input: {hostile!r}\n")
+    suite = write(
+        tmp_path / "s.eval.yaml", f"execution: {{target: agent}}\ntests:\n  - id: t\n    input: {hostile!r}\n"
+    )
     code, out, err = cli("run", suite, "-o", "r.jsonl")
     assert code == 2 and "stands inside quotes" in out + err and f"{tmp_path / 'targets.yaml'}:" in out + err
     assert not marker.exists()

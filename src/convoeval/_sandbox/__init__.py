@@ -181,7 +181,9 @@ async def run(
     if which == "docker":  # the docker client itself may need DOCKER_HOST and the like
         full_env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}, **full_env}
     try:
-        return await spawn(argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name, which != "bubblewrap")
+        return await spawn(
+            argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name, which != "bubblewrap"
+        )
     finally:
         if home is not None:
             shutil.rmtree(home, ignore_errors=True)

@@ -289,7 +289,8 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[st
     )
     if repo.clone.sparse:
         options += " --no-checkout"
-    steps = [f"git clone -q{options} -- {shlex.quote(source)} {shlex.quote(str(dest))}"]  # `--`: a URL is never an option
+    # `--`: the URL is never taken for an option (`--upload-pack=...`)
+    steps = [f"git clone -q{options} -- {shlex.quote(source)} {shlex.quote(str(dest))}"]
     if repo.clone.sparse:
         patterns = " ".join(shlex.quote(p) for p in repo.clone.sparse)
         steps.append(f"git -C {shlex.quote(str(dest))} sparse-checkout set --no-cone {patterns}")

@@ -49,13 +49,13 @@ class CliSession(Model):
     model_config = ConfigDict(extra="forbid")
 
     resume_args: str = Field("", description="Appended to the command on later turns; may use {SESSION_ID}.")
+    id_jsonpath: str | None = Field(None, description="Where the session id is in the JSON output.")
+    id_regex: str | None = Field(None, description="A regex (group 1) finding the session id in the output.")
 
     @field_validator("resume_args")
     @classmethod
     def _placeholders_unquoted(cls, value: str) -> str:
         return unquoted_placeholders(value)
-    id_jsonpath: str | None = Field(None, description="Where the session id is in the JSON output.")
-    id_regex: str | None = Field(None, description="A regex (group 1) finding the session id in the output.")
 
     @field_validator("id_jsonpath")
     @classmethod
