@@ -411,3 +411,38 @@ def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Pa
     [grader] = result["trials"][0]["scores"][0]["graders"]
     assert grader["details"]["reason"] == "PermissionError", (grader, done.stderr[-2000:])
     assert key[::-1] not in (tmp_path / "r.jsonl").read_text()
+
+
+@needs_bwrap
+def test_a_suite_command_cannot_reach_a_unix_socket_in_var_tmp(tmp_path: Path) -> None:
+    """A Unix socket is reached by its path, whatever the network namespace: `verify` (which
+    sees the host's folders read-only, connecting needs no write) talked to a server listening
+    on `/var/tmp/...sock`. `/var/tmp` is private to the command now, as `/tmp` already was."""
+    import asyncio
+    import socket
+
+    from convoeval import _sandbox as sandbox
+
+    if not Path("/var/tmp").is_dir():
+        pytest.skip("no /var/tmp here")
+    path = Path(f"/var/tmp/convoeval-test-{os.getpid()}.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+    server.settimeout(5)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    probe = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); print('connected')"
+    try:
+        token = sandbox.use_trial_settings(None)
+        try:
+            ran = asyncio.run(
+                sandbox.run([sys.executable, "-c", probe], workspace, timeout_s=30, writable=workspace, env=dict(os.environ))
+            )
+        finally:
+            sandbox.reset_trial_settings(token)
+    finally:
+        server.close()
+        path.unlink()
+    assert sandbox.describe() == "bubblewrap"
+    assert "connected" not in ran.output and ran.code != 0, ran.output

@@ -64,7 +64,7 @@ def bwrap_argv(
     if settings.network:
         out.append("--share-net")
     size = _tmpfs_size(settings)
-    out += _system_view(size) if system_only else ["--ro-bind", "/", "/"]
+    out += _system_view(size) if system_only else ["--ro-bind", "/", "/", *_private_var_tmp(size)]
     out += ["--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]  # /dev: a tmpfs too
     out += ["--proc", "/proc", *size, "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
@@ -111,6 +111,13 @@ def _bwrap_knows_size() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return "--size" in shown.stdout + shown.stderr
+
+
+def _private_var_tmp(size: Sequence[str]) -> list[str]:
+    """A private `/var/tmp` over the host's (a temp folder of every user, which may hold their
+    files and Unix sockets a command could connect to, network or not), where it is a folder."""
+    path = Path("/var/tmp")
+    return [*size, "--tmpfs", "/var/tmp"] if path.is_dir() and not path.is_symlink() else []
 
 
 def _system_view(size: Sequence[str] = ()) -> list[str]:
