@@ -437,7 +437,9 @@ def test_a_suite_command_cannot_reach_a_unix_socket_in_var_tmp(tmp_path: Path) -
         token = sandbox.use_trial_settings(None)
         try:
             ran = asyncio.run(
-                sandbox.run([sys.executable, "-c", probe], workspace, timeout_s=30, writable=workspace, env=dict(os.environ))
+                sandbox.run(
+                    [sys.executable, "-c", probe], workspace, timeout_s=30, writable=workspace, env=dict(os.environ)
+                )
             )
         finally:
             sandbox.reset_trial_settings(token)
@@ -446,3 +448,27 @@ def test_a_suite_command_cannot_reach_a_unix_socket_in_var_tmp(tmp_path: Path) -
         path.unlink()
     assert sandbox.describe() == "bubblewrap"
     assert "connected" not in ran.output and ran.code != 0, ran.output
+
+
+@needs_bwrap
+def test_a_before_all_hook_cannot_plant_a_git_hook_or_touch_the_store(cli, tmp_path: Path) -> None:
+    """`before_all` may change the eval file's folder, and so it wrote `.git/hooks/pre-commit`
+    there: a program your next `git commit` runs, unconfined. Nor may it rewrite the run store
+    in that folder (`.convoeval`: this run's results, the cached replies of the next). Both are
+    read-only to it now; the rest of the folder is still its own."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".convoeval").mkdir()
+    write(tmp_path / ".convoeval" / "cache.sqlite", "not touched\n")
+    hook = (
+        "echo x > made-by-hook.txt; "
+        "printf '#!/bin/sh\\ntouch escaped\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; "
+        "echo poisoned > .convoeval/cache.sqlite; true"
+    )
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"workspace:\n  hooks:\n    before_all: {{command: {hook!r}}}\ntests:\n  - {{id: a, input: hi}}\n",
+    )
+    code, out, err = cli("run", suite, "--target", "scripted", "-o", "r.jsonl", "--no-cache")
+    assert (tmp_path / "made-by-hook.txt").read_text() == "x\n", out + err
+    assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
+    assert (tmp_path / ".convoeval" / "cache.sqlite").read_text() == "not touched\n"

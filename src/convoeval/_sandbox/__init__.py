@@ -133,6 +133,7 @@ async def run(
     settings: SandboxSettings | None = None,
     host: bool = False,
     system_only: bool = False,
+    kept: Sequence[Path] = (),
 ) -> Finished:
     """Run `command` (a shell command line, or an argv) in the run's sandbox, in `cwd`.
 
@@ -150,6 +151,7 @@ async def run(
             this and `none` run without root's capabilities (bubblewrap drops them too).
         system_only: show it only the system's folders besides `readable` and the workspace
             (a model's commands: bubblewrap; docker shows only its image anyway).
+        kept: paths inside `writable` it may not change (bubblewrap: an eval folder's `.git`).
 
     Raises:
         SandboxError: no sandbox can run it (the message says how to install one or opt out).
@@ -172,7 +174,7 @@ async def run(
     full_env = {**(env or {}), **inside}
     name = None
     if which == "bubblewrap":
-        argv = bwrap_argv(argv, shell, cwd, writable, readable, settings, system_only=system_only)
+        argv = bwrap_argv(argv, shell, cwd, writable, readable, settings, system_only=system_only, kept=kept)
     elif which == "docker":
         name = f"convoeval-{uuid.uuid4().hex[:12]}"
         argv = await docker_argv(argv, shell, cwd, writable, full_env, settings, name)

@@ -53,10 +53,12 @@ def bwrap_argv(
     settings: SandboxSettings,
     *,
     system_only: bool = False,
+    kept: Sequence[Path] = (),
 ) -> list[str]:
     """bubblewrap's command line: the system read-only (root-only files of `/etc` covered), the
     user's home and the temp folders hidden (private, empty), a private /run and /dev, a new PID
-    namespace, no network unless allowed, the workspace bound read-write (same path). With
+    namespace, no network unless allowed, the workspace bound read-write (same path) but for
+    the `kept` paths in it (read-only). With
     `system_only` (a model's commands), only the system's folders are shown (`SYSTEM_FOLDERS`),
     not the rest of the host: not the eval files, the run store or the project. Programs on PATH
     and Python's own folders stay readable wherever they live."""
@@ -86,6 +88,10 @@ def bwrap_argv(
     if writable is not None:
         resolved = str(Path(writable).resolve())
         out += ["--bind", resolved, resolved]
+    for path in kept if writable is not None else ():  # read-only inside `writable`; only those that
+        inside = Path(path).resolve().is_relative_to(Path(writable).resolve())  # exist (bwrap would make them)
+        if inside and os.path.lexists(path) and not os.path.islink(path):
+            out += ["--ro-bind", str(path), str(path)]
     out += ["--chdir", str(Path(cwd).resolve()), "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
 

@@ -65,7 +65,13 @@ async def shell(command: str, cwd: Path, timeout_s: float, passed: Iterable[str]
 
 
 async def sandboxed(
-    command: str, cwd: Path, timeout_s: float, writable: Path, passed: Iterable[str] = (), readable: Sequence[Path] = ()
+    command: str,
+    cwd: Path,
+    timeout_s: float,
+    writable: Path,
+    passed: Iterable[str] = (),
+    readable: Sequence[Path] = (),
+    kept: Sequence[Path] = (),
 ) -> Ran:
     """Run a suite's command (hook, verify) in the run's sandbox: `writable` the only folder it
     may change (`readable` ones still seen), no secret-named variable in its environment but the
@@ -79,8 +85,17 @@ async def sandboxed(
         readable=readable,
         env=scrubbed_env(passed),
         cap=COMMAND_BYTES,
+        kept=kept,
     )
     return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)
+
+
+def kept_in_eval_folder(base_dir: Path) -> list[Path]:
+    """What a `before_all`/`after_all` hook, which may change the eval file's folder, must not:
+    its `.git` (a hook there would run, unconfined, at your next commit) and a run store in it
+    (`.convoeval`: the results and cached replies of this run and the next)."""
+    store = Path(os.environ.get("CONVOEVAL_HOME") or ".convoeval").resolve()
+    return [base_dir.resolve() / ".git", base_dir.resolve() / ".convoeval", store]
 
 
 #: The sandbox settings each open workspace put in force, to restore when it closes.
@@ -324,7 +339,10 @@ async def run_suite_hooks(which: Literal["before_all", "after_all"], specs: list
         if hook is None or (key := (str(base_dir), hook.model_dump_json())) in seen:
             continue
         seen.add(key)
-        ran = await sandboxed(hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, base_dir, spec.env)
+        ran = await sandboxed(
+            hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, base_dir, spec.env,
+            kept=kept_in_eval_folder(base_dir),
+        )  # fmt: skip
         if ran.code != 0:
             return f"workspace hook {which} `{hook.command}` exited with code {ran.code}: {ran.output.strip()[-OUTPUT_TAIL:]}"
     return None
