@@ -88,10 +88,9 @@ def bwrap_argv(
     if writable is not None:
         resolved = str(Path(writable).resolve())
         out += ["--bind", resolved, resolved]
-    for path in kept if writable is not None else ():  # read-only inside `writable`; only those that
-        inside = Path(path).resolve().is_relative_to(Path(writable).resolve())  # exist (bwrap would make them)
-        if inside and os.path.lexists(path) and not os.path.islink(path):
-            out += ["--ro-bind", str(path), str(path)]
+        for keep in kept:  # read-only inside it; only those that exist (bwrap would make the others)
+            if Path(keep).resolve().is_relative_to(resolved) and os.path.lexists(keep) and not os.path.islink(keep):
+                out += ["--ro-bind", str(keep), str(keep)]
     out += ["--chdir", str(Path(cwd).resolve()), "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
 
