@@ -472,3 +472,76 @@ def test_a_before_all_hook_cannot_plant_a_git_hook_or_touch_the_store(cli, tmp_p
     assert (tmp_path / "made-by-hook.txt").read_text() == "x\n", out + err
     assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
     assert (tmp_path / ".convoeval" / "cache.sqlite").read_text() == "not touched\n"
+
+
+PRELOAD_C = r"""
+#include <stdio.h>
+__attribute__((constructor)) static void loaded(void) {
+    FILE *f = fopen("MARKER", "a");
+    if (f) { fputs("loaded outside the sandbox\n", f); fclose(f); }
+}
+"""
+
+
+GRADER_SHOWING_PRELOAD = """
+import json, os, sys
+sys.stdin.read()
+print(json.dumps({"score": 1, "reason": os.environ.get("LD_PRELOAD", "")}))
+"""
+
+
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the preloaded library")
+def test_ld_preload_never_reaches_bubblewrap_itself(cli, tmp_path: Path) -> None:
+    """A code-grader in the workspace runs sandboxed with the `env` its suite sets, and so a
+    suite's `env: {LD_PRELOAD: evil.so}` reached `bwrap`, which runs on the host (as root:
+    with root's powers) before it makes the sandbox: it loaded the library, whose code ran
+    unconfined. The loader's variables now reach only the command inside. The library here
+    writes a file in the test's folder, which nothing inside the sandbox can see."""
+    marker = tmp_path / "marker.txt"
+    source = write(tmp_path / "evil.c", PRELOAD_C.replace("MARKER", str(marker)))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "evil.so"), str(source)], check=True)
+    write(tmp_path / "tpl" / "a.txt", "x\n")
+    write(tmp_path / "grader.py", GRADER_SHOWING_PRELOAD)
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: a\n    mode: conversation\n    workspace: {template: tpl}\n    turns: [{input: hi}]\n"
+        "    assertions:\n"
+        f"      - {{type: code-grader, command: [{sys.executable!r}, grader.py], env: {{LD_PRELOAD: {tmp_path / 'evil.so'}}}}}\n",
+    )
+    code, out, err = cli("run", suite, "--target", "scripted", "-o", "r.jsonl")
+    [result] = read_jsonl(tmp_path / "r.jsonl")
+    [entry] = [g for s in result["trials"][0]["scores"] for g in s["graders"] if g["type"] == "code-grader"]
+    assert entry["details"] == {"reason": str(tmp_path / "evil.so")}, (entry, out + err)  # the command has it
+    assert not marker.exists(), marker.read_text()
+
+
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build the preloaded library")
+def test_a_dotenv_cannot_set_ld_preload(tmp_path: Path) -> None:
+    """A suite's `.env` with `LD_PRELOAD=evil.so` put it in convoeval's environment after it
+    started: every program it then ran on the host (bubblewrap's probe, `git`, the agent CLIs'
+    sandboxes) loaded the library. It is ignored now, with a line on stderr."""
+    marker = tmp_path / "marker.txt"
+    folder = tmp_path / "suite"
+    source = write(folder / "evil.c", PRELOAD_C.replace("MARKER", str(marker)))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(folder / "evil.so"), str(source)], check=True)
+    write(folder / ".env", f"LD_PRELOAD={folder / 'evil.so'}\n")
+    write(folder / "tpl" / "a.txt", "x\n")
+    suite = write(
+        folder / "s.eval.yaml",
+        "tests:\n  - id: a\n    mode: conversation\n    workspace: {template: tpl, hooks: {before_each: {command: 'true'}}}\n"
+        "    turns: [{input: hi}]\n",
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "CONVOEVAL_SANDBOX")}
+    done = subprocess.run(
+        [sys.executable, "-m", "convoeval", "run", str(suite), "--target", "scripted", "-o", str(tmp_path / "r.jsonl")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not marker.exists(), marker.read_text()
+    assert "LD_PRELOAD ignored: a .env file cannot set the dynamic loader" in done.stderr

@@ -175,6 +175,10 @@ async def run(
     name = None
     if which == "bubblewrap":
         argv = bwrap_argv(argv, shell, cwd, writable, readable, settings, system_only=system_only, kept=kept)
+        loader = {k: v for k, v in full_env.items() if k.startswith("LD_")}
+        if loader:  # for the command only: bwrap itself runs on the host, as convoeval's user (or root)
+            full_env = {k: v for k, v in full_env.items() if k not in loader}
+            argv[1:1] = [part for name, value in loader.items() for part in ("--setenv", name, value)]
     elif which == "docker":
         name = f"convoeval-{uuid.uuid4().hex[:12]}"
         argv = await docker_argv(argv, shell, cwd, writable, full_env, settings, name)

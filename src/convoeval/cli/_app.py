@@ -51,8 +51,9 @@ app = Typer(
 
 def load_env_file(folder: Path) -> None:
     """Load `folder/.env` into the environment; variables already set win (values never printed).
-    A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`): it comes with a suite as
-    often as from its user, and only `--sandbox none` or the environment may (said on stderr)."""
+    A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`) nor set the dynamic loader
+    (`LD_PRELOAD`: every program convoeval starts outside the sandbox would load it): it comes
+    with a suite as often as from its user (said on stderr)."""
     path = folder / ".env"
     if path.is_file():
         from dotenv import dotenv_values  # python-dotenv loads only where there is a .env
@@ -66,6 +67,9 @@ def load_env_file(folder: Path) -> None:
                     " (give --sandbox none, or set it in the environment)",
                     file=sys.stderr,
                 )
+                continue
+            if name.startswith("LD_"):  # every program convoeval starts, bubblewrap too, would load it
+                print(f"convoeval: {path}: {name} ignored: a .env file cannot set the dynamic loader", file=sys.stderr)
                 continue
             os.environ[name] = value
 
