@@ -178,8 +178,9 @@ async def run(
         loader = {k: v for k, v in full_env.items() if k.startswith("LD_")}
         if loader:  # for the command only: bwrap itself runs on the host, as convoeval's user (or root)
             full_env = {k: v for k, v in full_env.items() if k not in loader}
-            argv[1:1] = [part for name, value in loader.items() for part in ("--setenv", name, value)]
-    elif which == "docker":
+            argv[1:1] = [part for var, value in loader.items() for part in ("--setenv", var, value)]
+    elif which == "docker":  # nor to the docker client, which runs on the host (nor then to the container)
+        full_env = {k: v for k, v in full_env.items() if not k.startswith("LD_")}
         name = f"convoeval-{uuid.uuid4().hex[:12]}"
         argv = await docker_argv(argv, shell, cwd, writable, full_env, settings, name)
     elif shell:
