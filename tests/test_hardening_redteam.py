@@ -59,6 +59,7 @@ def test_suite_commands_get_no_secret_whatever_its_variable_is_named(
     monkeypatch.setenv("GATEWAY_VALUE", GATEWAY_KEY)
     monkeypatch.setenv("DATABASE_URL", f"postgres://app:{DB_PASSWORD}@db.internal/app")
     monkeypatch.setenv("PLAIN_SETTING", "still-there")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer otlp-bearer-123456")
     with FakeOpenAIServer(reply=lambda body: "ok") as server:
         write(
             tmp_path / "targets.yaml",
@@ -78,6 +79,7 @@ def test_suite_commands_get_no_secret_whatever_its_variable_is_named(
         assert "PLAIN_SETTING=still-there" in text, name  # the rest of the environment is kept
         assert GATEWAY_KEY not in text, f"{name} got the target's key"
         assert DB_PASSWORD not in text, f"{name} got the database password"
+        assert "otlp-bearer" not in text, f"{name} got the OTLP exporter's headers"
 
 
 def _convoeval(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -545,3 +547,32 @@ def test_a_dotenv_cannot_set_ld_preload(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert not marker.exists(), marker.read_text()
     assert "LD_PRELOAD ignored: a .env file cannot set the dynamic loader" in done.stderr
+
+
+def test_the_otel_exporters_log_lines_are_redacted(tmp_path: Path) -> None:
+    """`report --otel --otel-endpoint URL?token=...`: the OpenTelemetry SDK logs its retries
+    itself, straight to stderr past convoeval's redaction, quoting the endpoint's URL: the token
+    was on the terminal. Its log lines are redacted now (the endpoint here refuses connections)."""
+    import socket
+
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    token = "otlp-token-9988776655"
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: a, input: hi}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | {"OTEL_EXPORTER_OTLP_TIMEOUT": "2"}
+    command = [sys.executable, "-m", "convoeval"]
+    ran = subprocess.run([*command, "run", str(suite), "--target", "scripted", "-o", "r.jsonl"], cwd=tmp_path, env=env)
+    assert ran.returncode == 0
+    endpoint = f"http://127.0.0.1:{port}/v1/traces?token={token}"
+    done = subprocess.run(
+        [*command, "report", "r.jsonl", "--otel", "--otel-endpoint", endpoint],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "/v1/traces?token=[REDACTED]" in done.stderr, done.stderr
+    assert token not in done.stdout + done.stderr

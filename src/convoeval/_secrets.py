@@ -1,11 +1,12 @@
 """Secrets: the one redaction of every text convoeval writes, and environments without keys.
 
 The known secret values are the API keys targets resolved (`remember`) and the values of
-environment variables named like `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, as they were
-when first asked for or when `reread_environment` last ran (every run starts with it: reading
-the environment on each of the thousands of redactions a run makes cost more than its HTTP).
-`redact` replaces them and credentials in URLs (`user:pass@`, `?api_key=...`) with
-`[REDACTED]`; results, the run store, result files and the terminal all go through it.
+environment variables named like `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*HEADERS*`
+(`OTEL_EXPORTER_OTLP_HEADERS=Authorization=...`), as they were when first asked for or when
+`reread_environment` last ran (every run starts with it: reading the environment on each of
+the thousands of redactions a run makes cost more than its HTTP). `redact` replaces them and
+credentials in URLs (`user:pass@`, `?api_key=...`) with `[REDACTED]`; results, the run store,
+result files and the terminal all go through it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 REDACTED = "[REDACTED]"
 #: Environment variables whose values are secrets (and are not passed to graders and hooks).
 SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|(^|_)AUTH(?!_SOCK)", re.IGNORECASE
+    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|(^|_)AUTH(?!_SOCK)|HEADERS",
+    re.IGNORECASE,
 )
 #: Headers of a target whose values are not credentials; every other header's value is one
 #: (a gateway's `X-Gw: ...` says nothing by its name).
