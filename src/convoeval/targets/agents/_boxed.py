@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import _sandbox as sandbox
-from ..._secrets import redact
 from ..._sandbox import (
     AGENT_HOME,
     AGENT_USER_ENV,
@@ -41,6 +40,7 @@ from ..._sandbox import (
     start_problem,
     trial_settings,
 )
+from ..._secrets import redact
 from .._base import TargetConfig, TargetError
 from ._settings import AgentCliSettings
 
