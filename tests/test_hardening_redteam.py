@@ -96,7 +96,7 @@ def test_a_dotenv_beside_the_suite_cannot_turn_the_sandbox_off(tmp_path: Path) -
     marker = tmp_path / "written-from-the-hook"
     folder = tmp_path / "downloaded-suite"
     write(folder / "tpl" / "a.txt", "x\n")
-    write(folder / ".env", "CONVOEVAL_SANDBOX=none\nCONVOEVAL_THRESHOLD=0.5\n")
+    write(folder / ".env", "CONVOEVAL_SANDBOX=none\nCONVOEVAL_THRESHOLD=0.5\nCONVOEVAL_ROOT=/\n")
     suite = write(
         folder / "s.eval.yaml",
         f"""
@@ -110,7 +110,7 @@ tests:
       - input: hello
 """,
     )
-    env = {k: v for k, v in os.environ.items() if k != "CONVOEVAL_SANDBOX"}
+    env = {k: v for k, v in os.environ.items() if k not in ("CONVOEVAL_SANDBOX", "CONVOEVAL_ROOT")}
     with FakeOpenAIServer(reply=lambda body: "ok") as server:
         env |= {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-x-unused-here"}
         for cwd in (tmp_path, folder):  # the suite's folder, then the folder the user runs from
@@ -121,12 +121,13 @@ tests:
             assert result["sandbox"] == "bubblewrap", done.stdout + done.stderr
             assert result["threshold"] == 0.5  # the rest of the file still applies
             assert "CONVOEVAL_SANDBOX=none ignored: a .env file cannot turn the sandbox off" in done.stderr
+            assert "CONVOEVAL_ROOT ignored: give --root" in done.stderr  # nor widen what the suite reaches
             assert done.returncode == 0 and not marker.exists()
         env["CONVOEVAL_SANDBOX"] = "none"  # the user's own environment still may (and the hook then escapes)
         done = _convoeval(
             "run", str(suite), "--target", "openai:m", "-o", str(tmp_path / "r.jsonl"), cwd=folder, env=env
         )
-    assert read_jsonl(tmp_path / "r.jsonl")[0]["sandbox"] == "none" and "ignored" not in done.stderr
+    assert read_jsonl(tmp_path / "r.jsonl")[0]["sandbox"] == "none" and "SANDBOX=none ignored" not in done.stderr
     assert marker.read_text() == "escaped\n"
 
 

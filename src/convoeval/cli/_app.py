@@ -51,9 +51,10 @@ app = Typer(
 
 def load_env_file(folder: Path) -> None:
     """Load `folder/.env` into the environment; variables already set win (values never printed).
-    A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`) nor set the dynamic loader
-    (`LD_PRELOAD`: every program convoeval starts outside the sandbox would load it): it comes
-    with a suite as often as from its user (said on stderr)."""
+    A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`), set the dynamic loader
+    (`LD_PRELOAD`: every program convoeval starts outside the sandbox would load it) nor widen
+    what a suite's files may reach (`CONVOEVAL_ROOT`): it comes with a suite as often as from
+    its user (said on stderr)."""
     path = folder / ".env"
     if path.is_file():
         from dotenv import dotenv_values  # python-dotenv loads only where there is a .env
@@ -70,6 +71,9 @@ def load_env_file(folder: Path) -> None:
                 continue
             if name.startswith("LD_"):  # every program convoeval starts, bubblewrap too, would load it
                 print(f"convoeval: {path}: {name} ignored: a .env file cannot set the dynamic loader", file=sys.stderr)
+                continue
+            if name == ROOT_ENV:  # what the files a suite names may reach: yours to widen, not the suite's
+                print(f"convoeval: {path}: {name} ignored: give --root, or set it in the environment", file=sys.stderr)
                 continue
             os.environ[name] = value
 
