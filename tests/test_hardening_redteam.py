@@ -218,8 +218,8 @@ def test_a_home_folder_shown_for_path_hides_its_private_files(tmp_path: Path, mo
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("PATH", f"{cargo / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(sandbox, "backend", lambda: "bubblewrap")
-    if hasattr(_argv, "_covered_private"):
-        _argv._covered_private.cache_clear()  # looked at once per process
+    if hasattr(_argv, "_private_in"):
+        _argv._private_in.cache_clear()  # looked for once per process
     workspace = tmp_path / "ws"
     workspace.mkdir()
     command = f"hello; cat {cargo}/env {cargo}/credentials.toml; ls {cargo}/keys; echo end"
@@ -231,6 +231,9 @@ def test_a_home_folder_shown_for_path_hides_its_private_files(tmp_path: Path, mo
         assert ran.output.splitlines()[:2] == ["hello from cargo", "public settings"], ran.output
         assert "TOKEN" not in ran.output and "inner.txt" not in ran.output, ran.output
         assert ran.output.rstrip().endswith("end")
+    (cargo / "credentials.toml").unlink()  # gone since it was looked for: the sandbox still starts
+    ran = asyncio.run(sandbox.run("hello", workspace, timeout_s=30, env={"PATH": os.environ["PATH"]}, system_only=True))
+    assert ran.output == "hello from cargo\n", ran.output
 
 
 @needs_bwrap

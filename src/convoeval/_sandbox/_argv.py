@@ -164,29 +164,37 @@ def _covered_root_files() -> tuple[str, ...]:
 PRIVATE_DEPTH = 3
 
 
-@functools.lru_cache(maxsize=64)
-def _covered_private(folders: tuple[str, ...]) -> tuple[str, ...]:
+def _covered_private(folders: tuple[str, ...]) -> list[str]:
     """bubblewrap's arguments that cover what other users may not read in `folders`, the parts
-    of a home (or a temp folder) a sandbox shows for the programs on PATH: `~/.cargo` for
-    `~/.cargo/bin` also holds `credentials.toml` (mode 0600). A private file is covered by
-    `/dev/null`, a private folder by an empty one, down to `PRIVATE_DEPTH` levels. Looked at
-    once per process."""
+    of a home a sandbox shows for the programs on PATH: `~/.cargo` for `~/.cargo/bin` also
+    holds `credentials.toml` (mode 0600). A private file is covered by `/dev/null`, a private
+    folder by an empty one, down to `PRIVATE_DEPTH` levels. Looked for once per process
+    (`_private_in`); one gone since is left out (bubblewrap cannot cover what is not there)."""
     out: list[str] = []
+    for folder, path in _private_in(folders):
+        if os.path.lexists(path):
+            out += ["--tmpfs", path] if folder else ["--ro-bind", "/dev/null", path]
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _private_in(folders: tuple[str, ...]) -> tuple[tuple[bool, str], ...]:
+    """(is a folder, path) of what other users may not read in `folders`, to `PRIVATE_DEPTH`."""
+    found: list[tuple[bool, str]] = []
     for top in folders:
         for current, dirs, files in os.walk(top):
             depth = len(Path(current).relative_to(top).parts)
             for name in list(dirs):
                 path = os.path.join(current, name)
                 if not os.path.islink(path) and not (_others_read(path) and _others_enter(path)):
-                    out += ["--tmpfs", path]
+                    found.append((True, path))
                     dirs.remove(name)
             if depth + 1 >= PRIVATE_DEPTH:
                 dirs.clear()
-            for name in files:
-                path = os.path.join(current, name)
-                if not os.path.islink(path) and not _others_read(path):
-                    out += ["--ro-bind", "/dev/null", path]
-    return tuple(out)
+            found += [
+                (False, p) for n in files if not os.path.islink(p := os.path.join(current, n)) and not _others_read(p)
+            ]
+    return tuple(found)
 
 
 def _in_homes(opened: Sequence[str], hidden: Sequence[str]) -> tuple[str, ...]:
