@@ -232,7 +232,11 @@ def test_a_home_folder_shown_for_path_hides_its_private_files(tmp_path: Path, mo
         assert "TOKEN" not in ran.output and "inner.txt" not in ran.output, ran.output
         assert ran.output.rstrip().endswith("end")
     (cargo / "credentials.toml").unlink()  # gone since it was looked for: the sandbox still starts
-    ran = asyncio.run(sandbox.run("hello", workspace, timeout_s=30, env={"PATH": os.environ["PATH"]}, system_only=True))
+    ran = asyncio.run(
+        sandbox.run(
+            "hello", workspace, timeout_s=30, writable=workspace, env={"PATH": os.environ["PATH"]}, system_only=True
+        )
+    )
     assert ran.output == "hello from cargo\n", ran.output
 
 
