@@ -116,7 +116,6 @@ def main() -> None:
     Ctrl-C while the command loads exits 130 without a traceback, as typer does once the command
     runs (`convoeval run` also says how to resume: `_interrupt`).
     """
-    keep_environment_private()  # the commands it starts cannot read its keys in /proc/<pid>/environ
     try:
         _main(with_optional_values(sys.argv[1:]))
     except KeyboardInterrupt:
@@ -130,6 +129,7 @@ def _main(argv: list[str]) -> None:
         # suites: most of aiohttp's import is loading the system's certificates, which runs
         # without the GIL. So nothing of convoeval's own is imported before this point.
         threading.Thread(target=import_quietly, args=("aiohttp",), daemon=True).start()
+    keep_environment_private()  # the commands it starts cannot read its keys in /proc/<pid>/environ
     from ..errors import ConvoevalError  # after the thread started (errors loads pydantic)
 
     app = the_app()
