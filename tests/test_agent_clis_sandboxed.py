@@ -156,6 +156,7 @@ def test_claude_runs_in_the_sandbox_and_resumes_every_turn(
     assert not (agent_home / ".claude").exists()
     kept = list((tmp_path / "sessions").glob("*.jsonl"))
     assert [p.stem for p in kept] == [result.scores[0].session_id]
+    assert ANTHROPIC_KEY not in kept[0].read_text()  # turn 2 ran `env`: its output is in the session, redacted
     grade_session(cli, tmp_path, kept[0], "Bash", ["Create an order for a book", "ORD-1042 is cancelled."])
 
 
@@ -179,6 +180,7 @@ def test_codex_runs_in_the_sandbox_and_resumes_every_turn(
     assert not (agent_home / ".codex").exists()
     kept = list((tmp_path / "sessions").glob("rollout-*.jsonl"))
     assert len(kept) == 1 and result.scores[0].session_id in kept[0].name
+    assert OPENAI_KEY not in kept[0].read_text()  # turn 2 ran `env`: its output is in the rollout, redacted
     grade_session(cli, tmp_path, kept[0], "command_execution", ["Create an order for a book", "ORD-1042 is cancelled."])
 
 

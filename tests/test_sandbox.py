@@ -431,7 +431,7 @@ workspace:
 tests:
   - id: t
     mode: conversation
-    verify: {{command: '! grep -q {KEY} each.txt && echo x > /var/tmp/{mark}'}}
+    verify: {{command: '! grep -q {KEY} each.txt && echo x > /var/tmp/{mark} && echo x > /var/{mark}'}}
     turns:
       - input: go
         assertions: [{{type: code-grader, command: [{sys.executable}, grade.py]}}]
@@ -445,7 +445,8 @@ tests:
         and "Read-only file system" in verify.assertions[0].evidence
     )
     assert result.scores[0].verdict == "pass", result.scores[0]
-    assert not Path(f"/tmp/{mark}").exists() and not Path(f"/var/tmp/{mark}").exists()
+    assert not Path(f"/tmp/{mark}").exists() and not Path(f"/var/tmp/{mark}").exists()  # private to it
+    assert not Path(f"/var/{mark}").exists()
 
 
 @needs_bwrap

@@ -35,3 +35,24 @@ def confined_file(ref: str, base_dir: Path, root: str | Path | None = None) -> P
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ValueError(f"{ref} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
     return path
+
+
+def confined_folder(ref: str, base_dir: Path, what: str) -> Path:
+    """The folder `ref` (relative to `base_dir`) names, resolved: it must lie in the suite's
+    folder, the repository that holds it (the nearest `.git` above: AgentV's `../template`) or
+    the root the user names, like the files a suite names; `what` names it in the message.
+
+    Raises:
+        ValueError: it lies elsewhere (`/root/.ssh`, `../../..`).
+    """
+    path = (base_dir / ref).resolve()
+    base = base_dir.resolve()
+    roots = [base, next((p for p in (base, *base.parents) if (p / ".git").exists()), base)]
+    if root := os.environ.get(ROOT_ENV):
+        roots.append(Path(root).resolve())
+    if not any(path == r or r in path.parents for r in roots):
+        raise ValueError(
+            f"{what} {ref!r} is outside the suite's folder {base} and its repository"
+            f" (name a wider root with --root or {ROOT_ENV})"
+        )
+    return path

@@ -1,24 +1,27 @@
 """Secrets: the one redaction of every text convoeval writes, and environments without keys.
 
 The known secret values are the API keys targets resolved (`remember`) and the values of
-environment variables named like `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, as they were
-when first asked for or when `reread_environment` last ran (every run starts with it: reading
-the environment on each of the thousands of redactions a run makes cost more than its HTTP).
-`redact` replaces them and credentials in URLs (`user:pass@`, `?api_key=...`) with
-`[REDACTED]`; results, the run store, result files and the terminal all go through it.
+environment variables named like `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*HEADERS*`
+(`OTEL_EXPORTER_OTLP_HEADERS=Authorization=...`), as they were when first asked for or when
+`reread_environment` last ran (every run starts with it: reading the environment on each of
+the thousands of redactions a run makes cost more than its HTTP). `redact` replaces them and
+credentials in URLs (`user:pass@`, `?api_key=...`) with `[REDACTED]`; results, the run store,
+result files and the terminal all go through it.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 #: Environment variables whose values are secrets (and are not passed to graders and hooks).
 SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|(^|_)AUTH(?!_SOCK)", re.IGNORECASE
+    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|(^|_)AUTH(?!_SOCK)|HEADERS",
+    re.IGNORECASE,
 )
 #: Headers of a target whose values are not credentials; every other header's value is one
 #: (a gateway's `X-Gw: ...` says nothing by its name).
@@ -124,6 +127,41 @@ def contains_secret(text: str, extra: Iterable[str] = ()) -> bool:
 
 
 def scrubbed_env(passed: Iterable[str] = ()) -> dict[str, str]:
-    """The process environment without secret-named variables, except the `passed` names."""
-    keep = set(passed)
-    return {k: v for k, v in os.environ.items() if k in keep or not SECRET_NAME.search(k)}
+    """The process environment without secrets, except the `passed` names: no secret-named
+    variable, and none whose value holds a secret whatever its name (a target's key read from
+    `${{ GATEWAY }}`, `DATABASE_URL=postgres://user:password@...`, a URL's `?api_key=`);
+    PATH and the locale always stay."""
+    keep = {*passed, *_ALWAYS_KEPT}
+    return {k: v for k, v in os.environ.items() if k in keep or not (SECRET_NAME.search(k) or holds_secret(v))}
+
+
+#: Variables a command always gets from the parent, whatever they hold (`_sandbox.BASE_ENV`).
+_ALWAYS_KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+
+
+def holds_secret(text: str) -> bool:
+    """Whether `text` holds a known secret value or a URL credential (`user:password@`, a
+    secret-named query value): what `redact` would change."""
+    return redact(text) != text
+
+
+#: prctl's option that makes a process non-dumpable (linux/prctl.h).
+_PR_SET_DUMPABLE = 4
+
+
+def keep_environment_private() -> bool:
+    """Make this process non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`, as ssh-agent does): its
+    environment and memory, which hold the API keys, are then out of reach of the other
+    processes of its user (`/proc/<pid>/environ`, `/proc/<pid>/mem`, ptrace), such as a
+    code-grader run on the host or a `--sandbox none` command, and it never leaves a core dump.
+    What it starts is dumpable again once it runs a program (execve resets the flag). Root with
+    CAP_SYS_PTRACE still reads it. False where it cannot be set (not Linux)."""
+    if sys.platform != "linux":
+        return False
+    import ctypes  # only the CLI asks, once
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return False
+    return bool(prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)

@@ -133,6 +133,7 @@ async def run(
     settings: SandboxSettings | None = None,
     host: bool = False,
     system_only: bool = False,
+    kept: Sequence[Path] = (),
 ) -> Finished:
     """Run `command` (a shell command line, or an argv) in the run's sandbox, in `cwd`.
 
@@ -146,9 +147,11 @@ async def run(
         separate_stderr: keep stderr apart (`Finished.stderr`) instead of merged into output.
         settings: network and limits (default: the current trial's `sandbox:`).
         host: run it on the host as given, without sandbox or limits (commands convoeval
-            composes itself, such as `git clone`), still bounded in output and time.
+            composes itself, such as `git clone`), still bounded in output and time. As root,
+            this and `none` run without root's capabilities (bubblewrap drops them too).
         system_only: show it only the system's folders besides `readable` and the workspace
             (a model's commands: bubblewrap; docker shows only its image anyway).
+        kept: paths inside `writable` it may not change (bubblewrap: an eval folder's `.git`).
 
     Raises:
         SandboxError: no sandbox can run it (the message says how to install one or opt out).
@@ -156,7 +159,7 @@ async def run(
     """
     if host:  # a command convoeval composes itself (git, docker): on the host, as given
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-        return await spawn(argv, cwd, dict(env or {}), stdin, cap, separate_stderr, timeout_s, None, None)
+        return await spawn(argv, cwd, dict(env or {}), stdin, cap, separate_stderr, timeout_s, None, None, True)
     settings = settings or trial_settings()
     which = backend()
     argv = [command] if isinstance(command, str) else list(command)
@@ -171,8 +174,13 @@ async def run(
     full_env = {**(env or {}), **inside}
     name = None
     if which == "bubblewrap":
-        argv = bwrap_argv(argv, shell, cwd, writable, readable, settings, system_only=system_only)
-    elif which == "docker":
+        argv = bwrap_argv(argv, shell, cwd, writable, readable, settings, system_only=system_only, kept=kept)
+        loader = {k: v for k, v in full_env.items() if k.startswith("LD_")}
+        if loader:  # for the command only: bwrap itself runs on the host, as convoeval's user (or root)
+            full_env = {k: v for k, v in full_env.items() if k not in loader}
+            argv[1:1] = [part for var, value in loader.items() for part in ("--setenv", var, value)]
+    elif which == "docker":  # nor to the docker client, which runs on the host (nor then to the container)
+        full_env = {k: v for k, v in full_env.items() if not k.startswith("LD_")}
         name = f"convoeval-{uuid.uuid4().hex[:12]}"
         argv = await docker_argv(argv, shell, cwd, writable, full_env, settings, name)
     elif shell:
@@ -180,7 +188,9 @@ async def run(
     if which == "docker":  # the docker client itself may need DOCKER_HOST and the like
         full_env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}, **full_env}
     try:
-        return await spawn(argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name)
+        return await spawn(
+            argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name, which != "bubblewrap"
+        )
     finally:
         if home is not None:
             shutil.rmtree(home, ignore_errors=True)

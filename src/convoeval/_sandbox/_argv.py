@@ -53,10 +53,12 @@ def bwrap_argv(
     settings: SandboxSettings,
     *,
     system_only: bool = False,
+    kept: Sequence[Path] = (),
 ) -> list[str]:
     """bubblewrap's command line: the system read-only (root-only files of `/etc` covered), the
     user's home and the temp folders hidden (private, empty), a private /run and /dev, a new PID
-    namespace, no network unless allowed, the workspace bound read-write (same path). With
+    namespace, no network unless allowed, the workspace bound read-write (same path) but for
+    the `kept` paths in it (read-only). With
     `system_only` (a model's commands), only the system's folders are shown (`SYSTEM_FOLDERS`),
     not the rest of the host: not the eval files, the run store or the project. Programs on PATH
     and Python's own folders stay readable wherever they live."""
@@ -64,7 +66,7 @@ def bwrap_argv(
     if settings.network:
         out.append("--share-net")
     size = _tmpfs_size(settings)
-    out += _system_view(size) if system_only else ["--ro-bind", "/", "/"]
+    out += _system_view(size) if system_only else ["--ro-bind", "/", "/", *_private_var_tmp(size)]
     out += ["--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]  # /dev: a tmpfs too
     out += ["--proc", "/proc", *size, "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
@@ -72,9 +74,9 @@ def bwrap_argv(
         out += [*size, "--tmpfs", folder]
     out += ["--dir", SANDBOX_HOME, *_covered_root_files()]
     shown = [*map(str, readable)]
-    if not system_only:  # a suite's command: the project around its eval folder too (`../scripts`)
-        shown += _shown_programs(hidden, entries=[*shown, str(cwd)])
-    shown += _shown_programs(hidden)
+    opened = _shown_programs(hidden, entries=[*shown, str(cwd)]) if not system_only else []
+    opened += _shown_programs(hidden)  # a suite's command: the project around its eval folder too
+    shown += opened
     if system_only:
         shown += [p for p in _program_folders() if not any(_under(p, h) for h in hidden)]
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
@@ -82,9 +84,13 @@ def bwrap_argv(
         shown.append(str(resolv))
     for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
         out += ["--ro-bind-try", path, path]
+    out += _covered_private(_in_homes(opened, hidden))
     if writable is not None:
         resolved = str(Path(writable).resolve())
         out += ["--bind", resolved, resolved]
+        for keep in kept:  # read-only inside it; only those that exist (bwrap would make the others)
+            if Path(keep).resolve().is_relative_to(resolved) and os.path.lexists(keep) and not os.path.islink(keep):
+                out += ["--ro-bind", str(keep), str(keep)]
     out += ["--chdir", str(Path(cwd).resolve()), "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
 
@@ -110,6 +116,13 @@ def _bwrap_knows_size() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return "--size" in shown.stdout + shown.stderr
+
+
+def _private_var_tmp(size: Sequence[str]) -> list[str]:
+    """A private `/var/tmp` over the host's (a temp folder of every user, which may hold their
+    files and Unix sockets a command could connect to, network or not), where it is a folder."""
+    path = Path("/var/tmp")
+    return [*size, "--tmpfs", "/var/tmp"] if path.is_dir() and not path.is_symlink() else []
 
 
 def _system_view(size: Sequence[str] = ()) -> list[str]:
@@ -144,6 +157,63 @@ def _covered_root_files() -> tuple[str, ...]:
             if not os.path.islink(path) and not _others_read(path):
                 out += ["--ro-bind", "/dev/null", path]
     return tuple(out)
+
+
+#: How deep `_covered_private` looks in a home's folder that is shown (a version manager's holds
+#: 100,000 files; the credentials of a tool lie at its top: `~/.cargo/credentials.toml`).
+PRIVATE_DEPTH = 3
+
+
+def _covered_private(folders: tuple[str, ...]) -> list[str]:
+    """bubblewrap's arguments that cover what other users may not read in `folders`, the parts
+    of a home a sandbox shows for the programs on PATH: `~/.cargo` for `~/.cargo/bin` also
+    holds `credentials.toml` (mode 0600). A private file is covered by `/dev/null`, a private
+    folder by an empty one, down to `PRIVATE_DEPTH` levels. Looked for once per process
+    (`_private_in`); one gone since is left out (bubblewrap cannot cover what is not there)."""
+    out: list[str] = []
+    for folder, path in _private_in(folders):
+        if os.path.lexists(path):
+            out += ["--tmpfs", path] if folder else ["--ro-bind", "/dev/null", path]
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _private_in(folders: tuple[str, ...]) -> tuple[tuple[bool, str], ...]:
+    """(is a folder, path) of what other users may not read in `folders`, to `PRIVATE_DEPTH`."""
+    found: list[tuple[bool, str]] = []
+    for top in folders:
+        for current, dirs, files in os.walk(top):
+            depth = len(Path(current).relative_to(top).parts)
+            for name in list(dirs):
+                path = os.path.join(current, name)
+                if not os.path.islink(path) and not (_others_read(path) and _others_enter(path)):
+                    found.append((True, path))
+                    dirs.remove(name)
+            if depth + 1 >= PRIVATE_DEPTH:
+                dirs.clear()
+            found += [
+                (False, p) for n in files if not os.path.islink(p := os.path.join(current, n)) and not _others_read(p)
+            ]
+    return tuple(found)
+
+
+def _in_homes(opened: Sequence[str], hidden: Sequence[str]) -> tuple[str, ...]:
+    """The folders of `opened` that lie in a home (not those in a temp folder: a workspace, a
+    venv in /tmp), resolved, each once."""
+    temps = {str(Path(t).resolve()) for t in ("/tmp", tempfile.gettempdir())}
+    out: dict[str, None] = {}
+    for path in dict.fromkeys(str(Path(p).resolve()) for p in opened):
+        holder = next((h for h in reversed(hidden) if path == h or _under(path, h)), None)
+        if holder is not None and holder not in temps:
+            out[path] = None
+    return tuple(out)
+
+
+def _others_enter(path: str) -> bool:
+    try:
+        return bool(os.lstat(path).st_mode & stat.S_IXOTH)
+    except OSError:
+        return True
 
 
 def _others_read(path: str) -> bool:
@@ -192,12 +262,15 @@ def agent_bwrap_argv(
     home_path, resolved = str(Path(home).resolve()), str(Path(workspace).resolve())
     binds = [str(Path(p).resolve()) for p in (*shown, *_program_folders())] + [home_path, resolved]
     closed = closed_folders(binds, user) if user is not None else []
-    shown += _shown_programs(hidden, closed)
+    opened = _shown_programs(hidden, closed)
+    shown += opened
     for folder in hidden:
         out += [*size, "--tmpfs", folder]
     shown_paths = list(dict.fromkeys(str(Path(p).resolve()) for p in shown))
     for path in shown_paths:
         out += ["--ro-bind-try", path, path]
+    if user is None:  # as another user, what only convoeval's user may read is out of reach anyway
+        out += _covered_private(_in_homes(opened, hidden))
     out += ["--bind", home_path, AGENT_HOME]
     out += ["--bind", resolved, resolved, "--chdir", resolved, "--", *argv]
     return AgentBox(out, user, Reach.of([*shown_paths, home_path, resolved], closed))

@@ -25,10 +25,14 @@ except ImportError:  # pragma: no cover - Windows: no rlimits (and no bubblewrap
     resource = None  # type: ignore[assignment]
 
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAP_VERSION_3 = 0x20080522
 try:
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+    _libc = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+    _prctl = _libc.prctl if _libc is not None else None
 except (OSError, AttributeError):  # pragma: no cover - no libc prctl
-    _prctl = None
+    _libc = _prctl = None
 
 
 #: Seconds to keep reading after a command ended (what its last children still write).
@@ -85,16 +89,62 @@ class _Capped:
             self.done.set_result(None)
 
 
-def _in_child(settings: SandboxSettings | None, *, processes: bool = True, group: PidsGroup | None = None) -> None:
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _last_capability() -> int:
+    try:
+        return int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    except (OSError, ValueError):
+        return 63
+
+
+#: The highest capability number of this kernel (read in the parent: the child only drops).
+_LAST_CAP = _last_capability() if sys.platform == "linux" else -1
+
+
+def _drop_root_powers() -> None:
+    """In a child of root, before exec: no capability survives the exec (the bounding, ambient
+    and inheritable sets emptied), so the program runs as a uid 0 without root's powers: it
+    cannot read another process's memory or environment (convoeval's keys: convoeval is not
+    dumpable), nor override file permissions. For commands that run outside bubblewrap (which
+    drops them with `--cap-drop ALL`): `--sandbox none` and those on the host."""
+    if os.geteuid() != 0 or _prctl is None or _libc is None:
+        return
+    for cap in range(_LAST_CAP + 1):
+        _prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header, data = _CapHeader(_CAP_VERSION_3, 0), (_CapData * 2)()
+    if _libc.capget(ctypes.byref(header), data) == 0:
+        for part in data:
+            part.inheritable = 0
+        _libc.capset(ctypes.byref(header), data)
+
+
+def _in_child(
+    settings: SandboxSettings | None,
+    *,
+    processes: bool = True,
+    group: PidsGroup | None = None,
+    powerless: bool = False,
+) -> None:
     """In the child, before exec: killed when convoeval dies (even by kill -9; bubblewrap then
     takes its whole PID namespace down), in its pids cgroup (`group`, where RLIMIT_NPROC does not
     hold), and the `sandbox:` limits, inherited by all it starts. `processes=False` leaves out
     RLIMIT_NPROC (for an agent CLI: it counts the threads of all the user's processes on the
-    machine, and a CLI runs dozens)."""
+    machine, and a CLI runs dozens). `powerless`: as root, no capability survives the exec
+    (`_drop_root_powers`)."""
     if _prctl is not None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if group is not None:
         group.join()
+    if powerless:
+        _drop_root_powers()
     if settings is None or resource is None:
         return
     mb = 1024 * 1024
@@ -154,9 +204,11 @@ async def spawn(
     timeout_s: float,
     settings: SandboxSettings | None,
     container: str | None,
+    powerless: bool = False,
 ) -> Finished:
     """Start `argv` in a session and pids cgroup (`PidsGroup.make`; not docker's client) of its own,
-    read its pipes as they fill (`cap` bytes kept), kill its group when it ends or is stopped."""
+    read its pipes as they fill (`cap` bytes kept), kill its group when it ends or is stopped.
+    `powerless`: as root, without root's capabilities (`_drop_root_powers`)."""
     loop = asyncio.get_running_loop()
     group = PidsGroup.make(settings.processes) if settings is not None and container is None else None
     feed = None
@@ -175,7 +227,7 @@ async def spawn(
             stdout=out_w,
             stderr=err_w if err_w is not None else out_w,
             start_new_session=True,
-            preexec_fn=lambda: _in_child(settings, group=group),
+            preexec_fn=lambda: _in_child(settings, group=group, powerless=powerless),
         )
     )
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from .._lazy import collector_paused, freeze_for_good
+from .._secrets import keep_environment_private
 
 if TYPE_CHECKING:
     import typer
@@ -130,6 +131,7 @@ def _main(argv: list[str]) -> None:
         # suites: most of aiohttp's import is loading the system's certificates, which runs
         # without the GIL. So nothing of convoeval's own is imported before this point.
         threading.Thread(target=import_quietly, args=("aiohttp",), daemon=True).start()
+    keep_environment_private()  # the commands it starts cannot read its keys in /proc/<pid>/environ
     from ..errors import ConvoevalError  # after the thread started (errors loads pydantic)
     from ._stop import stop_on_sigterm, stopped_code
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -49,12 +50,32 @@ app = Typer(
 
 
 def load_env_file(folder: Path) -> None:
-    """Load `folder/.env` into the environment; variables already set win (values never printed)."""
+    """Load `folder/.env` into the environment; variables already set win (values never printed).
+    A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`), set the dynamic loader
+    (`LD_PRELOAD`: every program convoeval starts outside the sandbox would load it) nor widen
+    what a suite's files may reach (`CONVOEVAL_ROOT`): it comes with a suite as often as from
+    its user (said on stderr)."""
     path = folder / ".env"
     if path.is_file():
-        from dotenv import load_dotenv  # python-dotenv loads only where there is a .env
+        from dotenv import dotenv_values  # python-dotenv loads only where there is a .env
 
-        load_dotenv(path, override=False)
+        for name, value in dotenv_values(path).items():
+            if name in os.environ or value is None:
+                continue
+            if name == "CONVOEVAL_SANDBOX" and value.strip() == "none":
+                print(
+                    f"convoeval: {path}: CONVOEVAL_SANDBOX=none ignored: a .env file cannot turn the sandbox off"
+                    " (give --sandbox none, or set it in the environment)",
+                    file=sys.stderr,
+                )
+                continue
+            if name.startswith("LD_"):  # every program convoeval starts, bubblewrap too, would load it
+                print(f"convoeval: {path}: {name} ignored: a .env file cannot set the dynamic loader", file=sys.stderr)
+                continue
+            if name == ROOT_ENV:  # what the files a suite names may reach: yours to widen, not the suite's
+                print(f"convoeval: {path}: {name} ignored: give --root, or set it in the environment", file=sys.stderr)
+                continue
+            os.environ[name] = value
 
 
 def _use_root(value: Path | None) -> Path | None:

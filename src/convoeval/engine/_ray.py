@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .. import _sandbox as sandbox
+from .._secrets import keep_environment_private
 from ..errors import ConfigError
 from ..judging import JudgePanel, PanelRule, panel_members
 from ..results import TrialResult
@@ -176,7 +177,9 @@ def _trial_task(
     sandbox_name: str,
 ) -> tuple[TrialResult, dict[str, CallTotals], str]:
     """In a worker: build the targets, run the trial, return its result, the calls counted and
-    the id of the node it ran on."""
+    the id of the node it ran on. The worker is made non-dumpable first, as the driver is: the
+    commands a trial starts run as its user and must not read its keys in /proc."""
+    keep_environment_private()
     result, calls = asyncio.run(_trial(plan, configs, settings, cache_file, limiter, sandbox_name))
     return result, calls, _ray().get_runtime_context().get_node_id()
 

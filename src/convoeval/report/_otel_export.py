@@ -15,10 +15,12 @@ Span times follow the recorded durations (turn latencies), ending when the expor
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .._secrets import redact, remember_credentials
 from ..errors import ConfigError
 from ..results import EvaluationResult, Message, ScoreEntry, ToolCall
 from ._overview import suite_name
@@ -74,7 +76,29 @@ def otlp_exporter(endpoint: str | None = None, headers: dict[str, str] | None = 
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError:
         raise ConfigError(f"exporting OpenTelemetry spans needs {OTEL_EXTRA}") from None
+    remember_credentials(headers or {}, endpoint)
+    _redacted_sdk_logs()
     return OTLPSpanExporter(endpoint=endpoint, headers=headers)
+
+
+class _Redacting(logging.Filter):
+    """Passes the SDK's log records with their text redacted (`_secrets.redact`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = redact(record.getMessage()), None
+        return True
+
+
+def _redacted_sdk_logs() -> None:
+    """The SDK's own log lines (a retry quotes the endpoint's URL, `?token=...` included) go to
+    stderr redacted, through a handler of their own, instead of as they are."""
+    logger = logging.getLogger("opentelemetry")
+    if any(isinstance(f, _Redacting) for h in logger.handlers for f in h.filters):
+        return
+    handler = logging.StreamHandler()
+    handler.addFilter(_Redacting())
+    logger.addHandler(handler)
+    logger.propagate = False
 
 
 #: Spans per export request.

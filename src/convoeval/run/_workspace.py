@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from .. import _sandbox as sandbox
 from .. import registry
+from .._paths import confined_folder
 from .._secrets import scrubbed_env
 from ..results import AssertionOutcome, GraderScore, Message, ScoreEntry
 from ..spec import Docker, Repo, Verify, Workspace
@@ -64,7 +65,13 @@ async def shell(command: str, cwd: Path, timeout_s: float, passed: Iterable[str]
 
 
 async def sandboxed(
-    command: str, cwd: Path, timeout_s: float, writable: Path, passed: Iterable[str] = (), readable: Sequence[Path] = ()
+    command: str,
+    cwd: Path,
+    timeout_s: float,
+    writable: Path,
+    passed: Iterable[str] = (),
+    readable: Sequence[Path] = (),
+    kept: Sequence[Path] = (),
 ) -> Ran:
     """Run a suite's command (hook, verify) in the run's sandbox: `writable` the only folder it
     may change (`readable` ones still seen), no secret-named variable in its environment but the
@@ -78,8 +85,17 @@ async def sandboxed(
         readable=readable,
         env=scrubbed_env(passed),
         cap=COMMAND_BYTES,
+        kept=kept,
     )
     return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)
+
+
+def kept_in_eval_folder(base_dir: Path) -> list[Path]:
+    """What a `before_all`/`after_all` hook, which may change the eval file's folder, must not:
+    its `.git` (a hook there would run, unconfined, at your next commit) and a run store in it
+    (`.convoeval`: the results and cached replies of this run and the next)."""
+    store = Path(os.environ.get("CONVOEVAL_HOME") or ".convoeval").resolve()
+    return [base_dir.resolve() / ".git", base_dir.resolve() / ".convoeval", store]
 
 
 #: The sandbox settings each open workspace put in force, to restore when it closes.
@@ -145,7 +161,7 @@ async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path
     _eval_folders[root] = base_dir
     try:
         if spec.template is not None:
-            template = (base_dir / spec.template).resolve()
+            template = _confined(spec.template, base_dir, "workspace template")
             if not template.is_dir():
                 raise WorkspaceError(f"workspace template {spec.template!r} is not a folder (looked in {template})")
             shutil.copytree(template, root, symlinks=True, dirs_exist_ok=True, copy_function=_copy_file)
@@ -164,6 +180,15 @@ async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path
         await _remove(root)
         raise
     return root
+
+
+def _confined(ref: str, base_dir: Path, what: str) -> Path:
+    """A folder the suite names for its workspace, never outside the suite's (`confined_folder`):
+    what a template or a local repository holds ends up where the model reads it."""
+    try:
+        return confined_folder(ref, base_dir, what)
+    except ValueError as exc:
+        raise WorkspaceError(str(exc)) from None
 
 
 def _copy_file(source: str, target: str) -> object:
@@ -269,15 +294,18 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[st
         raise WorkspaceError(f"repos: {repo.path} is outside the workspace")
     if repo.source.url is not None:
         source = repo.source.url
+        if source.startswith("file://") or ":" not in source:  # a folder on this machine, named as a URL
+            _confined(source.removeprefix("file://"), base_dir, "repos: url")
     else:
-        local = (base_dir / (repo.source.path or "")).resolve()
+        local = _confined(repo.source.path or "", base_dir, "repos: local source")
         source = f"file://{local}" if repo.clone.depth or repo.clone.filter else str(local)
     options = (f" --depth {repo.clone.depth}" if repo.clone.depth else "") + (
         f" --filter={shlex.quote(repo.clone.filter)}" if repo.clone.filter else ""
     )
     if repo.clone.sparse:
         options += " --no-checkout"
-    steps = [f"git clone -q{options} {shlex.quote(source)} {shlex.quote(str(dest))}"]
+    # `--`: the URL is never taken for an option (`--upload-pack=...`)
+    steps = [f"git clone -q{options} -- {shlex.quote(source)} {shlex.quote(str(dest))}"]
     if repo.clone.sparse:
         patterns = " ".join(shlex.quote(p) for p in repo.clone.sparse)
         steps.append(f"git -C {shlex.quote(str(dest))} sparse-checkout set --no-cone {patterns}")
@@ -311,7 +339,10 @@ async def run_suite_hooks(which: Literal["before_all", "after_all"], specs: list
         if hook is None or (key := (str(base_dir), hook.model_dump_json())) in seen:
             continue
         seen.add(key)
-        ran = await sandboxed(hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, base_dir, spec.env)
+        ran = await sandboxed(
+            hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, base_dir, spec.env,
+            kept=kept_in_eval_folder(base_dir),
+        )  # fmt: skip
         if ran.code != 0:
             return f"workspace hook {which} `{hook.command}` exited with code {ran.code}: {ran.output.strip()[-OUTPUT_TAIL:]}"
     return None

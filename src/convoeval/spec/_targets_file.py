@@ -9,14 +9,17 @@ run selects it, so one file can list targets for several machines, as AgentV's f
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
 from .. import registry
+from .._secrets import remember
 from ..targets import TargetConfig, provider_names, settings_model
-from ._agentv import substitute_env
+from ._agentv import _ENV_REF, substitute_env
 from ._errors import Problem, SpecError, field_path
 from ._yaml import DataPath, LineMap, load_yaml
 
@@ -41,6 +44,26 @@ def find_targets_file(suite_dir: Path) -> Path | None:
         if (folder / ".git").exists():
             break
     return None
+
+
+def _remember_url_secrets(raw: dict[str, object], filled: object) -> None:
+    """A value a `${{ VAR }}` puts in the path of a target's URL (`/gw/${{ ROUTE }}/v1`, a
+    gateway's key) is a credential no name reveals: `redact` knows it from now on (the URL's
+    user info and query values are known when the target is made)."""
+    if not isinstance(filled, dict):
+        return
+    for field in ("base_url", "url", "endpoint"):
+        text, url = raw.get(field), filled.get(field)
+        if not isinstance(text, str) or not isinstance(url, str) or "${{" not in text:
+            continue
+        try:
+            path = urlsplit(url).path
+        except ValueError:
+            continue
+        for match in _ENV_REF.finditer(text):
+            value = os.environ.get(match.group(1))
+            if value and value in path:
+                remember(value)
 
 
 def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
@@ -73,7 +96,8 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
         if catalog:
             entry = _catalog_entry(entry, where, lines)
         unset: list[Problem] = []
-        entry = substitute_env(entry, where, lines, unset, unset_empty=False)
+        raw, entry = entry, substitute_env(entry, where, lines, unset, unset_empty=False)
+        _remember_url_secrets(raw, entry)
         if "id" in entry and "name" not in entry:  # AgentV v5's name of a target (#1631, v5.1)
             entry = {("name" if k == "id" else k): v for k, v in entry.items()}
             lines.add((*where, "name"), *lines.locate((*where, "id")))

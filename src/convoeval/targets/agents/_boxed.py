@@ -40,6 +40,7 @@ from ..._sandbox import (
     start_problem,
     trial_settings,
 )
+from ..._secrets import redact
 from .._base import TargetConfig, TargetError
 from ._settings import AgentCliSettings
 
@@ -156,13 +157,21 @@ class AgentHomes:
                 for pattern in SESSION_FILES:
                     for found in home.glob(pattern):
                         if _plain_file_in(found, home):
-                            shutil.copy2(found, self.keep / found.name, follow_symlinks=False)
+                            _copy_redacted(found, self.keep / found.name)
         finally:
             shutil.rmtree(home, ignore_errors=True)
 
     def close(self) -> None:
         for session_id in list(self._homes):
             self.end(session_id)
+
+
+def _copy_redacted(source: Path, target: Path) -> None:
+    """A session file copied with its secrets redacted (`_secrets.redact`): it holds what the
+    agent's commands printed, its own key too when one ran `env`."""
+    text = source.read_bytes().decode("utf-8", "surrogateescape")
+    target.write_bytes(redact(text).encode("utf-8", "surrogateescape"))
+    shutil.copystat(source, target, follow_symlinks=False)
 
 
 def _plain_file_in(path: Path, home: Path) -> bool:

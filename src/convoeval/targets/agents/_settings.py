@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import AliasChoices, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from ..._base_model import Model
@@ -50,6 +52,11 @@ class CliSession(Model):
     id_jsonpath: str | None = Field(None, description="Where the session id is in the JSON output.")
     id_regex: str | None = Field(None, description="A regex (group 1) finding the session id in the output.")
 
+    @field_validator("resume_args")
+    @classmethod
+    def _placeholders_unquoted(cls, value: str) -> str:
+        return unquoted_placeholders(value)
+
     @field_validator("id_jsonpath")
     @classmethod
     def _path(cls, value: str | None) -> str | None:
@@ -67,6 +74,35 @@ class CliSession(Model):
         return self
 
 
+#: The placeholders of a `cli` command that convoeval fills shell-quoted with text from outside:
+#: the prompt, the suite's files and test id, the session id the agent printed (not its own
+#: temp file paths, `{PROMPT_FILE}` and `{OUTPUT_FILE}`).
+CLI_PLACEHOLDERS = re.compile(r"\{(PROMPT|FILES|EVAL_ID|SESSION_ID)\}")
+
+
+def unquoted_placeholders(command: str) -> str:
+    """`command`, if none of its placeholders stands inside quotes: each is filled shell-quoted
+    already, and inside `"..."` the shell would still run a `$(...)` or backquotes in the text
+    (a prompt, a session id the agent printed) on this machine."""
+    quote: str | None = None
+    escaped = False
+    for index, char in enumerate(command):
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote is None and char in "'\"":
+            quote = char
+        elif char == quote:
+            quote = None
+        elif quote is not None and (found := CLI_PLACEHOLDERS.match(command, index)):
+            raise ValueError(
+                f"{found.group(0)} stands inside quotes ({quote}...{quote}): convoeval quotes it itself; remove"
+                " the quotes around it (inside them the shell would run a $(...) in the text)"
+            )
+    return command
+
+
 class CliSettings(ProcessSettings):
     """AgentV's `cli` provider."""
 
@@ -80,6 +116,11 @@ class CliSettings(ProcessSettings):
     healthcheck: dict[str, JsonValue] | None = Field(
         None, description="{command, timeout_s}: run once before the first call."
     )
+
+    @field_validator("command")
+    @classmethod
+    def _placeholders_unquoted(cls, value: str) -> str:
+        return unquoted_placeholders(value)
 
     @field_validator("healthcheck")
     @classmethod
