@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import overload
 
+from ._agentv_environment import Testbed, agentv_testbed
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
 from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_suite
 from ._agentv_vars import fill_test_vars, fill_vars
@@ -173,6 +174,7 @@ class AgentvNormalizer:
         self.suite_input = False  # the suite gives an `input` (set by the loader)
         self.suite_input_files: object = None  # the suite's `input_files` (set by the loader)
         self.default_vars: dict = {}  # AgentV v5's `default_test.vars` (set by the loader)
+        self.testbed: Testbed | None = None  # AgentV v5's `environment` and `extensions` of the suite
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
@@ -201,6 +203,7 @@ class AgentvNormalizer:
             self.add(("input_files",), "must be a list of file paths")
         self.messages(data.get("input"), ("input",), "user")
         self.workspace(data, ())
+        self.environment(data, ())
         return data
 
     def inline_targets(self, execution: object) -> None:
@@ -249,6 +252,26 @@ class AgentvNormalizer:
         else:
             data["workspace"] = value
 
+    def suite_testbed(self, raw: object) -> None:
+        """The suite's testbed, read before its tests (its problems are reported with the suite's keys)."""
+        if isinstance(raw, dict):
+            data = substitute_env(dict(raw), (), LineMap(), [])
+            self.testbed = agentv_testbed(data, self.base, lambda sub, message: None, lambda v: v)
+
+    def environment(self, data: dict, path: DataPath) -> None:
+        """AgentV v5's `environment` recipe and the suite's `extensions`, as a `workspace`: the
+        suite's (kept in `testbed`), and each test's with its own id, input and metadata."""
+
+        def report(sub: tuple[str | int, ...], message: str) -> None:
+            self.add((*path, *sub), message)
+
+        where = (*path, "environment")
+        testbed = agentv_testbed(
+            data, self.base, report, lambda v: substitute_env(v, where, self.lines, []), self.testbed if path else None
+        )
+        if testbed is not None:
+            data["workspace"] = testbed.workspace(self.base, data if path else None)
+
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
         variables = test.get("vars")
@@ -277,6 +300,7 @@ class AgentvNormalizer:
                 test["input"] = agentv_prompt_messages(test["input"])
         self.messages(test.get("expected_output"), (*path, "expected_output"), "assistant")
         self.workspace(test, path)
+        self.environment(test, path)
         turns = test.get("turns")
         for j, turn in enumerate(turns if isinstance(turns, list) else []):
             if isinstance(turn, dict):

@@ -12,14 +12,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._agentv import AgentvNormalizer
 
-#: AgentV v5 suite keys convoeval refuses, and why.
-V5_REFUSED = {
-    "environment": "`environment` (AgentV v5's host or Docker environment recipe an agent works in); give "
-    "agent tests a `workspace:` (a `template:` folder copied for each trial, with hooks)",
-    "extensions": "`extensions` (AgentV v5's lifecycle extensions: JavaScript hooks and agent rules); use "
-    "`workspace.hooks` commands",
-}
-
 _TRAJECTORY = ("trajectory:tool-used", "trajectory:tool-sequence", "trajectory:tool-args-match")
 
 
@@ -143,10 +135,6 @@ def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
     with the tests) and `assert` (the suite's assertions); `evaluate_options.max_concurrency`
     is kept in metadata (the run's --concurrency decides). What convoeval cannot honour is a
     problem naming it."""
-    for key, what in V5_REFUSED.items():
-        if key in data:
-            normalizer.add((key,), f"this AgentV form is not supported: {what}")
-            del data[key]
     threshold = data.get("threshold")
     execution = data.get("execution", {})
     if isinstance(threshold, (int, float)) and isinstance(execution, dict) and "threshold" not in execution:

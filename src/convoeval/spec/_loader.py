@@ -78,13 +78,20 @@ class _Context:
     plugins: object  # the suite's `plugins` (imported before its tests are read)
     input_files: object = None  # the suite's `input_files` (AgentV: attached to each test's string input)
     default_vars: object = None  # AgentV v5's `default_test.vars` (under each test's own `vars`)
+    testbed: object = None  # AgentV v5's `environment` and `extensions` (each test's hooks get its context)
 
     @classmethod
     def of(cls, data: dict) -> _Context:
         default_test = data.get("default_test")
         default_vars = default_test.get("vars") if isinstance(default_test, dict) else None
+        testbed = {k: data[k] for k in ("environment", "extensions") if k in data}
         return cls(
-            data.get("input") is not None, v5_prompts(data), data.get("plugins"), data.get("input_files"), default_vars
+            data.get("input") is not None,
+            v5_prompts(data),
+            data.get("plugins"),
+            data.get("input_files"),
+            default_vars,
+            testbed or None,
         )
 
 
@@ -196,6 +203,7 @@ class _SuiteLoad:
         self.normalizer.suite_input = context.suite_input
         self.normalizer.suite_input_files = context.input_files
         self.normalizer.default_vars = context.default_vars if isinstance(context.default_vars, dict) else {}
+        self.normalizer.suite_testbed(context.testbed)
         return SuiteTests(
             self.path.parent,
             self.normalizer,
