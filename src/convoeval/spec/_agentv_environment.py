@@ -109,7 +109,9 @@ def agentv_testbed(
     return testbed
 
 
-def _recipe(value: object, base: Path, report: Report, substitute: Callable[[object], object]) -> tuple | None:
+def _recipe(
+    value: object, base: Path, report: Report, substitute: Callable[[object], object]
+) -> tuple[object, Path, tuple | None] | None:
     """(recipe mapping, its folder, subpath prefix for problems) of an inline or `file://` recipe."""
     if isinstance(value, str):
         if not value.startswith("file://"):
