@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from convoeval.errors import SpecError
 from convoeval.spec import load_suite, validate_paths
 from convoeval.spec._targets_file import load_targets_file
 from convoeval.testing import FakeOpenAIServer
@@ -36,6 +37,7 @@ V5 = "v5.3.1-next.1"
 #: AgentV fails these tests too.
 MISSING_SCRIPT = "a setup script AgentV's tree does not have"
 for _name in (
+    "examples/contract/evals/repo-materialization.eval.yaml",
     "examples/features/repo-lifecycle/evals/suite.yaml",
     "examples/features/workspace-multi-repo/evals/suite.yaml",
     "examples/features/workspace-setup-script/evals/dataset-vscode.eval.yaml",
@@ -59,8 +61,6 @@ OTHER.update(
             "copilot-replay-workspace.mjs",
         ),
         (V5, "examples/showcase/cross-repo-sync/evals/suite.yaml"): (NETWORK, "Could not read from remote"),
-        (V5, "examples/contract/evals/release-gate.eval.yaml"): ("target refused", "provider_batching"),
-        (V5, "examples/contract/evals/repo-materialization.eval.yaml"): ("target refused", "provider_batching"),
         (V5, "examples/features/trials/evals/suite.yaml"): ("rejected", "repeat, budget_usd"),
         (V5, "examples/showcase/multi-model-benchmark/evals/benchmark.eval.yaml"): ("rejected", "repeat, budget_usd"),
         (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options"),
@@ -72,9 +72,8 @@ OTHER.update(
         (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
         (V5, "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml"): ("rejected", "a judge per grader"),
         (V5, "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml"): ("rejected", "a judge per grader"),
-        # Their own targets files use fields convoeval does not know (provider_batching).
-        (V5, "examples/contract/evals/script-grader-contract.eval.yaml"): ("target refused", "provider_batching"),
-        (V5, "examples/features/batch-cli/evals/suite.yaml"): ("target refused", "provider_batching"),
+        # Its own targets file asks AgentV to send every test in one CLI call (`batch_requests: true`).
+        (V5, "examples/features/batch-cli/evals/suite.yaml"): ("target refused", "batch_requests"),
         (V5, "evals/agentic-engineering/agent-plugin-review.eval.yaml"): (CHECKOUT, "before_each exited"),
         (V5, "evals/agentv-self/agentv-self.eval.yaml"): (CHECKOUT, "before_each exited"),
         (V5, "evals/agentv-self/pr-workflow-guard.eval.yaml"): (NETWORK, "git fetch origin"),
@@ -90,7 +89,7 @@ OTHER.update(
     }
 )
 #: Files of each tag that must run unchanged (every test graded, no execution error).
-AT_LEAST = {"v4.44.0-next.1": 3, V5: 88}
+AT_LEAST = {"v4.44.0-next.1": 3, V5: 90}
 
 
 def eval_files(tag: str) -> list[str]:
@@ -350,3 +349,51 @@ def test_provider_catalog_under_a_key(tmp_path: Path, monkeypatch: pytest.Monkey
     configs = load_targets_file(path)
     assert (configs["mine"].provider, configs["mine"].model) == ("openai", "m")
     assert configs["mine"].base_url == "http://127.0.0.1:9/v1"
+
+
+V5_TARGETS = """\
+targets:
+  - id: contract
+    provider: openai
+    api_format: chat
+    base_url: "{{ env.CONTRACT_BASE }}"
+    api_key: "{{ env.CONTRACT_TOKEN }}"
+    model: contract-model
+    temperature: 0
+    max_output_tokens: 7
+"""
+
+
+def test_v5_target_fields(cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AgentV v5's targets file (examples/contract/.agentv/targets.yaml at v5.3.1-next.1):
+    `{{ env.NAME }}` references, `api_format: chat`, `max_output_tokens` (sent as max_tokens)."""
+    monkeypatch.setenv("CONTRACT_BASE", fake_openai.base_url)
+    monkeypatch.setenv("CONTRACT_TOKEN", "gh-token-SECRET-1234")
+    write(tmp_path / ".agentv" / "targets.yaml", V5_TARGETS)
+    suite = write(
+        tmp_path / "evals" / "suite.yaml",
+        "target: contract\nprompts: ['{{ input }}']\ntests:\n  - id: t\n    vars: {input: hi}\n"
+        "    assert: [{type: contains, value: hi}]\n",
+    )
+    code, stdout, stderr = cli("run", suite, "--no-cache", "-o", tmp_path / "r.jsonl")
+    row = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    assert row["execution_status"] != "execution_error", (row.get("error"), stdout, stderr)
+    sent = fake_openai.target_requests()[-1]
+    assert (sent["model"], sent["max_tokens"]) == ("contract-model", 7)
+    assert fake_openai.headers[-1]["Authorization"] == "Bearer gh-token-SECRET-1234"
+    assert "gh-token-SECRET" not in (tmp_path / "r.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [("api_format", "responses", "Responses API"), ("batch_requests", "true", "one provider request")],
+)
+def test_v5_target_fields_refused(tmp_path: Path, field: str, value: str, words: str) -> None:
+    path = write(
+        tmp_path / "targets.yaml", f"targets:\n  - id: t\n    provider: openai\n    model: m\n    {field}: {value}\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_targets_file(path)
+    problem = caught.value.problems[0]
+    assert (problem.line, problem.field) == (5, f"targets[0].{field}")
+    assert words in problem.message
