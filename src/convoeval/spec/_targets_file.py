@@ -72,7 +72,7 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
             continue
         if catalog:
             entry = _catalog_entry(entry, where, lines)
-        entry = _v5_fields(_env_refs(entry), where, lines, problems)
+        entry = _v5_fields({k: _env_refs(v) for k, v in entry.items()}, where, lines, problems)
         unset: list[Problem] = []
         entry = substitute_env(entry, where, lines, unset, unset_empty=False)
         if "id" in entry and "name" not in entry:  # AgentV v5's name of a target (#1631, v5.1)
