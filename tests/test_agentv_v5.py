@@ -61,8 +61,8 @@ OTHER.update(
             "copilot-replay-workspace.mjs",
         ),
         (V5, "examples/showcase/cross-repo-sync/evals/suite.yaml"): (NETWORK, "Could not read from remote"),
-        (V5, "examples/features/trials/evals/suite.yaml"): ("rejected", "repeat, budget_usd"),
-        (V5, "examples/showcase/multi-model-benchmark/evals/benchmark.eval.yaml"): ("rejected", "repeat, budget_usd"),
+        (V5, "examples/features/trials/evals/suite.yaml"): ("rejected", "budget_usd"),
+        (V5, "examples/showcase/multi-model-benchmark/evals/benchmark.eval.yaml"): ("rejected", "budget_usd"),
         (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options"),
         (V5, "examples/features/readme-quickstart/evals/my-eval.eval.yaml"): ("rejected", "`file://` reference"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
@@ -225,7 +225,7 @@ def test_v5_suite_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ("execution:\n  fail_on_error: true\n", 2, "execution.fail_on_error", "fail_on_error: true"),
         ("environment:\n  type: docker\n", 2, "environment.type", "`type: docker`"),
-        ("evaluate_options:\n  repeat: 2\n", 1, "evaluate_options", "repeat"),
+        ("evaluate_options:\n  budget_usd: 2\n", 2, "evaluate_options.budget_usd", "budget_usd"),
         ("providers:\n  - id: openai:gpt-4o\n", 1, "providers", "providers declared inline"),
         ("default_test:\n  options: {transform: x.ts}\n", 2, "default_test.options", "only vars, assert"),
     ],
@@ -397,3 +397,49 @@ def test_v5_target_fields_refused(tmp_path: Path, field: str, value: str, words:
     problem = caught.value.problems[0]
     assert (problem.line, problem.field) == (5, f"targets[0].{field}")
     assert words in problem.message
+
+
+REPEAT = """\
+evaluate_options:
+  max_concurrency: 2
+  repeat: {count: 3, strategy: STRATEGY, early_exit: false, cost_limit_usd: 5}
+tests:
+  - id: t
+    vars: {input: hi}
+    assert: [{type: contains, value: hi}]
+"""
+
+
+def test_v5_repeat_is_trials(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """`evaluate_options.repeat` (AgentV's `experiment.ts` readRepeat, `trials.ts`): `count`
+    trials of each test; `pass_any` passes on one passing trial (convoeval's pass_at_k), `mean` and
+    `confidence_interval` on the mean score; `cost_limit_usd` stops a test's trials."""
+    for strategy, expected in (("pass_any", "pass_at_k"), ("mean", "mean"), ("confidence_interval", "mean")):
+        suite = load_suite(write(tmp_path / f"{strategy}.yaml", REPEAT.replace("STRATEGY", strategy)))
+        assert suite.execution is not None and suite.execution.trials is not None
+        trials = suite.execution.trials
+        assert (trials.count, trials.strategy, trials.cost_limit_usd) == (3, expected, 5), strategy  # type: ignore[union-attr]
+        assert suite.metadata["evaluate_options"] == {"max_concurrency": 2}
+    before = len(fake_openai.target_requests())
+    code, stdout, stderr = cli(
+        "run", tmp_path / "pass_any.yaml", "--target", "openai:gpt-4o-mini", "--no-cache", "-o", tmp_path / "r.jsonl"
+    )
+    row = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    assert (len(row["trials"]), row["verdict"], code) == (3, "pass", 0), stdout + stderr
+    assert len(fake_openai.target_requests()) - before == 3
+
+
+@pytest.mark.parametrize(
+    ("options", "line", "field", "words"),
+    [
+        ("repeat: {count: 2, strategy: pass_all}", 2, "evaluate_options.repeat.strategy", "pass_all"),
+        ("repeat: {count: 2, samples: 3}", 2, "evaluate_options.repeat.samples", "unknown field"),
+        ("budget_usd: 1", 2, "evaluate_options.budget_usd", "--max-cost"),
+        ("timeout: 3", 2, "evaluate_options.timeout", "unknown evaluate option"),
+    ],
+)
+def test_v5_evaluate_options_refused(tmp_path: Path, options: str, line: int, field: str, words: str) -> None:
+    text = f"evaluate_options:\n  {options}\ntests:\n  - id: t\n    vars: {{input: hi}}\n    assert: [Says hi]\n"
+    problems = validate_paths([write(tmp_path / "suite.yaml", text)])
+    assert [(p.line, p.field) for p in problems] == [(line, field)], problems
+    assert words in problems[0].message

@@ -165,17 +165,76 @@ def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
     if "default_test" in data:
         _default_test(data, normalizer)
     options = data.get("evaluate_options")
-    if isinstance(options, dict) and set(options) <= {"max_concurrency"}:
+    if isinstance(options, dict):
+        _evaluate_options(data, dict(options), normalizer)
+    elif options is not None:
+        normalizer.add(("evaluate_options",), "must be a mapping (max_concurrency, repeat, budget_usd)")
+        del data["evaluate_options"]
+
+
+#: AgentV's repeat strategies (its `trials.ts`) as convoeval's: `pass_any` passes when a trial
+#: passes (AgentV scores it with the best trial, convoeval with the mean); `mean` and
+#: `confidence_interval` pass on the mean score.
+_STRATEGIES = {"pass_any": "pass_at_k", "mean": "mean", "confidence_interval": "mean"}
+
+
+def _evaluate_options(data: dict, options: dict, normalizer: AgentvNormalizer) -> None:
+    """AgentV v5's `evaluate_options` (its `experiment.ts` `readRepeat`, v5.3.1): `repeat` (a
+    count, or `{count, strategy, early_exit, cost_limit_usd}`) is `execution.trials`;
+    `max_concurrency` is kept in metadata; `budget_usd` (a suite budget) is refused."""
+    del data["evaluate_options"]
+    repeat = options.pop("repeat", None)
+    if repeat is not None:
+        trials = _repeat(repeat, normalizer)
+        execution = data.setdefault("execution", {})
+        if trials is not None and isinstance(execution, dict):
+            execution["trials"] = trials
+            normalizer.lines.add(("execution", "trials"), *normalizer.lines.locate(("evaluate_options", "repeat")))
+    if "budget_usd" in options:
+        normalizer.add(
+            ("evaluate_options", "budget_usd"),
+            "this AgentV form is not supported: `budget_usd` (AgentV starts no more of this file's tests once "
+            "they cost that much): give the run `--max-cost USD`",
+        )
+        del options["budget_usd"]
+    for key in set(options) - {"max_concurrency"}:
+        normalizer.add(
+            ("evaluate_options", key), f"unknown evaluate option {key!r} (max_concurrency, repeat, budget_usd)"
+        )
+        del options[key]
+    if options:
         metadata = data.setdefault("metadata", {})
         if isinstance(metadata, dict):
-            metadata.setdefault("evaluate_options", data.pop("evaluate_options"))
-    elif options is not None:
+            metadata.setdefault("evaluate_options", options)
+
+
+def _repeat(repeat: object, normalizer: AgentvNormalizer) -> dict | None:
+    """`evaluate_options.repeat` as convoeval's `trials` mapping (None: refused)."""
+    where = ("evaluate_options", "repeat")
+    if isinstance(repeat, int) and not isinstance(repeat, bool):
+        repeat = {"count": repeat}
+    if not isinstance(repeat, dict):
+        normalizer.add(where, "must be a count or {count, strategy, early_exit, cost_limit_usd}")
+        return None
+    unknown = set(repeat) - {"count", "strategy", "early_exit", "cost_limit_usd"}
+    if unknown:
+        normalizer.add((*where, sorted(unknown)[0]), "unknown field (count, strategy, early_exit, cost_limit_usd)")
+        return None
+    strategy = repeat.get("strategy", "pass_any")
+    if strategy not in _STRATEGIES:
         normalizer.add(
-            ("evaluate_options",),
-            "only `max_concurrency` is read here (kept in metadata); AgentV v5's other evaluate options "
-            "(repeat, budget_usd, ...) are not supported: use --trials and the run's options",
+            (*where, "strategy"),
+            f"this AgentV form is not supported: strategy {strategy!r} (pass_any, mean and confidence_interval "
+            "are; `pass_all` is not: convoeval passes a test on its mean score or, with pass_any, on one trial)",
         )
-        del data["evaluate_options"]
+        return None
+    # early_exit: AgentV stops pass_any trials at the first pass, which decides the same verdict.
+    trials = {"count": repeat.get("count"), "strategy": _STRATEGIES[strategy]}
+    if "cost_limit_usd" in repeat:
+        trials["cost_limit_usd"] = repeat["cost_limit_usd"]
+    for key in trials:
+        normalizer.lines.add(("execution", "trials", key), *normalizer.lines.locate((*where, key)))
+    return trials
 
 
 def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
