@@ -63,8 +63,7 @@ OTHER.update(
         (V5, "examples/showcase/cross-repo-sync/evals/suite.yaml"): (NETWORK, "Could not read from remote"),
         (V5, "examples/features/trials/evals/suite.yaml"): ("rejected", "budget_usd"),
         (V5, "examples/showcase/multi-model-benchmark/evals/benchmark.eval.yaml"): ("rejected", "budget_usd"),
-        (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options"),
-        (V5, "examples/features/readme-quickstart/evals/my-eval.eval.yaml"): ("rejected", "`file://` reference"),
+        (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options.transform"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
         (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
         (V5, "examples/features/external-datasets/evals/suite.yaml"): ("rejected", "magic.csv"),
@@ -89,7 +88,7 @@ OTHER.update(
     }
 )
 #: Files of each tag that must run unchanged (every test graded, no execution error).
-AT_LEAST = {"v4.44.0-next.1": 3, V5: 90}
+AT_LEAST = {"v4.44.0-next.1": 3, V5: 91}
 
 
 def eval_files(tag: str) -> list[str]:
@@ -227,7 +226,7 @@ def test_v5_suite_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ("environment:\n  type: docker\n", 2, "environment.type", "`type: docker`"),
         ("evaluate_options:\n  budget_usd: 2\n", 2, "evaluate_options.budget_usd", "budget_usd"),
         ("providers:\n  - id: openai:gpt-4o\n", 1, "providers", "providers declared inline"),
-        ("default_test:\n  options: {transform: x.ts}\n", 2, "default_test.options", "only vars, assert"),
+        ("default_test:\n  options: {transform: x.ts}\n", 2, "default_test.options.transform", "into text"),
     ],
 )
 def test_v5_suite_forms_refused(tmp_path: Path, text: str, line: int, field: str, words: str) -> None:
@@ -442,4 +441,53 @@ def test_v5_evaluate_options_refused(tmp_path: Path, options: str, line: int, fi
     text = f"evaluate_options:\n  {options}\ntests:\n  - id: t\n    vars: {{input: hi}}\n    assert: [Says hi]\n"
     problems = validate_paths([write(tmp_path / "suite.yaml", text)])
     assert [(p.line, p.field) for p in problems] == [(line, field)], problems
+    assert words in problems[0].message
+
+
+def test_v5_default_test_file(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """`default_test: file://...` (AgentV's readme-quickstart at v5.3.1-next.1): the file's
+    `vars` go to each test, its `assert` before the suite's, its `threshold` is the pass mark
+    (preferred to the top-level one, as AgentV's run-eval.ts does), `options.rubric_prompt` is
+    kept in metadata (no AgentV grader of that tag reads it)."""
+    write(
+        tmp_path / "defaults" / "default-test.yaml",
+        "threshold: 0.4\nvars: {city: Paris}\nassert:\n  - {type: contains, value: nowhere-in-the-reply}\n"
+        "options:\n  rubric_prompt: Grade {{ output }}\n",
+    )
+    suite_file = write(
+        tmp_path / "evals" / "suite.yaml",
+        "threshold: 0.9\nprompts: ['{{ input }}']\ndefault_test: file://../defaults/default-test.yaml\n"
+        "tests:\n  - id: t\n    vars: {input: 'Where is {{ city }}?'}\n"
+        "    assert: [{type: contains, value: Paris}]\n",
+    )
+    suite = load_suite(suite_file)
+    assert suite.execution is not None and suite.execution.threshold == 0.4
+    assert suite.metadata["rubric_prompt"] == "Grade {{ output }}"
+    assert suite.tests[0].input == "Where is Paris?"
+    assert [getattr(a, "value", None) for a in suite.assertions] == ["nowhere-in-the-reply"]
+    code, stdout, stderr = cli(
+        "run", suite_file, "--target", "openai:gpt-4o-mini", "--no-cache", "-o", tmp_path / "r.jsonl"
+    )
+    row = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    # One of two checks passes (the fake target echoes the question): 0.5 passes at 0.4, not at 0.9.
+    assert (row["score"], row["threshold"], row["verdict"], code) == (0.5, 0.4, "pass", 0), stdout + stderr
+
+
+@pytest.mark.parametrize(
+    ("default_test", "file_text", "field", "words"),
+    [
+        ("file://missing.yaml", None, "default_test", "cannot read"),
+        ("file://d.yaml", "description: x\n", "default_test", "description"),
+        ("file://d.yaml", "options: {transform: file://t.ts}\n", "default_test.options.transform", "into text"),
+        ("d.yaml", None, "default_test", "file://"),
+    ],
+)
+def test_v5_default_test_refused(
+    tmp_path: Path, default_test: str, file_text: str | None, field: str, words: str
+) -> None:
+    if file_text is not None:
+        write(tmp_path / "d.yaml", file_text)
+    text = f"default_test: {default_test}\ntests:\n  - id: t\n    vars: {{input: hi}}\n    assert: [Says hi]\n"
+    problems = validate_paths([write(tmp_path / "suite.yaml", text)])
+    assert [p.field for p in problems] == [field], problems
     assert words in problems[0].message

@@ -7,7 +7,10 @@ convoeval's: the suite's keys (`v5_suite`) and the assertion types (`v5_assertio
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+import yaml
 
 if TYPE_CHECKING:
     from ._agentv import AgentvNormalizer
@@ -237,19 +240,64 @@ def _repeat(repeat: object, normalizer: AgentvNormalizer) -> dict | None:
     return trials
 
 
+def read_default_test(value: object, base: Path) -> tuple[dict | None, str | None]:
+    """AgentV v5's `default_test` (its `yaml-parser.ts` `resolveDefaultTestValue`, v5.3.1): a
+    mapping, or `file://PATH` (relative to the eval file) holding one without `description`
+    or `assertions`. (mapping, None) or (None, what is wrong)."""
+    if isinstance(value, dict):
+        return value, None
+    if not isinstance(value, str) or not value.startswith("file://"):
+        return None, "must be a mapping (vars, assert, threshold, options) or a `file://` reference to one"
+    file = (base / value.removeprefix("file://")).resolve()
+    try:
+        loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return None, f"cannot read the default_test file {value} ({file}): {exc}"
+    if not isinstance(loaded, dict):
+        return None, f"the default_test file {file} must hold a mapping"
+    for key, why in (("description", "must not define `description`"), ("assertions", "must use `assert`")):
+        if key in loaded:
+            return None, f"the default_test file {file} {why} (AgentV refuses it)"
+    return loaded, None
+
+
+def default_test_vars(value: object, base: Path) -> dict:
+    """The `vars` each test inherits from `default_test` (a mapping's, or its file's)."""
+    found, _ = read_default_test({"vars": value} if isinstance(value, dict) else value, base)
+    variables = found.get("vars") if found else None
+    return variables if isinstance(variables, dict) else {}
+
+
+#: `default_test.options` AgentV v5.3.1 reads: `rubric_prompt` is parsed but no grader of that
+#: tag uses it (kept in metadata); `transform` rewrites the target's output before grading.
+_TRANSFORM = (
+    "this AgentV form is not supported: `default_test.options.transform` (a script turning the target's "
+    "output, e.g. files, into text before grading)"
+)
+
+
 def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
     """AgentV v5's `default_test`: its `vars` were given to each test; its `assert` comes
-    before the suite's own assertions (`combineInheritedAssertions`, v5.3.1); anything else is
-    refused."""
-    default_test = data.pop("default_test")
-    if not isinstance(default_test, dict):
-        normalizer.add(("default_test",), "must be a mapping (`vars`, `assert`); a `file://` reference is not read")
+    before the suite's own assertions (`combineInheritedAssertions`, v5.3.1); its `threshold`
+    is the suite's pass mark (AgentV's run-eval.ts prefers it to the top-level one);
+    `options.rubric_prompt` is kept in metadata; anything else is refused."""
+    default_test, problem = read_default_test(data.pop("default_test"), normalizer.base)
+    if default_test is None:
+        normalizer.add(("default_test",), problem or "")
         return
     for key in default_test:
-        if key not in ("vars", "assert"):
+        if key not in ("vars", "assert", "threshold", "options"):
             normalizer.add(
-                ("default_test", key), f"this AgentV form is not supported: `default_test.{key}` (only vars, assert)"
+                ("default_test", key),
+                f"this AgentV form is not supported: `default_test.{key}` (vars, assert, threshold, options)",
             )
+    _default_options(default_test.get("options"), data, normalizer)
+    threshold = default_test.get("threshold")
+    if threshold is not None:
+        execution = data.setdefault("execution", {})
+        if isinstance(execution, dict):
+            execution["threshold"] = threshold
+            normalizer.lines.add(("execution", "threshold"), *normalizer.lines.locate(("default_test", "threshold")))
     extra = default_test.get("assert")
     if extra is None:
         return
@@ -263,6 +311,24 @@ def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
     for k, place in enumerate(places):
         normalizer.lines.add(("assertions", k), *place)
     data["assertions"] = [*extra, *own]
+
+
+def _default_options(options: object, data: dict, normalizer: AgentvNormalizer) -> None:
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        normalizer.add(("default_test", "options"), "must be a mapping")
+        return
+    for key, value in options.items():
+        if key == "rubric_prompt":
+            metadata = data.setdefault("metadata", {})
+            if isinstance(metadata, dict):
+                metadata.setdefault("rubric_prompt", value)
+        else:
+            why = (
+                _TRANSFORM if key == "transform" else f"this AgentV form is not supported: `default_test.options.{key}`"
+            )
+            normalizer.add(("default_test", "options", key), why)
 
 
 def v5_assertion(item: dict, kind: object) -> dict | None:
