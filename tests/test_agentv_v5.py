@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from convoeval.errors import SpecError
+from convoeval.errors import TargetError
 from convoeval.spec import load_suite, validate_paths
 from convoeval.spec._targets_file import load_targets_file
+from convoeval.targets import create_target
 from convoeval.testing import FakeOpenAIServer
 
 from .conftest import AGENTV_COUNTS, write
@@ -66,13 +67,10 @@ OTHER.update(
         (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options.transform"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
         (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
-        (V5, "examples/features/external-datasets/evals/suite.yaml"): ("rejected", "magic.csv"),
         (V5, "examples/features/test-vars-templating/evals/suite.yaml"): ("rejected", "`prompts` is AgentV v5"),
         (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
         (V5, "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml"): ("rejected", "a judge per grader"),
         (V5, "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml"): ("rejected", "a judge per grader"),
-        # Its own targets file asks AgentV to send every test in one CLI call (`batch_requests: true`).
-        (V5, "examples/features/batch-cli/evals/suite.yaml"): ("target refused", "batch_requests"),
         (V5, "evals/agentic-engineering/agent-plugin-review.eval.yaml"): (CHECKOUT, "before_each exited"),
         (V5, "evals/agentv-self/agentv-self.eval.yaml"): (CHECKOUT, "before_each exited"),
         (V5, "evals/agentv-self/pr-workflow-guard.eval.yaml"): (NETWORK, "git fetch origin"),
@@ -88,7 +86,7 @@ OTHER.update(
     }
 )
 #: Files of each tag that must run unchanged (every test graded, no execution error).
-AT_LEAST = {"v4.44.0-next.1": 3, V5: 91}
+AT_LEAST = {"v4.44.0-next.1": 3, V5: 93}
 
 
 def eval_files(tag: str) -> list[str]:
@@ -388,14 +386,19 @@ def test_v5_target_fields(cli, fake_openai: FakeOpenAIServer, tmp_path: Path, mo
     [("api_format", "responses", "Responses API"), ("batch_requests", "true", "one provider request")],
 )
 def test_v5_target_fields_refused(tmp_path: Path, field: str, value: str, words: str) -> None:
+    """Such a target cannot be used (an error naming the field when a run uses it); the other
+    targets of the file still load (AgentV's root targets.yaml has an `api_format: responses` one)."""
     path = write(
-        tmp_path / "targets.yaml", f"targets:\n  - id: t\n    provider: openai\n    model: m\n    {field}: {value}\n"
+        tmp_path / "targets.yaml",
+        f"targets:\n  - id: ok\n    provider: openai\n    model: m\n"
+        f"  - id: t\n    provider: openai\n    model: m\n    {field}: {value}\n",
     )
-    with pytest.raises(SpecError) as caught:
-        load_targets_file(path)
-    problem = caught.value.problems[0]
-    assert (problem.line, problem.field) == (5, f"targets[0].{field}")
-    assert words in problem.message
+    configs = load_targets_file(path)
+    assert configs["ok"]._unusable is None
+    reason = configs["t"]._unusable or ""
+    assert f"targets.yaml:8: targets[1].{field}" in reason and words in reason
+    with pytest.raises(TargetError, match=words):
+        create_target(configs["t"])
 
 
 REPEAT = """\
@@ -490,4 +493,46 @@ def test_v5_default_test_refused(
     text = f"default_test: {default_test}\ntests:\n  - id: t\n    vars: {{input: hi}}\n    assert: [Says hi]\n"
     problems = validate_paths([write(tmp_path / "suite.yaml", text)])
     assert [p.field for p in problems] == [field], problems
+    assert words in problems[0].message
+
+
+CSV_CASES = """\
+id,vars.input,__prefix,__expected,__expected2,__provider_output,__metric,__threshold,__metadata:tags[],locale
+greet,say hello,Please: ,icontains:HELLO,not-contains:goodbye,Hello there,greeting,0.5,"a,b",en-US
+,"multi
+line",,contains-any:zebra,,,,,,
+"""
+
+
+def test_v5_csv_test_file(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """`tests: [file://cases.csv]` (AgentV's external-datasets example, its case-file-loader.ts):
+    one test per row; `vars.*` columns, `__expected*` assertions, `__provider_output`,
+    `__metric`, `__threshold`, `__metadata:*`, `__prefix`; an unnamed row is `row-N`."""
+    write(tmp_path / "cases" / "cases.csv", CSV_CASES)
+    suite_file = write(tmp_path / "suite.yaml", "prompts: ['{{ input }}']\ntests:\n  - file://cases/cases.csv\n")
+    suite = load_suite(suite_file)
+    greet, second = suite.tests
+    assert (greet.id, greet.input, greet.expected_output) == ("greet", "say hello", "Hello there")
+    assert [(a.type, getattr(a, "value", None), a.name, a.negate) for a in greet.assertions] == [
+        ("icontains", "HELLO", "greeting-1", False),
+        ("contains", "goodbye", "greeting-2", True),
+    ]
+    assert greet.metadata == {"tags": ["a", "b"]} and greet.execution is not None
+    assert greet.execution.threshold == 0.5
+    assert (second.id, second.input) == ("row-2", "multi\nline")
+    code, stdout, stderr = cli(
+        "run", suite_file, "--target", "openai:gpt-4o-mini", "--no-cache", "-o", tmp_path / "r.jsonl"
+    )
+    rows = {r["test_id"]: r for r in map(json.loads, (tmp_path / "r.jsonl").read_text().splitlines())}
+    assert (rows["greet"]["verdict"], rows["row-2"]["verdict"], code) == ("pass", "fail", 1), stdout + stderr
+
+
+@pytest.mark.parametrize(
+    ("cell", "words"),
+    [("javascript:output.length > 2", "JavaScript"), ("icontains(0.8):hi", "threshold"), ("rouge-n:hi", "unsupported")],
+)
+def test_v5_csv_cells_refused(tmp_path: Path, cell: str, words: str) -> None:
+    cases = write(tmp_path / "cases.csv", f"id,vars.input,__expected\nok,hi,contains:hi\nbad,hi,{cell}\n")
+    problems = validate_paths([write(tmp_path / "suite.yaml", "tests:\n  - file://cases.csv\n")])
+    assert [(p.file, p.line) for p in problems] == [(str(cases), 3)], problems
     assert words in problems[0].message

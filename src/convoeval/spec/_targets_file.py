@@ -72,8 +72,8 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
             continue
         if catalog:
             entry = _catalog_entry(entry, where, lines)
-        entry = _v5_fields({k: _env_refs(v) for k, v in entry.items()}, where, lines, problems)
-        unset: list[Problem] = []
+        unset: list[Problem] = []  # problems that make this target unusable (an error only when it is used)
+        entry = _v5_fields({k: _env_refs(v) for k, v in entry.items()}, where, lines, unset)
         entry = substitute_env(entry, where, lines, unset, unset_empty=False)
         if "id" in entry and "name" not in entry:  # AgentV v5's name of a target (#1631, v5.1)
             entry = {("name" if k == "id" else k): v for k, v in entry.items()}
@@ -115,8 +115,8 @@ def _v5_fields(entry: dict, where: DataPath, lines: LineMap, problems: list[Prob
     """AgentV v5's target fields (its `providers/targets.ts`, v5.3.1) in convoeval's names:
     `max_output_tokens` is `max_tokens`; `api_format: chat` is what convoeval's openai target
     speaks and `batch_requests: false` is the default (both dropped). `api_format: responses`
-    (OpenAI's Responses API) and `batch_requests: true` (one provider call for every test) are
-    refused: they change what the target is sent."""
+    (OpenAI's Responses API) and `batch_requests: true` (one provider call for every test) make
+    the target unusable (an error when a run uses it): they change what the target is sent."""
     entry = dict(entry)
     if "max_output_tokens" in entry and "max_tokens" not in entry:
         entry["max_tokens"] = entry.pop("max_output_tokens")
