@@ -194,3 +194,11 @@ def test_agent_rules_paths_are_staged_in_the_workspace(tmp_path: Path) -> None:
     hook = suite.workspace.hooks.before_each if suite.workspace else None
     assert hook is not None and "cp -R" in hook.command and ".agentv/agent-rules/skills" in hook.command
     assert hook.command.count("cp -R") == 1
+
+
+def test_a_recipe_files_problem_names_the_file(tmp_path: Path) -> None:
+    recipe = write(tmp_path / "env.yaml", "type: docker\nimage: python:3.11\nworkdir: /w\n")
+    text = "environment: file://env.yaml\ntests:\n  - id: t\n    vars: {input: hi}\n    assert: [Says hi]\n"
+    problems = validate_paths([write(tmp_path / "suite.yaml", text)])
+    assert [(p.line, p.field) for p in problems] == [(1, "environment")], problems
+    assert f"in {recipe}: type:" in problems[0].message and "`type: docker`" in problems[0].message

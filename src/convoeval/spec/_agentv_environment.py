@@ -111,8 +111,8 @@ def agentv_testbed(
 
 def _recipe(
     value: object, base: Path, report: Report, substitute: Callable[[object], object]
-) -> tuple[object, Path, tuple | None] | None:
-    """(recipe mapping, its folder, subpath prefix for problems) of an inline or `file://` recipe."""
+) -> tuple[object, Path, Path | None] | None:
+    """(recipe mapping, its folder, the recipe file or None when inline) of an environment."""
     if isinstance(value, str):
         if not value.startswith("file://"):
             report(("environment",), "must be a recipe (a mapping) or a `file://` reference to a recipe file")
@@ -126,15 +126,21 @@ def _recipe(
         if isinstance(loaded, dict) and "environment" in loaded:
             report(("environment",), f"the recipe file {file} must hold the recipe itself, not `environment:`")
             return None
-        return loaded, file.parent, ()
+        return loaded, file.parent, file
     return value, base, None
 
 
-def _host(recipe: object, folder: Path, prefix: tuple | None, report: Report) -> tuple[str | None, list]:
-    """A host recipe's workdir (the template, None when it does not exist) and setup line."""
+def _host(recipe: object, folder: Path, file: Path | None, report: Report) -> tuple[str | None, list]:
+    """A host recipe's workdir (the template, None when it does not exist) and setup line; a
+    problem in a recipe file is reported at `environment`, naming the file and its field."""
+    if file is not None:
+        inner = report
+
+        def report(sub: tuple[str | int, ...], message: str) -> None:
+            inner(("environment",), f"in {file}: {'.'.join(map(str, sub[1:])) or 'the recipe'}: {message}")
 
     def where(*sub: str | int) -> tuple[str | int, ...]:
-        return ("environment",) if prefix is not None else ("environment", *sub)
+        return ("environment", *sub)
 
     if not isinstance(recipe, dict):
         report(where(), "must be a mapping with `type: host | docker` and `workdir`")
