@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from convoeval.errors import TargetError
 from convoeval.spec import load_suite, validate_paths
 from convoeval.spec._targets_file import load_targets_file
+from convoeval.targets import create_target
 from convoeval.testing import FakeOpenAIServer
 
 from .conftest import AGENTV_COUNTS, write
 from .test_agentv_compat import AGENTV, MISSING_TOOL, RUNS, _errors, agentv_env, classify  # noqa: F401
 
 TAGS = ("v4.44.0-next.1", "v5.3.1-next.1")
-ENVIRONMENT = "`environment` (AgentV v5's host or Docker environment recipe"
-EXTENSIONS = "`extensions` (AgentV v5's lifecycle extensions"
 CHECKOUT = "needs AgentV's whole checkout"
 NETWORK = "needs the network"
 AGENT = "needs an agent target"
@@ -34,49 +34,43 @@ OTHER: dict[tuple[str, str], tuple[str, str]] = {
     ("v4.44.0-next.1", "examples/features/vitest-workspace-grader/evals/dataset.eval.yaml"): (CHECKOUT, "cli.ts"),
 }
 V5 = "v5.3.1-next.1"
+#: `environment.setup` runs a script AgentV's tree does not have (at v5.3.1-next.1 and on main):
+#: AgentV fails these tests too.
+MISSING_SCRIPT = "a setup script AgentV's tree does not have"
 for _name in (
-    "examples/contract/evals/release-gate.eval.yaml",
     "examples/contract/evals/repo-materialization.eval.yaml",
-    "examples/features/docker-workspace/evals/docker-example.EVAL.yaml",
-    "examples/features/file-changes-graders/evals/suite.yaml",
-    "examples/features/file-changes-with-repos/evals/suite.yaml",
-    "examples/features/file-changes/evals/suite.yaml",
-    "examples/features/functional-grading/evals/suite.yaml",
     "examples/features/repo-lifecycle/evals/suite.yaml",
-    "examples/features/vitest-workspace-grader/evals/suite.yaml",
-    "examples/features/workspace-artifact/evals/suite.yaml",
     "examples/features/workspace-multi-repo/evals/suite.yaml",
-    "examples/features/workspace-shared-config/evals/accuracy/suite.yaml",
-    "examples/features/workspace-shared-config/evals/regression/suite.yaml",
-    "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml",
-):
-    OTHER[(V5, _name)] = ("rejected", ENVIRONMENT)
-for _name in (
-    "examples/features/agent-skills-evals/csv-analyzer.EVAL.yaml",
-    "examples/features/agent-skills-evals/multi-provider-skill-use.EVAL.yaml",
-    "examples/features/copilot-transcript-replay/evals/skill-use.EVAL.yaml",
-    "examples/features/tool-calls-template/evals/suite.yaml",
     "examples/features/workspace-setup-script/evals/dataset-vscode.eval.yaml",
     "examples/features/workspace-setup-script/evals/suite.yaml",
-    "examples/showcase/cross-repo-sync/evals/suite.yaml",
+    "examples/features/workspace-shared-config/evals/accuracy/suite.yaml",
+    "examples/features/workspace-shared-config/evals/regression/suite.yaml",
 ):
-    OTHER[(V5, _name)] = ("rejected", EXTENSIONS)
+    OTHER[(V5, _name)] = (MISSING_SCRIPT, "materialize-repo")
 OTHER.update(
     {
-        (V5, "examples/features/trials/evals/suite.yaml"): ("rejected", "repeat, budget_usd"),
-        (V5, "examples/showcase/multi-model-benchmark/evals/benchmark.eval.yaml"): ("rejected", "repeat, budget_usd"),
-        (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options"),
-        (V5, "examples/features/readme-quickstart/evals/my-eval.eval.yaml"): ("rejected", "`file://` reference"),
+        (V5, "examples/features/docker-workspace/evals/docker-example.EVAL.yaml"): ("rejected", "`type: docker`"),
+        # An llm-rubric with `max_steps`: AgentV's grader that reads the workspace with file tools.
+        (V5, "examples/features/file-changes-graders/evals/suite.yaml"): ("rejected", "max_steps"),
+        # A top-level `target:` mapping (an inline target with `extends` and hooks).
+        (V5, "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml"): ("rejected", "unknown field 'target'"),
+        # Its grader runs AgentV's own CLI from the checkout (../../../../apps/cli/src/cli.ts).
+        (V5, "examples/features/vitest-workspace-grader/evals/suite.yaml"): (CHECKOUT, "cli.ts"),
+        # Their extensions fetch: `npx --yes allagents ...`, and `git fetch` of a repository not stood in.
+        (V5, "examples/features/copilot-transcript-replay/evals/skill-use.EVAL.yaml"): (
+            NETWORK,
+            "copilot-replay-workspace.mjs",
+        ),
+        (V5, "examples/showcase/cross-repo-sync/evals/suite.yaml"): (NETWORK, "Could not read from remote"),
+        (V5, "examples/features/trials/evals/suite.yaml"): ("rejected", "budget_usd"),
+        (V5, "examples/showcase/multi-model-benchmark/evals/benchmark.eval.yaml"): ("rejected", "budget_usd"),
+        (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options.transform"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
         (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
-        (V5, "examples/features/external-datasets/evals/suite.yaml"): ("rejected", "magic.csv"),
         (V5, "examples/features/test-vars-templating/evals/suite.yaml"): ("rejected", "`prompts` is AgentV v5"),
         (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
         (V5, "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml"): ("rejected", "a judge per grader"),
         (V5, "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml"): ("rejected", "a judge per grader"),
-        # Their own targets files use fields convoeval does not know (provider_batching).
-        (V5, "examples/contract/evals/script-grader-contract.eval.yaml"): ("target refused", "provider_batching"),
-        (V5, "examples/features/batch-cli/evals/suite.yaml"): ("target refused", "provider_batching"),
         (V5, "evals/agentic-engineering/agent-plugin-review.eval.yaml"): (CHECKOUT, "before_each exited"),
         (V5, "evals/agentv-self/agentv-self.eval.yaml"): (CHECKOUT, "before_each exited"),
         (V5, "evals/agentv-self/pr-workflow-guard.eval.yaml"): (NETWORK, "git fetch origin"),
@@ -92,7 +86,7 @@ OTHER.update(
     }
 )
 #: Files of each tag that must run unchanged (every test graded, no execution error).
-AT_LEAST = {"v4.44.0-next.1": 3, V5: 81}
+AT_LEAST = {"v4.44.0-next.1": 3, V5: 93}
 
 
 def eval_files(tag: str) -> list[str]:
@@ -227,10 +221,10 @@ def test_v5_suite_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ("text", "line", "field", "words"),
     [
         ("execution:\n  fail_on_error: true\n", 2, "execution.fail_on_error", "fail_on_error: true"),
-        ("environment:\n  type: host\n", 1, "environment", "environment recipe"),
-        ("evaluate_options:\n  repeat: 2\n", 1, "evaluate_options", "repeat"),
+        ("environment:\n  type: docker\n", 2, "environment.type", "`type: docker`"),
+        ("evaluate_options:\n  budget_usd: 2\n", 2, "evaluate_options.budget_usd", "budget_usd"),
         ("providers:\n  - id: openai:gpt-4o\n", 1, "providers", "providers declared inline"),
-        ("default_test:\n  options: {transform: x.ts}\n", 2, "default_test.options", "only vars, assert"),
+        ("default_test:\n  options: {transform: x.ts}\n", 2, "default_test.options.transform", "into text"),
     ],
 )
 def test_v5_suite_forms_refused(tmp_path: Path, text: str, line: int, field: str, words: str) -> None:
@@ -352,3 +346,193 @@ def test_provider_catalog_under_a_key(tmp_path: Path, monkeypatch: pytest.Monkey
     configs = load_targets_file(path)
     assert (configs["mine"].provider, configs["mine"].model) == ("openai", "m")
     assert configs["mine"].base_url == "http://127.0.0.1:9/v1"
+
+
+V5_TARGETS = """\
+targets:
+  - id: contract
+    provider: openai
+    api_format: chat
+    base_url: "{{ env.CONTRACT_BASE }}"
+    api_key: "{{ env.CONTRACT_TOKEN }}"
+    model: contract-model
+    temperature: 0
+    max_output_tokens: 7
+"""
+
+
+def test_v5_target_fields(cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AgentV v5's targets file (examples/contract/.agentv/targets.yaml at v5.3.1-next.1):
+    `{{ env.NAME }}` references, `api_format: chat`, `max_output_tokens` (sent as max_tokens)."""
+    monkeypatch.setenv("CONTRACT_BASE", fake_openai.base_url)
+    monkeypatch.setenv("CONTRACT_TOKEN", "gh-token-SECRET-1234")
+    write(tmp_path / ".agentv" / "targets.yaml", V5_TARGETS)
+    suite = write(
+        tmp_path / "evals" / "suite.yaml",
+        "target: contract\nprompts: ['{{ input }}']\ntests:\n  - id: t\n    vars: {input: hi}\n"
+        "    assert: [{type: contains, value: hi}]\n",
+    )
+    code, stdout, stderr = cli("run", suite, "--no-cache", "-o", tmp_path / "r.jsonl")
+    row = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    assert row["execution_status"] != "execution_error", (row.get("error"), stdout, stderr)
+    sent = fake_openai.target_requests()[-1]
+    assert (sent["model"], sent["max_tokens"]) == ("contract-model", 7)
+    assert fake_openai.headers[-1]["Authorization"] == "Bearer gh-token-SECRET-1234"
+    assert "gh-token-SECRET" not in (tmp_path / "r.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [("api_format", "responses", "Responses API"), ("batch_requests", "true", "one provider request")],
+)
+def test_v5_target_fields_refused(tmp_path: Path, field: str, value: str, words: str) -> None:
+    """Such a target cannot be used (an error naming the field when a run uses it); the other
+    targets of the file still load (AgentV's root targets.yaml has an `api_format: responses` one)."""
+    path = write(
+        tmp_path / "targets.yaml",
+        f"targets:\n  - id: ok\n    provider: openai\n    model: m\n"
+        f"  - id: t\n    provider: openai\n    model: m\n    {field}: {value}\n",
+    )
+    configs = load_targets_file(path)
+    assert configs["ok"]._unusable is None
+    reason = configs["t"]._unusable or ""
+    assert f"targets.yaml:8: targets[1].{field}" in reason and words in reason
+    with pytest.raises(TargetError, match=words):
+        create_target(configs["t"])
+
+
+REPEAT = """\
+evaluate_options:
+  max_concurrency: 2
+  repeat: {count: 3, strategy: STRATEGY, early_exit: false, cost_limit_usd: 5}
+tests:
+  - id: t
+    vars: {input: hi}
+    assert: [{type: contains, value: hi}]
+"""
+
+
+def test_v5_repeat_is_trials(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """`evaluate_options.repeat` (AgentV's `experiment.ts` readRepeat, `trials.ts`): `count`
+    trials of each test; `pass_any` passes on one passing trial (convoeval's pass_at_k), `mean` and
+    `confidence_interval` on the mean score; `cost_limit_usd` stops a test's trials."""
+    for strategy, expected in (("pass_any", "pass_at_k"), ("mean", "mean"), ("confidence_interval", "mean")):
+        suite = load_suite(write(tmp_path / f"{strategy}.yaml", REPEAT.replace("STRATEGY", strategy)))
+        assert suite.execution is not None and suite.execution.trials is not None
+        trials = suite.execution.trials
+        assert (trials.count, trials.strategy, trials.cost_limit_usd) == (3, expected, 5), strategy  # type: ignore[union-attr]
+        assert suite.metadata["evaluate_options"] == {"max_concurrency": 2}
+    before = len(fake_openai.target_requests())
+    code, stdout, stderr = cli(
+        "run", tmp_path / "pass_any.yaml", "--target", "openai:gpt-4o-mini", "--no-cache", "-o", tmp_path / "r.jsonl"
+    )
+    row = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    assert (len(row["trials"]), row["verdict"], code) == (3, "pass", 0), stdout + stderr
+    assert len(fake_openai.target_requests()) - before == 3
+
+
+@pytest.mark.parametrize(
+    ("options", "line", "field", "words"),
+    [
+        ("repeat: {count: 2, strategy: pass_all}", 2, "evaluate_options.repeat.strategy", "pass_all"),
+        ("repeat: {count: 2, samples: 3}", 2, "evaluate_options.repeat.samples", "unknown field"),
+        ("budget_usd: 1", 2, "evaluate_options.budget_usd", "--max-cost"),
+        ("timeout: 3", 2, "evaluate_options.timeout", "unknown evaluate option"),
+    ],
+)
+def test_v5_evaluate_options_refused(tmp_path: Path, options: str, line: int, field: str, words: str) -> None:
+    text = f"evaluate_options:\n  {options}\ntests:\n  - id: t\n    vars: {{input: hi}}\n    assert: [Says hi]\n"
+    problems = validate_paths([write(tmp_path / "suite.yaml", text)])
+    assert [(p.line, p.field) for p in problems] == [(line, field)], problems
+    assert words in problems[0].message
+
+
+def test_v5_default_test_file(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """`default_test: file://...` (AgentV's readme-quickstart at v5.3.1-next.1): the file's
+    `vars` go to each test, its `assert` before the suite's, its `threshold` is the pass mark
+    (preferred to the top-level one, as AgentV's run-eval.ts does), `options.rubric_prompt` is
+    kept in metadata (no AgentV grader of that tag reads it)."""
+    write(
+        tmp_path / "defaults" / "default-test.yaml",
+        "threshold: 0.4\nvars: {city: Paris}\nassert:\n  - {type: contains, value: nowhere-in-the-reply}\n"
+        "options:\n  rubric_prompt: Grade {{ output }}\n",
+    )
+    suite_file = write(
+        tmp_path / "evals" / "suite.yaml",
+        "threshold: 0.9\nprompts: ['{{ input }}']\ndefault_test: file://../defaults/default-test.yaml\n"
+        "tests:\n  - id: t\n    vars: {input: 'Where is {{ city }}?'}\n"
+        "    assert: [{type: contains, value: Paris}]\n",
+    )
+    suite = load_suite(suite_file)
+    assert suite.execution is not None and suite.execution.threshold == 0.4
+    assert suite.metadata["rubric_prompt"] == "Grade {{ output }}"
+    assert suite.tests[0].input == "Where is Paris?"
+    assert [getattr(a, "value", None) for a in suite.assertions] == ["nowhere-in-the-reply"]
+    code, stdout, stderr = cli(
+        "run", suite_file, "--target", "openai:gpt-4o-mini", "--no-cache", "-o", tmp_path / "r.jsonl"
+    )
+    row = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    # One of two checks passes (the fake target echoes the question): 0.5 passes at 0.4, not at 0.9.
+    assert (row["score"], row["threshold"], row["verdict"], code) == (0.5, 0.4, "pass", 0), stdout + stderr
+
+
+@pytest.mark.parametrize(
+    ("default_test", "file_text", "field", "words"),
+    [
+        ("file://missing.yaml", None, "default_test", "cannot read"),
+        ("file://d.yaml", "description: x\n", "default_test", "description"),
+        ("file://d.yaml", "options: {transform: file://t.ts}\n", "default_test.options.transform", "into text"),
+        ("d.yaml", None, "default_test", "file://"),
+    ],
+)
+def test_v5_default_test_refused(
+    tmp_path: Path, default_test: str, file_text: str | None, field: str, words: str
+) -> None:
+    if file_text is not None:
+        write(tmp_path / "d.yaml", file_text)
+    text = f"default_test: {default_test}\ntests:\n  - id: t\n    vars: {{input: hi}}\n    assert: [Says hi]\n"
+    problems = validate_paths([write(tmp_path / "suite.yaml", text)])
+    assert [p.field for p in problems] == [field], problems
+    assert words in problems[0].message
+
+
+CSV_CASES = """\
+id,vars.input,__prefix,__expected,__expected2,__provider_output,__metric,__threshold,__metadata:tags[],locale
+greet,say hello,Please: ,icontains:HELLO,not-contains:goodbye,Hello there,greeting,0.5,"a,b",en-US
+,"multi
+line",,contains-any:zebra,,,,,,
+"""
+
+
+def test_v5_csv_test_file(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """`tests: [file://cases.csv]` (AgentV's external-datasets example, its case-file-loader.ts):
+    one test per row; `vars.*` columns, `__expected*` assertions, `__provider_output`,
+    `__metric`, `__threshold`, `__metadata:*`, `__prefix`; an unnamed row is `row-N`."""
+    write(tmp_path / "cases" / "cases.csv", CSV_CASES)
+    suite_file = write(tmp_path / "suite.yaml", "prompts: ['{{ input }}']\ntests:\n  - file://cases/cases.csv\n")
+    suite = load_suite(suite_file)
+    greet, second = suite.tests
+    assert (greet.id, greet.input, greet.expected_output) == ("greet", "say hello", "Hello there")
+    assert [(a.type, getattr(a, "value", None), a.name, a.negate) for a in greet.assertions] == [
+        ("icontains", "HELLO", "greeting-1", False),
+        ("contains", "goodbye", "greeting-2", True),
+    ]
+    assert greet.metadata == {"tags": ["a", "b"]} and greet.execution is not None
+    assert greet.execution.threshold == 0.5
+    assert (second.id, second.input) == ("row-2", "multi\nline")
+    code, stdout, stderr = cli(
+        "run", suite_file, "--target", "openai:gpt-4o-mini", "--no-cache", "-o", tmp_path / "r.jsonl"
+    )
+    rows = {r["test_id"]: r for r in map(json.loads, (tmp_path / "r.jsonl").read_text().splitlines())}
+    assert (rows["greet"]["verdict"], rows["row-2"]["verdict"], code) == ("pass", "fail", 1), stdout + stderr
+
+
+@pytest.mark.parametrize(
+    ("cell", "words"),
+    [("javascript:output.length > 2", "JavaScript"), ("icontains(0.8):hi", "threshold"), ("rouge-n:hi", "unsupported")],
+)
+def test_v5_csv_cells_refused(tmp_path: Path, cell: str, words: str) -> None:
+    cases = write(tmp_path / "cases.csv", f"id,vars.input,__expected\nok,hi,contains:hi\nbad,hi,{cell}\n")
+    problems = validate_paths([write(tmp_path / "suite.yaml", "tests:\n  - file://cases.csv\n")])
+    assert [(p.file, p.line) for p in problems] == [(str(cases), 3)], problems
+    assert words in problems[0].message

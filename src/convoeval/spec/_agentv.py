@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import overload
 
+from ._agentv_environment import Testbed, agentv_testbed
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
 from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_suite
 from ._agentv_vars import fill_test_vars, fill_vars
@@ -175,6 +176,7 @@ class AgentvNormalizer:
         self.default_vars: dict = {}  # AgentV v5's `default_test.vars` (set by the loader)
         self.found: list[str] = []  # the attachments read since it was last emptied (absolute paths)
         self.suite_found: list[str] = []  # those of the suite's `input`
+        self.testbed: Testbed | None = None  # AgentV v5's `environment` and `extensions` of the suite
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
@@ -205,6 +207,7 @@ class AgentvNormalizer:
         self.messages(data.get("input"), ("input",), "user")
         self.suite_found = self.found
         self.workspace(data, ())
+        self.environment(data, ())
         return data
 
     def inline_targets(self, execution: object) -> None:
@@ -253,6 +256,26 @@ class AgentvNormalizer:
         else:
             data["workspace"] = value
 
+    def suite_testbed(self, raw: object) -> None:
+        """The suite's testbed, read before its tests (its problems are reported with the suite's keys)."""
+        if isinstance(raw, dict):
+            data = substitute_env(dict(raw), (), LineMap(), [])
+            self.testbed = agentv_testbed(data, self.base, lambda sub, message: None, lambda v: v)
+
+    def environment(self, data: dict, path: DataPath) -> None:
+        """AgentV v5's `environment` recipe and the suite's `extensions`, as a `workspace`: the
+        suite's (kept in `testbed`), and each test's with its own id, input and metadata."""
+
+        def report(sub: tuple[str | int, ...], message: str) -> None:
+            self.add((*path, *sub), message)
+
+        where = (*path, "environment")
+        testbed = agentv_testbed(
+            data, self.base, report, lambda v: substitute_env(v, where, self.lines, []), self.testbed if path else None
+        )
+        if testbed is not None:
+            data["workspace"] = testbed.workspace(self.base, data if path else None)
+
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
         variables = test.get("vars")
@@ -285,6 +308,7 @@ class AgentvNormalizer:
                 test["input"] = agentv_prompt_messages(test["input"])
         self.messages(test.get("expected_output"), (*path, "expected_output"), "assistant")
         self.workspace(test, path)
+        self.environment(test, path)
         turns = test.get("turns")
         for j, turn in enumerate(turns if isinstance(turns, list) else []):
             if isinstance(turn, dict):

@@ -7,18 +7,13 @@ convoeval's: the suite's keys (`v5_suite`) and the assertion types (`v5_assertio
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+import yaml
 
 if TYPE_CHECKING:
     from ._agentv import AgentvNormalizer
-
-#: AgentV v5 suite keys convoeval refuses, and why.
-V5_REFUSED = {
-    "environment": "`environment` (AgentV v5's host or Docker environment recipe an agent works in); give "
-    "agent tests a `workspace:` (a `template:` folder copied for each trial, with hooks)",
-    "extensions": "`extensions` (AgentV v5's lifecycle extensions: JavaScript hooks and agent rules); use "
-    "`workspace.hooks` commands",
-}
 
 _TRAJECTORY = ("trajectory:tool-used", "trajectory:tool-sequence", "trajectory:tool-args-match")
 
@@ -143,10 +138,6 @@ def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
     with the tests) and `assert` (the suite's assertions); `evaluate_options.max_concurrency`
     is kept in metadata (the run's --concurrency decides). What convoeval cannot honour is a
     problem naming it."""
-    for key, what in V5_REFUSED.items():
-        if key in data:
-            normalizer.add((key,), f"this AgentV form is not supported: {what}")
-            del data[key]
     threshold = data.get("threshold")
     execution = data.get("execution", {})
     if isinstance(threshold, (int, float)) and isinstance(execution, dict) and "threshold" not in execution:
@@ -177,32 +168,136 @@ def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
     if "default_test" in data:
         _default_test(data, normalizer)
     options = data.get("evaluate_options")
-    if isinstance(options, dict) and set(options) <= {"max_concurrency"}:
+    if isinstance(options, dict):
+        _evaluate_options(data, dict(options), normalizer)
+    elif options is not None:
+        normalizer.add(("evaluate_options",), "must be a mapping (max_concurrency, repeat, budget_usd)")
+        del data["evaluate_options"]
+
+
+#: AgentV's repeat strategies (its `trials.ts`) as convoeval's: `pass_any` passes when a trial
+#: passes (AgentV scores it with the best trial, convoeval with the mean); `mean` and
+#: `confidence_interval` pass on the mean score.
+_STRATEGIES = {"pass_any": "pass_at_k", "mean": "mean", "confidence_interval": "mean"}
+
+
+def _evaluate_options(data: dict, options: dict, normalizer: AgentvNormalizer) -> None:
+    """AgentV v5's `evaluate_options` (its `experiment.ts` `readRepeat`, v5.3.1): `repeat` (a
+    count, or `{count, strategy, early_exit, cost_limit_usd}`) is `execution.trials`;
+    `max_concurrency` is kept in metadata; `budget_usd` (a suite budget) is refused."""
+    del data["evaluate_options"]
+    repeat = options.pop("repeat", None)
+    if repeat is not None:
+        trials = _repeat(repeat, normalizer)
+        execution = data.setdefault("execution", {})
+        if trials is not None and isinstance(execution, dict):
+            execution["trials"] = trials
+            normalizer.lines.add(("execution", "trials"), *normalizer.lines.locate(("evaluate_options", "repeat")))
+    if "budget_usd" in options:
+        normalizer.add(
+            ("evaluate_options", "budget_usd"),
+            "this AgentV form is not supported: `budget_usd` (AgentV starts no more of this file's tests once "
+            "they cost that much): give the run `--max-cost USD`",
+        )
+        del options["budget_usd"]
+    for key in set(options) - {"max_concurrency"}:
+        normalizer.add(
+            ("evaluate_options", key), f"unknown evaluate option {key!r} (max_concurrency, repeat, budget_usd)"
+        )
+        del options[key]
+    if options:
         metadata = data.setdefault("metadata", {})
         if isinstance(metadata, dict):
-            metadata.setdefault("evaluate_options", data.pop("evaluate_options"))
-    elif options is not None:
+            metadata.setdefault("evaluate_options", options)
+
+
+def _repeat(repeat: object, normalizer: AgentvNormalizer) -> dict | None:
+    """`evaluate_options.repeat` as convoeval's `trials` mapping (None: refused)."""
+    where = ("evaluate_options", "repeat")
+    if isinstance(repeat, int) and not isinstance(repeat, bool):
+        repeat = {"count": repeat}
+    if not isinstance(repeat, dict):
+        normalizer.add(where, "must be a count or {count, strategy, early_exit, cost_limit_usd}")
+        return None
+    unknown = set(repeat) - {"count", "strategy", "early_exit", "cost_limit_usd"}
+    if unknown:
+        normalizer.add((*where, sorted(unknown)[0]), "unknown field (count, strategy, early_exit, cost_limit_usd)")
+        return None
+    strategy = repeat.get("strategy", "pass_any")
+    if strategy not in _STRATEGIES:
         normalizer.add(
-            ("evaluate_options",),
-            "only `max_concurrency` is read here (kept in metadata); AgentV v5's other evaluate options "
-            "(repeat, budget_usd, ...) are not supported: use --trials and the run's options",
+            (*where, "strategy"),
+            f"this AgentV form is not supported: strategy {strategy!r} (pass_any, mean and confidence_interval "
+            "are; `pass_all` is not: convoeval passes a test on its mean score or, with pass_any, on one trial)",
         )
-        del data["evaluate_options"]
+        return None
+    # early_exit: AgentV stops pass_any trials at the first pass, which decides the same verdict.
+    trials = {"count": repeat.get("count"), "strategy": _STRATEGIES[strategy]}
+    if "cost_limit_usd" in repeat:
+        trials["cost_limit_usd"] = repeat["cost_limit_usd"]
+    for key in trials:
+        normalizer.lines.add(("execution", "trials", key), *normalizer.lines.locate((*where, key)))
+    return trials
+
+
+def read_default_test(value: object, base: Path) -> tuple[dict | None, str | None]:
+    """AgentV v5's `default_test` (its `yaml-parser.ts` `resolveDefaultTestValue`, v5.3.1): a
+    mapping, or `file://PATH` (relative to the eval file) holding one without `description`
+    or `assertions`. (mapping, None) or (None, what is wrong)."""
+    if isinstance(value, dict):
+        return value, None
+    if not isinstance(value, str) or not value.startswith("file://"):
+        return None, "must be a mapping (vars, assert, threshold, options) or a `file://` reference to one"
+    file = (base / value.removeprefix("file://")).resolve()
+    try:
+        loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return None, f"cannot read the default_test file {value} ({file}): {exc}"
+    if not isinstance(loaded, dict):
+        return None, f"the default_test file {file} must hold a mapping"
+    for key, why in (("description", "must not define `description`"), ("assertions", "must use `assert`")):
+        if key in loaded:
+            return None, f"the default_test file {file} {why} (AgentV refuses it)"
+    return loaded, None
+
+
+def default_test_vars(value: object, base: Path) -> dict:
+    """The `vars` each test inherits from `default_test` (a mapping's, or its file's)."""
+    found, _ = read_default_test({"vars": value} if isinstance(value, dict) else value, base)
+    variables = found.get("vars") if found else None
+    return variables if isinstance(variables, dict) else {}
+
+
+#: `default_test.options` AgentV v5.3.1 reads: `rubric_prompt` is parsed but no grader of that
+#: tag uses it (kept in metadata); `transform` rewrites the target's output before grading.
+_TRANSFORM = (
+    "this AgentV form is not supported: `default_test.options.transform` (a script turning the target's "
+    "output, e.g. files, into text before grading)"
+)
 
 
 def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
     """AgentV v5's `default_test`: its `vars` were given to each test; its `assert` comes
-    before the suite's own assertions (`combineInheritedAssertions`, v5.3.1); anything else is
-    refused."""
-    default_test = data.pop("default_test")
-    if not isinstance(default_test, dict):
-        normalizer.add(("default_test",), "must be a mapping (`vars`, `assert`); a `file://` reference is not read")
+    before the suite's own assertions (`combineInheritedAssertions`, v5.3.1); its `threshold`
+    is the suite's pass mark (AgentV's run-eval.ts prefers it to the top-level one);
+    `options.rubric_prompt` is kept in metadata; anything else is refused."""
+    default_test, problem = read_default_test(data.pop("default_test"), normalizer.base)
+    if default_test is None:
+        normalizer.add(("default_test",), problem or "")
         return
     for key in default_test:
-        if key not in ("vars", "assert"):
+        if key not in ("vars", "assert", "threshold", "options"):
             normalizer.add(
-                ("default_test", key), f"this AgentV form is not supported: `default_test.{key}` (only vars, assert)"
+                ("default_test", key),
+                f"this AgentV form is not supported: `default_test.{key}` (vars, assert, threshold, options)",
             )
+    _default_options(default_test.get("options"), data, normalizer)
+    threshold = default_test.get("threshold")
+    if threshold is not None:
+        execution = data.setdefault("execution", {})
+        if isinstance(execution, dict):
+            execution["threshold"] = threshold
+            normalizer.lines.add(("execution", "threshold"), *normalizer.lines.locate(("default_test", "threshold")))
     extra = default_test.get("assert")
     if extra is None:
         return
@@ -216,6 +311,24 @@ def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
     for k, place in enumerate(places):
         normalizer.lines.add(("assertions", k), *place)
     data["assertions"] = [*extra, *own]
+
+
+def _default_options(options: object, data: dict, normalizer: AgentvNormalizer) -> None:
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        normalizer.add(("default_test", "options"), "must be a mapping")
+        return
+    for key, value in options.items():
+        if key == "rubric_prompt":
+            metadata = data.setdefault("metadata", {})
+            if isinstance(metadata, dict):
+                metadata.setdefault("rubric_prompt", value)
+        else:
+            why = (
+                _TRANSFORM if key == "transform" else f"this AgentV form is not supported: `default_test.options.{key}`"
+            )
+            normalizer.add(("default_test", "options", key), why)
 
 
 def v5_assertion(item: dict, kind: object) -> dict | None:

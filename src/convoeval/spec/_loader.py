@@ -20,6 +20,7 @@ from typing import Final
 from .. import registry
 from ..errors import RegistryError
 from ._agentv import AgentvNormalizer, agentv_key, v5_prompts
+from ._agentv_v5 import default_test_vars
 from ._checker import Checker
 from ._errors import Problem, SpecError
 from ._lines import Key, LineMap
@@ -77,14 +78,21 @@ class _Context:
     prompts: bool  # the suite keeps AgentV v5 `prompts`
     plugins: object  # the suite's `plugins` (imported before its tests are read)
     input_files: object = None  # the suite's `input_files` (AgentV: attached to each test's string input)
-    default_vars: object = None  # AgentV v5's `default_test.vars` (under each test's own `vars`)
+    default_vars: object = None  # AgentV v5's `default_test.vars` (under each test's own `vars`), or its file
+    testbed: object = None  # AgentV v5's `environment` and `extensions` (each test's hooks get its context)
 
     @classmethod
     def of(cls, data: dict) -> _Context:
         default_test = data.get("default_test")
-        default_vars = default_test.get("vars") if isinstance(default_test, dict) else None
+        default_vars = default_test.get("vars") if isinstance(default_test, dict) else default_test  # or file://
+        testbed = {k: data[k] for k in ("environment", "extensions") if k in data}
         return cls(
-            data.get("input") is not None, v5_prompts(data), data.get("plugins"), data.get("input_files"), default_vars
+            data.get("input") is not None,
+            v5_prompts(data),
+            data.get("plugins"),
+            data.get("input_files"),
+            default_vars,
+            testbed or None,
         )
 
 
@@ -195,7 +203,8 @@ class _SuiteLoad:
         self.normalizer.prompts = context.prompts
         self.normalizer.suite_input = context.suite_input
         self.normalizer.suite_input_files = context.input_files
-        self.normalizer.default_vars = context.default_vars if isinstance(context.default_vars, dict) else {}
+        self.normalizer.default_vars = default_test_vars(context.default_vars, self.path.parent)
+        self.normalizer.suite_testbed(context.testbed)
         return SuiteTests(
             self.path.parent,
             self.normalizer,

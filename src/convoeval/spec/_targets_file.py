@@ -95,7 +95,8 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
             continue
         if catalog:
             entry = _catalog_entry(entry, where, lines)
-        unset: list[Problem] = []
+        unset: list[Problem] = []  # problems that make this target unusable (an error only when it is used)
+        entry = _v5_fields({k: _env_refs(v) for k, v in entry.items()}, where, lines, unset)
         raw, entry = entry, substitute_env(entry, where, lines, unset, unset_empty=False)
         _remember_url_secrets(raw, entry)
         if "id" in entry and "name" not in entry:  # AgentV v5's name of a target (#1631, v5.1)
@@ -132,6 +133,39 @@ def _catalog_entry(entry: dict, where: DataPath, lines: LineMap) -> dict:
     lines.add((*where, "name"), *lines.locate((*where, "label" if "label" in entry else "id")))
     lines.add((*where, "provider"), *lines.locate((*where, "id")))
     return found
+
+
+def _v5_fields(entry: dict, where: DataPath, lines: LineMap, problems: list[Problem]) -> dict:
+    """AgentV v5's target fields (its `providers/targets.ts`, v5.3.1) in convoeval's names:
+    `max_output_tokens` is `max_tokens`; `api_format: chat` is what convoeval's openai target
+    speaks and `batch_requests: false` is the default (both dropped). `api_format: responses`
+    (OpenAI's Responses API) and `batch_requests: true` (one provider call for every test) make
+    the target unusable (an error when a run uses it): they change what the target is sent."""
+    entry = dict(entry)
+    if "max_output_tokens" in entry and "max_tokens" not in entry:
+        entry["max_tokens"] = entry.pop("max_output_tokens")
+        lines.add((*where, "max_tokens"), *lines.locate((*where, "max_output_tokens")))
+    refused = {
+        "api_format": (
+            "chat",
+            "`api_format: responses` (OpenAI's Responses API; convoeval's openai "
+            "target speaks Chat Completions): use `api_format: chat`",
+        ),
+        "batch_requests": (
+            False,
+            "`batch_requests: true` (AgentV sends every test in one provider "
+            "request, a CLI writing all answers to {OUTPUT_FILE}): one call per test here",
+        ),
+    }
+    for key, (accepted, why) in refused.items():
+        if key not in entry:
+            continue
+        if entry[key] != accepted:
+            problems.append(
+                lines.problem((*where, key), field_path((*where, key)), f"this AgentV form is not supported: {why}")
+            )
+        del entry[key]
+    return entry
 
 
 def _env_refs(value: object) -> object:

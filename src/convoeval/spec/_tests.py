@@ -90,8 +90,8 @@ class SuiteTests:
         file = (self.base_dir / ref).resolve()
         if not file.is_file():
             self._add(lines, path, f"tests file not found: {ref} (paths are relative to the eval file's folder)")
-        elif file.suffix not in (".jsonl", ".yaml", ".yml"):
-            self._add(lines, path, f"{ref}: tests can be included from .yaml, .yml or .jsonl files")
+        elif file.suffix not in (".jsonl", ".yaml", ".yml", ".csv"):
+            self._add(lines, path, f"{ref}: tests can be included from .yaml, .yml, .jsonl or .csv (AgentV's) files")
         elif self.read(ItemsFile(file, agentv_key, lines.parent), includes=False):
             self._add(lines, path, f"{ref} must hold a list of tests")
 

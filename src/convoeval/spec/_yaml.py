@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ._agentv_csv import csv_items
 from ._errors import Problem
 from ._lines import DataPath, Key, LineMap
 from ._yaml_events import MAX_DEPTH, MAX_NODES, Rename, YamlFailure, YamlReader, same_key
@@ -110,6 +111,11 @@ class ItemsFile:
             return
         if self.path.suffix == ".jsonl":
             yield from _jsonl_items(text, str(self.path), self.problems, ("tests",), self.rename, self._lines)
+            return
+        if self.path.suffix == ".csv":  # AgentV v5's promptfoo-style rows
+            for index, test, number in csv_items(text, self.path, self.problems):
+                lines = self._lines()
+                yield index, _record_all(test, ("tests", index), str(self.path), number, lines, self.rename), lines
             return
         reader = YamlReader(text, str(self.path), self.rename)
         try:
