@@ -152,7 +152,7 @@ def _load_yaml(path: Path) -> JsonValue:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "test"
+    return re.sub(r"[^\w.-]+", "-", text).strip("-")[:60] or "test"
 
 
 # -- prompts and providers ----------------------------------------------------------------

@@ -91,6 +91,7 @@ class SuiteTest(TypedDict, total=False):
     expected_output: JsonValue
     criteria: JsonValue
     success: list[JsonValue]
+    failure: list[JsonValue]
     assertions: list[JsonObject]
     policy: JsonObject
     execution: JsonObject

@@ -1,0 +1,131 @@
+"""Files written by the newest releases of other tools (Inspect AI 0.3.285, DeepEval 4.3.1, ...),
+full of edge cases (errors, non-ASCII text, empty and very long messages, tool errors, scores
+with metadata, DeepEval 4's expectations and personas) come in with nothing dropped or changed.
+The files are in tests/data/*/edges/ with the scripts that wrote them (see each SOURCE.txt)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from convoeval.spec import load_suite
+
+from .conftest import DATA
+
+INSPECT = DATA / "inspect" / "edges" / "edges-mockllm.eval"
+DEEPEVAL = DATA / "deepeval" / "edges"
+
+
+def _import(cli, kind: str, source: Path, out: Path, *options: str) -> tuple[str, str]:
+    code, stdout, err = cli("import", kind, source, "-o", out, *options)
+    assert code == 0, err + stdout
+    return stdout, err
+
+
+def test_inspect_edge_log_keeps_errors_scores_and_text(cli, tmp_path: Path) -> None:
+    pytest.importorskip("inspect_ai", reason="the .eval log is zstd-compressed: the inspect extra reads it")
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(INSPECT))
+    stdout, err = _import(cli, "inspect", INSPECT, tmp_path / "i.eval.yaml")
+    tests = {t.id: t for t in load_suite(tmp_path / "i.eval.yaml").tests}
+    # the two samples that failed before the model answered are named, not dropped in silence
+    assert "2 sample(s) without a user and an assistant message left out" in err
+    assert "boom-epoch-1 (RuntimeError('solver exploded on purpose'))" in err
+    assert sorted(tests) == sorted(
+        f"{sid}-epoch-{e}" for sid in ("7", "chat", "late-boom", "long", "reasoning") for e in (1, 2)
+    )
+    for sample in log.samples or []:
+        name = f"{sample.id}-epoch-{sample.epoch}"
+        if name not in tests:
+            assert sample.error is not None and not any(m.role == "assistant" for m in sample.messages)
+            continue
+        test = tests[name]
+        # every message, in order, with its role and its text, unchanged (non-ASCII, empty, long)
+        assert [(m.role, m.content) for m in test.transcript or []] == [
+            (m.role, m.text if m.text or m.role != "tool" or m.error is None else f"error: {m.error.message}")
+            for m in sample.messages
+        ]
+        # each of Inspect's scores, with its metadata; the sample's error
+        for scorer, score in (sample.scores or {}).items():
+            kept = test.metadata["inspect_scores"][scorer]
+            assert kept["value"] == score.value and kept.get("metadata") == score.metadata
+        assert test.metadata.get("inspect_error") == (sample.error.message if sample.error else None)
+    chat = tests["chat-epoch-1"].transcript or []
+    assert [m.content for m in chat[3:5]] == ["", ""]  # the empty user message and the empty reply
+    assert tests["chat-epoch-1"].metadata["target"] == "Zoë"
+    assert len(tests["long-epoch-1"].transcript[1].content or "") == 6600
+    calls = [c for m in tests["7-epoch-2"].transcript or [] for c in m.tool_calls]
+    assert [(c["name"], c["arguments"]) for c in calls] == [
+        ("lookup", {"city": "Paris"}),
+        ("lookup", {"city": "Atlantis"}),
+    ]
+    assert tests["7-epoch-2"].transcript[5].content == "error: no such city: Atlantis"
+    assert tests["reasoning-epoch-1"].metadata["inspect_scores"]["detail"]["metadata"] == {
+        "checked_by": "detail",
+        "tags": ["a", "b"],
+    }
+    assert (
+        tests["late-boom-epoch-2"].metadata["inspect_error"] == "RuntimeError('solver exploded after the first reply')"
+    )
+
+
+def test_deepeval_4_conversational_golden_keeps_every_field(cli, tmp_path: Path) -> None:
+    for source in (DEEPEVAL / "edge-conversational.json", DEEPEVAL / "edge-conversational.jsonl"):
+        _, err = _import(cli, "deepeval", source, tmp_path / "d.eval.yaml")
+        assert "turns 2: an empty user message cannot be sent to a live target" in err
+        suite = load_suite(tmp_path / "d.eval.yaml")
+        zoe, plain = suite.tests
+        assert zoe.id == "réservation-zoë"  # DeepEval's name, accents kept
+        assert [t.input for t in zoe.turns or []][0] == "Bonjour, une table pour 4 samedi ?"
+        assert str(zoe.turns[1].input).startswith("Très long message — ") and len(str(zoe.turns[1].input)) == 4000
+        first = zoe.turns[0].metadata
+        assert first["user_id"] == "u-42" and first["metadata"] == {"canal": "web"}
+        assert first["recorded_reply"] == "Bien sûr — à quelle heure ? 你好 👋"
+        assert first["recorded_tool_calls"] == [
+            {
+                "name": "check_availability",
+                "arguments": {"date": "samedi", "personnes": 4},
+                "output": {"libre": ["19:00", "21:00"]},
+            }
+        ]
+        assert first["recorded_reply_fields"] == {"metadata": {"latence_ms": 812}}
+        assert zoe.turns[0].context == ["Samedi : 19:00 et 21:00 libres."]
+        # DeepEval 4's expectations: must -> success, must_not -> failure, after expected_outcome
+        assert zoe.success == [
+            "La table est réservée et l'agent confirme l'heure et le nombre de personnes.",
+            "confirmer l'heure",
+        ]
+        assert zoe.failure == ["demander la carte bancaire"]
+        assert zoe.metadata["custom_column_key_values"] == {"équipe": "QA", "lot": "7"}
+        persona = zoe.simulated_user.persona if zoe.simulated_user else None
+        assert persona is not None and '"âge": 34' in str(persona) and "Zoë Tremblay" in str(persona)
+        assert plain.simulated_user and plain.simulated_user.persona == "Plain description (deprecated field)."
+
+
+def test_deepeval_recorded_keeps_empty_turns_and_leaves_out_scenarios(cli, tmp_path: Path) -> None:
+    source = DEEPEVAL / "edge-conversational.json"
+    stdout, _ = _import(cli, "deepeval", source, tmp_path / "r.eval.yaml", "--recorded")
+    assert "left out: A-user-only-has-a-scenario.: line" in stdout
+    (zoe,) = load_suite(tmp_path / "r.eval.yaml").tests
+    raw = json.loads(source.read_text(encoding="utf-8"))[0]["turns"]
+    assert [(m.role, m.content) for m in zoe.transcript or []] == [(t["role"], t["content"]) for t in raw]
+    assert zoe.metadata["deepeval_turns"] == [
+        {"turn": 0, "user_id": "u-42", "metadata": {"canal": "web"}},
+        {"turn": 1, "metadata": {"latence_ms": 812}, "retrieval_context": ["Samedi : 19:00 et 21:00 libres."]},
+    ]
+    assert zoe.failure == ["demander la carte bancaire"]
+
+
+def test_deepeval_4_single_golden_keeps_every_field(cli, tmp_path: Path) -> None:
+    for source in (DEEPEVAL / "edge-goldens.json", DEEPEVAL / "edge-goldens.jsonl"):
+        _import(cli, "deepeval", source, tmp_path / "g.eval.yaml")
+        (golden,) = load_suite(tmp_path / "g.eval.yaml").tests
+        assert golden.id == "météo-paris" and golden.expected_output == "Pluie légère, 14 °C."
+        assert golden.success == ["mention rain"]
+        assert golden.metadata["source_file"] == "docs/météo.md"
+        assert golden.metadata["custom_column_key_values"] == {"col": "val"}
+        assert golden.metadata["expected_tools"][0]["inputParameters"] == {"city": "Paris"}
+        assert golden.metadata["tools_called"][0]["output"] == "rain"
