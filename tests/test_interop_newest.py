@@ -129,3 +129,44 @@ def test_deepeval_4_single_golden_keeps_every_field(cli, tmp_path: Path) -> None
         assert golden.metadata["custom_column_key_values"] == {"col": "val"}
         assert golden.metadata["expected_tools"][0]["inputParameters"] == {"city": "Paris"}
         assert golden.metadata["tools_called"][0]["output"] == "rain"
+
+
+PROMPTFOO = DATA / "promptfoo" / "edges"
+
+
+def _echo(body: dict) -> str:
+    """The loopback model promptfoo 0.123.1 ran against: `Reply to: <last user message>`."""
+    users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+    return f"Reply to: {users[-1] if users else ''}"
+
+
+def test_promptfoo_0_123_config_runs_as_promptfoo_ran_it(cli, fake_openai, tmp_path: Path) -> None:
+    """The same model replies, the same messages sent, the same verdict for every assertion and
+    every test as promptfoo's own run of this config (promptfoo-results.json)."""
+    recorded = {r["description"]: r for r in json.loads((PROMPTFOO / "promptfoo-results.json").read_text())["results"]}
+    _, err = _import(cli, "promptfoo", PROMPTFOO / "promptfooconfig.yaml", tmp_path / "p.eval.yaml")
+    # the provider's settings are named, and kept without its key
+    assert "openai:chat:loopback-model (label, apiBaseUrl, apiKey, max_tokens, temperature)" in err
+    assert "promptfoo thresholds of turn 5 (0.5) kept in the turn's metadata only" in err
+    suite = load_suite(tmp_path / "p.eval.yaml")
+    settings = json.dumps(suite.metadata)
+    assert '"max_tokens": 64' in settings and "sk-loopback" not in settings
+    fake_openai.reset(reply=_echo)
+    code, out, err = cli("run", tmp_path / "p.eval.yaml", "--judge", "openai:j", "-o", tmp_path / "r.jsonl")
+    assert code == 1, err + out  # two of promptfoo's tests fail
+    results = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    seen = 0
+    for result, test in zip(results, suite.tests, strict=True):
+        replies = [m["content"] for m in result["output"] if m["role"] == "assistant"]
+        for n, turn in enumerate(test.turns or []):
+            promptfoo = recorded[turn.metadata["description"]]
+            entry = next(e for e in result["scores"] if e["name"] == f"turn-{n + 1}")
+            assert replies[n] == promptfoo["output"]
+            assert [g["verdict"] == "pass" for g in entry["graders"]] == [a["pass"] for a in promptfoo["assertions"]]
+            assert (entry["verdict"] == "pass") is promptfoo["success"], turn.metadata["description"]
+            seen += 1
+    assert seen == len(recorded) == 7
+    # what the model was sent: system prompt, the conversation so far, the new question
+    sent = [r["messages"] for r in fake_openai.target_requests()]
+    for promptfoo in recorded.values():
+        assert promptfoo["prompt"] in sent, promptfoo["description"]

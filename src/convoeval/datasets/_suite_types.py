@@ -115,6 +115,7 @@ class SuiteMetadata(TypedDict, total=False):
     database: bool
     skipped: list[Skipped]
     promptfoo_providers: list[str]
+    promptfoo_provider_settings: JsonObject
 
 
 class Suite(TypedDict, total=False):
