@@ -5,7 +5,9 @@ The files are in tests/data/*/edges/ with the scripts that wrote them (see each 
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -170,3 +172,84 @@ def test_promptfoo_0_123_config_runs_as_promptfoo_ran_it(cli, fake_openai, tmp_p
     sent = [r["messages"] for r in fake_openai.target_requests()]
     for promptfoo in recorded.values():
         assert promptfoo["prompt"] in sent, promptfoo["description"]
+
+
+OTEL = DATA / "otel" / "edges"
+
+
+@pytest.mark.parametrize("name", ["console-spans.json", "otlp-spans.jsonl"])
+def test_otel_sdk_edge_spans_keep_messages_and_failures(cli, tmp_path: Path, name: str) -> None:
+    _import(cli, "otel", OTEL / name, tmp_path / "o.eval.yaml")
+    zoe, other = load_suite(tmp_path / "o.eval.yaml").tests
+    assert zoe.id == "conv-zoë"
+    assert [(m.role, m.content) for m in zoe.transcript or []] == [
+        ("system", "Tu es un assistant de réservation. Réponds en français."),
+        ("user", "Bonjour ! Une table pour 4 à Montréal ? 你好 👋"),
+        ("assistant", "Bien sûr, à quelle heure ?"),
+        ("user", ""),
+        ("assistant", ""),
+        ("user", "Très long message — " * 150),
+        ("assistant", ""),
+        ("tool", "error: service indisponible"),
+        ("assistant", "Désolé, la réservation a échoué."),
+    ]
+    (call,) = zoe.transcript[6].tool_calls
+    # the failed tool span has no result: none is made up (the tool message says what happened)
+    assert call == {"name": "réserver", "arguments": {"personnes": 4, "ville": "Montréal"}, "id": "call_é1"}
+    # the model call that failed before its retry, and the tool that failed, are not lost
+    assert zoe.metadata["errors"] == [
+        "chat gpt-4o-mini: openai.RateLimitError: 429 Too Many Requests",
+        "execute_tool réserver: TimeoutError: service indisponible",
+    ]
+    assert re.fullmatch(r"[0-9a-f]{32}", other.id), other.id  # its trace id, as hex
+    assert "errors" not in other.metadata
+
+
+def test_otlp_ids_in_protobuf_json_base64_give_the_same_tests(cli, tmp_path: Path) -> None:
+    """protobuf's JSON mapping writes ids in base64 (OTLP/JSON in hex): the same conversations."""
+    text = (OTEL / "otlp-spans.jsonl").read_text(encoding="utf-8")
+    b64 = re.sub(
+        r'"(traceId|spanId|parentSpanId)": "([0-9a-f]+)"',
+        lambda m: f'"{m.group(1)}": "{base64.b64encode(bytes.fromhex(m.group(2))).decode()}"',
+        text,
+    )
+    assert b64 != text
+    (tmp_path / "b64.jsonl").write_text(b64, encoding="utf-8")
+    _import(cli, "otel", OTEL / "otlp-spans.jsonl", tmp_path / "hex.eval.yaml")
+    _import(cli, "otel", tmp_path / "b64.jsonl", tmp_path / "b64.eval.yaml")
+    hexed, based = (load_suite(tmp_path / f"{n}.eval.yaml").tests for n in ("hex", "b64"))
+    assert [t.id for t in hexed] == [t.id for t in based]
+    assert [t.transcript for t in hexed] == [t.transcript for t in based]
+
+
+def test_otlp_structured_attribute_values_are_read(cli, tmp_path: Path) -> None:
+    """OTLP `kvlistValue` attributes (messages as structured values, not JSON text)."""
+
+    def kv(mapping: dict) -> dict:
+        return {"kvlistValue": {"values": [{"key": k, "value": _any(v)} for k, v in mapping.items()]}}
+
+    def _any(value: object) -> dict:
+        if isinstance(value, dict):
+            return kv(value)
+        if isinstance(value, list):
+            return {"arrayValue": {"values": [_any(v) for v in value]}}
+        return {"stringValue": value}
+
+    messages = [{"role": "user", "parts": [{"type": "text", "content": "Salut"}]}]
+    replies = [{"role": "assistant", "parts": [{"type": "text", "content": "Bonjour !"}]}]
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "eee19b7ec3c1b174",
+        "name": "chat",
+        "startTimeUnixNano": "1",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.input.messages", "value": _any(messages)},
+            {"key": "gen_ai.output.messages", "value": _any(replies)},
+        ],
+    }
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+    (tmp_path / "kv.jsonl").write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    _import(cli, "otel", tmp_path / "kv.jsonl", tmp_path / "kv.eval.yaml")
+    (test,) = load_suite(tmp_path / "kv.eval.yaml").tests
+    assert [(m.role, m.content) for m in test.transcript or []] == [("user", "Salut"), ("assistant", "Bonjour !")]
