@@ -253,3 +253,17 @@ def test_otlp_structured_attribute_values_are_read(cli, tmp_path: Path) -> None:
     _import(cli, "otel", tmp_path / "kv.jsonl", tmp_path / "kv.eval.yaml")
     (test,) = load_suite(tmp_path / "kv.eval.yaml").tests
     assert [(m.role, m.content) for m in test.transcript or []] == [("user", "Salut"), ("assistant", "Bonjour !")]
+
+
+def test_langfuse_5_observations_listing_is_one_session_with_its_failures(cli, tmp_path: Path) -> None:
+    source = DATA / "langfuse" / "edges" / "observations-v2.json"
+    _import(cli, "langfuse", source, tmp_path / "l.eval.yaml")
+    (session,) = load_suite(tmp_path / "l.eval.yaml").tests  # two traces of one session: one conversation
+    assert session.id == "session-zoë"
+    last = json.loads(source.read_text(encoding="utf-8"))["data"][-1]
+    expected = [(m["role"], m["content"] or "") for m in last["input"]] + [("assistant", "")]
+    assert [(m.role, m.content) for m in session.transcript or []] == expected
+    assert session.transcript[2].tool_calls == [{"name": "order_status", "arguments": {"order": 42}, "id": "call_1"}]
+    assert session.metadata["langfuse_traces"] == ["trace-a", "trace-b"]
+    assert session.metadata["user_id"] == "client-7"
+    assert session.metadata["errors"] == ["OpenAI-generation: RateLimitError: 429 Too Many Requests"]
