@@ -267,3 +267,47 @@ def test_langfuse_5_observations_listing_is_one_session_with_its_failures(cli, t
     assert session.metadata["langfuse_traces"] == ["trace-a", "trace-b"]
     assert session.metadata["user_id"] == "client-7"
     assert session.metadata["errors"] == ["OpenAI-generation: RateLimitError: 429 Too Many Requests"]
+
+
+def test_inspect_edge_log_round_trip_through_convoeval_back_to_inspect_and_otel(
+    cli, fake_openai, tmp_path: Path
+) -> None:
+    """Inspect 0.3.285's log -> `convoeval grade` -> `report --inspect-log` read back by Inspect
+    itself, and -> `report --otel` to a receiver -> `import otel`: the same conversations."""
+    log_module = pytest.importorskip("inspect_ai.log")
+    pytest.importorskip("opentelemetry.sdk")
+    from .otlp_receiver import OtlpReceiver
+
+    fake_openai.reset()
+    code, out, err = cli("grade", INSPECT, "--judge", "openai:j", "-o", tmp_path / "g.jsonl")
+    assert code in (0, 1), err + out
+    code, out, err = cli("report", tmp_path / "g.jsonl", "--inspect-log", tmp_path / "back.eval")
+    assert code == 0, err
+    original = {f"{s.id}-epoch-{s.epoch}": s for s in log_module.read_eval_log(str(INSPECT)).samples or []}
+    back = {str(s.id): s for s in log_module.read_eval_log(str(tmp_path / "back.eval")).samples or []}
+    assert len(back) == 10 and set(back) <= set(original)
+    for name in ("long-epoch-1", "reasoning-epoch-2", "late-boom-epoch-1"):
+        assert [(m.role, m.text) for m in back[name].messages] == [(m.role, m.text) for m in original[name].messages]
+    for name, sample in back.items():
+        kept = sample.metadata or {}
+        scores = original[name].scores or {}
+        assert {k: v["value"] for k, v in kept.get("inspect_scores", {}).items()} == {
+            k: v.value for k, v in scores.items()
+        }
+        assert kept.get("inspect_error") == (original[name].error.message if original[name].error else None)
+        assert (sample.scores or {})["convoeval"].answer in ("pass", "fail")
+
+    with OtlpReceiver() as receiver:
+        code, out, err = cli("report", tmp_path / "g.jsonl", "--otel", "--otel-endpoint", receiver.endpoint)
+        assert code == 0, err
+        receiver.write_jsonl(tmp_path / "spans.jsonl")
+    _import(cli, "otel", tmp_path / "spans.jsonl", tmp_path / "o.eval.yaml")
+    spans = {t.id: t for t in load_suite(tmp_path / "o.eval.yaml").tests}
+    results = [json.loads(line) for line in (tmp_path / "g.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(spans) == len(results) == 10
+    for result in results:
+        (test,) = [t for t in spans.values() if t.id.endswith(f"-{result['test_id']}-recorded:transcript")]
+        said = [
+            (m.role, m.content) for m in test.transcript or [] if m.role != "tool" and (m.content or m.role == "user")
+        ]
+        assert said == [(m["role"], m["content"]) for m in result["output"] if m["role"] != "tool"]
