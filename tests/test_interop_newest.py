@@ -311,3 +311,14 @@ def test_inspect_edge_log_round_trip_through_convoeval_back_to_inspect_and_otel(
             (m.role, m.content) for m in test.transcript or [] if m.role != "tool" and (m.content or m.role == "user")
         ]
         assert said == [(m["role"], m["content"]) for m in result["output"] if m["role"] != "tool"]
+
+
+def test_deepeval_fields_it_does_not_know_are_named(cli, tmp_path: Path) -> None:
+    records = [
+        {"input": "Hi", "expected": "Hello", "token_cost": 0.002},
+        {"scenario": "S", "turns": [{"role": "user", "content": "Hi", "audio": "a.wav"}], "expected": "x"},
+    ]
+    (tmp_path / "d.json").write_text(json.dumps(records), encoding="utf-8")
+    _, err = _import(cli, "deepeval", tmp_path / "d.json", tmp_path / "d.eval.yaml")
+    assert "fields not imported (not DeepEval's): expected (2), turns[].audio" in err
+    assert load_suite(tmp_path / "d.eval.yaml").tests[0].metadata["token_cost"] == 0.002

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Required, TypedDict
 
@@ -53,6 +54,18 @@ class DeepEvalTurn(TypedDict, total=False):
     extra: JsonObject
 
 
+#: The golden / test case fields the importer reads (others are named in a warning).
+_READ = frozenset(
+    "scenario turns expected_outcome user_description persona context name comments additional_metadata "
+    "custom_column_key_values expectations chatbot_role tags input actual_output expected_output "
+    "retrieval_context tools_called expected_tools source_file token_cost input_token_count "
+    "output_token_count".split()
+)
+_READ_TURN = frozenset(
+    "role content user_id retrieval_context tools_called metadata mcp_tools_called mcp_resources_called "
+    "mcp_prompts_called".split()
+)
+
 #: A turn's fields kept as its metadata (what convoeval has no field of its own for).
 TURN_EXTRAS = ("user_id", "metadata", "mcp_tools_called", "mcp_resources_called", "mcp_prompts_called")
 
@@ -63,11 +76,19 @@ def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAU
     tests: list[SuiteTest] = []
     skipped: list[Skipped] = []
     seen: set[str] = set()
+    unknown: Counter[str] = Counter()
     for line, record in records:
         if not isinstance(record, dict):
             raise DatasetError(f"{source}:{line}: expected a JSON object (a golden or test case)")
         test = _test(record, source, line, recorded, max_turns)
         test["id"] = unique(test["id"], seen)
+        unknown.update(k for k, v in record.items() if k not in _READ and v not in (None, "", [], {}))
+        unknown.update(
+            f"turns[].{k}"
+            for turn in objects(record.get("turns"))
+            for k, v in turn.items()
+            if k not in _READ_TURN and v not in (None, "", [], {})
+        )
         if recorded and "transcript" not in test and "input" not in test:
             skipped.append({"id": test["id"], "reason": f"line {line}: no assistant turns to grade (--recorded)"})
             continue
@@ -75,6 +96,9 @@ def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAU
     if not tests:
         reason = f" ({skipped[0]['reason']})" if skipped else ""
         raise DatasetError(f"{source}:1: no goldens or test cases in the file{reason}")
+    if unknown:
+        listed = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in sorted(unknown.items()))
+        warnings.warn(f"{source}: fields not imported (not DeepEval's): {listed}", DatasetWarning, stacklevel=2)
     suite: Suite = {"name": source.stem, "description": f"Imported from the DeepEval dataset {source.name}"}
     if skipped:
         suite["metadata"] = {"skipped": skipped}
@@ -110,7 +134,17 @@ def _test(record: JsonObject, source: Path, line: int, recorded: bool, max_turns
     test: SuiteTest = {"id": _slug(str(name)) or f"golden-line-{line}"}
     metadata: JsonObject = {
         k: record[k]
-        for k in ("comments", "additional_metadata", "context", "tags", "custom_column_key_values", "source_file")
+        for k in (
+            "comments",
+            "additional_metadata",
+            "context",
+            "tags",
+            "custom_column_key_values",
+            "source_file",
+            "token_cost",
+            "input_token_count",
+            "output_token_count",
+        )
         if record.get(k)
     }
     single = record.get("input")
