@@ -1,13 +1,26 @@
 """A loopback OTLP/HTTP traces receiver for tests: it decodes each export request with the
 OpenTelemetry protobuf definitions and keeps it as OTLP JSON (`{"resourceSpans": [...]}`, the
-collector file exporter's shape)."""
+collector file exporter's shape: trace and span ids as hex, as OTLP/JSON specifies, not the
+base64 of protobuf's own JSON mapping)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+_IDS = ("traceId", "spanId", "parentSpanId")
+
+
+def _hex_ids(value: Any) -> Any:
+    """`value` with every trace and span id (base64 in protobuf's JSON mapping) as hex."""
+    if isinstance(value, dict):
+        return {k: base64.b64decode(v).hex() if k in _IDS and v else _hex_ids(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hex_ids(v) for v in value]
+    return value
 
 
 class OtlpReceiver:
@@ -27,7 +40,7 @@ class OtlpReceiver:
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
                 receiver.paths.append(self.path)
-                receiver.requests.append(MessageToDict(request))
+                receiver.requests.append(_hex_ids(MessageToDict(request)))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.end_headers()

@@ -105,7 +105,7 @@ def _key(message: LoggedMessage) -> tuple[str, str]:
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.@:-]+", "-", text).strip("-")[:80] or "conversation"
+    return re.sub(r"[^\w.@:-]+", "-", text).strip("-")[:80] or "conversation"
 
 
 def unique(name: str, seen: set[str]) -> str:

@@ -5,7 +5,9 @@ Records, as DeepEval writes them:
   retrieval_context?, ...}]), `expected_outcome`, `user_description` (and, since DeepEval 4, a
   `persona` mapping: `characteristics` and named traits), `chatbot_role`, `context`, `name`, `additional_metadata`;
 - single-turn goldens: `input`, `expected_output`, `actual_output`, `context`,
-  `retrieval_context`, `tools_called`, `expected_tools`, `name`.
+  `retrieval_context`, `tools_called`, `expected_tools`, `name`, `source_file`;
+- both, since DeepEval 4: `expectations` (`must` / `must_not` behaviours) and
+  `custom_column_key_values`.
 
 What becomes what:
 - the user `turns` -> a `mode: conversation` test, one scripted turn each; the recorded
@@ -15,6 +17,11 @@ What becomes what:
 - `scenario` + `user_description` -> a `simulated_user` (objective, persona) that continues
   after any scripted turns, and `expected_outcome` -> its `success` criterion;
 - `chatbot_role` -> a `role-adherence` check on the conversation;
+- `expectations`: each `must` -> a `success` criterion, each `must_not` -> a `failure`
+  criterion (judged on the whole conversation, as DeepEval judges them);
+- a turn's `user_id`, `metadata` and MCP calls -> that turn's metadata (`deepeval_turns` in
+  the test's metadata for a recorded conversation); an empty user turn cannot be sent live:
+  it and its reply are left out of the scripted turns, with a warning;
 - a single-turn golden -> a test with `input` and `expected_output`, judged by `llm-grader`.
 """
 
@@ -22,6 +29,8 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Required, TypedDict
 
@@ -29,8 +38,8 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import unique
-from ._common import JsonObject, decode_json, objects, read_json, read_jsonl, read_text
-from ._suite_types import Message, Suite, SuiteTest, Turn
+from ._common import DatasetWarning, JsonObject, as_list, decode_json, objects, read_json, read_jsonl, read_text
+from ._suite_types import Message, Skipped, Suite, SuiteTest, Turn
 
 DEFAULT_MAX_TURNS = 10
 
@@ -42,26 +51,59 @@ class DeepEvalTurn(TypedDict, total=False):
     content: Required[str]
     retrieval_context: JsonValue
     tools_called: JsonValue
+    extra: JsonObject
+
+
+#: The golden / test case fields the importer reads (others are named in a warning).
+_READ = frozenset(
+    "scenario turns expected_outcome user_description persona context name comments additional_metadata "
+    "custom_column_key_values expectations chatbot_role tags input actual_output expected_output "
+    "retrieval_context tools_called expected_tools source_file token_cost input_token_count "
+    "output_token_count".split()
+)
+_READ_TURN = frozenset(
+    "role content user_id retrieval_context tools_called metadata mcp_tools_called mcp_resources_called "
+    "mcp_prompts_called".split()
+)
+
+#: A turn's fields kept as its metadata (what convoeval has no field of its own for).
+TURN_EXTRAS = ("user_id", "metadata", "mcp_tools_called", "mcp_resources_called", "mcp_prompts_called")
 
 
 def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAULT_MAX_TURNS) -> Suite:
     """One test per DeepEval golden or test case of `source` (.json list or .jsonl)."""
     records: list[tuple[int, JsonValue]] = list(read_jsonl(source)) if source.suffix == ".jsonl" else _records(source)
     tests: list[SuiteTest] = []
+    skipped: list[Skipped] = []
     seen: set[str] = set()
+    unknown: Counter[str] = Counter()
     for line, record in records:
         if not isinstance(record, dict):
             raise DatasetError(f"{source}:{line}: expected a JSON object (a golden or test case)")
         test = _test(record, source, line, recorded, max_turns)
         test["id"] = unique(test["id"], seen)
+        unknown.update(k for k, v in record.items() if k not in _READ and v not in (None, "", [], {}))
+        unknown.update(
+            f"turns[].{k}"
+            for turn in objects(record.get("turns"))
+            for k, v in turn.items()
+            if k not in _READ_TURN and v not in (None, "", [], {})
+        )
+        if recorded and "transcript" not in test and "input" not in test:
+            skipped.append({"id": test["id"], "reason": f"line {line}: no assistant turns to grade (--recorded)"})
+            continue
         tests.append(test)
     if not tests:
-        raise DatasetError(f"{source}:1: no goldens or test cases in the file")
-    return {
-        "name": source.stem,
-        "description": f"Imported from the DeepEval dataset {source.name}",
-        "tests": tests,
-    }
+        reason = f" ({skipped[0]['reason']})" if skipped else ""
+        raise DatasetError(f"{source}:1: no goldens or test cases in the file{reason}")
+    if unknown:
+        listed = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in sorted(unknown.items()))
+        warnings.warn(f"{source}: fields not imported (not DeepEval's): {listed}", DatasetWarning, stacklevel=2)
+    suite: Suite = {"name": source.stem, "description": f"Imported from the DeepEval dataset {source.name}"}
+    if skipped:
+        suite["metadata"] = {"skipped": skipped}
+    suite["tests"] = tests
+    return suite
 
 
 def _records(source: Path) -> list[tuple[int, JsonValue]]:
@@ -84,14 +126,26 @@ def _records(source: Path) -> list[tuple[int, JsonValue]]:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60]
+    return re.sub(r"[^\w.-]+", "-", text).strip("-")[:60]
 
 
 def _test(record: JsonObject, source: Path, line: int, recorded: bool, max_turns: int) -> SuiteTest:
     name = record.get("name") or record.get("scenario") or record.get("input") or f"golden-line-{line}"
     test: SuiteTest = {"id": _slug(str(name)) or f"golden-line-{line}"}
     metadata: JsonObject = {
-        k: record[k] for k in ("comments", "additional_metadata", "context", "tags") if record.get(k)
+        k: record[k]
+        for k in (
+            "comments",
+            "additional_metadata",
+            "context",
+            "tags",
+            "custom_column_key_values",
+            "source_file",
+            "token_cost",
+            "input_token_count",
+            "output_token_count",
+        )
+        if record.get(k)
     }
     single = record.get("input")
     if "turns" in record or "scenario" in record:
@@ -102,9 +156,23 @@ def _test(record: JsonObject, source: Path, line: int, recorded: bool, max_turns
         raise DatasetError(
             f"{source}:{line}: not a DeepEval golden: expected `turns` or `scenario` (conversational) or `input`"
         )
+    _expectations(test, record)
     if metadata:
         test["metadata"] = {**test.get("metadata", {}), **metadata}
     return test
+
+
+def _expectations(test: SuiteTest, record: JsonObject) -> None:
+    """DeepEval's `expectations`: `must` behaviours as `success` criteria, `must_not` as `failure`."""
+    expectations = record.get("expectations")
+    if not isinstance(expectations, dict):
+        return
+    must = [str(c) for c in as_list(expectations.get("must")) if str(c).strip()]
+    must_not = [str(c) for c in as_list(expectations.get("must_not", expectations.get("mustNot"))) if str(c).strip()]
+    if must:
+        test["success"] = [*test.get("success", []), *must]
+    if must_not:
+        test["failure"] = [*test.get("failure", []), *must_not]
 
 
 def _single(test: SuiteTest, text: str, record: JsonObject) -> None:
@@ -118,7 +186,7 @@ def _single(test: SuiteTest, text: str, record: JsonObject) -> None:
             {"type": "tool-trajectory", "mode": "any_order", "expected": [{"tool": n} for n in names]}
         )
     metadata: JsonObject = {
-        k: record[k] for k in ("actual_output", "retrieval_context", "tools_called") if record.get(k)
+        k: record[k] for k in ("actual_output", "retrieval_context", "tools_called", "expected_tools") if record.get(k)
     }
     if metadata:
         test["metadata"] = metadata
@@ -147,6 +215,7 @@ def _turns(record: JsonObject, source: Path, line: int) -> list[DeepEvalTurn]:
                 "content": content,
                 "retrieval_context": turn.get("retrieval_context"),
                 "tools_called": turn.get("tools_called"),
+                "extra": {k: turn[k] for k in TURN_EXTRAS if turn.get(k) not in (None, "", [], {})},
             }
         )
     return turns
@@ -155,9 +224,13 @@ def _turns(record: JsonObject, source: Path, line: int) -> list[DeepEvalTurn]:
 def _persona(record: JsonObject) -> JsonValue:
     persona = record.get("persona")
     if isinstance(persona, dict):  # DeepEval's Persona: `characteristics` and optional named traits
-        traits = [f"{k.replace('_', ' ')}: {v}" for k, v in persona.items() if v and k != "characteristics"]
+        traits = [f"{k.replace('_', ' ')}: {_text(v)}" for k, v in persona.items() if v and k != "characteristics"]
         return "; ".join([str(persona["characteristics"])] * bool(persona.get("characteristics")) + traits) or None
     return record.get("user_description") or None
+
+
+def _text(value: JsonValue) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _conversational(
@@ -171,14 +244,18 @@ def _conversational(
         test["assertions"] = [{"type": "role-adherence", "role": record["chatbot_role"]}]
     if recorded:
         if not any(t["role"] == "assistant" for t in turns):
-            raise DatasetError(f"{source}:{line}: turns: --recorded needs the assistant's turns")
+            test.pop("input", None)
+            return  # nothing recorded to grade: the caller leaves it out
         test["transcript"] = [*system, *(_transcript_message(t) for t in turns)]
         test.pop("input", None)
+        extras = _turn_extras(turns)
+        if extras:
+            test["metadata"] = {"deepeval_turns": extras}
         if record.get("expected_outcome"):
             test.setdefault("assertions", []).append({"type": "goal-completion"})
             test["criteria"] = record["expected_outcome"]
         return
-    scripted = _scripted(turns)
+    scripted = _scripted(turns, f"{source}:{line}")
     if scripted:
         test["mode"] = "conversation"
         test["turns"] = scripted
@@ -196,33 +273,70 @@ def _conversational(
         test.setdefault("assertions", []).append({"type": "goal-completion"})
 
 
-def _scripted(turns: list[DeepEvalTurn]) -> list[Turn]:
-    """User turns as scripted turns; the assistant reply that followed each kept as metadata,
-    its `retrieval_context` as the turn's `context` (what the judges see as the turn's backend data)."""
+def _turn_extras(turns: list[DeepEvalTurn]) -> list[JsonValue]:
+    """Each turn's fields that a transcript message has no place for, with the turn's index."""
+    extras: list[JsonValue] = []
+    for n, turn in enumerate(turns):
+        extra: JsonObject = dict(turn.get("extra") or {})
+        if turn.get("retrieval_context"):
+            extra["retrieval_context"] = turn["retrieval_context"]
+        if extra:
+            extras.append({"turn": n, **extra})
+    return extras
+
+
+def _scripted(turns: list[DeepEvalTurn], where: str) -> list[Turn]:
+    """User turns as scripted turns; the assistant reply that followed each (its text, tool
+    calls and fields) kept as metadata, its `retrieval_context` as the turn's `context` (what
+    the judges see as the turn's backend data). An empty user turn, which cannot be sent, is
+    left out with its reply."""
     scripted: list[Turn] = []
-    for turn in turns:
+    blank: list[int] = []
+    skipping = False
+    for n, turn in enumerate(turns):
         if turn["role"] == "user":
+            skipping = not turn["content"].strip()
+            if skipping:
+                blank.append(n)
+                continue
             scripted.append({"input": turn["content"]})
-        elif scripted:
-            scripted[-1].setdefault("metadata", {})["recorded_reply"] = turn["content"]
+            if turn.get("extra"):
+                scripted[-1]["metadata"] = dict(turn["extra"])
+        elif scripted and not skipping:
+            metadata = scripted[-1].setdefault("metadata", {})
+            metadata["recorded_reply"] = turn["content"]
+            calls: list[JsonValue] = [_call(c) for c in objects(turn.get("tools_called")) if c.get("name")]
+            if calls:
+                metadata["recorded_tool_calls"] = calls
+            if turn.get("extra"):
+                metadata["recorded_reply_fields"] = dict(turn["extra"])
             if turn.get("retrieval_context"):
                 scripted[-1]["context"] = turn.get("retrieval_context")
+    if blank:
+        warnings.warn(
+            f"{where}: turns {', '.join(map(str, blank))}: an empty user message cannot be sent to a live "
+            "target; left out with its reply (--recorded keeps it)",
+            DatasetWarning,
+            stacklevel=2,
+        )
     return scripted
+
+
+def _call(call: JsonObject) -> JsonObject:
+    """A DeepEval ToolCall (dumped by alias or by field name) as convoeval's recorded call."""
+    arguments = call.get("inputParameters") or call.get("input_parameters") or {}
+    out: JsonObject = {
+        "name": call["name"],
+        "arguments": arguments if isinstance(arguments, dict) else {"value": arguments},
+    }
+    if call.get("output") is not None:
+        out["output"] = call["output"]
+    return out
 
 
 def _transcript_message(turn: DeepEvalTurn) -> Message:
     message: Message = {"role": turn["role"], "content": turn["content"]}
-    calls: list[JsonValue] = []
-    for call in objects(turn.get("tools_called")):
-        if call.get("name"):
-            arguments = call.get("inputParameters") or call.get("input_parameters") or {}
-            calls.append(
-                {
-                    "name": call["name"],
-                    "arguments": arguments if isinstance(arguments, dict) else {"value": arguments},
-                    "output": call.get("output"),
-                }
-            )
+    calls: list[JsonValue] = [_call(c) for c in objects(turn.get("tools_called")) if c.get("name")]
     if calls:
         message["tool_calls"] = calls
     return message

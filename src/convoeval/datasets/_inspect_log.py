@@ -9,12 +9,16 @@ nothing. Each sample's `messages` (`ChatMessage`:
 `role`, `content` as text or content blocks, assistant `tool_calls` `{id, function,
 arguments}`, tool results with `tool_call_id`) become a `transcript:` test named after the
 sample (`-epoch-N` added for a sample the log ran in several epochs). The sample's `metadata`, `target`,
-`input`, and Inspect's own `scores` (value, answer, explanation) are kept as test metadata.
+`input`, Inspect's own `scores` (value, answer, explanation, metadata) and the sample's `error`
+(a sample Inspect could not finish) are kept as test metadata. A sample without both a user
+and an assistant message (one that failed before the model answered) cannot be graded: it is
+left out and named in a warning.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -22,7 +26,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest, arguments_of, has_dialogue, slug, text_of, unique
-from ._common import JsonObject, as_list, as_object, decode_json, objects, read_text
+from ._common import DatasetWarning, JsonObject, as_list, as_object, decode_json, objects, read_text
 from ._suite_types import RecordedCall
 
 #: An eval log's header (`eval`: task, model, ...) and its samples (`id`, `epoch`, `messages`,
@@ -110,21 +114,40 @@ def read_inspect_log(path: Path) -> list[LoggedTest]:
     for sample in samples:
         epochs[str(sample.get("id"))] = epochs.get(str(sample.get("id")), 0) + 1
     tests: list[LoggedTest] = []
+    left_out: list[str] = []
     seen: set[str] = set()
     for sample in samples:
         messages = sample.get("messages") or []
         if not isinstance(messages, list):
             raise DatasetError(f"{path}:1: sample {sample.get('id')!r}: messages: expected a list of messages")
         transcript = [_message(m, path) for m in messages]
-        if not has_dialogue(transcript):
-            continue
         name = slug(str(sample.get("id", len(tests) + 1)))
         if epochs[str(sample.get("id"))] > 1:
             name += f"-epoch-{sample.get('epoch', 1)}"
+        if not has_dialogue(transcript):
+            left_out.append(f"{name} ({_error_text(sample) or 'no assistant reply'})")
+            continue
         tests.append({"id": unique(name, seen), "transcript": transcript, "metadata": _metadata(sample, eval_info)})
     if not tests:
-        raise DatasetError(f"{path}:1: no sample of the Inspect log has a user and an assistant message")
+        raise DatasetError(
+            f"{path}:1: no sample of the Inspect log has a user and an assistant message"
+            + (f" (left out: {'; '.join(left_out)})" if left_out else "")
+        )
+    if left_out:
+        warnings.warn(
+            f"{path}: {len(left_out)} sample(s) without a user and an assistant message left out: {'; '.join(left_out)}",
+            DatasetWarning,
+            stacklevel=2,
+        )
     return tests
+
+
+def _error_text(sample: JsonObject) -> str | None:
+    """The message of the sample's `error` (Inspect's EvalError), if it has one."""
+    error = sample.get("error")
+    if isinstance(error, dict) and error.get("message"):
+        return str(error["message"])
+    return str(error) if isinstance(error, str) and error else None
 
 
 def _message(raw: JsonValue, path: Path) -> LoggedMessage:
@@ -149,16 +172,22 @@ def _message(raw: JsonValue, path: Path) -> LoggedMessage:
     return message
 
 
+#: What a test keeps of each of Inspect's `Score`s (not its `history` of edits).
+_SCORE_FIELDS = ("value", "answer", "explanation", "metadata")
+
+
 def _metadata(sample: JsonObject, eval_info: JsonObject) -> JsonObject:
     metadata: JsonObject = {"inspect_task": eval_info.get("task"), "inspect_model": eval_info.get("model")}
     if sample.get("metadata"):
         metadata["sample"] = sample["metadata"]
     if sample.get("target") not in (None, "", []):
         metadata["target"] = sample["target"]
+    if error := _error_text(sample):
+        metadata["inspect_error"] = error
     scores = as_object(sample.get("scores")) or {}
     if scores:
         metadata["inspect_scores"] = {
-            name: {k: v for k, v in score.items() if k in ("value", "answer", "explanation") and v is not None}
+            name: {k: v for k, v in score.items() if k in _SCORE_FIELDS and v not in (None, {}, [])}
             for name, score in scores.items()
             if isinstance(score, dict)
         }

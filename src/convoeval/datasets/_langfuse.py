@@ -8,7 +8,10 @@ Traces with the same `sessionId` form one conversation (a trace alone is its own
 order. A trace's turn is its last `GENERATION` whose `input` is chat messages, followed by
 that generation's output; without one, the trace's own `input` (user) and `output`
 (assistant). Tool observations (`TOOL`, or spans with a tool name in their metadata) become
-the reply's tool calls. Langfuse scores are kept as metadata.
+the reply's tool calls. Langfuse scores are kept as metadata, and so are the observations
+that failed (`level: ERROR`, with their `statusMessage`: a model call before its retry).
+An observations listing (Langfuse 5's `GET /api/public/v2/observations`, whose observations
+carry their trace's `sessionId` and `userId`) is grouped by trace, then by session.
 """
 
 from __future__ import annotations
@@ -97,6 +100,9 @@ def _traces(data: JsonValue, path: Path) -> list[Trace]:
             trace, observations = by_trace.setdefault(str(o["traceId"]), ({"id": o["traceId"]}, []))
             observations.append(o)
             trace.setdefault("timestamp", o.get("startTime"))
+            for key in ("sessionId", "userId"):  # v2 observations carry their trace's
+                if o.get(key) and not trace.get(key):
+                    trace[key] = o[key]
         return [{**trace, "observations": observations} for trace, observations in by_trace.values()]
     return [t for t in listing if _is_trace(t) or ("input" in t and "id" in t)]
 
@@ -212,4 +218,7 @@ def _metadata(traces: list[Trace]) -> JsonObject:
     user = next((t.get("userId") for t in traces if t.get("userId")), None)
     if user:
         metadata["user_id"] = user
+    failed = [o for t in traces for o in objects(t.get("observations")) if o.get("level") == "ERROR"]
+    if failed:
+        metadata["errors"] = [f"{o.get('name') or o.get('type')}: {o.get('statusMessage') or 'error'}" for o in failed]
     return metadata

@@ -11,12 +11,17 @@ are read too, and so are the same attributes on a span's events (such as
 `gen_ai.client.inference.operation.details`). `execute_tool` spans (`gen_ai.tool.name`, `gen_ai.tool.call.arguments`,
 `gen_ai.tool.call.result`) fill in tool calls' results.
 
-Calls with the same `gen_ai.conversation.id` (else the same trace) form one conversation, in
-start-time order; the call's model and token usage are kept as metadata.
+Calls with the same `gen_ai.conversation.id` (else the same trace: its id as hex, however the
+export wrote it) form one conversation, in start-time order; the call's model and token usage
+are kept as metadata, and so is every failed span of the conversation (status ERROR, or an
+`error.type`: a model call that failed before its retry, a tool that raised) in `errors`.
+Attribute values may be OTLP's `kvlistValue`s and arrays of them (structured messages).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from pathlib import Path
@@ -40,12 +45,40 @@ from ._suite_types import RecordedCall
 
 
 class Span(TypedDict):
-    """A span of either JSON shape: its trace, start time, name and (event) attributes."""
+    """A span of either JSON shape: its trace, start time, name, (event) attributes and, for a
+    failed span, what failed."""
 
     trace: JsonValue
     start: int | str
     name: JsonValue
     attributes: JsonObject
+    error: str | None
+
+
+def _trace_id(raw: JsonValue) -> JsonValue:
+    """A trace id as lowercase hex: OTLP/JSON's hex, the console exporter's `0x...`, or the
+    base64 of protobuf's JSON mapping."""
+    if not isinstance(raw, str) or not raw:
+        return raw
+    text = raw.removeprefix("0x")
+    if re.fullmatch(r"[0-9a-fA-F]{32}", text):
+        return text.lower()
+    try:
+        decoded = base64.b64decode(raw + "=" * (-len(raw) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return raw
+    return decoded.hex() if len(decoded) == 16 else raw
+
+
+def _error(status: JsonValue, attributes: JsonObject) -> str | None:
+    """`error.type` and the status description of a failed span, else None."""
+    status = as_object(status) or {}
+    code = status.get("code", status.get("status_code"))
+    failed = code in (2, "2", "STATUS_CODE_ERROR", "ERROR") or attributes.get("error.type") is not None
+    if not failed:
+        return None
+    parts = [str(p) for p in (attributes.get("error.type"), status.get("message", status.get("description"))) if p]
+    return ": ".join(parts) or "error"
 
 
 def is_otel_spans(path: Path, head: str) -> bool:
@@ -79,7 +112,7 @@ def _whole(value: JsonValue, where: str) -> int:
 
 
 def _otlp_value(value: JsonObject, where: str) -> JsonValue:
-    for key in ("stringValue", "boolValue", "doubleValue"):
+    for key in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
         if key in value:
             return value[key]
     if "intValue" in value:
@@ -87,6 +120,8 @@ def _otlp_value(value: JsonObject, where: str) -> JsonValue:
     if "arrayValue" in value:
         values = objects((as_object(value["arrayValue"]) or {}).get("values", []))
         return [_otlp_value(v, where) for v in values]
+    if "kvlistValue" in value:
+        return dict(_otlp_attributes((as_object(value["kvlistValue"]) or {}).get("values", []), where))
     return None
 
 
@@ -118,10 +153,11 @@ def _spans(docs: list[JsonValue], path: Path) -> list[Span]:
                     start = _whole(span.get("startTimeUnixNano") or 0, f"{where}: startTimeUnixNano")
                     spans.append(
                         {
-                            "trace": span.get("traceId"),
+                            "trace": _trace_id(span.get("traceId")),
                             "start": start,
                             "name": span.get("name"),
                             "attributes": attributes,
+                            "error": _error(span.get("status"), attributes),
                         }
                     )
         exported = as_object(doc.get("attributes"))
@@ -132,10 +168,11 @@ def _spans(docs: list[JsonValue], path: Path) -> list[Span]:
                     exported.setdefault(key, value)
             spans.append(
                 {
-                    "trace": context.get("trace_id"),
+                    "trace": _trace_id(context.get("trace_id")),
                     "start": str(doc.get("start_time") or ""),
                     "name": doc.get("name"),
                     "attributes": exported,
+                    "error": _error(doc.get("status"), exported),
                 }  # fmt: skip
             )
     return spans
@@ -143,13 +180,16 @@ def _spans(docs: list[JsonValue], path: Path) -> list[Span]:
 
 def read_otel(path: Path) -> list[LoggedTest]:
     """One `transcript:` test per GenAI conversation in the spans."""
-    spans = sorted(_spans(_documents(path), path), key=lambda s: str(s["start"]).zfill(24))
+    spans = sorted(_spans(_documents(path), path), key=_start)
     if not spans:
         raise DatasetError(f"{path}:1: no spans (expected OTLP JSON `resourceSpans` or SDK-exported spans)")
     results = {
         str(s["attributes"].get("gen_ai.tool.call.id")): s["attributes"].get("gen_ai.tool.call.result")
         for s in spans
-        if s["attributes"].get("gen_ai.tool.call.id") is not None
+        if s["attributes"].get("gen_ai.tool.call.id") is not None and "gen_ai.tool.call.result" in s["attributes"]
+    }
+    tool_spans = {
+        str(s["attributes"]["gen_ai.tool.call.id"]): s for s in spans if "gen_ai.tool.call.id" in s["attributes"]
     }
     conversations: dict[str, list[Span]] = {}
     for span in spans:
@@ -170,11 +210,14 @@ def read_otel(path: Path) -> list[LoggedTest]:
         if not has_dialogue(transcript):
             continue
         first = calls[0]["attributes"]
+        ids = [str(c.get("id")) for m in transcript for c in m.get("tool_calls", [])]
+        failed = [*calls, *(tool_spans[i] for i in ids if i in tool_spans)]
         metadata: JsonObject = {
             "model": first.get("gen_ai.response.model") or first.get("gen_ai.request.model"),
             "provider": first.get("gen_ai.provider.name") or first.get("gen_ai.system"),
             "input_tokens": sum(_tokens(c, "input", path) for c in calls),
             "output_tokens": sum(_tokens(c, "output", path) for c in calls),
+            "errors": [f"{s['name']}: {s['error']}" for s in sorted(failed, key=_start) if s["error"]],
         }
         test: LoggedTest = {"id": unique(slug(name), seen), "transcript": transcript}
         test["metadata"] = {k: v for k, v in metadata.items() if v}
@@ -182,6 +225,10 @@ def read_otel(path: Path) -> list[LoggedTest]:
     if not tests:
         raise DatasetError(f"{path}:1: no GenAI model-call span holds a user message and a reply")
     return tests
+
+
+def _start(span: Span) -> str:
+    return str(span["start"]).zfill(24)
 
 
 def _tokens(span: Span, kind: str, path: Path) -> int:

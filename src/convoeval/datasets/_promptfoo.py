@@ -13,7 +13,12 @@ What becomes what:
   `simulated_user` whose objective is its rendered `instructions` (`maxTurns` -> `max_turns`);
   its assertions judge the whole conversation.
 - `providers` whose id convoeval reads (`openai:`, `anthropic:`...) become
-  `execution.targets`; all are kept in `metadata.promptfoo_providers`.
+  `execution.targets`; all are kept in `metadata.promptfoo_providers`. A provider's `config`
+  and `label` (`apiBaseUrl`, `temperature`, ...) cannot be set on a target from an eval file:
+  they are kept in `metadata.promptfoo_provider_settings` (without keys, tokens or headers)
+  and named in a warning (set them in a targets file).
+- a promptfoo test's `threshold` and `metadata` stay on the turn it becomes (its metadata);
+  a conversation's threshold is its first test's, and differing ones are named in a warning.
 - `assert`: see `_promptfoo_asserts`; unmapped types are listed in one warning.
 """
 
@@ -32,7 +37,7 @@ import yaml
 from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._chat_logs import unique
+from ._chat_logs import text_of, unique
 from ._common import (
     DatasetWarning,
     JsonObject,
@@ -63,7 +68,15 @@ def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
 
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
     env.globals.clear()
+    env.filters["dump"] = _dump  # Nunjucks' `dump` (JSON.stringify), which promptfoo's chat prompts use
     return env
+
+
+def _dump(value: object, indent: int | str | None = None) -> str:
+    """Nunjucks' `dump` filter: the value as JSON, as JavaScript's `JSON.stringify` writes it."""
+    if indent is None or indent == "" or indent == 0:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=False, indent=indent)
 
 
 def render(text: str, variables: JsonObject) -> str:
@@ -81,17 +94,39 @@ def render(text: str, variables: JsonObject) -> str:
 class Prompt:
     """One promptfoo prompt: chat messages (role, template) and whether it loops over `_conversation`."""
 
-    def __init__(self, label: str, messages: list[tuple[str, str]], uses_history: bool):
+    def __init__(self, label: str, messages: list[tuple[str, str]], uses_history: bool, template: str | None = None):
         self.label, self.messages, self.uses_history = label, messages, uses_history
+        self.template = template  # a chat prompt that is JSON only once rendered (`{{ var | dump }}`)
 
     def rendered(self, variables: JsonObject) -> tuple[list[Message], str]:
         """(the messages before the last user message: system, few-shot examples; the last user
         message) for these vars."""
+        if self.template is not None:
+            return _split(_chat(render(self.template, variables)) or [("user", render(self.template, variables))])
         last = max((n for n, (role, _) in enumerate(self.messages) if role == "user"), default=None)
         before = self.messages if last is None else self.messages[:last]
         initial = [(r, render(t, variables)) for r, t in before]
         user = render(self.messages[last][1], variables) if last is not None else ""
         return [{"role": r, "content": text} for r, text in initial if text.strip()], user
+
+
+def _split(messages: list[tuple[str, str]]) -> tuple[list[Message], str]:
+    """Rendered chat messages as (those before the last user message, its text)."""
+    last = max((n for n, (role, _) in enumerate(messages) if role == "user"), default=None)
+    before = messages if last is None else messages[:last]
+    user = messages[last][1] if last is not None else ""
+    return [{"role": r, "content": text} for r, text in before if text.strip()], user
+
+
+def _chat(text: str) -> list[tuple[str, str]] | None:
+    """The (role, content) pairs of a chat prompt written as a JSON list of messages, else None."""
+    try:
+        messages = decode_json(text)
+    except ValueError:
+        return None
+    if isinstance(messages, list) and messages and all(isinstance(m, dict) and "role" in m for m in messages):
+        return [(str(m["role"]), text_of(m.get("content"))) for m in messages if isinstance(m, dict)]
+    return None
 
 
 def import_promptfoo(source: Path) -> Suite:
@@ -129,8 +164,11 @@ def import_promptfoo(source: Path) -> Suite:
         suite["execution"] = {"target": targets[0]} if len(targets) == 1 else {"targets": [*targets]}
     if providers:
         suite["metadata"] = {"promptfoo_providers": providers}
+    settings, settings_warning = _provider_settings(config.get("providers"))
+    if settings:
+        suite.setdefault("metadata", {})["promptfoo_provider_settings"] = settings
     suite["tests"] = tests
-    for warning in (unmapped.warning(), _ignored(config, raw_tests)):
+    for warning in (unmapped.warning(), _ignored(config, raw_tests), settings_warning, *_thresholds(tests)):
         if warning:
             warnings.warn(warning, DatasetWarning, stacklevel=2)
     return suite
@@ -162,7 +200,7 @@ def _load_yaml(path: Path) -> JsonValue:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "test"
+    return re.sub(r"[^\w.-]+", "-", text).strip("-")[:60] or "test"
 
 
 # -- prompts and providers ----------------------------------------------------------------
@@ -202,13 +240,11 @@ def _prompt_file(path: Path, source: Path, n: int) -> str:
 def _parse_prompt(label: str, text: str) -> Prompt:
     uses_history = "_conversation" in text
     stripped = _LOOP.sub("", text)
-    try:
-        messages = decode_json(stripped)
-    except ValueError:
-        messages = None
-    if isinstance(messages, list) and all(isinstance(m, dict) and "role" in m for m in messages):
-        chat = [(str(m["role"]), str(m.get("content", ""))) for m in messages if isinstance(m, dict)]
+    chat = _chat(stripped)
+    if chat is not None:
         return Prompt(label, chat, uses_history)
+    if stripped.lstrip().startswith("[") and "{{" in stripped:  # e.g. `{"content": {{ question | dump }}}`
+        return Prompt(label, [], uses_history, template=stripped)
     return Prompt(label, [("user", stripped.strip())], uses_history)
 
 
@@ -228,6 +264,53 @@ def _providers(raw: JsonValue) -> list[str]:
         if isinstance(provider, str):
             out.append(provider)
     return out
+
+
+#: Provider settings never copied into the eval file (they may hold secrets).
+_SECRET = re.compile(r"key|secret|password|auth|header|cookie|^(access_?|bearer_?|api_?)?token$", re.IGNORECASE)
+
+
+def _provider_settings(raw: JsonValue) -> tuple[JsonObject, str | None]:
+    """Each provider's `label` and `config` (secret-looking keys left out), and the warning
+    that names what no target gets."""
+    settings: JsonObject = {}
+    named: list[str] = []
+    for item in raw if isinstance(raw, list) else [raw]:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            continue
+        config = as_object(item.get("config")) or {}
+        kept: JsonObject = {k: v for k, v in config.items() if not _SECRET.search(k)}
+        if item.get("label"):
+            kept["label"] = item["label"]
+        if kept:
+            settings[str(item["id"])] = kept
+        if config or item.get("label"):
+            named.append(f"{item['id']} ({', '.join(['label'] * bool(item.get('label')) + sorted(config))})")
+    if not named:
+        return settings, None
+    return settings, (
+        "promptfoo provider settings not applied to the targets (an eval file names targets only): "
+        + "; ".join(named)
+        + ". Put them in a targets file (base_url, temperature, max_tokens, ...) and run with --targets"
+    )
+
+
+def _thresholds(tests: list[SuiteTest]) -> list[str]:
+    """A warning per conversation whose turns came from promptfoo tests with other thresholds."""
+    warnings_: list[str] = []
+    for test in tests:
+        own = (test.get("execution") or {}).get("threshold")
+        other = [
+            f"turn {n} ({turn['metadata']['threshold']})"
+            for n, turn in enumerate(test.get("turns") or [], start=1)
+            if "threshold" in turn.get("metadata", {}) and turn["metadata"]["threshold"] != own
+        ]
+        if other:
+            warnings_.append(
+                f"{test['id']}: promptfoo thresholds of {', '.join(other)} kept in the turn's metadata only: "
+                f"a convoeval conversation has one threshold ({own if own is not None else 'none'}, its first test's)"
+            )
+    return warnings_
 
 
 # -- tests -----------------------------------------------------------------------------------
@@ -267,8 +350,27 @@ def _test_file(item: str, base: Path) -> list[JsonValue]:
     return loaded if isinstance(loaded, list) else [loaded]
 
 
+_VAR_REFERENCE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+
+
 def _vars(default: JsonObject, test: JsonObject) -> JsonObject:
-    return {**(as_object(default.get("vars")) or {}), **(as_object(test.get("vars")) or {})}
+    """A test's vars over `defaultTest`'s, as promptfoo hands them to a prompt: one trailing
+    newline of a text value dropped (a YAML `|` block's), and `{{ other }}` in a value replaced
+    by that var (up to five passes)."""
+    variables: JsonObject = {**(as_object(default.get("vars")) or {}), **(as_object(test.get("vars")) or {})}
+    for key, value in variables.items():
+        if isinstance(value, str) and value.endswith("\n"):
+            variables[key] = value[:-1]
+    for _ in range(5):
+        changed = False
+        for key, value in variables.items():
+            match = _VAR_REFERENCE.search(value) if isinstance(value, str) else None
+            if isinstance(value, str) and match and match.group(1) in variables:
+                variables[key] = value.replace(match.group(0), str(variables[match.group(1)]), 1)
+                changed = True
+        if not changed:
+            break
+    return variables
 
 
 def _provider_id(test: JsonObject, default: JsonObject) -> tuple[str | None, JsonObject]:
@@ -360,8 +462,16 @@ def _conversation(
         assertions = _asserts(test, default, base, unmapped)
         if assertions:
             turn["assertions"] = assertions
+        metadata: JsonObject = {
+            k: v for k, v in (as_object(test.get("metadata")) or {}).items() if k != "conversationId"
+        }
         if test.get("description"):
-            turn["metadata"] = {"description": str(test["description"])}
+            metadata["description"] = str(test["description"])
+        threshold = test.get("threshold", default.get("threshold"))
+        if isinstance(threshold, (int, float)):
+            metadata["threshold"] = threshold
+        if metadata:
+            turn["metadata"] = metadata
         turns.append(turn)
     out["turns"] = turns
     out["metadata"] = {"conversationId": name}

@@ -91,6 +91,7 @@ class SuiteTest(TypedDict, total=False):
     expected_output: JsonValue
     criteria: JsonValue
     success: list[JsonValue]
+    failure: list[JsonValue]
     assertions: list[JsonObject]
     policy: JsonObject
     execution: JsonObject
@@ -114,6 +115,7 @@ class SuiteMetadata(TypedDict, total=False):
     database: bool
     skipped: list[Skipped]
     promptfoo_providers: list[str]
+    promptfoo_provider_settings: JsonObject
 
 
 class Suite(TypedDict, total=False):
