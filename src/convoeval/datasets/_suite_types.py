@@ -25,6 +25,7 @@ class RecordedCall(TypedDict, total=False):
     arguments: JsonObject
     id: JsonValue
     output: JsonValue
+    error: JsonValue
     duration_ms: JsonValue
 
 
@@ -114,6 +115,7 @@ class SuiteMetadata(TypedDict, total=False):
     database: bool
     skipped: list[Skipped]
     promptfoo_providers: list[str]
+    tau2_commit: str
 
 
 class Suite(TypedDict, total=False):
