@@ -178,8 +178,9 @@ def _suite(source: Path, info: JsonObject, tests: list[SuiteTest], skipped: list
         },
         "execution": {"threshold": 1.0},
     }
-    if isinstance(info.get("git_commit"), str):
-        suite["metadata"]["tau2_commit"] = info["git_commit"]
+    commit = info.get("git_commit")
+    if isinstance(commit, str):
+        suite["metadata"]["tau2_commit"] = commit
     policy = _policy({"info": info})
     if policy:
         suite["policy"] = {"text": policy, "system_prompt": True}
