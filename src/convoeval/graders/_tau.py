@@ -99,6 +99,11 @@ class TauReward(Assertion):
     goal_state: str | dict[str, object] | None = Field(
         None, description="The expected final state (instead of goal_actions)."
     )
+    failed_goal_actions: Literal["error", "skip"] = Field(
+        "error",
+        description="A goal action whose tool fails: `error` (the task is broken, the grading an error) or `skip` "
+        "(the goal state is reached without it, as tau2-bench computes it). Set to `skip` by `import tau2`.",
+    )
     required_outputs: list[str] = Field(default_factory=list, description="Strings the agent must say.")
     ended_by: EpisodeEnd | None = Field(
         None,
@@ -141,11 +146,14 @@ class TauReward(Assertion):
             calls, live = calls[: ending.calls], None
         # The trial's live backend when the agent acted on it; else its recorded calls replayed.
         actual = live.state if live is not None else domain.replay(calls, strict=False)
+        skipped: list[str] = []  # goal actions that failed and were left out
         if self.goal_state is not None:
             expected = load_document(self.goal_state, ctx.base_dir, "goal_state")
         elif self.goal_actions is not None:
             expected = domain.replay(
-                [ToolCall(name=a.name, arguments=a.arguments) for a in self.goal_actions], strict=True
+                [ToolCall(name=a.name, arguments=a.arguments) for a in self.goal_actions],
+                strict=True,
+                failed=skipped if self.failed_goal_actions == "skip" else None,
             )
         else:
             expected = initial  # nothing must change
@@ -175,6 +183,7 @@ class TauReward(Assertion):
                 "state_diff": diffs[:MAX_DIFFS],
                 "missing_outputs": missing,
                 "actions_replayed": len(calls),
+                **({"goal_actions_failed": skipped} if skipped else {}),
                 **({} if ending is None else {"episode_ended": ended, "episode_end": ending.why}),
             },
         )
