@@ -13,8 +13,9 @@ state and writes the model back; the others do not run, as tau2 replays only sta
 calls when it evaluates (src/tau2/environment/environment.py `set_state`).
 tau2's tools need a few packages convoeval does not (toml, deepdiff, loguru, addict): DIR is a
 folder they were installed into (`pip install --target DIR toml deepdiff loguru addict`).
-`--airline-data`: tau-bench's airline data (flights, users, reservations) as the airline
-database, when the tau2 checkout lacks data/tau2/domains/airline/db.json.
+`--airline-data`: tau-bench's airline data (flights, users, reservations; each user given its
+`user_id`, the one field tau2's model has that tau-bench's data lacks) as the airline database,
+when the tau2 checkout lacks data/tau2/domains/airline/db.json.
 
 Each RESULTS.json (tau2 `Results`: data/tau2/results/final/*.json or any `tau2 run` output) is
 imported with `convoeval import tau2 --recorded` and graded with `convoeval grade`; the
@@ -82,7 +83,10 @@ def database(root: Path, domain: str, deps: str, airline_data: Path | None) -> s
     if path.is_file():
         raw = path.read_text()
     elif domain == "airline" and airline_data is not None:
-        raw = json.dumps({n: json.loads((airline_data / f"{n}.json").read_text()) for n in ("flights", "users", "reservations")})
+        tables = {n: json.loads((airline_data / f"{n}.json").read_text()) for n in ("flights", "users", "reservations")}
+        for user_id, user in tables["users"].items():  # the one field tau2's FlightDB has that tau-bench's lacks
+            user.setdefault("user_id", user_id)
+        raw = json.dumps(tables)
     else:
         raise SystemExit(f"{path}: no such file (the {domain} database)")
     script = (
