@@ -141,21 +141,29 @@ def report(results: Path, domain: str, data: dict, rows: list[dict], wall: float
         meta = row["metadata"]
         for position, trial in enumerate(row.get("trials") or [row]):
             expected = meta["recorded_rewards"][position]
-            grader = next((g for e in trial["scores"] for g in e.get("graders") or [] if g["type"] == "tau-reward"), None)
+            grader = next(
+                (g for e in trial["scores"] for g in e.get("graders") or [] if g["type"] == "tau-reward"), None
+            )
             details = (grader or {}).get("details") or {}
             got = details.get("reward")
             graded += 1
             agree += got == expected
             verdicts += trial["verdict"] == ("pass" if expected == 1 else "fail")
             if got != expected:
-                why = (grader or {}).get("error") or {k: details.get(k) for k in ("state_diff", "missing_outputs", "episode_end")}
+                why = (grader or {}).get("error") or {
+                    k: details.get(k) for k in ("state_diff", "missing_outputs", "episode_end")
+                }
                 ending = meta["termination_reasons"][position]
-                differ.append(f"{meta['simulation_ids'][position]} ({row['test_id']}, {ending}): {got} vs {expected}: {why}")
+                differ.append(
+                    f"{meta['simulation_ids'][position]} ({row['test_id']}, {ending}): {got} vs {expected}: {why}"
+                )
     left_out = Counter(s["task_id"] for s in data["simulations"]) - Counter(
         str(r["metadata"]["task_id"]) for r in rows for _ in r["metadata"]["recorded_rewards"]
     )
-    print(f"{results.name} ({domain}): {len(data['simulations'])} simulations, {graded} imported and graded "
-          f"({sum(left_out.values())} left out), `convoeval grade` wall {wall:.1f} s")
+    print(
+        f"{results.name} ({domain}): {len(data['simulations'])} simulations, {graded} imported and graded "
+        f"({sum(left_out.values())} left out), `convoeval grade` wall {wall:.1f} s"
+    )
     print(f"  reward equal to tau2's recorded reward: {agree} of {graded}")
     print(f"  trial verdict pass exactly when tau2's reward is 1: {verdicts} of {graded}")
     for line in differ:

@@ -270,7 +270,8 @@ def _validated(model: type[Tau2Simulation], raw: JsonValue, where: str, lines: _
     except ValidationError as exc:
         error = exc.errors()[0]
         path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
-        near = where + "".join(f"[{p}]" if isinstance(p, int) else "" for p in error["loc"][:2])
+        first = next((n for n, p in enumerate(error["loc"]) if isinstance(p, int)), -1)  # the message, say
+        near = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"][: first + 1])
         raise DatasetError(f"{lines.at(near)}: {path}: {error['msg']}") from None
 
 
