@@ -209,3 +209,19 @@ def test_a_file_that_is_neither_tasks_nor_results_is_refused(cli, domain: Path) 
     path = write(domain / "other.json", '{"simulations": "no"}')
     code, out, err = cli("import", "tau2", path, "--recorded", "-o", domain / "x.yaml")
     assert code == 2 and f"{path}:1: expected tau2-bench tasks (a list) or results" in err
+
+
+def test_nl_assertions_tau2_counts_are_success_criteria_with_tau2_judgments_kept(cli, domain: Path) -> None:
+    """tau2's newer retail tasks count NL_ASSERTION: the assertions are judged again (`success`),
+    what tau2's judge said is kept per trial to compare."""
+    data = json.loads((RESULTS / "airline-gpt-4.1.json").read_text())
+    data["tasks"][0]["evaluation_criteria"]["reward_basis"] = ["DB", "COMMUNICATE", "NL_ASSERTION"]
+    path = write(domain / "nl.json", json.dumps(data))
+    code, out, err = cli("import", "tau2", path, "--recorded", "-o", domain / "nl.eval.yaml")
+    assert code == 0, err
+    test = load_suite(domain / "nl.eval.yaml").tests[0]
+    assert test.success == data["tasks"][0]["evaluation_criteria"]["nl_assertions"]
+    recorded = [
+        [j["met"] for j in s["reward_info"]["nl_assertions"]] for s in data["simulations"] if s["task_id"] == "13"
+    ]
+    assert test.metadata["recorded_nl_assertions_met"] == recorded == [[True], [True]]

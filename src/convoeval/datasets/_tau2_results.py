@@ -11,6 +11,12 @@ passes exactly when tau2's recorded reward is 1 and the test's pass^k is tau2's
 (src/tau2/metrics/agent_metrics.py `pass_hat_k`). The recorded rewards, trials, simulation ids
 and termination reasons are kept in the test's `metadata`; the run's policy is the suite's.
 
+When a task's reward basis has `NL_ASSERTION`, its `nl_assertions` are the test's `success`
+criteria, as for a live run: convoeval's judge (`--judge`) decides them again, and what tau2's
+judge said of each (`reward_info.nl_assertions[].met`) is kept per trial in
+`metadata.recorded_nl_assertions_met` to compare. (tau2's published airline and retail runs count
+only DB and COMMUNICATE; its newer retail tasks count NL_ASSERTION.)
+
 Tasks `import tau2` cannot grade (an `initial_state`, `ENV_ASSERTION` / `ACTION` in the reward
 basis) and tasks whose user calls tools (telecom: tau-reward replays the agent's tools only) are
 left out with their simulations and listed in `metadata.skipped`.
@@ -55,8 +61,13 @@ class Tau2Message(_Loose):
     error: bool = False
 
 
+class Tau2Judged(_Loose):
+    met: bool | None = None
+
+
 class Tau2Reward(_Loose):
     reward: float
+    nl_assertions: list[Tau2Judged] | None = None
 
 
 class Tau2Simulation(_Loose):
@@ -79,6 +90,7 @@ class _Trials:
     ids: list[JsonValue] = field(default_factory=list)
     rewards: list[JsonValue] = field(default_factory=list)
     terminations: list[JsonValue] = field(default_factory=list)
+    nl_met: list[JsonValue] = field(default_factory=list)
 
 
 def import_tau2(
@@ -158,6 +170,8 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
         trials.ids.append(simulation.id)
         trials.rewards.append(simulation.reward_info.reward if simulation.reward_info else None)
         trials.terminations.append(simulation.termination_reason)
+        judged = simulation.reward_info.nl_assertions if simulation.reward_info else None
+        trials.nl_met.append(None if judged is None else [j.met for j in judged])
     if not recorded:
         why = next(iter(skipped.values()), "it has no simulations")
         raise DatasetError(f"{lines.at('simulations')}: no simulation of this file can be graded by tau-reward ({why})")
@@ -206,6 +220,8 @@ def _test(task: JsonObject, trials: _Trials, tools: str, backend: str, end: Json
             "termination_reasons": trials.terminations,
         }
     )
+    if test.get("success"):  # NL_ASSERTION counts: judged here by the judge; tau2's own judge said
+        metadata["recorded_nl_assertions_met"] = trials.nl_met
     test["metadata"] = metadata
     return test
 
