@@ -225,3 +225,23 @@ def test_nl_assertions_tau2_counts_are_success_criteria_with_tau2_judgments_kept
         [j["met"] for j in s["reward_info"]["nl_assertions"]] for s in data["simulations"] if s["task_id"] == "13"
     ]
     assert test.metadata["recorded_nl_assertions_met"] == recorded == [[True], [True]]
+
+
+def test_required_outputs_are_checked_as_tau2_checks_communicate_info(cli, domain: Path) -> None:
+    """tau2 (src/tau2/evaluator/evaluator_communicate.py) and tau-bench look for each output in one
+    agent message at a time, the message's commas dropped but not the output's."""
+    said = "[{role: user, content: price?}, {role: assistant, content: 'It is $1,000.'}, "
+    said += "{role: user, content: and?}, {role: assistant, content: 'Booked for Mia'}, {role: user, content: '###STOP###'}]"
+    tests = {"plain": '["1000"]', "comma": '["1,000"]', "across": '["1000. booked"]', "split": '["1000", "mia"]'}
+    write(
+        domain / "o.eval.yaml",
+        "tests:\n"
+        + "".join(
+            f"  - id: {name}\n    transcript: {said}\n    assertions:\n"
+            f"      - {{type: tau-reward, backend: db.json, tools: tools.py, goal_actions: [], required_outputs: {outputs}}}\n"
+            for name, outputs in tests.items()
+        ),
+    )
+    code, out, err = cli("grade", domain / "o.eval.yaml", "-o", domain / "o.jsonl")
+    rewards = {r["test_id"]: r["scores"][-1]["graders"][0]["details"]["reward"] for r in read_jsonl(domain / "o.jsonl")}
+    assert rewards == {"plain": 1.0, "comma": 0.0, "across": 0.0, "split": 1.0}
