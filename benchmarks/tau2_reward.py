@@ -21,7 +21,9 @@ Each RESULTS.json (tau2 `Results`: data/tau2/results/final/*.json or any `tau2 r
 imported with `convoeval import tau2 --recorded` and graded with `convoeval grade`; the
 benchmark prints, per domain, how many simulations were imported, how many trial rewards equal
 tau2's recorded reward, how many trial verdicts are pass exactly when that reward is 1, the
-simulations left out, and every trial that differs with what tau-reward found.
+simulations left out, every trial that differs with what tau-reward found, and how many
+conversations never name the user of the task they are filed under (a hint, when most do not,
+that a file's task ids do not belong to its conversations).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -165,9 +168,29 @@ def report(results: Path, domain: str, data: dict, rows: list[dict], wall: float
         f"({sum(left_out.values())} left out), `convoeval grade` wall {wall:.1f} s"
     )
     print(f"  reward equal to tau2's recorded reward: {agree} of {graded}")
+    strangers = mislabelled(data)
+    if strangers:
+        print(f"  conversations that never name their task's user (known_info): {len(strangers)} of {graded}")
     print(f"  trial verdict pass exactly when tau2's reward is 1: {verdicts} of {graded}")
     for line in differ:
         print(f"  differs: {line}")
+
+
+def mislabelled(data: dict) -> list[str]:
+    """Simulations whose conversation never names the user of the task they are filed under (the
+    user id or name the task's `known_info` gives; a user may also give it otherwise, so a few
+    are expected: most of a file is a sign that its task ids and conversations do not belong
+    together, and then its rewards cannot be reproduced from its tasks)."""
+    tasks = {t["id"]: t for t in data["tasks"]}
+    found = []
+    for simulation in data["simulations"]:
+        instructions = tasks[simulation["task_id"]]["user_scenario"]["instructions"]
+        known = (instructions.get("known_info") or "") if isinstance(instructions, dict) else ""
+        names = re.findall(r"[a-z]+_[a-z]+_\d{4}", known) or re.findall(r"You are ([A-Z][a-z]+ [A-Z][a-z]+)", known)
+        said = json.dumps(simulation["messages"])
+        if names and not any(name in said for name in names):
+            found.append(simulation["id"])
+    return found
 
 
 def main() -> None:
