@@ -33,7 +33,7 @@ from typing import Literal, TypeGuard
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from ..errors import DatasetError
-from ._common import JsonObject, read_json
+from ._common import JsonObject, as_list, read_json
 from ._suite_types import Message, RecordedCall, Skipped, Suite, SuiteTest
 from ._tau2 import MAX_ERRORS, MAX_STEPS, episode_end, import_tau2_tasks, is_tau2_tasks, task_test, unsupported
 
@@ -143,14 +143,12 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
     tau-reward can grade, its simulations as trials."""
     lines = _Lines(source)
     tasks = _tasks(data, lines)
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
-    assert isinstance(info, dict)
+    given = data.get("info")
+    info: JsonObject = given if isinstance(given, dict) else {}
     end = episode_end(_limit(info, "max_steps", MAX_STEPS, lines), _limit(info, "max_errors", MAX_ERRORS, lines))
     recorded: dict[str, _Trials] = {}
     skipped: dict[str, str] = {}
-    raw_simulations = data["simulations"]
-    assert isinstance(raw_simulations, list)
-    for index, raw in enumerate(raw_simulations):
+    for index, raw in enumerate(as_list(data["simulations"])):
         where = f"simulations[{index}]"
         simulation = _validated(Tau2Simulation, raw, where, lines)
         task = tasks.get(simulation.task_id)
