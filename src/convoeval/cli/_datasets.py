@@ -41,22 +41,26 @@ def import_command(
     ] = None,
     tools: Annotated[
         str | None,
-        typer.Option(help="tau-bench: the domain's tool functions (a .py file relative to the output, or a module)."),
+        typer.Option(
+            help="tau-bench, tau2: the domain's tool functions (a .py file relative to the output, or a module)."
+        ),
     ] = None,
     backend: Annotated[
-        str | None, typer.Option(help="tau-bench: the domain's initial backend (JSON/YAML, relative to the output).")
+        str | None,
+        typer.Option(help="tau-bench, tau2: the domain's initial backend (JSON/YAML, relative to the output)."),
     ] = None,
     recorded: Annotated[
         bool,
         typer.Option(
             "--recorded",
             help="tau-bench: the recorded trajectories of each task as the trials of its test; "
+            "tau2: a results file's simulations of each task as the trials of its test; "
             "deepeval: the recorded conversations as transcript tests, not live ones.",
         ),
     ] = False,
     policy: Annotated[
         Path | None,
-        typer.Option(help="tau-bench (tau2-bench tasks.json): the domain policy (default: policy.md beside SOURCE)."),
+        typer.Option(help="tau-bench, tau2 (tasks.json): the domain policy (default: policy.md beside SOURCE)."),
     ] = None,
     judge_prompts: Annotated[
         Path | None,

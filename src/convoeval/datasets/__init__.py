@@ -11,6 +11,8 @@ Kinds:
     tau-bench    tau-bench results or tasks as simulated-user scenarios with a required
                  `tau-reward` (or, recorded=True, each task's recorded trajectories as the
                  trials of its test); tau2-bench's tasks.json with its domain policy
+    tau2         tau2-bench's tasks.json as scenarios, or (recorded=True) a results file's
+                 simulations as the trials of each task's test, graded to tau2's reward
     transcripts  recorded conversations (OpenAI messages JSONL, convoeval results, or any of
                  the logs below, told apart by content) as `transcript:` tests, graded
                  without calling a target (`convoeval grade`)
@@ -36,6 +38,7 @@ from ._multiwoz import import_multiwoz
 from ._promptfoo import import_promptfoo
 from ._regrade import Regrade, RegradeSuite, remove, stored_run, write_regrade
 from ._suite_types import GradingSuite, Suite
+from ._tau2_results import import_tau2
 from ._taubench import import_tau_bench
 from ._transcripts import grading_suite, import_transcripts
 
@@ -46,6 +49,7 @@ IMPORTERS: dict[str, Importer] = {
     "mt-bench": import_mt_bench,
     "multiwoz": import_multiwoz,
     "tau-bench": import_tau_bench,
+    "tau2": import_tau2,
     "transcripts": import_transcripts,
     "promptfoo": import_promptfoo,
     "deepeval": import_deepeval,

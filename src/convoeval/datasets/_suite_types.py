@@ -25,6 +25,7 @@ class RecordedCall(TypedDict, total=False):
     arguments: JsonObject
     id: JsonValue
     output: JsonValue
+    error: JsonValue
     duration_ms: JsonValue
 
 
@@ -116,6 +117,7 @@ class SuiteMetadata(TypedDict, total=False):
     skipped: list[Skipped]
     promptfoo_providers: list[str]
     promptfoo_provider_settings: JsonObject
+    tau2_commit: str
 
 
 class Suite(TypedDict, total=False):

@@ -42,14 +42,14 @@ MAX_ERRORS = 10
 MAX_TURNS = MAX_STEPS // 2
 
 
-def episode_end() -> JsonObject:
+def episode_end(max_steps: int = MAX_STEPS, max_errors: int = MAX_ERRORS) -> JsonObject:
     """How tau2-bench ends a conversational episode: only the user stops it (its LLM agent does
     not), below the step and error limits. A new object each time (the YAML has no aliases)."""
     return {
         "stop_token": ["###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"],
-        "max_steps": MAX_STEPS,
+        "max_steps": max_steps,
         "count_steps": "messages",
-        "max_errors": MAX_ERRORS,
+        "max_errors": max_errors,
     }
 
 
@@ -76,11 +76,11 @@ def import_tau2_tasks(
     domains = set()
     for index, task in enumerate(data):
         where = f"{source}:1: task {index} (id {task.get('id')!r})"
-        reason = _unsupported(task, where)
+        reason = unsupported(task, where)
         if reason:
             skipped.append({"id": str(task.get("id")), "reason": reason})
             continue
-        test, domain = _test(task, tools, backend, where)
+        test, domain = task_test(task, tools, backend, where)
         domains.add(domain)
         tests.append(test)
     if not tests:
@@ -104,7 +104,8 @@ def import_tau2_tasks(
     return suite
 
 
-def _unsupported(task: JsonObject, where: str) -> str | None:
+def unsupported(task: JsonObject, where: str) -> str | None:
+    """Why tau-reward cannot grade `task` as tau2-bench does (None: it can)."""
     if task.get("initial_state"):
         return "initial_state (tau-reward starts every task from the same backend)"
     basis = _basis(_criteria(task, where), where)
@@ -127,8 +128,8 @@ def _basis(criteria: JsonObject, where: str) -> list[str]:
     return [b for b in basis if isinstance(b, str)]
 
 
-def _test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[SuiteTest, str]:
-    """The task's test, and its domain ("" when the task names none)."""
+def task_test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[SuiteTest, str]:
+    """The task's test (a simulated user), and its domain ("" when the task names none)."""
     scenario = task.get("user_scenario")
     if not isinstance(scenario, dict) or "instructions" not in scenario:
         raise DatasetError(f"{where}: user_scenario needs instructions")
@@ -143,6 +144,7 @@ def _test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[Suite
     reward: JsonObject = {"type": "tau-reward", "backend": backend, "tools": tools, "required": True}
     reward["goal_actions"] = [_action(a, where) for a in as_list(criteria.get("actions"))]
     reward["required_outputs"] = [*outputs]
+    reward["failed_goal_actions"] = "skip"  # tau2 logs a failing goal action and goes on (evaluator_env.py)
     reward["ended_by"] = episode_end()
     test["assertions"] = [reward]
     nl: list[JsonValue] = [str(a) for a in as_list(criteria.get("nl_assertions"))]

@@ -18,7 +18,7 @@ threshold is 1, so a trial passes exactly when its reward is 1, as in tau-bench:
   tau-bench ends one (`ended_by`): an episode stopped at tau-bench's step limit has reward 0
   there, whatever its final state.
 
-tau2-bench's `tasks.json` is read by `_tau2` (see there).
+tau2-bench's `tasks.json` is read by `_tau2`, its results files by `_tau2_results` (see there).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ..errors import DatasetError
 from ._common import JsonObject, as_list, as_object, read_json
 from ._suite_types import Message, Suite, SuiteTest, with_call_fields
 from ._tau2 import import_tau2_tasks, is_tau2_tasks
+from ._tau2_results import import_tau2, is_tau2_results
 
 #: tau-bench's agent takes at most 30 actions (`max_num_steps`); its user speaks first, then
 #: once after each reply, so 30 user messages and a last stop can fit: 31 simulated turns. The
@@ -72,6 +73,8 @@ def import_tau_bench(
                 f"{source}:1: --recorded: a tau2-bench tasks file holds tasks, not recorded trajectories"
             )
         return import_tau2_tasks(source, data, tools=tools, backend=backend or "db.json", policy=policy)
+    if is_tau2_results(data):  # tau2-bench's results: `import tau2` reads them
+        return import_tau2(source, tools=tools, backend=backend, recorded=recorded, policy=policy)
     backend = backend or "backend.json"
     if not isinstance(data, list) or not data:
         raise DatasetError(f"{source}:1: expected a JSON list of tau-bench results or tasks, or tau2-bench tasks")

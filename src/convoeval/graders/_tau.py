@@ -5,8 +5,9 @@ domain's tool functions on a fresh copy-on-write view of the initial backend; so
 expected actions (`goal_actions`), unless the expected final state is given as `goal_state`.
 Reward 1 when both final states are the same JSON document (what tau-bench checks by hashing
 its data: the parts both views still share with the initial backend are not compared again)
-and every `required_outputs` string was said by the agent
-(case-insensitive, commas ignored, as tau-bench checks outputs); else 0, with the paths where
+and every `required_outputs` string was said by the agent in one message (case-insensitive, the
+message's commas ignored, as tau-bench and tau2-bench check outputs: an output with a comma is
+never found); else 0, with the paths where
 the states differ and the outputs that are missing. With `ended_by` (set by `import
 tau-bench`, live and recorded), the episode must also have ended as the benchmark ends one (the
 user's stop, a terminating tool, within its step and error limits; see `_tau_episode`): the
@@ -99,7 +100,16 @@ class TauReward(Assertion):
     goal_state: str | dict[str, object] | None = Field(
         None, description="The expected final state (instead of goal_actions)."
     )
-    required_outputs: list[str] = Field(default_factory=list, description="Strings the agent must say.")
+    failed_goal_actions: Literal["error", "skip"] = Field(
+        "error",
+        description="A goal action whose tool fails: `error` (the task is broken, the grading an error) or `skip` "
+        "(the goal state is reached without it, as tau2-bench computes it). Set to `skip` by `import tau2`.",
+    )
+    required_outputs: list[str] = Field(
+        default_factory=list,
+        description="Strings the agent must say, each in one message (case-insensitive; the message's commas are "
+        "dropped first, as both benchmarks do, so an output written with a comma is never found).",
+    )
     ended_by: EpisodeEnd | None = Field(
         None,
         description="The benchmark's end of an episode (`stop_token`, `terminate_tools`, `max_steps`, "
@@ -141,17 +151,21 @@ class TauReward(Assertion):
             calls, live = calls[: ending.calls], None
         # The trial's live backend when the agent acted on it; else its recorded calls replayed.
         actual = live.state if live is not None else domain.replay(calls, strict=False)
+        skipped: list[str] = []  # goal actions that failed and were left out
         if self.goal_state is not None:
             expected = load_document(self.goal_state, ctx.base_dir, "goal_state")
         elif self.goal_actions is not None:
             expected = domain.replay(
-                [ToolCall(name=a.name, arguments=a.arguments) for a in self.goal_actions], strict=True
+                [ToolCall(name=a.name, arguments=a.arguments) for a in self.goal_actions],
+                strict=True,
+                failed=skipped if self.failed_goal_actions == "skip" else None,
             )
         else:
             expected = initial  # nothing must change
         diffs = state_diff(actual, expected)
-        said = " ".join(m.content for m in transcript if m.role == "assistant").lower().replace(",", "")
-        missing = [o for o in self.required_outputs if o.lower().replace(",", "") not in said]
+        # As both benchmarks check: in one message, its commas dropped, the output's kept
+        said = [m.content.lower().replace(",", "") for m in transcript if m.role == "assistant"]
+        missing = [o for o in self.required_outputs if not any(o.lower() in text for text in said)]
         state_ok = not diffs
         outcomes = [
             AssertionOutcome(
@@ -175,6 +189,7 @@ class TauReward(Assertion):
                 "state_diff": diffs[:MAX_DIFFS],
                 "missing_outputs": missing,
                 "actions_replayed": len(calls),
+                **({"goal_actions_failed": skipped} if skipped else {}),
                 **({} if ending is None else {"episode_ended": ended, "episode_end": ending.why}),
             },
         )

@@ -76,16 +76,19 @@ class Domain:
         """A fresh (copy-on-write) copy of the state for one trial."""
         return DomainSession(self, cow(self.initial))
 
-    def replay(self, calls: list[ToolCall], *, strict: bool) -> object:
+    def replay(self, calls: list[ToolCall], *, strict: bool, failed: list[str] | None = None) -> object:
         """The state after `calls` from the initial one; an unknown tool or a failing call leaves
-        the state as it was (the agent's mistake), except with `strict` (a broken task)."""
+        the state as it was (the agent's mistake), except with `strict` (a broken task): then a
+        failing call is an error, unless `failed` collects it (the benchmark skips it)."""
         state = cow(self.initial)
         for call in calls:
             if strict and call.name not in self.functions:
                 raise GraderError(f"goal_actions: no tool {call.name!r} in the tools module")
             state, done = self.apply(state, call)
             if strict and "error" in done:
-                raise GraderError(f"goal_actions: {call.name} failed: {done['error']}")
+                if failed is None:
+                    raise GraderError(f"goal_actions: {call.name} failed: {done['error']}")
+                failed.append(f"{call.name}: {done['error']}")
         return state
 
     def apply(self, state: object, call: ToolCall) -> tuple[object, ToolRun]:

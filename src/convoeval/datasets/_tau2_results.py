@@ -1,0 +1,336 @@
+"""tau2-bench's results files (`tau2 run` output, data/tau2/results/final/*.json) as recorded trials.
+
+A results file (`{info, tasks, simulations}`, tau2's `Results`, src/tau2/data_model/simulation.py)
+holds the tasks it ran and one simulation per task and trial: its messages (the agent's tool
+calls and their results included), its termination reason and tau2's `reward_info`. Imported
+with `recorded=True`, the simulations of a task are the trials of one test (`transcripts:`, in
+the file's order), and the test is the one `import tau2` makes of the task for a live run
+(`_tau2.task_test`: the same required `tau-reward`, goal actions, required outputs and end of
+episode, with the run's own step and error limits): re-graded without a model, each trial
+passes exactly when tau2's recorded reward is 1 and the test's pass^k is tau2's
+(src/tau2/metrics/agent_metrics.py `pass_hat_k`). The recorded rewards, trials, simulation ids
+and termination reasons are kept in the test's `metadata`; the run's policy is the suite's.
+
+When a task's reward basis has `NL_ASSERTION`, its `nl_assertions` are the test's `success`
+criteria, as for a live run: convoeval's judge (`--judge`) decides them again, and what tau2's
+judge said of each (`reward_info.nl_assertions[].met`) is kept per trial in
+`metadata.recorded_nl_assertions_met` to compare. (tau2's published airline and retail runs count
+only DB and COMMUNICATE; its newer retail tasks count NL_ASSERTION.)
+
+Tasks `import tau2` cannot grade (an `initial_state`, `ENV_ASSERTION` / `ACTION` in the reward
+basis) and tasks whose user calls tools (telecom: tau-reward replays the agent's tools only) are
+left out with their simulations and listed in `metadata.skipped`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeGuard
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from ..errors import DatasetError
+from ._common import JsonObject, as_list, read_json
+from ._suite_types import Message, RecordedCall, Skipped, Suite, SuiteTest
+from ._tau2 import MAX_ERRORS, MAX_STEPS, episode_end, import_tau2_tasks, is_tau2_tasks, task_test, unsupported
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Tau2Call(_Loose):
+    """A tool call of a tau2 message (`ToolCall`)."""
+
+    id: str = ""
+    name: str
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    requestor: Literal["user", "assistant"] = "assistant"
+
+
+class Tau2Message(_Loose):
+    """A message of a simulation (tau2's `AssistantMessage`, `UserMessage`, `ToolMessage`)."""
+
+    role: Literal["system", "assistant", "user", "tool"]
+    content: str | None = None
+    tool_calls: list[Tau2Call] | None = None
+    id: str | None = None  # a tool message: the call it answers
+    error: bool = False
+
+
+class Tau2Judged(_Loose):
+    met: bool | None = None
+
+
+class Tau2Reward(_Loose):
+    reward: float
+    nl_assertions: list[Tau2Judged] | None = None
+
+
+class Tau2Simulation(_Loose):
+    """One simulation (`SimulationRun`): what decides its reward."""
+
+    id: str
+    task_id: str
+    trial: int | None = None
+    termination_reason: str
+    reward_info: Tau2Reward | None = None
+    messages: list[Tau2Message]
+
+
+@dataclass
+class _Trials:
+    """A task's simulations, in the file's order."""
+
+    transcripts: list[list[Message]] = field(default_factory=list)
+    trials: list[JsonValue] = field(default_factory=list)
+    ids: list[JsonValue] = field(default_factory=list)
+    rewards: list[JsonValue] = field(default_factory=list)
+    terminations: list[JsonValue] = field(default_factory=list)
+    nl_met: list[JsonValue] = field(default_factory=list)
+
+
+def import_tau2(
+    source: Path,
+    *,
+    tools: str = "tools.py",
+    backend: str | None = None,
+    recorded: bool = False,
+    policy: Path | None = None,
+) -> Suite:
+    """`convoeval import tau2`: a tasks.json as live scenarios, a results file's simulations as
+    recorded trials (`recorded`; without it, the tasks the results file ran as live scenarios)."""
+    data = read_json(source)
+    backend = backend or "db.json"
+    if is_tau2_tasks(data):
+        if recorded:
+            raise DatasetError(f"{source}:1: --recorded: a tau2-bench tasks file holds tasks, not recorded simulations")
+        return import_tau2_tasks(source, data, tools=tools, backend=backend, policy=policy)
+    if not is_tau2_results(data):
+        raise DatasetError(f"{source}:1: expected tau2-bench tasks (a list) or results (`tasks` and `simulations`)")
+    if recorded:
+        if policy is not None:
+            raise DatasetError(f"{source}:1: --policy: a results file's simulations ran with its own policy")
+        return import_tau2_results(source, data, tools=tools, backend=backend)
+    tasks = data["tasks"]
+    if not is_tau2_tasks(tasks):
+        raise DatasetError(f"{_Lines(source).at('tasks')}: tasks: expected the list of tau2 tasks the simulations ran")
+    suite = import_tau2_tasks(source, tasks, tools=tools, backend=backend, policy=policy)
+    run_policy = _policy(data)
+    if "policy" not in suite and run_policy:
+        suite["policy"] = {"text": run_policy, "system_prompt": True}
+    return suite
+
+
+def _policy(data: JsonObject) -> str | None:
+    """The domain policy the run used (`info.environment_info.policy`)."""
+    info = data.get("info")
+    environment = info.get("environment_info") if isinstance(info, dict) else None
+    policy = environment.get("policy") if isinstance(environment, dict) else None
+    return policy if isinstance(policy, str) and policy.strip() else None
+
+
+def is_tau2_results(data: JsonValue) -> TypeGuard[JsonObject]:
+    """Whether `data` is a tau2-bench results file (`tasks` and `simulations`)."""
+    return isinstance(data, dict) and isinstance(data.get("simulations"), list) and "tasks" in data
+
+
+def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.py", backend: str = "db.json") -> Suite:
+    """The suite of a tau2-bench results file (`data` is its parsed JSON): one test per task
+    tau-reward can grade, its simulations as trials."""
+    lines = _Lines(source)
+    tasks = _tasks(data, lines)
+    given = data.get("info")
+    info: JsonObject = given if isinstance(given, dict) else {}
+    end = episode_end(_limit(info, "max_steps", MAX_STEPS, lines), _limit(info, "max_errors", MAX_ERRORS, lines))
+    recorded: dict[str, _Trials] = {}
+    skipped: dict[str, str] = {}
+    for index, raw in enumerate(as_list(data["simulations"])):
+        where = f"simulations[{index}]"
+        simulation = _validated(Tau2Simulation, raw, where, lines)
+        task = tasks.get(simulation.task_id)
+        if task is None:
+            raise DatasetError(
+                f"{lines.at(where)}: {where}.task_id: {simulation.task_id!r} is not among the file's tasks"
+            )
+        reason = unsupported(task, f"{lines.at('tasks')}: task {simulation.task_id!r}")
+        if reason is None and any(m.role == "user" and m.tool_calls for m in simulation.messages):
+            reason = "the user calls tools (tau-reward replays the agent's tools only)"
+        if reason is not None:
+            skipped.setdefault(simulation.task_id, reason)
+            continue
+        trials = recorded.setdefault(simulation.task_id, _Trials())
+        trials.transcripts.append(_transcript(simulation.messages, where, lines))
+        trials.trials.append(simulation.trial)
+        trials.ids.append(simulation.id)
+        trials.rewards.append(simulation.reward_info.reward if simulation.reward_info else None)
+        trials.terminations.append(simulation.termination_reason)
+        judged = simulation.reward_info.nl_assertions if simulation.reward_info else None
+        trials.nl_met.append(None if judged is None else [j.met for j in judged])
+    if not recorded:
+        why = next(iter(skipped.values()), "it has no simulations")
+        raise DatasetError(f"{lines.at('simulations')}: no simulation of this file can be graded by tau-reward ({why})")
+    tests = [_test(tasks[task_id], trials, tools, backend, end, lines) for task_id, trials in recorded.items()]
+    return _suite(source, info, tests, [{"id": k, "reason": v} for k, v in skipped.items()])
+
+
+def _suite(source: Path, info: JsonObject, tests: list[SuiteTest], skipped: list[Skipped]) -> Suite:
+    domains = sorted({str((t.get("metadata") or {}).get("domain") or "") for t in tests} - {""})
+    suite: Suite = {
+        "name": f"tau2-bench-{'-'.join(domains) or source.stem}-recorded",
+        "description": "tau2-bench's recorded simulations: a trial passes exactly when tau2-bench's reward is 1 "
+        "(the episode ended by the user, the final database and the required outputs match)",
+        "metadata": {
+            "source": source.name,
+            "imported_by": "convoeval import tau2 --recorded",
+            "licence": "MIT (tau2-bench)",
+        },
+        "execution": {"threshold": 1.0},
+    }
+    commit = info.get("git_commit")
+    if isinstance(commit, str):
+        suite["metadata"]["tau2_commit"] = commit
+    policy = _policy({"info": info})
+    if policy:
+        suite["policy"] = {"text": policy, "system_prompt": True}
+    if skipped:
+        suite["metadata"]["skipped"] = skipped
+    suite["tests"] = tests
+    return suite
+
+
+def _test(task: JsonObject, trials: _Trials, tools: str, backend: str, end: JsonObject, lines: _Lines) -> SuiteTest:
+    """The task's test as `import tau2` makes it, with the recorded simulations as its trials."""
+    test, _ = task_test(task, tools, backend, f"{lines.at('tasks')}: task {task.get('id')!r}")
+    test.pop("simulated_user", None)
+    test["transcripts"] = trials.transcripts
+    for assertion in test.get("assertions") or []:
+        assertion["ended_by"] = dict(end)
+    metadata = test.get("metadata") or {}
+    metadata.update(
+        {
+            "trials": trials.trials,
+            "simulation_ids": trials.ids,
+            "recorded_rewards": trials.rewards,
+            "termination_reasons": trials.terminations,
+        }
+    )
+    if test.get("success"):  # NL_ASSERTION counts: judged here by the judge; tau2's own judge said
+        metadata["recorded_nl_assertions_met"] = trials.nl_met
+    test["metadata"] = metadata
+    return test
+
+
+def _transcript(messages: Sequence[Tau2Message], where: str, lines: _Lines) -> list[Message]:
+    """A simulation's messages in convoeval's shape: each agent message carries its tool calls
+    with the result (or the error) tau2 recorded for each."""
+    results = {m.id: m for m in messages if m.role == "tool" and m.id}
+    calls = {c.id for m in messages for c in m.tool_calls or []}
+    transcript: list[Message] = []
+    for number, message in enumerate(messages):
+        if message.role == "tool":
+            if message.id not in calls:
+                at = f"{where}.messages[{number}]"
+                raise DatasetError(f"{lines.at(at)}: {at}.id: a tool result for no call ({message.id!r})")
+            continue
+        converted: Message = {"role": message.role, "content": message.content or ""}
+        if message.tool_calls:
+            converted["tool_calls"] = [_call(call, results.get(call.id)) for call in message.tool_calls]
+        transcript.append(converted)
+    return transcript
+
+
+def _call(call: Tau2Call, result: Tau2Message | None) -> RecordedCall:
+    recorded: RecordedCall = {"name": call.name, "arguments": call.arguments}
+    if call.id:
+        recorded["id"] = call.id
+    if result is not None and result.error:
+        recorded["error"] = result.content or "error"
+    elif result is not None:
+        recorded["output"] = _maybe_json(result.content)
+    return recorded
+
+
+def _maybe_json(text: str | None) -> JsonValue:
+    try:
+        value: JsonValue = json.loads(text) if text else text
+    except ValueError:
+        return text
+    return value
+
+
+def _tasks(data: JsonObject, lines: _Lines) -> dict[str, JsonObject]:
+    tasks = data.get("tasks")
+    if not isinstance(tasks, list) or not all(isinstance(t, dict) and "id" in t for t in tasks):
+        raise DatasetError(f"{lines.at('tasks')}: tasks: expected the list of tau2 tasks the simulations ran")
+    return {str(t["id"]): t for t in tasks if isinstance(t, dict)}
+
+
+def _limit(info: JsonObject, name: str, default: int, lines: _Lines) -> int:
+    value = info.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise DatasetError(f"{lines.at(name)}: info.{name}: expected a positive whole number, got {value!r:.40}")
+    return value
+
+
+def _validated(model: type[Tau2Simulation], raw: JsonValue, where: str, lines: _Lines) -> Tau2Simulation:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        path = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        first = next((n for n, p in enumerate(error["loc"]) if isinstance(p, int)), -1)  # the message, say
+        near = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"][: first + 1])
+        raise DatasetError(f"{lines.at(near)}: {path}: {error['msg']}") from None
+
+
+class _Lines:
+    """Where things are in the file (for messages only: read when one is needed). `at("simulations[3]")`
+    is the line where the 4th simulation starts; `at("simulations[3].messages[2]")` its 3rd message's."""
+
+    def __init__(self, source: Path):
+        self.source = source
+        self._text: str | None = None
+
+    def at(self, what: str) -> str:
+        if self._text is None:
+            try:
+                self._text = self.source.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                self._text = ""
+        return f"{self.source}:{_line(self._text, what)}"
+
+
+def _line(text: str, what: str) -> int:
+    """The line of `what` (`key`, `key[i]`, `key[i].key[j]`) in a JSON text: the key's line,
+    then the start of its i-th element (found by walking the JSON with its own decoder)."""
+    decoder = json.JSONDecoder()
+    position = 0
+    for part in what.split("."):
+        key, _, rest = part.partition("[")
+        found = text.find(f'"{key}"', position)
+        if found < 0:
+            break
+        position = found
+        for index in (int(i.rstrip("]")) for i in rest.split("[") if i) if rest else ():
+            start = text.find("[", position) + 1
+            try:
+                for _ in range(index):
+                    start = _skip_space(text, start)
+                    _, start = decoder.raw_decode(text, start)
+                    start = _skip_space(text, start) + 1  # the comma
+                position = _skip_space(text, start)
+            except ValueError:
+                break
+    return text.count("\n", 0, position) + 1
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
