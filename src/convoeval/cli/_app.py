@@ -49,18 +49,45 @@ app = Typer(
 )
 
 
+#: How the name of a variable that says where a provider's calls go ends (OPENAI_BASE_URL,
+#: AZURE_OPENAI_ENDPOINT, ...); its provider's keys are the variables with the same prefix.
+_URL_SUFFIXES = ("_BASE_URL", "_API_BASE", "_ENDPOINT", "_API_URL")
+_KEY_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET")
+
+
+def _redirects_a_key(name: str, values: dict[str, str | None]) -> str | None:
+    """The key variable (already set, not by this `.env`) whose calls `name` would send to a
+    server the `.env` chose; None when `name` redirects none."""
+    prefix = next((name[: -len(end)] for end in _URL_SUFFIXES if name.endswith(end)), None)
+    if not prefix:
+        return None
+    for key in (f"{prefix}{end}" for end in _KEY_SUFFIXES):
+        if key in os.environ and not values.get(key):
+            return key
+    return None
+
+
 def load_env_file(folder: Path) -> None:
     """Load `folder/.env` into the environment; variables already set win (values never printed).
     A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`), set the dynamic loader
-    (`LD_PRELOAD`: every program convoeval starts outside the sandbox would load it) nor widen
-    what a suite's files may reach (`CONVOEVAL_ROOT`): it comes with a suite as often as from
-    its user (said on stderr)."""
+    (`LD_PRELOAD`: every program convoeval starts outside the sandbox would load it), widen
+    what a suite's files may reach (`CONVOEVAL_ROOT`), nor send a key it did not set to a server
+    it names (`OPENAI_BASE_URL` while OPENAI_API_KEY comes from elsewhere): it comes with a suite
+    as often as from its user (said on stderr)."""
     path = folder / ".env"
     if path.is_file():
         from dotenv import dotenv_values  # python-dotenv loads only where there is a .env
 
-        for name, value in dotenv_values(path).items():
+        values = dotenv_values(path)
+        for name, value in values.items():
             if name in os.environ or value is None:
+                continue
+            if key := _redirects_a_key(name, values):
+                print(
+                    f"convoeval: {path}: {name} ignored: a .env file cannot send {key}, which it does not set,"
+                    " to a server of its choice (set both in the .env, or set it in the environment)",
+                    file=sys.stderr,
+                )
                 continue
             if name == "CONVOEVAL_SANDBOX" and value.strip() == "none":
                 print(
