@@ -310,7 +310,8 @@ def test_inspect_edge_log_round_trip_through_convoeval_back_to_inspect_and_otel(
         said = [
             (m.role, m.content) for m in test.transcript or [] if m.role != "tool" and (m.content or m.role == "user")
         ]
-        assert said == [(m["role"], m["content"]) for m in result["output"] if m["role"] != "tool"]
+        kept = [(m["role"], m["content"]) for m in result["output"] if m["role"] != "tool"]
+        assert said == [(role, text) for role, text in kept if text or role == "user"]  # empty replies: no span text
 
 
 def test_deepeval_fields_it_does_not_know_are_named(cli, tmp_path: Path) -> None:
@@ -322,3 +323,14 @@ def test_deepeval_fields_it_does_not_know_are_named(cli, tmp_path: Path) -> None
     _, err = _import(cli, "deepeval", tmp_path / "d.json", tmp_path / "d.eval.yaml")
     assert "fields not imported (not DeepEval's): expected (2), turns[].audio" in err
     assert load_suite(tmp_path / "d.eval.yaml").tests[0].metadata["token_cost"] == 0.002
+
+
+def test_grade_says_the_importers_warnings_as_lines_of_its_own(cli, tmp_path: Path) -> None:
+    """`convoeval grade LOG` says what the log's reader left out as `warning: ...`, as `import`
+    does. Before: Python's `.../_inspect_log.py:NN: DatasetWarning: ...` with a source line."""
+    graders = tmp_path / "graders.yaml"
+    graders.write_text("turn_assertions:\n  - {type: not-contains, value: zzz}\n")
+    log = DATA / "inspect" / "edges" / "edges-mockllm.eval"
+    code, _, err = cli("grade", log, "--graders", graders, "-o", tmp_path / "g.jsonl", "--store", tmp_path / "s")
+    assert "warning: " in err and "2 sample(s) without a user and an assistant message left out" in err, err
+    assert "DatasetWarning" not in err and code in (0, 1), err

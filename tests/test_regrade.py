@@ -256,3 +256,27 @@ def test_grade_with_a_judge_panel(cli, fake_openai: FakeOpenAIServer, tmp_path: 
     ]
     assert rubric["panel_rule"] == "min" and rubric["verdict"] == "fail"
     assert "judge panel agreement" in out and "rubrics: 2 check(s) by openai:strict, openai:generous" in out
+
+
+def test_an_empty_recorded_reply_is_a_turn_of_its_own(cli, tmp_path: Path) -> None:
+    """A logged chat whose assistant answered one message with empty text (Inspect, DeepEval and
+    OpenTelemetry logs have them) keeps three turns: the user's next message opens a new turn.
+    Before: it was merged into the unanswered turn, and the chat was graded as two turns."""
+    log = tmp_path / "chats.jsonl"
+    messages = [
+        {"role": "user", "content": "First question"},
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "Are you there?"},
+        {"role": "assistant", "content": "Yes, sorry."},
+        {"role": "user", "content": "Thanks"},
+        {"role": "assistant", "content": "You are welcome."},
+    ]
+    log.write_text(json.dumps({"messages": messages}) + "\n")
+    graders = write(tmp_path / "graders.yaml", "turn_assertions:\n  - {type: not-contains, value: zzz}\n")
+    code, _, err = cli("grade", log, "--graders", graders, "-o", tmp_path / "graded.jsonl")
+    [result] = read_jsonl(tmp_path / "graded.jsonl")
+    turns = [s for s in result["scores"] if s["name"].startswith("turn-")]
+    assert [s["name"] for s in turns] == ["turn-1", "turn-2", "turn-3"], err
+    users = [m["content"] for m in result["output"] if m["role"] == "user"]
+    assert users == ["First question", "Are you there?", "Thanks"]
+    assert code == 0, err

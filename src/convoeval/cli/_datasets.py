@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -25,6 +27,19 @@ from ._app import Root, app
 from ._core import out
 from ._fail import fail, fail_with_problems, say
 from ._write import check_writable, staged, writing
+
+
+@contextmanager
+def said_warnings() -> Iterator[None]:
+    """The importers' warnings said as `warning: ...` lines on stderr (not Python's
+    `file:line: DatasetWarning: ...`), also when the import then fails."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DatasetWarning)
+        try:
+            yield
+        finally:
+            for warning in caught:
+                say(f"warning: {warning.message}")
 
 
 @app.command("import")
@@ -73,8 +88,7 @@ def import_command(
     """Import a dataset as an eval file, then validate it."""
     check_writable(output)
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", DatasetWarning)
+        with said_warnings():
             suite = import_dataset(
                 kind,
                 source,
@@ -88,8 +102,6 @@ def import_command(
             )
     except DatasetError as exc:
         raise fail(str(exc)) from None
-    for warning in caught:
-        say(f"warning: {warning.message}")
     if not suite.get("tests"):  # an empty file, or one of another kind
         for skipped in suite.get("metadata", {}).get("skipped", []):
             say(f"left out: {skipped['id']}: {skipped['reason']}")
@@ -156,7 +168,8 @@ def grade(
                 for note in dict.fromkeys(regrade.notes):
                     out.print(f"note: {note}", markup=False)
             else:
-                suite = grading_suite(file, graders)
+                with said_warnings():
+                    suite = grading_suite(file, graders)
                 path = write_suite(
                     suite,
                     state_dir(store) / "graded" / f"{file.stem}.eval.yaml",

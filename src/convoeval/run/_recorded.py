@@ -1,6 +1,7 @@
 """A recorded conversation (`transcript:`) as turns and the replies to replay.
 
-Each user message (or run of user messages) opens a turn; the assistant and tool messages up
+Each user message (or run of user messages with no assistant message between them, even an
+empty one) opens a turn; the assistant and tool messages up
 to the next user message are that turn's reply: the last assistant text, with the tool calls
 of the turn (OpenAI `tool_calls` with their `tool` results matched by id, or convoeval's own
 tool calls). System messages before the first user message are the conversation's input.
@@ -23,6 +24,7 @@ def split_transcript(messages: list[TranscriptMessage]) -> tuple[list[Message], 
     texts: list[str] = []
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
+    answered = False  # an assistant message came in this turn (its text may be empty)
 
     def close_turn() -> None:
         if turns and len(replies) < len(turns):
@@ -31,15 +33,16 @@ def split_transcript(messages: list[TranscriptMessage]) -> tuple[list[Message], 
     for m in messages:
         content = m.content or ""
         if m.role == "user":
-            if turns and turns[-1] and len(replies) == len(turns) - 1 and not texts and not calls:
+            if turns and turns[-1] and len(replies) == len(turns) - 1 and not answered and not calls:
                 turns[-1].append(Message(role="user", content=content, source="user"))
                 continue
             close_turn()
-            texts, calls = [], []
+            texts, calls, answered = [], [], False
             turns.append([Message(role="user", content=content, source="user")])
         elif not turns:
             initial.append(Message(role=m.role, content=content, source="input"))
         elif m.role == "assistant":
+            answered = True
             if content:
                 texts.append(content)
             for raw in m.tool_calls:
