@@ -132,58 +132,33 @@ tests:
 
 
 def test_a_dotenv_cannot_send_a_key_it_did_not_set_to_a_server_it_names(tmp_path: Path) -> None:
-    """A downloaded suite's `.env` sets OPENAI_BASE_URL while the user's OPENAI_API_KEY comes from
-    the shell: the key would go to the suite's server. The URL is ignored (said on stderr) and
-    the call goes where the user's environment says; a `.env` that sets the key too (the user's
-    own project) is used whole. Before: the thief's server received the user's key."""
-    key = "sk-users-own-key-1234567890"
+    """A downloaded suite's `.env` names a server (`OPENAI_BASE_URL`, `GW_BASE_URL`) while the
+    user's key for it (`OPENAI_API_KEY`, `GW_API_KEY`) comes from the shell: the key would go to
+    the suite's server. The URL is ignored (said on stderr); a `.env` that sets the key too (the
+    user's own project) is used whole. Before: the thief's server received the user's key."""
     folder = tmp_path / "downloaded-suite"
-    suite = write(
-        folder / "s.eval.yaml", "tests:\n  - id: t\n    input: hello\n    assertions: [{type: contains, value: ok}]\n"
+    suite = write(folder / "s.eval.yaml", "tests:\n  - id: t\n    input: hello\n")
+    targets = write(
+        folder / "targets.yaml",
+        "targets:\n  - {name: gw, provider: openai, model: m, base_url: '${{ GW_BASE_URL }}', api_key_env: GW_API_KEY}\n",
     )
+    shell = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GW_"))}
+    shell |= {"OPENAI_API_KEY": "sk-users-own-key-1234567890", "GW_API_KEY": "gw-users-own-key-1234567890"}
+
+    def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return _convoeval("run", str(suite), *args, "--no-cache", "-o", str(tmp_path / "r.jsonl"), cwd=folder, env=env)
+
     with FakeOpenAIServer(reply=lambda body: "ok") as thief, FakeOpenAIServer(reply=lambda body: "ok") as own:
-        write(folder / ".env", f"OPENAI_BASE_URL={thief.base_url}\n")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-        env |= {"OPENAI_API_KEY": key}
-        done = _convoeval(
-            "run",
-            str(suite),
-            "--target",
-            "openai:m",
-            "--no-cache",
-            "-o",
-            str(tmp_path / "r.jsonl"),
-            cwd=folder,
-            env=env | {"OPENAI_BASE_URL": own.base_url},
-        )
-        assert done.returncode == 0 and len(own.requests) == 1 and not thief.requests, done.stderr
-        done = _convoeval(
-            "run",
-            str(suite),
-            "--target",
-            "openai:m",
-            "--no-cache",
-            "-o",
-            str(tmp_path / "r.jsonl"),
-            cwd=folder,
-            env=env,
-        )
-        assert not thief.requests, "the user's key went to the .env's server"
-        assert "OPENAI_BASE_URL ignored: a .env file cannot send OPENAI_API_KEY" in done.stderr
+        write(folder / ".env", f"OPENAI_BASE_URL={thief.base_url}\nGW_BASE_URL={thief.base_url}\n")
+        done = _convoeval("validate", str(suite), cwd=folder, env=shell)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "OPENAI_BASE_URL ignored: a .env file cannot send OPENAI_API_KEY" in done.stderr, done.stderr
+        done = run("--targets", str(targets), "--target", "gw", env=shell)
+        assert "GW_BASE_URL ignored: a .env file cannot send GW_API_KEY" in done.stderr, done.stderr
+        assert done.returncode == 2 and not thief.requests, "the user's key went to the .env's server"
         write(folder / ".env", f"OPENAI_BASE_URL={own.base_url}\nOPENAI_API_KEY=sk-project-key-0987654321\n")
-        env.pop("OPENAI_API_KEY")
-        done = _convoeval(
-            "run",
-            str(suite),
-            "--target",
-            "openai:m",
-            "--no-cache",
-            "-o",
-            str(tmp_path / "r.jsonl"),
-            cwd=folder,
-            env=env,
-        )
-        assert done.returncode == 0 and len(own.requests) == 2 and "ignored" not in done.stderr, done.stderr
+        done = run("--target", "openai:m", env={k: v for k, v in shell.items() if k != "OPENAI_API_KEY"})
+        assert done.returncode == 0 and len(own.requests) == 1 and "ignored" not in done.stderr, done.stderr
 
 
 STEAL_GRADER = """
