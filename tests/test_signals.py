@@ -255,7 +255,7 @@ def test_sigterm_while_a_command_works_exits_143_without_a_traceback(
     reached = tmp_path / "reached"
     write(
         tmp_path / "stand-in" / "dotenv.py",
-        f"import pathlib, time\ndef load_dotenv(*a, **k):\n    pathlib.Path({str(reached)!r}).touch()\n"
+        f"import pathlib, time\ndef dotenv_values(*a, **k):\n    pathlib.Path({str(reached)!r}).touch()\n"
         "    time.sleep(60)\n",
     )
     write(tmp_path / ".env", "X=1\n")
