@@ -173,6 +173,7 @@ def _stop_and_resume(
     done = [EvaluationResult.model_validate_json(line) for line in results.read_text().splitlines()]
     assert sorted(r.test_id for r in done) == ["quick-1", "quick-2"]
 
+    assert _status(run_id, tmp_path, common) == "interrupted"  # before: `running`, with no process
     (tmp_path / "released").touch()
     resumed = subprocess.run(
         [sys.executable, "-m", "convoeval", "run", "--resume", run_id, *common],
@@ -188,6 +189,16 @@ def _stop_and_resume(
     final = [EvaluationResult.model_validate_json(line) for line in results.read_text().splitlines()]
     assert sorted(r.test_id for r in final) == ["quick-1", "quick-2", "slow-agent", "slow-hook"]
     assert all(r.verdict == "pass" for r in final)
+    assert _status(run_id, tmp_path, common) == "finished"
+
+
+def _status(run_id: str, cwd: Path, common: list[str]) -> str:
+    """The run's status as `convoeval runs --json` lists it."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "convoeval", "runs", "--json", *common[:2]], cwd=cwd, capture_output=True, text=True
+    )
+    assert listed.returncode == 0, listed.stderr
+    return next(r["status"] for r in json.loads(listed.stdout)["runs"] if r["id"] == run_id)
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from contextlib import closing
@@ -10,7 +11,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from .._base_model import Model
-from ..engine import RecordedOptions, RunStore
+from ..engine import Owner, RecordedOptions, RunStore
 from ..errors import ConfigError
 from ..results import EvaluationResult
 from ._files import read_results
@@ -26,7 +27,7 @@ class RunInfo(Model):
     id: str
     started: str
     finished: str | None = None
-    status: str = "finished"
+    status: str = "finished"  # running | finished | interrupted (its process is gone: --resume finishes it)
     tests: int = 0
     passed: int = 0
     cost_usd: float = 0.0
@@ -113,8 +114,10 @@ def list_runs(store: str | Path) -> list[RunInfo]:
             " (SELECT GROUP_CONCAT(DISTINCT target) FROM results x WHERE x.run_id = r.id)"
             " FROM runs r ORDER BY r.started DESC, r.rowid DESC"
         ).fetchall()
+        gone = _gone(conn, {row[0] for row in rows if row[3] == "running"})
     runs = []
     for run_id, started, finished, status, options, tests, passed, cost, targets in rows:
+        status = "interrupted" if run_id in gone else status
         try:
             paths = RecordedOptions.model_validate_json(options).paths or []
         except ValidationError:  # not written by convoeval
@@ -133,3 +136,18 @@ def list_runs(store: str | Path) -> list[RunInfo]:
             )
         )
     return runs
+
+
+def _gone(conn: sqlite3.Connection, running: set[str]) -> set[str]:
+    """The runs marked running whose process is gone (stopped, killed, crashed)."""
+    if not running or not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'owners'").fetchone():
+        return set()
+    owners = conn.execute("SELECT run_id, owner FROM owners").fetchall()
+    return {run_id for run_id, owner in owners if run_id in running and _owner_gone(owner)}
+
+
+def _owner_gone(owner: str) -> bool:
+    try:
+        return Owner.from_json(json.loads(owner)).state() == "gone"
+    except (ValueError, KeyError, TypeError):  # not written by convoeval
+        return False
