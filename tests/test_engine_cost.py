@@ -114,3 +114,38 @@ def test_resume_keeps_the_sandbox_the_run_chose(cli, fake_openai, tmp_path: Path
 
     code, out, _ = cli("run", "--resume", "last", "--max-cost", "1000", "--sandbox", "docker")  # given: it wins
     assert "sandbox: docker" in out and code == 0
+
+
+def test_a_target_priced_at_zero_costs_zero_and_cost_checks_decide(cli, fake_openai, tmp_path: Path) -> None:
+    """A target whose prices are set to 0 (a free local server) costs a known $0: `cost` checks
+    pass, at each turn and for the conversation, answered live and from the cache. A target
+    without prices reports $0 too, but that says nothing: the same checks are errors."""
+    write(
+        tmp_path / "targets.yaml",
+        "targets:\n  - {name: free, provider: openai, model: local-thing,"
+        " price_input_per_mtok: 0, price_output_per_mtok: 0}\n"
+        "  - {name: unpriced, provider: openai, model: local-thing}\n",
+    )
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        """\
+tests:
+  - id: t
+    mode: conversation
+    turns:
+      - input: one
+        assertions: [{type: cost, max_usd: 0.01}]
+      - input: two
+    assertions: [{type: cost, max_usd: 0.01}]
+""",
+    )
+    for answered in ("live", "cached"):
+        code, _, err = cli("run", suite, "--target", "free", "-o", tmp_path / "r.jsonl")
+        assert len(fake_openai.requests) == 2, answered  # the second run is answered from the cache
+        [result] = read_jsonl(tmp_path / "r.jsonl")
+        verdicts = {s["name"]: s["verdict"] for s in result["scores"] if s["name"] != "turn-2"}
+        assert (code, verdicts, result["cost_usd"]) == (0, {"turn-1": "pass", "conversation": "pass"}, 0.0), err
+    cli("run", suite, "--target", "unpriced", "--no-cache", "-o", tmp_path / "r.jsonl")
+    [result] = read_jsonl(tmp_path / "r.jsonl")
+    verdicts = {s["name"]: s["verdict"] for s in result["scores"] if s["name"] != "turn-2"}
+    assert verdicts == {"turn-1": "error", "conversation": "error"}

@@ -22,7 +22,7 @@ import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import orjson
 from pydantic import JsonValue
@@ -51,6 +51,7 @@ class CachedReply(TypedDict):
     usage: list[int]
     latency_ms: float
     cost_usd: float
+    cost_known: NotRequired[bool]
     tool_calls: list[dict[str, JsonValue]]
     finish_reason: str | None
 
@@ -311,6 +312,7 @@ def reply_to_json(reply: ChatReply) -> CachedReply:
         "usage": [reply.usage.input_tokens, reply.usage.output_tokens],
         "latency_ms": reply.latency_ms,
         "cost_usd": reply.cost_usd,
+        "cost_known": reply.cost_known,
         "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls],
         "finish_reason": reply.finish_reason,
     }
@@ -324,6 +326,7 @@ def reply_from_json(value: CachedReply) -> ChatReply:
         usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
         latency_ms=float(value.get("latency_ms") or 0.0),
         cost_usd=float(value.get("cost_usd") or 0.0),
+        cost_known=bool(value.get("cost_known")),
         tool_calls=[ToolCall.model_validate(c) for c in value.get("tool_calls") or []],
         finish_reason=value.get("finish_reason"),
         cached=True,

@@ -90,6 +90,7 @@ class GradeContext:
         judge: the model used by LLM graders, or None when no judge is configured.
         latencies_ms, usage, cost_usd: what the target's replies took: this reply's at turn
             level, all replies' (latencies, summed usage and cost) at conversation level.
+        cost_known: at conversation level, every reply's cost is known (`ChatReply.cost_known`).
         context: the backend (database) result of this turn (`context` / `db_result`), if any.
         policy: the domain policy of the test or suite (TD-Eval), if any.
         simulated_user: the test's simulated user (for `simulator-fidelity`), if any.
@@ -125,6 +126,7 @@ class GradeContext:
     latencies_ms: list[float] | None = None
     usage: Usage | None = None
     cost_usd: float | None = None
+    cost_known: bool = False
     context: object = None
     policy: Policy | None = None
     simulated_user: Persona | None = None

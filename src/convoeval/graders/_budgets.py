@@ -50,13 +50,15 @@ MISSING_COST_TEXT = (
 
 def known_cost(ctx: GradeContext) -> float | None:
     """The reply's (turn level) or conversation's cost in USD, or None when none is known: a
-    target without prices reports $0, which says nothing about what the call cost.
+    target without prices reports $0, which says nothing about what the call cost (one with its
+    prices set to 0, or the embedded model, costs $0: `ChatReply.cost_known`).
 
     Raises GraderError when nothing was recorded at all (`measured`), or it is not a number.
     """
     raw = measured(ctx, "cost", lambda reply: reply.cost_usd, ctx.cost_usd)
     cost = as_number(raw, "the reply's cost" if ctx.reply is not None else "the conversation's cost")
-    return cost or None
+    known = ctx.reply.cost_known if ctx.reply is not None else ctx.cost_known
+    return cost if cost or known else None
 
 
 def _scope(ctx: GradeContext) -> str:

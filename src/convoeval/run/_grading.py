@@ -112,6 +112,7 @@ def conversation_context(convo: Conversation) -> GradeContext:
         latencies_ms=[r.latency_ms for r in replies],
         usage=Usage.total(r.usage for r in replies),
         cost_usd=sum(r.cost_usd for r in replies),
+        cost_known=bool(replies) and all(r.cost_known for r in replies),
         policy=plan.policy,
         metadata=dict(plan.metadata),
         workdir=Path(ctx.workdir) if ctx.workdir else None,

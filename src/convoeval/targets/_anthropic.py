@@ -86,6 +86,7 @@ class AnthropicTarget(HttpTarget):
             usage=usage,
             latency_ms=latency_ms,
             cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
+            cost_known=self.priced,
             tool_calls=calls,
             finish_reason=stop if isinstance(stop, str) else None,
         )

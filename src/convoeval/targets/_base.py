@@ -110,12 +110,16 @@ class ChatReply:
 
     `session_id` is the session a `resume` target keeps for this conversation (the next turn
     sends it back); `tool_calls` are the tools it called while producing the reply.
+    `cost_known`: the target knows what its calls cost (its prices are set or listed, or it is
+    free, like the embedded model), so a `cost_usd` of 0 is a measurement; without it, 0 only
+    says that no cost was reported.
     """
 
     text: str
     usage: Usage = field(default_factory=Usage)
     latency_ms: float = 0.0
     cost_usd: float = 0.0
+    cost_known: bool = False
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str | None = None
     cached: bool = False

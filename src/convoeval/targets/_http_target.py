@@ -51,6 +51,8 @@ class HttpTarget:
             price_in if price_in is not None else (listed[0] if listed else 0.0),
             price_out if price_out is not None else (listed[1] if listed else 0.0),
         )
+        #: Both prices are set or listed: a cost of 0 is one (`ChatReply.cost_known`).
+        self.priced = bool(listed) or (price_in is not None and price_out is not None)
 
     @property
     def endpoint(self) -> str:

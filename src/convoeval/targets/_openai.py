@@ -75,6 +75,7 @@ class OpenAITarget(HttpTarget):
             usage=completion.usage,
             latency_ms=latency_ms,
             cost_usd=self.cost(completion.usage.input_tokens, completion.usage.output_tokens),
+            cost_known=self.priced,
             tool_calls=completion.tool_calls,
             finish_reason=completion.finish_reason,
         )

@@ -164,6 +164,7 @@ class LocalTarget:
             usage=usage,
             latency_ms=latency_ms,
             cost_usd=0.0,
+            cost_known=True,  # it runs in this process: free
             finish_reason=finish_reason,
         )
 

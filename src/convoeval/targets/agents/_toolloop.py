@@ -56,13 +56,13 @@ class ToolAgent(TargetWrapper):
         messages: list[Mapping[str, object]] = [*system, *request.messages]
         workdir = Path(request.agent.workdir) if request.agent.workdir else None
         done: list[ToolCall] = []
-        usage, cost = Usage(), 0.0
+        usage, cost, known = Usage(), 0.0, True
         agent = request.agent
         domain = {_spec_name(t) for t in agent.domain_tools or []} if agent.call_domain_tool else set()
         specs = [*self.box.specs(), *(t for t in agent.domain_tools or [] if domain)]
         while True:
             reply = await self.inner.chat(replace(request, messages=messages, tools=specs, agent=AgentContext()))
-            usage, cost = usage + reply.usage, cost + reply.cost_usd
+            usage, cost, known = usage + reply.usage, cost + reply.cost_usd, known and reply.cost_known
             stop = None if reply.tool_calls else reply.finish_reason
             calls = [
                 c if c.id else c.model_copy(update={"id": f"call_{len(done) + i}"})
@@ -93,6 +93,7 @@ class ToolAgent(TargetWrapper):
                     usage=usage,
                     latency_ms=(time.monotonic() - started) * 1000,
                     cost_usd=cost,
+                    cost_known=known,
                     tool_calls=done,
                     finish_reason=stop,
                 )
