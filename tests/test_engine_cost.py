@@ -119,7 +119,8 @@ def test_resume_keeps_the_sandbox_the_run_chose(cli, fake_openai, tmp_path: Path
 def test_a_target_priced_at_zero_costs_zero_and_cost_checks_decide(cli, fake_openai, tmp_path: Path) -> None:
     """A target whose prices are set to 0 (a free local server) costs a known $0: `cost` checks
     pass, at each turn and for the conversation, answered live and from the cache. A target
-    without prices reports $0 too, but that says nothing: the same checks are errors."""
+    without prices reports $0 too, but that says nothing: the same checks are errors, also when
+    its answers come from the cache the free target filled (prices are not in the cache key)."""
     write(
         tmp_path / "targets.yaml",
         "targets:\n  - {name: free, provider: openai, model: local-thing,"
@@ -145,7 +146,8 @@ tests:
         [result] = read_jsonl(tmp_path / "r.jsonl")
         verdicts = {s["name"]: s["verdict"] for s in result["scores"] if s["name"] != "turn-2"}
         assert (code, verdicts, result["cost_usd"]) == (0, {"turn-1": "pass", "conversation": "pass"}, 0.0), err
-    cli("run", suite, "--target", "unpriced", "--no-cache", "-o", tmp_path / "r.jsonl")
+    cli("run", suite, "--target", "unpriced", "-o", tmp_path / "r.jsonl")
+    assert len(fake_openai.requests) == 2
     [result] = read_jsonl(tmp_path / "r.jsonl")
     verdicts = {s["name"]: s["verdict"] for s in result["scores"] if s["name"] != "turn-2"}
     assert verdicts == {"turn-1": "error", "conversation": "error"}

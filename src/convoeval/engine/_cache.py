@@ -263,7 +263,9 @@ class CachedTarget(TargetWrapper):
 
     A reply to a structured call (a judge's or a simulated user's, with a response schema) that
     holds no JSON is passed on but not cached either, so a re-run asks again instead of
-    repeating the same unusable answer.
+    repeating the same unusable answer. A stored reply of an HTTP API costs its usage at this
+    target's prices (prices are not part of the key: two targets that differ only by them share
+    answers, not costs).
     """
 
     def __init__(
@@ -276,12 +278,17 @@ class CachedTarget(TargetWrapper):
         self.secrets = tuple(s for s in secrets if s)
         self.provider = str(identity.get("provider", ""))
         self.model = str(identity.get("model", ""))
+        self._priced_by = http_target(inner)
 
     async def chat(self, request: ChatRequest) -> ChatReply:
         key = _cache_key(self._identity_key, request)
         stored = self.cache.get(key)
         if stored is not None:
-            return reply_from_json(stored)
+            reply = reply_from_json(stored)
+            if (api := self._priced_by) is not None:
+                reply.cost_usd = api.cost(reply.usage.input_tokens, reply.usage.output_tokens)
+                reply.cost_known = api.priced
+            return reply
         reply = await self.inner.chat(request)
         if request.response_schema is not None and not _holds_json(reply.text):
             return reply
