@@ -134,3 +134,15 @@ async def test_scripted_target_rules_replies_and_failures() -> None:
 def test_unknown_provider() -> None:
     with pytest.raises(TargetError, match="unknown provider 'nope'"):
         create_target(TargetConfig(name="x", provider="nope"))
+
+
+def test_basic_auth_in_the_url_and_an_api_key_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both would be the Authorization header. Before: every call failed with aiohttp's
+    `ValueError: Cannot combine AUTHORIZATION header with AUTH argument...`."""
+    config = TargetConfig(
+        name="gw", provider="openai", model="m", base_url="http://u:pw@127.0.0.1:9/v1", api_key="sk-k"
+    )
+    with pytest.raises(TargetError, match="HTTP basic auth.*API key"):
+        create_target(config)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    create_target(config.model_copy(update={"api_key": None}))  # the URL's credentials alone are fine

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from urllib.parse import urlsplit
 
 from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, capabilities, provider
 from ._completion import parse_completion
@@ -32,6 +33,11 @@ class OpenAITarget(HttpTarget):
         base = config.base_url or self.default_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
         self.url = base.rstrip("/") + "/chat/completions"
         self.official = base.rstrip("/") in (OPENAI_URL, OPENROUTER_URL)  # hosted: a key is required
+        if self.api_key and "Authorization" in self.auth_headers() and urlsplit(self.url).username is not None:
+            raise TargetError(
+                f"{config.name}: its URL holds a user name and password (HTTP basic auth) and it has an API key"
+                " (a Bearer token): both would be the Authorization header; drop one of them"
+            )
 
     def auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
