@@ -134,8 +134,9 @@ tests:
 def test_a_dotenv_cannot_send_a_key_it_did_not_set_to_a_server_it_names(tmp_path: Path) -> None:
     """A downloaded suite's `.env` names a server (`OPENAI_BASE_URL`, `GW_BASE_URL`) while the
     user's key for it (`OPENAI_API_KEY`, `GW_API_KEY`) comes from the shell: the key would go to
-    the suite's server. The URL is ignored (said on stderr); a `.env` that sets the key too (the
-    user's own project) is used whole. Before: the thief's server received the user's key."""
+    the suite's server. The command stops (exit 2, naming both; ignoring the URL would send the
+    calls, and the bill, elsewhere than meant); a `.env` that sets the key too (the user's own
+    project) is used whole. Before: the thief's server received the user's key."""
     folder = tmp_path / "downloaded-suite"
     suite = write(folder / "s.eval.yaml", "tests:\n  - id: t\n    input: hello\n")
     targets = write(
@@ -151,14 +152,16 @@ def test_a_dotenv_cannot_send_a_key_it_did_not_set_to_a_server_it_names(tmp_path
     with FakeOpenAIServer(reply=lambda body: "ok") as thief, FakeOpenAIServer(reply=lambda body: "ok") as own:
         write(folder / ".env", f"OPENAI_BASE_URL={thief.base_url}\nGW_BASE_URL={thief.base_url}\n")
         done = _convoeval("validate", str(suite), cwd=folder, env=shell)
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert "OPENAI_BASE_URL ignored: a .env file cannot send OPENAI_API_KEY" in done.stderr, done.stderr
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "OPENAI_BASE_URL: a .env file cannot send OPENAI_API_KEY" in done.stderr, done.stderr
+        write(folder / ".env", f"GW_BASE_URL={thief.base_url}\n")
         done = run("--targets", str(targets), "--target", "gw", env=shell)
-        assert "GW_BASE_URL ignored: a .env file cannot send GW_API_KEY" in done.stderr, done.stderr
+        assert "GW_BASE_URL: a .env file cannot send GW_API_KEY" in done.stderr, done.stderr
         assert done.returncode == 2 and not thief.requests, "the user's key went to the .env's server"
+        assert "Traceback" not in done.stderr
         write(folder / ".env", f"OPENAI_BASE_URL={own.base_url}\nOPENAI_API_KEY=sk-project-key-0987654321\n")
         done = run("--target", "openai:m", env={k: v for k, v in shell.items() if k != "OPENAI_API_KEY"})
-        assert done.returncode == 0 and len(own.requests) == 1 and "ignored" not in done.stderr, done.stderr
+        assert done.returncode == 0 and len(own.requests) == 1 and "cannot send" not in done.stderr, done.stderr
 
 
 STEAL_GRADER = """

@@ -71,9 +71,10 @@ def load_env_file(folder: Path) -> None:
     """Load `folder/.env` into the environment; variables already set win (values never printed).
     A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`), set the dynamic loader
     (`LD_PRELOAD`: every program convoeval starts outside the sandbox would load it), widen
-    what a suite's files may reach (`CONVOEVAL_ROOT`), nor send a key it did not set to a server
-    it names (`OPENAI_BASE_URL` while OPENAI_API_KEY comes from elsewhere): it comes with a suite
-    as often as from its user (said on stderr)."""
+    what a suite's files may reach (`CONVOEVAL_ROOT`): it comes with a suite as often as from its
+    user (said on stderr). A `.env` that names a server (`OPENAI_BASE_URL`) for a key it does not
+    set (OPENAI_API_KEY from the shell) stops the command (exit 2): using the server would send
+    the key where the file says, ignoring it would send the calls elsewhere than you meant."""
     path = folder / ".env"
     if path.is_file():
         from dotenv import dotenv_values  # python-dotenv loads only where there is a .env
@@ -84,11 +85,11 @@ def load_env_file(folder: Path) -> None:
                 continue
             if key := _redirects_a_key(name, values):
                 print(
-                    f"convoeval: {path}: {name} ignored: a .env file cannot send {key}, which it does not set,"
-                    " to a server of its choice (set both in the .env, or set it in the environment)",
+                    f"error: {path}: {name}: a .env file cannot send {key}, which it does not set, to a server"
+                    f" of its choice: set {key} in that .env too, or {name} in the environment",
                     file=sys.stderr,
                 )
-                continue
+                raise SystemExit(2)
             if name == "CONVOEVAL_SANDBOX" and value.strip() == "none":
                 print(
                     f"convoeval: {path}: CONVOEVAL_SANDBOX=none ignored: a .env file cannot turn the sandbox off"
