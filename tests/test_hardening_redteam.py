@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from convoeval.results import EvaluationResult
 from convoeval.testing import FakeOpenAIServer
 
 from .conftest import read_jsonl, write
@@ -306,15 +307,21 @@ def test_a_workspace_never_copies_a_folder_from_outside_the_suite(
         "    verify: {command: 'cat .ssh/id_ed25519 app/.ssh/id_ed25519; exit 1'}\n"
         "    turns: [{input: hi}]\n",
     )
+    result = _run_alone(suite, monkeypatch)
+    assert result.execution_status == "execution_error", result.scores
+    assert "is outside the suite's folder" in (result.error or "") and str(home.name) in (result.error or "")
+    assert "PRIVATE KEY" not in result.model_dump_json()
+
+
+def _run_alone(suite: Path, monkeypatch: pytest.MonkeyPatch) -> EvaluationResult:
+    """The one result of `suite`, run in this process against a loopback model answering "ok"."""
     with FakeOpenAIServer(reply=lambda body: "ok") as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-x-unused-here")
         import convoeval
 
         [result] = convoeval.run(suite, target="openai:m", judge="scripted", cache=False, store=False).results
-    assert result.execution_status == "execution_error", result.scores
-    assert "is outside the suite's folder" in (result.error or "") and str(home.name) in (result.error or "")
-    assert "PRIVATE KEY" not in result.model_dump_json()
+    return result
 
 
 @needs_bwrap
@@ -327,12 +334,7 @@ def test_a_template_in_the_suites_repository_still_works(tmp_path: Path, monkeyp
         "tests:\n  - id: t\n    mode: conversation\n    workspace: {template: ../workspace-template}\n"
         "    verify: {command: 'grep -q \"from the template\" a.txt'}\n    turns: [{input: hi}]\n",
     )
-    with FakeOpenAIServer(reply=lambda body: "ok") as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-x-unused-here")
-        import convoeval
-
-        [result] = convoeval.run(suite, target="openai:m", judge="scripted", cache=False, store=False).results
+    result = _run_alone(suite, monkeypatch)
     assert result.verdict == "pass", result.error
 
 

@@ -24,7 +24,7 @@ import convoeval
 from convoeval.results import EvaluationResult, ToolCall
 from convoeval.testing import FakeOpenAIServer, tool_calls
 
-from .conftest import write
+from .conftest import command_lines, write
 
 Body = dict[str, Any]
 KEY = "sk-test-SANDBOX-" + uuid.uuid4().hex
@@ -220,18 +220,6 @@ def test_endless_output_ends_at_the_timeout_with_memory_bounded(server: FakeOpen
 #: start race it), as soon as its command runs, twice in a row, and in a run started with SIGINT
 #: ignored (a shell script's background job: pytest under such a harness hung here, 2026-11-26).
 MOMENTS = ("at-the-call", "as-the-command-starts", "twice", "started-ignoring-sigint")
-
-
-def command_lines() -> list[str]:
-    """The command lines of every process (read from /proc once)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-            except OSError:
-                continue
-    return found
 
 
 @needs_bwrap

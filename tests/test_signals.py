@@ -31,19 +31,7 @@ from .arena_fakes import (  # noqa: F401  (fixtures)
     pairwise_judge,
     which_test,
 )
-from .conftest import write
-
-
-def command_lines() -> list[str]:
-    """The command lines of every process (read from /proc once)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-            except OSError:
-                continue
-    return found
+from .conftest import command_lines, write
 
 
 def left(mark: str) -> list[str]:
@@ -256,36 +244,6 @@ def test_the_viewer_stops_on_sigterm_and_ctrl_c(tmp_path: Path, stopped: list[su
     os.kill(proc.pid, how)
     _, err = proc.communicate(timeout=30)
     assert (proc.returncode, err) == (128 + how, "")
-
-
-def test_sigterm_while_a_command_works_exits_143_without_a_traceback(
-    tmp_path: Path, stopped: list[subprocess.Popen[str]]
-) -> None:
-    """A command without handlers of its own (here `validate`, held while it loads a `.env` by a
-    stand-in python-dotenv) unwinds from SIGTERM as from Ctrl-C: exit 143, nothing printed."""
-    reached = tmp_path / "reached"
-    write(
-        tmp_path / "stand-in" / "dotenv.py",
-        f"import pathlib, time\ndef dotenv_values(*a, **k):\n    pathlib.Path({str(reached)!r}).touch()\n"
-        "    time.sleep(60)\n",
-    )
-    write(tmp_path / ".env", "X=1\n")
-    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t, input: hi}\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "stand-in"), *sys.path])}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "convoeval", "validate", str(suite)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    stopped.append(proc)
-    wait_for(reached.exists, 30)
-    os.kill(proc.pid, signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    assert (proc.returncode, out, err) == (143, "", "")
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError])

@@ -63,10 +63,12 @@ def test_version_is_printed_without_loading_a_command() -> None:
     ]
 
 
-def test_ctrl_c_while_a_command_loads_exits_130_without_a_traceback(tmp_path: Path) -> None:
-    """Before: a traceback from wherever the signal landed, and death by SIGINT. The command is
-    held while it loads by a stand-in for python-dotenv (loaded for the `.env` beside the suite,
-    before the command's module), which says when it is reached and then waits."""
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_a_command_loads_exits_without_a_traceback(tmp_path: Path, stop: signal.Signals) -> None:
+    """Ctrl-C exits 130 and SIGTERM 143, printing nothing. Before: a traceback from wherever the
+    signal landed, and death by the signal. The command is held while it loads by a stand-in for
+    python-dotenv (imported for the `.env` beside the suite, before the command's module), which
+    says when it is reached and then waits: whatever the loader calls in it."""
     reached = tmp_path / "reached"
     write(
         tmp_path / "stand-in" / "dotenv.py",
@@ -87,9 +89,9 @@ def test_ctrl_c_while_a_command_loads_exits_130_without_a_traceback(tmp_path: Pa
     deadline = time.monotonic() + 30
     while not reached.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     out, err = process.communicate(timeout=30)
-    assert (process.returncode, out, err) == (130, b"", b"")
+    assert (process.returncode, out, err) == (128 + stop, b"", b"")
 
 
 def test_the_command_table_names_the_module_of_every_command() -> None:

@@ -6,7 +6,6 @@ from ._cache import CACHE_FILE, CachedTarget, ResponseCache, cache_key, target_i
 from ._events import CallbackEvents, RunEvents
 from ._meter import CallTotals, MeteredTarget, RunMeter
 from ._options import RUN_SHAPING, RecordedOptions, RunOptions, SharedOptions, TargetLike
-from ._owner import Owner
 from ._pool import LOCAL_NOTE, JudgeChoice, TargetPool, local_model_available, named_targets
 from ._recorder import RunRecorder, suite_key
 from ._runner import RunReport, execute_run
@@ -25,7 +24,6 @@ __all__ = [
     "CallbackEvents",
     "JudgeChoice",
     "MeteredTarget",
-    "Owner",
     "ResponseCache",
     "ResultKey",
     "RunMeter",

@@ -41,6 +41,22 @@ def _stamp(seconds_ago: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - seconds_ago)) + ".000Z"
 
 
+def owner_states(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, str]:
+    """The state of the process recorded as running each of `run_ids` (`Owner.state`: `alive`,
+    `gone`, `unknown`; `unknown` too for an owner convoeval did not write); runs without one are
+    left out."""
+    if not run_ids or not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'owners'").fetchone():
+        return {}
+    wanted, states = set(run_ids), {}
+    for run_id, owner in conn.execute("SELECT run_id, owner FROM owners"):
+        if run_id in wanted:
+            try:
+                states[run_id] = Owner.from_json(json.loads(owner)).state()
+            except (ValueError, KeyError, TypeError):
+                states[run_id] = "unknown"
+    return states
+
+
 def delete_runs(store: Path, run_ids: Sequence[str] = (), older_than: str | None = None) -> tuple[list[str], list[str]]:
     """Delete runs (their results, turns and owner) by id and/or started before `older_than`
     ago, then VACUUM. Returns (deleted ids, ids kept because they are still running).
@@ -63,12 +79,8 @@ def delete_runs(store: Path, run_ids: Sequence[str] = (), older_than: str | None
                 for (r,) in conn.execute("SELECT id FROM runs WHERE started < ? ORDER BY started", (cutoff,))
                 if r not in chosen
             ]
-        owners = dict(conn.execute("SELECT run_id, owner FROM owners"))
-        busy = [
-            r
-            for r in chosen
-            if known[r] == "running" and r in owners and Owner.from_json(json.loads(owners[r])).state() != "gone"
-        ]
+        states = owner_states(conn, [r for r in chosen if known[r] == "running"])
+        busy = [r for r in chosen if states.get(r, "gone") != "gone"]
         doomed = [r for r in chosen if r not in busy]
         with conn:
             for table, column in (("turns", "run_id"), ("results", "run_id"), ("owners", "run_id"), ("runs", "id")):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from contextlib import closing
@@ -11,7 +10,8 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from .._base_model import Model
-from ..engine import Owner, RecordedOptions, RunStore
+from ..engine import RecordedOptions, RunStore
+from ..engine._housekeeping import owner_states
 from ..errors import ConfigError
 from ..results import EvaluationResult
 from ._files import read_results
@@ -114,10 +114,10 @@ def list_runs(store: str | Path) -> list[RunInfo]:
             " (SELECT GROUP_CONCAT(DISTINCT target) FROM results x WHERE x.run_id = r.id)"
             " FROM runs r ORDER BY r.started DESC, r.rowid DESC"
         ).fetchall()
-        gone = _gone(conn, {row[0] for row in rows if row[3] == "running"})
+        owners = owner_states(conn, [row[0] for row in rows if row[3] == "running"])
     runs = []
     for run_id, started, finished, status, options, tests, passed, cost, targets in rows:
-        status = "interrupted" if run_id in gone else status
+        status = "interrupted" if owners.get(run_id) == "gone" else status  # its process is gone
         try:
             paths = RecordedOptions.model_validate_json(options).paths or []
         except ValidationError:  # not written by convoeval
@@ -136,18 +136,3 @@ def list_runs(store: str | Path) -> list[RunInfo]:
             )
         )
     return runs
-
-
-def _gone(conn: sqlite3.Connection, running: set[str]) -> set[str]:
-    """The runs marked running whose process is gone (stopped, killed, crashed)."""
-    if not running or not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'owners'").fetchone():
-        return set()
-    owners = conn.execute("SELECT run_id, owner FROM owners").fetchall()
-    return {run_id for run_id, owner in owners if run_id in running and _owner_gone(owner)}
-
-
-def _owner_gone(owner: str) -> bool:
-    try:
-        return Owner.from_json(json.loads(owner)).state() == "gone"
-    except (ValueError, KeyError, TypeError):  # not written by convoeval
-        return False
