@@ -35,7 +35,12 @@ def test_resume_of_a_live_run_is_refused_until_its_process_is_gone(cli, tmp_path
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", SECRET)
         try:
-            _wait_for(lambda: len(_stored(db)) == 3 and process.poll() is None, "the run to hang on t03")
+            # t03's request held by the gate (three results stored is not enough: the request may
+            # still be on its way, and would then arrive during the refused resume below)
+            _wait_for(
+                lambda: len(_stored(db)) == 3 and "turn 1 of t03" in gate.seen and process.poll() is None,
+                "the run to hang on t03",
+            )
             [(run_id,)] = _rows(db, "SELECT id FROM runs")
             calls = len(server.requests)
             code, out, err = cli("run", "--resume", "last")
