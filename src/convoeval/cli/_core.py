@@ -101,6 +101,15 @@ def _trials_number(value: str | None) -> int | Literal["auto"] | None:
     return None if value is None else "auto" if value == "auto" else int(value)
 
 
+def _processes_number(value: str | None) -> int:
+    """`--processes`: a whole number from 1 (an error of one line, exit 2, otherwise)."""
+    if value is None:
+        return 1
+    if not value.strip().isdigit() or int(value) < 1:
+        raise fail(f"--processes {value}: give a number of worker processes from 1")
+    return int(value)
+
+
 @app.command(help=RUN_HELP)
 def run(
     paths: Annotated[
@@ -295,6 +304,15 @@ def run(
         str | None,
         typer.Option(metavar="ADDRESS", help="The Ray cluster to join (default: RAY_ADDRESS, else a local one)."),
     ] = None,
+    processes: Annotated[
+        str | None,
+        typer.Option(
+            metavar="N",
+            envvar="CONVOEVAL_PROCESSES",
+            help="Run the trials in N worker processes of this machine (default 1: this process); each "
+            "endpoint's limits are split between them.",
+        ),
+    ] = None,
     keep_workspaces: Annotated[
         bool,
         typer.Option(
@@ -322,6 +340,7 @@ def run(
     if output_text is not None and output_text.endswith(("/", os.sep)):  # Path() would drop the slash
         raise fail(f"--output {output_text}: ends with a slash; give a file name")
     output = Path(output_text) if output_text else None
+    workers = _processes_number(processes)
     if output is None and resume is None:
         output = state_dir(store) / "results" / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
     progress = _RunLines(out, "off" if quiet else "bar" if out.is_terminal else "lines", quiet=quiet)
@@ -346,6 +365,7 @@ def run(
                 sandbox=sandbox,
                 backend=backend,
                 ray_address=ray_address,
+                processes=workers,
                 output=output,
                 events=progress,
                 cache=not no_cache,

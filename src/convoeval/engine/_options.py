@@ -151,6 +151,9 @@ class RunOptions(SharedOptions):
         backend: where conversations run: `local` (this process) or `ray` (Ray tasks; default:
             the suites' `execution.backend`, else local).
         ray_address: the Ray cluster to join (default: `RAY_ADDRESS`, else a local one).
+        processes: run the trials in this many worker processes of this machine (default 1:
+            in this process); each endpoint's limits are split between them. Targets, judges
+            and simulators must be specs or TargetConfigs (workers build them); not with Ray.
         keep_workspaces: keep every test's workspace folder after its trial (the result's
             `workspace` says where), whatever its `keep:` says.
         sandbox: where the commands a model or a suite controls run (`bash` and command tools,
@@ -194,6 +197,7 @@ class RunOptions(SharedOptions):
     sandbox: Literal["bubblewrap", "docker", "none"] | None = None
     backend: Literal["local", "ray"] | None = None
     ray_address: str | None = None
+    processes: int = Field(default=1, ge=1)
     output: Path | None = None
     test_ids: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)

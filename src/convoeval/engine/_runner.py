@@ -25,6 +25,7 @@ from ._events import RunEvents
 from ._meter import RunMeter
 from ._options import RecordedOptions, RunOptions
 from ._pool import JudgeChoice, TargetPool, named_targets
+from ._processes import ProcessTrials
 from ._ray import RayTrials
 from ._recorder import RunRecorder, suite_key
 from ._select import select_tests, tests_for_target, tests_on_no_target
@@ -100,6 +101,8 @@ async def execute_run(options: RunOptions, *, version: str, events: RunEvents | 
         run.resolve()
         return await run.execute()
     finally:
+        if run.workers is not None:  # a run that stopped before its trials ran
+            await run.workers.aclose()
         if store is not None:
             store.close()
 
@@ -128,6 +131,7 @@ class _Run:
         self.origin = RecordedOptions()  # a re-run of failed tests: where it came from, what it runs
         self.notes: list[str] = []
         self.meter = RunMeter(max_cost_usd=options.max_cost)
+        self.workers: ProcessTrials | None = None  # `--processes N`: started before the suites load
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -228,8 +232,19 @@ class _Run:
                 self.note(
                     f"warning: the response cache was damaged; moved it to {pool.cache.set_aside} and started a new one"
                 )
-        trial_runner = None
-        if _backend(options, suites) == "ray":
+        trial_runner: TrialRunner | None = None
+        backend = _backend(options, suites)
+        if self.workers is not None:
+            if backend == "ray":
+                raise ConfigError(
+                    f"--processes {options.processes} and the ray backend exclude each other (worker processes "
+                    "of this machine, or Ray tasks): choose one"
+                )
+            roles = [j.target for j in jobs] + list(simulators.values()) + ([judge.target] if judge else [])
+            cache_name = str(pool.cache.path) if pool.cache is not None else None
+            self.workers.configure(pool, cache_name, sandbox.chosen(), roles)
+            trial_runner = self.workers
+        elif backend == "ray":
             cache_file = pool.cache.path if pool.cache is not None else None
             trial_runner = RayTrials(
                 pool.configs,
@@ -247,6 +262,9 @@ class _Run:
     async def execute(self) -> RunReport:
         options, store, meter = self.options, self.store, self.meter
         sandbox.choose(options.sandbox)  # the backend of every command the run's models and suites control
+        if options.processes > 1:  # they import while the suites load
+            self.workers = ProcessTrials(options.processes, meter, self.note)
+            await self.workers.start()
         suites = self.select()
         candidates = [
             f for s in suites if (f := find_targets_file(s.base_dir))
@@ -285,6 +303,9 @@ class _Run:
             finally:
                 if isinstance(ready.trial_runner, RayTrials):
                     if placement := ready.trial_runner.close():
+                        self.note(placement)
+                elif isinstance(ready.trial_runner, ProcessTrials):
+                    if placement := await ready.trial_runner.aclose():
                         self.note(placement)
                 if failed := await run_suite_hooks("after_all", ready.workspaces):
                     self.note(f"warning: {failed}")

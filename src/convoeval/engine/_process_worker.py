@@ -1,0 +1,243 @@
+"""A worker process of `--processes N` (`python -m convoeval.engine._process_worker`).
+
+It reads frames (`_frames`) from its stdin and writes frames to its stdout; fds 0 and 1 are
+moved aside first, so that nothing a trial prints or reads (a hook, a command) reaches the
+driver's pipes. Messages, all tuples:
+
+- driver -> worker: `("setup", WorkerSetup)` once; `("job", number, suite, threshold, trials)`
+  before the first trial of a job; `("trial", id, job, position, trial, roles, settings)`;
+  `("cancel", id)`. End of input: cancel what runs, close the targets and the cache, exit.
+- worker -> driver: `("done", id, result JSON, calls by model, turns)` or `("raised", id,
+  exception type name, message)`.
+
+Each target, judge and simulator is built once per worker from its config, on first use, and
+wrapped as the driver wraps them (response cache, meter, this worker's share of each endpoint's
+limits). Each trial plans its test from the job's suite (sent once), runs in its own task and
+counts its calls in its own meter (a context variable picks it). The process is non-dumpable,
+as the driver is, and gets SIGKILL when the driver dies; SIGINT and SIGTERM (a terminal's Ctrl-C
+reaches the whole process group) are left to the driver, which ends its workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import signal
+import sys
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from .. import _sandbox as sandbox
+from .._secrets import keep_environment_private
+from ..judging import JudgePanel, PanelRule
+from ..results import EvaluationResult
+from ..run import GradedTurn, Job, TrialContext, run_trial
+from ..spec import Suite
+from ..targets import ChatReply, ChatRequest, Target, TargetConfig, endpoint_limits
+from ._cache import ResponseCache
+from ._frames import frame, read_frame
+from ._meter import RunMeter
+from ._pool import TargetPool
+
+#: Limits of one endpoint for one worker: connections at once, requests and tokens a minute.
+Share = tuple[int | None, float | None, float | None]
+
+#: A trial's roles by config name: target, simulated user (`JUDGE`: the judge), judges.
+Roles = tuple[str, str | None, tuple[str, ...]]
+
+#: A trial's judging settings: repeats, temperature, a panel's rule.
+Settings = tuple[int, float, PanelRule | None]
+
+#: The simulated user is the judge (a test whose simulated_user names no model).
+JUDGE = "\0judge"
+
+#: Seconds between two collections of the cyclic garbage collector (as the driver does).
+COLLECT_EVERY_S = 30.0
+
+
+@dataclass
+class WorkerSetup:
+    """What every worker gets once: the target configs by name, the response cache's file,
+    the run's sandbox backend and this worker's share of each endpoint's limits."""
+
+    configs: dict[str, TargetConfig]
+    cache_file: str | None
+    sandbox_name: str
+    shares: dict[str, Share] = field(default_factory=dict)
+
+
+_trial_meter: ContextVar[RunMeter | None] = ContextVar("convoeval_trial_meter", default=None)
+
+
+class _TrialMeters(RunMeter):
+    """The meter the worker's targets are wrapped with: each call goes to its trial's meter."""
+
+    def record_call(self, name: str, request: ChatRequest, reply: ChatReply | None) -> None:
+        meter = _trial_meter.get()
+        if meter is not None:
+            meter.record_call(name, request, reply)
+
+
+class _Turns:
+    """A trial's graded turns, sent with its result (the driver tells its listeners then)."""
+
+    def __init__(self) -> None:
+        self.turns: list[tuple[int, object, ChatReply]] = []
+
+    def turn(self, turn: GradedTurn) -> None:
+        self.turns.append((turn.number, turn.entry, turn.reply))
+
+    async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
+        """Results are the driver's."""
+
+
+class _Worker:
+    def __init__(self, send: asyncio.WriteTransport):
+        self.transport = send
+        self.setup: WorkerSetup | None = None
+        self.pool: TargetPool | None = None
+        self.cache: ResponseCache | None = None
+        self.jobs: dict[int, tuple[Suite, float | None, object]] = {}
+        self.targets: dict[str, Target] = {}
+        self.running: dict[int, asyncio.Task[None]] = {}
+
+    def handle(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "trial":
+            tid = message[1]
+            task = asyncio.get_running_loop().create_task(self.trial(*message[1:]))
+            self.running[tid] = task
+            task.add_done_callback(lambda _: self.running.pop(tid, None))
+        elif kind == "cancel":
+            if (running := self.running.get(message[1])) is not None:
+                running.cancel()
+        elif kind == "job":
+            number, suite, threshold, trials = message[1:]
+            self.jobs[number] = (suite, threshold, trials)
+        elif kind == "setup":
+            self.configure(message[1])
+
+    def configure(self, setup: WorkerSetup) -> None:
+        sandbox.choose(setup.sandbox_name)  # the trials' tasks, made from this context, inherit it
+        self.setup = setup
+        self.cache = ResponseCache(setup.cache_file) if setup.cache_file else None
+        self.pool = TargetPool({}, cache=self.cache, meter=_TrialMeters())
+
+    def target(self, name: str) -> Target:
+        """The target of config `name`, built and wrapped on first use."""
+        if name not in self.targets:
+            assert self.setup is not None and self.pool is not None
+            built = self.pool.get(self.setup.configs[name])
+            if (found := endpoint_limits(built)) is not None and found[1] in self.setup.shares:
+                found[2].tighten(*self.setup.shares[found[1]])
+            self.targets[name] = self.pool.wrap(built)
+        return self.targets[name]
+
+    async def trial(self, tid: int, job_no: int, position: int, trial: int, roles: Roles, settings: Settings) -> None:
+        meter, turns = RunMeter(), _Turns()
+        _trial_meter.set(meter)  # in this task's own context
+        try:
+            target_name, simulator_name, judge_names = roles
+            repeats, temperature, rule = settings
+            suite, threshold, trials = self.jobs[job_no]
+            target = self.target(target_name)
+            job = Job(target=target, suite=suite, threshold=threshold, trials=trials)  # type: ignore[arg-type]
+            plan = job.plan(suite.tests[position]).for_trial(trial)
+            judges = [self.target(n) for n in judge_names]
+            judge = JudgePanel(judges, rule) if len(judges) > 1 else judges[0] if judges else None
+            simulator = judge if simulator_name == JUDGE else self.target(simulator_name) if simulator_name else None
+            ctx = TrialContext(
+                target=target,
+                judge=judge,
+                trial=trial,
+                judge_repeats=repeats,
+                judge_temperature=temperature,
+                simulator=simulator,
+                events=turns,
+                job=job,
+                position=position,
+            )
+            result = await run_trial(plan, ctx)
+            data = frame(("done", tid, result.model_dump_json(), meter.by_model, turns.turns))
+        except Exception as exc:
+            data = frame(("raised", tid, type(exc).__name__, str(exc)))
+        self.transport.write(data)
+
+    async def aclose(self) -> None:
+        for task in list(self.running.values()):
+            task.cancel()
+        await asyncio.gather(*self.running.values(), return_exceptions=True)
+        if self.pool is not None:
+            await self.pool.aclose()
+        if self.cache is not None:
+            self.cache.close()
+
+
+async def _serve(fd_in: int, fd_out: int) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**20)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd_in, "rb", 0))
+    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(fd_out, "wb", 0))
+    worker = _Worker(transport)
+    collector = _collect_by_the_clock(loop)
+    try:
+        while (message := await read_frame(reader)) is not None:
+            worker.handle(message)
+            if message[0] == "setup":
+                gc.freeze()  # what the worker holds for good (modules, configs) out of the collector's sight
+    finally:
+        collector.cancel()
+        await worker.aclose()
+        transport.close()
+
+
+def _collect_by_the_clock(loop: asyncio.AbstractEventLoop) -> asyncio.Task[None]:
+    """The young and middle generations collected every COLLECT_EVERY_S instead of every 700
+    allocations (see `_runner._run_heap`: many live conversations make each collection long)."""
+    gc.disable()
+
+    async def collect() -> None:
+        while True:
+            await asyncio.sleep(COLLECT_EVERY_S)
+            gc.collect(1)
+
+    return loop.create_task(collect())
+
+
+def _end_with_parent() -> None:
+    """SIGKILL for this process when the driver dies (Linux), so that no worker outlives it."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _ignore(signum: int, frame: FrameType | None) -> None:
+    """The driver handles Ctrl-C and SIGTERM; a handler (not SIG_IGN) so that commands started
+    here get the default handling back when they run their program."""
+
+
+def main() -> None:
+    fd_in, fd_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)  # what a trial prints goes to stderr, never into the frames
+    os.close(null)
+    keep_environment_private()
+    _end_with_parent()
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, _ignore)
+    if os.getppid() != int(os.environ.get("CONVOEVAL_DRIVER_PID", os.getppid())):
+        return  # the driver died before this process asked to die with it
+    asyncio.run(_serve(fd_in, fd_out))
+
+
+if __name__ == "__main__":
+    main()
