@@ -140,6 +140,8 @@ class ProcessTrials:
         return target.name
 
     async def __call__(self, plan: TestPlan, ctx: TrialContext) -> TrialResult:
+        if self.closing:  # the run was stopped (Ctrl-C, SIGTERM): a trial that cannot run now is
+            raise asyncio.CancelledError  # cancelled, never recorded as one that failed
         workers = [w for w in self.workers if w.alive]
         if not workers:
             return TrialResult.not_run(ctx.trial, "--processes: no worker process is left (they all ended)")
@@ -230,6 +232,8 @@ class ProcessTrials:
         self.closing = True
         workers, self.workers, self.retired = self.workers + self.retired, [], []
         for worker in workers:
+            for future in worker.pending.values():
+                future.cancel()  # its trial did not run to its end: cancelled, as in one process
             self._retire(worker)
         for worker in workers:
             try:

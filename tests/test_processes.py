@@ -1,0 +1,312 @@
+"""`--processes N`: trials in worker processes of this machine, against loopback servers. The
+same results and store contents as one process; requests in flight bounded across workers; the
+budget; a killed worker; Ctrl-C/SIGTERM and --resume; what is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import convoeval
+from convoeval.errors import ConfigError
+from convoeval.testing import FakeOpenAIServer
+
+from .conftest import command_lines, read_jsonl, write
+
+#: Keys whose values are wall-clock measurements (they differ between any two runs).
+TIMINGS = {"duration_ms", "latency_ms", "finished"}
+WORKER = "convoeval.engine._process_worker"
+
+
+def _without_timings(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The worker processes whose parent is `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if WORKER in cmdline and ppid == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(latency_s=0.05) as fake:
+        write(
+            tmp_path / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{fake.base_url}'}}\n"
+            f"  - {{name: grader, provider: openai, model: j, base_url: '{fake.base_url}'}}\n",
+        )
+        yield fake
+
+
+def _suite(tmp_path: Path, tests: int = 8) -> Path:
+    """Two-turn conversations: a rubric the judge grades, a check that passes and one that fails
+    on odd tests, and a test that depends on another."""
+    body = "".join(
+        f"  - id: t{i}\n    mode: conversation\n" + ("    depends_on: [t0]\n" if i == 1 else "") + "    turns:\n"
+        f"      - {{input: 'a{i}', assertions: [Says something useful]}}\n"
+        f"      - {{input: 'b{i}', assertions: [{{type: contains, value: '{'b' if i % 2 == 0 else 'zzz'}'}}]}}\n"
+        for i in range(tests)
+    )
+    return write(tmp_path / "s.eval.yaml", "tests:\n" + body)
+
+
+def _stored(store: Path) -> tuple[list[tuple], list[tuple]]:
+    """The turns and results a run store holds, without ids and timings, in a fixed order."""
+    with sqlite3.connect(store) as db:
+        turns = sorted(
+            (*row[:7], json.dumps(_without_timings(json.loads(row[7])), sort_keys=True))
+            for row in db.execute("SELECT suite, test_id, target, trial, turn, verdict, score, data FROM turns")
+        )
+        results = sorted(
+            (*row[:3], json.dumps(_without_timings(json.loads(row[3])), sort_keys=True))
+            for row in db.execute("SELECT suite, test_id, target, data FROM results")
+        )
+    return turns, results
+
+
+def test_worker_processes_give_the_results_and_store_of_one_process(server, tmp_path: Path) -> None:
+    path = _suite(tmp_path)
+    common = {"target": "bot", "judge": "grader", "cache": False, "concurrency": 8}
+    reports = {}
+    for processes in (1, 2):
+        reports[processes] = convoeval.run(
+            path,
+            processes=processes,
+            store=tmp_path / f"runs-{processes}.sqlite",
+            output=tmp_path / f"r{processes}.jsonl",
+            **common,
+        )
+    one, two = (_without_timings(read_jsonl(tmp_path / f"r{n}.jsonl")) for n in (1, 2))
+    assert sorted(two, key=lambda r: r["test_id"]) == sorted(one, key=lambda r: r["test_id"])  # type: ignore[arg-type, index]
+    assert {r["verdict"] for r in one} == {"pass", "fail"}  # type: ignore[index, union-attr]
+    assert _stored(tmp_path / "runs-2.sqlite") == _stored(tmp_path / "runs-1.sqlite")
+    assert len(_stored(tmp_path / "runs-2.sqlite")[0]) == 16  # every graded turn was recorded
+    for key in ("calls", "turns", "input_tokens", "output_tokens", "by_model", "verdicts"):
+        assert reports[2].summary[key] == reports[1].summary[key], key
+    assert reports[2].summary["calls"] == 24  # 16 turns and 8 rubric grades
+    assert any(n.startswith("processes: 8 trial(s) in 2 worker process(es)") for n in reports[2].notes)
+
+
+def test_the_response_cache_is_shared_by_the_workers(server, tmp_path: Path) -> None:
+    path = _suite(tmp_path)
+    options = {"target": "bot", "judge": "grader", "processes": 2, "cache_dir": tmp_path / "c", "store": False}
+    first = convoeval.run(path, **options)
+    again = convoeval.run(path, **options)
+    assert first.summary["calls"] == 24 and first.summary["cache_hits"] == 0
+    assert again.summary["calls"] == 0 and again.summary["cache_hits"] == 24
+    assert [r.verdict for r in again.results] == [r.verdict for r in first.results]
+
+
+@pytest.mark.parametrize(("limit", "workers"), [(3, 2), (1, 1)])
+def test_requests_in_flight_never_exceed_the_limit_summed_over_workers(
+    server, tmp_path: Path, limit: int, workers: int
+) -> None:
+    path = _suite(tmp_path, tests=12)
+    report = convoeval.run(
+        path, target="bot", judge="grader", processes=2, max_connections=limit, concurrency=12, cache=False, store=False
+    )
+    assert len(report.results) == 12 and server.max_in_flight == limit  # each worker used its whole share
+    assert any(n.startswith(f"processes: 12 trial(s) in {workers} worker process(es)") for n in report.notes)
+    if workers == 1:
+        assert any("allows 1 request(s) at once; 1 worker process(es) used" in n for n in report.notes)
+
+
+def test_a_targets_file_concurrency_is_split_too(tmp_path: Path) -> None:
+    with FakeOpenAIServer(latency_s=0.05) as fake:
+        write(
+            tmp_path / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{fake.base_url}', concurrency: 2}}\n",
+        )
+        path = write(
+            tmp_path / "s.eval.yaml",
+            "tests:\n" + "".join(f"  - {{id: t{i}, input: 'q{i}'}}\n" for i in range(10)),
+        )
+        report = convoeval.run(path, target="bot", processes=3, concurrency=10, cache=False, store=False)
+        assert len(report.results) == 10 and fake.max_in_flight == 2
+
+
+PRICEY = "targets:\n  - {name: pricey, provider: openai, model: m, price_input_per_mtok: 1000000, price_output_per_mtok: 1000000}\n"
+
+
+def test_the_budget_stops_new_trials_and_resume_finishes_them(cli, fake_openai, tmp_path: Path) -> None:
+    write(tmp_path / "targets.yaml", PRICEY)
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - {id: t1, input: one}\n  - {id: t2, input: two}\n"
+        "  - {id: t3, input: three, depends_on: t2}\n  - {id: t4, input: four}\n",
+    )
+    common = ("--target", "pricey", "--processes", "2", "-o", tmp_path / "r.jsonl")
+    code, out, _ = cli("run", suite, *common, "--concurrency", "1", "--max-cost", "0.5")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert results["t1"]["verdict"] == "pass" and code == 1  # the calls of t1 were absorbed when it returned
+    for test_id in ("t2", "t3", "t4"):
+        assert (results[test_id]["verdict"], results[test_id]["execution_status"]) == ("skip", "budget_exhausted")
+    assert len(fake_openai.requests) == 1 and "budget reached" in out and "3 test(s) not started" in out
+
+    code, out, _ = cli("run", "--resume", "last", "--processes", "2", "--max-cost", "1000")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert {r["verdict"] for r in results.values()} == {"pass"} and len(results) == 4
+    assert len(fake_openai.requests) == 4 and code == 0
+
+
+def test_a_killed_worker_fails_its_trials_and_the_run_goes_on(tmp_path: Path) -> None:
+    with FakeOpenAIServer(latency_s=0.4) as fake:
+        write(
+            tmp_path / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{fake.base_url}'}}\n",
+        )
+        path = write(
+            tmp_path / "s.eval.yaml",
+            "tests:\n" + "".join(f"  - {{id: t{i}, input: 'q{i}'}}\n" for i in range(12)),
+        )
+        killed: list[int] = []
+
+        def kill_one() -> None:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and len(fake.requests) < 4:
+                time.sleep(0.01)
+            pids = _workers_of(os.getpid())
+            if pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+
+        killer = threading.Thread(target=kill_one)
+        killer.start()
+        notes: list[str] = []
+        report = convoeval.run(
+            path, target="bot", processes=2, concurrency=4, cache=False, store=False, on_note=notes.append
+        )
+        killer.join()
+    assert killed, "no worker process was found to kill"
+    errors = [r for r in report.results if r.execution_status == "execution_error"]
+    passed = [r for r in report.results if r.verdict == "pass"]
+    assert errors and passed and len(errors) + len(passed) == 12
+    assert all(f"worker process {killed[0]} was killed by SIGKILL" in (r.error or "") for r in errors)
+    assert any(f"worker process {killed[0]} was killed by SIGKILL" in n and "a new worker" in n for n in notes)
+    assert report.exit_code == 1
+    assert not _workers_of(os.getpid())  # every worker ended with the run
+
+
+class _Echo:
+    name = "echo"
+
+    async def chat(self, request):  # pragma: no cover - refused before any call
+        raise AssertionError
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_a_python_object_target_is_refused(server, tmp_path: Path) -> None:
+    path = _suite(tmp_path, tests=1)
+    with pytest.raises(ConfigError, match=r"--processes 2: 'echo' is a Python object; give it as provider:model"):
+        convoeval.run(path, target=_Echo(), judge="grader", processes=2, cache=False, store=False)
+    assert not _workers_of(os.getpid()) and not server.requests
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--processes", "0"), "error: --processes 0: give a number of worker processes from 1"),
+        (("--processes", "two"), "error: --processes two: give a number of worker processes from 1"),
+        (
+            ("--processes", "2", "--backend", "ray"),
+            "error: --processes 2 and the ray backend exclude each other (worker processes of this machine, "
+            "or Ray tasks): choose one",
+        ),
+    ],
+)
+def test_bad_processes_options_are_one_line_errors(tmp_path: Path, args: tuple[str, ...], said: str) -> None:
+    path = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t, input: hi}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "convoeval", "run", str(path), "--target", "scripted", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.strip() == said, done.stderr
+
+
+def test_sigterm_ends_the_workers_and_resume_finishes_the_run(tmp_path: Path) -> None:
+    with FakeOpenAIServer(latency_s=0.3) as fake:
+        write(
+            tmp_path / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{fake.base_url}'}}\n",
+        )
+        path = write(
+            tmp_path / "s.eval.yaml",
+            "tests:\n" + "".join(f"  - {{id: t{i:02d}, input: 'q{i:02d}'}}\n" for i in range(40)),
+        )
+        common = [
+            "--target",
+            "bot",
+            "--processes",
+            "2",
+            "--concurrency",
+            "4",
+            "--no-cache",
+            "-o",
+            str(tmp_path / "r.jsonl"),
+        ]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "convoeval", "run", str(path), *common],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and len(fake.requests) < 8:
+                time.sleep(0.02)
+            workers = _workers_of(proc.pid)
+            assert len(workers) == 2
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == 143 and "Traceback" not in err, err
+        assert not [w for w in workers if Path(f"/proc/{w}").exists()], "a worker outlived the run"
+        run_id = err.rsplit("--resume ", 1)[1].split()[0]
+        done_before = {r["test_id"] for r in read_jsonl(tmp_path / "r.jsonl")}
+        asked_before = len(fake.requests)
+        assert 0 < len(done_before) < 40
+        resumed = subprocess.run(
+            [sys.executable, "-m", "convoeval", "run", "--resume", run_id, "--processes", "2"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        asked_after = [json.dumps(r["messages"]) for r in fake.requests[asked_before:]]
+    assert len(read_jsonl(tmp_path / "r.jsonl")) == 40
+    assert not [t for t in done_before if any(f"q{t[1:]}" in m for m in asked_after)]  # never sent again
+    assert not [c for c in command_lines() if WORKER in c and str(tmp_path) in c]
