@@ -32,7 +32,7 @@ from ..targets import Target, endpoint_limits
 from ._frames import frame, read_frame
 from ._meter import RunMeter
 from ._pool import TargetPool
-from ._process_worker import JUDGE, Roles, Share, WorkerSetup
+from ._process_worker import JUDGE, Roles, Share, WorkerSetup, from_reply_state
 
 #: Seconds a worker has to end once its input is closed, before it is killed.
 GRACE_S = 5.0
@@ -179,7 +179,10 @@ class ProcessTrials:
             self.meter.absorb(calls)  # type: ignore[arg-type]
             if ctx.events is not None and ctx.job is not None:
                 for number, entry, reply in turns:  # type: ignore[attr-defined]
-                    ctx.events.turn(GradedTurn(ctx.job, ctx.position, ctx.trial, number, entry, reply))
+                    graded = result.scores[entry] if isinstance(entry, int) else entry
+                    ctx.events.turn(
+                        GradedTurn(ctx.job, ctx.position, ctx.trial, number, graded, from_reply_state(reply))
+                    )
             return result
         if kind == "raised":
             _, _, name, text = message
