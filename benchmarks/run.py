@@ -31,7 +31,10 @@ to the floor doing the same (200 in flight). Here the client's CPU is the limit,
 CPU per model call: the process's CPU minus its start-up CPU (the CPU it had used when the
 server saw its first request, sampled from /proc every 5 ms), divided by the calls. Goals:
 CPU per call within 1.5x of the floor's, wall within 1.15x. The server's own CPU over the run is
-printed beside it, to show it is not the bottleneck.
+printed beside it, to show it is not the bottleneck. W-large also runs with `--processes 2` (the
+trials in two worker processes; same arguments otherwise): its CPU is that of the command and its
+reaped workers together (wait4), minus the command's own start-up CPU (the workers' imports count
+as per-call CPU), divided by the calls.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ HERE = Path(__file__).resolve().parent
 W_CONVERSATIONS, W_TURNS, W_CONNECTIONS, W_LATENCY = 100, 5, 20, 0.1
 W_IDEAL_S = W_CONVERSATIONS * W_TURNS * 2 * W_LATENCY / W_CONNECTIONS  # 5 s
 LARGE_CONVERSATIONS, LARGE_TURNS, LARGE_CONNECTIONS, LARGE_LATENCY = 2000, 5, 200, 0.02
+LARGE_PROCESSES = 2  # W-large is also run with `--processes 2` (worker processes; CPU of all of them)
 MEMORY_CONVERSATIONS, MEMORY_TURNS, MEMORY_FILES, MEMORY_CONCURRENCY = 10_000, 10, 100, 50
 
 
@@ -292,7 +296,7 @@ def w_large(work: Path, runs: int) -> list[tuple[str, Measure, str, str]]:
     suite = write_w(work, name="w-large", conversations=LARGE_CONVERSATIONS, turns=LARGE_TURNS)
     calls = LARGE_CONVERSATIONS * LARGE_TURNS * 2
     server = Server(LARGE_LATENCY)
-    floors, ours, kept = [], [], []
+    floors, ours, kept, procs = [], [], [], []
     try:
         for i in range(runs):
             floors.append(run_floor(server, True, LARGE_CONVERSATIONS, LARGE_TURNS, LARGE_CONNECTIONS))
@@ -300,31 +304,43 @@ def w_large(work: Path, runs: int) -> list[tuple[str, Measure, str, str]]:
             kept.append(run_floor(server, True, LARGE_CONVERSATIONS, LARGE_TURNS, LARGE_CONNECTIONS,
                                   state=work / f"large-floor-state-{i}"))
             kept_load = load()
+            args = [str(suite), "--target", "openai:bench-target", "--judge", "openai:bench-judge", "--concurrency",
+                    str(LARGE_CONVERSATIONS), "--max-connections", str(LARGE_CONNECTIONS), "--quiet"]
             ours.append(run_convoeval(
-                [str(suite), "--target", "openai:bench-target", "--judge", "openai:bench-judge", "--concurrency",
-                 str(LARGE_CONVERSATIONS), "--max-connections", str(LARGE_CONNECTIONS), "--quiet", "--cache-dir", str(work / f"large-cache-{i}"),
-                 "--store", str(work / f"large-state-{i}"), "-o", str(work / f"w-large-{i}.jsonl")], work, server))
+                [*args, "--cache-dir", str(work / f"large-cache-{i}"), "--store", str(work / f"large-state-{i}"),
+                 "-o", str(work / f"w-large-{i}.jsonl")], work, server))
+            ours_load = load()
+            procs.append(run_convoeval(
+                [*args, "--processes", str(LARGE_PROCESSES), "--cache-dir", str(work / f"large-p-cache-{i}"),
+                 "--store", str(work / f"large-p-state-{i}"), "-o", str(work / f"w-large-p-{i}.jsonl")], work, server))
             for name, m, at in (("floor", floors[-1], floor_load), ("+ state", kept[-1], kept_load),
-                                 ("convoeval", ours[-1], load())):
+                                 ("convoeval", ours[-1], ours_load), (f"{LARGE_PROCESSES} procs", procs[-1], load())):
                 print(f"  run {i + 1} {name:>9}: wall {m.wall_s:.2f} s ({m.split}), CPU {m.cpu_s:.2f} s "
                       f"(start-up {m.start_cpu_s:.2f} s, tear-down {m.end_cpu_s:.2f} s), {m.cpu_per_call_ms:.3f} ms CPU per call, "
                       f"{m.rss_mb:.0f} MB, {m.calls} calls, {m.in_flight} in flight at most; "
                       f"server CPU {m.server_cpu_s:.2f} s; {at}")
     finally:
         server.stop()
-    f, k, o = median(floors), median(kept), median(ours)
+    f, k, o, p = median(floors), median(kept), median(ours), median(procs)
     cpu_ratio, wall_ratio = o.cpu_per_call_ms / f.cpu_per_call_ms, o.wall_s / f.wall_s
+    p_cpu_ratio, p_wall_ratio = p.cpu_per_call_ms / f.cpu_per_call_ms, p.wall_s / f.wall_s
     print(f"W-large medians of {runs}: floor {f.wall_s:.2f} s, {f.cpu_per_call_ms:.3f} ms CPU per call, "
           f"{f.rss_mb:.0f} MB, {f.in_flight} in flight; floor with state {k.wall_s:.2f} s, "
           f"{k.cpu_per_call_ms:.3f} ms CPU per call ({k.cpu_per_call_ms / f.cpu_per_call_ms:.2f}x); "
           f"convoeval {o.wall_s:.2f} s ({wall_ratio:.3f}x), "
-          f"{o.cpu_per_call_ms:.3f} ms CPU per call ({cpu_ratio:.2f}x), {o.rss_mb:.0f} MB, {o.in_flight} in flight")
+          f"{o.cpu_per_call_ms:.3f} ms CPU per call ({cpu_ratio:.2f}x), {o.rss_mb:.0f} MB, {o.in_flight} in flight; "
+          f"--processes {LARGE_PROCESSES} {p.wall_s:.2f} s ({p_wall_ratio:.3f}x), {p.cpu_per_call_ms:.3f} ms CPU per "
+          f"call of all its processes ({p_cpu_ratio:.2f}x), {p.rss_mb:.0f} MB, {p.in_flight} in flight")
     ok = o.calls == calls and o.in_flight <= LARGE_CONNECTIONS and cpu_ratio <= 1.5 and wall_ratio <= 1.15
+    p_ok = p.calls == calls and p.in_flight <= LARGE_CONNECTIONS and p_cpu_ratio <= 1.5 and p_wall_ratio <= 1.15
     return [
         ("floor: W-large, 20,000 calls", f, f"{f.cpu_per_call_ms:.3f} ms/call", "-"),
         ("floor with state: W-large", k, f"{k.cpu_per_call_ms / f.cpu_per_call_ms:.2f}x CPU/call", "-"),
         ("W-large: 2000 conv x 5 + judge", o, f"{wall_ratio:.3f}x wall", "PASS" if ok else "FAIL"),
         ("  W-large CPU per call", o, f"{cpu_ratio:.2f}x floor", "PASS" if cpu_ratio <= 1.5 else "FAIL"),
+        (f"W-large --processes {LARGE_PROCESSES}", p, f"{p_wall_ratio:.3f}x wall", "PASS" if p_ok else "FAIL"),
+        (f"  --processes {LARGE_PROCESSES} CPU per call", p, f"{p_cpu_ratio:.2f}x floor",
+         "PASS" if p_cpu_ratio <= 1.5 else "FAIL"),
     ]
 
 

@@ -281,6 +281,8 @@ def main() -> None:
     if os.getppid() != int(os.environ.get("CONVOEVAL_DRIVER_PID", os.getppid())):
         return  # the driver died before this process asked to die with it
     asyncio.run(_serve(fd_in, fd_out))
+    sys.stderr.flush()
+    os._exit(0)  # the cache and targets are closed: no need to free every object one by one
 
 
 if __name__ == "__main__":

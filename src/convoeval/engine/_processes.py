@@ -12,7 +12,8 @@ Each endpoint's limits (`--max-connections`, a target's concurrency, rpm and tpm
 between the workers, so that their sum never exceeds the limit; when an endpoint allows fewer
 requests at once than N, only that many workers are used (a note says so). A worker that dies
 turns its trials in flight into `execution_error` and is started again (at most N times over a
-run); the run goes on. Closing ends the workers (end of input, then SIGKILL after a grace).
+run); the run goes on. Stopping closes the workers' input (they end while the driver writes its
+report); closing then waits for them (SIGKILL after a grace).
 """
 
 from __future__ import annotations
@@ -229,15 +230,25 @@ class ProcessTrials:
         if stdin is not None and not stdin.is_closing():
             stdin.close()
 
-    async def aclose(self) -> str | None:
-        """End every worker (end of input; SIGKILL after GRACE_S) and say where the trials ran,
-        for the run's notes: `processes: 40 trial(s) in 2 worker process(es) (21, 19)`."""
+    def stop(self) -> str | None:
+        """Close every worker's input (it ends its trials, closes its targets and cache, and
+        exits while the driver writes its report) and say where the trials ran, for the run's
+        notes: `processes: 40 trial(s) in 2 worker process(es) (21, 19)`."""
         self.closing = True
-        workers, self.workers, self.retired = self.workers + self.retired, [], []
+        workers = self.workers + self.retired
         for worker in workers:
             for future in worker.pending.values():
                 future.cancel()  # its trial did not run to its end: cancelled, as in one process
             self._retire(worker)
+        done = [w.trials for w in workers if w.trials]
+        if not done:
+            return None
+        return f"processes: {sum(done)} trial(s) in {len(done)} worker process(es) ({', '.join(map(str, done))})"
+
+    async def aclose(self) -> None:
+        """Stop the workers (`stop`) and wait for them to end; one still running after GRACE_S is killed."""
+        self.stop()
+        workers, self.workers, self.retired = self.workers + self.retired, [], []
         for worker in workers:
             try:
                 await asyncio.wait_for(worker.process.wait(), GRACE_S)
@@ -247,10 +258,6 @@ class ProcessTrials:
                 await worker.process.wait()
             if worker.reader is not None:
                 await asyncio.gather(worker.reader, return_exceptions=True)
-        done = [w.trials for w in workers if w.trials]
-        if not done:
-            return None
-        return f"processes: {sum(done)} trial(s) in {len(done)} worker process(es) ({', '.join(map(str, done))})"
 
 
 def _settings(ctx: TrialContext) -> tuple[int, float, object]:

@@ -101,7 +101,7 @@ async def execute_run(options: RunOptions, *, version: str, events: RunEvents | 
         run.resolve()
         return await run.execute()
     finally:
-        if run.workers is not None:  # a run that stopped before its trials ran
+        if run.workers is not None:
             await run.workers.aclose()
         if store is not None:
             store.close()
@@ -305,7 +305,7 @@ class _Run:
                     if placement := ready.trial_runner.close():
                         self.note(placement)
                 elif isinstance(ready.trial_runner, ProcessTrials):
-                    if placement := await ready.trial_runner.aclose():
+                    if placement := ready.trial_runner.stop():  # they end while the report is written
                         self.note(placement)
                 if failed := await run_suite_hooks("after_all", ready.workspaces):
                     self.note(f"warning: {failed}")
