@@ -310,3 +310,33 @@ def test_sigterm_ends_the_workers_and_resume_finishes_the_run(tmp_path: Path) ->
     assert len(read_jsonl(tmp_path / "r.jsonl")) == 40
     assert not [t for t in done_before if any(f"q{t[1:]}" in m for m in asked_after)]  # never sent again
     assert not [c for c in command_lines() if WORKER in c and str(tmp_path) in c]
+
+
+GRADER = """\
+import json, os
+pid, seen = os.getppid(), []
+while pid > 1:
+    seen.append(open(f"/proc/{{pid}}/cmdline", "rb").read().replace(b"\\0", b" ").decode())
+    pid = int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
+with open("{log}", "a") as log:
+    log.write(" | ".join(seen) + "\\n")
+print(json.dumps({{"score": 1}}))
+"""
+
+
+def test_trials_run_in_the_worker_processes_python_callables_and_commands_too(tmp_path: Path) -> None:
+    """A targets-file Python callable is loaded in each worker; a code grader's command runs there."""
+    write(tmp_path / "agent.py", "import os\n\ndef reply(messages):\n    return f'pid {os.getpid()}'\n")
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: agent, provider: python, callable: agent.py:reply}\n")
+    write(tmp_path / "grade.py", GRADER.format(log=tmp_path / "graders.log"))
+    grader = f"{{type: code-grader, command: ['{sys.executable}', grade.py]}}"
+    path = write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n" + "".join(f"  - {{id: t{i}, input: 'q{i}', assertions: [{grader}]}}\n" for i in range(8)),
+    )
+    report = convoeval.run(path, target="agent", processes=2, concurrency=8, cache=False, store=False)
+    pids = {r.output[-1].content for r in report.results}
+    assert {r.verdict for r in report.results} == {"pass"}, [r.error or r.scores for r in report.results][:1]
+    assert len(pids) == 2 and f"pid {os.getpid()}" not in pids
+    ancestors = (tmp_path / "graders.log").read_text().splitlines()
+    assert len(ancestors) == 8 and all(WORKER in line for line in ancestors)  # each grader's command ran in a worker
