@@ -22,6 +22,7 @@ from convoeval.errors import ConfigError
 from convoeval.testing import FakeOpenAIServer
 
 from .conftest import command_lines, read_jsonl, write
+from .test_plugins import BOT, check_results, plugin_source, suite_source
 
 #: Keys whose values are wall-clock measurements (they differ between any two runs).
 TIMINGS = {"duration_ms", "latency_ms", "finished"}
@@ -340,3 +341,22 @@ def test_trials_run_in_the_worker_processes_python_callables_and_commands_too(tm
     assert len(pids) == 2 and f"pid {os.getpid()}" not in pids
     ancestors = (tmp_path / "graders.log").read_text().splitlines()
     assert len(ancestors) == 8 and all(WORKER in line for line in ancestors)  # each grader's command ran in a worker
+
+
+@pytest.mark.usefixtures("clean_registry")
+def test_plugins_the_driver_loaded_are_loaded_in_the_workers(cli, tmp_path: Path) -> None:
+    """A suite's `plugins:` file (assertion types and graders) and a `--plugin` module found in
+    the working directory, as in one process."""
+    write(tmp_path / "suite" / "graders" / "mine.py", plugin_source("pk"))
+    write(tmp_path / "cwd_graders.py", plugin_source("pm"))
+    suite = write(tmp_path / "suite" / "s.eval.yaml", suite_source("pk", "plugins: [graders/mine.py]\n"))
+    other = write(tmp_path / "other" / "m.eval.yaml", suite_source("pm"))
+    targets = write(tmp_path / "targets.yaml", BOT)
+    args = ("--targets", targets, "--target", "bot", "--processes", "2", "--plugin", "cwd_graders")
+    code, out, err = cli("run", suite, *args, "-o", tmp_path / "r.jsonl")
+    assert code == 1, out + err  # `short` fails a test
+    check_results(tmp_path / "r.jsonl", "pk")
+    code, out, err = cli("run", other, *args, "-o", tmp_path / "m.jsonl")
+    results = read_jsonl(tmp_path / "m.jsonl")
+    assert code == 1 and len(results) == 2, out + err
+    check_results(tmp_path / "m.jsonl", "pm")

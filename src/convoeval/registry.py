@@ -113,6 +113,23 @@ def entries(kind: Kind) -> dict[str, Any]:
     return dict(table)
 
 
+def registered_as(obj: object) -> tuple[Kind, str] | None:
+    """The kind and name `obj` is registered as, or None (without loading anything)."""
+    for kind in KINDS:
+        for name, registered in _entries[kind].items():
+            if registered is obj:
+                return kind, name
+    return None
+
+
+def plugin_modules() -> list[tuple[str, str | None]]:
+    """The modules other than convoeval's that registered something, as (name, file): what a
+    worker process (`--processes`) imports to know the same names."""
+    found = {getattr(obj, "__module__", "") or "" for table in _entries.values() for obj in table.values()}
+    modules = [(name, getattr(sys.modules.get(name), "__file__", None)) for name in sorted(found)]
+    return [(name, file) for name, file in modules if name and name.split(".")[0] != "convoeval"]
+
+
 def _load_lazy(kind: Kind, name: str) -> None:
     """Import the module declared for the built-in `name`. The declaration is dropped only once
     the import succeeded, so a module that fails to import fails every lookup the same way."""

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 import os
+import pickle
 import signal
 import sys
 from contextvars import ContextVar
@@ -31,6 +33,7 @@ from types import FrameType
 from typing import Any
 
 from .. import _sandbox as sandbox
+from .. import registry
 from .._secrets import keep_environment_private
 from ..judging import JudgePanel, PanelRule
 from ..results import EvaluationResult, ScoreEntry, Usage
@@ -61,12 +64,15 @@ COLLECT_EVERY_S = 30.0
 @dataclass
 class WorkerSetup:
     """What every worker gets once: the target configs by name, the response cache's file,
-    the run's sandbox backend and this worker's share of each endpoint's limits."""
+    the run's sandbox backend, this worker's share of each endpoint's limits, and the driver's
+    plugin modules (name, file) and Python path."""
 
     configs: dict[str, TargetConfig]
     cache_file: str | None
     sandbox_name: str
     shares: dict[str, Share] = field(default_factory=dict)
+    plugins: list[tuple[str, str | None]] = field(default_factory=list)
+    sys_path: list[str] = field(default_factory=list)
 
 
 _trial_meter: ContextVar[RunMeter | None] = ContextVar("convoeval_trial_meter", default=None)
@@ -144,7 +150,8 @@ class _Worker:
         self.setup: WorkerSetup | None = None
         self.pool: TargetPool | None = None
         self.cache: ResponseCache | None = None
-        self.jobs: dict[int, tuple[Suite, float | None, object]] = {}
+        self.jobs: dict[int, tuple[Suite, float | None, Any] | Exception] = {}
+        self.broken: Exception | None = None  # a plugin that could not be loaded
         self.targets: dict[str, Target] = {}
         self.running: dict[int, asyncio.Task[None]] = {}
 
@@ -159,14 +166,27 @@ class _Worker:
             if (running := self.running.get(message[1])) is not None:
                 running.cancel()
         elif kind == "job":
-            number, suite, threshold, trials = message[1:]
-            self.jobs[number] = (suite, threshold, trials)
+            try:
+                self.jobs[message[1]] = pickle.loads(message[2])
+            except Exception as exc:  # each trial of the job says why
+                self.jobs[message[1]] = RuntimeError(f"its suite could not be read in a worker process: {exc}")
         elif kind == "setup":
             self.configure(message[1])
 
     def configure(self, setup: WorkerSetup) -> None:
         sandbox.choose(setup.sandbox_name)  # the trials' tasks, made from this context, inherit it
         self.setup = setup
+        sys.path[:] = list(dict.fromkeys([*setup.sys_path, *sys.path]))
+        for name, file in setup.plugins:
+            try:
+                if name in sys.modules:
+                    continue
+                if name.startswith("convoeval_plugin_") and file:  # loaded from a file: the same name again
+                    registry.load_plugin(file)
+                else:
+                    importlib.import_module(name)
+            except Exception as exc:  # each trial says why
+                self.broken = RuntimeError(f"plugin {file or name} could not be loaded in a worker process: {exc}")
         self.cache = ResponseCache(setup.cache_file) if setup.cache_file else None
         self.pool = TargetPool({}, cache=self.cache, meter=_TrialMeters())
 
@@ -186,9 +206,14 @@ class _Worker:
         try:
             target_name, simulator_name, judge_names = roles
             repeats, temperature, rule = settings
-            suite, threshold, trials = self.jobs[job_no]
+            job_setup = self.jobs[job_no]
+            if self.broken is not None:
+                raise self.broken
+            if isinstance(job_setup, Exception):
+                raise job_setup
+            suite, threshold, trials = job_setup
             target = self.target(target_name)
-            job = Job(target=target, suite=suite, threshold=threshold, trials=trials)  # type: ignore[arg-type]
+            job = Job(target=target, suite=suite, threshold=threshold, trials=trials)
             plan = job.plan(suite.tests[position]).for_trial(trial)
             judges = [self.target(n) for n in judge_names]
             judge = JudgePanel(judges, rule) if len(judges) > 1 else judges[0] if judges else None

@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
 from collections.abc import Callable
 
+from .. import registry
 from ..errors import ConfigError
 from ..judging import JudgePanel, panel_members
 from ..results import TrialResult
 from ..run import GradedTurn, Job, TestPlan, TrialContext
 from ..targets import Target, endpoint_limits
-from ._frames import frame, read_frame
+from ._frames import frame, read_frame, registry_dumps
 from ._meter import RunMeter
 from ._pool import TargetPool
 from ._process_worker import JUDGE, Roles, Share, WorkerSetup, from_reply_state
@@ -102,7 +104,7 @@ class ProcessTrials:
     def _setup_of(self, number: int) -> WorkerSetup:
         assert self.setup is not None
         shares = {e: _share(limit, number, len(self.workers)) for e, limit in self.limits.items()}
-        return WorkerSetup(self.setup.configs, self.setup.cache_file, self.setup.sandbox_name, shares)
+        return dataclasses.replace(self.setup, shares=shares)
 
     def configure(self, pool: TargetPool, cache_file: str | None, sandbox_name: str, roles: list[Target]) -> None:
         """Check that every target, judge and simulator in `roles` can be built in a worker,
@@ -128,7 +130,9 @@ class ProcessTrials:
         self.retired += self.workers[used:]
         self.workers = self.workers[:used]
         self.restarts_left = used
-        self.setup = WorkerSetup(dict(pool.configs), cache_file, sandbox_name)
+        self.setup = WorkerSetup(
+            dict(pool.configs), cache_file, sandbox_name, plugins=registry.plugin_modules(), sys_path=list(sys.path)
+        )
         for worker in self.workers:
             worker.send(("setup", self._setup_of(worker.number)))
 
@@ -151,7 +155,7 @@ class ProcessTrials:
         assert job is not None
         number = self.jobs.setdefault(id(job), (len(self.jobs), job))[0]
         if number not in worker.jobs:
-            worker.send(("job", number, job.suite, job.threshold, job.trials))
+            worker.send(("job", number, registry_dumps((job.suite, job.threshold, job.trials))))
             worker.jobs.add(number)
         tid = self.next_id = self.next_id + 1
         future: asyncio.Future[tuple[object, ...]] = asyncio.get_running_loop().create_future()
