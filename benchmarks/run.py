@@ -33,8 +33,8 @@ server saw its first request, sampled from /proc every 5 ms), divided by the cal
 CPU per call within 1.5x of the floor's, wall within 1.15x. The server's own CPU over the run is
 printed beside it, to show it is not the bottleneck. W-large also runs with `--processes 2` (the
 trials in two worker processes; same arguments otherwise): its CPU is that of the command and its
-reaped workers together (wait4), minus the command's own start-up CPU (the workers' imports count
-as per-call CPU), divided by the calls.
+workers together (wait4 counts the children it reaped), and its start-up CPU theirs too (the
+sampler adds the CPU of the command's living children, and of those it reaped).
 """
 
 from __future__ import annotations
@@ -87,22 +87,44 @@ class Measure:
 
 
 class CpuSampler(threading.Thread):
-    """Samples a process's CPU seconds (utime + stime from /proc/PID/stat) every 5 ms, so that
-    the CPU it had used at a given wall-clock time can be looked up after it ended."""
+    """Samples a process's CPU seconds every 5 ms, with its children's (its worker processes,
+    `--processes`): utime + stime (+ cutime + cstime, of the children it reaped) from
+    /proc/PID/stat, plus those of its living children, so that the CPU they had used at a given
+    wall-clock time can be looked up after it ended."""
 
     def __init__(self, pid: int):
         super().__init__(daemon=True)
-        self.path, self.samples, self.done = f"/proc/{pid}/stat", [(time.time(), 0.0)], threading.Event()
+        self.pid, self.samples, self.done = pid, [(time.time(), 0.0)], threading.Event()
         self.tick = os.sysconf("SC_CLK_TCK")
 
     def run(self) -> None:
         while not self.done.wait(0.005):
             try:
-                with open(self.path) as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
+                cpu = self._cpu(self.pid)
+            except (OSError, IndexError, ValueError):
                 return
-            self.samples.append((time.time(), (int(fields[11]) + int(fields[12])) / self.tick))
+            for child in self._children():
+                try:
+                    cpu += self._cpu(child)
+                except (OSError, IndexError, ValueError):
+                    continue  # ended meanwhile: counted in the parent's cutime from now on
+            self.samples.append((time.time(), cpu))
+
+    def _cpu(self, pid: int) -> float:
+        """utime + stime + cutime + cstime of `pid`, in seconds."""
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11:15]) / self.tick
+
+    def _children(self) -> list[int]:
+        children: list[int] = []
+        try:
+            for task in os.listdir(f"/proc/{self.pid}/task"):
+                with open(f"/proc/{self.pid}/task/{task}/children") as listed:
+                    children.extend(int(c) for c in listed.read().split())
+        except OSError:
+            pass
+        return children
 
     def at(self, when: float) -> float:
         """The CPU seconds of the last sample taken at or before `when`."""

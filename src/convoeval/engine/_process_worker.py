@@ -189,6 +189,11 @@ class _Worker:
                 self.broken = RuntimeError(f"plugin {file or name} could not be loaded in a worker process: {exc}")
         self.cache = ResponseCache(setup.cache_file) if setup.cache_file else None
         self.pool = TargetPool({}, cache=self.cache, meter=_TrialMeters())
+        for name in setup.configs:  # now, while the driver gets the run going, not at the first trial
+            try:
+                self.target(name)
+            except Exception:  # the driver built it: each trial that uses it will say what is wrong
+                self.targets.pop(name, None)
 
     def target(self, name: str) -> Target:
         """The target of config `name`, built and wrapped on first use."""
@@ -305,6 +310,8 @@ def main() -> None:
         signal.signal(stop, _ignore)
     if os.getppid() != int(os.environ.get("CONVOEVAL_DRIVER_PID", os.getppid())):
         return  # the driver died before this process asked to die with it
+    import aiohttp  # noqa: F401  (the HTTP client: loaded while the driver loads the suites, not at the first call)
+
     asyncio.run(_serve(fd_in, fd_out))
     sys.stderr.flush()
     os._exit(0)  # the cache and targets are closed: no need to free every object one by one
