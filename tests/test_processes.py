@@ -127,6 +127,9 @@ def test_requests_in_flight_never_exceed_the_limit_summed_over_workers(
     server, tmp_path: Path, limit: int, workers: int
 ) -> None:
     path = _suite(tmp_path, tests=12)
+    server.latency_s = (
+        0.2 if workers > 1 else 0.02
+    )  # long enough for every worker to call at once, even on a loaded machine
     report = convoeval.run(
         path, target="bot", judge="grader", processes=2, max_connections=limit, concurrency=12, cache=False, store=False
     )
@@ -137,7 +140,7 @@ def test_requests_in_flight_never_exceed_the_limit_summed_over_workers(
 
 
 def test_a_targets_file_concurrency_is_split_too(tmp_path: Path) -> None:
-    with FakeOpenAIServer(latency_s=0.05) as fake:
+    with FakeOpenAIServer(latency_s=0.3) as fake:
         write(
             tmp_path / "targets.yaml",
             f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{fake.base_url}', concurrency: 2}}\n",
