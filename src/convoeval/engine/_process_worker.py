@@ -171,7 +171,10 @@ class _Worker:
             except Exception as exc:  # each trial of the job says why
                 self.jobs[message[1]] = RuntimeError(f"its suite could not be read in a worker process: {exc}")
         elif kind == "setup":
-            self.configure(message[1])
+            try:
+                self.configure(message[1])
+            except Exception as exc:  # e.g. the cache cannot be opened: each trial says why
+                self.broken = RuntimeError(f"a worker process could not be set up: {type(exc).__name__}: {exc}")
 
     def configure(self, setup: WorkerSetup) -> None:
         sandbox.choose(setup.sandbox_name)  # the trials' tasks, made from this context, inherit it
