@@ -152,8 +152,9 @@ class RunOptions(SharedOptions):
             the suites' `execution.backend`, else local).
         ray_address: the Ray cluster to join (default: `RAY_ADDRESS`, else a local one).
         processes: run the trials in this many worker processes of this machine (default 1:
-            in this process); each endpoint's limits are split between them. Targets, judges
-            and simulators must be specs or TargetConfigs (workers build them); not with Ray.
+            in this process); each endpoint's limits are split between them, and a trial's
+            graded turns are told when it returns. Targets, judges and simulators must be
+            specs or TargetConfigs (workers build them); not with Ray.
         keep_workspaces: keep every test's workspace folder after its trial (the result's
             `workspace` says where), whatever its `keep:` says.
         sandbox: where the commands a model or a suite controls run (`bash` and command tools,
