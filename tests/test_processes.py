@@ -18,10 +18,14 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.engine import RunEvents
 from convoeval.errors import ConfigError
+from convoeval.run import GradedTurn
 from convoeval.testing import FakeOpenAIServer
 
 from .conftest import command_lines, read_jsonl, write
+from .test_agentv_conversation_scores import SUITE as AGENTV_SUITE
+from .test_agentv_conversation_scores import TARGETS as AGENTV_TARGETS
 from .test_plugins import BOT, check_results, plugin_source, suite_source
 
 #: Keys whose values are wall-clock measurements (they differ between any two runs).
@@ -363,3 +367,58 @@ def test_plugins_the_driver_loaded_are_loaded_in_the_workers(cli, tmp_path: Path
     results = read_jsonl(tmp_path / "m.jsonl")
     assert code == 1 and len(results) == 2, out + err
     check_results(tmp_path / "m.jsonl", "pm")
+
+
+TOOLS_AGENT = """\
+def reply(messages):
+    users = sum(m["role"] == "user" for m in messages)
+    return {"text": "a reply", "tool_calls": [{"name": "bash", "arguments": {"n": users}, "output": {"ok": True}}]}
+"""
+
+
+def test_agentv_turn_scores_and_tool_calls_are_stored_as_in_one_process(tmp_path: Path) -> None:
+    """An AgentV file scores a bare turn 1.0 after it was graded (the store keeps the turn as
+    graded); a target's tool calls travel with the turns."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    write(tmp_path / "evals" / "agent.py", TOOLS_AGENT)
+    write(
+        tmp_path / "evals" / "targets.yaml",
+        AGENTV_TARGETS + "  - {name: tools, provider: python, callable: agent.py:reply}\n",
+    )
+    path = write(tmp_path / "evals" / "s.eval.yaml", AGENTV_SUITE)
+    turns: dict[int, list[object]] = {1: [], 2: []}
+    for processes in (1, 2):
+        convoeval.run(
+            path,
+            target=["bot", "tools"],
+            judge="judge",
+            processes=processes,
+            cache=False,
+            store=tmp_path / f"runs-{processes}.sqlite",
+            output=tmp_path / f"r{processes}.jsonl",
+            events=_TurnsSeen(turns[processes]),
+        )
+    one, two = (_without_timings(read_jsonl(tmp_path / f"r{n}.jsonl")) for n in (1, 2))
+    key = lambda r: (r["test_id"], r["target"])  # noqa: E731
+    assert sorted(two, key=key) == sorted(one, key=key)  # type: ignore[arg-type]
+    assert _stored(tmp_path / "runs-2.sqlite") == _stored(tmp_path / "runs-1.sqlite")
+    assert sorted(map(repr, turns[2])) == sorted(map(repr, turns[1])) and turns[1]
+    bare = next(r for r in one if r["test_id"] == "bare-turn" and r["target"] == "bot")  # type: ignore[index]
+    assert [e["verdict"] for e in bare["scores"] if e["type"] == "turn"] == ["pass", "fail"]  # type: ignore[index]
+    stored = {(t[1], t[2], t[4]): t[5] for t in _stored(tmp_path / "runs-2.sqlite")[0]}
+    assert stored[("bare-turn", "bot", 1)] == "skip"  # as graded, before AgentV scored it 1.0
+    assert any(seen[5] == [("bash", {"n": 1}, {"ok": True})] for seen in turns[2])  # type: ignore[index]
+
+
+class _TurnsSeen(RunEvents):
+    """Each graded turn a run tells, as plain values."""
+
+    def __init__(self, seen: list[object]):
+        self.seen = seen
+
+    def turn(self, turn: GradedTurn) -> None:
+        reply = turn.reply
+        calls = [(c.name, c.arguments, c.output) for c in reply.tool_calls]
+        entry = _without_timings(json.loads(turn.entry.model_dump_json()))
+        self.seen.append((turn.position, turn.trial, turn.number, entry, reply.text, calls, reply.usage))

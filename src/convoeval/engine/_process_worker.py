@@ -36,7 +36,7 @@ from .. import _sandbox as sandbox
 from .. import registry
 from .._secrets import keep_environment_private
 from ..judging import JudgePanel, PanelRule
-from ..results import EvaluationResult, ScoreEntry, Usage
+from ..results import EvaluationResult, ScoreEntry, ToolCall, Usage
 from ..run import GradedTurn, Job, TrialContext, run_trial
 from ..spec import Suite
 from ..targets import ChatReply, ChatRequest, Target, TargetConfig, endpoint_limits
@@ -104,11 +104,14 @@ class _Turns:
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
         """Results are the driver's."""
 
-    def packed(self, scores: list[ScoreEntry]) -> list[tuple[int, int | ScoreEntry, tuple[Any, ...]]]:
-        packed: list[tuple[int, int | ScoreEntry, tuple[Any, ...]]] = []
+    def packed(self, scores: list[ScoreEntry]) -> list[tuple[int, int | str, tuple[Any, ...]]]:
+        """Each turn as (number, index in `scores` or the entry's JSON, reply state): plain values
+        only, which the driver reads whatever a target put in a reply."""
+        packed: list[tuple[int, int | str, tuple[Any, ...]]] = []
         for number, entry, graded, reply in self.turns:
             at = next((i for i, s in enumerate(scores) if s is entry), None)
-            packed.append((number, at if at is not None and graded == entry else graded, reply_state(reply)))
+            kept = at if at is not None and graded == entry else graded.model_dump_json()
+            packed.append((number, kept, reply_state(reply)))
         return packed
 
 
@@ -122,7 +125,7 @@ def reply_state(reply: ChatReply) -> tuple[Any, ...]:
         reply.latency_ms,
         reply.cost_usd,
         reply.cost_known,
-        reply.tool_calls or None,
+        [call.model_dump(mode="json") for call in reply.tool_calls] or None,
         reply.finish_reason,
         reply.cached,
         reply.session_id,
@@ -137,7 +140,7 @@ def from_reply_state(state: tuple[Any, ...]) -> ChatReply:
         latency_ms=latency,
         cost_usd=cost,
         cost_known=known,
-        tool_calls=tools or [],
+        tool_calls=[ToolCall.model_validate(call) for call in tools or ()],
         finish_reason=finish,
         cached=cached,
         session_id=session,

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from .. import registry
 from ..errors import ConfigError
 from ..judging import JudgePanel, panel_members
-from ..results import TrialResult
+from ..results import ScoreEntry, TrialResult
 from ..run import GradedTurn, Job, TestPlan, TrialContext
 from ..targets import Target, endpoint_limits
 from ._frames import frame, read_frame, registry_dumps
@@ -184,7 +184,7 @@ class ProcessTrials:
             self.meter.absorb(calls)  # type: ignore[arg-type]
             if ctx.events is not None and ctx.job is not None:
                 for number, entry, reply in turns:  # type: ignore[attr-defined]
-                    graded = result.scores[entry] if isinstance(entry, int) else entry
+                    graded = result.scores[entry] if isinstance(entry, int) else ScoreEntry.model_validate_json(entry)
                     ctx.events.turn(
                         GradedTurn(ctx.job, ctx.position, ctx.trial, number, graded, from_reply_state(reply))
                     )
@@ -198,11 +198,15 @@ class ProcessTrials:
         """Hand each answer of `worker` to its trial; when it ends, fail its trials in flight."""
         stdout = worker.process.stdout
         assert stdout is not None
-        while (message := await read_frame(stdout)) is not None:
-            future = worker.pending.get(message[1])
-            if future is not None and not future.done():
-                future.set_result(message)
-                worker.trials += 1
+        try:
+            while (message := await read_frame(stdout)) is not None:
+                future = worker.pending.get(message[1])
+                if future is not None and not future.done():
+                    future.set_result(message)
+                    worker.trials += 1
+        except Exception:  # a frame that cannot be read: the worker is of no more use
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.kill()
         worker.alive = False
         code = await worker.process.wait()
         how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
