@@ -422,3 +422,20 @@ class _TurnsSeen(RunEvents):
         calls = [(c.name, c.arguments, c.output) for c in reply.tool_calls]
         entry = _without_timings(json.loads(turn.entry.model_dump_json()))
         self.seen.append((turn.position, turn.trial, turn.number, entry, reply.text, calls, reply.usage))
+
+
+def test_a_requests_per_minute_limit_is_split_too(tmp_path: Path) -> None:
+    """rpm 120 (2 a second, bursts of 2) over 2 workers: 1 a second each, never 2 each."""
+    with FakeOpenAIServer() as fake:
+        write(
+            tmp_path / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{fake.base_url}', rpm: 120}}\n",
+        )
+        path = write(
+            tmp_path / "s.eval.yaml", "tests:\n" + "".join(f"  - {{id: t{i}, input: 'q{i}'}}\n" for i in range(6))
+        )
+        started = time.monotonic()
+        report = convoeval.run(path, target="bot", processes=2, concurrency=6, cache=False, store=False)
+        took = time.monotonic() - started
+    assert len(report.results) == 6 and {r.verdict for r in report.results} == {"pass"}
+    assert took >= 1.9, took  # 2 at once, then 4 more at 2 a second (a full rpm per worker: 0.5 s)

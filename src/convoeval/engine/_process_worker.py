@@ -1,21 +1,22 @@
-"""A worker process of `--processes N` (`python -m convoeval.engine._process_worker`).
+"""A worker process of `--processes N` (started as `python -P -c "...import main; main()"`).
 
 It reads frames (`_frames`) from its stdin and writes frames to its stdout; fds 0 and 1 are
 moved aside first, so that nothing a trial prints or reads (a hook, a command) reaches the
 driver's pipes. Messages, all tuples:
 
-- driver -> worker: `("setup", WorkerSetup)` once; `("job", number, suite, threshold, trials)`
-  before the first trial of a job; `("trial", id, job, position, trial, roles, settings)`;
-  `("cancel", id)`. End of input: cancel what runs, close the targets and the cache, exit.
+- driver -> worker: `("setup", WorkerSetup)` once; `("job", number, pickled (suite, threshold,
+  trials))` before the first trial of a job (`_frames.registry_dumps`); `("trial", id, job,
+  position, trial, roles, settings)`; `("cancel", id)`. End of input: cancel what runs, close
+  the targets and the cache, exit.
 - worker -> driver: `("done", id, result JSON, calls by model, turns)` or `("raised", id,
   exception type name, message)`.
 
-Each target, judge and simulator is built once per worker from its config, on first use, and
-wrapped as the driver wraps them (response cache, meter, this worker's share of each endpoint's
-limits). Each trial plans its test from the job's suite (sent once), runs in its own task and
-counts its calls in its own meter (a context variable picks it). The process is non-dumpable,
-as the driver is, and gets SIGKILL when the driver dies; SIGINT and SIGTERM (a terminal's Ctrl-C
-reaches the whole process group) are left to the driver, which ends its workers.
+At setup the worker loads the driver's plugins (with its Python path) and builds each target,
+judge and simulator once from its config, wrapped as the driver wraps them (response cache,
+meter, this worker's share of each endpoint's limits). Each trial plans its test from the job's
+suite (sent once), runs in its own task and counts its calls in its own meter (a context
+variable picks it). The process is non-dumpable, as the driver is, and gets SIGKILL when the
+driver dies; SIGINT and SIGTERM are left to the driver, which ends its workers.
 """
 
 from __future__ import annotations
