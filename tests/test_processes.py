@@ -439,3 +439,60 @@ def test_a_requests_per_minute_limit_is_split_too(tmp_path: Path) -> None:
         took = time.monotonic() - started
     assert len(report.results) == 6 and {r.verdict for r in report.results} == {"pass"}
     assert took >= 1.9, took  # 2 at once, then 4 more at 2 a second (a full rpm per worker: 0.5 s)
+
+
+def _alive(pid: int) -> bool:
+    """`pid` runs (a zombie, waiting to be reaped by whoever adopted it, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_when_the_command_dies_its_workers_and_their_commands_end(tmp_path: Path) -> None:
+    """SIGKILL of `convoeval run` (nothing of it can react): each worker gets SIGTERM from the
+    kernel, kills its agents' commands (unsandboxed here, in their own process groups) and exits."""
+    mark = f"{7000 + os.getpid() % 1000}.{time.time_ns() % 1000}"
+    write(tmp_path / "bot.sh", f'sleep {mark}\necho "ok $1"\n')
+    write(
+        tmp_path / "targets.yaml",
+        f"targets:\n  - name: bot\n    provider: cli\n    command: sh {tmp_path}/bot.sh {{PROMPT}}\n",
+    )
+    path = write(tmp_path / "s.eval.yaml", "tests:\n" + "".join(f"  - {{id: t{i}, input: q{i}}}\n" for i in range(4)))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "convoeval",
+            "run",
+            str(path),
+            "--target",
+            "bot",
+            "--processes",
+            "2",
+            "--sandbox",
+            "none",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and sum(f"sleep {mark}" in c for c in command_lines()) < 2:
+            time.sleep(0.05)
+        workers = _workers_of(proc.pid)
+        assert len(workers) == 2 and sum(f"sleep {mark}" in c for c in command_lines()) >= 2
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (
+            any(_alive(w) for w in workers) or any(f"sleep {mark}" in c for c in command_lines())
+        ):
+            time.sleep(0.05)
+        assert not [w for w in workers if _alive(w)], "a worker outlived the command"
+        assert not [c for c in command_lines() if f"sleep {mark}" in c], "an agent's command outlived the command"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)

@@ -15,8 +15,9 @@ At setup the worker loads the driver's plugins (with its Python path) and builds
 judge and simulator once from its config, wrapped as the driver wraps them (response cache,
 meter, this worker's share of each endpoint's limits). Each trial plans its test from the job's
 suite (sent once), runs in its own task and counts its calls in its own meter (a context
-variable picks it). The process is non-dumpable, as the driver is, and gets SIGKILL when the
-driver dies; SIGINT and SIGTERM are left to the driver, which ends its workers.
+variable picks it). The process is non-dumpable, as the driver is; it gets SIGTERM when the
+driver dies, and then kills its commands and exits at once; Ctrl-C is left to the driver, which
+ends its workers (they run in their own session: a terminal's Ctrl-C does not reach them).
 """
 
 from __future__ import annotations
@@ -289,20 +290,28 @@ def _collect_by_the_clock(loop: asyncio.AbstractEventLoop) -> asyncio.Task[None]
 
 
 def _end_with_parent() -> None:
-    """SIGKILL for this process when the driver dies (Linux), so that no worker outlives it."""
+    """SIGTERM for this process when the driver dies (Linux; `_ended`), so that no worker, nor
+    a command it started, outlives it."""
     if sys.platform != "linux":
         return
     import ctypes
 
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 
 
+def _ended(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM: the driver died (or someone ended this worker): kill the commands running now
+    and exit at once, as the driver does on a second Ctrl-C."""
+    sandbox.end_all_now()
+    os._exit(128 + signum)
+
+
 def _ignore(signum: int, frame: FrameType | None) -> None:
-    """The driver handles Ctrl-C and SIGTERM; a handler (not SIG_IGN) so that commands started
-    here get the default handling back when they run their program."""
+    """Ctrl-C is the driver's, which ends its workers; a handler (not SIG_IGN) so that commands
+    started here get the default handling back when they run their program."""
 
 
 def main() -> None:
@@ -313,8 +322,8 @@ def main() -> None:
     os.close(null)
     keep_environment_private()
     _end_with_parent()
-    for stop in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop, _ignore)
+    signal.signal(signal.SIGINT, _ignore)
+    signal.signal(signal.SIGTERM, _ended)
     if os.getppid() != int(os.environ.get("CONVOEVAL_DRIVER_PID", os.getppid())):
         return  # the driver died before this process asked to die with it
     import aiohttp  # noqa: F401  (the HTTP client: loaded while the driver loads the suites, not at the first call)
