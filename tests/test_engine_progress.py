@@ -111,3 +111,19 @@ async def test_scheduler_keeps_only_a_window_of_tests_alive(tmp_path: Path) -> N
     )
     assert kept == [] and alive == 0
     assert peak <= 18  # never all 60 tests at once
+
+
+def test_absorbing_a_workers_calls_adds_every_count() -> None:
+    """A worker's (or a Ray task's) counts reach the run's totals field by field, every field:
+    one added to `CallTotals` and not to `merge` would be lost here."""
+    from dataclasses import fields
+
+    from convoeval.engine._meter import CallTotals
+
+    names = [f.name for f in fields(CallTotals)]
+    worker = CallTotals(**{name: i + 1 for i, name in enumerate(names)})
+    meter = RunMeter()
+    meter.absorb({"bench-target": worker, "bench-judge (judge)": worker})
+    meter.absorb({"bench-target": worker})
+    assert {n: getattr(meter.totals, n) for n in names} == {n: 3 * (i + 1) for i, n in enumerate(names)}
+    assert {n: getattr(meter.by_model["bench-target"], n) for n in names} == {n: 2 * (i + 1) for i, n in enumerate(names)}

@@ -8,7 +8,7 @@ free).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from .._binomial import wilson_interval
 from ..targets import ChatReply, ChatRequest, Target, TargetWrapper
@@ -44,9 +44,15 @@ class CallTotals:
         return self.input_tokens + self.output_tokens
 
     def merge(self, other: CallTotals) -> None:
-        """Add another count of calls (made elsewhere, e.g. in a Ray worker) to this one."""
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        """Add another count of calls (made elsewhere: a worker process's, a Ray worker's) to this one.
+        Field by field, written out: it runs for every trial a worker returns."""
+        self.calls += other.calls
+        self.cache_hits += other.cache_hits
+        self.errors += other.errors
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost_usd += other.cost_usd
+        self.spent_usd += other.spent_usd
 
     def as_dict(self) -> dict[str, object]:
         return {
