@@ -126,4 +126,6 @@ def test_absorbing_a_workers_calls_adds_every_count() -> None:
     meter.absorb({"bench-target": worker, "bench-judge (judge)": worker})
     meter.absorb({"bench-target": worker})
     assert {n: getattr(meter.totals, n) for n in names} == {n: 3 * (i + 1) for i, n in enumerate(names)}
-    assert {n: getattr(meter.by_model["bench-target"], n) for n in names} == {n: 2 * (i + 1) for i, n in enumerate(names)}
+    assert {n: getattr(meter.by_model["bench-target"], n) for n in names} == {
+        n: 2 * (i + 1) for i, n in enumerate(names)
+    }
