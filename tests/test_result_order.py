@@ -1,5 +1,6 @@
 """The `-o` JSONL after a run whose tests finish out of order: in run order, byte for byte what
-the run store holds (it is streamed as the tests finish, then written again from the store)."""
+the run store holds (it is streamed as the tests finish, then written again from the store, as
+stored bytes: never decoded and encoded again)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,11 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
+
+from convoeval._result_files import export_jsonl, export_results
+from convoeval.engine import RecordedOptions, ResultKey, RunStore
+from convoeval.results import EvaluationResult
 from convoeval.testing import FakeOpenAIServer, echo_reply
 
 from .conftest import write
@@ -47,3 +53,37 @@ def test_results_finishing_out_of_order_are_written_in_run_order(cli, tmp_path: 
     db = tmp_path / ".convoeval" / "runs.sqlite"
     assert _finish_order(db) != ids  # they did finish out of order
     assert (tmp_path / "r.jsonl").read_bytes() == _store_export(db)
+
+
+@pytest.mark.parametrize("encoding", ["UTF-8", "UTF-16le"])
+async def test_a_jsonl_export_from_the_store_is_the_results_json_in_utf8(tmp_path: Path, encoding: str) -> None:
+    db = tmp_path / "runs.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA encoding = '{encoding}'")  # before any table: the file's text encoding
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    store = RunStore(db)
+    try:
+        run = store.new_run(RecordedOptions(paths=["s.yaml"]))
+        made = [
+            EvaluationResult(
+                test_id=f"t{i}",
+                suite="s",
+                target="m",
+                score=1.0,
+                verdict="pass",
+                execution_status="ok",
+                threshold=0.8,
+                note=note,
+            )
+            for i, note in enumerate(["plain", 'ünïcødé ✓ 長い \\u2028 "quoted"', "emoji 🎉"])
+        ]
+        for seq, result in reversed(list(enumerate(made))):  # saved out of order
+            await store.save_result(run.id, ResultKey("s", result.test_id, "m"), seq, result)
+        results = store.results(run.id)
+        export_jsonl(tmp_path / "fast.jsonl", results.iter_json_bytes())
+        export_results(tmp_path / "plain.jsonl", results.iter_json())
+    finally:
+        store.close()
+    expected = "".join(r.model_dump_json() + "\n" for r in made).encode("utf-8")
+    assert (tmp_path / "fast.jsonl").read_bytes() == (tmp_path / "plain.jsonl").read_bytes() == expected

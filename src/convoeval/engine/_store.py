@@ -418,5 +418,17 @@ class StoredResults(Sequence[EvaluationResult]):
             for (data,) in conn.execute("SELECT data FROM results WHERE run_id = ? ORDER BY seq", (self.run_id,)):
                 yield data
 
+    def iter_json_bytes(self) -> Iterator[bytes]:
+        """Each result's JSON in UTF-8 bytes, in run order: as stored, not decoded (a store that
+        is not a UTF-8 database, which convoeval never makes, has its texts encoded)."""
+        with closing(sqlite3.connect(self.path)) as conn:
+            if conn.execute("PRAGMA encoding").fetchone()[0] != "UTF-8":
+                for (text,) in conn.execute("SELECT data FROM results WHERE run_id = ? ORDER BY seq", (self.run_id,)):
+                    yield text.encode("utf-8")
+                return
+            rows = conn.execute("SELECT CAST(data AS BLOB) FROM results WHERE run_id = ? ORDER BY seq", (self.run_id,))
+            for (data,) in rows:
+                yield data
+
     def __repr__(self) -> str:
         return f"StoredResults({self.run_id!r}, {len(self)} results)"
