@@ -74,7 +74,7 @@ async def test_a_jsonl_export_from_the_store_is_the_results_json_in_utf8(tmp_pat
                 verdict="pass",
                 execution_status="ok",
                 threshold=0.8,
-                note=note,
+                metadata={"note": note},
             )
             for i, note in enumerate(["plain", 'ünïcødé ✓ 長い \\u2028 "quoted"', "emoji 🎉"])
         ]

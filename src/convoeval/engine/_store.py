@@ -163,7 +163,7 @@ class RunStore:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._writer = SqliteWriter(self.path, _SCHEMA, name="convoeval-store")
+        self._writer = SqliteWriter(self.path, _SCHEMA, name="convoeval-store", checkpoint_in_background=True)
         try:
             self._reader = connect(self.path)
             self._reader.execute("SELECT COUNT(*) FROM runs").fetchone()
