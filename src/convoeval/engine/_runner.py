@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from .. import _sandbox as sandbox
 from .._lazy import frozen_for_good, objects_frozen
@@ -257,7 +255,6 @@ class _Run:
             named_targets(candidates, options.targets_file), meter=meter, max_connections=options.max_connections
         )
         writer: ResultWriter | None = None
-        ran = False
         try:
             ready = await self.prepare(pool, suites, self.plan(pool, suites))
             recorder = RunRecorder(store, ready.jobs, meter, self.record)
@@ -291,40 +288,19 @@ class _Run:
                         self.note(placement)
                 if failed := await run_suite_hooks("after_all", ready.workspaces):
                     self.note(f"warning: {failed}")
-            ran = True
         finally:
             if writer:
                 writer.close()
-            if not ran:  # stopped or failed: everything closed before the error goes on
-                await pool.aclose()
-                if pool.cache is not None:
-                    pool.cache.close()
-        report = await self.end(pool, recorder, run_id, kept)
+            await pool.aclose()
+            if pool.cache is not None:
+                pool.cache.close()
+        report = self.report(recorder, run_id, kept)
         report.judge_panel = ready.judge is not None and len(ready.judge.specs) > 1
         if frozen_for_good():  # the command exits without freeing objects: what the run held is left to it
             _LEFT_TO_EXIT.append((ready, suites, pool, recorder))
         return report
 
-    async def end(
-        self, pool: TargetPool, recorder: RunRecorder, run_id: str | None, kept: list[EvaluationResult]
-    ) -> RunReport:
-        """After the calls: the report (the run finished in the store, the results file written
-        from it) and the response cache's last commit, each on a thread while the event loop
-        closes the connections; the three used to take turns (the wall time after the last answer)."""
-        self.note_budget(run_id)
-        threads = [_on_thread(pool.cache.close)] if pool.cache is not None else []
-        reporting = _on_thread(lambda: self.report(recorder, run_id, kept))
-        try:
-            await pool.aclose()
-        finally:
-            ended = await asyncio.gather(*threads, reporting, return_exceptions=True)
-        for outcome in ended:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        return await reporting
-
-    def note_budget(self, run_id: str | None) -> None:
-        """Say so when `--max-cost` stopped tests from starting."""
+    def report(self, recorder: RunRecorder, run_id: str | None, kept: list[EvaluationResult]) -> RunReport:
         meter, options = self.meter, self.options
         if meter.budget_exhausted:
             self.note(
@@ -332,11 +308,6 @@ class _Run:
                 f"{meter.not_started} test(s) not started (execution_status budget_exhausted"
                 + (f"; `convoeval run --resume {run_id}` runs them)" if run_id else ")")
             )
-
-    def report(self, recorder: RunRecorder, run_id: str | None, kept: list[EvaluationResult]) -> RunReport:
-        """The run's report: finished in the store (its summary recorded), the results file
-        written from the store; without a store, the results kept in memory, redacted."""
-        meter, options = self.meter, self.options
         summary = meter.summary()
         output = str(options.output) if options.output else None
         if self.store is None:
@@ -356,37 +327,6 @@ class _Run:
 #: What finished runs held, left for the process's exit to drop (the `convoeval` command exits
 #: without freeing objects one by one; freeing a 2,000-test run's took 10-20 ms after its end).
 _LEFT_TO_EXIT: list[object] = []
-
-T = TypeVar("T")
-
-
-def _on_thread(work: Callable[[], T]) -> asyncio.Future[T]:
-    """`work()` run on a new (daemon) thread; the returned future of the running loop gets its
-    result or its error."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
-
-    def settle(result: T | None, error: BaseException | None) -> None:
-        if future.done():  # cancelled meanwhile
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)  # type: ignore[arg-type]
-
-    def run() -> None:
-        try:
-            result, error = work(), None
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
-            result, error = None, exc
-        try:
-            loop.call_soon_threadsafe(settle, result, error)
-        except RuntimeError:  # the loop is closed: nobody waits any more
-            pass
-
-    threading.Thread(target=run, name="convoeval-end", daemon=True).start()
-    return future
-
 
 #: Seconds between two collections while the calls run.
 COLLECT_EVERY_S = 30.0
