@@ -252,6 +252,9 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(
         assert process.returncode == -signal.SIGKILL
         before = _stored(db)
         assert sorted(before) == [f"t{i:02d}" for i in range(finished_before_kill)]
+        # the -o file already holds every result the store committed, as the store has it
+        streamed = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+        assert streamed == {t: json.loads(data) for t, (_, data) in before.items()}
         [(run_id, status)] = _rows(db, "SELECT id, status FROM runs")
         assert status == "running"  # killed: never marked finished
 

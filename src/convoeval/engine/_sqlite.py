@@ -31,6 +31,12 @@ MAX_BATCH = 4096
 GROUP_S = 0.05
 #: How long a failing write (locked database, full disk) is retried before the file is given up.
 WRITE_TIMEOUT_S = 30.0
+#: How often a background checkpointer copies the WAL's commits into the database file.
+CHECKPOINT_EVERY_S = 0.25
+#: WAL pages past which a writer with a background checkpointer still checkpoints in its own
+#: commit (SQLite's default, 1000 pages, then applies 16 times over): only when the background
+#: checkpoints never catch up with the commits.
+FALLBACK_CHECKPOINT_PAGES = 16_000
 
 
 class StoreError(ConvoevalError):
@@ -173,6 +179,7 @@ class SqliteWriter:
         timeout_s: float | None = None,
         group_s: float = GROUP_S,
         cache_mib: int | None = None,
+        checkpoint_in_background: bool = False,
     ):
         self.path = path
         self.timeout_s = WRITE_TIMEOUT_S if timeout_s is None else timeout_s
@@ -188,6 +195,7 @@ class SqliteWriter:
                 self._conn.execute(f"PRAGMA cache_size = -{cache_mib * 1024}")
         except (sqlite3.Error, OSError) as exc:
             raise store_error(path, exc) from None
+        self._checkpointer = _Checkpointer.start(path, self._conn, name) if checkpoint_in_background else None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._closed = False
         self._thread.start()
@@ -243,6 +251,8 @@ class SqliteWriter:
         if self._closed:
             return
         self._closed = True
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         self._wake.put(None)
         self._thread.join()
         self._conn.close()
@@ -304,6 +314,51 @@ class SqliteWriter:
                 return
             if self.error is not None and not isinstance(item, tuple):
                 item.fail(self.error)
+
+
+class _Checkpointer:
+    """Copies a WAL file's commits into its database on a thread and connection of its own, so
+    that no commit waits for the copy.
+
+    SQLite checkpoints in the commit that takes the WAL past 1000 pages: that commit (and every
+    write waiting for it: finished tests, at the end of a large run) waits for the copy and its
+    two fsyncs, which on a busy disk took up to half a second. The writer's connection
+    checkpoints itself only past FALLBACK_CHECKPOINT_PAGES instead, and this thread runs a
+    PASSIVE checkpoint every CHECKPOINT_EVERY_S, which never blocks the writer or a reader (a
+    commit made meanwhile is copied by the next one). Durability is SQLite's, as before: a
+    commit is in the WAL; a checkpoint only moves it. A checkpoint that fails (a locked or full
+    disk) is left to the next one, and to the last connection's close, which copies what is left.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, name: str):
+        self._conn = conn
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"{name}-checkpoints", daemon=True)
+
+    @classmethod
+    def start(cls, path: Path, writer: sqlite3.Connection, name: str) -> _Checkpointer | None:
+        """The checkpointer of `path`, its writer connection set to leave the checkpoints to it;
+        None (the writer checkpointing as SQLite does) when its connection cannot be opened."""
+        try:
+            conn = connect(path)
+        except (sqlite3.Error, OSError):
+            return None
+        writer.execute(f"PRAGMA wal_autocheckpoint = {FALLBACK_CHECKPOINT_PAGES}")
+        checkpointer = cls(conn, name)
+        checkpointer._thread.start()
+        return checkpointer
+
+    def _run(self) -> None:
+        while not self._stop.wait(CHECKPOINT_EVERY_S):
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error:
+                pass
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._conn.close()
 
 
 def _attempt(conn: sqlite3.Connection, batch: list[_Queued | _Row]) -> None:

@@ -163,7 +163,7 @@ class RunStore:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._writer = SqliteWriter(self.path, _SCHEMA, name="convoeval-store")
+        self._writer = SqliteWriter(self.path, _SCHEMA, name="convoeval-store", checkpoint_in_background=True)
         try:
             self._reader = connect(self.path)
             self._reader.execute("SELECT COUNT(*) FROM runs").fetchone()
@@ -416,6 +416,18 @@ class StoredResults(Sequence[EvaluationResult]):
         """Each result's JSON text, in run order (what results.jsonl holds)."""
         with closing(sqlite3.connect(self.path)) as conn:
             for (data,) in conn.execute("SELECT data FROM results WHERE run_id = ? ORDER BY seq", (self.run_id,)):
+                yield data
+
+    def iter_json_bytes(self) -> Iterator[bytes]:
+        """Each result's JSON in UTF-8 bytes, in run order: as stored, not decoded (a store that
+        is not a UTF-8 database, which convoeval never makes, has its texts encoded)."""
+        with closing(sqlite3.connect(self.path)) as conn:
+            if conn.execute("PRAGMA encoding").fetchone()[0] != "UTF-8":
+                for (text,) in conn.execute("SELECT data FROM results WHERE run_id = ? ORDER BY seq", (self.run_id,)):
+                    yield text.encode("utf-8")
+                return
+            rows = conn.execute("SELECT CAST(data AS BLOB) FROM results WHERE run_id = ? ORDER BY seq", (self.run_id,))
+            for (data,) in rows:
                 yield data
 
     def __repr__(self) -> str:
