@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from convoeval import registry
 from convoeval.cli import app
+from convoeval.results import EvaluationResult
 from convoeval.testing import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,3 +108,17 @@ def command_lines() -> list[str]:
             except OSError:
                 continue
     return found
+
+
+def passing_result(i: int, note: str, suite: str | None = None) -> EvaluationResult:
+    """A passed result `t{i}` of target `m` whose metadata holds `note`: what the store tests save."""
+    return EvaluationResult(
+        test_id=f"t{i}",
+        suite=suite,
+        target="m",
+        score=1.0,
+        verdict="pass",
+        execution_status="ok",
+        threshold=0.8,
+        metadata={"note": note},
+    )

@@ -116,6 +116,28 @@ def test_worker_processes_give_the_results_and_store_of_one_process(server, tmp_
     assert any(n.startswith("processes: 8 trial(s) in 2 worker process(es)") for n in reports[2].notes)
 
 
+def test_a_judge_panel_is_rebuilt_in_the_workers(tmp_path: Path) -> None:
+    with FakeOpenAIServer(latency_s=0.05) as fake:
+        write(
+            tmp_path / "targets.yaml",
+            "targets:\n"
+            + "".join(
+                f"  - {{name: {name}, provider: openai, model: {model}, base_url: '{fake.base_url}'}}\n"
+                for name, model in (("bot", "m"), ("grader", "j"), ("second-grader", "j2"))
+            ),
+        )
+        path = _suite(tmp_path, tests=4)
+        options = {"target": "bot", "judge": ["grader", "second-grader"], "panel_rule": "min", "cache": False}
+        one = convoeval.run(path, store=False, **options)
+        two = convoeval.run(path, processes=2, store=False, **options)
+        assert [(r.test_id, r.verdict, r.score) for r in two.results] == [
+            (r.test_id, r.verdict, r.score) for r in one.results
+        ]
+        rubric = two.results[0].scores[0].graders[0]
+        assert [a.judge for a in rubric.panel or []] == ["grader", "second-grader"] and rubric.panel_rule == "min"
+        assert {b["model"] for b in fake.judge_requests()} == {"j", "j2"}
+
+
 def test_the_response_cache_is_shared_by_the_workers(server, tmp_path: Path) -> None:
     path = _suite(tmp_path)
     options = {"target": "bot", "judge": "grader", "processes": 2, "cache_dir": tmp_path / "c", "store": False}

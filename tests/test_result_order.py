@@ -12,10 +12,9 @@ import pytest
 
 from convoeval._result_files import export_jsonl, export_results
 from convoeval.engine import RecordedOptions, ResultKey, RunStore
-from convoeval.results import EvaluationResult
 from convoeval.testing import FakeOpenAIServer, echo_reply
 
-from .conftest import write
+from .conftest import passing_result, write
 
 
 def _store_export(db: Path) -> bytes:
@@ -66,16 +65,7 @@ async def test_a_jsonl_export_from_the_store_is_the_results_json_in_utf8(tmp_pat
     try:
         run = store.new_run(RecordedOptions(paths=["s.yaml"]))
         made = [
-            EvaluationResult(
-                test_id=f"t{i}",
-                suite="s",
-                target="m",
-                score=1.0,
-                verdict="pass",
-                execution_status="ok",
-                threshold=0.8,
-                metadata={"note": note},
-            )
+            passing_result(i, note, suite="s")
             for i, note in enumerate(["plain", 'ünïcødé ✓ 長い \\u2028 "quoted"', "emoji 🎉"])
         ]
         for seq, result in reversed(list(enumerate(made))):  # saved out of order

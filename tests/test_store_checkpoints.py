@@ -12,17 +12,7 @@ from convoeval.engine import RecordedOptions, ResultKey, RunStore
 from convoeval.engine._sqlite import CHECKPOINT_EVERY_S, FALLBACK_CHECKPOINT_PAGES
 from convoeval.results import EvaluationResult
 
-
-def _result(i: int, note: str) -> EvaluationResult:
-    return EvaluationResult(
-        test_id=f"t{i}",
-        target="m",
-        score=1.0,
-        verdict="pass",
-        execution_status="ok",
-        threshold=0.8,
-        metadata={"note": note},
-    )
+from .conftest import passing_result
 
 
 async def _copied(db: Path, size: int, timeout_s: float = 10.0) -> bool:
@@ -45,7 +35,7 @@ async def test_the_wal_is_copied_into_the_database_while_the_run_writes(tmp_path
     try:
         run = store.new_run(RecordedOptions(paths=["x"]))
         for i in range(125):
-            await store.save_result(run.id, ResultKey("s", f"t{i}", "m"), i, _result(i, note))
+            await store.save_result(run.id, ResultKey("s", f"t{i}", "m"), i, passing_result(i, note))
             biggest_wal = max(biggest_wal, wal.stat().st_size)
             if i % 25 == 24:  # 1 MB more: the checkpointer's turn
                 assert await _copied(db, (i + 1) * 40_000), "the database did not grow while the store was open"

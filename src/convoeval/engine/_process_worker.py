@@ -37,7 +37,7 @@ from typing import Any
 from .. import _sandbox as sandbox
 from .. import registry
 from .._secrets import keep_environment_private
-from ..judging import JudgePanel, PanelRule
+from ..judging import PanelRule, panel_of
 from ..results import EvaluationResult, ScoreEntry, ToolCall, Usage
 from ..run import GradedTurn, Job, TrialContext, run_trial
 from ..spec import Suite
@@ -228,8 +228,7 @@ class _Worker:
             target = self.target(target_name)
             job = Job(target=target, suite=suite, threshold=threshold, trials=trials)
             plan = job.plan(suite.tests[position]).for_trial(trial)
-            judges = [self.target(n) for n in judge_names]
-            judge = JudgePanel(judges, rule) if len(judges) > 1 else judges[0] if judges else None
+            judge = panel_of([self.target(n) for n in judge_names], rule)
             simulator = judge if simulator_name == JUDGE else self.target(simulator_name) if simulator_name else None
             ctx = TrialContext(
                 target=target,

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from .. import _sandbox as sandbox
 from .._secrets import keep_environment_private
 from ..errors import ConfigError
-from ..judging import JudgePanel, PanelRule, panel_members
+from ..judging import JudgePanel, PanelRule, panel_members, panel_of
 from ..results import TrialResult
 from ..run import TestPlan, TrialContext, run_trial
 from ..targets import Target, TargetConfig, capabilities, create_target, endpoint_limits
@@ -199,8 +199,7 @@ async def _trial(
         async with _built(configs, cache, meter, limiter) as (target, simulator, *judges):
             trial, repeats, temperature, rule = settings
             assert target is not None
-            members = [j for j in judges if j is not None]
-            judge = JudgePanel(members, rule) if len(members) > 1 else members[0] if members else None
+            judge = panel_of([j for j in judges if j is not None], rule)
             ctx = TrialContext(
                 target=target,
                 judge=judge,

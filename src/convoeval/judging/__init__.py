@@ -56,6 +56,7 @@ from ._panel import (
     Vote,
     combine,
     panel_members,
+    panel_of,
     panel_rule,
 )
 from ._prompts import (
@@ -150,6 +151,7 @@ __all__ = [
     "combine",
     "combine_labels",
     "panel_members",
+    "panel_of",
     "panel_rule",
     "CriterionAnswer",
     "KeyedAnswer",

@@ -75,6 +75,14 @@ def panel_members(judge: Target | None) -> list[Target]:
     return [judge]
 
 
+def panel_of(members: Sequence[Target], rule: PanelRule | None) -> Target | None:
+    """The judge `members` make (`panel_members` undone): a panel of two or more, the one
+    judge alone, or None."""
+    if len(members) > 1:
+        return JudgePanel(list(members), rule)
+    return members[0] if members else None
+
+
 def panel_rule(judge: Target | None, default: PanelRule) -> PanelRule:
     """The rule a panel's answers combine by: the panel's own, else the check's `default`."""
     rule = judge.rule if isinstance(judge, JudgePanel) else None
