@@ -435,6 +435,8 @@ class _RunLines(RunProgress):
     """The progress of `convoeval run`: notes, the run's id, and one line per result (up to
     RESULT_LINES_UP_TO tests) besides the bar or the periodic lines."""
 
+    summaries_only = True  # reads a result's keys, score and verdict; a turn only up to 500 tests
+
     def __init__(self, console: Console, mode: Mode, *, quiet: bool):
         super().__init__(console, mode)
         self.quiet = quiet

@@ -8,6 +8,7 @@ Adding an event is one method here and one call where it happens.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from ..results import EvaluationResult
 from ..run import GradedTurn, Job
@@ -24,6 +25,11 @@ class RunEvents:
 
         convoeval.run("suite.eval.yaml", events=Printed())
     """
+
+    #: True: `result` reads only a result's keys, verdict, score, status and totals, and `turn`
+    #: needs no call: a run of more than 500 results in worker processes (`--processes`) then
+    #: hands `result` such a summary and skips `turn` (the store keeps the whole result).
+    summaries_only: ClassVar[bool] = False
 
     def start(self, meter: RunMeter) -> None:
         """The run is planned: `meter` counts it live (run id, tests, turns, calls, cost)."""

@@ -38,9 +38,9 @@ from .. import _sandbox as sandbox
 from .. import registry
 from .._secrets import keep_environment_private
 from ..judging import PanelRule, panel_of
-from ..results import EvaluationResult, ScoreEntry, ToolCall, Usage
-from ..run import GradedTurn, Job, TrialContext, run_trial
-from ..spec import Suite
+from ..results import EvaluationResult, ScoreEntry, ToolCall, TrialResult, Usage
+from ..run import GradedTurn, Job, TestPlan, TrialContext, combine_trials, run_trial
+from ..spec import Suite, stored_checks, suite_checks
 from ..targets import ChatReply, ChatRequest, Target, TargetConfig, endpoint_limits
 from ._cache import ResponseCache
 from ._frames import frame, read_frame
@@ -55,6 +55,16 @@ Roles = tuple[str, str | None, tuple[str, ...]]
 
 #: A trial's judging settings: repeats, temperature, a panel's rule.
 Settings = tuple[int, float, PanelRule | None]
+
+#: A graded turn as the run store keeps it: number, verdict, score, reply text, entry JSON.
+TurnRow = tuple[int, str, float | None, str | None, str]
+
+#: What a finished test's summary holds (`finished`), besides its token counts.
+SUMMARY = (
+    "test_id", "target", "suite", "mode", "score", "verdict", "execution_status", "threshold", "cost_usd",
+    "judge_cost_usd", "simulator_cost_usd", "duration_ms", "error", "grader_errors", "stop_reason", "outcome",
+    "budget_hit", "provider", "session", "fallback", "sandbox",
+)  # fmt: skip
 
 #: The simulated user is the judge (a test whose simulated_user names no model).
 JUDGE = "\0judge"
@@ -105,6 +115,13 @@ class _Turns:
 
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
         """Results are the driver's."""
+
+    def rows(self) -> list[TurnRow]:
+        """Each turn as the run store keeps it: (number, verdict, score, reply text, entry JSON)."""
+        return [
+            (n, graded.verdict, graded.score, reply.text, graded.model_dump_json())
+            for n, _, graded, reply in self.turns
+        ]
 
     def packed(self, scores: list[ScoreEntry]) -> list[tuple[int, int | str, tuple[Any, ...]]]:
         """Each turn as (number, index in `scores` or the entry's JSON, reply state): plain values
@@ -159,6 +176,7 @@ class _Worker:
         self.broken: Exception | None = None  # a plugin that could not be loaded
         self.targets: dict[str, Target] = {}
         self.running: dict[int, asyncio.Task[None]] = {}
+        self.checks: dict[int, dict[str, object]] = {}  # each job's `suite_checks`
 
     def handle(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
@@ -213,7 +231,9 @@ class _Worker:
             self.targets[name] = self.pool.wrap(built)
         return self.targets[name]
 
-    async def trial(self, tid: int, job_no: int, position: int, trial: int, roles: Roles, settings: Settings) -> None:
+    async def trial(
+        self, tid: int, job_no: int, position: int, trial: int, roles: Roles, settings: Settings, finish: bool
+    ) -> None:
         meter, turns = RunMeter(), _Turns()
         _trial_meter.set(meter)  # in this task's own context
         try:
@@ -227,7 +247,8 @@ class _Worker:
             suite, threshold, trials = job_setup
             target = self.target(target_name)
             job = Job(target=target, suite=suite, threshold=threshold, trials=trials)
-            plan = job.plan(suite.tests[position]).for_trial(trial)
+            test_plan = job.plan(suite.tests[position])
+            plan = test_plan.for_trial(trial)
             judge = panel_of([self.target(n) for n in judge_names], rule)
             simulator = judge if simulator_name == JUDGE else self.target(simulator_name) if simulator_name else None
             ctx = TrialContext(
@@ -242,10 +263,36 @@ class _Worker:
                 position=position,
             )
             result = await run_trial(plan, ctx)
-            data = frame(("done", tid, result.model_dump_json(), meter.by_model, turns.packed(result.scores)))
+            if finish and test_plan.trials.count == 1 and not test_plan.trials.adaptive:
+                done, summary = self.finished(job_no, position, test_plan, target.name, result)
+                data = frame(("finished", tid, done, summary, meter.by_model, turns.rows()))
+            else:
+                data = frame(("done", tid, result.model_dump_json(), meter.by_model, turns.packed(result.scores)))
         except Exception as exc:
             data = frame(("raised", tid, type(exc).__name__, str(exc)))
         self.transport.write(data)
+
+    def finished(
+        self, job_no: int, position: int, plan: TestPlan, target: str, trial: TrialResult
+    ) -> tuple[str, dict[str, Any]]:
+        """The test's result combined from its one trial, as the driver would store it (with its
+        `checks`; the driver redacts it), and its summary: the fields of `SUMMARY`, and the
+        token counts as (input, output) pairs."""
+        suite = self.suite_of(job_no)
+        result = combine_trials(plan, target, [trial])
+        if job_no not in self.checks:
+            self.checks[job_no] = suite_checks(suite)
+        result.checks = stored_checks(suite, suite.tests[position], self.checks[job_no])
+        summary = {name: getattr(result, name) for name in SUMMARY}
+        for name in ("token_usage", "judge_token_usage", "simulator_token_usage"):
+            usage = getattr(result, name)
+            summary[name] = (usage.input_tokens, usage.output_tokens)
+        return result.model_dump_json(), summary
+
+    def suite_of(self, job_no: int) -> Suite:
+        found = self.jobs[job_no]
+        assert not isinstance(found, Exception)
+        return found[0]
 
     async def aclose(self) -> None:
         for task in list(self.running.values()):

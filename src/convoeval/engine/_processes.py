@@ -25,17 +25,18 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from .. import registry
 from ..errors import ConfigError
 from ..judging import JudgePanel, panel_members
-from ..results import ScoreEntry, TrialResult
-from ..run import GradedTurn, Job, TestPlan, TrialContext
+from ..results import EvaluationResult, ScoreEntry, TrialResult
+from ..run import CombinedTrial, GradedTurn, Job, TestPlan, TrialContext
 from ..targets import Target, endpoint_limits
 from ._frames import frame, read_frame, registry_dumps
 from ._meter import RunMeter
 from ._pool import TargetPool
-from ._process_worker import JUDGE, Roles, Share, WorkerSetup, from_reply_state
+from ._process_worker import JUDGE, Roles, Share, TurnRow, WorkerSetup, from_reply_state
 
 #: Seconds a worker has to end once its input is closed, before it is killed.
 GRACE_S = 5.0
@@ -77,6 +78,10 @@ class ProcessTrials:
         self.restarts_left = count
         self.closing = False
         self.retired: list[_Worker] = []  # started, not used (an endpoint allows fewer connections), or dead
+        #: Whether the run's listeners take summaries (`RunEvents.summaries_only`); the workers
+        #: then combine each test of one trial into its stored result (`finished`).
+        self.summaries = False
+        self.finished: dict[int, Finished] = {}  # by id() of the summary the scheduler holds
 
     async def start(self) -> None:
         """Start the workers (they import while the driver loads and plans the suites)."""
@@ -160,7 +165,7 @@ class ProcessTrials:
         tid = self.next_id = self.next_id + 1
         future: asyncio.Future[tuple[object, ...]] = asyncio.get_running_loop().create_future()
         worker.pending[tid] = future
-        worker.send(("trial", tid, number, ctx.position, ctx.trial, self._roles(ctx), _settings(ctx)))
+        worker.send(("trial", tid, number, ctx.position, ctx.trial, self._roles(ctx), _settings(ctx), self.summaries))
         try:
             message = await future
         except asyncio.CancelledError:
@@ -189,6 +194,12 @@ class ProcessTrials:
                         GradedTurn(ctx.job, ctx.position, ctx.trial, number, graded, from_reply_state(reply))
                     )
             return result
+        if kind == "finished":
+            _, _, data, summary, calls, turns = message
+            self.meter.absorb(calls)  # type: ignore[arg-type]
+            finished = _summary(summary)  # type: ignore[arg-type]
+            self.finished[id(finished)] = Finished(finished, data, ctx.trial, turns)  # type: ignore[arg-type]
+            return CombinedTrial.of(finished, ctx.trial)
         if kind == "raised":
             _, _, name, text = message
             raise _remote_error(str(name))(text)
@@ -266,6 +277,27 @@ class ProcessTrials:
                 await worker.process.wait()
             if worker.reader is not None:
                 await asyncio.gather(worker.reader, return_exceptions=True)
+
+
+@dataclasses.dataclass
+class Finished:
+    """A test a worker finished: its summary (what the scheduler and listeners read), its
+    result's JSON (not redacted yet) and its graded turns as the run store keeps them."""
+
+    summary: EvaluationResult
+    data: str
+    trial: int
+    turns: list[TurnRow]
+
+
+def _summary(fields: dict[str, Any]) -> EvaluationResult:
+    """A finished test's summary as an EvaluationResult: its keys, verdict, score, status and
+    totals (`_process_worker.SUMMARY`); no scores, transcript or trials. (Validated: values of a
+    valid result pass, and model_construct costs ten times as much, computing its defaults.)"""
+    for name in ("token_usage", "judge_token_usage", "simulator_token_usage"):
+        tokens_in, tokens_out = fields[name]
+        fields[name] = {"input_tokens": tokens_in, "output_tokens": tokens_out}
+    return EvaluationResult.model_validate(fields)
 
 
 def _settings(ctx: TrialContext) -> tuple[int, float, object]:

@@ -25,7 +25,7 @@ from ._events import RunEvents
 from ._meter import RunMeter
 from ._options import RecordedOptions, RunOptions
 from ._pool import JudgeChoice, TargetPool, named_targets
-from ._processes import ProcessTrials
+from ._processes import Finished, ProcessTrials
 from ._ray import RayTrials
 from ._recorder import RunRecorder, suite_key
 from ._select import select_tests, tests_for_target, tests_on_no_target
@@ -280,6 +280,7 @@ class _Run:
             recorded = options.record(list(pool.configs.values()), self.version)
             recorded = recorded.model_copy(update={"rerun_of": self.origin.rerun_of, "only": self.origin.only})
             run_id = recorder.begin(recorded, self.note, rerun)
+            finished = self._summaries(ready.trial_runner, recorder)
             self.events.start(meter)
             if options.output and (store is None or options.output.suffix == ".jsonl"):
                 # With a store, formats other than JSONL are written from it at the end (nothing buffered).
@@ -295,7 +296,7 @@ class _Run:
                         judge_temperature=ready.judge.temperature if ready.judge else 0.0,
                         simulators=ready.simulators,
                         concurrency=options.concurrency or _workers(suites),
-                        events=_Listeners(recorder, writer, self.events),
+                        events=_Listeners(recorder, writer, self.events, finished),
                         may_start=meter.may_start,
                         keep_results=store is None,
                         trial_runner=ready.trial_runner,
@@ -320,6 +321,19 @@ class _Run:
         if frozen_for_good():  # the command exits without freeing objects: what the run held is left to it
             _LEFT_TO_EXIT.append((ready, suites, pool, recorder))
         return report
+
+    def _summaries(self, runner: TrialRunner | None, recorder: RunRecorder) -> dict[int, Finished] | None:
+        """With worker processes, a store and more results than the recorder keeps, when the
+        caller's events read summaries only: the workers finish each test of one trial (its
+        stored JSON, its turns' rows) and the scheduler gets a summary. Returns what they
+        finished, by id() of the summary (None: they send trials, as for any run)."""
+        events = self.events
+        if not isinstance(runner, ProcessTrials) or recorder.store is None or recorder.kept is not None:
+            return None
+        if type(events) is not RunEvents and not events.summaries_only:
+            return None
+        runner.summaries = True
+        return runner.finished
 
     def report(self, recorder: RunRecorder, run_id: str | None, kept: list[EvaluationResult]) -> RunReport:
         meter, options = self.meter, self.options
@@ -402,8 +416,15 @@ class _Listeners(RunEvents):
     """What hears the scheduler: the recorder, the results file, then the caller's events; a
     result reaches them with every known secret redacted."""
 
-    def __init__(self, recorder: RunRecorder, writer: ResultWriter | None, events: RunEvents):
+    def __init__(
+        self,
+        recorder: RunRecorder,
+        writer: ResultWriter | None,
+        events: RunEvents,
+        finished: dict[int, Finished] | None = None,
+    ):
         self.recorder, self.writer, self.events = recorder, writer, events
+        self.finished = finished  # tests worker processes finished (`_Run._summaries`)
         self._suite_checks: dict[int, dict[str, object]] = {}  # by id() of the suite: a run holds its suites
 
     def turn(self, turn: GradedTurn) -> None:
@@ -411,12 +432,30 @@ class _Listeners(RunEvents):
         self.events.turn(turn)
 
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
+        if self.finished and (done := self.finished.pop(id(result), None)) is not None:
+            await self._finished(job, position, done)
+            return
         of_suite = self._suite_checks.get(id(job.suite))
         if of_suite is None:
             of_suite = self._suite_checks[id(job.suite)] = suite_checks(job.suite)
         result.checks = stored_checks(job.suite, job.suite.tests[position], of_suite)  # for `convoeval grade`
         result, data = _redacted(result)
         await self.recorder.save_result(job, position, result, data)
+        if self.writer:
+            self.writer.write_json(data)
+        await self.events.result(job, position, result)
+
+    async def _finished(self, job: Job, position: int, done: Finished) -> None:
+        """A test a worker process finished: its turns' rows and its JSON stored as they came
+        (redacted here), the caller's events told its summary (they read no more)."""
+        recorder = self.recorder
+        assert recorder.store is not None and recorder.run_id is not None
+        recorder.meter.turns += len(done.turns)
+        recorder.store.save_turn_rows(recorder.run_id, recorder.key_of(job, position)[0], done.trial, done.turns)
+        result, data = done.summary, redact(done.data)
+        if data != done.data:  # a secret to hide: the summary may hold it too
+            result = EvaluationResult.model_validate_json(data)
+        await recorder.save_result(job, position, result, data)
         if self.writer:
             self.writer.write_json(data)
         await self.events.result(job, position, result)

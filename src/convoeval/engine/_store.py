@@ -24,7 +24,7 @@ import os
 import secrets as _secrets
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -337,6 +337,16 @@ class RunStore:
             redact(entry.model_dump_json()),
         )
         self._writer.add(_INSERT_TURN, row)
+
+    def save_turn_rows(
+        self, run_id: str, key: ResultKey, trial: int, rows: Iterable[tuple[int, str, float | None, str | None, str]]
+    ) -> None:
+        """Record graded turns given as (turn, verdict, score, reply, the entry's JSON), as
+        `save_turn` records each (a worker process of `--processes` made the JSON)."""
+        now = _now()
+        for turn, verdict, score, reply, entry in rows:
+            row = (run_id, key.suite, key.test_id, key.target, trial, turn, verdict, score, now)
+            self._writer.add(_INSERT_TURN, (*row, None if reply is None else redact(reply), redact(entry)))
 
     def results(self, run_id: str, kept: Mapping[int, EvaluationResult] | None = None) -> StoredResults:
         """The run's results in run order, read from disk when used (not held in memory);

@@ -6,7 +6,7 @@ from ._grading import TurnRecord, aggregate, combine, conversation_context, simu
 from ._jobs import GradedTurn, Job, JobEvents
 from ._plan import TestPlan, TurnPlan
 from ._planner import plan_test
-from ._scheduler import TrialRunner, combine_trials, dependency_order, run_jobs
+from ._scheduler import CombinedTrial, TrialRunner, combine_trials, dependency_order, run_jobs
 from ._steps import (
     BudgetStep,
     FidelityStep,
@@ -23,6 +23,7 @@ from ._workspace import run_suite_hooks
 
 __all__ = [
     "BudgetStep",
+    "CombinedTrial",
     "Conversation",
     "FidelityStep",
     "GradedTurn",

@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
+from pydantic import PrivateAttr
+
 from .._binomial import wilson_interval
 from .._sandbox import describe as describe_sandbox
 from ..results import (
@@ -298,9 +300,33 @@ def combined_outcome(trials: list[TrialResult]) -> Outcome | None:
     return max(_OUTCOME_ORDER, key=lambda o: (counts[o], -_OUTCOME_ORDER.index(o)))
 
 
+class CombinedTrial(TrialResult):
+    """The one trial of a test, arriving with the test's result already combined from it (a
+    worker process of `--processes` combined it): `combine_trials` hands that result back.
+    Only its trial number, verdict, score, status and costs are set (what the scheduler reads)."""
+
+    _combined: EvaluationResult | None = PrivateAttr(None)
+
+    @classmethod
+    def of(cls, result: EvaluationResult, trial: int) -> CombinedTrial:
+        made = cls(  # validated: model_construct costs ten times as much (its defaults)
+            trial=trial,
+            score=result.score,
+            verdict=result.verdict,
+            execution_status=result.execution_status,
+            cost_usd=result.cost_usd,
+            judge_cost_usd=result.judge_cost_usd,
+            simulator_cost_usd=result.simulator_cost_usd,
+        )
+        made._combined = result
+        return made
+
+
 def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> EvaluationResult:
     """The test's result from its trials: mean score, pass@k and pass^k."""
     first = trials[0]
+    if len(trials) == 1 and isinstance(first, CombinedTrial) and first._combined is not None:
+        return first._combined
     scores = [t.score for t in trials if t.score is not None]
     errored = [t for t in trials if t.execution_status in ("execution_error", "simulator_error")]
     undecided = [t for t in trials if t.execution_status == "undecided"]
