@@ -272,10 +272,14 @@ class ProcessTrials:
         return f"processes: {sum(done)} trial(s) in {len(done)} worker process(es) ({', '.join(map(str, done))})"
 
     async def aclose(self) -> None:
-        """Stop the workers (`stop`) and wait for them to end; one still running after GRACE_S is killed."""
+        """Stop the workers (`stop`) and wait for them to end; one still running after GRACE_S is
+        killed (at once when they were never set up: they hold nothing yet)."""
         self.stop()
         workers, self.workers, self.retired = self.workers + self.retired, [], []
         for worker in workers:
+            if self.setup is None:  # the run ended before it began (a bad option): nothing to close
+                with contextlib.suppress(ProcessLookupError):
+                    worker.process.kill()
             try:
                 await asyncio.wait_for(worker.process.wait(), GRACE_S)
             except TimeoutError:

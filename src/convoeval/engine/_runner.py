@@ -91,12 +91,13 @@ async def execute_run(options: RunOptions, *, version: str, events: RunEvents | 
     """
     reread_environment()  # keys set since the last run are secrets of this one
     run = _Run(options, version, events or RunEvents())
-    store = (
-        RunStore(state_dir() / STORE_FILE if options.store is True else Path(options.store))
-        if options.store is not False
-        else None
-    )
+    store: RunStore | None = None
     try:
+        if options.processes > 1:  # first: they import while the store opens and the suites load
+            run.workers = ProcessTrials(options.processes, run.meter, run.note)
+            await run.workers.start()
+        if options.store is not False:
+            store = RunStore(state_dir() / STORE_FILE if options.store is True else Path(options.store))
         run.store = store
         run.resolve()
         return await run.execute()
@@ -131,7 +132,7 @@ class _Run:
         self.origin = RecordedOptions()  # a re-run of failed tests: where it came from, what it runs
         self.notes: list[str] = []
         self.meter = RunMeter(max_cost_usd=options.max_cost)
-        self.workers: ProcessTrials | None = None  # `--processes N`: started before the suites load
+        self.workers: ProcessTrials | None = None  # `--processes N`: started before the store opens
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -262,9 +263,6 @@ class _Run:
     async def execute(self) -> RunReport:
         options, store, meter = self.options, self.store, self.meter
         sandbox.choose(options.sandbox)  # the backend of every command the run's models and suites control
-        if options.processes > 1:  # they import while the suites load
-            self.workers = ProcessTrials(options.processes, meter, self.note)
-            await self.workers.start()
         suites = self.select()
         candidates = [
             f for s in suites if (f := find_targets_file(s.base_dir))
