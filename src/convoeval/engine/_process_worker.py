@@ -4,18 +4,16 @@ It reads frames (`_frames`) from its stdin and writes frames to its stdout; fds 
 moved aside first, so that nothing a trial prints or reads (a hook, a command) reaches the
 driver's pipes. Messages, all tuples:
 
-- driver -> worker: `("setup", WorkerSetup)` once; `("job", number, pickled (suite without its
-  tests, threshold, trials))` before the first trial of a job (`_frames.registry_dumps`);
-  `("trial", id, job, position, trial, roles, settings, finish, pickled test or None)` (the test
-  with its first trial in this worker); `("cancel", id)`. End of input: cancel what runs, close
+- driver -> worker: `("setup", WorkerSetup)` once; `("job", number, pickled (suite, threshold,
+  trials))` before the first trial of a job (`_frames.registry_dumps`); `("trial", id, job,
+  position, trial, roles, settings)`; `("cancel", id)`. End of input: cancel what runs, close
   the targets and the cache, exit.
-- worker -> driver: `("done", id, trial result JSON, calls by model, turns)`; with `finish`, for
-  a test of one trial, `("finished", id, the test's result JSON, its summary, calls by model,
-  turn rows)`; or `("raised", id, exception type name, message)`.
+- worker -> driver: `("done", id, result JSON, calls by model, turns)` or `("raised", id,
+  exception type name, message)`.
 
 At setup the worker loads the driver's plugins (with its Python path) and builds each target,
 judge and simulator once from its config, wrapped as the driver wraps them (response cache,
-meter, this worker's share of each endpoint's limits). Each trial plans its test with the job's
+meter, this worker's share of each endpoint's limits). Each trial plans its test from the job's
 suite (sent once), runs in its own task and counts its calls in its own meter (a context
 variable picks it). The process is non-dumpable, as the driver is; it gets SIGTERM when the
 driver dies, and then kills its commands and exits at once; Ctrl-C is left to the driver, which
@@ -42,7 +40,7 @@ from .._secrets import keep_environment_private
 from ..judging import PanelRule, panel_of
 from ..results import EvaluationResult, ScoreEntry, ToolCall, TrialResult, Usage
 from ..run import GradedTurn, Job, TestPlan, TrialContext, combine_trials, run_trial
-from ..spec import Suite, Test, stored_checks, suite_checks
+from ..spec import Suite, stored_checks, suite_checks
 from ..targets import ChatReply, ChatRequest, Target, TargetConfig, endpoint_limits
 from ._cache import ResponseCache
 from ._frames import frame, read_frame
@@ -179,20 +177,12 @@ class _Worker:
         self.targets: dict[str, Target] = {}
         self.running: dict[int, asyncio.Task[None]] = {}
         self.checks: dict[int, dict[str, object]] = {}  # each job's `suite_checks`
-        self.tests: dict[tuple[int, int], Test | Exception] = {}  # by job and position
 
     def handle(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == "trial":
-            tid, job_no, position = message[1:4]
-            if message[8] is not None:
-                try:
-                    self.tests[job_no, position] = pickle.loads(message[8])
-                except Exception as exc:  # each trial of the test says why
-                    self.tests[job_no, position] = RuntimeError(
-                        f"its test could not be read in a worker process: {exc}"
-                    )
-            task = asyncio.get_running_loop().create_task(self.trial(*message[1:8]))
+            tid = message[1]
+            task = asyncio.get_running_loop().create_task(self.trial(*message[1:]))
             self.running[tid] = task
             task.add_done_callback(lambda _: self.running.pop(tid, None))
         elif kind == "cancel":
@@ -249,17 +239,15 @@ class _Worker:
         try:
             target_name, simulator_name, judge_names = roles
             repeats, temperature, rule = settings
-            job_setup, test = self.jobs[job_no], self.tests[job_no, position]
+            job_setup = self.jobs[job_no]
             if self.broken is not None:
                 raise self.broken
             if isinstance(job_setup, Exception):
                 raise job_setup
-            if isinstance(test, Exception):
-                raise test
             suite, threshold, trials = job_setup
             target = self.target(target_name)
             job = Job(target=target, suite=suite, threshold=threshold, trials=trials)
-            test_plan = job.plan(test)
+            test_plan = job.plan(suite.tests[position])
             plan = test_plan.for_trial(trial)
             judge = panel_of([self.target(n) for n in judge_names], rule)
             simulator = judge if simulator_name == JUDGE else self.target(simulator_name) if simulator_name else None
@@ -276,7 +264,7 @@ class _Worker:
             )
             result = await run_trial(plan, ctx)
             if finish and test_plan.trials.count == 1 and not test_plan.trials.adaptive:
-                done, summary = self.finished(job_no, suite, test, test_plan, target.name, result)
+                done, summary = self.finished(job_no, position, test_plan, target.name, result)
                 data = frame(("finished", tid, done, summary, meter.by_model, turns.rows()))
             else:
                 data = frame(("done", tid, result.model_dump_json(), meter.by_model, turns.packed(result.scores)))
@@ -285,20 +273,26 @@ class _Worker:
         self.transport.write(data)
 
     def finished(
-        self, job_no: int, suite: Suite, test: Test, plan: TestPlan, target: str, trial: TrialResult
+        self, job_no: int, position: int, plan: TestPlan, target: str, trial: TrialResult
     ) -> tuple[str, dict[str, Any]]:
         """The test's result combined from its one trial, as the driver would store it (with its
         `checks`; the driver redacts it), and its summary: the fields of `SUMMARY`, and the
         token counts as (input, output) pairs."""
+        suite = self.suite_of(job_no)
         result = combine_trials(plan, target, [trial])
         if job_no not in self.checks:
             self.checks[job_no] = suite_checks(suite)
-        result.checks = stored_checks(suite, test, self.checks[job_no])
+        result.checks = stored_checks(suite, suite.tests[position], self.checks[job_no])
         summary = {name: getattr(result, name) for name in SUMMARY}
         for name in ("token_usage", "judge_token_usage", "simulator_token_usage"):
             usage = getattr(result, name)
             summary[name] = (usage.input_tokens, usage.output_tokens)
         return result.model_dump_json(), summary
+
+    def suite_of(self, job_no: int) -> Suite:
+        found = self.jobs[job_no]
+        assert not isinstance(found, Exception)
+        return found[0]
 
     async def aclose(self) -> None:
         for task in list(self.running.values()):

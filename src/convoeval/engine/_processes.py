@@ -49,7 +49,6 @@ class _Worker:
         self.number, self.process = number, process
         self.pending: dict[int, asyncio.Future[tuple[object, ...]]] = {}
         self.jobs: set[int] = set()
-        self.tests: set[tuple[int, int]] = set()  # (job, position) of the tests it was sent
         self.trials = 0
         self.alive = True
         self.reader: asyncio.Task[None] | None = None
@@ -160,19 +159,13 @@ class ProcessTrials:
         job = ctx.job
         assert job is not None
         number = self.jobs.setdefault(id(job), (len(self.jobs), job))[0]
-        if number not in worker.jobs:  # the suite without its tests: each test goes with its first trial
-            shell = job.suite.model_copy(update={"tests": []})
-            worker.send(("job", number, registry_dumps((shell, job.threshold, job.trials))))
+        if number not in worker.jobs:
+            worker.send(("job", number, registry_dumps((job.suite, job.threshold, job.trials))))
             worker.jobs.add(number)
-        test = None
-        if (number, ctx.position) not in worker.tests:
-            test = registry_dumps(job.suite.tests[ctx.position])
-            worker.tests.add((number, ctx.position))
         tid = self.next_id = self.next_id + 1
         future: asyncio.Future[tuple[object, ...]] = asyncio.get_running_loop().create_future()
         worker.pending[tid] = future
-        settings = _settings(ctx)
-        worker.send(("trial", tid, number, ctx.position, ctx.trial, self._roles(ctx), settings, self.summaries, test))
+        worker.send(("trial", tid, number, ctx.position, ctx.trial, self._roles(ctx), _settings(ctx), self.summaries))
         try:
             message = await future
         except asyncio.CancelledError:
