@@ -176,6 +176,7 @@ class _Worker:
         self.broken: Exception | None = None  # a plugin that could not be loaded
         self.targets: dict[str, Target] = {}
         self.running: dict[int, asyncio.Task[None]] = {}
+        self.outgoing: list[bytes] = []  # frames to write at the end of this turn of the loop
         self.checks: dict[int, dict[str, object]] = {}  # each job's `suite_checks`
 
     def handle(self, message: tuple[Any, ...]) -> None:
@@ -270,6 +271,18 @@ class _Worker:
                 data = frame(("done", tid, result.model_dump_json(), meter.by_model, turns.packed(result.scores)))
         except Exception as exc:
             data = frame(("raised", tid, type(exc).__name__, str(exc)))
+        self.send(data)
+
+    def send(self, data: bytes) -> None:
+        """Write `data` to the driver with the other frames of this turn of the event loop: one
+        write for the trials that end together (a write to a pipe, and the driver's wake-up,
+        cost more than copying the bytes)."""
+        if not self.outgoing:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.outgoing.append(data)
+
+    def flush(self) -> None:
+        data, self.outgoing = b"".join(self.outgoing), []
         self.transport.write(data)
 
     def finished(
@@ -319,6 +332,8 @@ async def _serve(fd_in: int, fd_out: int) -> None:
     finally:
         collector.cancel()
         await worker.aclose()
+        if worker.outgoing:
+            worker.flush()
         transport.close()
 
 

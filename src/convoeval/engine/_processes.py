@@ -52,11 +52,20 @@ class _Worker:
         self.trials = 0
         self.alive = True
         self.reader: asyncio.Task[None] | None = None
+        self.outgoing: list[bytes] = []  # frames to write at the end of this turn of the loop
 
     def send(self, message: tuple[object, ...]) -> None:
+        """Send `message` with the others of this turn of the event loop: one write for the
+        hundreds of trials a run starts at once (each write to a pipe costs a system call)."""
+        if not self.outgoing:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.outgoing.append(frame(message))
+
+    def flush(self) -> None:
+        data, self.outgoing = b"".join(self.outgoing), []
         stdin = self.process.stdin
         if self.alive and stdin is not None and not stdin.is_closing():
-            stdin.write(frame(message))
+            stdin.write(data)
 
 
 class ProcessTrials:
@@ -74,6 +83,7 @@ class ProcessTrials:
         self.setup: WorkerSetup | None = None  # without shares: each worker gets its own
         self.limits: dict[str, Share] = {}
         self.jobs: dict[int, tuple[int, Job]] = {}  # id(job) -> its number, and the job (kept alive)
+        self.pickled: dict[int, bytes] = {}  # each job's suite, threshold and trials, by its number
         self.next_id = 0
         self.restarts_left = count
         self.closing = False
@@ -159,8 +169,10 @@ class ProcessTrials:
         job = ctx.job
         assert job is not None
         number = self.jobs.setdefault(id(job), (len(self.jobs), job))[0]
-        if number not in worker.jobs:
-            worker.send(("job", number, registry_dumps((job.suite, job.threshold, job.trials))))
+        if number not in worker.jobs:  # pickled once for all the workers
+            if number not in self.pickled:
+                self.pickled[number] = registry_dumps((job.suite, job.threshold, job.trials))
+            worker.send(("job", number, self.pickled[number]))
             worker.jobs.add(number)
         tid = self.next_id = self.next_id + 1
         future: asyncio.Future[tuple[object, ...]] = asyncio.get_running_loop().create_future()
@@ -245,6 +257,8 @@ class ProcessTrials:
                 self.workers[self.workers.index(worker)] = fresh
 
     def _retire(self, worker: _Worker) -> None:
+        if worker.outgoing:  # what was sent before its input closes (a cancel)
+            worker.flush()
         stdin = worker.process.stdin
         if stdin is not None and not stdin.is_closing():
             stdin.close()
