@@ -6,10 +6,12 @@ driver's pipes. Messages, all tuples:
 
 - driver -> worker: `("setup", WorkerSetup)` once; `("job", number, pickled (suite, threshold,
   trials))` before the first trial of a job (`_frames.registry_dumps`); `("trial", id, job,
-  position, trial, roles, settings)`; `("cancel", id)`. End of input: cancel what runs, close
-  the targets and the cache, exit.
-- worker -> driver: `("done", id, result JSON, calls by model, turns)` or `("raised", id,
-  exception type name, message)`.
+  position, trial, roles, settings, finish)`; `("cancel", id)`. End of input: cancel what runs,
+  close the targets and the cache, exit.
+- worker -> driver: `("done", id, trial result JSON, calls by model, turns)`; with `finish`, for
+  a test of one trial, `("finished", id, the test's result JSON, its summary, calls by model,
+  turn rows)`; or `("raised", id, exception type name, message)`. The frames of one turn of the
+  event loop go in one write, both ways.
 
 At setup the worker loads the driver's plugins (with its Python path) and builds each target,
 judge and simulator once from its config, wrapped as the driver wraps them (response cache,

@@ -7,6 +7,9 @@ counted are absorbed when it returns), progress and resume. A trial goes to the 
 worker as a small frame (the job's suite travels once per worker; the worker plans the test
 itself); its result comes back as JSON with the calls it counted and its graded turns, which
 the driver then tells its listeners (recorder, progress) as the local path does turn by turn.
+In a run whose listeners take summaries (`summaries`), a worker finishes a test of one trial
+itself: the test's result JSON and its turns' rows, which the driver stores as they come
+(`Finished`), and a summary of the result for the scheduler and the listeners.
 
 Each endpoint's limits (`--max-connections`, a target's concurrency, rpm and tpm) are split
 between the workers, so that their sum never exceeds the limit; when an endpoint allows fewer
