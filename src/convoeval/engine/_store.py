@@ -134,6 +134,7 @@ def _options_json(options: RecordedOptions) -> str:
 
 
 _second: tuple[int, str] = (-1, "")  # the last second formatted, and its text
+_MILLIS = tuple(f".{millis:03d}Z" for millis in range(1000))  # each millisecond's end of the text
 
 
 def _now() -> str:
@@ -142,7 +143,7 @@ def _now() -> str:
     second, millis = divmod(int(time.time() * 1000), 1000)  # one reading: the two parts agree
     if _second[0] != second:
         _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{_second[1]}.{millis:03d}Z"
+    return _second[1] + _MILLIS[millis]
 
 
 def new_run_id() -> str:
