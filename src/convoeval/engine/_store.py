@@ -146,6 +146,12 @@ def _now() -> str:
     return _second[1] + _MILLIS[millis]
 
 
+def _entry_json(entry: ScoreEntry) -> str:
+    """`entry.model_dump_json()`, from the model's serializer itself (what that method calls,
+    without handling its keyword arguments, which took 8% of the dump)."""
+    return type(entry).__pydantic_serializer__.to_json(entry).decode()
+
+
 def new_run_id() -> str:
     """`YYYYmmdd-HHMMSS-xxxxxx`: sortable, short, unique enough for one machine."""
     return time.strftime("%Y%m%d-%H%M%S") + "-" + _secrets.token_hex(3)
@@ -335,7 +341,7 @@ class RunStore:
             entry.score,
             _now(),
             None if reply is None else redact(reply),
-            redact(entry.model_dump_json()),
+            redact(_entry_json(entry)),
         )
         self._writer.add(_INSERT_TURN, row)
 
