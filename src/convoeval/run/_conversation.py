@@ -166,11 +166,12 @@ class Conversation:
         """Send one turn, record the reply, grade it. False ends the conversation."""
         variables = self.variables
         new = [m.numbered(substitute(m.content, variables), number) for m in turn.messages]
-        if any("{{" in m.content for m in new) and (
-            missing := [name for m in new for name in unfilled(m.content, self.plan.captured_names)]
-        ):
-            self._not_sent(number, missing)
-            return False
+        for m in new:
+            if "{{" in m.content:  # a placeholder left: sent only once every name it uses was captured
+                if missing := [name for m in new for name in unfilled(m.content, self.plan.captured_names)]:
+                    self._not_sent(number, missing)
+                    return False
+                break
         self.transcript.extend(new)
         self.chat.extend(m.to_chat() for m in new if m.source != "tool")
         history = window(self.transcript, self.plan.window_size)
@@ -269,7 +270,8 @@ class Conversation:
         self.replies.append(reply)
         if reply.session_id:
             self.session_id = reply.session_id
-        self.transcript.extend(_tool_message(call, number) for call in reply.tool_calls)
+        if reply.tool_calls:
+            self.transcript.extend(_tool_message(call, number) for call in reply.tool_calls)
         text = reply.text
         if type(text) is str:  # what validation would check: the rest is ours
             answer = Message.trusted("assistant", text, "target", number)
