@@ -13,6 +13,8 @@ from pydantic import ConfigDict, Field
 
 from ._base_model import Model
 
+_set = object.__setattr__  # how pydantic sets a model's own attributes (its models refuse plain assignment)
+
 Verdict = Literal["pass", "fail", "skip", "error"]
 ExecutionStatus = Literal[
     "ok", "quality_failure", "execution_error", "skipped", "budget_exhausted", "simulator_error", "undecided"
@@ -91,6 +93,37 @@ class Message(Model):
     def to_chat(self) -> dict[str, str]:
         """The OpenAI-style `{role, content}` dict sent to a model."""
         return {"role": self.role, "content": self.content}
+
+    @classmethod
+    def trusted(
+        cls, role: Role, content: str, source: Source, turn: int | None, tool_calls: list[ToolCall] | None = None
+    ) -> Message:
+        """`Message(role=..., content=..., source=..., turn=...)` (`turn` and `tool_calls` given
+        unless None) from values known to be valid
+        (a validated message's, a reply's text): the same model, made without validating them
+        again (the conversation loop makes two a turn; validation was most of their cost)."""
+        message = cls.__new__(cls)
+        given = {"role", "content", "source"}
+        if turn is not None:
+            given.add("turn")
+        if tool_calls is not None:
+            given.add("tool_calls")
+        values = {"role": role, "content": content, "source": source, "turn": turn}
+        _set(message, "__dict__", {**values, "tool_calls": [] if tool_calls is None else tool_calls})
+        _set(message, "__pydantic_fields_set__", given)
+        _set(message, "__pydantic_extra__", None)
+        _set(message, "__pydantic_private__", None)
+        return message
+
+    def numbered(self, content: str, turn: int) -> Message:
+        """This message with `content` and `turn`: what `model_copy(update={"content": content,
+        "turn": turn})` makes (a shallow copy), without pydantic's copying machinery."""
+        message = type(self).__new__(type(self))
+        _set(message, "__dict__", {**self.__dict__, "content": content, "turn": turn})
+        _set(message, "__pydantic_fields_set__", {*self.__pydantic_fields_set__, "content", "turn"})
+        _set(message, "__pydantic_extra__", None)
+        _set(message, "__pydantic_private__", None)
+        return message
 
 
 class AssertionOutcome(Model):

@@ -89,6 +89,8 @@ class RunRecorder(RunEvents):
         #: The results this process saved, by place, for `finish` to hand back without reading
         #: them again; only in a run of at most KEPT_UP_TO results, so memory stays flat.
         self.kept: dict[int, EvaluationResult] | None = {} if total <= KEPT_UP_TO else None
+        #: The store keys of the tests whose turns are being graded, by (id(job), position).
+        self._turn_keys: dict[tuple[int, int], ResultKey] = {}
 
     @property
     def run_id(self) -> str | None:
@@ -160,12 +162,16 @@ class RunRecorder(RunEvents):
         """Record a graded turn."""
         self.meter.turns += 1
         if self.store is not None and self.record is not None:
-            key = self.key_of(turn.job, turn.position)[0]
+            place = (id(turn.job), turn.position)
+            key = self._turn_keys.get(place)
+            if key is None:  # the test's first graded turn: its key serves the others (until its result)
+                key = self._turn_keys[place] = self.key_of(turn.job, turn.position)[0]
             self.store.save_turn(self.record.id, key, turn.trial, turn.number, turn.entry, turn.reply.text)
 
     async def save_result(self, job: Job, position: int, result: EvaluationResult, data: str) -> None:
         """Commit a finished test's result (`data`: its JSON) and count it."""
         if self.store is not None and self.record is not None:
+            self._turn_keys.pop((id(job), position), None)
             key, seq = self.key_of(job, position)
             await self.store.save_result(self.record.id, key, seq, result, data)
             if self.kept is not None:

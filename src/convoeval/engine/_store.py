@@ -134,6 +134,7 @@ def _options_json(options: RecordedOptions) -> str:
 
 
 _second: tuple[int, str] = (-1, "")  # the last second formatted, and its text
+_MILLIS = tuple(f".{millis:03d}Z" for millis in range(1000))  # each millisecond's end of the text
 
 
 def _now() -> str:
@@ -142,7 +143,13 @@ def _now() -> str:
     second, millis = divmod(int(time.time() * 1000), 1000)  # one reading: the two parts agree
     if _second[0] != second:
         _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
-    return f"{_second[1]}.{millis:03d}Z"
+    return _second[1] + _MILLIS[millis]
+
+
+def _entry_json(entry: ScoreEntry) -> str:
+    """`entry.model_dump_json()`, from the model's serializer itself (what that method calls,
+    without handling its keyword arguments, which took 8% of the dump)."""
+    return type(entry).__pydantic_serializer__.to_json(entry).decode()
 
 
 def new_run_id() -> str:
@@ -334,7 +341,7 @@ class RunStore:
             entry.score,
             _now(),
             None if reply is None else redact(reply),
-            redact(entry.model_dump_json()),
+            redact(_entry_json(entry)),
         )
         self._writer.add(_INSERT_TURN, row)
 

@@ -75,14 +75,14 @@ class TrialContext:
             self.events.turn(GradedTurn(self.job, self.position, self.trial, number, entry, reply))
 
 
-def turn_source(plan: TestPlan, ctx: TrialContext) -> TurnSource:
+def turn_source(plan: TestPlan, ctx: TrialContext, mode: SessionMode | None = None) -> TurnSource:
     """The user side of a trial: `ctx.turns` when given, else the test's scripted turns
     (folded into one prompt for a target that cannot resume). A step may play it instead
-    (a simulated user: `TrialStep.source`)."""
+    (a simulated user: `TrialStep.source`). `mode`: the target's session mode, when known."""
     if ctx.turns is not None:
         return ctx.turns
     source = ScriptedTurns(plan.turns)
-    if session_mode(ctx.target) == "single_shot" and is_multi_turn(source):
+    if (mode or session_mode(ctx.target)) == "single_shot" and is_multi_turn(source):
         return SingleShotTurns(plan.turns)
     return source
 
@@ -110,6 +110,7 @@ class Conversation:
     file_changes: str | None = None  # what the trial changed in its workspace (set by its step)
     chat: list[dict[str, str]] = field(init=False)  # the transcript as sent (tool messages left out)
     agent: AgentContext | None = field(default=None, init=False)  # the same every turn without a backend
+    end_session: Callable[[str], Awaitable[None]] | None = None  # the target's, read once a trial
 
     def __post_init__(self) -> None:
         self.chat = [m.to_chat() for m in self.transcript if m.source != "tool"]
@@ -163,13 +164,14 @@ class Conversation:
 
     async def play_turn(self, number: int, turn: TurnPlan) -> bool:
         """Send one turn, record the reply, grade it. False ends the conversation."""
-        new = [
-            m.model_copy(update={"content": substitute(m.content, self.variables), "turn": number})
-            for m in turn.messages
-        ]
-        if missing := [name for m in new for name in unfilled(m.content, self.plan.captured_names)]:
-            self._not_sent(number, missing)
-            return False
+        variables = self.variables
+        new = [m.numbered(substitute(m.content, variables), number) for m in turn.messages]
+        for m in new:
+            if "{{" in m.content:  # a placeholder left: sent only once every name it uses was captured
+                if missing := [name for m in new for name in unfilled(m.content, self.plan.captured_names)]:
+                    self._not_sent(number, missing)
+                    return False
+                break
         self.transcript.extend(new)
         self.chat.extend(m.to_chat() for m in new if m.source != "tool")
         history = window(self.transcript, self.plan.window_size)
@@ -268,14 +270,19 @@ class Conversation:
         self.replies.append(reply)
         if reply.session_id:
             self.session_id = reply.session_id
-        self.transcript.extend(_tool_message(call, number) for call in reply.tool_calls)
-        answer = Message(role="assistant", content=reply.text, source="target", turn=number)
+        if reply.tool_calls:
+            self.transcript.extend(_tool_message(call, number) for call in reply.tool_calls)
+        text = reply.text
+        if type(text) is str:  # what validation would check: the rest is ours
+            answer = Message.trusted("assistant", text, "target", number)
+        else:  # a target's bug: refused as before
+            answer = Message(role="assistant", content=text, source="target", turn=number)
         self.transcript.append(answer)
         self.chat.append(answer.to_chat())
 
     async def close(self) -> None:
         """End the target's session for this conversation, when it has one to end."""
-        end = capabilities(self.ctx.target).end_session
+        end = self.end_session
         if self.session_id is not None and end is not None:
             try:
                 await end(self.session_id)
@@ -317,11 +324,21 @@ async def play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     test's steps (`_steps.py`), which add score entries and adjust the result."""
     started = time.perf_counter()
     steps = [make(plan, ctx) for make in plan.steps]
-    base = next((s for step in steps if (s := step.source()) is not None), None) or turn_source(plan, ctx)
+    features = capabilities(ctx.target)  # read once: a wrapped target answers through each wrapper
+    base = next((s for step in steps if (s := step.source()) is not None), None) or turn_source(
+        plan, ctx, features.session
+    )
     source = base
     for step in steps:
         source = step.turns(source)
-    convo = Conversation(plan=plan, ctx=ctx, transcript=list(plan.initial), source=base, mode=session_mode(ctx.target))
+    convo = Conversation(
+        plan=plan,
+        ctx=ctx,
+        transcript=list(plan.initial),
+        source=base,
+        mode=features.session,
+        end_session=features.end_session,
+    )
     if plan.recorded is not None:  # a recorded conversation ended as its recording says
         convo.stop_reason = plan.test.stop_reason
     entries = await convo.play(source)

@@ -35,9 +35,12 @@ class Job:
         return plan_test(self.suite, test, threshold=self.threshold, trials=self.trials)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class GradedTurn:
-    """A turn once graded: of the test at `position` of `job.suite.tests`, in trial `trial`."""
+    """A turn once graded: of the test at `position` of `job.suite.tests`, in trial `trial`.
+
+    Made for every turn, so a plain slotted dataclass (a frozen one took four times as long to
+    make; it could not be hashed either, its job and entry being mutable)."""
 
     job: Job
     position: int

@@ -44,7 +44,7 @@ def plan_test(
         suite_exec.threshold if suite_exec else None,
         DEFAULT_THRESHOLD,
     )
-    trials_config = _first(_trials(test_exec), _trials(suite_exec), TrialsConfig())
+    trials_config = _trials(test_exec) or _trials(suite_exec) or TrialsConfig()
     if trials == "auto":
         trials_config = trials_config.model_copy(update={"until": "decided"})
     elif trials is not None:

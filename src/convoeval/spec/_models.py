@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     AliasChoices,
+    BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -110,7 +111,9 @@ def to_messages(value: Messages | None, default_role: str = "user", user_source:
         return []
     if isinstance(value, (str, dict)):
         text = value if isinstance(value, str) else json_text(value)
-        return [Message(role=default_role, content=text, source=user_source if default_role == "user" else "input")]
+        if default_role == "user":  # the usual turn: nothing left to validate
+            return [Message.trusted("user", text, user_source, None)]
+        return [Message(role=default_role, content=text, source="input")]
     return [Message(role=m.role, content=m.text, source=user_source if m.role == "user" else "input") for m in value]
 
 
@@ -361,6 +364,11 @@ class Test(Strict):
         )
 
 
+def _private(model: BaseModel) -> dict[str, Any]:
+    """The model's private attributes, from pydantic's own dict of them."""
+    return model.__pydantic_private__  # type: ignore[return-value]  # a dict: the model declares some
+
+
 class Suite(Strict):
     """One eval file."""
 
@@ -391,23 +399,27 @@ class Suite(Strict):
     _path: Path | None = PrivateAttr(None)
     _agentv: bool = PrivateAttr(False)
 
+    # The properties below read the private attributes from pydantic's own dict of them (which
+    # `self._path` reaches only after a failed lookup): every test's plan reads them.
     @property
     def path(self) -> Path | None:
-        return self._path
+        return _private(self)["_path"]
 
     @property
     def agentv(self) -> bool:
         """Whether the file is AgentV's (a `.agentv/` folder at or above it, up to the repository root)."""
-        return self._agentv
+        return _private(self)["_agentv"]
 
     @property
     def base_dir(self) -> Path:
-        return self._path.parent if self._path else Path.cwd()
+        path = self.path
+        return path.parent if path else Path.cwd()
 
     @property
     def display_name(self) -> str:
         if self.name:
             return self.name
-        if self._path:
-            return self._path.name.removesuffix(".yaml").removesuffix(".yml").removesuffix(".eval")
+        path = self.path
+        if path:
+            return path.name.removesuffix(".yaml").removesuffix(".yml").removesuffix(".eval")
         return "suite"
