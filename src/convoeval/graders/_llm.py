@@ -368,6 +368,10 @@ def _graded(
     errors: Sequence[str],
 ) -> Grade:
     """The grade of repeated answers (`runs`, one per repeat that answered; `errors` of the others)."""
+    if len(runs) == 1 and not errors:
+        once = _graded_once(call, runs[0], mark, session)
+        if once is not None:
+            return once
     outcomes: list[AssertionOutcome] = []
     per_criterion: dict[str, dict[str, object]] = {}
     failed_required: list[str] = []
@@ -416,6 +420,55 @@ def _graded(
     )
 
 
+def _graded_once(
+    call: _RubricCall, run: dict[str, ScoreAnswer | CriterionAnswer], mark: float, session: JudgeSession
+) -> Grade | None:
+    """`_graded` of one answer (the usual call: no repeats), the same grade made in one pass;
+    None when an answer's shape is not its criterion's (the general path says what it makes of it)."""
+    outcomes: list[AssertionOutcome] = []
+    per_criterion: dict[str, dict[str, object]] = {}
+    failed_required: list[str] = []
+    values: list[float] = []
+    for row in call.rows:
+        verdict = run[row.id]
+        judged: int | bool
+        if row.scored:
+            if not isinstance(verdict, ScoreAnswer):
+                return None
+            judged = verdict.score
+            value = judged / 10
+            evidence = _evidence(row.item, [verdict])
+        else:
+            if not isinstance(verdict, CriterionAnswer):
+                return None
+            judged = verdict.satisfied
+            value = 1.0 if judged else 0.0
+            evidence = verdict.reasoning
+        passed = _passes(row, value, mark)
+        if row.gates_grader and not passed:
+            failed_required.append(row.id)
+        values.append(value)
+        outcomes.append(AssertionOutcome(text=row.text, passed=passed, evidence=evidence))
+        per_criterion[row.id] = {
+            "judge_score" if row.scored else "satisfied": judged,
+            "score": round(value, 6),
+            "weight": row.weight,
+            "required": row.required,
+            "passed": passed,
+        }
+    return Grade(
+        score=_weighted_mean(values, call.weights, call.total_weight),
+        assertions=outcomes,
+        details={"criteria": per_criterion},
+        judge_usage=session.usage,
+        judge_cost_usd=round(session.cost_usd, 10),
+        judge_calls=session.calls,
+        judge_reasks=session.reasks,
+        passed=False if failed_required else None,
+        failed_required=failed_required,
+    )
+
+
 def _one_or_all(values: Sequence[T]) -> T | Sequence[T]:
     return values[0] if len(values) == 1 else values
 
@@ -429,6 +482,8 @@ def _weighted_mean(values: list[float], weights: list[float], total: float) -> f
     """`weighted_mean` with the weights' sum (`math.fsum(weights)`) known."""
     if total <= 0:
         return _mean(values)
+    if len(values) == 1 and len(weights) == 1:  # the sum of one product is itself
+        return values[0] * weights[0] / total
     return math.fsum([v * w for v, w in zip(values, weights, strict=True)]) / total
 
 

@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypedDict, TypeVar, overload
+from typing import Generic, TypedDict, TypeVar, cast, overload
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
@@ -291,7 +291,6 @@ class JudgeSession:
         Raises:
             JudgeError: the call failed, or the answer did not parse twice.
         """
-        parse = _as_parser(parser)
         request = self._request(messages, schema, name, repeat)
         self.calls += 1
         try:  # the call is made here, not in `_chat`: one coroutine less between the grader and the judge
@@ -300,10 +299,12 @@ class JudgeSession:
             raise self.error(f"judge call failed: {exc}") from None
         self._count(reply)
         try:
-            return parse(reply.text)
+            if isinstance(parser, type) and issubclass(parser, BaseModel):  # what `_as_parser` makes of a model
+                return parse_answer(parser, reply.text)
+            return cast("Callable[[str], object]", parser)(reply.text)
         except JudgeOutputError as exc:
             error = str(exc)
-        return await self._reask(messages, schema, parse, name, repeat, reply.text, error)
+        return await self._reask(messages, schema, _as_parser(parser), name, repeat, reply.text, error)
 
     async def _reask(
         self,

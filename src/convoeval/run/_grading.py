@@ -335,18 +335,47 @@ def window(transcript: list[Message], window_size: int | None) -> list[Message]:
     return system + rest[keep_from:]
 
 
+@dataclass
+class _Tally:
+    """What `trial_result` adds up over a trial's score entries and their graders, in one pass."""
+
+    grader_errors: int = 0
+    judge_cost: float = 0.0
+    judge_in: int = 0
+    judge_out: int = 0
+    values: list[float] = field(default_factory=list)  # the scores of the entries that count
+    failed_required: list[str] = field(default_factory=list)  # `entry: check` of the entries that count
+    undecided: list[str] = field(default_factory=list)  # `entry: why` of each required grader that could not decide
+
+    @classmethod
+    def of(cls, entries: list[ScoreEntry]) -> _Tally:
+        tally = cls()
+        for entry in entries:
+            for grader in entry.graders:
+                if grader.verdict == "error":
+                    tally.grader_errors += 1
+                tally.judge_cost += grader.judge_cost_usd
+                usage = grader.judge_usage
+                if usage is not None:
+                    tally.judge_in += usage.input_tokens
+                    tally.judge_out += usage.output_tokens
+                if grader.required and (grader.verdict == "error" or grader.score is None):
+                    tally.undecided += [f"{entry.name}: {why}" for why in undecided_required([grader])]
+            if entry.type != "simulator":
+                if entry.score is not None:
+                    tally.values.append(entry.score)
+                tally.failed_required += [f"{entry.name}: {check}" for check in entry.failed_required]
+        return tally
+
+
 def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: float) -> TrialResult:
     """The trial's result from its score entries: the aggregated score and its verdict, what
     the replies and judges used, and how the conversation was held."""
     plan, replies, error = convo.plan, convo.replies, convo.error
-    graders = [grader for entry in entries for grader in entry.graders]
-    grader_errors = sum(grader.verdict == "error" for grader in graders)
-    judge_cost = sum((grader.judge_cost_usd for grader in graders), 0.0)
+    tally = _Tally.of(entries)
+    values, failed_required, undecided = tally.values, tally.failed_required, tally.undecided
     notes = [convo.stop_note] if convo.stop_note else []
     counted = [e for e in entries if e.type != "simulator"]
-    values = [e.score for e in counted if e.score is not None]
-    failed_required = [f"{e.name}: {check}" for e in counted for check in e.failed_required]
-    undecided = [f"{e.name}: {why}" for e in entries for why in undecided_required(e.graders)]
     if error is None and undecided:
         error = "; ".join(undecided)
     score: float | None
@@ -369,6 +398,12 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         score = round(aggregate(values, plan.aggregation), 6)
         passed = score >= plan.threshold
         verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
+    tokens_in = tokens_out = 0
+    cost: float = 0  # as `sum` adds: from the integer 0, in order
+    for reply in replies:
+        tokens_in += reply.usage.input_tokens
+        tokens_out += reply.usage.output_tokens
+        cost += reply.cost_usd
     return TrialResult(
         trial=convo.ctx.trial,
         score=score,
@@ -376,13 +411,13 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         execution_status=status,
         scores=entries,
         output=convo.transcript,
-        token_usage=Usage.total(r.usage for r in replies),
-        judge_token_usage=Usage.total(g.judge_usage for g in graders if g.judge_usage is not None),
-        cost_usd=round(sum(r.cost_usd for r in replies), 8),
-        judge_cost_usd=round(judge_cost, 8),
+        token_usage=Usage(input_tokens=tokens_in, output_tokens=tokens_out),
+        judge_token_usage=Usage(input_tokens=tally.judge_in, output_tokens=tally.judge_out),
+        cost_usd=round(cost, 8),
+        judge_cost_usd=round(tally.judge_cost, 8),
         duration_ms=round(duration_ms, 3),
         error=error,
-        grader_errors=grader_errors,
+        grader_errors=tally.grader_errors,
         notes=notes,
         failed_required=failed_required,
         provider=capabilities(convo.ctx.target).provider_name,
