@@ -58,21 +58,24 @@ def _stable(value: object) -> object:
 
 
 def run_shapes(tmp_path: Path) -> dict[str, object]:
-    """Judge request bodies (sorted) and graded results of the pinned suites."""
+    """Judge request bodies (sorted) and graded results of the pinned suites, each suite run on
+    its own (a suite's `execution.judge.repeats` is the whole run's: run together, every judge
+    call would be repeated)."""
+    results = []
     with FakeOpenAIServer(judge=varied_judge) as server:
         os.environ["OPENAI_BASE_URL"] = server.base_url
-        report = convoeval.run(
-            sorted(str(p) for p in DATA.glob("*.eval.yaml")),
-            target="openai:pinned-target",
-            judge="openai:pinned-judge",
-            cache=False,
-            store=False,
-            concurrency=1,
-        )
+        for suite in sorted(DATA.glob("*.eval.yaml")):
+            report = convoeval.run(
+                [str(suite)],
+                target="openai:pinned-target",
+                judge="openai:pinned-judge",
+                cache=False,
+                store=False,
+                concurrency=1,
+            )
+            results += [json.loads(r.model_dump_json()) for r in report.results]
         bodies = sorted(server.judge_requests(), key=lambda body: json.dumps(body, sort_keys=True))
-    results = sorted(
-        (json.loads(r.model_dump_json()) for r in report.results), key=lambda r: (r["test_id"], r.get("trial", 0))
-    )
+    results.sort(key=lambda r: (r["test_id"], r.get("trial", 0)))
     return {"judge_requests": bodies, "results": _stable(results)}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 import typing
 from abc import abstractmethod
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -28,7 +29,7 @@ if typing.TYPE_CHECKING:
     from ._tau_backend import DomainSession
 
 
-@dataclass
+@dataclass(slots=True)
 class Grade:
     """What `Assertion.grade` returns: a score in [0, 1] and the checks behind it."""
 
@@ -71,7 +72,7 @@ class Grade:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class GradeContext:
     """Everything a grader may look at.
 
@@ -239,14 +240,17 @@ class Assertion(Model):
         variables `known`; checked when the eval file is loaded."""
         return []
 
-    async def evaluate(self, ctx: GradeContext) -> GraderScore:
+    def evaluate(self, ctx: GradeContext) -> Awaitable[GraderScore]:
         """Run `grade` and apply the common rules: errors, negate, min_score. With a judge
-        panel, a judged check is evaluated by each judge and their answers combined."""
-        if isinstance(ctx.judge, JudgePanel) and self.uses_judge:
+        panel, a judged check is evaluated by each judge and their answers combined.
+
+        It returns the evaluation's coroutine (await it): a turn's grading awaits the grader
+        with no coroutine of its own between them, resumed each time its judge call is."""
+        if self.uses_judge and isinstance(ctx.judge, JudgePanel):
             rule = ctx.judge.rule or self.panel_default
             mark = self.min_score if self.min_score is not None else ctx.threshold
-            return await evaluate_by_panel(ctx, ctx.judge, self._evaluate_one, rule, mark)
-        return await self._evaluate_one(ctx)
+            return evaluate_by_panel(ctx, ctx.judge, self._evaluate_one, rule, mark)
+        return self._evaluate_one(ctx)
 
     async def _evaluate_one(self, ctx: GradeContext) -> GraderScore:
         started = time.perf_counter()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal, TypeVar
+from typing import ClassVar, Literal, NamedTuple, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -180,6 +180,19 @@ class RubricCriterion(Model):
         return None
 
 
+class _Row(NamedTuple):
+    """What grading reads of one criterion, taken from it once per grader."""
+
+    item: RubricItem
+    id: str
+    scored: bool
+    text: str  # the outcome's text (its id when it has none)
+    gate: float | None  # `RubricCriterion.gate`
+    gates_grader: bool  # a failed criterion fails the grader (`required`, or AgentV's `required_min_score`)
+    weight: float
+    required: bool
+
+
 @dataclass(frozen=True)
 class _RubricCall:
     """A rubric's criteria as the judge sees them, its answer schema and parser, and the end of
@@ -191,12 +204,44 @@ class _RubricCall:
     schema: dict[str, JsonValue]
     parser: type[KeyedAnswer[ScoreAnswer | CriterionAnswer]]
     texts: dict[str, str] = field(default_factory=dict)
+    rows: tuple[_Row, ...] = field(init=False)
+    weights: list[float] = field(init=False)
+    total_weight: float = field(init=False)  # `math.fsum(weights)`
+
+    def __post_init__(self) -> None:
+        rows = tuple(
+            _Row(
+                item,
+                item.id,
+                item.scored,
+                item.text or item.id,
+                criterion.gate,
+                criterion.required_min_score is not None or criterion.required,
+                criterion.weight,
+                criterion.required,
+            )
+            for item, criterion in self.resolved
+        )
+        object.__setattr__(self, "rows", rows)
+        object.__setattr__(self, "weights", [row.weight for row in rows])
+        object.__setattr__(self, "total_weight", math.fsum(self.weights))
 
     def criteria_text(self, level: GradingLevel) -> str:
         text = self.texts.get(level)
         if text is None:
             text = self.texts[level] = rubric_criteria_text(self.items, level)
         return text
+
+
+def _rubric_call(rubric: Rubrics) -> _RubricCall:
+    resolved = rubric.resolved()
+    items = [item for item, _ in resolved]
+    return _RubricCall(rubric.criteria, resolved, items, rubric_schema(items), rubric_parser(items))
+
+
+#: The calls of rubrics whose criteria are all plain strings, by their strings (emptied when full).
+_SHARED_CALLS: dict[tuple[str | RubricCriterion, ...], _RubricCall] = {}  # keys: strings only
+_SHARED_CALLS_MAX = 1024
 
 
 @assertion_type
@@ -266,13 +311,22 @@ class Rubrics(Assertion):
         return out
 
     def prepared(self) -> _RubricCall:
-        """What every judge call of this grader shares, built on the first call."""
+        """What every judge call of this grader shares, built on the first call (criteria that
+        are all plain strings share it with every rubric of the same strings: a suite's turns
+        often repeat their criteria)."""
         private = self.__pydantic_private__  # its dict: `self._call` would ask pydantic's __getattr__
         call = private.get("_call") if private else None
-        if call is None or call.criteria is not self.criteria:
-            resolved = self.resolved()
-            items = [item for item, _ in resolved]
-            call = self._call = _RubricCall(self.criteria, resolved, items, rubric_schema(items), rubric_parser(items))
+        if call is not None and call.criteria is self.criteria:
+            return call
+        key = tuple(self.criteria)
+        if all(type(c) is str for c in key):
+            call = _SHARED_CALLS.get(key)
+            if call is None:
+                if len(_SHARED_CALLS) >= _SHARED_CALLS_MAX:
+                    _SHARED_CALLS.clear()
+                call = _SHARED_CALLS[key] = _rubric_call(self)
+            return call
+        call = self._call = _rubric_call(self)
         return call
 
     async def grade(self, ctx: GradeContext) -> Grade:
@@ -280,26 +334,28 @@ class Rubrics(Assertion):
         call = self.prepared()
         subject = subject_for(ctx, expected_output=ctx.expected_output, criteria=ctx.criteria)
         session = judge_session(ctx)
-        answers = await session.ask_repeated(
-            rubric_messages(subject, call.items, criteria_text=call.criteria_text(subject.level)),
-            call.schema,
-            call.parser,
-            repeats=ctx.judge_repeats,
-            name="rubric",
-        )
-        mark = pass_mark(self, ctx)
-        grade = _graded(call, [values_by_key(answer) for answer in answers.values], mark, session, answers.errors)
+        messages = rubric_messages(subject, call.items, criteria_text=call.criteria_text(subject.level))
+        runs: list[dict[str, ScoreAnswer | CriterionAnswer]]
+        errors: Sequence[str] = ()
+        if int(ctx.judge_repeats) <= 1:  # one call, awaited with no coroutine between (`ask_repeated`'s for K=1)
+            runs = [values_by_key(await session.ask(messages, call.schema, call.parser, name="rubric"))]
+        else:
+            answers = await session.ask_repeated(
+                messages, call.schema, call.parser, repeats=ctx.judge_repeats, name="rubric"
+            )
+            runs = [values_by_key(answer) for answer in answers.values]
+            errors = answers.errors
+        grade = _graded(call, runs, pass_mark(self, ctx), session, errors)
         if not self.required_fails_test:
             grade.failed_required = []  # the grader still fails (its verdict), the test's score stands
         return grade
 
 
-def _passes(item: RubricItem, criterion: RubricCriterion, value: float, mark: float) -> bool:
+def _passes(row: _Row, value: float, mark: float) -> bool:
     """Whether a criterion's normalised score (its mean over repeats) passes."""
-    gate = criterion.gate
-    if gate is not None:
-        return value >= gate - 1e-9
-    if item.scored:
+    if row.gate is not None:
+        return value >= row.gate - 1e-9
+    if row.scored:
         return value >= mark - 1e-9
     return value > 0.5
 
@@ -312,46 +368,102 @@ def _graded(
     errors: Sequence[str],
 ) -> Grade:
     """The grade of repeated answers (`runs`, one per repeat that answered; `errors` of the others)."""
-    resolved = call.resolved
+    if len(runs) == 1 and not errors:
+        once = _graded_once(call, runs[0], mark, session)
+        if once is not None:
+            return once
     outcomes: list[AssertionOutcome] = []
     per_criterion: dict[str, dict[str, object]] = {}
-    weights: list[float] = []
-    run_scores = [[0.0] * len(resolved) for _ in runs]
     failed_required: list[str] = []
     criterion_scores: list[float] = []
-    for index, (item, criterion) in enumerate(resolved):
-        verdicts = [run[item.id] for run in runs]
-        scores = [v.score for v in verdicts if isinstance(v, ScoreAnswer)]
-        satisfied = [v.satisfied for v in verdicts if isinstance(v, CriterionAnswer)]
-        norms = [s / 10 for s in scores] if item.scored else [1.0 if yes else 0.0 for yes in satisfied]
-        for r, norm in enumerate(norms):
-            run_scores[r][index] = norm
-        value = _mean(norms)
-        passed = _passes(item, criterion, value, mark)
-        if criterion.required_min_score is not None or criterion.required:
-            if not passed:
-                failed_required.append(item.id)
+    norms_of: list[list[float]] = []
+    for row in call.rows:
+        verdicts = [run[row.id] for run in runs]
+        judged: list[int] | list[bool]
+        if row.scored:
+            judged = [v.score for v in verdicts if isinstance(v, ScoreAnswer)]
+            norms = [s / 10 for s in judged]
+        else:
+            judged = [v.satisfied for v in verdicts if isinstance(v, CriterionAnswer)]
+            norms = [1.0 if yes else 0.0 for yes in judged]
+        value = norms[0] if len(norms) == 1 else _mean(norms)  # the mean of one is itself
+        passed = _passes(row, value, mark)
+        if row.gates_grader and not passed:
+            failed_required.append(row.id)
         criterion_scores.append(value)
-        weights.append(criterion.weight)
-        outcomes.append(AssertionOutcome(text=item.text or item.id, passed=passed, evidence=_evidence(item, verdicts)))
-        per_criterion[item.id] = {
-            **({"judge_score": _one_or_all(scores)} if item.scored else {"satisfied": _one_or_all(satisfied)}),
+        norms_of.append(norms)
+        outcomes.append(AssertionOutcome(text=row.text, passed=passed, evidence=_evidence(row.item, verdicts)))
+        per_criterion[row.id] = {
+            "judge_score" if row.scored else "satisfied": _one_or_all(judged),
             "score": round(value, 6),
-            "weight": criterion.weight,
-            "required": criterion.required,
+            "weight": row.weight,
+            "required": row.required,
             "passed": passed,
         }
-    score = weighted_mean(criterion_scores, weights)
+    score = _weighted_mean(criterion_scores, call.weights, call.total_weight)
     details: dict[str, object] = {"criteria": per_criterion}
     if len(runs) + len(errors) > 1:
-        details.update(repeat_summary([weighted_mean(s, weights) for s in run_scores]))
+        run_scores = [[norms[r] if r < len(norms) else 0.0 for norms in norms_of] for r in range(len(runs))]
+        details.update(repeat_summary([weighted_mean(s, call.weights) for s in run_scores]))
     if errors:
         details["repeat_errors"] = errors
-    return Grade.judged(
-        session,
-        score,
-        outcomes,
-        details,
+    return Grade(  # what `Grade.judged` makes of them
+        score=score,
+        assertions=outcomes,
+        details=details,
+        judge_usage=session.usage,
+        judge_cost_usd=round(session.cost_usd, 10),
+        judge_calls=session.calls,
+        judge_reasks=session.reasks,
+        passed=False if failed_required else None,
+        failed_required=failed_required,
+    )
+
+
+def _graded_once(
+    call: _RubricCall, run: dict[str, ScoreAnswer | CriterionAnswer], mark: float, session: JudgeSession
+) -> Grade | None:
+    """`_graded` of one answer (the usual call: no repeats), the same grade made in one pass;
+    None when an answer's shape is not its criterion's (the general path says what it makes of it)."""
+    outcomes: list[AssertionOutcome] = []
+    per_criterion: dict[str, dict[str, object]] = {}
+    failed_required: list[str] = []
+    values: list[float] = []
+    for row in call.rows:
+        verdict = run[row.id]
+        judged: int | bool
+        if row.scored:
+            if not isinstance(verdict, ScoreAnswer):
+                return None
+            judged = verdict.score
+            value = judged / 10
+            evidence = _evidence(row.item, [verdict])
+        else:
+            if not isinstance(verdict, CriterionAnswer):
+                return None
+            judged = verdict.satisfied
+            value = 1.0 if judged else 0.0
+            evidence = verdict.reasoning
+        passed = _passes(row, value, mark)
+        if row.gates_grader and not passed:
+            failed_required.append(row.id)
+        values.append(value)
+        outcomes.append(AssertionOutcome(text=row.text, passed=passed, evidence=evidence))
+        per_criterion[row.id] = {
+            "judge_score" if row.scored else "satisfied": judged,
+            "score": round(value, 6),
+            "weight": row.weight,
+            "required": row.required,
+            "passed": passed,
+        }
+    return Grade(
+        score=_weighted_mean(values, call.weights, call.total_weight),
+        assertions=outcomes,
+        details={"criteria": per_criterion},
+        judge_usage=session.usage,
+        judge_cost_usd=round(session.cost_usd, 10),
+        judge_calls=session.calls,
+        judge_reasks=session.reasks,
         passed=False if failed_required else None,
         failed_required=failed_required,
     )
@@ -363,10 +475,16 @@ def _one_or_all(values: Sequence[T]) -> T | Sequence[T]:
 
 def weighted_mean(values: list[float], weights: list[float]) -> float:
     """The weighted mean (the plain mean when the weights sum to 0)."""
-    total = math.fsum(weights)
+    return _weighted_mean(values, weights, math.fsum(weights))
+
+
+def _weighted_mean(values: list[float], weights: list[float], total: float) -> float:
+    """`weighted_mean` with the weights' sum (`math.fsum(weights)`) known."""
     if total <= 0:
         return _mean(values)
-    return math.fsum(v * w for v, w in zip(values, weights, strict=True)) / total
+    if len(values) == 1 and len(weights) == 1:  # the sum of one product is itself
+        return values[0] * weights[0] / total
+    return math.fsum([v * w for v, w in zip(values, weights, strict=True)]) / total
 
 
 def _evidence(item: RubricItem, verdicts: list[ScoreAnswer | CriterionAnswer]) -> str:

@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypedDict, TypeVar, overload
+from typing import Generic, TypedDict, TypeVar, cast, overload
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
@@ -37,6 +37,8 @@ JudgeMessages = list[dict[str, str]]
 
 #: The agent context of every judge request: none (it is frozen, so one serves all).
 _NO_AGENT = AgentContext()
+#: A session's usage before its first reply (never changed: usage is added up into new objects).
+_NO_USAGE = Usage()
 
 #: How much of a bad judge answer is sent back on the re-ask and quoted in errors.
 _ECHO_CHARS = 2000
@@ -209,15 +211,15 @@ class JudgeSession:
         self.trial = trial
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         self.cost_usd = 0.0
         self.calls = 0
         self.reasks = 0
 
-    async def _chat(
+    def _request(
         self, messages: JudgeMessages, schema: dict[str, JsonValue] | None, name: str, repeat: int
-    ) -> ChatReply:
-        request = ChatRequest(
+    ) -> ChatRequest:
+        return ChatRequest(
             messages=messages,
             response_schema=schema,
             schema_name=name,
@@ -228,13 +230,23 @@ class JudgeSession:
             seed=self.seed,
             agent=_NO_AGENT,
         )
+
+    def _count(self, reply: ChatReply) -> None:
+        """Add a reply's tokens and cost (the first reply's usage is kept as it is: adding it
+        to nothing would make an equal copy)."""
+        self.usage = reply.usage if self.usage is _NO_USAGE else self.usage + reply.usage
+        self.cost_usd += reply.cost_usd
+
+    async def _chat(
+        self, messages: JudgeMessages, schema: dict[str, JsonValue] | None, name: str, repeat: int
+    ) -> ChatReply:
+        request = self._request(messages, schema, name, repeat)
         self.calls += 1
         try:
             reply = await self.judge.chat(request)
         except TargetError as exc:
             raise self.error(f"judge call failed: {exc}") from None
-        self.usage = self.usage + reply.usage
-        self.cost_usd += reply.cost_usd
+        self._count(reply)
         return reply
 
     @overload
@@ -279,16 +291,36 @@ class JudgeSession:
         Raises:
             JudgeError: the call failed, or the answer did not parse twice.
         """
-        parse = _as_parser(parser)
-        reply = await self._chat(messages, schema, name, repeat)
+        request = self._request(messages, schema, name, repeat)
+        self.calls += 1
+        try:  # the call is made here, not in `_chat`: one coroutine less between the grader and the judge
+            reply = await self.judge.chat(request)
+        except TargetError as exc:
+            raise self.error(f"judge call failed: {exc}") from None
+        self._count(reply)
         try:
-            return parse(reply.text)
+            if isinstance(parser, type) and issubclass(parser, BaseModel):  # what `_as_parser` makes of a model
+                return parse_answer(parser, reply.text)
+            return cast("Callable[[str], object]", parser)(reply.text)
         except JudgeOutputError as exc:
             error = str(exc)
+        return await self._reask(messages, schema, _as_parser(parser), name, repeat, reply.text, error)
+
+    async def _reask(
+        self,
+        messages: JudgeMessages,
+        schema: dict[str, JsonValue] | None,
+        parse: Callable[[str], object],
+        name: str,
+        repeat: int,
+        answer: str,
+        error: str,
+    ) -> object:
+        """Show the judge its unusable `answer` and why (`error`), and parse its second answer."""
         self.reasks += 1
         retry = [
             *messages,
-            {"role": "assistant", "content": reply.text[:_ECHO_CHARS]},
+            {"role": "assistant", "content": answer[:_ECHO_CHARS]},
             {
                 "role": "user",
                 "content": REASK.format(error=error, keys=schema_keys(schema))
@@ -339,17 +371,12 @@ class JudgeSession:
         A repeat that fails is recorded in `errors`; when all fail, the first error is raised.
         """
         k = max(1, int(repeats))
-        results: Sequence[object]
-        if k == 1:  # the usual call: no task to gather
-            try:
-                results = [await self.ask(messages, schema, parser, name=name, repeat=0)]
-            except JudgeError as exc:
-                results = [exc]
-        else:
-            results = await asyncio.gather(
-                *(self.ask(messages, schema, parser, name=name, repeat=r) for r in range(k)),
-                return_exceptions=True,
-            )
+        if k == 1:  # the usual call: no task to gather (`ask`'s JudgeError is the one to raise)
+            return Repeated(values=[await self.ask(messages, schema, parser, name=name, repeat=0)])
+        results = await asyncio.gather(
+            *(self.ask(messages, schema, parser, name=name, repeat=r) for r in range(k)),
+            return_exceptions=True,
+        )
         values: list[object] = []
         errors: list[str] = []
         for result in results:
@@ -360,8 +387,7 @@ class JudgeSession:
             else:
                 values.append(result)
         if not values:
-            message = errors[0] if k == 1 else f"all {k} judge repeats failed; first: {errors[0]}"
-            raise self.error(message)
+            raise self.error(f"all {k} judge repeats failed; first: {errors[0]}")
         return Repeated(values=values, errors=errors)
 
     def error(self, message: str) -> JudgeError:

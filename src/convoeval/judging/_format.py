@@ -80,14 +80,8 @@ def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return f"{text[:half]}\n[... {len(text) - limit} characters left out ...]\n{text[-half:]}"
 
 
-def _speaker(message: Said) -> str:
-    role = message.role
-    if role == "user":
-        if message.source == "simulator":
-            return "user (simulated)"
-        if message.source == "hint":
-            return "user (hint)"
-    return role
+#: How a user message of each source (other than the test's own) is shown.
+_USER_SPEAKERS = {"simulator": "user (simulated)", "hint": "user (hint)"}
 
 
 def format_tool_calls(calls: Iterable[ToolCall]) -> str:
@@ -110,23 +104,33 @@ def format_transcript(messages: Sequence[Said], *, numbered: bool = True, limit:
     """
     if not messages:
         return "(no messages)"
+    return "\n\n".join(transcript_blocks(messages, turn_numbers(messages), numbered=numbered, limit=limit))
+
+
+def transcript_blocks(
+    messages: Iterable[Said], numbers: Iterable[int | None], *, numbered: bool = True, limit: int = MAX_MESSAGE_CHARS
+) -> list[str]:
+    """`format_transcript`'s block of each message, given the turn of each (`turn_numbers`)."""
     blocks = []
-    for number, message in zip(turn_numbers(messages), messages, strict=True):
-        if message.role == "system":
-            tag = "[system]"
-        elif not numbered:
-            tag = f"{_speaker(message)}:"
-        elif number is not None:
-            tag = f"[turn {number}] {_speaker(message)}:"
-        else:
-            tag = f"[before turn 1] {_speaker(message)}:"
+    speakers = _USER_SPEAKERS
+    for number, message in zip(numbers, messages, strict=True):
         text = message.content
         if len(text) > limit:
             text = clip(text, limit)
         if message.tool_calls:
             text += f"\n(tool calls: {format_tool_calls(message.tool_calls)})"
-        blocks.append(f"{tag} {text}")
-    return "\n\n".join(blocks)
+        role = message.role
+        if role == "system":
+            blocks.append(f"[system] {text}")
+            continue
+        speaker = speakers.get(message.source, role) if role == "user" else role
+        if not numbered:
+            blocks.append(f"{speaker}: {text}")
+        elif number is not None:
+            blocks.append(f"[turn {number}] {speaker}: {text}")
+        else:
+            blocks.append(f"[before turn 1] {speaker}: {text}")
+    return blocks
 
 
 def last_user_message(messages: Sequence[Message]) -> str:
