@@ -88,6 +88,39 @@ async def test_a_freed_connection_is_taken_before_its_last_holder_goes_on() -> N
     assert order == ["a sends", "b sends", "a goes on", "b goes on"]
 
 
+async def test_replies_that_arrive_together_let_every_waiting_caller_send_first() -> None:
+    """Two holders whose replies arrive in one turn of the event loop: both callers waiting for
+    their connections send before either holder goes on (one turn would let `a` go on before
+    `d`, woken by `b`, sends); a cancelled holder leaves no callback failing behind it."""
+    limits, order, replies = ProviderLimits(concurrency=2), [], asyncio.Event()
+
+    async def call(name: str) -> None:
+        async with limits.slot():
+            order.append(f"{name} sends")
+            if name in "ab":
+                await replies.wait()
+        order.append(f"{name} goes on")
+
+    calls = [asyncio.create_task(call(name)) for name in "abcd"]
+    await asyncio.sleep(0.01)
+    replies.set()
+    await asyncio.gather(*calls)
+    assert order[:4] == ["a sends", "b sends", "c sends", "d sends"]
+    assert sorted(order[4:]) == ["a goes on", "b goes on", "c goes on", "d goes on"]
+
+    limits, failed = ProviderLimits(concurrency=1), []
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: failed.append(context))
+    holder, waiter = asyncio.create_task(call("a")), asyncio.create_task(call("e"))
+    replies.clear()
+    await asyncio.sleep(0.01)
+    replies.set()
+    await asyncio.sleep(0)  # `a` frees its connection for `e` and waits its two turns
+    holder.cancel()
+    await asyncio.gather(holder, waiter, return_exceptions=True)
+    await asyncio.sleep(0.01)
+    assert holder.cancelled() and order[-1] == "e goes on" and failed == []
+
+
 def test_rate_limit_settings_come_from_the_targets_file(tmp_path: Path) -> None:
     target = create_target(
         TargetConfig(name="t", provider="openai", model="m", base_url="http://127.0.0.1:9/v1", rpm=600, tpm=100_000)

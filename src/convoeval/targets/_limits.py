@@ -143,8 +143,22 @@ class _Slot:
                 # two turns of the event loop let every caller woken by them send first, where
                 # each would otherwise wait for the work of every reply before its own. On W
                 # (`benchmarks/run.py`) the requests then take what the floor's take.
-                await asyncio.sleep(0)
-                await asyncio.sleep(0)
+                await _two_turns()
+
+
+def _two_turns() -> asyncio.Future[None]:
+    """A future done when the event loop's next turn runs, so that its waiter resumes in the turn
+    after: where two `sleep(0)` resume it, but with one suspension of the caller's coroutines,
+    not two (each resumes every coroutine of the call's chain)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    loop.call_soon(_settle, done)
+    return done
+
+
+def _settle(done: asyncio.Future[None]) -> None:
+    if not done.done():  # its waiter may have been cancelled meanwhile
+        done.set_result(None)
 
 
 class EndpointLimits:
