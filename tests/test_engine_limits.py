@@ -10,6 +10,7 @@ import pytest
 from convoeval.run import dependency_order
 from convoeval.spec import Test
 from convoeval.targets import ChatRequest, ProviderLimits, TargetConfig, TargetError, TokenBucket, create_target
+from convoeval.targets._limits import Connections
 from convoeval.testing import FakeOpenAIServer, Fault
 
 from .conftest import read_jsonl, write
@@ -119,6 +120,41 @@ async def test_replies_that_arrive_together_let_every_waiting_caller_send_first(
     await asyncio.gather(holder, waiter, return_exceptions=True)
     await asyncio.sleep(0.01)
     assert holder.cancelled() and order[-1] == "e goes on" and failed == []
+
+
+async def test_connections_go_to_the_longest_waiting_caller_and_survive_cancellations() -> None:
+    """Freed connections go to waiting callers in their order, never to a newcomer; a caller
+    cancelled while it waits leaves its place, and one cancelled once handed a connection
+    hands it on; no connection is lost or made up."""
+    connections, order = Connections(2), []
+
+    async def use(name: str, hold: asyncio.Event) -> None:
+        async with connections:
+            order.append(name)
+            await hold.wait()
+
+    gates = {name: asyncio.Event() for name in "abcdef"}
+    tasks = {name: asyncio.create_task(use(name, gates[name])) for name in "abcd"}
+    await asyncio.sleep(0.01)
+    assert order == ["a", "b"] and connections.free == 0 and len(connections.waiters) == 2
+    tasks["c"].cancel()  # cancelled while it waits: `d` is next
+    await asyncio.sleep(0.01)
+    assert len(connections.waiters) == 1
+    gates["a"].set()
+    assert not connections.take()  # `a`'s connection goes to `d`, not to a newcomer
+    await asyncio.sleep(0.01)
+    assert order == ["a", "b", "d"] and connections.free == 0
+    tasks["e"] = asyncio.create_task(use("e", gates["e"]))
+    await asyncio.sleep(0.01)
+    gates["b"].set()  # handed to `e`, which is cancelled before it runs: it hands it on
+    await asyncio.sleep(0)
+    tasks["e"].cancel()
+    await asyncio.sleep(0.01)
+    assert "e" not in order and connections.free == 1 and not connections.waiters and connections.woken == 0
+    gates["d"].set()
+    await asyncio.gather(*tasks.values(), return_exceptions=True)
+    assert connections.free == 2 and connections.take() and connections.free == 1
+    assert connections.release() is False and (connections.free, connections.woken) == (2, 0)
 
 
 def test_rate_limit_settings_come_from_the_targets_file(tmp_path: Path) -> None:
