@@ -10,6 +10,7 @@ import pytest
 from convoeval.run import dependency_order
 from convoeval.spec import Test
 from convoeval.targets import ChatRequest, ProviderLimits, TargetConfig, TargetError, TokenBucket, create_target
+from convoeval.targets._limits import Connections
 from convoeval.testing import FakeOpenAIServer, Fault
 
 from .conftest import read_jsonl, write
@@ -86,6 +87,74 @@ async def test_a_freed_connection_is_taken_before_its_last_holder_goes_on() -> N
 
     await asyncio.gather(call("a", 0), call("b", 0.001))
     assert order == ["a sends", "b sends", "a goes on", "b goes on"]
+
+
+async def test_replies_that_arrive_together_let_every_waiting_caller_send_first() -> None:
+    """Two holders whose replies arrive in one turn of the event loop: both callers waiting for
+    their connections send before either holder goes on (one turn would let `a` go on before
+    `d`, woken by `b`, sends); a cancelled holder leaves no callback failing behind it."""
+    limits, order, replies = ProviderLimits(concurrency=2), [], asyncio.Event()
+
+    async def call(name: str) -> None:
+        async with limits.slot():
+            order.append(f"{name} sends")
+            if name in "ab":
+                await replies.wait()
+        order.append(f"{name} goes on")
+
+    calls = [asyncio.create_task(call(name)) for name in "abcd"]
+    await asyncio.sleep(0.01)
+    replies.set()
+    await asyncio.gather(*calls)
+    assert order[:4] == ["a sends", "b sends", "c sends", "d sends"]
+    assert sorted(order[4:]) == ["a goes on", "b goes on", "c goes on", "d goes on"]
+
+    limits, failed = ProviderLimits(concurrency=1), []
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: failed.append(context))
+    holder, waiter = asyncio.create_task(call("a")), asyncio.create_task(call("e"))
+    replies.clear()
+    await asyncio.sleep(0.01)
+    replies.set()
+    await asyncio.sleep(0)  # `a` frees its connection for `e` and waits its two turns
+    holder.cancel()
+    await asyncio.gather(holder, waiter, return_exceptions=True)
+    await asyncio.sleep(0.01)
+    assert holder.cancelled() and order[-1] == "e goes on" and failed == []
+
+
+async def test_connections_go_to_the_longest_waiting_caller_and_survive_cancellations() -> None:
+    """Freed connections go to waiting callers in their order, never to a newcomer; a caller
+    cancelled while it waits leaves its place, and one cancelled once handed a connection
+    hands it on; no connection is lost or made up."""
+    connections, order = Connections(2), []
+
+    async def use(name: str, hold: asyncio.Event) -> None:
+        async with connections:
+            order.append(name)
+            await hold.wait()
+
+    gates = {name: asyncio.Event() for name in "abcdef"}
+    tasks = {name: asyncio.create_task(use(name, gates[name])) for name in "abcd"}
+    await asyncio.sleep(0.01)
+    assert order == ["a", "b"] and connections.free == 0 and len(connections.waiters) == 2
+    tasks["c"].cancel()  # cancelled while it waits: `d` is next
+    await asyncio.sleep(0.01)
+    assert len(connections.waiters) == 1
+    gates["a"].set()
+    assert not connections.take()  # `a`'s connection goes to `d`, not to a newcomer
+    await asyncio.sleep(0.01)
+    assert order == ["a", "b", "d"] and connections.free == 0
+    tasks["e"] = asyncio.create_task(use("e", gates["e"]))
+    await asyncio.sleep(0.01)
+    gates["b"].set()  # handed to `e`, which is cancelled before it runs: it hands it on
+    await asyncio.sleep(0)
+    tasks["e"].cancel()
+    await asyncio.sleep(0.01)
+    assert "e" not in order and connections.free == 1 and not connections.waiters and connections.woken == 0
+    gates["d"].set()
+    await asyncio.gather(*tasks.values(), return_exceptions=True)
+    assert connections.free == 2 and connections.take() and connections.free == 1
+    assert connections.release() is False and (connections.free, connections.woken) == (2, 0)
 
 
 def test_rate_limit_settings_come_from_the_targets_file(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from ..judging import JudgeOutputError, extract_json
 from ..results import ToolCall, Usage
 from ..targets import ChatReply, ChatRequest, Target, TargetConfig, TargetWrapper, http_target
 from ._key_filter import KeyFilter
+from ._meter import RunMeter
 from ._sqlite import SqliteWriter, StoreError, connect, set_aside, store_error
 
 CACHE_FILE = "cache.sqlite"
@@ -192,7 +193,14 @@ def _orjson_safe(value: object) -> bool:
         return True
     if type(value) is list or type(value) is tuple:
         for item in value:
-            if type(item) not in _ORJSON_SAFE and not _orjson_safe(item):
+            if type(item) in _ORJSON_SAFE or (  # a plain chat message, the usual item, checked inline
+                type(item) is dict
+                and len(item) == 2
+                and type(item.get("content")) is str
+                and type(item.get("role")) is str
+            ):
+                continue
+            if not _orjson_safe(item):
                 return False
         return True
     return type(value) in _ORJSON_SAFE
@@ -260,6 +268,8 @@ class CachedTarget(TargetWrapper):
         identity: what identifies `inner`'s answers (see `target_identity`).
         secrets: values that must never be stored (the target's API key); a reply containing
             one is passed on but not cached.
+        meter: counts every call (cache hits and failures too), as `MeteredTarget` around this
+            target would, without a coroutine more for each call to pass through.
 
     A reply to a structured call (a judge's or a simulated user's, with a response schema) that
     holds no JSON is passed on but not cached either, so a re-run asks again instead of
@@ -269,7 +279,12 @@ class CachedTarget(TargetWrapper):
     """
 
     def __init__(
-        self, inner: Target, cache: ResponseCache, identity: Mapping[str, object], secrets: tuple[str, ...] = ()
+        self,
+        inner: Target,
+        cache: ResponseCache,
+        identity: Mapping[str, object],
+        secrets: tuple[str, ...] = (),
+        meter: RunMeter | None = None,
     ):
         super().__init__(inner)
         self.cache = cache
@@ -279,24 +294,36 @@ class CachedTarget(TargetWrapper):
         self.provider = str(identity.get("provider", ""))
         self.model = str(identity.get("model", ""))
         self._priced_by = http_target(inner)
+        self.meter = meter
 
     async def chat(self, request: ChatRequest) -> ChatReply:
-        key = _cache_key(self._identity_key, request)
-        stored = self.cache.get(key)
-        if stored is not None:
-            reply = reply_from_json(stored)
-            if (api := self._priced_by) is not None:
-                reply.cost_usd = api.cost(reply.usage.input_tokens, reply.usage.output_tokens)
-                reply.cost_known = api.priced
-            return reply
-        reply = await self.inner.chat(request)
+        try:
+            key = _cache_key(self._identity_key, request)
+            stored = self.cache.get(key)
+            if stored is not None:
+                reply = reply_from_json(stored)
+                if (api := self._priced_by) is not None:
+                    reply.cost_usd = api.cost(reply.usage.input_tokens, reply.usage.output_tokens)
+                    reply.cost_known = api.priced
+            else:
+                reply = await self.inner.chat(request)
+                self._store(key, request, reply)
+        except Exception:
+            if self.meter is not None:
+                self.meter.record_call(self.name, request, None)
+            raise
+        if self.meter is not None:
+            self.meter.record_call(self.name, request, reply)
+        return reply
+
+    def _store(self, key: str, request: ChatRequest, reply: ChatReply) -> None:
+        """Cache a reply the model gave, unless it holds a secret or is an unusable structured one."""
         if request.response_schema is not None and not _holds_json(reply.text):
-            return reply
+            return
         value = reply_to_json(reply)
         text = _value_json(value)
         if not contains_secret(text, self.secrets):
             self.cache.put(key, self.provider, self.model, value, text)
-        return reply
 
 
 def _holds_json(text: str) -> bool:

@@ -258,22 +258,24 @@ class TargetPool:
         return wrapped
 
     def _cached_and_metered(self, target: Target) -> Target:
-        inner = target
+        """The target behind the response cache (which counts its calls in the meter) when the
+        cache applies, else behind the meter alone."""
         config = self.configs.get(target.name)
         cacheable = capabilities(target).cacheable
         if self.cache is not None and config is not None and cacheable is not False:
             caller = http_target(target)
             api_key = caller.api_key if caller is not None else None
-            inner = CachedTarget(
+            return CachedTarget(
                 target,
                 self.cache,
                 target_identity(config, target),
                 secrets=(api_key,) if api_key else (),
+                meter=self.meter,
             )
-        elif self.cache is not None and config is None and cacheable is True:
+        if self.cache is not None and config is None and cacheable is True:
             identity = {"object": f"{type(target).__module__}.{type(target).__qualname__}", "name": target.name}
-            inner = CachedTarget(target, self.cache, identity)
-        return MeteredTarget(inner, self.meter) if self.meter is not None else inner
+            return CachedTarget(target, self.cache, identity, meter=self.meter)
+        return MeteredTarget(target, self.meter) if self.meter is not None else target
 
     async def aclose(self) -> None:
         """Close every target built here (Target objects given by the caller included)."""

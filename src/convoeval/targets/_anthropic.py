@@ -26,6 +26,9 @@ class AnthropicTarget(HttpTarget):
         base = config.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL
         self.url = base.rstrip("/") + "/v1/messages"
 
+    def auth_headers(self) -> dict[str, str]:
+        return {"x-api-key": self.api_key, "anthropic-version": API_VERSION} if self.api_key else {}
+
     async def chat(self, request: ChatRequest) -> ChatReply:
         if not self.api_key:
             raise TargetError(f"{self.name}: no API key; set {self.config.api_key_env or 'ANTHROPIC_API_KEY'}")
@@ -50,9 +53,8 @@ class AnthropicTarget(HttpTarget):
                 }
             ]
             payload["tool_choice"] = {"type": "tool", "name": STRUCTURED_TOOL}
-        headers = {"x-api-key": self.api_key, "anthropic-version": API_VERSION}
         started = time.perf_counter()
-        data = await self.post(self.url, payload, headers)
+        data = await self.post(self.url, payload)  # the auth headers are the session's
         latency_ms = (time.perf_counter() - started) * 1000
         return self._parse(data, latency_ms, structured=request.response_schema is not None)
 

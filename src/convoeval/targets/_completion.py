@@ -47,9 +47,13 @@ def parse_completion(data: object, name: str) -> Completion:
     )
 
 
+#: What a token count may be (a tuple: `isinstance` with `int | float` builds the union each time).
+_NUMBER = (int, float)
+
+
 def _count(usage: object, key: str) -> int:
     value = usage.get(key) if isinstance(usage, dict) else None
-    return int(value) if isinstance(value, int | float) and math.isfinite(value) else 0
+    return int(value) if isinstance(value, _NUMBER) and math.isfinite(value) else 0
 
 
 def _tool_call(call: dict[str, object]) -> ToolCall:

@@ -7,6 +7,7 @@ never needs it (it is a third of convoeval's import time).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import json
@@ -59,7 +60,7 @@ async def post_json(
     url: str,
     payload: Mapping[str, object],
     *,
-    headers: dict[str, str],
+    headers: dict[str, str] | None,
     timeout_s: float,
     policy: RetryPolicy,
     secrets: tuple[str, ...] = (),
@@ -67,7 +68,12 @@ async def post_json(
 ) -> dict[str, object]:
     """POST `payload` as JSON and return the JSON object answered, retrying transient failures.
 
+    Each attempt runs in this one coroutine (no call below it but aiohttp's): every time the
+    reply's wait suspends the caller, the event loop resumes each coroutine of the chain.
+
     Args:
+        headers: the request's headers besides `Content-Type: application/json`; None when the
+            session's default headers hold them all, `Content-Type` included (`HttpTarget`).
         limits: the target's connection and rate limits, applied to every attempt; a
             `Retry-After` pauses all of the target's calls.
 
@@ -77,20 +83,31 @@ async def post_json(
     """
     started = time.monotonic()
     body = orjson.dumps(payload)
-    headers = {"Content-Type": "application/json", **headers}
+    if headers is not None:
+        headers = {"Content-Type": "application/json", **headers}
     estimated = 0
     if limits is not None and limits.tokens is not None:
         max_tokens = payload.get("max_tokens")
         estimated = estimate_tokens(len(body), max_tokens if isinstance(max_tokens, int) else None)
+    timeout = _timeout(timeout_s)
     attempt = 0
     while True:
         attempt += 1
         try:
-            if limits is None:
-                return await _attempt(session, url, body, headers, timeout_s, secrets)
-            async with limits.slot(estimated):
-                data = await _attempt(session, url, body, headers, timeout_s, secrets)
-            if limits.tokens is not None:  # without a `tpm` there is nothing to correct
+            async with limits.slot(estimated) if limits is not None else _UNLIMITED:
+                try:
+                    async with session.post(url, data=body, headers=headers, timeout=timeout) as response:
+                        raw = await response.read()
+                        status = response.status
+                        retry_after = response.headers.get("Retry-After")
+                except TimeoutError:
+                    raise _Retryable(f"timed out after {timeout_s:g}s") from None
+                except Exception as exc:
+                    if not _is_client_error(exc):
+                        raise
+                    raise _Retryable(f"connection error: {redact(str(exc) or type(exc).__name__, secrets)}") from None
+                data = _decoded(status, raw, retry_after, secrets)
+            if limits is not None and limits.tokens is not None:  # without a `tpm` nothing to correct
                 limits.settle_tokens(estimated, _total_tokens(data))
             return data
         except _Retryable as exc:
@@ -102,6 +119,17 @@ async def post_json(
             if limits is not None and exc.retry_after:
                 limits.pause(wait)
             await asyncio.sleep(wait)
+
+
+#: The slot of a call without limits.
+_UNLIMITED = contextlib.nullcontext()
+
+
+def _is_client_error(exc: Exception) -> bool:
+    """Whether aiohttp raised `exc` about the connection (imported here: only failures ask)."""
+    import aiohttp
+
+    return isinstance(exc, aiohttp.ClientError)
 
 
 def _total_tokens(data: dict[str, object]) -> int:
@@ -116,27 +144,16 @@ def _total_tokens(data: dict[str, object]) -> int:
     return total
 
 
-async def _attempt(
-    session: aiohttp.ClientSession,
-    url: str,
-    body: bytes,
-    headers: dict[str, str],
-    timeout_s: float,
-    secrets: tuple[str, ...],
-) -> dict[str, object]:
-    import aiohttp
+def _decoded(status: int, raw: bytes, retry_after: str | None, secrets: tuple[str, ...]) -> dict[str, object]:
+    """The JSON object of an answer, or the error its status or body calls for.
 
-    try:
-        async with session.post(url, data=body, headers=headers, timeout=_timeout(timeout_s)) as response:
-            raw = await response.read()
-            status = response.status
-            retry_after = parse_retry_after(response.headers.get("Retry-After"))
-    except TimeoutError:
-        raise _Retryable(f"timed out after {timeout_s:g}s") from None
-    except aiohttp.ClientError as exc:
-        raise _Retryable(f"connection error: {redact(str(exc) or type(exc).__name__, secrets)}") from None
+    Raises:
+        _Retryable: a status worth another attempt (with its `Retry-After`), or a body that is
+            not a JSON object.
+        TargetError: any other status of 400 or more.
+    """
     if status in RETRY_STATUSES:
-        raise _Retryable(f"HTTP {status}: {_snippet(raw, secrets)}", retry_after)
+        raise _Retryable(f"HTTP {status}: {_snippet(raw, secrets)}", parse_retry_after(retry_after))
     if status >= 400:
         raise TargetError(f"HTTP {status}: {_snippet(raw, secrets)}")
     try:

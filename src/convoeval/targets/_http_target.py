@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ._base import Target, TargetConfig, unwrap
 from ._http import RetryPolicy, post_json
@@ -37,6 +37,7 @@ class HttpTarget:
         self.name = config.name
         self.api_key = config.resolve_api_key(self.default_api_key_env)
         self.policy = RetryPolicy(max_attempts=config.max_retries + 1)
+        self._secrets = (self.api_key,) if self.api_key else ()
         self._session: aiohttp.ClientSession | None = None
         self.settings = settings_of(config, self.settings_model)  # TargetError naming a wrong field
         self.limits = ProviderLimits(
@@ -59,24 +60,44 @@ class HttpTarget:
         """The server and key this target calls (targets on one endpoint share its limits)."""
         return endpoint_key(self.url or self.config.base_url or self.name, self.api_key)
 
+    def auth_headers(self) -> dict[str, str]:
+        """The headers that carry this target's credentials, the same on every call (none here)."""
+        return {}
+
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             import aiohttp
 
             connector = aiohttp.TCPConnector(limit=self.config.concurrency or DEFAULT_CONNECTIONS, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector)
+            self._session = aiohttp.ClientSession(connector=connector, headers=self._session_headers())
         return self._session
 
-    async def post(self, url: str, payload: Mapping[str, object], headers: dict[str, str]) -> dict[str, object]:
-        secrets = (self.api_key,) if self.api_key else ()
-        return await post_json(
+    def _session_headers(self) -> dict[str, str]:
+        """What every call sends: `Content-Type`, `config.headers`, `auth_headers()`, a later name
+        replacing an earlier one whatever its case (as aiohttp merges a request's own headers).
+        They are the session's: aiohttp copies those at C speed, where it merges headers given
+        with each request one by one."""
+        headers: dict[str, str] = {}
+        for key, value in {"Content-Type": "application/json", **self.config.headers, **self.auth_headers()}.items():
+            for same in [k for k in headers if k.lower() == key.lower()]:
+                del headers[same]
+            headers[key] = value
+        return headers
+
+    def post(
+        self, url: str, payload: Mapping[str, object], headers: dict[str, str] | None = None
+    ) -> Coroutine[Any, Any, dict[str, object]]:
+        """POST `payload` to `url` (see `post_json`) with `config.headers`, `auth_headers()` and
+        this call's own `headers`, if any. A plain function returning `post_json`'s coroutine:
+        one coroutine fewer for the event loop to resume while the call waits."""
+        return post_json(
             self._get_session(),
             url,
             payload,
-            headers={**self.config.headers, **headers},
+            headers=None if headers is None else {**self.config.headers, **self.auth_headers(), **headers},
             timeout_s=self.config.timeout_s,
             policy=self.policy,
-            secrets=secrets,
+            secrets=self._secrets,
             limits=self.limits,
         )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from urllib.parse import urlsplit
@@ -80,7 +81,7 @@ class ProviderLimits:
         self.tokens = TokenBucket(tpm, clock=clock) if tpm else None
         self.clock = clock
         self._connections: AbstractAsyncContextManager[object] | None = (
-            asyncio.Semaphore(concurrency) if concurrency else None
+            Connections(concurrency) if concurrency else None
         )
         self._paused_until = 0.0
 
@@ -101,7 +102,7 @@ class ProviderLimits:
         """Lower the limits to the given ones where they are tighter (before the first call)."""
         if concurrency is not None and (self.concurrency is None or concurrency < self.concurrency):
             self.concurrency = concurrency
-            self._connections = asyncio.Semaphore(concurrency)
+            self._connections = Connections(concurrency)
         if rpm and (self.requests is None or rpm / 60.0 < self.requests.rate):
             self.requests = TokenBucket(rpm, clock=self.clock)
         if tpm and (self.tokens is None or tpm / 60.0 < self.tokens.rate):
@@ -111,6 +112,66 @@ class ProviderLimits:
         """Correct the token bucket once the call's real usage is known."""
         if self.tokens is not None and actual:
             self.tokens.adjust(actual - estimated)
+
+
+class Connections:
+    """`size` connections at once, each freed one handed to the caller that waited longest.
+
+    What `asyncio.Semaphore` does, for the one use here: a freed connection goes straight to a
+    waiting caller (never to one that arrives meanwhile), and `release` says whether a caller
+    handed one has yet to run, without scanning the waiters as a semaphore does. Entered as an
+    async context manager, or with `take` and `wait` (no coroutine while one is free).
+    """
+
+    __slots__ = ("free", "size", "waiters", "woken")
+
+    def __init__(self, size: int):
+        self.size, self.free = size, size
+        self.waiters: deque[asyncio.Future[None]] = deque()
+        self.woken = 0  # callers handed a connection that have not run since
+
+    def take(self) -> bool:
+        """Take a free connection now (False: none is free, or callers wait for one)."""
+        if self.free > 0 and not self.waiters:
+            self.free -= 1
+            return True
+        return False
+
+    async def wait(self) -> None:
+        """Wait for a connection (after `take` said False): it is the caller's when this returns."""
+        if self.take():
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.woken -= 1
+                self.release()  # handed over as the caller was cancelled: it goes on
+            elif waiter in self.waiters:
+                self.waiters.remove(waiter)  # a later caller must not wait behind it
+            raise
+        self.woken -= 1
+
+    def release(self) -> bool:
+        """Free a connection; True when a waiting caller got it or one handed a connection
+        before has not run yet (either should send before the caller goes on)."""
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():  # not cancelled
+                waiter.set_result(None)
+                self.woken += 1
+                return True
+        self.free += 1
+        return self.woken > 0
+
+    async def __aenter__(self) -> None:
+        if not self.take():
+            await self.wait()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
 
 
 class _Slot:
@@ -130,21 +191,46 @@ class _Slot:
             await limits.requests.acquire(1)
         if limits.tokens is not None and self.tokens:
             await limits.tokens.acquire(self.tokens)
-        if limits._connections is not None:
-            await limits._connections.__aenter__()
-            self.held = limits._connections
+        held = limits._connections
+        if type(held) is Connections:
+            if not held.take():
+                await held.wait()
+            self.held = held
+        elif held is not None:  # another process's limit (the Ray backend's)
+            await held.__aenter__()
+            self.held = held
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.held is not None:
-            await self.held.__aexit__(None, None, None)
-            if getattr(self.held, "locked", bool)():
-                # A caller waits for this connection: it sends its request before this caller
-                # goes on with its reply (grading it, its next turn). Replies arrive together:
-                # two turns of the event loop let every caller woken by them send first, where
-                # each would otherwise wait for the work of every reply before its own. On W
-                # (`benchmarks/run.py`) the requests then take what the floor's take.
-                await asyncio.sleep(0)
-                await asyncio.sleep(0)
+        held = self.held
+        if type(held) is Connections:
+            handed = held.release()
+        elif held is not None:
+            await held.__aexit__(None, None, None)
+            handed = bool(getattr(held, "locked", bool)())
+        else:
+            return
+        if handed:
+            # A caller waits for this connection: it sends its request before this caller
+            # goes on with its reply (grading it, its next turn). Replies arrive together:
+            # two turns of the event loop let every caller woken by them send first, where
+            # each would otherwise wait for the work of every reply before its own. On W
+            # (`benchmarks/run.py`) the requests then take what the floor's take.
+            await _two_turns()
+
+
+def _two_turns() -> asyncio.Future[None]:
+    """A future done when the event loop's next turn runs, so that its waiter resumes in the turn
+    after: where two `sleep(0)` resume it, but with one suspension of the caller's coroutines,
+    not two (each resumes every coroutine of the call's chain)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    loop.call_soon(_settle, done)
+    return done
+
+
+def _settle(done: asyncio.Future[None]) -> None:
+    if not done.done():  # its waiter may have been cancelled meanwhile
+        done.set_result(None)
 
 
 class EndpointLimits:

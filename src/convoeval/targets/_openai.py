@@ -68,9 +68,8 @@ class OpenAITarget(HttpTarget):
                 "type": "json_schema",
                 "json_schema": {"name": request.schema_name, "schema": request.response_schema, "strict": True},
             }
-        headers = self.auth_headers()
         started = time.perf_counter()
-        data = await self.post(self.url, payload, headers)
+        data = await self.post(self.url, payload)  # the auth headers are the session's
         latency_ms = (time.perf_counter() - started) * 1000
         return self._parse(data, latency_ms)
 
