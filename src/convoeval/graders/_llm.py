@@ -407,17 +407,7 @@ def _graded(
         details.update(repeat_summary([weighted_mean(s, call.weights) for s in run_scores]))
     if errors:
         details["repeat_errors"] = errors
-    return Grade(  # what `Grade.judged` makes of them
-        score=score,
-        assertions=outcomes,
-        details=details,
-        judge_usage=session.usage,
-        judge_cost_usd=round(session.cost_usd, 10),
-        judge_calls=session.calls,
-        judge_reasks=session.reasks,
-        passed=False if failed_required else None,
-        failed_required=failed_required,
-    )
+    return _judged(score, outcomes, details, session, failed_required)  # what `Grade.judged` makes of them
 
 
 def _graded_once(
@@ -456,10 +446,23 @@ def _graded_once(
             "required": row.required,
             "passed": passed,
         }
+    score = _weighted_mean(values, call.weights, call.total_weight)
+    return _judged(score, outcomes, {"criteria": per_criterion}, session, failed_required)
+
+
+def _judged(
+    score: float,
+    outcomes: list[AssertionOutcome],
+    details: dict[str, object],
+    session: JudgeSession,
+    failed_required: list[str],
+) -> Grade:
+    """The grade of a judge's answers: their score, outcomes and details, the session's usage and
+    cost; a failed required criterion fails it."""
     return Grade(
-        score=_weighted_mean(values, call.weights, call.total_weight),
+        score=score,
         assertions=outcomes,
-        details={"criteria": per_criterion},
+        details=details,
         judge_usage=session.usage,
         judge_cost_usd=round(session.cost_usd, 10),
         judge_calls=session.calls,

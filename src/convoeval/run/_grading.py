@@ -70,25 +70,19 @@ def turn_context(
     reply's tool results)."""
     plan, ctx = convo.plan, convo.ctx
     variables = convo.variables
-    return GradeContext(  # made here, not by `_grade_context`: a judged turn's first step
+    return _grade_context(
+        plan,
+        ctx,
         level="turn",
         output=reply.text,
         history=history,
         transcript=list(convo.transcript),
         expected_output=turn.expected_output,
         expected_messages=turn.expected_messages,
-        input_files=plan.test.attachments,
         criteria=plan.test.criteria,
         reply=reply,
         turn=number,
         variables=dict(variables) if variables else {},
-        judge=ctx.judge,
-        judge_repeats=ctx.judge_repeats,
-        judge_temperature=ctx.judge_temperature,
-        base_dir=plan.base_dir,
-        threshold=plan.threshold,
-        trial=ctx.trial,
-        test_id=plan.id,
         latencies_ms=[reply.latency_ms],
         usage=reply.usage,
         cost_usd=reply.cost_usd,
