@@ -335,17 +335,11 @@ class Rubrics(Assertion):
         subject = subject_for(ctx, expected_output=ctx.expected_output, criteria=ctx.criteria)
         session = judge_session(ctx)
         messages = rubric_messages(subject, call.items, criteria_text=call.criteria_text(subject.level))
-        runs: list[dict[str, ScoreAnswer | CriterionAnswer]]
-        errors: Sequence[str] = ()
-        if int(ctx.judge_repeats) <= 1:  # one call, awaited with no coroutine between (`ask_repeated`'s for K=1)
-            runs = [values_by_key(await session.ask(messages, call.schema, call.parser, name="rubric"))]
-        else:
-            answers = await session.ask_repeated(
-                messages, call.schema, call.parser, repeats=ctx.judge_repeats, name="rubric"
-            )
-            runs = [values_by_key(answer) for answer in answers.values]
-            errors = answers.errors
-        grade = _graded(call, runs, pass_mark(self, ctx), session, errors)
+        answers = await session.ask_repeated(
+            messages, call.schema, call.parser, repeats=ctx.judge_repeats, name="rubric"
+        )
+        runs = [values_by_key(answer) for answer in answers.values]
+        grade = _graded(call, runs, pass_mark(self, ctx), session, answers.errors)
         if not self.required_fails_test:
             grade.failed_required = []  # the grader still fails (its verdict), the test's score stands
         return grade

@@ -20,7 +20,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypedDict, TypeVar, cast, overload
+from typing import Generic, TypedDict, TypeVar, overload
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
@@ -216,10 +216,10 @@ class JudgeSession:
         self.calls = 0
         self.reasks = 0
 
-    def _request(
+    async def _chat(
         self, messages: JudgeMessages, schema: dict[str, JsonValue] | None, name: str, repeat: int
-    ) -> ChatRequest:
-        return ChatRequest(
+    ) -> ChatReply:
+        request = ChatRequest(
             messages=messages,
             response_schema=schema,
             schema_name=name,
@@ -230,23 +230,14 @@ class JudgeSession:
             seed=self.seed,
             agent=_NO_AGENT,
         )
-
-    def _count(self, reply: ChatReply) -> None:
-        """Add a reply's tokens and cost (the first reply's usage is kept as it is: adding it
-        to nothing would make an equal copy)."""
-        self.usage = reply.usage if self.usage is _NO_USAGE else self.usage + reply.usage
-        self.cost_usd += reply.cost_usd
-
-    async def _chat(
-        self, messages: JudgeMessages, schema: dict[str, JsonValue] | None, name: str, repeat: int
-    ) -> ChatReply:
-        request = self._request(messages, schema, name, repeat)
         self.calls += 1
         try:
             reply = await self.judge.chat(request)
         except TargetError as exc:
             raise self.error(f"judge call failed: {exc}") from None
-        self._count(reply)
+        # The first reply's usage is kept as it is: adding it to nothing would make an equal copy.
+        self.usage = reply.usage if self.usage is _NO_USAGE else self.usage + reply.usage
+        self.cost_usd += reply.cost_usd
         return reply
 
     @overload
@@ -291,20 +282,13 @@ class JudgeSession:
         Raises:
             JudgeError: the call failed, or the answer did not parse twice.
         """
-        request = self._request(messages, schema, name, repeat)
-        self.calls += 1
-        try:  # the call is made here, not in `_chat`: one coroutine less between the grader and the judge
-            reply = await self.judge.chat(request)
-        except TargetError as exc:
-            raise self.error(f"judge call failed: {exc}") from None
-        self._count(reply)
+        parse = _as_parser(parser)
+        reply = await self._chat(messages, schema, name, repeat)
         try:
-            if isinstance(parser, type) and issubclass(parser, BaseModel):  # what `_as_parser` makes of a model
-                return parse_answer(parser, reply.text)
-            return cast("Callable[[str], object]", parser)(reply.text)
+            return parse(reply.text)
         except JudgeOutputError as exc:
             error = str(exc)
-        return await self._reask(messages, schema, _as_parser(parser), name, repeat, reply.text, error)
+        return await self._reask(messages, schema, parse, name, repeat, reply.text, error)
 
     async def _reask(
         self,

@@ -104,16 +104,9 @@ def format_transcript(messages: Sequence[Said], *, numbered: bool = True, limit:
     """
     if not messages:
         return "(no messages)"
-    return "\n\n".join(transcript_blocks(messages, turn_numbers(messages), numbered=numbered, limit=limit))
-
-
-def transcript_blocks(
-    messages: Iterable[Said], numbers: Iterable[int | None], *, numbered: bool = True, limit: int = MAX_MESSAGE_CHARS
-) -> list[str]:
-    """`format_transcript`'s block of each message, given the turn of each (`turn_numbers`)."""
     blocks = []
     speakers = _USER_SPEAKERS
-    for number, message in zip(numbers, messages, strict=True):
+    for number, message in zip(turn_numbers(messages), messages, strict=True):
         text = message.content
         if len(text) > limit:
             text = clip(text, limit)
@@ -130,7 +123,7 @@ def transcript_blocks(
             blocks.append(f"[turn {number}] {speaker}: {text}")
         else:
             blocks.append(f"[before turn 1] {speaker}: {text}")
-    return blocks
+    return "\n\n".join(blocks)
 
 
 def last_user_message(messages: Sequence[Message]) -> str:

@@ -15,7 +15,7 @@ from typing import Literal, NamedTuple
 from pydantic import JsonValue
 
 from ..results import Message, ToolCall
-from ._format import clip, format_transcript, transcript_blocks, turn_numbers
+from ._format import clip, format_transcript
 from ._schemas import (
     CriterionAnswer,
     KeyedAnswer,
@@ -85,19 +85,17 @@ class Subject:
         """
         if self.level == "conversation":
             return [f"{CONVERSATION_HEADER}\n{format_transcript(self.history)}"]
-        # The history and the reply as `format_transcript([*history, reply])` shows them: the
-        # reply's turn is its own when the history's messages carry turns, else the count's.
-        numbers = turn_numbers(self.history)
-        if any(m.turn is not None for m in self.history):
-            number = self.turn
-        else:
-            number = next((n for n in reversed(numbers) if n is not None), None)
-        reply = _Reply("assistant", self.output or "(empty reply)", "target", number, self.tool_calls)
-        blocks = transcript_blocks(self.history, numbers)
-        blocks += transcript_blocks((reply,), (number,))
+        numbered = any(m.turn is not None for m in self.history)
+        reply = _Reply(
+            role="assistant",
+            content=self.output or "(empty reply)",
+            source="target",
+            turn=self.turn if numbered else None,
+            tool_calls=self.tool_calls,
+        )
         of_turn = f" of turn {self.turn}" if self.turn is not None else ""
         return [
-            f"{CONVERSATION_HEADER}\n" + "\n\n".join(blocks),
+            f"{CONVERSATION_HEADER}\n{format_transcript([*self.history, reply])}",
             f"Response to evaluate: the assistant's message{of_turn} (the last message above).",
         ]
 
