@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from ..graders import Assertion, GradeContext
 from ..judging import Persona
 from ..results import (
-    AssertionOutcome,
     ExecutionStatus,
     GraderScore,
     Message,
@@ -69,7 +68,6 @@ def turn_context(
     messages, in the test's window), the turn's backend result (its own `context`, else the
     reply's tool results)."""
     plan, ctx = convo.plan, convo.ctx
-    variables = convo.variables
     return _grade_context(
         plan,
         ctx,
@@ -82,13 +80,13 @@ def turn_context(
         criteria=plan.test.criteria,
         reply=reply,
         turn=number,
-        variables=dict(variables) if variables else {},
+        variables=dict(convo.variables),
         latencies_ms=[reply.latency_ms],
         usage=reply.usage,
         cost_usd=reply.cost_usd,
         context=turn.context if turn.context is not None else tool_results(reply.tool_calls),
         policy=plan.policy,
-        metadata=dict(plan.metadata) if plan.metadata else {},
+        metadata=dict(plan.metadata),
         workdir=Path(ctx.workdir) if ctx.workdir else None,
         domain=ctx.domain,
     )
@@ -151,28 +149,19 @@ async def grade_turn(
     `report(number, entry, reply)` is told once it is graded."""
     reply = ctx.reply
     assert reply is not None and ctx.turn is not None
-    assertions = turn.assertions
-    if len(assertions) == 1:  # the usual turn: its grader awaited here, with no task or coroutine between
-        scores = [await assertions[0].evaluate(ctx), *extra]
-    else:
-        scores = await evaluate_all(assertions, ctx) + extra
-    failed_required = _failed_required(scores)
-    score, verdict, own_note = _combined(scores, ctx.threshold, failed_required)
-    entry = ScoreEntry(  # what `combine` makes of the turn's grades, with the turn's record
-        name=f"turn-{ctx.turn}",
-        type="turn",
-        score=score,
-        verdict=verdict,
-        assertions=_assertions(scores),
-        graders=scores,
+    scores = await evaluate_all(turn.assertions, ctx) + extra
+    entry = combine(
+        f"turn-{ctx.turn}",
+        "turn",
+        scores,
+        ctx.threshold,
         latency_ms=reply.latency_ms,
+        note=record.note,
         token_usage=reply.usage,
         cost_usd=reply.cost_usd,
         session_id=record.session_id,
         tool_calls=list(record.tool_calls),
         captures=dict(record.captures),
-        note=record.note or own_note,
-        failed_required=failed_required,
     )
     if report is not None:
         report(ctx.turn, entry, reply)
@@ -234,14 +223,18 @@ def combine(
     `note` (why the turn ended the conversation) wins over the entry's own; `fields` are more
     fields of the entry (a turn's session, tool calls, captures, usage).
     """
-    failed_required = _failed_required(scores)
+    failed_required = [
+        f"{s.name} ({'; '.join(s.failed_required)})" if s.failed_required else s.name
+        for s in scores
+        if s.verdict == "fail" and (s.required or s.failed_required)
+    ]
     score, verdict, own_note = _combined(scores, threshold, failed_required)
     return ScoreEntry(
         name=name,
         type=kind,
         score=score,
         verdict=verdict,
-        assertions=_assertions(scores),
+        assertions=[a for s in scores for a in s.assertions],
         graders=scores,
         latency_ms=latency_ms,
         note=note or own_note,
@@ -250,25 +243,10 @@ def combine(
     )
 
 
-def _failed_required(scores: list[GraderScore]) -> list[str]:
-    """The failed `required` graders (and graders that failed on a required criterion) of `combine`."""
-    return [
-        f"{s.name} ({'; '.join(s.failed_required)})" if s.failed_required else s.name
-        for s in scores
-        if s.verdict == "fail" and (s.required or s.failed_required)
-    ]
-
-
-def _assertions(scores: list[GraderScore]) -> list[AssertionOutcome]:
-    return list(scores[0].assertions) if len(scores) == 1 else [a for s in scores for a in s.assertions]
-
-
 def _combined(
     scores: list[GraderScore], threshold: float, failed_required: list[str]
 ) -> tuple[float | None, Verdict, str | None]:
     """The score, verdict and note of `combine`."""
-    if len(scores) == 1:  # the usual turn: the same sums, of one grader
-        return _one_combined(scores[0], threshold, failed_required)
     counted = [s for s in scores if s.weight > 0 or s.required or s.failed_required]
     if not counted:
         return None, "skip", NOT_GRADED
@@ -280,21 +258,6 @@ def _combined(
         score = sum((s.score or 0.0) * s.weight for s in decided) / total_weight
     else:
         score = sum(s.score or 0.0 for s in decided) / len(decided)
-    if failed_required:
-        score = 0.0
-    return round(score, 6), "pass" if score >= threshold else "fail", None
-
-
-def _one_combined(
-    s: GraderScore, threshold: float, failed_required: list[str]
-) -> tuple[float | None, Verdict, str | None]:
-    """`_combined` of one grader."""
-    if not (s.weight > 0 or s.required or s.failed_required):
-        return None, "skip", NOT_GRADED
-    if s.verdict == "error" or s.score is None:  # undecided (required or not: nothing else decided)
-        return None, "error", None
-    weight = 0 + s.weight  # the sums of `_combined`, of one term (0 + x: -0.0 becomes 0.0 as there)
-    score = (0 + s.score * weight) / weight if weight > 0 else (0 + s.score) / 1
     if failed_required:
         score = 0.0
     return round(score, 6), "pass" if score >= threshold else "fail", None
@@ -329,47 +292,18 @@ def window(transcript: list[Message], window_size: int | None) -> list[Message]:
     return system + rest[keep_from:]
 
 
-@dataclass
-class _Tally:
-    """What `trial_result` adds up over a trial's score entries and their graders, in one pass."""
-
-    grader_errors: int = 0
-    judge_cost: float = 0.0
-    judge_in: int = 0
-    judge_out: int = 0
-    values: list[float] = field(default_factory=list)  # the scores of the entries that count
-    failed_required: list[str] = field(default_factory=list)  # `entry: check` of the entries that count
-    undecided: list[str] = field(default_factory=list)  # `entry: why` of each required grader that could not decide
-
-    @classmethod
-    def of(cls, entries: list[ScoreEntry]) -> _Tally:
-        tally = cls()
-        for entry in entries:
-            for grader in entry.graders:
-                if grader.verdict == "error":
-                    tally.grader_errors += 1
-                tally.judge_cost += grader.judge_cost_usd
-                usage = grader.judge_usage
-                if usage is not None:
-                    tally.judge_in += usage.input_tokens
-                    tally.judge_out += usage.output_tokens
-                if grader.required and (grader.verdict == "error" or grader.score is None):
-                    tally.undecided += [f"{entry.name}: {why}" for why in undecided_required([grader])]
-            if entry.type != "simulator":
-                if entry.score is not None:
-                    tally.values.append(entry.score)
-                tally.failed_required += [f"{entry.name}: {check}" for check in entry.failed_required]
-        return tally
-
-
 def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: float) -> TrialResult:
     """The trial's result from its score entries: the aggregated score and its verdict, what
     the replies and judges used, and how the conversation was held."""
     plan, replies, error = convo.plan, convo.replies, convo.error
-    tally = _Tally.of(entries)
-    values, failed_required, undecided = tally.values, tally.failed_required, tally.undecided
+    graders = [grader for entry in entries for grader in entry.graders]
+    grader_errors = sum(grader.verdict == "error" for grader in graders)
+    judge_cost = sum((grader.judge_cost_usd for grader in graders), 0.0)
     notes = [convo.stop_note] if convo.stop_note else []
     counted = [e for e in entries if e.type != "simulator"]
+    values = [e.score for e in counted if e.score is not None]
+    failed_required = [f"{e.name}: {check}" for e in counted for check in e.failed_required]
+    undecided = [f"{e.name}: {why}" for e in entries for why in undecided_required(e.graders)]
     if error is None and undecided:
         error = "; ".join(undecided)
     score: float | None
@@ -392,12 +326,6 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         score = round(aggregate(values, plan.aggregation), 6)
         passed = score >= plan.threshold
         verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
-    tokens_in = tokens_out = 0
-    cost: float = 0  # as `sum` adds: from the integer 0, in order
-    for reply in replies:
-        tokens_in += reply.usage.input_tokens
-        tokens_out += reply.usage.output_tokens
-        cost += reply.cost_usd
     return TrialResult(
         trial=convo.ctx.trial,
         score=score,
@@ -405,13 +333,13 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         execution_status=status,
         scores=entries,
         output=convo.transcript,
-        token_usage=Usage(input_tokens=tokens_in, output_tokens=tokens_out),
-        judge_token_usage=Usage(input_tokens=tally.judge_in, output_tokens=tally.judge_out),
-        cost_usd=round(cost, 8),
-        judge_cost_usd=round(tally.judge_cost, 8),
+        token_usage=Usage.total(r.usage for r in replies),
+        judge_token_usage=Usage.total(g.judge_usage for g in graders if g.judge_usage is not None),
+        cost_usd=round(sum(r.cost_usd for r in replies), 8),
+        judge_cost_usd=round(judge_cost, 8),
         duration_ms=round(duration_ms, 3),
         error=error,
-        grader_errors=tally.grader_errors,
+        grader_errors=grader_errors,
         notes=notes,
         failed_required=failed_required,
         provider=capabilities(convo.ctx.target).provider_name,
