@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval._sandbox._cgroup import process_limit, rlimit_holds
 from convoeval._templates import TemplateProblem, render
 from convoeval.graders import GradeContext
 from convoeval.graders._text import Regex
@@ -231,30 +232,53 @@ def test_a_template_cannot_allocate_without_bound(template: str) -> None:
     )
 
 
-def _running(needle: str) -> bool:
-    found = False
+def _command_lines() -> list[bytes]:
+    """The command line of every process, as /proc has it (arguments ended by NUL bytes)."""
+    lines = []
     for entry in Path("/proc").iterdir():
         try:
-            found = found or needle in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            lines.append((entry / "cmdline").read_bytes())
         except OSError:
             continue
-    return found
+    return lines
+
+
+def _running(argv: list[str]) -> bool:
+    """Whether a process runs `argv` itself (not a shell or a bubblewrap whose command line holds it)."""
+    return "\0".join(argv).encode() + b"\0" in _command_lines()
+
+
+def _nap() -> list[str]:
+    """A `sleep` no other test or process runs: its command line is how the tests find it."""
+    return ["sleep", f"{300 + os.getpid() % 97}.{time.time_ns() % 1000}"]
+
+
+def _start_napping_run(tmp_path: Path, nap: list[str]) -> subprocess.Popen[bytes]:
+    """A `convoeval run` whose one test's verify sleeps `nap` in its workspace."""
+    write(tmp_path / "targets.yaml", SCRIPTED)
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "execution: {target: bot}\ntests:\n  - id: t\n    mode: conversation\n    workspace: {}\n"
+        f"    verify: {{command: {' '.join(nap)}}}\n    turns: [{{input: go}}]\n",
+    )
+    return subprocess.Popen([sys.executable, "-m", "convoeval", "run", str(suite), "--no-cache"], cwd=tmp_path)
+
+
+def _gone_within(argv: list[str], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _running(argv) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _running(argv)
 
 
 def test_stale_workspaces_are_swept_only_when_their_process_is_gone(tmp_path: Path) -> None:
     """D14: workspaces stayed in the temp folder after kill -9 or Ctrl-C; --resume left them."""
-    write(tmp_path / "targets.yaml", SCRIPTED)
-    nap = f"sleep {300 + os.getpid() % 97}.{time.time_ns() % 1000}"
-    suite = write(
-        tmp_path / "s.eval.yaml",
-        "execution: {target: bot}\ntests:\n  - id: t\n    mode: conversation\n    workspace: {}\n"
-        f"    verify: {{command: {nap}}}\n    turns: [{{input: go}}]\n",
-    )
-    proc = subprocess.Popen([sys.executable, "-m", "convoeval", "run", str(suite), "--no-cache"], cwd=tmp_path)
+    nap = _nap()
+    proc = _start_napping_run(tmp_path, nap)
     temp = Path(tempfile.gettempdir())
     deadline = time.monotonic() + 30
     mine: list[Path] = []
-    while not (mine and _running(nap)) and time.monotonic() < deadline:
+    while not (mine and _running(nap)) and time.monotonic() < deadline:  # the command itself runs
         mine = list(temp.glob(f"{WORKSPACE_PREFIX}{proc.pid}.*"))
         time.sleep(0.05)
     assert mine, "the run never made its workspace"
@@ -262,10 +286,33 @@ def test_stale_workspaces_are_swept_only_when_their_process_is_gone(tmp_path: Pa
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert mine[0].is_dir()  # left behind by kill -9
-    gone_by = time.monotonic() + 5  # the sandbox's processes die with it, at the machine's pace
-    while _running(nap) and time.monotonic() < gone_by:
-        time.sleep(0.05)
-    assert not _running(nap) or shutil.which("bwrap") is None  # verify's command died with it
+    # verify's command died with it (bubblewrap's --die-with-parent), at the machine's pace
+    assert _gone_within(nap, 5) or shutil.which("bwrap") is None
     swept = sweep_stale_workspaces()  # (another run starting now may sweep it first: any run sweeps)
     assert not mine[0].exists() and live.is_dir() and live not in swept
     live.rmdir()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+@pytest.mark.skipif(not process_limit().enforced or rlimit_holds(), reason="no pids cgroup per command here")
+def test_a_sandbox_left_by_kill_9_during_its_set_up_is_killed_by_the_next_run(tmp_path: Path) -> None:
+    """kill -9 while bubblewrap sets the sandbox up can orphan it: bubblewrap arms its parent-death
+    signal without checking that its parent still lives (0.8.0 and 0.11.1 alike). Whatever moment
+    the kill lands, the next run kills what the dead run's cgroups hold (its header's check)."""
+    nap = _nap()
+    proc = _start_napping_run(tmp_path, nap)
+    deadline = time.monotonic() + 30
+    while not _bubblewrap_for(nap) and time.monotonic() < deadline:  # the earliest moment: its exec
+        time.sleep(0.005)
+    assert _bubblewrap_for(nap), "the run never started its sandbox"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    next_run = "from convoeval._sandbox import process_limit_note; process_limit_note()"
+    subprocess.run([sys.executable, "-c", next_run], check=True, timeout=60)
+    assert _gone_within(nap, 5), "the dead run's sandboxed command still runs after the next run started"
+
+
+def _bubblewrap_for(nap: list[str]) -> bool:
+    """Whether a bubblewrap whose command (its last argument, a shell's) is `nap` runs."""
+    tail = b"\0" + " ".join(nap).encode() + b"\0"
+    return any(line.startswith(b"bwrap\0") and line.endswith(tail) for line in _command_lines())
