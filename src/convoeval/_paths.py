@@ -1,5 +1,6 @@
-"""Files an eval file names (`tests: cases.yaml`, `prompt: file://x.md`): confined to the
-suite's folder or to a root the user names (`CONVOEVAL_ROOT`), regular files only, size-limited."""
+"""Files and folders an eval file names (`tests: cases.yaml`, `prompt: file://x.md`, a workspace
+`template:`): confined to the suite's folder, the git repository that holds it, or a root the
+user names (`CONVOEVAL_ROOT`); files regular only and size-limited."""
 
 from __future__ import annotations
 
@@ -12,22 +13,42 @@ ROOT_ENV = "CONVOEVAL_ROOT"
 MAX_FILE_BYTES = 10 * 1024 * 1024
 
 
+def enclosing_repository(folder: Path) -> Path | None:
+    """The nearest folder holding `.git` at or above `folder`, resolved; None outside a repository."""
+    start = folder.resolve()
+    return next((p for p in (start, *start.parents) if (p / ".git").exists()), None)
+
+
+def _confined(ref: str, base_dir: Path, root: str | Path | None) -> Path | None:
+    """`ref` resolved against `base_dir` when it lies in the suite's folder, its repository
+    (AgentV's `file://../graders/x.md`, `../template`) or the root the user names; else None
+    (`/root/.ssh`, `../../..` out of the repository)."""
+    path = (base_dir / ref).resolve()
+    base = base_dir.resolve()
+    roots = [base]
+    if (repository := enclosing_repository(base)) is not None:
+        roots.append(repository)
+    if root := root or os.environ.get(ROOT_ENV):
+        roots.append(Path(root).resolve())
+    return path if any(path == r or r in path.parents for r in roots) else None
+
+
+def _outside(shown: str, base_dir: Path) -> ValueError:
+    return ValueError(
+        f"{shown} is outside the suite's folder {base_dir.resolve()} and its repository"
+        f" (name a wider root with --root or {ROOT_ENV})"
+    )
+
+
 def confined_file(ref: str, base_dir: Path, root: str | Path | None = None) -> Path:
-    """The file `ref` (relative to `base_dir`, or `file://...`) names, checked.
+    """The file `ref` (relative to `base_dir`, or `file://...`) names, checked (`_confined`).
 
     Raises:
-        ValueError: it leaves `base_dir` (and the root), is not a regular file, or is too big.
+        ValueError: it lies outside, is not a regular file, or is too big.
     """
-    text = ref[len("file://") :] if ref.startswith("file://") else ref
-    path = (base_dir / text).resolve()
-    roots = [base_dir.resolve()]
-    root = root or os.environ.get(ROOT_ENV)
-    if root:
-        roots.append(Path(root).resolve())
-    if not any(path == r or r in path.parents for r in roots):
-        raise ValueError(
-            f"{ref} is outside the suite's folder {roots[0]} (name a wider root with --root or {ROOT_ENV})"
-        )
+    path = _confined(ref[len("file://") :] if ref.startswith("file://") else ref, base_dir, root)
+    if path is None:
+        raise _outside(ref, base_dir)
     if not path.exists():
         raise ValueError(f"{ref}: no such file")
     if not path.is_file():
@@ -38,21 +59,13 @@ def confined_file(ref: str, base_dir: Path, root: str | Path | None = None) -> P
 
 
 def confined_folder(ref: str, base_dir: Path, what: str) -> Path:
-    """The folder `ref` (relative to `base_dir`) names, resolved: it must lie in the suite's
-    folder, the repository that holds it (the nearest `.git` above: AgentV's `../template`) or
-    the root the user names, like the files a suite names; `what` names it in the message.
+    """The folder `ref` (relative to `base_dir`) names, resolved and checked (`_confined`);
+    `what` names it in the message.
 
     Raises:
-        ValueError: it lies elsewhere (`/root/.ssh`, `../../..`).
+        ValueError: it lies outside.
     """
-    path = (base_dir / ref).resolve()
-    base = base_dir.resolve()
-    roots = [base, next((p for p in (base, *base.parents) if (p / ".git").exists()), base)]
-    if root := os.environ.get(ROOT_ENV):
-        roots.append(Path(root).resolve())
-    if not any(path == r or r in path.parents for r in roots):
-        raise ValueError(
-            f"{what} {ref!r} is outside the suite's folder {base} and its repository"
-            f" (name a wider root with --root or {ROOT_ENV})"
-        )
+    path = _confined(ref, base_dir, None)
+    if path is None:
+        raise _outside(f"{what} {ref!r}", base_dir)
     return path

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .._paths import enclosing_repository
+
 
 def is_agentv_file(path: Path) -> bool:
     """Whether an eval file is AgentV's: a `.agentv/` folder in its folder or one above it, up
     to the repository root (where AgentV reads its targets and config)."""
     folder = path.parent.resolve()
-    root = repository_root(folder)
+    root = enclosing_repository(folder) or folder
     for candidate in (folder, *folder.parents):
         if (candidate / ".agentv").is_dir():
             return True
@@ -19,19 +21,10 @@ def is_agentv_file(path: Path) -> bool:
     return False
 
 
-def repository_root(folder: Path) -> Path:
-    """The nearest folder holding `.git` at or above `folder` (else `folder` itself)."""
-    start = folder.resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return start
-
-
 def search_roots(folder: Path) -> list[Path]:
     """AgentV's search roots of an eval file's folder: it and each parent up to the repository
     root, then the working folder."""
-    root = repository_root(folder)
+    root = enclosing_repository(folder) or folder.resolve()
     roots: list[Path] = []
     for candidate in (folder.resolve(), *folder.resolve().parents):
         roots.append(candidate)
