@@ -310,6 +310,7 @@ def test_a_sandbox_left_by_kill_9_during_its_set_up_is_killed_by_the_next_run(tm
     next_run = "from convoeval._sandbox import process_limit_note; process_limit_note()"
     subprocess.run([sys.executable, "-c", next_run], check=True, timeout=60)
     assert _gone_within(nap, 5), "the dead run's sandboxed command still runs after the next run started"
+    sweep_stale_workspaces()  # and its workspace, as a run would
 
 
 def _bubblewrap_for(nap: list[str]) -> bool:
