@@ -62,8 +62,6 @@ OTHER.update(
             "copilot-replay-workspace.mjs",
         ),
         (V5, "examples/showcase/cross-repo-sync/evals/suite.yaml"): (NETWORK, "Could not read from remote"),
-        (V5, "examples/features/trials/evals/suite.yaml"): ("rejected", "budget_usd"),
-        (V5, "examples/showcase/multi-model-benchmark/evals/benchmark.eval.yaml"): ("rejected", "budget_usd"),
         (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options.transform"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
         (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
@@ -86,7 +84,7 @@ OTHER.update(
     }
 )
 #: Files of each tag that must run unchanged (every test graded, no execution error).
-AT_LEAST = {"v4.44.0-next.1": 3, V5: 93}
+AT_LEAST = {"v4.44.0-next.1": 3, V5: 95}
 
 
 def eval_files(tag: str) -> list[str]:
@@ -222,7 +220,6 @@ def test_v5_suite_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ("execution:\n  fail_on_error: true\n", 2, "execution.fail_on_error", "fail_on_error: true"),
         ("environment:\n  type: docker\n", 2, "environment.type", "`type: docker`"),
-        ("evaluate_options:\n  budget_usd: 2\n", 2, "evaluate_options.budget_usd", "budget_usd"),
         ("providers:\n  - id: openai:gpt-4o\n", 1, "providers", "providers declared inline"),
         ("default_test:\n  options: {transform: x.ts}\n", 2, "default_test.options.transform", "into text"),
     ],
@@ -436,7 +433,7 @@ def test_v5_repeat_is_trials(cli, fake_openai: FakeOpenAIServer, tmp_path: Path)
     [
         ("repeat: {count: 2, strategy: pass_all}", 2, "evaluate_options.repeat.strategy", "pass_all"),
         ("repeat: {count: 2, samples: 3}", 2, "evaluate_options.repeat.samples", "unknown field"),
-        ("budget_usd: 1", 2, "evaluate_options.budget_usd", "--max-cost"),
+        ("budget_usd: 0", 2, "execution.budget_usd", "greater than 0"),
         ("timeout: 3", 2, "evaluate_options.timeout", "unknown evaluate option"),
     ],
 )
@@ -445,6 +442,14 @@ def test_v5_evaluate_options_refused(tmp_path: Path, options: str, line: int, fi
     problems = validate_paths([write(tmp_path / "suite.yaml", text)])
     assert [(p.line, p.field) for p in problems] == [(line, field)], problems
     assert words in problems[0].message
+
+
+def test_v5_budget_usd_is_the_suites_budget(tmp_path: Path) -> None:
+    """`evaluate_options.budget_usd` (AgentV's `orchestrator.ts`: no test of the file is started
+    once its finished tests cost that much) is the suite's `execution.budget_usd`."""
+    text = "evaluate_options:\n  budget_usd: 2\ntests:\n  - id: t\n    vars: {input: hi}\n    assert: [Says hi]\n"
+    suite = load_suite(write(tmp_path / "suite.yaml", text))
+    assert suite.execution is not None and suite.execution.budget_usd == 2
 
 
 def test_v5_default_test_file(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:

@@ -151,3 +151,32 @@ tests:
     [result] = read_jsonl(tmp_path / "r.jsonl")
     verdicts = {s["name"]: s["verdict"] for s in result["scores"] if s["name"] != "turn-2"}
     assert verdicts == {"turn-1": "error", "conversation": "error"}
+
+
+def test_a_suites_budget_usd_leaves_out_its_own_later_tests_only(cli, fake_openai, tmp_path: Path) -> None:
+    """`execution.budget_usd` (AgentV's `evaluate_options.budget_usd`): once a suite's finished
+    tests cost that much on a target, its tests not started yet are left out; other suites run."""
+    write(tmp_path / "targets.yaml", PRICEY)
+    capped = write(
+        tmp_path / "capped.eval.yaml",
+        "execution: {budget_usd: 0.5}\ntests:\n  - {id: t1, input: one}\n  - {id: t2, input: two}\n"
+        "  - {id: t3, input: three}\n",
+    )
+    free = write(tmp_path / "free.eval.yaml", "tests:\n  - {id: u1, input: five}\n  - {id: u2, input: six}\n")
+    code, out, _ = cli("run", capped, free, "--target", "pricey", "--concurrency", "1", "-o", tmp_path / "r.jsonl")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert results["t1"]["verdict"] == "pass" and results["t1"]["cost_usd"] >= 0.5
+    for test_id in ("t2", "t3"):
+        assert (results[test_id]["verdict"], results[test_id]["execution_status"]) == ("skip", "budget_exhausted")
+        assert "the suite's budget_usd $0.5 was reached" in results[test_id]["error"]
+    assert results["u1"]["verdict"] == results["u2"]["verdict"] == "pass"
+    assert len(fake_openai.requests) == 3 and code == 1
+
+
+def test_budget_usd_is_a_suite_setting(cli, tmp_path: Path) -> None:
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: t\n    input: hi\n    execution: {budget_usd: 1}\n")
+    code, _, err = cli("validate", suite)
+    assert code == 2 and f"{suite}:4: tests[0].execution.budget_usd: `budget_usd` is a suite-level setting" in err
+    suite = write(tmp_path / "s.eval.yaml", "execution: {budget_usd: 0}\ntests:\n  - {id: t, input: hi}\n")
+    code, _, err = cli("validate", suite)
+    assert code == 2 and "execution.budget_usd" in err

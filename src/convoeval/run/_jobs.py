@@ -23,6 +23,7 @@ class Job:
         threshold, trials: the run's overrides (see `plan_test`).
         stored: tests that already have a result (a resumed run): test id -> its verdict and
             status. They are not run again; their dependents see that outcome.
+        spent_usd: the target's cost of the tests finished so far (the suite's `budget_usd`).
     """
 
     target: Target
@@ -30,9 +31,22 @@ class Job:
     threshold: float | None = None
     trials: int | Literal["auto"] | None = None
     stored: dict[str, VerdictStatus] = field(default_factory=dict)
+    spent_usd: float = 0.0
 
     def plan(self, test: Test) -> TestPlan:
         return plan_test(self.suite, test, threshold=self.threshold, trials=self.trials)
+
+    def over_budget(self) -> bool:
+        """Whether the suite's `budget_usd` is spent: its tests not started yet are left out."""
+        execution = self.suite.execution
+        return execution is not None and execution.budget_usd is not None and self.spent_usd >= execution.budget_usd
+
+    def budget_note(self) -> str:
+        assert self.suite.execution is not None and self.suite.execution.budget_usd is not None
+        return (
+            f"not started: the suite's budget_usd ${self.suite.execution.budget_usd:g} was reached "
+            f"(${self.spent_usd:.4f} spent on {self.target.name})"
+        )
 
 
 @dataclass(slots=True)

@@ -215,7 +215,9 @@ class _Runner:
             async with self.slots:
                 if self.may_start is not None and not self.may_start():
                     return None
-                return await self.trial_runner(
+                if trial == 0 and job.over_budget():  # as AgentV: a test started runs all its trials
+                    return None
+                outcome = await self.trial_runner(
                     plan.for_trial(trial),
                     TrialContext(
                         target=job.target,
@@ -230,6 +232,8 @@ class _Runner:
                         position=position,
                     ),
                 )
+            job.spent_usd += outcome.cost_usd
+            return outcome
 
         limit = plan.trials.cost_limit_usd
         adaptive = None
@@ -247,7 +251,8 @@ class _Runner:
                 spent += outcome.cost_usd + outcome.judge_cost_usd + outcome.simulator_cost_usd if outcome else 0.0
         trials = [t for t in outcomes if t is not None]
         if not trials:
-            return _not_run(plan, job.target, VerdictStatus("skip", "budget_exhausted"), BUDGET_NOTE)
+            note = job.budget_note() if job.over_budget() else BUDGET_NOTE
+            return _not_run(plan, job.target, VerdictStatus("skip", "budget_exhausted"), note)
         result = combine_trials(plan, job.target.name, trials)
         if adaptive is not None:
             result = apply_decision(result, adaptive, plan.threshold)

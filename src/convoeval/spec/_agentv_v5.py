@@ -184,7 +184,7 @@ _STRATEGIES = {"pass_any": "pass_at_k", "mean": "mean", "confidence_interval": "
 def _evaluate_options(data: dict, options: dict, normalizer: AgentvNormalizer) -> None:
     """AgentV v5's `evaluate_options` (its `experiment.ts` `readRepeat`, v5.3.1): `repeat` (a
     count, or `{count, strategy, early_exit, cost_limit_usd}`) is `execution.trials`;
-    `max_concurrency` is kept in metadata; `budget_usd` (a suite budget) is refused."""
+    `max_concurrency` is kept in metadata; `budget_usd` is `execution.budget_usd`."""
     del data["evaluate_options"]
     repeat = options.pop("repeat", None)
     if repeat is not None:
@@ -194,11 +194,11 @@ def _evaluate_options(data: dict, options: dict, normalizer: AgentvNormalizer) -
             execution["trials"] = trials
             normalizer.lines.add(("execution", "trials"), *normalizer.lines.locate(("evaluate_options", "repeat")))
     if "budget_usd" in options:
-        normalizer.add(
-            ("evaluate_options", "budget_usd"),
-            "this AgentV form is not supported: `budget_usd` (AgentV starts no more of this file's tests once "
-            "they cost that much): give the run `--max-cost USD`",
-        )
+        execution = data.setdefault("execution", {})
+        if isinstance(execution, dict):
+            execution["budget_usd"] = options["budget_usd"]
+            where = normalizer.lines.locate(("evaluate_options", "budget_usd"))
+            normalizer.lines.add(("execution", "budget_usd"), *where)
         del options["budget_usd"]
     for key in set(options) - {"max_concurrency"}:
         normalizer.add(

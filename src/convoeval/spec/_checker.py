@@ -139,6 +139,7 @@ class Checker:
                 ("judges", "--judge"),
                 ("panel_rule", "--panel-rule"),
                 ("workers", "--concurrency"),
+                ("budget_usd", "--max-cost"),
             ):
                 if key in execution:
                     self.add(

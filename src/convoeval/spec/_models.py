@@ -186,6 +186,12 @@ class Execution(Strict):
         None, description="Where conversations run: this process (local) or Ray tasks (ray); suite level."
     )
     skip_defaults: bool = Field(False, description="On a test: do not apply the suite's assertions (AgentV).")
+    budget_usd: float | None = Field(
+        None,
+        gt=0,
+        description="Suite level, per target: once its finished tests' target calls cost this much (USD), its "
+        "tests not started yet are left out (`budget_exhausted`), as AgentV's `budget_usd`.",
+    )
 
     @field_validator("judges", mode="after")
     @classmethod
