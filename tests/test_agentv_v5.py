@@ -20,7 +20,7 @@ from convoeval.targets import create_target
 from convoeval.testing import FakeOpenAIServer
 
 from .conftest import AGENTV_COUNTS, write
-from .test_agentv_compat import AGENTV, MISSING_TOOL, RUNS, _errors, agentv_env, classify  # noqa: F401
+from .test_agentv_compat import AGENTV, MISSING_TOOL, RUNS, UNDEFINED, _errors, agentv_env, classify  # noqa: F401
 
 TAGS = ("v4.44.0-next.1", "v5.3.1-next.1")
 CHECKOUT = "needs AgentV's whole checkout"
@@ -67,8 +67,10 @@ OTHER.update(
         (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
         (V5, "examples/features/test-vars-templating/evals/suite.yaml"): ("rejected", "`prompts` is AgentV v5"),
         (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
-        (V5, "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml"): ("rejected", "a judge per grader"),
-        (V5, "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml"): ("rejected", "a judge per grader"),
+        # Their llm-rubrics name grader targets no targets file of AgentV's tree defines (its README
+        # says to add them): AgentV fails too ("target 'grader_gpt_5_mini' not found in targets").
+        (V5, "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml"): (UNDEFINED, "a check's judge"),
+        (V5, "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml"): (UNDEFINED, "a check's judge"),
         (V5, "evals/agentic-engineering/agent-plugin-review.eval.yaml"): (CHECKOUT, "before_each exited"),
         (V5, "evals/agentv-self/agentv-self.eval.yaml"): (CHECKOUT, "before_each exited"),
         (V5, "evals/agentv-self/pr-workflow-guard.eval.yaml"): (NETWORK, "git fetch origin"),
@@ -235,7 +237,7 @@ def test_v5_suite_forms_refused(tmp_path: Path, text: str, line: int, field: str
     ("assertion", "line", "field", "words"),
     [
         ("{type: agent-rubric, value: ok}", 5, "tests[0].assertions[0].type", "file tools"),
-        ("{type: llm-rubric, value: ok, provider: grader}", 5, "tests[0].assertions[0].provider", "a judge per"),
+        ("{type: llm-rubric, value: ok, provider: [grader]}", 5, "tests[0].assertions[0].provider", "the name of"),
         ("{type: script, command: [x], provider: {max_calls: 3}}", 5, "tests[0].assertions[0].provider", "proxy"),
         ("{type: trajectory:tool-used, value: 'read_*'}", 5, "tests[0].assertions[0].value", "pattern"),
         ("{type: trajectory:tool-used, value: [{name: a, min: 2}]}", 5, "tests[0].assertions[0].value", "name a"),
@@ -541,3 +543,45 @@ def test_v5_csv_cells_refused(tmp_path: Path, cell: str, words: str) -> None:
     problems = validate_paths([write(tmp_path / "suite.yaml", "tests:\n  - file://cases.csv\n")])
     assert [(p.file, p.line) for p in problems] == [(str(cases), 3)], problems
     assert words in problems[0].message
+
+
+def test_the_offline_grader_benchmark_runs_once_its_graders_are_defined(
+    agentv_env: FakeOpenAIServer,  # noqa: F811
+    cli,
+    tmp_path: Path,
+) -> None:
+    """AgentV's showcase of a three-model grader panel, with the three grader targets its README
+    asks the user to add to `.agentv/targets.yaml`: each llm-rubric is graded by its own target
+    alone (`target:`); the assert-set passes at 0.6 (two of three), the test, as in AgentV
+    (`scoreToVerdict`), at the suite's threshold, 0.8 by default."""
+    import shutil
+
+    from .judge_fakes import answer, schema_of
+
+    example = tmp_path / "offline-grader-benchmark"
+    shutil.copytree(AGENTV / V5 / "examples/showcase/offline-grader-benchmark", example)
+    targets = example / ".agentv" / "targets.yaml"
+    graders = {"grader_gpt_5_mini": "mini", "grader_claude_haiku": "haiku", "grader_gemini_flash": "flash"}
+    targets.write_text(
+        targets.read_text()
+        + "".join(f"  - id: {n}\n    provider: openai\n    model: {m}\n" for n, m in graders.items())
+    )
+    agentv_env.reset(
+        judge=lambda body: json.dumps(answer(schema_of(body), {"": 0 if body["model"] == "flash" else 10}))
+    )
+    out = tmp_path / "r.jsonl"
+    code, stdout, stderr = cli(
+        "run", example / "evals" / "setup-a.eval.yaml", "--root", example, "-o", out, "--no-cache"
+    )
+    assert code == 1, stdout + stderr
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(results) == 5 and {(r["verdict"], r["score"]) for r in results} == {("fail", 0.666667)}
+    panel = results[0]["scores"][0]["graders"][0]
+    assert (panel["name"], panel["verdict"], panel["judge_calls"]) == ("grader-panel", "pass", 3)
+    assert [(m["name"], m["verdict"]) for m in panel["details"]["scores"]] == [
+        ("grader-gpt-5-mini", "pass"),
+        ("grader-claude-haiku", "pass"),
+        ("grader-gemini-flash", "fail"),
+    ]
+    models = [b["model"] for b in agentv_env.judge_requests()]
+    assert sorted(models) == sorted(["mini", "haiku", "flash"] * 5)  # no other judge asked

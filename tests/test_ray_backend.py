@@ -66,6 +66,21 @@ def test_a_judge_panel_is_rebuilt_in_the_workers(suite, tmp_path: Path) -> None:
     assert {b["model"] for b in server.judge_requests()} == {"j", "j2"}
 
 
+def test_a_checks_own_judge_is_rebuilt_in_the_workers(suite, tmp_path: Path) -> None:
+    path, server = suite
+    own = path.read_text().replace(
+        "{type: contains, value: nope}", "{type: rubrics, criteria: [Polite], judge: second-grader}"
+    )
+    path.write_text(own)
+    local = convoeval.run(path, target="bot", judge="grader", cache=False, store=False)
+    on_ray = convoeval.run(
+        path, target="bot", judge="grader", backend="ray", cache=False, store=tmp_path / "runs.sqlite"
+    )
+    assert outcomes(on_ray) == outcomes(local)
+    models = [b["model"] for b in server.judge_requests()]
+    assert models.count("j") == models.count("j2") == 12  # each run: 6 turn-1 rubrics by `grader`, 6 by its own
+
+
 def test_requests_in_flight_stay_bounded_across_workers(suite) -> None:
     path, server = suite
     report = convoeval.run(

@@ -689,13 +689,28 @@ tests:
 """,
     )
     problems = problems_of(suite)
-    assert [p.split(": ")[1] for p in problems] == [
-        "execution.targets[0]",
-        "tests[0].assertions[0].target",
-        "tests[0].assertions[1].max_steps",
-    ]
+    assert [p.split(": ")[1] for p in problems] == ["execution.targets[0]", "tests[0].assertions[1].max_steps"]
     assert all("this AgentV form is not supported: " in p for p in problems)
-    assert "a judge per grader" in problems[1] and "file tools" in problems[2]
+    assert "file tools" in problems[1]
+
+
+def test_an_agentv_graders_target_is_its_judge(tmp_path: Path) -> None:
+    """AgentV's llm-grader `target` (v4, v5.3) and `provider` (v5 after 5.3) name its own judge."""
+    suite = load_suite(
+        write(
+            tmp_path / "e.eval.yaml",
+            """tests:
+  - id: a
+    input: hi
+    assertions:
+      - {type: llm-grader, target: other_judge, temperature: 0}
+      - {type: llm-grader, provider: " third_judge "}
+      - {type: rubrics, criteria: [Polite], provider: other_judge}
+      - {type: llm-grader}
+""",
+        )
+    )
+    assert [a.judge for a in suite.tests[0].assertions] == ["other_judge", "third_judge", "other_judge", None]  # type: ignore[attr-defined]
 
 
 def test_code_grader_assertions_without_score_and_agentv_names(

@@ -52,8 +52,9 @@ from ._pool import TargetPool
 #: Limits of one endpoint for one worker: connections at once, requests and tokens a minute.
 Share = tuple[int | None, float | None, float | None]
 
-#: A trial's roles by config name: target, simulated user (`JUDGE`: the judge), judges.
-Roles = tuple[str, str | None, tuple[str, ...]]
+#: A trial's roles by config name: target, simulated user (`JUDGE`: the judge), judges, and the
+#: judges checks name (each as the name the check gives and its config's name).
+Roles = tuple[str, str | None, tuple[str, ...], tuple[tuple[str, str], ...]]
 
 #: A trial's judging settings: repeats, temperature, a panel's rule.
 Settings = tuple[int, float, PanelRule | None]
@@ -240,7 +241,7 @@ class _Worker:
         meter, turns = RunMeter(), _Turns()
         _trial_meter.set(meter)  # in this task's own context
         try:
-            target_name, simulator_name, judge_names = roles
+            target_name, simulator_name, judge_names, named = roles
             repeats, temperature, rule = settings
             job_setup = self.jobs[job_no]
             if self.broken is not None:
@@ -257,6 +258,7 @@ class _Worker:
             ctx = TrialContext(
                 target=target,
                 judge=judge,
+                judges={spec: self.target(name) for spec, name in named},
                 trial=trial,
                 judge_repeats=repeats,
                 judge_temperature=temperature,

@@ -194,7 +194,8 @@ class ProcessTrials:
         simulator = None
         if ctx.simulator is not None:
             simulator = JUDGE if ctx.simulator is ctx.judge else ctx.simulator.name
-        return ctx.target.name, simulator, tuple(j.name for j in panel_members(ctx.judge))
+        named = tuple((spec, judge.name) for spec, judge in ctx.judges.items())
+        return ctx.target.name, simulator, tuple(j.name for j in panel_members(ctx.judge)), named
 
     def _outcome(self, message: tuple[object, ...], ctx: TrialContext) -> TrialResult:
         kind = message[0]

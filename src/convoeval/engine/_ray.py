@@ -111,11 +111,12 @@ class RayTrials:
             self._config(ctx.simulator, "simulated user"),
             *(self._config(judge, "judge") for judge in panel_members(ctx.judge)),
         )
+        named = {spec: self._config(judge, "judge") for spec, judge in ctx.judges.items()}
         rule = ctx.judge.rule if isinstance(ctx.judge, JudgePanel) else None
         settings = (ctx.trial, ctx.judge_repeats, ctx.judge_temperature, rule)
         try:
             result, calls, node = await self.task.remote(
-                plan, configs, settings, self.cache_file, self.limiter, self.sandbox_name
+                plan, configs, named, settings, self.cache_file, self.limiter, self.sandbox_name
             )
         except Exception as exc:  # the worker died MAX_RETRIES + 1 times, or the task raised
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
@@ -171,6 +172,7 @@ class _ClusterSlot:
 def _trial_task(
     plan: TestPlan,
     configs: tuple[TargetConfig | None, ...],
+    named: dict[str, TargetConfig | None],
     settings: tuple[int, int, float, PanelRule | None],
     cache_file: str | None,
     limiter: ActorHandle[EndpointSemaphores],
@@ -180,13 +182,14 @@ def _trial_task(
     the id of the node it ran on. The worker is made non-dumpable first, as the driver is: the
     commands a trial starts run as its user and must not read its keys in /proc."""
     keep_environment_private()
-    result, calls = asyncio.run(_trial(plan, configs, settings, cache_file, limiter, sandbox_name))
+    result, calls = asyncio.run(_trial(plan, configs, named, settings, cache_file, limiter, sandbox_name))
     return result, calls, _ray().get_runtime_context().get_node_id()
 
 
 async def _trial(
     plan: TestPlan,
     configs: tuple[TargetConfig | None, ...],
+    named: dict[str, TargetConfig | None],
     settings: tuple[int, int, float, PanelRule | None],
     cache_file: str | None,
     limiter: ActorHandle[EndpointSemaphores],
@@ -196,13 +199,15 @@ async def _trial(
     meter = RunMeter()
     cache = ResponseCache(cache_file) if cache_file else None
     try:
-        async with _built(configs, cache, meter, limiter) as (target, simulator, *judges):
+        async with _built((*configs, *named.values()), cache, meter, limiter) as built:
+            target, simulator, *judges = built[: len(configs)]
             trial, repeats, temperature, rule = settings
             assert target is not None
             judge = panel_of([j for j in judges if j is not None], rule)
             ctx = TrialContext(
                 target=target,
                 judge=judge,
+                judges={spec: own for spec, own in zip(named, built[len(configs) :], strict=True) if own is not None},
                 trial=trial,
                 judge_repeats=repeats,
                 judge_temperature=temperature,

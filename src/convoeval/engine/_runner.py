@@ -111,11 +111,12 @@ async def execute_run(options: RunOptions, *, version: str, events: RunEvents | 
 @dataclass
 class _Prepared:
     """What a run needs once planned and prepared: its jobs on wrapped targets, judge,
-    simulators, trial runner, and the workspaces whose suite hooks ran."""
+    simulators, the judges checks name, trial runner, and the workspaces whose suite hooks ran."""
 
     jobs: list[Job]
     judge: JudgeChoice | None
     simulators: dict[str, Target]
+    judges: dict[str, Target]
     trial_runner: TrialRunner | None
     workspaces: list[tuple[Workspace, Path]]
 
@@ -215,8 +216,8 @@ class _Run:
         return jobs
 
     async def prepare(self, pool: TargetPool, suites: list[Suite], jobs: list[Job]) -> _Prepared:
-        """Suite hooks (`before_all`), the judge, the simulators' models, the response cache
-        and the backend; every target wrapped (cache, meter, limits)."""
+        """Suite hooks (`before_all`), the judge, the simulators' models, the checks' own judges,
+        the response cache and the backend; every target wrapped (cache, meter, limits)."""
         options = self.options
         workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)
         if failed := await run_suite_hooks("before_all", workspaces):
@@ -227,6 +228,8 @@ class _Run:
             else None
         )
         simulators = {spec: pool.get(spec, "simulated_user.model") for spec in simulator_specs}
+        named = sorted(set[str]().union(*(job.named_judges() for job in jobs)))
+        judges = {spec: pool.get(spec, f"a check's judge {spec!r}") for spec in named}
         if options.cache:
             pool.cache = ResponseCache(Path(options.cache_dir or state_dir()) / CACHE_FILE)
             if pool.cache.set_aside:
@@ -241,7 +244,9 @@ class _Run:
                     f"--processes {options.processes} and the ray backend exclude each other (worker processes "
                     "of this machine, or Ray tasks): choose one"
                 )
-            roles = [j.target for j in jobs] + list(simulators.values()) + ([judge.target] if judge else [])
+            roles = (
+                [j.target for j in jobs] + [*simulators.values(), *judges.values()] + ([judge.target] if judge else [])
+            )
             cache_name = str(pool.cache.path) if pool.cache is not None else None
             self.workers.configure(pool, cache_name, sandbox.chosen(), roles)
             trial_runner = self.workers
@@ -258,7 +263,8 @@ class _Run:
         for job in jobs:
             job.target = pool.wrap(job.target)
         simulators = {spec: pool.wrap(t) for spec, t in simulators.items()}
-        return _Prepared(jobs, judge, simulators, trial_runner, workspaces)
+        judges = {spec: pool.wrap(t) for spec, t in judges.items()}
+        return _Prepared(jobs, judge, simulators, judges, trial_runner, workspaces)
 
     async def execute(self) -> RunReport:
         options, store, meter = self.options, self.store, self.meter
@@ -293,6 +299,7 @@ class _Run:
                         judge_repeats=options.judge_repeats or (ready.judge.repeats if ready.judge else 1),
                         judge_temperature=ready.judge.temperature if ready.judge else 0.0,
                         simulators=ready.simulators,
+                        judges=ready.judges,
                         concurrency=options.concurrency or _workers(suites),
                         events=_Listeners(recorder, writer, self.events, finished),
                         may_start=meter.may_start,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 import typing
 from abc import abstractmethod
-from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -89,6 +89,7 @@ class GradeContext:
         reply: the target's reply object (latency, usage, cost, tool calls); None at
             conversation level.
         judge: the model used by LLM graders, or None when no judge is configured.
+        judges: the models checks name as their own `judge`, by the name they give.
         latencies_ms, usage, cost_usd: what the target's replies took: this reply's at turn
             level, all replies' (latencies, summed usage and cost) at conversation level.
         cost_known: at conversation level, every reply's cost is known (`ChatReply.cost_known`).
@@ -118,6 +119,7 @@ class GradeContext:
     turn: int | None = None
     variables: dict[str, object] = field(default_factory=dict)
     judge: Target | None = None
+    judges: Mapping[str, Target] = field(default_factory=dict)
     judge_repeats: int = 1
     judge_temperature: float = 0.0
     base_dir: Path = field(default_factory=Path.cwd)
@@ -170,7 +172,7 @@ class Assertion(Model):
 
     Subclasses set `type: Literal["name"]` and implement `grade`. Class variables:
         levels: where the assertion may appear (`turn`, `conversation` or both).
-        uses_judge: whether `grade` calls `ctx.judge`.
+        uses_judge: whether `grade` calls `ctx.judge`, the run's judge.
     """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)  # each type is built when a suite uses it
@@ -229,6 +231,11 @@ class Assertion(Model):
             judge_usage=spent.judge_usage if spent and spent.judge_usage.total_tokens else None,
             judge_cost_usd=spent.judge_cost_usd if spent else 0.0,
         )
+
+    @property
+    def named_judges(self) -> frozenset[str]:
+        """The models this check names as its own judges (`JudgedAssertion.judge`)."""
+        return frozenset()
 
     def file_problems(self, base_dir: Path) -> list[tuple[str, str]]:
         """`(field, message)` for each file this assertion names that is missing under
@@ -292,6 +299,36 @@ class Assertion(Model):
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             details=grade.details or None,
         )
+
+
+class JudgedAssertion(Assertion):
+    """An assertion graded by a model: the run's judge (or judge panel), or the one it names
+    as its own `judge` (AgentV's `target` of an llm-grader, promptfoo's `provider`)."""
+
+    judge: str | None = Field(
+        None,
+        description="The model grading this check, as --judge takes it (a targets-file name or provider:model), "
+        "instead of the run's judge or panel.",
+    )
+
+    @property
+    def uses_judge(self) -> bool:  # type: ignore[override]
+        return self.judge is None
+
+    @property
+    def named_judges(self) -> frozenset[str]:
+        return frozenset() if self.judge is None else frozenset((self.judge,))
+
+    def evaluate(self, ctx: GradeContext) -> Awaitable[GraderScore]:
+        if self.judge is None:
+            return super().evaluate(ctx)
+        own = ctx.judges.get(self.judge)
+        if own is None:  # a run prepares every judge its checks name; a caller of `agrade` may not
+            return self._without_judge(f"this check's judge {self.judge!r} is not among the judges given (ctx.judges)")
+        return self._evaluate_one(replace(ctx, judge=own))
+
+    async def _without_judge(self, message: str) -> GraderScore:
+        return self._error(message)
 
 
 def assertion_type(cls: type[Assertion]) -> type[Assertion]:

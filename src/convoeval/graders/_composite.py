@@ -69,6 +69,10 @@ class Composite(Assertion):
     def uses_judge(self) -> bool:  # type: ignore[override]
         return self.aggregator.type == "llm_judge" or any(a.uses_judge for a in self.assertions)
 
+    @property
+    def named_judges(self) -> frozenset[str]:
+        return frozenset().union(*(a.named_judges for a in self.assertions))
+
     async def grade(self, ctx: GradeContext) -> Grade:
         scores = list(await asyncio.gather(*(a.evaluate(ctx) for a in self.assertions)))
         usage = Usage.total(s.judge_usage for s in scores if s.judge_usage is not None)

@@ -44,17 +44,16 @@ from ..judging import (
     values_by_key,
 )
 from ..results import AssertionOutcome, DimensionScore
-from ._base import Assertion, Grade, GradeContext, assertion_type
+from ._base import Grade, GradeContext, JudgedAssertion, assertion_type
 from ._llm import judge_session, pass_mark
 
 # -- TD-Eval turn dimensions ------------------------------------------------------------
 
 
-class _TurnDimensions(Assertion):
+class _TurnDimensions(JudgedAssertion):
     """Rates the reply on TD-Eval dimensions in one judge call; the score is their mean."""
 
     levels: ClassVar[tuple[GradingLevel, ...]] = ("turn",)
-    uses_judge: ClassVar[bool] = True
     KEYS: ClassVar[tuple[str, ...]] = ()
 
     def dimension_keys(self) -> list[str]:
@@ -168,11 +167,10 @@ class TDEval(_TurnDimensions):
 # -- conversation-level metrics ---------------------------------------------------------
 
 
-class _ConversationMetric(Assertion):
+class _ConversationMetric(JudgedAssertion):
     """A judge scores the whole transcript 0-10 on one metric and cites the turns involved."""
 
     levels: ClassVar[tuple[GradingLevel, ...]] = ("conversation",)
-    uses_judge: ClassVar[bool] = True
     METRIC: ClassVar[str] = ""
 
     guidance: str | None = Field(None, description="Extra instructions for the judge.")

@@ -29,7 +29,7 @@ from pydantic import ConfigDict, Field
 from .._base_model import Model
 from ..judging import GradingLevel, JudgeOutputError
 from ..results import AssertionOutcome
-from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
+from ._base import Grade, GradeContext, GraderError, JudgedAssertion, assertion_type
 from ._llm import judge_session, pass_mark
 
 #: FastChat's patterns for a rating (`one_score_pattern`, then `one_score_pattern_backup`).
@@ -75,7 +75,7 @@ def template_fields(template: str) -> set[str]:
 
 
 @assertion_type
-class MTBenchJudge(Assertion):
+class MTBenchJudge(JudgedAssertion):
     """A judge rates the answer 1-10 with one of FastChat's MT-Bench prompts, sent as written."""
 
     type: Literal["mt-bench-judge"] = "mt-bench-judge"
@@ -85,7 +85,6 @@ class MTBenchJudge(Assertion):
     )
 
     levels: ClassVar[tuple[GradingLevel, ...]] = ("turn",)
-    uses_judge: ClassVar[bool] = True
 
     def template_problems(self, known: frozenset[str]) -> list[tuple[str, str]]:
         try:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal, NamedTuple, TypeVar
+from typing import Literal, NamedTuple, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -53,7 +53,7 @@ from ..judging import (
     values_by_key,
 )
 from ..results import AssertionOutcome
-from ._base import Assertion, Grade, GradeContext, assertion_type
+from ._base import Assertion, Grade, GradeContext, JudgedAssertion, assertion_type
 
 T = TypeVar("T")
 _OUTCOME = AliasChoices("outcome", "expected_outcome", "description")
@@ -245,7 +245,7 @@ _SHARED_CALLS_MAX = 1024
 
 
 @assertion_type
-class Rubrics(Assertion):
+class Rubrics(JudgedAssertion):
     """All criteria judged in ONE judge call; score = satisfied weight / total weight
     (score-range criteria count score/10). A failed `required` criterion fails the grader.
 
@@ -262,7 +262,6 @@ class Rubrics(Assertion):
         True, description="A failed required criterion fails the test too (false, as in AgentV: only this grader)."
     )
 
-    uses_judge: ClassVar[bool] = True
     _call: _RubricCall | None = PrivateAttr(default=None)
 
     @field_validator("criteria")

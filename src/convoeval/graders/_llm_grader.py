@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Literal
 
 from pydantic import (
     Field,
@@ -19,13 +19,13 @@ from ..judging import (
     repeat_summary,
 )
 from ..results import AssertionOutcome
-from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
+from ._base import Grade, GradeContext, GraderError, JudgedAssertion, assertion_type
 from ._llm import _mean, judge_session, pass_mark, subject_for
 from ._prompt_command import PromptCommand
 
 
 @assertion_type
-class LLMGrader(Assertion):
+class LLMGrader(JudgedAssertion):
     """A judge scores the reply (or the conversation) 0-10 (normalised to 0-1).
 
     `prompt` is inline Jinja2 text or `file://path` (relative to the eval file's folder) with
@@ -45,8 +45,6 @@ class LLMGrader(Assertion):
     temperature: float | None = Field(
         None, ge=0, description="The judge's temperature for this grader (AgentV); default the run's (0)."
     )
-
-    uses_judge: ClassVar[bool] = True
 
     def _prompt_file(self) -> str | None:
         """The path of a `file://` prompt; any other prompt is inline text (as in AgentV >= 4.6)."""

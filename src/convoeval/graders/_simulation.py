@@ -17,17 +17,16 @@ from typing import ClassVar, Literal
 
 from ..judging import FidelityAnswer, GradingLevel, PanelRule, fidelity_messages, fidelity_schema
 from ..results import AssertionOutcome
-from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
+from ._base import Grade, GradeContext, GraderError, JudgedAssertion, assertion_type
 from ._llm import judge_session
 
 
 @assertion_type
-class SimulatorFidelity(Assertion):
+class SimulatorFidelity(JudgedAssertion):
     """Passes when the judge finds that the simulated user stayed in role all along."""
 
     type: Literal["simulator-fidelity"] = "simulator-fidelity"
     levels: ClassVar[tuple[GradingLevel, ...]] = ("conversation",)
-    uses_judge: ClassVar[bool] = True
 
     @property
     def panel_default(self) -> PanelRule:

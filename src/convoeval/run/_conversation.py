@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -57,6 +57,7 @@ class TrialContext:
 
     target: Target
     judge: Target | None
+    judges: Mapping[str, Target] = field(default_factory=dict)  # checks' own judges, by the names they give
     trial: int = 0
     judge_repeats: int = 1
     judge_temperature: float = 0.0

@@ -50,6 +50,7 @@ def _grade_context(plan: TestPlan, ctx: TrialContext, **fields: Any) -> GradeCon
     """The fields every grade context shares (the test, the judge, the trial), plus `fields`."""
     return GradeContext(
         judge=ctx.judge,
+        judges=ctx.judges,
         judge_repeats=ctx.judge_repeats,
         judge_temperature=ctx.judge_temperature,
         base_dir=plan.base_dir,

@@ -36,6 +36,16 @@ class Job:
     def plan(self, test: Test) -> TestPlan:
         return plan_test(self.suite, test, threshold=self.threshold, trials=self.trials)
 
+    def named_judges(self) -> set[str]:
+        """The models the checks of this job's tests name as their own `judge`."""
+        suite, names = self.suite, set[str]()
+        for assertions in (suite.assertions, suite.turn_assertions):
+            names.update(*(a.named_judges for a in assertions))
+        for test in suite.tests:
+            for assertions in (test.assertions, test.turn_assertions, *(t.assertions for t in test.turns or ())):
+                names.update(*(a.named_judges for a in assertions))
+        return names
+
     def over_budget(self) -> bool:
         """Whether the suite's `budget_usd` is spent: its tests not started yet are left out."""
         execution = self.suite.execution

@@ -50,6 +50,7 @@ async def run_jobs(
     judge_repeats: int = 1,
     judge_temperature: float = 0.0,
     simulators: Mapping[str, Target] | None = None,
+    judges: Mapping[str, Target] | None = None,
     concurrency: int = 8,
     events: JobEvents | None = None,
     may_start: Callable[[], bool] | None = None,
@@ -61,6 +62,7 @@ async def run_jobs(
     Args:
         simulators: the models of simulated users, by the `simulated_user.model` spec that names
             them (a simulated user without a model uses the judge).
+        judges: the models checks name as their own `judge`, by the name they give.
         events: told of each graded turn and of each result as its test finishes (a failure
             of `events.result` stops the run and is raised).
         may_start: asked before each trial starts; False leaves it out (`budget_exhausted`).
@@ -77,6 +79,7 @@ async def run_jobs(
         events,
         may_start,
         dict(simulators or {}),
+        dict(judges or {}),
         max(1, concurrency),
         trial_runner or run_trial,
     )
@@ -172,6 +175,7 @@ class _Runner:
     events: JobEvents | None
     may_start: Callable[[], bool] | None
     simulators: dict[str, Target] = field(default_factory=dict)
+    judges: dict[str, Target] = field(default_factory=dict)
     concurrency: int = 8
     trial_runner: TrialRunner = run_trial
 
@@ -222,6 +226,7 @@ class _Runner:
                     TrialContext(
                         target=job.target,
                         judge=self.judge,
+                        judges=self.judges,
                         trial=trial,
                         judge_repeats=self.judge_repeats,
                         judge_temperature=self.judge_temperature,

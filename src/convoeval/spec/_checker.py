@@ -29,16 +29,8 @@ M = TypeVar("M", bound=BaseModel)
 #: AgentV assertion fields convoeval chooses not to support, and why.
 UNSUPPORTED_AGENTV_FIELDS = {
     "llm-grader": {
-        "target": "an llm-grader's own `target` (a judge per grader); every llm-grader is graded by the run's "
-        "judge (--judge, the suite's execution.judge, or the target's grader_target)",
         "max_steps": "`max_steps` (AgentV's built-in grader reading the workspace with file tools); convoeval's "
         "judge has no tools: it grades the conversation (and a code-grader sees file_changes)",
-        "provider": "an llm-rubric's own `provider` (AgentV v5: a judge per grader); every llm-grader is graded "
-        "by the run's judge (--judge, the suite's execution.judge, or the target's grader_target)",
-    },
-    "rubrics": {
-        "provider": "an llm-rubric's own `provider` (AgentV v5: a judge per grader); every rubric is graded "
-        "by the run's judge (--judge, the suite's execution.judge, or the target's grader_target)",
     },
     "script": {
         "provider": "a script grader's `provider` (AgentV v5's proxy that lets the script call a model); "
@@ -48,6 +40,10 @@ UNSUPPORTED_AGENTV_FIELDS = {
         "preprocessors": "a grader's `preprocessors` (AgentV converts files before grading them)",
     },
 }
+#: AgentV's names of a judged check's own `judge`: an llm-grader's `target` (AgentV v4 and v5.3),
+#: `provider` (AgentV v5 after 5.3, promptfoo), each the name of a target.
+AGENTV_JUDGE_FIELDS = ("target", "provider")
+
 #: AgentV v5 assertion types convoeval refuses, and why.
 REFUSED_AGENTV_TYPES = {
     "agent-rubric": "`agent-rubric` (AgentV v5: a judge that reads the workspace with file tools); convoeval's "
@@ -289,6 +285,19 @@ class Checker:
                 parsed.append(assertion)
         return parsed
 
+    def _agentv_judge(self, item: dict, path: DataPath) -> None:
+        """An llm-grader's `target` or `provider` (AgentV) as its `judge`, in place."""
+        for field in AGENTV_JUDGE_FIELDS:
+            if field not in item:
+                continue
+            name = item.pop(field)
+            if not isinstance(name, str) or not name.strip():
+                self.add((*path, field), "the name of the target that grades this check (a non-empty string)")
+            elif "judge" in item:
+                self.add((*path, field), "name this check's judge once (`judge`, `target` or `provider`)")
+            else:
+                item["judge"] = name.strip()
+
     def parse_one(self, item: object, path: DataPath, level: str | None) -> Assertion | None:
         if not isinstance(item, dict):
             self.add(path, "an assertion is a string (a rubric criterion) or a mapping with a `type`")
@@ -332,6 +341,8 @@ class Checker:
                 if field in item:
                     self.add((*path, field), f"this AgentV form is not supported: {why}")
                     del item[field]
+            if canonical in ("llm-grader", "rubrics"):
+                self._agentv_judge(item, path)
             if self.agentv and canonical == "tool-trajectory" and isinstance(item.get("expected"), list):
                 item["expected"] = self._agentv_expected(item["expected"], path)
             if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list

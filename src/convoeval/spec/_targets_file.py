@@ -308,6 +308,7 @@ def parse_target_spec(spec: str, named: dict[str, TargetConfig]) -> TargetConfig
         known = ", ".join(sorted(named)) or "none"
         raise ValueError(
             f"target {spec!r} is neither `provider:model` nor a name from a targets file "
-            f"(names defined: {known}); define it in {TARGETS_FILE} or pass e.g. --target local"
+            f"(names defined: {known}); define it in {TARGETS_FILE}, or name a model as provider:model "
+            "(openai:gpt-4o-mini; `local`, the embedded model)"
         )
     return TargetConfig(name=spec, provider=provider, model=model)
