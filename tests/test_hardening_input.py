@@ -127,3 +127,68 @@ def test_unknown_field_suggestions_come_from_the_same_object(cli, tmp_path: Path
         f"{suite}:6: tests[0].execution.trials.strategi: unknown field 'strategi' (did you mean 'strategy'?)",
         f"{suite}:7: tests[0].inputt: unknown field 'inputt' (did you mean 'input'?)",
     ]
+
+
+#: Found by mutating real suites (examples/, AgentV's files) and validating them: each crashed
+#: with a traceback before (the exception named), each is now a `file:line: field` problem.
+MUTATED = {
+    "a-list-as-a-type": (  # TypeError: unhashable type: 'list' (AgentV's skipped and trimmed types)
+        "tests:\n  - id: t\n    vars: {input: hi}\n    assert:\n      - {type: [], value: x}\n",
+        "5: tests[0].assertions[0]: an assertion mapping needs a `type`",
+    ),
+    "a-number-as-a-setup-key": (  # TypeError: '<' not supported between 'str' and 'int'
+        "environment:\n  type: host\n  workdir: ./w\n  setup: {command: [bash, x.sh], 7: x, z: y}\n"
+        "tests:\n  - id: t\n    vars: {input: hi}\n    assert: [Says hi]\n",
+        "4: environment.setup[7]: unknown field (known: command, cwd, timeout_ms): [7, 'z']",
+    ),
+    "a-number-as-a-tool-args-key": (  # the same, in trajectory:tool-args-match
+        "tests:\n  - id: t\n    vars: {input: hi}\n    assert:\n"
+        "      - {type: 'trajectory:tool-args-match', value: {name: a, args: {}, 3: x, z: y}}\n",
+        "5: tests[0].assertions[0].value: this AgentV form is not supported: tool-args-match [3, 'z']",
+    ),
+    "a-nul-in-a-tests-file-name": (  # ValueError: embedded null byte
+        'tests: "cases\\0.jsonl"\n',
+        "1: tests: holds a NUL character (\\0), refused in eval files",
+    ),
+    "a-nul-in-a-workdir": (  # the same, in AgentV's environment
+        'environment: {type: host, workdir: "w\\0"}\ntests:\n  - id: t\n    vars: {input: hi}\n    assert: [Says hi]\n',
+        "1: environment.workdir: holds a NUL character",
+    ),
+    "a-map-as-a-repeat-strategy": (  # TypeError: unhashable type: 'dict'
+        "evaluate_options: {repeat: {count: 2, strategy: {a: 1}}}\ntests:\n  - id: t\n    vars: {input: hi}\n"
+        "    assert: [Says hi]\n",
+        "1: evaluate_options.repeat.strategy: this AgentV form is not supported: strategy {'a': 1}",
+    ),
+    "a-number-as-a-repeat-key": (  # TypeError: '<' not supported between 'str' and 'int'
+        "evaluate_options: {repeat: {count: 2, 5: x, z: y}}\ntests:\n  - id: t\n    vars: {input: hi}\n    assert: [Says hi]\n",
+        "1: evaluate_options.repeat[5]: unknown field",
+    ),
+    "nan-as-a-hook-timeout": (  # ValueError: cannot convert float NaN to integer
+        "workspace:\n  hooks:\n    before_each: {command: [bash, x.sh], timeout_ms: .nan}\n"
+        "tests:\n  - id: t\n    input: hi\n",
+        "3: workspace.hooks.before_each.timeout_ms:",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTATED))
+def test_mutated_suites_are_file_line_errors(cli, tmp_path: Path, name: str) -> None:
+    text, expected = MUTATED[name]
+    (tmp_path / ".git").mkdir()  # AgentV's forms are read in files found as AgentV's (a .agentv/ folder)
+    (tmp_path / ".agentv").mkdir()
+    suite = write(tmp_path / "evals" / "s.eval.yaml", text)
+    lines = _validate_lines(cli, suite)
+    assert any(line.startswith(f"{suite}:{expected}") for line in lines), lines
+
+
+def test_a_graders_file_validated_as_a_suite_says_only_that_it_has_no_tests(cli, tmp_path: Path) -> None:
+    """Its checks are read as what they are (before: `unknown field 'value'` on valid checks, and a
+    TypeError, Assertion being abstract, once one of them was broken)."""
+    graders = write(tmp_path / "graders.yaml", "turn_assertions:\n  - {type: not-contains, value: password}\n")
+    assert _validate_lines(cli, graders) == [
+        f"{graders}:1: tests: required field is missing: an eval file needs a `tests` list"
+    ]
+    broken = write(tmp_path / "broken.yaml", "assertions:\n  - type: contains\n")
+    lines = _validate_lines(cli, broken)
+    assert lines[0].startswith(f"{broken}:1: tests: required field is missing") and len(lines) == 2
+    assert lines[1].startswith(f"{broken}:2: assertions[0]")

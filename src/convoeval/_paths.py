@@ -22,7 +22,13 @@ def enclosing_repository(folder: Path) -> Path | None:
 def _confined(ref: str, base_dir: Path, root: str | Path | None) -> Path | None:
     """`ref` resolved against `base_dir` when it lies in the suite's folder, its repository
     (AgentV's `file://../graders/x.md`, `../template`) or the root the user names; else None
-    (`/root/.ssh`, `../../..` out of the repository)."""
+    (`/root/.ssh`, `../../..` out of the repository).
+
+    Raises:
+        ValueError: `ref` holds a NUL character (no file has such a name).
+    """
+    if "\0" in ref:
+        raise ValueError(f"{ref!r} names no file: it holds a NUL character")
     path = (base_dir / ref).resolve()
     base = base_dir.resolve()
     roots = [base]

@@ -184,7 +184,7 @@ def _setup_line(setup: object, folder: Path, report: Report) -> tuple[str, int] 
     if not isinstance(setup, dict):
         report((), "must be a mapping: {command: [argv], cwd, timeout_ms}")
         return None
-    unknown = sorted(set(setup) - {"command", "cwd", "timeout_ms"})
+    unknown = sorted(set(setup) - {"command", "cwd", "timeout_ms"}, key=str)  # YAML keys may be numbers
     if unknown:
         report((unknown[0],), f"unknown field (known: command, cwd, timeout_ms): {unknown}")
     command = setup.get("command")

@@ -71,13 +71,15 @@ def skipped_by_agentv(item: dict) -> bool:
     a text assertion whose `value` is missing, empty, or not a string (a number, a list)."""
     kind = item.get("type")
     value = item.get("value")
-    return kind in _NEED_TEXT and not (isinstance(value, str) and value)
+    return isinstance(kind, str) and kind in _NEED_TEXT and not (isinstance(value, str) and value)
 
 
 def agentv_assertion(item: dict) -> dict:
     """An AgentV file's assertion mapping with the meaning AgentV gives it (the module docstring)."""
     kind = item.get("type")
-    kind = kind.replace("_", "-") if isinstance(kind, str) else kind
+    if not isinstance(kind, str):  # the checker says what a type is
+        return item
+    kind = kind.replace("_", "-")
     if kind in _TRIMMED and "trim" not in item:
         return {**item, "trim": True}
     if kind == "tool-trajectory" and "args_match" not in item:  # AgentV's default (`tool-trajectory.ts`

@@ -71,7 +71,7 @@ def v5_trajectory(item: dict, kind: str) -> dict:
         raise AgentvFormError("value", "must be a mapping: {name, args, mode}")
     unknown = set(value) - {"name", "pattern", "args", "arguments", "mode"}
     if unknown:
-        raise AgentvFormError("value", f"this AgentV form is not supported: tool-args-match {sorted(unknown)}")
+        raise AgentvFormError("value", f"this AgentV form is not supported: tool-args-match {sorted(unknown, key=str)}")
     args = value.get("args", value.get("arguments"))
     mode = value.get("mode", "partial")
     if not isinstance(args, dict) or mode not in ("partial", "exact"):
@@ -221,10 +221,12 @@ def _repeat(repeat: object, normalizer: AgentvNormalizer) -> dict | None:
         return None
     unknown = set(repeat) - {"count", "strategy", "early_exit", "cost_limit_usd"}
     if unknown:
-        normalizer.add((*where, sorted(unknown)[0]), "unknown field (count, strategy, early_exit, cost_limit_usd)")
+        normalizer.add(
+            (*where, sorted(unknown, key=str)[0]), "unknown field (count, strategy, early_exit, cost_limit_usd)"
+        )
         return None
     strategy = repeat.get("strategy", "pass_any")
-    if strategy not in _STRATEGIES:
+    if not isinstance(strategy, str) or strategy not in _STRATEGIES:
         normalizer.add(
             (*where, "strategy"),
             f"this AgentV form is not supported: strategy {strategy!r} (pass_any, mean and confidence_interval "

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from collections.abc import Callable, Sequence
@@ -132,11 +133,12 @@ def _hooks(hooks: dict, base: Path, agentv: bool) -> dict:
         if command is None:
             del hooks[name]  # only `reset:`: every trial's workspace is fresh already
             continue
-        if not agentv or not isinstance(command, (str, list)):
-            hooks[name] = {**hook, "command": command}
+        timeout = hook.get("timeout_ms", 60_000)
+        if not agentv or not isinstance(command, (str, list)) or not _positive(timeout):
+            hooks[name] = {**hook, "command": command}  # the hook's model says what is wrong
             continue
         argv = command if isinstance(command, list) else command.split()
-        lines[name] = (_shell_line(argv, hook.get("cwd"), base), int(hook.get("timeout_ms", 60_000)))
+        lines[name] = (_shell_line(argv, hook.get("cwd"), base), int(timeout))
         hooks[name] = None
     if not lines:
         return hooks
@@ -152,6 +154,11 @@ def _hooks(hooks: dict, base: Path, agentv: bool) -> dict:
         if hooks.get(name) is None:
             hooks.pop(name, None)
     return hooks
+
+
+def _positive(value: object) -> bool:
+    """Whether `value` is a finite number above 0 (a timeout)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def _shell_line(argv: Sequence[object], cwd: object, base: Path) -> str:

@@ -227,6 +227,7 @@ class _SuiteLoad:
         data = self.normalizer.suite(data)
         if tests is _NO_TESTS:
             self.checker.add(("tests",), "required field is missing: an eval file needs a `tests` list")
+            self.checker.check_suite(data)  # its own keys' problems too, its assertions read as what they are
         elif isinstance(tests, SuiteTests):
             if not tests.count:
                 self.checker.add(("tests",), "must contain at least one test")
@@ -234,7 +235,7 @@ class _SuiteLoad:
             tests.check_links(data.get("execution"))
             modes = {conversation for conversation in (False, True) if tests.modes[conversation]}
             self.checker.check_suite_assertion_levels(data, modes)
-        shown = data if tests is _NO_TESTS else {**data, "tests": [] if isinstance(tests, SuiteTests) else tests}
+        shown = {**data, "tests": [] if tests is _NO_TESTS or isinstance(tests, SuiteTests) else tests}
         suite = self.checker.validate(Suite, shown, ())
         for warning in dict.fromkeys(self.normalizer.warnings + self.checker.warnings):
             log.warning("%s", warning)

@@ -101,8 +101,8 @@ class SuiteTests:
         try:
             file = confined_file(ref, self.base_dir)
         except ValueError as exc:
-            folder = (self.base_dir / ref).resolve()
-            if str(exc).endswith("is not a regular file") and folder.is_dir():  # inside the allowed roots
+            folder = (self.base_dir / ref).resolve() if str(exc).endswith("is not a regular file") else None
+            if folder is not None and folder.is_dir():  # inside the allowed roots
                 before = self.count
                 self.read(CaseFolder(folder, agentv_key, lines), includes=False)
                 if self.count == before:

@@ -604,11 +604,16 @@ class YamlReader:
     # -- scalars ----------------------------------------------------------------------------
     def _scalar(self, event: yaml.ScalarEvent, path: DataPath) -> object:
         try:
-            return self._construct(event)
+            value = self._construct(event)
         except ValueError as exc:  # e.g. `when: !!timestamp 2024-13-45`
             message = f"invalid value {event.value!r}: {exc} (quote it to keep it as text)"
             self.problems.append(Problem(self.file, event.start_mark.line + 1, field_path(path), message))
             return None
+        if type(value) is str and "\0" in value:  # only a quoted "\0" escape makes one
+            message = "holds a NUL character (\\0), refused in eval files (no file name or command argument can hold one)"
+            self.problems.append(Problem(self.file, event.start_mark.line + 1, field_path(path), message))
+            return None
+        return value
 
     def _construct(self, event: yaml.ScalarEvent) -> object:
         tag = event.tag
