@@ -150,6 +150,10 @@ MUTATED = {
         'tests: "cases\\0.jsonl"\n',
         "1: tests: holds a NUL character (\\0), refused in eval files",
     ),
+    "a-file-name-too-long": (  # OSError: [Errno 36] File name too long
+        f"tests: {'a' * 5000}\n",
+        f"1: tests: {'a' * 200}: File name too long",
+    ),
     "a-nul-in-a-workdir": (  # the same, in AgentV's environment
         'environment: {type: host, workdir: "w\\0"}\ntests:\n  - id: t\n    vars: {input: hi}\n    assert: [Says hi]\n',
         "1: environment.workdir: holds a NUL character",
@@ -192,3 +196,27 @@ def test_a_graders_file_validated_as_a_suite_says_only_that_it_has_no_tests(cli,
     lines = _validate_lines(cli, broken)
     assert lines[0].startswith(f"{broken}:1: tests: required field is missing") and len(lines) == 2
     assert lines[1].startswith(f"{broken}:2: assertions[0]")
+
+
+LONG = "a" * 5000
+#: A name too long for the file system where a suite names a file (each raised OSError: File name too long).
+LONG_NAMES = {
+    "an-agentv-assertion-type": f"tests:\n  - id: t\n    vars: {{input: hi}}\n    assert:\n      - type: {LONG}\n",
+    "an-llm-grader-prompt": f"tests:\n  - id: t\n    input: hi\n    assertions:\n      - {{type: llm-grader, prompt: {LONG}}}\n",
+    "an-agentv-workdir": f"environment: {{type: host, workdir: {LONG}}}\ntests:\n  - id: t\n    vars: {{input: hi}}\n    assert: [x]\n",
+    "an-agentv-input-file": "tests:\n  - id: t\n    vars:\n      input:\n        - role: user\n          content:\n"
+    f"            - {{type: file, value: {LONG}}}\n    assert: [x]\n",
+    "a-prompt-command": "tests:\n  - id: t\n    input: hi\n    assertions:\n"
+    f"      - {{type: llm-grader, prompt: {{command: [bun, run, {LONG}]}}}}\n",
+    "a-tools-module": f"tools: {LONG}\nbackend: {{}}\ntests:\n  - id: t\n    input: hi\n",
+    "a-plugin": f"plugins: [{LONG}]\ntests:\n  - id: t\n    input: hi\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG_NAMES))
+def test_a_file_name_too_long_is_a_problem_not_a_crash(cli, tmp_path: Path, name: str) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    suite = write(tmp_path / "evals" / "s.eval.yaml", LONG_NAMES[name])
+    code, out, err = cli("validate", suite)
+    assert code in (0, 2) and "Traceback" not in out + err and "File name too long" not in out + err, out + err

@@ -55,11 +55,15 @@ def confined_file(ref: str, base_dir: Path, root: str | Path | None = None) -> P
     path = _confined(ref[len("file://") :] if ref.startswith("file://") else ref, base_dir, root)
     if path is None:
         raise _outside(ref, base_dir)
-    if not path.exists():
-        raise ValueError(f"{ref}: no such file")
-    if not path.is_file():
-        raise ValueError(f"{ref} is not a regular file")
-    if path.stat().st_size > MAX_FILE_BYTES:
+    try:
+        if not path.exists():
+            raise ValueError(f"{ref}: no such file")
+        if not path.is_file():
+            raise ValueError(f"{ref} is not a regular file")
+        size = path.stat().st_size
+    except OSError as exc:  # a name too long, a folder that cannot be searched
+        raise ValueError(f"{ref[:200]}: {exc.strerror or exc}") from None
+    if size > MAX_FILE_BYTES:
         raise ValueError(f"{ref} is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB")
     return path
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -179,7 +180,7 @@ def load_plugin(spec: str, base_dir: Path | None = None) -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name and spec.startswith(exc.name):
             local = base / (spec.replace(".", "/") + ".py")
-            if local.is_file():
+            if os.path.isfile(local):  # False for a name too long, where Path.is_file raises
                 return _load_file(local)
             raise RegistryError(f"plugin module {spec!r} not found on the Python path, nor as {local}") from None
         raise RegistryError(f"plugin {spec!r} failed to import: {type(exc).__name__}: {exc}") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -67,7 +68,7 @@ class LLMGrader(JudgedAssertion):
         ):
             return None
         prompt = self.prompt.strip()
-        return prompt if (base_dir / prompt).is_file() else None
+        return prompt if os.path.isfile(base_dir / prompt) else None  # a name too long is text
 
     def template_problems(self, known: frozenset[str]) -> list[tuple[str, str]]:
         if not isinstance(self.prompt, str) or not self.prompt or self._prompt_file() is not None:

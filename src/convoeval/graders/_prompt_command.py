@@ -15,6 +15,7 @@ file is a load error; a failing program or an empty prompt is a grader error.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -56,7 +57,7 @@ class PromptCommand(Model):
     def missing_file(self, base_dir: Path) -> str | None:
         """A message when the template file does not exist (AgentV refuses such a file too)."""
         file = self.template_file(base_dir)
-        return None if file.is_file() else f"prompt command file not found: {self.command[-1]} ({file})"
+        return None if os.path.isfile(file) else f"prompt command file not found: {self.command[-1]} ({file})"
 
     async def render(self, ctx: GradeContext, criteria: str | None, expected: str | None) -> str:
         """Run the program and return the prompt it printed.

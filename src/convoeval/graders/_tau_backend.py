@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -139,7 +140,7 @@ def domain_file_problems(tools: object, backend: object, base_dir: Path) -> list
                 confined_file(spec, base_dir)
             except ValueError as exc:
                 problems.append(("tools", f"{exc} (the domain's tool functions)"))
-        elif not (base_dir / (spec.replace(".", "/") + ".py")).is_file() and not _importable(spec):
+        elif not os.path.isfile(base_dir / (spec.replace(".", "/") + ".py")) and not _importable(spec):
             problems.append(("tools", f"module {spec!r} not found on the Python path, nor as a .py file here"))
     if isinstance(backend, str):
         try:

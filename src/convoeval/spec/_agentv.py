@@ -140,7 +140,7 @@ def custom_assertion(item: dict, base: Path) -> dict | None:
     for candidate in (folder, *folder.parents):
         for suffix in _SCRIPT_SUFFIXES:
             script = candidate / ".agentv" / "assertions" / f"{name}{suffix}"
-            if script.is_file():
+            if os.path.isfile(script):  # False for a name too long, where Path.is_file raises
                 return {
                     **item,
                     "type": "code-grader",

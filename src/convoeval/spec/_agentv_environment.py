@@ -26,6 +26,7 @@ AgentV's `packages/core/src/evaluation/` at v5.3.1-next.1 (`loaders/environment-
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -170,7 +171,7 @@ def _host(recipe: object, folder: Path, file: Path | None, report: Report) -> tu
         report(where("workdir"), "must be a folder (a non-empty string)")
         return None, []
     resolved = (folder / workdir).resolve()
-    template = str(resolved) if resolved.is_dir() else None
+    template = str(resolved) if os.path.isdir(resolved) else None  # False for a name too long
     setup = recipe.get("setup")
     if setup is None:
         return template, []

@@ -3,6 +3,7 @@ the search roots of attachments (read from AgentV's `file-utils.ts` and `findRep
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .._paths import enclosing_repository
@@ -42,6 +43,6 @@ def find_attachment(ref: str, folder: Path) -> Path | None:
     candidates = [Path(ref)] if Path(ref).is_absolute() else []
     candidates += [root / shown for root in search_roots(folder)]
     for candidate in candidates:
-        if candidate.is_file():
+        if os.path.isfile(candidate):  # False for a name too long, where Path.is_file raises
             return candidate.resolve()
     return None

@@ -610,7 +610,9 @@ class YamlReader:
             self.problems.append(Problem(self.file, event.start_mark.line + 1, field_path(path), message))
             return None
         if type(value) is str and "\0" in value:  # only a quoted "\0" escape makes one
-            message = "holds a NUL character (\\0), refused in eval files (no file name or command argument can hold one)"
+            message = (
+                "holds a NUL character (\\0), refused in eval files (no file name or command argument can hold one)"
+            )
             self.problems.append(Problem(self.file, event.start_mark.line + 1, field_path(path), message))
             return None
         return value
