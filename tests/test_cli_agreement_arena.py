@@ -186,6 +186,8 @@ def test_arena_csv_table_and_plot(tmp_path: Path) -> None:
             r"battles.jsonl:2: invalid JSON",
         ),
         ('{"model_a": "x", "model_b": "y", "winner": "B"}\n', r"battles.jsonl:1: winner must be"),
+        # Before: TypeError: unhashable type: 'dict' (a winner that is no string).
+        ('{"model_a": "x", "model_b": "y", "winner": {"a": 1}}\n', r"battles.jsonl:1: winner must be .*got \{'a': 1\}"),
     ],
 )
 def test_arena_bad_battles_file(tmp_path: Path, content: str, message: str) -> None:

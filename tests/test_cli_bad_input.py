@@ -71,6 +71,36 @@ def test_a_results_file_that_cannot_be_read_is_said_plainly(cli, tmp_path: Path,
     assert not (tmp_path / "o.html").exists()
 
 
+@pytest.mark.parametrize(
+    ("line", "field", "shown"),
+    [
+        ('"score": NaN', "score", "nan"),
+        ('"score": 1e308', "score", "1e+308"),
+        ('"score": -1', "score", "-1.0"),
+        (
+            '"score": 1, "scores": [{"name": "turn-1", "type": "turn", "score": Infinity, "verdict": "pass"}]',
+            "scores[0].score",
+            "inf",
+        ),
+    ],
+)
+def test_a_result_whose_score_is_not_from_0_to_1(cli, tmp_path: Path, line: str, field: str, shown: str) -> None:
+    """Before: `compare` ended in `ValueError: cannot convert float NaN to integer` (OverflowError
+    for 1e308) from the significance gate's power; the reader now refuses the score."""
+    key = '"target": "m", "verdict": "pass", "execution_status": "ok", "threshold": 0.5'
+    write(tmp_path / "a.jsonl", "".join(f'{{"test_id": "t{i}", {key}, "score": 0.5}}\n' for i in range(3)))
+    bad = "".join(f'{{"test_id": "t{i}", {key}, "score": 1.0}}\n' for i in range(2))
+    write(tmp_path / "b.jsonl", bad + f'{{"test_id": "t2", {key}, {line}}}\n')
+    said = f"error: b.jsonl:3: {field}: must be from 0 to 1 (or null), got {shown}; give results files written by `convoeval run -o`\n"
+    for args in (
+        ("compare", "a.jsonl", "b.jsonl"),
+        ("report", "b.jsonl", "--html", "o.html"),
+        ("agreement", "--runs", "a.jsonl", "b.jsonl"),
+    ):
+        assert cli(*args)[::2] == (2, said), args
+    assert not (tmp_path / "o.html").exists()
+
+
 def test_an_error_naming_a_path_with_control_characters_is_one_escaped_line(cli, tmp_path: Path) -> None:
     """A path with a newline or an ESC sequence must not corrupt the terminal nor split the
     error: every command fails through one helper that escapes them."""

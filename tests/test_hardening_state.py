@@ -211,3 +211,76 @@ def test_a_bad_output_place_is_one_line_exit_2_and_records_no_run(cli, fake_open
     assert not fake_openai.requests
     db = tmp_path / ".convoeval" / "runs.sqlite"
     assert not db.exists() or sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone() == (0,)
+
+
+@pytest.fixture
+def two_stored_runs(cli, tmp_path: Path) -> Path:
+    """Two runs of a scripted bot in ./st; returns the store file."""
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: hi}\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t, input: hi, assertions: [{type: contains, value: hi}]}\n")
+    for _ in range(2):
+        assert cli("run", "s.eval.yaml", "-t", "bot", "--store", "st", "-q")[0] == 0
+    return tmp_path / "st" / "runs.sqlite"
+
+
+#: The commands that only read the run store.
+READERS = [
+    ("runs",),
+    ("runs", "--json"),
+    ("runs", "flaky"),
+    ("runs", "show", "last"),
+    ("report", "last", "--html", "o.html"),
+    ("compare", "last", "last~1"),
+]
+
+
+@pytest.mark.parametrize("args", READERS, ids=" ".join)
+def test_a_damaged_run_store_read_is_one_line_exit_2(cli, two_stored_runs: Path, args: tuple[str, ...]) -> None:
+    """Before: `runs`, `runs --json` and `runs flaky` ended in `sqlite3.DatabaseError: database disk
+    image is malformed` (a traceback); the others said `cannot write` a store they only read."""
+    data = two_stored_runs.read_bytes()
+    two_stored_runs.write_bytes(data[: len(data) // 2])
+    code, _, err = cli(*args, "--store", "st")
+    assert code == 2 and err.count("\n") == 1 and "runs.sqlite" in err and "malformed" in err, err
+    assert "use another --store" in err
+
+
+@pytest.mark.parametrize(
+    ("damage", "args", "said"),
+    [
+        (
+            "UPDATE results SET data = '{}'",
+            ("runs", "show", "last"),
+            "run last: cannot be read (test_id: Field required)",
+        ),
+        ("UPDATE results SET data = '{}'", ("report", "last", "--html", "o.html"), "run last: cannot be read"),
+        ("UPDATE results SET data = '{}'", ("compare", "last", "last~1"), "run last: cannot be read"),
+        ("UPDATE results SET data = 'not json'", ("runs", "flaky"), "cannot read st/runs.sqlite: malformed JSON"),
+        ("UPDATE runs SET summary = 'not json'", ("runs", "show", "last"), "run last: its summary cannot be read"),
+        (
+            "UPDATE runs SET id = NULL",
+            ("runs",),
+            "st/runs.sqlite: a run cannot be read (id: Input should be a valid string)",
+        ),
+        ("DROP TABLE results", ("runs",), "cannot read st/runs.sqlite: no such table: results"),
+    ],
+)
+def test_a_run_store_convoeval_did_not_write_is_one_line_exit_2(
+    cli, two_stored_runs: Path, damage: str, args: tuple[str, ...], said: str
+) -> None:
+    """Before: tracebacks (pydantic's ValidationError, JSONDecodeError, sqlite3.OperationalError)."""
+    with sqlite3.connect(two_stored_runs) as conn:
+        conn.execute(damage)
+    conn.close()
+    code, _, err = cli(*args, "--store", "st")
+    assert code == 2 and err.count("\n") == 1 and said in err, err
+
+
+def test_an_owner_convoeval_did_not_write_is_unknown(cli, two_stored_runs: Path) -> None:
+    """Before: `AttributeError: 'int' object has no attribute 'get'` listing the runs."""
+    with sqlite3.connect(two_stored_runs) as conn:
+        conn.execute("UPDATE runs SET status = 'running'")
+        conn.execute("UPDATE owners SET owner = '1'")
+    conn.close()
+    code, out, err = cli("runs", "--store", "st", "--json")
+    assert code == 0 and out.count('"status": "running"') == 2, err

@@ -25,6 +25,7 @@ from convoeval.rank import (
     online_elo,
     read_battles,
 )
+from convoeval.rank._bt import fit_strengths
 
 ROOT = Path(__file__).parent
 ORACLE = json.loads((ROOT / "data" / "agreement-oracle" / "arena_oracle.json").read_text())
@@ -170,6 +171,19 @@ def test_bootstrap_intervals_are_seeded_and_contain_the_estimate() -> None:
         assert low < ratings[target] < high
         assert 40 < high - low < 600
     assert first.separated == 0.0
+
+
+def test_a_resample_of_two_targets_is_not_connected_through_one_that_did_not_play() -> None:
+    """Before: a resample holding only x's wins over z counted as strongly connected (a path ran
+    through y, absent from it), so no ridge was added and Newton's step hit a singular Hessian:
+    `Singular matrix` from `arena --battles` and a traceback from `report --battles` on these
+    three battles."""
+    battles = [Battle("x", "y", "model_b"), Battle("y", "x", "model_b"), Battle("x", "z", "model_a")]
+    wins = np.array([[[0.0, 0.0, 3.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+    theta, exists = fit_strengths(wins)
+    assert not exists[0] and np.isfinite(theta[0, [0, 2]]).all()
+    intervals = bradley_terry_intervals(battles, rounds=1000, seed=0)
+    assert all(math.isfinite(end) for ends in intervals.intervals.values() for end in ends)
 
 
 def test_few_battles_are_flagged_as_too_few_to_rank() -> None:

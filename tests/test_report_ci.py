@@ -88,6 +88,21 @@ def test_report_command_from_a_run_id_and_from_a_results_file(run_files, cli, tm
     assert f"run {run_id}" in (tmp_path / "a.html").read_text()
 
 
+def test_report_of_three_battles_where_one_target_never_won(cli, tmp_path: Path) -> None:
+    """Before: numpy's LinAlgError traceback (`Singular matrix`) from the bootstrap intervals."""
+    write_results(tmp_path / "ok.jsonl", [agent_result()])
+    records = [("x", "y", "model_b"), ("y", "x", "model_b"), ("x", "z", "model_a")]
+    write(
+        tmp_path / "b.jsonl",
+        "".join(json.dumps({"model_a": a, "model_b": b, "winner": w}) + "\n" for a, b, w in records),
+    )
+    code, out, err = cli("report", "ok.jsonl", "--html", "x.html", "--battles", "b.jsonl")
+    assert (code, err) == (0, ""), err
+    assert "Arena" in (tmp_path / "x.html").read_text()
+    code, out, err = cli("arena", "--battles", "b.jsonl")
+    assert code == 0 and "Singular" not in err, err
+
+
 def test_report_bad_input_is_one_line_and_exit_2(cli, tmp_path: Path) -> None:
     assert cli("report", "missing.jsonl", "--html", "x.html")[0] == 2
     code, stdout, stderr = cli("report", "nope-run", "--html", "x.html")

@@ -136,3 +136,14 @@ def test_view_command_refuses_a_busy_port_and_missing_battles(cli, tmp_path: Pat
     assert code == 2 and stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}")
     code, _, stderr = cli("view", "--battles", "nope.jsonl")
     assert code == 2 and stderr.strip() == "error: nope.jsonl: file not found"
+
+
+def test_viewer_pages_of_a_damaged_store_are_errors_not_dropped_connections(two_runs: list[str]) -> None:
+    """Before: each page's handler thread ended in a traceback (sqlite3.DatabaseError, the
+    StoreError of opening the store) and the browser got no answer."""
+    data = STORE.read_bytes()
+    STORE.write_bytes(data[: len(data) // 2])
+    with Viewer(STORE, port=0) as viewer:
+        for page in ("", f"run/{two_runs[0]}", f"compare?a={two_runs[0]}&b={two_runs[1]}"):
+            status, text = _get(viewer.url + page)
+            assert status == 400 and "runs.sqlite" in text and "malformed" in text, (page, status, text)

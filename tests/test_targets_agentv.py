@@ -187,6 +187,15 @@ def test_use_target_unknown_name_is_an_error(tmp_path: Path) -> None:
     assert problems(path) == [f"{path}:3: targets[0].use_target: no target named 'nowhere' (names: none)"]
 
 
+@pytest.mark.parametrize("provider", ["[openai]", "{name: openai}"])
+def test_a_provider_that_is_no_string_is_a_file_line_error(cli, tmp_path: Path, provider: str) -> None:
+    """Before: `TypeError: unhashable type: 'list'` (the provider was looked up in a set)."""
+    write(tmp_path / "targets.yaml", f"targets:\n  - name: bot\n    provider: {provider}\n    endpoint: http://x\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t, input: hi}\n")
+    code, _, err = cli("run", "s.eval.yaml", "-t", "bot")
+    assert (code, err) == (2, f"{tmp_path / 'targets.yaml'}:3: targets[0].provider: Input should be a valid string\n")
+
+
 async def test_azure_is_an_openai_compatible_preset(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     path = write(
         tmp_path / "targets.yaml",

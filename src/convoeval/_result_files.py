@@ -211,13 +211,28 @@ def read_results(paths: str | Path | Sequence[str | Path], *, allow_empty: bool 
             raise ConfigError(f"{path}: no results in the file")
         for where, item in items:
             try:
-                loaded.append(EvaluationResult.model_validate(item))
+                result = EvaluationResult.model_validate(item)
             except ValidationError as exc:
                 raise ConfigError(
                     f"{where}: not a convoeval result ({first_problem(exc, '(result)')}); "
                     "give results files written by `convoeval run -o`"
                 ) from None
+            if problem := _score_problem(result):
+                raise ConfigError(f"{where}: {problem}; give results files written by `convoeval run -o`")
+            loaded.append(result)
     return loaded
+
+
+def _score_problem(result: EvaluationResult) -> str | None:
+    """`field: what is wrong` for a score of the result (its own, its trials', its turns') that
+    is not from 0 to 1 (convoeval writes none; NaN or 1e308 would break the statistics)."""
+    scored: list[tuple[str, float | None]] = [("score", result.score)]
+    scored += [(f"scores[{i}].score", entry.score) for i, entry in enumerate(result.scores)]
+    scored += [(f"trials[{i}].score", trial.score) for i, trial in enumerate(result.trials)]
+    for field, score in scored:
+        if score is not None and not 0 <= score <= 1:
+            return f"{field}: must be from 0 to 1 (or null), got {score!r}"
+    return None
 
 
 def _result_items(path: Path) -> list[tuple[str, object]]:

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..engine import CACHE_FILE, STORE_FILE, state_dir
+from ..engine import CACHE_FILE, STORE_FILE, state_dir, unreadable
 from ..engine._housekeeping import cache_stats, clear_cache, delete_runs, file_size
 from ..errors import ConfigError
 from ..report import list_runs, load_run, print_summary
@@ -63,7 +63,10 @@ def runs(
     if ctx.invoked_subcommand is not None:
         return
     path = _state(store) / STORE_FILE
-    listed = list_runs(path)
+    try:
+        listed = list_runs(path)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
     if as_json:
         out.print_json(
             json.dumps({"store": str(path), "bytes": file_size(path), "runs": [r.model_dump() for r in listed]})
@@ -95,24 +98,28 @@ def runs_show(
     path = _state(store) / STORE_FILE
     try:
         loaded = load_run(run_id, path)
+        info = next((r for r in list_runs(path) if r.id == loaded.run_id), None)
+        origin = _origin(path, loaded.run_id)
     except ConfigError as exc:
         raise fail(str(exc)) from None
     out.print(f"{loaded.name}, started {loaded.started}: {len(loaded.results)} result(s)", markup=False)
-    info = next((r for r in list_runs(path) if r.id == loaded.run_id), None)
     if info is not None:
         out.print(
             f"status {info.status}; suites {', '.join(info.suites)}; targets {', '.join(info.targets)}", markup=False
         )
-    origin = _origin(path, loaded.run_id)
     if origin:
         out.print(f"re-run of the tests that did not pass in run {origin}", markup=False)
     print_summary(loaded.results, out, turns=False)
 
 
 def _origin(path: Path, run_id: str | None) -> str | None:
-    """The run a re-run of failed tests came from (`rerun_of` in its options), if any."""
-    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
-        row = conn.execute("SELECT options FROM runs WHERE id = ?", (run_id,)).fetchone()
+    """The run a re-run of failed tests came from (`rerun_of` in its options), if any (its
+    options were read, so they are a JSON object)."""
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            row = conn.execute("SELECT options FROM runs WHERE id = ?", (run_id,)).fetchone()
+    except sqlite3.Error as exc:
+        raise ConfigError(unreadable(path, exc)) from None
     return json.loads(row[0]).get("rerun_of") if row else None
 
 
@@ -126,7 +133,10 @@ def runs_flaky(
     from ..stats import flaky_in_store  # numpy loads only for this command
 
     path = _state(store) / STORE_FILE
-    found = flaky_in_store(path)
+    try:
+        found = flaky_in_store(path)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
     if as_json:
         out.print_json(json.dumps({"store": str(path), "flaky": [f.to_dict() for f in found]}))
         return

@@ -227,9 +227,11 @@ def compare(
     )
     comparison.same_fingerprint = same_fingerprint(a, b)
     if a.run_id or b.run_id:  # stored runs: mark the tests flaky across the store's runs of these suites
-        mark_flaky_history(
-            comparison, flaky_in_store(_store(store), {*a.fingerprints.values(), *b.fingerprints.values()})
-        )
+        try:
+            flaky = flaky_in_store(_store(store), {*a.fingerprints.values(), *b.fingerprints.values()})
+        except ConfigError as exc:
+            raise fail(str(exc)) from None
+        mark_flaky_history(comparison, flaky)
     if html is not None:
         with writing(html), staged(html) as partial:
             write_comparison(comparison, a.results, b.results, partial)

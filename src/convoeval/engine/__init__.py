@@ -9,7 +9,7 @@ from ._options import RUN_SHAPING, RecordedOptions, RunOptions, SharedOptions, T
 from ._pool import LOCAL_NOTE, JudgeChoice, TargetPool, local_model_available, named_targets
 from ._recorder import RunRecorder, suite_key
 from ._runner import RunReport, execute_run
-from ._sqlite import StoreError
+from ._sqlite import StoreError, unreadable
 from ._store import HOME_ENV, RERUN_STATUSES, STORE_FILE, ResultKey, RunRecord, RunStore, StoredResults, state_dir
 
 __all__ = [
@@ -46,4 +46,5 @@ __all__ = [
     "state_dir",
     "suite_key",
     "target_identity",
+    "unreadable",
 ]

@@ -25,7 +25,10 @@ class Owner:
         return cls(os.getpid(), socket.gethostname(), process_start(os.getpid()))
 
     @classmethod
-    def from_json(cls, data: dict[str, object]) -> Owner:
+    def from_json(cls, data: object) -> Owner:
+        """The owner a store recorded; ValueError, KeyError or TypeError for one convoeval did not write."""
+        if not isinstance(data, dict):
+            raise TypeError(f"an owner is a JSON object, got {data!r:.60}")
         started = data.get("started")
         return cls(int(str(data["pid"])), str(data["host"]), None if started is None else str(started))
 

@@ -67,6 +67,12 @@ def set_aside(path: Path) -> Path:
     return aside
 
 
+def unreadable(path: Path, exc: sqlite3.Error) -> str:
+    """`cannot read PATH: cause` for a SQLite file a command only reads (damaged, or not one of
+    convoeval's: a table or column missing)."""
+    return f"cannot read {path}: {exc} (the file is damaged or not convoeval's; move it away or use another --store)"
+
+
 def describe(path: Path, exc: BaseException) -> str:
     """`cannot write PATH: cause` with a hint for the usual causes."""
     if isinstance(exc, OSError) and exc.strerror:

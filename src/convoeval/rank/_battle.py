@@ -63,7 +63,7 @@ class Battle:
             raise ValueError(f"missing field {', '.join(missing)}")
         given = data["winner"]
         winner: Winner
-        if given in TIE_SPELLINGS:
+        if isinstance(given, str) and given in TIE_SPELLINGS:  # an object or a list is no key of a set
             winner = "tie"
         elif given == "model_a" or given == "model_b":
             winner = given

@@ -78,11 +78,10 @@ def _strongly_connected(wins: np.ndarray, present: np.ndarray) -> np.ndarray:
 
     size = wins.shape[-1]
     reach = (wins > 0) | np.eye(size, dtype=bool)
-    absent = ~present
-    reach = reach | absent[:, :, None] | absent[:, None, :]
     for _ in range(max(1, math.ceil(math.log2(size))) + 1):
         reach = (reach.astype(float) @ reach.astype(float)) > 0
-    return reach.all(axis=(-2, -1))
+    absent = ~present  # left out after the closure: no path may go through a target that did not play
+    return (reach | absent[:, :, None] | absent[:, None, :]).all(axis=(-2, -1))
 
 
 def fit_strengths(wins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -10,9 +10,9 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from .._base_model import Model
-from ..engine import RecordedOptions, RunStore
+from ..engine import RecordedOptions, RunStore, unreadable
 from ..engine._housekeeping import owner_states
-from ..errors import ConfigError
+from ..errors import ConfigError, first_problem
 from ..results import EvaluationResult
 from ._files import read_results
 
@@ -54,8 +54,8 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
     `last`) in the run store `store`.
 
     Raises:
-        ConfigError: no such file or run (ReportInputError), or an unreadable results file
-            (`file:line: ...`).
+        ConfigError: no such file or run (ReportInputError), an unreadable results file
+            (`file:line: ...`) or a damaged run store.
     """
     path = Path(ref)
     if path.suffix in (".jsonl", ".json") or path.exists():
@@ -63,34 +63,45 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
     store = Path(store)
     if not store.is_file():
         raise ReportInputError(f"{ref}: no such results file, and no run store at {store} to find a run in")
+    try:
+        ref = _before_last(str(ref), store)  # read first: the store opens for writing, which says `cannot write`
+    except sqlite3.Error as exc:
+        raise ReportInputError(unreadable(store, exc)) from None
     run_store = RunStore(store)
     try:
-        record = run_store.find_run(_before_last(str(ref), store))
+        record = run_store.find_run(ref)
         if record is None:
             raise ReportInputError(f"{ref}: no such results file or run (runs are in {store})")
-        results = list(run_store.results(record.id))
+        return LoadedRun(
+            name=f"run {record.id}",
+            run_id=record.id,
+            started=record.started,
+            results=list(run_store.results(record.id)),
+            summary=record.summary or {},
+            fingerprints={key: suite.hash for key, suite in record.options.suites.items()},
+            store=str(store),
+        )
+    except sqlite3.Error as exc:
+        raise ReportInputError(unreadable(store, exc)) from None
+    except ValidationError as exc:  # a stored result or summary convoeval did not write
+        raise ReportInputError(
+            f"{store}: run {ref}: cannot be read ({first_problem(exc, '(result)')}); "
+            "the store is damaged or not convoeval's"
+        ) from None
+    except ValueError as exc:  # a summary that is not JSON
+        raise ReportInputError(f"{store}: run {ref}: its summary cannot be read ({exc})") from None
     finally:
         run_store.close()
-    fingerprints = {key: suite.hash for key, suite in record.options.suites.items()}
-    return LoadedRun(
-        name=f"run {record.id}",
-        run_id=record.id,
-        started=record.started,
-        results=results,
-        summary=record.summary or {},
-        fingerprints=fingerprints,
-        store=str(store),
-    )
 
 
 def _before_last(ref: str, store: Path) -> str:
     """`last~N`: the run N runs before the last one (by creation); other refs as they are."""
     match = re.fullmatch(r"last~(\d+)", ref)
-    if match is None:
-        return ref
     with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
-        row = conn.execute("SELECT id FROM runs ORDER BY rowid DESC LIMIT 1 OFFSET ?", (int(match[1]),)).fetchone()
-    return row[0] if row else ref
+        row = conn.execute(
+            "SELECT id FROM runs ORDER BY rowid DESC LIMIT 1 OFFSET ?", (int(match[1]) if match else 0,)
+        ).fetchone()
+    return row[0] if match and row else ref
 
 
 def same_fingerprint(a: LoadedRun, b: LoadedRun) -> bool | None:
@@ -101,10 +112,25 @@ def same_fingerprint(a: LoadedRun, b: LoadedRun) -> bool | None:
 
 
 def list_runs(store: str | Path) -> list[RunInfo]:
-    """Every run in the store, newest first, with its counts (an empty list without a store)."""
+    """Every run in the store, newest first, with its counts (an empty list without a store).
+
+    Raises:
+        ReportInputError: the store cannot be read (damaged, or not convoeval's).
+    """
     store = Path(store)
     if not store.is_file():
         return []
+    try:
+        return _list_runs(store)
+    except sqlite3.Error as exc:
+        raise ReportInputError(unreadable(store, exc)) from None
+    except ValidationError as exc:  # a row convoeval did not write (a run without an id)
+        raise ReportInputError(
+            f"{store}: a run cannot be read ({first_problem(exc, '(run)')}); the store is damaged or not convoeval's"
+        ) from None
+
+
+def _list_runs(store: Path) -> list[RunInfo]:
     with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
         rows = conn.execute(
             "SELECT r.id, r.started, r.finished, r.status, r.options,"

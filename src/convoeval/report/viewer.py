@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,7 +26,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import ValidationError
 
-from ..errors import ConfigError, first_problem
+from ..engine import unreadable
+from ..errors import ConvoevalError, first_problem
 from ..results import EvaluationResult
 from ..stats import flaky_in_store
 from ._compare import compare_results, mark_flaky_history
@@ -266,8 +268,10 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
             query = {k: v[-1] for k, v in parse_qs(split.query).items()}
             try:
                 self._send(*viewer.page(split.path, query))
-            except (ConfigError, ValueError) as exc:
+            except (ConvoevalError, ValueError) as exc:  # a damaged store too (StoreError)
                 self._send(404 if "no such" in str(exc) else 400, "text/plain; charset=utf-8", str(exc))
+            except sqlite3.Error as exc:  # the labels of a damaged store
+                self._send(500, "text/plain; charset=utf-8", unreadable(viewer.store, exc))
 
         def do_POST(self) -> None:
             if not self._host_ok():
@@ -283,7 +287,12 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
             if int(given) > MAX_BODY:
                 self.close_connection = True
                 return self._send(413, "application/json", json.dumps({"error": "label too large"}))
-            status, answer = viewer.save_label(self.rfile.read(int(given)))
+            try:
+                status, answer = viewer.save_label(self.rfile.read(int(given)))
+            except ConvoevalError as exc:
+                status, answer = 500, {"error": str(exc)}
+            except sqlite3.Error as exc:
+                status, answer = 500, {"error": unreadable(viewer.store, exc)}
             self._send(status, "application/json", json.dumps(answer))
 
     return Handler

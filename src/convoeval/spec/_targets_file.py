@@ -233,7 +233,7 @@ def _entry_config(
     if "timeout_seconds" in entry and "timeout_s" not in entry:  # AgentV's name (v4.42)
         entry["timeout_s"] = entry.pop("timeout_seconds")
         lines.add((*where, "timeout_s"), *lines.locate((*where, "timeout_seconds")))
-    if provider in _BASE_URL_ENDPOINT and "endpoint" in entry:
+    if isinstance(provider, str) and provider in _BASE_URL_ENDPOINT and "endpoint" in entry:
         endpoint = entry.pop("endpoint")
         entry.setdefault("base_url", endpoint)
     try:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..engine import RecordedOptions
+from ..engine import RecordedOptions, unreadable
+from ..errors import ConfigError
 from ..results import EvaluationResult
 from ._estimate import Estimate
 from ._rates import rate_interval
@@ -101,11 +102,20 @@ def flaky_in_store(store: str | Path, fingerprints: Iterable[str] | None = None)
     Args:
         fingerprints: only suites with one of these hashes (e.g. the suites of the runs being
             compared); all when None.
+
+    Raises:
+        ConfigError: the store cannot be read (damaged, or not convoeval's).
     """
     store = Path(store)
     if not store.is_file():
         return []
-    wanted = None if fingerprints is None else set(fingerprints)
+    try:
+        return _flaky_in_store(store, None if fingerprints is None else set(fingerprints))
+    except sqlite3.Error as exc:
+        raise ConfigError(unreadable(store, exc)) from None
+
+
+def _flaky_in_store(store: Path, wanted: set[str] | None) -> list[Flaky]:
     seen: dict[tuple[str, str, str, str], tuple[list[bool], list[str]]] = {}
     with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
         hashes: dict[str, dict[str, str]] = {}
