@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import convoeval
 from convoeval.testing import FakeOpenAIServer
 
@@ -166,6 +168,28 @@ def test_a_run_without_stored_checks_gets_a_clear_message(cli, fake_openai: Fake
     assert code == 2
     assert f"{old}:1: capital @ bot: this result has no stored checks" in err
     assert "--graders FILE" in err
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "shown"),
+    [
+        ("file", -1e308, "checks.file: -1e+308"),
+        ("suite", [1], "checks.suite: [1]"),
+        ("suite", {"execution": "x"}, "checks.suite.execution: 'x'"),
+    ],
+)
+def test_stored_checks_convoeval_did_not_write_get_a_clear_message(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, field: str, value: object, shown: str
+) -> None:
+    """Found by mutating a stored run: a number as the suite's file was a TypeError traceback."""
+    stored = run_suite(cli, fake_openai, tmp_path)
+    edited = tmp_path / "edited.jsonl"
+    lines = [json.loads(line) for line in stored.read_text().splitlines()]
+    lines[0]["checks"][field] = value
+    edited.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    code, out, err = cli("grade", edited, "--judge", "openai:strict")
+    assert code == 2 and "Traceback" not in out + err
+    assert f"{edited}:1: capital @ bot: {shown} is not what convoeval stores" in err
 
 
 def test_graders_file_replaces_the_checks(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:

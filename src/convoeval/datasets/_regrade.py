@@ -119,6 +119,14 @@ def _result(source: Path, line: int, record: JsonObject) -> EvaluationResult:
         raise DatasetError(
             f"{where}: stored checks of layout {result.checks.get('version')!r}; this convoeval reads {CHECKS_VERSION}"
         )
+    suite = result.checks.get("suite")
+    for name, value, kind in (
+        ("file", result.checks.get("file"), str),
+        ("suite", suite, dict),
+        ("suite.execution", suite.get("execution") if isinstance(suite, dict) else None, dict),
+    ):
+        if value is not None and not isinstance(value, kind):
+            raise DatasetError(f"{where}: checks.{name}: {value!r} is not what convoeval stores (a {kind.__name__})")
     return result
 
 
