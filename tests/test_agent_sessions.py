@@ -117,6 +117,27 @@ def test_a_session_file_with_a_broken_line_names_the_line(tmp_path: Path) -> Non
     assert json.loads(text.splitlines()[0])["type"] == "session_meta"
 
 
+def test_a_rollout_with_items_and_counts_of_the_wrong_type_imports(tmp_path: Path) -> None:
+    """Before: an `item_completed` event whose item is not an object ended in AttributeError, a
+    token count that is no whole number (`"1e400"`) in ValueError, a command of numbers in
+    TypeError: tracebacks of `convoeval import transcripts`."""
+    records = [json.loads(line) for line in (REAL / "codex-0.169.0-rollout.jsonl").read_text().splitlines()]
+    for record in records:
+        payload = record["payload"]
+        if record["type"] == "token_usage_record":
+            payload["turn_token_usage"]["input_tokens"] = "1e400"
+        if payload.get("type") == "item_completed" and payload["item"].get("type") == "CommandExecution":
+            payload["item"]["command"] = [1, 2.5]
+            payload["item"]["duration"] = {"secs": "soon"}
+    first = next(r for r in records if r["payload"].get("type") == "item_completed")
+    records.insert(records.index(first), {**first, "payload": {**first["payload"], "item": 7}})
+    rollout = write(tmp_path / "rollout.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    suite = import_transcripts(rollout)
+    (test,) = suite["tests"]
+    commands = [c["arguments"]["command"] for m in test["transcript"] for c in m.get("tool_calls", [])]
+    assert commands[0] == "1 2.5" and len(commands) == 2
+
+
 def test_a_folder_of_sessions_grades_each(tmp_path: Path, cli) -> None:
     """`convoeval grade FOLDER`: every Claude Code session and Codex rollout file in it (the
     recorded event streams beside them are not session files and are left alone)."""

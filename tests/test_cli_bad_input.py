@@ -32,6 +32,14 @@ def test_importing_a_binary_file_is_an_error_line(cli, binary: Path, kind: str) 
     assert not Path("out.eval.yaml").exists()
 
 
+@pytest.mark.parametrize("kind", [*IMPORT_KINDS, "promptfoo", "inspect", "otel"])
+def test_importing_a_file_name_too_long_is_an_error_line(cli, kind: str) -> None:
+    """Before: OSError (File name too long) from `Path.is_file`, a traceback, whatever the kind."""
+    name = "x" * 300 + ".json"
+    code, _, err = cli("import", kind, name, "-o", "out.eval.yaml")
+    assert (code, err) == (2, f"error: {name}: cannot read: File name too long\n")
+
+
 @pytest.mark.parametrize("kind", ["mt-bench", "tau-bench", "deepeval"])
 def test_importing_a_folder_says_it_is_a_folder(cli, tmp_path: Path, kind: str) -> None:
     """Before: `data.jsonl:1: no such file` for a folder that is there."""

@@ -63,6 +63,10 @@ def test_import_errors_name_the_file_and_line(cli, tmp_path: Path) -> None:
     broken = write(tmp_path / "b.jsonl", '{"question_id": 1, "category": "math", "turns": ["a", "b"]}\nnot json\n')
     code, out, err = cli("import", "mt-bench", broken, "-o", tmp_path / "x.eval.yaml")
     assert code == 2 and f"{broken}:2: invalid JSON" in err
+    # Before: OverflowError (a traceback) for a question_id of Infinity, which Python's JSON reads.
+    write(tmp_path / "reference_answer_gpt-4.jsonl", '{"question_id": Infinity, "choices": [{"turns": ["4"]}]}\n')
+    code, out, err = cli("import", "mt-bench", bad, "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and f"{tmp_path / 'reference_answer_gpt-4.jsonl'}:1: expected question_id and choices" in err
     code, out, err = cli("import", "nope", bad)
     assert code == 2 and "unknown dataset kind 'nope' (known: " in err
     # Where the eval file cannot go: a folder, and one that takes no new file (/proc).

@@ -54,6 +54,10 @@ def _multiwoz_frames_missing(row: dict) -> None:
     row["turns"]["frames"] = row["turns"]["frames"][:2]
 
 
+def _langfuse_trace_without_id(session: dict) -> None:
+    del session["traces"][0]["id"]
+
+
 def _mt_bench_reference_as_text(question: dict) -> None:
     if question["category"] == "reasoning":
         question["reference"] = "3rd"
@@ -65,6 +69,7 @@ CASES = [
     ("otel", "otel/otlp-spans.jsonl", True, _otel_attribute_without_key, 1, "attributes: each attribute needs a key"),
     ("langfuse", "langfuse/session-support-42.json", False, _langfuse_observations_as_text, 1, "observations: expected a list of JSON objects"),
     ("langfuse", "langfuse/session-support-42.json", False, _langfuse_trace_as_text, 1, "traces: expected a list of Langfuse traces"),
+    ("langfuse", "langfuse/session-support-42.json", False, _langfuse_trace_without_id, 1, "traces[0]: a Langfuse trace has an id"),
     ("inspect", "inspect/two-turn-mockllm.json", False, _inspect_sample_as_text, 1, "samples: expected JSON objects (Inspect's EvalSample), got 'sample 1'"),
     ("tau-bench", "tau-bench/gpt-4o-airline-sample-trajectories.json", False, _tau_action_without_name, 1, "item 0: actions: each action needs a name"),
     ("tau-bench", "tau2-bench/airline/tasks.json", False, _tau2_basis_as_text, 1, "evaluation_criteria.reward_basis: expected a list of names"),
@@ -110,3 +115,58 @@ def test_promptfoo_settings_of_the_wrong_type_are_file_errors(cli, tmp_path) -> 
     config.write_text(real.replace("    vars:", "    vars: [instructions]\n    unused:", 1), encoding="utf-8")
     code, _, err = cli("import", "promptfoo", config, "-o", tmp_path / "suite.eval.yaml")
     assert code == 2 and f"{config}:1: tests[0]: vars: expected a mapping" in err, err
+
+
+#: Real files with the value of one key nested deeper than 100 levels.
+DEEP = [
+    ("mt-bench", "mt-bench/question.jsonl", "turns"),
+    ("multiwoz", "multiwoz/multiwoz22_sample5.jsonl", "turns"),
+    ("tau-bench", "tau-bench/gpt-4o-airline-sample-trajectories.json", "traj"),
+    ("tau2", "tau2-bench/results/airline-gpt-4.1.json", "tasks"),
+    ("transcripts", "agents/real/codex-0.169.0-rollout.jsonl", "payload"),
+    ("agentv-transcript", "agentv-transcripts/copilot-transcript.jsonl", "content"),
+    ("otel", "otel/otlp-spans.jsonl", "resourceSpans"),
+    ("langfuse", "langfuse/session-support-42.json", "traces"),
+    ("inspect", "inspect/two-turn-mockllm.json", "samples"),
+    ("deepeval", "deepeval/conversational-goldens.json", "turns"),
+]
+
+
+def _deep_copy_of(source: Path, key: str, depth: int, folder: Path) -> tuple[Path, int]:
+    """`source` in `folder` with the value of the first `key` nested `depth` levels deep, and its line."""
+    text = source.read_text(encoding="utf-8")
+    colon = text.index(":", text.index(f'"{key}"')) + 1
+    start = colon + len(text[colon:]) - len(text[colon:].lstrip())
+    _, end = json.JSONDecoder().raw_decode(text, start)
+    copy = folder / source.name
+    copy.write_text(text[:start] + "[" * depth + '"leaf"' + "]" * depth + text[end:], encoding="utf-8")
+    return copy, text.count("\n", 0, start) + 1
+
+
+@pytest.mark.parametrize("depth", [150, 100_000])
+@pytest.mark.parametrize(("kind", "name", "key"), DEEP, ids=[c[0] for c in DEEP])
+def test_data_nested_too_deep_is_a_file_line_error(cli, tmp_path, kind, name, key, depth) -> None:
+    """Before: 100 000 levels ended in `RecursionError` in the JSON decoder, 150 in the YAML
+    writer, in `is_json` or nowhere; the JSON readers now refuse more than 100 (tracebacks
+    found by fuzzing the importers)."""
+    deep, line = _deep_copy_of(DATA / name, key, depth, tmp_path)
+    code, out, err = cli("import", kind, deep, "-o", tmp_path / "suite.eval.yaml")
+    assert code == 2, out + err
+    assert f"{deep}:{line}: " in err and "nested more than 100 levels deep" in err, err
+    assert "Traceback" not in err and not (tmp_path / "suite.eval.yaml").exists()
+
+
+def test_promptfoo_yaml_too_deep_or_too_big_once_expanded_is_a_file_error(cli, tmp_path) -> None:
+    """Before: a YAML file nested 1 000 levels deep ended in `RecursionError`, and nine aliases
+    of nine ("billion laughs", 600 bytes) ran for hours."""
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("prompts: [hi]\ntests: [{vars: {x: " + "[" * 1000 + "]" * 1000 + "}}]\n", encoding="utf-8")
+    code, _, err = cli("import", "promptfoo", deep, "-o", tmp_path / "suite.eval.yaml")
+    assert (code, err) == (2, f"error: {deep}: nested more than 100 levels deep\n")
+    laughs = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    laughs += [f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]" for n in range(1, 9)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join([*laughs, "prompts: ['{{ x }}']", "tests: [{vars: {x: *a8}}]"]) + "\n", encoding="utf-8")
+    code, _, err = cli("import", "promptfoo", bomb, "-o", tmp_path / "suite.eval.yaml")
+    assert (code, err) == (2, f"error: {bomb}: more than 100000 values once its YAML aliases are expanded\n")
+    assert not (tmp_path / "suite.eval.yaml").exists()

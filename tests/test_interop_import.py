@@ -185,6 +185,14 @@ def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
     broken = write(tmp_path / "b.yaml", "prompts: [\n")
     code, _, err = cli("import", "promptfoo", broken, "-o", tmp_path / "x.eval.yaml")
     assert code == 2 and f"{broken}:" in err and "not YAML" in err
+    # Before: OSError (File name too long), a traceback, for a file:// name longer than a file's can be.
+    long = "x" * 300
+    named = write(tmp_path / "n.yaml", f"prompts: [hi]\ntests: file://{long}.yaml\n")
+    code, _, err = cli("import", "promptfoo", named, "-o", tmp_path / "x.eval.yaml")
+    assert (code, err) == (2, f"error: {tmp_path / long}.yaml: cannot read: File name too long\n")
+    named.write_text(f"prompts: [file://{long}.json]\ntests: [{{vars: {{a: 1}}}}]\n")
+    code, _, err = cli("import", "promptfoo", named, "-o", tmp_path / "x.eval.yaml")
+    assert (code, err) == (2, f"error: {named}:1: prompts[0]: {tmp_path / long}.json: no such file\n")
 
 
 # -- DeepEval --------------------------------------------------------------------------------
@@ -276,6 +284,44 @@ def test_deepeval_single_turn_goldens_and_errors(cli, tmp_path) -> None:
     bad.write_text('[\n  {"turns": [{"role": "robot", "content": "hi"}]}\n]\n')
     code, _, err = cli("import", "deepeval", bad, "-o", tmp_path / "x.eval.yaml")
     assert code == 2 and f"{bad}:2: turns[0]: expected {{role: user|assistant, content}}" in err
+
+
+def test_deepeval_persona_without_characteristics_keeps_its_traits(cli, tmp_path) -> None:
+    """Before: KeyError 'characteristics' (a traceback) for a persona of named traits only."""
+    goldens = json.loads((DEEPEVAL / "conversational-goldens.json").read_text(encoding="utf-8"))
+    goldens[0]["persona"] = {"name": "Maria", "mood": "in a hurry"}
+    source = write(tmp_path / "goldens.json", json.dumps(goldens))
+    code, _, err = cli("import", "deepeval", source, "-o", tmp_path / "d.eval.yaml")
+    assert code == 0, err
+    lisbon = load_suite(tmp_path / "d.eval.yaml").tests[0]
+    assert lisbon.simulated_user is not None and lisbon.simulated_user.persona == "name: Maria; mood: in a hurry"
+
+
+def test_promptfoo_dump_of_an_unknown_var_is_nothing_as_in_nunjucks(cli, tmp_path) -> None:
+    """Before: `{{ context | dump }}` with no `context` var ended in TypeError (Object of type
+    Undefined is not JSON serializable), a traceback."""
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['Context: {{ context | dump }} {{ [context, 1] | dump }} Question: {{ question }}']\n"
+        "tests:\n  - vars:\n      question: Why?\n",
+    )
+    code, _, err = cli("import", "promptfoo", config, "-o", tmp_path / "p.eval.yaml")
+    assert code == 0, err
+    (message,) = load_suite(tmp_path / "p.eval.yaml").tests[0].input
+    assert message.content == "Context:  [null,1] Question: Why?"
+
+
+def test_promptfoo_csv_tests_that_are_not_csv_are_file_errors(cli, tmp_path) -> None:
+    """Before: a cell longer than the csv module takes ended in `_csv.Error: field larger than
+    field limit`, a binary file in UnicodeDecodeError: tracebacks."""
+    config = write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{ q }}']\ntests: file://tests.csv\n")
+    csv_file = tmp_path / "tests.csv"
+    csv_file.write_text(f"q,__expected\nhi,contains: h\n{'y' * 200_000},contains: y\n", encoding="utf-8")
+    code, _, err = cli("import", "promptfoo", config, "-o", tmp_path / "p.eval.yaml")
+    assert (code, err) == (2, f"error: {csv_file}:3: not CSV (field larger than field limit (131072))\n")
+    csv_file.write_bytes(b"q\n\xd8\x00\n")
+    code, _, err = cli("import", "promptfoo", config, "-o", tmp_path / "p.eval.yaml")
+    assert (code, err) == (2, f"error: {csv_file}: not a text file: invalid UTF-8 (byte 0xd8 at offset 2)\n")
 
 
 @pytest.mark.parametrize("kind", ["promptfoo", "deepeval", "inspect", "agentv-transcript", "langfuse", "otel"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,30 @@ def test_inspect_eval_zip_reads_with_the_extra_or_says_what_to_do(cli, tmp_path)
         return
     assert code == 0, err
     assert [t.id for t in load_suite(tmp_path / "i.eval.yaml").tests] == ["capital", "colour", "sum"]
+
+
+def test_inspect_eval_zip_that_is_broken_is_a_file_error(cli, tmp_path) -> None:
+    """Before: a central directory said to start past the end of the file (entries at negative
+    offsets) ended in `OSError: [Errno 22] Invalid argument`, broken deflate data in
+    `zlib.error`: tracebacks (found by fuzzing)."""
+    data = (DATA / "inspect" / "two-turn-mockllm.eval").read_bytes()
+    end = data.rindex(b"PK\x05\x06")  # the end of central directory record; its offset field at +16
+    start = int.from_bytes(data[end + 16 : end + 20], "little")
+    shifted = write(tmp_path / "shifted.eval", "")
+    shifted.write_bytes(data[: end + 16] + (start + 100_000).to_bytes(4, "little") + data[end + 20 :])
+    code, _, err = cli("import", "inspect", shifted, "-o", tmp_path / "i.eval.yaml")
+    assert (code, err) == (2, f"error: {shifted}:1: not a readable Inspect .eval log ([Errno 22] Invalid argument)\n")
+    deflated = tmp_path / "deflated.eval"
+    with zipfile.ZipFile(deflated, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("header.json", json.dumps({"eval": {"task": "t"}}))
+        archive.writestr("samples/1_epoch_1.json", json.dumps({"id": 1, "messages": ["x" * 1000]}))
+    raw = bytearray(deflated.read_bytes())
+    name = raw.index(b"samples/1_epoch_1.json") + len("samples/1_epoch_1.json")  # its local header's name
+    raw[name : name + 8] = bytes(b ^ 0xFF for b in raw[name : name + 8])  # the start of its deflate data
+    deflated.write_bytes(bytes(raw))
+    code, _, err = cli("import", "inspect", deflated, "-o", tmp_path / "i.eval.yaml")
+    assert code == 2 and err.startswith(f"error: {deflated}:1: not a readable Inspect .eval log ("), err
+    assert "Traceback" not in err and not (tmp_path / "i.eval.yaml").exists()
 
 
 def test_agentv_transcripts_import_with_tool_calls_and_grade(cli, fake_openai, tmp_path) -> None:

@@ -52,6 +52,13 @@ def test_import_uses_fastchat_prompts_once_each(cli, tmp_path: Path) -> None:
     broken = write(tmp_path / "p.jsonl", json.dumps(PROMPTS["single-v1"]) + "\n")
     code, out, err = cli("import", "mt-bench", MT_BENCH / "question.jsonl", "--judge-prompts", broken, "-o", out_file)
     assert code == 2 and f"{broken}:1: no single-answer judge prompt named 'single-v1-multi-turn'" in err
+    # Before: KeyError 'single-math-v1-multi-turn' (a traceback) when only that one was missing.
+    kept = [p for name, p in PROMPTS.items() if name != "single-math-v1-multi-turn"]
+    broken.write_text("".join(json.dumps(p) + "\n" for p in kept))
+    code, out, err = cli("import", "mt-bench", MT_BENCH / "question.jsonl", "--judge-prompts", broken, "-o", out_file)
+    assert (
+        code == 2 and f"{broken}:1: no judge prompt named 'single-math-v1-multi-turn' (for reasoning questions)" in err
+    )
 
 
 def test_judged_with_fastchat_prompts_as_written_and_grouped_by_category_and_turn(

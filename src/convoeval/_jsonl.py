@@ -4,8 +4,18 @@ other record files (bottom layer; each caller turns `JsonlError` into its own er
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+#: How deep arrays and objects may nest in a file read: deeper data would exhaust Python's
+#: recursion limit, in the JSON decoder or in the code that later walks or writes it.
+MAX_DEPTH = 100
+
+#: A JSON string (skipped: its brackets are text), or a bracket.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_DECODER = json.JSONDecoder()
 
 
 def read_problem(path: Path, exc: OSError | UnicodeDecodeError) -> str:
@@ -17,6 +27,49 @@ def read_problem(path: Path, exc: OSError | UnicodeDecodeError) -> str:
     if isinstance(exc, IsADirectoryError):
         return f"{path} is a folder; give a file"
     return f"{path}: cannot read: {exc.strerror or exc}"
+
+
+def loads(text: str | bytes) -> Any:
+    """`json.loads`, refusing arrays and objects nested deeper than MAX_DEPTH (json.JSONDecodeError,
+    at the place, for both)."""
+    if isinstance(text, bytes):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    try:
+        value = json.loads(text)
+        deep = too_deep(text)
+    except RecursionError:  # the decoder's stack ran out: found by the scan, which has none
+        value, deep = None, too_deep(text) or 0
+    if deep is not None:
+        raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, deep)
+    return value
+
+
+def raw_decode(text: str, start: int = 0) -> tuple[Any, int]:
+    """`json.JSONDecoder.raw_decode` (the value at `start`, where it ends), refusing nesting as `loads` does."""
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+        deep = too_deep(text, start, end)
+    except RecursionError:
+        value, end, deep = None, start, too_deep(text, start) or start
+    if deep is not None:
+        raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, deep)
+    return value, end
+
+
+def too_deep(text: str, start: int = 0, end: int | None = None) -> int | None:
+    """Where arrays and objects in JSON `text[start:end]` first nest deeper than MAX_DEPTH, if they do."""
+    end = len(text) if end is None else end
+    if text.count("[", start, end) + text.count("{", start, end) <= MAX_DEPTH:
+        return None
+    depth = 0
+    for token in _TOKEN.finditer(text, start, end):
+        if token[0] in ("[", "{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return token.start()
+        elif token[0] in ("]", "}"):
+            depth -= 1
+    return None
 
 
 class JsonlError(ValueError):
@@ -39,7 +92,7 @@ def read_jsonl(path: str | Path, *, objects: bool = False) -> Iterator[tuple[int
                 if not line.strip():
                     continue
                 try:
-                    value = json.loads(line)
+                    value = loads(line)
                 except json.JSONDecodeError as exc:
                     raise JsonlError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
                 if objects and not isinstance(value, dict):

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from .._jsonl import read_problem
 from ..errors import DatasetError
 from ._common import DatasetWarning, read_json, read_jsonl, suite_yaml, write_suite
 from ._deepeval import import_deepeval
@@ -69,6 +70,12 @@ def import_dataset(kind: str, source: str | Path, **options: object) -> Suite:
     importer = IMPORTERS.get(kind)
     if importer is None:
         raise DatasetError(f"unknown dataset kind {kind!r} (known: {', '.join(sorted(IMPORTERS))})")
+    try:
+        Path(source).stat()
+    except FileNotFoundError:
+        pass  # the importer says so
+    except OSError as exc:  # a name too long to look up, say
+        raise DatasetError(read_problem(Path(source), exc)) from None
     given = {k: v for k, v in options.items() if v is not None}
     accepted = inspect.signature(importer).parameters
     open_ended = any(p.kind is p.VAR_KEYWORD for p in accepted.values())

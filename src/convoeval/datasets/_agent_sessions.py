@@ -27,7 +27,7 @@ from pydantic import JsonValue
 from ..errors import DatasetError
 from ..results import ToolCall
 from ..targets.agents import read_turns
-from ._common import JsonObject, as_object, objects
+from ._common import JsonObject, as_object, decode_json, objects
 from ._suite_types import Message, Suite, SuiteTest
 
 #: A session: its test id, its messages, and metadata (`agent`, `session_id`).
@@ -85,7 +85,7 @@ def _first_record(source: Path) -> JsonObject | None:
         with source.open(encoding="utf-8", errors="replace") as lines:
             for text in lines:
                 if text.strip():
-                    record: JsonValue = json.loads(text)
+                    record: JsonValue = decode_json(text)
                     return as_object(record)
     except (OSError, json.JSONDecodeError):
         return None
@@ -100,7 +100,7 @@ def _records(source: Path, kind: str) -> list[JsonObject]:
             if not text.strip():
                 continue
             try:
-                record: JsonValue = json.loads(text)
+                record: JsonValue = decode_json(text)
             except json.JSONDecodeError:
                 record = None
             if not isinstance(record, dict):

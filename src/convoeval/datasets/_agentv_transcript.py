@@ -9,19 +9,18 @@ and `target` form one conversation, ordered by `message_index`; each becomes a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import DatasetError
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest, arguments_of, has_dialogue, slug, text_of, unique
-from ._common import JsonObject, objects, read_jsonl
+from ._common import JsonObject, decode_json, objects, read_jsonl
 from ._suite_types import RecordedCall
 
 
 def is_agentv_transcript(path: Path, head: str) -> bool:
     """The first line is an AgentV transcript row."""
     try:
-        first = json.loads(head.splitlines()[0]) if head.strip() else None
+        first = decode_json(head.splitlines()[0]) if head.strip() else None
     except (ValueError, IndexError):
         return False
     return isinstance(first, dict) and {"test_id", "target", "message_index", "role"} <= first.keys()

@@ -57,16 +57,29 @@ def read_text(path: Path) -> str:
 
 def _check_file(path: Path) -> None:
     """DatasetError unless `path` is a file (a folder is named as one)."""
-    if path.is_dir():
+    try:
+        folder, file = path.is_dir(), path.is_file()
+    except OSError as exc:  # a name too long to look up, say
+        raise DatasetError(jsonl.read_problem(path, exc)) from None
+    if folder:
         raise DatasetError(f"{path} is a folder; give the dataset file")
-    if not path.is_file():
+    if not file:
         raise DatasetError(f"{path}:1: no such file")
+
+
+def is_file(path: Path) -> bool:
+    """`path.is_file()`, also for a name a file cannot have (too long: False, not OSError)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def decode_json(text: str | bytes) -> JsonValue:
     """The JSON document `text` holds (json.JSONDecodeError, with its line, when it is not JSON;
-    `_json_in_text.parse_json` finds JSON inside other text)."""
-    value: JsonValue = json.loads(text)
+    `_json_in_text.parse_json` finds JSON inside other text); arrays and objects nested deeper
+    than `_jsonl.MAX_DEPTH` are refused the same way."""
+    value: JsonValue = jsonl.loads(text)
     return value
 
 
@@ -79,6 +92,23 @@ def is_json(value: object) -> TypeGuard[JsonValue]:
     if isinstance(value, dict):
         return all(isinstance(key, str) and is_json(item) for key, item in value.items())
     return False
+
+
+def yaml_problem(value: object, size: int) -> str | None:
+    """What makes YAML data (read from `size` characters) too much to import, else None: lists
+    and mappings nested deeper than `_jsonl.MAX_DEPTH`, or aliases that expand it to more values
+    than it has characters (a "billion laughs" file). Walked without recursion."""
+    limit, count, stack = max(size, 100_000), 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if count > limit:
+            return f"more than {limit} values once its YAML aliases are expanded"
+        if isinstance(item, dict | list):
+            if depth > jsonl.MAX_DEPTH:
+                return f"nested more than {jsonl.MAX_DEPTH} levels deep"
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return None
 
 
 def json_compatible(value: object) -> JsonValue:
@@ -103,11 +133,11 @@ def objects(value: JsonValue) -> list[JsonObject]:
 
 
 def as_int(value: JsonValue) -> int | None:
-    """A whole number given as a JSON number or as text (`"42"`), else None."""
+    """A whole number given as a JSON number or as text (`"42"`), else None (also for infinity)."""
     if isinstance(value, int | float | str):
         try:
             return int(value)
-        except ValueError:
+        except (ValueError, OverflowError):
             return None
     return None
 

@@ -225,7 +225,8 @@ def _persona(record: JsonObject) -> JsonValue:
     persona = record.get("persona")
     if isinstance(persona, dict):  # DeepEval's Persona: `characteristics` and optional named traits
         traits = [f"{k.replace('_', ' ')}: {_text(v)}" for k, v in persona.items() if v and k != "characteristics"]
-        return "; ".join([str(persona["characteristics"])] * bool(persona.get("characteristics")) + traits) or None
+        about = [str(persona["characteristics"])] if persona.get("characteristics") else []
+        return "; ".join(about + traits) or None
     return record.get("user_description") or None
 
 

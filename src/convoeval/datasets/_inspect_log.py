@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 
 from pydantic import JsonValue
@@ -73,7 +74,8 @@ def _read_zip(path: Path) -> Log:
                 "(pip install 'convoeval[inspect]') or convert it with `inspect log convert --to json`"
             ) from None
         return read
-    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError, zlib.error) as exc:
+        # OSError: an entry's offset before the file's start; zlib.error, EOFError: broken compressed data
         raise DatasetError(f"{path}:1: not a readable Inspect .eval log ({exc})") from None
     return _header(header, path), _samples(samples, path)
 
@@ -93,7 +95,7 @@ def _samples(samples: list[JsonValue], path: Path) -> list[JsonObject]:
 
 def _read_json(path: Path) -> Log:
     try:
-        log: JsonValue = json.loads(read_text(path))
+        log: JsonValue = decode_json(read_text(path))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
     if not isinstance(log, dict) or not isinstance(log.get("eval"), dict):

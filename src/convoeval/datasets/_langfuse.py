@@ -46,8 +46,9 @@ def _load(path: Path) -> JsonValue:
     text = read_text(path)
     try:
         return decode_json(text)
-    except json.JSONDecodeError:
-        pass
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":  # the first value is broken (or too deep): said where; else JSON Lines
+            raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
     rows: list[JsonValue] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
@@ -71,7 +72,7 @@ def is_langfuse_export(path: Path, head: str) -> bool:
     """A Langfuse trace, session, trace list or observations listing: by the keys of the first
     record when the first line is one (JSON Lines), else by Langfuse's field names."""
     try:
-        first = json.loads(head.splitlines()[0]) if head.strip() else None
+        first = decode_json(head.splitlines()[0]) if head.strip() else None
     except (ValueError, IndexError):
         first = None
     if isinstance(first, dict):
@@ -111,6 +112,9 @@ def _trace_list(traces: JsonValue, path: Path) -> list[Trace]:
     listing = objects(traces)
     if not isinstance(traces, list) or len(listing) != len(traces):
         raise DatasetError(f"{path}:1: traces: expected a list of Langfuse traces (JSON objects)")
+    for n, trace in enumerate(listing):
+        if "id" not in trace:
+            raise DatasetError(f"{path}:1: traces[{n}]: a Langfuse trace has an id")
     return listing
 
 

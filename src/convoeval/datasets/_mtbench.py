@@ -119,8 +119,9 @@ def import_mt_bench(source: Path, *, references: Path | None = None, judge_promp
         reference = (
             (refs.get(qid) or _own_reference(record, source, line)) if category in REFERENCE_CATEGORIES else None
         )
-        if prompts is not None and reference and "single-math-v1" not in prompts:
-            raise DatasetError(f"{judge_prompts}:1: no judge prompt named 'single-math-v1' (for {category} questions)")
+        missing = [n for n in ("single-math-v1", "single-math-v1-multi-turn") if n not in (prompts or {})]
+        if prompts is not None and reference and missing:
+            raise DatasetError(f"{judge_prompts}:1: no judge prompt named {missing[0]!r} (for {category} questions)")
         tests.append(_test(qid, category, turns, reference, prompts))
     return {
         "name": "mt-bench",

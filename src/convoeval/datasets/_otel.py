@@ -29,6 +29,7 @@ from typing import TypedDict
 
 from pydantic import JsonValue
 
+from .._jsonl import raw_decode
 from ..errors import DatasetError
 from ._chat_logs import (
     ROLES,
@@ -88,7 +89,7 @@ def is_otel_spans(path: Path, head: str) -> bool:
 
 def _documents(path: Path) -> list[JsonValue]:
     text = read_text(path)
-    decoder, at = json.JSONDecoder(), 0
+    at = 0
     docs: list[JsonValue] = []
     while True:
         while at < len(text) and text[at].isspace():
@@ -97,7 +98,7 @@ def _documents(path: Path) -> list[JsonValue]:
             return docs
         try:
             value: JsonValue
-            value, at = decoder.raw_decode(text, at)
+            value, at = raw_decode(text, at)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
         docs.extend(value if isinstance(value, list) else [value])

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import yaml
 from pydantic import JsonValue
 
+from .._jsonl import MAX_DEPTH
 from ..errors import DatasetError
 from ._chat_logs import text_of, unique
 from ._common import (
@@ -45,9 +46,11 @@ from ._common import (
     as_list,
     as_object,
     decode_json,
+    is_file,
     json_compatible,
     mapping,
     read_text,
+    yaml_problem,
 )
 from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
 from ._promptfoo_csv import read_csv_tests
@@ -73,10 +76,21 @@ def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
 
 
 def _dump(value: object, indent: int | str | None = None) -> str:
-    """Nunjucks' `dump` filter: the value as JSON, as JavaScript's `JSON.stringify` writes it."""
+    """Nunjucks' `dump` filter: the value as JSON, as JavaScript's `JSON.stringify` writes it (an
+    unknown variable: nothing, or `null` inside a list or mapping; what JSON has no form for: its text)."""
+    import jinja2
+
+    if isinstance(value, jinja2.Undefined):
+        return ""
     if indent is None or indent == "" or indent == 0:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(value, ensure_ascii=False, indent=indent)
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_not_json)
+    return json.dumps(value, ensure_ascii=False, indent=indent, default=_not_json)
+
+
+def _not_json(value: object) -> str | None:
+    import jinja2
+
+    return None if isinstance(value, jinja2.Undefined) else str(value)
 
 
 def render(text: str, variables: JsonObject) -> str:
@@ -190,13 +204,23 @@ def _ignored(config: JsonObject, tests: list[JsonObject]) -> str | None:
 
 def _load_yaml(path: Path) -> JsonValue:
     """A YAML file's data (as JSON values: see `json_compatible`)."""
-    if not path.is_file():
-        raise DatasetError(f"{path}:1: no such file")
+    return _parse_yaml(read_text(path), path)
+
+
+def _parse_yaml(text: str, path: Path) -> JsonValue:
+    """YAML text's data as JSON values; DatasetError `path:line: not YAML`, or `path: ...` when it
+    nests too deep or its aliases make too much of it (`yaml_problem`)."""
     try:
-        return json_compatible(yaml.safe_load(read_text(path)))
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
+    except RecursionError:  # the YAML parser recurses once per level of nesting
+        raise DatasetError(f"{path}: nested more than {MAX_DEPTH} levels deep") from None
+    problem = yaml_problem(data, len(text))
+    if problem is not None:
+        raise DatasetError(f"{path}: {problem}")
+    return json_compatible(data)
 
 
 def _slug(text: str) -> str:
@@ -229,11 +253,11 @@ def _prompts(raw: JsonValue, base: Path, source: Path) -> list[Prompt]:
 def _prompt_file(path: Path, source: Path, n: int) -> str:
     if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs"):
         raise DatasetError(f"{source}:1: prompts[{n - 1}]: prompt functions ({path.name}) cannot be imported")
-    if not path.is_file():
+    if not is_file(path):
         raise DatasetError(f"{source}:1: prompts[{n - 1}]: {path}: no such file")
     text = read_text(path)
     if path.suffix in (".yaml", ".yml"):
-        return json.dumps(yaml.safe_load(text))
+        return json.dumps(_parse_yaml(text, path))
     return text
 
 

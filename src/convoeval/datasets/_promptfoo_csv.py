@@ -10,12 +10,13 @@ Columns are vars, except promptfoo's special ones: `__expected` (and `__expected
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._common import JsonObject
+from ._common import JsonObject, read_text
 
 #: Shorthand prefixes that are not assertion type names.
 _ALIASES = {"fn": "javascript", "eval": "javascript", "grade": "llm-rubric"}
@@ -34,34 +35,36 @@ def _assertion(text: str, known: set[str]) -> JsonObject:
 
 def read_csv_tests(path: Path, known: set[str]) -> list[JsonObject]:
     """The tests of a promptfoo CSV file (`known`: the assertion type names to recognise)."""
-    if not path.is_file():
-        raise DatasetError(f"{path}:1: no such file")
-    tests = []
-    with path.open(encoding="utf-8", newline="") as handle:
-        for line, row in enumerate(csv.DictReader(handle), start=2):
-            if None in row:
-                raise DatasetError(f"{path}:{line}: more cells than columns")
-            variables: JsonObject = {}
-            asserts: list[JsonValue] = []
-            metadata: JsonObject = {}
-            test: JsonObject = {"vars": variables}
-            for column, value in row.items():
-                value = value or ""
-                if column.startswith("__expected"):
-                    if value.strip():
-                        asserts.append(_assertion(value, known))
-                        test["assert"] = asserts
-                elif column == "__description":
-                    test["description"] = value
-                elif column == "__threshold" and value.strip():
-                    try:
-                        test["threshold"] = float(value)
-                    except ValueError:
-                        raise DatasetError(f"{path}:{line}: __threshold: {value!r} is not a number") from None
-                elif column.startswith("__metadata:"):
-                    metadata[column.removeprefix("__metadata:")] = value
-                    test["metadata"] = metadata
-                elif not column.startswith("__"):
-                    variables[column] = value
-            tests.append(test)
-    return tests
+    rows = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    try:
+        return [_test(row, path, line, known) for line, row in enumerate(rows, start=2)]
+    except csv.Error as exc:  # a NUL byte, a cell past the csv module's size limit
+        raise DatasetError(f"{path}:{rows.line_num + 1}: not CSV ({exc})") from None
+
+
+def _test(row: dict[str, str], path: Path, line: int, known: set[str]) -> JsonObject:
+    if None in row:
+        raise DatasetError(f"{path}:{line}: more cells than columns")
+    variables: JsonObject = {}
+    asserts: list[JsonValue] = []
+    metadata: JsonObject = {}
+    test: JsonObject = {"vars": variables}
+    for column, value in row.items():
+        value = value or ""
+        if column.startswith("__expected"):
+            if value.strip():
+                asserts.append(_assertion(value, known))
+                test["assert"] = asserts
+        elif column == "__description":
+            test["description"] = value
+        elif column == "__threshold" and value.strip():
+            try:
+                test["threshold"] = float(value)
+            except ValueError:
+                raise DatasetError(f"{path}:{line}: __threshold: {value!r} is not a number") from None
+        elif column.startswith("__metadata:"):
+            metadata[column.removeprefix("__metadata:")] = value
+            test["metadata"] = metadata
+        elif not column.startswith("__"):
+            variables[column] = value
+    return test

@@ -33,7 +33,7 @@ from typing import Literal, TypeGuard
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from ..errors import DatasetError
-from ._common import JsonObject, as_list, read_json
+from ._common import JsonObject, as_list, decode_json, read_json
 from ._suite_types import Message, RecordedCall, Skipped, Suite, SuiteTest
 from ._tau2 import MAX_ERRORS, MAX_STEPS, episode_end, import_tau2_tasks, is_tau2_tasks, task_test, unsupported
 
@@ -256,7 +256,7 @@ def _call(call: Tau2Call, result: Tau2Message | None) -> RecordedCall:
 
 def _maybe_json(text: str | None) -> JsonValue:
     try:
-        value: JsonValue = json.loads(text) if text else text
+        value: JsonValue = decode_json(text) if text else text
     except ValueError:
         return text
     return value

@@ -78,14 +78,14 @@ def read_turns(records: list[dict[str, Any]]) -> list[RolloutTurn]:
         if not turns:
             continue
         turn = turns[-1]
-        if kind == "event_msg" and sub == "item_completed":
-            _item(turn, payload.get("item") or {}, calls, ran)
+        if kind == "event_msg" and sub == "item_completed" and isinstance(payload.get("item"), dict):
+            _item(turn, payload["item"], calls, ran)
         elif kind == "response_item":
             _response_item(payload, calls)
         elif kind == "token_usage_record" and isinstance(payload.get("turn_token_usage"), dict):
             used = payload["turn_token_usage"]
             turn.usage = Usage(
-                input_tokens=int(used.get("input_tokens") or 0), output_tokens=int(used.get("output_tokens") or 0)
+                input_tokens=_whole(used.get("input_tokens")), output_tokens=_whole(used.get("output_tokens"))
             )
     _close(turns, calls, ran)
     return [t for t in turns if t.user or t.texts or t.calls]
@@ -100,7 +100,8 @@ def read_last_turn(path: Path) -> RolloutTurn | None:
 def _item(turn: RolloutTurn, item: dict[str, Any], calls: dict[str, ToolCall], ran: set[str]) -> None:
     """An `item_completed` event: the user's and the agent's messages, commands that ran."""
     kind = item.get("type")
-    texts = [str(c.get("text", "")) for c in item.get("content") or [] if isinstance(c, dict)]
+    content = item.get("content")
+    texts = [str(c.get("text", "")) for c in content if isinstance(c, dict)] if isinstance(content, list) else []
     if kind == "UserMessage":
         turn.user.append("\n".join(texts))
     elif kind == "AgentMessage":
@@ -112,7 +113,7 @@ def _item(turn: RolloutTurn, item: dict[str, Any], calls: dict[str, ToolCall], r
         code = item.get("exit_code")
         calls[call_id] = ToolCall(
             name="command_execution",
-            arguments={"command": shlex.join(command) if isinstance(command, list) else str(command or "")},
+            arguments={"command": shlex.join(map(str, command)) if isinstance(command, list) else str(command or "")},
             output=item.get("aggregated_output", ""),
             id=call_id,
             duration_ms=_ms(item.get("duration")),
@@ -152,7 +153,7 @@ def _close(turns: list[RolloutTurn], calls: dict[str, ToolCall], ran: set[str]) 
             command = call.arguments.get("cmd", call.arguments.get("command", ""))
             output = call.output if isinstance(call.output, str) else ""
             call.name = "command_execution"
-            call.arguments = {"command": shlex.join(command) if isinstance(command, list) else str(command)}
+            call.arguments = {"command": shlex.join(map(str, command)) if isinstance(command, list) else str(command)}
             call.status = "blocked"
             call.error = "blocked by the Codex sandbox" + (f": {output.strip()[-300:]}" if output.strip() else "")
         turns[-1].calls.append(call)
@@ -162,4 +163,9 @@ def _ms(duration: Any) -> float | None:
     """A Rust `Duration` (`{secs, nanos}`) in milliseconds."""
     if not isinstance(duration, dict):
         return None
-    return round(int(duration.get("secs") or 0) * 1000 + int(duration.get("nanos") or 0) / 1e6, 3)
+    return round(_whole(duration.get("secs")) * 1000 + _whole(duration.get("nanos")) / 1e6, 3)
+
+
+def _whole(value: Any) -> int:
+    """A count Codex wrote (0 when it is missing or not a whole number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
