@@ -738,3 +738,64 @@ def test_a_folder_of_cases_outside_the_suite_folder_is_refused(tmp_path: Path) -
     write(tmp_path / "outside" / "one" / "case.yaml", "input: x\ncriteria: c\n")
     suite = write(tmp_path / "suite" / "e.eval.yaml", "tests: ../outside/\n")
     assert problems_of(suite)[0].startswith(f"{suite}:1: tests: ../outside/ is outside the suite's folder")
+
+
+def test_agentv_v5_takes_a_tests_task_prompt_from_prompt_md(tmp_path: Path) -> None:
+    """AgentV v5's `prompt-md-fallback.ts` (v5.0.0-next.1 to main; its input-files-shorthand
+    example at v5.0.0 relies on it): a test without `input` takes the `PROMPT.md` its
+    `input_files` list (the others stay attachments), else the suite's, else one beside the file."""
+    (tmp_path / ".git").mkdir()  # a checkout whose root holds .agentv/
+    (tmp_path / ".agentv").mkdir()
+    write(tmp_path / "fixtures" / "sales.csv", "month,revenue\nJan,1\n")
+    write(tmp_path / "evals" / "PROMPT.md", "Summarize the revenue.\r\nBe brief.\n")
+    write(tmp_path / "evals" / "task" / "PROMPT.md", "Compare the files.\n")
+    suite = load_suite(
+        write(
+            tmp_path / "evals" / "suite.eval.yaml",
+            """\
+input_files: [./task/PROMPT.md, ../fixtures/sales.csv]
+tests:
+  - id: listed
+    criteria: Uses the CSV
+    input_files: [./PROMPT.md, ../fixtures/sales.csv]
+  - id: from-the-suite
+    criteria: Compares
+  - id: beside
+    criteria: Summarizes
+    execution: {skip_defaults: true}
+  - id: own-input
+    criteria: Answers
+    input: What is 2 + 2?
+""",
+        )
+    )
+    texts = {t.id: messages_text(t.input) for t in suite.tests}
+    assert texts["listed"].endswith("\n\nSummarize the revenue.\nBe brief.") and "month,revenue" in texts["listed"]
+    assert texts["from-the-suite"].endswith("\n\nCompare the files.") and "month,revenue" in texts["from-the-suite"]
+    assert texts["beside"].strip() == "Summarize the revenue.\nBe brief."
+    # With its own input, the suite's PROMPT.md is an attachment like any file (as in AgentV).
+    assert '<file path="./task/PROMPT.md">' in texts["own-input"] and texts["own-input"].endswith("What is 2 + 2?")
+    assert [len(t.attachments) for t in suite.tests] == [1, 1, 0, 2]
+
+
+def test_agentv_v4_30_checkout_base_commit_is_the_ref(tmp_path: Path) -> None:
+    """AgentV v4.30-v4.35's `checkout.base_commit` (its bug-fix-benchmark showcase): the commit
+    checked out, winning over `ref` as in its `repo-checkout.ts`."""
+    (tmp_path / ".agentv").mkdir()
+    suite = load_suite(
+        write(
+            tmp_path / "s.eval.yaml",
+            """\
+workspace:
+  repos:
+    - path: ./repo
+      source: {type: git, url: https://github.com/EntityProcess/agentv}
+      checkout: {base_commit: 6e446b722627e9df017b22e391fa63320362d8c7, ref: main, resolve: local}
+tests:
+  - {id: a, input: hi, criteria: fixes it}
+""",
+        )
+    )
+    assert suite.workspace is not None
+    [repo] = suite.workspace.repos
+    assert (repo.checkout.ref, repo.checkout.resolve) == ("6e446b722627e9df017b22e391fa63320362d8c7", "local")

@@ -64,6 +64,8 @@ V5_FIELDS = frozenset(
 )
 
 _IDENTITY_PROMPT = re.compile(r"\s*\{\{\s*input\s*\}\}\s*")
+#: AgentV v5's task prompt file of a test without `input` (`prompt-md-fallback.ts`).
+PROMPT_MD = "PROMPT.md"
 _ENV_REF = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 #: Attachments larger than this are refused (they would be sent in every call).
@@ -292,10 +294,13 @@ class AgentvNormalizer:
         if "reference_answer" in test and "expected_output" not in test:  # AgentV's older name
             test["expected_output"] = test.pop("reference_answer")
             self.lines.add((*path, "expected_output"), *self.lines.locate((*path, "reference_answer")))
+        suite_files = self.suite_input_files
+        if self.agentv and "input" not in test and "turns" not in test and "transcript" not in test:
+            suite_files = self.prompt_md(test, path)
         files = test.pop("input_files", None)
         if files is not None:
             self.input_files(test, files, path)
-        elif (suite_files := self._suite_files(test)) is not None:  # AgentV: with the test's own text
+        elif (suite_files := self._suite_files(test, suite_files)) is not None:  # AgentV: with the test's own text
             self.input_files(test, suite_files, path, ("input_files",))
         self.found = []
         self.messages(test.get("input"), (*path, "input"), "user")
@@ -358,11 +363,46 @@ class AgentvNormalizer:
         else:
             del test["vars"]
 
-    def _suite_files(self, test: dict) -> list[str] | None:
+    def prompt_md(self, test: dict, path: DataPath) -> object:
+        """AgentV v5's task prompt of a test without `input` (its `prompt-md-fallback.ts`): the
+        `PROMPT.md` its `input_files` list (else the suite's), which then attaches the others
+        only; else a `PROMPT.md` beside the eval file. Returns the suite's `input_files` as
+        this test takes them."""
+        own, suite = test.get("input_files"), self.suite_input_files
+        execution = test.get("execution")
+        skips = isinstance(execution, dict) and execution.get("skip_defaults") is True  # no suite files then
+        listed, where = (
+            (own, (*path, "input_files")) if isinstance(own, list) else (None if skips else suite, ("input_files",))
+        )
+        names = [f for f in listed if isinstance(f, str)] if isinstance(listed, list) else []
+        named = next((f for f in names if f.replace("\\", "/").rsplit("/", 1)[-1] == PROMPT_MD), None)
+        prompt = find_attachment(named, self.base) if named is not None else None
+        if prompt is None:
+            sibling = self.base / PROMPT_MD
+            if not sibling.is_file():
+                return suite
+            prompt, named, where = sibling, None, (*path, "id")
+        try:
+            test["input"] = prompt.read_text(encoding="utf-8").replace("\r\n", "\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.add(where, f"cannot read the task prompt {prompt}: {exc}")
+            return suite
+        self.lines.add((*path, "input"), *self.lines.locate(where))
+        if named is None:
+            return suite
+        others = [f for f in names if f != named]
+        if listed is own:
+            if others:
+                test["input_files"] = others
+            else:
+                del test["input_files"]
+            return None  # the test's own files replace the suite's
+        return others or None
+
+    def _suite_files(self, test: dict, files: object) -> list[str] | None:
         """The suite's `input_files` when they go with this test (a string input, no skip_defaults)."""
         execution = test.get("execution")
         skips = isinstance(execution, dict) and execution.get("skip_defaults") is True
-        files = self.suite_input_files
         if not isinstance(files, list) or not files or skips or not isinstance(test.get("input"), str):
             return None
         names = [f for f in files if isinstance(f, str)]

@@ -86,7 +86,13 @@ def _read_shared(name: str, base: Path, report: Report) -> tuple[dict, Path] | N
 
 
 def _repo(repo: object, base: Path, shared: bool = False) -> object:
-    """v4.42's `{path, repo, commit, base_commit, ancestor, sparse}` as `{path, source, checkout, clone}`."""
+    """v4.42's `{path, repo, commit, base_commit, ancestor, sparse}` as `{path, source, checkout, clone}`;
+    v4.30's `checkout.base_commit` as the checkout's `ref` (it wins over `ref`: `repo-checkout.ts`)."""
+    pinned = repo.get("checkout") if isinstance(repo, dict) else None
+    if isinstance(repo, dict) and isinstance(pinned, dict) and "base_commit" in pinned:
+        pinned = dict(pinned)
+        pinned["ref"] = pinned.pop("base_commit")
+        repo = {**repo, "checkout": pinned}
     if shared and isinstance(repo, dict) and isinstance(repo.get("source"), dict):
         source = repo["source"]
         if isinstance(source.get("path"), str) and not Path(source["path"]).is_absolute():
