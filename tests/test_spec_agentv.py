@@ -799,3 +799,35 @@ tests:
     assert suite.workspace is not None
     [repo] = suite.workspace.repos
     assert (repo.checkout.ref, repo.checkout.resolve) == ("6e446b722627e9df017b22e391fa63320362d8c7", "local")
+
+
+def test_agentv_v5_1_workspace_scope_and_template_beside_extensions(tmp_path: Path) -> None:
+    """AgentV v5.1.0-next.1's `workspace: {scope, template}`: the lifetime is nothing to do (every
+    trial gets a fresh workspace), the template is the workdir its `extensions` run in."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    write(tmp_path / "workspace" / "AGENTS.md", "Be careful.\n")
+    suite = load_suite(
+        write(
+            tmp_path / "evals" / "s.EVAL.yaml",
+            """\
+extensions: [agentv:agent-rules]
+workspace: {scope: suite, template: ../workspace/}
+tests:
+  - {id: a, vars: {input: hi}, assert: [Says hi]}
+""",
+        )
+    )
+    assert suite.workspace is not None and suite.workspace.template == str(tmp_path / "workspace")
+    plain = write(
+        tmp_path / "evals" / "p.eval.yaml",
+        "workspace: {scope: attempt, template: ../workspace/}\ntests:\n  - {id: a, vars: {input: hi}, assert: [x]}\n",
+    )
+    assert load_suite(plain).workspace.template is not None  # type: ignore[union-attr]
+    bad = write(
+        tmp_path / "evals" / "b.eval.yaml",
+        "workspace: {scope: forever}\ntests:\n  - {id: a, vars: {input: hi}, assert: [x]}\n",
+    )
+    assert [p.split(": ", 1)[1] for p in problems_of(bad)] == [
+        "workspace.scope: must be suite or attempt (AgentV's workspace lifetimes), got 'forever'"
+    ]

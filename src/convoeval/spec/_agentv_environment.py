@@ -105,9 +105,19 @@ def agentv_testbed(
         else:
             _extensions(data.pop("extensions"), base, report, testbed)
     if "workspace" in data:
-        report(("workspace",), "give the testbed once: AgentV v5's `environment`/`extensions` or `workspace`")
-        return None
+        if "environment" in data or not _template_only(data["workspace"]):
+            report(("workspace",), "give the testbed once: AgentV v5's `environment`/`extensions` or `workspace`")
+            return None
+        workspace = data.pop("workspace")  # AgentV v5.1: the extensions' workdir is `workspace.template`
+        if isinstance(workspace.get("template"), str):
+            template = (base / workspace["template"]).resolve()
+            testbed.template = str(template) if os.path.isdir(template) else None
     return testbed
+
+
+def _template_only(workspace: object) -> bool:
+    """Whether an AgentV v5.1 `workspace` gives only a folder to copy and its lifetime (`scope`)."""
+    return isinstance(workspace, dict) and set(workspace) <= {"template", "scope"} and "template" in workspace
 
 
 def _recipe(

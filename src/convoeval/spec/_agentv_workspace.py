@@ -8,8 +8,8 @@
   its arguments, in `cwd` or else the eval file's folder. AgentV's `before_all` / `after_all` get the shared
   workspace's path; convoeval makes a fresh workspace per trial, so they run in each trial's
   workspace (before `before_each`, after `after_each`).
-- a hook with only `reset:` and `mode: pooled | temp`, `isolation`: nothing to do, as every
-  trial has its own fresh workspace.
+- a hook with only `reset:` and `mode: pooled | temp`, `isolation`, v5.1's `scope: suite |
+  attempt`: nothing to do, as every trial has its own fresh workspace.
 - v4.42's repos `{path, repo: org/name | URL, commit | base_commit, ancestor, sparse}`.
 """
 
@@ -51,6 +51,9 @@ def agentv_workspace(
     value = dict(value)
     mode = value.pop("mode", None)
     value.pop("isolation", None)
+    scope = value.pop("scope", None)  # AgentV v5.1's name of the two: its workspace's lifetime
+    if scope is not None and scope not in ("suite", "attempt"):
+        report(("scope",), f"must be suite or attempt (AgentV's workspace lifetimes), got {scope!r}")
     if mode == "static" or "path" in value:
         report(("path",) if "path" in value else ("mode",), UNSUPPORTED + _STATIC)
         value.pop("path", None)
