@@ -16,21 +16,13 @@ from convoeval.testing import FakeOpenAIServer, agrade, grade_context
 
 from .conftest import read_jsonl, write
 from .test_judge_panel import GRADER, RUBRIC, TARGETS, panel_judge
+from .test_judge_panel import SUITE as PANEL_SUITE
 
-#: q1-q4 of tests/test_judge_panel.py: the rubric names judge-b as its own judge; the 0-10
-#: llm-grader is the run's (judge-b fails q2's rubric and rates q3 4/10; judge-a does not).
-SUITE = "execution:\n  threshold: 0.5\ntests:\n" + "".join(
-    f"""\
-  - id: q{n}
-    input: "Q{n}: a question"
-    assertions:
-      - type: rubrics
-        criteria: ["Answers the question"]
-        judge: openai:judge-b
-      - type: llm-grader
-        prompt: "Rate this reply from 0 to 10: {{{{ output }}}}"
-"""
-    for n in range(1, 5)
+#: q1-q4 of tests/test_judge_panel.py (not q5, its scenario): the rubric names judge-b as its own
+#: judge; the 0-10 llm-grader is the run's (judge-b fails q2's rubric and rates q3 4/10; judge-a does not).
+SUITE = PANEL_SUITE.split("  - id: q5")[0].replace(
+    '        criteria: ["Answers the question"]\n',
+    '        criteria: ["Answers the question"]\n        judge: openai:judge-b\n',
 )
 
 
