@@ -101,11 +101,7 @@ def load_env_files(argv: Sequence[str]) -> None:
     load_env_file(Path.cwd())
     for arg in argv:
         if not arg.startswith("-") and (path := Path(arg)).suffix in (".yaml", ".yml", ".jsonl", ".json"):
-            try:
-                found = path.is_file()
-            except OSError:  # a name too long to look up: the command says what is wrong with it
-                continue
-            if found:
+            if os.path.isfile(path):  # False for a name too long: the command says what is wrong with it
                 load_env_file(path.resolve().parent)
 
 

@@ -4,6 +4,7 @@ read from them, writing a suite as YAML."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeGuard
@@ -69,10 +70,7 @@ def _check_file(path: Path) -> None:
 
 def is_file(path: Path) -> bool:
     """`path.is_file()`, also for a name a file cannot have (too long: False, not OSError)."""
-    try:
-        return path.is_file()
-    except OSError:
-        return False
+    return os.path.isfile(path)
 
 
 def decode_json(text: str | bytes) -> JsonValue:
