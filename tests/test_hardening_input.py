@@ -220,3 +220,20 @@ def test_a_file_name_too_long_is_a_problem_not_a_crash(cli, tmp_path: Path, name
     suite = write(tmp_path / "evals" / "s.eval.yaml", LONG_NAMES[name])
     code, out, err = cli("validate", suite)
     assert code in (0, 2) and "Traceback" not in out + err and "File name too long" not in out + err, out + err
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('tests:\n  - id: a\n    input: "hi\\0there"\n', "3: tests[0].input"),  # then: `input` missing
+        ('tests:\n  - id: "a\\0"\n    input: hi\n', "2: tests[0].id"),  # then: not a string
+        ('tests: "cases\\0.jsonl"\n', "1: tests"),  # then: not found, and no test
+    ],
+)
+def test_a_refused_value_is_one_problem_not_also_what_follows_from_it(
+    cli, tmp_path: Path, text: str, where: str
+) -> None:
+    suite = write(tmp_path / "s.eval.yaml", text)
+    assert _validate_lines(cli, suite) == [
+        f"{suite}:{where}: holds a NUL character (\\0), refused in eval files (no file name or command argument can hold one)"
+    ]

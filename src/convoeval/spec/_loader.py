@@ -22,7 +22,7 @@ from ..errors import RegistryError
 from ._agentv import AgentvNormalizer, agentv_key, v5_prompts
 from ._agentv_v5 import default_test_vars
 from ._checker import Checker
-from ._errors import Problem, SpecError
+from ._errors import Problem, SpecError, first_per_field
 from ._lines import Key, LineMap
 from ._models import Suite
 from ._tests import SuiteTests
@@ -67,7 +67,8 @@ def _load(path: Path, keep: bool = True) -> tuple[Suite | None, list[Problem]]:
     text = read_text(path, problems)
     if text is None:
         return None, problems
-    return _SuiteLoad(path, text, keep).run()
+    suite, problems = _SuiteLoad(path, text, keep).run()
+    return suite, first_per_field(problems)
 
 
 @dataclass(frozen=True)

@@ -614,7 +614,7 @@ class YamlReader:
                 "holds a NUL character (\\0), refused in eval files (no file name or command argument can hold one)"
             )
             self.problems.append(Problem(self.file, event.start_mark.line + 1, field_path(path), message))
-            return None
+            return value.replace("\0", "\ufffd")  # still text: the field reports no second problem
         return value
 
     def _construct(self, event: yaml.ScalarEvent) -> object:
