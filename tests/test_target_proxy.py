@@ -410,3 +410,21 @@ def test_a_failed_model_call_is_a_500_without_the_key(fake_openai: FakeOpenAISer
     assert status == 500 and answer["error"].startswith("model call failed:"), answer
     assert grader["details"]["target_proxy"] == {"call_count": 1, "max_calls": 50}
     assert KEY not in out.read_text() and KEY not in stdout + stderr
+
+
+def test_proxied_calls_take_the_runs_cache(fake_openai: FakeOpenAIServer, cli, tmp_path: Path) -> None:
+    """The same run again answers the program's calls from the response cache, as judge calls."""
+    write(tmp_path / "g.py", FAILING.replace("proxy-fails", "cached-question"))
+    path = write(
+        tmp_path / "p.eval.yaml",
+        f"tests:\n  - id: t\n    input: hi\n    assertions:\n      - type: code-grader\n"
+        f"        command: [{sys.executable}, {tmp_path / 'g.py'}]\n        target: {{max_calls: 1}}\n",
+    )
+    args = ("run", path, "--target", "openai:gpt-4o-mini", "--judge", "openai:gpt-4o-mini", "-o", tmp_path / "r.jsonl")
+    code, first, _ = cli(*args)
+    assert code == 0 and "2 model call(s), 0 cache hit(s)" in first, first
+    code, second, _ = cli(*args)
+    assert code == 0 and "0 model call(s), 2 cache hit(s)" in second, second
+    assert len(fake_openai.requests) == 2
+    [grader] = read_jsonl(tmp_path / "r.jsonl")[0]["scores"][0]["graders"]
+    assert grader["details"]["answer"] == [200, None] and grader["judge_calls"] == 1
