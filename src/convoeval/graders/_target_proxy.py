@@ -35,9 +35,8 @@ import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from aiohttp import web
 from pydantic import ConfigDict, Field
 
 from .. import _sandbox as sandbox
@@ -45,6 +44,9 @@ from .._base_model import Model
 from .._secrets import redact
 from ..results import Usage
 from ..targets import AgentContext, ChatRequest, Target
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 #: AgentV's `DEFAULT_MAX_CALLS`.
 DEFAULT_MAX_CALLS = 50
@@ -111,11 +113,11 @@ class TargetProxy:
         return {"call_count": self.calls, "max_calls": self.max_calls}
 
     async def __aenter__(self) -> TargetProxy:
+        from aiohttp import web  # imported when a program asks for the proxy, not with the graders
+
         self._folder = Path(tempfile.mkdtemp(prefix="convoeval-proxy-"))  # mode 0700
-        app = web.Application(middlewares=[self._authorized], client_max_size=_MAX_BODY)
-        app.router.add_get("/info", self._info)
-        app.router.add_post("/invoke", self._invoke)
-        app.router.add_post("/invokeBatch", self._invoke_batch)
+        app = web.Application(client_max_size=_MAX_BODY)
+        app.router.add_route("*", "/{path:.*}", self._route)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         await web.UnixSite(self._runner, str(self.relay.socket)).start()
@@ -127,17 +129,28 @@ class TargetProxy:
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
 
-    @web.middleware
-    async def _authorized(
-        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
+    async def _route(self, request: web.Request) -> web.Response:
+        """The token first (401), then the endpoint (404 for any other path or method)."""
+        from aiohttp import web
+
         given = request.headers.get("Authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
             return _answer(401, {"error": "Unauthorized"})
+        handler = self._endpoints.get((request.method, request.path))
+        if handler is None:
+            return _answer(404, {"error": "Not found"})
         try:
             return await handler(request)
-        except web.HTTPException as exc:  # an unknown path or method, a body too large
+        except web.HTTPException as exc:  # a body too large
             return _answer(exc.status, {"error": exc.reason})
+
+    @property
+    def _endpoints(self) -> dict[tuple[str, str], Callable[[web.Request], Awaitable[web.Response]]]:
+        return {
+            ("GET", "/info"): self._info,
+            ("POST", "/invoke"): self._invoke,
+            ("POST", "/invokeBatch"): self._invoke_batch,
+        }
 
     async def _info(self, request: web.Request) -> web.Response:
         return _answer(
@@ -253,4 +266,6 @@ async def _json(request: web.Request) -> object:
 
 
 def _answer(status: int, body: dict[str, object]) -> web.Response:
+    from aiohttp import web
+
     return web.Response(status=status, text=json.dumps(body), content_type="application/json")
