@@ -1,7 +1,7 @@
 """AgentV's own eval files (tests/data/agentv, copied whole from its repository at v4.15.0 and
 v4.42.4): each is validated and run against a loopback fake target (which is also the judge),
 and lands in the class pinned here: it runs unchanged (every test graded, no execution error),
-it needs something this machine cannot give (the network, Docker, AgentV's target proxy), or
+it needs something this machine cannot give (the network, Docker), or
 it is refused with the reason. The count by class is printed at the end of the test session.
 """
 
@@ -25,12 +25,16 @@ from .conftest import AGENTV_COUNTS, DATA, REPO, read_jsonl
 AGENTV = DATA / "agentv"
 TAGS = ("v4.15.0", "v4.42.4")
 SDK = Path(__file__).parent / "fakes" / "agentv_sdk.mjs"
+#: AgentV's own proxy clients, which the stand-in SDK exports (tests/data/agentv/SOURCE.txt).
+CLIENTS = (
+    AGENTV / "v4.42.4" / "packages" / "sdk" / "src" / "target-client.ts",
+    AGENTV / "main-58f316c" / "packages" / "sdk" / "src" / "provider-client.ts",
+)
 
 #: The files that do not run unchanged here, each with its class and words of its reason.
 NETWORK = "needs the network"
 UPSTREAM = "fails in AgentV's own tree too"
 CHECKOUT = "needs AgentV's whole checkout"  # a hook copies files from the repository root (git rev-parse)
-TARGET_PROXY = "needs AgentV's target proxy"  # `createTargetClient`, which the stand-in SDK lacks
 #: An llm-grader names its own grader target (`target`, `provider`) that no targets file defines: AgentV
 #: fails too (v5.3.1 `builtin-graders.ts`: "target '...' not found in targets").
 UNDEFINED = "names a grader target no targets file defines"
@@ -51,16 +55,16 @@ OTHER = {
     "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml": (UNDEFINED, "a check's judge"),
     "examples/features/file-changes-graders/evals/dataset.eval.yaml": ("rejected", "file tools"),
     "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml": ("rejected", "written inline"),
-    # Their graders find the retrieval context in the expected messages' tool calls (AgentV's
-    # `expected_output` on stdin), then ask the judge through AgentV's target proxy.
-    "examples/features/code-grader-with-llm-calls/evals/contextual-precision.eval.yaml": (
-        TARGET_PROXY,
-        "contextual-precision.ts",
-    ),
-    "examples/features/code-grader-with-llm-calls/evals/contextual-recall.eval.yaml": (
-        TARGET_PROXY,
-        "contextual-recall.ts",
-    ),
+}
+#: Files run as their README runs them (`agentv eval FILE --target NAME`), NAME defined in a
+#: targets file of the test's own that points at the fake server. The code-graders of
+#: code-grader-with-llm-calls find the retrieval context in the expected messages' tool calls
+#: (AgentV's `expected_output` on stdin) and ask the model through AgentV's target proxy, naming
+#: `gemini-llm` in each request: the run's target, and so (AgentV's fallback) its judge. AgentV's
+#: own targets file (at both tags) defines no `gemini-llm`.
+README_TARGET = {
+    "examples/features/code-grader-with-llm-calls/evals/contextual-precision.eval.yaml": "gemini-llm",
+    "examples/features/code-grader-with-llm-calls/evals/contextual-recall.eval.yaml": "gemini-llm",
 }
 #: Files whose class differs between the two tags: (tag, file) -> class and words (None: runs).
 BY_TAG = {
@@ -69,7 +73,7 @@ BY_TAG = {
 RUNS = "runs unchanged"
 MISSING_TOOL = "runs with a grader needing a missing tool"
 #: Bars: files of each tag that must run unchanged when `bun` and `uv` are on the machine.
-AT_LEAST = {"v4.15.0": 66, "v4.42.4": 68}
+AT_LEAST = {"v4.15.0": 68, "v4.42.4": 70}
 
 ENV = {"EXPECTED_GREETING": "Hello there!", "CUSTOM_SYSTEM_PROMPT": "You greet warmly.", "VAR": "example"}
 
@@ -130,6 +134,8 @@ def agentv_env(tmp_path_factory: pytest.TempPathFactory):
         folder = modules / package
         folder.mkdir(parents=True)
         shutil.copy(SDK, folder / "index.mjs")
+        for client in CLIENTS:
+            shutil.copy(client, folder / client.name)
         (folder / "package.json").write_text(json.dumps({"name": package, "type": "module", "main": "index.mjs"}))
     with FakeOpenAIServer() as server, pytest.MonkeyPatch.context() as mp:
         mp.setenv("PATH", tools_path())
@@ -152,14 +158,20 @@ def agentv_env(tmp_path_factory: pytest.TempPathFactory):
         yield server
 
 
-def classify(path: Path, cli, out: Path, server: FakeOpenAIServer) -> tuple[str, str]:
-    """(class, reason) of one eval file run with the fake target (and judge)."""
+def classify(path: Path, cli, out: Path, server: FakeOpenAIServer, named: str | None = None) -> tuple[str, str]:
+    """(class, reason) of one eval file run with the fake target (and judge); `named`: run as
+    `--target NAME`, NAME defined in a targets file of its own (README_TARGET)."""
     problems = validate_paths([path])
     if problems:
         first = problems[0]
         return "rejected", f"{Path(first.file).name}:{first.line}: {first.field}: {first.message}"
     before = len(server.target_requests())
-    code, stdout, stderr = cli("run", path, "--target", "openai:gpt-4o-mini", "--no-cache", "-o", out)
+    target = ["--target", "openai:gpt-4o-mini"]
+    if named is not None:
+        targets = out.parent / "targets.yaml"
+        targets.write_text(f"targets:\n  - name: {named}\n    provider: openai\n    model: gpt-4o-mini\n")
+        target = ["--targets", str(targets), "--target", named]
+    code, stdout, stderr = cli("run", path, *target, "--no-cache", "-o", out)
     results = read_jsonl(out) if out.exists() else []
     if not results:
         return "target refused", (stdout + stderr).strip()[-300:]
@@ -169,6 +181,9 @@ def classify(path: Path, cli, out: Path, server: FakeOpenAIServer) -> tuple[str,
     reason = str(failed[0].get("error") or "") if failed else (errors[0] if errors else "")
     if not failed and not errors:
         assert len(server.target_requests()) > before
+        if named is not None:  # the graders' calls reached the judge through the proxy
+            proxied = [g for r in results for s in r["scores"] for g in s.get("graders", [s]) if g.get("judge_calls")]
+            assert proxied and all(g["details"]["target_proxy"]["call_count"] for g in proxied), results
         return RUNS, ""
     if "command not found: 'bun'" in reason or "command not found: 'uv'" in reason:
         return MISSING_TOOL, reason
@@ -191,7 +206,7 @@ def _errors(scores: list) -> list[str]:
 
 @pytest.mark.parametrize(("tag", "name"), CASES, ids=[f"{t}:{n}" for t, n in CASES])
 def test_agentv_file(tag: str, name: str, agentv_env: FakeOpenAIServer, cli, tmp_path: Path, request) -> None:
-    found, reason = classify(AGENTV / tag / name, cli, tmp_path / "results.jsonl", agentv_env)
+    found, reason = classify(AGENTV / tag / name, cli, tmp_path / "results.jsonl", agentv_env, README_TARGET.get(name))
     request.config.stash.setdefault(AGENTV_COUNTS, {}).setdefault(tag, []).append((name, found, reason))
     expected = expected_class(tag, name)
     if expected is None:

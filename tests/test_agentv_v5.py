@@ -238,7 +238,6 @@ def test_v5_suite_forms_refused(tmp_path: Path, text: str, line: int, field: str
     [
         ("{type: agent-rubric, value: ok}", 5, "tests[0].assertions[0].type", "file tools"),
         ("{type: llm-rubric, value: ok, provider: [grader]}", 5, "tests[0].assertions[0].provider", "the name of"),
-        ("{type: script, command: [x], provider: {max_calls: 3}}", 5, "tests[0].assertions[0].provider", "proxy"),
         ("{type: trajectory:tool-used, value: 'read_*'}", 5, "tests[0].assertions[0].value", "pattern"),
         ("{type: trajectory:tool-used, value: [{name: a, min: 2}]}", 5, "tests[0].assertions[0].value", "name a"),
         (

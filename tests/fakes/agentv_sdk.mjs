@@ -53,10 +53,6 @@ export async function defineScriptGrader(handler) {
   }
 }
 
-export function createProviderClient() {
-  throw new Error('createProviderClient: the provider proxy is not available in this stand-in');
-}
-
 export function defineAssertion(handler) {
   return run(handler, (r) => ({ ...r, score: clamp(r.score ?? (r.pass ? 1 : 0)) }));
 }
@@ -70,9 +66,11 @@ export async function definePromptTemplate(handler) {
   }
 }
 
-export function createTargetClient() {
-  throw new Error('createTargetClient: the target proxy is not available in this stand-in');
-}
+// AgentV's own clients of its grader proxy, unchanged: `target-client.ts` (v4.42.4, the same from
+// v4.15 to v5.3) and `provider-client.ts` (main, after v5.3), which the tests copy beside this file
+// from tests/data/agentv/.
+export { createTargetClient } from './target-client.ts';
+export { createProviderClient } from './provider-client.ts';
 
 // AgentV's SDK re-exports zod's `z` for graders' config schemas (zod itself comes from npm).
 export { z } from "zod";

@@ -65,6 +65,7 @@ from ._choice import (
 from ._lend import Lent, lend
 from ._owner import left_by_gone_owner, owner_tag
 from ._process import Finished, agent_pids_group, end_all_now, forget_group, in_agent_child, spawn, watch_group
+from ._relay import RELAY_NOT_FOUND, Relay
 
 __all__ = [
     "AGENT_HOME",
@@ -81,6 +82,8 @@ __all__ = [
     "Finished",
     "Lent",
     "PidsGroup",
+    "RELAY_NOT_FOUND",
+    "Relay",
     "ProcessLimit",
     "SandboxError",
     "SandboxSettings",
@@ -134,6 +137,7 @@ async def run(
     host: bool = False,
     system_only: bool = False,
     kept: Sequence[Path] = (),
+    relay: Relay | None = None,
 ) -> Finished:
     """Run `command` (a shell command line, or an argv) in the run's sandbox, in `cwd`.
 
@@ -152,6 +156,8 @@ async def run(
         system_only: show it only the system's folders besides `readable` and the workspace
             (a model's commands: bubblewrap; docker shows only its image anyway).
         kept: paths inside `writable` it may not change (bubblewrap: an eval folder's `.git`).
+        relay: a host Unix socket the command reaches at a loopback URL (`_relay`): the command
+            runs under the relay, the socket's folder bound into bubblewrap; docker refuses it.
 
     Raises:
         SandboxError: no sandbox can run it (the message says how to install one or opt out).
@@ -159,11 +165,21 @@ async def run(
     """
     if host:  # a command convoeval composes itself (git, docker): on the host, as given
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        if relay is not None:
+            argv = relay.argv(argv, inside=False)
         return await spawn(argv, cwd, dict(env or {}), stdin, cap, separate_stderr, timeout_s, None, None, True)
     settings = settings or trial_settings()
     which = backend()
     argv = [command] if isinstance(command, str) else list(command)
     shell = isinstance(command, str)
+    if relay is not None:
+        if which == "docker":
+            raise SandboxError(
+                "the target proxy (a code-grader's `target:`) is not available in the docker sandbox: "
+                "use bubblewrap or `--sandbox none`"
+            )
+        argv = relay.argv(["/bin/sh", "-c", argv[0]] if shell else argv, inside=which == "bubblewrap")
+        shell = False
     if which != "none":
         home, inside = None, {"HOME": SANDBOX_HOME, "TMPDIR": "/tmp"}
     elif env is not None and "HOME" in env:  # unconfined, a suite's command keeps the HOME it was given
@@ -174,7 +190,10 @@ async def run(
     full_env = {**(env or {}), **inside}
     name = None
     if which == "bubblewrap":
-        argv = bwrap_argv(argv, shell, cwd, writable, readable, settings, system_only=system_only, kept=kept)
+        bound = relay.bind() if relay is not None else []
+        argv = bwrap_argv(
+            argv, shell, cwd, writable, readable, settings, system_only=system_only, kept=kept, bound=bound
+        )
         loader = {k: v for k, v in full_env.items() if k.startswith("LD_")}
         if loader:  # for the command only: bwrap itself runs on the host, as convoeval's user (or root)
             full_env = {k: v for k, v in full_env.items() if k not in loader}

@@ -54,11 +54,12 @@ def bwrap_argv(
     *,
     system_only: bool = False,
     kept: Sequence[Path] = (),
+    bound: Sequence[str] = (),
 ) -> list[str]:
     """bubblewrap's command line: the system read-only (root-only files of `/etc` covered), the
     user's home and the temp folders hidden (private, empty), a private /run and /dev, a new PID
     namespace, no network unless allowed, the workspace bound read-write (same path) but for
-    the `kept` paths in it (read-only). With
+    the `kept` paths in it (read-only), then the `bound` arguments (the relay's socket folder). With
     `system_only` (a model's commands), only the system's folders are shown (`SYSTEM_FOLDERS`),
     not the rest of the host: not the eval files, the run store or the project. Programs on PATH
     and Python's own folders stay readable wherever they live."""
@@ -91,7 +92,7 @@ def bwrap_argv(
         for keep in kept:  # read-only inside it; only those that exist (bwrap would make the others)
             if Path(keep).resolve().is_relative_to(resolved) and os.path.lexists(keep) and not os.path.islink(keep):
                 out += ["--ro-bind", str(keep), str(keep)]
-    out += ["--chdir", str(Path(cwd).resolve()), "--"]
+    out += [*bound, "--chdir", str(Path(cwd).resolve()), "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
 
 

@@ -25,6 +25,9 @@ and `messages` the transcript as `{role, content}`, under AgentV v4.42's names.
 A `reason` string is kept in the details. A non-zero exit, a timeout, a missing program or
 output without a score is a grader error, never a score.
 
+With `target: {max_calls: N}` (AgentV's target proxy; `_target_proxy.py`) the program may call
+the check's judge through a loopback proxy of its own, without the judge's keys.
+
 Example:
     - type: code-grader
       command: python graders/check_itinerary.py
@@ -39,14 +42,15 @@ import shlex
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .. import _sandbox as sandbox
 from .._secrets import scrubbed_env
 from .._text import shorten
 from ..results import AssertionOutcome
 from ._agentv_code import agentv_grade, agentv_payload
-from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
+from ._base import Grade, GradeContext, GraderError, JudgedAssertion, assertion_type
+from ._target_proxy import Field_, TargetAccess, TargetProxy
 
 _STDERR_CHARS = 300
 #: Bytes of a sandboxed program's stdout (and of its stderr) kept.
@@ -54,7 +58,7 @@ PROGRAM_BYTES = 4 * 1024 * 1024
 
 
 @assertion_type
-class CodeGrader(Assertion):
+class CodeGrader(JudgedAssertion):
     """Runs a command that reads the grading context as JSON on stdin and prints
     `{"score": 0..1, "assertions": [...], "details": {...}}` (or `{"pass": true}`) on stdout."""
 
@@ -85,6 +89,43 @@ class CodeGrader(Assertion):
         "names of variables to pass on (a list). Variables named like *KEY*, *TOKEN*, *SECRET* are "
         "not passed unless named here.",
     )
+    target: TargetAccess | None = Field(
+        None,
+        description="AgentV's target proxy: `true` or `{max_calls: N}` lets the program call the check's judge "
+        "(AGENTV_TARGET_PROXY_URL and _TOKEN, `createTargetClient()`); see the AgentV guide.",
+    )
+    provider: TargetAccess | None = Field(
+        None, description="`target` under AgentV's later name (AGENTV_PROVIDER_PROXY_URL and _TOKEN)."
+    )
+
+    @field_validator("target", "provider", mode="before")
+    @classmethod
+    def _switch(cls, value: object) -> object:
+        """`true` turns the proxy on with AgentV's defaults, `false` leaves it off."""
+        if value is True:
+            return {}
+        if value is not None and value is not False and not isinstance(value, dict):
+            raise ValueError("the target proxy is `true` or a mapping like `{max_calls: 10}`")
+        return None if value is False else value
+
+    @model_validator(mode="after")
+    def _one_proxy(self) -> CodeGrader:
+        if self.target is not None and self.provider is not None:
+            raise ValueError("give `target` or `provider` (the same target proxy), not both")
+        if self.judge is not None and self.access is None:
+            raise ValueError("a code-grader's `judge` answers its target proxy: add `target: {max_calls: N}`")
+        return self
+
+    @property
+    def access(self) -> tuple[Field_, TargetAccess] | None:
+        """The proxy's field and settings, or None when the program gets no model."""
+        if self.target is not None:
+            return "target", self.target
+        return ("provider", self.provider) if self.provider is not None else None
+
+    @property
+    def uses_judge(self) -> bool:  # type: ignore[override]
+        return self.judge is None and self.access is not None
 
     @field_validator("command")
     @classmethod
@@ -113,11 +154,44 @@ class CodeGrader(Assertion):
                 str(ctx.base_dir / a) if not Path(a).is_absolute() and (ctx.base_dir / a).is_file() else a for a in argv
             ]
         payload = json.dumps(self.payload(ctx), ensure_ascii=False, default=str).encode()
+        if self.access is None:
+            return await self._run(argv, shown, cwd, ctx, payload, None)
+        field, access = self.access
+        if ctx.judge is None:  # a caller of `agrade` without a judge: the program could not call one
+            raise GraderError(f"this code-grader's `{field}:` needs a judge model; pass --judge")
+        others = {name: judge for name, judge in ctx.judges.items() if name != self.judge}
+        proxy = TargetProxy(
+            ctx.judge,
+            others,
+            access.max_calls,
+            field,
+            trial=ctx.trial,
+            test_id=ctx.test_id,
+            temperature=ctx.judge_temperature,
+        )
+        async with proxy:
+            try:
+                grade = await self._run(argv, shown, cwd, ctx, payload, proxy)
+            except GraderError as exc:
+                exc.judge_calls, exc.judge_usage, exc.judge_cost_usd = proxy.calls, proxy.usage, proxy.cost_usd
+                raise
+        grade.judge_calls, grade.judge_usage, grade.judge_cost_usd = proxy.calls, proxy.usage, proxy.cost_usd
+        grade.details = {**(grade.details or {}), "target_proxy": proxy.record()}
+        return grade
+
+    async def _run(
+        self, argv: list[str], shown: str, cwd: Path, ctx: GradeContext, payload: bytes, proxy: TargetProxy | None
+    ) -> Grade:
+        """Run the program (with the proxy's relay and token) and read its grade."""
+        env = self._environment()
+        relay = None
+        if proxy is not None:
+            env, relay = {**env, **proxy.env}, proxy.relay
         try:
             if ctx.workdir is not None and cwd == ctx.workdir:  # in the workspace: in the run's sandbox
-                stdout, err_text = await run_sandboxed(argv, shown, ctx, self._environment(), payload, self.timeout_s)
+                stdout, err_text = await run_sandboxed(argv, shown, ctx, env, payload, self.timeout_s, relay)
             else:
-                stdout, err_text = await run_program(argv, shown, cwd, self._environment(), payload, self.timeout_s)
+                stdout, err_text = await run_program(argv, shown, cwd, env, payload, self.timeout_s, relay=relay)
         except ProgramFailed as failed:
             if not self.agentv_protocol:
                 raise
@@ -216,12 +290,14 @@ async def run_program(
     payload: bytes,
     timeout_s: float,
     what: str = "code-grader",
+    *,
+    relay: sandbox.Relay | None = None,
 ) -> tuple[str, str]:
     """Run the command (in the eval file's folder, on the host) with `payload` on stdin and
     return its stdout and (stripped) stderr, each read as it arrives and kept up to
     PROGRAM_BYTES; on timeout or cancellation it is killed with its children. A non-zero exit
     is a GraderError quoting its stderr. `what` names the command in errors (`code-grader`,
-    `llm-grader prompt command`)."""
+    `llm-grader prompt command`). With `relay`, the program runs under it (`_sandbox/_relay.py`)."""
     try:
         ran = await sandbox.run(
             argv,
@@ -232,6 +308,7 @@ async def run_program(
             cap=PROGRAM_BYTES,
             separate_stderr=True,
             host=True,
+            relay=relay,
         )
     except FileNotFoundError:
         raise GraderError(
@@ -244,7 +321,15 @@ async def run_program(
         ) from None
     except OSError as exc:
         raise GraderError(f"{what} `{shown}` could not start: {exc}") from None
+    if _not_started(ran):
+        raise GraderError(f"{what} command not found: {argv[0]!r} (not on PATH, nor relative to {str(cwd)!r})")
     return _finished(ran, shown, timeout_s, what)
+
+
+def _not_started(ran: sandbox.Finished) -> bool:
+    """Whether bubblewrap or the proxy's relay could not start the program (no such file)."""
+    starts = ran.stderr.startswith("bwrap: execvp") or ran.stderr.startswith(sandbox.RELAY_NOT_FOUND)
+    return ran.code == 1 and starts and "No such file" in ran.stderr
 
 
 def _finished(ran: sandbox.Finished, shown: str, timeout_s: float, what: str) -> tuple[str, str]:
@@ -268,10 +353,17 @@ class ProgramFailed(GraderError):
 
 
 async def run_sandboxed(
-    argv: list[str], shown: str, ctx: GradeContext, env: dict[str, str], payload: bytes, timeout_s: float
+    argv: list[str],
+    shown: str,
+    ctx: GradeContext,
+    env: dict[str, str],
+    payload: bytes,
+    timeout_s: float,
+    relay: sandbox.Relay | None = None,
 ) -> tuple[str, str]:
     """Run a code-grader in the trial's workspace, in the run's sandbox (the workspace writable,
-    the eval folder readable); like `run_program`, a failure is a GraderError."""
+    the eval folder readable, the proxy's socket folder bound with `relay`); like `run_program`,
+    a failure is a GraderError."""
     assert ctx.workdir is not None
     try:
         ran = await sandbox.run(
@@ -284,6 +376,7 @@ async def run_sandboxed(
             stdin=payload,
             cap=PROGRAM_BYTES,
             separate_stderr=True,
+            relay=relay,
         )
     except sandbox.SandboxError as exc:
         raise GraderError(f"code-grader `{shown}`: {exc}") from None
@@ -291,7 +384,7 @@ async def run_sandboxed(
         ran = None
     except OSError as exc:
         raise GraderError(f"code-grader `{shown}` could not start: {exc}") from None
-    if ran is None or (ran.code == 1 and ran.stderr.startswith("bwrap: execvp") and "No such file" in ran.stderr):
+    if ran is None or _not_started(ran):
         raise GraderError(
             f"code-grader command not found: {argv[0]!r} (not on PATH, nor relative to {str(ctx.base_dir)!r})"
         )

@@ -33,8 +33,6 @@ UNSUPPORTED_AGENTV_FIELDS = {
         "judge has no tools: it grades the conversation (and a code-grader sees file_changes)",
     },
     "script": {
-        "provider": "a script grader's `provider` (AgentV v5's proxy that lets the script call a model); "
-        "convoeval's code-graders get no model access",
         "transform": "a grader's `transform` (AgentV v5 rewrites the output before grading it)",
         "postprocess": "a grader's `postprocess` (AgentV v5 rewrites the grader's result)",
         "preprocessors": "a grader's `preprocessors` (AgentV converts files before grading them)",
