@@ -6,7 +6,8 @@ test:
   the task instructions and what the user does not know as the objective, the user's known
   information as `knowledge`;
 - `evaluation_criteria` -> what tau2-bench's reward multiplies, as its `reward_basis` says:
-  `DB` (always in the basis of the tasks imported) -> a required `tau-reward` whose `goal_actions` are the reference `actions`;
+  a required `tau-reward`; `DB` -> its `goal_actions` are the reference `actions` (a task with
+  neither actions nor env assertions: tau2 gives the database 1, so it is not compared);
   `COMMUNICATE` -> its `required_outputs` are `communicate_info`; `NL_ASSERTION` -> the
   `nl_assertions` as scenario `success` criteria. Components outside the basis are kept in
   `metadata` (tau2-bench runs them as diagnostics only, so they do not decide here either).
