@@ -73,11 +73,17 @@ class Domain:
         """
         with _LOADING:  # graders load in worker threads: a module is imported once, whole
             if isinstance(backend, dict):
-                return cls(*load_sides(tools, base_dir, backend))
+                return cls.of(tools, base_dir, backend)
             key = (tools, backend, str(base_dir), _file_times(base_dir, tools, backend))
             if key not in _LOADED:
-                _LOADED[key] = cls(*load_sides(tools, base_dir, load_document(backend, base_dir, "backend")))
+                _LOADED[key] = cls.of(tools, base_dir, load_document(backend, base_dir, "backend"))
             return _LOADED[key]
+
+    @classmethod
+    def of(cls, tools: str, base_dir: Path, initial: object) -> Domain:
+        """The domain of a tools file or module over `initial`."""
+        agent, user, env = load_sides(tools, base_dir)
+        return cls(agent, initial, user_functions=user, env_functions=env)
 
     def specs(self) -> list[dict[str, JsonValue]]:
         """The tools as OpenAI `tools` entries (parameters from each signature, `state` left out)."""
@@ -200,11 +206,9 @@ def _public_functions(module: ModuleType) -> dict[str, Tool]:
     }
 
 
-def load_sides(
-    spec: str, base_dir: Path, initial: object
-) -> tuple[dict[str, Tool], object, dict[str, Tool], dict[str, Tool]]:
-    """`(the agent's tools, initial, the user's tools, the environment functions)` of a tools
-    file or module: its `USER_TOOLS` and `ENV_FUNCTIONS` name the latter two."""
+def load_sides(spec: str, base_dir: Path) -> tuple[dict[str, Tool], dict[str, Tool], dict[str, Tool]]:
+    """`(the agent's tools, the user's tools, the environment functions)` of a tools file or
+    module: its `USER_TOOLS` and `ENV_FUNCTIONS` name the last two, the rest are the agent's."""
     module = _module(spec, base_dir)
     functions = _public_functions(module)
     lists = {attribute: _names(module, attribute, spec) for attribute in ("USER_TOOLS", "ENV_FUNCTIONS")}
@@ -217,7 +221,7 @@ def load_sides(
         if missing:
             raise GraderError(f"tools: {spec}: {attribute}: no public function {missing[0]!r} in the module")
         named.append({n: functions.pop(n) for n in sorted(set(names))})
-    return functions, initial, named[0], named[1]
+    return functions, named[0], named[1]
 
 
 def _names(module: ModuleType, attribute: str, spec: str) -> list[str]:

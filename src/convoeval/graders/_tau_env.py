@@ -79,7 +79,6 @@ def initial_state(domain: Domain, actions: list[EnvCall]) -> object:
     state = cow(domain.initial)
     for action in actions:
         fn = _function(domain, action.name, "initial_actions")
-        state = fork(state)
         try:
             fn(state, **action.arguments)
         except Exception as exc:
