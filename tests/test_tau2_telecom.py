@@ -137,3 +137,34 @@ def test_what_tau_reward_cannot_grade_is_left_out_or_refused(cli, domain: Path) 
     # a live run cannot start a task from its initial actions, nor make the user act
     code, out, err = cli("import", "tau2", RESULTS / "telecom-gpt-4.1.json", "-o", domain / "live.eval.yaml")
     assert code == 2 and "initial_state.initialization_actions (a live run" in err, err
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda t: t["evaluation_criteria"]["env_assertions"][0].pop("func_name"),
+            "evaluation_criteria.env_assertions: each call needs a func_name",
+        ),
+        (
+            lambda t: t["evaluation_criteria"]["env_assertions"][0].update(assert_value="yes"),
+            "assert_value: expected true or false",
+        ),
+        (
+            lambda t: t["evaluation_criteria"]["actions"][0].update(compare_args="all"),
+            "compare_args: expected a list of names",
+        ),
+        (lambda t: t.update(initial_state="airplane mode on"), "initial_state: expected an object"),
+    ],
+)
+def test_a_malformed_telecom_task_gets_the_task_line(cli, domain: Path, change, message: str) -> None:
+    data = json.loads((RESULTS / "telecom-gpt-4.1.json").read_text())
+    task = next(t for t in data["tasks"] if "ACTION" in t["evaluation_criteria"]["reward_basis"])
+    change(task)
+    path = write(domain / "bad.json", json.dumps(data, indent=2))
+    code, out, err = cli("import", "tau2", path, "--recorded", "-o", domain / "x.eval.yaml")
+    lines = path.read_text().splitlines()
+    line = next(n for n, text in enumerate(lines, 1) if f'"id": {json.dumps(task["id"])}' in text) - 1
+    assert code == 2, out
+    assert err.startswith(f"error: {path}:{line}: task {task['id']!r}: "), err
+    assert message in err and "Traceback" not in err

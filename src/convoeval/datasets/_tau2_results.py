@@ -168,7 +168,7 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
             raise DatasetError(
                 f"{lines.at(where)}: {where}.task_id: {simulation.task_id!r} is not among the file's tasks"
             )
-        reason = unsupported(task, f"{lines.at('tasks')}: task {simulation.task_id!r}", recorded=True)
+        reason = unsupported(task, _task_where(data, simulation.task_id, lines), recorded=True)
         if reason is not None:
             skipped.setdefault(simulation.task_id, reason)
             continue
@@ -183,7 +183,10 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
     if not recorded:
         why = next(iter(skipped.values()), "it has no simulations")
         raise DatasetError(f"{lines.at('simulations')}: no simulation of this file can be graded by tau-reward ({why})")
-    tests = [_test(tasks[task_id], trials, tools, backend, end, lines) for task_id, trials in recorded.items()]
+    tests = [
+        _test(tasks[task_id], trials, tools, backend, end, _task_where(data, task_id, lines))
+        for task_id, trials in recorded.items()
+    ]
     return _suite(source, info, tests, [{"id": k, "reason": v} for k, v in skipped.items()])
 
 
@@ -212,9 +215,15 @@ def _suite(source: Path, info: JsonObject, tests: list[SuiteTest], skipped: list
     return suite
 
 
-def _test(task: JsonObject, trials: _Trials, tools: str, backend: str, end: JsonObject, lines: _Lines) -> SuiteTest:
+def _task_where(data: JsonObject, task_id: str, lines: _Lines) -> str:
+    """`file:line: task 'id'`, the line where the task starts."""
+    index = next(i for i, t in enumerate(as_list(data["tasks"])) if isinstance(t, dict) and str(t.get("id")) == task_id)
+    return f"{lines.at(f'tasks[{index}]')}: task {task_id!r}"
+
+
+def _test(task: JsonObject, trials: _Trials, tools: str, backend: str, end: JsonObject, where: str) -> SuiteTest:
     """The task's test as `import tau2` makes it, with the recorded simulations as its trials."""
-    test, _ = task_test(task, tools, backend, f"{lines.at('tasks')}: task {task.get('id')!r}")
+    test, _ = task_test(task, tools, backend, where)
     test.pop("simulated_user", None)
     test["transcripts"] = trials.transcripts
     for assertion in test.get("assertions") or []:
