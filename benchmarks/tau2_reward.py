@@ -11,8 +11,15 @@ its LLM stack). Each tool becomes a convoeval tool function `name(db, /, **argum
 tau2 marks as changing the state (`mutates_state`, its WRITE tools) runs on tau2's model of the
 state and writes the model back; the others do not run, as tau2 replays only state-changing
 calls when it evaluates (src/tau2/environment/environment.py `set_state`).
-tau2's tools need a few packages convoeval does not (toml, deepdiff, loguru, addict): DIR is a
-folder they were installed into (`pip install --target DIR toml deepdiff loguru addict`).
+Telecom (tau2's user acts on its phone with tools of its own): the state is `{"agent": TelecomDB,
+"user": TelecomUserDB}` (db.toml and user_db.toml through tau2's models); every method of
+tau2's two toolkits becomes a function of the tools file, the user's tools listed in
+`USER_TOOLS`, the methods that are nobody's tool (initialization actions, assertions) in
+`ENV_FUNCTIONS`; each run (a state-changing tool, an environment function) is followed by tau2's
+own `TelecomEnvironment.sync_tools` on both databases, as tau2's `set_state` does.
+tau2's tools need a few packages convoeval does not (toml, deepdiff, loguru, addict; telecom's
+environment also python-dotenv): DIR is a folder they were installed into
+(`pip install --target DIR toml deepdiff loguru addict python-dotenv`).
 `--airline-data`: tau-bench's airline data (flights, users, reservations; each user given its
 `user_id`, the one field tau2's model has that tau-bench's data lacks) as the airline database,
 when the tau2 checkout lacks data/tau2/domains/airline/db.json.
@@ -77,12 +84,76 @@ for _name in dir(_Tools):
         globals()[_name] = _tool(_name, getattr(_fn, _MUTATES))
 '''
 
+TELECOM_TOOLS = '''\
+"""tau2-bench's telecom domain (from {root}) as convoeval tool functions on one state:
+{{"agent": the agent's database (TelecomDB), "user": the user's phone and surroundings (TelecomUserDB)}}."""
+
+import sys
+import types
+from pathlib import Path
+
+ROOT = Path({root!r}) / "src"
+sys.path.append({deps!r})  # tau2's own dependencies, after convoeval's
+if "tau2" not in sys.modules:  # its __init__ imports the agents and LLM clients
+    package = types.ModuleType("tau2")
+    package.__path__ = [str(ROOT / "tau2")]
+    sys.modules["tau2"] = package
+from tau2.domains.telecom.data_model import TelecomDB as _DB  # noqa: E402
+from tau2.domains.telecom.environment import TelecomEnvironment as _Environment  # noqa: E402
+from tau2.domains.telecom.tools import TelecomTools as _Tools  # noqa: E402
+from tau2.domains.telecom.user_data_model import TelecomUserDB as _UserDB  # noqa: E402
+from tau2.domains.telecom.user_tools import TelecomUserTools as _UserTools  # noqa: E402
+from tau2.environment.toolkit import MUTATES_STATE_ATTR as _MUTATES, TOOL_ATTR as _TOOL  # noqa: E402
+
+
+def _run(state, side, name, arguments, run_it):
+    """tau2's environment: the call on its side's toolkit, then `sync_tools` (as `set_state`
+    replays a state-changing call, or runs an initialization action or an assertion)."""
+    if not run_it:
+        return None  # tau2's replay runs only the calls that change the state
+    agent = _Tools(_DB.model_validate(state["agent"]))
+    user = _UserTools(_UserDB.model_validate(state["user"]))
+    output = getattr(user if side == "user" else agent, name)(**arguments)
+    _Environment.sync_tools(types.SimpleNamespace(tools=agent, user_tools=user))
+    state["agent"] = agent.db.model_dump(mode="json")
+    state["user"] = user.db.model_dump(mode="json")
+    return output.model_dump(mode="json") if hasattr(output, "model_dump") else output
+
+
+def _function(side, name, tool):
+    mutates = getattr(getattr(_UserTools if side == "user" else _Tools, name), _MUTATES, True)
+
+    def call(state, /, **arguments):
+        return _run(state, side, name, arguments, mutates or not tool)
+
+    call.__name__ = name
+    return call
+
+
+USER_TOOLS, ENV_FUNCTIONS, _seen = [], [], set()
+for _side, _kit in (("assistant", _Tools), ("user", _UserTools)):
+    for _name, _fn in vars(_kit).items():
+        if _name.startswith("_") or not callable(_fn):
+            continue
+        if _name in _seen:
+            raise SystemExit(f"{{_name}}: both toolkits have it (one namespace here)")
+        _seen.add(_name)
+        _is_tool = hasattr(_fn, _TOOL)
+        globals()[_name] = _function(_side, _name, _is_tool)
+        if not _is_tool:
+            ENV_FUNCTIONS.append(_name)
+        elif _side == "user":
+            USER_TOOLS.append(_name)
+'''
+
 CLASSES = {"airline": ("FlightDB", "AirlineTools"), "retail": ("RetailDB", "RetailTools")}
 
 
 def database(root: Path, domain: str, deps: str, airline_data: Path | None) -> str:
     """The domain's initial state as tau2's model dumps it (JSON text)."""
     path = root / "data" / "tau2" / "domains" / domain / "db.json"
+    if domain == "telecom":
+        return telecom_database(root, deps)
     if path.is_file():
         raw = path.read_text()
     elif domain == "airline" and airline_data is not None:
@@ -102,17 +173,36 @@ def database(root: Path, domain: str, deps: str, airline_data: Path | None) -> s
     return done.stdout
 
 
+def telecom_database(root: Path, deps: str) -> str:
+    """Telecom's initial state: both databases (db.toml, user_db.toml) as tau2's models dump them."""
+    folder = root / "data" / "tau2" / "domains" / "telecom"
+    script = (
+        f"import sys, types, json; sys.path.append({deps!r}); p = types.ModuleType('tau2'); "
+        f"p.__path__ = [{str(root / 'src' / 'tau2')!r}]; sys.modules['tau2'] = p; "
+        "from tau2.domains.telecom.data_model import TelecomDB as D; "
+        "from tau2.domains.telecom.user_data_model import TelecomUserDB as U; "
+        f"a = D.load({str(folder / 'db.toml')!r}).model_dump(mode='json'); "
+        f"u = U.load({str(folder / 'user_db.toml')!r}).model_dump(mode='json'); "
+        "print(json.dumps({'agent': a, 'user': u}, separators=(',', ':')))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return done.stdout
+
+
 def grade(results: Path, root: Path, deps: str, airline_data: Path | None) -> None:
     data = json.loads(results.read_text())
     domain = data["info"]["environment_info"]["domain_name"]
-    if domain not in CLASSES:
-        print(f"{results.name}: domain {domain}: not wrapped here (tau-reward leaves its tasks out)")
+    if domain not in CLASSES and domain != "telecom":
+        print(f"{results.name}: domain {domain}: not wrapped here")
         return
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        db_class, tools_class = CLASSES[domain]
         (work / "db.json").write_text(database(root, domain, deps, airline_data))
-        tools = TOOLS.format(domain=domain, root=str(root), deps=deps, db_class=db_class, tools_class=tools_class)
+        if domain == "telecom":
+            tools = TELECOM_TOOLS.format(root=str(root), deps=deps)
+        else:
+            db_class, tools_class = CLASSES[domain]
+            tools = TOOLS.format(domain=domain, root=str(root), deps=deps, db_class=db_class, tools_class=tools_class)
         (work / "tools.py").write_text(tools)
         python = [sys.executable, "-m", "convoeval"]
         imported = subprocess.run(
@@ -154,7 +244,15 @@ def report(results: Path, domain: str, data: dict, rows: list[dict], wall: float
             verdicts += trial["verdict"] == ("pass" if expected == 1 else "fail")
             if got != expected:
                 why = (grader or {}).get("error") or {
-                    k: details.get(k) for k in ("state_diff", "missing_outputs", "episode_end")
+                    k: details.get(k)
+                    for k in (
+                        "state_diff",
+                        "missing_outputs",
+                        "env_assertions_failed",
+                        "required_actions_missing",
+                        "episode_end",
+                    )
+                    if k in details
                 }
                 ending = meta["termination_reasons"][position]
                 differ.append(

@@ -58,11 +58,16 @@ def test_retail_nl_assertions_decide_when_tau2_counts_them(cli, domain: Path) ->
 def test_tasks_tau_reward_cannot_grade_are_left_out_and_named(cli, domain: Path) -> None:
     code, out, err = cli("import", "tau-bench", DATA / "mock" / "tasks.json", "-o", domain / "m.eval.yaml")
     assert code == 0, err
-    assert "1 test(s) written" in out
-    assert "left out: create_task_1_with_env_assertions: reward_basis ENV_ASSERTION" in out
-    assert "left out: update_task_with_initialization_data: initial_state" in out
-    [test] = load_suite(domain / "m.eval.yaml").tests
+    assert "2 test(s) written" in out
+    assert "left out: update_task_with_initialization_data: initial_state.initialization_data" in out
+    test, asserted = load_suite(domain / "m.eval.yaml").tests
     assert test.id == "tau2-create_task_1" and test.simulated_user.persona.startswith("Professional and direct")
+    # ENV_ASSERTION: the task's env assertions are the reward's, beside the database (DB is in its basis too)
+    [reward] = asserted.assertions
+    assert asserted.id == "tau2-create_task_1_with_env_assertions" and reward.compare_state
+    assert [(a.name, a.arguments, a.expected) for a in reward.env_assertions] == [
+        ("assert_task_status", {"task_id": "task_2", "expected_status": "pending"}, True)
+    ]
 
     code, out, err = cli("import", "tau-bench", DATA / "mock" / "tasks.json", "--recorded", "-o", domain / "x.yaml")
     assert code == 2 and "a tau2-bench tasks file holds tasks, not recorded trajectories" in err

@@ -6,7 +6,8 @@ test:
   the task instructions and what the user does not know as the objective, the user's known
   information as `knowledge`;
 - `evaluation_criteria` -> what tau2-bench's reward multiplies, as its `reward_basis` says:
-  `DB` (always in the basis of the tasks imported) -> a required `tau-reward` whose `goal_actions` are the reference `actions`;
+  a required `tau-reward`; `DB` -> its `goal_actions` are the reference `actions` (a task with
+  neither actions nor env assertions: tau2 gives the database 1, so it is not compared);
   `COMMUNICATE` -> its `required_outputs` are `communicate_info`; `NL_ASSERTION` -> the
   `nl_assertions` as scenario `success` criteria. Components outside the basis are kept in
   `metadata` (tau2-bench runs them as diagnostics only, so they do not decide here either).
@@ -19,8 +20,12 @@ the orchestrator's step count reached its limit (200, the CLI's default) and bef
 calls failed; tau2-bench gives every other episode (max_steps, too_many_errors, errors) reward 0
 (sierra-research/tau2-bench a2c0247: src/tau2/evaluator/evaluator.py, orchestrator.py).
 
-Tasks tau-reward cannot grade as tau2-bench does (an `initial_state`, or an `ENV_ASSERTION` /
-`ACTION` reward component) are left out and listed in the suite's `metadata.skipped`.
+`ENV_ASSERTION` -> the `env_assertions` as the reward's (functions of the tools file run on the
+final state); `ACTION` -> the reference actions as `required_actions`; a basis without `DB`
+leaves the state uncompared (`compare_state: false`); `initial_state.initialization_actions`
+-> `initial_actions`. Tasks a live run cannot play as tau2-bench does (initial actions, actions
+the user must make: telecom) and tasks tau-reward cannot grade at all (`initialization_data`,
+a `message_history`) are left out and listed in the suite's `metadata.skipped`.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def episode_end(max_steps: int = MAX_STEPS, max_errors: int = MAX_ERRORS) -> Jso
     }
 
 
-SUPPORTED = {"DB", "COMMUNICATE", "NL_ASSERTION"}
+SUPPORTED = {"DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE", "NL_ASSERTION"}
 DEFAULT_BASIS = ["DB", "COMMUNICATE"]
 
 
@@ -104,15 +109,23 @@ def import_tau2_tasks(
     return suite
 
 
-def unsupported(task: JsonObject, where: str) -> str | None:
-    """Why tau-reward cannot grade `task` as tau2-bench does (None: it can)."""
-    if task.get("initial_state"):
-        return "initial_state (tau-reward starts every task from the same backend)"
-    basis = _basis(_criteria(task, where), where)
-    other = [b for b in basis if b not in SUPPORTED]
-    if other:
-        return f"reward_basis {', '.join(other)}"
-    return None if "DB" in basis else f"reward_basis {basis} without DB (tau-reward always compares the database)"
+def unsupported(task: JsonObject, where: str, *, recorded: bool = False) -> str | None:
+    """Why tau-reward cannot grade `task` as tau2-bench does (None: it can); a live run
+    (`recorded` False) cannot play a task whose user must act or whose state starts changed."""
+    state = task.get("initial_state") or {}
+    if not isinstance(state, dict):
+        raise DatasetError(f"{where}: initial_state: expected an object")
+    for part in ("initialization_data", "message_history"):
+        if state.get(part):
+            return f"initial_state.{part} (tau-reward starts from the backend and the initial actions only)"
+    criteria = _criteria(task, where)
+    if not recorded:
+        if state.get("initialization_actions"):
+            return "initial_state.initialization_actions (a live run starts every task from the same backend)"
+        if any(isinstance(a, dict) and a.get("requestor") == "user" for a in as_list(criteria.get("actions"))):
+            return "actions the user makes (a live simulated user calls no tools)"
+    other = [b for b in _basis(criteria, where) if b not in SUPPORTED]
+    return f"reward_basis {', '.join(other)}" if other else None
 
 
 def _criteria(task: JsonObject, where: str) -> JsonObject:
@@ -142,9 +155,23 @@ def task_test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[S
     test["simulated_user"] = _user(scenario, instructions, domain, where)
     outputs = [str(o) for o in as_list(criteria.get("communicate_info"))] if "COMMUNICATE" in basis else []
     reward: JsonObject = {"type": "tau-reward", "backend": backend, "tools": tools, "required": True}
-    reward["goal_actions"] = [_action(a, where) for a in as_list(criteria.get("actions"))]
+    actions = [_action(a, where) for a in as_list(criteria.get("actions"))]
+    assertions = [_assertion(a, where) for a in as_list(criteria.get("env_assertions"))]
+    # tau2 counts the database when DB is in the basis and the task has actions or assertions
+    if "DB" in basis and (criteria.get("actions") is not None or criteria.get("env_assertions") is not None):
+        reward["goal_actions"] = [*actions]
+        reward["failed_goal_actions"] = "skip"  # tau2 logs a failing goal action and goes on (evaluator_env.py)
+    else:
+        reward["compare_state"] = False
+    state = task.get("initial_state")
+    initial = as_list(state.get("initialization_actions")) if isinstance(state, dict) else []
+    if initial:
+        reward["initial_actions"] = [_env_call(a, where, "initial_state.initialization_actions") for a in initial]
+    if "ENV_ASSERTION" in basis:
+        reward["env_assertions"] = [*assertions]
+    if "ACTION" in basis:
+        reward["required_actions"] = [_required(a, where) for a in as_list(criteria.get("actions"))]
     reward["required_outputs"] = [*outputs]
-    reward["failed_goal_actions"] = "skip"  # tau2 logs a failing goal action and goes on (evaluator_env.py)
     reward["ended_by"] = episode_end()
     test["assertions"] = [reward]
     nl: list[JsonValue] = [str(a) for a in as_list(criteria.get("nl_assertions"))]
@@ -180,6 +207,45 @@ def _user(scenario: JsonObject, instructions: JsonValue, domain: str, where: str
 
 
 def _action(action: JsonValue, where: str) -> JsonObject:
+    """A reference action as a goal action: `{name, arguments}`, and `side: user` for the user's."""
     if not isinstance(action, dict) or not isinstance(action.get("name"), str):
         raise DatasetError(f"{where}: evaluation_criteria.actions: each action needs a name")
-    return {"name": action["name"], "arguments": action.get("arguments") or {}}
+    converted: JsonObject = {"name": action["name"], "arguments": action.get("arguments") or {}}
+    if action.get("requestor") == "user":
+        converted["side"] = "user"
+    return converted
+
+
+def _required(action: JsonValue, where: str) -> JsonObject:
+    """A reference action as a required action: tau2 compares the name and `compare_args`, not who made it."""
+    converted = {k: v for k, v in _action(action, where).items() if k != "side"}
+    compare = action.get("compare_args") if isinstance(action, dict) else None
+    if compare is not None:
+        if not isinstance(compare, list) or not all(isinstance(a, str) for a in compare):
+            raise DatasetError(f"{where}: evaluation_criteria.actions: compare_args: expected a list of names")
+        converted["compare_args"] = compare
+    return converted
+
+
+def _env_call(call: JsonValue, where: str, field: str) -> JsonObject:
+    """tau2's `EnvFunctionCall` (`{env_type, func_name, arguments}`) as `{name, arguments}`: the
+    tools file holds one namespace, so which side's object tau2 called it on is not kept."""
+    if not isinstance(call, dict) or not isinstance(call.get("func_name"), str):
+        raise DatasetError(f"{where}: {field}: each call needs a func_name")
+    arguments = call.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise DatasetError(f"{where}: {field}: arguments of {call['func_name']}: expected an object")
+    return {"name": call["func_name"], "arguments": arguments}
+
+
+def _assertion(assertion: JsonValue, where: str) -> JsonObject:
+    """tau2's `EnvAssertion` (an env function call with `assert_value`, `message`)."""
+    converted = _env_call(assertion, where, "evaluation_criteria.env_assertions")
+    expected = assertion.get("assert_value", True) if isinstance(assertion, dict) else True
+    if not isinstance(expected, bool):
+        raise DatasetError(f"{where}: evaluation_criteria.env_assertions: assert_value: expected true or false")
+    converted["expected"] = expected
+    message = assertion.get("message") if isinstance(assertion, dict) else None
+    if isinstance(message, str) and message:
+        converted["message"] = message
+    return converted

@@ -17,9 +17,14 @@ judge said of each (`reward_info.nl_assertions[].met`) is kept per trial in
 `metadata.recorded_nl_assertions_met` to compare. (tau2's published airline and retail runs count
 only DB and COMMUNICATE; its newer retail tasks count NL_ASSERTION.)
 
-Tasks `import tau2` cannot grade (an `initial_state`, `ENV_ASSERTION` / `ACTION` in the reward
-basis) and tasks whose user calls tools (telecom: tau-reward replays the agent's tools only) are
-left out with their simulations and listed in `metadata.skipped`.
+Telecom's tasks are graded as tau2 grades them: the user's recorded tool calls stay on the
+user's messages and are replayed through the user's tools (`USER_TOOLS` of the tools file),
+the task's `initial_state.initialization_actions` are the reward's `initial_actions`, and its
+reward basis decides what counts (`ENV_ASSERTION`: `env_assertions`; `ACTION`: the reference
+actions as `required_actions`; no `DB`: the state is not compared). Tasks `import tau2` cannot
+grade (an `initial_state` with `initialization_data` or a `message_history`, a basis it does
+not know) are left out with their simulations and listed in `metadata.skipped`; a solo-mode
+run (the agent plays the user's side too) is refused.
 """
 
 from __future__ import annotations
@@ -145,6 +150,13 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
     tasks = _tasks(data, lines)
     given = data.get("info")
     info: JsonObject = given if isinstance(given, dict) else {}
+    agent = info.get("agent_info")
+    implementation = agent.get("implementation") if isinstance(agent, dict) else None
+    if isinstance(implementation, str) and "solo" in implementation:
+        raise DatasetError(
+            f"{lines.at('agent_info.implementation')}: info.agent_info.implementation: {implementation!r} is tau2's solo mode "
+            "(the agent also plays the user's side and ends the episode itself), which is not supported"
+        )
     end = episode_end(_limit(info, "max_steps", MAX_STEPS, lines), _limit(info, "max_errors", MAX_ERRORS, lines))
     recorded: dict[str, _Trials] = {}
     skipped: dict[str, str] = {}
@@ -156,9 +168,7 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
             raise DatasetError(
                 f"{lines.at(where)}: {where}.task_id: {simulation.task_id!r} is not among the file's tasks"
             )
-        reason = unsupported(task, f"{lines.at('tasks')}: task {simulation.task_id!r}")
-        if reason is None and any(m.role == "user" and m.tool_calls for m in simulation.messages):
-            reason = "the user calls tools (tau-reward replays the agent's tools only)"
+        reason = unsupported(task, _task_where(data, simulation.task_id, lines), recorded=True)
         if reason is not None:
             skipped.setdefault(simulation.task_id, reason)
             continue
@@ -173,7 +183,10 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
     if not recorded:
         why = next(iter(skipped.values()), "it has no simulations")
         raise DatasetError(f"{lines.at('simulations')}: no simulation of this file can be graded by tau-reward ({why})")
-    tests = [_test(tasks[task_id], trials, tools, backend, end, lines) for task_id, trials in recorded.items()]
+    tests = [
+        _test(tasks[task_id], trials, tools, backend, end, _task_where(data, task_id, lines))
+        for task_id, trials in recorded.items()
+    ]
     return _suite(source, info, tests, [{"id": k, "reason": v} for k, v in skipped.items()])
 
 
@@ -202,9 +215,15 @@ def _suite(source: Path, info: JsonObject, tests: list[SuiteTest], skipped: list
     return suite
 
 
-def _test(task: JsonObject, trials: _Trials, tools: str, backend: str, end: JsonObject, lines: _Lines) -> SuiteTest:
+def _task_where(data: JsonObject, task_id: str, lines: _Lines) -> str:
+    """`file:line: task 'id'`, the line where the task starts."""
+    index = next(i for i, t in enumerate(as_list(data["tasks"])) if isinstance(t, dict) and str(t.get("id")) == task_id)
+    return f"{lines.at(f'tasks[{index}]')}: task {task_id!r}"
+
+
+def _test(task: JsonObject, trials: _Trials, tools: str, backend: str, end: JsonObject, where: str) -> SuiteTest:
     """The task's test as `import tau2` makes it, with the recorded simulations as its trials."""
-    test, _ = task_test(task, tools, backend, f"{lines.at('tasks')}: task {task.get('id')!r}")
+    test, _ = task_test(task, tools, backend, where)
     test.pop("simulated_user", None)
     test["transcripts"] = trials.transcripts
     for assertion in test.get("assertions") or []:

@@ -14,6 +14,12 @@ user's stop, a terminating tool, within its step and error limits; see `_tau_epi
 benchmark gives any other episode reward 0. The state and the outputs are then those of the
 episode up to its end (tau-bench computes the reward when the episode ends).
 
+tau2-bench's other reward components (`_tau_env`): `initial_actions` set the task's state up
+before anything is replayed; the calls the user made on its own messages (tau2's telecom user
+acts on its phone) are replayed in order with the agent's, through the user's tools;
+`env_assertions` (functions on the final state) and `required_actions` (calls someone must have
+made) count too; `compare_state: false` leaves the state uncompared (a basis without DB).
+
 A domain's tools are plain functions in a Python file or module named by `tools:`, each
 `name(state, **arguments)` changing `state` (a dict) in place and returning its output. When
 the suite itself declares `tools:` and `backend:` (the agent acted on a live copy of the
@@ -45,7 +51,8 @@ from ..judging import GradingLevel
 from ..results import AssertionOutcome, ToolCall
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._cow import same_document
-from ._tau_backend import Domain, domain_file_problems, load_document
+from ._tau_backend import Domain, Side, domain_file_problems, load_document
+from ._tau_env import EnvAssertion, EnvCall, RequiredAction, assertion_results, describe, initial_state, replay
 from ._tau_episode import EpisodeEnd, episode_calls
 
 MAX_DIFFS = 10
@@ -58,6 +65,7 @@ class Action(Model):
 
     name: str
     arguments: dict[str, object] = Field(default_factory=dict)
+    side: Side = Field("assistant", description="Who makes the call: the agent (`assistant`) or the `user`.")
 
 
 def state_diff(actual: object, expected: object, path: str = "$") -> list[str]:
@@ -105,6 +113,26 @@ class TauReward(Assertion):
         description="A goal action whose tool fails: `error` (the task is broken, the grading an error) or `skip` "
         "(the goal state is reached without it, as tau2-bench computes it). Set to `skip` by `import tau2`.",
     )
+    compare_state: bool = Field(
+        True,
+        description="Compare the final state with the goal state (false: tau2-bench tasks whose reward basis "
+        "has no DB, decided by `env_assertions` and `required_actions` instead).",
+    )
+    initial_actions: list[EnvCall] = Field(
+        default_factory=list,
+        description="Functions run on the backend, in order, before anything is replayed (tau2's "
+        "`initialization_actions`): the tools file's `ENV_FUNCTIONS`, or its tools.",
+    )
+    env_assertions: list[EnvAssertion] = Field(
+        default_factory=list,
+        description="Functions run on the final state, each returning a bool that must be `expected` "
+        "(tau2's ENV_ASSERTION reward).",
+    )
+    required_actions: list[RequiredAction] = Field(
+        default_factory=list,
+        description="Tool calls the agent or the user must have made: the name and the `compare_args` "
+        "arguments (tau2's ACTION reward).",
+    )
     required_outputs: list[str] = Field(
         default_factory=list,
         description="Strings the agent must say, each in one message (case-insensitive; the message's commas are "
@@ -142,44 +170,64 @@ class TauReward(Assertion):
             domain = live.domain
         else:
             raise GraderError("tau-reward needs `backend` and `tools` (here, or as the suite's `backend:` / `tools:`)")
-        initial = domain.initial
         calls = episode_calls(ctx.transcript)
         ending = self.ended_by.end(ctx) if self.ended_by is not None else None
         # What the episode holds: up to its end (tau-bench takes the state when it ends).
         transcript = ctx.transcript if ending is None else ctx.transcript[: ending.messages]
         if ending is not None and ending.calls < len(calls):
             calls, live = calls[: ending.calls], None
+        if self.initial_actions or any(side == "user" for side, _ in calls):
+            live = None  # the live backend had neither the initial actions nor the user's calls
+        start = initial_state(domain, self.initial_actions)
         # The trial's live backend when the agent acted on it; else its recorded calls replayed.
-        actual = live.state if live is not None else domain.replay(calls, strict=False)
+        actual = live.state if live is not None else replay(domain, start, calls)
         skipped: list[str] = []  # goal actions that failed and were left out
-        if self.goal_state is not None:
+        if not self.compare_state:
+            expected = actual
+        elif self.goal_state is not None:
             expected = load_document(self.goal_state, ctx.base_dir, "goal_state")
         elif self.goal_actions is not None:
             expected = domain.replay(
                 [ToolCall(name=a.name, arguments=a.arguments) for a in self.goal_actions],
                 strict=True,
                 failed=skipped if self.failed_goal_actions == "skip" else None,
+                start=start,
+                sides=[a.side for a in self.goal_actions],
             )
         else:
-            expected = initial  # nothing must change
-        diffs = state_diff(actual, expected)
+            expected = start  # nothing must change
+        diffs = state_diff(actual, expected) if self.compare_state else []
+        ended = ending is None or ending.ended
+        # tau2 evaluates no episode that did not end: its assertions are not run then
+        held = assertion_results(domain, actual, self.env_assertions) if ended else [False] * len(self.env_assertions)
+        made = [any(action.matches(call) for _, call in calls) for action in self.required_actions]
+        unmet = [describe(a) for a, ok in zip(self.env_assertions, held, strict=True) if not ok]
+        not_made = [a.name for a, ok in zip(self.required_actions, made, strict=True) if not ok]
         # As both benchmarks check: in one message, its commas dropped, the output's kept
         said = [m.content.lower().replace(",", "") for m in transcript if m.role == "assistant"]
         missing = [o for o in self.required_outputs if not any(o.lower() in text for text in said)]
         state_ok = not diffs
-        outcomes = [
-            AssertionOutcome(
-                text="final backend state equals the goal state",
-                passed=state_ok,
-                evidence="; ".join(diffs[:MAX_DIFFS]) or "the same document",
+        outcomes = []
+        if self.compare_state:
+            outcomes.append(
+                AssertionOutcome(
+                    text="final backend state equals the goal state",
+                    passed=state_ok,
+                    evidence="; ".join(diffs[:MAX_DIFFS]) or "the same document",
+                )
             )
+        outcomes += [
+            AssertionOutcome(text=describe(a), passed=ok) for a, ok in zip(self.env_assertions, held, strict=True)
+        ]
+        outcomes += [
+            AssertionOutcome(text=f"{a.name} was called", passed=ok)
+            for a, ok in zip(self.required_actions, made, strict=True)
         ]
         outcomes += [AssertionOutcome(text=f"said {o!r}", passed=o not in missing) for o in self.required_outputs]
-        ended = ending is None or ending.ended
         if self.ended_by is not None and ending is not None:
             text = self.ended_by.describe() if ended else f"{self.ended_by.describe()}: it did not, so no reward"
             outcomes.insert(0, AssertionOutcome(text=text, passed=ended, evidence=ending.why))
-        reward = 1.0 if ended and state_ok and not missing else 0.0
+        reward = 1.0 if ended and state_ok and not missing and not unmet and not not_made else 0.0
         return Grade(
             score=reward,
             assertions=outcomes,
@@ -188,6 +236,8 @@ class TauReward(Assertion):
                 "reward": reward,
                 "state_diff": diffs[:MAX_DIFFS],
                 "missing_outputs": missing,
+                **({"env_assertions_failed": unmet} if self.env_assertions else {}),
+                **({"required_actions_missing": not_made} if self.required_actions else {}),
                 "actions_replayed": len(calls),
                 **({"goal_actions_failed": skipped} if skipped else {}),
                 **({} if ending is None else {"episode_ended": ended, "episode_end": ending.why}),

@@ -7,6 +7,11 @@ trial plays on its own copy-on-write view of it (`Domain.session()`: only what t
 is copied, so a 3 MB backend does not cost a deep copy per trial or per call); `tau-reward`
 compares the view's final state with the goal. The tools' JSON schemas come from the
 functions' signatures. A domain loaded from files is read once per process (until they change).
+
+A domain whose user acts too (tau2-bench's telecom: the user's phone) names, in the same file,
+its user's tools as `USER_TOOLS = [names]` and the functions that are nobody's tools, run only to
+set a task's initial state or to check its final one, as `ENV_FUNCTIONS = [names]`: the
+agent's tools are the other public functions. All of them act on the one state.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from types import ModuleType
+from typing import Any, Literal, TypedDict
 
 import yaml
 from pydantic import BaseModel, JsonValue, create_model
@@ -38,6 +44,8 @@ _LOADING = threading.RLock()
 
 #: A domain's tool: `name(state, **arguments)` changes `state` in place and returns what the agent sees.
 Tool = Callable[..., object]
+#: Who called a tool: the agent (tau2's "assistant") or the user.
+Side = Literal["assistant", "user"]
 
 
 class ToolRun(TypedDict, total=False):
@@ -53,6 +61,8 @@ class Domain:
 
     functions: dict[str, Tool]
     initial: object
+    user_functions: dict[str, Tool] = field(default_factory=dict)
+    env_functions: dict[str, Tool] = field(default_factory=dict)
 
     @classmethod
     def load(cls, tools: str, backend: str | dict[str, object], base_dir: Path) -> Domain:
@@ -63,11 +73,17 @@ class Domain:
         """
         with _LOADING:  # graders load in worker threads: a module is imported once, whole
             if isinstance(backend, dict):
-                return cls(load_tools(tools, base_dir), backend)
+                return cls.of(tools, base_dir, backend)
             key = (tools, backend, str(base_dir), _file_times(base_dir, tools, backend))
             if key not in _LOADED:
-                _LOADED[key] = cls(load_tools(tools, base_dir), load_document(backend, base_dir, "backend"))
+                _LOADED[key] = cls.of(tools, base_dir, load_document(backend, base_dir, "backend"))
             return _LOADED[key]
+
+    @classmethod
+    def of(cls, tools: str, base_dir: Path, initial: object) -> Domain:
+        """The domain of a tools file or module over `initial`."""
+        agent, user, env = load_sides(tools, base_dir)
+        return cls(agent, initial, user_functions=user, env_functions=env)
 
     def specs(self) -> list[dict[str, JsonValue]]:
         """The tools as OpenAI `tools` entries (parameters from each signature, `state` left out)."""
@@ -77,27 +93,40 @@ class Domain:
         """A fresh (copy-on-write) copy of the state for one trial."""
         return DomainSession(self, cow(self.initial))
 
-    def replay(self, calls: list[ToolCall], *, strict: bool, failed: list[str] | None = None) -> object:
-        """The state after `calls` from the initial one; an unknown tool or a failing call leaves
-        the state as it was (the agent's mistake), except with `strict` (a broken task): then a
-        failing call is an error, unless `failed` collects it (the benchmark skips it)."""
-        state = cow(self.initial)
-        for call in calls:
-            if strict and call.name not in self.functions:
-                raise GraderError(f"goal_actions: no tool {call.name!r} in the tools module")
-            state, done = self.apply(state, call)
+    def replay(
+        self,
+        calls: list[ToolCall],
+        *,
+        strict: bool,
+        failed: list[str] | None = None,
+        start: object | None = None,
+        sides: list[Side] | None = None,
+    ) -> object:
+        """The state after `calls` from the initial one (or `start`); an unknown tool or a failing
+        call leaves the state as it was (the agent's mistake), except with `strict` (a broken
+        task): then a failing call is an error, unless `failed` collects it (the benchmark skips
+        it). `sides[i]` is who makes call i (default: the agent)."""
+        state = cow(self.initial) if start is None else fork(start)
+        for number, call in enumerate(calls):
+            side = sides[number] if sides else "assistant"
+            if strict and call.name not in (self.user_functions if side == "user" else self.functions):
+                raise GraderError(
+                    f"goal_actions: no {'user ' if side == 'user' else ''}tool {call.name!r} in the tools module"
+                )
+            state, done = self.apply(state, call, side=side)
             if strict and "error" in done:
                 if failed is None:
                     raise GraderError(f"goal_actions: {call.name} failed: {done['error']}")
                 failed.append(f"{call.name}: {done['error']}")
         return state
 
-    def apply(self, state: object, call: ToolCall) -> tuple[object, ToolRun]:
+    def apply(self, state: object, call: ToolCall, *, side: Side = "assistant") -> tuple[object, ToolRun]:
         """Run one call on `state`: the state after it, and `{"output": ...}` or `{"error": ...}`.
-        A call to an unknown tool, or one that raises, leaves the state as it was."""
-        fn = self.functions.get(call.name)
+        A call to an unknown tool (the agent's, or with `side="user"` the user's), or one that
+        raises, leaves the state as it was."""
+        fn = (self.user_functions if side == "user" else self.functions).get(call.name)
         if fn is None:
-            return state, {"error": f"no tool named {call.name!r}"}
+            return state, {"error": f"no {'user ' if side == 'user' else ''}tool named {call.name!r}"}
         working = fork(state)  # `state` stays as it was, should the call fail halfway
         try:
             return working, {"output": fn(working, **call.arguments)}
@@ -159,15 +188,47 @@ def _importable(module: str) -> bool:
 
 def load_tools(spec: str, base_dir: Path) -> dict[str, Tool]:
     """The public functions of a tools file or module."""
+    return _public_functions(_module(spec, base_dir))
+
+
+def _module(spec: str, base_dir: Path) -> ModuleType:
     try:
-        module = registry.load_plugin(spec, base_dir=base_dir)
+        return registry.load_plugin(spec, base_dir=base_dir)
     except RegistryError as exc:
         raise GraderError(f"tools: {exc}") from None
+
+
+def _public_functions(module: ModuleType) -> dict[str, Tool]:
     return {
         name: fn
         for name, fn in vars(module).items()
         if inspect.isfunction(fn) and not name.startswith("_") and fn.__module__ == module.__name__
     }
+
+
+def load_sides(spec: str, base_dir: Path) -> tuple[dict[str, Tool], dict[str, Tool], dict[str, Tool]]:
+    """`(the agent's tools, the user's tools, the environment functions)` of a tools file or
+    module: its `USER_TOOLS` and `ENV_FUNCTIONS` name the last two, the rest are the agent's."""
+    module = _module(spec, base_dir)
+    functions = _public_functions(module)
+    lists = {attribute: _names(module, attribute, spec) for attribute in ("USER_TOOLS", "ENV_FUNCTIONS")}
+    both = sorted(set(lists["USER_TOOLS"]) & set(lists["ENV_FUNCTIONS"]))
+    if both:
+        raise GraderError(f"tools: {spec}: {both[0]!r} is in both USER_TOOLS and ENV_FUNCTIONS")
+    named: list[dict[str, Tool]] = []
+    for attribute, names in lists.items():
+        missing = sorted(n for n in names if n not in functions)
+        if missing:
+            raise GraderError(f"tools: {spec}: {attribute}: no public function {missing[0]!r} in the module")
+        named.append({n: functions.pop(n) for n in sorted(set(names))})
+    return functions, named[0], named[1]
+
+
+def _names(module: ModuleType, attribute: str, spec: str) -> list[str]:
+    names = getattr(module, attribute, [])
+    if not isinstance(names, list | tuple | set | frozenset) or not all(isinstance(n, str) for n in names):
+        raise GraderError(f"tools: {spec}: {attribute}: expected a list of function names")
+    return list(names)
 
 
 def load_document(value: str | dict[str, object], base_dir: Path, name: str) -> object:

@@ -18,6 +18,9 @@ episode with `max_steps` as soon as the count reaches the limit (200 by the CLI'
 checked after the user's stop message too, so a stop at the limit is max_steps), and with
 `too_many_errors` once `max_errors` (10) tool calls failed.
 
+A user who calls tools (tau2's telecom) makes two steps a message of calls (the message and
+its results), and its failed calls count as errors, as the agent's do.
+
 convoeval's simulated user stops with a structured `stop` (stop reason `objective_met` or
 `objective_impossible`) instead of a token: that is the user's stop. A conversation that ended
 otherwise (max_turns, a budget, the agent's failure) without a terminate tool did not end.
@@ -33,6 +36,7 @@ from pydantic import ConfigDict, Field
 from .._base_model import Model
 from ..results import Message, ToolCall
 from ._base import GradeContext
+from ._tau_backend import Side
 
 #: Stop reasons of a simulated user that are the user's own stop (its stop token).
 USER_STOPS = {"objective_met", "objective_impossible"}
@@ -102,6 +106,10 @@ class EpisodeEnd(Model):
         for index, message in enumerate(transcript):
             if message.role == "user" and message.source != "tool":
                 steps += self.count_steps == "messages"
+                if message.tool_calls:  # the user's own tool calls (tau2's telecom): their results are a step
+                    calls += len(message.tool_calls)
+                    steps += self.count_steps == "messages"
+                    errors += sum(call.error is not None for call in message.tool_calls)
                 said = next((t for t in self.tokens if t in message.content), None)
                 if said is not None:
                     return self._within(f"the user said {said}", steps, errors, calls, index)
@@ -150,9 +158,15 @@ def _ends_with_user(transcript: list[Message]) -> bool:
     return bool(transcript) and transcript[-1].role == "user"
 
 
-def episode_calls(transcript: list[Message]) -> list[ToolCall]:
-    """The trial's tool calls in order: those its `tool` messages record, else those on the
-    agent's messages (a transcript recorded without tool messages)."""
-    return [c for m in transcript if m.source == "tool" for c in m.tool_calls] or [
-        c for m in transcript if m.source == "target" for c in m.tool_calls
-    ]
+def episode_calls(transcript: list[Message]) -> list[tuple[Side, ToolCall]]:
+    """The trial's tool calls in order, each with who made it: the agent's (those its `tool`
+    messages record, else those on the agent's messages: a transcript recorded without tool
+    messages) and the user's (those on its own messages, as tau2-bench's telecom user makes)."""
+    agent_messages = "tool" if any(m.source == "tool" for m in transcript) else "target"
+    calls: list[tuple[Side, ToolCall]] = []
+    for message in transcript:
+        if message.source == agent_messages:
+            calls += [("assistant", call) for call in message.tool_calls]
+        elif message.role == "user" and message.source != "tool":
+            calls += [("user", call) for call in message.tool_calls]
+    return calls

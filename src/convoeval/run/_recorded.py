@@ -5,6 +5,7 @@ empty one) opens a turn; the assistant and tool messages up
 to the next user message are that turn's reply: the last assistant text, with the tool calls
 of the turn (OpenAI `tool_calls` with their `tool` results matched by id, or convoeval's own
 tool calls). System messages before the first user message are the conversation's input.
+A user message keeps its own tool calls (convoeval's shape, as tau2-bench's telecom user makes).
 """
 
 from __future__ import annotations
@@ -33,12 +34,15 @@ def split_transcript(messages: list[TranscriptMessage]) -> tuple[list[Message], 
     for m in messages:
         content = m.content or ""
         if m.role == "user":
+            said = Message(role="user", content=content, source="user")
+            if m.tool_calls:  # the user's own (tau2-bench's telecom user acts on its phone)
+                said.tool_calls = [_tool_call(raw) for raw in m.tool_calls]
             if turns and turns[-1] and len(replies) == len(turns) - 1 and not answered and not calls:
-                turns[-1].append(Message(role="user", content=content, source="user"))
+                turns[-1].append(said)
                 continue
             close_turn()
             texts, calls, answered = [], [], False
-            turns.append([Message(role="user", content=content, source="user")])
+            turns.append([said])
         elif not turns:
             initial.append(Message(role=m.role, content=content, source="input"))
         elif m.role == "assistant":
