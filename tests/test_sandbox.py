@@ -4,6 +4,7 @@ model behind loopback HTTP (the fake server scripted to call `bash`), real bubbl
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import shutil
@@ -11,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 
 import convoeval
+from convoeval import _sandbox as sandbox
 from convoeval.results import EvaluationResult, ToolCall
 from convoeval.testing import FakeOpenAIServer, tool_calls
 
@@ -458,3 +461,28 @@ def test_the_limits_a_test_or_target_sets_hold_inside(server: FakeOpenAIServer, 
     assert "wrote 1048576" in size.output  # cut at 1 MB (the target's limit)
     assert "MemoryError" in memory.output  # 200 MB of address space (the test's limit)
     assert cpu.output == "exit code 0\n7\n"  # the lower of the two
+
+
+@needs_bwrap
+def test_a_program_named_by_its_path_runs_though_its_folder_is_hidden(tmp_path: Path) -> None:
+    """A command naming its program by path (a `bun` under a checkout in /tmp, through the link
+    npm makes) finds it: the program's folder and its link's target's are shown, read-only."""
+    tools = Path(tempfile.mkdtemp(prefix="convoeval-program-"))  # a temp folder: the sandbox hides it
+    try:
+        (tools / "pkg" / "bin").mkdir(parents=True)
+        program = tools / "pkg" / "bin" / "hello.exe"
+        program.write_text("#!/bin/sh\necho hello from the program\n")
+        program.chmod(0o755)
+        (tools / "secret.txt").write_text("not for the sandbox\n")
+        (tools / ".bin").mkdir()
+        (tools / ".bin" / "hello").symlink_to("../pkg/bin/hello.exe")
+        work = tmp_path / "work"
+        work.mkdir()
+        sandbox.choose("bubblewrap")
+        done = asyncio.run(sandbox.run([str(tools / ".bin" / "hello")], work, timeout_s=30, writable=work))
+        assert (done.code, done.output.strip()) == (0, "hello from the program"), done.output
+        other = asyncio.run(sandbox.run(["/bin/cat", str(tools / "secret.txt")], work, timeout_s=30, writable=work))
+        assert other.code != 0 and "not for the sandbox" not in other.output  # the rest of the folder stays hidden
+    finally:
+        sandbox.choose(None)
+        shutil.rmtree(tools, ignore_errors=True)

@@ -348,6 +348,8 @@ tests:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
         monkeypatch.setenv("NODE_PATH", _sdk(tmp_path))
+        # zod beside the SDK: the sandbox hides a checkout under /tmp, and its .tools with it
+        shutil.copytree(REPO / ".tools" / "node_modules" / "zod", tmp_path / "node_modules" / "zod")
         out = tmp_path / "r.jsonl"
         code, stdout, stderr = cli(
             "run", path, "--target", "openai:gpt-4o-mini", "--judge", "openai:gpt-4o-mini",

@@ -143,7 +143,8 @@ async def run(
 
     Args:
         writable: the one host folder the command may change (the workspace).
-        readable: host folders it must still see inside the private /tmp (the eval folder).
+        readable: host folders it must still see inside the private /tmp (the eval folder);
+            the folder of a program an argv names by its absolute path is shown too.
         env: its whole environment (see `command_env`); HOME and TMPDIR are set here (with
             `none`, a HOME given in `env` is kept).
         stdin: bytes on its standard input (else /dev/null).
@@ -172,6 +173,9 @@ async def run(
     which = backend()
     argv = [command] if isinstance(command, str) else list(command)
     shell = isinstance(command, str)
+    if not shell and not system_only and argv and os.path.isabs(argv[0]):  # a program named by its path:
+        program = Path(argv[0])  # shown, even in a temp folder or a home (its folder, and its link's target's)
+        readable = [*readable, program.parent, program.resolve().parent]
     if relay is not None:
         if which == "docker":
             raise SandboxError(
