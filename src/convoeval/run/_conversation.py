@@ -64,7 +64,7 @@ class TrialContext:
     turns: TurnSource | None = None  # default: `turn_source(plan, ctx)`
     workdir: str | None = None  # the conversation's working directory, for agent targets
     files_before: dict[str, str] | None = None  # the workspace as it was made (for `file_changes`)
-    domain: DomainSession | None = None  # this trial's copy of the suite's backend
+    domain: DomainSession | None = None  # this trial's copy of the suite's backend (default: a fresh one)
     simulator: Target | None = None  # the model playing a simulated user (default: none)
     may_continue: Callable[[], bool] | None = None  # False once the run's budget is spent
     events: JobEvents | None = None  # told of each graded turn (as `job`'s test at `position`)
@@ -293,16 +293,17 @@ class Conversation:
 
 async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     """Run one trial; with a `workspace:`, in a folder of its own that lives across all turns;
-    with the suite's `tools:`, on a copy of its backend of its own; with a `transcript:`,
-    replaying its replies (no target is called)."""
+    with the suite's `tools:`, on a copy of its backend of its own (after the test's
+    `initial_actions`; `ctx.domain` when given); with a `transcript:`, replaying its replies
+    (no target is called)."""
     if plan.recorded is not None:
         ctx = replace(ctx, target=RecordedReplies(plan.recorded, ctx.target.name))
     try:
         domain = plan.domain()
+        if domain is not None and ctx.domain is None:  # from the test's initial actions
+            ctx = replace(ctx, domain=domain.session(plan.test.initial_actions))
     except GraderError as exc:
         return TrialResult.not_run(ctx.trial, str(exc))
-    if domain is not None:
-        ctx = replace(ctx, domain=domain.session())
     if plan.workspace is None:
         return await play(plan, ctx)
     try:
