@@ -168,7 +168,7 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
             raise DatasetError(
                 f"{lines.at(where)}: {where}.task_id: {simulation.task_id!r} is not among the file's tasks"
             )
-        reason = unsupported(task, _task_where(data, simulation.task_id, lines), recorded=True)
+        reason = unsupported(task, _task_where(data, simulation.task_id, lines))
         if reason is not None:
             skipped.setdefault(simulation.task_id, reason)
             continue

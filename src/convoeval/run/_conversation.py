@@ -114,7 +114,7 @@ class Conversation:
     end_session: Callable[[str], Awaitable[None]] | None = None  # the target's, read once a trial
 
     def __post_init__(self) -> None:
-        self.chat = [m.to_chat() for m in self.transcript if m.source != "tool"]
+        self.chat = [m.to_chat() for m in self.transcript if sent(m)]
 
     @property
     def session_kind(self) -> SessionKind:
@@ -174,7 +174,7 @@ class Conversation:
                     return False
                 break
         self.transcript.extend(new)
-        self.chat.extend(m.to_chat() for m in new if m.source != "tool")
+        self.chat.extend(m.to_chat() for m in new if sent(m))
         history = window(self.transcript, self.plan.window_size)
         reply = await self._send(number, new)
         if reply is None:
@@ -227,7 +227,7 @@ class Conversation:
 
     async def _send(self, number: int, new: list[Message]) -> ChatReply | None:
         if self.mode == "resume" and self.session_id is not None:
-            messages = [m.to_chat() for m in new]
+            messages = [m.to_chat() for m in new if sent(m)]
         else:
             messages = [dict(m) for m in self.chat]  # each request's own: a target may change them
         request = ChatRequest(
@@ -356,6 +356,12 @@ async def play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     for step in steps:
         step.adjust(result, convo)
     return result
+
+
+def sent(message: Message) -> bool:
+    """Whether the target sees `message`: not a tool call's record, nor a simulated user's own
+    tool calls (its turn on its tools, as tau2-bench's telecom user acts on its phone)."""
+    return message.source != "tool" and not (message.role == "user" and message.tool_calls)
 
 
 def _turn_tool_calls(budget: Budget | None) -> int | None:
