@@ -69,6 +69,8 @@ class User:
             return default_judge(body)
         self.prompts.append(body["messages"][-1]["content"])
         answer = self.answers.pop(0)
+        if isinstance(answer, str) and answer.startswith("{"):  # an answer as the model wrote it
+            return answer
         if answer is None:
             return json.dumps({"message": "", "stop": True, "stop_reason": "objective_met", "tool_calls": []})
         if isinstance(answer, str):
@@ -190,3 +192,21 @@ def test_a_user_that_only_calls_tools_is_a_simulator_error_with_its_calls_kept(f
     assert result.error == "simulator: role break: 10 rounds of tool calls without a message"
     kept = [c.name for m in result.output if m.role == "user" for c in m.tool_calls]
     assert kept == ["check_status_bar"] * 10  # made on the trial's backend: they stay in the transcript
+
+
+def test_tools_used_before_the_first_message_are_shown_and_bad_arguments_are_asked_again(
+    fake_openai, suite: Path
+) -> None:
+    bad = {
+        "message": "",
+        "stop": False,
+        "stop_reason": "none",
+        "tool_calls": [{"name": "check_status_bar", "arguments": "status"}],
+    }
+    user = User(fake_openai, [json.dumps(bad), [("check_status_bar", {})], HELLO, None])
+    [result] = convoeval.run(suite, target=bot(), judge="openai:user", store=False, cache=False).results
+    assert result.execution_status != "simulator_error", result.error
+    assert "arguments: expected a JSON object written as text" in user.prompts[1]  # the re-ask says why
+    assert [c.name for m in result.output if m.role == "user" for c in m.tool_calls] == ["check_status_bar"]
+    assert "What you did on your tools so far:\nuser (your tool call): check_status_bar() -> " in user.prompts[2]
+    assert "The conversation has not started" in user.prompts[2]

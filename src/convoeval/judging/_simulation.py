@@ -187,6 +187,8 @@ def user_step_messages(
             "see your calls; tell it what you did or saw. With no call to make, `tool_calls` is []."
         )
     if opening:
+        if any(m.tool_calls for m in transcript if m.role == "user"):  # it used its tools before speaking
+            sections.append("What you did on your tools so far:\n" + _as_user_view(transcript))
         sections.append(
             "The conversation has not started. Write your first message to the agent "
             '(stop: false, stop_reason: "none").'
