@@ -29,7 +29,7 @@ from convoeval.spec import load_suite
 from convoeval.targets import TargetConfig, create_target
 from convoeval.testing import FakeOpenAIServer, default_judge, tool_calls
 
-from .conftest import REPO, write
+from .conftest import REPO, read_jsonl, write
 
 DATA = REPO / "tests" / "data" / "tau2-bench"
 Body = dict[str, Any]
@@ -210,3 +210,23 @@ def test_tools_used_before_the_first_message_are_shown_and_bad_arguments_are_ask
     assert [c.name for m in result.output if m.role == "user" for c in m.tool_calls] == ["check_status_bar"]
     assert "What you did on your tools so far:\nuser (your tool call): check_status_bar() -> " in user.prompts[2]
     assert "The conversation has not started" in user.prompts[2]
+
+
+def test_a_stored_live_run_graded_again_replays_to_the_same_reward(cli, fake_openai, suite: Path) -> None:
+    """`convoeval grade` of the stored run: no model is called, the transcript's calls (the
+    user's included) are replayed from the test's initial actions, and the reward is the live one."""
+    User(fake_openai, SOLVED)
+    write(suite.parent / "targets.yaml", "targets:\n  - {name: bot, provider: openai, model: m, agent: {tools: []}}\n")
+    code, out, err = cli("run", suite, "--target", "bot", "--judge", "openai:user", "-o", suite.parent / "run.jsonl")
+    assert code == 0, out + err
+    fake_openai.reset()
+    code, out, err = cli("grade", suite.parent / "run.jsonl", "-o", suite.parent / "again.jsonl")
+    assert code == 0, out + err
+    [stored], [again] = read_jsonl(suite.parent / "run.jsonl"), read_jsonl(suite.parent / "again.jsonl")
+    live, replayed = (
+        next(g for e in r["scores"] for g in e["graders"] if g["type"] == "tau-reward") for r in (stored, again)
+    )
+    assert live["details"]["final_state"] == "live" and replayed["details"]["final_state"] == "replayed"
+    same = ("reward", "env_assertions_failed", "actions_replayed", "episode_end", "initial_actions")
+    assert {k: replayed["details"][k] for k in same} == {k: live["details"][k] for k in same}
+    assert (live["details"]["reward"], live["details"]["initial_actions"]) == (1.0, 4) and not fake_openai.requests

@@ -249,6 +249,7 @@ class TauReward(Assertion):
                 **({"required_actions_missing": not_made} if self.required_actions else {}),
                 "actions_replayed": len(calls),
                 "final_state": "live" if live is not None else "replayed",
+                **({"initial_actions": len(actions)} if actions else {}),
                 **({"goal_actions_failed": skipped} if skipped else {}),
                 **({} if ending is None else {"episode_ended": ended, "episode_end": ending.why}),
             },
