@@ -27,8 +27,8 @@ backend during the conversation), `backend`/`tools` may be left out here: the tr
 state is compared directly, when the trial's backend started from the same initial actions and
 exactly the episode's calls were made on it (the agent's and the simulated user's, in order; an
 agent that kept a state of its own did not act on it): `details.final_state` says `live`; else
-the calls are replayed (`replayed`), which reaches the same state. The replay runs in a worker thread, so other conversations' turns (and
-their latencies) go on meanwhile.
+the calls are replayed (`replayed`), which reaches the same state. The replay runs in a worker
+thread, so other conversations' turns (and their latencies) go on meanwhile.
 
 Example (YAML, conversation level):
     assertions:
