@@ -105,3 +105,56 @@ def test_a_missing_tools_file_is_a_problem_of_the_eval_file(airline) -> None:
         f"{suite}:2: tools: nowhere.py: no such file (the domain's tool functions)"
     ]
     assert not server.requests
+
+
+BOOKED = "      - {name: book_flight, arguments: {user_id: mia_li, flight: HAT001, payment_id: card_7447}}\n"
+
+
+def test_a_tests_initial_actions_set_each_trials_backend_up_before_the_agent_acts(airline) -> None:
+    """The seat booked before the first turn is taken in every trial: the agent's booking is
+    the second, and tau-reward's goal (replayed from the same initial actions) agrees."""
+    suite, server = airline
+    text = suite.read_text().replace(
+        "    mode: conversation\n", "    mode: conversation\n    initial_actions:\n" + BOOKED
+    )
+    suite.write_text(text.replace("required_outputs: [R101]", "required_outputs: [R102]"))
+    server.reset(reply=booking_model("HAT001"))
+    [result] = convoeval.run(suite, judge="scripted", cache=False, store=False).results
+    assert result.verdict == "pass", result.error
+    for trial in result.trials:
+        assert trial.scores[0].tool_calls[1].output == {"reservation_id": "R102", "charged": 220}
+        details = trial.scores[-1].graders[0].details or {}
+        assert (details["reward"], details["final_state"], details["state_diff"]) == (1.0, "live", [])
+
+
+def test_initial_actions_without_the_suites_tools_are_a_problem_of_the_eval_file(airline) -> None:
+    suite, server = airline
+    text = suite.read_text().replace("tools: tools.py\nbackend: backend.json\n", "")
+    text = text.replace(
+        "  - type: tau-reward\n", "  - type: tau-reward\n    tools: tools.py\n    backend: backend.json\n"
+    )
+    suite.write_text(
+        text.replace("    mode: conversation\n", "    mode: conversation\n    initial_actions:\n" + BOOKED)
+    )
+    line = suite.read_text().splitlines().index("    initial_actions:") + 1
+    with pytest.raises(SpecError) as raised:
+        convoeval.run(suite, judge="scripted", cache=False, store=False)
+    assert [str(p) for p in raised.value.problems] == [
+        f"{suite}:{line}: tests[0].initial_actions: needs the suite's `tools:` (and `backend:`): "
+        "the domain whose backend they set up"
+    ]
+    assert not server.requests
+
+
+def test_an_initial_action_that_fails_is_an_execution_error_before_any_turn(airline) -> None:
+    suite, server = airline
+    broken = BOOKED.replace("HAT001", "NOPE")
+    suite.write_text(
+        suite.read_text().replace("    mode: conversation\n", "    mode: conversation\n    initial_actions:\n" + broken)
+    )
+    [result] = convoeval.run(suite, judge="scripted", cache=False, store=False).results
+    assert result.execution_status == "execution_error"
+    assert result.error == "; ".join(
+        f"trial {n}: initial_actions: book_flight failed: KeyError: 'NOPE'" for n in (0, 1)
+    )
+    assert not server.requests

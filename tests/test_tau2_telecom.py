@@ -134,9 +134,17 @@ def test_what_tau_reward_cannot_grade_is_left_out_or_refused(cli, domain: Path) 
     )
     assert code == 2 and err.startswith(f"error: {path}:{line}: info.agent_info.implementation: 'llm_agent_solo'"), err
 
-    # a live run cannot start a task from its initial actions, nor make the user act
+
+def test_a_live_import_keeps_telecom_tasks_with_their_initial_actions_on_the_test(cli, domain: Path) -> None:
     code, out, err = cli("import", "tau2", RESULTS / "telecom-gpt-4.1.json", "-o", domain / "live.eval.yaml")
-    assert code == 2 and "initial_state.initialization_actions (a live run" in err, err
+    assert code == 0 and "3 test(s) written" in out, err
+    suite = load_suite(domain / "live.eval.yaml")
+    assert (suite.tools, suite.backend) == ("tools.py", "db.json")  # each trial's domain, both sides' tools
+    first = suite.tests[0]
+    assert [a.name for a in first.initial_actions][:2] == ["set_user_info", "turn_airplane_mode_on"]
+    [reward] = first.assertions
+    assert reward.initial_actions is None  # the trial's backend's, which started from the test's
+    assert first.simulated_user is not None and first.transcripts is None
 
 
 @pytest.mark.parametrize(

@@ -278,6 +278,7 @@ def test_tau2_episode_over_its_step_or_error_limit_gets_zero(
     ScriptedUser(fake_openai, ["Please create a task Important Meeting for user_1."], stop="objective_met")
     details = reward_of(live(tau2 / "tau2.eval.yaml", f"{tau2 / 'agent.py'}:{agent}"))
     assert details["state_diff"] == []  # the task is created every time
+    assert details["final_state"] == "replayed"  # on the agent's own copy, not on the trial's backend
     assert (details["reward"], details["episode_end"]) == (reward, why)
 
 

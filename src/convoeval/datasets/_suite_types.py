@@ -94,6 +94,7 @@ class SuiteTest(TypedDict, total=False):
     success: list[JsonValue]
     failure: list[JsonValue]
     assertions: list[JsonObject]
+    initial_actions: list[JsonObject]
     policy: JsonObject
     execution: JsonObject
     metadata: JsonObject
@@ -129,6 +130,8 @@ class Suite(TypedDict, total=False):
     input: list[Message]
     policy: JsonObject
     execution: JsonObject
+    tools: str
+    backend: str
     tests: list[SuiteTest]
 
 

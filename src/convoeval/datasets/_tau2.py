@@ -22,10 +22,12 @@ calls failed; tau2-bench gives every other episode (max_steps, too_many_errors, 
 
 `ENV_ASSERTION` -> the `env_assertions` as the reward's (functions of the tools file run on the
 final state); `ACTION` -> the reference actions as `required_actions`; a basis without `DB`
-leaves the state uncompared (`compare_state: false`); `initial_state.initialization_actions`
--> `initial_actions`. Tasks a live run cannot play as tau2-bench does (initial actions, actions
-the user must make: telecom) and tasks tau-reward cannot grade at all (`initialization_data`,
-a `message_history`) are left out and listed in the suite's `metadata.skipped`.
+leaves the state uncompared (`compare_state: false`). The suite's `tools`/`backend` are the
+domain each trial plays on: the agent's tools and the simulated user's (`USER_TOOLS`, tau2's
+telecom user acting on its phone) act on one copy of the backend, which starts from the task's
+`initial_state.initialization_actions` (the test's `initial_actions`; the reward replays from
+them too). Tasks tau-reward cannot grade (`initialization_data`, a `message_history`) are left
+out and listed in the suite's `metadata.skipped`.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def import_tau2_tasks(
         if reason:
             skipped.append({"id": str(task.get("id")), "reason": reason})
             continue
-        test, domain = task_test(task, tools, backend, where)
+        test, domain = task_test(task, tools, backend, where, live=True)
         domains.add(domain)
         tests.append(test)
     if not tests:
@@ -97,6 +99,8 @@ def import_tau2_tasks(
         "(the final database and the required outputs match; the judged assertions hold where tau2 counts them)",
         "metadata": {"source": source.name, "imported_by": "convoeval import tau-bench", "licence": "MIT (tau2-bench)"},
         "execution": {"threshold": 1.0},
+        "tools": tools,  # each trial's domain: the agent's and the user's tools on one copy of the backend
+        "backend": backend,
     }
     policy_file = policy or source.parent / "policy.md"
     if policy is not None or policy_file.is_file():
@@ -109,9 +113,8 @@ def import_tau2_tasks(
     return suite
 
 
-def unsupported(task: JsonObject, where: str, *, recorded: bool = False) -> str | None:
-    """Why tau-reward cannot grade `task` as tau2-bench does (None: it can); a live run
-    (`recorded` False) cannot play a task whose user must act or whose state starts changed."""
+def unsupported(task: JsonObject, where: str) -> str | None:
+    """Why tau-reward cannot grade `task` as tau2-bench does (None: it can)."""
     state = task.get("initial_state") or {}
     if not isinstance(state, dict):
         raise DatasetError(f"{where}: initial_state: expected an object")
@@ -119,11 +122,6 @@ def unsupported(task: JsonObject, where: str, *, recorded: bool = False) -> str 
         if state.get(part):
             return f"initial_state.{part} (tau-reward starts from the backend and the initial actions only)"
     criteria = _criteria(task, where)
-    if not recorded:
-        if state.get("initialization_actions"):
-            return "initial_state.initialization_actions (a live run starts every task from the same backend)"
-        if any(isinstance(a, dict) and a.get("requestor") == "user" for a in as_list(criteria.get("actions"))):
-            return "actions the user makes (a live simulated user calls no tools)"
     other = [b for b in _basis(criteria, where) if b not in SUPPORTED]
     return f"reward_basis {', '.join(other)}" if other else None
 
@@ -141,8 +139,10 @@ def _basis(criteria: JsonObject, where: str) -> list[str]:
     return [b for b in basis if isinstance(b, str)]
 
 
-def task_test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[SuiteTest, str]:
-    """The task's test (a simulated user), and its domain ("" when the task names none)."""
+def task_test(task: JsonObject, tools: str, backend: str, where: str, *, live: bool = False) -> tuple[SuiteTest, str]:
+    """The task's test (a simulated user), and its domain ("" when the task names none). Its
+    initialization actions set up each trial's backend when `live` (the test's `initial_actions`,
+    which the reward starts from too), else only the reward's replay."""
     scenario = task.get("user_scenario")
     if not isinstance(scenario, dict) or "instructions" not in scenario:
         raise DatasetError(f"{where}: user_scenario needs instructions")
@@ -165,8 +165,9 @@ def task_test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[S
         reward["compare_state"] = False
     state = task.get("initial_state")
     initial = as_list(state.get("initialization_actions")) if isinstance(state, dict) else []
-    if initial:
-        reward["initial_actions"] = [_env_call(a, where, "initial_state.initialization_actions") for a in initial]
+    actions_before = [_env_call(a, where, "initial_state.initialization_actions") for a in initial]
+    if actions_before and not live:
+        reward["initial_actions"] = [*actions_before]
     if "ENV_ASSERTION" in basis:
         reward["env_assertions"] = [*assertions]
     if "ACTION" in basis:
@@ -174,6 +175,8 @@ def task_test(task: JsonObject, tools: str, backend: str, where: str) -> tuple[S
     reward["required_outputs"] = [*outputs]
     reward["ended_by"] = episode_end()
     test["assertions"] = [reward]
+    if actions_before and live:
+        test["initial_actions"] = actions_before
     nl: list[JsonValue] = [str(a) for a in as_list(criteria.get("nl_assertions"))]
     if nl and "NL_ASSERTION" in basis:
         test["success"] = nl

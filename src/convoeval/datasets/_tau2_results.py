@@ -19,7 +19,8 @@ only DB and COMMUNICATE; its newer retail tasks count NL_ASSERTION.)
 
 Telecom's tasks are graded as tau2 grades them: the user's recorded tool calls stay on the
 user's messages and are replayed through the user's tools (`USER_TOOLS` of the tools file),
-the task's `initial_state.initialization_actions` are the reward's `initial_actions`, and its
+the task's `initial_state.initialization_actions` are the reward's `initial_actions` (a live
+import puts them on the test instead, where they set each trial's backend up), and its
 reward basis decides what counts (`ENV_ASSERTION`: `env_assertions`; `ACTION`: the reference
 actions as `required_actions`; no `DB`: the state is not compared). Tasks `import tau2` cannot
 grade (an `initial_state` with `initialization_data` or a `message_history`, a basis it does
@@ -168,7 +169,7 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
             raise DatasetError(
                 f"{lines.at(where)}: {where}.task_id: {simulation.task_id!r} is not among the file's tasks"
             )
-        reason = unsupported(task, _task_where(data, simulation.task_id, lines), recorded=True)
+        reason = unsupported(task, _task_where(data, simulation.task_id, lines))
         if reason is not None:
             skipped.setdefault(simulation.task_id, reason)
             continue

@@ -23,6 +23,7 @@ from ._base import (
     lookup_assertion_type,
     registered_assertion_classes,
 )
+from ._env_call import EnvCall
 from ._function import grader
 from ._panel import combine_scores
 
@@ -111,6 +112,7 @@ __all__ = [
     "combine_scores",
     "Domain",
     "DomainSession",
+    "EnvCall",
     "domain_file_problems",
     "Grade",
     "GradeContext",

@@ -24,8 +24,11 @@ A domain's tools are plain functions in a Python file or module named by `tools:
 `name(state, **arguments)` changing `state` (a dict) in place and returning its output. When
 the suite itself declares `tools:` and `backend:` (the agent acted on a live copy of the
 backend during the conversation), `backend`/`tools` may be left out here: the trial's final
-state is compared directly. The replay runs in a worker thread, so other conversations' turns (and
-their latencies) go on meanwhile.
+state is compared directly, when the trial's backend started from the same initial actions and
+exactly the episode's calls were made on it (the agent's and the simulated user's, in order; an
+agent that kept a state of its own did not act on it): `details.final_state` says `live`; else
+the calls are replayed (`replayed`), which reaches the same state. The replay runs in a worker
+thread, so other conversations' turns (and their latencies) go on meanwhile.
 
 Example (YAML, conversation level):
     assertions:
@@ -52,7 +55,7 @@ from ..results import AssertionOutcome, ToolCall
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type
 from ._cow import same_document
 from ._tau_backend import Domain, Side, domain_file_problems, load_document
-from ._tau_env import EnvAssertion, EnvCall, RequiredAction, assertion_results, describe, initial_state, replay
+from ._tau_env import EnvAssertion, EnvCall, RequiredAction, assertion_results, describe, replay
 from ._tau_episode import EpisodeEnd, episode_calls
 
 MAX_DIFFS = 10
@@ -118,10 +121,11 @@ class TauReward(Assertion):
         description="Compare the final state with the goal state (false: tau2-bench tasks whose reward basis "
         "has no DB, decided by `env_assertions` and `required_actions` instead).",
     )
-    initial_actions: list[EnvCall] = Field(
-        default_factory=list,
+    initial_actions: list[EnvCall] | None = Field(
+        None,
         description="Functions run on the backend, in order, before anything is replayed (tau2's "
-        "`initialization_actions`): the tools file's `ENV_FUNCTIONS`, or its tools.",
+        "`initialization_actions`): the tools file's `ENV_FUNCTIONS`, or its tools (default: the test's "
+        "`initial_actions`, those the trial's live backend started from).",
     )
     env_assertions: list[EnvAssertion] = Field(
         default_factory=list,
@@ -175,11 +179,16 @@ class TauReward(Assertion):
         # What the episode holds: up to its end (tau-bench takes the state when it ends).
         transcript = ctx.transcript if ending is None else ctx.transcript[: ending.messages]
         if ending is not None and ending.calls < len(calls):
-            calls, live = calls[: ending.calls], None
-        if self.initial_actions or any(side == "user" for side, _ in calls):
-            live = None  # the live backend had neither the initial actions nor the user's calls
-        start = initial_state(domain, self.initial_actions)
-        # The trial's live backend when the agent acted on it; else its recorded calls replayed.
+            calls = calls[: ending.calls]
+        session = ctx.domain
+        actions = self.initial_actions
+        if actions is None:  # the test's, which the trial's backend started from
+            actions = session.initial_actions if session is not None else []
+        start = domain.initial_state(actions)
+        # The trial's live backend when it started as the replay does and exactly the episode's
+        # calls (the agent's and the user's, in order) were made on it; else the calls replayed.
+        if live is not None and not (live.initial_actions == actions and live.made(calls)):
+            live = None
         actual = live.state if live is not None else replay(domain, start, calls)
         skipped: list[str] = []  # goal actions that failed and were left out
         if not self.compare_state:
@@ -239,6 +248,8 @@ class TauReward(Assertion):
                 **({"env_assertions_failed": unmet} if self.env_assertions else {}),
                 **({"required_actions_missing": not_made} if self.required_actions else {}),
                 "actions_replayed": len(calls),
+                "final_state": "live" if live is not None else "replayed",
+                **({"initial_actions": len(actions)} if actions else {}),
                 **({"goal_actions_failed": skipped} if skipped else {}),
                 **({} if ending is None else {"episode_ended": ended, "episode_end": ending.why}),
             },

@@ -11,7 +11,9 @@ functions' signatures. A domain loaded from files is read once per process (unti
 A domain whose user acts too (tau2-bench's telecom: the user's phone) names, in the same file,
 its user's tools as `USER_TOOLS = [names]` and the functions that are nobody's tools, run only to
 set a task's initial state or to check its final one, as `ENV_FUNCTIONS = [names]`: the
-agent's tools are the other public functions. All of them act on the one state.
+agent's tools are the other public functions. All of them act on the one state. A trial's
+session may start from a task's initial actions (`Domain.session(actions)`); the simulated user
+calls its tools on the same session as the agent calls its own (`DomainSession.call(..., side=)`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from .._paths import confined_file
 from ..errors import GraderError, RegistryError
 from ..results import ToolCall
 from ._cow import cow, fork
+from ._env_call import EnvCall
 
 #: Domains read from files: (tools, backend, folder, file times) -> Domain.
 _LOADED: dict[tuple[str, str, str, tuple[int, ...]], Domain] = {}
@@ -85,13 +88,40 @@ class Domain:
         agent, user, env = load_sides(tools, base_dir)
         return cls(agent, initial, user_functions=user, env_functions=env)
 
-    def specs(self) -> list[dict[str, JsonValue]]:
-        """The tools as OpenAI `tools` entries (parameters from each signature, `state` left out)."""
-        return [_spec(name, fn) for name, fn in self.functions.items()]
+    def specs(self, side: Side = "assistant") -> list[dict[str, JsonValue]]:
+        """A side's tools as OpenAI `tools` entries (parameters from each signature, `state` left out)."""
+        return [_spec(name, fn) for name, fn in (self.user_functions if side == "user" else self.functions).items()]
 
-    def session(self) -> DomainSession:
-        """A fresh (copy-on-write) copy of the state for one trial."""
-        return DomainSession(self, cow(self.initial))
+    def function(self, name: str, field: str) -> Tool:
+        """An environment function, or else a tool of either side, by name (`field` names the
+        list that calls it, for the error)."""
+        fn = self.env_functions.get(name) or self.functions.get(name) or self.user_functions.get(name)
+        if fn is None:
+            raise GraderError(f"{field}: no function {name!r} in the tools module (ENV_FUNCTIONS or a tool)")
+        return fn
+
+    def initial_state(self, actions: list[EnvCall]) -> object:
+        """A fresh (copy-on-write) copy of the initial state after a task's `actions`, run in order.
+
+        Raises:
+            GraderError: an action names no function, or fails (the task is broken).
+        """
+        state = cow(self.initial)
+        for action in actions:
+            fn = self.function(action.name, "initial_actions")
+            try:
+                fn(state, **action.arguments)
+            except Exception as exc:
+                raise GraderError(f"initial_actions: {action.name} failed: {type(exc).__name__}: {exc}") from None
+        return state
+
+    def session(self, actions: list[EnvCall] | None = None) -> DomainSession:
+        """One trial's copy of the state, after the task's initial `actions`.
+
+        Raises:
+            GraderError: an initial action names no function, or fails.
+        """
+        return DomainSession(self, self.initial_state(actions or []), initial_actions=list(actions or []))
 
     def replay(
         self,
@@ -136,20 +166,32 @@ class Domain:
 
 @dataclass
 class DomainSession:
-    """One trial's copy of the backend, changed by the tool calls the agent makes."""
+    """One trial's copy of the backend: started from `initial_actions`, changed by the tool
+    calls the agent and the user make (`calls`, in order; `sides[i]` made call i)."""
 
     domain: Domain
     state: object
     calls: list[ToolCall] = field(default_factory=list)
+    initial_actions: list[EnvCall] = field(default_factory=list)
+    sides: list[Side] = field(default_factory=list)
 
-    async def call(self, call: ToolCall) -> ToolCall:
-        """Run one tool call on this trial's state; a failing call changes nothing and its
-        error is what the agent sees."""
+    async def call(self, call: ToolCall, side: Side = "assistant") -> ToolCall:
+        """Run one tool call of `side` (through its tools) on this trial's state; a failing
+        call changes nothing and its error is what the caller sees."""
         started = time.perf_counter()
-        self.state, done = self.domain.apply(self.state, call)
+        self.state, done = self.domain.apply(self.state, call, side=side)
         result = call.model_copy(update={**done, "duration_ms": round((time.perf_counter() - started) * 1000, 3)})
         self.calls.append(result)
+        self.sides.append(side)
         return result
+
+    def made(self, calls: list[tuple[Side, ToolCall]]) -> bool:
+        """Whether these calls (an episode's, from its transcript) are exactly the ones made on
+        this session, in order: then its state is the one a replay of them would reach."""
+        return len(calls) == len(self.calls) and all(
+            side == mine and call.name == done.name and call.arguments == done.arguments
+            for (side, call), mine, done in zip(calls, self.sides, self.calls, strict=True)
+        )
 
 
 def _file_times(base_dir: Path, *names: str) -> tuple[int, ...]:

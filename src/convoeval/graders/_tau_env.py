@@ -4,8 +4,8 @@ src/tau2/environment/environment.py `set_state`, `run_env_assertion`;
 src/tau2/evaluator/evaluator_env.py, evaluator_action.py; src/tau2/data_model/tasks.py `Action`).
 
 - `initial_actions`: environment functions (the tools file's `ENV_FUNCTIONS`, or its tools) run
-  in order on the initial state before anything is replayed; one that fails makes the task
-  broken (tau2 raises then too).
+  in order on the initial state before anything is replayed (`Domain.initial_state`); one that
+  fails makes the task broken (tau2 raises then too).
 - the episode's calls are replayed in the transcript's order, the agent's through the agent's
   tools and the user's through the user's (`USER_TOOLS`); a call to a tool its side lacks, or
   one that fails, changes nothing (tau2's replay skips an unknown tool; a failing call's error is
@@ -24,17 +24,11 @@ from pydantic import ConfigDict, Field
 from .._base_model import Model
 from ..results import ToolCall
 from ._base import GraderError
-from ._cow import cow, fork
-from ._tau_backend import Domain, Side, Tool
+from ._cow import fork
+from ._env_call import EnvCall
+from ._tau_backend import Domain, Side
 
-
-class EnvCall(Model):
-    """A call of an environment function: `name(state, **arguments)`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    arguments: dict[str, object] = Field(default_factory=dict)
+__all__ = ["EnvAssertion", "EnvCall", "RequiredAction", "assertion_results", "describe", "replay"]
 
 
 class EnvAssertion(EnvCall):
@@ -67,25 +61,6 @@ class RequiredAction(Model):
         return made == wanted
 
 
-def _function(domain: Domain, name: str, field: str) -> Tool:
-    fn = domain.env_functions.get(name) or domain.functions.get(name) or domain.user_functions.get(name)
-    if fn is None:
-        raise GraderError(f"{field}: no function {name!r} in the tools module (ENV_FUNCTIONS or a tool)")
-    return fn
-
-
-def initial_state(domain: Domain, actions: list[EnvCall]) -> object:
-    """The domain's initial state after the task's `initial_actions`."""
-    state = cow(domain.initial)
-    for action in actions:
-        fn = _function(domain, action.name, "initial_actions")
-        try:
-            fn(state, **action.arguments)
-        except Exception as exc:
-            raise GraderError(f"initial_actions: {action.name} failed: {type(exc).__name__}: {exc}") from None
-    return state
-
-
 def replay(domain: Domain, state: object, calls: list[tuple[Side, ToolCall]]) -> object:
     """The state after the episode's calls, each through its side's tools."""
     for side, call in calls:
@@ -98,7 +73,7 @@ def assertion_results(domain: Domain, state: object, assertions: list[EnvAsserti
     state = fork(state)
     held = []
     for assertion in assertions:
-        fn = _function(domain, assertion.name, "env_assertions")
+        fn = domain.function(assertion.name, "env_assertions")
         try:
             result = fn(state, **assertion.arguments)
         except Exception as exc:

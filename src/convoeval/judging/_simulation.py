@@ -17,14 +17,14 @@ when asked, and never plays, evaluates or helps the agent.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import ConfigDict, JsonValue, StrictBool, StrictStr, model_validator
+from pydantic import ConfigDict, Field, JsonValue, StrictBool, StrictStr, field_validator, model_validator
 
 from .._base_model import Model
-from ..results import Message
+from ..results import Message, ToolCall
 from ._format import clip, format_data, format_transcript
 from ._schemas import CriterionAnswer, KeyedAnswer, keyed_model, keyed_schema, verdict_schema
 
@@ -73,31 +73,85 @@ def _plain(value: object) -> str:
     return value if isinstance(value, str) else (format_data(value) or "")
 
 
-def user_step_schema() -> dict[str, JsonValue]:
-    """`{"message": string, "stop": boolean, "stop_reason": none|objective_met|objective_impossible}`."""
-    return {
-        "type": "object",
-        "properties": {
-            "message": {"type": "string"},
-            "stop": {"type": "boolean"},
-            "stop_reason": {"type": "string", "enum": ["none", "objective_met", "objective_impossible"]},
-        },
-        "required": ["message", "stop", "stop_reason"],
-        "additionalProperties": False,
+def user_step_schema(tools: Sequence[Mapping[str, object]] = ()) -> dict[str, JsonValue]:
+    """`{"message": string, "stop": boolean, "stop_reason": none|objective_met|objective_impossible}`,
+    and with `tools` (OpenAI `tools` entries: the user's own) `"tool_calls": [{"name", "arguments"}]`."""
+    properties: dict[str, JsonValue] = {
+        "message": {"type": "string"},
+        "stop": {"type": "boolean"},
+        "stop_reason": {"type": "string", "enum": ["none", "objective_met", "objective_impossible"]},
     }
+    required: list[JsonValue] = ["message", "stop", "stop_reason"]
+    if tools:
+        call: dict[str, JsonValue] = {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "enum": [tool_name(t) for t in tools]},
+                "arguments": {"type": "string", "description": "The arguments: a JSON object, as text."},
+            },
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        properties["tool_calls"] = {"type": "array", "items": call}
+        required.append("tool_calls")
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def tool_name(spec: Mapping[str, object]) -> str:
+    """The function name of an OpenAI `tools` entry."""
+    function = spec.get("function")
+    return str(function.get("name", "")) if isinstance(function, dict) else ""
+
+
+def _tool_lines(tools: Sequence[Mapping[str, object]]) -> str:
+    lines = []
+    for spec in tools:
+        function = spec.get("function")
+        function = function if isinstance(function, dict) else {}
+        parameters = function.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, dict) else None
+        names = ", ".join(properties) if isinstance(properties, dict) else ""
+        lines.append(f"- {tool_name(spec)}({names}): {function.get('description', '')}")
+    return "\n".join(lines)
+
+
+class UserToolCall(Model):
+    """A call the simulated user makes on one of its own tools (`arguments`: a JSON object,
+    written as text in the answer: a strict schema allows no free-form object)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: StrictStr
+    arguments: dict[str, JsonValue]
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _decoded(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value) if value.strip() else {}
+        except ValueError:
+            raise ValueError("arguments: expected a JSON object written as text") from None
 
 
 class UserStep(Model):
-    """A simulated user's answer: its next message, or a stop with the reason."""
+    """A simulated user's answer: its next message, or a stop with the reason, or calls of its
+    own tools (then the message and the stop are not used: it answers again once it has seen
+    their results, as tau2-bench's user does)."""
 
     model_config = ConfigDict(extra="forbid")
 
     message: StrictStr
     stop: StrictBool
     stop_reason: StepReason
+    tool_calls: list[UserToolCall] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _reason_with_stop(self) -> UserStep:
+        if self.tool_calls:
+            self.stop, self.stop_reason = False, "none"
+            return self
         if self.stop and self.stop_reason == "none":
             raise ValueError("stop is true: stop_reason must be objective_met or objective_impossible")
         if not self.stop:
@@ -105,8 +159,15 @@ class UserStep(Model):
         return self
 
 
-def user_step_messages(persona: Persona, transcript: Sequence[Message], *, opening: bool) -> list[dict[str, str]]:
-    """The prompt of one user step: persona, objective, knowledge, stop rules, the conversation."""
+def user_step_messages(
+    persona: Persona,
+    transcript: Sequence[Message],
+    *,
+    opening: bool,
+    tools: Sequence[Mapping[str, object]] = (),
+) -> list[dict[str, str]]:
+    """The prompt of one user step: persona, objective, knowledge, stop rules, the user's own
+    tools (when it has some), the conversation (with its tool calls and their results)."""
     stop_rules = [
         "objective_met: the agent has done what you want (or clearly confirmed it will be done)",
         "objective_impossible: the agent has clearly and finally said it cannot be done",
@@ -117,7 +178,17 @@ def user_step_messages(persona: Persona, transcript: Sequence[Message], *, openi
         "Stop (stop: true) only when one of these holds, and say which in stop_reason:\n"
         + "\n".join(f"- {rule}" for rule in stop_rules),
     ]
+    if tools:
+        sections.append(
+            "You have tools of your own (on your own device or account; the agent cannot use them):\n"
+            + _tool_lines(tools)
+            + '\nTo use them, list the calls in `tool_calls` (`arguments`: a JSON object as text, "{}" for '
+            "none) and leave `message` empty: you will see their results and answer again. The agent does not "
+            "see your calls; tell it what you did or saw. With no call to make, `tool_calls` is []."
+        )
     if opening:
+        if any(m.tool_calls for m in transcript if m.role == "user"):  # it used its tools before speaking
+            sections.append("What you did on your tools so far:\n" + _as_user_view(transcript))
         sections.append(
             "The conversation has not started. Write your first message to the agent "
             '(stop: false, stop_reason: "none").'
@@ -125,19 +196,28 @@ def user_step_messages(persona: Persona, transcript: Sequence[Message], *, openi
     else:
         sections.append("The conversation so far (you are `user`, the agent is `agent`):\n" + _as_user_view(transcript))
         sections.append("Write your next message as the user. If you stop, `message` may be a short goodbye or empty.")
+    calls = ', "tool_calls": [{"name": "...", "arguments": "{...}"}]' if tools else ""
     sections.append(
         'Answer with JSON: {"message": "...", "stop": true|false, '
-        '"stop_reason": "none"|"objective_met"|"objective_impossible"}'
+        f'"stop_reason": "none"|"objective_met"|"objective_impossible"{calls}}}'
     )
     return [{"role": "system", "content": USER_SYSTEM}, {"role": "user", "content": "\n\n".join(sections)}]
 
 
 def _as_user_view(transcript: Sequence[Message]) -> str:
     shown = []
-    for message in transcript:  # the user sees what was said, not the agent's tools or system prompt
-        if message.role in ("user", "assistant"):
+    for message in transcript:  # the user sees what was said and its own tools, not the agent's tools
+        if message.role == "user" and message.tool_calls:  # its own calls, with their results
+            shown += [f"user (your tool call): {_call_line(call)}" for call in message.tool_calls]
+        elif message.role in ("user", "assistant"):
             shown.append(f"{'user' if message.role == 'user' else 'agent'}: {clip(message.content)}")
     return "\n".join(shown) or "(nothing yet)"
+
+
+def _call_line(call: ToolCall) -> str:
+    arguments = ", ".join(f"{k}={json.dumps(v, default=str)}" for k, v in call.arguments.items())
+    result = f"error: {call.error}" if call.error is not None else format_data(call.output) or "(no output)"
+    return f"{call.name}({arguments}) -> {clip(result)}"
 
 
 # -- scenario criteria ------------------------------------------------------------------

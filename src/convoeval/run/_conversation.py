@@ -64,7 +64,7 @@ class TrialContext:
     turns: TurnSource | None = None  # default: `turn_source(plan, ctx)`
     workdir: str | None = None  # the conversation's working directory, for agent targets
     files_before: dict[str, str] | None = None  # the workspace as it was made (for `file_changes`)
-    domain: DomainSession | None = None  # this trial's copy of the suite's backend
+    domain: DomainSession | None = None  # this trial's copy of the suite's backend (default: a fresh one)
     simulator: Target | None = None  # the model playing a simulated user (default: none)
     may_continue: Callable[[], bool] | None = None  # False once the run's budget is spent
     events: JobEvents | None = None  # told of each graded turn (as `job`'s test at `position`)
@@ -114,7 +114,7 @@ class Conversation:
     end_session: Callable[[str], Awaitable[None]] | None = None  # the target's, read once a trial
 
     def __post_init__(self) -> None:
-        self.chat = [m.to_chat() for m in self.transcript if m.source != "tool"]
+        self.chat = [m.to_chat() for m in self.transcript if sent(m)]
 
     @property
     def session_kind(self) -> SessionKind:
@@ -174,7 +174,7 @@ class Conversation:
                     return False
                 break
         self.transcript.extend(new)
-        self.chat.extend(m.to_chat() for m in new if m.source != "tool")
+        self.chat.extend(m.to_chat() for m in new if sent(m))
         history = window(self.transcript, self.plan.window_size)
         reply = await self._send(number, new)
         if reply is None:
@@ -227,7 +227,7 @@ class Conversation:
 
     async def _send(self, number: int, new: list[Message]) -> ChatReply | None:
         if self.mode == "resume" and self.session_id is not None:
-            messages = [m.to_chat() for m in new]
+            messages = [m.to_chat() for m in new if sent(m)]
         else:
             messages = [dict(m) for m in self.chat]  # each request's own: a target may change them
         request = ChatRequest(
@@ -293,16 +293,17 @@ class Conversation:
 
 async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     """Run one trial; with a `workspace:`, in a folder of its own that lives across all turns;
-    with the suite's `tools:`, on a copy of its backend of its own; with a `transcript:`,
-    replaying its replies (no target is called)."""
+    with the suite's `tools:`, on a copy of its backend of its own (after the test's
+    `initial_actions`; `ctx.domain` when given); with a `transcript:`, replaying its replies
+    (no target is called)."""
     if plan.recorded is not None:
         ctx = replace(ctx, target=RecordedReplies(plan.recorded, ctx.target.name))
     try:
         domain = plan.domain()
+        if domain is not None and ctx.domain is None:  # from the test's initial actions
+            ctx = replace(ctx, domain=domain.session(plan.test.initial_actions))
     except GraderError as exc:
         return TrialResult.not_run(ctx.trial, str(exc))
-    if domain is not None:
-        ctx = replace(ctx, domain=domain.session())
     if plan.workspace is None:
         return await play(plan, ctx)
     try:
@@ -355,6 +356,12 @@ async def play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     for step in steps:
         step.adjust(result, convo)
     return result
+
+
+def sent(message: Message) -> bool:
+    """Whether the target sees `message`: not a tool call's record, nor a simulated user's own
+    tool calls (its turn on its tools, as tau2-bench's telecom user acts on its phone)."""
+    return message.source != "tool" and not (message.role == "user" and message.tool_calls)
 
 
 def _turn_tool_calls(budget: Budget | None) -> int | None:

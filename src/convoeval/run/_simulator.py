@@ -17,6 +17,14 @@ without a model:
 `SimulatedTurns` is the turn source of a test with `simulated_user:`: the scripted `turns`
 first, then one simulator step per turn until the simulator stops, `max_turns` simulated
 turns were sent, the target fails, or the run's budget is spent. It records why it stopped.
+
+A user with tools of its own (the suite's domain lists them in `USER_TOOLS`: tau2-bench's
+telecom user acts on its phone) may answer a step with calls of them instead of a message:
+they run on the trial's domain session, the one the agent's tools act on, and the simulator is
+asked again, seeing their results, until it writes a message or stops (at most
+`MAX_TOOL_ROUNDS` rounds a turn), as tau2-bench's user simulator does. Each round is a user
+message of its own with the calls and their results (`tool_calls`, empty text): kept in the
+transcript (tau-reward replays it, tau2's step count counts it) but never sent to the agent.
 """
 
 from __future__ import annotations
@@ -26,16 +34,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from pydantic import JsonValue
+
 from .._text import shorten
 from ..graders import Assertion
 from ..judging import JudgeError, JudgeSession, Persona, UserStep, user_step_messages, user_step_schema
 from ..registry import lookup, names, register
-from ..results import Message, StopReason, TrialResult, Usage
+from ..results import Message, StopReason, ToolCall, TrialResult, Usage
 from ..spec import SimulatedUser
 from ..targets import Target
 from ._plan import TurnPlan
 
 if TYPE_CHECKING:
+    from ..graders import DomainSession
     from ._conversation import Conversation
 
 #: A line that speaks for someone other than the user.
@@ -48,10 +59,16 @@ class SimulatorError(Exception):
     """The simulated user failed or broke its role (the reason is shown in the result)."""
 
 
+#: Rounds of tool calls a simulated user may make before it writes a message (more: it broke its role).
+MAX_TOOL_ROUNDS = 10
+
+
 @runtime_checkable
 class Simulator(Protocol):
     """What plays the user: built with `(config, model, trial)` and registered under kind
-    `simulator` (`simulated_user.type` names it; `llm` is `UserSimulator`)."""
+    `simulator` (`simulated_user.type` names it; `llm` is `UserSimulator`). One with a `tools`
+    attribute gets the user's own tools (OpenAI `tools` entries) there before its first step;
+    its steps may then call them (`UserStep.tool_calls`)."""
 
     usage: Usage
     cost_usd: float
@@ -59,6 +76,13 @@ class Simulator(Protocol):
     async def step(self, transcript: list[Message]) -> UserStep:
         """The user's next message (or a stop) after `transcript`; raises SimulatorError."""
         ...
+
+
+@runtime_checkable
+class ToolUser(Protocol):
+    """A simulator that can call the user's own tools (given as OpenAI `tools` entries)."""
+
+    tools: list[dict[str, JsonValue]]
 
 
 @dataclass
@@ -74,6 +98,7 @@ class UserSimulator:
     config: SimulatedUser
     model: Target
     trial: int = 0
+    tools: list[dict[str, JsonValue]] = field(default_factory=list)  # the user's own tools
     session: JudgeSession = field(init=False)
 
     def __post_init__(self) -> None:
@@ -106,12 +131,17 @@ class UserSimulator:
             SimulatorError: the call failed, the answer did not parse after a re-ask, or the
                 message breaks the role.
         """
-        opening = not any(m.role == "assistant" for m in transcript) and not any(m.role == "user" for m in transcript)
-        messages = user_step_messages(self.persona, transcript, opening=opening)
+        said = [m for m in transcript if m.role == "assistant" or (m.role == "user" and not m.tool_calls)]
+        opening = not said
+        messages = user_step_messages(self.persona, transcript, opening=opening, tools=self.tools)
         try:
-            answer: UserStep = await self.session.ask(messages, user_step_schema(), UserStep, name="user_step")
+            answer: UserStep = await self.session.ask(
+                messages, user_step_schema(self.tools), UserStep, name="user_step"
+            )
         except JudgeError as exc:
             raise SimulatorError(str(exc).replace("judge", "simulator")) from None
+        if answer.tool_calls:  # its own tools: it speaks once it has seen what they did
+            return answer
         if opening and answer.stop:
             raise SimulatorError("role break: stopped before saying anything")
         problem = role_break(answer.message, transcript, self.config.knowledge, stopping=answer.stop)
@@ -170,6 +200,7 @@ class SimulatedTurns:
         assertions: what grades each simulated turn (the test's and suite's `turn_assertions`).
         trial: the trial index.
         may_continue: asked before each simulator step; False stops with `budget_exhausted`.
+        domain: the trial's domain session: the user's own tools (`USER_TOOLS`) run on it.
     """
 
     def __init__(
@@ -181,8 +212,11 @@ class SimulatedTurns:
         *,
         trial: int = 0,
         may_continue: Callable[[], bool] | None = None,
+        domain: DomainSession | None = None,
     ):
         self.scripted = list(scripted)
+        self.domain = domain
+        self.calls: list[Message] = []  # the user's tool calls not yet in the transcript
         self.config = config
         self.simulator: Simulator | None = None
         self.error: str | None = None
@@ -191,6 +225,8 @@ class SimulatedTurns:
             self.error = f"simulator: unknown simulator {config.type!r} (known: {', '.join(names('simulator'))})"
         elif model is not None:
             self.simulator = factory(config, model, trial)
+            if domain is not None and domain.domain.user_functions and isinstance(self.simulator, ToolUser):
+                self.simulator.tools = domain.domain.specs("user")
         self.assertions = list(assertions)
         self.may_continue = may_continue
         self.sent_scripted = 0
@@ -215,7 +251,7 @@ class SimulatedTurns:
             )
             return self._stop("simulator_error")
         try:
-            step = await self.simulator.step(convo.transcript)
+            step = await self._step(convo)
         except SimulatorError as exc:
             self.error = f"simulator: {exc}"
             return self._stop("simulator_error")
@@ -223,6 +259,25 @@ class SimulatedTurns:
             self.goodbye = step.message.strip() or None
             return self._stop("objective_met" if step.stop_reason == "objective_met" else "objective_impossible")
         return self._turn(step.message.strip())
+
+    async def _step(self, convo: Conversation) -> UserStep:
+        """The simulator's next message or stop, after the rounds of calls it makes on its own
+        tools first (kept in `self.calls` until they join the transcript)."""
+        assert self.simulator is not None
+        for rounds in range(MAX_TOOL_ROUNDS + 1):
+            step = await self.simulator.step([*convo.transcript, *self.calls])
+            if not step.tool_calls:
+                return step
+            if rounds == MAX_TOOL_ROUNDS:
+                break  # its calls are not run
+            if self.domain is None or not self.domain.domain.user_functions:
+                raise SimulatorError("role break: called tools, but the suite's domain gives the user none")
+            made = [
+                await self.domain.call(ToolCall(name=c.name, arguments=c.arguments), side="user")
+                for c in step.tool_calls
+            ]
+            self.calls.append(Message(role="user", content="", source="simulator", tool_calls=made))
+        raise SimulatorError(f"role break: {MAX_TOOL_ROUNDS} rounds of tool calls without a message")
 
     def unsent(self) -> list[TurnPlan]:
         return self.scripted[self.sent_scripted :]
@@ -233,6 +288,8 @@ class SimulatedTurns:
         self.target_failed = convo.error is not None
         if self.stop_reason is None and self.target_failed:
             self.stop_reason = "target_error"
+        convo.transcript += self.calls  # calls made before a stop (or a failure) happened too
+        self.calls = []
         if self.goodbye:
             convo.transcript.append(Message(role="user", content=self.goodbye, source="simulator"))
 
@@ -258,9 +315,11 @@ class SimulatedTurns:
             result.error = "the run's --max-cost budget was reached during the conversation"
 
     def _turn(self, text: str) -> TurnPlan:
+        """The user's message, after its own tool calls (which the agent is not sent)."""
         self.simulated += 1
+        calls, self.calls = self.calls, []
         return TurnPlan(
-            messages=[Message(role="user", content=text, source="simulator")], assertions=list(self.assertions)
+            messages=[*calls, Message(role="user", content=text, source="simulator")], assertions=list(self.assertions)
         )
 
     def _stop(self, reason: StopReason) -> TurnPlan | None:

@@ -89,6 +89,7 @@ class SimulatedUserStep(TrialStep):
             plan.turn_assertions,
             trial=ctx.trial,
             may_continue=ctx.may_continue,
+            domain=ctx.domain,
         )
 
         self.playing = ctx.turns is None  # a source given to the trial plays instead

@@ -234,6 +234,7 @@ class _SuiteLoad:
                 self.checker.add(("tests",), "must contain at least one test")
             self.checker.check_suite(data)
             tests.check_links(data.get("execution"))
+            tests.check_domain(data.get("tools"))
             modes = {conversation for conversation in (False, True) if tests.modes[conversation]}
             self.checker.check_suite_assertion_levels(data, modes)
         shown = {**data, "tests": [] if tests is _NO_TESTS or isinstance(tests, SuiteTests) else tests}

@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from .._base_model import Model
-from ..graders import Assertion
+from ..graders import Assertion, EnvCall
 from ..judging import Policy
 from ..results import Message, Source, StopReason
 from ._agentv import json_text
@@ -342,6 +342,12 @@ class Test(Strict):
         "when it grades a simulated user's stored conversation again.",
     )
     workspace: Workspace | None = Field(None, description="A working directory kept across the turns of a trial.")
+    initial_actions: list[EnvCall] = Field(
+        default_factory=list,
+        description="Functions of the suite's `tools:` run in order on each trial's copy of its `backend` before "
+        "the first turn (tau2-bench's `initialization_actions`): the agent's and the simulated user's tools "
+        "start from that state, and `tau-reward` replays from it.",
+    )
     verify: Verify | None = Field(None, description="A command run after each turn; exit 0 stops early with success.")
     budget: Budget | None = Field(None, description="Tool-call, time, token and cost limits per turn / conversation.")
     hints: list[str] = Field(

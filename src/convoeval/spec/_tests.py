@@ -65,6 +65,7 @@ class SuiteTests:
         self.ids: dict[str, tuple[int, int, str]] = {}  # test id -> (index, line and file of its id)
         self.links: list[_Links] = []
         self.modes: list[int] = [0, 0]  # tests that are single-turn, conversations
+        self.set_up: list[tuple[int, Problem]] = []  # (index, where) of each test's `initial_actions`
 
     # -- reading ------------------------------------------------------------------------
     def add(self, value: object, lines: LineMap, index: int, *, includes: bool = True) -> None:
@@ -149,6 +150,10 @@ class SuiteTests:
             or any(k in test for k in SIMULATED_USER_KEYS)
         )
         self.modes[conversation] += 1
+        if test.get("initial_actions"):
+            self.set_up.append(
+                (index, lines.problem((*path, "initial_actions"), field_path((*path, "initial_actions")), ""))
+            )
         test_id = test.get("id")
         if isinstance(test_id, str) and test_id:
             id_file, line = lines.locate((*path, "id"))
@@ -190,6 +195,7 @@ class SuiteTests:
         del self.links[links:]
         del self.problems[problems:]
         self.modes = modes
+        self.set_up = [(index, where) for index, where in self.set_up if index < count]
         self.ids = {k: v for k, v in self.ids.items() if v[0] < count}
 
     # -- across tests -------------------------------------------------------------------
@@ -213,6 +219,12 @@ class SuiteTests:
             assert first.deps_at is not None
             self._at(first.deps_at, "dependency cycle: " + " -> ".join(cycle))
         self._check_targets(suite_execution)
+
+    def check_domain(self, suite_tools: object) -> None:
+        """A test's `initial_actions` set up the suite's domain: the suite must declare one."""
+        if suite_tools is None:
+            for _, where in self.set_up:
+                self._at(where, "needs the suite's `tools:` (and `backend:`): the domain whose backend they set up")
 
     def _check_targets(self, suite_execution: object) -> None:
         suite_targets = targets_of(suite_execution) if isinstance(suite_execution, dict) else None
