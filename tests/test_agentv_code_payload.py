@@ -5,18 +5,27 @@ with JSON-object content kept, `input_files` the attachments, and no `answer` (m
 `examples/contract/scripts/check-script-grader-payload.ts`). convoeval's own suites keep
 convoeval's shape (`output` the list of messages, `answer`, `expected_output` text).
 
-Real `convoeval run` on a real program that records what it read.
+Real `convoeval run` on a real program that records what it read; then that record on the stdin
+of a grader written with AgentV's real SDK (tests/agentv_sdk.py), which validates it with its zod
+schema (`CodeGraderInputSchema`, v5's `ScriptGraderInputSchema`) before the grader sees it.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import convoeval
 
-from .conftest import write
+from .agentv_sdk import NEWEST, node_path
+from .conftest import REPO, write
+
+BUN = shutil.which("bun", path=str(REPO / ".tools" / "node_modules" / ".bin")) or shutil.which("bun")
 
 RECORDER = """\
 import json, pathlib, sys
@@ -75,3 +84,77 @@ def test_a_convoeval_code_grader_keeps_convoevals_payload(tmp_path: Path) -> Non
     assert [(m["role"], m["content"]) for m in seen["output"]] == [("assistant", reply)]
     assert seen["answer"] == seen["output_text"] == reply
     assert json.loads(seen["expected_output"]) == {"invoice": "INV-7", "total": 100}
+
+
+#: A grader written with AgentV's SDK that reports what the SDK gave it (v5's result, which v4.42's
+#: schema reads as `score` and `details`).
+SDK_GRADER = """\
+import { defineCodeGrader } from 'PACKAGE';
+
+export default defineCodeGrader((input) => ({
+  pass: true,
+  score: 1,
+  reason: 'read',
+  details: {
+    output: input.output,
+    expected: input.expectedOutput,
+    roles: input.messages.map((m) => m.role),
+    inputFiles: input.inputFiles,
+    criteria: input.criteria,
+    tokenUsage: input.tokenUsage ?? null,
+  },
+}));
+"""
+
+
+def _through_sdk(tag: str, package: str, payload: dict, folder: Path) -> tuple[int, dict]:
+    """Exit status and printed JSON of SDK_GRADER run with `tag`'s SDK on `payload`."""
+    grader = write(folder / "grader.ts", SDK_GRADER.replace("PACKAGE", package))
+    env = {"PATH": str(Path(BUN or "bun").parent), "NODE_PATH": node_path(tag, folder)}
+    ran = subprocess.run(
+        [BUN or "bun", "run", str(grader)],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    return ran.returncode, json.loads(ran.stdout)
+
+
+@pytest.mark.skipif(BUN is None, reason="bun is not installed (.ci/run installs it under .tools/)")
+@pytest.mark.parametrize(
+    ("tag", "package"), [(NEWEST, "@agentv/sdk"), ("main-58f316c", "agentv"), ("v4.42.4", "@agentv/sdk")]
+)
+def test_agentvs_sdk_accepts_what_convoeval_sends(tag: str, package: str, tmp_path: Path) -> None:
+    """The newest SDKs' schemas accept convoeval's payload and give the grader each field as sent."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    seen = _seen(tmp_path / "evals")
+    code, printed = _through_sdk(tag, package, seen, tmp_path / "sdk")
+    assert code == 0, printed
+    details = printed["details"]
+    assert details["output"] == seen["output"] == '{"invoice": "INV-7", "total": 100}'
+    assert details["expected"] == [{"role": "assistant", "content": {"invoice": "INV-7", "total": 100}}]
+    assert details["roles"] == ["user", "assistant"]
+    assert details["inputFiles"] == seen["input_files"] and details["criteria"] == ""
+    assert details["tokenUsage"] == (
+        {"input": seen["token_usage"]["input"], "output": seen["token_usage"]["output"]}
+        if seen["token_usage"]
+        else None
+    )
+
+
+@pytest.mark.skipif(BUN is None, reason="bun is not installed (.ci/run installs it under .tools/)")
+def test_agentv_v4_15_sdk_refuses_a_text_output(tmp_path: Path) -> None:
+    """`@agentv/eval` 4.15.0 wants `output` as messages (and message content as text or blocks):
+    its schema refuses convoeval's payload there, and only there (test_agentv_compat's OLD_SDK)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    seen = _seen(tmp_path / "evals")
+    code, printed = _through_sdk("v4.15.0", "@agentv/eval", seen, tmp_path / "sdk")
+    [failed] = printed["assertions"]
+    issues = json.loads(failed["text"].removeprefix("Evaluation failed: "))
+    assert code == 1 and printed["score"] == 0
+    assert [i["path"] for i in issues] == [["expectedOutput", 0, "content"], ["output"]]
+    assert next(i for i in issues if i["path"] == ["output"])["message"] == "Expected array, received string"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,16 +19,11 @@ from convoeval.graders._agentv_code import FAILED
 from convoeval.spec import load_suite, validate_paths
 from convoeval.testing import FakeOpenAIServer
 
+from .agentv_sdk import NEWEST, PACKAGES, node_path
 from .conftest import AGENTV_COUNTS, DATA, REPO, read_jsonl
 
 AGENTV = DATA / "agentv"
 TAGS = ("v4.15.0", "v4.42.4")
-SDK = Path(__file__).parent / "fakes" / "agentv_sdk.mjs"
-#: AgentV's own proxy clients, which the stand-in SDK exports (tests/data/agentv/SOURCE.txt).
-CLIENTS = (
-    AGENTV / "v4.42.4" / "packages" / "sdk" / "src" / "target-client.ts",
-    AGENTV / "main-58f316c" / "packages" / "sdk" / "src" / "provider-client.ts",
-)
 
 #: The files that do not run unchanged here, each with its class and words of its reason.
 NETWORK = "needs the network"
@@ -66,14 +60,39 @@ README_TARGET = {
     "examples/features/code-grader-with-llm-calls/evals/contextual-precision.eval.yaml": "gemini-llm",
     "examples/features/code-grader-with-llm-calls/evals/contextual-recall.eval.yaml": "gemini-llm",
 }
+#: A TypeScript grader of v4.15.0 run with the SDK of its tag (`@agentv/eval` 4.15.0), whose zod schema
+#: (`CodeGraderInputSchema`, packages/eval/src/schemas.ts) wants `output` as a list of messages, as
+#: AgentV up to v4.35 sent it: convoeval sends the newest form, the reply's text, and the SDK fails
+#: ("Expected array, received string" at `output`: tests/test_agentv_code_payload.py checks it),
+#: printing a JSON error and exiting 1, which AgentV scores 0 ("Code evaluator failed").
+OLD_SDK = "its SDK reads `output` as messages (AgentV <= 4.35)"
 #: Files whose class differs between the two tags: (tag, file) -> class and words (None: runs).
-BY_TAG = {
-    ("v4.15.0", "examples/features/prompt-template-sdk/evals/dataset.eval.yaml"): None,
+BY_TAG: dict[tuple[str, str], tuple[str, str] | None] = {
+    ("v4.15.0", "examples/features/prompt-template-sdk/evals/dataset.eval.yaml"): (OLD_SDK, "custom-evaluator.ts"),
 }
+for _name, _grader in {
+    # The expected message's JSON-object content is refused too: v4.15's Message takes text or blocks.
+    "examples/features/batch-cli/evals/dataset.eval.yaml": "decision-check",
+    "examples/features/code-grader-sdk/evals/dataset.eval.yaml": "attachment-check",
+    "examples/features/code-grader-with-llm-calls/evals/contextual-precision.eval.yaml": "contextual_precision",
+    "examples/features/code-grader-with-llm-calls/evals/contextual-recall.eval.yaml": "contextual_recall",
+    "examples/features/eval-assert-demo/evals/dataset.eval.yaml": "keyword-check",
+    "examples/features/execution-metrics/evals/dataset.eval.yaml": "custom-check",
+    "examples/features/nlp-metrics/evals/dataset.eval.yaml": "rouge-score",
+    "examples/features/sdk-custom-assertion/evals/dataset.eval.yaml": "word-count",
+    "examples/features/tool-evaluation-plugins/evals/dataset.eval.yaml": "tool-f1",
+    "examples/features/trace-evaluation/evals/dataset.eval.yaml": "span-count",
+    "examples/features/trial-output-consistency/evals/dataset.eval.yaml": "trial-consistency",
+    "examples/showcase/evaluator-conformance/EVAL.yaml": "keyword-grader",
+    "examples/showcase/export-screening/evals/dataset.eval.yaml": "risk_assessment_quality",
+    "examples/showcase/tool-evaluation-plugins/tool-eval-demo.yaml": "selection-quality",
+}.items():
+    BY_TAG[("v4.15.0", _name)] = (OLD_SDK, _grader)
 RUNS = "runs unchanged"
 MISSING_TOOL = "runs with a grader needing a missing tool"
-#: Bars: files of each tag that must run unchanged when `bun` and `uv` are on the machine.
-AT_LEAST = {"v4.15.0": 68, "v4.42.4": 70}
+#: Bars: files of each tag that must run unchanged when `bun` and `uv` are on the machine (v4.15.0:
+#: 68 with the stand-in SDK, which did not validate; 53 with its real SDK, see OLD_SDK).
+AT_LEAST = {"v4.15.0": 53, "v4.42.4": 70}
 
 ENV = {"EXPECTED_GREETING": "Hello there!", "CUSTOM_SYSTEM_PROMPT": "You greet warmly.", "VAR": "example"}
 
@@ -125,21 +144,19 @@ def git_stand_ins(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def agentv_env(tmp_path_factory: pytest.TempPathFactory):
-    """A fake server, `bun`/`uv` on PATH, the stand-in grader SDK on NODE_PATH, and local
-    stand-ins for the GitHub repositories the workspaces clone."""
+def agentv_sdks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """NODE_PATH by tag: AgentV's real grader SDK of that tag (tests/agentv_sdk.py)."""
+    return {tag: node_path(tag, tmp_path_factory.mktemp("node")) for tag in PACKAGES}
+
+
+@pytest.fixture(scope="module")
+def agentv_env(tmp_path_factory: pytest.TempPathFactory, agentv_sdks: dict[str, str]):
+    """A fake server, `bun`/`uv` on PATH, the newest tag's grader SDK on NODE_PATH (a test sets
+    its own tag's), and local stand-ins for the GitHub repositories the workspaces clone."""
     git_env = git_stand_ins(tmp_path_factory.mktemp("git"))
-    modules = tmp_path_factory.mktemp("node") / "node_modules"
-    for package in ("@agentv/eval", "@agentv/sdk", "agentv"):  # AgentV v4's names, and v5's
-        folder = modules / package
-        folder.mkdir(parents=True)
-        shutil.copy(SDK, folder / "index.mjs")
-        for client in CLIENTS:
-            shutil.copy(client, folder / client.name)
-        (folder / "package.json").write_text(json.dumps({"name": package, "type": "module", "main": "index.mjs"}))
     with FakeOpenAIServer() as server, pytest.MonkeyPatch.context() as mp:
         mp.setenv("PATH", tools_path())
-        mp.setenv("NODE_PATH", os.pathsep.join([str(modules), str(REPO / ".tools" / "node_modules")]))
+        mp.setenv("NODE_PATH", agentv_sdks[NEWEST])
         # The copies live inside convoeval's checkout: `uv run` must not take convoeval's
         # pyproject.toml for the grader's project (nor download anything).
         mp.setenv("UV_NO_PROJECT", "1")
@@ -200,12 +217,23 @@ def _errors(scores: list) -> list[str]:
                 continue
             failed = [a for a in item.get("assertions") or [] if str(a.get("text", "")).startswith(FAILED)]
             if item.get("verdict") == "error" or (item.get("type") == "code-grader" and failed):
-                found.append(json.dumps(item)[:400])
+                first = {k: item[k] for k in ("name", "type", "error") if item.get(k)}  # why, first
+                found.append(json.dumps({**first, **item})[:600])
     return found
 
 
 @pytest.mark.parametrize(("tag", "name"), CASES, ids=[f"{t}:{n}" for t, n in CASES])
-def test_agentv_file(tag: str, name: str, agentv_env: FakeOpenAIServer, cli, tmp_path: Path, request) -> None:
+def test_agentv_file(
+    tag: str,
+    name: str,
+    agentv_env: FakeOpenAIServer,
+    agentv_sdks: dict[str, str],
+    cli,
+    tmp_path: Path,
+    request,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NODE_PATH", agentv_sdks[tag])
     found, reason = classify(AGENTV / tag / name, cli, tmp_path / "results.jsonl", agentv_env, README_TARGET.get(name))
     request.config.stash.setdefault(AGENTV_COUNTS, {}).setdefault(tag, []).append((name, found, reason))
     expected = expected_class(tag, name)

@@ -1,5 +1,5 @@
 """Executable prompt templates (AgentV `prompt: {command, config}`): a real program writes the
-judge prompt from the grading context on stdin; a missing file is a load error, a failing
+judge prompt from the grading context on stdin (AgentV's: `output` and `answer` the reply's text); a missing file is a load error, a failing
 program a grader error; the program never sees API keys."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import json, os, sys
 ctx = json.load(sys.stdin)
 leaked = any("SECRET" in value for value in os.environ.values())
 print(f"Q: {ctx['question']}")
-print(f"A: {ctx['output'][0]['content']}")
+print(f"A: {ctx['output']}" if ctx["output"] == ctx["answer"] else "output is not the reply's text")
 print(f"Reference: {ctx['expected_output'][0]['content'] if ctx['expected_output'] else '-'}")
 print(f"Criteria: {ctx['criteria']}")
 print(f"Rubric: {ctx['config'].get('rubric')}; strict: {ctx['config'].get('strictMode')}")

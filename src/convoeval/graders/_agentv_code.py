@@ -25,7 +25,7 @@ import json
 import math
 
 from .._text import shorten
-from ..results import AssertionOutcome
+from ..results import AssertionOutcome, Message
 from ._base import Grade, GradeContext
 
 #: How the check of a program that failed begins (AgentV's words).
@@ -78,12 +78,33 @@ def agentv_grade(code: int, stdout: str, stderr: str, shown: str = "") -> Grade:
 
 
 def agentv_payload(payload: dict[str, object], ctx: GradeContext) -> dict[str, object]:
-    """convoeval's stdin payload (`_code.grading_payload`) as the newest AgentV sends it: `output`
-    the graded text, `messages` the conversation (already there), `expected_output` the expected
-    messages (`[]` without; JSON-object content kept), `input_files` the test's attachments
-    (absolute paths), no `answer`."""
+    """convoeval's stdin payload (`_code.grading_payload`) as the newest AgentV sends it
+    (v5.3.1-next.1 `graders/script-grader.ts` lines 255-288; v4.42.4 `code-grader.ts` the same
+    fields), in the shape its SDK's zod schema (`ScriptGraderInputSchema`) requires: `output`
+    the graded text, `messages` the conversation (tool calls as `{tool, input, output, id}`),
+    `expected_output` the expected messages (`[]` without; JSON-object content kept),
+    `input_files` the attachments (absolute paths), `criteria` a string (`''` without, as
+    AgentV's yaml-parser.ts sets it), `token_usage` as `{input, output}`, `duration_ms`, the
+    test's `metadata`; no `answer`. convoeval's other keys stay (the SDK drops unknown keys)."""
     found = {k: v for k, v in payload.items() if k != "answer"}
     found["output"] = payload.get("output_text")
+    found["messages"] = [_message(m) for m in ctx.transcript]
     found["expected_output"] = ctx.expected_messages or []
     found["input_files"] = list(ctx.input_files)
+    found["criteria"] = ctx.criteria or ""
+    usage = ctx.reply.usage if ctx.reply is not None else ctx.usage
+    found["token_usage"] = {"input": usage.input_tokens, "output": usage.output_tokens} if usage else None
+    found["duration_ms"] = ctx.reply.latency_ms if ctx.reply is not None else None
+    found["metadata"] = ctx.metadata or None
+    return found
+
+
+def _message(message: Message) -> dict[str, object]:
+    """A message as AgentV's `Message` (`{role, content, tool_calls?}`, its ToolCall's names)."""
+    found: dict[str, object] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        found["tool_calls"] = [
+            {"tool": c.name, "input": c.arguments, "output": c.output, **({"id": c.id} if c.id else {})}
+            for c in message.tool_calls
+        ]
     return found

@@ -1,8 +1,9 @@
 """`script`: AgentV v5's script grader (its `graders/script-grader.ts`, v5.3.1), a code-grader
 with v5's stdin and stdout.
 
-On stdin, as `code-grader` (see `_code.py`) except that `output` is the graded reply's text
-(v5's `candidate`), as AgentV v4.42 and v5 send it; `messages` is the conversation. On stdout,
+On stdin, what AgentV v5 sends (`_agentv_code.agentv_payload`): `output` the graded reply's
+text (v5's `candidate`), `messages` the conversation, `expected_output` the expected messages,
+`input_files`, `criteria`, `token_usage`. On stdout,
 v5's protocol: `{"pass"?, "score"?, "reason"?, "checks"?: [{"text", "pass", "reason",
 "score"?, "evidence"?}], "details"?}`; without `score`, the mean of the checks' scores (a check
 without one counts 1 when it passed), else `pass`. Older `assertions` still count as in
@@ -19,10 +20,12 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
+from .._text import shorten
+from ._agentv_code import _json_object, agentv_payload
 from ._base import Grade, GradeContext, GraderError, assertion_type
-from ._code import CodeGrader, grade_from_json
+from ._code import CodeGrader, ProgramFailed, grade_from_json, grading_payload
 
 
 @assertion_type
@@ -33,12 +36,23 @@ class ScriptGrader(CodeGrader):
     type: Literal["script"]  # type: ignore[assignment]
 
     def payload(self, ctx: GradeContext) -> dict[str, object]:
-        found = super().payload(ctx)
-        found["output"] = ctx.output
-        return found
+        """AgentV's stdin (`agentv_payload`), whatever the file: `script` is AgentV's grader."""
+        return agentv_payload(grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ctx)
 
     def grade_result(self, result: dict[str, object], shown: str) -> Grade:
         return grade_from_json(v5_result(result, shown), shown)
+
+    async def _run(self, *args: Any, **kwargs: Any) -> Grade:
+        """As a code-grader's; a failed program's error ends with the `reason` it printed
+        (AgentV's SDK prints why it failed, e.g. its schema's complaint, and exits 1)."""
+        try:
+            return await super()._run(*args, **kwargs)
+        except ProgramFailed as failed:
+            printed = _json_object(failed.stdout.strip())
+            reason = printed.get("reason") if printed is not None else None
+            if not isinstance(reason, str) or not reason:
+                raise
+            raise GraderError(f"{failed}: {shorten(' '.join(reason.split()), 400)}") from None
 
 
 def v5_result(result: dict[str, object], shown: str) -> dict[str, object]:

@@ -6,8 +6,9 @@ the grading prompt.
         command: [bun, run, ../prompts/custom-evaluator.ts]   # the last item: a file, relative
         config: {rubric: "- Must mention Promises"}           # to the eval file's folder
 
-The program gets the grading context as JSON on stdin (what a `code-grader` gets, with AgentV's
-`expected_output` as a list of messages and the prompt's `config`), runs in its file's folder
+The program gets the grading context as JSON on stdin (what a `code-grader` of an AgentV file
+gets, `_agentv_code.agentv_payload`, with `answer`, the check's `criteria` and expected output,
+and the prompt's `config`), runs in its file's folder
 with an environment without secrets, and prints the whole judge prompt on stdout. A missing
 file is a load error; a failing program or an empty prompt is a grader error.
 """
@@ -24,6 +25,7 @@ from pydantic import AliasChoices, ConfigDict, Field, field_validator
 from .._base_model import Model
 from .._secrets import scrubbed_env
 from .._text import shorten
+from ._agentv_code import agentv_payload
 from ._base import GradeContext, GraderError
 from ._code import grading_payload, run_program, stderr_note
 
@@ -71,8 +73,9 @@ class PromptCommand(Model):
         argv = [*self.command[:-1], str(file)]
         shown = shorten(shlex.join(self.command), 120)
         payload = {
-            **grading_payload(ctx, self.config),
-            "criteria": criteria,
+            **agentv_payload(grading_payload(ctx, self.config), ctx),
+            "answer": ctx.output,  # AgentV sends it to templates (v5.3.1 `prompt-resolution.ts`)
+            "criteria": criteria or "",
             "expected_output": [{"role": "assistant", "content": expected}] if expected else [],
             "reference_answer": expected,
         }

@@ -134,7 +134,8 @@ _SCRIPT_SUFFIXES = (".ts", ".js", ".mts", ".mjs")
 def custom_assertion(item: dict, base: Path) -> dict | None:
     """AgentV's custom assertion types: `type: NAME` with a `.agentv/assertions/NAME.ts` (or
     .js, .mts, .mjs) in the eval file's folder or one above it runs that file as a
-    code-grader with `bun run` (AgentV's `assertion-discovery.ts`); None when there is none."""
+    code-grader with `bun run`, read and fed as AgentV's code-graders (AgentV's
+    `assertion-discovery.ts`); None when there is none."""
     name = item.get("type")
     if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
         return None
@@ -148,6 +149,7 @@ def custom_assertion(item: dict, base: Path) -> dict | None:
                     "type": "code-grader",
                     "command": ["bun", "run", str(script)],
                     "name": item.get("name") or name,
+                    "agentv_protocol": True,
                 }
     return None
 
