@@ -486,3 +486,34 @@ def test_a_program_named_by_its_path_runs_though_its_folder_is_hidden(tmp_path: 
     finally:
         sandbox.choose(None)
         shutil.rmtree(tools, ignore_errors=True)
+
+
+def test_the_relay_adds_nothing_to_the_programs_stderr(tmp_path: Path) -> None:
+    """A program that ends with connections to the relay still open (a grader that timed out
+    on the proxy, or did not wait for it): its stderr is its own, without the relay's asyncio
+    tracebacks (which replaced the reason AgentV's SDK printed, in a pinned AgentV file)."""
+
+    async def main() -> list[bytes]:
+        async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await asyncio.sleep(1)
+            except asyncio.CancelledError:
+                pass
+            writer.close()
+
+        server = await asyncio.start_unix_server(slow, str(tmp_path / "p.sock"))
+        program = (
+            "import os, socket\nport = int(os.environ['URL'].rsplit(':', 1)[1])\n"
+            "held = [socket.create_connection(('127.0.0.1', port)) for _ in range(20)]\n"
+            "[s.send(b'GET /info HTTP/1.1\\r\\n\\r\\n') for s in held]\n"
+        )
+        argv = sandbox.Relay(tmp_path / "p.sock", "URL").argv([sys.executable, "-c", program], inside=False)
+        errs = []
+        for _ in range(3):
+            child = await asyncio.create_subprocess_exec(*argv, stderr=asyncio.subprocess.PIPE)
+            errs.append((await child.communicate())[1])
+            assert child.returncode == 0
+        server.close()
+        return errs
+
+    assert asyncio.run(main()) == [b"", b"", b""]

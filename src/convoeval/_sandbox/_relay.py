@@ -28,8 +28,9 @@ RELAY_DIR = "/run/convoeval-proxy"
 RELAY_NOT_FOUND = "convoeval relay: execvp"
 
 RELAY_SOURCE = r"""
-import asyncio, os, signal, sys
+import asyncio, logging, os, signal, sys
 
+logging.getLogger("asyncio").disabled = True  # the program's stderr is its own: no word of the relay's
 SOCKET, VARIABLE, ARGV = sys.argv[1], sys.argv[2], sys.argv[3:]
 
 async def copy(reader, writer):
@@ -48,10 +49,13 @@ async def copy(reader, writer):
 async def serve(reader, writer):
     try:
         far_reader, far_writer = await asyncio.open_unix_connection(SOCKET)
-    except OSError:
+    except (OSError, asyncio.CancelledError):  # no proxy, or the program ended meanwhile
         writer.close()
         return
-    await asyncio.gather(copy(reader, far_writer), copy(far_reader, writer))
+    try:
+        await asyncio.gather(copy(reader, far_writer), copy(far_reader, writer))
+    except asyncio.CancelledError:
+        pass
     for w in (writer, far_writer):
         w.close()
 
