@@ -3,7 +3,8 @@ TypeScript graders import (`@agentv/eval` at v4.15, `@agentv/sdk` later, `agentv
 
 The SDK's sources and package.json are test data (tests/data/agentv/<tag>/packages/, see
 SOURCE.txt there); bun runs the TypeScript as it is. `node_path` lays out a node_modules folder
-whose packages point at them, for NODE_PATH (zod comes from .tools/node_modules, as npm installs
+whose packages (with the tag's own package.json `version`, which convoeval reads to pick the
+payload's shape) point at them, for NODE_PATH (zod comes from .tools/node_modules, as npm installs
 it for the SDK). Two small stand-ins remain, for what the SDK imports but graders never call:
 
 - `@agentv/core` (v4.44 and later): the SDK takes `toCamelCaseDeep` from it (re-exported here
@@ -48,9 +49,10 @@ export const stringify = (value) => Bun.YAML.stringify(value, null, 2);
 """
 
 
-def _package(folder: Path, name: str, main: str) -> None:
+def _package(folder: Path, name: str, main: str, version: str | None = None) -> None:
     folder.mkdir(parents=True)
-    (folder / "package.json").write_text(json.dumps({"name": name, "type": "module", "main": main}))
+    found = {"name": name, "type": "module", "main": main, **({"version": version} if version else {})}
+    (folder / "package.json").write_text(json.dumps(found))
 
 
 def node_path(tag: str, root: Path, *, copy: bool = False) -> str:
@@ -67,7 +69,8 @@ def node_path(tag: str, root: Path, *, copy: bool = False) -> str:
 
     for name, source in PACKAGES[tag].items():
         folder = modules / name
-        _package(folder, name, "./src/index.ts")
+        version = json.loads((DATA / tag / source / "package.json").read_text())["version"]
+        _package(folder, name, "./src/index.ts", version)  # the tag's own version (convoeval reads it)
         place(DATA / tag / source / "src", folder / "src")
     core = DATA / tag / "packages" / "core" / "src"
     if core.is_dir():

@@ -8,6 +8,7 @@ convoeval's shape (`output` the list of messages, `answer`, `expected_output` te
 Real `convoeval run` on a real program that records what it read; then that record on the stdin
 of a grader written with AgentV's real SDK (tests/agentv_sdk.py), which validates it with its zod
 schema (`CodeGraderInputSchema`, v5's `ScriptGraderInputSchema`) before the grader sees it.
+A grader whose SDK is older than 4.36 (v4.15's `@agentv/eval`) reads what AgentV v4.15 sent.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.graders._agentv_code import sdk_version
 
 from .agentv_sdk import NEWEST, node_path
 from .conftest import REPO, write
@@ -145,10 +147,26 @@ def test_agentvs_sdk_accepts_what_convoeval_sends(tag: str, package: str, tmp_pa
     )
 
 
+#: A grader written with AgentV v4.15's SDK (`@agentv/eval` 4.15.0) reporting what it was given.
+V4_15_GRADER = """\
+import { defineCodeGrader } from '@agentv/eval';
+
+export default defineCodeGrader((input) => ({
+  score: 1,
+  details: {
+    output: input.output,
+    expected: input.expectedOutput,
+    inputFiles: input.inputFiles,
+    criteria: input.criteria,
+  },
+}));
+"""
+
+
 @pytest.mark.skipif(BUN is None, reason="bun is not installed (.ci/run installs it under .tools/)")
-def test_agentv_v4_15_sdk_refuses_a_text_output(tmp_path: Path) -> None:
+def test_agentv_v4_15_sdk_refuses_the_newest_form(tmp_path: Path) -> None:
     """`@agentv/eval` 4.15.0 wants `output` as messages (and message content as text or blocks):
-    its schema refuses convoeval's payload there, and only there (test_agentv_compat's OLD_SDK)."""
+    its schema refuses the newest form, which convoeval sends when it finds no older SDK."""
     (tmp_path / ".git").mkdir()
     (tmp_path / ".agentv").mkdir()
     seen = _seen(tmp_path / "evals")
@@ -158,3 +176,47 @@ def test_agentv_v4_15_sdk_refuses_a_text_output(tmp_path: Path) -> None:
     assert code == 1 and printed["score"] == 0
     assert [i["path"] for i in issues] == [["expectedOutput", 0, "content"], ["output"]]
     assert next(i for i in issues if i["path"] == ["output"])["message"] == "Expected array, received string"
+
+
+@pytest.mark.skipif(BUN is None, reason="bun is not installed (.ci/run installs it under .tools/)")
+def test_a_grader_with_agentv_v4_15_sdk_reads_what_v4_15_sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `@agentv/eval` 4.15.0 on the grader's NODE_PATH, convoeval sends what AgentV v4.15
+    sent (`output` the reply as messages; the expected JSON object as v4.15's JSON text), and
+    that SDK's schema accepts it and gives the grader each field as sent."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    monkeypatch.setenv("NODE_PATH", node_path("v4.15.0", tmp_path / "modules"))
+    seen = _seen(tmp_path / "evals")
+    reply = '{"invoice": "INV-7", "total": 100}'
+    expected = [{"role": "assistant", "content": '{\n  "invoice": "INV-7",\n  "total": 100\n}'}]
+    assert seen["output"] == [{"role": "assistant", "content": reply}]
+    assert seen["expected_output"] == expected
+    grader = write(tmp_path / "sdk" / "grader.ts", V4_15_GRADER)
+    ran = subprocess.run(
+        [BUN or "bun", "run", str(grader)],
+        input=json.dumps(seen),
+        capture_output=True,
+        text=True,
+        env={"PATH": str(Path(BUN or "bun").parent), "NODE_PATH": node_path("v4.15.0", tmp_path / "sdk")},
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    details = json.loads(ran.stdout)["details"]
+    assert details["output"] == [{"role": "assistant", "content": reply}]
+    assert details["expected"] == expected
+    assert details["inputFiles"] == seen["input_files"] and details["criteria"] == ""
+
+
+def test_the_grader_sdk_found_is_the_one_node_would_import(tmp_path: Path) -> None:
+    """The nearest node_modules above the script wins over NODE_PATH; a package.json without a
+    version, or no SDK at all, means the newest form."""
+    for folder, version in [(tmp_path / "node_modules", "4.15.0"), (tmp_path / "path" / "node_modules", "5.3.1")]:
+        write(folder / "@agentv" / "eval" / "package.json", json.dumps({"name": "@agentv/eval", "version": version}))
+    write(tmp_path / "bare" / "node_modules" / "agentv" / "package.json", json.dumps({"name": "agentv"}))
+    node = str(tmp_path / "path" / "node_modules")
+    assert sdk_version(str(tmp_path / "evals" / "graders"), node) == (4, 15, 0)
+    assert sdk_version(str(tmp_path / "bare"), node) is None
+    other = tmp_path.parent / f"{tmp_path.name}-other"
+    other.mkdir()
+    assert sdk_version(str(other), node) == (5, 3, 1)
+    assert sdk_version(str(other)) is None

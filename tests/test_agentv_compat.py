@@ -60,39 +60,18 @@ README_TARGET = {
     "examples/features/code-grader-with-llm-calls/evals/contextual-precision.eval.yaml": "gemini-llm",
     "examples/features/code-grader-with-llm-calls/evals/contextual-recall.eval.yaml": "gemini-llm",
 }
-#: A TypeScript grader of v4.15.0 run with the SDK of its tag (`@agentv/eval` 4.15.0), whose zod schema
-#: (`CodeGraderInputSchema`, packages/eval/src/schemas.ts) wants `output` as a list of messages, as
-#: AgentV up to v4.35 sent it: convoeval sends the newest form, the reply's text, and the SDK fails
-#: ("Expected array, received string" at `output`: tests/test_agentv_code_payload.py checks it),
-#: printing a JSON error and exiting 1, which AgentV scores 0 ("Code evaluator failed").
-OLD_SDK = "its SDK reads `output` as messages (AgentV <= 4.35)"
 #: Files whose class differs between the two tags: (tag, file) -> class and words (None: runs).
+#: v4.15.0's TypeScript graders import `@agentv/eval` 4.15.0, whose schema wants `output` as
+#: messages: convoeval finds that SDK's version and sends them what AgentV v4.15 sent
+#: (tests/test_agentv_code_payload.py), so they run, this prompt template among them.
 BY_TAG: dict[tuple[str, str], tuple[str, str] | None] = {
-    ("v4.15.0", "examples/features/prompt-template-sdk/evals/dataset.eval.yaml"): (OLD_SDK, "custom-evaluator.ts"),
+    ("v4.15.0", "examples/features/prompt-template-sdk/evals/dataset.eval.yaml"): None,
 }
-for _name, _grader in {
-    # The expected message's JSON-object content is refused too: v4.15's Message takes text or blocks.
-    "examples/features/batch-cli/evals/dataset.eval.yaml": "decision-check",
-    "examples/features/code-grader-sdk/evals/dataset.eval.yaml": "attachment-check",
-    "examples/features/code-grader-with-llm-calls/evals/contextual-precision.eval.yaml": "contextual_precision",
-    "examples/features/code-grader-with-llm-calls/evals/contextual-recall.eval.yaml": "contextual_recall",
-    "examples/features/eval-assert-demo/evals/dataset.eval.yaml": "keyword-check",
-    "examples/features/execution-metrics/evals/dataset.eval.yaml": "custom-check",
-    "examples/features/nlp-metrics/evals/dataset.eval.yaml": "rouge-score",
-    "examples/features/sdk-custom-assertion/evals/dataset.eval.yaml": "word-count",
-    "examples/features/tool-evaluation-plugins/evals/dataset.eval.yaml": "tool-f1",
-    "examples/features/trace-evaluation/evals/dataset.eval.yaml": "span-count",
-    "examples/features/trial-output-consistency/evals/dataset.eval.yaml": "trial-consistency",
-    "examples/showcase/evaluator-conformance/EVAL.yaml": "keyword-grader",
-    "examples/showcase/export-screening/evals/dataset.eval.yaml": "risk_assessment_quality",
-    "examples/showcase/tool-evaluation-plugins/tool-eval-demo.yaml": "selection-quality",
-}.items():
-    BY_TAG[("v4.15.0", _name)] = (OLD_SDK, _grader)
 RUNS = "runs unchanged"
 MISSING_TOOL = "runs with a grader needing a missing tool"
 #: Bars: files of each tag that must run unchanged when `bun` and `uv` are on the machine (v4.15.0:
-#: 68 with the stand-in SDK, which did not validate; 53 with its real SDK, see OLD_SDK).
-AT_LEAST = {"v4.15.0": 53, "v4.42.4": 70}
+#: 68 with its real SDK, as with the stand-in SDK before, which did not validate).
+AT_LEAST = {"v4.15.0": 68, "v4.42.4": 70}
 
 ENV = {"EXPECTED_GREETING": "Hello there!", "CUSTOM_SYSTEM_PROMPT": "You greet warmly.", "VAR": "example"}
 

@@ -243,7 +243,7 @@ def _relevance(body: dict) -> str:
 
 
 @needs_bun
-@pytest.mark.parametrize("tag", ["v4.42.4"])  # v4.15.0's SDK refuses a text `output` (test_agentv_compat's OLD_SDK)
+@pytest.mark.parametrize("tag", ["v4.15.0", "v4.42.4"])
 def test_agentv_contextual_precision_scores_as_its_file_says(
     tag: str, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

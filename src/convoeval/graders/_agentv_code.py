@@ -16,16 +16,21 @@ output messages; v4.38.0 sends the reply's text (`context.candidate`) with the m
 `messages`, and `answer` (the text again); v4.42.4 (`code-grader.ts` lines 146 and 173-174) and
 main (58f316c, lines 234 and 261-262) drop `answer`, and main's own contract check
 (`examples/contract/scripts/check-script-grader-payload.ts`) requires it absent. None of AgentV's
-examples reads `output` as a list any more (v4.15's read `output_text`, which stays).
+examples reads `output` as a list any more (v4.15's read `output_text`, which stays). A grader
+whose SDK (`sdk_version`) is older than 4.36 reads what AgentV of that era sent (`old_sdk_payload`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import os
+import re
+from pathlib import Path
 
 from .._text import shorten
-from ..results import AssertionOutcome, Message
+from ..results import AssertionOutcome, Message, ToolCall
 from ._base import Grade, GradeContext
 
 #: How the check of a program that failed begins (AgentV's words).
@@ -77,7 +82,9 @@ def agentv_grade(code: int, stdout: str, stderr: str, shown: str = "") -> Grade:
     return Grade(score=score, assertions=outcomes, details=details if isinstance(details, dict) else None)
 
 
-def agentv_payload(payload: dict[str, object], ctx: GradeContext) -> dict[str, object]:
+def agentv_payload(
+    payload: dict[str, object], ctx: GradeContext, sdk: tuple[int, ...] | None = None
+) -> dict[str, object]:
     """convoeval's stdin payload (`_code.grading_payload`) as the newest AgentV sends it
     (v5.3.1-next.1 `graders/script-grader.ts` lines 255-288; v4.42.4 `code-grader.ts` the same
     fields), in the shape its SDK's zod schema (`ScriptGraderInputSchema`) requires: `output`
@@ -85,7 +92,8 @@ def agentv_payload(payload: dict[str, object], ctx: GradeContext) -> dict[str, o
     `expected_output` the expected messages (`[]` without; JSON-object content kept),
     `input_files` the attachments (absolute paths), `criteria` a string (`''` without, as
     AgentV's yaml-parser.ts sets it), `token_usage` as `{input, output}`, `duration_ms`, the
-    test's `metadata`; no `answer`. convoeval's other keys stay (the SDK drops unknown keys)."""
+    test's `metadata`; no `answer`. convoeval's other keys stay (the SDK drops unknown keys).
+    For a grader whose SDK is older than 4.36 (`sdk`), `old_sdk_payload`."""
     found = {k: v for k, v in payload.items() if k != "answer"}
     found["output"] = payload.get("output_text")
     found["messages"] = [_message(m) for m in ctx.transcript]
@@ -96,15 +104,76 @@ def agentv_payload(payload: dict[str, object], ctx: GradeContext) -> dict[str, o
     found["token_usage"] = {"input": usage.input_tokens, "output": usage.output_tokens} if usage else None
     found["duration_ms"] = ctx.reply.latency_ms if ctx.reply is not None else None
     found["metadata"] = ctx.metadata or None
-    return found
+    return old_sdk_payload(found, ctx) if sdk is not None and sdk < (4, 36) else found
+
+
+def old_sdk_payload(payload: dict[str, object], ctx: GradeContext) -> dict[str, object]:
+    """The payload as AgentV up to v4.35 sent it, for an SDK whose schema wants it so (v4.15.0
+    `evaluators/code-evaluator.ts` lines 157-179, `packages/eval/src/schemas.ts`
+    `CodeGraderInputSchema`): `output` the graded messages (the reply, or the target's messages
+    of the conversation) with their tool calls; an expected message's JSON-object content as
+    text, as v4.15 renders it (`JSON.stringify(content, null, 2)`, `yaml-parser.ts` line 464):
+    v4.15 sent the object (`loaders/message-processor.ts` line 455), which its SDK's `Message`
+    (text or content blocks, schemas.ts line 98) refuses."""
+    if ctx.reply is not None:
+        graded = [{"role": "assistant", "content": ctx.output, **_calls(ctx.reply.tool_calls)}]
+    else:
+        graded = [_message(m) for m in ctx.transcript if m.source == "target"]
+    expected = payload.get("expected_output")
+    return {
+        **payload,
+        "output": graded,
+        "expected_output": [_text_content(m) for m in expected] if isinstance(expected, list) else expected,
+    }
+
+
+def _text_content(message: object) -> object:
+    if isinstance(message, dict) and isinstance(message.get("content"), dict):
+        return {**message, "content": json.dumps(message["content"], indent=2, ensure_ascii=False)}
+    return message
+
+
+#: The packages of AgentV's grader SDK, by era (`@agentv/eval` to v4.42, `@agentv/sdk`, `agentv`).
+_SDKS = ("@agentv/eval", "@agentv/sdk", "agentv")
+
+
+def grader_sdk(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, ...] | None:
+    """The version of AgentV's SDK that the program's script (its first argument naming a file,
+    else `cwd`) would import, as `sdk_version` finds it with the program's NODE_PATH."""
+    script = next((cwd / a for a in argv[1:] if (cwd / a).is_file()), None)
+    folder = script.resolve().parent if script is not None else cwd.resolve()
+    return sdk_version(str(folder), env.get("NODE_PATH", ""))
+
+
+@functools.lru_cache(maxsize=256)
+def sdk_version(folder: str, node_path: str = "") -> tuple[int, ...] | None:
+    """The `version` of the first SDK package Node/bun resolution finds from `folder`: its
+    `node_modules/<package>/package.json` walking up, then NODE_PATH's folders; None if none."""
+    start = Path(folder)
+    places = [p / "node_modules" for p in (start, *start.parents)]
+    places += [Path(p) for p in node_path.split(os.pathsep) if p]
+    for place in places:
+        for name in _SDKS:
+            try:
+                found = json.loads((place / name / "package.json").read_text())
+            except (OSError, ValueError):
+                continue
+            version = re.match(r"(\d+)\.(\d+)\.(\d+)", str(found.get("version"))) if isinstance(found, dict) else None
+            return tuple(int(n) for n in version.groups()) if version else None
+    return None
 
 
 def _message(message: Message) -> dict[str, object]:
     """A message as AgentV's `Message` (`{role, content, tool_calls?}`, its ToolCall's names)."""
-    found: dict[str, object] = {"role": message.role, "content": message.content}
-    if message.tool_calls:
-        found["tool_calls"] = [
-            {"tool": c.name, "input": c.arguments, "output": c.output, **({"id": c.id} if c.id else {})}
-            for c in message.tool_calls
+    return {"role": message.role, "content": message.content, **_calls(message.tool_calls)}
+
+
+def _calls(calls: list[ToolCall]) -> dict[str, object]:
+    """`tool_calls` as AgentV's ToolCall (`{tool, input, output, id?}`), when there are any."""
+    if not calls:
+        return {}
+    return {
+        "tool_calls": [
+            {"tool": c.name, "input": c.arguments, "output": c.output, **({"id": c.id} if c.id else {})} for c in calls
         ]
-    return found
+    }

@@ -35,9 +35,9 @@ class ScriptGrader(CodeGrader):
 
     type: Literal["script"]  # type: ignore[assignment]
 
-    def payload(self, ctx: GradeContext) -> dict[str, object]:
+    def payload(self, ctx: GradeContext, sdk: tuple[int, ...] | None = None) -> dict[str, object]:
         """AgentV's stdin (`agentv_payload`), whatever the file: `script` is AgentV's grader."""
-        return agentv_payload(grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ctx)
+        return agentv_payload(grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ctx, sdk)
 
     def grade_result(self, result: dict[str, object], shown: str) -> Grade:
         return grade_from_json(v5_result(result, shown), shown)

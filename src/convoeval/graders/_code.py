@@ -11,7 +11,7 @@ The program gets one JSON object on stdin:
 at conversation level; `output_text`/`answer` hold the text), as AgentV up to v4.35 sent it, and
 `config` holds the assertion's `config:` mapping plus any extra keys written on the assertion.
 For AgentV's files (`agentv_protocol`) `output` is the text, as AgentV v4.38 and later send it
-(`_agentv_code.agentv_payload`).
+(`_agentv_code.agentv_payload`), unless the program's AgentV SDK is older than 4.36.
 
 and prints one JSON object on stdout (if it prints other lines first, the last line that is
 a JSON object counts):
@@ -48,7 +48,7 @@ from .. import _sandbox as sandbox
 from .._secrets import scrubbed_env
 from .._text import shorten
 from ..results import AssertionOutcome
-from ._agentv_code import agentv_grade, agentv_payload
+from ._agentv_code import agentv_grade, agentv_payload, grader_sdk
 from ._base import Grade, GradeContext, GraderError, JudgedAssertion, assertion_type
 from ._target_proxy import Field_, TargetAccess, TargetProxy
 
@@ -153,7 +153,8 @@ class CodeGrader(JudgedAssertion):
             argv = [
                 str(ctx.base_dir / a) if not Path(a).is_absolute() and (ctx.base_dir / a).is_file() else a for a in argv
             ]
-        payload = json.dumps(self.payload(ctx), ensure_ascii=False, default=str).encode()
+        sdk = grader_sdk(argv, cwd, self._environment())
+        payload = json.dumps(self.payload(ctx, sdk), ensure_ascii=False, default=str).encode()
         if self.access is None:
             return await self._run(argv, shown, cwd, ctx, payload, None)
         field, access = self.access
@@ -204,10 +205,11 @@ class CodeGrader(JudgedAssertion):
             grade.details = {**(grade.details or {}), "stderr": shorten(err_text, _STDERR_CHARS)}
         return grade
 
-    def payload(self, ctx: GradeContext) -> dict[str, object]:
-        """What the program reads on stdin (AgentV's shape for AgentV files: `agentv_payload`)."""
+    def payload(self, ctx: GradeContext, sdk: tuple[int, ...] | None = None) -> dict[str, object]:
+        """What the program reads on stdin (AgentV's shape for AgentV files: `agentv_payload`,
+        for a grader whose AgentV SDK has the version `sdk`)."""
         found = grading_payload(ctx, {**(self.model_extra or {}), **self.config})
-        return agentv_payload(found, ctx) if self.agentv_protocol else found
+        return agentv_payload(found, ctx, sdk) if self.agentv_protocol else found
 
     def grade_result(self, result: dict[str, object], shown: str) -> Grade:
         """The grade of what the program printed."""

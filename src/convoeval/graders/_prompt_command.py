@@ -25,7 +25,7 @@ from pydantic import AliasChoices, ConfigDict, Field, field_validator
 from .._base_model import Model
 from .._secrets import scrubbed_env
 from .._text import shorten
-from ._agentv_code import agentv_payload
+from ._agentv_code import agentv_payload, grader_sdk
 from ._base import GradeContext, GraderError
 from ._code import grading_payload, run_program, stderr_note
 
@@ -72,15 +72,16 @@ class PromptCommand(Model):
         file = self.template_file(Path(ctx.base_dir))
         argv = [*self.command[:-1], str(file)]
         shown = shorten(shlex.join(self.command), 120)
+        env = scrubbed_env()
         payload = {
-            **agentv_payload(grading_payload(ctx, self.config), ctx),
+            **agentv_payload(grading_payload(ctx, self.config), ctx, grader_sdk(argv, file.parent, env)),
             "answer": ctx.output,  # AgentV sends it to templates (v5.3.1 `prompt-resolution.ts`)
             "criteria": criteria or "",
             "expected_output": [{"role": "assistant", "content": expected}] if expected else [],
             "reference_answer": expected,
         }
         data = json.dumps(payload, ensure_ascii=False, default=str).encode()
-        stdout, err_text = await run_program(argv, shown, file.parent, scrubbed_env(), data, self.timeout_s, _WHAT)
+        stdout, err_text = await run_program(argv, shown, file.parent, env, data, self.timeout_s, _WHAT)
         prompt = stdout.strip()
         if not prompt:
             raise GraderError(f"{_WHAT} `{shown}` printed no prompt{stderr_note(err_text)}")
