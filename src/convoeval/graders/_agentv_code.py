@@ -140,7 +140,7 @@ _SDKS = ("@agentv/eval", "@agentv/sdk", "agentv")
 def grader_sdk(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, ...] | None:
     """The version of AgentV's SDK that the program's script (its first argument naming a file,
     else `cwd`) would import, as `sdk_version` finds it with the program's NODE_PATH."""
-    script = next((cwd / a for a in argv[1:] if (cwd / a).is_file()), None)
+    script = next((cwd / a for a in argv[1:] if os.path.isfile(cwd / a)), None)  # an inline program may be long
     folder = script.resolve().parent if script is not None else cwd.resolve()
     return sdk_version(str(folder), env.get("NODE_PATH", ""))
 

@@ -35,6 +35,10 @@ class ScriptGrader(CodeGrader):
 
     type: Literal["script"]  # type: ignore[assignment]
 
+    @property
+    def speaks_agentv(self) -> bool:
+        return True
+
     def payload(self, ctx: GradeContext, sdk: tuple[int, ...] | None = None) -> dict[str, object]:
         """AgentV's stdin (`agentv_payload`), whatever the file: `script` is AgentV's grader."""
         return agentv_payload(grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ctx, sdk)

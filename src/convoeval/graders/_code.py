@@ -153,7 +153,7 @@ class CodeGrader(JudgedAssertion):
             argv = [
                 str(ctx.base_dir / a) if not Path(a).is_absolute() and (ctx.base_dir / a).is_file() else a for a in argv
             ]
-        sdk = grader_sdk(argv, cwd, self._environment())
+        sdk = grader_sdk(argv, cwd, self._environment()) if self.speaks_agentv else None
         payload = json.dumps(self.payload(ctx, sdk), ensure_ascii=False, default=str).encode()
         if self.access is None:
             return await self._run(argv, shown, cwd, ctx, payload, None)
@@ -204,6 +204,11 @@ class CodeGrader(JudgedAssertion):
         if err_text:
             grade.details = {**(grade.details or {}), "stderr": shorten(err_text, _STDERR_CHARS)}
         return grade
+
+    @property
+    def speaks_agentv(self) -> bool:
+        """Whether the program reads AgentV's stdin (`agentv_payload`)."""
+        return self.agentv_protocol
 
     def payload(self, ctx: GradeContext, sdk: tuple[int, ...] | None = None) -> dict[str, object]:
         """What the program reads on stdin (AgentV's shape for AgentV files: `agentv_payload`,
