@@ -46,9 +46,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-TOOLS = '''\
-"""tau2-bench's {domain} tools (from {root}) as convoeval tool functions."""
-
+#: What every generated tools file begins with: tau2's package, without its __init__.
+_PREAMBLE = """\
 import sys
 import types
 from pathlib import Path
@@ -59,7 +58,15 @@ if "tau2" not in sys.modules:  # its __init__ imports the agents and LLM clients
     package = types.ModuleType("tau2")
     package.__path__ = [str(ROOT / "tau2")]
     sys.modules["tau2"] = package
-from tau2.domains.{domain}.data_model import {db_class} as _DB  # noqa: E402
+"""
+
+TOOLS = (
+    '''\
+"""tau2-bench's {domain} tools (from {root}) as convoeval tool functions."""
+
+'''
+    + _PREAMBLE
+    + """from tau2.domains.{domain}.data_model import {db_class} as _DB  # noqa: E402
 from tau2.domains.{domain}.tools import {tools_class} as _Tools  # noqa: E402
 from tau2.environment.toolkit import MUTATES_STATE_ATTR as _MUTATES  # noqa: E402
 
@@ -82,23 +89,17 @@ for _name in dir(_Tools):
     _fn = getattr(_Tools, _name)
     if callable(_fn) and hasattr(_fn, _MUTATES):
         globals()[_name] = _tool(_name, getattr(_fn, _MUTATES))
-'''
+"""
+)
 
-TELECOM_TOOLS = '''\
+TELECOM_TOOLS = (
+    '''\
 """tau2-bench's telecom domain (from {root}) as convoeval tool functions on one state:
 {{"agent": the agent's database (TelecomDB), "user": the user's phone and surroundings (TelecomUserDB)}}."""
 
-import sys
-import types
-from pathlib import Path
-
-ROOT = Path({root!r}) / "src"
-sys.path.append({deps!r})  # tau2's own dependencies, after convoeval's
-if "tau2" not in sys.modules:  # its __init__ imports the agents and LLM clients
-    package = types.ModuleType("tau2")
-    package.__path__ = [str(ROOT / "tau2")]
-    sys.modules["tau2"] = package
-from tau2.domains.telecom.data_model import TelecomDB as _DB  # noqa: E402
+'''
+    + _PREAMBLE
+    + '''from tau2.domains.telecom.data_model import TelecomDB as _DB  # noqa: E402
 from tau2.domains.telecom.environment import TelecomEnvironment as _Environment  # noqa: E402
 from tau2.domains.telecom.tools import TelecomTools as _Tools  # noqa: E402
 from tau2.domains.telecom.user_data_model import TelecomUserDB as _UserDB  # noqa: E402
@@ -145,6 +146,7 @@ for _side, _kit in (("assistant", _Tools), ("user", _UserTools)):
         elif _side == "user":
             USER_TOOLS.append(_name)
 '''
+)
 
 CLASSES = {"airline": ("FlightDB", "AirlineTools"), "retail": ("RetailDB", "RetailTools")}
 
