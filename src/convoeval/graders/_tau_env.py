@@ -26,9 +26,9 @@ from ..results import ToolCall
 from ._base import GraderError
 from ._cow import fork
 from ._env_call import EnvCall
-from ._tau_backend import Domain, Side
+from ._tau_backend import Domain
 
-__all__ = ["EnvAssertion", "EnvCall", "RequiredAction", "assertion_results", "describe", "replay"]
+__all__ = ["EnvAssertion", "EnvCall", "RequiredAction", "assertion_results", "describe"]
 
 
 class EnvAssertion(EnvCall):
@@ -59,13 +59,6 @@ class RequiredAction(Model):
         made = {k: v for k, v in call.arguments.items() if k in keys}
         wanted = {k: v for k, v in self.arguments.items() if k in keys}
         return made == wanted
-
-
-def replay(domain: Domain, state: object, calls: list[tuple[Side, ToolCall]]) -> object:
-    """The state after the episode's calls, each through its side's tools."""
-    for side, call in calls:
-        state, _ = domain.apply(state, call, side=side)
-    return state
 
 
 def assertion_results(domain: Domain, state: object, assertions: list[EnvAssertion]) -> list[bool]:
