@@ -153,10 +153,11 @@ class CodeGrader(JudgedAssertion):
             argv = [
                 str(ctx.base_dir / a) if not Path(a).is_absolute() and (ctx.base_dir / a).is_file() else a for a in argv
             ]
-        sdk = grader_sdk(argv, cwd, self._environment()) if self.speaks_agentv else None
+        env = self._environment()
+        sdk = grader_sdk(argv, cwd, env) if self.speaks_agentv else None
         payload = json.dumps(self.payload(ctx, sdk), ensure_ascii=False, default=str).encode()
         if self.access is None:
-            return await self._run(argv, shown, cwd, ctx, payload, None)
+            return await self._run(argv, shown, cwd, ctx, payload, env, None)
         field, access = self.access
         if ctx.judge is None:  # a caller of `agrade` without a judge: the program could not call one
             raise GraderError(f"this code-grader's `{field}:` needs a judge model; pass --judge")
@@ -172,7 +173,7 @@ class CodeGrader(JudgedAssertion):
         )
         async with proxy:
             try:
-                grade = await self._run(argv, shown, cwd, ctx, payload, proxy)
+                grade = await self._run(argv, shown, cwd, ctx, payload, env, proxy)
             except GraderError as exc:
                 exc.judge_calls, exc.judge_usage, exc.judge_cost_usd = proxy.calls, proxy.usage, proxy.cost_usd
                 raise
@@ -181,10 +182,16 @@ class CodeGrader(JudgedAssertion):
         return grade
 
     async def _run(
-        self, argv: list[str], shown: str, cwd: Path, ctx: GradeContext, payload: bytes, proxy: TargetProxy | None
+        self,
+        argv: list[str],
+        shown: str,
+        cwd: Path,
+        ctx: GradeContext,
+        payload: bytes,
+        env: dict[str, str],
+        proxy: TargetProxy | None,
     ) -> Grade:
-        """Run the program (with the proxy's relay and token) and read its grade."""
-        env = self._environment()
+        """Run the program in `env` (with the proxy's relay and token) and read its grade."""
         relay = None
         if proxy is not None:
             env, relay = {**env, **proxy.env}, proxy.relay
