@@ -293,6 +293,7 @@ def test_without_unprivileged_user_namespaces_the_turn_is_an_error_that_says_wha
     assert "unprivileged user nobody" in error and "cannot start as that user here" in error, error
     assert "user namespaces" in error and "--sandbox none" in error, error
     assert server.requests == []  # the CLI never started
+    shutil.rmtree(result["trials"][0]["workspace"])  # kept (`keep: always`), empty
 
 
 SUITE_VERIFY = """\

@@ -231,6 +231,7 @@ def test_without_bwrap_an_agent_in_a_workspace_fails_saying_how_to_fix_it(
     assert "runs in the workspace's sandbox" in (result.error or "")
     assert "apt-get install bubblewrap" in (result.error or "") and "--sandbox none" in (result.error or "")
     assert server.requests == []  # failed before the CLI started: nothing ran unconfined
+    shutil.rmtree(result.trials[0].workspace or "")  # kept (`keep: always`), empty
 
 
 def test_the_docker_sandbox_does_not_run_agent_clis_and_says_what_to_choose(
@@ -243,6 +244,7 @@ def test_the_docker_sandbox_does_not_run_agent_clis_and_says_what_to_choose(
     assert result.execution_status == "execution_error"
     assert "agent CLIs do not run in the docker sandbox" in (result.error or "")
     assert "--sandbox bubblewrap" in (result.error or "") and server.requests == []
+    shutil.rmtree(result.trials[0].workspace or "")  # kept (`keep: always`), empty
 
 
 CLAUDE_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")

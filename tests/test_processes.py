@@ -476,8 +476,11 @@ def _alive(pid: int) -> bool:
 
 def test_when_the_command_dies_its_workers_and_their_commands_end(tmp_path: Path) -> None:
     """SIGKILL of `convoeval run` (nothing of it can react): each worker gets SIGTERM from the
-    kernel, kills its agents' commands (unsandboxed here, in their own process groups) and exits."""
+    kernel, kills its agents' commands (unsandboxed here, in their own process groups), removes
+    their scratch folders (each holds a prompt) and exits."""
     mark = f"{7000 + os.getpid() % 1000}.{time.time_ns() % 1000}"
+    temp = tmp_path / "temp"
+    temp.mkdir()
     write(tmp_path / "bot.sh", f'sleep {mark}\necho "ok $1"\n')
     write(
         tmp_path / "targets.yaml",
@@ -499,6 +502,7 @@ def test_when_the_command_dies_its_workers_and_their_commands_end(tmp_path: Path
             "none",
         ],
         cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(temp)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -518,6 +522,7 @@ def test_when_the_command_dies_its_workers_and_their_commands_end(tmp_path: Path
             time.sleep(0.05)
         assert not [w for w in workers if _alive(w)], "a worker outlived the command"
         assert not [c for c in command_lines() if f"sleep {mark}" in c], "an agent's command outlived the command"
+        assert not list(temp.glob("convoeval-cli-*")), "a turn's scratch folder outlived its worker"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

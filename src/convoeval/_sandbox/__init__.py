@@ -64,7 +64,16 @@ from ._choice import (
 )
 from ._lend import Lent, lend
 from ._owner import left_by_gone_owner, owner_tag
-from ._process import Finished, agent_pids_group, end_all_now, forget_group, in_agent_child, spawn, watch_group
+from ._process import (
+    Finished,
+    agent_pids_group,
+    end_all_now,
+    forget_group,
+    in_agent_child,
+    scratch_folder,
+    spawn,
+    watch_group,
+)
 from ._relay import RELAY_NOT_FOUND, Relay
 
 __all__ = [
@@ -105,6 +114,7 @@ __all__ = [
     "process_limit_note",
     "reset_trial_settings",
     "run",
+    "scratch_folder",
     "start_problem",
     "sweep_stale_cgroups",
     "trial_settings",

@@ -7,10 +7,13 @@ import asyncio
 import atexit
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -326,16 +329,37 @@ def forget_group(group: int) -> None:
     _live.discard(group)
 
 
+#: The scratch folders in use (`scratch_folder`), removed at exit if their block has not ended.
+_scratch: set[str] = set()
+
+
+@contextmanager
+def scratch_folder(prefix: str) -> Iterator[Path]:
+    """A new private folder in the temp folder for a command's files (its prompt, its output),
+    removed when the block ends, or at exit and by `end_all_now` when the process ends first
+    (a worker whose driver died): what it holds never outlives the run."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    _scratch.add(folder)
+    try:
+        yield Path(folder)
+    finally:
+        _scratch.discard(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 @atexit.register
 def _kill_live() -> None:
     for group in list(_live):
         _kill_group(group)
+    for folder in list(_scratch):
+        _scratch.discard(folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def end_all_now() -> None:
     """Kill every command running now, without waiting for anything: their process groups and
-    what is in their pids cgroups (left in place for the sweep of a later run). For a process
-    that is about to end at once (a second Ctrl-C)."""
+    what is in their pids cgroups (left in place for the sweep of a later run); remove their
+    scratch folders. For a process that is about to end at once (a second Ctrl-C)."""
     _kill_live()
     kill_open_groups()
 

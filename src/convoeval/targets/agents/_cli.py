@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ..._jsonpath import parse_jsonpath
 from ..._regex import RegexTimeout, compile_pattern, search
+from ..._sandbox import scratch_folder
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
 from ._process import agent_env, failure, run_command, work_dir
@@ -70,8 +71,8 @@ class CliTarget:
         system, prompt = prompt_text(request.messages)
         if system and not request.session_id:
             prompt = f"{system}\n\n{prompt}"
-        with tempfile.TemporaryDirectory(prefix="convoeval-cli-") as scratch:
-            prompt_file, output_file = Path(scratch) / "prompt.txt", Path(scratch) / "output.txt"
+        with scratch_folder("convoeval-cli-") as scratch:
+            prompt_file, output_file = scratch / "prompt.txt", scratch / "output.txt"
             prompt_file.write_text(prompt, encoding="utf-8")
             command = self._render(prompt, prompt_file, output_file, request)
             cwd = request.agent.workdir or self._cwd(request.agent.eval_dir)
