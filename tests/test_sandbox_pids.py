@@ -264,10 +264,11 @@ def test_an_agent_cli_gets_the_limit_plus_room_for_its_own_threads(cgroups: Path
             )
         finally:
             await start.pids.remove()
+            assert start.home is not None
+            homes.settle(start.home, None)  # the turn started no session: its HOME goes
         return done.stdout
 
     output = asyncio.run(main())
-    homes.close()
     started, failed = counted(output)
     assert 4 < started <= 4 + sandbox.AGENT_TASKS and started + failed == n, output
     assert ours(cgroups) == []
