@@ -176,6 +176,23 @@ def test_output_files_go_into_folders_made_for_them(cli, tmp_path: Path) -> None
     assert not (tmp_path / "e").exists()
 
 
+def test_report_o_writes_the_format_its_suffix_names(cli, tmp_path: Path) -> None:
+    """`report -o FILE`, as `run -o` takes it: the format by suffix; another suffix, or the same
+    format asked twice, is an error line and nothing written."""
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: hi}\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t, input: hi, assertions: [{type: contains, value: hi}]}\n")
+    assert cli("run", "s.eval.yaml", "-t", "bot", "-o", "r.jsonl")[0] == 0
+    for name, start in (("r.html", "<!doctype html>"), ("r.xml", "<?xml"), ("r.md", "#")):
+        code, out, err = cli("report", "r.jsonl", "-o", name)
+        assert (code, out) == (0, f"wrote {name}\n"), err
+        assert (tmp_path / name).read_text().lower().startswith(start)
+    code, _, err = cli("report", "r.jsonl", "-o", "r.txt")
+    assert code == 2 and err.startswith("error: -o r.txt: the suffix names the format: .html, .xml"), err
+    code, _, err = cli("report", "r.jsonl", "-o", "a.html", "--html", "b.html")
+    assert (code, err) == (2, "error: -o a.html and --html b.html: give one of them\n")
+    assert not (tmp_path / "r.txt").exists() and not (tmp_path / "a.html").exists()
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -50,6 +50,10 @@ StoreOption = Annotated[
 _STYLE = {"loss": "red", "win": "green", "new": "yellow", "gone": "magenta", "tie": "dim"}
 
 
+#: The report `report -o FILE` writes, by the file's suffix.
+_OUTPUT_KINDS = {".html": "html", ".htm": "html", ".xml": "junit", ".md": "markdown", ".eval": "inspect_log"}
+
+
 def _store(store: Path | None) -> Path:
     return state_dir(store) / STORE_FILE
 
@@ -109,15 +113,35 @@ def report(
             "verdicts, mean score, per-turn scores and pass^k, printed and added to --html / --markdown.",
         ),
     ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the report here, in the format its suffix names: .html, .xml (JUnit), .md (Markdown), "
+            ".eval (Inspect log).",
+        ),
+    ] = None,
     store: StoreOption = None,
 ) -> None:
     """Write the HTML report, JUnit XML, a Markdown summary or an Inspect log of a run or a results
     file, send it as OpenTelemetry spans, or print its results grouped by a field."""
     otel = otel or otel_endpoint is not None
+    if output is not None:
+        kind = _OUTPUT_KINDS.get(output.suffix.lower())
+        if kind is None:
+            raise fail(
+                f"-o {output}: the suffix names the format: .html, .xml (JUnit), .md (Markdown) or .eval "
+                "(Inspect log; --inspect-log for its .json form)"
+            )
+        chosen = {"html": html, "junit": junit, "markdown": markdown, "inspect_log": inspect_log}
+        if chosen[kind] is not None:
+            raise fail(f"-o {output} and --{kind.replace('_', '-')} {chosen[kind]}: give one of them")
+        html, junit, markdown, inspect_log = (output if k == kind else v for k, v in chosen.items())
     if not (html or junit or markdown or inspect_log or otel or by):
         raise fail(
-            "say what to write: --html report.html, --junit junit.xml, --markdown summary.md, "
-            "--inspect-log run.eval and/or --otel (or --by FIELD for a grouped table)"
+            "say what to write: -o report.html (or .xml, .md, .eval), --html report.html, --junit junit.xml, "
+            "--markdown summary.md, --inspect-log run.eval and/or --otel (or --by FIELD for a grouped table)"
         )
     check_writable(html, junit, markdown, inspect_log)
     if inspect_log is not None and inspect_log.suffix not in (".eval", ".json"):
