@@ -39,6 +39,9 @@ def test_help_lists_every_command_and_each_command_loads_alone() -> None:
     assert run_help.returncode == 0 and "--max-connections" in run_help.stdout
     unknown = convoeval_cli("nosuch")
     assert unknown.returncode == 2 and "No such command" in unknown.stderr
+    peer = convoeval_cli("eval", "suite.yaml")  # AgentV's, promptfoo's and Inspect's name for it
+    said = " ".join(peer.stderr.replace("│", " ").split())  # as wrapped in its box
+    assert peer.returncode == 2 and "Inspect's `eval` is `convoeval run`" in said, peer.stderr
 
 
 def test_version_is_printed_without_loading_a_command() -> None:

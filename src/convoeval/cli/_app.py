@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand, TyperOption
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from .._paths import ROOT_ENV
 from .._version import __version__
@@ -33,6 +33,20 @@ class StrictCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
 
+#: A command as other tools name it: convoeval's command, and the tools.
+PEER_COMMANDS = {"eval": ("run", "AgentV's, promptfoo's and Inspect's")}
+
+
+class Group(TyperGroup):
+    """The app's command group: a command named as another tool names it says which it is."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and args[0] in PEER_COMMANDS and args[0] not in self.commands:
+            ours, tools = PEER_COMMANDS[args[0]]
+            ctx.fail(f"No such command {args[0]!r}: {tools} `{args[0]}` is `convoeval {ours}`.")
+        return super().resolve_command(ctx, args)
+
+
 class Typer(typer.Typer):
     """The app's typer: every command is a `StrictCommand`."""
 
@@ -41,6 +55,7 @@ class Typer(typer.Typer):
 
 
 app = Typer(
+    cls=Group,
     name="convoeval",
     help="Evaluate multi-turn conversations with LLMs and agents.",
     no_args_is_help=True,
