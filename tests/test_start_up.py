@@ -42,6 +42,13 @@ def test_help_lists_every_command_and_each_command_loads_alone() -> None:
     peer = convoeval_cli("eval", "suite.yaml")  # AgentV's, promptfoo's and Inspect's name for it
     said = " ".join(peer.stderr.replace("│", " ").split())  # as wrapped in its box
     assert peer.returncode == 2 and "Inspect's `eval` is `convoeval run`" in said, peer.stderr
+    for args, hint in (
+        (("run", "s.yaml", "--model", "openai:gpt-4o"), "No such option: --model; convoeval run takes --target"),
+        (("run", "-c", "promptfooconfig.yaml"), "convoeval run takes the eval files as arguments"),
+        (("validate", "--config=x.yaml"), "No such option: --config; convoeval validate takes the eval files"),
+    ):
+        told = convoeval_cli(*args)
+        assert told.returncode == 2 and hint in " ".join(told.stderr.replace("│", " ").split()), told.stderr
 
 
 def test_version_is_printed_without_loading_a_command() -> None:

@@ -15,12 +15,29 @@ from typer.core import TyperCommand, TyperGroup, TyperOption
 from .._paths import ROOT_ENV
 from .._version import __version__
 
+#: Options as other tools name them, and what convoeval takes instead (said when a command has
+#: no option of that name).
+PEER_OPTIONS = {
+    "--model": "--target (Inspect's `--model`; --judge for the grading model)",
+    "--providers": "--target (promptfoo's `--providers`)",
+    "--config": "the eval files as arguments (a promptfoo config: `convoeval import promptfoo CONFIG` first)",
+    "-c": "the eval files as arguments (a promptfoo config: `convoeval import promptfoo CONFIG` first)",
+}
+
 
 class StrictCommand(TyperCommand):
     """A command that refuses an option given twice unless it takes several values (click
-    would silently keep the last one): `--threshold 0.5 --threshold 0.9` is an error, exit 2."""
+    would silently keep the last one): `--threshold 0.5 --threshold 0.9` is an error, exit 2.
+    An option it lacks that another tool has (`PEER_OPTIONS`) says what it takes instead."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored click.Context
+        own = {name for param in self.params for name in getattr(param, "opts", ())}
+        for arg in args:
+            if arg == "--":
+                break
+            name = arg.split("=", 1)[0]
+            if name in PEER_OPTIONS and name not in own:
+                ctx.fail(f"No such option: {name}; convoeval {self.name} takes {PEER_OPTIONS[name]}.")
         try:
             _, _, order = self.make_parser(ctx).parse_args(args=list(args))
         except Exception:  # a usage error: click reports it
