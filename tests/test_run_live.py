@@ -343,6 +343,9 @@ tests:
     assert broken["execution_status"] == "execution_error" and broken["verdict"] == "error"
     assert "turn 2" in broken["error"] and "HTTP 503" in broken["error"] and "2 attempt" in broken["error"]
     assert broken["scores"][0]["verdict"] == "skip" and broken["scores"][1]["verdict"] == "skip"  # nothing to grade
+    assert broken["scores"][0]["note"] == "not graded: the turn has no assertions"
+    # The turn that failed says why it has no grade (the terminal said "(no assertions)" for it).
+    assert broken["scores"][1]["note"] == "not graded: the conversation ended with an error (see the test's error)"
     assert len(broken["output"]) == 3  # user, reply, the unanswered user message
     assert results["fine"]["verdict"] == "pass"
     assert code == 1

@@ -252,7 +252,7 @@ def _checks(entry: ScoreEntry) -> str:
         if grader.panel:
             said = ", ".join(f"{a.judge} {a.verdict} {_fmt_score(a.score)}" for a in grader.panel)
             lines.append(f"[dim]  panel ({grader.panel_rule}): {_short(said, 120)}[/]")
-    return "\n".join(lines) or "[dim](no assertions)[/]"
+    return "\n".join(lines) or "[dim](not graded)[/]"
 
 
 def _call(call: ToolCall) -> str:

@@ -50,6 +50,10 @@ from ._workspace import WorkspaceError, close_workspace, open_workspace, snapsho
 if TYPE_CHECKING:
     from ..graders import DomainSession
 
+#: The note of a turn the conversation did not grade because it ended with an error (the
+#: result's `error` says which): the turn that failed and those after it.
+ENDED_BY_ERROR = "not graded: the conversation ended with an error (see the test's error)"
+
 
 @dataclass
 class TrialContext:
@@ -141,10 +145,9 @@ class Conversation:
             return self._single_shot(entries, self.source.planned)
         # Turns not sent (after a stop, whatever stopped it, or after an error) are skipped:
         # not scored, left out of the test's score.
+        note = self.stop_note or (ENDED_BY_ERROR if self.error else None)
         for offset in range(len(entries) + 1, max(number, len(entries)) + len(source.unsent()) + 1):
-            entries.append(
-                ScoreEntry(name=f"turn-{offset}", type="turn", verdict="skip", score=None, note=self.stop_note)
-            )
+            entries.append(ScoreEntry(name=f"turn-{offset}", type="turn", verdict="skip", score=None, note=note))
         return entries
 
     def _single_shot(self, entries: list[ScoreEntry], planned: int) -> list[ScoreEntry]:
