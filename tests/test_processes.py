@@ -474,6 +474,35 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def test_ending_a_worker_kills_the_commands_no_list_holds_yet() -> None:
+    """`kill_children`, which a worker runs when its driver dies: a command whose start has not
+    returned yet is in no list of commands to kill (one outlived its worker under load); every
+    child is killed, with the process group it leads (the command's own children)."""
+    mark = f"{8000 + os.getpid() % 1000}.{time.time_ns() % 1000}"
+    code = (
+        "import pathlib, subprocess, time\n"
+        "from convoeval import _sandbox\n"
+        f"child = subprocess.Popen(['sh', '-c', 'sleep {mark} & wait'], start_new_session=True)\n"
+        "def started():\n"
+        "    for cmdline in pathlib.Path('/proc').glob('[0-9]*/cmdline'):\n"
+        "        try:\n"
+        f"            if cmdline.read_bytes().startswith(b'sleep\\0{mark}'):\n"
+        "                return True\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return False\n"
+        "deadline = time.monotonic() + 20\n"
+        "while time.monotonic() < deadline and not started():\n"
+        "    time.sleep(0.02)\n"
+        "_sandbox.kill_children()\n"
+        "child.wait()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    time.sleep(0.1)
+    assert not [c for c in command_lines() if f"sleep {mark}" in c], "the command's own child outlived it"
+
+
 def test_when_the_command_dies_its_workers_and_their_commands_end(tmp_path: Path) -> None:
     """SIGKILL of `convoeval run` (nothing of it can react): each worker gets SIGTERM from the
     kernel, kills its agents' commands (unsandboxed here, in their own process groups), removes

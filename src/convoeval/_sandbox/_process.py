@@ -343,8 +343,14 @@ def scratch_folder(prefix: str) -> Iterator[Path]:
     try:
         yield Path(folder)
     finally:
-        _scratch.discard(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove_scratch(folder)
+
+
+def _remove_scratch(folder: str) -> None:
+    """Remove `folder`, then forget it: a signal handler that ends the process meanwhile
+    (`end_all_now`) still finds it and removes it."""
+    shutil.rmtree(folder, ignore_errors=True)
+    _scratch.discard(folder)
 
 
 @atexit.register
@@ -352,8 +358,7 @@ def _kill_live() -> None:
     for group in list(_live):
         _kill_group(group)
     for folder in list(_scratch):
-        _scratch.discard(folder)
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove_scratch(folder)
 
 
 def end_all_now() -> None:
@@ -362,6 +367,32 @@ def end_all_now() -> None:
     scratch folders. For a process that is about to end at once (a second Ctrl-C)."""
     _kill_live()
     kill_open_groups()
+
+
+def kill_children() -> None:
+    """Kill every child of this process, with its process group when it leads a session of its
+    own (a command's): the commands whose start has not returned yet too, which no list holds
+    (`watch_group` comes after). For a process that runs nothing but commands and is about to
+    end at once (a worker whose driver died)."""
+    me = os.getpid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pid, ppid, session = int(entry.name), int(fields[1]), int(fields[3])
+        if ppid != me:
+            continue
+        try:
+            if session == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:  # not in its own session yet: between its fork and its exec
+                os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _kill_group(group: int) -> None:

@@ -368,9 +368,13 @@ def _end_with_parent() -> None:
 
 
 def _ended(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM: the driver died (or someone ended this worker): kill the commands running now
-    and exit at once, as the driver does on a second Ctrl-C."""
+    """SIGTERM: the driver died (or someone ended this worker): kill the commands running now,
+    those being started too (every child of the worker is a command), and exit at once, as the
+    driver does on a second Ctrl-C. A SIGTERM that comes meanwhile (two came at times) is
+    ignored: it would end the process before this handler had removed what it was removing."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sandbox.end_all_now()
+    sandbox.kill_children()
     os._exit(128 + signum)
 
 
