@@ -375,7 +375,11 @@ def kill_children() -> None:
     (`watch_group` comes after). For a process that runs nothing but commands and is about to
     end at once (a worker whose driver died)."""
     me = os.getpid()
-    for entry in os.scandir("/proc"):
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:  # no /proc (macOS): the commands it watches are killed, not those starting
+        return
+    for entry in entries:
         if not entry.name.isdigit():
             continue
         try:
