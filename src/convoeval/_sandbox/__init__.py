@@ -63,7 +63,7 @@ from ._choice import (
     use_trial_settings,
 )
 from ._lend import Lent, lend
-from ._owner import left_by_gone_owner, owner_tag
+from ._owner import left_by_gone_owner, owner_tag, stat_fields
 from ._process import (
     Finished,
     agent_pids_group,
@@ -117,6 +117,7 @@ __all__ = [
     "reset_trial_settings",
     "run",
     "scratch_folder",
+    "stat_fields",
     "start_problem",
     "sweep_stale_cgroups",
     "trial_settings",

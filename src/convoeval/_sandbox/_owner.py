@@ -7,13 +7,20 @@ import os
 from pathlib import Path
 
 
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of `/proc/PID/stat` after the command name (state, ppid, pgrp, session, ...),
+    or None (no such process, or no /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def start_ticks(pid: int) -> str:
     """When process `pid` started (clock ticks since boot, from /proc), or "0" where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "0"
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = stat_fields(pid)
+    return fields[19] if fields and len(fields) > 19 else "0"
 
 
 def owner_tag() -> str:

@@ -21,6 +21,7 @@ from ._agent_user import become
 from ._argv import AgentBox
 from ._cgroup import AGENT_TASKS, PidsGroup, kill_open_groups
 from ._choice import SandboxError, SandboxSettings
+from ._owner import stat_fields
 
 try:
     import resource
@@ -380,12 +381,7 @@ def kill_children() -> None:
     except OSError:  # no /proc (macOS): the commands it watches are killed, not those starting
         return
     for entry in entries:
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+        if not entry.name.isdigit() or (fields := stat_fields(int(entry.name))) is None:
             continue
         pid, ppid, session = int(entry.name), int(fields[1]), int(fields[3])
         if ppid != me:

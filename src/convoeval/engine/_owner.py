@@ -11,6 +11,8 @@ import os
 import socket
 from dataclasses import asdict, dataclass
 
+from .._sandbox import stat_fields
+
 
 @dataclass(frozen=True)
 class Owner:
@@ -48,7 +50,7 @@ class Owner:
             return "gone"
         except PermissionError:
             pass  # exists, owned by another user
-        stat = _stat_fields(self.pid)
+        stat = stat_fields(self.pid)
         if stat and stat[0] in ("Z", "X"):
             return "gone"  # killed, and not yet reaped by its parent: it runs no more
         if self.started is not None and stat and len(stat) > 19 and stat[19] != self.started:
@@ -61,14 +63,5 @@ class Owner:
 
 def process_start(pid: int) -> str | None:
     """The start time of process `pid` in clock ticks since boot (Linux), else None."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return fields[19] if fields and len(fields) > 19 else None
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """The fields of `/proc/PID/stat` after the command name (state first), or None."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            return stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
