@@ -23,9 +23,9 @@ import math
 from typing import Any, Literal
 
 from .._text import shorten
-from ._agentv_code import _json_object, agentv_payload
-from ._base import Grade, GradeContext, GraderError, assertion_type
-from ._code import CodeGrader, ProgramFailed, grade_from_json, grading_payload
+from ._agentv_code import _json_object
+from ._base import Grade, GraderError, assertion_type
+from ._code import CodeGrader, ProgramFailed, grade_from_json
 
 
 @assertion_type
@@ -37,11 +37,8 @@ class ScriptGrader(CodeGrader):
 
     @property
     def speaks_agentv(self) -> bool:
-        return True
-
-    def payload(self, ctx: GradeContext, sdk: tuple[int, ...] | None = None) -> dict[str, object]:
         """AgentV's stdin (`agentv_payload`), whatever the file: `script` is AgentV's grader."""
-        return agentv_payload(grading_payload(ctx, {**(self.model_extra or {}), **self.config}), ctx, sdk)
+        return True
 
     def grade_result(self, result: dict[str, object], shown: str) -> Grade:
         return grade_from_json(v5_result(result, shown), shown)

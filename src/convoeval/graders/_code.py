@@ -221,7 +221,7 @@ class CodeGrader(JudgedAssertion):
         """What the program reads on stdin (AgentV's shape for AgentV files: `agentv_payload`,
         for a grader whose AgentV SDK has the version `sdk`)."""
         found = grading_payload(ctx, {**(self.model_extra or {}), **self.config})
-        return agentv_payload(found, ctx, sdk) if self.agentv_protocol else found
+        return agentv_payload(found, ctx, sdk) if self.speaks_agentv else found
 
     def grade_result(self, result: dict[str, object], shown: str) -> Grade:
         """The grade of what the program printed."""
