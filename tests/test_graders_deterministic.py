@@ -65,7 +65,7 @@ CASES: list[tuple[dict[str, Any], str, str, str]] = [
     ({"type": "not-contains-any", "value": ["lambda", "yield"]}, REPLY, "pass", "not found"),
     ({"type": "not-contains-any", "value": ["lambda", "def"]}, REPLY, "fail", "found"),
     ({"type": "starts-with", "value": "Sure!"}, REPLY, "pass", "starts with it"),
-    ({"type": "starts-with", "value": "Hello"}, REPLY, "fail", "the reply starts with 'Sure! Here is t'"),
+    ({"type": "starts-with", "value": "Hello"}, REPLY, "fail", "the reply starts with 'Sure! Here is t…'"),
     ({"type": "starts-with", "value": "Sure"}, "  Sure thing", "fail", "starts with '  Sure"),
     ({"type": "starts-with", "value": "Sure", "trim": True}, "  Sure thing", "pass", "starts with it"),
     ({"type": "not-starts-with", "value": "Sorry"}, REPLY, "pass", "starts with"),

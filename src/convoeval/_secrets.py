@@ -2,25 +2,30 @@
 
 The known secret values are the API keys targets resolved (`remember`) and the values of
 environment variables named like `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, `*HEADERS*`
-(`OTEL_EXPORTER_OTLP_HEADERS=Authorization=...`), as they were when first asked for or when
-`reread_environment` last ran (every run starts with it: reading the environment on each of
-the thousands of redactions a run makes cost more than its HTTP). `redact` replaces them and
-credentials in URLs (`user:pass@`, `?api_key=...`) with `[REDACTED]`; results, the run store,
-result files and the terminal all go through it.
+(`OTEL_EXPORTER_OTLP_HEADERS=Authorization=...`), `*_PWD`, `*_PAT`, `*_DSN`, as they were when
+first asked for or when `reread_environment` last ran (every run starts with it: reading the
+environment on each of the thousands of redactions a run makes cost more than its HTTP), each
+also as JSON writes it. `redact` replaces them and credentials in URLs (`user:pass@`,
+`?api_key=...`) with `[REDACTED]`; results, the run store, result files and the terminal all go
+through it, and `convoeval._text.shorten` redacts a text before cutting it (a cut key is no
+longer the key).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 #: Environment variables whose values are secrets (and are not passed to graders and hooks).
 SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|(^|_)AUTH(?!_SOCK)|HEADERS",
+    r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|_PWD($|_)|(^|_)PAT($|_)|(^|_)DSN($|_)"
+    r"|(^|_)AUTH(?!_SOCK)|HEADERS",
     re.IGNORECASE,
 )
 #: Headers of a target whose values are not credentials; every other header's value is one
@@ -33,7 +38,7 @@ PLAIN_HEADERS = frozenset(
 #: Query parameters of a target's URL whose values are not credentials; every other one's is.
 PLAIN_PARAMS = frozenset({"api-version", "api_version", "version", "v", "model", "deployment", "format", "stream"})
 _KEY_SHAPED = re.compile(r"\b(sk|pk|rk|key|api)[-_][A-Za-z0-9_\-]{8,}")
-_URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@")
+_URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]*:[^/\s@]+@")  # `redis://:password@host` too
 #: URL query parameters that carry credentials (`?api_key=`, `?code=` of Azure Functions, `?sig=`).
 _URL_SECRET_NAME = r"[^=&\s]*(?:key|token|secret|sig|passw|auth|credential)[^=&\s]*|code"
 _URL_SECRET_PARAM = re.compile(rf"(?i)([?&](?:{_URL_SECRET_NAME})=)[^&\s#\"']+")
@@ -67,9 +72,21 @@ def remember_credentials(headers: Mapping[str, str], *urls: str | None, env: obj
     for url in urls:
         if url and "://" in url:
             parts = urlsplit(url)
-            values.append(parts.password or "")
+            values += _basic_credentials(parts.username, parts.password)
             values += [v for k, v in parse_qsl(parts.query) if k.lower() not in PLAIN_PARAMS]
     remember(*values)
+
+
+def _basic_credentials(user: str | None, password: str | None) -> list[str]:
+    """What a URL's user info puts on the wire: the password, and the Basic credential HTTP
+    clients build from the user and password (as written and percent-decoded)."""
+    if user is None:
+        return []
+    values = [password or ""] if password else [user]  # `https://KEY@host`: the user is the key
+    for name, word in {(user, password or ""), (unquote(user), unquote(password or ""))}:
+        pair = f"{name}:{word}"
+        values += [base64.b64encode(pair.encode(encoding, "replace")).decode() for encoding in ("latin-1", "utf-8")]
+    return values
 
 
 def shown_url(url: str) -> str:
@@ -90,12 +107,24 @@ def reread_environment() -> None:
 
 
 def known_secrets() -> list[str]:
-    """Every known secret value, longest first."""
+    """Every known secret value, longest first, with the forms it takes in JSON text (see
+    `_in_json`)."""
     global _known
     if _known is None:
-        from_env = (v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH)
-        _known = sorted({*_remembered, *from_env}, key=len, reverse=True)
+        from_env = {v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
+        values = {*_remembered, *from_env}
+        _known = sorted({form for value in values for form in _in_json(value)}, key=len, reverse=True)
     return _known
+
+
+def _in_json(value: str) -> set[str]:
+    """`value` and how JSON writes it in a string, with and without non-ASCII escaped, once and
+    nested (a tool call's arguments are JSON inside a result's JSON): results are redacted as
+    JSON, where a secret holding `"` or a backslash is not written as itself."""
+    forms = {value}
+    for _ in range(2):
+        forms |= {json.dumps(form, ensure_ascii=ascii_only)[1:-1] for form in forms for ascii_only in (False, True)}
+    return forms
 
 
 def redact(text: str, extra: Iterable[str] = (), *, key_shaped: bool = False) -> str:

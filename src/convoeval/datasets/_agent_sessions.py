@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
+from .._text import shorten
 from ..errors import DatasetError
 from ..results import ToolCall
 from ..targets.agents import read_turns
@@ -154,7 +155,7 @@ def _claude_message(
                 output = "\n".join(str(b.get("text", "")) for b in objects(output))
             call.output = output
             if block.get("is_error"):
-                call.error = str(output or "tool error")[:500]
+                call.error = shorten(str(output or "tool error"), 500)
                 call.status = "denied" if denied else None
             messages.append(_tool_message(call))
 

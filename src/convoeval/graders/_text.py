@@ -17,6 +17,7 @@ from pydantic import AliasChoices, BeforeValidator, Field, ValidationInfo, field
 
 from .. import _regex
 from .._json_in_text import NoJson, parse_json
+from .._secrets import redact
 from ..results import AssertionOutcome
 from ._base import GradeContext, GraderError, assertion_type
 from ._check import Check, blank_template_refs, noun, quote, substitute, substitute_deep, substitute_regex
@@ -136,7 +137,7 @@ class StartsWith(Check):
         evidence = (
             f"the {noun(ctx)} starts with it"
             if passed
-            else f"the {noun(ctx)} starts with {quote(text[: len(prefix) + 10], 70)}"
+            else f"the {noun(ctx)} starts with {quote(text, min(len(prefix) + 11, 70))}"
         )
         return passed, [AssertionOutcome(text=f"starts with {quote(prefix)}", passed=passed, evidence=evidence)]
 
@@ -158,12 +159,10 @@ class EndsWith(Check):
         if self.trim:
             suffix, text = suffix.strip(), text.strip()
         passed = text.endswith(suffix)
-        tail = text[-(len(suffix) + 10) :]
-        evidence = (
-            f"the {noun(ctx)} ends with it"
-            if passed
-            else f"the {noun(ctx)} ends with {quote(tail if len(tail) <= 70 else '…' + tail[-69:], 70)}"
-        )
+        evidence = f"the {noun(ctx)} ends with it"
+        if not passed:
+            tail = redact(text)[-(len(suffix) + 10) :]  # redacted before the cut, which no redaction finds
+            evidence = f"the {noun(ctx)} ends with {quote(tail if len(tail) <= 70 else '…' + tail[-69:], 70)}"
         return passed, [AssertionOutcome(text=f"ends with {quote(suffix)}", passed=passed, evidence=evidence)]
 
 

@@ -25,6 +25,7 @@ from typing import Generic, TypedDict, TypeVar, overload
 from pydantic import BaseModel, JsonValue, ValidationError
 
 from .._json_in_text import NoJson, parse_json
+from .._text import shorten
 from ..errors import GraderError, TargetError
 from ..results import Usage
 from ..targets import AgentContext, ChatReply, ChatRequest, Purpose, Target
@@ -387,5 +388,4 @@ def _as_parser(parser: type[BaseModel] | Callable[[str], object]) -> Callable[[s
 
 
 def _quote(text: str) -> str:
-    shown = text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 1] + "…"
-    return repr(shown)
+    return repr(shorten(text, _QUOTE_CHARS))

@@ -8,7 +8,7 @@ import time
 
 from ..results import ToolCall, Usage
 from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, message_text, provider
-from ._http_target import HttpTarget
+from ._http_target import HttpTarget, endpoint_url
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -24,7 +24,7 @@ class AnthropicTarget(HttpTarget):
     def __init__(self, config: TargetConfig):
         super().__init__(config)
         base = config.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL
-        self.url = base.rstrip("/") + "/v1/messages"
+        self.url = endpoint_url(base, "/v1/messages")
 
     def auth_headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key, "anthropic-version": API_VERSION} if self.api_key else {}

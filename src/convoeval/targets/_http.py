@@ -206,5 +206,5 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 
 def _snippet(raw: bytes, secrets: tuple[str, ...]) -> str:
-    text = " ".join(raw.decode("utf-8", errors="replace").split())
-    return redact(text[:300] + ("..." if len(text) > 300 else ""), secrets) or "(empty body)"
+    text = redact(" ".join(raw.decode("utf-8", errors="replace").split()), secrets)  # then cut: a cut key is not found
+    return text[:300] + ("..." if len(text) > 300 else "") or "(empty body)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ._base import Target, TargetConfig, unwrap
 from ._http import RetryPolicy, post_json
@@ -16,6 +17,14 @@ if TYPE_CHECKING:
 
 #: Connections one target keeps open at most when its `concurrency` is not set.
 DEFAULT_CONNECTIONS = 256
+
+
+def endpoint_url(base: str, path: str, query: str = "") -> str:
+    """`base` with `path` added to its path: a query it holds (`?api_key=...`) stays after the
+    path, with `query` added to it."""
+    parts = urlsplit(base.strip())
+    joined = "&".join(q for q in (parts.query, query) if q)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path, query=joined))
 
 
 class HttpTarget:

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, capabilities, provider
 from ._completion import parse_completion
-from ._http_target import HttpTarget
+from ._http_target import HttpTarget, endpoint_url
 from ._settings import AzureSettings, settings_of
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -31,7 +31,7 @@ class OpenAITarget(HttpTarget):
     def __init__(self, config: TargetConfig):
         super().__init__(config)
         base = config.base_url or self.default_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
-        self.url = base.rstrip("/") + "/chat/completions"
+        self.url = endpoint_url(base, "/chat/completions")
         self.official = base.rstrip("/") in (OPENAI_URL, OPENROUTER_URL)  # hosted: a key is required
         if self.api_key and "Authorization" in self.auth_headers() and urlsplit(self.url).username is not None:
             raise TargetError(
@@ -110,13 +110,14 @@ class AzureOpenAITarget(OpenAITarget):
         if not endpoint:
             raise TargetError(f"{config.name}: azure needs `endpoint` (https://RESOURCE.openai.azure.com)")
         deployment = azure.deployment or config.model
-        if "/openai/deployments/" in endpoint:
-            self.url = endpoint if endpoint.endswith("/chat/completions") else endpoint + "/chat/completions"
+        path = urlsplit(endpoint).path.rstrip("/")
+        if "/openai/deployments/" in path:
+            suffix = "" if path.endswith("/chat/completions") else "/chat/completions"
         elif not deployment:
             raise TargetError(f"{config.name}: azure needs `model` (the deployment name)")
         else:
-            self.url = f"{endpoint}/openai/deployments/{deployment}/chat/completions"
-        self.url += f"?api-version={azure.version or AZURE_API_VERSION}"
+            suffix = f"/openai/deployments/{deployment}/chat/completions"
+        self.url = endpoint_url(endpoint, suffix, f"api-version={azure.version or AZURE_API_VERSION}")
         self.official = True  # a key is required
 
     def auth_headers(self) -> dict[str, str]:

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..._text import shorten
 from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetError, provider
 from ._agent_cli import AgentCli
@@ -189,7 +190,7 @@ def result_error(result: dict[str, Any]) -> str:
     text = result.get("result")
     errors = result.get("errors")
     detail = str(text) if isinstance(text, str) and text.strip() else "; ".join(str(e) for e in errors or [])
-    return f"Claude Code failed ({what})" + (f": {detail.strip()[:500]}" if detail.strip() else "")
+    return f"Claude Code failed ({what})" + (f": {shorten(detail.strip(), 500)}" if detail.strip() else "")
 
 
 def _read_message(
@@ -212,7 +213,7 @@ def _read_message(
             calls[call_id].output = output
             calls[call_id].duration_ms = round((at - started[call_id]) * 1000, 1)
             if block.get("is_error"):
-                calls[call_id].error = output[:500] or "tool error"
+                calls[call_id].error = shorten(output, 500) or "tool error"
 
 
 def _event(text: str) -> dict[str, Any] | None:

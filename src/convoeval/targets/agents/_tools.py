@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ... import _sandbox as sandbox
 from ..._sandbox import SandboxError, command_env, trial_settings
+from ..._text import shorten
 from ...results import ToolCall
 from .._tool_settings import ToolAgentSettings, UserTool
 from ._python import load_callable
@@ -162,7 +163,7 @@ class ToolBox:
         except SandboxError as exc:
             raise ToolFailure(str(exc)) from None
         if ran.timed_out:
-            raise ToolFailure(f"timed out after {timeout_s:g} s and was killed: {command[:80]}")
+            raise ToolFailure(f"timed out after {timeout_s:g} s and was killed: {shorten(command, 80)}")
         more = f"\n[... more output cut: {ran.cut} bytes not shown]" if ran.cut else ""
         return f"exit code {ran.code}\n{self._cap(ran.output)}{more}"
 

@@ -1,0 +1,144 @@
+"""Secrets in the forms an adversarial review found them leaking in: a value holding `"` or a
+backslash (results are redacted as JSON, where it is escaped), a key cut by evidence or an
+error snippet before redaction, the Basic credential an HTTP client builds from a URL's
+`user:password@`, and variables whose names or URLs did not look secret (`MYSQL_PWD`,
+`GITHUB_PAT`, `SENTRY_DSN`, `redis://:password@host`)."""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+import uuid
+from pathlib import Path
+
+import pytest
+
+from convoeval import _secrets
+from convoeval.testing import FakeOpenAIServer, Fault
+
+from .conftest import write
+
+
+def _everything_written(tmp_path: Path, out: str) -> dict[str, str]:
+    """Every file the runs wrote (databases by their rows and their raw bytes) and the terminal."""
+    texts = {"terminal": out}
+    for path in tmp_path.rglob("*"):
+        if not path.is_file() or path.name in ("targets.yaml", "s.eval.yaml"):
+            continue
+        if path.suffix == ".sqlite":
+            with sqlite3.connect(path) as conn:
+                for (table,) in conn.execute("select name from sqlite_master where type = 'table'"):
+                    texts[f"{path.name}:{table}"] = repr(conn.execute(f"select * from {table}").fetchall())
+        texts[str(path)] = path.read_bytes().decode("utf-8", "replace")
+    return texts
+
+
+def _fragments(secret: str, size: int = 8) -> set[str]:
+    return {secret[i : i + size] for i in range(len(secret) - size + 1)}
+
+
+def test_a_secret_holding_a_quote_or_a_backslash_is_redacted_in_every_file(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    quoted, slashed = f'qt"{uuid.uuid4().hex[:16]}', f"bs\\{uuid.uuid4().hex[:16]}"
+    monkeypatch.setenv("QUOTE_SECRET", quoted)
+    monkeypatch.setenv("BACKSLASH_SECRET", slashed)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-" + uuid.uuid4().hex)
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: v}]\n")
+    reply = f"value: {quoted} and {slashed} end"
+    tool_call = {"id": "c1", "type": "function", "function": {"name": "look", "arguments": f'{{"q": "{quoted}"}}'}}
+    with FakeOpenAIServer(reply=lambda body: {"content": reply, "tool_calls": [tool_call]}) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        out = ""
+        for suffix in ("jsonl", "html", "xml", "md"):
+            code, stdout, stderr = cli(
+                "run", "s.eval.yaml", "--target", "openai:m", "--store", "state", "--cache-dir", "cache",
+                "-o", f"r.{suffix}",
+            )  # fmt: skip
+            assert code == 0, stderr
+            out += stdout + stderr
+        assert server.requests
+    texts = _everything_written(tmp_path, out)
+    assert "value: [REDACTED] and [REDACTED] end" in texts[str(tmp_path / "r.jsonl")]
+    for name, text in texts.items():
+        for secret in (quoted, slashed):
+            for form in (secret, secret.replace("\\", "\\\\").replace('"', '\\"'), secret[3:]):
+                assert form not in text, f"{secret[:4]}... leaked into {name}"
+
+
+def test_a_key_cut_by_evidence_or_an_error_snippet_leaves_nothing_of_it(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ends-with` evidence quoted the last characters of a reply holding the key, and an HTTP
+    error snippet cut at 300 characters, before the key was looked for."""
+    key = "sk-hunt-" + uuid.uuid4().hex[:24]
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n"
+        "  - id: ends\n    input: hi\n"
+        "    assertions: [{type: ends-with, value: not-the-ending-at-all}, {type: starts-with, value: zz}]\n"
+        "  - id: fails\n    input: please fail\n    assertions: [{type: contains, value: x}]\n"
+        "  - id: judged\n    input: hi\n    assertions: [The reply is fine]\n",
+    )
+    error_body = "e" * 281 + key + "tail" * 80
+    judge = (
+        "no JSON here " + "y" * 115 + key + " and more after it"
+    )  # quoted, cut at 160 characters, in the grader's error
+    with FakeOpenAIServer(reply=lambda body: key + "BBBBB", judge=lambda body: judge) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        server.faults.append(Fault(status=400, body=error_body, match="please fail"))
+        code, stdout, stderr = cli(
+            "run", "s.eval.yaml", "--target", "openai:m", "--judge", "openai:j", "--store", "state", "-o", "r.jsonl"
+        )
+    assert code in (1, 3), stdout + stderr
+    texts = _everything_written(tmp_path, stdout + stderr)
+    results = texts[str(tmp_path / "r.jsonl")]
+    assert "ends with" in results and "last answer: 'no JSON here y" in results
+    for name, text in texts.items():
+        leaked = [f for f in _fragments(key[8:]) if f in text]
+        assert not leaked, f"{leaked[0]} of the key leaked into {name}"
+
+
+def test_the_basic_credential_built_from_a_url_password_is_redacted(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    password = "upwd" + uuid.uuid4().hex[:16]
+    basic = base64.b64encode(f"bob:{password}".encode()).decode()
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: a}]\n")
+    with FakeOpenAIServer(reply=lambda body: "echo") as server:
+        server.reply = lambda body: f"auth was {server.headers[-1].get('Authorization')}"
+        url = server.base_url.replace("://", f"://bob:{password}@") + "?tenant=acme"
+        write(tmp_path / "targets.yaml", f'targets:\n  - {{name: u, provider: openai, model: m, base_url: "{url}"}}\n')
+        code, stdout, stderr = cli("run", "s.eval.yaml", "--target", "u", "--store", "state", "-o", "r.jsonl")
+        assert code == 0, stdout + stderr
+        assert server.headers[-1]["Authorization"] == f"Basic {basic}"
+        assert server.paths == ["/v1/chat/completions?tenant=acme"]  # the query after the path, not before it
+    texts = _everything_written(tmp_path, stdout + stderr)
+    assert "auth was Basic [REDACTED]" in texts[str(tmp_path / "r.jsonl")]
+    for name, text in texts.items():
+        assert basic not in text and password not in text, name
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MYSQL_PWD", "hunt-mysql-pw"),
+        ("GITHUB_PAT", "ghp_huntpat1234567890"),
+        ("SENTRY_DSN", "https://huntdsnkey123@o1.ingest.sentry.io/1"),
+        ("REDIS_URL", "redis://:hunt-redis-pw@localhost:6379/0"),
+    ],
+)
+def test_these_variables_are_secrets(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    _secrets.reread_environment()
+    assert name not in _secrets.scrubbed_env()
+    assert "hunt" not in _secrets.redact(f"it was {value}")
+
+
+@pytest.mark.parametrize("name", ["PWD", "OLDPWD", "PATH", "XDG_DATA_PATH", "PATHEXT"])
+def test_these_variables_are_not(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setenv(name, "/usr/local/bin")
+    assert not _secrets.SECRET_NAME.search(name)
+    assert _secrets.scrubbed_env().get(name) == "/usr/local/bin"
