@@ -306,12 +306,14 @@ def _shown_programs(
     hidden: Sequence[str], closed: Sequence[str] = (), entries: Sequence[str] | None = None
 ) -> list[str]:
     """What of the hidden folders must stay readable for the programs on PATH and this Python
-    (or `entries`): an entry under a temp folder itself; one under a home, the home's top folder
-    that holds it (`~/.nvm`, `~/.pyenv`: a version manager's shims need the versions beside them;
-    `~/projects` for a suite in `~/projects/evals/x`); an entry under a `closed` folder (that the
-    agent's user cannot pass through) itself."""
+    (or `entries`): an entry under a temp folder itself; a Python venv or its `bin` under a home,
+    the venv (`_venv_of`: not the project around `~/projects/app/.venv`); another entry under a
+    home, the home's top folder that holds it (`~/.nvm`, `~/.pyenv`: a version manager's shims
+    need the versions beside them; `~/projects` for a suite in `~/projects/evals/x`); an entry
+    under a `closed` folder (that the agent's user cannot pass through) itself."""
     shown = []
-    for entry in _program_folders() if entries is None else entries:
+    listed = _program_folders() if entries is None else entries
+    for entry in [*listed, *filter(None, map(_venv_base, listed))]:  # a venv's python links to its base's
         holder = next((h for h in reversed(hidden) if _under(entry, h)), None)
         if holder is None:
             if any(_under(entry, c) for c in closed):
@@ -319,8 +321,26 @@ def _shown_programs(
             continue
         rest = Path(entry).resolve().relative_to(holder)
         is_temp = holder in (str(Path("/tmp").resolve()), str(Path(tempfile.gettempdir()).resolve()))
-        shown.append(entry if is_temp else str(Path(holder) / rest.parts[0]))
+        shown.append(entry if is_temp else _venv_of(entry) or str(Path(holder) / rest.parts[0]))
     return shown
+
+
+def _venv_of(entry: str) -> str | None:
+    """The Python venv `entry` is (a `sys.prefix`) or whose `bin` it is: the folder holding
+    `pyvenv.cfg`; None for anything else."""
+    path = Path(entry).resolve()
+    return next((str(f) for f in (path, path.parent) if (f / "pyvenv.cfg").is_file()), None)
+
+
+def _venv_base(entry: str) -> str | None:
+    """The folder of the Python a venv (`_venv_of`) was made from: `home` in its `pyvenv.cfg`."""
+    venv = _venv_of(entry)
+    try:
+        lines = Path(venv, "pyvenv.cfg").read_text().splitlines() if venv else []
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = [v.strip() for k, _, v in (line.partition("=") for line in lines) if k.strip() == "home"]
+    return found[0] if found and os.path.isabs(found[0]) else None
 
 
 def _under(path: str, folder: str) -> bool:
