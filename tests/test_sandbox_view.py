@@ -197,3 +197,39 @@ def test_a_models_bash_sees_a_venv_in_the_project_not_the_project_around_it(outs
     assert ran.returncode == 0, ran.stderr
     assert "42" in ran.stdout, ran.stdout  # the venv's own Python still runs
     assert ANSWER not in ran.stdout and "s.eval.yaml" not in ran.stdout, ran.stdout
+
+
+@needs_bwrap
+@pytest.mark.timeout(120)
+def test_a_command_tool_in_the_eval_folder_cannot_show_the_eval_file_or_the_run_store(outside: Path) -> None:
+    """A command tool runs with its targets file's folder readable: next to the suite, that is
+    the eval folder, and a tool that prints a path the model chooses printed the eval file's
+    answer, and the run store in it."""
+    suite = outside / "suite"
+    store = suite / "state" / "runs.sqlite"
+    write(suite / "show.py", "import json, os\nprint(open(json.loads(os.environ['TOOL_ARGS'])['path']).read())\n")
+    asks = [f"{suite}/s.eval.yaml", f"{suite}/show.py", str(store)]
+    with FakeOpenAIServer() as server:
+        server.reset(
+            reply=lambda body: (
+                "done" if body["messages"][-1]["role"] == "tool" else tool_calls(*(("show", {"path": p}) for p in asks))
+            )
+        )
+        write(
+            suite / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}', api_key: sk-x1234567,"
+            f" agent: {{tools: [{{name: show, command: 'python3 {suite}/show.py'}}]}}}}\n",
+        )
+        write(
+            suite / "s.eval.yaml",
+            f"execution: {{target: bot}}\ntests:\n  - id: t\n    workspace: {{}}\n    input: go\n"
+            f"    assertions: [{{type: contains, value: {ANSWER}}}]\n",
+        )
+        report = convoeval.run(suite / "s.eval.yaml", judge="scripted", cache=False, store=store)
+    result = report.results[0]
+    calls = [c for m in result.output for c in m.tool_calls]
+    assert len(calls) == 3, result.error
+    eval_file, script, stored = calls
+    assert "TOOL_ARGS" in (script.output or ""), script  # the tool's own folder is still there
+    assert ANSWER not in (eval_file.output or "") and "tests:" not in (eval_file.output or ""), eval_file
+    assert "SQLite" not in (stored.output or "") + (stored.error or ""), stored

@@ -43,7 +43,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ._agent_user import AGENT_USER_ENV, AgentUser, agent_user, start_problem
-from ._argv import AGENT_HOME, SANDBOX_HOME, AgentBox, agent_bwrap_argv, bwrap_argv, docker_argv
+from ._argv import (
+    AGENT_HOME,
+    SANDBOX_HOME,
+    AgentBox,
+    agent_bwrap_argv,
+    bwrap_argv,
+    docker_argv,
+    hidden_from_models,
+    hide_from_models,
+)
 from ._cgroup import AGENT_TASKS, PidsGroup, ProcessLimit, process_limit, sweep_stale_cgroups
 from ._choice import (
     BACKENDS,
@@ -107,6 +116,8 @@ __all__ = [
     "describe",
     "end_all_now",
     "forget_group",
+    "hidden_from_models",
+    "hide_from_models",
     "in_agent_child",
     "kill_children",
     "lend",

@@ -10,7 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,9 +83,12 @@ def bwrap_argv(
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
     if settings.network and not resolv.is_relative_to("/etc"):
         shown.append(str(resolv))
-    for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
+    shown = list(dict.fromkeys(str(Path(p).resolve()) for p in shown))
+    for path in shown:
         out += ["--ro-bind-try", path, path]
     out += _covered_private(_in_homes(opened, hidden))
+    if system_only:
+        out += _covered_unseen([*shown, *SYSTEM_FOLDERS])
     if writable is not None:
         resolved = str(Path(writable).resolve())
         out += ["--bind", resolved, resolved]
@@ -158,6 +161,36 @@ def _covered_root_files() -> tuple[str, ...]:
             if not os.path.islink(path) and not _others_read(path):
                 out += ["--ro-bind", "/dev/null", path]
     return tuple(out)
+
+
+#: What a model's commands never see, even in a folder shown to them (`hide_from_models`).
+_unseen: dict[str, None] = {}
+
+
+def hide_from_models(paths: Iterable[Path | str | None]) -> None:
+    """Keep `paths` (the run's eval files, its run store and results file) out of a model's
+    commands' sight for the rest of the process, even where a folder shown to them holds them (a
+    command tool's folder, which is often the eval folder)."""
+    _unseen.update((str(Path(p).resolve()), None) for p in paths if p)
+
+
+def hidden_from_models() -> list[str]:
+    """The paths `hide_from_models` was given so far (for worker processes to hide them too)."""
+    return list(_unseen)
+
+
+def _covered_unseen(shown: Sequence[str]) -> list[str]:
+    """bubblewrap's arguments that cover each `hide_from_models` path lying in a `shown` folder: a
+    file by `/dev/null`, a folder by an empty read-only one."""
+    out: list[str] = []
+    for path in _unseen:
+        if not any(path == s or _under(path, s) for s in shown) or not os.path.lexists(path):
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            out += ["--tmpfs", path, "--remount-ro", path]
+        elif not os.path.islink(path):
+            out += ["--ro-bind", "/dev/null", path]
+    return out
 
 
 #: How deep `_covered_private` looks in a home's folder that is shown (a version manager's holds
@@ -272,6 +305,7 @@ def agent_bwrap_argv(
         out += ["--ro-bind-try", path, path]
     if user is None:  # as another user, what only convoeval's user may read is out of reach anyway
         out += _covered_private(_in_homes(opened, hidden))
+    out += _covered_unseen([*shown_paths, *SYSTEM_FOLDERS])
     out += ["--bind", home_path, AGENT_HOME]
     out += ["--bind", resolved, resolved, "--chdir", resolved, "--", *argv]
     return AgentBox(out, user, Reach.of([*shown_paths, home_path, resolved], closed))
