@@ -91,12 +91,25 @@ def bwrap_argv(
         out += _covered_unseen([*shown, *SYSTEM_FOLDERS])
     if writable is not None:
         resolved = str(Path(writable).resolve())
-        out += ["--bind", resolved, resolved]
-        for keep in kept:  # read-only inside it; only those that exist (bwrap would make the others)
-            if Path(keep).resolve().is_relative_to(resolved) and os.path.lexists(keep) and not os.path.islink(keep):
-                out += ["--ro-bind", str(keep), str(keep)]
+        out += ["--bind", resolved, resolved, *_kept_binds(kept, Path(resolved))]
     out += [*bound, "--chdir", str(Path(cwd).resolve()), "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
+
+
+def _kept_binds(kept: Sequence[Path], writable: Path) -> list[str]:
+    """bubblewrap's arguments that keep the `kept` paths of `writable` read-only: those that
+    exist (an absent one has a placeholder by now, `placeholders`; bwrap would make the others),
+    after their folders inside `writable`, each bound over itself so that it cannot be renamed
+    away and made again (`sub/agent.py`: `mv sub old && mkdir sub`)."""
+    paths = [Path(k) for k in kept if os.path.lexists(k) and not os.path.islink(k)]
+    paths = [p for p in paths if p.resolve().is_relative_to(writable) and p.resolve() != writable]
+    folders = {f for p in paths for f in p.resolve().parents if f.is_relative_to(writable) and f != writable}
+    out: list[str] = []
+    for folder in sorted(folders, key=lambda f: len(f.parts)):
+        out += ["--bind", str(folder), str(folder)]
+    for path in sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts)):
+        out += ["--ro-bind", str(path), str(path)]
+    return out
 
 
 #: The host folders a model's commands see (read-only): the system's programs, libraries and

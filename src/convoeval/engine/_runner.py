@@ -220,7 +220,7 @@ class _Run:
         the response cache and the backend; every target wrapped (cache, meter, limits)."""
         options = self.options
         workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)
-        if failed := await run_suite_hooks("before_all", workspaces):
+        if failed := await run_suite_hooks("before_all", workspaces, suites):
             raise ConfigError(failed)
         judge = (
             pool.judge(options.judge, suites, self.note, fallback=jobs[0].target, rule=options.panel_rule)
@@ -314,7 +314,7 @@ class _Run:
                 elif isinstance(ready.trial_runner, ProcessTrials):
                     if placement := ready.trial_runner.stop():  # they end while the report is written
                         self.note(placement)
-                if failed := await run_suite_hooks("after_all", ready.workspaces):
+                if failed := await run_suite_hooks("after_all", ready.workspaces, suites):
                     self.note(f"warning: {failed}")
         finally:
             if writer:
