@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,3 +158,78 @@ def test_an_agent_clis_private_folders_are_bounded_too(tmp_path: Path) -> None:
     ran = subprocess.run(box.argv, capture_output=True, text=True, timeout=30)
     assert "No space left on device" in ran.stderr and "filled" not in ran.stdout.replace("filled /run/home", ""), ran
     assert "filled /run/home" in ran.stdout  # the conversation's HOME is a host folder: not a tmpfs
+
+
+#: A model's command run as the tool agent runs it (`sandbox.run`, `system_only`), by the
+#: Python given on the command line: argv[1] the command, argv[2] the workspace.
+_MODEL_COMMAND = """\
+import asyncio, sys
+from pathlib import Path
+from convoeval import _sandbox as sandbox
+ws = Path(sys.argv[2])
+ran = asyncio.run(sandbox.run(sys.argv[1], ws, timeout_s=30, writable=ws, env=sandbox.command_env(), system_only=True))
+print(ran.output)
+"""
+
+
+@needs_bwrap
+@pytest.mark.timeout(120)
+def test_a_models_bash_sees_a_venv_in_the_project_not_the_project_around_it(outside: Path) -> None:
+    """convoeval installed in `~/projects/app/.venv`: its `sys.prefix` (and that venv's `bin` on
+    PATH) showed the home's top folder, `~/projects`, where the model's `grep -r` found the eval
+    file's answer."""
+    home = outside / "home"
+    app = home / "projects" / "app"
+    write(app / "evals" / "s.eval.yaml", f"tests:\n  - id: t\n    input: go\n    expected_output: {ANSWER}\n")
+    venv = app / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    here = [str(Path(convoeval.__file__).parents[1]), *(p for p in sys.path if p.endswith("site-packages"))]
+    write(site / "convoeval-src.pth", "\n".join(here) + "\n")
+    workspace = outside / "ws"
+    workspace.mkdir()
+    python = venv / "bin" / "python"
+    probe = f"grep -r {ANSWER} {home}/projects; ls {app}/evals; {python} -c 'print(6*7)'"
+    env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+    ran = subprocess.run(
+        [str(python), "-c", _MODEL_COMMAND, probe, str(workspace)], env=env, capture_output=True, text=True, timeout=90
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "42" in ran.stdout, ran.stdout  # the venv's own Python still runs
+    assert ANSWER not in ran.stdout and "s.eval.yaml" not in ran.stdout, ran.stdout
+
+
+@needs_bwrap
+@pytest.mark.timeout(120)
+def test_a_command_tool_in_the_eval_folder_cannot_show_the_eval_file_or_the_run_store(outside: Path) -> None:
+    """A command tool runs with its targets file's folder readable: next to the suite, that is
+    the eval folder, and a tool that prints a path the model chooses printed the eval file's
+    answer, and the run store in it."""
+    suite = outside / "suite"
+    store = suite / "state" / "runs.sqlite"
+    write(suite / "show.py", "import json, os\nprint(open(json.loads(os.environ['TOOL_ARGS'])['path']).read())\n")
+    asks = [f"{suite}/s.eval.yaml", f"{suite}/show.py", str(store)]
+    with FakeOpenAIServer() as server:
+        server.reset(
+            reply=lambda body: (
+                "done" if body["messages"][-1]["role"] == "tool" else tool_calls(*(("show", {"path": p}) for p in asks))
+            )
+        )
+        write(
+            suite / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}', api_key: sk-x1234567,"
+            f" agent: {{tools: [{{name: show, command: 'python3 {suite}/show.py'}}]}}}}\n",
+        )
+        write(
+            suite / "s.eval.yaml",
+            f"execution: {{target: bot}}\ntests:\n  - id: t\n    workspace: {{}}\n    input: go\n"
+            f"    assertions: [{{type: contains, value: {ANSWER}}}]\n",
+        )
+        report = convoeval.run(suite / "s.eval.yaml", judge="scripted", cache=False, store=store)
+    result = report.results[0]
+    calls = [c for m in result.output for c in m.tool_calls]
+    assert len(calls) == 3, result.error
+    eval_file, script, stored = calls
+    assert "TOOL_ARGS" in (script.output or ""), script  # the tool's own folder is still there
+    assert ANSWER not in (eval_file.output or "") and "tests:" not in (eval_file.output or ""), eval_file
+    assert "SQLite" not in (stored.output or "") + (stored.error or ""), stored

@@ -43,7 +43,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ._agent_user import AGENT_USER_ENV, AgentUser, agent_user, start_problem
-from ._argv import AGENT_HOME, SANDBOX_HOME, AgentBox, agent_bwrap_argv, bwrap_argv, docker_argv
+from ._argv import (
+    AGENT_HOME,
+    SANDBOX_HOME,
+    AgentBox,
+    agent_bwrap_argv,
+    bwrap_argv,
+    docker_argv,
+    hidden_from_models,
+    hide_from_models,
+)
 from ._cgroup import AGENT_TASKS, PidsGroup, ProcessLimit, process_limit, sweep_stale_cgroups
 from ._choice import (
     BACKENDS,
@@ -62,6 +71,7 @@ from ._choice import (
     trial_settings,
     use_trial_settings,
 )
+from ._kept import placeholders
 from ._lend import Lent, lend
 from ._owner import left_by_gone_owner, owner_tag, stat_fields
 from ._process import (
@@ -107,6 +117,8 @@ __all__ = [
     "describe",
     "end_all_now",
     "forget_group",
+    "hidden_from_models",
+    "hide_from_models",
     "in_agent_child",
     "kill_children",
     "lend",
@@ -169,7 +181,9 @@ async def run(
             this and `none` run without root's capabilities (bubblewrap drops them too).
         system_only: show it only the system's folders besides `readable` and the workspace
             (a model's commands: bubblewrap; docker shows only its image anyway).
-        kept: paths inside `writable` it may not change (bubblewrap: an eval folder's `.git`).
+        kept: paths inside `writable` it may not change nor make (bubblewrap: an eval folder's
+            `.git`, its eval files); an absent one is an empty read-only folder meanwhile
+            (`placeholders`).
         relay: a host Unix socket the command reaches at a loopback URL (`_relay`): the command
             runs under the relay, the socket's folder bound into bubblewrap; docker refuses it.
 
@@ -206,15 +220,12 @@ async def run(
         inside = {"HOME": str(home), "TMPDIR": tempfile.gettempdir()}
     full_env = {**(env or {}), **inside}
     name = None
+    bound: list[str] = []
+    loader: list[str] = []  # LD_* for the command only: bwrap itself runs on the host, as convoeval's user
     if which == "bubblewrap":
         bound = relay.bind() if relay is not None else []
-        argv = bwrap_argv(
-            argv, shell, cwd, writable, readable, settings, system_only=system_only, kept=kept, bound=bound
-        )
-        loader = {k: v for k, v in full_env.items() if k.startswith("LD_")}
-        if loader:  # for the command only: bwrap itself runs on the host, as convoeval's user (or root)
-            full_env = {k: v for k, v in full_env.items() if k not in loader}
-            argv[1:1] = [part for var, value in loader.items() for part in ("--setenv", var, value)]
+        loader = [part for k, v in full_env.items() if k.startswith("LD_") for part in ("--setenv", k, v)]
+        full_env = {k: v for k, v in full_env.items() if not k.startswith("LD_")}
     elif which == "docker":  # nor to the docker client, which runs on the host (nor then to the container)
         full_env = {k: v for k, v in full_env.items() if not k.startswith("LD_")}
         name = f"convoeval-{uuid.uuid4().hex[:12]}"
@@ -224,9 +235,15 @@ async def run(
     if which == "docker":  # the docker client itself may need DOCKER_HOST and the like
         full_env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}, **full_env}
     try:
-        return await spawn(
-            argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name, which != "bubblewrap"
-        )
+        with placeholders(kept if which == "bubblewrap" and writable is not None else (), writable or cwd):
+            if which == "bubblewrap":
+                argv = bwrap_argv(
+                    argv, shell, cwd, writable, readable, settings, system_only=system_only, kept=kept, bound=bound
+                )
+                argv[1:1] = loader
+            return await spawn(
+                argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name, which != "bubblewrap"
+            )
     finally:
         if home is not None:
             shutil.rmtree(home, ignore_errors=True)

@@ -10,7 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,17 +83,33 @@ def bwrap_argv(
     resolv = Path("/etc/resolv.conf").resolve()  # often a link into /run (systemd-resolved)
     if settings.network and not resolv.is_relative_to("/etc"):
         shown.append(str(resolv))
-    for path in dict.fromkeys(str(Path(p).resolve()) for p in shown):
+    shown = list(dict.fromkeys(str(Path(p).resolve()) for p in shown))
+    for path in shown:
         out += ["--ro-bind-try", path, path]
     out += _covered_private(_in_homes(opened, hidden))
+    if system_only:
+        out += _covered_unseen([*shown, *SYSTEM_FOLDERS])
     if writable is not None:
         resolved = str(Path(writable).resolve())
-        out += ["--bind", resolved, resolved]
-        for keep in kept:  # read-only inside it; only those that exist (bwrap would make the others)
-            if Path(keep).resolve().is_relative_to(resolved) and os.path.lexists(keep) and not os.path.islink(keep):
-                out += ["--ro-bind", str(keep), str(keep)]
+        out += ["--bind", resolved, resolved, *_kept_binds(kept, Path(resolved))]
     out += [*bound, "--chdir", str(Path(cwd).resolve()), "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
+
+
+def _kept_binds(kept: Sequence[Path], writable: Path) -> list[str]:
+    """bubblewrap's arguments that keep the `kept` paths of `writable` read-only: those that
+    exist (an absent one has a placeholder by now, `placeholders`; bwrap would make the others),
+    after their folders inside `writable`, each bound over itself so that it cannot be renamed
+    away and made again (`sub/agent.py`: `mv sub old && mkdir sub`)."""
+    paths = [Path(k) for k in kept if os.path.lexists(k) and not os.path.islink(k)]
+    paths = [p for p in paths if p.resolve().is_relative_to(writable) and p.resolve() != writable]
+    folders = {f for p in paths for f in p.resolve().parents if f.is_relative_to(writable) and f != writable}
+    out: list[str] = []
+    for folder in sorted(folders, key=lambda f: len(f.parts)):
+        out += ["--bind", str(folder), str(folder)]
+    for path in sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts)):
+        out += ["--ro-bind", str(path), str(path)]
+    return out
 
 
 #: The host folders a model's commands see (read-only): the system's programs, libraries and
@@ -158,6 +174,36 @@ def _covered_root_files() -> tuple[str, ...]:
             if not os.path.islink(path) and not _others_read(path):
                 out += ["--ro-bind", "/dev/null", path]
     return tuple(out)
+
+
+#: What a model's commands never see, even in a folder shown to them (`hide_from_models`).
+_unseen: dict[str, None] = {}
+
+
+def hide_from_models(paths: Iterable[Path | str | None]) -> None:
+    """Keep `paths` (the run's eval files, its run store and results file) out of a model's
+    commands' sight for the rest of the process, even where a folder shown to them holds them (a
+    command tool's folder, which is often the eval folder)."""
+    _unseen.update((str(Path(p).resolve()), None) for p in paths if p)
+
+
+def hidden_from_models() -> list[str]:
+    """The paths `hide_from_models` was given so far (for worker processes to hide them too)."""
+    return list(_unseen)
+
+
+def _covered_unseen(shown: Sequence[str]) -> list[str]:
+    """bubblewrap's arguments that cover each `hide_from_models` path lying in a `shown` folder: a
+    file by `/dev/null`, a folder by an empty read-only one."""
+    out: list[str] = []
+    for path in _unseen:
+        if not any(path == s or _under(path, s) for s in shown) or not os.path.lexists(path):
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            out += ["--tmpfs", path, "--remount-ro", path]
+        elif not os.path.islink(path):
+            out += ["--ro-bind", "/dev/null", path]
+    return out
 
 
 #: How deep `_covered_private` looks in a home's folder that is shown (a version manager's holds
@@ -272,6 +318,7 @@ def agent_bwrap_argv(
         out += ["--ro-bind-try", path, path]
     if user is None:  # as another user, what only convoeval's user may read is out of reach anyway
         out += _covered_private(_in_homes(opened, hidden))
+    out += _covered_unseen([*shown_paths, *SYSTEM_FOLDERS])
     out += ["--bind", home_path, AGENT_HOME]
     out += ["--bind", resolved, resolved, "--chdir", resolved, "--", *argv]
     return AgentBox(out, user, Reach.of([*shown_paths, home_path, resolved], closed))
@@ -306,12 +353,14 @@ def _shown_programs(
     hidden: Sequence[str], closed: Sequence[str] = (), entries: Sequence[str] | None = None
 ) -> list[str]:
     """What of the hidden folders must stay readable for the programs on PATH and this Python
-    (or `entries`): an entry under a temp folder itself; one under a home, the home's top folder
-    that holds it (`~/.nvm`, `~/.pyenv`: a version manager's shims need the versions beside them;
-    `~/projects` for a suite in `~/projects/evals/x`); an entry under a `closed` folder (that the
-    agent's user cannot pass through) itself."""
+    (or `entries`): an entry under a temp folder itself; a Python venv or its `bin` under a home,
+    the venv (`_venv_of`: not the project around `~/projects/app/.venv`); another entry under a
+    home, the home's top folder that holds it (`~/.nvm`, `~/.pyenv`: a version manager's shims
+    need the versions beside them; `~/projects` for a suite in `~/projects/evals/x`); an entry
+    under a `closed` folder (that the agent's user cannot pass through) itself."""
     shown = []
-    for entry in _program_folders() if entries is None else entries:
+    listed = _program_folders() if entries is None else entries
+    for entry in [*listed, *filter(None, map(_venv_base, listed))]:  # a venv's python links to its base's
         holder = next((h for h in reversed(hidden) if _under(entry, h)), None)
         if holder is None:
             if any(_under(entry, c) for c in closed):
@@ -319,8 +368,26 @@ def _shown_programs(
             continue
         rest = Path(entry).resolve().relative_to(holder)
         is_temp = holder in (str(Path("/tmp").resolve()), str(Path(tempfile.gettempdir()).resolve()))
-        shown.append(entry if is_temp else str(Path(holder) / rest.parts[0]))
+        shown.append(entry if is_temp else _venv_of(entry) or str(Path(holder) / rest.parts[0]))
     return shown
+
+
+def _venv_of(entry: str) -> str | None:
+    """The Python venv `entry` is (a `sys.prefix`) or whose `bin` it is: the folder holding
+    `pyvenv.cfg`; None for anything else."""
+    path = Path(entry).resolve()
+    return next((str(f) for f in (path, path.parent) if (f / "pyvenv.cfg").is_file()), None)
+
+
+def _venv_base(entry: str) -> str | None:
+    """The folder of the Python a venv (`_venv_of`) was made from: `home` in its `pyvenv.cfg`."""
+    venv = _venv_of(entry)
+    try:
+        lines = Path(venv, "pyvenv.cfg").read_text().splitlines() if venv else []
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = [v.strip() for k, _, v in (line.partition("=") for line in lines) if k.strip() == "home"]
+    return found[0] if found and os.path.isabs(found[0]) else None
 
 
 def _under(path: str, folder: str) -> bool:

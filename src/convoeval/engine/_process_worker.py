@@ -79,8 +79,8 @@ COLLECT_EVERY_S = 30.0
 @dataclass
 class WorkerSetup:
     """What every worker gets once: the target configs by name, the response cache's file,
-    the run's sandbox backend, this worker's share of each endpoint's limits, and the driver's
-    plugin modules (name, file) and Python path."""
+    the run's sandbox backend, this worker's share of each endpoint's limits, the driver's
+    plugin modules (name, file) and Python path, and what a model's commands never see."""
 
     configs: dict[str, TargetConfig]
     cache_file: str | None
@@ -88,6 +88,7 @@ class WorkerSetup:
     shares: dict[str, Share] = field(default_factory=dict)
     plugins: list[tuple[str, str | None]] = field(default_factory=list)
     sys_path: list[str] = field(default_factory=list)
+    unseen: list[str] = field(default_factory=list)  # what a model's commands never see
 
 
 _trial_meter: ContextVar[RunMeter | None] = ContextVar("convoeval_trial_meter", default=None)
@@ -205,6 +206,7 @@ class _Worker:
 
     def configure(self, setup: WorkerSetup) -> None:
         sandbox.choose(setup.sandbox_name)  # the trials' tasks, made from this context, inherit it
+        sandbox.hide_from_models(setup.unseen)
         self.setup = setup
         sys.path[:] = list(dict.fromkeys([*setup.sys_path, *sys.path]))
         for name, file in setup.plugins:

@@ -30,6 +30,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .. import _sandbox as sandbox
 from .. import registry
 from ..errors import ConfigError
 from ..judging import JudgePanel, panel_members
@@ -149,7 +150,12 @@ class ProcessTrials:
         self.workers = self.workers[:used]
         self.restarts_left = used
         self.setup = WorkerSetup(
-            dict(pool.configs), cache_file, sandbox_name, plugins=registry.plugin_modules(), sys_path=list(sys.path)
+            dict(pool.configs),
+            cache_file,
+            sandbox_name,
+            plugins=registry.plugin_modules(),
+            sys_path=list(sys.path),
+            unseen=sandbox.hidden_from_models(),
         )
         for worker in self.workers:
             worker.send(("setup", self._setup_of(worker.number)))

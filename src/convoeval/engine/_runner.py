@@ -220,7 +220,7 @@ class _Run:
         the response cache and the backend; every target wrapped (cache, meter, limits)."""
         options = self.options
         workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)
-        if failed := await run_suite_hooks("before_all", workspaces):
+        if failed := await run_suite_hooks("before_all", workspaces, suites):
             raise ConfigError(failed)
         judge = (
             pool.judge(options.judge, suites, self.note, fallback=jobs[0].target, rule=options.panel_rule)
@@ -270,6 +270,7 @@ class _Run:
         options, store, meter = self.options, self.store, self.meter
         sandbox.choose(options.sandbox)  # the backend of every command the run's models and suites control
         suites = self.select()
+        sandbox.hide_from_models(_run_files(options, suites, store))
         candidates = [
             f for s in suites if (f := find_targets_file(s.base_dir))
         ]  # targets.yaml, else .agentv/targets.yaml
@@ -313,7 +314,7 @@ class _Run:
                 elif isinstance(ready.trial_runner, ProcessTrials):
                     if placement := ready.trial_runner.stop():  # they end while the report is written
                         self.note(placement)
-                if failed := await run_suite_hooks("after_all", ready.workspaces):
+                if failed := await run_suite_hooks("after_all", ready.workspaces, suites):
                     self.note(f"warning: {failed}")
         finally:
             if writer:
@@ -485,6 +486,17 @@ def _what_plans_need(jobs: list[Job]) -> tuple[list[tuple[Workspace, Path]], boo
             if test.simulated_user and test.simulated_user.model:
                 simulators.add(test.simulated_user.model)
     return workspaces, needs_judge, sorted(simulators)
+
+
+def _run_files(options: RunOptions, suites: list[Suite], store: RunStore | None) -> list[Path]:
+    """What a model's commands must never see (`sandbox.hide_from_models`): the eval files (their
+    answers), the run store and cache (the state folder, a given store file with its journals,
+    each eval folder's `.convoeval`) and the results file."""
+    files = [s.path for s in suites if s.path] + [s.base_dir / ".convoeval" for s in suites]
+    if store is not None:
+        files += [store.path, *(store.path.with_name(store.path.name + end) for end in ("-wal", "-shm"))]
+    cache = Path(options.cache_dir) / CACHE_FILE if options.cache_dir else None
+    return [*files, state_dir(), *([cache] if cache else []), *([options.output] if options.output else [])]
 
 
 def _backend(options: RunOptions, suites: list[Suite]) -> str:

@@ -19,8 +19,9 @@ import os
 import shlex
 import shutil
 import stat
+import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -30,7 +31,7 @@ from .. import registry
 from .._paths import confined_folder
 from .._secrets import scrubbed_env
 from ..results import AssertionOutcome, GraderScore, Message, ScoreEntry
-from ..spec import Docker, Repo, Verify, Workspace
+from ..spec import Docker, Repo, Suite, Verify, Workspace
 from ._plan import TurnPlan
 from ._turns import TurnSource
 
@@ -90,12 +91,51 @@ async def sandboxed(
     return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)
 
 
-def kept_in_eval_folder(base_dir: Path) -> list[Path]:
-    """What a `before_all`/`after_all` hook, which may change the eval file's folder, must not:
-    its `.git` (a hook there would run, unconfined, at your next commit) and a run store in it
-    (`.convoeval`: the results and cached replies of this run and the next)."""
+#: What of an eval folder a suite hook may never change nor make (convoeval reads them on the
+#: host): its `.git` (a hook there, or `core.fsmonitor`, would run unconfined at your next `git
+#: status`), a run store (`.convoeval`: this run's results and cached replies), `.env` and the
+#: targets files.
+KEPT_NAMES = (".git", ".convoeval", ".env", "targets.yaml", ".agentv")
+
+
+def kept_in_eval_folder(base_dir: Path, suites: Iterable[Suite] = ()) -> list[Path]:
+    """What a `before_all`/`after_all` hook, which may change the eval file's folder, must not
+    (`KEPT_NAMES`, absent ones too), with the run store, the eval files of `suites`, the Python
+    files convoeval has imported from the folder (a `python` target's, a tool's, a plugin) and
+    the files a `command` of `suites` names (a code-grader's script, which may run on the host)."""
+    folder = base_dir.resolve()
     store = Path(os.environ.get("CONVOEVAL_HOME") or ".convoeval").resolve()
-    return [base_dir.resolve() / ".git", base_dir.resolve() / ".convoeval", store]
+    suites = list(suites)
+    named = [*(s.path for s in suites if s.path), *_imported_files(), *_command_files(folder, suites)]
+    return [*(folder / n for n in KEPT_NAMES), store, *(p for p in named if p.resolve().is_relative_to(folder))]
+
+
+def _imported_files() -> list[Path]:
+    """The files of the Python modules loaded now."""
+    files = (getattr(m, "__file__", None) for m in list(sys.modules.values()))
+    return [Path(f) for f in files if isinstance(f, str)]
+
+
+def _command_files(folder: Path, suites: Iterable[Suite]) -> list[Path]:
+    """The files of `folder` a word of a `command` of `suites` (a code-grader's, a hook's) names."""
+    words: list[str] = []
+    for suite in suites:
+        if suite.path is not None and suite.base_dir.resolve() == folder:
+            words += [w for command in _commands(suite.model_dump()) for w in command]
+    return [folder / w for w in dict.fromkeys(words) if (folder / w).is_file()]
+
+
+def _commands(data: object) -> Iterator[list[str]]:
+    """The words of every `command` in a suite's data (a string, or a list of words)."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key == "command" and isinstance(value, str | list):
+                yield value.split() if isinstance(value, str) else [w for w in value if isinstance(w, str)]
+            else:
+                yield from _commands(value)
+    elif isinstance(data, list):
+        for item in data:
+            yield from _commands(item)
 
 
 #: The sandbox settings each open workspace put in force, to restore when it closes.
@@ -327,10 +367,13 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[st
             raise WorkspaceError(f"repos: {source}: {ran.output.strip()[-OUTPUT_TAIL:] or f'exit code {ran.code}'}")
 
 
-async def run_suite_hooks(which: Literal["before_all", "after_all"], specs: list[tuple[Workspace, Path]]) -> str | None:
+async def run_suite_hooks(
+    which: Literal["before_all", "after_all"], specs: list[tuple[Workspace, Path]], suites: Sequence[Suite] = ()
+) -> str | None:
     """Run each distinct `before_all` (or `after_all`) hook of the run's workspaces once, in
-    the eval file's folder (or `cwd` in it); the first failure, as one line, or None. Before
-    the first, the workspaces of runs that died are swept away."""
+    the eval file's folder (or `cwd` in it), which it may change but for what convoeval reads
+    there (`kept_in_eval_folder` of the run's `suites`); the first failure, as one line, or
+    None. Before the first, the workspaces of runs that died are swept away."""
     if which == "before_all":
         sweep_stale_workspaces()
     seen: set[tuple[str, str]] = set()
@@ -341,7 +384,7 @@ async def run_suite_hooks(which: Literal["before_all", "after_all"], specs: list
         seen.add(key)
         ran = await sandboxed(
             hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, base_dir, spec.env,
-            kept=kept_in_eval_folder(base_dir),
+            kept=kept_in_eval_folder(base_dir, suites),
         )  # fmt: skip
         if ran.code != 0:
             return f"workspace hook {which} `{hook.command}` exited with code {ran.code}: {ran.output.strip()[-OUTPUT_TAIL:]}"
