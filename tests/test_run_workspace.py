@@ -261,3 +261,17 @@ async def test_an_absent_kept_folder_stays_read_only_while_any_command_runs_then
     ran = await slow
     assert "done" in ran.output and "Read-only" in ran.output, ran.output
     assert not (tmp_path / ".git").exists()
+
+
+def test_a_placeholder_left_by_a_killed_hook_does_not_stop_the_targets_file_search(tmp_path: Path) -> None:
+    """A `kill -9` during a hook leaves its empty `.git` placeholder: the search for AgentV's
+    `.agentv/targets.yaml` above the eval folder stops at a repository, not at it."""
+    from convoeval._sandbox._kept import MARKER
+    from convoeval.spec._targets_file import find_targets_file
+
+    targets = write(tmp_path / ".agentv" / "targets.yaml", "targets: []\n")
+    evals = tmp_path / "evals"
+    write(evals / ".git" / MARKER, "")
+    assert find_targets_file(evals) == targets
+    write(evals / ".git" / "HEAD", "ref: refs/heads/main\n")  # a real repository: its root ends the search
+    assert find_targets_file(evals) is None

@@ -41,7 +41,9 @@ def find_targets_file(suite_dir: Path) -> Path | None:
         for name in (AGENTV_TARGETS_FILE, AGENTV_PROVIDERS_FILE):
             if (folder / name).is_file():
                 return folder / name
-        if (folder / ".git").exists():
+        if (folder / ".git").is_file() or (
+            folder / ".git" / "HEAD"
+        ).exists():  # a repository (not a hook's placeholder)
             break
     return None
 
