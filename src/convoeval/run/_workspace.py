@@ -106,14 +106,17 @@ def kept_in_eval_folder(base_dir: Path, suites: Iterable[Suite] = ()) -> list[Pa
     folder = base_dir.resolve()
     store = Path(os.environ.get("CONVOEVAL_HOME") or ".convoeval").resolve()
     suites = list(suites)
-    named = [*(s.path for s in suites if s.path), *_imported_files(), *_command_files(folder, suites)]
+    pythons = list(dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix)))
+    named = [*(s.path for s in suites if s.path), *_imported_files(pythons), *_command_files(folder, suites)]
+    named += pythons  # a venv in the eval folder, whole: one folder bound, not each module it holds
     return [*(folder / n for n in KEPT_NAMES), store, *(p for p in named if p.resolve().is_relative_to(folder))]
 
 
-def _imported_files() -> list[Path]:
-    """The files of the Python modules loaded now."""
+def _imported_files(pythons: Sequence[Path]) -> list[Path]:
+    """The files of the Python modules loaded now, but those of the `pythons` folders (kept whole)."""
     files = (getattr(m, "__file__", None) for m in list(sys.modules.values()))
-    return [Path(f) for f in files if isinstance(f, str)]
+    paths = (Path(f).resolve() for f in files if isinstance(f, str))
+    return [p for p in paths if not any(p.is_relative_to(python) for python in pythons)]
 
 
 def _command_files(folder: Path, suites: Iterable[Suite]) -> list[Path]:
