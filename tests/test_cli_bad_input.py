@@ -221,3 +221,91 @@ def test_an_inspect_log_with_another_suffix_is_refused_before_any_work(cli, tmp_
     assert cli("run", "s.eval.yaml", "-t", "bot", "--store", "st", "-o", "r.jsonl")[0] == 0
     code, _, err = cli("report", "r.jsonl", "--inspect-log", "log.txt")
     assert (code, err) == (2, "error: log.txt: an Inspect log is a .eval or .json file\n")
+
+
+def _loop(folder: Path, name: str) -> None:
+    os.symlink(f"{name}.other", folder / name)
+    os.symlink(name, folder / f"{name}.other")
+
+
+def test_a_link_loop_where_a_suite_names_a_file_or_results_go(cli, tmp_path: Path) -> None:
+    """Before: `tests: file://loop.eval.yaml`, an llm-grader's `prompt: file://` and `-o` onto a
+    link loop ended in `RuntimeError: Symlink loop` tracebacks (exit 1)."""
+    _loop(tmp_path, "loop.eval.yaml")
+    _loop(tmp_path, "loop.jsonl")
+    _loop(tmp_path, "loop.md")
+    write(tmp_path / "inc.eval.yaml", "tests: file://loop.eval.yaml\n")
+    write(
+        tmp_path / "graded.eval.yaml",
+        "tests:\n  - id: a\n    input: hi\n    assertions: [{type: llm-grader, prompt: file://loop.md}]\n",
+    )
+    write(tmp_path / "ok.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    assert cli("validate", "inc.eval.yaml")[1:] == (
+        "",
+        "inc.eval.yaml:1: tests: loop.eval.yaml: a symbolic link loop\n",
+    )
+    code, _, err = cli("validate", "graded.eval.yaml")
+    assert (
+        code == 2 and err.startswith("graded.eval.yaml:4:") and err.endswith("prompt: loop.md: a symbolic link loop\n")
+    ), err
+    code, _, err = cli("run", "ok.eval.yaml", "--target", "echo", "-o", "loop.jsonl")
+    assert (code, err) == (2, "error: cannot write results to loop.jsonl: loop.jsonl: a symbolic link loop\n")
+
+
+def test_a_category_range_too_large_for_agreement(cli, tmp_path: Path) -> None:
+    """Before: `--categories 1-1000000000` was killed by the kernel for memory; `1-1000` asked
+    numpy for 7.45 GiB (arrays of categories squared, for every bootstrap resample)."""
+    labels = Path(__file__).resolve().parents[1] / "examples" / "agreement" / "labels.csv"
+    code, _, err = cli("agreement", labels, "--categories", "1-1000000000")
+    assert (code, err) == (2, "error: category range '1-1000000000': at most 100 categories\n")
+
+
+@pytest.mark.parametrize(
+    ("kind", "source", "line", "said"),
+    [
+        ("langfuse", "langfuse/traces-export.jsonl", 2, "not a Langfuse trace (a JSON object with an id)"),
+        ("otel", "otel/otlp-spans.jsonl", 2, "expected OTLP JSON (`resourceSpans`) or an exported span"),
+    ],
+)
+def test_an_import_line_that_is_no_record_is_an_error_not_left_out(
+    cli, tmp_path: Path, kind: str, source: str, line: int, said: str
+) -> None:
+    """Before: a Langfuse trace without its `id`, or a line holding `5`, was left out and the
+    import said `1 test(s) written` (other importers name such a line)."""
+    lines = (Path(__file__).parent / "data" / source).read_text().splitlines()
+    lines.insert(line - 1, '{"name": "faq", "input": "hello"}' if kind == "langfuse" else "5")
+    write(tmp_path / "broken.jsonl", "\n".join(lines) + "\n")
+    code, _, err = cli("import", kind, "broken.jsonl", "-o", "out.eval.yaml")
+    assert code == 2 and err.startswith(f"error: broken.jsonl:{line}: {said}"), err
+    assert not (tmp_path / "out.eval.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    ("file", "text", "said"),
+    [
+        (
+            "s.eval.yaml",
+            "tests:\n  - id: a\n    input: hi\n    assertions: [{type: contains, value: hi, weight: .inf}]\n",
+            "s.eval.yaml:4: tests[0].assertions[0].weight: Input should be a finite number",
+        ),
+        (
+            "targets.yaml",
+            "targets:\n  - {name: t, provider: openai, model: m, temperature: .nan}\n",
+            "targets.yaml:2: targets[0].temperature: Input should be a finite number",
+        ),
+        (
+            "targets.yaml",
+            "targets:\n  - {name: t, provider: openai, model: m, max_tokens: 0}\n",
+            "targets.yaml:2: targets[0].max_tokens: Input should be greater than or equal to 1",
+        ),
+    ],
+)
+def test_numbers_that_would_change_a_verdict_or_a_request_unsaid(
+    cli, tmp_path: Path, file: str, text: str, said: str
+) -> None:
+    """Before: `weight: .inf` made the turn's score NaN (null) and the test fail; a target's
+    `temperature: .nan` was sent as null and `max_tokens: 0` left out, both without a word."""
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    write(tmp_path / file, text)
+    code, out, err = cli("run", "s.eval.yaml", "--target", "t") if file == "targets.yaml" else cli("validate", file)
+    assert code == 2 and said in out + err, out + err

@@ -25,11 +25,14 @@ def _confined(ref: str, base_dir: Path, root: str | Path | None) -> Path | None:
     (`/root/.ssh`, `../../..` out of the repository).
 
     Raises:
-        ValueError: `ref` holds a NUL character (no file has such a name).
+        ValueError: `ref` holds a NUL character (no file has such a name), or names a link loop.
     """
     if "\0" in ref:
         raise ValueError(f"{ref!r} names no file: it holds a NUL character")
-    path = (base_dir / ref).resolve()
+    try:
+        path = (base_dir / ref).resolve()
+    except RuntimeError:  # Python 3.11's resolve() on a symlink loop (3.13 raises OSError)
+        raise ValueError(f"{ref}: a symbolic link loop") from None
     base = base_dir.resolve()
     roots = [base]
     if (repository := enclosing_repository(base)) is not None:

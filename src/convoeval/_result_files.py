@@ -5,6 +5,7 @@ at the end, chosen by suffix (`RESULT_FORMATS`); and the one reader of results f
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -87,6 +88,11 @@ class ResultWriter:
 def output_problem(path: str | Path) -> str | None:
     """Why results cannot be written to `path` (checked before a run starts), or None."""
     path = Path(path)
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{path}: a symbolic link loop"
     if path.exists() and not path.is_file():
         return f"{path} is a folder; give a file name" if path.is_dir() else f"{path} is not a regular file"
     parent = path.parent

@@ -184,7 +184,7 @@ def hide_from_models(paths: Iterable[Path | str | None]) -> None:
     """Keep `paths` (the run's eval files, its run store and results file) out of a model's
     commands' sight for the rest of the process, even where a folder shown to them holds them (a
     command tool's folder, which is often the eval folder)."""
-    _unseen.update((str(Path(p).resolve()), None) for p in paths if p)
+    _unseen.update((os.path.realpath(p), None) for p in paths if p)  # a link loop too (resolve raises)
 
 
 def hidden_from_models() -> list[str]:

@@ -42,21 +42,24 @@ from ._suite_types import RecordedCall
 Trace = JsonObject
 
 
-def _load(path: Path) -> JsonValue:
+def _load(path: Path) -> tuple[JsonValue, list[int] | None]:
+    """The file's JSON, or the list of its lines' (JSON Lines) with the line of each."""
     text = read_text(path)
     try:
-        return decode_json(text)
+        return decode_json(text), None
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":  # the first value is broken (or too deep): said where; else JSON Lines
             raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
     rows: list[JsonValue] = []
+    lines: list[int] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
                 rows.append(decode_json(line))
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{path}:{number}: not JSON ({exc.msg})") from None
-    return rows
+            lines.append(number)
+    return rows, lines
 
 
 def _is_trace(value: JsonValue) -> bool:
@@ -84,7 +87,9 @@ def is_langfuse_export(path: Path, head: str) -> bool:
     return head.lstrip()[:1] in "{[" and any(m in head for m in markers) and '"resourceSpans"' not in head
 
 
-def _traces(data: JsonValue, path: Path) -> list[Trace]:
+def _traces(data: JsonValue, path: Path, lines: list[int] | None = None) -> list[Trace]:
+    """The traces of an export (a trace, a session, a list or JSON Lines of traces, observations);
+    an entry that is no trace is an error (`lines`: the line of each entry of JSON Lines)."""
     if isinstance(data, dict) and isinstance(data.get("traces"), list):  # a session
         session = data.get("id")
         return [{**t, "sessionId": t.get("sessionId") or session} for t in _trace_list(data["traces"], path)]
@@ -105,7 +110,11 @@ def _traces(data: JsonValue, path: Path) -> list[Trace]:
                 if o.get(key) and not trace.get(key):
                     trace[key] = o[key]
         return [{**trace, "observations": observations} for trace, observations in by_trace.values()]
-    return [t for t in listing if _is_trace(t) or ("input" in t and "id" in t)]
+    for n, item in enumerate(data):
+        if not isinstance(item, dict) or not (_is_trace(item) or ("input" in item and "id" in item)):
+            where = f"{path}:{lines[n]}" if lines else f"{path}:1: [{n}]"
+            raise DatasetError(f"{where}: not a Langfuse trace (a JSON object with an id), got {item!r:.60}")
+    return listing
 
 
 def _trace_list(traces: JsonValue, path: Path) -> list[Trace]:
@@ -120,7 +129,8 @@ def _trace_list(traces: JsonValue, path: Path) -> list[Trace]:
 
 def read_langfuse(path: Path) -> list[LoggedTest]:
     """One `transcript:` test per Langfuse session (or trace without a session)."""
-    traces = _traces(_load(path), path)
+    data, lines = _load(path)
+    traces = _traces(data, path, lines)
     sessions: dict[str, list[Trace]] = {}
     for trace in traces:
         sessions.setdefault(str(trace.get("sessionId") or trace["id"]), []).append(trace)

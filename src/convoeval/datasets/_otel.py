@@ -87,21 +87,27 @@ def is_otel_spans(path: Path, head: str) -> bool:
     return '"resourceSpans"' in head or ('"context"' in head and '"span_id"' in head and "gen_ai." in head)
 
 
-def _documents(path: Path) -> list[JsonValue]:
+def _documents(path: Path) -> list[tuple[int, JsonValue]]:
+    """The JSON values of the file (one, a list's items, or one a line) with the line each starts on."""
     text = read_text(path)
     at = 0
-    docs: list[JsonValue] = []
+    docs: list[tuple[int, JsonValue]] = []
     while True:
         while at < len(text) and text[at].isspace():
             at += 1
         if at >= len(text):
             return docs
+        line = text.count("\n", 0, at) + 1
         try:
             value: JsonValue
             value, at = raw_decode(text, at)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
-        docs.extend(value if isinstance(value, list) else [value])
+        docs.extend((line, item) for item in (value if isinstance(value, list) else [value]))
+
+
+#: OTLP documents of the other signals, which a collector's file exporter may write beside spans.
+_OTHER_SIGNALS = ("resourceLogs", "resourceMetrics", "resourceProfiles")
 
 
 def _whole(value: JsonValue, where: str) -> int:
@@ -137,16 +143,21 @@ def _otlp_attributes(listing: JsonValue, where: str) -> list[tuple[str, JsonValu
     return pairs
 
 
-def _spans(docs: list[JsonValue], path: Path) -> list[Span]:
-    """Every span as `{trace, id, start, name, attributes}` (both JSON shapes)."""
+def _spans(docs: list[tuple[int, JsonValue]], path: Path) -> list[Span]:
+    """Every span as `{trace, id, start, name, attributes}` (both JSON shapes); a document that
+    is neither (but another signal's) is an error, never left out unsaid."""
     spans: list[Span] = []
-    for doc in docs:
-        if not isinstance(doc, dict):
-            continue
-        for resource in object_list(doc.get("resourceSpans"), f"{path}:1: resourceSpans"):
-            for scope in object_list(resource.get("scopeSpans"), f"{path}:1: scopeSpans"):
-                for span in object_list(scope.get("spans"), f"{path}:1: spans"):
-                    where = f"{path}:1: span {span.get('name')!r}"
+    for line, doc in docs:
+        if not isinstance(doc, dict) or not (
+            "resourceSpans" in doc or "context" in doc or any(k in doc for k in _OTHER_SIGNALS)
+        ):
+            raise DatasetError(
+                f"{path}:{line}: expected OTLP JSON (`resourceSpans`) or an exported span, got {doc!r:.60}"
+            )
+        for resource in object_list(doc.get("resourceSpans"), f"{path}:{line}: resourceSpans"):
+            for scope in object_list(resource.get("scopeSpans"), f"{path}:{line}: scopeSpans"):
+                for span in object_list(scope.get("spans"), f"{path}:{line}: spans"):
+                    where = f"{path}:{line}: span {span.get('name')!r}"
                     attributes = dict(_otlp_attributes(span.get("attributes"), where))
                     for event in object_list(span.get("events"), f"{where}: events"):  # messages may come as an event's
                         for key, value in _otlp_attributes(event.get("attributes"), where):
@@ -164,7 +175,7 @@ def _spans(docs: list[JsonValue], path: Path) -> list[Span]:
         exported = as_object(doc.get("attributes"))
         if "context" in doc and exported is not None:  # SDK console exporter
             context = as_object(doc["context"]) or {}
-            for event in object_list(doc.get("events"), f"{path}:1: span {doc.get('name')!r}: events"):
+            for event in object_list(doc.get("events"), f"{path}:{line}: span {doc.get('name')!r}: events"):
                 for key, value in (as_object(event.get("attributes")) or {}).items():
                     exported.setdefault(key, value)
             spans.append(

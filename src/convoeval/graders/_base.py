@@ -179,7 +179,7 @@ class Assertion(Model):
 
     type: str
     name: str | None = Field(None, description="Label shown in results.")
-    weight: float = Field(1.0, ge=0, description="Weight in the turn or conversation score.")
+    weight: float = Field(1.0, ge=0, allow_inf_nan=False, description="Weight in the turn or conversation score.")
     required: bool = Field(
         False,
         description="When this assertion fails, the test fails whatever the mean (tau-reward, which decides a "

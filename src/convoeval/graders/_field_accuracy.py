@@ -63,7 +63,7 @@ class FieldSpec(Model):
     path: str = Field(min_length=1, description="Dot path with [index] for arrays: `line_items[0].total`.")
     match: Literal["exact", "numeric_tolerance", "date"] = "exact"
     required: bool = True
-    weight: float = Field(1.0, ge=0)
+    weight: float = Field(1.0, ge=0, allow_inf_nan=False)
     tolerance: float = Field(0.0, ge=0, description="numeric_tolerance: the allowed difference.")
     relative: bool = Field(False, description="numeric_tolerance: the tolerance is a fraction of the expected value.")
     formats: list[str] | None = Field(None, description="date: formats that may appear (decide MM/DD vs DD/MM).")

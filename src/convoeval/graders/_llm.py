@@ -120,7 +120,7 @@ class RubricCriterion(Model):
 
     id: str | None = Field(None, description="Key of its verdict (default c1, c2, ...).")
     outcome: str | None = Field(None, validation_alias=_OUTCOME, description="What must hold (alias expected_outcome).")
-    weight: float = Field(1.0, ge=0, description="Weight in the rubric score.")
+    weight: float = Field(1.0, ge=0, allow_inf_nan=False, description="Weight in the rubric score.")
     required: bool = Field(True, description="A failed required criterion fails the grader.")
     min_score: float | None = Field(
         None, ge=0, le=1, description="Normalised score (0-1) this criterion needs to pass."

@@ -120,7 +120,7 @@ def _imported_files(pythons: Sequence[Path]) -> list[Path]:
 
 
 def _command_files(folder: Path, suites: Iterable[Suite]) -> list[Path]:
-    """The files of `folder` a word of a `command` of `suites` (a code-grader's, a hook's) names."""
+    """The files of `folder` a word of a `command` of `suites` (a code-grader's) names."""
     words: list[str] = []
     for suite in suites:
         if suite.path is not None and suite.base_dir.resolve() == folder:
@@ -129,12 +129,13 @@ def _command_files(folder: Path, suites: Iterable[Suite]) -> list[Path]:
 
 
 def _commands(data: object) -> Iterator[list[str]]:
-    """The words of every `command` in a suite's data (a string, or a list of words)."""
+    """The words of every `command` in a suite's data (a string, or a list of words) but its
+    workspaces' (hooks and `verify` run sandboxed, and write the files they name: `>> log.txt`)."""
     if isinstance(data, dict):
         for key, value in data.items():
             if key == "command" and isinstance(value, str | list):
                 yield value.split() if isinstance(value, str) else [w for w in value if isinstance(w, str)]
-            else:
+            elif key != "workspace":
                 yield from _commands(value)
     elif isinstance(data, list):
         for item in data:

@@ -84,11 +84,18 @@ def _key(value: object) -> tuple[str, object]:
     return ("other", value)
 
 
+#: The most categories a scale may have: the estimators hold arrays of categories squared (times
+#: the bootstrap's resamples), and no rating scale has more.
+MAX_CATEGORIES = 100
+
+
 def check_categories(categories: Sequence[Category]) -> tuple[Category, ...]:
-    """Validate the declared categories: at least two, none missing, no duplicates."""
+    """Validate the declared categories: two to `MAX_CATEGORIES`, none missing, no duplicates."""
     declared = tuple(c.item() if isinstance(c, np.generic) else c for c in categories)
     if len(declared) < 2:
         raise AgreementInputError(f"declare at least two categories, got {list(declared)}")
+    if len(declared) > MAX_CATEGORIES:
+        raise AgreementInputError(f"declare at most {MAX_CATEGORIES} categories, got {len(declared)}")
     if any(is_missing(c) or isinstance(c, bool) for c in declared):
         raise AgreementInputError(f"categories must be numbers or labels, got {list(declared)}")
     keys = [_key(c) for c in declared]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._jsonl import read_problem
-from ._data import AgreementInputError, Category, check_categories
+from ._data import MAX_CATEGORIES, AgreementInputError, Category, check_categories
 
 MISSING_CELLS = frozenset({"", "na", "n/a", "nan", "null", "none"})
 """Cells (case-insensitive, stripped) that mean "no rating"."""
@@ -55,6 +55,8 @@ def parse_categories(text: str) -> list[Category]:
         low, high = int(match.group(1)), int(match.group(2))
         if high <= low:
             raise AgreementInputError(f"category range {text!r} must go from low to high")
+        if high - low >= MAX_CATEGORIES:  # before a list of a billion is made
+            raise AgreementInputError(f"category range {text!r}: at most {MAX_CATEGORIES} categories")
         return list(range(low, high + 1))
     parts = [part.strip() for part in text.split(",")]
     if any(not part for part in parts):

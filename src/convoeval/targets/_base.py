@@ -205,8 +205,8 @@ class TargetConfig(Model):
     api_key_env: str | None = None
     api_key: SecretStr | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    temperature: float | None = None
-    max_tokens: int | None = None
+    temperature: float | None = Field(None, ge=0, allow_inf_nan=False)
+    max_tokens: int | None = Field(None, ge=1)
     timeout_s: float = Field(60.0, gt=0, le=MAX_SECONDS, description="Seconds per request (at most a day).")
     max_retries: int = Field(4, ge=0, le=100)
     concurrency: int | None = Field(
