@@ -309,3 +309,49 @@ def test_numbers_that_would_change_a_verdict_or_a_request_unsaid(
     write(tmp_path / file, text)
     code, out, err = cli("run", "s.eval.yaml", "--target", "t") if file == "targets.yaml" else cli("validate", file)
     assert code == 2 and said in out + err, out + err
+
+
+def test_a_tests_list_entry_is_confined_and_a_loop_is_said(cli, tmp_path: Path) -> None:
+    """Before: `tests: [file://loop.eval.yaml]` was a `RuntimeError` traceback, and an entry
+    could include a file outside the suite's folder and repository, which `tests: file://`
+    refuses."""
+    _loop(tmp_path, "loop.eval.yaml")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - file://loop.eval.yaml\n  - file://../outside.yaml\n")
+    write(tmp_path.parent / "outside.yaml", "- {id: x, input: hi}\n")
+    code, _, err = cli("validate", "s.eval.yaml")
+    assert code == 2 and "s.eval.yaml:2: tests[0]: loop.eval.yaml: a symbolic link loop\n" in err, err
+    assert "s.eval.yaml:3: tests[1]: ../outside.yaml is outside the suite's folder" in err, err
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda p: os.mkfifo(p), "not a regular file (a device, a pipe or a socket)"),
+        (lambda p: os.symlink(p.name, p), "a symbolic link loop, or one to nothing"),
+    ],
+)
+def test_an_eval_file_that_is_no_file_says_what_it_is(cli, tmp_path: Path, make, said: str) -> None:
+    """Before: a pipe, a device or a link loop given to `validate` was `(file): no such file`."""
+    make(tmp_path / "s.eval.yaml")
+    assert cli("validate", "s.eval.yaml") == (2, "", f"s.eval.yaml:1: (file): {said}\n")
+
+
+def test_use_target_names_that_never_reach_a_target(cli, tmp_path: Path) -> None:
+    """Before: `{name: x, use_target: y}, {name: y, use_target: x}` said "no target named 'y'
+    (names: none)", though `y` is defined."""
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: x, use_target: y}\n  - {name: y, use_target: x}\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, out, err = cli("run", "s.eval.yaml", "--target", "x")
+    assert code == 2 and "targets[0].use_target: 'y' is a use_target that reaches no target" in out + err, out + err
+
+
+def test_a_run_that_does_not_exist_is_said_so(cli, tmp_path: Path) -> None:
+    """Before: `runs show nosuch` said "its summary cannot be read (... no such ... run ...)"."""
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: hello}\n")
+    assert cli("run", "s.eval.yaml", "--target", "bot", "--store", "state")[0] == 0
+    code, _, err = cli("runs", "show", "nosuch", "--store", "state")
+    assert (code, err) == (
+        2,
+        f"error: nosuch: no such results file or run (runs are in {Path('state') / 'runs.sqlite'})\n",
+    )

@@ -88,6 +88,8 @@ def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
             f"{store}: run {ref}: cannot be read ({first_problem(exc, '(result)')}); "
             "the store is damaged or not convoeval's"
         ) from None
+    except ReportInputError:
+        raise
     except ValueError as exc:  # a summary that is not JSON
         raise ReportInputError(f"{store}: run {ref}: its summary cannot be read ({exc})") from None
     finally:

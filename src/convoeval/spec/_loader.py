@@ -59,10 +59,19 @@ def validate_paths(paths: list[str | Path]) -> list[Problem]:
     return problems
 
 
+def _not_a_file(path: Path) -> str:
+    """Why `path`, which is no regular file, cannot be read as an eval file."""
+    if path.is_dir():
+        return "a folder, not an eval file"
+    if path.exists():
+        return "not a regular file (a device, a pipe or a socket)"
+    return "a symbolic link loop, or one to nothing" if path.is_symlink() else "no such file"
+
+
 def _load(path: Path, keep: bool = True) -> tuple[Suite | None, list[Problem]]:
     """The suite (None when invalid, or when `keep` is False) and the file's problems."""
     if not path.is_file():
-        return None, [Problem(str(path), 1, "(file)", "no such file")]
+        return None, [Problem(str(path), 1, "(file)", _not_a_file(path))]
     problems: list[Problem] = []
     text = read_text(path, problems)
     if text is None:

@@ -278,10 +278,14 @@ def _resolve_aliases(
             else:
                 left.append((name, ref, where, unset))
         if len(left) == len(pending):
+            aliases_left = {name for name, *_ in left}
             for _name, ref, where, _ in left:
                 at = (*where, "use_target")
                 known = ", ".join(sorted(configs)) or "none"
-                problems.append(lines.problem(at, field_path(at), f"no target named {ref!r} (names: {known})"))
+                said = f"no target named {ref!r} (names: {known})"
+                if ref in aliases_left:
+                    said = f"{ref!r} is a use_target that reaches no target (a loop, or a chain to an unknown name)"
+                problems.append(lines.problem(at, field_path(at), said))
             return
         pending = left
 

@@ -88,10 +88,17 @@ class SuiteTests:
             self._add(lines, path, "a test is a mapping; to include a file of tests write `file://PATH`")
             return
         ref = item.removeprefix("file://").strip()
-        file = (self.base_dir / ref).resolve()
-        if not file.is_file():
-            self._add(lines, path, f"tests file not found: {ref} (paths are relative to the eval file's folder)")
-        elif file.suffix not in (".jsonl", ".yaml", ".yml", ".csv"):
+        try:
+            file = confined_file(ref, self.base_dir)
+        except ValueError as exc:  # outside the suite's folder and repository, a link loop, missing
+            missing = str(exc).endswith("no such file")
+            self._add(
+                lines,
+                path,
+                f"tests file not found: {ref} (paths are relative to the eval file's folder)" if missing else str(exc),
+            )
+            return
+        if file.suffix not in (".jsonl", ".yaml", ".yml", ".csv"):
             self._add(lines, path, f"{ref}: tests can be included from .yaml, .yml, .jsonl or .csv (AgentV's) files")
         elif self.read(ItemsFile(file, agentv_key, lines.parent), includes=False):
             self._add(lines, path, f"{ref} must hold a list of tests")
