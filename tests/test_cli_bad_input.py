@@ -355,3 +355,39 @@ def test_a_run_that_does_not_exist_is_said_so(cli, tmp_path: Path) -> None:
         2,
         f"error: nosuch: no such results file or run (runs are in {Path('state') / 'runs.sqlite'})\n",
     )
+
+
+def test_a_run_whose_output_pipe_closes_goes_on(tmp_path: Path) -> None:
+    """`convoeval run ... | head -1`: the run ended at the next line printed (click's exit 1 on
+    EPIPE), left "interrupted", its `-o` file not written."""
+    import subprocess
+    import sys
+
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: hello}\n")
+    tests = "".join(
+        f"  - id: t{i}\n    input: hi\n    assertions: [{{type: contains, value: hello}}]\n" for i in range(3)
+    )
+    write(tmp_path / "s.eval.yaml", "tests:\n" + tests)
+    argv = [
+        sys.executable,
+        "-m",
+        "convoeval",
+        "run",
+        "s.eval.yaml",
+        "--target",
+        "bot",
+        "--store",
+        "state",
+        "-o",
+        "r.jsonl",
+    ]
+    process = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline().startswith(b"run ")
+    process.stdout.close()  # as `head -1` does
+    assert process.wait(timeout=120) == 0, process.stderr.read().decode()
+    assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 3
+    listed = subprocess.run(
+        [*argv[:3], "runs", "--json", "--store", "state"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert '"status": "finished"' in listed.stdout, listed.stdout + listed.stderr

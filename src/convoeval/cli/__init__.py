@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from .._lazy import collector_paused, freeze_for_good
 from .._secrets import keep_environment_private
+from ._pipe import survive_closed_stdout
 
 if TYPE_CHECKING:
     import typer
@@ -125,6 +126,7 @@ def main() -> None:
 
 
 def _main(argv: list[str]) -> None:
+    survive_closed_stdout()
     if command_name(argv) == "run":
         pause_collector_for_run()
         # Its HTTP client loads on another thread while convoeval loads and the run reads its

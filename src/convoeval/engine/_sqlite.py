@@ -147,11 +147,15 @@ class _Write(Generic[T]):
             self._outcome = exc
 
     def settle(self) -> None:
-        """After the commit: hand the outcome to the caller."""
-        if isinstance(self._outcome, Exception):
-            self.future.set_exception(self._outcome)
-        elif self._outcome is not None:
-            self.future.set_result(self._outcome[0])
+        """After the commit: hand the outcome to the caller (unless it gave up waiting: the
+        future cancelled, as when the command ends on a closed pipe)."""
+        try:
+            if isinstance(self._outcome, Exception):
+                self.future.set_exception(self._outcome)
+            elif self._outcome is not None:
+                self.future.set_result(self._outcome[0])
+        except InvalidStateError:
+            pass
 
     def fail(self, error: BaseException) -> None:
         try:
