@@ -19,6 +19,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from .. import registry
 from .._base_model import Model
+from .._templates import unfilled
 from ..errors import GraderError
 from ..judging import GradingLevel, JudgePanel, JudgeSession, PanelRule, Persona, Policy
 from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, StopReason, Usage
@@ -88,6 +89,8 @@ class GradeContext:
         input_files: the files attached to the test's input (absolute paths).
         reply: the target's reply object (latency, usage, cost, tool calls); None at
             conversation level.
+        captured_names: the variables the test's turns capture; a check naming one not set
+            (in `variables`) cannot be decided.
         judge: the model used by LLM graders, or None when no judge is configured.
         judges: the models checks name as their own `judge`, by the name they give.
         latencies_ms, usage, cost_usd: what the target's replies took: this reply's at turn
@@ -118,6 +121,7 @@ class GradeContext:
     reply: ChatReply | None = None
     turn: int | None = None
     variables: dict[str, object] = field(default_factory=dict)
+    captured_names: frozenset[str] = frozenset()
     judge: Target | None = None
     judges: Mapping[str, Target] = field(default_factory=dict)
     judge_repeats: int = 1
@@ -259,11 +263,19 @@ class Assertion(Model):
             return evaluate_by_panel(ctx, ctx.judge, self._evaluate_one, rule, mark)
         return self._evaluate_one(ctx)
 
+    def _refuse_uncaptured(self, unset: frozenset[str]) -> None:
+        """A check naming a variable its test captures but never set cannot decide (`contains
+        "{{ oid }}"` compared the placeholder's own text, and its `not-` form passed)."""
+        if missing := unfilled(self.model_dump_json(), unset):
+            raise GraderError(f"{{{{ {missing[0]} }}}} was never captured, so this check cannot be decided")
+
     async def _evaluate_one(self, ctx: GradeContext) -> GraderScore:
         started = time.perf_counter()
         try:
             if self.uses_judge and ctx.judge is None:
                 raise GraderError("this assertion needs a judge model; pass --judge")
+            if unset := ctx.captured_names.difference(ctx.variables):
+                self._refuse_uncaptured(unset)
             grade = await self.grade(ctx)
         except GraderError as exc:
             return self._error(str(exc), exc)

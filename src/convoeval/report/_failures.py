@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._text import shorten
 from ..results import EvaluationResult, ScoreEntry
+from ..run import meets
 from ._overview import fmt_score
 
 
@@ -15,7 +16,7 @@ def headline(result: EvaluationResult) -> str:
         return "not run: the cost budget was reached (budget_exhausted)"
     if result.verdict == "skip":
         return f"skipped{': ' + result.error if result.error else ''}"
-    relation = ">=" if result.score is not None and result.score >= result.threshold else "<"
+    relation = ">=" if result.score is not None and meets(result.score, result.threshold) else "<"
     return f"score {fmt_score(result.score)} {relation} threshold {result.threshold:g} ({result.verdict})"
 
 

@@ -11,7 +11,7 @@ convoeval's own suites leave such turns out of the score and grade the replies.
 from __future__ import annotations
 
 from ..results import ScoreEntry
-from ._grading import NOT_GRADED
+from ._grading import NOT_GRADED, UNWEIGHTED
 from ._turns import SINGLE_SHOT_NOTE
 
 #: The note of a turn AgentV scores 1.0 for having nothing to check.
@@ -23,7 +23,7 @@ def agentv_turn_scores(entries: list[ScoreEntry]) -> None:
     for entry in entries:
         if entry.type != "turn" or entry.verdict != "skip" or entry.note == SINGLE_SHOT_NOTE:
             continue
-        if entry.note == NOT_GRADED:
+        if entry.note in (NOT_GRADED, UNWEIGHTED):
             entry.score, entry.verdict, entry.note = 1.0, "pass", BARE_TURN
         elif not entry.graders:  # not sent: the conversation stopped before it
             entry.score = 0.0

@@ -58,6 +58,7 @@ def _grade_context(plan: TestPlan, ctx: TrialContext, **fields: Any) -> GradeCon
         trial=ctx.trial,
         test_id=plan.id,
         input_files=plan.test.attachments,
+        captured_names=plan.captured_names,
         **fields,
     )
 
@@ -200,6 +201,8 @@ async def evaluate_all(assertions: list[Assertion], ctx: GradeContext) -> list[G
 
 #: The note of a turn that has no check of its own: it is not scored.
 NOT_GRADED = "not graded: the turn has no assertions"
+#: The note of a turn whose checks all weigh 0: they report, never score.
+UNWEIGHTED = "not graded: its checks all weigh 0 (a check of weight 0 reports, never scores)"
 #: The note of a trial in which nothing was graded: it passes (it ran), with no score.
 NOTHING_GRADED = "nothing graded: the test has no checks; it passes when it runs without error"
 
@@ -249,8 +252,10 @@ def _combined(
 ) -> tuple[float | None, Verdict, str | None]:
     """The score, verdict and note of `combine`."""
     counted = [s for s in scores if s.weight > 0 or s.required or s.failed_required]
+    if not counted and any(s.verdict == "error" for s in scores):  # nothing decided: never a pass
+        return None, "error", None
     if not counted:
-        return None, "skip", NOT_GRADED
+        return None, "skip", UNWEIGHTED if scores else NOT_GRADED
     decided = [s for s in counted if s.verdict != "error" and s.score is not None]
     if not decided or undecided_required(scores):
         return None, "error", None
@@ -261,7 +266,14 @@ def _combined(
         score = sum(s.score or 0.0 for s in decided) / len(decided)
     if failed_required:
         score = 0.0
-    return round(score, 6), "pass" if score >= threshold else "fail", None
+    return round(score, 6), "pass" if meets(score, threshold) else "fail", None
+
+
+def meets(score: float, threshold: float) -> bool:
+    """Whether `score` reaches `threshold`, both taken at the 6 decimals a result holds: a turn,
+    its trial and its test decide alike (a turn failing at 2/3 < 0.6666668 gave a test passing
+    at the 0.666667 its turn held)."""
+    return round(score, 6) >= round(threshold, 6)
 
 
 def undecided_required(scores: list[GraderScore]) -> list[str]:
@@ -325,7 +337,7 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         )
     else:
         score = round(aggregate(values, plan.aggregation), 6)
-        passed = score >= plan.threshold
+        passed = meets(score, plan.threshold)
         verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
     return TrialResult(
         trial=convo.ctx.trial,

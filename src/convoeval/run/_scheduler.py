@@ -34,6 +34,7 @@ from ..spec import DEFAULT_THRESHOLD, Test
 from ..targets import Target
 from ._adaptive import adaptive_trials, apply_decision
 from ._conversation import TrialContext, run_trial
+from ._grading import meets
 from ._jobs import Job, JobEvents
 from ._plan import TestPlan
 
@@ -352,13 +353,11 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         score, verdict, status = None, "error", "undecided"
     else:
         score = round(sum(scores) / len(scores), 6) if scores else None
-        if plan.trials.strategy == "pass_at_k":
-            passed = any(t.verdict == "pass" for t in trials)
-        elif score is None:  # nothing graded in any trial: each passed by running
-            passed = all(t.verdict == "pass" for t in trials)
+        passed = _passed(plan, trials, scores, unknown=len(errored) + len(undecided))
+        if passed is None:  # the trials that could not decide might have changed the verdict
+            score, verdict, status = None, "error", "execution_error" if errored else "undecided"
         else:
-            passed = score >= plan.threshold
-        verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
+            verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
     hit = next((t.budget_hit for t in trials if t.budget_hit), None)
     if hit is not None and status in ("ok", "quality_failure"):  # a budget was hit: never "completed"
         verdict, status = "fail", "budget_exhausted"
@@ -404,6 +403,21 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
         fallback=first.fallback,
         sandbox=describe_sandbox(),
     )
+
+
+def _passed(plan: TestPlan, trials: list[TrialResult], scores: list[float], unknown: int) -> bool | None:
+    """Whether the test passes, None when the `unknown` trials (that could not decide) could
+    make it pass or fail: a pass@k test passes with one passing trial; a mean passes when even
+    unknown trials scoring 0 would leave it above the threshold, fails when even their scoring 1
+    would leave it below."""
+    if plan.trials.strategy == "pass_at_k":
+        return True if any(t.verdict == "pass" for t in trials) else None if unknown else False
+    if not scores:  # nothing graded in any trial: each passed by running
+        return None if unknown else all(t.verdict == "pass" for t in trials)
+    count, total = len(scores) + unknown, sum(scores)
+    if meets(total / count, plan.threshold):
+        return True
+    return None if meets((total + unknown) / count, plan.threshold) else False
 
 
 def _pass_rate(trials: list[TrialResult]) -> PassRate | None:
