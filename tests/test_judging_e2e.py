@@ -338,3 +338,45 @@ def test_tod_restaurant_example(fake_openai: FakeOpenAIServer, tmp_path: Path) -
     [goal] = [p for p in prompts if "What to evaluate: Goal completion" in p and "Zizzi" in p]
     assert "The user's goal: The user finds a cheap Italian restaurant" in goal
     assert "[turn 3] assistant: Done: a table for 4 at Zizzi Cambridge" in goal
+
+
+def test_judge_reasks_count_the_re_ask_whether_or_not_it_helped(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """`judge_reasks` counts the re-ask of an unusable judge answer when the second answer is
+    unusable too (the grader errors), as when it is used; a composite adds up its checks'.
+    Before: `judge_calls: 2, judge_reasks: 0` on every "unparseable after a re-ask" error."""
+    unusable = json.dumps({"reasoning": "off the scale", "score": 11})
+
+    def judge(body: dict) -> str:
+        reask = body["messages"][-1]["content"].startswith("Your answer could not be used")
+        prompt = prompt_of(body)
+        if "case fine" in prompt or ("case rescued" in prompt and reask):
+            return json.dumps({"reasoning": "good", "score": 9})
+        return unusable
+
+    fake_openai.judge = judge
+    targets = write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: 'ok 42'}\n")
+    grader = "{type: llm-grader, prompt: 'Rate {{ input }} / {{ output }}'}"
+    suite = write(
+        tmp_path / "r.eval.yaml",
+        "tests:\n"
+        + "".join(
+            f"  - {{id: {c}, input: 'case {c}', assertions: [{grader}]}}\n" for c in ("unusable", "rescued", "fine")
+        )
+        + f"  - id: nested\n    input: case nested\n    assertions:\n"
+        f"      - {{type: composite, assertions: [{grader}, {{type: contains, value: '42'}}]}}\n",
+    )
+    report = convoeval.run(
+        str(suite), target="bot", targets_file=str(targets), judge="openai:j", store=False, cache=False
+    )
+    graders = {r.test_id: r.scores[0].graders[0] for r in report.results}
+    spent = {test_id: (g.verdict, g.judge_calls, g.judge_reasks) for test_id, g in graders.items()}
+    assert spent == {
+        "unusable": ("error", 2, 1),
+        "rescued": ("pass", 2, 1),
+        "fine": ("pass", 1, 0),
+        "nested": ("pass", 2, 1),
+    }
+    assert "unparseable after a re-ask" in (graders["unusable"].error or "")
+    assert len(fake_openai.judge_requests()) == 7
+    nested = graders["nested"].details["scores"][0]
+    assert (nested["verdict"], nested["judge_calls"], nested["judge_reasks"]) == ("error", 2, 1)

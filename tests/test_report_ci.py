@@ -20,7 +20,7 @@ from convoeval.report import (
 )
 from convoeval.testing import Fault
 
-from .conftest import DATA, write
+from .conftest import DATA, read_jsonl, write
 from .report_data import SUITE, agent_result, battles, reply, result, write_results
 
 SCHEMA = xmlschema.XMLSchema(DATA / "junit" / "JUnit.xsd")
@@ -271,3 +271,58 @@ def test_result_writer_without_a_store(fake_openai, tmp_path: Path) -> None:
     report = convoeval.run(suite, target="openai:m", judge="openai:judge", output=tmp_path / "r.md", store=False)
     assert len(report.results) == 3
     assert "| openai:m | 3 |" in (tmp_path / "r.md").read_text()
+
+
+BUDGET_SUITE = """\
+tests:
+  - id: conv-budget
+    mode: conversation
+    budget: {conversation: {tokens: 15}}
+    turns:
+      - {input: a, assertions: [{type: contains, value: "42"}]}
+      - {input: b, assertions: [{type: contains, value: "42"}]}
+      - {input: c, assertions: [{type: contains, value: "42"}]}
+  - id: later
+    input: d
+"""
+
+
+def test_junit_follows_the_verdict_of_a_test_a_budget_ended(cli, fake_openai, tmp_path: Path) -> None:
+    """A conversation its own token budget ended is verdict `fail` (`budget_exhausted`): a
+    `<failure>` naming the budget, in `run --junit` as in `report`. Before: `<skipped message="not
+    run: the cost budget was reached">`, while the results, Markdown and exit code said fail. A
+    test the run's --max-cost kept from starting (verdict `skip`) stays skipped."""
+    fake_openai.reset(reply=lambda body: "Hello world, the answer is 42.")
+    write(
+        tmp_path / "targets.yaml",
+        "targets:\n  - name: bot\n    provider: openai\n    model: m\n"
+        "    price_input_per_mtok: 1000000\n    price_output_per_mtok: 1000000\n",
+    )
+    write(tmp_path / "bud.eval.yaml", BUDGET_SUITE)
+    code, out, err = cli(
+        "run", "bud.eval.yaml", "-t", "bot", "--concurrency", "1", "--max-cost", "0.5",
+        "-o", "r.jsonl", "--junit", "run.xml", "--markdown", "r.md",
+    )  # fmt: skip
+    assert code == 1, out + err
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert [(r["verdict"], r["execution_status"]) for r in results.values()] == [
+        ("fail", "budget_exhausted"),
+        ("skip", "budget_exhausted"),
+    ]
+    assert cli("report", "last", "-o", "last.xml")[0] == 0
+    for name in ("run.xml", "last.xml"):
+        xml = (tmp_path / name).read_text()
+        SCHEMA.validate(xml)
+        suite = ET.fromstring(xml).find("testsuite")
+        assert suite is not None
+        assert [suite.get(k) for k in ("tests", "failures", "errors", "skipped")] == ["2", "1", "0", "1"], name
+        cases = {c.get("name"): c for c in suite.iter("testcase")}
+        failure = cases["conv-budget [bot]"].find("failure")
+        assert failure is not None and failure.get("type") == "budget_exhausted"
+        message = failure.get("message", "")
+        assert "budget reached: tokens=15 per conversation at turn 2" in message and "not run" not in message
+        assert "(fail)" in message and "turn-3: skip" in (failure.text or "")
+        skipped = cases["later [bot]"].find("skipped")
+        assert skipped is not None and "not started: the --max-cost budget was reached" in skipped.get("message", "")
+    markdown = (tmp_path / "r.md").read_text()
+    assert "| ❌ fail | conv-budget | bot |" in markdown and "budget reached: tokens=15" in markdown

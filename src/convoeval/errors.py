@@ -65,17 +65,25 @@ class GraderError(ConvoevalError):
     """The grader could not decide (crash, timeout, unparseable judge output).
 
     It becomes verdict `error` and is left out of the score; it never becomes a score.
-    `judge_usage`, `judge_cost_usd` and `judge_calls` record what judge calls had consumed
-    before it failed, so the run's accounting stays complete.
+    `judge_usage`, `judge_cost_usd`, `judge_calls` and `judge_reasks` record what judge calls
+    had consumed before it failed (a re-ask that failed too among them), so the run's accounting
+    stays complete.
     """
 
     def __init__(
-        self, message: str, *, judge_usage: Usage | None = None, judge_cost_usd: float = 0.0, judge_calls: int = 0
+        self,
+        message: str,
+        *,
+        judge_usage: Usage | None = None,
+        judge_cost_usd: float = 0.0,
+        judge_calls: int = 0,
+        judge_reasks: int = 0,
     ):
         super().__init__(message)
         self.judge_usage = judge_usage or Usage()
         self.judge_cost_usd = judge_cost_usd
         self.judge_calls = judge_calls
+        self.judge_reasks = judge_reasks
 
 
 class RegistryError(ConvoevalError):

@@ -232,6 +232,7 @@ class Assertion(Model):
             required=self.required,
             error=message,
             judge_calls=spent.judge_calls if spent else 0,
+            judge_reasks=spent.judge_reasks if spent else 0,
             judge_usage=spent.judge_usage if spent and spent.judge_usage.total_tokens else None,
             judge_cost_usd=spent.judge_cost_usd if spent else 0.0,
         )

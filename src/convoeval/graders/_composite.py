@@ -78,6 +78,7 @@ class Composite(Assertion):
         usage = Usage.total(s.judge_usage for s in scores if s.judge_usage is not None)
         cost = sum(s.judge_cost_usd for s in scores)
         calls = sum(s.judge_calls for s in scores)
+        reasks = sum(s.judge_reasks for s in scores)
         outcomes: list[AssertionOutcome] = []
         for child in scores:
             outcomes.extend(
@@ -92,6 +93,7 @@ class Composite(Assertion):
                 judge_usage=usage,
                 judge_cost_usd=cost,
                 judge_calls=calls,
+                judge_reasks=reasks,
             )
         passed: bool | None = None
         if self.aggregator.decides:  # a program or the judge decides from every nested result
@@ -101,6 +103,7 @@ class Composite(Assertion):
             usage += decision.judge_usage
             cost += decision.judge_cost_usd
             calls += decision.judge_calls
+            reasks += decision.judge_reasks
         else:
             weights = [self.aggregator.weights.get(s.name, s.weight) for s in decided]
             if self.aggregator.type == "threshold":
@@ -128,5 +131,6 @@ class Composite(Assertion):
             judge_usage=usage,
             judge_cost_usd=cost,
             judge_calls=calls,
+            judge_reasks=reasks,
             passed=passed,
         )

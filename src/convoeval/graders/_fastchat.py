@@ -7,8 +7,10 @@ template filled as FastChat fills it (`str.format` with `question`, `answer`, `r
 or, for the multi-turn variants, `question_1`, `answer_1`, `question_2`, `answer_2`,
 `ref_answer_1`, `ref_answer_2`): the questions and answers are the conversation's first two
 user messages and replies, the references are `references` (judge only). No JSON format is
-imposed; the rating is read from the answer as FastChat reads it (`[[N]]`, else `[N]`) and the
-score is N / 10. An answer without a rating is asked again once, then is a grader error.
+imposed; the rating is read from the answer as FastChat reads it (`[[N]]`, else `[N]`; decimals
+such as `[[7.5]]` too) and the score is N / 10. An answer without a rating, or with one outside
+the prompts' 1-10 scale (`[[0]]`, `[[15]]`), is asked again once, then is a grader error: it is
+never clamped into a score.
 
 Example (YAML, on the second turn of an MT-Bench test):
     assertions:
@@ -32,9 +34,12 @@ from ..results import AssertionOutcome
 from ._base import Grade, GradeContext, GraderError, JudgedAssertion, assertion_type
 from ._llm import judge_session, pass_mark
 
-#: FastChat's patterns for a rating (`one_score_pattern`, then `one_score_pattern_backup`).
+#: FastChat's patterns for a rating (`one_score_pattern`, then `one_score_pattern_backup`):
+#: digits with an optional decimal part, so no sign (`[[-3]]` holds no rating).
 RATING = re.compile(r"\[\[(\d+\.?\d*)\]\]")
 RATING_BACKUP = re.compile(r"\[(\d+\.?\d*)\]")
+#: The scale of FastChat's `single` judge prompts ("a scale of 1 to 10").
+LOWEST, HIGHEST = 1.0, 10.0
 MAX_EVIDENCE = 2000  # the end of the judge's explanation, where the rating is
 FIELDS = frozenset(
     {"question", "answer", "ref_answer_1", "question_1", "answer_1", "question_2", "answer_2", "ref_answer_2"}
@@ -57,12 +62,18 @@ def parse_rating(text: str) -> float:
     """The rating of a FastChat-style judge answer (FastChat's patterns, in its order).
 
     Raises:
-        JudgeOutputError: no `[[N]]` (nor `[N]`) in the answer.
+        JudgeOutputError: no `[[N]]` (nor `[N]`) in the answer, or N is outside 1-10.
     """
     match = RATING.search(text) or RATING_BACKUP.search(text)
     if match is None:
         raise JudgeOutputError('no rating in the format "[[rating]]", for example "Rating: [[5]]"')
-    return float(match.group(1))
+    rating = float(match.group(1))
+    if not LOWEST <= rating <= HIGHEST:
+        raise JudgeOutputError(
+            f"the rating {match.group(1)} is outside the scale of {LOWEST:g} to {HIGHEST:g}; "
+            'rate on that scale, for example "Rating: [[5]]"'
+        )
+    return rating
 
 
 def _judgment(text: str) -> tuple[float, str]:

@@ -56,11 +56,14 @@ class JudgeError(GraderError):
     """The judge failed: an HTTP error, or output that still did not parse after the re-ask.
 
     It is a `GraderError`, so the assertion's verdict becomes `error` (left out of the score).
-    `usage` and `cost_usd` hold what the judge calls of this grader had consumed so far.
+    `usage` and `cost_usd` hold what the judge calls of this grader had consumed so far;
+    `calls` and `reasks` how many calls were made, and how many of them re-asked.
     """
 
-    def __init__(self, message: str, *, usage: Usage | None = None, cost_usd: float = 0.0, calls: int = 0):
-        super().__init__(message, judge_usage=usage, judge_cost_usd=cost_usd, judge_calls=calls)
+    def __init__(
+        self, message: str, *, usage: Usage | None = None, cost_usd: float = 0.0, calls: int = 0, reasks: int = 0
+    ):
+        super().__init__(message, judge_usage=usage, judge_cost_usd=cost_usd, judge_calls=calls, judge_reasks=reasks)
 
     @property
     def usage(self) -> Usage:
@@ -73,6 +76,10 @@ class JudgeError(GraderError):
     @property
     def calls(self) -> int:
         return self.judge_calls
+
+    @property
+    def reasks(self) -> int:
+        return self.judge_reasks
 
 
 class JudgeOutputError(ValueError):
@@ -376,8 +383,8 @@ class JudgeSession:
         return Repeated(values=values, errors=errors)
 
     def error(self, message: str) -> JudgeError:
-        """A JudgeError carrying the usage consumed so far."""
-        return JudgeError(message, usage=self.usage, cost_usd=self.cost_usd, calls=self.calls)
+        """A JudgeError carrying the usage consumed so far (calls and re-asks included)."""
+        return JudgeError(message, usage=self.usage, cost_usd=self.cost_usd, calls=self.calls, reasks=self.reasks)
 
 
 def _as_parser(parser: type[BaseModel] | Callable[[str], object]) -> Callable[[str], object]:

@@ -9,15 +9,37 @@ from ._overview import fmt_score
 
 
 def headline(result: EvaluationResult) -> str:
-    """`score 0.40 < threshold 0.80 (fail)`, or the execution error."""
+    """`score 0.40 < threshold 0.80 (fail)`, or the execution error, or the budget reached."""
     if result.execution_status == "execution_error":
         return f"execution error: {result.error or 'unknown'}"
     if result.execution_status == "budget_exhausted":
-        return "not run: the cost budget was reached (budget_exhausted)"
+        reached = _budget_reached(result)
+        if result.verdict == "skip":
+            return f"skipped: {reached} (budget_exhausted)"
+        return f"{reached}; {_score_line(result)} (budget_exhausted)"
     if result.verdict == "skip":
         return f"skipped{': ' + result.error if result.error else ''}"
+    return _score_line(result)
+
+
+def _score_line(result: EvaluationResult) -> str:
     relation = ">=" if result.score is not None and meets(result.score, result.threshold) else "<"
     return f"score {fmt_score(result.score)} {relation} threshold {result.threshold:g} ({result.verdict})"
+
+
+def _budget_reached(result: EvaluationResult) -> str:
+    """Which budget a `budget_exhausted` result reached, as the result tells it: the test's own
+    budget (`budget_hit`), else the reason it was stopped (`error`: `not started: the suite's
+    budget_usd ...`, `the run's --max-cost budget was reached during the conversation`), else a
+    note naming a budget; `not run` only when no trial ran."""
+    if result.budget_hit:
+        return f"budget reached: {result.budget_hit}"
+    if result.error:
+        return result.error
+    note = next((n for n in result.notes if "budget" in n), None)
+    if note is not None:
+        return note
+    return "a budget was reached" if result.trials else "not run: a budget was reached"
 
 
 def failed_checks(entry: ScoreEntry, limit: int = 300) -> list[str]:

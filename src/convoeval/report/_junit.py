@@ -4,7 +4,9 @@ The layout follows the Apache Ant JUnit schema (the one CI servers read; the tes
 validates against it): `<testsuites>` holds one `<testsuite>` per eval suite with
 `properties`, its `testcase`s, then `system-out` and `system-err`. A test that did not reach its
 threshold is a `<failure>`; an execution error, or a result no grader could decide, is an
-`<error>`; skipped and budget-exhausted tests are `<skipped/>`.
+`<error>`; only a test whose verdict is `skip` (skipped, or not started for a budget) is
+`<skipped/>`. The verdict decides: a test a budget ended (`budget_exhausted`) with verdict `fail`
+is a `<failure>` of type `budget_exhausted`, never a skip.
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ def _clean(text: str) -> str:
 
 
 def junit_kind(result: EvaluationResult) -> str | None:
-    """`failure`, `error`, `skipped` or None (passed): how JUnit (and the pytest plugin) report it."""
-    if result.execution_status in ("skipped", "budget_exhausted") or result.verdict == "skip":
+    """`failure`, `error`, `skipped` or None (passed): how JUnit (and the pytest plugin) report it.
+
+    It follows the verdict: only verdict `skip` is `skipped`, whatever the execution status (a
+    conversation a budget ended is verdict `fail`, status `budget_exhausted`: a failure)."""
+    if result.verdict == "skip":
         return "skipped"
     if result.execution_status == "execution_error" or result.verdict == "error":
         return "error"

@@ -66,7 +66,7 @@ async def judge_scenario(
             name="scenario",
         )
     except JudgeError as exc:
-        return _error_entry(str(exc), exc.usage, exc.cost_usd, exc.judge_calls), None
+        return _error_entry(str(exc), exc.usage, exc.cost_usd, exc.judge_calls, exc.judge_reasks), None
     verdicts = values_by_key(answer)
     held = {cid: verdicts[cid].satisfied for cid, _, _ in criterion_ids(success, failure)}
     outcome = scenario_outcome(
@@ -147,7 +147,9 @@ def _panel_outcome(
 _MORE_THAN_HALF = 0.5 + 1e-6
 
 
-def _error_entry(message: str, usage: Usage | None = None, cost_usd: float = 0.0, calls: int = 0) -> ScoreEntry:
+def _error_entry(
+    message: str, usage: Usage | None = None, cost_usd: float = 0.0, calls: int = 0, reasks: int = 0
+) -> ScoreEntry:
     grader = GraderScore(
         name="scenario",
         type="scenario",
@@ -155,6 +157,7 @@ def _error_entry(message: str, usage: Usage | None = None, cost_usd: float = 0.0
         verdict="error",
         error=message,
         judge_calls=calls,
+        judge_reasks=reasks,
         judge_usage=usage,
         judge_cost_usd=cost_usd,
     )
