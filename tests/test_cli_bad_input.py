@@ -391,3 +391,16 @@ def test_a_run_whose_output_pipe_closes_goes_on(tmp_path: Path) -> None:
         [*argv[:3], "runs", "--json", "--store", "state"], cwd=tmp_path, capture_output=True, text=True
     )
     assert '"status": "finished"' in listed.stdout, listed.stdout + listed.stderr
+
+
+def test_an_otel_endpoint_that_is_no_url(cli, tmp_path: Path) -> None:
+    """Before: `--otel-endpoint notaurl` tried to export and said "is the OTLP endpoint up?"."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: hello}\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    assert cli("run", "s.eval.yaml", "--target", "bot", "--store", "state")[0] == 0
+    code, _, err = cli("report", "last", "--store", "state", "--otel-endpoint", "notaurl")
+    assert (code, err) == (
+        2,
+        "error: --otel-endpoint 'notaurl' is not an http(s) URL like http://127.0.0.1:4318/v1/traces\n",
+    )

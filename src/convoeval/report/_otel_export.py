@@ -19,8 +19,9 @@ import logging
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
-from .._secrets import redact, remember_credentials
+from .._secrets import redact, remember_credentials, shown_url
 from ..errors import ConfigError
 from ..results import EvaluationResult, Message, ScoreEntry, ToolCall
 from ._overview import suite_name
@@ -76,6 +77,10 @@ def otlp_exporter(endpoint: str | None = None, headers: dict[str, str] | None = 
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError:
         raise ConfigError(f"exporting OpenTelemetry spans needs {OTEL_EXTRA}") from None
+    if endpoint is not None and urlsplit(endpoint).scheme not in ("http", "https"):
+        raise ConfigError(
+            f"--otel-endpoint {shown_url(endpoint)!r} is not an http(s) URL like http://127.0.0.1:4318/v1/traces"
+        )
     remember_credentials(headers or {}, endpoint)
     _redacted_sdk_logs()
     return OTLPSpanExporter(endpoint=endpoint, headers=headers)
