@@ -3,6 +3,8 @@ local backend, a trial whose worker dies is retried, and request limits hold acr
 
 from __future__ import annotations
 
+import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -116,3 +118,38 @@ def test_a_python_object_target_is_refused_with_a_clear_error(tmp_path: Path) ->
     path = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: a, input: hi}\n")
     [result] = convoeval.run(path, target=lambda messages: "hi", backend="ray", cache=False, store=False).results
     assert result.execution_status == "execution_error" and "is a Python object" in (result.error or "")
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_a_model_command_in_a_ray_worker_cannot_show_the_eval_file() -> None:
+    """Ray workers did not get the run's files a model's commands never see (`--processes`
+    workers did): a command tool next to the suite printed the eval file's answer."""
+    from convoeval.testing import tool_calls
+
+    answer = "ANSWER-7d1c"
+    folder = Path("/var/tmp") / f"convoeval-ray-view-{uuid.uuid4().hex}"  # outside /tmp, as a user's files are
+    try:
+        write(folder / "show.py", "import json, os\nprint(open(json.loads(os.environ['TOOL_ARGS'])['path']).read())\n")
+        with FakeOpenAIServer() as server:
+            server.reset(
+                reply=lambda body: (
+                    "done"
+                    if body["messages"][-1]["role"] == "tool"
+                    else tool_calls(("show", {"path": str(folder / "s.eval.yaml")}))
+                )
+            )
+            write(
+                folder / "targets.yaml",
+                f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}', api_key: sk-x1234567,"
+                f" agent: {{tools: [{{name: show, command: 'python3 {folder}/show.py'}}]}}}}\n",
+            )
+            suite = write(
+                folder / "s.eval.yaml",
+                f"execution: {{target: bot}}\ntests:\n  - id: t\n    workspace: {{}}\n    input: go\n"
+                f"    assertions: [{{type: contains, value: {answer}}}]\n",
+            )
+            report = convoeval.run(suite, judge="scripted", cache=False, store=False, backend="ray")
+        [call] = [c for m in report.results[0].output for c in m.tool_calls]
+        assert call.output is not None and answer not in call.output and "tests:" not in call.output, call
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -87,6 +87,7 @@ class RayTrials:
         self.cache_file = str(cache_file) if cache_file else None
         self.meter = meter
         self.sandbox_name = sandbox_name
+        self.unseen = tuple(sandbox.hidden_from_models())  # the run's files a model's commands never see
         self.nodes: Counter[str] = Counter()  # trials returned, by the id of the node that ran them
         # SPREAD: trials go round the nodes (the default packs the driver's node first).
         self.task = ray.remote(max_retries=MAX_RETRIES, scheduling_strategy="SPREAD")(_trial_task)
@@ -116,7 +117,7 @@ class RayTrials:
         settings = (ctx.trial, ctx.judge_repeats, ctx.judge_temperature, rule)
         try:
             result, calls, node = await self.task.remote(
-                plan, configs, named, settings, self.cache_file, self.limiter, self.sandbox_name
+                plan, configs, named, settings, self.cache_file, self.limiter, self.sandbox_name, self.unseen
             )
         except Exception as exc:  # the worker died MAX_RETRIES + 1 times, or the task raised
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
@@ -177,11 +178,13 @@ def _trial_task(
     cache_file: str | None,
     limiter: ActorHandle[EndpointSemaphores],
     sandbox_name: str,
+    unseen: tuple[str, ...] = (),
 ) -> tuple[TrialResult, dict[str, CallTotals], str]:
     """In a worker: build the targets, run the trial, return its result, the calls counted and
     the id of the node it ran on. The worker is made non-dumpable first, as the driver is: the
     commands a trial starts run as its user and must not read its keys in /proc."""
     keep_environment_private()
+    sandbox.hide_from_models(unseen)  # the eval files, store and results file, where this node has them
     result, calls = asyncio.run(_trial(plan, configs, named, settings, cache_file, limiter, sandbox_name))
     return result, calls, _ray().get_runtime_context().get_node_id()
 
