@@ -191,7 +191,7 @@ def _errors(scores: list) -> list[str]:
     and so convoeval for its files, scores those 0: here they count as not running unchanged)."""
     found = []
     for score in scores:
-        for item in [score, *score.get("graders", []), *score.get("scores", [])]:
+        for item in [*score.get("graders", []), *score.get("scores", []), score]:  # a grader's own error first
             if not isinstance(item, dict):
                 continue
             failed = [a for a in item.get("assertions") or [] if str(a.get("text", "")).startswith(FAILED)]

@@ -66,10 +66,11 @@ def test_version_is_printed_without_loading_a_command() -> None:
         "cli.main()\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    # no command loaded; the SIGTERM handling is (a command unwinds from SIGTERM as from Ctrl-C)
+    # no command loaded; the SIGTERM handling is (a command unwinds from SIGTERM as from Ctrl-C),
+    # and the standard output that outlives a closed pipe (`_pipe`)
     assert done.stdout.splitlines() == [
         f"convoeval {__version__}",
-        "['convoeval.cli._app', 'convoeval.cli._stop']",
+        "['convoeval.cli._app', 'convoeval.cli._pipe', 'convoeval.cli._stop']",
     ]
 
 

@@ -82,3 +82,20 @@ def test_a_test_passes_only_as_its_turn_does_at_the_decimals_a_result_holds(tmp_
         tmp_path, f"  - id: t\n    input: hi\n    execution: {{threshold: 0.6666668}}\n    assertions: {checks}\n"
     )
     assert result.verdict == result.scores[0].verdict, (result.verdict, result.scores[0].verdict)
+
+
+def test_a_grader_that_could_not_start_leaves_the_test_undecided_never_passed(tmp_path: Path) -> None:
+    """A missing program (AgentV's nlp-metrics without `bun`) was left out, and the passing
+    `contains` beside it passed the test (exit 0), in convoeval's own eval files as in AgentV's
+    (AgentV scores it 0 and fails the test; convoeval never turns an unfinished check into a
+    verdict): 1 and ? against 0.8 is undecided."""
+    tests = (
+        "  - id: t\n    input: hi\n    assertions:\n      - {type: contains, value: answer}\n"
+        "      - {type: code-grader, command: [no-such-program-7f3a]}\n"
+    )
+    [own] = run(tmp_path, tests)
+    (tmp_path / ".agentv").mkdir()  # the file is AgentV's from now on
+    [agentv] = run(tmp_path, tests)
+    for result in (own, agentv):
+        assert (result.verdict, result.score, result.execution_status) == ("error", None, "undecided")
+        assert "no-such-program-7f3a" in (result.error or ""), result.error

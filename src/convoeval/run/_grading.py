@@ -259,14 +259,27 @@ def _combined(
     decided = [s for s in counted if s.verdict != "error" and s.score is not None]
     if not decided or undecided_required(scores):
         return None, "error", None
-    total_weight = sum(s.weight for s in decided)
-    if total_weight > 0:
-        score = sum((s.score or 0.0) * s.weight for s in decided) / total_weight
-    else:
-        score = sum(s.score or 0.0 for s in decided) / len(decided)
     if failed_required:
-        score = 0.0
-    return round(score, 6), "pass" if meets(score, threshold) else "fail", None
+        return 0.0, "fail", None
+    unknown = [s for s in counted if s.verdict == "error" or s.score is None]  # might have scored 0 or 1
+    by_weight = sum(s.weight for s in decided) > 0
+    weights = [s.weight if by_weight else 1.0 for s in decided]
+    unknown_weight = sum(s.weight if by_weight else 1.0 for s in unknown)
+    total = sum((s.score or 0.0) * w for s, w in zip(decided, weights, strict=True))
+    score = total / sum(weights)
+    whole = sum(weights) + unknown_weight
+    passed = decided_despite(total / whole, (total + unknown_weight) / whole, threshold)
+    if passed is None:
+        return None, "error", None
+    return round(score, 6), "pass" if passed else "fail", None
+
+
+def decided_despite(low: float, high: float, threshold: float) -> bool | None:
+    """Pass or fail whatever what could not decide would have scored (the score `low` had it
+    all scored 0, `high` had it scored 1); None when it could have gone either way."""
+    if meets(low, threshold):
+        return True
+    return None if meets(high, threshold) else False
 
 
 def meets(score: float, threshold: float) -> bool:
@@ -330,15 +343,23 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         # No check at all (a scenario the judge could not decide is its step's to report): nothing failed.
         score, verdict, status = None, "pass", "ok"
         notes.append(NOTHING_GRADED)
-    elif not values:
+    elif not values and not any(g.verdict != "error" for e in counted for g in e.graders):
         score, verdict, status = None, "error", "execution_error"
         error = "every grader failed: " + "; ".join(
             g.error or "" for e in entries for g in e.graders if g.verdict == "error"
         )
     else:
-        score = round(aggregate(values, plan.aggregation), 6)
-        passed = meets(score, plan.threshold)
-        verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
+        unknown = [e for e in counted if e.verdict == "error" and e.type != "scenario"]
+        low = aggregate(values + [0.0] * len(unknown), plan.aggregation)
+        passed = decided_despite(low, aggregate(values + [1.0] * len(unknown), plan.aggregation), plan.threshold)
+        if passed is None:
+            score, verdict, status = None, "error", "undecided"
+            why = next((g.error for e in unknown for g in e.graders if g.error), None)
+            error = f"{', '.join(e.name for e in unknown)} could not be decided, and the verdict depends on it"
+            error += f" ({why})" if why else ""
+        else:
+            score = round(aggregate(values, plan.aggregation), 6)
+            verdict, status = ("pass", "ok") if passed else ("fail", "quality_failure")
     return TrialResult(
         trial=convo.ctx.trial,
         score=score,
