@@ -275,3 +275,17 @@ def test_a_placeholder_left_by_a_killed_hook_does_not_stop_the_targets_file_sear
     assert find_targets_file(evals) == targets
     write(evals / ".git" / "HEAD", "ref: refs/heads/main\n")  # a real repository: its root ends the search
     assert find_targets_file(evals) is None
+
+
+def test_an_agentv_environment_setup_runs_when_the_eval_file_is_named_relative(cli, tmp_path: Path) -> None:
+    """`convoeval run evals/s.eval.yaml`: AgentV v5's `environment.setup` (no `cwd`) ran `cd
+    evals` from inside the workspace, and every test was an execution error ("can't cd")."""
+    write(tmp_path / "evals" / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: Paris}\n")
+    write(
+        tmp_path / "evals" / "s.eval.yaml",
+        "environment:\n  type: host\n  workdir: ./wd\n  setup:\n    command: [sh, -c, 'test -f s.eval.yaml']\n"
+        "prompts:\n  - '{{ input }}'\ntests:\n  - id: t\n    vars: {input: capital of France?}\n"
+        "    assert: [{type: contains, value: Paris}]\n",
+    )
+    code, out, err = cli("run", "evals/s.eval.yaml", "--target", "bot", "--no-cache", "-o", "r.jsonl")
+    assert code == 0, out + err

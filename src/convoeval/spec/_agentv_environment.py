@@ -211,7 +211,7 @@ def _setup_line(setup: object, folder: Path, report: Report) -> tuple[str, int] 
         report(("timeout_ms",), "must be a positive number of milliseconds")
         return None
     if cwd is None:
-        place = shlex.quote(str(folder))
+        place = shlex.quote(str(folder.resolve()))  # the hook runs in the workspace: never relative
     elif Path(cwd).is_absolute():
         place = shlex.quote(cwd)
     else:
@@ -253,6 +253,7 @@ def _extensions(value: object, base: Path, report: Report, testbed: Testbed) -> 
 def _module_line(path: Path, hook: str, base: Path, test: dict | None) -> tuple[str, int]:
     """The shell line calling `hook` of the module at `path` with AgentV's context: a
     `*Each` hook gets the test's id, input text and metadata (`case_input`, `case_metadata`)."""
+    base = base.resolve()  # the line runs in the workspace: a relative eval folder would not be found
     context: dict[str, object] = {"hook_name": hook, "workspace_path": "@WS@", "eval_run_id": "", "eval_dir": str(base)}
     if hook.endswith("All"):
         context["test_id"] = f"__{'before' if hook == 'beforeAll' else 'after'}_all__"
