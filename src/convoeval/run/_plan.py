@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -110,7 +111,7 @@ class TestPlan:
     def mode(self) -> Literal["single", "conversation"]:
         return "conversation" if self.test.is_conversation else "single"
 
-    @property
+    @cached_property
     def captured_names(self) -> frozenset[str]:
         """The variables the test's turns capture (`{{ name }}` of one is never sent unfilled)."""
         return frozenset(rule.name for turn in self.turns for rule in turn.captures)
