@@ -34,7 +34,7 @@ from ..spec import DEFAULT_THRESHOLD, Test
 from ..targets import Target
 from ._adaptive import adaptive_trials, apply_decision
 from ._conversation import TrialContext, run_trial
-from ._grading import meets
+from ._grading import decided_despite
 from ._jobs import Job, JobEvents
 from ._plan import TestPlan
 
@@ -415,9 +415,7 @@ def _passed(plan: TestPlan, trials: list[TrialResult], scores: list[float], unkn
     if not scores:  # nothing graded in any trial: each passed by running
         return None if unknown else all(t.verdict == "pass" for t in trials)
     count, total = len(scores) + unknown, sum(scores)
-    if meets(total / count, plan.threshold):
-        return True
-    return None if meets((total + unknown) / count, plan.threshold) else False
+    return decided_despite(total / count, (total + unknown) / count, plan.threshold)
 
 
 def _pass_rate(trials: list[TrialResult]) -> PassRate | None:
