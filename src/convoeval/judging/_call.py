@@ -77,10 +77,6 @@ class JudgeError(GraderError):
     def calls(self) -> int:
         return self.judge_calls
 
-    @property
-    def reasks(self) -> int:
-        return self.judge_reasks
-
 
 class JudgeOutputError(ValueError):
     """A judge answer is not the JSON the schema asked for (the message says what is wrong)."""
