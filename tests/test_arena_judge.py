@@ -212,6 +212,25 @@ async def test_arena_from_stored_results(desk: Path, judge_server: FakeOpenAISer
     assert len(everyone.judgments) == 9
 
 
+async def test_arena_skips_a_failed_simulator_but_judges_a_test_that_ran_into_its_budget(
+    desk: Path, judge_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A conversation its simulated user broke is not the target's to lose; one that ran into
+    the test's own `budget:` ran, and is judged (the old code did the reverse)."""
+    stored = tmp_path / "results.jsonl"
+    await convoeval.arun(desk, target=["polite", "terse"], output=stored, cache=False, store=False)
+    rows = [json.loads(line) for line in stored.read_text().splitlines()]
+    for row in rows:
+        if row["target"] == "terse" and row["test_id"] == "late-order":
+            row.update(verdict="error", score=None, execution_status="simulator_error", error="role break")
+        if row["target"] == "terse" and row["test_id"] == "refund":
+            row.update(verdict="fail", execution_status="budget_exhausted", budget_hit="tool_calls=3 at turn 1")
+    stored.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    report = await convoeval.aarena(results=[stored], targets_file=desk.parent / "targets.yaml", **_options())
+    assert {j.test_id for j in report.judgments} == {"refund", "address"}
+    assert report.skipped == ["desk/late-order polite vs terse: did not run for terse"]
+
+
 async def test_arena_input_errors(desk: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="at least two different targets"):
         await convoeval.aarena(desk, targets=["polite", "polite"], **_options())

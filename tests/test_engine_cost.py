@@ -99,6 +99,15 @@ tests:
     assert len(fake_openai.requests) == 4 and code == 0
 
 
+def test_max_cost_says_which_calls_it_could_not_count(cli, fake_openai, tmp_path: Path) -> None:
+    """A model without prices costs nothing the budget can see: the run says so (the old code
+    ran everything without a word about --max-cost)."""
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t1, input: one}\n  - {id: t2, input: two}\n")
+    code, out, _ = cli("run", suite, "--target", "openai:my-vllm-model", "--max-cost", "0.000001")
+    assert "--max-cost counts only calls with a known price: 2 call(s) of openai:my-vllm-model had none" in out
+    assert code == 0
+
+
 def test_resume_keeps_the_sandbox_the_run_chose(cli, fake_openai, tmp_path: Path) -> None:
     write(tmp_path / "targets.yaml", PRICEY)
     suite = write(

@@ -380,6 +380,8 @@ def test_transcript_formatting_marks_turns_and_prefilled_messages() -> None:
         "[system] Be kind.\n\n[before turn 1] user: Earlier question\n\n[before turn 1] assistant: Earlier answer"
         '\n\n[turn 1] user (simulated): Hello\n\n[turn 1] assistant: Hi\n(tool calls: lookup({"q": "x"}))'
     )
+    goodbye = Message(role="user", content="Thanks, bye!", source="simulator")  # said while stopping, never sent
+    assert format_transcript([*messages, goodbye]).endswith("\n\n[after turn 1] user (simulated): Thanks, bye!")
     unnumbered = [m.model_copy(update={"turn": None}) for m in messages]
     assert turn_numbers(unnumbered) == [None, 1, 1, 2, 2]
     assert cited_turns("see turn 2, turns 3 and 4, turns 5-6 and turn 40", last_turn=6) == [2, 3, 4, 5, 6]

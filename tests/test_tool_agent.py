@@ -123,6 +123,21 @@ def test_the_tests_turn_budget_stops_the_loop_mid_turn(server, tmp_path: Path) -
     assert len(result.scores[0].tool_calls) == 2 and result.execution_status == "budget_exhausted"
 
 
+def test_the_conversations_tool_call_budget_stops_the_loop_mid_turn_too(server, tmp_path: Path) -> None:
+    """What the conversation's budget leaves is the turn's limit (the old code let the agent's
+    own cap of 30 run, then named it as the budget reached)."""
+    server.reset(reply=lambda body: tool_calls(("list_files", {})))  # a model that never stops
+    suite = repair_suite(tmp_path, "{max_tool_calls: 30}")
+    suite.write_text(
+        suite.read_text().replace(
+            "    mode: conversation\n", "    mode: conversation\n    budget: {conversation: {tool_calls: 3}}\n"
+        )
+    )
+    result = run(suite)
+    assert len(result.scores[0].tool_calls) == 3 and result.execution_status == "budget_exhausted"
+    assert result.budget_hit == "tool_calls=3 at turn 1"
+
+
 def test_paths_outside_the_workspace_and_slow_commands_are_tool_errors(server, tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("top secret")
     server.reset(

@@ -212,6 +212,13 @@ class VerdictStatus(NamedTuple):
     verdict: Verdict
     status: ExecutionStatus
 
+    @property
+    def not_started(self) -> bool:
+        """Whether the test was left out, or stopped before its end, by the run's budget
+        (`--max-cost`, AgentV's `budget_usd`): verdict `skip`. A test that ran into its own
+        `budget:` also has status `budget_exhausted`, but it ran: its verdict is `fail`."""
+        return self.status == "budget_exhausted" and self.verdict == "skip"
+
 
 class Accounting(Model):
     """What a trial's result and a test's result both hold: the score and verdict, what it

@@ -8,7 +8,7 @@ Example:
 
 from ..report import PLOT_FORMATS, plot_leaderboard
 from ._api import ArenaOptions, aarena, arena
-from ._judge import NOT_RUN, ArenaTest, PairJudgment, TestKey, group_results, judge_arena
+from ._judge import ArenaTest, PairJudgment, TestKey, group_results, judge_arena
 from ._report import (
     ARENA_CSV_COLUMNS,
     CSV_COLUMNS,
@@ -23,7 +23,6 @@ from ._report import (
 __all__ = [
     "ARENA_CSV_COLUMNS",
     "CSV_COLUMNS",
-    "NOT_RUN",
     "PLOT_FORMATS",
     "ArenaOptions",
     "ArenaReport",

@@ -36,8 +36,15 @@ from ._report import ArenaReport, summarise_target
 TestKey = tuple[str | None, str]
 """A test in the arena: (suite name as in the results, test id)."""
 
-#: Results with these statuses did not run; their test is left out of the arena for that target.
-NOT_RUN = frozenset({"skipped", "budget_exhausted"})
+
+def not_run(result: EvaluationResult) -> bool:
+    """Whether a result shows no conversation of the target's own to judge: its test was skipped
+    or not started (the run's budget), or its simulated user failed (`simulator_error`: the
+    conversation was cut short by the simulator, not the target). A test that ran into its own
+    `budget:` did run: it is judged."""
+    status = result.execution_status
+    return status in ("skipped", "simulator_error") or result.verdict_status.not_started
+
 
 # What each order's label means for the pair (model_a, model_b).
 _A_FIRST: dict[str, Winner] = {"A": "model_a", "B": "model_b", "EQUAL": "tie"}
@@ -199,9 +206,9 @@ def _pairs(
         for x, y in itertools.combinations(order, 2):
             rx, ry = per_target.get(x), per_target.get(y)
             missing = [t for t, r in ((x, rx), (y, ry)) if r is None]
-            not_run = [t for t, r in ((x, rx), (y, ry)) if r is not None and r.execution_status in NOT_RUN]
-            if rx is None or ry is None or not_run:
-                reason = f"no result for {', '.join(missing)}" if missing else f"did not run for {', '.join(not_run)}"
+            unrun = [t for t, r in ((x, rx), (y, ry)) if r is not None and not_run(r)]
+            if rx is None or ry is None or unrun:
+                reason = f"no result for {', '.join(missing)}" if missing else f"did not run for {', '.join(unrun)}"
                 skipped.append(f"{where} {x} vs {y}: {reason}")
                 continue
             work.append((PairJudgment(suite=suite, test_id=test_id, model_a=x, model_b=y), rx, ry, info))

@@ -10,13 +10,12 @@ from ._pool import LOCAL_NOTE, JudgeChoice, TargetPool, local_model_available, n
 from ._recorder import RunRecorder, suite_key
 from ._runner import RunReport, execute_run
 from ._sqlite import StoreError, unreadable
-from ._store import HOME_ENV, RERUN_STATUSES, STORE_FILE, ResultKey, RunRecord, RunStore, StoredResults, state_dir
+from ._store import HOME_ENV, STORE_FILE, ResultKey, RunRecord, RunStore, StoredResults, state_dir
 
 __all__ = [
     "CACHE_FILE",
     "HOME_ENV",
     "LOCAL_NOTE",
-    "RERUN_STATUSES",
     "RUN_SHAPING",
     "STORE_FILE",
     "CachedTarget",

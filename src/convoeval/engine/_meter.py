@@ -25,6 +25,7 @@ class CallTotals:
     output_tokens: int = 0
     cost_usd: float = 0.0  # of every reply, cached ones included
     spent_usd: float = 0.0  # of the calls that reached the model
+    unpriced: int = 0  # calls that reached the model at no known price (nothing in spent_usd)
 
     def add(self, reply: ChatReply | None) -> None:
         if reply is None:
@@ -35,6 +36,8 @@ class CallTotals:
         else:
             self.calls += 1
             self.spent_usd += reply.cost_usd
+            if not (reply.cost_usd or reply.cost_known):
+                self.unpriced += 1
         self.input_tokens += reply.usage.input_tokens
         self.output_tokens += reply.usage.output_tokens
         self.cost_usd += reply.cost_usd
@@ -53,6 +56,7 @@ class CallTotals:
         self.output_tokens += other.output_tokens
         self.cost_usd += other.cost_usd
         self.spent_usd += other.spent_usd
+        self.unpriced += other.unpriced
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -63,6 +67,7 @@ class CallTotals:
             "output_tokens": self.output_tokens,
             "cost_usd": round(self.cost_usd, 8),
             "spent_usd": round(self.spent_usd, 8),
+            "unpriced_calls": self.unpriced,
         }
 
 

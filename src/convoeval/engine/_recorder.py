@@ -21,7 +21,7 @@ from ..spec import Suite
 from ._events import RunEvents
 from ._meter import RunMeter
 from ._options import RecordedOptions, SuiteFingerprint
-from ._store import RERUN_STATUSES, ResultKey, RunRecord, RunStore, StoredResults
+from ._store import ResultKey, RunRecord, RunStore, StoredResults
 
 
 def suite_key(suite: Suite) -> str:
@@ -102,11 +102,12 @@ class RunRecorder(RunEvents):
         return ResultKey(key, job.suite.tests[position].id, job.target.name), first + position
 
     def begin(
-        self, options: RecordedOptions, note: Callable[[str], None], rerun: frozenset[str] = RERUN_STATUSES
+        self, options: RecordedOptions, note: Callable[[str], None], rerun: frozenset[str] = frozenset()
     ) -> str | None:
         """Create the run's record (or, resuming, keep the stored results that still match the
         suites and mark them on each job as `job.stored`); returns the run id (None without a
-        store). `rerun`: execution statuses whose stored results run again."""
+        store). A stored result whose test the run's budget left out runs again, as do those with
+        an execution status in `rerun`."""
         meter = self.meter
         suites = _fingerprints(self.jobs)
         if self.store is not None and self.record is None:
@@ -140,7 +141,7 @@ class RunRecorder(RunEvents):
                 if outcome is None or (was is not None and was.get(test.id) != tests_now[test.id]):
                     continue
                 places[key] = seq
-                if outcome.status not in rerun:
+                if not outcome.not_started and outcome.status not in rerun:
                     job.stored[test.id] = outcome
             self.meter.resumed += len(job.stored)
         dropped = self.store.keep_results(run_id, places)
@@ -177,7 +178,7 @@ class RunRecorder(RunEvents):
             if self.kept is not None:
                 self.kept[seq] = result
         self.meter.record_result(result.verdict)
-        if result.execution_status == "budget_exhausted":
+        if result.verdict_status.not_started:
             self.meter.not_started += 1
 
     def finish(self, summary: dict[str, object]) -> tuple[StoredResults, list[VerdictStatus]]:

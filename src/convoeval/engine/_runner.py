@@ -29,7 +29,7 @@ from ._processes import Finished, ProcessTrials
 from ._ray import RayTrials
 from ._recorder import RunRecorder, suite_key
 from ._select import select_tests, tests_for_target, tests_on_no_target
-from ._store import RERUN_STATUSES, STORE_FILE, RunRecord, RunStore, state_dir
+from ._store import STORE_FILE, RunRecord, RunStore, state_dir
 
 
 @dataclass
@@ -281,7 +281,7 @@ class _Run:
         try:
             ready = await self.prepare(pool, suites, self.plan(pool, suites))
             recorder = RunRecorder(store, ready.jobs, meter, self.record)
-            rerun = RERUN_STATUSES | {"execution_error"} if options.retry_errors else RERUN_STATUSES
+            rerun = frozenset({"execution_error"} if options.retry_errors else ())
             recorded = options.record(list(pool.configs.values()), self.version)
             recorded = recorded.model_copy(update={"rerun_of": self.origin.rerun_of, "only": self.origin.only})
             run_id = recorder.begin(recorded, self.note, rerun)
@@ -348,6 +348,11 @@ class _Run:
                 f"budget reached: ${meter.totals.spent_usd:.4f} spent of --max-cost ${options.max_cost:g}; "
                 f"{meter.not_started} test(s) not started (execution_status budget_exhausted"
                 + (f"; `convoeval run --resume {run_id}` runs them)" if run_id else ")")
+            )
+        if options.max_cost is not None and (unpriced := [k for k, t in meter.by_model.items() if t.unpriced]):
+            self.note(
+                f"--max-cost counts only calls with a known price: {meter.totals.unpriced} call(s) of "
+                f"{', '.join(unpriced)} had none (set price_input_per_mtok / price_output_per_mtok)"
             )
         summary = meter.summary()
         output = str(options.output) if options.output else None

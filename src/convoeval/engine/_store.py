@@ -103,9 +103,6 @@ _INSERT_TURN = (
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
-#: Statuses a resumed run runs again: the test never ran to an end.
-RERUN_STATUSES = frozenset({"budget_exhausted"})
-
 
 @dataclass(frozen=True)
 class ResultKey:

@@ -100,12 +100,14 @@ def format_transcript(messages: Sequence[Said], *, numbered: bool = True, limit:
         [turn 1] assistant: For which day?
 
     Messages given before the first turn (a test's prefilled `input`) are marked
-    `[before turn 1]`.
+    `[before turn 1]`; one without a turn after turn N (a simulated user's goodbye, never sent)
+    `[after turn N]`.
     """
     if not messages:
         return "(no messages)"
     blocks = []
     speakers = _USER_SPEAKERS
+    last = 0  # the last turn marked so far
     for number, message in zip(turn_numbers(messages), messages, strict=True):
         text = message.content
         if len(text) > limit:
@@ -120,9 +122,10 @@ def format_transcript(messages: Sequence[Said], *, numbered: bool = True, limit:
         if not numbered:
             blocks.append(f"{speaker}: {text}")
         elif number is not None:
+            last = number
             blocks.append(f"[turn {number}] {speaker}: {text}")
         else:
-            blocks.append(f"[before turn 1] {speaker}: {text}")
+            blocks.append(f"[after turn {last}] {speaker}: {text}" if last else f"[before turn 1] {speaker}: {text}")
     return "\n\n".join(blocks)
 
 

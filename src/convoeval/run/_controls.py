@@ -7,6 +7,7 @@ grader) and may end the conversation (`skip_remaining`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import _regex
@@ -176,11 +177,26 @@ def _search(pattern: str, text: str, field: str, flags: int = 0) -> _regex.Match
         raise ControlError(f"{field} {_regex.shown(pattern)} is not a valid regular expression: {exc}") from None
 
 
-def budget_hit(budget: Budget | None, number: int, reply: ChatReply, replies: list[ChatReply]) -> str | None:
-    """Which budget the turn just played reached (`tool_calls=5 at turn 2`), or None.
+#: What a reply used of each limit, or None when it does not say (no usage, no prices).
+_USED: dict[str, Callable[[ChatReply], float | None]] = {
+    "tool_calls": lambda r: len(r.tool_calls),
+    "seconds": lambda r: r.latency_ms / 1000,
+    "tokens": lambda r: r.usage.total_tokens or None,
+    "cost_usd": lambda r: r.cost_usd if r.cost_usd or r.cost_known else None,
+}
+_UNMEASURED = {
+    "tokens": "the target reported no token usage",
+    "cost_usd": "the target has no prices (set price_input_per_mtok / price_output_per_mtok) and reported no cost",
+}
 
-    A tool-call limit is hit when reached; time, tokens and cost when exceeded. A target that
-    stopped its own turn on a limit says so in `finish_reason` (`budget:tool_calls=30`).
+
+def budget_hit(budget: Budget | None, number: int, reply: ChatReply, replies: list[ChatReply]) -> str | None:
+    """Which budget the turn just played went over (`tool_calls=5 at turn 2`), or None.
+
+    A target that stopped its own turn on a limit says so in `finish_reason`
+    (`budget:tool_calls=3`: the tool agent stops at the test's tool-call budget). A limit the
+    target gives no measure of (tokens without usage, cost without prices) raises
+    `ControlError`: a budget that cannot be checked is never a pass.
     """
     if reply.finish_reason and reply.finish_reason.startswith("budget:"):
         return f"{reply.finish_reason.removeprefix('budget:')} at turn {number}"
@@ -190,14 +206,13 @@ def budget_hit(budget: Budget | None, number: int, reply: ChatReply, replies: li
     for limits, played, scope in scopes:
         if limits is None:
             continue
-        used = {
-            "tool_calls": sum(len(r.tool_calls) for r in played),
-            "seconds": sum(r.latency_ms for r in played) / 1000,
-            "tokens": sum(r.usage.total_tokens for r in played),
-            "cost_usd": sum(r.cost_usd for r in played),
-        }
-        for name, value in used.items():
+        for name, used in _USED.items():
             limit = getattr(limits, name)
-            if limit is not None and (value >= limit if name == "tool_calls" else value > limit):
+            if limit is None:
+                continue
+            values = [used(r) for r in played]
+            if None in values:
+                raise ControlError(f"budget {name}{scope} cannot be checked: {_UNMEASURED[name]}")
+            if sum(v for v in values if v is not None) > limit:
                 return f"{name}={limit:g}{scope} at turn {number}"
     return None

@@ -186,7 +186,8 @@ class Conversation:
         self._record(number, reply)
         try:
             controls = apply_controls(number, turn.captures, turn.post_condition, reply, self.variables)
-        except ControlError as exc:  # a regex that could not be decided: this test is an error, the run goes on
+            hit = budget_hit(self.plan.budget, number, reply, self.replies)
+        except ControlError as exc:  # a regex or budget that could not be decided: this test is an error
             self.error = f"turn {number}: {exc}"
             return False
         record = TurnRecord(reply.session_id, reply.tool_calls, controls.captured, controls.stop_note)
@@ -195,7 +196,6 @@ class Conversation:
                 turn_context(self, number, turn, reply, history), turn, record, controls.scores, self.ctx.report_turn
             )
         )
-        hit = budget_hit(self.plan.budget, number, reply, self.replies)
         if hit is not None and self.budget_hit is None:
             self.budget_hit = hit
             if self.plan.budget is None or self.plan.budget.on_budget == "stop":
@@ -257,16 +257,17 @@ class Conversation:
         """What an agent target needs this turn: the same for every turn of a trial without a
         backend (kept), made anew with one (its tools' specs are the backend's)."""
         domain = self.ctx.domain
+        budget = self.plan.budget
         agent = AgentContext(
             workdir=self.ctx.workdir,
-            max_tool_calls=_turn_tool_calls(self.plan.budget),
+            max_tool_calls=_turn_tool_calls(budget, self.replies),
             domain_tools=domain.domain.specs() if domain else None,
             call_domain_tool=domain.call if domain else None,
             eval_dir=str(self.plan.base_dir) if self.plan.agentv else None,
             input_files=tuple(self.plan.test.attachments) if self.plan.agentv else (),
         )
-        if domain is None:
-            self.agent = agent
+        if domain is None and not (budget and budget.conversation and budget.conversation.tool_calls):
+            self.agent = agent  # the same every turn: no backend, no tool calls left to count down
         return agent
 
     def _record(self, number: int, reply: ChatReply) -> None:
@@ -367,10 +368,15 @@ def sent(message: Message) -> bool:
     return message.source != "tool" and not (message.role == "user" and message.tool_calls)
 
 
-def _turn_tool_calls(budget: Budget | None) -> int | None:
-    """The tool calls one turn may make under the test's budget (a tool agent stops there)."""
-    limits = budget.turn if budget is not None else None
-    return limits.tool_calls if limits is not None else None
+def _turn_tool_calls(budget: Budget | None, replies: list[ChatReply]) -> int | None:
+    """The tool calls the next turn may make under the test's budget: the turn's limit, and
+    what the conversation's leaves of its own (a tool agent stops there)."""
+    if budget is None:
+        return None
+    most = [budget.turn.tool_calls] if budget.turn is not None and budget.turn.tool_calls else []
+    if budget.conversation is not None and budget.conversation.tool_calls:
+        most.append(max(0, budget.conversation.tool_calls - sum(len(r.tool_calls) for r in replies)))
+    return min(most, default=None)
 
 
 def _tool_message(call: ToolCall, turn: int) -> Message:

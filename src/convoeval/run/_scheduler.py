@@ -198,10 +198,10 @@ class _Runner:
     ) -> EvaluationResult:
         failed, unstarted = [], []
         for dep in plan.test.depends_on:
-            verdict, status = await asyncio.shield(verdicts[dep])
-            if status == "budget_exhausted":
+            ended = await asyncio.shield(verdicts[dep])
+            if ended.not_started:
                 unstarted.append(dep)
-            elif verdict != "pass":
+            elif ended.verdict != "pass":
                 failed.append(dep)
         if unstarted:
             return _not_run(

@@ -263,11 +263,11 @@ class Verify(Model):
 
 
 class Limits(Model):
-    """Budget limits; a turn (or conversation) that reaches one has exhausted its budget."""
+    """Budget limits; a turn (or conversation) that goes over one has exhausted its budget."""
 
     model_config = ConfigDict(extra="forbid")
 
-    tool_calls: int | None = Field(None, ge=1, description="Tool calls at most (reaching it is hitting it).")
+    tool_calls: int | None = Field(None, ge=1, description="Tool calls at most (the tool agent stops at it).")
     seconds: float | None = Field(None, gt=0, description="Wall-clock seconds of the target's replies.")
     tokens: int | None = Field(None, ge=1, description="Target tokens (input + output).")
     cost_usd: float | None = Field(None, gt=0)

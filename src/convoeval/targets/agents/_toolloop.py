@@ -51,7 +51,8 @@ class ToolAgent(TargetWrapper):
                 backend()  # a test that offers `bash` needs a sandbox: fail it now, saying how to get one
             except SandboxError as exc:
                 raise TargetError(f"{self.name}: {exc}") from None
-        most = min(self.settings.max_tool_calls, request.agent.max_tool_calls or math.inf)
+        given = request.agent.max_tool_calls
+        most = min(self.settings.max_tool_calls, math.inf if given is None else given)
         system = [{"role": "system", "content": self.settings.system_prompt}] if self.settings.system_prompt else []
         messages: list[Mapping[str, object]] = [*system, *request.messages]
         workdir = Path(request.agent.workdir) if request.agent.workdir else None
