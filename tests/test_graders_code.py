@@ -198,6 +198,10 @@ async def test_result_shapes(tmp_path: Path, stdout: str, verdict: str, score: f
         ('print(\'{"pass": "yes"}\')', "pass='yes'"),
         ('print(\'{"score": 1, "assertions": [{"passed": true}]}\')', "assertions[0] must be"),
         ("print('[1, 2]')", "did not print a JSON object"),
+        (
+            "import os, signal; os.kill(os.getpid(), signal.SIGABRT)",
+            "killed by signal 6 (SIGABRT; a runtime that could not reserve memory aborts: raise `sandbox: {memory_mb",
+        ),
     ],
 )
 async def test_failures_are_grader_errors(tmp_path: Path, body: str, message: str) -> None:

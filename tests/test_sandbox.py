@@ -517,3 +517,13 @@ def test_the_relay_adds_nothing_to_the_programs_stderr(tmp_path: Path) -> None:
         return errs
 
     assert asyncio.run(main()) == [b"", b"", b""]
+
+
+@needs_bwrap
+async def test_a_command_reserving_6_gb_of_address_space_runs_under_the_default_limits(tmp_path: Path) -> None:
+    """As JavaScript runtimes do (bun 1.3, which AgentV pins, aborts under 4096 MB, the old default):
+    6 GB reserved, read-only and without swap (MAP_NORESERVE, 0x4000), so nothing is committed."""
+    reserve = "mmap.mmap(-1, 6 << 30, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000, mmap.PROT_READ)"
+    argv = [sys.executable, "-c", f"import mmap; m = {reserve}; print('reserved')"]
+    ran = await sandbox.run(argv, tmp_path, timeout_s=30, settings=sandbox.SandboxSettings())
+    assert (ran.code, ran.output.strip()) == (0, "reserved"), ran.stderr

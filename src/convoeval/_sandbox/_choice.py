@@ -36,7 +36,12 @@ class SandboxSettings(Model):
     model_config = ConfigDict(extra="forbid")
 
     network: bool = Field(False, description="Let commands use the network (off by default).")
-    memory_mb: int = Field(4096, ge=16, le=1_048_576, description="Address space per process, in MB.")
+    memory_mb: int = Field(
+        8192,
+        ge=16,
+        le=1_048_576,
+        description="Address space per process, in MB (JavaScript runtimes reserve much of it: bun 1.3 aborts under 4096).",
+    )
     processes: int = Field(
         512,
         ge=1,

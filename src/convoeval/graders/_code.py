@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import signal
 from pathlib import Path
 from typing import Literal
 
@@ -340,6 +341,25 @@ async def run_program(
     return _finished(ran, shown, timeout_s, what)
 
 
+def _signal(number: int) -> str:
+    """`signal 6 (SIGABRT)`, with a hint where a sandbox limit is the usual cause."""
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+    hint = _LIMIT_HINTS.get(name)
+    return f"signal {number} ({name}{'; ' + hint if hint else ''})"
+
+
+#: What a signal usually means for a command under the sandbox's limits.
+_LIMIT_HINTS = {
+    "SIGABRT": "a runtime that could not reserve memory aborts: raise `sandbox: {memory_mb: ...}`",
+    "SIGSEGV": "past `sandbox: {memory_mb: ...}` a program may crash",
+    "SIGXCPU": "it used `sandbox: {cpu_seconds: ...}`",
+    "SIGXFSZ": "it wrote a file larger than `sandbox: {file_size_mb: ...}`",
+}
+
+
 def _not_started(ran: sandbox.Finished) -> bool:
     """Whether bubblewrap or the proxy's relay could not start the program (no such file)."""
     starts = ran.stderr.startswith("bwrap: execvp") or ran.stderr.startswith(sandbox.RELAY_NOT_FOUND)
@@ -352,7 +372,7 @@ def _finished(ran: sandbox.Finished, shown: str, timeout_s: float, what: str) ->
     if ran.timed_out:
         raise GraderError(f"{what} `{shown}` timed out after {timeout_s:g}s and was killed")
     if ran.killed_by:
-        raise GraderError(f"{what} `{shown}` was killed by signal {ran.killed_by}{stderr_note(err_text)}")
+        raise GraderError(f"{what} `{shown}` was killed by {_signal(ran.killed_by)}{stderr_note(err_text)}")
     if ran.code != 0:
         raise ProgramFailed(f"{what} `{shown}` exited with code {ran.code}{stderr_note(err_text)}", ran, err_text)
     return ran.output, err_text
