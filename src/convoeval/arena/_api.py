@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, SkipValidation, field_validator
 
@@ -75,6 +75,8 @@ class ArenaOptions(SharedOptions):
         output: write the judged battles here (Chatbot Arena JSONL, `convoeval arena --battles`).
     """
 
+    what: ClassVar[str] = "arena option"
+
     # Targets are checked where they are built (a Target is a protocol: duck-typed objects count).
     targets: list[SkipValidation[TargetLike]] | None = None
     results: list[SkipValidation[str | Path | EvaluationResult]] | None = None  # result files or results
@@ -106,7 +108,7 @@ class ArenaOptions(SharedOptions):
     def build(cls, options: ArenaOptions | None = None, **changes: object) -> ArenaOptions:
         """`options` with `changes` applied. Raises ConfigError naming a bad option."""
         data = {name: getattr(options, name) for name in cls.model_fields} if options else {}
-        return cls._validated({**data, **changes}, "arena option")
+        return cls._validated({**data, **changes})
 
 
 def arena(

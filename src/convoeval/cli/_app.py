@@ -22,6 +22,8 @@ PEER_OPTIONS = {
     "--providers": "--target (promptfoo's `--providers`)",
     "--config": "the eval files as arguments (a promptfoo config: `convoeval import promptfoo CONFIG` first)",
     "-c": "the eval files as arguments (a promptfoo config: `convoeval import promptfoo CONFIG` first)",
+    "--filter": "--test-id ID (repeatable) or --tag TAG (promptfoo's `--filter-pattern`)",
+    "--filter-pattern": "--test-id ID (repeatable) or --tag TAG",
 }
 
 

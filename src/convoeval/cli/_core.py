@@ -7,6 +7,7 @@ annotations, and evaluating them as strings (compiling each) cost 1.7% of a one-
 import asyncio
 import json
 import os
+import secrets
 import sys
 import threading
 import time
@@ -99,6 +100,12 @@ def _trials_option(value: str | None) -> str | None:
 
 def _trials_number(value: str | None) -> int | Literal["auto"] | None:
     return None if value is None else "auto" if value == "auto" else int(value)
+
+
+def _default_results_name() -> str:
+    """`results-YYYYmmdd-HHMMSS-xxxxxx.jsonl`: two runs started in the same second (in parallel,
+    or one after the other) never share a file."""
+    return time.strftime("results-%Y%m%d-%H%M%S-") + secrets.token_hex(3) + ".jsonl"
 
 
 def _processes_number(value: str | None) -> int:
@@ -342,7 +349,7 @@ def run(
     output = Path(output_text) if output_text else None
     workers = _processes_number(processes)
     if output is None and resume is None:
-        output = state_dir(store) / "results" / time.strftime("results-%Y%m%d-%H%M%S.jsonl")
+        output = state_dir(store) / "results" / _default_results_name()
     progress = _RunLines(out, "off" if quiet else "bar" if out.is_terminal else "lines", quiet=quiet)
 
     check_writable(html, junit, markdown)

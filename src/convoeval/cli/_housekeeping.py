@@ -73,7 +73,8 @@ def runs(
         )
         return
     table = Table(title=f"Runs in {path}", caption=f"{len(listed)} run(s), {_mb(file_size(path))} on disk")
-    for name in ("run", "started", "suites", "targets", "tests", "pass", "cost", "status"):
+    table.add_column("run", no_wrap=True, min_width=max((len(r.id) for r in listed), default=3))  # what --resume takes
+    for name in ("started", "suites", "targets", "tests", "pass", "cost", "status"):
         table.add_column(name, justify="right" if name in ("tests", "pass", "cost") else "left")
     for r in listed:
         rate = f"{r.passed / r.tests:.0%}" if r.tests else "-"

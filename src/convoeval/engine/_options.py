@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
@@ -112,21 +112,33 @@ class SharedOptions(Model):
     cache_dir: Path | None = None
     store: bool | Path = True
 
+    #: How an error names one of these options (`run option trials: ...`).
+    what: ClassVar[str] = "option"
+
+    def __init__(self, **data: object) -> None:
+        """As pydantic's, raising ConfigError (`run option NAME: what is wrong`) instead of its ValidationError."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise self._config_error(exc) from None
+
     @field_validator("paths", mode="before")
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         return [value] if isinstance(value, (str, Path)) else value
 
     @classmethod
-    def _validated(cls, data: dict[str, object], what: str) -> Self:
+    def _validated(cls, data: dict[str, object]) -> Self:
         """`cls` from `data`, or ConfigError `{what} NAME: what is wrong` (e.g. `run option trials: ...`)."""
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            problem = first_problem(exc, "options")
-            raise ConfigError(
-                f"{what} {problem.field}: {'unknown option' if problem.unknown else problem.message}"
-            ) from None
+            raise cls._config_error(exc) from None
+
+    @classmethod
+    def _config_error(cls, exc: ValidationError) -> ConfigError:
+        problem = first_problem(exc, "options")
+        return ConfigError(f"{cls.what} {problem.field}: {'unknown option' if problem.unknown else problem.message}")
 
 
 class RunOptions(SharedOptions):
@@ -186,6 +198,8 @@ class RunOptions(SharedOptions):
             test or trial starts; those left get execution_status `budget_exhausted` (a
             resumed run runs them). Conversations already running finish.
     """
+
+    what: ClassVar[str] = "run option"
 
     target: Any = None  # TargetLike | list[TargetLike] | None
     judge: Any = None  # TargetLike | list[TargetLike] | None
@@ -273,7 +287,7 @@ class RunOptions(SharedOptions):
         data = {**(options.model_dump() if options else {}), **changes}
         if options is not None:  # keep objects (targets) as they are, not as dumped dicts
             data.update({name: getattr(options, name) for name in ("target", "judge") if name not in changes})
-        return cls._validated(data, "run option")
+        return cls._validated(data)
 
     def shape(self) -> dict[str, object]:
         """The run-shaping options as the store records them: paths absolute, Target objects

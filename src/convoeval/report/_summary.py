@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Span, Text
 
 from .._text import shorten
-from ..results import EvaluationResult, ScoreEntry, ToolCall
+from ..results import AssertionOutcome, EvaluationResult, GraderScore, ScoreEntry, ToolCall
 from ._groups import pass_hat_k_line
 from ._terminal import SafeConsole, printable
 
@@ -161,8 +161,10 @@ def _joined(parts: list[tuple[str, str]]) -> Text:
 
 def _table(rows: list[list[Text]], columns: tuple[str, ...] = _COLUMNS) -> Table:
     table = Table(title="convoeval results", title_justify="left", header_style="bold")
-    for column in columns:
-        table.add_column(column, justify="right" if column in _RIGHT else "left")
+    for i, column in enumerate(columns):  # ids are whole (up to 40 columns), then folded, never cut:
+        ids = column in ("test", "target")  # they are what --test-id and --target take
+        widest = min(40, max((row[i].cell_len for row in rows), default=0)) if ids else None
+        table.add_column(column, justify="right" if column in _RIGHT else "left", overflow="fold", min_width=widest)
     for row in rows:
         table.add_row(*row)
     return table
@@ -244,15 +246,32 @@ def _checks(entry: ScoreEntry) -> str:
         if grader.verdict == "error":
             lines.append(f"[magenta]! {grader.name}: {grader.error}[/]")
             continue
-        for outcome in grader.assertions:
-            mark = "[green]✓[/]" if outcome.passed else "[red]✗[/]"
-            lines.append(f"{mark} {_short(outcome.text)}")
-        if not grader.assertions:
-            lines.append(f"{'[green]✓[/]' if grader.verdict == 'pass' else '[red]✗[/]'} {grader.name}")
+        lines += _grader_lines(grader)
         if grader.panel:
             said = ", ".join(f"{a.judge} {a.verdict} {_fmt_score(a.score)}" for a in grader.panel)
             lines.append(f"[dim]  panel ({grader.panel_rule}): {_short(said, 120)}[/]")
     return "\n".join(lines) or "[dim](not graded)[/]"
+
+
+def _grader_lines(grader: GraderScore) -> list[str]:
+    """One check: a line marked by its verdict, named when its name is its own; a check of several
+    assertions (`icontains-any`, a rubric's criteria) has them below it, indented. A failed
+    assertion says why (its evidence)."""
+    mark = _MARK.get(grader.verdict, "[dim]-[/]")
+    named = grader.name != grader.type
+    if len(grader.assertions) == 1:
+        outcome = grader.assertions[0]
+        text = f"{grader.name}: {outcome.text}" if named else outcome.text
+        return [f"{mark} {_short(text)}{_why(outcome)}"]
+    head = f"{mark} {_short(grader.name)}" + (f" {_fmt_score(grader.score)}" if grader.assertions else "")
+    return [head, *(f"   {_MARK['pass' if o.passed else 'fail']} {_short(o.text)}{_why(o)}" for o in grader.assertions)]
+
+
+_MARK = {"pass": "[green]✓[/]", "fail": "[red]✗[/]"}
+
+
+def _why(outcome: AssertionOutcome) -> str:
+    return f" [dim]({_short(outcome.evidence, 70)})[/]" if not outcome.passed and outcome.evidence else ""
 
 
 def _call(call: ToolCall) -> str:

@@ -36,7 +36,10 @@ def read_text(path: Path, problems: list[Problem]) -> str | None:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        problems.append(Problem(str(path), line, "(file)", f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})"))
+        what = f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})"
+        if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+            what += ": the file is UTF-16 (what PowerShell's `>` writes); save it as UTF-8"
+        problems.append(Problem(str(path), line, "(file)", what))
         return None
 
 

@@ -145,6 +145,12 @@ class _Frame:
         self.merges: list[tuple[dict[Key, object], LineMap]] | None = None
 
 
+def _line(text: str, number: int) -> str:
+    """Line `number` (from 0) of `text`, or '' past its end."""
+    lines = text.split("\n", number + 1)
+    return lines[number] if number < len(lines) else ""
+
+
 class YamlReader:
     """Reads one YAML text as values, node by node, recording lines in the given LineMaps.
 
@@ -297,6 +303,8 @@ class YamlReader:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         what = " ".join(x for x in (exc.context, exc.problem) if x)
+        if mark and "\t" in _line(self._text, mark.line):
+            what += " (a tab on that line: YAML indents with spaces only)"
         return YamlFailure(Problem(self.file, line, "(yaml)", f"YAML syntax error: {what}"), syntax=True)
 
     def _too_deep(self, exc: yaml.MarkedYAMLError) -> YamlFailure | None:
