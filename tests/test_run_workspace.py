@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 import convoeval
+from convoeval.errors import ConfigError
 from convoeval.results import EvaluationResult
 
 from .conftest import REPO, write
@@ -261,6 +264,144 @@ async def test_an_absent_kept_folder_stays_read_only_while_any_command_runs_then
     ran = await slow
     assert "done" in ran.output and "Read-only" in ran.output, ran.output
     assert not (tmp_path / ".git").exists()
+
+
+#: A `before_all` hook that rewrites what the targets run on the host: a `cli` target's script and
+#: its healthcheck's, another target's `executable` and a `python` target's file (not imported yet:
+#: that target is not used), each rewrite allowed to fail.
+TARGETS_POISON = (
+    "echo 'print(1)' > agent.py; echo 'raise SystemExit(1)' > health.py; "
+    "echo pwned >> bin/my-codex; echo pwned >> helper.py; echo made > fixture.txt; true"
+)
+
+
+@needs_bwrap
+def test_a_before_all_hook_cannot_change_what_the_targets_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hook rewrote the `cli` target's script, which convoeval then ran on the host (cli targets
+    run unconfined: they are the user's agent): only a suite's own `command`s were kept."""
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    kept = {
+        "agent.py": "import sys\nprint('benign: ' + sys.argv[1])\n",
+        "health.py": "print('ok')\n",
+        "bin/my-codex": "#!/bin/sh\necho codex\n",
+        "helper.py": "def reply(messages):\n    return 'ok'\n",
+    }
+    for name, text in kept.items():
+        write(tmp_path / name, text)
+    write(
+        tmp_path / "targets.yaml",
+        f"targets:\n  - {{name: bot, provider: cli, command: 'python3 {tmp_path}/agent.py {{PROMPT}}', cwd: .,"
+        " healthcheck: {command: python3 health.py}}\n"
+        "  - {name: codex-here, provider: codex, executable: bin/my-codex}\n"
+        "  - {name: py, provider: python, callable: helper.py:reply}\n",
+    )
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"execution: {{target: bot}}\nworkspace:\n  hooks:\n    before_all: {{command: {json.dumps(TARGETS_POISON)}}}\n"
+        "tests:\n  - {id: a, input: hello, assertions: [{type: contains, value: 'benign: hello'}]}\n",
+    )
+    result = convoeval.run(suite, cache=False, store=False).results[0]
+    assert result.verdict == "pass", (result.error, result.output)
+    assert (tmp_path / "fixture.txt").read_text() == "made\n"
+    assert {n: (tmp_path / n).read_text() for n in kept} == kept
+
+
+@needs_bwrap
+def test_a_before_all_hook_cannot_change_the_run_store_cache_or_targets_file_given_in_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--store`, `--cache-dir` and `--targets` inside the eval folder were not kept: a hook
+    made an earlier run's failed test pass in the store, and could poison the cache (opened after
+    it) or the targets file."""
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    state, cache = tmp_path / "state", tmp_path / "cache"
+    targets = write(tmp_path / "my-targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: hello}\n")
+    victim = write(
+        tmp_path / "victim.eval.yaml",
+        "tests:\n  - {id: must-fail, input: hi, assertions: [{type: contains, value: NEVER}]}\n",
+    )
+    options: dict = {"targets_file": targets, "target": "bot", "store": state / "runs.sqlite", "cache_dir": cache}
+    assert convoeval.run(victim, **options).results[0].verdict == "fail"
+    forge = "import sqlite3; c = sqlite3.connect('state/runs.sqlite'); c.execute(\"update results set verdict='pass'\"); c.commit()"
+    hook = f"python3 -c {json.dumps(forge)}; echo x >> my-targets.yaml; echo x > cache/cache.sqlite; true"
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"workspace:\n  hooks:\n    before_all: {{command: {json.dumps(hook)}}}\n"
+        "tests:\n  - {id: t, input: hi, assertions: [{type: contains, value: hello}]}\n",
+    )
+    before = {p: p.read_bytes() for p in (targets, cache / "cache.sqlite")}
+    assert convoeval.run(suite, **options).results[0].verdict == "pass"
+    assert {p: p.read_bytes() for p in before} == before
+    with sqlite3.connect(state / "runs.sqlite") as db:
+        assert db.execute("select verdict from results where test_id = 'must-fail'").fetchall() == [("fail",)]
+
+
+@needs_bwrap
+def test_an_after_all_hook_cannot_add_results_to_the_results_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a store, `-o` is written as tests finish and closed after `after_all`: a hook
+    appended a forged result to it."""
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    hook = 'echo \'{"test_id": "forged", "verdict": "pass"}\' >> out.jsonl; true'
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"workspace:\n  hooks:\n    after_all: {{command: {json.dumps(hook)}}}\n"
+        "tests:\n  - {id: t, input: hi, assertions: [{type: contains, value: hi}]}\n",
+    )
+    convoeval.run(suite, target="scripted", output=tmp_path / "out.jsonl", cache=False, store=False)
+    assert [json.loads(line)["test_id"] for line in (tmp_path / "out.jsonl").read_text().splitlines()] == ["t"]
+
+
+@needs_bwrap
+def test_a_kept_link_stays_and_what_it_leads_to_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A symlinked `targets.yaml` (`-> ../shared/targets.yaml`) was neither bound nor given a
+    placeholder: a hook replaced it with a target of its own that a later run used. The link is put
+    back (the hook fails, saying so), and where a kept link leads inside the folder stays read-only."""
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    shared = write(tmp_path / "shared" / "targets.yaml", "targets:\n  - {name: bot, provider: scripted}\n")
+    evals = tmp_path / "evals"
+    write(evals / "dotenv", "FOO=1\n")
+    (evals / "targets.yaml").symlink_to("../shared/targets.yaml")
+    (evals / ".env").symlink_to("dotenv")
+    hook = (
+        "rm targets.yaml; echo 'targets: []' > targets.yaml; echo BAR=2 >> .env; mv .env moved; "
+        "echo made > fixture.txt; true"
+    )
+    suite = write(
+        evals / "s.eval.yaml",
+        f"execution: {{target: bot}}\nworkspace:\n  hooks:\n    before_all: {{command: {json.dumps(hook)}}}\n"
+        "tests:\n  - {id: t, input: hi, assertions: [{type: contains, value: hi}]}\n",
+    )
+    with pytest.raises(ConfigError, match=r"targets.yaml \(a link to ../shared/targets.yaml kept read-only\)"):
+        convoeval.run(suite, cache=False, store=False)
+    assert os.readlink(evals / "targets.yaml") == "../shared/targets.yaml" and os.readlink(evals / ".env") == "dotenv"
+    assert shared.read_text() == "targets:\n  - {name: bot, provider: scripted}\n"
+    assert (evals / "dotenv").read_text() == "FOO=1\n" and (evals / "fixture.txt").read_text() == "made\n"
+    assert (evals / "targets.yaml.convoeval-replaced").read_text() == "targets: []\n"
+
+
+@needs_bwrap
+async def test_a_link_on_the_way_to_a_kept_path_is_put_back_and_a_dangling_one_leads_nowhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sub -> real` with `sub/agent.py` kept: renaming the link away and making `sub/agent.py`
+    anew swapped the script; a kept `.env -> secrets/.env` that leads nowhere let the command make
+    the file it leads to."""
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    from convoeval import _sandbox as sandbox
+
+    write(tmp_path / "real" / "agent.py", "ok\n")
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "sub").symlink_to("real")
+    (tmp_path / ".env").symlink_to("secrets/.env")
+    command = "echo K=1 > .env; mv sub old; mkdir sub; echo evil > sub/agent.py; echo done"
+    kept = [tmp_path / "sub" / "agent.py", tmp_path / ".env"]
+    ran = await sandbox.run(command, tmp_path, timeout_s=30, writable=tmp_path, kept=kept)
+    assert ran.code == 1 and "done" in ran.output and "put back" in ran.output, ran.output
+    assert os.readlink(tmp_path / "sub") == "real" and (tmp_path / "sub" / "agent.py").read_text() == "ok\n"
+    assert (tmp_path / "sub.convoeval-replaced" / "agent.py").read_text() == "evil\n"
+    assert os.readlink(tmp_path / ".env") == "secrets/.env" and not os.path.lexists(tmp_path / "secrets" / ".env")
 
 
 def test_a_placeholder_left_by_a_killed_hook_does_not_stop_the_targets_file_search(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ CLIs get one too (`processes` plus `AGENT_TASKS` for their own threads); where n
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -71,7 +72,7 @@ from ._choice import (
     trial_settings,
     use_trial_settings,
 )
-from ._kept import placeholders
+from ._kept import links_put_back, placeholders
 from ._lend import Lent, lend
 from ._owner import left_by_gone_owner, owner_tag, stat_fields
 from ._process import (
@@ -183,7 +184,8 @@ async def run(
             (a model's commands: bubblewrap; docker shows only its image anyway).
         kept: paths inside `writable` it may not change nor make (bubblewrap: an eval folder's
             `.git`, its eval files); an absent one is an empty read-only folder meanwhile
-            (`placeholders`).
+            (`placeholders`); a link is kept where it leads, and put back if the command
+            removed or replaced it (`links_put_back`: the command then fails, saying so).
         relay: a host Unix socket the command reaches at a loopback URL (`_relay`): the command
             runs under the relay, the socket's folder bound into bubblewrap; docker refuses it.
 
@@ -234,16 +236,21 @@ async def run(
         argv = ["/bin/sh", "-c", argv[0]]
     if which == "docker":  # the docker client itself may need DOCKER_HOST and the like
         full_env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}, **full_env}
+    kept = kept if which == "bubblewrap" and writable is not None else ()
     try:
-        with placeholders(kept if which == "bubblewrap" and writable is not None else (), writable or cwd):
+        with links_put_back(kept, writable or cwd) as put_back, placeholders(kept, writable or cwd):
             if which == "bubblewrap":
                 argv = bwrap_argv(
                     argv, shell, cwd, writable, readable, settings, system_only=system_only, kept=kept, bound=bound
                 )
                 argv[1:1] = loader
-            return await spawn(
+            finished = await spawn(
                 argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name, which != "bubblewrap"
             )
+        if put_back:  # the command did what it may not: it fails, saying so
+            told = "".join(f"\nconvoeval: {line}" for line in put_back)
+            finished = dataclasses.replace(finished, code=finished.code or 1, output=finished.output + told)
+        return finished
     finally:
         if home is not None:
             shutil.rmtree(home, ignore_errors=True)

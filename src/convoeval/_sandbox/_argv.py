@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ._agent_user import AgentUser, closed_folders
 from ._choice import SandboxError, SandboxSettings
+from ._kept import leads_to, links_on_the_way
 from ._reach import Reach
 
 #: Where the fresh HOME is, inside the sandbox's private /tmp.
@@ -100,14 +101,16 @@ def _kept_binds(kept: Sequence[Path], writable: Path) -> list[str]:
     """bubblewrap's arguments that keep the `kept` paths of `writable` read-only: those that
     exist (an absent one has a placeholder by now, `placeholders`; bwrap would make the others),
     after their folders inside `writable`, each bound over itself so that it cannot be renamed
-    away and made again (`sub/agent.py`: `mv sub old && mkdir sub`)."""
-    paths = [Path(k) for k in kept if os.path.lexists(k) and not os.path.islink(k)]
-    paths = [p for p in paths if p.resolve().is_relative_to(writable) and p.resolve() != writable]
-    folders = {f for p in paths for f in p.resolve().parents if f.is_relative_to(writable) and f != writable}
+    away and made again (`sub/agent.py`: `mv sub old && mkdir sub`). A kept link is kept where it
+    leads (a bind follows it); the folders holding it are bound too (`links_put_back` puts a
+    removed or replaced link back)."""
+    paths = [p for p in leads_to(kept) if os.path.lexists(p) and p.is_relative_to(writable) and p != writable]
+    links = [link for k in kept for link in links_on_the_way(k, writable)]
+    folders = {f for p in (*paths, *links) for f in p.parents if f.is_relative_to(writable) and f != writable}
     out: list[str] = []
     for folder in sorted(folders, key=lambda f: len(f.parts)):
         out += ["--bind", str(folder), str(folder)]
-    for path in sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts)):
+    for path in sorted(paths, key=lambda p: len(p.parts)):
         out += ["--ro-bind", str(path), str(path)]
     return out
 

@@ -2,30 +2,99 @@
 `.git`, `.env`): an empty folder made there for the command's time, bound read-only over itself,
 so the command cannot make the real one. Every command that uses a placeholder holds a shared
 `flock` on it; the last one to end removes it (a concurrent command's stays, a real one is never
-removed: only a folder holding just `MARKER` is)."""
+removed: only a folder holding just `MARKER` is).
+
+A kept path that is a symbolic link (`targets.yaml -> ../shared/targets.yaml`), or that a link
+leads to, is kept where the link leads (`leads_to`); the link itself cannot be bound over (a bind
+follows it), so `links_put_back` puts it back when the command removed or replaced it."""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 #: The file that tells a placeholder from a real folder.
 MARKER = ".convoeval-placeholder"
+#: Added to the name of what a command put where a kept link was (moved aside, not removed).
+REPLACED = ".convoeval-replaced"
+
+
+def links_on_the_way(path: Path, root: Path) -> list[Path]:
+    """The symbolic links below `root` that `path` passes through (itself included), each at the
+    place it lies once the links before it are followed."""
+    links: list[Path] = []
+    here, lexical = root, Path(os.path.abspath(path))
+    if not lexical.is_relative_to(root):
+        return links
+    for part in lexical.relative_to(root).parts:
+        here = here / part
+        if os.path.islink(here):
+            links.append(here)
+            here = Path(os.path.realpath(here))
+            if not here.is_relative_to(root):
+                break
+    return links
+
+
+def leads_to(kept: Sequence[Path]) -> list[Path]:
+    """The `kept` paths, each where it leads (its links followed, absent or not), once each."""
+    return list(dict.fromkeys(Path(os.path.realpath(k)) for k in kept))
+
+
+@contextmanager
+def links_put_back(kept: Sequence[Path], writable: Path) -> Iterator[list[str]]:
+    """Put back, when the block ends (even by an exception), each link in `writable` on the way to
+    a `kept` path (`links_on_the_way`) that the command removed, renamed or replaced; what it put
+    there is moved aside to `NAME.convoeval-replaced`. Yields the list of the links put back (each
+    a line saying so), filled when the block ends."""
+    root = writable.resolve()
+    links = {str(link): os.readlink(link) for k in kept for link in links_on_the_way(k, root)}
+    put_back: list[str] = []
+    try:
+        yield put_back
+    finally:
+        for link, text in links.items():
+            if not (os.path.islink(link) and os.readlink(link) == text):
+                put_back.append(_put_back(link, text))
+
+
+def _put_back(link: str, text: str) -> str:
+    """Make `link` (to `text`) again, what stands there moved aside; the line saying so."""
+    aside = ""
+    try:
+        _writable_folder(os.path.dirname(link))  # the command may have taken its write bit away
+        if os.path.lexists(link):
+            aside, n = link + REPLACED, 1
+            while os.path.lexists(aside):
+                aside, n = f"{link}{REPLACED}-{n}", n + 1
+            os.rename(link, aside)
+        os.symlink(text, link)
+    except OSError as exc:
+        return f"{link} (a link to {text} kept read-only) was replaced and could not be put back: {exc}"
+    moved = f"; what the command put there is now {aside}" if aside else ""
+    return f"{link} (a link to {text} kept read-only) was removed or replaced: put back{moved}"
+
+
+def _writable_folder(folder: str) -> None:
+    mode = os.stat(folder).st_mode
+    if mode & (stat.S_IWUSR | stat.S_IXUSR) != stat.S_IWUSR | stat.S_IXUSR:
+        os.chmod(folder, stat.S_IMODE(mode) | stat.S_IWUSR | stat.S_IXUSR)
 
 
 @contextmanager
 def placeholders(kept: Sequence[Path], writable: Path) -> Iterator[None]:
-    """Make a placeholder for each absent `kept` path whose folder exists inside `writable`, and
-    remove those no other command still holds once the block ends (even by an exception)."""
+    """Make a placeholder for each absent `kept` path (where a kept link leads, for a link that leads
+    nowhere) whose folder exists inside `writable`, and remove those no other command still holds
+    once the block ends (even by an exception)."""
     root = writable.resolve()
     held: list[tuple[str, int]] = []
     try:
-        for path in kept:
-            where = Path(path)
-            if not os.path.lexists(where) and where.parent.resolve().is_relative_to(root) and where.parent.is_dir():
+        for where in leads_to(kept):
+            if not os.path.lexists(where) and where.parent.is_relative_to(root) and where.parent.is_dir():
                 if (fd := _hold(str(where))) is not None:
                     held.append((str(where), fd))
         yield

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from .. import _sandbox as sandbox
 from .._lazy import frozen_for_good, objects_frozen
@@ -220,7 +221,7 @@ class _Run:
         the response cache and the backend; every target wrapped (cache, meter, limits)."""
         options = self.options
         workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)
-        if failed := await run_suite_hooks("before_all", workspaces, suites):
+        if failed := await self.suite_hooks("before_all", workspaces, suites, pool):
             raise ConfigError(failed)
         judge = (
             pool.judge(options.judge, suites, self.note, fallback=jobs[0].target, rule=options.panel_rule)
@@ -265,6 +266,27 @@ class _Run:
         simulators = {spec: pool.wrap(t) for spec, t in simulators.items()}
         judges = {spec: pool.wrap(t) for spec, t in judges.items()}
         return _Prepared(jobs, judge, simulators, judges, trial_runner, workspaces)
+
+    async def suite_hooks(
+        self,
+        which: Literal["before_all", "after_all"],
+        workspaces: list[tuple[Workspace, Path]],
+        suites: list[Suite],
+        pool: TargetPool,
+    ) -> str | None:
+        """`run_suite_hooks`, with what else of the eval folders they may not change: the files
+        the targets run, the run store (with its journals), the cache's folder, the targets files
+        and the results file once written (a forged result, a poisoned cache, a target of its own)."""
+        if not any(getattr(spec.hooks, which) for spec, _ in workspaces):
+            return None
+        options, store = self.options, self.store
+        files = [Path(options.cache_dir or state_dir()), *([options.targets_file] if options.targets_file else [])]
+        files += [f for s in suites if (f := find_targets_file(s.base_dir))]
+        files += [options.output] if options.output and options.output.exists() else []  # truncated when opened
+        if store is not None:
+            files += [store.path, *(store.path.with_name(store.path.name + end) for end in ("-wal", "-shm"))]
+        targets = [*pool.named.values(), *pool.configs.values()]
+        return await run_suite_hooks(which, workspaces, suites, targets, files)
 
     async def execute(self) -> RunReport:
         options, store, meter = self.options, self.store, self.meter
@@ -314,7 +336,7 @@ class _Run:
                 elif isinstance(ready.trial_runner, ProcessTrials):
                     if placement := ready.trial_runner.stop():  # they end while the report is written
                         self.note(placement)
-                if failed := await run_suite_hooks("after_all", ready.workspaces, suites):
+                if failed := await self.suite_hooks("after_all", ready.workspaces, suites, pool):
                     self.note(f"warning: {failed}")
         finally:
             if writer:

@@ -21,7 +21,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -32,6 +32,7 @@ from .._paths import confined_folder
 from .._secrets import scrubbed_env
 from ..results import AssertionOutcome, GraderScore, Message, ScoreEntry
 from ..spec import Docker, Repo, Suite, Verify, Workspace
+from ..targets import TargetConfig
 from ._plan import TurnPlan
 from ._turns import TurnSource
 
@@ -98,18 +99,29 @@ async def sandboxed(
 KEPT_NAMES = (".git", ".convoeval", ".env", "targets.yaml", ".agentv")
 
 
-def kept_in_eval_folder(base_dir: Path, suites: Iterable[Suite] = ()) -> list[Path]:
+def kept_in_eval_folder(
+    base_dir: Path, suites: Iterable[Suite] = (), targets: Iterable[TargetConfig] = (), files: Iterable[Path] = ()
+) -> list[Path]:
     """What a `before_all`/`after_all` hook, which may change the eval file's folder, must not
     (`KEPT_NAMES`, absent ones too), with the run store, the eval files of `suites`, the Python
-    files convoeval has imported from the folder (a `python` target's, a tool's, a plugin) and
-    the files a `command` of `suites` names (a code-grader's script, which may run on the host)."""
+    files convoeval has imported from the folder (a `python` target's, a tool's, a plugin), the
+    files a `command` of `suites` names (a code-grader's script, which may run on the host), those
+    the `targets` run (`_target_files`: a `cli` target's script runs on the host) and `files` (the
+    run's own: its store, cache, targets and results files). A link among them is kept with where
+    it leads (`_sandbox`)."""
     folder = base_dir.resolve()
     store = Path(os.environ.get("CONVOEVAL_HOME") or ".convoeval").resolve()
     suites = list(suites)
     pythons = list(dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix)))
     named = [*(s.path for s in suites if s.path), *_imported_files(pythons), *_command_files(folder, suites)]
+    named += [*_target_files(folder, targets), *files]
     named += pythons  # a venv in the eval folder, whole: one folder bound, not each module it holds
-    return [*(folder / n for n in KEPT_NAMES), store, *(p for p in named if p.resolve().is_relative_to(folder))]
+    return [*(folder / n for n in KEPT_NAMES), store, *(p for p in named if _in_folder(p, folder))]
+
+
+def _in_folder(path: Path, folder: Path) -> bool:
+    """Whether `path`, or where it leads, lies in `folder` (a link there to elsewhere is kept too)."""
+    return any(Path(f(path)).is_relative_to(folder) for f in (os.path.abspath, os.path.realpath))
 
 
 def _imported_files(pythons: Sequence[Path]) -> list[Path]:
@@ -120,26 +132,62 @@ def _imported_files(pythons: Sequence[Path]) -> list[Path]:
 
 
 def _command_files(folder: Path, suites: Iterable[Suite]) -> list[Path]:
-    """The files of `folder` a word of a `command` of `suites` (a code-grader's) names."""
+    """The files a `command` of the `suites` of `folder` (a code-grader's) names."""
     words: list[str] = []
     for suite in suites:
         if suite.path is not None and suite.base_dir.resolve() == folder:
-            words += [w for command in _commands(suite.model_dump()) for w in command]
-    return [folder / w for w in dict.fromkeys(words) if (folder / w).is_file()]
+            words += _programs(suite.model_dump(), skip="workspace")
+    return _named_files(words, [folder])
 
 
-def _commands(data: object) -> Iterator[list[str]]:
-    """The words of every `command` in a suite's data (a string, or a list of words) but its
-    workspaces' (hooks and `verify` run sandboxed, and write the files they name: `>> log.txt`)."""
+def _target_files(folder: Path, targets: Iterable[TargetConfig]) -> list[Path]:
+    """The files the `targets` run or import (`_programs`: a `cli` command's script, a healthcheck's,
+    an `executable`, a `python` target's or tool's file), each word read from where the target runs
+    (the eval folder, the targets file's folder or convoeval's, or its `cwd`/`base_dir` there)."""
+    files: list[Path] = []
+    for config in targets:
+        data = config.model_dump()
+        tops = (folder, config.source_dir, Path.cwd())
+        subs = [s for s in (data.get("cwd"), data.get("base_dir")) if isinstance(s, str)]
+        files += _named_files(_programs(data), [*tops, *(top / sub for top in tops for sub in subs)])
+    return files
+
+
+def _named_files(words: Iterable[str], bases: Sequence[Path]) -> list[Path]:
+    """The files the `words` name: paths from one of `bases` (or absolute), or programs on PATH."""
+    found: list[Path] = []
+    for word in dict.fromkeys(words):
+        program = shutil.which(word) if "/" not in word else None
+        found += [p for p in (*(base / word for base in bases), *([Path(program)] if program else [])) if p.is_file()]
+    return list(dict.fromkeys(found))
+
+
+#: The fields of a suite's or target's data naming what convoeval runs: a command line (a
+#: code-grader's, a `cli` target's, its healthcheck's, a command tool's), a program and its
+#: arguments, a Python file (`file.py:function`: a `python` target's callable, a Python tool).
+COMMAND_FIELDS = frozenset({"command", "executable", "args"})
+PYTHON_FIELDS = frozenset({"callable", "callable_ref", "function", "python"})
+
+
+def _programs(data: object, skip: str | None = None) -> list[str]:
+    """The words of the `COMMAND_FIELDS` and the files of the `PYTHON_FIELDS` anywhere in `data`,
+    but under a `skip` key (a suite's `workspace`: hooks and `verify` run sandboxed, and write the
+    files they name: `>> log.txt`)."""
+    words: list[str] = []
     if isinstance(data, dict):
         for key, value in data.items():
-            if key == "command" and isinstance(value, str | list):
-                yield value.split() if isinstance(value, str) else [w for w in value if isinstance(w, str)]
-            elif key != "workspace":
-                yield from _commands(value)
+            if key in COMMAND_FIELDS and isinstance(value, str):
+                words += value.split()
+            elif key in COMMAND_FIELDS and isinstance(value, list):
+                words += [w for w in value if isinstance(w, str)]
+            elif key in PYTHON_FIELDS and isinstance(value, str) and value.rpartition(":")[0].endswith(".py"):
+                words.append(value.rpartition(":")[0])
+            elif key != skip:
+                words += _programs(value, skip)
     elif isinstance(data, list):
         for item in data:
-            yield from _commands(item)
+            words += _programs(item, skip)
+    return words
 
 
 #: The sandbox settings each open workspace put in force, to restore when it closes.
@@ -372,12 +420,17 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[st
 
 
 async def run_suite_hooks(
-    which: Literal["before_all", "after_all"], specs: list[tuple[Workspace, Path]], suites: Sequence[Suite] = ()
+    which: Literal["before_all", "after_all"],
+    specs: list[tuple[Workspace, Path]],
+    suites: Sequence[Suite] = (),
+    targets: Sequence[TargetConfig] = (),
+    files: Sequence[Path] = (),
 ) -> str | None:
     """Run each distinct `before_all` (or `after_all`) hook of the run's workspaces once, in
     the eval file's folder (or `cwd` in it), which it may change but for what convoeval reads
-    there (`kept_in_eval_folder` of the run's `suites`); the first failure, as one line, or
-    None. Before the first, the workspaces of runs that died are swept away."""
+    or runs there (`kept_in_eval_folder` of the run's `suites`, `targets` and own `files`); the
+    first failure, as one line, or None. Before the first, the workspaces of runs that died are
+    swept away."""
     if which == "before_all":
         sweep_stale_workspaces()
     seen: set[tuple[str, str]] = set()
@@ -388,7 +441,7 @@ async def run_suite_hooks(
         seen.add(key)
         ran = await sandboxed(
             hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, base_dir, spec.env,
-            kept=kept_in_eval_folder(base_dir, suites),
+            kept=kept_in_eval_folder(base_dir, suites, targets, files),
         )  # fmt: skip
         if ran.code != 0:
             return f"workspace hook {which} `{hook.command}` exited with code {ran.code}: {ran.output.strip()[-OUTPUT_TAIL:]}"
