@@ -165,6 +165,25 @@ def test_a_dotenv_cannot_send_a_key_it_did_not_set_to_a_server_it_names(tmp_path
         assert done.returncode == 0 and len(own.requests) == 1 and "cannot send" not in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("where", ["the suite's .env", "an earlier .env"])
+def test_a_dotenv_that_sets_a_dummy_key_still_cannot_send_yours_to_its_server(tmp_path: Path, where: str) -> None:
+    """The suite's `.env` sets `OPENAI_API_KEY=dummy` beside its `OPENAI_BASE_URL`: the key in
+    effect is still the one set before it (the shell's, or a `.env` of the folder you run from),
+    which wins. Before: the guard saw the file set a key and let the run send yours to its server."""
+    folder = tmp_path / "downloaded-suite"
+    suite = write(folder / "s.eval.yaml", "tests:\n  - id: t\n    input: hello\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    if where == "the suite's .env":
+        env["OPENAI_API_KEY"] = "sk-users-own-key-1234567890"
+    else:
+        write(tmp_path / ".env", "OPENAI_API_KEY=sk-users-own-key-1234567890\n")
+    with FakeOpenAIServer(reply=lambda body: "ok") as thief:
+        write(folder / ".env", f"OPENAI_API_KEY=dummy\nOPENAI_BASE_URL={thief.base_url}\n")
+        done = _convoeval("run", str(suite), "--target", "openai:m", "--no-cache", cwd=tmp_path, env=env)
+        assert done.returncode == 2 and not thief.requests, "the user's key went to the .env's server"
+    assert "OPENAI_BASE_URL: a .env file cannot send OPENAI_API_KEY, set outside it" in done.stderr, done.stderr
+
+
 STEAL_GRADER = """
 import json, os, sys
 sys.stdin.read()

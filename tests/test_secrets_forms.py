@@ -142,3 +142,56 @@ def test_these_variables_are_not(monkeypatch: pytest.MonkeyPatch, name: str) -> 
     monkeypatch.setenv(name, "/usr/local/bin")
     assert not _secrets.SECRET_NAME.search(name)
     assert _secrets.scrubbed_env().get(name) == "/usr/local/bin"
+
+
+def test_a_percent_encoded_query_credential_is_redacted_as_written_sent_and_decoded(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A target URL's `?pass=S3cr%2Bt%2F...`: the run store kept it as written (only its decoded
+    form was a known secret, and `pass` was no credential's name), and a server echoing the
+    request (sent as `S3cr%2Bt/...`) put it in results and on the terminal."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    mark = uuid.uuid4().hex[:12]
+    written, sent, decoded = f"S3cr%2Bt%2F{mark}", f"S3cr%2Bt/{mark}", f"S3cr+t/{mark}"
+    write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - {id: echoed, input: hi, assertions: [{type: contains, value: a}]}\n"
+        "  - {id: refused, input: fail me, assertions: [{type: contains, value: a}]}\n",
+    )
+    with FakeOpenAIServer(reply=lambda body: "echo") as server:
+        server.reply = lambda body: f"you called {server.paths[-1]}"
+        error = f"no route for /v1/chat/completions?pass={written} (pass {decoded})"
+        server.faults.append(Fault(status=404, body=error, match="fail me"))
+        url = f"{server.base_url}?pass={written}"
+        write(
+            tmp_path / "targets.yaml",
+            f'targets:\n  - {{name: u, provider: openai, model: m, base_url: "{url}", max_retries: 0}}\n',
+        )
+        code, stdout, stderr = cli("run", "s.eval.yaml", "--target", "u", "--store", "state", "-o", "r.jsonl")
+        assert server.paths[0] == f"/v1/chat/completions?pass={sent}", server.paths
+    assert code == 1, stdout + stderr
+    texts = _everything_written(tmp_path, stdout + stderr)
+    assert "you called /v1/chat/completions?pass=[REDACTED]" in texts[str(tmp_path / "r.jsonl")]
+    for name, text in texts.items():
+        assert mark not in text, f"the query credential leaked into {name}"
+
+
+@pytest.mark.parametrize(
+    ("query", "redacted"),
+    [
+        ("pass=hunter2x", True),
+        ("pwd=hunter2x", True),
+        ("pw=hunter2x", True),
+        ("passwd=hunter2x", True),
+        ("db_pass=hunter2x", True),
+        ("user-pwd=hunter2x", True),
+        ("passphrase=hunter2x", True),
+        ("bypass=cache", False),
+        ("compass=north", False),
+        ("passenger=alice", False),
+        ("page=2", False),
+    ],
+)
+def test_query_parameters_named_like_passwords_are_redacted_in_any_text(query: str, redacted: bool) -> None:
+    shown = _secrets.redact(f"GET https://h.example/v1?tenant=acme&{query}&x=1")
+    assert (shown != f"GET https://h.example/v1?tenant=acme&{query}&x=1") is redacted, shown

@@ -1,16 +1,26 @@
 """Result files, at the bottom so that every layer can write and read them: JSONL written as
 each test finishes, a JSON array (or a format `report` adds: HTML, JUnit XML, Markdown) written
 at the end, chosen by suffix (`RESULT_FORMATS`); and the one reader of results files
-(`read_results`: arena, agreement and reports all read through it)."""
+(`read_results`: arena, agreement and reports all read through it).
+
+A results file is never written through a link: a suite's hook may write the eval folder, and
+convoeval often runs as root. Its folder is the one its path led to when the run started
+(`resolve_output`), reached when written without following a link; the file is made there
+exclusively, under a name no one can guess, then renamed onto its name: a link (or a hard link)
+standing there, yours or planted, is replaced, never followed.
+"""
 
 from __future__ import annotations
 
 import errno
 import json
 import os
-from collections.abc import Callable, Iterable, Sequence
+import secrets
+import stat
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pydantic import ValidationError
 
@@ -26,15 +36,23 @@ class ResultWriter:
     """Writes results to `path`: `.jsonl` one object a line, flushed per result; any other format
     of `RESULT_FORMATS` (`.json`, `.html`, `.xml`, `.md`) at `close()`."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, resolved: Path | None = None):
+        """`resolved`: `resolve_output(path)` as the run started, else taken now."""
         self.path = Path(path)
+        self.resolved = resolved or resolve_output(self.path)
         self.streaming = check_output_suffix(self.path) == ".jsonl"
         self._buffer: list[str] = []
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file: IO[str] | None = self.path.open("w", encoding="utf-8") if self.streaming else None
-        except OSError as exc:
-            raise write_error(self.path, exc) from None
+        self._file: IO[str] | None = None
+        if self.streaming:  # an empty file in its place at once, filled as results come
+            try:
+                new = _NewFile(self.resolved, "w")
+                try:
+                    new.place()
+                finally:
+                    new.release()
+            except OSError as exc:
+                raise write_error(self.path, exc) from None
+            self._file = new.file
 
     def write(self, result: EvaluationResult) -> None:
         self.write_json(result.model_dump_json())
@@ -74,7 +92,7 @@ class ResultWriter:
                 raise write_error(self.path, exc) from None
             self._file = None
         elif not self.streaming:
-            export_results(self.path, self._buffer)
+            export_results(self.path, self._buffer, resolved=self.resolved)
             self._buffer = []
             self.streaming = True  # written: a second close does nothing
 
@@ -106,43 +124,120 @@ def output_problem(path: str | Path) -> str | None:
     return None
 
 
-def export_results(path: str | Path, results_json: Iterable[str]) -> None:
+def export_results(path: str | Path, results_json: Iterable[str], *, resolved: Path | None = None) -> None:
     """Write results given as JSON texts to `path` in the format its suffix names
-    (`RESULT_FORMATS`), one at a time (nothing is held in memory), replacing the file atomically.
+    (`RESULT_FORMATS`), one at a time (nothing is held in memory), replacing the file atomically
+    (`resolved`: `resolve_output(path)` as the run started, else taken now).
 
     Raises:
-        ConfigError: the suffix names no known format.
+        ConfigError: the suffix names no known format, or the file cannot be written.
     """
     path = Path(path)
     write = RESULT_FORMATS.get(check_output_suffix(path))
     assert write is not None
-    partial = path.with_name(path.name + ".partial")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with partial.open("w", encoding="utf-8") as out:
+        with _replacing(resolved or resolve_output(path), "w") as out:
             write(out, results_json)
-        os.replace(partial, path)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
         raise write_error(path, exc) from None
 
 
-def export_jsonl(path: str | Path, results_json: Iterable[bytes]) -> None:
+def export_jsonl(path: str | Path, results_json: Iterable[bytes], *, resolved: Path | None = None) -> None:
     """`export_results` to a `.jsonl` file of results given as their JSON in UTF-8 bytes (as the
     run store holds them): the same file, without decoding each result and encoding it again
     (for 2,000 results of 13 KB, 50 ms of a run's end)."""
-    path = Path(path)
-    partial = path.with_name(path.name + ".partial")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with partial.open("wb") as out:
+        with _replacing(resolved or resolve_output(path), "wb") as out:
             for data in results_json:
                 out.write(data)
                 out.write(b"\n")
-        os.replace(partial, path)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise write_error(path, exc) from None
+        raise write_error(Path(path), exc) from None
+
+
+def resolve_output(path: str | Path) -> Path:
+    """The results file `path` names, absolute, its folder's links resolved now (a run takes this
+    when it starts, before any hook runs). A link standing at the file's own name is not: the
+    results replace it (an earlier run's hook may have made it)."""
+    path = Path(path)
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_folder(folder: Path) -> int:
+    """A descriptor of the absolute `folder`, each folder on the way made if missing and opened
+    without following a link (one found there, made since the path was resolved, is an error)."""
+    fd = os.open("/", _FOLDER_FLAGS)
+    try:
+        for part in folder.parts[1:]:
+            try:
+                inner = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                with suppress(FileExistsError):
+                    os.mkdir(part, dir_fd=fd)
+                inner = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+            except NotADirectoryError:
+                if not stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
+                    raise
+                raise OSError(errno.ELOOP, f"{part} became a symbolic link, not followed") from None
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+class _NewFile:
+    """A file to take the place of the absolute `path`: made in its folder (`_open_folder`)
+    exclusively under a name no one can guess (so never through a link), with the mode `open`
+    gives a new file (0o666 less the umask); `place` renames it onto `path`, replacing what
+    stands there, a link too, without following it; `release` lets the folder go (and removes
+    the file, closed, unless it was placed)."""
+
+    def __init__(self, path: Path, mode: str):
+        self.name = path.name
+        self._folder = _open_folder(path.parent)
+        self._temp: str | None = None
+        try:
+            while self._temp is None:
+                name = f".{path.name[:100]}.{secrets.token_hex(8)}.partial"
+                with suppress(FileExistsError):
+                    fd = os.open(name, _NEW_FILE_FLAGS, 0o666, dir_fd=self._folder)
+                    self._temp = name
+        except BaseException:
+            os.close(self._folder)
+            raise
+        self.file: IO[Any] = open(fd, mode, encoding=None if "b" in mode else "utf-8")  # noqa: SIM115
+
+    def place(self) -> None:
+        assert self._temp is not None
+        os.replace(self._temp, self.name, src_dir_fd=self._folder, dst_dir_fd=self._folder)
+        self._temp = None
+
+    def release(self) -> None:
+        if self._temp is not None:
+            with suppress(OSError):
+                self.file.close()
+            with suppress(OSError):
+                os.unlink(self._temp, dir_fd=self._folder)
+        os.close(self._folder)
+
+
+@contextmanager
+def _replacing(path: Path, mode: str) -> Iterator[IO[Any]]:
+    """A new file to write in the block, renamed onto `path` whole when it ends (`_NewFile`); on
+    an error or an interrupt it is removed, `path` left as it was."""
+    new = _NewFile(path, mode)
+    try:
+        with new.file:
+            yield new.file
+        new.place()
+    finally:
+        new.release()
 
 
 def write_error(path: Path, exc: OSError) -> ConfigError:

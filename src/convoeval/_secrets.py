@@ -17,9 +17,10 @@ import base64
 import json
 import os
 import re
+import string
 import sys
 from collections.abc import Iterable, Mapping
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 #: Environment variables whose values are secrets (and are not passed to graders and hooks).
@@ -39,8 +40,13 @@ PLAIN_HEADERS = frozenset(
 PLAIN_PARAMS = frozenset({"api-version", "api_version", "version", "v", "model", "deployment", "format", "stream"})
 _KEY_SHAPED = re.compile(r"\b(sk|pk|rk|key|api)[-_][A-Za-z0-9_\-]{8,}")
 _URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]*:[^/\s@]+@")  # `redis://:password@host` too
-#: URL query parameters that carry credentials (`?api_key=`, `?code=` of Azure Functions, `?sig=`).
-_URL_SECRET_NAME = r"[^=&\s]*(?:key|token|secret|sig|passw|auth|credential)[^=&\s]*|code"
+#: URL query parameters that carry credentials (`?api_key=`, `?code=` of Azure Functions, `?sig=`,
+#: `?pass=`, `?db_pwd=`): a name holding one of the first words, or ending in one of the second
+#: (`bypass`, `compass` do not).
+_URL_SECRET_NAME = (
+    r"[^=&\s]*(?:key|token|secret|sig|passw|passphrase|passcode|auth|credential|jwt)[^=&\s]*"
+    r"|(?:[^=&\s]*[_.-])?(?:pass|pwd|pw)|code"
+)
 _URL_SECRET_PARAM = re.compile(rf"(?i)([?&](?:{_URL_SECRET_NAME})=)[^&\s#\"']+")
 #: Shorter values are not treated as secrets (they would redact ordinary words).
 MIN_SECRET_LENGTH = 6
@@ -73,8 +79,24 @@ def remember_credentials(headers: Mapping[str, str], *urls: str | None, env: obj
         if url and "://" in url:
             parts = urlsplit(url)
             values += _basic_credentials(parts.username, parts.password)
-            values += [v for k, v in parse_qsl(parts.query) if k.lower() not in PLAIN_PARAMS]
+            for pair in parts.query.split("&"):
+                name, _, value = pair.partition("=")
+                if unquote_plus(name).lower() not in PLAIN_PARAMS:
+                    values += _as_written_and_decoded(value)
     remember(*values)
+
+
+def _as_written_and_decoded(value: str) -> set[str]:
+    """A URL part as written (`S3cr%2Bt%2Fx`), as an HTTP client sends it (and a server echoing
+    the URL shows it: aiohttp's yarl decodes the escapes of characters a URL may hold as they are,
+    `S3cr%2Bt/x`), and percent-decoded (`S3cr+t/x`, with a `+` kept or read as a space)."""
+    sent = _ESCAPE.sub(lambda m: chr(int(m[1], 16)) if chr(int(m[1], 16)) in _SENT_AS_IS else m[0].upper(), value)
+    return {value, sent, unquote(value), unquote_plus(value)}
+
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+#: The characters yarl sends as they are in a query (unreserved, and `/?:@!$'()*,`).
+_SENT_AS_IS = frozenset(string.ascii_letters + string.digits + "-._~/?:@!$'()*,")
 
 
 def _basic_credentials(user: str | None, password: str | None) -> list[str]:
@@ -82,7 +104,7 @@ def _basic_credentials(user: str | None, password: str | None) -> list[str]:
     clients build from the user and password (as written and percent-decoded)."""
     if user is None:
         return []
-    values = [password or ""] if password else [user]  # `https://KEY@host`: the user is the key
+    values = [*_as_written_and_decoded(password or user)]  # `https://KEY@host`: the user is the key
     for name, word in {(user, password or ""), (unquote(user), unquote(password or ""))}:
         pair = f"{name}:{word}"
         values += [base64.b64encode(pair.encode(encoding, "replace")).decode() for encoding in ("latin-1", "utf-8")]

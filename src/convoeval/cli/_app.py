@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -89,16 +89,15 @@ _URL_SUFFIXES = ("_BASE_URL", "_API_BASE", "_ENDPOINT", "_API_URL")
 _KEY_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET")
 
 
-def _redirects_a_key(name: str, values: dict[str, str | None]) -> str | None:
-    """The key variable (already set, not by this `.env`) whose calls `name` would send to a
-    server the `.env` chose; None when `name` redirects none."""
+def _redirects_a_key(name: str, outside: Mapping[str, str]) -> str | None:
+    """The key variable whose calls `name` would send to a server the `.env` chose: one set
+    `outside` the file (the environment before it loaded), whose value wins over the file's own
+    (a `.env` that sets a dummy key redirects the real one all the same); None when `name`
+    redirects none."""
     prefix = next((name[: -len(end)] for end in _URL_SUFFIXES if name.endswith(end)), None)
     if not prefix:
         return None
-    for key in (f"{prefix}{end}" for end in _KEY_SUFFIXES):
-        if key in os.environ and not values.get(key):
-            return key
-    return None
+    return next((key for key in (f"{prefix}{end}" for end in _KEY_SUFFIXES) if outside.get(key)), None)
 
 
 def load_env_file(folder: Path) -> None:
@@ -106,21 +105,23 @@ def load_env_file(folder: Path) -> None:
     A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`), set the dynamic loader
     (`LD_PRELOAD`: every program convoeval starts outside the sandbox would load it), widen
     what a suite's files may reach (`CONVOEVAL_ROOT`): it comes with a suite as often as from its
-    user (said on stderr). A `.env` that names a server (`OPENAI_BASE_URL`) for a key it does not
-    set (OPENAI_API_KEY from the shell) stops the command (exit 2): using the server would send
-    the key where the file says, ignoring it would send the calls elsewhere than you meant."""
+    user (said on stderr). A `.env` that names a server (`OPENAI_BASE_URL`) for a key that will
+    not be its own (OPENAI_API_KEY from the shell, which wins over one the file sets) stops the
+    command (exit 2): using the server would send the key where the file says, ignoring it would
+    send the calls elsewhere than you meant."""
     path = folder / ".env"
     if path.is_file():
         from dotenv import dotenv_values  # python-dotenv loads only where there is a .env
 
-        values = dotenv_values(path)
+        values, outside = dotenv_values(path), dict(os.environ)
         for name, value in values.items():
             if name in os.environ or value is None:
                 continue
-            if key := _redirects_a_key(name, values):
+            if key := _redirects_a_key(name, outside):
                 print(
-                    f"error: {path}: {name}: a .env file cannot send {key}, which it does not set, to a server"
-                    f" of its choice: set {key} in that .env too, or {name} in the environment",
+                    f"error: {path}: {name}: a .env file cannot send {key}, set outside it (which wins over a"
+                    f" .env's), to a server of its choice: set {name} in the environment, or unset {key} there"
+                    " and give it in that .env",
                     file=sys.stderr,
                 )
                 raise SystemExit(2)

@@ -13,7 +13,14 @@ from typing import Literal
 
 from .. import _sandbox as sandbox
 from .._lazy import frozen_for_good, objects_frozen
-from .._result_files import ResultWriter, check_output, check_output_suffix, export_jsonl, export_results
+from .._result_files import (
+    ResultWriter,
+    check_output,
+    check_output_suffix,
+    export_jsonl,
+    export_results,
+    resolve_output,
+)
 from .._secrets import redact, reread_environment
 from ..errors import ConfigError, NothingToRerun
 from ..results import EvaluationResult, VerdictStatus
@@ -135,6 +142,7 @@ class _Run:
         self.notes: list[str] = []
         self.meter = RunMeter(max_cost_usd=options.max_cost)
         self.workers: ProcessTrials | None = None  # `--processes N`: started before the store opens
+        self.output: Path | None = None  # where the results file leads, taken before any hook runs
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -177,6 +185,7 @@ class _Run:
             raise ConfigError("no eval files given")
         if options.output:
             check_output(options.output)
+            self.output = resolve_output(options.output)
         self.options = options
 
     def select(self) -> list[Suite]:
@@ -311,7 +320,7 @@ class _Run:
             self.events.start(meter)
             if options.output and (store is None or options.output.suffix == ".jsonl"):
                 # With a store, formats other than JSONL are written from it at the end (nothing buffered).
-                writer = ResultWriter(options.output)
+                writer = ResultWriter(options.output, resolved=self.output)
                 for data in recorder.stored_json():
                     writer.write_json(data)
             try:
@@ -384,9 +393,9 @@ class _Run:
             return RunReport(results=kept, notes=self.notes, summary=summary, output=output)
         results, outcomes = recorder.finish(summary)
         if options.output and check_output_suffix(options.output) == ".jsonl":
-            export_jsonl(options.output, results.iter_json_bytes())
+            export_jsonl(options.output, results.iter_json_bytes(), resolved=self.output)
         elif options.output:
-            export_results(options.output, results.iter_json())
+            export_results(options.output, results.iter_json(), resolved=self.output)
         return RunReport(
             results=results, notes=self.notes, run_id=run_id, summary=summary, output=output, outcomes=outcomes
         )
