@@ -80,38 +80,40 @@ class Matcher:
         return self.pattern or "*"
 
 
-def _matcher(raw: object, what: str, named: bool = True) -> Matcher:
-    """A step: a name (glob) or `{name | pattern, type}` (`normalizeMatcher`, `requireNamedMatcher`)."""
+def _matcher(raw: object, what: str = "", named: bool = True) -> Matcher:
+    """A step: a name (glob) or `{name | pattern, type}` (`normalizeMatcher`, `requireNamedMatcher`);
+    `what` names a step in messages (the value itself when empty)."""
+    what = f"{what}: " if what else ""
     if isinstance(raw, str):
         if not raw:
-            raise ValueError(f"{what}: a tool name must not be empty")
+            raise ValueError(f"{what}a tool name must not be empty")
         return Matcher(raw)
     if not isinstance(raw, dict):
-        raise ValueError(f"{what}: a step is a tool name or a mapping {{name | pattern, type}}")
+        raise ValueError(f"{what}a step is a tool name or a mapping {{name | pattern, type}}")
     pattern = raw.get("pattern") if raw.get("pattern") is not None else raw.get("name")
     if pattern is not None and not isinstance(pattern, str):
-        raise ValueError(f"{what}: `name`/`pattern` must be a string")
+        raise ValueError(f"{what}`name`/`pattern` must be a string")
     if named and not pattern:
-        raise ValueError(f"{what} must include a name or pattern property")
+        raise ValueError(f"{what}give a `name` or `pattern`")
     kinds = raw.get("type", "tool")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if not isinstance(kinds, list) or not kinds or not set(kinds) <= STEP_TYPES:
-        raise ValueError(f"{what}: `type` is one of (or a list of) {', '.join(sorted(STEP_TYPES))}")
+        raise ValueError(f"{what}`type` is one of (or a list of) {', '.join(sorted(STEP_TYPES))}")
     return Matcher(pattern or None, "tool" in kinds)
 
 
-def _known(raw: dict, keys: set[str], what: str) -> None:
+def _known(raw: dict, keys: set[str]) -> None:
     unknown = sorted(set(raw) - keys, key=str)
     if unknown:
-        raise ValueError(f"{what}: unknown field {unknown[0]!r} ({', '.join(sorted(keys))})")
+        raise ValueError(f"unknown field {unknown[0]!r} ({', '.join(sorted(keys))})")
 
 
-def _count(raw: dict, field: str, what: str) -> int | None:
+def _count(raw: dict, field: str) -> int | None:
     value = raw.get(field)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{what}: `{field}` must be a whole number of at least 0")
+        raise ValueError(f"`{field}` must be a whole number of at least 0")
     return value
 
 
@@ -129,11 +131,11 @@ def _listed(value: object, kind: str) -> list[str] | Counted:
     if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
         return list(value)
     if isinstance(value, dict):
-        _known(value, {"name", "pattern", "type", "min", "max"}, "value")
-        low, high = _count(value, "min", "value"), _count(value, "max", "value")
+        _known(value, {"name", "pattern", "type", "min", "max"})
+        low, high = _count(value, "min"), _count(value, "max")
         if low is not None and high is not None and high < low:
-            raise ValueError("value: `max` must be at least `min`")
-        return Counted(_matcher(value, "value"), low, high)
+            raise ValueError("`max` must be at least `min`")
+        return Counted(_matcher(value), low, high)
     raise ValueError(f"{kind} needs a tool name, a list of names, or {{name | pattern, min, max}}")
 
 
@@ -146,11 +148,11 @@ class Sequence:
 def _sequence(value: object) -> Sequence:
     steps, mode = (value, "in_order") if isinstance(value, list) else (None, None)
     if isinstance(value, dict):
-        _known(value, {"mode", "steps"}, "value")
+        _known(value, {"mode", "steps"})
         steps, mode = value.get("steps"), value.get("mode", "in_order")
     if mode not in ("in_order", "exact") or not isinstance(steps, list) or not steps:
         raise ValueError("trajectory:tool-sequence needs `steps` (a non-empty list) and `mode: in_order | exact`")
-    return Sequence([_matcher(s, f"value.steps[{i}]") for i, s in enumerate(steps)], mode == "exact")
+    return Sequence([_matcher(s, f"steps[{i}]") for i, s in enumerate(steps)], mode == "exact")
 
 
 @dataclass(frozen=True)
@@ -165,21 +167,21 @@ class ArgsSpec:
 def _args_spec(value: object) -> ArgsSpec:
     if not isinstance(value, dict):
         raise ValueError("trajectory:tool-args-match needs a mapping {name | pattern, args, mode}")
-    _known(value, {"name", "pattern", "type", "args", "arguments", "mode", "defaults", "ignore"}, "value")
+    _known(value, {"name", "pattern", "type", "args", "arguments", "mode", "defaults", "ignore"})
     if "args" not in value and "arguments" not in value:
         raise ValueError("trajectory:tool-args-match needs `args` (or `arguments`)")
     mode = value.get("mode", "partial")
     if mode not in ("partial", "exact"):
-        raise ValueError('value.mode must be "partial" or "exact"')
+        raise ValueError('`mode` must be "partial" or "exact"')
     defaults = value.get("defaults", {})
     if not isinstance(defaults, dict):
-        raise ValueError("value.defaults must map argument names to default values")
+        raise ValueError("`defaults` must map argument names to default values")
     ignore = value.get("ignore", [])
     ignore = [ignore] if isinstance(ignore, str) else ignore
     if not isinstance(ignore, list) or not all(isinstance(k, str) and k.strip() for k in ignore):
-        raise ValueError("value.ignore must be a non-empty string or a list of them")
+        raise ValueError("`ignore` must be a non-empty string or a list of them")
     expected = value["args"] if "args" in value else value["arguments"]
-    return ArgsSpec(_matcher(value, "value"), expected, mode == "exact", defaults, ignore)
+    return ArgsSpec(_matcher(value), expected, mode == "exact", defaults, ignore)
 
 
 def _partial(actual: object, expected: object) -> bool:
@@ -446,13 +448,13 @@ def _skill_spec(value: object, inverse: bool) -> list[str] | tuple[str | None, s
         return [v.strip() for v in value]
     if not isinstance(value, dict):
         raise ValueError("skill-used needs a skill name, a list of names, or {name | pattern, min, max}")
-    _known(value, {"name", "pattern", "min", "max"}, "value")
+    _known(value, {"name", "pattern", "min", "max"})
     name, pattern = _text_of(value.get("name")), _text_of(value.get("pattern"))
     if not name and not pattern:
-        raise ValueError("value must include a name or pattern property")
-    low, high = _count(value, "min", "value"), _count(value, "max", "value")
+        raise ValueError("give a `name` or `pattern`")
+    low, high = _count(value, "min"), _count(value, "max")
     if low is not None and high is not None and high < low:
-        raise ValueError("value: `max` must be at least `min`")
+        raise ValueError("`max` must be at least `min`")
     if inverse and (low is not None or high not in (None, 0)):
         raise ValueError("not-skill-used takes a name or pattern with no count bounds, or `max: 0`")
     return (name, pattern, low, high)

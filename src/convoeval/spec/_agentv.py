@@ -70,7 +70,7 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 #: v5.3.1-next.1; `output_text` and `expected_output_text` are v4.15's aliases); else it skips the test.
 _PROMPT_NEEDS = frozenset({"output", "expected_output", "output_text", "expected_output_text"})
 _PROMPT_VARIABLE = re.compile(r"\{\{\s*([a-zA-Z0-9_]+)\s*\}\}")
-_JUDGED_TYPES = frozenset({"llm-rubric", "llm-grader", "llm_grader", "llm-judge", "llm_judge"})
+_JUDGED_TYPES = ("llm-rubric", "llm-grader", "llm_grader", "llm-judge", "llm_judge")  # a tuple: `type` may be a list
 #: Attachments larger than this are refused (they would be sent in every call).
 MAX_ATTACHMENT_BYTES = 1_000_000
 
@@ -516,8 +516,8 @@ def _prompt_without_output(assertions: list[object], base: Path) -> str | None:
         members = item.get("assertions", item.get("assert"))
         if isinstance(members, list) and (found := _prompt_without_output(members, base)) is not None:
             return found
-        prompt = item.get("prompt")
-        if item.get("type") not in _JUDGED_TYPES or not isinstance(prompt, str) or not prompt.startswith("file://"):
+        kind, prompt = item.get("type"), item.get("prompt")
+        if kind not in _JUDGED_TYPES or not isinstance(prompt, str) or not prompt.startswith("file://"):
             continue
         file = find_attachment(prompt.removeprefix("file://"), base)
         try:

@@ -47,14 +47,14 @@ REFUSED_AGENTV_TYPES = {
     "agent-rubric": "`agent-rubric` (AgentV v5: a judge that reads the workspace with file tools); convoeval's "
     "judge has no tools: use `llm-rubric`, or a `script` that reads file_changes",
     **{
-        f"{no}trajectory:step-count": "AgentV's `trajectory:step-count` is not supported (it counts every step of "
-        "AgentV's trace: messages, tool results, spans, which convoeval's transcript does not hold); count tool "
-        "calls with `trajectory:tool-used` and `{name, min, max}`"
+        f"{no}trajectory:step-count": "`trajectory:step-count` (it counts every step of AgentV's trace: "
+        "messages, tool results, spans, which convoeval's transcript does not hold); count tool calls with "
+        "`trajectory:tool-used` and `{name, min, max}`"
         for no in ("", "not-")
     },
     **{
-        f"{no}trajectory:goal-success": "AgentV's `trajectory:goal-success` is not supported (a judge reading "
-        "AgentV's trace summary); use `llm-rubric` with the goal as its criteria"
+        f"{no}trajectory:goal-success": "`trajectory:goal-success` (a judge reading AgentV's trace summary); "
+        "use `llm-rubric` with the goal as its criteria"
         for no in ("", "not-")
     },
 }
