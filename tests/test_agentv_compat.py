@@ -69,6 +69,8 @@ BY_TAG: dict[tuple[str, str], tuple[str, str] | None] = {
 }
 RUNS = "runs unchanged"
 MISSING_TOOL = "runs with a grader needing a missing tool"
+#: Every test of the file is one AgentV skips (a grader prompt file without {{ output }}): none runs.
+SKIPPED = "AgentV skips each of its tests"
 #: Bars: files of each tag that must run unchanged when `bun` and `uv` are on the machine (v4.15.0:
 #: 68 with its real SDK, as with the stand-in SDK before, which did not validate).
 AT_LEAST = {"v4.15.0": 68, "v4.42.4": 70}
@@ -172,6 +174,9 @@ def classify(path: Path, cli, out: Path, server: FakeOpenAIServer, named: str | 
     if not results:
         return "target refused", (stdout + stderr).strip()[-300:]
     assert sorted(r["test_id"] for r in results) == sorted(t.id for t in load_suite(path).tests)
+    skipped = [r for r in results if r["execution_status"] == "skipped"]
+    if len(skipped) == len(results):  # AgentV skips each of its tests too (each says why)
+        return SKIPPED, str(skipped[0].get("error") or "")
     failed = [r for r in results if r["execution_status"] == "execution_error"]
     errors = [s for r in results for s in _errors(r["scores"])]
     reason = str(failed[0].get("error") or "") if failed else (errors[0] if errors else "")

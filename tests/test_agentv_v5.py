@@ -24,6 +24,7 @@ from .test_agentv_compat import (  # noqa: F401  (fixtures)
     AGENTV,
     MISSING_TOOL,
     RUNS,
+    SKIPPED,
     UNDEFINED,
     _errors,
     agentv_env,
@@ -78,7 +79,7 @@ OTHER.update(
         (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options.transform"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
         (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
-        (V5, "examples/features/test-vars-templating/evals/suite.yaml"): ("rejected", "`prompts` is AgentV v5"),
+        (V5, "examples/features/test-vars-templating/evals/suite.yaml"): ("rejected", "`prompts` (AgentV v5"),
         (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
         # Their llm-rubrics name grader targets no targets file of AgentV's tree defines (its README
         # says to add them): AgentV fails too ("target 'grader_gpt_5_mini' not found in targets").
@@ -90,6 +91,9 @@ OTHER.update(
         (V5, "examples/features/import-claude/evals/transcript-check.EVAL.yaml"): (CHECKOUT, "transcript-quality"),
         # Python graders importing AgentV's Python SDK (agentv_py), which is not on PyPI.
         (V5, "examples/features/sdk-python/evals/suite.yaml"): (CHECKOUT, "agentv_py"),
+        # Each test's llm-rubric prompt (../graders/refusal.md, tool-abuse.md) names neither {{ output }} nor
+        # {{ expected_output }}: AgentV skips all ten ("Missing required fields"), and so does convoeval.
+        (V5, "examples/red-team/suites/llm01-prompt-injection.eval.yaml"): (SKIPPED, "refusal.md"),
     }
 )
 #: The SDK's complaint, which each of their errors quotes (in the score's JSON).
@@ -113,8 +117,9 @@ for _name in (
 ):
     OTHER[(V5, _name)] = (OLD_RESULT, REFUSED_RESULT)
 #: Files of each tag that must run unchanged (every test graded, no execution error).
-#: (v5.3.1-next.1: 95 with the stand-in SDK, which did not validate; 84 with its real SDK, see OLD_RESULT.)
-AT_LEAST = {"v4.44.0-next.1": 3, V5: 84}
+#: (v5.3.1-next.1: 95 with the stand-in SDK, which did not validate; 84 with its real SDK, see OLD_RESULT;
+#: 83 once the tests AgentV skips are skipped, see SKIPPED.)
+AT_LEAST = {"v4.44.0-next.1": 3, V5: 83}
 
 
 def eval_files(tag: str) -> list[str]:
@@ -193,15 +198,8 @@ def test_v5_rows_are_tests(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_v5_promptfoo_graders(monkeypatch: pytest.MonkeyPatch) -> None:
-    """trajectory:*, skill-used and assert-set, from AgentV's own suites, as convoeval's graders."""
-    suite = _suite(V5_ROOT / "examples/features/trajectory-assertions-simple/evals/suite.yaml", monkeypatch)
-    graders = [a for t in suite.tests for a in t.assertions if a.type in ("tool-called", "tool-trajectory")]
-    modes = {getattr(a, "mode", None) for a in graders if a.type == "tool-trajectory"}
-    assert {"in_order", "exact", "superset"} <= modes  # tool-sequence; tool-used with a list
-    assert any(a.type == "tool-called" and getattr(a, "args", None) for a in graders)  # tool-args-match
-    skills = _suite(V5_ROOT / "evals/agentic-engineering/agent-plugin-review.eval.yaml", monkeypatch)
-    triggers = [(a.skill, a.should_trigger) for t in skills.tests for a in t.assertions if a.type == "skill-trigger"]  # type: ignore[attr-defined]
-    assert ("agent-plugin-review", True) in triggers
+    """assert-set, from AgentV's own suites, as convoeval's composite (trajectory:* and skill-used
+    are AgentV's own graders: tests/test_agentv_trajectory.py)."""
     sets = _suite(V5_ROOT / "examples/features/assert-set/evals/suite.yaml", monkeypatch)
     gate = next(a for t in sets.tests for a in t.assertions if a.name == "release_gate")
     assert (gate.type, gate.min_score, [c.name for c in gate.assertions]) == (  # type: ignore[attr-defined]
@@ -244,7 +242,7 @@ def test_v5_suite_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert (test.input, test.expected_output) == ("Where is the Louvre?", "In Paris.")
     assert test.assertions[0].criteria == ["Names Paris"]  # type: ignore[attr-defined]
     skill = test.assertions[1]
-    assert (skill.type, skill.skill, skill.should_trigger) == ("skill-trigger", "deploy", False)  # type: ignore[attr-defined]
+    assert (skill.type, skill.value) == ("not-skill-used", "deploy")  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -268,17 +266,16 @@ def test_v5_suite_forms_refused(tmp_path: Path, text: str, line: int, field: str
     [
         ("{type: agent-rubric, value: ok}", 5, "tests[0].assertions[0].type", "file tools"),
         ("{type: llm-rubric, value: ok, provider: [grader]}", 5, "tests[0].assertions[0].provider", "the name of"),
-        ("{type: trajectory:tool-used, value: 'read_*'}", 5, "tests[0].assertions[0].value", "pattern"),
-        ("{type: trajectory:tool-used, value: [{name: a, min: 2}]}", 5, "tests[0].assertions[0].value", "name a"),
+        ("{type: trajectory:tool-used, value: [{name: a, min: 2}]}", 5, "tests[0].assertions[0].value", "names"),
         (
-            "{type: trajectory:tool-sequence, value: [{name: a, type: message}]}",
+            "{type: trajectory:tool-sequence, value: [{name: a, type: tools}]}",
             5,
-            "tests[0].assertions[0].value.steps",
-            "name a",
+            "tests[0].assertions[0].value",
+            "`type` is one of",
         ),
         ("{type: script, command: [x], transform: t.js}", 5, "tests[0].assertions[0].transform", "rewrites"),
         ("{type: assert-set, assert: [{type: contains, value: a}]}", 5, "tests[0].assertions[0].threshold", "each"),
-        ("{type: skill-used, value: {name: x, min: 2}}", 5, "tests[0].assertions[0].value", "name one skill"),
+        ("{type: skill-used, value: {name: x, min: 3, max: 2}}", 5, "tests[0].assertions[0].value", "at least"),
     ],
 )
 def test_v5_assertions_refused(tmp_path: Path, assertion: str, line: int, field: str, words: str) -> None:

@@ -144,7 +144,7 @@ MUTATED = {
     "a-number-as-a-tool-args-key": (  # the same, in trajectory:tool-args-match
         "tests:\n  - id: t\n    vars: {input: hi}\n    assert:\n"
         "      - {type: 'trajectory:tool-args-match', value: {name: a, args: {}, 3: x, z: y}}\n",
-        "5: tests[0].assertions[0].value: this AgentV form is not supported: tool-args-match [3, 'z']",
+        "5: tests[0].assertions[0].value: unknown field 3 (args, arguments, defaults, ignore, mode, name, pattern, type)",
     ),
     "a-nul-in-a-tests-file-name": (  # ValueError: embedded null byte
         'tests: "cases\\0.jsonl"\n',

@@ -101,8 +101,8 @@ def test_error_lines_survive_renamed_keys(tmp_path: Path) -> None:
 def test_v5_fields_are_named_in_the_error(tmp_path: Path) -> None:
     suite = write(tmp_path / "v5.eval.yaml", "prompts: ['Q: {{ input }}']\ntests:\n  - id: a\n    vars: {input: hi}\n")
     problems = problems_of(suite)
-    assert problems[0].startswith(f"{suite}:1: prompts: `prompts` is AgentV v5 (promptfoo-style) syntax")
-    assert problems[1].startswith(f"{suite}:4: tests[0].vars: `vars` is AgentV v5")
+    assert problems[0].startswith(f"{suite}:1: prompts: this AgentV form is not supported: `prompts` (AgentV v5")
+    assert problems[1].startswith(f"{suite}:4: tests[0].vars: this AgentV form is not supported: `vars` (AgentV v5")
     assert len(problems) == 2  # no "input is missing" on top
     # The v5 spellings convoeval reads: the identity prompt, `vars: {input}`, `metric`.
     write(
@@ -830,4 +830,17 @@ tests:
     )
     assert [p.split(": ", 1)[1] for p in problems_of(bad)] == [
         "workspace.scope: must be suite or attempt (AgentV's workspace lifetimes), got 'forever'"
+    ]
+
+
+def test_v5_scenarios_and_typescript_eval_files_say_what_is_not_supported(tmp_path: Path) -> None:
+    """`scenarios` names what convoeval reads of v5 (it read only `assert`, `metric`, `vars: {input}`
+    before, said the message); an `*.eval.ts` is not a YAML syntax error."""
+    suite = write(tmp_path / "s.eval.yaml", "scenarios:\n  - config: []\ntests:\n  - id: a\n    input: hi\n")
+    (problem,) = [p for p in problems_of(suite) if ": scenarios:" in p]
+    assert "`default_test`, `providers`" in problem and "only `assert`" not in problem
+    script = write(tmp_path / "greeting.eval.ts", "export default defineEval({ tests: [] });\n")
+    assert problems_of(script) == [
+        f"{script}:1: (file): this AgentV form is not supported: an eval file written in TypeScript or "
+        "JavaScript (AgentV's `*.eval.ts`, built with its SDK); convoeval reads eval files in YAML (or JSONL tests)"
     ]

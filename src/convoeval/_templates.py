@@ -3,8 +3,10 @@ globals, and strict (an unknown variable is an error, found when the eval file i
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Collection, Mapping
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -82,9 +84,14 @@ def _check_call(name: str, args: tuple[object, ...], kwargs: Mapping[str, object
         raise ValueError("a format width of a million or more is not allowed")
 
 
-@lru_cache(maxsize=1)
-def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
-    """The environment, built (and jinja2 imported) when a suite first uses a template."""
+#: The names an `_env(strict=False)` rendering left empty (set by `render_lenient`).
+_EMPTY: ContextVar[list[str] | None] = ContextVar("_EMPTY", default=None)
+
+
+@lru_cache(maxsize=2)
+def _env(strict: bool = True) -> jinja2.sandbox.ImmutableSandboxedEnvironment:
+    """The environment, built (and jinja2 imported) when a suite first uses a template. Not
+    `strict`: an unknown name renders as empty text (recorded in `_EMPTY`), as nunjucks does."""
     import jinja2.meta
     import jinja2.nodes
     import jinja2.sandbox
@@ -109,8 +116,19 @@ def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
                 raise jinja2.sandbox.SecurityError(str(exc)) from None
             return super().call(__context, __obj, *args, **kwargs)
 
-    env = Bounded(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    class Empty(jinja2.ChainableUndefined):
+        """An unknown name (or an attribute of one): empty text, remembered."""
+
+        def __str__(self) -> str:
+            if (empty := _EMPTY.get()) is not None:
+                empty.append(str(self._undefined_name))
+            return ""
+
+    undefined = jinja2.StrictUndefined if strict else Empty
+    env = Bounded(undefined=undefined, autoescape=False, keep_trailing_newline=True)
     env.globals.clear()  # range, cycler, joiner, lipsum, namespace, dict: nothing a prompt needs
+    if not strict:
+        env.filters["load"] = json.loads  # AgentV's own filter (`interpolation.ts`)
     for name in ("center", "indent", "wordwrap", "format"):
         env.filters[name] = _bounded_filter(name, env.filters[name], jinja2.sandbox.SecurityError)
     return env
@@ -204,6 +222,29 @@ def render(source: str, variables: Mapping[str, object]) -> str:
         raise TemplateProblem(f"template variable error: {exc.message}") from None
     except jinja2.sandbox.SecurityError as exc:
         raise TemplateProblem(f"template refused by the sandbox: {exc}") from None
+
+
+def render_lenient(source: str, variables: Mapping[str, object]) -> tuple[str, list[str]]:
+    """Render a template as nunjucks does without `throwOnUndefined` (AgentV's `{{ env.NAME }}`):
+    an unknown name is empty text. Returns the text and the names left empty; raises
+    TemplateProblem when the template does not parse or the sandbox refuses it."""
+    import jinja2
+
+    try:
+        template = _env(strict=False).from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateProblem(f"template syntax error: {exc.message}") from None
+    empty: list[str] = []
+    token = _EMPTY.set(empty)
+    try:
+        text = template.render(**variables)
+    except (jinja2.TemplateError, ValueError, TypeError) as exc:
+        raise TemplateProblem(f"template error: {exc}") from None
+    finally:
+        _EMPTY.reset(token)
+    if len(text) > MAX_RENDERED_CHARS:
+        raise TemplateProblem(f"template output exceeds {MAX_RENDERED_CHARS} characters; refused")
+    return text, empty
 
 
 _VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

@@ -44,6 +44,16 @@ __getattr__ = lazy_attributes(
 #: The built-in assertion types, by the module that defines them.
 BUILTIN_TYPES: dict[str, tuple[str, ...]] = {
     "_agentv_script": ("script",),
+    "_agentv_trajectory": (
+        "trajectory:tool-used",
+        "trajectory:tool-sequence",
+        "trajectory:tool-args-match",
+        "not-trajectory:tool-used",
+        "not-trajectory:tool-sequence",
+        "not-trajectory:tool-args-match",
+        "skill-used",
+        "not-skill-used",
+    ),
     "_budgets": ("latency", "token-usage", "cost"),
     "_code": ("code-grader",),
     "_composite": ("composite",),

@@ -196,6 +196,8 @@ class _Runner:
     async def _run_planned(
         self, job: Job, position: int, plan: TestPlan, verdicts: dict[str, asyncio.Future[VerdictStatus]]
     ) -> EvaluationResult:
+        if plan.test.skip is not None:
+            return _not_run(plan, job.target, VerdictStatus("skip", "skipped"), plan.test.skip)
         failed, unstarted = [], []
         for dep in plan.test.depends_on:
             ended = await asyncio.shield(verdicts[dep])

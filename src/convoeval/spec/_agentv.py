@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
 from pathlib import Path
-from typing import overload
 
+from ._agentv_env import agentv_config_problems, substitute_env
 from ._agentv_environment import Testbed, agentv_testbed
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
 from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_suite
@@ -66,8 +65,12 @@ V5_FIELDS = frozenset(
 _IDENTITY_PROMPT = re.compile(r"\s*\{\{\s*input\s*\}\}\s*")
 #: AgentV v5's task prompt file of a test without `input` (`prompt-md-fallback.ts`).
 PROMPT_MD = "PROMPT.md"
-_ENV_REF = re.compile(r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+#: A grader prompt file AgentV accepts names one of these (`validation/prompt-validator.ts`, v4.15.0 to
+#: v5.3.1-next.1; `output_text` and `expected_output_text` are v4.15's aliases); else it skips the test.
+_PROMPT_NEEDS = frozenset({"output", "expected_output", "output_text", "expected_output_text"})
+_PROMPT_VARIABLE = re.compile(r"\{\{\s*([a-zA-Z0-9_]+)\s*\}\}")
+_JUDGED_TYPES = ("llm-rubric", "llm-grader", "llm_grader", "llm-judge", "llm_judge")  # a tuple: `type` may be a list
 #: Attachments larger than this are refused (they would be sent in every call).
 MAX_ATTACHMENT_BYTES = 1_000_000
 
@@ -156,9 +159,9 @@ def custom_assertion(item: dict, base: Path) -> dict | None:
 
 def v5_message(key: str) -> str:
     return (
-        f"`{key}` is AgentV v5 (promptfoo-style) syntax, which convoeval does not read; it reads "
-        "AgentV v4 eval files (and of v5 only `assert`, `metric`, and `vars: {input}` under the prompt "
-        "`{{ input }}`): see README, AgentV compatibility"
+        f"this AgentV form is not supported: `{key}` (AgentV v5, promptfoo-style); convoeval reads AgentV v4 "
+        "files and v5's `vars`, `assert`, `default_test`, `providers`, `evaluate_options`, `environment` and "
+        "`extensions` under the prompt `{{ input }}`: see docs/guides/agentv.md"
     )
 
 
@@ -181,12 +184,15 @@ class AgentvNormalizer:
         self.found: list[str] = []  # the attachments read since it was last emptied (absolute paths)
         self.suite_found: list[str] = []  # those of the suite's `input`
         self.testbed: Testbed | None = None  # AgentV v5's `environment` and `extensions` of the suite
+        self.suite_asserts: list[object] = []  # the suite's assertions, as written (set by `suite`)
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
 
     def suite(self, data: dict) -> dict:
         """The suite's keys other than its list of tests, rewritten (and returned)."""
+        if self.agentv:
+            self.problems += agentv_config_problems(self.path)
         data = substitute_env(data, (), self.lines, self.problems, warnings=self.warnings)
         if self.agentv and "defaults" in data:  # AgentV warns about and ignores unknown top-level keys
             self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
@@ -196,6 +202,8 @@ class AgentvNormalizer:
             del data["prompts"]  # v5's identity prompt: a test's `vars.input` is the message
         self.prompts = "prompts" in data
         v5_suite(data, self)
+        asserts = data.get("assertions")
+        self.suite_asserts = asserts if isinstance(asserts, list) else []
         if "target" in data and isinstance(data.get("target"), str):
             execution = data.setdefault("execution", {}) if data.get("execution") is not None else None
             if execution is None:
@@ -309,6 +317,7 @@ class AgentvNormalizer:
         self.attachments(test)
         if self.agentv:
             self.incomplete(test, path)
+            self.unusable_prompt(test, path)
         if self.agentv and not self.suite_input and test.get("mode") != "conversation":
             _flatten_single_message(test.get("input"))
             if "input" in test:
@@ -321,6 +330,24 @@ class AgentvNormalizer:
             if isinstance(turn, dict):
                 self.messages(turn.get("input"), (*path, "turns", j, "input"), "user")
                 self.messages(turn.get("expected_output"), (*path, "turns", j, "expected_output"), "assistant")
+
+    def unusable_prompt(self, test: dict, path: DataPath) -> None:
+        """AgentV skips a test one of whose llm-rubric / llm-grader prompts is a `file://` file
+        naming neither `{{ output }}` nor `{{ expected_output }}` (`prompt-validator.ts`, thrown
+        from `grader-parser.ts` `parsePromptField`, caught by `yaml-parser.ts`: "Skipping test"),
+        the suite's assertions included: so does convoeval, with that reason and a warning."""
+        execution = test.get("execution")
+        skips = isinstance(execution, dict) and execution.get("skip_defaults") is True
+        own = test.get("assertions")
+        listed = [*(own if isinstance(own, list) else []), *([] if skips else self.suite_asserts)]
+        found = _prompt_without_output(listed, self.base)
+        if found is not None:
+            why = (
+                f"AgentV skips this test: the grader prompt {found} names neither {{{{ output }}}} nor "
+                '{{ expected_output }} ("Missing required fields", its prompt-validator.ts)'
+            )
+            self.warn((*path, "id"), why)
+            test.setdefault("skip", why)
 
     def incomplete(self, test: dict, path: DataPath) -> None:
         """A warning for a test AgentV v4.42.4 skips as incomplete (`yaml-parser.ts` lines
@@ -480,6 +507,28 @@ class AgentvNormalizer:
         self.warnings.append(f"warning: {place.file}:{place.line}: {place.field}: {message}")
 
 
+def _prompt_without_output(assertions: list[object], base: Path) -> str | None:
+    """The `file://` prompt of an llm-rubric / llm-grader among `assertions` (composites' members
+    too) that names neither output variable AgentV requires; None when there is none."""
+    for item in assertions:
+        if not isinstance(item, dict):
+            continue
+        members = item.get("assertions", item.get("assert"))
+        if isinstance(members, list) and (found := _prompt_without_output(members, base)) is not None:
+            return found
+        kind, prompt = item.get("type"), item.get("prompt")
+        if kind not in _JUDGED_TYPES or not isinstance(prompt, str) or not prompt.startswith("file://"):
+            continue
+        file = find_attachment(prompt.removeprefix("file://"), base)
+        try:
+            text = file.read_text(encoding="utf-8") if file is not None else None
+        except (OSError, UnicodeDecodeError):
+            text = None  # the grader's own check says what is wrong with it
+        if text is not None and not _PROMPT_NEEDS.intersection(_PROMPT_VARIABLE.findall(text)):
+            return prompt
+    return None
+
+
 def _flatten_single_message(value: object) -> None:
     """AgentV sends a test whose input is one message of several blocks as one text: each
     block trimmed, files as `<file path="...">`, joined by blank lines (`buildPromptInputs`'
@@ -558,86 +607,6 @@ def _move_metadata(data: dict, keys: frozenset[str]) -> None:
     if isinstance(metadata, dict):
         for key in found:
             metadata.setdefault(key, data.pop(key))
-
-
-@overload
-def substitute_env(
-    value: dict[Key, object],
-    path: DataPath,
-    lines: LineMap,
-    problems: list[Problem],
-    unset_empty: bool = True,
-    warnings: list[str] | None = None,
-) -> dict[Key, object]: ...
-@overload
-def substitute_env(
-    value: object,
-    path: DataPath,
-    lines: LineMap,
-    problems: list[Problem],
-    unset_empty: bool = True,
-    warnings: list[str] | None = None,
-) -> object: ...
-def substitute_env(
-    value: object,
-    path: DataPath,
-    lines: LineMap,
-    problems: list[Problem],
-    unset_empty: bool = True,
-    warnings: list[str] | None = None,
-) -> object:
-    """Replace `${{ NAME }}` in every string with the environment variable NAME. An unset
-    variable becomes an empty string, as in AgentV (`interpolateEnv`), with a warning in
-    `warnings`; with `unset_empty=False` (targets files) it is a problem naming it. Without
-    any reference the value itself is returned; with one, a copy."""
-    if not _has_reference(value):
-        return value
-    unset: list[Problem] = []
-    found = _substitute(value, path, lines, unset)
-    for problem in unset:
-        if not unset_empty:
-            problems.append(problem)
-        elif warnings is not None:
-            message = problem.message.replace(")", "): sent as an empty string, as AgentV does", 1)
-            warnings.append(f"warning: {problem.file}:{problem.line}: {problem.field}: {message}")
-    return found
-
-
-def _has_reference(value: object) -> bool:
-    if isinstance(value, str):
-        return "${{" in value
-    items: Iterable[object]
-    if isinstance(value, dict):
-        items = value.values()
-    elif isinstance(value, list):
-        items = value
-    else:
-        return False
-    for item in items:
-        if _has_reference(item):
-            return True
-    return False
-
-
-def _substitute(value: object, path: DataPath, lines: LineMap, problems: list[Problem]) -> object:
-    if isinstance(value, str):
-        if "${{" not in value:
-            return value
-
-        def fill(match: re.Match[str]) -> str:
-            name = match.group(1)
-            found = os.environ.get(name)
-            if found is None:
-                message = f"environment variable {name} is not set (used as ${{{{ {name} }}}})"
-                problems.append(lines.problem(path, field_path(path), message))
-            return found or ""
-
-        return _ENV_REF.sub(fill, value)
-    if isinstance(value, dict):
-        return {k: _substitute(v, (*path, k), lines, problems) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, (*path, i), lines, problems) for i, v in enumerate(value)]
-    return value
 
 
 def json_text(value: object) -> str:

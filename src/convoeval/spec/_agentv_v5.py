@@ -1,8 +1,9 @@
 """AgentV v5's eval-file forms (promptfoo-style, read from AgentV's `packages/core/src/evaluation/`
 at v5.3.1-next.1 and its main branch of July 2026: `yaml-parser.ts`, `loaders/grader-parser.ts`,
-`graders/trajectory.ts`, `graders/skill-used.ts`, `graders/promptfoo-assertions.ts`) as
-convoeval's: the suite's keys (`v5_suite`) and the assertion types (`v5_assertion`). A test's
-`vars` are read by the normalizer (`_agentv.py`); the `script` grader is `graders/_agentv_script.py`.
+`graders/promptfoo-assertions.ts`) as convoeval's: the suite's keys (`v5_suite`) and the
+assertion types (`v5_assertion`). A test's `vars` are read by the normalizer (`_agentv.py`); the
+`script` grader is `graders/_agentv_script.py`, the `trajectory:*` and `skill-used` graders
+`graders/_agentv_trajectory.py`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import yaml
 if TYPE_CHECKING:
     from ._agentv import AgentvNormalizer
 
-_TRAJECTORY = ("trajectory:tool-used", "trajectory:tool-sequence", "trajectory:tool-args-match")
-
 
 class AgentvFormError(ValueError):
     """An AgentV assertion convoeval cannot honour: (field, why)."""
@@ -24,71 +23,6 @@ class AgentvFormError(ValueError):
     def __init__(self, field: str, message: str):
         super().__init__(message)
         self.field = field
-
-
-def _tool_name(step: object, field: str, counted: bool = False) -> str:
-    """The tool a v5 trajectory matcher names: a string or `{name}` (with `min`/`max` where
-    `counted`); glob patterns, other step types and other keys are refused."""
-    name = step.get("name", step.get("pattern")) if isinstance(step, dict) else step
-    allowed = {"name", "pattern", "type", *(("min", "max") if counted else ())}
-    if isinstance(step, dict) and (set(step) - allowed or step.get("type", "tool") != "tool"):
-        raise AgentvFormError(field, f"this AgentV form is not supported: a trajectory step {step!r} (name a tool)")
-    if not isinstance(name, str) or not name:
-        raise AgentvFormError(field, "a trajectory step names a tool (a string or `{name: ...}`)")
-    if any(c in name for c in "*?["):
-        raise AgentvFormError(
-            field, f"this AgentV form is not supported: the tool pattern {name!r} (name tools exactly)"
-        )
-    return name
-
-
-def v5_trajectory(item: dict, kind: str) -> dict:
-    """AgentV v5's promptfoo-style trajectory graders (its `graders/trajectory.ts`, v5.3.1) as
-    convoeval's tool graders: `tool-used` NAME / [NAMES] / {name, min, max} -> `tool-called` /
-    `tool-trajectory` (superset); `tool-sequence` {mode: in_order | exact, steps} ->
-    `tool-trajectory`; `tool-args-match` {name, args, mode: partial | exact} -> `tool-called`
-    with `args` (subset | exact). A `not-` prefix negates the grader, as in AgentV."""
-    item = dict(item)
-    value = item.pop("value", None)
-    negated = kind.startswith("not-")
-    base = kind.removeprefix("not-")
-    if negated:
-        item["negate"] = not item.get("negate", False)
-    if base == "trajectory:tool-used":
-        if isinstance(value, list):
-            expected = [{"tool": _tool_name(v, "value")} for v in value]
-            return {**item, "type": "tool-trajectory", "mode": "superset", "expected": expected}
-        counts = {k: value[k] for k in ("min", "max") if isinstance(value, dict) and k in value}
-        return {**item, "type": "tool-called", "tool": _tool_name(value, "value", counted=True), **counts}
-    if base == "trajectory:tool-sequence":
-        steps = value.get("steps") if isinstance(value, dict) else value
-        mode = value.get("mode", "in_order") if isinstance(value, dict) else "in_order"
-        if mode not in ("in_order", "exact") or not isinstance(steps, list):
-            raise AgentvFormError("value", "needs `steps` (a list) and `mode: in_order | exact`")
-        expected = [{"tool": _tool_name(v, "value.steps")} for v in steps]
-        return {**item, "type": "tool-trajectory", "mode": mode, "expected": expected}
-    if not isinstance(value, dict):
-        raise AgentvFormError("value", "must be a mapping: {name, args, mode}")
-    unknown = set(value) - {"name", "pattern", "args", "arguments", "mode"}
-    if unknown:
-        raise AgentvFormError("value", f"this AgentV form is not supported: tool-args-match {sorted(unknown, key=str)}")
-    args = value.get("args", value.get("arguments"))
-    mode = value.get("mode", "partial")
-    if not isinstance(args, dict) or mode not in ("partial", "exact"):
-        raise AgentvFormError("value", "needs `args` (a mapping) and `mode: partial | exact`")
-    match = "exact" if mode == "exact" else "subset"
-    name = {k: value[k] for k in ("name", "pattern") if k in value}
-    return {**item, "type": "tool-called", "tool": _tool_name(name, "value"), "args": args, "args_match": match}
-
-
-def v5_skill(item: dict, kind: str) -> dict:
-    """AgentV v5's `skill-used` / `not-skill-used` with `value: NAME` (its `skill-used.ts`) as
-    `skill-trigger`; the counted form `{name, min, max}` is refused."""
-    item = dict(item)
-    value = item.pop("value", None)
-    if not isinstance(value, str) or not value:
-        raise AgentvFormError("value", f"this AgentV form is not supported: {kind} with {value!r} (name one skill)")
-    return {**item, "type": "skill-trigger", "skill": value, "should_trigger": kind == "skill-used"}
 
 
 def v5_assert_set(item: dict) -> dict:
@@ -337,10 +271,6 @@ def v5_assertion(item: dict, kind: object) -> dict | None:
     """An AgentV v5 assertion type as convoeval's (None: not one of v5's)."""
     if kind == "llm-rubric":
         return v5_rubric(item)
-    if isinstance(kind, str) and kind.removeprefix("not-") in _TRAJECTORY:
-        return v5_trajectory(item, kind)
-    if kind in ("skill-used", "not-skill-used"):
-        return v5_skill(item, str(kind))
     if kind == "assert-set":
         return v5_assert_set(item)
     return None

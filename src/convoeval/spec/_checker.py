@@ -46,6 +46,17 @@ AGENTV_JUDGE_FIELDS = ("target", "provider")
 REFUSED_AGENTV_TYPES = {
     "agent-rubric": "`agent-rubric` (AgentV v5: a judge that reads the workspace with file tools); convoeval's "
     "judge has no tools: use `llm-rubric`, or a `script` that reads file_changes",
+    **{
+        f"{no}trajectory:step-count": "`trajectory:step-count` (it counts every step of AgentV's trace: "
+        "messages, tool results, spans, which convoeval's transcript does not hold); count tool calls with "
+        "`trajectory:tool-used` and `{name, min, max}`"
+        for no in ("", "not-")
+    },
+    **{
+        f"{no}trajectory:goal-success": "`trajectory:goal-success` (a judge reading AgentV's trace summary); "
+        "use `llm-rubric` with the goal as its criteria"
+        for no in ("", "not-")
+    },
 }
 
 #: Validated assertions remembered per file (equal built-in assertions share one object).

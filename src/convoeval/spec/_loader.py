@@ -59,6 +59,14 @@ def validate_paths(paths: list[str | Path]) -> list[Problem]:
     return problems
 
 
+#: AgentV's eval files written as programs (`*.eval.ts`, its SDK's `defineEval`).
+_SCRIPT_SUFFIXES = (".ts", ".mts", ".cts", ".js", ".mjs", ".cjs")
+_SCRIPT_SUITE = (
+    "this AgentV form is not supported: an eval file written in TypeScript or JavaScript (AgentV's `*.eval.ts`, "
+    "built with its SDK); convoeval reads eval files in YAML (or JSONL tests)"
+)
+
+
 def _not_a_file(path: Path) -> str:
     """Why `path`, which is no regular file, cannot be read as an eval file."""
     if path.is_dir():
@@ -72,6 +80,8 @@ def _load(path: Path, keep: bool = True) -> tuple[Suite | None, list[Problem]]:
     """The suite (None when invalid, or when `keep` is False) and the file's problems."""
     if not path.is_file():
         return None, [Problem(str(path), 1, "(file)", _not_a_file(path))]
+    if path.suffix.lower() in _SCRIPT_SUFFIXES:
+        return None, [Problem(str(path), 1, "(file)", _SCRIPT_SUITE)]
     problems: list[Problem] = []
     text = read_text(path, problems)
     if text is None:

@@ -360,6 +360,12 @@ class Test(Strict):
         "expected_output and turns, and in the suite's input for this test.",
     )
     metadata: dict[str, object] = Field(default_factory=dict)
+    skip: str | None = Field(
+        None,
+        min_length=1,
+        description="Why this test is not run: its result is `skipped` with this reason (set for a test AgentV "
+        "skips, e.g. one whose llm-rubric prompt file has neither {{ output }} nor {{ expected_output }}).",
+    )
 
     @field_validator("depends_on", mode="before")
     @classmethod

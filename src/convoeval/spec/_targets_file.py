@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from .. import registry
 from .._secrets import remember
 from ..targets import TargetConfig, provider_names, settings_model
-from ._agentv import _ENV_REF, substitute_env
+from ._agentv_env import ENV_REF, substitute_env
 from ._errors import Problem, SpecError, field_path
 from ._yaml import DataPath, LineMap, load_yaml
 
@@ -62,7 +62,7 @@ def _remember_url_secrets(raw: dict[str, object], filled: object) -> None:
             path = urlsplit(url).path
         except ValueError:
             continue
-        for match in _ENV_REF.finditer(text):
+        for match in ENV_REF.finditer(text):
             value = os.environ.get(match.group(1))
             if value and value in path:
                 remember(value)
@@ -217,6 +217,16 @@ def _entry_config(
     entry: dict, where: DataPath, lines: LineMap, problems: list[Problem], unset: list[Problem]
 ) -> TargetConfig | None:
     provider = entry.get("provider")
+    if provider == "replay" and "transcripts" in entry:  # AgentV's replay (`providers/targets.ts`, v5.3)
+        at = (*where, "transcripts")
+        unset.append(
+            lines.problem(
+                at,
+                field_path(at),
+                "this AgentV form is not supported: AgentV's `replay` provider reading recorded agent "
+                "`transcripts`; convoeval's `replay` target replays a convoeval results file named as its `model`",
+            )
+        )
     if unset:
         return _unusable(entry, unset)
     if isinstance(provider, str) and registry.lookup("provider", provider) is None:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._paths import confined_file
-from ._agentv import AgentvNormalizer, agentv_key, substitute_env
+from ._agentv import AgentvNormalizer, agentv_key
+from ._agentv_env import substitute_env
 from ._checker import Checker
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
