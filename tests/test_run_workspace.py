@@ -264,6 +264,7 @@ async def test_an_absent_kept_folder_stays_read_only_while_any_command_runs_then
     ran = await slow
     assert "done" in ran.output and "Read-only" in ran.output, ran.output
     assert not (tmp_path / ".git").exists()
+    assert not list(tmp_path.glob(".convoeval-placeholder*"))  # made and removed under staging names
 
 
 #: A `before_all` hook that rewrites what the targets run on the host: a `cli` target's script and

@@ -13,12 +13,15 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 #: The file that tells a placeholder from a real folder.
 MARKER = ".convoeval-placeholder"
+#: How a placeholder is named while it is made or removed.
+STAGING = ".convoeval-placeholder-"
 #: Added to the name of what a command put where a kept link was (moved aside, not removed).
 REPLACED = ".convoeval-replaced"
 
@@ -107,12 +110,7 @@ def _hold(path: str) -> int | None:
     """A shared lock on the placeholder at `path`, made if absent; None when a real file or
     folder is there (bound read-only as it is)."""
     while True:
-        try:
-            os.mkdir(path, 0o755)
-            Path(path, MARKER).touch()
-        except FileExistsError:
-            pass
-        except OSError:
+        if not os.path.lexists(path) and not _make(path):
             return None
         if not os.path.isfile(os.path.join(path, MARKER)):
             return None
@@ -123,8 +121,29 @@ def _hold(path: str) -> int | None:
         os.close(fd)  # removed meanwhile by its last holder: make it again
 
 
+def _make(path: str) -> bool:
+    """Make the placeholder at `path` whole at once: a folder with its marker made under a
+    staging name and renamed there (a convoeval killed meanwhile never leaves an empty `.git`,
+    which would pass for a repository). False when it cannot be made."""
+    try:
+        staging = tempfile.mkdtemp(prefix=STAGING, dir=os.path.dirname(path))
+    except OSError:
+        return False
+    Path(staging, MARKER).touch()
+    os.chmod(staging, 0o755)
+    try:
+        if not os.path.lexists(path):  # rename would replace an empty folder made meanwhile
+            os.rename(staging, path)
+            return True
+    except OSError:
+        pass
+    _remove(staging)
+    return True  # made by another command meanwhile: `_hold` looks at what is there
+
+
 def _release(path: str, fd: int) -> None:
-    """Remove the placeholder when no other command holds it (its lock taken exclusively)."""
+    """Remove the placeholder when no other command holds it (its lock taken exclusively): moved
+    to a staging name first, so that no step of its removal leaves an empty folder at `path`."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:  # another command's sandbox still has it: that one removes it
@@ -132,12 +151,23 @@ def _release(path: str, fd: int) -> None:
         return
     try:
         if _same(fd, path):
-            os.unlink(os.path.join(path, MARKER))
-            os.rmdir(path)  # fails, and leaves it, if something else was put in it meanwhile
+            staging = os.path.join(os.path.dirname(path), f"{STAGING}{os.getpid()}-{fd}")
+            os.rename(path, staging)
+            _remove(staging)
     except OSError:
         pass
     finally:
         os.close(fd)
+
+
+def _remove(staging: str) -> None:
+    """Remove a placeholder's staging folder: its marker, then itself (left if anything else is
+    in it)."""
+    try:
+        os.unlink(os.path.join(staging, MARKER))
+        os.rmdir(staging)
+    except OSError:
+        pass
 
 
 def _same(fd: int, path: str) -> bool:
