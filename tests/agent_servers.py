@@ -7,7 +7,7 @@ recorded (path, headers, JSON body) with the usage the server reported for it, s
 compare the figures the CLI and convoeval report with what the model really said. `faults`
 are consumed one per model request: `"401"` (every later request too), `"500"` (one server
 error: the CLI retries), `"cut"` (the stream stops mid-text), `"hang"` (no answer until the
-server closes).
+server closes), `"ok"` (none: answered as usual, e.g. before a later fault).
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class FakeModelServer:
             else:
                 fault = self.faults.popleft() if self.faults and self.takes_fault(body) else None
                 self.unauthorized = fault == "401"
-                self._calls += fault is None
+                self._calls += fault in (None, "ok")
             record.fault = fault
             count = self._calls
         if fault in ("404", "401", "500"):

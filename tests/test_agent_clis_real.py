@@ -14,8 +14,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,9 +26,12 @@ import pytest
 import convoeval
 from convoeval.datasets._transcripts import import_transcripts
 from convoeval.results import EvaluationResult
+from convoeval.targets.agents._codex_rollout import read_records, read_turns
 
 from .agent_servers import FakeAnthropic, FakeResponses, Rule
 from .conftest import REPO, write
+from .test_signals import convoeval as convoeval_process
+from .test_signals import kill_marked, left, wait_for
 
 #: Where the CLIs are: the pinned install, or the folder `CONVOEVAL_TEST_AGENT_CLIS` names.
 BIN = Path(os.environ.get("CONVOEVAL_TEST_AGENT_CLIS") or REPO / ".tools" / "agent-clis" / "node_modules" / ".bin")
@@ -287,6 +292,190 @@ def test_claude_hang_ends_at_the_timeout(
     ), result.error
 
 
+LONG_JOB = """\
+tests:
+  - id: long
+    mode: conversation
+    turns:
+      - input: run the long job
+        assertions: [{type: contains, value: Out}]
+"""
+
+
+def long_job(mark: str, tool: str, **extra) -> Rule:
+    """A rule whose tool call leaves a file, then runs `time.sleep(MARK)` (a command that outlives the turn)."""
+    arg = "command" if tool == "Bash" else "cmd"
+    command = f"echo go > started.txt; python3 -c 'import time; time.sleep({mark})'"
+    return Rule("run the long job", "Out: {output}", (tool, {arg: command, **extra}))
+
+
+def unique_seconds() -> str:
+    """A sleep's length no other process has: it marks the test's commands."""
+    return f"{3000 + uuid.uuid4().int % 500}.{uuid.uuid4().int % 1000:03d}"
+
+
+@pytest.mark.parametrize("stop", ["timeout", "sigterm"])
+def test_claude_stopped_mid_command_leaves_no_command_running(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop: str
+) -> None:
+    """Claude Code starts each Bash command in a session of its own, out of reach of its process
+    group. Stopped at the timeout, or by a SIGTERM to convoeval (on the host), it now gets SIGTERM
+    first and ends its commands itself; before, SIGKILL at once left the command running (its
+    parent PID 1)."""
+    mark = unique_seconds()
+    try:
+        with FakeAnthropic([long_job(mark, "Bash")]) as server:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+            if stop == "timeout":
+                result, _ = run_suite(tmp_path, LONG_JOB, claude_target(clis, timeout_s=6))
+                assert result.execution_status == "execution_error"
+                assert "timed out after 6 s" in (result.error or ""), result.error
+            else:
+                write(tmp_path / "s.eval.yaml", LONG_JOB)
+                write(tmp_path / "targets.yaml", json.dumps({"targets": [claude_target(clis)]}))
+                (tmp_path / "work").mkdir()
+                args = ["run", "s.eval.yaml", "--targets", "targets.yaml", "--target", "claude", "--judge", "scripted"]
+                process = convoeval_process(*args, "--no-cache", cwd=tmp_path)
+                try:
+                    wait_for(lambda: (tmp_path / "work" / "started.txt").exists())
+                    os.kill(process.pid, signal.SIGTERM)
+                    _, err = process.communicate(timeout=30)
+                finally:
+                    if process.poll() is None:
+                        os.killpg(process.pid, signal.SIGKILL)
+                        process.wait()
+                assert process.returncode == 143, err
+        assert (tmp_path / "work" / "started.txt").exists()  # the command had started
+        wait_for(lambda: not left(f"sleep({mark})"), 5)
+    finally:
+        kill_marked(f"sleep({mark})")
+
+
+ONE_TURN_TOOL = """\
+tests:
+  - id: limited
+    mode: conversation
+    turns:
+      - input: please make a file
+        assertions: [{type: contains, value: Made}]
+      - input: tell me the secret word
+"""
+
+
+@pytest.mark.parametrize(
+    ("limit", "hit", "ran"),
+    [
+        (["--max-turns", "1"], "max_turns=1 at turn 1", True),  # the command ran, the next model call did not
+        (["--max-budget-usd", "0.0005"], "max_budget_usd=0.0005 at turn 1", False),  # the first call spent it all
+    ],
+)
+def test_claude_own_limit_is_a_budget_that_keeps_what_the_turn_spent(
+    clis: dict[str, Path],
+    agent_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    limit: list[str],
+    hit: str,
+    ran: bool,
+) -> None:
+    """A turn Claude Code ends on its own limit is `budget_exhausted` (before: an execution error
+    with no cost, no tokens and no tool call), with its cost, tokens and the commands that ran."""
+    rules = [Rule("make a file", "Made: {output}", ("Bash", {"command": "echo hello > made.txt && cat made.txt"}))]
+    with FakeAnthropic(rules) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, ONE_TURN_TOOL, claude_target(clis, args=["--allowedTools", "Bash", *limit]))
+    assert result.execution_status == "budget_exhausted" and result.budget_hit == hit, result.error
+    turn, unsent = result.scores[0], result.scores[1]
+    assert unsent.verdict == "skip" and len(turn_calls(server)) == 1
+    (calls,) = turn_calls(server)
+    assert turn.token_usage is not None and turn.token_usage.input_tokens == sum(r.usage["input"] for r in calls)
+    assert turn.cost_usd and turn.cost_usd == result.cost_usd
+    assert (tmp_path / "work" / "made.txt").exists() == ran
+    # A command that ran is a call; one the model asked for that never ran is not.
+    assert [(c.name, c.output) for c in turn.tool_calls] == ([("Bash", "hello")] if ran else [])
+
+
+def test_claude_failed_turn_keeps_what_it_spent(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn that fails after its command ran (an API error, no retries left) is an execution
+    error that still counts the turn's cost and tokens, and shows the command in the transcript."""
+    rules = [Rule("make a file", "Made: {output}", ("Bash", {"command": "echo hello > made.txt && cat made.txt"}))]
+    with FakeAnthropic(rules, faults=["ok", "500"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(clis, env={"CLAUDE_CODE_MAX_RETRIES": "0"})
+        result, _ = run_suite(tmp_path, ONE_TURN_TOOL, target)
+    assert result.execution_status == "execution_error"
+    assert "Claude Code failed (API status 500)" in (result.error or ""), result.error
+    answered = [r for r in turn_calls(server)[0] if r.fault != "500"]
+    assert result.token_usage.input_tokens == sum(r.usage["input"] for r in answered) > 0
+    assert result.cost_usd > 0
+    (tool,) = [m for m in result.output if m.source == "tool"]
+    assert tool.content == "hello" and tool.tool_calls[0].name == "Bash" and tool.turn == 1
+
+
+#: A prompt longer than a command-line argument can be (128 KiB on Linux).
+HUGE = "summarise this: " + "word " * 30_000
+
+BIG = """\
+tests:
+  - id: big
+    mode: conversation
+    input:
+      - {role: system, content: "%(system)s"}
+    turns:
+      - input: "%(prompt)s"
+        assertions: [{type: contains, value: "Summary: done"}]
+      - input: what did I ask?
+        assertions: [{type: contains, value: echo}]
+"""
+
+
+@pytest.mark.parametrize("which", ["claude", "codex"])
+def test_prompts_over_128_kib_reach_the_cli_on_its_input(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """The prompt goes to the CLI's standard input, a resumed turn's too (before: on the command
+    line, where over 128 KiB failed with `OSError: [Errno 7] Argument list too long`); a system
+    prompt that long is a clear error, and no CLI starts."""
+    rules = [Rule("^summarise this", "Summary: done")]
+    server: FakeAnthropic | FakeResponses
+    with FakeAnthropic(rules) if which == "claude" else FakeResponses(rules) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(clis) if which == "claude" else codex_target(clis, server, tmp_path)
+        result, _ = run_suite(tmp_path, BIG % {"system": SYSTEM, "prompt": HUGE}, target)
+        assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+        assert [server.last_user_text(t[0].body) for t in turn_calls(server)] == [HUGE, "what did I ask?"]
+        before = len(server.requests)
+        result, _ = run_suite(tmp_path, BIG % {"system": HUGE, "prompt": "hi"}, target)
+        assert len(server.requests) == before
+    assert result.execution_status == "execution_error"
+    option = "--append-system-prompt" if which == "claude" else "-c developer_instructions=..."
+    assert (result.error or "").startswith(
+        f"turn 1: {target['name']}: the system prompt is too long for the command line, where the CLI takes it "
+        f"({option}): 146 KiB, over the 128 KiB Linux allows in one argument; shorten it"
+    ), result.error
+
+
+TEAM_KEY = "sk-team-real-cli-SECRET-0009"
+
+
+@pytest.mark.parametrize("given", [{"api_key_env": "TEAM_KEY"}, {"api_key": "${{ TEAM_KEY }}"}])
+def test_claude_gets_the_key_the_target_gives(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: dict
+) -> None:
+    """`api_key_env` / `api_key` reach Claude Code as ANTHROPIC_API_KEY (before: under the
+    variable's own name, which Claude Code does not read: "Not logged in")."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("TEAM_KEY", TEAM_KEY)
+    with FakeAnthropic(RULES) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, raw = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "Bash"}, claude_target(clis, **given))
+    assert result.execution_status != "execution_error", result.error
+    assert {r.headers.get("x-api-key") for r in server.model_calls} == {TEAM_KEY}
+    assert TEAM_KEY not in raw
+
+
 # Codex --------------------------------------------------------------------------------------
 
 
@@ -409,6 +598,108 @@ def test_codex_hang_ends_at_the_timeout(clis: dict[str, Path], agent_home: Path,
         result, _ = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "command_execution"}, target)
     assert result.execution_status == "execution_error"
     assert "timed out after 8 s (Codex's last error: Reconnecting... 1/5 (stream disconnected" in (result.error or "")
+
+
+def test_codex_cost_comes_from_the_price_table(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
+    """A model in convoeval's price table costs its list price, as it does for an HTTP target
+    (before: $0 and no cost known, so a `cost` check was an error)."""
+    suite = "tests:\n  - id: hi\n    mode: conversation\n    turns:\n      - input: hello there\n"
+    suite += "        assertions: [{type: cost, max_usd: 1.0}]\n"
+    with FakeResponses() as server:
+        result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path, model="gpt-5"))
+    assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+    (calls,) = turn_calls(server)
+    used = (sum(r.usage["input"] for r in calls), sum(r.usage["output"] for r in calls))
+    assert result.cost_usd == pytest.approx((used[0] * 1.25 + used[1] * 10.0) / 1e6)  # prices.json: gpt-5
+
+
+def test_codex_timeout_says_what_it_was_running(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
+    """The timeout names the command Codex was running (before: "Codex's last error: None", read
+    from an `error` item's missing top-level `message`)."""
+    mark = unique_seconds()
+    try:
+        with FakeResponses([long_job(mark, "exec_command", yield_time_ms=60_000)]) as server:
+            result, _ = run_suite(tmp_path, LONG_JOB, codex_target(clis, server, tmp_path, timeout_s=8))
+        assert result.execution_status == "execution_error"
+        assert "timed out after 8 s (Codex was running `/bin/bash -lc" in (result.error or ""), result.error
+        assert f"time.sleep({mark})" in (result.error or "") and "None" not in (result.error or "")
+        assert "Codex's last error: Model metadata for `gpt-fake` not found" in (result.error or "")
+        wait_for(lambda: not left(f"sleep({mark})"), 5)
+    finally:
+        kill_marked(f"sleep({mark})")
+
+
+def test_codex_command_still_running_when_the_turn_ends_is_a_call(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path
+) -> None:
+    """A command the agent leaves running (a server: `exec_command` returns after `yield_time_ms`)
+    is a call with its output so far, never "blocked by the Codex sandbox" (before: dropped, or
+    marked blocked when the rollout had no record of it), in the run and in its rollout read as a
+    transcript."""
+    mark = unique_seconds()
+    suite = """\
+tests:
+  - id: server
+    mode: conversation
+    turns:
+      - input: please start the server
+        assertions:
+          - {type: tool-called, tool: command_execution}
+          - {type: contains, value: SERVER-UP}
+"""
+    command = f'echo SERVER-UP; exec python3 -c "import time; time.sleep({mark})"'
+    rules = [Rule("start the server", "Started: {output}", ("exec_command", {"cmd": command, "yield_time_ms": 2000}))]
+    try:
+        with FakeResponses(rules) as server:
+            result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path))
+        assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+        (call,) = result.scores[0].tool_calls
+        assert call.status is None and call.error is None and "SERVER-UP" in str(call.output), call
+        assert call.arguments == {"command": f"/bin/bash -lc '{command}'"}
+        # The rollout read as a transcript: the command ran, with or without the record Codex
+        # writes of it when it kills it at its exit (the record a quicker exit leaves out).
+        (rollout,) = (agent_home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl")
+        lines = rollout.read_text().splitlines()
+        unrecorded = write(tmp_path / "unrecorded.jsonl", "\n".join(x for x in lines if '"CommandExecution"' not in x))
+        for path in (rollout, unrecorded):
+            (turn,) = read_turns(read_records(path))
+            (command_call,) = turn.commands
+            assert command_call.status is None and "SERVER-UP" in str(command_call.output), (path, command_call)
+    finally:
+        kill_marked(f"sleep({mark})")
+
+
+def test_codex_failed_turn_keeps_what_it_spent(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
+    """A turn that fails after its command ran is an execution error that still counts its
+    tokens (from the rollout) and shows the command in the transcript."""
+    rules = [Rule("make a file", "Made: {output}", ("exec_command", {"cmd": "echo hello > made.txt && cat made.txt"}))]
+    with FakeResponses(rules, faults=["ok", "500"]) as server:
+        target = codex_target(clis, server, tmp_path, model="gpt-5")
+        target["args"] += ["-c", "model_providers.fake.request_max_retries=0"]
+        target["args"] += ["-c", "model_providers.fake.stream_max_retries=0"]
+        result, _ = run_suite(tmp_path, ONE_TURN_TOOL, target)
+    assert result.execution_status == "execution_error"
+    assert "cx: Codex turn failed" in (result.error or ""), result.error
+    answered = [r for r in server.model_calls if r.fault != "500"]
+    assert result.token_usage.input_tokens == sum(r.usage["input"] for r in answered) > 0
+    assert result.cost_usd > 0
+    (tool,) = [m for m in result.output if m.source == "tool"]
+    assert tool.content == "hello\n" and tool.tool_calls[0].name == "command_execution"
+
+
+def test_codex_gets_the_key_the_target_gives(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`api_key_env` reaches Codex as OPENAI_API_KEY, what its provider reads (and under its own
+    name, for a provider whose `env_key` names it)."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("TEAM_KEY", TEAM_KEY)
+    with FakeResponses(RULES) as server:
+        target = codex_target(clis, server, tmp_path, api_key_env="TEAM_KEY")
+        result, raw = run_suite(tmp_path, ORDERS % {"system": SYSTEM, "tool": "command_execution"}, target)
+    assert result.execution_status != "execution_error", result.error
+    assert {r.headers.get("authorization") for r in server.model_calls} == {f"Bearer {TEAM_KEY}"}
+    assert TEAM_KEY not in raw
 
 
 # Sessions as transcripts ---------------------------------------------------------------------

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from convoeval._sandbox._cgroup import PREFIX, _place
+from convoeval.errors import TargetError
 from convoeval.targets._base import TargetConfig
 from convoeval.targets.agents._boxed import boxed_env
 from convoeval.targets.agents._settings import AgentCliSettings
@@ -184,6 +185,22 @@ def test_codex_runs_in_the_sandbox_and_resumes_every_turn(
     grade_session(cli, tmp_path, kept[0], "command_execution", ["Create an order for a book", "ORD-1042 is cancelled."])
 
 
+def test_the_key_the_target_names_reaches_the_cli_in_the_sandbox(
+    bwrap: None, clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`api_key_env` names the key: the CLI in the sandbox gets it as ANTHROPIC_API_KEY, the
+    variable it reads (before: under its own name only, and "Not logged in")."""
+    monkeypatch.setenv("TEAM_KEY", SECOND_KEY)
+    with FakeAnthropic(real.RULES) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(clis, api_key_env="TEAM_KEY")
+        result, raw = run_suite(tmp_path, SUITE % {"system": SYSTEM, "tool": "Bash"}, target, sandbox="bubblewrap")
+    assert result.execution_status != "execution_error", result.error
+    assert {r.headers.get("x-api-key") for r in server.model_calls} == {SECOND_KEY}
+    assert SECOND_KEY not in raw
+    shutil.rmtree(result.trials[0].workspace or "")
+
+
 def processes_with(marker: str) -> list[str]:
     """Command lines of the running processes that hold `marker`."""
     found = []
@@ -262,14 +279,27 @@ def test_the_sandboxed_environment_holds_one_key_and_what_the_target_names(monke
         monkeypatch.setenv(name, value)
     settings = AgentCliSettings(env={"TMPDIR": "/elsewhere", "SET_HERE": "1"}, env_passthrough=["PASSED_ON"])
     config = TargetConfig(name="c", provider="claude-code")
-    env, key = boxed_env(config, settings, CLAUDE_KEYS, ("ANTHROPIC_BASE_URL",))
-    assert key == "ANTHROPIC_API_KEY" and env[key] == "key-1"  # the provider's first key that is set
+    env, secrets = boxed_env(config, settings, CLAUDE_KEYS, ("ANTHROPIC_BASE_URL",))
+    assert env["ANTHROPIC_API_KEY"] == "key-1" and secrets == ["key-1"]  # the provider's first key that is set
     assert not {"ANTHROPIC_AUTH_TOKEN", "MY_KEY", "OTHER_SECRET_TOKEN"} & set(env)
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9" and env["PASSED_ON"] == "yes" and env["SET_HERE"] == "1"
     assert env["HOME"] == "/run/home" and env["TMPDIR"] == "/tmp"  # the sandbox's, whatever `env` says
-    # The key the target names, and only it.
-    env, key = boxed_env(config.model_copy(update={"api_key_env": "MY_KEY"}), settings, CLAUDE_KEYS, ())
-    assert key == "MY_KEY" and env["MY_KEY"] == "key-3" and not set(CLAUDE_KEYS) & set(env)
+    # The key the target names, and only it: as the variable the CLI reads, and under its own name.
+    env, secrets = boxed_env(config.model_copy(update={"api_key_env": "MY_KEY"}), settings, CLAUDE_KEYS, ())
+    assert env["ANTHROPIC_API_KEY"] == env["MY_KEY"] == "key-3" and secrets == ["key-3"]
+    assert "ANTHROPIC_AUTH_TOKEN" not in env
+    # A key the target gives itself.
+    given = TargetConfig(name="c", provider="claude-code", api_key="key-4")
+    env, secrets = boxed_env(given, settings, CLAUDE_KEYS, ())
+    assert env["ANTHROPIC_API_KEY"] == "key-4" and secrets == ["key-4"] and "ANTHROPIC_AUTH_TOKEN" not in env
+    # One of the CLI's own variables, named: given as is.
+    named = config.model_copy(update={"api_key_env": "ANTHROPIC_AUTH_TOKEN"})
+    env, secrets = boxed_env(named, settings, CLAUDE_KEYS, ())
+    assert env["ANTHROPIC_AUTH_TOKEN"] == "key-2" and "ANTHROPIC_API_KEY" not in env
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    env, key = boxed_env(config, settings, CLAUDE_KEYS, ())
-    assert key == "ANTHROPIC_AUTH_TOKEN" and "ANTHROPIC_API_KEY" not in env
+    env, secrets = boxed_env(config, settings, CLAUDE_KEYS, ())
+    assert env["ANTHROPIC_AUTH_TOKEN"] == "key-2" and "ANTHROPIC_API_KEY" not in env
+    # A named variable that is not set is an error, not a run with another key.
+    monkeypatch.delenv("UNSET_KEY", raising=False)
+    with pytest.raises(TargetError, match=r"c: no API key: set UNSET_KEY \(api_key_env\)"):
+        boxed_env(config.model_copy(update={"api_key_env": "UNSET_KEY"}), settings, CLAUDE_KEYS, ())

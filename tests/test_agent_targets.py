@@ -25,7 +25,7 @@ from convoeval.results import EvaluationResult
 from convoeval.targets.agents import Line, parse_events, parse_stream
 from convoeval.targets.agents._codex import toml_string
 
-from .conftest import DATA, read_jsonl, write
+from .conftest import DATA, command_lines, read_jsonl, write
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 SECRET = "sk-ant-test-SECRET-key-0001"
@@ -104,7 +104,9 @@ def test_claude_code_three_turns_resume_the_session(agent_bin: Path, tmp_path: P
     assert len(argvs) == 3 and "--resume" not in argvs[0]
     session = result.scores[0].session_id
     assert session and argvs[1][argvs[1].index("--resume") + 1] == session == argvs[2][argvs[2].index("--resume") + 1]
-    assert argvs[1][-2:] == ["--", "What is the status of ORD-1042?"] and "-p" in argvs[1]
+    # The prompt goes to the CLI's standard input, never on its command line.
+    assert calls(agent_bin)[1]["prompt"] == "What is the status of ORD-1042?" and "-p" in argvs[1]
+    assert not any("ORD-1042" in arg for arg in argvs[1]) and "--" not in argvs[1]
     assert ["--model", "sonnet"] == argvs[0][argvs[0].index("--model") : argvs[0].index("--model") + 2]
     assert "--permission-mode" in argvs[0] and "--verbose" in argvs[0]
     # The session really continued: turn 3 is the third message the fake's session saw.
@@ -178,7 +180,8 @@ def test_codex_three_turns_resume_the_thread(agent_bin: Path, tmp_path: Path, mo
     assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
     argvs = [c["argv"] for c in calls(agent_bin)]
     thread = result.scores[0].session_id
-    assert argvs[0][:2] == ["exec", "--json"] and argvs[0][-2:] == ["--", "Create an order for a book"]
+    assert argvs[0][:2] == ["exec", "--json"] and argvs[0][-2:] == ["--", "-"]  # the prompt on standard input
+    assert calls(agent_bin)[0]["prompt"] == "Create an order for a book"
     # Options (the target's args too) come before the `resume` subcommand.
     assert argvs[1][:3] == ["exec", "--json", "--skip-git-repo-check"]
     assert argvs[1][3:5] == ["resume", thread] and argvs[2][4] == thread
@@ -544,3 +547,40 @@ def test_agent_output_beyond_the_cap_ends_with_a_clear_message(
     assert time.monotonic() - started < 30
     assert result.execution_status == "execution_error"
     assert "claude: printed more than 1 MB on stdout; stopped it" in (result.error or ""), result.error
+
+
+@pytest.mark.parametrize("ignores_term", [False, True])
+def test_a_stopped_command_gets_sigterm_then_sigkill_after_the_grace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ignores_term: bool
+) -> None:
+    """At its timeout a command's process group gets SIGTERM (an agent CLI ends what it started
+    then), and SIGKILL once it has ended or `TERM_GRACE_S` have passed: a command that ignores
+    SIGTERM is killed after the grace, one that does not costs no wait."""
+    from convoeval.targets.agents import _process
+
+    monkeypatch.setattr(_process, "TERM_GRACE_S", 2.0)
+    mark = f"{4000 + os.getpid() % 500}.{int(ignores_term)}{time.time_ns() % 100:02d}"
+    handler = "signal.SIG_IGN" if ignores_term else "signal.SIG_DFL"
+    script = write(
+        tmp_path / "agent.py", f"import signal, time\nsignal.signal(signal.SIGTERM, {handler})\ntime.sleep({mark})\n"
+    )
+    targets = f"targets:\n  - {{name: slow, provider: cli, command: 'exec {sys.executable} {script}', timeout_s: 1}}\n"
+    suite = "tests:\n  - id: slow\n    input: hello\n    assertions:\n      - {type: contains, value: x}\n"
+    started = time.monotonic()
+    result, _ = run_suite(tmp_path, suite, targets, "slow")
+    elapsed = time.monotonic() - started
+    assert "slow: timed out after 1 s" in (result.error or ""), result.error
+    assert (3.0 <= elapsed < 6.0) if ignores_term else elapsed < 2.5, elapsed
+    assert not [line for line in command_lines() if f"sleep({mark})" in line]
+
+
+def test_a_command_line_over_the_limit_is_a_clear_error(tmp_path: Path) -> None:
+    """A `cli` command that puts a prompt over 128 KiB in its command line cannot start: the
+    error says so (before: `OSError: [Errno 7] Argument list too long`)."""
+    targets = "targets:\n  - {name: echo, provider: cli, command: 'echo {PROMPT}'}\n"
+    suite = (
+        f'tests:\n  - id: big\n    input: "{"word " * 30_000}"\n    assertions:\n      - {{type: contains, value: x}}\n'
+    )
+    result, _ = run_suite(tmp_path, suite, targets, "echo")
+    assert result.execution_status == "execution_error"
+    assert result.error == "turn 1: echo: cannot start the command: its command line is too long (146 KiB)"

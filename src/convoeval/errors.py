@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .results import Usage
+from .results import ToolCall, Usage
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -58,7 +58,32 @@ class TargetError(ConvoevalError):
     """The target could not produce a reply (HTTP error after retries, timeout, bad body).
 
     The message is shown to the user and stored in results: it must never hold a secret.
+    `usage`, `cost_usd` and `tool_calls` record what the call had spent and run before it
+    failed (an agent CLI whose turn ended in an error after its tools ran), so the run still
+    counts them and the transcript shows them.
     """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        usage: Usage | None = None,
+        cost_usd: float = 0.0,
+        tool_calls: list[ToolCall] | None = None,
+    ):
+        super().__init__(message)
+        self.usage = usage or Usage()
+        self.cost_usd = cost_usd
+        self.tool_calls = tool_calls or []
+
+    @property
+    def spent(self) -> bool:
+        """Whether the call spent tokens or money, or ran tools, before it failed."""
+        return bool(self.usage.total_tokens or self.cost_usd or self.tool_calls)
+
+    def reworded(self, message: str) -> TargetError:
+        """The same error (what it spent too) with another message."""
+        return TargetError(message, usage=self.usage, cost_usd=self.cost_usd, tool_calls=self.tool_calls)
 
 
 class GraderError(ConvoevalError):

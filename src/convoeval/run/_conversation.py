@@ -245,6 +245,11 @@ class Conversation:
             reply = await self.ctx.target.chat(request)
         except TargetError as exc:
             self.error = f"turn {number}: {exc}"
+            if exc.spent:  # what the failed turn spent and ran still counts, and shows
+                self.replies.append(
+                    ChatReply(text="", usage=exc.usage, cost_usd=exc.cost_usd, tool_calls=exc.tool_calls)
+                )
+                self.transcript.extend(_tool_message(call, number) for call in exc.tool_calls)
             return None
         except Exception as exc:  # a provider bug must not end the run
             self.error = f"turn {number}: {type(exc).__name__}: {exc}"

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ._base import Target, TargetConfig, unwrap
 from ._http import RetryPolicy, post_json
 from ._limits import ProviderLimits, endpoint_key
-from ._prices import call_cost, lookup_price
+from ._prices import call_cost, target_prices
 from ._settings import HttpSettings, settings_of
 
 if TYPE_CHECKING:
@@ -54,15 +54,10 @@ class HttpTarget:
             rpm=self.settings.rpm,
             tpm=self.settings.tpm,
         )
-        listed = lookup_price(config.model) if config.model else None
-        price_in = config.price_input_per_mtok
-        price_out = config.price_output_per_mtok
-        self.prices = (
-            price_in if price_in is not None else (listed[0] if listed else 0.0),
-            price_out if price_out is not None else (listed[1] if listed else 0.0),
+        #: `priced`: both prices are set or listed, a cost of 0 is one (`ChatReply.cost_known`).
+        self.prices, self.priced = target_prices(
+            config.model, config.price_input_per_mtok, config.price_output_per_mtok
         )
-        #: Both prices are set or listed: a cost of 0 is one (`ChatReply.cost_known`).
-        self.priced = bool(listed) or (price_in is not None and price_out is not None)
 
     @property
     def endpoint(self) -> str:

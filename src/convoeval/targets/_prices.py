@@ -34,6 +34,18 @@ def lookup_price(model: str) -> tuple[float, float] | None:
     return table[best] if best else None
 
 
+def target_prices(model: str, price_in: float | None, price_out: float | None) -> tuple[tuple[float, float], bool]:
+    """A target's `(input, output)` prices: its own (`price_input_per_mtok`,
+    `price_output_per_mtok`), else its model's list price (`lookup_price`), else 0; and whether
+    both are known (set or listed: a cost of 0 is then a measurement, `ChatReply.cost_known`)."""
+    listed = lookup_price(model) if model else None
+    prices = (
+        price_in if price_in is not None else (listed[0] if listed else 0.0),
+        price_out if price_out is not None else (listed[1] if listed else 0.0),
+    )
+    return prices, bool(listed) or (price_in is not None and price_out is not None)
+
+
 def call_cost(input_tokens: int, output_tokens: int, prices: tuple[float, float] | None) -> float:
     """USD cost of one call at `(input, output)` USD per million tokens (0 without prices)."""
     if prices is None:

@@ -1,8 +1,10 @@
 """The common base of coding-agent CLIs resumed turn by turn (`claude-code`, `codex`).
 
 Each turn runs the CLI once: the first turn starts a session, later ones resume it by id.
-The prompt always follows `--`, so a message starting with `-` is text, never an option; the
-system prompt is given on every turn (the CLIs do not keep one given on the command line).
+The prompt goes to the CLI's standard input, so a message starting with `-` is text, never an
+option, and no prompt is too long for a command line; the system prompt is given on every turn
+(the CLIs do not keep one given on the command line), as an argument: one longer than Linux
+takes (`MAX_ARGUMENT`) is an error that says so.
 Per-turn figures mean the same for every agent: `usage` and `cost_usd` are this turn's (not
 the session's running total), `latency_ms` is the wall-clock time of the CLI process, from
 its start to its exit (CLI start-up included), and tool calls that did not run (denied by a
@@ -27,6 +29,9 @@ from ._process import Finished, Line, agent_env, run_command, work_dir
 from ._replies import prompt_text
 from ._settings import AgentCliSettings
 
+#: The longest argument Linux takes on a command line (MAX_ARG_STRLEN, 128 KiB with its NUL).
+MAX_ARGUMENT = 128 * 1024 - 1
+
 
 class AgentCli(ABC):
     """A CLI agent target: subclasses say how to call it and how to read what it printed."""
@@ -42,6 +47,8 @@ class AgentCli(ABC):
     key_names: ClassVar[tuple[str, ...]] = ()
     #: Its non-secret settings (endpoint) that go into the sandbox too.
     config_names: ClassVar[tuple[str, ...]] = ()
+    #: How the system prompt is given on the command line (named in the error when too long).
+    system_option: ClassVar[str] = ""
 
     def __init__(self, config: TargetConfig):
         self.config = config
@@ -62,7 +69,7 @@ class AgentCli(ABC):
 
     @abstractmethod
     def argv(self, request: ChatRequest) -> list[str]:
-        """The command line of one turn."""
+        """The command line of one turn (the prompt goes to its standard input)."""
 
     def watcher(self) -> Callable[[Line], str | None] | None:
         """A check of each printed line while the CLI runs; a message it returns stops the CLI."""
@@ -84,11 +91,18 @@ class AgentCli(ABC):
         """How this turn starts: in the sandbox when the conversation has a workspace (and the
         run's sandbox is not `none`), else on this machine."""
         argv = self.argv(request)
+        longest = max(len(a.encode()) for a in argv)
+        if longest > MAX_ARGUMENT:
+            raise TargetError(
+                f"{self.name}: the system prompt is too long for the command line, where the CLI takes it "
+                f"({self.system_option}): {longest // 1024} KiB, over the {(MAX_ARGUMENT + 1) // 1024} KiB Linux allows "
+                "in one argument; shorten it"
+            )
         workdir = request.agent.workdir
         if workdir is not None and sandboxed(self.name):
             names = (self.key_names, self.config_names)
             return launch(self.config, self.settings, self.homes, argv, workdir, request.session_id, names)
-        env, secrets = agent_env(self.config, self.settings, self.env_names)
+        env, secrets = agent_env(self.config, self.settings, self.env_names, self.key_names)
         return Launch(argv, env, env, secrets)
 
     async def chat(self, request: ChatRequest) -> ChatReply:
@@ -108,11 +122,12 @@ class AgentCli(ABC):
                 watch=self.watcher(),
                 explain=self.explain_timeout,
                 preexec=start.preexec,
+                stdin=self.prompt(request)[1],
             )
             try:
                 reply = self.reply(finished, request, start.reply_env)
             except TargetError as exc:  # every error path: the CLI's own key never leaves
-                raise TargetError(redact(str(exc), tuple(start.secrets))) from None
+                raise exc.reworded(redact(str(exc), tuple(start.secrets))) from None
             session = reply.session_id
         finally:
             try:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,7 @@ from ..._sandbox import (
 )
 from ..._secrets import redact
 from .._base import TargetConfig, TargetError
+from ._process import target_key
 from ._settings import AgentCliSettings
 
 #: Variables an agent CLI gets from the parent inside its sandbox (when set), besides its own.
@@ -89,21 +90,28 @@ def sandboxed(name: str) -> bool:
 
 
 def boxed_env(
-    config: TargetConfig, settings: AgentCliSettings, key_names: Iterable[str], config_names: Iterable[str]
-) -> tuple[dict[str, str], str | None]:
-    """The CLI's environment inside the sandbox, and the name of the one key in it.
+    config: TargetConfig, settings: AgentCliSettings, key_names: Sequence[str], config_names: Iterable[str]
+) -> tuple[dict[str, str], list[str]]:
+    """The CLI's environment inside the sandbox, and the secret in it (to redact).
 
-    The key is the variable the target names (`api_key_env`), else the first of the provider's
-    `key_names` that is set; `config_names` are the provider's non-secret settings (its base
-    URL); `env_passthrough` names and `env` values are the target's own choice. HOME and TMPDIR
-    are the sandbox's.
+    It holds one key: the one the target gives (`api_key` / `api_key_env`, as the provider's
+    key variable: `target_key`), else the first of the provider's `key_names` that is set;
+    `config_names` are the provider's non-secret settings (its base URL); `env_passthrough`
+    names and `env` values are the target's own choice. HOME and TMPDIR are the sandbox's.
+
+    Raises:
+        TargetError: the target names a key that is not there.
     """
-    key = config.api_key_env or next((n for n in key_names if os.environ.get(n)), None)
+    given = target_key(config, key_names)
+    key = None if given is not None else next((n for n in key_names if os.environ.get(n)), None)
     names = [*BOXED_ENV, *config_names, *settings.env_passthrough, *([key] if key else [])]
     env = {name: os.environ[name] for name in names if name in os.environ}
+    if given is not None:
+        env.update(dict.fromkeys(given[0], given[1]))
     env.update(settings.env)
     env.update(HOME=AGENT_HOME, TMPDIR="/tmp")
-    return env, key
+    secret = given[1] if given is not None else (os.environ.get(key) if key else None)
+    return env, [secret] if secret else []
 
 
 def install_dirs(executable: str, path: str | None) -> list[Path]:
@@ -191,11 +199,11 @@ def launch(
     argv: list[str],
     workdir: str,
     session_id: str | None,
-    names: tuple[Iterable[str], Iterable[str]],
+    names: tuple[Sequence[str], Iterable[str]],
 ) -> Launch:
     """One turn of the CLI in bubblewrap, in `workdir`, with the session's HOME; `names` are
     the provider's key variables and its non-secret settings."""
-    env, key = boxed_env(config, settings, *names)
+    env, secrets = boxed_env(config, settings, *names)
     user = _unprivileged(config.name)
     try:
         readable = install_dirs(argv[0], env.get("PATH"))
@@ -208,9 +216,6 @@ def launch(
         argv = [os.path.realpath(shutil.which(argv[0], path=env.get("PATH")) or argv[0]), *argv[1:]]
         env.update(USER=user.name, LOGNAME=user.name)
         os.chown(home, user.uid, user.gid)
-    secrets = [env[key]] if key and env.get(key) else []
-    if config.api_key is not None:
-        secrets.append(config.api_key.get_secret_value())
     limits = trial_settings()
     box = agent_bwrap_argv(argv, Path(workdir), home, readable, user, limits)
     pids = agent_pids_group(limits)

@@ -1,4 +1,5 @@
-"""Claude Code in headless mode: `claude -p --output-format stream-json --verbose -- PROMPT`.
+"""Claude Code in headless mode: `claude -p --output-format stream-json --verbose`, the prompt on
+its standard input.
 
 Turn 1 starts a session; later turns add `--resume SESSION_ID`. The system prompt is passed
 with `--append-system-prompt` on every turn (Claude Code does not keep it in the session).
@@ -6,14 +7,17 @@ The stream is one JSON event a line (the Agent SDK's message types): `system`/`i
 `session_id`), `system`/`api_retry` (`attempt`, `error_status`: a 401 or 403 stops the CLI at
 once instead of waiting for its retries), `assistant` messages whose content blocks are `text`
 and `tool_use`, `user` messages carrying `tool_result` blocks, and a final `result` (`result`
-text, `session_id`, `is_error`, `api_error_status`, `permission_denials`, and the figures, see
-`run_figures`).
+text, `session_id`, `is_error`, `subtype`, `api_error_status`, `permission_denials`, and the
+figures, see `run_figures`). A run stopped by the target's own `--max-turns` or
+`--max-budget-usd` (subtypes `error_max_turns`, `error_max_budget_usd`) is a reply that hit a
+budget; any other failed result is an error that still carries the figures and tool calls. A
+`tool_use` that never got its `tool_result` (the run stopped first) did not run: it is left out.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..._text import shorten
@@ -33,6 +37,11 @@ CLAUDE_ENV = (
 )
 #: API answers that no retry will fix.
 FATAL_STATUS = {401: "the API key was refused", 403: "the API key has no access"}
+#: Result subtypes of a run stopped by one of Claude Code's own limits: the budget's name, its option.
+LIMITS = {
+    "error_max_turns": ("max_turns", "--max-turns"),
+    "error_max_budget_usd": ("max_budget_usd", "--max-budget-usd"),
+}
 
 
 @provider("claude-code")
@@ -46,9 +55,10 @@ class ClaudeCodeTarget(AgentCli):
     env_names = CLAUDE_ENV
     key_names = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     config_names = ("ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+    system_option = "--append-system-prompt"
 
     def argv(self, request: ChatRequest) -> list[str]:
-        system, prompt = self.prompt(request)
+        system, _ = self.prompt(request)
         argv = [self.executable, "-p", "--output-format", "stream-json", "--verbose"]
         if request.session_id:
             argv += ["--resume", request.session_id]
@@ -56,7 +66,7 @@ class ClaudeCodeTarget(AgentCli):
             argv += ["--append-system-prompt", system]
         if self.config.model:
             argv += ["--model", self.config.model]
-        return [*argv, *self.args, "--", prompt]
+        return [*argv, *self.args]
 
     def watcher(self) -> Callable[[Line], str | None]:
         return stop_on_fatal_retry
@@ -66,11 +76,11 @@ class ClaudeCodeTarget(AgentCli):
 
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
-            reply = parse_stream(finished.lines)
+            reply = parse_stream(finished.lines, self.args)
         except TargetError as exc:
             if finished.returncode and "without a `result`" in str(exc):
                 raise failure(self.name, finished) from None
-            raise TargetError(f"{self.name}: {exc}") from None
+            raise exc.reworded(f"{self.name}: {exc}") from None
         return reply
 
 
@@ -104,12 +114,13 @@ def stop_on_fatal_retry(line: Line) -> str | None:
     )
 
 
-def parse_stream(lines: list[Line]) -> ChatReply:
-    """The reply in a stream-json transcript.
+def parse_stream(lines: list[Line], args: Sequence[str] = ()) -> ChatReply:
+    """The reply in a stream-json transcript; `args`, the CLI's options, give the limit a run
+    stopped by `--max-turns` / `--max-budget-usd` hit (its `finish_reason`: `budget:max_turns=3`).
 
     Raises:
         TargetError: no `result` event, or a result that reports an error (in words: the API
-            status and Claude Code's message).
+            status and Claude Code's message; with the figures and tool calls of the run).
     """
     calls: dict[str, ToolCall] = {}
     texts: list[str] = []
@@ -132,22 +143,40 @@ def parse_stream(lines: list[Line]) -> ChatReply:
     if result is None:
         last = f" (last API retry: status {retries[-1].get('error_status')})" if retries else ""
         raise TargetError(f"the stream ended without a `result` event{last}")
-    if result.get("is_error") or str(result.get("subtype", "success")) != "success":
-        raise TargetError(result_error(result))
     for denial in result.get("permission_denials") or []:
         call = calls.get(str(denial.get("tool_use_id"))) if isinstance(denial, dict) else None
         if call is not None:
             call.status = "denied"
     usage, cost = run_figures(result)
+    ran = [call for call in calls.values() if call.output is not None]  # a call with no result never ran
+    subtype = str(result.get("subtype", "success"))
+    finish = subtype
+    if subtype in LIMITS:
+        name, option = LIMITS[subtype]
+        given = _option(args, option)
+        finish = f"budget:{name}" + (f"={given}" if given else "")
+    elif result.get("is_error") or subtype != "success":
+        raise TargetError(result_error(result), usage=usage, cost_usd=cost, tool_calls=ran)
     return ChatReply(
         text=str(result.get("result") if result.get("result") is not None else "\n\n".join(texts)),
         usage=usage,
         cost_usd=cost,
         latency_ms=float(result.get("duration_ms") or 0.0),
-        tool_calls=list(calls.values()),
+        tool_calls=ran,
         session_id=str(result.get("session_id") or session_id or "") or None,
-        finish_reason=str(result.get("subtype")),
+        finish_reason=finish,
     )
+
+
+def _option(args: Sequence[str], name: str) -> str | None:
+    """The value of option `name` in `args` (`--name VALUE` or `--name=VALUE`; the last given)."""
+    found = None
+    for index, arg in enumerate(args):
+        if arg == name and index + 1 < len(args):
+            found = args[index + 1]
+        elif arg.startswith(name + "="):
+            found = arg.removeprefix(name + "=")
+    return found
 
 
 def run_figures(result: dict[str, Any]) -> tuple[Usage, float]:

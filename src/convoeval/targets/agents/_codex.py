@@ -1,19 +1,23 @@
-"""OpenAI Codex CLI: `codex exec --json [OPTIONS] -- PROMPT`, later turns
-`codex exec --json [OPTIONS] resume THREAD_ID -- PROMPT` (options before the subcommand).
-The system prompt is Codex's `developer_instructions` (`-c`), given on every turn.
+"""OpenAI Codex CLI: `codex exec --json [OPTIONS] -- -`, later turns
+`codex exec --json [OPTIONS] resume THREAD_ID -- -` (options before the subcommand; `-`: the
+prompt is read from standard input). The system prompt is Codex's `developer_instructions`
+(`-c`), given on every turn.
 
 Events (`codex exec --json`, one JSON object a line): `thread.started` (`thread_id`),
 `turn.started`, `item.started` / `item.updated` / `item.completed` with an `item` of type
 `agent_message` (text), `reasoning`, `command_execution` (command, aggregated_output,
 exit_code), `file_change` (changes), `mcp_tool_call` (server, tool, arguments, result, error),
-`web_search` (query), `todo_list`, `error` (a warning); then `turn.completed` (`usage`) or
-`turn.failed` (`error.message`). A top-level `error` is not the end of the turn: Codex prints
-`Reconnecting... 1/5` for retries it may recover from, so only a turn without `turn.completed`
-fails (with the last error it printed). After `exec resume`, `turn.completed.usage` is the
+`web_search` (query), `todo_list`, `error` (a warning, `item.message`); then `turn.completed`
+(`usage`) or `turn.failed` (`error.message`). A top-level `error` (`message`) is not the end of
+the turn: Codex prints `Reconnecting... 1/5` for retries it may recover from, so only a turn
+without `turn.completed` fails (with the last error it printed). A command still running when
+the turn ends (a server the agent started) has only its `item.started`: it is a call, with its
+output so far. After `exec resume`, `turn.completed.usage` is the
 thread's running total; the turn's own figures come from the rollout file Codex writes
 (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-THREAD.jsonl`, see `_codex_rollout`), or the
 difference with the previous total. The rollout also shows the commands Codex's sandbox
-blocked, which the event stream leaves out: they are kept with `status: blocked`.
+blocked, which the event stream leaves out: they are kept with `status: blocked`. The cost is
+the tokens at the target's prices, else its model's list price (`target_prices`).
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..._text import shorten
 from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from .._prices import call_cost, target_prices
 from ._agent_cli import AgentCli
 from ._codex_rollout import RolloutTurn, find_rollout, read_last_turn
 from ._process import Finished, Line, failure
@@ -44,13 +50,17 @@ class CodexTarget(AgentCli):
     env_names = CODEX_ENV
     key_names = ("OPENAI_API_KEY", "CODEX_API_KEY")
     config_names = ("OPENAI_BASE_URL",)
+    system_option = "-c developer_instructions=..."
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)
         self._totals: dict[str, Usage] = {}
+        self.prices, self.priced = target_prices(
+            config.model, config.price_input_per_mtok, config.price_output_per_mtok
+        )
 
     def argv(self, request: ChatRequest) -> list[str]:
-        system, prompt = self.prompt(request)
+        system, _ = self.prompt(request)
         argv = [self.executable, "exec", "--json"]
         if self.config.model:
             argv += ["--model", self.config.model]
@@ -59,14 +69,13 @@ class CodexTarget(AgentCli):
         argv += self.args
         if request.session_id:
             argv += ["resume", request.session_id]
-        return [*argv, "--", prompt]
+        return [*argv, "--", "-"]
 
     def watcher(self) -> Callable[[Line], str | None]:
         return stop_on_refused_key
 
     def explain_timeout(self, lines: list[Line]) -> str | None:
-        errors = [e for e in map(_event, (line.text for line in lines if '"type":"error"' in line.text)) if e]
-        return f"Codex's last error: {errors[-1].get('message')}" if errors else None
+        return timeout_detail(lines)
 
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
@@ -74,19 +83,28 @@ class CodexTarget(AgentCli):
         except TargetError as exc:
             if finished.returncode and "without `turn.completed`" in str(exc) and not _has_events(finished):
                 raise failure(self.name, finished) from None
-            raise TargetError(f"{self.name}: {exc}") from None
+            spent = ChatReply(text="", tool_calls=exc.tool_calls, session_id=_thread(finished.lines, request))
+            self._account(spent, None, env)
+            raise TargetError(
+                f"{self.name}: {exc}", usage=spent.usage, cost_usd=spent.cost_usd, tool_calls=spent.tool_calls
+            ) from None
         total = reply.usage
         previous = self._totals.get(reply.session_id or "")
         if reply.session_id:
             self._totals[reply.session_id] = total
+        self._account(reply, previous, env)
+        return reply
+
+    def _account(self, reply: ChatReply, previous: Usage | None, env: dict[str, str]) -> None:
+        """The turn's own tokens (`_turn_usage`: `reply.usage` is the running total printed, if
+        any), its cost, and what its rollout adds to its tool calls (`_merge_rollout`)."""
         rollout = find_rollout(env, reply.session_id)
         turn = read_last_turn(rollout) if rollout is not None else None
-        reply.usage = _turn_usage(total, previous, turn)
+        reply.usage = _turn_usage(reply.usage, previous, turn)
         if turn is not None:
             _merge_rollout(reply, turn)
-        prices = (self.config.price_input_per_mtok or 0.0, self.config.price_output_per_mtok or 0.0)
-        reply.cost_usd = (reply.usage.input_tokens * prices[0] + reply.usage.output_tokens * prices[1]) / 1e6
-        return reply
+        reply.cost_usd = call_cost(reply.usage.input_tokens, reply.usage.output_tokens, self.prices)
+        reply.cost_known = self.priced
 
 
 def toml_string(text: str) -> str:
@@ -109,6 +127,36 @@ _REFUSED = re.compile(r"status (401|403)\b")
 _RETRY_PREFIX = re.compile(r"^Reconnecting\.\.\. \d+/\d+ \(")
 
 
+def timeout_detail(lines: list[Line]) -> str | None:
+    """What Codex was doing when it was stopped, in words (None when it did not say): the
+    commands still running, and the last error it printed (a top-level `error` event, or an
+    `error` item)."""
+    running: dict[str, str] = {}
+    error: str | None = None
+    for line in lines:
+        event = _event(line.text) or {}
+        raw_item = event.get("item")
+        item: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
+        if event.get("type") == "error" and event.get("message"):
+            error = str(event["message"])
+        elif item.get("type") == "error" and item.get("message"):
+            error = str(item["message"])
+        elif item.get("type") == "command_execution" and event.get("type") == "item.started":
+            running[str(item.get("id"))] = str(item.get("command", ""))
+        elif event.get("type") == "item.completed":
+            running.pop(str(item.get("id")), None)
+    said = [f"Codex was running `{shorten(c, 200)}`" for c in running.values()]
+    if error is not None:
+        said.append(f"Codex's last error: {shorten(error, 500)}")
+    return "; ".join(said) or None
+
+
+def _thread(lines: list[Line], request: ChatRequest) -> str | None:
+    """The thread a turn ran in: the one it started, else the one it resumed."""
+    started = (e for e in map(_event, (line.text for line in lines if '"thread.started"' in line.text)) if e)
+    return next((str(e["thread_id"]) for e in started if e.get("thread_id")), None) or request.session_id
+
+
 def _has_events(finished: Finished) -> bool:
     return any(line.text.startswith('{"type":"turn.') for line in finished.lines)
 
@@ -126,14 +174,16 @@ def _turn_usage(total: Usage, previous: Usage | None, turn: RolloutTurn | None) 
 
 
 def _merge_rollout(reply: ChatReply, turn: RolloutTurn) -> None:
-    """Codex's own duration of each command (the event stream has none), and the commands its
-    sandbox blocked (the event stream leaves them out)."""
+    """Codex's own duration of each command (the event stream has none), the output of one
+    still running when the turn ended (the stream has only its start), and the commands its
+    sandbox blocked (the stream leaves them out: a command it shows was not blocked)."""
     commands = [c for c in reply.tool_calls if c.name == "command_execution"]
     for call in turn.commands:
         same = next((c for c in commands if c.arguments == call.arguments), None)
         if same is not None:
             commands.remove(same)
             same.duration_ms = call.duration_ms if call.duration_ms is not None else same.duration_ms
+            same.output = same.output or call.output
         elif call.status == "blocked":
             reply.tool_calls.append(call)
 
@@ -159,8 +209,10 @@ def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
         item: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
         if kind == "thread.started":
             thread_id = str(event.get("thread_id") or "") or thread_id
-        elif kind == "item.started":
-            started[str(item.get("id"))] = line.at
+        elif kind in ("item.started", "item.updated"):
+            started.setdefault(str(item.get("id")), line.at)
+            if item.get("type") == "command_execution":  # kept if it never completes (still running)
+                calls[str(item.get("id"))] = _running(item)
         elif kind == "item.completed":
             if item.get("type") == "agent_message" and item.get("text"):
                 texts.append(str(item["text"]))
@@ -175,12 +227,13 @@ def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
             )
         elif kind == "turn.failed":
             message = (event.get("error") or {}).get("message", "") if isinstance(event.get("error"), dict) else ""
-            raise TargetError(f"Codex turn failed: {message or (errors[-1] if errors else 'no message')}")
+            failed = f"Codex turn failed: {message or (errors[-1] if errors else 'no message')}"
+            raise TargetError(failed, tool_calls=list(calls.values()))
         elif kind == "error":
             errors.append(str(event.get("message") or "no message"))
     if usage is None:
         last = f": {errors[-1]}" if errors else ""
-        raise TargetError(f"the event stream ended without `turn.completed`{last}")
+        raise TargetError(f"the event stream ended without `turn.completed`{last}", tool_calls=list(calls.values()))
     return ChatReply(text="\n\n".join(texts), usage=usage, tool_calls=list(calls.values()), session_id=thread_id)
 
 
@@ -190,6 +243,16 @@ def _duration(start: float | None, end: float) -> float | None:
     if start is None or end - start < 0.001:
         return None
     return round((end - start) * 1000, 1)
+
+
+def _running(item: dict[str, Any]) -> ToolCall:
+    """A command that has started, with its output so far (no exit code yet: no error)."""
+    return ToolCall(
+        name="command_execution",
+        arguments={"command": item.get("command", "")},
+        output=item.get("aggregated_output", ""),
+        id=item.get("id"),
+    )
 
 
 def _tool_call(item: dict[str, Any]) -> ToolCall | None:

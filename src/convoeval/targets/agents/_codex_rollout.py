@@ -8,12 +8,15 @@
 with `UserMessage`, `AgentMessage`, `CommandExecution` items, `token_count`) and
 `token_usage_record` (`turn_token_usage`: the turn's tokens so far). A command Codex's
 sandbox refused has its `function_call` and output but no `CommandExecution` item (the
-`exec --json` stream leaves it out too); it is read here as a call with `status: blocked`.
+`exec --json` stream leaves it out too); it is read here as a call with `status: blocked`. So
+has a command still running when the rollout was written (a server the agent started), but
+its output says so (`Process running with session ID N`): it is a call that ran.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +26,8 @@ from ...results import ToolCall, Usage
 
 #: Function calls that run a shell command.
 EXEC_TOOLS = ("exec_command", "shell", "container.exec", "local_shell")
+#: What the output of a command still running says (`exec_command` returns after `yield_time_ms`).
+RUNNING = re.compile(r"^Process running with session ID \d+", re.MULTILINE)
 
 
 @dataclass
@@ -145,7 +150,9 @@ def _response_item(payload: dict[str, Any], calls: dict[str, ToolCall]) -> None:
 
 
 def _close(turns: list[RolloutTurn], calls: dict[str, ToolCall], ran: set[str]) -> None:
-    """Finish a turn: shell calls that never ran as a command were blocked by the sandbox."""
+    """Finish a turn: shell calls that never ran as a command were blocked by the sandbox,
+    unless their output says the command is still running (it started, and had not ended
+    when the rollout was written)."""
     if not turns:
         return
     for call_id, call in calls.items():
@@ -154,8 +161,9 @@ def _close(turns: list[RolloutTurn], calls: dict[str, ToolCall], ran: set[str]) 
             output = call.output if isinstance(call.output, str) else ""
             call.name = "command_execution"
             call.arguments = {"command": shlex.join(map(str, command)) if isinstance(command, list) else str(command)}
-            call.status = "blocked"
-            call.error = "blocked by the Codex sandbox" + (f": {output.strip()[-300:]}" if output.strip() else "")
+            if not RUNNING.search(output):
+                call.status = "blocked"
+                call.error = "blocked by the Codex sandbox" + (f": {output.strip()[-300:]}" if output.strip() else "")
         turns[-1].calls.append(call)
 
 

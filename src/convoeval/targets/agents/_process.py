@@ -11,11 +11,13 @@ anything that ends up in an error message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,10 @@ MAX_STDERR = 2**20
 CHUNK = 2**16
 #: Longest wait for a killed command's pipes to close.
 REAP_S = 5.0
+#: Longest wait, after SIGTERM, for a stopped command to end before its process group gets
+#: SIGKILL: Claude Code ends the commands it started (each in a session of its own, out of the
+#: group's reach) on SIGTERM, and SIGKILL would leave them running.
+TERM_GRACE_S = 3.0
 PIPE = asyncio.subprocess.PIPE
 
 
@@ -67,8 +73,34 @@ def work_dir(config: TargetConfig, cwd: str | None) -> Path | None:
     return None if cwd is None else config.source_dir / cwd
 
 
+def target_key(config: TargetConfig, key_names: Sequence[str]) -> tuple[list[str], str] | None:
+    """The key a target gives an agent CLI, and the variables the CLI gets it in (None: the target
+    gives none, the CLI reads its own variables).
+
+    The key is `api_key`, else the variable `api_key_env` names. The CLI gets it as the first of
+    its `key_names` (ANTHROPIC_API_KEY, OPENAI_API_KEY: what it reads), or as `api_key_env` when
+    that is one of them, and under the `api_key_env` name as well (a Codex model provider whose
+    `env_key` names it).
+
+    Raises:
+        TargetError: the key is empty, or `api_key_env` names a variable that is not set.
+    """
+    if config.api_key is None and not config.api_key_env:
+        return None
+    value = config.resolve_api_key()
+    if not value:
+        missing = f"set {config.api_key_env} (api_key_env)" if config.api_key is None else "api_key is empty"
+        raise TargetError(f"{config.name}: no API key: {missing}")
+    named = config.api_key_env
+    own = named if named is not None and named in key_names else key_names[0]
+    return list(dict.fromkeys([own, named] if named else [own])), value
+
+
 def agent_env(
-    config: TargetConfig, settings: ProcessSettings, provider_keys: Iterable[str] = ()
+    config: TargetConfig,
+    settings: ProcessSettings,
+    provider_keys: Iterable[str] = (),
+    key_names: Sequence[str] = (),
 ) -> tuple[dict[str, str], list[str]]:
     """The environment of an agent process, and the secret values in it (to redact).
 
@@ -76,11 +108,21 @@ def agent_env(
         config: the target's config (`api_key_env` names a key variable copied too).
         settings: `env` (a mapping set as is), `env_passthrough` (names copied from the parent).
         provider_keys: variables the provider itself needs (e.g. ANTHROPIC_API_KEY).
+        key_names: the CLI's key variables: the key the target gives (`target_key`) replaces
+            what convoeval's environment holds in them.
+
+    Raises:
+        TargetError: the target names a key that is not there (`target_key`).
     """
+    given = target_key(config, key_names) if key_names else None
     names = [*BASE_ENV, *provider_keys, *settings.env_passthrough]
-    if config.api_key_env:
+    if given is not None:
+        names = [name for name in names if name not in key_names]
+    elif config.api_key_env:
         names.append(config.api_key_env)
     env = {name: os.environ[name] for name in names if name in os.environ}
+    if given is not None:
+        env.update(dict.fromkeys(given[0], given[1]))
     env.update(settings.env)
     secrets = [env[n] for n in [*provider_keys, config.api_key_env or ""] if n and env.get(n)]
     if config.api_key is not None:
@@ -100,22 +142,24 @@ async def run_command(
     watch: Callable[[Line], str | None] | None = None,
     explain: Callable[[list[Line]], str | None] | None = None,
     preexec: Callable[[], None] | None = None,
+    stdin: str | None = None,
 ) -> Finished:
-    """Run a command to its end (killing its process group after `timeout_s`).
+    """Run a command to its end (stopping it after `timeout_s`, see `_end`).
 
     Stdout is read in chunks and split into lines with no limit on a line's length (only on
     the whole output, `MAX_STDOUT` bytes). `watch` sees every line as it arrives: a message
     it returns stops the command at once and becomes the error. `explain` reads the lines
     printed so far when the command times out: what it says is added to the error. `preexec`
-    runs in the child before the program (its limits).
+    runs in the child before the program (its limits). `stdin` is written to the command's
+    standard input, which is then closed (without it, the input is empty).
 
     Raises:
-        TargetError: the executable is missing, the command timed out, printed too much, or
-            `watch` stopped it.
+        TargetError: the executable is missing, its command line is too long, the command
+            timed out, printed too much, or `watch` stopped it.
     """
     started = time.perf_counter()
     pipes: dict[str, object] = {
-        "stdin": asyncio.subprocess.DEVNULL,
+        "stdin": asyncio.subprocess.DEVNULL if stdin is None else PIPE,
         "stdout": PIPE,
         "stderr": PIPE,
         "start_new_session": True,
@@ -135,9 +179,15 @@ async def run_command(
         raise TargetError(f"{name}: cannot start {argv[0]!r}: {exc}") from None
     except subprocess.SubprocessError as exc:  # the child's set-up (`preexec`) failed
         raise TargetError(f"{name}: cannot start {argv[0]!r} in its sandbox: {exc}") from None
+    except OSError as exc:
+        if exc.errno != errno.E2BIG:
+            raise
+        size = sum(len(a.encode()) for a in argv) // 1024
+        raise TargetError(f"{name}: cannot start the command: its command line is too long ({size} KiB)") from None
     watch_group(process.pid)  # killed at exit, or at once by a second Ctrl-C, if still running
     try:
-        lines, tail = await _watched(process, started, timeout_s, name, secrets, watch, explain)
+        data = stdin.encode() if stdin is not None else None
+        lines, tail = await _watched(process, started, timeout_s, name, secrets, watch, explain, data)
     finally:
         forget_group(process.pid)
     stderr = redact(tail.result().decode("utf-8", "replace"), tuple(secrets))
@@ -157,13 +207,17 @@ async def _watched(
     secrets: Iterable[str],
     watch: Callable[[Line], str | None] | None,
     explain: Callable[[list[Line]], str | None] | None,
+    stdin: bytes | None = None,
 ) -> tuple[list[Line], asyncio.Future[bytes]]:
-    """Read a started command to its end (`run_command`): its stdout lines and stderr's tail."""
+    """Read a started command to its end (`run_command`), writing `stdin` to its input: its
+    stdout lines and stderr's tail."""
     lines: list[Line] = []
     reading = asyncio.ensure_future(_read_lines(process, lines, started, watch))
     tail = asyncio.ensure_future(_read_tail(process))
     exiting = asyncio.ensure_future(process.wait())
     tasks: list[asyncio.Future[Any]] = [reading, tail, exiting]
+    if stdin is not None:
+        tasks.append(asyncio.ensure_future(_feed(process, stdin)))
     try:  # not wait_for: before Python 3.12 it drops a Ctrl-C landing as the command ends
         async with asyncio.timeout(timeout_s):
             await asyncio.gather(*tasks)
@@ -175,12 +229,20 @@ async def _watched(
     except _Stop as stop:
         await _end(process, tasks)
         raise TargetError(f"{name}: {redact(str(stop), tuple(secrets))}") from None
-    except asyncio.CancelledError:
-        _kill(process)
-        for task in tasks:
-            task.cancel()
+    except asyncio.CancelledError:  # Ctrl-C, SIGTERM: the command ends as at a timeout
+        await _end(process, tasks)
         raise
     return lines, tail
+
+
+async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write `data` to the command's input and close it (a command that exits without reading
+    it all is not an error: what it said tells)."""
+    assert process.stdin is not None
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        process.stdin.write(data)
+        await process.stdin.drain()
+    process.stdin.close()
 
 
 class _Stop(Exception):
@@ -229,10 +291,11 @@ async def _read_tail(process: asyncio.subprocess.Process) -> bytes:
 
 
 async def _end(process: asyncio.subprocess.Process, tasks: list[asyncio.Future[Any]]) -> None:
-    """Kill the process group and reap it without waiting on a full pipe: the readers are
-    stopped, then both pipes are drained to their end (unread output is dropped) while the
-    process exits, for at most `REAP_S` seconds (a process that left the group may hold them)."""
-    _kill(process)
+    """Stop the command and reap it without waiting on a full pipe: the readers are stopped,
+    its process group gets SIGTERM, then SIGKILL once the command has ended or `TERM_GRACE_S`
+    have passed (cancelled meanwhile: at once); both pipes are drained all along (unread output
+    is dropped), until they close or `REAP_S` seconds after the SIGKILL (a process that left
+    the group may hold them)."""
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -241,20 +304,29 @@ async def _end(process: asyncio.subprocess.Process, tasks: list[asyncio.Future[A
         while stream is not None and await stream.read(CHUNK):
             pass
 
+    draining = asyncio.gather(drain(process.stdout), drain(process.stderr), return_exceptions=True)
     try:
+        try:
+            _signal(process, signal.SIGTERM)
+            ends = time.monotonic() + TERM_GRACE_S
+            while process.returncode is None and time.monotonic() < ends:
+                await asyncio.sleep(0.02)
+        finally:
+            _signal(process, signal.SIGKILL)  # what is left of the group (all of it after the grace)
         async with asyncio.timeout(REAP_S):
-            await asyncio.gather(drain(process.stdout), drain(process.stderr), process.wait())
+            await asyncio.gather(draining, process.wait())
     except TimeoutError:  # give the pipes up: close our ends (asyncio has no public way to)
         transport = getattr(process, "_transport", None)
         if transport is not None:
             transport.close()
+    finally:
+        draining.cancel()
 
 
-def _kill(process: asyncio.subprocess.Process) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _signal(process: asyncio.subprocess.Process, signum: signal.Signals) -> None:
+    """Send `signum` to the command's process group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
 
 
 def failure(name: str, finished: Finished, secrets: Iterable[str] = ()) -> TargetError:
