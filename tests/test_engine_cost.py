@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import convoeval
 from convoeval.targets import TargetConfig, call_cost, create_target, lookup_price
 
 from .conftest import read_jsonl, write
@@ -189,3 +190,26 @@ def test_budget_usd_is_a_suite_setting(cli, tmp_path: Path) -> None:
     suite = write(tmp_path / "s.eval.yaml", "execution: {budget_usd: 0}\ntests:\n  - {id: t, input: hi}\n")
     code, _, err = cli("validate", suite)
     assert code == 2 and "execution.budget_usd" in err
+
+
+def test_what_a_failed_turn_spent_counts_in_the_run(tmp_path: Path) -> None:
+    """An agent's turn that failed after it spent (`TargetError.usage`, `cost_usd`) counted in its
+    result but not in the run's totals, which `--max-cost` reads."""
+    from convoeval.errors import TargetError
+    from convoeval.results import Usage
+
+    class Spender:
+        name = "spender"
+
+        async def chat(self, request):
+            raise TargetError("the agent gave up", usage=Usage(input_tokens=7, output_tokens=3), cost_usd=0.5)
+
+        async def aclose(self) -> None:
+            return None
+
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: t, input: hi}\n")
+    report = convoeval.run(suite, target=Spender(), judge="scripted", cache=False, store=False)
+    assert report.results[0].execution_status == "execution_error"
+    summary = report.summary
+    assert (summary["errors"], summary["input_tokens"], summary["output_tokens"]) == (1, 7, 3)
+    assert summary["spent_usd"] == 0.5

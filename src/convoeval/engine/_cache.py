@@ -308,9 +308,9 @@ class CachedTarget(TargetWrapper):
             else:
                 reply = await self.inner.chat(request)
                 self._store(key, request, reply)
-        except Exception:
+        except Exception as exc:
             if self.meter is not None:
-                self.meter.record_call(self.name, request, None)
+                self.meter.record_call(self.name, request, exc)
             raise
         if self.meter is not None:
             self.meter.record_call(self.name, request, reply)

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .._binomial import wilson_interval
+from ..errors import TargetError
 from ..targets import ChatReply, ChatRequest, Target, TargetWrapper
 
 
@@ -27,9 +28,16 @@ class CallTotals:
     spent_usd: float = 0.0  # of the calls that reached the model
     unpriced: int = 0  # calls that reached the model at no known price (nothing in spent_usd)
 
-    def add(self, reply: ChatReply | None) -> None:
-        if reply is None:
+    def add(self, reply: ChatReply | Exception) -> None:
+        """Count a call: its reply, or the error it failed with (with what an agent's turn had
+        spent before it failed: `TargetError.usage`, `cost_usd`)."""
+        if not isinstance(reply, ChatReply):
             self.errors += 1
+            if isinstance(reply, TargetError) and reply.spent:
+                self.input_tokens += reply.usage.input_tokens
+                self.output_tokens += reply.usage.output_tokens
+                self.cost_usd += reply.cost_usd
+                self.spent_usd += reply.cost_usd
             return
         if reply.cached:
             self.cache_hits += 1
@@ -99,8 +107,8 @@ class RunMeter:
     budget_exhausted: bool = False
     not_started: int = 0
 
-    def record_call(self, name: str, request: ChatRequest, reply: ChatReply | None) -> None:
-        """Count one call of target `name` (reply None: the call failed)."""
+    def record_call(self, name: str, request: ChatRequest, reply: ChatReply | Exception) -> None:
+        """Count one call of target `name`: its reply, or the error it failed with."""
         self.totals.add(reply)
         key = name if request.purpose == "target" else f"{name} ({request.purpose})"
         totals = self.by_model.get(key)
@@ -160,8 +168,8 @@ class MeteredTarget(TargetWrapper):
     async def chat(self, request: ChatRequest) -> ChatReply:
         try:
             reply = await self.inner.chat(request)
-        except Exception:
-            self.meter.record_call(self.name, request, None)
+        except Exception as exc:
+            self.meter.record_call(self.name, request, exc)
             raise
         self.meter.record_call(self.name, request, reply)
         return reply

@@ -97,7 +97,7 @@ _trial_meter: ContextVar[RunMeter | None] = ContextVar("convoeval_trial_meter", 
 class _TrialMeters(RunMeter):
     """The meter the worker's targets are wrapped with: each call goes to its trial's meter."""
 
-    def record_call(self, name: str, request: ChatRequest, reply: ChatReply | None) -> None:
+    def record_call(self, name: str, request: ChatRequest, reply: ChatReply | Exception) -> None:
         meter = _trial_meter.get()
         if meter is not None:
             meter.record_call(name, request, reply)
