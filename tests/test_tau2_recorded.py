@@ -239,3 +239,33 @@ def test_required_outputs_are_checked_as_tau2_checks_communicate_info(cli, domai
     code, out, err = cli("grade", domain / "o.eval.yaml", "-o", domain / "o.jsonl")
     rewards = {r["test_id"]: r["scores"][-1]["graders"][0]["details"]["reward"] for r in read_jsonl(domain / "o.jsonl")}
     assert rewards == {"plain": 1.0, "comma": 0.0, "across": 0.0, "split": 1.0}
+
+
+def test_a_simulation_that_never_ran_is_left_out_as_tau2_leaves_it_out(cli, domain: Path) -> None:
+    """Task 48's first simulation replaced by the record tau2's runner writes after exhausted
+    retries (src/tau2/runner/progress.py: `infrastructure_error`, `messages: []`): the rest imports,
+    a warning names it, and pass^1 is tau2's compute_metrics, which excludes it (get_metrics_df)."""
+    data = json.loads((RESULTS / "airline-gpt-4.1.json").read_text())
+    data["simulations"][3] = {
+        **{k: data["simulations"][3][k] for k in ("task_id", "timestamp", "start_time", "end_time", "trial", "seed")},
+        "id": "00000000-infra",
+        "duration": 0.0,
+        "termination_reason": "infrastructure_error",
+        "messages": [],
+        "info": {"error": "Connection error.", "error_type": "APIConnectionError", "failed_after_attempts": 4},
+        "reward_info": None,
+    }
+    results = write(domain / "results.json", json.dumps(data))
+    code, out, err = cli("import", "tau2", results, "--recorded", "-o", domain / "r.eval.yaml")
+    assert code == 0, err
+    assert "infrastructure error" in err and "task '48' simulation 00000000-infra (Connection error.)" in err
+    code, out, err = cli("grade", domain / "r.eval.yaml", "-o", domain / "r.jsonl")
+    rows = {r["test_id"]: r for r in read_jsonl(domain / "r.jsonl")}
+    assert rows["tau2-airline-48"]["metadata"]["simulation_ids"] == [data["simulations"][6]["id"]]
+    ran: dict[str, list[float]] = {}
+    for simulation in data["simulations"]:
+        if simulation["termination_reason"] != "infrastructure_error":
+            ran.setdefault(simulation["task_id"], []).append(simulation["reward_info"]["reward"])
+    pass_1 = sum(tau2_pass_hat_k(rewards, 1) for rewards in ran.values()) / len(ran)
+    assert pass_1 == 0.625  # 0.5 if the simulation that never ran counted as a failure
+    assert f"k=1 {pass_1:.3f}" in out

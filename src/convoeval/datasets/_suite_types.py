@@ -78,6 +78,12 @@ class Turn(TypedDict, total=False):
     metadata: JsonObject
 
 
+class FailedRun(TypedDict):
+    """A recorded trial whose run failed before it made a conversation (`transcripts:` item)."""
+
+    error: str
+
+
 class SuiteTest(TypedDict, total=False):
     """One test of the suite (single turn, scripted conversation, simulated user, or recorded
     transcripts)."""
@@ -87,7 +93,7 @@ class SuiteTest(TypedDict, total=False):
     mode: str
     turns: list[Turn]
     transcript: list[Message]
-    transcripts: list[list[Message]]
+    transcripts: list[list[Message] | FailedRun]
     simulated_user: JsonObject
     expected_output: JsonValue
     criteria: JsonValue
@@ -119,6 +125,7 @@ class SuiteMetadata(TypedDict, total=False):
     promptfoo_providers: list[str]
     promptfoo_provider_settings: JsonObject
     tau2_commit: str
+    infrastructure_errors: list[JsonObject]
 
 
 class Suite(TypedDict, total=False):

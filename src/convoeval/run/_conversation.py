@@ -299,7 +299,9 @@ async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     """Run one trial; with a `workspace:`, in a folder of its own that lives across all turns;
     with the suite's `tools:`, on a copy of its backend of its own (after the test's
     `initial_actions`; `ctx.domain` when given); with a `transcript:`, replaying its replies
-    (no target is called)."""
+    (no target is called); a recorded run that failed is an execution error with its error."""
+    if plan.failed_run is not None:
+        return TrialResult.not_run(ctx.trial, f"the recorded run failed: {plan.failed_run}")
     if plan.recorded is not None:
         ctx = replace(ctx, target=RecordedReplies(plan.recorded, ctx.target.name))
     try:

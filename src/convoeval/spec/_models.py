@@ -266,6 +266,14 @@ class TranscriptMessage(Model):
     source: str | None = None
 
 
+class FailedRun(Strict):
+    """A trial of `transcripts:` whose recorded run failed before it made a conversation (a
+    benchmark's runner recorded an error instead): graded as an execution error carrying
+    `error`, a trial that did not pass (pass^k counts it, as the benchmark does)."""
+
+    error: str = Field(min_length=1, description="What the recorded run failed with.")
+
+
 #: The keys a test may use for its simulated user (the first is canonical).
 SIMULATED_USER_KEYS = ("simulated_user", "user_simulator", "chatter_agent")
 
@@ -330,10 +338,10 @@ class Test(Strict):
     transcript: list[TranscriptMessage] | None = Field(
         None, description="A recorded conversation, graded without calling a target."
     )
-    transcripts: list[list[TranscriptMessage]] | None = Field(
+    transcripts: list[list[TranscriptMessage] | FailedRun] | None = Field(
         None,
         description="Recorded trials of the test: one conversation per trial (the test has as many trials), "
-        "graded without calling a target.",
+        "graded without calling a target; `{error: ...}` for a trial whose recorded run failed.",
     )
     stop_reason: StopReason | None = Field(
         None,
