@@ -169,7 +169,7 @@ def test_multiwoz_import_runs_with_backend_results_and_policy_in_the_judge_promp
     assert [t.id for t in suite.tests][:2] == ["multiwoz-SNG0855", "multiwoz-PMUL3558"]
     assert len(first.turns) == 5 and first.policy.domain == "hotel"
     assert first.turns[0].context["db"]["hotel"]["count"] == 23  # guesthouses with internet in hotel_db.json
-    assert first.turns[0].context["reference_acts"]["Hotel-Request"] == {"area": "?"}
+    assert first.turns[0].context["reference_acts"]["Hotel-Request"] == [["area", "?"]]
     assert [a.type for a in first.turns[0].assertions] == ["td-eval"]  # on each turn, beside its reference reply
     assert first.turns[0].expected_output == "I have 33 guesthouses with internet, which area would you prefer?"
     one = write(tmp_path / "one.jsonl", source.read_text().splitlines()[0] + "\n")

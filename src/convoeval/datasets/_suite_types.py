@@ -59,13 +59,18 @@ class Matches(TypedDict):
     matches: list[str]
 
 
+#: Dialogue acts as MultiWOZ gives them: each act with its `[slot, value]` pairs, in order (a
+#: slot may appear more than once: `Train-Inform: [[leaveat, "23:39"], [leaveat, "5:39"]]`).
+Acts = dict[str, list[list[str]]]
+
+
 class BackendContext(TypedDict, total=False):
     """What the judges see as a turn's backend result (MultiWOZ): belief state, database
     matches, the reference system's dialogue acts."""
 
     belief_state: dict[str, dict[str, str]]
     db: dict[str, Matches]
-    reference_acts: dict[str, dict[str, str]]
+    reference_acts: Acts
 
 
 class Turn(TypedDict, total=False):
