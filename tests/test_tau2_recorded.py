@@ -269,3 +269,25 @@ def test_a_simulation_that_never_ran_is_left_out_as_tau2_leaves_it_out(cli, doma
     pass_1 = sum(tau2_pass_hat_k(rewards, 1) for rewards in ran.values()) / len(ran)
     assert pass_1 == 0.625  # 0.5 if the simulation that never ran counted as a failure
     assert f"k=1 {pass_1:.3f}" in out
+
+
+def test_a_tool_argument_named_state_is_a_tool_argument_with_the_state_positional_only(
+    cli, domain: Path, tmp_path: Path
+) -> None:
+    """tau2's retail `modify_user_address` takes an argument `state` (task 86 of the real retail run).
+    Tools in the documented form `name(state, /, **arguments)` grade every simulation as tau2 did;
+    in the form `name(state, **arguments)` the call cannot be made, and the grade is an error
+    naming the fix, never the agent's failed call."""
+    results = RESULTS / "retail-gpt-4.1.json"
+    positional = LOGGING_TOOLS.replace("(db, /, **kw)", "(state, /, **kw)").replace("db['writes']", "state['writes']")
+    write(domain / "tools.py", positional)
+    code, rows, by_task = graded(cli, domain, results)
+    verdicts = {r["test_id"]: [g["details"]["reward"] for g in reward_graders(r)] for r in rows}
+    assert verdicts == {f"tau2-retail-{t}": [s["reward_info"]["reward"] for s in by_task[t]] for t in by_task}
+
+    clashing = write(tmp_path / "clash" / "tools.py", positional.replace("(state, /, **kw)", "(state, **kw)"))
+    write(clashing.parent / "db.json", '{"writes": []}')
+    code, rows, by_task = graded(cli, clashing.parent, results)
+    (grader,) = reward_graders(next(r for r in rows if r["test_id"] == "tau2-retail-86"))
+    assert grader["verdict"] == "error"
+    assert "argument named 'state'" in grader["error"] and "`def modify_user_address(state, /, ...)`" in grader["error"]

@@ -408,7 +408,7 @@ class Suite(Strict):
     metadata: dict[str, object] = Field(default_factory=dict)
     tools: str | None = Field(
         None,
-        description="A Python file or module whose public functions `name(state, **arguments)` are the "
+        description="A Python file or module whose public functions `name(state, /, **arguments)` are the "
         "domain's tools: offered to agents with `agent:`, run on each trial's copy of `backend`.",
     )
     backend: str | dict[str, object] | None = Field(
