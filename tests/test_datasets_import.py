@@ -46,9 +46,10 @@ def test_mt_bench_second_turn_carries_the_live_first_reply_and_references_stay_w
     second = next(
         [m["content"] for m in r["messages"]]
         for r in targets
-        if len(r["messages"]) == 3 and r["messages"][0]["content"].startswith("Compose")
+        if len(r["messages"]) == 4 and r["messages"][1]["content"].startswith("Compose")
     )
-    assert second[1] == "LIVE-ANSWER to Compose an e" and second[2].startswith("Rewrite your previous response")
+    assert second[0] == "You are a helpful assistant."  # FastChat's chatgpt template
+    assert second[2] == "LIVE-ANSWER to Compose an e" and second[3].startswith("Rewrite your previous response")
     reference = "your current position is now second place"
     assert not any(reference in json.dumps(r) for r in targets)
     judged = [r["messages"][-1]["content"] for r in fake_openai.judge_requests()]

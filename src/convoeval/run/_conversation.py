@@ -235,6 +235,8 @@ class Conversation:
             messages = [dict(m) for m in self.chat]  # each request's own: a target may change them
         request = ChatRequest(
             messages=messages,
+            temperature=self.plan.temperature,
+            max_tokens=self.plan.max_tokens,
             trial=self.ctx.trial,
             session_id=self.session_id,
             test_id=self.plan.id,

@@ -64,6 +64,8 @@ class TestPlan:
     conversation_assertions: list[Assertion]
     threshold: float
     trials: TrialsConfig
+    temperature: float | None = None  # the target's sampling for this test (`execution`), else its own
+    max_tokens: int | None = None
     aggregation: Literal["mean", "min", "max"] = "mean"
     stop_on_failure: bool = False
     window_size: int | None = None

@@ -47,6 +47,7 @@ def plan_test(
         DEFAULT_THRESHOLD,
     )
     trials_config = _trials(test_exec) or _trials(suite_exec) or TrialsConfig()
+    executions = [e for e in (test_exec, suite_exec) if e is not None]  # the test's first: its sampling
     if trials == "auto":
         trials_config = trials_config.model_copy(update={"until": "decided"})
     elif trials is not None:
@@ -74,6 +75,8 @@ def plan_test(
         conversation_assertions=conversation,
         threshold=resolved_threshold,
         trials=trials_config,
+        temperature=next((e.temperature for e in executions if e.temperature is not None), None),
+        max_tokens=next((e.max_tokens for e in executions if e.max_tokens is not None), None),
         aggregation=test.aggregation or "mean",
         stop_on_failure=test.on_turn_failure == "stop",
         window_size=test.window_size,

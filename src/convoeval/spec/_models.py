@@ -186,6 +186,12 @@ class Execution(Strict):
         None, description="Where conversations run: this process (local) or Ray tasks (ray); suite level."
     )
     skip_defaults: bool = Field(False, description="On a test: do not apply the suite's assertions (AgentV).")
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="The target's sampling temperature for these tests (over the target's own)."
+    )
+    max_tokens: int | None = Field(
+        None, ge=1, description="The most tokens the target may write per reply in these tests (over the target's own)."
+    )
     budget_usd: float | None = Field(
         None,
         gt=0,
