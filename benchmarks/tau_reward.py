@@ -5,7 +5,7 @@
 PATH is a checkout of github.com/sierra-research/tau-bench (MIT). From it the benchmark takes
 the airline database (tau_bench/envs/airline/data: flights, reservations, users; 3.3 MB as
 compact JSON), the airline tool classes (wrapped as convoeval tool functions
-`name(state, **arguments)`, tau_bench's package __init__ files are not run) and
+`name(state, /, **arguments)`, tau_bench's package __init__ files are not run) and
 historical_trajectories/gpt-4o-airline.json (50 tasks x 4 trials, each with tau-bench's reward).
 
 It imports the trajectories with `convoeval import tau-bench --recorded`, grades them with
@@ -46,7 +46,7 @@ from tau_bench.envs.airline.tools import ALL_TOOLS  # noqa: E402
 
 
 def _tool(cls):
-    def call(state, **arguments):
+    def call(state, /, **arguments):
         return cls.invoke(data=state, **arguments)
 
     call.__name__ = cls.get_info()["function"]["name"]

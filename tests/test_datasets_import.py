@@ -46,9 +46,10 @@ def test_mt_bench_second_turn_carries_the_live_first_reply_and_references_stay_w
     second = next(
         [m["content"] for m in r["messages"]]
         for r in targets
-        if len(r["messages"]) == 3 and r["messages"][0]["content"].startswith("Compose")
+        if len(r["messages"]) == 4 and r["messages"][1]["content"].startswith("Compose")
     )
-    assert second[1] == "LIVE-ANSWER to Compose an e" and second[2].startswith("Rewrite your previous response")
+    assert second[0] == "You are a helpful assistant."  # FastChat's chatgpt template
+    assert second[2] == "LIVE-ANSWER to Compose an e" and second[3].startswith("Rewrite your previous response")
     reference = "your current position is now second place"
     assert not any(reference in json.dumps(r) for r in targets)
     judged = [r["messages"][-1]["content"] for r in fake_openai.judge_requests()]
@@ -169,7 +170,7 @@ def test_multiwoz_import_runs_with_backend_results_and_policy_in_the_judge_promp
     assert [t.id for t in suite.tests][:2] == ["multiwoz-SNG0855", "multiwoz-PMUL3558"]
     assert len(first.turns) == 5 and first.policy.domain == "hotel"
     assert first.turns[0].context["db"]["hotel"]["count"] == 23  # guesthouses with internet in hotel_db.json
-    assert first.turns[0].context["reference_acts"]["Hotel-Request"] == {"area": "?"}
+    assert first.turns[0].context["reference_acts"]["Hotel-Request"] == [["area", "?"]]
     assert [a.type for a in first.turns[0].assertions] == ["td-eval"]  # on each turn, beside its reference reply
     assert first.turns[0].expected_output == "I have 33 guesthouses with internet, which area would you prefer?"
     one = write(tmp_path / "one.jsonl", source.read_text().splitlines()[0] + "\n")

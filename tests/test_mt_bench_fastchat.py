@@ -157,3 +157,56 @@ def test_a_rating_outside_one_to_ten_is_asked_again_then_an_error_never_a_pass(f
         ("fail", 0.1, 1),
     ]
     assert {r.test_id: r.verdict for r in report.results if r.verdict == "pass"} == {"rescued": "pass", "top": "pass"}
+
+
+#: FastChat's temperature_config (fastchat/llm_judge/common.py, the snapshot of SOURCE.txt).
+FASTCHAT_TEMPERATURES = {
+    "writing": 0.7,
+    "roleplay": 0.7,
+    "extraction": 0.0,
+    "math": 0.0,
+    "coding": 0.0,
+    "reasoning": 0.0,
+    "stem": 0.1,
+    "humanities": 0.1,
+}
+
+
+def test_answers_are_asked_for_as_fastchat_gen_api_answer_asks_an_openai_model(fake_openai, tmp_path: Path) -> None:
+    """gen_api_answer.py: each category's temperature, max_tokens 1024, and the `chatgpt`
+    conversation template's system message before the questions, on both turns."""
+    suite = import_dataset("mt-bench", MT_BENCH / "question.jsonl")
+    temperatures = {t["metadata"]["category"]: t["execution"]["temperature"] for t in suite["tests"]}
+    assert temperatures == FASTCHAT_TEMPERATURES
+    assert suite["execution"] == {"max_tokens": 1024}
+
+    source = _sample(tmp_path, (81, 101, 131, 141))  # writing, reasoning, extraction, stem
+    path = convoeval.datasets.write_suite(import_dataset("mt-bench", source), tmp_path / "mt.eval.yaml")
+    fake_openai.judge = lambda body: json.dumps({"reasoning": "fine", "score": 8})
+    convoeval.run(path, target="openai:m", judge="openai:j", store=False, cache=False)
+    questions = {q["turns"][0]: q["category"] for q in map(json.loads, source.read_text().splitlines())}
+    sent = fake_openai.target_requests()
+    assert len(sent) == 8
+    for body in sent:
+        system, first = body["messages"][:2]
+        assert system == {"role": "system", "content": "You are a helpful assistant."}
+        assert body["temperature"] == FASTCHAT_TEMPERATURES[questions[first["content"]]]
+        assert body["max_tokens"] == 1024
+    assert all(r["temperature"] == 0.0 for r in fake_openai.judge_requests())  # the judge's own, as FastChat's
+
+
+def test_a_question_s_required_temperature_is_its_own_and_a_test_s_sampling_is_over_the_target_s(
+    cli, tmp_path: Path
+) -> None:
+    question = {"question_id": 1, "category": "writing", "turns": ["a", "b"], "required_temperature": 0.3}
+    source = write(tmp_path / "q.jsonl", json.dumps(question) + "\n")
+    assert import_dataset("mt-bench", source)["tests"][0]["execution"] == {"temperature": 0.3}
+    write(source, json.dumps({**question, "required_temperature": "hot"}) + "\n")
+    code, out, err = cli("import", "mt-bench", source, "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and f"{source}:1: required_temperature: expected a number from 0 to 2" in err
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - {id: t, input: hi, execution: {temperature: 3, max_tokens: 0, judge: j}}\n",
+    )
+    code, out, err = cli("validate", suite)
+    assert code == 2 and "execution.temperature" in err and "execution.max_tokens" in err, err

@@ -55,8 +55,8 @@ def test_multiwoz_21_data_json_with_database_and_reference_replies_for_judges_on
     }
     assert third["db"]["hotel"] == {"count": 1, "matches": ["the cambridge belfry"]}
     assert third["reference_acts"] == {
-        "Booking-NoBook": {"day": "Tuesday"},
-        "Booking-Request": {"stay": "?", "day": "?"},
+        "Booking-NoBook": [["day", "Tuesday"]],
+        "Booking-Request": [["stay", "?"], ["day", "?"]],
     }
     assert test.turns[3].expected_output.startswith("Booking was successful.\nReference number is : 7GAWK763.")
 
@@ -142,8 +142,8 @@ def test_multiwoz_22_reads_the_reference_acts_from_dialog_acts_json_beside_its_f
     assert native == from_rows
     first = native[0]["turns"][0]["context"]
     assert first["reference_acts"] == {
-        "Hotel-Inform": {"choice": "33", "internet": "yes", "type": "guesthouse"},
-        "Hotel-Request": {"area": "?"},
+        "Hotel-Inform": [["choice", "33"], ["internet", "yes"], ["type", "guesthouse"]],
+        "Hotel-Request": [["area", "?"]],
     }
     (tmp_path / "MultiWOZ_2.2" / "dialog_acts.json").unlink()
     assert "reference_acts" not in import_dataset("multiwoz", source)["tests"][0]["turns"][0]["context"]
@@ -154,3 +154,36 @@ def test_a_dialog_acts_json_that_is_not_one_is_named(cli, tmp_path: Path) -> Non
     write(tmp_path / "dialog_acts.json", "[1, 2]")
     code, out, err = cli("import", "multiwoz", source, "-o", tmp_path / "x.eval.yaml")
     assert code == 2 and f"{tmp_path / 'dialog_acts.json'}:1: expected MultiWOZ 2.2's dialogue acts" in err, err
+
+
+def test_reference_acts_keep_every_value_a_slot_is_given_in_order(cli, fake_openai, tmp_path: Path) -> None:
+    """MultiWOZ gives an act's slots as [slot, value] pairs, a slot possibly more than once (PMUL3558's
+    system offers trains leaving at 23:39 and at 5:39): each pair is kept, in order, from the Hugging
+    Face rows and from 2.2's dialog_acts.json alike, and the judges read them all."""
+    source = DATA / "multiwoz22_sample5.jsonl"
+    rows = {json.loads(line)["dialogue_id"]: json.loads(line) for line in source.read_text().splitlines()}
+    tests = {t["id"]: t for t in import_dataset("multiwoz", source)["tests"]}
+    for dialogue_id, row in rows.items():
+        speakers, acts = row["turns"]["speaker"], row["turns"]["dialogue_acts"]
+        expected = []
+        for i, speaker in enumerate(speakers):
+            if speaker == 0 and i + 1 < len(speakers):
+                act = acts[i + 1]["dialog_act"]
+                expected.append(
+                    {
+                        kind: [list(p) for p in zip(slots["slot_name"], slots["slot_value"], strict=True)]
+                        for kind, slots in zip(act["act_type"], act["act_slots"], strict=True)
+                    }
+                )
+        turns = tests[f"multiwoz-{dialogue_id.removesuffix('.json')}"]["turns"]
+        assert [t["context"].get("reference_acts") for t in turns][: len(expected)] == expected
+    leaving = [t["context"]["reference_acts"] for t in tests["multiwoz-PMUL3558"]["turns"]][9]
+    assert leaving == {"Train-Inform": [["leaveat", "23:39"], ["leaveat", "5:39"]]}
+    mul0297 = [t["context"]["reference_acts"] for t in tests["multiwoz-MUL0297"]["turns"]]
+    assert any(len({s for s, _ in pairs}) < len(pairs) for acts in mul0297 for pairs in acts.values())
+
+    one = write(tmp_path / "one.jsonl", json.dumps(rows["PMUL3558.json"]) + "\n")
+    path = convoeval.datasets.write_suite(import_dataset("multiwoz", one), tmp_path / "one.eval.yaml")
+    convoeval.run(path, target="openai:agent", judge="openai:judge", store=False, cache=False)
+    judged = [r["messages"][-1]["content"] for r in fake_openai.judge_requests()]
+    assert any('"Train-Inform": [["leaveat", "23:39"], ["leaveat", "5:39"]]' in j for j in judged)

@@ -239,3 +239,55 @@ def test_required_outputs_are_checked_as_tau2_checks_communicate_info(cli, domai
     code, out, err = cli("grade", domain / "o.eval.yaml", "-o", domain / "o.jsonl")
     rewards = {r["test_id"]: r["scores"][-1]["graders"][0]["details"]["reward"] for r in read_jsonl(domain / "o.jsonl")}
     assert rewards == {"plain": 1.0, "comma": 0.0, "across": 0.0, "split": 1.0}
+
+
+def test_a_simulation_that_never_ran_is_left_out_as_tau2_leaves_it_out(cli, domain: Path) -> None:
+    """Task 48's first simulation replaced by the record tau2's runner writes after exhausted
+    retries (src/tau2/runner/progress.py: `infrastructure_error`, `messages: []`): the rest imports,
+    a warning names it, and pass^1 is tau2's compute_metrics, which excludes it (get_metrics_df)."""
+    data = json.loads((RESULTS / "airline-gpt-4.1.json").read_text())
+    data["simulations"][3] = {
+        **{k: data["simulations"][3][k] for k in ("task_id", "timestamp", "start_time", "end_time", "trial", "seed")},
+        "id": "00000000-infra",
+        "duration": 0.0,
+        "termination_reason": "infrastructure_error",
+        "messages": [],
+        "info": {"error": "Connection error.", "error_type": "APIConnectionError", "failed_after_attempts": 4},
+        "reward_info": None,
+    }
+    results = write(domain / "results.json", json.dumps(data))
+    code, out, err = cli("import", "tau2", results, "--recorded", "-o", domain / "r.eval.yaml")
+    assert code == 0, err
+    assert "infrastructure error" in err and "task '48' simulation 00000000-infra (Connection error.)" in err
+    code, out, err = cli("grade", domain / "r.eval.yaml", "-o", domain / "r.jsonl")
+    rows = {r["test_id"]: r for r in read_jsonl(domain / "r.jsonl")}
+    assert rows["tau2-airline-48"]["metadata"]["simulation_ids"] == [data["simulations"][6]["id"]]
+    ran: dict[str, list[float]] = {}
+    for simulation in data["simulations"]:
+        if simulation["termination_reason"] != "infrastructure_error":
+            ran.setdefault(simulation["task_id"], []).append(simulation["reward_info"]["reward"])
+    pass_1 = sum(tau2_pass_hat_k(rewards, 1) for rewards in ran.values()) / len(ran)
+    assert pass_1 == 0.625  # 0.5 if the simulation that never ran counted as a failure
+    assert f"k=1 {pass_1:.3f}" in out
+
+
+def test_a_tool_argument_named_state_is_a_tool_argument_with_the_state_positional_only(
+    cli, domain: Path, tmp_path: Path
+) -> None:
+    """tau2's retail `modify_user_address` takes an argument `state` (task 86 of the real retail run).
+    Tools in the documented form `name(state, /, **arguments)` grade every simulation as tau2 did;
+    in the form `name(state, **arguments)` the call cannot be made, and the grade is an error
+    naming the fix, never the agent's failed call."""
+    results = RESULTS / "retail-gpt-4.1.json"
+    positional = LOGGING_TOOLS.replace("(db, /, **kw)", "(state, /, **kw)").replace("db['writes']", "state['writes']")
+    write(domain / "tools.py", positional)
+    code, rows, by_task = graded(cli, domain, results)
+    verdicts = {r["test_id"]: [g["details"]["reward"] for g in reward_graders(r)] for r in rows}
+    assert verdicts == {f"tau2-retail-{t}": [s["reward_info"]["reward"] for s in by_task[t]] for t in by_task}
+
+    clashing = write(tmp_path / "clash" / "tools.py", positional.replace("(state, /, **kw)", "(state, **kw)"))
+    write(clashing.parent / "db.json", '{"writes": []}')
+    code, rows, by_task = graded(cli, clashing.parent, results)
+    (grader,) = reward_graders(next(r for r in rows if r["test_id"] == "tau2-retail-86"))
+    assert grader["verdict"] == "error"
+    assert "argument named 'state'" in grader["error"] and "`def modify_user_address(state, /, ...)`" in grader["error"]

@@ -208,3 +208,61 @@ def test_an_episode_tau_bench_never_ended_has_reward_0_whatever_its_final_state(
         assert not ended["passed"] and "###STOP###" in ended["text"] and "transfer_to_human_agents" in ended["text"]
     assert graded["tau-2"]["details"]["state_diff"] == [] and graded["tau-2"]["assertions"][1]["passed"]
     assert code == 1
+
+
+def crashed(task_id: int, trial: int) -> dict:
+    """What tau-bench's run.py records when `agent.solve` raises (its `except Exception as e:`)."""
+    traceback = 'Traceback (most recent call last):\n  File "tau_bench/run.py", line 73\nlitellm.RateLimitError: 429'
+    info = {"error": "litellm.RateLimitError: 429", "traceback": traceback}
+    return {"task_id": task_id, "reward": 0.0, "info": info, "traj": [], "trial": trial}
+
+
+def display_metrics_pass_hat_k(records: list[dict]) -> dict[int, float]:
+    """tau-bench's display_metrics (tau_bench/run.py), transcribed: a record counts 1 in its
+    task's c when its reward is 1; pass^k = mean over tasks of C(c, k) / C(num_trials, k)."""
+    num_trials = len({r["trial"] for r in records})
+    c: dict[int, int] = {}
+    for r in records:
+        c[r["task_id"]] = c.get(r["task_id"], 0) + (1 - 1e-6 <= r["reward"] <= 1 + 1e-6)
+    return {k: sum(comb(n, k) / comb(num_trials, k) for n in c.values()) / len(c) for k in range(1, num_trials + 1)}
+
+
+def test_a_run_that_crashed_is_a_trial_that_failed_with_its_error_and_pass_hat_k_is_tau_bench(
+    cli, domain: Path
+) -> None:
+    """Task 1's four real trials with trial 2 replaced by tau-bench's record of a crashed run: the
+    file imports, the crash is that trial's execution error (never dropped), pass^k is tau-bench's."""
+    records = [r for r in json.loads(TRIALS.read_text()) if r["task_id"] == 1]
+    records[2] = crashed(1, 2)
+    runs = write(domain / "runs.json", json.dumps(records))
+    code, out, err = cli("import", "tau-bench", runs, "--recorded", "-o", domain / "r.eval.yaml")
+    assert code == 0, err
+    assert "item 2 (task 1, trial 2: litellm.RateLimitError: 429)" in err and "reward 0" in err
+    code, out, err = cli("grade", domain / "r.eval.yaml", "-o", domain / "r.jsonl")
+    (row,) = read_jsonl(domain / "r.jsonl")
+    assert [t["verdict"] for t in row["trials"]] == ["fail", "pass", "error", "fail"]
+    assert row["trials"][2]["execution_status"] == "execution_error"
+    assert row["trials"][2]["error"] == "the recorded run failed: litellm.RateLimitError: 429"
+    assert row["metadata"]["crashed_trials"] == [2] and row["metadata"]["recorded_rewards"] == [0.0, 1.0, 0.0, 0.0]
+    expected = display_metrics_pass_hat_k(records)
+    assert expected == {1: 0.25, 2: 0.0, 3: 0.0, 4: 0.0}  # dropping the crash would give 1/3 at k=1
+    assert {int(k): v for k, v in row["pass_hat_k"].items()} == pytest.approx(expected)
+    assert "k=1 0.250, k=2 0.000, k=3 0.000, k=4 0.000" in out
+
+    code, out, err = cli("import", "tau-bench", runs, "-o", domain / "live.eval.yaml")  # its task from the others
+    assert code == 0 and [t.id for t in load_suite(domain / "live.eval.yaml").tests] == ["tau-1"], err
+
+
+def test_a_task_whose_only_run_crashed_is_a_test_whose_trial_is_an_error(cli, domain: Path) -> None:
+    records = [*json.loads(TRIALS.read_text())[:1], crashed(7, 0)]
+    runs = write(domain / "runs.json", json.dumps(records))
+    code, out, err = cli("import", "tau-bench", runs, "--recorded", "-o", domain / "r.eval.yaml")
+    assert code == 0, err
+    code, out, err = cli("grade", domain / "r.eval.yaml", "-o", domain / "r.jsonl")
+    rows = {row["test_id"]: row for row in read_jsonl(domain / "r.jsonl")}
+    assert rows["tau-7"]["execution_status"] == "execution_error" and rows["tau-7"]["pass_hat_k"] == {"1": 0.0}
+    assert "litellm.RateLimitError: 429" in rows["tau-7"]["error"]
+    assert rows["tau-1"]["trials"][0]["verdict"] == "fail"  # its recorded reward
+    code, out, err = cli("import", "tau-bench", runs, "-o", domain / "live.eval.yaml")  # no task to run live
+    assert code == 0 and "left out, in no other record: tau-7" in err, err
+    assert [t.id for t in load_suite(domain / "live.eval.yaml").tests] == ["tau-1"]

@@ -216,3 +216,36 @@ def test_tool_results_are_the_backend_result_the_judge_sees(cli, fake_openai, tm
     prompts = [r["messages"][-1]["content"] for r in fake_openai.judge_requests()]
     assert len(prompts) == 2
     assert any('"reservation_id": "R101"' in p and "book_flight" in p for p in prompts)
+
+
+def test_an_agent_call_a_tool_cannot_take_is_a_domain_error_not_the_agent_s_failed_call(cli, tmp_path: Path) -> None:
+    """The agent changes a user's address (an argument named `state`, as in tau-bench's retail
+    domain) though the task wants no change: tau-bench gives 0. A tool `name(state, **arguments)`
+    cannot take the call; read as the agent's failed call, the state would stay as the goal and
+    the reward be 1: it is a grade error naming the fix. With the state positional-only, 0."""
+    transcript = """\
+      - {role: user, content: I live in DC now}
+      - role: assistant
+        tool_calls: [{id: c1, type: function, function: {name: modify_user_address, arguments: '{"user_id": "u1", "state": "DC"}'}}]
+      - {role: tool, tool_call_id: c1, content: ok}
+      - {role: assistant, content: Done.}
+"""
+    assertion = "  - {type: tau-reward, backend: backend.json, tools: tools.py, goal_actions: []}"
+    write(tmp_path / "backend.json", '{"users": {"u1": {"state": "NY"}}}')
+    write(tmp_path / "t.eval.yaml", f"assertions:\n{assertion}\ntests:\n  - id: t\n    transcript:\n{transcript}")
+    tool = "def modify_user_address(state{slash}, **kw):\n    state['users'][kw['user_id']]['state'] = kw['state']\n"
+    write(tmp_path / "tools.py", tool.format(slash=""))
+    code, out, err = cli("grade", tmp_path / "t.eval.yaml", "-o", tmp_path / "r.jsonl")
+    (row,) = read_jsonl(tmp_path / "r.jsonl")
+    grader = row["scores"][-1]["graders"][0]
+    assert row["verdict"] == "error" and "`def modify_user_address(state, /, ...)`" in grader["error"], grader
+
+    other = tmp_path / "positional"
+    for name in ("backend.json", "t.eval.yaml"):
+        write(other / name, (tmp_path / name).read_text())
+    write(other / "tools.py", tool.format(slash=", /"))
+    code, out, err = cli("grade", other / "t.eval.yaml", "-o", other / "r.jsonl")
+    (row,) = read_jsonl(other / "r.jsonl")
+    grader = row["scores"][-1]["graders"][0]
+    assert (row["verdict"], grader["details"]["reward"]) == ("fail", 0.0)
+    assert grader["details"]["state_diff"] == ['$.users.u1.state: "DC" != "NY"']

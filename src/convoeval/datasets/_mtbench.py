@@ -15,8 +15,15 @@ With `judge_prompts` (the user's copy of FastChat's `judge_prompts.jsonl`), each
 graded by `mt-bench-judge` with FastChat's own prompts, as written (`single-v1` on the first
 turn, `single-v1-multi-turn` on the second; the `single-math-v1` pair with the references for
 math, reasoning and coding, as FastChat does), its `[[rating]]` answers parsed as FastChat
-parses them: scores that compare with published MT-Bench numbers (x10). Each prompt is
-written once in the suite and referred to by YAML aliases.
+parses them. Each prompt is written once in the suite and referred to by YAML aliases.
+
+The answers are asked for as FastChat's `gen_api_answer.py` asks an API model for them: each
+test carries its category's temperature (`temperature_config` of `fastchat/llm_judge/common.py`,
+or the question's own `required_temperature`) and the suite FastChat's default `max_tokens`,
+1024; the suite's input is the system message of FastChat's `chatgpt` conversation template
+(the one its OpenAI models use), "You are a helpful assistant.". FastChat takes the system
+message from each model's template (none for Claude, Llama 2's own...): for such a model, edit
+the suite's `input`.
 """
 
 from __future__ import annotations
@@ -26,6 +33,26 @@ from pathlib import Path
 from ..errors import DatasetError
 from ._common import JsonObject, as_int, as_list, as_object, read_jsonl
 from ._suite_types import Suite, SuiteTest, Turn
+
+#: FastChat's `temperature_config` (fastchat/llm_judge/common.py): the sampling temperature of
+#: each category's answers; other categories get 0.7, as in its gen_api_answer.py.
+TEMPERATURES = {
+    "writing": 0.7,
+    "roleplay": 0.7,
+    "extraction": 0.0,
+    "math": 0.0,
+    "coding": 0.0,
+    "reasoning": 0.0,
+    "stem": 0.1,
+    "humanities": 0.1,
+    "arena-hard-200": 0.0,
+}
+DEFAULT_TEMPERATURE = 0.7
+#: gen_api_answer.py's `--max-tokens` (and gen_model_answer.py's `--max-new-token`) default.
+MAX_TOKENS = 1024
+#: The system message of FastChat's `chatgpt` conversation template (fastchat/conversation.py),
+#: which its OpenAI models (gpt-3.5-turbo, gpt-4) answer MT-Bench under.
+SYSTEM_MESSAGE = "You are a helpful assistant."
 
 #: Categories MT-Bench grades against a reference answer (FastChat's NEED_REF_CATS).
 REFERENCE_CATEGORIES = ("math", "reasoning", "coding")
@@ -122,7 +149,9 @@ def import_mt_bench(source: Path, *, references: Path | None = None, judge_promp
         missing = [n for n in ("single-math-v1", "single-math-v1-multi-turn") if n not in (prompts or {})]
         if prompts is not None and reference and missing:
             raise DatasetError(f"{judge_prompts}:1: no judge prompt named {missing[0]!r} (for {category} questions)")
-        tests.append(_test(qid, category, turns, reference, prompts))
+        test = _test(qid, category, turns, reference, prompts)
+        test["execution"] = {"temperature": _temperature(record, category, source, line)}
+        tests.append(test)
     return {
         "name": "mt-bench",
         "description": "MT-Bench: 80 two-turn questions, each answer rated 1-10 by a judge "
@@ -133,8 +162,21 @@ def import_mt_bench(source: Path, *, references: Path | None = None, judge_promp
             "paper": "Zheng et al. 2023, arXiv:2306.05685",
             "licence": "Apache-2.0 (FastChat)",
         },
+        "input": [{"role": "system", "content": SYSTEM_MESSAGE}],
+        "execution": {"max_tokens": MAX_TOKENS},
         "tests": tests,
     }
+
+
+def _temperature(record: JsonObject, category: str, source: Path, line: int) -> float:
+    """The answers' sampling temperature, as gen_api_answer.py picks it: the question's
+    `required_temperature`, else its category's, else 0.7."""
+    given = record.get("required_temperature")
+    if given is None:
+        return TEMPERATURES.get(category, DEFAULT_TEMPERATURE)
+    if isinstance(given, bool) or not isinstance(given, int | float) or not 0 <= given <= 2:
+        raise DatasetError(f"{source}:{line}: required_temperature: expected a number from 0 to 2, got {given!r:.40}")
+    return float(given)
 
 
 def _own_reference(record: JsonObject, source: Path, line: int) -> list[str] | None:

@@ -22,7 +22,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._common import JsonObject, as_list, as_object, objects, read_json, read_jsonl, text
-from ._suite_types import BackendContext, Matches, Message, Suite, SuiteTest, Turn
+from ._suite_types import Acts, BackendContext, Matches, Message, Suite, SuiteTest, Turn
 
 #: Slots per domain: what the user may constrain (informable) or ask for.
 DOMAIN_SLOTS: dict[str, list[str]] = {
@@ -107,7 +107,7 @@ class UserTurn:
 
     utterance: str
     belief: dict[str, dict[str, str]]
-    reference_acts: dict[str, dict[str, str]] | None = None
+    reference_acts: Acts | None = None
     reference_reply: str | None = None
 
 
@@ -265,13 +265,13 @@ def _v21_dialogue(name: str, record: JsonObject, source: Path) -> Dialogue:
     return Dialogue(name.removesuffix(".json"), services, user_turns)
 
 
-def _pair_acts(dialog_act: JsonValue) -> dict[str, dict[str, str]]:
-    """`{act: {slot: value}}` from MultiWOZ's `dialog_act` (2.1's log, 2.2's dialog_acts.json):
-    each act with its `[slot, value]` pairs."""
+def _pair_acts(dialog_act: JsonValue) -> Acts:
+    """`{act: [[slot, value], ...]}` from MultiWOZ's `dialog_act` (2.1's log, 2.2's dialog_acts.json):
+    each act with every one of its pairs, in order (a slot may come back with another value)."""
     return {
-        act: {
-            str(pair[0]).lower(): str(pair[1]) for pair in as_list(pairs) if isinstance(pair, list) and len(pair) == 2
-        }
+        act: [
+            [str(pair[0]).lower(), str(pair[1])] for pair in as_list(pairs) if isinstance(pair, list) and len(pair) == 2
+        ]
         for act, pairs in (as_object(dialog_act) or {}).items()
     }
 
@@ -322,13 +322,14 @@ def _belief(frame: JsonValue) -> dict[str, dict[str, str]]:
     return belief
 
 
-def _acts(turn_acts: JsonValue) -> dict[str, dict[str, str]]:
+def _acts(turn_acts: JsonValue) -> Acts:
+    """`{act: [[slot, value], ...]}` from a Hugging Face row's `dialogue_acts` item (parallel lists)."""
     acts = as_object((as_object(turn_acts) or {}).get("dialog_act")) or {}
-    out: dict[str, dict[str, str]] = {}
+    out: Acts = {}
     for act, slots in zip(as_list(acts.get("act_type")), as_list(acts.get("act_slots")), strict=False):
         names_values = as_object(slots) or {}
         names, values = as_list(names_values.get("slot_name")), as_list(names_values.get("slot_value"))
-        out.setdefault(str(act), {}).update(zip(map(str, names), map(str, values), strict=False))
+        out.setdefault(str(act), []).extend([str(n), str(v)] for n, v in zip(names, values, strict=False))
     return out
 
 

@@ -59,13 +59,18 @@ class Matches(TypedDict):
     matches: list[str]
 
 
+#: Dialogue acts as MultiWOZ gives them: each act with its `[slot, value]` pairs, in order (a
+#: slot may appear more than once: `Train-Inform: [[leaveat, "23:39"], [leaveat, "5:39"]]`).
+Acts = dict[str, list[list[str]]]
+
+
 class BackendContext(TypedDict, total=False):
     """What the judges see as a turn's backend result (MultiWOZ): belief state, database
     matches, the reference system's dialogue acts."""
 
     belief_state: dict[str, dict[str, str]]
     db: dict[str, Matches]
-    reference_acts: dict[str, dict[str, str]]
+    reference_acts: Acts
 
 
 class Turn(TypedDict, total=False):
@@ -78,6 +83,12 @@ class Turn(TypedDict, total=False):
     metadata: JsonObject
 
 
+class FailedRun(TypedDict):
+    """A recorded trial whose run failed before it made a conversation (`transcripts:` item)."""
+
+    error: str
+
+
 class SuiteTest(TypedDict, total=False):
     """One test of the suite (single turn, scripted conversation, simulated user, or recorded
     transcripts)."""
@@ -87,7 +98,7 @@ class SuiteTest(TypedDict, total=False):
     mode: str
     turns: list[Turn]
     transcript: list[Message]
-    transcripts: list[list[Message]]
+    transcripts: list[list[Message] | FailedRun]
     simulated_user: JsonObject
     expected_output: JsonValue
     criteria: JsonValue
@@ -119,6 +130,7 @@ class SuiteMetadata(TypedDict, total=False):
     promptfoo_providers: list[str]
     promptfoo_provider_settings: JsonObject
     tau2_commit: str
+    infrastructure_errors: list[JsonObject]
 
 
 class Suite(TypedDict, total=False):

@@ -31,6 +31,7 @@ run (the agent plays the user's side too) is refused.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +40,14 @@ from typing import Literal, TypeGuard
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from ..errors import DatasetError
-from ._common import JsonObject, as_list, decode_json, read_json
-from ._suite_types import Message, RecordedCall, Skipped, Suite, SuiteTest
+from ._common import DatasetWarning, JsonObject, as_list, decode_json, read_json
+from ._suite_types import FailedRun, Message, RecordedCall, Skipped, Suite, SuiteTest
 from ._tau2 import MAX_ERRORS, MAX_STEPS, episode_end, import_tau2_tasks, is_tau2_tasks, task_test, unsupported
+
+#: tau2's `TerminationReason.INFRASTRUCTURE_ERROR`: its runner gave up on the simulation after
+#: retries (src/tau2/runner/progress.py, `messages: []`); its metrics exclude it
+#: (src/tau2/metrics/agent_metrics.py `get_metrics_df`).
+INFRASTRUCTURE_ERROR = "infrastructure_error"
 
 
 class _Loose(BaseModel):
@@ -85,13 +91,14 @@ class Tau2Simulation(_Loose):
     termination_reason: str
     reward_info: Tau2Reward | None = None
     messages: list[Tau2Message]
+    info: dict[str, JsonValue] | None = None
 
 
 @dataclass
 class _Trials:
     """A task's simulations, in the file's order."""
 
-    transcripts: list[list[Message]] = field(default_factory=list)
+    transcripts: list[list[Message] | FailedRun] = field(default_factory=list)  # the type a suite takes
     trials: list[JsonValue] = field(default_factory=list)
     ids: list[JsonValue] = field(default_factory=list)
     rewards: list[JsonValue] = field(default_factory=list)
@@ -161,6 +168,7 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
     end = episode_end(_limit(info, "max_steps", MAX_STEPS, lines), _limit(info, "max_errors", MAX_ERRORS, lines))
     recorded: dict[str, _Trials] = {}
     skipped: dict[str, str] = {}
+    never_ran: list[JsonObject] = []
     for index, raw in enumerate(as_list(data["simulations"])):
         where = f"simulations[{index}]"
         simulation = _validated(Tau2Simulation, raw, where, lines)
@@ -169,6 +177,10 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
             raise DatasetError(
                 f"{lines.at(where)}: {where}.task_id: {simulation.task_id!r} is not among the file's tasks"
             )
+        if simulation.termination_reason == INFRASTRUCTURE_ERROR:  # never ran: tau2's metrics leave it out
+            error = (simulation.info or {}).get("error")
+            never_ran.append({"id": simulation.id, "task_id": simulation.task_id, "error": error})
+            continue
         reason = unsupported(task, _task_where(data, simulation.task_id, lines))
         if reason is not None:
             skipped.setdefault(simulation.task_id, reason)
@@ -181,14 +193,30 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
         trials.terminations.append(simulation.termination_reason)
         judged = simulation.reward_info.nl_assertions if simulation.reward_info else None
         trials.nl_met.append(None if judged is None else [j.met for j in judged])
+    if never_ran:
+        named = ", ".join(
+            f"task {r['task_id']!r} simulation {r['id']} ({r['error'] or 'no error recorded'})" for r in never_ran
+        )
+        warnings.warn(
+            f"{lines.at('simulations')}: left out as tau2's metrics leave them out, simulations that ended in an "
+            f"infrastructure error (they never ran): {named}",
+            DatasetWarning,
+            stacklevel=2,
+        )
     if not recorded:
-        why = next(iter(skipped.values()), "it has no simulations")
+        why = next(
+            iter(skipped.values()),
+            "every simulation ended in an infrastructure error" if never_ran else "it has no simulations",
+        )
         raise DatasetError(f"{lines.at('simulations')}: no simulation of this file can be graded by tau-reward ({why})")
     tests = [
         _test(tasks[task_id], trials, tools, backend, end, _task_where(data, task_id, lines))
         for task_id, trials in recorded.items()
     ]
-    return _suite(source, info, tests, [{"id": k, "reason": v} for k, v in skipped.items()])
+    suite = _suite(source, info, tests, [{"id": k, "reason": v} for k, v in skipped.items()])
+    if never_ran:
+        suite["metadata"]["infrastructure_errors"] = never_ran
+    return suite
 
 
 def _suite(source: Path, info: JsonObject, tests: list[SuiteTest], skipped: list[Skipped]) -> Suite:

@@ -23,14 +23,15 @@ tau2-bench's `tasks.json` is read by `_tau2`, its results files by `_tau2_result
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._common import JsonObject, as_list, as_object, read_json
-from ._suite_types import Message, Suite, SuiteTest, with_call_fields
+from ._common import DatasetWarning, JsonObject, as_list, as_object, read_json
+from ._suite_types import FailedRun, Message, Suite, SuiteTest, with_call_fields
 from ._tau2 import import_tau2_tasks, is_tau2_tasks
 from ._tau2_results import import_tau2, is_tau2_results
 
@@ -43,14 +44,16 @@ MAX_STEPS = 30
 
 @dataclass
 class _Recorded:
-    """A task's recorded trials (tau-bench results): their trajectories and rewards."""
+    """A task's recorded trials (tau-bench results): their trajectories and rewards; `task` is
+    None while only runs that crashed were read."""
 
-    task: JsonObject
     task_id: JsonValue
-    transcripts: list[list[Message]] = field(default_factory=list)
+    task: JsonObject | None = None
+    transcripts: list[list[Message] | FailedRun] = field(default_factory=list)
     trials: list[JsonValue] = field(default_factory=list)
     rewards: list[JsonValue] = field(default_factory=list)
     unfinished: list[JsonValue] = field(default_factory=list)
+    failed: list[JsonValue] = field(default_factory=list)
 
 
 def import_tau_bench(
@@ -80,31 +83,46 @@ def import_tau_bench(
         raise DatasetError(f"{source}:1: expected a JSON list of tau-bench results or tasks, or tau2-bench tasks")
     tests: dict[str, SuiteTest] = {}
     recordings: dict[str, _Recorded] = {}
+    crashed: dict[str, list[str]] = {}  # the runs that crashed, by test id
     for index, item in enumerate(data):
         where = f"{source}:1: item {index}"
         record = as_object(item) or {}
         result = "info" in record  # a tau-bench result (task, trajectory, reward), not a bare task
-        task = as_object((as_object(record["info"]) or {}).get("task")) if result else as_object(item)
-        if task is None or not isinstance(task.get("instruction"), str) or not isinstance(task.get("actions"), list):
+        info = (as_object(record["info"]) or {}) if result else {}
+        failure = _failure(info) if result else None
+        task = as_object(info.get("task")) if result else as_object(item)
+        if failure is None and (
+            task is None or not isinstance(task.get("instruction"), str) or not isinstance(task.get("actions"), list)
+        ):
             raise DatasetError(f"{where}: expected a task with instruction and actions")
         task_id = record.get("task_id", index) if result else index
         test_id = f"tau-{task_id}"
+        if failure is not None:
+            crashed.setdefault(test_id, []).append(
+                f"item {index} (task {task_id}, trial {record.get('trial')}: {failure})"
+            )
         if recorded:
             traj = record.get("traj")
-            if not isinstance(traj, list):
+            if failure is None and not isinstance(traj, list):
                 raise DatasetError(f"{where}: recorded=True needs tau-bench results with `traj`")
-            trials = recordings.setdefault(test_id, _Recorded(task, task_id))
-            trials.transcripts.append([_message(m, where) for m in traj])
+            trials = recordings.setdefault(test_id, _Recorded(task_id))
+            trials.task = trials.task or task
+            trials.transcripts.append(
+                {"error": failure} if failure is not None else [_message(m, where) for m in as_list(traj)]
+            )
             trials.trials.append(record.get("trial", len(trials.trials)))
             trials.rewards.append(record.get("reward"))
-            info = as_object(record["info"]) if result else None
-            if info is not None and info.get("reward_info") is None:
+            if failure is not None:
+                trials.failed.append(trials.trials[-1])
+            elif result and info.get("reward_info") is None:
                 # tau-bench never finished this episode (step limit or an error) and recorded 0 without a reward
                 trials.unfinished.append(trials.trials[-1])
-        elif test_id not in tests:  # one scenario per task, however many trials were recorded
+        elif task is not None and test_id not in tests:  # one scenario per task, however many trials were recorded
             tests[test_id] = _scenario(test_id, task, task_id, tools, backend, where)
     if recorded:
         tests = {test_id: _recorded(test_id, trials, tools, backend, source) for test_id, trials in recordings.items()}
+    if crashed:
+        _warn_crashed(source, crashed, recorded, [i for i in crashed if i not in tests])
     return {
         "name": f"tau-bench-{source.stem}",
         "description": "tau-bench tasks: reward 1 when the final backend state and the required outputs match; "
@@ -154,18 +172,40 @@ def _scenario(test_id: str, task: JsonObject, task_id: JsonValue, tools: str, ba
 
 
 def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source: Path) -> SuiteTest:
-    """One task's test with its recorded trials as transcripts."""
+    """One task's test with its recorded trials as transcripts (a task whose every run crashed
+    has no reward to check: each of its trials is an error)."""
     metadata: JsonObject = {"task_id": trials.task_id, "trials": trials.trials, "recorded_rewards": trials.rewards}
     if trials.unfinished:
         metadata["unfinished_trials"] = trials.unfinished
-    return {
-        "id": test_id,
-        "transcripts": trials.transcripts,
-        "assertions": [
-            {**_reward(trials.task, tools, backend, f"{source}:1: {test_id}"), "ended_by": episode_end(live=False)}
-        ],
-        "metadata": metadata,
-    }
+    if trials.failed:
+        metadata["crashed_trials"] = trials.failed
+    test: SuiteTest = {"id": test_id, "transcripts": trials.transcripts, "metadata": metadata}
+    if trials.task is not None:
+        reward = _reward(trials.task, tools, backend, f"{source}:1: {test_id}")
+        test["assertions"] = [{**reward, "ended_by": episode_end(live=False)}]
+    return test
+
+
+def _warn_crashed(source: Path, crashed: dict[str, list[str]], recorded: bool, left_out: list[str]) -> None:
+    """Name the runs that crashed and what became of them."""
+    runs = ", ".join(run for runs in crashed.values() for run in runs)
+    if recorded:
+        fate = "kept as trials that failed with that error (tau-bench counts them, with reward 0)"
+    else:
+        fate = "their tasks run live from the file's other records"
+        fate += f"; left out, in no other record: {', '.join(left_out)}" if left_out else ""
+    warnings.warn(
+        f"{source}: tau-bench runs that crashed (no trajectory): {runs}; {fate}", DatasetWarning, stacklevel=3
+    )
+
+
+def _failure(info: JsonObject) -> str | None:
+    """The error of a run that crashed, as tau-bench's run.py records it (`info: {error,
+    traceback}`, no task, an empty `traj`), else None."""
+    if "task" in info or "error" not in info:
+        return None
+    traceback = str(info.get("traceback") or "").strip().splitlines()
+    return str(info["error"] or "") or (traceback[-1] if traceback else "tau-bench recorded an error without a message")
 
 
 def _message(raw: JsonValue, where: str) -> Message:

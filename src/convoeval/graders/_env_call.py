@@ -9,7 +9,7 @@ from .._base_model import Model
 
 
 class EnvCall(Model):
-    """A call of an environment function: `name(state, **arguments)`."""
+    """A call of an environment function: `name(state, /, **arguments)`."""
 
     model_config = ConfigDict(extra="forbid")
 

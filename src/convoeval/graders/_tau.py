@@ -21,7 +21,7 @@ acts on its phone) are replayed in order with the agent's, through the user's to
 made) count too; `compare_state: false` leaves the state uncompared (a basis without DB).
 
 A domain's tools are plain functions in a Python file or module named by `tools:`, each
-`name(state, **arguments)` changing `state` (a dict) in place and returning its output. When
+`name(state, /, **arguments)` changing `state` (a dict) in place and returning its output. When
 the suite itself declares `tools:` and `backend:` (the agent acted on a live copy of the
 backend during the conversation), `backend`/`tools` may be left out here: the trial's final
 state is compared directly, when the trial's backend started from the same initial actions and
@@ -105,7 +105,7 @@ class TauReward(Assertion):
     )
     tools: str | None = Field(
         None,
-        description="A Python file or module of tool functions `name(state, **arguments)` (default: the suite's `tools`).",
+        description="A Python file or module of tool functions `name(state, /, **arguments)` (default: the suite's `tools`).",
     )
     goal_actions: list[Action] | None = Field(None, description="Expected tool calls; replayed to the goal state.")
     goal_state: str | dict[str, object] | None = Field(

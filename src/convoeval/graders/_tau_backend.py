@@ -1,8 +1,9 @@
 """A task-oriented domain: tool functions over a backend state (tau-bench's shape).
 
 A suite's `tools:` names a Python file or module whose public functions are the domain's tools,
-each `name(state, **arguments)` reading or changing `state` in place and returning what the
-agent sees; `backend:` is the initial state, a JSON/YAML file or the document itself. Every
+each `name(state, /, **arguments)` reading or changing `state` in place and returning what the
+agent sees (the state positional-only, so that a tool may take an argument named `state`, as
+tau-bench's retail `modify_user_address` does); `backend:` is the initial state, a JSON/YAML file or the document itself. Every
 trial plays on its own copy-on-write view of it (`Domain.session()`: only what the tools reach
 is copied, so a 3 MB backend does not cost a deep copy per trial or per call); `tau-reward`
 compares the view's final state with the goal. The tools' JSON schemas come from the
@@ -18,13 +19,14 @@ calls its tools on the same session as the agent calls its own (`DomainSession.c
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -45,7 +47,7 @@ _LOADED: dict[tuple[str, str, str, tuple[int, ...]], Domain] = {}
 _LOADING = threading.RLock()
 
 
-#: A domain's tool: `name(state, **arguments)` changes `state` in place and returns what the agent sees.
+#: A domain's tool: `name(state, /, **arguments)` changes `state` in place and returns what the agent sees.
 Tool = Callable[..., object]
 #: Who called a tool: the agent (tau2's "assistant") or the user.
 Side = Literal["assistant", "user"]
@@ -110,7 +112,9 @@ class Domain:
         for action in actions:
             fn = self.function(action.name, "initial_actions")
             try:
-                fn(state, **action.arguments)
+                call_function(fn, action.name, state, action.arguments)
+            except GraderError:
+                raise
             except Exception as exc:
                 raise GraderError(f"initial_actions: {action.name} failed: {type(exc).__name__}: {exc}") from None
         return state
@@ -159,7 +163,9 @@ class Domain:
             return state, {"error": f"no {'user ' if side == 'user' else ''}tool named {call.name!r}"}
         working = fork(state)  # `state` stays as it was, should the call fail halfway
         try:
-            return working, {"output": fn(working, **call.arguments)}
+            return working, {"output": call_function(fn, call.name, working, call.arguments)}
+        except GraderError:  # the domain's code cannot take this call: not the agent's mistake
+            raise
         except Exception as exc:  # the agent called it wrongly: it reads why
             return state, {"error": f"{type(exc).__name__}: {exc}"}
 
@@ -192,6 +198,33 @@ class DomainSession:
             side == mine and call.name == done.name and call.arguments == done.arguments
             for (side, call), mine, done in zip(calls, self.sides, self.calls, strict=True)
         )
+
+
+def call_function(fn: Tool, name: str, state: object, arguments: Mapping[str, object]) -> object:
+    """`fn(state, **arguments)`.
+
+    Raises:
+        GraderError: an argument has the name of `fn`'s state parameter, which is not
+            positional-only (Python would refuse the call: "got multiple values").
+    """
+    clash = _state_parameter(fn)
+    if clash is not None and clash in arguments:
+        raise GraderError(
+            f"tools: {name}: the call has an argument named {clash!r}, like the function's first parameter "
+            f"(the state): make that parameter positional-only, `def {name}({clash}, /, ...)`"
+        )
+    return fn(state, **arguments)
+
+
+@functools.lru_cache(maxsize=4096)
+def _state_parameter(fn: Tool) -> str | None:
+    """The name of `fn`'s first parameter when an argument of that name would clash with it (it
+    is not positional-only), else None."""
+    try:
+        first = next(iter(inspect.signature(fn).parameters.values()), None)
+    except (TypeError, ValueError):  # no signature to read: the call itself tells
+        return None
+    return first.name if first is not None and first.kind is first.POSITIONAL_OR_KEYWORD else None
 
 
 def _file_times(base_dir: Path, *names: str) -> tuple[int, ...]:

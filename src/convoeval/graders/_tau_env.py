@@ -26,7 +26,7 @@ from ..results import ToolCall
 from ._base import GraderError
 from ._cow import fork
 from ._env_call import EnvCall
-from ._tau_backend import Domain
+from ._tau_backend import Domain, call_function
 
 __all__ = ["EnvAssertion", "EnvCall", "RequiredAction", "assertion_results", "describe"]
 
@@ -68,7 +68,9 @@ def assertion_results(domain: Domain, state: object, assertions: list[EnvAsserti
     for assertion in assertions:
         fn = domain.function(assertion.name, "env_assertions")
         try:
-            result = fn(state, **assertion.arguments)
+            result = call_function(fn, assertion.name, state, assertion.arguments)
+        except GraderError:
+            raise
         except Exception as exc:
             raise GraderError(f"env_assertions: {assertion.name} failed: {type(exc).__name__}: {exc}") from None
         if not isinstance(result, bool):

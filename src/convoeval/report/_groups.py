@@ -44,12 +44,15 @@ class Group:
         return [_mean(scores) for scores in by_turn]
 
     def pass_hat_k(self) -> dict[int, float]:
-        """pass^k for each k, averaged over the group's tests that ran at least k trials."""
+        """pass^k for each k, averaged over the group's tests that ran at least k trials (a test
+        left with one, as tau2 leaves a task whose other simulations never ran, counts at k=1,
+        as in tau2's figure); none unless a test ran several trials."""
+        if not any(len(r.trials) > 1 for r in self.results):
+            return {}
         by_k: dict[int, list[float]] = {}
         for r in self.results:
-            if len(r.trials) > 1:
-                for k, value in r.pass_hat_k.items():
-                    by_k.setdefault(int(k), []).append(value)
+            for k, value in r.pass_hat_k.items():
+                by_k.setdefault(int(k), []).append(value)
         return {k: math.fsum(v) / len(v) for k, v in sorted(by_k.items())}
 
 
@@ -128,12 +131,13 @@ def groups_html(groups: list[Group], name: str) -> str:
 def pass_hat_k_line(results: Iterable[EvaluationResult]) -> str | None:
     """`pass^k over N tests with trials: k=1 0.500, ...` (tau-bench's figure), or None
     without a test of several trials."""
-    with_trials = [r for r in results if len(r.trials) > 1]
-    if not with_trials:
+    everything = Group("all", list(results))
+    hats = everything.pass_hat_k()
+    if not hats:
         return None
-    hats = Group("all", with_trials).pass_hat_k()
     figures = ", ".join(f"k={k} {v:.3f}" for k, v in hats.items())
-    return f"pass^k over {len(with_trials)} test(s) with trials (mean over tests, as tau-bench reports it): {figures}"
+    tests = sum(bool(r.pass_hat_k) for r in everything.results)
+    return f"pass^k over {tests} test(s) with trials (mean over tests, as tau-bench reports it): {figures}"
 
 
 def _mean(values: Iterable[float | None]) -> float | None:

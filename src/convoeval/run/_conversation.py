@@ -235,6 +235,8 @@ class Conversation:
             messages = [dict(m) for m in self.chat]  # each request's own: a target may change them
         request = ChatRequest(
             messages=messages,
+            temperature=self.plan.temperature,
+            max_tokens=self.plan.max_tokens,
             trial=self.ctx.trial,
             session_id=self.session_id,
             test_id=self.plan.id,
@@ -304,7 +306,9 @@ async def run_trial(plan: TestPlan, ctx: TrialContext) -> TrialResult:
     """Run one trial; with a `workspace:`, in a folder of its own that lives across all turns;
     with the suite's `tools:`, on a copy of its backend of its own (after the test's
     `initial_actions`; `ctx.domain` when given); with a `transcript:`, replaying its replies
-    (no target is called)."""
+    (no target is called); a recorded run that failed is an execution error with its error."""
+    if plan.failed_run is not None:
+        return TrialResult.not_run(ctx.trial, f"the recorded run failed: {plan.failed_run}")
     if plan.recorded is not None:
         ctx = replace(ctx, target=RecordedReplies(plan.recorded, ctx.target.name))
     try:

@@ -64,12 +64,15 @@ class TestPlan:
     conversation_assertions: list[Assertion]
     threshold: float
     trials: TrialsConfig
+    temperature: float | None = None  # the target's sampling for this test (`execution`), else its own
+    max_tokens: int | None = None
     aggregation: Literal["mean", "min", "max"] = "mean"
     stop_on_failure: bool = False
     window_size: int | None = None
     policy: Policy | None = None
     metadata: dict[str, object] = field(default_factory=dict)
     recorded: list[ChatReply] | None = None  # a `transcript:` test's replies: no target is called
+    failed_run: str | None = None  # `transcripts:`: this trial's recorded run failed with this error
     other_trials: list[TestPlan] = field(default_factory=list)  # `transcripts:`: trials 1, 2, ... replay their own
     simulated_user: SimulatedUser | None = None
     turn_assertions: list[Assertion] = field(default_factory=list)  # for turns the simulator makes up

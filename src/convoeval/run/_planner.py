@@ -12,8 +12,10 @@ from ..results import Message
 from ..spec import (
     DEFAULT_THRESHOLD,
     Execution,
+    FailedRun,
     Suite,
     Test,
+    TranscriptMessage,
     TrialsConfig,
     expected_messages,
     messages_text,
@@ -45,6 +47,7 @@ def plan_test(
         DEFAULT_THRESHOLD,
     )
     trials_config = _trials(test_exec) or _trials(suite_exec) or TrialsConfig()
+    executions = [e for e in (test_exec, suite_exec) if e is not None]  # the test's first: its sampling
     if trials == "auto":
         trials_config = trials_config.model_copy(update={"until": "decided"})
     elif trials is not None:
@@ -72,12 +75,15 @@ def plan_test(
         conversation_assertions=conversation,
         threshold=resolved_threshold,
         trials=trials_config,
+        temperature=next((e.temperature for e in executions if e.temperature is not None), None),
+        max_tokens=next((e.max_tokens for e in executions if e.max_tokens is not None), None),
         aggregation=test.aggregation or "mean",
         stop_on_failure=test.on_turn_failure == "stop",
         window_size=test.window_size,
         policy=policy,
         metadata={**suite.metadata, **test.metadata},
         recorded=recorded,
+        failed_run=_failed_run(test.transcripts[0] if test.transcripts else None),
         simulated_user=simulated,
         turn_assertions=every_turn,
         success=list(test.success),
@@ -104,10 +110,22 @@ def _other_trials(plan: TestPlan, test: Test, every_turn: list[Assertion], first
     prefix = plan.initial[: len(plan.initial) - first_before]  # the policy and the suite's input
     plans = []
     for transcript in test.transcripts[1:]:
-        before, users, recorded = split_transcript(transcript)
+        before, users, recorded = _replay(transcript)
         turns = [TurnPlan(messages=messages, assertions=list(every_turn)) for messages in users]
-        plans.append(replace(plan, initial=[*prefix, *before], turns=turns, recorded=recorded))
+        failed = _failed_run(transcript)
+        plans.append(replace(plan, initial=[*prefix, *before], turns=turns, recorded=recorded, failed_run=failed))
     return plans
+
+
+def _replay(
+    recording: list[TranscriptMessage] | FailedRun,
+) -> tuple[list[Message], list[list[Message]], list[ChatReply]]:
+    """A recorded conversation's initial messages, user turns and replies (none for a failed run)."""
+    return ([], [], []) if isinstance(recording, FailedRun) else split_transcript(recording)
+
+
+def _failed_run(recording: list[TranscriptMessage] | FailedRun | None) -> str | None:
+    return recording.error if isinstance(recording, FailedRun) else None
 
 
 def _turns(
@@ -117,7 +135,7 @@ def _turns(
     the replies of a recorded (`transcript:`) test (of its first trial, for `transcripts:`)."""
     recording = test.transcripts[0] if test.transcripts else test.transcript
     if recording is not None:
-        before, users, recorded = split_transcript(recording)
+        before, users, recorded = _replay(recording)
         turns = [TurnPlan(messages=messages, assertions=list(every_turn)) for messages in users]
         return before, turns, [*test.assertions, *suite.assertions], recorded
     if not test.is_conversation:

@@ -150,7 +150,7 @@ class Checker:
                     self.add(
                         (*path, "execution", key),
                         f"`{key}` is a suite-level setting (suite `execution.{key}` or {flag}); "
-                        "a test's execution takes target(s), threshold, trials and skip_defaults",
+                        "a test's execution takes target(s), threshold, trials, skip_defaults, temperature and max_tokens",
                     )
         self.warn_budget(test, path, len(turns) if isinstance(turns, list) else None)
         level = "conversation" if conversation else "turn"

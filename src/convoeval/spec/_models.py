@@ -186,6 +186,12 @@ class Execution(Strict):
         None, description="Where conversations run: this process (local) or Ray tasks (ray); suite level."
     )
     skip_defaults: bool = Field(False, description="On a test: do not apply the suite's assertions (AgentV).")
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="The target's sampling temperature for these tests (over the target's own)."
+    )
+    max_tokens: int | None = Field(
+        None, ge=1, description="The most tokens the target may write per reply in these tests (over the target's own)."
+    )
     budget_usd: float | None = Field(
         None,
         gt=0,
@@ -266,6 +272,14 @@ class TranscriptMessage(Model):
     source: str | None = None
 
 
+class FailedRun(Strict):
+    """A trial of `transcripts:` whose recorded run failed before it made a conversation (a
+    benchmark's runner recorded an error instead): graded as an execution error carrying
+    `error`, a trial that did not pass (pass^k counts it, as the benchmark does)."""
+
+    error: str = Field(min_length=1, description="What the recorded run failed with.")
+
+
 #: The keys a test may use for its simulated user (the first is canonical).
 SIMULATED_USER_KEYS = ("simulated_user", "user_simulator", "chatter_agent")
 
@@ -330,10 +344,10 @@ class Test(Strict):
     transcript: list[TranscriptMessage] | None = Field(
         None, description="A recorded conversation, graded without calling a target."
     )
-    transcripts: list[list[TranscriptMessage]] | None = Field(
+    transcripts: list[list[TranscriptMessage] | FailedRun] | None = Field(
         None,
         description="Recorded trials of the test: one conversation per trial (the test has as many trials), "
-        "graded without calling a target.",
+        "graded without calling a target; `{error: ...}` for a trial whose recorded run failed.",
     )
     stop_reason: StopReason | None = Field(
         None,
@@ -406,7 +420,7 @@ class Suite(Strict):
     metadata: dict[str, object] = Field(default_factory=dict)
     tools: str | None = Field(
         None,
-        description="A Python file or module whose public functions `name(state, **arguments)` are the "
+        description="A Python file or module whose public functions `name(state, /, **arguments)` are the "
         "domain's tools: offered to agents with `agent:`, run on each trial's copy of `backend`.",
     )
     backend: str | dict[str, object] | None = Field(
