@@ -30,6 +30,7 @@ LAYERS: list[set[str]] = [
         "_jsonpath",
         "_lazy",
         "_sandbox",
+        "_unseen",
         "_result_files",
         "_text",
         "_regex",

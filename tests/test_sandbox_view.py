@@ -1,17 +1,19 @@
 """What of the host a sandboxed command can read, probed as an attacker would: a model's `bash`
 reading the eval file (its answer key), the run store, the user's home and `/etc/shadow`; a
-suite's own commands reading the home and `/etc/shadow`. Real bubblewrap, a real chat model
-behind loopback HTTP, files outside `/tmp` (which every sandbox hides anyway)."""
+suite's own commands reading the home and `/etc/shadow`, and the model's code they run reading
+`.env`, the targets file and the answers. Real bubblewrap, a real chat model behind loopback
+HTTP, files outside `/tmp` (which every sandbox hides anyway)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ import pytest
 import convoeval
 from convoeval.testing import FakeOpenAIServer, tool_calls
 
-from .conftest import write
+from .conftest import read_jsonl, write
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap is not installed (.ci/run installs it)"
@@ -233,3 +235,172 @@ def test_a_command_tool_in_the_eval_folder_cannot_show_the_eval_file_or_the_run_
     assert "TOOL_ARGS" in (script.output or ""), script  # the tool's own folder is still there
     assert ANSWER not in (eval_file.output or "") and "tests:" not in (eval_file.output or ""), eval_file
     assert "SQLite" not in (stored.output or "") + (stored.error or ""), stored
+
+
+def _plays(turns: list[list[tuple[str, dict]]]) -> Callable[[dict], str | dict]:
+    """A model that makes the tool calls of `turns[k]` in turn k, one a request, then says done."""
+
+    def reply(body: dict) -> str | dict:
+        messages = body["messages"]
+        users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+        calls = turns[len(users) - 1] if len(users) <= len(turns) else []
+        made = sum(1 for m in messages[users[-1] :] if m["role"] == "tool")
+        return tool_calls(calls[made]) if made < len(calls) else "done"
+
+    return reply
+
+
+#: A program the model plants: it writes each of `paths` (or why it could not) to `out`.
+_PRINT_FILES = """\
+import sys
+out = {out}
+for path in {paths!r}:
+    try:
+        print(path, open(path, "rb").read().decode("latin-1"), file=out)
+    except OSError as exc:
+        print(path, type(exc).__name__, file=out)
+out.flush()
+"""
+
+
+def _secret_suite(
+    suite: Path, server: FakeOpenAIServer, tool: str, store: Path, verify: str = ""
+) -> tuple[list[str], list[str]]:
+    """A suite in `suite` whose `.env`, targets file, eval file and file of tests each hold a
+    marker no name calls a secret (so redaction would not hide a leak); the markers, and the
+    files convoeval reads or writes for the run (with `-o out.jsonl` and the run store `store`)."""
+    marks = [f"{name}-{uuid.uuid4().hex}" for name in ("dotenv", "targets", "eval", "answer")]
+    write(suite / ".env", f"PROJECT_NOTE={marks[0]}\n")
+    write(
+        suite / "targets.yaml",
+        f"# {marks[1]}\ntargets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}',"
+        f" api_key: sk-inline-{uuid.uuid4().hex}, agent: {{tools: [bash, write_file{tool}]}}}}\n",
+    )
+    write(suite / "s.eval.yaml", f"# {marks[2]}\nexecution: {{target: bot}}\ntests: cases.yaml\n")
+    write(
+        suite / "cases.yaml",
+        "- id: t\n  mode: conversation\n  workspace: {}\n"
+        + (f"  verify: {{command: {verify!r}}}\n" if verify else "")
+        + "  turns: [{input: fix calc.py}, {input: still failing}]\n"
+        + f"  assertions: [{{type: contains, value: {marks[3]}}}]\n",
+    )
+    names = (".env", "targets.yaml", "s.eval.yaml", "cases.yaml", "out.jsonl")
+    return marks, [*(str(suite / n) for n in names), str(store)]
+
+
+@needs_bwrap
+@pytest.mark.timeout(120)
+def test_code_a_model_plants_for_verify_cannot_reach_keys_answers_or_the_store(
+    cli, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify `python3 checks/check.py` imports the workspace's `calc.py`; the model wrote one
+    that copied `.env`, the targets file, the eval file, its file of tests and the run store into
+    the workspace (a suite's commands saw the whole host), and `cat` them the next turn. They are
+    covered for every sandboxed command now; the check's own files beside them are not."""
+    suite = outside / "suite"
+    monkeypatch.setenv("PROJECT_NOTE", "placeholder")  # the .env sets it: restored at teardown
+    monkeypatch.delenv("PROJECT_NOTE")
+    write(suite / "checks" / "expected.txt", "5\n")
+    expected = suite / "checks" / "expected.txt"
+    write(
+        suite / "checks" / "check.py",
+        f"import sys\nsys.path.insert(0, '.')\nimport calc\nsys.exit(calc.add(2, 3) != int(open('{expected}').read()))\n",
+    )
+    with FakeOpenAIServer() as server:
+        store = suite / ".convoeval" / "runs.sqlite"
+        marks, files = _secret_suite(suite, server, "", store, verify=f"python3 -B {suite}/checks/check.py")
+        calc = _PRINT_FILES.format(out="open('loot.txt', 'w')", paths=files) + "def add(a, b):\n    return a - b\n"
+        fix = "cat loot.txt; printf 'def add(a, b):\\n    return a + b\\n' > calc.py"
+        server.reset(
+            reply=_plays([[("write_file", {"path": "calc.py", "content": calc})], [("bash", {"command": fix})]])
+        )
+        monkeypatch.chdir(suite)  # the default store, .convoeval, next to the suite
+        code, out, err = cli("run", "s.eval.yaml", "-o", "out.jsonl", "--no-cache")
+        sent = json.dumps(server.requests)
+    assert f"{suite / '.env'} " in sent, out + err  # the model read what its code copied
+    for mark in marks:
+        assert mark not in sent, f"the model read {mark.split('-')[0]}"
+    assert "SQLite format" not in sent
+    [result] = read_jsonl(suite / "out.jsonl")
+    [verify] = [s for s in result["scores"] if s["name"] == "verify"]
+    assert verify["verdict"] == "pass", (verify, out + err)  # at turn 2: it still reads its own files
+
+
+@needs_bwrap
+@pytest.mark.timeout(120)
+def test_a_command_tool_running_the_models_tests_cannot_show_keys_or_answers(
+    cli, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command tool `python3 -m unittest` runs the test files the model wrote, with the tool's
+    folder (the suite's) shown: they printed `.env`, the targets file (an inline `api_key`) and
+    the file of tests (the answers)."""
+    suite = outside / "suite"
+    monkeypatch.setenv("PROJECT_NOTE", "placeholder")  # the .env sets it: restored at teardown
+    monkeypatch.delenv("PROJECT_NOTE")
+    tool = ", {name: run_tests, command: 'python3 -m unittest -q'}"
+    with FakeOpenAIServer() as server:
+        marks, files = _secret_suite(suite, server, tool, outside / "state" / "runs.sqlite")
+        test = _PRINT_FILES.format(out="sys.stdout", paths=files)
+        server.reset(reply=_plays([[("write_file", {"path": "test_x.py", "content": test}), ("run_tests", {})]]))
+        monkeypatch.chdir(suite)
+        code, out, err = cli("run", "s.eval.yaml", "-o", "out.jsonl", "--store", outside / "state", "--no-cache")
+        sent = json.dumps(server.requests)
+    assert f"{suite / 'cases.yaml'} " in sent, out + err  # the tool ran the model's file
+    for mark in marks:
+        assert mark not in sent, f"the model read {mark.split('-')[0]}"
+    assert "SQLite format" not in sent
+
+
+@needs_bwrap
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("processes", [None, "2"])
+def test_a_command_tool_works_from_the_suites_folder_with_the_default_store(
+    cli, tmp_path: Path, processes: str | None
+) -> None:
+    """Run from the suite's folder, the default store `.convoeval/runs.sqlite` lies in the tool's
+    folder: bubblewrap covered `.convoeval`, then could not bind over `runs.sqlite` in it
+    (read-only), and every command tool failed."""
+    with FakeOpenAIServer(reply=_plays([[("shout", {"text": "hi"})]])) as server:
+        write(
+            tmp_path / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}', api_key: sk-x1234567,"
+            " agent: {tools: [{name: shout, command: 'tr a-z A-Z'}]}}\n",
+        )
+        write(tmp_path / "s.eval.yaml", "execution: {target: bot}\ntests:\n  - {id: t1, workspace: {}, input: go}\n")
+        code, out, err = cli(
+            "run", "s.eval.yaml", "-o", "out.jsonl", *(("--processes", processes) if processes else ())
+        )
+    assert (tmp_path / ".convoeval" / "runs.sqlite").is_file(), out + err
+    [result] = read_jsonl(tmp_path / "out.jsonl")
+    [call] = [c for m in result["output"] for c in m.get("tool_calls") or []]
+    assert call["output"] == 'exit code 0\n{"TEXT": "HI"}', call
+
+
+@needs_bwrap
+@pytest.mark.parametrize("system_only", [False, True])
+def test_hidden_paths_inside_hidden_folders_need_no_cover_of_their_own(tmp_path: Path, system_only: bool) -> None:
+    """Whatever the order they were hidden in: a file in a hidden folder, before and after it,
+    a folder in one, a file next to them. A hidden folder holding the workspace is not covered
+    whole (the command could not run), but what is hidden in it is."""
+    from convoeval import _sandbox
+    from convoeval._sandbox import command_env, hide_from_models
+
+    shown, workspace = tmp_path / "suite", tmp_path / "suite" / "ws"
+    for name in ("state/runs.sqlite", "state/deep/cache.sqlite", "s.eval.yaml", "fixture.txt"):
+        write(shown / name, f"content of {name}\n")
+    workspace.mkdir()
+    hide_from_models([shown / "state" / "runs.sqlite", shown / "state", shown / "state" / "deep"])
+    hide_from_models([shown / "state" / "deep" / "cache.sqlite", shown / "s.eval.yaml", shown])
+    probe = f"cd {shown} && cat s.eval.yaml fixture.txt && ls -A state; echo end"
+    ran = asyncio.run(
+        _sandbox.run(
+            probe,
+            workspace,
+            timeout_s=20,
+            writable=workspace,
+            readable=[shown],
+            env=command_env(),
+            system_only=system_only,
+        )
+    )
+    assert ran.code == 0 and ran.output == "content of fixture.txt\nend\n", ran.output

@@ -125,3 +125,23 @@ def test_a_special_file_in_the_template_is_a_clear_execution_error(tmp_path: Pat
         ).results[0]
     assert result.execution_status == "execution_error", result
     assert result.error == f"workspace: workspace template: {node} is not a regular file, folder or link"
+
+
+@needs_bwrap
+@pytest.mark.timeout(60)
+def test_a_key_a_tool_prints_reaches_the_model_redacted(tmp_path: Path) -> None:
+    """A command tool printed a file of its folder that held the target's key, and its output
+    went to the model's provider as it was (results showed `[REDACTED]`, too late)."""
+    key = f"sk-inline-{uuid.uuid4().hex}"
+    write(tmp_path / "notes.txt", f"deploy with {key}\n")
+    with FakeOpenAIServer() as server:
+        server.reset(reply=lambda body: "done" if body["messages"][-1]["role"] == "tool" else tool_calls(("notes", {})))
+        write(
+            tmp_path / "targets.yaml",
+            f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}', api_key: {key},"
+            f" agent: {{tools: [{{name: notes, command: 'cat {tmp_path}/notes.txt'}}]}}}}\n",
+        )
+        write(tmp_path / "s.eval.yaml", "execution: {target: bot}\ntests:\n  - {id: t, workspace: {}, input: go}\n")
+        convoeval.run(tmp_path / "s.eval.yaml", judge="scripted", cache=False, store=False)
+        answered = [m for r in server.requests for m in r["messages"] if m["role"] == "tool"]
+    assert answered and answered[0]["content"] == "exit code 0\ndeploy with [REDACTED]\n", answered

@@ -7,7 +7,7 @@ Backends, chosen for the whole run (`--sandbox`, `RunOptions.sandbox`, `CONVOEVA
   namespaces (`--unshare-all`; `--share-net` only with `network: true`); the whole system
   mounted read-only (a model's commands: only the system's folders, `system_only`), root-only
   files of `/etc` covered, a private `/tmp`, `/run` and home, the workspace the only writable
-  host folder;
+  host folder, what holds keys or answers covered wherever it lies (`hide_from_models`);
   a fresh `HOME` in the private `/tmp`; `--die-with-parent` and the PID namespace, so every
   process a command starts dies with it; the parent's `/proc` out of sight.
 - `docker` (a reachable daemon): the same rules with `docker run --rm --read-only
@@ -43,6 +43,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .._unseen import hidden_from_models, hide_from_models
 from ._agent_user import AGENT_USER_ENV, AgentUser, agent_user, start_problem
 from ._argv import (
     AGENT_HOME,
@@ -51,8 +52,6 @@ from ._argv import (
     agent_bwrap_argv,
     bwrap_argv,
     docker_argv,
-    hidden_from_models,
-    hide_from_models,
 )
 from ._cgroup import AGENT_TASKS, PidsGroup, ProcessLimit, process_limit, sweep_stale_cgroups
 from ._choice import (

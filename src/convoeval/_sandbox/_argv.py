@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import functools
 import os
 import shutil
@@ -10,10 +11,11 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._unseen import hidden_from_models
 from ._agent_user import AgentUser, closed_folders
 from ._choice import SandboxError, SandboxSettings
 from ._kept import leads_to, links_on_the_way
@@ -60,10 +62,11 @@ def bwrap_argv(
     """bubblewrap's command line: the system read-only (root-only files of `/etc` covered), the
     user's home and the temp folders hidden (private, empty), a private /run and /dev, a new PID
     namespace, no network unless allowed, the workspace bound read-write (same path) but for
-    the `kept` paths in it (read-only), then the `bound` arguments (the relay's socket folder). With
+    the `kept` paths in it (read-only), what holds keys or answers covered wherever it lies
+    (`hide_from_models`), then the `bound` arguments (the relay's socket folder). With
     `system_only` (a model's commands), only the system's folders are shown (`SYSTEM_FOLDERS`),
-    not the rest of the host: not the eval files, the run store or the project. Programs on PATH
-    and Python's own folders stay readable wherever they live."""
+    not the rest of the host: not the project. Programs on PATH and Python's own folders stay
+    readable wherever they live."""
     out = _start()
     if settings.network:
         out.append("--share-net")
@@ -88,12 +91,16 @@ def bwrap_argv(
     for path in shown:
         out += ["--ro-bind-try", path, path]
     out += _covered_private(_in_homes(opened, hidden))
-    if system_only:
-        out += _covered_unseen([*shown, *SYSTEM_FOLDERS])
+    here = str(Path(cwd).resolve())
+    seen = [*shown, *SYSTEM_FOLDERS] if system_only else ["/", *shown]
+    needed = [here, *(str(Path(p).resolve()) for p in readable)]
     if writable is not None:
         resolved = str(Path(writable).resolve())
         out += ["--bind", resolved, resolved, *_kept_binds(kept, Path(resolved))]
-    out += [*bound, "--chdir", str(Path(cwd).resolve()), "--"]
+        seen.append(resolved)
+        needed.append(resolved)
+    out += _covered_unseen(seen, [*hidden, "/var/tmp"], needed)  # a suite's commands too: they run a model's code
+    out += [*bound, "--chdir", here, "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
 
 
@@ -179,34 +186,55 @@ def _covered_root_files() -> tuple[str, ...]:
     return tuple(out)
 
 
-#: What a model's commands never see, even in a folder shown to them (`hide_from_models`).
-_unseen: dict[str, None] = {}
-
-
-def hide_from_models(paths: Iterable[Path | str | None]) -> None:
-    """Keep `paths` (the run's eval files, its run store and results file) out of a model's
-    commands' sight for the rest of the process, even where a folder shown to them holds them (a
-    command tool's folder, which is often the eval folder)."""
-    _unseen.update((os.path.realpath(p), None) for p in paths if p)  # a link loop too (resolve raises)
-
-
-def hidden_from_models() -> list[str]:
-    """The paths `hide_from_models` was given so far (for worker processes to hide them too)."""
-    return list(_unseen)
-
-
-def _covered_unseen(shown: Sequence[str]) -> list[str]:
-    """bubblewrap's arguments that cover each `hide_from_models` path lying in a `shown` folder: a
-    file by `/dev/null`, a folder by an empty read-only one."""
+def _covered_unseen(seen: Sequence[str], unseen: Sequence[str], needed: Sequence[str]) -> list[str]:
+    """bubblewrap's arguments, after every other mount, that cover each `hide_from_models` path
+    the command would see: one in a `seen` folder but not in an `unseen` one (a private tmpfs)
+    unless in a `seen` one inside that. A file by an empty one, a folder by an empty one, both
+    read-only, parents first; what lies in a folder covered already needs nothing (and could not
+    be bound there: read-only), and a folder that is or holds one of `needed` (the working or
+    writable folder, a folder shown on purpose) is not covered whole, only the paths listed in
+    it. All paths are resolved."""
     out: list[str] = []
-    for path in _unseen:
-        if not any(path == s or _under(path, s) for s in shown) or not os.path.lexists(path):
+    covered: list[str] = []
+    for path in sorted(hidden_from_models(), key=lambda p: p.count(os.sep)):
+        if any(_within(path, c) for c in covered) or not _sees(path, seen, unseen) or os.path.islink(path):
             continue
-        if os.path.isdir(path) and not os.path.islink(path):
-            out += ["--tmpfs", path, "--remount-ro", path]
-        elif not os.path.islink(path):
-            out += ["--ro-bind", "/dev/null", path]
+        if os.path.isdir(path):
+            if not any(_within(n, path) for n in needed):
+                covered.append(path)
+                out += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.lexists(path):
+            out += ["--ro-bind", _empty_file(), path]
     return out
+
+
+#: The empty file `_empty_file` made (the last one).
+_empty: list[str] = []
+
+
+def _empty_file() -> str:
+    """An empty file to cover a hidden file with, readable by all (an agent CLI's user too),
+    removed at exit (made again if gone meanwhile). Not `/dev/null`: a device there is no file
+    (`test -f` fails), reading it is refused (bubblewrap binds without devices), writing it is
+    swallowed, not refused."""
+    if not _empty or not os.path.isfile(_empty[-1]):
+        fd, path = tempfile.mkstemp(prefix="convoeval-empty-")
+        os.close(fd)
+        os.chmod(path, 0o444)
+        atexit.register(Path(path).unlink, missing_ok=True)
+        _empty.append(path)
+    return _empty[-1]
+
+
+def _sees(path: str, seen: Sequence[str], unseen: Sequence[str]) -> bool:
+    """Whether the deepest of the `seen` and `unseen` folders holding `path` is a seen one."""
+    depth = max((len(s) for s in seen if _within(path, s)), default=-1)
+    return depth >= 0 and depth >= max((len(u) for u in unseen if _within(path, u)), default=-1)
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether the resolved `path` is the resolved `folder` or lies in it (no file looked at)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 #: How deep `_covered_private` looks in a home's folder that is shown (a version manager's holds
@@ -321,9 +349,9 @@ def agent_bwrap_argv(
         out += ["--ro-bind-try", path, path]
     if user is None:  # as another user, what only convoeval's user may read is out of reach anyway
         out += _covered_private(_in_homes(opened, hidden))
-    out += _covered_unseen([*shown_paths, *SYSTEM_FOLDERS])
-    out += ["--bind", home_path, AGENT_HOME]
-    out += ["--bind", resolved, resolved, "--chdir", resolved, "--", *argv]
+    out += ["--bind", home_path, AGENT_HOME, "--bind", resolved, resolved]
+    out += _covered_unseen([*shown_paths, *SYSTEM_FOLDERS, resolved], [*hidden, "/var/tmp"], [resolved])
+    out += ["--chdir", resolved, "--", *argv]
     return AgentBox(out, user, Reach.of([*shown_paths, home_path, resolved], closed))
 
 

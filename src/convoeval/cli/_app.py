@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from .._paths import ROOT_ENV
+from .._unseen import hide_from_models
 from .._version import __version__
 
 #: Options as other tools name them, and what convoeval takes instead (said when a command has
@@ -111,6 +112,7 @@ def load_env_file(folder: Path) -> None:
     send the calls elsewhere than you meant."""
     path = folder / ".env"
     if path.is_file():
+        hide_from_models([path])  # it holds keys: no sandboxed command sees it
         from dotenv import dotenv_values  # python-dotenv loads only where there is a .env
 
         values, outside = dotenv_values(path), dict(os.environ)

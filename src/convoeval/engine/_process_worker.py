@@ -80,7 +80,7 @@ COLLECT_EVERY_S = 30.0
 class WorkerSetup:
     """What every worker gets once: the target configs by name, the response cache's file,
     the run's sandbox backend, this worker's share of each endpoint's limits, the driver's
-    plugin modules (name, file) and Python path, and what a model's commands never see."""
+    plugin modules (name, file) and Python path, and what no sandboxed command sees."""
 
     configs: dict[str, TargetConfig]
     cache_file: str | None
@@ -88,7 +88,7 @@ class WorkerSetup:
     shares: dict[str, Share] = field(default_factory=dict)
     plugins: list[tuple[str, str | None]] = field(default_factory=list)
     sys_path: list[str] = field(default_factory=list)
-    unseen: list[str] = field(default_factory=list)  # what a model's commands never see
+    unseen: list[str] = field(default_factory=list)  # what no sandboxed command sees
 
 
 _trial_meter: ContextVar[RunMeter | None] = ContextVar("convoeval_trial_meter", default=None)

@@ -87,7 +87,7 @@ class RayTrials:
         self.cache_file = str(cache_file) if cache_file else None
         self.meter = meter
         self.sandbox_name = sandbox_name
-        self.unseen = tuple(sandbox.hidden_from_models())  # the run's files a model's commands never see
+        self.unseen = tuple(sandbox.hidden_from_models())  # the files no sandboxed command sees
         self.nodes: Counter[str] = Counter()  # trials returned, by the id of the node that ran them
         # SPREAD: trials go round the nodes (the default packs the driver's node first).
         self.task = ray.remote(max_retries=MAX_RETRIES, scheduling_strategy="SPREAD")(_trial_task)
@@ -184,7 +184,7 @@ def _trial_task(
     the id of the node it ran on. The worker is made non-dumpable first, as the driver is: the
     commands a trial starts run as its user and must not read its keys in /proc."""
     keep_environment_private()
-    sandbox.hide_from_models(unseen)  # the eval files, store and results file, where this node has them
+    sandbox.hide_from_models(unseen)  # keys and answers (eval files, store...), where this node has them
     result, calls = asyncio.run(_trial(plan, configs, named, settings, cache_file, limiter, sandbox_name))
     return result, calls, _ray().get_runtime_context().get_node_id()
 

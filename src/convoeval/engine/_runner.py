@@ -525,14 +525,14 @@ def _what_plans_need(jobs: list[Job]) -> tuple[list[tuple[Workspace, Path]], boo
 
 
 def _run_files(options: RunOptions, suites: list[Suite], store: RunStore | None) -> list[Path]:
-    """What a model's commands must never see (`sandbox.hide_from_models`): the eval files (their
-    answers), the run store and cache (the state folder, a given store file with its journals,
-    each eval folder's `.convoeval`) and the results file."""
+    """What no sandboxed command may see (`sandbox.hide_from_models`; the files the suites were
+    read from and `.env` files are hidden as they are read): the eval files (their answers), the
+    run store and cache with their journals (the state folder, each eval folder's `.convoeval`)
+    and the results file."""
+    databases = [Path(options.cache_dir or state_dir()) / CACHE_FILE, *([store.path] if store is not None else [])]
     files = [s.path for s in suites if s.path] + [s.base_dir / ".convoeval" for s in suites]
-    if store is not None:
-        files += [store.path, *(store.path.with_name(store.path.name + end) for end in ("-wal", "-shm"))]
-    cache = Path(options.cache_dir) / CACHE_FILE if options.cache_dir else None
-    return [*files, state_dir(), *([cache] if cache else []), *([options.output] if options.output else [])]
+    files += [db.with_name(db.name + end) for db in databases for end in ("", "-wal", "-shm")]
+    return [*files, state_dir(), *([options.output] if options.output else [])]
 
 
 def _backend(options: RunOptions, suites: list[Suite]) -> str:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from .._unseen import hide_from_models
+
 if TYPE_CHECKING:
     from ._agentv import AgentvNormalizer
 
@@ -185,6 +187,7 @@ def read_default_test(value: object, base: Path) -> tuple[dict | None, str | Non
     if not isinstance(value, str) or not value.startswith("file://"):
         return None, "must be a mapping (vars, assert, threshold, options) or a `file://` reference to one"
     file = (base / value.removeprefix("file://")).resolve()
+    hide_from_models([file])  # its `assert` holds answers
     try:
         loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .._unseen import hide_from_models
 from ._agentv_csv import csv_items
 from ._errors import Problem
 from ._lines import DataPath, Key, LineMap
@@ -26,7 +27,10 @@ __all__ = [
 
 
 def read_text(path: Path, problems: list[Problem]) -> str | None:
-    """The file's text, or None (with a problem) when it is unreadable or not UTF-8."""
+    """The file's text, or None (with a problem) when it is unreadable or not UTF-8. What the
+    eval-file language reads holds answers or keys (an eval file, a file of tests, a targets
+    file): no sandboxed command sees it from now on (`hide_from_models`)."""
+    hide_from_models([path])
     try:
         raw = path.read_bytes()
     except OSError as exc:

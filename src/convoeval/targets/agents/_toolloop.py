@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..._sandbox import SandboxError, backend
+from ..._secrets import redact
 from ...results import ToolCall, Usage
 from .._base import AgentContext, Capabilities, ChatReply, ChatRequest, Target, TargetError, TargetWrapper, capabilities
 from .._tool_settings import ToolAgentSettings
@@ -112,6 +113,8 @@ def _wire(call: ToolCall) -> dict[str, object]:
 
 
 def _result_text(call: ToolCall) -> str:
+    """The call's result as the model gets it, with every known secret redacted (a tool may
+    print a key: `env`, a file it should not have read)."""
     if call.error is not None:
-        return f"error: {call.error}"
-    return call.output if isinstance(call.output, str) else json.dumps(call.output, default=str)
+        return redact(f"error: {call.error}")
+    return redact(call.output if isinstance(call.output, str) else json.dumps(call.output, default=str))
