@@ -112,8 +112,8 @@ def test_the_same_repair_suite_runs_with_claude_code(repair: Path, agent_bin: Pa
     assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
     logged = calls(agent_bin)
     assert len(logged) == 2 and logged[0]["cwd"] == logged[1]["cwd"] != str(repair)
-    assert "--resume" in logged[1]["argv"] and logged[1]["argv"][-2] == "--"  # the prompt follows `--`
-    assert logged[1]["argv"][-1].startswith("user: Hint: add() must return the sum")
+    assert "--resume" in logged[1]["argv"] and "--" not in logged[1]["argv"]  # the prompt comes on stdin
+    assert logged[1]["prompt"].startswith("user: Hint: add() must return the sum")
     assert not Path(logged[0]["cwd"]).exists()
 
 
