@@ -101,7 +101,7 @@ def test_grade_a_transcripts_file_gives_per_turn_scores_without_target_calls(cli
         **first["scores"][1]["tool_calls"][0],
         "name": "lookup",
         "arguments": {"country": "Italy"},
-        "output": {"capital": "Rome"},
+        "output": '{"capital": "Rome"}',  # as the log wrote it: text
     }
     assert [(m["role"], m["source"]) for m in first["output"]] == [
         ("system", "input"),

@@ -175,6 +175,34 @@ def test_promptfoo_python_and_javascript_assertions_run_as_code_graders(fake_ope
         assert code[4].verdict == "fail"  # "no".length > 3 is false
 
 
+def test_promptfoo_verdicts_are_promptfoos(fake_openai, tmp_path) -> None:
+    """Each test's verdict is the one promptfoo 0.123.1's code gives (tests/data/promptfoo/
+    verdicts). Before: a `file://` or YAML-text JSON schema was dropped (any JSON passed), a
+    python score of 0.3 failed against convoeval's 0.8 (promptfoo: a number above 0 passes),
+    and four checks of five passing was a pass (promptfoo: every check must pass)."""
+    suite = import_dataset("promptfoo", PROMPTFOO / "verdicts" / "promptfooconfig.yaml")
+    replies = {
+        "weather as JSON": '{"temperature": 21}',
+        "city in a sentence": 'Sure! Here it is: {"city": "Paris"} - enjoy.',
+        "the answer": "The answer is 42.",
+    }
+    fake_openai.reset(reply=lambda body: replies[body["messages"][-1]["content"]])
+    report = convoeval.run(write_suite(suite, tmp_path / "v.eval.yaml"), target="openai:m", store=False, cache=False)
+    assert {r.test_id: r.verdict for r in report.results} == {
+        "is-json-with-a-file-schema": "fail",
+        "is-json-with-an-inline-YAML-schema": "fail",
+        "contains-json-with-a-YAML-schema-the-reply-meets": "pass",
+        "contains-json-with-a-YAML-schema-the-reply-does-not-meet": "fail",
+        "a-python-score-above-0-no-threshold": "pass",
+        "a-python-score-under-the-assertion-s-threshold": "fail",
+        "one-failing-check-of-five-no-threshold": "fail",
+        "one-failing-check-of-two-the-test-s-threshold-met": "pass",
+    }, [(r.test_id, r.error) for r in report.results]
+    scores = {r.test_id: r.score for r in report.results}
+    assert scores["a-python-score-above-0-no-threshold"] == 0.3  # promptfoo's score, kept
+    assert scores["one-failing-check-of-two-the-test-s-threshold-met"] == 0.75
+
+
 def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
     bad = write(tmp_path / "p.yaml", "prompts: [hi]\ntests: {not: a list}\n")
     code, _, err = cli("import", "promptfoo", bad, "-o", tmp_path / "x.eval.yaml")
@@ -330,6 +358,11 @@ def test_every_new_kind_names_a_missing_file(cli, tmp_path: Path, kind: str) -> 
     assert code == 2 and "missing.json:1: no such file" in err
 
 
+#: A promptfoo test without a threshold passes when every assertion does: each is required, at
+#: its own pass mark (the test's threshold is 0).
+EVERY = {"required": True, "min_score": 0.8}
+
+
 def test_promptfoo_list_vars_expand_into_one_test_each_with_unique_ids(tmp_path) -> None:
     config = write(
         tmp_path / "promptfooconfig.yaml",
@@ -345,10 +378,10 @@ tests:
     )
     suite = import_dataset("promptfoo", config)
     assert [(t["id"], t["input"][0]["content"], t.get("assertions")) for t in suite["tests"]] == [
-        ("translate", "Translate to French: hi", [{"type": "icontains", "value": "French"}]),
-        ("translate-2", "Translate to French: bye", [{"type": "icontains", "value": "French"}]),
-        ("translate-3", "Translate to German: hi", [{"type": "icontains", "value": "German"}]),
-        ("translate-4", "Translate to German: bye", [{"type": "icontains", "value": "German"}]),
+        ("translate", "Translate to French: hi", [{"type": "icontains", "value": "French", **EVERY}]),
+        ("translate-2", "Translate to French: bye", [{"type": "icontains", "value": "French", **EVERY}]),
+        ("translate-3", "Translate to German: hi", [{"type": "icontains", "value": "German", **EVERY}]),
+        ("translate-4", "Translate to German: bye", [{"type": "icontains", "value": "German", **EVERY}]),
         ("translate-5", "Translate to Spanish: hi", []),
     ]
     path = write_suite(suite, tmp_path / "t.eval.yaml")
@@ -375,9 +408,9 @@ def test_promptfoo_csv_tests_with_expected_shorthand(fake_openai, tmp_path) -> N
     assert capital["id"] == "capital" and capital["input"] == [
         {"role": "user", "content": "What is the capital of France?"}
     ]
-    assert capital["assertions"][0] == {"type": "icontains", "value": "paris"}
+    assert capital["assertions"][0] == {"type": "icontains", "value": "paris", **EVERY}
     assert capital["assertions"][1]["type"] == "code-grader" and capital["assertions"][1]["name"] == "javascript"
-    assert ok["assertions"] == [{"type": "equals", "value": "OK"}]
+    assert ok["assertions"] == [{"type": "equals", "value": "OK", **EVERY}]
     fake_openai.reset(reply=lambda body: "Paris." if "France" in body["messages"][-1]["content"] else "OK")
     report = convoeval.run(write_suite(suite, tmp_path / "c.eval.yaml"), target="openai:m", store=False, cache=False)
     expected = "pass" if shutil.which("node") else "error"

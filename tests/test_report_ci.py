@@ -153,6 +153,17 @@ def test_junit_keeps_failures_errors_and_skips_apart_and_strips_control_characte
     assert [p.get("value") for p in suite.iter("property")] == ["bot", "bot2"]
 
 
+def test_junit_of_a_suite_and_a_target_named_with_control_characters_is_xml() -> None:
+    """A suite's name (`name: "bell\\a suite"`) and a target's are the suite's `name`,
+    `package` and `property` values. Before: written as they were, not XML 1.0 (CI rejects it)."""
+    named = result("t", 1.0, target="bot\x1b[31m").model_copy(update={"suite": "bell\a suite"})
+    xml = junit_xml([named], timestamp="2026-01-02T03:04:05")
+    SCHEMA.validate(xml)
+    suite = ET.fromstring(xml).find("testsuite")
+    assert suite is not None and suite.get("name") == suite.get("package") == "bell\ufffd suite"
+    assert [p.get("value") for p in suite.iter("property")] == ["bot\ufffd[31m"]
+
+
 def test_markdown_escapes_model_and_suite_text() -> None:
     bad = result("t|<img src=x onerror=alert(1)>", 0.1, "fail", status="quality_failure")
     text = markdown_summary([bad, agent_result()])

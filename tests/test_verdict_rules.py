@@ -60,6 +60,15 @@ def test_a_required_conversation_check_fails_the_test_whatever_the_mean(tmp_path
     assert [s.verdict for s in strict.scores if s.type == "turn"] == ["pass", "fail", "pass"]
 
 
+def test_a_failed_required_check_fails_the_test_at_a_threshold_of_0(tmp_path: Path) -> None:
+    """A trial that failed a required check scores 0, which meets a threshold of 0 (promptfoo's
+    imported tests use it: every check required). Before: the trial failed, the test passed."""
+    marked = RECORDED.replace("REQUIRED", "true, min_score: 1")  # its own pass mark: not the threshold
+    strict = run(tmp_path, marked, threshold=0.0)
+    assert [t.verdict for t in strict.trials] == ["fail"]
+    assert strict.verdict == "fail" and strict.failed_required == ["conversation: contains"]
+
+
 SCRIPTED = """\
 tests:
   - id: t

@@ -32,10 +32,13 @@ class LoggedMessage(TypedDict, total=False):
 
 
 class LoggedTest(TypedDict, total=False):
-    """A recorded conversation as a log reader returns it (a `transcript:` test)."""
+    """A recorded conversation as a log reader returns it (a `transcript:` test): `error` and
+    `budget_hit` say how it ended when it did not end normally (the test's fields of those names)."""
 
     id: Required[str]
     transcript: Required[list[LoggedMessage]]
+    error: str
+    budget_hit: str
     metadata: JsonObject
 
 
@@ -74,6 +77,23 @@ def arguments_of(raw: JsonValue) -> JsonObject:
     if isinstance(raw, dict):
         return raw
     return {} if raw is None else {"value": raw}
+
+
+def tool_call_of(raw: JsonObject) -> RecordedCall:
+    """A logged tool call in convoeval's shape, whatever shape logged it: OpenAI's `{id,
+    function: {name, arguments}}`, LangChain's `{id, name, args}` (Langfuse's CallbackHandler
+    logs these), Inspect's `{id, function, arguments}` or a flat `{id, name, arguments}`
+    (OpenTelemetry's `tool_call` part, OpenLLMetry's indexed fields)."""
+    function = raw.get("function")
+    spec = function if isinstance(function, dict) else raw
+    name = spec.get("name") or (function if isinstance(function, str) else None)
+    call: RecordedCall = {
+        "name": str(name or "tool"),
+        "arguments": arguments_of(spec.get("arguments", spec.get("args"))),
+    }
+    if raw.get("id") is not None:
+        call["id"] = raw["id"]
+    return call
 
 
 def merge_calls(calls: list[list[LoggedMessage]]) -> list[LoggedMessage]:

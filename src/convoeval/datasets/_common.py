@@ -172,6 +172,27 @@ def _kind(value: object) -> str:
     return "nothing" if value is None else f"{value!r:.60}"
 
 
+def load_yaml(path: Path) -> JsonValue:
+    """A YAML file's data (as JSON values: see `json_compatible`)."""
+    return parse_yaml(read_text(path), path)
+
+
+def parse_yaml(text: str, path: Path) -> JsonValue:
+    """YAML text's data as JSON values; DatasetError `path:line: not YAML`, or `path: ...` when it
+    nests too deep or its aliases make too much of it (`yaml_problem`)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
+    except RecursionError:  # the YAML parser recurses once per level of nesting
+        raise DatasetError(f"{path}: nested more than {jsonl.MAX_DEPTH} levels deep") from None
+    problem = yaml_problem(data, len(text))
+    if problem is not None:
+        raise DatasetError(f"{path}: {problem}")
+    return json_compatible(data)
+
+
 class _Dumper(yaml.SafeDumper):
     """Multi-line strings as `|` blocks, so prompts and dialogues stay readable."""
 

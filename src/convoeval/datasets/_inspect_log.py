@@ -8,11 +8,15 @@ zstd, which Python's zipfile reads only with help: such logs are read with Inspe
 nothing. Each sample's `messages` (`ChatMessage`:
 `role`, `content` as text or content blocks, assistant `tool_calls` `{id, function,
 arguments}`, tool results with `tool_call_id`) become a `transcript:` test named after the
-sample (`-epoch-N` added for a sample the log ran in several epochs). The sample's `metadata`, `target`,
-`input`, Inspect's own `scores` (value, answer, explanation, metadata) and the sample's `error`
-(a sample Inspect could not finish) are kept as test metadata. A sample without both a user
-and an assistant message (one that failed before the model answered) cannot be graded: it is
-left out and named in a warning.
+sample (`test_id`: its id unchanged when it is a valid test id, else percent-encoded; `-epoch-N`
+added for a sample the log ran in several epochs). A sample that ended in an error is an
+`execution_error` (the test's `error`), one that ran into one of Inspect's limits is
+`budget_exhausted` (`budget_hit`, such as `message_limit=6 (...)`). The sample's id,
+`metadata`, `target`, Inspect's own `scores` (value, answer, explanation, metadata) and error
+are kept as test metadata (`inspect_sample_id`, `sample`, `inspect_target`, `inspect_scores`,
+`inspect_error`). Content with no text (images, reasoning) is left out and named in a warning;
+so is a sample without both a user and an assistant message (one that failed before the model
+answered), which cannot be graded.
 """
 
 from __future__ import annotations
@@ -21,14 +25,15 @@ import json
 import warnings
 import zipfile
 import zlib
+from collections import Counter
 from pathlib import Path
+from urllib.parse import quote
 
 from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._chat_logs import ROLES, LoggedMessage, LoggedTest, arguments_of, has_dialogue, slug, text_of, unique
+from ._chat_logs import ROLES, LoggedMessage, LoggedTest, has_dialogue, slug, text_of, tool_call_of, unique
 from ._common import DatasetWarning, JsonObject, as_list, as_object, decode_json, objects, read_text
-from ._suite_types import RecordedCall
 
 #: An eval log's header (`eval`: task, model, ...) and its samples (`id`, `epoch`, `messages`,
 #: `metadata`, `target`, `scores`), as the log holds them.
@@ -112,24 +117,29 @@ def read_inspect_log(path: Path) -> list[LoggedTest]:
     if not samples:
         raise DatasetError(f"{path}:1: the Inspect log has no samples (was it written with samples?)")
     eval_info = as_object(header.get("eval")) or {}
-    epochs: dict[str, int] = {}
-    for sample in samples:
-        epochs[str(sample.get("id"))] = epochs.get(str(sample.get("id")), 0) + 1
+    epochs = Counter(str(sample.get("id")) for sample in samples)
     tests: list[LoggedTest] = []
     left_out: list[str] = []
+    dropped: Counter[str] = Counter()
     seen: set[str] = set()
     for sample in samples:
         messages = sample.get("messages") or []
         if not isinstance(messages, list):
             raise DatasetError(f"{path}:1: sample {sample.get('id')!r}: messages: expected a list of messages")
-        transcript = [_message(m, path) for m in messages]
-        name = slug(str(sample.get("id", len(tests) + 1)))
+        transcript = [_message(m, path, dropped) for m in messages]
+        name = test_id(sample.get("id", len(tests) + 1))
         if epochs[str(sample.get("id"))] > 1:
             name += f"-epoch-{sample.get('epoch', 1)}"
         if not has_dialogue(transcript):
             left_out.append(f"{name} ({_error_text(sample) or 'no assistant reply'})")
             continue
-        tests.append({"id": unique(name, seen), "transcript": transcript, "metadata": _metadata(sample, eval_info)})
+        test: LoggedTest = {"id": unique(name, seen), "transcript": transcript}
+        if error := _error_text(sample):
+            test["error"] = f"the Inspect sample ended in an error: {error}"
+        if limit := _limit(sample):
+            test["budget_hit"] = limit
+        test["metadata"] = _metadata(sample, eval_info)
+        tests.append(test)
     if not tests:
         raise DatasetError(
             f"{path}:1: no sample of the Inspect log has a user and an assistant message"
@@ -141,7 +151,35 @@ def read_inspect_log(path: Path) -> list[LoggedTest]:
             DatasetWarning,
             stacklevel=2,
         )
+    if dropped:
+        listed = ", ".join(f"{kind} ({n})" for kind, n in sorted(dropped.items()))
+        warnings.warn(
+            f"{path}: message content with no text left out of the transcripts: {listed}",
+            DatasetWarning,
+            stacklevel=2,
+        )
     return tests
+
+
+def test_id(sample_id: JsonValue) -> str:
+    """A sample's id as a test id: unchanged when it is one already (letters, digits, `_.@:-`),
+    else with each other character percent-encoded (`a b` -> `a%20b`, `x/y` -> `x%2Fy`): the
+    same id always, and never another sample's."""
+    text = str(sample_id)
+    if text and slug(text) == text:
+        return text
+    return quote(text, safe="@:") or "sample"
+
+
+def _limit(sample: JsonObject) -> str | None:
+    """The limit the sample ran into (Inspect's `limit`: `{type, limit, reason?}`) as a
+    budget: `message_limit=6 (Message limit exceeded. count: 7; limit: 6)`."""
+    limit = as_object(sample.get("limit"))
+    if not limit or not limit.get("type"):
+        return None
+    value = limit.get("limit")
+    hit = f"{limit['type']}_limit" + (f"={value:g}" if isinstance(value, int | float) else "")
+    return f"{hit} ({limit['reason']})" if limit.get("reason") else hit
 
 
 def _error_text(sample: JsonObject) -> str | None:
@@ -152,15 +190,15 @@ def _error_text(sample: JsonObject) -> str | None:
     return str(error) if isinstance(error, str) and error else None
 
 
-def _message(raw: JsonValue, path: Path) -> LoggedMessage:
+def _message(raw: JsonValue, path: Path, dropped: Counter[str]) -> LoggedMessage:
+    """An Inspect message; content with no text (images, reasoning) is counted in `dropped`."""
     role = raw.get("role") if isinstance(raw, dict) else None
     if not isinstance(raw, dict) or not isinstance(role, str) or role not in ROLES:
         raise DatasetError(f"{path}:1: an Inspect message needs a role (system, user, assistant or tool)")
-    message: LoggedMessage = {"role": role, "content": text_of(raw.get("content"))}
-    calls: list[RecordedCall] = [
-        {"name": str(c.get("function", "tool")), "arguments": arguments_of(c.get("arguments")), "id": c.get("id")}
-        for c in objects(raw.get("tool_calls"))
-    ]
+    content = raw.get("content")
+    dropped.update(str(b.get("type")) for b in objects(content) if b.get("type") not in ("text", None))
+    message: LoggedMessage = {"role": role, "content": text_of(content)}
+    calls = [tool_call_of(c) for c in objects(raw.get("tool_calls"))]
     if calls:
         message["tool_calls"] = calls
     if role == "tool":
@@ -182,8 +220,9 @@ def _metadata(sample: JsonObject, eval_info: JsonObject) -> JsonObject:
     metadata: JsonObject = {"inspect_task": eval_info.get("task"), "inspect_model": eval_info.get("model")}
     if sample.get("metadata"):
         metadata["sample"] = sample["metadata"]
+    metadata["inspect_sample_id"] = sample.get("id")
     if sample.get("target") not in (None, "", []):
-        metadata["target"] = sample["target"]
+        metadata["inspect_target"] = sample["target"]
     if error := _error_text(sample):
         metadata["inspect_error"] = error
     scores = as_object(sample.get("scores")) or {}

@@ -31,10 +31,10 @@ from ._chat_logs import (
     merge_calls,
     slug,
     text_of,
+    tool_call_of,
     unique,
 )
 from ._common import JsonObject, as_list, as_object, decode_json, object_list, objects, read_text
-from ._suite_types import RecordedCall
 
 #: A trace as Langfuse exports it: `id`, `sessionId`, `timestamp`, `input`, `output`,
 #: `userId`, `scores` and `observations` (`type` GENERATION/TOOL/SPAN, `name`, `startTime`,
@@ -169,17 +169,7 @@ def _message(raw: JsonObject) -> LoggedMessage | None:
     if not isinstance(role, str) or role not in ROLES:
         return None
     message: LoggedMessage = {"role": role, "content": text_of(raw.get("content"))}
-    calls: list[RecordedCall] = []
-    for call in objects(raw.get("tool_calls")):
-        function = call.get("function")
-        if isinstance(function, dict):
-            calls.append(
-                {
-                    "name": str(function.get("name")),
-                    "arguments": arguments_of(function.get("arguments")),
-                    "id": call.get("id"),
-                }
-            )
+    calls = [tool_call_of(call) for call in objects(raw.get("tool_calls"))]
     if calls:
         message["tool_calls"] = calls
     if raw.get("tool_call_id"):

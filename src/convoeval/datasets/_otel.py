@@ -35,14 +35,13 @@ from ._chat_logs import (
     ROLES,
     LoggedMessage,
     LoggedTest,
-    arguments_of,
     has_dialogue,
     merge_calls,
     slug,
+    tool_call_of,
     unique,
 )
 from ._common import JsonObject, as_int, as_object, decode_json, object_list, objects, read_text
-from ._suite_types import RecordedCall
 
 
 class Span(TypedDict):
@@ -218,7 +217,7 @@ def read_otel(path: Path) -> list[LoggedTest]:
             for call in message.get("tool_calls", []):
                 call_id = call.get("id")
                 if isinstance(call_id, str) and call_id in results and "output" not in call:
-                    call["output"] = _maybe_json(results[call_id])
+                    call["output"] = _structured(results[call_id])
         if not has_dialogue(transcript):
             continue
         first = calls[0]["attributes"]
@@ -243,9 +242,23 @@ def _start(span: Span) -> str:
     return str(span["start"]).zfill(24)
 
 
+#: The token counts' names before the GenAI conventions renamed them (OpenLLMetry 0.40 writes these).
+_OLD_USAGE = {"input": "prompt", "output": "completion"}
+
+
 def _tokens(span: Span, kind: str, path: Path) -> int:
+    attributes = span["attributes"]
     key = f"gen_ai.usage.{kind}_tokens"
-    return _whole(span["attributes"].get(key) or 0, f"{path}:1: span {span['name']!r}: {key}")
+    if key not in attributes:
+        key = f"gen_ai.usage.{_OLD_USAGE[kind]}_tokens"
+    return _whole(attributes.get(key) or 0, f"{path}:1: span {span['name']!r}: {key}")
+
+
+def _structured(value: JsonValue) -> JsonValue:
+    """A tool result as the span holds it, with an object or list recorded as JSON text (an
+    attribute's encoding of structured values) decoded; other text stays text (`"1.50"`)."""
+    decoded = _maybe_json(value)
+    return decoded if isinstance(decoded, dict | list) else value
 
 
 def _maybe_json(value: JsonValue) -> JsonValue:
@@ -274,11 +287,16 @@ def _call_messages(attributes: JsonObject, path: Path) -> list[LoggedMessage] | 
     return None
 
 
+def _text(value: JsonValue) -> str:
+    """A value as text: text as it is, anything else as JSON (never Python's repr)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _parts_text(parts: JsonValue) -> str:
     if isinstance(parts, str):
         return parts
     if isinstance(parts, list):
-        return "\n".join(str(p.get("content", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text")
+        return "\n".join(_text(p.get("content", "")) for p in objects(parts) if p.get("type") == "text")
     return ""
 
 
@@ -293,27 +311,25 @@ def _semconv_message(raw: JsonValue) -> list[LoggedMessage]:
         parts = [{"type": "text", "content": content}]
     out: list[LoggedMessage] = []
     message: LoggedMessage = {"role": role, "content": _parts_text(parts)}
-    calls: list[RecordedCall] = [
-        {"name": str(p.get("name")), "arguments": arguments_of(p.get("arguments")), "id": p.get("id")}
-        for p in objects(parts)
-        if p.get("type") == "tool_call"
-    ]
+    calls = [tool_call_of(p) for p in objects(parts) if p.get("type") == "tool_call"]
     if calls:
         message["tool_calls"] = calls
     responses = [p for p in objects(parts) if p.get("type") == "tool_call_response"]
     for p in responses:
         result = p.get("response", p.get("result"))
-        text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-        out.append({"role": "tool", "content": text, "tool_call_id": p.get("id")})
+        out.append({"role": "tool", "content": _text(result), "tool_call_id": p.get("id")})
     if message["content"] or calls or not responses:
         out.insert(0, message)
     return out
 
 
-_INDEX = re.compile(r"^(gen_ai\.(?:prompt|completion))\.(\d+)\.(\w+)$")
+_INDEX = re.compile(r"^(gen_ai\.(?:prompt|completion))\.(\d+)\.(.+)$")
+_CALL_FIELD = re.compile(r"^tool_calls\.(\d+)\.(id|name|arguments)$")
 
 
 def _indexed(attributes: JsonObject, prefix: str) -> list[LoggedMessage]:
+    """OpenLLMetry's indexed messages: `PREFIX.N.role`, `.content`, `.tool_call_id` and
+    `.tool_calls.K.{id, name, arguments}` (0.40: the OpenAI message's fields, flattened)."""
     rows: dict[int, JsonObject] = {}
     for key, value in attributes.items():
         match = _INDEX.match(key)
@@ -322,6 +338,17 @@ def _indexed(attributes: JsonObject, prefix: str) -> list[LoggedMessage]:
     messages: list[LoggedMessage] = []
     for _, row in sorted(rows.items()):
         role = row.get("role") or ("assistant" if prefix.endswith("completion") else "user")
-        if isinstance(role, str) and role in ROLES:
-            messages.append({"role": role, "content": str(row.get("content") or "")})
+        if not isinstance(role, str) or role not in ROLES:
+            continue
+        content = row.get("content")
+        message: LoggedMessage = {"role": role, "content": "" if content is None else _text(content)}
+        calls: dict[int, JsonObject] = {}
+        for key, value in row.items():
+            if field := _CALL_FIELD.match(key):
+                calls.setdefault(int(field.group(1)), {})[field.group(2)] = value
+        if calls:
+            message["tool_calls"] = [tool_call_of(call) for _, call in sorted(calls.items())]
+        if row.get("tool_call_id") is not None:
+            message["tool_call_id"] = row["tool_call_id"]
+        messages.append(message)
     return messages

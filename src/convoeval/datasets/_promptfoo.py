@@ -17,8 +17,12 @@ What becomes what:
   and `label` (`apiBaseUrl`, `temperature`, ...) cannot be set on a target from an eval file:
   they are kept in `metadata.promptfoo_provider_settings` (without keys, tokens or headers)
   and named in a warning (set them in a targets file).
-- a promptfoo test's `threshold` and `metadata` stay on the turn it becomes (its metadata);
-  a conversation's threshold is its first test's, and differing ones are named in a warning.
+- a promptfoo test's `threshold` and `metadata` stay on the turn it becomes (its metadata).
+- promptfoo's verdict on a test (`AssertionsResult.testResult`): with a `threshold`, the
+  assertions' weighted mean score reaching it (the test's convoeval threshold; in a
+  conversation, a `required` composite of the turn's checks with that `min_score`); without
+  one, every assertion passing, whatever their mean (threshold 0, every check `required` at
+  its own pass mark: its promptfoo threshold, else convoeval's default, as `min_score`).
 - `assert`: see `_promptfoo_asserts`; unmapped types are listed in one warning.
 """
 
@@ -33,11 +37,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
 from pydantic import JsonValue
 
-from .._jsonl import MAX_DEPTH
 from ..errors import DatasetError
+from ..spec import DEFAULT_THRESHOLD
 from ._chat_logs import text_of, unique
 from ._common import (
     DatasetWarning,
@@ -47,10 +50,11 @@ from ._common import (
     as_object,
     decode_json,
     is_file,
-    json_compatible,
+    load_yaml,
     mapping,
+    objects,
+    parse_yaml,
     read_text,
-    yaml_problem,
 )
 from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
 from ._promptfoo_csv import read_csv_tests
@@ -145,14 +149,14 @@ def _chat(text: str) -> list[tuple[str, str]] | None:
 
 def import_promptfoo(source: Path) -> Suite:
     """The suite a promptfoo config file makes (see the module docstring)."""
-    config = _load_yaml(source)
+    config = load_yaml(source)
     if not isinstance(config, dict):
         raise DatasetError(f"{source}:1: expected a promptfoo config (a mapping with prompts and tests)")
     base = source.parent
     prompts = _prompts(config.get("prompts"), base, source)
     default: JsonValue = config.get("defaultTest") or {}
     if isinstance(default, str):
-        default = _load_yaml(base / default.removeprefix("file://"))
+        default = load_yaml(base / default.removeprefix("file://"))
     if not isinstance(default, dict):
         raise DatasetError(f"{source}:1: defaultTest: expected a mapping")
     mapping(default.get("vars"), f"{source}:1: defaultTest: vars")
@@ -182,7 +186,7 @@ def import_promptfoo(source: Path) -> Suite:
     if settings:
         suite.setdefault("metadata", {})["promptfoo_provider_settings"] = settings
     suite["tests"] = tests
-    for warning in (unmapped.warning(), _ignored(config, raw_tests), settings_warning, *_thresholds(tests)):
+    for warning in (unmapped.warning(), _ignored(config, raw_tests), settings_warning):
         if warning:
             warnings.warn(warning, DatasetWarning, stacklevel=2)
     return suite
@@ -200,27 +204,6 @@ def _ignored(config: JsonObject, tests: list[JsonObject]) -> str | None:
         return None
     listed = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in sorted(ignored.items()))
     return f"promptfoo settings not imported: {listed}"
-
-
-def _load_yaml(path: Path) -> JsonValue:
-    """A YAML file's data (as JSON values: see `json_compatible`)."""
-    return _parse_yaml(read_text(path), path)
-
-
-def _parse_yaml(text: str, path: Path) -> JsonValue:
-    """YAML text's data as JSON values; DatasetError `path:line: not YAML`, or `path: ...` when it
-    nests too deep or its aliases make too much of it (`yaml_problem`)."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
-    except RecursionError:  # the YAML parser recurses once per level of nesting
-        raise DatasetError(f"{path}: nested more than {MAX_DEPTH} levels deep") from None
-    problem = yaml_problem(data, len(text))
-    if problem is not None:
-        raise DatasetError(f"{path}: {problem}")
-    return json_compatible(data)
 
 
 def _slug(text: str) -> str:
@@ -257,7 +240,7 @@ def _prompt_file(path: Path, source: Path, n: int) -> str:
         raise DatasetError(f"{source}:1: prompts[{n - 1}]: {path}: no such file")
     text = read_text(path)
     if path.suffix in (".yaml", ".yml"):
-        return json.dumps(_parse_yaml(text, path))
+        return json.dumps(parse_yaml(text, path))
     return text
 
 
@@ -319,24 +302,6 @@ def _provider_settings(raw: JsonValue) -> tuple[JsonObject, str | None]:
     )
 
 
-def _thresholds(tests: list[SuiteTest]) -> list[str]:
-    """A warning per conversation whose turns came from promptfoo tests with other thresholds."""
-    warnings_: list[str] = []
-    for test in tests:
-        own = (test.get("execution") or {}).get("threshold")
-        other = [
-            f"turn {n} ({turn['metadata']['threshold']})"
-            for n, turn in enumerate(test.get("turns") or [], start=1)
-            if "threshold" in turn.get("metadata", {}) and turn["metadata"]["threshold"] != own
-        ]
-        if other:
-            warnings_.append(
-                f"{test['id']}: promptfoo thresholds of {', '.join(other)} kept in the turn's metadata only: "
-                f"a convoeval conversation has one threshold ({own if own is not None else 'none'}, its first test's)"
-            )
-    return warnings_
-
-
 # -- tests -----------------------------------------------------------------------------------
 
 
@@ -370,7 +335,7 @@ def _test_file(item: str, base: Path) -> list[JsonValue]:
     path = base / item.removeprefix("file://")
     if path.suffix == ".csv":
         return [*read_csv_tests(path, KNOWN_TYPES)]
-    loaded = _load_yaml(path)
+    loaded = load_yaml(path)
     return loaded if isinstance(loaded, list) else [loaded]
 
 
@@ -430,10 +395,24 @@ def _prompt_tests(
     return out
 
 
-def _asserts(test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped) -> list[JsonObject]:
+def _asserts(
+    test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped, turn: bool = False
+) -> list[JsonObject]:
+    """The test's checks (`defaultTest`'s first), set to decide as promptfoo does: without a
+    threshold each `required` at its own pass mark (the test's threshold is 0); with one, a
+    single-test's threshold is the test's, a conversation turn's a required `composite` of them
+    (their weighted mean, promptfoo's score, must reach it; the conversation's threshold is 0)."""
     variables = _vars(default, test)
     raw: list[JsonValue] = [*_listed(default.get("assert")), *_listed(test.get("assert"))]
-    return map_asserts(raw, render, variables, base, unmapped)
+    mapped = map_asserts(raw, render, variables, base, unmapped)
+    threshold = _threshold(test, default)
+    if threshold is not None and not turn:
+        return mapped
+    marked: list[JsonValue] = [{**a, "min_score": a.get("min_score", DEFAULT_THRESHOLD)} for a in mapped]
+    if threshold is None:  # each at its own pass mark, not the test's 0
+        return [{**a, "required": True} for a in objects(marked)]
+    composite: JsonObject = {"type": "composite", "name": "promptfoo threshold", "assertions": marked}
+    return [{**composite, "min_score": threshold, "required": True}] if marked else []
 
 
 def _listed(value: JsonValue) -> list[JsonValue]:
@@ -445,10 +424,15 @@ def _common(test: JsonObject, default: JsonObject, test_id: str) -> SuiteTest:
     out: SuiteTest = {"id": test_id}
     if test.get("description"):
         out["criteria"] = str(test["description"])
-    threshold = test.get("threshold", default.get("threshold"))
-    if isinstance(threshold, (int, float)):
-        out["execution"] = {"threshold": threshold}
+    threshold = _threshold(test, default)
+    out["execution"] = {"threshold": 0 if threshold is None else threshold}
     return out
+
+
+def _threshold(test: JsonObject, default: JsonObject) -> float | None:
+    """The promptfoo test's `threshold` (or `defaultTest`'s); None: it passes when each check does."""
+    threshold = test.get("threshold", default.get("threshold"))
+    return threshold if isinstance(threshold, (int, float)) else None
 
 
 def _single(
@@ -476,6 +460,7 @@ def _conversation(
     system, _ = prompt.rendered(_vars(default, tests[0]))
     out = _common(tests[0], default, f"{_slug(name)}{suffix}")
     out.pop("criteria", None)
+    out["execution"] = {"threshold": 0}  # each turn decides as its promptfoo test does (`_asserts`)
     if system:
         out["input"] = system
     out["mode"] = "conversation"
@@ -483,7 +468,7 @@ def _conversation(
     for test in tests:
         _, user = prompt.rendered(_vars(default, test))
         turn: Turn = {"input": user}
-        assertions = _asserts(test, default, base, unmapped)
+        assertions = _asserts(test, default, base, unmapped, turn=True)
         if assertions:
             turn["assertions"] = assertions
         metadata: JsonObject = {
@@ -491,8 +476,8 @@ def _conversation(
         }
         if test.get("description"):
             metadata["description"] = str(test["description"])
-        threshold = test.get("threshold", default.get("threshold"))
-        if isinstance(threshold, (int, float)):
+        threshold = _threshold(test, default)
+        if threshold is not None:
             metadata["threshold"] = threshold
         if metadata:
             turn["metadata"] = metadata

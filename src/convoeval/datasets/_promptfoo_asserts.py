@@ -1,10 +1,13 @@
 """promptfoo `assert` entries as convoeval assertions.
 
 Mapped: the text checks (`equals`, `contains`, `icontains`, their `-any`/`-all` and `not-`
-forms, `starts-with`, `regex`), `is-json` (a `value` is its JSON Schema), `contains-json`,
-`javascript` and `python` (run by `code-grader` through `node` / `python3`, with promptfoo's
-`output` and `context.vars`), `llm-rubric`, `g-eval`, `model-graded-closedqa`, `factuality`
-(judged by `llm-grader`), `latency` and `cost`. `threshold`, `weight` and `metric` carry over.
+forms, `starts-with`, `regex`), `is-json` and `contains-json` (a `value` is their JSON Schema:
+a mapping, YAML or JSON text, or `file://` a .json/.yaml file, as promptfoo's `handleIsJson`
+reads it), `javascript` and `python` (run by `code-grader` through `node` / `python3`, with
+promptfoo's `output` and `context.vars`; a number passes above 0, or at the `threshold` when
+there is one, as promptfoo's `normalizeScriptAssertionResult` decides), `llm-rubric`,
+`g-eval`, `model-graded-closedqa`, `factuality` (judged by `llm-grader`), `latency` and
+`cost`. `threshold`, `weight` and `metric` carry over.
 Anything else is reported back (`Unmapped`) so the importer can list it in one warning.
 """
 
@@ -16,7 +19,8 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from ._common import JsonObject
+from ..errors import DatasetError
+from ._common import JsonObject, load_yaml, parse_yaml
 
 #: Fills promptfoo's `{{ var }}` in a text with a test's vars.
 Render = Callable[[str, JsonObject], str]
@@ -44,7 +48,9 @@ PYTHON_RUNNER = """\
 import json, runpy, sys
 p = json.load(sys.stdin)
 output = p.get("output_text") or ""
-context = {"vars": (p.get("config") or {}).get("vars") or {}, "prompt": p.get("question") or ""}
+config = p.get("config") or {}
+context = {"vars": config.get("vars") or {}, "prompt": p.get("question") or ""}
+threshold = config.get("threshold")
 src = sys.argv[1]
 if src.startswith("file://"):
     path, _, fn = src[7:].partition(":")
@@ -55,13 +61,20 @@ elif "\\n" in src.strip() or "return " in src:
     r = ns["_f"](output, context)
 else:
     r = eval(src, {"output": output, "context": context, "json": json})
+if isinstance(r, str):  # promptfoo reads "true", "false", a JSON object or a number from text
+    low = r.strip().lower()
+    r = low == "true" if low in ("true", "false") else json.loads(r) if r.startswith("{") else float(r)
+def clamp(x):
+    return min(1.0, max(0.0, float(x)))
 if isinstance(r, bool):
     out = {"pass": r, "score": 1.0 if r else 0.0}
 elif isinstance(r, (int, float)):
-    out = {"score": float(r)}
+    out = {"pass": r > 0 if threshold is None else r >= threshold, "score": clamp(r)}
 elif isinstance(r, dict):
     ok = bool(r.get("pass", r.get("pass_", False)))
-    out = {"pass": ok, "score": float(r.get("score", 1.0 if ok else 0.0))}
+    score = float(r.get("score", 1.0 if ok else 0.0))
+    ok = ok and (threshold is None or score >= threshold)
+    out = {"pass": ok, "score": clamp(score)}
     if r.get("reason"):
         out["assertions"] = [{"text": "python", "passed": ok, "evidence": str(r["reason"])}]
 else:
@@ -73,7 +86,9 @@ print(json.dumps(out))
 JAVASCRIPT_RUNNER = """\
 const p = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 const output = p.output_text || '';
-const context = {vars: (p.config || {}).vars || {}, prompt: p.question || ''};
+const config = p.config || {};
+const context = {vars: config.vars || {}, prompt: p.question || ''};
+const threshold = config.threshold;
 const src = process.argv[1];
 let r;
 if (src.startsWith('file://')) {
@@ -88,9 +103,10 @@ if (src.startsWith('file://')) {
 Promise.resolve(r).then((r) => {
   let o;
   if (typeof r === 'boolean') o = {pass: r, score: r ? 1 : 0};
-  else if (typeof r === 'number') o = {score: r};
-  else if (r && typeof r === 'object') {
-    o = {pass: !!r.pass, score: r.score ?? (r.pass ? 1 : 0)};
+  else if (typeof r === 'number') {
+    o = {pass: threshold == null ? r > 0 : r >= threshold, score: Math.min(1, Math.max(0, r))};
+  } else if (r && typeof r === 'object') {
+    o = {pass: !!r.pass, score: Math.min(1, Math.max(0, r.score ?? (r.pass ? 1 : 0)))};
     if (r.reason) o.assertions = [{text: 'javascript', passed: !!r.pass, evidence: String(r.reason)}];
   } else { console.error('the javascript assertion returned ' + r); process.exit(1); }
   console.log(JSON.stringify(o));
@@ -149,11 +165,15 @@ def _map_one(item: JsonObject, kind: str, render: Render, variables: JsonObject,
         return {"type": kind, "value": value}
     positive = kind.removeprefix("not-")
     negate = {"negate": True} if kind != positive else {}
-    if positive == "is-json":
-        return {"type": "is-json", **({"schema": value} if isinstance(value, dict) else {}), **negate}
-    if positive == "contains-json":
-        if isinstance(value, dict):
-            return {"type": "is-json", "allow_fenced": True, "schema": value, **negate}
+    if positive in ("is-json", "contains-json"):
+        schema = _schema(value, base)
+        if schema is None:
+            return None  # a schema convoeval cannot read (a script's): named in the warning
+        given = {"schema": schema} if schema else {}
+        if positive == "is-json":
+            return {"type": "is-json", **given, **negate}
+        if schema:
+            return {"type": "is-json", "allow_embedded": True, **given, **negate}
         return {"type": "jsonpath", "path": "$", **negate}
     if positive in ("python", "javascript") and isinstance(value, str):
         return _code_grader(positive, value, variables, base, threshold) | negate
@@ -164,6 +184,26 @@ def _map_one(item: JsonObject, kind: str, render: Render, variables: JsonObject,
     if kind == "cost" and isinstance(threshold, (int, float)):
         return {"type": "cost", "max_usd": threshold}
     return None
+
+
+def _schema(value: JsonValue, base: Path) -> JsonObject | None:
+    """The JSON Schema an `is-json` / `contains-json` value gives (`{}`: none): a mapping, YAML or
+    JSON text, or `file://` a .json/.yaml/.yml file (relative to the config); None for a
+    schema convoeval cannot read (a script's, or one that is no mapping)."""
+    if not value:
+        return {}
+    if isinstance(value, str):
+        if value.startswith("file://"):
+            path = base / value.removeprefix("file://")
+            if path.suffix not in (".json", ".yaml", ".yml"):
+                return None
+            value = load_yaml(path)
+        else:
+            try:
+                value = parse_yaml(value, base)
+            except DatasetError:  # promptfoo fails the check; convoeval names it in the warning
+                return None
+    return value if isinstance(value, dict) else None
 
 
 def _code_grader(language: str, value: str, variables: JsonObject, base: Path, threshold: JsonValue) -> JsonObject:
@@ -180,6 +220,7 @@ def _code_grader(language: str, value: str, variables: JsonObject, base: Path, t
     }
     if isinstance(threshold, (int, float)):
         grader["min_score"] = threshold
+        grader["config"] = {"vars": variables, "threshold": threshold}
     return grader
 
 

@@ -108,6 +108,8 @@ class SuiteTest(TypedDict, total=False):
     initial_actions: list[JsonObject]
     policy: JsonObject
     execution: JsonObject
+    error: str
+    budget_hit: str
     metadata: JsonObject
 
 

@@ -105,8 +105,9 @@ def _message(raw: JsonValue, source: Path, line: int) -> Message:
 def _logged_test(test: LoggedTest) -> SuiteTest:
     """A log reader's test as a suite's test."""
     out: SuiteTest = {"id": test["id"], "transcript": [_logged(m) for m in test["transcript"]]}
-    if "metadata" in test:
-        out["metadata"] = test["metadata"]
+    for key in ("error", "budget_hit", "metadata"):
+        if key in test:
+            out[key] = test[key]
     return out
 
 

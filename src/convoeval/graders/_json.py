@@ -140,6 +140,11 @@ class _JsonCheck(Check):
     model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True)
 
     allow_fenced: bool = Field(False, description=_FENCED_DESCRIPTION)
+    allow_embedded: bool = Field(
+        False,
+        description="Also accept JSON inside other text: a fenced block, else the first JSON object or array "
+        "in it (promptfoo's contains-json).",
+    )
     json_schema: dict[str, object] | None = Field(None, alias="schema", description=_SCHEMA_DESCRIPTION)
 
     @field_validator("json_schema")
@@ -154,7 +159,7 @@ class _JsonCheck(Check):
             label = "is JSON matching the schema" if schema is not None else "is valid JSON"
             text = label + reply.suffix()
             try:
-                found = parse_json(reply.text, fenced=self.allow_fenced)
+                found = parse_json(reply.text, fenced=self.allow_fenced, embedded=self.allow_embedded)
             except NoJson as exc:
                 outcomes.append(AssertionOutcome(text=text, passed=False, evidence=f"not JSON: {exc}"))
                 continue

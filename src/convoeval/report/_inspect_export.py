@@ -3,8 +3,10 @@
 `read_eval_log` reads it back.
 
 One log per target (a run with several targets writes `<name>-<target>.eval` for each). Each
-test is a sample (`id` the test id, one epoch per trial): its transcript as Inspect chat
-messages (tool calls with their results as `tool` messages), the last reply as the output,
+test is a sample (`id` the test id, one epoch per trial, `target` an imported Inspect sample's
+own): its transcript as Inspect chat messages (tool calls with their results as `tool`
+messages; a call that never returned gets none), the last reply as the output, its metadata
+with convoeval's `suite`, `target` (the system under test) and `mode`,
 and a `convoeval` score whose value is the test's score, `answer` its verdict, and whose
 metadata holds the execution status and every turn's and the conversation's score and verdict.
 The log's results carry the mean score and the pass rate.
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
-from ..results import EvaluationResult, Message, TrialResult
+from ..results import EvaluationResult, Message, ToolCall, TrialResult
 from ._failures import headline
 
 if TYPE_CHECKING:
@@ -38,20 +40,13 @@ def _require_inspect() -> None:
 
 
 def _messages(messages: Sequence[Message]) -> list[ChatMessage]:
-    from inspect_ai import model, tool
+    from inspect_ai import model
 
     out: list[ChatMessage] = []
     for m in messages:
         if m.source == "tool" or m.role == "tool":
-            calls = [
-                tool.ToolCall(id=c.id or f"call-{len(out)}", function=c.name, arguments=c.arguments)
-                for c in m.tool_calls
-            ]
-            if calls:
-                out.append(model.ChatMessageAssistant(content="", tool_calls=calls, source="generate"))
-                for call, raw in zip(calls, m.tool_calls, strict=True):
-                    content = raw.output if isinstance(raw.output, str) else _text(raw.output)
-                    out.append(model.ChatMessageTool(content=content, tool_call_id=call.id, function=call.function))
+            if m.tool_calls:  # convoeval's record of calls: Inspect's assistant call, then results
+                out += _calls(len(out), "", m.tool_calls)
             else:
                 out.append(model.ChatMessageTool(content=m.content))
         elif m.role == "system":
@@ -59,17 +54,26 @@ def _messages(messages: Sequence[Message]) -> list[ChatMessage]:
         elif m.role == "user":
             out.append(model.ChatMessageUser(content=m.content))
         else:
-            calls = [
-                tool.ToolCall(id=c.id or f"call-{len(out)}-{n}", function=c.name, arguments=c.arguments)
-                for n, c in enumerate(m.tool_calls)
-            ]
-            out.append(model.ChatMessageAssistant(content=m.content, tool_calls=calls or None, source="generate"))
-            for call, raw in zip(calls, m.tool_calls, strict=True):
-                if raw.output is not None or raw.error:
-                    content = raw.output if isinstance(raw.output, str) else _text(raw.output)
-                    out.append(
-                        model.ChatMessageTool(content=content or "", tool_call_id=call.id, function=call.function)
-                    )
+            out += _calls(len(out), m.content, m.tool_calls)
+    return out
+
+
+def _calls(at: int, text: str, calls: Sequence[ToolCall]) -> list[ChatMessage]:
+    """An assistant message saying `text` and making `calls`, then a `tool` message for each call
+    that returned (a call with no output nor error never did: no result is made up for it)."""
+    from inspect_ai import model, tool
+
+    made = [
+        tool.ToolCall(id=c.id or f"call-{at}-{n}", function=c.name, arguments=c.arguments) for n, c in enumerate(calls)
+    ]
+    out: list[ChatMessage] = [model.ChatMessageAssistant(content=text, tool_calls=made or None, source="generate")]
+    for call, raw in zip(made, calls, strict=True):
+        if raw.output is not None or raw.error:
+            content = raw.output if isinstance(raw.output, str) else _text(raw.output)
+            error = tool.ToolCallError("unknown", raw.error) if raw.error else None
+            out.append(
+                model.ChatMessageTool(content=content, tool_call_id=call.id, function=call.function, error=error)
+            )
     return out
 
 
@@ -90,11 +94,14 @@ def _sample(result: EvaluationResult, trial: TrialResult | None, epoch: int) -> 
     replies = [m.content for m in output if m.source == "target"]
     users = [m.content for m in output if m.role == "user"]
     entries = {e.name: {"score": e.score, "verdict": e.verdict, "type": e.type} for e in scores}
+    target = result.metadata.get("inspect_target", "")  # an imported sample's own
+    if not isinstance(target, str) and not (isinstance(target, list) and all(isinstance(t, str) for t in target)):
+        target = str(target)
     return log.EvalSample(
         id=result.test_id,
         epoch=epoch,
         input=users[0] if users else "",
-        target="",
+        target=target,
         messages=_messages(output),
         output=model.ModelOutput.from_content(model=result.target, content=replies[-1] if replies else ""),
         scores={
@@ -105,7 +112,7 @@ def _sample(result: EvaluationResult, trial: TrialResult | None, epoch: int) -> 
                 metadata={"verdict": verdict, "execution_status": status, "entries": entries},
             )
         },
-        metadata={"suite": result.suite, "target": result.target, "mode": result.mode, **result.metadata},
+        metadata={**result.metadata, "suite": result.suite, "target": result.target, "mode": result.mode},
         error=log.EvalError(message=result.error, traceback="", traceback_ansi="") if result.error else None,
     )
 

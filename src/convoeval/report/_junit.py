@@ -58,7 +58,8 @@ def junit_xml(results: Iterable[EvaluationResult], *, timestamp: str | None = No
     for result in results:
         groups.setdefault(suite_name(result), []).append(result)
     root = ET.Element("testsuites")
-    for index, (suite, members) in enumerate(groups.items()):
+    for index, (name, members) in enumerate(groups.items()):
+        suite = _clean(name)  # a suite's name, like every text of a result, may hold what XML cannot
         kinds = [junit_kind(r) for r in members]
         node = ET.SubElement(
             root,
@@ -78,7 +79,7 @@ def junit_xml(results: Iterable[EvaluationResult], *, timestamp: str | None = No
         )
         properties = ET.SubElement(node, "properties")
         for target in dict.fromkeys(r.target for r in members):
-            ET.SubElement(properties, "property", {"name": "target", "value": target})
+            ET.SubElement(properties, "property", {"name": "target", "value": _clean(target)})
         notes: list[str] = []
         for result, kind in zip(members, kinds, strict=True):
             case = ET.SubElement(
@@ -86,7 +87,7 @@ def junit_xml(results: Iterable[EvaluationResult], *, timestamp: str | None = No
                 "testcase",
                 {
                     "name": _clean(f"{result.test_id} [{result.target}]"),
-                    "classname": _clean(suite),
+                    "classname": suite,
                     "time": _seconds(result.duration_ms),
                 },
             )

@@ -355,8 +355,10 @@ async def play(plan: TestPlan, ctx: TrialContext) -> TrialResult:
         end_session=features.end_session,
     )
     if plan.recorded is not None:  # a recorded conversation ended as its recording says
-        convo.stop_reason = plan.test.stop_reason
+        convo.stop_reason, convo.budget_hit = plan.test.stop_reason, plan.test.budget_hit
     entries = await convo.play(source)
+    if plan.recorded is not None:
+        convo.error = convo.error or plan.test.error
     if plan.agentv and plan.mode == "conversation":
         agentv_turn_scores(entries)
     for step in steps:

@@ -2,9 +2,12 @@
 
 Each user message (or run of user messages with no assistant message between them, even an
 empty one) opens a turn; the assistant and tool messages up
-to the next user message are that turn's reply: the last assistant text, with the tool calls
-of the turn (OpenAI `tool_calls` with their `tool` results matched by id, or convoeval's own
-tool calls). System messages before the first user message are the conversation's input.
+to the next user message are that turn's reply: every assistant text of the turn in order,
+joined by a blank line (text said alongside a tool call is graded too, as the agent targets
+join theirs), with the tool calls of the turn (OpenAI `tool_calls` with their `tool` results
+matched by id, or convoeval's own tool calls). A tool result is kept as the log wrote it (text
+stays text); a call with no result keeps none. System messages before the first user message
+are the conversation's input.
 A user message keeps its own tool calls (convoeval's shape, as tau2-bench's telecom user makes).
 """
 
@@ -29,7 +32,7 @@ def split_transcript(messages: list[TranscriptMessage]) -> tuple[list[Message], 
 
     def close_turn() -> None:
         if turns and len(replies) < len(turns):
-            replies.append(ChatReply(text=texts[-1] if texts else "", tool_calls=list(calls)))
+            replies.append(ChatReply(text="\n\n".join(texts), tool_calls=list(calls)))
 
     for m in messages:
         content = m.content or ""
@@ -58,9 +61,9 @@ def split_transcript(messages: list[TranscriptMessage]) -> tuple[list[Message], 
             if m.tool_calls:  # convoeval's own tool messages carry the call
                 calls.extend(_tool_call(raw) for raw in m.tool_calls)
             elif m.tool_call_id in by_id:
-                by_id[m.tool_call_id].output = _maybe_json(content)
+                by_id[m.tool_call_id].output = content
             else:
-                calls.append(ToolCall(name=m.name or "tool", output=_maybe_json(content), id=m.tool_call_id))
+                calls.append(ToolCall(name=m.name or "tool", output=content, id=m.tool_call_id))
     close_turn()
     return initial, turns, replies
 
@@ -69,7 +72,7 @@ def _tool_call(raw: dict[str, object]) -> ToolCall:
     function = raw.get("function")
     if isinstance(function, dict):  # OpenAI: {id, type, function: {name, arguments: "<json>"}}
         arguments = function.get("arguments")
-        parsed = _maybe_json(arguments) if isinstance(arguments, str) else arguments
+        parsed = _json_or_text(arguments)
         return ToolCall(
             name=str(function.get("name", "tool")),
             id=raw.get("id"),
@@ -78,7 +81,8 @@ def _tool_call(raw: dict[str, object]) -> ToolCall:
     return ToolCall.model_validate(raw)
 
 
-def _maybe_json(text: object) -> object:
+def _json_or_text(text: object) -> object:
+    """OpenAI's `arguments` JSON text as the value it holds (text that is no JSON as it is)."""
     if not isinstance(text, str):
         return text
     try:

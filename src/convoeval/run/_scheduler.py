@@ -411,11 +411,14 @@ def _passed(plan: TestPlan, trials: list[TrialResult], scores: list[float], unkn
     """Whether the test passes, None when the `unknown` trials (that could not decide) could
     make it pass or fail: a pass@k test passes with one passing trial; a mean passes when even
     unknown trials scoring 0 would leave it above the threshold, fails when even their scoring 1
-    would leave it below."""
+    would leave it below; a test none of whose trials passed fails (a trial that failed a
+    required check scores 0, which meets a threshold of 0)."""
     if plan.trials.strategy == "pass_at_k":
         return True if any(t.verdict == "pass" for t in trials) else None if unknown else False
     if not scores:  # nothing graded in any trial: each passed by running
         return None if unknown else all(t.verdict == "pass" for t in trials)
+    if not unknown and all(t.verdict == "fail" for t in trials):  # a failed required check at threshold 0
+        return False
     count, total = len(scores) + unknown, sum(scores)
     return decided_despite(total / count, (total + unknown) / count, plan.threshold)
 

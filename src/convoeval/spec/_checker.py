@@ -109,6 +109,9 @@ class Checker:
         conversation = test.get("mode") == "conversation" or bool(simulated) or recorded is not None
         if recorded is not None:
             self.check_transcript(test, path, bool(simulated))
+        for key in ("error", "budget_hit"):
+            if key in test and recorded is None:
+                self.add((*path, key), f"`{key}` says how a recorded conversation ended: give it with `transcript`")
         config = test.get(simulated[0]) if simulated else None
         if isinstance(config, dict) and isinstance(config.get("type"), str):
             known = registry.names("simulator")

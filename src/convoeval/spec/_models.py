@@ -355,6 +355,16 @@ class Test(Strict):
         "`max_turns`...): conversation checks see it (`tau-reward`'s `ended_by`). `convoeval grade` sets it "
         "when it grades a simulated user's stored conversation again.",
     )
+    error: str | None = Field(
+        None,
+        description="The error the recorded conversation ended in, as the tool that recorded it says (an Inspect "
+        "sample's error): the test is an `execution_error` with this message, its turns graded all the same.",
+    )
+    budget_hit: str | None = Field(
+        None,
+        description="The limit the recorded conversation ran into, as the tool that recorded it says (an Inspect "
+        "sample's `message_limit=6`): the test is `budget_exhausted`, as a live test that hit its `budget`.",
+    )
     workspace: Workspace | None = Field(None, description="A working directory kept across the turns of a trial.")
     initial_actions: list[EnvCall] = Field(
         default_factory=list,
