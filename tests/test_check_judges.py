@@ -89,7 +89,7 @@ def test_a_run_whose_judged_checks_all_name_their_judge_needs_no_other(
 def test_a_judge_nobody_defines_is_a_clear_error(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     write(tmp_path / "targets.yaml", TARGETS)
     suite = write(tmp_path / "own.eval.yaml", SUITE.replace("judge: openai:judge-b", "judge: grader_gpt_5_mini"))
-    with pytest.raises(ConfigError, match="a check's judge 'grader_gpt_5_mini': .*grader_gpt_5_mini"):
+    with pytest.raises(ConfigError, match="a check's judge: target 'grader_gpt_5_mini' is neither"):
         run(suite, tmp_path, judge="openai:judge-a", store=False)
     assert fake_openai.requests == []
 

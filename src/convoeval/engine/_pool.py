@@ -129,9 +129,11 @@ class TargetPool:
         """The target for a spec, a TargetConfig or a Target object (returned as is).
 
         Raises:
-            ConfigError: `role: ...` when the spec names nothing or the target cannot be built.
+            ConfigError: `role: ...` when the spec names nothing or the target cannot be built,
+                or it calls an API that needs a key and has none (checked before any call).
         """
         if not isinstance(spec, (str, TargetConfig)):
+            _check_key(spec, role)
             self.built.setdefault(spec.name, spec)
             return spec
         try:
@@ -143,6 +145,7 @@ class TargetPool:
                 target = create_target(config)
             except Exception as exc:
                 raise ConfigError(f"{role} {config.name!r}: {exc}") from None
+            _check_key(target, role)
             if found := endpoint_limits(target):
                 caller, endpoint, limits = found
                 caller.limits = self.endpoints.share(endpoint, limits)
@@ -284,6 +287,14 @@ class TargetPool:
                 await target.aclose()
             except Exception:
                 pass
+
+
+def _check_key(target: Target, role: str) -> None:
+    """A target calling an API that needs a key it has not got is a configuration error, found
+    before any call is made (and paid for), as an unset `${{ VAR }}` of a targets file is."""
+    caller = http_target(target)
+    if caller is not None and (missing := caller.missing_key()):
+        raise ConfigError(f"{role} {target.name!r}: {missing}")
 
 
 def _spec_list(given: TargetLike | Sequence[TargetLike] | None) -> list[TargetLike]:

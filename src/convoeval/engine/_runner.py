@@ -220,8 +220,6 @@ class _Run:
         the response cache and the backend; every target wrapped (cache, meter, limits)."""
         options = self.options
         workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)
-        if failed := await run_suite_hooks("before_all", workspaces, suites):
-            raise ConfigError(failed)
         judge = (
             pool.judge(options.judge, suites, self.note, fallback=jobs[0].target, rule=options.panel_rule)
             if needs_judge
@@ -229,7 +227,9 @@ class _Run:
         )
         simulators = {spec: pool.get(spec, "simulated_user.model") for spec in simulator_specs}
         named = sorted(set[str]().union(*(job.named_judges() for job in jobs)))
-        judges = {spec: pool.get(spec, f"a check's judge {spec!r}") for spec in named}
+        judges = {spec: pool.get(spec, "a check's judge") for spec in named}
+        if failed := await run_suite_hooks("before_all", workspaces, suites):  # once every model is ready
+            raise ConfigError(failed)
         if options.cache:
             pool.cache = ResponseCache(Path(options.cache_dir or state_dir()) / CACHE_FILE)
             if pool.cache.set_aside:
