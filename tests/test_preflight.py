@@ -1,5 +1,6 @@
 """Checked before the first call, through the real CLI against the loopback fake OpenAI server:
-every target the run will call has the API key it needs."""
+every target and judge name an eval file gives is defined (`validate` and `run`, all problems at
+once, `file:line: field: ...`), and every target the run will call has the API key it needs."""
 
 from __future__ import annotations
 
@@ -18,6 +19,19 @@ tests:
     assertions:
       - {type: contains, value: Reply}
       - Answers the question
+"""
+NAMES = """\
+execution:
+  target: my-bot
+  judge: gpt-4o
+tests:
+  - id: t1
+    input: hi
+    assertions:
+      - {type: rubrics, criteria: [Friendly], judge: strict-jduge}
+  - id: t2
+    simulated_user: {objective: book a room, max_turns: 2, model: user-bot}
+    success: [A room is booked]
 """
 SIMULATED = """\
 tests:
@@ -87,3 +101,61 @@ def test_a_local_server_needs_no_key_and_an_unneeded_judge_needs_none(
         code, stdout, stderr = cli("run", suite, "--target", target, "--judge", "anthropic:claude-x", "--no-cache")
         assert code == 0, stdout + stderr  # no check needs a judge: the judge is never built
     assert len(fake_openai.target_requests()) == 2
+
+
+# -- target and judge names -------------------------------------------------------------------
+def test_validate_and_run_name_every_undefined_target_and_judge_at_once(cli, tmp_path: Path) -> None:
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: strict-judge, provider: scripted}\n")
+    suite = write(tmp_path / "s.eval.yaml", NAMES)
+    expected = [
+        f"{suite}:2: execution.target: 'my-bot' is neither `provider:model` nor a name from a targets file",
+        f"{suite}:3: execution.judge: 'gpt-4o' is neither `provider:model` nor a name from a targets file",
+        f"{suite}:8: tests[0].assertions[0].judge: 'strict-jduge' is neither `provider:model` nor a name from a "
+        "targets file (did you mean 'strict-judge'?) (names defined: strict-judge)",
+        f"{suite}:10: tests[1].simulated_user.model: 'user-bot' is neither `provider:model` nor a name",
+    ]
+    code, stdout, stderr = cli("validate", suite)
+    assert code == 2 and "valid" not in stdout
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 4 and all(line.startswith(e) for line, e in zip(lines, expected, strict=True)), lines
+    code, _, stderr = cli("run", suite, "--no-cache")
+    assert code == 2 and stderr.strip().splitlines() == lines  # the same, before anything runs
+    code, _, stderr = cli("run", suite, "--target", "scripted", "--no-cache")  # --target replaces my-bot
+    assert code == 2 and [line.split(": ")[1] for line in stderr.strip().splitlines()] == [
+        "execution.judge",
+        "tests[0].assertions[0].judge",
+        "tests[1].simulated_user.model",
+    ]
+
+
+def test_names_resolve_in_the_targets_file_a_run_reads(cli, tmp_path: Path) -> None:
+    fixed = NAMES.replace("strict-jduge", "strict-judge").replace("gpt-4o\n", "openai:gpt-4o\n")
+    suite = write(tmp_path / "evals" / "s.eval.yaml", fixed)
+    elsewhere = write(tmp_path / "ci.yaml", "targets:\n  - {name: my-bot, provider: scripted}\n  - {name: strict-judge, provider: scripted}\n  - {name: user-bot, provider: scripted}\n")  # fmt: skip
+    code, _, stderr = cli("validate", suite)
+    assert code == 2 and "'my-bot'" in stderr and "'strict-judge'" in stderr
+    code, stdout, stderr = cli("validate", suite, "--targets", elsewhere)
+    assert (code, stdout.strip()) == (0, "1 file(s) valid"), stderr
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")  # AgentV looks up to the repository root
+    write(tmp_path / ".agentv" / "targets.yaml", elsewhere.read_text())
+    code, stdout, stderr = cli("validate", suite)
+    assert (code, stdout.strip()) == (0, "1 file(s) valid"), stderr
+    code, stdout, stderr = cli("validate", suite, "--targets", tmp_path / "missing.yaml")
+    assert code == 2 and "targets file not found" in stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("description: x\n\ntarget: nope\ntests:\n  - {id: a, input: hi, criteria: c}\n", "execution.target"),
+        ("description: x\n\nproviders: [llm, nope]\ntests:\n  - {id: a, vars: {input: hi}, assert: [Hi]}\n",
+         "execution.targets[1]"),
+    ],
+)  # fmt: skip
+def test_agentv_names_a_target_where_its_file_does(cli, tmp_path: Path, text: str, field: str) -> None:
+    """AgentV's top-level `target` and v5's `providers` are the suite's targets, at their lines."""
+    write(tmp_path / ".agentv" / "targets.yaml", "targets:\n  - {name: llm, provider: scripted}\n")
+    suite = write(tmp_path / "suite.yaml", text)
+    code, _, stderr = cli("validate", suite)
+    assert code == 2 and stderr.startswith(f"{suite}:3: {field}: 'nope' is neither `provider:model` nor a name"), stderr
+    assert len(stderr.strip().splitlines()) == 1

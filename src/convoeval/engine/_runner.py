@@ -84,9 +84,9 @@ async def execute_run(options: RunOptions, *, version: str, events: RunEvents | 
     """Run (or resume) what `options` describe, telling `events` as it goes; see `convoeval.arun`.
 
     Raises:
-        SpecError: an eval file is invalid.
-        ConfigError: a target or judge cannot be built, a resumed run cannot be found, or the
-            results file cannot be written.
+        SpecError: an eval file is invalid, or names a target no targets file defines.
+        ConfigError: a target or judge cannot be built or has no API key it needs, a resumed
+            run cannot be found, or the results file cannot be written.
         StoreError: the run store or the cache cannot be opened or written.
     """
     reread_environment()  # keys set since the last run are secrets of this one
@@ -277,6 +277,7 @@ class _Run:
         pool = TargetPool(
             named_targets(candidates, options.targets_file), meter=meter, max_connections=options.max_connections
         )
+        pool.check_names(suites, options.target, options.judge)
         writer: ResultWriter | None = None
         try:
             ready = await self.prepare(pool, suites, self.plan(pool, suites))
