@@ -45,8 +45,8 @@ OTHER = {
     "evals/agentv-self/agentv-self.eval.yaml": (CHECKOUT, "expected AGENTS.md"),
     "examples/features/import-claude/evals/transcript-check.EVAL.yaml": (UPSTREAM, "Module not found"),
     "examples/features/prompt-template-sdk/evals/dataset.eval.yaml": (UPSTREAM, "custom-grader.ts"),
-    "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml": (UNDEFINED, "a check's judge"),
-    "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml": (UNDEFINED, "a check's judge"),
+    "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml": (UNDEFINED, "nor a name from a targets file"),
+    "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml": (UNDEFINED, "nor a name from a targets file"),
     "examples/features/file-changes-graders/evals/dataset.eval.yaml": ("rejected", "file tools"),
     "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml": ("rejected", "written inline"),
 }
@@ -159,7 +159,9 @@ def agentv_env(tmp_path_factory: pytest.TempPathFactory, agentv_sdks: dict[str, 
 def classify(path: Path, cli, out: Path, server: FakeOpenAIServer, named: str | None = None) -> tuple[str, str]:
     """(class, reason) of one eval file run with the fake target (and judge); `named`: run as
     `--target NAME`, NAME defined in a targets file of its own (README_TARGET)."""
-    problems = validate_paths([path])
+    # The run below gives --target, which replaces the file's own execution.target(s) (some name
+    # targets AgentV's targets file does not define: its READMEs pass --target): not a problem here.
+    problems = [p for p in validate_paths([path]) if not p.field.startswith("execution.target")]
     if problems:
         first = problems[0]
         return "rejected", f"{Path(first.file).name}:{first.line}: {first.field}: {first.message}"

@@ -83,8 +83,14 @@ OTHER.update(
         (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
         # Their llm-rubrics name grader targets no targets file of AgentV's tree defines (its README
         # says to add them): AgentV fails too ("target 'grader_gpt_5_mini' not found in targets").
-        (V5, "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml"): (UNDEFINED, "a check's judge"),
-        (V5, "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml"): (UNDEFINED, "a check's judge"),
+        (V5, "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml"): (
+            UNDEFINED,
+            "nor a name from a targets file",
+        ),
+        (V5, "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml"): (
+            UNDEFINED,
+            "nor a name from a targets file",
+        ),
         (V5, "evals/agentic-engineering/agent-plugin-review.eval.yaml"): (CHECKOUT, "before_each exited"),
         (V5, "evals/agentv-self/agentv-self.eval.yaml"): (CHECKOUT, "before_each exited"),
         (V5, "evals/agentv-self/pr-workflow-guard.eval.yaml"): (NETWORK, "git fetch origin"),

@@ -165,7 +165,7 @@ def test_custom_prompt(cli, desk: Path, judge_server: FakeOpenAIServer, tmp_path
         (["--results"], "--results needs results files"),
         (["results.jsonl", "-t", "polite", "-t", "terse"], "looks like a results file; add --results"),
         (["--battles", "b.jsonl", "--judge", "judge"], "--judge"),
-        (["desk.eval.yaml", "-t", "polite", "-t", "terse", "--judge", "nobody"], "judge: target 'nobody'"),
+        (["desk.eval.yaml", "-t", "polite", "-t", "terse", "--judge", "nobody"], "judge: 'nobody' is neither"),
         (
             ["desk.eval.yaml", "-t", "polite", "-t", "terse", "--judge", "judge", "--prompt", "{{ x }}"],
             "pairwise prompt: unknown template variable(s) x",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import convoeval
-from convoeval.errors import ConfigError
+from convoeval.errors import SpecError
 from convoeval.targets import TargetConfig, create_target
 from convoeval.testing import FakeOpenAIServer, agrade, grade_context
 
@@ -89,8 +89,16 @@ def test_a_run_whose_judged_checks_all_name_their_judge_needs_no_other(
 def test_a_judge_nobody_defines_is_a_clear_error(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     write(tmp_path / "targets.yaml", TARGETS)
     suite = write(tmp_path / "own.eval.yaml", SUITE.replace("judge: openai:judge-b", "judge: grader_gpt_5_mini"))
-    with pytest.raises(ConfigError, match="a check's judge 'grader_gpt_5_mini': .*grader_gpt_5_mini"):
+    lines = [n for n, text in enumerate(SUITE.splitlines(), 1) if text == "        judge: openai:judge-b"]
+    with pytest.raises(SpecError) as info:  # every place the file names it, before any call
         run(suite, tmp_path, judge="openai:judge-a", store=False)
+    problems = info.value.problems
+    assert [(p.line, p.field) for p in problems] == [
+        (n, f"tests[{i}].assertions[0].judge") for i, n in enumerate(lines)
+    ]
+    assert all(
+        "'grader_gpt_5_mini' is neither `provider:model` nor a name from a targets file" in p.message for p in problems
+    )
     assert fake_openai.requests == []
 
 

@@ -442,7 +442,8 @@ targets:
 def test_unknown_target_name_is_a_clear_error(cli, tmp_path: Path) -> None:
     suite = write(tmp_path / "s.eval.yaml", "execution:\n  target: llm\ntests:\n  - id: a\n    input: hi\n")
     code, out, err = cli("run", suite)
-    assert code == 2 and "target 'llm'" in err and "targets.yaml" in err and "Traceback" not in err
+    assert code == 2 and f"{suite}:2: execution.target: 'llm' is neither" in err and "targets.yaml" in err
+    assert "Traceback" not in err
 
 
 def test_conversations_run_concurrently(cli, tmp_path: Path, monkeypatch) -> None:

@@ -674,6 +674,7 @@ tests:
 
 
 def test_agentv_forms_convoeval_does_not_support_say_so_and_why(tmp_path: Path) -> None:
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: other_judge, provider: openai, model: j}\n")
     suite = write(
         tmp_path / "e.eval.yaml",
         """\

@@ -93,9 +93,11 @@ async def arun(
             (instead of the three callables; giving both is an error).
 
     Raises:
-        SpecError: an eval file is invalid (every problem, `file:line: field: message`).
-        ConfigError: an option is invalid, a target or judge cannot be built, a resumed run
-            cannot be found, or the results file cannot be written (checked before the run).
+        SpecError: an eval file is invalid, or names a target or judge no targets file defines
+            (every problem, `file:line: field: message`).
+        ConfigError: an option is invalid, a target or judge cannot be built or has no API key
+            it needs, a resumed run cannot be found, or the results file cannot be written
+            (checked before the run).
         StoreError: the run store or the cache cannot be opened or written (locked, disk
             full, read-only, damaged); results committed before stay resumable.
     """

@@ -178,6 +178,7 @@ async def aarena(
     pool = TargetPool(named_targets(candidates, opts.targets_file))
     try:
         judge_option = list(opts.judge) if isinstance(opts.judge, (list, tuple)) else opts.judge
+        pool.check_names(suites, opts.targets, judge_option)
         choice = pool.judge(judge_option, suites, note, rule=opts.panel_rule)
         _note_judge(choice, names, note)
         run_id = None

@@ -62,11 +62,23 @@ def load_plugins(plugins: list[str] | None) -> None:
 
 
 @app.command()
-def validate(paths: Paths, plugin: Plugins = None, root: Root = None) -> None:
-    """Check eval files (a folder: the eval files in it); print one line per problem as
-    file:line: field: message."""
+def validate(
+    paths: Paths,
+    plugin: Plugins = None,
+    root: Root = None,
+    targets_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--targets",
+            envvar="CONVOEVAL_TARGETS",
+            help="Targets file the names are looked up in, as `run --targets` (default: targets.yaml next to the suite).",
+        ),
+    ] = None,
+) -> None:
+    """Check eval files (a folder: the eval files in it), and that every target and judge they
+    name is defined; print one line per problem as file:line: field: message."""
     load_plugins(plugin)
-    files, problems = validate_eval_paths(list(paths))
+    files, problems = validate_eval_paths(list(paths), targets_file)
     if problems:
         raise fail_with_problems(problems)
     out.print(f"{len(files)} file(s) valid")

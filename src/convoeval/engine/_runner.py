@@ -92,9 +92,9 @@ async def execute_run(options: RunOptions, *, version: str, events: RunEvents | 
     """Run (or resume) what `options` describe, telling `events` as it goes; see `convoeval.arun`.
 
     Raises:
-        SpecError: an eval file is invalid.
-        ConfigError: a target or judge cannot be built, a resumed run cannot be found, or the
-            results file cannot be written.
+        SpecError: an eval file is invalid, or names a target no targets file defines.
+        ConfigError: a target or judge cannot be built or has no API key it needs, a resumed
+            run cannot be found, or the results file cannot be written.
         StoreError: the run store or the cache cannot be opened or written.
     """
     reread_environment()  # keys set since the last run are secrets of this one
@@ -230,8 +230,6 @@ class _Run:
         the response cache and the backend; every target wrapped (cache, meter, limits)."""
         options = self.options
         workspaces, needs_judge, simulator_specs = _what_plans_need(jobs)
-        if failed := await self.suite_hooks("before_all", workspaces, suites, pool):
-            raise ConfigError(failed)
         judge = (
             pool.judge(options.judge, suites, self.note, fallback=jobs[0].target, rule=options.panel_rule)
             if needs_judge
@@ -239,7 +237,9 @@ class _Run:
         )
         simulators = {spec: pool.get(spec, "simulated_user.model") for spec in simulator_specs}
         named = sorted(set[str]().union(*(job.named_judges() for job in jobs)))
-        judges = {spec: pool.get(spec, f"a check's judge {spec!r}") for spec in named}
+        judges = {spec: pool.get(spec, "a check's judge") for spec in named}
+        if failed := await self.suite_hooks("before_all", workspaces, suites, pool):  # once every model is ready
+            raise ConfigError(failed)
         if options.cache:
             pool.cache = ResponseCache(Path(options.cache_dir or state_dir()) / CACHE_FILE)
             if pool.cache.set_aside:
@@ -308,6 +308,7 @@ class _Run:
         pool = TargetPool(
             named_targets(candidates, options.targets_file), meter=meter, max_connections=options.max_connections
         )
+        pool.check_names(suites, options.target, options.judge)
         writer: ResultWriter | None = None
         try:
             ready = await self.prepare(pool, suites, self.plan(pool, suites))

@@ -209,6 +209,8 @@ class AgentvNormalizer:
             if execution is None:
                 execution = data["execution"] = {}
             if isinstance(execution, dict):
+                if "target" not in execution:
+                    self.lines.add(("execution", "target"), *self.lines.locate(("target",)))
                 execution.setdefault("target", data.pop("target"))
         self.inline_targets(data.get("execution"))
         self.fail_on_error(data.get("execution"))

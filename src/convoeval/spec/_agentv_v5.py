@@ -96,11 +96,10 @@ def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
             normalizer.add(("providers",), "give the targets once: `providers` or `target`/`execution.targets`")
         else:
             execution = data.setdefault("execution", {})
-            if len(names) == 1:
-                execution.setdefault("target", names[0])
-            else:
-                execution["targets"] = names
-            normalizer.lines.add(("execution", "targets"), *normalizer.lines.locate(("providers",)))
+            key = "target" if len(names) == 1 else "targets"
+            if key not in execution:
+                execution[key] = names[0] if key == "target" else names
+                normalizer.lines.add(("execution", key), *normalizer.lines.locate(("providers",)))
     if "default_test" in data:
         _default_test(data, normalizer)
     options = data.get("evaluate_options")

@@ -20,7 +20,7 @@ from ._agentv_meaning import agentv_assertion, skipped_by_agentv
 from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
-from ._models import SIMULATED_USER_KEYS
+from ._models import SIMULATED_USER_KEYS, TargetName, TargetRole
 from ._validation_messages import suggest, validation_problems
 
 M = TypeVar("M", bound=BaseModel)
@@ -80,10 +80,16 @@ class Checker:
         self.known: frozenset[str] = GRADER_VARIABLES  # template variables assertions may use here
         self._validated: dict[str, tuple[str, Assertion | list[tuple[DataPath, str]]]] = {}
         self.agentv = False  # an AgentV file: its text assertions keep AgentV's meaning (set by the loader)
+        self.target_names: list[TargetName] = []  # checked against the targets files once they are known
 
     def add(self, path: DataPath, message: str, line_at: DataPath | None = None) -> None:
         """A problem with the field at `path`, reported at the line of `line_at` (or `path`)."""
         self.problems.append(self.lines.problem(line_at or path, field_path(path), message))
+
+    def name_target(self, name: object, path: DataPath, role: TargetRole) -> None:
+        """Remember the target named at `path` (when it is a name)."""
+        if isinstance(name, str) and name.strip():
+            self.target_names.append(TargetName(name, role, self.lines.problem(path, field_path(path), "")))
 
     def warn(self, path: DataPath, field: str, message: str) -> None:
         where = self.lines.problem(path, field, "")
@@ -93,12 +99,28 @@ class Checker:
     def check_suite(self, data: dict) -> None:
         """The suite's own keys (not its tests): its policy and assertions."""
         self.load_policy(data, ())
+        if isinstance(execution := data.get("execution"), dict):
+            self.name_execution_targets(execution)
         if data.get("tools") is not None or data.get("backend") is not None:  # the backends load only then
             for key, message in graders.domain_file_problems(data.get("tools"), data.get("backend"), self.base_dir):
                 self.add((key,), message)
         data["assertions"] = self.parse_assertions(data.get("assertions"), ("assertions",), None)
         if "turn_assertions" in data:
             data["turn_assertions"] = self.parse_assertions(data.get("turn_assertions"), ("turn_assertions",), "turn")
+
+    def name_execution_targets(self, execution: dict) -> None:
+        """The suite's targets (`execution.target(s)`) and judges (`judge`, `judge.target`, `judges`)."""
+        for key in ("target", "targets", "judge", "judges"):
+            value = execution.get(key)
+            path: DataPath = ("execution", key)
+            if isinstance(value, dict):  # judge: {target, repeats, temperature}
+                value, path = value.get("target"), (*path, "target")
+            role: TargetRole = "judge" if key.startswith("judge") else "target"
+            if isinstance(value, list):
+                for i, name in enumerate(value):
+                    self.name_target(name, (*path, i), role)
+            else:
+                self.name_target(value, path, role)
 
     def check_test(self, test: dict, path: DataPath, suite_input: bool) -> None:
         simulated = [key for key in SIMULATED_USER_KEYS if key in test]
@@ -113,6 +135,8 @@ class Checker:
             if key in test and recorded is None:
                 self.add((*path, key), f"`{key}` says how a recorded conversation ended: give it with `transcript`")
         config = test.get(simulated[0]) if simulated else None
+        if isinstance(config, dict):
+            self.name_target(config.get("model"), (*path, simulated[0], "model"), "simulator")
         if isinstance(config, dict) and isinstance(config.get("type"), str):
             known = registry.names("simulator")
             if known and config["type"] not in known:
@@ -314,6 +338,7 @@ class Checker:
         if not isinstance(item, dict):
             self.add(path, "an assertion is a string (a rubric criterion) or a mapping with a `type`")
             return None
+        written = item  # as the file gives it (`item` is rewritten below)
         key = repr(item)
         cached = self._validated.get(key)
         if cached is not None:  # an equal built-in assertion was read before: the same object
@@ -373,6 +398,9 @@ class Checker:
                 self.add((*path, *where), message)
             return None
         assertion = validated
+        if isinstance(own := getattr(assertion, "judge", None), str):  # at the field the file names it with
+            field = next((f for f in ("judge", *AGENTV_JUDGE_FIELDS) if f in written), "judge")
+            self.name_target(own, (*path, field), "check")
         if level is not None and level not in assertion.levels:
             allowed = " or ".join(assertion.levels)
             self.add((*path, "type"), f"{type_name!r} grades at {allowed} level, not at {level} level")

@@ -41,10 +41,11 @@ def eval_files(paths: PathsLike) -> tuple[list[Path], list[Problem]]:
     return list(dict.fromkeys(files)), problems
 
 
-def validate_eval_paths(paths: PathsLike) -> tuple[list[Path], list[Problem]]:
-    """The eval files named by `paths` (folders expanded) and every problem of them."""
+def validate_eval_paths(paths: PathsLike, targets_file: str | Path | None = None) -> tuple[list[Path], list[Problem]]:
+    """The eval files named by `paths` (folders expanded) and every problem of them (see
+    `validate_paths`)."""
     files, problems = eval_files(paths)
-    return files, problems + validate_paths(list(files))
+    return files, problems + validate_paths(list(files), targets_file)
 
 
 def load_suites(paths: PathsLike) -> list[Suite]:

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Final
 
 from .. import registry
-from ..errors import RegistryError
+from ..errors import ConfigError, RegistryError
 from ._agentv import AgentvNormalizer, agentv_key, v5_prompts
 from ._agentv_v5 import default_test_vars
 from ._checker import Checker
 from ._errors import Problem, SpecError, first_per_field
 from ._lines import Key, LineMap
-from ._models import Suite
+from ._models import Suite, TargetName
+from ._targets_file import find_targets_file, named_targets, target_name_problems
 from ._tests import SuiteTests
 from ._yaml import read_text
 from ._yaml_events import MERGE, YamlFailure, YamlReader
@@ -45,18 +46,33 @@ def load_suite(path: str | Path) -> Suite:
         suite = load_suite("examples/travel-planning.eval.yaml")
         print([t.id for t in suite.tests])
     """
-    suite, problems = _load(Path(path))
+    suite, problems, _ = _load(Path(path))
     if problems or suite is None:
         raise SpecError(problems)
     return suite
 
 
-def validate_paths(paths: list[str | Path]) -> list[Problem]:
-    """All problems of all the given eval files (an empty list when they are valid)."""
+def validate_paths(paths: list[str | Path], targets_file: str | Path | None = None) -> list[Problem]:
+    """All problems of all the given eval files (an empty list when they are valid), among them
+    each target, judge or simulator model they name that is neither `provider:model` nor a name
+    of the targets files a run of them would read: `targets_file` when given, else the one
+    each file finds (`find_targets_file`)."""
     problems: list[Problem] = []
-    for path in paths:
-        problems.extend(_load(Path(path), keep=False)[1])
-    return problems
+    names: list[TargetName] = []
+    for path in map(Path, paths):
+        _, found, named = _load(path, keep=False)
+        problems.extend(found)
+        names.extend(named)
+    if not names:
+        return problems
+    candidates = [f for p in paths if (f := find_targets_file(Path(p).resolve().parent))]
+    try:
+        defined = named_targets(candidates, targets_file)
+    except SpecError as exc:  # the targets file's own problems
+        return problems + exc.problems
+    except ConfigError as exc:  # no such --targets file
+        return [*problems, Problem(str(targets_file), 1, "(file)", str(exc))]
+    return first_per_field(problems + target_name_problems(names, defined))  # one problem a field
 
 
 #: AgentV's eval files written as programs (`*.eval.ts`, its SDK's `defineEval`).
@@ -76,18 +92,20 @@ def _not_a_file(path: Path) -> str:
     return "a symbolic link loop, or one to nothing" if path.is_symlink() else "no such file"
 
 
-def _load(path: Path, keep: bool = True) -> tuple[Suite | None, list[Problem]]:
-    """The suite (None when invalid, or when `keep` is False) and the file's problems."""
+def _load(path: Path, keep: bool = True) -> tuple[Suite | None, list[Problem], list[TargetName]]:
+    """The suite (None when invalid, or when `keep` is False), the file's problems, and the
+    targets it names (`Suite.target_names`)."""
     if not path.is_file():
-        return None, [Problem(str(path), 1, "(file)", _not_a_file(path))]
+        return None, [Problem(str(path), 1, "(file)", _not_a_file(path))], []
     if path.suffix.lower() in _SCRIPT_SUFFIXES:
-        return None, [Problem(str(path), 1, "(file)", _SCRIPT_SUITE)]
+        return None, [Problem(str(path), 1, "(file)", _SCRIPT_SUITE)], []
     problems: list[Problem] = []
     text = read_text(path, problems)
     if text is None:
-        return None, problems
-    suite, problems = _SuiteLoad(path, text, keep).run()
-    return suite, first_per_field(problems)
+        return None, problems, []
+    load = _SuiteLoad(path, text, keep)
+    suite, problems = load.run()
+    return suite, first_per_field(problems), load.checker.target_names
 
 
 @dataclass(frozen=True)
@@ -266,6 +284,7 @@ class _SuiteLoad:
         suite.tests = tests.models
         suite._path = self.path.resolve()
         suite._agentv = self.normalizer.agentv
+        suite._target_names = tuple(self.checker.target_names)
         return (suite if self.keep else None), []
 
     def _load_plugins(self, data: dict) -> None:

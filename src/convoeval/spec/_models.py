@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -17,6 +18,7 @@ from pydantic import (
 )
 
 from .._base_model import Model
+from ..errors import Problem
 from ..graders import Assertion, EnvCall
 from ..judging import Policy
 from ..results import Message, Source, StopReason
@@ -406,6 +408,24 @@ class Test(Strict):
         )
 
 
+TargetRole = Literal["target", "judge", "check", "simulator"]
+
+
+@dataclass(frozen=True)
+class TargetName:
+    """A target an eval file names, and where (`at`: its file, line and field).
+
+    `role`: `target` (the suite's `execution.target(s)`) and `judge` (its `execution.judge(s)`),
+    which a run's --target and --judge replace; `check` (an assertion's own `judge`) and
+    `simulator` (a simulated user's `model`), which no option replaces. A test's own
+    `execution.target(s)` are not among them: they choose among the run's targets.
+    """
+
+    name: str
+    role: TargetRole
+    at: Problem
+
+
 def _private(model: BaseModel) -> dict[str, Any]:
     """The model's private attributes, from pydantic's own dict of them."""
     return model.__pydantic_private__  # type: ignore[return-value]  # a dict: the model declares some
@@ -440,6 +460,7 @@ class Suite(Strict):
 
     _path: Path | None = PrivateAttr(None)
     _agentv: bool = PrivateAttr(False)
+    _target_names: tuple[TargetName, ...] = PrivateAttr(())
 
     # The properties below read the private attributes from pydantic's own dict of them (which
     # `self._path` reaches only after a failed lookup): every test's plan reads them.
@@ -451,6 +472,11 @@ class Suite(Strict):
     def agentv(self) -> bool:
         """Whether the file is AgentV's (a `.agentv/` folder at or above it, up to the repository root)."""
         return _private(self)["_agentv"]
+
+    @property
+    def target_names(self) -> tuple[TargetName, ...]:
+        """The targets, judges and simulator models the file names, each where it names it."""
+        return _private(self)["_target_names"]
 
     @property
     def base_dir(self) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -18,9 +19,13 @@ from pydantic import BaseModel, ValidationError
 
 from .. import registry
 from .._secrets import remember
+from ..errors import ConfigError
+from ..judging import PanelRule
 from ..targets import TargetConfig, provider_names, settings_model
 from ._agentv_env import ENV_REF, substitute_env
 from ._errors import Problem, SpecError, field_path
+from ._models import TargetName, TargetRole
+from ._validation_messages import suggest
 from ._yaml import DataPath, LineMap, load_yaml
 
 TARGETS_FILE = "targets.yaml"
@@ -315,16 +320,89 @@ def _add_errors(
         problems.append(lines.problem(loc, field_path(loc), message))
 
 
+class NamedTargets(dict[str, TargetConfig]):
+    """Target configs by name, with the targets files' judge panel (`judges:`, `panel_rule:`)."""
+
+    judges: list[str]
+    panel_rule: PanelRule | None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.judges, self.panel_rule = [], None
+
+
+def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = None) -> NamedTargets:
+    """Named target configs: from `targets_file` when given (it must exist), else from those of
+    the candidate files that exist (later files win, their `judges:` too).
+
+    Raises:
+        ConfigError: the given targets file does not exist.
+        SpecError: a targets file is invalid (`file:line: field: message`).
+    """
+    if targets_file is not None:
+        if not Path(targets_file).is_file():
+            raise ConfigError(f"targets file not found: {targets_file}")
+        files = [Path(targets_file)]
+    else:
+        files = [f for f in dict.fromkeys(candidates) if f.is_file()]
+    named = NamedTargets()
+    for file in files:
+        named.update(load_targets_file(file))
+        judges, rule = targets_file_panel(file)
+        if judges:
+            named.judges = judges
+        if rule:
+            named.panel_rule = rule  # type: ignore[assignment]
+    return named
+
+
+#: Providers a target spec may name without a model (`local`: the embedded model).
+BARE_PROVIDERS = frozenset({"local", "scripted", "claude-code", "codex"})
+
+
+def unknown_target(spec: str, named: Collection[str]) -> str | None:
+    """Why `spec` names no target: it is neither a name in `named` (the targets files') nor
+    `provider:model` of a known provider. None when it names one."""
+    if spec in named:
+        return None
+    provider, _, model = spec.partition(":")
+    if not model and provider not in BARE_PROVIDERS:
+        return (
+            f"{spec!r} is neither `provider:model` nor a name from a targets file"
+            f"{suggest(spec, [*named, *BARE_PROVIDERS])} (names defined: {', '.join(sorted(named)) or 'none'}); "
+            f"define it in {TARGETS_FILE} (next to the eval file, or --targets FILE), or name a model as "
+            "provider:model (openai:gpt-4o-mini; `local`, the embedded model)"
+        )
+    if registry.lookup("provider", provider) is None:
+        providers = provider_names()
+        return (
+            f"unknown provider {provider!r}{suggest(provider, providers)} in {spec!r} (known: {', '.join(providers)})"
+        )
+    return None
+
+
+def target_name_problems(
+    names: Iterable[TargetName], named: Collection[str], replaced: Collection[TargetRole] = ()
+) -> list[Problem]:
+    """`file:line: field: why` for each target, judge or simulator model an eval file names that
+    `unknown_target` refuses, but those of the roles in `replaced` (a run's --target, --judge)."""
+    problems = [
+        Problem(n.at.file, n.at.line, n.at.field, why)
+        for n in names
+        if n.role not in replaced and (why := unknown_target(n.name, named))
+    ]
+    return sorted(problems, key=lambda p: (p.file, p.line))
+
+
 def parse_target_spec(spec: str, named: dict[str, TargetConfig]) -> TargetConfig:
-    """`NAME` from a targets file, or `provider:model` (`openai:gpt-4o-mini`, `local`)."""
+    """`NAME` from a targets file, or `provider:model` (`openai:gpt-4o-mini`, `local`).
+
+    Raises:
+        ValueError: it is neither (`unknown_target`).
+    """
     if spec in named:
         return named[spec]
+    if why := unknown_target(spec, named):
+        raise ValueError(why)
     provider, _, model = spec.partition(":")
-    if not model and provider not in {"local", "scripted", "claude-code", "codex"}:
-        known = ", ".join(sorted(named)) or "none"
-        raise ValueError(
-            f"target {spec!r} is neither `provider:model` nor a name from a targets file "
-            f"(names defined: {known}); define it in {TARGETS_FILE}, or name a model as provider:model "
-            "(openai:gpt-4o-mini; `local`, the embedded model)"
-        )
     return TargetConfig(name=spec, provider=provider, model=model)

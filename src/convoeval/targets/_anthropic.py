@@ -29,9 +29,13 @@ class AnthropicTarget(HttpTarget):
     def auth_headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key, "anthropic-version": API_VERSION} if self.api_key else {}
 
+    def missing_key(self) -> str | None:
+        """Every call sends a key (`x-api-key`), whatever the base URL."""
+        return None if self.api_key else self._no_key()
+
     async def chat(self, request: ChatRequest) -> ChatReply:
-        if not self.api_key:
-            raise TargetError(f"{self.name}: no API key; set {self.config.api_key_env or 'ANTHROPIC_API_KEY'}")
+        if missing := self.missing_key():
+            raise TargetError(f"{self.name}: {missing}")
         system = "\n\n".join(message_text(m) for m in request.messages if m["role"] == "system")
         messages = [m for m in request.messages if m["role"] != "system"]
         payload: dict[str, object] = {

@@ -68,6 +68,16 @@ class HttpTarget:
         """The headers that carry this target's credentials, the same on every call (none here)."""
         return {}
 
+    def missing_key(self) -> str | None:
+        """What to do when this target needs an API key it has not got (`no API key; set VAR`),
+        else None. A run checks it for every target, judge and simulator it will call before it
+        starts (a configuration error); `chat` checks it too. Here: no key is needed."""
+        return None
+
+    def _no_key(self) -> str:
+        """`no API key; set VAR`: the variable the config names, else the provider's."""
+        return f"no API key; set {self.config.api_key_env or self.default_api_key_env}"
+
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             import aiohttp

@@ -58,6 +58,10 @@ class LiteLLMTarget(OpenAITarget):
         server = self.config.base_url or f"litellm://{self.config.model.split('/')[0]}"
         return endpoint_key(server, self.api_key)
 
+    def missing_key(self) -> str | None:
+        """None: LiteLLM finds the provider's key itself (and says when it has none)."""
+        return None
+
     async def chat(self, request: ChatRequest) -> ChatReply:
         litellm = _litellm()
         kwargs: dict[str, object] = {

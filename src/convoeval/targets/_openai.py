@@ -42,16 +42,17 @@ class OpenAITarget(HttpTarget):
     def auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
+    def missing_key(self) -> str | None:
+        """A hosted API (OpenAI, OpenRouter, Azure) needs a key; a server `base_url` or
+        OPENAI_BASE_URL points at (vLLM, llama.cpp, Ollama...) decides for itself."""
+        if not self.official or self.api_key:
+            return None
+        local = " or point OPENAI_BASE_URL at a local server" if capabilities(self).provider_name == "openai" else ""
+        return self._no_key() + local
+
     async def chat(self, request: ChatRequest) -> ChatReply:
-        if self.official and not self.api_key:
-            raise TargetError(
-                f"{self.name}: no API key; set {self.config.api_key_env or self.default_api_key_env}"
-                + (
-                    " or point OPENAI_BASE_URL at a local server"
-                    if capabilities(self).provider_name == "openai"
-                    else ""
-                )
-            )
+        if missing := self.missing_key():
+            raise TargetError(f"{self.name}: {missing}")
         payload: dict[str, object] = {**self.settings.params, "model": self.config.model, "messages": request.messages}
         temperature = request.temperature if request.temperature is not None else self.config.temperature
         if temperature is not None:
