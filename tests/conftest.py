@@ -81,6 +81,22 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_mount_point_left_in_tmp() -> Iterator[None]:
+    """The real Codex's sandbox (bubblewrap) makes an empty `.git` in `/tmp`, one of its writable
+    roots, as the mount point of the read-only `.git` it keeps there, and leaves it: `/tmp` would
+    then pass for a repository, and every test after it that confines a suite's file references
+    to its repository would see `/tmp` as one. Such a folder, left empty by the test, is removed."""
+    mount_point = Path("/tmp/.git")
+    before = os.path.lexists(mount_point)
+    yield
+    if not before and mount_point.is_dir() and not mount_point.is_symlink():
+        try:
+            mount_point.rmdir()  # only when empty
+        except OSError:
+            pass
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """The AgentV compatibility figure (tests/test_agentv_compat.py), shown even with -q."""
     counts = config.stash.get(AGENTV_COUNTS, None)

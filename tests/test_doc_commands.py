@@ -132,7 +132,7 @@ def _run(command: Command, cwd: Path, env: dict[str, str], server: FakeOpenAISer
     )
     allowed = {0, 1} if _VERDICT_COMMANDS.search(text) else {0}
     output = done.stdout + done.stderr
-    if done.returncode not in allowed or "Traceback (most recent call last)" in output:
+    if done.returncode not in allowed or "Traceback (most recent call last):\n" in output:
         return cwd, f"{command.document}:{command.line}: `{command.text}` exited {done.returncode}:\n{output[-1500:]}"
     return cwd, None
 
