@@ -113,6 +113,8 @@ def test_agentvs_red_team_suites_validate_in_a_checkout_without_a_root(cli, tmp_
     monkeypatch.delenv("CONVOEVAL_ROOT", raising=False)
     checkout = _repository(tmp_path / "agentv")
     shutil.copytree(DATA / "agentv" / "v5.3.1-next.1" / "examples" / "red-team", checkout / "examples" / "red-team")
+    (checkout / ".agentv").mkdir()  # the checkout's targets (`llm`, `grader`), which the suites name
+    shutil.copy(DATA / "agentv" / "v5.3.1-next.1" / ".agentv" / "targets.yaml", checkout / ".agentv" / "targets.yaml")
     suites = sorted((checkout / "examples" / "red-team").rglob("*.eval.yaml"))
     assert len(suites) >= 20
     named = [s for s in suites if "file://../" in s.read_text()]

@@ -89,15 +89,20 @@ class TargetPool:
         self.configs: dict[str, TargetConfig] = {}  # of the targets built here from a spec or config
         self._wrapped: dict[int, Target] = {}
 
-    def get(self, spec: TargetLike, role: str = "target") -> Target:
+    def get(self, spec: TargetLike, role: str = "target", keyed: bool = True) -> Target:
         """The target for a spec, a TargetConfig or a Target object (returned as is).
 
         Raises:
             ConfigError: `role: ...` when the spec names nothing or the target cannot be built,
-                or it calls an API that needs a key and has none (checked before any call).
+                or (`keyed`) it calls an API that needs a key and has none (`check_key`).
         """
+        target = self._built(spec, role)
+        if keyed:
+            check_key(target, role)
+        return target
+
+    def _built(self, spec: TargetLike, role: str) -> Target:
         if not isinstance(spec, (str, TargetConfig)):
-            _check_key(spec, role)
             self.built.setdefault(spec.name, spec)
             return spec
         try:
@@ -109,7 +114,6 @@ class TargetPool:
                 target = create_target(config)
             except Exception as exc:
                 raise ConfigError(f"{role} {config.name!r}: {exc}") from None
-            _check_key(target, role)
             if found := endpoint_limits(target):
                 caller, endpoint, limits = found
                 caller.limits = self.endpoints.share(endpoint, limits)
@@ -156,7 +160,7 @@ class TargetPool:
         else:
             specs = ["local"]
             note(f"target: local ({LOCAL_NOTE}); choose another with --target")
-        return [self.get(s) for s in specs]
+        return [self.get(s, keyed=False) for s in specs]  # keys checked for the tests they run live
 
     def judge(
         self,
@@ -275,7 +279,7 @@ class TargetPool:
                 pass
 
 
-def _check_key(target: Target, role: str) -> None:
+def check_key(target: Target, role: str) -> None:
     """A target calling an API that needs a key it has not got is a configuration error, found
     before any call is made (and paid for), as an unset `${{ VAR }}` of a targets file is."""
     caller = http_target(target)

@@ -231,7 +231,7 @@ class _Worker:
         """The target of config `name`, built and wrapped on first use."""
         if name not in self.targets:
             assert self.setup is not None and self.pool is not None
-            built = self.pool.get(self.setup.configs[name])
+            built = self.pool.get(self.setup.configs[name], keyed=False)  # the driver checked its keys
             if (found := endpoint_limits(built)) is not None and found[1] in self.setup.shares:
                 found[2].tighten(*self.setup.shares[found[1]])
             self.targets[name] = self.pool.wrap(built)

@@ -32,7 +32,7 @@ from ._cache import CACHE_FILE, ResponseCache
 from ._events import RunEvents
 from ._meter import RunMeter
 from ._options import RecordedOptions, RunOptions
-from ._pool import JudgeChoice, TargetPool, named_targets
+from ._pool import JudgeChoice, TargetPool, check_key, named_targets
 from ._processes import Finished, ProcessTrials
 from ._ray import RayTrials
 from ._recorder import RunRecorder, suite_key
@@ -221,6 +221,8 @@ class _Run:
                 own = tests_for_target(suite, target.name, names)
                 config = pool.configs.get(target.name)  # AgentV files: AgentV's default system prompt
                 own = with_default_system_prompt(own, config.provider if config else None)
+                if any(t.transcript is None and t.transcripts is None for t in own.tests):  # a live test calls it
+                    check_key(target, "target")
                 if own.tests:
                     jobs.append(Job(target=target, suite=own, threshold=options.threshold, trials=options.trials))
         return jobs
