@@ -103,6 +103,21 @@ def test_a_local_server_needs_no_key_and_an_unneeded_judge_needs_none(
     assert len(fake_openai.target_requests()) == 2
 
 
+def test_a_target_only_recorded_tests_name_needs_no_key(cli, tmp_path: Path) -> None:
+    """A recorded transcript never calls its target: grading one under `--target openai:...` with
+    no key set is no configuration error (the first key check stopped it)."""
+    recorded = write(
+        tmp_path / "r.eval.yaml",
+        "tests:\n  - id: r\n    mode: conversation\n    transcript:\n      - {role: user, content: hi}\n"
+        "      - {role: assistant, content: hello}\n    turn_assertions: [{type: contains, value: hello}]\n",
+    )
+    code, stdout, stderr = cli("run", recorded, "--target", "openai:gpt-4o-mini", "--no-cache")
+    assert code == 0, stdout + stderr
+    live = write(tmp_path / "l.eval.yaml", "tests:\n  - {id: l, input: hi}\n")
+    code, _, stderr = cli("run", live, "--target", "openai:gpt-4o-mini", "--no-cache")
+    assert code == 2 and "error: target 'openai:gpt-4o-mini': no API key; set OPENAI_API_KEY" in stderr
+
+
 # -- target and judge names -------------------------------------------------------------------
 def test_validate_and_run_name_every_undefined_target_and_judge_at_once(cli, tmp_path: Path) -> None:
     write(tmp_path / "targets.yaml", "targets:\n  - {name: strict-judge, provider: scripted}\n")
