@@ -25,7 +25,9 @@ import pytest
 
 import convoeval
 from convoeval.datasets._transcripts import import_transcripts
-from convoeval.results import EvaluationResult
+from convoeval.results import EvaluationResult, ToolCall
+from convoeval.targets import ChatReply
+from convoeval.targets.agents._codex import _merge_rollout as merge_rollout
 from convoeval.targets.agents._codex_rollout import read_records, read_turns
 
 from .agent_servers import FakeAnthropic, FakeResponses, Rule
@@ -665,6 +667,11 @@ tests:
             (turn,) = read_turns(read_records(path))
             (command_call,) = turn.commands
             assert command_call.status is None and "SERVER-UP" in str(command_call.output), (path, command_call)
+            # The stream's call (its start only: no output) takes the rollout's output, though the
+            # stream shows the command in Codex's shell and a rollout without the record as written.
+            started = ToolCall(name="command_execution", arguments={"command": f"/bin/bash -lc '{command}'"}, output="")
+            merge_rollout(reply := ChatReply(text="", tool_calls=[started]), turn)
+            assert "SERVER-UP" in str(reply.tool_calls[0].output), (path, reply.tool_calls)
     finally:
         kill_marked(f"sleep({mark})")
 

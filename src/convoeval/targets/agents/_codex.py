@@ -23,7 +23,9 @@ the tokens at the target's prices, else its model's list price (`target_prices`)
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 from collections.abc import Callable
 from typing import Any
 
@@ -179,13 +181,26 @@ def _merge_rollout(reply: ChatReply, turn: RolloutTurn) -> None:
     sandbox blocked (the stream leaves them out: a command it shows was not blocked)."""
     commands = [c for c in reply.tool_calls if c.name == "command_execution"]
     for call in turn.commands:
-        same = next((c for c in commands if c.arguments == call.arguments), None)
+        same = next((c for c in commands if _command_of(c) == _command_of(call)), None)
         if same is not None:
             commands.remove(same)
             same.duration_ms = call.duration_ms if call.duration_ms is not None else same.duration_ms
             same.output = same.output or call.output
         elif call.status == "blocked":
             reply.tool_calls.append(call)
+
+
+def _command_of(call: ToolCall) -> str:
+    """The command a call ran, without the shell Codex runs it in (`/bin/bash -lc '...'`): the
+    event stream shows it wrapped, a rollout's call not yet ended as the model wrote it."""
+    command = str(call.arguments.get("command", ""))
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if len(words) == 3 and words[1] in ("-c", "-lc") and os.path.basename(words[0]) in ("bash", "sh", "zsh"):
+        return words[2]
+    return command
 
 
 def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
