@@ -52,7 +52,8 @@ def server(monkeypatch: pytest.MonkeyPatch):
         yield fake
 
 
-def repair_suite(tmp_path: Path, agent: str) -> Path:
+def repair_suite(tmp_path: Path, agent: str, budget: str | None = None) -> Path:
+    """The repair-loop suite on target `bot`, a chat model with `agent:`, and the test's `budget:`."""
     folder = tmp_path / "repair"
     shutil.copytree(REPO / "examples" / "repair-loop" / "template", folder / "template")
     write(folder / "targets.yaml", f"targets:\n  - name: bot\n    provider: openai\n    model: m\n    agent: {agent}\n")
@@ -63,6 +64,9 @@ execution: {target: bot}
 tests:
   - id: repair
     mode: conversation
+"""
+        + (f"    budget: {budget}\n" if budget else "")
+        + """\
     workspace: {template: template}
     verify: {command: python3 -B test_calc.py}
     hints: ["Hint: add() must return the sum."]
@@ -113,12 +117,7 @@ def test_reaching_max_tool_calls_ends_the_turn_as_budget_exhausted(server, tmp_p
 
 def test_the_tests_turn_budget_stops_the_loop_mid_turn(server, tmp_path: Path) -> None:
     server.reset(reply=lambda body: tool_calls(*[("list_files", {})] * 4))
-    suite = repair_suite(tmp_path, "{max_tool_calls: 30}")
-    suite.write_text(
-        suite.read_text().replace(
-            "    mode: conversation\n", "    mode: conversation\n    budget: {turn: {tool_calls: 2}}\n"
-        )
-    )
+    suite = repair_suite(tmp_path, "{max_tool_calls: 30}", budget="{turn: {tool_calls: 2}}")
     result = run(suite)
     assert len(result.scores[0].tool_calls) == 2 and result.execution_status == "budget_exhausted"
 
@@ -127,12 +126,7 @@ def test_the_conversations_tool_call_budget_stops_the_loop_mid_turn_too(server, 
     """What the conversation's budget leaves is the turn's limit (the old code let the agent's
     own cap of 30 run, then named it as the budget reached)."""
     server.reset(reply=lambda body: tool_calls(("list_files", {})))  # a model that never stops
-    suite = repair_suite(tmp_path, "{max_tool_calls: 30}")
-    suite.write_text(
-        suite.read_text().replace(
-            "    mode: conversation\n", "    mode: conversation\n    budget: {conversation: {tool_calls: 3}}\n"
-        )
-    )
+    suite = repair_suite(tmp_path, "{max_tool_calls: 30}", budget="{conversation: {tool_calls: 3}}")
     result = run(suite)
     assert len(result.scores[0].tool_calls) == 3 and result.execution_status == "budget_exhausted"
     assert result.budget_hit == "tool_calls=3 at turn 1"

@@ -37,6 +37,7 @@ from ._processes import Finished, ProcessTrials
 from ._ray import RayTrials
 from ._recorder import RunRecorder, suite_key
 from ._select import select_tests, tests_for_target, tests_on_no_target
+from ._sqlite import database_files
 from ._store import STORE_FILE, RunRecord, RunStore, state_dir
 
 
@@ -295,7 +296,7 @@ class _Run:
         files += [f for s in suites if (f := find_targets_file(s.base_dir))]
         files += [options.output] if options.output and options.output.exists() else []  # truncated when opened
         if store is not None:
-            files += [store.path, *(store.path.with_name(store.path.name + end) for end in ("-wal", "-shm"))]
+            files += database_files(store.path)
         targets = [*pool.named.values(), *pool.configs.values()]
         return await run_suite_hooks(which, workspaces, suites, targets, files)
 
@@ -534,7 +535,7 @@ def _run_files(options: RunOptions, suites: list[Suite], store: RunStore | None)
     and the results file."""
     databases = [Path(options.cache_dir or state_dir()) / CACHE_FILE, *([store.path] if store is not None else [])]
     files = [s.path for s in suites if s.path] + [s.base_dir / ".convoeval" for s in suites]
-    files += [db.with_name(db.name + end) for db in databases for end in ("", "-wal", "-shm")]
+    files += [file for db in databases for file in database_files(db)]
     return [*files, state_dir(), *([options.output] if options.output else [])]
 
 

@@ -56,11 +56,15 @@ def store_error(path: Path, exc: BaseException) -> StoreError:
     return StoreError(describe(path, exc), damaged="not a database" in text or "malformed" in text)
 
 
+def database_files(path: Path) -> list[Path]:
+    """A database's file and its journals (`-wal`, `-shm`), which hold its latest writes."""
+    return [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))]
+
+
 def set_aside(path: Path) -> Path:
     """Rename a damaged database (and its -wal/-shm files) to `NAME.damaged-TIMESTAMP`; returns the new name."""
     aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    for suffix in ("-wal", "-shm"):
-        extra = path.with_name(path.name + suffix)
+    for extra in database_files(path)[1:]:
         if extra.exists():
             extra.unlink()
     path.rename(aside)
