@@ -83,10 +83,10 @@ def _no_real_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.fixture(autouse=True)
 def _no_mount_point_left_in_tmp() -> Iterator[None]:
-    """The real Codex's sandbox (bubblewrap) makes an empty `.git` in `/tmp`, one of its writable
-    roots, as the mount point of the read-only `.git` it keeps there, and leaves it: `/tmp` would
-    then pass for a repository, and every test after it that confines a suite's file references
-    to its repository would see `/tmp` as one. Such a folder, left empty by the test, is removed."""
+    """A test running the real Codex leaves an empty `.git` in `/tmp` (seen with Codex 0.171.0;
+    likely its sandbox's mount point in a writable root): `/tmp` would then pass for a
+    repository, and every test after it that confines a suite's file references to its
+    repository would see `/tmp` as one. Such a folder, left empty by the test, is removed."""
     mount_point = Path("/tmp/.git")
     before = os.path.lexists(mount_point)
     yield
