@@ -3,8 +3,12 @@ per run, a suite-level workspace, and docker workspaces (a clear error without a
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -54,6 +58,35 @@ def test_a_repo_is_cloned_at_its_ref_and_ancestor_into_each_trials_workspace(tmp
     [result] = run(suite).results
     assert result.verdict == "pass", result.error
     assert result.scores[-1].note == "verified at turn 1"
+
+
+@pytest.fixture
+def git_server(tmp_path: Path, origin: Path) -> Iterator[str]:
+    """`origin` served as `origin.git` over git's dumb HTTP, from a loopback server; its URL."""
+    git(tmp_path, "clone", "-q", "--bare", str(origin), "served/origin.git")
+    git(tmp_path / "served" / "origin.git", "update-server-info")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path / "served")))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}/origin.git"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_clone_urls_credentials_stay_out_of_the_workspace(tmp_path: Path, git_server: str) -> None:
+    """git kept `http://bot:TOKEN@...` in the clone's `.git/config`: the model read the token there
+    (`tr` dodged the redaction of URLs), and the results held it."""
+    token = "GITTOKEN-5f1e2d3c4b"
+    workspace = f"{{repos: [{{path: app, source: {{type: git, url: 'http://bot:{token}@{git_server}'}}}}]}}"
+    verify = f"grep -q v2 app/version.txt && ! grep -rq {token} app/.git && tr @ _ < app/.git/config"
+    [result] = run(suite_with(tmp_path, workspace, verify=verify)).results
+    assert result.verdict == "pass", (result.error, result.scores[-1].assertions)
+    assert token not in result.model_dump_json()
+    assert f"http://{git_server}" in result.scores[-1].assertions[0].evidence  # origin, without its user info
 
 
 def test_a_repo_that_cannot_be_cloned_is_an_execution_error(tmp_path: Path, origin: Path) -> None:

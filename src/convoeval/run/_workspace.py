@@ -25,11 +25,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from .. import _sandbox as sandbox
 from .. import registry
 from .._paths import confined_folder
-from .._secrets import scrubbed_env
+from .._secrets import remember_credentials, scrubbed_env, shown_url
 from ..results import AssertionOutcome, GraderScore, Message, ScoreEntry
 from ..spec import Docker, Repo, Suite, Verify, Workspace
 from ..targets import TargetConfig
@@ -380,14 +381,25 @@ async def _stop_container(root: Path) -> None:
 
 
 async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[str] = ()) -> None:
-    """Clone `repo` into the workspace at its `path`, check out its ref (and ancestor)."""
+    """Clone `repo` into the workspace at its `path`, check out its ref (and ancestor). A URL's
+    user info (`https://user:token@...`) is a known secret from then on, and the clone's `origin`
+    is left without it and the query: git keeps its URL in `.git/config`, where the model reads
+    it."""
     dest = (root / repo.path).resolve()
     if not dest.is_relative_to(root.resolve()):
         raise WorkspaceError(f"repos: {repo.path} is outside the workspace")
+    plain = None  # the URL without its credentials, when it has some
     if repo.source.url is not None:
         source = repo.source.url
         if source.startswith("file://") or ":" not in source:  # a folder on this machine, named as a URL
             _confined(source.removeprefix("file://"), base_dir, "repos: url")
+        elif "://" in source:
+            parts = urlsplit(source)
+            remember_credentials(
+                {}, urlunsplit(parts._replace(query=""))
+            )  # a secret-named query value is redacted anyway
+            bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query="", fragment=""))
+            plain = bare if bare != source else None
     else:
         local = _confined(repo.source.path or "", base_dir, "repos: local source")
         source = f"file://{local}" if repo.clone.depth or repo.clone.filter else str(local)
@@ -413,10 +425,13 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[st
         )
     if repo.checkout.ancestor:
         steps.append(f"git -C {shlex.quote(str(dest))} checkout -q HEAD~{repo.checkout.ancestor}")
+    if plain is not None:
+        steps.append(f"git -C {shlex.quote(str(dest))} remote set-url origin {shlex.quote(plain)}")
     for step in steps:
         ran = await shell(step, root, 600, passed)
         if ran.code != 0:
-            raise WorkspaceError(f"repos: {source}: {ran.output.strip()[-OUTPUT_TAIL:] or f'exit code {ran.code}'}")
+            where = shown_url(source) if plain is not None else source
+            raise WorkspaceError(f"repos: {where}: {ran.output.strip()[-OUTPUT_TAIL:] or f'exit code {ran.code}'}")
 
 
 async def run_suite_hooks(
