@@ -404,3 +404,22 @@ def test_hidden_paths_inside_hidden_folders_need_no_cover_of_their_own(tmp_path:
         )
     )
     assert ran.code == 0 and ran.output == "content of fixture.txt\nend\n", ran.output
+
+
+@needs_bwrap
+@pytest.mark.timeout(60)
+def test_earlier_results_in_the_store_folder_are_hidden(cli, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `--store DIR`, only `./.convoeval` was covered, not DIR: a `verify` running the
+    model's code read an earlier run's default results file there, with the expected answers."""
+    suite = outside / "suite"
+    state = suite / "state"  # in the eval folder, which a suite's commands see
+    write(state / "results" / "results-earlier.jsonl", json.dumps({"evidence": ANSWER}) + "\n")
+    verify = f"! grep -rqs {ANSWER} {state}"
+    write(
+        suite / "s.eval.yaml", f"tests:\n  - {{id: t, input: go, workspace: {{}}, verify: {{command: '{verify}'}}}}\n"
+    )
+    monkeypatch.chdir(suite)
+    code, out, err = cli("run", "s.eval.yaml", "-t", "scripted", "-o", "out.jsonl", "--store", state, "--no-cache")
+    [result] = read_jsonl(suite / "out.jsonl")
+    [checked] = [s for s in result["scores"] if s["name"] == "verify"]
+    assert checked["verdict"] == "pass", (checked, out + err)

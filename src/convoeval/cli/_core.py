@@ -23,6 +23,7 @@ from .. import report as reports
 from .._lazy import collector_paused
 from .._sandbox import describe as describe_sandbox
 from .._sandbox import process_limit_note
+from .._unseen import hide_from_models
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
 from ..errors import ConfigError, NothingToRerun, RegistryError
@@ -360,6 +361,7 @@ def run(
         raise fail(f"--output {output_text}: ends with a slash; give a file name")
     output = Path(output_text) if output_text else None
     workers = _processes_number(processes)
+    hide_from_models([state_dir(store)])  # the store, the cache and earlier runs' results (their answers)
     if output is None and resume is None:
         output = state_dir(store) / "results" / _default_results_name()
     progress = _RunLines(out, "off" if quiet else "bar" if out.is_terminal else "lines", quiet=quiet)
