@@ -87,6 +87,30 @@ def test_a_folder_a_hook_swaps_for_a_link_is_refused(
     assert (code, err) == (2, said)
 
 
+@needs_bwrap
+@pytest.mark.parametrize("option", ["--html", "--junit", "--markdown"])
+def test_a_reports_folder_a_hook_swaps_for_a_link_is_refused(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
+    """`run --html out/r.html`: the hook replaces `out` with a link to a folder it cannot write
+    itself. Before: convoeval, on the host, wrote the report there."""
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    hook = f"rm -rf out; ln -s {elsewhere} out; true"
+    suite = write(
+        tmp_path / "suite" / "s.eval.yaml",
+        "execution: {target: scripted}\n"
+        f"workspace:\n  hooks:\n    before_all: {{command: {hook!r}}}\n"
+        "tests:\n  - {id: t1, input: hi, assertions: [{type: contains, value: x}]}\n",
+    )
+    (suite.parent / "out").mkdir()
+    monkeypatch.chdir(suite.parent)
+    code, out, err = cli("run", suite.name, option, "out/r", "--no-cache", "--store", tmp_path / "st")
+    assert os.listdir(elsewhere) == []
+    assert (code, err) == (2, "error: cannot write out/r: out became a symbolic link, not followed\n")
+
+
 @pytest.mark.parametrize("suffix", [".json", ".jsonl"])
 def test_a_link_named_as_the_results_file_is_replaced_and_its_folders_links_followed(
     cli, tmp_path: Path, suffix: str

@@ -16,6 +16,7 @@ import errno
 import json
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -238,6 +239,14 @@ def _replacing(path: Path, mode: str) -> Iterator[IO[Any]]:
         new.place()
     finally:
         new.release()
+
+
+def place_copy(source: Path, path: Path) -> None:
+    """Copy the file `source` onto the absolute `path` as the results file is written (`_replacing`):
+    its folder reached without following a link made since `path` was resolved, a link at its
+    name replaced, never followed."""
+    with source.open("rb") as data, _replacing(path, "wb") as out:
+        shutil.copyfileobj(data, out)
 
 
 def write_error(path: Path, exc: OSError) -> ConfigError:

@@ -21,6 +21,7 @@ from rich.markup import escape
 from .. import registry, spec
 from .. import report as reports
 from .._lazy import collector_paused
+from .._result_files import resolve_output
 from .._sandbox import describe as describe_sandbox
 from .._sandbox import process_limit_note
 from .._unseen import hide_from_models
@@ -367,6 +368,7 @@ def run(
     progress = _RunLines(out, "off" if quiet else "bar" if out.is_terminal else "lines", quiet=quiet)
 
     check_writable(html, junit, markdown)
+    reported = {p: resolve_output(p) for p in (html, junit, markdown) if p}  # before any hook runs
 
     interrupts = Interrupts(lambda: progress.meter.run_id if progress.meter else None)
     try:
@@ -441,7 +443,7 @@ def run(
         loaded = reports.LoadedRun(
             name=f"run {report.run_id}" if report.run_id else "run", run_id=report.run_id, results=list(report.results)
         )
-        for path in write_reports(loaded, html=html, junit=junit, markdown=markdown):
+        for path in write_reports(loaded, html=html, junit=junit, markdown=markdown, resolved=reported):
             out.print(f"wrote {path}", markup=False)
     if report.run_id:
         out.print(f"run {report.run_id} done", markup=False, highlight=False)

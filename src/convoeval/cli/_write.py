@@ -1,20 +1,19 @@
 """Writing a command's files: each checked before any work is done (`check_writable`), written
-whole or not at all (`staged`: into a hidden folder beside it, then renamed into place, so a
-Ctrl-C, a SIGTERM or a full disk never leaves half a file), and the HTML, JUnit and Markdown
+whole or not at all (`staged`: into a private folder, then placed as the results file is, so a
+Ctrl-C, a SIGTERM or a full disk never leaves half a file, and no link is followed), and the HTML, JUnit and Markdown
 reports of a run (`run --html ...` and `report`)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import rank, report
-from .._result_files import output_problem
+from .._result_files import output_problem, place_copy, resolve_output
 from ._fail import fail
 
 if TYPE_CHECKING:
@@ -40,17 +39,19 @@ def writing(path: Path | None = None) -> Iterator[None]:
 
 
 @contextmanager
-def staged(path: Path) -> Iterator[Path]:
+def staged(path: Path, resolved: Path | None = None) -> Iterator[Path]:
     """Where to write `path` so that it appears whole or not at all: a path of the same name in
-    a hidden folder beside it; when the block ends without an error every file written in that
-    folder (the writer may add siblings, as a log per target) is renamed into `path`'s folder.
-    On an error or an interrupt nothing is left but what was there before."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix=".convoeval-partial-", dir=path.parent))
+    a private temporary folder; when the block ends without an error every file written in that
+    folder (the writer may add siblings, as a log per target) is placed in `path`'s folder as the
+    results file is (`place_copy`): `resolved` (`resolve_output(path)` taken when a run started,
+    before its hooks could swap a folder for a link), else taken now. On an error or an
+    interrupt nothing is left but what was there before."""
+    final = (resolved or resolve_output(path)).parent
+    folder = Path(tempfile.mkdtemp(prefix="convoeval-partial-"))
     try:
         yield folder / path.name
         for written in sorted(folder.iterdir()):
-            os.replace(written, path.parent / written.name)
+            place_copy(written, final / written.name)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -69,9 +70,12 @@ def write_reports(
     battles: Path | None = None,
     title: str | None = None,
     by: str | None = None,
+    resolved: Mapping[Path, Path] | None = None,
 ) -> list[Path]:
-    """Write the reports asked for; returns the files written. Raises typer.Exit(2) on bad input
-    or on a file that cannot be written (`writing`)."""
+    """Write the reports asked for; returns the files written. `resolved`: where each path led
+    when the run started (`staged`). Raises typer.Exit(2) on bad input or on a file that cannot
+    be written (`writing`)."""
+    places = resolved or {}
     check_writable(html, junit, markdown)
     written: list[Path] = []
     try:
@@ -82,15 +86,15 @@ def write_reports(
     if html:
         subtitle = f"started {run.started}" if run.started else ""
         flaky = _stored_flaky(run)
-        with writing(html), staged(html) as partial:
+        with writing(html), staged(html, places.get(html)) as partial:
             report.write_html(run.results, partial, title=heading, arena=arena, subtitle=subtitle, flaky=flaky, by=by)
         written.append(html)
     if junit:
-        with writing(junit), staged(junit) as partial:
+        with writing(junit), staged(junit, places.get(junit)) as partial:
             report.write_junit(run.results, partial, timestamp=run.started)
         written.append(junit)
     if markdown:
-        with writing(markdown), staged(markdown) as partial:
+        with writing(markdown), staged(markdown, places.get(markdown)) as partial:
             report.write_markdown(run.results, partial, title=heading)
             if by:  # the grouped table after the summary
                 with partial.open("a", encoding="utf-8") as handle:
