@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval._sandbox import agent_bwrap_argv
 from convoeval.testing import FakeOpenAIServer, tool_calls
 
 from .conftest import read_jsonl, write
@@ -423,3 +424,38 @@ def test_earlier_results_in_the_store_folder_are_hidden(cli, outside: Path, monk
     [result] = read_jsonl(suite / "out.jsonl")
     [checked] = [s for s in result["scores"] if s["name"] == "verify"]
     assert checked["verdict"] == "pass", (checked, out + err)
+
+
+@needs_bwrap
+@pytest.mark.skipif(not os.access("/opt", os.W_OK), reason="needs a writable /opt")
+def test_a_models_bash_does_not_see_a_project_that_lies_in_a_system_folder() -> None:
+    """A project in `/opt/app` (or `/usr/src/app`, as containers have it) lay in the system's
+    folders a model's commands see: the model read an earlier run's results there (the answers)
+    and a `.env.local` convoeval never loaded."""
+    project = Path("/opt") / f"convoeval-view-{uuid.uuid4().hex}"
+    write(project / "out" / "earlier.jsonl", json.dumps({"evidence": ANSWER}) + "\n")
+    probe = f"cat {project}/out/earlier.jsonl; ls -a {project}; python3 -c 'print(6*7)'"
+    try:
+        with FakeOpenAIServer() as server:
+            server.reset(
+                reply=lambda body: (
+                    "done" if body["messages"][-1]["role"] == "tool" else tool_calls(("bash", {"command": probe}))
+                )
+            )
+            write(
+                project / "targets.yaml",
+                f"targets:\n  - {{name: bot, provider: openai, model: m, base_url: '{server.base_url}',"
+                " api_key: sk-x1234567, agent: {bash_timeout_s: 20}}\n",
+            )
+            write(project / "s.eval.yaml", "execution: {target: bot}\ntests:\n  - {id: t, workspace: {}, input: go}\n")
+            result = convoeval.run(project / "s.eval.yaml", judge="scripted", cache=False, store=False).results[0]
+        (project / "ws").mkdir()
+        (project / "home").mkdir()
+        box = agent_bwrap_argv(["/bin/sh", "-c", probe], project / "ws", project / "home", [], None)
+        agent = subprocess.run(box.argv, capture_output=True, text=True, timeout=30)  # an agent CLI's view
+    finally:
+        shutil.rmtree(project)
+    [call] = [c for m in result.output for c in m.tool_calls]
+    assert call.output and "42" in call.output, call  # the system is still there
+    assert ANSWER not in call.output and "targets.yaml" not in call.output, call.output
+    assert "42" in agent.stdout and ANSWER not in agent.stdout and "targets.yaml" not in agent.stdout, agent

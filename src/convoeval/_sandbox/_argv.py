@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._paths import enclosing_repository
 from .._unseen import hidden_from_models
 from ._agent_user import AgentUser, closed_folders
 from ._choice import SandboxError, SandboxSettings
@@ -78,6 +79,9 @@ def bwrap_argv(
     for folder in hidden:
         out += [*size, "--tmpfs", folder]
     out += ["--dir", SANDBOX_HOME, *_covered_root_files()]
+    projects = _projects_in_system_folders() if system_only else []
+    for project in projects:  # a project in /opt or /usr/src: not the system's (what it needs is bound below)
+        out += [*size, "--tmpfs", project]
     shown = [*map(str, readable)]
     opened = _shown_programs(hidden, entries=[*shown, str(cwd)]) if not system_only else []
     opened += _shown_programs(hidden)  # a suite's command: the project around its eval folder too
@@ -99,7 +103,9 @@ def bwrap_argv(
         out += ["--bind", resolved, resolved, *_kept_binds(kept, Path(resolved))]
         seen.append(resolved)
         needed.append(resolved)
-    out += _covered_unseen(seen, [*hidden, "/var/tmp"], needed)  # a suite's commands too: they run a model's code
+    out += _covered_unseen(
+        seen, [*hidden, "/var/tmp", *projects], needed
+    )  # a suite's commands too: they run a model's code
     out += [*bound, "--chdir", here, "--"]
     return out + (["/bin/sh", "-c", argv[0]] if shell else argv)
 
@@ -120,6 +126,36 @@ def _kept_binds(kept: Sequence[Path], writable: Path) -> list[str]:
     for path in sorted(paths, key=lambda p: len(p.parts)):
         out += ["--ro-bind", str(path), str(path)]
     return out
+
+
+def _projects_in_system_folders() -> list[str]:
+    """The projects of the files that hold keys or answers (`hide_from_models`) that lie in a
+    folder a model's commands see (`SYSTEM_FOLDERS`: a project in `/opt/app`, `/usr/src/app`, as
+    containers often have it), for those commands to see empty: each such file's git repository,
+    else its folder, as a suite's files reach (`_paths`). Not one that is a system folder or holds
+    one, nor one holding a program folder other than a Python venv (its libraries would go); nor
+    one gone since (bubblewrap could not cover it)."""
+    return [p for p in _projects_of(tuple(hidden_from_models()), tuple(_program_folders())) if os.path.isdir(p)]
+
+
+@functools.lru_cache(maxsize=16)
+def _projects_of(hidden: tuple[str, ...], programs: tuple[str, ...]) -> tuple[str, ...]:
+    """`_projects_in_system_folders` of these hidden paths and program folders, parents only."""
+    system = [str(Path(f).resolve()) for f in SYSTEM_FOLDERS if os.path.isdir(f)]
+    resolved = [str(Path(p).resolve()) for p in programs]
+    found: dict[str, None] = {}
+    for path in hidden:
+        folder = Path(path if os.path.isdir(path) else os.path.dirname(path))
+        project = str(enclosing_repository(folder) or folder)
+        inside = any(project != s and _within(project, s) for s in system)  # both resolved: no file looked at
+        if inside and not any(_within(s, project) for s in system):
+            if not any(_within(p, project) and _venv_of(p) is None for p in resolved):
+                found[project] = None
+    out: list[str] = []
+    for project in sorted(found, key=len):  # parents first; what lies in one is covered with it
+        if not any(_within(project, o) for o in out):
+            out.append(project)
+    return tuple(out)
 
 
 #: The host folders a model's commands see (read-only): the system's programs, libraries and
@@ -342,7 +378,8 @@ def agent_bwrap_argv(
     closed = closed_folders(binds, user) if user is not None else []
     opened = _shown_programs(hidden, closed)
     shown += opened
-    for folder in hidden:
+    projects = _projects_in_system_folders()
+    for folder in [*hidden, *projects]:
         out += [*size, "--tmpfs", folder]
     shown_paths = list(dict.fromkeys(str(Path(p).resolve()) for p in shown))
     for path in shown_paths:
@@ -350,7 +387,7 @@ def agent_bwrap_argv(
     if user is None:  # as another user, what only convoeval's user may read is out of reach anyway
         out += _covered_private(_in_homes(opened, hidden))
     out += ["--bind", home_path, AGENT_HOME, "--bind", resolved, resolved]
-    out += _covered_unseen([*shown_paths, *SYSTEM_FOLDERS, resolved], [*hidden, "/var/tmp"], [resolved])
+    out += _covered_unseen([*shown_paths, *SYSTEM_FOLDERS, resolved], [*hidden, "/var/tmp", *projects], [resolved])
     out += ["--chdir", resolved, "--", *argv]
     return AgentBox(out, user, Reach.of([*shown_paths, home_path, resolved], closed))
 
