@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import convoeval
-from convoeval import load_suite
+from convoeval import SpecError, load_suite
 from convoeval.testing import FakeOpenAIServer
 
 from .conftest import write
@@ -46,3 +48,19 @@ def test_a_missing_suite_file_is_left_out_with_a_warning(tmp_path: Path, caplog)
         loaded = load_suite(suite)
     assert [p.type for p in loaded.tests[0].input[0].content] == ["text"]
     assert f"{suite}:3: tests[0].input[0].content[0]: file not found: ./context.md" in caplog.text
+
+
+@pytest.mark.parametrize("ref", ["absolute", "../private/id_ed25519"])
+def test_an_attachment_outside_the_suites_folder_and_repository_is_an_error(tmp_path: Path, ref: str) -> None:
+    """`{type: file, value: /root/.ssh/id_ed25519}` (or `../..`) was read and sent to the suite's
+    model, though a template or a prompt file outside the suite's repository is refused."""
+    private = write(tmp_path / "private" / "id_ed25519", "PRIVATE-KEY")
+    value = str(private) if ref == "absolute" else ref
+    suite = write(
+        tmp_path / "suite" / "s.eval.yaml",
+        f"tests:\n  - id: t\n    input:\n      - role: user\n        content: [{{type: file, value: {value}}}]\n",
+    )
+    with pytest.raises(SpecError) as raised:
+        load_suite(suite)
+    said = f"{suite}:5: tests[0].input[0].content[0].value: {private} is outside the suite's folder {suite.parent} "
+    assert said in str(raised.value)

@@ -407,7 +407,11 @@ class AgentvNormalizer:
         )
         names = [f for f in listed if isinstance(f, str)] if isinstance(listed, list) else []
         named = next((f for f in names if f.replace("\\", "/").rsplit("/", 1)[-1] == PROMPT_MD), None)
-        prompt = find_attachment(named, self.base) if named is not None else None
+        try:
+            prompt = find_attachment(named, self.base) if named is not None else None
+        except ValueError as exc:
+            self.add(where, str(exc))
+            return suite
         if prompt is None:
             sibling = self.base / PROMPT_MD
             if not sibling.is_file():
@@ -483,7 +487,11 @@ class AgentvNormalizer:
             self.add(where, "a `type: file` block needs `value: PATH`", (*where, "value"))
             return True
         shown = ref.strip().lstrip("/\\") or ref.strip()
-        file = find_attachment(ref.strip(), self.base)
+        try:
+            file = find_attachment(ref.strip(), self.base)
+        except ValueError as exc:
+            self.add(where, str(exc), (*where, "value"))
+            return True
         if file is None:
             tried = ", ".join(str(root) for root in search_roots(self.base))
             self.warn(where, f"file not found: {shown} (looked in {tried}); the block is left out, as AgentV does")
@@ -521,10 +529,10 @@ def _prompt_without_output(assertions: list[object], base: Path) -> str | None:
         kind, prompt = item.get("type"), item.get("prompt")
         if kind not in _JUDGED_TYPES or not isinstance(prompt, str) or not prompt.startswith("file://"):
             continue
-        file = find_attachment(prompt.removeprefix("file://"), base)
         try:
+            file = find_attachment(prompt.removeprefix("file://"), base)
             text = file.read_text(encoding="utf-8") if file is not None else None
-        except (OSError, UnicodeDecodeError):
+        except (OSError, UnicodeDecodeError, ValueError):
             text = None  # the grader's own check says what is wrong with it
         if text is not None and not _PROMPT_NEEDS.intersection(_PROMPT_VARIABLE.findall(text)):
             return prompt

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._paths import enclosing_repository
+from .._paths import confined_file, enclosing_repository
 
 
 def is_agentv_file(path: Path) -> bool:
@@ -38,11 +38,22 @@ def search_roots(folder: Path) -> list[Path]:
 def find_attachment(ref: str, folder: Path) -> Path | None:
     """The file a `type: file` value names, looked up in the search roots (AgentV's
     `resolveFileReference`): an absolute path as given first, then relative to each root
-    with leading separators stripped."""
+    with leading separators stripped. Only a file of the suite's folder, its repository or
+    `--root` is taken (`confined_file`: what it holds goes to the model).
+
+    Raises:
+        ValueError: the only file found lies outside them (or is too big).
+    """
     shown = ref.lstrip("/\\") or ref
     candidates = [Path(ref)] if Path(ref).is_absolute() else []
     candidates += [root / shown for root in search_roots(folder)]
+    refused: ValueError | None = None
     for candidate in candidates:
         if os.path.isfile(candidate):  # False for a name too long, where Path.is_file raises
-            return candidate.resolve()
+            try:
+                return confined_file(str(candidate.resolve()), folder)
+            except ValueError as exc:
+                refused = refused or exc
+    if refused is not None:
+        raise refused
     return None
