@@ -3,7 +3,9 @@ per run, a suite-level workspace, and docker workspaces (a clear error without a
 
 from __future__ import annotations
 
+import base64
 import functools
+import os
 import shutil
 import subprocess
 import threading
@@ -60,33 +62,53 @@ def test_a_repo_is_cloned_at_its_ref_and_ancestor_into_each_trials_workspace(tmp
     assert result.scores[-1].note == "verified at turn 1"
 
 
+TOKEN = "GITTOKEN-5f1e2d3c4b"
+
+
 @pytest.fixture
 def git_server(tmp_path: Path, origin: Path) -> Iterator[str]:
-    """`origin` served as `origin.git` over git's dumb HTTP, from a loopback server; its URL."""
+    """`origin` served as `origin.git` over git's dumb HTTP, from a loopback server that wants
+    the user `bot` with the password TOKEN (HTTP Basic); its URL without them."""
     git(tmp_path, "clone", "-q", "--bare", str(origin), "served/origin.git")
     git(tmp_path / "served" / "origin.git", "update-server-info")
+    wanted = "Basic " + base64.b64encode(f"bot:{TOKEN}".encode()).decode()
 
-    class Quiet(SimpleHTTPRequestHandler):
+    class Guarded(SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.headers.get("Authorization") != wanted:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="git"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            super().do_GET()
+
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path / "served")))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Guarded, directory=str(tmp_path / "served")))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"127.0.0.1:{server.server_address[1]}/origin.git"
     server.shutdown()
     server.server_close()
 
 
-def test_a_clone_urls_credentials_stay_out_of_the_workspace(tmp_path: Path, git_server: str) -> None:
+def test_a_clone_urls_credentials_stay_out_of_the_workspace_and_gits_command_line(
+    tmp_path: Path, git_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """git kept `http://bot:TOKEN@...` in the clone's `.git/config`: the model read the token there
-    (`tr` dodged the redaction of URLs), and the results held it."""
-    token = "GITTOKEN-5f1e2d3c4b"
-    workspace = f"{{repos: [{{path: app, source: {{type: git, url: 'http://bot:{token}@{git_server}'}}}}]}}"
-    verify = f"grep -q v2 app/version.txt && ! grep -rq {token} app/.git && tr @ _ < app/.git/config"
+    (`tr` dodged the redaction of URLs), and the results held it. It was also on git's command
+    line, which every user of the machine reads in /proc (a `git` first on PATH logs it here)."""
+    calls = tmp_path / "git-calls.txt"
+    write(tmp_path / "bin" / "git", f'#!/bin/sh\necho "$@" >> {calls}\nexec {shutil.which("git")} "$@"\n').chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    workspace = f"{{repos: [{{path: app, source: {{type: git, url: 'http://bot:{TOKEN}@{git_server}'}}}}]}}"
+    verify = f"grep -q v2 app/version.txt && ! grep -rq {TOKEN} app/.git && tr @ _ < app/.git/config"
     [result] = run(suite_with(tmp_path, workspace, verify=verify)).results
     assert result.verdict == "pass", (result.error, result.scores[-1].assertions)
-    assert token not in result.model_dump_json()
+    assert TOKEN not in result.model_dump_json()
     assert f"http://{git_server}" in result.scores[-1].assertions[0].evidence  # origin, without its user info
+    assert "clone" in calls.read_text() and TOKEN not in calls.read_text()
 
 
 def test_a_repo_that_cannot_be_cloned_is_an_execution_error(tmp_path: Path, origin: Path) -> None:

@@ -21,11 +21,11 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .. import _sandbox as sandbox
 from .. import registry
@@ -60,10 +60,13 @@ class Ran:
     output: str
 
 
-async def shell(command: str, cwd: Path, timeout_s: float, passed: Iterable[str] = ()) -> Ran:
+async def shell(
+    command: str, cwd: Path, timeout_s: float, passed: Iterable[str] = (), extra: Mapping[str, str] | None = None
+) -> Ran:
     """Run a command convoeval itself composes (git, docker) in `cwd`, unsandboxed, without
-    secret-named variables except the `passed` ones; a timeout is exit code 124."""
-    ran = await sandbox.run(command, cwd, timeout_s=timeout_s, env=scrubbed_env(passed), cap=COMMAND_BYTES, host=True)
+    secret-named variables except the `passed` ones (and `extra`); a timeout is exit code 124."""
+    env = {**scrubbed_env(passed), **(extra or {})}
+    ran = await sandbox.run(command, cwd, timeout_s=timeout_s, env=env, cap=COMMAND_BYTES, host=True)
     return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)
 
 
@@ -389,20 +392,22 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[st
     if not dest.is_relative_to(root.resolve()):
         raise WorkspaceError(f"repos: {repo.path} is outside the workspace")
     plain = None  # the URL without its credentials, when it has some
+    login: dict[str, str] = {}  # its user info, for git's credential helper (`_credentials`)
     if repo.source.url is not None:
-        source = repo.source.url
+        source = shown = repo.source.url
         if source.startswith("file://") or ":" not in source:  # a folder on this machine, named as a URL
             _confined(source.removeprefix("file://"), base_dir, "repos: url")
         elif "://" in source:
             parts = urlsplit(source)
-            remember_credentials(
-                {}, urlunsplit(parts._replace(query=""))
-            )  # a secret-named query value is redacted anyway
-            bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query="", fragment=""))
-            plain = bare if bare != source else None
+            remember_credentials({}, urlunsplit(parts._replace(query="")))  # a query's are redacted by name
+            host = parts.netloc.rpartition("@")[2]
+            bare = urlunsplit(parts._replace(netloc=host, query="", fragment=""))
+            plain, shown = (bare, shown_url(source)) if bare != source else (None, source)
+            if parts.username is not None:  # never on git's command line, which every user can read
+                source, login = urlunsplit(parts._replace(netloc=host)), _credentials(parts.username, parts.password)
     else:
         local = _confined(repo.source.path or "", base_dir, "repos: local source")
-        source = f"file://{local}" if repo.clone.depth or repo.clone.filter else str(local)
+        source = shown = f"file://{local}" if repo.clone.depth or repo.clone.filter else str(local)
     options = (f" --depth {repo.clone.depth}" if repo.clone.depth else "") + (
         f" --filter={shlex.quote(repo.clone.filter)}" if repo.clone.filter else ""
     )
@@ -428,10 +433,27 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[st
     if plain is not None:
         steps.append(f"git -C {shlex.quote(str(dest))} remote set-url origin {shlex.quote(plain)}")
     for step in steps:
-        ran = await shell(step, root, 600, passed)
+        ran = await shell(step, root, 600, passed, login)
         if ran.code != 0:
-            where = shown_url(source) if plain is not None else source
-            raise WorkspaceError(f"repos: {where}: {ran.output.strip()[-OUTPUT_TAIL:] or f'exit code {ran.code}'}")
+            raise WorkspaceError(f"repos: {shown}: {ran.output.strip()[-OUTPUT_TAIL:] or f'exit code {ran.code}'}")
+
+
+#: git's credential helper that answers with a clone URL's user info, given in its environment.
+_HELPER = '!f() { test "$1" = get && printf "username=%s\\npassword=%s\\n" "$CONVOEVAL_GIT_USER" "$CONVOEVAL_GIT_PASSWORD"; }; f'
+
+
+def _credentials(user: str, password: str | None) -> dict[str, str]:
+    """The environment that gives git a clone URL's user and password through `_HELPER` (asked
+    when the server wants them), the user's own helpers left out."""
+    return {
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": "credential.helper",
+        "GIT_CONFIG_VALUE_0": "",
+        "GIT_CONFIG_KEY_1": "credential.helper",
+        "GIT_CONFIG_VALUE_1": _HELPER,
+        "CONVOEVAL_GIT_USER": unquote(user),
+        "CONVOEVAL_GIT_PASSWORD": unquote(password or ""),
+    }
 
 
 async def run_suite_hooks(
