@@ -416,6 +416,27 @@ def test_claude_failed_turn_keeps_what_it_spent(
     assert tool.content == "hello" and tool.tool_calls[0].name == "Bash" and tool.turn == 1
 
 
+def test_claude_turn_that_times_out_keeps_what_it_spent(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn that times out after its command ran (the next model call never answers) keeps
+    the tokens of the calls Claude Code printed (input exact, output as the API's stream starts
+    it), their cost at the model's list price, and the command (before: 0 tokens, $0, no call)."""
+    rules = [Rule("make a file", "Made: {output}", ("Bash", {"command": "echo hello > made.txt && cat made.txt"}))]
+    with FakeAnthropic(rules, faults=["ok", "hang"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(clis, timeout_s=15, model="claude-sonnet-4-5")
+        result, _ = run_suite(tmp_path, ONE_TURN_TOOL, target)
+    assert result.execution_status == "execution_error" and "timed out after 15 s" in (result.error or "")
+    (answered,) = [r for r in turn_calls(server)[0] if r.fault != "hang"]
+    assert result.token_usage.input_tokens == answered.usage["input"]
+    assert 0 < result.token_usage.output_tokens <= answered.usage["output"]
+    used = result.token_usage
+    assert result.cost_usd == pytest.approx((used.input_tokens * 3.0 + used.output_tokens * 15.0) / 1e6)  # prices.json
+    (tool,) = [m for m in result.output if m.source == "tool"]
+    assert tool.content == "hello" and tool.tool_calls[0].name == "Bash"
+
+
 #: A prompt longer than a command-line argument can be (128 KiB on Linux).
 HUGE = "summarise this: " + "word " * 30_000
 
@@ -690,6 +711,25 @@ def test_codex_failed_turn_keeps_what_it_spent(clis: dict[str, Path], agent_home
     answered = [r for r in server.model_calls if r.fault != "500"]
     assert result.token_usage.input_tokens == sum(r.usage["input"] for r in answered) > 0
     assert result.cost_usd > 0
+    (tool,) = [m for m in result.output if m.source == "tool"]
+    assert tool.content == "hello\n" and tool.tool_calls[0].name == "command_execution"
+
+
+def test_codex_turn_that_times_out_keeps_what_it_spent(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
+    """A turn that times out after its command ran keeps its tokens (from the rollout), their
+    cost and the command (before: 0 tokens, $0, no call)."""
+    rules = [Rule("make a file", "Made: {output}", ("exec_command", {"cmd": "echo hello > made.txt && cat made.txt"}))]
+    with FakeResponses(rules, faults=["ok", "hang"]) as server:
+        result, _ = run_suite(
+            tmp_path, ONE_TURN_TOOL, codex_target(clis, server, tmp_path, model="gpt-5", timeout_s=15)
+        )
+    assert result.execution_status == "execution_error" and "timed out after 15 s" in (result.error or "")
+    (answered,) = [r for r in server.model_calls if r.fault != "hang"]
+    assert (result.token_usage.input_tokens, result.token_usage.output_tokens) == (
+        answered.usage["input"],
+        answered.usage["output"],
+    )
+    assert result.cost_usd == pytest.approx((answered.usage["input"] * 1.25 + answered.usage["output"] * 10.0) / 1e6)
     (tool,) = [m for m in result.output if m.source == "tool"]
     assert tool.content == "hello\n" and tool.tool_calls[0].name == "command_execution"
 

@@ -82,14 +82,10 @@ class CodexTarget(AgentCli):
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
             reply = parse_events(finished.lines, request.session_id)
-        except TargetError as exc:
+        except TargetError as exc:  # what the turn spent is added by `spent`
             if finished.returncode and "without `turn.completed`" in str(exc) and not _has_events(finished):
                 raise failure(self.name, finished) from None
-            spent = ChatReply(text="", tool_calls=exc.tool_calls, session_id=_thread(finished.lines, request))
-            self._account(spent, None, env)
-            raise TargetError(
-                f"{self.name}: {exc}", usage=spent.usage, cost_usd=spent.cost_usd, tool_calls=spent.tool_calls
-            ) from None
+            raise TargetError(f"{self.name}: {exc}") from None
         total = reply.usage
         previous = self._totals.get(reply.session_id or "")
         if reply.session_id:
@@ -97,11 +93,28 @@ class CodexTarget(AgentCli):
         self._account(reply, previous, env)
         return reply
 
-    def _account(self, reply: ChatReply, previous: Usage | None, env: dict[str, str]) -> None:
+    def spent(self, lines: list[Line], request: ChatRequest, env: dict[str, str]) -> ChatReply:
+        """The tool calls the stream shows, with the tokens and blocked commands of the turn's
+        rollout so far (Codex writes the turn's tokens after each model call)."""
+        try:
+            calls = parse_events(lines, request.session_id).tool_calls
+        except TargetError as exc:
+            calls = exc.tool_calls
+        so_far = ChatReply(text="", tool_calls=calls, session_id=_thread(lines, request))
+        self._account(so_far, None, env, self.prompt(request)[1])
+        return so_far
+
+    def _account(
+        self, reply: ChatReply, previous: Usage | None, env: dict[str, str], prompt: str | None = None
+    ) -> None:
         """The turn's own tokens (`_turn_usage`: `reply.usage` is the running total printed, if
-        any), its cost, and what its rollout adds to its tool calls (`_merge_rollout`)."""
+        any), its cost, and what its rollout adds to its tool calls (`_merge_rollout`). With
+        `prompt`, the rollout's last turn counts only if it is this one (a CLI stopped early may
+        not have written it yet: the last turn is then an earlier one)."""
         rollout = find_rollout(env, reply.session_id)
         turn = read_last_turn(rollout) if rollout is not None else None
+        if turn is not None and prompt is not None and prompt.strip() not in (u.strip() for u in turn.user):
+            turn = None
         reply.usage = _turn_usage(reply.usage, previous, turn)
         if turn is not None:
             _merge_rollout(reply, turn)
