@@ -734,6 +734,42 @@ def test_codex_turn_that_times_out_keeps_what_it_spent(clis: dict[str, Path], ag
     assert tool.content == "hello\n" and tool.tool_calls[0].name == "command_execution"
 
 
+def test_codex_patch_run_as_a_command_is_a_file_change_and_an_empty_output_stays_empty(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, cli
+) -> None:
+    """`apply_patch` run through `exec_command` (Codex applies it itself) is one file change, in
+    the run and in its rollout read as a transcript (before: also a command "blocked by the
+    Codex sandbox"); a command that prints nothing has the output "" (before: the framing Codex
+    shows the model, `Chunk ID: ...`)."""
+    patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+hello patch\n*** End Patch\nEOF\n"
+    suite = """\
+tests:
+  - id: patch
+    mode: conversation
+    turns:
+      - input: please write the notes
+        assertions: [{type: tool-called, tool: file_change}]
+      - input: please run true
+"""
+    rules = [
+        Rule("write the notes", "Wrote them.", ("exec_command", {"cmd": patch})),
+        Rule("run true", "Ran it.", ("exec_command", {"cmd": "true"})),
+    ]
+    with FakeResponses(rules) as server:
+        result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path))
+    assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+    assert (tmp_path / "work" / "notes.txt").read_text() == "hello patch\n"
+    first, second = (s.tool_calls for s in result.scores if s.type == "turn")
+    assert [(c.name, c.status, c.error) for c in first] == [("file_change", None, None)], first
+    assert [(c.name, c.output) for c in second] == [("command_execution", "")], second
+    (rollout,) = (agent_home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl")
+    patched, ran = read_turns(read_records(rollout))
+    assert [(c.name, c.status, c.arguments["changes"][0]["kind"]) for c in patched.calls] == [
+        ("file_change", None, "add")
+    ]
+    assert [(c.name, c.output) for c in ran.calls] == [("command_execution", "")]
+
+
 def test_codex_gets_the_key_the_target_gives(
     clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

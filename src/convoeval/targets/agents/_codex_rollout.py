@@ -5,7 +5,7 @@
 `session_meta`, `turn_context`, `response_item` (what the model saw and said: `message`,
 `function_call` / `function_call_output`, `custom_tool_call` / `custom_tool_call_output`,
 `reasoning`), `event_msg` (`task_started` / `task_complete` around each turn, `item_completed`
-with `UserMessage`, `AgentMessage`, `CommandExecution` items, `token_count`) and
+with `UserMessage`, `AgentMessage`, `CommandExecution`, `FileChange` items, `token_count`) and
 `token_usage_record` (`turn_token_usage`: the turn's tokens so far). A command Codex's
 sandbox refused has its `function_call` and output but no `CommandExecution` item (the
 `exec --json` stream leaves it out too); it is read here as a call with `status: blocked`. So
@@ -111,6 +111,19 @@ def _item(turn: RolloutTurn, item: dict[str, Any], calls: dict[str, ToolCall], r
         turn.user.append("\n".join(texts))
     elif kind == "AgentMessage":
         turn.texts.append("\n".join(texts))
+    elif kind == "FileChange":  # a patch, also one the model ran as a command (`apply_patch <<EOF`)
+        call_id = str(item.get("id"))
+        ran.add(call_id)
+        raw = item.get("changes")
+        changes: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        kinds = [{"path": path, "kind": c.get("type") if isinstance(c, dict) else None} for path, c in changes.items()]
+        calls[call_id] = ToolCall(  # as `exec --json` shows it
+            name="file_change",
+            arguments={"changes": kinds},
+            output=item.get("status"),
+            id=call_id,
+            error="patch failed" if item.get("status") == "failed" else None,
+        )
     elif kind == "CommandExecution":
         call_id = str(item.get("id"))
         ran.add(call_id)
@@ -119,7 +132,7 @@ def _item(turn: RolloutTurn, item: dict[str, Any], calls: dict[str, ToolCall], r
         calls[call_id] = ToolCall(
             name="command_execution",
             arguments={"command": shlex.join(map(str, command)) if isinstance(command, list) else str(command or "")},
-            output=item.get("aggregated_output", ""),
+            output=item.get("aggregated_output"),
             id=call_id,
             duration_ms=_ms(item.get("duration")),
             error=None if code in (0, None) and item.get("status") != "failed" else f"exit code {code}",
@@ -142,11 +155,12 @@ def _response_item(payload: dict[str, Any], calls: dict[str, ToolCall]) -> None:
         )
         calls[call_id].id = call_id
     elif kind in ("function_call_output", "custom_tool_call_output") and call_id in calls:
-        output = payload.get("output")
-        if calls[call_id].name != "command_execution":
-            calls[call_id].output = output if isinstance(output, str) else json.dumps(output)
-        elif not calls[call_id].output:
-            calls[call_id].output = output
+        output = payload.get("output")  # what the model was shown: a command's output framed
+        call = calls[call_id]
+        if call.name not in ("command_execution", "file_change"):
+            call.output = output if isinstance(output, str) else json.dumps(output)
+        elif call.output is None:  # an empty output is one
+            call.output = output
 
 
 def _close(turns: list[RolloutTurn], calls: dict[str, ToolCall], ran: set[str]) -> None:
