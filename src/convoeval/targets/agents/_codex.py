@@ -17,7 +17,8 @@ thread's running total; the turn's own figures come from the rollout file Codex 
 (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-THREAD.jsonl`, see `_codex_rollout`), or the
 difference with the previous total. The rollout also shows the commands Codex's sandbox
 blocked, which the event stream leaves out: they are kept with `status: blocked`. The cost is
-the tokens at the target's prices, else its model's list price (`target_prices`).
+the tokens at the target's prices, else its model's list price (`target_prices`), the input
+tokens the rollout counts as cached at the model's cached-input list price.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 from ..._text import shorten
 from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
-from .._prices import call_cost, target_prices
+from .._prices import call_cost, lookup_cached_price, target_prices
 from ._agent_cli import AgentCli
 from ._codex_rollout import RolloutTurn, find_rollout, read_last_turn
 from ._process import Finished, Line, failure
@@ -60,6 +61,9 @@ class CodexTarget(AgentCli):
         self.prices, self.priced = target_prices(
             config.model, config.price_input_per_mtok, config.price_output_per_mtok
         )
+        listed = lookup_cached_price(config.model) if config.model and config.price_input_per_mtok is None else None
+        #: What a cached input token costs: its list price, else (or with the target's own prices) an input token's.
+        self.cached_price = self.prices[0] if listed is None else listed
 
     def argv(self, request: ChatRequest) -> list[str]:
         system, _ = self.prompt(request)
@@ -116,9 +120,14 @@ class CodexTarget(AgentCli):
         if turn is not None and prompt is not None and prompt.strip() not in (u.strip() for u in turn.user):
             turn = None
         reply.usage = _turn_usage(reply.usage, previous, turn)
+        cached = 0
         if turn is not None:
             _merge_rollout(reply, turn)
-        reply.cost_usd = call_cost(reply.usage.input_tokens, reply.usage.output_tokens, self.prices)
+            cached = min(turn.cached_input, reply.usage.input_tokens)
+        reply.cost_usd = (
+            call_cost(reply.usage.input_tokens - cached, reply.usage.output_tokens, self.prices)
+            + cached * self.cached_price / 1_000_000
+        )
         reply.cost_known = self.priced
 
 
