@@ -24,9 +24,7 @@ tokens the rollout counts as cached at the model's cached-input list price.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shlex
 from collections.abc import Callable
 from typing import Any
 
@@ -35,7 +33,7 @@ from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._prices import call_cost, lookup_cached_price, target_prices
 from ._agent_cli import AgentCli
-from ._codex_rollout import RolloutTurn, find_rollout, read_last_turn
+from ._codex_rollout import RolloutTurn, command_of, find_rollout, read_last_turn
 from ._process import Finished, Line, failure
 
 #: Variables Codex reads for its credentials and configuration.
@@ -203,26 +201,15 @@ def _merge_rollout(reply: ChatReply, turn: RolloutTurn) -> None:
     sandbox blocked (the stream leaves them out: a command it shows was not blocked)."""
     commands = [c for c in reply.tool_calls if c.name == "command_execution"]
     for call in turn.commands:
-        same = next((c for c in commands if _command_of(c) == _command_of(call)), None)
+        same = next((c for c in commands if command_of(c) == command_of(call)), None)
         if same is not None:
             commands.remove(same)
             same.duration_ms = call.duration_ms if call.duration_ms is not None else same.duration_ms
             same.output = same.output or call.output
+            if call.status == "blocked":
+                same.status, same.error, same.arguments = call.status, call.error, call.arguments
         elif call.status == "blocked":
             reply.tool_calls.append(call)
-
-
-def _command_of(call: ToolCall) -> str:
-    """The command a call ran, without the shell Codex runs it in (`/bin/bash -lc '...'`): the
-    event stream shows it wrapped, a rollout's call not yet ended as the model wrote it."""
-    command = str(call.arguments.get("command", ""))
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return command
-    if len(words) == 3 and words[1] in ("-c", "-lc") and os.path.basename(words[0]) in ("bash", "sh", "zsh"):
-        return words[2]
-    return command
 
 
 def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
