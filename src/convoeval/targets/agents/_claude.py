@@ -88,7 +88,7 @@ class ClaudeCodeTarget(AgentCli):
             reply = parse_stream(finished.lines, self.args)
         except TargetError as exc:
             if finished.returncode and "without a `result`" in str(exc):
-                raise failure(self.name, finished) from None
+                raise failure(self.name, finished, events=True) from None
             raise exc.reworded(f"{self.name}: {exc}") from None
         return reply
 

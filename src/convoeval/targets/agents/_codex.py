@@ -86,7 +86,7 @@ class CodexTarget(AgentCli):
             reply = parse_events(finished.lines, request.session_id)
         except TargetError as exc:  # what the turn spent is added by `spent`
             if finished.returncode and "without `turn.completed`" in str(exc) and not _has_events(finished):
-                raise failure(self.name, finished) from None
+                raise failure(self.name, finished, events=True) from None
             raise TargetError(f"{self.name}: {exc}") from None
         total = reply.usage
         previous = self._totals.get(reply.session_id or "")

@@ -338,12 +338,23 @@ def _signal(process: asyncio.subprocess.Process, signum: signal.Signals) -> None
         os.killpg(process.pid, signum)
 
 
-def failure(name: str, finished: Finished, secrets: Iterable[str] = ()) -> TargetError:
-    """The error for a command that exited non-zero, quoting the end of its stderr (else of its
-    stdout), starting at a line or word boundary."""
-    text = finished.stderr.strip() or redact(finished.stdout.strip(), tuple(secrets))
-    tail = _tail(text, STDERR_TAIL)
-    return TargetError(f"{name}: exited with code {finished.returncode}" + (f": {tail}" if tail else ""))
+def failure(name: str, finished: Finished, secrets: Iterable[str] = (), events: bool = False) -> TargetError:
+    """The error for a command that exited non-zero (or a signal killed), quoting the end of its
+    stderr (else of its stdout, unless `events`: its stdout is JSON events, no words for a
+    person), starting at a line or word boundary."""
+    stdout = "" if events else redact(finished.stdout.strip(), tuple(secrets))
+    tail = _tail(finished.stderr.strip() or stdout, STDERR_TAIL)
+    code = finished.returncode
+    how = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}"
+    return TargetError(f"{name}: {how}" + (f": {tail}" if tail else ""))
+
+
+def _signal_name(number: int) -> str:
+    """`SIGKILL` for 9; `signal N` for a number Python does not name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _tail(text: str, limit: int) -> str:
