@@ -66,6 +66,8 @@ class FakeModelServer:
 
     usage_in = 100
     usage_out = 20
+    #: Input tokens of every call the Responses API reports as read from the prompt cache.
+    usage_cached = 0
     #: Whether a request without `stream: true` gets one JSON answer (`message`), as the real API gives.
     answers_plain = False
 
@@ -394,7 +396,7 @@ class FakeResponses(FakeModelServer):
         )
         usage = {
             "input_tokens": answer.usage["input"],
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": min(self.usage_cached, answer.usage["input"])},
             "output_tokens": answer.usage["output"],
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": answer.usage["input"] + answer.usage["output"],

@@ -416,6 +416,27 @@ def test_claude_failed_turn_keeps_what_it_spent(
     assert tool.content == "hello" and tool.tool_calls[0].name == "Bash" and tool.turn == 1
 
 
+def test_claude_turn_that_times_out_keeps_what_it_spent(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn that times out after its command ran (the next model call never answers) keeps
+    the tokens of the calls Claude Code printed (input exact, output as the API's stream starts
+    it), their cost at the model's list price, and the command (before: 0 tokens, $0, no call)."""
+    rules = [Rule("make a file", "Made: {output}", ("Bash", {"command": "echo hello > made.txt && cat made.txt"}))]
+    with FakeAnthropic(rules, faults=["ok", "hang"]) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = claude_target(clis, timeout_s=15, model="claude-sonnet-4-5")
+        result, _ = run_suite(tmp_path, ONE_TURN_TOOL, target)
+    assert result.execution_status == "execution_error" and "timed out after 15 s" in (result.error or "")
+    (answered,) = [r for r in turn_calls(server)[0] if r.fault != "hang"]
+    assert result.token_usage.input_tokens == answered.usage["input"]
+    assert 0 < result.token_usage.output_tokens <= answered.usage["output"]
+    used = result.token_usage
+    assert result.cost_usd == pytest.approx((used.input_tokens * 3.0 + used.output_tokens * 15.0) / 1e6)  # prices.json
+    (tool,) = [m for m in result.output if m.source == "tool"]
+    assert tool.content == "hello" and tool.tool_calls[0].name == "Bash"
+
+
 #: A prompt longer than a command-line argument can be (128 KiB on Linux).
 HUGE = "summarise this: " + "word " * 30_000
 
@@ -615,6 +636,21 @@ def test_codex_cost_comes_from_the_price_table(clis: dict[str, Path], agent_home
     assert result.cost_usd == pytest.approx((used[0] * 1.25 + used[1] * 10.0) / 1e6)  # prices.json: gpt-5
 
 
+def test_codex_cached_input_costs_its_cached_price(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
+    """Input tokens the API read from its prompt cache cost the model's cached-input list price,
+    as Claude Code's own cost counts its cache reads (before: the full input price, ~5x an agent
+    session's real cost, where most input is cached)."""
+    suite = "tests:\n  - id: hi\n    mode: conversation\n    turns:\n      - input: hello there\n"
+    with FakeResponses() as server:
+        server.usage_cached = 60
+        result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path, model="gpt-5"))
+    (calls,) = turn_calls(server)
+    used = (sum(r.usage["input"] for r in calls), sum(r.usage["output"] for r in calls))
+    cached = 60 * len(calls)
+    assert result.token_usage.input_tokens == used[0]  # cached ones included, as the API counts them
+    assert result.cost_usd == pytest.approx(((used[0] - cached) * 1.25 + cached * 0.125 + used[1] * 10.0) / 1e6)
+
+
 def test_codex_timeout_says_what_it_was_running(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
     """The timeout names the command Codex was running (before: "Codex's last error: None", read
     from an `error` item's missing top-level `message`)."""
@@ -692,6 +728,61 @@ def test_codex_failed_turn_keeps_what_it_spent(clis: dict[str, Path], agent_home
     assert result.cost_usd > 0
     (tool,) = [m for m in result.output if m.source == "tool"]
     assert tool.content == "hello\n" and tool.tool_calls[0].name == "command_execution"
+
+
+def test_codex_turn_that_times_out_keeps_what_it_spent(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
+    """A turn that times out after its command ran keeps its tokens (from the rollout), their
+    cost and the command (before: 0 tokens, $0, no call)."""
+    rules = [Rule("make a file", "Made: {output}", ("exec_command", {"cmd": "echo hello > made.txt && cat made.txt"}))]
+    with FakeResponses(rules, faults=["ok", "hang"]) as server:
+        result, _ = run_suite(
+            tmp_path, ONE_TURN_TOOL, codex_target(clis, server, tmp_path, model="gpt-5", timeout_s=15)
+        )
+    assert result.execution_status == "execution_error" and "timed out after 15 s" in (result.error or "")
+    (answered,) = [r for r in server.model_calls if r.fault != "hang"]
+    assert (result.token_usage.input_tokens, result.token_usage.output_tokens) == (
+        answered.usage["input"],
+        answered.usage["output"],
+    )
+    assert result.cost_usd == pytest.approx((answered.usage["input"] * 1.25 + answered.usage["output"] * 10.0) / 1e6)
+    (tool,) = [m for m in result.output if m.source == "tool"]
+    assert tool.content == "hello\n" and tool.tool_calls[0].name == "command_execution"
+
+
+def test_codex_patch_run_as_a_command_is_a_file_change_and_an_empty_output_stays_empty(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, cli
+) -> None:
+    """`apply_patch` run through `exec_command` (Codex applies it itself) is one file change, in
+    the run and in its rollout read as a transcript (before: also a command "blocked by the
+    Codex sandbox"); a command that prints nothing has the output "" (before: the framing Codex
+    shows the model, `Chunk ID: ...`)."""
+    patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: notes.txt\n+hello patch\n*** End Patch\nEOF\n"
+    suite = """\
+tests:
+  - id: patch
+    mode: conversation
+    turns:
+      - input: please write the notes
+        assertions: [{type: tool-called, tool: file_change}]
+      - input: please run true
+"""
+    rules = [
+        Rule("write the notes", "Wrote them.", ("exec_command", {"cmd": patch})),
+        Rule("run true", "Ran it.", ("exec_command", {"cmd": "true"})),
+    ]
+    with FakeResponses(rules) as server:
+        result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path))
+    assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+    assert (tmp_path / "work" / "notes.txt").read_text() == "hello patch\n"
+    first, second = (s.tool_calls for s in result.scores if s.type == "turn")
+    assert [(c.name, c.status, c.error) for c in first] == [("file_change", None, None)], first
+    assert [(c.name, c.output) for c in second] == [("command_execution", "")], second
+    (rollout,) = (agent_home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl")
+    patched, ran = read_turns(read_records(rollout))
+    assert [(c.name, c.status, c.arguments["changes"][0]["kind"]) for c in patched.calls] == [
+        ("file_change", None, "add")
+    ]
+    assert [(c.name, c.output) for c in ran.calls] == [("command_execution", "")]
 
 
 def test_codex_gets_the_key_the_target_gives(

@@ -12,6 +12,7 @@ from convoeval.datasets._transcripts import import_transcripts
 from convoeval.errors import DatasetError
 from convoeval.targets.agents import Line, parse_events, parse_stream, read_turns
 from convoeval.targets.agents._claude import retrying
+from convoeval.targets.agents._codex import _merge_rollout
 from convoeval.targets.agents._codex_rollout import read_records
 
 from .conftest import DATA, write
@@ -89,6 +90,26 @@ def test_codex_rollout_turns_hold_per_turn_usage_and_blocked_commands() -> None:
     assert "Read-only file system" in (blocked.error or "")
 
 
+def test_codex_denied_command_it_lists_as_ran_is_blocked_too() -> None:
+    """Codex 0.171 sometimes writes its record of a command its sandbox denied (1 run in 16
+    here): that command is blocked as when it writes none (before: a call that ran, so a
+    `tool-not-called` check's verdict changed from run to run)."""
+    stream = parse_events(lines("codex-0.171.0-denied-listed.jsonl"))
+    assert [(c.name, c.status) for c in stream.tool_calls] == [("command_execution", None)]  # as printed
+    (turn,) = read_turns(read_records(REAL / "codex-0.171.0-denied-listed-rollout.jsonl"))
+    (blocked,) = turn.calls
+    assert blocked.status == "blocked" and blocked.arguments == {"command": "echo hi > order.txt"}
+    assert "Read-only file system" in (blocked.error or "")
+    _merge_rollout(stream, turn)
+    (call,) = stream.tool_calls
+    assert call.status == "blocked" and call.arguments == {"command": "echo hi > order.txt"}
+    # A command that fails on its own (no denial in its output) ran.
+    records = read_records(REAL / "codex-0.171.0-denied-listed-rollout.jsonl")
+    text = json.dumps(records).replace("Read-only file system", "No such file or directory")
+    (turn,) = read_turns(json.loads(text))
+    assert [(c.status, c.error) for c in turn.calls] == [(None, "exit code 1")]
+
+
 @pytest.mark.parametrize(
     ("name", "tool", "test_id"),
     [
@@ -158,6 +179,7 @@ def test_a_folder_of_sessions_grades_each(tmp_path: Path, cli) -> None:
         "claude-code-17e82ab0-1e5c-4ef0-9915-c933b8248496": [("Bash", None), ("Bash", None)],
         "claude-code-abc243ee-1495-40a0-bd0f-90bfddff3e2a": [("Bash", None), ("Bash", "denied")],
         "codex-01a215ce-79a3-7602-b388-ce8fba635a86": [("command_execution", None), ("command_execution", "blocked")],
+        "codex-01a21ead-6342-7d70-b20d-36c9d0ebe140": [("command_execution", "blocked")],
     }
 
 

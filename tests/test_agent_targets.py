@@ -141,6 +141,17 @@ def test_claude_code_failure_is_an_execution_error(agent_bin: Path, tmp_path: Pa
     assert SECRET not in raw
 
 
+def test_claude_code_killed_by_a_signal_says_so_in_words(agent_bin: Path, tmp_path: Path) -> None:
+    """A CLI killed mid-turn is named so, not "exited with code -9" followed by a raw JSON event."""
+    event = json.dumps({"type": "system", "subtype": "init", "session_id": "s-1"})
+    (agent_bin / "claude").write_text(f"#!/bin/sh\necho '{event}'\nkill -9 $$\n")
+    result, _ = run_suite(
+        tmp_path, SKILL % {"tool": "Write"}, "targets:\n  - {name: claude, provider: claude-code}\n", "claude"
+    )
+    assert result.execution_status == "execution_error"
+    assert (result.error or "").endswith("claude: was killed by SIGKILL"), result.error
+
+
 def test_agent_lines_longer_than_16_mb_are_read(agent_bin: Path, tmp_path: Path) -> None:
     """An agent printing one line of more than 16 MB (no newline in it) is read whole (issue 27, D12)."""
     huge = "x" * (17 * 2**20)

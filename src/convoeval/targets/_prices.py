@@ -5,13 +5,36 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
+from typing import TypeVar
+
+_T = TypeVar("_T")
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> dict:
+    return json.loads(resources.files("convoeval.targets").joinpath("prices.json").read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=1)
 def price_table() -> dict[str, tuple[float, float]]:
     """model -> (input, output) USD per million tokens, as shipped with convoeval."""
-    text = resources.files("convoeval.targets").joinpath("prices.json").read_text(encoding="utf-8")
-    return {name: (float(i), float(o)) for name, (i, o) in json.loads(text)["models"].items()}
+    return {name: (float(i), float(o)) for name, (i, o) in _shipped()["models"].items()}
+
+
+def _listed(model: str, table: dict[str, _T]) -> _T | None:
+    """The entry of `model` in `table` (see `lookup_price`)."""
+    name = model.rsplit("/", 1)[-1].strip().lower()
+    if name in table:
+        return table[name]
+    best = max((key for key in table if name.startswith(key + "-")), key=len, default=None)
+    return table[best] if best else None
+
+
+@lru_cache(maxsize=256)
+def lookup_cached_price(model: str) -> float | None:
+    """The list price of `model`'s cached input tokens (prompt-cache reads; matched as in
+    `lookup_price`), or None when the table has none (they then cost the input price)."""
+    return _listed(model, {name: float(price) for name, price in _shipped()["cached_input"].items()})
 
 
 @lru_cache(maxsize=256)
@@ -26,12 +49,7 @@ def lookup_price(model: str) -> tuple[float, float] | None:
         >>> lookup_price("claude-sonnet-4-5-20250929")
         (3.0, 15.0)
     """
-    name = model.rsplit("/", 1)[-1].strip().lower()
-    table = price_table()
-    if name in table:
-        return table[name]
-    best = max((key for key in table if name.startswith(key + "-")), key=len, default=None)
-    return table[best] if best else None
+    return _listed(model, price_table())
 
 
 def target_prices(model: str, price_in: float | None, price_out: float | None) -> tuple[tuple[float, float], bool]:

@@ -9,6 +9,7 @@ Per-turn figures mean the same for every agent: `usage` and `cost_usd` are this 
 the session's running total), `latency_ms` is the wall-clock time of the CLI process, from
 its start to its exit (CLI start-up included), and tool calls that did not run (denied by a
 permission rule, blocked by a sandbox) are kept with a `status` and do not count as called.
+A turn that fails, times out or whose CLI dies keeps what it had spent and run (`spent`).
 A conversation with a workspace runs the CLI inside the run's sandbox (see `_boxed`).
 """
 
@@ -25,7 +26,7 @@ from .._base import ChatReply, ChatRequest, TargetConfig, TargetError
 from .._http import redact
 from .._settings import settings_of
 from ._boxed import AgentHomes, Launch, launch, sandboxed
-from ._process import Finished, Line, agent_env, run_command, work_dir
+from ._process import Finished, Line, Stopped, agent_env, run_command, work_dir
 from ._replies import prompt_text
 from ._settings import AgentCliSettings
 
@@ -87,6 +88,20 @@ class AgentCli(ABC):
             TargetError: the CLI reported an error, or printed no complete turn.
         """
 
+    def spent(self, lines: list[Line], request: ChatRequest, env: dict[str, str]) -> ChatReply | None:
+        """What a turn that did not end well had spent and run (its tokens, cost and tool calls),
+        from what the CLI printed (and wrote) so far; None when the CLI says nothing of it."""
+        return None
+
+    def _with_spent(
+        self, exc: TargetError, lines: list[Line], request: ChatRequest, env: dict[str, str]
+    ) -> TargetError:
+        """`exc`, with the turn's spending read from `lines` when it carries none of its own."""
+        so_far = None if exc.spent else self.spent(lines, request, env)
+        if so_far is None:
+            return exc
+        return TargetError(str(exc), usage=so_far.usage, cost_usd=so_far.cost_usd, tool_calls=so_far.tool_calls)
+
     def launch(self, request: ChatRequest) -> Launch:
         """How this turn starts: in the sandbox when the conversation has a workspace (and the
         run's sandbox is not `none`), else on this machine."""
@@ -112,21 +127,24 @@ class AgentCli(ABC):
         try:
             if start.user is not None and request.agent.workdir is not None:  # as root: see `_boxed`
                 lent = lend(Path(request.agent.workdir), start.user)
-            finished = await run_command(
-                start.argv,
-                cwd=request.agent.workdir or work_dir(self.config, self.settings.cwd),
-                env=start.env,
-                timeout_s=self.config.timeout_s,
-                name=self.name,
-                secrets=start.secrets,
-                watch=self.watcher(),
-                explain=self.explain_timeout,
-                preexec=start.preexec,
-                stdin=self.prompt(request)[1],
-            )
+            lines: list[Line] = []
             try:
+                finished = await run_command(
+                    start.argv,
+                    cwd=request.agent.workdir or work_dir(self.config, self.settings.cwd),
+                    env=start.env,
+                    timeout_s=self.config.timeout_s,
+                    name=self.name,
+                    secrets=start.secrets,
+                    watch=self.watcher(),
+                    explain=self.explain_timeout,
+                    preexec=start.preexec,
+                    stdin=self.prompt(request)[1],
+                )
+                lines = finished.lines
                 reply = self.reply(finished, request, start.reply_env)
-            except TargetError as exc:  # every error path: the CLI's own key never leaves
+            except TargetError as exc:  # every error path: what it spent is kept, the CLI's own key never leaves
+                exc = self._with_spent(exc, exc.lines if isinstance(exc, Stopped) else lines, request, start.reply_env)
                 raise exc.reworded(redact(str(exc), tuple(start.secrets))) from None
             session = reply.session_id
         finally:

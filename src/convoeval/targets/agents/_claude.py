@@ -12,17 +12,21 @@ figures, see `run_figures`). A run stopped by the target's own `--max-turns` or
 `--max-budget-usd` (subtypes `error_max_turns`, `error_max_budget_usd`) is a reply that hit a
 budget; any other failed result is an error that still carries the figures and tool calls. A
 `tool_use` that never got its `tool_result` (the run stopped first) did not run: it is left out.
+A run stopped before its `result` (a timeout, a crash) keeps what its printed messages show it
+spent (`spent_so_far`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..._text import shorten
 from ...results import ToolCall, Usage
-from .._base import ChatReply, ChatRequest, TargetError, provider
+from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from .._prices import lookup_price, target_prices
 from ._agent_cli import AgentCli
 from ._process import Finished, Line, failure
 
@@ -37,6 +41,8 @@ CLAUDE_ENV = (
 )
 #: API answers that no retry will fix.
 FATAL_STATUS = {401: "the API key was refused", 403: "the API key has no access"}
+#: What Anthropic charges for cache writes (5-minute) and cache reads, as a share of the input price.
+CACHE_WRITE, CACHE_READ = 1.25, 0.1
 #: Result subtypes of a run stopped by one of Claude Code's own limits: the budget's name, its option.
 LIMITS = {
     "error_max_turns": ("max_turns", "--max-turns"),
@@ -71,6 +77,9 @@ class ClaudeCodeTarget(AgentCli):
     def watcher(self) -> Callable[[Line], str | None]:
         return stop_on_fatal_retry
 
+    def spent(self, lines: list[Line], request: ChatRequest, env: dict[str, str]) -> ChatReply:
+        return spent_so_far(lines, self.config)
+
     def explain_timeout(self, lines: list[Line]) -> str | None:
         return retrying(lines)
 
@@ -79,7 +88,7 @@ class ClaudeCodeTarget(AgentCli):
             reply = parse_stream(finished.lines, self.args)
         except TargetError as exc:
             if finished.returncode and "without a `result`" in str(exc):
-                raise failure(self.name, finished) from None
+                raise failure(self.name, finished, events=True) from None
             raise exc.reworded(f"{self.name}: {exc}") from None
         return reply
 
@@ -122,25 +131,10 @@ def parse_stream(lines: list[Line], args: Sequence[str] = ()) -> ChatReply:
         TargetError: no `result` event, or a result that reports an error (in words: the API
             status and Claude Code's message; with the figures and tool calls of the run).
     """
-    calls: dict[str, ToolCall] = {}
-    texts: list[str] = []
-    session_id: str | None = None
-    result: dict[str, Any] | None = None
-    retries: list[dict[str, Any]] = []
-    started: dict[str, float] = {}
-    for line in lines:
-        event = _event(line.text)
-        if event is None:
-            continue
-        session_id = event.get("session_id") or session_id
-        kind = event.get("type")
-        if kind in ("assistant", "user"):
-            _read_message(event, line.at, calls, started, texts)
-        elif kind == "system" and event.get("subtype") == "api_retry":
-            retries.append(event)
-        elif kind == "result":
-            result = event
+    stream = read_stream(lines)
+    result, calls = stream.result, stream.calls
     if result is None:
+        retries = stream.retries
         last = f" (last API retry: status {retries[-1].get('error_status')})" if retries else ""
         raise TargetError(f"the stream ended without a `result` event{last}")
     for denial in result.get("permission_denials") or []:
@@ -148,7 +142,7 @@ def parse_stream(lines: list[Line], args: Sequence[str] = ()) -> ChatReply:
         if call is not None:
             call.status = "denied"
     usage, cost = run_figures(result)
-    ran = [call for call in calls.values() if call.output is not None]  # a call with no result never ran
+    ran = stream.ran
     subtype = str(result.get("subtype", "success"))
     finish = subtype
     if subtype in LIMITS:
@@ -158,14 +152,78 @@ def parse_stream(lines: list[Line], args: Sequence[str] = ()) -> ChatReply:
     elif result.get("is_error") or subtype != "success":
         raise TargetError(result_error(result), usage=usage, cost_usd=cost, tool_calls=ran)
     return ChatReply(
-        text=str(result.get("result") if result.get("result") is not None else "\n\n".join(texts)),
+        text=str(result.get("result") if result.get("result") is not None else "\n\n".join(stream.texts)),
         usage=usage,
         cost_usd=cost,
         latency_ms=float(result.get("duration_ms") or 0.0),
         tool_calls=ran,
-        session_id=str(result.get("session_id") or session_id or "") or None,
+        session_id=str(result.get("session_id") or stream.session_id or "") or None,
         finish_reason=finish,
     )
+
+
+@dataclass
+class Stream:
+    """What a stream-json transcript holds: tool calls by id, the assistant's texts, the session,
+    the `result` event (None before the end), the API retries, and the `usage` of each model
+    call (by message id: Claude Code prints a message once per content block) with its model."""
+
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)
+    session_id: str | None = None
+    result: dict[str, Any] | None = None
+    retries: list[dict[str, Any]] = field(default_factory=list)
+    usages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    models: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ran(self) -> list[ToolCall]:
+        """The tool calls that ran (a call with no result never did)."""
+        return [call for call in self.calls.values() if call.output is not None]
+
+
+def read_stream(lines: list[Line]) -> Stream:
+    """The events of a stream-json transcript, complete or cut short."""
+    stream = Stream()
+    started: dict[str, float] = {}
+    for line in lines:
+        event = _event(line.text)
+        if event is None:
+            continue
+        stream.session_id = event.get("session_id") or stream.session_id
+        kind = event.get("type")
+        if kind in ("assistant", "user"):
+            _read_message(event, line.at, stream.calls, started, stream.texts)
+            message = event.get("message")
+            if kind == "assistant" and isinstance(message, dict) and isinstance(message.get("usage"), dict):
+                stream.usages[str(message.get("id"))] = message["usage"]
+                stream.models[str(message.get("id"))] = str(message.get("model") or "")
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            stream.retries.append(event)
+        elif kind == "result":
+            stream.result = event
+    return stream
+
+
+def spent_so_far(lines: list[Line], config: TargetConfig) -> ChatReply:
+    """What a run stopped before its `result` had spent (tokens of each model call it printed,
+    priced at its model's list price, else the target's; cache writes at 1.25 and reads at 0.1
+    times the input price, as Anthropic charges them) and the tool calls that ran. Claude Code prints a
+    message's `usage` as the API's stream starts it: its input is exact, its output a floor."""
+    stream = read_stream(lines)
+    usage, cost = Usage(), 0.0
+    for message_id, used in stream.usages.items():
+        usage += claude_usage(used)
+        answered = stream.models[message_id]  # the model that answered, if listed; else the target's
+        model = answered if answered and lookup_price(answered) else (config.model or "")
+        prices, _ = target_prices(model, config.price_input_per_mtok, config.price_output_per_mtok)
+        weighted = (
+            int(used.get("input_tokens") or 0)
+            + CACHE_WRITE * int(used.get("cache_creation_input_tokens") or 0)
+            + CACHE_READ * int(used.get("cache_read_input_tokens") or 0)
+        )
+        cost += (weighted * prices[0] + int(used.get("output_tokens") or 0) * prices[1]) / 1_000_000
+    return ChatReply(text="", usage=usage, cost_usd=cost, tool_calls=stream.ran, session_id=stream.session_id)
 
 
 def _option(args: Sequence[str], name: str) -> str | None:

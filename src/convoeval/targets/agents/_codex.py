@@ -17,24 +17,23 @@ thread's running total; the turn's own figures come from the rollout file Codex 
 (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*-THREAD.jsonl`, see `_codex_rollout`), or the
 difference with the previous total. The rollout also shows the commands Codex's sandbox
 blocked, which the event stream leaves out: they are kept with `status: blocked`. The cost is
-the tokens at the target's prices, else its model's list price (`target_prices`).
+the tokens at the target's prices, else its model's list price (`target_prices`), the input
+tokens the rollout counts as cached at the model's cached-input list price.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shlex
 from collections.abc import Callable
 from typing import Any
 
 from ..._text import shorten
 from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
-from .._prices import call_cost, target_prices
+from .._prices import call_cost, lookup_cached_price, target_prices
 from ._agent_cli import AgentCli
-from ._codex_rollout import RolloutTurn, find_rollout, read_last_turn
+from ._codex_rollout import RolloutTurn, command_of, find_rollout, read_last_turn
 from ._process import Finished, Line, failure
 
 #: Variables Codex reads for its credentials and configuration.
@@ -60,6 +59,9 @@ class CodexTarget(AgentCli):
         self.prices, self.priced = target_prices(
             config.model, config.price_input_per_mtok, config.price_output_per_mtok
         )
+        listed = lookup_cached_price(config.model) if config.model and config.price_input_per_mtok is None else None
+        #: What a cached input token costs: its list price, else (or with the target's own prices) an input token's.
+        self.cached_price = self.prices[0] if listed is None else listed
 
     def argv(self, request: ChatRequest) -> list[str]:
         system, _ = self.prompt(request)
@@ -82,14 +84,10 @@ class CodexTarget(AgentCli):
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
             reply = parse_events(finished.lines, request.session_id)
-        except TargetError as exc:
+        except TargetError as exc:  # what the turn spent is added by `spent`
             if finished.returncode and "without `turn.completed`" in str(exc) and not _has_events(finished):
-                raise failure(self.name, finished) from None
-            spent = ChatReply(text="", tool_calls=exc.tool_calls, session_id=_thread(finished.lines, request))
-            self._account(spent, None, env)
-            raise TargetError(
-                f"{self.name}: {exc}", usage=spent.usage, cost_usd=spent.cost_usd, tool_calls=spent.tool_calls
-            ) from None
+                raise failure(self.name, finished, events=True) from None
+            raise TargetError(f"{self.name}: {exc}") from None
         total = reply.usage
         previous = self._totals.get(reply.session_id or "")
         if reply.session_id:
@@ -97,15 +95,37 @@ class CodexTarget(AgentCli):
         self._account(reply, previous, env)
         return reply
 
-    def _account(self, reply: ChatReply, previous: Usage | None, env: dict[str, str]) -> None:
+    def spent(self, lines: list[Line], request: ChatRequest, env: dict[str, str]) -> ChatReply:
+        """The tool calls the stream shows, with the tokens and blocked commands of the turn's
+        rollout so far (Codex writes the turn's tokens after each model call)."""
+        try:
+            calls = parse_events(lines, request.session_id).tool_calls
+        except TargetError as exc:
+            calls = exc.tool_calls
+        so_far = ChatReply(text="", tool_calls=calls, session_id=_thread(lines, request))
+        self._account(so_far, None, env, self.prompt(request)[1])
+        return so_far
+
+    def _account(
+        self, reply: ChatReply, previous: Usage | None, env: dict[str, str], prompt: str | None = None
+    ) -> None:
         """The turn's own tokens (`_turn_usage`: `reply.usage` is the running total printed, if
-        any), its cost, and what its rollout adds to its tool calls (`_merge_rollout`)."""
+        any), its cost, and what its rollout adds to its tool calls (`_merge_rollout`). With
+        `prompt`, the rollout's last turn counts only if it is this one (a CLI stopped early may
+        not have written it yet: the last turn is then an earlier one)."""
         rollout = find_rollout(env, reply.session_id)
         turn = read_last_turn(rollout) if rollout is not None else None
+        if turn is not None and prompt is not None and prompt.strip() not in (u.strip() for u in turn.user):
+            turn = None
         reply.usage = _turn_usage(reply.usage, previous, turn)
+        cached = 0
         if turn is not None:
             _merge_rollout(reply, turn)
-        reply.cost_usd = call_cost(reply.usage.input_tokens, reply.usage.output_tokens, self.prices)
+            cached = min(turn.cached_input, reply.usage.input_tokens)
+        reply.cost_usd = (
+            call_cost(reply.usage.input_tokens - cached, reply.usage.output_tokens, self.prices)
+            + cached * self.cached_price / 1_000_000
+        )
         reply.cost_known = self.priced
 
 
@@ -181,26 +201,15 @@ def _merge_rollout(reply: ChatReply, turn: RolloutTurn) -> None:
     sandbox blocked (the stream leaves them out: a command it shows was not blocked)."""
     commands = [c for c in reply.tool_calls if c.name == "command_execution"]
     for call in turn.commands:
-        same = next((c for c in commands if _command_of(c) == _command_of(call)), None)
+        same = next((c for c in commands if command_of(c) == command_of(call)), None)
         if same is not None:
             commands.remove(same)
             same.duration_ms = call.duration_ms if call.duration_ms is not None else same.duration_ms
             same.output = same.output or call.output
+            if call.status == "blocked":
+                same.status, same.error, same.arguments = call.status, call.error, call.arguments
         elif call.status == "blocked":
             reply.tool_calls.append(call)
-
-
-def _command_of(call: ToolCall) -> str:
-    """The command a call ran, without the shell Codex runs it in (`/bin/bash -lc '...'`): the
-    event stream shows it wrapped, a rollout's call not yet ended as the model wrote it."""
-    command = str(call.arguments.get("command", ""))
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return command
-    if len(words) == 3 and words[1] in ("-c", "-lc") and os.path.basename(words[0]) in ("bash", "sh", "zsh"):
-        return words[2]
-    return command
 
 
 def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:

@@ -5,17 +5,19 @@
 `session_meta`, `turn_context`, `response_item` (what the model saw and said: `message`,
 `function_call` / `function_call_output`, `custom_tool_call` / `custom_tool_call_output`,
 `reasoning`), `event_msg` (`task_started` / `task_complete` around each turn, `item_completed`
-with `UserMessage`, `AgentMessage`, `CommandExecution` items, `token_count`) and
+with `UserMessage`, `AgentMessage`, `CommandExecution`, `FileChange` items, `token_count`) and
 `token_usage_record` (`turn_token_usage`: the turn's tokens so far). A command Codex's
-sandbox refused has its `function_call` and output but no `CommandExecution` item (the
-`exec --json` stream leaves it out too); it is read here as a call with `status: blocked`. So
-has a command still running when the rollout was written (a server the agent started), but
+sandbox refused has its `function_call` and output, and most often no `CommandExecution` item
+(the `exec --json` stream leaves it out too); it is read here as a call with `status: blocked`,
+as is one whose record shows that Codex judges it denied (a record it writes for some denied
+commands: when is a race). So has a command still running when the rollout was written (a server the agent started), but
 its output says so (`Process running with session ID N`): it is a call that ran.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -26,18 +28,30 @@ from ...results import ToolCall, Usage
 
 #: Function calls that run a shell command.
 EXEC_TOOLS = ("exec_command", "shell", "container.exec", "local_shell")
+#: Words of a failed command's output that Codex takes for its sandbox's denial (`SANDBOX_DENIED_KEYWORDS`).
+DENIED_WORDS = (
+    "operation not permitted",
+    "permission denied",
+    "read-only file system",
+    "seccomp",
+    "sandbox",
+    "landlock",
+    "failed to write file",
+)
 #: What the output of a command still running says (`exec_command` returns after `yield_time_ms`).
 RUNNING = re.compile(r"^Process running with session ID \d+", re.MULTILINE)
 
 
 @dataclass
 class RolloutTurn:
-    """One turn of a rollout: the user's text, the agent's messages, its tool calls, its tokens."""
+    """One turn of a rollout: the user's text, the agent's messages, its tool calls, its tokens
+    (`cached_input`: how many of its input tokens were read from the prompt cache)."""
 
     user: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
+    cached_input: int = 0
 
     @property
     def commands(self) -> list[ToolCall]:
@@ -73,9 +87,12 @@ def read_turns(records: list[dict[str, Any]]) -> list[RolloutTurn]:
     turns: list[RolloutTurn] = []
     calls: dict[str, ToolCall] = {}
     ran: set[str] = set()
+    sandboxed = True  # `codex exec` runs commands in its read-only sandbox unless told otherwise
     for record in records:
         kind, payload = record.get("type"), record["payload"]
         sub = payload.get("type")
+        if kind == "turn_context" and isinstance(payload.get("sandbox_policy"), dict):
+            sandboxed = payload["sandbox_policy"].get("type") != "danger-full-access"
         if kind == "event_msg" and sub == "task_started" or (not turns and kind == "response_item"):
             _close(turns, calls, ran)
             turns.append(RolloutTurn())
@@ -84,7 +101,7 @@ def read_turns(records: list[dict[str, Any]]) -> list[RolloutTurn]:
             continue
         turn = turns[-1]
         if kind == "event_msg" and sub == "item_completed" and isinstance(payload.get("item"), dict):
-            _item(turn, payload["item"], calls, ran)
+            _item(turn, payload["item"], calls, ran, sandboxed)
         elif kind == "response_item":
             _response_item(payload, calls)
         elif kind == "token_usage_record" and isinstance(payload.get("turn_token_usage"), dict):
@@ -92,6 +109,7 @@ def read_turns(records: list[dict[str, Any]]) -> list[RolloutTurn]:
             turn.usage = Usage(
                 input_tokens=_whole(used.get("input_tokens")), output_tokens=_whole(used.get("output_tokens"))
             )
+            turn.cached_input = _whole(used.get("cached_input_tokens"))
     _close(turns, calls, ran)
     return [t for t in turns if t.user or t.texts or t.calls]
 
@@ -102,8 +120,9 @@ def read_last_turn(path: Path) -> RolloutTurn | None:
     return turns[-1] if turns else None
 
 
-def _item(turn: RolloutTurn, item: dict[str, Any], calls: dict[str, ToolCall], ran: set[str]) -> None:
-    """An `item_completed` event: the user's and the agent's messages, commands that ran."""
+def _item(turn: RolloutTurn, item: dict[str, Any], calls: dict[str, ToolCall], ran: set[str], sandboxed: bool) -> None:
+    """An `item_completed` event: the user's and the agent's messages, commands that ran (one
+    Codex judges its sandbox denied is blocked, whether or not it wrote this record of it)."""
     kind = item.get("type")
     content = item.get("content")
     texts = [str(c.get("text", "")) for c in content if isinstance(c, dict)] if isinstance(content, list) else []
@@ -111,6 +130,19 @@ def _item(turn: RolloutTurn, item: dict[str, Any], calls: dict[str, ToolCall], r
         turn.user.append("\n".join(texts))
     elif kind == "AgentMessage":
         turn.texts.append("\n".join(texts))
+    elif kind == "FileChange":  # a patch, also one the model ran as a command (`apply_patch <<EOF`)
+        call_id = str(item.get("id"))
+        ran.add(call_id)
+        raw = item.get("changes")
+        changes: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        kinds = [{"path": path, "kind": c.get("type") if isinstance(c, dict) else None} for path, c in changes.items()]
+        calls[call_id] = ToolCall(  # as `exec --json` shows it
+            name="file_change",
+            arguments={"changes": kinds},
+            output=item.get("status"),
+            id=call_id,
+            error="patch failed" if item.get("status") == "failed" else None,
+        )
     elif kind == "CommandExecution":
         call_id = str(item.get("id"))
         ran.add(call_id)
@@ -119,11 +151,13 @@ def _item(turn: RolloutTurn, item: dict[str, Any], calls: dict[str, ToolCall], r
         calls[call_id] = ToolCall(
             name="command_execution",
             arguments={"command": shlex.join(map(str, command)) if isinstance(command, list) else str(command or "")},
-            output=item.get("aggregated_output", ""),
+            output=item.get("aggregated_output"),
             id=call_id,
             duration_ms=_ms(item.get("duration")),
             error=None if code in (0, None) and item.get("status") != "failed" else f"exit code {code}",
         )
+        if sandboxed and _denied(code, calls[call_id].output):
+            _block(calls[call_id])
 
 
 def _response_item(payload: dict[str, Any], calls: dict[str, ToolCall]) -> None:
@@ -142,11 +176,12 @@ def _response_item(payload: dict[str, Any], calls: dict[str, ToolCall]) -> None:
         )
         calls[call_id].id = call_id
     elif kind in ("function_call_output", "custom_tool_call_output") and call_id in calls:
-        output = payload.get("output")
-        if calls[call_id].name != "command_execution":
-            calls[call_id].output = output if isinstance(output, str) else json.dumps(output)
-        elif not calls[call_id].output:
-            calls[call_id].output = output
+        output = payload.get("output")  # what the model was shown: a command's output framed
+        call = calls[call_id]
+        if call.name not in ("command_execution", "file_change"):
+            call.output = output if isinstance(output, str) else json.dumps(output)
+        elif call.output is None:  # an empty output is one
+            call.output = output
 
 
 def _close(turns: list[RolloutTurn], calls: dict[str, ToolCall], ran: set[str]) -> None:
@@ -162,9 +197,38 @@ def _close(turns: list[RolloutTurn], calls: dict[str, ToolCall], ran: set[str]) 
             call.name = "command_execution"
             call.arguments = {"command": shlex.join(map(str, command)) if isinstance(command, list) else str(command)}
             if not RUNNING.search(output):
-                call.status = "blocked"
-                call.error = "blocked by the Codex sandbox" + (f": {output.strip()[-300:]}" if output.strip() else "")
+                _block(call)
         turns[-1].calls.append(call)
+
+
+def _block(call: ToolCall) -> None:
+    """Mark a command Codex's sandbox denied (its command as the model wrote it)."""
+    output = call.output.strip() if isinstance(call.output, str) else ""
+    call.status = "blocked"
+    call.arguments = {"command": command_of(call)}
+    call.error = "blocked by the Codex sandbox" + (f": {output[-300:]}" if output else "")
+
+
+def command_of(call: ToolCall) -> str:
+    """The command a call ran, without the shell Codex runs it in (`/bin/bash -lc '...'`): the
+    event stream shows it wrapped, a rollout's call not yet ended as the model wrote it."""
+    command = str(call.arguments.get("command", ""))
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if len(words) == 3 and words[1] in ("-c", "-lc") and os.path.basename(words[0]) in ("bash", "sh", "zsh"):
+        return words[2]
+    return command
+
+
+def _denied(code: Any, output: Any) -> bool:
+    """Whether Codex takes a command that ended so for one its sandbox denied (its
+    `is_likely_sandbox_denied`: a failure whose output names a denial, or a seccomp SIGSYS)."""
+    if not isinstance(code, int) or code == 0:
+        return False
+    text = output.lower() if isinstance(output, str) else ""
+    return any(word in text for word in DENIED_WORDS) or code == 128 + 31
 
 
 def _ms(duration: Any) -> float | None:

@@ -68,6 +68,14 @@ class Finished:
         return "\n".join(line.text for line in self.lines)
 
 
+class Stopped(TargetError):
+    """The command was stopped before its end (timeout, `watch`): with the lines it had printed."""
+
+    def __init__(self, message: str, lines: list[Line]):
+        super().__init__(message)
+        self.lines = lines
+
+
 def work_dir(config: TargetConfig, cwd: str | None) -> Path | None:
     """A configured `cwd`, relative to the targets file's folder (None: convoeval's own)."""
     return None if cwd is None else config.source_dir / cwd
@@ -154,8 +162,9 @@ async def run_command(
     standard input, which is then closed (without it, the input is empty).
 
     Raises:
-        TargetError: the executable is missing, its command line is too long, the command
-            timed out, printed too much, or `watch` stopped it.
+        TargetError: the executable is missing or its command line is too long; `Stopped`
+            (with the lines printed so far): the command timed out, printed too much, or
+            `watch` stopped it.
     """
     started = time.perf_counter()
     pipes: dict[str, object] = {
@@ -225,10 +234,10 @@ async def _watched(
         await _end(process, tasks)
         detail = explain(lines) if explain is not None else None
         message = f"{name}: timed out after {timeout_s:g} s" + (f" ({detail})" if detail else "")
-        raise TargetError(redact(message, tuple(secrets))) from None
+        raise Stopped(redact(message, tuple(secrets)), lines) from None
     except _Stop as stop:
         await _end(process, tasks)
-        raise TargetError(f"{name}: {redact(str(stop), tuple(secrets))}") from None
+        raise Stopped(f"{name}: {redact(str(stop), tuple(secrets))}", lines) from None
     except asyncio.CancelledError:  # Ctrl-C, SIGTERM: the command ends as at a timeout
         await _end(process, tasks)
         raise
@@ -329,12 +338,23 @@ def _signal(process: asyncio.subprocess.Process, signum: signal.Signals) -> None
         os.killpg(process.pid, signum)
 
 
-def failure(name: str, finished: Finished, secrets: Iterable[str] = ()) -> TargetError:
-    """The error for a command that exited non-zero, quoting the end of its stderr (else of its
-    stdout), starting at a line or word boundary."""
-    text = finished.stderr.strip() or redact(finished.stdout.strip(), tuple(secrets))
-    tail = _tail(text, STDERR_TAIL)
-    return TargetError(f"{name}: exited with code {finished.returncode}" + (f": {tail}" if tail else ""))
+def failure(name: str, finished: Finished, secrets: Iterable[str] = (), events: bool = False) -> TargetError:
+    """The error for a command that exited non-zero (or a signal killed), quoting the end of its
+    stderr (else of its stdout, unless `events`: its stdout is JSON events, no words for a
+    person), starting at a line or word boundary."""
+    stdout = "" if events else redact(finished.stdout.strip(), tuple(secrets))
+    tail = _tail(finished.stderr.strip() or stdout, STDERR_TAIL)
+    code = finished.returncode
+    how = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}"
+    return TargetError(f"{name}: {how}" + (f": {tail}" if tail else ""))
+
+
+def _signal_name(number: int) -> str:
+    """`SIGKILL` for 9; `signal N` for a number Python does not name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _tail(text: str, limit: int) -> str:
