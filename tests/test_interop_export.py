@@ -13,6 +13,7 @@ import pytest
 
 import convoeval
 from convoeval.datasets import import_dataset
+from convoeval.testing import Fault
 
 from .conftest import DATA, read_jsonl, write
 from .report_data import SUITE, agent_result, reply, write_results
@@ -205,3 +206,55 @@ def test_otel_endpoint_down_is_a_clear_error(cli, results_file: Path, monkeypatc
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "1")
     code, _, err = cli("report", results_file, "--otel", "--otel-endpoint", f"http://127.0.0.1:{port}/v1/traces")
     assert code == 2 and "could not send spans 1-12 of 12 (is the OTLP endpoint up?)" in err
+
+
+TRIALS = """\
+name: trials
+tests:
+  - id: flaky
+    input: "explode once"
+    assertions: [{type: contains, value: explode}]
+  - id: greedy
+    budget: {turn: {tokens: 1}}
+    input: "Say hello"
+    assertions: [{type: contains, value: hello}]
+"""
+
+
+def test_inspect_log_epochs_keep_their_own_error_budget_and_tokens(cli, fake_openai, tmp_path: Path) -> None:
+    """Each trial is an epoch with its own error, limit, tokens and time (read back by Inspect
+    itself); before, every epoch carried the test's error, a budget was not written, tokens were
+    not either, and `convoeval grade` of the log made the passing epochs errors."""
+    log_module = pytest.importorskip("inspect_ai.log")
+    fake_openai.faults.append(Fault(status=400, match="explode", purpose="target", times=1))
+    suite = write(tmp_path / "trials.eval.yaml", TRIALS)
+    cli("run", suite, "--target", "openai:m", "--trials", "3", "--concurrency", "1", "-o", tmp_path / "run.jsonl")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "run.jsonl")}
+    assert [t["execution_status"] for t in results["flaky"]["trials"]] == ["execution_error", "ok", "ok"]
+    code, _, err = cli("report", tmp_path / "run.jsonl", "--inspect-log", tmp_path / "run.eval")
+    assert code == 0, err
+    log = log_module.read_eval_log(str(tmp_path / "run.eval"))
+    samples = {(s.id, s.epoch): s for s in log.samples or []}
+    assert "HTTP 400" in samples["flaky", 1].error.message
+    assert samples["flaky", 2].error is None and samples["flaky", 3].error is None
+    for epoch, trial in enumerate(results["greedy"]["trials"], start=1):
+        sample = samples["greedy", epoch]
+        assert sample.limit is not None and sample.limit.type == "token" and sample.limit.limit == 1
+        assert sample.limit.reason == trial["budget_hit"] == "tokens=1 at turn 1"
+        usage = sample.model_usage["openai/m"]
+        assert (usage.input_tokens, usage.output_tokens) == tuple(trial["token_usage"].values())
+        assert sample.total_time == pytest.approx(trial["duration_ms"] / 1000, abs=0.001)
+    assert log.stats.model_usage["openai/m"].input_tokens == sum(
+        r["token_usage"]["input_tokens"] for r in results.values()
+    )
+
+    # and back: the errored epoch is left out, the others keep how they ended
+    code, _, err = cli("grade", tmp_path / "run.eval", "--graders", write(tmp_path / "g.yaml", "assertions: []\n"))
+    assert "flaky-epoch-1 (turn 1: HTTP 400" in err
+    graded = {r["test_id"]: r for r in read_jsonl(next((tmp_path / ".convoeval" / "results").glob("*.jsonl")))}
+    assert {t: r["execution_status"] for t, r in graded.items()} == {
+        "flaky-epoch-2": "ok",
+        "flaky-epoch-3": "ok",
+        **{f"greedy-epoch-{n}": "budget_exhausted" for n in (1, 2, 3)},
+    }
+    assert graded["greedy-epoch-1"]["budget_hit"] == "token_limit=1 (tokens=1 at turn 1)"

@@ -286,20 +286,22 @@ def test_inspect_edge_log_round_trip_through_convoeval_back_to_inspect_and_otel(
     assert code in (0, 1), err + out
     code, out, err = cli("report", tmp_path / "g.jsonl", "--inspect-log", tmp_path / "back.eval")
     assert code == 0, err
-    original = {f"{s.id}-epoch-{s.epoch}": s for s in log_module.read_eval_log(str(INSPECT)).samples or []}
-    back = {str(s.id): s for s in log_module.read_eval_log(str(tmp_path / "back.eval")).samples or []}
+    original = {(s.id, s.epoch): s for s in log_module.read_eval_log(str(INSPECT)).samples or []}
+    back = {(s.id, s.epoch): s for s in log_module.read_eval_log(str(tmp_path / "back.eval")).samples or []}
+    # each sample back under its own id and epoch (the two that never got a reply were left out)
     assert len(back) == 10 and set(back) <= set(original)
-    for name in ("long-epoch-1", "reasoning-epoch-2", "late-boom-epoch-1"):
-        assert [(m.role, m.text) for m in back[name].messages] == [(m.role, m.text) for m in original[name].messages]
-    for name, sample in back.items():
-        kept = sample.metadata or {}
-        scores = original[name].scores or {}
-        assert {k: v["value"] for k, v in kept.get("inspect_scores", {}).items()} == {
-            k: v.value for k, v in scores.items()
+    for key in (("long", 1), ("reasoning", 2), ("late-boom", 1)):
+        assert [(m.role, m.text) for m in back[key].messages] == [(m.role, m.text) for m in original[key].messages]
+    for key, sample in back.items():
+        scores = sample.scores or {}
+        # Inspect's own scores as they were, next to convoeval's
+        assert {k: (v.value, v.explanation, v.metadata) for k, v in scores.items() if k != "convoeval"} == {
+            k: (v.value, v.explanation, v.metadata) for k, v in (original[key].scores or {}).items()
         }
-        assert kept.get("inspect_error") == (original[name].error.message if original[name].error else None)
-        assert (sample.scores or {})["convoeval"].answer == ("error" if original[name].error else "pass")
-        assert sample.target == original[name].target
+        assert (sample.error and sample.error.message) == (original[key].error and original[key].error.message)
+        assert scores["convoeval"].answer == ("error" if original[key].error else "pass")
+        assert sample.target == original[key].target
+        assert sample.metadata == {**(original[key].metadata or {}), **(sample.metadata or {})}
 
     with OtlpReceiver() as receiver:
         code, out, err = cli("report", tmp_path / "g.jsonl", "--otel", "--otel-endpoint", receiver.endpoint)

@@ -11,8 +11,9 @@ arguments}`, tool results with `tool_call_id`) become a `transcript:` test named
 sample (`test_id`: its id unchanged when it is a valid test id, else percent-encoded; `-epoch-N`
 added for a sample the log ran in several epochs). A sample that ended in an error is an
 `execution_error` (the test's `error`), one that ran into one of Inspect's limits is
-`budget_exhausted` (`budget_hit`, such as `message_limit=6 (...)`). The sample's id,
-`metadata`, `target`, Inspect's own `scores` (value, answer, explanation, metadata) and error
+`budget_exhausted` (`budget_hit`, such as `message_limit=6 (...)`). The sample's id and epoch
+(`inspect_sample_id`, `inspect_epoch`: convoeval's Inspect export writes the sample back under
+them), `metadata`, `target`, Inspect's own `scores` (value, answer, explanation, metadata) and error
 are kept as test metadata (`inspect_sample_id`, `sample`, `inspect_target`, `inspect_scores`,
 `inspect_error`). Content with no text (images, reasoning) is left out and named in a warning;
 so is a sample without both a user and an assistant message (one that failed before the model
@@ -179,7 +180,10 @@ def _limit(sample: JsonObject) -> str | None:
         return None
     value = limit.get("limit")
     hit = f"{limit['type']}_limit" + (f"={value:g}" if isinstance(value, int | float) else "")
-    return f"{hit} ({limit['reason']})" if limit.get("reason") else hit
+    reason = str(limit.get("reason") or "")
+    if reason.startswith(hit):  # written by convoeval's export: the budget as it was
+        return reason
+    return f"{hit} ({reason})" if reason else hit
 
 
 def _error_text(sample: JsonObject) -> str | None:
@@ -221,6 +225,7 @@ def _metadata(sample: JsonObject, eval_info: JsonObject) -> JsonObject:
     if sample.get("metadata"):
         metadata["sample"] = sample["metadata"]
     metadata["inspect_sample_id"] = sample.get("id")
+    metadata["inspect_epoch"] = sample.get("epoch")
     if sample.get("target") not in (None, "", []):
         metadata["inspect_target"] = sample["target"]
     if error := _error_text(sample):
