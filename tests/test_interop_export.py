@@ -98,8 +98,9 @@ def test_otel_spans_over_otlp_http_round_trip(cli, results_file: Path, tmp_path:
     spans = receiver.spans()
     assert f"sent {len(spans)} span(s) over OTLP" in out
     names = [s["name"] for s in spans]
-    assert names.count("invoke_agent openai:m") == 4 and names.count("chat openai:m") == 6
-    assert names.count("execute_tool search_flights") == 1 and names.count("execute_tool get_price") == 1
+    # a trace per trial: book-flight has two
+    assert names.count("invoke_agent openai:m") == 5 and names.count("chat openai:m") == 8
+    assert names.count("execute_tool search_flights") == 2 and names.count("execute_tool get_price") == 2
 
     def attributes(span: dict) -> dict:
         return {a["key"]: next(iter(a["value"].values())) for a in span.get("attributes", [])}
@@ -112,6 +113,16 @@ def test_otel_spans_over_otlp_http_round_trip(cli, results_file: Path, tmp_path:
     turns = [s for s in spans if s.get("parentSpanId") == roots["japan-trip"]["spanId"]]
     assert [attributes(s)["convoeval.turn"] for s in turns] == ["1", "2"]  # OTLP JSON writes ints as text
     second = attributes(turns[1])
+    # each turn's tokens on its model call, where the GenAI conventions put them
+    entries = {e["name"]: e for e in {r["test_id"]: r for r in read_jsonl(results_file)}["japan-trip"]["scores"]}
+    for n, turn in enumerate(turns, start=1):
+        usage = entries[f"turn-{n}"]["token_usage"]
+        assert usage["input_tokens"] > 0
+        assert attributes(turn)["gen_ai.usage.input_tokens"] == str(usage["input_tokens"])
+        assert attributes(turn)["gen_ai.usage.output_tokens"] == str(usage["output_tokens"])
+    flights = [attributes(s) for s in spans if s["name"] == "invoke_agent openai:m"]
+    flights = [a for a in flights if a["convoeval.test_id"] == "book-flight"]
+    assert sorted((a["convoeval.trial"], a["convoeval.verdict"]) for a in flights) == [("1", "fail"), ("2", "pass")]
     assert json.loads(second["gen_ai.output.messages"])[0]["parts"][0]["content"].startswith("Kyoto <script>")
     assert second["convoeval.turn.verdict"] == "pass"
     tool = next(s for s in spans if s["name"] == "execute_tool get_price")
@@ -121,7 +132,7 @@ def test_otel_spans_over_otlp_http_round_trip(cli, results_file: Path, tmp_path:
     back = {t["id"]: t for t in import_dataset("otel", tmp_path / "spans.jsonl")["tests"]}
     original = {r["test_id"]: r for r in read_jsonl(results_file)}
     assert _said(back["travel-japan-trip-openai:m"]["transcript"]) == _said(original["japan-trip"]["output"])
-    flight = back["agents-book-flight-openai:m"]["transcript"]
+    flight = back["agents-book-flight-openai:m-2"]["transcript"]
     calls = [c["name"] for m in flight for c in m.get("tool_calls", [])]
     assert sorted(calls) == ["get_price", "search_flights"]
 
@@ -205,7 +216,7 @@ def test_otel_endpoint_down_is_a_clear_error(cli, results_file: Path, monkeypatc
         port = s.getsockname()[1]
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "1")
     code, _, err = cli("report", results_file, "--otel", "--otel-endpoint", f"http://127.0.0.1:{port}/v1/traces")
-    assert code == 2 and "could not send spans 1-12 of 12 (is the OTLP endpoint up?)" in err
+    assert code == 2 and "could not send spans 1-17 of 17 (is the OTLP endpoint up?)" in err
 
 
 TRIALS = """\
