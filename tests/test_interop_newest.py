@@ -302,6 +302,9 @@ def test_inspect_edge_log_round_trip_through_convoeval_back_to_inspect_and_otel(
         assert scores["convoeval"].answer == ("error" if original[key].error else "pass")
         assert sample.target == original[key].target
         assert sample.metadata == {**(original[key].metadata or {}), **(sample.metadata or {})}
+        # the tokens and time Inspect counted for the recorded conversation
+        assert sample.model_usage == original[key].model_usage and sample.model_usage["mockllm/model"].input_tokens
+        assert sample.total_time == original[key].total_time
 
     with OtlpReceiver() as receiver:
         code, out, err = cli("report", tmp_path / "g.jsonl", "--otel", "--otel-endpoint", receiver.endpoint)

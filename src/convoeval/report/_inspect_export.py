@@ -133,14 +133,19 @@ def _sample(result: EvaluationResult, trial: TrialResult | None, sample_id: str 
         target = str(target)
     metadata = {**result.metadata}
     error = run.error
-    if "inspect_sample_id" in result.metadata:  # imported: its own metadata and error, not the import's words
+    usage = {_model(result.target): _usage(run.token_usage)} if run.token_usage.total_tokens else {}
+    seconds = round(run.duration_ms / 1000, 3) if run.duration_ms else None
+    if "inspect_sample_id" in result.metadata:  # imported: its own metadata, error, tokens and time
         own = metadata.pop("sample", None)
         metadata = {k: v for k, v in metadata.items() if not k.startswith("inspect_")}
         metadata |= own if isinstance(own, dict) else {}
         if error and isinstance(result.metadata.get("inspect_error"), str):
             error = str(result.metadata["inspect_error"])
-    usage = run.token_usage
-    model_name = _model(result.target)
+        counted, times = result.metadata.get("inspect_model_usage"), result.metadata.get("inspect_times")
+        if isinstance(counted, dict) and not usage:
+            usage = {m: model.ModelUsage.model_validate(c) for m, c in counted.items() if isinstance(c, dict)}
+        if isinstance(times, dict) and isinstance(times.get("total_time"), int | float):
+            seconds = times["total_time"]
     return log.EvalSample(
         id=sample_id,
         epoch=epoch,
@@ -158,8 +163,8 @@ def _sample(result: EvaluationResult, trial: TrialResult | None, sample_id: str 
             ),
         ),
         metadata={**metadata, "suite": result.suite, "target": result.target, "mode": result.mode},
-        model_usage={model_name: _usage(usage)} if usage.input_tokens or usage.output_tokens else {},
-        total_time=round(run.duration_ms / 1000, 3) if run.duration_ms else None,
+        model_usage=usage,
+        total_time=seconds,
         error=log.EvalError(message=error, traceback="", traceback_ansi="") if error else None,
         limit=_limit(run.budget_hit) if run.budget_hit else None,
     )
