@@ -9,7 +9,9 @@ a model call (`gen_ai.operation.name` `chat` / `text_completion`, or any span wi
 `tool_call_response`); OpenLLMetry's indexed `gen_ai.prompt.N.*` / `gen_ai.completion.N.*`
 are read too, and so are the same attributes on a span's events (such as
 `gen_ai.client.inference.operation.details`). `execute_tool` spans (`gen_ai.tool.name`, `gen_ai.tool.call.arguments`,
-`gen_ai.tool.call.result`) fill in tool calls' results.
+`gen_ai.tool.call.result`) fill in tool calls' results. GenAI message events written as log
+records (`gen_ai.user.message`, ..., `gen_ai.choice`; the console log exporter's records or
+OTLP JSON `resourceLogs`) are read as one model call per span they belong to.
 
 Calls with the same `gen_ai.conversation.id` (else the same trace: its id as hex, however the
 export wrote it) form one conversation, in start-time order; the call's model and token usage
@@ -82,8 +84,9 @@ def _error(status: JsonValue, attributes: JsonObject) -> str | None:
 
 
 def is_otel_spans(path: Path, head: str) -> bool:
-    """OTLP JSON, or SDK console-exporter spans with GenAI attributes."""
-    return '"resourceSpans"' in head or ('"context"' in head and '"span_id"' in head and "gen_ai." in head)
+    """OTLP JSON, or SDK console-exporter spans with GenAI attributes or GenAI event log records."""
+    console = '"span_id"' in head and "gen_ai." in head and ('"context"' in head or '"body"' in head)
+    return '"resourceSpans"' in head or '"resourceLogs"' in head or console
 
 
 def _documents(path: Path) -> list[tuple[int, JsonValue]]:
@@ -142,11 +145,86 @@ def _otlp_attributes(listing: JsonValue, where: str) -> list[tuple[str, JsonValu
     return pairs
 
 
+#: The GenAI conventions' message events (log records) and the role each message has.
+_EVENT_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+    "gen_ai.choice": "assistant",
+}
+
+
+def _event_message(name: str, body: JsonObject) -> JsonObject:
+    """A GenAI message event's body (`{content, tool_calls?, id?}`; a choice's `{message}`) as a
+    semconv message (role + parts)."""
+    if name == "gen_ai.choice":
+        body = as_object(body.get("message")) or {}
+    role = str(body.get("role") or _EVENT_ROLES[name])
+    content = body.get("content")
+    if role == "tool":
+        return {"role": "tool", "parts": [{"type": "tool_call_response", "id": body.get("id"), "response": content}]}
+    parts: list[JsonValue] = [{"type": "text", "content": content}] if content not in (None, "") else []
+    parts += [{**call, "type": "tool_call"} for call in objects(body.get("tool_calls"))]
+    return {"role": role, "parts": parts}
+
+
+def _event_calls(events: list[tuple[JsonValue, JsonValue, int | str, str, JsonObject]]) -> list[Span]:
+    """GenAI message events (trace, span, time, event name, body) as one model call per span:
+    its input message events, then its `gen_ai.choice` events as the output."""
+    calls: dict[tuple[str, str], Span] = {}
+    for trace, span, at, name, body in events:
+        call = calls.setdefault(
+            (str(trace), str(span)),
+            {
+                "trace": trace,
+                "start": at,
+                "name": "chat",
+                "attributes": {"gen_ai.input.messages": [], "gen_ai.output.messages": []},
+                "error": None,
+            },
+        )
+        key = "gen_ai.output.messages" if name == "gen_ai.choice" else "gen_ai.input.messages"
+        messages = call["attributes"][key]
+        assert isinstance(messages, list)
+        messages.append(_event_message(name, body))
+    return list(calls.values())
+
+
+def _events(docs: list[tuple[int, JsonValue]], path: Path) -> list[Span]:
+    """The model calls that GenAI message events of a logs export record (the SDK console
+    exporter's log records, or OTLP JSON `resourceLogs`), where an instrumentation wrote the
+    messages as events instead of span attributes."""
+    events: list[tuple[JsonValue, JsonValue, int | str, str, JsonObject]] = []
+    for line, doc in docs:
+        if not isinstance(doc, dict):
+            continue
+        for resource in object_list(doc.get("resourceLogs"), f"{path}:{line}: resourceLogs"):
+            for scope in object_list(resource.get("scopeLogs"), f"{path}:{line}: scopeLogs"):
+                for record in object_list(scope.get("logRecords"), f"{path}:{line}: logRecords"):
+                    where = f"{path}:{line}: log record"
+                    attributes = dict(_otlp_attributes(record.get("attributes"), where))
+                    name = record.get("eventName") or attributes.get("event.name")
+                    body = _otlp_value(as_object(record.get("body")) or {}, f"{where}: body")
+                    if name in _EVENT_ROLES and isinstance(body, dict):
+                        nanos = _whole(record.get("timeUnixNano") or record.get("observedTimeUnixNano") or 0, where)
+                        events.append((_trace_id(record.get("traceId")), record.get("spanId"), nanos, str(name), body))
+        if "body" in doc and "trace_id" in doc:  # SDK console exporter
+            name = doc.get("event_name") or (as_object(doc.get("attributes")) or {}).get("event.name")
+            body = doc.get("body")
+            if name in _EVENT_ROLES and isinstance(body, dict):
+                at = str(doc.get("timestamp") or doc.get("observed_timestamp") or "")
+                events.append((_trace_id(doc.get("trace_id")), doc.get("span_id"), at, str(name), body))
+    return _event_calls(events)
+
+
 def _spans(docs: list[tuple[int, JsonValue]], path: Path) -> list[Span]:
     """Every span as `{trace, id, start, name, attributes}` (both JSON shapes); a document that
     is neither (but another signal's) is an error, never left out unsaid."""
-    spans: list[Span] = []
+    spans: list[Span] = _events(docs, path)
     for line, doc in docs:
+        if isinstance(doc, dict) and "body" in doc and "trace_id" in doc:  # a log record (`_events`)
+            continue
         if not isinstance(doc, dict) or not (
             "resourceSpans" in doc or "context" in doc or any(k in doc for k in _OTHER_SIGNALS)
         ):
