@@ -12,7 +12,7 @@ import pytest
 import convoeval
 from convoeval.testing import FakeOpenAIServer, Fault
 
-from .conftest import read_jsonl, write
+from .conftest import DATA, read_jsonl, write
 from .judge_fakes import answer, schema_of
 from .test_simulated_user import HAPPY, REFUND, FakeWorld
 
@@ -350,3 +350,14 @@ def test_graders_file_on_a_run_with_errors_and_skips(cli, fake_openai: FakeOpenA
         "late@openai:m": "execution_error",
     }
     assert "turn 2: HTTP 400" in after["late@openai:m"]["error"]
+
+
+def test_grade_of_a_json_document_no_reader_knows_says_so(cli, tmp_path: Path) -> None:
+    """promptfoo's results.json (pretty-printed) is valid JSON: `grade` named its second line
+    "invalid JSON" before; it now says what it reads instead."""
+    code, _, err = cli("grade", DATA / "promptfoo" / "edges" / "promptfoo-results.json")
+    assert code == 2 and "invalid JSON" not in err
+    assert "promptfoo-results.json:1: a JSON document in none of the formats read as recorded conversations" in err
+    broken = write(tmp_path / "broken.jsonl", '{"messages": [}\n')
+    code, _, err = cli("grade", broken)
+    assert code == 2 and "broken.jsonl:1: invalid JSON" in err

@@ -28,7 +28,7 @@ from pydantic import JsonValue
 from ..errors import DatasetError
 from ._agent_sessions import agent_sessions_suite
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest
-from ._common import DatasetWarning, JsonObject, as_list, as_object, read_jsonl, read_text
+from ._common import DatasetWarning, JsonObject, as_list, as_object, read_json, read_jsonl, read_text
 from ._log_formats import log_reader
 from ._suite_types import GRADER_KEYS, Graders, GradingSuite, Message, Suite, SuiteTest, is_grader_key, with_call_fields
 
@@ -49,7 +49,7 @@ def import_transcripts(source: Path, log_format: str | None = None) -> Suite:
     tests: list[SuiteTest] = []
     seen: set[str] = set()
     left_out: list[str] = []
-    for line, record in read_jsonl(source):
+    for line, record in _records(source):
         output, chat = record.get("output"), record.get("messages")
         messages: list[JsonValue]
         ended: JsonObject = {}
@@ -97,6 +97,25 @@ def import_transcripts(source: Path, log_format: str | None = None) -> Suite:
         "description": f"Recorded conversations from {source.name}, graded without calling a target",
         "tests": tests,
     }
+
+
+def _records(source: Path) -> list[tuple[int, JsonObject]]:
+    """The file's JSON Lines; a whole JSON document of no known format is named as such (its
+    second line, no JSON of its own, says nothing useful)."""
+    try:
+        return read_jsonl(source)
+    except DatasetError as exc:
+        problem = exc
+    try:
+        read_json(source)
+    except DatasetError:
+        raise problem from None
+    raise DatasetError(
+        f"{source}:1: a JSON document in none of the formats read as recorded conversations: OpenAI chat "
+        "logs or convoeval results (JSON Lines), an Inspect log, AgentV transcripts, a Langfuse export, "
+        "OpenTelemetry spans or GenAI event logs, Claude Code or Codex sessions (other tools' tests and "
+        "datasets: `convoeval import KIND`)"
+    )
 
 
 def _first_trial(record: JsonObject) -> JsonObject:
