@@ -269,3 +269,39 @@ def test_inspect_log_epochs_keep_their_own_error_budget_and_tokens(cli, fake_ope
         **{f"greedy-epoch-{n}": "budget_exhausted" for n in (1, 2, 3)},
     }
     assert graded["greedy-epoch-1"]["budget_hit"] == "token_limit=1 (tokens=1 at turn 1)"
+
+
+BROKEN = """\
+name: broken
+tests:
+  - id: late
+    mode: conversation
+    turns:
+      - input: "Say hello"
+      - input: "now explode"
+  - id: dead
+    input: "explode at once"
+"""
+
+
+def test_otel_round_trip_keeps_how_a_conversation_ended(cli, fake_openai, tmp_path: Path) -> None:
+    """A conversation whose agent run failed (`invoke_agent` status ERROR) comes back from
+    `--otel` as an execution error; one that got no reply is named, not dropped in silence."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from .otlp_receiver import OtlpReceiver
+
+    fake_openai.faults.append(Fault(status=400, match="explode", purpose="target", times=2))
+    cli("run", write(tmp_path / "broken.eval.yaml", BROKEN), "--target", "openai:m", "-o", tmp_path / "run.jsonl")
+    assert {r["test_id"]: r["execution_status"] for r in read_jsonl(tmp_path / "run.jsonl")} == {
+        "late": "execution_error",
+        "dead": "execution_error",
+    }
+    with OtlpReceiver() as receiver:
+        code, _, err = cli("report", tmp_path / "run.jsonl", "--otel-endpoint", receiver.endpoint)
+        assert code == 0, err
+        receiver.write_jsonl(tmp_path / "spans.jsonl")
+    code, _, err = cli("grade", tmp_path / "spans.jsonl", "--graders", write(tmp_path / "g.yaml", "assertions: []\n"))
+    assert "1 conversation(s) without a user and an assistant message left out: broken/dead/openai:m (" in err
+    (graded,) = read_jsonl(next((tmp_path / ".convoeval" / "results").glob("*.jsonl")))
+    assert graded["test_id"] == "broken-late-openai:m" and graded["execution_status"] == "execution_error"
+    assert "the agent run failed" in graded["error"] and "HTTP 400" in graded["error"]

@@ -16,7 +16,9 @@ OTLP JSON `resourceLogs`) are read as one model call per span they belong to.
 Calls with the same `gen_ai.conversation.id` (else the same trace: its id as hex, however the
 export wrote it) form one conversation, in start-time order; the call's model and token usage
 are kept as metadata, and so is every failed span of the conversation (status ERROR, or an
-`error.type`: a model call that failed before its retry, a tool that raised) in `errors`.
+`error.type`: a model call that failed before its retry, a tool that raised) in `errors`; a
+conversation whose agent run failed (an `invoke_agent` span with status ERROR) ends in that
+error (the test's `error`), and one with no reply is left out and named in a warning.
 Attribute values may be OTLP's `kvlistValue`s and arrays of them (structured messages).
 """
 
@@ -26,6 +28,7 @@ import base64
 import binascii
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import TypedDict
 
@@ -43,7 +46,7 @@ from ._chat_logs import (
     tool_call_of,
     unique,
 )
-from ._common import JsonObject, as_int, as_object, decode_json, object_list, objects, read_text
+from ._common import DatasetWarning, JsonObject, as_int, as_object, decode_json, object_list, objects, read_text
 
 
 class Span(TypedDict):
@@ -281,14 +284,18 @@ def read_otel(path: Path) -> list[LoggedTest]:
         str(s["attributes"]["gen_ai.tool.call.id"]): s for s in spans if "gen_ai.tool.call.id" in s["attributes"]
     }
     conversations: dict[str, list[Span]] = {}
+    agent_errors: dict[str, str] = {}  # a failed agent run (`invoke_agent` ERROR) per conversation
     for span in spans:
         attributes = span["attributes"]
+        key = str(attributes.get("gen_ai.conversation.id") or span["trace"] or "conversation")
+        if attributes.get("gen_ai.operation.name") == "invoke_agent" and span["error"]:
+            agent_errors[key] = span["error"]
         if _call_messages(attributes, path) is None:
             continue
-        key = str(attributes.get("gen_ai.conversation.id") or span["trace"] or "conversation")
         conversations.setdefault(key, []).append(span)
     tests: list[LoggedTest] = []
     seen: set[str] = set()
+    left_out: list[str] = []
     for name, calls in conversations.items():
         transcript = merge_calls([_call_messages(c["attributes"], path) or [] for c in calls])
         for message in transcript:
@@ -297,6 +304,7 @@ def read_otel(path: Path) -> list[LoggedTest]:
                 if isinstance(call_id, str) and call_id in results and "output" not in call:
                     call["output"] = _structured(results[call_id])
         if not has_dialogue(transcript):
+            left_out.append(f"{name} ({agent_errors.get(name) or 'no reply'})")
             continue
         first = calls[0]["attributes"]
         ids = [str(c.get("id")) for m in transcript for c in m.get("tool_calls", [])]
@@ -309,10 +317,19 @@ def read_otel(path: Path) -> list[LoggedTest]:
             "errors": [f"{s['name']}: {s['error']}" for s in sorted(failed, key=_start) if s["error"]],
         }
         test: LoggedTest = {"id": unique(slug(name), seen), "transcript": transcript}
+        if name in agent_errors:
+            test["error"] = f"the agent run failed: {agent_errors[name]}"
         test["metadata"] = {k: v for k, v in metadata.items() if v}
         tests.append(test)
     if not tests:
         raise DatasetError(f"{path}:1: no GenAI model-call span holds a user message and a reply")
+    if left_out:
+        warnings.warn(
+            f"{path}: {len(left_out)} conversation(s) without a user and an assistant message left out: "
+            + "; ".join(left_out),
+            DatasetWarning,
+            stacklevel=2,
+        )
     return tests
 
 
