@@ -120,6 +120,8 @@ def test_otel_spans_over_otlp_http_round_trip(cli, results_file: Path, tmp_path:
         assert usage["input_tokens"] > 0
         assert attributes(turn)["gen_ai.usage.input_tokens"] == str(usage["input_tokens"])
         assert attributes(turn)["gen_ai.usage.output_tokens"] == str(usage["output_tokens"])
+        # the model and its provider, not convoeval's target spec `openai:m`
+        assert (attributes(turn)["gen_ai.request.model"], attributes(turn)["gen_ai.provider.name"]) == ("m", "openai")
     flights = [attributes(s) for s in spans if s["name"] == "invoke_agent openai:m"]
     flights = [a for a in flights if a["convoeval.test_id"] == "book-flight"]
     assert sorted((a["convoeval.trial"], a["convoeval.verdict"]) for a in flights) == [("1", "fail"), ("2", "pass")]

@@ -4,7 +4,8 @@
 One trace per test, target and trial: a root span `invoke_agent <target>` for the conversation
 (`gen_ai.conversation.id` `suite/test/target`, with `/N` and `convoeval.trial` for each of
 several trials; the score, verdict, status and tokens as `convoeval.*` and `gen_ai.usage.*`
-attributes), a `chat <target>` child per turn carrying the GenAI semantic conventions'
+attributes), a `chat <target>` child per turn (`gen_ai.request.model` the model and
+`gen_ai.provider.name` its provider, when the target names them) carrying the GenAI semantic conventions'
 `gen_ai.input.messages` (the conversation up to the turn), `gen_ai.output.messages` (the
 reply), `gen_ai.system_instructions`, the turn's tokens (`gen_ai.usage.input_tokens` /
 `output_tokens`, where the conventions and trace backends read them) and the turn's score and
@@ -196,6 +197,13 @@ def _usage(usage: Usage | None) -> dict[str, AttributeValue]:
     return {"gen_ai.usage.input_tokens": usage.input_tokens, "gen_ai.usage.output_tokens": usage.output_tokens}
 
 
+def _model(target: str, provider: str | None) -> dict[str, AttributeValue]:
+    """The model and provider as the GenAI conventions name them: `openai:gpt-4o` is model
+    `gpt-4o` of provider `openai`; a named target is its own model name."""
+    model = target.removeprefix(f"{provider}:") if provider else target
+    return {"gen_ai.request.model": model or target, **({"gen_ai.provider.name": provider} if provider else {})}
+
+
 def _turn_spans(tracer: Tracer, root: Span, target: str, run: Accounting, conversation_id: str, start: int) -> None:
     from opentelemetry import trace
 
@@ -211,7 +219,7 @@ def _turn_spans(tracer: Tracer, root: Span, target: str, run: Accounting, conver
         replies = [m for m in messages if m.source == "target"]
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": target,
+            **_model(target, run.provider),
             "gen_ai.conversation.id": conversation_id,
             "gen_ai.input.messages": _json(
                 [
