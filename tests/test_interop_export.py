@@ -13,6 +13,7 @@ import pytest
 
 import convoeval
 from convoeval.datasets import import_dataset
+from convoeval.testing import Fault
 
 from .conftest import DATA, read_jsonl, write
 from .report_data import SUITE, agent_result, reply, write_results
@@ -97,8 +98,9 @@ def test_otel_spans_over_otlp_http_round_trip(cli, results_file: Path, tmp_path:
     spans = receiver.spans()
     assert f"sent {len(spans)} span(s) over OTLP" in out
     names = [s["name"] for s in spans]
-    assert names.count("invoke_agent openai:m") == 4 and names.count("chat openai:m") == 6
-    assert names.count("execute_tool search_flights") == 1 and names.count("execute_tool get_price") == 1
+    # a trace per trial: book-flight has two
+    assert names.count("invoke_agent openai:m") == 5 and names.count("chat openai:m") == 8
+    assert names.count("execute_tool search_flights") == 2 and names.count("execute_tool get_price") == 2
 
     def attributes(span: dict) -> dict:
         return {a["key"]: next(iter(a["value"].values())) for a in span.get("attributes", [])}
@@ -111,6 +113,18 @@ def test_otel_spans_over_otlp_http_round_trip(cli, results_file: Path, tmp_path:
     turns = [s for s in spans if s.get("parentSpanId") == roots["japan-trip"]["spanId"]]
     assert [attributes(s)["convoeval.turn"] for s in turns] == ["1", "2"]  # OTLP JSON writes ints as text
     second = attributes(turns[1])
+    # each turn's tokens on its model call, where the GenAI conventions put them
+    entries = {e["name"]: e for e in {r["test_id"]: r for r in read_jsonl(results_file)}["japan-trip"]["scores"]}
+    for n, turn in enumerate(turns, start=1):
+        usage = entries[f"turn-{n}"]["token_usage"]
+        assert usage["input_tokens"] > 0
+        assert attributes(turn)["gen_ai.usage.input_tokens"] == str(usage["input_tokens"])
+        assert attributes(turn)["gen_ai.usage.output_tokens"] == str(usage["output_tokens"])
+        # the model and its provider, not convoeval's target spec `openai:m`
+        assert (attributes(turn)["gen_ai.request.model"], attributes(turn)["gen_ai.provider.name"]) == ("m", "openai")
+    flights = [attributes(s) for s in spans if s["name"] == "invoke_agent openai:m"]
+    flights = [a for a in flights if a["convoeval.test_id"] == "book-flight"]
+    assert sorted((a["convoeval.trial"], a["convoeval.verdict"]) for a in flights) == [("1", "fail"), ("2", "pass")]
     assert json.loads(second["gen_ai.output.messages"])[0]["parts"][0]["content"].startswith("Kyoto <script>")
     assert second["convoeval.turn.verdict"] == "pass"
     tool = next(s for s in spans if s["name"] == "execute_tool get_price")
@@ -120,7 +134,7 @@ def test_otel_spans_over_otlp_http_round_trip(cli, results_file: Path, tmp_path:
     back = {t["id"]: t for t in import_dataset("otel", tmp_path / "spans.jsonl")["tests"]}
     original = {r["test_id"]: r for r in read_jsonl(results_file)}
     assert _said(back["travel-japan-trip-openai:m"]["transcript"]) == _said(original["japan-trip"]["output"])
-    flight = back["agents-book-flight-openai:m"]["transcript"]
+    flight = back["agents-book-flight-openai:m-2"]["transcript"]
     calls = [c["name"] for m in flight for c in m.get("tool_calls", [])]
     assert sorted(calls) == ["get_price", "search_flights"]
 
@@ -204,4 +218,92 @@ def test_otel_endpoint_down_is_a_clear_error(cli, results_file: Path, monkeypatc
         port = s.getsockname()[1]
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "1")
     code, _, err = cli("report", results_file, "--otel", "--otel-endpoint", f"http://127.0.0.1:{port}/v1/traces")
-    assert code == 2 and "could not send spans 1-12 of 12 (is the OTLP endpoint up?)" in err
+    assert code == 2 and "could not send spans 1-17 of 17 (is the OTLP endpoint up?)" in err
+
+
+TRIALS = """\
+name: trials
+tests:
+  - id: flaky
+    input: "explode once"
+    assertions: [{type: contains, value: explode}]
+  - id: greedy
+    budget: {turn: {tokens: 1}}
+    input: "Say hello"
+    assertions: [{type: contains, value: hello}]
+"""
+
+
+def test_inspect_log_epochs_keep_their_own_error_budget_and_tokens(cli, fake_openai, tmp_path: Path) -> None:
+    """Each trial is an epoch with its own error, limit, tokens and time (read back by Inspect
+    itself); before, every epoch carried the test's error, a budget was not written, tokens were
+    not either, and `convoeval grade` of the log made the passing epochs errors."""
+    log_module = pytest.importorskip("inspect_ai.log")
+    fake_openai.faults.append(Fault(status=400, match="explode", purpose="target", times=1))
+    suite = write(tmp_path / "trials.eval.yaml", TRIALS)
+    cli("run", suite, "--target", "openai:m", "--trials", "3", "--concurrency", "1", "-o", tmp_path / "run.jsonl")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "run.jsonl")}
+    assert [t["execution_status"] for t in results["flaky"]["trials"]] == ["execution_error", "ok", "ok"]
+    code, _, err = cli("report", tmp_path / "run.jsonl", "--inspect-log", tmp_path / "run.eval")
+    assert code == 0, err
+    log = log_module.read_eval_log(str(tmp_path / "run.eval"))
+    samples = {(s.id, s.epoch): s for s in log.samples or []}
+    assert "HTTP 400" in samples["flaky", 1].error.message
+    assert samples["flaky", 2].error is None and samples["flaky", 3].error is None
+    for epoch, trial in enumerate(results["greedy"]["trials"], start=1):
+        sample = samples["greedy", epoch]
+        assert sample.limit is not None and sample.limit.type == "token" and sample.limit.limit == 1
+        assert sample.limit.reason == trial["budget_hit"] == "tokens=1 at turn 1"
+        usage = sample.model_usage["openai/m"]
+        assert (usage.input_tokens, usage.output_tokens) == tuple(trial["token_usage"].values())
+        assert sample.total_time == pytest.approx(trial["duration_ms"] / 1000, abs=0.001)
+    assert log.stats.model_usage["openai/m"].input_tokens == sum(
+        r["token_usage"]["input_tokens"] for r in results.values()
+    )
+
+    # and back: the errored epoch is left out, the others keep how they ended
+    code, _, err = cli("grade", tmp_path / "run.eval", "--graders", write(tmp_path / "g.yaml", "assertions: []\n"))
+    assert "flaky-epoch-1 (turn 1: HTTP 400" in err
+    graded = {r["test_id"]: r for r in read_jsonl(next((tmp_path / ".convoeval" / "results").glob("*.jsonl")))}
+    assert {t: r["execution_status"] for t, r in graded.items()} == {
+        "flaky-epoch-2": "ok",
+        "flaky-epoch-3": "ok",
+        **{f"greedy-epoch-{n}": "budget_exhausted" for n in (1, 2, 3)},
+    }
+    assert graded["greedy-epoch-1"]["budget_hit"] == "token_limit=1 (tokens=1 at turn 1)"
+
+
+BROKEN = """\
+name: broken
+tests:
+  - id: late
+    mode: conversation
+    turns:
+      - input: "Say hello"
+      - input: "now explode"
+  - id: dead
+    input: "explode at once"
+"""
+
+
+def test_otel_round_trip_keeps_how_a_conversation_ended(cli, fake_openai, tmp_path: Path) -> None:
+    """A conversation whose agent run failed (`invoke_agent` status ERROR) comes back from
+    `--otel` as an execution error; one that got no reply is named, not dropped in silence."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from .otlp_receiver import OtlpReceiver
+
+    fake_openai.faults.append(Fault(status=400, match="explode", purpose="target", times=2))
+    cli("run", write(tmp_path / "broken.eval.yaml", BROKEN), "--target", "openai:m", "-o", tmp_path / "run.jsonl")
+    assert {r["test_id"]: r["execution_status"] for r in read_jsonl(tmp_path / "run.jsonl")} == {
+        "late": "execution_error",
+        "dead": "execution_error",
+    }
+    with OtlpReceiver() as receiver:
+        code, _, err = cli("report", tmp_path / "run.jsonl", "--otel-endpoint", receiver.endpoint)
+        assert code == 0, err
+        receiver.write_jsonl(tmp_path / "spans.jsonl")
+    code, _, err = cli("grade", tmp_path / "spans.jsonl", "--graders", write(tmp_path / "g.yaml", "assertions: []\n"))
+    assert "1 conversation(s) without a user and an assistant message left out: broken/dead/openai:m (" in err
+    (graded,) = read_jsonl(next((tmp_path / ".convoeval" / "results").glob("*.jsonl")))
+    assert graded["test_id"] == "broken-late-openai:m" and graded["execution_status"] == "execution_error"
+    assert "the agent run failed" in graded["error"] and "HTTP 400" in graded["error"]

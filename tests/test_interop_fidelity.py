@@ -178,8 +178,8 @@ def test_inspect_log_written_back_keeps_text_results_and_targets(cli, tmp_path: 
     assert [m.role for m in back["boom"].messages] == ["user", "assistant", "assistant"]  # no made-up result
     assert back["boom"].messages[1].tool_calls[0].function == "explode"
     assert back["boom"].error is not None and "tool exploded" in back["boom"].error.message
-    for name in ("a%20b", "a-b", "x%2Fy", "leak"):
+    for name in ("a b", "a-b", "x/y", "leak"):  # back under their own ids, not the tests' (`a%20b`)
         sample = back[name]
-        source = original[sample.metadata["inspect_sample_id"]]
+        source = original[name]
         assert sample.target == source.target
         assert sample.metadata["target"] == "recorded:transcript"

@@ -248,3 +248,25 @@ def test_otel_messages_on_span_events_are_read(tmp_path) -> None:
                         span["events"] = [{"name": "gen_ai.client.inference.operation.details", "attributes": moved}]
     path = write(tmp_path / "events.jsonl", "".join(json.dumps(d) + "\n" for d in docs))
     assert import_dataset("otel", path)["tests"] == import_dataset("otel", DATA / "otel" / "otlp-spans.jsonl")["tests"]
+
+
+@pytest.mark.parametrize("name", ["console-logs.json", "otlp-logs.jsonl"])
+def test_otel_genai_message_events_import(name: str) -> None:
+    """The official OpenAI instrumentation (openai-v2 2.3b0) writes the messages as GenAI events
+    (log records), not span attributes: each model call (span) is its events in order, the
+    `gen_ai.choice` its reply. Before: "no GenAI model-call span holds a user message"."""
+    tests = import_dataset("otel", DATA / "otel" / "events" / name)["tests"]
+    assert len(tests) == 3  # one trace per call: the app had no enclosing span
+    last = tests[-1]["transcript"]
+    assert [(m["role"], m["content"]) for m in last] == [
+        ("system", "Sois bref."),
+        ("user", "What's the weather in Zoë-ville?"),
+        ("assistant", ""),
+        ("tool", "1.50"),
+        ("assistant", "Réponse 4 👋"),
+        ("user", "Merci ! Et demain ?"),
+        ("assistant", "Réponse 6 👋"),
+    ]
+    assert last[2]["tool_calls"] == [{"name": "get_weather", "arguments": {"city": "Zoë-ville"}, "id": "call_1"}]
+    assert last[3]["tool_call_id"] == "call_1"
+    assert [(m["role"], m["content"]) for m in tests[0]["transcript"]][-1] == ("assistant", "Let me check.")

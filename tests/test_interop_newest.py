@@ -286,20 +286,25 @@ def test_inspect_edge_log_round_trip_through_convoeval_back_to_inspect_and_otel(
     assert code in (0, 1), err + out
     code, out, err = cli("report", tmp_path / "g.jsonl", "--inspect-log", tmp_path / "back.eval")
     assert code == 0, err
-    original = {f"{s.id}-epoch-{s.epoch}": s for s in log_module.read_eval_log(str(INSPECT)).samples or []}
-    back = {str(s.id): s for s in log_module.read_eval_log(str(tmp_path / "back.eval")).samples or []}
+    original = {(s.id, s.epoch): s for s in log_module.read_eval_log(str(INSPECT)).samples or []}
+    back = {(s.id, s.epoch): s for s in log_module.read_eval_log(str(tmp_path / "back.eval")).samples or []}
+    # each sample back under its own id and epoch (the two that never got a reply were left out)
     assert len(back) == 10 and set(back) <= set(original)
-    for name in ("long-epoch-1", "reasoning-epoch-2", "late-boom-epoch-1"):
-        assert [(m.role, m.text) for m in back[name].messages] == [(m.role, m.text) for m in original[name].messages]
-    for name, sample in back.items():
-        kept = sample.metadata or {}
-        scores = original[name].scores or {}
-        assert {k: v["value"] for k, v in kept.get("inspect_scores", {}).items()} == {
-            k: v.value for k, v in scores.items()
+    for key in (("long", 1), ("reasoning", 2), ("late-boom", 1)):
+        assert [(m.role, m.text) for m in back[key].messages] == [(m.role, m.text) for m in original[key].messages]
+    for key, sample in back.items():
+        scores = sample.scores or {}
+        # Inspect's own scores as they were, next to convoeval's
+        assert {k: (v.value, v.explanation, v.metadata) for k, v in scores.items() if k != "convoeval"} == {
+            k: (v.value, v.explanation, v.metadata) for k, v in (original[key].scores or {}).items()
         }
-        assert kept.get("inspect_error") == (original[name].error.message if original[name].error else None)
-        assert (sample.scores or {})["convoeval"].answer == ("error" if original[name].error else "pass")
-        assert sample.target == original[name].target
+        assert (sample.error and sample.error.message) == (original[key].error and original[key].error.message)
+        assert scores["convoeval"].answer == ("error" if original[key].error else "pass")
+        assert sample.target == original[key].target
+        assert sample.metadata == {**(original[key].metadata or {}), **(sample.metadata or {})}
+        # the tokens and time Inspect counted for the recorded conversation
+        assert sample.model_usage == original[key].model_usage and sample.model_usage["mockllm/model"].input_tokens
+        assert sample.total_time == original[key].total_time
 
     with OtlpReceiver() as receiver:
         code, out, err = cli("report", tmp_path / "g.jsonl", "--otel", "--otel-endpoint", receiver.endpoint)
@@ -340,3 +345,37 @@ def test_grade_says_the_importers_warnings_as_lines_of_its_own(cli, tmp_path: Pa
     code, _, err = cli("grade", log, "--graders", graders, "-o", tmp_path / "g.jsonl", "--store", tmp_path / "s")
     assert "warning: " in err and "2 sample(s) without a user and an assistant message left out" in err, err
     assert "DatasetWarning" not in err and code in (0, 1), err
+
+
+def test_deepeval_test_run_imports_with_its_verdicts_and_metrics(cli, tmp_path: Path) -> None:
+    """What `deepeval test run` / `evaluate()` write (`.deepeval/.latest_test_run.json`, by
+    alias) imports: every recorded turn and tool call, and DeepEval's verdict and each metric's
+    score and reason; before, "expected a JSON list of DeepEval goldens or test cases"."""
+    source = DEEPEVAL / ".." / "test-run" / "latest_test_run.json"
+    run = json.loads(source.read_text(encoding="utf-8"))["testRunData"]
+    _, err = _import(cli, "deepeval", source, tmp_path / "r.eval.yaml", "--recorded")
+    assert "not imported" not in err
+    tests = {t.id: t for t in load_suite(tmp_path / "r.eval.yaml").tests}
+    assert sorted(tests) == ["booking-é", "capital", "maths"]
+    for case in [*run["testCases"], *run["conversationalTestCases"]]:
+        test = tests[case["name"]]
+        assert test.metadata["success"] is case["success"]
+        assert [(m["name"], m["score"], m["reason"]) for m in test.metadata["metrics_data"]] == [
+            (m["name"], m["score"], m["reason"]) for m in case["metricsData"]
+        ]
+        turns = case.get("turns") or [
+            {"role": "user", "content": case["input"]},
+            {"role": "assistant", "content": case["actualOutput"], "toolsCalled": case.get("toolsCalled")},
+        ]
+        assert [(m.role, m.content) for m in test.transcript or []] == [(t["role"], t["content"]) for t in turns]
+        assert [[(c["name"], c["arguments"], c["output"]) for c in m.tool_calls] for m in test.transcript or []] == [
+            [(c["name"], c["inputParameters"], c["output"]) for c in t.get("toolsCalled") or []] for t in turns
+        ]
+    assert tests["maths"].assertions[0].expected_output == "4"  # judged against DeepEval's expected output
+    assert tests["booking-é"].metadata["additional_metadata"] == {"src": "test"}
+
+    # without --recorded: the user turns are sent live; the recorded replies stay as metadata
+    _import(cli, "deepeval", source, tmp_path / "l.eval.yaml")
+    live = {t.id: t for t in load_suite(tmp_path / "l.eval.yaml").tests}
+    assert [t.input for t in live["booking-é"].turns] == ["Une table pour deux ?", "20h"]
+    assert live["capital"].input == "Capital of France?" and live["capital"].metadata["metrics_data"]

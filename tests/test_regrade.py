@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import convoeval
-from convoeval.testing import FakeOpenAIServer
+from convoeval.testing import FakeOpenAIServer, Fault
 
-from .conftest import read_jsonl, write
+from .conftest import DATA, read_jsonl, write
 from .judge_fakes import answer, schema_of
 from .test_simulated_user import HAPPY, REFUND, FakeWorld
 
@@ -304,3 +304,60 @@ def test_an_empty_recorded_reply_is_a_turn_of_its_own(cli, tmp_path: Path) -> No
     users = [m["content"] for m in result["output"] if m["role"] == "user"]
     assert users == ["First question", "Are you there?", "Thanks"]
     assert code == 0, err
+
+
+ERRORS = """\
+name: broken-run
+tests:
+  - id: fine
+    input: "Say hello"
+    assertions: [{type: contains, value: hello}]
+  - id: late
+    mode: conversation
+    turns:
+      - input: "Say hello"
+      - input: "now explode"
+  - id: dead
+    input: "explode at once"
+    assertions: [{type: contains, value: x}]
+  - id: after-dead
+    depends_on: [dead]
+    on_dependency_failure: skip
+    input: "Say hello"
+"""
+
+
+def test_graders_file_on_a_run_with_errors_and_skips(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """A run whose tests errored (before or after a reply) or were skipped is graded with
+    `--graders`: the results without a reply are named and left out, an errored conversation
+    stays an execution error with its recorded error."""
+    fake_openai.faults.append(Fault(status=400, match="explode", purpose="target", times=2))
+    suite = write(tmp_path / "broken.eval.yaml", ERRORS)
+    code, out, err = cli("run", suite, "--target", "openai:m", "--concurrency", "1", "-o", tmp_path / "run.jsonl")
+    assert {r["test_id"]: r["execution_status"] for r in read_jsonl(tmp_path / "run.jsonl")} == {
+        "fine": "ok",
+        "late": "execution_error",
+        "dead": "execution_error",
+        "after-dead": "skipped",
+    }, out + err
+    graders = write(tmp_path / "graders.yaml", "assertions:\n  - {type: icontains, value: hello}\n")
+    code, out, err = cli("grade", tmp_path / "run.jsonl", "--graders", graders, "-o", tmp_path / "graded.jsonl")
+    assert "2 result(s) without a user and an assistant message left out: dead@openai:m (turn 1: HTTP 400" in err
+    assert "after-dead@openai:m (dependency failed: dead)" in err
+    after = {r["test_id"]: r for r in read_jsonl(tmp_path / "graded.jsonl")}
+    assert {t: r["execution_status"] for t, r in after.items()} == {
+        "fine@openai:m": "ok",
+        "late@openai:m": "execution_error",
+    }
+    assert "turn 2: HTTP 400" in after["late@openai:m"]["error"]
+
+
+def test_grade_of_a_json_document_no_reader_knows_says_so(cli, tmp_path: Path) -> None:
+    """promptfoo's results.json (pretty-printed) is valid JSON: `grade` named its second line
+    "invalid JSON" before; it now says what it reads instead."""
+    code, _, err = cli("grade", DATA / "promptfoo" / "edges" / "promptfoo-results.json")
+    assert code == 2 and "invalid JSON" not in err
+    assert "promptfoo-results.json:1: a JSON document in none of the formats read as recorded conversations" in err
+    broken = write(tmp_path / "broken.jsonl", '{"messages": [}\n')
+    code, _, err = cli("grade", broken)
+    assert code == 2 and "broken.jsonl:1: invalid JSON" in err

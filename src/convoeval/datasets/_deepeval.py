@@ -38,7 +38,17 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import unique
-from ._common import DatasetWarning, JsonObject, as_list, decode_json, objects, read_json, read_jsonl, read_text
+from ._common import (
+    DatasetWarning,
+    JsonObject,
+    as_list,
+    as_object,
+    decode_json,
+    objects,
+    read_json,
+    read_jsonl,
+    read_text,
+)
 from ._suite_types import Message, Skipped, Suite, SuiteTest, Turn
 
 DEFAULT_MAX_TURNS = 10
@@ -59,12 +69,16 @@ _READ = frozenset(
     "scenario turns expected_outcome user_description persona context name comments additional_metadata "
     "custom_column_key_values expectations chatbot_role tags input actual_output expected_output "
     "retrieval_context tools_called expected_tools source_file token_cost input_token_count "
-    "output_token_count".split()
+    "output_token_count order".split()
 )
 _READ_TURN = frozenset(
     "role content user_id retrieval_context tools_called metadata mcp_tools_called mcp_resources_called "
-    "mcp_prompts_called".split()
+    "mcp_prompts_called order".split()
 )
+#: What a test run (`.deepeval/.latest_test_run.json`) says of each test case: DeepEval's
+#: verdict, each metric's result (`metrics_data`: name, score, threshold, success, reason, ...),
+#: its duration and cost. Kept as the test's metadata.
+_RUN_FIELDS = ("success", "metrics_data", "run_duration", "evaluation_cost", "completion_time", "flaky")
 
 #: A turn's fields kept as its metadata (what convoeval has no field of its own for).
 TURN_EXTRAS = ("user_id", "metadata", "mcp_tools_called", "mcp_resources_called", "mcp_prompts_called")
@@ -77,12 +91,17 @@ def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAU
     skipped: list[Skipped] = []
     seen: set[str] = set()
     unknown: Counter[str] = Counter()
-    for line, record in records:
-        if not isinstance(record, dict):
+    for line, raw in records:
+        if not isinstance(raw, dict):
             raise DatasetError(f"{source}:{line}: expected a JSON object (a golden or test case)")
+        record = _by_name(raw)
+        if "metadata" in record and "additional_metadata" not in record:  # a test run's name for it
+            record["additional_metadata"] = record.pop("metadata")
         test = _test(record, source, line, recorded, max_turns)
         test["id"] = unique(test["id"], seen)
-        unknown.update(k for k, v in record.items() if k not in _READ and v not in (None, "", [], {}))
+        unknown.update(
+            k for k, v in record.items() if k not in _READ and k not in _RUN_FIELDS and v not in (None, "", [], {})
+        )
         unknown.update(
             f"turns[].{k}"
             for turn in objects(record.get("turns"))
@@ -107,12 +126,15 @@ def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAU
 
 
 def _records(source: Path) -> list[tuple[int, JsonValue]]:
-    """`(line, record)` of each element of a JSON list (or of `goldens`/`test_cases` in a mapping)."""
+    """`(line, record)` of each element of a JSON list, or of the lists a mapping holds:
+    `goldens` / `test_cases`, or a test run's `testCases` and `conversationalTestCases` (in
+    `testRunData` in `.deepeval/.latest_test_run.json`)."""
     data = read_json(source)  # the error with file and line when it is not JSON
-    if isinstance(data, dict):  # {"goldens": [...]} / {"test_cases": [...]}: no per-record lines
-        data = data.get("goldens") or data.get("test_cases") or data.get("testCases")
-        if isinstance(data, list):
-            return [(1, record) for record in data]
+    if isinstance(data, dict):  # no per-record lines
+        data = as_object(data.get("testRunData")) or data
+        lists = [data.get(k) for k in ("goldens", "test_cases", "testCases", "conversationalTestCases")]
+        if any(isinstance(found, list) for found in lists):
+            return [(1, record) for found in lists for record in as_list(found)]
     if not isinstance(data, list):
         raise DatasetError(f"{source}:1: expected a JSON list of DeepEval goldens or test cases")
     text = read_text(source)
@@ -123,6 +145,23 @@ def _records(source: Path) -> list[tuple[int, JsonValue]]:
         lines.append(text.count("\n", 0, at) + 1)
         _, at = decoder.raw_decode(text, at)
     return list(zip(lines, data, strict=True))
+
+
+def _snake(key: str) -> str:
+    """A field's name as DeepEval's model names it (`actualOutput` -> `actual_output`)."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+
+
+def _by_name(record: JsonObject) -> JsonObject:
+    """A record with DeepEval's aliases (a test run writes `actualOutput`, `toolsCalled`,
+    `metricsData`, ...) as field names, in its turns and metrics too; tool calls keep theirs."""
+    out: JsonObject = {}
+    for key, value in record.items():
+        name = _snake(key)
+        if name in ("turns", "metrics_data") and isinstance(value, list):
+            value = [_by_name(item) if isinstance(item, dict) else item for item in value]
+        out[name] = value
+    return out
 
 
 def _slug(text: str) -> str:
@@ -144,12 +183,15 @@ def _test(record: JsonObject, source: Path, line: int, recorded: bool, max_turns
             "token_cost",
             "input_token_count",
             "output_token_count",
+            *_RUN_FIELDS,
         )
-        if record.get(k)
+        if record.get(k) not in (None, "", [], {})
     }
     single = record.get("input")
     if "turns" in record or "scenario" in record:
         _conversational(test, record, source, line, recorded, max_turns)
+    elif isinstance(single, str) and recorded and isinstance(record.get("actual_output"), str):
+        _recorded_single(test, single, record)
     elif isinstance(single, str):
         _single(test, single, record)
     else:
@@ -188,6 +230,19 @@ def _single(test: SuiteTest, text: str, record: JsonObject) -> None:
     metadata: JsonObject = {
         k: record[k] for k in ("actual_output", "retrieval_context", "tools_called", "expected_tools") if record.get(k)
     }
+    if metadata:
+        test["metadata"] = metadata
+
+
+def _recorded_single(test: SuiteTest, text: str, record: JsonObject) -> None:
+    """A single-turn test case's recorded answer (`actual_output`, `tools_called`) as a
+    transcript, judged against its `expected_output` by `llm-grader`."""
+    reply: DeepEvalTurn = {"role": "assistant", "content": str(record["actual_output"])}
+    reply["tools_called"] = record.get("tools_called")
+    test["transcript"] = [{"role": "user", "content": text}, _transcript_message(reply)]
+    if record.get("expected_output"):
+        test["assertions"] = [{"type": "llm-grader", "expected_output": record["expected_output"]}]
+    metadata: JsonObject = {k: record[k] for k in ("retrieval_context", "expected_tools") if record.get(k)}
     if metadata:
         test["metadata"] = metadata
 

@@ -11,10 +11,12 @@ arguments}`, tool results with `tool_call_id`) become a `transcript:` test named
 sample (`test_id`: its id unchanged when it is a valid test id, else percent-encoded; `-epoch-N`
 added for a sample the log ran in several epochs). A sample that ended in an error is an
 `execution_error` (the test's `error`), one that ran into one of Inspect's limits is
-`budget_exhausted` (`budget_hit`, such as `message_limit=6 (...)`). The sample's id,
-`metadata`, `target`, Inspect's own `scores` (value, answer, explanation, metadata) and error
-are kept as test metadata (`inspect_sample_id`, `sample`, `inspect_target`, `inspect_scores`,
-`inspect_error`). Content with no text (images, reasoning) is left out and named in a warning;
+`budget_exhausted` (`budget_hit`, such as `message_limit=6 (...)`). The sample's id and epoch
+(`inspect_sample_id`, `inspect_epoch`: convoeval's Inspect export writes the sample back under
+them), `metadata`, `target`, Inspect's own `scores` (value, answer, explanation, metadata), error,
+token usage per model and times are kept as test metadata (`inspect_sample_id`, `sample`,
+`inspect_target`, `inspect_scores`, `inspect_error`, `inspect_model_usage`, `inspect_times`:
+`started_at`, `completed_at`, `total_time`, `working_time`). Content with no text (images, reasoning) is left out and named in a warning;
 so is a sample without both a user and an assistant message (one that failed before the model
 answered), which cannot be graded.
 """
@@ -179,7 +181,10 @@ def _limit(sample: JsonObject) -> str | None:
         return None
     value = limit.get("limit")
     hit = f"{limit['type']}_limit" + (f"={value:g}" if isinstance(value, int | float) else "")
-    return f"{hit} ({limit['reason']})" if limit.get("reason") else hit
+    reason = str(limit.get("reason") or "")
+    if reason.startswith(hit):  # written by convoeval's export: the budget as it was
+        return reason
+    return f"{hit} ({reason})" if reason else hit
 
 
 def _error_text(sample: JsonObject) -> str | None:
@@ -214,6 +219,8 @@ def _message(raw: JsonValue, path: Path, dropped: Counter[str]) -> LoggedMessage
 
 #: What a test keeps of each of Inspect's `Score`s (not its `history` of edits).
 _SCORE_FIELDS = ("value", "answer", "explanation", "metadata")
+#: A sample's times (`inspect_times`).
+_TIME_FIELDS = ("started_at", "completed_at", "total_time", "working_time")
 
 
 def _metadata(sample: JsonObject, eval_info: JsonObject) -> JsonObject:
@@ -221,14 +228,25 @@ def _metadata(sample: JsonObject, eval_info: JsonObject) -> JsonObject:
     if sample.get("metadata"):
         metadata["sample"] = sample["metadata"]
     metadata["inspect_sample_id"] = sample.get("id")
+    metadata["inspect_epoch"] = sample.get("epoch")
     if sample.get("target") not in (None, "", []):
         metadata["inspect_target"] = sample["target"]
     if error := _error_text(sample):
         metadata["inspect_error"] = error
+    usage = as_object(sample.get("model_usage")) or {}
+    if usage:  # tokens per model, as Inspect counted them
+        metadata["inspect_model_usage"] = {
+            model: {k: v for k, v in counts.items() if v is not None}
+            for model, counts in usage.items()
+            if isinstance(counts, dict)
+        }
+    times = {k: sample[k] for k in _TIME_FIELDS if sample.get(k) is not None}
+    if times:
+        metadata["inspect_times"] = times
     scores = as_object(sample.get("scores")) or {}
     if scores:
         metadata["inspect_scores"] = {
-            name: {k: v for k, v in score.items() if k in _SCORE_FIELDS and v not in (None, {}, [])}
+            name: {k: v for k, v in score.items() if k in _SCORE_FIELDS and (k == "value" or v not in (None, {}, []))}
             for name, score in scores.items()
             if isinstance(score, dict)
         }

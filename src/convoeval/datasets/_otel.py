@@ -9,12 +9,16 @@ a model call (`gen_ai.operation.name` `chat` / `text_completion`, or any span wi
 `tool_call_response`); OpenLLMetry's indexed `gen_ai.prompt.N.*` / `gen_ai.completion.N.*`
 are read too, and so are the same attributes on a span's events (such as
 `gen_ai.client.inference.operation.details`). `execute_tool` spans (`gen_ai.tool.name`, `gen_ai.tool.call.arguments`,
-`gen_ai.tool.call.result`) fill in tool calls' results.
+`gen_ai.tool.call.result`) fill in tool calls' results. GenAI message events written as log
+records (`gen_ai.user.message`, ..., `gen_ai.choice`; the console log exporter's records or
+OTLP JSON `resourceLogs`) are read as one model call per span they belong to.
 
 Calls with the same `gen_ai.conversation.id` (else the same trace: its id as hex, however the
 export wrote it) form one conversation, in start-time order; the call's model and token usage
 are kept as metadata, and so is every failed span of the conversation (status ERROR, or an
-`error.type`: a model call that failed before its retry, a tool that raised) in `errors`.
+`error.type`: a model call that failed before its retry, a tool that raised) in `errors`; a
+conversation whose agent run failed (an `invoke_agent` span with status ERROR) ends in that
+error (the test's `error`), and one with no reply is left out and named in a warning.
 Attribute values may be OTLP's `kvlistValue`s and arrays of them (structured messages).
 """
 
@@ -24,6 +28,7 @@ import base64
 import binascii
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import TypedDict
 
@@ -41,7 +46,7 @@ from ._chat_logs import (
     tool_call_of,
     unique,
 )
-from ._common import JsonObject, as_int, as_object, decode_json, object_list, objects, read_text
+from ._common import DatasetWarning, JsonObject, as_int, as_object, decode_json, object_list, objects, read_text
 
 
 class Span(TypedDict):
@@ -82,8 +87,9 @@ def _error(status: JsonValue, attributes: JsonObject) -> str | None:
 
 
 def is_otel_spans(path: Path, head: str) -> bool:
-    """OTLP JSON, or SDK console-exporter spans with GenAI attributes."""
-    return '"resourceSpans"' in head or ('"context"' in head and '"span_id"' in head and "gen_ai." in head)
+    """OTLP JSON, or SDK console-exporter spans with GenAI attributes or GenAI event log records."""
+    console = '"span_id"' in head and "gen_ai." in head and ('"context"' in head or '"body"' in head)
+    return '"resourceSpans"' in head or '"resourceLogs"' in head or console
 
 
 def _documents(path: Path) -> list[tuple[int, JsonValue]]:
@@ -142,11 +148,86 @@ def _otlp_attributes(listing: JsonValue, where: str) -> list[tuple[str, JsonValu
     return pairs
 
 
+#: The GenAI conventions' message events (log records) and the role each message has.
+_EVENT_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+    "gen_ai.choice": "assistant",
+}
+
+
+def _event_message(name: str, body: JsonObject) -> JsonObject:
+    """A GenAI message event's body (`{content, tool_calls?, id?}`; a choice's `{message}`) as a
+    semconv message (role + parts)."""
+    if name == "gen_ai.choice":
+        body = as_object(body.get("message")) or {}
+    role = str(body.get("role") or _EVENT_ROLES[name])
+    content = body.get("content")
+    if role == "tool":
+        return {"role": "tool", "parts": [{"type": "tool_call_response", "id": body.get("id"), "response": content}]}
+    parts: list[JsonValue] = [{"type": "text", "content": content}] if content not in (None, "") else []
+    parts += [{**call, "type": "tool_call"} for call in objects(body.get("tool_calls"))]
+    return {"role": role, "parts": parts}
+
+
+def _event_calls(events: list[tuple[JsonValue, JsonValue, int | str, str, JsonObject]]) -> list[Span]:
+    """GenAI message events (trace, span, time, event name, body) as one model call per span:
+    its input message events, then its `gen_ai.choice` events as the output."""
+    calls: dict[tuple[str, str], Span] = {}
+    for trace, span, at, name, body in events:
+        call = calls.setdefault(
+            (str(trace), str(span)),
+            {
+                "trace": trace,
+                "start": at,
+                "name": "chat",
+                "attributes": {"gen_ai.input.messages": [], "gen_ai.output.messages": []},
+                "error": None,
+            },
+        )
+        key = "gen_ai.output.messages" if name == "gen_ai.choice" else "gen_ai.input.messages"
+        messages = call["attributes"][key]
+        assert isinstance(messages, list)
+        messages.append(_event_message(name, body))
+    return list(calls.values())
+
+
+def _events(docs: list[tuple[int, JsonValue]], path: Path) -> list[Span]:
+    """The model calls that GenAI message events of a logs export record (the SDK console
+    exporter's log records, or OTLP JSON `resourceLogs`), where an instrumentation wrote the
+    messages as events instead of span attributes."""
+    events: list[tuple[JsonValue, JsonValue, int | str, str, JsonObject]] = []
+    for line, doc in docs:
+        if not isinstance(doc, dict):
+            continue
+        for resource in object_list(doc.get("resourceLogs"), f"{path}:{line}: resourceLogs"):
+            for scope in object_list(resource.get("scopeLogs"), f"{path}:{line}: scopeLogs"):
+                for record in object_list(scope.get("logRecords"), f"{path}:{line}: logRecords"):
+                    where = f"{path}:{line}: log record"
+                    attributes = dict(_otlp_attributes(record.get("attributes"), where))
+                    name = record.get("eventName") or attributes.get("event.name")
+                    body = _otlp_value(as_object(record.get("body")) or {}, f"{where}: body")
+                    if name in _EVENT_ROLES and isinstance(body, dict):
+                        nanos = _whole(record.get("timeUnixNano") or record.get("observedTimeUnixNano") or 0, where)
+                        events.append((_trace_id(record.get("traceId")), record.get("spanId"), nanos, str(name), body))
+        if "body" in doc and "trace_id" in doc:  # SDK console exporter
+            name = doc.get("event_name") or (as_object(doc.get("attributes")) or {}).get("event.name")
+            body = doc.get("body")
+            if name in _EVENT_ROLES and isinstance(body, dict):
+                at = str(doc.get("timestamp") or doc.get("observed_timestamp") or "")
+                events.append((_trace_id(doc.get("trace_id")), doc.get("span_id"), at, str(name), body))
+    return _event_calls(events)
+
+
 def _spans(docs: list[tuple[int, JsonValue]], path: Path) -> list[Span]:
     """Every span as `{trace, id, start, name, attributes}` (both JSON shapes); a document that
     is neither (but another signal's) is an error, never left out unsaid."""
-    spans: list[Span] = []
+    spans: list[Span] = _events(docs, path)
     for line, doc in docs:
+        if isinstance(doc, dict) and "body" in doc and "trace_id" in doc:  # a log record (`_events`)
+            continue
         if not isinstance(doc, dict) or not (
             "resourceSpans" in doc or "context" in doc or any(k in doc for k in _OTHER_SIGNALS)
         ):
@@ -203,14 +284,18 @@ def read_otel(path: Path) -> list[LoggedTest]:
         str(s["attributes"]["gen_ai.tool.call.id"]): s for s in spans if "gen_ai.tool.call.id" in s["attributes"]
     }
     conversations: dict[str, list[Span]] = {}
+    agent_errors: dict[str, str] = {}  # a failed agent run (`invoke_agent` ERROR) per conversation
     for span in spans:
         attributes = span["attributes"]
+        key = str(attributes.get("gen_ai.conversation.id") or span["trace"] or "conversation")
+        if attributes.get("gen_ai.operation.name") == "invoke_agent" and span["error"]:
+            agent_errors[key] = span["error"]
         if _call_messages(attributes, path) is None:
             continue
-        key = str(attributes.get("gen_ai.conversation.id") or span["trace"] or "conversation")
         conversations.setdefault(key, []).append(span)
     tests: list[LoggedTest] = []
     seen: set[str] = set()
+    left_out: list[str] = []
     for name, calls in conversations.items():
         transcript = merge_calls([_call_messages(c["attributes"], path) or [] for c in calls])
         for message in transcript:
@@ -219,6 +304,7 @@ def read_otel(path: Path) -> list[LoggedTest]:
                 if isinstance(call_id, str) and call_id in results and "output" not in call:
                     call["output"] = _structured(results[call_id])
         if not has_dialogue(transcript):
+            left_out.append(f"{name} ({agent_errors.get(name) or 'no reply'})")
             continue
         first = calls[0]["attributes"]
         ids = [str(c.get("id")) for m in transcript for c in m.get("tool_calls", [])]
@@ -231,10 +317,19 @@ def read_otel(path: Path) -> list[LoggedTest]:
             "errors": [f"{s['name']}: {s['error']}" for s in sorted(failed, key=_start) if s["error"]],
         }
         test: LoggedTest = {"id": unique(slug(name), seen), "transcript": transcript}
+        if name in agent_errors:
+            test["error"] = f"the agent run failed: {agent_errors[name]}"
         test["metadata"] = {k: v for k, v in metadata.items() if v}
         tests.append(test)
     if not tests:
         raise DatasetError(f"{path}:1: no GenAI model-call span holds a user message and a reply")
+    if left_out:
+        warnings.warn(
+            f"{path}: {len(left_out)} conversation(s) without a user and an assistant message left out: "
+            + "; ".join(left_out),
+            DatasetWarning,
+            stacklevel=2,
+        )
     return tests
 
 

@@ -4,7 +4,9 @@ Input, one JSON object a line:
 - OpenAI chat logs: `{"messages": [...], "id"?: ..., "metadata"?: {...}}` (tool calls in
   OpenAI's format, tool results as `tool` messages);
 - convoeval results (`results.jsonl`): `{"test_id", "target", "output": [...]}`; each becomes
-  one test named `<test_id>@<target>`, for re-judging a stored run with a new judge;
+  one test named `<test_id>@<target>`, for re-judging a stored run with a new judge; its
+  (first trial's) `error` and `budget_hit` say how the conversation ended, and a result with
+  no reply (an error before it, a skipped test) is left out and named in a warning;
 - other tools' logs, told apart by their content (`_log_formats`): Inspect eval logs (`.eval`,
   `.json`), AgentV transcript JSONL, Langfuse exports, OpenTelemetry GenAI spans;
 - a Claude Code session file or a Codex rollout file (or a folder of them): one test each
@@ -17,6 +19,7 @@ Input, one JSON object a line:
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import yaml
@@ -25,7 +28,7 @@ from pydantic import JsonValue
 from ..errors import DatasetError
 from ._agent_sessions import agent_sessions_suite
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest
-from ._common import as_object, read_jsonl, read_text
+from ._common import DatasetWarning, JsonObject, as_list, as_object, read_json, read_jsonl, read_text
 from ._log_formats import log_reader
 from ._suite_types import GRADER_KEYS, Graders, GradingSuite, Message, Suite, SuiteTest, is_grader_key, with_call_fields
 
@@ -45,12 +48,15 @@ def import_transcripts(source: Path, log_format: str | None = None) -> Suite:
         return _suite(source, [_logged_test(t) for t in reader(source)])
     tests: list[SuiteTest] = []
     seen: set[str] = set()
-    for line, record in read_jsonl(source):
+    left_out: list[str] = []
+    for line, record in _records(source):
         output, chat = record.get("output"), record.get("messages")
         messages: list[JsonValue]
+        ended: JsonObject = {}
         if isinstance(output, list) and "test_id" in record:
             messages = output
             name = f"{record['test_id']}@{record.get('target', 'target')}"
+            ended = _first_trial(record)
         elif isinstance(chat, list):
             messages = chat
             name = str(record.get("id") or f"conversation-{len(tests) + 1}")
@@ -61,16 +67,29 @@ def import_transcripts(source: Path, log_format: str | None = None) -> Suite:
         transcript = [_message(m, source, line) for m in messages]
         roles = {m["role"] for m in transcript}
         if not {"user", "assistant"} <= roles:
+            if "test_id" in record:  # a result whose conversation never got a reply
+                left_out.append(f"{name} ({ended.get('error') or ended.get('execution_status')})")
+                continue
             raise DatasetError(f"{source}:{line}: a conversation needs a user and an assistant message")
         test_id, n = name, 2
         while test_id in seen:
             test_id, n = f"{name}-{n}", n + 1
         seen.add(test_id)
         test: SuiteTest = {"id": test_id, "transcript": transcript}
+        for key in ("error", "budget_hit"):  # how the recorded conversation ended
+            if isinstance(ended.get(key), str) and ended[key]:
+                test[key] = str(ended[key])
         metadata = as_object(record.get("metadata"))
         if metadata:
             test["metadata"] = metadata
         tests.append(test)
+    if left_out:
+        warnings.warn(
+            f"{source}: {len(left_out)} result(s) without a user and an assistant message left out: "
+            + "; ".join(left_out),
+            DatasetWarning,
+            stacklevel=2,
+        )
     if not tests:
         raise DatasetError(f"{source}:1: no conversations in the file")
     return {
@@ -78,6 +97,32 @@ def import_transcripts(source: Path, log_format: str | None = None) -> Suite:
         "description": f"Recorded conversations from {source.name}, graded without calling a target",
         "tests": tests,
     }
+
+
+def _records(source: Path) -> list[tuple[int, JsonObject]]:
+    """The file's JSON Lines; a whole JSON document of no known format is named as such (its
+    second line, no JSON of its own, says nothing useful)."""
+    try:
+        return read_jsonl(source)
+    except DatasetError as exc:
+        problem = exc
+    try:
+        read_json(source)
+    except DatasetError:
+        raise problem from None
+    raise DatasetError(
+        f"{source}:1: a JSON document in none of the formats read as recorded conversations: OpenAI chat "
+        "logs or convoeval results (JSON Lines), an Inspect log, AgentV transcripts, a Langfuse export, "
+        "OpenTelemetry spans or GenAI event logs, Claude Code or Codex sessions (other tools' tests and "
+        "datasets: `convoeval import KIND`)"
+    )
+
+
+def _first_trial(record: JsonObject) -> JsonObject:
+    """The trial whose conversation a result's `output` is (its first; the result itself when
+    it has no trials): its `error`, `budget_hit` and `execution_status`."""
+    trials = [t for t in as_list(record.get("trials")) if isinstance(t, dict)]
+    return trials[0] if trials else record
 
 
 def _suite(source: Path, tests: list[SuiteTest]) -> Suite:

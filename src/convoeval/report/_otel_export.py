@@ -1,11 +1,15 @@
 """A run as OpenTelemetry GenAI spans, sent over OTLP/HTTP with the official SDK (optional extra
 `otel`: `opentelemetry-sdk`, `opentelemetry-exporter-otlp-proto-http`).
 
-One trace per test and target (trial): a root span `invoke_agent <target>` for the conversation
-(`gen_ai.conversation.id`, the test's score, verdict and status as `convoeval.*` attributes),
-a `chat <model>` child per turn carrying the GenAI semantic conventions'
+One trace per test, target and trial: a root span `invoke_agent <target>` for the conversation
+(`gen_ai.conversation.id` `suite/test/target`, with `/N` and `convoeval.trial` for each of
+several trials; the score, verdict, status and tokens as `convoeval.*` and `gen_ai.usage.*`
+attributes), a `chat <target>` child per turn (`gen_ai.request.model` the model and
+`gen_ai.provider.name` its provider, when the target names them) carrying the GenAI semantic conventions'
 `gen_ai.input.messages` (the conversation up to the turn), `gen_ai.output.messages` (the
-reply), `gen_ai.system_instructions`, and the turn's score and verdict, and an
+reply), `gen_ai.system_instructions`, the turn's tokens (`gen_ai.usage.input_tokens` /
+`output_tokens`, where the conventions and trace backends read them) and the turn's score and
+verdict, and an
 `execute_tool <name>` child per tool call (`gen_ai.tool.name`, `gen_ai.tool.call.id`,
 `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`). Messages use the semconv
 `{role, parts: [{type: text | tool_call | tool_call_response, ...}]}` shape, as JSON text.
@@ -23,7 +27,7 @@ from urllib.parse import urlsplit
 
 from .._secrets import redact, remember_credentials, shown_url
 from ..errors import ConfigError
-from ..results import EvaluationResult, Message, ScoreEntry, ToolCall
+from ..results import Accounting, EvaluationResult, Message, ScoreEntry, ToolCall, Usage
 from ._overview import suite_name
 
 if TYPE_CHECKING:
@@ -136,41 +140,49 @@ def export_spans(results: Sequence[EvaluationResult], exporter: SpanExporter) ->
     return len(spans)
 
 
-def _turn_entries(result: EvaluationResult) -> dict[int, ScoreEntry]:
+def _turn_entries(run: Accounting) -> dict[int, ScoreEntry]:
     return {
         int(e.name[5:]): e
-        for e in result.scores
+        for e in run.scores
         if e.type == "turn" and e.name.startswith("turn-") and e.name[5:].isdigit()
     }
 
 
 def _result_spans(tracer: Tracer, result: EvaluationResult) -> None:
+    """One trace per trial (the result's own when it has one trial)."""
+    trials: list[Accounting] = list(result.trials) if len(result.trials) > 1 else [result]
+    for n, run in enumerate(trials, start=1):
+        _trial_spans(tracer, result, run, n if len(trials) > 1 else None)
+
+
+def _trial_spans(tracer: Tracer, result: EvaluationResult, run: Accounting, trial: int | None) -> None:
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
     end = time.time_ns()
-    start = end - int(max(result.duration_ms, 1.0) * 1e6)
-    conversation_id = f"{suite_name(result)}/{result.test_id}/{result.target}"
+    start = end - int(max(run.duration_ms, 1.0) * 1e6)
+    conversation_id = f"{suite_name(result)}/{result.test_id}/{result.target}" + (f"/{trial}" if trial else "")
     root_attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": result.target,
         "gen_ai.conversation.id": conversation_id,
         "convoeval.suite": suite_name(result),
         "convoeval.test_id": result.test_id,
-        "convoeval.verdict": result.verdict,
-        "convoeval.execution_status": result.execution_status,
+        "convoeval.verdict": run.verdict,
+        "convoeval.execution_status": run.execution_status,
         "convoeval.threshold": result.threshold,
-        "gen_ai.usage.input_tokens": result.token_usage.input_tokens,
-        "gen_ai.usage.output_tokens": result.token_usage.output_tokens,
+        **_usage(run.token_usage),
     }
-    if result.score is not None:
-        root_attributes["convoeval.score"] = result.score
+    if trial is not None:
+        root_attributes["convoeval.trial"] = trial
+    if run.score is not None:
+        root_attributes["convoeval.score"] = run.score
     root = tracer.start_span(
         f"invoke_agent {result.target}", kind=SpanKind.CLIENT, start_time=start, attributes=root_attributes
     )
-    if result.execution_status == "execution_error":
-        root.set_status(Status(StatusCode.ERROR, result.error or "execution error"))
-    _turn_spans(tracer, root, result, conversation_id, start)
-    for entry in result.scores:
+    if run.execution_status == "execution_error":
+        root.set_status(Status(StatusCode.ERROR, run.error or "execution error"))
+    _turn_spans(tracer, root, result.target, run, conversation_id, start)
+    for entry in run.scores:
         if entry.type != "turn" and entry.score is not None:
             root.set_attribute(f"convoeval.{entry.name}.score", entry.score)
         if entry.type != "turn":
@@ -178,22 +190,36 @@ def _result_spans(tracer: Tracer, result: EvaluationResult) -> None:
     root.end(end_time=end)
 
 
-def _turn_spans(tracer: Tracer, root: Span, result: EvaluationResult, conversation_id: str, start: int) -> None:
+def _usage(usage: Usage | None) -> dict[str, AttributeValue]:
+    """Token counts as the GenAI conventions name them (none when nothing was counted)."""
+    if usage is None or not (usage.input_tokens or usage.output_tokens):
+        return {}
+    return {"gen_ai.usage.input_tokens": usage.input_tokens, "gen_ai.usage.output_tokens": usage.output_tokens}
+
+
+def _model(target: str, provider: str | None) -> dict[str, AttributeValue]:
+    """The model and provider as the GenAI conventions name them: `openai:gpt-4o` is model
+    `gpt-4o` of provider `openai`; a named target is its own model name."""
+    model = target.removeprefix(f"{provider}:") if provider else target
+    return {"gen_ai.request.model": model or target, **({"gen_ai.provider.name": provider} if provider else {})}
+
+
+def _turn_spans(tracer: Tracer, root: Span, target: str, run: Accounting, conversation_id: str, start: int) -> None:
     from opentelemetry import trace
 
-    entries = _turn_entries(result)
-    system = [m for m in result.output if m.role == "system"]
-    at, before = start, [m for m in result.output if m.turn is None and m.role != "system"]
-    turns = sorted({m.turn for m in result.output if m.turn is not None})
+    entries = _turn_entries(run)
+    system = [m for m in run.output if m.role == "system"]
+    at, before = start, [m for m in run.output if m.turn is None and m.role != "system"]
+    turns = sorted({m.turn for m in run.output if m.turn is not None})
     context = trace.set_span_in_context(root)
     for number in turns:
-        messages = [m for m in result.output if m.turn == number]
+        messages = [m for m in run.output if m.turn == number]
         entry = entries.get(number)
         length = int(max((entry.latency_ms if entry and entry.latency_ms else 1.0), 1.0) * 1e6)
         replies = [m for m in messages if m.source == "target"]
         attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": result.target,
+            **_model(target, run.provider),
             "gen_ai.conversation.id": conversation_id,
             "gen_ai.input.messages": _json(
                 [
@@ -207,6 +233,7 @@ def _turn_spans(tracer: Tracer, root: Span, result: EvaluationResult, conversati
                 [{**s, "finish_reason": "stop"} for m in replies for s in semconv_messages(m)]
             ),
             "convoeval.turn": number,
+            **_usage(entry.token_usage if entry else None),
         }
         if system:
             attributes["gen_ai.system_instructions"] = _json([{"type": "text", "content": m.content} for m in system])
@@ -214,7 +241,7 @@ def _turn_spans(tracer: Tracer, root: Span, result: EvaluationResult, conversati
             attributes["convoeval.turn.verdict"] = entry.verdict
             if entry.score is not None:
                 attributes["convoeval.turn.score"] = entry.score
-        span = tracer.start_span(f"chat {result.target}", context=context, start_time=at, attributes=attributes)
+        span = tracer.start_span(f"chat {target}", context=context, start_time=at, attributes=attributes)
         calls = [c for m in messages for c in m.tool_calls if m.source == "target" or m.role == "assistant"]
         calls += [c for m in messages if m.source == "tool" for c in m.tool_calls if c not in calls]
         _tool_spans(tracer, span, calls, at, length)
