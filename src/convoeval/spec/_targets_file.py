@@ -147,8 +147,28 @@ def _v5_fields(entry: dict, where: DataPath, lines: LineMap, problems: list[Prob
     `max_output_tokens` is `max_tokens`; `api_format: chat` is what convoeval's openai target
     speaks and `batch_requests: false` is the default (both dropped). `api_format: responses`
     (OpenAI's Responses API) and `batch_requests: true` (one provider call for every test) make
-    the target unusable (an error when a run uses it): they change what the target is sent."""
+    the target unusable (an error when a run uses it): they change what the target is sent.
+    A `config:` block holds more fields, the entry's own winning, and `runtime: host` (or
+    `{mode: host}`) is where a target runs anyway (`normalizeTargetDefinition`, v5.3.1 and main);
+    another runtime makes it unusable."""
+    config = entry.get("config")
+    if isinstance(config, dict):
+        entry = {**config, **{k: v for k, v in entry.items() if k != "config"}}
+        for key in config:  # a key the entry gives itself keeps its own line
+            lines.add((*where, key), *lines.locate((*where, "config", key)))
     entry = dict(entry)
+    runtime = entry.pop("runtime", "host")
+    if runtime not in ("host", {"mode": "host"}):
+        problems.append(
+            lines.problem(
+                (*where, "runtime"),
+                field_path((*where, "runtime")),
+                "this AgentV form is not supported: a `runtime` other than `host` (AgentV's profile or "
+                "sandbox runtimes for coding agents); convoeval runs targets on the host, agent CLIs in its sandbox",
+            )
+        )
+    if entry.get("provider") == "mock":
+        entry = _mock(entry)
     if "max_output_tokens" in entry and "max_tokens" not in entry:
         entry["max_tokens"] = entry.pop("max_output_tokens")
         lines.add((*where, "max_tokens"), *lines.locate((*where, "max_output_tokens")))
@@ -173,6 +193,19 @@ def _v5_fields(entry: dict, where: DataPath, lines: LineMap, problems: list[Prob
             )
         del entry[key]
     return entry
+
+
+#: What AgentV's `mock` provider answers without a `response` (`providers/mock.ts`).
+_MOCK_RESPONSE = '{"answer":"Mock provider response. Configure targets.yaml to supply a custom value."}'
+
+
+def _mock(entry: dict) -> dict:
+    """AgentV's `mock` provider (`providers/mock.ts`, v5.3.1 and main), which answers every
+    request with its `response` text (no other setting is read: `resolveMockConfig`), as
+    convoeval's `scripted` target with that `default`."""
+    found = {k: v for k, v in entry.items() if k != "response"}
+    response = entry.get("response")
+    return {**found, "provider": "scripted", "default": response if isinstance(response, str) else _MOCK_RESPONSE}
 
 
 def _env_refs(value: object) -> object:

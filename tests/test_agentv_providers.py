@@ -1,0 +1,72 @@
+"""AgentV's provider definitions as its newest tag and main branch write them (read from
+`providers/targets.ts` `normalizeTargetDefinition` / `normalizeProviderDefinition` and
+`providers/mock.ts`): a `config:` block, `runtime: host`, and the `mock` provider."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from convoeval.testing import FakeOpenAIServer
+
+from .conftest import write
+
+#: main's README quickstart (and examples/features/readme-quickstart/.agentv/providers.yaml).
+CATALOG = """\
+providers:
+  - id: openai
+    label: local-openai
+    runtime: host
+    config:
+      api_format: chat
+      base_url: "{{ env.LOCAL_BASE }}"
+      api_key: "{{ env.LOCAL_KEY }}"
+      model: gpt-5.4-mini
+  - id: mock
+    label: canned
+    response: Hello from the mock target
+  - id: mock
+    label: bare
+  - id: codex-cli
+    label: boxed
+    runtime: {mode: sandbox}
+"""
+SUITE = """\
+providers: [local-openai]
+prompts:
+  - "{{ input }}"
+tests:
+  - id: t1
+    vars:
+      input: Say hello
+    assert:
+      - type: contains
+        value: Hello
+"""
+
+
+def _run(cli, tmp_path: Path, *args: str) -> tuple[int, str, list[dict]]:
+    out = tmp_path / "r.jsonl"
+    out.unlink(missing_ok=True)
+    code, stdout, stderr = cli("run", tmp_path / "evals" / "s.eval.yaml", "--no-cache", "-o", out, *args)
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    return code, stdout + stderr, rows
+
+
+def test_config_block_runtime_host_and_mock(cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LOCAL_BASE", fake_openai.base_url)
+    monkeypatch.setenv("LOCAL_KEY", "sk-local-SECRET-1234")
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    write(tmp_path / ".agentv" / "providers.yaml", CATALOG)
+    write(tmp_path / "evals" / "s.eval.yaml", SUITE)
+    code, output, rows = _run(cli, tmp_path)  # `config:` read: its base_url, key and model
+    assert rows and rows[0]["execution_status"] != "execution_error", output
+    assert fake_openai.target_requests()[-1]["model"] == "gpt-5.4-mini"
+    for target, reply in [
+        ("canned", "Hello from the mock target"),
+        ("bare", '{"answer":"Mock provider response. Configure targets.yaml to supply a custom value."}'),
+    ]:
+        code, output, rows = _run(cli, tmp_path, "--target", target)
+        assert rows[0]["output"][-1]["content"] == reply, output
+    code, output, rows = _run(cli, tmp_path, "--target", "boxed")
+    assert code == 2 and not rows and "providers.yaml:17: providers[3].runtime:" in output, output
