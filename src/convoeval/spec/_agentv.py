@@ -21,6 +21,7 @@ from pathlib import Path
 from ._agentv_env import agentv_config_problems, substitute_env
 from ._agentv_environment import Testbed, agentv_testbed
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
+from ._agentv_prompts import Prompt, read_prompts, with_prompts
 from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_suite
 from ._agentv_vars import fill_test_vars, fill_vars
 from ._agentv_workspace import agentv_workspace
@@ -175,7 +176,7 @@ class AgentvNormalizer:
         self.base = path.parent
         self.problems = problems
         self.lines = lines if lines is not None else LineMap()
-        self.prompts = False  # the suite keeps v5 `prompts` (not only the identity prompt)
+        self.prompts: list[Prompt] | None = None  # the suite's v5 `prompts` (not only the identity prompt)
         self.warnings: list[str] = []  # logged by the loader once the file is read
         self.agentv = is_agentv_file(path)
         self.suite_input = False  # the suite gives an `input` (set by the loader)
@@ -198,9 +199,9 @@ class AgentvNormalizer:
             self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
             del data["defaults"]
         _move_metadata(data, SUITE_METADATA)
-        if is_identity_prompt(data.get("prompts")):
-            del data["prompts"]  # v5's identity prompt: a test's `vars.input` is the message
-        self.prompts = "prompts" in data
+        if "prompts" in data and not is_identity_prompt(prompts := data.pop("prompts")):  # read with the tests
+            for i, message in read_prompts(prompts, self.base)[1]:
+                self.add(("prompts",) if i is None else ("prompts", i), message)
         v5_suite(data, self)
         asserts = data.get("assertions")
         self.suite_asserts = asserts if isinstance(asserts, list) else []
@@ -290,19 +291,29 @@ class AgentvNormalizer:
         if testbed is not None:
             data["workspace"] = testbed.workspace(self.base, data if path else None)
 
+    def read_prompts(self, raw: object) -> None:
+        """The suite's v5 `prompts` (None: only the identity prompt, or none), before its tests."""
+        self.prompts = (
+            None if raw is None else read_prompts(substitute_env(raw, ("prompts",), LineMap(), []), self.base)[0]
+        )
+
+    def with_prompts(self, test: object) -> list[object]:
+        """The test once per v5 prompt of the suite (itself when the suite has none)."""
+        if not self.prompts or not isinstance(test, dict):
+            return [test]
+        return list(with_prompts(test, self.prompts, self.default_vars))
+
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
         variables = test.get("vars")
         if self.default_vars and (variables is None or isinstance(variables, dict)):  # v5 `default_test.vars`
             variables = test["vars"] = {**self.default_vars, **(variables or {})}
-        if (
-            isinstance(variables, dict) and "input" in variables and "input" not in test and not self.prompts
-        ):  # v5: `vars: {input, expected_output, ...}` under the identity prompt
+        if isinstance(variables, dict) and (
+            self.prompts is not None or ("input" in variables and "input" not in test)
+        ):  # v5: `vars: {input, expected_output, ...}` under the identity prompt, or its prompts
             self.v5_vars(test, variables, path)
-        elif isinstance(variables, dict) and not self.prompts:  # AgentV v4.42: per-test templating
+        elif isinstance(variables, dict):  # AgentV v4.42: per-test templating
             fill_test_vars(test, variables)
-        elif "vars" in test:  # v5 `vars` for its `prompts`
-            self.add((*path, "vars"), v5_message("vars"))
         if "reference_answer" in test and "expected_output" not in test:  # AgentV's older name
             test["expected_output"] = test.pop("reference_answer")
             self.lines.add((*path, "expected_output"), *self.lines.locate((*path, "reference_answer")))
@@ -384,10 +395,10 @@ class AgentvNormalizer:
             if key in variables and key not in test:
                 test[key] = variables[key]
                 self.lines.add((*path, key), *self.lines.locate((*path, "vars", key)))
-        if others:
-            fill_test_vars(test, others)
+        context = {**variables, "vars": variables}  # `{{ vars.NAME }}` too (AgentV's interpolateTemplateVars)
+        fill_test_vars(test, {**others, "vars": variables})
         if "assertions" in test:
-            filled = fill_vars(test["assertions"], variables)
+            filled = fill_vars(test["assertions"], context)
             test["assertions"] = WeightedCriteria(filled) if isinstance(filled, list) else filled
         if others:
             test["vars"] = others

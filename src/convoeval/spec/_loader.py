@@ -113,7 +113,7 @@ class _Context:
     """What reading a test needs to know of its suite."""
 
     suite_input: bool  # the suite gives an `input`
-    prompts: bool  # the suite keeps AgentV v5 `prompts`
+    prompts: object  # the AgentV v5 `prompts` the suite keeps (not only the identity prompt), or None
     plugins: object  # the suite's `plugins` (imported before its tests are read)
     input_files: object = None  # the suite's `input_files` (AgentV: attached to each test's string input)
     default_vars: object = None  # AgentV v5's `default_test.vars` (under each test's own `vars`), or its file
@@ -126,7 +126,7 @@ class _Context:
         testbed = {k: data[k] for k in ("environment", "extensions") if k in data}
         return cls(
             data.get("input") is not None,
-            v5_prompts(data),
+            data["prompts"] if v5_prompts(data) else None,
             data.get("plugins"),
             data.get("input_files"),
             default_vars,
@@ -238,7 +238,7 @@ class _SuiteLoad:
 
     def _new_tests(self, context: _Context) -> SuiteTests:
         _import_plugins(context.plugins, self.path.parent)
-        self.normalizer.prompts = context.prompts
+        self.normalizer.read_prompts(context.prompts)
         self.normalizer.suite_input = context.suite_input
         self.normalizer.suite_input_files = context.input_files
         self.normalizer.default_vars = default_test_vars(context.default_vars, self.path.parent)
