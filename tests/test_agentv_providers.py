@@ -70,3 +70,33 @@ def test_config_block_runtime_host_and_mock(cli, fake_openai: FakeOpenAIServer, 
         assert rows[0]["output"][-1]["content"] == reply, output
     code, output, rows = _run(cli, tmp_path, "--target", "boxed")
     assert code == 2 and not rows and "providers.yaml:17: providers[3].runtime:" in output, output
+
+
+def test_main_defaults_pick_the_provider_and_the_grader(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch
+) -> None:
+    """AgentV main (orchestrator.ts `graderTarget ?? defaultGraderTarget`, config-graph.ts): the
+    project config's `defaults: file://defaults.yaml` (readme-quickstart) or the providers file's
+    own `defaults:` (`agentv init`'s template) name the provider a suite without `providers` runs
+    on and the grader of its llm checks; the target no longer grades itself."""
+    monkeypatch.setenv("LOCAL_BASE", fake_openai.base_url)
+    monkeypatch.setenv("LOCAL_KEY", "sk-local-SECRET-1234")
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    entry = '  - id: openai\n    label: {0}\n    config: {{base_url: "{{{{ env.LOCAL_BASE }}}}", model: {0}-model}}\n'
+    providers = "providers:\n" + entry.format("sut") + entry.format("judge")
+    write(tmp_path / "evals" / "s.eval.yaml", SUITE.replace("providers: [local-openai]\n", "").replace("- type: contains\n        value: Hello", "- Says hello"))  # fmt: skip
+    for layout in ("config", "catalog"):
+        write(tmp_path / ".agentv" / "providers.yaml", providers + ("defaults: {provider: sut, grader: judge}\n" if layout == "catalog" else ""))  # fmt: skip
+        if layout == "config":
+            write(
+                tmp_path / ".agentv" / "config.yaml",
+                "providers: file://providers.yaml\ndefaults: file://defaults.yaml\n",
+            )
+            write(tmp_path / ".agentv" / "defaults.yaml", "provider: sut\ngrader: judge\n")
+        else:
+            (tmp_path / ".agentv" / "config.yaml").unlink()
+        fake_openai.reset()
+        code, output, rows = _run(cli, tmp_path)
+        assert rows and rows[0]["target"] == "sut" and "judge: judge (defaults.grader of" in output, output
+        assert {r["model"] for r in fake_openai.target_requests()} == {"sut-model"}
+        assert {r["model"] for r in fake_openai.judge_requests()} == {"judge-model"}, layout

@@ -354,14 +354,45 @@ def _add_errors(
 
 
 class NamedTargets(dict[str, TargetConfig]):
-    """Target configs by name, with the targets files' judge panel (`judges:`, `panel_rule:`)."""
+    """Target configs by name, with the targets files' judge panel (`judges:`, `panel_rule:`)
+    and AgentV's `defaults: {provider, grader}` (`defaults`, with the file that gave them)."""
 
     judges: list[str]
     panel_rule: PanelRule | None
+    defaults: dict[str, str]
+    defaults_file: Path | None
 
     def __init__(self) -> None:
         super().__init__()
-        self.judges, self.panel_rule = [], None
+        self.judges, self.panel_rule, self.defaults, self.defaults_file = [], None, {}, None
+
+
+def agentv_defaults(path: Path) -> tuple[dict[str, str], Path | None]:
+    """AgentV's (main, July 2026) default provider and grader for the targets in `path`: the
+    `defaults: {provider, grader}` of that providers file, else of the project config beside it
+    (`.agentv/config.yaml`, its `defaults` inline or `file://NAME`, as config-graph.ts reads them).
+    ({}, None) when there are none."""
+    places = [path]
+    if path.parent.name == ".agentv":
+        places.append(path.parent / "config.yaml")
+    for place in places:
+        data = _yaml_data(place)
+        found = data.get("defaults") if isinstance(data, dict) else None
+        if isinstance(found, str) and found.startswith("file://"):
+            place = place.parent / found.removeprefix("file://")
+            found = _yaml_data(place)
+        if isinstance(found, dict):
+            picked = {k: v.strip() for k in ("provider", "grader") if isinstance(v := found.get(k), str) and v.strip()}
+            if picked:
+                return picked, place
+    return {}, None
+
+
+def _yaml_data(path: Path) -> object:
+    """A YAML file's data, or None when it is missing or unreadable."""
+    problems: list[Problem] = []
+    data = load_yaml(path, LineMap(), problems) if path.is_file() else None
+    return None if problems else data
 
 
 def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = None) -> NamedTargets:
@@ -386,6 +417,9 @@ def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = 
             named.judges = judges
         if rule:
             named.panel_rule = rule  # type: ignore[assignment]
+        defaults, where = agentv_defaults(file)
+        if defaults:
+            named.defaults, named.defaults_file = defaults, where
     return named
 
 
