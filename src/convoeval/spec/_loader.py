@@ -56,12 +56,17 @@ def validate_paths(paths: list[str | Path], targets_file: str | Path | None = No
     """All problems of all the given eval files (an empty list when they are valid), among them
     each target, judge or simulator model they name that is neither `provider:model` nor a name
     of the targets files a run of them would read: `targets_file` when given, else the one
-    each file finds (`find_targets_file`)."""
+    each file finds (`find_targets_file`); a file that finds none may name its targets (a run
+    gives them with --target)."""
     problems: list[Problem] = []
     names: list[TargetName] = []
     for path in map(Path, paths):
         _, found, named = _load(path, keep=False)
         problems.extend(found)
+        if named and targets_file is None and find_targets_file(path.resolve().parent) is None:
+            # No targets file serves it: its own target names are for `run --target` to replace
+            # (AgentV's `validate` checks no target names; a shared suite is copied without one).
+            named = [n for n in named if n.role != "target"]
         names.extend(named)
     if not names:
         return problems
