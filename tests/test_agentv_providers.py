@@ -100,3 +100,11 @@ def test_main_defaults_pick_the_provider_and_the_grader(
         assert rows and rows[0]["target"] == "sut" and "judge: judge (defaults.grader of" in output, output
         assert {r["model"] for r in fake_openai.target_requests()} == {"sut-model"}
         assert {r["model"] for r in fake_openai.judge_requests()} == {"judge-model"}, layout
+    # The eval file's own `defaults:` (yaml-parser.ts readSuiteDefaults) wins over the project's.
+    write(tmp_path / ".agentv" / "providers.yaml", providers + entry.format("other") + "defaults: {grader: other}\n")
+    suite = tmp_path / "evals" / "s.eval.yaml"
+    suite.write_text("defaults:\n  provider: sut\n  grader: judge\n" + suite.read_text())
+    fake_openai.reset()
+    code, output, rows = _run(cli, tmp_path)
+    assert rows and rows[0]["target"] == "sut", output
+    assert {r["model"] for r in fake_openai.judge_requests()} == {"judge-model"}

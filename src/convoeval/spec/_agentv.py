@@ -195,9 +195,7 @@ class AgentvNormalizer:
         if self.agentv:
             self.problems += agentv_config_problems(self.path)
         data = substitute_env(data, (), self.lines, self.problems, warnings=self.warnings)
-        if self.agentv and "defaults" in data:  # AgentV warns about and ignores unknown top-level keys
-            self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
-            del data["defaults"]
+        chosen = self.main_defaults(data)
         _move_metadata(data, SUITE_METADATA)
         if "prompts" in data and not is_identity_prompt(prompts := data.pop("prompts")):  # read with the tests
             for i, message in read_prompts(prompts, self.base)[1]:
@@ -213,6 +211,16 @@ class AgentvNormalizer:
                 if "target" not in execution:
                     self.lines.add(("execution", "target"), *self.lines.locate(("target",)))
                 execution.setdefault("target", data.pop("target"))
+        if chosen:  # AgentV main: `defaults: {provider, grader}` (after the suite's own targets and judge)
+            if data.get("execution") is None:
+                data["execution"] = {}
+            execution = data["execution"]
+            for key, field in (("provider", "target"), ("grader", "judge")):
+                if not isinstance(execution, dict) or key not in chosen or execution.get(field):
+                    continue
+                if not (field == "target" and execution.get("targets")):
+                    execution[field] = chosen[key]
+                    self.lines.add(("execution", field), *self.lines.locate(("defaults", key)))
         self.inline_targets(data.get("execution"))
         self.fail_on_error(data.get("execution"))
         files = data.pop("input_files", None)  # suite-level: attached to each test's input (see `test`)
@@ -290,6 +298,22 @@ class AgentvNormalizer:
         )
         if testbed is not None:
             data["workspace"] = testbed.workspace(self.base, data if path else None)
+
+    def main_defaults(self, data: dict) -> dict[str, str]:
+        """An AgentV file's `defaults` (removed from `data`): on AgentV's main branch
+        `{provider, grader}`, the suite's default target and grader (`yaml-parser.ts`
+        readSuiteDefaults), returned; anything else is ignored with a warning, as AgentV v4 and
+        v5.3 ignore it (a place for YAML anchors)."""
+        if not self.agentv or "defaults" not in data:
+            return {}
+        found = data["defaults"]
+        chosen = {}
+        if isinstance(found, dict):
+            chosen = {k: v.strip() for k in ("provider", "grader") if isinstance(v := found.get(k), str) and v.strip()}
+        if not chosen:
+            self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
+        del data["defaults"]
+        return chosen
 
     def read_prompts(self, raw: object) -> None:
         """The suite's v5 `prompts` (None: only the identity prompt, or none), before its tests."""
