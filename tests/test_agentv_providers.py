@@ -100,6 +100,14 @@ def test_main_defaults_pick_the_provider_and_the_grader(
         assert rows and rows[0]["target"] == "sut" and "judge: judge (defaults.grader of" in output, output
         assert {r["model"] for r in fake_openai.target_requests()} == {"sut-model"}
         assert {r["model"] for r in fake_openai.judge_requests()} == {"judge-model"}, layout
+    # v5.3.1's `{target, grader}` (readme-quickstart at the tag): its config-graph.ts checks them, its
+    # runs do not use them: the target grades itself there.
+    write(tmp_path / ".agentv" / "providers.yaml", providers)
+    write(tmp_path / ".agentv" / "config.yaml", "defaults: {target: sut, grader: judge}\n")
+    fake_openai.reset()
+    code, output, rows = _run(cli, tmp_path, "--target", "sut")
+    assert {r["model"] for r in fake_openai.judge_requests()} == {"sut-model"}, output
+    (tmp_path / ".agentv" / "config.yaml").unlink()
     # The eval file's own `defaults:` (yaml-parser.ts readSuiteDefaults) wins over the project's.
     write(tmp_path / ".agentv" / "providers.yaml", providers + entry.format("other") + "defaults: {grader: other}\n")
     suite = tmp_path / "evals" / "s.eval.yaml"

@@ -371,7 +371,8 @@ def agentv_defaults(path: Path) -> tuple[dict[str, str], Path | None]:
     """AgentV's (main, July 2026) default provider and grader for the targets in `path`: the
     `defaults: {provider, grader}` of that providers file, else of the project config beside it
     (`.agentv/config.yaml`, its `defaults` inline or `file://NAME`, as config-graph.ts reads them).
-    ({}, None) when there are none."""
+    ({}, None) when there are none, or they are v5.3's `{target, grader}`, which its config-graph.ts
+    checks but its runs do not use."""
     places = [path]
     if path.parent.name == ".agentv":
         places.append(path.parent / "config.yaml")
@@ -381,7 +382,7 @@ def agentv_defaults(path: Path) -> tuple[dict[str, str], Path | None]:
         if isinstance(found, str) and found.startswith("file://"):
             place = place.parent / found.removeprefix("file://")
             found = _yaml_data(place)
-        if isinstance(found, dict):
+        if isinstance(found, dict) and "target" not in found:  # v5.3's `{target, grader}`: its runs ignore them
             picked = {k: v.strip() for k in ("provider", "grader") if isinstance(v := found.get(k), str) and v.strip()}
             if picked:
                 return picked, place
