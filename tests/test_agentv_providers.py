@@ -116,3 +116,48 @@ def test_main_defaults_pick_the_provider_and_the_grader(
     code, output, rows = _run(cli, tmp_path)
     assert rows and rows[0]["target"] == "sut", output
     assert {r["model"] for r in fake_openai.judge_requests()} == {"judge-model"}
+
+
+INLINE = """\
+description: Code generation quality with eval-local provider settings
+providers:
+  - id: openai
+    label: local-mini
+    runtime: host
+    config:
+      api_format: chat
+      base_url: "{{ env.LOCAL_BASE }}"
+      api_key: "{{ env.LOCAL_KEY }}"
+      model: gpt-5.4-mini
+defaults:
+  grader: project-grader
+prompts:
+  - "{{ input }}"
+tests:
+  - id: t1
+    vars:
+      input: Say hello
+    assert:
+      - Says hello
+"""
+
+
+def test_providers_declared_in_the_eval_file(cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch) -> None:
+    """AgentV main's eval-local providers (its README; config-loader.ts parseInlineProviderRefs):
+    targets of that suite, read as a providers file's entries (their keys from the environment,
+    never written to the results); the grader is the project's."""
+    monkeypatch.setenv("LOCAL_BASE", fake_openai.base_url)
+    monkeypatch.setenv("LOCAL_KEY", "sk-inline-SECRET-9876")
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    grader = '  - id: openai\n    label: project-grader\n    config: {base_url: "{{ env.LOCAL_BASE }}", model: grader-mini}\n'
+    write(tmp_path / ".agentv" / "providers.yaml", "providers:\n" + grader)
+    suite = write(tmp_path / "evals" / "s.eval.yaml", INLINE)
+    assert cli("validate", suite)[0] == 0
+    code, output, rows = _run(cli, tmp_path)
+    assert rows and rows[0]["target"] == "local-mini" and rows[0]["verdict"] == "pass", output
+    assert {r["model"] for r in fake_openai.target_requests()} == {"gpt-5.4-mini"}
+    assert {r["model"] for r in fake_openai.judge_requests()} == {"grader-mini"}
+    assert "SECRET-9876" not in (tmp_path / "r.jsonl").read_text()
+    monkeypatch.delenv("LOCAL_KEY")  # unset: an error naming the line, when the run uses it
+    code, output, rows = _run(cli, tmp_path)
+    assert code == 2 and "s.eval.yaml:9: providers[0].api_key: environment variable LOCAL_KEY is not set" in output

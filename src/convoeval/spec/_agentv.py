@@ -176,6 +176,7 @@ class AgentvNormalizer:
         self.base = path.parent
         self.problems = problems
         self.lines = lines if lines is not None else LineMap()
+        self.inline: list[tuple[DataPath, dict]] = []  # targets the eval file declares (AgentV main)
         self.prompts: list[Prompt] | None = None  # the suite's v5 `prompts` (not only the identity prompt)
         self.warnings: list[str] = []  # logged by the loader once the file is read
         self.agentv = is_agentv_file(path)
@@ -194,6 +195,9 @@ class AgentvNormalizer:
         """The suite's keys other than its list of tests, rewritten (and returned)."""
         if self.agentv:
             self.problems += agentv_config_problems(self.path)
+        providers = data.get("providers")
+        if self.agentv and isinstance(providers, list) and any(isinstance(p, dict) for p in providers):
+            data["providers"] = self.inline_providers(providers)  # before `{{ env.NAME }}` is filled
         data = substitute_env(data, (), self.lines, self.problems, warnings=self.warnings)
         chosen = self.main_defaults(data)
         _move_metadata(data, SUITE_METADATA)
@@ -298,6 +302,14 @@ class AgentvNormalizer:
         )
         if testbed is not None:
             data["workspace"] = testbed.workspace(self.base, data if path else None)
+
+    def inline_providers(self, entries: list) -> list[object]:
+        """AgentV main's providers declared in the eval file (`{id: PROVIDER, label: NAME, ...}`,
+        config-loader.ts parseInlineProviderRefs) are targets of this suite: kept as written in
+        `inline` (where, entry), read by the loader as a providers file's entries; the list names
+        them (by label, else id)."""
+        self.inline = [(("providers", i), e) for i, e in enumerate(entries) if isinstance(e, dict)]
+        return [str(e.get("label") or e.get("id") or "") if isinstance(e, dict) else e for e in entries]
 
     def main_defaults(self, data: dict) -> dict[str, str]:
         """An AgentV file's `defaults` (removed from `data`): on AgentV's main branch

@@ -25,7 +25,7 @@ from ._checker import Checker
 from ._errors import Problem, SpecError, first_per_field
 from ._lines import Key, LineMap
 from ._models import Suite, TargetName
-from ._targets_file import find_targets_file, named_targets, target_name_problems
+from ._targets_file import find_targets_file, named_targets, target_configs, target_name_problems
 from ._tests import SuiteTests
 from ._yaml import read_text
 from ._yaml_events import MERGE, YamlFailure, YamlReader
@@ -279,6 +279,9 @@ class _SuiteLoad:
             tests.check_domain(data.get("tools"))
             modes = {conversation for conversation in (False, True) if tests.modes[conversation]}
             self.checker.check_suite_assertion_levels(data, modes)
+        inline = target_configs(self.normalizer.inline, self.path.parent, self.lines, self.problems, catalog=True)
+        names = self.checker.target_names  # those the file declares itself need no targets file
+        names[:] = [n for n in names if n.name not in inline]
         shown = {**data, "tests": [] if tests is _NO_TESTS or isinstance(tests, SuiteTests) else tests}
         suite = self.checker.validate(Suite, shown, ())
         for warning in dict.fromkeys(self.normalizer.warnings + self.checker.warnings):
@@ -290,6 +293,7 @@ class _SuiteLoad:
         suite._path = self.path.resolve()
         suite._agentv = self.normalizer.agentv
         suite._target_names = tuple(self.checker.target_names)
+        suite._inline_targets = inline
         return (suite if self.keep else None), []
 
     def _load_plugins(self, data: dict) -> None:

@@ -86,17 +86,34 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
     if problems:
         raise SpecError(problems)
     # AgentV v5's providers.yaml: a list of {id, label, ...}, or `providers:` holding one.
-    under: tuple[str, ...] = ()  # where the list is: the file itself, `providers:` or `targets:`
+    under: DataPath = ()  # where the list is: the file itself, `providers:` or `targets:`
     if isinstance(data, dict):
         under = ("providers",) if "targets" not in data and isinstance(data.get("providers"), list) else ("targets",)
     catalog = under != ("targets",)
     entries = data.get(under[0]) if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise SpecError([lines.problem((), "targets", "a targets file holds `targets: [{name, provider, ...}]`")])
+    items: list[tuple[DataPath, object]] = [((*under, i), entry) for i, entry in enumerate(entries)]
+    configs = target_configs(items, path.resolve().parent, lines, problems, catalog=catalog)
+    if problems:
+        raise SpecError(problems)
+    return configs
+
+
+def target_configs(
+    items: Iterable[tuple[DataPath, object]],
+    source_dir: Path,
+    lines: LineMap,
+    problems: list[Problem],
+    *,
+    catalog: bool,
+) -> dict[str, TargetConfig]:
+    """The target configs of the entries (each with where it is; `catalog`: AgentV v5's
+    `{id: PROVIDER, label: NAME}` form); relative paths in their settings resolve in `source_dir`.
+    An entry's problems go to `problems` or make it unusable (an error when a run uses it)."""
     configs: dict[str, TargetConfig] = {}
     aliases: list[tuple[str, object, DataPath, list[Problem]]] = []  # (name, use_target, where, unset)
-    for i, entry in enumerate(entries):
-        where: DataPath = (*under, i)
+    for where, entry in items:
         if not isinstance(entry, dict):
             problems.append(lines.problem(where, field_path(where), "each target is a mapping"))
             continue
@@ -123,11 +140,9 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
             continue
         config = _entry_config(entry, where, lines, problems, unset)
         if config is not None:
-            config._source_dir = path.resolve().parent  # relative paths in settings resolve here
+            config._source_dir = source_dir  # relative paths in settings resolve here
             configs[name] = config
     _resolve_aliases(aliases, configs, lines, problems)
-    if problems:
-        raise SpecError(problems)
     return configs
 
 
