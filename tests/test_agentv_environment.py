@@ -23,7 +23,7 @@ import json, os, sys
 payload = json.load(sys.stdin)
 workdir = os.environ["AGENTV_ENVIRONMENT_WORKDIR"]
 with open(os.path.join(workdir, "setup.json"), "w") as f:
-    json.dump({"payload": payload, "cwd": os.getcwd(), "arg": sys.argv[1]}, f)
+    json.dump({"payload": payload, "cwd": os.getcwd(), "arg": sys.argv[1], "env": os.environ.get("EXPORT_TEST")}, f)
 """
 HOOKS = """\
 import { existsSync, writeFileSync } from 'node:fs';
@@ -48,6 +48,7 @@ facts = {
     "workdir": setup.get("payload", {}).get("environment", {}).get("workdir") == ws,
     "cwd": setup.get("cwd") == os.path.join(ws, "sub"),
     "arg": setup.get("arg"),
+    "env": setup.get("env"),
     "before_all": (first.get("test_id"), first.get("seen_setup")),
     "before_each": (each.get("test_id"), each.get("case_input"), each.get("case_metadata"), each.get("eval_dir")),
     "skills": os.path.exists(os.path.join(ws, ".agentv/agent-rules/skills/deploy/SKILL.md")),
@@ -62,6 +63,8 @@ environment:
   setup:
     command: [python3, ../setup.py, marker]
     cwd: sub
+  env:
+    EXPORT_TEST: it's "quoted" $HOME
 extensions:
   - file://hooks.mjs:beforeAll
   - file://hooks.mjs:beforeEach
@@ -97,7 +100,7 @@ def test_host_environment_and_extensions_prepare_each_trial(
     testbed: Path, cli, fake_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     """The workdir is copied into the trial's workspace; `setup` runs there in `cwd` with
-    AgentV's stdin payload and AGENTV_ENVIRONMENT_WORKDIR; the beforeAll then beforeEach
+    AgentV's stdin payload, AGENTV_ENVIRONMENT_WORKDIR and the recipe's `env`; the beforeAll then beforeEach
     extensions get AgentV's context (the test's id, input and metadata), afterEach runs at the
     end; agent-rules skills are staged; the workdir itself is left as it was."""
     # the testbed lies beside the eval folder: in AgentV's checkout both are inside its git
@@ -114,6 +117,7 @@ def test_host_environment_and_extensions_prepare_each_trial(
         "workdir": True,
         "cwd": True,
         "arg": "marker",
+        "env": 'it\'s "quoted" $HOME',  # main's `environment.env`, as written
         "before_all": ["__before_all__", True],
         "before_each": ["t1", "hello", {"ticket": 42}, str(testbed.parent)],
         "skills": True,
@@ -157,7 +161,7 @@ def test_failing_setup_is_the_tests_execution_error(cli, fake_openai: FakeOpenAI
     ("text", "line", "field", "words"),
     [
         ("environment:\n  type: docker\n  image: python:3.11\n  workdir: /w\n", 2, "environment.type", "container"),
-        ("environment:\n  type: host\n  workdir: w\n  env: {A: b}\n", 4, "environment.env", "setup command only"),
+        ("environment:\n  type: host\n  workdir: w\n  env: {A: 1}\n", 4, "environment.env", "text values"),
         ("environment:\n  type: host\n", 1, "environment.workdir", "must be a folder"),
         ("environment:\n  type: vm\n  workdir: w\n", 2, "environment.type", "host` or `docker"),
         (

@@ -79,7 +79,6 @@ OTHER.update(
         (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options.transform"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
         (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
-        (V5, "examples/features/test-vars-templating/evals/suite.yaml"): ("rejected", "`prompts` (AgentV v5"),
         (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
         # Their llm-rubrics name grader targets no targets file of AgentV's tree defines (its README
         # says to add them): AgentV fails too ("target 'grader_gpt_5_mini' not found in targets").
@@ -124,8 +123,8 @@ for _name in (
     OTHER[(V5, _name)] = (OLD_RESULT, REFUSED_RESULT)
 #: Files of each tag that must run unchanged (every test graded, no execution error).
 #: (v5.3.1-next.1: 95 with the stand-in SDK, which did not validate; 84 with its real SDK, see OLD_RESULT;
-#: 83 once the tests AgentV skips are skipped, see SKIPPED.)
-AT_LEAST = {"v4.44.0-next.1": 3, V5: 83}
+#: 83 once the tests AgentV skips are skipped, see SKIPPED; 84 with v5 `prompts` read.)
+AT_LEAST = {"v4.44.0-next.1": 3, V5: 84}
 
 
 def eval_files(tag: str) -> list[str]:
@@ -213,6 +212,32 @@ def test_v5_promptfoo_graders(monkeypatch: pytest.MonkeyPatch) -> None:
         0.7,
         ["safety", "quality"],
     )
+
+
+def test_v5_prompt_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """test-vars-templating/evals/suite.yaml: each test once per prompt (AgentV's
+    expandPromptMatrix: id `ID__prompt_PROMPTID`), the prompt rendered with the test's vars over
+    default_test's, a chat JSON file read as messages; `{{ vars.NAME }}` and dotted paths filled
+    (interpolateTemplateVars' context is the vars and `vars`), in the input too (direct-input)."""
+    folder = V5_ROOT / "examples/features/test-vars-templating/evals"
+    tests = {t.id: t for t in _suite(folder / "suite.yaml", monkeypatch).tests}
+    assert list(tests) == [
+        "capital-france__prompt_support-chat",
+        "capital-france__prompt_terse",
+        "greet-ada__prompt_support-chat",
+        "greet-ada__prompt_terse",
+    ]
+    chat = tests["greet-ada__prompt_support-chat"]
+    assert isinstance(chat.input, list) and [(m.role, m.content) for m in chat.input] == [
+        ("system", "You are a concise assistant answering onboarding questions for new teammates."),
+        ("user", "How should I greet Ada?"),
+    ]
+    terse = tests["capital-france__prompt_terse"]
+    assert terse.input == "Answer for users in one sentence: What is the capital of France?"
+    assert terse.expected_output == "Paris"
+    assert chat.assertions[0].criteria == ["Greets Ada warmly"]  # type: ignore[attr-defined]
+    direct = _suite(folder / "direct-input.eval.yaml", monkeypatch).tests[1]
+    assert isinstance(direct.input, list) and direct.input[1].content == "Explain what AgentV evaluates."
 
 
 V5_FILE = """\

@@ -12,6 +12,8 @@ from convoeval.testing import FakeOpenAIServer
 
 from .conftest import write
 
+REPO = Path(__file__).resolve().parent.parent
+
 SUITE = """\
 tests:
   - id: t1
@@ -147,8 +149,8 @@ def test_names_resolve_in_the_targets_file_a_run_reads(cli, tmp_path: Path) -> N
     fixed = NAMES.replace("strict-jduge", "strict-judge").replace("gpt-4o\n", "openai:gpt-4o\n")
     suite = write(tmp_path / "evals" / "s.eval.yaml", fixed)
     elsewhere = write(tmp_path / "ci.yaml", "targets:\n  - {name: my-bot, provider: scripted}\n  - {name: strict-judge, provider: scripted}\n  - {name: user-bot, provider: scripted}\n")  # fmt: skip
-    code, _, stderr = cli("validate", suite)
-    assert code == 2 and "'my-bot'" in stderr and "'strict-judge'" in stderr
+    code, _, stderr = cli("validate", suite)  # no targets file: its own target is for --target
+    assert code == 2 and "'my-bot'" not in stderr and "'strict-judge'" in stderr
     code, stdout, stderr = cli("validate", suite, "--targets", elsewhere)
     assert (code, stdout.strip()) == (0, "1 file(s) valid"), stderr
     write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")  # AgentV looks up to the repository root
@@ -174,3 +176,17 @@ def test_agentv_names_a_target_where_its_file_does(cli, tmp_path: Path, text: st
     code, _, stderr = cli("validate", suite)
     assert code == 2 and stderr.startswith(f"{suite}:3: {field}: 'nope' is neither `provider:model` nor a name"), stderr
     assert len(stderr.strip().splitlines()) == 1
+
+
+def test_the_shared_agentv_suites_validate_as_they_are(cli, tmp_path: Path) -> None:
+    """The two AgentV suites copied without a targets file (as in shared/peers/agentv): their
+    SOURCE.txt says `validate` accepts them (AgentV's own `validate` checks no target names);
+    `run` still needs their `llm` given (--target), before any call."""
+    for name in ("rubric.eval.yaml", "multi-turn-conversation-live.eval.yaml"):
+        write(tmp_path / name, (REPO / "examples" / "agentv" / name).read_text())
+    code, stdout, stderr = cli(
+        "validate", tmp_path / "rubric.eval.yaml", tmp_path / "multi-turn-conversation-live.eval.yaml"
+    )
+    assert (code, stdout.strip()) == (0, "2 file(s) valid"), stderr
+    code, _, stderr = cli("run", tmp_path / "rubric.eval.yaml", "--no-cache")
+    assert code == 2 and "execution.target: 'llm' is neither `provider:model` nor a name" in stderr, stderr

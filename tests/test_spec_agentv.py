@@ -99,11 +99,12 @@ def test_error_lines_survive_renamed_keys(tmp_path: Path) -> None:
 
 
 def test_v5_fields_are_named_in_the_error(tmp_path: Path) -> None:
-    suite = write(tmp_path / "v5.eval.yaml", "prompts: ['Q: {{ input }}']\ntests:\n  - id: a\n    vars: {input: hi}\n")
-    problems = problems_of(suite)
-    assert problems[0].startswith(f"{suite}:1: prompts: this AgentV form is not supported: `prompts` (AgentV v5")
-    assert problems[1].startswith(f"{suite}:4: tests[0].vars: this AgentV form is not supported: `vars` (AgentV v5")
-    assert len(problems) == 2  # no "input is missing" on top
+    suite = write(
+        tmp_path / "v5.eval.yaml", "prompts:\n  - command: [bash, gen.sh]\ntests:\n  - id: a\n    vars: {input: hi}\n"
+    )
+    assert problems_of(suite) == [
+        f"{suite}:2: prompts[0]: this AgentV form is not supported: `command` (a program writing the prompt)"
+    ]  # no "input is missing" on top
     # The v5 spellings convoeval reads: the identity prompt, `vars: {input}`, `metric`.
     write(
         suite,

@@ -147,13 +147,16 @@ class TargetPool:
         self, suite: Suite, given: TargetLike | Sequence[TargetLike] | None, note: Callable[[str], None]
     ) -> list[Target]:
         """The targets a suite runs on: the given ones, else its `execution.target(s)`, else (an
-        AgentV file) the targets file's `default`, else `local`."""
+        AgentV file) its project's `defaults.provider`, else the targets file's `default`, else `local`."""
         if given is not None:
             specs = (
                 [given] if isinstance(given, (str, TargetConfig)) or not isinstance(given, Sequence) else list(given)
             )
         elif suite.execution and (suite.execution.targets or suite.execution.target):
             specs = list(suite.execution.targets or [suite.execution.target])  # type: ignore[list-item]
+        elif suite.agentv and isinstance(self.named, NamedTargets) and (default := self.named.defaults.get("provider")):
+            specs = [default]  # AgentV main: the project's `defaults.provider`
+            note(f"target: {default} (defaults.provider of {self.named.defaults_file}); choose another with --target")
         elif suite.agentv and "default" in self.named:  # AgentV: no execution.target -> the target `default`
             specs = ["default"]
             note("target: default (the targets file's `default`, as AgentV chooses); choose another with --target")
@@ -171,7 +174,8 @@ class TargetPool:
         rule: PanelRule | None = None,
     ) -> JudgeChoice:
         """The judge: `given` (two or more: a judge panel), else the suites' `execution.judges`
-        or `execution.judge`, else the targets file's `judges:`, else the `grader_target` of
+        or `execution.judge`, else the targets file's `judges:`, else (AgentV files) the project's
+        `defaults.grader`, else the `grader_target` of
         `fallback`'s targets-file entry (AgentV), else (AgentV files only) `fallback` itself, as
         AgentV does, else the embedded model when installed, else `fallback` (the target itself).
         A default is announced with `note`. A panel combines by `rule`, else the suites'
@@ -201,6 +205,11 @@ class TargetPool:
         if not specs and named is not None and named.judges:
             specs, source = list(named.judges), "targets"
             note(f"judges: {', '.join(named.judges)} (the targets file's judges); choose others with --judge")
+        grader = named.defaults.get("grader") if named is not None else None
+        if not specs and named is not None and grader and suites and all(s.agentv for s in suites):
+            # AgentV main: the project's `defaults.grader`
+            specs, source = [grader], "targets"
+            note(f"judge: {grader} (defaults.grader of {named.defaults_file}); choose another with --judge")
         rule = rule or (named.panel_rule if named is not None else None)
         if len(specs) > 1:
             try:

@@ -308,9 +308,10 @@ class _Run:
         candidates = [
             f for s in suites if (f := find_targets_file(s.base_dir))
         ]  # targets.yaml, else .agentv/targets.yaml
-        pool = TargetPool(
-            named_targets(candidates, options.targets_file), meter=meter, max_connections=options.max_connections
-        )
+        named = named_targets(candidates, options.targets_file)
+        for suite in suites:  # AgentV main: providers an eval file declares itself
+            named.update(suite.inline_targets)
+        pool = TargetPool(named, meter=meter, max_connections=options.max_connections)
         pool.check_names(suites, options.target, options.judge)
         writer: ResultWriter | None = None
         try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from ._agentv_env import agentv_config_problems, substitute_env
 from ._agentv_environment import Testbed, agentv_testbed
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
+from ._agentv_prompts import Prompt, read_prompts, with_prompts
 from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_suite
 from ._agentv_vars import fill_test_vars, fill_vars
 from ._agentv_workspace import agentv_workspace
@@ -175,7 +176,8 @@ class AgentvNormalizer:
         self.base = path.parent
         self.problems = problems
         self.lines = lines if lines is not None else LineMap()
-        self.prompts = False  # the suite keeps v5 `prompts` (not only the identity prompt)
+        self.inline: list[tuple[DataPath, dict]] = []  # targets the eval file declares (AgentV main)
+        self.prompts: list[Prompt] | None = None  # the suite's v5 `prompts` (not only the identity prompt)
         self.warnings: list[str] = []  # logged by the loader once the file is read
         self.agentv = is_agentv_file(path)
         self.suite_input = False  # the suite gives an `input` (set by the loader)
@@ -193,14 +195,15 @@ class AgentvNormalizer:
         """The suite's keys other than its list of tests, rewritten (and returned)."""
         if self.agentv:
             self.problems += agentv_config_problems(self.path)
+        providers = data.get("providers")
+        if self.agentv and isinstance(providers, list) and any(isinstance(p, dict) for p in providers):
+            data["providers"] = self.inline_providers(providers)  # before `{{ env.NAME }}` is filled
         data = substitute_env(data, (), self.lines, self.problems, warnings=self.warnings)
-        if self.agentv and "defaults" in data:  # AgentV warns about and ignores unknown top-level keys
-            self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
-            del data["defaults"]
+        chosen = self.main_defaults(data)
         _move_metadata(data, SUITE_METADATA)
-        if is_identity_prompt(data.get("prompts")):
-            del data["prompts"]  # v5's identity prompt: a test's `vars.input` is the message
-        self.prompts = "prompts" in data
+        if "prompts" in data and not is_identity_prompt(prompts := data.pop("prompts")):  # read with the tests
+            for i, message in read_prompts(prompts, self.base)[1]:
+                self.add(("prompts",) if i is None else ("prompts", i), message)
         v5_suite(data, self)
         asserts = data.get("assertions")
         self.suite_asserts = asserts if isinstance(asserts, list) else []
@@ -212,6 +215,16 @@ class AgentvNormalizer:
                 if "target" not in execution:
                     self.lines.add(("execution", "target"), *self.lines.locate(("target",)))
                 execution.setdefault("target", data.pop("target"))
+        if chosen:  # AgentV main: `defaults: {provider, grader}` (after the suite's own targets and judge)
+            if data.get("execution") is None:
+                data["execution"] = {}
+            execution = data["execution"]
+            for key, field in (("provider", "target"), ("grader", "judge")):
+                if not isinstance(execution, dict) or key not in chosen or execution.get(field):
+                    continue
+                if not (field == "target" and execution.get("targets")):
+                    execution[field] = chosen[key]
+                    self.lines.add(("execution", field), *self.lines.locate(("defaults", key)))
         self.inline_targets(data.get("execution"))
         self.fail_on_error(data.get("execution"))
         files = data.pop("input_files", None)  # suite-level: attached to each test's input (see `test`)
@@ -290,19 +303,53 @@ class AgentvNormalizer:
         if testbed is not None:
             data["workspace"] = testbed.workspace(self.base, data if path else None)
 
+    def inline_providers(self, entries: list) -> list[object]:
+        """AgentV main's providers declared in the eval file (`{id: PROVIDER, label: NAME, ...}`,
+        config-loader.ts parseInlineProviderRefs) are targets of this suite: kept as written in
+        `inline` (where, entry), read by the loader as a providers file's entries; the list names
+        them (by label, else id)."""
+        self.inline = [(("providers", i), e) for i, e in enumerate(entries) if isinstance(e, dict)]
+        return [str(e.get("label") or e.get("id") or "") if isinstance(e, dict) else e for e in entries]
+
+    def main_defaults(self, data: dict) -> dict[str, str]:
+        """An AgentV file's `defaults` (removed from `data`): on AgentV's main branch
+        `{provider, grader}`, the suite's default target and grader (`yaml-parser.ts`
+        readSuiteDefaults), returned; anything else is ignored with a warning, as AgentV v4 and
+        v5.3 ignore it (a place for YAML anchors)."""
+        if not self.agentv or "defaults" not in data:
+            return {}
+        found = data["defaults"]
+        chosen = {}
+        if isinstance(found, dict):
+            chosen = {k: v.strip() for k in ("provider", "grader") if isinstance(v := found.get(k), str) and v.strip()}
+        if not chosen:
+            self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
+        del data["defaults"]
+        return chosen
+
+    def read_prompts(self, raw: object) -> None:
+        """The suite's v5 `prompts` (None: only the identity prompt, or none), before its tests."""
+        self.prompts = (
+            None if raw is None else read_prompts(substitute_env(raw, ("prompts",), LineMap(), []), self.base)[0]
+        )
+
+    def with_prompts(self, test: object) -> list[object]:
+        """The test once per v5 prompt of the suite (itself when the suite has none)."""
+        if not self.prompts or not isinstance(test, dict):
+            return [test]
+        return list(with_prompts(test, self.prompts, self.default_vars))
+
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
         variables = test.get("vars")
         if self.default_vars and (variables is None or isinstance(variables, dict)):  # v5 `default_test.vars`
             variables = test["vars"] = {**self.default_vars, **(variables or {})}
-        if (
-            isinstance(variables, dict) and "input" in variables and "input" not in test and not self.prompts
-        ):  # v5: `vars: {input, expected_output, ...}` under the identity prompt
+        if isinstance(variables, dict) and (
+            self.prompts is not None or ("input" in variables and "input" not in test)
+        ):  # v5: `vars: {input, expected_output, ...}` under the identity prompt, or its prompts
             self.v5_vars(test, variables, path)
-        elif isinstance(variables, dict) and not self.prompts:  # AgentV v4.42: per-test templating
+        elif isinstance(variables, dict):  # AgentV v4.42: per-test templating
             fill_test_vars(test, variables)
-        elif "vars" in test:  # v5 `vars` for its `prompts`
-            self.add((*path, "vars"), v5_message("vars"))
         if "reference_answer" in test and "expected_output" not in test:  # AgentV's older name
             test["expected_output"] = test.pop("reference_answer")
             self.lines.add((*path, "expected_output"), *self.lines.locate((*path, "reference_answer")))
@@ -384,10 +431,10 @@ class AgentvNormalizer:
             if key in variables and key not in test:
                 test[key] = variables[key]
                 self.lines.add((*path, key), *self.lines.locate((*path, "vars", key)))
-        if others:
-            fill_test_vars(test, others)
+        context = {**variables, "vars": variables}  # `{{ vars.NAME }}` too (AgentV's interpolateTemplateVars)
+        fill_test_vars(test, {**others, "vars": variables})
         if "assertions" in test:
-            filled = fill_vars(test["assertions"], variables)
+            filled = fill_vars(test["assertions"], context)
             test["assertions"] = WeightedCriteria(filled) if isinstance(filled, list) else filled
         if others:
             test["vars"] = others

@@ -10,7 +10,8 @@ AgentV's `packages/core/src/evaluation/` at v5.3.1-next.1 (`loaders/environment-
   workspace, as AgentV creates it). `setup` runs there first as AgentV runs it: the argv, in
   `cwd` (relative to the workdir) or else the recipe's folder, with `AGENTV_ENVIRONMENT_WORKDIR`
   and `{"environment": {"type": "host", "workdir": ...}}` on stdin; a failing setup is the
-  test's execution error. `env` and `type: docker` are refused (see `_refuse`).
+  test's execution error, its `env` (main) added to the setup's environment. `type: docker` is
+  refused.
 - `extensions: [file://hook.ts:beforeAll | beforeEach | afterEach | afterAll, ...]`: the named
   function of the module is called with AgentV's context (`hook_name`, `workspace_path`,
   `test_id`, `eval_run_id`, `eval_dir`), run by `bun` in the eval file's folder; `beforeAll` /
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -38,6 +40,7 @@ Report = Callable[[tuple[str | int, ...], str], None]
 """`report(subpath, message)`: a problem at `subpath` of the field being read."""
 
 UNSUPPORTED = "this AgentV form is not supported: "
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # an environment variable the shell can assign
 EXTENSION_HOOKS = ("beforeAll", "beforeEach", "afterEach", "afterAll")
 RULE_KINDS = ("skills", "hooks", "agents", "rules")
 #: AgentV runs a setup without a time limit; here it has ten minutes unless `timeout_ms` says.
@@ -170,12 +173,12 @@ def _host(recipe: object, folder: Path, file: Path | None, report: Report) -> tu
     unknown = sorted(set(recipe) - {"type", "workdir", "setup", "env"})
     if unknown:
         report(where(unknown[0]), f"unknown field in a host environment (known: type, workdir, setup, env): {unknown}")
-    if "env" in recipe:
-        report(
-            where("env"),
-            UNSUPPORTED + "`environment.env` (variables for the setup command only): set them in the run's own "
-            "environment instead, which the setup inherits",
-        )
+    env = recipe.get("env", {})
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and _NAME.fullmatch(k) and isinstance(v, str) for k, v in env.items()
+    ):
+        report(where("env"), "must map variable names to text values (for the setup command)")
+        env = {}
     workdir = recipe.get("workdir")
     if not isinstance(workdir, str) or not workdir.strip():
         report(where("workdir"), "must be a folder (a non-empty string)")
@@ -185,13 +188,14 @@ def _host(recipe: object, folder: Path, file: Path | None, report: Report) -> tu
     setup = recipe.get("setup")
     if setup is None:
         return template, []
-    line = _setup_line(setup, folder, lambda sub, message: report(where("setup", *sub), message))
+    line = _setup_line(setup, folder, env, lambda sub, message: report(where("setup", *sub), message))
     return template, [line] if line else []
 
 
-def _setup_line(setup: object, folder: Path, report: Report) -> tuple[str, int] | None:
+def _setup_line(setup: object, folder: Path, env: dict[str, str], report: Report) -> tuple[str, int] | None:
     """The shell line running `environment.setup` in the trial's workspace, as AgentV's
-    `prepareHostEnvironment` runs it."""
+    `prepareHostEnvironment` runs it: with the recipe's `env` added to the environment
+    (AGENTV_ENVIRONMENT_WORKDIR over it)."""
     if not isinstance(setup, dict):
         report((), "must be a mapping: {command: [argv], cwd, timeout_ms}")
         return None
@@ -219,7 +223,8 @@ def _setup_line(setup: object, folder: Path, report: Report) -> tuple[str, int] 
     payload = shlex.quote(json.dumps({"environment": {"type": "host", "workdir": "@WS@"}}))
     payload = payload.replace("@WS@", "'\"$WS\"'")
     words = " ".join(shlex.quote(c) for c in command)
-    line = f'WS="$PWD"; cd {place} && printf %s {payload} | AGENTV_ENVIRONMENT_WORKDIR="$WS" {words}'
+    assigned = "".join(f"{name}={shlex.quote(value)} " for name, value in env.items())
+    line = f'WS="$PWD"; cd {place} && printf %s {payload} | {assigned}AGENTV_ENVIRONMENT_WORKDIR="$WS" {words}'
     return line, min(int(timeout), 86_400_000)
 
 

@@ -37,6 +37,12 @@ class LineMap:
             return None
         return (self.file or "?", found) if isinstance(found, int) else found
 
+    def copy(self) -> LineMap:
+        """A map of the same lines (and parent), to change apart."""
+        found = LineMap(self.file, self.parent)
+        found._lines = dict(self._lines)
+        return found
+
     def renumber(self, prefix: DataPath, moves: dict[int, int]) -> None:
         """Items of the list at `prefix` moved (old index -> new); items not in `moves` are gone."""
         n = len(prefix)

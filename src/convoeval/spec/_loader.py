@@ -25,7 +25,7 @@ from ._checker import Checker
 from ._errors import Problem, SpecError, first_per_field
 from ._lines import Key, LineMap
 from ._models import Suite, TargetName
-from ._targets_file import find_targets_file, named_targets, target_name_problems
+from ._targets_file import find_targets_file, named_targets, target_configs, target_name_problems
 from ._tests import SuiteTests
 from ._yaml import read_text
 from ._yaml_events import MERGE, YamlFailure, YamlReader
@@ -56,12 +56,17 @@ def validate_paths(paths: list[str | Path], targets_file: str | Path | None = No
     """All problems of all the given eval files (an empty list when they are valid), among them
     each target, judge or simulator model they name that is neither `provider:model` nor a name
     of the targets files a run of them would read: `targets_file` when given, else the one
-    each file finds (`find_targets_file`)."""
+    each file finds (`find_targets_file`); a file that finds none may name its targets (a run
+    gives them with --target)."""
     problems: list[Problem] = []
     names: list[TargetName] = []
     for path in map(Path, paths):
         _, found, named = _load(path, keep=False)
         problems.extend(found)
+        if named and targets_file is None and find_targets_file(path.resolve().parent) is None:
+            # No targets file serves it: its own target names are for `run --target` to replace
+            # (AgentV's `validate` checks no target names; a shared suite is copied without one).
+            named = [n for n in named if n.role != "target"]
         names.extend(named)
     if not names:
         return problems
@@ -113,7 +118,7 @@ class _Context:
     """What reading a test needs to know of its suite."""
 
     suite_input: bool  # the suite gives an `input`
-    prompts: bool  # the suite keeps AgentV v5 `prompts`
+    prompts: object  # the AgentV v5 `prompts` the suite keeps (not only the identity prompt), or None
     plugins: object  # the suite's `plugins` (imported before its tests are read)
     input_files: object = None  # the suite's `input_files` (AgentV: attached to each test's string input)
     default_vars: object = None  # AgentV v5's `default_test.vars` (under each test's own `vars`), or its file
@@ -126,7 +131,7 @@ class _Context:
         testbed = {k: data[k] for k in ("environment", "extensions") if k in data}
         return cls(
             data.get("input") is not None,
-            v5_prompts(data),
+            data["prompts"] if v5_prompts(data) else None,
             data.get("plugins"),
             data.get("input_files"),
             default_vars,
@@ -238,7 +243,7 @@ class _SuiteLoad:
 
     def _new_tests(self, context: _Context) -> SuiteTests:
         _import_plugins(context.plugins, self.path.parent)
-        self.normalizer.prompts = context.prompts
+        self.normalizer.read_prompts(context.prompts)
         self.normalizer.suite_input = context.suite_input
         self.normalizer.suite_input_files = context.input_files
         self.normalizer.default_vars = default_test_vars(context.default_vars, self.path.parent)
@@ -274,6 +279,9 @@ class _SuiteLoad:
             tests.check_domain(data.get("tools"))
             modes = {conversation for conversation in (False, True) if tests.modes[conversation]}
             self.checker.check_suite_assertion_levels(data, modes)
+        inline = target_configs(self.normalizer.inline, self.path.parent, self.lines, self.problems, catalog=True)
+        names = self.checker.target_names  # those the file declares itself need no targets file
+        names[:] = [n for n in names if n.name not in inline]
         shown = {**data, "tests": [] if tests is _NO_TESTS or isinstance(tests, SuiteTests) else tests}
         suite = self.checker.validate(Suite, shown, ())
         for warning in dict.fromkeys(self.normalizer.warnings + self.checker.warnings):
@@ -285,6 +293,7 @@ class _SuiteLoad:
         suite._path = self.path.resolve()
         suite._agentv = self.normalizer.agentv
         suite._target_names = tuple(self.checker.target_names)
+        suite._inline_targets = inline
         return (suite if self.keep else None), []
 
     def _load_plugins(self, data: dict) -> None:

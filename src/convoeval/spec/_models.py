@@ -461,6 +461,7 @@ class Suite(Strict):
     _path: Path | None = PrivateAttr(None)
     _agentv: bool = PrivateAttr(False)
     _target_names: tuple[TargetName, ...] = PrivateAttr(())
+    _inline_targets: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     # The properties below read the private attributes from pydantic's own dict of them (which
     # `self._path` reaches only after a failed lookup): every test's plan reads them.
@@ -477,6 +478,11 @@ class Suite(Strict):
     def target_names(self) -> tuple[TargetName, ...]:
         """The targets, judges and simulator models the file names, each where it names it."""
         return _private(self)["_target_names"]
+
+    @property
+    def inline_targets(self) -> dict[str, Any]:
+        """Target configs by name the file declares itself (AgentV main's providers written inline)."""
+        return _private(self)["_inline_targets"]
 
     @property
     def base_dir(self) -> Path:

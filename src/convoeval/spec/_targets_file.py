@@ -86,17 +86,34 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
     if problems:
         raise SpecError(problems)
     # AgentV v5's providers.yaml: a list of {id, label, ...}, or `providers:` holding one.
-    under: tuple[str, ...] = ()  # where the list is: the file itself, `providers:` or `targets:`
+    under: DataPath = ()  # where the list is: the file itself, `providers:` or `targets:`
     if isinstance(data, dict):
         under = ("providers",) if "targets" not in data and isinstance(data.get("providers"), list) else ("targets",)
     catalog = under != ("targets",)
     entries = data.get(under[0]) if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise SpecError([lines.problem((), "targets", "a targets file holds `targets: [{name, provider, ...}]`")])
+    items: list[tuple[DataPath, object]] = [((*under, i), entry) for i, entry in enumerate(entries)]
+    configs = target_configs(items, path.resolve().parent, lines, problems, catalog=catalog)
+    if problems:
+        raise SpecError(problems)
+    return configs
+
+
+def target_configs(
+    items: Iterable[tuple[DataPath, object]],
+    source_dir: Path,
+    lines: LineMap,
+    problems: list[Problem],
+    *,
+    catalog: bool,
+) -> dict[str, TargetConfig]:
+    """The target configs of the entries (each with where it is; `catalog`: AgentV v5's
+    `{id: PROVIDER, label: NAME}` form); relative paths in their settings resolve in `source_dir`.
+    An entry's problems go to `problems` or make it unusable (an error when a run uses it)."""
     configs: dict[str, TargetConfig] = {}
     aliases: list[tuple[str, object, DataPath, list[Problem]]] = []  # (name, use_target, where, unset)
-    for i, entry in enumerate(entries):
-        where: DataPath = (*under, i)
+    for where, entry in items:
         if not isinstance(entry, dict):
             problems.append(lines.problem(where, field_path(where), "each target is a mapping"))
             continue
@@ -123,11 +140,9 @@ def load_targets_file(path: str | Path) -> dict[str, TargetConfig]:
             continue
         config = _entry_config(entry, where, lines, problems, unset)
         if config is not None:
-            config._source_dir = path.resolve().parent  # relative paths in settings resolve here
+            config._source_dir = source_dir  # relative paths in settings resolve here
             configs[name] = config
     _resolve_aliases(aliases, configs, lines, problems)
-    if problems:
-        raise SpecError(problems)
     return configs
 
 
@@ -147,8 +162,28 @@ def _v5_fields(entry: dict, where: DataPath, lines: LineMap, problems: list[Prob
     `max_output_tokens` is `max_tokens`; `api_format: chat` is what convoeval's openai target
     speaks and `batch_requests: false` is the default (both dropped). `api_format: responses`
     (OpenAI's Responses API) and `batch_requests: true` (one provider call for every test) make
-    the target unusable (an error when a run uses it): they change what the target is sent."""
+    the target unusable (an error when a run uses it): they change what the target is sent.
+    A `config:` block holds more fields, the entry's own winning, and `runtime: host` (or
+    `{mode: host}`) is where a target runs anyway (`normalizeTargetDefinition`, v5.3.1 and main);
+    another runtime makes it unusable."""
+    config = entry.get("config")
+    if isinstance(config, dict):
+        entry = {**config, **{k: v for k, v in entry.items() if k != "config"}}
+        for key in config:  # a key the entry gives itself keeps its own line
+            lines.add((*where, key), *lines.locate((*where, "config", key)))
     entry = dict(entry)
+    runtime = entry.pop("runtime", "host")
+    if runtime not in ("host", {"mode": "host"}):
+        problems.append(
+            lines.problem(
+                (*where, "runtime"),
+                field_path((*where, "runtime")),
+                "this AgentV form is not supported: a `runtime` other than `host` (AgentV's profile or "
+                "sandbox runtimes for coding agents); convoeval runs targets on the host, agent CLIs in its sandbox",
+            )
+        )
+    if entry.get("provider") == "mock":
+        entry = _mock(entry)
     if "max_output_tokens" in entry and "max_tokens" not in entry:
         entry["max_tokens"] = entry.pop("max_output_tokens")
         lines.add((*where, "max_tokens"), *lines.locate((*where, "max_output_tokens")))
@@ -173,6 +208,19 @@ def _v5_fields(entry: dict, where: DataPath, lines: LineMap, problems: list[Prob
             )
         del entry[key]
     return entry
+
+
+#: What AgentV's `mock` provider answers without a `response` (`providers/mock.ts`).
+_MOCK_RESPONSE = '{"answer":"Mock provider response. Configure targets.yaml to supply a custom value."}'
+
+
+def _mock(entry: dict) -> dict:
+    """AgentV's `mock` provider (`providers/mock.ts`, v5.3.1 and main), which answers every
+    request with its `response` text (no other setting is read: `resolveMockConfig`), as
+    convoeval's `scripted` target with that `default`."""
+    found = {k: v for k, v in entry.items() if k != "response"}
+    response = entry.get("response")
+    return {**found, "provider": "scripted", "default": response if isinstance(response, str) else _MOCK_RESPONSE}
 
 
 def _env_refs(value: object) -> object:
@@ -321,14 +369,46 @@ def _add_errors(
 
 
 class NamedTargets(dict[str, TargetConfig]):
-    """Target configs by name, with the targets files' judge panel (`judges:`, `panel_rule:`)."""
+    """Target configs by name, with the targets files' judge panel (`judges:`, `panel_rule:`)
+    and AgentV's `defaults: {provider, grader}` (`defaults`, with the file that gave them)."""
 
     judges: list[str]
     panel_rule: PanelRule | None
+    defaults: dict[str, str]
+    defaults_file: Path | None
 
     def __init__(self) -> None:
         super().__init__()
-        self.judges, self.panel_rule = [], None
+        self.judges, self.panel_rule, self.defaults, self.defaults_file = [], None, {}, None
+
+
+def agentv_defaults(path: Path) -> tuple[dict[str, str], Path | None]:
+    """AgentV's (main, July 2026) default provider and grader for the targets in `path`: the
+    `defaults: {provider, grader}` of that providers file, else of the project config beside it
+    (`.agentv/config.yaml`, its `defaults` inline or `file://NAME`, as config-graph.ts reads them).
+    ({}, None) when there are none, or they are v5.3's `{target, grader}`, which its config-graph.ts
+    checks but its runs do not use."""
+    places = [path]
+    if path.parent.name == ".agentv":
+        places.append(path.parent / "config.yaml")
+    for place in places:
+        data = _yaml_data(place)
+        found = data.get("defaults") if isinstance(data, dict) else None
+        if isinstance(found, str) and found.startswith("file://"):
+            place = place.parent / found.removeprefix("file://")
+            found = _yaml_data(place)
+        if isinstance(found, dict) and "target" not in found:  # v5.3's `{target, grader}`: its runs ignore them
+            picked = {k: v.strip() for k in ("provider", "grader") if isinstance(v := found.get(k), str) and v.strip()}
+            if picked:
+                return picked, place
+    return {}, None
+
+
+def _yaml_data(path: Path) -> object:
+    """A YAML file's data, or None when it is missing or unreadable."""
+    problems: list[Problem] = []
+    data = load_yaml(path, LineMap(), problems) if path.is_file() else None
+    return None if problems else data
 
 
 def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = None) -> NamedTargets:
@@ -353,6 +433,9 @@ def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = 
             named.judges = judges
         if rule:
             named.panel_rule = rule  # type: ignore[assignment]
+        defaults, where = agentv_defaults(file)
+        if defaults:
+            named.defaults, named.defaults_file = defaults, where
     return named
 
 

@@ -77,11 +77,14 @@ class SuiteTests:
         if includes and isinstance(value, str):
             self.include(value, path, lines)
             return
-        i = self.count
-        self.count += 1
-        if i != index:
-            lines.renumber(("tests",), {index: i})
-        self.check(value, ("tests", i), lines)
+        variants = self.normalizer.with_prompts(value)  # AgentV v5: the test once per prompt
+        for n, variant in enumerate(variants):
+            i = self.count
+            self.count += 1
+            own = lines if n == len(variants) - 1 else lines.copy()
+            if i != index:
+                own.renumber(("tests",), {index: i})
+            self.check(variant, ("tests", i), own)
 
     def include(self, item: str, path: DataPath, lines: LineMap) -> None:
         """`file://cases.yaml` in a tests list: the tests of that file, in its place."""

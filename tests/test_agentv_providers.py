@@ -1,0 +1,163 @@
+"""AgentV's provider definitions as its newest tag and main branch write them (read from
+`providers/targets.ts` `normalizeTargetDefinition` / `normalizeProviderDefinition` and
+`providers/mock.ts`): a `config:` block, `runtime: host`, and the `mock` provider."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from convoeval.testing import FakeOpenAIServer
+
+from .conftest import write
+
+#: main's README quickstart (and examples/features/readme-quickstart/.agentv/providers.yaml).
+CATALOG = """\
+providers:
+  - id: openai
+    label: local-openai
+    runtime: host
+    config:
+      api_format: chat
+      base_url: "{{ env.LOCAL_BASE }}"
+      api_key: "{{ env.LOCAL_KEY }}"
+      model: gpt-5.4-mini
+  - id: mock
+    label: canned
+    response: Hello from the mock target
+  - id: mock
+    label: bare
+  - id: codex-cli
+    label: boxed
+    runtime: {mode: sandbox}
+"""
+SUITE = """\
+providers: [local-openai]
+prompts:
+  - "{{ input }}"
+tests:
+  - id: t1
+    vars:
+      input: Say hello
+    assert:
+      - type: contains
+        value: Hello
+"""
+
+
+def _run(cli, tmp_path: Path, *args: str) -> tuple[int, str, list[dict]]:
+    out = tmp_path / "r.jsonl"
+    out.unlink(missing_ok=True)
+    code, stdout, stderr = cli("run", tmp_path / "evals" / "s.eval.yaml", "--no-cache", "-o", out, *args)
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    return code, stdout + stderr, rows
+
+
+def test_config_block_runtime_host_and_mock(cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LOCAL_BASE", fake_openai.base_url)
+    monkeypatch.setenv("LOCAL_KEY", "sk-local-SECRET-1234")
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    write(tmp_path / ".agentv" / "providers.yaml", CATALOG)
+    write(tmp_path / "evals" / "s.eval.yaml", SUITE)
+    code, output, rows = _run(cli, tmp_path)  # `config:` read: its base_url, key and model
+    assert rows and rows[0]["execution_status"] != "execution_error", output
+    assert fake_openai.target_requests()[-1]["model"] == "gpt-5.4-mini"
+    for target, reply in [
+        ("canned", "Hello from the mock target"),
+        ("bare", '{"answer":"Mock provider response. Configure targets.yaml to supply a custom value."}'),
+    ]:
+        code, output, rows = _run(cli, tmp_path, "--target", target)
+        assert rows[0]["output"][-1]["content"] == reply, output
+    code, output, rows = _run(cli, tmp_path, "--target", "boxed")
+    assert code == 2 and not rows and "providers.yaml:17: providers[3].runtime:" in output, output
+
+
+def test_main_defaults_pick_the_provider_and_the_grader(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch
+) -> None:
+    """AgentV main (orchestrator.ts `graderTarget ?? defaultGraderTarget`, config-graph.ts): the
+    project config's `defaults: file://defaults.yaml` (readme-quickstart) or the providers file's
+    own `defaults:` (`agentv init`'s template) name the provider a suite without `providers` runs
+    on and the grader of its llm checks; the target no longer grades itself."""
+    monkeypatch.setenv("LOCAL_BASE", fake_openai.base_url)
+    monkeypatch.setenv("LOCAL_KEY", "sk-local-SECRET-1234")
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    entry = '  - id: openai\n    label: {0}\n    config: {{base_url: "{{{{ env.LOCAL_BASE }}}}", model: {0}-model}}\n'
+    providers = "providers:\n" + entry.format("sut") + entry.format("judge")
+    write(tmp_path / "evals" / "s.eval.yaml", SUITE.replace("providers: [local-openai]\n", "").replace("- type: contains\n        value: Hello", "- Says hello"))  # fmt: skip
+    for layout in ("config", "catalog"):
+        write(tmp_path / ".agentv" / "providers.yaml", providers + ("defaults: {provider: sut, grader: judge}\n" if layout == "catalog" else ""))  # fmt: skip
+        if layout == "config":
+            write(
+                tmp_path / ".agentv" / "config.yaml",
+                "providers: file://providers.yaml\ndefaults: file://defaults.yaml\n",
+            )
+            write(tmp_path / ".agentv" / "defaults.yaml", "provider: sut\ngrader: judge\n")
+        else:
+            (tmp_path / ".agentv" / "config.yaml").unlink()
+        fake_openai.reset()
+        code, output, rows = _run(cli, tmp_path)
+        assert rows and rows[0]["target"] == "sut" and "judge: judge (defaults.grader of" in output, output
+        assert {r["model"] for r in fake_openai.target_requests()} == {"sut-model"}
+        assert {r["model"] for r in fake_openai.judge_requests()} == {"judge-model"}, layout
+    # v5.3.1's `{target, grader}` (readme-quickstart at the tag): its config-graph.ts checks them, its
+    # runs do not use them: the target grades itself there.
+    write(tmp_path / ".agentv" / "providers.yaml", providers)
+    write(tmp_path / ".agentv" / "config.yaml", "defaults: {target: sut, grader: judge}\n")
+    fake_openai.reset()
+    code, output, rows = _run(cli, tmp_path, "--target", "sut")
+    assert {r["model"] for r in fake_openai.judge_requests()} == {"sut-model"}, output
+    (tmp_path / ".agentv" / "config.yaml").unlink()
+    # The eval file's own `defaults:` (yaml-parser.ts readSuiteDefaults) wins over the project's.
+    write(tmp_path / ".agentv" / "providers.yaml", providers + entry.format("other") + "defaults: {grader: other}\n")
+    suite = tmp_path / "evals" / "s.eval.yaml"
+    suite.write_text("defaults:\n  provider: sut\n  grader: judge\n" + suite.read_text())
+    fake_openai.reset()
+    code, output, rows = _run(cli, tmp_path)
+    assert rows and rows[0]["target"] == "sut", output
+    assert {r["model"] for r in fake_openai.judge_requests()} == {"judge-model"}
+
+
+INLINE = """\
+description: Code generation quality with eval-local provider settings
+providers:
+  - id: openai
+    label: local-mini
+    runtime: host
+    config:
+      api_format: chat
+      base_url: "{{ env.LOCAL_BASE }}"
+      api_key: "{{ env.LOCAL_KEY }}"
+      model: gpt-5.4-mini
+defaults:
+  grader: project-grader
+prompts:
+  - "{{ input }}"
+tests:
+  - id: t1
+    vars:
+      input: Say hello
+    assert:
+      - Says hello
+"""
+
+
+def test_providers_declared_in_the_eval_file(cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch) -> None:
+    """AgentV main's eval-local providers (its README; config-loader.ts parseInlineProviderRefs):
+    targets of that suite, read as a providers file's entries (their keys from the environment,
+    never written to the results); the grader is the project's."""
+    monkeypatch.setenv("LOCAL_BASE", fake_openai.base_url)
+    monkeypatch.setenv("LOCAL_KEY", "sk-inline-SECRET-9876")
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    grader = '  - id: openai\n    label: project-grader\n    config: {base_url: "{{ env.LOCAL_BASE }}", model: grader-mini}\n'
+    write(tmp_path / ".agentv" / "providers.yaml", "providers:\n" + grader)
+    suite = write(tmp_path / "evals" / "s.eval.yaml", INLINE)
+    assert cli("validate", suite)[0] == 0
+    code, output, rows = _run(cli, tmp_path)
+    assert rows and rows[0]["target"] == "local-mini" and rows[0]["verdict"] == "pass", output
+    assert {r["model"] for r in fake_openai.target_requests()} == {"gpt-5.4-mini"}
+    assert {r["model"] for r in fake_openai.judge_requests()} == {"grader-mini"}
+    assert "SECRET-9876" not in (tmp_path / "r.jsonl").read_text()
+    monkeypatch.delenv("LOCAL_KEY")  # unset: an error naming the line, when the run uses it
+    code, output, rows = _run(cli, tmp_path)
+    assert code == 2 and "s.eval.yaml:9: providers[0].api_key: environment variable LOCAL_KEY is not set" in output
