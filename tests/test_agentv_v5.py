@@ -75,7 +75,7 @@ OTHER.update(
             NETWORK,
             "copilot-replay-workspace.mjs",
         ),
-        (V5, "examples/showcase/cross-repo-sync/evals/suite.yaml"): (NETWORK, "Could not read from remote"),
+        (V5, "examples/showcase/cross-repo-sync/evals/suite.yaml"): (NETWORK, "the correct access rights"),
         (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options.transform"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
         (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
