@@ -151,7 +151,9 @@ def test_validate_names_a_missing_tools_or_backend_file_with_its_line(cli, tmp_p
     )
     assert code == 2
     text = (tmp_path / "t.eval.yaml").read_text().splitlines()
-    tools_line = next(i for i, line in enumerate(text, 1) if line.strip() == "tools: tools.py")
+    suite_line = text.index("tools: tools.py") + 1  # the domain the live agent acts on
+    tools_line = next(i for i, line in enumerate(text, 1) if line.startswith(" ") and line.strip() == "tools: tools.py")
+    assert f"{tmp_path / 't.eval.yaml'}:{suite_line}: tools: tools.py: no such file" in err
     assert f"{tmp_path / 't.eval.yaml'}:{tools_line}: tests[0].assertions[0].tools: tools.py: no such file" in err
     assert "backend: backend.json: no such file" in err
     suite = write(tmp_path / "s.eval.yaml", "tools: agent_tools.py\nbackend: db.json\ntests:\n  - {id: t, input: hi}\n")

@@ -124,14 +124,16 @@ def import_tau_bench(
         tests = {test_id: _recorded(test_id, trials, tools, backend, source) for test_id, trials in recordings.items()}
     if crashed:
         _warn_crashed(source, crashed, recorded, [i for i in crashed if i not in tests])
-    return {
+    suite: Suite = {
         "name": f"tau-bench-{source.stem}",
         "description": "tau-bench tasks: reward 1 when the final backend state and the required outputs match; "
         "a trial passes exactly when its reward is 1",
         "metadata": {"source": source.name, "imported_by": "convoeval import tau-bench", "licence": "MIT (tau-bench)"},
         "execution": {"threshold": 1.0},
-        "tests": list(tests.values()),
     }
+    if not recorded:  # each trial's domain: an agent with `agent:` is offered its tools, on its own copy
+        suite |= {"tools": tools, "backend": backend}
+    return {**suite, "tests": list(tests.values())}
 
 
 def episode_end(*, live: bool) -> JsonObject:
