@@ -210,3 +210,14 @@ def test_a_question_s_required_temperature_is_its_own_and_a_test_s_sampling_is_o
     )
     code, out, err = cli("validate", suite)
     assert code == 2 and "execution.temperature" in err and "execution.max_tokens" in err, err
+
+
+def test_every_category_fastchat_grades_against_a_reference_gets_its_math_prompt(tmp_path: Path) -> None:
+    """FastChat's NEED_REF_CATS (fastchat/llm_judge/common.py): math, reasoning, coding and
+    arena-hard-200 are judged with `single-math-v1` and the reference answers."""
+    question = {"question_id": 1, "category": "arena-hard-200", "turns": ["q1", "q2"], "reference": ["r1", "r2"]}
+    source = write(tmp_path / "question.jsonl", json.dumps(question) + "\n")
+    (test,) = import_dataset("mt-bench", source, judge_prompts=MT_BENCH / "judge_prompts.jsonl")["tests"]
+    first, second = (turn["assertions"][0] for turn in test["turns"])
+    assert (first["prompt"]["name"], second["prompt"]["name"]) == ("single-math-v1", "single-math-v1-multi-turn")
+    assert first["references"] == ["r1", "r2"]

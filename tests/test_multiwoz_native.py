@@ -187,3 +187,25 @@ def test_reference_acts_keep_every_value_a_slot_is_given_in_order(cli, fake_open
     convoeval.run(path, target="openai:agent", judge="openai:judge", store=False, cache=False)
     judged = [r["messages"][-1]["content"] for r in fake_openai.judge_requests()]
     assert any('"Train-Inform": [["leaveat", "23:39"], ["leaveat", "5:39"]]' in j for j in judged)
+
+
+def test_a_service_absent_from_a_turns_frames_keeps_its_dialogue_state(tmp_path: Path) -> None:
+    """The Hugging Face rows (TD-Eval's woz_only.jsonl) list only the services active in a turn;
+    MultiWOZ 2.2's own files give every service's state in every turn, and TD-Eval's generator
+    keeps its dialogue state across turns. The hotel booked in SNG0855 stays its state (and its
+    one database match) when the user says goodbye; MUL0199's hotel stays once the user asks for
+    a restaurant."""
+    tests = {t["id"]: t for t in import_dataset("multiwoz", DATA / "multiwoz22_sample5.jsonl", db=DATA / "db")["tests"]}
+    booked = tests["multiwoz-SNG0855"]["turns"][2]["context"]
+    goodbye = tests["multiwoz-SNG0855"]["turns"][3]
+    assert goodbye["input"][-1]["content"] == "No that will be all. Thanks."
+    assert [goodbye["context"][k] for k in ("belief_state", "db")] == [booked["belief_state"], booked["db"]]
+    assert booked["belief_state"]["hotel"]["name"] == "alexander bed and breakfast"
+    assert booked["db"] == {"hotel": {"count": 1, "matches": ["alexander bed and breakfast"]}}
+    restaurant = tests["multiwoz-MUL0199"]["turns"][2]["context"]
+    assert restaurant["belief_state"] == {
+        "hotel": {"bookday": "sunday", "bookpeople": "7", "bookstay": "4", "name": "cityroomz"},
+        "restaurant": {"area": "west", "food": "indian"},
+    }
+    assert restaurant["db"]["hotel"] == {"count": 1, "matches": ["cityroomz"]}
+    assert restaurant["db"]["restaurant"]["count"] == 6

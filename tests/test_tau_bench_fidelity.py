@@ -151,7 +151,9 @@ def test_validate_names_a_missing_tools_or_backend_file_with_its_line(cli, tmp_p
     )
     assert code == 2
     text = (tmp_path / "t.eval.yaml").read_text().splitlines()
-    tools_line = next(i for i, line in enumerate(text, 1) if line.strip() == "tools: tools.py")
+    suite_line = text.index("tools: tools.py") + 1  # the domain the live agent acts on
+    tools_line = next(i for i, line in enumerate(text, 1) if line.startswith(" ") and line.strip() == "tools: tools.py")
+    assert f"{tmp_path / 't.eval.yaml'}:{suite_line}: tools: tools.py: no such file" in err
     assert f"{tmp_path / 't.eval.yaml'}:{tools_line}: tests[0].assertions[0].tools: tools.py: no such file" in err
     assert "backend: backend.json: no such file" in err
     suite = write(tmp_path / "s.eval.yaml", "tools: agent_tools.py\nbackend: db.json\ntests:\n  - {id: t, input: hi}\n")
@@ -266,3 +268,72 @@ def test_a_task_whose_only_run_crashed_is_a_test_whose_trial_is_an_error(cli, do
     code, out, err = cli("import", "tau-bench", runs, "-o", domain / "live.eval.yaml")  # no task to run live
     assert code == 0 and "left out, in no other record: tau-7" in err, err
     assert [t.id for t in load_suite(domain / "live.eval.yaml").tests] == ["tau-1"]
+
+
+def _stopped(said: str) -> list[dict]:
+    """Task 2 trial 1 (real; its five flight changes reach the goal state, and it says the output
+    23553 only beside a tool call), ended as tau-bench ends an episode: a reply, the user's stop."""
+    (record,) = [r for r in json.loads(UNFINISHED.read_text()) if r["task_id"] == 2]
+    beside = [m["content"] for m in record["traj"] if m.get("tool_calls") and m.get("content")]
+    assert any("23553" in text.replace(",", "") for text in beside)
+    record["traj"] += [{"role": "assistant", "content": said}, {"role": "user", "content": "Thanks! ###STOP###"}]
+    return [record]
+
+
+@pytest.mark.parametrize(("said", "reward"), [("All five flights are changed.", 0.0), ("Changed: 23,553.", 1.0)])
+def test_an_output_said_only_beside_a_tool_call_was_never_said(cli, domain: Path, said: str, reward: float) -> None:
+    """tau-bench makes a message with a tool call that call alone (`message_to_action`): its text
+    never reaches the user, and `calculate_reward` looks for outputs in replies only. tau-bench's
+    own Env gives these two episodes 0 and 1."""
+    write(domain / "tools.py", LOGGING_TOOLS + "".join(f"\ndef {n}(state, **kw):\n    return 'ok'\n" for n in READS))
+    runs = write(domain / "runs.json", json.dumps(_stopped(said)))
+    code, out, err = cli("import", "tau-bench", runs, "--recorded", "-o", domain / "s.eval.yaml")
+    assert code == 0, err
+    cli("grade", domain / "s.eval.yaml", "-o", domain / "s.jsonl")
+    (row,) = read_jsonl(domain / "s.jsonl")
+    grader = row["trials"][0]["scores"][-1]["graders"][0]
+    assert grader["details"]["state_diff"] == [] and grader["details"]["episode_ended"] is True
+    assert grader["details"]["reward"] == reward
+    assert grader["details"]["missing_outputs"] == ([] if reward else ["23553"])
+
+
+def as_react(record: dict) -> dict:
+    """A tool-calling record as tau-bench's ReAct agent (agents/chat_react_agent.py) records the
+    same steps: its system prompt with the step format, each step a text ending in `Action:` and
+    the JSON of the action, a tool's result the next user message, `API output: ...`."""
+    system = 'policy\n#Available tools\n[]\n# Instruction\nAt each step ...\nThought:\n<...>\nAction:\n{"name": '
+    system += '<The name of the action>, "arguments": <The arguments to the action in json format>}\n'
+    traj: list[dict] = [{"role": "system", "content": system}]
+    for m in record["traj"][1:]:
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            function = m["tool_calls"][0]["function"]
+            action = {"name": function["name"], "arguments": json.loads(function["arguments"])}
+        elif m["role"] == "assistant":
+            action = {"name": "respond", "arguments": {"content": m["content"]}}
+        else:
+            prefix = "API output: " if m["role"] == "tool" else ""
+            traj.append({"role": "user", "content": prefix + m["content"]})
+            continue
+        thought = "Thought:\nThe reservation id is ABC123 and the total is 23553.\n"  # said in no reply
+        traj.append({"role": "assistant", "content": f"{thought}Action:\n{json.dumps(action)}", "tool_calls": None})
+    return {**record, "traj": traj}
+
+
+def test_react_and_act_trajectories_are_read_as_the_actions_tau_bench_parsed(cli, domain: Path) -> None:
+    """Task 1's real trials (rewards 0, 1, 0, 0: a cancellation) recorded as the ReAct agent
+    records them get the same rewards: the calls are replayed. Only a `respond` action's content
+    is a reply: task 2's thoughts say its output 23553, its replies do not (reward 0)."""
+    write(domain / "tools.py", LOGGING_TOOLS + "".join(f"\ndef {n}(state, **kw):\n    return 'ok'\n" for n in READS))
+    plain = [r for r in json.loads(TRIALS.read_text()) if r["task_id"] == 1]
+    records = [*map(as_react, plain), as_react(_stopped("All five flights are changed.")[0])]
+    runs = write(domain / "runs.json", json.dumps(records))
+    code, out, err = cli("import", "tau-bench", runs, "--recorded", "-o", domain / "r.eval.yaml")
+    assert code == 0, err
+    cli("grade", domain / "r.eval.yaml", "-o", domain / "r.jsonl")
+    rows = {row["test_id"]: row for row in read_jsonl(domain / "r.jsonl")}
+    graders = [t["scores"][-1]["graders"][0]["details"] for t in rows["tau-1"]["trials"]]
+    calls = [sum(m["role"] == "tool" for m in r["traj"]) for r in plain]
+    assert [g["actions_replayed"] for g in graders] == calls and calls[1] > 0
+    assert [g["reward"] for g in graders] == [r["reward"] for r in plain] == [0.0, 1.0, 0.0, 0.0]
+    (task2,) = (t["scores"][-1]["graders"][0]["details"] for t in rows["tau-2"]["trials"])
+    assert task2["state_diff"] == [] and task2["missing_outputs"] == ["23553"] and task2["episode_ended"]

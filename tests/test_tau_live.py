@@ -386,3 +386,26 @@ def test_a_stored_live_run_graded_again_keeps_how_each_episode_ended(cli, fake_o
             "the simulated user never stopped: the conversation ran out of max_turns and transfer_to_human_agents was never called",
         ),
     }
+
+
+def test_an_imported_task_offers_the_domain_tools_to_a_chat_model_agent(fake_openai, airline: Path) -> None:
+    """`import tau-bench` names the domain at the suite level, as `import tau2` does: a chat model
+    with `agent:` is offered its tools and acts on the trial's own backend, whose final state the
+    reward reads (`live`). Before, it was offered none: a real model could not book anything."""
+    suite = load_suite(airline)
+    assert (suite.tools, suite.backend) == ("tools.py", "backend.json")
+    book = {"user_id": "mia_li", "flight": "HAT001", "payment_id": "card_7447"}
+
+    def agent(body: dict[str, Any]) -> str | dict[str, Any]:
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return _call("book_flight", book, 1)[0]
+        return "Booked: R101."
+
+    ScriptedUser(fake_openai, [ASK], stop="objective_met")
+    fake_openai.reply = agent
+    target = TargetConfig.model_validate({"name": "bot", "provider": "openai", "model": "m", "agent": {"tools": []}})
+    [result] = convoeval.run(airline, target=target, judge="openai:user-model", store=False, cache=False).results
+    offered = {t["function"]["name"] for t in fake_openai.target_requests()[0]["tools"]}
+    assert offered == {"search_flights", "book_flight", "cancel_reservation"}
+    reward = reward_of(result)
+    assert (reward["reward"], reward["final_state"]) == (1.0, "live") and result.verdict == "pass"

@@ -54,8 +54,9 @@ MAX_TOKENS = 1024
 #: which its OpenAI models (gpt-3.5-turbo, gpt-4) answer MT-Bench under.
 SYSTEM_MESSAGE = "You are a helpful assistant."
 
-#: Categories MT-Bench grades against a reference answer (FastChat's NEED_REF_CATS).
-REFERENCE_CATEGORIES = ("math", "reasoning", "coding")
+#: Categories FastChat grades against a reference answer (its NEED_REF_CATS; arena-hard-200 is
+#: FastChat's other question set).
+REFERENCE_CATEGORIES = ("math", "reasoning", "coding", "arena-hard-200")
 REFERENCE_NAMES = ("reference_answer_gpt-4.jsonl", "reference_answer/gpt-4.jsonl", "gpt-4.jsonl")
 
 _SCALE = (

@@ -152,7 +152,9 @@ _HF_TURNS = ("speaker", "utterance", "frames", "dialogue_acts")
 
 
 def _hf_dialogue(record: JsonObject, source: Path, line: int) -> Dialogue:
-    """A row of the Hugging Face `multi_woz_v22` dataset (turns as parallel lists)."""
+    """A row of the Hugging Face `multi_woz_v22` dataset (turns as parallel lists). A turn's
+    frames hold only the services active in it; the others keep their last state, as every
+    frame of 2.2's own files (and TD-Eval's dialogue state) does."""
     turns = as_object(record.get("turns"))
     if turns is None or "dialogue_id" not in record or any(k not in turns for k in _HF_TURNS):
         raise DatasetError(
@@ -165,15 +167,18 @@ def _hf_dialogue(record: JsonObject, source: Path, line: int) -> Dialogue:
     speakers, utterances, frames, acts = (as_list(turns[k]) for k in _HF_TURNS)
     where = f"{source}:{line}: turns"
     user_turns = []
+    known: dict[str, dict[str, str]] = {}
     for i, speaker in enumerate(speakers):
         if speaker != 0:
             continue
         system = i + 1 < len(speakers) and speakers[i + 1] == 1
         utterance = text(_nth(utterances, i, "utterance", where), f"{where}.utterance[{i}]")
         reply = text(_nth(utterances, i + 1, "utterance", where), f"{where}.utterance[{i + 1}]") if system else None
-        belief = _belief(_nth(frames, i, "frames", where))
+        known |= _belief(_nth(frames, i, "frames", where))
         user_turns.append(
-            UserTurn(utterance, belief, _acts(_nth(acts, i + 1, "dialogue_acts", where)) if system else None, reply)
+            UserTurn(
+                utterance, dict(known), _acts(_nth(acts, i + 1, "dialogue_acts", where)) if system else None, reply
+            )
         )
     return Dialogue(name, [str(s) for s in as_list(record.get("services"))], user_turns)
 
@@ -206,6 +211,7 @@ def _v22_dialogue(record: JsonObject, source: Path, index: int, acts: JsonObject
     turn_acts = (as_object(acts.get(str(record.get("dialogue_id")))) or {}) if acts is not None else None
     turns = as_list(record.get("turns"))
     user_turns = []
+    known: dict[str, dict[str, str]] = {}  # services absent from a turn's frames keep their state
     for i, turn in enumerate(turns):
         utterance = turn.get("utterance") if isinstance(turn, dict) else None
         if not isinstance(turn, dict) or not isinstance(utterance, str):
@@ -219,13 +225,14 @@ def _v22_dialogue(record: JsonObject, source: Path, index: int, acts: JsonObject
                 domain, _, slot_name = slot.partition("-")
                 if values:
                     belief.setdefault(domain, {})[slot_name] = str(_first(values))
+        known |= belief
         following = as_object(turns[i + 1]) if i + 1 < len(turns) else None
         system = following if following is not None and following.get("speaker") == "SYSTEM" else None
         reply = system.get("utterance") if system is not None else None
         reference = None
         if system is not None and turn_acts is not None:
             reference = _pair_acts((as_object(turn_acts.get(str(system.get("turn_id")))) or {}).get("dialog_act"))
-        user_turns.append(UserTurn(utterance, belief, reference, reply if isinstance(reply, str) else None))
+        user_turns.append(UserTurn(utterance, dict(known), reference, reply if isinstance(reply, str) else None))
     return Dialogue(name, [str(s) for s in as_list(record.get("services"))], user_turns)
 
 

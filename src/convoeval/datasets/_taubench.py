@@ -23,6 +23,7 @@ tau2-bench's `tasks.json` is read by `_tau2`, its results files by `_tau2_result
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,8 @@ from ._tau2_results import import_tau2, is_tau2_results
 #: step limit itself is `ended_by.max_steps`, counted on the conversation when it is graded.
 MAX_TURNS = 31
 MAX_STEPS = 30
+#: The step format tau-bench's ReAct and Act agents are told to follow, in their system prompt.
+REACT_FORMAT = 'Action:\n{"name": <The name of the action>, "arguments": <The arguments to the action in json format>}'
 
 
 @dataclass
@@ -107,9 +110,7 @@ def import_tau_bench(
                 raise DatasetError(f"{where}: recorded=True needs tau-bench results with `traj`")
             trials = recordings.setdefault(test_id, _Recorded(task_id))
             trials.task = trials.task or task
-            trials.transcripts.append(
-                {"error": failure} if failure is not None else [_message(m, where) for m in as_list(traj)]
-            )
+            trials.transcripts.append({"error": failure} if failure is not None else _trajectory(traj, where))
             trials.trials.append(record.get("trial", len(trials.trials)))
             trials.rewards.append(record.get("reward"))
             if failure is not None:
@@ -123,14 +124,16 @@ def import_tau_bench(
         tests = {test_id: _recorded(test_id, trials, tools, backend, source) for test_id, trials in recordings.items()}
     if crashed:
         _warn_crashed(source, crashed, recorded, [i for i in crashed if i not in tests])
-    return {
+    suite: Suite = {
         "name": f"tau-bench-{source.stem}",
         "description": "tau-bench tasks: reward 1 when the final backend state and the required outputs match; "
         "a trial passes exactly when its reward is 1",
         "metadata": {"source": source.name, "imported_by": "convoeval import tau-bench", "licence": "MIT (tau-bench)"},
         "execution": {"threshold": 1.0},
-        "tests": list(tests.values()),
     }
+    if not recorded:  # each trial's domain: an agent with `agent:` is offered its tools, on its own copy
+        suite |= {"tools": tools, "backend": backend}
+    return {**suite, "tests": list(tests.values())}
 
 
 def episode_end(*, live: bool) -> JsonObject:
@@ -208,7 +211,51 @@ def _failure(info: JsonObject) -> str | None:
     return str(info["error"] or "") or (traceback[-1] if traceback else "tau-bench recorded an error without a message")
 
 
+def _trajectory(traj: JsonValue, where: str) -> list[Message]:
+    """A recorded `traj` as what tau-bench acted on. A message with a tool call is that call
+    alone (`message_to_action`: its text was never sent to the user, and outputs count only in
+    replies); a ReAct or Act agent's steps become the tool calls and replies it parsed."""
+    messages = [_message(m, where) for m in as_list(traj)]
+    react = bool(messages) and REACT_FORMAT in str(messages[0]["content"] or "")
+    return _react_steps(messages, where) if react else messages
+
+
 def _message(raw: JsonValue, where: str) -> Message:
     if not isinstance(raw, dict):
         raise DatasetError(f"{where}: traj: expected messages (JSON objects), got {raw!r:.60}")
-    return with_call_fields({"role": raw.get("role"), "content": raw.get("content")}, raw)
+    content = None if raw.get("role") == "assistant" and raw.get("tool_calls") else raw.get("content")
+    return with_call_fields({"role": raw.get("role"), "content": content}, raw)
+
+
+def _react_steps(messages: list[Message], where: str) -> list[Message]:
+    """A ReAct / Act trajectory (tau-bench's chat_react_agent.py) as tool calls and replies,
+    parsed as its `generate_next_step` parses each step: the JSON after the last `Action:` (text
+    that is not JSON is a reply), `respond` a reply of its `content`, any other name a tool
+    call whose result is the next user message (`API output: ...`)."""
+    out: list[Message] = []
+    call_id: str | None = None  # the call the next user message answers
+    for index, message in enumerate(messages):
+        content = str(message["content"] or "")
+        if message["role"] == "user" and call_id is not None:
+            out.append({"role": "tool", "tool_call_id": call_id, "content": content.removeprefix("API output: ")})
+            call_id = None
+        elif message["role"] != "assistant":
+            out.append(message)
+        else:
+            action = content.split("Action:")[-1].strip()
+            try:
+                parsed = json.loads(action)
+            except json.JSONDecodeError:
+                parsed = {"name": "respond", "arguments": {"content": action}}
+            step = as_object(parsed) or {}
+            arguments = as_object(step.get("arguments"))
+            if not isinstance(step.get("name"), str) or arguments is None:
+                raise DatasetError(f"{where}: traj[{index}]: a ReAct action needs a name and arguments")
+            if step["name"] == "respond":
+                out.append({"role": "assistant", "content": arguments.get("content")})
+                continue
+            call_id = f"react-{index}"
+            function = {"name": step["name"], "arguments": json.dumps(arguments)}
+            call: JsonValue = [{"id": call_id, "type": "function", "function": function}]
+            out.append({"role": "assistant", "content": None, "tool_calls": call})
+    return out
