@@ -218,6 +218,13 @@ class Assertion(Model):
         alias of the positive type with `negate`; both together cancel out)."""
         return self.negate != self.type.startswith("not-")
 
+    @property
+    def fails_test(self) -> bool:
+        """Whether this check failing fails the test whatever the mean: it is `required` (a
+        rubric: or one of its criteria is). Such a check that cannot decide is reported as
+        required, so its turn cannot decide either."""
+        return self.required
+
     @abstractmethod
     async def grade(self, ctx: GradeContext) -> Grade:
         """Score `ctx.output` (or the transcript); raise GraderError when undecidable."""
@@ -229,7 +236,7 @@ class Assertion(Model):
             score=None,
             verdict="error",
             weight=self.weight,
-            required=self.required,
+            required=self.fails_test,
             error=message,
             judge_calls=spent.judge_calls if spent else 0,
             judge_reasks=spent.judge_reasks if spent else 0,

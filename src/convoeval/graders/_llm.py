@@ -264,6 +264,13 @@ class Rubrics(JudgedAssertion):
 
     _call: _RubricCall | None = PrivateAttr(default=None)
 
+    @property
+    def fails_test(self) -> bool:
+        """Required, or a criterion failing fails the test (`required` criteria: plain strings
+        are; not when negated, nor with `required_fails_test: false`)."""
+        gates = any(isinstance(c, str) or c.required or c.required_min_score is not None for c in self.criteria)
+        return self.required or (gates and self.required_fails_test and not self.negated)
+
     @field_validator("criteria")
     @classmethod
     def _check_criteria(cls, criteria: list[str | RubricCriterion]) -> list[str | RubricCriterion]:
