@@ -388,6 +388,10 @@ def _graded(
             norms = [1.0 if yes else 0.0 for yes in judged]
         value = norms[0] if len(norms) == 1 else _mean(norms)  # the mean of one is itself
         passed = _passes(row, value, mark)
+        if errors and row.gates_grader:  # the repeats that failed, all no or all yes
+            share = len(errors) / (len(runs) + len(errors))
+            if _passes(row, value * (1 - share), mark) != _passes(row, value * (1 - share) + share, mark):
+                raise session.error(f"{len(errors)} judge repeat(s) failed and could change criterion {row.id!r}")
         if row.gates_grader and not passed:
             failed_required.append(row.id)
         criterion_scores.append(value)
