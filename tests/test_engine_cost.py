@@ -183,6 +183,24 @@ def test_a_suites_budget_usd_leaves_out_its_own_later_tests_only(cli, fake_opena
     assert len(fake_openai.requests) == 3 and code == 1
 
 
+def test_a_test_the_suites_budget_usd_leaves_out_runs_none_of_its_trials(cli, fake_openai, tmp_path: Path) -> None:
+    """Only a test's first trial read the budget: its other trials ran (and were paid) while
+    the test was reported not started."""
+    write(tmp_path / "targets.yaml", PRICEY)
+    capped = write(
+        tmp_path / "capped.eval.yaml",
+        "execution: {budget_usd: 0.5, trials: 3}\ntests:\n  - {id: t1, input: one}\n  - {id: t2, input: two}\n"
+        "  - {id: t3, input: three, depends_on: [t2]}\n",
+    )
+    code, _, err = cli("run", capped, "--target", "pricey", "--concurrency", "3", "-o", tmp_path / "r.jsonl")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert (results["t1"]["verdict"], len(results["t1"]["trials"])) == ("pass", 3)
+    assert (results["t2"]["verdict"], results["t2"]["trials"], results["t2"]["cost_usd"]) == ("skip", [], 0.0)
+    assert "the suite's budget_usd $0.5 was reached" in results["t2"]["error"]
+    assert "the suite's budget_usd $0.5 was reached" in results["t3"]["error"]  # not --max-cost
+    assert len(fake_openai.requests) == 3 and code == 1, err
+
+
 def test_budget_usd_is_a_suite_setting(cli, tmp_path: Path) -> None:
     suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: t\n    input: hi\n    execution: {budget_usd: 1}\n")
     code, _, err = cli("validate", suite)

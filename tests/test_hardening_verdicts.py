@@ -110,6 +110,39 @@ def test_a_failed_required_rubric_criterion_fails_the_turn_whatever_the_weighted
     assert code == 0 and result["score"] == 1.0
 
 
+@pytest.mark.parametrize(
+    ("criteria", "decided"),
+    [
+        ("[Greets the user]", False),  # a plain string is a required criterion
+        ("[{id: b, outcome: Names the user, required: true}]", False),
+        ("[{id: b, outcome: Names the user, required: false}]", True),
+    ],
+)
+def test_a_rubric_with_required_criteria_that_cannot_decide_leaves_the_test_undecided(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, criteria: str, decided: bool
+) -> None:
+    """Had the judge answered, a failed required criterion would fail the test whatever the
+    mean; so when it cannot answer the test is an error, not a pass on the other check (at
+    threshold 0.5, 1.0 and anything the rubric scores reaches it)."""
+    fake_openai.judge = lambda body: "not json"
+    suite = f"""
+execution: {{threshold: 0.5}}
+tests:
+  - id: t
+    input: hello
+    assertions:
+      - {{type: rubrics, criteria: {criteria}}}
+      - {{type: contains, value: Reply}}
+"""
+    code, result, _ = _run(cli, tmp_path, suite)
+    if decided:
+        assert (code, result["verdict"], result["score"]) == (0, "pass", 1.0)
+        return
+    assert (code, result["verdict"], result["score"]) == (3, "error", None)
+    assert "required grader 'rubrics' could not decide" in result["error"]
+    assert [(g["verdict"], g["required"]) for g in result["scores"][0]["graders"]] == [("error", True), ("pass", False)]
+
+
 @pytest.mark.parametrize("bad_score", [True, "9", False])
 def test_a_judge_score_that_is_not_a_number_is_re_asked_once_then_an_error(
     cli, fake_openai: FakeOpenAIServer, tmp_path: Path, bad_score: object

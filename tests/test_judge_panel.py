@@ -318,6 +318,31 @@ async def test_arena_panel_judges_each_pair_with_each_judge(
     assert "judges' agreement on 6 labels" in report.caption()
 
 
+async def test_arena_panel_with_a_failed_judge_that_could_change_the_label_is_no_battle(
+    desk: Path, judge_server: FakeOpenAIServer
+) -> None:
+    """judge-b answers garbage on `refund`: the fair judge alone does not make the battle (under
+    majority judge-b's label could make it a tie); the pair is a judge error."""
+
+    def judge_b_fails_on_refund(body: dict) -> str:
+        if body["model"] == "fake-judge-b" and which_test(body) == "refund":
+            return "RAW:not json"
+        return fair_winner(body)
+
+    judge_server.judge = pairwise_judge(judge_b_fails_on_refund)
+    report = await convoeval.aarena(
+        desk, targets=["polite", "terse"], judge=["judge", "judge-b"], bootstrap=20, cache=False, store=False
+    )
+    assert {j.test_id: j.winner for j in report.judgments} == {
+        "late-order": "model_a",
+        "refund": None,
+        "address": "model_a",
+    }
+    refund = next(j for j in report.judgments if j.test_id == "refund")
+    assert "could change the panel's label (majority)" in refund.errors[0]
+    assert len(report.battles) == 2
+
+
 def test_arena_command_takes_a_panel(cli, desk: Path, judge_server: FakeOpenAIServer) -> None:
     judge_server.judge = pairwise_judge(contrary_on_refund)
     args = ("arena", desk, "--target", "polite", "--target", "terse", "--judge", "judge", "--judge", "judge-b")
@@ -424,7 +449,7 @@ def test_combine_scores_keeps_errors_apart_and_joins_dimensions() -> None:
 
     judges = ["a", "b", "c"]
     votes = [score("pass", 1.0, 5), score("error", None, error="judge call failed: HTTP 500"), score("fail", 0.5, 3)]
-    mean = combine_scores(votes, judges, "mean", 0.7)
+    mean = combine_scores(votes, judges, "mean", 0.5)  # passes even had b scored 0: (1 + 0 + 0.5) / 3
     assert (mean.verdict, mean.score, mean.judge_calls) == ("pass", 0.75, 3)
     assert mean.judge_usage == Usage(input_tokens=30, output_tokens=6)
     assert [(a.judge, a.verdict, a.error) for a in mean.panel or []] == [
@@ -433,12 +458,37 @@ def test_combine_scores_keeps_errors_apart_and_joins_dimensions() -> None:
         ("c", "fail", None),
     ]
     assert mean.dimensions == {"cohesion": DimensionScore(likert=[5, 3], score=0.75, justification="said 5 | said 3")}
-    strict = combine_scores(votes, judges, "min", 0.7)
-    assert strict.verdict == "error" and "the min rule needs every judge's answer (b: judge call failed" in (
-        strict.error or ""
+    undecided = combine_scores(votes, judges, "mean", 0.7)  # b's 0 would fail it, its 1 pass it
+    assert undecided.verdict == "error" and undecided.score is None
+    assert "the judges that failed could change the panel's verdict (mean) (b: judge call failed" in (
+        undecided.error or ""
     )
+    assert combine_scores(votes, judges, "min", 0.7).verdict == "fail"  # c failed: whatever b said
+    assert combine_scores(votes[:2], judges[:2], "min", 0.7).verdict == "error"  # b could fail it
+    assert combine_scores(votes, judges, "majority", 0.7).verdict == "error"  # b decides the split
     none = combine_scores([votes[1], votes[1]], ["a", "b"], "majority", 0.7)
     assert none.verdict == "error" and none.score is None and "no judge of the panel decided" in (none.error or "")
+
+
+def test_a_judge_that_failed_is_left_out_only_when_it_could_not_change_the_verdict(
+    panel_run, fake_openai: FakeOpenAIServer
+) -> None:
+    """judge-b answers garbage on q1, judge-a passes it: under majority the one passing judge
+    does not make a pass (judge-b could have failed it): the check and the test are errors,
+    never a pass. The 0-10 grader's mean of 1.0 and anything judge-b could say reaches 0.5."""
+
+    def judge_b_fails_on_q1(body: dict) -> str:
+        text = " ".join(str(m["content"]) for m in body["messages"])
+        return "not json" if body["model"] == "judge-b" and "Answer Q1" in text else panel_judge(body)
+
+    fake_openai.judge = judge_b_fails_on_q1
+    code, _, results, _ = panel_run()
+    rubric, graded = grader(results["q1"], "rubrics"), grader(results["q1"], "llm-grader")
+    assert (rubric["verdict"], rubric["score"]) == ("error", None)
+    assert "could change the panel's verdict (majority)" in rubric["error"]
+    assert [(a["judge"], a["verdict"]) for a in rubric["panel"]] == [(JUDGES[0], "pass"), (JUDGES[1], "error")]
+    assert (graded["verdict"], graded["score"]) == ("pass", 1.0)  # mean: settled whatever judge-b said
+    assert results["q1"]["verdict"] == "error" and code == 1
 
 
 def test_a_checks_single_outcome_follows_the_panels_verdict(panel_run) -> None:

@@ -325,11 +325,31 @@ async def test_repeats_report_mean_and_stdev_with_distinct_trials(server, judge)
 
 
 async def test_one_failed_repeat_is_recorded_not_fatal(server, judge) -> None:
+    """2 of 3 repeats satisfied: a majority whatever the failed one said."""
+    server.faults.append(Fault(status=500, purpose="judge"))
+    server.judge = judge_with()
+    result = await make({"type": "rubrics", "criteria": ["Mentions 60"]}).evaluate(turn_ctx(judge, judge_repeats=3))
+    assert result.verdict == "pass" and result.details["repeats"] == 2
+    assert "HTTP 500" in result.details["repeat_errors"][0]
+
+
+async def test_failed_repeats_that_could_change_the_verdict_leave_it_undecided(server, judge) -> None:
+    """One repeat of two failed: its "no" would have failed the required criterion (1 of 2 is
+    no majority), so the rubric cannot decide; nor can a 0-10 grader at 9/10 against 0.8, whose
+    mean of both could be 0.45."""
     server.faults.append(Fault(status=500, purpose="judge"))
     server.judge = judge_with()
     result = await make({"type": "rubrics", "criteria": ["Mentions 60"]}).evaluate(turn_ctx(judge, judge_repeats=2))
-    assert result.verdict == "pass" and result.details["repeats"] == 1
-    assert "HTTP 500" in result.details["repeat_errors"][0]
+    assert (result.verdict, result.score) == ("error", None)
+    assert "1 judge repeat(s) failed and could change criterion 'c1'" in (result.error or "")
+    server.faults.append(Fault(status=500, purpose="judge"))
+    server.judge = lambda body: json.dumps({"reasoning": "good", "score": 9})
+    graded = await make({"type": "llm-grader"}).evaluate(turn_ctx(judge, judge_repeats=2))
+    assert (graded.verdict, graded.score, graded.judge_calls) == ("error", None, 2)
+    assert "50% of the judge repeats failed and could change the verdict" in (graded.error or "")
+    server.faults.append(Fault(status=500, purpose="judge"))
+    lenient = await make({"type": "llm-grader", "min_score": 0.4}).evaluate(turn_ctx(judge, judge_repeats=2))
+    assert (lenient.verdict, lenient.score) == ("pass", 0.9)  # 0.45 at worst
 
 
 async def test_judge_cost_and_temperature(server) -> None:

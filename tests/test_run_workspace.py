@@ -68,6 +68,25 @@ def test_a_conversation_that_never_verifies_fails_and_keep_on_failure_keeps_the_
     shutil.rmtree(kept)
 
 
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("pythn -B test_calc.py", "command not found, exit code 127"),
+        ("./test_calc.py", "not executable, exit code 126"),
+    ],
+)
+def test_a_verify_that_cannot_run_is_an_execution_error_not_a_failed_agent(
+    repair: Path, command: str, why: str
+) -> None:
+    """A misspelt verify decided nothing: it was "never verified", a failure of the agent."""
+    suite = repair / "repair.eval.yaml"
+    suite.write_text(suite.read_text().replace("command: python -B test_calc.py", f"command: {command}"))
+    result = run(suite)
+    assert (result.verdict, result.execution_status, result.score) == ("error", "execution_error", None)
+    assert f"verify after turn 1 could not run ({why}): " in (result.error or "")
+    assert len([m for m in result.output if m.source == "target"]) == 1
+
+
 def test_a_missing_template_is_an_execution_error_for_that_test(repair: Path) -> None:
     suite = repair / "repair.eval.yaml"
     suite.write_text(suite.read_text().replace("{template: template}", "{template: nowhere}"))

@@ -314,6 +314,18 @@ def test_budget_exhausted_stops_the_simulator(fake_openai, tmp_path: Path) -> No
     assert len(world.simulated_requests()) == 2
 
 
+def test_the_tests_own_budget_is_the_stop_reason(fake_openai, tmp_path: Path) -> None:
+    """A conversation the test's `budget:` ended says so (it said nothing, and its note blamed
+    `on_turn_failure`); the verdict is the budget's (`fail`), not the run's `--max-cost` skip."""
+    world = FakeWorld(fake_openai, [(f"more {i}", False, "none") for i in range(5)], success=[True])
+    extra = "    budget: {conversation: {tokens: 1}}\n    success: [The refund is issued]"
+    result = run(suite_file(tmp_path, extra)).results[0]
+    assert len(world.simulated_requests()) == 1 and result.budget_hit == "tokens=1 per conversation at turn 1"
+    assert (result.stop_reason, result.trials[0].stop_reason) == ("budget_exhausted", "budget_exhausted")
+    assert (result.verdict, result.execution_status) == ("fail", "budget_exhausted")
+    assert "simulated user: 1 turn(s), stopped: budget_exhausted" in result.notes
+
+
 def test_simulator_model_of_its_own_and_cached_rerun_makes_no_calls(fake_openai, tmp_path: Path) -> None:
     FakeWorld(fake_openai, list(HAPPY) * 2)
     text = REFUND.replace("      max_turns: 4", "      max_turns: 4\n      model: openai:sim-model\n      seed: 7")

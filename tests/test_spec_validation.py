@@ -118,6 +118,19 @@ tests:
         "needs `mode: conversation`",
     ),
     (
+        "hints without verify (never sent)",
+        """\
+tests:
+  - id: t
+    mode: conversation
+    hints: [Try again]
+    turns: [{input: one}, {input: two}]
+""",
+        4,
+        "tests[0].hints",
+        "hints are sent after a failed `verify`",
+    ),
+    (
         "window_size without conversation",
         """\
 tests:

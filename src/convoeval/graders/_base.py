@@ -44,6 +44,9 @@ class Grade:
     dimensions: dict[str, DimensionScore] | None = None
     passed: bool | None = None  # overrides `score >= min_score` when the grader knows better
     failed_required: list[str] = field(default_factory=list)  # required parts that failed
+    # The share u of judge repeats that failed: `score` is the mean of the others, so every
+    # repeat's mean lies in [score (1 - u), score (1 - u) + u]; a verdict that range holds is none.
+    unanswered: float = 0.0
 
     @classmethod
     def judged(
@@ -70,6 +73,7 @@ class Grade:
             dimensions=dimensions,
             passed=passed,
             failed_required=list(failed_required or []),
+            unanswered=session.unanswered,
         )
 
 
@@ -218,6 +222,13 @@ class Assertion(Model):
         alias of the positive type with `negate`; both together cancel out)."""
         return self.negate != self.type.startswith("not-")
 
+    @property
+    def fails_test(self) -> bool:
+        """Whether this check failing fails the test whatever the mean: it is `required` (a
+        rubric: or one of its criteria is). Such a check that cannot decide is reported as
+        required, so its turn cannot decide either."""
+        return self.required
+
     @abstractmethod
     async def grade(self, ctx: GradeContext) -> Grade:
         """Score `ctx.output` (or the transcript); raise GraderError when undecidable."""
@@ -229,7 +240,7 @@ class Assertion(Model):
             score=None,
             verdict="error",
             weight=self.weight,
-            required=self.required,
+            required=self.fails_test,
             error=message,
             judge_calls=spent.judge_calls if spent else 0,
             judge_reasks=spent.judge_reasks if spent else 0,
@@ -289,7 +300,10 @@ class Assertion(Model):
             score = 1.0 - score
             passed = None if passed is None else not passed
         if passed is None:
-            passed = score >= (self.min_score if self.min_score is not None else ctx.threshold)
+            mark = self.min_score if self.min_score is not None else ctx.threshold
+            passed = score >= mark
+            if grade.unanswered and (undecided := _undecided_by_repeats(grade, negated, mark)):
+                return self._error(undecided, _spent(grade))
         outcomes = grade.assertions
         if negated:
             outcomes = [
@@ -379,3 +393,29 @@ def assertion_type_names() -> list[str]:
 
 def registered_assertion_classes() -> list[type[Assertion]]:
     return list(dict.fromkeys(registry.entries("assertion").values()))
+
+
+def _undecided_by_repeats(grade: Grade, negated: bool, mark: float) -> str | None:
+    """Why the judge repeats that failed could change the verdict (see `Grade.unanswered`), or
+    None when they could not."""
+    u, raw = grade.unanswered, min(1.0, max(0.0, grade.score))
+    low, high = raw * (1 - u), raw * (1 - u) + u
+    if negated:
+        low, high = 1 - high, 1 - low
+    if (low >= mark) == (high >= mark):
+        return None
+    return (
+        f"{u:.0%} of the judge repeats failed and could change the verdict: the mean of all would be "
+        f"in [{low:.3f}, {high:.3f}], the pass mark {mark:g}"
+    )
+
+
+def _spent(grade: Grade) -> GraderError:
+    """What the grade's judge calls spent, for an error made of it."""
+    return GraderError(
+        "",
+        judge_usage=grade.judge_usage,
+        judge_cost_usd=grade.judge_cost_usd,
+        judge_calls=grade.judge_calls,
+        judge_reasks=grade.judge_reasks,
+    )

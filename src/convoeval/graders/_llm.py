@@ -264,6 +264,13 @@ class Rubrics(JudgedAssertion):
 
     _call: _RubricCall | None = PrivateAttr(default=None)
 
+    @property
+    def fails_test(self) -> bool:
+        """Required, or a criterion failing fails the test (`required` criteria: plain strings
+        are; not when negated, nor with `required_fails_test: false`)."""
+        gates = any(isinstance(c, str) or c.required or c.required_min_score is not None for c in self.criteria)
+        return self.required or (gates and self.required_fails_test and not self.negated)
+
     @field_validator("criteria")
     @classmethod
     def _check_criteria(cls, criteria: list[str | RubricCriterion]) -> list[str | RubricCriterion]:
@@ -381,6 +388,10 @@ def _graded(
             norms = [1.0 if yes else 0.0 for yes in judged]
         value = norms[0] if len(norms) == 1 else _mean(norms)  # the mean of one is itself
         passed = _passes(row, value, mark)
+        if errors and row.gates_grader:  # the repeats that failed, all no or all yes
+            share = len(errors) / (len(runs) + len(errors))
+            if _passes(row, value * (1 - share), mark) != _passes(row, value * (1 - share) + share, mark):
+                raise session.error(f"{len(errors)} judge repeat(s) failed and could change criterion {row.id!r}")
         if row.gates_grader and not passed:
             failed_required.append(row.id)
         criterion_scores.append(value)

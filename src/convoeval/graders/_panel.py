@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypedDict
 
-from ..judging import Decision, JudgePanel, PanelRule, Vote, combine
+from ..judging import Decision, JudgePanel, PanelRule, Vote, combine, settled
 from ..results import AssertionOutcome, DimensionScore, GraderScore, JudgeAnswer, Usage
 
 if TYPE_CHECKING:
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 #: Longest reasoning kept per judge answer.
 _REASONING_CHARS = 2000
+#: What a judge that failed could have answered, at the extremes (every rule is monotone in a vote).
+_EITHER = (Vote(0.0, False), Vote(1.0, True))
 
 
 class _Spent(TypedDict):
@@ -51,9 +53,9 @@ def combine_scores(
 ) -> GraderScore:
     """The panel's GraderScore from each judge's GraderScore of the same check.
 
-    Judges that failed (verdict `error`) are kept in `panel` and left out of the decision;
-    when every judge failed the check is an error, and under `min` (every judge must pass) when
-    any did. Tokens, cost and calls add up.
+    Judges that failed (verdict `error`) are kept in `panel` and left out of the decision when
+    their answers, failing or passing, could not change it; otherwise, and when every judge
+    failed, the check is an error. Tokens, cost and calls add up.
     """
     first = scores[0]
     answers = [
@@ -72,11 +74,18 @@ def combine_scores(
     }
     common = {"name": first.name, "type": first.type, "weight": first.weight, "required": first.required}
     decided = [s for s in scores if s.verdict in ("pass", "fail") and s.score is not None]
-    if not decided or (rule == "min" and len(decided) < len(scores)):
+    votes = [Vote(float(s.score or 0.0), s.verdict == "pass") for s in decided]
+    missing = len(scores) - len(decided)
+    if not decided or settled(lambda v: combine(v, rule, pass_mark).passed, votes, missing, _EITHER) is None:
         errors = "; ".join(f"{a.judge}: {a.error or a.verdict}" for a in answers if a.verdict not in ("pass", "fail"))
-        what = "no judge of the panel decided" if not decided else "the min rule needs every judge's answer"
+        what = (
+            "no judge of the panel decided"
+            if not decided
+            else f"the judges that failed could change the panel's verdict ({rule})"
+        )
+        common["required"] = any(s.required for s in scores)  # a judge's error says whether it could fail the test
         return GraderScore(**common, score=None, verdict="error", error=f"{what} ({errors})", **spent)
-    decision = combine([Vote(float(s.score or 0.0), s.verdict == "pass") for s in decided], rule, pass_mark)
+    decision = combine(votes, rule, pass_mark)  # the same verdict whatever the failed judges said
     names = [n for n, s in zip(judges, scores, strict=True) if s in decided]
     failed = sorted({r for s in decided if s.verdict == "fail" for r in s.failed_required})
     details = {n: s.details for n, s in zip(names, decided, strict=True) if s.details}

@@ -58,6 +58,7 @@ from ._panel import (
     panel_members,
     panel_of,
     panel_rule,
+    settled,
 )
 from ._prompts import (
     GRADER_SCALE,
@@ -153,6 +154,7 @@ __all__ = [
     "panel_members",
     "panel_of",
     "panel_rule",
+    "settled",
     "CriterionAnswer",
     "KeyedAnswer",
     "ScoreAnswer",

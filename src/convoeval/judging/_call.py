@@ -219,6 +219,7 @@ class JudgeSession:
         self.cost_usd = 0.0
         self.calls = 0
         self.reasks = 0
+        self.unanswered = 0.0  # the share of a repeated ask's repeats that failed (`ask_repeated`)
 
     async def _chat(
         self, messages: JudgeMessages, schema: dict[str, JsonValue] | None, name: str, repeat: int
@@ -356,7 +357,9 @@ class JudgeSession:
     ) -> Repeated[object]:
         """`ask` K times concurrently (repeat r is sent as trial `trial * 1000 + r`).
 
-        A repeat that fails is recorded in `errors`; when all fail, the first error is raised.
+        A repeat that fails is recorded in `errors` (and its share in `unanswered`: a grade
+        decides only when those repeats could not change it); when all fail, the first error is
+        raised.
         """
         k = max(1, int(repeats))
         if k == 1:  # the usual call: no task to gather (`ask`'s JudgeError is the one to raise)
@@ -376,6 +379,7 @@ class JudgeSession:
                 values.append(result)
         if not values:
             raise self.error(f"all {k} judge repeats failed; first: {errors[0]}")
+        self.unanswered = max(self.unanswered, len(errors) / k)
         return Repeated(values=values, errors=errors)
 
     def error(self, message: str) -> JudgeError:

@@ -36,7 +36,7 @@ from ..results import Message, Usage
 from ..targets import Target
 from ._call import JudgeError, JudgeSession
 from ._format import PolicyLike, format_data, format_policy, format_transcript
-from ._panel import JudgePanel, PanelRule
+from ._panel import JudgePanel, PanelRule, settled
 
 PairwiseWinner = Literal["A", "B", "EQUAL"]
 PAIRWISE_LABELS: tuple[PairwiseWinner, ...] = ("A", "B", "EQUAL")
@@ -134,6 +134,7 @@ class PairwiseVerdict:
 
 #: A pairwise label as a score for model A (the mean rule).
 _LABEL_SCORE: dict[str, float] = {"A": 1.0, "EQUAL": 0.5, "B": 0.0}
+_LABELS: tuple[PairwiseWinner, ...] = ("A", "B", "EQUAL")  # what a judge that failed could have said
 
 
 def combine_labels(labels: Sequence[PairwiseWinner], rule: PanelRule) -> PairwiseWinner:
@@ -369,8 +370,9 @@ async def _judge_pair_by_panel(
     **options: Unpack[_PairOptions],
 ) -> PairwiseVerdict:
     """Every judge of the panel compares the pair; their labels combine by the panel's rule
-    (default majority). A judge that failed is kept with its error and left out; when every
-    judge failed, the first error is raised."""
+    (default majority). A judge that failed is kept with its error and left out when no label
+    of its could change the panel's; otherwise, and when every judge failed, a JudgeError is
+    raised (the pair is not a battle)."""
     rule: PanelRule = panel.rule or "majority"
     outcomes = await asyncio.gather(
         *(judge_pair(j, conversation_a, conversation_b, **options) for j in panel.judges), return_exceptions=True
@@ -395,7 +397,16 @@ async def _judge_pair_by_panel(
         raise JudgeError(
             f"no judge of the panel answered: {answers[0]['error']}", usage=usage, cost_usd=cost, calls=calls
         )
-    winner = combine_labels([v.winner for v in verdicts], rule)
+    missing = len(answers) - len(verdicts)
+    winner = settled(lambda labels: combine_labels(labels, rule), [v.winner for v in verdicts], missing, _LABELS)
+    if winner is None:
+        failed = "; ".join(f"{a['judge']}: {a['error']}" for a in answers if a["error"])
+        raise JudgeError(
+            f"the judges that failed could change the panel's label ({rule}): {failed}",
+            usage=usage,
+            cost_usd=cost,
+            calls=calls,
+        )
     reasoning = "\n".join(f"{a['judge']}: {a['winner'] or 'error'}: {a['reasoning'] or a['error']}" for a in answers)
     return PairwiseVerdict(
         winner=winner, reasoning=reasoning, usage=usage, cost_usd=round(cost, 10), calls=calls, panel=answers, rule=rule

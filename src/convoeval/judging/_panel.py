@@ -7,9 +7,10 @@ A `JudgePanel` stands where one judge would (`GradeContext.judge`, the arena's j
 that knows about panels asks each member (`panel_members`); anything else that only needs a
 model (a simulated user defaulting to the judge) talks to the first member, the chair.
 
-Rules (`combine`), over the judges that answered (a judge that failed is kept with verdict
-`error` and left out; when none answered the check is an error, and under `min` when any
-judge failed):
+Rules (`combine`), over the judges that answered. A judge that failed is kept with verdict
+`error` and left out only when no answer of its could have changed the panel's verdict
+(`settled`); otherwise, and when no judge answered, the check is an error: a panel that could not
+decide never passes on the answers of the judges that were left.
 - `mean`: the mean score; pass when it reaches the check's pass mark.
 - `majority`: pass when more judges pass than fail (a tie fails); the score is the mean of the
   scores of the judges on the winning side, so score and verdict agree.
@@ -20,15 +21,19 @@ Without a rule, pass/fail checks (yes/no rubrics, scenario criteria, pairwise vo
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, TypeVar, get_args
 
 from ..targets import ChatReply, ChatRequest, Target
 
 PanelRule = Literal["mean", "majority", "min"]
 PANEL_RULES: tuple[str, ...] = get_args(PanelRule)
+
+Answer = TypeVar("Answer")
+Outcome = TypeVar("Outcome")
 
 
 class JudgePanel:
@@ -131,3 +136,21 @@ def combine(votes: Sequence[Vote], rule: PanelRule, pass_mark: float) -> Decisio
     side = yes if len(yes) > len(no) else no
     score = math.fsum(votes[i].score for i in side) / len(side)
     return Decision(score, side is yes, side)
+
+
+def settled(
+    decide: Callable[[list[Answer]], Outcome], answered: Sequence[Answer], missing: int, could_say: Sequence[Answer]
+) -> Outcome | None:
+    """What `decide` makes of the panel's answers when the `missing` judges (that failed) could
+    not change it, whichever of `could_say` each would have given; None when they could.
+
+    Example:
+        >>> passes = lambda votes: combine(votes, "majority", 0.5).passed
+        >>> either = (Vote(0.0, False), Vote(1.0, True))
+        >>> settled(passes, [Vote(1.0, True), Vote(1.0, True)], 1, either)
+        True
+        >>> settled(passes, [Vote(1.0, True)], 1, either) is None
+        True
+    """
+    outcomes = {decide([*answered, *said]) for said in itertools.product(could_say, repeat=missing)}
+    return outcomes.pop() if len(outcomes) == 1 else None

@@ -206,11 +206,12 @@ class _Runner:
             elif ended.verdict != "pass":
                 failed.append(dep)
         if unstarted:
+            note = job.budget_note() if job.over_budget() else BUDGET_NOTE
             return _not_run(
                 plan,
                 job.target,
                 VerdictStatus("skip", "budget_exhausted"),
-                f"{BUDGET_NOTE} (dependency {', '.join(unstarted)} did not run)",
+                f"{note} (dependency {', '.join(unstarted)} did not run)",
             )
         if failed and plan.test.on_dependency_failure != "run":
             reason = f"dependency failed: {', '.join(failed)}"
@@ -218,11 +219,16 @@ class _Runner:
                 return _not_run(plan, job.target, VerdictStatus("skip", "skipped"), reason)
             return _not_run(plan, job.target, VerdictStatus("fail", "quality_failure"), reason, score=0.0)
 
+        starts: bool | None = None  # the suite's budget_usd, read by the test's first trial to get a slot
+
         async def one(trial: int) -> TrialResult | None:
+            nonlocal starts
             async with self.slots:
                 if self.may_start is not None and not self.may_start():
                     return None
-                if trial == 0 and job.over_budget():  # as AgentV: a test started runs all its trials
+                if starts is None:
+                    starts = not job.over_budget()
+                if not starts:  # as AgentV: a test started runs all its trials, one not started none
                     return None
                 outcome = await self.trial_runner(
                     plan.for_trial(trial),

@@ -293,13 +293,12 @@ class SimulatedTurns:
         if self.goodbye:
             convo.transcript.append(Message(role="user", content=self.goodbye, source="simulator"))
 
-    def record(self, result: TrialResult) -> None:
-        """Put into the trial's result the stop reason, the simulator's usage and cost, and the
-        simulator's failures as `simulator_error` (never as a failed test)."""
-        result.stop_reason = self.stop_reason
-        result.notes.append(
-            f"simulated user: {self.simulated} turn(s), stopped: {self.stop_reason or 'on_turn_failure'}"
-        )
+    def record(self, result: TrialResult, stop_reason: StopReason | None) -> None:
+        """Put into the trial's result the stop reason (the conversation's: the simulator's, or
+        the test's `budget:` that ended it), the simulator's usage and cost, and the simulator's
+        failures as `simulator_error` (never as a failed test)."""
+        result.stop_reason = stop_reason
+        result.notes.append(f"simulated user: {self.simulated} turn(s), stopped: {stop_reason or 'on_turn_failure'}")
         if self.simulator is not None:
             result.simulator_token_usage = self.simulator.usage
             result.simulator_cost_usd = round(self.simulator.cost_usd, 8)

@@ -105,7 +105,7 @@ class SimulatedUserStep(TrialStep):
 
     def adjust(self, result: TrialResult, convo: Conversation) -> None:
         if self.playing:
-            self.simulated.record(result)
+            self.simulated.record(result, convo.stop_reason)
 
 
 class ScenarioStep(TrialStep):

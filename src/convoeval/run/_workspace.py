@@ -524,6 +524,10 @@ def file_changes(before: dict[str, str], root: Path) -> str:
     )
 
 
+#: The exit codes by which a POSIX shell says a command could not run at all.
+CANNOT_RUN = {126: "not executable", 127: "command not found"}
+
+
 @dataclass
 class VerifiedTurns:
     """A turn source that runs `verify` after each turn and sends hints between turns."""
@@ -541,6 +545,12 @@ class VerifiedTurns:
         if convo.turns_sent > self._checked:
             self._checked = convo.turns_sent
             ran = await run_in(self.workdir, self.verify.command, None, self.verify.timeout_s, self.passed)
+            if ran.code in CANNOT_RUN:  # the shell's own codes: it never ran, so it decided nothing
+                convo.error = (
+                    f"verify after turn {convo.turns_sent} could not run ({CANNOT_RUN[ran.code]}, exit code "
+                    f"{ran.code}): {ran.output.strip()[-OUTPUT_TAIL:]}"
+                )
+                return None
             passed = ran.code == 0
             self.checks.append(
                 AssertionOutcome(

@@ -162,6 +162,8 @@ class Checker:
         for key in ("aggregation", "on_turn_failure", "window_size"):
             if key in test and not conversation:
                 self.add((*path, key), f"`{key}` needs `mode: conversation`")
+        if test.get("hints") and test.get("verify") is None:  # they were never sent
+            self.add((*path, "hints"), "hints are sent after a failed `verify`: give the test a `verify` command")
         if not conversation and turns is None and test.get("input") is None and not suite_input and "vars" not in test:
             self.add((*path, "input"), "required field is missing: a single-turn test needs `input`")
         execution = test.get("execution")
