@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import convoeval
+
 from .conftest import write
 
 #: The datasets `convoeval import` reads from a file.
@@ -404,3 +406,66 @@ def test_an_otel_endpoint_that_is_no_url(cli, tmp_path: Path) -> None:
         2,
         "error: --otel-endpoint 'notaurl' is not an http(s) URL like http://127.0.0.1:4318/v1/traces\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("targets", "given", "said"),
+    [
+        ("targets:\n  - name: bot\n   provider: openai\n", "targets.yaml", "targets.yaml:3: (yaml): YAML syntax error"),
+        (None, "nope.yaml", "targets file not found: nope.yaml"),
+    ],
+)
+def test_validate_reads_the_targets_file_a_run_reads(cli, tmp_path: Path, targets, given: str, said: str) -> None:
+    """Before: a suite naming no target was "1 file(s) valid" with a broken or missing
+    `--targets` file, which `run` of it refused (exit 2)."""
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    if targets:
+        write(tmp_path / given, targets)
+    for args in (("validate", "s.eval.yaml"), ("run", "s.eval.yaml", "--target", "scripted")):
+        code, out, err = cli(*args, "--targets", given)
+        assert code == 2 and said in err, (args, out, err)
+
+
+def test_validate_refuses_a_named_target_whose_provider_is_not_implemented(cli, tmp_path: Path) -> None:
+    """Before: `validate` passed a suite whose `execution.target` has `provider: opnai`, which
+    every run refused (exit 2)."""
+    write(tmp_path / "targets.yaml", "targets:\n  - name: bot\n    provider: opnai\n    model: m\n")
+    write(tmp_path / "s.eval.yaml", "execution:\n  target: bot\ntests:\n  - id: a\n    input: hi\n")
+    code, out, err = cli("validate", "s.eval.yaml")
+    assert code == 2 and err.startswith(
+        f"s.eval.yaml:2: execution.target: target 'bot': {tmp_path / 'targets.yaml'}:3: targets[0].provider: "
+        "provider 'opnai' is not implemented by convoeval (did you mean 'openai'?) (known: "
+    ), out + err
+
+
+@pytest.mark.parametrize(
+    ("variable", "target", "value"),
+    [
+        ("OPENAI_BASE_URL", "openai:m", "localhost:8000/v1"),
+        ("OPENAI_BASE_URL", "openai:m", "not a url"),
+        ("ANTHROPIC_BASE_URL", "anthropic:m", "ftp://example.com"),
+    ],
+)
+def test_a_server_url_variable_that_is_no_url_stops_the_run(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str, target: str, value: str
+) -> None:
+    """Before: each test's call was tried 5 times, then `connection error: not%20a%20url/chat/completions`,
+    exit 3; the same value as a target's `base_url` was already one line, exit 2."""
+    monkeypatch.setenv(variable, value)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("run", "s.eval.yaml", "--target", target)
+    assert (code, err) == (
+        2,
+        f"error: target {target!r}: {variable}: {value!r} is not an http(s) URL like http://localhost:8000/v1\n",
+    )
+
+
+def test_did_you_mean_ignores_case_and_names_run_options(cli, tmp_path: Path) -> None:
+    """Before: `--target OpenAI:gpt-4o` and `convoeval.run(..., trails=3)` suggested nothing."""
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("run", "s.eval.yaml", "--target", "OpenAI:gpt-4o")
+    assert code == 2 and "unknown provider 'OpenAI' (did you mean 'openai'?)" in err, err
+    with pytest.raises(convoeval.ConfigError, match=r"^run option trails: unknown option \(did you mean 'trials'\?\)$"):
+        convoeval.run("s.eval.yaml", target="scripted", trails=3)

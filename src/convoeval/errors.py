@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -142,3 +144,10 @@ def first_problem(exc: ValidationError, whole: str = "(value)") -> FieldProblem:
     error = exc.errors(include_url=False)[0]
     where = ".".join(str(p) for p in error["loc"]) or whole
     return FieldProblem(where, error["msg"].removeprefix("Value error, "), error["type"] == "extra_forbidden")
+
+
+def suggest(word: str, options: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the closest of `options` (case aside), or an empty string."""
+    by_folded = {o.casefold(): o for o in options if o != word}
+    close = difflib.get_close_matches(word.casefold(), list(by_folded), n=1, cutoff=0.75)
+    return f" (did you mean {by_folded[close[0]]!r}?)" if close else ""

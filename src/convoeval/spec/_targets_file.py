@@ -19,13 +19,12 @@ from pydantic import BaseModel, ValidationError
 
 from .. import registry
 from .._secrets import remember
-from ..errors import ConfigError
+from ..errors import ConfigError, suggest
 from ..judging import PanelRule
 from ..targets import TargetConfig, provider_names, settings_model
 from ._agentv_env import ENV_REF, substitute_env
 from ._errors import Problem, SpecError, field_path
 from ._models import TargetName, TargetRole
-from ._validation_messages import suggest
 from ._yaml import DataPath, LineMap, load_yaml
 
 TARGETS_FILE = "targets.yaml"
@@ -242,7 +241,8 @@ def _entry_config(
                 lines.problem(
                     at,
                     field_path(at),
-                    f"provider {provider!r} is not implemented by convoeval (known: {', '.join(provider_names())})",
+                    f"provider {provider!r} is not implemented by convoeval{suggest(provider, provider_names())}"
+                    f" (known: {', '.join(provider_names())})",
                 )
             ],
         )
@@ -381,6 +381,15 @@ def unknown_target(spec: str, named: Collection[str]) -> str | None:
     return None
 
 
+def _unimplemented(name: str, named: Collection[str]) -> str | None:
+    """Why the targets file's `name` can never be built: its provider is not implemented (an
+    unset `${{ VAR }}` is left to the run, which may have it)."""
+    config = named.get(name) if isinstance(named, dict) else None
+    if config is None or registry.lookup("provider", config.provider) is not None:
+        return None
+    return f"target {name!r}: {config.unusable}"
+
+
 def target_name_problems(
     names: Iterable[TargetName], named: Collection[str], replaced: Collection[TargetRole] = ()
 ) -> list[Problem]:
@@ -389,7 +398,7 @@ def target_name_problems(
     problems = [
         Problem(n.at.file, n.at.line, n.at.field, why)
         for n in names
-        if n.role not in replaced and (why := unknown_target(n.name, named))
+        if n.role not in replaced and (why := unknown_target(n.name, named) or _unimplemented(n.name, named))
     ]
     return sorted(problems, key=lambda p: (p.file, p.line))
 

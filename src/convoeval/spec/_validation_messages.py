@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 import typing
-from collections.abc import Iterable
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from ..errors import suggest
 from ._agentv import V5_FIELDS, v5_message
 from ._lines import DataPath, Key
 
@@ -36,12 +35,6 @@ def validation_problems(
     for path, messages in mismatches.items():
         problems.append((path, "; or ".join(dict.fromkeys(messages))))
     return problems
-
-
-def suggest(word: str, options: Iterable[str]) -> str:
-    """` (did you mean 'x'?)` for the closest of `options`, or an empty string."""
-    close = difflib.get_close_matches(word, [o for o in options if o != word], n=1, cutoff=0.75)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 _TYPE_MISMATCH = {
