@@ -413,6 +413,7 @@ def test_an_otel_endpoint_that_is_no_url(cli, tmp_path: Path) -> None:
     [
         ("targets:\n  - name: bot\n   provider: openai\n", "targets.yaml", "targets.yaml:3: (yaml): YAML syntax error"),
         (None, "nope.yaml", "targets file not found: nope.yaml"),
+        (None, ".", "targets file . is a folder; give the file (its targets.yaml)"),
     ],
 )
 def test_validate_reads_the_targets_file_a_run_reads(cli, tmp_path: Path, targets, given: str, said: str) -> None:
@@ -469,3 +470,37 @@ def test_did_you_mean_ignores_case_and_names_run_options(cli, tmp_path: Path) ->
     assert code == 2 and "unknown provider 'OpenAI' (did you mean 'openai'?)" in err, err
     with pytest.raises(convoeval.ConfigError, match=r"^run option trails: unknown option \(did you mean 'trials'\?\)$"):
         convoeval.run("s.eval.yaml", target="scripted", trails=3)
+
+
+def test_a_misspelt_targets_file_field_gets_a_suggestion(cli, tmp_path: Path) -> None:
+    """Before: `modle: m` was "unknown field for this provider (known: <29 names>)" alone."""
+    write(tmp_path / "targets.yaml", "targets:\n  - name: bot\n    provider: openai\n    modle: m\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("validate", "s.eval.yaml")
+    assert code == 2 and err.startswith(
+        f"{tmp_path / 'targets.yaml'}:4: targets[0].modle: unknown field for this provider (did you mean 'model'?) (known: "
+    ), err
+
+
+def test_an_http_target_url_that_is_no_url_says_so(cli, tmp_path: Path) -> None:
+    """Before: `url: notaurl` was "the http provider needs a `url`", though it has one."""
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: h, provider: http, url: notaurl}\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("run", "s.eval.yaml", "--target", "h")
+    assert (code, err) == (
+        2,
+        "error: target 'h': h: url: 'notaurl' is not an http(s) URL like http://localhost:8000/v1\n",
+    )
+
+
+def test_a_control_character_in_an_eval_file_is_named_on_its_line(cli, tmp_path: Path) -> None:
+    """Before: `s.eval.yaml:1: (yaml): YAML error: unacceptable character #x0001: control
+    characters are not allowed\\n  in "<unicode string>", position 89`: line 1, PyYAML's inside."""
+    path = tmp_path / "s.eval.yaml"
+    path.write_text('tests:\n  - id: a\n    input: "hi"\n    assertions:\n      - {type: contains, value: "a\x01b"}\n')
+    assert cli("validate", "s.eval.yaml") == (
+        2,
+        "",
+        "s.eval.yaml:5: (yaml): YAML error: character 0x0001: control characters are not allowed"
+        " (write it as an escape in a double-quoted string)\n",
+    )

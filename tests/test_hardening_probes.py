@@ -125,6 +125,8 @@ def test_a_full_disk_under_the_results_file_is_one_line_and_exit_2(tmp_path: Pat
         and f"cannot write results to {full}/r.jsonl: No space left on device" in ran.stderr
     )
     assert len(ran.stderr.strip().splitlines()) <= 2
+    # the results so far are in the store: the line says how to finish the run (it did not)
+    assert "; results committed so far are kept: convoeval run --resume " in ran.stderr, ran.stderr
 
 
 def test_output_with_a_trailing_slash_is_refused(tmp_path: Path, cli) -> None:

@@ -314,7 +314,7 @@ def _add_errors(
             message = "required field is missing"
         elif error["type"] == "extra_forbidden":
             known = sorted({*TargetConfig.model_fields, *(model.model_fields if model else ())})
-            message = f"unknown field for this provider (known: {', '.join(known)})"
+            message = f"unknown field for this provider{suggest(str(loc[-1]), known)} (known: {', '.join(known)})"
         else:
             message = error["msg"].removeprefix("Value error, ")
         problems.append(lines.problem(loc, field_path(loc), message))
@@ -340,6 +340,8 @@ def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = 
         SpecError: a targets file is invalid (`file:line: field: message`).
     """
     if targets_file is not None:
+        if Path(targets_file).is_dir():
+            raise ConfigError(f"targets file {targets_file} is a folder; give the file (its {TARGETS_FILE})")
         if not Path(targets_file).is_file():
             raise ConfigError(f"targets file not found: {targets_file}")
         files = [Path(targets_file)]
