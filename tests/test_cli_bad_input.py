@@ -504,3 +504,13 @@ def test_a_control_character_in_an_eval_file_is_named_on_its_line(cli, tmp_path:
         "s.eval.yaml:5: (yaml): YAML error: character 0x0001: control characters are not allowed"
         " (write it as an escape in a double-quoted string)\n",
     )
+
+
+def test_a_field_one_level_too_high_is_pointed_to_where_it_goes(cli, tmp_path: Path) -> None:
+    """Before: a test's `trials: 3` was "unknown field 'trials'" alone (it goes in `execution`)."""
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n    trials: 3\n")
+    assert cli("validate", "s.eval.yaml") == (
+        2,
+        "",
+        "s.eval.yaml:4: tests[0].trials: unknown field 'trials' (did you mean 'execution.trials'?)\n",
+    )
