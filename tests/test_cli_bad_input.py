@@ -514,3 +514,21 @@ def test_a_field_one_level_too_high_is_pointed_to_where_it_goes(cli, tmp_path: P
         "",
         "s.eval.yaml:4: tests[0].trials: unknown field 'trials' (did you mean 'execution.trials'?)\n",
     )
+
+
+def test_a_dotenv_that_is_no_utf8_text_is_one_line(cli, tmp_path: Path) -> None:
+    """Before: a `.env` written in Latin-1 (`PASSWORD=café`) ended every command in a
+    UnicodeDecodeError traceback."""
+    (tmp_path / ".env").write_bytes(b"PASSWORD=caf\xe9\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("validate", "s.eval.yaml")
+    assert (code, err) == (2, f"error: {tmp_path / '.env'}: not a text file: invalid UTF-8 (byte 0xe9 at offset 12)\n")
+
+
+def test_a_dotenv_line_that_is_no_assignment_is_named_once_with_its_file(cli, tmp_path: Path) -> None:
+    """Before: "python-dotenv could not parse statement starting at line 2", naming no file."""
+    write(tmp_path / ".env", "A=1\n=oops\nB=2\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, out, err = cli("run", "s.eval.yaml", "--target", "scripted")
+    assert code == 0 and err.count(".env:2: not a NAME=value line; ignored") == 1, err
+    assert "python-dotenv" not in err
