@@ -532,3 +532,18 @@ def test_a_dotenv_line_that_is_no_assignment_is_named_once_with_its_file(cli, tm
     code, out, err = cli("run", "s.eval.yaml", "--target", "scripted")
     assert code == 0 and err.count(".env:2: not a NAME=value line; ignored") == 1, err
     assert "python-dotenv" not in err
+
+
+def test_a_grader_prompt_file_that_is_no_text_is_a_validate_error(cli, tmp_path: Path) -> None:
+    """Before: `validate` passed it, and every test of the run was an error ("prompt file: 'utf-8'
+    codec can't decode byte 0xbe in position 1: invalid start byte")."""
+    (tmp_path / "judge.txt").write_bytes(b"Grade {{ output }} \xbe\n")
+    write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: a\n    input: hi\n    assertions:\n      - {type: llm-grader, prompt: file://judge.txt}\n",
+    )
+    assert cli("validate", "s.eval.yaml") == (
+        2,
+        "",
+        "s.eval.yaml:5: tests[0].assertions[0].prompt: judge.txt: not a text file: invalid UTF-8 (byte 0xbe at offset 19)\n",
+    )

@@ -139,11 +139,21 @@ class FieldProblem:
         return f"{self.field}: {self.message}"
 
 
+def field_problems(exc: ValidationError, whole: str = "(value)") -> list[FieldProblem]:
+    """Every problem of `exc`, in its order."""
+    return [
+        FieldProblem(
+            ".".join(str(p) for p in error["loc"]) or whole,
+            error["msg"].removeprefix("Value error, "),
+            error["type"] == "extra_forbidden",
+        )
+        for error in exc.errors(include_url=False)
+    ]
+
+
 def first_problem(exc: ValidationError, whole: str = "(value)") -> FieldProblem:
     """The first problem of `exc` (the one helper every one-line validation message uses)."""
-    error = exc.errors(include_url=False)[0]
-    where = ".".join(str(p) for p in error["loc"]) or whole
-    return FieldProblem(where, error["msg"].removeprefix("Value error, "), error["type"] == "extra_forbidden")
+    return field_problems(exc, whole)[0]
 
 
 def suggest(word: str, options: Iterable[str]) -> str:

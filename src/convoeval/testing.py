@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from .api import run
-from .errors import ConfigError, first_problem, suggest
+from .errors import ConfigError, field_problems, suggest
 from .graders import Assertion, GradeContext, assertion_type_names, lookup_assertion_type
 from .report import failure_lines
 from .results import EvaluationResult, GraderScore, Message
@@ -339,7 +339,7 @@ def assertion(data: Mapping[str, object] | str | Assertion) -> Assertion:
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{name}: {first_problem(exc)}") from None
+        raise ConfigError(f"{name}: " + "; ".join(map(str, field_problems(exc)))) from None
 
 
 def grade_context(

@@ -387,7 +387,9 @@ def _unimplemented(name: str, named: Collection[str]) -> str | None:
     """Why the targets file's `name` can never be built: its provider is not implemented (an
     unset `${{ VAR }}` is left to the run, which may have it)."""
     config = named.get(name) if isinstance(named, dict) else None
-    if config is None or registry.lookup("provider", config.provider) is not None:
+    if config is None or not config.provider or "${{" in config.provider:
+        return None  # no provider written (a `use_target` through an unset variable), or one unset
+    if registry.lookup("provider", config.provider) is not None:
         return None
     return f"target {name!r}: {config.unusable}"
 
