@@ -4,13 +4,15 @@ judge announcement, through `convoeval.run` and the CLI against the loopback fak
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import convoeval
 from convoeval import ConfigError, RunOptions
-from convoeval.testing import FakeOpenAIServer
+from convoeval.testing import FakeOpenAIServer, assertion, grade
 
 from .arena_fakes import arena_server, desk, judge_server  # noqa: F401  (fixtures)
 from .conftest import read_jsonl, write
@@ -119,3 +121,32 @@ def test_arena_options_model(desk: Path, judge_server: FakeOpenAIServer) -> None
     assert [row["target"] for row in report.rows()] == ["polite", "terse"]
     with pytest.raises(ConfigError, match="arena option bootstrap: bootstrap rounds cannot be negative"):
         convoeval.arena(desk, targets=["polite", "terse"], judge="judge", bootstrap=-1)
+
+
+def test_the_testing_module_is_reached_from_import_convoeval() -> None:
+    """The guides write `convoeval.testing.assert_conversation(...)`; before, after `import
+    convoeval` it was `AttributeError: module 'convoeval' has no attribute 'testing'`."""
+    code = "import convoeval; print(convoeval.testing.grade({'type': 'contains', 'value': 'hi'}, output='hi').verdict)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "pass\n", "")
+
+
+@pytest.mark.parametrize(
+    ("check", "said"),
+    [
+        ({"type": "contains"}, "contains: value: Field required"),
+        ({"type": "contains", "value": "x", "weight": "heavy"}, "contains: weight: Input should be a valid number"),
+        ({"type": "contians", "value": "x"}, "unknown assertion type 'contians' (did you mean 'contains'?)"),
+        (5, "an assertion is a string (a rubric criterion) or a mapping with a `type`"),
+    ],
+)
+def test_grading_a_malformed_check_is_a_config_error(check: object, said: str) -> None:
+    """Before: pydantic's ValidationError (no ConvoevalError), or an AttributeError for a non-mapping."""
+    with pytest.raises(ConfigError) as raised:
+        grade(check, output="x")  # type: ignore[arg-type]
+    assert str(raised.value).startswith(said)
+
+
+def test_a_plain_string_is_graded_as_a_rubric_criterion() -> None:
+    """As in YAML; before: `AttributeError: 'str' object has no attribute 'get'`."""
+    assert assertion("Is polite") == assertion({"type": "rubrics", "criteria": ["Is polite"]})

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import convoeval
+
 from .conftest import write
 
 #: The datasets `convoeval import` reads from a file.
@@ -403,4 +405,145 @@ def test_an_otel_endpoint_that_is_no_url(cli, tmp_path: Path) -> None:
     assert (code, err) == (
         2,
         "error: --otel-endpoint 'notaurl' is not an http(s) URL like http://127.0.0.1:4318/v1/traces\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("targets", "given", "said"),
+    [
+        ("targets:\n  - name: bot\n   provider: openai\n", "targets.yaml", "targets.yaml:3: (yaml): YAML syntax error"),
+        (None, "nope.yaml", "targets file not found: nope.yaml"),
+        (None, ".", "targets file . is a folder; give the file (its targets.yaml)"),
+    ],
+)
+def test_validate_reads_the_targets_file_a_run_reads(cli, tmp_path: Path, targets, given: str, said: str) -> None:
+    """Before: a suite naming no target was "1 file(s) valid" with a broken or missing
+    `--targets` file, which `run` of it refused (exit 2)."""
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    if targets:
+        write(tmp_path / given, targets)
+    for args in (("validate", "s.eval.yaml"), ("run", "s.eval.yaml", "--target", "scripted")):
+        code, out, err = cli(*args, "--targets", given)
+        assert code == 2 and said in err, (args, out, err)
+
+
+def test_validate_refuses_a_named_target_whose_provider_is_not_implemented(cli, tmp_path: Path) -> None:
+    """Before: `validate` passed a suite whose `execution.target` has `provider: opnai`, which
+    every run refused (exit 2)."""
+    write(tmp_path / "targets.yaml", "targets:\n  - name: bot\n    provider: opnai\n    model: m\n")
+    write(tmp_path / "s.eval.yaml", "execution:\n  target: bot\ntests:\n  - id: a\n    input: hi\n")
+    code, out, err = cli("validate", "s.eval.yaml")
+    assert code == 2 and err.startswith(
+        f"s.eval.yaml:2: execution.target: target 'bot': {tmp_path / 'targets.yaml'}:3: targets[0].provider: "
+        "provider 'opnai' is not implemented by convoeval (did you mean 'openai'?) (known: "
+    ), out + err
+
+
+@pytest.mark.parametrize(
+    ("variable", "target", "value"),
+    [
+        ("OPENAI_BASE_URL", "openai:m", "localhost:8000/v1"),
+        ("OPENAI_BASE_URL", "openai:m", "not a url"),
+        ("ANTHROPIC_BASE_URL", "anthropic:m", "ftp://example.com"),
+    ],
+)
+def test_a_server_url_variable_that_is_no_url_stops_the_run(
+    cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str, target: str, value: str
+) -> None:
+    """Before: each test's call was tried 5 times, then `connection error: not%20a%20url/chat/completions`,
+    exit 3; the same value as a target's `base_url` was already one line, exit 2."""
+    monkeypatch.setenv(variable, value)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("run", "s.eval.yaml", "--target", target)
+    assert (code, err) == (
+        2,
+        f"error: target {target!r}: {variable}: {value!r} is not an http(s) URL like http://localhost:8000/v1\n",
+    )
+
+
+def test_did_you_mean_ignores_case_and_names_run_options(cli, tmp_path: Path) -> None:
+    """Before: `--target OpenAI:gpt-4o` and `convoeval.run(..., trails=3)` suggested nothing."""
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("run", "s.eval.yaml", "--target", "OpenAI:gpt-4o")
+    assert code == 2 and "unknown provider 'OpenAI' (did you mean 'openai'?)" in err, err
+    with pytest.raises(convoeval.ConfigError, match=r"^run option trails: unknown option \(did you mean 'trials'\?\)$"):
+        convoeval.run("s.eval.yaml", target="scripted", trails=3)
+
+
+def test_a_misspelt_targets_file_field_gets_a_suggestion(cli, tmp_path: Path) -> None:
+    """Before: `modle: m` was "unknown field for this provider (known: <29 names>)" alone."""
+    write(tmp_path / "targets.yaml", "targets:\n  - name: bot\n    provider: openai\n    modle: m\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("validate", "s.eval.yaml")
+    assert code == 2 and err.startswith(
+        f"{tmp_path / 'targets.yaml'}:4: targets[0].modle: unknown field for this provider (did you mean 'model'?) (known: "
+    ), err
+
+
+def test_an_http_target_url_that_is_no_url_says_so(cli, tmp_path: Path) -> None:
+    """Before: `url: notaurl` was "the http provider needs a `url`", though it has one."""
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: h, provider: http, url: notaurl}\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("run", "s.eval.yaml", "--target", "h")
+    assert (code, err) == (
+        2,
+        "error: target 'h': h: url: 'notaurl' is not an http(s) URL like http://localhost:8000/v1\n",
+    )
+
+
+def test_a_control_character_in_an_eval_file_is_named_on_its_line(cli, tmp_path: Path) -> None:
+    """Before: `s.eval.yaml:1: (yaml): YAML error: unacceptable character #x0001: control
+    characters are not allowed\\n  in "<unicode string>", position 89`: line 1, PyYAML's inside."""
+    path = tmp_path / "s.eval.yaml"
+    path.write_text('tests:\n  - id: a\n    input: "hi"\n    assertions:\n      - {type: contains, value: "a\x01b"}\n')
+    assert cli("validate", "s.eval.yaml") == (
+        2,
+        "",
+        "s.eval.yaml:5: (yaml): YAML error: character 0x0001: control characters are not allowed"
+        " (write it as an escape in a double-quoted string)\n",
+    )
+
+
+def test_a_field_one_level_too_high_is_pointed_to_where_it_goes(cli, tmp_path: Path) -> None:
+    """Before: a test's `trials: 3` was "unknown field 'trials'" alone (it goes in `execution`)."""
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n    trials: 3\n")
+    assert cli("validate", "s.eval.yaml") == (
+        2,
+        "",
+        "s.eval.yaml:4: tests[0].trials: unknown field 'trials' (did you mean 'execution.trials'?)\n",
+    )
+
+
+def test_a_dotenv_that_is_no_utf8_text_is_one_line(cli, tmp_path: Path) -> None:
+    """Before: a `.env` written in Latin-1 (`PASSWORD=café`) ended every command in a
+    UnicodeDecodeError traceback."""
+    (tmp_path / ".env").write_bytes(b"PASSWORD=caf\xe9\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("validate", "s.eval.yaml")
+    assert (code, err) == (2, f"error: {tmp_path / '.env'}: not a text file: invalid UTF-8 (byte 0xe9 at offset 12)\n")
+
+
+def test_a_dotenv_line_that_is_no_assignment_is_named_once_with_its_file(cli, tmp_path: Path) -> None:
+    """Before: "python-dotenv could not parse statement starting at line 2", naming no file."""
+    write(tmp_path / ".env", "A=1\n=oops\nB=2\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, out, err = cli("run", "s.eval.yaml", "--target", "scripted")
+    assert code == 0 and err.count(".env:2: not a NAME=value line; ignored") == 1, err
+    assert "python-dotenv" not in err
+
+
+def test_a_grader_prompt_file_that_is_no_text_is_a_validate_error(cli, tmp_path: Path) -> None:
+    """Before: `validate` passed it, and every test of the run was an error ("prompt file: 'utf-8'
+    codec can't decode byte 0xbe in position 1: invalid start byte")."""
+    (tmp_path / "judge.txt").write_bytes(b"Grade {{ output }} \xbe\n")
+    write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: a\n    input: hi\n    assertions:\n      - {type: llm-grader, prompt: file://judge.txt}\n",
+    )
+    assert cli("validate", "s.eval.yaml") == (
+        2,
+        "",
+        "s.eval.yaml:5: tests[0].assertions[0].prompt: judge.txt: not a text file: invalid UTF-8 (byte 0xbe at offset 19)\n",
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
+from convoeval import ConfigError
 from convoeval.graders import GradeContext, lookup_assertion_type
 from convoeval.graders._base import Assertion
 from convoeval.results import Message, ToolCall, Usage
@@ -423,18 +423,18 @@ INVALID = [
 
 @pytest.mark.parametrize("data", INVALID, ids=lambda d: str(d))
 def test_invalid_config_is_a_load_error(data: dict[str, Any]) -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(ConfigError):
         make(data)
 
 
 def test_load_errors_say_what_is_wrong() -> None:
-    with pytest.raises(ValidationError, match="invalid regular expression"):
+    with pytest.raises(ConfigError, match="invalid regular expression"):
         make({"type": "regex", "value": "(unclosed"})
-    with pytest.raises(ValidationError, match="invalid JSON Schema"):
+    with pytest.raises(ConfigError, match="invalid JSON Schema"):
         make({"type": "json-schema", "schema": {"type": "nonsense"}})
-    with pytest.raises(ValidationError, match="invalid JSONPath"):
+    with pytest.raises(ConfigError, match="invalid JSONPath"):
         make({"type": "jsonpath", "path": "$..[["})
-    with pytest.raises(ValidationError, match="unknown regex flag"):
+    with pytest.raises(ConfigError, match="unknown regex flag"):
         make({"type": "regex", "value": "a", "flags": "q"})
 
 
@@ -466,9 +466,9 @@ def test_alias_names_load_into_one_field(data: dict[str, Any], field: str, value
 
 
 def test_alias_errors_name_every_accepted_name() -> None:
-    with pytest.raises(ValidationError, match="give only one of `threshold_ms`, `max_ms`"):
+    with pytest.raises(ConfigError, match="give only one of `threshold_ms`, `max_ms`"):
         make({"type": "latency", "max_ms": 10, "threshold_ms": 20})
-    with pytest.raises(ValidationError, match=r"`value` is required \(give one of `value`, `pattern`\)"):
+    with pytest.raises(ConfigError, match=r"`value` is required \(give one of `value`, `pattern`\)"):
         make({"type": "regex"})
     props = lookup_assertion_type("latency").model_json_schema()["properties"]  # type: ignore[union-attr]
     assert {"threshold_ms", "max_ms", "threshold"} <= set(props)

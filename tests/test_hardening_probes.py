@@ -125,6 +125,8 @@ def test_a_full_disk_under_the_results_file_is_one_line_and_exit_2(tmp_path: Pat
         and f"cannot write results to {full}/r.jsonl: No space left on device" in ran.stderr
     )
     assert len(ran.stderr.strip().splitlines()) <= 2
+    # the results so far are in the store: the line says how to finish the run (it did not)
+    assert "; results committed so far are kept: convoeval run --resume " in ran.stderr, ran.stderr
 
 
 def test_output_with_a_trailing_slash_is_refused(tmp_path: Path, cli) -> None:
@@ -317,3 +319,32 @@ def _bubblewrap_for(nap: list[str]) -> bool:
     """Whether a bubblewrap whose command (its last argument, a shell's) is `nap` runs."""
     tail = b"\0" + " ".join(nap).encode() + b"\0"
     return any(line.startswith(b"bwrap\0") and line.endswith(tail) for line in _command_lines())
+
+
+def test_a_results_folder_on_a_read_only_file_system_says_so(tmp_path: Path) -> None:
+    """Before: "cannot create files in ro (permission denied)", for root too, on a read-only mount."""
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap makes the read-only mount (.ci/run installs it)")
+    suite = write(tmp_path / "s.eval.yaml", "execution: {target: scripted}\ntests:\n  - {id: t, input: hi}\n")
+    (tmp_path / "ro").mkdir()
+    ran = subprocess.run(
+        [
+            "bwrap",
+            "--dev-bind",
+            "/",
+            "/",
+            "--ro-bind",
+            str(tmp_path / "ro"),
+            str(tmp_path / "ro"),
+            "--chdir",
+            str(tmp_path),
+        ]
+        + [sys.executable, "-m", "convoeval", "run", str(suite), "-o", "ro/r.jsonl", "--no-cache"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (ran.returncode, ran.stderr) == (
+        2,
+        "error: cannot write results to ro/r.jsonl: cannot create files in ro (a read-only file system)\n",
+    )

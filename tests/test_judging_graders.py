@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
+from convoeval import ConfigError
 from convoeval.graders import _dialogue, _llm  # noqa: F401  (register the LLM assertion types)
 from convoeval.graders._llm_grader import LLMGrader
 from convoeval.results import Message
@@ -262,7 +262,7 @@ async def test_td_eval_single_dimensions_and_missing_inputs(server, judge) -> No
     server.requests.clear()
     result = await make({"type": "td-eval", "dimensions": ["policy-compliance", "conversation_cohesion"]}).evaluate(ctx)
     assert list(schema_of(server.judge_requests()[0])["properties"]) == ["policy_compliance", "conversation_cohesion"]
-    with pytest.raises(ValidationError, match="unknown dimension"):
+    with pytest.raises(ConfigError, match="unknown dimension"):
         make({"type": "td-eval", "dimensions": ["politeness"]})
 
 
@@ -404,9 +404,9 @@ async def test_composite_threshold_required_and_errors(server, judge) -> None:
 def test_composite_uses_judge_follows_its_members() -> None:
     assert make({"type": "composite", "assertions": [{"type": "contains", "value": "x"}]}).uses_judge is False
     assert make({"type": "composite", "assertions": ["x"]}).uses_judge is True
-    with pytest.raises(ValidationError, match="unknown assertion type"):
+    with pytest.raises(ConfigError, match="unknown assertion type"):
         make({"type": "composite", "assertions": [{"type": "nope"}]})
-    with pytest.raises(ValidationError):
+    with pytest.raises(ConfigError):
         make({"type": "composite", "assertions": []})
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from pydantic import ValidationError
 
+from convoeval import ConfigError
 from convoeval.graders import _dialogue, _llm  # noqa: F401  (register the LLM assertion types)
 from convoeval.testing import Fault
 
@@ -196,7 +196,7 @@ def test_criterion_config_validation() -> None:
         ([{"outcome": "a", "bogus": 1}], "Extra inputs"),
     ]
     for criteria, message in bad:
-        with pytest.raises(ValidationError, match=message):
+        with pytest.raises(ConfigError, match=message):
             make({"type": "rubrics", "criteria": criteria})
 
 

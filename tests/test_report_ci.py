@@ -3,18 +3,21 @@ JUnit schema), Markdown, the HTML file, and `convoeval compare` exit codes."""
 
 from __future__ import annotations
 
+import io
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 import xmlschema
+from rich.console import Console
 
 import convoeval
 from convoeval.report import (
     compare_results,
     junit_xml,
     markdown_summary,
+    print_summary,
     read_battle_records,
     render_report,
 )
@@ -337,3 +340,14 @@ def test_junit_follows_the_verdict_of_a_test_a_budget_ended(cli, fake_openai, tm
         assert skipped is not None and "not started: the --max-cost budget was reached" in skipped.get("message", "")
     markdown = (tmp_path / "r.md").read_text()
     assert "| ❌ fail | conv-budget | bot |" in markdown and "budget reached: tokens=15" in markdown
+
+
+def test_a_summary_too_wide_for_an_80_column_log_is_not_cut() -> None:
+    """Before: piped to a log (80 columns), the demo's table lost its `time` column: rich cut
+    the table at the right edge once the whole ids made it wider than the page."""
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    results = [result("capital-of-france-and-more", 1.0), result("count-the-letters", 0.0, "fail")]
+    print_summary(results, console, turns=False)
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "time" in shown and all(r.test_id in shown for r in results), shown
+    assert all(len(line) <= 80 or "┃" not in line for line in shown.splitlines())

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from . import graders as graders
     from . import registry as registry
     from . import targets as targets
+    from . import testing as testing
     from .api import RunEvents, RunOptions, RunReport, arun, load_suites, local_model_available, run
     from .arena import ArenaOptions, ArenaReport, aarena, arena
     from .errors import ConfigError, ConvoevalError, RegistryError
@@ -42,7 +43,7 @@ _exported = lazy_attributes(
         ".targets": ("ChatReply", "ChatRequest", "Target", "TargetConfig", "TargetError", "provider"),
     },
 )
-_SUBPACKAGES = frozenset({"graders", "registry", "targets"})
+_SUBPACKAGES = frozenset({"graders", "registry", "targets", "testing"})
 #: Subpackages named like a function of the package: `convoeval.run` and `convoeval.arena` stay the functions.
 _SHADOWED = frozenset({"arena", "run"})
 

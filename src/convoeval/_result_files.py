@@ -120,7 +120,8 @@ def output_problem(path: str | Path) -> str | None:
             if not folder.is_dir():
                 return f"{folder} is a file, not a folder"
             if not os.access(folder, os.W_OK | os.X_OK):
-                return f"cannot create files in {folder} (permission denied)"
+                why = "a read-only file system" if os.statvfs(folder).f_flag & os.ST_RDONLY else "permission denied"
+                return f"cannot create files in {folder} ({why})"
             return None
     return None
 

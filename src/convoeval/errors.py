@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -137,8 +139,25 @@ class FieldProblem:
         return f"{self.field}: {self.message}"
 
 
+def field_problems(exc: ValidationError, whole: str = "(value)") -> list[FieldProblem]:
+    """Every problem of `exc`, in its order."""
+    return [
+        FieldProblem(
+            ".".join(str(p) for p in error["loc"]) or whole,
+            error["msg"].removeprefix("Value error, "),
+            error["type"] == "extra_forbidden",
+        )
+        for error in exc.errors(include_url=False)
+    ]
+
+
 def first_problem(exc: ValidationError, whole: str = "(value)") -> FieldProblem:
     """The first problem of `exc` (the one helper every one-line validation message uses)."""
-    error = exc.errors(include_url=False)[0]
-    where = ".".join(str(p) for p in error["loc"]) or whole
-    return FieldProblem(where, error["msg"].removeprefix("Value error, "), error["type"] == "extra_forbidden")
+    return field_problems(exc, whole)[0]
+
+
+def suggest(word: str, options: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the closest of `options` (case aside), or an empty string."""
+    by_folded = {o.casefold(): o for o in options if o != word}
+    close = difflib.get_close_matches(word.casefold(), list(by_folded), n=1, cutoff=0.75)
+    return f" (did you mean {by_folded[close[0]]!r}?)" if close else ""

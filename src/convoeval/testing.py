@@ -25,9 +25,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from .api import run
-from .errors import ConfigError
-from .graders import Assertion, GradeContext, lookup_assertion_type
+from .errors import ConfigError, field_problems, suggest
+from .graders import Assertion, GradeContext, assertion_type_names, lookup_assertion_type
 from .report import failure_lines
 from .results import EvaluationResult, GraderScore, Message
 from .targets import ChatReply
@@ -315,19 +317,29 @@ def assert_conversation(
     return results
 
 
-def assertion(data: Mapping[str, object] | Assertion) -> Assertion:
+def assertion(data: Mapping[str, object] | str | Assertion) -> Assertion:
     """An assertion from its YAML mapping, validated as the eval-file loader does.
+
+    A plain string is a rubric criterion, as in YAML.
 
     Raises:
         ConfigError: the type is not registered (a built-in missing from the index, a plugin
-            not loaded).
+            not loaded), or a field is missing or wrong (`contains: value: Field required`).
     """
     if isinstance(data, Assertion):
         return data
-    cls = lookup_assertion_type(str(data.get("type", "")))
+    if isinstance(data, str):
+        data = {"type": "rubrics", "criteria": [data]}
+    if not isinstance(data, Mapping):
+        raise ConfigError("an assertion is a string (a rubric criterion) or a mapping with a `type`")
+    name = str(data.get("type", ""))
+    cls = lookup_assertion_type(name)
     if cls is None:
-        raise ConfigError(f"unknown assertion type {data.get('type')!r}")
-    return cls.model_validate(data)
+        raise ConfigError(f"unknown assertion type {name!r}{suggest(name, assertion_type_names())}")
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{name}: " + "; ".join(map(str, field_problems(exc)))) from None
 
 
 def grade_context(
@@ -378,14 +390,16 @@ def grade_context(
 
 
 async def agrade(
-    check: Mapping[str, object] | Assertion, ctx: GradeContext | None = None, **context: Any
+    check: Mapping[str, object] | str | Assertion, ctx: GradeContext | None = None, **context: Any
 ) -> GraderScore:
     """Grade with one assertion as a run does (errors, `negate`, `min_score`, `required`
     applied): on `ctx`, else on `grade_context(**context)`."""
     return await assertion(check).evaluate(ctx if ctx is not None else grade_context(**context))
 
 
-def grade(check: Mapping[str, object] | Assertion, ctx: GradeContext | None = None, **context: Any) -> GraderScore:
+def grade(
+    check: Mapping[str, object] | str | Assertion, ctx: GradeContext | None = None, **context: Any
+) -> GraderScore:
     """`agrade` from synchronous code (not inside a running event loop: await `agrade` there).
 
     Example:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import logging
 import os
 import sys
 from collections import Counter
@@ -12,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
+from .._jsonl import read_problem
 from .._paths import ROOT_ENV
 from .._unseen import hide_from_models
 from .._version import __version__
@@ -101,6 +104,45 @@ def _redirects_a_key(name: str, outside: Mapping[str, str]) -> str | None:
     return next((key for key in (f"{prefix}{end}" for end in _KEY_SUFFIXES) if outside.get(key)), None)
 
 
+#: The `.env` files whose unreadable lines were said (each is loaded more than once).
+_SAID: set[Path] = set()
+
+
+class _UnparsedLines(logging.Filter):
+    """python-dotenv's warnings about lines it cannot read (it names no file), kept to be said."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[object] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.lines.append(record.args[0] if isinstance(record.args, tuple) and record.args else "?")
+        return False
+
+
+def _env_values(path: Path) -> dict[str, str | None]:
+    """The variables a `.env` sets; a file that is no UTF-8 text stops the command (exit 2), a
+    line that is no `NAME=value` is said with the file's name and left out."""
+    from dotenv import dotenv_values  # python-dotenv loads only where there is a .env
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: {read_problem(path, exc)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    unparsed, logger = _UnparsedLines(), logging.getLogger("dotenv.main")
+    logger.addFilter(unparsed)
+    try:
+        values = dotenv_values(stream=io.StringIO(text))
+    finally:
+        logger.removeFilter(unparsed)
+    if path.resolve() not in _SAID:  # the same file is loaded for the working folder and the suite's
+        _SAID.add(path.resolve())
+        for line in unparsed.lines:
+            print(f"convoeval: {path}:{line}: not a NAME=value line; ignored", file=sys.stderr)
+    return values
+
+
 def load_env_file(folder: Path) -> None:
     """Load `folder/.env` into the environment; variables already set win (values never printed).
     A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`), set the dynamic loader
@@ -113,9 +155,7 @@ def load_env_file(folder: Path) -> None:
     path = folder / ".env"
     if path.is_file():
         hide_from_models([path])  # it holds keys: no sandboxed command sees it
-        from dotenv import dotenv_values  # python-dotenv loads only where there is a .env
-
-        values, outside = dotenv_values(path), dict(os.environ)
+        values, outside = _env_values(path), dict(os.environ)
         for name, value in values.items():
             if name in os.environ or value is None:
                 continue

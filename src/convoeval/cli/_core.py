@@ -410,9 +410,7 @@ def run(
     except NothingToRerun as exc:
         out.print(str(exc), markup=False, soft_wrap=True)
         raise typer.Exit(0) from None
-    except ConfigError as exc:
-        raise fail(str(exc)) from None
-    except StoreError as exc:
+    except (ConfigError, StoreError) as exc:  # a ConfigError once the run started: its results file cannot be written
         run_id = progress.meter.run_id if progress.meter else None
         resumable = f"; results committed so far are kept: convoeval run --resume {run_id}" if run_id else ""
         raise fail(f"{exc}{resumable}") from None

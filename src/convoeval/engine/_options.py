@@ -13,7 +13,7 @@ from pydantic_core import PydanticCustomError
 from .._base_model import Model
 from .._sandbox import BACKENDS
 from .._sandbox import describe as describe_sandbox
-from ..errors import ConfigError, first_problem
+from ..errors import ConfigError, first_problem, suggest
 from ..spec import MAX_TRIALS
 from ..targets import Target, TargetConfig, agents, redact
 from ._select import parse_shard
@@ -138,7 +138,8 @@ class SharedOptions(Model):
     @classmethod
     def _config_error(cls, exc: ValidationError) -> ConfigError:
         problem = first_problem(exc, "options")
-        return ConfigError(f"{cls.what} {problem.field}: {'unknown option' if problem.unknown else problem.message}")
+        unknown = f"unknown option{suggest(problem.field, cls.model_fields)}"
+        return ConfigError(f"{cls.what} {problem.field}: {unknown if problem.unknown else problem.message}")
 
 
 class RunOptions(SharedOptions):

@@ -10,6 +10,7 @@ from pydantic import (
     Field,
 )
 
+from .._jsonl import read_problem
 from .._paths import confined_file
 from .._templates import TemplateProblem, check_template, render
 from ..judging import (
@@ -84,8 +85,10 @@ class LLMGrader(JudgedAssertion):
         if relative is None:
             return []
         try:
-            confined_file(relative, base_dir)
-        except ValueError as exc:
+            confined_file(relative, base_dir).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError) as exc:  # not UTF-8 text (a ValueError too), unreadable
+            return [("prompt", read_problem(Path(relative), exc))]
+        except ValueError as exc:  # outside the suite's folder, no such file
             return [("prompt", str(exc))]
         return []
 
@@ -96,6 +99,8 @@ class LLMGrader(JudgedAssertion):
             return self.prompt
         try:
             return confined_file(relative, ctx.base_dir).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise GraderError(f"prompt file {read_problem(Path(relative), exc)}") from None
         except ValueError as exc:
             if str(exc).endswith("no such file"):
                 raise GraderError(

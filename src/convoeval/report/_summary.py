@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Span, Text
 
@@ -43,8 +44,10 @@ def print_summary(results: list[EvaluationResult], console: Console | None = Non
                 console.print(turn_table(result))
     columns = _COLUMNS if not any(r.pass_rate for r in results) else (*_COLUMNS[:4], "trials", *_COLUMNS[4:])
     rows = [_row(r, trials="trials" in columns) for r in results]
-    many = len(rows) > TABLE_ROWS_UP_TO
-    console.print(_lines(rows, columns) if many else _table(rows, columns), soft_wrap=many)
+    table = _table(rows, columns) if len(rows) <= TABLE_ROWS_UP_TO else None
+    if table is not None and not _fits(console, table):
+        table = None  # the table would be cut at the right edge (a log is 80 columns): lines wrap instead
+    console.print(_lines(rows, columns) if table is None else table, soft_wrap=table is None)
     for r in results:
         if r.error:
             console.print(f"[magenta]{escape(r.test_id)} @ {escape(r.target)}:[/] {escape(r.error)}")
@@ -168,6 +171,11 @@ def _table(rows: list[list[Text]], columns: tuple[str, ...] = _COLUMNS) -> Table
     for row in rows:
         table.add_row(*row)
     return table
+
+
+def _fits(console: Console, table: Table) -> bool:
+    """The table's narrowest layout (whole ids, headers folded) fits the console's width."""
+    return Measurement.get(console, console.options.update(max_width=1 << 16), table).minimum <= console.width
 
 
 def _lines(rows: list[list[Text]], columns: tuple[str, ...] = _COLUMNS) -> Text:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from .. import graders, registry
 from .._templates import GRADER_VARIABLES
+from ..errors import suggest
 from ..graders import (
     Assertion,
     assertion_type_names,
@@ -21,7 +22,7 @@ from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 from ._models import SIMULATED_USER_KEYS, TargetName, TargetRole
-from ._validation_messages import suggest, validation_problems
+from ._validation_messages import validation_problems
 
 M = TypeVar("M", bound=BaseModel)
 

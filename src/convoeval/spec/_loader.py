@@ -68,9 +68,9 @@ def validate_paths(paths: list[str | Path], targets_file: str | Path | None = No
             # (AgentV's `validate` checks no target names; a shared suite is copied without one).
             named = [n for n in named if n.role != "target"]
         names.extend(named)
-    if not names:
+    candidates = [f for p in map(Path, paths) if p.is_file() and (f := find_targets_file(p.resolve().parent))]
+    if not names and not candidates and targets_file is None:
         return problems
-    candidates = [f for p in paths if (f := find_targets_file(Path(p).resolve().parent))]
     try:
         defined = named_targets(candidates, targets_file)
     except SpecError as exc:  # the targets file's own problems

@@ -19,13 +19,12 @@ from pydantic import BaseModel, ValidationError
 
 from .. import registry
 from .._secrets import remember
-from ..errors import ConfigError
+from ..errors import ConfigError, suggest
 from ..judging import PanelRule
 from ..targets import TargetConfig, provider_names, settings_model
 from ._agentv_env import ENV_REF, substitute_env
 from ._errors import Problem, SpecError, field_path
 from ._models import TargetName, TargetRole
-from ._validation_messages import suggest
 from ._yaml import DataPath, LineMap, load_yaml
 
 TARGETS_FILE = "targets.yaml"
@@ -290,7 +289,8 @@ def _entry_config(
                 lines.problem(
                     at,
                     field_path(at),
-                    f"provider {provider!r} is not implemented by convoeval (known: {', '.join(provider_names())})",
+                    f"provider {provider!r} is not implemented by convoeval{suggest(provider, provider_names())}"
+                    f" (known: {', '.join(provider_names())})",
                 )
             ],
         )
@@ -362,7 +362,7 @@ def _add_errors(
             message = "required field is missing"
         elif error["type"] == "extra_forbidden":
             known = sorted({*TargetConfig.model_fields, *(model.model_fields if model else ())})
-            message = f"unknown field for this provider (known: {', '.join(known)})"
+            message = f"unknown field for this provider{suggest(str(loc[-1]), known)} (known: {', '.join(known)})"
         else:
             message = error["msg"].removeprefix("Value error, ")
         problems.append(lines.problem(loc, field_path(loc), message))
@@ -420,6 +420,8 @@ def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = 
         SpecError: a targets file is invalid (`file:line: field: message`).
     """
     if targets_file is not None:
+        if Path(targets_file).is_dir():
+            raise ConfigError(f"targets file {targets_file} is a folder; give the file (its {TARGETS_FILE})")
         if not Path(targets_file).is_file():
             raise ConfigError(f"targets file not found: {targets_file}")
         files = [Path(targets_file)]
@@ -464,6 +466,17 @@ def unknown_target(spec: str, named: Collection[str]) -> str | None:
     return None
 
 
+def _unimplemented(name: str, named: Collection[str]) -> str | None:
+    """Why the targets file's `name` can never be built: its provider is not implemented (an
+    unset `${{ VAR }}` is left to the run, which may have it)."""
+    config = named.get(name) if isinstance(named, dict) else None
+    if config is None or not config.provider or "${{" in config.provider:
+        return None  # no provider written (a `use_target` through an unset variable), or one unset
+    if registry.lookup("provider", config.provider) is not None:
+        return None
+    return f"target {name!r}: {config.unusable}"
+
+
 def target_name_problems(
     names: Iterable[TargetName], named: Collection[str], replaced: Collection[TargetRole] = ()
 ) -> list[Problem]:
@@ -472,7 +485,7 @@ def target_name_problems(
     problems = [
         Problem(n.at.file, n.at.line, n.at.field, why)
         for n in names
-        if n.role not in replaced and (why := unknown_target(n.name, named))
+        if n.role not in replaced and (why := unknown_target(n.name, named) or _unimplemented(n.name, named))
     ]
     return sorted(problems, key=lambda p: (p.file, p.line))
 

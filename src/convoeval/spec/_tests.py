@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._paths import confined_file
+from ..errors import suggest
 from ._agentv import AgentvNormalizer, agentv_key
 from ._agentv_env import substitute_env
 from ._checker import Checker
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 from ._models import SIMULATED_USER_KEYS, Test
-from ._validation_messages import suggest
 from ._yaml import CaseFolder, ItemsFile
 
 

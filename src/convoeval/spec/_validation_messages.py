@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 import typing
-from collections.abc import Iterable
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from ..errors import suggest
 from ._agentv import V5_FIELDS, v5_message
 from ._lines import DataPath, Key
 
@@ -36,12 +35,6 @@ def validation_problems(
     for path, messages in mismatches.items():
         problems.append((path, "; or ".join(dict.fromkeys(messages))))
     return problems
-
-
-def suggest(word: str, options: Iterable[str]) -> str:
-    """` (did you mean 'x'?)` for the closest of `options`, or an empty string."""
-    close = difflib.get_close_matches(word, [o for o in options if o != word], n=1, cutoff=0.75)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 _TYPE_MISMATCH = {
@@ -97,7 +90,9 @@ def _message(error: ErrorDetails, model: type[BaseModel]) -> str:
         key = error["loc"][-1]
         if key in V5_FIELDS:
             return v5_message(str(key))
-        return f"unknown field {key!r}{suggest(str(key), _fields_at(model, error['loc'][:-1]))}"
+        models = _models_at(model, error["loc"][:-1])
+        close = suggest(str(key), {name for m in models for name in m.model_fields})
+        return f"unknown field {key!r}{close or _nested(models, str(key))}"
     if kind in _TYPE_MISMATCH and "input" in error:
         return f"{error['msg']} (the YAML value is {_yaml_type(error['input'])})"
     return str(error["msg"]).removeprefix("Value error, ")
@@ -122,8 +117,18 @@ def _yaml_type(value: object) -> str:
     return type(value).__name__
 
 
-def _fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> set[str]:
-    """The fields of the object at pydantic location `loc` under `model` (what a misspelt key
+def _nested(models: list[type[BaseModel]], key: str) -> str:
+    """` (did you mean 'execution.trials'?)` when `key` is a field one level down (a test's
+    `trials` belongs in its `execution`), or an empty string."""
+    for m in models:
+        for name, info in m.model_fields.items():
+            if any(key in inner.model_fields for inner in _models_in(info.annotation)):
+                return f" (did you mean '{name}.{key}'?)"
+    return ""
+
+
+def _models_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[type[BaseModel]]:
+    """The models of the object at pydantic location `loc` under `model` (what a misspelt key
     there may have meant); union members are followed by field name or by their tag."""
     candidates = [model]
     for part in loc:
@@ -136,7 +141,7 @@ def _fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> set[str]:
             candidates = inner
         else:  # a union tag (`TrialsConfig`) or a dict key
             candidates = [m for m in candidates if m.__name__ == part] or candidates
-    return {name for m in candidates for name in m.model_fields}
+    return candidates
 
 
 def _models_in(annotation: object) -> list[type[BaseModel]]:

@@ -288,6 +288,10 @@ class YamlReader:
     def _parse_error(self, exc: yaml.YAMLError) -> YamlFailure:
         if isinstance(exc, yaml.MarkedYAMLError):
             return self._too_deep(exc) or self._syntax_error(exc)
+        if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.character, int):
+            line = self._text.count("\n", 0, exc.position) + 1
+            what = f"character {exc.character:#06x}: {exc.reason} (write it as an escape in a double-quoted string)"
+            return YamlFailure(Problem(self.file, line, "(yaml)", f"YAML error: {what}"), syntax=True)
         return YamlFailure(Problem(self.file, 1, "(yaml)", f"YAML error: {exc}"), syntax=True)
 
     def _read(self) -> tuple[yaml.Event, bool]:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 
 from ..results import ToolCall, Usage
-from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, message_text, provider
+from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, env_base_url, message_text, provider
 from ._http_target import HttpTarget, endpoint_url
 
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -23,7 +22,7 @@ class AnthropicTarget(HttpTarget):
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)
-        base = config.base_url or os.environ.get("ANTHROPIC_BASE_URL") or ANTHROPIC_URL
+        base = config.base_url or env_base_url("ANTHROPIC_BASE_URL") or ANTHROPIC_URL
         self.url = endpoint_url(base, "/v1/messages")
 
     def auth_headers(self) -> dict[str, str]:

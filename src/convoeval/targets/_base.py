@@ -233,13 +233,8 @@ class TargetConfig(Model):
         """An http(s) URL with a host (a `${{ VAR }}` placeholder is checked once it is set)."""
         if value is None or "${{" in value:
             return value
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{shown_url(value)!r} is not an http(s) URL like http://localhost:8000/v1")
-        try:
-            parts.port  # noqa: B018 - raises on a bad port
-        except ValueError as exc:
-            raise ValueError(f"{shown_url(value)!r}: {exc}") from None
+        if problem := http_url_problem(value):
+            raise ValueError(problem)
         return value.strip()
 
     @property
@@ -247,6 +242,11 @@ class TargetConfig(Model):
         """The folder of the targets file this config came from (relative paths resolve there),
         else the current directory."""
         return self._source_dir or Path.cwd()
+
+    @property
+    def unusable(self) -> str | None:
+        """Why `create_target` refuses this config (`mark_unusable`), or None."""
+        return self._unusable
 
     def mark_unusable(self, reason: str) -> None:
         """Make `create_target` refuse this config with `reason` (e.g. an unset `${{ VAR }}`)."""
@@ -265,6 +265,31 @@ class TargetConfig(Model):
             key = os.environ.get(env) if env else None
         remember(key)  # never written anywhere: every output goes through `redact`
         return key
+
+
+def http_url_problem(value: str) -> str | None:
+    """Why `value` is not an http(s) URL with a host and a valid port, or None."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{shown_url(value)!r} is not an http(s) URL like http://localhost:8000/v1"
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError as exc:
+        return f"{shown_url(value)!r}: {exc}"
+    return None
+
+
+def env_base_url(name: str) -> str | None:
+    """The server URL the environment variable `name` gives (OPENAI_BASE_URL), checked as a
+    target's `base_url` is; None when it is unset or empty.
+
+    Raises:
+        TargetError: it is not an http(s) URL.
+    """
+    value = os.environ.get(name, "").strip()
+    if value and (problem := http_url_problem(value)):
+        raise TargetError(f"{name}: {problem}")
+    return value or None
 
 
 class TargetWrapper:

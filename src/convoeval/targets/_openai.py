@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import time
 from urllib.parse import urlsplit
 
-from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, capabilities, provider
+from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, capabilities, env_base_url, provider
 from ._completion import parse_completion
 from ._http_target import HttpTarget, endpoint_url
 from ._settings import AzureSettings, settings_of
@@ -30,7 +29,7 @@ class OpenAITarget(HttpTarget):
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)
-        base = config.base_url or self.default_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+        base = config.base_url or self.default_url or env_base_url("OPENAI_BASE_URL") or OPENAI_URL
         self.url = endpoint_url(base, "/chat/completions")
         self.official = base.rstrip("/") in (OPENAI_URL, OPENROUTER_URL)  # hosted: a key is required
         if self.api_key and "Authorization" in self.auth_headers() and urlsplit(self.url).username is not None:
@@ -107,7 +106,7 @@ class AzureOpenAITarget(OpenAITarget):
     def __init__(self, config: TargetConfig):
         super().__init__(config)
         azure = settings_of(config, AzureSettings)
-        endpoint = (azure.endpoint or config.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT") or "").rstrip("/")
+        endpoint = (azure.endpoint or config.base_url or env_base_url("AZURE_OPENAI_ENDPOINT") or "").rstrip("/")
         if not endpoint:
             raise TargetError(f"{config.name}: azure needs `endpoint` (https://RESOURCE.openai.azure.com)")
         deployment = azure.deployment or config.model

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..._jsonpath import parse_jsonpath
 from ...results import Usage
-from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, http_url_problem, provider
 from .._http_target import HttpTarget
 from .._settings import settings_of
 from ._replies import tool_call
@@ -53,8 +53,10 @@ class HttpAgentTarget(HttpTarget):
         super().__init__(config)
         settings = settings_of(config, HttpAgentSettings)
         url = settings.url or config.base_url
-        if not url or not url.startswith(("http://", "https://")):
+        if not url:
             raise TargetError(f"{config.name}: the http provider needs a `url` (http:// or https://)")
+        if problem := http_url_problem(url):
+            raise TargetError(f"{config.name}: url: {problem}")
         self.url = url
         self.body = settings.body or {"messages": "{{ messages }}"}
         self.reply_path = settings.reply_path
