@@ -62,6 +62,19 @@ def test_links_a_hook_plants_where_results_go_are_replaced_never_followed(
     assert not left
 
 
+def _suite_swapping_out_for_a_link_to(folder: Path, tmp_path: Path) -> Path:
+    """A suite beside a folder `out` that its `before_all` hook replaces with a link to `folder`."""
+    hook = f"rm -rf out; ln -s {folder} out; true"
+    suite = write(
+        tmp_path / "suite" / "s.eval.yaml",
+        "execution: {target: scripted}\n"
+        f"workspace:\n  hooks:\n    before_all: {{command: {hook!r}}}\n"
+        "tests:\n  - {id: t1, input: hi, assertions: [{type: contains, value: x}]}\n",
+    )
+    (suite.parent / "out").mkdir()
+    return suite
+
+
 @needs_bwrap
 @pytest.mark.parametrize("suffix", [".json", ".jsonl"])
 def test_a_folder_a_hook_swaps_for_a_link_is_refused(
@@ -71,14 +84,7 @@ def test_a_folder_a_hook_swaps_for_a_link_is_refused(
     folder. Before: the results went there, over any file of that name."""
     monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
     elsewhere = write(tmp_path / "elsewhere" / f"results{suffix}", "not yours to write\n")
-    hook = f"rm -rf out; ln -s {elsewhere.parent} out; true"
-    suite = write(
-        tmp_path / "suite" / "s.eval.yaml",
-        "execution: {target: scripted}\n"
-        f"workspace:\n  hooks:\n    before_all: {{command: {hook!r}}}\n"
-        "tests:\n  - {id: t1, input: hi, assertions: [{type: contains, value: x}]}\n",
-    )
-    (suite.parent / "out").mkdir()
+    suite = _suite_swapping_out_for_a_link_to(elsewhere.parent, tmp_path)
     monkeypatch.chdir(suite.parent)
     code, out, err = cli("run", suite.name, "-o", f"out/results{suffix}", "--no-cache", "--store", tmp_path / "st")
     assert elsewhere.read_text() == "not yours to write\n"
@@ -97,14 +103,7 @@ def test_a_reports_folder_a_hook_swaps_for_a_link_is_refused(
     monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    hook = f"rm -rf out; ln -s {elsewhere} out; true"
-    suite = write(
-        tmp_path / "suite" / "s.eval.yaml",
-        "execution: {target: scripted}\n"
-        f"workspace:\n  hooks:\n    before_all: {{command: {hook!r}}}\n"
-        "tests:\n  - {id: t1, input: hi, assertions: [{type: contains, value: x}]}\n",
-    )
-    (suite.parent / "out").mkdir()
+    suite = _suite_swapping_out_for_a_link_to(elsewhere, tmp_path)
     monkeypatch.chdir(suite.parent)
     code, out, err = cli("run", suite.name, option, "out/r", "--no-cache", "--store", tmp_path / "st")
     assert os.listdir(elsewhere) == []
