@@ -119,15 +119,17 @@ def test_lending_gives_every_entry_to_the_user_and_back(tmp_path: Path) -> None:
     (ws / "theirs.txt").write_text("mine")
     os.chown(ws / "theirs.txt", NOBODY.uid, NOBODY.gid)
     deep = ws
-    for _ in range(1200):  # folders nested deeper than Python's recursion limit
-        deep = deep / "d"
-        os.mkdir(deep)
-        os.lchown(deep, NOBODY.uid, NOBODY.gid)
-    lent.give_back()
-    owners = owners_of(ws)
-    assert owners.pop("kept.txt") == "4321:4322"
-    assert set(owners.values()) == {"0:0"} and len(owners) > 1200 and deep.stat().st_uid == 0
-    subprocess.run(["rm", "-rf", str(ws / "d")], check=True)  # shutil.rmtree recurses
+    try:
+        for _ in range(1200):  # folders nested deeper than Python's recursion limit
+            deep = deep / "d"
+            os.mkdir(deep)
+            os.lchown(deep, NOBODY.uid, NOBODY.gid)
+        lent.give_back()
+        owners = owners_of(ws)
+        assert owners.pop("kept.txt") == "4321:4322"
+        assert set(owners.values()) == {"0:0"} and len(owners) > 1200 and deep.stat().st_uid == 0
+    finally:  # pass or fail: pytest's own clean-up (shutil.rmtree) recurses, and fails on it later
+        subprocess.run(["rm", "-rf", str(ws / "d")], check=True)
     assert stat.S_IMODE(made[1].stat().st_mode) == 0o755  # no set-user-ID program of root's
     assert (outside.stat().st_uid, outside.read_text()) == (0, "host\n")
 
