@@ -104,6 +104,12 @@ def test_judged_with_fastchat_prompts_as_written_and_grouped_by_category_and_tur
     assert "results by category" in out and "writing" in out and "reasoning" in out and "turn 2" in out
     markdown = (tmp_path / "s.md").read_text()
     assert "### Results by category" in markdown and "| writing | 1 |" in markdown and "0.825" in markdown
+    # FastChat's show_result.py on these judgments (7, 9.5, 4 and a -1 it drops): turn 1 5.5,
+    # turn 2 9.5, Average 6.833; the mean of the two tests' scores (0.613) is not MT-Bench's.
+    table = markdown.split("### Results by category")[1].split("\n\n")[1].splitlines()
+    header, everything = table[0], table[-1]
+    assert header.endswith("| turn 1 | turn 2 | turns mean |")
+    assert everything.endswith("| 0.613 | 0.550 | 0.950 | 0.683 |")
     assert 'id="by-category"' in (tmp_path / "r.html").read_text()
     code, out, err = cli("report", results, "--by", "nothing")
     assert code == 2 and "no result has this field" in err

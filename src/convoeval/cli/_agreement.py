@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import ConfigError
+from ..rank import BattleFileError, read_votes, votes_agreement
 from ..report import read_results
 from ..stats import (  # numpy: this module loads only for `agreement` (or every command's --help)
     AgreementInputError,
@@ -87,7 +88,7 @@ def agreement(
             metavar="LABELS.csv|RUN.jsonl",
             help="CSV with one row per item and one column per rater "
             "(an 'item' or 'id' column is ignored; empty or NA cells are missing); with --runs "
-            "two results files, with --consistency two or more.",
+            "two results files, with --consistency two or more, with --votes one or two vote files.",
             show_default=False,
         ),
     ] = None,
@@ -125,6 +126,15 @@ def agreement(
             "stored runs of the same judge (run them with --no-cache).",
         ),
     ] = False,
+    votes: Annotated[
+        bool,
+        typer.Option(
+            "--votes",
+            help="Pairwise votes (model_a, model_b, winner, question_id, turn; JSONL or a JSON list, "
+            "as MT-Bench's human judgments): per turn, agreement with and without ties as FastChat's "
+            "compute_agreement.py counts it; two files: judge vs humans, one file: its raters among themselves.",
+        ),
+    ] = False,
     output_format: Annotated[
         AgreementFormat, typer.Option("--format", help="table or json (the agreement report).")
     ] = AgreementFormat.table,
@@ -133,6 +143,13 @@ def agreement(
     judges over stored runs (--runs), or one judge over repeated runs (--consistency)."""
 
     files = list(files or [])
+    if votes:
+        if runs or consistency or columns or categories or level:
+            raise fail(
+                "--votes compares pairwise votes: --runs, --consistency, --columns, --categories and --level do not apply"
+            )
+        _agreement_of_votes(files, output_format)
+        return
     if runs and consistency:
         raise fail("give either --runs A.jsonl B.jsonl or --consistency R1.jsonl R2.jsonl ..., not both")
     if runs or consistency:
@@ -173,6 +190,27 @@ def agreement(
     shown = ", ".join(str(c) for c in declared)
     title = f"Agreement of {', '.join(table.raters)} on {len(table.matrix)} items (categories {shown}; {level})"
     Console().print(_table(estimates, title))
+
+
+def _agreement_of_votes(files: list[Path], output_format: AgreementFormat) -> None:
+    if len(files) not in (1, 2):
+        raise fail(f"--votes takes one or two vote files (judge, humans), got {len(files)}")
+    try:
+        loaded = [read_votes(path) for path in files]
+    except BattleFileError as error:
+        raise fail(str(error)) from None
+    turns = votes_agreement(*loaded)
+    if output_format is AgreementFormat.json:
+        typer.echo(json.dumps({"files": [str(f) for f in files], "turns": [t.to_dict() for t in turns]}, indent=2))
+        return
+    who = f"{files[0].name} vs {files[1].name}" if len(files) == 2 else f"the raters of {files[0].name}"
+    table = Table(title=f"Agreement of {who} (pairs of votes on the same question, models and turn)")
+    for name in ("Turn", "Ties", "Pairs", "Agree", "Ratio"):
+        table.add_column(name, justify="left" if name == "Ties" else "right")
+    for turn in turns:
+        for label, (agree, total) in (("with", turn.with_ties), ("without", turn.without_ties)):
+            table.add_row(str(turn.turn), label, str(total), str(agree), _number(agree / total if total else None))
+    Console().print(table)
 
 
 def _agreement_of_runs(

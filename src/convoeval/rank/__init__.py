@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     )
     from ._elo import EloResult, elo_history_interval, online_elo
     from ._leaderboard import Leaderboard, LeaderboardRow, leaderboard_from_battles
+    from ._votes import TurnAgreement, Vote, read_votes, votes_agreement
 
 # Everything loads when first used: `convoeval run` only names BattleFileError (`--battles`).
 __getattr__ = lazy_attributes(
@@ -41,6 +42,7 @@ __getattr__ = lazy_attributes(
         ),
         "._elo": ("EloResult", "elo_history_interval", "online_elo"),
         "._leaderboard": ("Leaderboard", "LeaderboardRow", "leaderboard_from_battles"),
+        "._votes": ("TurnAgreement", "Vote", "read_votes", "votes_agreement"),
     },
 )
 
@@ -53,6 +55,8 @@ __all__ = [
     "EloResult",
     "Leaderboard",
     "LeaderboardRow",
+    "TurnAgreement",
+    "Vote",
     "Winner",
     "bradley_terry",
     "bradley_terry_intervals",
@@ -61,6 +65,8 @@ __all__ = [
     "leaderboard_from_battles",
     "online_elo",
     "read_battles",
+    "read_votes",
     "targets_of",
+    "votes_agreement",
     "win_matrix",
 ]

@@ -2,7 +2,9 @@
 
 One row per value of the field (tests without it under `(none)`), then `all`: the tests, their
 verdicts, the mean test score, the mean score of each turn (turn 1, turn 2, ...: MT-Bench's
-per-turn table) and, for tests with several trials, pass^k averaged over the tests as
+per-turn table), the mean over every graded turn (`turns mean`: MT-Bench's "Average", which
+leaves out a turn whose judge failed as FastChat's show_result.py drops a -1 score) and, for
+tests with several trials, pass^k averaged over the tests as
 tau-bench reports it. The field is a key of the results' `metadata` (a dotted path reaches
 into nested mappings), or `target` / `suite`.
 """
@@ -34,14 +36,22 @@ class Group:
     def mean_score(self) -> float | None:
         return _mean(r.score for r in self.results)
 
-    def turn_means(self, turns: int) -> list[float | None]:
-        """The mean score of turn 1..`turns` over the group's tests (turns not graded left out)."""
+    def turn_scores(self, turns: int) -> list[list[float]]:
+        """The scores of turn 1..`turns` over the group's tests (turns not graded left out)."""
         by_turn: list[list[float]] = [[] for _ in range(turns)]
         for r in self.results:
             for number, entry in enumerate((e for e in r.scores if e.type == "turn"), start=1):
                 if number <= turns and entry.score is not None:
                     by_turn[number - 1].append(entry.score)
-        return [_mean(scores) for scores in by_turn]
+        return by_turn
+
+    def turn_means(self, turns: int) -> list[float | None]:
+        """The mean score of turn 1..`turns` over the group's tests (turns not graded left out)."""
+        return [_mean(scores) for scores in self.turn_scores(turns)]
+
+    def turns_mean(self, turns: int) -> float | None:
+        """The mean over every graded turn of the group's tests: MT-Bench's "Average"."""
+        return _mean(score for scores in self.turn_scores(turns) for score in scores)
 
     def pass_hat_k(self) -> dict[int, float]:
         """pass^k for each k, averaged over the group's tests that ran at least k trials (a test
@@ -84,12 +94,14 @@ def _columns(groups: list[Group], name: str) -> tuple[list[str], list[list[str]]
     turns = turn_count(groups)
     ks = sorted({k for g in groups for k in g.pass_hat_k()})
     header = [name, "tests", "pass", "fail", "error", "skip", "mean score"]
-    header += [f"turn {t}" for t in range(1, turns + 1)] + [f"pass^{k}" for k in ks]
+    header += [f"turn {t}" for t in range(1, turns + 1)] + (["turns mean"] if turns else [])
+    header += [f"pass^{k}" for k in ks]
     rows = []
     for g in groups:
         hats = g.pass_hat_k()
         row = [g.value, str(len(g.results)), *(str(g.count(v)) for v in ("pass", "fail", "error", "skip"))]
         row += [_fmt(g.mean_score), *(_fmt(s) for s in g.turn_means(turns))]
+        row += [_fmt(g.turns_mean(turns))] if turns else []
         row += [_fmt(hats.get(k)) for k in ks]
         rows.append(row)
     return header, rows
