@@ -203,6 +203,58 @@ def test_promptfoo_verdicts_are_promptfoos(fake_openai, tmp_path) -> None:
     assert scores["one-failing-check-of-two-the-test-s-threshold-met"] == 0.75
 
 
+def test_promptfoo_simple_test_example_sends_and_decides_as_promptfoo(fake_openai, tmp_path) -> None:
+    """promptfoo's own examples/simple-test, as promptfoo 0.123.1 ran it (tests/data/promptfoo/
+    SOURCE.txt). Before: prompts.txt's two prompts (split at `---`) were one message holding
+    both, `body: Yes` was sent as "True" (YAML 1.1), and the `$ref`'d assertion was dropped."""
+    with pytest.warns(DatasetWarning) as caught:
+        suite = import_dataset("promptfoo", PROMPTFOO / "simple-test" / "promptfooconfig.yaml")
+    assert [str(w.message) for w in caught] == [
+        "2 promptfoo assertion(s) not imported (no convoeval equivalent): similar (2)"
+    ]
+    inputs = [t["input"][-1]["content"] for t in suite["tests"]]
+    assert inputs[0] == "Rephrase this from English to Pirate: Yes"
+    assert inputs[5] == "Pretend you're a pirate and speak these words: Yes"
+    pirate = "Ahoy matey! Arrr, ye be hungry fer grub."
+    fake_openai.reset(reply=lambda b: '{"age": 42}' if "JSON" in b["messages"][-1]["content"] else pirate)
+    report = convoeval.run(
+        write_suite(suite, tmp_path / "s.eval.yaml"), target="openai:m", judge="openai:j", store=False, cache=False
+    )
+    verdicts = ["fail", "pass", "pass", "fail", "pass"] * 2  # promptfoo's, test by test
+    assert [r.verdict for r in report.results] == verdicts, [(r.test_id, r.error) for r in report.results]
+    fake_openai.reset(reply=lambda b: "Ahoy! No pirate noise here.")
+    last = write_suite({**suite, "tests": suite["tests"][4:5]}, tmp_path / "l.eval.yaml")
+    (result,) = convoeval.run(last, target="openai:m", judge="openai:j", store=False, cache=False).results
+    assert result.verdict == "fail"  # the `$ref`'d `icontains: arrr`
+
+
+def test_promptfoo_weight_zero_never_fails_and_transforms_are_named(fake_openai, tmp_path) -> None:
+    """promptfoo 0.123.1 makes a weight-0 assertion pass (`runAssertionInternal`), and reads YAML
+    as js-yaml does. Before: a failed weight-0 check failed the test; `1:30` was sent as 90 and
+    `on` as True; an output `transform` (which changes promptfoo's verdicts) was dropped unsaid."""
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['At {{ t }}, {{ s }}']\n"
+        "defaultTest: {options: {transform: output.toUpperCase()}}\n"
+        "tests:\n"
+        "  - vars: {t: 1:30, s: on}\n"
+        "    assert:\n"
+        "      - {type: contains, value: nope, weight: 0}\n"
+        "      - {type: icontains, value: At, transform: output.trim()}\n",
+    )
+    with pytest.warns(DatasetWarning) as caught:
+        suite = import_dataset("promptfoo", config)
+    assert [str(w.message) for w in caught] == [
+        "promptfoo settings not imported: assert[].transform, defaultTest.options.transform"
+    ]
+    (test,) = suite["tests"]
+    assert test["input"] == [{"role": "user", "content": "At 1:30, on"}]
+    assert [a.get("required") for a in test["assertions"]] == [False, True]
+    fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    report = convoeval.run(write_suite(suite, tmp_path / "w.eval.yaml"), target="openai:m", store=False, cache=False)
+    assert [r.verdict for r in report.results] == ["pass"]
+
+
 def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
     bad = write(tmp_path / "p.yaml", "prompts: [hi]\ntests: {not: a list}\n")
     code, _, err = cli("import", "promptfoo", bad, "-o", tmp_path / "x.eval.yaml")
