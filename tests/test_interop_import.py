@@ -255,6 +255,19 @@ def test_promptfoo_weight_zero_never_fails_and_transforms_are_named(fake_openai,
     assert [r.verdict for r in report.results] == ["pass"]
 
 
+def test_running_a_promptfoo_config_says_to_import_it(cli, tmp_path) -> None:
+    """Before: `convoeval run promptfooconfig.yaml` printed eleven AgentV problems (`tests[0].id:
+    required field is missing`, `outputPath: unknown field`...) and no word of the importer."""
+    config = PROMPTFOO / "simple-test" / "promptfooconfig.yaml"
+    hint = f"{config}:1: (file): a promptfoo config, not an eval file: `convoeval import promptfoo {config} -o "
+    for command in ("run", "validate"):
+        code, _, err = cli(command, config)
+        assert code == 2 and err.startswith(hint) and len(err.splitlines()) == 1, err
+    renamed = shutil.copy(config, tmp_path / "pirate.yaml")  # known by its promptfoo-only keys
+    code, _, err = cli("validate", renamed)
+    assert code == 2 and "a promptfoo config, not an eval file" in err and len(err.splitlines()) == 1, err
+
+
 def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
     bad = write(tmp_path / "p.yaml", "prompts: [hi]\ntests: {not: a list}\n")
     code, _, err = cli("import", "promptfoo", bad, "-o", tmp_path / "x.eval.yaml")
