@@ -268,6 +268,38 @@ def test_running_a_promptfoo_config_says_to_import_it(cli, tmp_path) -> None:
     assert code == 2 and "a promptfoo config, not an eval file" in err and len(err.splitlines()) == 1, err
 
 
+def test_promptfoo_results_files_are_recorded_conversations_with_promptfoos_verdicts(
+    cli, fake_openai, tmp_path
+) -> None:
+    """promptfoo's own results files (`promptfoo eval -o`). Before: `grade` said "none of the
+    formats" and `import promptfoo` read one as a config."""
+    suite = import_dataset("promptfoo", PROMPTFOO / "results" / "simple-test.json")
+    tests = {t["id"]: t for t in suite["tests"]}
+    assert len(tests) == 10
+    first = tests["Check-for-exact-match@prompt-1"]
+    assert first["transcript"] == [
+        {"role": "user", "content": "Rephrase this from English to Pirate: Yes"},
+        {"role": "assistant", "content": "Ahoy matey! Arrr, ye be hungry fer grub."},
+    ]
+    assert first["metadata"]["promptfoo_success"] is False
+    similar = tests["Check-for-semantic-similarity@prompt-2"]["metadata"]
+    assert round(similar["promptfoo_score"], 2) == 0.61
+    assert [(a["type"], a["pass"]) for a in similar["promptfoo_assertions"]] == [
+        ("javascript", True),
+        ("python", False),
+        ("similar", True),
+    ]
+    conversation = import_dataset("promptfoo", PROMPTFOO / "results" / "multiple-turn-conversation.json")
+    third = conversation["tests"][2]["transcript"]
+    assert [m["role"] for m in third] == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert third[-2:] == [
+        {"role": "user", "content": "Which state is that in?"},
+        {"role": "assistant", "content": "Reply to: Which state is that in?"},
+    ]
+    code, out, err = cli("grade", PROMPTFOO / "results" / "simple-test.json", "--judge", "openai:j")
+    assert code == 0 and "10 result(s): PASS 10" in out, err
+
+
 def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
     bad = write(tmp_path / "p.yaml", "prompts: [hi]\ntests: {not: a list}\n")
     code, _, err = cli("import", "promptfoo", bad, "-o", tmp_path / "x.eval.yaml")

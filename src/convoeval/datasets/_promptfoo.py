@@ -56,9 +56,12 @@ from ._common import (
     parse_yaml,
     read_text,
 )
+from ._log_formats import log_reader
 from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
 from ._promptfoo_csv import read_csv_tests
+from ._promptfoo_results import read_promptfoo_results
 from ._suite_types import Message, Suite, SuiteTest, Turn
+from ._transcripts import import_transcripts
 
 if TYPE_CHECKING:
     import jinja2.sandbox
@@ -148,7 +151,10 @@ def _chat(text: str) -> list[tuple[str, str]] | None:
 
 
 def import_promptfoo(source: Path) -> Suite:
-    """The suite a promptfoo config file makes (see the module docstring)."""
+    """The suite a promptfoo config file makes (see the module docstring); a results file
+    (`promptfoo eval -o results.json`) is its recorded conversations (`_promptfoo_results`)."""
+    if source.suffix == ".json" and log_reader(source) is read_promptfoo_results:
+        return import_transcripts(source, log_format="promptfoo")
     config = _dereferenced(load_yaml(source, core=True), source)
     if not isinstance(config, dict):
         raise DatasetError(f"{source}:1: expected a promptfoo config (a mapping with prompts and tests)")
