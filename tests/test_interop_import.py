@@ -318,6 +318,12 @@ def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
     named.write_text(f"prompts: [file://{long}.json]\ntests: [{{vars: {{a: 1}}}}]\n")
     code, _, err = cli("import", "promptfoo", named, "-o", tmp_path / "x.eval.yaml")
     assert (code, err) == (2, f"error: {named}:1: prompts[0]: {tmp_path / long}.json: no such file\n")
+    loop = write(tmp_path / "r.yaml", "prompts: [hi]\nt: {$ref: '#/t'}\ntests: [{assert: [{$ref: '#/t'}]}]\n")
+    code, _, err = cli("import", "promptfoo", loop, "-o", tmp_path / "x.eval.yaml")
+    assert (code, err) == (2, f"error: {loop}:1: $ref '#/t': refers to itself\n")
+    loop.write_text("prompts: [hi]\ntests: [{assert: [{$ref: '#/assertionTemplates/no'}]}]\n")
+    code, _, err = cli("import", "promptfoo", loop, "-o", tmp_path / "x.eval.yaml")
+    assert (code, err) == (2, f"error: {loop}:1: $ref '#/assertionTemplates/no': no such place in the config\n")
 
 
 # -- DeepEval --------------------------------------------------------------------------------
