@@ -298,6 +298,9 @@ def test_promptfoo_results_files_are_recorded_conversations_with_promptfoos_verd
     ]
     code, out, err = cli("grade", PROMPTFOO / "results" / "simple-test.json", "--judge", "openai:j")
     assert code == 0 and "10 result(s): PASS 10" in out, err
+    with pytest.warns(DatasetWarning, match=r"1 result\(s\) without a reply left out: one@openai:chat:down \(API"):
+        down = import_dataset("promptfoo", PROMPTFOO / "results" / "one-provider-down.json")
+    assert [t["id"] for t in down["tests"]] == ["one@openai:chat:up"]  # promptIdx 1 is the 2nd provider's
 
 
 def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:

@@ -7,20 +7,21 @@ when the file has several prompts and `@provider` when it has several providers.
 own verdict is kept as metadata (`promptfoo_success`, `promptfoo_score`, `promptfoo_assertions`:
 each assertion's type, pass, score and reason; `promptfoo_named_scores`, `promptfoo_vars`,
 `promptfoo_provider`). A result that failed with an error (`failureReason` 2) is an
-execution error with promptfoo's message; one without a reply is left out (named by the CLI's
-check that a conversation has a user and an assistant message).
+execution error with promptfoo's message; one without a reply (its provider failed) is left
+out and named in a warning.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest, slug, text_of, unique
-from ._common import JsonObject, as_object, decode_json, objects, read_json
+from ._common import DatasetWarning, JsonObject, as_object, decode_json, objects, read_json
 
 #: promptfoo's `ResultFailureReason.ERROR`: the provider or an assertion raised.
 _ERROR = 2
@@ -34,30 +35,45 @@ def is_promptfoo_results(path: Path, head: str) -> bool:
 def read_promptfoo_results(path: Path) -> list[LoggedTest]:
     """One recorded conversation per promptfoo result (see the module docstring)."""
     document = as_object(read_json(path)) or {}
-    results = objects((as_object(document.get("results")) or {}).get("results"))
+    run = as_object(document.get("results")) or {}
+    results = objects(run.get("results"))
     if not results:
         raise DatasetError(f"{path}:1: a promptfoo results file with no results")
-    prompts = {r.get("promptIdx") for r in results}
+    # `promptIdx` numbers a prompt per provider; `promptId` is the prompt's own
+    prompts = [
+        *dict.fromkeys([*(p.get("id") for p in objects(run.get("prompts"))), *(r.get("promptId") for r in results)])
+    ]
     providers = {_provider(r) for r in results}
     tests: list[LoggedTest] = []
+    left_out: list[str] = []
     seen: set[str] = set()
     for result in results:
         case = as_object(result.get("testCase")) or {}
         name = slug(str(case.get("description") or f"test-{_index(result.get('testIdx')) + 1}"))
         if len(prompts) > 1:
-            name += f"@prompt-{_index(result.get('promptIdx')) + 1}"
+            name += f"@prompt-{prompts.index(result.get('promptId')) + 1}"
         if len(providers) > 1:
             name += f"@{slug(_provider(result))}"
-        transcript = _sent(result)
         response = as_object(result.get("response")) or {}
         output = response.get("output")
-        if output is not None:
-            reply = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-            transcript.append({"role": "assistant", "content": reply})
+        error = str(result.get("error") or response.get("error") or "promptfoo: error")
+        if output is None:  # the provider failed: nothing to grade
+            left_out.append(f"{name} ({error[:200]})")
+            continue
+        reply = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        transcript = [*_sent(result), LoggedMessage(role="assistant", content=reply)]
         test: LoggedTest = {"id": unique(name, seen), "transcript": transcript, "metadata": _verdict(result)}
         if result.get("failureReason") == _ERROR:
-            test["error"] = str(result.get("error") or response.get("error") or "promptfoo: error")
+            test["error"] = error
         tests.append(test)
+    if not tests:
+        raise DatasetError(f"{path}:1: no result of the promptfoo results file has a reply: {'; '.join(left_out)}")
+    if left_out:
+        warnings.warn(
+            f"{path}: {len(left_out)} result(s) without a reply left out: {'; '.join(left_out)}",
+            DatasetWarning,
+            stacklevel=2,
+        )
     return tests
 
 
