@@ -1,8 +1,11 @@
 """promptfoo configurations (`promptfooconfig.yaml`) as convoeval suites.
 
+The config is read as promptfoo reads it: YAML by the 1.2 core schema (js-yaml's: `Yes` and
+`1:30` are text), each local `$ref` followed (`#/assertionTemplates/name`).
+
 What becomes what:
 - `prompts`: each prompt (inline text, a chat-message JSON/YAML list, or `file://` one of
-  those) is rendered with a test's `vars`. Its system messages become the test's `input`, its
+  those; a `.txt` file's parts between `---` lines are prompts) is rendered with a test's `vars`. Its system messages become the test's `input`, its
   last user message the turn's input. promptfoo's `{% for ... in _conversation %}` history
   loop is dropped: convoeval sends the whole conversation to the target on every turn.
 - `tests` sharing `metadata.conversationId` (or, when the prompt loops over `_conversation`,
