@@ -203,6 +203,106 @@ def test_promptfoo_verdicts_are_promptfoos(fake_openai, tmp_path) -> None:
     assert scores["one-failing-check-of-two-the-test-s-threshold-met"] == 0.75
 
 
+def test_promptfoo_simple_test_example_sends_and_decides_as_promptfoo(fake_openai, tmp_path) -> None:
+    """promptfoo's own examples/simple-test, as promptfoo 0.123.1 ran it (tests/data/promptfoo/
+    SOURCE.txt). Before: prompts.txt's two prompts (split at `---`) were one message holding
+    both, `body: Yes` was sent as "True" (YAML 1.1), and the `$ref`'d assertion was dropped."""
+    with pytest.warns(DatasetWarning) as caught:
+        suite = import_dataset("promptfoo", PROMPTFOO / "simple-test" / "promptfooconfig.yaml")
+    assert [str(w.message) for w in caught] == [
+        "2 promptfoo assertion(s) not imported (no convoeval equivalent): similar (2)"
+    ]
+    inputs = [t["input"][-1]["content"] for t in suite["tests"]]
+    assert inputs[0] == "Rephrase this from English to Pirate: Yes"
+    assert inputs[5] == "Pretend you're a pirate and speak these words: Yes"
+    pirate = "Ahoy matey! Arrr, ye be hungry fer grub."
+    fake_openai.reset(reply=lambda b: '{"age": 42}' if "JSON" in b["messages"][-1]["content"] else pirate)
+    report = convoeval.run(
+        write_suite(suite, tmp_path / "s.eval.yaml"), target="openai:m", judge="openai:j", store=False, cache=False
+    )
+    verdicts = ["fail", "pass", "pass", "fail", "pass"] * 2  # promptfoo's, test by test
+    assert [r.verdict for r in report.results] == verdicts, [(r.test_id, r.error) for r in report.results]
+    fake_openai.reset(reply=lambda b: "Ahoy! No pirate noise here.")
+    last = write_suite({**suite, "tests": suite["tests"][4:5]}, tmp_path / "l.eval.yaml")
+    (result,) = convoeval.run(last, target="openai:m", judge="openai:j", store=False, cache=False).results
+    assert result.verdict == "fail"  # the `$ref`'d `icontains: arrr`
+
+
+def test_promptfoo_weight_zero_never_fails_and_transforms_are_named(fake_openai, tmp_path) -> None:
+    """promptfoo 0.123.1 makes a weight-0 assertion pass (`runAssertionInternal`), and reads YAML
+    as js-yaml does. Before: a failed weight-0 check failed the test; `1:30` was sent as 90 and
+    `on` as True; an output `transform` (which changes promptfoo's verdicts) was dropped unsaid."""
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['At {{ t }}, {{ s }}']\n"
+        "defaultTest: {options: {transform: output.toUpperCase()}}\n"
+        "tests:\n"
+        "  - vars: {t: 1:30, s: on}\n"
+        "    assert:\n"
+        "      - {type: contains, value: nope, weight: 0}\n"
+        "      - {type: icontains, value: At, transform: output.trim()}\n",
+    )
+    with pytest.warns(DatasetWarning) as caught:
+        suite = import_dataset("promptfoo", config)
+    assert [str(w.message) for w in caught] == [
+        "promptfoo settings not imported: assert[].transform, defaultTest.options.transform"
+    ]
+    (test,) = suite["tests"]
+    assert test["input"] == [{"role": "user", "content": "At 1:30, on"}]
+    assert [a.get("required") for a in test["assertions"]] == [False, True]
+    fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    report = convoeval.run(write_suite(suite, tmp_path / "w.eval.yaml"), target="openai:m", store=False, cache=False)
+    assert [r.verdict for r in report.results] == ["pass"]
+
+
+def test_running_a_promptfoo_config_says_to_import_it(cli, tmp_path) -> None:
+    """Before: `convoeval run promptfooconfig.yaml` printed eleven AgentV problems (`tests[0].id:
+    required field is missing`, `outputPath: unknown field`...) and no word of the importer."""
+    config = PROMPTFOO / "simple-test" / "promptfooconfig.yaml"
+    hint = f"{config}:1: (file): a promptfoo config, not an eval file: `convoeval import promptfoo {config} -o "
+    for command in ("run", "validate"):
+        code, _, err = cli(command, config)
+        assert code == 2 and err.startswith(hint) and len(err.splitlines()) == 1, err
+    renamed = shutil.copy(config, tmp_path / "pirate.yaml")  # known by its promptfoo-only keys
+    code, _, err = cli("validate", renamed)
+    assert code == 2 and "a promptfoo config, not an eval file" in err and len(err.splitlines()) == 1, err
+
+
+def test_promptfoo_results_files_are_recorded_conversations_with_promptfoos_verdicts(
+    cli, fake_openai, tmp_path
+) -> None:
+    """promptfoo's own results files (`promptfoo eval -o`). Before: `grade` said "none of the
+    formats" and `import promptfoo` read one as a config."""
+    suite = import_dataset("promptfoo", PROMPTFOO / "results" / "simple-test.json")
+    tests = {t["id"]: t for t in suite["tests"]}
+    assert len(tests) == 10
+    first = tests["Check-for-exact-match@prompt-1"]
+    assert first["transcript"] == [
+        {"role": "user", "content": "Rephrase this from English to Pirate: Yes"},
+        {"role": "assistant", "content": "Ahoy matey! Arrr, ye be hungry fer grub."},
+    ]
+    assert first["metadata"]["promptfoo_success"] is False
+    similar = tests["Check-for-semantic-similarity@prompt-2"]["metadata"]
+    assert round(similar["promptfoo_score"], 2) == 0.61
+    assert [(a["type"], a["pass"]) for a in similar["promptfoo_assertions"]] == [
+        ("javascript", True),
+        ("python", False),
+        ("similar", True),
+    ]
+    conversation = import_dataset("promptfoo", PROMPTFOO / "results" / "multiple-turn-conversation.json")
+    third = conversation["tests"][2]["transcript"]
+    assert [m["role"] for m in third] == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert third[-2:] == [
+        {"role": "user", "content": "Which state is that in?"},
+        {"role": "assistant", "content": "Reply to: Which state is that in?"},
+    ]
+    code, out, err = cli("grade", PROMPTFOO / "results" / "simple-test.json", "--judge", "openai:j")
+    assert code == 0 and "10 result(s): PASS 10" in out, err
+    with pytest.warns(DatasetWarning, match=r"1 result\(s\) without a reply left out: one@openai:chat:down \(API"):
+        down = import_dataset("promptfoo", PROMPTFOO / "results" / "one-provider-down.json")
+    assert [t["id"] for t in down["tests"]] == ["one@openai:chat:up"]  # promptIdx 1 is the 2nd provider's
+
+
 def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
     bad = write(tmp_path / "p.yaml", "prompts: [hi]\ntests: {not: a list}\n")
     code, _, err = cli("import", "promptfoo", bad, "-o", tmp_path / "x.eval.yaml")
@@ -221,6 +321,12 @@ def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
     named.write_text(f"prompts: [file://{long}.json]\ntests: [{{vars: {{a: 1}}}}]\n")
     code, _, err = cli("import", "promptfoo", named, "-o", tmp_path / "x.eval.yaml")
     assert (code, err) == (2, f"error: {named}:1: prompts[0]: {tmp_path / long}.json: no such file\n")
+    loop = write(tmp_path / "r.yaml", "prompts: [hi]\nt: {$ref: '#/t'}\ntests: [{assert: [{$ref: '#/t'}]}]\n")
+    code, _, err = cli("import", "promptfoo", loop, "-o", tmp_path / "x.eval.yaml")
+    assert (code, err) == (2, f"error: {loop}:1: $ref '#/t': refers to itself\n")
+    loop.write_text("prompts: [hi]\ntests: [{assert: [{$ref: '#/assertionTemplates/no'}]}]\n")
+    code, _, err = cli("import", "promptfoo", loop, "-o", tmp_path / "x.eval.yaml")
+    assert (code, err) == (2, f"error: {loop}:1: $ref '#/assertionTemplates/no': no such place in the config\n")
 
 
 # -- DeepEval --------------------------------------------------------------------------------

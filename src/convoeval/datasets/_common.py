@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeGuard
@@ -172,16 +173,50 @@ def _kind(value: object) -> str:
     return "nothing" if value is None else f"{value!r:.60}"
 
 
-def load_yaml(path: Path) -> JsonValue:
-    """A YAML file's data (as JSON values: see `json_compatible`)."""
-    return parse_yaml(read_text(path), path)
+class CoreLoader(yaml.SafeLoader):
+    """YAML 1.2's core schema, as JavaScript tools (js-yaml, `yaml`) read a file: only
+    `true`/`false` are booleans (`Yes`, `on`, `n` stay text), `1:30` and `1_000` are text,
+    `010` is ten and `0o17` octal."""
 
 
-def parse_yaml(text: str, path: Path) -> JsonValue:
+CoreLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag.rsplit(":", 1)[1] not in ("bool", "int", "float")]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+CoreLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), [*"tTfF"]
+)
+CoreLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), [*"-+0123456789"]
+)
+CoreLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    [*"-+0123456789."],
+)
+
+
+def _core_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node))
+    return int(text, 0 if text[:2] in ("0o", "0x") else 10)
+
+
+CoreLoader.add_constructor("tag:yaml.org,2002:int", _core_int)
+
+
+def load_yaml(path: Path, core: bool = False) -> JsonValue:
+    """A YAML file's data (as JSON values: see `json_compatible`); `core`: read by YAML 1.2's
+    core schema (`CoreLoader`)."""
+    return parse_yaml(read_text(path), path, core)
+
+
+def parse_yaml(text: str, path: Path, core: bool = False) -> JsonValue:
     """YAML text's data as JSON values; DatasetError `path:line: not YAML`, or `path: ...` when it
-    nests too deep or its aliases make too much of it (`yaml_problem`)."""
+    nests too deep or its aliases make too much of it (`yaml_problem`). `core`: see `load_yaml`."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, CoreLoader) if core else yaml.safe_load(text)  # noqa: S506 (both safe)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None

@@ -1,7 +1,7 @@
 """Which reader a recorded-conversation file needs, told from its first bytes.
 
-`log_reader(path)` returns the reader of an Inspect eval log, an AgentV transcript JSONL, an
-OpenTelemetry span export or a Langfuse export, or None for the formats `_transcripts` reads
+`log_reader(path)` returns the reader of an Inspect eval log, a promptfoo results file, an AgentV
+transcript JSONL, an OpenTelemetry span export or a Langfuse export, or None for the formats `_transcripts` reads
 itself (OpenAI `messages` JSONL, convoeval results).
 """
 
@@ -16,12 +16,14 @@ from ._chat_logs import LoggedTest
 from ._inspect_log import is_inspect_log, read_inspect_log
 from ._langfuse import is_langfuse_export, read_langfuse
 from ._otel import is_otel_spans, read_otel
+from ._promptfoo_results import is_promptfoo_results, read_promptfoo_results
 
 Reader = Callable[[Path], list[LoggedTest]]
 
 #: (format name, does this file look like it, its reader), tried in this order.
 LOG_FORMATS: list[tuple[str, Callable[[Path, str], bool], Reader]] = [
     ("inspect", is_inspect_log, read_inspect_log),
+    ("promptfoo", is_promptfoo_results, read_promptfoo_results),
     ("agentv", is_agentv_transcript, read_agentv_transcript),
     ("otel", is_otel_spans, read_otel),
     ("langfuse", is_langfuse_export, read_langfuse),

@@ -1,8 +1,11 @@
 """promptfoo configurations (`promptfooconfig.yaml`) as convoeval suites.
 
+The config is read as promptfoo reads it: YAML by the 1.2 core schema (js-yaml's: `Yes` and
+`1:30` are text), each local `$ref` followed (`#/assertionTemplates/name`).
+
 What becomes what:
 - `prompts`: each prompt (inline text, a chat-message JSON/YAML list, or `file://` one of
-  those) is rendered with a test's `vars`. Its system messages become the test's `input`, its
+  those; a `.txt` file's parts between `---` lines are prompts) is rendered with a test's `vars`. Its system messages become the test's `input`, its
   last user message the turn's input. promptfoo's `{% for ... in _conversation %}` history
   loop is dropped: convoeval sends the whole conversation to the target on every turn.
 - `tests` sharing `metadata.conversationId` (or, when the prompt loops over `_conversation`,
@@ -56,9 +59,12 @@ from ._common import (
     parse_yaml,
     read_text,
 )
+from ._log_formats import log_reader
 from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
 from ._promptfoo_csv import read_csv_tests
+from ._promptfoo_results import read_promptfoo_results
 from ._suite_types import Message, Suite, SuiteTest, Turn
+from ._transcripts import import_transcripts
 
 if TYPE_CHECKING:
     import jinja2.sandbox
@@ -148,15 +154,18 @@ def _chat(text: str) -> list[tuple[str, str]] | None:
 
 
 def import_promptfoo(source: Path) -> Suite:
-    """The suite a promptfoo config file makes (see the module docstring)."""
-    config = load_yaml(source)
+    """The suite a promptfoo config file makes (see the module docstring); a results file
+    (`promptfoo eval -o results.json`) is its recorded conversations (`_promptfoo_results`)."""
+    if source.suffix == ".json" and log_reader(source) is read_promptfoo_results:
+        return import_transcripts(source, log_format="promptfoo")
+    config = _dereferenced(load_yaml(source, core=True), source)
     if not isinstance(config, dict):
         raise DatasetError(f"{source}:1: expected a promptfoo config (a mapping with prompts and tests)")
     base = source.parent
     prompts = _prompts(config.get("prompts"), base, source)
     default: JsonValue = config.get("defaultTest") or {}
     if isinstance(default, str):
-        default = load_yaml(base / default.removeprefix("file://"))
+        default = load_yaml(base / default.removeprefix("file://"), core=True)
     if not isinstance(default, dict):
         raise DatasetError(f"{source}:1: defaultTest: expected a mapping")
     mapping(default.get("vars"), f"{source}:1: defaultTest: vars")
@@ -186,20 +195,62 @@ def import_promptfoo(source: Path) -> Suite:
     if settings:
         suite.setdefault("metadata", {})["promptfoo_provider_settings"] = settings
     suite["tests"] = tests
-    for warning in (unmapped.warning(), _ignored(config, raw_tests), settings_warning):
+    for warning in (unmapped.warning(), _ignored(config, default, raw_tests, unmapped.settings), settings_warning):
         if warning:
             warnings.warn(warning, DatasetWarning, stacklevel=2)
     return suite
 
 
-_READ_TOP = {"description", "prompts", "providers", "tests", "defaultTest", "outputPath", "env", "sharing"}
+def _dereferenced(value: JsonValue, source: Path, root: JsonValue = None, seen: tuple[str, ...] = ()) -> JsonValue:
+    """The config with each local `$ref` (`{$ref: '#/assertionTemplates/name'}`) replaced by
+    what it points to (its other keys added over it), as promptfoo's ref parser does."""
+    root = value if root is None else root
+    if isinstance(value, list):
+        return [_dereferenced(v, source, root, seen) for v in value]
+    if not isinstance(value, dict):
+        return value
+    ref = value.get("$ref")
+    if not (isinstance(ref, str) and ref.startswith("#")):
+        return {k: _dereferenced(v, source, root, seen) for k, v in value.items()}
+    if ref in seen:
+        raise DatasetError(f"{source}:1: $ref {ref!r}: refers to itself")
+    target = root
+    for part in ref[1:].split("/")[1:]:
+        key = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, list) and key.isdigit() and int(key) < len(target):
+            target = target[int(key)]
+        else:
+            target = target.get(key) if isinstance(target, dict) else None
+        if target is None:
+            raise DatasetError(f"{source}:1: $ref {ref!r}: no such place in the config")
+    resolved = _dereferenced(target, source, root, (*seen, ref))
+    siblings = {k: _dereferenced(v, source, root, seen) for k, v in value.items() if k != "$ref"}
+    return {**resolved, **siblings} if isinstance(resolved, dict) else resolved
+
+
+_READ_TOP = {
+    "description",
+    "prompts",
+    "providers",
+    "tests",
+    "defaultTest",
+    "outputPath",
+    "env",
+    "sharing",
+    "assertionTemplates",
+}
 _READ_TEST = {"vars", "assert", "description", "metadata", "provider", "threshold"}
 
 
-def _ignored(config: JsonObject, tests: list[JsonObject]) -> str | None:
-    """The promptfoo settings the suite leaves out, with how often each was met."""
+def _ignored(config: JsonObject, default: JsonObject, tests: list[JsonObject], asserts: Counter[str]) -> str | None:
+    """The promptfoo settings the suite leaves out (an output `transform` among them), with how
+    often each was met."""
     ignored = Counter(k for k in config if k not in _READ_TOP)
+    ignored.update(f"defaultTest.{k}" for k in default if k not in _READ_TEST | {"options"})
+    options = as_object(default.get("options")) or {}
+    ignored.update(f"defaultTest.options.{k}" for k in options if k != "disableVarExpansion")
     ignored.update(f"tests[].{k}" for t in tests for k in t if k not in _READ_TEST)
+    ignored.update(asserts)
     if not ignored:
         return None
     listed = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in sorted(ignored.items()))
@@ -226,22 +277,30 @@ def _prompts(raw: JsonValue, base: Path, source: Path) -> list[Prompt]:
             text = item.get("raw") or item.get("id")
         if not isinstance(text, str):
             raise DatasetError(f"{source}:1: prompts[{n - 1}]: expected text, file://..., or {{id, label}}")
-        if text.startswith("file://"):
-            label = label if isinstance(item, dict) and item.get("label") else Path(text[7:]).name
-            text = _prompt_file(base / text[len("file://") :], source, n)
-        prompts.append(_parse_prompt(label, text))
+        if not text.startswith("file://"):
+            prompts.append(_parse_prompt(label, text))
+            continue
+        label = label if isinstance(item, dict) and item.get("label") else Path(text[7:]).name
+        texts = _prompt_file(base / text[len("file://") :], source, n)
+        for k, part in enumerate(texts, start=1):
+            prompts.append(_parse_prompt(f"{label}-{k}" if len(texts) > 1 else label, part))
     return prompts
 
 
-def _prompt_file(path: Path, source: Path, n: int) -> str:
+def _prompt_file(path: Path, source: Path, n: int) -> list[str]:
+    """A prompt file's prompts: a `.txt` file's parts between `---` lines (promptfoo's
+    `processTxtFile`), any other file whole."""
     if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs"):
         raise DatasetError(f"{source}:1: prompts[{n - 1}]: prompt functions ({path.name}) cannot be imported")
     if not is_file(path):
         raise DatasetError(f"{source}:1: prompts[{n - 1}]: {path}: no such file")
     text = read_text(path)
     if path.suffix in (".yaml", ".yml"):
-        return json.dumps(parse_yaml(text, path))
-    return text
+        return [json.dumps(parse_yaml(text, path, core=True))]
+    if path.suffix == ".txt":
+        parts = re.split(r"^[ \t]*---[ \t]*$", text, flags=re.MULTILINE)
+        return [part.strip() for part in parts if part.strip()] or [text]
+    return [text]
 
 
 def _parse_prompt(label: str, text: str) -> Prompt:
@@ -335,7 +394,7 @@ def _test_file(item: str, base: Path) -> list[JsonValue]:
     path = base / item.removeprefix("file://")
     if path.suffix == ".csv":
         return [*read_csv_tests(path, KNOWN_TYPES)]
-    loaded = load_yaml(path)
+    loaded = load_yaml(path, core=True)
     return loaded if isinstance(loaded, list) else [loaded]
 
 
@@ -409,8 +468,8 @@ def _asserts(
     if threshold is not None and not turn:
         return mapped
     marked: list[JsonValue] = [{**a, "min_score": a.get("min_score", DEFAULT_THRESHOLD)} for a in mapped]
-    if threshold is None:  # each at its own pass mark, not the test's 0
-        return [{**a, "required": True} for a in objects(marked)]
+    if threshold is None:  # each at its own pass mark, not the test's 0; weight 0 never fails
+        return [{**a, "required": a.get("weight") != 0} for a in objects(marked)]
     composite: JsonObject = {"type": "composite", "name": "promptfoo threshold", "assertions": marked}
     return [{**composite, "min_score": threshold, "required": True}] if marked else []
 

@@ -114,8 +114,18 @@ Promise.resolve(r).then((r) => {
 """
 
 
+#: The keys of a promptfoo assertion that carry over; any other (`transform`, `provider`, ...)
+#: is counted in `Unmapped.settings`.
+_READ_ASSERT = {"type", "value", "threshold", "weight", "metric"}
+
+
 class Unmapped(Counter[str]):
-    """promptfoo assertion types convoeval has no equivalent for, with how often each was met."""
+    """promptfoo assertion types convoeval has no equivalent for, with how often each was met;
+    `settings`: the keys of mapped assertions left out (`assert[].transform`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.settings: Counter[str] = Counter()
 
     def warning(self) -> str | None:
         if not self:
@@ -140,6 +150,7 @@ def map_asserts(
         if mapped is None:
             unmapped[kind] += 1
             continue
+        unmapped.settings.update(f"assert[].{k}" for k in item if k not in _READ_ASSERT)
         for key, target in (("weight", "weight"), ("metric", "name")):
             if item.get(key) is not None:
                 mapped[target] = item[key]
@@ -197,10 +208,10 @@ def _schema(value: JsonValue, base: Path) -> JsonObject | None:
             path = base / value.removeprefix("file://")
             if path.suffix not in (".json", ".yaml", ".yml"):
                 return None
-            value = load_yaml(path)
+            value = load_yaml(path, core=True)
         else:
             try:
-                value = parse_yaml(value, base)
+                value = parse_yaml(value, base, core=True)
             except DatasetError:  # promptfoo fails the check; convoeval names it in the warning
                 return None
     return value if isinstance(value, dict) else None

@@ -8,7 +8,7 @@ Input, one JSON object a line:
   (first trial's) `error` and `budget_hit` say how the conversation ended, and a result with
   no reply (an error before it, a skipped test) is left out and named in a warning;
 - other tools' logs, told apart by their content (`_log_formats`): Inspect eval logs (`.eval`,
-  `.json`), AgentV transcript JSONL, Langfuse exports, OpenTelemetry GenAI spans;
+  `.json`), promptfoo results files, AgentV transcript JSONL, Langfuse exports, OpenTelemetry GenAI spans;
 - a Claude Code session file or a Codex rollout file (or a folder of them): one test each
   (see `_agent_sessions`).
 
@@ -112,7 +112,8 @@ def _records(source: Path) -> list[tuple[int, JsonObject]]:
         raise problem from None
     raise DatasetError(
         f"{source}:1: a JSON document in none of the formats read as recorded conversations: OpenAI chat "
-        "logs or convoeval results (JSON Lines), an Inspect log, AgentV transcripts, a Langfuse export, "
+        "logs or convoeval results (JSON Lines), an Inspect log, a promptfoo results file, AgentV transcripts, "
+        "a Langfuse export, "
         "OpenTelemetry spans or GenAI event logs, Claude Code or Codex sessions (other tools' tests and "
         "datasets: `convoeval import KIND`)"
     )

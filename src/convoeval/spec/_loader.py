@@ -13,6 +13,7 @@ level merges a mapping (`<<:`) or gives `tests` twice (read whole, then test by 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -82,6 +83,12 @@ def validate_paths(paths: list[str | Path], targets_file: str | Path | None = No
 
 #: AgentV's eval files written as programs (`*.eval.ts`, its SDK's `defineEval`).
 _SCRIPT_SUFFIXES = (".ts", ".mts", ".cts", ".js", ".mjs", ".cjs")
+#: Top-level keys of a promptfoo config that no AgentV file has (AgentV v5 has `defaultTest`).
+_PROMPTFOO_KEY = re.compile(r"^(outputPath|assertionTemplates|redteam)\s*:", re.MULTILINE)
+_PROMPTFOO_CONFIG = (
+    "a promptfoo config, not an eval file: `convoeval import promptfoo {path} -o suite.eval.yaml` converts it "
+    "(then `convoeval run suite.eval.yaml`)"
+)
 _SCRIPT_SUITE = (
     "this AgentV form is not supported: an eval file written in TypeScript or JavaScript (AgentV's `*.eval.ts`, "
     "built with its SDK); convoeval reads eval files in YAML (or JSONL tests)"
@@ -110,6 +117,8 @@ def _load(path: Path, keep: bool = True) -> tuple[Suite | None, list[Problem], l
         return None, problems, []
     load = _SuiteLoad(path, text, keep)
     suite, problems = load.run()
+    if problems and (path.name.startswith("promptfooconfig") or _PROMPTFOO_KEY.search(text)):
+        problems = [Problem(str(path), 1, "(file)", _PROMPTFOO_CONFIG.format(path=path))]
     return suite, first_per_field(problems), load.checker.target_names
 
 
