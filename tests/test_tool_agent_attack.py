@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -212,3 +214,14 @@ def test_the_snapshot_reads_a_bounded_total_whatever_the_workspace_holds(tmp_pat
     assert sum(map(len, files.values())) <= SNAPSHOT_BYTES
     changes = file_changes({}, tmp_path)
     assert len(changes) < DIFF_CHARS + 100 and changes.endswith("[... diff cut: 301 files changed in all]\n")
+
+
+def test_the_snapshot_walks_folders_from_the_one_holding_them_past_a_paths_length(tmp_path: Path) -> None:
+    """Each folder is opened from its open parent, never by a path (which a process left in a
+    docker workspace could lead through a link meanwhile, and which stops at 4,096 bytes)."""
+    script = "import os\nfor _ in range(2500): os.mkdir('a'); os.chdir('a')\nopen('deep.txt', 'w').write('x')"
+    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True)
+    (tmp_path / "link").symlink_to("/etc")
+    files = snapshot(tmp_path)
+    assert list(files) == ["a/" * 2500 + "deep.txt"] and files["a/" * 2500 + "deep.txt"] == "x"
+    subprocess.run(["rm", "-rf", str(tmp_path / "a")], check=True)

@@ -494,38 +494,73 @@ registry.register("environment", "directory", DirectoryEnvironment())
 def snapshot(root: Path) -> dict[str, str]:
     """The text of each regular file under `root` (`.git` and `__pycache__` left out; a big or
     binary file by its size, and so is each past `SNAPSHOT_BYTES` read in all), at most
-    `SNAPSHOT_FILES` of them. The model wrote the folder: the walk follows no link, does not
-    recurse (folders nested deeper than Python's stack) and reads a bounded total (a thousand
-    hard links to one big file)."""
+    `SNAPSHOT_FILES` of them. The model wrote the folder, and may still change it (a process
+    left in a docker workspace): each folder and file is opened from the open folder holding
+    it, never through a link; the walk does not recurse (folders nested deeper than Python's
+    stack) and reads a bounded total (a thousand hard links to one big file)."""
     files: dict[str, str] = {}
     budget = SNAPSHOT_BYTES
-    folders = [""]
-    while folders and len(files) < SNAPSHOT_FILES:
-        folder = folders.pop()
-        try:
-            with os.scandir(root / folder) as scan:
-                entries = sorted(scan, key=lambda e: e.name)
-        except OSError:  # gone, or a path too long to name
-            continue
-        inner: list[str] = []
-        for entry in entries:
-            name = f"{folder}/{entry.name}" if folder else entry.name
-            if entry.name in IGNORED:
+    folders: list[tuple[str, _Open | None]] = [("", None)]  # each with the open folder holding it
+    try:
+        while folders and len(files) < SNAPSHOT_FILES:
+            folder, holder = folders.pop()
+            try:
+                fd = (
+                    os.open(folder.rpartition("/")[2], _NO_LINK | os.O_DIRECTORY, dir_fd=holder.fd)
+                    if holder is not None
+                    else os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+                )
+            except OSError:  # gone, made a link meanwhile, or too many folders open
                 continue
-            if entry.is_dir(follow_symlinks=False):
-                inner.append(name)
-            elif entry.is_file(follow_symlinks=False) and len(files) < SNAPSHOT_FILES:
-                files[name], budget = _file_text(root / name, budget)
-        folders += reversed(inner)  # taken in name order
+            finally:
+                if holder is not None:
+                    holder.done()
+            opened = _Open(fd)
+            try:
+                with os.scandir(fd) as scan:
+                    entries = sorted(scan, key=lambda e: e.name)
+                for entry in entries:
+                    name = f"{folder}/{entry.name}" if folder else entry.name
+                    if entry.name in IGNORED:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        opened.pending += 1
+                        folders.append((name, opened))
+                    elif entry.is_file(follow_symlinks=False) and len(files) < SNAPSHOT_FILES:
+                        files[name], budget = _file_text(entry.name, fd, budget)
+            finally:
+                if opened.pending == 0:
+                    os.close(fd)
+            folders[len(folders) - opened.pending :] = reversed(folders[len(folders) - opened.pending :])  # name order
+    finally:
+        for _, holder in folders:
+            if holder is not None:
+                holder.done()
     return dict(sorted(files.items()))
 
 
-def _file_text(path: Path, budget: int) -> tuple[str, int]:
-    """The text of the regular file `path` for `snapshot` (by its size when big, binary or over
-    the `budget` of bytes still to read), and what is left of the budget. Opened without
-    following a link nor waiting: no FIFO or link put in its place is read."""
+@dataclass
+class _Open:
+    """An open folder of `snapshot`'s walk, closed once its last subfolder is opened."""
+
+    fd: int
+    pending: int = 0
+
+    def done(self) -> None:
+        self.pending -= 1
+        if self.pending == 0:
+            os.close(self.fd)
+
+
+_NO_LINK = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _file_text(name: str, folder: int, budget: int) -> tuple[str, int]:
+    """The text of the regular file `name` of the open `folder` for `snapshot` (by its size when
+    big, binary or over the `budget` of bytes still to read), and what is left of the budget.
+    Opened without following a link nor waiting: no FIFO or link put in its place is read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(name, _NO_LINK | os.O_NONBLOCK, dir_fd=folder)
     except OSError:
         return "<unreadable>\n", budget
     with os.fdopen(fd, "rb") as handle:
