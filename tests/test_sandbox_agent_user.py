@@ -133,11 +133,13 @@ def test_lending_gives_every_entry_to_the_user_and_back(tmp_path: Path) -> None:
         os.mkdir(deep)
         os.lchown(deep, NOBODY.uid, NOBODY.gid)
     _nest_past_path_max(ws / "far")
-    lent.give_back()  # raised "File name too long" on the folders nested past a path's length
-    owners = {p: o for p, o in owners_of(ws).items() if len(os.fsencode(ws / p)) < 4096}  # the rest: the turn's
-    assert owners.pop("kept.txt") == "4321:4322"
-    assert set(owners.values()) == {"0:0"} and len(owners) > 1200 and deep.stat().st_uid == 0
-    subprocess.run(["rm", "-rf", str(ws / "d"), str(ws / "far")], check=True)  # shutil.rmtree recurses
+    try:
+        lent.give_back()  # raised "File name too long" on the folders nested past a path's length
+        owners = {p: o for p, o in owners_of(ws).items() if len(os.fsencode(ws / p)) < 4096}  # the rest: the turn's
+        assert owners.pop("kept.txt") == "4321:4322"
+        assert set(owners.values()) == {"0:0"} and len(owners) > 1200 and deep.stat().st_uid == 0
+    finally:  # pytest's own clean-up of old temp folders recurses (shutil.rmtree)
+        subprocess.run(["rm", "-rf", str(ws / "far"), str(ws / "d")], check=True)
     assert stat.S_IMODE(made[1].stat().st_mode) == 0o755  # no set-user-ID program of root's
     assert (outside.stat().st_uid, outside.read_text()) == (0, "host\n")
 

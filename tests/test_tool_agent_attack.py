@@ -181,10 +181,14 @@ def test_folders_nested_deeper_than_pythons_stack_neither_error_the_trial_nor_st
         'python3 -c \'import os\nfor _ in range(1200): os.mkdir("a"); os.chdir("a")\nopen("deep.txt", "w").write("x")\''
     )
     steps = [tool_calls(("bash", {"command": f"{nest} && pwd -P"})), "done"]
-    with FakeOpenAIServer(reply=lambda body: steps.pop(0) if len(steps) > 1 else steps[0]) as server:
-        (tmp_path / "template").mkdir()
-        suite = _agent_suite(tmp_path, server.base_url, "template")
-        result = convoeval.run(suite, judge="scripted", cache=False, store=False).results[0]
+    try:
+        with FakeOpenAIServer(reply=lambda body: steps.pop(0) if len(steps) > 1 else steps[0]) as server:
+            (tmp_path / "template").mkdir()
+            suite = _agent_suite(tmp_path, server.base_url, "template")
+            result = convoeval.run(suite, judge="scripted", cache=False, store=False).results[0]
+    finally:  # what a failure left: the sweep of a run without this fix would crash on it
+        for left in Path(tempfile.gettempdir()).glob(f"{WORKSPACE_PREFIX}{os.getpid()}.*-t-*"):
+            subprocess.run(["rm", "-rf", str(left)], check=True)
     assert result.execution_status == "ok" and result.verdict == "pass", result.error
     (call,) = [c for m in result.output for c in m.tool_calls]
     assert call.output and "deep.txt" in (result.trials[0].file_changes or "")
@@ -197,8 +201,11 @@ def test_a_stale_workspace_nested_deeper_than_pythons_stack_is_swept() -> None:
     run with a `before_all` hook ended in a traceback."""
     stale = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}999999999.1-deep-"))  # no such process
     _nest(stale, 1200)
-    sweep_stale_workspaces()
-    assert not stale.exists()
+    try:
+        sweep_stale_workspaces()
+        assert not stale.exists()
+    finally:
+        subprocess.run(["rm", "-rf", str(stale)], check=True)
 
 
 def test_the_snapshot_reads_a_bounded_total_whatever_the_workspace_holds(tmp_path: Path) -> None:
@@ -220,8 +227,10 @@ def test_the_snapshot_walks_folders_from_the_one_holding_them_past_a_paths_lengt
     """Each folder is opened from its open parent, never by a path (which a process left in a
     docker workspace could lead through a link meanwhile, and which stops at 4,096 bytes)."""
     script = "import os\nfor _ in range(2500): os.mkdir('a'); os.chdir('a')\nopen('deep.txt', 'w').write('x')"
-    subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True)
-    (tmp_path / "link").symlink_to("/etc")
-    files = snapshot(tmp_path)
-    assert list(files) == ["a/" * 2500 + "deep.txt"] and files["a/" * 2500 + "deep.txt"] == "x"
-    subprocess.run(["rm", "-rf", str(tmp_path / "a")], check=True)
+    try:  # removed even when it fails: pytest's own clean-up of old temp folders recurses
+        subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True)
+        (tmp_path / "link").symlink_to("/etc")
+        files = snapshot(tmp_path)
+        assert list(files) == ["a/" * 2500 + "deep.txt"] and files["a/" * 2500 + "deep.txt"] == "x"
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp_path / "a")], check=True)
