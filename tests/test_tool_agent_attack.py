@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -13,6 +16,14 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.run._workspace import (
+    DIFF_CHARS,
+    SNAPSHOT_BYTES,
+    WORKSPACE_PREFIX,
+    file_changes,
+    snapshot,
+    sweep_stale_workspaces,
+)
 from convoeval.testing import FakeOpenAIServer, tool_calls
 
 from .conftest import write
@@ -145,3 +156,81 @@ def test_a_key_a_tool_prints_reaches_the_model_redacted(tmp_path: Path) -> None:
         convoeval.run(tmp_path / "s.eval.yaml", judge="scripted", cache=False, store=False)
         answered = [m for r in server.requests for m in r["messages"] if m["role"] == "tool"]
     assert answered and answered[0]["content"] == "exit code 0\ndeploy with [REDACTED]\n", answered
+
+
+def _nest(folder: Path, depth: int) -> Path:
+    """`depth` folders one in another under `folder` (deeper than Python's stack), a file at the bottom."""
+    path = folder
+    for _ in range(depth):
+        path = path / "a"
+        os.mkdir(path)
+    (path / "deep.txt").write_text("x\n")
+    return path
+
+
+@needs_bwrap
+@pytest.mark.timeout(120)
+def test_folders_nested_deeper_than_pythons_stack_neither_error_the_trial_nor_stay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model's bash that nested 1,500 folders made the trial an execution error
+    (RecursionError in the post-turn snapshot, its transcript lost), and its workspace was
+    never removed (`shutil.rmtree` recursed too)."""
+    monkeypatch.delenv("CONVOEVAL_SANDBOX", raising=False)
+    nest = (
+        'python3 -c \'import os\nfor _ in range(1200): os.mkdir("a"); os.chdir("a")\nopen("deep.txt", "w").write("x")\''
+    )
+    steps = [tool_calls(("bash", {"command": f"{nest} && pwd -P"})), "done"]
+    try:
+        with FakeOpenAIServer(reply=lambda body: steps.pop(0) if len(steps) > 1 else steps[0]) as server:
+            (tmp_path / "template").mkdir()
+            suite = _agent_suite(tmp_path, server.base_url, "template")
+            result = convoeval.run(suite, judge="scripted", cache=False, store=False).results[0]
+    finally:  # what a failure left: the sweep of a run without this fix would crash on it
+        for left in Path(tempfile.gettempdir()).glob(f"{WORKSPACE_PREFIX}{os.getpid()}.*-t-*"):
+            subprocess.run(["rm", "-rf", str(left)], check=True)
+    assert result.execution_status == "ok" and result.verdict == "pass", result.error
+    (call,) = [c for m in result.output for c in m.tool_calls]
+    assert call.output and "deep.txt" in (result.trials[0].file_changes or "")
+    workspace = Path(call.output.splitlines()[-1])
+    assert workspace.name.startswith("convoeval-ws-") and not workspace.exists()
+
+
+def test_a_stale_workspace_nested_deeper_than_pythons_stack_is_swept() -> None:
+    """The sweep before `before_all` hooks raised RecursionError on such a leftover: every later
+    run with a `before_all` hook ended in a traceback."""
+    stale = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}999999999.1-deep-"))  # no such process
+    _nest(stale, 1200)
+    try:
+        sweep_stale_workspaces()
+        assert not stale.exists()
+    finally:
+        subprocess.run(["rm", "-rf", str(stale)], check=True)
+
+
+def test_the_snapshot_reads_a_bounded_total_whatever_the_workspace_holds(tmp_path: Path) -> None:
+    """A model's bash made 1,500 hard links to one 256 KB text file (300 KB on disk): convoeval
+    read each one and diffed them all on the host, 1.5 GB and 30 s for one trial (20,000 links:
+    out of memory), the event loop blocked meanwhile."""
+    text = "".join(f"line {i} of a big text file\n" for i in range(7000))  # < SNAPSHOT_FILE_BYTES
+    (tmp_path / "a.txt").write_text(text)
+    for i in range(300):
+        os.link(tmp_path / "a.txt", tmp_path / f"link{i:03}.txt")
+    files = snapshot(tmp_path)
+    assert len(files) == 301 and files["a.txt"] == text
+    assert sum(map(len, files.values())) <= SNAPSHOT_BYTES
+    changes = file_changes({}, tmp_path)
+    assert len(changes) < DIFF_CHARS + 100 and changes.endswith("[... diff cut: 301 files changed in all]\n")
+
+
+def test_the_snapshot_walks_folders_from_the_one_holding_them_past_a_paths_length(tmp_path: Path) -> None:
+    """Each folder is opened from its open parent, never by a path (which a process left in a
+    docker workspace could lead through a link meanwhile, and which stops at 4,096 bytes)."""
+    script = "import os\nfor _ in range(2500): os.mkdir('a'); os.chdir('a')\nopen('deep.txt', 'w').write('x')"
+    try:  # removed even when it fails: pytest's own clean-up of old temp folders recurses
+        subprocess.run([sys.executable, "-c", script], cwd=tmp_path, check=True)
+        (tmp_path / "link").symlink_to("/etc")
+        files = snapshot(tmp_path)
+        assert list(files) == ["a/" * 2500 + "deep.txt"] and files["a/" * 2500 + "deep.txt"] == "x"
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp_path / "a")], check=True)

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
@@ -86,6 +85,7 @@ from ._process import (
     watch_group,
 )
 from ._relay import RELAY_NOT_FOUND, Relay
+from ._tree import remove_tree
 
 __all__ = [
     "AGENT_HOME",
@@ -126,6 +126,7 @@ __all__ = [
     "owner_tag",
     "process_limit",
     "process_limit_note",
+    "remove_tree",
     "reset_trial_settings",
     "run",
     "scratch_folder",
@@ -252,4 +253,4 @@ async def run(
         return finished
     finally:
         if home is not None:
-            shutil.rmtree(home, ignore_errors=True)
+            remove_tree(home)

@@ -106,14 +106,21 @@ def lend(root: Path, user: AgentUser) -> Lent:
     return lent
 
 
+#: The longest path the kernel takes (Linux's PATH_MAX, with its NUL).
+PATH_MAX = 4096
+
+
 def _entries(root: Path) -> list[str]:
     """`root` and every path under it, links included but not followed (no recursion: a turn
-    may leave folders nested deeper than Python's stack)."""
+    may leave folders nested deeper than Python's stack), but those too long to name (deeper
+    than `PATH_MAX`: the turn's, left to the user, removed with the workspace)."""
     found, folders = [str(root)], [str(root)]
     while folders:
         try:
             with os.scandir(folders.pop()) as entries:
                 for entry in entries:
+                    if len(os.fsencode(entry.path)) >= PATH_MAX:
+                        continue
                     found.append(entry.path)
                     if entry.is_dir(follow_symlinks=False):
                         folders.append(entry.path)

@@ -46,6 +46,9 @@ OUTPUT_TAIL = 400
 COMMAND_BYTES = 256 * 1024
 #: Files larger than this are compared by size only in `file_changes`; the diff is cut here.
 SNAPSHOT_FILE_BYTES = 256 * 1024
+#: Files compared at most, and bytes read from them in all (the rest by size), by `snapshot`.
+SNAPSHOT_FILES = 20_000
+SNAPSHOT_BYTES = 32 * 2**20
 DIFF_CHARS = 50_000
 IGNORED = frozenset({".git", "__pycache__"})
 
@@ -326,7 +329,7 @@ def sweep_stale_workspaces(folder: Path | None = None) -> list[Path]:
     for path in Path(folder or tempfile.gettempdir()).glob(f"{WORKSPACE_PREFIX}*"):
         if not path.is_dir() or not sandbox.left_by_gone_owner(path.name[len(WORKSPACE_PREFIX) :]):
             continue
-        shutil.rmtree(path, ignore_errors=True)
+        sandbox.remove_tree(path)
         swept.append(path)
     return swept
 
@@ -334,7 +337,7 @@ def sweep_stale_workspaces(folder: Path | None = None) -> list[Path]:
 async def _remove(root: Path) -> None:
     _eval_folders.pop(root, None)
     await _stop_container(root)
-    shutil.rmtree(root, ignore_errors=True)
+    sandbox.remove_tree(root)
 
 
 #: The container each docker workspace lives in, by its folder.
@@ -489,39 +492,109 @@ registry.register("environment", "directory", DirectoryEnvironment())
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    """The text of each file under `root` (`.git` and `__pycache__` left out; a big or binary
-    file by its size)."""
+    """The text of each regular file under `root` (`.git` and `__pycache__` left out; a big or
+    binary file by its size, and so is each past `SNAPSHOT_BYTES` read in all), at most
+    `SNAPSHOT_FILES` of them. The model wrote the folder, and may still change it (a process
+    left in a docker workspace): each folder and file is opened from the open folder holding
+    it, never through a link; the walk does not recurse (folders nested deeper than Python's
+    stack) and reads a bounded total (a thousand hard links to one big file)."""
     files: dict[str, str] = {}
-    for path in sorted(root.rglob("*")):
-        if not path.is_file() or path.is_symlink() or IGNORED.intersection(path.relative_to(root).parts):
-            continue
-        size = path.stat().st_size
-        data = path.read_bytes() if size <= SNAPSHOT_FILE_BYTES else b""
-        text = data.decode("utf-8", "replace") if data and b"\0" not in data else f"<{size} bytes>\n"
-        files[str(path.relative_to(root))] = text
-    return files
+    budget = SNAPSHOT_BYTES
+    folders: list[tuple[str, _Open | None]] = [("", None)]  # each with the open folder holding it
+    try:
+        while folders and len(files) < SNAPSHOT_FILES:
+            folder, holder = folders.pop()
+            try:
+                fd = (
+                    os.open(folder.rpartition("/")[2], _NO_LINK | os.O_DIRECTORY, dir_fd=holder.fd)
+                    if holder is not None
+                    else os.open(root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+                )
+            except OSError:  # gone, made a link meanwhile, or too many folders open
+                continue
+            finally:
+                if holder is not None:
+                    holder.done()
+            opened = _Open(fd)
+            try:
+                with os.scandir(fd) as scan:
+                    entries = sorted(scan, key=lambda e: e.name)
+                for entry in entries:
+                    name = f"{folder}/{entry.name}" if folder else entry.name
+                    if entry.name in IGNORED:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        opened.pending += 1
+                        folders.append((name, opened))
+                    elif entry.is_file(follow_symlinks=False) and len(files) < SNAPSHOT_FILES:
+                        files[name], budget = _file_text(entry.name, fd, budget)
+            finally:
+                if opened.pending == 0:
+                    os.close(fd)
+            folders[len(folders) - opened.pending :] = reversed(folders[len(folders) - opened.pending :])  # name order
+    finally:
+        for _, holder in folders:
+            if holder is not None:
+                holder.done()
+    return dict(sorted(files.items()))
+
+
+@dataclass
+class _Open:
+    """An open folder of `snapshot`'s walk, closed once its last subfolder is opened."""
+
+    fd: int
+    pending: int = 0
+
+    def done(self) -> None:
+        self.pending -= 1
+        if self.pending == 0:
+            os.close(self.fd)
+
+
+_NO_LINK = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _file_text(name: str, folder: int, budget: int) -> tuple[str, int]:
+    """The text of the regular file `name` of the open `folder` for `snapshot` (by its size when
+    big, binary or over the `budget` of bytes still to read), and what is left of the budget.
+    Opened without following a link nor waiting: no FIFO or link put in its place is read."""
+    try:
+        fd = os.open(name, _NO_LINK | os.O_NONBLOCK, dir_fd=folder)
+    except OSError:
+        return "<unreadable>\n", budget
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "<not a regular file>\n", budget
+        size = info.st_size
+        data = handle.read(size) if size <= min(SNAPSHOT_FILE_BYTES, budget) else b""
+    text = data.decode("utf-8", "replace") if data and b"\0" not in data else f"<{size} bytes>\n"
+    return text, budget - len(data)
 
 
 def file_changes(before: dict[str, str], root: Path) -> str:
-    """A unified diff from `before` (a snapshot) to what `root` holds now ("" when unchanged)."""
+    """A unified diff from `before` (a snapshot) to what `root` holds now ("" when unchanged),
+    made only up to `DIFF_CHARS` (then the number of files changed in all)."""
     after = snapshot(root)
+    changed = [name for name in sorted(before.keys() | after.keys()) if before.get(name) != after.get(name)]
     parts: list[str] = []
-    for name in sorted(before.keys() | after.keys()):
+    size = 0
+    for name in changed:
         old, new = before.get(name), after.get(name)
-        if old == new:
-            continue
-        parts.extend(
-            difflib.unified_diff(
-                (old or "").splitlines(keepends=True),
-                (new or "").splitlines(keepends=True),
-                fromfile=f"a/{name}" if old is not None else "/dev/null",
-                tofile=f"b/{name}" if new is not None else "/dev/null",
-            )
-        )
-    diff = "".join(line if line.endswith("\n") else line + "\n" for line in parts)
-    return (
-        diff if len(diff) <= DIFF_CHARS else diff[:DIFF_CHARS] + f"[... {len(diff) - DIFF_CHARS} more characters cut]\n"
-    )
+        for line in difflib.unified_diff(
+            (old or "").splitlines(keepends=True),
+            (new or "").splitlines(keepends=True),
+            fromfile=f"a/{name}" if old is not None else "/dev/null",
+            tofile=f"b/{name}" if new is not None else "/dev/null",
+        ):
+            parts.append(line if line.endswith("\n") else line + "\n")
+            size += len(parts[-1])
+            if size > DIFF_CHARS:
+                return "".join(parts)[:DIFF_CHARS] + f"[... diff cut: {len(changed)} files changed in all]\n"
+    if SNAPSHOT_FILES in (len(before), len(after)):
+        parts.append(f"[... only the first {SNAPSHOT_FILES} files of the workspace compared]\n")
+    return "".join(parts)
 
 
 #: The exit codes by which a POSIX shell says a command could not run at all.

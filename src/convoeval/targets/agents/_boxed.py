@@ -150,7 +150,7 @@ class AgentHomes:
         started none leaves nothing to resume, and its home goes."""
         if session_id is None:
             if home not in self._homes.values():
-                shutil.rmtree(home, ignore_errors=True)
+                sandbox.remove_tree(home)
             return
         self._homes[session_id] = home
 
@@ -167,7 +167,7 @@ class AgentHomes:
                         if _plain_file_in(found, home):
                             _copy_redacted(found, self.keep / found.name)
         finally:
-            shutil.rmtree(home, ignore_errors=True)
+            sandbox.remove_tree(home)
 
     def close(self) -> None:
         for session_id in list(self._homes):
