@@ -20,7 +20,7 @@ import json
 import math
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
@@ -46,7 +46,8 @@ WRITER_CACHE_MIB = 32
 
 
 class CachedReply(TypedDict):
-    """A reply as the cache stores it (JSON): `usage` is `[input_tokens, output_tokens]`."""
+    """A reply as the cache stores it (JSON): `usage` is its counts in the order of
+    `USAGE_FIELDS` (`[input_tokens, output_tokens]` when no prompt cache was used, as before)."""
 
     text: str
     usage: list[int]
@@ -303,7 +304,7 @@ class CachedTarget(TargetWrapper):
             if stored is not None:
                 reply = reply_from_json(stored)
                 if (api := self._priced_by) is not None:
-                    reply.cost_usd = api.cost(reply.usage.input_tokens, reply.usage.output_tokens)
+                    reply.cost_usd = api.cost(reply.usage)
                     reply.cost_known = api.priced
             else:
                 reply = await self.inner.chat(request)
@@ -343,7 +344,7 @@ def _holds_json(text: str) -> bool:
 def reply_to_json(reply: ChatReply) -> CachedReply:
     return {
         "text": reply.text,
-        "usage": [reply.usage.input_tokens, reply.usage.output_tokens],
+        "usage": usage_counts(reply.usage),
         "latency_ms": reply.latency_ms,
         "cost_usd": reply.cost_usd,
         "cost_known": reply.cost_known,
@@ -352,12 +353,28 @@ def reply_to_json(reply: ChatReply) -> CachedReply:
     }
 
 
+#: `Usage`'s counts, in the order the cache and worker processes pass them.
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
+
+
+def usage_counts(usage: Usage) -> list[int]:
+    """`usage`'s counts (`USAGE_FIELDS`), without the prompt-cache ones when they are 0."""
+    counts = [usage.input_tokens, usage.output_tokens]
+    if usage.cached_input_tokens or usage.cache_write_tokens:
+        counts += [usage.cached_input_tokens, usage.cache_write_tokens]
+    return counts
+
+
+def counted_usage(counts: Sequence[int]) -> Usage:
+    """The `Usage` of `usage_counts`."""
+    return Usage(**dict(zip(USAGE_FIELDS, counts, strict=False)))
+
+
 def reply_from_json(value: CachedReply) -> ChatReply:
     """A cached reply: as first answered (latency included), with `cached=True`."""
-    input_tokens, output_tokens = value.get("usage") or (0, 0)
     return ChatReply(
         text=value["text"],
-        usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+        usage=counted_usage(value.get("usage") or ()),
         latency_ms=float(value.get("latency_ms") or 0.0),
         cost_usd=float(value.get("cost_usd") or 0.0),
         cost_known=bool(value.get("cost_known")),

@@ -22,7 +22,8 @@ class Completion:
 
 
 def parse_completion(data: object, name: str) -> Completion:
-    """Read `choices[0].message` and `usage` of a chat-completions body.
+    """Read `choices[0].message` and `usage` of a chat-completions body (`prompt_tokens`
+    counts the cached ones, `prompt_tokens_details.cached_tokens`, as `Usage` does).
 
     Raises:
         TargetError: `NAME: malformed response: ...` when there is no `choices[0].message` or
@@ -41,7 +42,13 @@ def parse_completion(data: object, name: str) -> Completion:
     finish = choice.get("finish_reason")
     return Completion(
         text=content or "",
-        usage=Usage(input_tokens=_count(usage, "prompt_tokens"), output_tokens=_count(usage, "completion_tokens")),
+        usage=Usage(
+            input_tokens=count(usage, "prompt_tokens"),
+            output_tokens=count(usage, "completion_tokens"),
+            cached_input_tokens=count(
+                usage.get("prompt_tokens_details") if isinstance(usage, dict) else None, "cached_tokens"
+            ),
+        ),
         tool_calls=[_tool_call(c) for c in calls if isinstance(c, dict)] if isinstance(calls, list) else [],
         finish_reason=finish if isinstance(finish, str) else None,
     )
@@ -51,7 +58,8 @@ def parse_completion(data: object, name: str) -> Completion:
 _NUMBER = (int, float)
 
 
-def _count(usage: object, key: str) -> int:
+def count(usage: object, key: str) -> int:
+    """The token count `usage[key]` (0 when `usage` is no mapping or the count no finite number)."""
     value = usage.get(key) if isinstance(usage, dict) else None
     return int(value) if isinstance(value, _NUMBER) and math.isfinite(value) else 0
 
