@@ -4,6 +4,7 @@ with prompt-cache usage, from a loopback server (see `Usage` and the conversatio
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -116,6 +117,10 @@ def test_openai_cached_prompt_tokens_cost_the_cached_price(cli, tmp_path: Path, 
     for result in (fresh, cached):
         assert (result["token_usage"], result["cost_usd"]) == (usage, pytest.approx(cost)), result
         assert result["trials"][0]["token_usage"] == usage
+    # The cache keeps `usage` as the [input, output] pair older versions read.
+    with sqlite3.connect(tmp_path / ".convoeval" / "cache.sqlite") as db:
+        (stored,) = [json.loads(v) for (v,) in db.execute("SELECT value FROM responses")]
+    assert (stored["usage"], stored["prompt_cache"]) == ([1_000_000, 1000], [900_000, 0])
 
 
 def test_anthropic_input_counts_the_cache_and_its_cost_prices_it(cli, tmp_path: Path) -> None:

@@ -46,11 +46,13 @@ WRITER_CACHE_MIB = 32
 
 
 class CachedReply(TypedDict):
-    """A reply as the cache stores it (JSON): `usage` is its counts in the order of
-    `USAGE_FIELDS` (`[input_tokens, output_tokens]` when no prompt cache was used, as before)."""
+    """A reply as the cache stores it (JSON): `usage` is `[input_tokens, output_tokens]`,
+    `prompt_cache` (when the provider's was used) `[cached_input_tokens, cache_write_tokens]`: a key
+    older versions ignore."""
 
     text: str
     usage: list[int]
+    prompt_cache: NotRequired[list[int]]
     latency_ms: float
     cost_usd: float
     cost_known: NotRequired[bool]
@@ -342,15 +344,19 @@ def _holds_json(text: str) -> bool:
 
 
 def reply_to_json(reply: ChatReply) -> CachedReply:
-    return {
+    counts = usage_counts(reply.usage)
+    value: CachedReply = {
         "text": reply.text,
-        "usage": usage_counts(reply.usage),
+        "usage": counts[:2],
         "latency_ms": reply.latency_ms,
         "cost_usd": reply.cost_usd,
         "cost_known": reply.cost_known,
         "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls],
         "finish_reason": reply.finish_reason,
     }
+    if len(counts) > 2:
+        value["prompt_cache"] = counts[2:]
+    return value
 
 
 #: `Usage`'s counts, in the order the cache and worker processes pass them.
@@ -374,7 +380,7 @@ def reply_from_json(value: CachedReply) -> ChatReply:
     """A cached reply: as first answered (latency included), with `cached=True`."""
     return ChatReply(
         text=value["text"],
-        usage=counted_usage(value.get("usage") or ()),
+        usage=counted_usage([*(value.get("usage") or (0, 0)), *value.get("prompt_cache", ())]),
         latency_ms=float(value.get("latency_ms") or 0.0),
         cost_usd=float(value.get("cost_usd") or 0.0),
         cost_known=bool(value.get("cost_known")),
