@@ -168,8 +168,9 @@ def test_an_agent_reports_its_cached_tokens_as_agentv_does() -> None:
     }
 
 
-def test_an_inspect_log_counts_the_cached_tokens_as_inspect_does(cli, tmp_path: Path) -> None:
-    """Inspect's `input_tokens` leaves out the prompt cache's, counted in `input_tokens_cache_read`."""
+def test_exports_count_the_cached_tokens_as_inspect_and_opentelemetry_do(cli, tmp_path: Path) -> None:
+    """Inspect's `input_tokens` leaves out the prompt cache's, counted in `input_tokens_cache_read`;
+    the GenAI conventions' input counts them, and `gen_ai.usage.cache_read.input_tokens` says how many."""
     log_module = pytest.importorskip("inspect_ai.log")
     with canned(OPENAI) as url:
         _run_twice(cli, tmp_path, "openai", "gpt-4o-mini", url + "/v1")
@@ -183,3 +184,16 @@ def test_an_inspect_log_counts_the_cached_tokens_as_inspect_does(cli, tmp_path: 
         1000,
         1_001_000,
     )
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from .otlp_receiver import OtlpReceiver
+
+    with OtlpReceiver() as receiver:
+        code, _, err = cli("report", tmp_path / "r1.jsonl", "--otel-endpoint", receiver.endpoint)
+        assert code == 0, err
+    (chat,) = [s for s in receiver.spans() if s["name"].startswith("chat")]
+    counts = {a["key"]: next(iter(a["value"].values())) for a in chat["attributes"] if "usage" in a["key"]}
+    assert counts == {
+        "gen_ai.usage.input_tokens": "1000000",
+        "gen_ai.usage.output_tokens": "1000",
+        "gen_ai.usage.cache_read.input_tokens": "900000",
+    }
