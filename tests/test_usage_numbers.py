@@ -197,3 +197,18 @@ def test_exports_count_the_cached_tokens_as_inspect_and_opentelemetry_do(cli, tm
         "gen_ai.usage.output_tokens": "1000",
         "gen_ai.usage.cache_read.input_tokens": "900000",
     }
+
+
+def test_an_agent_may_report_an_openai_or_anthropic_usage() -> None:
+    """A python (or http) agent passing on its model's `usage` as the API gave it: an OpenAI one
+    (`prompt_tokens`) was 0 tokens."""
+    from convoeval.targets.agents._python import as_reply
+
+    openai = as_reply({"text": "ok", "usage": OPENAI["usage"]}, "agent").usage
+    anthropic = as_reply({"text": "ok", "usage": ANTHROPIC["usage"]}, "agent").usage
+    assert (openai.input_tokens, openai.output_tokens, openai.cached_input_tokens) == (1_000_000, 1000, 900_000)
+    assert (anthropic.input_tokens, anthropic.cached_input_tokens, anthropic.cache_write_tokens) == (
+        1_000_000,
+        800_000,
+        100_000,
+    )

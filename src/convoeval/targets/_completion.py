@@ -22,8 +22,7 @@ class Completion:
 
 
 def parse_completion(data: object, name: str) -> Completion:
-    """Read `choices[0].message` and `usage` of a chat-completions body (`prompt_tokens`
-    counts the cached ones, `prompt_tokens_details.cached_tokens`, as `Usage` does).
+    """Read `choices[0].message` and `usage` of a chat-completions body (`completion_usage`).
 
     Raises:
         TargetError: `NAME: malformed response: ...` when there is no `choices[0].message` or
@@ -42,13 +41,7 @@ def parse_completion(data: object, name: str) -> Completion:
     finish = choice.get("finish_reason")
     return Completion(
         text=content or "",
-        usage=Usage(
-            input_tokens=count(usage, "prompt_tokens"),
-            output_tokens=count(usage, "completion_tokens"),
-            cached_input_tokens=count(
-                usage.get("prompt_tokens_details") if isinstance(usage, dict) else None, "cached_tokens"
-            ),
-        ),
+        usage=completion_usage(usage),
         tool_calls=[_tool_call(c) for c in calls if isinstance(c, dict)] if isinstance(calls, list) else [],
         finish_reason=finish if isinstance(finish, str) else None,
     )
@@ -56,6 +49,16 @@ def parse_completion(data: object, name: str) -> Completion:
 
 #: What a token count may be (a tuple: `isinstance` with `int | float` builds the union each time).
 _NUMBER = (int, float)
+
+
+def completion_usage(usage: object) -> Usage:
+    """The `Usage` of a chat completion's `usage` (its `prompt_tokens` count the cached ones)."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    return Usage(
+        input_tokens=count(usage, "prompt_tokens"),
+        output_tokens=count(usage, "completion_tokens"),
+        cached_input_tokens=count(details, "cached_tokens"),
+    )
 
 
 def count(usage: object, key: str) -> int:

@@ -42,7 +42,7 @@ _VAR = re.compile(r"\{\{\s*(prompt|session_id|test_id|messages)\s*\}\}")
 class HttpAgentTarget(HttpTarget):
     """Settings: `url` (or `base_url`), `body` (the template; default `{messages: "{{ messages }}"}`),
     `reply_path` (default `$.reply`), `tool_calls_path`, `session_id_path`, `usage_path`
-    (a mapping of `Usage`'s fields: `input_tokens`, `output_tokens`, `cached_input_tokens`...), `stateful`, `headers`, `api_key_env`
+    (`Usage`'s fields, or an OpenAI or Anthropic `usage`: `mapped_usage`), `stateful`, `headers`, `api_key_env`
     (sent as `Authorization: Bearer ...`), and the common retry/limit settings."""
 
     cacheable = False

@@ -6,8 +6,9 @@ import json
 from collections.abc import Mapping, Sequence
 
 from ...results import ToolCall, Usage
+from .._anthropic import anthropic_usage
 from .._base import ChatReply, TargetError
-from .._completion import count
+from .._completion import completion_usage, count
 
 
 def prompt_text(messages: Sequence[Mapping[str, object]]) -> tuple[str, str]:
@@ -87,7 +88,12 @@ def reply_from_json(data: dict[str, object]) -> ChatReply:
 
 def mapped_usage(usage: object) -> Usage:
     """A `Usage` given as a mapping of its fields (`input_tokens`, `output_tokens`,
-    `cached_input_tokens`, `cache_write_tokens`; one missing or no number is 0)."""
+    `cached_input_tokens`, `cache_write_tokens`; one missing or no number is 0), or as an OpenAI
+    chat completion's (`prompt_tokens`...) or Anthropic's (`cache_read_input_tokens`...) usage."""
+    if isinstance(usage, dict) and "prompt_tokens" in usage:
+        return completion_usage(usage)
+    if isinstance(usage, dict) and usage.keys() & {"cache_read_input_tokens", "cache_creation_input_tokens"}:
+        return anthropic_usage(usage)
     return Usage(**{name: count(usage, name) for name in Usage.model_fields})
 
 
