@@ -66,7 +66,7 @@ class FakeModelServer:
 
     usage_in = 100
     usage_out = 20
-    #: Input tokens of every call the Responses API reports as read from the prompt cache.
+    #: Input tokens of every call the API reports as read from the prompt cache.
     usage_cached = 0
     #: Whether a request without `stream: true` gets one JSON answer (`message`), as the real API gives.
     answers_plain = False
@@ -289,8 +289,13 @@ class FakeAnthropic(FakeModelServer):
             "content": content,
             "stop_reason": "end_turn" if answer.tool is None else "tool_use",
             "stop_sequence": None,
-            "usage": {"input_tokens": answer.usage["input"], "output_tokens": answer.usage["output"]},
+            "usage": {**self.input_usage(answer), "output_tokens": answer.usage["output"]},
         }
+
+    def input_usage(self, answer: Answer) -> Body:
+        """The input of an Anthropic `usage`: `input_tokens` leaves out what was read from the cache."""
+        cached = min(self.usage_cached, answer.usage["input"])
+        return {"input_tokens": answer.usage["input"] - cached, "cache_read_input_tokens": cached}
 
     def events(self, answer: Answer) -> list[tuple[str, Body]]:
         usage = answer.usage
@@ -304,7 +309,7 @@ class FakeAnthropic(FakeModelServer):
                 "content": [],
                 "stop_reason": None,
                 "stop_sequence": None,
-                "usage": {"input_tokens": usage["input"], "output_tokens": 1},
+                "usage": {**self.input_usage(answer), "output_tokens": 1},
             },
         }
         events: list[tuple[str, Body]] = [("message_start", start)]

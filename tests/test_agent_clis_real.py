@@ -183,6 +183,21 @@ def test_claude_three_turns_resume_with_tools_and_keep_the_system_prompt(
     assert code == 2 and f"broken.jsonl:{lines}: not a JSON object (a Claude Code session file" in err, err
 
 
+def test_claude_cache_reads_are_input_tokens_counted_apart(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's tokens read from the prompt cache (Anthropic's `input_tokens` leaves them out)
+    are part of `input_tokens` and counted in `cached_input_tokens`, as for the `anthropic:` target."""
+    suite = "tests:\n  - id: hi\n    mode: conversation\n    turns:\n      - input: hello there\n"
+    with FakeAnthropic() as server:
+        server.usage_cached = 60
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, suite, claude_target(clis))
+    (calls,) = turn_calls(server)
+    assert result.token_usage.input_tokens == sum(r.usage["input"] for r in calls), result.token_usage
+    assert result.token_usage.cached_input_tokens == 60 * len(calls)
+
+
 def test_claude_bad_key_is_reported_in_words_at_once(
     clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -648,6 +663,7 @@ def test_codex_cached_input_costs_its_cached_price(clis: dict[str, Path], agent_
     used = (sum(r.usage["input"] for r in calls), sum(r.usage["output"] for r in calls))
     cached = 60 * len(calls)
     assert result.token_usage.input_tokens == used[0]  # cached ones included, as the API counts them
+    assert result.token_usage.cached_input_tokens == cached
     assert result.cost_usd == pytest.approx(((used[0] - cached) * 1.25 + cached * 0.125 + used[1] * 10.0) / 1e6)
 
 

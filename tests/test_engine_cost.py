@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.results import Usage
 from convoeval.targets import TargetConfig, call_cost, create_target, lookup_price
 
 from .conftest import read_jsonl, write
@@ -29,7 +30,7 @@ def test_targets_take_list_prices_unless_overridden_per_field() -> None:
     override = create_target(TargetConfig(name="b", provider="openai", model="gpt-4o-mini", price_output_per_mtok=1.0))
     assert override.prices == (0.15, 1.0)
     unknown = create_target(TargetConfig(name="c", provider="openai", model="local-thing"))
-    assert unknown.prices == (0.0, 0.0) and unknown.cost(1000, 1000) == 0.0
+    assert unknown.prices == (0.0, 0.0) and unknown.cost(Usage(input_tokens=1000, output_tokens=1000)) == 0.0
 
 
 PRICEY = """\

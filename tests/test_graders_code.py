@@ -109,7 +109,13 @@ async def test_happy_path_passes_the_context_and_reads_the_score(tmp_path: Path)
     )
     assert (seen["test_id"], seen["trial"], seen["variables"]) == ("capital", 2, {"city": "Paris"})
     assert seen["latency_ms"] == 812.5
-    assert seen["token_usage"] == {"input_tokens": 20, "output_tokens": 7, "total_tokens": 27}
+    assert seen["token_usage"] == {
+        "input_tokens": 20,
+        "output_tokens": 7,
+        "cached_input_tokens": 0,
+        "cache_write_tokens": 0,
+        "total_tokens": 27,
+    }
     assert seen["transcript"][-1]["source"] == "target"
     assert seen["tool_calls"][0]["name"] == "lookup"
 

@@ -255,7 +255,8 @@ def test_inspect_log_epochs_keep_their_own_error_budget_and_tokens(cli, fake_ope
         assert sample.limit is not None and sample.limit.type == "token" and sample.limit.limit == 1
         assert sample.limit.reason == trial["budget_hit"] == "tokens=1 at turn 1"
         usage = sample.model_usage["openai/m"]
-        assert (usage.input_tokens, usage.output_tokens) == tuple(trial["token_usage"].values())
+        counted = trial["token_usage"]
+        assert (usage.input_tokens, usage.output_tokens) == (counted["input_tokens"], counted["output_tokens"])
         assert sample.total_time == pytest.approx(trial["duration_ms"] / 1000, abs=0.001)
     assert log.stats.model_usage["openai/m"].input_tokens == sum(
         r["token_usage"]["input_tokens"] for r in results.values()

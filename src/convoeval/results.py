@@ -34,10 +34,17 @@ SessionKind = Literal["history", "resumed", "single_shot"]
 
 
 class Usage(Model):
-    """Token counts of one or more model calls."""
+    """Token counts of one or more model calls, the same for every provider: `input_tokens` is
+    every prompt token the model read, those of its prompt cache included (OpenAI's
+    `prompt_tokens`; Anthropic's `input_tokens` + `cache_read_input_tokens` +
+    `cache_creation_input_tokens`); `output_tokens` every token it wrote, reasoning included;
+    `cached_input_tokens` and `cache_write_tokens` how many of the input tokens were read from
+    and written to the provider's prompt cache (0 when it does not say)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -47,16 +54,22 @@ class Usage(Model):
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
     @classmethod
     def total(cls, usages: Iterable[Usage]) -> Usage:
         """The sum of `usages` (what `sum(usages, Usage())` gives), made as one `Usage`."""
-        total_in = total_out = 0
+        total_in = total_out = cached = written = 0
         for usage in usages:
             total_in += usage.input_tokens
             total_out += usage.output_tokens
-        return cls(input_tokens=total_in, output_tokens=total_out)
+            cached += usage.cached_input_tokens
+            written += usage.cache_write_tokens
+        return cls(
+            input_tokens=total_in, output_tokens=total_out, cached_input_tokens=cached, cache_write_tokens=written
+        )
 
 
 class ToolCall(Model):

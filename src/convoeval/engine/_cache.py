@@ -20,7 +20,7 @@ import json
 import math
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
@@ -46,10 +46,13 @@ WRITER_CACHE_MIB = 32
 
 
 class CachedReply(TypedDict):
-    """A reply as the cache stores it (JSON): `usage` is `[input_tokens, output_tokens]`."""
+    """A reply as the cache stores it (JSON): `usage` is `[input_tokens, output_tokens]`,
+    `prompt_cache` (when the provider's was used) `[cached_input_tokens, cache_write_tokens]`: a key
+    older versions ignore."""
 
     text: str
     usage: list[int]
+    prompt_cache: NotRequired[list[int]]
     latency_ms: float
     cost_usd: float
     cost_known: NotRequired[bool]
@@ -303,7 +306,7 @@ class CachedTarget(TargetWrapper):
             if stored is not None:
                 reply = reply_from_json(stored)
                 if (api := self._priced_by) is not None:
-                    reply.cost_usd = api.cost(reply.usage.input_tokens, reply.usage.output_tokens)
+                    reply.cost_usd = api.cost(reply.usage)
                     reply.cost_known = api.priced
             else:
                 reply = await self.inner.chat(request)
@@ -341,23 +344,43 @@ def _holds_json(text: str) -> bool:
 
 
 def reply_to_json(reply: ChatReply) -> CachedReply:
-    return {
+    counts = usage_counts(reply.usage)
+    value: CachedReply = {
         "text": reply.text,
-        "usage": [reply.usage.input_tokens, reply.usage.output_tokens],
+        "usage": counts[:2],
         "latency_ms": reply.latency_ms,
         "cost_usd": reply.cost_usd,
         "cost_known": reply.cost_known,
         "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls],
         "finish_reason": reply.finish_reason,
     }
+    if len(counts) > 2:
+        value["prompt_cache"] = counts[2:]
+    return value
+
+
+#: `Usage`'s counts, in the order the cache and worker processes pass them.
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
+
+
+def usage_counts(usage: Usage) -> list[int]:
+    """`usage`'s counts (`USAGE_FIELDS`), without the prompt-cache ones when they are 0."""
+    counts = [usage.input_tokens, usage.output_tokens]
+    if usage.cached_input_tokens or usage.cache_write_tokens:
+        counts += [usage.cached_input_tokens, usage.cache_write_tokens]
+    return counts
+
+
+def counted_usage(counts: Sequence[int]) -> Usage:
+    """The `Usage` of `usage_counts`."""
+    return Usage(**dict(zip(USAGE_FIELDS, counts, strict=False)))
 
 
 def reply_from_json(value: CachedReply) -> ChatReply:
     """A cached reply: as first answered (latency included), with `cached=True`."""
-    input_tokens, output_tokens = value.get("usage") or (0, 0)
     return ChatReply(
         text=value["text"],
-        usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+        usage=counted_usage([*(value.get("usage") or (0, 0)), *value.get("prompt_cache", ())]),
         latency_ms=float(value.get("latency_ms") or 0.0),
         cost_usd=float(value.get("cost_usd") or 0.0),
         cost_known=bool(value.get("cost_known")),

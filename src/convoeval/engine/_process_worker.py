@@ -40,11 +40,11 @@ from .. import _sandbox as sandbox
 from .. import registry
 from .._secrets import keep_environment_private
 from ..judging import PanelRule, panel_of
-from ..results import EvaluationResult, ScoreEntry, ToolCall, TrialResult, Usage
+from ..results import EvaluationResult, ScoreEntry, ToolCall, TrialResult
 from ..run import GradedTurn, Job, TestPlan, TrialContext, combine_trials, run_trial
 from ..spec import Suite, stored_checks, suite_checks
 from ..targets import ChatReply, ChatRequest, Target, TargetConfig, endpoint_limits
-from ._cache import ResponseCache
+from ._cache import ResponseCache, counted_usage, usage_counts
 from ._frames import frame, read_frame
 from ._meter import RunMeter
 from ._pool import TargetPool
@@ -143,8 +143,7 @@ def reply_state(reply: ChatReply) -> tuple[Any, ...]:
     usage = reply.usage
     return (
         reply.text,
-        usage.input_tokens,
-        usage.output_tokens,
+        usage_counts(usage),
         reply.latency_ms,
         reply.cost_usd,
         reply.cost_known,
@@ -156,10 +155,10 @@ def reply_state(reply: ChatReply) -> tuple[Any, ...]:
 
 
 def from_reply_state(state: tuple[Any, ...]) -> ChatReply:
-    text, input_tokens, output_tokens, latency, cost, known, tools, finish, cached, session = state
+    text, counts, latency, cost, known, tools, finish, cached, session = state
     return ChatReply(
         text=text,
-        usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+        usage=counted_usage(counts),
         latency_ms=latency,
         cost_usd=cost,
         cost_known=known,
@@ -296,7 +295,7 @@ class _Worker:
     ) -> tuple[str, dict[str, Any]]:
         """The test's result combined from its one trial, as the driver would store it (with its
         `checks`; the driver redacts it), and its summary: the fields of `SUMMARY`, and the
-        token counts as (input, output) pairs."""
+        token counts as `usage_counts`."""
         suite = self.suite_of(job_no)
         result = combine_trials(plan, target, [trial])
         if job_no not in self.checks:
@@ -305,7 +304,7 @@ class _Worker:
         summary = {name: getattr(result, name) for name in SUMMARY}
         for name in ("token_usage", "judge_token_usage", "simulator_token_usage"):
             usage = getattr(result, name)
-            summary[name] = (usage.input_tokens, usage.output_tokens)
+            summary[name] = usage_counts(usage)
         return result.model_dump_json(), summary
 
     def suite_of(self, job_no: int) -> Suite:

@@ -37,6 +37,7 @@ from ..judging import JudgePanel, panel_members
 from ..results import EvaluationResult, ScoreEntry, TrialResult
 from ..run import CombinedTrial, GradedTurn, Job, TestPlan, TrialContext
 from ..targets import Target, endpoint_limits
+from ._cache import USAGE_FIELDS
 from ._frames import frame, read_frame, registry_dumps
 from ._meter import RunMeter
 from ._pool import TargetPool
@@ -323,8 +324,7 @@ def _summary(fields: dict[str, Any]) -> EvaluationResult:
     totals (`_process_worker.SUMMARY`); no scores, transcript or trials. (Validated: values of a
     valid result pass, and model_construct costs ten times as much, computing its defaults.)"""
     for name in ("token_usage", "judge_token_usage", "simulator_token_usage"):
-        tokens_in, tokens_out = fields[name]
-        fields[name] = {"input_tokens": tokens_in, "output_tokens": tokens_out}
+        fields[name] = dict(zip(USAGE_FIELDS, fields[name], strict=False))
     return EvaluationResult.model_validate(fields)
 
 

@@ -178,8 +178,14 @@ def _model(target: str) -> str:
 def _usage(usage: Usage) -> model.ModelUsage:
     from inspect_ai import model
 
-    total = usage.input_tokens + usage.output_tokens
-    return model.ModelUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, total_tokens=total)
+    read, written = usage.cached_input_tokens, usage.cache_write_tokens
+    return model.ModelUsage(
+        input_tokens=max(0, usage.input_tokens - read - written),  # Inspect's leaves the prompt cache's out
+        output_tokens=usage.output_tokens,
+        total_tokens=usage.input_tokens + usage.output_tokens,
+        input_tokens_cache_read=read or None,
+        input_tokens_cache_write=written or None,
+    )
 
 
 class _Epoch(NamedTuple):

@@ -191,10 +191,19 @@ def _trial_spans(tracer: Tracer, result: EvaluationResult, run: Accounting, tria
 
 
 def _usage(usage: Usage | None) -> dict[str, AttributeValue]:
-    """Token counts as the GenAI conventions name them (none when nothing was counted)."""
+    """Token counts as the GenAI conventions name them (none when nothing was counted; the
+    prompt cache's only when it was used). Their input tokens include the cached ones, as ours."""
     if usage is None or not (usage.input_tokens or usage.output_tokens):
         return {}
-    return {"gen_ai.usage.input_tokens": usage.input_tokens, "gen_ai.usage.output_tokens": usage.output_tokens}
+    counts: dict[str, AttributeValue] = {
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+    }
+    if usage.cached_input_tokens:
+        counts["gen_ai.usage.cache_read.input_tokens"] = usage.cached_input_tokens
+    if usage.cache_write_tokens:
+        counts["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
+    return counts
 
 
 def _model(target: str, provider: str | None) -> dict[str, AttributeValue]:

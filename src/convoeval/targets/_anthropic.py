@@ -7,6 +7,7 @@ import time
 
 from ..results import ToolCall, Usage
 from ._base import ChatReply, ChatRequest, TargetConfig, TargetError, env_base_url, message_text, provider
+from ._completion import count
 from ._http_target import HttpTarget, endpoint_url
 
 ANTHROPIC_URL = "https://api.anthropic.com"
@@ -19,6 +20,7 @@ class AnthropicTarget(HttpTarget):
     """Claude models. Structured output is requested as a forced tool call."""
 
     default_api_key_env = "ANTHROPIC_API_KEY"
+    anthropic_cache = True
 
     def __init__(self, config: TargetConfig):
         super().__init__(config)
@@ -84,21 +86,26 @@ class AnthropicTarget(HttpTarget):
                             id=call_id if isinstance(call_id, str) else None,
                         )
                     )
-        usage = Usage(input_tokens=_count(data, "input_tokens"), output_tokens=_count(data, "output_tokens"))
+        usage = anthropic_usage(data.get("usage"))
         stop = data.get("stop_reason")
         return ChatReply(
             text="".join(texts),
             usage=usage,
             latency_ms=latency_ms,
-            cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
+            cost_usd=self.cost(usage),
             cost_known=self.priced,
             tool_calls=calls,
             finish_reason=stop if isinstance(stop, str) else None,
         )
 
 
-def _count(data: dict[str, object], key: str) -> int:
-    """A token count of the reply's `usage` (0 when missing)."""
-    usage = data.get("usage")
-    value = usage.get(key) if isinstance(usage, dict) else None
-    return int(value) if isinstance(value, int | float) else 0
+def anthropic_usage(usage: object) -> Usage:
+    """The `Usage` of an Anthropic `usage`, whose `input_tokens` leaves out the prompt-cache
+    reads and writes: they are added to it and counted on their own."""
+    read, written = count(usage, "cache_read_input_tokens"), count(usage, "cache_creation_input_tokens")
+    return Usage(
+        input_tokens=count(usage, "input_tokens") + read + written,
+        output_tokens=count(usage, "output_tokens"),
+        cached_input_tokens=read,
+        cache_write_tokens=written,
+    )

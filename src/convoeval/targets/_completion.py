@@ -22,7 +22,7 @@ class Completion:
 
 
 def parse_completion(data: object, name: str) -> Completion:
-    """Read `choices[0].message` and `usage` of a chat-completions body.
+    """Read `choices[0].message` and `usage` of a chat-completions body (`completion_usage`).
 
     Raises:
         TargetError: `NAME: malformed response: ...` when there is no `choices[0].message` or
@@ -41,7 +41,7 @@ def parse_completion(data: object, name: str) -> Completion:
     finish = choice.get("finish_reason")
     return Completion(
         text=content or "",
-        usage=Usage(input_tokens=_count(usage, "prompt_tokens"), output_tokens=_count(usage, "completion_tokens")),
+        usage=completion_usage(usage),
         tool_calls=[_tool_call(c) for c in calls if isinstance(c, dict)] if isinstance(calls, list) else [],
         finish_reason=finish if isinstance(finish, str) else None,
     )
@@ -51,7 +51,18 @@ def parse_completion(data: object, name: str) -> Completion:
 _NUMBER = (int, float)
 
 
-def _count(usage: object, key: str) -> int:
+def completion_usage(usage: object) -> Usage:
+    """The `Usage` of a chat completion's `usage` (its `prompt_tokens` count the cached ones)."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    return Usage(
+        input_tokens=count(usage, "prompt_tokens"),
+        output_tokens=count(usage, "completion_tokens"),
+        cached_input_tokens=count(details, "cached_tokens"),
+    )
+
+
+def count(usage: object, key: str) -> int:
+    """The token count `usage[key]` (0 when `usage` is no mapping or the count no finite number)."""
     value = usage.get(key) if isinstance(usage, dict) else None
     return int(value) if isinstance(value, _NUMBER) and math.isfinite(value) else 0
 

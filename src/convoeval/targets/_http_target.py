@@ -6,10 +6,11 @@ from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ..results import Usage
 from ._base import Target, TargetConfig, unwrap
 from ._http import RetryPolicy, post_json
 from ._limits import ProviderLimits, endpoint_key
-from ._prices import call_cost, target_prices
+from ._prices import cache_prices, target_prices, usage_cost
 from ._settings import HttpSettings, settings_of
 
 if TYPE_CHECKING:
@@ -34,12 +35,14 @@ class HttpTarget:
         concurrency: connections (calls in flight) at most.
         rpm, tpm: requests and tokens per minute at most (token buckets; retries count).
         price_input_per_mtok, price_output_per_mtok: USD per million tokens; default: the
-            price table shipped with convoeval (`lookup_price`), else 0.
+            price table shipped with convoeval (`lookup_price`), else 0. Prompt-cache reads and
+            writes cost what `cache_prices` says.
     """
 
     default_api_key_env: str | None = None
     settings_model: type[HttpSettings] = HttpSettings
     url: str = ""  # the URL the target posts to, set by each provider
+    anthropic_cache: bool = False  # its prompt cache is priced as Anthropic's (`cache_prices`)
 
     def __init__(self, config: TargetConfig):
         self.config = config
@@ -57,6 +60,13 @@ class HttpTarget:
         #: `priced`: both prices are set or listed, a cost of 0 is one (`ChatReply.cost_known`).
         self.prices, self.priced = target_prices(
             config.model, config.price_input_per_mtok, config.price_output_per_mtok
+        )
+        #: What a prompt-cache (read, write) token costs.
+        self.cache_prices = cache_prices(
+            config.model or "",
+            self.prices[0],
+            own_input_price=config.price_input_per_mtok is not None,
+            anthropic=self.anthropic_cache,
         )
 
     @property
@@ -115,8 +125,9 @@ class HttpTarget:
             limits=self.limits,
         )
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return call_cost(input_tokens, output_tokens, self.prices)
+    def cost(self, usage: Usage) -> float:
+        """USD cost of `usage` at this target's prices (`usage_cost`)."""
+        return usage_cost(usage, self.prices, self.cache_prices)
 
     async def aclose(self) -> None:
         if self._session is not None and not self._session.closed:

@@ -79,7 +79,7 @@ class OpenAITarget(HttpTarget):
             text=completion.text,
             usage=completion.usage,
             latency_ms=latency_ms,
-            cost_usd=self.cost(completion.usage.input_tokens, completion.usage.output_tokens),
+            cost_usd=self.cost(completion.usage),
             cost_known=self.priced,
             tool_calls=completion.tool_calls,
             finish_reason=completion.finish_reason,

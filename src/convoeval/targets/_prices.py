@@ -7,7 +7,12 @@ from functools import lru_cache
 from importlib import resources
 from typing import TypeVar
 
+from ..results import Usage
+
 _T = TypeVar("_T")
+
+#: What Anthropic charges for a prompt-cache read and a (5-minute) write, as multiples of the input price.
+ANTHROPIC_CACHE = (0.1, 1.25)
 
 
 @lru_cache(maxsize=1)
@@ -62,6 +67,28 @@ def target_prices(model: str, price_in: float | None, price_out: float | None) -
         price_out if price_out is not None else (listed[1] if listed else 0.0),
     )
     return prices, bool(listed) or (price_in is not None and price_out is not None)
+
+
+def cache_prices(
+    model: str, input_price: float, *, own_input_price: bool, anthropic: bool = False
+) -> tuple[float, float]:
+    """What a prompt-cache `(read, write)` token costs, USD per million: for Claude models (and
+    any model of the anthropic provider) `ANTHROPIC_CACHE` times the input price; else a read at
+    the model's cached-input list price (`lookup_cached_price`, unless the target sets its own
+    input price), else at the input price, and a write at the input price (OpenAI's are free)."""
+    if anthropic or "claude" in model.lower():
+        return input_price * ANTHROPIC_CACHE[0], input_price * ANTHROPIC_CACHE[1]
+    listed = None if own_input_price or not model else lookup_cached_price(model)
+    return (input_price if listed is None else listed), input_price
+
+
+def usage_cost(usage: Usage, prices: tuple[float, float], cache: tuple[float, float]) -> float:
+    """USD cost of `usage` at `(input, output)` and prompt-cache `(read, write)` USD per million
+    tokens (see `Usage`: cache reads and writes are part of its input tokens)."""
+    read = min(usage.cached_input_tokens, usage.input_tokens)
+    written = min(usage.cache_write_tokens, usage.input_tokens - read)
+    fresh = usage.input_tokens - read - written
+    return (fresh * prices[0] + read * cache[0] + written * cache[1] + usage.output_tokens * prices[1]) / 1_000_000
 
 
 def call_cost(input_tokens: int, output_tokens: int, prices: tuple[float, float] | None) -> float:

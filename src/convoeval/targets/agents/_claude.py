@@ -25,8 +25,9 @@ from typing import Any
 
 from ..._text import shorten
 from ...results import ToolCall, Usage
+from .._anthropic import anthropic_usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
-from .._prices import lookup_price, target_prices
+from .._prices import cache_prices, lookup_price, target_prices, usage_cost
 from ._agent_cli import AgentCli
 from ._process import Finished, Line, failure
 
@@ -41,8 +42,6 @@ CLAUDE_ENV = (
 )
 #: API answers that no retry will fix.
 FATAL_STATUS = {401: "the API key was refused", 403: "the API key has no access"}
-#: What Anthropic charges for cache writes (5-minute) and cache reads, as a share of the input price.
-CACHE_WRITE, CACHE_READ = 1.25, 0.1
 #: Result subtypes of a run stopped by one of Claude Code's own limits: the budget's name, its option.
 LIMITS = {
     "error_max_turns": ("max_turns", "--max-turns"),
@@ -207,22 +206,18 @@ def read_stream(lines: list[Line]) -> Stream:
 
 def spent_so_far(lines: list[Line], config: TargetConfig) -> ChatReply:
     """What a run stopped before its `result` had spent (tokens of each model call it printed,
-    priced at its model's list price, else the target's; cache writes at 1.25 and reads at 0.1
-    times the input price, as Anthropic charges them) and the tool calls that ran. Claude Code prints a
+    priced at its model's list price, else the target's; cache reads and writes as
+    Anthropic charges them, `cache_prices`) and the tool calls that ran. Claude Code prints a
     message's `usage` as the API's stream starts it: its input is exact, its output a floor."""
     stream = read_stream(lines)
     usage, cost = Usage(), 0.0
     for message_id, used in stream.usages.items():
-        usage += claude_usage(used)
+        spent = anthropic_usage(used)
+        usage += spent
         answered = stream.models[message_id]  # the model that answered, if listed; else the target's
         model = answered if answered and lookup_price(answered) else (config.model or "")
         prices, _ = target_prices(model, config.price_input_per_mtok, config.price_output_per_mtok)
-        weighted = (
-            int(used.get("input_tokens") or 0)
-            + CACHE_WRITE * int(used.get("cache_creation_input_tokens") or 0)
-            + CACHE_READ * int(used.get("cache_read_input_tokens") or 0)
-        )
-        cost += (weighted * prices[0] + int(used.get("output_tokens") or 0) * prices[1]) / 1_000_000
+        cost += usage_cost(spent, prices, cache_prices(model, prices[0], own_input_price=True, anthropic=True))
     return ChatReply(text="", usage=usage, cost_usd=cost, tool_calls=stream.ran, session_id=stream.session_id)
 
 
@@ -249,24 +244,20 @@ def run_figures(result: dict[str, Any]) -> tuple[Usage, float]:
     since = result.get("model_usage_since_last_result")
     if isinstance(since, dict) and since:
         models = [m for m in since.values() if isinstance(m, dict)]
-        keys = ("inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens")
+        read, written = (
+            sum(int(m.get(k) or 0) for m in models) for k in ("cacheReadInputTokens", "cacheCreationInputTokens")
+        )
         usage = Usage(
-            input_tokens=sum(int(m.get(k) or 0) for m in models for k in keys),
+            input_tokens=sum(int(m.get("inputTokens") or 0) for m in models) + read + written,
             output_tokens=sum(int(m.get("outputTokens") or 0) for m in models),
+            cached_input_tokens=read,
+            cache_write_tokens=written,
         )
         return usage, float(sum(float(m.get("costUSD") or 0.0) for m in models))
-    usage = claude_usage(result.get("usage") or {})
+    usage = anthropic_usage(result.get("usage"))
     if isinstance(since, dict):  # `{}`: the run counted no model call (its total is earlier turns')
         return usage, 0.0
     return usage, float(result.get("total_cost_usd") or result.get("cost_usd") or 0.0)
-
-
-def claude_usage(usage: dict[str, Any]) -> Usage:
-    """Tokens of an Anthropic `usage`: input counts cache writes and reads too."""
-    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    return Usage(
-        input_tokens=sum(int(usage.get(k) or 0) for k in keys), output_tokens=int(usage.get("output_tokens") or 0)
-    )
 
 
 def result_error(result: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ thread's running total; the turn's own figures come from the rollout file Codex 
 difference with the previous total. The rollout also shows the commands Codex's sandbox
 blocked, which the event stream leaves out: they are kept with `status: blocked`. The cost is
 the tokens at the target's prices, else its model's list price (`target_prices`), the input
-tokens the rollout counts as cached at the model's cached-input list price.
+tokens Codex counts as cached at the model's cached-input list price (`cache_prices`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 from ..._text import shorten
 from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
-from .._prices import call_cost, lookup_cached_price, target_prices
+from .._prices import cache_prices, target_prices, usage_cost
 from ._agent_cli import AgentCli
 from ._codex_rollout import RolloutTurn, command_of, find_rollout, read_last_turn
 from ._process import Finished, Line, failure
@@ -59,9 +59,10 @@ class CodexTarget(AgentCli):
         self.prices, self.priced = target_prices(
             config.model, config.price_input_per_mtok, config.price_output_per_mtok
         )
-        listed = lookup_cached_price(config.model) if config.model and config.price_input_per_mtok is None else None
-        #: What a cached input token costs: its list price, else (or with the target's own prices) an input token's.
-        self.cached_price = self.prices[0] if listed is None else listed
+        #: What a prompt-cache (read, write) token costs.
+        self.cache_prices = cache_prices(
+            config.model or "", self.prices[0], own_input_price=config.price_input_per_mtok is not None
+        )
 
     def argv(self, request: ChatRequest) -> list[str]:
         system, _ = self.prompt(request)
@@ -118,14 +119,9 @@ class CodexTarget(AgentCli):
         if turn is not None and prompt is not None and prompt.strip() not in (u.strip() for u in turn.user):
             turn = None
         reply.usage = _turn_usage(reply.usage, previous, turn)
-        cached = 0
         if turn is not None:
             _merge_rollout(reply, turn)
-            cached = min(turn.cached_input, reply.usage.input_tokens)
-        reply.cost_usd = (
-            call_cost(reply.usage.input_tokens - cached, reply.usage.output_tokens, self.prices)
-            + cached * self.cached_price / 1_000_000
-        )
+        reply.cost_usd = usage_cost(reply.usage, self.prices, self.cache_prices)
         reply.cost_known = self.priced
 
 
@@ -191,6 +187,7 @@ def _turn_usage(total: Usage, previous: Usage | None, turn: RolloutTurn | None) 
         return Usage(
             input_tokens=max(0, total.input_tokens - previous.input_tokens),
             output_tokens=max(0, total.output_tokens - previous.output_tokens),
+            cached_input_tokens=max(0, total.cached_input_tokens - previous.cached_input_tokens),
         )
     return total  # the first turn of a thread (or a resumed thread whose total is unknown)
 
@@ -247,7 +244,9 @@ def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
         elif kind == "turn.completed":
             data = event.get("usage") or {}
             usage = Usage(
-                input_tokens=int(data.get("input_tokens") or 0), output_tokens=int(data.get("output_tokens") or 0)
+                input_tokens=int(data.get("input_tokens") or 0),
+                output_tokens=int(data.get("output_tokens") or 0),
+                cached_input_tokens=int(data.get("cached_input_tokens") or 0),
             )
         elif kind == "turn.failed":
             message = (event.get("error") or {}).get("message", "") if isinstance(event.get("error"), dict) else ""

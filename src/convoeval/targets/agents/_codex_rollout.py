@@ -44,14 +44,12 @@ RUNNING = re.compile(r"^Process running with session ID \d+", re.MULTILINE)
 
 @dataclass
 class RolloutTurn:
-    """One turn of a rollout: the user's text, the agent's messages, its tool calls, its tokens
-    (`cached_input`: how many of its input tokens were read from the prompt cache)."""
+    """One turn of a rollout: the user's text, the agent's messages, its tool calls, its tokens."""
 
     user: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None
-    cached_input: int = 0
 
     @property
     def commands(self) -> list[ToolCall]:
@@ -107,9 +105,10 @@ def read_turns(records: list[dict[str, Any]]) -> list[RolloutTurn]:
         elif kind == "token_usage_record" and isinstance(payload.get("turn_token_usage"), dict):
             used = payload["turn_token_usage"]
             turn.usage = Usage(
-                input_tokens=_whole(used.get("input_tokens")), output_tokens=_whole(used.get("output_tokens"))
+                input_tokens=_whole(used.get("input_tokens")),
+                output_tokens=_whole(used.get("output_tokens")),
+                cached_input_tokens=_whole(used.get("cached_input_tokens")),
             )
-            turn.cached_input = _whole(used.get("cached_input_tokens"))
     _close(turns, calls, ran)
     return [t for t in turns if t.user or t.texts or t.calls]
 

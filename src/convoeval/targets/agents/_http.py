@@ -26,11 +26,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..._jsonpath import parse_jsonpath
-from ...results import Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, http_url_problem, provider
 from .._http_target import HttpTarget
 from .._settings import settings_of
-from ._replies import tool_call
+from ._replies import mapped_usage, tool_call
 from ._settings import HttpAgentSettings
 
 if TYPE_CHECKING:
@@ -43,7 +42,7 @@ _VAR = re.compile(r"\{\{\s*(prompt|session_id|test_id|messages)\s*\}\}")
 class HttpAgentTarget(HttpTarget):
     """Settings: `url` (or `base_url`), `body` (the template; default `{messages: "{{ messages }}"}`),
     `reply_path` (default `$.reply`), `tool_calls_path`, `session_id_path`, `usage_path`
-    (an `{input_tokens, output_tokens}` mapping), `stateful`, `headers`, `api_key_env`
+    (`Usage`'s fields, or an OpenAI or Anthropic `usage`: `mapped_usage`), `stateful`, `headers`, `api_key_env`
     (sent as `Authorization: Bearer ...`), and the common retry/limit settings."""
 
     cacheable = False
@@ -96,25 +95,18 @@ class HttpAgentTarget(HttpTarget):
             raise TargetError(f"{self.name}: malformed response: {exc}") from None
         sessions = _find(self.paths["session_id_path"], data)
         usage_data = (_find(self.paths["usage_path"], data) or [{}])[0]
-        usage = Usage(
-            input_tokens=_count(usage_data, "input_tokens"), output_tokens=_count(usage_data, "output_tokens")
-        )
+        usage = mapped_usage(usage_data)
         return ChatReply(
             text=text,
             tool_calls=tool_calls,
             usage=usage,
-            cost_usd=self.cost(usage.input_tokens, usage.output_tokens),
+            cost_usd=self.cost(usage),
             session_id=str(sessions[0]) if sessions and sessions[0] not in (None, "") else request.session_id,
         )
 
 
 def _find(path: JSONPath | None, data: object) -> list[object]:
     return [m.value for m in path.find(data)] if path is not None else []
-
-
-def _count(usage: object, key: str) -> int:
-    value = usage.get(key) if isinstance(usage, dict) else None
-    return int(value) if isinstance(value, int | float) else 0
 
 
 def _render(template: object, values: Mapping[str, object]) -> object:

@@ -31,10 +31,10 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from ...results import ToolCall, Usage
+from ...results import ToolCall
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
-from ._replies import tool_call
+from ._replies import mapped_usage, tool_call
 from ._settings import PythonSettings
 
 
@@ -133,7 +133,7 @@ def as_reply(value: object, name: str) -> ChatReply:
         return ChatReply(
             text=text,
             tool_calls=[_call_of(c) for c in calls] if isinstance(calls, list | tuple) else [],
-            usage=Usage(input_tokens=_count(usage, "input_tokens"), output_tokens=_count(usage, "output_tokens")),
+            usage=mapped_usage(usage),
             cost_usd=float(cost) if isinstance(cost, int | float) else 0.0,
         )
     raise TargetError(
@@ -144,11 +144,6 @@ def as_reply(value: object, name: str) -> ChatReply:
 
 def _call_of(value: object) -> ToolCall:
     return value if isinstance(value, ToolCall) else tool_call(value)
-
-
-def _count(usage: object, key: str) -> int:
-    value = usage.get(key) if isinstance(usage, dict) else None
-    return int(value) if isinstance(value, int | float) else 0
 
 
 def load_callable(ref: str, base_dir: Path, name: str) -> Callable[..., object]:

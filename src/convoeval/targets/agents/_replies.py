@@ -6,7 +6,9 @@ import json
 from collections.abc import Mapping, Sequence
 
 from ...results import ToolCall, Usage
+from .._anthropic import anthropic_usage
 from .._base import ChatReply, TargetError
+from .._completion import completion_usage, count
 
 
 def prompt_text(messages: Sequence[Mapping[str, object]]) -> tuple[str, str]:
@@ -56,7 +58,7 @@ def tool_call(data: object) -> ToolCall:
 
 def reply_from_json(data: dict[str, object]) -> ChatReply:
     """A reply from AgentV's output JSON: `output` (messages with `content` and `tool_calls`)
-    or `text`, plus `token_usage {input, output}`, `cost_usd`, `duration_ms`, `session_id`;
+    or `text`, plus `token_usage {input, output, cached}`, `cost_usd`, `duration_ms`, `session_id`;
     convoeval's `{text, tool_calls}` works too."""
     texts: list[str] = []
     calls = [tool_call(c) for c in _list(data.get("tool_calls"))]
@@ -76,11 +78,23 @@ def reply_from_json(data: dict[str, object]) -> ChatReply:
         usage=Usage(
             input_tokens=int(_number(usage, "input", "input_tokens")),
             output_tokens=int(_number(usage, "output", "output_tokens")),
+            cached_input_tokens=int(_number(usage, "cached", "cached_input_tokens")),
         ),
         cost_usd=float(_number(data, "cost_usd")),
         latency_ms=float(_number(data, "duration_ms")),
         session_id=str(session) if session not in (None, "") else None,
     )
+
+
+def mapped_usage(usage: object) -> Usage:
+    """A `Usage` given as a mapping of its fields (`input_tokens`, `output_tokens`,
+    `cached_input_tokens`, `cache_write_tokens`; one missing or no number is 0), or as an OpenAI
+    chat completion's (`prompt_tokens`...) or Anthropic's (`cache_read_input_tokens`...) usage."""
+    if isinstance(usage, dict) and "prompt_tokens" in usage:
+        return completion_usage(usage)
+    if isinstance(usage, dict) and usage.keys() & {"cache_read_input_tokens", "cache_creation_input_tokens"}:
+        return anthropic_usage(usage)
+    return Usage(**{name: count(usage, name) for name in Usage.model_fields})
 
 
 def _list(value: object) -> list[object]:
