@@ -176,3 +176,14 @@ def _on_disk(db: Path, trials: int) -> bool:
         return _rows(db, "SELECT COUNT(*) FROM trials") == [(trials,)]
     except sqlite3.OperationalError:  # a store that keeps no trials (before they were kept)
         return True
+
+
+def test_deleting_a_run_deletes_its_stored_trials(cli, fake_openai, tmp_path: Path) -> None:
+    write(tmp_path / "targets.yaml", PRICEY)
+    suite = write(tmp_path / "s.eval.yaml", _suite(["t1"]))
+    code, out, _ = cli("run", suite, "--target", "pricey", "--concurrency", "1", "--no-cache", "--max-cost", "0.5")
+    db = tmp_path / ".convoeval" / "runs.sqlite"
+    [(run_id,)] = _rows(db, "SELECT id FROM runs")
+    assert code == 1 and _rows(db, "SELECT COUNT(*) FROM trials") == [(1,)]
+    assert cli("runs", "delete", run_id)[0] == 0
+    assert _rows(db, "SELECT COUNT(*) FROM trials") == [(0,)]
