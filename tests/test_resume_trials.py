@@ -187,3 +187,20 @@ def test_deleting_a_run_deletes_its_stored_trials(cli, fake_openai, tmp_path: Pa
     assert code == 1 and _rows(db, "SELECT COUNT(*) FROM trials") == [(1,)]
     assert cli("runs", "delete", run_id)[0] == 0
     assert _rows(db, "SELECT COUNT(*) FROM trials") == [(0,)]
+
+
+def test_resume_after_the_targets_file_changed_a_model_runs_that_target_again(cli, fake_openai, tmp_path: Path) -> None:
+    """The stored results and trials of model m are not reused for model m2 (the old code mixed
+    both models' trials in one result, and in one run, without a word)."""
+    write(tmp_path / "targets.yaml", PRICEY)
+    suite = write(tmp_path / "s.eval.yaml", _suite(["t1", "t2"]))
+    code, out, _ = cli("run", suite, "--target", "pricey", "--concurrency", "1", "--no-cache", "--max-cost", "0.5")
+    assert code == 1 and _asked(fake_openai) == {"t1": 1}
+    write(tmp_path / "targets.yaml", PRICEY.replace("model: m,", "model: m2,"))
+    code, out, err = cli("run", "--resume", "last", "--no-cache", "--max-cost", "1000")
+    assert code == 0, out + err
+    assert "target pricey changed since run" in out and "openai:m, now openai:m2" in out
+    assert Counter(r["model"] for r in fake_openai.requests) == {"m": 2, "m2": 12}  # all six trials on m2
+    assert _rows(tmp_path / ".convoeval" / "runs.sqlite", "SELECT COUNT(*) FROM trials") == [(0,)]
+    code, out, err = cli("run", "--resume", "last", "--no-cache")  # finished as it is now: nothing to run
+    assert code == 0 and "changed" not in out and len(fake_openai.requests) == 14

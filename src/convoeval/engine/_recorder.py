@@ -22,7 +22,7 @@ from ..run import GradedTurn, Job
 from ..spec import Suite
 from ._events import RunEvents
 from ._meter import RunMeter
-from ._options import RecordedOptions, SuiteFingerprint
+from ._options import RecordedOptions, ResolvedTarget, SuiteFingerprint
 from ._store import ResultKey, RunRecord, RunStore, StoredResults
 
 
@@ -56,6 +56,10 @@ def _fingerprints(jobs: list[Job]) -> dict[str, SuiteFingerprint]:
                 hash=_suite_hash(tests, job.suite.model_dump_json(exclude={"tests"})), tests=tests
             )
     return merged
+
+
+def _described(target: ResolvedTarget) -> str:
+    return f"{target.provider}:{target.model}" + (f" at {target.base_url}" if target.base_url else "")
 
 
 def _sha(text: str) -> str:
@@ -117,13 +121,19 @@ class RunRecorder(RunEvents):
         if self.store is not None and self.record is None:
             self.record = self.store.new_run(options.with_suites(suites))
         elif self.store is not None and self.record is not None:
-            self._resume(suites, note, rerun)
+            self._resume(suites, note, rerun, options.resolved_targets)
         meter.run_id = self.run_id
         meter.tests_total = self.total
         meter.tests_done = meter.resumed
         return self.run_id
 
-    def _resume(self, suites: dict[str, SuiteFingerprint], note: Callable[[str], None], rerun: frozenset[str]) -> None:
+    def _resume(
+        self,
+        suites: dict[str, SuiteFingerprint],
+        note: Callable[[str], None],
+        rerun: frozenset[str],
+        targets: list[ResolvedTarget],
+    ) -> None:
         assert self.store is not None and self.record is not None
         run_id = self.record.id
         recorded = self.record.options.suites
@@ -133,17 +143,27 @@ class RunRecorder(RunEvents):
                     f"suite {name} changed since run {run_id} started: running it as it is now, reusing "
                     "stored results only of tests that did not change"
                 )
+        was = {t.name: t for t in self.record.options.resolved_targets}
+        changed = {t.name for t in targets if t.name in was and was[t.name] != t}
+        for name in sorted(changed):
+            target = next(t for t in targets if t.name == name)
+            note(
+                f"target {name} changed since run {run_id} started ({_described(was[name])}, now "
+                f"{_described(target)}): running its tests again"
+            )
         stored = self.store.stored_outcomes(run_id)
         places: dict[ResultKey, int] = {}
         unfinished: dict[ResultKey, tuple[Job, int]] = {}  # valid tests that run: their trials are kept
         for job in self.jobs:
-            was = recorded[suite_key(job.suite)].tests if suite_key(job.suite) in recorded else None
+            was_tests = recorded[suite_key(job.suite)].tests if suite_key(job.suite) in recorded else None
             tests_now = suites[suite_key(job.suite)].tests
             job.stored = {}
             for position, test in enumerate(job.suite.tests):
                 key, seq = self.key_of(job, position)
                 outcome = stored.get(key)
-                if was is not None and was.get(test.id) != tests_now[test.id]:
+                if (
+                    was_tests is not None and was_tests.get(test.id) != tests_now[test.id]
+                ) or job.target.name in changed:
                     continue
                 if outcome is None or outcome.not_started:
                     unfinished[key] = (job, position)
@@ -161,7 +181,10 @@ class RunRecorder(RunEvents):
             self._trialled.add((id(job), position))
         if dropped:
             note(f"dropped {dropped} stored result(s) of tests that are no longer in the suites or changed")
-        self.store.update_options(run_id, self.record.options.with_suites(suites))
+        options = (
+            self.record.options.model_copy(update={"resolved_targets": targets}) if changed else self.record.options
+        )
+        self.store.update_options(run_id, options.with_suites(suites))
         if self.meter.resumed or trials:
             reused = sum(map(len, trials.values()))
             note(
