@@ -134,6 +134,26 @@ def test_grade_rejudges_a_stored_run_with_other_graders(cli, fake_openai, tmp_pa
     assert code == 2 and f"{bad}:1: turns: not a grader setting" in err
 
 
+def test_grade_with_other_graders_judges_every_trial_of_a_stored_run(cli, fake_openai, tmp_path: Path) -> None:
+    """Each trial's conversation is a test of its own (the old code judged the first trial's only)."""
+    replies = iter(["reply A", "reply B", "reply C"])
+    fake_openai.reply = lambda body: next(replies)
+    suite = write(tmp_path / "s.eval.yaml", "execution:\n  trials: 3\ntests:\n  - id: chat\n    input: one\n")
+    assert cli("run", suite, "--target", "openai:m", "--concurrency", "1", "-o", tmp_path / "run.jsonl")[0] == 0
+    graders = write(tmp_path / "g.yaml", "turn_assertions:\n  - {type: contains, value: 'reply B'}\n")
+    code, out, err = cli("grade", tmp_path / "run.jsonl", "--graders", graders, "-o", tmp_path / "again.jsonl")
+    rows = [(r["test_id"], r["verdict"]) for r in read_jsonl(tmp_path / "again.jsonl")]
+    assert rows == [("chat@openai:m#0", "fail"), ("chat@openai:m#1", "pass"), ("chat@openai:m#2", "fail")]
+    assert code == 1, out + err
+    code, out, err = cli("import", "transcripts", tmp_path / "run.jsonl", "-o", tmp_path / "t.eval.yaml")
+    tests = load_suite(tmp_path / "t.eval.yaml").tests
+    assert [(t.id, t.transcript[-1].content) for t in tests] == [  # type: ignore[index]
+        ("chat@openai:m#0", "reply A"),
+        ("chat@openai:m#1", "reply B"),
+        ("chat@openai:m#2", "reply C"),
+    ]
+
+
 def test_transcript_tests_validate(cli, tmp_path: Path) -> None:
     bad = write(
         tmp_path / "t.eval.yaml",

@@ -4,9 +4,10 @@ Input, one JSON object a line:
 - OpenAI chat logs: `{"messages": [...], "id"?: ..., "metadata"?: {...}}` (tool calls in
   OpenAI's format, tool results as `tool` messages);
 - convoeval results (`results.jsonl`): `{"test_id", "target", "output": [...]}`; each becomes
-  one test named `<test_id>@<target>`, for re-judging a stored run with a new judge; its
-  (first trial's) `error` and `budget_hit` say how the conversation ended, and a result with
-  no reply (an error before it, a skipped test) is left out and named in a warning;
+  one test named `<test_id>@<target>` (one per trial, `<test_id>@<target>#<trial>`, for a result
+  of several), for re-judging a stored run with a new judge; its trial's `error` and
+  `budget_hit` say how the conversation ended, and a conversation with no reply (an error before
+  it, a skipped test) is left out and named in a warning;
 - other tools' logs, told apart by their content (`_log_formats`): Inspect eval logs (`.eval`,
   `.json`), promptfoo results files, AgentV transcript JSONL, Langfuse exports, OpenTelemetry GenAI spans;
 - a Claude Code session file or a Codex rollout file (or a folder of them): one test each
@@ -49,21 +50,14 @@ def import_transcripts(source: Path, log_format: str | None = None) -> Suite:
     tests: list[SuiteTest] = []
     seen: set[str] = set()
     left_out: list[str] = []
-    for line, record in _records(source):
-        output, chat = record.get("output"), record.get("messages")
-        messages: list[JsonValue]
-        ended: JsonObject = {}
-        if isinstance(output, list) and "test_id" in record:
-            messages = output
-            name = f"{record['test_id']}@{record.get('target', 'target')}"
-            ended = _first_trial(record)
-        elif isinstance(chat, list):
-            messages = chat
-            name = str(record.get("id") or f"conversation-{len(tests) + 1}")
-        else:
-            raise DatasetError(
-                f"{source}:{line}: expected `messages` (OpenAI chat format) or a convoeval result (`test_id`, `output`)"
-            )
+    conversations = [
+        (line, record, *conversation)
+        for line, record in _records(source)
+        for conversation in _conversations(source, line, record)
+    ]
+    for line, record, name, messages, ended in conversations:
+        if not name:
+            name = f"conversation-{len(tests) + 1}"
         transcript = [_message(m, source, line) for m in messages]
         roles = {m["role"] for m in transcript}
         if not {"user", "assistant"} <= roles:
@@ -119,11 +113,23 @@ def _records(source: Path) -> list[tuple[int, JsonObject]]:
     )
 
 
-def _first_trial(record: JsonObject) -> JsonObject:
-    """The trial whose conversation a result's `output` is (its first; the result itself when
-    it has no trials): its `error`, `budget_hit` and `execution_status`."""
-    trials = [t for t in as_list(record.get("trials")) if isinstance(t, dict)]
-    return trials[0] if trials else record
+def _conversations(source: Path, line: int, record: JsonObject) -> list[tuple[str, list[JsonValue], JsonObject]]:
+    """The conversations of one line as (name, messages, how it ended: `error`, `budget_hit`,
+    `execution_status`): a chat log's (named by its `id`, else "" for a number); a convoeval
+    result's, `<test_id>@<target>`, or each trial's, `<test_id>@<target>#<trial>`, when it has
+    several (its `output` is its first trial's)."""
+    output, chat = record.get("output"), record.get("messages")
+    if isinstance(output, list) and "test_id" in record:
+        name = f"{record['test_id']}@{record.get('target', 'target')}"
+        trials = [t for t in as_list(record.get("trials")) if isinstance(t, dict)]
+        if len(trials) > 1 and all(isinstance(t.get("output"), list) for t in trials):
+            return [(f"{name}#{t.get('trial', i)}", as_list(t["output"]), t) for i, t in enumerate(trials)]
+        return [(name, output, trials[0] if trials else record)]
+    if isinstance(chat, list):
+        return [(str(record.get("id") or ""), chat, {})]
+    raise DatasetError(
+        f"{source}:{line}: expected `messages` (OpenAI chat format) or a convoeval result (`test_id`, `output`)"
+    )
 
 
 def _suite(source: Path, tests: list[SuiteTest]) -> Suite:

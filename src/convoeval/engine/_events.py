@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
-from ..results import EvaluationResult
+from ..results import EvaluationResult, TrialResult
 from ..run import GradedTurn, Job
 from ._meter import RunMeter
 
@@ -39,6 +39,9 @@ class RunEvents:
 
     def turn(self, turn: GradedTurn) -> None:
         """A turn was graded."""
+
+    def trial(self, job: Job, position: int, trial: TrialResult) -> None:
+        """A trial of a test of several trials finished."""
 
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
         """A test finished against a target (`job.suite.tests[position]` on `job.target`);
@@ -86,6 +89,10 @@ class EventFanout(RunEvents):
     def turn(self, turn: GradedTurn) -> None:
         for events in self.events:
             events.turn(turn)
+
+    def trial(self, job: Job, position: int, trial: TrialResult) -> None:
+        for events in self.events:
+            events.trial(job, position, trial)
 
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
         for events in self.events:

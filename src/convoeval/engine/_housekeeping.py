@@ -58,7 +58,7 @@ def owner_states(conn: sqlite3.Connection, run_ids: Sequence[str]) -> dict[str, 
 
 
 def delete_runs(store: Path, run_ids: Sequence[str] = (), older_than: str | None = None) -> tuple[list[str], list[str]]:
-    """Delete runs (their results, turns and owner) by id and/or started before `older_than`
+    """Delete runs (their results, trials, turns and owner) by id and/or started before `older_than`
     ago, then VACUUM. Returns (deleted ids, ids kept because they are still running).
 
     Raises:
@@ -82,12 +82,18 @@ def delete_runs(store: Path, run_ids: Sequence[str] = (), older_than: str | None
         states = owner_states(conn, [r for r in chosen if known[r] == "running"])
         busy = [r for r in chosen if states.get(r, "gone") != "gone"]
         doomed = [r for r in chosen if r not in busy]
+        tables = [(t, "run_id") for t in ("trials", "turns", "results", "owners") if _has_table(conn, t)]
         with conn:
-            for table, column in (("turns", "run_id"), ("results", "run_id"), ("owners", "run_id"), ("runs", "id")):
+            for table, column in (*tables, ("runs", "id")):
                 conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(r,) for r in doomed])
         if doomed:
             conn.execute("VACUUM")
     return doomed, busy
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the store has the table (one written by an older version may lack `trials`)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
 class ModelCacheStats(TypedDict):

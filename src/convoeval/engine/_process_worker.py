@@ -117,6 +117,9 @@ class _Turns:
     def turn(self, turn: GradedTurn) -> None:
         self.turns.append((turn.number, turn.entry, turn.entry.model_copy(), turn.reply))
 
+    def trial(self, job: Job, position: int, trial: TrialResult) -> None:
+        """Trials are the driver's."""
+
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
         """Results are the driver's."""
 

@@ -4,7 +4,9 @@ place of every result, what a resumed run already has, saving results and turns,
 A run records a fingerprint of each suite and test (`fingerprints`). Resuming after a suite was
 edited runs the new suite: stored results are reused only for tests still there and unchanged
 (same suite, test id, target and test fingerprint); the others are dropped from the run, so
-verdicts, exit code and `report.results` see the current suite only.
+verdicts, exit code and `report.results` see the current suite only. A test of several trials
+that had no result yet (the run was killed, or `--max-cost` stopped some of its trials) keeps
+the trials it finished, under the same rule, and runs only the others.
 
 Without a store it only counts, and the results are kept in memory by the scheduler.
 """
@@ -15,12 +17,12 @@ import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 
-from ..results import EvaluationResult, VerdictStatus
+from ..results import EvaluationResult, TrialResult, VerdictStatus
 from ..run import GradedTurn, Job
 from ..spec import Suite
 from ._events import RunEvents
 from ._meter import RunMeter
-from ._options import RecordedOptions, SuiteFingerprint
+from ._options import RecordedOptions, ResolvedTarget, SuiteFingerprint
 from ._store import ResultKey, RunRecord, RunStore, StoredResults
 
 
@@ -54,6 +56,10 @@ def _fingerprints(jobs: list[Job]) -> dict[str, SuiteFingerprint]:
                 hash=_suite_hash(tests, job.suite.model_dump_json(exclude={"tests"})), tests=tests
             )
     return merged
+
+
+def _described(target: ResolvedTarget) -> str:
+    return f"{target.provider}:{target.model}" + (f" at {target.base_url}" if target.base_url else "")
 
 
 def _sha(text: str) -> str:
@@ -91,6 +97,8 @@ class RunRecorder(RunEvents):
         self.kept: dict[int, EvaluationResult] | None = {} if total <= KEPT_UP_TO else None
         #: The store keys of the tests whose turns are being graded, by (id(job), position).
         self._turn_keys: dict[tuple[int, int], ResultKey] = {}
+        #: The tests with trials in the store, by (id(job), position): their result replaces them.
+        self._trialled: set[tuple[int, int]] = set()
 
     @property
     def run_id(self) -> str | None:
@@ -113,13 +121,19 @@ class RunRecorder(RunEvents):
         if self.store is not None and self.record is None:
             self.record = self.store.new_run(options.with_suites(suites))
         elif self.store is not None and self.record is not None:
-            self._resume(suites, note, rerun)
+            self._resume(suites, note, rerun, options.resolved_targets)
         meter.run_id = self.run_id
         meter.tests_total = self.total
         meter.tests_done = meter.resumed
         return self.run_id
 
-    def _resume(self, suites: dict[str, SuiteFingerprint], note: Callable[[str], None], rerun: frozenset[str]) -> None:
+    def _resume(
+        self,
+        suites: dict[str, SuiteFingerprint],
+        note: Callable[[str], None],
+        rerun: frozenset[str],
+        targets: list[ResolvedTarget],
+    ) -> None:
         assert self.store is not None and self.record is not None
         run_id = self.record.id
         recorded = self.record.options.suites
@@ -129,27 +143,54 @@ class RunRecorder(RunEvents):
                     f"suite {name} changed since run {run_id} started: running it as it is now, reusing "
                     "stored results only of tests that did not change"
                 )
+        was = {t.name: t for t in self.record.options.resolved_targets}
+        changed = {t.name for t in targets if t.name in was and was[t.name] != t}
+        for name in sorted(changed):
+            target = next(t for t in targets if t.name == name)
+            note(
+                f"target {name} changed since run {run_id} started ({_described(was[name])}, now "
+                f"{_described(target)}): running its tests again"
+            )
         stored = self.store.stored_outcomes(run_id)
         places: dict[ResultKey, int] = {}
+        unfinished: dict[ResultKey, tuple[Job, int]] = {}  # valid tests that run: their trials are kept
         for job in self.jobs:
-            was = recorded[suite_key(job.suite)].tests if suite_key(job.suite) in recorded else None
+            was_tests = recorded[suite_key(job.suite)].tests if suite_key(job.suite) in recorded else None
             tests_now = suites[suite_key(job.suite)].tests
             job.stored = {}
             for position, test in enumerate(job.suite.tests):
                 key, seq = self.key_of(job, position)
                 outcome = stored.get(key)
-                if outcome is None or (was is not None and was.get(test.id) != tests_now[test.id]):
+                if (
+                    was_tests is not None and was_tests.get(test.id) != tests_now[test.id]
+                ) or job.target.name in changed:
+                    continue
+                if outcome is None or outcome.not_started:
+                    unfinished[key] = (job, position)
+                if outcome is None:
                     continue
                 places[key] = seq
                 if not outcome.not_started and outcome.status not in rerun:
                     job.stored[test.id] = outcome
             self.meter.resumed += len(job.stored)
-        dropped = self.store.keep_results(run_id, places)
+        trials = self.store.stored_trials(run_id, unfinished)
+        dropped = self.store.keep_results(run_id, places, trials)
+        for key, done in trials.items():
+            job, position = unfinished[key]
+            job.stored_trials[key.test_id] = done
+            self._trialled.add((id(job), position))
         if dropped:
             note(f"dropped {dropped} stored result(s) of tests that are no longer in the suites or changed")
-        self.store.update_options(run_id, self.record.options.with_suites(suites))
-        if self.meter.resumed:
-            note(f"resuming run {run_id}: {self.meter.resumed} of {self.total} result(s) already stored")
+        options = (
+            self.record.options.model_copy(update={"resolved_targets": targets}) if changed else self.record.options
+        )
+        self.store.update_options(run_id, options.with_suites(suites))
+        if self.meter.resumed or trials:
+            reused = sum(map(len, trials.values()))
+            note(
+                f"resuming run {run_id}: {self.meter.resumed} of {self.total} result(s) already stored"
+                + (f", and {reused} finished trial(s) of {len(trials)} unfinished test(s)" if trials else "")
+            )
 
     def stored_json(self) -> Iterator[str]:
         """The results a resumed run already has, as JSON texts (to write them to `-o` first)."""
@@ -169,12 +210,22 @@ class RunRecorder(RunEvents):
                 key = self._turn_keys[place] = self.key_of(turn.job, turn.position)[0]
             self.store.save_turn(self.record.id, key, turn.trial, turn.number, turn.entry, turn.reply.text)
 
+    def trial(self, job: Job, position: int, trial: TrialResult) -> None:
+        """Record a finished trial of a test of several, until the test's result replaces it."""
+        if self.store is not None and self.record is not None:
+            self._trialled.add((id(job), position))
+            self.store.save_trial(self.record.id, self.key_of(job, position)[0], trial.trial, trial.model_dump_json())
+
     async def save_result(self, job: Job, position: int, result: EvaluationResult, data: str) -> None:
-        """Commit a finished test's result (`data`: its JSON) and count it."""
+        """Commit a finished test's result (`data`: its JSON) and count it; its stored trials go
+        with it, unless the run's budget stopped some of them (a resumed run runs those)."""
         if self.store is not None and self.record is not None:
             self._turn_keys.pop((id(job), position), None)
             key, seq = self.key_of(job, position)
-            await self.store.save_result(self.record.id, key, seq, result, data)
+            drop = (id(job), position) in self._trialled and not result.verdict_status.not_started
+            if drop:
+                self._trialled.discard((id(job), position))
+            await self.store.save_result(self.record.id, key, seq, result, data, drop_trials=drop)
             if self.kept is not None:
                 self.kept[seq] = result
         self.meter.record_result(result.verdict)

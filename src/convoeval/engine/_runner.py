@@ -23,7 +23,7 @@ from .._result_files import (
 )
 from .._secrets import redact, reread_environment
 from ..errors import ConfigError, NothingToRerun
-from ..results import EvaluationResult, VerdictStatus
+from ..results import EvaluationResult, TrialResult, VerdictStatus
 from ..run import GradedTurn, Job, TrialRunner, run_jobs, run_suite_hooks
 from ..spec import Suite, Workspace, load_suites, stored_checks, suite_checks, with_default_system_prompt
 from ..spec._targets_file import find_targets_file
@@ -477,6 +477,9 @@ class _Listeners(RunEvents):
     def turn(self, turn: GradedTurn) -> None:
         self.recorder.turn(turn)
         self.events.turn(turn)
+
+    def trial(self, job: Job, position: int, trial: TrialResult) -> None:
+        self.recorder.trial(job, position, trial)
 
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
         if self.finished and (done := self.finished.pop(id(result), None)) is not None:

@@ -9,12 +9,14 @@ Schema (`runs.sqlite` under `.convoeval/`):
             UNIQUE(run_id, suite, test_id, target))
     turns(run_id, suite, test_id, target, trial, turn, verdict, score, finished, reply, data JSON,
           UNIQUE(run_id, suite, test_id, target, trial, turn))
+    trials(run_id, suite, test_id, target, trial, data JSON, UNIQUE(run_id, suite, test_id, target, trial))
 
 `suite` is the suite file's absolute path; `seq` the test's position in the run (results are
 exported in that order); `data` the EvaluationResult (or ScoreEntry) JSON, the same model as
 results.jsonl. A result is committed in its own transaction before the run reports it done, so
 a killed process loses no finished test, and the UNIQUE key makes a resumed run replace rather
-than duplicate. Options never hold secrets (the API records target specs, not keys).
+than duplicate. `trials` holds the finished trials (TrialResult JSON) of a test of several
+trials until its result is stored, so a resumed run runs only the trials it lacks. Options never hold secrets (the API records target specs, not keys).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pydantic import ValidationError
 
 from .._secrets import redact
 from ..errors import first_problem
-from ..results import EvaluationResult, ScoreEntry, VerdictStatus
+from ..results import EvaluationResult, ScoreEntry, TrialResult, VerdictStatus
 from ._options import RecordedOptions
 from ._owner import Owner
 from ._sqlite import SqliteWriter, StoreError, connect, store_error
@@ -96,8 +98,19 @@ CREATE TABLE IF NOT EXISTS turns (
     data     TEXT NOT NULL,
     UNIQUE (run_id, suite, test_id, target, trial, turn)
 );
+CREATE TABLE IF NOT EXISTS trials (
+    run_id   TEXT NOT NULL,
+    suite    TEXT NOT NULL,
+    test_id  TEXT NOT NULL,
+    target   TEXT NOT NULL,
+    trial    INTEGER NOT NULL,
+    data     TEXT NOT NULL,
+    UNIQUE (run_id, suite, test_id, target, trial)
+);
 """
 
+_KEY = "run_id = ? AND suite = ? AND test_id = ? AND target = ?"
+_INSERT_TRIAL = "INSERT OR REPLACE INTO trials (run_id, suite, test_id, target, trial, data) VALUES (?, ?, ?, ?, ?, ?)"
 _INSERT_TURN = (
     "INSERT OR REPLACE INTO turns (run_id, suite, test_id, target, trial, turn, verdict, score, finished, reply, data)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -262,18 +275,25 @@ class RunStore:
         ).result()
 
     # -- results -----------------------------------------------------------------------
-    def keep_results(self, run_id: str, places: dict[ResultKey, int]) -> int:
+    def keep_results(self, run_id: str, places: dict[ResultKey, int], trials: Iterable[ResultKey] = ()) -> int:
         """Keep only the results (and turns) whose key is in `places`, each moved to its place
-        (`seq`) there; returns how many stored results were dropped."""
+        (`seq`) there, and the stored trials of the keys in `trials`; returns how many stored
+        results were dropped."""
         stored = self.stored_outcomes(run_id)
         dropped = [k for k in stored if k not in places]
+        kept_trials = set(trials)
+        rows = self._reader.execute("SELECT DISTINCT suite, test_id, target FROM trials WHERE run_id = ?", (run_id,))
+        stale = [k for k in (ResultKey(*row) for row in rows) if k not in kept_trials]
         moved = [(seq, run_id, k.suite, k.test_id, k.target) for k, seq in places.items() if k in stored]
 
         def rewrite(conn: sqlite3.Connection) -> None:
             for key in dropped:
                 where = (run_id, key.suite, key.test_id, key.target)
-                conn.execute("DELETE FROM results WHERE run_id = ? AND suite = ? AND test_id = ? AND target = ?", where)
-                conn.execute("DELETE FROM turns WHERE run_id = ? AND suite = ? AND test_id = ? AND target = ?", where)
+                conn.execute(f"DELETE FROM results WHERE {_KEY}", where)
+                conn.execute(f"DELETE FROM turns WHERE {_KEY}", where)
+            conn.executemany(
+                f"DELETE FROM trials WHERE {_KEY}", [(run_id, k.suite, k.test_id, k.target) for k in stale]
+            )
             conn.executemany(
                 "UPDATE results SET seq = ? WHERE run_id = ? AND suite = ? AND test_id = ? AND target = ?", moved
             )
@@ -288,13 +308,35 @@ class RunStore:
         )
         return {ResultKey(s, t, g): VerdictStatus(v, e) for s, t, g, v, e in rows}
 
+    def stored_trials(self, run_id: str, keys: Iterable[ResultKey]) -> dict[ResultKey, dict[int, TrialResult]]:
+        """The stored trials of the tests of `keys`, by trial number."""
+        wanted, found = set(keys), dict[ResultKey, dict[int, TrialResult]]()
+        rows = self._reader.execute(
+            "SELECT suite, test_id, target, trial, data FROM trials WHERE run_id = ?", (run_id,)
+        )
+        for suite, test_id, target, trial, data in rows:
+            if (key := ResultKey(suite, test_id, target)) in wanted:
+                found.setdefault(key, {})[trial] = TrialResult.model_validate_json(data)
+        return found
+
+    def save_trial(self, run_id: str, key: ResultKey, trial: int, data: str) -> None:
+        """Record a finished trial (its JSON) of a test of several (in the background, as turns)."""
+        self._writer.add(_INSERT_TRIAL, (run_id, key.suite, key.test_id, key.target, trial, redact(data)))
+
     async def save_result(
-        self, run_id: str, key: ResultKey, seq: int, result: EvaluationResult, data: str | None = None
+        self,
+        run_id: str,
+        key: ResultKey,
+        seq: int,
+        result: EvaluationResult,
+        data: str | None = None,
+        drop_trials: bool = False,
     ) -> None:
         """Commit one result (its own transaction); replaces a stored one with the same key.
 
         Args:
             data: the result's JSON when the caller already has it.
+            drop_trials: delete the test's stored trials in the same transaction (the result holds them).
         """
         row = (
             run_id,
@@ -311,8 +353,9 @@ class RunStore:
             _now(),
             data if data is not None else result.model_dump_json(),
         )
-        await self._writer.write(
-            lambda conn: conn.execute(
+
+        def insert(conn: sqlite3.Connection) -> None:
+            conn.execute(
                 "INSERT INTO results (run_id, suite, test_id, target, seq, verdict, execution_status, score,"
                 " cost_usd, judge_cost_usd, tokens, finished, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (run_id, suite, test_id, target) DO UPDATE SET seq = excluded.seq,"
@@ -321,7 +364,10 @@ class RunStore:
                 " finished = excluded.finished, data = excluded.data",
                 row,
             )
-        )
+            if drop_trials:
+                conn.execute(f"DELETE FROM trials WHERE {_KEY}", row[:4])
+
+        await self._writer.write(insert)
 
     def save_turn(
         self, run_id: str, key: ResultKey, trial: int, turn: int, entry: ScoreEntry, reply: str | None

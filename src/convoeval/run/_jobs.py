@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from ..results import EvaluationResult, ScoreEntry, VerdictStatus
+from ..results import EvaluationResult, ScoreEntry, TrialResult, VerdictStatus
 from ..spec import Suite, Test
 from ..targets import ChatReply, Target
 from ._plan import TestPlan
@@ -23,6 +23,8 @@ class Job:
         threshold, trials: the run's overrides (see `plan_test`).
         stored: tests that already have a result (a resumed run): test id -> its verdict and
             status. They are not run again; their dependents see that outcome.
+        stored_trials: the finished trials of tests that have no result yet (a resumed run):
+            test id -> trial number -> trial. Only the test's other trials run.
         spent_usd: the target's cost of the tests finished so far (the suite's `budget_usd`).
     """
 
@@ -31,6 +33,7 @@ class Job:
     threshold: float | None = None
     trials: int | Literal["auto"] | None = None
     stored: dict[str, VerdictStatus] = field(default_factory=dict)
+    stored_trials: dict[str, dict[int, TrialResult]] = field(default_factory=dict)
     spent_usd: float = 0.0
 
     def plan(self, test: Test) -> TestPlan:
@@ -79,6 +82,9 @@ class JobEvents(Protocol):
 
     def turn(self, turn: GradedTurn) -> None:
         """A turn was graded."""
+
+    def trial(self, job: Job, position: int, trial: TrialResult) -> None:
+        """A trial of a test of several trials finished (a resumed run reuses it)."""
 
     async def result(self, job: Job, position: int, result: EvaluationResult) -> None:
         """A test finished (all its trials); raising stops the run."""

@@ -219,10 +219,15 @@ class _Runner:
                 return _not_run(plan, job.target, VerdictStatus("skip", "skipped"), reason)
             return _not_run(plan, job.target, VerdictStatus("fail", "quality_failure"), reason, score=0.0)
 
-        starts: bool | None = None  # the suite's budget_usd, read by the test's first trial to get a slot
+        stored = job.stored_trials.pop(plan.test.id, {})  # a resumed run: the trials it finished
+        # the suite's budget_usd, read by the test's first trial to get a slot (a test resumed has started)
+        starts: bool | None = True if stored else None
+        told = self.events is not None and (plan.trials.adaptive or plan.trials.count > 1)
 
         async def one(trial: int) -> TrialResult | None:
             nonlocal starts
+            if trial in stored:
+                return stored[trial]
             async with self.slots:
                 if self.may_start is not None and not self.may_start():
                     return None
@@ -247,6 +252,9 @@ class _Runner:
                     ),
                 )
             job.spent_usd += outcome.cost_usd
+            if told:
+                assert self.events is not None
+                self.events.trial(job, position, outcome)
             return outcome
 
         limit = plan.trials.cost_limit_usd
