@@ -609,6 +609,8 @@ def test_agentv_only_fields_custom_assertions_and_labels(tmp_path: Path, caplog:
         """\
 defaults:
   system: &sys Be brief.
+env:
+  OPENAI_API_KEY: "{{ env.SECRET_KEY }}"
 evaluator: llm_grader
 preprocessors: [{type: xlsx, command: [bun, x.ts]}]
 tests:
@@ -625,6 +627,8 @@ tests:
     with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
         loaded = load_suite(suite)
     assert "defaults: ignored, as AgentV ignores it" in caplog.text
+    assert "env: ignored, as AgentV ignores it" in caplog.text and "SECRET_KEY" not in caplog.text
+    assert "env" not in loaded.metadata
     assert loaded.metadata["evaluator"] == "llm_grader" and "preprocessors" in loaded.metadata
     custom, contains, trajectory = loaded.tests[0].assertions
     assert custom.type == "code-grader" and custom.name == "word-count"
