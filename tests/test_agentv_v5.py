@@ -281,7 +281,8 @@ def test_v5_suite_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ("execution:\n  fail_on_error: true\n", 2, "execution.fail_on_error", "fail_on_error: true"),
         ("environment:\n  type: docker\n", 2, "environment.type", "`type: docker`"),
-        ("providers:\n  - id: openai:gpt-4o\n", 1, "providers", "providers declared inline"),
+        ("providers:\n  - id: openai:gpt-4o\n", 1, "providers", "in an AgentV project only: a `.agentv/` folder"),
+        ("providers: {id: x}\n", 1, "providers", "providers declared inline; define them in the targets file"),
         ("default_test:\n  options: {transform: x.ts}\n", 2, "default_test.options.transform", "into text"),
     ],
 )
