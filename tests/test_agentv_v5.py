@@ -353,6 +353,18 @@ def test_targets_file_id_names_a_target(tmp_path: Path) -> None:
     assert {"default", "llm", "grader"} <= set(configs)
 
 
+def test_targets_file_loads_with_its_codex_variables_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the variables its `codex` entry names set (as AgentV's .env sets them), AgentV's own
+    targets file loads: that entry's `stream_log` is ignored and `model_reasoning_effort` reaches
+    codex as AgentV passes it (codex-cli.ts); it refused the whole file, so every run."""
+    for name, value in {"CODEX_EXECUTABLE": "codex", "CODEX_MODEL": "gpt-5", "CODEX_REASONING_EFFORT": "high"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CODEX_WORKSPACE_DIR", "/tmp")
+    monkeypatch.setenv("CODEX_LOG_DIR", "/tmp")
+    codex = create_target(load_targets_file(AGENTV / V5 / ".agentv" / "targets.yaml")["codex"])
+    assert codex.args == ["--config", "model_reasoning_effort=high"]  # type: ignore[attr-defined]
+
+
 MAIN = AGENTV / "main-58f316c"
 
 
