@@ -281,7 +281,8 @@ def test_v5_suite_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ("execution:\n  fail_on_error: true\n", 2, "execution.fail_on_error", "fail_on_error: true"),
         ("environment:\n  type: docker\n", 2, "environment.type", "`type: docker`"),
-        ("providers:\n  - id: openai:gpt-4o\n", 1, "providers", "providers declared inline"),
+        ("providers:\n  - id: openai:gpt-4o\n", 1, "providers", "in an AgentV project only: a `.agentv/` folder"),
+        ("providers: {id: x}\n", 1, "providers", "providers declared inline; define them in the targets file"),
         ("default_test:\n  options: {transform: x.ts}\n", 2, "default_test.options.transform", "into text"),
     ],
 )
@@ -350,6 +351,18 @@ def test_targets_file_id_names_a_target(tmp_path: Path) -> None:
     """AgentV v5.1+ targets files name a target with `id` (its own .agentv/targets.yaml)."""
     configs = load_targets_file(AGENTV / V5 / ".agentv" / "targets.yaml")
     assert {"default", "llm", "grader"} <= set(configs)
+
+
+def test_targets_file_loads_with_its_codex_variables_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the variables its `codex` entry names set (as AgentV's .env sets them), AgentV's own
+    targets file loads: that entry's `stream_log` is ignored and `model_reasoning_effort` reaches
+    codex as AgentV passes it (codex-cli.ts); it refused the whole file, so every run."""
+    for name, value in {"CODEX_EXECUTABLE": "codex", "CODEX_MODEL": "gpt-5", "CODEX_REASONING_EFFORT": "high"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("CODEX_WORKSPACE_DIR", "/tmp")
+    monkeypatch.setenv("CODEX_LOG_DIR", "/tmp")
+    codex = create_target(load_targets_file(AGENTV / V5 / ".agentv" / "targets.yaml")["codex"])
+    assert codex.args == ["--config", "model_reasoning_effort=high"]  # type: ignore[attr-defined]
 
 
 MAIN = AGENTV / "main-58f316c"

@@ -401,13 +401,13 @@ tests:
     write(tmp_path / "cases" / "more.jsonl", '{"id": "d", "input": "four"}\n')
     write(suite, "tests:\n  - id: a\n    input: one\n  - file://cases/more.yaml\n  - file://cases/more.jsonl\n")
     assert [t.id for t in load_suite(suite).tests] == ["a", "b", "c", "d"]
-    write(suite, "tests:\n  - cases/more.yaml\n  - file://cases/gone.yaml\n")
+    write(suite, "tests:\n  - cases/more.yaml\n  - file://cases/gone.yaml\n  - a plain string\n")
     with pytest.raises(SpecError) as info:
         load_suite(suite)
     assert [str(p) for p in info.value.problems] == [
-        f"{suite}:1: tests: must contain at least one test",
-        f"{suite}:2: tests[0]: a test is a mapping; to include a file of tests write `file://PATH`",
         f"{suite}:3: tests[1]: tests file not found: cases/gone.yaml (paths are relative to the eval file's folder)",
+        f"{suite}:4: tests[2]: tests file not found: a plain string (paths are relative to the eval file's folder)"
+        " (a test is a mapping; a string names a file of tests)",
     ]
 
 
@@ -609,6 +609,8 @@ def test_agentv_only_fields_custom_assertions_and_labels(tmp_path: Path, caplog:
         """\
 defaults:
   system: &sys Be brief.
+env:
+  OPENAI_API_KEY: "{{ env.SECRET_KEY }}"
 evaluator: llm_grader
 preprocessors: [{type: xlsx, command: [bun, x.ts]}]
 tests:
@@ -625,6 +627,8 @@ tests:
     with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
         loaded = load_suite(suite)
     assert "defaults: ignored, as AgentV ignores it" in caplog.text
+    assert "env: ignored, as AgentV ignores it" in caplog.text and "SECRET_KEY" not in caplog.text
+    assert "env" not in loaded.metadata
     assert loaded.metadata["evaluator"] == "llm_grader" and "preprocessors" in loaded.metadata
     custom, contains, trajectory = loaded.tests[0].assertions
     assert custom.type == "code-grader" and custom.name == "word-count"

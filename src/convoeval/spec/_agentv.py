@@ -198,6 +198,9 @@ class AgentvNormalizer:
         providers = data.get("providers")
         if self.agentv and isinstance(providers, list) and any(isinstance(p, dict) for p in providers):
             data["providers"] = self.inline_providers(providers)  # before `{{ env.NAME }}` is filled
+        if self.agentv and "env" in data:  # AgentV (v5.3, main) knows the key and reads nothing of it
+            self.warn(("env",), "ignored, as AgentV ignores it (a setup's variables go in `environment.env`)")
+            del data["env"]  # never filled in nor kept: it names secrets
         data = substitute_env(data, (), self.lines, self.problems, warnings=self.warnings)
         chosen = self.main_defaults(data)
         _move_metadata(data, SUITE_METADATA)

@@ -82,7 +82,13 @@ def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
     if "providers" in data:
         providers = data.pop("providers")
         names = [providers] if isinstance(providers, str) else providers
-        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        if isinstance(names, list) and any(isinstance(n, dict) for n in names) and not normalizer.agentv:
+            normalizer.add(
+                ("providers",),
+                "providers declared inline are read in an AgentV project only: a `.agentv/` folder in this "
+                "file's folder or one above it (up to the repository root); or define them in a targets file",
+            )
+        elif not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
             normalizer.add(
                 ("providers",),
                 "this AgentV form is not supported: providers declared inline; define them in the targets file "

@@ -159,7 +159,8 @@ def _catalog_entry(entry: dict, where: DataPath, lines: LineMap) -> dict:
 def _v5_fields(entry: dict, where: DataPath, lines: LineMap, problems: list[Problem]) -> dict:
     """AgentV v5's target fields (its `providers/targets.ts`, v5.3.1) in convoeval's names:
     `max_output_tokens` is `max_tokens`; `api_format: chat` is what convoeval's openai target
-    speaks and `batch_requests: false` is the default (both dropped). `api_format: responses`
+    speaks and `batch_requests: false` is the default (both dropped); a codex target's
+    `model_reasoning_effort` (or `reasoning_effort`) is `--config model_reasoning_effort=...`. `api_format: responses`
     (OpenAI's Responses API) and `batch_requests: true` (one provider call for every test) make
     the target unusable (an error when a run uses it): they change what the target is sent.
     A `config:` block holds more fields, the entry's own winning, and `runtime: host` (or
@@ -186,6 +187,12 @@ def _v5_fields(entry: dict, where: DataPath, lines: LineMap, problems: list[Prob
     if "max_output_tokens" in entry and "max_tokens" not in entry:
         entry["max_tokens"] = entry.pop("max_output_tokens")
         lines.add((*where, "max_tokens"), *lines.locate((*where, "max_output_tokens")))
+    effort = next((k for k in ("reasoning_effort", "model_reasoning_effort") if k in entry), None)
+    if entry.get("provider") == "codex" and effort and isinstance(entry.get("args", []), list):
+        # AgentV's codex option, passed as it passes it (codex-cli.ts: `--config model_reasoning_effort=...`)
+        entry["args"] = [*entry.get("args", []), "--config", f"model_reasoning_effort={entry.pop(effort)}"]
+        entry.pop("model_reasoning_effort", None)
+        lines.add((*where, "args"), *lines.locate((*where, effort)))
     refused = {
         "api_format": (
             "chat",

@@ -4,10 +4,11 @@ across tests need (ids, `depends_on`, own targets) and no raw data or lines."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._paths import confined_file
+from .._paths import confined_file, confined_folder
 from ..errors import suggest
 from ._agentv import AgentvNormalizer, agentv_key
 from ._agentv_env import substitute_env
@@ -16,6 +17,9 @@ from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
 from ._models import SIMULATED_USER_KEYS, Test
 from ._yaml import CaseFolder, ItemsFile
+
+#: A path AgentV reads as a glob (fast-glob's magic characters its `isGlobPattern` looks for).
+_GLOB = re.compile(r"[*?\[]")
 
 
 @dataclass
@@ -87,19 +91,65 @@ class SuiteTests:
             self.check(variant, ("tests", i), own)
 
     def include(self, item: str, path: DataPath, lines: LineMap) -> None:
-        """`file://cases.yaml` in a tests list: the tests of that file, in its place."""
-        if not item.startswith("file://"):
-            self._add(lines, path, "a test is a mapping; to include a file of tests write `file://PATH`")
-            return
+        """`file://cases.yaml` in a tests list: the tests of that file, in its place. As AgentV
+        (`expandInlineTestEntries`): the path may be a glob (`cases/*.cases.yaml`, the matches in
+        order), or given without `file://` (then it may also be a folder of cases)."""
         ref = item.removeprefix("file://").strip()
+        bare = not item.startswith("file://")
+        refs = self._glob(ref, lines, path, bare=bare) if _GLOB.search(ref) else [ref]
+        for one in refs:
+            if bare and (self.base_dir / one).is_dir():
+                self._folder(one, path, lines)
+            else:
+                self._include_file(one, path, lines, hint=bare)
+
+    def _glob(self, pattern: str, lines: LineMap, path: DataPath, *, bare: bool) -> list[str]:
+        """The files a glob names, relative to the eval file's folder, in order (searched only
+        under its fixed leading folder, which must lie inside). None found is a warning, as
+        AgentV's `resolveFileReference`; for a path without `file://`, a problem."""
+        parts = Path(pattern).parts
+        fixed = next(i for i, part in enumerate(parts) if _GLOB.search(part))
+        try:
+            folder = confined_folder(str(Path(*parts[:fixed])) if fixed else ".", self.base_dir, "the glob's folder")
+            found = sorted(str(p) for p in folder.glob(str(Path(*parts[fixed:]))) if p.is_file())
+        except (NotImplementedError, ValueError) as exc:  # outside, or an absolute pattern
+            self._add(lines, path, f"{pattern}: {exc}")
+            return []
+        if not found and bare:
+            self._add(
+                lines, path, f"tests file not found: {pattern} (a test is a mapping; a string names a file of tests)"
+            )
+        elif not found:
+            place = lines.problem(path, field_path(path), "")
+            self.normalizer.warnings.append(
+                f"warning: {place.file}:{place.line}: {place.field}: {pattern} matches no file"
+            )
+        return found
+
+    def _folder(self, ref: str, path: DataPath, lines: LineMap) -> None:
+        """A folder of cases (AgentV's `loadCasesFromDirectory`: a subfolder's `case.yaml` is a test)."""
+        try:
+            folder = confined_folder(ref, self.base_dir, "tests folder")
+        except ValueError as exc:
+            self._add(lines, path, str(exc))
+            return
+        before = self.count
+        self.read(CaseFolder(folder, agentv_key, lines.parent), includes=False)
+        if self.count == before:
+            self._add(lines, path, f"{ref} is a folder without cases (subfolders with a case.yaml)")
+
+    def _include_file(self, ref: str, path: DataPath, lines: LineMap, *, hint: bool) -> None:
         try:
             file = confined_file(ref, self.base_dir)
         except ValueError as exc:  # outside the suite's folder and repository, a link loop, missing
             missing = str(exc).endswith("no such file")
+            why = " (a test is a mapping; a string names a file of tests)" if hint else ""
             self._add(
                 lines,
                 path,
-                f"tests file not found: {ref} (paths are relative to the eval file's folder)" if missing else str(exc),
+                f"tests file not found: {ref} (paths are relative to the eval file's folder){why}"
+                if missing
+                else str(exc),
             )
             return
         if file.suffix not in (".jsonl", ".yaml", ".yml", ".csv"):
@@ -109,7 +159,14 @@ class SuiteTests:
 
     def external(self, ref: str, lines: LineMap) -> None:
         """`tests: cases.jsonl` (or `.yaml`): the tests of that file; `tests: ./cases/` (AgentV
-        v4.42): one test per subfolder's `case.yaml`."""
+        v4.42): one test per subfolder's `case.yaml`; a glob: the files it matches, in order."""
+        refs = [ref]
+        if _GLOB.search(ref):
+            refs = self._glob(ref.removeprefix("file://").strip(), lines, ("tests",), bare=True)
+        for one in refs:
+            self._external_file(one, lines)
+
+    def _external_file(self, ref: str, lines: LineMap) -> None:
         try:
             file = confined_file(ref, self.base_dir)
         except ValueError as exc:

@@ -73,6 +73,7 @@ class ProviderSettings(Model):
     workers: PositiveInt | None = Field(None, description="AgentV: parallel calls (use `concurrency`).")
     log_format: str | None = Field(None, description="AgentV: agent log format (ignored).")
     log_dir: str | None = Field(None, description="AgentV: agent log folder (ignored).")
+    stream_log: bool | str | None = Field(None, description="AgentV: an agent's stream log, raw or summary (ignored).")
 
 
 class HttpSettings(ProviderSettings):
