@@ -28,6 +28,7 @@ async def mock_extractor(messages: list[dict]) -> str:
 def test_agentv_example_scores_as_documented(tmp_path: Path) -> None:
     copy = tmp_path / "document-extraction"
     shutil.copytree(EXAMPLE, copy)
+    (tmp_path / ".git").mkdir()  # in a repository, as in AgentV's: its attachments lie in ../fixtures
     suite = copy / "evals" / "field-accuracy.eval.yaml"
     report = convoeval.run(suite, target=mock_extractor, judge="scripted", cache=False, store=False)
     scores = {
