@@ -5,7 +5,7 @@ Every EvaluationResult is one test run against one target (all its trials).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from math import comb
 from typing import Any, ClassVar, Literal, NamedTuple
 
@@ -394,3 +394,20 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def pass_hat_k(n: int, c: int, k: int) -> float:
     """tau-bench's pass^k: probability that all of k trials drawn from n (c passing) pass."""
     return comb(c, k) / comb(n, k)
+
+
+def meets(score: float, threshold: float) -> bool:
+    """Whether `score` reaches `threshold`, both taken at the 6 decimals a result holds: a turn,
+    its trial and its test decide alike (a turn failing at 2/3 < 0.6666668 gave a test passing
+    at the 0.666667 its turn held)."""
+    return round(score, 6) >= round(threshold, 6)
+
+
+def decided_despite(low: float, high: float, passes: Callable[[float], bool]) -> bool | None:
+    """Whether a score `passes` whatever the part that could not decide (failed checks, trials
+    or judge repeats) would have scored: `low` is the score had it all scored 0, `high` had it
+    all scored 1; None when it could go either way. The one rule of turns, trials, judge repeats
+    and rubric criteria (judge panels enumerate their answers instead: `judging.settled`)."""
+    if passes(low):
+        return True
+    return None if passes(high) else False

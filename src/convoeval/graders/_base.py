@@ -22,7 +22,7 @@ from .._base_model import Model
 from .._templates import unfilled
 from ..errors import GraderError
 from ..judging import GradingLevel, JudgePanel, JudgeSession, PanelRule, Persona, Policy
-from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, StopReason, Usage
+from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, StopReason, Usage, decided_despite
 from ..targets import ChatReply, Target
 from ._panel import evaluate_by_panel
 
@@ -402,7 +402,7 @@ def _undecided_by_repeats(grade: Grade, negated: bool, mark: float) -> str | Non
     low, high = raw * (1 - u), raw * (1 - u) + u
     if negated:
         low, high = 1 - high, 1 - low
-    if (low >= mark) == (high >= mark):
+    if decided_despite(low, high, lambda s: s >= mark) is not None:
         return None
     return (
         f"{u:.0%} of the judge repeats failed and could change the verdict: the mean of all would be "

@@ -20,6 +20,7 @@ Example (YAML):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ from ..judging import (
     rubric_schema,
     values_by_key,
 )
-from ..results import AssertionOutcome
+from ..results import AssertionOutcome, decided_despite
 from ._base import Assertion, Grade, GradeContext, JudgedAssertion, assertion_type
 
 T = TypeVar("T")
@@ -390,7 +391,8 @@ def _graded(
         passed = _passes(row, value, mark)
         if errors and row.gates_grader:  # the repeats that failed, all no or all yes
             share = len(errors) / (len(runs) + len(errors))
-            if _passes(row, value * (1 - share), mark) != _passes(row, value * (1 - share) + share, mark):
+            low = value * (1 - share)
+            if decided_despite(low, low + share, functools.partial(_passes, row, mark=mark)) is None:
                 raise session.error(f"{len(errors)} judge repeat(s) failed and could change criterion {row.id!r}")
         if row.gates_grader and not passed:
             failed_required.append(row.id)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from .._text import shorten
-from ..results import EvaluationResult, ScoreEntry
-from ..run import meets
+from ..results import EvaluationResult, ScoreEntry, meets
 from ._overview import fmt_score
 
 

@@ -2,7 +2,7 @@
 dependencies."""
 
 from ._conversation import Conversation, TrialContext, play, run_trial, turn_source
-from ._grading import TurnRecord, aggregate, combine, conversation_context, meets, simulator_context, turn_context
+from ._grading import TurnRecord, aggregate, combine, conversation_context, simulator_context, turn_context
 from ._jobs import GradedTurn, Job, JobEvents
 from ._plan import TestPlan, TurnPlan
 from ._planner import plan_test
@@ -46,7 +46,6 @@ __all__ = [
     "aggregate",
     "choose_steps",
     "combine",
-    "meets",
     "combine_trials",
     "conversation_context",
     "dependency_order",

@@ -21,6 +21,8 @@ from ..results import (
     TrialResult,
     Usage,
     Verdict,
+    decided_despite,
+    meets,
 )
 from ..spec import agentv_transcript
 from ..targets import ChatReply, capabilities
@@ -268,25 +270,10 @@ def _combined(
     total = sum((s.score or 0.0) * w for s, w in zip(decided, weights, strict=True))
     score = total / sum(weights)
     whole = sum(weights) + unknown_weight
-    passed = decided_despite(total / whole, (total + unknown_weight) / whole, threshold)
+    passed = decided_despite(total / whole, (total + unknown_weight) / whole, lambda s: meets(s, threshold))
     if passed is None:
         return None, "error", None
     return round(score, 6), "pass" if passed else "fail", None
-
-
-def decided_despite(low: float, high: float, threshold: float) -> bool | None:
-    """Pass or fail whatever what could not decide would have scored (the score `low` had it
-    all scored 0, `high` had it scored 1); None when it could have gone either way."""
-    if meets(low, threshold):
-        return True
-    return None if meets(high, threshold) else False
-
-
-def meets(score: float, threshold: float) -> bool:
-    """Whether `score` reaches `threshold`, both taken at the 6 decimals a result holds: a turn,
-    its trial and its test decide alike (a turn failing at 2/3 < 0.6666668 gave a test passing
-    at the 0.666667 its turn held)."""
-    return round(score, 6) >= round(threshold, 6)
 
 
 def undecided_required(scores: list[GraderScore]) -> list[str]:
@@ -351,7 +338,8 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
     else:
         unknown = [e for e in counted if e.verdict == "error" and e.type != "scenario"]
         low = aggregate(values + [0.0] * len(unknown), plan.aggregation)
-        passed = decided_despite(low, aggregate(values + [1.0] * len(unknown), plan.aggregation), plan.threshold)
+        high = aggregate(values + [1.0] * len(unknown), plan.aggregation)
+        passed = decided_despite(low, high, lambda s: meets(s, plan.threshold))
         if passed is None:
             score, verdict, status = None, "error", "undecided"
             why = next((g.error for e in unknown for g in e.graders if g.error), None)

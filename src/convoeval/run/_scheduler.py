@@ -27,6 +27,8 @@ from ..results import (
     Usage,
     Verdict,
     VerdictStatus,
+    decided_despite,
+    meets,
     pass_at_k,
     pass_hat_k,
 )
@@ -34,7 +36,6 @@ from ..spec import DEFAULT_THRESHOLD, Test
 from ..targets import Target
 from ._adaptive import adaptive_trials, apply_decision
 from ._conversation import TrialContext, run_trial
-from ._grading import decided_despite
 from ._jobs import Job, JobEvents
 from ._plan import TestPlan
 
@@ -434,7 +435,7 @@ def _passed(plan: TestPlan, trials: list[TrialResult], scores: list[float], unkn
     if not unknown and all(t.verdict == "fail" for t in trials):  # a failed required check at threshold 0
         return False
     count, total = len(scores) + unknown, sum(scores)
-    return decided_despite(total / count, (total + unknown) / count, plan.threshold)
+    return decided_despite(total / count, (total + unknown) / count, lambda s: meets(s, plan.threshold))
 
 
 def _pass_rate(trials: list[TrialResult]) -> PassRate | None:
