@@ -39,6 +39,7 @@ from ..results import EvaluationResult
 from ..spec import Suite, load_suites
 from ..spec._targets_file import TARGETS_FILE, find_targets_file
 from ..targets import TargetConfig
+from ._fastchat import FastChatPairwise
 from ._judge import ArenaTest, PairJudgment, TestKey, judge_arena
 from ._report import ArenaReport
 
@@ -65,6 +66,10 @@ class ArenaOptions(SharedOptions):
             `results`, `targets.yaml` in the working directory when there is one).
         prompt: a custom pairwise prompt: a file path or Jinja2 text with `conversation_a`,
             `conversation_b`, `criteria`, `policy`, `test_id` and `backend`.
+        judge_prompts: FastChat's judge_prompts.jsonl: judge MT-Bench's way instead, each turn
+            with its pairwise prompts (`pair-v2`...), a battle per test, pair and turn.
+        references: FastChat's reference answers (`reference_answer/gpt-4.jsonl`), for
+            `judge_prompts` on stored results (a suite's `mt-bench-judge` checks hold them).
         k: Elo K-factor (32 as TD-Eval, 4 as Chatbot Arena).
         bootstrap, seed, confidence: Bradley-Terry bootstrap intervals (0 rounds = none).
         concurrency: pairwise judge calls at once.
@@ -83,6 +88,8 @@ class ArenaOptions(SharedOptions):
     judge: SkipValidation[TargetLike | list[TargetLike] | None] = None
     panel_rule: Literal["mean", "majority", "min"] | None = None
     prompt: str | Path | None = None
+    judge_prompts: Path | None = None
+    references: Path | None = None
     k: float = 32.0
     bootstrap: int = 1000
     seed: int = 0
@@ -170,11 +177,12 @@ async def aarena(
         if on_note:
             on_note(text)
 
+    template = _pairwise_prompt(opts)
+    fastchat = FastChatPairwise.load(opts.judge_prompts, opts.references) if opts.judge_prompts else None
     suites, names, collected = _inputs(opts)
     candidates = (
         [f for s in suites if (f := find_targets_file(s.base_dir))] if opts.paths is not None else [Path(TARGETS_FILE)]
     )
-    template = _pairwise_prompt(opts)
     pool = TargetPool(named_targets(candidates, opts.targets_file))
     try:
         judge_option = list(opts.judge) if isinstance(opts.judge, (list, tuple)) else opts.judge
@@ -193,6 +201,7 @@ async def aarena(
                 targets=names,
                 tests=_tests_of(suites),
                 prompt=template,
+                fastchat=fastchat,
                 k=opts.k,
                 bootstrap=opts.bootstrap,
                 seed=opts.seed,
@@ -222,9 +231,13 @@ def _note_judge(choice: JudgeChoice, names: list[str] | None, note: Callable[[st
 
 
 def _pairwise_prompt(opts: ArenaOptions) -> str | None:
-    """The custom pairwise prompt's template, or None for the built-in one."""
+    """The custom pairwise prompt's template, or None for the built-in one (or FastChat's)."""
+    if opts.references is not None and opts.judge_prompts is None:
+        raise ConfigError("references are FastChat's, for its pairwise prompts: give judge_prompts too")
     if opts.prompt is None:
         return None
+    if opts.judge_prompts is not None:
+        raise ConfigError("give one pairwise prompt: a custom prompt or FastChat's judge prompts, not both")
     try:
         return load_pairwise_prompt(opts.prompt)
     except ValueError as exc:
@@ -298,9 +311,12 @@ def _tests_of(suites: list[Suite]) -> dict[TestKey, ArenaTest]:
                 for i, turn in enumerate(test.turns or [], start=1)
                 if turn.backend_result is not None
             }
+            checks = [a for turn in test.turns or [] for a in turn.assertions]
+            references = next((r for a in checks if (r := getattr(a, "references", None))), ())
             tests[(suite.display_name, test.id)] = ArenaTest(
                 criteria=test.criteria,
                 policy=test.policy or suite.policy,
                 backend=backend or None,
+                references=tuple(references),  # an `mt-bench-judge`'s: FastChat's pairwise prompts need them
             )
     return tests

@@ -26,11 +26,12 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..judging import JudgeError, PairwiseWinner, judge_pair
+from ..judging import JudgeError, PairwiseWinner, judge_pair, judge_pair_as_written
 from ..rank import Battle, Winner, leaderboard_from_battles
 from ..results import EvaluationResult, Usage
 from ..spec import Policy
 from ..targets import Target
+from ._fastchat import FastChatPairwise
 from ._report import ArenaReport, summarise_target
 
 TestKey = tuple[str | None, str]
@@ -64,6 +65,7 @@ class ArenaTest:
     criteria: str | None = None
     policy: Policy | None = None
     backend: Mapping[int, object] | None = None
+    references: tuple[str, ...] = ()
 
 
 @dataclass
@@ -80,6 +82,8 @@ class PairJudgment:
         usage, cost_usd: the judge calls of both orders.
         panel: with a judge panel, each judge's answer in each order (`a_first`, `b_first`)
             and the `rule` that combined them.
+        turn, question: with FastChat's pairwise prompts, the turn judged (1 or 2) and
+            FastChat's `question_id` (from the results' metadata).
     """
 
     suite: str | None
@@ -94,6 +98,8 @@ class PairJudgment:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     panel: dict[str, object] | None = None
+    turn: int | None = None
+    question: object = None
 
     @property
     def ok(self) -> bool:
@@ -124,17 +130,23 @@ class PairJudgment:
     def question_id(self) -> str:
         return f"{self.suite}/{self.test_id}" if self.suite else self.test_id
 
+    @property
+    def label(self) -> str:
+        """The test (and turn) judged, as messages name it."""
+        return self.question_id if self.turn is None else f"{self.question_id} turn {self.turn}"
+
     def to_record(self, judge: str | None = None) -> dict[str, object]:
         """The battle in Chatbot Arena's JSONL format, with what the judge said in each order.
 
         `{model_a, model_b, winner: model_a|model_b|tie, question_id, test_id, suite, judge,
-        judgments: {a_first, b_first}, consistent, reasoning: {a_first, b_first}}`.
+        judgments: {a_first, b_first}, consistent, reasoning: {a_first, b_first}}`; with
+        FastChat's prompts, FastChat's `question_id` and the `turn` (as MT-Bench's judgments).
         """
         record: dict[str, object] = {
             "model_a": self.model_a,
             "model_b": self.model_b,
             "winner": self.winner,
-            "question_id": self.question_id,
+            "question_id": self.question_id if self.question is None else self.question,
             "test_id": self.test_id,
             "suite": self.suite,
             "judge": judge,
@@ -144,6 +156,8 @@ class PairJudgment:
         }
         if self.panel:
             record["panel"] = self.panel
+        if self.turn is not None:
+            record["turn"] = self.turn
         return record
 
 
@@ -179,7 +193,10 @@ def group_results(
     return order, by_test
 
 
-_Pair = tuple[PairJudgment, EvaluationResult, EvaluationResult, ArenaTest]
+#: A pair to judge: its judgment, the two results, what the judge is shown, and with FastChat's
+#: prompts the messages of each order.
+Asked = list[dict[str, str]]
+_Pair = tuple[PairJudgment, EvaluationResult, EvaluationResult, ArenaTest, tuple[Asked, Asked] | None]
 
 
 def _contestants(
@@ -194,10 +211,14 @@ def _contestants(
 
 
 def _pairs(
-    by_test: Mapping[TestKey, Mapping[str, EvaluationResult]], order: list[str], tests: Mapping[TestKey, ArenaTest]
+    by_test: Mapping[TestKey, Mapping[str, EvaluationResult]],
+    order: list[str],
+    tests: Mapping[TestKey, ArenaTest],
+    fastchat: FastChatPairwise | None = None,
 ) -> tuple[list[_Pair], list[str]]:
     """Every pair of targets on every test with both results run (a judgment to fill, the two
-    results, what the judge is shown), and why the other pairs are skipped."""
+    results, what the judge is shown; with FastChat's prompts, one per turn), and why the other
+    pairs are skipped."""
     work: list[_Pair] = []
     skipped: list[str] = []
     for (suite, test_id), per_target in by_test.items():
@@ -211,7 +232,17 @@ def _pairs(
                 reason = f"no result for {', '.join(missing)}" if missing else f"did not run for {', '.join(unrun)}"
                 skipped.append(f"{where} {x} vs {y}: {reason}")
                 continue
-            work.append((PairJudgment(suite=suite, test_id=test_id, model_a=x, model_b=y), rx, ry, info))
+            if fastchat is None:
+                work.append((PairJudgment(suite=suite, test_id=test_id, model_a=x, model_b=y), rx, ry, info, None))
+                continue
+            matches = fastchat.matches(rx, ry, info.references)
+            if isinstance(matches, str):
+                skipped.append(f"{where} {x} vs {y}: {matches}")
+                continue
+            question = (rx.metadata or ry.metadata).get("question_id")
+            for turn, asked in enumerate(zip(*matches, strict=True), start=1):
+                judgment = PairJudgment(suite, test_id, x, y, turn=turn, question=question)
+                work.append((judgment, rx, ry, info, asked))
     return work, skipped
 
 
@@ -223,21 +254,25 @@ async def _judge_order(
     second: EvaluationResult,
     info: ArenaTest,
     a_first: bool,
+    asked: Asked | None = None,
 ) -> int:
     """Judge one order of a pair into `judgment` (its winner and reasoning, or the error);
-    returns the judge calls made."""
+    returns the judge calls made. `asked`: FastChat's messages for this order, sent as written."""
     order = "a_first" if a_first else "b_first"
     try:
-        verdict = await judge_pair(
-            judge,
-            first.output,
-            second.output,
-            criteria=info.criteria,
-            policy=info.policy,
-            test_id=judgment.test_id,
-            backend=info.backend,
-            prompt=prompt,
-        )
+        if asked is not None:
+            verdict = await judge_pair_as_written(judge, asked, trial=judgment.turn or 0)
+        else:
+            verdict = await judge_pair(
+                judge,
+                first.output,
+                second.output,
+                criteria=info.criteria,
+                policy=info.policy,
+                test_id=judgment.test_id,
+                backend=info.backend,
+                prompt=prompt,
+            )
     except JudgeError as exc:
         judgment.errors.append(f"{order}: {exc}")
         judgment.usage = judgment.usage + exc.usage
@@ -265,6 +300,7 @@ async def judge_arena(
     targets: Sequence[str] | None = None,
     tests: Mapping[TestKey, ArenaTest] | None = None,
     prompt: str | None = None,
+    fastchat: FastChatPairwise | None = None,
     k: float = 32.0,
     bootstrap: int = 1000,
     seed: int = 0,
@@ -282,6 +318,8 @@ async def judge_arena(
         targets: the targets to compare, in order (default: all, in order of appearance).
         tests: criteria, policy and backend results per (suite, test_id), shown to the judge.
         prompt: a custom pairwise prompt TEXT (see `convoeval.judging.load_pairwise_prompt`).
+        fastchat: judge each turn with FastChat's MT-Bench pairwise prompts instead (see
+            `FastChatPairwise`): a battle per test, pair and turn.
         k: Elo K-factor; bootstrap, seed, confidence: of the Bradley-Terry intervals.
         concurrency: judge calls in flight at once.
         on_judgment: called with each pair once both its orders are done.
@@ -294,19 +332,33 @@ async def judge_arena(
     results = list(results)
     order, by_test = _contestants(results, targets)
     semaphore = asyncio.Semaphore(concurrency)
-    work, skipped = _pairs(by_test, order, tests or {})
+    work, skipped = _pairs(by_test, order, tests or {}, fastchat)
     judgments = [judgment for judgment, *_ in work]
     totals = {"calls": 0}
 
     async def one_order(
-        judgment: PairJudgment, first: EvaluationResult, second: EvaluationResult, info: ArenaTest, a_first: bool
+        judgment: PairJudgment,
+        first: EvaluationResult,
+        second: EvaluationResult,
+        info: ArenaTest,
+        a_first: bool,
+        asked: Asked | None,
     ) -> None:
         async with semaphore:
-            calls = await _judge_order(judge, prompt, judgment, first, second, info, a_first)
+            calls = await _judge_order(judge, prompt, judgment, first, second, info, a_first, asked)
         totals["calls"] += calls
 
-    async def one_pair(judgment: PairJudgment, rx: EvaluationResult, ry: EvaluationResult, info: ArenaTest) -> None:
-        await asyncio.gather(one_order(judgment, rx, ry, info, True), one_order(judgment, ry, rx, info, False))
+    async def one_pair(
+        judgment: PairJudgment,
+        rx: EvaluationResult,
+        ry: EvaluationResult,
+        info: ArenaTest,
+        asked: tuple[Asked, Asked] | None,
+    ) -> None:
+        a_first, b_first = asked if asked is not None else (None, None)
+        await asyncio.gather(
+            one_order(judgment, rx, ry, info, True, a_first), one_order(judgment, ry, rx, info, False, b_first)
+        )
         if on_judgment:
             on_judgment(judgment)
 

@@ -229,7 +229,7 @@ class ArenaReport:
 
     @property
     def errors(self) -> list[str]:
-        return [f"{j.question_id} {j.model_a} vs {j.model_b}: {e}" for j in self.judgments for e in j.errors]
+        return [f"{j.label} {j.model_a} vs {j.model_b}: {e}" for j in self.judgments for e in j.errors]
 
     @property
     def warnings(self) -> list[str]:

@@ -132,6 +132,24 @@ def arena_command(
             show_default=False,
         ),
     ] = None,
+    judge_prompts: Annotated[
+        Path | None,
+        typer.Option(
+            "--judge-prompts",
+            help="FastChat's judge_prompts.jsonl: judge MT-Bench's way, each turn with its pairwise "
+            "prompts (pair-v2, pair-math-v1 and their multi-turn forms); a battle per test, pair and turn.",
+            show_default=False,
+        ),
+    ] = None,
+    references: Annotated[
+        Path | None,
+        typer.Option(
+            "--references",
+            help="FastChat's reference answers (reference_answer/gpt-4.jsonl), for --judge-prompts "
+            "with --results (an imported suite holds them).",
+            show_default=False,
+        ),
+    ] = None,
     k: Annotated[float, typer.Option("--k", help="Elo K-factor (32 as TD-Eval, 4 as Chatbot Arena).")] = 32.0,
     bootstrap: Annotated[
         int,
@@ -191,6 +209,8 @@ def arena_command(
                 ("--judge", judge),
                 ("--panel-rule", panel_rule),
                 ("--prompt", prompt),
+                ("--judge-prompts", judge_prompts),
+                ("--references", references),
                 ("--output", output),
                 ("--save-results", save_results),
             )
@@ -232,6 +252,8 @@ def arena_command(
         cache_dir,
         quiet,
         panel_rule=panel_rule,
+        judge_prompts=judge_prompts,
+        references=references,
     )
 
 
@@ -272,6 +294,8 @@ def _judge_conversations(
     cache_dir: Path | None,
     quiet: bool,
     panel_rule: str | None = None,
+    judge_prompts: Path | None = None,
+    references: Path | None = None,
 ) -> None:
     def note(text: str) -> None:
         typer.echo(text, err=True)
@@ -301,6 +325,8 @@ def _judge_conversations(
                 panel_rule=panel_rule,
                 targets_file=targets_file,
                 prompt=prompt,
+                judge_prompts=judge_prompts,
+                references=references,
                 k=k,
                 bootstrap=bootstrap,
                 seed=seed,
@@ -344,14 +370,14 @@ def _keep_judged(judged: list[PairJudgment], output: Path | None, judge: list[st
 def _judgment_line(judgment: PairJudgment) -> str:
     """One line per judged pair: who won in each order, or the judge's error."""
     if not judgment.ok:
-        return f"judge error on {judgment.question_id}: {judgment.model_a} vs {judgment.model_b}: {judgment.errors[0]}"
+        return f"judge error on {judgment.label}: {judgment.model_a} vs {judgment.model_b}: {judgment.errors[0]}"
     outcome = {"model_a": f"{judgment.model_a} wins", "model_b": f"{judgment.model_b} wins", "tie": "tie"}[
         judgment.winner or "tie"
     ]
     orders = f"orders: {judgment.a_first}/{judgment.b_first}"
     if judgment.consistent is False:
         orders += ", disagree"
-    return f"judged {judgment.question_id}: {judgment.model_a} vs {judgment.model_b}: {outcome} ({orders})"
+    return f"judged {judgment.label}: {judgment.model_a} vs {judgment.model_b}: {outcome} ({orders})"
 
 
 def _show_arena(report: ArenaReport, output_format: ArenaFormat, plot: Path | None, output: Path | None) -> None:

@@ -23,10 +23,10 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypedDict, Unpack
+from typing import Literal, TypedDict
 
 from pydantic import ConfigDict, JsonValue, StrictStr
 
@@ -34,7 +34,7 @@ from .._base_model import Model
 from .._templates import check_template, render
 from ..results import Message, Usage
 from ..targets import Target
-from ._call import JudgeError, JudgeSession
+from ._call import JudgeError, JudgeOutputError, JudgeSession
 from ._format import PolicyLike, format_data, format_policy, format_transcript
 from ._panel import JudgePanel, PanelRule, settled
 
@@ -317,19 +317,17 @@ async def judge_pair(
         print(verdict.winner, verdict.reasoning)
     """
     if isinstance(judge, JudgePanel):
-        return await _judge_pair_by_panel(
-            judge,
-            conversation_a,
-            conversation_b,
-            criteria=criteria,
-            policy=policy,
-            test_id=test_id,
-            backend=backend,
-            prompt=prompt,
-            trial=trial,
-            temperature=temperature,
-            max_tokens=max_tokens,
-        )
+        options: _PairOptions = {
+            "criteria": criteria,
+            "policy": policy,
+            "test_id": test_id,
+            "backend": backend,
+            "prompt": prompt,
+            "trial": trial,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
+        return await _judge_pair_by_panel(judge, lambda j: judge_pair(j, conversation_a, conversation_b, **options))
     messages = pairwise_messages(
         conversation_a,
         conversation_b,
@@ -350,6 +348,49 @@ async def judge_pair(
     )
 
 
+#: FastChat's pairwise labels, in the order `run_judge_pair` looks for them ("[[C]]": a tie).
+FASTCHAT_LABELS: tuple[tuple[str, PairwiseWinner], ...] = (("[[A]]", "A"), ("[[B]]", "B"), ("[[C]]", "EQUAL"))
+
+
+def fastchat_label(text: str) -> PairwiseWinner:
+    """The label of a FastChat pairwise judgment (`output_format` "[[A]]"), read as FastChat's
+    `run_judge_pair` reads it: "[[A]]" anywhere in it, else "[[B]]", else "[[C]]" (a tie).
+
+    Raises:
+        JudgeOutputError: none of them: FastChat's "error" (its show_result.py drops the match).
+    """
+    for mark, label in FASTCHAT_LABELS:
+        if mark in text:
+            return label
+    raise JudgeOutputError('no verdict "[[A]]", "[[B]]" or "[[C]]" in the judgment')
+
+
+async def judge_pair_as_written(
+    judge: Target, messages: list[dict[str, str]], *, trial: int = 0, max_tokens: int | None = None
+) -> PairwiseVerdict:
+    """One pairwise judgment with a prompt of FastChat's (`messages`, sent as written at
+    temperature 0, no answer format imposed), read by `fastchat_label`. Like FastChat, an
+    answer without a label is not asked again: it is a JudgeError (not a battle). A judge panel
+    asks each of its judges and combines their labels (`judge_pair`'s rule).
+
+    Raises:
+        JudgeError: the call failed or the judgment holds no label.
+    """
+    if isinstance(judge, JudgePanel):
+        return await _judge_pair_by_panel(
+            judge, lambda j: judge_pair_as_written(j, messages, trial=trial, max_tokens=max_tokens)
+        )
+    session = JudgeSession(judge, trial=trial, max_tokens=max_tokens)
+    text = await session.ask(messages, None, str, name="pairwise")
+    try:
+        winner = fastchat_label(text)
+    except JudgeOutputError as exc:
+        raise session.error(f"{exc}: {text[-300:]!r}") from None
+    return PairwiseVerdict(
+        winner=winner, reasoning=text, usage=session.usage, cost_usd=round(session.cost_usd, 10), calls=session.calls
+    )
+
+
 class _PairOptions(TypedDict):
     """`judge_pair`'s options, passed on to each judge of a panel."""
 
@@ -364,19 +405,14 @@ class _PairOptions(TypedDict):
 
 
 async def _judge_pair_by_panel(
-    panel: JudgePanel,
-    conversation_a: Sequence[Message],
-    conversation_b: Sequence[Message],
-    **options: Unpack[_PairOptions],
+    panel: JudgePanel, ask: Callable[[Target], Awaitable[PairwiseVerdict]]
 ) -> PairwiseVerdict:
-    """Every judge of the panel compares the pair; their labels combine by the panel's rule
-    (default majority). A judge that failed is kept with its error and left out when no label
-    of its could change the panel's; otherwise, and when every judge failed, a JudgeError is
-    raised (the pair is not a battle)."""
+    """Every judge of the panel compares the pair (`ask`); their labels combine by the panel's
+    rule (default majority). A judge that failed is kept with its error and left out when no
+    label of its could change the panel's; otherwise, and when every judge failed, a JudgeError
+    is raised (the pair is not a battle)."""
     rule: PanelRule = panel.rule or "majority"
-    outcomes = await asyncio.gather(
-        *(judge_pair(j, conversation_a, conversation_b, **options) for j in panel.judges), return_exceptions=True
-    )
+    outcomes = await asyncio.gather(*(ask(j) for j in panel.judges), return_exceptions=True)
     answers: list[PanelPairAnswer] = []
     verdicts: list[PairwiseVerdict] = []
     usage, cost, calls = Usage(), 0.0, 0
