@@ -202,6 +202,27 @@ def test_a_test_the_suites_budget_usd_leaves_out_runs_none_of_its_trials(cli, fa
     assert len(fake_openai.requests) == 3 and code == 1, err
 
 
+def test_a_resumed_run_counts_what_its_stored_results_cost_in_budget_usd(cli, fake_openai, tmp_path: Path) -> None:
+    """A resumed run started the suite's budget at $0: the tests the budget had left out ran
+    (and were paid), though the stored results had spent it already."""
+    write(tmp_path / "targets.yaml", PRICEY)
+    capped = write(
+        tmp_path / "capped.eval.yaml",
+        "execution: {budget_usd: 0.5}\ntests:\n  - {id: t1, input: one}\n  - {id: t2, input: two}\n"
+        "  - {id: t3, input: three}\n",
+    )
+    # --max-cost stops the first run after t1: t2 and t3 are left to the resumed run.
+    code, _, err = cli("run", capped, "--target", "pricey", "--concurrency", "1", "--max-cost", "0.4")
+    assert code == 1 and len(fake_openai.requests) == 1, err
+    code, _, err = cli("run", "--resume", "last", "--max-cost", "100", "-o", tmp_path / "r.jsonl")
+    results = {r["test_id"]: r for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert results["t1"]["verdict"] == "pass" and results["t1"]["cost_usd"] >= 0.5
+    for test_id in ("t2", "t3"):
+        assert (results[test_id]["verdict"], results[test_id]["execution_status"]) == ("skip", "budget_exhausted")
+        assert "the suite's budget_usd $0.5 was reached" in results[test_id]["error"], err
+    assert len(fake_openai.requests) == 1  # nothing more was paid for
+
+
 def test_budget_usd_is_a_suite_setting(cli, tmp_path: Path) -> None:
     suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: t\n    input: hi\n    execution: {budget_usd: 1}\n")
     code, _, err = cli("validate", suite)

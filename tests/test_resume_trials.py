@@ -204,3 +204,21 @@ def test_resume_after_the_targets_file_changed_a_model_runs_that_target_again(cl
     assert _rows(tmp_path / ".convoeval" / "runs.sqlite", "SELECT COUNT(*) FROM trials") == [(0,)]
     code, out, err = cli("run", "--resume", "last", "--no-cache")  # finished as it is now: nothing to run
     assert code == 0 and "changed" not in out and len(fake_openai.requests) == 14
+
+
+def test_resume_after_the_targets_file_changed_a_temperature_runs_that_target_again(
+    cli, fake_openai, tmp_path: Path
+) -> None:
+    """The recorded target named only its provider, model and URL: results answered at
+    temperature 0 were kept in a run whose target now answers at 0.9."""
+    write(tmp_path / "targets.yaml", PRICEY)
+    suite = write(tmp_path / "s.eval.yaml", _suite(["t1", "t2"]))
+    code, out, _ = cli("run", suite, "--target", "pricey", "--concurrency", "1", "--no-cache", "--max-cost", "0.5")
+    assert code == 1 and _asked(fake_openai) == {"t1": 1}
+    write(tmp_path / "targets.yaml", PRICEY.replace("model: m,", "model: m, temperature: 0.9,"))
+    code, out, err = cli("run", "--resume", "last", "--no-cache", "--max-cost", "1000")
+    assert code == 0, out + err
+    assert "target pricey changed since run" in out and "its temperature, max_tokens or provider settings" in out
+    assert Counter(r.get("temperature") for r in fake_openai.requests) == {None: 2, 0.9: 12}  # all six trials again
+    code, out, err = cli("run", "--resume", "last", "--no-cache")  # finished as it is now: nothing to run
+    assert code == 0 and "changed" not in out and len(fake_openai.requests) == 14

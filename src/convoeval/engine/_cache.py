@@ -175,6 +175,13 @@ def target_identity(config: TargetConfig, target: Target | None = None) -> dict[
     return settings
 
 
+def settings_hash(config: TargetConfig) -> str:
+    """A short hash of what decides a configured target's answers besides its provider, model and
+    URL: temperature, max_tokens, provider settings (`target_identity`; no key, header or limit)."""
+    rest = {k: v for k, v in target_identity(config).items() if k not in ("provider", "model", "base_url")}
+    return hashlib.sha256(_key_json(rest).encode("utf-8")).hexdigest()[:16]
+
+
 def _key_json(value: object) -> str:
     """The key material's JSON as the key has always been made (the standard library)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

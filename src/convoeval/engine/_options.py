@@ -16,6 +16,7 @@ from .._sandbox import describe as describe_sandbox
 from ..errors import ConfigError, first_problem, suggest
 from ..spec import MAX_TRIALS
 from ..targets import Target, TargetConfig, agents, redact
+from ._cache import settings_hash
 from ._select import parse_shard
 
 TargetLike = str | TargetConfig | Target
@@ -49,6 +50,29 @@ class ResolvedTarget(Model):
     provider: str | None = None
     model: str | None = None
     base_url: str | None = None
+    settings: str | None = Field(
+        None,
+        description="A hash of what else decides its answers (temperature, max_tokens, provider settings; "
+        "no key or header); None in runs recorded before it was kept.",
+    )
+
+    @classmethod
+    def of(cls, config: TargetConfig) -> ResolvedTarget:
+        return cls(
+            name=config.name,
+            provider=config.provider,
+            model=config.model,
+            base_url=redact(config.base_url) if config.base_url else None,
+            settings=settings_hash(config),
+        )
+
+    def differs(self, now: ResolvedTarget) -> bool:
+        """Whether `now` answers otherwise than this recorded target (settings compared only when
+        both were recorded)."""
+        return self != (now if self.settings is not None else now.model_copy(update={"settings": None}))
+
+    def describe(self) -> str:
+        return f"{self.provider}:{self.model}" + (f" at {self.base_url}" if self.base_url else "")
 
 
 class SuiteFingerprint(Model):
@@ -319,15 +343,7 @@ class RunOptions(SharedOptions):
                 "output": str(self.output.resolve()) if self.output else None,
                 "cache": self.cache,
                 "sandbox": describe_sandbox(),  # the backend the run resolved (set by then)
-                "resolved_targets": [
-                    ResolvedTarget(
-                        name=c.name,
-                        provider=c.provider,
-                        model=c.model,
-                        base_url=redact(c.base_url) if c.base_url else None,
-                    )
-                    for c in configs
-                ],
+                "resolved_targets": [ResolvedTarget.of(c) for c in configs],
                 "cwd": os.getcwd(),
                 "convoeval": version,
             }

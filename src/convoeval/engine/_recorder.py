@@ -58,10 +58,6 @@ def _fingerprints(jobs: list[Job]) -> dict[str, SuiteFingerprint]:
     return merged
 
 
-def _described(target: ResolvedTarget) -> str:
-    return f"{target.provider}:{target.model}" + (f" at {target.base_url}" if target.base_url else "")
-
-
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -144,14 +140,17 @@ class RunRecorder(RunEvents):
                     "stored results only of tests that did not change"
                 )
         was = {t.name: t for t in self.record.options.resolved_targets}
-        changed = {t.name for t in targets if t.name in was and was[t.name] != t}
+        changed = {t.name for t in targets if t.name in was and was[t.name].differs(t)}
         for name in sorted(changed):
-            target = next(t for t in targets if t.name == name)
-            note(
-                f"target {name} changed since run {run_id} started ({_described(was[name])}, now "
-                f"{_described(target)}): running its tests again"
+            before, after = was[name], next(t for t in targets if t.name == name)
+            what = (
+                f"{before.describe()}, now {after.describe()}"
+                if before.describe() != after.describe()
+                else "its temperature, max_tokens or provider settings"
             )
+            note(f"target {name} changed since run {run_id} started ({what}): running its tests again")
         stored = self.store.stored_outcomes(run_id)
+        costs = self.store.stored_costs(run_id)  # what the kept results spent counts in their suite's budget_usd
         places: dict[ResultKey, int] = {}
         unfinished: dict[ResultKey, tuple[Job, int]] = {}  # valid tests that run: their trials are kept
         for job in self.jobs:
@@ -172,12 +171,14 @@ class RunRecorder(RunEvents):
                 places[key] = seq
                 if not outcome.not_started and outcome.status not in rerun:
                     job.stored[test.id] = outcome
+                    job.spent_usd += costs.get(key, 0.0)
             self.meter.resumed += len(job.stored)
         trials = self.store.stored_trials(run_id, unfinished)
         dropped = self.store.keep_results(run_id, places, trials)
         for key, done in trials.items():
             job, position = unfinished[key]
             job.stored_trials[key.test_id] = done
+            job.spent_usd += sum(t.cost_usd for t in done.values())
             self._trialled.add((id(job), position))
         if dropped:
             note(f"dropped {dropped} stored result(s) of tests that are no longer in the suites or changed")

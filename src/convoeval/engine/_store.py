@@ -308,6 +308,11 @@ class RunStore:
         )
         return {ResultKey(s, t, g): VerdictStatus(v, e) for s, t, g, v, e in rows}
 
+    def stored_costs(self, run_id: str) -> dict[ResultKey, float]:
+        """The target's cost of every result stored for the run."""
+        rows = self._reader.execute("SELECT suite, test_id, target, cost_usd FROM results WHERE run_id = ?", (run_id,))
+        return {ResultKey(s, t, g): cost for s, t, g, cost in rows}
+
     def stored_trials(self, run_id: str, keys: Iterable[ResultKey]) -> dict[ResultKey, dict[int, TrialResult]]:
         """The stored trials of the tests of `keys`, by trial number."""
         wanted, found = set(keys), dict[ResultKey, dict[int, TrialResult]]()
