@@ -11,7 +11,10 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from convoeval.testing import FakeOpenAIServer, echo_reply
 
@@ -189,36 +192,36 @@ def test_deleting_a_run_deletes_its_stored_trials(cli, fake_openai, tmp_path: Pa
     assert _rows(db, "SELECT COUNT(*) FROM trials") == [(0,)]
 
 
-def test_resume_after_the_targets_file_changed_a_model_runs_that_target_again(cli, fake_openai, tmp_path: Path) -> None:
-    """The stored results and trials of model m are not reused for model m2 (the old code mixed
-    both models' trials in one result, and in one run, without a word)."""
-    write(tmp_path / "targets.yaml", PRICEY)
-    suite = write(tmp_path / "s.eval.yaml", _suite(["t1", "t2"]))
-    code, out, _ = cli("run", suite, "--target", "pricey", "--concurrency", "1", "--no-cache", "--max-cost", "0.5")
-    assert code == 1 and _asked(fake_openai) == {"t1": 1}
-    write(tmp_path / "targets.yaml", PRICEY.replace("model: m,", "model: m2,"))
-    code, out, err = cli("run", "--resume", "last", "--no-cache", "--max-cost", "1000")
-    assert code == 0, out + err
-    assert "target pricey changed since run" in out and "openai:m, now openai:m2" in out
-    assert Counter(r["model"] for r in fake_openai.requests) == {"m": 2, "m2": 12}  # all six trials on m2
-    assert _rows(tmp_path / ".convoeval" / "runs.sqlite", "SELECT COUNT(*) FROM trials") == [(0,)]
-    code, out, err = cli("run", "--resume", "last", "--no-cache")  # finished as it is now: nothing to run
-    assert code == 0 and "changed" not in out and len(fake_openai.requests) == 14
-
-
-def test_resume_after_the_targets_file_changed_a_temperature_runs_that_target_again(
-    cli, fake_openai, tmp_path: Path
+@pytest.mark.parametrize(
+    ("change", "said", "sent"),
+    [
+        ("model: m2,", "openai:m, now openai:m2", lambda r: r["model"]),
+        (
+            "model: m, temperature: 0.9,",
+            "its temperature, max_tokens or provider settings",
+            lambda r: r.get("temperature"),
+        ),
+    ],
+    ids=["model", "temperature"],
+)
+def test_resume_after_the_targets_file_changed_a_target_runs_it_again(
+    cli, fake_openai, tmp_path: Path, change: str, said: str, sent: Callable[[dict], object]
 ) -> None:
-    """The recorded target named only its provider, model and URL: results answered at
-    temperature 0 were kept in a run whose target now answers at 0.9."""
+    """The stored results and trials of model m are not reused for model m2 (the old code mixed
+    both models' trials in one result, and in one run, without a word), nor those answered at
+    the default temperature for a target now at 0.9 (the recorded target named only its
+    provider, model and URL)."""
     write(tmp_path / "targets.yaml", PRICEY)
     suite = write(tmp_path / "s.eval.yaml", _suite(["t1", "t2"]))
     code, out, _ = cli("run", suite, "--target", "pricey", "--concurrency", "1", "--no-cache", "--max-cost", "0.5")
     assert code == 1 and _asked(fake_openai) == {"t1": 1}
-    write(tmp_path / "targets.yaml", PRICEY.replace("model: m,", "model: m, temperature: 0.9,"))
+    first = sent(fake_openai.requests[0])
+    write(tmp_path / "targets.yaml", PRICEY.replace("model: m,", change))
     code, out, err = cli("run", "--resume", "last", "--no-cache", "--max-cost", "1000")
     assert code == 0, out + err
-    assert "target pricey changed since run" in out and "its temperature, max_tokens or provider settings" in out
-    assert Counter(r.get("temperature") for r in fake_openai.requests) == {None: 2, 0.9: 12}  # all six trials again
+    assert "target pricey changed since run" in out and said in out
+    assert Counter(sent(r) for r in fake_openai.requests)[first] == 2  # all six trials on the new target
+    assert len(fake_openai.requests) == 14
+    assert _rows(tmp_path / ".convoeval" / "runs.sqlite", "SELECT COUNT(*) FROM trials") == [(0,)]
     code, out, err = cli("run", "--resume", "last", "--no-cache")  # finished as it is now: nothing to run
     assert code == 0 and "changed" not in out and len(fake_openai.requests) == 14
