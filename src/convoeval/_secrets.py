@@ -64,14 +64,15 @@ def remember(*values: str | None) -> None:
         _known = None
 
 
-def remember_credentials(headers: Mapping[str, str], *urls: str | None, env: object = None) -> None:
+def remember_credentials(
+    headers: Mapping[str, str], *urls: str | None, env: object = None, body: object = None
+) -> None:
     """Add the credentials a target sends (its headers but `PLAIN_HEADERS`, `Authorization`'s
-    token without its scheme, the user info and query values of its URLs but `PLAIN_PARAMS`)
-    and the secret-named variables of its `env:` (an agent process's) to the known secrets
-    (values shorter than `MIN_SECRET_LENGTH` are not)."""
-    values: list[str] = []
-    if isinstance(env, Mapping):
-        values += [v for k, v in env.items() if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k)]
+    token without its scheme, the user info and query values of its URLs but `PLAIN_PARAMS`,
+    the secret-named fields of its request `body`: `{api_key: ...}`, at any depth) and the
+    secret-named variables of its `env:` (an agent process's) to the known secrets (values
+    shorter than `MIN_SECRET_LENGTH` are not)."""
+    values = _secret_named(env) + _secret_named(body)
     for name, value in headers.items():
         if name.lower() not in PLAIN_HEADERS:
             values += [value, value.split(" ", 1)[-1].strip()]
@@ -84,6 +85,20 @@ def remember_credentials(headers: Mapping[str, str], *urls: str | None, env: obj
                 if unquote_plus(name).lower() not in PLAIN_PARAMS:
                     values += _as_written_and_decoded(value)
     remember(*values)
+
+
+def _secret_named(value: object) -> list[str]:
+    """The texts under secret-named keys (`SECRET_NAME`) of `value`'s mappings, at any depth,
+    but templates (`{{ prompt }}`), which are filled with the conversation."""
+    if isinstance(value, Mapping):
+        found = []
+        for key, item in value.items():
+            if isinstance(item, str) and isinstance(key, str) and SECRET_NAME.search(key) and "{{" not in item:
+                found.append(item)
+            else:
+                found += _secret_named(item)
+        return found
+    return [text for item in value for text in _secret_named(item)] if isinstance(value, list) else []
 
 
 def _as_written_and_decoded(value: str) -> set[str]:
