@@ -122,6 +122,20 @@ def test_viewer_refuses_bad_labels_foreign_hosts_and_unknown_runs(two_runs: list
         assert status == 200 and text.splitlines()[1].endswith(",pass,pass")
 
 
+def test_viewer_shows_runs_of_its_store_never_files_of_its_folder(two_runs: list[str], tmp_path: Path) -> None:
+    """`/run/NAME` opened any results file of the folder the viewer ran in (`results`, `r.JSONL`)
+    and told which other files existed (`.env:1: invalid JSON`), to anyone on the machine."""
+    stored = next((tmp_path / ".convoeval" / "results").glob("*.jsonl")).read_text()
+    for name in ("results", "r.JSONL"):
+        write(tmp_path / name, stored)
+    write(tmp_path / ".env", "OPENAI_BASE_URL=http://127.0.0.1:9/v1\n")
+    with Viewer(STORE, port=0) as viewer:
+        for name in ("results", "r.JSONL", ".env"):
+            status, text = _get(f"{viewer.url}run/{name}")
+            assert status == 404 and text == f"{name}: no such results file or run (runs are in {STORE})", text
+        assert _get(f"{viewer.url}run/{two_runs[0]}")[0] == 200
+
+
 def test_viewer_arena_page(two_runs: list[str], tmp_path: Path) -> None:
     with Viewer(STORE, port=0, battles=[battles(tmp_path / "battles.jsonl")]) as viewer:
         assert 'href="/arena/0"' in _get(viewer.url)[1]

@@ -209,9 +209,9 @@ class Viewer:
         return 404, "text/plain; charset=utf-8", "not found", {}
 
     def _run(self, ref: str) -> LoadedRun:
-        if not ref or "/" in ref or ref.endswith((".jsonl", ".json")):
+        if not ref or "/" in ref:
             raise ReportInputError(f"run: {ref!r} is not a run id of the store")
-        return load_run(ref, self.store)
+        return load_run(ref, self.store, files=False)  # never a file of the folder the viewer runs in
 
     def _arena_run(self, records: Sequence[Mapping[str, object]], ref: str | None) -> LoadedRun | None:
         if ref:
