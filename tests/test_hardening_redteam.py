@@ -538,6 +538,36 @@ def test_a_before_all_hook_cannot_plant_a_git_hook_or_touch_the_store(cli, tmp_p
     assert (tmp_path / ".convoeval" / "cache.sqlite").read_text() == "not touched\n"
 
 
+FORGE_PYC = """
+import importlib.util, marshal, os, struct
+st = os.stat("agent.py")
+code = compile("open('MARKER', 'w').write('ran on the host')\\ndef reply(messages):\\n    return 'hi'\\n", "agent.py", "exec")
+os.makedirs("__pycache__", exist_ok=True)
+header = struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
+name = f"__pycache__/agent.{importlib.util.cache_from_source('agent.py').split('.')[-2]}.pyc"
+open(name, "wb").write(importlib.util.MAGIC_NUMBER + header + marshal.dumps(code))
+"""
+
+
+@needs_bwrap
+def test_a_before_all_hook_cannot_plant_bytecode_for_a_python_target(cli, tmp_path: Path) -> None:
+    """A `python` target's file is read-only to the hook, but its `__pycache__` was not: the hook
+    wrote a `.pyc` claiming the file's modification time and size, and the next run imported
+    that, on the host, with convoeval's keys in its environment."""
+    write(tmp_path / "agent.py", "def reply(messages):\n    return 'hi'\n")
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: py, provider: python, callable: 'agent.py:reply'}\n")
+    write(tmp_path / "forge.py", FORGE_PYC.replace("MARKER", str(tmp_path / "escaped")))
+    hook = f"{sys.executable} forge.py || true"
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"workspace:\n  hooks:\n    before_all: {{command: {hook!r}}}\ntests:\n  - {{id: a, input: hi}}\n",
+    )
+    for _ in range(2):  # the second run imports what the first run's hook left
+        code, out, err = cli("run", suite, "--target", "py", "--no-cache", "-o", "r.jsonl")
+        assert code == 0, out + err
+    assert not (tmp_path / "escaped").exists()
+
+
 PRELOAD_C = r"""
 #include <stdio.h>
 __attribute__((constructor)) static void loaded(void) {
