@@ -442,10 +442,30 @@ def test_a_cli_target_with_a_quoted_placeholder_is_refused(cli, tmp_path: Path, 
     assert read_jsonl(tmp_path / "r.jsonl")[0]["output"][-1]["content"].strip() == hostile
 
 
+STEAL_FROM_RAY_GRADER = """
+import json, os, sys
+sys.stdin.read()
+try:
+    open(f"/proc/{os.getppid()}/environ", "rb").read()
+    seen = ["parent read"]
+except OSError as exc:
+    seen = [type(exc).__name__]
+for pid in filter(str.isdigit, os.listdir("/proc")):  # Ray's own processes: raylet, gcs_server, ...
+    try:
+        if b"ray-worker-LEAK" in open(f"/proc/{pid}/environ", "rb").read():  # the key's middle
+            seen.append(open(f"/proc/{pid}/comm").read().strip())
+    except OSError:
+        pass
+print(json.dumps({"score": 1, "reason": " ".join(seen)}))
+"""
+
+
 def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Path) -> None:
     """With `--backend ray` a host code-grader's parent is a Ray worker, which holds the driver's
     environment: it read the key from `/proc/<worker>/environ`. The worker is made non-dumpable
-    before each trial now. Run as root without capabilities (`setpriv`), like any other user."""
+    before each trial now. Ray's own processes (`raylet`, `gcs_server`, idle workers) held it
+    too: a local cluster starts without it, and each trial gets it once private. Run as root
+    without capabilities (`setpriv`), like any other user."""
     pytest.importorskip("ray")
     key = "sk-ray-worker-LEAK-0123456789"
     prefix = []
@@ -453,7 +473,7 @@ def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Pa
         if shutil.which("setpriv") is None:
             pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
         prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
-    write(tmp_path / "steal.py", STEAL_GRADER)
+    write(tmp_path / "steal.py", STEAL_FROM_RAY_GRADER)
     suite = write(
         tmp_path / "s.eval.yaml",
         f"tests:\n  - id: steal\n    input: hi\n    assertions:\n"
@@ -471,10 +491,12 @@ def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Pa
             text=True,
             timeout=240,
         )
+        sent = [h.get("Authorization") for h in server.headers]
     [result] = read_jsonl(tmp_path / "r.jsonl")
     [grader] = result["trials"][0]["scores"][0]["graders"]
     assert grader["details"]["reason"] == "PermissionError", (grader, done.stderr[-2000:])
     assert key[::-1] not in (tmp_path / "r.jsonl").read_text()
+    assert sent == [f"Bearer {key}"]  # the trial, in its worker, still had the key
 
 
 @needs_bwrap

@@ -201,6 +201,12 @@ def scrubbed_env(passed: Iterable[str] = ()) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k in keep or not (SECRET_NAME.search(k) or holds_secret(v))}
 
 
+def secret_environment() -> dict[str, str]:
+    """The variables of the process environment that `scrubbed_env` leaves out."""
+    kept = scrubbed_env()
+    return {k: v for k, v in os.environ.items() if k not in kept}
+
+
 #: Variables a command always gets from the parent, whatever they hold (`_sandbox.BASE_ENV`).
 _ALWAYS_KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
 
