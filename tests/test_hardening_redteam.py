@@ -499,6 +499,70 @@ def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Pa
     assert sent == [f"Bearer {key}"]  # the trial, in its worker, still had the key
 
 
+KILL_AND_WATCH_GRADER = """
+import json, os, sys, time
+sys.stdin.read()
+def workers():
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if b"_process_worker" in open(f"/proc/{pid}/cmdline", "rb").read():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+first = workers()
+for pid in first:
+    if int(pid) != os.getppid():
+        os.kill(int(pid), 9)  # the driver starts another, whose environment is readable as it starts
+seen = set()
+end = time.time() + 5
+while time.time() < end:
+    for pid in set(workers()) - set(first):
+        try:
+            if b"proc-worker-LEAK" in open(f"/proc/{pid}/environ", "rb").read():  # the key's middle
+                seen.add(pid)
+        except OSError:
+            pass
+print(json.dumps({"score": 1, "reason": f"{len(first)} workers, keys read from {len(seen)}"}))
+"""
+
+
+def test_a_code_grader_cannot_read_the_keys_of_a_worker_process_as_it_starts(tmp_path: Path) -> None:
+    """`--processes`: a worker makes itself private only once it runs, and it started with the
+    driver's whole environment; a host code-grader killed another worker and read the keys of
+    the one the driver started in its place. Workers now start without the secret variables and
+    get them with their setup. Run as root without capabilities (`setpriv`), like any other user."""
+    key = "sk-proc-worker-LEAK-0123456789"
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
+        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
+    write(tmp_path / "watch.py", KILL_AND_WATCH_GRADER)
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"tests:\n  - id: watch\n    input: hi\n    assertions:\n"
+        f"      - {{type: code-grader, command: [{sys.executable!r}, watch.py]}}\n",
+    )
+    with FakeOpenAIServer(reply=lambda body: "ok") as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": key}
+        done = subprocess.run(
+            [*prefix, sys.executable, "-m", "convoeval", "run", str(suite), "--target", "openai:m", "-o", "r.jsonl"]
+            + ["--processes", "2", "--no-cache"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        sent = [h.get("Authorization") for h in server.headers]
+    [result] = read_jsonl(tmp_path / "r.jsonl")
+    [grader] = result["trials"][0]["scores"][0]["graders"]
+    assert grader["details"]["reason"] == "2 workers, keys read from 0", (grader, done.stderr[-2000:])
+    assert sent == [f"Bearer {key}"]  # the worker that ran the trial had the key
+
+
 @needs_bwrap
 def test_a_suite_command_cannot_reach_a_unix_socket_in_var_tmp(tmp_path: Path) -> None:
     """A Unix socket is reached by its path, whatever the network namespace: `verify` (which
