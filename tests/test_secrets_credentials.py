@@ -83,7 +83,7 @@ targets:
   - name: h
     provider: http
     url: "{server.base_url}/chat/completions"
-    body: {{message: "{{{{ prompt }}}}", auth: {{api_key: "{key}", user: bot-user}}}}
+    body: {{message: "{{{{ prompt }}}}", auth: {{apiKey: "{key}", user: bot-user}}, keywords: travel-words}}
     reply_path: $.choices[0].message.content
 """,
         )
@@ -92,7 +92,7 @@ targets:
             assert code == 0, out + err
             stored = (tmp_path / f"{target}.jsonl").read_text()
             assert "[REDACTED]" in stored and token not in stored + out + err and key not in stored + out + err
-    assert "bot-user" in stored  # a field not named like a credential is kept
+    assert "bot-user" in stored and "travel-words" in stored  # fields not named like credentials
     for db in tmp_path.rglob("*.sqlite*"):
         assert token.encode() not in db.read_bytes() and key.encode() not in db.read_bytes(), db
 

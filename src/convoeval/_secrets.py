@@ -19,7 +19,7 @@ import os
 import re
 import string
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
@@ -72,7 +72,7 @@ def remember_credentials(
     the secret-named fields of its request `body`: `{api_key: ...}`, at any depth) and the
     secret-named variables of its `env:` (an agent process's) to the known secrets (values
     shorter than `MIN_SECRET_LENGTH` are not)."""
-    values = _secret_named(env) + _secret_named(body)
+    values = _secret_named(env, SECRET_NAME.search) + _secret_named(body, _secret_field)
     for name, value in headers.items():
         if name.lower() not in PLAIN_HEADERS:
             values += [value, value.split(" ", 1)[-1].strip()]
@@ -87,18 +87,31 @@ def remember_credentials(
     remember(*values)
 
 
-def _secret_named(value: object) -> list[str]:
-    """The texts under secret-named keys (`SECRET_NAME`) of `value`'s mappings, at any depth,
+def _secret_named(value: object, secret: Callable[[str], object]) -> list[str]:
+    """The texts under the keys of `value`'s mappings that `secret` calls secret, at any depth,
     but templates (`{{ prompt }}`), which are filled with the conversation."""
     if isinstance(value, Mapping):
         found = []
         for key, item in value.items():
-            if isinstance(item, str) and isinstance(key, str) and SECRET_NAME.search(key) and "{{" not in item:
+            if isinstance(item, str) and isinstance(key, str) and secret(key) and "{{" not in item:
                 found.append(item)
             else:
-                found += _secret_named(item)
+                found += _secret_named(item, secret)
         return found
-    return [text for item in value for text in _secret_named(item)] if isinstance(value, list) else []
+    return [text for item in value for text in _secret_named(item, secret)] if isinstance(value, list) else []
+
+
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+#: The words of a request body's field name that make its value a credential (`api_key`,
+#: `apiKey`, `auth: {token: ...}`; not `keywords` nor `author`).
+_SECRET_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass", "passphrase", "auth",
+     "authorization", "credential", "credentials", "creds", "bearer", "jwt", "cookie", "sig", "signature"}
+)  # fmt: skip
+
+
+def _secret_field(name: str) -> bool:
+    return any(word.lower() in _SECRET_WORDS for word in _WORD.findall(name))
 
 
 def _as_written_and_decoded(value: str) -> set[str]:
