@@ -502,11 +502,14 @@ def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Pa
 KILL_AND_WATCH_GRADER = """
 import json, os, sys, time
 sys.stdin.read()
-def workers():
+def workers():  # this run's: their parent is the driver, which runs this suite (never another run's)
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if b"_process_worker" in open(f"/proc/{pid}/cmdline", "rb").read():
+            parent = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]
+            if b"_process_worker" in open(f"/proc/{pid}/cmdline", "rb").read() and (
+                b"SUITE" in open(f"/proc/{parent}/cmdline", "rb").read()
+            ):
                 found.append(pid)
         except OSError:
             pass
@@ -539,7 +542,7 @@ def test_a_code_grader_cannot_read_the_keys_of_a_worker_process_as_it_starts(tmp
         if shutil.which("setpriv") is None:
             pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
         prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
-    write(tmp_path / "watch.py", KILL_AND_WATCH_GRADER)
+    write(tmp_path / "watch.py", KILL_AND_WATCH_GRADER.replace("SUITE", str(tmp_path / "s.eval.yaml")))
     suite = write(
         tmp_path / "s.eval.yaml",
         f"tests:\n  - id: watch\n    input: hi\n    assertions:\n"
