@@ -19,14 +19,17 @@ from pathlib import Path
 
 import pytest
 
+from convoeval import _secrets
 from convoeval._sandbox._cgroup import PREFIX, _place
 from convoeval.errors import TargetError
 from convoeval.targets._base import TargetConfig
-from convoeval.targets.agents._boxed import boxed_env
+from convoeval.targets.agents import _boxed
+from convoeval.targets.agents._boxed import AgentHomes, boxed_env
 from convoeval.targets.agents._settings import AgentCliSettings
 
 from . import test_agent_clis_real as real
 from .agent_servers import FakeAnthropic, FakeModelServer, FakeResponses, Rule
+from .conftest import write
 from .test_agent_clis_real import (
     ANTHROPIC_KEY,
     OPENAI_KEY,
@@ -303,3 +306,27 @@ def test_the_sandboxed_environment_holds_one_key_and_what_the_target_names(monke
     monkeypatch.delenv("UNSET_KEY", raising=False)
     with pytest.raises(TargetError, match=r"c: no API key: set UNSET_KEY \(api_key_env\)"):
         boxed_env(config.model_copy(update={"api_key_env": "UNSET_KEY"}), settings, CLAUDE_KEYS, ())
+
+
+def test_kept_session_files_are_copied_redacted_line_by_line_and_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's commands write its HOME: a Bash command made the Claude Code session file 700 MB,
+    which `keep_sessions` read whole on the host (convoeval's memory went from 90 MB to 3.4 GB)."""
+    monkeypatch.setattr(_boxed, "MAX_SESSION_LINE", 2**20)  # 16 MB and 256 MB in a run: smaller here
+    monkeypatch.setattr(_boxed, "MAX_SESSION_BYTES", 4 * 2**20)
+    secret = "sk-session-SECRET-" + uuid.uuid4().hex
+    _secrets.remember(secret)
+    home = tmp_path / "home"
+    session = write(
+        home / ".claude" / "projects" / "p" / "s1.jsonl",
+        f'{{"env": "{secret}"}}\n{{"big": "{"x" * 2**21}"}}\n{{"after": 1}}\n' + '{"n": 1}\n' * 2**20,
+    )
+    homes = AgentHomes(keep=tmp_path / "kept")
+    homes.settle(home, "s1")
+    homes.end("s1")
+    kept = tmp_path / "kept" / session.name
+    lines = kept.read_text().splitlines()
+    assert lines[:3] == ['{"env": "[REDACTED]"}', '{"convoeval": "a line over 1 MB left out"}', '{"after": 1}']
+    assert lines[-1] == '{"convoeval": "cut at 4 MB"}' and kept.stat().st_size < 4 * 2**20 + 100
+    assert not home.exists()

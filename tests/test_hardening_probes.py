@@ -148,9 +148,9 @@ def test_a_test_id_repeated_across_included_files_is_a_load_error_naming_both(tm
     assert code == 2 and "b.yaml:3" in text and "duplicate test id 'greet'" in text and "a.yaml:1" in text
 
 
-def _raw_post(url: str, length: str | None, body: bytes = b"") -> tuple[int, str]:
+def _raw_post(url: str, cookie: str, length: str | None, body: bytes = b"") -> tuple[int, str]:
     host, port = url.split("//")[1].rstrip("/").split(":")
-    head = f"POST /api/labels HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+    head = f"POST /api/labels HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\nCookie: {cookie}\r\n"
     if length is not None:
         head += f"Content-Length: {length}\r\n"
     with socket.create_connection((host, int(port)), timeout=10) as sock:
@@ -169,13 +169,13 @@ def test_the_viewer_refuses_bad_lengths_and_labels_for_unknown_runs(tmp_path: Pa
     label = {"suite": "s", "test_id": "t", "target": "bot", "entry": "turn-1", "item": "x", "rater": "ana"}
     with Viewer(store, port=0, scale="pass-fail") as viewer:
         for length in ("-1", "abc", None):
-            status, body = _raw_post(viewer.url, length, b"{}")
+            status, body = _raw_post(viewer.url, viewer.cookie, length, b"{}")
             assert status == 400 and "Content-Length" in body, (length, body)
         unknown = json.dumps({**label, "run_id": "no-such-run", "label": "pass"}).encode()
-        status, body = _raw_post(viewer.url, str(len(unknown)), unknown)
+        status, body = _raw_post(viewer.url, viewer.cookie, str(len(unknown)), unknown)
         assert status == 404 and "no-such-run" in body
         known = json.dumps({**label, "run_id": report.run_id, "label": "pass"}).encode()
-        assert _raw_post(viewer.url, str(len(known)), known)[0] == 200
+        assert _raw_post(viewer.url, viewer.cookie, str(len(known)), known)[0] == 200
 
 
 @pytest.mark.parametrize(

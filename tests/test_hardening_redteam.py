@@ -442,10 +442,30 @@ def test_a_cli_target_with_a_quoted_placeholder_is_refused(cli, tmp_path: Path, 
     assert read_jsonl(tmp_path / "r.jsonl")[0]["output"][-1]["content"].strip() == hostile
 
 
+STEAL_FROM_RAY_GRADER = """
+import json, os, sys
+sys.stdin.read()
+try:
+    open(f"/proc/{os.getppid()}/environ", "rb").read()
+    seen = ["parent read"]
+except OSError as exc:
+    seen = [type(exc).__name__]
+for pid in filter(str.isdigit, os.listdir("/proc")):  # Ray's own processes: raylet, gcs_server, ...
+    try:
+        if b"ray-worker-LEAK" in open(f"/proc/{pid}/environ", "rb").read():  # the key's middle
+            seen.append(open(f"/proc/{pid}/comm").read().strip())
+    except OSError:
+        pass
+print(json.dumps({"score": 1, "reason": " ".join(seen)}))
+"""
+
+
 def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Path) -> None:
     """With `--backend ray` a host code-grader's parent is a Ray worker, which holds the driver's
     environment: it read the key from `/proc/<worker>/environ`. The worker is made non-dumpable
-    before each trial now. Run as root without capabilities (`setpriv`), like any other user."""
+    before each trial now. Ray's own processes (`raylet`, `gcs_server`, idle workers) held it
+    too: a local cluster starts without it, and each trial gets it once private. Run as root
+    without capabilities (`setpriv`), like any other user."""
     pytest.importorskip("ray")
     key = "sk-ray-worker-LEAK-0123456789"
     prefix = []
@@ -453,7 +473,7 @@ def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Pa
         if shutil.which("setpriv") is None:
             pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
         prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
-    write(tmp_path / "steal.py", STEAL_GRADER)
+    write(tmp_path / "steal.py", STEAL_FROM_RAY_GRADER)
     suite = write(
         tmp_path / "s.eval.yaml",
         f"tests:\n  - id: steal\n    input: hi\n    assertions:\n"
@@ -471,10 +491,79 @@ def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Pa
             text=True,
             timeout=240,
         )
+        sent = [h.get("Authorization") for h in server.headers]
     [result] = read_jsonl(tmp_path / "r.jsonl")
     [grader] = result["trials"][0]["scores"][0]["graders"]
     assert grader["details"]["reason"] == "PermissionError", (grader, done.stderr[-2000:])
     assert key[::-1] not in (tmp_path / "r.jsonl").read_text()
+    assert sent == [f"Bearer {key}"]  # the trial, in its worker, still had the key
+
+
+KILL_AND_WATCH_GRADER = """
+import json, os, sys, time
+sys.stdin.read()
+def workers():  # this run's: their parent is the driver, which runs this suite (never another run's)
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            parent = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]
+            if b"_process_worker" in open(f"/proc/{pid}/cmdline", "rb").read() and (
+                b"SUITE" in open(f"/proc/{parent}/cmdline", "rb").read()
+            ):
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+first = workers()
+for pid in first:
+    if int(pid) != os.getppid():
+        os.kill(int(pid), 9)  # the driver starts another, whose environment is readable as it starts
+seen = set()
+end = time.time() + 5
+while time.time() < end:
+    for pid in set(workers()) - set(first):
+        try:
+            if b"proc-worker-LEAK" in open(f"/proc/{pid}/environ", "rb").read():  # the key's middle
+                seen.add(pid)
+        except OSError:
+            pass
+print(json.dumps({"score": 1, "reason": f"{len(first)} workers, keys read from {len(seen)}"}))
+"""
+
+
+def test_a_code_grader_cannot_read_the_keys_of_a_worker_process_as_it_starts(tmp_path: Path) -> None:
+    """`--processes`: a worker makes itself private only once it runs, and it started with the
+    driver's whole environment; a host code-grader killed another worker and read the keys of
+    the one the driver started in its place. Workers now start without the secret variables and
+    get them with their setup. Run as root without capabilities (`setpriv`), like any other user."""
+    key = "sk-proc-worker-LEAK-0123456789"
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
+        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
+    write(tmp_path / "watch.py", KILL_AND_WATCH_GRADER.replace("SUITE", str(tmp_path / "s.eval.yaml")))
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"tests:\n  - id: watch\n    input: hi\n    assertions:\n"
+        f"      - {{type: code-grader, command: [{sys.executable!r}, watch.py]}}\n",
+    )
+    with FakeOpenAIServer(reply=lambda body: "ok") as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": key}
+        done = subprocess.run(
+            [*prefix, sys.executable, "-m", "convoeval", "run", str(suite), "--target", "openai:m", "-o", "r.jsonl"]
+            + ["--processes", "2", "--no-cache"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        sent = [h.get("Authorization") for h in server.headers]
+    [result] = read_jsonl(tmp_path / "r.jsonl")
+    [grader] = result["trials"][0]["scores"][0]["graders"]
+    assert grader["details"]["reason"] == "2 workers, keys read from 0", (grader, done.stderr[-2000:])
+    assert sent == [f"Bearer {key}"]  # the worker that ran the trial had the key
 
 
 @needs_bwrap
@@ -536,6 +625,36 @@ def test_a_before_all_hook_cannot_plant_a_git_hook_or_touch_the_store(cli, tmp_p
     assert (tmp_path / "made-by-hook.txt").read_text() == "x\n", out + err
     assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
     assert (tmp_path / ".convoeval" / "cache.sqlite").read_text() == "not touched\n"
+
+
+FORGE_PYC = """
+import importlib.util, marshal, os, struct
+st = os.stat("agent.py")
+code = compile("open('MARKER', 'w').write('ran on the host')\\ndef reply(messages):\\n    return 'hi'\\n", "agent.py", "exec")
+os.makedirs("__pycache__", exist_ok=True)
+header = struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF)
+name = f"__pycache__/agent.{importlib.util.cache_from_source('agent.py').split('.')[-2]}.pyc"
+open(name, "wb").write(importlib.util.MAGIC_NUMBER + header + marshal.dumps(code))
+"""
+
+
+@needs_bwrap
+def test_a_before_all_hook_cannot_plant_bytecode_for_a_python_target(cli, tmp_path: Path) -> None:
+    """A `python` target's file is read-only to the hook, but its `__pycache__` was not: the hook
+    wrote a `.pyc` claiming the file's modification time and size, and the next run imported
+    that, on the host, with convoeval's keys in its environment."""
+    write(tmp_path / "agent.py", "def reply(messages):\n    return 'hi'\n")
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: py, provider: python, callable: 'agent.py:reply'}\n")
+    write(tmp_path / "forge.py", FORGE_PYC.replace("MARKER", str(tmp_path / "escaped")))
+    hook = f"{sys.executable} forge.py || true"
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"workspace:\n  hooks:\n    before_all: {{command: {hook!r}}}\ntests:\n  - {{id: a, input: hi}}\n",
+    )
+    for _ in range(2):  # the second run imports what the first run's hook left
+        code, out, err = cli("run", suite, "--target", "py", "--no-cache", "-o", "r.jsonl")
+        assert code == 0, out + err
+    assert not (tmp_path / "escaped").exists()
 
 
 PRELOAD_C = r"""

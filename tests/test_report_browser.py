@@ -139,10 +139,23 @@ def test_html_report_from_file(page, runs: Runs) -> None:
     shot(page, "report-travel")
 
 
+def test_a_link_to_a_test_opens_it_and_any_other_hash_breaks_nothing(page, runs: Runs) -> None:
+    """`querySelector(location.hash)` threw on a hash that is no selector (`#1`, `#%3Cimg%3E`),
+    which stopped the script before it wired the rater and the label forms."""
+    report = (runs.root / "report.html").as_uri()
+    page.goto(report + "#test-1")
+    assert [t.get_attribute("id") for t in page.locator("details.test[open]").all()] == ["test-1"]
+    for hash_ in ("#%3Cimg%20src=x%20onerror=window.PWNED=1%3E", "#1", "#%zz"):
+        page.goto("about:blank")
+        page.goto(report + hash_)
+        assert page.locator("details.test[open]").count() == 0 and page.js_errors == [], hash_
+    assert page.evaluate("window.PWNED") is None
+
+
 def test_viewer_runs_compare_and_labels(page, runs: Runs) -> None:
     first, second = runs.first, runs.second
     with Viewer(runs.root / ".convoeval" / "runs.sqlite", port=0) as viewer:
-        page.goto(viewer.url)
+        page.goto(viewer.login_url)  # sets the viewer's cookie: the pages below go without the token
         assert page.locator("#runs tbody tr").count() == 2
         shot(page, "viewer-runs")
         page.select_option("select[name=a]", first)

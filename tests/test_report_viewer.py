@@ -21,9 +21,13 @@ from .report_data import SUITE, battles, reply
 STORE = Path(".convoeval") / "runs.sqlite"
 
 
+#: Keeps the viewer's cookie, as a browser does: each test first opens `login_url`.
+_OPENER = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+
+
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=10) as response:
+        with _OPENER.open(urllib.request.Request(url, headers=headers or {}), timeout=10) as response:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
@@ -33,7 +37,7 @@ def _post(url: str, body: dict | str, content_type: str = "application/json") ->
     data = (body if isinstance(body, str) else json.dumps(body)).encode()
     request = urllib.request.Request(url, data=data, headers={"Content-Type": content_type}, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with _OPENER.open(request, timeout=10) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"{}")
@@ -56,6 +60,7 @@ def two_runs(cli, fake_openai, tmp_path: Path) -> list[str]:
 def test_viewer_pages_labels_and_agreement_round_trip(two_runs: list[str], cli, tmp_path: Path) -> None:
     first, second = two_runs
     with Viewer(STORE, port=0) as viewer:
+        assert _get(viewer.login_url)[0] == 200  # the cookie, for what follows
         status, home = _get(viewer.url)
         assert status == 200 and first in home and second in home and 'action="/compare"' in home
         status, page = _get(f"{viewer.url}run/{second}")
@@ -99,6 +104,7 @@ def test_viewer_pages_labels_and_agreement_round_trip(two_runs: list[str], cli, 
 def test_viewer_refuses_bad_labels_foreign_hosts_and_unknown_runs(two_runs: list[str]) -> None:
     run = two_runs[0]
     with Viewer(STORE, port=0, scale="pass-fail") as viewer:
+        assert _get(viewer.login_url)[0] == 200  # the cookie, for what follows
         base = {
             "run_id": run,
             "suite": "travel",
@@ -122,8 +128,48 @@ def test_viewer_refuses_bad_labels_foreign_hosts_and_unknown_runs(two_runs: list
         assert status == 200 and text.splitlines()[1].endswith(",pass,pass")
 
 
+def test_viewer_shows_runs_of_its_store_never_files_of_its_folder(two_runs: list[str], tmp_path: Path) -> None:
+    """`/run/NAME` opened any results file of the folder the viewer ran in (`results`, `r.JSONL`)
+    and told which other files existed (`.env:1: invalid JSON`), to anyone on the machine."""
+    stored = next((tmp_path / ".convoeval" / "results").glob("*.jsonl")).read_text()
+    for name in ("results", "r.JSONL"):
+        write(tmp_path / name, stored)
+    write(tmp_path / ".env", "OPENAI_BASE_URL=http://127.0.0.1:9/v1\n")
+    with Viewer(STORE, port=0) as viewer:
+        assert _get(viewer.login_url)[0] == 200  # the cookie, for what follows
+        for name in ("results", "r.JSONL", ".env"):
+            status, text = _get(f"{viewer.url}run/{name}")
+            assert status == 404 and text == f"{name}: no such results file or run (runs are in {STORE})", text
+        assert _get(f"{viewer.url}run/{two_runs[0]}")[0] == 200
+
+
+def test_viewer_answers_only_requests_that_carry_its_token(two_runs: list[str]) -> None:
+    """Any user of the machine reaches 127.0.0.1: without a token, they read every stored run and
+    saved labels. Now each start makes a token; `login_url` holds it and sets a cookie."""
+    label = {"run_id": two_runs[0], "suite": "travel", "test_id": "japan-trip", "target": "openai:m"}
+    label |= {"entry": "turn-1", "item": "rubrics", "rater": "eve", "label": "1"}
+    with Viewer(STORE, port=0) as viewer, Viewer(STORE, port=0) as other:
+        stranger = urllib.request.build_opener()  # no cookie
+        for url in (viewer.url, f"{viewer.url}run/{two_runs[0]}", f"{viewer.url}?token=wrong", other.login_url):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                stranger.open(url.replace(other.url, viewer.url), timeout=10)
+            assert refused.value.code == 403 and b"holds the viewer's token" in refused.value.read()
+        request = urllib.request.Request(
+            f"{viewer.url}api/labels", data=json.dumps(label).encode(), headers={"Content-Type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            stranger.open(request, timeout=10)
+        assert refused.value.code == 403 and LabelStore(STORE).labels(two_runs[0]) == []
+        with stranger.open(viewer.login_url, timeout=10) as response:
+            cookie = response.headers["Set-Cookie"]
+        assert cookie == f"{viewer.cookie}; HttpOnly; SameSite=Strict; Path=/"
+        assert _get(f"{viewer.url}run/{two_runs[0]}", {"Cookie": viewer.cookie})[0] == 200
+        assert _get(viewer.url, {"Cookie": other.cookie})[0] == 403  # another viewer's (another port's)
+
+
 def test_viewer_arena_page(two_runs: list[str], tmp_path: Path) -> None:
     with Viewer(STORE, port=0, battles=[battles(tmp_path / "battles.jsonl")]) as viewer:
+        assert _get(viewer.login_url)[0] == 200  # the cookie, for what follows
         assert 'href="/arena/0"' in _get(viewer.url)[1]
         status, page = _get(f"{viewer.url}arena/0")
     assert status == 200 and 'id="leaderboard"' in page and "no stored run has these targets" in page
@@ -144,6 +190,7 @@ def test_viewer_pages_of_a_damaged_store_are_errors_not_dropped_connections(two_
     data = STORE.read_bytes()
     STORE.write_bytes(data[: len(data) // 2])
     with Viewer(STORE, port=0) as viewer:
+        _get(viewer.login_url)  # the cookie comes with the home page's error too
         for page in ("", f"run/{two_runs[0]}", f"compare?a={two_runs[0]}&b={two_runs[1]}"):
             status, text = _get(viewer.url + page)
             assert status == 400 and "runs.sqlite" in text and "malformed" in text, (page, status, text)

@@ -4,6 +4,7 @@ echoed back by the model. They reach no result file, report, store table, cache 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import uuid
 from pathlib import Path
@@ -61,6 +62,39 @@ targets:
     for name, text in texts.items():
         for secret in (gateway, bearer, code, odd, param):
             assert secret not in text, f"{secret[:6]}... leaked into {name}"
+
+
+def test_credentials_in_a_request_body_are_found_nowhere(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An `http` target's `body: {auth: {api_key: ...}}` and an openai target's `params:
+    {user_token: ...}` (from variables whose names do not look secret) were stored as a server
+    echoed them back (FastAPI's 422 answer quotes the request body)."""
+    token, key = (f"{n}-{uuid.uuid4().hex}" for n in ("tok", "key"))
+    monkeypatch.setenv("P", token)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-" + uuid.uuid4().hex)
+    write(
+        tmp_path / "s.eval.yaml", "tests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: hi}]\n"
+    )
+    with FakeOpenAIServer(reply=json.dumps) as server:
+        write(
+            tmp_path / "targets.yaml",
+            f"""\
+targets:
+  - {{name: o, provider: openai, model: m, base_url: "{server.base_url}", params: {{user_token: "${{{{ P }}}}"}}}}
+  - name: h
+    provider: http
+    url: "{server.base_url}/chat/completions"
+    body: {{message: "{{{{ prompt }}}}", auth: {{apiKey: "{key}", user: bot-user}}, keywords: travel-words}}
+    reply_path: $.choices[0].message.content
+""",
+        )
+        for target in ("o", "h"):
+            code, out, err = cli("run", "s.eval.yaml", "--target", target, "--store", "state", "-o", f"{target}.jsonl")
+            assert code == 0, out + err
+            stored = (tmp_path / f"{target}.jsonl").read_text()
+            assert "[REDACTED]" in stored and token not in stored + out + err and key not in stored + out + err
+    assert "bot-user" in stored and "travel-words" in stored  # fields not named like credentials
+    for db in tmp_path.rglob("*.sqlite*"):
+        assert token.encode() not in db.read_bytes() and key.encode() not in db.read_bytes(), db
 
 
 def test_every_header_and_parameter_but_the_plain_ones_is_remembered() -> None:

@@ -111,6 +111,22 @@ def test_a_clone_urls_credentials_stay_out_of_the_workspace_and_gits_command_lin
     assert "clone" in calls.read_text() and TOKEN not in calls.read_text()
 
 
+def test_a_ref_or_image_that_git_or_docker_would_read_as_an_option_is_refused(
+    tmp_path: Path, origin: Path, cli
+) -> None:
+    """`ref: --upload-pack=CMD` went to `git fetch origin REF` on the host, which ran CMD unconfined."""
+    mark = tmp_path / "ran-on-the-host"
+    ref = f"--upload-pack=touch {mark};:"
+    suite = suite_with(
+        tmp_path, f"{{repos: [{{path: app, source: {{type: local, path: origin}}, checkout: {{ref: '{ref}'}}}}]}}"
+    )
+    code, _, err = cli("validate", suite)
+    assert code == 2 and f"s.eval.yaml:2: workspace.repos[0].checkout.ref: {ref!r} starts with `-`" in err
+    assert cli("run", suite, "--judge", "scripted")[0] == 2 and not mark.exists()
+    code, _, err = cli("validate", suite_with(tmp_path, "{docker: {image: --privileged}}"))
+    assert code == 2 and "workspace.docker.image: '--privileged' starts with `-`" in err
+
+
 def test_a_repo_that_cannot_be_cloned_is_an_execution_error(tmp_path: Path, origin: Path) -> None:
     suite = suite_with(tmp_path, "{repos: [{path: app, source: {type: local, path: nowhere}}]}")
     [result] = run(suite).results

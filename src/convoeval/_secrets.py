@@ -19,7 +19,7 @@ import os
 import re
 import string
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
@@ -64,14 +64,15 @@ def remember(*values: str | None) -> None:
         _known = None
 
 
-def remember_credentials(headers: Mapping[str, str], *urls: str | None, env: object = None) -> None:
+def remember_credentials(
+    headers: Mapping[str, str], *urls: str | None, env: object = None, body: object = None
+) -> None:
     """Add the credentials a target sends (its headers but `PLAIN_HEADERS`, `Authorization`'s
-    token without its scheme, the user info and query values of its URLs but `PLAIN_PARAMS`)
-    and the secret-named variables of its `env:` (an agent process's) to the known secrets
-    (values shorter than `MIN_SECRET_LENGTH` are not)."""
-    values: list[str] = []
-    if isinstance(env, Mapping):
-        values += [v for k, v in env.items() if isinstance(k, str) and isinstance(v, str) and SECRET_NAME.search(k)]
+    token without its scheme, the user info and query values of its URLs but `PLAIN_PARAMS`,
+    the secret-named fields of its request `body`: `{api_key: ...}`, at any depth) and the
+    secret-named variables of its `env:` (an agent process's) to the known secrets (values
+    shorter than `MIN_SECRET_LENGTH` are not)."""
+    values = _secret_named(env, SECRET_NAME.search) + _secret_named(body, _secret_field)
     for name, value in headers.items():
         if name.lower() not in PLAIN_HEADERS:
             values += [value, value.split(" ", 1)[-1].strip()]
@@ -84,6 +85,33 @@ def remember_credentials(headers: Mapping[str, str], *urls: str | None, env: obj
                 if unquote_plus(name).lower() not in PLAIN_PARAMS:
                     values += _as_written_and_decoded(value)
     remember(*values)
+
+
+def _secret_named(value: object, secret: Callable[[str], object]) -> list[str]:
+    """The texts under the keys of `value`'s mappings that `secret` calls secret, at any depth,
+    but templates (`{{ prompt }}`), which are filled with the conversation."""
+    if isinstance(value, Mapping):
+        found = []
+        for key, item in value.items():
+            if isinstance(item, str) and isinstance(key, str) and secret(key) and "{{" not in item:
+                found.append(item)
+            else:
+                found += _secret_named(item, secret)
+        return found
+    return [text for item in value for text in _secret_named(item, secret)] if isinstance(value, list) else []
+
+
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+#: The words of a request body's field name that make its value a credential (`api_key`,
+#: `apiKey`, `auth: {token: ...}`; not `keywords` nor `author`).
+_SECRET_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass", "passphrase", "auth",
+     "authorization", "credential", "credentials", "creds", "bearer", "jwt", "cookie", "sig", "signature"}
+)  # fmt: skip
+
+
+def _secret_field(name: str) -> bool:
+    return any(word.lower() in _SECRET_WORDS for word in _WORD.findall(name))
 
 
 def _as_written_and_decoded(value: str) -> set[str]:
@@ -184,6 +212,12 @@ def scrubbed_env(passed: Iterable[str] = ()) -> dict[str, str]:
     PATH and the locale always stay."""
     keep = {*passed, *_ALWAYS_KEPT}
     return {k: v for k, v in os.environ.items() if k in keep or not (SECRET_NAME.search(k) or holds_secret(v))}
+
+
+def secret_environment() -> dict[str, str]:
+    """The variables of the process environment that `scrubbed_env` leaves out."""
+    kept = scrubbed_env()
+    return {k: v for k, v in os.environ.items() if k not in kept}
 
 
 #: Variables a command always gets from the parent, whatever they hold (`_sandbox.BASE_ENV`).

@@ -332,7 +332,9 @@ def view(
         viewer: Viewer = Viewer(_store(store), port=port, scale=scale.value, battles=list(battles or []))
     except OSError as exc:
         raise fail(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
-    out.print(f"convoeval viewer on {viewer.url} (store {_store(store)}); Ctrl-C stops it", markup=False)
+    out.print(
+        f"convoeval viewer on {viewer.login_url} (store {_store(store)}); Ctrl-C stops it", markup=False, soft_wrap=True
+    )
     try:
         viewer.serve_forever()
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (`_stop`): 130 / 143, as for every command

@@ -38,7 +38,7 @@ from typing import Any
 
 from .. import _sandbox as sandbox
 from .. import registry
-from .._secrets import keep_environment_private
+from .._secrets import keep_environment_private, reread_environment
 from ..judging import PanelRule, panel_of
 from ..results import EvaluationResult, ScoreEntry, ToolCall, TrialResult
 from ..run import GradedTurn, Job, TestPlan, TrialContext, combine_trials, run_trial
@@ -80,7 +80,9 @@ COLLECT_EVERY_S = 30.0
 class WorkerSetup:
     """What every worker gets once: the target configs by name, the response cache's file,
     the run's sandbox backend, this worker's share of each endpoint's limits, the driver's
-    plugin modules (name, file) and Python path, and what no sandboxed command sees."""
+    plugin modules (name, file) and Python path, what no sandboxed command sees, and the
+    secret variables the worker was started without (any process of the user can read a
+    starting worker's environment, before it makes itself private)."""
 
     configs: dict[str, TargetConfig]
     cache_file: str | None
@@ -89,6 +91,7 @@ class WorkerSetup:
     plugins: list[tuple[str, str | None]] = field(default_factory=list)
     sys_path: list[str] = field(default_factory=list)
     unseen: list[str] = field(default_factory=list)  # what no sandboxed command sees
+    secrets: dict[str, str] = field(default_factory=dict)
 
 
 _trial_meter: ContextVar[RunMeter | None] = ContextVar("convoeval_trial_meter", default=None)
@@ -207,6 +210,8 @@ class _Worker:
                 self.broken = RuntimeError(f"a worker process could not be set up: {type(exc).__name__}: {exc}")
 
     def configure(self, setup: WorkerSetup) -> None:
+        os.environ.update(setup.secrets)  # private since `main` started
+        reread_environment()
         sandbox.choose(setup.sandbox_name)  # the trials' tasks, made from this context, inherit it
         sandbox.hide_from_models(setup.unseen)
         self.setup = setup

@@ -32,6 +32,7 @@ from typing import Any
 
 from .. import _sandbox as sandbox
 from .. import registry
+from .._secrets import scrubbed_env, secret_environment
 from ..errors import ConfigError
 from ..judging import JudgePanel, panel_members
 from ..results import EvaluationResult, ScoreEntry, TrialResult
@@ -111,7 +112,7 @@ class ProcessTrials:
             "from convoeval.engine._process_worker import main; main()",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "CONVOEVAL_DRIVER_PID": str(os.getpid())},
+            env={**scrubbed_env(), "CONVOEVAL_DRIVER_PID": str(os.getpid())},  # the keys come with the setup
             start_new_session=True,  # a terminal's Ctrl-C reaches the driver only; it ends the workers
             limit=2**20,
         )
@@ -157,6 +158,7 @@ class ProcessTrials:
             plugins=registry.plugin_modules(),
             sys_path=list(sys.path),
             unseen=sandbox.hidden_from_models(),
+            secrets=secret_environment(),
         )
         for worker in self.workers:
             worker.send(("setup", self._setup_of(worker.number)))

@@ -8,7 +8,10 @@ trial's result with the calls it counted. The response cache is the same SQLite 
 storage for a cluster on several machines); requests in flight per endpoint are bounded
 cluster-wide by one actor holding the semaphores. The run's sandbox choice (`--sandbox`,
 else `$CONVOEVAL_SANDBOX` of the driver, else bubblewrap) travels with each task: a worker's
-own environment never loosens it. A task whose worker dies is retried by Ray (`max_retries`);
+own environment never loosens it. A local cluster starts without the secret variables (Ray's
+own processes, `raylet`, `gcs_server`, idle workers, are dumpable: any process of the user reads
+their environment); each task gets them once its worker is private (`keep_environment_private`).
+A task whose worker dies is retried by Ray (`max_retries`);
 one that still fails is that trial's `execution_error`, and the run goes on. The driver counts
 the trials each node ran (`placement`).
 """
@@ -18,14 +21,14 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import Counter
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .. import _sandbox as sandbox
-from .._secrets import keep_environment_private
+from .._secrets import keep_environment_private, secret_environment
 from ..errors import ConfigError
 from ..judging import JudgePanel, PanelRule, panel_members, panel_of
 from ..results import TrialResult
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
 
 #: Times Ray runs a trial again after its worker died.
 MAX_RETRIES = 2
+#: Whether this process started the local cluster it uses (without the secret variables).
+_started_here = False
 
 
 def _ray() -> ModuleType:
@@ -72,17 +77,22 @@ class RayTrials:
         num_cpus: int | None = None,
         sandbox_name: str = "bubblewrap",
     ):
+        global _started_here
         ray = _ray()
         if not ray.is_initialized():
             local = address is None and not os.environ.get("RAY_ADDRESS")
-            ray.init(
-                address=address,
-                num_cpus=num_cpus if local else None,
-                include_dashboard=False,
-                logging_level="ERROR",
-                log_to_driver=False,
-                configure_logging=False,
-            )
+            with _without(secret_environment() if local else {}):
+                ray.init(
+                    address=address,
+                    num_cpus=num_cpus if local else None,
+                    include_dashboard=False,
+                    logging_level="ERROR",
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+            _started_here = local
+        #: The secret variables each task sets (a local cluster's processes started without them).
+        self.secrets = secret_environment() if _started_here else {}
         self.configs = configs
         self.cache_file = str(cache_file) if cache_file else None
         self.meter = meter
@@ -117,7 +127,15 @@ class RayTrials:
         settings = (ctx.trial, ctx.judge_repeats, ctx.judge_temperature, rule)
         try:
             result, calls, node = await self.task.remote(
-                plan, configs, named, settings, self.cache_file, self.limiter, self.sandbox_name, self.unseen
+                plan,
+                configs,
+                named,
+                settings,
+                self.cache_file,
+                self.limiter,
+                self.sandbox_name,
+                self.unseen,
+                self.secrets,
             )
         except Exception as exc:  # the worker died MAX_RETRIES + 1 times, or the task raised
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
@@ -137,6 +155,17 @@ class RayTrials:
             return None
         each = ", ".join(f"{node[:8]}: {n}" for node, n in self.nodes.most_common())
         return f"ray: {sum(self.nodes.values())} trial(s) on {len(self.nodes)} node(s) ({each})"
+
+
+@contextmanager
+def _without(variables: dict[str, str]) -> Iterator[None]:
+    """The process environment without `variables` for the block (what it starts inherits it)."""
+    for name in variables:
+        os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        os.environ.update(variables)
 
 
 class EndpointSemaphores:
@@ -179,11 +208,14 @@ def _trial_task(
     limiter: ActorHandle[EndpointSemaphores],
     sandbox_name: str,
     unseen: tuple[str, ...] = (),
+    secrets: dict[str, str] | None = None,
 ) -> tuple[TrialResult, dict[str, CallTotals], str]:
     """In a worker: build the targets, run the trial, return its result, the calls counted and
     the id of the node it ran on. The worker is made non-dumpable first, as the driver is: the
-    commands a trial starts run as its user and must not read its keys in /proc."""
+    commands a trial starts run as its user and must not read its keys in /proc; only then does
+    it take the `secrets` (the variables a local cluster started without)."""
     keep_environment_private()
+    os.environ.update(secrets or {})
     sandbox.hide_from_models(unseen)  # keys and answers (eval files, store...), where this node has them
     result, calls = asyncio.run(_trial(plan, configs, named, settings, cache_file, limiter, sandbox_name))
     return result, calls, _ray().get_runtime_context().get_node_id()

@@ -49,16 +49,17 @@ class LoadedRun(Model):
     store: str | None = Field(None, description="The run store a stored run came from.")
 
 
-def load_run(ref: str | Path, store: str | Path) -> LoadedRun:
+def load_run(ref: str | Path, store: str | Path, *, files: bool = True) -> LoadedRun:
     """The results of `ref`: a results file when one exists at that path, else a run id (or
-    `last`) in the run store `store`.
+    `last`) in the run store `store`; with `files=False`, always a run of the store (the viewer:
+    a URL never names a file).
 
     Raises:
         ConfigError: no such file or run (ReportInputError), an unreadable results file
             (`file:line: ...`) or a damaged run store.
     """
     path = Path(ref)
-    if path.suffix in (".jsonl", ".json") or path.exists():
+    if files and (path.suffix in (".jsonl", ".json") or path.exists()):
         return LoadedRun(name=path.name, results=read_results(path))
     store = Path(store)
     if not store.is_file():

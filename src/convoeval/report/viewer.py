@@ -6,19 +6,24 @@ label form under each judged grader, `/compare?a=ID&b=ID` two runs compared, `/a
 N-th battles file given. API: `POST /api/labels` (JSON) saves a label in the store,
 `GET /labels.csv?run=ID` exports them for `convoeval agreement`.
 
-It binds to 127.0.0.1 only, answers only requests whose Host is that address (or localhost),
-and takes labels only as `application/json` (a cross-site form cannot send that without a
-CORS preflight, which it never answers).
+It binds to 127.0.0.1 only, answers only requests whose Host is that address (or localhost)
+and that carry its token (a random one each start: other users of the machine reach the port
+too), and takes labels only as `application/json` (a cross-site form cannot send that without a
+CORS preflight, which it never answers). The address it prints (`login_url`) holds the token;
+opening it once sets a cookie (HttpOnly, SameSite=Strict) that the browser sends from then on.
 """
 
 from __future__ import annotations
 
 import csv
+import hmac
 import io
 import json
+import secrets
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -108,13 +113,25 @@ class Viewer:
         self.store = Path(store)
         self.scale: Scale = scale
         self.battles = list(battles or [])
+        self.token = secrets.token_urlsafe(24)
         self.server = ThreadingHTTPServer((HOST, port), _handler(self))
         self.server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
+        """The home page's address, without the token (see `login_url`)."""
         return f"http://{HOST}:{self.server.server_address[1]}/"
+
+    @property
+    def login_url(self) -> str:
+        """The home page's address with the token: a browser that opens it is let in (a cookie)."""
+        return f"{self.url}?token={self.token}"
+
+    @property
+    def cookie(self) -> str:
+        """The cookie that lets a request in: `name=token` (a name of its own for each port)."""
+        return f"convoeval-view-{self.server.server_address[1]}={self.token}"
 
     def start(self) -> Viewer:
         self._thread = threading.Thread(
@@ -209,9 +226,9 @@ class Viewer:
         return 404, "text/plain; charset=utf-8", "not found", {}
 
     def _run(self, ref: str) -> LoadedRun:
-        if not ref or "/" in ref or ref.endswith((".jsonl", ".json")):
+        if not ref or "/" in ref:
             raise ReportInputError(f"run: {ref!r} is not a run id of the store")
-        return load_run(ref, self.store)
+        return load_run(ref, self.store, files=False)  # never a file of the folder the viewer runs in
 
     def _arena_run(self, records: Sequence[Mapping[str, object]], ref: str | None) -> LoadedRun | None:
         if ref:
@@ -239,6 +256,7 @@ class Viewer:
 def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "convoeval-view"
+        set_cookie: str | None = None
 
         def log_message(self, format: str, *args: object) -> None:  # quiet: no access log
             return None
@@ -246,6 +264,33 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
         def _host_ok(self) -> bool:
             host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
             return host in (HOST, "localhost")
+
+        def _admitted(self) -> bool:
+            """Whether the request carries the token: the viewer's cookie, or `?token=` (which
+            sets the cookie for the requests that follow)."""
+            self.set_cookie = None
+            name, token = viewer.cookie.split("=", 1)
+            try:
+                given = SimpleCookie(self.headers.get("Cookie") or "")
+            except CookieError:
+                given = SimpleCookie()
+            if name in given and hmac.compare_digest(given[name].value.encode(), token.encode()):
+                return True
+            query = parse_qs(urlsplit(self.path).query).get("token", [""])[-1]
+            if hmac.compare_digest(query.encode(), token.encode()):
+                self.set_cookie = f"{viewer.cookie}; HttpOnly; SameSite=Strict; Path=/"
+                return True
+            return False
+
+        def _refused(self) -> bool:
+            """Answer 403 to a request from a foreign Host or without the token; True if refused."""
+            if not self._host_ok():
+                self._send(403, "text/plain", "forbidden host")
+            elif not self._admitted():
+                self._send(403, "text/plain", "open the address `convoeval view` printed: it holds the viewer's token")
+            else:
+                return False
+            return True
 
         def _send(
             self, status: int, content_type: str, body: str | bytes, headers: dict[str, str] | None = None
@@ -256,14 +301,16 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.send_header("X-Content-Type-Options", "nosniff")
             self.send_header("Cache-Control", "no-store")
+            if self.set_cookie:
+                self.send_header("Set-Cookie", self.set_cookie)
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(data)
 
         def do_GET(self) -> None:
-            if not self._host_ok():
-                return self._send(403, "text/plain", "forbidden host")
+            if self._refused():
+                return
             split = urlsplit(self.path)
             query = {k: v[-1] for k, v in parse_qs(split.query).items()}
             try:
@@ -274,8 +321,8 @@ def _handler(viewer: Viewer) -> type[BaseHTTPRequestHandler]:
                 self._send(500, "text/plain; charset=utf-8", unreadable(viewer.store, exc))
 
         def do_POST(self) -> None:
-            if not self._host_ok():
-                return self._send(403, "text/plain", "forbidden host")
+            if self._refused():
+                return
             if urlsplit(self.path).path != "/api/labels":
                 return self._send(404, "text/plain", "not found")
             if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":

@@ -111,7 +111,9 @@ def kept_in_eval_folder(
 ) -> list[Path]:
     """What a `before_all`/`after_all` hook, which may change the eval file's folder, must not
     (`KEPT_NAMES`, absent ones too), with the run store, the eval files of `suites`, the Python
-    files convoeval has imported from the folder (a `python` target's, a tool's, a plugin), the
+    files convoeval has imported from the folder (a `python` target's, a tool's, a plugin) with
+    their `__pycache__` (absent ones too: Python runs a `.pyc` there that claims its source's
+    modification time and size, whatever the source holds), the
     files a `command` of `suites` names (a code-grader's script, which may run on the host), those
     the `targets` run (`_target_files`: a `cli` target's script runs on the host) and `files` (the
     run's own: its store, cache, targets and results files). A link among them is kept with where
@@ -122,6 +124,7 @@ def kept_in_eval_folder(
     pythons = list(dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix)))
     named = [*(s.path for s in suites if s.path), *_imported_files(pythons), *_command_files(folder, suites)]
     named += [*_target_files(folder, targets), *files]
+    named += [p.parent / "__pycache__" for p in named if p.suffix == ".py"]  # a planted .pyc runs as the .py
     named += pythons  # a venv in the eval folder, whole: one folder bound, not each module it holds
     return [*(folder / n for n in KEPT_NAMES), store, *(p for p in named if _in_folder(p, folder))]
 

@@ -16,6 +16,14 @@ from .._sandbox import SandboxSettings
 NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
+def _not_an_option(value: str | None) -> str | None:
+    """A value convoeval puts on a command line it runs on the host (git's ref, docker's image):
+    one that starts with `-` would be read as an option there (git's `--upload-pack=CMD` runs CMD)."""
+    if value is not None and value.lstrip().startswith("-"):
+        raise ValueError(f"{value!r} starts with `-`: the command it is given to would read it as an option")
+    return value
+
+
 class Capture(Model):
     """`capture: [{name, from, regex | jsonpath, group, on_missing}]` of a turn.
 
@@ -174,6 +182,8 @@ class Checkout(Model):
     resolve: Literal["remote", "local"] = "remote"
     ancestor: int = Field(0, ge=0)
 
+    _ref = field_validator("ref")(_not_an_option)
+
 
 class Clone(Model):
     """How to clone: `depth` (shallow), `filter` (partial clone), `sparse` (paths to check out)."""
@@ -205,6 +215,8 @@ class Docker(Model):
     timeout: int = Field(600, gt=0, description="Seconds the container may live.")
     memory: str | None = Field(None, description="Docker's --memory, e.g. 2g.")
     cpus: float | None = Field(None, gt=0)
+
+    _image = field_validator("image")(_not_an_option)
 
 
 class Workspace(Model):

@@ -223,9 +223,16 @@ class TargetConfig(Model):
     _source_dir: Path | None = PrivateAttr(None)
 
     def model_post_init(self, context: object, /) -> None:
-        """The credentials in `headers`, the URLs and `env` become known secrets (redacted everywhere)."""
+        """The credentials in `headers`, the URLs, the request body (`body`, `params`) and `env`
+        become known secrets (redacted everywhere)."""
         url = self.option("url")
-        remember_credentials(self.headers, self.base_url, url if isinstance(url, str) else None, env=self.option("env"))
+        remember_credentials(
+            self.headers,
+            self.base_url,
+            url if isinstance(url, str) else None,
+            env=self.option("env"),
+            body=[self.option("body"), self.option("params")],
+        )
 
     @field_validator("base_url")
     @classmethod

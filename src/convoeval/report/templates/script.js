@@ -24,7 +24,11 @@
     var shownTests = document.querySelectorAll("details.test:not([hidden])");
     if (shownTests.length === 1) { shownTests[0].open = true; }
   }
-  if (location.hash) { var target = document.querySelector(location.hash); if (target && target.tagName === "DETAILS") { target.open = true; } }
+  if (location.hash) {  // an id, never a selector: `#1` or `#<img>` would throw and stop this script
+    var target = null;
+    try { target = document.getElementById(decodeURIComponent(location.hash.slice(1))); } catch (e) { /* %zz */ }
+    if (target && target.tagName === "DETAILS") { target.open = true; }
+  }
 
   var rater = document.getElementById("rater");
   if (rater) {

@@ -174,11 +174,30 @@ class AgentHomes:
             self.end(session_id)
 
 
+#: What of a session file `keep_sessions` copies: lines up to `MAX_SESSION_LINE` bytes, and up
+#: to `MAX_SESSION_BYTES` in all. The agent's commands can write its HOME: a file of 1 GB read
+#: whole took 5 GB of the host's memory.
+MAX_SESSION_LINE = 16 * 2**20
+MAX_SESSION_BYTES = 256 * 2**20
+
+
 def _copy_redacted(source: Path, target: Path) -> None:
     """A session file copied with its secrets redacted (`_secrets.redact`): it holds what the
-    agent's commands printed, its own key too when one ran `env`."""
-    text = source.read_bytes().decode("utf-8", "surrogateescape")
-    target.write_bytes(redact(text).encode("utf-8", "surrogateescape"))
+    agent's commands printed, its own key too when one ran `env`. It is read line by line (JSON
+    lines: a secret never spans two); a longer line than `MAX_SESSION_LINE` is left out, and
+    the copy ends at `MAX_SESSION_BYTES`, each with a line that says so."""
+    copied = 0
+    with source.open("rb") as lines, target.open("wb") as out:
+        while copied < MAX_SESSION_BYTES and (line := lines.readline(MAX_SESSION_LINE + 1)):
+            if len(line) > MAX_SESSION_LINE:
+                while line and not line.endswith(b"\n"):  # the rest of it, in bounded pieces
+                    line = lines.readline(MAX_SESSION_LINE)
+                line = b'{"convoeval": "a line over %d MB left out"}\n' % (MAX_SESSION_LINE >> 20)
+            text = redact(line.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+            out.write(text)
+            copied += len(text)
+        if lines.read(1):
+            out.write(b'{"convoeval": "cut at %d MB"}\n' % (MAX_SESSION_BYTES >> 20))
     shutil.copystat(source, target, follow_symlinks=False)
 
 
