@@ -11,8 +11,9 @@ test:
   `COMMUNICATE` -> its `required_outputs` are `communicate_info`; `NL_ASSERTION` -> the
   `nl_assertions` as scenario `success` criteria. Components outside the basis are kept in
   `metadata` (tau2-bench runs them as diagnostics only, so they do not decide here either).
-- the domain's policy (`policy.md` beside the file, or `policy=`) is the suite's policy, also
-  given to the agent as its system prompt, as tau2-bench does.
+- the domain's policy (`policy=`, else `policy.md` beside the file, or telecom's
+  `main_policy.md` with `tech_support_manual.md` as tau2 joins them) is the suite's policy, also
+  given to the agent as its system prompt, as tau2-bench does; without one, a warning says so.
 
 Each `tau-reward` asks that the episode ended as tau2-bench ends one (`ended_by`): the user
 said ###STOP###, ###TRANSFER### or ###OUT-OF-SCOPE### (convoeval's structured stop counts) before
@@ -32,13 +33,14 @@ out and listed in the suite's `metadata.skipped`.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TypeGuard
 
 from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._common import JsonLines, JsonObject, mapping, read_text
+from ._common import DatasetWarning, JsonLines, JsonObject, mapping, read_text
 from ._suite_types import Skipped, Suite, SuiteTest
 
 #: tau2-bench's limits (src/tau2/config.py DEFAULT_MAX_STEPS, DEFAULT_MAX_ERRORS).
@@ -76,8 +78,10 @@ def import_tau2_tasks(
     tools: str = "tools.py",
     backend: str = "db.json",
     policy: Path | None = None,
+    run_policy: str | None = None,
 ) -> Suite:
-    """The suite of a tau2-bench tasks file (`data` is its parsed JSON)."""
+    """The suite of a tau2-bench tasks file (`data` is its parsed JSON); `run_policy` is the
+    policy of the run a results file recorded, used when no policy file is given or found."""
     tests: list[SuiteTest] = []
     skipped: list[Skipped] = []
     domains = set()
@@ -104,15 +108,36 @@ def import_tau2_tasks(
         "tools": tools,  # each trial's domain: the agent's and the user's tools on one copy of the backend
         "backend": backend,
     }
-    policy_file = policy or source.parent / "policy.md"
-    if policy is not None or policy_file.is_file():
-        if not policy_file.is_file():
-            raise DatasetError(f"{policy_file}:1: no such file (the domain policy)")
-        suite["policy"] = {"text": read_text(policy_file), "system_prompt": True}
+    if policy is not None and not policy.is_file():
+        raise DatasetError(f"{policy}:1: no such file (the domain policy)")
+    text = read_text(policy) if policy is not None else domain_policy(source.parent) or run_policy
+    if text:
+        suite["policy"] = {"text": text, "system_prompt": True}
+    else:
+        warnings.warn(
+            f"{source}:1: no domain policy (policy.md) beside the file: the agent gets none; give --policy FILE",
+            DatasetWarning,
+            stacklevel=2,
+        )
     if skipped:
         suite["metadata"]["skipped"] = skipped
     suite["tests"] = tests
     return suite
+
+
+def domain_policy(folder: Path) -> str | None:
+    """The policy tau2-bench gives the agent of the domain in `folder`: its policy.md, or telecom's
+    main policy with its tech-support manual, joined as tau2 joins them (tau2 a2c0247
+    domains/telecom/environment.py `get_environment`)."""
+    if (folder / "policy.md").is_file():
+        return read_text(folder / "policy.md")
+    main, manual = folder / "main_policy.md", folder / "tech_support_manual.md"
+    if main.is_file() and manual.is_file():
+        return (
+            f"<main_policy>\n{read_text(main)}\n</main_policy>\n"
+            f"<tech_support_policy>\n{read_text(manual)}\n</tech_support_policy>"
+        )
+    return None
 
 
 def unsupported(task: JsonObject, where: str) -> str | None:

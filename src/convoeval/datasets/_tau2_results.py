@@ -139,11 +139,7 @@ def import_tau2(
         raise DatasetError(
             f"{JsonLines(source).at('tasks')}: tasks: expected the list of tau2 tasks the simulations ran"
         )
-    suite = import_tau2_tasks(source, tasks, tools=tools, backend=backend, policy=policy)
-    run_policy = _policy(data)
-    if "policy" not in suite and run_policy:
-        suite["policy"] = {"text": run_policy, "system_prompt": True}
-    return suite
+    return import_tau2_tasks(source, tasks, tools=tools, backend=backend, policy=policy, run_policy=_policy(data))
 
 
 def _policy(data: JsonObject) -> str | None:
