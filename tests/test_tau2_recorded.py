@@ -218,7 +218,8 @@ def test_the_folder_tau2_run_saves_to_is_read_as_its_results_json(cli, domain: P
     code, rows, _ = graded(cli, domain, run / "results.json")
     assert [len(r["trials"]) for r in rows] == [2, 1, 2, 2]
 
-    data["simulation_index"] = [{"id": s["id"], "task_id": s["task_id"]} for s in data.pop("simulations")]
+    for simulation in data.pop("simulations"):  # tau2's dir format (Results.save(format="dir"))
+        write(run / "simulations" / f"{simulation['id']}.json", json.dumps(simulation))
     write(run / "results.json", json.dumps(data))
     code, out, err = cli("import", "tau2", run, "--recorded", "-o", domain / "v.eval.yaml")
     assert code == 2 and f"{run / 'results.json'}:1: simulations: this run keeps them in {run / 'simulations'}" in err

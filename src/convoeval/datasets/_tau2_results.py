@@ -123,7 +123,7 @@ def import_tau2(
         if recorded:
             raise DatasetError(f"{source}:1: --recorded: a tau2-bench tasks file holds tasks, not recorded simulations")
         return import_tau2_tasks(source, data, tools=tools, backend=backend, policy=policy)
-    if isinstance(data, dict) and "simulation_index" in data and "simulations" not in data:
+    if isinstance(data, dict) and "simulations" not in data and (source.parent / "simulations").is_dir():
         raise DatasetError(
             f"{source}:1: simulations: this run keeps them in {source.parent / 'simulations'} (tau2's folder "
             "format, which its voice runs write), which is not read"
