@@ -185,3 +185,17 @@ def test_promptfoo_yaml_too_deep_or_too_big_once_expanded_is_a_file_error(cli, t
     code, _, err = cli("import", "promptfoo", bomb, "-o", tmp_path / "suite.eval.yaml")
     assert (code, err) == (2, f"error: {bomb}: more than 100000 values once its YAML aliases are expanded\n")
     assert not (tmp_path / "suite.eval.yaml").exists()
+
+
+def test_a_recorded_tau_bench_item_error_names_the_items_line(cli, tmp_path) -> None:
+    """--recorded reads each task's reward from its first record: an error there names that
+    record's line, as a live import does (it said line 1 and the test's id)."""
+    broken = _broken_copy(
+        DATA / "tau-bench" / "gpt-4o-airline-sample-trajectories.json",
+        False,
+        lambda results: results[2]["info"]["task"]["actions"][0].pop("name"),
+        tmp_path,
+    )
+    starts = [n for n, text in enumerate(broken.read_text(encoding="utf-8").splitlines(), 1) if text == " {"]
+    code, _, err = cli("import", "tau-bench", broken, "--recorded", "-o", tmp_path / "suite.eval.yaml")
+    assert code == 2 and f"{broken}:{starts[2]}: item 2: actions: each action needs a name" in err, err

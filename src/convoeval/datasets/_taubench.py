@@ -47,11 +47,12 @@ REACT_FORMAT = 'Action:\n{"name": <The name of the action>, "arguments": <The ar
 
 @dataclass
 class _Recorded:
-    """A task's recorded trials (tau-bench results): their trajectories and rewards; `task` is
-    None while only runs that crashed were read."""
+    """A task's recorded trials (tau-bench results): their trajectories and rewards; `reward`
+    (the task's tau-reward, from the first record with the task) is None while only runs that
+    crashed were read."""
 
     task_id: JsonValue
-    task: JsonObject | None = None
+    reward: JsonObject | None = None
     transcripts: list[list[Message] | FailedRun] = field(default_factory=list)
     trials: list[JsonValue] = field(default_factory=list)
     rewards: list[JsonValue] = field(default_factory=list)
@@ -114,7 +115,8 @@ def import_tau_bench(
                 if failure is None and not isinstance(traj, list):
                     raise DatasetError(f"{where}: recorded=True needs tau-bench results with `traj`")
                 trials = recordings.setdefault(test_id, _Recorded(task_id))
-                trials.task = trials.task or task
+                if trials.reward is None and task is not None:
+                    trials.reward = _reward(task, tools, backend, where)
                 trials.transcripts.append({"error": failure} if failure is not None else _trajectory(traj, where))
                 trials.trials.append(record.get("trial", len(trials.trials)))
                 trials.rewards.append(record.get("reward"))
@@ -126,7 +128,7 @@ def import_tau_bench(
             elif task is not None and test_id not in tests:  # one scenario per task, however many trials were recorded
                 tests[test_id] = _scenario(test_id, task, task_id, tools, backend, where)
     if recorded:
-        tests = {test_id: _recorded(test_id, trials, tools, backend, source) for test_id, trials in recordings.items()}
+        tests = {test_id: _recorded(test_id, trials) for test_id, trials in recordings.items()}
     if crashed:
         _warn_crashed(source, crashed, recorded, [i for i in crashed if i not in tests])
     suite: Suite = {
@@ -179,7 +181,7 @@ def _scenario(test_id: str, task: JsonObject, task_id: JsonValue, tools: str, ba
     return {"id": test_id, "simulated_user": user, "assertions": [reward], "metadata": {"task_id": task_id}}
 
 
-def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source: Path) -> SuiteTest:
+def _recorded(test_id: str, trials: _Recorded) -> SuiteTest:
     """One task's test with its recorded trials as transcripts (a task whose every run crashed
     has no reward to check: each of its trials is an error)."""
     metadata: JsonObject = {"task_id": trials.task_id, "trials": trials.trials, "recorded_rewards": trials.rewards}
@@ -188,9 +190,8 @@ def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source:
     if trials.failed:
         metadata["crashed_trials"] = trials.failed
     test: SuiteTest = {"id": test_id, "transcripts": trials.transcripts, "metadata": metadata}
-    if trials.task is not None:
-        reward = _reward(trials.task, tools, backend, f"{source}:1: {test_id}")
-        test["assertions"] = [{**reward, "ended_by": episode_end(live=False)}]
+    if trials.reward is not None:
+        test["assertions"] = [{**trials.reward, "ended_by": episode_end(live=False)}]
     return test
 
 
