@@ -179,9 +179,10 @@ def task_test(task: JsonObject, tools: str, backend: str, where: str, *, live: b
     domain = named if isinstance(named, str) else ""
     criteria = _criteria(task, where)
     basis = _basis(criteria, where)
-    if not isinstance(task.get("id"), str | int) or isinstance(task.get("id"), bool):
-        raise DatasetError(f"{where}: id: expected the task's id (text), got {task.get('id')!r:.40}")
-    test: SuiteTest = {"id": f"tau2-{domain}-{task.get('id')}" if domain else f"tau2-{task.get('id')}"}
+    task_id = task.get("id")
+    if isinstance(task_id, bool) or not isinstance(task_id, str | int):
+        raise DatasetError(f"{where}: id: expected the task's id (text), got {task_id!r:.40}")
+    test: SuiteTest = {"id": f"tau2-{domain}-{task_id}" if domain else f"tau2-{task_id}"}
     test["simulated_user"] = _user(scenario, instructions, domain, where)
     outputs = _texts(criteria.get("communicate_info"), "evaluation_criteria.communicate_info", where)
     outputs = outputs if "COMMUNICATE" in basis else []
@@ -215,7 +216,7 @@ def task_test(task: JsonObject, tools: str, backend: str, where: str, *, live: b
     nl: list[JsonValue] = [*_texts(criteria.get("nl_assertions"), "evaluation_criteria.nl_assertions", where)]
     if nl and "NL_ASSERTION" in basis:
         test["success"] = nl
-    metadata: JsonObject = {"task_id": task.get("id"), "domain": domain, "reward_basis": [*basis]}
+    metadata: JsonObject = {"task_id": task_id, "domain": domain, "reward_basis": [*basis]}
     if nl and "NL_ASSERTION" not in basis:
         metadata["nl_assertions"] = nl  # diagnostics only in tau2-bench
     description = task.get("description") or {}
