@@ -50,6 +50,18 @@ def _tau2_basis_as_text(tasks: list) -> None:
     tasks[0]["evaluation_criteria"]["reward_basis"] = "DB"
 
 
+def _tau2_outputs_as_number(tasks: list) -> None:
+    tasks[2]["evaluation_criteria"]["communicate_info"] = 4  # tau2 wants a list: it was dropped, easing the reward
+
+
+def _tau2_arguments_as_text(tasks: list) -> None:
+    tasks[3]["evaluation_criteria"]["actions"][1]["arguments"] = "reservation_id=XEHM4B"
+
+
+def _tau2_task_without_id(tasks: list) -> None:
+    del tasks[1]["id"]
+
+
 def _multiwoz_frames_missing(row: dict) -> None:
     row["turns"]["frames"] = row["turns"]["frames"][:2]
 
@@ -71,8 +83,11 @@ CASES = [
     ("langfuse", "langfuse/session-support-42.json", False, _langfuse_trace_as_text, 1, "traces: expected a list of Langfuse traces"),
     ("langfuse", "langfuse/session-support-42.json", False, _langfuse_trace_without_id, 1, "traces[0]: a Langfuse trace has an id"),
     ("inspect", "inspect/two-turn-mockllm.json", False, _inspect_sample_as_text, 1, "samples: expected JSON objects (Inspect's EvalSample), got 'sample 1'"),
-    ("tau-bench", "tau-bench/gpt-4o-airline-sample-trajectories.json", False, _tau_action_without_name, 1, "item 0: actions: each action needs a name"),
-    ("tau-bench", "tau2-bench/airline/tasks.json", False, _tau2_basis_as_text, 1, "evaluation_criteria.reward_basis: expected a list of names"),
+    ("tau-bench", "tau-bench/gpt-4o-airline-sample-trajectories.json", False, _tau_action_without_name, 2, "item 0: actions: each action needs a name"),
+    ("tau-bench", "tau2-bench/airline/tasks.json", False, _tau2_basis_as_text, 2, "task 0 (id '0'): evaluation_criteria.reward_basis: expected a list of names"),
+    ("tau2", "tau2-bench/airline/tasks.json", False, _tau2_outputs_as_number, 81, "task 2 (id '3'): evaluation_criteria.communicate_info: expected a list, got 4"),
+    ("tau2", "tau2-bench/airline/tasks.json", False, _tau2_arguments_as_text, 132, "task 3 (id '7'): evaluation_criteria.actions[1].arguments: expected an object, got 'reservation_id=XEHM4B'"),
+    ("tau2", "tau2-bench/airline/tasks.json", False, _tau2_task_without_id, 33, "task 1 (id None): id: expected the task's id (text), got None"),
     ("multiwoz", "multiwoz/multiwoz22_sample5.jsonl", True, _multiwoz_frames_missing, 1, "turns.frames: 2 item(s), none for turn 2 (one item a turn)"),
     ("mt-bench", "mt-bench/question.jsonl", True, _mt_bench_reference_as_text, 21, "reference: expected a list of reference answers"),
 ]  # fmt: skip
@@ -170,3 +185,17 @@ def test_promptfoo_yaml_too_deep_or_too_big_once_expanded_is_a_file_error(cli, t
     code, _, err = cli("import", "promptfoo", bomb, "-o", tmp_path / "suite.eval.yaml")
     assert (code, err) == (2, f"error: {bomb}: more than 100000 values once its YAML aliases are expanded\n")
     assert not (tmp_path / "suite.eval.yaml").exists()
+
+
+def test_a_recorded_tau_bench_item_error_names_the_items_line(cli, tmp_path) -> None:
+    """--recorded reads each task's reward from its first record: an error there names that
+    record's line, as a live import does (it said line 1 and the test's id)."""
+    broken = _broken_copy(
+        DATA / "tau-bench" / "gpt-4o-airline-sample-trajectories.json",
+        False,
+        lambda results: results[2]["info"]["task"]["actions"][0].pop("name"),
+        tmp_path,
+    )
+    starts = [n for n, text in enumerate(broken.read_text(encoding="utf-8").splitlines(), 1) if text == " {"]
+    code, _, err = cli("import", "tau-bench", broken, "--recorded", "-o", tmp_path / "suite.eval.yaml")
+    assert code == 2 and f"{broken}:{starts[2]}: item 2: actions: each action needs a name" in err, err

@@ -64,6 +64,18 @@ def test_test_id_globs_tags_and_limit(cli, fake_openai: FakeOpenAIServer, suite:
     assert code == 2 and err.strip() == "error: no test selected by --test-id nope* and --tag x"
 
 
+def test_an_id_with_glob_characters_selects_its_test(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """tau2's telecom task ids (imported as test ids) hold `[...]`: the id as printed selects its test."""
+    write(
+        tmp_path / "t.eval.yaml",
+        "tests:\n  - {id: 'tau2-telecom-[service_issue]airplane_mode_on[PERSONA:None]', input: hi}\n",
+    )
+    test_id = "tau2-telecom-[service_issue]airplane_mode_on[PERSONA:None]"
+    code, out, err = cli("run", tmp_path / "t.eval.yaml", "-t", "openai:m", "-o", "r.jsonl", "-q", "--test-id", test_id)
+    assert code == 0, out + err
+    assert ran(tmp_path / "r.jsonl") == [test_id]
+
+
 def test_shards_partition_the_suite(cli, fake_openai: FakeOpenAIServer, suite: Path, tmp_path: Path) -> None:
     shards = []
     for i in (1, 2, 3):

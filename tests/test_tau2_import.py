@@ -3,6 +3,7 @@ the user scenario, the reward components tau2-bench counts, the domain policy.""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,25 @@ def test_tasks_tau_reward_cannot_grade_are_left_out_and_named(cli, domain: Path)
         "import", "mt-bench", DATA / "mock" / "tasks.json", "--policy", "p.md", "-o", domain / "y.yaml"
     )
     assert code == 2 and "--policy: not an option of `import mt-bench`" in err
+
+
+def test_telecom_policy_is_its_main_policy_and_manual_joined_as_tau2_joins_them(cli, domain: Path) -> None:
+    """tau2's telecom folder has no policy.md: its agent gets main_policy.md and
+    tech_support_manual.md in tags (tau2 a2c0247 domains/telecom/environment.py). Before, the
+    import gave the agent no policy, and said nothing."""
+    tasks = json.loads((DATA / "results" / "telecom-gpt-4.1.json").read_text())["tasks"][:1]
+    write(domain / "tasks.json", json.dumps(tasks))
+    write(domain / "main_policy.md", "# Telecom Agent Policy\n")
+    write(domain / "tech_support_manual.md", "# Tech support\nAsk the user to restart.\n")
+    code, out, err = cli("import", "tau2", domain / "tasks.json", "-o", domain / "t.eval.yaml")
+    assert code == 0 and "warning" not in out + err, err
+    policy = load_suite(domain / "t.eval.yaml").policy
+    assert policy is not None and policy.system_prompt
+    assert policy.text == (
+        "<main_policy>\n# Telecom Agent Policy\n\n</main_policy>\n"
+        "<tech_support_policy>\n# Tech support\nAsk the user to restart.\n\n</tech_support_policy>"
+    )
+    (domain / "main_policy.md").unlink()
+    code, out, err = cli("import", "tau2", domain / "tasks.json", "-o", domain / "n.eval.yaml")
+    assert code == 0 and "no domain policy (policy.md) beside the file: the agent gets none" in out + err
+    assert load_suite(domain / "n.eval.yaml").policy is None

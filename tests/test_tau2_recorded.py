@@ -205,6 +205,26 @@ def test_a_file_that_is_neither_tasks_nor_results_is_refused(cli, domain: Path) 
     assert code == 2 and f"{path}:1: expected tau2-bench tasks (a list) or results" in err
 
 
+def test_the_folder_tau2_run_saves_to_is_read_as_its_results_json(cli, domain: Path) -> None:
+    """`tau2 run --save-to DIR` writes DIR/results.json (tau2 a2c0247 runner/batch.py), with its
+    simulations inside; a voice run keeps them in DIR/simulations/, which is refused by name."""
+    run = domain / "airline-run"
+    run.mkdir()
+    data = json.loads((RESULTS / "airline-gpt-4.1.json").read_text())
+    write(run / "results.json", json.dumps(data))
+    for kind in ("tau2", "tau-bench"):
+        code, out, err = cli("import", kind, run, "--recorded", "-o", domain / f"{kind}.eval.yaml")
+        assert code == 0 and "4 test(s) written" in out, err
+    code, rows, _ = graded(cli, domain, run / "results.json")
+    assert [len(r["trials"]) for r in rows] == [2, 1, 2, 2]
+
+    for simulation in data.pop("simulations"):  # tau2's dir format (Results.save(format="dir"))
+        write(run / "simulations" / f"{simulation['id']}.json", json.dumps(simulation))
+    write(run / "results.json", json.dumps(data))
+    code, out, err = cli("import", "tau2", run, "--recorded", "-o", domain / "v.eval.yaml")
+    assert code == 2 and f"{run / 'results.json'}:1: simulations: this run keeps them in {run / 'simulations'}" in err
+
+
 def test_nl_assertions_tau2_counts_are_success_criteria_with_tau2_judgments_kept(cli, domain: Path) -> None:
     """tau2's newer retail tasks count NL_ASSERTION: the assertions are judged again (`success`),
     what tau2's judge said is kept per trial to compare."""

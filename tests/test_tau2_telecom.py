@@ -152,7 +152,7 @@ def test_a_live_import_keeps_telecom_tasks_with_their_initial_actions_on_the_tes
     [
         (
             lambda t: t["evaluation_criteria"]["env_assertions"][0].pop("func_name"),
-            "evaluation_criteria.env_assertions: each call needs a func_name",
+            "evaluation_criteria.env_assertions[0]: each call needs a func_name",
         ),
         (
             lambda t: t["evaluation_criteria"]["env_assertions"][0].update(assert_value="yes"),

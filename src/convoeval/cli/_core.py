@@ -231,7 +231,7 @@ def run(
             "--test-id",
             metavar="ID",
             envvar="CONVOEVAL_TEST_ID",
-            help="Run only tests whose id matches (a glob such as 'book-*'); repeatable.",
+            help="Run only tests whose id is ID or matches it (a glob such as 'book-*'); repeatable.",
         ),
     ] = None,
     tag: Annotated[

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeGuard
 
@@ -251,3 +252,60 @@ def write_suite(suite: Mapping[str, object], path: Path, header: str = "") -> Pa
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(comment + suite_yaml(suite), encoding="utf-8")
     return path
+
+
+class JsonLines:
+    """Where things are in a JSON file (for messages only: read when one is needed). `at("simulations[3]")`
+    is the line where the 4th simulation starts, `at("simulations[3].messages[2]")` its 3rd message's,
+    `at("[3]")` the 4th item's of a top-level list."""
+
+    def __init__(self, source: Path):
+        self.source = source
+        self._text: str | None = None
+
+    def at(self, what: str) -> str:
+        if self._text is None:
+            try:
+                self._text = self.source.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                self._text = ""
+        return f"{self.source}:{_line(self._text, what)}"
+
+    @contextmanager
+    def located(self, what: str) -> Iterator[None]:
+        """A `DatasetError` raised inside, prefixed with `file:line` of `what` (found only then)."""
+        try:
+            yield
+        except DatasetError as exc:
+            raise DatasetError(f"{self.at(what)}: {exc}") from None
+
+
+def _line(text: str, what: str) -> int:
+    """The line of `what` (`key`, `key[i]`, `key[i].key[j]`, `[i]`) in a JSON text: the key's line,
+    then the start of its i-th element (found by walking the JSON with its own decoder)."""
+    decoder = json.JSONDecoder()
+    position = 0
+    for part in what.split("."):
+        key, _, rest = part.partition("[")
+        if key:  # "" in a top-level list's `[i]`
+            found = text.find(f'"{key}"', position)
+            if found < 0:
+                break
+            position = found
+        for index in (int(i.rstrip("]")) for i in rest.split("[") if i) if rest else ():
+            start = text.find("[", position) + 1
+            try:
+                for _ in range(index):
+                    start = _skip_space(text, start)
+                    _, start = decoder.raw_decode(text, start)
+                    start = _skip_space(text, start) + 1  # the comma
+                position = _skip_space(text, start)
+            except ValueError:
+                break
+    return text.count("\n", 0, position) + 1
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position

@@ -11,8 +11,9 @@ test:
   `COMMUNICATE` -> its `required_outputs` are `communicate_info`; `NL_ASSERTION` -> the
   `nl_assertions` as scenario `success` criteria. Components outside the basis are kept in
   `metadata` (tau2-bench runs them as diagnostics only, so they do not decide here either).
-- the domain's policy (`policy.md` beside the file, or `policy=`) is the suite's policy, also
-  given to the agent as its system prompt, as tau2-bench does.
+- the domain's policy (`policy=`, else `policy.md` beside the file, or telecom's
+  `main_policy.md` with `tech_support_manual.md` as tau2 joins them) is the suite's policy, also
+  given to the agent as its system prompt, as tau2-bench does; without one, a warning says so.
 
 Each `tau-reward` asks that the episode ended as tau2-bench ends one (`ended_by`): the user
 said ###STOP###, ###TRANSFER### or ###OUT-OF-SCOPE### (convoeval's structured stop counts) before
@@ -32,13 +33,14 @@ out and listed in the suite's `metadata.skipped`.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TypeGuard
 
 from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._common import JsonObject, as_list, mapping, read_text
+from ._common import DatasetWarning, JsonLines, JsonObject, mapping, read_text
 from ._suite_types import Skipped, Suite, SuiteTest
 
 #: tau2-bench's limits (src/tau2/config.py DEFAULT_MAX_STEPS, DEFAULT_MAX_ERRORS).
@@ -76,18 +78,22 @@ def import_tau2_tasks(
     tools: str = "tools.py",
     backend: str = "db.json",
     policy: Path | None = None,
+    run_policy: str | None = None,
 ) -> Suite:
-    """The suite of a tau2-bench tasks file (`data` is its parsed JSON)."""
+    """The suite of a tau2-bench tasks file (`data` is its parsed JSON); `run_policy` is the
+    policy of the run a results file recorded, used when no policy file is given or found."""
     tests: list[SuiteTest] = []
     skipped: list[Skipped] = []
     domains = set()
+    lines = JsonLines(source)
     for index, task in enumerate(data):
-        where = f"{source}:1: task {index} (id {task.get('id')!r})"
-        reason = unsupported(task, where)
-        if reason:
-            skipped.append({"id": str(task.get("id")), "reason": reason})
-            continue
-        test, domain = task_test(task, tools, backend, where, live=True)
+        with lines.located(f"[{index}]"):
+            where = f"task {index} (id {task.get('id')!r})"
+            reason = unsupported(task, where)
+            if reason:
+                skipped.append({"id": str(task.get("id")), "reason": reason})
+                continue
+            test, domain = task_test(task, tools, backend, where, live=True)
         domains.add(domain)
         tests.append(test)
     if not tests:
@@ -102,15 +108,36 @@ def import_tau2_tasks(
         "tools": tools,  # each trial's domain: the agent's and the user's tools on one copy of the backend
         "backend": backend,
     }
-    policy_file = policy or source.parent / "policy.md"
-    if policy is not None or policy_file.is_file():
-        if not policy_file.is_file():
-            raise DatasetError(f"{policy_file}:1: no such file (the domain policy)")
-        suite["policy"] = {"text": read_text(policy_file), "system_prompt": True}
+    if policy is not None and not policy.is_file():
+        raise DatasetError(f"{policy}:1: no such file (the domain policy)")
+    text = read_text(policy) if policy is not None else domain_policy(source.parent) or run_policy
+    if text:
+        suite["policy"] = {"text": text, "system_prompt": True}
+    else:
+        warnings.warn(
+            f"{source}:1: no domain policy (policy.md) beside the file: the agent gets none; give --policy FILE",
+            DatasetWarning,
+            stacklevel=2,
+        )
     if skipped:
         suite["metadata"]["skipped"] = skipped
     suite["tests"] = tests
     return suite
+
+
+def domain_policy(folder: Path) -> str | None:
+    """The policy tau2-bench gives the agent of the domain in `folder`: its policy.md, or telecom's
+    main policy with its tech-support manual, joined as tau2 joins them (tau2 a2c0247
+    domains/telecom/environment.py `get_environment`)."""
+    if (folder / "policy.md").is_file():
+        return read_text(folder / "policy.md")
+    main, manual = folder / "main_policy.md", folder / "tech_support_manual.md"
+    if main.is_file() and manual.is_file():
+        return (
+            f"<main_policy>\n{read_text(main)}\n</main_policy>\n"
+            f"<tech_support_policy>\n{read_text(manual)}\n</tech_support_policy>"
+        )
+    return None
 
 
 def unsupported(task: JsonObject, where: str) -> str | None:
@@ -142,7 +169,8 @@ def _basis(criteria: JsonObject, where: str) -> list[str]:
 def task_test(task: JsonObject, tools: str, backend: str, where: str, *, live: bool = False) -> tuple[SuiteTest, str]:
     """The task's test (a simulated user), and its domain ("" when the task names none). Its
     initialization actions set up each trial's backend when `live` (the test's `initial_actions`,
-    which the reward starts from too), else only the reward's replay."""
+    which the reward starts from too), else only the reward's replay. `where` names the task in
+    errors (the caller adds the file and line)."""
     scenario = task.get("user_scenario")
     if not isinstance(scenario, dict) or "instructions" not in scenario:
         raise DatasetError(f"{where}: user_scenario needs instructions")
@@ -151,12 +179,20 @@ def task_test(task: JsonObject, tools: str, backend: str, where: str, *, live: b
     domain = named if isinstance(named, str) else ""
     criteria = _criteria(task, where)
     basis = _basis(criteria, where)
-    test: SuiteTest = {"id": f"tau2-{domain}-{task.get('id')}" if domain else f"tau2-{task.get('id')}"}
+    task_id = task.get("id")
+    if isinstance(task_id, bool) or not isinstance(task_id, str | int):
+        raise DatasetError(f"{where}: id: expected the task's id (text), got {task_id!r:.40}")
+    test: SuiteTest = {"id": f"tau2-{domain}-{task_id}" if domain else f"tau2-{task_id}"}
     test["simulated_user"] = _user(scenario, instructions, domain, where)
-    outputs = [str(o) for o in as_list(criteria.get("communicate_info"))] if "COMMUNICATE" in basis else []
+    outputs = _texts(criteria.get("communicate_info"), "evaluation_criteria.communicate_info", where)
+    outputs = outputs if "COMMUNICATE" in basis else []
     reward: JsonObject = {"type": "tau-reward", "backend": backend, "tools": tools, "required": True}
-    actions = [_action(a, where) for a in as_list(criteria.get("actions"))]
-    assertions = [_assertion(a, where) for a in as_list(criteria.get("env_assertions"))]
+    reference = _items(criteria.get("actions"), "evaluation_criteria.actions", where)
+    actions = [_action(a, field, where) for field, a in reference]
+    assertions = [
+        _assertion(a, field, where)
+        for field, a in _items(criteria.get("env_assertions"), "evaluation_criteria.env_assertions", where)
+    ]
     # tau2 counts the database when DB is in the basis and the task has actions or assertions
     if "DB" in basis and (criteria.get("actions") is not None or criteria.get("env_assertions") is not None):
         reward["goal_actions"] = [*actions]
@@ -164,23 +200,23 @@ def task_test(task: JsonObject, tools: str, backend: str, where: str, *, live: b
     else:
         reward["compare_state"] = False
     state = task.get("initial_state")
-    initial = as_list(state.get("initialization_actions")) if isinstance(state, dict) else []
-    actions_before = [_env_call(a, where, "initial_state.initialization_actions") for a in initial]
+    initial = state.get("initialization_actions") if isinstance(state, dict) else None
+    actions_before = [_env_call(a, f, where) for f, a in _items(initial, "initial_state.initialization_actions", where)]
     if actions_before and not live:
         reward["initial_actions"] = [*actions_before]
     if "ENV_ASSERTION" in basis:
         reward["env_assertions"] = [*assertions]
     if "ACTION" in basis:
-        reward["required_actions"] = [_required(a, where) for a in as_list(criteria.get("actions"))]
+        reward["required_actions"] = [_required(a, field, where) for field, a in reference]
     reward["required_outputs"] = [*outputs]
     reward["ended_by"] = episode_end()
     test["assertions"] = [reward]
     if actions_before and live:
         test["initial_actions"] = actions_before
-    nl: list[JsonValue] = [str(a) for a in as_list(criteria.get("nl_assertions"))]
+    nl: list[JsonValue] = [*_texts(criteria.get("nl_assertions"), "evaluation_criteria.nl_assertions", where)]
     if nl and "NL_ASSERTION" in basis:
         test["success"] = nl
-    metadata: JsonObject = {"task_id": task.get("id"), "domain": domain, "reward_basis": [*basis]}
+    metadata: JsonObject = {"task_id": task_id, "domain": domain, "reward_basis": [*basis]}
     if nl and "NL_ASSERTION" not in basis:
         metadata["nl_assertions"] = nl  # diagnostics only in tau2-bench
     description = task.get("description") or {}
@@ -209,44 +245,65 @@ def _user(scenario: JsonObject, instructions: JsonValue, domain: str, where: str
     return user
 
 
-def _action(action: JsonValue, where: str) -> JsonObject:
+def _items(value: JsonValue, field: str, where: str) -> list[tuple[str, JsonValue]]:
+    """`(field[i], item)` of a list (missing or null: none); DatasetError when it is something else."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise DatasetError(f"{where}: {field}: expected a list, got {value!r:.60}")
+    return [(f"{field}[{i}]", item) for i, item in enumerate(value)]
+
+
+def _texts(value: JsonValue, field: str, where: str) -> list[str]:
+    """A list of texts (missing or null: none), as tau2's task model requires it."""
+    items = _items(value, field, where)
+    for at, item in items:
+        if not isinstance(item, str):
+            raise DatasetError(f"{where}: {at}: expected text, got {item!r:.60}")
+    return [item for _, item in items if isinstance(item, str)]
+
+
+def _action(action: JsonValue, field: str, where: str) -> JsonObject:
     """A reference action as a goal action: `{name, arguments}`, and `side: user` for the user's."""
     if not isinstance(action, dict) or not isinstance(action.get("name"), str):
-        raise DatasetError(f"{where}: evaluation_criteria.actions: each action needs a name")
-    converted: JsonObject = {"name": action["name"], "arguments": action.get("arguments") or {}}
+        raise DatasetError(f"{where}: {field}: each action needs a name")
+    arguments = action.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise DatasetError(f"{where}: {field}.arguments: expected an object, got {arguments!r:.60}")
+    converted: JsonObject = {"name": action["name"], "arguments": arguments}
     if action.get("requestor") == "user":
         converted["side"] = "user"
     return converted
 
 
-def _required(action: JsonValue, where: str) -> JsonObject:
+def _required(action: JsonValue, field: str, where: str) -> JsonObject:
     """A reference action as a required action: tau2 compares the name and `compare_args`, not who made it."""
-    converted = {k: v for k, v in _action(action, where).items() if k != "side"}
+    converted = {k: v for k, v in _action(action, field, where).items() if k != "side"}
     compare = action.get("compare_args") if isinstance(action, dict) else None
     if compare is not None:
         if not isinstance(compare, list) or not all(isinstance(a, str) for a in compare):
-            raise DatasetError(f"{where}: evaluation_criteria.actions: compare_args: expected a list of names")
+            raise DatasetError(f"{where}: {field}.compare_args: expected a list of names")
         converted["compare_args"] = compare
     return converted
 
 
-def _env_call(call: JsonValue, where: str, field: str) -> JsonObject:
+def _env_call(call: JsonValue, field: str, where: str) -> JsonObject:
     """tau2's `EnvFunctionCall` (`{env_type, func_name, arguments}`) as `{name, arguments}`: the
     tools file holds one namespace, so which side's object tau2 called it on is not kept."""
     if not isinstance(call, dict) or not isinstance(call.get("func_name"), str):
         raise DatasetError(f"{where}: {field}: each call needs a func_name")
     arguments = call.get("arguments") or {}
     if not isinstance(arguments, dict):
-        raise DatasetError(f"{where}: {field}: arguments of {call['func_name']}: expected an object")
+        raise DatasetError(f"{where}: {field}.arguments: expected an object, got {arguments!r:.60}")
     return {"name": call["func_name"], "arguments": arguments}
 
 
-def _assertion(assertion: JsonValue, where: str) -> JsonObject:
+def _assertion(assertion: JsonValue, field: str, where: str) -> JsonObject:
     """tau2's `EnvAssertion` (an env function call with `assert_value`, `message`)."""
-    converted = _env_call(assertion, where, "evaluation_criteria.env_assertions")
+    converted = _env_call(assertion, field, where)
     expected = assertion.get("assert_value", True) if isinstance(assertion, dict) else True
     if not isinstance(expected, bool):
-        raise DatasetError(f"{where}: evaluation_criteria.env_assertions: assert_value: expected true or false")
+        raise DatasetError(f"{where}: {field}.assert_value: expected true or false")
     converted["expected"] = expected
     message = assertion.get("message") if isinstance(assertion, dict) else None
     if isinstance(message, str) and message:

@@ -30,9 +30,9 @@ run (the agent plays the user's side too) is refused.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeGuard
@@ -40,7 +40,7 @@ from typing import Literal, TypeGuard
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from ..errors import DatasetError
-from ._common import DatasetWarning, JsonObject, as_list, decode_json, read_json
+from ._common import DatasetWarning, JsonLines, JsonObject, as_list, decode_json, read_json
 from ._suite_types import FailedRun, Message, RecordedCall, Skipped, Suite, SuiteTest
 from ._tau2 import MAX_ERRORS, MAX_STEPS, episode_end, import_tau2_tasks, is_tau2_tasks, task_test, unsupported
 
@@ -116,12 +116,18 @@ def import_tau2(
 ) -> Suite:
     """`convoeval import tau2`: a tasks.json as live scenarios, a results file's simulations as
     recorded trials (`recorded`; without it, the tasks the results file ran as live scenarios)."""
+    source = results_file(source)
     data = read_json(source)
     backend = backend or "db.json"
     if is_tau2_tasks(data):
         if recorded:
             raise DatasetError(f"{source}:1: --recorded: a tau2-bench tasks file holds tasks, not recorded simulations")
         return import_tau2_tasks(source, data, tools=tools, backend=backend, policy=policy)
+    if isinstance(data, dict) and "simulations" not in data and (source.parent / "simulations").is_dir():
+        raise DatasetError(
+            f"{source}:1: simulations: this run keeps them in {source.parent / 'simulations'} (tau2's folder "
+            "format, which its voice runs write), which is not read"
+        )
     if not is_tau2_results(data):
         raise DatasetError(f"{source}:1: expected tau2-bench tasks (a list) or results (`tasks` and `simulations`)")
     if recorded:
@@ -130,12 +136,10 @@ def import_tau2(
         return import_tau2_results(source, data, tools=tools, backend=backend)
     tasks = data["tasks"]
     if not is_tau2_tasks(tasks):
-        raise DatasetError(f"{_Lines(source).at('tasks')}: tasks: expected the list of tau2 tasks the simulations ran")
-    suite = import_tau2_tasks(source, tasks, tools=tools, backend=backend, policy=policy)
-    run_policy = _policy(data)
-    if "policy" not in suite and run_policy:
-        suite["policy"] = {"text": run_policy, "system_prompt": True}
-    return suite
+        raise DatasetError(
+            f"{JsonLines(source).at('tasks')}: tasks: expected the list of tau2 tasks the simulations ran"
+        )
+    return import_tau2_tasks(source, tasks, tools=tools, backend=backend, policy=policy, run_policy=_policy(data))
 
 
 def _policy(data: JsonObject) -> str | None:
@@ -146,6 +150,11 @@ def _policy(data: JsonObject) -> str | None:
     return policy if isinstance(policy, str) and policy.strip() else None
 
 
+def results_file(source: Path) -> Path:
+    """The results of a `tau2 run --save-to` folder (its results.json), else `source` itself."""
+    return source / "results.json" if (source / "results.json").is_file() else source
+
+
 def is_tau2_results(data: JsonValue) -> TypeGuard[JsonObject]:
     """Whether `data` is a tau2-bench results file (`tasks` and `simulations`)."""
     return isinstance(data, dict) and isinstance(data.get("simulations"), list) and "tasks" in data
@@ -154,7 +163,7 @@ def is_tau2_results(data: JsonValue) -> TypeGuard[JsonObject]:
 def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.py", backend: str = "db.json") -> Suite:
     """The suite of a tau2-bench results file (`data` is its parsed JSON): one test per task
     tau-reward can grade, its simulations as trials."""
-    lines = _Lines(source)
+    lines = JsonLines(source)
     tasks = _tasks(data, lines)
     given = data.get("info")
     info: JsonObject = given if isinstance(given, dict) else {}
@@ -181,7 +190,8 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
             error = (simulation.info or {}).get("error")
             never_ran.append({"id": simulation.id, "task_id": simulation.task_id, "error": error})
             continue
-        reason = unsupported(task, _task_where(data, simulation.task_id, lines))
+        with _task_at(data, simulation.task_id, lines):
+            reason = unsupported(task, f"task {simulation.task_id!r}")
         if reason is not None:
             skipped.setdefault(simulation.task_id, reason)
             continue
@@ -209,10 +219,10 @@ def import_tau2_results(source: Path, data: JsonObject, *, tools: str = "tools.p
             "every simulation ended in an infrastructure error" if never_ran else "it has no simulations",
         )
         raise DatasetError(f"{lines.at('simulations')}: no simulation of this file can be graded by tau-reward ({why})")
-    tests = [
-        _test(tasks[task_id], trials, tools, backend, end, _task_where(data, task_id, lines))
-        for task_id, trials in recorded.items()
-    ]
+    tests = []
+    for task_id, trials in recorded.items():
+        with _task_at(data, task_id, lines):
+            tests.append(_test(tasks[task_id], trials, tools, backend, end, f"task {task_id!r}"))
     suite = _suite(source, info, tests, [{"id": k, "reason": v} for k, v in skipped.items()])
     if never_ran:
         suite["metadata"]["infrastructure_errors"] = never_ran
@@ -244,10 +254,10 @@ def _suite(source: Path, info: JsonObject, tests: list[SuiteTest], skipped: list
     return suite
 
 
-def _task_where(data: JsonObject, task_id: str, lines: _Lines) -> str:
-    """`file:line: task 'id'`, the line where the task starts."""
+def _task_at(data: JsonObject, task_id: str, lines: JsonLines) -> AbstractContextManager[None]:
+    """Errors raised inside name the line where the task starts."""
     index = next(i for i, t in enumerate(as_list(data["tasks"])) if isinstance(t, dict) and str(t.get("id")) == task_id)
-    return f"{lines.at(f'tasks[{index}]')}: task {task_id!r}"
+    return lines.located(f"tasks[{index}]")
 
 
 def _test(task: JsonObject, trials: _Trials, tools: str, backend: str, end: JsonObject, where: str) -> SuiteTest:
@@ -272,7 +282,7 @@ def _test(task: JsonObject, trials: _Trials, tools: str, backend: str, end: Json
     return test
 
 
-def _transcript(messages: Sequence[Tau2Message], where: str, lines: _Lines) -> list[Message]:
+def _transcript(messages: Sequence[Tau2Message], where: str, lines: JsonLines) -> list[Message]:
     """A simulation's messages in convoeval's shape: each agent message carries its tool calls
     with the result (or the error) tau2 recorded for each."""
     results = {m.id: m for m in messages if m.role == "tool" and m.id}
@@ -310,14 +320,14 @@ def _maybe_json(text: str | None) -> JsonValue:
     return value
 
 
-def _tasks(data: JsonObject, lines: _Lines) -> dict[str, JsonObject]:
+def _tasks(data: JsonObject, lines: JsonLines) -> dict[str, JsonObject]:
     tasks = data.get("tasks")
     if not isinstance(tasks, list) or not all(isinstance(t, dict) and "id" in t for t in tasks):
         raise DatasetError(f"{lines.at('tasks')}: tasks: expected the list of tau2 tasks the simulations ran")
     return {str(t["id"]): t for t in tasks if isinstance(t, dict)}
 
 
-def _limit(info: JsonObject, name: str, default: int, lines: _Lines) -> int:
+def _limit(info: JsonObject, name: str, default: int, lines: JsonLines) -> int:
     value = info.get(name)
     if value is None:
         return default
@@ -326,7 +336,7 @@ def _limit(info: JsonObject, name: str, default: int, lines: _Lines) -> int:
     return value
 
 
-def _validated(model: type[Tau2Simulation], raw: JsonValue, where: str, lines: _Lines) -> Tau2Simulation:
+def _validated(model: type[Tau2Simulation], raw: JsonValue, where: str, lines: JsonLines) -> Tau2Simulation:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
@@ -335,50 +345,3 @@ def _validated(model: type[Tau2Simulation], raw: JsonValue, where: str, lines: _
         first = next((n for n, p in enumerate(error["loc"]) if isinstance(p, int)), -1)  # the message, say
         near = where + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"][: first + 1])
         raise DatasetError(f"{lines.at(near)}: {path}: {error['msg']}") from None
-
-
-class _Lines:
-    """Where things are in the file (for messages only: read when one is needed). `at("simulations[3]")`
-    is the line where the 4th simulation starts; `at("simulations[3].messages[2]")` its 3rd message's."""
-
-    def __init__(self, source: Path):
-        self.source = source
-        self._text: str | None = None
-
-    def at(self, what: str) -> str:
-        if self._text is None:
-            try:
-                self._text = self.source.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                self._text = ""
-        return f"{self.source}:{_line(self._text, what)}"
-
-
-def _line(text: str, what: str) -> int:
-    """The line of `what` (`key`, `key[i]`, `key[i].key[j]`) in a JSON text: the key's line,
-    then the start of its i-th element (found by walking the JSON with its own decoder)."""
-    decoder = json.JSONDecoder()
-    position = 0
-    for part in what.split("."):
-        key, _, rest = part.partition("[")
-        found = text.find(f'"{key}"', position)
-        if found < 0:
-            break
-        position = found
-        for index in (int(i.rstrip("]")) for i in rest.split("[") if i) if rest else ():
-            start = text.find("[", position) + 1
-            try:
-                for _ in range(index):
-                    start = _skip_space(text, start)
-                    _, start = decoder.raw_decode(text, start)
-                    start = _skip_space(text, start) + 1  # the comma
-                position = _skip_space(text, start)
-            except ValueError:
-                break
-    return text.count("\n", 0, position) + 1
-
-
-def _skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in " \t\r\n":
-        position += 1
-    return position

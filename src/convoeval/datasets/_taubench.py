@@ -31,10 +31,10 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from ..errors import DatasetError
-from ._common import DatasetWarning, JsonObject, as_list, as_object, read_json
+from ._common import DatasetWarning, JsonLines, JsonObject, as_list, as_object, read_json
 from ._suite_types import FailedRun, Message, Suite, SuiteTest, with_call_fields
 from ._tau2 import import_tau2_tasks, is_tau2_tasks
-from ._tau2_results import import_tau2, is_tau2_results
+from ._tau2_results import import_tau2, is_tau2_results, results_file
 
 #: tau-bench's agent takes at most 30 actions (`max_num_steps`); its user speaks first, then
 #: once after each reply, so 30 user messages and a last stop can fit: 31 simulated turns. The
@@ -47,11 +47,12 @@ REACT_FORMAT = 'Action:\n{"name": <The name of the action>, "arguments": <The ar
 
 @dataclass
 class _Recorded:
-    """A task's recorded trials (tau-bench results): their trajectories and rewards; `task` is
-    None while only runs that crashed were read."""
+    """A task's recorded trials (tau-bench results): their trajectories and rewards; `reward`
+    (the task's tau-reward, from the first record with the task) is None while only runs that
+    crashed were read."""
 
     task_id: JsonValue
-    task: JsonObject | None = None
+    reward: JsonObject | None = None
     transcripts: list[list[Message] | FailedRun] = field(default_factory=list)
     trials: list[JsonValue] = field(default_factory=list)
     rewards: list[JsonValue] = field(default_factory=list)
@@ -72,6 +73,7 @@ def import_tau_bench(
     `backend` defaults to backend.json (tau-bench) or db.json (tau2-bench, as it ships);
     `policy` is for tau2-bench (default: policy.md beside `source`).
     """
+    source = results_file(source)  # `tau2 run`'s folder
     data = read_json(source)
     if is_tau2_tasks(data):
         if recorded:
@@ -87,41 +89,46 @@ def import_tau_bench(
     tests: dict[str, SuiteTest] = {}
     recordings: dict[str, _Recorded] = {}
     crashed: dict[str, list[str]] = {}  # the runs that crashed, by test id
+    lines = JsonLines(source)
     for index, item in enumerate(data):
-        where = f"{source}:1: item {index}"
-        record = as_object(item) or {}
-        result = "info" in record  # a tau-bench result (task, trajectory, reward), not a bare task
-        info = (as_object(record["info"]) or {}) if result else {}
-        failure = _failure(info) if result else None
-        task = as_object(info.get("task")) if result else as_object(item)
-        if failure is None and (
-            task is None or not isinstance(task.get("instruction"), str) or not isinstance(task.get("actions"), list)
-        ):
-            raise DatasetError(f"{where}: expected a task with instruction and actions")
-        task_id = record.get("task_id", index) if result else index
-        test_id = f"tau-{task_id}"
-        if failure is not None:
-            crashed.setdefault(test_id, []).append(
-                f"item {index} (task {task_id}, trial {record.get('trial')}: {failure})"
-            )
-        if recorded:
-            traj = record.get("traj")
-            if failure is None and not isinstance(traj, list):
-                raise DatasetError(f"{where}: recorded=True needs tau-bench results with `traj`")
-            trials = recordings.setdefault(test_id, _Recorded(task_id))
-            trials.task = trials.task or task
-            trials.transcripts.append({"error": failure} if failure is not None else _trajectory(traj, where))
-            trials.trials.append(record.get("trial", len(trials.trials)))
-            trials.rewards.append(record.get("reward"))
+        with lines.located(f"[{index}]"):
+            where = f"item {index}"
+            record = as_object(item) or {}
+            result = "info" in record  # a tau-bench result (task, trajectory, reward), not a bare task
+            info = (as_object(record["info"]) or {}) if result else {}
+            failure = _failure(info) if result else None
+            task = as_object(info.get("task")) if result else as_object(item)
+            if failure is None and (
+                task is None
+                or not isinstance(task.get("instruction"), str)
+                or not isinstance(task.get("actions"), list)
+            ):
+                raise DatasetError(f"{where}: expected a task with instruction and actions")
+            task_id = record.get("task_id", index) if result else index
+            test_id = f"tau-{task_id}"
             if failure is not None:
-                trials.failed.append(trials.trials[-1])
-            elif result and info.get("reward_info") is None:
-                # tau-bench never finished this episode (step limit or an error) and recorded 0 without a reward
-                trials.unfinished.append(trials.trials[-1])
-        elif task is not None and test_id not in tests:  # one scenario per task, however many trials were recorded
-            tests[test_id] = _scenario(test_id, task, task_id, tools, backend, where)
+                crashed.setdefault(test_id, []).append(
+                    f"item {index} (task {task_id}, trial {record.get('trial')}: {failure})"
+                )
+            if recorded:
+                traj = record.get("traj")
+                if failure is None and not isinstance(traj, list):
+                    raise DatasetError(f"{where}: recorded=True needs tau-bench results with `traj`")
+                trials = recordings.setdefault(test_id, _Recorded(task_id))
+                if trials.reward is None and task is not None:
+                    trials.reward = _reward(task, tools, backend, where)
+                trials.transcripts.append({"error": failure} if failure is not None else _trajectory(traj, where))
+                trials.trials.append(record.get("trial", len(trials.trials)))
+                trials.rewards.append(record.get("reward"))
+                if failure is not None:
+                    trials.failed.append(trials.trials[-1])
+                elif result and info.get("reward_info") is None:
+                    # tau-bench never finished this episode (step limit or an error) and recorded 0 without a reward
+                    trials.unfinished.append(trials.trials[-1])
+            elif task is not None and test_id not in tests:  # one scenario per task, however many trials were recorded
+                tests[test_id] = _scenario(test_id, task, task_id, tools, backend, where)
     if recorded:
-        tests = {test_id: _recorded(test_id, trials, tools, backend, source) for test_id, trials in recordings.items()}
+        tests = {test_id: _recorded(test_id, trials) for test_id, trials in recordings.items()}
     if crashed:
         _warn_crashed(source, crashed, recorded, [i for i in crashed if i not in tests])
     suite: Suite = {
@@ -174,7 +181,7 @@ def _scenario(test_id: str, task: JsonObject, task_id: JsonValue, tools: str, ba
     return {"id": test_id, "simulated_user": user, "assertions": [reward], "metadata": {"task_id": task_id}}
 
 
-def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source: Path) -> SuiteTest:
+def _recorded(test_id: str, trials: _Recorded) -> SuiteTest:
     """One task's test with its recorded trials as transcripts (a task whose every run crashed
     has no reward to check: each of its trials is an error)."""
     metadata: JsonObject = {"task_id": trials.task_id, "trials": trials.trials, "recorded_rewards": trials.rewards}
@@ -183,9 +190,8 @@ def _recorded(test_id: str, trials: _Recorded, tools: str, backend: str, source:
     if trials.failed:
         metadata["crashed_trials"] = trials.failed
     test: SuiteTest = {"id": test_id, "transcripts": trials.transcripts, "metadata": metadata}
-    if trials.task is not None:
-        reward = _reward(trials.task, tools, backend, f"{source}:1: {test_id}")
-        test["assertions"] = [{**reward, "ended_by": episode_end(live=False)}]
+    if trials.reward is not None:
+        test["assertions"] = [{**trials.reward, "ended_by": episode_end(live=False)}]
     return test
 
 
