@@ -228,31 +228,47 @@ def test_promptfoo_simple_test_example_sends_and_decides_as_promptfoo(fake_opena
     assert result.verdict == "fail"  # the `$ref`'d `icontains: arrr`
 
 
-def test_promptfoo_weight_zero_never_fails_and_transforms_are_named(fake_openai, tmp_path) -> None:
+def test_promptfoo_weight_zero_never_fails(fake_openai, tmp_path) -> None:
     """promptfoo 0.123.1 makes a weight-0 assertion pass (`runAssertionInternal`), and reads YAML
     as js-yaml does. Before: a failed weight-0 check failed the test; `1:30` was sent as 90 and
-    `on` as True; an output `transform` (which changes promptfoo's verdicts) was dropped unsaid."""
+    `on` as True."""
     config = write(
         tmp_path / "promptfooconfig.yaml",
         "prompts: ['At {{ t }}, {{ s }}']\n"
-        "defaultTest: {options: {transform: output.toUpperCase()}}\n"
         "tests:\n"
         "  - vars: {t: 1:30, s: on}\n"
         "    assert:\n"
         "      - {type: contains, value: nope, weight: 0}\n"
-        "      - {type: icontains, value: At, transform: output.trim()}\n",
+        "      - {type: icontains, value: At}\n",
     )
-    with pytest.warns(DatasetWarning) as caught:
-        suite = import_dataset("promptfoo", config)
-    assert [str(w.message) for w in caught] == [
-        "promptfoo settings not imported: assert[].transform, defaultTest.options.transform"
-    ]
-    (test,) = suite["tests"]
+    (test,) = import_dataset("promptfoo", config)["tests"]
     assert test["input"] == [{"role": "user", "content": "At 1:30, on"}]
     assert [a.get("required") for a in test["assertions"]] == [False, True]
     fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    suite = {"name": "w", "tests": [test]}
     report = convoeval.run(write_suite(suite, tmp_path / "w.eval.yaml"), target="openai:m", store=False, cache=False)
     assert [r.verdict for r in report.results] == ["pass"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="promptfoo's transforms run on Node.js")
+def test_promptfoo_transforms_are_applied_as_promptfoo_applies_them(fake_openai, tmp_path) -> None:
+    """promptfoo 0.123.1's verdicts on this config, against a server echoing the prompt: pass,
+    pass, pass, error (tests/data/promptfoo/transforms). A test's `options.transform` replaces
+    `defaultTest`'s; an assertion's own runs after it; an object result is JSON text; a Python
+    file's `get_transform`; a transform that throws is an error. Before: none was applied (a
+    warning named them): the first three failed, the last was a plain failure."""
+    config = PROMPTFOO / "transforms" / "promptfooconfig.yaml"
+    suite = import_dataset("promptfoo", config)
+    fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    report = convoeval.run(write_suite(suite, tmp_path / "t.eval.yaml"), target="openai:m", store=False, cache=False)
+    assert {r.test_id: r.verdict for r in report.results} == {
+        "the-test-s-transform-over-defaultTest-s": "pass",
+        "defaultTest-s-then-the-assertion-s": "pass",
+        "a-Python-file": "pass",
+        "a-transform-that-throws": "error",
+    }, [(r.test_id, r.error) for r in report.results]
+    thrown = next(r for r in report.results if r.verdict == "error")
+    assert "Cannot read properties of undefined" in (thrown.error or "")
 
 
 def test_running_a_promptfoo_config_says_to_import_it(cli, tmp_path) -> None:
@@ -527,12 +543,12 @@ def test_promptfoo_settings_left_out_are_named_in_a_warning(cli, tmp_path) -> No
     config = write(
         tmp_path / "promptfooconfig.yaml",
         "prompts: ['{{q}}']\nscenarios: []\ntests:\n"
-        "  - vars: {q: a}\n    options: {transform: output.trim()}\n"
-        "  - vars: {q: b}\n    options: {transform: output.trim()}\n",
+        "  - vars: {q: a}\n    options: {transform: output.trim(), storeOutputAs: x}\n"
+        "  - vars: {q: b}\n    options: {storeOutputAs: y}\n",
     )
     code, out, err = cli("import", "promptfoo", config, "-o", tmp_path / "x.eval.yaml")
     assert code == 0, err
-    assert "warning: promptfoo settings not imported: scenarios, tests[].options (2)" in err
+    assert "warning: promptfoo settings not imported: scenarios, tests[].options.storeOutputAs (2)" in err
 
 
 def test_promptfoo_chat_prompt_few_shot_messages_stay_before_the_turn(tmp_path) -> None:

@@ -55,12 +55,11 @@ from ._common import (
     is_file,
     load_yaml,
     mapping,
-    objects,
     parse_yaml,
     read_text,
 )
 from ._log_formats import log_reader
-from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
+from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts, transformed
 from ._promptfoo_csv import read_csv_tests
 from ._promptfoo_results import read_promptfoo_results
 from ._suite_types import Message, Suite, SuiteTest, Turn
@@ -240,16 +239,20 @@ _READ_TOP = {
     "assertionTemplates",
 }
 _READ_TEST = {"vars", "assert", "description", "metadata", "provider", "threshold"}
+#: A test's (and `defaultTest`'s) `options` applied: the output transform (`postprocess`: its old name).
+_READ_OPTIONS = {"transform", "postprocess"}
 
 
 def _ignored(config: JsonObject, default: JsonObject, tests: list[JsonObject], asserts: Counter[str]) -> str | None:
-    """The promptfoo settings the suite leaves out (an output `transform` among them), with how
-    often each was met."""
+    """The promptfoo settings the suite leaves out, with how often each was met."""
     ignored = Counter(k for k in config if k not in _READ_TOP)
     ignored.update(f"defaultTest.{k}" for k in default if k not in _READ_TEST | {"options"})
     options = as_object(default.get("options")) or {}
-    ignored.update(f"defaultTest.options.{k}" for k in options if k != "disableVarExpansion")
-    ignored.update(f"tests[].{k}" for t in tests for k in t if k not in _READ_TEST)
+    ignored.update(f"defaultTest.options.{k}" for k in options if k not in {*_READ_OPTIONS, "disableVarExpansion"})
+    ignored.update(f"tests[].{k}" for t in tests for k in t if k not in {*_READ_TEST, "options"})
+    ignored.update(
+        f"tests[].options.{k}" for t in tests for k in as_object(t.get("options")) or {} if k not in _READ_OPTIONS
+    )
     ignored.update(asserts)
     if not ignored:
         return None
@@ -460,18 +463,25 @@ def _asserts(
     """The test's checks (`defaultTest`'s first), set to decide as promptfoo does: without a
     threshold each `required` at its own pass mark (the test's threshold is 0); with one, a
     single-test's threshold is the test's, a conversation turn's a required `composite` of them
-    (their weighted mean, promptfoo's score, must reach it; the conversation's threshold is 0)."""
+    (their weighted mean, promptfoo's score, must reach it; the conversation's threshold is 0).
+    Each grades what the test's and its own `transform` make of the reply (`transformed`)."""
     variables = _vars(default, test)
     raw: list[JsonValue] = [*_listed(default.get("assert")), *_listed(test.get("assert"))]
-    mapped = map_asserts(raw, render, variables, base, unmapped)
+    options = {**(as_object(default.get("options")) or {}), **(as_object(test.get("options")) or {})}
+    test_transform = options.get("transform") or options.get("postprocess")
+    mapped = [
+        (a, [t for t in (test_transform, own) if isinstance(t, str) and t.strip()])
+        for a, own in map_asserts(raw, render, variables, base, unmapped)
+    ]
     threshold = _threshold(test, default)
     if threshold is not None and not turn:
-        return mapped
-    marked: list[JsonValue] = [{**a, "min_score": a.get("min_score", DEFAULT_THRESHOLD)} for a in mapped]
+        return [transformed(a, chain, variables, base) for a, chain in mapped]
+    marked = [({**a, "min_score": a.get("min_score", DEFAULT_THRESHOLD)}, chain) for a, chain in mapped]
     if threshold is None:  # each at its own pass mark, not the test's 0; weight 0 never fails
-        return [{**a, "required": a.get("weight") != 0} for a in objects(marked)]
-    composite: JsonObject = {"type": "composite", "name": "promptfoo threshold", "assertions": marked}
-    return [{**composite, "min_score": threshold, "required": True}] if marked else []
+        return [transformed({**a, "required": a.get("weight") != 0}, chain, variables, base) for a, chain in marked]
+    nested: list[JsonValue] = [transformed(a, chain, variables, base) for a, chain in marked]
+    composite: JsonObject = {"type": "composite", "name": "promptfoo threshold", "assertions": nested}
+    return [{**composite, "min_score": threshold, "required": True}] if nested else []
 
 
 def _listed(value: JsonValue) -> list[JsonValue]:
