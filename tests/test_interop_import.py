@@ -12,6 +12,7 @@ import pytest
 
 import convoeval
 from convoeval.datasets import DatasetWarning, import_dataset, write_suite
+from convoeval.errors import DatasetError
 from convoeval.spec import load_suite
 
 from .conftest import DATA, write
@@ -592,3 +593,22 @@ def test_deepeval_saved_test_case_as_recorded_transcript(tmp_path) -> None:
     ]
     path = write_suite({"tests": [test]}, tmp_path / "r.eval.yaml")
     assert load_suite(path).tests[0].transcript is not None
+
+
+def test_promptfoo_file_vars_are_read_as_promptfoo_reads_them(tmp_path) -> None:
+    """promptfoo 0.123.1 sent this prompt as the expected text (its `renderPrompt`: a text file
+    stripped, YAML as compact JSON, any other file as text). Before: `file://doc.txt` was sent."""
+    write(tmp_path / "doc.txt", "\n  Document text line 1\nline 2\n\n")
+    write(tmp_path / "cfg.yaml", "city: Paris\nn: [1, 2]\nok: yes\n")
+    write(tmp_path / "data.json", '{"a": 1}\n')
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['Doc: {{ doc }} | Cfg: {{ cfg }} | J: {{ j }}']\n"
+        "tests:\n  - vars: {doc: file://doc.txt, cfg: file://cfg.yaml, j: file://data.json}\n",
+    )
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    sent = 'Doc: Document text line 1\nline 2 | Cfg: {"city":"Paris","n":[1,2],"ok":"yes"} | J: {"a": 1}'
+    assert test["input"] == [{"role": "user", "content": sent}]
+    write(config, "prompts: ['{{ v }}']\ntests:\n  - vars: {v: file://v.py}\n")
+    with pytest.raises(DatasetError, match=r"vars\.v: file://v\.py: var functions"):
+        import_dataset("promptfoo", config)

@@ -404,13 +404,15 @@ def _test_file(item: str, base: Path) -> list[JsonValue]:
 _VAR_REFERENCE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
-def _vars(default: JsonObject, test: JsonObject) -> JsonObject:
-    """A test's vars over `defaultTest`'s, as promptfoo hands them to a prompt: one trailing
-    newline of a text value dropped (a YAML `|` block's), and `{{ other }}` in a value replaced
-    by that var (up to five passes)."""
+def _vars(default: JsonObject, test: JsonObject, base: Path) -> JsonObject:
+    """A test's vars over `defaultTest`'s, as promptfoo hands them to a prompt: a `file://` value
+    read (`_file_var`), one trailing newline of a text value dropped (a YAML `|` block's), and
+    `{{ other }}` in a value replaced by that var (up to five passes)."""
     variables: JsonObject = {**(as_object(default.get("vars")) or {}), **(as_object(test.get("vars")) or {})}
     for key, value in variables.items():
-        if isinstance(value, str) and value.endswith("\n"):
+        if isinstance(value, str) and value.startswith("file://"):
+            variables[key] = _file_var(key, value, base)
+        elif isinstance(value, str) and value.endswith("\n"):
             variables[key] = value[:-1]
     for _ in range(5):
         changed = False
@@ -422,6 +424,17 @@ def _vars(default: JsonObject, test: JsonObject) -> JsonObject:
         if not changed:
             break
     return variables
+
+
+def _file_var(name: str, value: str, base: Path) -> str:
+    """A `file://` var as promptfoo's `renderPrompt` loads it: YAML as its JSON text, any other
+    file's text stripped; scripts (var functions) and media cannot be imported."""
+    path = base / value.removeprefix("file://")
+    if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs"):
+        raise DatasetError(f"vars.{name}: {value}: var functions ({path.name}) cannot be imported")
+    if path.suffix in (".yaml", ".yml"):
+        return json.dumps(load_yaml(path, core=True), ensure_ascii=False, separators=(",", ":"))
+    return read_text(path).strip()
 
 
 def _provider_id(test: JsonObject, default: JsonObject) -> tuple[str | None, JsonObject]:
@@ -465,7 +478,7 @@ def _asserts(
     single-test's threshold is the test's, a conversation turn's a required `composite` of them
     (their weighted mean, promptfoo's score, must reach it; the conversation's threshold is 0).
     Each grades what the test's and its own `transform` make of the reply (`transformed`)."""
-    variables = _vars(default, test)
+    variables = _vars(default, test, base)
     raw: list[JsonValue] = [*_listed(default.get("assert")), *_listed(test.get("assert"))]
     options = {**(as_object(default.get("options")) or {}), **(as_object(test.get("options")) or {})}
     test_transform = options.get("transform") or options.get("postprocess")
@@ -507,7 +520,7 @@ def _threshold(test: JsonObject, default: JsonObject) -> float | None:
 def _single(
     prompt: Prompt, test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped, n: int, suffix: str
 ) -> SuiteTest:
-    system, user = prompt.rendered(_vars(default, test))
+    system, user = prompt.rendered(_vars(default, test, base))
     out = _common(test, default, f"{_slug(str(test.get('description') or f'test-{n}'))}{suffix}")
     out["input"] = [*system, {"role": "user", "content": user}]
     out["assertions"] = _asserts(test, default, base, unmapped)
@@ -526,7 +539,7 @@ def _conversation(
     unmapped: Unmapped,
     suffix: str,
 ) -> SuiteTest:
-    system, _ = prompt.rendered(_vars(default, tests[0]))
+    system, _ = prompt.rendered(_vars(default, tests[0], base))
     out = _common(tests[0], default, f"{_slug(name)}{suffix}")
     out.pop("criteria", None)
     out["execution"] = {"threshold": 0}  # each turn decides as its promptfoo test does (`_asserts`)
@@ -535,7 +548,7 @@ def _conversation(
     out["mode"] = "conversation"
     turns: list[Turn] = []
     for test in tests:
-        _, user = prompt.rendered(_vars(default, test))
+        _, user = prompt.rendered(_vars(default, test, base))
         turn: Turn = {"input": user}
         assertions = _asserts(test, default, base, unmapped, turn=True)
         if assertions:
@@ -559,7 +572,7 @@ def _conversation(
 def _simulated(
     prompt: Prompt, test: JsonObject, default: JsonObject, source: Path, unmapped: Unmapped, n: int, suffix: str
 ) -> SuiteTest:
-    variables = _vars(default, test)
+    variables = _vars(default, test, source.parent)
     _, config = _provider_id(test, default)
     instructions = render(str(config.get("instructions") or "{{ instructions }}"), variables).strip()
     if not instructions:
