@@ -612,3 +612,30 @@ def test_promptfoo_file_vars_are_read_as_promptfoo_reads_them(tmp_path) -> None:
     write(config, "prompts: ['{{ v }}']\ntests:\n  - vars: {v: file://v.py}\n")
     with pytest.raises(DatasetError, match=r"vars\.v: file://v\.py: var functions"):
         import_dataset("promptfoo", config)
+
+
+def test_promptfoo_grader_provider_judges_its_checks(fake_openai, tmp_path) -> None:
+    """promptfoo grades `llm-rubric` with the assertion's `provider`, else the test's (or
+    `defaultTest`'s) `options.provider`. Before: both were dropped (named in a warning) and the
+    run's judge graded every check."""
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['{{ q }}']\n"
+        "defaultTest: {options: {provider: 'openai:chat:grader-a'}}\n"
+        "tests:\n"
+        "  - vars: {q: hello}\n"
+        "    assert:\n"
+        "      - {type: llm-rubric, value: is a greeting}\n"
+        "      - {type: llm-rubric, value: is polite, provider: {id: 'anthropic:messages:grader-b'}}\n"
+        "  - vars: {q: bye}\n"
+        "    options: {provider: 'openai:grader-c'}\n"
+        "    assert: [{type: llm-rubric, value: is short}]\n",
+    )
+    suite = import_dataset("promptfoo", config)
+    judges = [a.get("judge") for t in suite["tests"] for a in t["assertions"]]
+    assert judges == ["openai:grader-a", "anthropic:grader-b", "openai:grader-c"]
+    del suite["tests"][0]["assertions"][1]  # no Anthropic server here
+    convoeval.run(
+        write_suite(suite, tmp_path / "g.eval.yaml"), target="openai:m", judge="openai:j", store=False, cache=False
+    )
+    assert sorted(r["model"] for r in fake_openai.judge_requests()) == ["grader-a", "grader-c"]

@@ -59,7 +59,7 @@ from ._common import (
     read_text,
 )
 from ._log_formats import log_reader
-from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts, transformed
+from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts, provider_spec, transformed
 from ._promptfoo_csv import read_csv_tests
 from ._promptfoo_results import read_promptfoo_results
 from ._suite_types import Message, Suite, SuiteTest, Turn
@@ -69,7 +69,6 @@ if TYPE_CHECKING:
     import jinja2.sandbox
 
 SIMULATED_USER = "promptfoo:simulated-user"
-_PROVIDER_PREFIXES = ("openai:", "anthropic:", "litellm:", "local")
 _LOOP = re.compile(r"{%-?\s*for\s+\w+\s+in\s+_conversation\s*-?%}.*?{%-?\s*endfor\s*-?%}", re.DOTALL)
 DEFAULT_MAX_TURNS = 10
 
@@ -185,7 +184,7 @@ def import_promptfoo(source: Path) -> Suite:
         "description": f"Imported from promptfoo's {source.name}",
     }
     providers = _providers(config.get("providers"))
-    targets = [_spec(p) for p in providers if p.startswith(_PROVIDER_PREFIXES)]
+    targets = [spec for spec in map(provider_spec, providers) if spec]
     if targets:
         suite["execution"] = {"target": targets[0]} if len(targets) == 1 else {"targets": [*targets]}
     if providers:
@@ -239,8 +238,9 @@ _READ_TOP = {
     "assertionTemplates",
 }
 _READ_TEST = {"vars", "assert", "description", "metadata", "provider", "threshold"}
-#: A test's (and `defaultTest`'s) `options` applied: the output transform (`postprocess`: its old name).
-_READ_OPTIONS = {"transform", "postprocess"}
+#: A test's (and `defaultTest`'s) `options` applied: the output transform (`postprocess`: its old
+#: name) and the grader of its judged checks (`provider`, when convoeval reads its id).
+_READ_OPTIONS = {"transform", "postprocess", "provider"}
 
 
 def _ignored(config: JsonObject, default: JsonObject, tests: list[JsonObject], asserts: Counter[str]) -> str | None:
@@ -315,14 +315,6 @@ def _parse_prompt(label: str, text: str) -> Prompt:
     if stripped.lstrip().startswith("[") and "{{" in stripped:  # e.g. `{"content": {{ question | dump }}}`
         return Prompt(label, [], uses_history, template=stripped)
     return Prompt(label, [("user", stripped.strip())], uses_history)
-
-
-def _spec(provider: str) -> str:
-    """A promptfoo provider id as a convoeval target spec (`openai:chat:gpt-4o` -> `openai:gpt-4o`)."""
-    for kind in ("openai:chat:", "anthropic:messages:"):
-        if provider.startswith(kind):
-            return provider.split(":", 1)[0] + ":" + provider[len(kind) :]
-    return provider
 
 
 def _providers(raw: JsonValue) -> list[str]:
@@ -484,7 +476,7 @@ def _asserts(
     test_transform = options.get("transform") or options.get("postprocess")
     mapped = [
         (a, [t for t in (test_transform, own) if isinstance(t, str) and t.strip()])
-        for a, own in map_asserts(raw, render, variables, base, unmapped)
+        for a, own in map_asserts(raw, render, variables, base, unmapped, provider_spec(options.get("provider")))
     ]
     threshold = _threshold(test, default)
     if threshold is not None and not turn:

@@ -206,10 +206,11 @@ class Unmapped(Counter[str]):
 
 
 def map_asserts(
-    raw: JsonValue, render: Render, variables: JsonObject, base: Path, unmapped: Unmapped
+    raw: JsonValue, render: Render, variables: JsonObject, base: Path, unmapped: Unmapped, grader: str | None = None
 ) -> list[tuple[JsonObject, str | None]]:
     """The convoeval assertions for a promptfoo `assert` list (`render(text, vars)` fills `{{ var }}`),
-    each with its own `transform` (None: none)."""
+    each with its own `transform` (None: none); judged checks are graded by their own `provider`,
+    else `grader` (the test's `options.provider`), when convoeval reads its id (else the run's judge)."""
     if raw is None:
         return []
     out = []
@@ -222,13 +223,35 @@ def map_asserts(
         if mapped is None:
             unmapped[kind] += 1
             continue
-        unmapped.settings.update(f"assert[].{k}" for k in item if k not in _READ_ASSERT)
+        judge = provider_spec(item.get("provider")) or grader
+        if judge and mapped["type"] == "llm-grader":
+            mapped["judge"] = judge
+        unmapped.settings.update(
+            f"assert[].{k}" for k in item if k not in _READ_ASSERT and not (k == "provider" and "judge" in mapped)
+        )
         for key, target in (("weight", "weight"), ("metric", "name")):
             if item.get(key) is not None:
                 mapped[target] = item[key]
         transform = item.get("transform")
         out.append((mapped, transform if isinstance(transform, str) and transform.strip() else None))
     return out
+
+
+#: promptfoo provider ids whose model convoeval can call (`openai:chat:gpt-4o` -> `openai:gpt-4o`).
+_PROVIDER_PREFIXES = ("openai:", "anthropic:", "litellm:", "local")
+
+
+def provider_spec(provider: JsonValue) -> str | None:
+    """A promptfoo provider (an id, or a mapping with one) as a convoeval target spec, or None
+    when convoeval has no such provider."""
+    if isinstance(provider, dict):
+        provider = provider.get("id")
+    if not isinstance(provider, str) or not provider.startswith(_PROVIDER_PREFIXES):
+        return None
+    for kind in ("openai:chat:", "anthropic:messages:"):
+        if provider.startswith(kind):
+            return provider.split(":", 1)[0] + ":" + provider[len(kind) :]
+    return provider
 
 
 def _value(item: JsonObject, render: Render, variables: JsonObject) -> JsonValue:
