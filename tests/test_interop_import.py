@@ -639,3 +639,20 @@ def test_promptfoo_grader_provider_judges_its_checks(fake_openai, tmp_path) -> N
         write_suite(suite, tmp_path / "g.eval.yaml"), target="openai:m", judge="openai:j", store=False, cache=False
     )
     assert sorted(r["model"] for r in fake_openai.judge_requests()) == ["grader-a", "grader-c"]
+
+
+def test_promptfoo_assert_set_decides_as_promptfoo(fake_openai, tmp_path) -> None:
+    """promptfoo 0.123.1's verdicts and scores on tests/data/promptfoo/assert-set (a set passes at
+    its threshold, else when each of its checks passes; its score is their weighted mean).
+    Before: `assert-set` was left out (named in a warning), so a failing set passed."""
+    suite = import_dataset("promptfoo", PROMPTFOO / "assert-set" / "promptfooconfig.yaml")
+    fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    report = convoeval.run(write_suite(suite, tmp_path / "s.eval.yaml"), target="openai:m", store=False, cache=False)
+    assert {r.test_id: r.verdict for r in report.results} == {
+        "set-threshold-met": "pass",
+        "set-threshold-missed": "fail",
+        "set-no-threshold-one-fails": "fail",
+        "set-weighted-in-test-threshold": "pass",
+    }
+    scores = {r.test_id: r.score for r in report.results}
+    assert scores["set-threshold-met"] == 0.5 and round(scores["set-weighted-in-test-threshold"], 4) == 0.8333

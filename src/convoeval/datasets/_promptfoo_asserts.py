@@ -6,8 +6,8 @@ a mapping, YAML or JSON text, or `file://` a .json/.yaml file, as promptfoo's `h
 reads it), `javascript` and `python` (run by `code-grader` through `node` / `python3`, with
 promptfoo's `output` and `context.vars`; a number passes above 0, or at the `threshold` when
 there is one, as promptfoo's `normalizeScriptAssertionResult` decides), `llm-rubric`,
-`g-eval`, `model-graded-closedqa`, `factuality` (judged by `llm-grader`), `latency` and
-`cost`. `threshold`, `weight` and `metric` carry over.
+`g-eval`, `model-graded-closedqa`, `factuality` (judged by `llm-grader`), `latency`,
+`cost`, and `assert-set` (a `composite`). `threshold`, `weight` and `metric` carry over.
 Anything else is reported back (`Unmapped`) so the importer can list it in one warning.
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from ..errors import DatasetError
+from ..spec import DEFAULT_THRESHOLD
 from ._common import JsonObject, load_yaml, parse_yaml
 
 #: Fills promptfoo's `{{ var }}` in a text with a test's vars.
@@ -187,7 +188,7 @@ def _absolute(source: str, base: Path) -> str:
 
 #: The keys of a promptfoo assertion that carry over; any other (`transform`, `provider`, ...)
 #: is counted in `Unmapped.settings`.
-_READ_ASSERT = {"type", "value", "threshold", "weight", "metric", "transform"}
+_READ_ASSERT = {"type", "value", "threshold", "weight", "metric", "transform", "assert"}
 
 
 class Unmapped(Counter[str]):
@@ -219,7 +220,10 @@ def map_asserts(
         if not isinstance(item, dict) or not isinstance(kind, str):
             unmapped["(not a mapping with a type)"] += 1
             continue
-        mapped = _map_one(item, kind, render, variables, base)
+        if kind == "assert-set":
+            mapped = _assert_set(item, render, variables, base, unmapped, grader)
+        else:
+            mapped = _map_one(item, kind, render, variables, base)
         if mapped is None:
             unmapped[kind] += 1
             continue
@@ -252,6 +256,24 @@ def provider_spec(provider: JsonValue) -> str | None:
         if provider.startswith(kind):
             return provider.split(":", 1)[0] + ":" + provider[len(kind) :]
     return provider
+
+
+def _assert_set(
+    item: JsonObject, render: Render, variables: JsonObject, base: Path, unmapped: Unmapped, grader: str | None
+) -> JsonObject | None:
+    """promptfoo's `assert-set`: a `composite` of its assertions scored by their weighted mean;
+    it passes at its `threshold`, else when every one passes (the weighted share that passed,
+    which is the mean for pass/fail checks, must be 1)."""
+    nested: list[JsonValue] = [  # each at its own pass mark (the test's may be 0)
+        transformed({**a, "min_score": a.get("min_score", DEFAULT_THRESHOLD)}, [own] if own else [], variables, base)
+        for a, own in map_asserts(item.get("assert"), render, variables, base, unmapped, grader)
+    ]
+    if not nested:
+        return None
+    threshold = item.get("threshold")
+    if isinstance(threshold, (int, float)):
+        return {"type": "composite", "assertions": nested, "min_score": threshold}
+    return {"type": "composite", "assertions": nested, "aggregator": {"type": "threshold", "threshold": 1.0}}
 
 
 def _value(item: JsonObject, render: Render, variables: JsonObject) -> JsonValue:
