@@ -656,3 +656,19 @@ def test_promptfoo_assert_set_decides_as_promptfoo(fake_openai, tmp_path) -> Non
     }
     scores = {r.test_id: r.score for r in report.results}
     assert scores["set-threshold-met"] == 0.5 and round(scores["set-weighted-in-test-threshold"], 4) == 0.8333
+
+
+def test_promptfoo_tests_from_jsonl_files_and_globs(tmp_path) -> None:
+    """promptfoo 0.123.1 ran the four tests of this config (a JSONL file and a glob of YAML
+    files). Before: "tests.jsonl:2: not YAML" and "tests/*.yaml:1: no such file"."""
+    write(tmp_path / "tests.jsonl", '{"vars": {"q": "one"}}\n{"vars": {"q": "two"}}\n')
+    write(tmp_path / "more" / "a.yaml", "- vars: {q: three}\n")
+    write(tmp_path / "more" / "b.yaml", "- vars: {q: four}\n")
+    config = write(
+        tmp_path / "promptfooconfig.yaml", "prompts: ['{{ q }}']\ntests: [file://tests.jsonl, file://more/*.yaml]\n"
+    )
+    suite = import_dataset("promptfoo", config)
+    assert [t["input"][-1]["content"] for t in suite["tests"]] == ["one", "two", "three", "four"]
+    write(config, "prompts: ['{{ q }}']\ntests: file://none/*.yaml\n")
+    with pytest.raises(DatasetError, match="tests: no file matches"):
+        import_dataset("promptfoo", config)

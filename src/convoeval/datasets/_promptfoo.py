@@ -31,6 +31,7 @@ What becomes what:
 
 from __future__ import annotations
 
+import glob
 import itertools
 import json
 import re
@@ -56,6 +57,7 @@ from ._common import (
     load_yaml,
     mapping,
     parse_yaml,
+    read_jsonl,
     read_text,
 )
 from ._log_formats import log_reader
@@ -386,11 +388,23 @@ def _tests(raw: JsonValue, base: Path, source: Path, expand: bool = True) -> lis
 
 
 def _test_file(item: str, base: Path) -> list[JsonValue]:
+    """The tests a `tests:` entry names: a CSV, JSONL, YAML or JSON file, or a glob of them."""
     path = base / item.removeprefix("file://")
-    if path.suffix == ".csv":
-        return [*read_csv_tests(path, KNOWN_TYPES)]
-    loaded = load_yaml(path, core=True)
-    return loaded if isinstance(loaded, list) else [loaded]
+    paths = [path]
+    if any(c in item for c in "*?["):
+        paths = [Path(found) for found in sorted(glob.glob(str(path), recursive=True))]
+        if not paths:
+            raise DatasetError(f"{path}:1: tests: no file matches")
+    tests: list[JsonValue] = []
+    for found in paths:
+        if found.suffix == ".csv":
+            tests.extend(read_csv_tests(found, KNOWN_TYPES))
+        elif found.suffix == ".jsonl":
+            tests.extend(record for _, record in read_jsonl(found))
+        else:
+            loaded = load_yaml(found, core=True)
+            tests.extend(loaded if isinstance(loaded, list) else [loaded])
+    return tests
 
 
 _VAR_REFERENCE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
