@@ -672,3 +672,17 @@ def test_promptfoo_tests_from_jsonl_files_and_globs(tmp_path) -> None:
     write(config, "prompts: ['{{ q }}']\ntests: file://none/*.yaml\n")
     with pytest.raises(DatasetError, match="tests: no file matches"):
         import_dataset("promptfoo", config)
+
+
+def test_promptfoo_vars_print_as_nunjucks_prints_them(tmp_path) -> None:
+    """promptfoo 0.123.1 sent `L=x,1,true O=[object Object] B=false N=2 F=0.1 U= Z=` for this
+    prompt (JavaScript's `String()` of each value). Before: Python's text of them
+    (`['x', 1, True]`, `{'a': 1}`, `False`, `2.0`, `None`)."""
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['L={{ items }} O={{ obj }} B={{ flag }} N={{ num }} F={{ f }} U={{ missing }} Z={{ none }}']\n"
+        "defaultTest: {options: {disableVarExpansion: true}}\n"
+        "tests:\n  - vars: {items: [x, 1, true], obj: {a: 1}, flag: false, num: 2.0, f: 0.1, none: null}\n",
+    )
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    assert test["input"][-1]["content"] == "L=x,1,true O=[object Object] B=false N=2 F=0.1 U= Z="

@@ -79,10 +79,26 @@ DEFAULT_MAX_TURNS = 10
 def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
     import jinja2.sandbox
 
-    env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=False, finalize=_js_text)
     env.globals.clear()
     env.filters["dump"] = _dump  # Nunjucks' `dump` (JSON.stringify), which promptfoo's chat prompts use
     return env
+
+
+def _js_text(value: object) -> object:
+    """A value as Nunjucks prints it (JavaScript's `String()`): `true`/`false`, `2` for 2.0, a
+    list's items joined by commas, `[object Object]` for a mapping, nothing for null."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list | tuple):
+        return ",".join(str(_js_text(item)) for item in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return value
 
 
 def _dump(value: object, indent: int | str | None = None) -> str:
