@@ -253,8 +253,8 @@ def test_promptfoo_weight_zero_never_fails(fake_openai, tmp_path) -> None:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="promptfoo's transforms run on Node.js")
 def test_promptfoo_transforms_are_applied_as_promptfoo_applies_them(fake_openai, tmp_path) -> None:
-    """promptfoo 0.123.1's verdicts on this config, against a server echoing the prompt: pass,
-    pass, pass, error (tests/data/promptfoo/transforms). A test's `options.transform` replaces
+    """promptfoo 0.123.1's verdicts on this config, against a server echoing the prompt
+    (tests/data/promptfoo/transforms). A test's `options.transform` replaces
     `defaultTest`'s; an assertion's own runs after it; an object result is JSON text; a Python
     file's `get_transform`; a transform that throws is an error. Before: none was applied (a
     warning named them): the first three failed, the last was a plain failure."""
@@ -267,6 +267,8 @@ def test_promptfoo_transforms_are_applied_as_promptfoo_applies_them(fake_openai,
         "defaultTest-s-then-the-assertion-s": "pass",
         "a-Python-file": "pass",
         "a-transform-that-throws": "error",
+        "a-named-export-of-a-JavaScript-file": "pass",
+        "an-ES-module-s-default-export-whatever-name-is-given": "pass",
     }, [(r.test_id, r.error) for r in report.results]
     thrown = next(r for r in report.results if r.verdict == "error")
     assert "Cannot read properties of undefined" in (thrown.error or "")

@@ -139,8 +139,8 @@ async function load(src) {
     };
   }
   const ns = await import(require('url').pathToFileURL(file).href);
-  const m = ns.default ?? ns;
-  const f = fn ? (ns[fn] ?? m[fn]) : (typeof m === 'function' ? m : m.default);
+  const m = ns.default ?? ns;  // promptfoo's importModule: the default export, else the module
+  const f = fn && typeof m[fn] === 'function' ? m[fn] : typeof m === 'function' ? m : m.default;
   if (typeof f !== 'function') throw new Error(file + ' exports no function ' + (fn || '(default)'));
   return f;
 }
