@@ -175,7 +175,7 @@ def _csv_records(source: Path) -> list[tuple[int, JsonValue]]:
             if cell == "":
                 continue
             if key in _JOINED:
-                record[key] = cell.split("|")
+                record[key] = [*cell.split("|")]
             elif key in _JSON_CELLS:
                 try:
                     record[key] = decode_json(cell)
