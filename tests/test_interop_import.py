@@ -271,6 +271,7 @@ def test_promptfoo_transforms_are_applied_as_promptfoo_applies_them(fake_openai,
         "an-ES-module-s-default-export-whatever-name-is-given": "pass",
     }, [(r.test_id, r.error) for r in report.results]
     thrown = next(r for r in report.results if r.verdict == "error")
+    assert "transform `node -e '<script>' 'output.toUpperCase()' output.nosuch.foo` exited" in (thrown.error or "")
     assert "Cannot read properties of undefined" in (thrown.error or "")
 
 

@@ -146,7 +146,7 @@ class CodeGrader(JudgedAssertion):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         argv = self.argv
-        shown = shorten(shlex.join(argv), 120)
+        shown = shown_command(argv)
         cwd = self._cwd(ctx)
         if cwd != Path(ctx.base_dir):  # in the workspace: the eval folder's scripts by full path
             argv = [
@@ -264,7 +264,7 @@ class OutputTransform(Model):
     async def apply(self, ctx: GradeContext) -> str:
         """The output the program makes of `ctx`'s."""
         argv = split_command(self.command)
-        shown = shorten(shlex.join(argv), 120)
+        shown = shown_command(argv)
         payload = json.dumps(grading_payload(ctx, self.config), ensure_ascii=False, default=str).encode()
         if ctx.workdir is not None:
             stdout, _ = await run_sandboxed(argv, shown, ctx, scrubbed_env(), payload, self.timeout_s)
@@ -273,6 +273,12 @@ class OutputTransform(Model):
                 argv, shown, Path(ctx.base_dir), scrubbed_env(), payload, self.timeout_s, "transform"
             )
         return stdout.removesuffix("\n")
+
+
+def shown_command(argv: list[str]) -> str:
+    """A command line for messages: an inline script (an argument of several lines, such as the
+    program of `node -e`) as `<script>`, the whole cut to 120 characters."""
+    return shorten(shlex.join("<script>" if "\n" in arg else arg for arg in argv), 120)
 
 
 def nonempty_command(command: list[str] | str) -> list[str] | str:
