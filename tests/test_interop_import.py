@@ -689,3 +689,17 @@ def test_promptfoo_vars_print_as_nunjucks_prints_them(tmp_path) -> None:
     )
     (test,) = import_dataset("promptfoo", config)["tests"]
     assert test["input"][-1]["content"] == "L=x,1,true O=[object Object] B=false N=2 F=0.1 U= Z="
+
+
+def test_csv_files_saved_with_a_byte_order_mark_import(tmp_path) -> None:
+    """Spreadsheets save "CSV UTF-8" with a byte-order mark; promptfoo (csv-parse `bom: true`)
+    and DeepEval (pandas) drop it. Before: the first column was named "\\ufeffq" (the prompt
+    was sent empty) and a DeepEval golden had no `scenario`."""
+    (tmp_path / "tests.csv").write_bytes("\ufeffq,__expected\r\nhello,contains: hello\r\n".encode())
+    config = write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{ q }}']\ntests: file://tests.csv\n")
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    assert test["input"] == [{"role": "user", "content": "hello"}]
+    goldens = tmp_path / "goldens.csv"
+    goldens.write_bytes("\ufeffscenario,expected_outcome\r\nBook a table,Table booked\r\n".encode())
+    (golden,) = import_dataset("deepeval", goldens)["tests"]
+    assert golden["simulated_user"]["objective"] == "Book a table" and golden["success"] == ["Table booked"]
