@@ -689,6 +689,12 @@ def test_promptfoo_vars_print_as_nunjucks_prints_them(tmp_path) -> None:
     )
     (test,) = import_dataset("promptfoo", config)["tests"]
     assert test["input"][-1]["content"] == "L=x,1,true O=[object Object] B=false N=2 F=0.1 U= Z="
+    # Nunjucks' `truncate` cuts at the last space (Jinja's: "hello..."); `round` prints 3, not 3.0
+    write(
+        config, "prompts: ['{{ s | truncate(11) }}|{{ n | round }}']\ntests: [{vars: {s: hello world foo, n: 2.6}}]\n"
+    )
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    assert test["input"][-1]["content"] == "hello world...|3"
 
 
 def test_csv_files_saved_with_a_byte_order_mark_import(tmp_path) -> None:

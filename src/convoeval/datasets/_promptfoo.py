@@ -82,6 +82,7 @@ def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=False, finalize=_js_text)
     env.globals.clear()
     env.filters["dump"] = _dump  # Nunjucks' `dump` (JSON.stringify), which promptfoo's chat prompts use
+    env.filters["truncate"] = _truncate
     return env
 
 
@@ -99,6 +100,16 @@ def _js_text(value: object) -> object:
     if isinstance(value, dict):
         return "[object Object]"
     return value
+
+
+def _truncate(value: object, length: int = 255, killwords: bool = False, end: str | None = "...") -> str:
+    """Nunjucks' `truncate`: cut at the last space before `length` (at `length` with `killwords`),
+    then `end`; Jinja's keeps a leeway of 5 characters and counts `end` in the length."""
+    text, length = "" if value is None else str(value), length or 255
+    if len(text) <= length:
+        return text
+    cut = length if killwords else text.rfind(" ", 0, length + 1)
+    return text[: length if cut == -1 else cut] + ("..." if end is None else end)
 
 
 def _dump(value: object, indent: int | str | None = None) -> str:
