@@ -323,6 +323,17 @@ def test_promptfoo_results_files_are_recorded_conversations_with_promptfoos_verd
     assert [t["id"] for t in down["tests"]] == ["one@openai:chat:up"]  # promptIdx 1 is the 2nd provider's
 
 
+@pytest.mark.filterwarnings("ignore::convoeval.datasets.DatasetWarning")
+def test_promptfoo_jsonl_results_are_read_as_its_json_results(cli, fake_openai) -> None:
+    """One promptfoo 0.123.1 run written as `-o transforms.jsonl -o transforms.json`. Before: the
+    JSONL was "not YAML" (import) and "expected `messages`" (grade)."""
+    from_jsonl = import_dataset("promptfoo", PROMPTFOO / "results" / "transforms.jsonl")["tests"]
+    assert from_jsonl == import_dataset("promptfoo", PROMPTFOO / "results" / "transforms.json")["tests"]
+    assert len(from_jsonl) == 5  # the sixth, whose transform threw, has no reply
+    code, out, err = cli("grade", PROMPTFOO / "results" / "transforms.jsonl", "--judge", "openai:j")
+    assert code == 0 and "5 result(s)" in out, err
+
+
 def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
     bad = write(tmp_path / "p.yaml", "prompts: [hi]\ntests: {not: a list}\n")
     code, _, err = cli("import", "promptfoo", bad, "-o", tmp_path / "x.eval.yaml")

@@ -182,8 +182,8 @@ def _chat(text: str) -> list[tuple[str, str]] | None:
 
 def import_promptfoo(source: Path) -> Suite:
     """The suite a promptfoo config file makes (see the module docstring); a results file
-    (`promptfoo eval -o results.json`) is its recorded conversations (`_promptfoo_results`)."""
-    if source.suffix == ".json" and log_reader(source) is read_promptfoo_results:
+    (`promptfoo eval -o results.json` or `.jsonl`) is its recorded conversations (`_promptfoo_results`)."""
+    if source.suffix in (".json", ".jsonl") and log_reader(source) is read_promptfoo_results:
         return import_transcripts(source, log_format="promptfoo")
     config = _dereferenced(load_yaml(source, core=True), source)
     if not isinstance(config, dict):
