@@ -207,6 +207,7 @@ def test_inspect_log_per_target(cli, tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.glob("run-*.eval")) == ["run-b.eval", "run-openai-a.eval"]
     log = log_module.read_eval_log(str(tmp_path / "run-b.eval"))
     assert log.eval.model == "b" and log.samples[0].scores["convoeval"].answer == "fail"
+    assert log.eval.task == "s"  # the suite, which `inspect view` lists the log by (it was "r.jsonl")
 
 
 def test_otel_endpoint_down_is_a_clear_error(cli, results_file: Path, monkeypatch) -> None:
