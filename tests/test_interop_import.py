@@ -720,3 +720,27 @@ def test_csv_files_saved_with_a_byte_order_mark_import(tmp_path) -> None:
     goldens.write_bytes("\ufeffscenario,expected_outcome\r\nBook a table,Table booked\r\n".encode())
     (golden,) = import_dataset("deepeval", goldens)["tests"]
     assert golden["simulated_user"]["objective"] == "Book a table" and golden["success"] == ["Table booked"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="promptfoo's transforms run on Node.js")
+def test_promptfoo_provider_transform_runs_first(fake_openai, tmp_path) -> None:
+    """promptfoo 0.123.1 passed this test (output "HI THERE!": the provider's transform, then the
+    test's, then the assertion's own). Before: the provider's `transform` was dropped unsaid."""
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['{{ q }}']\n"
+        "providers: [{id: 'openai:chat:m', transform: output.toUpperCase()}]\n"
+        "tests:\n"
+        "  - vars: {q: hi there}\n"
+        "    options: {transform: \"output + '!'\"}\n"
+        "    assert:\n"
+        "      - {type: equals, value: HI THERE!}\n"
+        "      - {type: equals, value: HI, transform: \"output.split(' ')[0]\"}\n",
+    )
+    suite = import_dataset("promptfoo", config)
+    fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    report = convoeval.run(write_suite(suite, tmp_path / "p.eval.yaml"), target="openai:m", store=False, cache=False)
+    assert [r.verdict for r in report.results] == ["pass"], [r.error for r in report.results]
+    write(config, "prompts: [x]\nproviders: [{id: 'openai:a', transform: a}, {id: 'openai:b', transform: b}]\n")
+    with pytest.warns(DatasetWarning, match="provider transforms not applied: they differ"):
+        import_dataset("promptfoo", write(config, config.read_text() + "tests: [{vars: {}}]\n"))

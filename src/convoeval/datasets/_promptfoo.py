@@ -198,11 +198,12 @@ def import_promptfoo(source: Path) -> Suite:
     mapping(default.get("vars"), f"{source}:1: defaultTest: vars")
     expand = not (as_object(default.get("options")) or {}).get("disableVarExpansion")
     raw_tests = _tests(config.get("tests"), base, source, expand)
+    head, head_warning = _provider_transform(config.get("providers"))
     unmapped = Unmapped()
     tests: list[SuiteTest] = []
     for prompt in prompts:
         suffix = f"@{_slug(prompt.label)}" if len(prompts) > 1 else ""
-        tests.extend(_prompt_tests(prompt, raw_tests, default, source, unmapped, suffix))
+        tests.extend(_prompt_tests(prompt, raw_tests, default, source, unmapped, suffix, head))
     if not tests:
         raise DatasetError(f"{source}:1: tests: no tests to import")
     seen: set[str] = set()
@@ -222,7 +223,8 @@ def import_promptfoo(source: Path) -> Suite:
     if settings:
         suite.setdefault("metadata", {})["promptfoo_provider_settings"] = settings
     suite["tests"] = tests
-    for warning in (unmapped.warning(), _ignored(config, default, raw_tests, unmapped.settings), settings_warning):
+    left_out = _ignored(config, default, raw_tests, unmapped.settings)
+    for warning in (unmapped.warning(), left_out, settings_warning, head_warning):
         if warning:
             warnings.warn(warning, DatasetWarning, stacklevel=2)
     return suite
@@ -356,6 +358,18 @@ def _providers(raw: JsonValue) -> list[str]:
     return out
 
 
+def _provider_transform(raw: JsonValue) -> tuple[list[str], str | None]:
+    """The providers' output `transform` (it runs before a test's), and the warning when it
+    differs between providers: the targets of a suite share its checks."""
+    items = raw if isinstance(raw, list) else [raw] if raw else []
+    transforms = {str(item.get("transform") or "").strip() if isinstance(item, dict) else "" for item in items}
+    if transforms <= {""}:
+        return [], None
+    if len(transforms) == 1:
+        return [transforms.pop()], None
+    return [], "promptfoo provider transforms not applied: they differ between the providers"
+
+
 #: Provider settings never copied into the eval file (they may hold secrets).
 _SECRET = re.compile(r"key|secret|password|auth|header|cookie|^(access_?|bearer_?|api_?)?token$", re.IGNORECASE)
 
@@ -485,38 +499,41 @@ def _prompt_tests(
     source: Path,
     unmapped: Unmapped,
     suffix: str,
+    head: list[str],
 ) -> list[SuiteTest]:
-    """One prompt's tests: conversations grouped by conversationId, the rest one by one."""
+    """One prompt's tests: conversations grouped by conversationId, the rest one by one (`head`:
+    the provider's transform, which runs before a test's)."""
     base = source.parent
     groups: OrderedDict[str, list[JsonObject]] = OrderedDict()
     out: list[SuiteTest] = []
     for n, test in enumerate(raw_tests, start=1):
         conversation = (as_object(test.get("metadata")) or {}).get("conversationId")
         if _provider_id(test, default)[0] == SIMULATED_USER:
-            out.append(_simulated(prompt, test, default, source, unmapped, n, suffix))
+            out.append(_simulated(prompt, test, default, source, unmapped, n, suffix, head))
         elif conversation is not None or prompt.uses_history:
             groups.setdefault(str(conversation or "conversation"), []).append(test)
         else:
-            out.append(_single(prompt, test, default, base, unmapped, n, suffix))
+            out.append(_single(prompt, test, default, base, unmapped, n, suffix, head))
     for name, tests in groups.items():
-        out.append(_conversation(prompt, name, tests, default, base, unmapped, suffix))
+        out.append(_conversation(prompt, name, tests, default, base, unmapped, suffix, head))
     return out
 
 
 def _asserts(
-    test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped, turn: bool = False
+    test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped, head: list[str], turn: bool = False
 ) -> list[JsonObject]:
     """The test's checks (`defaultTest`'s first), set to decide as promptfoo does: without a
     threshold each `required` at its own pass mark (the test's threshold is 0); with one, a
     single-test's threshold is the test's, a conversation turn's a required `composite` of them
     (their weighted mean, promptfoo's score, must reach it; the conversation's threshold is 0).
-    Each grades what the test's and its own `transform` make of the reply (`transformed`)."""
+    Each grades what the transforms make of the reply (`transformed`): `head` (the provider's),
+    the test's, its own."""
     variables = _vars(default, test, base)
     raw: list[JsonValue] = [*_listed(default.get("assert")), *_listed(test.get("assert"))]
     options = {**(as_object(default.get("options")) or {}), **(as_object(test.get("options")) or {})}
     test_transform = options.get("transform") or options.get("postprocess")
     mapped = [
-        (a, [t for t in (test_transform, own) if isinstance(t, str) and t.strip()])
+        (a, [*head, *(t for t in (test_transform, own) if isinstance(t, str) and t.strip())])
         for a, own in map_asserts(raw, render, variables, base, unmapped, provider_spec(options.get("provider")))
     ]
     threshold = _threshold(test, default)
@@ -551,12 +568,19 @@ def _threshold(test: JsonObject, default: JsonObject) -> float | None:
 
 
 def _single(
-    prompt: Prompt, test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped, n: int, suffix: str
+    prompt: Prompt,
+    test: JsonObject,
+    default: JsonObject,
+    base: Path,
+    unmapped: Unmapped,
+    n: int,
+    suffix: str,
+    head: list[str],
 ) -> SuiteTest:
     system, user = prompt.rendered(_vars(default, test, base))
     out = _common(test, default, f"{_slug(str(test.get('description') or f'test-{n}'))}{suffix}")
     out["input"] = [*system, {"role": "user", "content": user}]
-    out["assertions"] = _asserts(test, default, base, unmapped)
+    out["assertions"] = _asserts(test, default, base, unmapped, head)
     metadata = as_object(test.get("metadata"))
     if metadata:
         out["metadata"] = metadata
@@ -571,6 +595,7 @@ def _conversation(
     base: Path,
     unmapped: Unmapped,
     suffix: str,
+    head: list[str],
 ) -> SuiteTest:
     system, _ = prompt.rendered(_vars(default, tests[0], base))
     out = _common(tests[0], default, f"{_slug(name)}{suffix}")
@@ -583,7 +608,7 @@ def _conversation(
     for test in tests:
         _, user = prompt.rendered(_vars(default, test, base))
         turn: Turn = {"input": user}
-        assertions = _asserts(test, default, base, unmapped, turn=True)
+        assertions = _asserts(test, default, base, unmapped, head, turn=True)
         if assertions:
             turn["assertions"] = assertions
         metadata: JsonObject = {
@@ -603,7 +628,14 @@ def _conversation(
 
 
 def _simulated(
-    prompt: Prompt, test: JsonObject, default: JsonObject, source: Path, unmapped: Unmapped, n: int, suffix: str
+    prompt: Prompt,
+    test: JsonObject,
+    default: JsonObject,
+    source: Path,
+    unmapped: Unmapped,
+    n: int,
+    suffix: str,
+    head: list[str],
 ) -> SuiteTest:
     variables = _vars(default, test, source.parent)
     _, config = _provider_id(test, default)
@@ -621,7 +653,7 @@ def _simulated(
         where = f"{source}:1: {test.get('description') or f'tests[{n - 1}]'}: provider config: maxTurns"
         raise DatasetError(f"{where}: expected a whole number, got {config.get('maxTurns')!r:.60}")
     out["simulated_user"] = {"objective": instructions, "max_turns": max_turns}
-    assertions = _asserts(test, default, source.parent, unmapped)
+    assertions = _asserts(test, default, source.parent, unmapped, head)
     if assertions:
         out["assertions"] = assertions
     return out
