@@ -674,7 +674,8 @@ def test_promptfoo_assert_set_decides_as_promptfoo(fake_openai, tmp_path) -> Non
 
 def test_promptfoo_tests_from_jsonl_files_and_globs(tmp_path) -> None:
     """promptfoo 0.123.1 ran the four tests of this config (a JSONL file and a glob of YAML
-    files). Before: "tests.jsonl:2: not YAML" and "tests/*.yaml:1: no such file"."""
+    files), and a prompt for each file of a glob. Before: "tests.jsonl:2: not YAML",
+    "tests/*.yaml:1: no such file", "prompts[0]: prompts/*.txt: no such file"."""
     write(tmp_path / "tests.jsonl", '{"vars": {"q": "one"}}\n{"vars": {"q": "two"}}\n')
     write(tmp_path / "more" / "a.yaml", "- vars: {q: three}\n")
     write(tmp_path / "more" / "b.yaml", "- vars: {q: four}\n")
@@ -683,8 +684,16 @@ def test_promptfoo_tests_from_jsonl_files_and_globs(tmp_path) -> None:
     )
     suite = import_dataset("promptfoo", config)
     assert [t["input"][-1]["content"] for t in suite["tests"]] == ["one", "two", "three", "four"]
+    write(tmp_path / "prompts" / "a.txt", "A: {{ q }}")
+    write(tmp_path / "prompts" / "b.txt", "B: {{ q }}")
+    write(config, "prompts: [file://prompts/*.txt]\ntests: [{vars: {q: hi}}]\n")  # promptfoo: "A: hi", "B: hi"
+    suite = import_dataset("promptfoo", config)
+    assert [(t["id"], t["input"][-1]["content"]) for t in suite["tests"]] == [
+        ("test-1@a.txt", "A: hi"),
+        ("test-1@b.txt", "B: hi"),
+    ]
     write(config, "prompts: ['{{ q }}']\ntests: file://none/*.yaml\n")
-    with pytest.raises(DatasetError, match="tests: no file matches"):
+    with pytest.raises(DatasetError, match=r"promptfooconfig.yaml:1: tests: file://none/\*.yaml: no file matches"):
         import_dataset("promptfoo", config)
 
 

@@ -314,11 +314,23 @@ def _prompts(raw: JsonValue, base: Path, source: Path) -> list[Prompt]:
         if not text.startswith("file://"):
             prompts.append(_parse_prompt(label, text))
             continue
-        label = label if isinstance(item, dict) and item.get("label") else Path(text[7:]).name
-        texts = _prompt_file(base / text[len("file://") :], source, n)
-        for k, part in enumerate(texts, start=1):
-            prompts.append(_parse_prompt(f"{label}-{k}" if len(texts) > 1 else label, part))
+        for path in _matching(base, text, f"{source}:1: prompts[{n - 1}]"):
+            own = label if isinstance(item, dict) and item.get("label") else path.name
+            texts = _prompt_file(path, source, n)
+            for k, part in enumerate(texts, start=1):
+                prompts.append(_parse_prompt(f"{own}-{k}" if len(texts) > 1 else own, part))
     return prompts
+
+
+def _matching(base: Path, reference: str, where: str) -> list[Path]:
+    """The file a `file://` reference names, or the files its glob matches (sorted)."""
+    path = base / reference.removeprefix("file://")
+    if not any(c in reference for c in "*?["):
+        return [path]
+    paths = [Path(found) for found in sorted(glob.glob(str(path), recursive=True))]
+    if not paths:
+        raise DatasetError(f"{where}: {reference}: no file matches")
+    return paths
 
 
 def _prompt_file(path: Path, source: Path, n: int) -> list[str]:
@@ -407,7 +419,7 @@ def _tests(raw: JsonValue, base: Path, source: Path, expand: bool = True) -> lis
     expansion, off with `defaultTest.options.disableVarExpansion`)."""
     raw = [raw] if isinstance(raw, str) else raw
     if isinstance(raw, list):
-        raw = [t for item in raw for t in (_test_file(item, base) if isinstance(item, str) else [item])]
+        raw = [t for item in raw for t in (_test_file(item, base, source) if isinstance(item, str) else [item])]
     tests = [t for t in as_list(raw) if isinstance(t, dict)]
     if not isinstance(raw, list) or len(tests) != len(raw):
         raise DatasetError(f"{source}:1: tests: expected a list of tests (or file:// a YAML/JSON/CSV file of them)")
@@ -428,16 +440,10 @@ def _tests(raw: JsonValue, base: Path, source: Path, expand: bool = True) -> lis
     return out
 
 
-def _test_file(item: str, base: Path) -> list[JsonValue]:
+def _test_file(item: str, base: Path, source: Path) -> list[JsonValue]:
     """The tests a `tests:` entry names: a CSV, JSONL, YAML or JSON file, or a glob of them."""
-    path = base / item.removeprefix("file://")
-    paths = [path]
-    if any(c in item for c in "*?["):
-        paths = [Path(found) for found in sorted(glob.glob(str(path), recursive=True))]
-        if not paths:
-            raise DatasetError(f"{path}:1: tests: no file matches")
     tests: list[JsonValue] = []
-    for found in paths:
+    for found in _matching(base, item, f"{source}:1: tests"):
         if found.suffix == ".csv":
             tests.extend(read_csv_tests(found, KNOWN_TYPES))
         elif found.suffix == ".jsonl":
