@@ -235,7 +235,8 @@ def _log(results: Sequence[EvaluationResult], target: str, name: str) -> EvalLog
     created = datetime.now(UTC).isoformat(timespec="seconds")
     epochs = max((s.epoch for s in samples), default=1)
     suites = {r.suite for r in results}
-    name = suites.pop() if len(suites) == 1 and None not in suites else name  # Inspect's task: the suite
+    suite = suites.pop() if len(suites) == 1 else None
+    name = suite or name  # Inspect's task: the suite
     usage = Usage.total(r.token_usage for r in results)
     return log.EvalLog(
         status="success",
