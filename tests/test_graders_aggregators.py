@@ -93,3 +93,30 @@ def test_aggregator_fields_are_checked(aggregator: str, words: str, tmp_path: Pa
     with pytest.raises(SpecError, match="s.eval.yaml:") as info:
         load_suite(write(tmp_path / "s.eval.yaml", SUITE % aggregator))
     assert words in str(info.value)
+
+
+TRANSFORMED = """\
+tests:
+  - id: t
+    input: Say hello to Paris
+    assertions:
+      - type: composite
+        transform: {command: [%s, shout.py], config: {mark: "!"}}
+        assertions:
+          - {type: equals, value: "SAY HELLO TO PARIS!"}
+"""
+
+
+def test_a_transform_rewrites_the_output_its_assertions_grade(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """promptfoo's `transform`: the nested checks grade what the program prints; a failing
+    program makes the composite an error, never a verdict. Before: no such field."""
+    fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    shout = "import json, sys\np = json.load(sys.stdin)\nprint(p['output_text'].upper() + p['config']['mark'])\n"
+    write(tmp_path / "shout.py", shout)
+    suite = write(tmp_path / "s.eval.yaml", TRANSFORMED % json.dumps(sys.executable))
+    (result,) = convoeval.run(suite, target="openai:m", cache=False, store=False).results
+    assert (result.verdict, result.output[-1].content) == ("pass", "Say hello to Paris")  # the reply is kept
+    write(tmp_path / "shout.py", "import sys; sys.exit('no output today')")
+    (result,) = convoeval.run(suite, target="openai:m", cache=False, store=False).results
+    grader = result.scores[0].graders[0]
+    assert grader.verdict == "error" and "no output today" in (grader.error or "")

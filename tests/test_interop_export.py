@@ -207,6 +207,21 @@ def test_inspect_log_per_target(cli, tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.glob("run-*.eval")) == ["run-b.eval", "run-openai-a.eval"]
     log = log_module.read_eval_log(str(tmp_path / "run-b.eval"))
     assert log.eval.model == "b" and log.samples[0].scores["convoeval"].answer == "fail"
+    assert log.eval.task == "s"  # the suite, which `inspect view` lists the log by (it was "r.jsonl")
+
+
+def test_inspect_log_metrics_are_the_runs(cli, tmp_path: Path) -> None:
+    """The mean score leaves out tests without a score (skipped, errored), as the run's summary
+    does; the pass rate counts them. Before: a skipped test counted as a 0 in the mean."""
+    log_module = pytest.importorskip("inspect_ai.log")
+    from .report_data import result
+
+    skipped = result("s", None, "skip", status="skipped")
+    results = write_results(tmp_path / "r.jsonl", [result("a", 1.0), result("b", 0.5, "fail"), skipped])
+    code, _, err = cli("report", results, "--inspect-log", tmp_path / "run.json")
+    assert code == 0, err
+    metrics = log_module.read_eval_log(str(tmp_path / "run.json")).results.scores[0].metrics
+    assert (metrics["mean"].value, round(metrics["pass_rate"].value, 3)) == (0.75, 0.333)
 
 
 def test_otel_endpoint_down_is_a_clear_error(cli, results_file: Path, monkeypatch) -> None:

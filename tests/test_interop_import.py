@@ -12,6 +12,7 @@ import pytest
 
 import convoeval
 from convoeval.datasets import DatasetWarning, import_dataset, write_suite
+from convoeval.errors import DatasetError
 from convoeval.spec import load_suite
 
 from .conftest import DATA, write
@@ -228,31 +229,50 @@ def test_promptfoo_simple_test_example_sends_and_decides_as_promptfoo(fake_opena
     assert result.verdict == "fail"  # the `$ref`'d `icontains: arrr`
 
 
-def test_promptfoo_weight_zero_never_fails_and_transforms_are_named(fake_openai, tmp_path) -> None:
+def test_promptfoo_weight_zero_never_fails(fake_openai, tmp_path) -> None:
     """promptfoo 0.123.1 makes a weight-0 assertion pass (`runAssertionInternal`), and reads YAML
     as js-yaml does. Before: a failed weight-0 check failed the test; `1:30` was sent as 90 and
-    `on` as True; an output `transform` (which changes promptfoo's verdicts) was dropped unsaid."""
+    `on` as True."""
     config = write(
         tmp_path / "promptfooconfig.yaml",
         "prompts: ['At {{ t }}, {{ s }}']\n"
-        "defaultTest: {options: {transform: output.toUpperCase()}}\n"
         "tests:\n"
         "  - vars: {t: 1:30, s: on}\n"
         "    assert:\n"
         "      - {type: contains, value: nope, weight: 0}\n"
-        "      - {type: icontains, value: At, transform: output.trim()}\n",
+        "      - {type: icontains, value: At}\n",
     )
-    with pytest.warns(DatasetWarning) as caught:
-        suite = import_dataset("promptfoo", config)
-    assert [str(w.message) for w in caught] == [
-        "promptfoo settings not imported: assert[].transform, defaultTest.options.transform"
-    ]
-    (test,) = suite["tests"]
+    (test,) = import_dataset("promptfoo", config)["tests"]
     assert test["input"] == [{"role": "user", "content": "At 1:30, on"}]
     assert [a.get("required") for a in test["assertions"]] == [False, True]
     fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    suite = {"name": "w", "tests": [test]}
     report = convoeval.run(write_suite(suite, tmp_path / "w.eval.yaml"), target="openai:m", store=False, cache=False)
     assert [r.verdict for r in report.results] == ["pass"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="promptfoo's transforms run on Node.js")
+def test_promptfoo_transforms_are_applied_as_promptfoo_applies_them(fake_openai, tmp_path) -> None:
+    """promptfoo 0.123.1's verdicts on this config, against a server echoing the prompt
+    (tests/data/promptfoo/transforms). A test's `options.transform` replaces
+    `defaultTest`'s; an assertion's own runs after it; an object result is JSON text; a Python
+    file's `get_transform`; a transform that throws is an error. Before: none was applied (a
+    warning named them): the first three failed, the last was a plain failure."""
+    config = PROMPTFOO / "transforms" / "promptfooconfig.yaml"
+    suite = import_dataset("promptfoo", config)
+    fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    report = convoeval.run(write_suite(suite, tmp_path / "t.eval.yaml"), target="openai:m", store=False, cache=False)
+    assert {r.test_id: r.verdict for r in report.results} == {
+        "the-test-s-transform-over-defaultTest-s": "pass",
+        "defaultTest-s-then-the-assertion-s": "pass",
+        "a-Python-file": "pass",
+        "a-transform-that-throws": "error",
+        "a-named-export-of-a-JavaScript-file": "pass",
+        "an-ES-module-s-default-export-whatever-name-is-given": "pass",
+    }, [(r.test_id, r.error) for r in report.results]
+    thrown = next(r for r in report.results if r.verdict == "error")
+    assert "transform `node -e '<script>' 'output.toUpperCase()' output.nosuch.foo` exited" in (thrown.error or "")
+    assert "Cannot read properties of undefined" in (thrown.error or "")
 
 
 def test_running_a_promptfoo_config_says_to_import_it(cli, tmp_path) -> None:
@@ -301,6 +321,17 @@ def test_promptfoo_results_files_are_recorded_conversations_with_promptfoos_verd
     with pytest.warns(DatasetWarning, match=r"1 result\(s\) without a reply left out: one@openai:chat:down \(API"):
         down = import_dataset("promptfoo", PROMPTFOO / "results" / "one-provider-down.json")
     assert [t["id"] for t in down["tests"]] == ["one@openai:chat:up"]  # promptIdx 1 is the 2nd provider's
+
+
+@pytest.mark.filterwarnings("ignore::convoeval.datasets.DatasetWarning")
+def test_promptfoo_jsonl_results_are_read_as_its_json_results(cli, fake_openai) -> None:
+    """One promptfoo 0.123.1 run written as `-o transforms.jsonl -o transforms.json`. Before: the
+    JSONL was "not YAML" (import) and "expected `messages`" (grade)."""
+    from_jsonl = import_dataset("promptfoo", PROMPTFOO / "results" / "transforms.jsonl")["tests"]
+    assert from_jsonl == import_dataset("promptfoo", PROMPTFOO / "results" / "transforms.json")["tests"]
+    assert len(from_jsonl) == 5  # the sixth, whose transform threw, has no reply
+    code, out, err = cli("grade", PROMPTFOO / "results" / "transforms.jsonl", "--judge", "openai:j")
+    assert code == 0 and "5 result(s)" in out, err
 
 
 def test_promptfoo_bad_configs_are_file_errors(cli, tmp_path) -> None:
@@ -527,12 +558,12 @@ def test_promptfoo_settings_left_out_are_named_in_a_warning(cli, tmp_path) -> No
     config = write(
         tmp_path / "promptfooconfig.yaml",
         "prompts: ['{{q}}']\nscenarios: []\ntests:\n"
-        "  - vars: {q: a}\n    options: {transform: output.trim()}\n"
-        "  - vars: {q: b}\n    options: {transform: output.trim()}\n",
+        "  - vars: {q: a}\n    options: {transform: output.trim(), storeOutputAs: x}\n"
+        "  - vars: {q: b}\n    options: {storeOutputAs: y}\n",
     )
     code, out, err = cli("import", "promptfoo", config, "-o", tmp_path / "x.eval.yaml")
     assert code == 0, err
-    assert "warning: promptfoo settings not imported: scenarios, tests[].options (2)" in err
+    assert "warning: promptfoo settings not imported: scenarios, tests[].options.storeOutputAs (2)" in err
 
 
 def test_promptfoo_chat_prompt_few_shot_messages_stay_before_the_turn(tmp_path) -> None:
@@ -576,3 +607,149 @@ def test_deepeval_saved_test_case_as_recorded_transcript(tmp_path) -> None:
     ]
     path = write_suite({"tests": [test]}, tmp_path / "r.eval.yaml")
     assert load_suite(path).tests[0].transcript is not None
+
+
+def test_promptfoo_file_vars_are_read_as_promptfoo_reads_them(tmp_path) -> None:
+    """promptfoo 0.123.1 sent this prompt as the expected text (its `renderPrompt`: a text file
+    stripped, YAML as compact JSON, any other file as text). Before: `file://doc.txt` was sent."""
+    write(tmp_path / "doc.txt", "\n  Document text line 1\nline 2\n\n")
+    write(tmp_path / "cfg.yaml", "city: Paris\nn: [1, 2]\nok: yes\n")
+    write(tmp_path / "data.json", '{"a": 1}\n')
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['Doc: {{ doc }} | Cfg: {{ cfg }} | J: {{ j }}']\n"
+        "tests:\n  - vars: {doc: file://doc.txt, cfg: file://cfg.yaml, j: file://data.json}\n",
+    )
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    sent = 'Doc: Document text line 1\nline 2 | Cfg: {"city":"Paris","n":[1,2],"ok":"yes"} | J: {"a": 1}'
+    assert test["input"] == [{"role": "user", "content": sent}]
+    write(config, "prompts: ['{{ v }}']\ntests:\n  - vars: {v: file://v.py}\n")
+    with pytest.raises(DatasetError, match=r"vars\.v: file://v\.py: var functions"):
+        import_dataset("promptfoo", config)
+
+
+def test_promptfoo_grader_provider_judges_its_checks(fake_openai, tmp_path) -> None:
+    """promptfoo grades `llm-rubric` with the assertion's `provider`, else the test's (or
+    `defaultTest`'s) `options.provider`. Before: both were dropped (named in a warning) and the
+    run's judge graded every check."""
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['{{ q }}']\n"
+        "defaultTest: {options: {provider: 'openai:chat:grader-a'}}\n"
+        "tests:\n"
+        "  - vars: {q: hello}\n"
+        "    assert:\n"
+        "      - {type: llm-rubric, value: is a greeting}\n"
+        "      - {type: llm-rubric, value: is polite, provider: {id: 'anthropic:messages:grader-b'}}\n"
+        "  - vars: {q: bye}\n"
+        "    options: {provider: 'openai:grader-c'}\n"
+        "    assert: [{type: llm-rubric, value: is short}]\n",
+    )
+    suite = import_dataset("promptfoo", config)
+    judges = [a.get("judge") for t in suite["tests"] for a in t["assertions"]]
+    assert judges == ["openai:grader-a", "anthropic:grader-b", "openai:grader-c"]
+    del suite["tests"][0]["assertions"][1]  # no Anthropic server here
+    convoeval.run(
+        write_suite(suite, tmp_path / "g.eval.yaml"), target="openai:m", judge="openai:j", store=False, cache=False
+    )
+    assert sorted(r["model"] for r in fake_openai.judge_requests()) == ["grader-a", "grader-c"]
+
+
+def test_promptfoo_assert_set_decides_as_promptfoo(fake_openai, tmp_path) -> None:
+    """promptfoo 0.123.1's verdicts and scores on tests/data/promptfoo/assert-set (a set passes at
+    its threshold, else when each of its checks passes; its score is their weighted mean).
+    Before: `assert-set` was left out (named in a warning), so a failing set passed."""
+    suite = import_dataset("promptfoo", PROMPTFOO / "assert-set" / "promptfooconfig.yaml")
+    fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    report = convoeval.run(write_suite(suite, tmp_path / "s.eval.yaml"), target="openai:m", store=False, cache=False)
+    assert {r.test_id: r.verdict for r in report.results} == {
+        "set-threshold-met": "pass",
+        "set-threshold-missed": "fail",
+        "set-no-threshold-one-fails": "fail",
+        "set-weighted-in-test-threshold": "pass",
+    }
+    scores = {r.test_id: r.score for r in report.results}
+    assert scores["set-threshold-met"] == 0.5 and round(scores["set-weighted-in-test-threshold"], 4) == 0.8333
+
+
+def test_promptfoo_tests_from_jsonl_files_and_globs(tmp_path) -> None:
+    """promptfoo 0.123.1 ran the four tests of this config (a JSONL file and a glob of YAML
+    files), and a prompt for each file of a glob. Before: "tests.jsonl:2: not YAML",
+    "tests/*.yaml:1: no such file", "prompts[0]: prompts/*.txt: no such file"."""
+    write(tmp_path / "tests.jsonl", '{"vars": {"q": "one"}}\n{"vars": {"q": "two"}}\n')
+    write(tmp_path / "more" / "a.yaml", "- vars: {q: three}\n")
+    write(tmp_path / "more" / "b.yaml", "- vars: {q: four}\n")
+    config = write(
+        tmp_path / "promptfooconfig.yaml", "prompts: ['{{ q }}']\ntests: [file://tests.jsonl, file://more/*.yaml]\n"
+    )
+    suite = import_dataset("promptfoo", config)
+    assert [t["input"][-1]["content"] for t in suite["tests"]] == ["one", "two", "three", "four"]
+    write(tmp_path / "prompts" / "a.txt", "A: {{ q }}")
+    write(tmp_path / "prompts" / "b.txt", "B: {{ q }}")
+    write(config, "prompts: [file://prompts/*.txt]\ntests: [{vars: {q: hi}}]\n")  # promptfoo: "A: hi", "B: hi"
+    suite = import_dataset("promptfoo", config)
+    assert [(t["id"], t["input"][-1]["content"]) for t in suite["tests"]] == [
+        ("test-1@a.txt", "A: hi"),
+        ("test-1@b.txt", "B: hi"),
+    ]
+    write(config, "prompts: ['{{ q }}']\ntests: file://none/*.yaml\n")
+    with pytest.raises(DatasetError, match=r"promptfooconfig.yaml:1: tests: file://none/\*.yaml: no file matches"):
+        import_dataset("promptfoo", config)
+
+
+def test_promptfoo_vars_print_as_nunjucks_prints_them(tmp_path) -> None:
+    """promptfoo 0.123.1 sent `L=x,1,true O=[object Object] B=false N=2 F=0.1 U= Z=` for this
+    prompt (JavaScript's `String()` of each value). Before: Python's text of them
+    (`['x', 1, True]`, `{'a': 1}`, `False`, `2.0`, `None`)."""
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['L={{ items }} O={{ obj }} B={{ flag }} N={{ num }} F={{ f }} U={{ missing }} Z={{ none }}']\n"
+        "defaultTest: {options: {disableVarExpansion: true}}\n"
+        "tests:\n  - vars: {items: [x, 1, true], obj: {a: 1}, flag: false, num: 2.0, f: 0.1, none: null}\n",
+    )
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    assert test["input"][-1]["content"] == "L=x,1,true O=[object Object] B=false N=2 F=0.1 U= Z="
+    # Nunjucks' `truncate` cuts at the last space (Jinja's: "hello..."); `round` prints 3, not 3.0
+    write(
+        config, "prompts: ['{{ s | truncate(11) }}|{{ n | round }}']\ntests: [{vars: {s: hello world foo, n: 2.6}}]\n"
+    )
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    assert test["input"][-1]["content"] == "hello world...|3"
+
+
+def test_csv_files_saved_with_a_byte_order_mark_import(tmp_path) -> None:
+    """Spreadsheets save "CSV UTF-8" with a byte-order mark; promptfoo (csv-parse `bom: true`)
+    and DeepEval (pandas) drop it. Before: the first column was named "\\ufeffq" (the prompt
+    was sent empty) and a DeepEval golden had no `scenario`."""
+    (tmp_path / "tests.csv").write_bytes("\ufeffq,__expected\r\nhello,contains: hello\r\n".encode())
+    config = write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{ q }}']\ntests: file://tests.csv\n")
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    assert test["input"] == [{"role": "user", "content": "hello"}]
+    goldens = tmp_path / "goldens.csv"
+    goldens.write_bytes("\ufeffscenario,expected_outcome\r\nBook a table,Table booked\r\n".encode())
+    (golden,) = import_dataset("deepeval", goldens)["tests"]
+    assert golden["simulated_user"]["objective"] == "Book a table" and golden["success"] == ["Table booked"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="promptfoo's transforms run on Node.js")
+def test_promptfoo_provider_transform_runs_first(fake_openai, tmp_path) -> None:
+    """promptfoo 0.123.1 passed this test (output "HI THERE!": the provider's transform, then the
+    test's, then the assertion's own). Before: the provider's `transform` was dropped unsaid."""
+    config = write(
+        tmp_path / "promptfooconfig.yaml",
+        "prompts: ['{{ q }}']\n"
+        "providers: [{id: 'openai:chat:m', transform: output.toUpperCase()}]\n"
+        "tests:\n"
+        "  - vars: {q: hi there}\n"
+        "    options: {transform: \"output + '!'\"}\n"
+        "    assert:\n"
+        "      - {type: equals, value: HI THERE!}\n"
+        "      - {type: equals, value: HI, transform: \"output.split(' ')[0]\"}\n",
+    )
+    suite = import_dataset("promptfoo", config)
+    fake_openai.reset(reply=lambda body: body["messages"][-1]["content"])
+    report = convoeval.run(write_suite(suite, tmp_path / "p.eval.yaml"), target="openai:m", store=False, cache=False)
+    assert [r.verdict for r in report.results] == ["pass"], [r.error for r in report.results]
+    write(config, "prompts: [x]\nproviders: [{id: 'openai:a', transform: a}, {id: 'openai:b', transform: b}]\n")
+    with pytest.warns(DatasetWarning, match="provider transforms not applied: they differ"):
+        import_dataset("promptfoo", write(config, config.read_text() + "tests: [{vars: {}}]\n"))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from convoeval.datasets import import_dataset
 from convoeval.spec import load_suite
 
 from .conftest import DATA
@@ -131,6 +132,20 @@ def test_deepeval_4_single_golden_keeps_every_field(cli, tmp_path: Path) -> None
         assert golden.metadata["custom_column_key_values"] == {"col": "val"}
         assert golden.metadata["expected_tools"][0]["inputParameters"] == {"city": "Paris"}
         assert golden.metadata["tools_called"][0]["output"] == "rain"
+
+
+@pytest.mark.filterwarnings("ignore::convoeval.datasets.DatasetWarning")
+@pytest.mark.parametrize("recorded", [False, True])
+@pytest.mark.parametrize("name", ["edge-conversational", "edge-goldens"])
+def test_deepeval_csv_imports_as_its_json_does(name: str, recorded: bool) -> None:
+    """DeepEval 4.3.1's `save_as(file_type="csv")` of the same goldens, whose CSV has no `persona`
+    column (its `user_description` stays). Before: "not JSON", exit 2."""
+    from_json = import_dataset("deepeval", DEEPEVAL / f"{name}.json", recorded=recorded)["tests"]
+    from_csv = import_dataset("deepeval", DEEPEVAL / f"{name}.csv", recorded=recorded)["tests"]
+    for test in from_json:
+        if "simulated_user" in test:  # "<user_description>; name: ...; metadata: ..." from `persona`
+            test["simulated_user"]["persona"] = str(test["simulated_user"]["persona"]).split("; name: ")[0]
+    assert from_csv == from_json
 
 
 PROMPTFOO = DATA / "promptfoo" / "edges"

@@ -50,10 +50,11 @@ def read_json(path: Path) -> JsonValue:
 
 
 def read_text(path: Path) -> str:
-    """A dataset file's text (raises DatasetError naming the file: missing, a folder, not text)."""
+    """A dataset file's text, without the byte-order mark spreadsheets write (raises
+    DatasetError naming the file: missing, a folder, not text)."""
     _check_file(path)
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(jsonl.read_problem(path, exc)) from None
 

@@ -1,4 +1,4 @@
-"""DeepEval datasets (`EvaluationDataset.save_as("json" | "jsonl")`) as convoeval suites.
+"""DeepEval datasets (`EvaluationDataset.save_as("json" | "jsonl" | "csv")`) as convoeval suites.
 
 Records, as DeepEval writes them:
 - conversational goldens / test cases: `scenario`, `turns` ([{role, content, tools_called?,
@@ -27,6 +27,8 @@ What becomes what:
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import warnings
@@ -85,8 +87,12 @@ TURN_EXTRAS = ("user_id", "metadata", "mcp_tools_called", "mcp_resources_called"
 
 
 def import_deepeval(source: Path, recorded: bool = False, max_turns: int = DEFAULT_MAX_TURNS) -> Suite:
-    """One test per DeepEval golden or test case of `source` (.json list or .jsonl)."""
-    records: list[tuple[int, JsonValue]] = list(read_jsonl(source)) if source.suffix == ".jsonl" else _records(source)
+    """One test per DeepEval golden or test case of `source` (.json list, .jsonl or .csv)."""
+    records: list[tuple[int, JsonValue]]
+    if source.suffix == ".jsonl":
+        records = list(read_jsonl(source))
+    else:
+        records = _csv_records(source) if source.suffix == ".csv" else _records(source)
     tests: list[SuiteTest] = []
     skipped: list[Skipped] = []
     seen: set[str] = set()
@@ -145,6 +151,41 @@ def _records(source: Path) -> list[tuple[int, JsonValue]]:
         lines.append(text.count("\n", 0, at) + 1)
         _, at = decoder.raw_decode(text, at)
     return list(zip(lines, data, strict=True))
+
+
+#: DeepEval's CSV cells that hold a list joined with `|` (its DELIMITER), and those holding JSON.
+_JOINED = ("context", "retrieval_context")
+_JSON_CELLS = (
+    "turns tools_called expected_tools additional_metadata custom_column_key_values expectations "
+    "token_cost input_token_count output_token_count".split()
+)
+
+
+def _csv_records(source: Path) -> list[tuple[int, JsonValue]]:
+    """`(line, record)` of each row of a DeepEval CSV (what `save_as("csv")` writes and
+    `add_goldens_from_csv_file` reads): empty cells left out, `context` and `retrieval_context`
+    split at `|`, the JSON cells (turns, tools, metadata, expectations, numbers) decoded."""
+    rows = csv.reader(io.StringIO(read_text(source), newline=""))
+    header = next(rows, [])
+    records: list[tuple[int, JsonValue]] = []
+    line = rows.line_num + 1
+    for row in rows:
+        record: JsonObject = {}
+        for key, cell in zip(header, row, strict=False):
+            if cell == "":
+                continue
+            if key in _JOINED:
+                record[key] = [*cell.split("|")]
+            elif key in _JSON_CELLS:
+                try:
+                    record[key] = decode_json(cell)
+                except ValueError as exc:
+                    raise DatasetError(f"{source}:{line}: {key}: not JSON ({exc})") from None
+            else:
+                record[key] = cell
+        records.append((line, record))
+        line = rows.line_num + 1
+    return records
 
 
 def _snake(key: str) -> str:

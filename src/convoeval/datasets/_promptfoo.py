@@ -31,6 +31,7 @@ What becomes what:
 
 from __future__ import annotations
 
+import glob
 import itertools
 import json
 import re
@@ -55,12 +56,12 @@ from ._common import (
     is_file,
     load_yaml,
     mapping,
-    objects,
     parse_yaml,
+    read_jsonl,
     read_text,
 )
 from ._log_formats import log_reader
-from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts
+from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts, provider_spec, transformed
 from ._promptfoo_csv import read_csv_tests
 from ._promptfoo_results import read_promptfoo_results
 from ._suite_types import Message, Suite, SuiteTest, Turn
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
     import jinja2.sandbox
 
 SIMULATED_USER = "promptfoo:simulated-user"
-_PROVIDER_PREFIXES = ("openai:", "anthropic:", "litellm:", "local")
 _LOOP = re.compile(r"{%-?\s*for\s+\w+\s+in\s+_conversation\s*-?%}.*?{%-?\s*endfor\s*-?%}", re.DOTALL)
 DEFAULT_MAX_TURNS = 10
 
@@ -79,10 +79,37 @@ DEFAULT_MAX_TURNS = 10
 def _env() -> jinja2.sandbox.ImmutableSandboxedEnvironment:
     import jinja2.sandbox
 
-    env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=False)
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=False, keep_trailing_newline=False, finalize=_js_text)
     env.globals.clear()
     env.filters["dump"] = _dump  # Nunjucks' `dump` (JSON.stringify), which promptfoo's chat prompts use
+    env.filters["truncate"] = _truncate
     return env
+
+
+def _js_text(value: object) -> object:
+    """A value as Nunjucks prints it (JavaScript's `String()`): `true`/`false`, `2` for 2.0, a
+    list's items joined by commas, `[object Object]` for a mapping, nothing for null."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list | tuple):
+        return ",".join(str(_js_text(item)) for item in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return value
+
+
+def _truncate(value: object, length: int = 255, killwords: bool = False, end: str | None = "...") -> str:
+    """Nunjucks' `truncate`: cut at the last space before `length` (at `length` with `killwords`),
+    then `end`; Jinja's keeps a leeway of 5 characters and counts `end` in the length."""
+    text, length = "" if value is None else str(value), length or 255
+    if len(text) <= length:
+        return text
+    cut = length if killwords else text.rfind(" ", 0, length + 1)
+    return text[: length if cut == -1 else cut] + ("..." if end is None else end)
 
 
 def _dump(value: object, indent: int | str | None = None) -> str:
@@ -155,8 +182,8 @@ def _chat(text: str) -> list[tuple[str, str]] | None:
 
 def import_promptfoo(source: Path) -> Suite:
     """The suite a promptfoo config file makes (see the module docstring); a results file
-    (`promptfoo eval -o results.json`) is its recorded conversations (`_promptfoo_results`)."""
-    if source.suffix == ".json" and log_reader(source) is read_promptfoo_results:
+    (`promptfoo eval -o results.json` or `.jsonl`) is its recorded conversations (`_promptfoo_results`)."""
+    if source.suffix in (".json", ".jsonl") and log_reader(source) is read_promptfoo_results:
         return import_transcripts(source, log_format="promptfoo")
     config = _dereferenced(load_yaml(source, core=True), source)
     if not isinstance(config, dict):
@@ -171,11 +198,12 @@ def import_promptfoo(source: Path) -> Suite:
     mapping(default.get("vars"), f"{source}:1: defaultTest: vars")
     expand = not (as_object(default.get("options")) or {}).get("disableVarExpansion")
     raw_tests = _tests(config.get("tests"), base, source, expand)
+    head, head_warning = _provider_transform(config.get("providers"))
     unmapped = Unmapped()
     tests: list[SuiteTest] = []
     for prompt in prompts:
         suffix = f"@{_slug(prompt.label)}" if len(prompts) > 1 else ""
-        tests.extend(_prompt_tests(prompt, raw_tests, default, source, unmapped, suffix))
+        tests.extend(_prompt_tests(prompt, raw_tests, default, source, unmapped, suffix, head))
     if not tests:
         raise DatasetError(f"{source}:1: tests: no tests to import")
     seen: set[str] = set()
@@ -186,7 +214,7 @@ def import_promptfoo(source: Path) -> Suite:
         "description": f"Imported from promptfoo's {source.name}",
     }
     providers = _providers(config.get("providers"))
-    targets = [_spec(p) for p in providers if p.startswith(_PROVIDER_PREFIXES)]
+    targets = [spec for spec in map(provider_spec, providers) if spec]
     if targets:
         suite["execution"] = {"target": targets[0]} if len(targets) == 1 else {"targets": [*targets]}
     if providers:
@@ -195,7 +223,8 @@ def import_promptfoo(source: Path) -> Suite:
     if settings:
         suite.setdefault("metadata", {})["promptfoo_provider_settings"] = settings
     suite["tests"] = tests
-    for warning in (unmapped.warning(), _ignored(config, default, raw_tests, unmapped.settings), settings_warning):
+    left_out = _ignored(config, default, raw_tests, unmapped.settings)
+    for warning in (unmapped.warning(), left_out, settings_warning, head_warning):
         if warning:
             warnings.warn(warning, DatasetWarning, stacklevel=2)
     return suite
@@ -240,16 +269,21 @@ _READ_TOP = {
     "assertionTemplates",
 }
 _READ_TEST = {"vars", "assert", "description", "metadata", "provider", "threshold"}
+#: A test's (and `defaultTest`'s) `options` applied: the output transform (`postprocess`: its old
+#: name) and the grader of its judged checks (`provider`, when convoeval reads its id).
+_READ_OPTIONS = {"transform", "postprocess", "provider"}
 
 
 def _ignored(config: JsonObject, default: JsonObject, tests: list[JsonObject], asserts: Counter[str]) -> str | None:
-    """The promptfoo settings the suite leaves out (an output `transform` among them), with how
-    often each was met."""
+    """The promptfoo settings the suite leaves out, with how often each was met."""
     ignored = Counter(k for k in config if k not in _READ_TOP)
     ignored.update(f"defaultTest.{k}" for k in default if k not in _READ_TEST | {"options"})
     options = as_object(default.get("options")) or {}
-    ignored.update(f"defaultTest.options.{k}" for k in options if k != "disableVarExpansion")
-    ignored.update(f"tests[].{k}" for t in tests for k in t if k not in _READ_TEST)
+    ignored.update(f"defaultTest.options.{k}" for k in options if k not in {*_READ_OPTIONS, "disableVarExpansion"})
+    ignored.update(f"tests[].{k}" for t in tests for k in t if k not in {*_READ_TEST, "options"})
+    ignored.update(
+        f"tests[].options.{k}" for t in tests for k in as_object(t.get("options")) or {} if k not in _READ_OPTIONS
+    )
     ignored.update(asserts)
     if not ignored:
         return None
@@ -280,11 +314,23 @@ def _prompts(raw: JsonValue, base: Path, source: Path) -> list[Prompt]:
         if not text.startswith("file://"):
             prompts.append(_parse_prompt(label, text))
             continue
-        label = label if isinstance(item, dict) and item.get("label") else Path(text[7:]).name
-        texts = _prompt_file(base / text[len("file://") :], source, n)
-        for k, part in enumerate(texts, start=1):
-            prompts.append(_parse_prompt(f"{label}-{k}" if len(texts) > 1 else label, part))
+        for path in _matching(base, text, f"{source}:1: prompts[{n - 1}]"):
+            own = label if isinstance(item, dict) and item.get("label") else path.name
+            texts = _prompt_file(path, source, n)
+            for k, part in enumerate(texts, start=1):
+                prompts.append(_parse_prompt(f"{own}-{k}" if len(texts) > 1 else own, part))
     return prompts
+
+
+def _matching(base: Path, reference: str, where: str) -> list[Path]:
+    """The file a `file://` reference names, or the files its glob matches (sorted)."""
+    path = base / reference.removeprefix("file://")
+    if not any(c in reference for c in "*?["):
+        return [path]
+    paths = [Path(found) for found in sorted(glob.glob(str(path), recursive=True))]
+    if not paths:
+        raise DatasetError(f"{where}: {reference}: no file matches")
+    return paths
 
 
 def _prompt_file(path: Path, source: Path, n: int) -> list[str]:
@@ -314,14 +360,6 @@ def _parse_prompt(label: str, text: str) -> Prompt:
     return Prompt(label, [("user", stripped.strip())], uses_history)
 
 
-def _spec(provider: str) -> str:
-    """A promptfoo provider id as a convoeval target spec (`openai:chat:gpt-4o` -> `openai:gpt-4o`)."""
-    for kind in ("openai:chat:", "anthropic:messages:"):
-        if provider.startswith(kind):
-            return provider.split(":", 1)[0] + ":" + provider[len(kind) :]
-    return provider
-
-
 def _providers(raw: JsonValue) -> list[str]:
     items = raw if isinstance(raw, list) else [raw] if raw else []
     out = []
@@ -330,6 +368,18 @@ def _providers(raw: JsonValue) -> list[str]:
         if isinstance(provider, str):
             out.append(provider)
     return out
+
+
+def _provider_transform(raw: JsonValue) -> tuple[list[str], str | None]:
+    """The providers' output `transform` (it runs before a test's), and the warning when it
+    differs between providers: the targets of a suite share its checks."""
+    items = raw if isinstance(raw, list) else [raw] if raw else []
+    transforms = {str(item.get("transform") or "").strip() if isinstance(item, dict) else "" for item in items}
+    if transforms <= {""}:
+        return [], None
+    if len(transforms) == 1:
+        return [transforms.pop()], None
+    return [], "promptfoo provider transforms not applied: they differ between the providers"
 
 
 #: Provider settings never copied into the eval file (they may hold secrets).
@@ -369,7 +419,7 @@ def _tests(raw: JsonValue, base: Path, source: Path, expand: bool = True) -> lis
     expansion, off with `defaultTest.options.disableVarExpansion`)."""
     raw = [raw] if isinstance(raw, str) else raw
     if isinstance(raw, list):
-        raw = [t for item in raw for t in (_test_file(item, base) if isinstance(item, str) else [item])]
+        raw = [t for item in raw for t in (_test_file(item, base, source) if isinstance(item, str) else [item])]
     tests = [t for t in as_list(raw) if isinstance(t, dict)]
     if not isinstance(raw, list) or len(tests) != len(raw):
         raise DatasetError(f"{source}:1: tests: expected a list of tests (or file:// a YAML/JSON/CSV file of them)")
@@ -390,24 +440,32 @@ def _tests(raw: JsonValue, base: Path, source: Path, expand: bool = True) -> lis
     return out
 
 
-def _test_file(item: str, base: Path) -> list[JsonValue]:
-    path = base / item.removeprefix("file://")
-    if path.suffix == ".csv":
-        return [*read_csv_tests(path, KNOWN_TYPES)]
-    loaded = load_yaml(path, core=True)
-    return loaded if isinstance(loaded, list) else [loaded]
+def _test_file(item: str, base: Path, source: Path) -> list[JsonValue]:
+    """The tests a `tests:` entry names: a CSV, JSONL, YAML or JSON file, or a glob of them."""
+    tests: list[JsonValue] = []
+    for found in _matching(base, item, f"{source}:1: tests"):
+        if found.suffix == ".csv":
+            tests.extend(read_csv_tests(found, KNOWN_TYPES))
+        elif found.suffix == ".jsonl":
+            tests.extend(record for _, record in read_jsonl(found))
+        else:
+            loaded = load_yaml(found, core=True)
+            tests.extend(loaded if isinstance(loaded, list) else [loaded])
+    return tests
 
 
 _VAR_REFERENCE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
-def _vars(default: JsonObject, test: JsonObject) -> JsonObject:
-    """A test's vars over `defaultTest`'s, as promptfoo hands them to a prompt: one trailing
-    newline of a text value dropped (a YAML `|` block's), and `{{ other }}` in a value replaced
-    by that var (up to five passes)."""
+def _vars(default: JsonObject, test: JsonObject, base: Path) -> JsonObject:
+    """A test's vars over `defaultTest`'s, as promptfoo hands them to a prompt: a `file://` value
+    read (`_file_var`), one trailing newline of a text value dropped (a YAML `|` block's), and
+    `{{ other }}` in a value replaced by that var (up to five passes)."""
     variables: JsonObject = {**(as_object(default.get("vars")) or {}), **(as_object(test.get("vars")) or {})}
     for key, value in variables.items():
-        if isinstance(value, str) and value.endswith("\n"):
+        if isinstance(value, str) and value.startswith("file://"):
+            variables[key] = _file_var(key, value, base)
+        elif isinstance(value, str) and value.endswith("\n"):
             variables[key] = value[:-1]
     for _ in range(5):
         changed = False
@@ -419,6 +477,17 @@ def _vars(default: JsonObject, test: JsonObject) -> JsonObject:
         if not changed:
             break
     return variables
+
+
+def _file_var(name: str, value: str, base: Path) -> str:
+    """A `file://` var as promptfoo's `renderPrompt` loads it: YAML as its JSON text, any other
+    file's text stripped; scripts (var functions) and media cannot be imported."""
+    path = base / value.removeprefix("file://")
+    if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs"):
+        raise DatasetError(f"vars.{name}: {value}: var functions ({path.name}) cannot be imported")
+    if path.suffix in (".yaml", ".yml"):
+        return json.dumps(load_yaml(path, core=True), ensure_ascii=False, separators=(",", ":"))
+    return read_text(path).strip()
 
 
 def _provider_id(test: JsonObject, default: JsonObject) -> tuple[str | None, JsonObject]:
@@ -436,42 +505,52 @@ def _prompt_tests(
     source: Path,
     unmapped: Unmapped,
     suffix: str,
+    head: list[str],
 ) -> list[SuiteTest]:
-    """One prompt's tests: conversations grouped by conversationId, the rest one by one."""
+    """One prompt's tests: conversations grouped by conversationId, the rest one by one (`head`:
+    the provider's transform, which runs before a test's)."""
     base = source.parent
     groups: OrderedDict[str, list[JsonObject]] = OrderedDict()
     out: list[SuiteTest] = []
     for n, test in enumerate(raw_tests, start=1):
         conversation = (as_object(test.get("metadata")) or {}).get("conversationId")
         if _provider_id(test, default)[0] == SIMULATED_USER:
-            out.append(_simulated(prompt, test, default, source, unmapped, n, suffix))
+            out.append(_simulated(prompt, test, default, source, unmapped, n, suffix, head))
         elif conversation is not None or prompt.uses_history:
             groups.setdefault(str(conversation or "conversation"), []).append(test)
         else:
-            out.append(_single(prompt, test, default, base, unmapped, n, suffix))
+            out.append(_single(prompt, test, default, base, unmapped, n, suffix, head))
     for name, tests in groups.items():
-        out.append(_conversation(prompt, name, tests, default, base, unmapped, suffix))
+        out.append(_conversation(prompt, name, tests, default, base, unmapped, suffix, head))
     return out
 
 
 def _asserts(
-    test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped, turn: bool = False
+    test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped, head: list[str], turn: bool = False
 ) -> list[JsonObject]:
     """The test's checks (`defaultTest`'s first), set to decide as promptfoo does: without a
     threshold each `required` at its own pass mark (the test's threshold is 0); with one, a
     single-test's threshold is the test's, a conversation turn's a required `composite` of them
-    (their weighted mean, promptfoo's score, must reach it; the conversation's threshold is 0)."""
-    variables = _vars(default, test)
+    (their weighted mean, promptfoo's score, must reach it; the conversation's threshold is 0).
+    Each grades what the transforms make of the reply (`transformed`): `head` (the provider's),
+    the test's, its own."""
+    variables = _vars(default, test, base)
     raw: list[JsonValue] = [*_listed(default.get("assert")), *_listed(test.get("assert"))]
-    mapped = map_asserts(raw, render, variables, base, unmapped)
+    options = {**(as_object(default.get("options")) or {}), **(as_object(test.get("options")) or {})}
+    test_transform = options.get("transform") or options.get("postprocess")
+    mapped = [
+        (a, [*head, *(t for t in (test_transform, own) if isinstance(t, str) and t.strip())])
+        for a, own in map_asserts(raw, render, variables, base, unmapped, provider_spec(options.get("provider")))
+    ]
     threshold = _threshold(test, default)
     if threshold is not None and not turn:
-        return mapped
-    marked: list[JsonValue] = [{**a, "min_score": a.get("min_score", DEFAULT_THRESHOLD)} for a in mapped]
+        return [transformed(a, chain, variables, base) for a, chain in mapped]
+    marked = [({**a, "min_score": a.get("min_score", DEFAULT_THRESHOLD)}, chain) for a, chain in mapped]
     if threshold is None:  # each at its own pass mark, not the test's 0; weight 0 never fails
-        return [{**a, "required": a.get("weight") != 0} for a in objects(marked)]
-    composite: JsonObject = {"type": "composite", "name": "promptfoo threshold", "assertions": marked}
-    return [{**composite, "min_score": threshold, "required": True}] if marked else []
+        return [transformed({**a, "required": a.get("weight") != 0}, chain, variables, base) for a, chain in marked]
+    nested: list[JsonValue] = [transformed(a, chain, variables, base) for a, chain in marked]
+    composite: JsonObject = {"type": "composite", "name": "promptfoo threshold", "assertions": nested}
+    return [{**composite, "min_score": threshold, "required": True}] if nested else []
 
 
 def _listed(value: JsonValue) -> list[JsonValue]:
@@ -495,12 +574,19 @@ def _threshold(test: JsonObject, default: JsonObject) -> float | None:
 
 
 def _single(
-    prompt: Prompt, test: JsonObject, default: JsonObject, base: Path, unmapped: Unmapped, n: int, suffix: str
+    prompt: Prompt,
+    test: JsonObject,
+    default: JsonObject,
+    base: Path,
+    unmapped: Unmapped,
+    n: int,
+    suffix: str,
+    head: list[str],
 ) -> SuiteTest:
-    system, user = prompt.rendered(_vars(default, test))
+    system, user = prompt.rendered(_vars(default, test, base))
     out = _common(test, default, f"{_slug(str(test.get('description') or f'test-{n}'))}{suffix}")
     out["input"] = [*system, {"role": "user", "content": user}]
-    out["assertions"] = _asserts(test, default, base, unmapped)
+    out["assertions"] = _asserts(test, default, base, unmapped, head)
     metadata = as_object(test.get("metadata"))
     if metadata:
         out["metadata"] = metadata
@@ -515,8 +601,9 @@ def _conversation(
     base: Path,
     unmapped: Unmapped,
     suffix: str,
+    head: list[str],
 ) -> SuiteTest:
-    system, _ = prompt.rendered(_vars(default, tests[0]))
+    system, _ = prompt.rendered(_vars(default, tests[0], base))
     out = _common(tests[0], default, f"{_slug(name)}{suffix}")
     out.pop("criteria", None)
     out["execution"] = {"threshold": 0}  # each turn decides as its promptfoo test does (`_asserts`)
@@ -525,9 +612,9 @@ def _conversation(
     out["mode"] = "conversation"
     turns: list[Turn] = []
     for test in tests:
-        _, user = prompt.rendered(_vars(default, test))
+        _, user = prompt.rendered(_vars(default, test, base))
         turn: Turn = {"input": user}
-        assertions = _asserts(test, default, base, unmapped, turn=True)
+        assertions = _asserts(test, default, base, unmapped, head, turn=True)
         if assertions:
             turn["assertions"] = assertions
         metadata: JsonObject = {
@@ -547,9 +634,16 @@ def _conversation(
 
 
 def _simulated(
-    prompt: Prompt, test: JsonObject, default: JsonObject, source: Path, unmapped: Unmapped, n: int, suffix: str
+    prompt: Prompt,
+    test: JsonObject,
+    default: JsonObject,
+    source: Path,
+    unmapped: Unmapped,
+    n: int,
+    suffix: str,
+    head: list[str],
 ) -> SuiteTest:
-    variables = _vars(default, test)
+    variables = _vars(default, test, source.parent)
     _, config = _provider_id(test, default)
     instructions = render(str(config.get("instructions") or "{{ instructions }}"), variables).strip()
     if not instructions:
@@ -565,7 +659,7 @@ def _simulated(
         where = f"{source}:1: {test.get('description') or f'tests[{n - 1}]'}: provider config: maxTurns"
         raise DatasetError(f"{where}: expected a whole number, got {config.get('maxTurns')!r:.60}")
     out["simulated_user"] = {"objective": instructions, "max_turns": max_turns}
-    assertions = _asserts(test, default, source.parent, unmapped)
+    assertions = _asserts(test, default, source.parent, unmapped, head)
     if assertions:
         out["assertions"] = assertions
     return out

@@ -6,8 +6,8 @@ a mapping, YAML or JSON text, or `file://` a .json/.yaml file, as promptfoo's `h
 reads it), `javascript` and `python` (run by `code-grader` through `node` / `python3`, with
 promptfoo's `output` and `context.vars`; a number passes above 0, or at the `threshold` when
 there is one, as promptfoo's `normalizeScriptAssertionResult` decides), `llm-rubric`,
-`g-eval`, `model-graded-closedqa`, `factuality` (judged by `llm-grader`), `latency` and
-`cost`. `threshold`, `weight` and `metric` carry over.
+`g-eval`, `model-graded-closedqa`, `factuality` (judged by `llm-grader`), `latency`,
+`cost`, and `assert-set` (a `composite`). `threshold`, `weight` and `metric` carry over.
 Anything else is reported back (`Unmapped`) so the importer can list it in one warning.
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from ..errors import DatasetError
+from ..spec import DEFAULT_THRESHOLD
 from ._common import JsonObject, load_yaml, parse_yaml
 
 #: Fills promptfoo's `{{ var }}` in a text with a test's vars.
@@ -114,9 +115,80 @@ Promise.resolve(r).then((r) => {
 """
 
 
+#: Runs promptfoo transforms (`argv[1:]`, in order) on the output with Node.js, as promptfoo's
+#: `transform()` does: inline JavaScript (`return` added to one line) with `output`, `context`
+#: and `process`; `file://x.js[:fn]` (the named export, else the module or its default);
+#: `file://x.py[:fn]` (`get_transform` by default). Prints the result (an object as JSON).
+TRANSFORM_RUNNER = """\
+const p = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const context = {vars: (p.config || {}).vars || {}, prompt: {label: p.question || ''}};
+const PY = 'import json, runpy, sys\\nv, c = json.load(sys.stdin)\\nprint(json.dumps(runpy.run_path(sys.argv[1])[sys.argv[2]](v, c)))';
+async function load(src) {
+  if (!src.startsWith('file://')) {
+    return new Function('output', 'context', 'process', src.includes('\\n') ? src : 'return ' + src);
+  }
+  const ref = src.slice(7), i = ref.lastIndexOf(':');
+  const split = i > 1 && /\\.(py|[cm]?[jt]s)$/.test(ref.slice(0, i));
+  const [file, fn] = split ? [ref.slice(0, i), ref.slice(i + 1)] : [ref, ''];
+  if (file.endsWith('.py')) {
+    return (v, c) => {
+      const r = require('child_process').spawnSync('python3', ['-c', PY, file, fn || 'get_transform'],
+        {input: JSON.stringify([v, c]), encoding: 'utf8'});
+      if (r.status !== 0) throw new Error((r.stderr || String(r.error)).trim());
+      return JSON.parse(r.stdout);
+    };
+  }
+  const ns = await import(require('url').pathToFileURL(file).href);
+  const m = ns.default ?? ns;  // promptfoo's importModule: the default export, else the module
+  const f = fn && typeof m[fn] === 'function' ? m[fn] : typeof m === 'function' ? m : m.default;
+  if (typeof f !== 'function') throw new Error(file + ' exports no function ' + (fn || '(default)'));
+  return f;
+}
+(async () => {
+  let value = p.output_text ?? '';
+  for (const src of process.argv.slice(1)) {
+    value = await (await load(src))(value, context, process);
+    if (value === null || value === undefined) throw new Error('the transform returned no value: ' + src);
+  }
+  process.stdout.write(typeof value === 'string' ? value : JSON.stringify(value));
+})().catch((e) => { console.error('promptfoo transform failed: ' + (e && e.message || e)); process.exit(1); });
+"""
+
+
+def transformed(assertion: JsonObject, chain: list[str], variables: JsonObject, base: Path) -> JsonObject:
+    """`assertion` grading what promptfoo's transforms (`chain`, in order; none: as is) make of
+    the output: a `composite` holding it, with its weight and, when it is `required`, deciding
+    through the nested check's own pass mark."""
+    if not chain:
+        return assertion
+    sources = [_absolute(source, base) for source in chain]
+    wrapper: JsonObject = {
+        "type": "composite",
+        "name": str(assertion.get("name") or assertion["type"]),
+        "transform": {"command": ["node", "-e", TRANSFORM_RUNNER, *sources], "config": {"vars": variables}},
+        "assertions": [{k: v for k, v in assertion.items() if k != "weight"}],
+    }
+    if "weight" in assertion:
+        wrapper["weight"] = assertion["weight"]
+    if assertion.get("required"):
+        wrapper.update(required=True, min_score=0)
+    elif "min_score" in assertion:
+        wrapper["min_score"] = assertion["min_score"]
+    return wrapper
+
+
+def _absolute(source: str, base: Path) -> str:
+    """A `file://` reference resolved against the config's folder now (the eval file may be
+    written elsewhere); inline code as is."""
+    if not source.startswith("file://"):
+        return source
+    path, sep, fn = source[len("file://") :].partition(":")
+    return f"file://{(base / path).resolve()}{sep}{fn}"
+
+
 #: The keys of a promptfoo assertion that carry over; any other (`transform`, `provider`, ...)
 #: is counted in `Unmapped.settings`.
-_READ_ASSERT = {"type", "value", "threshold", "weight", "metric"}
+_READ_ASSERT = {"type", "value", "threshold", "weight", "metric", "transform", "assert"}
 
 
 class Unmapped(Counter[str]):
@@ -135,9 +207,11 @@ class Unmapped(Counter[str]):
 
 
 def map_asserts(
-    raw: JsonValue, render: Render, variables: JsonObject, base: Path, unmapped: Unmapped
-) -> list[JsonObject]:
-    """The convoeval assertions for a promptfoo `assert` list (`render(text, vars)` fills `{{ var }}`)."""
+    raw: JsonValue, render: Render, variables: JsonObject, base: Path, unmapped: Unmapped, grader: str | None = None
+) -> list[tuple[JsonObject, str | None]]:
+    """The convoeval assertions for a promptfoo `assert` list (`render(text, vars)` fills `{{ var }}`),
+    each with its own `transform` (None: none); judged checks are graded by their own `provider`,
+    else `grader` (the test's `options.provider`), when convoeval reads its id (else the run's judge)."""
     if raw is None:
         return []
     out = []
@@ -146,16 +220,60 @@ def map_asserts(
         if not isinstance(item, dict) or not isinstance(kind, str):
             unmapped["(not a mapping with a type)"] += 1
             continue
-        mapped = _map_one(item, kind, render, variables, base)
+        if kind == "assert-set":
+            mapped = _assert_set(item, render, variables, base, unmapped, grader)
+        else:
+            mapped = _map_one(item, kind, render, variables, base)
         if mapped is None:
             unmapped[kind] += 1
             continue
-        unmapped.settings.update(f"assert[].{k}" for k in item if k not in _READ_ASSERT)
+        judge = provider_spec(item.get("provider")) or grader
+        if judge and mapped["type"] == "llm-grader":
+            mapped["judge"] = judge
+        unmapped.settings.update(
+            f"assert[].{k}" for k in item if k not in _READ_ASSERT and not (k == "provider" and "judge" in mapped)
+        )
         for key, target in (("weight", "weight"), ("metric", "name")):
             if item.get(key) is not None:
                 mapped[target] = item[key]
-        out.append(mapped)
+        transform = item.get("transform")
+        out.append((mapped, transform if isinstance(transform, str) and transform.strip() else None))
     return out
+
+
+#: promptfoo provider ids whose model convoeval can call (`openai:chat:gpt-4o` -> `openai:gpt-4o`).
+_PROVIDER_PREFIXES = ("openai:", "anthropic:", "litellm:", "local")
+
+
+def provider_spec(provider: JsonValue) -> str | None:
+    """A promptfoo provider (an id, or a mapping with one) as a convoeval target spec, or None
+    when convoeval has no such provider."""
+    if isinstance(provider, dict):
+        provider = provider.get("id")
+    if not isinstance(provider, str) or not provider.startswith(_PROVIDER_PREFIXES):
+        return None
+    for kind in ("openai:chat:", "anthropic:messages:"):
+        if provider.startswith(kind):
+            return provider.split(":", 1)[0] + ":" + provider[len(kind) :]
+    return provider
+
+
+def _assert_set(
+    item: JsonObject, render: Render, variables: JsonObject, base: Path, unmapped: Unmapped, grader: str | None
+) -> JsonObject | None:
+    """promptfoo's `assert-set`: a `composite` of its assertions scored by their weighted mean;
+    it passes at its `threshold`, else when every one passes (the weighted share that passed,
+    which is the mean for pass/fail checks, must be 1)."""
+    nested: list[JsonValue] = [  # each at its own pass mark (the test's may be 0)
+        transformed({**a, "min_score": a.get("min_score", DEFAULT_THRESHOLD)}, [own] if own else [], variables, base)
+        for a, own in map_asserts(item.get("assert"), render, variables, base, unmapped, grader)
+    ]
+    if not nested:
+        return None
+    threshold = item.get("threshold")
+    if isinstance(threshold, (int, float)):
+        return {"type": "composite", "assertions": nested, "min_score": threshold}
+    return {"type": "composite", "assertions": nested, "aggregator": {"type": "threshold", "threshold": 1.0}}
 
 
 def _value(item: JsonObject, render: Render, variables: JsonObject) -> JsonValue:
@@ -218,10 +336,7 @@ def _schema(value: JsonValue, base: Path) -> JsonObject | None:
 
 
 def _code_grader(language: str, value: str, variables: JsonObject, base: Path, threshold: JsonValue) -> JsonObject:
-    source = value
-    if source.startswith("file://"):  # resolved now: the eval file may be written elsewhere
-        path, sep, fn = source[len("file://") :].partition(":")
-        source = f"file://{(base / path).resolve()}{sep}{fn}"
+    source = _absolute(value, base)
     command = ["python3", "-c", PYTHON_RUNNER] if language == "python" else ["node", "-e", JAVASCRIPT_RUNNER]
     grader: JsonObject = {
         "type": "code-grader",

@@ -1,4 +1,4 @@
-"""promptfoo's results file (`promptfoo eval -o results.json`) as recorded conversations.
+"""promptfoo's results file (`promptfoo eval -o results.json` or `.jsonl`) as recorded conversations.
 
 Each result (one test case of one prompt and provider) is a conversation: the messages
 promptfoo sent (`prompt.raw`: a chat JSON list, else one user message) and the reply
@@ -14,6 +14,7 @@ out and named in a warning.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -21,22 +22,28 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest, slug, text_of, unique
-from ._common import DatasetWarning, JsonObject, as_object, decode_json, objects, read_json
+from ._common import DatasetWarning, JsonObject, as_object, decode_json, objects, read_json, read_jsonl
 
 #: promptfoo's `ResultFailureReason.ERROR`: the provider or an assertion raised.
 _ERROR = 2
 
 
 def is_promptfoo_results(path: Path, head: str) -> bool:
-    """promptfoo's output file: `evalId`, then `results` with its `version`."""
-    return '"evalId"' in head and '"results"' in head and '"version"' in head
+    """promptfoo's output file: `evalId`, then `results` with its `version`; or its JSON Lines
+    (`-o results.jsonl`), one result a line (`{"cost":..., "gradingResult":...`)."""
+    if '"evalId"' in head and '"results"' in head and '"version"' in head:
+        return True
+    return path.suffix == ".jsonl" and re.match(r'\s*\{"cost":', head) is not None and '"gradingResult"' in head
 
 
 def read_promptfoo_results(path: Path) -> list[LoggedTest]:
     """One recorded conversation per promptfoo result (see the module docstring)."""
-    document = as_object(read_json(path)) or {}
-    run = as_object(document.get("results")) or {}
-    results = objects(run.get("results"))
+    if path.suffix == ".jsonl":
+        run: JsonObject = {}
+        results = objects([record for _, record in read_jsonl(path)])
+    else:
+        run = as_object((as_object(read_json(path)) or {}).get("results")) or {}
+        results = objects(run.get("results"))
     if not results:
         raise DatasetError(f"{path}:1: a promptfoo results file with no results")
     # `promptIdx` numbers a prompt per provider; `promptId` is the prompt's own

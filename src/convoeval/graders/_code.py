@@ -46,6 +46,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .. import _sandbox as sandbox
+from .._base_model import Model
 from .._secrets import scrubbed_env
 from .._text import shorten
 from ..results import AssertionOutcome
@@ -131,10 +132,7 @@ class CodeGrader(JudgedAssertion):
     @field_validator("command")
     @classmethod
     def _check_command(cls, command: list[str] | str) -> list[str] | str:
-        argv = split_command(command)
-        if not argv or not argv[0].strip():
-            raise ValueError("the command must not be empty")
-        return command
+        return nonempty_command(command)
 
     @property
     def argv(self) -> list[str]:
@@ -148,7 +146,7 @@ class CodeGrader(JudgedAssertion):
 
     async def grade(self, ctx: GradeContext) -> Grade:
         argv = self.argv
-        shown = shorten(shlex.join(argv), 120)
+        shown = shown_command(argv)
         cwd = self._cwd(ctx)
         if cwd != Path(ctx.base_dir):  # in the workspace: the eval folder's scripts by full path
             argv = [
@@ -237,6 +235,58 @@ class CodeGrader(JudgedAssertion):
         if not cwd.is_dir():
             raise GraderError(f"code-grader working directory {str(cwd)!r} does not exist")
         return cwd
+
+
+class OutputTransform(Model):
+    """A program that rewrites the output before checks grade it (promptfoo's `transform`): it
+    reads the grading context as a code-grader does (JSON on stdin) and what it prints on stdout
+    (one trailing newline dropped) is the output the checks see. It runs where a code-grader
+    does: in the trial's sandboxed workspace if there is one, else in the eval file's folder.
+    A failure (non-zero exit, timeout) is a grader error, never a verdict.
+
+    Example:
+        transform: {command: [python3, scripts/extract_answer.py]}
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] | str = Field(
+        description="The program and its arguments (a list, or a string split as a shell would)."
+    )
+    config: dict[str, object] = Field(default_factory=dict, description="Settings passed to the program as `config`.")
+    timeout_s: float = Field(30.0, gt=0, le=86_400, description="Seconds before the program is killed.")
+
+    @field_validator("command")
+    @classmethod
+    def _check_command(cls, command: list[str] | str) -> list[str] | str:
+        return nonempty_command(command)
+
+    async def apply(self, ctx: GradeContext) -> str:
+        """The output the program makes of `ctx`'s."""
+        argv = split_command(self.command)
+        shown = shown_command(argv)
+        payload = json.dumps(grading_payload(ctx, self.config), ensure_ascii=False, default=str).encode()
+        if ctx.workdir is not None:
+            stdout, _ = await run_sandboxed(argv, shown, ctx, scrubbed_env(), payload, self.timeout_s)
+        else:
+            stdout, _ = await run_program(
+                argv, shown, Path(ctx.base_dir), scrubbed_env(), payload, self.timeout_s, "transform"
+            )
+        return stdout.removesuffix("\n")
+
+
+def shown_command(argv: list[str]) -> str:
+    """A command line for messages: an inline script (an argument of several lines, such as the
+    program of `node -e`) as `<script>`, the whole cut to 120 characters."""
+    return shorten(shlex.join("<script>" if "\n" in arg else arg for arg in argv), 120)
+
+
+def nonempty_command(command: list[str] | str) -> list[str] | str:
+    """`command`, if it names a program (else a ValueError for the validator)."""
+    argv = split_command(command)
+    if not argv or not argv[0].strip():
+        raise ValueError("the command must not be empty")
+    return command
 
 
 def split_command(command: list[str] | str) -> list[str]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Literal
 
 from pydantic import Field, SerializeAsAny, field_validator
@@ -11,6 +12,7 @@ from pydantic import Field, SerializeAsAny, field_validator
 from ..results import AssertionOutcome, Usage
 from ._aggregators import Aggregator
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type, lookup_assertion_type
+from ._code import OutputTransform
 from ._llm import Rubrics, weighted_mean
 
 
@@ -24,6 +26,8 @@ class Composite(Assertion):
     `threshold` (1.0 = all must pass). AgentV's `code_judge` (`path`: a program) and
     `llm_judge` (`prompt`: the judge) decide from the nested results (see `_aggregators`).
     Nested errors are left out; a failed `required` nested assertion makes the score 0.
+    With `transform` (a program, see `OutputTransform`) the nested assertions grade what it
+    makes of the output (promptfoo's `transform`); if it fails, the composite is an error.
 
     Example:
         - type: composite
@@ -37,6 +41,10 @@ class Composite(Assertion):
     assertions: list[SerializeAsAny[Assertion]] = Field(min_length=1)
     aggregator: Aggregator = Field(default_factory=Aggregator)
     threshold: float | None = Field(None, ge=0, le=1, description="Pass mark of `threshold` aggregation.")
+    transform: OutputTransform | None = Field(
+        None,
+        description="A program whose stdout is the output the nested assertions grade (it reads what a code-grader reads).",
+    )
 
     @field_validator("aggregator", mode="before")
     @classmethod
@@ -74,6 +82,8 @@ class Composite(Assertion):
         return frozenset().union(*(a.named_judges for a in self.assertions))
 
     async def grade(self, ctx: GradeContext) -> Grade:
+        if self.transform is not None:
+            ctx = replace(ctx, output=await self.transform.apply(ctx))
         scores = list(await asyncio.gather(*(a.evaluate(ctx) for a in self.assertions)))
         usage = Usage.total(s.judge_usage for s in scores if s.judge_usage is not None)
         cost = sum(s.judge_cost_usd for s in scores)

@@ -225,7 +225,7 @@ def _log(results: Sequence[EvaluationResult], target: str, name: str) -> EvalLog
     from inspect_ai import log
 
     samples = [_sample(e.result, e.trial, e.id, e.epoch) for e in _epochs(results)]
-    scored = [r.score or 0.0 for r in results]
+    scored = [r.score for r in results if r.score is not None]  # as the run's summary: skips and errors left out
     metrics = {
         "mean": log.EvalMetric(name="mean", value=sum(scored) / len(scored) if scored else 0.0),
         "pass_rate": log.EvalMetric(
@@ -234,6 +234,9 @@ def _log(results: Sequence[EvaluationResult], target: str, name: str) -> EvalLog
     }
     created = datetime.now(UTC).isoformat(timespec="seconds")
     epochs = max((s.epoch for s in samples), default=1)
+    suites = {r.suite for r in results}
+    suite = suites.pop() if len(suites) == 1 else None
+    name = suite or name  # Inspect's task: the suite
     usage = Usage.total(r.token_usage for r in results)
     return log.EvalLog(
         status="success",

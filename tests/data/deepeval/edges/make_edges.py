@@ -64,6 +64,6 @@ single = EvaluationDataset(
     ]
 )
 out = sys.argv[1] if len(sys.argv) > 1 else "."
-for fmt in ("json", "jsonl"):
+for fmt in ("json", "jsonl", "csv"):
     multi.save_as(file_type=fmt, directory=out, file_name="edge-conversational")
     single.save_as(file_type=fmt, directory=out, file_name="edge-goldens")

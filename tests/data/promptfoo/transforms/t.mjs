@@ -1,0 +1,2 @@
+export default function (output) { return output.length; }
+export const named = (output) => output.split('').reverse().join('');

@@ -1,0 +1,5 @@
+module.exports = {
+  customTransform: (output, context) => {
+    return output.toUpperCase() + ':' + context.vars.q;
+  },
+};
