@@ -25,11 +25,13 @@ from convoeval.stats import mean_interval, pass_at_k_interval, rate_interval
 from convoeval.stats._gate import (
     PairData,
     adjust,
+    fewest_tests_to_decide,
     fisher_worse,
     mcnemar_exact,
     power_of,
     sign_flip_p,
     significance_gate,
+    smallest_p,
 )
 
 
@@ -225,6 +227,23 @@ def test_gate_on_identical_runs_finds_nothing_and_on_a_collapse_finds_all_three(
     assert few.regression and len(few.reasons) == 2 and few.tests[0].p_value == pytest.approx(0.05)
     assert loud.mcnemar_p == pytest.approx(0.5**20)
     assert significance_gate(drop, min_delta=1.01).regression is False  # no drop that large
+
+
+@pytest.mark.parametrize(
+    ("tests", "trials", "decidable"),
+    [(3, 1, False), (5, 1, False), (6, 1, True), (3, 3, False), (5, 3, False), (3, 5, True)],
+)
+def test_a_gate_that_cannot_reach_alpha_says_so_and_claims_no_power(tests: int, trials: int, decidable: bool) -> None:
+    """Holm over three families needs a p below alpha/3; 2^-n and 1/C(2k, k) are the exact tests'
+    floors. The worst case (every trial pass -> fail) fires exactly when `smallest_p` < alpha."""
+    collapse = [PairData(str(i), 1.0, 0.0, True, False, trials, trials, 0, trials) for i in range(tests)]
+    report = significance_gate(collapse)
+    assert report.regression is decidable and report.reach == pytest.approx(smallest_p(collapse))
+    assert (report.undecidable is None) is decidable
+    assert report.power is not None and (report.power.power == 0.0) is not decidable
+    if not decidable:
+        assert f"with {tests} paired test(s)" in report.undecidable and "at least 6 tests" in report.undecidable
+    assert fewest_tests_to_decide(0.05) == 6 and 3 * 0.5**6 < 0.05 <= 3 * 0.5**5
 
 
 def test_all_sign_vectors_are_enumerated_for_small_n() -> None:

@@ -23,7 +23,7 @@ from pydantic import ConfigDict, Field
 from .._base_model import Model
 from ..results import EvaluationResult
 from ..stats import Flaky, GateReport, PairData, fmt_interval, significance_gate, trial_verdicts
-from ..stats._gate import Correction
+from ..stats._gate import NO_PAIRS, Correction
 from ._overview import short_suite, suite_name
 
 Outcome = Literal["win", "loss", "tie", "new", "gone"]
@@ -104,6 +104,16 @@ class Comparison(Model):
         return [p for p in self.pairs if p.flaky]
 
     @property
+    def undecidable(self) -> str | None:
+        """Why the gate cannot decide whether B regressed (no test in both runs; for the
+        significance gate, too few tests or trials to reach alpha), or None."""
+        if self.gate == "significance" and self.significance is not None:
+            return self.significance.undecidable
+        if any(p.outcome not in ("new", "gone") for p in self.pairs):
+            return None
+        return NO_PAIRS
+
+    @property
     def failed(self) -> bool:
         """B regressed by the comparison's gate."""
         if self.gate == "exact" or self.significance is None:
@@ -112,6 +122,8 @@ class Comparison(Model):
 
     def verdict_line(self) -> str:
         """One line saying whether B regressed, and why."""
+        if self.undecidable:
+            return f"cannot decide: {self.undecidable}"
         if self.gate == "exact" or self.significance is None:
             n = len(self.regressions)
             return f"{n} regression(s) beyond tolerance {self.tolerance:g} (exact gate)" if n else "no regression"
@@ -274,7 +286,7 @@ def significance_lines(comparison: Comparison) -> list[str]:
         + ", ".join(f"{name} {p:.3g}" for name, p in report.adjusted.items())
         + f"; alpha {report.alpha:g}, min delta {report.min_delta:g}"
     )
-    if report.power is not None:
+    if report.power is not None and not report.undecidable:
         lines.append(report.power.sentence(report.pairs, found=report.regression))
     if comparison.same_fingerprint:
         lines.append(

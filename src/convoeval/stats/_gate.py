@@ -33,6 +33,12 @@ k >= 2 trials: if the runs differ by chance only, each d_i is a difference of tw
 trials, so its variance falls as 1/k and k* = k sd^2 / (n delta^2 / (z_(1-alpha) + z_0.8)^2)
 = k n* / n (rounded up).
 
+Reach: Holm over the three families multiplies the smallest p by 3, and the exact tests have a
+floor (2^-n for n tests, 1/C(n_A + n_B, n_A) for a test's trials), so a small comparison may be
+unable to reach alpha whatever B did. `smallest_p` is the gate's p on the worst case, every test
+going from passing every trial to failing every trial; when it is not below alpha the gate cannot
+decide (`GateReport.undecidable`), and its power is 0.
+
 Expected false alarms (A/A): a gate that fails on any single test that got worse (the `exact`
 gate) fires, under "no change", unless every one of the D tests that changed changed upward:
 1 - 2^-D. The significance gate's rate is at most alpha, by construction.
@@ -55,6 +61,7 @@ Correction = Literal["holm", "bh"]
 #: The drop the power is computed for when `min_delta` is 0.
 DEFAULT_EFFECT = 0.1
 EXACT_UP_TO = 16
+NO_PAIRS = "no test is in both runs (tests are paired by suite, test id and target)"
 TARGET_POWER = 0.8
 
 
@@ -144,6 +151,24 @@ def sign_flip_p(differences: Sequence[float], *, rounds: int = 10_000, seed: int
     return (1 + count) / (1 + rounds)
 
 
+def smallest_p(pairs: Sequence[PairData], correction: Correction = "holm", *, rounds: int = 10_000) -> float:
+    """The smallest family-adjusted p the gate can reach on tests of this shape: its p when every
+    test goes from passing every trial (score 1) to failing every trial (score 0)."""
+    worst = [fisher_worse(p.trials_a, p.trials_a, 0, p.trials_b) for p in pairs if p.trials_a > 1 and p.trials_b > 1]
+    families = [
+        sign_flip_p([-1.0] * len(pairs), rounds=rounds),
+        mcnemar_exact(len(pairs), 0)[0],
+        min(adjust(worst, correction), default=1.0),
+    ]
+    return min(adjust(families, "holm"))
+
+
+def fewest_tests_to_decide(alpha: float, most: int = 64) -> int | None:
+    """The fewest tests of one trial each on which the gate can reach `alpha` (None beyond `most`)."""
+    plain = PairData("", None, None, False, False)
+    return next((n for n in range(1, most + 1) if smallest_p([plain] * n) < alpha), None)
+
+
 @dataclass
 class TestChange:
     """One test's trial pass rate in A and B, and its one-sided Fisher p (raw and adjusted)."""
@@ -231,10 +256,26 @@ class GateReport:
     reasons: list[str] = field(default_factory=list)
     power: Power | None = None
     changed: int = 0
+    reach: float = 0.0
 
     @property
     def regression(self) -> bool:
         return bool(self.reasons)
+
+    @property
+    def undecidable(self) -> str | None:
+        """Why no result of B could make the gate fire (`smallest_p` not below alpha), or None."""
+        if self.reach < self.alpha:
+            return None
+        if not self.pairs:
+            return NO_PAIRS
+        fewest = fewest_tests_to_decide(self.alpha)
+        enough = f"at least {fewest} tests, " if fewest else ""
+        return (
+            f"with {self.pairs} paired test(s) the smallest p this gate can reach is {self.reach:.3g} (every test "
+            f"going from pass to fail), not below alpha {self.alpha:g}: it cannot find a regression; it needs "
+            f"{enough}more trials per test, or --gate exact"
+        )
 
     @property
     def exact_gate_false_alarm(self) -> float:
@@ -263,6 +304,8 @@ class GateReport:
             "adjusted": self.adjusted,
             "tests": [t.to_dict() for t in self.tests],
             "power": self.power.to_dict() if self.power else None,
+            "smallest_p": self.reach,
+            "undecidable": self.undecidable,
             "expected_false_alarm": {"significance": self.alpha, "exact": self.exact_gate_false_alarm},
         }
 
@@ -359,7 +402,10 @@ def significance_gate(
         adjusted=adjusted_families,
         power=power_of(diffs, pairs, min_delta or DEFAULT_EFFECT, alpha),
         changed=sum(d != 0 or a.passed_a != a.passed_b for d, a in zip(diffs, pairs, strict=True)),
+        reach=smallest_p(pairs, correction, rounds=rounds),
     )
+    if report.undecidable and report.power is not None:
+        report.power.power = 0.0
     _decide(report, alpha, min_delta)
     return report
 
