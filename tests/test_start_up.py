@@ -46,6 +46,10 @@ def test_help_lists_every_command_and_each_command_loads_alone() -> None:
         (("run", "s.yaml", "--model", "openai:gpt-4o"), "No such option: --model; convoeval run takes --target"),
         (("run", "-c", "promptfooconfig.yaml"), "convoeval run takes the eval files as arguments"),
         (("validate", "--config=x.yaml"), "No such option: --config; convoeval validate takes the eval files"),
+        (("run", "s.yaml", "--repeat", "3"), "No such option: --repeat; convoeval run takes --trials N"),
+        (("run", "s.yaml", "--epochs=3"), "No such option: --epochs; convoeval run takes --trials N"),
+        (("run", "s.yaml", "--max-concurrency", "4"), "convoeval run takes --concurrency N (promptfoo's"),
+        (("validate", "s.yaml", "--epochs", "3"), "No such option: --epochs"),  # validate has no --trials
     ):
         told = convoeval_cli(*args)
         assert told.returncode == 2 and hint in " ".join(told.stderr.replace("│", " ").split()), told.stderr

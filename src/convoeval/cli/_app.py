@@ -28,13 +28,18 @@ PEER_OPTIONS = {
     "-c": "the eval files as arguments (a promptfoo config: `convoeval import promptfoo CONFIG` first)",
     "--filter": "--test-id ID (repeatable) or --tag TAG (promptfoo's `--filter-pattern`)",
     "--filter-pattern": "--test-id ID (repeatable) or --tag TAG",
+    "--repeat": "--trials N (promptfoo's `--repeat`; --judge-repeats repeats only the judge's call)",
+    "--epochs": "--trials N (Inspect's `--epochs`)",
+    "--max-concurrency": "--concurrency N (promptfoo's `--max-concurrency`)",
+    "-j": "--concurrency N (promptfoo's `-j`)",
 }
 
 
 class StrictCommand(TyperCommand):
     """A command that refuses an option given twice unless it takes several values (click
     would silently keep the last one): `--threshold 0.5 --threshold 0.9` is an error, exit 2.
-    An option it lacks that another tool has (`PEER_OPTIONS`) says what it takes instead."""
+    An option it lacks that another tool has (`PEER_OPTIONS`) says what it takes instead (when
+    it has that option)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored click.Context
         own = {name for param in self.params for name in getattr(param, "opts", ())}
@@ -42,7 +47,8 @@ class StrictCommand(TyperCommand):
             if arg == "--":
                 break
             name = arg.split("=", 1)[0]
-            if name in PEER_OPTIONS and name not in own:
+            instead = PEER_OPTIONS.get(name, "").split(" ", 1)[0]
+            if name in PEER_OPTIONS and name not in own and (instead in own or not instead.startswith("-")):
                 ctx.fail(f"No such option: {name}; convoeval {self.name} takes {PEER_OPTIONS[name]}.")
         try:
             _, _, order = self.make_parser(ctx).parse_args(args=list(args))
