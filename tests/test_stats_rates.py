@@ -153,9 +153,10 @@ def test_power_matches_statsmodels_normal_power() -> None:
     power = power_of(diffs, pairs, effect=0.1, alpha=0.05)
     assert power is not None
     sd = np.std(diffs, ddof=1)
-    ref = NormalIndPower().power(effect_size=0.1 / sd, nobs1=40, alpha=0.05, ratio=0, alternative="larger")
+    level = 0.05 / 3  # the score family's share of alpha under Holm over three families
+    ref = NormalIndPower().power(effect_size=0.1 / sd, nobs1=40, alpha=level, ratio=0, alternative="larger")
     assert power.power == pytest.approx(ref, abs=1e-6)
-    needed = NormalIndPower().solve_power(effect_size=0.1 / sd, alpha=0.05, power=0.8, ratio=0, alternative="larger")
+    needed = NormalIndPower().solve_power(effect_size=0.1 / sd, alpha=level, power=0.8, ratio=0, alternative="larger")
     assert power.tests_needed == math.ceil(needed)
     assert not power.enough and "too small" in power.sentence(40)
 
@@ -173,9 +174,28 @@ def test_power_tells_how_many_trials_would_do() -> None:
     assert power is not None and power.trials_needed is not None and power.tests_needed is not None
     k = power.trials_needed
     sd_k = np.std(diffs, ddof=1) * math.sqrt(3 / k)  # the sd with k trials
-    assert NormalIndPower().power(effect_size=0.1 / sd_k, nobs1=40, alpha=0.05, ratio=0, alternative="larger") >= 0.8
+    level = 0.05 / 3
+    assert NormalIndPower().power(effect_size=0.1 / sd_k, nobs1=40, alpha=level, ratio=0, alternative="larger") >= 0.8
     sd_fewer = np.std(diffs, ddof=1) * math.sqrt(3 / (k - 1))
-    assert NormalIndPower().power(effect_size=0.1 / sd_fewer, nobs1=40, alpha=0.05, ratio=0, alternative="larger") < 0.8
+    assert (
+        NormalIndPower().power(effect_size=0.1 / sd_fewer, nobs1=40, alpha=level, ratio=0, alternative="larger") < 0.8
+    )
+
+
+def test_the_power_said_is_not_above_how_often_the_gate_fires() -> None:
+    """A real drop of 0.1 (sd 0.3, 40 tests): the gate fires in about half the draws; the power
+    computed at alpha (not alpha/3, the score family's level under Holm) said about 70%."""
+    rng = np.random.default_rng(1)
+    fired, said = 0, []
+    for draw in range(120):
+        b = 0.5 + rng.normal(-0.1, 0.3, size=40)
+        report = significance_gate(
+            [PairData(str(i), 0.5, float(x), True, True) for i, x in enumerate(b)], rounds=1000, seed=draw
+        )
+        fired += report.regression
+        assert report.power is not None
+        said.append(report.power.power)
+    assert float(np.mean(said)) <= fired / 120 + 0.1
 
 
 @pytest.mark.parametrize(("s", "n"), [(0, 3), (3, 3), (5, 9), (17, 17), (12, 20)])

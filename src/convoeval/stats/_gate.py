@@ -26,12 +26,13 @@ gate reports a regression when an adjusted p is below `alpha` AND the drop it me
 score, pass rate, or one test's trial pass rate) is at least `min_delta`.
 
 Power (one-sided z test on the mean paired difference, Cohen 1988, ch. 2; the normal power of
-statsmodels' `NormalIndPower` with ratio 0): with sd the observed standard deviation of d and
-delta the drop to detect, power = Phi(delta sqrt(n) / sd - z_(1-alpha)); the tests needed for
-80% power are n* = ((z_(1-alpha) + z_0.8) sd / delta)^2. The trials needed, when the tests ran
-k >= 2 trials: if the runs differ by chance only, each d_i is a difference of two means of k
-trials, so its variance falls as 1/k and k* = k sd^2 / (n delta^2 / (z_(1-alpha) + z_0.8)^2)
-= k n* / n (rounded up).
+statsmodels' `NormalIndPower` with ratio 0) at level a = alpha / 3, the level the score test
+must reach on its own under Holm over the three families: with sd the observed standard
+deviation of d and delta the drop to detect, power = Phi(delta sqrt(n) / sd - z_(1-a)); the
+tests needed for 80% power are n* = ((z_(1-a) + z_0.8) sd / delta)^2. The trials needed, when
+the tests ran k >= 2 trials: if the runs differ by chance only, each d_i is a difference of two
+means of k trials, so its variance falls as 1/k and k* = k sd^2 / (n delta^2 / (z_(1-a) +
+z_0.8)^2) = k n* / n (rounded up).
 
 Reach: Holm over the three families multiplies the smallest p by 3, and the exact tests have a
 floor (2^-n for n tests, 1/C(n_A + n_B, n_A) for a test's trials), so a small comparison may be
@@ -61,6 +62,8 @@ Correction = Literal["holm", "bh"]
 #: The drop the power is computed for when `min_delta` is 0.
 DEFAULT_EFFECT = 0.1
 EXACT_UP_TO = 16
+#: The gate's three families of tests, Holm-combined (module docstring).
+FAMILIES = ("scores", "verdicts", "tests")
 NO_PAIRS = "no test is in both runs (tests are paired by suite, test id and target)"
 TARGET_POWER = 0.8
 
@@ -317,7 +320,7 @@ def power_of(differences: Sequence[float], pairs: Sequence[PairData], effect: fl
         return None
     sd = float(np.std(differences, ddof=1))
     normal = NormalDist()
-    z_alpha, z_power = normal.inv_cdf(1 - alpha), normal.inv_cdf(TARGET_POWER)
+    z_alpha, z_power = normal.inv_cdf(1 - alpha / len(FAMILIES)), normal.inv_cdf(TARGET_POWER)
     trials_now = float(np.mean([(p.trials_a + p.trials_b) / 2 for p in pairs]))
     if sd == 0:
         return Power(effect=effect, power=1.0, sd=0.0, tests_needed=n, trials_needed=None, trials_now=trials_now)
@@ -382,7 +385,7 @@ def significance_gate(
     for test, adjusted in zip(tests, adjust([t.p_value for t in tests], correction), strict=True):
         test.p_adjusted = adjusted
     tests_p = min((t.p_adjusted for t in tests), default=1.0)
-    families = {"scores": score_p, "verdicts": mc_p, "tests": tests_p}
+    families = dict(zip(FAMILIES, (score_p, mc_p, tests_p), strict=True))
     adjusted_families = dict(zip(families, adjust(list(families.values()), "holm"), strict=True))
     report = GateReport(
         alpha=alpha,
