@@ -547,3 +547,23 @@ def test_a_grader_prompt_file_that_is_no_text_is_a_validate_error(cli, tmp_path:
         "",
         "s.eval.yaml:5: tests[0].assertions[0].prompt: judge.txt: not a text file: invalid UTF-8 (byte 0xbe at offset 19)\n",
     )
+
+
+def test_a_peer_tools_field_name_points_to_convoevals(cli, tmp_path: Path) -> None:
+    """Before: promptfoo's and DeepEval's `threshold` on an assertion was "unknown field" alone,
+    and a turn's `content` (a chat message's field) suggested 'context'."""
+    write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: a\n    mode: conversation\n    turns:\n      - content: hi\n"
+        "        assertions:\n          - {type: contains, value: hi, threshold: 0.5}\n",
+    )
+    code, out, err = cli("validate", "s.eval.yaml")
+    assert (code, out) == (2, "")
+    assert (
+        "s.eval.yaml:5: tests[0].turns[0].content: unknown field 'content' (did you mean 'input'? the user's message "
+        "is `input`)" in err
+    )
+    assert (
+        "s.eval.yaml:7: tests[0].turns[0].assertions[0].threshold: unknown field 'threshold' (did you mean "
+        "'min_score'? promptfoo's and DeepEval's `threshold`)" in err
+    )
