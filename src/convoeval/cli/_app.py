@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import logging
 import os
@@ -77,10 +78,16 @@ class Group(TyperGroup):
 
 
 class Typer(typer.Typer):
-    """The app's typer: every command is a `StrictCommand`."""
+    """The app's typer: every command is a `StrictCommand`, listed in `--help` by the first
+    paragraph of its help (or docstring) as one line (rich's help keeps the line breaks)."""
 
     def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Callable[[Any], Any]:
-        return super().command(*args, cls=cls or StrictCommand, **kwargs)
+        def register(function: Callable[..., Any]) -> Any:
+            first = inspect.cleandoc(kwargs.get("help") or function.__doc__ or "").split("\n\n")[0]
+            kwargs.setdefault("short_help", " ".join(first.split()) or None)
+            return super(Typer, self).command(*args, cls=cls or StrictCommand, **kwargs)(function)
+
+        return register
 
 
 app = Typer(
