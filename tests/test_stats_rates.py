@@ -266,12 +266,14 @@ def test_a_gate_that_cannot_reach_alpha_says_so_and_claims_no_power(tests: int, 
     assert fewest_tests_to_decide(0.05) == 6 and 3 * 0.5**6 < 0.05 <= 3 * 0.5**5
 
 
-def test_mcnemar_of_thousands_of_flips_matches_scipy() -> None:
+def test_mcnemar_of_thousands_of_flips_and_fisher_of_hundreds_of_trials_match_scipy() -> None:
     """Before: OverflowError (C(n, i) as a float) from 1,030 discordant pairs on, so `compare` of
     large runs with many flips (and the gate's reach on 1,030 tests) ended in a traceback."""
     one_sided, two_sided = mcnemar_exact(1100, 1000)
     assert one_sided == pytest.approx(scipy_stats.binomtest(1100, 2100, 0.5, alternative="greater").pvalue, rel=1e-9)
     assert two_sided == pytest.approx(scipy_stats.binomtest(1100, 2100, 0.5).pvalue, rel=1e-9)
+    reference = scipy_stats.fisher_exact([[300, 300], [200, 400]], alternative="greater").pvalue
+    assert fisher_worse(300, 600, 200, 600) == pytest.approx(reference, rel=1e-9)  # was an OverflowError too
     collapse = [PairData(str(i), 1.0, 0.0, True, False) for i in range(3000)]
     assert smallest_p(collapse) == 0.0 and significance_gate(collapse, rounds=200).regression
 
