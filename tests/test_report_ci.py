@@ -272,6 +272,21 @@ def test_compare_with_no_test_in_both_runs_cannot_decide(cli, tmp_path: Path) ->
     assert cli("compare", "a.jsonl", "b.jsonl")[0] == 0  # reporting only
 
 
+def test_compare_with_no_judged_test_in_a_run_cannot_decide(cli, tmp_path: Path) -> None:
+    """Two runs whose every test errored (a provider down both times) compared as ties: "no
+    significant regression", exit 0. Neither run was judged: no gate can pass them (exit 2)."""
+    errored = [result(f"t{i}", None, "error", status="execution_error") for i in range(8)]
+    write_results(tmp_path / "a.jsonl", [result(f"t{i}", 1.0) for i in range(8)])
+    write_results(tmp_path / "b.jsonl", errored)
+    for a in ("a.jsonl", "b.jsonl"):
+        code, stdout, stderr = cli("compare", a, "b.jsonl", "--fail-on-regression")
+        assert code == 2 and "power" not in stdout, stdout + stderr
+        assert stderr == (
+            "error: the significance gate cannot decide: no test of b.jsonl in both runs was judged (each had an "
+            "execution error or was skipped)\n"
+        )
+
+
 def test_compare_two_stored_runs_by_id(run_files, cli) -> None:
     ids = []
     for fails in (False, True):

@@ -105,13 +105,18 @@ class Comparison(Model):
 
     @property
     def undecidable(self) -> str | None:
-        """Why the gate cannot decide whether B regressed (no test in both runs; for the
-        significance gate, too few tests or trials to reach alpha), or None."""
-        if self.gate == "significance" and self.significance is not None:
-            return self.significance.undecidable
-        if any(p.outcome not in ("new", "gone") for p in self.pairs):
-            return None
-        return NO_PAIRS
+        """Why the gate cannot decide whether B regressed (no test in both runs, or none judged in
+        one of them; for the significance gate, too few tests or trials to reach alpha), or None."""
+        paired = [p for p in self.pairs if p.outcome not in ("new", "gone")]
+        if not paired:
+            return NO_PAIRS
+        for name, verdicts in (
+            (self.name_a, [p.verdict_a for p in paired]),
+            (self.name_b, [p.verdict_b for p in paired]),
+        ):
+            if not {"pass", "fail"} & set(verdicts):
+                return f"no test of {name} in both runs was judged (each had an execution error or was skipped)"
+        return self.significance.undecidable if self.gate == "significance" and self.significance else None
 
     @property
     def failed(self) -> bool:
@@ -286,7 +291,7 @@ def significance_lines(comparison: Comparison) -> list[str]:
         + ", ".join(f"{name} {p:.3g}" for name, p in report.adjusted.items())
         + f"; alpha {report.alpha:g}, min delta {report.min_delta:g}"
     )
-    if report.power is not None and not report.undecidable:
+    if report.power is not None and not comparison.undecidable:
         lines.append(report.power.sentence(report.pairs, found=report.regression))
     if comparison.same_fingerprint:
         lines.append(
