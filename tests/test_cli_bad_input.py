@@ -547,3 +547,40 @@ def test_a_grader_prompt_file_that_is_no_text_is_a_validate_error(cli, tmp_path:
         "",
         "s.eval.yaml:5: tests[0].assertions[0].prompt: judge.txt: not a text file: invalid UTF-8 (byte 0xbe at offset 19)\n",
     )
+
+
+def test_a_peer_tools_field_name_points_to_convoevals(cli, tmp_path: Path) -> None:
+    """Before: promptfoo's and DeepEval's `threshold` on an assertion was "unknown field" alone,
+    and a turn's `content` (a chat message's field) suggested 'context'."""
+    write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: a\n    mode: conversation\n    turns:\n      - content: hi\n"
+        "        assertions:\n          - {type: contains, value: hi, threshold: 0.5}\n",
+    )
+    code, out, err = cli("validate", "s.eval.yaml")
+    assert (code, out) == (2, "")
+    assert (
+        "s.eval.yaml:5: tests[0].turns[0].content: unknown field 'content' (did you mean 'input'? the user's message "
+        "is `input`)" in err
+    )
+    assert (
+        "s.eval.yaml:7: tests[0].turns[0].assertions[0].threshold: unknown field 'threshold' (did you mean "
+        "'min_score'? promptfoo's and DeepEval's `threshold`)" in err
+    )
+
+
+def test_a_peer_tools_assertion_type_says_what_to_write(cli, tmp_path: Path) -> None:
+    """Before: DeepEval's `g-eval` suggested 'td-eval', promptfoo's `python` had no hint."""
+    write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: a\n    input: hi\n    assertions:\n      - {type: g-eval, criteria: polite}\n"
+        "      - {type: python, value: 'output == 1'}\n",
+    )
+    code, out, err = cli("validate", "s.eval.yaml")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        "s.eval.yaml:5: tests[0].assertions[0].type: unknown assertion type 'g-eval': DeepEval's G-Eval is "
+        "`llm-grader` with `criteria` (or `rubrics`)",
+        "s.eval.yaml:6: tests[0].assertions[1].type: unknown assertion type 'python': promptfoo's `python` is a "
+        "`code-grader` (`convoeval import promptfoo CONFIG` converts it)",
+    ]

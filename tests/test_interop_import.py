@@ -286,6 +286,17 @@ def test_running_a_promptfoo_config_says_to_import_it(cli, tmp_path) -> None:
     renamed = shutil.copy(config, tmp_path / "pirate.yaml")  # known by its promptfoo-only keys
     code, _, err = cli("validate", renamed)
     assert code == 2 and "a promptfoo config, not an eval file" in err and len(err.splitlines()) == 1, err
+    plain = tmp_path / "chat.yaml"  # no promptfoo-only key: known by its prompts, providers and tests without ids
+    plain.write_text(
+        'prompts: ["Answer: {{question}}"]\nproviders:\n  - id: openai:gpt-4o-mini\n'
+        'tests:\n  - vars: {question: 2+2?}\n    assert: [{type: contains, value: "4"}]\n'
+    )
+    for command in ("run", "validate"):
+        code, _, err = cli(command, plain)
+        assert code == 2 and "a promptfoo config, not an eval file" in err and len(err.splitlines()) == 1, err
+    plain.write_text(plain.read_text().replace("  - vars:", "  - id: q1\n    vars:"))  # an id: not promptfoo's
+    code, _, err = cli("validate", plain)
+    assert code == 2 and "a promptfoo config" not in err, err
 
 
 def test_promptfoo_results_files_are_recorded_conversations_with_promptfoos_verdicts(

@@ -238,9 +238,10 @@ def test_compare_cli_exit_codes(cli, tmp_path: Path) -> None:
     code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression", "--gate", "exact")
     assert code == 1 and "loss 1" in stdout
     assert cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression", "--gate", "exact", "--tolerance", "0.1")[0] == 0
-    # the default significance gate: one drop of 0.05 in two tests is no evidence, and it says so
-    code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression")
-    assert code == 0 and "loss 1" in stdout and "no significant regression" in stdout
+    # the default significance gate cannot reach alpha with two tests whatever B did: it says so
+    code, stdout, stderr = cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression")
+    assert code == 2 and "loss 1" in stdout and "cannot decide: with 2 paired test(s)" in stdout
+    assert stderr.startswith("error: the significance gate cannot decide") and "at least 6 tests" in stderr
     assert cli("compare", "a.jsonl", "b.jsonl")[0] == 0  # reporting only
     code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--format", "json")
     data = json.loads(stdout)
@@ -253,6 +254,37 @@ def test_compare_cli_exit_codes(cli, tmp_path: Path) -> None:
     assert (code, stderr) == (2, f"error: {tmp_path} is a folder; give a file name\n")
     code, _, stderr = cli("compare", "a.jsonl", "b.jsonl", "--html", "/proc/convoeval-compare.html")
     assert (code, stderr) == (2, "error: cannot write /proc/convoeval-compare.html: No such file or directory\n")
+
+
+def test_compare_with_no_test_in_both_runs_cannot_decide(cli, tmp_path: Path) -> None:
+    """Runs of another target (or a renamed suite) pair no test: no gate may pass them (exit 2)."""
+    write_results(tmp_path / "a.jsonl", [result(f"t{i}", 1.0) for i in range(8)])
+    write_results(
+        tmp_path / "b.jsonl", [result(f"t{i}", 0.0, "fail").model_copy(update={"target": "other"}) for i in range(8)]
+    )
+    for gate in ("significance", "exact"):
+        code, stdout, stderr = cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression", "--gate", gate)
+        assert code == 2 and "new 8, gone 8" in stdout, stdout + stderr
+        assert (
+            stderr
+            == f"error: the {gate} gate cannot decide: no test is in both runs (tests are paired by suite, test id and target)\n"
+        )
+    assert cli("compare", "a.jsonl", "b.jsonl")[0] == 0  # reporting only
+
+
+def test_compare_with_no_judged_test_in_a_run_cannot_decide(cli, tmp_path: Path) -> None:
+    """Two runs whose every test errored (a provider down both times) compared as ties: "no
+    significant regression", exit 0. Neither run was judged: no gate can pass them (exit 2)."""
+    errored = [result(f"t{i}", None, "error", status="execution_error") for i in range(8)]
+    write_results(tmp_path / "a.jsonl", [result(f"t{i}", 1.0) for i in range(8)])
+    write_results(tmp_path / "b.jsonl", errored)
+    for a in ("a.jsonl", "b.jsonl"):
+        code, stdout, stderr = cli("compare", a, "b.jsonl", "--fail-on-regression")
+        assert code == 2 and "power" not in stdout, stdout + stderr
+        assert stderr == (
+            "error: the significance gate cannot decide: no test of b.jsonl in both runs was judged (each had an "
+            "execution error or was skipped)\n"
+        )
 
 
 def test_compare_two_stored_runs_by_id(run_files, cli) -> None:

@@ -46,9 +46,29 @@ def test_help_lists_every_command_and_each_command_loads_alone() -> None:
         (("run", "s.yaml", "--model", "openai:gpt-4o"), "No such option: --model; convoeval run takes --target"),
         (("run", "-c", "promptfooconfig.yaml"), "convoeval run takes the eval files as arguments"),
         (("validate", "--config=x.yaml"), "No such option: --config; convoeval validate takes the eval files"),
+        (("run", "s.yaml", "--repeat", "3"), "No such option: --repeat; convoeval run takes --trials N"),
+        (("run", "s.yaml", "--epochs=3"), "No such option: --epochs; convoeval run takes --trials N"),
+        (("run", "s.yaml", "--max-concurrency", "4"), "convoeval run takes --concurrency N (promptfoo's"),
+        (("validate", "s.yaml", "--epochs", "3"), "No such option: --epochs"),  # validate has no --trials
     ):
         told = convoeval_cli(*args)
         assert told.returncode == 2 and hint in " ".join(told.stderr.replace("│", " ").split()), told.stderr
+
+
+def test_the_command_list_gives_each_command_one_paragraph() -> None:
+    """Before: `convoeval --help` broke descriptions where their docstrings break lines (rich keeps
+    them): "(kappas, AC1, alpha, rho), two" then "judges over stored runs" on a line of its own."""
+    import typer.main
+
+    cli.load_commands()
+    group = typer.main.get_command(cli.app)
+    shown = {name: command.short_help for name, command in group.commands.items()}  # type: ignore[attr-defined]
+    assert shown["agreement"] == (
+        "Agreement between raters: human labels vs an LLM judge (kappas, AC1, alpha, rho), two judges over "
+        "stored runs (--runs), or one judge over repeated runs (--consistency)."
+    )
+    assert shown["run"] == "Run eval files live against one or more targets and grade every turn."
+    assert all("\n" not in (text or "") for text in shown.values()), shown  # groups (runs, cache): their help
 
 
 def test_version_is_printed_without_loading_a_command() -> None:

@@ -25,11 +25,13 @@ from convoeval.stats import mean_interval, pass_at_k_interval, rate_interval
 from convoeval.stats._gate import (
     PairData,
     adjust,
+    fewest_tests_to_decide,
     fisher_worse,
     mcnemar_exact,
     power_of,
     sign_flip_p,
     significance_gate,
+    smallest_p,
 )
 
 
@@ -151,9 +153,10 @@ def test_power_matches_statsmodels_normal_power() -> None:
     power = power_of(diffs, pairs, effect=0.1, alpha=0.05)
     assert power is not None
     sd = np.std(diffs, ddof=1)
-    ref = NormalIndPower().power(effect_size=0.1 / sd, nobs1=40, alpha=0.05, ratio=0, alternative="larger")
+    level = 0.05 / 3  # the score family's share of alpha under Holm over three families
+    ref = NormalIndPower().power(effect_size=0.1 / sd, nobs1=40, alpha=level, ratio=0, alternative="larger")
     assert power.power == pytest.approx(ref, abs=1e-6)
-    needed = NormalIndPower().solve_power(effect_size=0.1 / sd, alpha=0.05, power=0.8, ratio=0, alternative="larger")
+    needed = NormalIndPower().solve_power(effect_size=0.1 / sd, alpha=level, power=0.8, ratio=0, alternative="larger")
     assert power.tests_needed == math.ceil(needed)
     assert not power.enough and "too small" in power.sentence(40)
 
@@ -171,9 +174,28 @@ def test_power_tells_how_many_trials_would_do() -> None:
     assert power is not None and power.trials_needed is not None and power.tests_needed is not None
     k = power.trials_needed
     sd_k = np.std(diffs, ddof=1) * math.sqrt(3 / k)  # the sd with k trials
-    assert NormalIndPower().power(effect_size=0.1 / sd_k, nobs1=40, alpha=0.05, ratio=0, alternative="larger") >= 0.8
+    level = 0.05 / 3
+    assert NormalIndPower().power(effect_size=0.1 / sd_k, nobs1=40, alpha=level, ratio=0, alternative="larger") >= 0.8
     sd_fewer = np.std(diffs, ddof=1) * math.sqrt(3 / (k - 1))
-    assert NormalIndPower().power(effect_size=0.1 / sd_fewer, nobs1=40, alpha=0.05, ratio=0, alternative="larger") < 0.8
+    assert (
+        NormalIndPower().power(effect_size=0.1 / sd_fewer, nobs1=40, alpha=level, ratio=0, alternative="larger") < 0.8
+    )
+
+
+def test_the_power_said_is_not_above_how_often_the_gate_fires() -> None:
+    """A real drop of 0.1 (sd 0.3, 40 tests): the gate fires in about half the draws; the power
+    computed at alpha (not alpha/3, the score family's level under Holm) said about 70%."""
+    rng = np.random.default_rng(1)
+    fired, said = 0, []
+    for draw in range(120):
+        b = 0.5 + rng.normal(-0.1, 0.3, size=40)
+        report = significance_gate(
+            [PairData(str(i), 0.5, float(x), True, True) for i, x in enumerate(b)], rounds=1000, seed=draw
+        )
+        fired += report.regression
+        assert report.power is not None
+        said.append(report.power.power)
+    assert float(np.mean(said)) <= fired / 120 + 0.1
 
 
 @pytest.mark.parametrize(("s", "n"), [(0, 3), (3, 3), (5, 9), (17, 17), (12, 20)])
@@ -225,6 +247,35 @@ def test_gate_on_identical_runs_finds_nothing_and_on_a_collapse_finds_all_three(
     assert few.regression and len(few.reasons) == 2 and few.tests[0].p_value == pytest.approx(0.05)
     assert loud.mcnemar_p == pytest.approx(0.5**20)
     assert significance_gate(drop, min_delta=1.01).regression is False  # no drop that large
+
+
+@pytest.mark.parametrize(
+    ("tests", "trials", "decidable"),
+    [(3, 1, False), (5, 1, False), (6, 1, True), (3, 3, False), (5, 3, False), (3, 5, True)],
+)
+def test_a_gate_that_cannot_reach_alpha_says_so_and_claims_no_power(tests: int, trials: int, decidable: bool) -> None:
+    """Holm over three families needs a p below alpha/3; 2^-n and 1/C(2k, k) are the exact tests'
+    floors. The worst case (every trial pass -> fail) fires exactly when `smallest_p` < alpha."""
+    collapse = [PairData(str(i), 1.0, 0.0, True, False, trials, trials, 0, trials) for i in range(tests)]
+    report = significance_gate(collapse)
+    assert report.regression is decidable and report.reach == pytest.approx(smallest_p(collapse))
+    assert (report.undecidable is None) is decidable
+    assert report.power is not None and (report.power.power == 0.0) is not decidable
+    if not decidable:
+        assert f"with {tests} paired test(s)" in report.undecidable and "at least 6 tests" in report.undecidable
+    assert fewest_tests_to_decide(0.05) == 6 and 3 * 0.5**6 < 0.05 <= 3 * 0.5**5
+
+
+def test_mcnemar_of_thousands_of_flips_and_fisher_of_hundreds_of_trials_match_scipy() -> None:
+    """Before: OverflowError (C(n, i) as a float) from 1,030 discordant pairs on, so `compare` of
+    large runs with many flips (and the gate's reach on 1,030 tests) ended in a traceback."""
+    one_sided, two_sided = mcnemar_exact(1100, 1000)
+    assert one_sided == pytest.approx(scipy_stats.binomtest(1100, 2100, 0.5, alternative="greater").pvalue, rel=1e-9)
+    assert two_sided == pytest.approx(scipy_stats.binomtest(1100, 2100, 0.5).pvalue, rel=1e-9)
+    reference = scipy_stats.fisher_exact([[300, 300], [200, 400]], alternative="greater").pvalue
+    assert fisher_worse(300, 600, 200, 600) == pytest.approx(reference, rel=1e-9)  # was an OverflowError too
+    collapse = [PairData(str(i), 1.0, 0.0, True, False) for i in range(3000)]
+    assert smallest_p(collapse) == 0.0 and significance_gate(collapse, rounds=200).regression
 
 
 def test_all_sign_vectors_are_enumerated_for_small_n() -> None:

@@ -289,6 +289,8 @@ def test_a_simulation_that_never_ran_is_left_out_as_tau2_leaves_it_out(cli, doma
     pass_1 = sum(tau2_pass_hat_k(rewards, 1) for rewards in ran.values()) / len(ran)
     assert pass_1 == 0.625  # 0.5 if the simulation that never ran counted as a failure
     assert f"k=1 {pass_1:.3f}" in out
+    # tau2 sets its max k to the fewest simulations of a task (get_metrics_df): pass^1 only
+    assert "k=2" not in " ".join(out.split()), out
 
 
 def test_a_tool_argument_named_state_is_a_tool_argument_with_the_state_positional_only(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import logging
 import os
@@ -28,13 +29,18 @@ PEER_OPTIONS = {
     "-c": "the eval files as arguments (a promptfoo config: `convoeval import promptfoo CONFIG` first)",
     "--filter": "--test-id ID (repeatable) or --tag TAG (promptfoo's `--filter-pattern`)",
     "--filter-pattern": "--test-id ID (repeatable) or --tag TAG",
+    "--repeat": "--trials N (promptfoo's `--repeat`; --judge-repeats repeats only the judge's call)",
+    "--epochs": "--trials N (Inspect's `--epochs`)",
+    "--max-concurrency": "--concurrency N (promptfoo's `--max-concurrency`)",
+    "-j": "--concurrency N (promptfoo's `-j`)",
 }
 
 
 class StrictCommand(TyperCommand):
     """A command that refuses an option given twice unless it takes several values (click
     would silently keep the last one): `--threshold 0.5 --threshold 0.9` is an error, exit 2.
-    An option it lacks that another tool has (`PEER_OPTIONS`) says what it takes instead."""
+    An option it lacks that another tool has (`PEER_OPTIONS`) says what it takes instead (when
+    it has that option)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored click.Context
         own = {name for param in self.params for name in getattr(param, "opts", ())}
@@ -42,7 +48,8 @@ class StrictCommand(TyperCommand):
             if arg == "--":
                 break
             name = arg.split("=", 1)[0]
-            if name in PEER_OPTIONS and name not in own:
+            instead = PEER_OPTIONS.get(name, "").split(" ", 1)[0]
+            if name in PEER_OPTIONS and name not in own and (instead in own or not instead.startswith("-")):
                 ctx.fail(f"No such option: {name}; convoeval {self.name} takes {PEER_OPTIONS[name]}.")
         try:
             _, _, order = self.make_parser(ctx).parse_args(args=list(args))
@@ -71,10 +78,16 @@ class Group(TyperGroup):
 
 
 class Typer(typer.Typer):
-    """The app's typer: every command is a `StrictCommand`."""
+    """The app's typer: every command is a `StrictCommand`, listed in `--help` by the first
+    paragraph of its help (or docstring) as one line (rich's help keeps the line breaks)."""
 
     def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Callable[[Any], Any]:
-        return super().command(*args, cls=cls or StrictCommand, **kwargs)
+        def register(function: Callable[..., Any]) -> Any:
+            first = inspect.cleandoc(kwargs.get("help") or function.__doc__ or "").split("\n\n")[0]
+            kwargs.setdefault("short_help", " ".join(first.split()) or None)
+            return super(Typer, self).command(*args, cls=cls or StrictCommand, **kwargs)(function)
+
+        return register
 
 
 app = Typer(

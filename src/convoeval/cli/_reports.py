@@ -272,6 +272,8 @@ def compare(
         typer.echo(markdown_comparison(comparison), nl=False)
     else:
         _print_comparison(comparison)
+    if fail_on_regression and comparison.undecidable:
+        raise fail(f"the {comparison.gate} gate {comparison.verdict_line()}")
     if fail_on_regression and comparison.failed:
         typer.echo(comparison.verdict_line(), err=True)
         raise typer.Exit(1)

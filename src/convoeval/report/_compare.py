@@ -23,7 +23,7 @@ from pydantic import ConfigDict, Field
 from .._base_model import Model
 from ..results import EvaluationResult
 from ..stats import Flaky, GateReport, PairData, fmt_interval, significance_gate, trial_verdicts
-from ..stats._gate import Correction
+from ..stats._gate import NO_PAIRS, Correction
 from ._overview import short_suite, suite_name
 
 Outcome = Literal["win", "loss", "tie", "new", "gone"]
@@ -104,6 +104,21 @@ class Comparison(Model):
         return [p for p in self.pairs if p.flaky]
 
     @property
+    def undecidable(self) -> str | None:
+        """Why the gate cannot decide whether B regressed (no test in both runs, or none judged in
+        one of them; for the significance gate, too few tests or trials to reach alpha), or None."""
+        paired = [p for p in self.pairs if p.outcome not in ("new", "gone")]
+        if not paired:
+            return NO_PAIRS
+        for name, verdicts in (
+            (self.name_a, [p.verdict_a for p in paired]),
+            (self.name_b, [p.verdict_b for p in paired]),
+        ):
+            if not {"pass", "fail"} & set(verdicts):
+                return f"no test of {name} in both runs was judged (each had an execution error or was skipped)"
+        return self.significance.undecidable if self.gate == "significance" and self.significance else None
+
+    @property
     def failed(self) -> bool:
         """B regressed by the comparison's gate."""
         if self.gate == "exact" or self.significance is None:
@@ -112,6 +127,8 @@ class Comparison(Model):
 
     def verdict_line(self) -> str:
         """One line saying whether B regressed, and why."""
+        if self.undecidable:
+            return f"cannot decide: {self.undecidable}"
         if self.gate == "exact" or self.significance is None:
             n = len(self.regressions)
             return f"{n} regression(s) beyond tolerance {self.tolerance:g} (exact gate)" if n else "no regression"
@@ -274,7 +291,7 @@ def significance_lines(comparison: Comparison) -> list[str]:
         + ", ".join(f"{name} {p:.3g}" for name, p in report.adjusted.items())
         + f"; alpha {report.alpha:g}, min delta {report.min_delta:g}"
     )
-    if report.power is not None:
+    if report.power is not None and not comparison.undecidable:
         lines.append(report.power.sentence(report.pairs, found=report.regression))
     if comparison.same_fingerprint:
         lines.append(

@@ -54,16 +54,14 @@ class Group:
         return _mean(score for scores in self.turn_scores(turns) for score in scores)
 
     def pass_hat_k(self) -> dict[int, float]:
-        """pass^k for each k, averaged over the group's tests that ran at least k trials (a test
-        left with one, as tau2 leaves a task whose other simulations never ran, counts at k=1,
-        as in tau2's figure); none unless a test ran several trials."""
+        """pass^k averaged over the group's tests, for k up to the fewest trials a test ran, as
+        tau2's `get_metrics_df` sets its max k (a test left with one trial, as tau2 leaves a task
+        whose other simulations never ran, leaves k=1); none unless a test ran several trials."""
         if not any(len(r.trials) > 1 for r in self.results):
             return {}
-        by_k: dict[int, list[float]] = {}
-        for r in self.results:
-            for k, value in r.pass_hat_k.items():
-                by_k.setdefault(int(k), []).append(value)
-        return {k: math.fsum(v) / len(v) for k, v in sorted(by_k.items())}
+        rated = [r.pass_hat_k for r in self.results if r.pass_hat_k]
+        most = min(len(hats) for hats in rated)
+        return {k: math.fsum(hats[str(k)] for hats in rated) / len(rated) for k in range(1, most + 1)}
 
 
 def field_value(result: EvaluationResult, name: str) -> str:

@@ -43,6 +43,17 @@ UNSUPPORTED_AGENTV_FIELDS = {
 #: `provider` (AgentV v5 after 5.3, promptfoo), each the name of a target.
 AGENTV_JUDGE_FIELDS = ("target", "provider")
 
+_IMPORTED = "`convoeval import promptfoo CONFIG` converts it"
+#: Other tools' assertion types, and what to write instead (said when a type is unknown).
+PEER_TYPES = {
+    "g-eval": "DeepEval's G-Eval is `llm-grader` with `criteria` (or `rubrics`)",
+    "geval": "DeepEval's G-Eval is `llm-grader` with `criteria` (or `rubrics`)",
+    "python": f"promptfoo's `python` is a `code-grader` ({_IMPORTED})",
+    "javascript": f"promptfoo's `javascript` is a `code-grader` ({_IMPORTED})",
+    "factuality": f"promptfoo's `factuality` is an `llm-grader` with `expected_output` ({_IMPORTED})",
+    "model-graded-closedqa": f"promptfoo's `model-graded-closedqa` is an `llm-grader` ({_IMPORTED})",
+}
+
 #: AgentV v5 assertion types convoeval refuses, and why.
 REFUSED_AGENTV_TYPES = {
     "agent-rubric": "`agent-rubric` (AgentV v5: a judge that reads the workspace with file tools); convoeval's "
@@ -371,7 +382,8 @@ class Checker:
             if canonical is None and (custom := custom_assertion(item, self.base_dir)) is not None:
                 item, type_name, canonical = custom, "code-grader", "code-grader"
             if canonical is None:
-                known = suggest(type_name, assertion_type_names())
+                peer = PEER_TYPES.get(type_name)
+                known = f": {peer}" if peer else suggest(type_name, assertion_type_names())
                 self.add((*path, "type"), f"unknown assertion type {type_name!r}{known}")
                 return None
             cls = lookup_assertion_type(canonical)

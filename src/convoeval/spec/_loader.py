@@ -85,6 +85,7 @@ def validate_paths(paths: list[str | Path], targets_file: str | Path | None = No
 _SCRIPT_SUFFIXES = (".ts", ".mts", ".cts", ".js", ".mjs", ".cjs")
 #: Top-level keys of a promptfoo config that no AgentV file has (AgentV v5 has `defaultTest`).
 _PROMPTFOO_KEY = re.compile(r"^(outputPath|assertionTemplates|redteam)\s*:", re.MULTILINE)
+_TOP_KEY = re.compile(r"^(prompts|providers)\s*:", re.MULTILINE)
 _PROMPTFOO_CONFIG = (
     "a promptfoo config, not an eval file: `convoeval import promptfoo {path} -o suite.eval.yaml` converts it "
     "(then `convoeval run suite.eval.yaml`)"
@@ -117,9 +118,18 @@ def _load(path: Path, keep: bool = True) -> tuple[Suite | None, list[Problem], l
         return None, problems, []
     load = _SuiteLoad(path, text, keep)
     suite, problems = load.run()
-    if problems and (path.name.startswith("promptfooconfig") or _PROMPTFOO_KEY.search(text)):
+    if problems and (
+        path.name.startswith("promptfooconfig") or _PROMPTFOO_KEY.search(text) or _promptfoo_shaped(text, problems)
+    ):
         problems = [Problem(str(path), 1, "(file)", _PROMPTFOO_CONFIG.format(path=path))]
     return suite, first_per_field(problems), load.checker.target_names
+
+
+def _promptfoo_shaped(text: str, problems: list[Problem]) -> bool:
+    """A promptfoo config by its shape: top-level `prompts` and `providers`, and tests without
+    the `id` every AgentV test has."""
+    unnamed = any(p.field == "tests[0].id" and p.message == "required field is missing" for p in problems)
+    return unnamed and {m.group(1) for m in _TOP_KEY.finditer(text)} == {"prompts", "providers"}
 
 
 @dataclass(frozen=True)

@@ -91,11 +91,22 @@ def _message(error: ErrorDetails, model: type[BaseModel]) -> str:
         if key in V5_FIELDS:
             return v5_message(str(key))
         models = _models_at(model, error["loc"][:-1])
-        close = suggest(str(key), {name for m in models for name in m.model_fields})
+        fields = {name for m in models for name in m.model_fields}
+        peer = PEER_FIELDS.get(str(key))
+        if peer is not None and peer[0] in fields:
+            return f"unknown field {key!r} (did you mean {peer[0]!r}? {peer[1]})"
+        close = suggest(str(key), fields)
         return f"unknown field {key!r}{close or _nested(models, str(key))}"
     if kind in _TYPE_MISMATCH and "input" in error:
         return f"{error['msg']} (the YAML value is {_yaml_type(error['input'])})"
     return str(error["msg"]).removeprefix("Value error, ")
+
+
+#: Fields as other tools name them: (convoeval's field, whose name it is), said where that field is.
+PEER_FIELDS = {
+    "threshold": ("min_score", "promptfoo's and DeepEval's `threshold`"),
+    "content": ("input", "the user's message is `input`"),
+}
 
 
 def _yaml_type(value: object) -> str:

@@ -26,12 +26,19 @@ gate reports a regression when an adjusted p is below `alpha` AND the drop it me
 score, pass rate, or one test's trial pass rate) is at least `min_delta`.
 
 Power (one-sided z test on the mean paired difference, Cohen 1988, ch. 2; the normal power of
-statsmodels' `NormalIndPower` with ratio 0): with sd the observed standard deviation of d and
-delta the drop to detect, power = Phi(delta sqrt(n) / sd - z_(1-alpha)); the tests needed for
-80% power are n* = ((z_(1-alpha) + z_0.8) sd / delta)^2. The trials needed, when the tests ran
-k >= 2 trials: if the runs differ by chance only, each d_i is a difference of two means of k
-trials, so its variance falls as 1/k and k* = k sd^2 / (n delta^2 / (z_(1-alpha) + z_0.8)^2)
-= k n* / n (rounded up).
+statsmodels' `NormalIndPower` with ratio 0) at level a = alpha / 3, the level the score test
+must reach on its own under Holm over the three families: with sd the observed standard
+deviation of d and delta the drop to detect, power = Phi(delta sqrt(n) / sd - z_(1-a)); the
+tests needed for 80% power are n* = ((z_(1-a) + z_0.8) sd / delta)^2. The trials needed, when
+the tests ran k >= 2 trials: if the runs differ by chance only, each d_i is a difference of two
+means of k trials, so its variance falls as 1/k and k* = k sd^2 / (n delta^2 / (z_(1-a) +
+z_0.8)^2) = k n* / n (rounded up).
+
+Reach: Holm over the three families multiplies the smallest p by 3, and the exact tests have a
+floor (2^-n for n tests, 1/C(n_A + n_B, n_A) for a test's trials), so a small comparison may be
+unable to reach alpha whatever B did. `smallest_p` is the gate's p on the worst case, every test
+going from passing every trial to failing every trial; when it is not below alpha the gate cannot
+decide (`GateReport.undecidable`), and its power is 0.
 
 Expected false alarms (A/A): a gate that fails on any single test that got worse (the `exact`
 gate) fires, under "no change", unless every one of the D tests that changed changed upward:
@@ -55,6 +62,9 @@ Correction = Literal["holm", "bh"]
 #: The drop the power is computed for when `min_delta` is 0.
 DEFAULT_EFFECT = 0.1
 EXACT_UP_TO = 16
+#: The gate's three families of tests, Holm-combined (module docstring).
+FAMILIES = ("scores", "verdicts", "tests")
+NO_PAIRS = "no test is in both runs (tests are paired by suite, test id and target)"
 TARGET_POWER = 0.8
 
 
@@ -77,7 +87,13 @@ def binomial_tail(k: int, n: int) -> float:
     """P(X >= k) for X ~ Binomial(n, 1/2)."""
     if k <= 0:
         return 1.0
-    return math.fsum(math.comb(n, i) for i in range(k, n + 1)) / 2**n
+    if k > n:
+        return 0.0
+    term = total = math.comb(n, k)
+    for i in range(k, n):  # C(n, i + 1) from C(n, i), in integers: no float overflow for large n
+        term = term * (n - i) // (i + 1)
+        total += term
+    return total / 2**n
 
 
 def mcnemar_exact(losses: int, wins: int) -> tuple[float, float]:
@@ -94,13 +110,8 @@ def fisher_worse(passes_a: int, trials_a: int, passes_b: int, trials_b: int) -> 
     total, successes = trials_a + trials_b, passes_a + passes_b
     denominator = math.comb(total, trials_a)
     top = min(successes, trials_a)
-    return min(
-        1.0,
-        math.fsum(
-            math.comb(successes, x) * math.comb(total - successes, trials_a - x) for x in range(passes_a, top + 1)
-        )
-        / denominator,
-    )
+    tail = sum(math.comb(successes, x) * math.comb(total - successes, trials_a - x) for x in range(passes_a, top + 1))
+    return min(1.0, tail / denominator)  # integers divided: no float overflow with hundreds of trials
 
 
 def adjust(p_values: Sequence[float], method: Correction = "holm") -> list[float]:
@@ -142,6 +153,21 @@ def sign_flip_p(differences: Sequence[float], *, rounds: int = 10_000, seed: int
         count += int(np.sum((signs * d).mean(axis=1) <= observed + tolerance))
         done += size
     return (1 + count) / (1 + rounds)
+
+
+def smallest_p(pairs: Sequence[PairData], correction: Correction = "holm") -> float:
+    """The smallest family-adjusted p the gate can reach on tests of this shape: its p when every
+    test goes from passing every trial (score 1) to failing every trial (score 0). The scores'
+    floor (2^-n exact, 1/(1 + rounds) resampled) is never below McNemar's, 2^-n."""
+    worst = [fisher_worse(p.trials_a, p.trials_a, 0, p.trials_b) for p in pairs if p.trials_a > 1 and p.trials_b > 1]
+    families = [mcnemar_exact(len(pairs), 0)[0]] * 2 + [min(adjust(worst, correction), default=1.0)]
+    return min(adjust(families, "holm"))
+
+
+def fewest_tests_to_decide(alpha: float, most: int = 64) -> int | None:
+    """The fewest tests of one trial each on which the gate can reach `alpha` (None beyond `most`)."""
+    plain = PairData("", None, None, False, False)
+    return next((n for n in range(1, most + 1) if smallest_p([plain] * n) < alpha), None)
 
 
 @dataclass
@@ -231,10 +257,26 @@ class GateReport:
     reasons: list[str] = field(default_factory=list)
     power: Power | None = None
     changed: int = 0
+    reach: float = 0.0
 
     @property
     def regression(self) -> bool:
         return bool(self.reasons)
+
+    @property
+    def undecidable(self) -> str | None:
+        """Why no result of B could make the gate fire (`smallest_p` not below alpha), or None."""
+        if self.reach < self.alpha:
+            return None
+        if not self.pairs:
+            return NO_PAIRS
+        fewest = fewest_tests_to_decide(self.alpha)
+        enough = f"at least {fewest} tests, " if fewest else ""
+        return (
+            f"with {self.pairs} paired test(s) the smallest p this gate can reach is {self.reach:.3g} (every test "
+            f"going from pass to fail), not below alpha {self.alpha:g}: it cannot find a regression; it needs "
+            f"{enough}more trials per test, or --gate exact"
+        )
 
     @property
     def exact_gate_false_alarm(self) -> float:
@@ -263,6 +305,8 @@ class GateReport:
             "adjusted": self.adjusted,
             "tests": [t.to_dict() for t in self.tests],
             "power": self.power.to_dict() if self.power else None,
+            "smallest_p": self.reach,
+            "undecidable": self.undecidable,
             "expected_false_alarm": {"significance": self.alpha, "exact": self.exact_gate_false_alarm},
         }
 
@@ -274,7 +318,7 @@ def power_of(differences: Sequence[float], pairs: Sequence[PairData], effect: fl
         return None
     sd = float(np.std(differences, ddof=1))
     normal = NormalDist()
-    z_alpha, z_power = normal.inv_cdf(1 - alpha), normal.inv_cdf(TARGET_POWER)
+    z_alpha, z_power = normal.inv_cdf(1 - alpha / len(FAMILIES)), normal.inv_cdf(TARGET_POWER)
     trials_now = float(np.mean([(p.trials_a + p.trials_b) / 2 for p in pairs]))
     if sd == 0:
         return Power(effect=effect, power=1.0, sd=0.0, tests_needed=n, trials_needed=None, trials_now=trials_now)
@@ -339,7 +383,7 @@ def significance_gate(
     for test, adjusted in zip(tests, adjust([t.p_value for t in tests], correction), strict=True):
         test.p_adjusted = adjusted
     tests_p = min((t.p_adjusted for t in tests), default=1.0)
-    families = {"scores": score_p, "verdicts": mc_p, "tests": tests_p}
+    families = dict(zip(FAMILIES, (score_p, mc_p, tests_p), strict=True))
     adjusted_families = dict(zip(families, adjust(list(families.values()), "holm"), strict=True))
     report = GateReport(
         alpha=alpha,
@@ -359,7 +403,10 @@ def significance_gate(
         adjusted=adjusted_families,
         power=power_of(diffs, pairs, min_delta or DEFAULT_EFFECT, alpha),
         changed=sum(d != 0 or a.passed_a != a.passed_b for d, a in zip(diffs, pairs, strict=True)),
+        reach=smallest_p(pairs, correction),
     )
+    if report.undecidable and report.power is not None:
+        report.power.power = 0.0
     _decide(report, alpha, min_delta)
     return report
 
