@@ -161,3 +161,31 @@ def test_providers_declared_in_the_eval_file(cli, fake_openai: FakeOpenAIServer,
     monkeypatch.delenv("LOCAL_KEY")  # unset: an error naming the line, when the run uses it
     code, output, rows = _run(cli, tmp_path)
     assert code == 2 and "s.eval.yaml:9: providers[0].api_key: environment variable LOCAL_KEY is not set" in output
+
+
+DOCS = Path(__file__).parent / "data" / "agentv-docs"
+
+
+def test_the_tags_targets_declared_in_the_eval_file(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """AgentV v5.3.1's top-level `targets` (config-loader.ts `parseEvalTargetRef`; main renamed it
+    `providers`): its own documentation's prompt matrix, in an AgentV project. Each definition is
+    a target of the suite named by its `id`, written as in a targets file; a run uses only those it
+    names, and a provider convoeval lacks is an error at its line when used."""
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    write(tmp_path / ".agentv" / "config.yaml", "execution:\n  verbose: false\n")
+    suite = write(tmp_path / "evals" / "s.eval.yaml", (DOCS / "targets.eval.yaml").read_text())
+    assert cli("validate", suite)[0] == 0
+    code, output, rows = _run(cli, tmp_path, "--target", "local-mini")
+    assert sorted(r["test_id"] for r in rows) == sorted(
+        f"{t}__prompt_{p}" for t in ("release-notes", "roadmap") for p in ("direct", "terse")
+    ), output
+    assert {r["target"] for r in rows} == {"local-mini"}
+    assert {r["model"] for r in fake_openai.target_requests()} == {"gpt-5.4-mini"}
+    code, output, rows = _run(cli, tmp_path)  # both: local-codex's provider is not convoeval's
+    assert code == 2 and not rows and "s.eval.yaml:27: targets[1].provider: provider 'codex-app-server'" in output
+    write(suite, "targets:\n  - id: a\n    provider: openai\n    hooks: {before_each: {command: [x]}}\n  - name: b\n"
+          "tests:\n  - id: t\n    input: hi\n    criteria: greets\n")  # fmt: skip
+    code, out, err = cli("validate", suite)
+    output = out + err
+    assert code == 2 and "s.eval.yaml:4: targets[0].hooks: this AgentV form is not supported" in output, output
+    assert "s.eval.yaml:5: targets[1].name: target field 'name' has been removed" in output

@@ -22,7 +22,7 @@ from ._agentv_env import agentv_config_problems, substitute_env
 from ._agentv_environment import Testbed, agentv_testbed
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
 from ._agentv_prompts import Prompt, read_prompts, with_prompts
-from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_suite
+from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_run, v5_suite
 from ._agentv_vars import fill_test_vars, fill_vars
 from ._agentv_workspace import agentv_workspace
 from ._errors import Problem, field_path
@@ -62,6 +62,18 @@ V5_FIELDS = frozenset(
         "derivedMetrics",
     }
 )
+
+#: What AgentV v5.3.1 refuses in a target object of an eval file's `targets` (its
+#: `parseEvalTargetRef`, `rejectSingleTargetTestbedFields`), and its `hooks`, which convoeval's
+#: targets do not have.
+_TARGET_REFUSED = {
+    "name": "target field 'name' has been removed. Use 'id' instead (as AgentV says)",
+    "label": "target field 'label' has been removed. Use 'id' instead (as AgentV says)",
+    "environment": "not supported here: author `environment` at suite or test scope, not under targets (as AgentV says)",
+    "container": "not supported: use an environment recipe for testbed setup (as AgentV says)",
+    "install": "not supported: use `environment.setup` (as AgentV says)",
+    "hooks": "this AgentV form is not supported: a target's own `hooks`; use the suite's `extensions` or `workspace` hooks",
+}
 
 _IDENTITY_PROMPT = re.compile(r"\s*\{\{\s*input\s*\}\}\s*")
 #: AgentV v5's task prompt file of a test without `input` (`prompt-md-fallback.ts`).
@@ -177,6 +189,7 @@ class AgentvNormalizer:
         self.problems = problems
         self.lines = lines if lines is not None else LineMap()
         self.inline: list[tuple[DataPath, dict]] = []  # targets the eval file declares (AgentV main)
+        self.declared: list[tuple[DataPath, dict]] = []  # those it declares in `targets` (v5.3.1)
         self.prompts: list[Prompt] | None = None  # the suite's v5 `prompts` (not only the identity prompt)
         self.warnings: list[str] = []  # logged by the loader once the file is read
         self.agentv = is_agentv_file(path)
@@ -198,6 +211,8 @@ class AgentvNormalizer:
         providers = data.get("providers")
         if self.agentv and isinstance(providers, list) and any(isinstance(p, dict) for p in providers):
             data["providers"] = self.inline_providers(providers)  # before `{{ env.NAME }}` is filled
+        if "targets" in data:
+            self.suite_targets(data)
         if self.agentv and "env" in data:  # AgentV (v5.3, main) knows the key and reads nothing of it
             self.warn(("env",), "ignored, as AgentV ignores it (a setup's variables go in `environment.env`)")
             del data["env"]  # never filled in nor kept: it names secrets
@@ -314,6 +329,41 @@ class AgentvNormalizer:
         self.inline = [(("providers", i), e) for i, e in enumerate(entries) if isinstance(e, dict)]
         return [str(e.get("label") or e.get("id") or "") if isinstance(e, dict) else e for e in entries]
 
+    def suite_targets(self, data: dict) -> None:
+        """AgentV v5.3.1's top-level `targets` (its `config-loader.ts` `parseEvalTargetRef`; main
+        renamed it `providers`): target names, or definitions `{id, provider, ...}` written as in
+        a targets file (kept in `declared`, read by the loader), each named by its `id`.
+        The list becomes `providers`' list of names; what AgentV refuses, and target `hooks`,
+        are problems."""
+        entries = data.pop("targets")
+        where = ("targets",)
+        if "providers" in data:
+            self.add(where, "give the targets once: `targets` or `providers`")
+            return
+        entries = entries if isinstance(entries, list) else [entries]
+        names: list[object] = []
+        for i, entry in enumerate(entries):
+            self.lines.add(("providers", i), *self.lines.locate((*where, i)))
+            if not isinstance(entry, dict):
+                names.append(entry.strip() if isinstance(entry, str) else entry)
+                continue
+            for key, message in _TARGET_REFUSED.items():
+                if key in entry:
+                    self.add((*where, i, key), message)
+            name = entry.get("id")
+            if not isinstance(name, str) or not name.strip():
+                self.add((*where, i), "a target object requires an 'id' field")
+                continue
+            if "provider" in entry or "use_target" in entry:
+                if not self.agentv:
+                    self.add(
+                        (*where, i), "targets declared inline are read in an AgentV project only (see `providers`)"
+                    )
+                self.declared.append(((*where, i), entry))
+            names.append(name.strip())
+        self.lines.add(("providers",), *self.lines.locate(where))
+        data["providers"] = names
+
     def main_defaults(self, data: dict) -> dict[str, str]:
         """An AgentV file's `defaults` (removed from `data`): on AgentV's main branch
         `{provider, grader}`, the suite's default target and grader (`yaml-parser.ts`
@@ -344,6 +394,8 @@ class AgentvNormalizer:
 
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
+        if "run" in test:
+            v5_run(test, path, self)
         variables = test.get("vars")
         if self.default_vars and (variables is None or isinstance(variables, dict)):  # v5 `default_test.vars`
             variables = test["vars"] = {**self.default_vars, **(variables or {})}

@@ -289,6 +289,7 @@ class _SuiteLoad:
             modes = {conversation for conversation in (False, True) if tests.modes[conversation]}
             self.checker.check_suite_assertion_levels(data, modes)
         inline = target_configs(self.normalizer.inline, self.path.parent, self.lines, self.problems, catalog=True)
+        inline |= target_configs(self.normalizer.declared, self.path.parent, self.lines, self.problems, catalog=False)
         names = self.checker.target_names  # those the file declares itself need no targets file
         names[:] = [n for n in names if n.name not in inline]
         shown = {**data, "tests": [] if tests is _NO_TESTS or isinstance(tests, SuiteTests) else tests}
