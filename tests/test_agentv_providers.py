@@ -189,3 +189,23 @@ def test_the_tags_targets_declared_in_the_eval_file(cli, fake_openai: FakeOpenAI
     output = out + err
     assert code == 2 and "s.eval.yaml:4: targets[0].hooks: this AgentV form is not supported" in output, output
     assert "s.eval.yaml:5: targets[1].name: target field 'name' has been removed" in output
+
+
+def test_the_tags_graders_and_defaults_in_an_eval_file_are_ignored(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, caplog
+) -> None:
+    """v5.3.1's running-evals.mdx graph written in an eval file: its validator knows `graders` and
+    `defaults`, and nothing of that tag reads them from an eval file (no `graders` in yaml-parser.ts
+    or apps/cli; main refuses both, "defaults.target has been removed"): ignored with a warning, so
+    the target grades itself, as in AgentV, and `defaults.grader` names no judge."""
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    write(tmp_path / ".agentv" / "config.yaml", "execution:\n  verbose: false\n")
+    text = (DOCS / "graph.eval.yaml").read_text()  # its test, which checks nothing (AgentV skips it), checks a greeting
+    text = text.replace("input: Fix the failing test\n", "input: Say hi\n    assert: [Says hi]\n")
+    suite = write(tmp_path / "evals" / "s.eval.yaml", text)
+    assert cli("validate", suite)[0] == 0
+    assert "s.eval.yaml:9: graders: ignored, as AgentV v5.3.1 ignores it" in caplog.text
+    assert "s.eval.yaml:24: defaults: ignored, as AgentV ignores it" in caplog.text
+    code, output, rows = _run(cli, tmp_path, "--target", "openai:gpt-4o-mini")
+    assert rows and rows[0]["verdict"] == "pass", output
+    assert {r["model"] for r in fake_openai.judge_requests()} == {"gpt-4o-mini"}

@@ -78,7 +78,7 @@ OTHER.update(
         (V5, "examples/showcase/cross-repo-sync/evals/suite.yaml"): (NETWORK, "the correct access rights"),
         (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options.transform"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
-        (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
+        (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "a project config's"),
         (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
         # Their llm-rubrics name grader targets no targets file of AgentV's tree defines (its README
         # says to add them): AgentV fails too ("target 'grader_gpt_5_mini' not found in targets").

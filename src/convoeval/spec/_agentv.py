@@ -216,6 +216,9 @@ class AgentvNormalizer:
         if self.agentv and "env" in data:  # AgentV (v5.3, main) knows the key and reads nothing of it
             self.warn(("env",), "ignored, as AgentV ignores it (a setup's variables go in `environment.env`)")
             del data["env"]  # never filled in nor kept: it names secrets
+        if self.agentv and "graders" in data:  # v5.3.1's validator knows it, and nothing reads it
+            self.warn(("graders",), "ignored, as AgentV v5.3.1 ignores it in an eval file (main refuses it)")
+            del data["graders"]
         data = substitute_env(data, (), self.lines, self.problems, warnings=self.warnings)
         chosen = self.main_defaults(data)
         _move_metadata(data, SUITE_METADATA)
@@ -344,6 +347,10 @@ class AgentvNormalizer:
         names: list[object] = []
         for i, entry in enumerate(entries):
             self.lines.add(("providers", i), *self.lines.locate((*where, i)))
+            if isinstance(entry, str) and entry.startswith("file://"):
+                self.add((*where, i), "a `file://` list of targets is a project config's (.agentv/config.yaml), "
+                         "not an eval file's: name the targets, or declare them, here")  # fmt: skip
+                continue
             if not isinstance(entry, dict):
                 names.append(entry.strip() if isinstance(entry, str) else entry)
                 continue
@@ -361,19 +368,21 @@ class AgentvNormalizer:
                     )
                 self.declared.append(((*where, i), entry))
             names.append(name.strip())
-        self.lines.add(("providers",), *self.lines.locate(where))
-        data["providers"] = names
+        if names:
+            self.lines.add(("providers",), *self.lines.locate(where))
+            data["providers"] = names
 
     def main_defaults(self, data: dict) -> dict[str, str]:
         """An AgentV file's `defaults` (removed from `data`): on AgentV's main branch
         `{provider, grader}`, the suite's default target and grader (`yaml-parser.ts`
         readSuiteDefaults), returned; anything else is ignored with a warning, as AgentV v4 and
-        v5.3 ignore it (a place for YAML anchors)."""
+        v5.3 ignore it (a place for YAML anchors), v5.3.1's `{target, grader}` (its documented
+        eval-definition graph, which main refuses: "defaults.target has been removed") among them."""
         if not self.agentv or "defaults" not in data:
             return {}
         found = data["defaults"]
         chosen = {}
-        if isinstance(found, dict):
+        if isinstance(found, dict) and "target" not in found:
             chosen = {k: v.strip() for k in ("provider", "grader") if isinstance(v := found.get(k), str) and v.strip()}
         if not chosen:
             self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
