@@ -22,6 +22,7 @@ from ._agentv_env import agentv_config_problems, substitute_env
 from ._agentv_environment import Testbed, agentv_testbed
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
 from ._agentv_prompts import Prompt, read_prompts, with_prompts
+from ._agentv_templates import expand_templates
 from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_run, v5_suite
 from ._agentv_vars import fill_test_vars, fill_vars
 from ._agentv_workspace import agentv_workspace
@@ -194,6 +195,7 @@ class AgentvNormalizer:
         self.warnings: list[str] = []  # logged by the loader once the file is read
         self.agentv = is_agentv_file(path)
         self.suite_input = False  # the suite gives an `input` (set by the loader)
+        self.suite_checks = False  # the suite gives assertions (set by the loader)
         self.suite_input_files: object = None  # the suite's `input_files` (set by the loader)
         self.default_vars: dict = {}  # AgentV v5's `default_test.vars` (set by the loader)
         self.found: list[str] = []  # the attachments read since it was last emptied (absolute paths)
@@ -226,6 +228,7 @@ class AgentvNormalizer:
             for i, message in read_prompts(prompts, self.base)[1]:
                 self.add(("prompts",) if i is None else ("prompts", i), message)
         v5_suite(data, self)
+        self.templates(data, ())
         asserts = data.get("assertions")
         self.suite_asserts = asserts if isinstance(asserts, list) else []
         if "target" in data and isinstance(data.get("target"), str):
@@ -332,6 +335,13 @@ class AgentvNormalizer:
         self.inline = [(("providers", i), e) for i, e in enumerate(entries) if isinstance(e, dict)]
         return [str(e.get("label") or e.get("id") or "") if isinstance(e, dict) else e for e in entries]
 
+    def templates(self, data: dict, path: DataPath) -> None:
+        """AgentV's assertion templates (`{include: NAME}` items) in the suite's or a test's
+        assertions, expanded (`_agentv_templates`)."""
+        found = data.get("assertions")
+        if isinstance(found, list):
+            data["assertions"] = expand_templates(found, (*path, "assertions"), self.base, self.lines, self.add)
+
     def suite_targets(self, data: dict) -> None:
         """AgentV v5.3.1's top-level `targets` (its `config-loader.ts` `parseEvalTargetRef`; main
         renamed it `providers`): target names, or definitions `{id, provider, ...}` written as in
@@ -408,15 +418,17 @@ class AgentvNormalizer:
         variables = test.get("vars")
         if self.default_vars and (variables is None or isinstance(variables, dict)):  # v5 `default_test.vars`
             variables = test["vars"] = {**self.default_vars, **(variables or {})}
-        if isinstance(variables, dict) and (
+        v5 = isinstance(variables, dict) and (
             self.prompts is not None or ("input" in variables and "input" not in test)
-        ):  # v5: `vars: {input, expected_output, ...}` under the identity prompt, or its prompts
-            self.v5_vars(test, variables, path)
+        )
+        if v5:  # v5: `vars: {input, expected_output, ...}` under the identity prompt, or its prompts
+            self.v5_vars(test, variables, path)  # type: ignore[arg-type]  # a dict: `v5`
         elif isinstance(variables, dict):  # AgentV v4.42: per-test templating
             fill_test_vars(test, variables)
         if "reference_answer" in test and "expected_output" not in test:  # AgentV's older name
             test["expected_output"] = test.pop("reference_answer")
             self.lines.add((*path, "expected_output"), *self.lines.locate((*path, "reference_answer")))
+        self.templates(test, path)
         suite_files = self.suite_input_files
         if self.agentv and "input" not in test and "turns" not in test and "transcript" not in test:
             suite_files = self.prompt_md(test, path)
@@ -429,7 +441,7 @@ class AgentvNormalizer:
         self.messages(test.get("input"), (*path, "input"), "user")
         self.attachments(test)
         if self.agentv:
-            self.incomplete(test, path)
+            self.incomplete(test, path, v5)
             self.unusable_prompt(test, path)
         if self.agentv and not self.suite_input and test.get("mode") != "conversation":
             _flatten_single_message(test.get("input"))
@@ -462,12 +474,16 @@ class AgentvNormalizer:
             self.warn((*path, "id"), why)
             test.setdefault("skip", why)
 
-    def incomplete(self, test: dict, path: DataPath) -> None:
+    def incomplete(self, test: dict, path: DataPath, v5: bool) -> None:
         """A warning for a test AgentV v4.42.4 skips as incomplete (`yaml-parser.ts` lines
         517-528: no input of its own, or none of criteria, expected_output, assertions, turns);
-        convoeval runs it."""
+        convoeval runs it. In a v5 test the suite's own assertions count too (v5.1 to v5.3.1:
+        `hasExplicitRootGraders`, unless the test skips them)."""
         given = test.get("input")
         checks = any(test.get(k) not in (None, "", []) for k in ("criteria", "expected_output", "turns"))
+        execution = test.get("execution")
+        skips = isinstance(execution, dict) and execution.get("skip_defaults") is True
+        checks = checks or (v5 and self.suite_checks and not skips)
         if given in (None, "", []) or not (checks or any(k in test for k in ("assertions", "assert", "evaluators"))):
             self.warn(
                 path,
