@@ -209,3 +209,22 @@ def test_the_tags_graders_and_defaults_in_an_eval_file_are_ignored(
     code, output, rows = _run(cli, tmp_path, "--target", "openai:gpt-4o-mini")
     assert rows and rows[0]["verdict"] == "pass", output
     assert {r["model"] for r in fake_openai.judge_requests()} == {"gpt-4o-mini"}
+
+
+def test_the_tags_target_written_in_the_eval_file(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch
+) -> None:
+    """AgentV v5.3.1's README quickstart (yaml-parser.ts `parseEvalTargetSpec`): a top-level
+    `target` mapping is the suite's own target, named by its `id`; `extends` is refused."""
+    monkeypatch.setenv("LOCAL_OPENAI_PROXY_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("LOCAL_OPENAI_PROXY_API_KEY", "sk-readme-SECRET-4321")
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    write(tmp_path / ".agentv" / "config.yaml", "execution:\n  verbose: false\n")
+    suite = write(tmp_path / "evals" / "s.eval.yaml", (DOCS / "readme-target.eval.yaml").read_text())
+    code, output, rows = _run(cli, tmp_path)
+    assert [(r["target"], len(r["trials"]), r["threshold"]) for r in rows] == [("local-mini", 2, 0.85)], output
+    assert {r["model"] for r in fake_openai.target_requests()} == {"gpt-5.4-mini"}
+    assert "SECRET-4321" not in (tmp_path / "r.jsonl").read_text()
+    write(suite, suite.read_text().replace("  id: local-mini\n", "  extends: local-mini\n"))
+    code, out, err = cli("validate", suite)
+    assert code == 2 and "s.eval.yaml:5: target.extends: this AgentV form is not supported" in out + err, out + err

@@ -66,8 +66,9 @@ OTHER.update(
         (V5, "examples/features/docker-workspace/evals/docker-example.EVAL.yaml"): ("rejected", "`type: docker`"),
         # An llm-rubric with `max_steps`: AgentV's grader that reads the workspace with file tools.
         (V5, "examples/features/file-changes-graders/evals/suite.yaml"): ("rejected", "max_steps"),
-        # A top-level `target:` mapping (an inline target with `extends` and hooks).
-        (V5, "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml"): ("rejected", "unknown field 'target'"),
+        # A top-level `target:` mapping with `name`, which AgentV's own parser refuses too (yaml-parser.ts
+        # parseEvalTargetSpec: "field 'name' has been removed"), `extends` and hooks.
+        (V5, "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml"): ("rejected", "'name' has been removed"),
         # Its grader runs AgentV's own CLI from the checkout (../../../../apps/cli/src/cli.ts).
         (V5, "examples/features/vitest-workspace-grader/evals/suite.yaml"): (CHECKOUT, "cli.ts"),
         # Their extensions fetch: `npx --yes allagents ...`, and `git fetch` of a repository not stood in.

@@ -215,6 +215,8 @@ class AgentvNormalizer:
             data["providers"] = self.inline_providers(providers)  # before `{{ env.NAME }}` is filled
         if "targets" in data:
             self.suite_targets(data)
+        if isinstance(data.get("target"), dict):
+            self.suite_target(data)
         if self.agentv and "env" in data:  # AgentV (v5.3, main) knows the key and reads nothing of it
             self.warn(("env",), "ignored, as AgentV ignores it (a setup's variables go in `environment.env`)")
             del data["env"]  # never filled in nor kept: it names secrets
@@ -364,23 +366,44 @@ class AgentvNormalizer:
             if not isinstance(entry, dict):
                 names.append(entry.strip() if isinstance(entry, str) else entry)
                 continue
-            for key, message in _TARGET_REFUSED.items():
-                if key in entry:
-                    self.add((*where, i, key), message)
-            name = entry.get("id")
-            if not isinstance(name, str) or not name.strip():
+            name, refused = entry.get("id"), self.refused((*where, i), entry)
+            if isinstance(name, str) and name.strip():
+                names.append(self.declare((*where, i), entry, name.strip()))
+            elif not refused:
                 self.add((*where, i), "a target object requires an 'id' field")
-                continue
-            if "provider" in entry or "use_target" in entry:
-                if not self.agentv:
-                    self.add(
-                        (*where, i), "targets declared inline are read in an AgentV project only (see `providers`)"
-                    )
-                self.declared.append(((*where, i), entry))
-            names.append(name.strip())
         if names:
             self.lines.add(("providers",), *self.lines.locate(where))
             data["providers"] = names
+
+    def suite_target(self, data: dict) -> None:
+        """AgentV v5.3.1's top-level `target` written as a mapping (its README's quickstart;
+        `yaml-parser.ts` `parseEvalTargetSpec`): a target of this suite named by its `id` (else
+        its `extends`, else `eval-local-target`), and the suite's target. `extends` (a target over another's
+        settings) and what AgentV refuses are problems."""
+        entry = data["target"]
+        given = [v.strip() for v in (entry.get("id"), entry.get("extends")) if isinstance(v, str) and v.strip()]
+        name = (given or ["eval-local-target"])[0]
+        if "extends" in entry:
+            self.add(("target", "extends"), "this AgentV form is not supported: `extends` (a target over another "
+                     "target's settings); write the whole target here, or define it in the targets file")  # fmt: skip
+        self.refused(("target",), entry)
+        data["target"] = self.declare(("target",), entry, name)
+
+    def refused(self, where: DataPath, entry: dict) -> bool:
+        """Whether a target written in the eval file has what AgentV refuses, or `hooks` (each a problem)."""
+        found = [key for key in _TARGET_REFUSED if key in entry]
+        for key in found:
+            self.add((*where, key), _TARGET_REFUSED[key])
+        return bool(found)
+
+    def declare(self, where: DataPath, entry: dict, name: str) -> str:
+        """A target written in the eval file (v5.3.1's `targets` item or `target` mapping): kept
+        in `declared` when it defines one (`provider` or `use_target`); its name."""
+        if "provider" in entry or "use_target" in entry:
+            if not self.agentv:
+                self.add(where, "targets declared inline are read in an AgentV project only (see `providers`)")
+            self.declared.append((where, {**entry, "id": name}))
+        return name
 
     def main_defaults(self, data: dict) -> dict[str, str]:
         """An AgentV file's `defaults` (removed from `data`): on AgentV's main branch
