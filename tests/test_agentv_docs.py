@@ -73,3 +73,28 @@ def test_assertion_templates_are_included(cli, fake_openai: FakeOpenAIServer, tm
     assert code == 2
     assert "s.eval.yaml:2: assertions[0]: assertion templates include each other in a cycle" in out + err
     assert "s.eval.yaml:3: assertions[1]: assertion template not found: ./shared/format.yaml" in out + err
+
+
+#: AgentV's ADR 0006 (docs/adr/0006-separate-experiments-from-eval-definitions.md, v5.3.1-next.1 line 113):
+#: a legacy `include` entry of `tests:`, as written.
+LEGACY_INCLUDE = "  - include: ./evals/cases/**/*.cases.yaml\n    type: tests\n"
+
+
+def test_a_legacy_include_entry_brings_its_cases(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """AgentV's deprecated `tests: [{include, type: tests, select, run}]` (yaml-parser.ts
+    `normalizeLegacyIncludeEntry`, `expandImportEntries`): the cases of the files it names, those
+    whose id matches `select`, with `run` under each case's own; deprecated, so a warning. `type:
+    suite` is refused."""
+    write(tmp_path / "evals" / "cases" / "a" / "one.cases.yaml", "- id: smoke-1\n  input: hi\n  criteria: greets\n")
+    cases = "- id: smoke-2\n  input: hi\n  criteria: greets\n  run: {threshold: 0.5}\n- id: slow\n  input: hi\n  criteria: greets\n"  # fmt: skip
+    write(tmp_path / "evals" / "cases" / "b.cases.yaml", cases)
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n" + LEGACY_INCLUDE)
+    assert [t.id for t in load_suite(suite).tests] == ["smoke-1", "smoke-2", "slow"]
+    assert "s.eval.yaml:2: tests[0]: `include` is deprecated in AgentV" in caplog.text
+    write(suite, "tests:\n" + LEGACY_INCLUDE + "    select: smoke-*\n    run: {threshold: 1.0, repeat: 2}\n")
+    tests = load_suite(suite).tests
+    assert [(t.id, t.execution.threshold, t.execution.trials.count) for t in tests if t.execution and t.execution.trials] == [("smoke-1", 1.0, 2), ("smoke-2", 0.5, 2)]  # fmt: skip
+    write(suite, "tests:\n" + LEGACY_INCLUDE.replace("type: tests", "type: suite"))
+    with pytest.raises(SpecError) as info:
+        load_suite(suite)
+    assert "s.eval.yaml:3: tests[0].type: this AgentV form is not supported: `type: suite`" in str(info.value)
