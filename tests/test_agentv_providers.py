@@ -183,12 +183,13 @@ def test_the_tags_targets_declared_in_the_eval_file(cli, fake_openai: FakeOpenAI
     assert {r["model"] for r in fake_openai.target_requests()} == {"gpt-5.4-mini"}
     code, output, rows = _run(cli, tmp_path)  # both: local-codex's provider is not convoeval's
     assert code == 2 and not rows and "s.eval.yaml:27: targets[1].provider: provider 'codex-app-server'" in output
-    write(suite, "targets:\n  - id: a\n    provider: openai\n    hooks: {before_each: {command: [x]}}\n  - name: b\n"
+    write(suite, "targets:\n  - id: a\n    provider: openai\n    hooks: {before_each: {command: [x]}}\n  - name: b\n  - 7\n"
           "tests:\n  - id: t\n    input: hi\n    criteria: greets\n")  # fmt: skip
     code, out, err = cli("validate", suite)
     output = out + err
     assert code == 2 and "s.eval.yaml:4: targets[0].hooks: this AgentV form is not supported" in output, output
     assert "s.eval.yaml:5: targets[1].name: target field 'name' has been removed" in output
+    assert "s.eval.yaml:6: targets[2]: use a target name or a target object" in output
 
 
 def test_the_tags_graders_and_defaults_in_an_eval_file_are_ignored(

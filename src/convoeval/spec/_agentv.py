@@ -363,8 +363,11 @@ class AgentvNormalizer:
                 self.add((*where, i), "a `file://` list of targets is a project config's (.agentv/config.yaml), "
                          "not an eval file's: name the targets, or declare them, here")  # fmt: skip
                 continue
+            if isinstance(entry, str) and entry.strip():
+                names.append(entry.strip())
+                continue
             if not isinstance(entry, dict):
-                names.append(entry.strip() if isinstance(entry, str) else entry)
+                self.add((*where, i), "use a target name or a target object {id, provider, ...} (as AgentV says)")
                 continue
             name, refused = entry.get("id"), self.refused((*where, i), entry)
             if isinstance(name, str) and name.strip():
