@@ -54,19 +54,21 @@ def test_folders_top_level_globs_and_what_is_refused(tmp_path: Path, caplog: pyt
 ASSERT_INCLUDES = "assert:\n  - include: safe-response\n  - include: ./shared/format.yaml\n"
 
 
-def test_assertion_templates_are_included(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+def test_assertion_templates_are_included(cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch) -> None:
     """AgentV's assertion templates (grader-parser.ts `expandGraderEntries`): a bare name is
     `.agentv/templates/NAME.yaml`, found from the eval file's folder up to the repository; a path
     is relative to the eval file; a template may include another. A missing one, or a cycle, is a
     problem at the include."""
+    monkeypatch.setenv("PATTERN", "[a-z]")
     (tmp_path / ".git").mkdir()
     write(tmp_path / ".agentv" / "templates" / "safe-response.yaml", "assert:\n  - include: polite\n  - type: not-contains\n    value: password\n")  # fmt: skip
     write(tmp_path / ".agentv" / "templates" / "polite.yaml", "assert:\n  - Greets the user\n")
-    write(tmp_path / "evals" / "shared" / "format.yaml", "assert:\n  - type: regex\n    value: '[a-z]'\n")
+    write(tmp_path / "evals" / "shared" / "format.yaml", "assert:\n  - type: regex\n    value: '${{ PATTERN }}'\n")
     suite = write(tmp_path / "evals" / "s.eval.yaml", ASSERT_INCLUDES + "tests:\n  - id: t\n    vars: {input: hi}\n")
     code, out, err = cli("run", suite, "--target", "openai:gpt-4o-mini", "--no-cache", "-o", tmp_path / "r.jsonl")
     [row] = read_jsonl(tmp_path / "r.jsonl")
     assert [g["type"] for g in row["scores"][0]["graders"]] == ["rubrics", "not-contains", "regex"], out + err
+    assert [a.value for a in load_suite(suite).assertions if a.type == "regex"] == ["[a-z]"]  # ${{ PATTERN }} filled
     write(tmp_path / ".agentv" / "templates" / "polite.yaml", "assert:\n  - include: safe-response\n")
     (tmp_path / "evals" / "shared" / "format.yaml").unlink()
     code, out, err = cli("validate", suite)

@@ -3,18 +3,21 @@
 `assert` list is replaced by the `assert` list of a template file. A bare name is
 `.agentv/templates/NAME.yaml` (or `.yml`), a path is a file; each is looked up in the eval file's
 folder, then each folder above it up to the repository, then the working folder (AgentV's search
-roots), within the folders a suite may name. Templates may include others, three deep at most.
+roots), within the folders a suite may name. Templates may include others, three deep at most;
+`${{ VAR }}` and `{{ env.NAME }}` in a template are filled from the environment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeGuard
 
 import yaml
 
 from .._paths import confined_file
 from .._unseen import hide_from_models
+from ._agentv_env import substitute_env
 from ._agentv_paths import search_roots
 from ._lines import DataPath, LineMap
 
@@ -22,7 +25,7 @@ from ._lines import DataPath, LineMap
 MAX_DEPTH = 3
 
 
-def is_include(item: object) -> bool:
+def is_include(item: object) -> TypeGuard[dict]:
     """`{include: REF}` and nothing else, as AgentV's `isIncludeEntry`."""
     return isinstance(item, dict) and len(item) == 1 and isinstance(item.get("include"), str)
 
@@ -69,8 +72,9 @@ def _template(ref: str, base: Path, chain: tuple[Path, ...]) -> list:
         raise ValueError(f"cannot read the assertion template {file}: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("assert"), list):
         raise ValueError(f"the assertion template {file} must be a mapping with a top-level `assert` list")
+    filled = substitute_env({"assert": data["assert"]}, (), LineMap(), [])  # AgentV's interpolateEnv: unset is empty
     found: list = []
-    for item in data["assert"]:
+    for item in filled["assert"]:  # type: ignore[attr-defined]  # a list, as checked above
         found += _template(item["include"], file.parent, (*chain, file)) if is_include(item) else [item]
     return found
 
