@@ -134,3 +134,25 @@ tests:
     warned = [line for line in caplog.text.splitlines() if "AgentV skips this test" in line]
     assert len(warned) == 2
     assert "s.eval.yaml:2: tests[0]" in warned[0] and "s.eval.yaml:6: tests[1]" in warned[1]
+
+
+def test_a_v5_test_checked_by_the_suites_assertions_is_complete(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Since v5.1 (v5.3.1 `yaml-parser.ts` `hasExplicitRootGraders`) the suite's own `assert` makes
+    a test complete (AgentV's eval-files.mdx example: tests with `vars` only): no warning. A v4
+    test with only the suite's assertions still gets one (v4.42.4 counts the test's own only)."""
+    import logging
+
+    from convoeval.spec import load_suite
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    docs = Path(__file__).parent / "data" / "agentv-docs" / "suite-assert.eval.yaml"
+    v5 = write(tmp_path / "v5.eval.yaml", docs.read_text())
+    v4 = write(tmp_path / "v4.eval.yaml", "assertions: [Greets]\ntests:\n  - id: t\n    input: Hi.\n")
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        assert [t.id for t in load_suite(v5).tests] == ["health-check"]
+        assert [t.id for t in load_suite(v4).tests] == ["t"]
+    warned = [line for line in caplog.text.splitlines() if "AgentV skips this test" in line]
+    assert len(warned) == 1 and "v4.eval.yaml:3: tests[0]" in warned[0], warned

@@ -161,3 +161,71 @@ def test_providers_declared_in_the_eval_file(cli, fake_openai: FakeOpenAIServer,
     monkeypatch.delenv("LOCAL_KEY")  # unset: an error naming the line, when the run uses it
     code, output, rows = _run(cli, tmp_path)
     assert code == 2 and "s.eval.yaml:9: providers[0].api_key: environment variable LOCAL_KEY is not set" in output
+
+
+DOCS = Path(__file__).parent / "data" / "agentv-docs"
+
+
+def test_the_tags_targets_declared_in_the_eval_file(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """AgentV v5.3.1's top-level `targets` (config-loader.ts `parseEvalTargetRef`; main renamed it
+    `providers`): its own documentation's prompt matrix, in an AgentV project. Each definition is
+    a target of the suite named by its `id`, written as in a targets file; a run uses only those it
+    names, and a provider convoeval lacks is an error at its line when used."""
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    write(tmp_path / ".agentv" / "config.yaml", "execution:\n  verbose: false\n")
+    suite = write(tmp_path / "evals" / "s.eval.yaml", (DOCS / "targets.eval.yaml").read_text())
+    assert cli("validate", suite)[0] == 0
+    code, output, rows = _run(cli, tmp_path, "--target", "local-mini")
+    assert sorted(r["test_id"] for r in rows) == sorted(
+        f"{t}__prompt_{p}" for t in ("release-notes", "roadmap") for p in ("direct", "terse")
+    ), output
+    assert {r["target"] for r in rows} == {"local-mini"}
+    assert {r["model"] for r in fake_openai.target_requests()} == {"gpt-5.4-mini"}
+    code, output, rows = _run(cli, tmp_path)  # both: local-codex's provider is not convoeval's
+    assert code == 2 and not rows and "s.eval.yaml:27: targets[1].provider: provider 'codex-app-server'" in output
+    write(suite, "targets:\n  - id: a\n    provider: openai\n    hooks: {before_each: {command: [x]}}\n  - name: b\n  - 7\n"
+          "tests:\n  - id: t\n    input: hi\n    criteria: greets\n")  # fmt: skip
+    code, out, err = cli("validate", suite)
+    output = out + err
+    assert code == 2 and "s.eval.yaml:4: targets[0].hooks: this AgentV form is not supported" in output, output
+    assert "s.eval.yaml:5: targets[1].name: target field 'name' has been removed" in output
+    assert "s.eval.yaml:6: targets[2]: use a target name or a target object" in output
+
+
+def test_the_tags_graders_and_defaults_in_an_eval_file_are_ignored(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, caplog
+) -> None:
+    """v5.3.1's running-evals.mdx graph written in an eval file: its validator knows `graders` and
+    `defaults`, and nothing of that tag reads them from an eval file (no `graders` in yaml-parser.ts
+    or apps/cli; main refuses both, "defaults.target has been removed"): ignored with a warning, so
+    the target grades itself, as in AgentV, and `defaults.grader` names no judge."""
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    write(tmp_path / ".agentv" / "config.yaml", "execution:\n  verbose: false\n")
+    text = (DOCS / "graph.eval.yaml").read_text()  # its test, which checks nothing (AgentV skips it), checks a greeting
+    text = text.replace("input: Fix the failing test\n", "input: Say hi\n    assert: [Says hi]\n")
+    suite = write(tmp_path / "evals" / "s.eval.yaml", text)
+    assert cli("validate", suite)[0] == 0
+    assert "s.eval.yaml:9: graders: ignored, as AgentV v5.3.1 ignores it" in caplog.text
+    assert "s.eval.yaml:24: defaults: ignored, as AgentV ignores it" in caplog.text
+    code, output, rows = _run(cli, tmp_path, "--target", "openai:gpt-4o-mini")
+    assert rows and rows[0]["verdict"] == "pass", output
+    assert {r["model"] for r in fake_openai.judge_requests()} == {"gpt-4o-mini"}
+
+
+def test_the_tags_target_written_in_the_eval_file(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, monkeypatch
+) -> None:
+    """AgentV v5.3.1's README quickstart (yaml-parser.ts `parseEvalTargetSpec`): a top-level
+    `target` mapping is the suite's own target, named by its `id`; `extends` is refused."""
+    monkeypatch.setenv("LOCAL_OPENAI_PROXY_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("LOCAL_OPENAI_PROXY_API_KEY", "sk-readme-SECRET-4321")
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    write(tmp_path / ".agentv" / "config.yaml", "execution:\n  verbose: false\n")
+    suite = write(tmp_path / "evals" / "s.eval.yaml", (DOCS / "readme-target.eval.yaml").read_text())
+    code, output, rows = _run(cli, tmp_path)
+    assert [(r["target"], len(r["trials"]), r["threshold"]) for r in rows] == [("local-mini", 2, 0.85)], output
+    assert {r["model"] for r in fake_openai.target_requests()} == {"gpt-5.4-mini"}
+    assert "SECRET-4321" not in (tmp_path / "r.jsonl").read_text()
+    write(suite, suite.read_text().replace("  id: local-mini\n", "  extends: local-mini\n"))
+    code, out, err = cli("validate", suite)
+    assert code == 2 and "s.eval.yaml:5: target.extends: this AgentV form is not supported" in out + err, out + err

@@ -66,8 +66,9 @@ OTHER.update(
         (V5, "examples/features/docker-workspace/evals/docker-example.EVAL.yaml"): ("rejected", "`type: docker`"),
         # An llm-rubric with `max_steps`: AgentV's grader that reads the workspace with file tools.
         (V5, "examples/features/file-changes-graders/evals/suite.yaml"): ("rejected", "max_steps"),
-        # A top-level `target:` mapping (an inline target with `extends` and hooks).
-        (V5, "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml"): ("rejected", "unknown field 'target'"),
+        # A top-level `target:` mapping with `name`, which AgentV's own parser refuses too (yaml-parser.ts
+        # parseEvalTargetSpec: "field 'name' has been removed"), `extends` and hooks.
+        (V5, "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml"): ("rejected", "'name' has been removed"),
         # Its grader runs AgentV's own CLI from the checkout (../../../../apps/cli/src/cli.ts).
         (V5, "examples/features/vitest-workspace-grader/evals/suite.yaml"): (CHECKOUT, "cli.ts"),
         # Their extensions fetch: `npx --yes allagents ...`, and `git fetch` of a repository not stood in.
@@ -78,7 +79,7 @@ OTHER.update(
         (V5, "examples/showcase/cross-repo-sync/evals/suite.yaml"): (NETWORK, "the correct access rights"),
         (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options.transform"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
-        (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "unknown field 'targets'"),
+        (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "a project config's"),
         (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
         # Their llm-rubrics name grader targets no targets file of AgentV's tree defines (its README
         # says to add them): AgentV fails too ("target 'grader_gpt_5_mini' not found in targets").
@@ -514,6 +515,32 @@ def test_v5_evaluate_options_refused(tmp_path: Path, options: str, line: int, fi
     problems = validate_paths([write(tmp_path / "suite.yaml", text)])
     assert [(p.line, p.field) for p in problems] == [(line, field)], problems
     assert words in problems[0].message
+
+
+RUN_OVERRIDES = Path(__file__).parent / "data" / "agentv-docs" / "run-overrides.eval.yaml"
+
+
+def test_v5_a_tests_run_overrides(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """A test's `run:` (AgentV's experiments.mdx "Scoped Run Overrides"; `experiment.ts`
+    normalizeExperimentRunOverride, run-eval.ts resolveEffectiveRunPolicy): its `threshold` and
+    `repeat` win over the suite's for that test; AgentV's time limit per target call and a test's
+    own budget are refused at their lines, as is a key AgentV refuses."""
+    problems = validate_paths([RUN_OVERRIDES])
+    assert [(p.line, p.field) for p in problems] == [(7, "timeout_seconds"), (20, "tests[0].run.budget_usd")]
+    assert "set `timeout_seconds` on the target in the targets file" in problems[0].message
+    text = RUN_OVERRIDES.read_text().replace("timeout_seconds: 300\n", "").replace("budget_usd: 0.50", "repeat: 2")
+    text += "  - id: plain\n    vars: {input: hi}\n    assert: [{type: contains, value: hi}]\n"
+    suite = load_suite(write(tmp_path / "suite.yaml", text.replace("criteria: Must pass exactly", "assert: [Says hi]")))
+    critical, plain = suite.tests
+    assert critical.execution is not None and critical.execution.threshold == 1.0
+    assert critical.execution.trials is not None and critical.execution.trials.count == 2
+    code, stdout, stderr = cli(
+        "run", tmp_path / "suite.yaml", "--target", "openai:gpt-4o-mini", "--no-cache", "-o", tmp_path / "r.jsonl"
+    )
+    rows = {r["test_id"]: r for r in map(json.loads, (tmp_path / "r.jsonl").read_text().splitlines())}
+    assert [(len(r["trials"]), r["threshold"]) for r in rows.values()] == [(2, 1.0), (3, 0.8)], stdout + stderr
+    problems = validate_paths([write(tmp_path / "bad.yaml", text.replace("repeat: 2", "retries: 2"))])
+    assert [(p.line, p.field) for p in problems] == [(19, "tests[0].run.retries")], problems
 
 
 def test_v5_budget_usd_is_the_suites_budget(tmp_path: Path) -> None:

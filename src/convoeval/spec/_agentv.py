@@ -22,7 +22,8 @@ from ._agentv_env import agentv_config_problems, substitute_env
 from ._agentv_environment import Testbed, agentv_testbed
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
 from ._agentv_prompts import Prompt, read_prompts, with_prompts
-from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_suite
+from ._agentv_templates import expand_templates
+from ._agentv_v5 import WeightedCriteria, v5_assertion, v5_run, v5_suite
 from ._agentv_vars import fill_test_vars, fill_vars
 from ._agentv_workspace import agentv_workspace
 from ._errors import Problem, field_path
@@ -62,6 +63,18 @@ V5_FIELDS = frozenset(
         "derivedMetrics",
     }
 )
+
+#: What AgentV v5.3.1 refuses in a target object of an eval file's `targets` (its
+#: `parseEvalTargetRef`, `rejectSingleTargetTestbedFields`), and its `hooks`, which convoeval's
+#: targets do not have.
+_TARGET_REFUSED = {
+    "name": "target field 'name' has been removed. Use 'id' instead (as AgentV says)",
+    "label": "target field 'label' has been removed. Use 'id' instead (as AgentV says)",
+    "environment": "not supported here: author `environment` at suite or test scope, not under targets (as AgentV says)",
+    "container": "not supported: use an environment recipe for testbed setup (as AgentV says)",
+    "install": "not supported: use `environment.setup` (as AgentV says)",
+    "hooks": "this AgentV form is not supported: a target's own `hooks`; use the suite's `extensions` or `workspace` hooks",
+}
 
 _IDENTITY_PROMPT = re.compile(r"\s*\{\{\s*input\s*\}\}\s*")
 #: AgentV v5's task prompt file of a test without `input` (`prompt-md-fallback.ts`).
@@ -177,10 +190,12 @@ class AgentvNormalizer:
         self.problems = problems
         self.lines = lines if lines is not None else LineMap()
         self.inline: list[tuple[DataPath, dict]] = []  # targets the eval file declares (AgentV main)
+        self.declared: list[tuple[DataPath, dict]] = []  # those it declares in `targets` (v5.3.1)
         self.prompts: list[Prompt] | None = None  # the suite's v5 `prompts` (not only the identity prompt)
         self.warnings: list[str] = []  # logged by the loader once the file is read
         self.agentv = is_agentv_file(path)
         self.suite_input = False  # the suite gives an `input` (set by the loader)
+        self.suite_checks = False  # the suite gives assertions (set by the loader)
         self.suite_input_files: object = None  # the suite's `input_files` (set by the loader)
         self.default_vars: dict = {}  # AgentV v5's `default_test.vars` (set by the loader)
         self.found: list[str] = []  # the attachments read since it was last emptied (absolute paths)
@@ -198,9 +213,16 @@ class AgentvNormalizer:
         providers = data.get("providers")
         if self.agentv and isinstance(providers, list) and any(isinstance(p, dict) for p in providers):
             data["providers"] = self.inline_providers(providers)  # before `{{ env.NAME }}` is filled
+        if "targets" in data:
+            self.suite_targets(data)
+        if isinstance(data.get("target"), dict):
+            self.suite_target(data)
         if self.agentv and "env" in data:  # AgentV (v5.3, main) knows the key and reads nothing of it
             self.warn(("env",), "ignored, as AgentV ignores it (a setup's variables go in `environment.env`)")
             del data["env"]  # never filled in nor kept: it names secrets
+        if self.agentv and "graders" in data:  # v5.3.1's validator knows it, and nothing reads it
+            self.warn(("graders",), "ignored, as AgentV v5.3.1 ignores it in an eval file (main refuses it)")
+            del data["graders"]
         data = substitute_env(data, (), self.lines, self.problems, warnings=self.warnings)
         chosen = self.main_defaults(data)
         _move_metadata(data, SUITE_METADATA)
@@ -208,6 +230,7 @@ class AgentvNormalizer:
             for i, message in read_prompts(prompts, self.base)[1]:
                 self.add(("prompts",) if i is None else ("prompts", i), message)
         v5_suite(data, self)
+        self.templates(data, ())
         asserts = data.get("assertions")
         self.suite_asserts = asserts if isinstance(asserts, list) else []
         if "target" in data and isinstance(data.get("target"), str):
@@ -314,16 +337,88 @@ class AgentvNormalizer:
         self.inline = [(("providers", i), e) for i, e in enumerate(entries) if isinstance(e, dict)]
         return [str(e.get("label") or e.get("id") or "") if isinstance(e, dict) else e for e in entries]
 
+    def templates(self, data: dict, path: DataPath) -> None:
+        """AgentV's assertion templates (`{include: NAME}` items) in the suite's or a test's
+        assertions, expanded (`_agentv_templates`)."""
+        found = data.get("assertions")
+        if isinstance(found, list):
+            data["assertions"] = expand_templates(found, (*path, "assertions"), self.base, self.lines, self.add)
+
+    def suite_targets(self, data: dict) -> None:
+        """AgentV v5.3.1's top-level `targets` (its `config-loader.ts` `parseEvalTargetRef`; main
+        renamed it `providers`): target names, or definitions `{id, provider, ...}` written as in
+        a targets file (kept in `declared`, read by the loader), each named by its `id`.
+        The list becomes `providers`' list of names; what AgentV refuses, and target `hooks`,
+        are problems."""
+        entries = data.pop("targets")
+        where = ("targets",)
+        if "providers" in data:
+            self.add(where, "give the targets once: `targets` or `providers`")
+            return
+        entries = entries if isinstance(entries, list) else [entries]
+        names: list[object] = []
+        for i, entry in enumerate(entries):
+            self.lines.add(("providers", i), *self.lines.locate((*where, i)))
+            if isinstance(entry, str) and entry.startswith("file://"):
+                self.add((*where, i), "a `file://` list of targets is a project config's (.agentv/config.yaml), "
+                         "not an eval file's: name the targets, or declare them, here")  # fmt: skip
+                continue
+            if isinstance(entry, str) and entry.strip():
+                names.append(entry.strip())
+                continue
+            if not isinstance(entry, dict):
+                self.add((*where, i), "use a target name or a target object {id, provider, ...} (as AgentV says)")
+                continue
+            name, refused = entry.get("id"), self.refused((*where, i), entry)
+            if isinstance(name, str) and name.strip():
+                names.append(self.declare((*where, i), entry, name.strip()))
+            elif not refused:
+                self.add((*where, i), "a target object requires an 'id' field")
+        if names:
+            self.lines.add(("providers",), *self.lines.locate(where))
+            data["providers"] = names
+
+    def suite_target(self, data: dict) -> None:
+        """AgentV v5.3.1's top-level `target` written as a mapping (its README's quickstart;
+        `yaml-parser.ts` `parseEvalTargetSpec`): a target of this suite named by its `id` (else
+        its `extends`, else `eval-local-target`), and the suite's target. `extends` (a target over another's
+        settings) and what AgentV refuses are problems."""
+        entry = data["target"]
+        given = [v.strip() for v in (entry.get("id"), entry.get("extends")) if isinstance(v, str) and v.strip()]
+        name = (given or ["eval-local-target"])[0]
+        if "extends" in entry:
+            self.add(("target", "extends"), "this AgentV form is not supported: `extends` (a target over another "
+                     "target's settings); write the whole target here, or define it in the targets file")  # fmt: skip
+        self.refused(("target",), entry)
+        data["target"] = self.declare(("target",), entry, name)
+
+    def refused(self, where: DataPath, entry: dict) -> bool:
+        """Whether a target written in the eval file has what AgentV refuses, or `hooks` (each a problem)."""
+        found = [key for key in _TARGET_REFUSED if key in entry]
+        for key in found:
+            self.add((*where, key), _TARGET_REFUSED[key])
+        return bool(found)
+
+    def declare(self, where: DataPath, entry: dict, name: str) -> str:
+        """A target written in the eval file (v5.3.1's `targets` item or `target` mapping): kept
+        in `declared` when it defines one (`provider` or `use_target`); its name."""
+        if "provider" in entry or "use_target" in entry:
+            if not self.agentv:
+                self.add(where, "targets declared inline are read in an AgentV project only (see `providers`)")
+            self.declared.append((where, {**entry, "id": name}))
+        return name
+
     def main_defaults(self, data: dict) -> dict[str, str]:
         """An AgentV file's `defaults` (removed from `data`): on AgentV's main branch
         `{provider, grader}`, the suite's default target and grader (`yaml-parser.ts`
         readSuiteDefaults), returned; anything else is ignored with a warning, as AgentV v4 and
-        v5.3 ignore it (a place for YAML anchors)."""
+        v5.3 ignore it (a place for YAML anchors), v5.3.1's `{target, grader}` (its documented
+        eval-definition graph, which main refuses: "defaults.target has been removed") among them."""
         if not self.agentv or "defaults" not in data:
             return {}
         found = data["defaults"]
         chosen = {}
-        if isinstance(found, dict):
+        if isinstance(found, dict) and "target" not in found:
             chosen = {k: v.strip() for k in ("provider", "grader") if isinstance(v := found.get(k), str) and v.strip()}
         if not chosen:
             self.warn(("defaults",), "ignored, as AgentV ignores it (a place for YAML anchors)")
@@ -344,18 +439,22 @@ class AgentvNormalizer:
 
     def test(self, test: dict, path: DataPath) -> None:
         _move_metadata(test, TEST_METADATA)
+        if "run" in test:
+            v5_run(test, path, self)
         variables = test.get("vars")
         if self.default_vars and (variables is None or isinstance(variables, dict)):  # v5 `default_test.vars`
             variables = test["vars"] = {**self.default_vars, **(variables or {})}
-        if isinstance(variables, dict) and (
+        v5 = isinstance(variables, dict) and (
             self.prompts is not None or ("input" in variables and "input" not in test)
-        ):  # v5: `vars: {input, expected_output, ...}` under the identity prompt, or its prompts
-            self.v5_vars(test, variables, path)
+        )
+        if v5:  # v5: `vars: {input, expected_output, ...}` under the identity prompt, or its prompts
+            self.v5_vars(test, variables, path)  # type: ignore[arg-type]  # a dict: `v5`
         elif isinstance(variables, dict):  # AgentV v4.42: per-test templating
             fill_test_vars(test, variables)
         if "reference_answer" in test and "expected_output" not in test:  # AgentV's older name
             test["expected_output"] = test.pop("reference_answer")
             self.lines.add((*path, "expected_output"), *self.lines.locate((*path, "reference_answer")))
+        self.templates(test, path)
         suite_files = self.suite_input_files
         if self.agentv and "input" not in test and "turns" not in test and "transcript" not in test:
             suite_files = self.prompt_md(test, path)
@@ -368,7 +467,7 @@ class AgentvNormalizer:
         self.messages(test.get("input"), (*path, "input"), "user")
         self.attachments(test)
         if self.agentv:
-            self.incomplete(test, path)
+            self.incomplete(test, path, v5)
             self.unusable_prompt(test, path)
         if self.agentv and not self.suite_input and test.get("mode") != "conversation":
             _flatten_single_message(test.get("input"))
@@ -401,12 +500,16 @@ class AgentvNormalizer:
             self.warn((*path, "id"), why)
             test.setdefault("skip", why)
 
-    def incomplete(self, test: dict, path: DataPath) -> None:
+    def incomplete(self, test: dict, path: DataPath, v5: bool) -> None:
         """A warning for a test AgentV v4.42.4 skips as incomplete (`yaml-parser.ts` lines
         517-528: no input of its own, or none of criteria, expected_output, assertions, turns);
-        convoeval runs it."""
+        convoeval runs it. In a v5 test the suite's own assertions count too (v5.1 to v5.3.1:
+        `hasExplicitRootGraders`, unless the test skips them)."""
         given = test.get("input")
         checks = any(test.get(k) not in (None, "", []) for k in ("criteria", "expected_output", "turns"))
+        execution = test.get("execution")
+        skips = isinstance(execution, dict) and execution.get("skip_defaults") is True
+        checks = checks or (v5 and self.suite_checks and not skips)
         if given in (None, "", []) or not (checks or any(k in test for k in ("assertions", "assert", "evaluators"))):
             self.warn(
                 path,

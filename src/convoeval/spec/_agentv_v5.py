@@ -17,6 +17,7 @@ from .._unseen import hide_from_models
 
 if TYPE_CHECKING:
     from ._agentv import AgentvNormalizer
+    from ._lines import DataPath
 
 
 class AgentvFormError(ValueError):
@@ -108,6 +109,9 @@ def v5_suite(data: dict, normalizer: AgentvNormalizer) -> None:
                 normalizer.lines.add(("execution", key), *normalizer.lines.locate(("providers",)))
     if "default_test" in data:
         _default_test(data, normalizer)
+    if "timeout_seconds" in data:
+        normalizer.add(("timeout_seconds",), _RUN_REFUSED["timeout_seconds"])
+        del data["timeout_seconds"]
     options = data.get("evaluate_options")
     if isinstance(options, dict):
         _evaluate_options(data, dict(options), normalizer)
@@ -152,9 +156,14 @@ def _evaluate_options(data: dict, options: dict, normalizer: AgentvNormalizer) -
             metadata.setdefault("evaluate_options", options)
 
 
-def _repeat(repeat: object, normalizer: AgentvNormalizer) -> dict | None:
-    """`evaluate_options.repeat` as convoeval's `trials` mapping (None: refused)."""
-    where = ("evaluate_options", "repeat")
+def _repeat(
+    repeat: object,
+    normalizer: AgentvNormalizer,
+    where: DataPath = ("evaluate_options", "repeat"),
+    into: DataPath = ("execution", "trials"),
+) -> dict | None:
+    """A `repeat` (`evaluate_options.repeat`, or a test's `run.repeat` at `where`) as convoeval's
+    `trials` mapping at `into` (None: refused)."""
     if isinstance(repeat, int) and not isinstance(repeat, bool):
         repeat = {"count": repeat}
     if not isinstance(repeat, dict):
@@ -179,8 +188,47 @@ def _repeat(repeat: object, normalizer: AgentvNormalizer) -> dict | None:
     if "cost_limit_usd" in repeat:
         trials["cost_limit_usd"] = repeat["cost_limit_usd"]
     for key in trials:
-        normalizer.lines.add(("execution", "trials", key), *normalizer.lines.locate((*where, key)))
+        normalizer.lines.add((*into, key), *normalizer.lines.locate((*where, key)))
     return trials
+
+
+#: Run controls AgentV v5.3.1 reads that convoeval cannot honour: the agent's timeout per call
+#: (run-eval.ts `agentTimeoutSeconds`) and a budget for the tests sharing a test's run policy.
+_RUN_REFUSED = {
+    "timeout_seconds": "this AgentV form is not supported: `timeout_seconds` (AgentV's time limit on each call of "
+    "the target); set `timeout_seconds` on the target in the targets file",
+    "budget_usd": "this AgentV form is not supported: a test's own `budget_usd` (AgentV's budget for the tests "
+    "sharing its run settings); use the suite's `evaluate_options.budget_usd`, or the test's `budget:`",
+}
+_RUN_REFUSED["timeoutSeconds"], _RUN_REFUSED["budgetUsd"] = _RUN_REFUSED["timeout_seconds"], _RUN_REFUSED["budget_usd"]
+
+
+def v5_run(test: dict, path: DataPath, normalizer: AgentvNormalizer) -> None:
+    """A test's `run:` (AgentV v5.3.1 `experiment.ts` `normalizeExperimentRunOverride`, applied
+    over the suite's settings by run-eval.ts `resolveEffectiveRunPolicy`): `threshold` is the
+    test's `execution.threshold` and `repeat` its `execution.trials`; `timeout_seconds` and
+    `budget_usd` are refused (`_RUN_REFUSED`), any other key as AgentV refuses it."""
+    run, where = test.pop("run"), (*path, "run")
+    execution = test.setdefault("execution", {})
+    if not isinstance(run, dict) or not isinstance(execution, dict):
+        normalizer.add(where, "must be a mapping (threshold, repeat, timeout_seconds, budget_usd)")
+        return
+    for key, value in run.items():
+        if key in _RUN_REFUSED:
+            normalizer.add((*where, key), _RUN_REFUSED[key])
+        elif key == "threshold":
+            execution["threshold"] = value
+            normalizer.lines.add((*path, "execution", "threshold"), *normalizer.lines.locate((*where, key)))
+        elif key == "repeat":
+            trials = _repeat(value, normalizer, (*where, key), (*path, "execution", "trials"))
+            if trials is not None:
+                execution["trials"] = trials
+        else:
+            normalizer.add(
+                (*where, key),
+                f"Invalid run override field {key!r}: AgentV reads only threshold, repeat, timeout_seconds and "
+                "budget_usd here",
+            )
 
 
 def read_default_test(value: object, base: Path) -> tuple[dict | None, str | None]:

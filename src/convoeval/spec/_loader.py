@@ -142,6 +142,7 @@ class _Context:
     input_files: object = None  # the suite's `input_files` (AgentV: attached to each test's string input)
     default_vars: object = None  # AgentV v5's `default_test.vars` (under each test's own `vars`), or its file
     testbed: object = None  # AgentV v5's `environment` and `extensions` (each test's hooks get its context)
+    checks: bool = False  # the suite gives assertions (its own, or `default_test`'s)
 
     @classmethod
     def of(cls, data: dict) -> _Context:
@@ -155,6 +156,7 @@ class _Context:
             data.get("input_files"),
             default_vars,
             testbed or None,
+            bool(data.get("assertions")) or (isinstance(default_test, dict) and bool(default_test.get("assert"))),
         )
 
 
@@ -264,6 +266,7 @@ class _SuiteLoad:
         _import_plugins(context.plugins, self.path.parent)
         self.normalizer.read_prompts(context.prompts)
         self.normalizer.suite_input = context.suite_input
+        self.normalizer.suite_checks = context.checks
         self.normalizer.suite_input_files = context.input_files
         self.normalizer.default_vars = default_test_vars(context.default_vars, self.path.parent)
         self.normalizer.suite_testbed(context.testbed)
@@ -299,6 +302,7 @@ class _SuiteLoad:
             modes = {conversation for conversation in (False, True) if tests.modes[conversation]}
             self.checker.check_suite_assertion_levels(data, modes)
         inline = target_configs(self.normalizer.inline, self.path.parent, self.lines, self.problems, catalog=True)
+        inline |= target_configs(self.normalizer.declared, self.path.parent, self.lines, self.problems, catalog=False)
         names = self.checker.target_names  # those the file declares itself need no targets file
         names[:] = [n for n in names if n.name not in inline]
         shown = {**data, "tests": [] if tests is _NO_TESTS or isinstance(tests, SuiteTests) else tests}

@@ -4,6 +4,7 @@ across tests need (ids, `depends_on`, own targets) and no raw data or lines."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,7 @@ class SuiteTests:
         self.links: list[_Links] = []
         self.modes: list[int] = [0, 0]  # tests that are single-turn, conversations
         self.set_up: list[tuple[int, Problem]] = []  # (index, where) of each test's `initial_actions`
+        self.importing: tuple[list[str], dict] | None = None  # an `include:` entry's (select, run)
 
     # -- reading ------------------------------------------------------------------------
     def add(self, value: object, lines: LineMap, index: int, *, includes: bool = True) -> None:
@@ -81,6 +83,15 @@ class SuiteTests:
         if includes and isinstance(value, str):
             self.include(value, path, lines)
             return
+        if includes and isinstance(value, dict) and isinstance(value.get("include"), str):
+            self.legacy_include(value, path, lines)
+            return
+        if self.importing is not None and isinstance(value, dict):
+            select, run = self.importing
+            if select and not any(fnmatch.fnmatchcase(str(value.get("id", "")), p) for p in select):
+                return
+            if run:  # the test's own `run` settings win (AgentV's mergeRunOverrides)
+                value["run"] = {**run, **value["run"]} if isinstance(value.get("run"), dict) else run
         variants = self.normalizer.with_prompts(value)  # AgentV v5: the test once per prompt
         for n, variant in enumerate(variants):
             i = self.count
@@ -102,6 +113,39 @@ class SuiteTests:
                 self._folder(one, path, lines)
             else:
                 self._include_file(one, path, lines, hint=bare)
+
+    def legacy_include(self, entry: dict, path: DataPath, lines: LineMap) -> None:
+        """AgentV's deprecated `{include: PATH, type: tests, select, run}` entry (v5.3.1 and main,
+        `yaml-parser.ts` `normalizeLegacyIncludeEntry`): the tests of that file (or glob) whose id
+        matches `select` (a glob or a list of globs), with `run` under each one's own `run`. A
+        warning says it is deprecated, as AgentV's does; `type: suite` (another eval file's tests
+        with that file's settings) and a `select` mapping are refused."""
+        ref, kind, select = entry["include"].strip(), entry.get("type"), entry.get("select", [])
+        unknown = set(entry) - {"include", "type", "select", "run"}
+        select = [select] if isinstance(select, str) else select
+        if kind not in ("tests", "suite"):
+            self._add(lines, (*path, "type"), f"include {ref!r} needs `type: tests` or `type: suite` (as AgentV says)")
+        elif kind == "suite":
+            self._add(lines, (*path, "type"), "this AgentV form is not supported: `type: suite` (deprecated in AgentV: "
+                      "run that eval file itself, or include its cases with `type: tests`)")  # fmt: skip
+        elif unknown:
+            self._add(lines, (*path, sorted(unknown)[0]), "unknown field (include, type, select, run)")
+        elif not isinstance(entry.get("run", {}), dict):
+            self._add(lines, (*path, "run"), "must be a mapping (threshold, repeat, timeout_seconds, budget_usd)")
+        elif not isinstance(select, list) or not all(isinstance(p, str) for p in select):
+            self._add(lines, (*path, "select"), "this AgentV form is not supported here: `select` other than a glob of "
+                      "test ids or a list of them")  # fmt: skip
+        else:
+            place = lines.problem(path, field_path(path), "")
+            self.normalizer.warnings.append(
+                f"warning: {place.file}:{place.line}: {place.field}: `include` is deprecated in AgentV; "
+                f"write `file://{ref.removeprefix('file://')}` instead"
+            )
+            self.importing = (select, entry.get("run", {}))
+            try:
+                self.include(ref if ref.startswith("file://") else f"file://{ref}", path, lines)
+            finally:
+                self.importing = None
 
     def _glob(self, pattern: str, lines: LineMap, path: DataPath, *, bare: bool) -> list[str]:
         """The files a glob names, relative to the eval file's folder, in order (searched only
