@@ -435,6 +435,43 @@ def test_python_targets_stateful_and_not(tmp_path: Path) -> None:
     assert plain.session == "history" and plain.output[-1].content == "3 messages in p, last b"
 
 
+SLOW_AGENTS = """\
+import asyncio, threading, time
+
+
+class Blocking:
+    def __init__(self):
+        self.thread = threading.get_ident()
+
+    def respond(self, messages):
+        if messages[-1]["content"] == "block":
+            time.sleep(10)
+        return f"same thread: {threading.get_ident() == self.thread}"
+
+
+async def hang(messages):
+    if messages[-1]["content"] == "block":
+        await asyncio.sleep(3600)
+    return "answered"
+"""
+
+
+@pytest.mark.parametrize("callable_", ["Blocking", "hang"])
+def test_a_python_target_that_hangs_times_out_and_holds_up_no_other_test(tmp_path: Path, callable_: str) -> None:
+    """Sync or async, a call past the target's `timeout_s` fails its turn; a sync object runs in
+    a thread of its own, so the other conversation answers meanwhile."""
+    write(tmp_path / "agent.py", SLOW_AGENTS)
+    suite = "tests:\n  - {id: slow, input: block}\n  - {id: quick, input: hi}\n"
+    targets = f"targets:\n  - {{name: py, provider: python, callable: agent.py:{callable_}, timeout_s: 1}}\n"
+    write(tmp_path / "targets.yaml", targets)
+    started = time.monotonic()
+    report = convoeval.run(write(tmp_path / "s.eval.yaml", suite), target="py", judge="scripted", cache=False)
+    slow, quick = sorted(report.results, key=lambda r: r.test_id != "slow")
+    assert slow.execution_status == "execution_error" and "py: timed out after 1 s" in (slow.error or "")
+    assert quick.verdict == "pass" and quick.output[-1].content in ("same thread: True", "answered")
+    assert time.monotonic() - started < 8
+
+
 def test_python_api_takes_an_async_function_as_target(tmp_path: Path) -> None:
     async def agent(messages: list[dict]) -> tuple[str, list[dict]]:
         return f"echo {messages[-1]['content']}", [{"name": "noop", "arguments": {}}]
