@@ -310,6 +310,44 @@ targets:
     assert not (tmp_path / "sessions.json").exists()
 
 
+SHAPES_AGENT = """\
+import json, pathlib, sys
+prompt, out = sys.argv[1], pathlib.Path(sys.argv[2])
+shapes = {
+    "parts": {"output": [{"role": "assistant", "content": [{"type": "text", "text": "The answer is 42"}]}]},
+    "steps": {"output": [{"role": "assistant", "content": "Let me check.", "tool_calls": [{"tool": "calc"}]},
+                         {"role": "tool", "content": "42"}, {"role": "assistant", "content": "The answer is 42"}]},
+    "number": {"text": 42},
+    "error": {"text": "The answer is 42", "error": "rate limited", "token_usage": {"input": 7, "output": 3}},
+}
+if prompt == "bytes":
+    out.write_bytes(b"The answer is 42 \\xff\\x80")
+else:
+    out.write_text(json.dumps(shapes[prompt]))
+"""
+
+
+def test_cli_output_is_read_as_agentvs_cli_provider_reads_it(tmp_path: Path) -> None:
+    """The reply is the last assistant message (its text parts), or `text` as text; an `error`
+    makes the turn an execution error that keeps its spend (AgentV's `target_task_failure`);
+    an output file that is not UTF-8 is read with U+FFFD."""
+    write(tmp_path / "agent.py", SHAPES_AGENT)
+    targets = (
+        f"targets:\n  - {{name: c, provider: cli, command: '{sys.executable} agent.py {{PROMPT}} {{OUTPUT_FILE}}'}}\n"
+    )
+    write(tmp_path / "targets.yaml", targets)
+    checks = dict.fromkeys(["parts", "steps", "error"], "{type: equals, value: The answer is 42}")
+    checks |= {"number": "{type: equals, value: '42'}", "bytes": "{type: contains, value: 42 \ufffd\ufffd}"}
+    suite = "tests:\n" + "".join(f"  - {{id: {c}, input: {c}, assertions: [{a}]}}\n" for c, a in checks.items())
+    report = convoeval.run(write(tmp_path / "s.eval.yaml", suite), target="c", judge="scripted", cache=False)
+    results = {r.test_id: r for r in report.results}
+    assert {k: r.verdict for k, r in results.items()} == dict.fromkeys(checks, "pass") | {"error": "error"}
+    assert [c.name for c in results["steps"].scores[0].tool_calls] == ["calc"]
+    failed = results["error"]
+    assert failed.error == "turn 1: c: the agent reported an error: rate limited"
+    assert failed.token_usage.input_tokens == 7
+
+
 def test_cli_healthcheck_failure_is_a_clear_error(tmp_path: Path) -> None:
     targets = "targets:\n  - {name: mycli, provider: cli, command: 'echo hi', healthcheck: {command: 'exit 4'}}\n"
     result, _ = run_suite(

@@ -3,8 +3,10 @@
 The `command` template may use `{PROMPT}` (shell-quoted), `{PROMPT_FILE}` (a file holding
 the prompt), `{OUTPUT_FILE}` (a file the command may write its reply to), `{FILES}`,
 `{EVAL_ID}` (the test id), `{ATTEMPT}` and `{SESSION_ID}`. The reply is the output file when
-the command wrote one, else its stdout: plain text, or JSON with `output` messages (and their
-`tool_calls`) or `text`, `token_usage`, `cost_usd`, `duration_ms`, `session_id`.
+the command wrote one, else its stdout (bytes that are not UTF-8 read as U+FFFD): plain text,
+or JSON with `output` messages (and their `tool_calls`) or `text`, `token_usage`, `cost_usd`,
+`duration_ms`, `session_id`, `error` (the turn failed), read as AgentV reads them
+(`_replies.reply_from_json`).
 
 Without `session:` settings the command cannot continue a conversation, so a multi-turn test
 runs single-shot (all turns in one prompt). With them it is resumed every turn:
@@ -30,6 +32,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -81,14 +84,17 @@ class CliTarget:
             )
             if finished.returncode:
                 raise failure(self.name, finished, secrets)
-            raw = output_file.read_text(encoding="utf-8") if output_file.exists() else ""
+            raw = output_file.read_bytes().decode("utf-8", "replace") if output_file.exists() else ""
             if self.settings.keep_temp_files:
                 kept = Path(tempfile.mkdtemp(prefix="convoeval-cli-kept-"))
                 for file in (prompt_file, output_file):
                     if file.exists():
-                        (kept / file.name).write_text(file.read_text(encoding="utf-8"), encoding="utf-8")
+                        shutil.copyfile(file, kept / file.name)
         text = raw if raw.strip() else finished.stdout
-        reply = reply_from_text(text)
+        try:
+            reply = reply_from_text(text)
+        except TargetError as exc:
+            raise exc.reworded(f"{self.name}: {exc}") from None
         if self.session == "resume":
             found, why = (reply.session_id, "") if reply.session_id else self._session_id(text)
             reply.session_id = found or request.session_id
