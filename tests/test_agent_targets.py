@@ -373,6 +373,8 @@ class SessionAgentHandler(BaseHTTPRequestHandler):
             "session": session,
             "tools": [{"name": "kb", "arguments": {"q": body["message"]}, "output": "hit"}],
         }
+        if body["message"].startswith("reply:"):  # the reply given as JSON
+            data["data"]["reply"] = json.loads(body["message"].removeprefix("reply:"))
         raw = json.dumps(data).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -427,6 +429,27 @@ targets:
         assert result.output[-1].content == "2: got two"
     else:
         assert [m["role"] for m in second["history"]] == ["user", "assistant", "user"] and result.session == "history"
+
+
+def test_an_http_reply_that_is_null_or_json_is_read_as_text(session_server: str, tmp_path: Path) -> None:
+    """No reply (null) is no text, and a JSON object or number is its JSON (not Python's repr)."""
+    targets = (
+        f"targets:\n  - {{name: web, provider: http, url: '{session_server}', reply_path: $.data.reply,"
+        " body: {message: '{{ prompt }}'}}\n"
+    )
+    write(tmp_path / "targets.yaml", targets)
+    write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n"
+        + "".join(
+            f"  - {{id: t{n}, input: '{reply}', assertions: [{{type: equals, value: '{text}'}}]}}\n"
+            for n, (reply, text) in enumerate(
+                [("reply:null", ""), ('reply:{"a": true}', '{"a": true}'), ("reply:4", "4")]
+            )
+        ),
+    )
+    report = convoeval.run(tmp_path / "s.eval.yaml", target="web", judge="scripted", cache=False)
+    assert [r.verdict for r in report.results] == ["pass"] * 3, [r.error for r in report.results]
 
 
 PY_AGENT = """\

@@ -21,6 +21,7 @@ Example (targets.yaml):
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -86,7 +87,7 @@ class HttpAgentTarget(HttpTarget):
         texts = _find(self.paths["reply_path"], data)
         if not texts:
             raise TargetError(f"{self.name}: malformed response: {self.reply_path} matched nothing")
-        text = texts[0] if isinstance(texts[0], str) else str(texts[0])
+        text = texts[0] if isinstance(texts[0], str) else "" if texts[0] is None else json.dumps(texts[0])
         raw_calls = _find(self.paths["tool_calls_path"], data)
         calls: list[object] = raw_calls[0] if len(raw_calls) == 1 and isinstance(raw_calls[0], list) else raw_calls
         try:
