@@ -356,6 +356,37 @@ def test_cli_healthcheck_failure_is_a_clear_error(tmp_path: Path) -> None:
     assert result.execution_status == "execution_error" and "healthcheck: exited with code 4" in (result.error or "")
 
 
+class HealthHandler(BaseHTTPRequestHandler):
+    """`/ok` answers 200, anything else 503."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self.send_response(200 if self.path == "/ok" else 503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_cli_healthcheck_may_be_a_url_as_in_agentv(tmp_path: Path) -> None:
+    """AgentV's `{url}` healthcheck: a GET that must answer 2xx before the first call."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HealthHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        suite = "tests:\n  - {id: a, input: hi, assertions: [{type: contains, value: hi}]}\n"
+        for path, verdict in [("ok", "pass"), ("down", "error")]:
+            targets = (
+                f"targets:\n  - {{name: c, provider: cli, command: 'echo hi', healthcheck: {{url: '{base}/{path}'}}}}\n"
+            )
+            result, _ = run_suite(tmp_path, suite, targets, "c")
+            assert result.verdict == verdict, result.error
+        assert result.error == f"turn 1: c healthcheck: {base}/down answered HTTP 503 Service Unavailable"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 class SessionAgentHandler(BaseHTTPRequestHandler):
     """A stateful JSON agent: {message, session} -> {reply, session, tools}."""
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from ..._jsonpath import parse_jsonpath
 from ..._regex import RegexTimeout, compile_pattern, search
 from ..._sandbox import scratch_folder
+from ..._secrets import shown_url
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
 from ._process import agent_env, failure, run_command, work_dir
@@ -160,6 +161,11 @@ class CliTarget:
             raise TargetError(f"{self.name}: healthcheck failed earlier in this run")
         given = check.get("timeout_s") or check.get("timeout_seconds")
         timeout = float(given) if isinstance(given, int | float) else 30.0
+        if isinstance(url := check.get("url"), str):
+            self._healthy = False
+            await _check_url(url, timeout, f"{self.name} healthcheck")
+            self._healthy = True
+            return
         finished = await run_command(
             [str(check["command"])],
             cwd=self._cwd(eval_dir, check.get("cwd")),
@@ -175,6 +181,30 @@ class CliTarget:
 
     async def aclose(self) -> None:
         return None
+
+
+async def _check_url(url: str, timeout_s: float, name: str) -> None:
+    """AgentV's HTTP healthcheck (`cli.ts` `runHealthcheck`): a GET of `url` must answer 2xx
+    within `timeout_s`.
+
+    Raises:
+        TargetError: it answered otherwise, or not at all.
+    """
+    import aiohttp
+
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session,
+            session.get(url) as response,
+        ):
+            if response.status // 100 != 2:
+                raise TargetError(
+                    f"{name}: {shown_url(url)} answered HTTP {response.status} {response.reason or ''}".rstrip()
+                )
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise TargetError(
+            f"{name}: {shown_url(url)}: {str(exc) or 'timed out after ' + format(timeout_s, 'g') + ' s'}"
+        ) from None
 
 
 def _json(text: str) -> object:
