@@ -168,6 +168,21 @@ def test_user_tools_run_as_a_command_or_a_python_function(server, tmp_path: Path
     assert names == ["price", "shout"]
 
 
+@pytest.mark.parametrize(
+    "body",
+    ["import asyncio\n    await asyncio.sleep(3600)", "import time\n    time.sleep(3600)"],
+    ids=["async", "sync"],
+)
+def test_a_python_tool_past_its_timeout_is_an_error_the_model_reads(server, tmp_path: Path, body: str) -> None:
+    """Async or sync, a Python tool that hangs ends at its `timeout_s`; the turn goes on."""
+    kind = "async def" if "await" in body else "def"
+    write(tmp_path / "repair" / "shop.py", f"{kind} price(item):\n    {body}\n")
+    server.reset(reply=script(tool_calls(("price", {"item": "tea"})), "No price."))
+    result = run(repair_suite(tmp_path, "{tools: [{name: price, python: 'shop.py:price', timeout_s: 0.5}]}"))
+    assert result.scores[0].tool_calls[0].error == "timed out after 0.5 s: price"
+    assert result.output[-1].content == "No price."
+
+
 def test_an_unknown_tool_in_the_targets_file_is_a_file_line_error(tmp_path: Path, cli) -> None:
     suite = repair_suite(tmp_path, "{tools: [bash, browse]}")
     code, _, err = cli("run", suite, "--judge", "scripted")

@@ -65,7 +65,7 @@ class PythonTarget:
         self.factory = settings.factory if settings.factory is not None else inspect.isclass(self.function)
         self.session = "resume" if self.factory else "history"
         self.timeout_s = config.timeout_s
-        self.objects: dict[str, tuple[object, _Worker]] = {}
+        self.objects: dict[str, tuple[object, Worker]] = {}
 
     @classmethod
     def wrap(
@@ -90,16 +90,11 @@ class PythonTarget:
             "session_id": request.session_id,
         }
         if not self.factory:
-            worker = _Worker(self.name)
-            try:
-                value = await self._timed(worker, self.function, request.messages, context)
-            finally:
-                worker.stop()
-            return as_reply(value, self.name)
+            return as_reply(await self._timed(None, self.function, request.messages, context), self.name)
         session_id = request.session_id
         if session_id is None or session_id not in self.objects:
             session_id = session_id or uuid.uuid4().hex
-            worker = _Worker(self.name)
+            worker = Worker(self.name)
             self.objects[session_id] = (await self._timed(worker, self.function), worker)
         agent, worker = self.objects[session_id]
         method = getattr(agent, "respond", None) or agent
@@ -109,11 +104,10 @@ class PythonTarget:
         reply.session_id = session_id
         return reply
 
-    async def _timed(self, worker: _Worker, function: Callable[..., object], *args: object) -> object:
-        """`_call` within the target's `timeout_s`."""
+    async def _timed(self, worker: Worker | None, function: Callable[..., object], *args: object) -> object:
+        """`bounded` by the target's `timeout_s`."""
         try:
-            async with asyncio.timeout(self.timeout_s):
-                return await _call(function, *args, worker=worker)
+            return await bounded(function, *args, timeout_s=self.timeout_s, worker=worker)
         except TimeoutError:
             raise TargetError(f"{self.name}: timed out after {self.timeout_s:g} s") from None
 
@@ -133,7 +127,25 @@ class PythonTarget:
             await self.end_session(session_id)
 
 
-class _Worker:
+async def bounded(
+    function: Callable[..., object], *args: object, timeout_s: float, worker: Worker | None = None
+) -> object:
+    """`_call` within `timeout_s`, sync code in `worker`'s thread (else in a thread of its own).
+
+    Raises:
+        TimeoutError: the call took longer (a sync one is left to finish in its thread).
+    """
+    own = worker is None
+    thread = Worker(getattr(function, "__name__", "call")) if worker is None else worker
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await _call(function, *args, worker=thread)
+    finally:
+        if own:
+            thread.stop()
+
+
+class Worker:
     """A daemon thread running one conversation's sync calls in turn: they never block the
     event loop, and one still running at its timeout holds up neither the run nor its exit."""
 
@@ -172,7 +184,7 @@ class _Worker:
         self.calls.put(None)
 
 
-async def _call(function: Callable[..., object], *args: object, worker: _Worker | None = None) -> object:
+async def _call(function: Callable[..., object], *args: object, worker: Worker | None = None) -> object:
     """Call a sync or async function with as many of `args` as it takes (a sync one in
     `worker`'s thread, when given)."""
     try:
