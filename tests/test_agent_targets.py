@@ -564,6 +564,14 @@ def test_a_python_target_that_hangs_times_out_and_holds_up_no_other_test(tmp_pat
     assert time.monotonic() - started < 8
 
 
+@pytest.mark.parametrize("kind", ["def", "async def"])
+def test_a_python_target_calling_sys_exit_fails_its_test_not_the_run(tmp_path: Path, kind: str) -> None:
+    write(tmp_path / "agent.py", f"import sys\n\n\n{kind} reply(messages):\n    sys.exit(4)\n")
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: py, provider: python, callable: agent.py:reply}\n")
+    report = convoeval.run(write(tmp_path / "s.eval.yaml", PY_SUITE), target="py", judge="scripted", cache=False)
+    assert report.results[0].error == "turn 1: RuntimeError: sys.exit(4) called"
+
+
 def test_python_api_takes_an_async_function_as_target(tmp_path: Path) -> None:
     async def agent(messages: list[dict]) -> tuple[str, list[dict]]:
         return f"echo {messages[-1]['content']}", [{"name": "noop", "arguments": {}}]

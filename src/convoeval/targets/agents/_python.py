@@ -134,12 +134,15 @@ async def bounded(
 
     Raises:
         TimeoutError: the call took longer (a sync one is left to finish in its thread).
+        RuntimeError: the code called `sys.exit()` (which would end the run, with no results).
     """
     own = worker is None
     thread = Worker(getattr(function, "__name__", "call")) if worker is None else worker
     try:
         async with asyncio.timeout(timeout_s):
             return await _call(function, *args, worker=thread)
+    except SystemExit as exc:
+        raise RuntimeError(f"sys.exit({exc.code!r}) called") from None
     finally:
         if own:
             thread.stop()
@@ -172,7 +175,7 @@ class Worker:
         def call() -> None:
             try:
                 value, error = function(*args), None
-            except Exception as exc:  # the user's code failed: the turn's error
+            except (Exception, SystemExit) as exc:  # the user's code failed: the call's error
                 value, error = None, exc
             with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
                 loop.call_soon_threadsafe(settle, value, error)
