@@ -9,7 +9,9 @@ or JSON with `output` messages (and their `tool_calls`) or `text`, `token_usage`
 (`_replies.reply_from_json`).
 
 Without `session:` settings the command cannot continue a conversation, so a multi-turn test
-runs single-shot (all turns in one prompt). With them it is resumed every turn:
+runs single-shot (all turns in one prompt); in an AgentV eval file, as AgentV runs it
+(`orchestrator.ts` `runConversationMode`), once per turn with that turn's message alone. With
+them it is resumed every turn:
 
     session:
       resume_args: "--session {SESSION_ID}"   # appended to the command on later turns
@@ -75,6 +77,10 @@ class CliTarget:
         system, prompt = prompt_text(request.messages)
         if system and not request.session_id:
             prompt = f"{system}\n\n{prompt}"
+        if self.session == "single_shot" and request.agent.agentv_turns:  # AgentV's `question`
+            prompt = next(
+                (str(m.get("content", "")) for m in reversed(request.messages) if m.get("role") == "user"), ""
+            )
         with scratch_folder("convoeval-cli-") as scratch:
             prompt_file, output_file = scratch / "prompt.txt", scratch / "output.txt"
             prompt_file.write_text(prompt, encoding="utf-8")
