@@ -136,7 +136,7 @@ def test_paths_outside_the_workspace_and_slow_commands_are_tool_errors(server, t
     (tmp_path / "secret.txt").write_text("top secret")
     server.reset(
         reply=script(
-            tool_calls(("read_file", {"path": "../../secret.txt"}), ("bash", {"command": "sleep 5"})),
+            tool_calls(("read_file", {"path": "../../secret.txt"}), ("bash", {"command": "echo started; sleep 5"})),
             tool_calls(
                 ("edit_file", {"path": "calc.py", "old": "zzz", "new": "y"}), ("nope", {}), ("bash", {"command": "env"})
             ),
@@ -146,7 +146,7 @@ def test_paths_outside_the_workspace_and_slow_commands_are_tool_errors(server, t
     result = run(repair_suite(tmp_path, "{bash_timeout_s: 0.3}"))
     escape, slow, edit, unknown, env = result.scores[0].tool_calls
     assert escape.error == "../../secret.txt: outside the workspace" and escape.output is None
-    assert slow.error is not None and slow.error.startswith("timed out after 0.3 s")
+    assert slow.error == "timed out after 0.3 s and was killed: echo started; sleep 5\noutput so far:\nstarted\n"
     assert edit.error is not None and "occurs 0 times" in edit.error
     assert unknown.error is not None and unknown.error.startswith("no tool named 'nope'")
     assert "top secret" not in result.model_dump_json()

@@ -165,7 +165,8 @@ class ToolBox:
         except SandboxError as exc:
             raise ToolFailure(str(exc)) from None
         if ran.timed_out:
-            raise ToolFailure(f"timed out after {timeout_s:g} s and was killed: {shorten(command, 80)}")
+            so_far = f"\noutput so far:\n{self._cap(ran.output)}" if ran.output else ""
+            raise ToolFailure(f"timed out after {timeout_s:g} s and was killed: {shorten(command, 80)}{so_far}")
         more = f"\n[... more output cut: {ran.cut} bytes not shown]" if ran.cut else ""
         return f"exit code {ran.code}\n{self._cap(ran.output)}{more}"
 
