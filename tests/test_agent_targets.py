@@ -402,6 +402,7 @@ class SessionAgentHandler(BaseHTTPRequestHandler):
         data = {
             "data": {"reply": f"{len(seen)}: got {body['message']}"},
             "session": session,
+            "bill": {"usd": 0.25},
             "tools": [{"name": "kb", "arguments": {"q": body["message"]}, "output": "hit"}],
         }
         if body["message"].startswith("reply:"):  # the reply given as JSON
@@ -481,6 +482,19 @@ def test_an_http_reply_that_is_null_or_json_is_read_as_text(session_server: str,
     )
     report = convoeval.run(tmp_path / "s.eval.yaml", target="web", judge="scripted", cache=False)
     assert [r.verdict for r in report.results] == ["pass"] * 3, [r.error for r in report.results]
+
+
+def test_an_http_agent_may_report_its_cost(session_server: str, tmp_path: Path) -> None:
+    """`cost_path` reads the turn's cost from the answer: budgets and totals count it."""
+    targets = (
+        f"targets:\n  - {{name: web, provider: http, url: '{session_server}', reply_path: $.data.reply,"
+        " body: {message: '{{ prompt }}'}, cost_path: $.bill.usd}\n"
+    )
+    suite = HTTP_SUITE.replace(
+        "    mode: conversation\n", "    mode: conversation\n    budget: {conversation: {cost_usd: 0.4}}\n"
+    )
+    result, _ = run_suite(tmp_path, suite, targets, "web")
+    assert result.budget_hit == "cost_usd=0.4 per conversation at turn 2" and result.cost_usd == 0.5
 
 
 PY_AGENT = """\

@@ -43,7 +43,8 @@ _VAR = re.compile(r"\{\{\s*(prompt|session_id|test_id|messages)\s*\}\}")
 class HttpAgentTarget(HttpTarget):
     """Settings: `url` (or `base_url`), `body` (the template; default `{messages: "{{ messages }}"}`),
     `reply_path` (default `$.reply`), `tool_calls_path`, `session_id_path`, `usage_path`
-    (`Usage`'s fields, or an OpenAI or Anthropic `usage`: `mapped_usage`), `stateful`, `headers`, `api_key_env`
+    (`Usage`'s fields, or an OpenAI or Anthropic `usage`: `mapped_usage`), `cost_path` (the
+    turn's USD cost the agent reports; else its usage at the target's prices), `stateful`, `headers`, `api_key_env`
     (sent as `Authorization: Bearer ...`), and the common retry/limit settings."""
 
     cacheable = False
@@ -67,6 +68,7 @@ class HttpAgentTarget(HttpTarget):
                 ("tool_calls_path", settings.tool_calls_path),
                 ("session_id_path", settings.session_id_path),
                 ("usage_path", settings.usage_path),
+                ("cost_path", settings.cost_path),
             )
         }
         self.session = "resume" if settings.stateful else "history"
@@ -97,11 +99,15 @@ class HttpAgentTarget(HttpTarget):
         sessions = _find(self.paths["session_id_path"], data)
         usage_data = (_find(self.paths["usage_path"], data) or [{}])[0]
         usage = mapped_usage(usage_data)
+        costs = [
+            c for c in _find(self.paths["cost_path"], data) if isinstance(c, int | float) and not isinstance(c, bool)
+        ]
         return ChatReply(
             text=text,
             tool_calls=tool_calls,
             usage=usage,
-            cost_usd=self.cost(usage),
+            cost_usd=float(costs[0]) if costs else self.cost(usage),
+            cost_known=bool(costs) or self.priced,
             session_id=str(sessions[0]) if sessions and sessions[0] not in (None, "") else request.session_id,
         )
 

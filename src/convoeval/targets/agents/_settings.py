@@ -147,9 +147,10 @@ class HttpAgentSettings(HttpSettings):
     tool_calls_path: str | None = None
     session_id_path: str | None = None
     usage_path: str | None = None
+    cost_path: str | None = Field(None, description="JSONPath to the turn's cost in USD, as the agent reports it.")
     stateful: bool = Field(False, description="Send only the newest user message once a session exists.")
 
-    @field_validator("reply_path", "tool_calls_path", "session_id_path", "usage_path")
+    @field_validator("reply_path", "tool_calls_path", "session_id_path", "usage_path", "cost_path")
     @classmethod
     def _paths(cls, value: str | None) -> str | None:
         return _jsonpath(value)
