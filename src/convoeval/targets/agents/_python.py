@@ -136,15 +136,15 @@ async def bounded(
         TimeoutError: the call took longer (a sync one is left to finish in its thread).
         RuntimeError: the code called `sys.exit()` (which would end the run, with no results).
     """
-    own = worker is None
-    thread = Worker(getattr(function, "__name__", "call")) if worker is None else worker
+    own = worker is None and not inspect.iscoroutinefunction(function)  # an async one needs no thread
+    thread = Worker(getattr(function, "__name__", "call")) if own else worker
     try:
         async with asyncio.timeout(timeout_s):
             return await _call(function, *args, worker=thread)
     except SystemExit as exc:
         raise RuntimeError(f"sys.exit({exc.code!r}) called") from None
     finally:
-        if own:
+        if own and thread is not None:
             thread.stop()
 
 
