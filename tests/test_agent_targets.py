@@ -407,7 +407,8 @@ class SessionAgentHandler(BaseHTTPRequestHandler):
         }
         if body["message"].startswith("reply:"):  # the reply given as JSON
             data["data"]["reply"] = json.loads(body["message"].removeprefix("reply:"))
-        raw = json.dumps(data).encode()
+        answer = [{"text": "Hi!"}, {"text": "How can I help?"}] if body["message"] == "rasa" else data
+        raw = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(raw)))
@@ -482,6 +483,16 @@ def test_an_http_reply_that_is_null_or_json_is_read_as_text(session_server: str,
     )
     report = convoeval.run(tmp_path / "s.eval.yaml", target="web", judge="scripted", cache=False)
     assert [r.verdict for r in report.results] == ["pass"] * 3, [r.error for r in report.results]
+
+
+def test_an_http_answer_may_be_a_json_array_of_messages(session_server: str, tmp_path: Path) -> None:
+    """Rasa's REST channel answers a list of bot messages: `$[*].text` reads them all, in order."""
+    targets = (
+        f"targets:\n  - {{name: web, provider: http, url: '{session_server}', reply_path: '$[*].text',"
+        " body: {message: '{{ prompt }}'}}\n"
+    )
+    result, _ = run_suite(tmp_path, "tests:\n  - {id: r, input: rasa}\n", targets, "web")
+    assert result.verdict == "pass" and result.output[-1].content == "Hi!\nHow can I help?"
 
 
 def test_an_http_agent_may_report_its_cost(session_server: str, tmp_path: Path) -> None:

@@ -3,8 +3,9 @@
 The request body is a template: a mapping whose string values may use `{{ prompt }}` (the
 newest user message), `{{ session_id }}`, `{{ test_id }}`; a value that is exactly
 `"{{ messages }}"` becomes the message list (`[{role, content}]`) itself. JSONPaths read the
-reply text (`reply_path`), the tool calls (`tool_calls_path`) and the session id
-(`session_id_path`) from the response. With `stateful: true` the endpoint keeps the
+reply text (`reply_path`; several matches are joined by newlines), the tool calls
+(`tool_calls_path`) and the session id (`session_id_path`) from the response, a JSON object or
+array. With `stateful: true` the endpoint keeps the
 conversation: once it returned a session id, only the newest user message is sent.
 
 Example (targets.yaml):
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
     from jsonpath_ng import JSONPath
 
 _VAR = re.compile(r"\{\{\s*(prompt|session_id|test_id|messages)\s*\}\}")
+#: Where an answer that is a JSON array (Rasa's REST channel: one object per bot message) is
+#: put for the JSONPaths, which then read it as the whole answer (`$[*].text`).
+_ARRAY = "convoeval:array"
 
 
 @provider("http")
@@ -82,14 +86,14 @@ class HttpAgentTarget(HttpTarget):
             "messages": request.messages,
         }
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        data = await self.post(self.url, {k: _render(v, values) for k, v in self.body.items()}, headers)
-        return self._reply(data, request)
+        data = await self.post(self.url, {k: _render(v, values) for k, v in self.body.items()}, headers, _ARRAY)
+        return self._reply(data[_ARRAY] if data.keys() == {_ARRAY} else data, request)
 
     def _reply(self, data: object, request: ChatRequest) -> ChatReply:
         texts = _find(self.paths["reply_path"], data)
         if not texts:
             raise TargetError(f"{self.name}: malformed response: {self.reply_path} matched nothing")
-        text = texts[0] if isinstance(texts[0], str) else "" if texts[0] is None else json.dumps(texts[0])
+        text = "\n".join(t if isinstance(t, str) else "" if t is None else json.dumps(t) for t in texts)
         raw_calls = _find(self.paths["tool_calls_path"], data)
         calls: list[object] = raw_calls[0] if len(raw_calls) == 1 and isinstance(raw_calls[0], list) else raw_calls
         try:
