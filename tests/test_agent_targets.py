@@ -348,6 +348,13 @@ def test_cli_output_is_read_as_agentvs_cli_provider_reads_it(tmp_path: Path) -> 
     assert failed.token_usage.input_tokens == 7
 
 
+def test_a_cli_turn_that_times_out_says_what_the_command_printed(tmp_path: Path) -> None:
+    write(tmp_path / "slow.py", "import time\nprint('working on it', flush=True)\ntime.sleep(30)\n")
+    targets = f"targets:\n  - {{name: c, provider: cli, command: {sys.executable} slow.py, cwd: ., timeout_s: 1}}\n"
+    result, _ = run_suite(tmp_path, "tests:\n  - {id: a, input: hi}\n", targets, "c")
+    assert result.error == "turn 1: c: timed out after 1 s (it printed: working on it)"
+
+
 def test_cli_healthcheck_failure_is_a_clear_error(tmp_path: Path) -> None:
     targets = "targets:\n  - {name: mycli, provider: cli, command: 'echo hi', healthcheck: {command: 'exit 4'}}\n"
     result, _ = run_suite(

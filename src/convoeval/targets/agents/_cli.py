@@ -44,7 +44,7 @@ from ..._sandbox import scratch_folder
 from ..._secrets import shown_url
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
-from ._process import agent_env, failure, run_command, work_dir
+from ._process import STDERR_TAIL, Line, agent_env, ending, failure, run_command, work_dir
 from ._replies import prompt_text, reply_from_text
 from ._settings import CliSettings
 
@@ -87,7 +87,14 @@ class CliTarget:
             command = self._render(prompt, prompt_file, output_file, request)
             cwd = request.agent.workdir or self._cwd(request.agent.eval_dir)
             finished = await run_command(
-                [command], cwd=cwd, env=env, timeout_s=self.timeout_s, name=self.name, secrets=secrets, shell=True
+                [command],
+                cwd=cwd,
+                env=env,
+                timeout_s=self.timeout_s,
+                name=self.name,
+                secrets=secrets,
+                shell=True,
+                explain=_printed,
             )
             if finished.returncode:
                 raise failure(self.name, finished, secrets)
@@ -211,6 +218,12 @@ async def _check_url(url: str, timeout_s: float, name: str) -> None:
         raise TargetError(
             f"{name}: {shown_url(url)}: {str(exc) or 'timed out after ' + format(timeout_s, 'g') + ' s'}"
         ) from None
+
+
+def _printed(lines: list[Line]) -> str | None:
+    """What a command that timed out had printed (its end), for the error."""
+    text = "\n".join(line.text for line in lines).strip()
+    return f"it printed: {ending(text, STDERR_TAIL)}" if text else None
 
 
 def _json(text: str) -> object:
