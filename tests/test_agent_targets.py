@@ -310,12 +310,88 @@ targets:
     assert not (tmp_path / "sessions.json").exists()
 
 
+SHAPES_AGENT = """\
+import json, pathlib, sys
+prompt, out = sys.argv[1], pathlib.Path(sys.argv[2])
+shapes = {
+    "parts": {"output": [{"role": "assistant", "content": [{"type": "text", "text": "The answer is 42"}]}]},
+    "steps": {"output": [{"role": "assistant", "content": "Let me check.", "tool_calls": [{"tool": "calc"}]},
+                         {"role": "tool", "content": "42"}, {"role": "assistant", "content": "The answer is 42"}]},
+    "number": {"text": 42},
+    "error": {"text": "The answer is 42", "error": "rate limited", "token_usage": {"input": 7, "output": 3}},
+}
+if prompt == "bytes":
+    out.write_bytes(b"The answer is 42 \\xff\\x80")
+else:
+    out.write_text(json.dumps(shapes[prompt]))
+"""
+
+
+def test_cli_output_is_read_as_agentvs_cli_provider_reads_it(tmp_path: Path) -> None:
+    """The reply is the last assistant message (its text parts), or `text` as text; an `error`
+    makes the turn an execution error that keeps its spend (AgentV's `target_task_failure`);
+    an output file that is not UTF-8 is read with U+FFFD."""
+    write(tmp_path / "agent.py", SHAPES_AGENT)
+    targets = (
+        f"targets:\n  - {{name: c, provider: cli, command: '{sys.executable} agent.py {{PROMPT}} {{OUTPUT_FILE}}'}}\n"
+    )
+    write(tmp_path / "targets.yaml", targets)
+    checks = dict.fromkeys(["parts", "steps", "error"], "{type: equals, value: The answer is 42}")
+    checks |= {"number": "{type: equals, value: '42'}", "bytes": "{type: contains, value: 42 \ufffd\ufffd}"}
+    suite = "tests:\n" + "".join(f"  - {{id: {c}, input: {c}, assertions: [{a}]}}\n" for c, a in checks.items())
+    report = convoeval.run(write(tmp_path / "s.eval.yaml", suite), target="c", judge="scripted", cache=False)
+    results = {r.test_id: r for r in report.results}
+    assert {k: r.verdict for k, r in results.items()} == dict.fromkeys(checks, "pass") | {"error": "error"}
+    assert [c.name for c in results["steps"].scores[0].tool_calls] == ["calc"]
+    failed = results["error"]
+    assert failed.error == "turn 1: c: the agent reported an error: rate limited"
+    assert failed.token_usage.input_tokens == 7
+
+
+def test_a_cli_turn_that_times_out_says_what_the_command_printed(tmp_path: Path) -> None:
+    write(tmp_path / "slow.py", "import time\nprint('working on it', flush=True)\ntime.sleep(30)\n")
+    targets = f"targets:\n  - {{name: c, provider: cli, command: {sys.executable} slow.py, cwd: ., timeout_s: 1}}\n"
+    result, _ = run_suite(tmp_path, "tests:\n  - {id: a, input: hi}\n", targets, "c")
+    assert result.error == "turn 1: c: timed out after 1 s (it printed: working on it)"
+
+
 def test_cli_healthcheck_failure_is_a_clear_error(tmp_path: Path) -> None:
     targets = "targets:\n  - {name: mycli, provider: cli, command: 'echo hi', healthcheck: {command: 'exit 4'}}\n"
     result, _ = run_suite(
         tmp_path, "tests:\n  - {id: a, input: hi, assertions: [{type: contains, value: hi}]}\n", targets, "mycli"
     )
     assert result.execution_status == "execution_error" and "healthcheck: exited with code 4" in (result.error or "")
+
+
+class HealthHandler(BaseHTTPRequestHandler):
+    """`/ok` answers 200, anything else 503."""
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self.send_response(200 if self.path == "/ok" else 503)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_cli_healthcheck_may_be_a_url_as_in_agentv(tmp_path: Path) -> None:
+    """AgentV's `{url}` healthcheck: a GET that must answer 2xx before the first call."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), HealthHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        suite = "tests:\n  - {id: a, input: hi, assertions: [{type: contains, value: hi}]}\n"
+        for path, verdict in [("ok", "pass"), ("down", "error")]:
+            targets = (
+                f"targets:\n  - {{name: c, provider: cli, command: 'echo hi', healthcheck: {{url: '{base}/{path}'}}}}\n"
+            )
+            result, _ = run_suite(tmp_path, suite, targets, "c")
+            assert result.verdict == verdict, result.error
+        assert result.error == f"turn 1: c healthcheck: {base}/down answered HTTP 503 Service Unavailable"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 class SessionAgentHandler(BaseHTTPRequestHandler):
@@ -333,9 +409,13 @@ class SessionAgentHandler(BaseHTTPRequestHandler):
         data = {
             "data": {"reply": f"{len(seen)}: got {body['message']}"},
             "session": session,
+            "bill": {"usd": 0.25},
             "tools": [{"name": "kb", "arguments": {"q": body["message"]}, "output": "hit"}],
         }
-        raw = json.dumps(data).encode()
+        if body["message"].startswith("reply:"):  # the reply given as JSON
+            data["data"]["reply"] = json.loads(body["message"].removeprefix("reply:"))
+        answer = [{"text": "Hi!"}, {"text": "How can I help?"}] if body["message"] == "rasa" else data
+        raw = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(raw)))
@@ -391,6 +471,50 @@ targets:
         assert [m["role"] for m in second["history"]] == ["user", "assistant", "user"] and result.session == "history"
 
 
+def test_an_http_reply_that_is_null_or_json_is_read_as_text(session_server: str, tmp_path: Path) -> None:
+    """No reply (null) is no text, and a JSON object or number is its JSON (not Python's repr)."""
+    targets = (
+        f"targets:\n  - {{name: web, provider: http, url: '{session_server}', reply_path: $.data.reply,"
+        " body: {message: '{{ prompt }}'}}\n"
+    )
+    write(tmp_path / "targets.yaml", targets)
+    write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n"
+        + "".join(
+            f"  - {{id: t{n}, input: '{reply}', assertions: [{{type: equals, value: '{text}'}}]}}\n"
+            for n, (reply, text) in enumerate(
+                [("reply:null", ""), ('reply:{"a": true}', '{"a": true}'), ("reply:4", "4")]
+            )
+        ),
+    )
+    report = convoeval.run(tmp_path / "s.eval.yaml", target="web", judge="scripted", cache=False)
+    assert [r.verdict for r in report.results] == ["pass"] * 3, [r.error for r in report.results]
+
+
+def test_an_http_answer_may_be_a_json_array_of_messages(session_server: str, tmp_path: Path) -> None:
+    """Rasa's REST channel answers a list of bot messages: `$[*].text` reads them all, in order."""
+    targets = (
+        f"targets:\n  - {{name: web, provider: http, url: '{session_server}', reply_path: '$[*].text',"
+        " body: {message: '{{ prompt }}'}}\n"
+    )
+    result, _ = run_suite(tmp_path, "tests:\n  - {id: r, input: rasa}\n", targets, "web")
+    assert result.verdict == "pass" and result.output[-1].content == "Hi!\nHow can I help?"
+
+
+def test_an_http_agent_may_report_its_cost(session_server: str, tmp_path: Path) -> None:
+    """`cost_path` reads the turn's cost from the answer: budgets and totals count it."""
+    targets = (
+        f"targets:\n  - {{name: web, provider: http, url: '{session_server}', reply_path: $.data.reply,"
+        " body: {message: '{{ prompt }}'}, cost_path: $.bill.usd}\n"
+    )
+    suite = HTTP_SUITE.replace(
+        "    mode: conversation\n", "    mode: conversation\n    budget: {conversation: {cost_usd: 0.4}}\n"
+    )
+    result, _ = run_suite(tmp_path, suite, targets, "web")
+    assert result.budget_hit == "cost_usd=0.4 per conversation at turn 2" and result.cost_usd == 0.5
+
+
 PY_AGENT = """\
 class Counter:
     closed = []
@@ -433,6 +557,51 @@ def test_python_targets_stateful_and_not(tmp_path: Path) -> None:
         tmp_path, PY_SUITE, "targets:\n  - {name: py2, provider: python, callable: agent.py:echo}\n", "py2"
     )
     assert plain.session == "history" and plain.output[-1].content == "3 messages in p, last b"
+
+
+SLOW_AGENTS = """\
+import asyncio, threading, time
+
+
+class Blocking:
+    def __init__(self):
+        self.thread = threading.get_ident()
+
+    def respond(self, messages):
+        if messages[-1]["content"] == "block":
+            time.sleep(10)
+        return f"same thread: {threading.get_ident() == self.thread}"
+
+
+async def hang(messages):
+    if messages[-1]["content"] == "block":
+        await asyncio.sleep(3600)
+    return "answered"
+"""
+
+
+@pytest.mark.parametrize("callable_", ["Blocking", "hang"])
+def test_a_python_target_that_hangs_times_out_and_holds_up_no_other_test(tmp_path: Path, callable_: str) -> None:
+    """Sync or async, a call past the target's `timeout_s` fails its turn; a sync object runs in
+    a thread of its own, so the other conversation answers meanwhile."""
+    write(tmp_path / "agent.py", SLOW_AGENTS)
+    suite = "tests:\n  - {id: slow, input: block}\n  - {id: quick, input: hi}\n"
+    targets = f"targets:\n  - {{name: py, provider: python, callable: agent.py:{callable_}, timeout_s: 1}}\n"
+    write(tmp_path / "targets.yaml", targets)
+    started = time.monotonic()
+    report = convoeval.run(write(tmp_path / "s.eval.yaml", suite), target="py", judge="scripted", cache=False)
+    slow, quick = sorted(report.results, key=lambda r: r.test_id != "slow")
+    assert slow.execution_status == "execution_error" and "py: timed out after 1 s" in (slow.error or "")
+    assert quick.verdict == "pass" and quick.output[-1].content in ("same thread: True", "answered")
+    assert time.monotonic() - started < 8
+
+
+@pytest.mark.parametrize("kind", ["def", "async def"])
+def test_a_python_target_calling_sys_exit_fails_its_test_not_the_run(tmp_path: Path, kind: str) -> None:
+    write(tmp_path / "agent.py", f"import sys\n\n\n{kind} reply(messages):\n    sys.exit(4)\n")
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: py, provider: python, callable: agent.py:reply}\n")
+    report = convoeval.run(write(tmp_path / "s.eval.yaml", PY_SUITE), target="py", judge="scripted", cache=False)
+    assert report.results[0].error == "turn 1: RuntimeError: sys.exit(4) called"
 
 
 def test_python_api_takes_an_async_function_as_target(tmp_path: Path) -> None:

@@ -116,3 +116,23 @@ tests:
     elsewhere.mkdir()
     assert run(eval_file, elsewhere, "plain") == f"cwd={elsewhere.resolve()} files=a.txt"
     assert run(eval_file, elsewhere, "placed") == f"cwd={(suite_dir / 'sub').resolve()} files="
+
+
+def test_an_agentv_conversation_calls_a_cli_target_once_per_turn_with_its_message(tmp_path: Path) -> None:
+    """A `cli` target cannot resume, yet AgentV (`orchestrator.ts` `runConversationMode`) calls it
+    for each turn with that turn's message alone and grades each reply; so does convoeval in
+    AgentV's files (in its own suites such a test is single-shot)."""
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    write(
+        root / "echo.py",
+        "import json, sys\nopen(sys.argv[2], 'w').write(json.dumps({'text': 'echo: ' + sys.argv[1]}))\n",
+    )
+    command = f"{sys.executable} ../echo.py {{PROMPT}} {{OUTPUT_FILE}}"
+    write(root / ".agentv" / "targets.yaml", f"targets:\n  - name: echo\n    provider: cli\n    command: {command}\n")
+    turns = "".join(
+        f"      - {{input: {w}, assertions: [{{type: equals, value: 'echo: {w}'}}]}}\n" for w in ("one", "two")
+    )
+    header = "tests:\n  - id: c\n    mode: conversation\n    input: [{role: system, content: Echo.}]\n    turns:\n"
+    eval_file = write(root / "evals" / "c.eval.yaml", header + turns)
+    assert run(eval_file, root, "echo") == "echo: two"

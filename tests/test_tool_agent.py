@@ -136,7 +136,7 @@ def test_paths_outside_the_workspace_and_slow_commands_are_tool_errors(server, t
     (tmp_path / "secret.txt").write_text("top secret")
     server.reset(
         reply=script(
-            tool_calls(("read_file", {"path": "../../secret.txt"}), ("bash", {"command": "sleep 5"})),
+            tool_calls(("read_file", {"path": "../../secret.txt"}), ("bash", {"command": "echo started; sleep 5"})),
             tool_calls(
                 ("edit_file", {"path": "calc.py", "old": "zzz", "new": "y"}), ("nope", {}), ("bash", {"command": "env"})
             ),
@@ -146,7 +146,7 @@ def test_paths_outside_the_workspace_and_slow_commands_are_tool_errors(server, t
     result = run(repair_suite(tmp_path, "{bash_timeout_s: 0.3}"))
     escape, slow, edit, unknown, env = result.scores[0].tool_calls
     assert escape.error == "../../secret.txt: outside the workspace" and escape.output is None
-    assert slow.error is not None and slow.error.startswith("timed out after 0.3 s")
+    assert slow.error == "timed out after 0.3 s and was killed: echo started; sleep 5\noutput so far:\nstarted\n"
     assert edit.error is not None and "occurs 0 times" in edit.error
     assert unknown.error is not None and unknown.error.startswith("no tool named 'nope'")
     assert "top secret" not in result.model_dump_json()
@@ -166,6 +166,21 @@ def test_user_tools_run_as_a_command_or_a_python_function(server, tmp_path: Path
     assert shout.output == 'exit code 0\n{"TEXT": "HI"}'
     names = [t["function"]["name"] for t in server.target_requests()[0]["tools"]]
     assert names == ["price", "shout"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["import asyncio\n    await asyncio.sleep(3600)", "import time\n    time.sleep(3600)"],
+    ids=["async", "sync"],
+)
+def test_a_python_tool_past_its_timeout_is_an_error_the_model_reads(server, tmp_path: Path, body: str) -> None:
+    """Async or sync, a Python tool that hangs ends at its `timeout_s`; the turn goes on."""
+    kind = "async def" if "await" in body else "def"
+    write(tmp_path / "repair" / "shop.py", f"{kind} price(item):\n    {body}\n")
+    server.reset(reply=script(tool_calls(("price", {"item": "tea"})), "No price."))
+    result = run(repair_suite(tmp_path, "{tools: [{name: price, python: 'shop.py:price', timeout_s: 0.5}]}"))
+    assert result.scores[0].tool_calls[0].error == "timed out after 0.5 s: price"
+    assert result.output[-1].content == "No price."
 
 
 def test_an_unknown_tool_in_the_targets_file_is_a_file_line_error(tmp_path: Path, cli) -> None:

@@ -82,12 +82,13 @@ class TrialContext:
 
 def turn_source(plan: TestPlan, ctx: TrialContext, mode: SessionMode | None = None) -> TurnSource:
     """The user side of a trial: `ctx.turns` when given, else the test's scripted turns
-    (folded into one prompt for a target that cannot resume). A step may play it instead
+    (folded into one prompt for a target that cannot resume, but in AgentV's files, where
+    AgentV sends them one by one). A step may play it instead
     (a simulated user: `TrialStep.source`). `mode`: the target's session mode, when known."""
     if ctx.turns is not None:
         return ctx.turns
     source = ScriptedTurns(plan.turns)
-    if (mode or session_mode(ctx.target)) == "single_shot" and is_multi_turn(source):
+    if (mode or session_mode(ctx.target)) == "single_shot" and is_multi_turn(source) and not plan.agentv:
         return SingleShotTurns(plan.turns)
     return source
 
@@ -272,6 +273,7 @@ class Conversation:
             call_domain_tool=domain.call if domain else None,
             eval_dir=str(self.plan.base_dir) if self.plan.agentv else None,
             input_files=tuple(self.plan.test.attachments) if self.plan.agentv else (),
+            agentv_turns=self.plan.agentv and self.plan.mode == "conversation",
         )
         if domain is None and not (budget and budget.conversation and budget.conversation.tool_calls):
             self.agent = agent  # the same every turn: no backend, no tool calls left to count down

@@ -50,6 +50,8 @@ class AgentContext:
         eval_dir: the eval file's folder when the file is AgentV's (AgentV's `cli` target runs
             there and reads its `cwd` from there), else None.
         input_files: the test's attachments (absolute paths) in AgentV's files: its `{FILES}`.
+        agentv_turns: the test is a conversation of AgentV's files, whose turns AgentV sends
+            one by one, each message alone, to a target that keeps no session.
     """
 
     workdir: str | None = None
@@ -58,6 +60,7 @@ class AgentContext:
     call_domain_tool: Callable[[ToolCall], Awaitable[ToolCall]] | None = None
     eval_dir: str | None = None
     input_files: tuple[str, ...] = ()
+    agentv_turns: bool = False
 
 
 @dataclass

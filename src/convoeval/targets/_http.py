@@ -65,8 +65,10 @@ async def post_json(
     policy: RetryPolicy,
     secrets: tuple[str, ...] = (),
     limits: ProviderLimits | None = None,
+    array_key: str | None = None,
 ) -> dict[str, object]:
-    """POST `payload` as JSON and return the JSON object answered, retrying transient failures.
+    """POST `payload` as JSON and return the JSON object answered, retrying transient failures
+    (with `array_key`, a JSON array answered is returned as `{array_key: array}`).
 
     Each attempt runs in this one coroutine (no call below it but aiohttp's): every time the
     reply's wait suspends the caller, the event loop resumes each coroutine of the chain.
@@ -106,7 +108,7 @@ async def post_json(
                     if not _is_client_error(exc):
                         raise
                     raise _Retryable(f"connection error: {redact(str(exc) or type(exc).__name__, secrets)}") from None
-                data = _decoded(status, raw, retry_after, secrets)
+                data = _decoded(status, raw, retry_after, secrets, array_key)
             if limits is not None and limits.tokens is not None:  # without a `tpm` nothing to correct
                 limits.settle_tokens(estimated, _total_tokens(data))
             return data
@@ -144,8 +146,11 @@ def _total_tokens(data: dict[str, object]) -> int:
     return total
 
 
-def _decoded(status: int, raw: bytes, retry_after: str | None, secrets: tuple[str, ...]) -> dict[str, object]:
-    """The JSON object of an answer, or the error its status or body calls for.
+def _decoded(
+    status: int, raw: bytes, retry_after: str | None, secrets: tuple[str, ...], array_key: str | None = None
+) -> dict[str, object]:
+    """The JSON object of an answer (an array as `{array_key: array}`, given an `array_key`), or
+    the error its status or body calls for.
 
     Raises:
         _Retryable: a status worth another attempt (with its `Retry-After`), or a body that is
@@ -162,6 +167,8 @@ def _decoded(status: int, raw: bytes, retry_after: str | None, secrets: tuple[st
         data = _lenient_json(raw)
         if data is None:
             raise _Retryable(f"malformed response (not JSON): {_snippet(raw, secrets)}") from None
+    if isinstance(data, list) and array_key is not None:
+        return {array_key: data}
     if not isinstance(data, dict):
         raise _Retryable(f"malformed response (not a JSON object): {_snippet(raw, secrets)}")
     return data

@@ -109,7 +109,11 @@ class HttpTarget:
         return headers
 
     def post(
-        self, url: str, payload: Mapping[str, object], headers: dict[str, str] | None = None
+        self,
+        url: str,
+        payload: Mapping[str, object],
+        headers: dict[str, str] | None = None,
+        array_key: str | None = None,
     ) -> Coroutine[Any, Any, dict[str, object]]:
         """POST `payload` to `url` (see `post_json`) with `config.headers`, `auth_headers()` and
         this call's own `headers`, if any. A plain function returning `post_json`'s coroutine:
@@ -123,6 +127,7 @@ class HttpTarget:
             policy=self.policy,
             secrets=self._secrets,
             limits=self.limits,
+            array_key=array_key,
         )
 
     def cost(self, usage: Usage) -> float:

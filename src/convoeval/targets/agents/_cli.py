@@ -3,11 +3,15 @@
 The `command` template may use `{PROMPT}` (shell-quoted), `{PROMPT_FILE}` (a file holding
 the prompt), `{OUTPUT_FILE}` (a file the command may write its reply to), `{FILES}`,
 `{EVAL_ID}` (the test id), `{ATTEMPT}` and `{SESSION_ID}`. The reply is the output file when
-the command wrote one, else its stdout: plain text, or JSON with `output` messages (and their
-`tool_calls`) or `text`, `token_usage`, `cost_usd`, `duration_ms`, `session_id`.
+the command wrote one, else its stdout (bytes that are not UTF-8 read as U+FFFD): plain text,
+or JSON with `output` messages (and their `tool_calls`) or `text`, `token_usage`, `cost_usd`,
+`duration_ms`, `session_id`, `error` (the turn failed), read as AgentV reads them
+(`_replies.reply_from_json`).
 
 Without `session:` settings the command cannot continue a conversation, so a multi-turn test
-runs single-shot (all turns in one prompt). With them it is resumed every turn:
+runs single-shot (all turns in one prompt); in an AgentV eval file, as AgentV runs it
+(`orchestrator.ts` `runConversationMode`), once per turn with that turn's message alone. With
+them it is resumed every turn:
 
     session:
       resume_args: "--session {SESSION_ID}"   # appended to the command on later turns
@@ -30,15 +34,17 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import tempfile
 from pathlib import Path
 
 from ..._jsonpath import parse_jsonpath
 from ..._regex import RegexTimeout, compile_pattern, search
 from ..._sandbox import scratch_folder
+from ..._secrets import shown_url
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
-from ._process import agent_env, failure, run_command, work_dir
+from ._process import STDERR_TAIL, Line, agent_env, ending, failure, run_command, work_dir
 from ._replies import prompt_text, reply_from_text
 from ._settings import CliSettings
 
@@ -71,24 +77,38 @@ class CliTarget:
         system, prompt = prompt_text(request.messages)
         if system and not request.session_id:
             prompt = f"{system}\n\n{prompt}"
+        if self.session == "single_shot" and request.agent.agentv_turns:  # AgentV's `question`
+            prompt = next(
+                (str(m.get("content", "")) for m in reversed(request.messages) if m.get("role") == "user"), ""
+            )
         with scratch_folder("convoeval-cli-") as scratch:
             prompt_file, output_file = scratch / "prompt.txt", scratch / "output.txt"
             prompt_file.write_text(prompt, encoding="utf-8")
             command = self._render(prompt, prompt_file, output_file, request)
             cwd = request.agent.workdir or self._cwd(request.agent.eval_dir)
             finished = await run_command(
-                [command], cwd=cwd, env=env, timeout_s=self.timeout_s, name=self.name, secrets=secrets, shell=True
+                [command],
+                cwd=cwd,
+                env=env,
+                timeout_s=self.timeout_s,
+                name=self.name,
+                secrets=secrets,
+                shell=True,
+                explain=_printed,
             )
             if finished.returncode:
                 raise failure(self.name, finished, secrets)
-            raw = output_file.read_text(encoding="utf-8") if output_file.exists() else ""
+            raw = output_file.read_bytes().decode("utf-8", "replace") if output_file.exists() else ""
             if self.settings.keep_temp_files:
                 kept = Path(tempfile.mkdtemp(prefix="convoeval-cli-kept-"))
                 for file in (prompt_file, output_file):
                     if file.exists():
-                        (kept / file.name).write_text(file.read_text(encoding="utf-8"), encoding="utf-8")
+                        shutil.copyfile(file, kept / file.name)
         text = raw if raw.strip() else finished.stdout
-        reply = reply_from_text(text)
+        try:
+            reply = reply_from_text(text)
+        except TargetError as exc:
+            raise exc.reworded(f"{self.name}: {exc}") from None
         if self.session == "resume":
             found, why = (reply.session_id, "") if reply.session_id else self._session_id(text)
             reply.session_id = found or request.session_id
@@ -154,6 +174,11 @@ class CliTarget:
             raise TargetError(f"{self.name}: healthcheck failed earlier in this run")
         given = check.get("timeout_s") or check.get("timeout_seconds")
         timeout = float(given) if isinstance(given, int | float) else 30.0
+        if isinstance(url := check.get("url"), str):
+            self._healthy = False
+            await _check_url(url, timeout, f"{self.name} healthcheck")
+            self._healthy = True
+            return
         finished = await run_command(
             [str(check["command"])],
             cwd=self._cwd(eval_dir, check.get("cwd")),
@@ -169,6 +194,36 @@ class CliTarget:
 
     async def aclose(self) -> None:
         return None
+
+
+async def _check_url(url: str, timeout_s: float, name: str) -> None:
+    """AgentV's HTTP healthcheck (`cli.ts` `runHealthcheck`): a GET of `url` must answer 2xx
+    within `timeout_s`.
+
+    Raises:
+        TargetError: it answered otherwise, or not at all.
+    """
+    import aiohttp
+
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session,
+            session.get(url) as response,
+        ):
+            if response.status // 100 != 2:
+                raise TargetError(
+                    f"{name}: {shown_url(url)} answered HTTP {response.status} {response.reason or ''}".rstrip()
+                )
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise TargetError(
+            f"{name}: {shown_url(url)}: {str(exc) or 'timed out after ' + format(timeout_s, 'g') + ' s'}"
+        ) from None
+
+
+def _printed(lines: list[Line]) -> str | None:
+    """What a command that timed out had printed (its end), for the error."""
+    text = "\n".join(line.text for line in lines).strip()
+    return f"it printed: {ending(text, STDERR_TAIL)}" if text else None
 
 
 def _json(text: str) -> object:

@@ -343,7 +343,7 @@ def failure(name: str, finished: Finished, secrets: Iterable[str] = (), events: 
     stderr (else of its stdout, unless `events`: its stdout is JSON events, no words for a
     person), starting at a line or word boundary."""
     stdout = "" if events else redact(finished.stdout.strip(), tuple(secrets))
-    tail = _tail(finished.stderr.strip() or stdout, STDERR_TAIL)
+    tail = ending(finished.stderr.strip() or stdout, STDERR_TAIL)
     code = finished.returncode
     how = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}"
     return TargetError(f"{name}: {how}" + (f": {tail}" if tail else ""))
@@ -357,7 +357,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _tail(text: str, limit: int) -> str:
+def ending(text: str, limit: int) -> str:
     """The end of `text`, at most `limit` characters, not starting mid-line (or mid-word)."""
     if len(text) <= limit:
         return text

@@ -13,6 +13,11 @@ file). Two kinds:
   parameter receives the same context, whose `workdir` is the trial's workspace). Its
   `close()` / `aclose()`, when present, runs after the conversation.
 
+A call that takes longer than the target's `timeout_s` fails the turn ("timed out after N s").
+Sync code runs in a thread of its own, one per conversation (an object stays in the thread
+that made it), so it never holds up the other conversations; a call still running at its
+timeout is left to finish there.
+
 Example:
     class Agent:
         def __init__(self): self.seen = []
@@ -23,10 +28,14 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import importlib.util
 import inspect
+import queue
 import sys
+import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -55,7 +64,8 @@ class PythonTarget:
         self.function = load_callable(ref, config.source_dir / settings.base_dir, config.name)
         self.factory = settings.factory if settings.factory is not None else inspect.isclass(self.function)
         self.session = "resume" if self.factory else "history"
-        self.objects: dict[str, object] = {}
+        self.timeout_s = config.timeout_s
+        self.objects: dict[str, tuple[object, Worker]] = {}
 
     @classmethod
     def wrap(
@@ -68,6 +78,7 @@ class PythonTarget:
         target.function = function
         target.factory = inspect.isclass(function) if factory is None else factory
         target.session = "resume" if target.factory else "history"
+        target.timeout_s = target.config.timeout_s
         target.objects = {}
         return target
 
@@ -79,33 +90,106 @@ class PythonTarget:
             "session_id": request.session_id,
         }
         if not self.factory:
-            value = await _call(self.function, request.messages, context)
-            return as_reply(value, self.name)
+            return as_reply(await self._timed(None, self.function, request.messages, context), self.name)
         session_id = request.session_id
         if session_id is None or session_id not in self.objects:
             session_id = session_id or uuid.uuid4().hex
-            self.objects[session_id] = await _call(self.function)
-        agent = self.objects[session_id]
+            worker = Worker(self.name)
+            self.objects[session_id] = (await self._timed(worker, self.function), worker)
+        agent, worker = self.objects[session_id]
         method = getattr(agent, "respond", None) or agent
         if not callable(method):
             raise TargetError(f"{self.name}: the factory's object has no respond(messages) and is not callable")
-        reply = as_reply(await _call(method, request.messages, context), self.name)
+        reply = as_reply(await self._timed(worker, method, request.messages, context), self.name)
         reply.session_id = session_id
         return reply
 
+    async def _timed(self, worker: Worker | None, function: Callable[..., object], *args: object) -> object:
+        """`bounded` by the target's `timeout_s`."""
+        try:
+            return await bounded(function, *args, timeout_s=self.timeout_s, worker=worker)
+        except TimeoutError:
+            raise TargetError(f"{self.name}: timed out after {self.timeout_s:g} s") from None
+
     async def end_session(self, session_id: str) -> None:
-        agent = self.objects.pop(session_id, None)
-        close = getattr(agent, "aclose", None) or getattr(agent, "close", None)
-        if callable(close):
-            await _call(close)
+        agent, worker = self.objects.pop(session_id, (None, None))
+        if worker is None:
+            return
+        try:
+            close = getattr(agent, "aclose", None) or getattr(agent, "close", None)
+            if callable(close):
+                await self._timed(worker, close)
+        finally:
+            worker.stop()
 
     async def aclose(self) -> None:
         for session_id in list(self.objects):
             await self.end_session(session_id)
 
 
-async def _call(function: Callable[..., object], *args: object) -> object:
-    """Call a sync or async function with as many of `args` as it takes."""
+async def bounded(
+    function: Callable[..., object], *args: object, timeout_s: float, worker: Worker | None = None
+) -> object:
+    """`_call` within `timeout_s`, sync code in `worker`'s thread (else in a thread of its own).
+
+    Raises:
+        TimeoutError: the call took longer (a sync one is left to finish in its thread).
+        RuntimeError: the code called `sys.exit()` (which would end the run, with no results).
+    """
+    own = worker is None and not inspect.iscoroutinefunction(function)  # an async one needs no thread
+    thread = Worker(getattr(function, "__name__", "call")) if own else worker
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await _call(function, *args, worker=thread)
+    except SystemExit as exc:
+        raise RuntimeError(f"sys.exit({exc.code!r}) called") from None
+    finally:
+        if own and thread is not None:
+            thread.stop()
+
+
+class Worker:
+    """A daemon thread running one conversation's sync calls in turn: they never block the
+    event loop, and one still running at its timeout holds up neither the run nor its exit."""
+
+    def __init__(self, name: str):
+        self.calls: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name=f"convoeval-python-{name}", daemon=True).start()
+
+    def _serve(self) -> None:
+        while (call := self.calls.get()) is not None:
+            call()
+
+    async def run(self, function: Callable[..., object], *args: object) -> object:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[object] = loop.create_future()
+
+        def settle(value: object, error: BaseException | None) -> None:
+            if future.done():  # timed out meanwhile
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+        def call() -> None:
+            try:
+                value, error = function(*args), None
+            except (Exception, SystemExit) as exc:  # the user's code failed: the call's error
+                value, error = None, exc
+            with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
+                loop.call_soon_threadsafe(settle, value, error)
+
+        self.calls.put(call)
+        return await future
+
+    def stop(self) -> None:
+        self.calls.put(None)
+
+
+async def _call(function: Callable[..., object], *args: object, worker: Worker | None = None) -> object:
+    """Call a sync or async function with as many of `args` as it takes (a sync one in
+    `worker`'s thread, when given)."""
     try:
         params = inspect.signature(function).parameters.values()
         takes_all = any(p.kind is p.VAR_POSITIONAL for p in params)
@@ -113,7 +197,10 @@ async def _call(function: Callable[..., object], *args: object) -> object:
         count = len(args) if takes_all else min(len(args), len(positional))
     except (TypeError, ValueError):  # builtins without a signature
         count = len(args)
-    value = function(*args[:count])
+    if worker is not None and not inspect.iscoroutinefunction(function):
+        value = await worker.run(function, *args[:count])
+    else:
+        value = function(*args[:count])
     if inspect.isawaitable(value):
         value = await value
     return value

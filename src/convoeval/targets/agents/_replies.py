@@ -57,23 +57,31 @@ def tool_call(data: object) -> ToolCall:
 
 
 def reply_from_json(data: dict[str, object]) -> ChatReply:
-    """A reply from AgentV's output JSON: `output` (messages with `content` and `tool_calls`)
-    or `text`, plus `token_usage {input, output, cached}`, `cost_usd`, `duration_ms`, `session_id`;
-    convoeval's `{text, tool_calls}` works too."""
-    texts: list[str] = []
+    """A reply from AgentV's output JSON, read as AgentV's `cli` provider reads it
+    (`parseOutputContent`): the text is the last assistant message of `output` (or
+    `output_messages`; its text parts when its content is a list), else `text`; the tool calls
+    are the messages' `tool_calls` (and a top-level `tool_calls`, convoeval's own shape); plus
+    `token_usage {input, output, cached}`, `cost_usd`, `duration_ms`, `session_id`.
+
+    Raises:
+        TargetError: the output's `error` says the agent failed (AgentV's `target_task_failure`,
+            an execution error), with what the turn spent.
+    """
     calls = [tool_call(c) for c in _list(data.get("tool_calls"))]
-    for message in _list(data.get("output") or data.get("output_messages")):
-        if not isinstance(message, dict):
-            continue
-        content = message.get("content")
-        if message.get("role", "assistant") == "assistant" and isinstance(content, str):
-            texts.append(content)
+    messages = [m for m in _list(data.get("output") or data.get("output_messages")) if isinstance(m, dict)]
+    for message in messages:
         calls += [tool_call(c) for c in _list(message.get("tool_calls"))]
+    answers = [_content_text(m.get("content")) for m in messages if m.get("role", "assistant") == "assistant"]
+    answers = [a for a in answers if a is not None]
     text = data.get("text")
+    if answers:
+        text = answers[-1]
+    elif text is not None and not isinstance(text, str):
+        text = json.dumps(text)
     usage = data.get("token_usage") or data.get("usage")
     session = data.get("session_id")
-    return ChatReply(
-        text=(text if isinstance(text, str) else "\n".join(t for t in texts if t)) or "",
+    reply = ChatReply(
+        text=text if isinstance(text, str) else "",
         tool_calls=calls,
         usage=Usage(
             input_tokens=int(_number(usage, "input", "input_tokens")),
@@ -84,6 +92,27 @@ def reply_from_json(data: dict[str, object]) -> ChatReply:
         latency_ms=float(_number(data, "duration_ms")),
         session_id=str(session) if session not in (None, "") else None,
     )
+    error = data.get("error")
+    if isinstance(error, str) and error.strip():
+        raise TargetError(
+            f"the agent reported an error: {error.strip()}",
+            usage=reply.usage,
+            cost_usd=reply.cost_usd,
+            tool_calls=reply.tool_calls,
+        )
+    return reply
+
+
+def _content_text(content: object) -> str | None:
+    """A message's content as text, as AgentV reads it (`convertMessages`, `getTextContent`): a
+    string as is, a list of content parts (`{type: text | image | file}`) as its text parts;
+    anything else is no content (None)."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    if not parts or not all(isinstance(p, dict) and p.get("type") in ("text", "image", "file") for p in parts):
+        return None
+    return "\n".join(str(p.get("text", "")) for p in parts if p["type"] == "text")
 
 
 def mapped_usage(usage: object) -> Usage:
@@ -120,6 +149,6 @@ def reply_from_text(text: str) -> ChatReply:
             data = json.loads(stripped)
         except json.JSONDecodeError:
             data = None
-        if isinstance(data, dict) and {"output", "output_messages", "text", "tool_calls"} & data.keys():
+        if isinstance(data, dict) and {"output", "output_messages", "text", "tool_calls", "error"} & data.keys():
             return reply_from_json(data)
     return ChatReply(text=stripped)

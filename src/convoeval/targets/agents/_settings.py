@@ -9,6 +9,7 @@ from pydantic import AliasChoices, ConfigDict, Field, JsonValue, field_validator
 from ..._base_model import Model
 from ..._jsonpath import parse_jsonpath
 from ..._regex import check_pattern
+from .._base import http_url_problem
 from .._settings import HttpSettings, PositiveFloat, ProviderSettings
 
 
@@ -114,7 +115,7 @@ class CliSettings(ProcessSettings):
     verbose: bool = False
     session: CliSession | None = None
     healthcheck: dict[str, JsonValue] | None = Field(
-        None, description="{command, timeout_s}: run once before the first call."
+        None, description="{command, timeout_s} run, or {url, timeout_s} asked (GET, 2xx), once before the first call."
     )
 
     @field_validator("command")
@@ -125,8 +126,15 @@ class CliSettings(ProcessSettings):
     @field_validator("healthcheck")
     @classmethod
     def _has_command(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
-        if value is not None and not isinstance(value.get("command"), str):
-            raise ValueError("a healthcheck is {command: SHELL COMMAND, timeout_s: N}")
+        if value is None or isinstance(value.get("command"), str):
+            return value
+        url = value.get("url")
+        if not isinstance(url, str):
+            raise ValueError(
+                "a healthcheck is {command: SHELL COMMAND, timeout_s: N} or {url: http(s) URL, timeout_s: N}"
+            )
+        if problem := http_url_problem(url):
+            raise ValueError(f"url: {problem}")
         return value
 
 
@@ -139,9 +147,10 @@ class HttpAgentSettings(HttpSettings):
     tool_calls_path: str | None = None
     session_id_path: str | None = None
     usage_path: str | None = None
+    cost_path: str | None = Field(None, description="JSONPath to the turn's cost in USD, as the agent reports it.")
     stateful: bool = Field(False, description="Send only the newest user message once a session exists.")
 
-    @field_validator("reply_path", "tool_calls_path", "session_id_path", "usage_path")
+    @field_validator("reply_path", "tool_calls_path", "session_id_path", "usage_path", "cost_path")
     @classmethod
     def _paths(cls, value: str | None) -> str | None:
         return _jsonpath(value)

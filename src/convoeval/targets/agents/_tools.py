@@ -8,7 +8,7 @@ transcript records, never an exception out of the turn.
 
 from __future__ import annotations
 
-import inspect
+import functools
 import json
 import os
 import stat
@@ -21,7 +21,7 @@ from ..._sandbox import SandboxError, command_env, trial_settings
 from ..._text import shorten
 from ...results import ToolCall
 from .._tool_settings import ToolAgentSettings, UserTool
-from ._python import load_callable
+from ._python import bounded, load_callable
 
 _PATH = {"type": "string", "description": "A path relative to the workspace."}
 #: The largest file `edit_file` reads whole.
@@ -112,8 +112,10 @@ class ToolBox:
         if name in self.user:
             tool = self.user[name]
             if tool.python:
-                result = self.functions[name](**args)
-                return await result if inspect.isawaitable(result) else result
+                try:
+                    return await bounded(functools.partial(self.functions[name], **args), timeout_s=tool.timeout_s)
+                except TimeoutError:
+                    raise ToolFailure(f"timed out after {tool.timeout_s:g} s: {name}") from None
             assert tool.command is not None
             return await self._shell(tool.command, _need(workdir), tool.timeout_s, json.dumps(args))
         if name not in self.builtin:
@@ -163,7 +165,8 @@ class ToolBox:
         except SandboxError as exc:
             raise ToolFailure(str(exc)) from None
         if ran.timed_out:
-            raise ToolFailure(f"timed out after {timeout_s:g} s and was killed: {shorten(command, 80)}")
+            so_far = f"\noutput so far:\n{self._cap(ran.output)}" if ran.output else ""
+            raise ToolFailure(f"timed out after {timeout_s:g} s and was killed: {shorten(command, 80)}{so_far}")
         more = f"\n[... more output cut: {ran.cut} bytes not shown]" if ran.cut else ""
         return f"exit code {ran.code}\n{self._cap(ran.output)}{more}"
 
