@@ -100,3 +100,13 @@ def read_jsonl(path: str | Path, *, objects: bool = False) -> Iterator[tuple[int
                 yield number, value
     except (OSError, UnicodeDecodeError) as exc:
         raise JsonlError(read_problem(path, exc)) from None
+
+
+def as_int(value: object) -> int | None:
+    """A whole number given as a JSON number or as text (`"42"`), else None (also for infinity)."""
+    if isinstance(value, int | float | str):
+        try:
+            return int(value)
+        except (ValueError, OverflowError):
+            return None
+    return None

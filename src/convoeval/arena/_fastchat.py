@@ -23,12 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._jsonl import JsonlError, read_jsonl
+from .._jsonl import JsonlError, as_int, read_jsonl
 from ..errors import ConfigError
+from ..graders._fastchat import REFERENCE_CATEGORIES, reference_answers
 from ..results import EvaluationResult
 
-#: The categories FastChat judges against a reference answer (its NEED_REF_CATS).
-REFERENCE_CATEGORIES = frozenset({"math", "reasoning", "coding", "arena-hard-200"})
 #: The pairwise prompts of each kind of question, for turn 1 and turn 2.
 PAIR_PROMPTS = {False: ("pair-v2", "pair-v2-multi-turn"), True: ("pair-math-v1", "pair-math-v1-multi-turn")}
 #: The fields FastChat fills its pairwise templates with.
@@ -52,7 +51,7 @@ class FastChatPairwise:
     """FastChat's pairwise prompts (by name) and reference answers (by question id)."""
 
     prompts: Mapping[str, PairPrompt]
-    references: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    references: Mapping[int, Sequence[str]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, judge_prompts: str | Path, references: str | Path | None = None) -> FastChatPairwise:
@@ -60,7 +59,8 @@ class FastChatPairwise:
         `reference_answer/gpt-4.jsonl`). Raises ConfigError (`file:line: what is wrong`)."""
         try:
             prompts = _pair_prompts(Path(judge_prompts))
-            refs = _references(Path(references)) if references is not None else {}
+            path = Path(references) if references is not None else None
+            refs = reference_answers(read_jsonl(path, objects=True), path) if path is not None else {}
         except JsonlError as exc:
             raise ConfigError(str(exc)) from None
         return cls(prompts, refs)
@@ -73,7 +73,8 @@ class FastChatPairwise:
         judged FastChat's way. `references`: the test's reference answers, if it has any."""
         metadata = first.metadata or second.metadata
         needs_reference = metadata.get("category") in REFERENCE_CATEGORIES
-        refs = list(references or self.references.get(str(metadata.get("question_id")), ()))
+        qid = as_int(metadata.get("question_id"))
+        refs = list(references or (self.references.get(qid, ()) if qid is not None else ()))
         if needs_reference and not refs:
             return (
                 f"a {metadata.get('category')} question is judged against its reference answers: "
@@ -142,17 +143,3 @@ def _pair_prompts(path: Path) -> dict[str, PairPrompt]:
             f"{path}: no pairwise judge prompt named {missing[0]!r} (is it FastChat's judge_prompts.jsonl?)"
         )
     return prompts
-
-
-def _references(path: Path) -> dict[str, list[str]]:
-    """FastChat's reference answers (`{question_id, choices: [{turns: [...]}]}` a line) by question id."""
-    references: dict[str, list[str]] = {}
-    for line, record in read_jsonl(path, objects=True):
-        assert isinstance(record, dict)
-        choices = record.get("choices")
-        first = choices[0] if isinstance(choices, list) and choices else None
-        turns = first.get("turns") if isinstance(first, dict) else None
-        if "question_id" not in record or not isinstance(turns, list):
-            raise ConfigError(f"{path}:{line}: expected question_id and choices[0].turns")
-        references[str(record["question_id"])] = [str(t) for t in turns]
-    return references

@@ -133,16 +133,6 @@ def objects(value: JsonValue) -> list[JsonObject]:
     return [item for item in as_list(value) if isinstance(item, dict)]
 
 
-def as_int(value: JsonValue) -> int | None:
-    """A whole number given as a JSON number or as text (`"42"`), else None (also for infinity)."""
-    if isinstance(value, int | float | str):
-        try:
-            return int(value)
-        except (ValueError, OverflowError):
-            return None
-    return None
-
-
 def mapping(value: JsonValue, where: str) -> JsonObject:
     """A mapping setting (missing or empty: `{}`); DatasetError `where: expected a mapping`
     when `value` is something else."""

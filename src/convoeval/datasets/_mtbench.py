@@ -30,8 +30,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .._jsonl import JsonlError, as_int
 from ..errors import DatasetError
-from ._common import JsonObject, as_int, as_list, as_object, read_jsonl
+from ..graders._fastchat import REFERENCE_CATEGORIES, reference_answers
+from ._common import JsonObject, as_list, read_jsonl
 from ._suite_types import Suite, SuiteTest, Turn
 
 #: FastChat's `temperature_config` (fastchat/llm_judge/common.py): the sampling temperature of
@@ -54,9 +56,6 @@ MAX_TOKENS = 1024
 #: which its OpenAI models (gpt-3.5-turbo, gpt-4) answer MT-Bench under.
 SYSTEM_MESSAGE = "You are a helpful assistant."
 
-#: Categories FastChat grades against a reference answer (its NEED_REF_CATS; arena-hard-200 is
-#: FastChat's other question set).
-REFERENCE_CATEGORIES = ("math", "reasoning", "coding", "arena-hard-200")
 REFERENCE_NAMES = ("reference_answer_gpt-4.jsonl", "reference_answer/gpt-4.jsonl", "gpt-4.jsonl")
 
 _SCALE = (
@@ -124,16 +123,10 @@ def import_mt_bench(source: Path, *, references: Path | None = None, judge_promp
     """
     questions = read_jsonl(source)
     ref_path = references or next((source.parent / n for n in REFERENCE_NAMES if (source.parent / n).is_file()), None)
-    refs: dict[int, list[str]] = {}
-    if ref_path is not None:
-        for line, record in read_jsonl(ref_path):
-            qid = as_int(record.get("question_id"))
-            choices = as_list(record.get("choices"))
-            first = as_object(choices[0]) if choices else None
-            answers = first.get("turns") if first is not None else None
-            if qid is None or not isinstance(answers, list):
-                raise DatasetError(f"{ref_path}:{line}: expected question_id and choices[0].turns")
-            refs[qid] = [str(t) for t in answers]
+    try:
+        refs = reference_answers(read_jsonl(ref_path), ref_path) if ref_path is not None else {}
+    except JsonlError as exc:
+        raise DatasetError(str(exc)) from None
     prompts = read_judge_prompts(judge_prompts) if judge_prompts is not None else None
     tests = []
     for line, record in questions:

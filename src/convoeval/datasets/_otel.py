@@ -34,7 +34,7 @@ from typing import TypedDict
 
 from pydantic import JsonValue
 
-from .._jsonl import raw_decode
+from .._jsonl import as_int, raw_decode
 from ..errors import DatasetError
 from ._chat_logs import (
     ROLES,
@@ -46,7 +46,7 @@ from ._chat_logs import (
     tool_call_of,
     unique,
 )
-from ._common import DatasetWarning, JsonObject, as_int, as_object, decode_json, object_list, objects, read_text
+from ._common import DatasetWarning, JsonObject, as_object, decode_json, object_list, objects, read_text
 
 
 class Span(TypedDict):

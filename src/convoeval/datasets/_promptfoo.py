@@ -43,13 +43,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
+from .._jsonl import as_int
 from ..errors import DatasetError
 from ..spec import DEFAULT_THRESHOLD
 from ._chat_logs import text_of, unique
 from ._common import (
     DatasetWarning,
     JsonObject,
-    as_int,
     as_list,
     as_object,
     decode_json,

@@ -25,10 +25,11 @@ from typing import Any
 import yaml
 from pydantic import JsonValue
 
+from .._jsonl import as_int
 from ..errors import DatasetError
 from ..results import EvaluationResult, TrialResult
 from ..spec import CHECKS_VERSION, SIMULATED_USER_KEYS
-from ._common import JsonObject, as_int, as_list, as_object, read_jsonl, suite_yaml
+from ._common import JsonObject, as_list, as_object, read_jsonl, suite_yaml
 
 #: Keys of a simulated user's test that a recorded transcript replaces.
 _LIVE_KEYS = (*SIMULATED_USER_KEYS, "turns", "input", "mode", "hints", "verify", "workspace", "depends_on")

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterable
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
 from .._base_model import Model
+from .._jsonl import JsonlError, as_int
 from ..judging import GradingLevel, JudgeOutputError
 from ..results import AssertionOutcome
 from ._base import Grade, GradeContext, GraderError, JudgedAssertion, assertion_type
@@ -44,6 +47,31 @@ MAX_EVIDENCE = 2000  # the end of the judge's explanation, where the rating is
 FIELDS = frozenset(
     {"question", "answer", "ref_answer_1", "question_1", "answer_1", "question_2", "answer_2", "ref_answer_2"}
 )
+
+
+#: Categories FastChat grades against a reference answer (its NEED_REF_CATS; arena-hard-200 is
+#: FastChat's other question set).
+REFERENCE_CATEGORIES = ("math", "reasoning", "coding", "arena-hard-200")
+
+
+def reference_answers(records: Iterable[tuple[int, object]], path: Path) -> dict[int, list[str]]:
+    """FastChat's reference answers (`reference_answer/gpt-4.jsonl`: `{question_id, choices:
+    [{turns: [...]}]}` a line), read from `records` (`(line, record)` of `path`), by question id.
+
+    Raises:
+        JsonlError: a record without a question id or `choices[0].turns` (`file:line: what`).
+    """
+    references: dict[int, list[str]] = {}
+    for line, record in records:
+        fields = record if isinstance(record, dict) else {}
+        choices = fields.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        turns = first.get("turns") if isinstance(first, dict) else None
+        qid = as_int(fields.get("question_id"))
+        if qid is None or not isinstance(turns, list):
+            raise JsonlError(f"{path}:{line}: expected question_id and choices[0].turns")
+        references[qid] = [str(t) for t in turns]
+    return references
 
 
 class JudgePrompt(Model):
