@@ -460,6 +460,42 @@ print(json.dumps({"score": 1, "reason": " ".join(seen)}))
 """
 
 
+def _grade_unprivileged(
+    tmp_path: Path, key: str, grader: str, options: list[str], timeout_s: float
+) -> tuple[dict, list[str | None], str]:
+    """`convoeval run OPTIONS` of a one-test suite (s.eval.yaml) whose code-grader is the Python
+    program `grader`, against a loopback server, with `key` as OPENAI_API_KEY; as root, without
+    capabilities (`setpriv`), like any other user. Returns the grader's score, the Authorization
+    headers the server got, and the run's stderr."""
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
+        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
+    write(tmp_path / "grader.py", grader)
+    suite = write(
+        tmp_path / "s.eval.yaml",
+        f"tests:\n  - id: probe\n    input: hi\n    assertions:\n"
+        f"      - {{type: code-grader, command: [{sys.executable!r}, grader.py]}}\n",
+    )
+    with FakeOpenAIServer(reply=lambda body: "ok") as server:
+        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": key}
+        env.pop("RAY_ADDRESS", None)
+        done = subprocess.run(
+            [*prefix, sys.executable, "-m", "convoeval", "run", str(suite), "--target", "openai:m", "-o", "r.jsonl"]
+            + [*options, "--no-cache"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+        sent = [h.get("Authorization") for h in server.headers]
+    [result] = read_jsonl(tmp_path / "r.jsonl")
+    [score] = result["trials"][0]["scores"][0]["graders"]
+    return score, sent, done.stderr
+
+
 def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Path) -> None:
     """With `--backend ray` a host code-grader's parent is a Ray worker, which holds the driver's
     environment: it read the key from `/proc/<worker>/environ`. The worker is made non-dumpable
@@ -468,33 +504,8 @@ def test_a_code_grader_in_a_ray_worker_cannot_read_the_workers_keys(tmp_path: Pa
     without capabilities (`setpriv`), like any other user."""
     pytest.importorskip("ray")
     key = "sk-ray-worker-LEAK-0123456789"
-    prefix = []
-    if os.geteuid() == 0:
-        if shutil.which("setpriv") is None:
-            pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
-        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
-    write(tmp_path / "steal.py", STEAL_FROM_RAY_GRADER)
-    suite = write(
-        tmp_path / "s.eval.yaml",
-        f"tests:\n  - id: steal\n    input: hi\n    assertions:\n"
-        f"      - {{type: code-grader, command: [{sys.executable!r}, steal.py]}}\n",
-    )
-    with FakeOpenAIServer(reply=lambda body: "ok") as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": key}
-        env.pop("RAY_ADDRESS", None)
-        done = subprocess.run(
-            [*prefix, sys.executable, "-m", "convoeval", "run", str(suite), "--target", "openai:m", "-o", "r.jsonl"]
-            + ["--backend", "ray", "--no-cache"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
-        sent = [h.get("Authorization") for h in server.headers]
-    [result] = read_jsonl(tmp_path / "r.jsonl")
-    [grader] = result["trials"][0]["scores"][0]["graders"]
-    assert grader["details"]["reason"] == "PermissionError", (grader, done.stderr[-2000:])
+    grader, sent, stderr = _grade_unprivileged(tmp_path, key, STEAL_FROM_RAY_GRADER, ["--backend", "ray"], 240)
+    assert grader["details"]["reason"] == "PermissionError", (grader, stderr[-2000:])
     assert key[::-1] not in (tmp_path / "r.jsonl").read_text()
     assert sent == [f"Bearer {key}"]  # the trial, in its worker, still had the key
 
@@ -537,32 +548,9 @@ def test_a_code_grader_cannot_read_the_keys_of_a_worker_process_as_it_starts(tmp
     the one the driver started in its place. Workers now start without the secret variables and
     get them with their setup. Run as root without capabilities (`setpriv`), like any other user."""
     key = "sk-proc-worker-LEAK-0123456789"
-    prefix = []
-    if os.geteuid() == 0:
-        if shutil.which("setpriv") is None:
-            pytest.skip("as root this needs setpriv (util-linux) to drop capabilities")
-        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
-    write(tmp_path / "watch.py", KILL_AND_WATCH_GRADER.replace("SUITE", str(tmp_path / "s.eval.yaml")))
-    suite = write(
-        tmp_path / "s.eval.yaml",
-        f"tests:\n  - id: watch\n    input: hi\n    assertions:\n"
-        f"      - {{type: code-grader, command: [{sys.executable!r}, watch.py]}}\n",
-    )
-    with FakeOpenAIServer(reply=lambda body: "ok") as server:
-        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": key}
-        done = subprocess.run(
-            [*prefix, sys.executable, "-m", "convoeval", "run", str(suite), "--target", "openai:m", "-o", "r.jsonl"]
-            + ["--processes", "2", "--no-cache"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        sent = [h.get("Authorization") for h in server.headers]
-    [result] = read_jsonl(tmp_path / "r.jsonl")
-    [grader] = result["trials"][0]["scores"][0]["graders"]
-    assert grader["details"]["reason"] == "2 workers, keys read from 0", (grader, done.stderr[-2000:])
+    watch = KILL_AND_WATCH_GRADER.replace("SUITE", str(tmp_path / "s.eval.yaml"))
+    grader, sent, stderr = _grade_unprivileged(tmp_path, key, watch, ["--processes", "2"], 120)
+    assert grader["details"]["reason"] == "2 workers, keys read from 0", (grader, stderr[-2000:])
     assert sent == [f"Bearer {key}"]  # the worker that ran the trial had the key
 
 
