@@ -314,6 +314,31 @@ def test_budget_exhausted_stops_the_simulator(fake_openai, tmp_path: Path) -> No
     assert len(world.simulated_requests()) == 2
 
 
+@pytest.mark.parametrize("trials", [1, 2])
+def test_a_conversation_the_runs_budget_cut_short_did_not_finish_and_resume_plays_it_whole(
+    cli, fake_openai, tmp_path: Path, trials: int
+) -> None:
+    """--max-cost reached mid-conversation: the test is `skip` / `budget_exhausted`, not
+    started as far as --resume is concerned (the old code reported a pass from the turns it
+    had, and a resumed run kept it, or reused the cut trial)."""
+    FakeWorld(fake_openai, list(HAPPY) * 3, success=[True], failure=[False])
+    write(
+        tmp_path / "targets.yaml",
+        "targets:\n  - {name: pricey, provider: openai, model: m, price_input_per_mtok: 1000000}\n",
+    )
+    extra = f"    execution: {{trials: {trials}}}\n    success: [The refund is issued]"
+    args = ("--target", "pricey", "--judge", "openai:judge-model", "--concurrency", "1", "-o", tmp_path / "r.jsonl")
+    code, _, _ = cli("run", suite_file(tmp_path, extra), *args, "--max-cost", "0.5")
+    result = read_jsonl(tmp_path / "r.jsonl")[0]
+    assert (result["verdict"], result["execution_status"], code) == ("skip", "budget_exhausted", 1)
+    assert result["trials"][0]["stop_reason"] == "budget_exhausted"
+
+    code, _, _ = cli("run", "--resume", "last", "--max-cost", "1000000", "-o", tmp_path / "r.jsonl")
+    result = read_jsonl(tmp_path / "r.jsonl")[0]
+    assert (result["verdict"], code) == ("pass", 0)
+    assert [t["stop_reason"] for t in result["trials"]] == ["objective_met"] * trials
+
+
 def test_the_tests_own_budget_is_the_stop_reason(fake_openai, tmp_path: Path) -> None:
     """A conversation the test's `budget:` ended says so (it said nothing, and its note blamed
     `on_turn_failure`); the verdict is the budget's (`fail`), not the run's `--max-cost` skip."""

@@ -253,7 +253,7 @@ class _Runner:
                     ),
                 )
             job.spent_usd += outcome.cost_usd
-            if told:
+            if told and not outcome.verdict_status.not_started:  # a trial the run's budget cut is run again
                 assert self.events is not None
                 self.events.trial(job, position, outcome)
             return outcome
@@ -378,6 +378,8 @@ def combine_trials(plan: TestPlan, target: str, trials: list[TrialResult]) -> Ev
     hit = next((t.budget_hit for t in trials if t.budget_hit), None)
     if hit is not None and status in ("ok", "quality_failure"):  # a budget was hit: never "completed"
         verdict, status = "fail", "budget_exhausted"
+    if any(t.verdict_status.not_started for t in trials):  # the run's budget cut a conversation short
+        verdict, status = "skip", "budget_exhausted"
     n, c = len(trials), sum(t.verdict == "pass" for t in trials)
     notes = list(dict.fromkeys(note for t in trials for note in t.notes))
     outcomes = Counter(t.outcome for t in trials if t.outcome)
