@@ -293,6 +293,39 @@ tests:
     assert result.stop_reason == "objective_met" and result.verdict == "pass"
 
 
+def test_captured_values_reach_the_simulated_user_and_the_scenario_judge(fake_openai, tmp_path: Path) -> None:
+    """A value the scripted turns capture fills `{{ name }}` in the simulated user's persona,
+    objective, knowledge and stop conditions, and in the scenario's criteria (all were sent
+    as the literal placeholder)."""
+    world = FakeWorld(
+        fake_openai,
+        [("I want my money back.", False, "none"), ("It is ORD-7.", False, "none"), ("", True, "objective_met")],
+        success=[True],
+        failure=[False],
+        reply=lambda body: "Created ORD-7." if body["messages"][-1]["content"] == "Buy a blender" else "Order number?",
+    )
+    text = """\
+tests:
+  - id: refund
+    turns:
+      - input: Buy a blender
+        capture: {name: order_id, regex: "ORD-\\\\d+"}
+    simulated_user:
+      persona: "the owner of {{ order_id }}"
+      objective: "a refund for {{ order_id }}"
+      knowledge: {order_number: "{{ order_id }}"}
+      stop: ["the agent refunds {{ order_id }}"]
+      max_turns: 3
+    success: ["{{ order_id }} is refunded"]
+    failure: ["an order other than {{ order_id }} is refunded"]
+"""
+    result = run(suite_file(tmp_path, text=text)).results[0]
+    assert (result.verdict, result.stop_reason) == ("pass", "objective_met")
+    prompts = [r["messages"][-1]["content"] for r in fake_openai.judge_requests()]
+    assert len(world.step_prompts) == 3 and all(p.count("ORD-7") >= 4 for p in world.step_prompts)
+    assert not any("{{" in p for p in prompts) and "ORD-7 is refunded" in prompts[-1]
+
+
 def test_budget_exhausted_stops_the_simulator(fake_openai, tmp_path: Path) -> None:
     world = FakeWorld(fake_openai, [(f"more {i}", False, "none") for i in range(5)])
     suite = load_suite(suite_file(tmp_path))

@@ -124,7 +124,7 @@ def conversation_context(convo: Conversation) -> GradeContext:
 
 def simulator_context(convo: Conversation) -> GradeContext:
     """What simulator-fidelity checks see: the transcript and the simulated user's persona."""
-    simulated = convo.plan.simulated_user
+    simulated = convo.plan.simulated_user.filled(convo.variables) if convo.plan.simulated_user else None
     persona = (
         Persona(simulated.persona, simulated.objective, simulated.knowledge, simulated.stop_conditions)
         if simulated

@@ -218,15 +218,13 @@ class SimulatedTurns:
         self.domain = domain
         self.calls: list[Message] = []  # the user's tool calls not yet in the transcript
         self.config = config
-        self.simulator: Simulator | None = None
+        self.model = model
+        self.trial = trial
+        self.simulator: Simulator | None = None  # made at its first step, once the scripted turns captured
         self.error: str | None = None
-        factory = lookup("simulator", config.type)
-        if factory is None:
+        self.factory = lookup("simulator", config.type)
+        if self.factory is None:
             self.error = f"simulator: unknown simulator {config.type!r} (known: {', '.join(names('simulator'))})"
-        elif model is not None:
-            self.simulator = factory(config, model, trial)
-            if domain is not None and domain.domain.user_functions and isinstance(self.simulator, ToolUser):
-                self.simulator.tools = domain.domain.specs("user")
         self.assertions = list(assertions)
         self.may_continue = may_continue
         self.sent_scripted = 0
@@ -246,10 +244,14 @@ class SimulatedTurns:
         if self.simulated == 0 and self.config.opening:
             return self._turn(self.config.opening)
         if self.simulator is None:
-            self.error = (
-                self.error or "simulator: no model for the simulated user (set simulated_user.model or pass --judge)"
-            )
-            return self._stop("simulator_error")
+            if self.factory is None or self.model is None:
+                self.error = self.error or (
+                    "simulator: no model for the simulated user (set simulated_user.model or pass --judge)"
+                )
+                return self._stop("simulator_error")
+            self.simulator = self.factory(self.config.filled(convo.variables), self.model, self.trial)
+            if self.domain is not None and self.domain.domain.user_functions and isinstance(self.simulator, ToolUser):
+                self.simulator.tools = self.domain.domain.specs("user")
         try:
             step = await self._step(convo)
         except SimulatorError as exc:

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+
 from ..results import Outcome, ScoreEntry, TrialResult
+from ..spec import substitute
 from ._grading import grade_fidelity
 from ._plan import TestPlan
 from ._scenario import apply_outcome, judge_scenario
@@ -116,14 +118,15 @@ class ScenarioStep(TrialStep):
     async def entries(self, convo: Conversation) -> list[ScoreEntry]:
         if not convo.gradable:
             return []
+        variables, user = convo.variables, self.plan.simulated_user
         entry, self.outcome = await judge_scenario(
-            self.plan.success,
-            self.plan.failure,
+            [substitute(text, variables) for text in self.plan.success],
+            [substitute(text, variables) for text in self.plan.failure],
             convo.transcript,
             self.ctx.judge,
             trial=self.ctx.trial,
             temperature=self.ctx.judge_temperature,
-            objective=self.plan.simulated_user.objective if self.plan.simulated_user else None,
+            objective=user.filled(variables).objective if user else None,
         )
         return [entry]
 

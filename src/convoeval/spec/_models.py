@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -18,6 +19,7 @@ from pydantic import (
 )
 
 from .._base_model import Model
+from .._templates import substitute
 from ..errors import Problem
 from ..graders import Assertion, EnvCall
 from ..judging import Policy
@@ -313,6 +315,23 @@ class SimulatedUser(Strict):
     @property
     def stop_conditions(self) -> list[str]:
         return [self.stop] if isinstance(self.stop, str) else list(self.stop)
+
+    def filled(self, variables: Mapping[str, object]) -> SimulatedUser:
+        """This user with the captured `{{ name }}` values put into its persona, objective,
+        knowledge and stop conditions (the scripted turns that capture them come first)."""
+
+        def fill(value: Any) -> Any:
+            if isinstance(value, str):
+                return substitute(value, variables)
+            if isinstance(value, list):
+                return [fill(item) for item in value]
+            return {key: fill(item) for key, item in value.items()} if isinstance(value, dict) else value
+
+        if not variables:
+            return self
+        return self.model_copy(
+            update={k: fill(getattr(self, k)) for k in ("persona", "objective", "knowledge", "stop")}
+        )
 
 
 class Test(Strict):
