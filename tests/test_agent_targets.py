@@ -471,6 +471,18 @@ targets:
         assert [m["role"] for m in second["history"]] == ["user", "assistant", "user"] and result.session == "history"
 
 
+def test_a_hint_reaches_an_http_agent_with_its_turn(tmp_path: Path, session_server: str) -> None:
+    """`{{ prompt }}` is what the turn says: the hint, then the message (the hint was dropped,
+    while the transcript showed it sent)."""
+    targets = f"targets:\n  - {{name: web, provider: http, url: '{session_server}', stateful: true,"
+    targets += " reply_path: $.data.reply, session_id_path: $.session,"
+    targets += " body: {message: '{{ prompt }}', session: '{{ session_id }}'}}\n"
+    suite = HTTP_SUITE + "    verify: {command: 'false'}\n    hints: [Read the error first.]\n"
+    result, _ = run_suite(tmp_path, suite, targets, "web")
+    assert [m.source for m in result.output] == ["user", "target", "hint", "user", "target"]
+    assert [b["message"] for b in SessionAgentHandler.bodies] == ["one", "Read the error first.\n\ntwo"]
+
+
 def test_an_http_reply_that_is_null_or_json_is_read_as_text(session_server: str, tmp_path: Path) -> None:
     """No reply (null) is no text, and a JSON object or number is its JSON (not Python's repr)."""
     targets = (

@@ -31,7 +31,7 @@ from ..._jsonpath import parse_jsonpath
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, http_url_problem, provider
 from .._http_target import HttpTarget
 from .._settings import settings_of
-from ._replies import mapped_usage, tool_call
+from ._replies import mapped_usage, tool_call, turn_prompt
 from ._settings import HttpAgentSettings
 
 if TYPE_CHECKING:
@@ -78,9 +78,8 @@ class HttpAgentTarget(HttpTarget):
         self.session = "resume" if settings.stateful else "history"
 
     async def chat(self, request: ChatRequest) -> ChatReply:
-        users = [m for m in request.messages if m.get("role") == "user"]
         values = {
-            "prompt": str(users[-1]["content"]) if users else "",
+            "prompt": turn_prompt(request.messages),
             "session_id": request.session_id,
             "test_id": request.test_id,
             "messages": request.messages,

@@ -24,6 +24,17 @@ def prompt_text(messages: Sequence[Mapping[str, object]]) -> tuple[str, str]:
     return system, "\n\n".join(f"{m.get('role')}: {m.get('content', '')}" for m in rest)
 
 
+def turn_prompt(messages: Sequence[Mapping[str, object]]) -> str:
+    """The newest user messages (those after the last assistant message), joined by a blank
+    line: what the turn says, a hint sent before its message included."""
+    said: list[str] = []
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            break
+        said.insert(0, str(message.get("content", "")))
+    return "\n\n".join(said)
+
+
 def tool_call(data: object) -> ToolCall:
     """A tool call from a mapping in any of the common shapes: AgentV's `{tool, input, output,
     duration_ms}`, convoeval's `{name, arguments, output, error}`, OpenAI's `{function: {name,
