@@ -265,6 +265,17 @@ def test_fidelity_check_passing_does_not_move_the_score(fake_openai, tmp_path: P
     assert result.score == 0.0 and result.execution_status == "quality_failure"
 
 
+def test_a_fidelity_check_that_could_not_decide_leaves_no_pass(fake_openai, tmp_path: Path) -> None:
+    """Had the fidelity judge found a role break, the trial would be a simulator_error: one that
+    could not answer decides nothing (the old code passed the test)."""
+    FakeWorld(fake_openai, list(HAPPY), in_role=True)
+    fake_openai.faults.append(Fault(body="not json", match='"in_role"', times=5))
+    text = REFUND.replace("      max_turns: 4", "      max_turns: 4\n      check_fidelity: true")
+    result = run(suite_file(tmp_path, text=text)).results[0]
+    assert (result.verdict, result.execution_status, result.score) == ("error", "undecided", None)
+    assert result.error.startswith("simulator-fidelity could not decide")
+
+
 def test_scripted_opening_turns_then_simulator_and_turn_assertions_on_every_turn(fake_openai, tmp_path: Path) -> None:
     world = FakeWorld(fake_openai, [("It is A-1234.", False, "none"), ("", True, "objective_met")])
     text = """\

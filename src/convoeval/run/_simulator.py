@@ -304,16 +304,24 @@ class SimulatedTurns:
         if self.simulator is not None:
             result.simulator_token_usage = self.simulator.usage
             result.simulator_cost_usd = round(self.simulator.cost_usd, 8)
-        unfaithful = [g for e in result.scores if e.type == "simulator" for g in e.graders if g.verdict == "fail"]
+        fidelity = [g for e in result.scores if e.type == "simulator" for g in e.graders]
+        unfaithful = [g for g in fidelity if g.verdict == "fail"]
         if self.error is None and unfaithful:
             evidence = "; ".join(a.evidence for g in unfaithful for a in g.assertions if a.evidence)
             self.error = f"simulator-fidelity: the simulated user broke its role ({evidence or 'no reason given'})"
+        undecided = next((g for g in fidelity if g.verdict == "error"), None)
         if self.error is not None and not self.target_failed:
             result.score, result.verdict, result.execution_status = None, "error", "simulator_error"
             result.error = self.error
         elif self.stop_reason == "budget_exhausted":
             result.verdict, result.execution_status = "skip", "budget_exhausted"
             result.error = "the run's --max-cost budget was reached during the conversation"
+        elif undecided is not None and result.execution_status in ("ok", "quality_failure"):
+            # had it found a role break, the trial would be a simulator_error: neither pass nor fail holds
+            result.score, result.verdict, result.execution_status = None, "error", "undecided"
+            result.error = (
+                f"simulator-fidelity could not decide whether the simulated user kept its role: {undecided.error}"
+            )
 
     def _turn(self, text: str) -> TurnPlan:
         """The user's message, after its own tool calls (which the agent is not sent)."""
