@@ -413,6 +413,16 @@ def test_simulator_model_of_its_own_and_cached_rerun_makes_no_calls(fake_openai,
     assert row["output"][0]["source"] == "simulator"
 
 
+def test_each_trial_sends_a_seed_of_its_own(fake_openai, tmp_path: Path) -> None:
+    """Trials are independent: trial k sends `seed + k`, as tau2-bench draws a seed per trial
+    (every trial sent the same seed, so a seeded simulator replayed one conversation)."""
+    FakeWorld(fake_openai, [("more", False, "none")] * 6)
+    text = REFUND.replace("      max_turns: 4", "      max_turns: 2\n      seed: 7")
+    run(suite_file(tmp_path, "    execution: {trials: 3}", text=text), concurrency=1)
+    seeds = [r["seed"] for r in fake_openai.judge_requests() if schema_name(r) == "user_step"]
+    assert seeds == [7, 7, 8, 8, 9, 9]
+
+
 def test_max_turns_is_required_and_aliases_are_accepted(cli, tmp_path: Path) -> None:
     bad = write(
         tmp_path / "bad.eval.yaml",

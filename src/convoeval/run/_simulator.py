@@ -92,7 +92,7 @@ class UserSimulator:
     Args:
         config: the test's `simulated_user:`.
         model: the model playing the user (default chosen by the run: the judge).
-        trial: the trial index (part of the cache key, so trials differ).
+        trial: the trial index (part of the cache key, so trials differ; added to `seed`).
     """
 
     config: SimulatedUser
@@ -107,7 +107,7 @@ class UserSimulator:
             trial=self.trial,
             temperature=self.config.temperature,  # type: ignore[arg-type]
             purpose="simulator",
-            seed=self.config.seed,
+            seed=None if self.config.seed is None else self.config.seed + self.trial,  # trials independent
         )
         self.persona = Persona(
             persona=self.config.persona,
