@@ -383,6 +383,24 @@ def test_a_conversation_the_runs_budget_cut_short_did_not_finish_and_resume_play
     assert [t["stop_reason"] for t in result["trials"]] == ["objective_met"] * trials
 
 
+@pytest.mark.parametrize(
+    ("extra", "note"),
+    [
+        ("    workspace: {}\n    verify: {command: 'true'}", "simulated user: 1 turn(s), stopped: verified at turn 1"),
+        (
+            "    on_turn_failure: stop\n    turn_assertions: [{type: contains, value: never-said}]",
+            "simulated user: 1 turn(s), stopped after turn 1 (on_turn_failure: stop)",
+        ),
+    ],
+    ids=["verify", "on_turn_failure"],
+)
+def test_the_note_says_what_ended_a_simulated_conversation(fake_openai, tmp_path: Path, extra, note) -> None:
+    """A conversation a verify ended said "stopped: on_turn_failure"."""
+    FakeWorld(fake_openai, [(f"more {i}", False, "none") for i in range(4)])
+    result = run(suite_file(tmp_path, extra)).results[0]
+    assert note in result.notes
+
+
 def test_the_tests_own_budget_is_the_stop_reason(fake_openai, tmp_path: Path) -> None:
     """A conversation the test's `budget:` ended says so (it said nothing, and its note blamed
     `on_turn_failure`); the verdict is the budget's (`fail`), not the run's `--max-cost` skip."""

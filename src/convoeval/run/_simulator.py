@@ -295,12 +295,14 @@ class SimulatedTurns:
         if self.goodbye:
             convo.transcript.append(Message(role="user", content=self.goodbye, source="simulator"))
 
-    def record(self, result: TrialResult, stop_reason: StopReason | None) -> None:
+    def record(self, result: TrialResult, stop_reason: StopReason | None, stopped: str | None = None) -> None:
         """Put into the trial's result the stop reason (the conversation's: the simulator's, or
-        the test's `budget:` that ended it), the simulator's usage and cost, and the simulator's
-        failures as `simulator_error` (never as a failed test)."""
+        the test's `budget:` that ended it; else `stopped`, the note of what else ended it: a
+        verify, a capture, `on_turn_failure`), the simulator's usage and cost, and the
+        simulator's failures as `simulator_error` (never as a failed test)."""
         result.stop_reason = stop_reason
-        result.notes.append(f"simulated user: {self.simulated} turn(s), stopped: {stop_reason or 'on_turn_failure'}")
+        why = f"stopped: {stop_reason}" if stop_reason else stopped or "stopped"
+        result.notes.append(f"simulated user: {self.simulated} turn(s), {why}")
         if self.simulator is not None:
             result.simulator_token_usage = self.simulator.usage
             result.simulator_cost_usd = round(self.simulator.cost_usd, 8)

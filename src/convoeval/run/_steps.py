@@ -107,7 +107,7 @@ class SimulatedUserStep(TrialStep):
 
     def adjust(self, result: TrialResult, convo: Conversation) -> None:
         if self.playing:
-            self.simulated.record(result, convo.stop_reason)
+            self.simulated.record(result, convo.stop_reason, convo.stop_note)
 
 
 class ScenarioStep(TrialStep):
