@@ -401,6 +401,14 @@ def test_the_note_says_what_ended_a_simulated_conversation(fake_openai, tmp_path
     assert note in result.notes
 
 
+def test_the_simulated_user_is_shown_a_hint_as_the_tests_not_its_own(fake_openai, tmp_path: Path) -> None:
+    """A hint went into the simulated user's view as `user: ...`, a line it had written."""
+    world = FakeWorld(fake_openai, [(f"more {i}", False, "none") for i in range(4)])
+    run(suite_file(tmp_path, "    workspace: {}\n    verify: {command: 'false'}\n    hints: [Check the order.]"))
+    assert "hint (the test's, to the agent; not yours): Check the order." in world.step_prompts[2]
+    assert "user: Check the order." not in world.step_prompts[2]
+
+
 def test_the_tests_own_budget_is_the_stop_reason(fake_openai, tmp_path: Path) -> None:
     """A conversation the test's `budget:` ended says so (it said nothing, and its note blamed
     `on_turn_failure`); the verdict is the budget's (`fail`), not the run's `--max-cost` skip."""

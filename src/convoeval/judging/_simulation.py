@@ -209,6 +209,8 @@ def _as_user_view(transcript: Sequence[Message]) -> str:
     for message in transcript:  # the user sees what was said and its own tools, not the agent's tools
         if message.role == "user" and message.tool_calls:  # its own calls, with their results
             shown += [f"user (your tool call): {_call_line(call)}" for call in message.tool_calls]
+        elif message.source == "hint":  # the test's words to the agent, not the user's
+            shown.append(f"hint (the test's, to the agent; not yours): {clip(message.content)}")
         elif message.role in ("user", "assistant"):
             shown.append(f"{'user' if message.role == 'user' else 'agent'}: {clip(message.content)}")
     return "\n".join(shown) or "(nothing yet)"
