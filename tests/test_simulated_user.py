@@ -268,8 +268,8 @@ def test_fidelity_check_passing_does_not_move_the_score(fake_openai, tmp_path: P
 def test_a_fidelity_check_that_could_not_decide_leaves_no_pass(fake_openai, tmp_path: Path) -> None:
     """Had the fidelity judge found a role break, the trial would be a simulator_error: one that
     could not answer decides nothing (the old code passed the test)."""
-    FakeWorld(fake_openai, list(HAPPY), in_role=True)
-    fake_openai.faults.append(Fault(body="not json", match='"in_role"', times=5))
+    world = FakeWorld(fake_openai, list(HAPPY), in_role=True)
+    fake_openai.judge = lambda body: "I cannot say." if schema_name(body) == "simulator_fidelity" else world.judge(body)
     text = REFUND.replace("      max_turns: 4", "      max_turns: 4\n      check_fidelity: true")
     result = run(suite_file(tmp_path, text=text)).results[0]
     assert (result.verdict, result.execution_status, result.score) == ("error", "undecided", None)
