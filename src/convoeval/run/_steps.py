@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-
 from ..results import Outcome, ScoreEntry, TrialResult
 from ..spec import substitute
 from ._grading import grade_fidelity
