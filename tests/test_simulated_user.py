@@ -449,6 +449,19 @@ def test_each_trial_sends_a_seed_of_its_own(fake_openai, tmp_path: Path) -> None
     assert seeds == [7, 7, 8, 8, 9, 9]
 
 
+def test_retry_errors_runs_a_simulator_error_again(cli, fake_openai, tmp_path: Path) -> None:
+    """A simulated user whose model failed is an error of the run, as a target's is: `--resume
+    --retry-errors` runs it again (it kept the stored simulator_error)."""
+    FakeWorld(fake_openai, list(HAPPY))
+    fake_openai.faults.append(Fault(status=400, purpose="judge", match="Who you are"))
+    args = ("--target", "openai:agent-model", "--judge", "openai:judge-model", "-o", tmp_path / "r.jsonl", "-q")
+    code, _, _ = cli("run", suite_file(tmp_path), *args)
+    assert code == 3 and read_jsonl(tmp_path / "r.jsonl")[0]["execution_status"] == "simulator_error"
+    code, _, _ = cli("run", "--resume", "last", "--retry-errors", "-o", tmp_path / "r.jsonl", "-q")
+    result = read_jsonl(tmp_path / "r.jsonl")[0]
+    assert (code, result["execution_status"], result["stop_reason"]) == (0, "ok", "objective_met")
+
+
 def test_max_turns_is_required_and_aliases_are_accepted(cli, tmp_path: Path) -> None:
     bad = write(
         tmp_path / "bad.eval.yaml",

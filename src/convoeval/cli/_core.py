@@ -283,7 +283,8 @@ def run(
     retry_errors: Annotated[
         bool,
         typer.Option(
-            "--retry-errors", help="With --resume: also run again the tests whose stored result is an execution_error."
+            "--retry-errors",
+            help="With --resume: also run again the tests whose stored result is an execution_error or a simulator_error.",
         ),
     ] = False,
     max_cost: Annotated[

@@ -317,7 +317,7 @@ class _Run:
         try:
             ready = await self.prepare(pool, suites, self.plan(pool, suites))
             recorder = RunRecorder(store, ready.jobs, meter, self.record)
-            rerun = frozenset({"execution_error"} if options.retry_errors else ())
+            rerun = frozenset({"execution_error", "simulator_error"} if options.retry_errors else ())
             recorded = options.record(list(pool.configs.values()), self.version)
             recorded = recorded.model_copy(update={"rerun_of": self.origin.rerun_of, "only": self.origin.only})
             run_id = recorder.begin(recorded, self.note, rerun)
