@@ -376,6 +376,7 @@ def test_a_conversation_the_runs_budget_cut_short_did_not_finish_and_resume_play
     result = read_jsonl(tmp_path / "r.jsonl")[0]
     assert (result["verdict"], result["execution_status"], code) == ("skip", "budget_exhausted", 1)
     assert result["trials"][0]["stop_reason"] == "budget_exhausted"
+    assert not [r for r in fake_openai.judge_requests() if schema_name(r) == "scenario"]  # nothing spent on it
 
     code, _, _ = cli("run", "--resume", "last", "--max-cost", "1000000", "-o", tmp_path / "r.jsonl")
     result = read_jsonl(tmp_path / "r.jsonl")[0]

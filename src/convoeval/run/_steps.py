@@ -102,7 +102,9 @@ class SimulatedUserStep(TrialStep):
         if self.playing:
             self.simulated.finish(convo)
             convo.stop_reason = convo.stop_reason or self.simulated.stop_reason
-            convo.gradable = convo.gradable and self.simulated.error is None  # a broken simulation is not graded
+            # neither a broken simulation nor one the run's budget cut short (it runs again) is graded
+            cut = self.simulated.stop_reason == "budget_exhausted"
+            convo.gradable = convo.gradable and self.simulated.error is None and not cut
 
     def adjust(self, result: TrialResult, convo: Conversation) -> None:
         if self.playing:
