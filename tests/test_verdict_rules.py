@@ -217,3 +217,31 @@ tests:
         optional = run(tmp_path, suite.replace("REQUIRED", ", required: false"), target=target, threshold=0.5)
     assert required.verdict == "fail" and required.failed_required == ["verify: never verified"]
     assert optional.verdict == "pass" and optional.score == 0.5 and optional.failed_required == []
+
+
+def test_verify_runs_after_the_last_turn_sent_when_a_stop_ended_the_conversation(tmp_path: Path) -> None:
+    """A capture's `skip_remaining` or `on_turn_failure: stop` ended the conversation before its
+    verify ran: the test was "never verified" and failed, with the work done."""
+    suite = """\
+tests:
+  - id: v
+    mode: conversation
+    workspace: {}
+    verify: {command: "true"}
+    STOP
+    turns:
+      - input: one
+        capture: {name: order_id, regex: "ORD-\\\\d+", on_missing: skip_remaining}
+        assertions: [{type: contains, value: "Reply to"}]
+      - input: "status of {{ order_id }}"
+"""
+    with FakeOpenAIServer() as server:
+        target = TargetConfig(name="t", provider="openai", model="m", base_url=server.base_url, api_key="k")
+        captured = run(tmp_path, suite.replace("STOP", ""), target=target)
+        on_failure = suite.replace("STOP", "on_turn_failure: stop").replace("Reply to", "never")
+        stopped = run(tmp_path, on_failure.replace("ORD-\\\\d+", "Reply"), target=target)
+    for result in (captured, stopped):
+        verify = next(e for e in result.scores if e.name == "verify")
+        assert (verify.verdict, verify.note) == ("pass", "verified at turn 1"), result.model_dump_json(indent=1)
+    assert captured.verdict == "pass" and "capture order_id found nothing" in " ".join(captured.notes)
+    assert stopped.failed_required == [] and "stopped after turn 1 (on_turn_failure: stop)" in stopped.notes

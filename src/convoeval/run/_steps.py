@@ -163,6 +163,9 @@ class VerifyStep(TrialStep):
     async def entries(self, convo: Conversation) -> list[ScoreEntry]:
         if self.verified is None or convo.error is not None:
             return []
+        await self.verified.check(convo)  # after the last turn, when a stop ended the conversation first
+        if convo.error is not None:
+            return []
         entry = self.verified.entry()
         if entry.verdict == "fail" and self.verified.verify.required:  # required: the test fails
             entry.failed_required = ["never verified"]

@@ -618,28 +618,8 @@ class VerifiedTurns:
     _checked: int = 0
 
     async def next_turn(self, convo: Conversation) -> TurnPlan | None:
-        if convo.turns_sent > self._checked:
-            self._checked = convo.turns_sent
-            ran = await run_in(self.workdir, self.verify.command, None, self.verify.timeout_s, self.passed)
-            if ran.code in CANNOT_RUN:  # the shell's own codes: it never ran, so it decided nothing
-                convo.error = (
-                    f"verify after turn {convo.turns_sent} could not run ({CANNOT_RUN[ran.code]}, exit code "
-                    f"{ran.code}): {ran.output.strip()[-OUTPUT_TAIL:]}"
-                )
-                return None
-            passed = ran.code == 0
-            self.checks.append(
-                AssertionOutcome(
-                    text=f"verify after turn {convo.turns_sent}",
-                    passed=passed,
-                    evidence=f"exit code {ran.code}"
-                    + (f": {ran.output.strip()[-OUTPUT_TAIL:]}" if ran.output.strip() else ""),
-                )
-            )
-            if passed:
-                self.verified_at = convo.turns_sent
-                convo.stop_note = f"stopped: verified at turn {convo.turns_sent}"
-                return None
+        if await self.check(convo):
+            return None
         turn = await self.inner.next_turn(convo)
         hint_index = convo.turns_sent - 1  # hint k goes before turn k+2
         if turn is not None and 0 <= hint_index < len(self.hints):
@@ -649,6 +629,34 @@ class VerifiedTurns:
 
     def unsent(self) -> list[TurnPlan]:
         return self.inner.unsent()
+
+    async def check(self, convo: Conversation) -> bool:
+        """Run `verify` after the last turn sent, unless it ran already (also once the
+        conversation ended on a stop of its own: a capture, a budget, `on_turn_failure`).
+        True when it ends the conversation: verified, or it could not run."""
+        if convo.turns_sent <= self._checked:
+            return False
+        self._checked = convo.turns_sent
+        ran = await run_in(self.workdir, self.verify.command, None, self.verify.timeout_s, self.passed)
+        if ran.code in CANNOT_RUN:  # the shell's own codes: it never ran, so it decided nothing
+            convo.error = (
+                f"verify after turn {convo.turns_sent} could not run ({CANNOT_RUN[ran.code]}, exit code "
+                f"{ran.code}): {ran.output.strip()[-OUTPUT_TAIL:]}"
+            )
+            return True
+        passed = ran.code == 0
+        self.checks.append(
+            AssertionOutcome(
+                text=f"verify after turn {convo.turns_sent}",
+                passed=passed,
+                evidence=f"exit code {ran.code}"
+                + (f": {ran.output.strip()[-OUTPUT_TAIL:]}" if ran.output.strip() else ""),
+            )
+        )
+        if passed:
+            self.verified_at = convo.turns_sent
+            convo.stop_note = convo.stop_note or f"stopped: verified at turn {convo.turns_sent}"
+        return passed
 
     def entry(self) -> ScoreEntry:
         """The `verify` score: a pass when some turn verified, with one check per turn."""
