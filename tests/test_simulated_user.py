@@ -246,6 +246,15 @@ def test_knowledge_may_be_given_once_asked(fake_openai, tmp_path: Path) -> None:
     assert result.execution_status == "ok" and result.stop_reason == "objective_met"
 
 
+def test_a_fact_the_objective_states_is_no_secret(fake_openai, tmp_path: Path) -> None:
+    """A `knowledge` value the objective itself names may be said at once (it was a role break:
+    "revealed 'order_number' before the agent asked for it")."""
+    FakeWorld(fake_openai, [("A refund for order A-1234, please.", False, "none"), ("", True, "objective_met")])
+    text = REFUND.replace("get a refund for the blender", "get a refund for order A-1234")
+    result = run(suite_file(tmp_path, text=text)).results[0]
+    assert (result.execution_status, result.stop_reason) == ("ok", "objective_met"), result.error
+
+
 def test_fidelity_check_failing_makes_a_simulator_error(fake_openai, tmp_path: Path) -> None:
     FakeWorld(fake_openai, list(HAPPY), in_role=False)
     path = suite_file(tmp_path, "    assertions:\n      - type: simulator-fidelity")

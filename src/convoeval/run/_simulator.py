@@ -115,6 +115,14 @@ class UserSimulator:
             knowledge=self.config.knowledge,
             stop=self.config.stop_conditions,
         )
+        # the facts it keeps until asked: not those its persona or objective already states
+        told = f"{self.config.persona}\n{self.config.objective}".lower()
+        knowledge = self.config.knowledge
+        self.hidden = (
+            {k: v for k, v in knowledge.items() if not _mentions(told, str(v).strip().lower())}
+            if isinstance(knowledge, dict)
+            else knowledge
+        )
 
     @property
     def usage(self) -> Usage:
@@ -144,7 +152,7 @@ class UserSimulator:
             return answer
         if opening and answer.stop:
             raise SimulatorError("role break: stopped before saying anything")
-        problem = role_break(answer.message, transcript, self.config.knowledge, stopping=answer.stop)
+        problem = role_break(answer.message, transcript, self.hidden, stopping=answer.stop)
         if problem:
             raise SimulatorError(f"role break: {problem}")
         return answer
