@@ -37,6 +37,7 @@ LAYERS: list[set[str]] = [
         "_jsonl",
         "_json_in_text",
         "_binomial",
+        "_sync",
     },
     {"targets"},
     {"judging"},

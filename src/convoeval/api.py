@@ -7,11 +7,11 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import report  # noqa: F401  (adds the HTML, JUnit and Markdown results formats)
+from ._sync import run_sync
 from ._version import __version__
 from .engine import (
     CallbackEvents,
@@ -58,7 +58,7 @@ def run(
     """
     if option_values:
         options = RunOptions.build(options, **option_values)
-    return asyncio.run(
+    return run_sync(
         arun(
             paths,
             options=options,

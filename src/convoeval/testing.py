@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -27,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from ._sync import run_sync
 from .api import run
 from .errors import ConfigError, field_problems, suggest
 from .graders import Assertion, GradeContext, assertion_type_names, lookup_assertion_type
@@ -400,9 +400,9 @@ async def agrade(
 def grade(
     check: Mapping[str, object] | str | Assertion, ctx: GradeContext | None = None, **context: Any
 ) -> GraderScore:
-    """`agrade` from synchronous code (not inside a running event loop: await `agrade` there).
+    """`agrade` from synchronous code (inside a running event loop, `await agrade` does not block it).
 
     Example:
         assert grade({"type": "regex", "value": r"\\d+"}, output="42").verdict == "pass"
     """
-    return asyncio.run(agrade(check, ctx, **context))
+    return run_sync(agrade(check, ctx, **context))

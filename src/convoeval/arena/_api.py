@@ -14,13 +14,13 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import Field, SkipValidation, field_validator
 
+from .._sync import run_sync
 from ..api import arun
 from ..engine import (
     CACHE_FILE,
@@ -137,7 +137,7 @@ def arena(
     """
     if option_values:
         options = ArenaOptions.build(options, **option_values)
-    return asyncio.run(aarena(paths, options=options, on_note=on_note, on_result=on_result, on_judgment=on_judgment))
+    return run_sync(aarena(paths, options=options, on_note=on_note, on_result=on_result, on_judgment=on_judgment))
 
 
 async def aarena(
