@@ -69,6 +69,21 @@ def test_bad_options_are_config_errors(tmp_path: Path) -> None:
         convoeval.run(suite, target=42)
 
 
+@pytest.mark.parametrize(
+    ("peer", "said"),
+    [
+        ("epochs", "run option epochs: unknown option (convoeval's is 'trials'; Inspect's `epochs`)"),
+        ("model", "run option model: unknown option (convoeval's is 'target'; Inspect's `model`; `judge` is"),
+        ("sample_id", "run option sample_id: unknown option (convoeval's is 'test_ids'; Inspect's `sample_id`)"),
+    ],
+)
+def test_another_tools_option_name_says_convoevals(peer: str, said: str) -> None:
+    """As the CLI does for `--epochs`; before, `unknown option` with no hint."""
+    with pytest.raises(ConfigError) as raised:
+        convoeval.run("s.eval.yaml", **{peer: 3})
+    assert str(raised.value).startswith(said)
+
+
 def test_unknown_output_suffix_is_refused_before_any_call(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     suite = write(tmp_path / "s.eval.yaml", SUITE)
     code, out, err = cli("run", suite, "--target", "openai:fake-model", "-o", "out.txt")

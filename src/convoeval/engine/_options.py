@@ -122,6 +122,17 @@ class RecordedOptions(Model):
         return getattr(self, name)
 
 
+#: Options as other tools' Python APIs name them: convoeval's name, and whose name it was.
+PEER_OPTIONS = {
+    "epochs": ("trials", "Inspect's `epochs`"),
+    "repeat": ("trials", "promptfoo's `repeat`; `judge_repeats` repeats only the judge's call"),
+    "model": ("target", "Inspect's `model`; `judge` is the grading model"),
+    "sample_id": ("test_ids", "Inspect's `sample_id`"),
+    "max_samples": ("concurrency", "Inspect's `max_samples`"),
+    "max_concurrency": ("concurrency", "promptfoo's `maxConcurrency`"),
+}
+
+
 class SharedOptions(Model):
     """The options a run (`RunOptions`) and an arena (`convoeval.arena.ArenaOptions`) share,
     declared once: which suites, the targets file, threshold and trials, cache and store."""
@@ -162,7 +173,9 @@ class SharedOptions(Model):
     @classmethod
     def _config_error(cls, exc: ValidationError) -> ConfigError:
         problem = first_problem(exc, "options")
-        unknown = f"unknown option{suggest(problem.field, cls.model_fields)}"
+        peer = PEER_OPTIONS.get(problem.field, ("", ""))
+        hint = f" (convoeval's is {peer[0]!r}; {peer[1]})" if peer[0] in cls.model_fields else ""
+        unknown = f"unknown option{hint or suggest(problem.field, cls.model_fields)}"
         return ConfigError(f"{cls.what} {problem.field}: {unknown if problem.unknown else problem.message}")
 
 
