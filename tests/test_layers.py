@@ -64,6 +64,7 @@ LAZY = {
         "spec",
     ): "pytest loads the plugin in every session; convoeval loads when an eval file is collected",
     ("pytest_plugin", "api"): "the same",
+    ("pytest_plugin", "errors"): "the same",
     ("pytest_plugin", "report"): "the same",
 }
 

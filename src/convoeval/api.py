@@ -3,12 +3,17 @@
 Example:
     report = convoeval.run("examples/travel-planning.eval.yaml", target="openai:gpt-4o-mini")
     report = convoeval.run(options=convoeval.RunOptions(paths=["suite.eval.yaml"], trials=3))
+    report = convoeval.run({"tests": [{"id": "hi", "input": "Say hi", "assertions": ["Says hi"]}]}, target=bot)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+import yaml
 
 from . import report  # noqa: F401  (adds the HTML, JUnit and Markdown results formats)
 from ._sync import run_sync
@@ -22,6 +27,7 @@ from .engine import (
     TargetLike,
     execute_run,
     local_model_available,
+    state_dir,
 )
 from .errors import ConfigError
 from .results import EvaluationResult
@@ -32,16 +38,22 @@ __all__ = [
     "RunEvents",
     "RunOptions",
     "RunReport",
+    "SuiteData",
     "TargetLike",
     "arun",
     "load_suites",
     "local_model_available",
     "run",
+    "suite_file",
 ]
+
+#: A suite given to `run` as data: the eval file's shape, as Python values.
+SuiteData = Mapping[str, object]
+Paths = str | Path | SuiteData | Sequence[str | Path | SuiteData]
 
 
 def run(
-    paths: str | Path | Sequence[str | Path] | None = None,
+    paths: Paths | None = None,
     *,
     options: RunOptions | None = None,
     on_result: Callable[[EvaluationResult], None] | None = None,
@@ -71,7 +83,7 @@ def run(
 
 
 async def arun(
-    paths: str | Path | Sequence[str | Path] | None = None,
+    paths: Paths | None = None,
     *,
     options: RunOptions | None = None,
     on_result: Callable[[EvaluationResult], None] | None = None,
@@ -83,7 +95,8 @@ async def arun(
     """Run every test of the given eval files (or folders of them) against each target.
 
     Args:
-        paths: eval files or folders (not needed with `resume`).
+        paths: eval files or folders (not needed with `resume`), or suites as data: a mapping
+            in the eval file's shape (`suite_file` writes it as one).
         options: a `RunOptions`; keyword arguments (`target=`, `judge=`, `trials=`, ...: the
             fields of RunOptions) build one, or change the given one.
         on_result: called with each result as its test finishes.
@@ -102,10 +115,36 @@ async def arun(
             full, read-only, damaged); results committed before stay resumable.
     """
     if paths is not None:
-        option_values["paths"] = paths
+        given = [paths] if isinstance(paths, str | Path | Mapping) else list(paths)
+        option_values["paths"] = [suite_file(p) if isinstance(p, Mapping) else p for p in given]
     opts = RunOptions.build(options, **option_values)
     if events is not None and (on_result or on_note or on_start):
         raise ConfigError("give events, or on_result/on_note/on_start, not both")
     if events is None:
         events = CallbackEvents(on_result, on_note, on_start)
     return await execute_run(opts, version=__version__, events=events)
+
+
+def suite_file(suite: SuiteData) -> Path:
+    """A suite given as data, written as an eval file where the run store keeps things
+    (`.convoeval/suites/HASH/NAME.eval.yaml`): its errors are that file's `file:line`, and a
+    resumed or re-run run reads it again. Paths in it are relative to that folder.
+
+    Raises:
+        ConfigError: it holds a value that is not YAML data (a Python object, a function).
+    """
+    try:
+        text = yaml.safe_dump(dict(suite), sort_keys=False, allow_unicode=True, width=100)
+    except yaml.YAMLError as exc:  # a RepresenterError: (message, the value)
+        raise ConfigError(
+            f"a suite given as data holds only YAML values (text, numbers, lists, mappings), not {exc.args[-1]!r}"
+        ) from None
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(suite.get("name") or "suite")).strip("-.") or "suite"
+    path = state_dir() / "suites" / hashlib.sha256(text.encode()).hexdigest()[:16] / f"{name}.eval.yaml"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write the suite given as data to {path}: {exc.strerror or exc}") from None
+    return path
