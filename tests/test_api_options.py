@@ -64,6 +64,18 @@ def test_bad_options_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="run option threshold: .*less than or equal to 1"):
         convoeval.run(suite, threshold=3)
 
+    # A Target object's chat must be async: said once, not as a TypeError of every test's first turn.
+    class SyncBot:
+        name = "sync-bot"
+
+        def chat(self, request: object) -> convoeval.ChatReply:
+            return convoeval.ChatReply(text="hello")
+
+    with pytest.raises(
+        ConfigError, match=r"run option target: 'sync-bot': a Target object's `chat\(request\)` is `async"
+    ):
+        convoeval.run(suite, target=SyncBot(), store=False)
+
     # A plain function is a target (issue 11: the python provider); a number is not.
     with pytest.raises(ConfigError, match=r"run option target: .*a Target object .* got a int"):
         convoeval.run(suite, target=42)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -429,6 +430,12 @@ def _check_target(value: Any) -> Any:
         raise ValueError(
             f"expected `provider:model`, a TargetConfig, a Target object (with a `name` and an "
             f"async `chat(request)`) or a function of the messages, got a {kind}"
+        )
+    chat = value.chat
+    if (inspect.isfunction(chat) or inspect.ismethod(chat)) and not inspect.iscoroutinefunction(inspect.unwrap(chat)):
+        raise ValueError(
+            f"{value.name!r}: a Target object's `chat(request)` is `async def` (a plain function of the "
+            "messages may be synchronous: pass it as the target)"
         )
     return value
 
