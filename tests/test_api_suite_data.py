@@ -63,3 +63,32 @@ def test_a_suite_as_python_data_runs_reruns_and_says_where_it_is_wrong(
     )
     with pytest.raises(ConfigError, match="a suite given as data holds only YAML values .*, not <function bot"):
         convoeval.run({"tests": [{"id": "x", "input": bot}]}, target=bot, store=False)
+
+
+def test_an_arena_of_a_suite_as_python_data(fake_openai, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONVOEVAL_HOME", str(tmp_path / "state"))
+    suite = {
+        "name": "hello",
+        "tests": [{"id": "hi", "input": "hi", "assertions": [{"type": "contains", "value": "!"}]}],
+    }
+
+    def terse(messages: list[dict[str, str]]) -> str:
+        return "Hi."
+
+    report = convoeval.arena(suite, targets=[bot, terse], judge="openai:judge", bootstrap=0, store=False)
+    assert sorted(row["target"] for row in report.rows()) == ["bot", "terse"]
+    assert fake_openai.judge_requests()
+
+
+def test_an_arenas_targets_may_be_plain_functions(fake_openai, tmp_path: Path) -> None:
+    """As `run`'s may; before, `AttributeError: 'function' object has no attribute 'name'`."""
+    suite = tmp_path / "s.eval.yaml"
+    suite.write_text("tests:\n  - {id: hi, input: hi, assertions: [{type: contains, value: '!'}]}\n")
+
+    def terse(messages: list[dict[str, str]]) -> str:
+        return "Hi."
+
+    report = convoeval.arena(suite, targets=[bot, terse], judge="openai:judge", bootstrap=0, store=False)
+    assert [(row["target"], row["passed"]) for row in report.rows()] == [("bot", 1), ("terse", 0)]
+    with pytest.raises(ConfigError, match="arena option targets: .*got a int"):
+        convoeval.arena(suite, targets=[bot, 42], judge="openai:judge", store=False)

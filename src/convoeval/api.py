@@ -41,6 +41,7 @@ __all__ = [
     "SuiteData",
     "TargetLike",
     "arun",
+    "eval_paths",
     "load_suites",
     "local_model_available",
     "run",
@@ -115,14 +116,19 @@ async def arun(
             full, read-only, damaged); results committed before stay resumable.
     """
     if paths is not None:
-        given = [paths] if isinstance(paths, str | Path | Mapping) else list(paths)
-        option_values["paths"] = [suite_file(p) if isinstance(p, Mapping) else p for p in given]
+        option_values["paths"] = eval_paths(paths)
     opts = RunOptions.build(options, **option_values)
     if events is not None and (on_result or on_note or on_start):
         raise ConfigError("give events, or on_result/on_note/on_start, not both")
     if events is None:
         events = CallbackEvents(on_result, on_note, on_start)
     return await execute_run(opts, version=__version__, events=events)
+
+
+def eval_paths(paths: Paths) -> list[str | Path]:
+    """`paths` as a list, each suite given as data written as an eval file (`suite_file`)."""
+    given = [paths] if isinstance(paths, str | Path | Mapping) else list(paths)
+    return [suite_file(p) if isinstance(p, Mapping) else p for p in given]
 
 
 def suite_file(suite: SuiteData) -> Path:

@@ -303,15 +303,15 @@ class RunOptions(SharedOptions):
     @classmethod
     def _target_list(cls, value: Any) -> Any:
         if isinstance(value, (str, TargetConfig)) or value is None or not isinstance(value, Sequence):
-            return _check_target(value)
-        return [_check_target(v) for v in value]
+            return checked_target(value)
+        return [checked_target(v) for v in value]
 
     @field_validator("judge", mode="before")
     @classmethod
     def _judge(cls, value: Any) -> Any:
         if isinstance(value, (str, TargetConfig)) or value is None or not isinstance(value, Sequence):
-            return _check_target(value)
-        judges = [_check_target(v) for v in value]
+            return checked_target(value)
+        judges = [checked_target(v) for v in value]
         if not judges:
             return None
         return judges[0] if len(judges) == 1 else judges
@@ -420,7 +420,9 @@ def _rerun_of(options: RunOptions, run_id: str, recorded: RecordedOptions) -> Ru
     )
 
 
-def _check_target(value: Any) -> Any:
+def checked_target(value: Any) -> Any:
+    """A target option's value as a run takes it (a plain function wrapped as a `python`
+    target); ValueError when it is none of the kinds a target can be."""
     if value is None or isinstance(value, (str, TargetConfig)):
         return value
     if callable(value) and not callable(getattr(value, "chat", None)):
