@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -150,7 +151,9 @@ def suite_file(suite: SuiteData) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+            temp = path.with_name(f".{path.name}.{os.getpid()}")  # another process may be reading it
+            temp.write_text(text, encoding="utf-8")
+            os.replace(temp, path)
     except OSError as exc:
         raise ConfigError(f"cannot write the suite given as data to {path}: {exc.strerror or exc}") from None
     return path
