@@ -92,3 +92,14 @@ def test_an_arenas_targets_may_be_plain_functions(fake_openai, tmp_path: Path) -
     assert [(row["target"], row["passed"]) for row in report.rows()] == [("bot", 1), ("terse", 0)]
     with pytest.raises(ConfigError, match="arena option targets: .*got a int"):
         convoeval.arena(suite, targets=[bot, 42], judge="openai:judge", store=False)
+
+
+def test_what_is_neither_a_path_nor_a_suite_as_data_is_one_config_error(tmp_path: Path) -> None:
+    """Before: a loaded Suite was `Input is not a valid path for <class 'pathlib.Path'>`, and a
+    number a `TypeError: 'int' object is not iterable` traceback."""
+    suite = tmp_path / "s.eval.yaml"
+    suite.write_text("tests:\n  - {id: hi, input: hi}\n")
+    with pytest.raises(ConfigError, match=r"got a Suite \(a loaded Suite: give its file, `suite.path`\)"):
+        convoeval.run(convoeval.load_suite(suite), target=bot, store=False)
+    with pytest.raises(ConfigError, match="^paths: expected eval files, folders or suites as data .*got a int$"):
+        convoeval.run(42, target=bot, store=False)  # type: ignore[arg-type]

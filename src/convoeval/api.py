@@ -32,7 +32,7 @@ from .engine import (
 )
 from .errors import ConfigError
 from .results import EvaluationResult
-from .spec import load_suites
+from .spec import Suite, load_suites
 
 __all__ = [
     "ConfigError",
@@ -127,9 +127,24 @@ async def arun(
 
 
 def eval_paths(paths: Paths) -> list[str | Path]:
-    """`paths` as a list, each suite given as data written as an eval file (`suite_file`)."""
-    given = [paths] if isinstance(paths, str | Path | Mapping) else list(paths)
-    return [suite_file(p) if isinstance(p, Mapping) else p for p in given]
+    """`paths` as a list, each suite given as data written as an eval file (`suite_file`).
+
+    Raises:
+        ConfigError: an item is none of these (a loaded `Suite` is named: give its file).
+    """
+    given: object = paths  # a caller may give anything: checked here
+    items = list(given) if isinstance(given, Sequence) and not isinstance(given, str) else [given]
+    files: list[str | Path] = []
+    for item in items:
+        if isinstance(item, Mapping):
+            files.append(suite_file(item))
+        elif isinstance(item, str | Path):
+            files.append(item)
+        else:
+            hint = " (a loaded Suite: give its file, `suite.path`)" if isinstance(item, Suite) else ""
+            kind = type(item).__name__
+            raise ConfigError(f"paths: expected eval files, folders or suites as data (mappings), got a {kind}{hint}")
+    return files
 
 
 def suite_file(suite: SuiteData) -> Path:
