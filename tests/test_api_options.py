@@ -64,9 +64,36 @@ def test_bad_options_are_config_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="run option threshold: .*less than or equal to 1"):
         convoeval.run(suite, threshold=3)
 
+    # A Target object's chat must be async: said once, not as a TypeError of every test's first turn.
+    class SyncBot:
+        name = "sync-bot"
+
+        def chat(self, request: object) -> convoeval.ChatReply:
+            return convoeval.ChatReply(text="hello")
+
+    with pytest.raises(
+        ConfigError, match=r"run option target: 'sync-bot': a Target object's `chat\(request\)` is `async"
+    ):
+        convoeval.run(suite, target=SyncBot(), store=False)
+
     # A plain function is a target (issue 11: the python provider); a number is not.
     with pytest.raises(ConfigError, match=r"run option target: .*a Target object .* got a int"):
         convoeval.run(suite, target=42)
+
+
+@pytest.mark.parametrize(
+    ("peer", "said"),
+    [
+        ("epochs", "run option epochs: unknown option (convoeval's is 'trials'; Inspect's `epochs`)"),
+        ("model", "run option model: unknown option (convoeval's is 'target'; Inspect's `model`; `judge` is"),
+        ("sample_id", "run option sample_id: unknown option (convoeval's is 'test_ids'; Inspect's `sample_id`)"),
+    ],
+)
+def test_another_tools_option_name_says_convoevals(peer: str, said: str) -> None:
+    """As the CLI does for `--epochs`; before, `unknown option` with no hint."""
+    with pytest.raises(ConfigError) as raised:
+        convoeval.run("s.eval.yaml", **{peer: 3})
+    assert str(raised.value).startswith(said)
 
 
 def test_unknown_output_suffix_is_refused_before_any_call(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:

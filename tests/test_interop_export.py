@@ -83,6 +83,21 @@ def test_inspect_log_written_by_inspect_itself_imports_and_grades(cli, fake_open
     assert [e["name"] for e in graded["capital"]["scores"]] == ["turn-1", "turn-2", "conversation"]
 
 
+def test_a_runs_inspect_log_from_python(fake_openai, tmp_path: Path) -> None:
+    """The Python guide's way to a log `inspect view` opens: `convoeval.report.write_inspect_log`
+    (before, only the CLI's private import reached it)."""
+    log_module = pytest.importorskip("inspect_ai.log")
+    from convoeval.report import write_inspect_log
+
+    fake_openai.reset(reply=reply)
+    report = convoeval.run(
+        write(tmp_path / "travel.eval.yaml", SUITE), target="openai:m", judge="openai:j", store=False
+    )
+    assert write_inspect_log(report.results, tmp_path / "run.eval", name="travel") == [tmp_path / "run.eval"]
+    log = log_module.read_eval_log(str(tmp_path / "run.eval"))
+    assert (log.status, log.eval.task, len(log.samples)) == ("success", "travel", 3)
+
+
 def test_inspect_log_bad_suffix_is_an_error(cli, results_file: Path, tmp_path: Path) -> None:
     code, _, err = cli("report", results_file, "--inspect-log", tmp_path / "run.txt")
     assert code == 2 and "an Inspect log is a .eval or .json file" in err

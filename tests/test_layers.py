@@ -37,6 +37,7 @@ LAYERS: list[set[str]] = [
         "_jsonl",
         "_json_in_text",
         "_binomial",
+        "_sync",
     },
     {"targets"},
     {"judging"},
@@ -63,6 +64,7 @@ LAZY = {
         "spec",
     ): "pytest loads the plugin in every session; convoeval loads when an eval file is collected",
     ("pytest_plugin", "api"): "the same",
+    ("pytest_plugin", "errors"): "the same",
     ("pytest_plugin", "report"): "the same",
 }
 

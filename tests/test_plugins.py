@@ -252,3 +252,25 @@ def test_a_broken_installed_plugin_is_a_one_line_error(tmp_path: Path) -> None:
         )
         assert done.returncode == 2, done.stdout + done.stderr
         assert done.stderr == "error: plugin entry point 'broken' (broken_ep_mod) failed to load: RuntimeError: kaput\n"
+
+
+def test_a_graders_reason_is_a_line_of_the_failure(tmp_path: Path) -> None:
+    """python-api.md's `short-reply` grader: the reason (DeepEval's metric `reason`) is an
+    `AssertionOutcome`, exported from `convoeval`, and is a line of the failure."""
+    from convoeval import AssertionOutcome
+    from convoeval.testing import assert_conversation
+
+    @grader("short-reply")
+    def short_reply(ctx: GradeContext) -> Grade:
+        words = len(ctx.output.split())
+        outcome = AssertionOutcome(text="at most 50 words", passed=words <= 50, evidence=f"{words} words")
+        return Grade(score=1.0 if outcome.passed else 0.0, assertions=[outcome])
+
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: t\n    input: hi\n    assertions: [{type: short-reply}]\n")
+
+    def wordy(messages: list[dict[str, str]]) -> str:
+        return "word " * 80
+
+    with pytest.raises(AssertionError) as failure:
+        assert_conversation(suite, target=wordy, store=False, cache=False)
+    assert "    x at most 50 words - 80 words" in str(failure.value).splitlines()

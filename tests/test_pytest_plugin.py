@@ -113,3 +113,24 @@ def test_http_500_is_an_error_in_pytest_as_in_junit(pytester: pytest.Pytester, f
     assert "Traceback" not in result.stdout.str()
     junit = (pytester.path / "pytest-junit.xml").read_text()
     assert junit.count("<error") == 1 and "<failure" not in junit
+
+
+def test_only_the_selected_items_tests_are_run(suite_dir: pytest.Pytester, fake_openai) -> None:
+    """`-k` (as `--lf` and `--deselect`) leaves the other tests of the file uncalled; before,
+    the whole file ran (and was paid for) whatever was selected."""
+    result = suite_dir.runpytest_inprocess("--convoeval", *TARGET, "-k", "greeting", *QUIET)
+    result.assert_outcomes(failed=1, deselected=3)
+    asked = [r["messages"][-1]["content"] for r in fake_openai.target_requests()]
+    assert asked == ["Say hello"]
+
+
+def test_a_store_error_fails_each_item_with_one_line(suite_dir: pytest.Pytester, monkeypatch) -> None:
+    """Any ConvoevalError of the run (here the run store cannot be opened) is said once per
+    item, without a traceback; before, only spec and config errors were, and each item ran the
+    file again."""
+    (suite_dir.path / "home").write_text("a file where the state folder should be")
+    monkeypatch.setenv("CONVOEVAL_HOME", str(suite_dir.path / "home"))
+    result = suite_dir.runpytest_inprocess("--convoeval", *TARGET, *QUIET)
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines(["*travel.eval.yaml: cannot write */home/runs.sqlite*"])
+    assert "Traceback" not in result.stdout.str() and "StoreError" not in result.stdout.str()

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .arena import ArenaOptions, ArenaReport, aarena, arena
     from .errors import ConfigError, ConvoevalError, RegistryError
     from .graders import Assertion, Grade, GradeContext, GraderError, assertion_type, grader
-    from .results import EvaluationResult, Message, ScoreEntry, TrialResult, Usage
+    from .results import AssertionOutcome, EvaluationResult, Message, ScoreEntry, TrialResult, Usage
     from .spec import Problem, SpecError, Suite, load_suite, suite_json_schema, validate_paths
     from .targets import ChatReply, ChatRequest, Target, TargetConfig, TargetError, provider
 
@@ -38,7 +38,7 @@ _exported = lazy_attributes(
         ".arena": ("ArenaOptions", "ArenaReport", "aarena", "arena"),
         ".errors": ("ConfigError", "ConvoevalError", "RegistryError"),
         ".graders": ("Assertion", "Grade", "GradeContext", "GraderError", "assertion_type", "grader"),
-        ".results": ("EvaluationResult", "Message", "ScoreEntry", "TrialResult", "Usage"),
+        ".results": ("AssertionOutcome", "EvaluationResult", "Message", "ScoreEntry", "TrialResult", "Usage"),
         ".spec": ("Problem", "SpecError", "Suite", "load_suite", "suite_json_schema", "validate_paths"),
         ".targets": ("ChatReply", "ChatRequest", "Target", "TargetConfig", "TargetError", "provider"),
     },
@@ -76,6 +76,7 @@ __all__ = [
     "ArenaOptions",
     "ArenaReport",
     "Assertion",
+    "AssertionOutcome",
     "ChatReply",
     "ChatRequest",
     "ConfigError",

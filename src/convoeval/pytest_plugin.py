@@ -82,6 +82,7 @@ class EvalFile(pytest.File):
 
     report: RunReport | None = None
     error: str | None = None
+    _test_ids: tuple[str, ...] = ()  # every test of the file, once collected
 
     def _targets(self) -> list[str] | None:
         given = self.config.getoption("convoeval_target") or []
@@ -97,21 +98,32 @@ class EvalFile(pytest.File):
             raise self.CollectError("\n".join(str(p) for p in exc.problems)) from None
         given = self._targets()
         targets: list[str | None] = list(given) if given else [None]
+        self._test_ids = tuple(test.id for test in suite.tests)
         for test in suite.tests:
             for target in targets:
                 name = test.id if len(targets) == 1 else f"{test.id}[{target}]"
                 yield EvalItem.from_parent(self, name=name, test_id=test.id, target=target)
 
     def results(self) -> list[EvaluationResult]:
-        """Run the file (once) and return its results; a configuration error fails every item."""
+        """Run the file (once) and return its results; an error of the run (the configuration,
+        the store) fails every item. Only the tests and targets of the items pytest runs are run
+        (`-k`, `--lf` and `--deselect` leave the others uncalled)."""
         if self.report is None and self.error is None:
-            from .api import ConfigError, run
-            from .spec import SpecError
+            from .api import run
+            from .errors import ConvoevalError
 
             judge = self.config.getoption("convoeval_judge") or self.config.getini("convoeval_judge") or None
+            mine = [item for item in self.session.items if isinstance(item, EvalItem) and item.parent is self]
+            targets = [item.target for item in mine if item.target is not None]
+            test_ids = list(dict.fromkeys(item.test_id for item in mine))
             try:
-                self.report = run(self.path, target=self._targets(), judge=judge)
-            except (SpecError, ConfigError) as exc:
+                self.report = run(
+                    self.path,
+                    target=list(dict.fromkeys(targets)) or self._targets(),
+                    judge=judge,
+                    test_ids=test_ids if len(test_ids) < len(self._test_ids) else [],
+                )
+            except ConvoevalError as exc:
                 self.error = str(exc)
         if self.error is not None:
             raise EvalFailure(f"{self.path.name}: {self.error}")

@@ -14,7 +14,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
@@ -27,7 +26,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from .api import run
+from ._sync import run_sync
+from .api import SuiteData, run
 from .errors import ConfigError, field_problems, suggest
 from .graders import Assertion, GradeContext, assertion_type_names, lookup_assertion_type
 from .report import failure_lines
@@ -290,12 +290,12 @@ def _as_anthropic(openai_text: str, request: Body) -> str:
 
 
 def assert_conversation(
-    path: str | Path, *, test_id: str | None = None, target: Any = None, judge: Any = None, **options: Any
+    path: str | Path | SuiteData, *, test_id: str | None = None, target: Any = None, judge: Any = None, **options: Any
 ) -> list[EvaluationResult]:
     """Run an eval file and fail, listing the failed turns and checks, unless every test passed.
 
     Args:
-        path: the eval file.
+        path: the eval file (or a suite as data, as `convoeval.run` takes it).
         test_id: check only this test (the file still runs whole).
         target, judge, options: as for `convoeval.run`.
 
@@ -310,7 +310,8 @@ def assert_conversation(
         r for r in run(path, target=target, judge=judge, **options).results if test_id is None or r.test_id == test_id
     ]
     if not results:
-        raise AssertionError(f"{path}: no test {test_id!r}" if test_id else f"{path}: no tests")
+        where = f"suite {path.get('name') or ''}".rstrip() if isinstance(path, Mapping) else path
+        raise AssertionError(f"{where}: no test {test_id!r}" if test_id else f"{where}: no tests")
     failed = [r for r in results if r.verdict != "pass"]
     if failed:
         raise AssertionError("\n".join(line for r in failed for line in failure_lines(r)))
@@ -400,9 +401,9 @@ async def agrade(
 def grade(
     check: Mapping[str, object] | str | Assertion, ctx: GradeContext | None = None, **context: Any
 ) -> GraderScore:
-    """`agrade` from synchronous code (not inside a running event loop: await `agrade` there).
+    """`agrade` from synchronous code (inside a running event loop, `await agrade` does not block it).
 
     Example:
         assert grade({"type": "regex", "value": r"\\d+"}, output="42").verdict == "pass"
     """
-    return asyncio.run(agrade(check, ctx, **context))
+    return run_sync(agrade(check, ctx, **context))

@@ -14,14 +14,14 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import Field, SkipValidation, field_validator
 
-from ..api import arun
+from .._sync import run_sync
+from ..api import Paths, arun, eval_paths
 from ..engine import (
     CACHE_FILE,
     JudgeChoice,
@@ -29,6 +29,7 @@ from ..engine import (
     SharedOptions,
     TargetLike,
     TargetPool,
+    checked_target,
     named_targets,
     state_dir,
 )
@@ -42,8 +43,6 @@ from ..targets import TargetConfig
 from ._fastchat import FastChatPairwise
 from ._judge import ArenaTest, PairJudgment, TestKey, judge_arena
 from ._report import ArenaReport
-
-Paths = str | Path | Sequence[str | Path]
 
 
 class ArenaOptions(SharedOptions):
@@ -104,6 +103,11 @@ class ArenaOptions(SharedOptions):
     def _listed(cls, value: object) -> object:
         return [value] if isinstance(value, (str, Path, TargetConfig)) else value
 
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, value: list[TargetLike] | None) -> list[TargetLike] | None:
+        return None if value is None else [checked_target(v) for v in value]
+
     @field_validator("bootstrap")
     @classmethod
     def _rounds(cls, value: int) -> int:
@@ -137,7 +141,7 @@ def arena(
     """
     if option_values:
         options = ArenaOptions.build(options, **option_values)
-    return asyncio.run(aarena(paths, options=options, on_note=on_note, on_result=on_result, on_judgment=on_judgment))
+    return run_sync(aarena(paths, options=options, on_note=on_note, on_result=on_result, on_judgment=on_judgment))
 
 
 async def aarena(
@@ -158,7 +162,7 @@ async def aarena(
     online Elo (in test order, K = `k`) and Bradley-Terry with seeded bootstrap intervals.
 
     Args:
-        paths: eval files to run on every target.
+        paths: eval files to run on every target (or suites as data, as for `convoeval.run`).
         options: an `ArenaOptions`; keyword arguments (its fields) build one or change it.
         on_note, on_result, on_judgment: progress callbacks (notes, each run result, each pair).
 
@@ -168,7 +172,7 @@ async def aarena(
             an unreadable results file or prompt, a bad option.
     """
     if paths is not None:
-        option_values["paths"] = paths
+        option_values["paths"] = eval_paths(paths)
     opts = ArenaOptions.build(options, **option_values)
     notes: list[str] = []
 

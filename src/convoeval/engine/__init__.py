@@ -5,7 +5,7 @@ limits and prices live in `convoeval.targets`."""
 from ._cache import CACHE_FILE, CachedTarget, ResponseCache, cache_key, target_identity
 from ._events import CallbackEvents, RunEvents
 from ._meter import CallTotals, MeteredTarget, RunMeter
-from ._options import RUN_SHAPING, RecordedOptions, RunOptions, SharedOptions, TargetLike
+from ._options import RUN_SHAPING, RecordedOptions, RunOptions, SharedOptions, TargetLike, checked_target
 from ._pool import LOCAL_NOTE, JudgeChoice, TargetPool, local_model_available, named_targets
 from ._recorder import RunRecorder, suite_key
 from ._runner import RunReport, execute_run
@@ -39,6 +39,7 @@ __all__ = [
     "TargetLike",
     "TargetPool",
     "cache_key",
+    "checked_target",
     "execute_run",
     "local_model_available",
     "named_targets",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -122,6 +123,17 @@ class RecordedOptions(Model):
         return getattr(self, name)
 
 
+#: Options as other tools' Python APIs name them: convoeval's name, and whose name it was.
+PEER_OPTIONS = {
+    "epochs": ("trials", "Inspect's `epochs`"),
+    "repeat": ("trials", "promptfoo's `repeat`; `judge_repeats` repeats only the judge's call"),
+    "model": ("target", "Inspect's `model`; `judge` is the grading model"),
+    "sample_id": ("test_ids", "Inspect's `sample_id`"),
+    "max_samples": ("concurrency", "Inspect's `max_samples`"),
+    "max_concurrency": ("concurrency", "promptfoo's `maxConcurrency`"),
+}
+
+
 class SharedOptions(Model):
     """The options a run (`RunOptions`) and an arena (`convoeval.arena.ArenaOptions`) share,
     declared once: which suites, the targets file, threshold and trials, cache and store."""
@@ -162,7 +174,9 @@ class SharedOptions(Model):
     @classmethod
     def _config_error(cls, exc: ValidationError) -> ConfigError:
         problem = first_problem(exc, "options")
-        unknown = f"unknown option{suggest(problem.field, cls.model_fields)}"
+        peer = PEER_OPTIONS.get(problem.field, ("", ""))
+        hint = f" (convoeval's is {peer[0]!r}; {peer[1]})" if peer[0] in cls.model_fields else ""
+        unknown = f"unknown option{hint or suggest(problem.field, cls.model_fields)}"
         return ConfigError(f"{cls.what} {problem.field}: {unknown if problem.unknown else problem.message}")
 
 
@@ -289,15 +303,15 @@ class RunOptions(SharedOptions):
     @classmethod
     def _target_list(cls, value: Any) -> Any:
         if isinstance(value, (str, TargetConfig)) or value is None or not isinstance(value, Sequence):
-            return _check_target(value)
-        return [_check_target(v) for v in value]
+            return checked_target(value)
+        return [checked_target(v) for v in value]
 
     @field_validator("judge", mode="before")
     @classmethod
     def _judge(cls, value: Any) -> Any:
         if isinstance(value, (str, TargetConfig)) or value is None or not isinstance(value, Sequence):
-            return _check_target(value)
-        judges = [_check_target(v) for v in value]
+            return checked_target(value)
+        judges = [checked_target(v) for v in value]
         if not judges:
             return None
         return judges[0] if len(judges) == 1 else judges
@@ -406,7 +420,9 @@ def _rerun_of(options: RunOptions, run_id: str, recorded: RecordedOptions) -> Ru
     )
 
 
-def _check_target(value: Any) -> Any:
+def checked_target(value: Any) -> Any:
+    """A target option's value as a run takes it (a plain function wrapped as a `python`
+    target); ValueError when it is none of the kinds a target can be."""
     if value is None or isinstance(value, (str, TargetConfig)):
         return value
     if callable(value) and not callable(getattr(value, "chat", None)):
@@ -416,6 +432,12 @@ def _check_target(value: Any) -> Any:
         raise ValueError(
             f"expected `provider:model`, a TargetConfig, a Target object (with a `name` and an "
             f"async `chat(request)`) or a function of the messages, got a {kind}"
+        )
+    chat = value.chat
+    if (inspect.isfunction(chat) or inspect.ismethod(chat)) and not inspect.iscoroutinefunction(inspect.unwrap(chat)):
+        raise ValueError(
+            f"{value.name!r}: a Target object's `chat(request)` is `async def` (a plain function of the "
+            "messages may be synchronous: pass it as the target)"
         )
     return value
 

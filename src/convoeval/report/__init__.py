@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ._failures import failure_lines, headline
     from ._groups import NO_VALUE, field_value, group_results, groups_markdown, groups_table
     from ._html import read_battle_records, render_comparison, render_report, write_comparison, write_html
+    from ._inspect_export import write_inspect_log
     from ._junit import junit_kind, junit_xml, write_junit
     from ._labels import SCALES, Label, LabelStore
     from ._markdown import markdown_comparison, markdown_summary, write_markdown
@@ -38,6 +39,7 @@ __getattr__ = lazy_attributes(
         "._panel": ("PanelAgreement", "agreement_figures", "panel_agreement"),
         "._groups": ("NO_VALUE", "field_value", "group_results", "groups_markdown", "groups_table"),
         "._html": ("read_battle_records", "render_comparison", "render_report", "write_comparison", "write_html"),
+        "._inspect_export": ("write_inspect_log",),
         "._junit": ("junit_kind", "junit_xml", "write_junit"),
         "._labels": ("SCALES", "Label", "LabelStore"),
         "._markdown": ("markdown_comparison", "markdown_summary", "write_markdown"),
@@ -70,6 +72,7 @@ __all__ = [
     "export_results",
     "NO_VALUE",
     "failure_lines",
+    "write_inspect_log",
     "field_value",
     "group_results",
     "groups_markdown",
