@@ -718,6 +718,38 @@ def test_a_dotenv_cannot_set_ld_preload(tmp_path: Path) -> None:
     assert "LD_PRELOAD ignored: a .env file cannot set the dynamic loader" in done.stderr
 
 
+def test_a_dotenv_cannot_choose_the_programs_convoeval_starts_on_the_host(tmp_path: Path) -> None:
+    """A suite's `.env` with `GIT_SSH_COMMAND` ran its command on the host, unconfined (as root),
+    when the suite's `repos:` were cloned; `PYTHONPATH` made `--processes` workers import its
+    `sitecustomize`, which then read the keys. Both are ignored now, each said once on stderr."""
+    marker = tmp_path / "marker.txt"
+    folder = tmp_path / "suite"
+    write(folder / "py" / "sitecustomize.py", f"open({str(marker)!r}, 'a').write('python\\n')\n")
+    write(
+        folder / ".env",
+        f"GIT_SSH_COMMAND=sh -c 'echo git >> {marker}; exit 1' --\nPYTHONPATH={folder / 'py'}\n",
+    )
+    suite = write(
+        folder / "s.eval.yaml",
+        "tests:\n  - id: a\n    input: hi\n    workspace:\n      repos:\n        - path: app\n"
+        "          source: {type: git, url: 'ssh://git@example.invalid/x.git'}\n",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PYTHON"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "convoeval", "run", str(suite), "--target", "scripted", "--processes", "2"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not marker.exists(), marker.read_text()
+    for name in ("GIT_SSH_COMMAND", "PYTHONPATH"):
+        line = f"{name} ignored: a .env file cannot set how the programs convoeval starts run"
+        assert done.stderr.count(line) == 1, done.stderr
+
+
 def test_the_otel_exporters_log_lines_are_redacted(tmp_path: Path) -> None:
     """`report --otel --otel-endpoint URL?token=...`: the OpenTelemetry SDK logs its retries
     itself, straight to stderr past convoeval's redaction, quoting the endpoint's URL: the token
