@@ -721,13 +721,15 @@ def test_a_dotenv_cannot_set_ld_preload(tmp_path: Path) -> None:
 def test_a_dotenv_cannot_choose_the_programs_convoeval_starts_on_the_host(tmp_path: Path) -> None:
     """A suite's `.env` with `GIT_SSH_COMMAND` ran its command on the host, unconfined (as root),
     when the suite's `repos:` were cloned; `PYTHONPATH` made `--processes` workers import its
-    `sitecustomize`, which then read the keys. Both are ignored now, each said once on stderr."""
+    `sitecustomize`, which then read the keys; `RAY_ADDRESS` chose the Ray cluster that gets the
+    target configs and answers with pickles. They are ignored now, each said once on stderr."""
     marker = tmp_path / "marker.txt"
     folder = tmp_path / "suite"
     write(folder / "py" / "sitecustomize.py", f"open({str(marker)!r}, 'a').write('python\\n')\n")
     write(
         folder / ".env",
-        f"GIT_SSH_COMMAND=sh -c 'echo git >> {marker}; exit 1' --\nPYTHONPATH={folder / 'py'}\n",
+        f"GIT_SSH_COMMAND=sh -c 'echo git >> {marker}; exit 1' --\nPYTHONPATH={folder / 'py'}\n"
+        "RAY_ADDRESS=127.0.0.1:9\n",  # with `execution.backend: ray`, the cluster the run joins
     )
     suite = write(
         folder / "s.eval.yaml",
@@ -745,7 +747,7 @@ def test_a_dotenv_cannot_choose_the_programs_convoeval_starts_on_the_host(tmp_pa
     )
     assert "Traceback" not in done.stderr, done.stderr
     assert not marker.exists(), marker.read_text()
-    for name in ("GIT_SSH_COMMAND", "PYTHONPATH"):
+    for name in ("GIT_SSH_COMMAND", "PYTHONPATH", "RAY_ADDRESS"):
         line = f"{name} ignored: a .env file cannot set how the programs convoeval starts run"
         assert done.stderr.count(line) == 1, done.stderr
 
