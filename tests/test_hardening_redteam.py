@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from convoeval.cli._app import load_env_file
 from convoeval.results import EvaluationResult
 from convoeval.testing import FakeOpenAIServer
 
@@ -750,6 +751,21 @@ def test_a_dotenv_cannot_choose_the_programs_convoeval_starts_on_the_host(tmp_pa
     for name in ("GIT_SSH_COMMAND", "PYTHONPATH", "RAY_ADDRESS"):
         line = f"{name} ignored: a .env file cannot set how the programs convoeval starts run"
         assert done.stderr.count(line) == 1, done.stderr
+
+
+def test_a_dotenv_cannot_route_the_requests_through_a_proxy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A suite's `.env` with `HTTP_PROXY` (and `SSL_CERT_FILE`, for HTTPS) sent the `litellm`
+    provider's requests, with the key from the shell in them, through a proxy of its choosing."""
+    names = ("HTTP_PROXY", "https_proxy", "ALL_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PLAIN_SETTING")
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    write(tmp_path / ".env", "".join(f"{name}=http://127.0.0.1:9/{name}\n" for name in names))
+    load_env_file(tmp_path)
+    assert [os.environ.get(name) for name in names] == [None] * 5 + ["http://127.0.0.1:9/PLAIN_SETTING"]
+    said = capsys.readouterr().err
+    assert all(f"{name} ignored: a .env file cannot route requests" in said for name in names[:5]), said
 
 
 def test_the_otel_exporters_log_lines_are_redacted(tmp_path: Path) -> None:

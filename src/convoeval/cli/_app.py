@@ -128,6 +128,11 @@ _SAID: set[tuple[Path, str]] = set()
 #: suite's `execution.backend: ray`, the cluster of the file's choosing got the target configs and
 #: answered with pickles).
 _STARTUP = re.compile(r"LD_.*|GIT_.*|PYTHON.*|RAY_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|XDG_CONFIG_HOME|SSH_ASKPASS.*")
+#: Variables that route requests, keys in their headers (the `litellm` provider's HTTP client
+#: honours them): a proxy, and the certificates that would let one read HTTPS.
+_ROUTE = re.compile(
+    r"(?i)(https?|all|no)_proxy|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|NODE_EXTRA_CA_CERTS"
+)
 
 
 class _UnparsedLines(logging.Filter):
@@ -199,6 +204,8 @@ def load_env_file(folder: Path) -> None:
             elif _STARTUP.fullmatch(name):  # every program convoeval starts, bubblewrap and git too, would use it
                 what = "the dynamic loader" if name.startswith("LD_") else "how the programs convoeval starts run"
                 _ignored(path, name, f"a .env file cannot set {what}")
+            elif _ROUTE.fullmatch(name):
+                _ignored(path, name, "a .env file cannot route requests (a proxy, the certificates trusted)")
             elif name == ROOT_ENV:  # what the files a suite names may reach: yours to widen, not the suite's
                 _ignored(path, name, "give --root, or set it in the environment")
             else:
