@@ -768,6 +768,27 @@ def test_a_dotenv_cannot_route_the_requests_through_a_proxy(
     assert all(f"{name} ignored: a .env file cannot route requests" in said for name in names[:5]), said
 
 
+def test_a_dotenv_names_the_runs_files_in_its_own_folder_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run from a suite's folder, its `.env` is read before the options: `CONVOEVAL_OUTPUT` made
+    convoeval replace any `.json`/`.jsonl`/`.md`/`.html`/`.xml` file of the host with the results
+    (`/etc/docker/daemon.json`, as root). A place outside the file's folder (and repository) is
+    ignored now; one inside is taken."""
+    monkeypatch.delenv("CONVOEVAL_ROOT", raising=False)
+    for name in ("CONVOEVAL_OUTPUT", "CONVOEVAL_HOME", "CONVOEVAL_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    folder = tmp_path / "suite"
+    outside = tmp_path / "daemon.json"
+    write(folder / ".env", f"CONVOEVAL_OUTPUT={outside}\nCONVOEVAL_HOME=/var\nCONVOEVAL_CACHE_DIR=state/cache\n")
+    load_env_file(folder)
+    assert "CONVOEVAL_OUTPUT" not in os.environ and "CONVOEVAL_HOME" not in os.environ
+    assert os.environ["CONVOEVAL_CACHE_DIR"] == "state/cache"
+    said = capsys.readouterr().err
+    assert f"CONVOEVAL_OUTPUT ignored: {outside} lies outside the .env file's folder" in said, said
+    assert "CONVOEVAL_HOME ignored: /var lies outside" in said, said
+
+
 def test_the_otel_exporters_log_lines_are_redacted(tmp_path: Path) -> None:
     """`report --otel --otel-endpoint URL?token=...`: the OpenTelemetry SDK logs its retries
     itself, straight to stderr past convoeval's redaction, quoting the endpoint's URL: the token

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from .._jsonl import read_problem
-from .._paths import ROOT_ENV
+from .._paths import ROOT_ENV, confined_path
 from .._unseen import hide_from_models
 from .._version import __version__
 
@@ -130,6 +130,10 @@ _SAID: set[tuple[Path, str]] = set()
 _STARTUP = re.compile(r"LD_.*|GIT_.*|PYTHON.*|RAY_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|XDG_CONFIG_HOME|SSH_ASKPASS.*")
 #: Variables that route requests, keys in their headers (the `litellm` provider's HTTP client
 #: honours them): a proxy, and the certificates that would let one read HTTPS.
+#: Variables that name where a run writes (the results file, the store, the cache) or what it
+#: reads as its targets: a `.env` may name a place in its own folder or repository only (a suite's
+#: `CONVOEVAL_OUTPUT=/etc/docker/daemon.json` replaced that file with the results).
+_PLACES = ("CONVOEVAL_OUTPUT", "CONVOEVAL_HOME", "CONVOEVAL_CACHE_DIR", "CONVOEVAL_TARGETS")
 _ROUTE = re.compile(
     r"(?i)(https?|all|no)_proxy|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|NODE_EXTRA_CA_CERTS"
 )
@@ -206,10 +210,20 @@ def load_env_file(folder: Path) -> None:
                 _ignored(path, name, f"a .env file cannot set {what}")
             elif _ROUTE.fullmatch(name):
                 _ignored(path, name, "a .env file cannot route requests (a proxy, the certificates trusted)")
+            elif name in _PLACES and _elsewhere(value, folder):
+                _ignored(path, name, f"{value} lies outside the .env file's folder and its repository")
             elif name == ROOT_ENV:  # what the files a suite names may reach: yours to widen, not the suite's
                 _ignored(path, name, "give --root, or set it in the environment")
             else:
                 os.environ[name] = value
+
+
+def _elsewhere(value: str, folder: Path) -> bool:
+    """Whether the path `value` lies outside `folder`, its repository and `--root` (`confined_path`)."""
+    try:
+        return confined_path(value, folder, None) is None
+    except ValueError:  # a NUL, a link loop
+        return True
 
 
 def _ignored(path: Path, name: str, why: str) -> None:
