@@ -127,7 +127,7 @@ _SAID: set[tuple[Path, str]] = set()
 #: Node's (promptfoo's transforms), the shells' start-up files, and Ray's (`RAY_ADDRESS`: with a
 #: suite's `execution.backend: ray`, the cluster of the file's choosing got the target configs and
 #: answered with pickles).
-_STARTUP = re.compile(r"LD_.*|GIT_.*|PYTHON.*|RAY_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|XDG_CONFIG_HOME|SSH_ASKPASS.*")
+_STARTUP = re.compile(r"LD_.*|GIT_.*|PYTHON.*|RAY_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|XDG_CONFIG_HOME|SSH_ASKPASS.*")
 #: Variables that route requests, keys in their headers (the `litellm` provider's HTTP client
 #: honours them): a proxy, and the certificates that would let one read HTTPS.
 #: Variables that name where a run writes (the results file, the store, the cache) or what it
