@@ -124,7 +124,7 @@ _SAID: set[tuple[Path, str]] = set()
 #: Variables that make a program convoeval starts on the host run code of their choosing: the
 #: dynamic loader's, git's (`GIT_SSH_COMMAND`, `GIT_CONFIG_*`; `XDG_CONFIG_HOME` holds its config),
 #: Python's (a `--processes` worker imports `PYTHONPATH`'s `sitecustomize`, then gets the keys),
-#: Node's (promptfoo's transforms), the shells' start-up files, and Ray's (`RAY_ADDRESS`: with a
+#: Node's (promptfoo's transforms), bash's start-up file (`BASH_ENV`), and Ray's (`RAY_ADDRESS`: with a
 #: suite's `execution.backend: ray`, the cluster of the file's choosing got the target configs and
 #: answered with pickles).
 _STARTUP = re.compile(r"LD_.*|GIT_.*|PYTHON.*|RAY_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|XDG_CONFIG_HOME|SSH_ASKPASS.*")
