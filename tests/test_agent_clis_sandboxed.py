@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 import time
 import uuid
@@ -330,3 +331,24 @@ def test_kept_session_files_are_copied_redacted_line_by_line_and_bounded(
     assert lines[:3] == ['{"env": "[REDACTED]"}', '{"convoeval": "a line over 1 MB left out"}', '{"after": 1}']
     assert lines[-1] == '{"convoeval": "cut at 4 MB"}' and kept.stat().st_size < 4 * 2**20 + 100
     assert not home.exists()
+
+
+def test_a_kept_session_file_keeps_no_set_user_id_bit_and_replaces_a_link_at_its_name(tmp_path: Path) -> None:
+    """As root the CLI runs as `nobody`, which may `chmod u+s` a file it wrote in its HOME: root's
+    copy took its mode (`copystat`) and was a set-user-ID root program. And a link a hook left at
+    the copy's name (`keep_sessions` often lies in the eval folder) was written through."""
+    home = tmp_path / "home"
+    session = write(home / ".claude" / "projects" / "p" / "s1.jsonl", '{"n": 1}\n')
+    session.chmod(0o6755)
+    written = session.stat().st_mtime_ns
+    outside = write(tmp_path / "outside.txt", "mine\n")
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "s1.jsonl").symlink_to(outside)
+    homes = AgentHomes(keep=tmp_path / "kept")
+    homes.settle(home, "s1")
+    homes.end("s1")
+    copy = tmp_path / "kept" / "s1.jsonl"
+    assert not copy.is_symlink() and copy.read_text() == '{"n": 1}\n'
+    assert outside.read_text() == "mine\n"
+    assert not copy.stat().st_mode & (stat.S_ISUID | stat.S_ISGID)
+    assert copy.stat().st_mtime_ns == written

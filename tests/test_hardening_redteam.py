@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from convoeval.cli._app import load_env_file
 from convoeval.results import EvaluationResult
 from convoeval.testing import FakeOpenAIServer
 
@@ -716,6 +717,76 @@ def test_a_dotenv_cannot_set_ld_preload(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert not marker.exists(), marker.read_text()
     assert "LD_PRELOAD ignored: a .env file cannot set the dynamic loader" in done.stderr
+
+
+def test_a_dotenv_cannot_choose_the_programs_convoeval_starts_on_the_host(tmp_path: Path) -> None:
+    """A suite's `.env` with `GIT_SSH_COMMAND` ran its command on the host, unconfined (as root),
+    when the suite's `repos:` were cloned; `PYTHONPATH` made `--processes` workers import its
+    `sitecustomize`, which then read the keys; `RAY_ADDRESS` chose the Ray cluster that gets the
+    target configs and answers with pickles. They are ignored now, each said once on stderr."""
+    marker = tmp_path / "marker.txt"
+    folder = tmp_path / "suite"
+    write(folder / "py" / "sitecustomize.py", f"open({str(marker)!r}, 'a').write('python\\n')\n")
+    write(
+        folder / ".env",
+        f"GIT_SSH_COMMAND=sh -c 'echo git >> {marker}; exit 1' --\nPYTHONPATH={folder / 'py'}\n"
+        "RAY_ADDRESS=127.0.0.1:9\n",  # with `execution.backend: ray`, the cluster the run joins
+    )
+    suite = write(
+        folder / "s.eval.yaml",
+        "tests:\n  - id: a\n    input: hi\n    workspace:\n      repos:\n        - path: app\n"
+        "          source: {type: git, url: 'ssh://git@example.invalid/x.git'}\n",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PYTHON"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "convoeval", "run", str(suite), "--target", "scripted", "--processes", "2"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not marker.exists(), marker.read_text()
+    for name in ("GIT_SSH_COMMAND", "PYTHONPATH", "RAY_ADDRESS"):
+        line = f"{name} ignored: a .env file cannot set how the programs convoeval starts run"
+        assert done.stderr.count(line) == 1, done.stderr
+
+
+def test_a_dotenv_cannot_route_the_requests_through_a_proxy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A suite's `.env` with `HTTP_PROXY` (and `SSL_CERT_FILE`, for HTTPS) sent the `litellm`
+    provider's requests, with the key from the shell in them, through a proxy of its choosing."""
+    names = ("HTTP_PROXY", "https_proxy", "ALL_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PLAIN_SETTING")
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    write(tmp_path / ".env", "".join(f"{name}=http://127.0.0.1:9/{name}\n" for name in names))
+    load_env_file(tmp_path)
+    assert [os.environ.get(name) for name in names] == [None] * 5 + ["http://127.0.0.1:9/PLAIN_SETTING"]
+    said = capsys.readouterr().err
+    assert all(f"{name} ignored: a .env file cannot route requests" in said for name in names[:5]), said
+
+
+def test_a_dotenv_names_the_runs_files_in_its_own_folder_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run from a suite's folder, its `.env` is read before the options: `CONVOEVAL_OUTPUT` made
+    convoeval replace any `.json`/`.jsonl`/`.md`/`.html`/`.xml` file of the host with the results
+    (`/etc/docker/daemon.json`, as root). A place outside the file's folder (and repository) is
+    ignored now; one inside is taken."""
+    monkeypatch.delenv("CONVOEVAL_ROOT", raising=False)
+    for name in ("CONVOEVAL_OUTPUT", "CONVOEVAL_HOME", "CONVOEVAL_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    folder = tmp_path / "suite"
+    outside = tmp_path / "daemon.json"
+    write(folder / ".env", f"CONVOEVAL_OUTPUT={outside}\nCONVOEVAL_HOME=/var\nCONVOEVAL_CACHE_DIR=state/cache\n")
+    load_env_file(folder)
+    assert "CONVOEVAL_OUTPUT" not in os.environ and "CONVOEVAL_HOME" not in os.environ
+    assert os.environ["CONVOEVAL_CACHE_DIR"] == "state/cache"
+    said = capsys.readouterr().err
+    assert f"CONVOEVAL_OUTPUT ignored: {outside} lies outside the .env file's folder" in said, said
+    assert "CONVOEVAL_HOME ignored: /var lies outside" in said, said
 
 
 def test_the_otel_exporters_log_lines_are_redacted(tmp_path: Path) -> None:

@@ -708,6 +708,31 @@ def test_promptfoo_tests_from_jsonl_files_and_globs(tmp_path) -> None:
         import_dataset("promptfoo", config)
 
 
+def test_promptfoo_files_outside_the_configs_folder_and_repository_are_refused(tmp_path, monkeypatch) -> None:
+    """A promptfoo config names files that go into the eval file, and to the model: they obey the
+    rule of any suite (its folder, its repository, `--root`). Before: `file:///root/.ssh/id_rsa`
+    as a var (or `../..` to it, a glob's link to it, a prompt or `defaultTest` file) was read in."""
+    monkeypatch.delenv("CONVOEVAL_ROOT", raising=False)
+    secret = write(tmp_path / "home" / "secret.yaml", "- vars: {q: s3cret}\n")
+    folder = tmp_path / "project"
+    write(folder / "t" / "a.yaml", "- vars: {q: mine}\n")
+    (folder / "t" / "b.yaml").symlink_to(secret)
+    config = folder / "promptfooconfig.yaml"
+    for text in (
+        f"prompts: ['{{{{ q }}}}']\ntests: [{{vars: {{q: 'file://{secret}'}}}}]\n",
+        "prompts: ['{{ q }}']\ntests: [{vars: {q: file://../home/secret.yaml}}]\n",
+        "prompts: ['{{ q }}']\ntests: file://t/*.yaml\n",
+        f"prompts: ['file://{secret}']\ntests: [{{vars: {{q: a}}}}]\n",
+        f"prompts: ['{{{{ q }}}}']\ndefaultTest: file://{secret}\ntests: [{{vars: {{q: a}}}}]\n",
+    ):
+        write(config, text)
+        with pytest.raises(DatasetError, match=f"file '[^']*' is outside the suite's folder {folder}"):
+            import_dataset("promptfoo", config)
+    monkeypatch.setenv("CONVOEVAL_ROOT", str(tmp_path / "home"))  # --root: the user widens it
+    write(config, "prompts: ['{{ q }}']\ntests: file://t/*.yaml\n")
+    assert [t["input"][-1]["content"] for t in import_dataset("promptfoo", config)["tests"]] == ["mine", "s3cret"]
+
+
 def test_promptfoo_vars_print_as_nunjucks_prints_them(tmp_path) -> None:
     """promptfoo 0.123.1 sent `L=x,1,true O=[object Object] B=false N=2 F=0.1 U= Z=` for this
     prompt (JavaScript's `String()` of each value). Before: Python's text of them

@@ -149,3 +149,33 @@ def test_a_bad_url_is_refused_without_showing_its_credentials(
     code, out, err = cli("run", "s.eval.yaml", "--target", "c", "--store", "state")
     assert code == 2 and shown in out + err, out + err
     assert secret not in out + err
+
+
+@pytest.mark.parametrize("backend", [["--processes", "2"], ["--backend", "ray"]], ids=["processes", "ray"])
+def test_a_worker_keeps_the_targets_credentials_from_the_commands_it_starts(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: list[str]
+) -> None:
+    """A worker (`--processes`, Ray) gets the target configs pickled, and unpickling skipped what
+    makes their credentials known; a Ray task gets only its own roles' configs. So a code-grader
+    (and `verify`, which runs the model's code) got another target's header value, read from
+    `${{ MY_GATEWAY }}`, in its environment; one process did not."""
+    if backend[0] == "--backend":
+        pytest.importorskip("ray")
+        monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    gateway = f"gw-{uuid.uuid4().hex}"
+    monkeypatch.setenv("MY_GATEWAY", gateway)  # a name no pattern would call secret
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-" + uuid.uuid4().hex)
+    write(tmp_path / "grader.py", "import json, os\nprint(json.dumps({'pass': 'MY_GATEWAY' not in os.environ}))\n")
+    write(
+        tmp_path / "s.eval.yaml",
+        "tests:\n  - id: t1\n    input: hi\n    assertions: [{type: code-grader, command: [python3, grader.py]}]\n",
+    )
+    with FakeOpenAIServer(reply=lambda body: "ok") as server:
+        targets = "".join(
+            f"  - name: {name}\n    provider: openai\n    model: m\n    base_url: {server.base_url}\n{more}"
+            for name, more in (("t", ""), ("gw", "    headers: {X-Gw: '${{ MY_GATEWAY }}'}\n"))
+        )
+        write(tmp_path / "targets.yaml", "targets:\n" + targets)
+        code, out, err = cli("run", "s.eval.yaml", "--target", "t", *backend, "--no-cache", "-o", "r.jsonl")
+    assert code == 0, out + err
+    assert json.loads((tmp_path / "r.jsonl").read_text())["verdict"] == "pass", out + err

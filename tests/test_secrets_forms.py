@@ -7,6 +7,7 @@ error snippet before redaction, the Basic credential an HTTP client builds from 
 from __future__ import annotations
 
 import base64
+import json
 import sqlite3
 import uuid
 from pathlib import Path
@@ -195,3 +196,20 @@ def test_a_percent_encoded_query_credential_is_redacted_as_written_sent_and_deco
 def test_query_parameters_named_like_passwords_are_redacted_in_any_text(query: str, redacted: bool) -> None:
     shown = _secrets.redact(f"GET https://h.example/v1?tenant=acme&{query}&x=1")
     assert (shown != f"GET https://h.example/v1?tenant=acme&{query}&x=1") is redacted, shown
+
+
+def test_a_reply_with_a_credential_link_or_a_url_beside_an_address_is_stored_as_json(cli, tmp_path: Path) -> None:
+    """A reply holding a link with `?code=` in quotes crashed the run: redacting the result's JSON
+    ate the backslash of `\\"`. A reply in JSON with a URL and then an e-mail address lost its
+    text: `user:password@` was matched across the fields, from `://` to the `@`."""
+    reply = (
+        'See <a href="https://h.example/login?code=ABC123">it</a>. {"home":"http://localhost:8080","mail":"a@b.org"}'
+    )
+    write(tmp_path / "targets.yaml", f"targets:\n  - name: bot\n    provider: scripted\n    replies: ['{reply}']\n")
+    write(
+        tmp_path / "s.eval.yaml", "tests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: it}]\n"
+    )
+    code, stdout, stderr = cli("run", "s.eval.yaml", "--target", "bot", "--store", "state", "-o", "r.jsonl")
+    assert code == 0, stderr
+    stored = json.loads((tmp_path / "r.jsonl").read_text())["output"][-1]["content"]
+    assert stored == reply.replace("ABC123", "[REDACTED]")

@@ -62,6 +62,17 @@ def test_a_repo_is_cloned_at_its_ref_and_ancestor_into_each_trials_workspace(tmp
     assert result.scores[-1].note == "verified at turn 1"
 
 
+def test_a_local_repos_objects_are_copied_so_the_workspace_cannot_write_them(tmp_path: Path, origin: Path) -> None:
+    """`git clone PATH` hard-links the objects: a command in the workspace (the model's `bash`, here
+    `verify`) owns them, so it could `chmod u+w` and rewrite the suite's own repository through them."""
+    objects = sorted(p for p in (origin / ".git" / "objects").rglob("*") if p.is_file())
+    before = [p.read_bytes() for p in objects]
+    rewrite = "for f in $(find app/.git/objects -type f); do chmod u+w $f; echo broken > $f; done; true"
+    [result] = run(suite_with(tmp_path, "{repos: [{path: app, source: {type: local, path: origin}}]}", rewrite)).results
+    assert result.verdict == "pass", result.error
+    assert [p.read_bytes() for p in objects] == before
+
+
 TOKEN = "GITTOKEN-5f1e2d3c4b"
 
 

@@ -19,7 +19,7 @@ def enclosing_repository(folder: Path) -> Path | None:
     return next((p for p in (start, *start.parents) if (p / ".git").exists()), None)
 
 
-def _confined(ref: str, base_dir: Path, root: str | Path | None) -> Path | None:
+def confined_path(ref: str, base_dir: Path, root: str | Path | None) -> Path | None:
     """`ref` resolved against `base_dir` when it lies in the suite's folder, its repository
     (AgentV's `file://../graders/x.md`, `../template`) or the root the user names; else None
     (`/root/.ssh`, `../../..` out of the repository).
@@ -50,12 +50,12 @@ def _outside(shown: str, base_dir: Path) -> ValueError:
 
 
 def confined_file(ref: str, base_dir: Path, root: str | Path | None = None) -> Path:
-    """The file `ref` (relative to `base_dir`, or `file://...`) names, checked (`_confined`).
+    """The file `ref` (relative to `base_dir`, or `file://...`) names, checked (`confined_path`).
 
     Raises:
         ValueError: it lies outside, is not a regular file, or is too big.
     """
-    path = _confined(ref[len("file://") :] if ref.startswith("file://") else ref, base_dir, root)
+    path = confined_path(ref[len("file://") :] if ref.startswith("file://") else ref, base_dir, root)
     if path is None:
         raise _outside(ref, base_dir)
     try:
@@ -72,13 +72,13 @@ def confined_file(ref: str, base_dir: Path, root: str | Path | None = None) -> P
 
 
 def confined_folder(ref: str, base_dir: Path, what: str) -> Path:
-    """The folder `ref` (relative to `base_dir`) names, resolved and checked (`_confined`);
+    """The folder `ref` (relative to `base_dir`) names, resolved and checked (`confined_path`);
     `what` names it in the message.
 
     Raises:
         ValueError: it lies outside.
     """
-    path = _confined(ref, base_dir, None)
+    path = confined_path(ref, base_dir, None)
     if path is None:
         raise _outside(f"{what} {ref!r}", base_dir)
     return path

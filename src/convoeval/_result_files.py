@@ -138,7 +138,7 @@ def export_results(path: str | Path, results_json: Iterable[str], *, resolved: P
     write = RESULT_FORMATS.get(check_output_suffix(path))
     assert write is not None
     try:
-        with _replacing(resolved or resolve_output(path), "w") as out:
+        with replacing(resolved or resolve_output(path), "w") as out:
             write(out, results_json)
     except OSError as exc:
         raise write_error(path, exc) from None
@@ -149,7 +149,7 @@ def export_jsonl(path: str | Path, results_json: Iterable[bytes], *, resolved: P
     run store holds them): the same file, without decoding each result and encoding it again
     (for 2,000 results of 13 KB, 50 ms of a run's end)."""
     try:
-        with _replacing(resolved or resolve_output(path), "wb") as out:
+        with replacing(resolved or resolve_output(path), "wb") as out:
             for data in results_json:
                 out.write(data)
                 out.write(b"\n")
@@ -230,7 +230,7 @@ class _NewFile:
 
 
 @contextmanager
-def _replacing(path: Path, mode: str) -> Iterator[IO[Any]]:
+def replacing(path: Path, mode: str) -> Iterator[IO[Any]]:
     """A new file to write in the block, renamed onto `path` whole when it ends (`_NewFile`); on
     an error or an interrupt it is removed, `path` left as it was."""
     new = _NewFile(path, mode)
@@ -243,10 +243,10 @@ def _replacing(path: Path, mode: str) -> Iterator[IO[Any]]:
 
 
 def place_copy(source: Path, path: Path) -> None:
-    """Copy the file `source` onto the absolute `path` as the results file is written (`_replacing`):
+    """Copy the file `source` onto the absolute `path` as the results file is written (`replacing`):
     its folder reached without following a link made since `path` was resolved, a link at its
     name replaced, never followed."""
-    with source.open("rb") as data, _replacing(path, "wb") as out:
+    with source.open("rb") as data, replacing(path, "wb") as out:
         shutil.copyfileobj(data, out)
 
 

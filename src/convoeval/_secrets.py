@@ -39,7 +39,9 @@ PLAIN_HEADERS = frozenset(
 #: Query parameters of a target's URL whose values are not credentials; every other one's is.
 PLAIN_PARAMS = frozenset({"api-version", "api_version", "version", "v", "model", "deployment", "format", "stream"})
 _KEY_SHAPED = re.compile(r"\b(sk|pk|rk|key|api)[-_][A-Za-z0-9_\-]{8,}")
-_URL_USERINFO = re.compile(r"(?<=://)[^/\s:@]*:[^/\s@]+@")  # `redis://:password@host` too
+#: A URL's `user:password@` (`redis://:password@host` too); neither part holds what a URL may not
+#: (a quote, a backslash, `<`, `>`), so a match never runs across the fields of a JSON text.
+_URL_USERINFO = re.compile(r'(?<=://)[^/\s:@"\\<>]*:[^/\s@"\\<>]+@')
 #: URL query parameters that carry credentials (`?api_key=`, `?code=` of Azure Functions, `?sig=`,
 #: `?pass=`, `?db_pwd=`): a name holding one of the first words, or ending in one of the second
 #: (`bypass`, `compass` do not).
@@ -47,7 +49,9 @@ _URL_SECRET_NAME = (
     r"[^=&\s]*(?:key|token|secret|sig|passw|passphrase|passcode|auth|credential|jwt)[^=&\s]*"
     r"|(?:[^=&\s]*[_.-])?(?:pass|pwd|pw)|code"
 )
-_URL_SECRET_PARAM = re.compile(rf"(?i)([?&](?:{_URL_SECRET_NAME})=)[^&\s#\"']+")
+#: The value ends before a quote or a backslash (in a JSON text, a result, `\"` may end it): what
+#: is left stays JSON.
+_URL_SECRET_PARAM = re.compile(rf"(?i)([?&](?:{_URL_SECRET_NAME})=)[^&\s#\"'\\]+")
 #: Shorter values are not treated as secrets (they would redact ordinary words).
 MIN_SECRET_LENGTH = 6
 

@@ -6,6 +6,7 @@ import inspect
 import io
 import logging
 import os
+import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -16,7 +17,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from .._jsonl import read_problem
-from .._paths import ROOT_ENV
+from .._paths import ROOT_ENV, confined_path
 from .._unseen import hide_from_models
 from .._version import __version__
 
@@ -117,8 +118,25 @@ def _redirects_a_key(name: str, outside: Mapping[str, str]) -> str | None:
     return next((key for key in (f"{prefix}{end}" for end in _KEY_SUFFIXES) if outside.get(key)), None)
 
 
-#: The `.env` files whose unreadable lines were said (each is loaded more than once).
-_SAID: set[Path] = set()
+#: What was said of each `.env` file (it is loaded more than once): `(file, NAME)`, a variable
+#: ignored; `(file, "")`, its unreadable lines.
+_SAID: set[tuple[Path, str]] = set()
+#: Variables that make a program convoeval starts on the host run code of their choosing: the
+#: dynamic loader's, git's (`GIT_SSH_COMMAND`, `GIT_CONFIG_*`; `XDG_CONFIG_HOME` holds its config),
+#: Python's (a `--processes` worker imports `PYTHONPATH`'s `sitecustomize`, then gets the keys),
+#: Node's (promptfoo's transforms), bash's start-up file (`BASH_ENV`), and Ray's (`RAY_ADDRESS`: with a
+#: suite's `execution.backend: ray`, the cluster of the file's choosing got the target configs and
+#: answered with pickles).
+_STARTUP = re.compile(r"LD_.*|GIT_.*|PYTHON.*|RAY_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|XDG_CONFIG_HOME|SSH_ASKPASS.*")
+#: Variables that route requests, keys in their headers (the `litellm` provider's HTTP client
+#: honours them): a proxy, and the certificates that would let one read HTTPS.
+#: Variables that name where a run writes (the results file, the store, the cache) or what it
+#: reads as its targets: a `.env` may name a place in its own folder or repository only (a suite's
+#: `CONVOEVAL_OUTPUT=/etc/docker/daemon.json` replaced that file with the results).
+_PLACES = ("CONVOEVAL_OUTPUT", "CONVOEVAL_HOME", "CONVOEVAL_CACHE_DIR", "CONVOEVAL_TARGETS")
+_ROUTE = re.compile(
+    r"(?i)(https?|all|no)_proxy|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|NODE_EXTRA_CA_CERTS"
+)
 
 
 class _UnparsedLines(logging.Filter):
@@ -149,8 +167,8 @@ def _env_values(path: Path) -> dict[str, str | None]:
         values = dotenv_values(stream=io.StringIO(text))
     finally:
         logger.removeFilter(unparsed)
-    if path.resolve() not in _SAID:  # the same file is loaded for the working folder and the suite's
-        _SAID.add(path.resolve())
+    if (path.resolve(), "") not in _SAID:  # the same file is loaded for the working folder and the suite's
+        _SAID.add((path.resolve(), ""))
         for line in unparsed.lines:
             print(f"convoeval: {path}:{line}: not a NAME=value line; ignored", file=sys.stderr)
     return values
@@ -159,7 +177,8 @@ def _env_values(path: Path) -> dict[str, str | None]:
 def load_env_file(folder: Path) -> None:
     """Load `folder/.env` into the environment; variables already set win (values never printed).
     A `.env` cannot turn the sandbox off (`CONVOEVAL_SANDBOX=none`), set the dynamic loader
-    (`LD_PRELOAD`: every program convoeval starts outside the sandbox would load it), widen
+    (`LD_PRELOAD`: every program convoeval starts outside the sandbox would load it) or another
+    variable that makes such a program run code (`_STARTUP`: `GIT_SSH_COMMAND`, `PYTHONPATH`), widen
     what a suite's files may reach (`CONVOEVAL_ROOT`): it comes with a suite as often as from its
     user (said on stderr). A `.env` that names a server (`OPENAI_BASE_URL`) for a key that will
     not be its own (OPENAI_API_KEY from the shell, which wins over one the file sets) stops the
@@ -181,19 +200,37 @@ def load_env_file(folder: Path) -> None:
                 )
                 raise SystemExit(2)
             if name == "CONVOEVAL_SANDBOX" and value.strip() == "none":
-                print(
-                    f"convoeval: {path}: CONVOEVAL_SANDBOX=none ignored: a .env file cannot turn the sandbox off"
-                    " (give --sandbox none, or set it in the environment)",
-                    file=sys.stderr,
+                _ignored(
+                    path,
+                    "CONVOEVAL_SANDBOX=none",
+                    "a .env file cannot turn the sandbox off (give --sandbox none, or set it in the environment)",
                 )
-                continue
-            if name.startswith("LD_"):  # every program convoeval starts, bubblewrap too, would load it
-                print(f"convoeval: {path}: {name} ignored: a .env file cannot set the dynamic loader", file=sys.stderr)
-                continue
-            if name == ROOT_ENV:  # what the files a suite names may reach: yours to widen, not the suite's
-                print(f"convoeval: {path}: {name} ignored: give --root, or set it in the environment", file=sys.stderr)
-                continue
-            os.environ[name] = value
+            elif _STARTUP.fullmatch(name):  # every program convoeval starts, bubblewrap and git too, would use it
+                what = "the dynamic loader" if name.startswith("LD_") else "how the programs convoeval starts run"
+                _ignored(path, name, f"a .env file cannot set {what}")
+            elif _ROUTE.fullmatch(name):
+                _ignored(path, name, "a .env file cannot route requests (a proxy, the certificates trusted)")
+            elif name in _PLACES and _elsewhere(value, folder):
+                _ignored(path, name, f"{value} lies outside the .env file's folder and its repository")
+            elif name == ROOT_ENV:  # what the files a suite names may reach: yours to widen, not the suite's
+                _ignored(path, name, "give --root, or set it in the environment")
+            else:
+                os.environ[name] = value
+
+
+def _elsewhere(value: str, folder: Path) -> bool:
+    """Whether the path `value` lies outside `folder`, its repository and `--root` (`confined_path`)."""
+    try:
+        return confined_path(value, folder, None) is None
+    except ValueError:  # a NUL, a link loop
+        return True
+
+
+def _ignored(path: Path, name: str, why: str) -> None:
+    """Say on stderr, once, that `path` sets `name` in vain, and why."""
+    if (path.resolve(), name) not in _SAID:
+        _SAID.add((path.resolve(), name))
+        print(f"convoeval: {path}: {name} ignored: {why}", file=sys.stderr)
 
 
 def _use_root(value: Path | None) -> Path | None:

@@ -38,7 +38,7 @@ from typing import Any
 
 from .. import _sandbox as sandbox
 from .. import registry
-from .._secrets import keep_environment_private, reread_environment
+from .._secrets import keep_environment_private, remember, reread_environment
 from ..judging import PanelRule, panel_of
 from ..results import EvaluationResult, ScoreEntry, ToolCall, TrialResult
 from ..run import GradedTurn, Job, TestPlan, TrialContext, combine_trials, run_trial
@@ -211,6 +211,7 @@ class _Worker:
 
     def configure(self, setup: WorkerSetup) -> None:
         os.environ.update(setup.secrets)  # private since `main` started
+        remember(*setup.secrets.values())  # secrets here too, whatever their names: no command gets them
         reread_environment()
         sandbox.choose(setup.sandbox_name)  # the trials' tasks, made from this context, inherit it
         sandbox.hide_from_models(setup.unseen)

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .. import _sandbox as sandbox
-from .._secrets import keep_environment_private, secret_environment
+from .._secrets import keep_environment_private, remember, secret_environment
 from ..errors import ConfigError
 from ..judging import JudgePanel, PanelRule, panel_members, panel_of
 from ..results import TrialResult
@@ -216,6 +216,7 @@ def _trial_task(
     it take the `secrets` (the variables a local cluster started without)."""
     keep_environment_private()
     os.environ.update(secrets or {})
+    remember(*(secrets or {}).values())  # the other targets' credentials too: no command of this trial gets them
     sandbox.hide_from_models(unseen)  # keys and answers (eval files, store...), where this node has them
     result, calls = asyncio.run(_trial(plan, configs, named, settings, cache_file, limiter, sandbox_name))
     return result, calls, _ray().get_runtime_context().get_node_id()

@@ -419,8 +419,9 @@ async def clone_repo(repo: Repo, base_dir: Path, root: Path, passed: Iterable[st
     )
     if repo.clone.sparse:
         options += " --no-checkout"
-    # `--`: the URL is never taken for an option (`--upload-pack=...`)
-    steps = [f"git clone -q{options} -- {shlex.quote(source)} {shlex.quote(str(dest))}"]
+    # `--`: the URL is never taken for an option (`--upload-pack=...`); `--no-hardlinks`: a local
+    # repository's objects are copied, not linked (the model could write the suite's through a link)
+    steps = [f"git clone -q --no-hardlinks{options} -- {shlex.quote(source)} {shlex.quote(str(dest))}"]
     if repo.clone.sparse:
         patterns = " ".join(shlex.quote(p) for p in repo.clone.sparse)
         steps.append(f"git -C {shlex.quote(str(dest))} sparse-checkout set --no-cone {patterns}")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import _sandbox as sandbox
+from ..._result_files import replacing
 from ..._sandbox import (
     AGENT_HOME,
     AGENT_USER_ENV,
@@ -135,7 +136,8 @@ class AgentHomes:
     """The private HOME of each sandboxed conversation of one target, by its session id."""
 
     def __init__(self, keep: Path | None):
-        self.keep = keep
+        """`keep`: the `keep_sessions` folder, its links resolved now, before any hook runs."""
+        self.keep = Path(os.path.realpath(keep)) if keep is not None else None
         self._homes: dict[str, Path] = {}
 
     def home(self, workdir: str, session_id: str | None) -> Path:
@@ -161,7 +163,6 @@ class AgentHomes:
             return
         try:
             if self.keep is not None:
-                self.keep.mkdir(parents=True, exist_ok=True)
                 for pattern in SESSION_FILES:
                     for found in home.glob(pattern):
                         if _plain_file_in(found, home):
@@ -185,9 +186,12 @@ def _copy_redacted(source: Path, target: Path) -> None:
     """A session file copied with its secrets redacted (`_secrets.redact`): it holds what the
     agent's commands printed, its own key too when one ran `env`. It is read line by line (JSON
     lines: a secret never spans two); a longer line than `MAX_SESSION_LINE` is left out, and
-    the copy ends at `MAX_SESSION_BYTES`, each with a line that says so."""
+    the copy ends at `MAX_SESSION_BYTES`, each with a line that says so. It is placed as a results
+    file is (`replacing`: a link a hook left at its name or on its way is never followed), with
+    the source's times but not its mode: a set-user-ID bit the agent set (as `nobody`, when
+    convoeval is root) would make root's copy a root program."""
     copied = 0
-    with source.open("rb") as lines, target.open("wb") as out:
+    with source.open("rb") as lines, replacing(target, "wb") as out:
         while copied < MAX_SESSION_BYTES and (line := lines.readline(MAX_SESSION_LINE + 1)):
             if len(line) > MAX_SESSION_LINE:
                 while line and not line.endswith(b"\n"):  # the rest of it, in bounded pieces
@@ -198,7 +202,9 @@ def _copy_redacted(source: Path, target: Path) -> None:
             copied += len(text)
         if lines.read(1):
             out.write(b'{"convoeval": "cut at %d MB"}\n' % (MAX_SESSION_BYTES >> 20))
-    shutil.copystat(source, target, follow_symlinks=False)
+        out.flush()
+        times = os.stat(lines.fileno())
+        os.utime(out.fileno(), ns=(times.st_atime_ns, times.st_mtime_ns))
 
 
 def _plain_file_in(path: Path, home: Path) -> bool:
