@@ -200,6 +200,12 @@ def _agreement_of_votes(files: list[Path], output_format: AgreementFormat) -> No
     except BattleFileError as error:
         raise fail(str(error)) from None
     turns = votes_agreement(*loaded)
+    authors = sum(v.author for votes in loaded for v in votes)
+    if authors:
+        typer.echo(
+            f"{authors} vote(s) of MT-Bench's authors (judge author_*) left out, as compute_agreement.py counts only its experts",
+            err=True,
+        )
     if output_format is AgreementFormat.json:
         typer.echo(json.dumps({"files": [str(f) for f in files], "turns": [t.to_dict() for t in turns]}, indent=2))
         return
