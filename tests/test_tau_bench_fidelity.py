@@ -89,6 +89,9 @@ def test_recorded_trials_of_a_task_are_one_test_and_each_verdict_is_tau_bench_re
     assert len(failed_long) == 4 and min(failed_long) > 1  # reward-0 trials of several turns
     assert code == 1  # a failing test fails the command
     assert "pass^k" in out and "tau-bench" not in err
+    code, out, err = cli("report", domain / "r.jsonl", "--by", "task_id", "--markdown", domain / "by.md")
+    header = (domain / "by.md").read_text().split("### Results by task_id")[1].split("\n\n")[1].splitlines()[0]
+    assert header == "| task_id | tests | pass | fail | error | skip | mean score | pass^1 | pass^2 | pass^3 | pass^4 |"
 
 
 SLOW_TOOLS = """\

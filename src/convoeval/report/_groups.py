@@ -85,7 +85,18 @@ def group_results(results: Iterable[EvaluationResult], name: str) -> list[Group]
 
 
 def turn_count(groups: list[Group]) -> int:
-    return max((sum(e.type == "turn" for e in r.scores) for g in groups for r in g.results), default=0)
+    """The last turn that has a score in some result: a column per turn up to it (a recorded
+    tau-bench run, graded only on the conversation, has none)."""
+    return max(
+        (
+            number
+            for g in groups
+            for r in g.results
+            for number, entry in enumerate((e for e in r.scores if e.type == "turn"), start=1)
+            if entry.score is not None
+        ),
+        default=0,
+    )
 
 
 def _columns(groups: list[Group], name: str) -> tuple[list[str], list[list[str]]]:
