@@ -36,6 +36,7 @@ STATISTIC_NAMES = {
     "gwet_ac1": "Gwet's AC1",
     "randolph_kappa": "Randolph's kappa",
     "cohen_kappa": "Cohen's kappa",
+    "cohen_kappa_linear": "Cohen's kappa (linear)",
     "cohen_kappa_quadratic": "Cohen's kappa (quadratic)",
     "fleiss_kappa": "Fleiss' kappa",
     "krippendorff_alpha_nominal": "Krippendorff's alpha (nominal)",
