@@ -115,29 +115,31 @@ def test_judged_with_fastchat_prompts_as_written_and_grouped_by_category_and_tur
     assert code == 2 and "no result has this field" in err
 
 
-def test_a_rating_outside_one_to_ten_is_asked_again_then_an_error_never_a_pass(fake_openai, tmp_path: Path) -> None:
-    """FastChat's prompts rate on "a scale of 1 to 10": `[[15]]`, `[[100]]` and `[[0]]` are no
-    usable answer, as llm-grader's `score: 11` is: asked again once, then a grader error. Before,
-    `[[15]]` became the score 1.5, clamped to 1.0 later: a pass. Decimals stay (FastChat's regex
-    takes them); `[[-3]]` has no rating in FastChat's patterns."""
+def test_an_answer_without_a_usable_rating_is_not_asked_again_and_is_an_error(fake_openai, tmp_path: Path) -> None:
+    """FastChat asks its judge once: an answer without `[[N]]` (nor `[N]`) is recorded as -1, which
+    show_result.py leaves out. So it is not asked again here (a judge that gives a rating when
+    asked again would have scored a turn FastChat drops: on 80 questions x 2 models, 112 of 320
+    turns): it is a grader error, which `turns mean` leaves out. FastChat's prompts rate on "a scale
+    of 1 to 10": `[[15]]`, `[[100]]` and `[[0]]` are no usable answer either (never clamped: `[[15]]`
+    was once the score 1.5, clamped to 1.0, a pass). Decimals stay (FastChat's regex takes them);
+    `[[-3]]` has no rating in FastChat's patterns."""
     first = {
         "high": "Rating: [[15]]",
         "hundred": "Rating: [[100]]",
         "zero": "Rating: [[0]]",
         "negative": "Rating: [[-3]]",
-        "rescued": "Rating: [[11]]",
+        "none": "I cannot rate this.",
         "half": "Rating: [[7.5]]",
         "top": "Rating: [[10]]",
         "bottom": "Rating: [[1]]",
     }
-    reasked = {"rescued": "Rating: [[8]]"}
 
     def reply(body: dict) -> str:
         if body["model"] != "j":
             return "an answer"
         case = next(c for c in first if f"case {c}?" in body["messages"][1]["content"])
-        if body["messages"][-1]["content"].startswith("Your answer could not be used"):
-            return reasked.get(case, first[case])
+        if len(body["messages"]) > 2:  # asked again: a judge that would now comply
+            return "Rating: [[8]]"
         return first[case]
 
     fake_openai.reply = reply
@@ -148,21 +150,18 @@ def test_a_rating_outside_one_to_ten_is_asked_again_then_an_error_never_a_pass(f
     )
     report = convoeval.run(str(suite), target="openai:m", judge="openai:j", store=False, cache=False)
     graders = {r.test_id: r.scores[0].graders[0] for r in report.results}
-    for case in ("high", "hundred", "zero", "negative"):
+    for case in ("high", "hundred", "zero", "negative", "none"):
         grader = graders[case]
-        assert (grader.verdict, grader.score, grader.judge_calls) == ("error", None, 2), case
-        assert "unparseable after a re-ask" in (grader.error or ""), case
+        assert (grader.verdict, grader.score, grader.judge_calls, grader.judge_reasks) == ("error", None, 1, 0), case
     for case, rating in (("high", "15"), ("hundred", "100"), ("zero", "0")):
         assert f"the rating {rating} is outside the scale of 1 to 10" in (graders[case].error or "")
-    assert "no rating" in (graders["negative"].error or "")
-    rescued = graders["rescued"]
-    assert (rescued.verdict, rescued.score, rescued.judge_calls, rescued.judge_reasks) == ("pass", 0.8, 2, 1)
+    assert "no rating" in (graders["negative"].error or "") and "no rating" in (graders["none"].error or "")
     assert [(graders[c].verdict, graders[c].score, graders[c].judge_calls) for c in ("half", "top", "bottom")] == [
         ("fail", 0.75, 1),
         ("pass", 1.0, 1),
         ("fail", 0.1, 1),
     ]
-    assert {r.test_id: r.verdict for r in report.results if r.verdict == "pass"} == {"rescued": "pass", "top": "pass"}
+    assert {r.test_id: r.verdict for r in report.results if r.verdict == "pass"} == {"top": "pass"}
 
 
 #: FastChat's temperature_config (fastchat/llm_judge/common.py, the snapshot of SOURCE.txt).
