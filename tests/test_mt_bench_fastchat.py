@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import convoeval
 from convoeval.datasets import import_dataset
 from convoeval.spec import load_suite
@@ -226,3 +228,33 @@ def test_every_category_fastchat_grades_against_a_reference_gets_its_math_prompt
     first, second = (turn["assertions"][0] for turn in test["turns"])
     assert (first["prompt"]["name"], second["prompt"]["name"]) == ("single-math-v1", "single-math-v1-multi-turn")
     assert first["references"] == ["r1", "r2"]
+
+
+def test_judge_vs_judge_on_mt_bench_compares_the_raw_1_to_10_ratings(cli, fake_openai, tmp_path: Path) -> None:
+    """`agreement --runs --categories 1-10` on two MT-Bench judges compares their ratings. Binning
+    the score (rating / 10) into 1-10 gave ratings 5 and 6 the same category: a judge always
+    saying [[5]] and one always saying [[6]] agreed 100%."""
+    said = {"ja": {"a": 5, "b": 5, "c": 5}, "jb": {"a": 6, "b": 6, "c": 6}, "jc": {"a": 5, "b": 5, "c": 4}}
+
+    def reply(body: dict) -> str:
+        if body["model"] not in said:
+            return "an answer"
+        case = next(c for c in "abc" if f"case {c}?" in body["messages"][1]["content"])
+        return f"Rating: [[{said[body['model']][case]}]]"
+
+    fake_openai.reply = reply
+    check = json.dumps({"type": "mt-bench-judge", "prompt": PROMPTS["single-v1"]})
+    suite = write(
+        tmp_path / "mt.eval.yaml",
+        "tests:\n" + "".join(f"  - {{id: {c}, input: 'case {c}?', assertions: [{check}]}}\n" for c in "abc"),
+    )
+    runs = {}
+    for judge in said:
+        runs[judge] = tmp_path / f"{judge}.jsonl"
+        convoeval.run(
+            str(suite), target="openai:m", judge=f"openai:{judge}", output=runs[judge], store=False, cache=False
+        )
+    for other, share in (("jb", 0.0), ("jc", 2 / 3)):
+        code, out, err = cli("agreement", "--runs", runs["ja"], runs[other], "--categories", "1-10", "--format", "json")
+        assert code == 0, err
+        assert json.loads(out)["statistics"]["percent_agreement"]["value"] == pytest.approx(share), other
