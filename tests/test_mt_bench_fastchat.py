@@ -258,3 +258,31 @@ def test_judge_vs_judge_on_mt_bench_compares_the_raw_1_to_10_ratings(cli, fake_o
         code, out, err = cli("agreement", "--runs", runs["ja"], runs[other], "--categories", "1-10", "--format", "json")
         assert code == 0, err
         assert json.loads(out)["statistics"]["percent_agreement"]["value"] == pytest.approx(share), other
+
+
+def test_report_by_category_counts_every_trial_turn(cli, fake_openai, tmp_path: Path) -> None:
+    """With `--trials 2` the per-turn columns and `turns mean` are over every trial's turns, as the
+    mean score is: they were the first trial's only (0.200 beside a mean score of 0.500)."""
+    asked: dict[str, int] = {}
+
+    def reply(body: dict) -> str:
+        if body["model"] != "j":
+            return "an answer"
+        key = body["messages"][-1]["content"]
+        asked[key] = asked.get(key, 0) + 1
+        return "Rating: [[2]]" if asked[key] == 1 else "Rating: [[8]]"
+
+    fake_openai.reply = reply
+    check = json.dumps({"type": "mt-bench-judge", "prompt": PROMPTS["single-v1"]})
+    suite = write(
+        tmp_path / "mt.eval.yaml",
+        "tests:\n  - id: q\n    metadata: {category: writing}\n    mode: conversation\n"
+        f"    turns:\n      - {{input: 'case q?', assertions: [{check}]}}\n",
+    )
+    results = tmp_path / "r.jsonl"
+    convoeval.run(str(suite), target="openai:m", judge="openai:j", output=results, trials=2, store=False, cache=False)
+    code, out, err = cli("report", results, "--by", "category", "--markdown", tmp_path / "by.md")
+    assert code == 0, err
+    rows = (tmp_path / "by.md").read_text().split("### Results by category")[1].split("\n\n")[1].splitlines()
+    assert rows[0].startswith("| category | tests | pass | fail | error | skip | mean score | turn 1 | turns mean |")
+    assert rows[2].startswith("| writing | 1 | 0 | 1 | 0 | 0 | 0.500 | 0.500 | 0.500 |")
