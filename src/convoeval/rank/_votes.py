@@ -86,7 +86,7 @@ def _vote(record: object) -> Vote:
     if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
         raise ValueError(f"turn must be a number from 1, got {turn!r:.40}")
     judge = record.get("judge")
-    author = isinstance(judge, str) and judge.startswith("author")
+    author = isinstance(judge, str) and judge.startswith("author_")
     return Vote(record["question_id"], names[0], names[1], winner, turn, author)
 
 
