@@ -8,9 +8,9 @@ grader score becomes one ITEM, keyed by
 Only graders that called a judge count (their `judge_calls` is not 0); deterministic
 checks (`contains`, `regex`...) give the same score whoever the judge is and would inflate
 agreement. A TD-Eval grader gives one item per dimension (`td-eval/policy_compliance`), each
-with its raw 1-5 Likert value; an `mt-bench-judge` item keeps its raw 1-10 rating. A grader that errored has no score: the item is missing in that
-run. A grader name used twice in one score entry gets `#2`, `#3`... The first trial of a test is
-used (`scores` of the result).
+with its raw 1-5 Likert value; an `mt-bench-judge` item keeps its raw 1-10 rating. A grader that
+errored has no score: the item is missing in that run. A grader name used twice in one score
+entry gets `#2`, `#3`... The first trial of a test is used (`scores` of the result).
 
 Categories for judge vs judge (declared, never inferred; default 1-5):
 - A raw value is used as is when it is one of the declared categories (TD-Eval dimensions with
