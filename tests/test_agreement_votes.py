@@ -55,3 +55,25 @@ def test_a_vote_that_is_no_vote_is_named_by_its_line(cli, tmp_path: Path) -> Non
     assert code == 2 and f"{bad}:2: winner must be model_a, model_b or a tie" in err
     code, out, err = cli("agreement", "--votes", bad, bad, bad)
     assert code == 2 and "one or two vote files" in err
+
+
+AUTHORS = [  # MT-Bench's human judgments hold its authors' votes beside the experts'
+    {"question_id": 81, "model_a": "x", "model_b": "y", "winner": "model_a", "judge": "author_0", "turn": 1},
+    {"question_id": 82, "model_a": "y", "model_b": "x", "winner": "model_a", "judge": "author_1", "turn": 1},
+    {"question_id": 84, "model_a": "x", "model_b": "y", "winner": "model_b", "judge": "author_0", "turn": 2},
+]
+
+
+def test_the_authors_votes_are_left_out_as_compute_agreement_counts_only_experts(cli, tmp_path: Path) -> None:
+    """FastChat's `get_judge_name` files `author_*` votes under "author", never "human": its
+    `--judges gpt4-pair human` and `human human` printed the same counts with these three author
+    votes added as without them (the judge file's votes all given judge ["gpt-4", "pair-v2"])."""
+    judge = write(tmp_path / "gpt4_pair.json", json.dumps(JUDGE))
+    human = write(tmp_path / "human.json", json.dumps(HUMAN + AUTHORS))
+    code, out, err = cli("agreement", "--votes", judge, human, "--format", "json")
+    assert code == 0, err
+    assert _counts(out) == [(1, 3, 5, 2, 3), (2, 1, 3, 1, 3)]
+    assert "3 vote(s) of MT-Bench's authors" in err
+    code, out, err = cli("agreement", "--votes", human, "--format", "json")
+    assert code == 0, err
+    assert _counts(out) == [(1, 0, 2, 0, 1), (2, 1, 1, 1, 1)]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import convoeval
 from convoeval.datasets import import_dataset
 from convoeval.spec import load_suite
@@ -115,29 +117,31 @@ def test_judged_with_fastchat_prompts_as_written_and_grouped_by_category_and_tur
     assert code == 2 and "no result has this field" in err
 
 
-def test_a_rating_outside_one_to_ten_is_asked_again_then_an_error_never_a_pass(fake_openai, tmp_path: Path) -> None:
-    """FastChat's prompts rate on "a scale of 1 to 10": `[[15]]`, `[[100]]` and `[[0]]` are no
-    usable answer, as llm-grader's `score: 11` is: asked again once, then a grader error. Before,
-    `[[15]]` became the score 1.5, clamped to 1.0 later: a pass. Decimals stay (FastChat's regex
-    takes them); `[[-3]]` has no rating in FastChat's patterns."""
+def test_an_answer_without_a_usable_rating_is_not_asked_again_and_is_an_error(fake_openai, tmp_path: Path) -> None:
+    """FastChat asks its judge once: an answer without `[[N]]` (nor `[N]`) is recorded as -1, which
+    show_result.py leaves out. So it is not asked again here (a judge that gives a rating when
+    asked again would have scored a turn FastChat drops: on 80 questions x 2 models, 112 of 320
+    turns): it is a grader error, which `turns mean` leaves out. FastChat's prompts rate on "a scale
+    of 1 to 10": `[[15]]`, `[[100]]` and `[[0]]` are no usable answer either (never clamped: `[[15]]`
+    was once the score 1.5, clamped to 1.0, a pass). Decimals stay (FastChat's regex takes them);
+    `[[-3]]` has no rating in FastChat's patterns."""
     first = {
         "high": "Rating: [[15]]",
         "hundred": "Rating: [[100]]",
         "zero": "Rating: [[0]]",
         "negative": "Rating: [[-3]]",
-        "rescued": "Rating: [[11]]",
+        "none": "I cannot rate this.",
         "half": "Rating: [[7.5]]",
         "top": "Rating: [[10]]",
         "bottom": "Rating: [[1]]",
     }
-    reasked = {"rescued": "Rating: [[8]]"}
 
     def reply(body: dict) -> str:
         if body["model"] != "j":
             return "an answer"
         case = next(c for c in first if f"case {c}?" in body["messages"][1]["content"])
-        if body["messages"][-1]["content"].startswith("Your answer could not be used"):
-            return reasked.get(case, first[case])
+        if len(body["messages"]) > 2:  # asked again: a judge that would now comply
+            return "Rating: [[8]]"
         return first[case]
 
     fake_openai.reply = reply
@@ -148,21 +152,18 @@ def test_a_rating_outside_one_to_ten_is_asked_again_then_an_error_never_a_pass(f
     )
     report = convoeval.run(str(suite), target="openai:m", judge="openai:j", store=False, cache=False)
     graders = {r.test_id: r.scores[0].graders[0] for r in report.results}
-    for case in ("high", "hundred", "zero", "negative"):
+    for case in ("high", "hundred", "zero", "negative", "none"):
         grader = graders[case]
-        assert (grader.verdict, grader.score, grader.judge_calls) == ("error", None, 2), case
-        assert "unparseable after a re-ask" in (grader.error or ""), case
+        assert (grader.verdict, grader.score, grader.judge_calls, grader.judge_reasks) == ("error", None, 1, 0), case
     for case, rating in (("high", "15"), ("hundred", "100"), ("zero", "0")):
         assert f"the rating {rating} is outside the scale of 1 to 10" in (graders[case].error or "")
-    assert "no rating" in (graders["negative"].error or "")
-    rescued = graders["rescued"]
-    assert (rescued.verdict, rescued.score, rescued.judge_calls, rescued.judge_reasks) == ("pass", 0.8, 2, 1)
+    assert "no rating" in (graders["negative"].error or "") and "no rating" in (graders["none"].error or "")
     assert [(graders[c].verdict, graders[c].score, graders[c].judge_calls) for c in ("half", "top", "bottom")] == [
         ("fail", 0.75, 1),
         ("pass", 1.0, 1),
         ("fail", 0.1, 1),
     ]
-    assert {r.test_id: r.verdict for r in report.results if r.verdict == "pass"} == {"rescued": "pass", "top": "pass"}
+    assert {r.test_id: r.verdict for r in report.results if r.verdict == "pass"} == {"top": "pass"}
 
 
 #: FastChat's temperature_config (fastchat/llm_judge/common.py, the snapshot of SOURCE.txt).
@@ -227,3 +228,61 @@ def test_every_category_fastchat_grades_against_a_reference_gets_its_math_prompt
     first, second = (turn["assertions"][0] for turn in test["turns"])
     assert (first["prompt"]["name"], second["prompt"]["name"]) == ("single-math-v1", "single-math-v1-multi-turn")
     assert first["references"] == ["r1", "r2"]
+
+
+def test_judge_vs_judge_on_mt_bench_compares_the_raw_1_to_10_ratings(cli, fake_openai, tmp_path: Path) -> None:
+    """`agreement --runs --categories 1-10` on two MT-Bench judges compares their ratings. Binning
+    the score (rating / 10) into 1-10 gave ratings 5 and 6 the same category: a judge always
+    saying [[5]] and one always saying [[6]] agreed 100%."""
+    said = {"ja": {"a": 5, "b": 5, "c": 5}, "jb": {"a": 6, "b": 6, "c": 6}, "jc": {"a": 5, "b": 5, "c": 4}}
+
+    def reply(body: dict) -> str:
+        if body["model"] not in said:
+            return "an answer"
+        case = next(c for c in "abc" if f"case {c}?" in body["messages"][1]["content"])
+        return f"Rating: [[{said[body['model']][case]}]]"
+
+    fake_openai.reply = reply
+    check = json.dumps({"type": "mt-bench-judge", "prompt": PROMPTS["single-v1"]})
+    suite = write(
+        tmp_path / "mt.eval.yaml",
+        "tests:\n" + "".join(f"  - {{id: {c}, input: 'case {c}?', assertions: [{check}]}}\n" for c in "abc"),
+    )
+    runs = {}
+    for judge in said:
+        runs[judge] = tmp_path / f"{judge}.jsonl"
+        convoeval.run(
+            str(suite), target="openai:m", judge=f"openai:{judge}", output=runs[judge], store=False, cache=False
+        )
+    for other, share in (("jb", 0.0), ("jc", 2 / 3)):
+        code, out, err = cli("agreement", "--runs", runs["ja"], runs[other], "--categories", "1-10", "--format", "json")
+        assert code == 0, err
+        assert json.loads(out)["statistics"]["percent_agreement"]["value"] == pytest.approx(share), other
+
+
+def test_report_by_category_counts_every_trial_turn(cli, fake_openai, tmp_path: Path) -> None:
+    """With `--trials 2` the per-turn columns and `turns mean` are over every trial's turns, as the
+    mean score is: they were the first trial's only (0.200 beside a mean score of 0.500)."""
+    asked: dict[str, int] = {}
+
+    def reply(body: dict) -> str:
+        if body["model"] != "j":
+            return "an answer"
+        key = body["messages"][-1]["content"]
+        asked[key] = asked.get(key, 0) + 1
+        return "Rating: [[2]]" if asked[key] == 1 else "Rating: [[8]]"
+
+    fake_openai.reply = reply
+    check = json.dumps({"type": "mt-bench-judge", "prompt": PROMPTS["single-v1"]})
+    suite = write(
+        tmp_path / "mt.eval.yaml",
+        "tests:\n  - id: q\n    metadata: {category: writing}\n    mode: conversation\n"
+        f"    turns:\n      - {{input: 'case q?', assertions: [{check}]}}\n",
+    )
+    results = tmp_path / "r.jsonl"
+    convoeval.run(str(suite), target="openai:m", judge="openai:j", output=results, trials=2, store=False, cache=False)
+    code, out, err = cli("report", results, "--by", "category", "--markdown", tmp_path / "by.md")
+    assert code == 0, err
+    rows = (tmp_path / "by.md").read_text().split("### Results by category")[1].split("\n\n")[1].splitlines()
+    assert rows[0].startswith("| category | tests | pass | fail | error | skip | mean score | turn 1 | turns mean |")
+    assert rows[2].startswith("| writing | 1 | 0 | 1 | 0 | 0 | 0.500 | 0.500 | 0.500 |")

@@ -210,6 +210,14 @@ def test_cohen_kappa_matches_sklearn_and_statsmodels(weights: str | None, value:
     assert kappa.ci_low == approx(value - scipy_stats.norm.ppf(0.975) * se)
 
 
+def test_the_report_gives_the_linear_weighted_kappa_td_eval_reports() -> None:
+    """TD-Eval's notebook reports Cohen's kappa with linear weights (statsmodels wt="linear");
+    on its two annotators of gpt-4o's dialogues it gives 0.1401 and -0.0329, as `agreement` now does."""
+    report = agreement_report(HUMAN_VS_LLM, FIVE, "ordinal", bootstrap=0)
+    assert report["cohen_kappa_linear"]["value"] == approx(0.5833333333333334)
+    assert report["cohen_kappa_quadratic"]["value"] == approx(0.8034934497816594)
+
+
 def test_cohen_kappa_skips_items_missing_a_rating_and_needs_two_raters() -> None:
     with_gaps = [*HUMAN_VS_LLM, [None, 3], [2, None]]
     assert cohen_kappa(with_gaps, FIVE).value == approx(0.31558935361216744)
@@ -271,7 +279,7 @@ ALWAYS = {
     "fleiss_kappa",
     "krippendorff_alpha_nominal",
 }
-ORDERED_TWO = {"cohen_kappa_quadratic", "krippendorff_alpha_ordinal", "spearman", "kendall"}
+ORDERED_TWO = {"cohen_kappa_linear", "cohen_kappa_quadratic", "krippendorff_alpha_ordinal", "spearman", "kendall"}
 
 
 @pytest.mark.parametrize(

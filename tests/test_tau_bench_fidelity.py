@@ -89,6 +89,9 @@ def test_recorded_trials_of_a_task_are_one_test_and_each_verdict_is_tau_bench_re
     assert len(failed_long) == 4 and min(failed_long) > 1  # reward-0 trials of several turns
     assert code == 1  # a failing test fails the command
     assert "pass^k" in out and "tau-bench" not in err
+    code, out, err = cli("report", domain / "r.jsonl", "--by", "task_id", "--markdown", domain / "by.md")
+    header = (domain / "by.md").read_text().split("### Results by task_id")[1].split("\n\n")[1].splitlines()[0]
+    assert header == "| task_id | tests | pass | fail | error | skip | mean score | pass^1 | pass^2 | pass^3 | pass^4 |"
 
 
 SLOW_TOOLS = """\
@@ -337,3 +340,50 @@ def test_react_and_act_trajectories_are_read_as_the_actions_tau_bench_parsed(cli
     assert [g["reward"] for g in graders] == [r["reward"] for r in plain] == [0.0, 1.0, 0.0, 0.0]
     (task2,) = (t["scores"][-1]["graders"][0]["details"] for t in rows["tau-2"]["trials"])
     assert task2["state_diff"] == [] and task2["missing_outputs"] == ["23553"] and task2["episode_ended"]
+
+
+ADDRESS_TOOL = """\
+def modify_pending_order_address(data, /, order_id, address1, zip):
+    data["orders"][order_id].update(address1=address1, zip=zip)
+"""
+
+
+def _order_record(trial: int, calls: list[dict[str, object]], reward: float) -> dict[str, object]:
+    """A tau-bench result whose task's goal action passes `province`, which the tool does not take
+    (task 34 of the retail tasks TD-Eval's runs recorded)."""
+    goal = {"order_id": "#W1", "address1": "224 Elm Street", "zip": "10108", "province": "NY"}
+    traj: list[dict[str, object]] = [
+        {"role": "system", "content": "policy"},
+        {"role": "user", "content": "Change the address of #W1."},
+    ]
+    for n, arguments in enumerate(calls):
+        call = {"id": f"c{n}", "type": "function"}
+        call["function"] = {"name": "modify_pending_order_address", "arguments": json.dumps(arguments)}
+        traj += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{n}", "name": "modify_pending_order_address", "content": "ok"},
+        ]
+    traj += [{"role": "assistant", "content": "Done."}, {"role": "user", "content": "Thanks ###STOP###"}]
+    task = {"user_id": "noah", "instruction": "Change the address.", "outputs": []}
+    task["actions"] = [{"name": "modify_pending_order_address", "kwargs": goal}]
+    return {"task_id": 34, "trial": trial, "reward": reward, "info": {"task": task}, "traj": traj}
+
+
+def test_a_goal_action_whose_tool_raises_is_skipped_as_tau_bench_env_skips_it(cli, tmp_path: Path) -> None:
+    """tau-bench's Env.step turns a tool's exception into an "Error: ..." observation, and its
+    calculate_reward replays the goal actions through step: the failing goal action changes
+    nothing and the reward is computed (tau-bench 59a200c on TD-Eval's retail task 34 gives 0 to
+    an agent that changed the address, 1 to one that changed nothing). It was a grader error."""
+    write(tmp_path / "tools.py", ADDRESS_TOOL)
+    write(tmp_path / "backend.json", '{"orders": {"#W1": {"address1": "1 Old Road", "zip": "10001"}}}')
+    moved = {"order_id": "#W1", "address1": "224 Elm Street", "zip": "10108"}
+    records = [_order_record(0, [moved], 0.0), _order_record(1, [], 1.0)]
+    write(tmp_path / "runs.json", json.dumps(records))
+    code, out, err = cli("import", "tau-bench", tmp_path / "runs.json", "--recorded", "-o", tmp_path / "s.eval.yaml")
+    assert code == 0, err
+    code, out, err = cli("grade", tmp_path / "s.eval.yaml", "-o", tmp_path / "r.jsonl")
+    [row] = read_jsonl(tmp_path / "r.jsonl")
+    graded = [t["scores"][-1]["graders"][0] for t in row["trials"]]
+    assert [g["details"]["reward"] for g in graded] == [0.0, 1.0], graded
+    assert [t["verdict"] for t in row["trials"]] == ["fail", "pass"]
+    assert all("province" in g["details"]["goal_actions_failed"][0] for g in graded)

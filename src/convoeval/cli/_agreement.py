@@ -36,6 +36,7 @@ STATISTIC_NAMES = {
     "gwet_ac1": "Gwet's AC1",
     "randolph_kappa": "Randolph's kappa",
     "cohen_kappa": "Cohen's kappa",
+    "cohen_kappa_linear": "Cohen's kappa (linear)",
     "cohen_kappa_quadratic": "Cohen's kappa (quadratic)",
     "fleiss_kappa": "Fleiss' kappa",
     "krippendorff_alpha_nominal": "Krippendorff's alpha (nominal)",
@@ -200,6 +201,12 @@ def _agreement_of_votes(files: list[Path], output_format: AgreementFormat) -> No
     except BattleFileError as error:
         raise fail(str(error)) from None
     turns = votes_agreement(*loaded)
+    authors = sum(v.author for votes in loaded for v in votes)
+    if authors:
+        typer.echo(
+            f"{authors} vote(s) of MT-Bench's authors (judge author_*) left out, as compute_agreement.py counts only its experts",
+            err=True,
+        )
     if output_format is AgreementFormat.json:
         typer.echo(json.dumps({"files": [str(f) for f in files], "turns": [t.to_dict() for t in turns]}, indent=2))
         return

@@ -8,9 +8,10 @@ or, for the multi-turn variants, `question_1`, `answer_1`, `question_2`, `answer
 `ref_answer_1`, `ref_answer_2`): the questions and answers are the conversation's first two
 user messages and replies, the references are `references` (judge only). No JSON format is
 imposed; the rating is read from the answer as FastChat reads it (`[[N]]`, else `[N]`; decimals
-such as `[[7.5]]` too) and the score is N / 10. An answer without a rating, or with one outside
-the prompts' 1-10 scale (`[[0]]`, `[[15]]`), is asked again once, then is a grader error: it is
-never clamped into a score.
+such as `[[7.5]]` too) and the score is N / 10. An answer without a rating is not asked again, as
+FastChat asks once and records -1, which `show_result.py` leaves out: it is a grader error, which
+`report`'s `turns mean` leaves out. A rating outside the prompts' 1-10 scale (`[[0]]`, `[[15]]`)
+is a grader error too (FastChat would average it in): it is never clamped into a score.
 
 Example (YAML, on the second turn of an MT-Bench test):
     assertions:
@@ -104,10 +105,6 @@ def parse_rating(text: str) -> float:
     return rating
 
 
-def _judgment(text: str) -> tuple[float, str]:
-    return parse_rating(text), text
-
-
 def template_fields(template: str) -> set[str]:
     """The `{names}` a FastChat template is filled with."""
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
@@ -165,9 +162,14 @@ class MTBenchJudge(JudgedAssertion):
             messages.append({"role": "system", "content": self.prompt.system_prompt})
         messages.append({"role": "user", "content": self.prompt.prompt_template.format(**values)})
         session = judge_session(ctx)
-        answers = await session.ask_repeated(
-            messages, None, _judgment, repeats=ctx.judge_repeats, name="mt_bench_judge"
-        )
+
+        def judgment(text: str) -> tuple[float, str]:
+            try:
+                return parse_rating(text), text
+            except JudgeOutputError as exc:  # a JudgeError: FastChat's -1, not asked again
+                raise session.error(f"{self.prompt.name}: {exc}; the answer: {text[-200:]!r}") from None
+
+        answers = await session.ask_repeated(messages, None, judgment, repeats=ctx.judge_repeats, name="mt_bench_judge")
         ratings = [rating for rating, _ in answers.values]
         score = sum(ratings) / len(ratings) / 10
         outcome = AssertionOutcome(

@@ -7,7 +7,9 @@ models (in either order) and turn (1 when absent) are one item. Two raters: ever
 first on an item is paired with every vote of the second on it; one rater (humans among
 themselves): every two votes of that item. A pair agrees when both votes name the same model or
 both are ties (any winner containing "tie": "tie (bothbad)", "tie (inconsistent)"). "Without
-ties" leaves out every pair in which either vote is a tie.
+ties" leaves out every pair in which either vote is a tie. A vote whose `judge` is one of MT-Bench's
+authors (`author_*`, beside the `expert_*` votes of its human judgments) is left out: FastChat's
+`get_judge_name` counts only the experts as humans.
 
 Example:
     >>> first = [Vote(81, "x", "y", "model_a"), Vote(82, "x", "y", "tie")]
@@ -39,6 +41,7 @@ class Vote:
     model_b: str
     winner: str
     turn: int = 1
+    author: bool = False  # cast by one of MT-Bench's authors: not a human vote to FastChat
 
     @property
     def tie(self) -> bool:
@@ -82,7 +85,9 @@ def _vote(record: object) -> Vote:
         raise ValueError(f"winner must be model_a, model_b or a tie, got {winner!r:.60}")
     if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
         raise ValueError(f"turn must be a number from 1, got {turn!r:.40}")
-    return Vote(record["question_id"], names[0], names[1], winner, turn)
+    judge = record.get("judge")
+    author = isinstance(judge, str) and judge.startswith("author_")
+    return Vote(record["question_id"], names[0], names[1], winner, turn, author)
 
 
 def read_votes(path: str | Path) -> list[Vote]:
@@ -120,7 +125,7 @@ def read_votes(path: str | Path) -> list[Vote]:
 
 def _by_item(votes: Sequence[Vote]) -> dict[Key, list[str]]:
     items: dict[Key, list[str]] = {}
-    for vote in votes:
+    for vote in (v for v in votes if not v.author):
         key, winner = vote.key_and_winner()
         items.setdefault(key, []).append(winner)
     return items
@@ -132,7 +137,8 @@ def _agrees(first: str, second: str) -> bool:
 
 def votes_agreement(first: Sequence[Vote], second: Sequence[Vote] | None = None) -> list[TurnAgreement]:
     """Per turn, the agreement of `first` with `second` (or, without `second`, of `first`'s
-    raters among themselves), with and without ties, as compute_agreement.py counts it."""
+    raters among themselves), with and without ties, as compute_agreement.py counts it (authors'
+    votes left out)."""
     a = _by_item(first)
     b = _by_item(second) if second is not None else None
     counts: dict[int, list[int]] = {}

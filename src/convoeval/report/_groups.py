@@ -12,12 +12,12 @@ into nested mappings), or `target` / `suite`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rich.table import Table
 
-from ..results import EvaluationResult
+from ..results import Accounting, EvaluationResult
 
 NO_VALUE = "(none)"
 
@@ -37,10 +37,11 @@ class Group:
         return _mean(r.score for r in self.results)
 
     def turn_scores(self, turns: int) -> list[list[float]]:
-        """The scores of turn 1..`turns` over the group's tests (turns not graded left out)."""
+        """The scores of turn 1..`turns` over the group's tests, each trial's (a test's own
+        `scores` are its first trial's; turns not graded left out)."""
         by_turn: list[list[float]] = [[] for _ in range(turns)]
-        for r in self.results:
-            for number, entry in enumerate((e for e in r.scores if e.type == "turn"), start=1):
+        for run in (run for r in self.results for run in _runs(r)):
+            for number, entry in enumerate((e for e in run.scores if e.type == "turn"), start=1):
                 if number <= turns and entry.score is not None:
                     by_turn[number - 1].append(entry.score)
         return by_turn
@@ -64,6 +65,11 @@ class Group:
         return {k: math.fsum(hats[str(k)] for hats in rated) / len(rated) for k in range(1, most + 1)}
 
 
+def _runs(result: EvaluationResult) -> Sequence[Accounting]:
+    """The trials of a test (its own `scores` are its first trial's), or the test itself."""
+    return result.trials or [result]
+
+
 def field_value(result: EvaluationResult, name: str) -> str:
     """The value of `name` for one result, as text (`(none)` when it has none)."""
     if name in ("target", "suite"):
@@ -85,7 +91,19 @@ def group_results(results: Iterable[EvaluationResult], name: str) -> list[Group]
 
 
 def turn_count(groups: list[Group]) -> int:
-    return max((sum(e.type == "turn" for e in r.scores) for g in groups for r in g.results), default=0)
+    """The last turn that has a score in some result: a column per turn up to it (a recorded
+    tau-bench run, graded only on the conversation, has none)."""
+    return max(
+        (
+            number
+            for g in groups
+            for r in g.results
+            for run in _runs(r)
+            for number, entry in enumerate((e for e in run.scores if e.type == "turn"), start=1)
+            if entry.score is not None
+        ),
+        default=0,
+    )
 
 
 def _columns(groups: list[Group], name: str) -> tuple[list[str], list[list[str]]]:

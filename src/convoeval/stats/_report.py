@@ -39,10 +39,11 @@ def agreement_estimates(
     }
     if two:
         report["cohen_kappa"] = cohen_kappa(matrix, categories, confidence=confidence)
-        if ordered:
-            report["cohen_kappa_quadratic"] = cohen_kappa(
-                matrix, categories, weights="quadratic", confidence=confidence
-            )
+        if ordered:  # linear: what TD-Eval reports (statsmodels cohens_kappa wt="linear")
+            for weights in ("linear", "quadratic"):
+                report[f"cohen_kappa_{weights}"] = cohen_kappa(
+                    matrix, categories, weights=weights, confidence=confidence
+                )
     report["fleiss_kappa"] = fleiss_kappa(matrix, categories, confidence=confidence)
     alpha_levels: list[MeasurementLevel] = ["nominal"]
     if ordered:
@@ -74,7 +75,7 @@ def agreement_report(
         always: percent_agreement, gwet_ac1, randolph_kappa, fleiss_kappa,
             krippendorff_alpha_nominal; cohen_kappa with exactly two raters.
         level "ordinal" or "interval" adds krippendorff_alpha_ordinal and, with two
-            raters, cohen_kappa_quadratic, spearman and kendall.
+            raters, cohen_kappa_linear, cohen_kappa_quadratic, spearman and kendall.
         level "interval" (numeric categories) adds krippendorff_alpha_interval.
     A statistic that does not apply is left out. Each value is a dict with
     `value`, `se`, `ci_low`, `ci_high`, `interval` ("asymptotic" or "bootstrap"),

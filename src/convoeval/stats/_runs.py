@@ -8,13 +8,14 @@ grader score becomes one ITEM, keyed by
 Only graders that called a judge count (their `judge_calls` is not 0); deterministic
 checks (`contains`, `regex`...) give the same score whoever the judge is and would inflate
 agreement. A TD-Eval grader gives one item per dimension (`td-eval/policy_compliance`), each
-with its raw 1-5 Likert value. A grader that errored has no score: the item is missing in that
-run. A grader name used twice in one score entry gets `#2`, `#3`... The first trial of a test is
-used (`scores` of the result).
+with its raw 1-5 Likert value; an `mt-bench-judge` item keeps its raw 1-10 rating. A grader that
+errored has no score: the item is missing in that run. A grader name used twice in one score
+entry gets `#2`, `#3`... The first trial of a test is used (`scores` of the result).
 
 Categories for judge vs judge (declared, never inferred; default 1-5):
-- A raw Likert value is used as is when it is one of the declared categories (TD-Eval
-  dimensions with the default 1-5).
+- A raw value is used as is when it is one of the declared categories (TD-Eval dimensions with
+  the default 1-5; MT-Bench ratings with 1-10, which binning would not give back: its score is
+  rating / 10).
 - Otherwise the grader's 0-1 score is binned into the declared numeric categories, spaced
   evenly: category index = floor(score * (q - 1) + 0.5). With 1-5 a TD-Eval score (s - 1) / 4
   maps back to s exactly; with 0-10 an llm-grader or conversation-metric score maps back to the
@@ -55,13 +56,14 @@ class JudgeScore:
 
     Attributes:
         score: the 0-1 score (None when the grader errored).
-        likert: the raw 1-5 value of a TD-Eval dimension, when recorded.
+        likert: the judge's raw value, when recorded: a TD-Eval dimension's 1-5, an
+            `mt-bench-judge` rating (1-10).
         verdict: pass, fail or error.
         judged: the grader called a judge.
     """
 
     score: float | None
-    likert: int | None
+    likert: float | None
     verdict: str
     judged: bool
 
@@ -96,8 +98,12 @@ def judge_scores(results: Iterable[EvaluationResult]) -> dict[ItemKey, JudgeScor
                             judged=True,
                         )
                     continue
+                rating = (grader.details or {}).get("rating") if grader.type == "mt-bench-judge" else None
                 items[(*base, name)] = JudgeScore(
-                    score=grader.score, likert=None, verdict=grader.verdict, judged=judged
+                    score=grader.score,
+                    likert=float(rating) if isinstance(rating, (int, float)) and grader.score is not None else None,
+                    verdict=grader.verdict,
+                    judged=judged,
                 )
     return items
 
