@@ -347,6 +347,11 @@ def test_claude_stopped_mid_command_leaves_no_command_running(
                 result, _ = run_suite(tmp_path, LONG_JOB, claude_target(clis, timeout_s=6))
                 assert result.execution_status == "execution_error"
                 assert "timed out after 6 s" in (result.error or ""), result.error
+                # The command it was running is a call (before: left out, as if it never ran).
+                (tool,) = [m for m in result.output if m.source == "tool"]
+                assert [(c.name, c.arguments["command"]) for c in tool.tool_calls] == [
+                    ("Bash", long_job(mark, "Bash").tool[1]["command"])
+                ]
             else:
                 write(tmp_path / "s.eval.yaml", LONG_JOB)
                 write(tmp_path / "targets.yaml", json.dumps({"targets": [claude_target(clis)]}))
