@@ -821,6 +821,50 @@ def test_codex_gets_the_key_the_target_gives(
     assert TEAM_KEY not in raw
 
 
+HELLO = """\
+tests:
+  - id: hello
+    mode: conversation
+    turns:
+      - input: hello there
+        assertions: [{type: contains, value: "echo: hello there"}]
+"""
+
+
+@pytest.mark.parametrize("where", ["claude base_url", "codex base_url", "codex OPENAI_BASE_URL"])
+def test_the_cli_calls_the_endpoint_the_target_names(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A target's `base_url` is where the CLI sends its requests: Claude Code's
+    ANTHROPIC_BASE_URL, Codex's `openai_base_url` (which OPENAI_BASE_URL also sets: Codex no
+    longer reads that variable). Before, both were ignored, and the CLI called its vendor's API
+    with the key."""
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    server: FakeAnthropic | FakeResponses
+    with FakeAnthropic([]) if where.startswith("claude") else FakeResponses([]) as server:
+        if where.startswith("claude"):
+            target = claude_target(clis, base_url=server.url, timeout_s=20)
+        else:
+            (tmp_path / "tmpdir").mkdir()
+            target = {
+                "name": "cx",
+                "provider": "codex",
+                "model": "gpt-5",
+                "executable": str(clis["codex"]),
+                "args": ["--skip-git-repo-check"],
+                "cwd": "work",
+                "timeout_s": 20,
+                "env": {"TMPDIR": str(tmp_path / "tmpdir")},
+            }
+            if where.endswith("OPENAI_BASE_URL"):
+                monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+            else:
+                target["base_url"] = f"{server.url}/v1"
+        result, _ = run_suite(tmp_path, HELLO, target)
+    assert result.verdict == "pass", result.error
+    assert server.model_calls
+
+
 # Sessions as transcripts ---------------------------------------------------------------------
 
 

@@ -50,11 +50,16 @@ class AgentCli(ABC):
     config_names: ClassVar[tuple[str, ...]] = ()
     #: How the system prompt is given on the command line (named in the error when too long).
     system_option: ClassVar[str] = ""
+    #: The variable the CLI reads its API endpoint from: a target's `base_url` is set in it.
+    base_url_env: ClassVar[str] = ""
 
     def __init__(self, config: TargetConfig):
         self.config = config
         self.name = config.name
         self.settings = settings_of(config, AgentCliSettings)
+        if config.base_url and self.base_url_env:  # the target's own `env:` wins
+            env = {self.base_url_env: config.base_url, **self.settings.env}
+            self.settings = self.settings.model_copy(update={"env": env})
         self.executable = self.settings.executable or self.default_executable
         self.args = self.settings.args
         #: The system prompt of each session: a resumed turn's request carries only the new

@@ -51,7 +51,8 @@ LIMITS = {
 
 @provider("claude-code")
 class ClaudeCodeTarget(AgentCli):
-    """Settings (targets file): `model` (passed as `--model`), `executable` (default
+    """Settings (targets file): `model` (passed as `--model`), `base_url` (the API endpoint, as
+    `ANTHROPIC_BASE_URL`), `executable` (default
     `claude`), `args` (extra arguments, e.g. `[--permission-mode, acceptEdits]`), `cwd`
     (default: the conversation's workspace, else the current directory), `timeout_s`,
     `env` / `env_passthrough` (see `agent_env`), `keep_sessions` (see `_boxed`)."""
@@ -61,6 +62,7 @@ class ClaudeCodeTarget(AgentCli):
     key_names = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     config_names = ("ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
     system_option = "--append-system-prompt"
+    base_url_env = "ANTHROPIC_BASE_URL"
 
     def argv(self, request: ChatRequest) -> list[str]:
         system, _ = self.prompt(request)
