@@ -32,6 +32,9 @@ from ._settings import AgentCliSettings
 
 #: The longest argument Linux takes on a command line (MAX_ARG_STRLEN, 128 KiB with its NUL).
 MAX_ARGUMENT = 128 * 1024 - 1
+#: A turn's time limit when the target sets no `timeout_s`: an agent's turn is many model calls
+#: and commands, minutes where one chat request takes seconds (AgentV sets no limit at all).
+TURN_TIMEOUT_S = 600.0
 
 
 class AgentCli(ABC):
@@ -62,6 +65,7 @@ class AgentCli(ABC):
             self.settings = self.settings.model_copy(update={"env": env})
         self.executable = self.settings.executable or self.default_executable
         self.args = self.settings.args
+        self.timeout_s = config.timeout_s if "timeout_s" in config.model_fields_set else TURN_TIMEOUT_S
         #: The system prompt of each session: a resumed turn's request carries only the new
         #: user message, and neither CLI keeps a system prompt given on the command line.
         self._systems: dict[str, str] = {}
@@ -138,7 +142,7 @@ class AgentCli(ABC):
                     start.argv,
                     cwd=request.agent.workdir or work_dir(self.config, self.settings.cwd),
                     env=start.env,
-                    timeout_s=self.config.timeout_s,
+                    timeout_s=self.timeout_s,
                     name=self.name,
                     secrets=start.secrets,
                     watch=self.watcher(),

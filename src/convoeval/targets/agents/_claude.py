@@ -54,7 +54,8 @@ class ClaudeCodeTarget(AgentCli):
     """Settings (targets file): `model` (passed as `--model`), `base_url` (the API endpoint, as
     `ANTHROPIC_BASE_URL`), `executable` (default
     `claude`), `args` (extra arguments, e.g. `[--permission-mode, acceptEdits]`), `cwd`
-    (default: the conversation's workspace, else the current directory), `timeout_s`,
+    (default: the conversation's workspace, else the current directory), `timeout_s` (a turn's,
+    default `TURN_TIMEOUT_S`),
     `env` / `env_passthrough` (see `agent_env`), `keep_sessions` (see `_boxed`)."""
 
     default_executable = "claude"
