@@ -373,6 +373,35 @@ def test_claude_stopped_mid_command_leaves_no_command_running(
         kill_marked(f"sleep({mark})")
 
 
+@pytest.mark.parametrize("which", ["claude", "codex"])
+def test_the_cli_stops_where_the_tests_time_budget_ends(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """A turn over the test's `budget.turn.seconds` is stopped there (before: it ran to the
+    target's timeout, an execution error): `budget_exhausted`, with what it spent and ran."""
+    mark = unique_seconds()
+    suite = LONG_JOB.replace("    turns:", "    budget: {turn: {seconds: 5}}\n    turns:")
+    server: FakeAnthropic | FakeResponses
+    try:
+        if which == "claude":
+            with FakeAnthropic([long_job(mark, "Bash")]) as server:
+                monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+                started = time.monotonic()
+                result, _ = run_suite(tmp_path, suite, claude_target(clis, timeout_s=60))
+        else:
+            with FakeResponses([long_job(mark, "exec_command", yield_time_ms=60_000)]) as server:
+                started = time.monotonic()
+                result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path, timeout_s=60))
+        assert time.monotonic() - started < 40
+        assert result.execution_status == "budget_exhausted", result.error
+        assert result.budget_hit == "seconds=5 at turn 1"
+        assert [c.name for c in result.scores[0].tool_calls] == ["Bash" if which == "claude" else "command_execution"]
+        assert result.token_usage.input_tokens == sum(r.usage["input"] for r in turn_calls(server)[0])
+        wait_for(lambda: not left(f"sleep({mark})"), 5)
+    finally:
+        kill_marked(f"sleep({mark})")
+
+
 ONE_TURN_TOOL = """\
 tests:
   - id: limited

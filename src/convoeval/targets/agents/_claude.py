@@ -216,7 +216,7 @@ def read_stream(lines: list[Line]) -> Stream:
 
 
 def spent_so_far(lines: list[Line], config: TargetConfig) -> ChatReply:
-    """What a run stopped before its `result` had spent (tokens of each model call it printed,
+    """What a run stopped before its `result` had said, spent (tokens of each model call it printed,
     priced at its model's list price, else the target's; cache reads and writes as
     Anthropic charges them, `cache_prices`) and the tool calls that ran or were running
     (`Stream.started`). Claude Code prints a message's `usage` as the API's stream starts it:
@@ -230,7 +230,8 @@ def spent_so_far(lines: list[Line], config: TargetConfig) -> ChatReply:
         model = answered if answered and lookup_price(answered) else (config.model or "")
         prices, _ = target_prices(model, config.price_input_per_mtok, config.price_output_per_mtok)
         cost += usage_cost(spent, prices, cache_prices(model, prices[0], own_input_price=True, anthropic=True))
-    return ChatReply(text="", usage=usage, cost_usd=cost, tool_calls=stream.started, session_id=stream.session_id)
+    text = "\n\n".join(stream.texts)
+    return ChatReply(text=text, usage=usage, cost_usd=cost, tool_calls=stream.started, session_id=stream.session_id)
 
 
 def _option(args: Sequence[str], name: str) -> str | None:
