@@ -446,6 +446,20 @@ def test_claude_own_limit_is_a_budget_that_keeps_what_the_turn_spent(
     assert [(c.name, c.output) for c in turn.tool_calls] == ([("Bash", "hello")] if ran else [])
 
 
+def test_agentvs_claude_cli_target_drives_claude_code(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV's `provider: claude-cli` (its own targets file's `claude` entry) is `claude-code`,
+    its `max_turns` Claude Code's `--max-turns` (before: "provider 'claude-cli' is not implemented")."""
+    rules = [Rule("make a file", "Made: {output}", ("Bash", {"command": "echo hello > made.txt && cat made.txt"}))]
+    with FakeAnthropic(rules) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = {**claude_target(clis), "provider": "claude-cli", "max_turns": 1}
+        result, _ = run_suite(tmp_path, ONE_TURN_TOOL, target)
+    assert result.execution_status == "budget_exhausted" and result.budget_hit == "max_turns=1 at turn 1", result.error
+    assert [(c.name, c.output) for c in result.scores[0].tool_calls] == [("Bash", "hello")]
+
+
 def test_claude_failed_turn_keeps_what_it_spent(
     clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
