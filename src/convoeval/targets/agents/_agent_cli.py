@@ -141,14 +141,14 @@ class AgentCli(ABC):
                 lent = lend(Path(request.agent.workdir), start.user)
             lines: list[Line] = []
             budget = request.agent.max_seconds
-            budgeted = budget is not None and budget < self.timeout_s
+            timeout = self.timeout_s if budget is None else min(self.timeout_s, budget)
             started = time.perf_counter()
             try:
                 finished = await run_command(
                     start.argv,
                     cwd=request.agent.workdir or work_dir(self.config, self.settings.cwd),
                     env=start.env,
-                    timeout_s=budget if budget is not None and budgeted else self.timeout_s,
+                    timeout_s=timeout,
                     name=self.name,
                     secrets=start.secrets,
                     watch=self.watcher(),
@@ -160,7 +160,7 @@ class AgentCli(ABC):
                 reply = self.reply(finished, request, start.reply_env)
                 reply.latency_ms = finished.duration_ms
             except TargetError as exc:  # every error path: what it spent is kept, the CLI's own key never leaves
-                if not (budgeted and isinstance(exc, Stopped) and exc.timed_out):
+                if not (timeout < self.timeout_s and isinstance(exc, Stopped) and exc.timed_out):
                     exc = self._with_spent(
                         exc, exc.lines if isinstance(exc, Stopped) else lines, request, start.reply_env
                     )
