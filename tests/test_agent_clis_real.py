@@ -347,6 +347,11 @@ def test_claude_stopped_mid_command_leaves_no_command_running(
                 result, _ = run_suite(tmp_path, LONG_JOB, claude_target(clis, timeout_s=6))
                 assert result.execution_status == "execution_error"
                 assert "timed out after 6 s" in (result.error or ""), result.error
+                # The command it was running is a call (before: left out, as if it never ran).
+                (tool,) = [m for m in result.output if m.source == "tool"]
+                assert [(c.name, c.arguments["command"]) for c in tool.tool_calls] == [
+                    ("Bash", long_job(mark, "Bash").tool[1]["command"])
+                ]
             else:
                 write(tmp_path / "s.eval.yaml", LONG_JOB)
                 write(tmp_path / "targets.yaml", json.dumps({"targets": [claude_target(clis)]}))
@@ -363,6 +368,35 @@ def test_claude_stopped_mid_command_leaves_no_command_running(
                         process.wait()
                 assert process.returncode == 143, err
         assert (tmp_path / "work" / "started.txt").exists()  # the command had started
+        wait_for(lambda: not left(f"sleep({mark})"), 5)
+    finally:
+        kill_marked(f"sleep({mark})")
+
+
+@pytest.mark.parametrize("which", ["claude", "codex"])
+def test_the_cli_stops_where_the_tests_time_budget_ends(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """A turn over the test's `budget.turn.seconds` is stopped there (before: it ran to the
+    target's timeout, an execution error): `budget_exhausted`, with what it spent and ran."""
+    mark = unique_seconds()
+    suite = LONG_JOB.replace("    turns:", "    budget: {turn: {seconds: 5}}\n    turns:")
+    server: FakeAnthropic | FakeResponses
+    try:
+        if which == "claude":
+            with FakeAnthropic([long_job(mark, "Bash")]) as server:
+                monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+                started = time.monotonic()
+                result, _ = run_suite(tmp_path, suite, claude_target(clis, timeout_s=60))
+        else:
+            with FakeResponses([long_job(mark, "exec_command", yield_time_ms=60_000)]) as server:
+                started = time.monotonic()
+                result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path, timeout_s=60))
+        assert time.monotonic() - started < 40
+        assert result.execution_status == "budget_exhausted", result.error
+        assert result.budget_hit == "seconds=5 at turn 1"
+        assert [c.name for c in result.scores[0].tool_calls] == ["Bash" if which == "claude" else "command_execution"]
+        assert result.token_usage.input_tokens == sum(r.usage["input"] for r in turn_calls(server)[0])
         wait_for(lambda: not left(f"sleep({mark})"), 5)
     finally:
         kill_marked(f"sleep({mark})")
@@ -410,6 +444,20 @@ def test_claude_own_limit_is_a_budget_that_keeps_what_the_turn_spent(
     assert (tmp_path / "work" / "made.txt").exists() == ran
     # A command that ran is a call; one the model asked for that never ran is not.
     assert [(c.name, c.output) for c in turn.tool_calls] == ([("Bash", "hello")] if ran else [])
+
+
+def test_agentvs_claude_cli_target_drives_claude_code(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV's `provider: claude-cli` (its own targets file's `claude` entry) is `claude-code`,
+    its `max_turns` Claude Code's `--max-turns` (before: "provider 'claude-cli' is not implemented")."""
+    rules = [Rule("make a file", "Made: {output}", ("Bash", {"command": "echo hello > made.txt && cat made.txt"}))]
+    with FakeAnthropic(rules) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        target = {**claude_target(clis), "provider": "claude-cli", "max_turns": 1}
+        result, _ = run_suite(tmp_path, ONE_TURN_TOOL, target)
+    assert result.execution_status == "budget_exhausted" and result.budget_hit == "max_turns=1 at turn 1", result.error
+    assert [(c.name, c.output) for c in result.scores[0].tool_calls] == [("Bash", "hello")]
 
 
 def test_claude_failed_turn_keeps_what_it_spent(
@@ -814,6 +862,50 @@ def test_codex_gets_the_key_the_target_gives(
     assert result.execution_status != "execution_error", result.error
     assert {r.headers.get("authorization") for r in server.model_calls} == {f"Bearer {TEAM_KEY}"}
     assert TEAM_KEY not in raw
+
+
+HELLO = """\
+tests:
+  - id: hello
+    mode: conversation
+    turns:
+      - input: hello there
+        assertions: [{type: contains, value: "echo: hello there"}]
+"""
+
+
+@pytest.mark.parametrize("where", ["claude base_url", "codex base_url", "codex OPENAI_BASE_URL"])
+def test_the_cli_calls_the_endpoint_the_target_names(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A target's `base_url` is where the CLI sends its requests: Claude Code's
+    ANTHROPIC_BASE_URL, Codex's `openai_base_url` (which OPENAI_BASE_URL also sets: Codex no
+    longer reads that variable). Before, both were ignored, and the CLI called its vendor's API
+    with the key."""
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    server: FakeAnthropic | FakeResponses
+    with FakeAnthropic([]) if where.startswith("claude") else FakeResponses([]) as server:
+        if where.startswith("claude"):
+            target = claude_target(clis, base_url=server.url, timeout_s=20)
+        else:
+            (tmp_path / "tmpdir").mkdir()
+            target = {
+                "name": "cx",
+                "provider": "codex",
+                "model": "gpt-5",
+                "executable": str(clis["codex"]),
+                "args": ["--skip-git-repo-check"],
+                "cwd": "work",
+                "timeout_s": 20,
+                "env": {"TMPDIR": str(tmp_path / "tmpdir")},
+            }
+            if where.endswith("OPENAI_BASE_URL"):
+                monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+            else:
+                target["base_url"] = f"{server.url}/v1"
+        result, _ = run_suite(tmp_path, HELLO, target)
+    assert result.verdict == "pass", result.error
+    assert server.model_calls
 
 
 # Sessions as transcripts ---------------------------------------------------------------------

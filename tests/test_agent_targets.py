@@ -776,3 +776,26 @@ def test_a_command_line_over_the_limit_is_a_clear_error(tmp_path: Path) -> None:
     result, _ = run_suite(tmp_path, suite, targets, "echo")
     assert result.execution_status == "execution_error"
     assert result.error == "turn 1: echo: cannot start the command: its command line is too long (146 KiB)"
+
+
+def test_an_agent_cli_turn_may_take_ten_minutes_unless_the_target_says(tmp_path: Path) -> None:
+    """A `claude-code` or `codex` turn (many model calls and commands) is stopped after
+    `timeout_s`, by default 600 s, not the 60 s of one chat request: AgentV sets no limit."""
+    from convoeval.spec._targets_file import load_targets_file
+    from convoeval.targets import create_target
+
+    path = write(
+        tmp_path / "targets.yaml",
+        "targets:\n"
+        "  - {name: cl, provider: claude-code}\n"
+        "  - {name: cx, provider: codex}\n"
+        "  - {name: quick, provider: claude-code, timeout_s: 30}\n"
+        "  - {name: agentv, provider: codex, timeout_seconds: 45}\n",
+    )
+    configs = load_targets_file(path)
+    assert {name: create_target(config).timeout_s for name, config in configs.items()} == {
+        "cl": 600,
+        "cx": 600,
+        "quick": 30,
+        "agentv": 45,
+    }

@@ -269,14 +269,16 @@ class Conversation:
         agent = AgentContext(
             workdir=self.ctx.workdir,
             max_tool_calls=_turn_tool_calls(budget, self.replies),
+            max_seconds=_turn_seconds(budget, self.replies),
             domain_tools=domain.domain.specs() if domain else None,
             call_domain_tool=domain.call if domain else None,
             eval_dir=str(self.plan.base_dir) if self.plan.agentv else None,
             input_files=tuple(self.plan.test.attachments) if self.plan.agentv else (),
             agentv_turns=self.plan.agentv and self.plan.mode == "conversation",
         )
-        if domain is None and not (budget and budget.conversation and budget.conversation.tool_calls):
-            self.agent = agent  # the same every turn: no backend, no tool calls left to count down
+        counted = budget and budget.conversation and (budget.conversation.tool_calls or budget.conversation.seconds)
+        if domain is None and not counted:
+            self.agent = agent  # the same every turn: no backend, no tool calls or seconds left to count down
         return agent
 
     def _record(self, number: int, reply: ChatReply) -> None:
@@ -389,6 +391,18 @@ def _turn_tool_calls(budget: Budget | None, replies: list[ChatReply]) -> int | N
     most = [budget.turn.tool_calls] if budget.turn is not None and budget.turn.tool_calls else []
     if budget.conversation is not None and budget.conversation.tool_calls:
         most.append(max(0, budget.conversation.tool_calls - sum(len(r.tool_calls) for r in replies)))
+    return min(most, default=None)
+
+
+def _turn_seconds(budget: Budget | None, replies: list[ChatReply]) -> float | None:
+    """The seconds the next turn may take under the test's budget: the turn's limit, and what
+    the conversation's leaves of its own (an agent CLI is stopped there; not with `on_budget:
+    continue`, whose later turns would then have no time at all)."""
+    if budget is None or budget.on_budget == "continue":
+        return None
+    most = [budget.turn.seconds] if budget.turn is not None and budget.turn.seconds else []
+    if budget.conversation is not None and budget.conversation.seconds:
+        most.append(max(0.0, budget.conversation.seconds - sum(r.latency_ms for r in replies) / 1000))
     return min(most, default=None)
 
 

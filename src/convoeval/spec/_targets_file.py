@@ -34,6 +34,9 @@ AGENTV_PROVIDERS_FILE = Path(".agentv") / "providers.yaml"
 _ENV_TEMPLATE = re.compile(r"\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 #: Providers whose AgentV `endpoint` is their base URL.
 _BASE_URL_ENDPOINT = frozenset({"openai", "openrouter"})
+#: AgentV's names of the Claude Code CLI provider (`providers/index.ts`, v4.15: `claude-cli`, and
+#: `claude` for it too), convoeval's `claude-code`.
+_AGENTV_CLAUDE = frozenset({"claude", "claude-cli"})
 
 
 def find_targets_file(suite_dir: Path) -> Path | None:
@@ -288,6 +291,9 @@ def _entry_config(
         )
     if unset:
         return _unusable(entry, unset)
+    if provider in _AGENTV_CLAUDE:
+        entry = _agentv_claude(entry, where, lines)
+        provider = entry["provider"]
     if isinstance(provider, str) and registry.lookup("provider", provider) is None:
         at = (*where, "provider")
         return _unusable(
@@ -321,6 +327,19 @@ def _entry_config(
             _add_errors(exc, where, lines, problems, model)
             return None
     return config
+
+
+def _agentv_claude(entry: dict, where: DataPath, lines: LineMap) -> dict:
+    """An AgentV `claude-cli` (or `claude`) target as `claude-code`: its `max_turns` is the
+    `--max-turns` AgentV passes (`claude-cli.ts` `buildArgs`, v4.15)."""
+    entry = {**entry, "provider": "claude-code"}
+    turns = entry.pop("max_turns", None)
+    if turns is not None and isinstance(entry.get("args", []), list):
+        entry["args"] = [*entry.get("args", []), "--max-turns", str(turns)]
+        lines.add((*where, "args"), *lines.locate((*where, "max_turns")))
+    elif turns is not None:
+        entry["max_turns"] = turns  # refused with the args' own error
+    return entry
 
 
 def _unusable(entry: dict, reasons: list[Problem]) -> TargetConfig:

@@ -45,6 +45,8 @@ class AgentContext:
         workdir: the conversation's working directory (agents run there), or None for the
             target's own default.
         max_tool_calls: tool calls this turn may still make (the test's budget), or None.
+        max_seconds: seconds this turn may still take (the test's budget; an agent CLI is
+            stopped there), or None.
         domain_tools: the suite's domain tools (OpenAI `tools` entries) a tool agent offers too.
         call_domain_tool: runs one of them on the trial's backend and returns the finished call.
         eval_dir: the eval file's folder when the file is AgentV's (AgentV's `cli` target runs
@@ -56,6 +58,7 @@ class AgentContext:
 
     workdir: str | None = None
     max_tool_calls: int | None = None
+    max_seconds: float | None = None
     domain_tools: Sequence[Mapping[str, object]] | None = None
     call_domain_tool: Callable[[ToolCall], Awaitable[ToolCall]] | None = None
     eval_dir: str | None = None

@@ -9,13 +9,16 @@ Per-turn figures mean the same for every agent: `usage` and `cost_usd` are this 
 the session's running total), `latency_ms` is the wall-clock time of the CLI process, from
 its start to its exit (CLI start-up included), and tool calls that did not run (denied by a
 permission rule, blocked by a sandbox) are kept with a `status` and do not count as called.
-A turn that fails, times out or whose CLI dies keeps what it had spent and run (`spent`).
+A turn that fails, times out or whose CLI dies keeps what it had spent and run (`spent`). A
+turn is stopped where the test's time budget (`AgentContext.max_seconds`) ends, if sooner than
+its timeout: what it did so far is its reply, and the budget says it went over.
 A conversation with a workspace runs the CLI inside the run's sandbox (see `_boxed`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +35,9 @@ from ._settings import AgentCliSettings
 
 #: The longest argument Linux takes on a command line (MAX_ARG_STRLEN, 128 KiB with its NUL).
 MAX_ARGUMENT = 128 * 1024 - 1
+#: A turn's time limit when the target sets no `timeout_s`: an agent's turn is many model calls
+#: and commands, minutes where one chat request takes seconds (AgentV sets no limit at all).
+TURN_TIMEOUT_S = 600.0
 
 
 class AgentCli(ABC):
@@ -50,13 +56,19 @@ class AgentCli(ABC):
     config_names: ClassVar[tuple[str, ...]] = ()
     #: How the system prompt is given on the command line (named in the error when too long).
     system_option: ClassVar[str] = ""
+    #: The variable the CLI reads its API endpoint from: a target's `base_url` is set in it.
+    base_url_env: ClassVar[str] = ""
 
     def __init__(self, config: TargetConfig):
         self.config = config
         self.name = config.name
         self.settings = settings_of(config, AgentCliSettings)
+        if config.base_url and self.base_url_env:  # the target's own `env:` wins
+            env = {self.base_url_env: config.base_url, **self.settings.env}
+            self.settings = self.settings.model_copy(update={"env": env})
         self.executable = self.settings.executable or self.default_executable
         self.args = self.settings.args
+        self.timeout_s = config.timeout_s if "timeout_s" in config.model_fields_set else TURN_TIMEOUT_S
         #: The system prompt of each session: a resumed turn's request carries only the new
         #: user message, and neither CLI keeps a system prompt given on the command line.
         self._systems: dict[str, str] = {}
@@ -128,12 +140,15 @@ class AgentCli(ABC):
             if start.user is not None and request.agent.workdir is not None:  # as root: see `_boxed`
                 lent = lend(Path(request.agent.workdir), start.user)
             lines: list[Line] = []
+            budget = request.agent.max_seconds
+            timeout = self.timeout_s if budget is None else min(self.timeout_s, budget)
+            started = time.perf_counter()
             try:
                 finished = await run_command(
                     start.argv,
                     cwd=request.agent.workdir or work_dir(self.config, self.settings.cwd),
                     env=start.env,
-                    timeout_s=self.config.timeout_s,
+                    timeout_s=timeout,
                     name=self.name,
                     secrets=start.secrets,
                     watch=self.watcher(),
@@ -143,9 +158,16 @@ class AgentCli(ABC):
                 )
                 lines = finished.lines
                 reply = self.reply(finished, request, start.reply_env)
+                reply.latency_ms = finished.duration_ms
             except TargetError as exc:  # every error path: what it spent is kept, the CLI's own key never leaves
-                exc = self._with_spent(exc, exc.lines if isinstance(exc, Stopped) else lines, request, start.reply_env)
-                raise exc.reworded(redact(str(exc), tuple(start.secrets))) from None
+                if not (timeout < self.timeout_s and isinstance(exc, Stopped) and exc.timed_out):
+                    exc = self._with_spent(
+                        exc, exc.lines if isinstance(exc, Stopped) else lines, request, start.reply_env
+                    )
+                    raise exc.reworded(redact(str(exc), tuple(start.secrets))) from None
+                # The test's time budget ran out: the turn so far, over its budget (`budget_hit` says so).
+                reply = self.spent(exc.lines, request, start.reply_env) or ChatReply(text="")
+                reply.latency_ms = (time.perf_counter() - started) * 1000
             session = reply.session_id
         finally:
             try:
@@ -159,7 +181,6 @@ class AgentCli(ABC):
                         lent.give_back()
                     except OSError as exc:
                         raise TargetError(f"{self.name}: the workspace lent to the CLI: {exc}") from None
-        reply.latency_ms = finished.duration_ms
         system, _ = self.prompt(request)
         if system and reply.session_id:
             self._systems[reply.session_id] = system

@@ -11,9 +11,9 @@ text, `session_id`, `is_error`, `subtype`, `api_error_status`, `permission_denia
 figures, see `run_figures`). A run stopped by the target's own `--max-turns` or
 `--max-budget-usd` (subtypes `error_max_turns`, `error_max_budget_usd`) is a reply that hit a
 budget; any other failed result is an error that still carries the figures and tool calls. A
-`tool_use` that never got its `tool_result` (the run stopped first) did not run: it is left out.
-A run stopped before its `result` (a timeout, a crash) keeps what its printed messages show it
-spent (`spent_so_far`).
+`tool_use` that never got its `tool_result` before the `result` (a limit stopped the run) did not
+run: it is left out. A run stopped before its `result` (a timeout, a crash) keeps what its
+printed messages show it spent and ran (`spent_so_far`), a tool still running included.
 """
 
 from __future__ import annotations
@@ -51,9 +51,11 @@ LIMITS = {
 
 @provider("claude-code")
 class ClaudeCodeTarget(AgentCli):
-    """Settings (targets file): `model` (passed as `--model`), `executable` (default
+    """Settings (targets file): `model` (passed as `--model`), `base_url` (the API endpoint, as
+    `ANTHROPIC_BASE_URL`), `executable` (default
     `claude`), `args` (extra arguments, e.g. `[--permission-mode, acceptEdits]`), `cwd`
-    (default: the conversation's workspace, else the current directory), `timeout_s`,
+    (default: the conversation's workspace, else the current directory), `timeout_s` (a turn's,
+    default `TURN_TIMEOUT_S`),
     `env` / `env_passthrough` (see `agent_env`), `keep_sessions` (see `_boxed`)."""
 
     default_executable = "claude"
@@ -61,6 +63,7 @@ class ClaudeCodeTarget(AgentCli):
     key_names = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     config_names = ("ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
     system_option = "--append-system-prompt"
+    base_url_env = "ANTHROPIC_BASE_URL"
 
     def argv(self, request: ChatRequest) -> list[str]:
         system, _ = self.prompt(request)
@@ -177,8 +180,16 @@ class Stream:
 
     @property
     def ran(self) -> list[ToolCall]:
-        """The tool calls that ran (a call with no result never did)."""
+        """The tool calls that ran (in a finished run, a call with no result never did)."""
         return [call for call in self.calls.values() if call.output is not None]
+
+    @property
+    def started(self) -> list[ToolCall]:
+        """The tool calls of a run stopped before its `result`: one with no result yet was still
+        running (Claude Code runs a tool once it has printed the call), its output unknown."""
+        if self.result is not None:
+            return self.ran
+        return [c if c.output is not None else c.model_copy(update={"output": ""}) for c in self.calls.values()]
 
 
 def read_stream(lines: list[Line]) -> Stream:
@@ -205,10 +216,11 @@ def read_stream(lines: list[Line]) -> Stream:
 
 
 def spent_so_far(lines: list[Line], config: TargetConfig) -> ChatReply:
-    """What a run stopped before its `result` had spent (tokens of each model call it printed,
+    """What a run stopped before its `result` had said, spent (tokens of each model call it printed,
     priced at its model's list price, else the target's; cache reads and writes as
-    Anthropic charges them, `cache_prices`) and the tool calls that ran. Claude Code prints a
-    message's `usage` as the API's stream starts it: its input is exact, its output a floor."""
+    Anthropic charges them, `cache_prices`) and the tool calls that ran or were running
+    (`Stream.started`). Claude Code prints a message's `usage` as the API's stream starts it:
+    its input is exact, its output a floor."""
     stream = read_stream(lines)
     usage, cost = Usage(), 0.0
     for message_id, used in stream.usages.items():
@@ -218,7 +230,8 @@ def spent_so_far(lines: list[Line], config: TargetConfig) -> ChatReply:
         model = answered if answered and lookup_price(answered) else (config.model or "")
         prices, _ = target_prices(model, config.price_input_per_mtok, config.price_output_per_mtok)
         cost += usage_cost(spent, prices, cache_prices(model, prices[0], own_input_price=True, anthropic=True))
-    return ChatReply(text="", usage=usage, cost_usd=cost, tool_calls=stream.ran, session_id=stream.session_id)
+    text = "\n\n".join(stream.texts)
+    return ChatReply(text=text, usage=usage, cost_usd=cost, tool_calls=stream.started, session_id=stream.session_id)
 
 
 def _option(args: Sequence[str], name: str) -> str | None:

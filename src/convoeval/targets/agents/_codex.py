@@ -1,7 +1,8 @@
 """OpenAI Codex CLI: `codex exec --json [OPTIONS] -- -`, later turns
 `codex exec --json [OPTIONS] resume THREAD_ID -- -` (options before the subcommand; `-`: the
 prompt is read from standard input). The system prompt is Codex's `developer_instructions`
-(`-c`), given on every turn.
+(`-c`), given on every turn. The endpoint, the target's `base_url` else `OPENAI_BASE_URL`, is
+Codex's `openai_base_url` (`-c`): Codex no longer reads that variable (openai/codex#16720).
 
 Events (`codex exec --json`, one JSON object a line): `thread.started` (`thread_id`),
 `turn.started`, `item.started` / `item.updated` / `item.completed` with an `item` of type
@@ -30,7 +31,7 @@ from typing import Any
 
 from ..._text import shorten
 from ...results import ToolCall, Usage
-from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
+from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, env_base_url, provider
 from .._prices import cache_prices, target_prices, usage_cost
 from ._agent_cli import AgentCli
 from ._codex_rollout import RolloutTurn, command_of, find_rollout, read_last_turn
@@ -42,7 +43,7 @@ CODEX_ENV = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME")
 
 @provider("codex")
 class CodexTarget(AgentCli):
-    """Settings: `model` (`--model`), `executable` (default `codex`), `args` (options of
+    """Settings: `model` (`--model`), `base_url`, `executable` (default `codex`), `args` (options of
     `codex exec`, placed before `resume`, e.g. `[--skip-git-repo-check, --sandbox,
     workspace-write]`), `cwd`, `timeout_s`, `env` / `env_passthrough`, `keep_sessions`, prices
     per million tokens (cost from usage)."""
@@ -71,6 +72,8 @@ class CodexTarget(AgentCli):
             argv += ["--model", self.config.model]
         if system:
             argv += ["-c", f"developer_instructions={toml_string(system)}"]
+        if endpoint := self.config.base_url or env_base_url("OPENAI_BASE_URL"):
+            argv += ["-c", f"openai_base_url={toml_string(endpoint)}"]
         argv += self.args
         if request.session_id:
             argv += ["resume", request.session_id]

@@ -69,11 +69,12 @@ class Finished:
 
 
 class Stopped(TargetError):
-    """The command was stopped before its end (timeout, `watch`): with the lines it had printed."""
+    """The command was stopped before its end (`timed_out`, or by `watch`): with the lines it had printed."""
 
-    def __init__(self, message: str, lines: list[Line]):
+    def __init__(self, message: str, lines: list[Line], timed_out: bool = False):
         super().__init__(message)
         self.lines = lines
+        self.timed_out = timed_out
 
 
 def work_dir(config: TargetConfig, cwd: str | None) -> Path | None:
@@ -234,7 +235,7 @@ async def _watched(
         await _end(process, tasks)
         detail = explain(lines) if explain is not None else None
         message = f"{name}: timed out after {timeout_s:g} s" + (f" ({detail})" if detail else "")
-        raise Stopped(redact(message, tuple(secrets)), lines) from None
+        raise Stopped(redact(message, tuple(secrets)), lines, timed_out=True) from None
     except _Stop as stop:
         await _end(process, tasks)
         raise Stopped(f"{name}: {redact(str(stop), tuple(secrets))}", lines) from None
