@@ -142,3 +142,15 @@ def test_arena_options_out_of_range_are_refused(cli, tmp_path: Path, option: tup
     code, _, err = cli("arena", "--battles", "b.jsonl", *option)
     assert code == 2
     assert f"Invalid value for '{option[0]}'" in err
+
+
+@pytest.mark.parametrize("how", ["option", "suite"])
+def test_a_plugin_that_calls_sys_exit_is_a_failed_import(cli, tmp_path: Path, how: str, clean_registry) -> None:
+    """Before: `validate --plugin p.py` (or a suite's `plugins: [p.py]`) whose import calls
+    `sys.exit(0)` exited 0 having validated nothing, silently: a CI gate passed."""
+    write(tmp_path / "exits.py", "import sys\nsys.exit(0)\n")
+    plugins = "plugins: [exits.py]\n" if how == "suite" else ""
+    write(tmp_path / "s.eval.yaml", plugins + SUITE)
+    code, _, err = cli("validate", "s.eval.yaml", *(["--plugin", "exits.py"] if how == "option" else []))
+    assert code == 2
+    assert "exits.py' failed to import: it called sys.exit(0)" in err
