@@ -6,6 +6,7 @@ a hang."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -154,3 +155,36 @@ def test_a_plugin_that_calls_sys_exit_is_a_failed_import(cli, tmp_path: Path, ho
     code, _, err = cli("validate", "s.eval.yaml", *(["--plugin", "exits.py"] if how == "option" else []))
     assert code == 2
     assert "exits.py' failed to import: it called sys.exit(0)" in err
+
+
+@pytest.mark.parametrize(
+    "make, said",
+    [
+        (lambda p: p.mkdir(), "a folder, not a targets file; give the file (its targets.yaml)"),
+        (lambda p: p.symlink_to(p.name), "a symbolic link loop, or one to nothing"),
+        (lambda p: os.mkfifo(p), "not a regular file (a device, a pipe or a socket)"),
+    ],
+    ids=["folder", "loop", "fifo"],
+)
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_targets_file_next_to_the_suite_that_is_no_file_is_said(
+    cli, tmp_path: Path, make, said: str, command
+) -> None:
+    """Before: it was left out silently: `run -t bot` said "bot is neither provider:model nor a
+    name from a targets file (names defined: none); define it in targets.yaml", `validate` passed."""
+    write(tmp_path / "s.eval.yaml", "execution: {target: bot}\n" + SUITE)
+    make(tmp_path / "targets.yaml")
+    code, _, err = cli(command, "s.eval.yaml", *(["-t", "bot", "-q"] if command == "run" else []))
+    assert (code, err) == (2, f"{tmp_path / 'targets.yaml'}:1: (file): {said}\n")
+    if command == "run":  # given with --targets
+        code, _, err = cli("run", "s.eval.yaml", "-t", "bot", "-q", "--targets", "targets.yaml")
+        assert code == 2 and err.startswith("error: targets file targets.yaml"), err
+
+
+def test_a_python_file_given_as_an_eval_file_says_what_it_is(cli, tmp_path: Path) -> None:
+    """Before: it was parsed as YAML: "an eval file is a mapping with a `tests` list", or a YAML
+    syntax error in the middle of the Python."""
+    write(tmp_path / "my_eval.py", "import convoeval\n\nTESTS = [1]\n")
+    code, _, err = cli("validate", "my_eval.py")
+    assert code == 2
+    assert err.startswith("my_eval.py:1: (file): a Python file, not an eval file"), err
