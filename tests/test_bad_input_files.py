@@ -188,3 +188,19 @@ def test_a_python_file_given_as_an_eval_file_says_what_it_is(cli, tmp_path: Path
     code, _, err = cli("validate", "my_eval.py")
     assert code == 2
     assert err.startswith("my_eval.py:1: (file): a Python file, not an eval file"), err
+
+
+def test_a_lone_surrogate_in_a_reply_or_a_results_file_is_written_as_u_fffd(cli, fake_openai, tmp_path: Path) -> None:
+    """A server may answer a JSON `\\ud800` escape (valid JSON, a lone surrogate once decoded),
+    and a results file may hold one. Before: the run ended in a PydanticSerializationError
+    traceback with an empty results file; `report` of such a file was a UnicodeEncodeError traceback."""
+    fake_openai.reset(reply=lambda body: "hi \ud800 there")
+    write(tmp_path / "s.eval.yaml", SUITE)
+    code, _, err = cli("run", "s.eval.yaml", "-t", "openai:m", "-q", "-o", "o.jsonl", "--store", "state")
+    assert code == 0, err
+    line = (tmp_path / "o.jsonl").read_text(encoding="utf-8")
+    assert "hi \ufffd there" in line
+    write(tmp_path / "r.jsonl", line.replace("hi \ufffd there", "hi \\ud800 there"))
+    code, _, err = cli("report", "r.jsonl", "--html", "r.html", "--junit", "r.xml", "--markdown", "r.md")
+    assert code == 0, err
+    assert "hi \ufffd there" in (tmp_path / "r.html").read_text(encoding="utf-8")

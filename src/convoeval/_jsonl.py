@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ._text import without_surrogates
+
 #: How deep arrays and objects may nest in a file read: deeper data would exhaust Python's
 #: recursion limit, in the JSON decoder or in the code that later walks or writes it.
 MAX_DEPTH = 100
@@ -17,6 +19,8 @@ MAX_DEPTH = 100
 #: A JSON string (skipped: its brackets are text), or a bracket.
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 _DECODER = json.JSONDecoder()
+#: A JSON escape of a surrogate (`\ud800`), which may stand alone.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def read_problem(path: Path, exc: OSError | UnicodeDecodeError) -> str:
@@ -44,6 +48,18 @@ def loads(text: str | bytes) -> Any:
         raise _decode_error(exc, text, 0) from None
     if deep is not None:
         raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, deep)
+    return _without_surrogates(value) if _SURROGATE_ESCAPE.search(text) else value
+
+
+def _without_surrogates(value: Any) -> Any:
+    """`value` with the lone surrogates its strings hold (`\ud800` escapes) replaced by U+FFFD:
+    no file or report could be written with them (nested at most MAX_DEPTH deep: `loads`)."""
+    if isinstance(value, str):
+        return without_surrogates(value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {without_surrogates(key): _without_surrogates(item) for key, item in value.items()}
     return value
 
 
@@ -58,7 +74,7 @@ def raw_decode(text: str, start: int = 0) -> tuple[Any, int]:
         raise _decode_error(exc, text, start) from None
     if deep is not None:
         raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, deep)
-    return value, end
+    return (_without_surrogates(value) if _SURROGATE_ESCAPE.search(text, start, end) else value), end
 
 
 def _decode_error(exc: ValueError, text: str, start: int) -> json.JSONDecodeError:
