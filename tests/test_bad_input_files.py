@@ -204,3 +204,13 @@ def test_a_lone_surrogate_in_a_reply_or_a_results_file_is_written_as_u_fffd(cli,
     code, _, err = cli("report", "r.jsonl", "--html", "r.html", "--junit", "r.xml", "--markdown", "r.md")
     assert code == 0, err
     assert "hi \ufffd there" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_a_value_too_long_to_read_is_named_shortly(cli, tmp_path: Path) -> None:
+    """Before: the problem line quoted the whole value (here 5000 digits) and Python's advice to
+    call `sys.set_int_max_str_digits()`, all of it."""
+    write(tmp_path / "s.eval.yaml", f"tests:\n  - id: a\n    input: hi\n    metadata: {{n: {BIG}}}\n")
+    code, out, err = cli("validate", "s.eval.yaml")
+    assert code == 2
+    (line,) = (out + err).splitlines()
+    assert line.startswith("s.eval.yaml:4: tests[0].metadata.n: invalid value '999") and len(line) < 300, line
