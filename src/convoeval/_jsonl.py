@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from ._text import without_surrogates
 
 #: How deep arrays and objects may nest in a file read: deeper data would exhaust Python's
 #: recursion limit, in the JSON decoder or in the code that later walks or writes it.
@@ -16,6 +19,8 @@ MAX_DEPTH = 100
 #: A JSON string (skipped: its brackets are text), or a bracket.
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 _DECODER = json.JSONDecoder()
+#: A JSON escape of a surrogate (`\ud800`), which may stand alone.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def read_problem(path: Path, exc: OSError | UnicodeDecodeError) -> str:
@@ -39,8 +44,22 @@ def loads(text: str | bytes) -> Any:
         deep = too_deep(text)
     except RecursionError:  # the decoder's stack ran out: found by the scan, which has none
         value, deep = None, too_deep(text) or 0
+    except ValueError as exc:
+        raise _decode_error(exc, text, 0) from None
     if deep is not None:
         raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, deep)
+    return _without_surrogates(value) if _SURROGATE_ESCAPE.search(text) else value
+
+
+def _without_surrogates(value: Any) -> Any:
+    """`value` with the lone surrogates its strings hold (`\ud800` escapes) replaced by U+FFFD:
+    no file or report could be written with them (nested at most MAX_DEPTH deep: `loads`)."""
+    if isinstance(value, str):
+        return without_surrogates(value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {without_surrogates(key): _without_surrogates(item) for key, item in value.items()}
     return value
 
 
@@ -51,9 +70,21 @@ def raw_decode(text: str, start: int = 0) -> tuple[Any, int]:
         deep = too_deep(text, start, end)
     except RecursionError:
         value, end, deep = None, start, too_deep(text, start) or start
+    except ValueError as exc:
+        raise _decode_error(exc, text, start) from None
     if deep is not None:
         raise json.JSONDecodeError(f"nested more than {MAX_DEPTH} levels deep", text, deep)
-    return value, end
+    return (_without_surrogates(value) if _SURROGATE_ESCAPE.search(text, start, end) else value), end
+
+
+def _decode_error(exc: ValueError, text: str, start: int) -> json.JSONDecodeError:
+    """`exc` as a JSONDecodeError: itself, or Python's refusal of an integer of more than 4300
+    digits (`sys.get_int_max_str_digits`), which the decoder raises as a plain ValueError."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc
+    digits = sys.get_int_max_str_digits()
+    found = re.compile(rf"\d{{{digits + 1}}}").search(text, start)
+    return json.JSONDecodeError(f"an integer of more than {digits} digits", text, found.start() if found else start)
 
 
 def too_deep(text: str, start: int = 0, end: int | None = None) -> int | None:
@@ -69,6 +100,23 @@ def too_deep(text: str, start: int = 0, end: int | None = None) -> int | None:
                 return token.start()
         elif token[0] in ("]", "}"):
             depth -= 1
+    return None
+
+
+def data_problem(value: object, size: int) -> str | None:
+    """What makes parsed YAML data (read from `size` characters) too much to use, else None: lists
+    and mappings nested deeper than MAX_DEPTH, or aliases that expand it to more values than it
+    has characters (a "billion laughs" file). Walked without recursion."""
+    limit, count, stack = max(size, 100_000), 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if count > limit:
+            return f"more than {limit} values once its YAML aliases are expanded"
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                return f"nested more than {MAX_DEPTH} levels deep"
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
     return None
 
 

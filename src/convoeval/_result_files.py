@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from ._jsonl import JsonlError, read_jsonl, read_problem
+from ._jsonl import JsonlError, loads, read_jsonl, read_problem
 from .errors import ConfigError, first_problem
 from .results import EvaluationResult
 
@@ -359,7 +359,7 @@ def _result_items(path: Path) -> list[tuple[str, object]]:
         raise ConfigError(read_problem(path, exc)) from None
     if path.suffix == ".json":
         try:
-            items = json.loads(text)
+            items = loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
         if not isinstance(items, list):

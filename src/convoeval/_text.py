@@ -3,7 +3,13 @@ a report line or a result detail (bottom layer: every package uses it)."""
 
 from __future__ import annotations
 
+import re
+
 from ._secrets import redact
+
+#: A lone surrogate: what a JSON `\ud800` escape decodes to; UTF-8 cannot hold it, so every
+#: file or stream that writes it fails.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def shorten(text: str, limit: int, *, one_line: bool = False) -> str:
@@ -20,3 +26,9 @@ def shorten(text: str, limit: int, *, one_line: bool = False) -> str:
         return text
     text = redact(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def without_surrogates(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, as a UTF-8 decoder does with bytes it
+    cannot read (an ASCII text is returned at once)."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)

@@ -186,8 +186,8 @@ def load_plugin(spec: str, base_dir: Path | None = None) -> ModuleType:
         raise RegistryError(f"plugin {spec!r} failed to import: {type(exc).__name__}: {exc}") from exc
     except RegistryError:
         raise
-    except Exception as exc:
-        raise RegistryError(f"plugin {spec!r} failed to import: {type(exc).__name__}: {exc}") from exc
+    except (Exception, SystemExit) as exc:
+        raise RegistryError(f"plugin {spec!r} failed to import: {_failure(exc)}") from exc
 
 
 def _load_file(path: Path) -> ModuleType:
@@ -209,10 +209,18 @@ def _load_file(path: Path) -> ModuleType:
         del sys.modules[module_name]
         if isinstance(exc, RegistryError):
             raise
-        if not isinstance(exc, Exception):
+        if not isinstance(exc, Exception | SystemExit):  # Ctrl-C stops the command
             raise
-        raise RegistryError(f"plugin file {str(path)!r} failed to import: {type(exc).__name__}: {exc}") from exc
+        raise RegistryError(f"plugin file {str(path)!r} failed to import: {_failure(exc)}") from exc
     return module
+
+
+def _failure(exc: BaseException) -> str:
+    """What went wrong importing a plugin; `sys.exit()` in it is a failure too, not the command's
+    exit (a `validate` that exited 0 would pass a CI gate having checked nothing)."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r})"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _describe(obj: object) -> str:

@@ -150,10 +150,12 @@ def arena_command(
             show_default=False,
         ),
     ] = None,
-    k: Annotated[float, typer.Option("--k", help="Elo K-factor (32 as TD-Eval, 4 as Chatbot Arena).")] = 32.0,
+    k: Annotated[
+        float, typer.Option("--k", min=0, max=400, help="Elo K-factor (32 as TD-Eval, 4 as Chatbot Arena).")
+    ] = 32.0,
     bootstrap: Annotated[
         int,
-        typer.Option("--bootstrap", min=0, help="Bootstrap rounds for the intervals (0 = none)."),
+        typer.Option("--bootstrap", min=0, max=100_000, help="Bootstrap rounds for the intervals (0 = none)."),
     ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
     output_format: Annotated[ArenaFormat, typer.Option("--format", help="table, json or csv.")] = ArenaFormat.table,

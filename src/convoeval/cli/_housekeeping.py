@@ -196,7 +196,10 @@ CacheDir = Annotated[
 @cache_app.command("stats")
 def cache_stats_command(cache_dir: CacheDir = None, store: Store = None) -> None:
     """Entries per provider and model, and the cache's size on disk."""
-    stats = cache_stats(_cache_file(cache_dir, store))
+    try:
+        stats = cache_stats(_cache_file(cache_dir, store))
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
     table = Table(
         title=f"Response cache {stats['path']}", caption=f"{stats['entries']} entries, {_mb(stats['bytes'])} on disk"
     )

@@ -95,23 +95,6 @@ def is_json(value: object) -> TypeGuard[JsonValue]:
     return False
 
 
-def yaml_problem(value: object, size: int) -> str | None:
-    """What makes YAML data (read from `size` characters) too much to import, else None: lists
-    and mappings nested deeper than `_jsonl.MAX_DEPTH`, or aliases that expand it to more values
-    than it has characters (a "billion laughs" file). Walked without recursion."""
-    limit, count, stack = max(size, 100_000), 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        count += 1
-        if count > limit:
-            return f"more than {limit} values once its YAML aliases are expanded"
-        if isinstance(item, dict | list):
-            if depth > jsonl.MAX_DEPTH:
-                return f"nested more than {jsonl.MAX_DEPTH} levels deep"
-            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return None
-
-
 def json_compatible(value: object) -> JsonValue:
     """YAML data as JSON values: YAML-only values (dates, sets, keys that are not text)
     become text, as `json.dumps` writes them."""
@@ -206,7 +189,7 @@ def load_yaml(path: Path, core: bool = False) -> JsonValue:
 
 def parse_yaml(text: str, path: Path, core: bool = False) -> JsonValue:
     """YAML text's data as JSON values; DatasetError `path:line: not YAML`, or `path: ...` when it
-    nests too deep or its aliases make too much of it (`yaml_problem`). `core`: see `load_yaml`."""
+    nests too deep or its aliases make too much of it (`_jsonl.data_problem`). `core`: see `load_yaml`."""
     try:
         data = yaml.load(text, CoreLoader) if core else yaml.safe_load(text)  # noqa: S506 (both safe)
     except yaml.YAMLError as exc:
@@ -214,7 +197,7 @@ def parse_yaml(text: str, path: Path, core: bool = False) -> JsonValue:
         raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
     except RecursionError:  # the YAML parser recurses once per level of nesting
         raise DatasetError(f"{path}: nested more than {jsonl.MAX_DEPTH} levels deep") from None
-    problem = yaml_problem(data, len(text))
+    problem = jsonl.data_problem(data, len(text))
     if problem is not None:
         raise DatasetError(f"{path}: {problem}")
     return json_compatible(data)

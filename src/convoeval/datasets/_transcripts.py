@@ -23,13 +23,12 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-import yaml
 from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._agent_sessions import agent_sessions_suite
 from ._chat_logs import ROLES, LoggedMessage, LoggedTest
-from ._common import DatasetWarning, JsonObject, as_list, as_object, read_json, read_jsonl, read_text
+from ._common import DatasetWarning, JsonObject, as_list, as_object, parse_yaml, read_json, read_jsonl, read_text
 from ._log_formats import log_reader
 from ._suite_types import GRADER_KEYS, Graders, GradingSuite, Message, Suite, SuiteTest, is_grader_key, with_call_fields
 
@@ -179,11 +178,7 @@ def _graders(path: Path) -> Graders:
     """The graders of a `--graders` YAML file."""
     if not path.is_file():
         raise DatasetError(f"{path}:1: no such file")
-    try:
-        loaded: object = yaml.safe_load(read_text(path)) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
+    loaded: object = parse_yaml(read_text(path), path) or {}
     if not isinstance(loaded, dict):
         raise DatasetError(f"{path}:1: expected a mapping with {', '.join(GRADER_KEYS)}")
     graders: Graders = {}

@@ -11,13 +11,14 @@ import json
 import re
 import sqlite3
 import time
-from collections.abc import Sequence
-from contextlib import closing
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TypedDict
 
 from ..errors import ConfigError
 from ._owner import Owner
+from ._sqlite import unreadable
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -62,12 +63,12 @@ def delete_runs(store: Path, run_ids: Sequence[str] = (), older_than: str | None
     ago, then VACUUM. Returns (deleted ids, ids kept because they are still running).
 
     Raises:
-        ConfigError: no store, an unknown run id, or a bad age.
+        ConfigError: no store, an unknown run id, a bad age, or a file that is damaged or not a store.
     """
     if not store.is_file():
         raise ConfigError(f"no run store at {store}")
     cutoff = _stamp(parse_age(older_than)) if older_than else None
-    with closing(sqlite3.connect(store, timeout=30)) as conn:
+    with _readable(store), closing(sqlite3.connect(store, timeout=30)) as conn:
         known = {row[0]: row[1] for row in conn.execute("SELECT id, status FROM runs")}
         unknown = [r for r in run_ids if r not in known]
         if unknown:
@@ -89,6 +90,15 @@ def delete_runs(store: Path, run_ids: Sequence[str] = (), older_than: str | None
         if doomed:
             conn.execute("VACUUM")
     return doomed, busy
+
+
+@contextmanager
+def _readable(path: Path) -> Iterator[None]:
+    """Turn an error of SQLite reading `path` (damaged, or not convoeval's) into a ConfigError."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise ConfigError(unreadable(path, exc)) from None
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
@@ -120,7 +130,7 @@ def cache_stats(cache: Path) -> CacheStats:
     stats: CacheStats = {"path": str(cache), "entries": 0, "bytes": file_size(cache), "models": []}
     if not cache.is_file():
         return stats
-    with closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as conn:
+    with _readable(cache), closing(sqlite3.connect(f"file:{cache}?mode=ro", uri=True)) as conn:
         rows = conn.execute(
             "SELECT provider, model, COUNT(*), MIN(created), MAX(created) FROM responses"
             " GROUP BY provider, model ORDER BY COUNT(*) DESC"
@@ -138,7 +148,8 @@ def clear_cache(cache: Path, older_than: str | None = None) -> int:
     cutoff = time.time() - parse_age(older_than) if older_than else None
     if not cache.is_file():
         return 0
-    with closing(sqlite3.connect(cache, timeout=30)) as conn:
+    with _readable(cache), closing(sqlite3.connect(cache, timeout=30)) as conn:
+        conn.execute("SELECT key, provider, model, created, value FROM responses LIMIT 1")  # not another program's
         with conn:
             if cutoff is None:
                 deleted = conn.execute("DELETE FROM responses").rowcount

@@ -92,8 +92,8 @@ def describe(path: Path, exc: BaseException) -> str:
         hint = " (a file stands where a folder is needed; move it or use another --store)"
     elif isinstance(exc, OSError) or any(w in cause.lower() for w in ("readonly", "unable to open")):
         hint = " (make it writable, or put the state elsewhere with --store DIR or CONVOEVAL_HOME)"
-    elif "not a database" in cause or "malformed" in cause:
-        hint = " (the file is damaged; move it away or use another --store)"
+    elif any(w in cause for w in ("not a database", "malformed", "no such table", "no such column", "has no column")):
+        hint = " (the file is damaged or not convoeval's; move it away or use another --store)"
     return f"cannot write {path}: {cause}{hint}"
 
 

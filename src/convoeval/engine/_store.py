@@ -109,6 +109,12 @@ CREATE TABLE IF NOT EXISTS trials (
 );
 """
 
+#: The columns of the tables the store reads, each selected once when it opens.
+_PROBES = (
+    "SELECT id, started, finished, status, options, summary FROM runs LIMIT 1",
+    "SELECT run_id, suite, test_id, target, seq, verdict, execution_status, score, cost_usd, judge_cost_usd,"
+    " tokens, finished, data FROM results LIMIT 1",
+)
 _KEY = "run_id = ? AND suite = ? AND test_id = ? AND target = ?"
 _INSERT_TRIAL = "INSERT OR REPLACE INTO trials (run_id, suite, test_id, target, trial, data) VALUES (?, ?, ?, ?, ?, ?)"
 _INSERT_TURN = (
@@ -183,7 +189,8 @@ class RunStore:
         self._writer = SqliteWriter(self.path, _SCHEMA, name="convoeval-store", checkpoint_in_background=True)
         try:
             self._reader = connect(self.path)
-            self._reader.execute("SELECT COUNT(*) FROM runs").fetchone()
+            for probe in _PROBES:  # a file of another program (or damaged) fails here, not mid-command
+                self._reader.execute(probe).fetchone()
         except sqlite3.Error as exc:
             self._writer.close()
             raise store_error(self.path, exc) from None

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._jsonl import JsonlError, read_jsonl, read_problem
+from .._jsonl import JsonlError, loads, read_jsonl, read_problem
 from ._battle import BattleFileError
 
 Key = tuple[int, str, str, str]  # turn, question, first model, second model (sorted)
@@ -103,7 +103,7 @@ def read_votes(path: str | Path) -> list[Vote]:
         raise BattleFileError(read_problem(path, exc)) from None
     if text.lstrip().startswith("["):
         try:
-            records = json.loads(text)
+            records = loads(text)
         except json.JSONDecodeError as exc:
             raise BattleFileError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
         numbered = [(f"{path}: vote {i}", r) for i, r in enumerate(records)]

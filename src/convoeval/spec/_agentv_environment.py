@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import yaml
+from ._yaml import load_yaml_file
 
 Report = Callable[[tuple[str | int, ...], str], None]
 """`report(subpath, message)`: a problem at `subpath` of the field being read."""
@@ -133,8 +133,8 @@ def _recipe(
             return None
         file = (base / value.removeprefix("file://")).resolve()
         try:
-            loaded = substitute(yaml.safe_load(file.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            loaded = substitute(load_yaml_file(file))
+        except ValueError as exc:
             report(("environment",), f"cannot read the environment recipe {value} ({file}): {exc}")
             return None
         if isinstance(loaded, dict) and "environment" in loaded:

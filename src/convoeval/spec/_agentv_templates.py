@@ -13,13 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeGuard
 
-import yaml
-
 from .._paths import confined_file
 from .._unseen import hide_from_models
 from ._agentv_env import substitute_env
 from ._agentv_paths import search_roots
 from ._lines import DataPath, LineMap
+from ._yaml import load_yaml_file
 
 #: AgentV's `MAX_ASSERTION_INCLUDE_DEPTH`.
 MAX_DEPTH = 3
@@ -67,8 +66,8 @@ def _template(ref: str, base: Path, chain: tuple[Path, ...]) -> list:
         raise ValueError("assertion templates include each other in a cycle: " + " -> ".join(map(str, (*chain, file))))
     hide_from_models([file])  # its assertions hold answers
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = load_yaml_file(file)
+    except ValueError as exc:
         raise ValueError(f"cannot read the assertion template {file}: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("assert"), list):
         raise ValueError(f"the assertion template {file} must be a mapping with a top-level `assert` list")

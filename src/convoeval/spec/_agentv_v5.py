@@ -11,9 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
-
 from .._unseen import hide_from_models
+from ._yaml import load_yaml_file
 
 if TYPE_CHECKING:
     from ._agentv import AgentvNormalizer
@@ -242,8 +241,8 @@ def read_default_test(value: object, base: Path) -> tuple[dict | None, str | Non
     file = (base / value.removeprefix("file://")).resolve()
     hide_from_models([file])  # its `assert` holds answers
     try:
-        loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        loaded = load_yaml_file(file)
+    except ValueError as exc:
         return None, f"cannot read the default_test file {value} ({file}): {exc}"
     if not isinstance(loaded, dict):
         return None, f"the default_test file {file} must hold a mapping"

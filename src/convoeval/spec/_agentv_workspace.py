@@ -22,7 +22,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import yaml
+from ._yaml import load_yaml_file
 
 UNSUPPORTED = "this AgentV workspace form is not supported: "
 _GITHUB_SHORTHAND = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -78,8 +78,8 @@ def _read_shared(name: str, base: Path, report: Report) -> tuple[dict, Path] | N
     """A shared workspace file named by a string (relative to the eval file)."""
     file = (base / name).resolve()
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = load_yaml_file(file)
+    except ValueError as exc:
         report((), f"cannot read the workspace file {name} ({file}): {exc}")
         return None
     if not isinstance(data, dict):

@@ -95,6 +95,11 @@ _SCRIPT_SUITE = (
     "built with its SDK); convoeval reads eval files in YAML (or JSONL tests)"
 )
 
+_PYTHON_SUITE = (
+    "a Python file, not an eval file: convoeval reads eval files in YAML (or JSONL tests); load Python graders"
+    " and providers with `plugins:` or --plugin, or run suites from Python with `convoeval.run(...)`"
+)
+
 
 def _not_a_file(path: Path) -> str:
     """Why `path`, which is no regular file, cannot be read as an eval file."""
@@ -112,6 +117,8 @@ def _load(path: Path, keep: bool = True) -> tuple[Suite | None, list[Problem], l
         return None, [Problem(str(path), 1, "(file)", _not_a_file(path))], []
     if path.suffix.lower() in _SCRIPT_SUFFIXES:
         return None, [Problem(str(path), 1, "(file)", _SCRIPT_SUITE)], []
+    if path.suffix.lower() == ".py":
+        return None, [Problem(str(path), 1, "(file)", _PYTHON_SUITE)], []
     problems: list[Problem] = []
     text = read_text(path, problems)
     if text is None:

@@ -42,7 +42,7 @@ _AGENTV_CLAUDE = frozenset({"claude", "claude-cli"})
 def find_targets_file(suite_dir: Path) -> Path | None:
     """`targets.yaml` next to the suite, else AgentV's `.agentv/targets.yaml` in the suite's
     folder or the nearest folder above it (up to the repository root, as AgentV looks)."""
-    if (suite_dir / TARGETS_FILE).is_file():
+    if os.path.lexists(suite_dir / TARGETS_FILE):  # a folder or a link loop too: `named_targets` says so
         return suite_dir / TARGETS_FILE
     for folder in (suite_dir, *suite_dir.parents):
         for name in (AGENTV_TARGETS_FILE, AGENTV_PROVIDERS_FILE):
@@ -448,13 +448,17 @@ def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = 
     if targets_file is not None:
         if Path(targets_file).is_dir():
             raise ConfigError(f"targets file {targets_file} is a folder; give the file (its {TARGETS_FILE})")
+        if os.path.lexists(targets_file) and not Path(targets_file).is_file():
+            raise ConfigError(f"targets file {targets_file}: {_not_a_file(Path(targets_file))}")
         if not Path(targets_file).is_file():
             raise ConfigError(f"targets file not found: {targets_file}")
         files = [Path(targets_file)]
     else:
-        files = [f for f in dict.fromkeys(candidates) if f.is_file()]
+        files = [f for f in dict.fromkeys(candidates) if os.path.lexists(f)]
     named = NamedTargets()
     for file in files:
+        if not file.is_file():  # left out, its targets would be "undefined" with no word of why
+            raise SpecError([Problem(str(file), 1, "(file)", _not_a_file(file))])
         named.update(load_targets_file(file))
         judges, rule = targets_file_panel(file)
         if judges:
@@ -465,6 +469,15 @@ def named_targets(candidates: Sequence[Path], targets_file: str | Path | None = 
         if defaults:
             named.defaults, named.defaults_file = defaults, where
     return named
+
+
+def _not_a_file(path: Path) -> str:
+    """Why `path`, which is there but no regular file, cannot be read as a targets file."""
+    if path.is_dir():
+        return f"a folder, not a targets file; give the file (its {TARGETS_FILE})"
+    if path.exists():
+        return "not a regular file (a device, a pipe or a socket)"
+    return "a symbolic link loop, or one to nothing"
 
 
 #: Providers a target spec may name without a model (`local`: the embedded model).

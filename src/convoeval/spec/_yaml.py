@@ -7,6 +7,10 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import yaml
+
+from .._jsonl import MAX_DEPTH as MAX_JSON_DEPTH
+from .._jsonl import data_problem
 from .._unseen import hide_from_models
 from ._agentv_csv import csv_items
 from ._errors import Problem
@@ -22,6 +26,7 @@ __all__ = [
     "Rename",
     "load_jsonl",
     "load_yaml",
+    "load_yaml_file",
     "read_text",
 ]
 
@@ -74,6 +79,33 @@ def load_yaml(
     finally:
         reader.close()
     problems.extend(reader.problems)
+    return value
+
+
+def load_yaml_file(path: Path) -> object:
+    """The data of a YAML file an eval file names (an AgentV recipe, template or shared file):
+    no deeper than `_jsonl.MAX_DEPTH`, and no alias bomb (`_jsonl.data_problem`).
+
+    Raises:
+        ValueError: `file:line: (yaml): message` (`file:1: (file): ...` when it cannot be read).
+    """
+    problems: list[Problem] = []
+    text = read_text(path, problems)
+    if text is None:
+        raise ValueError(str(problems[0]))
+    problem: str | None
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        what = getattr(exc, "problem", None) or exc
+        raise ValueError(f"{path}:{mark.line + 1 if mark else 1}: (yaml): {what}") from None
+    except RecursionError:  # the parser recurses once per level of nesting
+        value, problem = None, f"nested more than {MAX_JSON_DEPTH} levels deep"
+    else:
+        problem = data_problem(value, len(text))
+    if problem is not None:
+        raise ValueError(f"{path}:1: (yaml): {problem}")
     return value
 
 

@@ -21,6 +21,7 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 
+from .._text import shorten
 from ._errors import Problem, field_path
 from ._lines import DataPath, Key, LineMap
 
@@ -618,7 +619,9 @@ class YamlReader:
         try:
             value = self._construct(event)
         except ValueError as exc:  # e.g. `when: !!timestamp 2024-13-45`
-            message = f"invalid value {event.value!r}: {exc} (quote it to keep it as text)"
+            message = (
+                f"invalid value {shorten(event.value, 60)!r}: {shorten(str(exc), 120)} (quote it to keep it as text)"
+            )
             self.problems.append(Problem(self.file, event.start_mark.line + 1, field_path(path), message))
             return None
         if type(value) is str and "\0" in value:  # only a quoted "\0" escape makes one

@@ -27,6 +27,7 @@ from pydantic import AliasChoices, ConfigDict, Field, PrivateAttr, SecretStr, fi
 from .. import registry
 from .._base_model import Model
 from .._secrets import remember, remember_credentials, shown_url
+from .._text import without_surrogates
 from ..errors import TargetError as TargetError  # re-exported: the providers raise it
 from ..results import ToolCall, Usage
 from ._tool_settings import MAX_SECONDS, ToolAgentSettings
@@ -130,6 +131,11 @@ class ChatReply:
     finish_reason: str | None = None
     cached: bool = False
     session_id: str | None = None
+
+    def __post_init__(self) -> None:
+        # A reply holding a lone surrogate (a JSON `\ud800` escape) could be written nowhere:
+        # the results file, the store, the reports would fail on it (UTF-8 cannot hold it).
+        self.text = without_surrogates(self.text)
 
 
 @runtime_checkable
