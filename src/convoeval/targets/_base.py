@@ -135,7 +135,8 @@ class ChatReply:
     def __post_init__(self) -> None:
         # A reply holding a lone surrogate (a JSON `\ud800` escape) could be written nowhere:
         # the results file, the store, the reports would fail on it (UTF-8 cannot hold it).
-        self.text = without_surrogates(self.text)
+        if type(self.text) is str:  # anything else is a target's bug, refused where it is recorded
+            self.text = without_surrogates(self.text)
 
 
 @runtime_checkable
