@@ -130,13 +130,13 @@ _SAID: set[tuple[Path, str]] = set()
 _STARTUP = re.compile(r"LD_.*|GIT_.*|PYTHON.*|RAY_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|XDG_CONFIG_HOME|SSH_ASKPASS.*")
 #: Variables that route requests, keys in their headers (the `litellm` provider's HTTP client
 #: honours them): a proxy, and the certificates that would let one read HTTPS.
+_ROUTE = re.compile(
+    r"(?i)(https?|all|no)_proxy|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|NODE_EXTRA_CA_CERTS"
+)
 #: Variables that name where a run writes (the results file, the store, the cache) or what it
 #: reads as its targets: a `.env` may name a place in its own folder or repository only (a suite's
 #: `CONVOEVAL_OUTPUT=/etc/docker/daemon.json` replaced that file with the results).
 _PLACES = ("CONVOEVAL_OUTPUT", "CONVOEVAL_HOME", "CONVOEVAL_CACHE_DIR", "CONVOEVAL_TARGETS")
-_ROUTE = re.compile(
-    r"(?i)(https?|all|no)_proxy|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|NODE_EXTRA_CA_CERTS"
-)
 
 
 class _UnparsedLines(logging.Filter):
