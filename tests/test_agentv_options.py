@@ -123,6 +123,15 @@ def test_options_provider_judges_the_tests_checks_and_the_suites(monkeypatch: py
     assert "tests[2].providers: ignored, as AgentV ignores it" in caplog.text
 
 
+def test_a_test_with_its_own_provider_and_a_bad_execution_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
+    text = (
+        "default_test:\n  assert: [Greets]\n  options: {provider: openai:j}\ntests:\n"
+        "  - id: t\n    vars: {input: hi}\n    execution: oops\n    options: {provider: openai:k}\n"
+    )
+    problems = validate_paths([write(tmp_path / "suite.yaml", text)])
+    assert [(p.line, p.field) for p in problems] == [(7, "tests[0].execution")], problems
+
+
 @pytest.mark.parametrize(
     ("options", "field", "words"),
     [

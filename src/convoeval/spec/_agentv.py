@@ -499,16 +499,17 @@ class AgentvNormalizer:
         options = self.default_options.under(own)
         if not (options.judge or options.transform):
             return
-        execution = test.get("execution")
+        execution = test.get("execution") or {}
         if (
             options != self.default_options
             and self.default_asserts
-            and not (isinstance(execution, dict) and execution.get("skip_defaults") is True)
+            and isinstance(execution, dict)  # else a problem of its own
+            and execution.get("skip_defaults") is not True
         ):
             listed = test.get("assertions")
             listed = listed if isinstance(listed, list) else []
             test["assertions"] = type(listed)([*listed, *self.default_asserts])
-            test.setdefault("execution", {})["skip_defaults"] = True
+            test["execution"] = {**execution, "skip_defaults": True}
         judge_at = (*where, "provider") if own.judge else ("default_test", "options", "provider")
         context = {"vars": test.get("vars") or {}, "metadata": test.get("metadata")}
         test[OPTIONS_KEY] = (options, judge_at, context)
