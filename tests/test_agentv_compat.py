@@ -47,7 +47,9 @@ OTHER = {
     "examples/features/prompt-template-sdk/evals/dataset.eval.yaml": (UPSTREAM, "custom-grader.ts"),
     "examples/showcase/offline-grader-benchmark/evals/setup-a.eval.yaml": (UNDEFINED, "nor a name from a targets file"),
     "examples/showcase/offline-grader-benchmark/evals/setup-b.eval.yaml": (UNDEFINED, "nor a name from a targets file"),
-    "examples/features/file-changes-graders/evals/dataset.eval.yaml": ("rejected", "file tools"),
+    # Its copilot_grader is a `copilot-cli` target (its `max_steps` is ignored, as AgentV ignores it
+    # for any grader but its own `agentv` provider).
+    "examples/features/file-changes-graders/evals/dataset.eval.yaml": ("rejected", "'copilot-cli' is not implemented"),
     "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml": ("rejected", "written inline"),
 }
 #: Files run as their README runs them (`agentv eval FILE --target NAME`), NAME defined in a

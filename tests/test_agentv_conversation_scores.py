@@ -156,3 +156,38 @@ def test_a_v5_test_checked_by_the_suites_assertions_is_complete(
         assert [t.id for t in load_suite(v4).tests] == ["t"]
     warned = [line for line in caplog.text.splitlines() if "AgentV skips this test" in line]
     assert len(warned) == 1 and "v4.eval.yaml:3: tests[0]" in warned[0], warned
+
+
+def test_an_agentv_test_without_any_input_is_skipped_as_agentv_skips_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """AgentV's docs (guides/autoresearch.mdx, main 58f316c) give tests with no input at all;
+    AgentV skips each ("Skipping incomplete test", yaml-parser.ts): so does convoeval, saying why,
+    where `validate` refused the file ("a single-turn test needs `input`")."""
+    import logging
+
+    from convoeval.spec import load_suite, validate_paths
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    path = write(
+        tmp_path / "EVAL.yaml",
+        """\
+tests:
+  - id: total-outage
+    assert:
+      - type: contains
+        value: '"P0"'
+      - type: is-json
+      - "Reasoning mentions complete service outage"
+  - id: given
+    vars: {input: Is the service down?}
+    assert: [Answers]
+""",
+    )
+    assert validate_paths([path]) == []
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        skips = {t.id: t.skip for t in load_suite(path).tests}
+    assert skips["given"] is None
+    assert skips["total-outage"] is not None and "AgentV skips this test: it has no input" in skips["total-outage"]
+    assert "EVAL.yaml:2: tests[0]: AgentV skips this test: it has no input" in caplog.text

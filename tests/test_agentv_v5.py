@@ -64,8 +64,12 @@ for _name in (
 OTHER.update(
     {
         (V5, "examples/features/docker-workspace/evals/docker-example.EVAL.yaml"): ("rejected", "`type: docker`"),
-        # An llm-rubric with `max_steps`: AgentV's grader that reads the workspace with file tools.
-        (V5, "examples/features/file-changes-graders/evals/suite.yaml"): ("rejected", "max_steps"),
+        # Its `copilot_grader` judge is a `copilot-cli` target (its `max_steps` is ignored, as AgentV ignores it
+        # for any grader but its own `agentv` provider).
+        (V5, "examples/features/file-changes-graders/evals/suite.yaml"): (
+            "rejected",
+            "'copilot-cli' is not implemented",
+        ),
         # A top-level `target:` mapping with `name`, which AgentV's own parser refuses too (yaml-parser.ts
         # parseEvalTargetSpec: "field 'name' has been removed"), `extends` and hooks.
         (V5, "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml"): ("rejected", "'name' has been removed"),
@@ -77,7 +81,9 @@ OTHER.update(
             "copilot-replay-workspace.mjs",
         ),
         (V5, "examples/showcase/cross-repo-sync/evals/suite.yaml"): (NETWORK, "the correct access rights"),
-        (V5, "examples/features/file-transforms/evals/suite.yaml"): ("rejected", "default_test.options.transform"),
+        # Its transform wants the ContentFile reply of its own `file_output` agent (a chat target's text
+        # fails it in AgentV too); run as its README runs it in tests/test_agentv_options.py.
+        (V5, "examples/features/file-transforms/evals/suite.yaml"): ("error", "expected a .xlsx ContentFile output"),
         # A project config (`tests: file://tests.yaml` beside `targets:`), not an eval file.
         (V5, "examples/features/readme-quickstart/.agentv/config.yaml"): ("rejected", "a project config's"),
         (V5, "examples/features/prompt-template-sdk/evals/suite.yaml"): ("rejected", "custom-grader.ts"),
@@ -284,7 +290,7 @@ def test_v5_suite_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         ("environment:\n  type: docker\n", 2, "environment.type", "`type: docker`"),
         ("providers:\n  - id: openai:gpt-4o\n", 1, "providers", "in an AgentV project only: a `.agentv/` folder"),
         ("providers: {id: x}\n", 1, "providers", "providers declared inline; define them in the targets file"),
-        ("default_test:\n  options: {transform: x.ts}\n", 2, "default_test.options.transform", "into text"),
+        ("default_test:\n  options: {transform: file://x.ts}\n", 2, "default_test.options.transform", "not found"),
     ],
 )
 def test_v5_suite_forms_refused(tmp_path: Path, text: str, line: int, field: str, words: str) -> None:
@@ -585,7 +591,7 @@ def test_v5_default_test_file(cli, fake_openai: FakeOpenAIServer, tmp_path: Path
     [
         ("file://missing.yaml", None, "default_test", "cannot read"),
         ("file://d.yaml", "description: x\n", "default_test", "description"),
-        ("file://d.yaml", "options: {transform: file://t.ts}\n", "default_test.options.transform", "into text"),
+        ("file://d.yaml", "options: {transform: file://t.ts}\n", "default_test.options.transform", "not found: t.ts"),
         ("d.yaml", None, "default_test", "file://"),
     ],
 )

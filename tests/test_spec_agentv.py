@@ -695,9 +695,21 @@ tests:
 """,
     )
     problems = problems_of(suite)
-    assert [p.split(": ")[1] for p in problems] == ["execution.targets[0]", "tests[0].assertions[1].max_steps"]
+    assert [p.split(": ")[1] for p in problems] == ["execution.targets[0]"]
     assert all("this AgentV form is not supported: " in p for p in problems)
-    assert "file tools" in problems[1]
+
+
+def test_an_llm_graders_max_steps_is_ignored_as_agentv_ignores_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """AgentV reads `max_steps` only for its own `agentv` grader provider (llm-grader.ts
+    evaluateBuiltIn, a judge with file tools); with any other judge it is never read: a warning."""
+    suite = write(
+        tmp_path / "e.eval.yaml", "tests:\n  - {id: a, input: hi, assertions: [{type: llm-grader, max_steps: 3}]}\n"
+    )
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        assert load_suite(suite).tests[0].assertions[0].type == "llm-grader"
+    assert "max_steps: ignored, as AgentV ignores it" in caplog.text
 
 
 def test_an_agentv_graders_target_is_its_judge(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ The program gets one JSON object on stdin:
      "test_id", "trial", "latency_ms", "latencies_ms", "token_usage", "cost_usd", "tool_calls"}
 
 `output` is the list of messages being graded (the reply at turn level, every target message
-at conversation level; `output_text`/`answer` hold the text), as AgentV up to v4.35 sent it, and
+at conversation level; `output_text`/`answer` hold the text; a reply an agent gave as content
+parts also has them as `content_parts`), as AgentV up to v4.35 sent it, and
 `config` holds the assertion's `config:` mapping plus any extra keys written on the assertion.
 For AgentV's files (`agentv_protocol`) `output` is the text, as AgentV v4.38 and later send it
 (`_agentv_code.agentv_payload`), unless the program's AgentV SDK is older than 4.36.
@@ -310,6 +311,7 @@ def grading_payload(ctx: GradeContext, config: dict[str, object]) -> dict[str, o
                 "role": "assistant",
                 "content": ctx.output,
                 "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls],
+                **({"content_parts": reply.content} if reply.content is not None else {}),
             }
         ]
     else:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ._agentv_env import agentv_config_problems, substitute_env
 from ._agentv_environment import Testbed, agentv_testbed
+from ._agentv_options import OPTIONS_KEY, TestOptions, read_options
 from ._agentv_paths import find_attachment, is_agentv_file, search_roots
 from ._agentv_prompts import Prompt, read_prompts, with_prompts
 from ._agentv_templates import expand_templates
@@ -202,6 +203,8 @@ class AgentvNormalizer:
         self.suite_found: list[str] = []  # those of the suite's `input`
         self.testbed: Testbed | None = None  # AgentV v5's `environment` and `extensions` of the suite
         self.suite_asserts: list[object] = []  # the suite's assertions, as written (set by `suite`)
+        self.default_options = TestOptions()  # AgentV v5's `default_test.options` (set by the loader)
+        self.default_asserts: list[object] = []  # the suite's assertions as the tests see them (the loader's)
 
     def add(self, where: DataPath, message: str, field: DataPath | None = None) -> None:
         self.problems.append(self.lines.problem(where, field_path(field or where), message))
@@ -455,6 +458,7 @@ class AgentvNormalizer:
             test["expected_output"] = test.pop("reference_answer")
             self.lines.add((*path, "expected_output"), *self.lines.locate((*path, "reference_answer")))
         self.templates(test, path)
+        self.test_options(test, path)
         suite_files = self.suite_input_files
         if self.agentv and "input" not in test and "turns" not in test and "transcript" not in test:
             suite_files = self.prompt_md(test, path)
@@ -482,6 +486,34 @@ class AgentvNormalizer:
                 self.messages(turn.get("input"), (*path, "turns", j, "input"), "user")
                 self.messages(turn.get("expected_output"), (*path, "turns", j, "expected_output"), "assistant")
 
+    def test_options(self, test: dict, path: DataPath) -> None:
+        """AgentV v5's `options` of a test, over `default_test.options` (`_agentv_options.py`),
+        handed to the checker; a test whose options differ from the suite's grades the suite's
+        assertions as its own. A test's `providers` is ignored, as AgentV's runner ignores it."""
+        for key in ("providers", "provider"):
+            if key in test:
+                self.warn((*path, key), "ignored, as AgentV ignores it: a test does not choose its targets")
+                del test[key]
+        where = (*path, "options")
+        own = read_options(test.pop("options", None), self.base, lambda k, m: self.add((*where, k) if k else where, m))
+        options = self.default_options.under(own)
+        if not (options.judge or options.transform):
+            return
+        execution = test.get("execution") or {}
+        if (
+            options != self.default_options
+            and self.default_asserts
+            and isinstance(execution, dict)  # else a problem of its own
+            and execution.get("skip_defaults") is not True
+        ):
+            listed = test.get("assertions")
+            listed = listed if isinstance(listed, list) else []
+            test["assertions"] = type(listed)([*listed, *self.default_asserts])
+            test["execution"] = {**execution, "skip_defaults": True}
+        judge_at = (*where, "provider") if own.judge else ("default_test", "options", "provider")
+        context = {"vars": test.get("vars") or {}, "metadata": test.get("metadata")}
+        test[OPTIONS_KEY] = (options, judge_at, context)
+
     def unusable_prompt(self, test: dict, path: DataPath) -> None:
         """AgentV skips a test one of whose llm-rubric / llm-grader prompts is a `file://` file
         naming neither `{{ output }}` nor `{{ expected_output }}` (`prompt-validator.ts`, thrown
@@ -503,14 +535,19 @@ class AgentvNormalizer:
     def incomplete(self, test: dict, path: DataPath, v5: bool) -> None:
         """A warning for a test AgentV v4.42.4 skips as incomplete (`yaml-parser.ts` lines
         517-528: no input of its own, or none of criteria, expected_output, assertions, turns);
-        convoeval runs it. In a v5 test the suite's own assertions count too (v5.1 to v5.3.1:
-        `hasExplicitRootGraders`, unless the test skips them)."""
+        convoeval runs it, unless it has no input at all (nor the suite): then it is skipped, as
+        AgentV skips it (main's "Skipping incomplete test"). In a v5 test the suite's own
+        assertions count too (v5.1 to v5.3.1: `hasExplicitRootGraders`, unless the test skips them)."""
         given = test.get("input")
         checks = any(test.get(k) not in (None, "", []) for k in ("criteria", "expected_output", "turns"))
         execution = test.get("execution")
         skips = isinstance(execution, dict) and execution.get("skip_defaults") is True
         checks = checks or (v5 and self.suite_checks and not skips)
-        if given in (None, "", []) or not (checks or any(k in test for k in ("assertions", "assert", "evaluators"))):
+        if given in (None, "", []) and not self.suite_input and not any(k in test for k in ("turns", "transcript")):
+            why = 'AgentV skips this test: it has no input ("Missing required fields: id, input or PROMPT.md, ...")'
+            self.warn(path, why)
+            test.setdefault("skip", why)
+        elif given in (None, "", []) or not (checks or any(k in test for k in ("assertions", "assert", "evaluators"))):
             self.warn(
                 path,
                 'AgentV skips this test ("Missing required fields: id, input, and at least one of '

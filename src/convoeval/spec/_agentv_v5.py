@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._unseen import hide_from_models
+from ._agentv_options import read_options
 from ._yaml import load_yaml_file
 
 if TYPE_CHECKING:
@@ -252,26 +253,12 @@ def read_default_test(value: object, base: Path) -> tuple[dict | None, str | Non
     return loaded, None
 
 
-def default_test_vars(value: object, base: Path) -> dict:
-    """The `vars` each test inherits from `default_test` (a mapping's, or its file's)."""
-    found, _ = read_default_test({"vars": value} if isinstance(value, dict) else value, base)
-    variables = found.get("vars") if found else None
-    return variables if isinstance(variables, dict) else {}
-
-
-#: `default_test.options` AgentV v5.3.1 reads: `rubric_prompt` is parsed but no grader of that
-#: tag uses it (kept in metadata); `transform` rewrites the target's output before grading.
-_TRANSFORM = (
-    "this AgentV form is not supported: `default_test.options.transform` (a script turning the target's "
-    "output, e.g. files, into text before grading)"
-)
-
-
 def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
     """AgentV v5's `default_test`: its `vars` were given to each test; its `assert` comes
     before the suite's own assertions (`combineInheritedAssertions`, v5.3.1); its `threshold`
     is the suite's pass mark (AgentV's run-eval.ts prefers it to the top-level one);
-    `options.rubric_prompt` is kept in metadata; anything else is refused."""
+    `options.rubric_prompt` is kept in metadata, its `provider` and `transform` apply to each
+    test (`_agentv_options.py`); anything else is refused."""
     default_test, problem = read_default_test(data.pop("default_test"), normalizer.base)
     if default_test is None:
         normalizer.add(("default_test",), problem or "")
@@ -305,21 +292,12 @@ def _default_test(data: dict, normalizer: AgentvNormalizer) -> None:
 
 
 def _default_options(options: object, data: dict, normalizer: AgentvNormalizer) -> None:
-    if options is None:
-        return
-    if not isinstance(options, dict):
-        normalizer.add(("default_test", "options"), "must be a mapping")
-        return
-    for key, value in options.items():
-        if key == "rubric_prompt":
-            metadata = data.setdefault("metadata", {})
-            if isinstance(metadata, dict):
-                metadata.setdefault("rubric_prompt", value)
-        else:
-            why = (
-                _TRANSFORM if key == "transform" else f"this AgentV form is not supported: `default_test.options.{key}`"
-            )
-            normalizer.add(("default_test", "options", key), why)
+    where = ("default_test", "options")
+    read_options(options, normalizer.base, lambda k, m: normalizer.add((*where, k) if k else where, m))
+    if isinstance(options, dict) and "rubric_prompt" in options:
+        metadata = data.setdefault("metadata", {})
+        if isinstance(metadata, dict):
+            metadata.setdefault("rubric_prompt", options["rubric_prompt"])
 
 
 def v5_assertion(item: dict, kind: object) -> dict | None:

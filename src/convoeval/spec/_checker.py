@@ -18,6 +18,7 @@ from ..graders import (
 )
 from ._agentv import custom_assertion, legacy_assertion
 from ._agentv_meaning import agentv_assertion, skipped_by_agentv
+from ._agentv_options import OPTIONS_KEY, TestOptions, with_options
 from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
@@ -29,16 +30,18 @@ M = TypeVar("M", bound=BaseModel)
 
 #: AgentV assertion fields convoeval chooses not to support, and why.
 UNSUPPORTED_AGENTV_FIELDS = {
-    "llm-grader": {
-        "max_steps": "`max_steps` (AgentV's built-in grader reading the workspace with file tools); convoeval's "
-        "judge has no tools: it grades the conversation (and a code-grader sees file_changes)",
-    },
     "script": {
         "transform": "a grader's `transform` (AgentV v5 rewrites the output before grading it)",
         "postprocess": "a grader's `postprocess` (AgentV v5 rewrites the grader's result)",
         "preprocessors": "a grader's `preprocessors` (AgentV converts files before grading them)",
     },
 }
+#: An llm-grader's `max_steps`: AgentV reads it only when the grader provider is its own `agentv`
+#: (`llm-grader.ts` evaluateBuiltIn, a judge with file tools), which convoeval has not.
+_MAX_STEPS = (
+    "ignored, as AgentV ignores it for every grader but its own `agentv` provider (a judge with file tools, "
+    "which convoeval does not have): the judge grades the conversation"
+)
 #: AgentV's names of a judged check's own `judge`: an llm-grader's `target` (AgentV v4 and v5.3),
 #: `provider` (AgentV v5 after 5.3, promptfoo), each the name of a target.
 AGENTV_JUDGE_FIELDS = ("target", "provider")
@@ -93,6 +96,7 @@ class Checker:
         self._validated: dict[str, tuple[str, Assertion | list[tuple[DataPath, str]]]] = {}
         self.agentv = False  # an AgentV file: its text assertions keep AgentV's meaning (set by the loader)
         self.target_names: list[TargetName] = []  # checked against the targets files once they are known
+        self.suite_options = TestOptions()  # AgentV v5's `default_test.options` (set by the loader)
 
     def add(self, path: DataPath, message: str, line_at: DataPath | None = None) -> None:
         """A problem with the field at `path`, reported at the line of `line_at` (or `path`)."""
@@ -116,7 +120,10 @@ class Checker:
         if data.get("tools") is not None or data.get("backend") is not None:  # the backends load only then
             for key, message in graders.domain_file_problems(data.get("tools"), data.get("backend"), self.base_dir):
                 self.add((key,), message)
-        data["assertions"] = self.parse_assertions(data.get("assertions"), ("assertions",), None)
+        data["assertions"] = [
+            with_options(a, self.suite_options, {})
+            for a in self.parse_assertions(data.get("assertions"), ("assertions",), None)
+        ]
         if "turn_assertions" in data:
             data["turn_assertions"] = self.parse_assertions(data.get("turn_assertions"), ("turn_assertions",), "turn")
 
@@ -176,7 +183,14 @@ class Checker:
                 self.add((*path, key), f"`{key}` needs `mode: conversation`")
         if test.get("hints") and test.get("verify") is None:  # they were never sent
             self.add((*path, "hints"), "hints are sent after a failed `verify`: give the test a `verify` command")
-        if not conversation and turns is None and test.get("input") is None and not suite_input and "vars" not in test:
+        if (
+            not conversation
+            and turns is None
+            and test.get("input") is None
+            and not suite_input
+            and "vars" not in test
+            and "skip" not in test  # one AgentV skips, saying why
+        ):
             self.add((*path, "input"), "required field is missing: a single-turn test needs `input`")
         execution = test.get("execution")
         if isinstance(execution, dict):
@@ -198,6 +212,10 @@ class Checker:
         captured = _captured_names(turns)
         self.known = GRADER_VARIABLES | {name for names in captured for name in names}
         test["assertions"] = self.parse_assertions(test.get("assertions"), (*path, "assertions"), level)
+        if OPTIONS_KEY in test:  # AgentV v5's `options` (the normalizer's)
+            options, judge_at, context = test.pop(OPTIONS_KEY)
+            self.name_target(options.judge, judge_at, "check")
+            test["assertions"] = [with_options(a, options, context) for a in test["assertions"]]
         if "turn_assertions" in test:
             test["turn_assertions"] = self.parse_assertions(
                 test.get("turn_assertions"), (*path, "turn_assertions"), "turn"
@@ -395,6 +413,9 @@ class Checker:
                     del item[field]
             if canonical in ("llm-grader", "rubrics"):
                 self._agentv_judge(item, path)
+                if "max_steps" in item:
+                    self.warn((*path, "max_steps"), field_path((*path, "max_steps")), _MAX_STEPS)
+                    del item["max_steps"]
             if self.agentv and canonical == "tool-trajectory" and isinstance(item.get("expected"), list):
                 item["expected"] = self._agentv_expected(item["expected"], path)
             if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list

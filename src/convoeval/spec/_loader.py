@@ -21,7 +21,8 @@ from typing import Final
 from .. import registry
 from ..errors import ConfigError, RegistryError
 from ._agentv import AgentvNormalizer, agentv_key, v5_prompts
-from ._agentv_v5 import default_test_vars
+from ._agentv_options import read_options
+from ._agentv_v5 import read_default_test
 from ._checker import Checker
 from ._errors import Problem, SpecError, first_per_field
 from ._lines import Key, LineMap
@@ -147,23 +148,24 @@ class _Context:
     prompts: object  # the AgentV v5 `prompts` the suite keeps (not only the identity prompt), or None
     plugins: object  # the suite's `plugins` (imported before its tests are read)
     input_files: object = None  # the suite's `input_files` (AgentV: attached to each test's string input)
-    default_vars: object = None  # AgentV v5's `default_test.vars` (under each test's own `vars`), or its file
+    default_test: object = None  # AgentV v5's `default_test` (its vars, options, assert), or its file
     testbed: object = None  # AgentV v5's `environment` and `extensions` (each test's hooks get its context)
     checks: bool = False  # the suite gives assertions (its own, or `default_test`'s)
+    assertions: object = None  # the suite's own assertions, as written
 
     @classmethod
     def of(cls, data: dict) -> _Context:
         default_test = data.get("default_test")
-        default_vars = default_test.get("vars") if isinstance(default_test, dict) else default_test  # or file://
         testbed = {k: data[k] for k in ("environment", "extensions") if k in data}
         return cls(
             data.get("input") is not None,
             data["prompts"] if v5_prompts(data) else None,
             data.get("plugins"),
             data.get("input_files"),
-            default_vars,
+            default_test,
             testbed or None,
             bool(data.get("assertions")) or (isinstance(default_test, dict) and bool(default_test.get("assert"))),
+            data.get("assertions"),
         )
 
 
@@ -275,7 +277,7 @@ class _SuiteLoad:
         self.normalizer.suite_input = context.suite_input
         self.normalizer.suite_checks = context.checks
         self.normalizer.suite_input_files = context.input_files
-        self.normalizer.default_vars = default_test_vars(context.default_vars, self.path.parent)
+        self.default_test(context)
         self.normalizer.suite_testbed(context.testbed)
         return SuiteTests(
             self.path.parent,
@@ -286,6 +288,20 @@ class _SuiteLoad:
             suite_input=context.suite_input,
             keep=self.keep,
         )
+
+    def default_test(self, context: _Context) -> None:
+        """What each test takes of AgentV v5's `default_test` (its problems are the suite's):
+        its `vars`, its `options`, and the suite's assertions (`default_test.assert` first)."""
+        found = read_default_test(context.default_test, self.path.parent)[0] if context.default_test else None
+        found = found or {}
+        variables, extra, own = found.get("vars"), found.get("assert"), context.assertions
+        self.normalizer.default_vars = variables if isinstance(variables, dict) else {}
+        self.normalizer.default_options = read_options(found.get("options"), self.path.parent, lambda k, m: None)
+        self.normalizer.default_asserts = [
+            *(extra if isinstance(extra, list) else []),
+            *(own if isinstance(own, list) else []),
+        ]
+        self.checker.suite_options = self.normalizer.default_options
 
     # -- the suite ----------------------------------------------------------------------
     def _finish(self, data: dict[Key, object], tests: object) -> tuple[Suite | None, list[Problem]]:

@@ -275,6 +275,15 @@ def targets_file_panel(path: str | Path) -> tuple[list[str], str | None]:
     return list(judges), rule
 
 
+#: A promptfoo JavaScript provider (`id: file://provider.cjs`) in an AgentV file: AgentV's
+#: `normalizePublicProviderId` makes it provider `file`, a `cli` target running
+#: `bun run .agentv/providers/file.ts {PROMPT}` (targets.ts `resolveDiscoveredProviderConfig`).
+_FILE_PROVIDER = (
+    "; a promptfoo JavaScript provider, which AgentV cannot run either (it runs "
+    "`bun run .agentv/providers/file.ts {PROMPT}`; promptfoo runs it once AgentV exports the file)"
+)
+
+
 def _entry_config(
     entry: dict, where: DataPath, lines: LineMap, problems: list[Problem], unset: list[Problem]
 ) -> TargetConfig | None:
@@ -303,7 +312,7 @@ def _entry_config(
                     at,
                     field_path(at),
                     f"provider {provider!r} is not implemented by convoeval{suggest(provider, provider_names())}"
-                    f" (known: {', '.join(provider_names())})",
+                    f" (known: {', '.join(provider_names())}){_FILE_PROVIDER if provider.startswith('file://') else ''}",
                 )
             ],
         )

@@ -117,6 +117,8 @@ class ChatReply:
 
     `session_id` is the session a `resume` target keeps for this conversation (the next turn
     sends it back); `tool_calls` are the tools it called while producing the reply.
+    `content`: the reply's content parts as the agent gave them (AgentV's `{type: text | image |
+    file, ...}` blocks, which an AgentV output transform reads), when it gave a list; else None.
     `cost_known`: the target knows what its calls cost (its prices are set or listed, or it is
     free, like the embedded model), so a `cost_usd` of 0 is a measurement; without it, 0 only
     says that no cost was reported.
@@ -131,6 +133,7 @@ class ChatReply:
     finish_reason: str | None = None
     cached: bool = False
     session_id: str | None = None
+    content: list[object] | None = None
 
     def __post_init__(self) -> None:
         # A reply holding a lone surrogate (a JSON `\ud800` escape) could be written nowhere:

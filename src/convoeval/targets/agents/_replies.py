@@ -72,7 +72,8 @@ def reply_from_json(data: dict[str, object]) -> ChatReply:
     (`parseOutputContent`): the text is the last assistant message of `output` (or
     `output_messages`; its text parts when its content is a list), else `text`; the tool calls
     are the messages' `tool_calls` (and a top-level `tool_calls`, convoeval's own shape); plus
-    `token_usage {input, output, cached}`, `cost_usd`, `duration_ms`, `session_id`.
+    `token_usage {input, output, cached}`, `cost_usd`, `duration_ms`, `session_id`; the last
+    assistant message's content parts are kept as the reply's `content`.
 
     Raises:
         TargetError: the output's `error` says the agent failed (AgentV's `target_task_failure`,
@@ -82,11 +83,13 @@ def reply_from_json(data: dict[str, object]) -> ChatReply:
     messages = [m for m in _list(data.get("output") or data.get("output_messages")) if isinstance(m, dict)]
     for message in messages:
         calls += [tool_call(c) for c in _list(message.get("tool_calls"))]
-    answers = [_content_text(m.get("content")) for m in messages if m.get("role", "assistant") == "assistant"]
-    answers = [a for a in answers if a is not None]
-    text = data.get("text")
+    contents = [m.get("content") for m in messages if m.get("role", "assistant") == "assistant"]
+    answers = [(_content_text(c), c) for c in contents]
+    answers = [(a, c) for a, c in answers if a is not None]
+    text, parts = data.get("text"), None
     if answers:
-        text = answers[-1]
+        text, content = answers[-1]
+        parts = content if isinstance(content, list) else None
     elif text is not None and not isinstance(text, str):
         text = json.dumps(text)
     usage = data.get("token_usage") or data.get("usage")
@@ -102,6 +105,7 @@ def reply_from_json(data: dict[str, object]) -> ChatReply:
         cost_usd=float(_number(data, "cost_usd")),
         latency_ms=float(_number(data, "duration_ms")),
         session_id=str(session) if session not in (None, "") else None,
+        content=parts,
     )
     error = data.get("error")
     if isinstance(error, str) and error.strip():
