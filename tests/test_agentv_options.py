@@ -148,6 +148,20 @@ def test_bad_options_are_file_line_errors(tmp_path: Path, options: str, field: s
     assert words in problems[0].message
 
 
+def test_a_transform_file_outside_the_suites_folder_and_repository_is_refused(tmp_path: Path) -> None:
+    """A transform is a suite's file like its scripts: one elsewhere on the host is refused."""
+    outside = write(tmp_path / "elsewhere" / "t.ts", "export default (o: string) => o;\n")
+    suite = write(
+        tmp_path / "suite" / "suite.yaml",
+        f"tests:\n  - id: t\n    vars: {{input: hi}}\n    options: {{transform: 'file://{outside}'}}\n"
+        "    assert: [Says hi]\n",
+    )
+    subprocess.run(["git", "init", "-q", str(suite.parent)], check=True)
+    problems = validate_paths([suite])
+    assert [(p.line, p.field) for p in problems] == [(4, "tests[0].options.transform")], problems
+    assert "is outside the suite's folder" in problems[0].message
+
+
 def test_the_fixtures_javascript_providers_are_refused_saying_agentv_cannot_run_them(
     cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

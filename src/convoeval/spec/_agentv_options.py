@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._paths import confined_file
 from ..graders import Assertion, JudgedAssertion, lookup_assertion_type
 from ._agentv_paths import search_roots
 
@@ -106,7 +107,10 @@ def _transform_file(spec: str, base: Path) -> tuple[str, str | None]:
         if candidate.is_file():
             if candidate.suffix not in (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts"):
                 return "", f"unsupported transform file format: {spec} (AgentV runs JavaScript and TypeScript)"
-            return f"file://{candidate.resolve()}{function}", None
+            try:  # a suite's files lie in its folder, its repository or --root, as its scripts do
+                return f"file://{confined_file(str(candidate), base)}{function}", None
+            except ValueError as exc:
+                return "", str(exc)
     return "", f"transform file not found: {path} (looked in {', '.join(str(t.parent) for t in tried)})"
 
 
