@@ -300,7 +300,7 @@ def _entry_config(
         )
     if unset:
         return _unusable(entry, unset)
-    if provider in _AGENTV_CLAUDE:
+    if isinstance(provider, str) and provider in _AGENTV_CLAUDE:
         entry = _agentv_claude(entry, where, lines)
         provider = entry["provider"]
     if isinstance(provider, str) and registry.lookup("provider", provider) is None:
