@@ -25,7 +25,7 @@ pathlib.Path(sys.argv[2]).write_text(json.dumps({"text": answer}))
 """
 
 
-def _run(cli, tmp_path: Path, assertions: str, answer: object) -> dict:
+def _run(cli, tmp_path: Path, assertions: str, answer: object, *options: str) -> dict:
     """One AgentV test replying `fine`, its checks judged by the program answering `answer`."""
     python = sys.executable
     write(tmp_path / "judge.py", JUDGE)
@@ -45,7 +45,7 @@ targets:
     )
     write(tmp_path / "t.eval.yaml", f"tests:\n  - id: t\n    input: hi\n    assertions:\n{assertions}")
     out = tmp_path / "r.jsonl"
-    code, stdout, stderr = cli("run", tmp_path / "t.eval.yaml", "--target", "agent", "--no-cache", "-o", out)
+    code, stdout, stderr = cli("run", tmp_path / "t.eval.yaml", "--target", "agent", "--no-cache", "-o", out, *options)
     assert out.is_file(), stdout + stderr
     [row] = read_jsonl(out)
     [grader] = row["scores"][0]["graders"]
@@ -60,18 +60,22 @@ def _checks(*checks: tuple[str, bool]) -> dict:
     }
 
 
-def test_rubric_checks_count_as_agentvs_calculate_rubric_score(cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize("repeats", ["1", "2"])
+def test_rubric_checks_count_as_agentvs_calculate_rubric_score(cli, tmp_path: Path, repeats: str) -> None:
     """`rubric-N` is the Nth plain criterion; a check of no criterion is skipped, a criterion
-    without a check is left out: 1 of the 2 checked, the failed one required -> 0.5, fail."""
+    without a check is left out: 1 of the 2 checked, the failed one required -> 0.5, fail (the
+    same over repeated judge calls)."""
     grader = _run(
         cli,
         tmp_path,
         "      - type: rubrics\n        criteria: [says one, says two, says three]\n",
         _checks(("rubric-1", True), ("rubric-3", False), ("rubric-9", True)),
+        "--judge-repeats",
+        repeats,
     )
     assert (grader["score"], grader["verdict"]) == (0.5, "fail")
     assert list(grader["details"]["criteria"]) == ["c1", "c3"]
-    assert [a["evidence"] for a in grader["assertions"]] == ["rubric-1 said True", "rubric-3 said False"]
+    assert [a["evidence"].split(" [")[0] for a in grader["assertions"]] == ["rubric-1 said True", "rubric-3 said False"]
 
 
 def test_own_ids_and_score_ranges(cli, tmp_path: Path) -> None:
@@ -115,3 +119,9 @@ def test_a_model_judge_must_answer_convoevals_schema() -> None:
     with pytest.raises(JudgeOutputError, match="checks: not an allowed key"):
         _as_parser(parser)(text)
     assert _as_parser(parser, agentv=True)(text).__dict__["k0"].satisfied is True
+
+
+def test_no_criterion_checked_scores_zero(cli, tmp_path: Path) -> None:
+    """AgentV's `calculateRubricScore` with no weight checked: score 0, fail."""
+    grader = _run(cli, tmp_path, "      - type: rubrics\n        criteria: [says one]\n", _checks(("rubric-7", True)))
+    assert (grader["score"], grader["verdict"], grader["assertions"]) == (0.0, "fail", [])
