@@ -42,8 +42,7 @@ def test_file_transforms_grades_what_its_transform_makes_of_the_file_reply(
     """examples/features/file-transforms, run as its README runs it (`--target file_output`, a `cli`
     agent whose reply is a ContentFile block): its `default_test.options.transform`
     (scripts/transforms/xlsx-to-csv.ts, run by bun) gets the block and finds the spreadsheet the
-    agent wrote; the judge grades the text it returns. (Its own grader target answers AgentV's
-    rubric protocol, which convoeval's judge does not read: the fake judges instead.)"""
+    agent wrote; the judge grades the text it returns."""
     folder = _project(AGENTV / tree / "examples/features/file-transforms", tmp_path)
     suite = folder / "evals/suite.yaml"
     assert validate_paths([suite]) == []
@@ -58,6 +57,35 @@ def test_file_transforms_grades_what_its_transform_makes_of_the_file_reply(
     [grader] = row["scores"][0]["graders"]
     assert (grader["type"], grader["verdict"]) == ("composite", "pass")
     assert code == 0
+
+
+@pytest.mark.parametrize("tree", ["v5.3.1-next.1", "main-58f316c"])
+@pytest.mark.parametrize("transformed", [True, False])
+def test_file_transforms_own_grader_target_judges_in_agentvs_protocol(
+    tree: str, transformed: bool, cli, tmp_path: Path
+) -> None:
+    """Without --judge the example's own grader target judges (`grader_check`, a bun program):
+    it answers AgentV's rubric JSON (`{checks: [{id: rubric-1, satisfied, reasoning}],
+    overall_reasoning}`), read as AgentV's `calculateRubricScore` reads it: the check of
+    `rubric-1` is the first criterion's, the criterion it names no check for is left out. The
+    verdict is AgentV's: pass when the transformed text reached the judge, else fail."""
+    folder = _project(AGENTV / tree / "examples/features/file-transforms", tmp_path)
+    suite = folder / "evals/suite.yaml"
+    if not transformed:  # the judge sees the ContentFile block: grader_check says unsatisfied
+        suite.write_text(suite.read_text().split("default_test:")[0])
+    out = tmp_path / "r.jsonl"
+    code, stdout, stderr = cli("run", suite, "--target", "file_output", "--no-cache", "-o", out)
+    assert "judge: grader_check" in stdout + stderr
+    [row] = read_jsonl(out)
+    [grader] = row["scores"][0]["graders"]
+    assert (grader["verdict"], grader["score"], code) == (("pass", 1.0, 0) if transformed else ("fail", 0.0, 1)), (
+        stdout + stderr
+    )
+    [rubric] = grader["details"]["scores"] if grader["type"] == "composite" else [grader]  # composite: the transform
+    assert list(rubric["details"]["criteria"]) == ["c1"] and rubric["judge_reasks"] == 0
+    assert rubric["assertions"][0]["evidence"].startswith(
+        "found" if transformed else "transformed spreadsheet text missing"
+    )
 
 
 SUITE = """\

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple, TypeVar
 
 from pydantic import (
@@ -346,10 +346,21 @@ class Rubrics(JudgedAssertion):
             messages, call.schema, call.parser, repeats=ctx.judge_repeats, name="rubric"
         )
         runs = [values_by_key(answer) for answer in answers.values]
+        if any(len(run) < len(call.rows) for run in runs):  # an AgentV grader target's answer
+            call = _checked(call, runs)
+            if not call.rows:
+                return _judged(0.0, [], {"criteria": {}}, session, [])
         grade = _graded(call, runs, pass_mark(self, ctx), session, answers.errors)
         if not self.required_fails_test:
             grade.failed_required = []  # the grader still fails (its verdict), the test's score stands
         return grade
+
+
+def _checked(call: _RubricCall, runs: list[dict[str, ScoreAnswer | CriterionAnswer]]) -> _RubricCall:
+    """`call` with only the criteria every answer checked: AgentV leaves the others out of the
+    score (`calculateRubricScore`), and none checked scores 0."""
+    resolved = [(item, c) for item, c in call.resolved if all(item.id in run for run in runs)]
+    return replace(call, resolved=resolved, items=[item for item, _ in resolved])
 
 
 def _passes(row: _Row, value: float, mark: float) -> bool:

@@ -28,7 +28,8 @@ from .._json_in_text import NoJson, parse_json
 from .._text import shorten
 from ..errors import GraderError, TargetError
 from ..results import Usage
-from ..targets import AgentContext, ChatReply, ChatRequest, Purpose, Target
+from ..targets import AgentContext, ChatReply, ChatRequest, Purpose, Target, capabilities
+from ._agentv import agentv_answer
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -287,7 +288,7 @@ class JudgeSession:
         Raises:
             JudgeError: the call failed, or the answer did not parse twice.
         """
-        parse = _as_parser(parser)
+        parse = _as_parser(parser, agentv=capabilities(self.judge).provider_name == "cli")
         reply = await self._chat(messages, schema, name, repeat)
         try:
             return parse(reply.text)
@@ -387,11 +388,25 @@ class JudgeSession:
         return JudgeError(message, usage=self.usage, cost_usd=self.cost_usd, calls=self.calls, reasks=self.reasks)
 
 
-def _as_parser(parser: type[BaseModel] | Callable[[str], object]) -> Callable[[str], object]:
+def _as_parser(parser: type[BaseModel] | Callable[[str], object], agentv: bool = False) -> Callable[[str], object]:
+    """`parser` as a function of the answer's text; with `agentv` (a program judge: AgentV's
+    `cli` grader targets answer in AgentV's judge protocol) an answer in one of AgentV's shapes
+    is read too (`convoeval.judging._agentv`)."""
     if isinstance(parser, type) and issubclass(parser, BaseModel):
         model = parser
-        return lambda text: parse_answer(model, text)
+        return (lambda text: _parse_agentv(model, text)) if agentv else (lambda text: parse_answer(model, text))
     return parser
+
+
+def _parse_agentv(model: type[BaseModel], text: str) -> object:
+    try:
+        return parse_answer(model, text)
+    except JudgeOutputError as exc:
+        error = exc
+    answer = agentv_answer(model, extract_json(text))
+    if answer is None:
+        raise error
+    return answer
 
 
 def _quote(text: str) -> str:

@@ -149,8 +149,12 @@ def rubric_schema(items: Sequence[RubricItem]) -> dict[str, JsonValue]:
     return keyed_schema({i.id: score_schema(0, 10) if i.scored else verdict_schema() for i in items})
 
 
+#: The name of a rubric's answer model (`rubric_parser`).
+RUBRIC_ANSWER = "RubricAnswer"
+
+
 def rubric_parser(items: Sequence[RubricItem]) -> type[KeyedAnswer[ScoreAnswer | CriterionAnswer]]:
-    return keyed_model("RubricAnswer", {i.id: score_model(0, 10) if i.scored else CriterionAnswer for i in items})
+    return keyed_model(RUBRIC_ANSWER, {i.id: score_model(0, 10) if i.scored else CriterionAnswer for i in items})
 
 
 def rubric_criteria_text(items: Sequence[RubricItem], level: GradingLevel) -> str:

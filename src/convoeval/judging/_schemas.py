@@ -136,9 +136,10 @@ def keyed_model(name: str, items: Mapping[str, type[M]]) -> type[KeyedAnswer[M]]
 
 
 def values_by_key(parsed: KeyedAnswer[M]) -> dict[str, M]:
-    """`{key: value}` of a model built by `keyed_model`."""
+    """`{key: value}` of a model built by `keyed_model` (without the keys an AgentV grader
+    target's answer left out: `convoeval.judging._agentv`)."""
     keys = type(parsed).keys_by_field
     if keys:
         values = parsed.__dict__
-        return {key: values[name] for key, name in keys}
+        return {key: values[name] for key, name in keys if name in values}
     return {info.alias or name: getattr(parsed, name) for name, info in type(parsed).model_fields.items()}
