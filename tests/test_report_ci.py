@@ -175,6 +175,25 @@ def test_markdown_escapes_model_and_suite_text() -> None:
     assert "! latency (latency): could not decide: judge timed out" in text
 
 
+def test_markdown_failure_details_read_as_github_renders_them() -> None:
+    """A `<details>` line is an HTML block: GitHub shows Markdown escapes in it as typed."""
+    from markdown_it import MarkdownIt
+
+    page = MarkdownIt("gfm-like").render(markdown_summary([agent_result(test_id="my_test|<b>")]))
+    assert "<td>my_test|&lt;b&gt;</td>" in page
+    assert "<summary>my_test|&lt;b&gt; @ agent-cli</summary>" in page and "\\" not in page
+
+
+def test_reports_count_what_the_simulated_user_spent() -> None:
+    spent = {"cost_usd": 0.001, "judge_cost_usd": 0.002, "simulator_cost_usd": 0.003}
+    usage = {"token_usage": {"input_tokens": 10}, "simulator_token_usage": {"input_tokens": 900, "output_tokens": 7}}
+    results = [agent_result(**spent, **usage)]
+    assert "| $0.0060 | 917 |" in markdown_summary(results) and "cost $0.0060" in markdown_summary(results)
+    page = render_report(results)
+    assert '<div class="v">$0.0060</div>' in page and "simulated user $0.0030" in page
+    assert '<div class="v">917</div>' in page and "simulated user 907" in page
+
+
 def test_html_renders_tool_calls_sources_trials_and_errors_as_text() -> None:
     page = render_report([agent_result()], title="agents <b>run</b>")
     assert "agents &lt;b&gt;run&lt;/b&gt;" in page

@@ -590,3 +590,15 @@ def test_a_registered_simulator_plugs_in_by_type(fake_openai, cli, tmp_path: Pat
     assert result.stop_reason == "objective_met"
     assert [m.content for m in result.output if m.source == "simulator"] == ["I want a refund.", "A-1234"]
     assert fake_openai.judge_requests() == []
+
+
+def test_the_run_list_counts_what_the_simulated_user_spent(fake_openai, tmp_path: Path) -> None:
+    from convoeval.report import list_runs
+
+    FakeWorld(fake_openai, list(HAPPY), success=[True])
+    path = suite_file(tmp_path, "    success: [The agent issues the refund]")
+    store = tmp_path / "runs.sqlite"
+    result = run(path, target="openai:gpt-4o-mini", judge="openai:gpt-4o", store=store).results[0]
+    assert result.simulator_cost_usd > 0
+    spent = result.cost_usd + result.judge_cost_usd + result.simulator_cost_usd
+    assert list_runs(store)[0].cost_usd == pytest.approx(spent)

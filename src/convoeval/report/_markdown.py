@@ -20,10 +20,14 @@ from ._overview import Totals, fmt_duration, fmt_score, overview, suite_name
 _ICON = {"pass": "✅", "fail": "❌", "error": "⚠️", "skip": "⏭️"}
 
 
+def html_text(text: str, limit: int = 200) -> str:
+    """Text in an HTML block, where GitHub shows Markdown escapes as typed: one line, HTML escaped."""
+    return html.escape(shorten(str(text), limit, one_line=True), quote=False)
+
+
 def md_text(text: str, limit: int = 200) -> str:
     """Inline Markdown text: one line, HTML and table pipes escaped, at most `limit` characters."""
-    text = shorten(str(text), limit, one_line=True)
-    text = html.escape(text, quote=False)
+    text = html_text(text, limit)
     for char in "\\|`*_[]#":
         text = text.replace(char, "\\" + char)
     return text
@@ -34,7 +38,7 @@ def _totals_row(t: Totals, rates: GroupRates) -> str:
     return (
         f"| {md_text(t.name)} | {t.tests} | {v['pass']} | {v['fail']} | {v['error']} | {v['skip']} | "
         f"{fmt_interval(rates.pass_rate, percent=True)} | {fmt_interval(rates.mean_score)} | "
-        f"${t.cost_usd + t.judge_cost_usd:.4f} | {t.tokens + t.judge_tokens:,} | {fmt_duration(t.duration_ms)} |"
+        f"${t.spent_usd:.4f} | {t.all_tokens:,} | {fmt_duration(t.duration_ms)} |"
     )
 
 
@@ -65,7 +69,7 @@ def markdown_summary(
         f"## {md_text(title)}",
         "",
         f"**{total.verdicts['pass']}/{total.tests} passed** ({fmt_interval(overall.pass_rate, percent=True)}), "
-        f"mean score {fmt_interval(overall.mean_score)}, cost ${total.cost_usd + total.judge_cost_usd:.4f}",
+        f"mean score {fmt_interval(overall.mean_score)}, cost ${total.spent_usd:.4f}",
         "",
         "| target | tests | pass | fail | error | skip | pass rate | mean score | cost | tokens | time |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -114,7 +118,7 @@ def markdown_summary(
             checks = [(e.name, e.verdict, line) for e in r.scores if e.verdict != "pass" for line in failed_checks(e)]
             if not checks:
                 continue
-            lines += ["", f"<details><summary>{md_text(r.test_id)} @ {md_text(r.target)}</summary>", ""]
+            lines += ["", f"<details><summary>{html_text(r.test_id)} @ {html_text(r.target)}</summary>", ""]
             lines += [f"- **{md_text(name)}** ({verdict}): {md_text(line)}" for name, verdict, line in checks]
             lines += ["", "</details>"]
         if len(failing) > max_failures:

@@ -26,7 +26,19 @@ class Totals(Model):
     judge_cost_usd: float = 0.0
     tokens: int = 0
     judge_tokens: int = 0
+    simulator_cost_usd: float = 0.0
+    simulator_tokens: int = 0
     duration_ms: float = 0.0
+
+    @property
+    def spent_usd(self) -> float:
+        """What the group cost: the target, the judges and the simulated users."""
+        return self.cost_usd + self.judge_cost_usd + self.simulator_cost_usd
+
+    @property
+    def all_tokens(self) -> int:
+        """Tokens of the target, the judges and the simulated users."""
+        return self.tokens + self.judge_tokens + self.simulator_tokens
 
     @property
     def pass_rate(self) -> float | None:
@@ -48,6 +60,8 @@ class Totals(Model):
         self.judge_cost_usd += result.judge_cost_usd
         self.tokens += result.token_usage.total_tokens
         self.judge_tokens += result.judge_token_usage.total_tokens
+        self.simulator_cost_usd += result.simulator_cost_usd
+        self.simulator_tokens += result.simulator_token_usage.total_tokens
         self.duration_ms += result.duration_ms
 
 

@@ -30,7 +30,7 @@ class RunInfo(Model):
     status: str = "finished"  # running | finished | interrupted (its process is gone: --resume finishes it)
     tests: int = 0
     passed: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float = 0.0  # the targets, judges and simulated users
     suites: list[str] = Field(default_factory=list)
     targets: list[str] = Field(default_factory=list)
 
@@ -139,7 +139,8 @@ def _list_runs(store: Path) -> list[RunInfo]:
             "SELECT r.id, r.started, r.finished, r.status, r.options,"
             " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.id),"
             " (SELECT COUNT(*) FROM results x WHERE x.run_id = r.id AND x.verdict = 'pass'),"
-            " (SELECT COALESCE(SUM(cost_usd + judge_cost_usd), 0) FROM results x WHERE x.run_id = r.id),"
+            " (SELECT COALESCE(SUM(cost_usd + judge_cost_usd"
+            " + COALESCE(json_extract(data, '$.simulator_cost_usd'), 0)), 0) FROM results x WHERE x.run_id = r.id),"
             " (SELECT GROUP_CONCAT(DISTINCT target) FROM results x WHERE x.run_id = r.id)"
             " FROM runs r ORDER BY r.started DESC, r.rowid DESC"
         ).fetchall()
