@@ -245,3 +245,27 @@ tests:
         assert (verify.verdict, verify.note) == ("pass", "verified at turn 1"), result.model_dump_json(indent=1)
     assert captured.verdict == "pass" and "capture order_id found nothing" in " ".join(captured.notes)
     assert stopped.failed_required == [] and "stopped after turn 1 (on_turn_failure: stop)" in stopped.notes
+
+
+def test_an_undecided_required_check_leaves_a_test_that_fails_anyway_failed(
+    fake_openai: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A required rubric the judge could not decide makes the test an error only when its verdict
+    depends on it: with one turn of three failed, even that rubric's pass (a mean of 2/3) leaves
+    the test below 0.8, so it fails; with the other turns passing, it is an error, never a pass."""
+    fake_openai.reset(judge=lambda body: "I refuse to answer in JSON")
+
+    def suite(second: str) -> str:
+        return (
+            "tests:\n  - id: multi\n    mode: conversation\n    criteria: Good answers\n    turns:\n"
+            "      - input: hello\n        assertions: [{type: contains, value: 'Reply to'}]\n"
+            f"      - input: again\n        assertions: [{{type: contains, value: '{second}'}}]\n"
+            "      - input: third\n        assertions: [Is helpful]\n"
+        )
+
+    failed = run(tmp_path, suite("NOPE"), judge="openai:j")
+    assert (failed.verdict, failed.execution_status, failed.score) == ("fail", "quality_failure", 0.5)
+    assert "undecided required" in failed.trials[0].notes[-1]
+    undecided = run(tmp_path, suite("Reply to"), judge="openai:j")
+    assert (undecided.verdict, undecided.execution_status) == ("error", "execution_error")
+    assert "could not decide" in (undecided.error or "")

@@ -305,6 +305,14 @@ def window(transcript: list[Message], window_size: int | None) -> list[Message]:
     return system + rest[keep_from:]
 
 
+def _bounds(values: list[float], unknown: list[ScoreEntry], plan: TestPlan) -> tuple[float, float]:
+    """The test's lowest and highest possible score: each undecided entry counted as 0, then as 1."""
+    return (
+        aggregate(values + [0.0] * len(unknown), plan.aggregation),
+        aggregate(values + [1.0] * len(unknown), plan.aggregation),
+    )
+
+
 def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: float) -> TrialResult:
     """The trial's result from its score entries: the aggregated score and its verdict, what
     the replies and judges used, and how the conversation was held."""
@@ -317,8 +325,7 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
     values = [e.score for e in counted if e.score is not None]
     failed_required = [f"{e.name}: {check}" for e in counted for check in e.failed_required]
     undecided = [f"{e.name}: {why}" for e in entries for why in undecided_required(e.graders)]
-    if error is None and undecided:
-        error = "; ".join(undecided)
+    unknown = [e for e in counted if e.verdict == "error" and e.type != "scenario"]
     score: float | None
     verdict: Verdict
     status: ExecutionStatus
@@ -326,6 +333,17 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
         score, verdict, status = None, "error", "execution_error"
     elif failed_required:  # a required check failed: the test fails whatever the mean
         score, verdict, status = 0.0, "fail", "quality_failure"
+    elif undecided and (values or unknown) and not meets(_bounds(values, unknown, plan)[1], plan.threshold):
+        # a required check could not decide, but even its pass (and a 1 for every undecided turn)
+        # leaves the test below its threshold: it fails whatever that check would have said
+        score, verdict, status = (
+            round(aggregate(values, plan.aggregation), 6) if values else 0.0,
+            "fail",
+            "quality_failure",
+        )
+        notes.append(f"failed whatever the undecided required checks say ({'; '.join(undecided)})")
+    elif undecided:
+        score, verdict, status, error = None, "error", "execution_error", "; ".join(undecided)
     elif not values and not any(e.verdict == "error" for e in counted if e.type != "scenario"):
         # No check at all (a scenario the judge could not decide is its step's to report): nothing failed.
         score, verdict, status = None, "pass", "ok"
@@ -336,9 +354,7 @@ def trial_result(convo: Conversation, entries: list[ScoreEntry], duration_ms: fl
             g.error or "" for e in entries for g in e.graders if g.verdict == "error"
         )
     else:
-        unknown = [e for e in counted if e.verdict == "error" and e.type != "scenario"]
-        low = aggregate(values + [0.0] * len(unknown), plan.aggregation)
-        high = aggregate(values + [1.0] * len(unknown), plan.aggregation)
+        low, high = _bounds(values, unknown, plan)
         passed = decided_despite(low, high, lambda s: meets(s, plan.threshold))
         if passed is None:
             score, verdict, status = None, "error", "undecided"
