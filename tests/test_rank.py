@@ -275,6 +275,23 @@ def test_bad_battle(record: dict, message: str) -> None:
         Battle.from_dict(record)
 
 
+def test_read_battles_reads_mt_bench_judgments(tmp_path: Path) -> None:
+    """MT-Bench's judgments: a JSON list (as its human judgments), GPT-4's disagreeing orders
+    written "tie (inconsistent)". Before: "winner must be model_a, model_b, tie or 'tie (bothbad)'"
+    and "expected a JSON object, got [...]"."""
+    records = [
+        {"question_id": 81, "model_a": "x", "model_b": "y", "winner": "tie (inconsistent)", "turn": 1},
+        {"question_id": 82, "model_a": "y", "model_b": "x", "winner": "model_b", "judge": "expert_0"},
+    ]
+    path = tmp_path / "gpt4_pair.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    expected = [Battle("x", "y", "tie"), Battle("y", "x", "model_b")]
+    assert read_battles(path) == expected
+    path = tmp_path / "human_judgments.json"
+    path.write_text(json.dumps(records, indent=1))
+    assert read_battles(path) == expected
+
+
 def test_read_battles_skips_blank_lines(tmp_path: Path) -> None:
     path = tmp_path / "battles.jsonl"
     path.write_text(
@@ -291,7 +308,9 @@ def test_read_battles_skips_blank_lines(tmp_path: Path) -> None:
             '{"model_a": "x", "model_b": "y", "winner": "model_a"}\n{"model_a": "x",\n',
             r"battles.jsonl:2: invalid JSON",
         ),
-        ('\n["x", "y"]\n', r"battles.jsonl:2: expected a JSON object"),
+        ('{"model_a": "x", "model_b": "y", "winner": "tie"}\n["x", "y"]\n', r"battles.jsonl:2: expected a JSON object"),
+        ('\n["x", "y"]\n', r"battles.jsonl: battle 0: expected a JSON object, got 'x'"),
+        ('[{"model_a": "x", "model_b": "y", "winner": "A"}]', r"battles.jsonl: battle 0: winner must be"),
         ('{"model_a": "x", "model_b": "y", "winner": "A"}\n', r"battles.jsonl:1: winner must be"),
         ('{"model_a": "x", "winner": "tie"}\n', r"battles.jsonl:1: missing field model_b"),
         ("\n\n", r"battles.jsonl: no battles"),
