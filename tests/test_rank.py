@@ -349,6 +349,25 @@ def test_leaderboard_rows_from_oracle_battles() -> None:
     assert all(row.ci_low < row.bt < row.ci_high for row in board.rows)
 
 
+def test_one_battle_warns_that_its_intervals_are_not_the_data() -> None:
+    """Before: "the intervals are too wide to rank by" beside an interval of width 0."""
+    board = leaderboard_from_battles([Battle("x", "y", "model_a")], bootstrap=50)
+    assert all(row.ci_low == row.ci_high == row.bt for row in board.rows)
+    (warning,) = [w for w in board.warnings if "bootstrap rounds" in w]
+    assert "not the data" in warning and "do not rank by them" in warning
+
+
+def test_equal_ratings_share_a_rank() -> None:
+    """Before: all ties rated both 1000.0 yet ranked 1 and 2 (by name)."""
+    board = leaderboard_from_battles([Battle("polite", "terse", "tie")] * 3, bootstrap=0)
+    assert [(row.rank, row.bt) for row in board.rows] == [(1, 1000.0), (1, 1000.0)]
+    # x and y split their games and both beat z: equal ratings, one rank, z third.
+    split = [Battle("x", "y", "model_a"), Battle("y", "x", "model_a"), Battle("x", "z", "model_a")]
+    board = leaderboard_from_battles([*split, Battle("z", "y", "model_b")], bootstrap=0)
+    assert [row.rank for row in board.rows] == [1, 1, 3]
+    assert board.rows[0].bt == pytest.approx(board.rows[1].bt) and board.rows[2].target == "z"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [({"bootstrap": -1}, "cannot be negative"), ({"confidence": 1.5}, "between 0 and 1")],
