@@ -178,6 +178,22 @@ def test_arena_csv_table_and_plot(tmp_path: Path) -> None:
     assert b"<svg" in plot.read_bytes()[:2000]
 
 
+def test_arena_rates_a_json_list_with_inconsistent_ties_as_the_jsonl(tmp_path: Path) -> None:
+    """MT-Bench's judgment files: a JSON list, and "tie (inconsistent)" for orders that disagreed."""
+    records = [json.loads(line) for line in EXAMPLE.read_text().splitlines() if line.strip()]
+    for record in records:
+        if "tie" in record["winner"]:
+            record["winner"] = "tie (inconsistent)"
+    listed = tmp_path / "judgments.json"
+    listed.write_text(json.dumps(records))
+    args = ["--format", "json", "--bootstrap", "50"]
+    expected = runner.invoke(app, ["arena", "--battles", str(EXAMPLE), *args])
+    result = runner.invoke(app, ["arena", "--battles", str(listed), *args])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == json.loads(expected.stdout)
+    assert sum(row["ties"] for row in json.loads(result.stdout)["leaderboard"]) > 0
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

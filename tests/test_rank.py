@@ -275,6 +275,23 @@ def test_bad_battle(record: dict, message: str) -> None:
         Battle.from_dict(record)
 
 
+def test_read_battles_reads_mt_bench_judgments(tmp_path: Path) -> None:
+    """MT-Bench's judgments: a JSON list (as its human judgments), GPT-4's disagreeing orders
+    written "tie (inconsistent)". Before: "winner must be model_a, model_b, tie or 'tie (bothbad)'"
+    and "expected a JSON object, got [...]"."""
+    records = [
+        {"question_id": 81, "model_a": "x", "model_b": "y", "winner": "tie (inconsistent)", "turn": 1},
+        {"question_id": 82, "model_a": "y", "model_b": "x", "winner": "model_b", "judge": "expert_0"},
+    ]
+    path = tmp_path / "gpt4_pair.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    expected = [Battle("x", "y", "tie"), Battle("y", "x", "model_b")]
+    assert read_battles(path) == expected
+    path = tmp_path / "human_judgments.json"
+    path.write_text(json.dumps(records, indent=1))
+    assert read_battles(path) == expected
+
+
 def test_read_battles_skips_blank_lines(tmp_path: Path) -> None:
     path = tmp_path / "battles.jsonl"
     path.write_text(
@@ -291,7 +308,9 @@ def test_read_battles_skips_blank_lines(tmp_path: Path) -> None:
             '{"model_a": "x", "model_b": "y", "winner": "model_a"}\n{"model_a": "x",\n',
             r"battles.jsonl:2: invalid JSON",
         ),
-        ('\n["x", "y"]\n', r"battles.jsonl:2: expected a JSON object"),
+        ('{"model_a": "x", "model_b": "y", "winner": "tie"}\n["x", "y"]\n', r"battles.jsonl:2: expected a JSON object"),
+        ('\n["x", "y"]\n', r"battles.jsonl: battle 0: expected a JSON object, got 'x'"),
+        ('[{"model_a": "x", "model_b": "y", "winner": "A"}]', r"battles.jsonl: battle 0: winner must be"),
         ('{"model_a": "x", "model_b": "y", "winner": "A"}\n', r"battles.jsonl:1: winner must be"),
         ('{"model_a": "x", "winner": "tie"}\n', r"battles.jsonl:1: missing field model_b"),
         ("\n\n", r"battles.jsonl: no battles"),
@@ -328,6 +347,25 @@ def test_leaderboard_rows_from_oracle_battles() -> None:
     assert rows["agent_c"].elo == pytest.approx(EXPECTED["tdeval_sequential_elo_k32"]["ratings"]["agent_c"])
     assert rows["agent_b"].bt == pytest.approx(EXPECTED["bradley_terry_mle"]["ratings"]["agent_b"], abs=1e-4)
     assert all(row.ci_low < row.bt < row.ci_high for row in board.rows)
+
+
+def test_one_battle_warns_that_its_intervals_are_not_the_data() -> None:
+    """Before: "the intervals are too wide to rank by" beside an interval of width 0."""
+    board = leaderboard_from_battles([Battle("x", "y", "model_a")], bootstrap=50)
+    assert all(row.ci_low == row.ci_high == row.bt for row in board.rows)
+    (warning,) = [w for w in board.warnings if "bootstrap rounds" in w]
+    assert "not the data" in warning and "do not rank by them" in warning
+
+
+def test_equal_ratings_share_a_rank() -> None:
+    """Before: all ties rated both 1000.0 yet ranked 1 and 2 (by name)."""
+    board = leaderboard_from_battles([Battle("polite", "terse", "tie")] * 3, bootstrap=0)
+    assert [(row.rank, row.bt) for row in board.rows] == [(1, 1000.0), (1, 1000.0)]
+    # x and y split their games and both beat z: equal ratings, one rank, z third.
+    split = [Battle("x", "y", "model_a"), Battle("y", "x", "model_a"), Battle("x", "z", "model_a")]
+    board = leaderboard_from_battles([*split, Battle("z", "y", "model_b")], bootstrap=0)
+    assert [row.rank for row in board.rows] == [1, 1, 3]
+    assert board.rows[0].bt == pytest.approx(board.rows[1].bt) and board.rows[2].target == "z"
 
 
 @pytest.mark.parametrize(

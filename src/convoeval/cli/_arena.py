@@ -117,8 +117,8 @@ def arena_command(
         Path | None,
         typer.Option(
             "--battles",
-            help="Recorded battles, JSONL: one {model_a, model_b, winner} a line "
-            "(winner: model_a, model_b, tie or 'tie (bothbad)').",
+            help="Recorded battles, JSONL (one {model_a, model_b, winner} a line) or a JSON list "
+            "(winner: model_a, model_b, tie, 'tie (bothbad)' or 'tie (inconsistent)').",
             show_default=False,
         ),
     ] = None,

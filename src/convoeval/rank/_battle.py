@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .._jsonl import JsonlError, read_jsonl
+from .._jsonl import JsonlError, loads, read_jsonl, read_problem
 
 Winner = Literal["model_a", "model_b", "tie"]
 
-TIE_SPELLINGS = frozenset({"tie", "tie (bothbad)"})
-"""Chatbot Arena writes a tie as "tie" or, when both answers were bad, "tie (bothbad)"."""
+TIE_SPELLINGS = frozenset({"tie", "tie (bothbad)", "tie (inconsistent)"})
+"""Chatbot Arena writes a tie as "tie" or, when both answers were bad, "tie (bothbad)"; MT-Bench's
+GPT-4 pairwise judgments write orders that disagreed as "tie (inconsistent)"."""
 
 
 class BattleFileError(ValueError):
@@ -54,7 +56,7 @@ class Battle:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object]) -> Battle:
-        """A Battle from a Chatbot Arena record (`tie (bothbad)` counts as a tie).
+        """A Battle from a Chatbot Arena record (each of `TIE_SPELLINGS` counts as a tie).
 
         Other fields of the record (question_id, judge, turn...) are ignored.
         """
@@ -68,7 +70,9 @@ class Battle:
         elif given == "model_a" or given == "model_b":
             winner = given
         else:
-            raise ValueError(f"winner must be model_a, model_b, tie or 'tie (bothbad)', got {given!r}")
+            raise ValueError(
+                f"winner must be model_a, model_b or a tie ({', '.join(sorted(TIE_SPELLINGS))}), got {given!r}"
+            )
         return cls(model_a=_name(data, "model_a"), model_b=_name(data, "model_b"), winner=winner)
 
 
@@ -79,32 +83,52 @@ def _name(data: Mapping[str, object], side: str) -> str:
     return name
 
 
-def read_battles(path: str | Path) -> list[Battle]:
-    """Read battles from JSONL: one `{"model_a", "model_b", "winner"}` object a line.
-
-    Blank lines are skipped.
-
-    Args:
-        path: the JSONL file.
+def read_records(path: Path, noun: str) -> list[tuple[str, object]]:
+    """The records of a JSON Lines file, or of a JSON file holding one list, each with where it
+    is: `file:line`, or `file: <noun> <index>` in a list.
 
     Raises:
-        BattleFileError: `file:line: reason` for the first unusable line, or when
-            the file is missing or holds no battle.
+        BattleFileError: `file[:line]: reason` when the file cannot be read or parsed.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BattleFileError(read_problem(path, exc)) from None
+    if text.lstrip().startswith("["):
+        try:
+            records = loads(text)
+        except json.JSONDecodeError as exc:
+            raise BattleFileError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+        return [(f"{path}: {noun} {i}", record) for i, record in enumerate(records)]
+    try:
+        return [(f"{path}:{n}", record) for n, record in read_jsonl(path)]
+    except JsonlError as error:
+        raise BattleFileError(str(error)) from None
+
+
+def read_battles(path: str | Path) -> list[Battle]:
+    """Read battles from JSONL (one `{"model_a", "model_b", "winner"}` object a line; blank lines
+    are skipped) or from a JSON list of such objects, as MT-Bench's judgments are written.
+
+    Args:
+        path: the file.
+
+    Raises:
+        BattleFileError: `file:line: reason` (`file: battle N: reason` in a JSON list) for the
+            first unusable record, or when the file is missing or holds no battle.
 
     Example:
         >>> battles = read_battles("examples/arena/battles.jsonl")  # doctest: +SKIP
     """
     path = Path(path)
     battles: list[Battle] = []
-    try:
-        for number, record in read_jsonl(path, objects=True):
-            assert isinstance(record, dict)
-            try:
-                battles.append(Battle.from_dict(record))
-            except ValueError as error:
-                raise BattleFileError(f"{path}:{number}: {error}") from None
-    except JsonlError as error:
-        raise BattleFileError(str(error)) from None
+    for where, record in read_records(path, "battle"):
+        try:
+            if not isinstance(record, dict):
+                raise ValueError(f"expected a JSON object, got {record!r:.60}")
+            battles.append(Battle.from_dict(record))
+        except ValueError as error:
+            raise BattleFileError(f"{where}: {error}") from None
     if not battles:
         raise BattleFileError(f"{path}: no battles in the file")
     return battles

@@ -9,13 +9,16 @@ from ._battle import Battle, targets_of
 from ._bt import bradley_terry, bradley_terry_intervals
 from ._elo import online_elo
 
+_SAME_RATING = 1e-6
+"""Bradley-Terry ratings closer than this (points) are equal: the fit converges far closer."""
+
 
 @dataclass(frozen=True)
 class LeaderboardRow:
     """One target's line on the leaderboard.
 
     Attributes:
-        rank: 1 for the highest Bradley-Terry rating.
+        rank: 1 for the highest Bradley-Terry rating; equal ratings share a rank (1, 1, 3).
         target: the target's name.
         elo: online Elo rating after all battles (battle order matters).
         bt: Bradley-Terry maximum-likelihood rating on the Elo scale.
@@ -139,11 +142,14 @@ def leaderboard_from_battles(
         if result.separated > (1 - confidence) / 2:
             warnings.append(
                 f"in {result.separated:.0%} of bootstrap rounds a target never lost or never won; "
-                "the intervals are too wide to rank by: collect more battles"
+                "the intervals then show the fit's ridge penalty, not the data: do not rank by them; "
+                "collect more battles"
             )
     order = sorted(targets_of(battles), key=lambda t: (-bt.ratings[t], -elo[t], t))
-    rows = []
-    for rank, target in enumerate(order, start=1):
+    rows: list[LeaderboardRow] = []
+    for position, target in enumerate(order, start=1):
+        tied = bool(rows) and abs(bt.ratings[target] - rows[-1].bt) < _SAME_RATING
+        rank = rows[-1].rank if tied else position
         wins, losses, ties = _record(battles, target)
         low, high = intervals.get(target, (None, None))
         rows.append(

@@ -21,13 +21,11 @@ Example:
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._jsonl import JsonlError, loads, read_jsonl, read_problem
-from ._battle import BattleFileError
+from ._battle import BattleFileError, read_records
 
 Key = tuple[int, str, str, str]  # turn, question, first model, second model (sorted)
 
@@ -94,26 +92,11 @@ def read_votes(path: str | Path) -> list[Vote]:
     """The votes of a JSON Lines file, or of a JSON file holding one list of records.
 
     Raises:
-        BattleFileError: `file:line: reason` (`file: reason` in a JSON list, by its index).
+        BattleFileError: `file:line: reason` (`file: vote N: reason` in a JSON list).
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BattleFileError(read_problem(path, exc)) from None
-    if text.lstrip().startswith("["):
-        try:
-            records = loads(text)
-        except json.JSONDecodeError as exc:
-            raise BattleFileError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-        numbered = [(f"{path}: vote {i}", r) for i, r in enumerate(records)]
-    else:
-        try:
-            numbered = [(f"{path}:{n}", r) for n, r in read_jsonl(path)]
-        except JsonlError as error:
-            raise BattleFileError(str(error)) from None
     votes = []
-    for where, record in numbered:
+    for where, record in read_records(path, "vote"):
         try:
             votes.append(_vote(record))
         except ValueError as error:
