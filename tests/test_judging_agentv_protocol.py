@@ -118,7 +118,9 @@ def test_a_model_judge_must_answer_convoevals_schema() -> None:
     text = json.dumps(_checks(("rubric-1", True)))
     with pytest.raises(JudgeOutputError, match="checks: not an allowed key"):
         _as_parser(parser)(text)
-    assert _as_parser(parser, agentv=True)(text).__dict__["k0"].satisfied is True
+    with pytest.raises(JudgeOutputError, match="checks: not an allowed key"):
+        _as_parser(parser, lambda: False)(text)
+    assert _as_parser(parser, lambda: True)(text).__dict__["k0"].satisfied is True
 
 
 def test_no_criterion_checked_scores_zero(cli, tmp_path: Path) -> None:

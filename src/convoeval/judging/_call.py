@@ -222,6 +222,10 @@ class JudgeSession:
         self.reasks = 0
         self.unanswered = 0.0  # the share of a repeated ask's repeats that failed (`ask_repeated`)
 
+    def _speaks_agentv(self) -> bool:
+        """Whether the judge is a program (`cli`), which may answer in AgentV's judge protocol."""
+        return capabilities(self.judge).provider_name == "cli"
+
     async def _chat(
         self, messages: JudgeMessages, schema: dict[str, JsonValue] | None, name: str, repeat: int
     ) -> ChatReply:
@@ -288,7 +292,7 @@ class JudgeSession:
         Raises:
             JudgeError: the call failed, or the answer did not parse twice.
         """
-        parse = _as_parser(parser, agentv=capabilities(self.judge).provider_name == "cli")
+        parse = _as_parser(parser, self._speaks_agentv)
         reply = await self._chat(messages, schema, name, repeat)
         try:
             return parse(reply.text)
@@ -388,25 +392,28 @@ class JudgeSession:
         return JudgeError(message, usage=self.usage, cost_usd=self.cost_usd, calls=self.calls, reasks=self.reasks)
 
 
-def _as_parser(parser: type[BaseModel] | Callable[[str], object], agentv: bool = False) -> Callable[[str], object]:
-    """`parser` as a function of the answer's text; with `agentv` (a program judge: AgentV's
-    `cli` grader targets answer in AgentV's judge protocol) an answer in one of AgentV's shapes
-    is read too (`convoeval.judging._agentv`)."""
+def _as_parser(
+    parser: type[BaseModel] | Callable[[str], object], speaks_agentv: Callable[[], bool] | None = None
+) -> Callable[[str], object]:
+    """`parser` as a function of the answer's text; an answer a pydantic model refuses is read in
+    one of AgentV's shapes (`convoeval.judging._agentv`) when `speaks_agentv()` says the judge is
+    a program (AgentV's `cli` grader targets answer in AgentV's judge protocol), asked only then."""
     if isinstance(parser, type) and issubclass(parser, BaseModel):
         model = parser
-        return (lambda text: _parse_agentv(model, text)) if agentv else (lambda text: parse_answer(model, text))
+        return lambda text: _parse_answer(model, text, speaks_agentv)
     return parser
 
 
-def _parse_agentv(model: type[BaseModel], text: str) -> object:
+def _parse_answer(model: type[BaseModel], text: str, speaks_agentv: Callable[[], bool] | None) -> object:
     try:
         return parse_answer(model, text)
-    except JudgeOutputError as exc:
-        error = exc
-    answer = agentv_answer(model, extract_json(text))
-    if answer is None:
-        raise error
-    return answer
+    except JudgeOutputError:
+        if speaks_agentv is None or not speaks_agentv():
+            raise
+        answer = agentv_answer(model, extract_json(text))
+        if answer is None:
+            raise
+        return answer
 
 
 def _quote(text: str) -> str:
