@@ -753,14 +753,21 @@ def test_a_dotenv_cannot_choose_the_programs_convoeval_starts_on_the_host(tmp_pa
         assert done.stderr.count(line) == 1, done.stderr
 
 
+def _unset(monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+    """Unset `names` for this test, and unset again after it what a `.env` it loads sets (a bare
+    `delenv` of an unset variable records nothing to undo: `CONVOEVAL_CACHE_DIR` outlived the test)."""
+    for name in names:
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 def test_a_dotenv_cannot_route_the_requests_through_a_proxy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A suite's `.env` with `HTTP_PROXY` (and `SSL_CERT_FILE`, for HTTPS) sent the `litellm`
     provider's requests, with the key from the shell in them, through a proxy of its choosing."""
     names = ("HTTP_PROXY", "https_proxy", "ALL_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PLAIN_SETTING")
-    for name in names:
-        monkeypatch.delenv(name, raising=False)
+    _unset(monkeypatch, *names)
     write(tmp_path / ".env", "".join(f"{name}=http://127.0.0.1:9/{name}\n" for name in names))
     load_env_file(tmp_path)
     assert [os.environ.get(name) for name in names] == [None] * 5 + ["http://127.0.0.1:9/PLAIN_SETTING"]
@@ -775,9 +782,7 @@ def test_a_dotenv_names_the_runs_files_in_its_own_folder_only(
     convoeval replace any `.json`/`.jsonl`/`.md`/`.html`/`.xml` file of the host with the results
     (`/etc/docker/daemon.json`, as root). A place outside the file's folder (and repository) is
     ignored now; one inside is taken."""
-    monkeypatch.delenv("CONVOEVAL_ROOT", raising=False)
-    for name in ("CONVOEVAL_OUTPUT", "CONVOEVAL_HOME", "CONVOEVAL_CACHE_DIR"):
-        monkeypatch.delenv(name, raising=False)
+    _unset(monkeypatch, "CONVOEVAL_ROOT", "CONVOEVAL_OUTPUT", "CONVOEVAL_HOME", "CONVOEVAL_CACHE_DIR")
     folder = tmp_path / "suite"
     outside = tmp_path / "daemon.json"
     write(folder / ".env", f"CONVOEVAL_OUTPUT={outside}\nCONVOEVAL_HOME=/var\nCONVOEVAL_CACHE_DIR=state/cache\n")
