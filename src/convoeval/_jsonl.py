@@ -120,6 +120,37 @@ def data_problem(value: object, size: int) -> str | None:
     return None
 
 
+class YamlDataError(ValueError):
+    """YAML text that gives no usable data: `line` (1-based) of a syntax error, else None (nested
+    too deep, or too many values once its aliases are expanded)."""
+
+    def __init__(self, message: str, line: int | None):
+        super().__init__(message)
+        self.line = line
+
+
+def yaml_data(text: str, loader: type | None = None) -> object:
+    """The data of YAML `text` (`yaml.safe_load`, or `loader`), within MAX_DEPTH and without an
+    alias bomb (`data_problem`).
+
+    Raises:
+        YamlDataError: the text is no YAML, or its data is too much to use.
+    """
+    import yaml  # not needed by the JSON readers of this module
+
+    try:
+        value = yaml.load(text, loader) if loader else yaml.safe_load(text)  # noqa: S506 (safe loaders only)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise YamlDataError(str(getattr(exc, "problem", None) or exc), mark.line + 1 if mark else 1) from None
+    except RecursionError:  # the YAML parser recurses once per level of nesting
+        raise YamlDataError(f"nested more than {MAX_DEPTH} levels deep", None) from None
+    problem = data_problem(value, len(text))
+    if problem is not None:
+        raise YamlDataError(problem, None)
+    return value
+
+
 class JsonlError(ValueError):
     """A JSONL file cannot be read: the message is `file:line: what is wrong` (or `file: ...`)."""
 

@@ -191,15 +191,9 @@ def parse_yaml(text: str, path: Path, core: bool = False) -> JsonValue:
     """YAML text's data as JSON values; DatasetError `path:line: not YAML`, or `path: ...` when it
     nests too deep or its aliases make too much of it (`_jsonl.data_problem`). `core`: see `load_yaml`."""
     try:
-        data = yaml.load(text, CoreLoader) if core else yaml.safe_load(text)  # noqa: S506 (both safe)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise DatasetError(f"{path}:{mark.line + 1 if mark else 1}: not YAML") from None
-    except RecursionError:  # the YAML parser recurses once per level of nesting
-        raise DatasetError(f"{path}: nested more than {jsonl.MAX_DEPTH} levels deep") from None
-    problem = jsonl.data_problem(data, len(text))
-    if problem is not None:
-        raise DatasetError(f"{path}: {problem}")
+        data = jsonl.yaml_data(text, CoreLoader if core else None)
+    except jsonl.YamlDataError as exc:
+        raise DatasetError(f"{path}:{exc.line}: not YAML" if exc.line else f"{path}: {exc}") from None
     return json_compatible(data)
 
 

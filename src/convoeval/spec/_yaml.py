@@ -7,10 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import yaml
-
-from .._jsonl import MAX_DEPTH as MAX_JSON_DEPTH
-from .._jsonl import data_problem
+from .._jsonl import YamlDataError, yaml_data
 from .._unseen import hide_from_models
 from ._agentv_csv import csv_items
 from ._errors import Problem
@@ -93,20 +90,10 @@ def load_yaml_file(path: Path) -> object:
     text = read_text(path, problems)
     if text is None:
         raise ValueError(str(problems[0]))
-    problem: str | None
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        what = getattr(exc, "problem", None) or exc
-        raise ValueError(f"{path}:{mark.line + 1 if mark else 1}: (yaml): {what}") from None
-    except RecursionError:  # the parser recurses once per level of nesting
-        value, problem = None, f"nested more than {MAX_JSON_DEPTH} levels deep"
-    else:
-        problem = data_problem(value, len(text))
-    if problem is not None:
-        raise ValueError(f"{path}:1: (yaml): {problem}")
-    return value
+        return yaml_data(text)
+    except YamlDataError as exc:
+        raise ValueError(f"{path}:{exc.line or 1}: (yaml): {exc}") from None
 
 
 def load_jsonl(
