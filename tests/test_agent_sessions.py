@@ -110,6 +110,20 @@ def test_codex_denied_command_it_lists_as_ran_is_blocked_too() -> None:
     assert [(c.status, c.error) for c in turn.calls] == [(None, "exit code 1")]
 
 
+def test_a_rollout_the_agent_bloated_is_read_within_bounds(tmp_path: Path) -> None:
+    """The agent's commands can write Codex's rollout (its HOME is theirs): a line of 17 MB is left
+    out and the records around it read; a file past 256 MB is not read at all (before: each was
+    read whole into the host's memory, at every turn)."""
+    real = (REAL / "codex-0.169.0-rollout.jsonl").read_bytes()
+    split = real.index(b"\n", len(real) // 2) + 1
+    bloated = tmp_path / "rollout.jsonl"
+    bloated.write_bytes(real[:split] + b'{"x": "' + b"a" * (17 * 2**20) + b'"}\n' + real[split:])
+    assert read_records(bloated) == read_records(REAL / "codex-0.169.0-rollout.jsonl")
+    with bloated.open("ab") as out:
+        out.truncate(300 * 2**20)  # sparse: nothing written to the disk
+    assert read_records(bloated) == []
+
+
 @pytest.mark.parametrize(
     ("name", "tool", "test_id"),
     [

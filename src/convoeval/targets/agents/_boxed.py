@@ -22,9 +22,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ... import _sandbox as sandbox
 from ..._result_files import replacing
@@ -182,6 +183,22 @@ MAX_SESSION_LINE = 16 * 2**20
 MAX_SESSION_BYTES = 256 * 2**20
 
 
+def session_lines(handle: BinaryIO) -> Iterator[bytes | None]:
+    """The lines of a session file the agent's commands could write, read within bounds: each
+    up to `MAX_SESSION_LINE` bytes (None for a longer one, skipped in bounded pieces), until
+    `MAX_SESSION_BYTES` have been read (the caller sees what is left with `handle.read(1)`)."""
+    read = 0
+    while read < MAX_SESSION_BYTES and (line := handle.readline(MAX_SESSION_LINE + 1)):
+        read += len(line)
+        if len(line) <= MAX_SESSION_LINE:
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):  # the rest of it, in bounded pieces
+            line = handle.readline(MAX_SESSION_LINE)
+            read += len(line)
+        yield None
+
+
 def _copy_redacted(source: Path, target: Path) -> None:
     """A session file copied with its secrets redacted (`_secrets.redact`): it holds what the
     agent's commands printed, its own key too when one ran `env`. It is read line by line (JSON
@@ -190,16 +207,11 @@ def _copy_redacted(source: Path, target: Path) -> None:
     file is (`replacing`: a link a hook left at its name or on its way is never followed), with
     the source's times but not its mode: a set-user-ID bit the agent set (as `nobody`, when
     convoeval is root) would make root's copy a root program."""
-    copied = 0
     with source.open("rb") as lines, replacing(target, "wb") as out:
-        while copied < MAX_SESSION_BYTES and (line := lines.readline(MAX_SESSION_LINE + 1)):
-            if len(line) > MAX_SESSION_LINE:
-                while line and not line.endswith(b"\n"):  # the rest of it, in bounded pieces
-                    line = lines.readline(MAX_SESSION_LINE)
+        for line in session_lines(lines):
+            if line is None:
                 line = b'{"convoeval": "a line over %d MB left out"}\n' % (MAX_SESSION_LINE >> 20)
-            text = redact(line.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-            out.write(text)
-            copied += len(text)
+            out.write(redact(line.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape"))
         if lines.read(1):
             out.write(b'{"convoeval": "cut at %d MB"}\n' % (MAX_SESSION_BYTES >> 20))
         out.flush()

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ...results import ToolCall, Usage
+from ._boxed import MAX_SESSION_BYTES, session_lines
 
 #: Function calls that run a shell command.
 EXEC_TOOLS = ("exec_command", "shell", "container.exec", "local_shell")
@@ -67,12 +68,16 @@ def find_rollout(env: dict[str, str], thread_id: str | None) -> Path | None:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """The JSON records of a rollout file (lines that are not JSON objects are skipped)."""
+    """The JSON records of a rollout file (lines that are not JSON objects are skipped). The
+    agent's commands can write the file: it is read within `session_lines`' bounds, and one
+    longer than `MAX_SESSION_BYTES` has no records read (its last turn would be past them)."""
     records = []
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for text in lines:
+    with path.open("rb") as lines:
+        if os.fstat(lines.fileno()).st_size > MAX_SESSION_BYTES:
+            return []
+        for line in session_lines(lines):
             try:
-                record = json.loads(text)
+                record = json.loads(line.decode("utf-8", "replace")) if line is not None else None
             except json.JSONDecodeError:
                 continue
             if isinstance(record, dict) and isinstance(record.get("payload"), dict):
