@@ -28,13 +28,15 @@ Body = dict[str, Any]
 class Rule:
     """How to answer a user message matching `match` (a regex).
 
-    `tool` is `(name, arguments)` called once before the answer; `text` may quote the tool's
-    output with `{output}` and the user's text with `{user}`.
+    `tool` is `(name, arguments)` called once before the answer, with `said` (if any) as the
+    text of the same model message; `text` may quote the tool's output with `{output}` and the
+    user's text with `{user}`.
     """
 
     match: str
     text: str
     tool: tuple[str, dict[str, Any]] | None = None
+    said: str = ""
 
 
 @dataclass
@@ -173,7 +175,7 @@ class FakeModelServer:
         if rule is None:
             return Answer(text=f"echo: {user}")
         if rule.tool is not None and tool_output is None:
-            return Answer(tool=rule.tool)
+            return Answer(text=rule.said, tool=rule.tool)
         return Answer(text=rule.text.replace("{output}", (tool_output or "").strip()).replace("{user}", user))
 
     def _stream(self, handler: BaseHTTPRequestHandler, answer: Answer, cut: bool) -> None:
@@ -274,13 +276,12 @@ class FakeAnthropic(FakeModelServer):
         return None
 
     def message(self, answer: Answer) -> Body:
+        content: list[Body] = [{"type": "text", "text": answer.text}] if answer.text or answer.tool is None else []
         if answer.tool is not None:
             name, arguments = answer.tool
-            content: list[Body] = [
+            content.append(
                 {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:12]}", "name": name, "input": arguments}
-            ]
-        else:
-            content = [{"type": "text", "text": answer.text}]
+            )
         return {
             "id": f"msg_{uuid.uuid4().hex[:12]}",
             "type": "message",
@@ -313,21 +314,21 @@ class FakeAnthropic(FakeModelServer):
             },
         }
         events: list[tuple[str, Body]] = [("message_start", start)]
+        blocks: list[tuple[Body, list[Body]]] = []  # each content block, with its deltas
+        if answer.text or answer.tool is None:
+            pieces = re.findall(r"\S+\s*", answer.text)
+            blocks.append(({"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in pieces]))
         if answer.tool is not None:
             name, arguments = answer.tool
             block = {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:12]}", "name": name, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
-            stop = "tool_use"
-        else:
-            block, delta, stop = {"type": "text", "text": ""}, None, "end_turn"
-        events.append(("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}))
-        if delta is not None:
-            events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}))
-        for piece in re.findall(r"\S+\s*", answer.text):
-            text_delta = {"type": "text_delta", "text": piece}
-            events.append(("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": text_delta}))
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
-        end = {"stop_reason": stop, "stop_sequence": None}
+            blocks.append((block, [{"type": "input_json_delta", "partial_json": json.dumps(arguments)}]))
+        for index, (block, deltas) in enumerate(blocks):
+            start_block = {"type": "content_block_start", "index": index, "content_block": block}
+            events.append(("content_block_start", start_block))
+            for delta in deltas:
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        end = {"stop_reason": "end_turn" if answer.tool is None else "tool_use", "stop_sequence": None}
         events.append(
             ("message_delta", {"type": "message_delta", "delta": end, "usage": {"output_tokens": usage["output"]}})
         )
@@ -369,36 +370,39 @@ class FakeResponses(FakeModelServer):
         events: list[tuple[str, Body]] = [
             ("response.created", {"type": "response.created", "response": {"id": response_id}})
         ]
+        index = 0
+        if answer.text or answer.tool is None:
+            item: Body = {
+                "type": "message",
+                "id": f"msg_{uuid.uuid4().hex[:12]}",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": answer.text, "annotations": []}],
+            }
+            added = {"type": "response.output_item.added", "output_index": index, "item": {**item, "content": []}}
+            events.append(("response.output_item.added", added))
+            for piece in re.findall(r"\S+\s*", answer.text):
+                delta = {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "delta": piece,
+                }
+                events.append(("response.output_text.delta", delta))
+            done_item = {"type": "response.output_item.done", "output_index": index, "item": item}
+            events.append(("response.output_item.done", done_item))
+            index += 1
         if answer.tool is not None:
             name, arguments = answer.tool
-            item: Body = {
+            item = {
                 "type": "function_call",
                 "id": f"fc_{uuid.uuid4().hex[:12]}",
                 "call_id": f"call_{uuid.uuid4().hex[:12]}",
                 "name": name,
                 "arguments": json.dumps(arguments),
             }
-        else:
-            item = {
-                "type": "message",
-                "id": f"msg_{uuid.uuid4().hex[:12]}",
-                "role": "assistant",
-                "content": [{"type": "output_text", "text": answer.text, "annotations": []}],
-            }
-            added = {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}}
-            events.append(("response.output_item.added", added))
-            for piece in re.findall(r"\S+\s*", answer.text):
-                delta = {
-                    "type": "response.output_text.delta",
-                    "item_id": item["id"],
-                    "output_index": 0,
-                    "content_index": 0,
-                    "delta": piece,
-                }
-                events.append(("response.output_text.delta", delta))
-        events.append(
-            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item})
-        )
+            done_item = {"type": "response.output_item.done", "output_index": index, "item": item}
+            events.append(("response.output_item.done", done_item))
         usage = {
             "input_tokens": answer.usage["input"],
             "input_tokens_details": {"cached_tokens": min(self.usage_cached, answer.usage["input"])},

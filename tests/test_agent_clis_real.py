@@ -464,8 +464,10 @@ def test_claude_failed_turn_keeps_what_it_spent(
     clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A turn that fails after its command ran (an API error, no retries left) is an execution
-    error that still counts the turn's cost and tokens, and shows the command in the transcript."""
-    rules = [Rule("make a file", "Made: {output}", ("Bash", {"command": "echo hello > made.txt && cat made.txt"}))]
+    error that still counts the turn's cost and tokens, and shows the command and what the agent
+    said before it in the transcript (before: the text was lost)."""
+    command = ("Bash", {"command": "echo hello > made.txt && cat made.txt"})
+    rules = [Rule("make a file", "Made: {output}", command, said="Making the file now.")]
     with FakeAnthropic(rules, faults=["ok", "500"]) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         target = claude_target(clis, env={"CLAUDE_CODE_MAX_RETRIES": "0"})
@@ -477,6 +479,8 @@ def test_claude_failed_turn_keeps_what_it_spent(
     assert result.cost_usd > 0
     (tool,) = [m for m in result.output if m.source == "tool"]
     assert tool.content == "hello" and tool.tool_calls[0].name == "Bash" and tool.turn == 1
+    (said,) = [m for m in result.output if m.source == "target"]
+    assert (said.role, said.content, said.turn) == ("assistant", "Making the file now.", 1)
 
 
 def test_claude_turn_that_times_out_keeps_what_it_spent(
@@ -778,8 +782,9 @@ tests:
 
 def test_codex_failed_turn_keeps_what_it_spent(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
     """A turn that fails after its command ran is an execution error that still counts its
-    tokens (from the rollout) and shows the command in the transcript."""
-    rules = [Rule("make a file", "Made: {output}", ("exec_command", {"cmd": "echo hello > made.txt && cat made.txt"}))]
+    tokens (from the rollout) and shows the command and what the agent said in the transcript."""
+    command = ("exec_command", {"cmd": "echo hello > made.txt && cat made.txt"})
+    rules = [Rule("make a file", "Made: {output}", command, said="Making the file now.")]
     with FakeResponses(rules, faults=["ok", "500"]) as server:
         target = codex_target(clis, server, tmp_path, model="gpt-5")
         target["args"] += ["-c", "model_providers.fake.request_max_retries=0"]
@@ -792,6 +797,8 @@ def test_codex_failed_turn_keeps_what_it_spent(clis: dict[str, Path], agent_home
     assert result.cost_usd > 0
     (tool,) = [m for m in result.output if m.source == "tool"]
     assert tool.content == "hello\n" and tool.tool_calls[0].name == "command_execution"
+    (said,) = [m for m in result.output if m.source == "target"]
+    assert (said.role, said.content, said.turn) == ("assistant", "Making the file now.", 1)
 
 
 def test_codex_turn_that_times_out_keeps_what_it_spent(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:

@@ -60,9 +60,9 @@ class TargetError(ConvoevalError):
     """The target could not produce a reply (HTTP error after retries, timeout, bad body).
 
     The message is shown to the user and stored in results: it must never hold a secret.
-    `usage`, `cost_usd` and `tool_calls` record what the call had spent and run before it
-    failed (an agent CLI whose turn ended in an error after its tools ran), so the run still
-    counts them and the transcript shows them.
+    `usage`, `cost_usd`, `tool_calls` and `text` record what the call had spent, run and said
+    before it failed (an agent CLI whose turn ended in an error after its tools ran), so the
+    run still counts them and the transcript shows them.
     """
 
     def __init__(
@@ -72,11 +72,13 @@ class TargetError(ConvoevalError):
         usage: Usage | None = None,
         cost_usd: float = 0.0,
         tool_calls: list[ToolCall] | None = None,
+        text: str = "",
     ):
         super().__init__(message)
         self.usage = usage or Usage()
         self.cost_usd = cost_usd
         self.tool_calls = tool_calls or []
+        self.text = text
 
     @property
     def spent(self) -> bool:
@@ -85,7 +87,9 @@ class TargetError(ConvoevalError):
 
     def reworded(self, message: str) -> TargetError:
         """The same error (what it spent too) with another message."""
-        return TargetError(message, usage=self.usage, cost_usd=self.cost_usd, tool_calls=self.tool_calls)
+        return TargetError(
+            message, usage=self.usage, cost_usd=self.cost_usd, tool_calls=self.tool_calls, text=self.text
+        )
 
 
 class GraderError(ConvoevalError):

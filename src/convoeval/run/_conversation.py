@@ -248,11 +248,13 @@ class Conversation:
             reply = await self.ctx.target.chat(request)
         except TargetError as exc:
             self.error = f"turn {number}: {exc}"
-            if exc.spent:  # what the failed turn spent and ran still counts, and shows
+            if exc.spent or exc.text:  # what the failed turn spent, ran and said still counts, and shows
                 self.replies.append(
-                    ChatReply(text="", usage=exc.usage, cost_usd=exc.cost_usd, tool_calls=exc.tool_calls)
+                    ChatReply(text=exc.text, usage=exc.usage, cost_usd=exc.cost_usd, tool_calls=exc.tool_calls)
                 )
                 self.transcript.extend(_tool_message(call, number) for call in exc.tool_calls)
+                if exc.text:
+                    self.transcript.append(Message.trusted("assistant", exc.text, "target", number))
             return None
         except Exception as exc:  # a provider bug must not end the run
             self.error = f"turn {number}: {type(exc).__name__}: {exc}"

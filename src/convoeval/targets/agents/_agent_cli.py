@@ -108,11 +108,12 @@ class AgentCli(ABC):
     def _with_spent(
         self, exc: TargetError, lines: list[Line], request: ChatRequest, env: dict[str, str]
     ) -> TargetError:
-        """`exc`, with the turn's spending read from `lines` when it carries none of its own."""
+        """`exc`, with the turn's spending and text read from `lines` when it carries none of its own."""
         so_far = None if exc.spent else self.spent(lines, request, env)
         if so_far is None:
             return exc
-        return TargetError(str(exc), usage=so_far.usage, cost_usd=so_far.cost_usd, tool_calls=so_far.tool_calls)
+        usage, cost, calls = so_far.usage, so_far.cost_usd, so_far.tool_calls
+        return TargetError(str(exc), usage=usage, cost_usd=cost, tool_calls=calls, text=exc.text or so_far.text)
 
     def launch(self, request: ChatRequest) -> Launch:
         """How this turn starts: in the sandbox when the conversation has a workspace (and the

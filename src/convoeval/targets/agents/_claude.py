@@ -152,7 +152,9 @@ def parse_stream(lines: list[Line], args: Sequence[str] = ()) -> ChatReply:
         given = _option(args, option)
         finish = f"budget:{name}" + (f"={given}" if given else "")
     elif result.get("is_error") or subtype != "success":
-        raise TargetError(result_error(result), usage=usage, cost_usd=cost, tool_calls=ran)
+        raise TargetError(
+            result_error(result), usage=usage, cost_usd=cost, tool_calls=ran, text="\n\n".join(stream.texts)
+        )
     return ChatReply(
         text=str(result.get("result") if result.get("result") is not None else "\n\n".join(stream.texts)),
         usage=usage,
@@ -287,12 +289,16 @@ def result_error(result: dict[str, Any]) -> str:
 def _read_message(
     event: dict[str, Any], at: float, calls: dict[str, ToolCall], started: dict[str, float], texts: list[str]
 ) -> None:
-    """Text and tool calls of an `assistant` message; tool results of a `user` message."""
-    content = (event.get("message") or {}).get("content") or []
+    """Text and tool calls of an `assistant` message; tool results of a `user` message. A
+    message of model `<synthetic>` is Claude Code's own (an API error in words, which the
+    turn's error says): its text is not the model's."""
+    message = event.get("message") or {}
+    content = message.get("content") or []
+    said = event.get("type") == "assistant" and message.get("model") != "<synthetic>"
     for block in content if isinstance(content, list) else []:
         if not isinstance(block, dict):
             continue
-        if block.get("type") == "text" and block.get("text") and event.get("type") == "assistant":
+        if block.get("type") == "text" and block.get("text") and said:
             texts.append(block["text"])
         elif block.get("type") == "tool_use":
             call_id = str(block.get("id") or len(calls))

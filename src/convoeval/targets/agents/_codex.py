@@ -100,13 +100,14 @@ class CodexTarget(AgentCli):
         return reply
 
     def spent(self, lines: list[Line], request: ChatRequest, env: dict[str, str]) -> ChatReply:
-        """The tool calls the stream shows, with the tokens and blocked commands of the turn's
-        rollout so far (Codex writes the turn's tokens after each model call)."""
+        """The text and tool calls the stream shows, with the tokens and blocked commands of the
+        turn's rollout so far (Codex writes the turn's tokens after each model call)."""
         try:
-            calls = parse_events(lines, request.session_id).tool_calls
+            stream = parse_events(lines, request.session_id)
+            calls, text = stream.tool_calls, stream.text
         except TargetError as exc:
-            calls = exc.tool_calls
-        so_far = ChatReply(text="", tool_calls=calls, session_id=_thread(lines, request))
+            calls, text = exc.tool_calls, exc.text
+        so_far = ChatReply(text=text, tool_calls=calls, session_id=_thread(lines, request))
         self._account(so_far, None, env, self.prompt(request)[1])
         return so_far
 
@@ -254,12 +255,13 @@ def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
         elif kind == "turn.failed":
             message = (event.get("error") or {}).get("message", "") if isinstance(event.get("error"), dict) else ""
             failed = f"Codex turn failed: {message or (errors[-1] if errors else 'no message')}"
-            raise TargetError(failed, tool_calls=list(calls.values()))
+            raise TargetError(failed, tool_calls=list(calls.values()), text="\n\n".join(texts))
         elif kind == "error":
             errors.append(str(event.get("message") or "no message"))
     if usage is None:
         last = f": {errors[-1]}" if errors else ""
-        raise TargetError(f"the event stream ended without `turn.completed`{last}", tool_calls=list(calls.values()))
+        failed = f"the event stream ended without `turn.completed`{last}"
+        raise TargetError(failed, tool_calls=list(calls.values()), text="\n\n".join(texts))
     return ChatReply(text="\n\n".join(texts), usage=usage, tool_calls=list(calls.values()), session_id=thread_id)
 
 
