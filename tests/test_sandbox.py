@@ -298,6 +298,39 @@ def test_a_detached_process_does_not_outlive_its_trial(server: FakeOpenAIServer,
 
 
 @needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the probe runs as another user")
+def test_no_other_user_reaches_into_a_workspace_the_model_opened(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """As root, the model's uid 0 owns the workspace: `chmod 755 .` and a copy of `id` with mode
+    4755 made a set-user-ID root program that any user of the host ran (`euid=0`), during the
+    conversation and in the kept workspace."""
+    seen: list[str] = []
+
+    def as_nobody(workspace: str) -> str:
+        probe = f"cat {workspace}/note; {workspace}/id"
+        ran = subprocess.run(["/bin/sh", "-c", probe], capture_output=True, text=True, user=65534, group=65534,
+                             extra_groups=[], cwd="/", timeout=20)  # fmt: skip
+        return ran.stdout + ran.stderr
+
+    def reply(body: Body) -> str | Body:
+        if len(seen) == 1:  # the model's command ran, its conversation goes on
+            seen.append(as_nobody(str(body["messages"][-1]["content"]).splitlines()[-1]))
+            return "done"
+        seen.append("asked")
+        return bash("cp /usr/bin/id id && chmod 4755 id && echo private > note && chmod 644 note && chmod 755 . && pwd")
+
+    server.reset(reply=reply)
+    result = run(agent_suite(tmp_path, workspace="{keep: always}"))
+    kept = result.trials[0].workspace or ""
+    try:
+        assert calls(result)[0].output.startswith("exit code 0\n") and len(seen) == 2, seen
+        for output in (seen[1], as_nobody(kept)):
+            assert "private" not in output and "euid=0" not in output and "Permission denied" in output, output
+        assert Path(kept, "note").read_text() == "private\n"  # the kept workspace is whole, for its owner
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+@needs_bwrap
 def test_a_command_has_no_terminal_and_stays_in_the_group_convoeval_kills(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
