@@ -474,6 +474,35 @@ tests:
 
 
 @needs_bwrap
+def test_secrets_under_common_names_never_reach_a_suites_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`verify` runs the model's code, and what it sees reaches the model through the workspace:
+    a `*_PASS` password, GitLab's `CI_JOB_JWT` and a webhook's URL got there."""
+    secrets = {
+        "RABBITMQ_DEFAULT_PASS": "rabbit-" + uuid.uuid4().hex,
+        "CI_JOB_JWT": "eyJhbGciOiJSUzI1NiJ9." + uuid.uuid4().hex,
+        "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B0/" + uuid.uuid4().hex,
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PLAIN_SETTING", "visible")
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: done}\n")
+    write(
+        tmp_path / "s.eval.yaml",
+        "execution: {target: bot}\ntests:\n  - id: t\n    mode: conversation\n    workspace: {keep: always}\n"
+        "    verify: {command: 'env > env.txt'}\n    turns: [{input: go}]\n",
+    )
+    kept = Path(run(tmp_path / "s.eval.yaml").trials[0].workspace or "")
+    try:
+        seen = (kept / "env.txt").read_text()
+    finally:
+        shutil.rmtree(kept)
+    assert "PLAIN_SETTING=visible" in seen
+    assert [name for name, value in secrets.items() if value in seen] == []
+
+
+@needs_bwrap
 def test_the_limits_a_test_or_target_sets_hold_inside(server: FakeOpenAIServer, tmp_path: Path) -> None:
     server.reset(
         reply=script(
