@@ -187,3 +187,15 @@ def test_a_folder_without_sessions_is_an_error(tmp_path: Path) -> None:
     write(tmp_path / "notes.jsonl", '{"messages": []}\n')
     with pytest.raises(DatasetError, match="no Claude Code session or Codex rollout file"):
         import_transcripts(tmp_path)
+
+
+def test_a_codex_rollout_is_read_bounded(tmp_path: Path) -> None:
+    """The rollout lies in the CLI's HOME, which the agent's commands may write: a rollout of
+    450 MB held 786 MB of convoeval's memory. A line over 16 MB is now left out (read in pieces)."""
+    real = (REAL / "codex-0.169.0-rollout.jsonl").read_text()
+    huge = json.dumps({"type": "response_item", "payload": {"type": "message", "content": "x" * 17 * 2**20}})
+    rollout = write(tmp_path / "rollout.jsonl", f"{huge}\n{real}")
+    records, expected = read_records(rollout), read_records(REAL / "codex-0.169.0-rollout.jsonl")
+    assert len(records) == len(expected) and records == expected  # all but the huge line
+    first, second = read_turns(records)
+    assert first.user == ["Create an order for a book"] and second.user == ["- now the blocked one"]

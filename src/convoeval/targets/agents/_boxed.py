@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ... import _sandbox as sandbox
+from ..._jsonl import bounded_lines
 from ..._result_files import replacing
 from ..._sandbox import (
     AGENT_HOME,
@@ -190,16 +191,11 @@ def _copy_redacted(source: Path, target: Path) -> None:
     file is (`replacing`: a link a hook left at its name or on its way is never followed), with
     the source's times but not its mode: a set-user-ID bit the agent set (as `nobody`, when
     convoeval is root) would make root's copy a root program."""
-    copied = 0
     with source.open("rb") as lines, replacing(target, "wb") as out:
-        while copied < MAX_SESSION_BYTES and (line := lines.readline(MAX_SESSION_LINE + 1)):
-            if len(line) > MAX_SESSION_LINE:
-                while line and not line.endswith(b"\n"):  # the rest of it, in bounded pieces
-                    line = lines.readline(MAX_SESSION_LINE)
+        for line in bounded_lines(lines, MAX_SESSION_LINE, MAX_SESSION_BYTES):
+            if line is None:
                 line = b'{"convoeval": "a line over %d MB left out"}\n' % (MAX_SESSION_LINE >> 20)
-            text = redact(line.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-            out.write(text)
-            copied += len(text)
+            out.write(redact(line.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape"))
         if lines.read(1):
             out.write(b'{"convoeval": "cut at %d MB"}\n' % (MAX_SESSION_BYTES >> 20))
         out.flush()

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..._jsonl import bounded_lines
 from ...results import ToolCall, Usage
+from ._boxed import MAX_SESSION_BYTES, MAX_SESSION_LINE
 
 #: Function calls that run a shell command.
 EXEC_TOOLS = ("exec_command", "shell", "container.exec", "local_shell")
@@ -67,12 +69,14 @@ def find_rollout(env: dict[str, str], thread_id: str | None) -> Path | None:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """The JSON records of a rollout file (lines that are not JSON objects are skipped)."""
+    """The JSON records of a rollout file (lines that are not JSON objects are skipped), bounded
+    as `keep_sessions` copies (`MAX_SESSION_LINE` a line, `MAX_SESSION_BYTES` in all): the file
+    lies in the CLI's HOME, which the agent's commands may write."""
     records = []
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        for text in lines:
+    with path.open("rb") as lines:
+        for line in filter(None, bounded_lines(lines, MAX_SESSION_LINE, MAX_SESSION_BYTES)):
             try:
-                record = json.loads(text)
+                record = json.loads(line.decode("utf-8", "replace"))
             except json.JSONDecodeError:
                 continue
             if isinstance(record, dict) and isinstance(record.get("payload"), dict):
