@@ -298,6 +298,39 @@ def test_a_detached_process_does_not_outlive_its_trial(server: FakeOpenAIServer,
 
 
 @needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: the probe runs as another user")
+def test_no_other_user_reaches_into_a_workspace_the_model_opened(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """As root, the model's uid 0 owns the workspace: `chmod 755 .` and a copy of `id` with mode
+    4755 made a set-user-ID root program that any user of the host ran (`euid=0`), during the
+    conversation and in the kept workspace."""
+    seen: list[str] = []
+
+    def as_nobody(workspace: str) -> str:
+        probe = f"cat {workspace}/note; {workspace}/id"
+        ran = subprocess.run(["/bin/sh", "-c", probe], capture_output=True, text=True, user=65534, group=65534,
+                             extra_groups=[], cwd="/", timeout=20)  # fmt: skip
+        return ran.stdout + ran.stderr
+
+    def reply(body: Body) -> str | Body:
+        if len(seen) == 1:  # the model's command ran, its conversation goes on
+            seen.append(as_nobody(str(body["messages"][-1]["content"]).splitlines()[-1]))
+            return "done"
+        seen.append("asked")
+        return bash("cp /usr/bin/id id && chmod 4755 id && echo private > note && chmod 644 note && chmod 755 . && pwd")
+
+    server.reset(reply=reply)
+    result = run(agent_suite(tmp_path, workspace="{keep: always}"))
+    kept = result.trials[0].workspace or ""
+    try:
+        assert calls(result)[0].output.startswith("exit code 0\n") and len(seen) == 2, seen
+        for output in (seen[1], as_nobody(kept)):
+            assert "private" not in output and "euid=0" not in output and "Permission denied" in output, output
+        assert Path(kept, "note").read_text() == "private\n"  # the kept workspace is whole, for its owner
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+
+
+@needs_bwrap
 def test_a_command_has_no_terminal_and_stays_in_the_group_convoeval_kills(
     server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -438,6 +471,35 @@ tests:
     assert result.scores[0].verdict == "pass", result.scores[0]
     assert not Path(f"/tmp/{mark}").exists() and not Path(f"/var/tmp/{mark}").exists()  # private to it
     assert not Path(f"/var/{mark}").exists()
+
+
+@needs_bwrap
+def test_secrets_under_common_names_never_reach_a_suites_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`verify` runs the model's code, and what it sees reaches the model through the workspace:
+    a `*_PASS` password, GitLab's `CI_JOB_JWT` and a webhook's URL got there."""
+    secrets = {
+        "RABBITMQ_DEFAULT_PASS": "rabbit-" + uuid.uuid4().hex,
+        "CI_JOB_JWT": "eyJhbGciOiJSUzI1NiJ9." + uuid.uuid4().hex,
+        "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B0/" + uuid.uuid4().hex,
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PLAIN_SETTING", "visible")
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, default: done}\n")
+    write(
+        tmp_path / "s.eval.yaml",
+        "execution: {target: bot}\ntests:\n  - id: t\n    mode: conversation\n    workspace: {keep: always}\n"
+        "    verify: {command: 'env > env.txt'}\n    turns: [{input: go}]\n",
+    )
+    kept = Path(run(tmp_path / "s.eval.yaml").trials[0].workspace or "")
+    try:
+        seen = (kept / "env.txt").read_text()
+    finally:
+        shutil.rmtree(kept)
+    assert "PLAIN_SETTING=visible" in seen
+    assert [name for name, value in secrets.items() if value in seen] == []
 
 
 @needs_bwrap

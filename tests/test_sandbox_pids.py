@@ -417,6 +417,26 @@ def test_as_root_a_command_cannot_remount_the_system_writable(tmp_path: Path) ->
     assert list(shown.iterdir()) == []
 
 
+def test_as_root_a_command_cannot_write_the_hosts_kernel_settings(tmp_path: Path) -> None:
+    """The command's uid 0 is the host's, and a sysctl asks for no capability: a model's `bash`
+    wrote /proc/sys (`kernel.core_pattern` would run its program as root on the host). The probe
+    writes back the value it read, so a failing test changes nothing."""
+    if shutil.which("bwrap") is None or os.geteuid() != 0:
+        pytest.skip("needs bubblewrap and root (another uid cannot write /proc/sys)")
+    setting = "/proc/sys/fs/lease-break-time"
+    probe = f"v=$(cat {setting}) && echo $v > {setting} && echo wrote; find /proc/sys -writable -type f | wc -l"
+
+    async def main() -> list[sandbox.Finished]:
+        sandbox.choose("bubblewrap")
+        return [
+            await sandbox.run(probe, tmp_path, timeout_s=20, writable=tmp_path, system_only=s) for s in (True, False)
+        ]
+
+    for done in asyncio.run(main()):
+        assert "Read-only file system" in done.output and "wrote" not in done.output, done.output
+        assert done.output.splitlines()[-1] == "0"  # no setting of the host's is writable
+
+
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
 def test_ctrl_c_removes_the_cgroups_and_kill_9_leaves_them_to_the_sweep(
     server: FakeOpenAIServer, tmp_path: Path, cgroups: Path, how: signal.Signals

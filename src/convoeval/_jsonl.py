@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ._text import without_surrogates
 
@@ -179,6 +179,22 @@ def read_jsonl(path: str | Path, *, objects: bool = False) -> Iterator[tuple[int
                 yield number, value
     except (OSError, UnicodeDecodeError) as exc:
         raise JsonlError(read_problem(path, exc)) from None
+
+
+def bounded_lines(handle: BinaryIO, longest: int, most: int) -> Iterator[bytes | None]:
+    """The lines of a binary file until `most` bytes were read, one longer than `longest` bytes
+    as None: read in pieces of that size, never held whole (a file an agent's commands could
+    write: one line of 1 GB read whole took 5 GB of memory)."""
+    read = 0
+    while read < most and (line := handle.readline(longest + 1)):
+        read += len(line)
+        if len(line) <= longest:
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):  # the rest of it, in bounded pieces
+            line = handle.readline(longest)
+            read += len(line)
+        yield None
 
 
 def as_int(value: object) -> int | None:

@@ -23,10 +23,11 @@ from collections.abc import Callable, Iterable, Mapping
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
-#: Environment variables whose values are secrets (and are not passed to graders and hooks).
+#: Environment variables whose values are secrets (and are not passed to graders and hooks):
+#: `SMTP_PASS` and `RABBITMQ_DEFAULT_PASS` too, GitLab's `CI_JOB_JWT`, a webhook's URL (its own key).
 SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|CREDS|COOKIE|(^|_)PW($|_)|_PWD($|_)|(^|_)PAT($|_)|(^|_)DSN($|_)"
-    r"|(^|_)AUTH(?!_SOCK)|HEADERS",
+    r"|(^|_)PASS$|JWT|WEBHOOK|(^|_)AUTH(?!_SOCK)|HEADERS",
     re.IGNORECASE,
 )
 #: Headers of a target whose values are not credentials; every other header's value is one

@@ -48,6 +48,15 @@ def _start() -> list[str]:
     return [*_BWRAP, "--cap-drop", "ALL"] if os.geteuid() == 0 else [*_BWRAP]
 
 
+def _proc() -> list[str]:
+    """bubblewrap's `/proc` for a command; as root with `/proc/sys` read-only. The command's uid 0
+    is the host's, and the kernel lets that uid write a sysctl with no capability at all
+    (`kernel.core_pattern`: a program the host runs as root at the next crash); bubblewrap leaves
+    `/proc/sys` writable. Not otherwise: a proc mount with a submount cannot be mounted again in a
+    namespace of the command's own (`unshare --mount-proc`), and another uid cannot write it."""
+    return ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"] if os.geteuid() == 0 else ["--proc", "/proc"]
+
+
 def bwrap_argv(
     argv: list[str],
     shell: bool,
@@ -74,7 +83,7 @@ def bwrap_argv(
     size = _tmpfs_size(settings)
     out += _system_view(size) if system_only else ["--ro-bind", "/", "/", *_private_var_tmp(size)]
     out += ["--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]  # /dev: a tmpfs too
-    out += ["--proc", "/proc", *size, "--tmpfs", "/run"]
+    out += [*_proc(), *size, "--tmpfs", "/run"]
     hidden = _hidden([h for h in _user_homes() if Path(h).resolve() != Path("/")])
     for folder in hidden:
         out += [*size, "--tmpfs", folder]

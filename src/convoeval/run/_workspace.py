@@ -257,9 +257,14 @@ class DirectoryEnvironment:
 
 async def _open_directory(spec: Workspace, base_dir: Path, test_id: str) -> Path:
     """A fresh folder for one trial: the template copied in, the repos cloned, the container
-    started (with `docker`), `before_each` run."""
+    started (with `docker`), `before_each` run. It lies in a folder of its own (mode 0700) that
+    no sandbox shows, while commands run in it: a command owns the workspace (as root, its uid
+    0 is the host's), and could open it to every user (`chmod 755 .`) with a set-user-ID program
+    in it (`chmod 4755 sh`, a root shell)."""
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in test_id)[:40]
-    root = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{sandbox.owner_tag()}-{safe}-"))
+    holder = Path(tempfile.mkdtemp(prefix=f"{WORKSPACE_PREFIX}{sandbox.owner_tag()}-{safe}-"))
+    root = holder / holder.name
+    root.mkdir(mode=0o700)
     _eval_folders[root] = base_dir
     try:
         if spec.template is not None:
@@ -311,11 +316,13 @@ async def _close_directory(spec: Workspace, root: Path, passed: bool) -> str | N
     if spec.keep == "always" or (spec.keep == "on_failure" and not passed):
         await _stop_container(root)
         _eval_folders.pop(root, None)
-        kept = root.with_name(root.name.replace(WORKSPACE_PREFIX, KEPT_PREFIX, 1))
-        try:  # renamed so that no sweep of stale workspaces takes it
+        kept = root.parent.with_name(root.name.replace(WORKSPACE_PREFIX, KEPT_PREFIX, 1))
+        try:  # closed to other users as it was made, out of its folder, where no sweep takes it
+            root.chmod(0o700)
             root.rename(kept)
         except OSError:
-            kept = root
+            return str(root)
+        sandbox.remove_tree(root.parent)
         return str(kept)
     await _remove(root)
     return None
@@ -340,7 +347,7 @@ def sweep_stale_workspaces(folder: Path | None = None) -> list[Path]:
 async def _remove(root: Path) -> None:
     _eval_folders.pop(root, None)
     await _stop_container(root)
-    sandbox.remove_tree(root)
+    sandbox.remove_tree(root.parent)  # the workspace's own folder (`_open_directory`)
 
 
 #: The container each docker workspace lives in, by its folder.

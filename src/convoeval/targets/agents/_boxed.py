@@ -22,12 +22,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from ... import _sandbox as sandbox
+from ..._jsonl import bounded_lines
 from ..._result_files import replacing
 from ..._sandbox import (
     AGENT_HOME,
@@ -183,22 +183,6 @@ MAX_SESSION_LINE = 16 * 2**20
 MAX_SESSION_BYTES = 256 * 2**20
 
 
-def session_lines(handle: BinaryIO) -> Iterator[bytes | None]:
-    """The lines of a session file the agent's commands could write, read within bounds: each
-    up to `MAX_SESSION_LINE` bytes (None for a longer one, skipped in bounded pieces), until
-    `MAX_SESSION_BYTES` have been read (the caller sees what is left with `handle.read(1)`)."""
-    read = 0
-    while read < MAX_SESSION_BYTES and (line := handle.readline(MAX_SESSION_LINE + 1)):
-        read += len(line)
-        if len(line) <= MAX_SESSION_LINE:
-            yield line
-            continue
-        while line and not line.endswith(b"\n"):  # the rest of it, in bounded pieces
-            line = handle.readline(MAX_SESSION_LINE)
-            read += len(line)
-        yield None
-
-
 def _copy_redacted(source: Path, target: Path) -> None:
     """A session file copied with its secrets redacted (`_secrets.redact`): it holds what the
     agent's commands printed, its own key too when one ran `env`. It is read line by line (JSON
@@ -208,7 +192,7 @@ def _copy_redacted(source: Path, target: Path) -> None:
     the source's times but not its mode: a set-user-ID bit the agent set (as `nobody`, when
     convoeval is root) would make root's copy a root program."""
     with source.open("rb") as lines, replacing(target, "wb") as out:
-        for line in session_lines(lines):
+        for line in bounded_lines(lines, MAX_SESSION_LINE, MAX_SESSION_BYTES):
             if line is None:
                 line = b'{"convoeval": "a line over %d MB left out"}\n' % (MAX_SESSION_LINE >> 20)
             out.write(redact(line.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape"))

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..._jsonl import bounded_lines
 from ...results import ToolCall, Usage
-from ._boxed import MAX_SESSION_BYTES, session_lines
+from ._boxed import MAX_SESSION_BYTES, MAX_SESSION_LINE
 
 #: Function calls that run a shell command.
 EXEC_TOOLS = ("exec_command", "shell", "container.exec", "local_shell")
@@ -69,15 +70,16 @@ def find_rollout(env: dict[str, str], thread_id: str | None) -> Path | None:
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """The JSON records of a rollout file (lines that are not JSON objects are skipped). The
-    agent's commands can write the file: it is read within `session_lines`' bounds, and one
-    longer than `MAX_SESSION_BYTES` has no records read (its last turn would be past them)."""
+    file lies in the CLI's HOME, which the agent's commands may write: it is read as
+    `keep_sessions` copies it (`MAX_SESSION_LINE` a line), and one longer than
+    `MAX_SESSION_BYTES` has no records read (its last turn would be past them)."""
     records = []
     with path.open("rb") as lines:
         if os.fstat(lines.fileno()).st_size > MAX_SESSION_BYTES:
             return []
-        for line in session_lines(lines):
+        for line in filter(None, bounded_lines(lines, MAX_SESSION_LINE, MAX_SESSION_BYTES)):
             try:
-                record = json.loads(line.decode("utf-8", "replace")) if line is not None else None
+                record = json.loads(line.decode("utf-8", "replace"))
             except json.JSONDecodeError:
                 continue
             if isinstance(record, dict) and isinstance(record.get("payload"), dict):
