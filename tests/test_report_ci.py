@@ -275,6 +275,24 @@ def test_compare_cli_exit_codes(cli, tmp_path: Path) -> None:
     assert (code, stderr) == (2, "error: cannot write /proc/convoeval-compare.html: No such file or directory\n")
 
 
+def test_the_exact_gate_takes_a_change_of_exactly_the_tolerance_as_a_tie(cli, tmp_path: Path) -> None:
+    # 0.70 - 0.75 is -0.05000000000000004 in floats: within --tolerance 0.05, a tie
+    write_results(tmp_path / "a.jsonl", [result("t1", 0.75)])
+    write_results(tmp_path / "b.jsonl", [result("t1", 0.7)])
+    code, stdout, _ = cli(
+        "compare", "a.jsonl", "b.jsonl", "--fail-on-regression", "--gate", "exact", "--tolerance", "0.05"
+    )
+    assert code == 0 and "loss 0, win 0, tie 1" in stdout
+
+
+def test_the_significance_gate_fails_on_a_drop_of_exactly_min_delta(cli, tmp_path: Path) -> None:
+    # six tests 0.9 -> 0.8 (a drop of 0.09999999999999998 in floats): significant, and at least --min-delta 0.1
+    write_results(tmp_path / "a.jsonl", [result(f"t{i}", 0.9) for i in range(6)])
+    write_results(tmp_path / "b.jsonl", [result(f"t{i}", 0.8) for i in range(6)])
+    code, stdout, stderr = cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression", "--min-delta", "0.1")
+    assert code == 1 and "significant regression: mean score fell by 0.100" in stderr
+
+
 def test_compare_with_no_test_in_both_runs_cannot_decide(cli, tmp_path: Path) -> None:
     """Runs of another target (or a renamed suite) pair no test: no gate may pass them (exit 2)."""
     write_results(tmp_path / "a.jsonl", [result(f"t{i}", 1.0) for i in range(8)])

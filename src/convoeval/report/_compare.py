@@ -70,7 +70,7 @@ class PairedResult(Model):
         """B's score minus A's (a missing score counts as 0); None for new or gone tests."""
         if self.outcome in ("new", "gone"):
             return None
-        return (self.score_b or 0.0) - (self.score_a or 0.0)
+        return _score_change(self.score_a, self.score_b)
 
 
 class Comparison(Model):
@@ -157,8 +157,14 @@ def _key(result: EvaluationResult) -> tuple[str, str, str]:
     return suite_name(result), result.test_id, result.target
 
 
+def _score_change(a: float | None, b: float | None) -> float:
+    """B's score minus A's (a missing score counts as 0), at the 6 decimals scores are kept at:
+    0.75 -> 0.70 is a change of exactly -0.05, within a tolerance of 0.05."""
+    return round((b or 0.0) - (a or 0.0), 6)
+
+
 def _outcome(a: EvaluationResult, b: EvaluationResult, tolerance: float) -> Outcome:
-    delta = (b.score or 0.0) - (a.score or 0.0)
+    delta = _score_change(a.score, b.score)
     if delta < -tolerance:
         return "loss"
     if delta > tolerance:
