@@ -313,6 +313,8 @@ def test_compare_keeps_apart_two_suites_of_one_file_name_in_different_folders(cl
         ("d2/x", "t0", 0.0, 1.0),
         ("d2/x", "t1", 0.0, 1.0),
     ]  # each result was hidden by the other suite's of the same key
+    code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--format", "markdown")
+    assert "| loss | d1/x / t0 | bot | 1.00 | 0.00 |" in stdout
     write_results(tmp_path / "a.jsonl", run(1.0, 0.0, only_first=True))  # a run of one of them pairs too
     code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl")
     assert "d1/x / t0" in stdout and "loss 2, win 0, tie 0, new 2, gone 0" in stdout

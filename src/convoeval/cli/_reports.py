@@ -289,7 +289,6 @@ def _print_comparison(comparison: Comparison) -> None:
         table.add_column(
             column, justify="right" if column in ("before", "after", "change", "trials passed") else "left"
         )
-    several = len({p.suite for p in comparison.pairs}) > 1  # then a test is named with its suite
     for p in comparison.pairs:
         style = _STYLE[p.outcome]
         marks = " ".join(
@@ -297,7 +296,7 @@ def _print_comparison(comparison: Comparison) -> None:
         )
         table.add_row(
             f"[{style}]{p.outcome}[/]",
-            escape(f"{p.suite} / {p.test_id}" if several else p.test_id),
+            escape(comparison.test_name(p)),
             escape(p.target),
             fmt_score(p.score_a),
             fmt_score(p.score_b),

@@ -16,6 +16,7 @@ Two gates say whether B regressed (`Comparison.failed`):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -103,6 +104,14 @@ class Comparison(Model):
     @property
     def flaky(self) -> list[PairedResult]:
         return [p for p in self.pairs if p.flaky]
+
+    @cached_property
+    def several_suites(self) -> bool:
+        return len({p.suite for p in self.pairs}) > 1
+
+    def test_name(self, pair: PairedResult) -> str:
+        """The pair's test as a report names it: `suite / test` when the tests are of several suites."""
+        return f"{pair.suite} / {pair.test_id}" if self.several_suites else pair.test_id
 
     @property
     def undecidable(self) -> str | None:
