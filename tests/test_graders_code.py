@@ -135,6 +135,30 @@ async def test_low_score_fails_and_negate_min_score_apply(tmp_path: Path) -> Non
     assert result.assertions[0].text == "NOT mentions the expected city"
 
 
+PRINT_SCORE = """
+    import json, sys
+    print(json.dumps({"score": float(sys.argv[1])}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("printed", "extra", "threshold", "score"),
+    [
+        ("0.9", {"negate": True, "min_score": 0.1}, 0.8, 0.1),  # 1 - 0.9 = 0.09999999999999998
+        ("0.9", {"negate": True}, 0.1, 0.1),  # the test's threshold as the mark
+        ("0.9999999", {}, 1.0, 1.0),
+        ("0.4999999", {"min_score": 0.5}, 0.8, 0.5),
+    ],
+)
+async def test_the_pass_mark_is_met_at_the_6_decimals_the_score_is_kept_at(
+    tmp_path: Path, printed: str, extra: dict[str, Any], threshold: float, score: float
+) -> None:
+    path = script(tmp_path, PRINT_SCORE)
+    data = {"type": "code-grader", "command": [sys.executable, path, printed], "required": True, **extra}
+    result = await run(data, ctx(tmp_path, threshold=threshold))
+    assert (result.score, result.verdict, result.failed_required) == (score, "pass", [])
+
+
 async def test_string_command_cwd_env_and_conversation_level(tmp_path: Path) -> None:
     sub = tmp_path / "graders"
     sub.mkdir()

@@ -123,6 +123,18 @@ async def test_weights_and_required_criteria(server, judge) -> None:
     assert result.assertions[0].evidence == "because structure"
 
 
+async def test_a_weighted_score_of_exactly_the_threshold_passes(server, judge) -> None:
+    criteria = [
+        {"id": "yes", "outcome": "Says yes", "weight": 0.7, "required": False},
+        {"id": "short", "outcome": "Is short", "weight": 0.1, "required": False},
+        {"id": "why", "outcome": "Explains why", "weight": 0.2, "required": False},
+    ]
+    rubric = make({"type": "rubrics", "criteria": criteria, "required": True})
+    server.judge = judge_with({"why": False})  # (0.7 + 0.1) / 1.0 = 0.7999999999999999
+    result = await rubric.evaluate(turn_ctx(judge))
+    assert (result.score, result.verdict) == (0.8, "pass")
+
+
 async def test_score_ranges_min_score_and_normalisation(server, judge) -> None:
     rubric = make({"type": "rubrics", "criteria": SUMMARY})
     server.judge = judge_with({"factual_accuracy": 10, "brevity_and_clarity": 9})

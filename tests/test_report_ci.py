@@ -21,6 +21,7 @@ from convoeval.report import (
     read_battle_records,
     render_report,
 )
+from convoeval.results import EvaluationResult
 from convoeval.testing import Fault
 
 from .conftest import DATA, read_jsonl, write
@@ -273,6 +274,50 @@ def test_compare_cli_exit_codes(cli, tmp_path: Path) -> None:
     assert (code, stderr) == (2, f"error: {tmp_path} is a folder; give a file name\n")
     code, _, stderr = cli("compare", "a.jsonl", "b.jsonl", "--html", "/proc/convoeval-compare.html")
     assert (code, stderr) == (2, "error: cannot write /proc/convoeval-compare.html: No such file or directory\n")
+
+
+def test_the_exact_gate_takes_a_change_of_exactly_the_tolerance_as_a_tie(cli, tmp_path: Path) -> None:
+    # 0.70 - 0.75 is -0.05000000000000004 in floats: within --tolerance 0.05, a tie
+    write_results(tmp_path / "a.jsonl", [result("t1", 0.75)])
+    write_results(tmp_path / "b.jsonl", [result("t1", 0.7)])
+    code, stdout, _ = cli(
+        "compare", "a.jsonl", "b.jsonl", "--fail-on-regression", "--gate", "exact", "--tolerance", "0.05"
+    )
+    assert code == 0 and "loss 0, win 0, tie 1" in stdout
+
+
+def test_the_significance_gate_fails_on_a_drop_of_exactly_min_delta(cli, tmp_path: Path) -> None:
+    # six tests 0.9 -> 0.8 (a drop of 0.09999999999999998 in floats): significant, and at least --min-delta 0.1
+    write_results(tmp_path / "a.jsonl", [result(f"t{i}", 0.9) for i in range(6)])
+    write_results(tmp_path / "b.jsonl", [result(f"t{i}", 0.8) for i in range(6)])
+    code, stdout, stderr = cli("compare", "a.jsonl", "b.jsonl", "--fail-on-regression", "--min-delta", "0.1")
+    assert code == 1 and "significant regression: mean score fell by 0.100" in stderr
+
+
+def test_compare_keeps_apart_two_suites_of_one_file_name_in_different_folders(cli, tmp_path: Path) -> None:
+    def run(first: float, second: float, *, only_first: bool = False) -> list[EvaluationResult]:
+        made = [
+            result(test, score).model_copy(update={"suite": "x", "checks": {"file": f"/ci/evals/{folder}/x.eval.yaml"}})
+            for folder, score in (("d1", first), ("d2", second))
+            for test in ("t0", "t1")
+        ]
+        return made[:2] if only_first else made
+
+    write_results(tmp_path / "a.jsonl", run(1.0, 0.0))
+    write_results(tmp_path / "b.jsonl", run(0.0, 1.0))
+    code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--format", "json")
+    pairs = [(p["suite"], p["test_id"], p["score_a"], p["score_b"]) for p in json.loads(stdout)["pairs"]]
+    assert sorted(pairs) == [
+        ("d1/x", "t0", 1.0, 0.0),
+        ("d1/x", "t1", 1.0, 0.0),
+        ("d2/x", "t0", 0.0, 1.0),
+        ("d2/x", "t1", 0.0, 1.0),
+    ]  # each result was hidden by the other suite's of the same key
+    code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--format", "markdown")
+    assert "| loss | d1/x / t0 | bot | 1.00 | 0.00 |" in stdout
+    write_results(tmp_path / "a.jsonl", run(1.0, 0.0, only_first=True))  # a run of one of them pairs too
+    code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl")
+    assert "d1/x / t0" in stdout and "loss 2, win 0, tie 0, new 2, gone 0" in stdout
 
 
 def test_compare_with_no_test_in_both_runs_cannot_decide(cli, tmp_path: Path) -> None:

@@ -296,7 +296,7 @@ def _print_comparison(comparison: Comparison) -> None:
         )
         table.add_row(
             f"[{style}]{p.outcome}[/]",
-            escape(p.test_id),
+            escape(comparison.test_name(p)),
             escape(p.target),
             fmt_score(p.score_a),
             fmt_score(p.score_b),

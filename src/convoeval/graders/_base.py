@@ -22,7 +22,16 @@ from .._base_model import Model
 from .._templates import unfilled
 from ..errors import GraderError
 from ..judging import GradingLevel, JudgePanel, JudgeSession, PanelRule, Persona, Policy
-from ..results import AssertionOutcome, DimensionScore, GraderScore, Message, StopReason, Usage, decided_despite
+from ..results import (
+    AssertionOutcome,
+    DimensionScore,
+    GraderScore,
+    Message,
+    StopReason,
+    Usage,
+    decided_despite,
+    meets,
+)
 from ..targets import ChatReply, Target
 from ._panel import evaluate_by_panel
 
@@ -301,7 +310,7 @@ class Assertion(Model):
             passed = None if passed is None else not passed
         if passed is None:
             mark = self.min_score if self.min_score is not None else ctx.threshold
-            passed = score >= mark
+            passed = meets(score, mark)  # at the 6 decimals the score is kept at
             if grade.unanswered and (undecided := _undecided_by_repeats(grade, negated, mark)):
                 return self._error(undecided, _spent(grade))
         outcomes = grade.assertions
@@ -402,7 +411,7 @@ def _undecided_by_repeats(grade: Grade, negated: bool, mark: float) -> str | Non
     low, high = raw * (1 - u), raw * (1 - u) + u
     if negated:
         low, high = 1 - high, 1 - low
-    if decided_despite(low, high, lambda s: s >= mark) is not None:
+    if decided_despite(low, high, lambda s: meets(s, mark)) is not None:
         return None
     return (
         f"{u:.0%} of the judge repeats failed and could change the verdict: the mean of all would be "

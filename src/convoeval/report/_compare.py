@@ -15,7 +15,9 @@ Two gates say whether B regressed (`Comparison.failed`):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
+from pathlib import PurePosixPath
 from typing import Literal
 
 from pydantic import ConfigDict, Field
@@ -70,7 +72,7 @@ class PairedResult(Model):
         """B's score minus A's (a missing score counts as 0); None for new or gone tests."""
         if self.outcome in ("new", "gone"):
             return None
-        return (self.score_b or 0.0) - (self.score_a or 0.0)
+        return _score_change(self.score_a, self.score_b)
 
 
 class Comparison(Model):
@@ -102,6 +104,14 @@ class Comparison(Model):
     @property
     def flaky(self) -> list[PairedResult]:
         return [p for p in self.pairs if p.flaky]
+
+    @cached_property
+    def several_suites(self) -> bool:
+        return len({p.suite for p in self.pairs}) > 1
+
+    def test_name(self, pair: PairedResult) -> str:
+        """The pair's test as a report names it: `suite / test` when the tests are of several suites."""
+        return f"{pair.suite} / {pair.test_id}" if self.several_suites else pair.test_id
 
     @property
     def undecidable(self) -> str | None:
@@ -153,12 +163,50 @@ class Comparison(Model):
         }
 
 
-def _key(result: EvaluationResult) -> tuple[str, str, str]:
-    return suite_name(result), result.test_id, result.target
+Key = tuple[str, str, str]
+
+
+def pairing(*runs: Sequence[EvaluationResult]) -> Callable[[EvaluationResult], Key]:
+    """How the results of `runs` are paired: (suite, test id, target), the suite named by its file
+    name (`x` for `evals/x.eval.yaml`); where a run holds two suite files of one name
+    (`d1/x.eval.yaml`, `d2/x.eval.yaml`), by as many of their folders as tell them apart in every
+    run (`d1/x`, `d2/x`), so that no result hides another."""
+    depth: dict[str, int] = {}
+    for run in runs:
+        files: dict[str, set[tuple[str, ...]]] = {}
+        for result in run:
+            if parts := _file_parts(result):
+                files.setdefault(suite_name(result), set()).add(parts)
+        for name, found in files.items():
+            if len(found) > 1:
+                apart = next(
+                    n for n in range(2, max(map(len, found)) + 1) if len({p[-n:] for p in found}) == len(found)
+                )
+                depth[name] = max(depth.get(name, 0), apart)
+
+    def key(result: EvaluationResult) -> Key:
+        name, parts = suite_name(result), _file_parts(result)
+        if name in depth and parts:
+            name = "/".join((*parts[-depth[name] : -1], name))
+        return name, result.test_id, result.target
+
+    return key
+
+
+def _file_parts(result: EvaluationResult) -> tuple[str, ...]:
+    """The parts of the path of the suite file the result came from (none when not recorded)."""
+    file = (result.checks or {}).get("file")
+    return PurePosixPath(file.replace("\\", "/")).parts if isinstance(file, str) and file else ()
+
+
+def _score_change(a: float | None, b: float | None) -> float:
+    """B's score minus A's (a missing score counts as 0), at the 6 decimals scores are kept at:
+    0.75 -> 0.70 is a change of exactly -0.05, within a tolerance of 0.05."""
+    return round((b or 0.0) - (a or 0.0), 6)
 
 
 def _outcome(a: EvaluationResult, b: EvaluationResult, tolerance: float) -> Outcome:
-    delta = (b.score or 0.0) - (a.score or 0.0)
+    delta = _score_change(a.score, b.score)
     if delta < -tolerance:
         return "loss"
     if delta > tolerance:
@@ -221,8 +269,10 @@ def compare_results(
         comparison = compare_results(read_results("old.jsonl"), read_results("new.jsonl"))
         if comparison.regressions: ...
     """
-    first = {_key(r): r for r in a}
-    second = {_key(r): r for r in b}
+    a, b = list(a), list(b)
+    key_of = pairing(a, b)
+    first = {key_of(r): r for r in a}
+    second = {key_of(r): r for r in b}
     pairs: list[PairedResult] = []
     data: list[PairData] = []
     for key in [*first, *(k for k in second if k not in first)]:

@@ -12,8 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..results import EvaluationResult, Message, ScoreEntry
-from ._compare import Comparison, PairedResult
-from ._overview import suite_name
+from ._compare import Comparison, PairedResult, pairing
 
 
 @dataclass
@@ -104,8 +103,10 @@ def pair_views(
     comparison: Comparison, results_a: Iterable[EvaluationResult], results_b: Iterable[EvaluationResult]
 ) -> list[PairView]:
     """A `PairView` for every pair of the comparison, in its order."""
-    first = {(suite_name(r), r.test_id, r.target): r for r in results_a}
-    second = {(suite_name(r), r.test_id, r.target): r for r in results_b}
+    results_a, results_b = list(results_a), list(results_b)
+    key_of = pairing(results_a, results_b)
+    first = {key_of(r): r for r in results_a}
+    second = {key_of(r): r for r in results_b}
     return [
         pair_view(p, first.get((p.suite, p.test_id, p.target)), second.get((p.suite, p.test_id, p.target)))
         for p in comparison.pairs

@@ -150,7 +150,7 @@ def markdown_comparison(comparison: Comparison, limit: int = 50) -> str:
             flaky = f"flaky ({p.flaky_history})" if p.flaky_history else "flaky" if p.flaky else ""
             marks = " ".join(m for m in ("significant" if p.significant else "", flaky) if m)
             lines.append(
-                f"| {p.outcome} | {md_text(p.test_id)} | {md_text(p.target)} | {fmt_score(p.score_a)} | "
+                f"| {p.outcome} | {md_text(comparison.test_name(p))} | {md_text(p.target)} | {fmt_score(p.score_a)} | "
                 f"{fmt_score(p.score_b)} | {delta} | {p.rate('a')} → {p.rate('b')} | {marks} |"
             )
     return "\n".join(lines) + "\n"

@@ -55,6 +55,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..results import meets
 from ._estimate import Estimate
 from ._rates import mean_interval, rate_interval
 
@@ -415,20 +416,26 @@ def _decide(report: GateReport, alpha: float, min_delta: float) -> None:
     """Fill `report.reasons`: the drops that are significant and at least `min_delta`."""
     adjusted = report.adjusted
     drop = -report.mean_delta.value if report.mean_delta.defined else 0.0
-    if adjusted["scores"] < alpha and drop > 0 and drop >= min_delta:
+    if adjusted["scores"] < alpha and _at_least(drop, min_delta):
         report.reasons.append(f"mean score fell by {drop:.3f} (p={adjusted['scores']:.3g}, permutation test)")
     rate_drop = report.pass_rate_a.value - report.pass_rate_b.value if report.pairs else 0.0
-    if adjusted["verdicts"] < alpha and rate_drop > 0 and rate_drop >= min_delta:
+    if adjusted["verdicts"] < alpha and _at_least(rate_drop, min_delta):
         report.reasons.append(
             f"{report.losses} test(s) went from pass to not pass and {report.wins} the other way "
             f"(p={adjusted['verdicts']:.3g}, McNemar exact)"
         )
     family = adjusted["tests"] / report.tests_p if report.tests_p > 0 else 1.0
     for test in report.tests:
-        test.significant = test.p_adjusted * family < alpha and -test.delta >= max(min_delta, 1e-12)
+        test.significant = test.p_adjusted * family < alpha and _at_least(-test.delta, min_delta)
     worse = [t for t in report.tests if t.significant]
     if worse:
         names = ", ".join(t.label for t in worse[:5]) + (" ..." if len(worse) > 5 else "")
         report.reasons.append(
             f"{len(worse)} test(s) pass significantly less often across trials ({report.correction}): {names}"
         )
+
+
+def _at_least(drop: float, min_delta: float) -> bool:
+    """A drop (of a mean score or a pass rate) above 0 and at least `min_delta`, both at the 6
+    decimals scores are kept at: 0.9 -> 0.8 is a drop of 0.1 (0.09999999999999998 in floats)."""
+    return meets(drop, 1e-6) and meets(drop, min_delta)
