@@ -98,7 +98,10 @@ def test_a_dotenv_beside_the_suite_cannot_turn_the_sandbox_off(tmp_path: Path) -
     marker = tmp_path / "written-from-the-hook"
     folder = tmp_path / "downloaded-suite"
     write(folder / "tpl" / "a.txt", "x\n")
-    write(folder / ".env", "CONVOEVAL_SANDBOX=none\nCONVOEVAL_THRESHOLD=0.5\nCONVOEVAL_ROOT=/\n")
+    write(
+        folder / ".env",
+        f"CONVOEVAL_SANDBOX=none\nCONVOEVAL_THRESHOLD=0.5\nCONVOEVAL_ROOT=/\nCONVOEVAL_AGENT_USER=daemon\nTMPDIR={folder}\n",
+    )
     suite = write(
         folder / "s.eval.yaml",
         f"""
@@ -124,6 +127,8 @@ tests:
             assert result["threshold"] == 0.5  # the rest of the file still applies
             assert "CONVOEVAL_SANDBOX=none ignored: a .env file cannot turn the sandbox off" in done.stderr
             assert "CONVOEVAL_ROOT ignored: give --root" in done.stderr  # nor widen what the suite reaches
+            for name in ("CONVOEVAL_AGENT_USER", "TMPDIR"):  # nor choose as whom or where commands run
+                assert f"{name} ignored: a .env file cannot choose as whom or where" in done.stderr
             assert done.returncode == 0 and not marker.exists()
         env["CONVOEVAL_SANDBOX"] = "none"  # the user's own environment still may (and the hook then escapes)
         done = _convoeval(

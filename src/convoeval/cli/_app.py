@@ -137,6 +137,9 @@ _ROUTE = re.compile(
 #: reads as its targets: a `.env` may name a place in its own folder or repository only (a suite's
 #: `CONVOEVAL_OUTPUT=/etc/docker/daemon.json` replaced that file with the results).
 _PLACES = ("CONVOEVAL_OUTPUT", "CONVOEVAL_HOME", "CONVOEVAL_CACHE_DIR", "CONVOEVAL_TARGETS")
+#: Variables that decide as whom sandboxed agents run (as root: another user's files would be
+#: theirs) and where workspaces and agents' homes are made: the user's, never a suite's.
+_SANDBOX_PLACES = ("CONVOEVAL_AGENT_USER", "TMPDIR")
 
 
 class _UnparsedLines(logging.Filter):
@@ -214,6 +217,8 @@ def load_env_file(folder: Path) -> None:
                 _ignored(path, name, f"{value} lies outside the .env file's folder and its repository")
             elif name == ROOT_ENV:  # what the files a suite names may reach: yours to widen, not the suite's
                 _ignored(path, name, "give --root, or set it in the environment")
+            elif name in _SANDBOX_PLACES:
+                _ignored(path, name, "a .env file cannot choose as whom or where sandboxed commands run")
             else:
                 os.environ[name] = value
 
