@@ -316,13 +316,15 @@ async def _close_directory(spec: Workspace, root: Path, passed: bool) -> str | N
     if spec.keep == "always" or (spec.keep == "on_failure" and not passed):
         await _stop_container(root)
         _eval_folders.pop(root, None)
-        kept = root.parent.with_name(root.name.replace(WORKSPACE_PREFIX, KEPT_PREFIX, 1))
+        holder = _holder(root)
+        kept = holder.with_name(root.name.replace(WORKSPACE_PREFIX, KEPT_PREFIX, 1))
         try:  # closed to other users as it was made, out of its folder, where no sweep takes it
             root.chmod(0o700)
             root.rename(kept)
         except OSError:
             return str(root)
-        sandbox.remove_tree(root.parent)
+        if holder != root:
+            sandbox.remove_tree(holder)
         return str(kept)
     await _remove(root)
     return None
@@ -347,7 +349,13 @@ def sweep_stale_workspaces(folder: Path | None = None) -> list[Path]:
 async def _remove(root: Path) -> None:
     _eval_folders.pop(root, None)
     await _stop_container(root)
-    sandbox.remove_tree(root.parent)  # the workspace's own folder (`_open_directory`)
+    sandbox.remove_tree(_holder(root))
+
+
+def _holder(root: Path) -> Path:
+    """The folder of its own a workspace lies in (`_open_directory`: of the same name); the
+    workspace itself for any other folder, whose parent is never removed."""
+    return root.parent if root.parent.name == root.name else root
 
 
 #: The container each docker workspace lives in, by its folder.
