@@ -183,3 +183,63 @@ def test_inspect_log_written_back_keeps_text_results_and_targets(cli, tmp_path: 
         source = original[name]
         assert sample.target == source.target
         assert sample.metadata["target"] == "recorded:transcript"
+
+
+def test_inspect_multishot_history_is_input_not_a_graded_turn(cli, tmp_path: Path) -> None:
+    """A sample whose input holds an assistant answer written in the dataset (Inspect marks it
+    `source: input`): the model answered once. Before, the dataset's answer was graded as the
+    model's turn 1 (and failed `not-contains Dataset`)."""
+    pytest.importorskip("inspect_ai", reason="the .eval log is zstd-compressed: the inspect extra reads it")
+    result = grade(
+        cli,
+        INSPECT / "multishot-mockllm.eval",
+        tmp_path,
+        "turn_assertions:\n  - {type: not-contains, value: Dataset}\n",
+    )
+    shots = result["shots"]
+    assert [(s["name"], s["verdict"]) for s in shots["scores"]] == [("turn-1", "pass")]
+    assert [(m["role"], m["source"], m["content"]) for m in shots["output"]] == [
+        ("system", "input", "Answer in one word."),
+        ("user", "input", "Capital of Italy?"),
+        ("assistant", "input", "Dataset: Rome"),
+        ("user", "user", "Capital of France?"),
+        ("assistant", "target", "Model: Capital of France?"),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["conversation", "single"])
+def test_a_runs_input_history_stays_input_when_graded_again(cli, tmp_path: Path, mode: str) -> None:
+    """A test whose input holds an earlier assistant answer, run, then graded again with
+    `--graders`: the history is not a turn. Before, the earlier answer was turn 1 (relabelled
+    the target's) and failed the check the live run had passed."""
+    history = "[{role: user, content: earlier}, {role: assistant, content: PREFILLED}"
+    test = (
+        f"input: {history}]\n    mode: conversation\n    turns: [{{input: now}}]"
+        if mode == "conversation"
+        else f"input: {history}, {{role: user, content: now}}]"
+    )
+    write(
+        tmp_path / "t.eval.yaml", f"tests:\n  - id: h\n    {test}\n    assertions: [{{type: contains, value: live}}]\n"
+    )
+    write(
+        tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted, rules: [{match: '.', reply: live}]}\n"
+    )
+    code, out, err = cli(
+        "run",
+        tmp_path / "t.eval.yaml",
+        "--target",
+        "bot",
+        "-o",
+        tmp_path / "r.jsonl",
+        "--targets",
+        tmp_path / "targets.yaml",
+    )
+    assert code == 0, err + out
+    again = grade(cli, tmp_path / "r.jsonl", tmp_path, "turn_assertions:\n  - {type: contains, value: live}\n")
+    (result,) = again.values()
+    assert result["verdict"] == "pass"
+    assert [s["name"] for s in result["scores"]] == ["turn-1"]
+    assert [(m["content"], m["source"]) for m in result["output"] if m["role"] == "assistant"] == [
+        ("PREFILLED", "input"),
+        ("live", "target"),
+    ]

@@ -10,7 +10,8 @@ nothing. Each sample's `messages` (`ChatMessage`:
 arguments}`, tool results with `tool_call_id`) become a `transcript:` test named after the
 sample (`test_id`: its id unchanged when it is a valid test id, else percent-encoded; `-epoch-N`
 added for a sample the log ran in several epochs). A sample that ended in an error is an
-`execution_error` (the test's `error`), one that ran into one of Inspect's limits is
+`execution_error` (the test's `error`), the messages of the sample's input before its last user
+message (a multishot history) are the conversation's input (`source: input`), one that ran into one of Inspect's limits is
 `budget_exhausted` (`budget_hit`, such as `message_limit=6 (...)`). The sample's id and epoch
 (`inspect_sample_id`, `inspect_epoch`: convoeval's Inspect export writes the sample back under
 them), `metadata`, `target`, Inspect's own `scores` (value, answer, explanation, metadata), error,
@@ -129,6 +130,7 @@ def read_inspect_log(path: Path) -> list[LoggedTest]:
         if not isinstance(messages, list):
             raise DatasetError(f"{path}:1: sample {sample.get('id')!r}: messages: expected a list of messages")
         transcript = [_message(m, path, dropped) for m in messages]
+        _mark_history(messages, transcript)
         name = test_id(sample.get("id", len(tests) + 1))
         if epochs[str(sample.get("id"))] > 1:
             name += f"-epoch-{sample.get('epoch', 1)}"
@@ -193,6 +195,17 @@ def _error_text(sample: JsonObject) -> str | None:
     if isinstance(error, dict) and error.get("message"):
         return str(error["message"])
     return str(error) if isinstance(error, str) and error else None
+
+
+def _mark_history(messages: list[JsonValue], transcript: list[LoggedMessage]) -> None:
+    """Marks `source: input` the messages of the sample's input (Inspect's `source: "input"`)
+    before its last user message, which the model answered: a multishot history's assistant
+    answers are the dataset's, not the model's."""
+    given = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("source") == "input"]
+    last_user = max((i for i in given if transcript[i]["role"] == "user"), default=-1)
+    for i in given:
+        if i < last_user:
+            transcript[i]["source"] = "input"
 
 
 def _message(raw: JsonValue, path: Path, dropped: Counter[str]) -> LoggedMessage:
