@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import convoeval
 from convoeval.datasets import DatasetWarning, import_dataset, write_suite
@@ -105,15 +106,29 @@ def test_promptfoo_simulated_user_example_becomes_simulated_users_and_runs(cli, 
     assert [m.source for m in result.output if m.role != "system"][:2] == ["simulator", "target"]
 
 
-def test_promptfoo_assertions_map_to_convoeval_types_and_the_rest_are_one_warning(cli, tmp_path) -> None:
+def test_promptfoo_assertions_map_to_convoeval_types_and_the_rest_are_errors(cli, tmp_path) -> None:
+    """Types with no convoeval equivalent stay in the eval file as written, so that validating
+    it names each with its line. Before, they were dropped with a warning and a test whose
+    only check was one of them passed."""
     config = PROMPTFOO / "assertions" / "promptfooconfig.yaml"
     code, out, err = cli("import", "promptfoo", config, "-o", tmp_path / "a.eval.yaml")
-    assert code == 0, err
+    assert code == 2, err
     assert err.count("warning:") == 1
     assert (
-        "4 promptfoo assertion(s) not imported (no convoeval equivalent): perplexity (1), rouge-n (1), similar (2)"
-        in err
+        "4 promptfoo assertion(s) with no convoeval equivalent, kept as written for you to replace or remove: "
+        "perplexity (1), rouge-n (1), similar (2)" in err
     )
+    unknown = [line.split(": ", 1)[1] for line in err.splitlines() if "unknown assertion type" in line]
+    assert unknown == [
+        "tests[3].assertions[7].type: unknown assertion type 'similar'",
+        "tests[3].assertions[8].type: unknown assertion type 'rouge-n'",
+        "tests[3].assertions[9].type: unknown assertion type 'perplexity'",
+        "tests[3].assertions[10].type: unknown assertion type 'similar'",
+    ]
+    written = yaml.safe_load((tmp_path / "a.eval.yaml").read_text())
+    for test in written["tests"]:  # what the user does: remove them (or replace them)
+        test["assertions"] = [a for a in test["assertions"] if a["type"] not in ("similar", "rouge-n", "perplexity")]
+    write(tmp_path / "a.eval.yaml", yaml.safe_dump(written))
     suite = load_suite(tmp_path / "a.eval.yaml")
     by_id = {t.id: t for t in suite.tests}
     text = [a.type for a in by_id["text-checks"].assertions]
@@ -211,8 +226,11 @@ def test_promptfoo_simple_test_example_sends_and_decides_as_promptfoo(fake_opena
     with pytest.warns(DatasetWarning) as caught:
         suite = import_dataset("promptfoo", PROMPTFOO / "simple-test" / "promptfooconfig.yaml")
     assert [str(w.message) for w in caught] == [
-        "2 promptfoo assertion(s) not imported (no convoeval equivalent): similar (2)"
+        "2 promptfoo assertion(s) with no convoeval equivalent, kept as written for you to replace or remove: "
+        "similar (2)"
     ]
+    for test in suite["tests"]:  # removed, as the user must (test 4 fails on its python check anyway)
+        test["assertions"] = [a for a in test["assertions"] if a["type"] != "similar"]
     inputs = [t["input"][-1]["content"] for t in suite["tests"]]
     assert inputs[0] == "Rephrase this from English to Pirate: Yes"
     assert inputs[5] == "Pretend you're a pirate and speak these words: Yes"
@@ -789,3 +807,28 @@ def test_promptfoo_provider_transform_runs_first(fake_openai, tmp_path) -> None:
     write(config, "prompts: [x]\nproviders: [{id: 'openai:a', transform: a}, {id: 'openai:b', transform: b}]\n")
     with pytest.warns(DatasetWarning, match="provider transforms not applied: they differ"):
         import_dataset("promptfoo", write(config, config.read_text() + "tests: [{vars: {}}]\n"))
+
+
+def test_promptfoo_text_checks_and_unasserted_tests_decide_as_promptfoo(fake_openai, tmp_path) -> None:
+    """Verdicts read from promptfoo's `contains.ts` / `endsWith.ts`: a quoted `contains-any` part
+    keeps its comma, `ends-with` and `not-ends-with` are imported, and a test with no `assert`
+    passes without a judge. Before: the quoted part was split (fail), both ends-with checks were
+    dropped (the not-ends-with test passed), and the description was a criterion a judge graded."""
+    checks = {
+        "quoted": [{"type": "contains-any", "value": '"Paris, France", zebra'}],
+        "split": [{"type": "icontains-all", "value": "PARIS , france"}],
+        "ends": [{"type": "ends-with", "value": "France."}],
+        "not-ends": [{"type": "not-ends-with", "value": "France."}],
+        "no-assert": None,
+    }
+    tests = [{"description": name, "vars": {"q": name}, **({"assert": a} if a else {})} for name, a in checks.items()]
+    config = {"prompts": ["Q: {{q}}"], "providers": ["openai:m"], "tests": tests}
+    write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump(config))
+    suite = import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")
+    assert suite["tests"][0]["assertions"][0]["value"] == ["Paris, France", "zebra"]
+    assert "criteria" not in suite["tests"][4] and suite["tests"][4]["metadata"] == {"description": "no-assert"}
+    fake_openai.reset(reply=lambda body: "The capital is Paris, France.")
+    report = convoeval.run(write_suite(suite, tmp_path / "s.eval.yaml"), target="openai:m", store=False, cache=False)
+    verdicts = {r.test_id: r.verdict for r in report.results}
+    assert verdicts == {"quoted": "pass", "split": "pass", "ends": "pass", "not-ends": "fail", "no-assert": "pass"}
+    assert len(fake_openai.requests) == 5  # the target's five replies; no judge asked

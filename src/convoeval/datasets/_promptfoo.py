@@ -26,7 +26,10 @@ What becomes what:
   conversation, a `required` composite of the turn's checks with that `min_score`); without
   one, every assertion passing, whatever their mean (threshold 0, every check `required` at
   its own pass mark: its promptfoo threshold, else convoeval's default, as `min_score`).
-- `assert`: see `_promptfoo_asserts`; unmapped types are listed in one warning.
+- `assert`: see `_promptfoo_asserts`; unmapped types are kept as written (validation names
+  each) and listed in one warning.
+- a test's `description` is its id and `metadata.description`, not a criterion: a test with no
+  `assert` passes when it runs, as in promptfoo.
 """
 
 from __future__ import annotations
@@ -576,7 +579,7 @@ def _listed(value: JsonValue) -> list[JsonValue]:
 def _common(test: JsonObject, default: JsonObject, test_id: str) -> SuiteTest:
     out: SuiteTest = {"id": test_id}
     if test.get("description"):
-        out["criteria"] = str(test["description"])
+        out["metadata"] = {"description": str(test["description"])}
     threshold = _threshold(test, default)
     out["execution"] = {"threshold": 0 if threshold is None else threshold}
     return out
@@ -604,7 +607,7 @@ def _single(
     out["assertions"] = _asserts(test, default, base, unmapped, head)
     metadata = as_object(test.get("metadata"))
     if metadata:
-        out["metadata"] = metadata
+        out["metadata"] = {**out.get("metadata", {}), **metadata}
     return out
 
 
