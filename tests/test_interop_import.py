@@ -785,6 +785,20 @@ def test_csv_files_saved_with_a_byte_order_mark_import(tmp_path) -> None:
     assert golden["simulated_user"]["objective"] == "Book a table" and golden["success"] == ["Table booked"]
 
 
+def test_csv_cells_keep_their_carriage_returns(tmp_path) -> None:
+    """A quoted CSV cell holding "\r\n" or "\r" (as DeepEval 4.3.1's `save_as("csv")` writes a
+    golden's input that has them; csv-parse and pandas keep them). Before: both became "\n"."""
+    cell = "Q\r\nCRLF\rCR\n"
+    goldens = tmp_path / "goldens.csv"
+    goldens.write_bytes(f'input,expected_output\r\n"{cell}",A\r\n'.encode())
+    (golden,) = import_dataset("deepeval", goldens)["tests"]
+    assert golden["input"] == cell
+    (tmp_path / "tests.csv").write_bytes(f'q,__expected\r\n"{cell}",contains: Q\r\n'.encode())
+    config = write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{ q }}']\ntests: file://tests.csv\n")
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    assert test["input"] == [{"role": "user", "content": cell[:-1]}]  # a var loses one trailing newline
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="promptfoo's transforms run on Node.js")
 def test_promptfoo_provider_transform_runs_first(fake_openai, tmp_path) -> None:
     """promptfoo 0.123.1 passed this test (output "HI THERE!": the provider's transform, then the

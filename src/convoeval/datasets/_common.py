@@ -49,12 +49,14 @@ def read_json(path: Path) -> JsonValue:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, newline: str | None = None) -> str:
     """A dataset file's text, without the byte-order mark spreadsheets write (raises
-    DatasetError naming the file: missing, a folder, not text)."""
+    DatasetError naming the file: missing, a folder, not text); `newline=""` keeps line endings
+    as written (a CSV cell's carriage returns), as `open` does."""
     _check_file(path)
     try:
-        return path.read_text(encoding="utf-8-sig")
+        with path.open(encoding="utf-8-sig", newline=newline) as file:
+            return file.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(jsonl.read_problem(path, exc)) from None
 
