@@ -243,3 +243,16 @@ def test_a_runs_input_history_stays_input_when_graded_again(cli, tmp_path: Path,
         ("PREFILLED", "input"),
         ("live", "target"),
     ]
+
+
+def test_inspect_run_that_did_not_finish_says_so(tmp_path: Path) -> None:
+    """A run stopped by Ctrl-C (KeyboardInterrupt) after its first of two samples: the log's
+    status is "started" and it holds one sample. Before, it imported as if complete."""
+    pytest.importorskip("inspect_ai", reason="the .eval log is zstd-compressed: the inspect extra reads it")
+    with pytest.warns(UserWarning) as caught:
+        suite = import_dataset("inspect", INSPECT / "unfinished-mockllm.eval")
+    assert [t["id"] for t in suite["tests"]] == ["early"]
+    assert [str(w.message).split(": ", 1)[1] for w in caught] == [
+        "the Inspect run did not finish (status started); imported only the 1 sample run(s) it logged "
+        "(the dataset has 2)"
+    ]

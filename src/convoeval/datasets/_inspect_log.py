@@ -19,7 +19,8 @@ token usage per model and times are kept as test metadata (`inspect_sample_id`, 
 `inspect_target`, `inspect_scores`, `inspect_error`, `inspect_model_usage`, `inspect_times`:
 `started_at`, `completed_at`, `total_time`, `working_time`). Content with no text (images, reasoning) is left out and named in a warning;
 so is a sample without both a user and an assistant message (one that failed before the model
-answered), which cannot be graded.
+answered), which cannot be graded, and a run that did not finish (`status` other than `success`:
+only the samples it logged are in it).
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ def read_inspect_log(path: Path) -> list[LoggedTest]:
     if not samples:
         raise DatasetError(f"{path}:1: the Inspect log has no samples (was it written with samples?)")
     eval_info = as_object(header.get("eval")) or {}
+    _warn_unfinished(header, eval_info, len(samples), path)
     epochs = Counter(str(sample.get("id")) for sample in samples)
     tests: list[LoggedTest] = []
     left_out: list[str] = []
@@ -163,6 +165,24 @@ def read_inspect_log(path: Path) -> list[LoggedTest]:
             stacklevel=2,
         )
     return tests
+
+
+def _warn_unfinished(header: JsonObject, eval_info: JsonObject, logged: int, path: Path) -> None:
+    """Warns when the run did not finish (Inspect's `status`: `started` when it was stopped before
+    it wrote its results, `cancelled`, `error`): the log holds only the samples it got to."""
+    status = header.get("status") or "started"  # an unfinished .eval has only its journal
+    if status == "success":
+        return
+    dataset = as_object(eval_info.get("dataset")) or {}
+    of = f" (the dataset has {dataset['samples']})" if isinstance(dataset.get("samples"), int) else ""
+    error = as_object(header.get("error")) or {}
+    why = f": {error['message']}" if error.get("message") else ""
+    warnings.warn(
+        f"{path}: the Inspect run did not finish (status {status}{why}); imported only the {logged} sample "
+        f"run(s) it logged{of}",
+        DatasetWarning,
+        stacklevel=3,
+    )
 
 
 def test_id(sample_id: JsonValue) -> str:
