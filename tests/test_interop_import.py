@@ -729,7 +729,8 @@ def test_promptfoo_tests_from_jsonl_files_and_globs(tmp_path) -> None:
 def test_promptfoo_files_outside_the_configs_folder_and_repository_are_refused(tmp_path, monkeypatch) -> None:
     """A promptfoo config names files that go into the eval file, and to the model: they obey the
     rule of any suite (its folder, its repository, `--root`). Before: `file:///root/.ssh/id_rsa`
-    as a var (or `../..` to it, a glob's link to it, a prompt or `defaultTest` file) was read in."""
+    as a var (or `../..` to it, a glob's link to it, a prompt or `defaultTest` file, an `is-json`
+    schema) was read in."""
     monkeypatch.delenv("CONVOEVAL_ROOT", raising=False)
     secret = write(tmp_path / "home" / "secret.yaml", "- vars: {q: s3cret}\n")
     folder = tmp_path / "project"
@@ -742,6 +743,8 @@ def test_promptfoo_files_outside_the_configs_folder_and_repository_are_refused(t
         "prompts: ['{{ q }}']\ntests: file://t/*.yaml\n",
         f"prompts: ['file://{secret}']\ntests: [{{vars: {{q: a}}}}]\n",
         f"prompts: ['{{{{ q }}}}']\ndefaultTest: file://{secret}\ntests: [{{vars: {{q: a}}}}]\n",
+        f"prompts: [q]\ntests: [{{assert: [{{type: is-json, value: 'file://{secret}'}}]}}]\n",
+        f"prompts: [q]\ntests: [{{assert: [{{type: contains-any, value: 'file://{secret}'}}]}}]\n",
     ):
         write(config, text)
         with pytest.raises(DatasetError, match=f"file '[^']*' is outside the suite's folder {folder}"):
@@ -749,6 +752,29 @@ def test_promptfoo_files_outside_the_configs_folder_and_repository_are_refused(t
     monkeypatch.setenv("CONVOEVAL_ROOT", str(tmp_path / "home"))  # --root: the user widens it
     write(config, "prompts: ['{{ q }}']\ntests: file://t/*.yaml\n")
     assert [t["input"][-1]["content"] for t in import_dataset("promptfoo", config)["tests"]] == ["mine", "s3cret"]
+
+
+def test_promptfoo_file_assertion_values_are_read_as_promptfoo_reads_them(tmp_path) -> None:
+    """promptfoo's `processFileReference`: a `file://` value is a .txt file's text, trimmed, or a
+    .json/.yaml file's data; a value computed by a script cannot be imported (an error).
+    Before: the reference itself was the value (`contains: "file://expected.txt"`)."""
+    write(tmp_path / "expected.txt", "Paris\n")
+    write(tmp_path / "rubric.txt", "Names the capital of France.\n")
+    write(tmp_path / "cities.yaml", "[Paris, Lyon]\n")
+    checks = [
+        {"type": "contains", "value": "file://expected.txt"},
+        {"type": "llm-rubric", "value": "file://rubric.txt"},
+        {"type": "contains-any", "value": "file://cities.yaml"},
+    ]
+    write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump({"prompts": ["q"], "tests": [{"assert": checks}]}))
+    (test,) = import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")["tests"]
+    contains, rubric, any_of = test["assertions"]
+    assert contains["value"] == "Paris" and rubric["criteria"] == "Names the capital of France."
+    assert any_of["value"] == ["Paris", "Lyon"]
+    checks.append({"type": "equals", "value": "file://computed.js"})
+    write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump({"prompts": ["q"], "tests": [{"assert": checks}]}))
+    with pytest.raises(DatasetError, match="file://computed.js: a value computed by a script cannot be imported"):
+        import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")
 
 
 def test_promptfoo_vars_print_as_nunjucks_prints_them(tmp_path) -> None:

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
+from .._paths import confined_folder
 from ..errors import DatasetError
 from ..spec import DEFAULT_THRESHOLD
-from ._common import JsonObject, load_yaml, parse_yaml
+from ._common import JsonObject, load_yaml, parse_yaml, read_text
 
 #: Fills promptfoo's `{{ var }}` in a text with a test's vars.
 Render = Callable[[str, JsonObject], str]
@@ -297,6 +298,8 @@ def _value(item: JsonObject, render: Render, variables: JsonObject) -> JsonValue
 
 def _map_one(item: JsonObject, kind: str, render: Render, variables: JsonObject, base: Path) -> JsonObject | None:
     value = _value(item, render, variables)
+    if isinstance(value, str) and value.startswith("file://") and kind.removeprefix("not-") not in _OWN_FILES:
+        value = _file_value(value, base)
     threshold = item.get("threshold")
     if kind in _TEXT or kind in _NOT_TEXT:
         if value is None or value == "" or value == []:
@@ -327,6 +330,30 @@ def _map_one(item: JsonObject, kind: str, render: Render, variables: JsonObject,
     return None
 
 
+#: The types whose `file://` value is not data: a script to run, or a schema (`_schema`).
+_OWN_FILES = {"python", "javascript", "is-json", "contains-json"}
+
+
+def inside(base: Path, path: Path, where: str) -> Path:
+    """`path` (the config's folder `base` joined with a reference), resolved, if it lies in that
+    folder, its repository or `--root` (`_paths`): what it holds goes into the eval file, and to
+    the model (`file:///root/.ssh/id_rsa` is an error, as in any suite)."""
+    try:
+        return confined_folder(str(path.absolute()), base, "file")
+    except ValueError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
+
+
+def _file_value(value: str, base: Path) -> JsonValue:
+    """A `file://` assertion value as promptfoo's `processFileReference` loads it: a .txt file's
+    text trimmed, a .json/.yaml file's data (a script computing the value cannot be imported)."""
+    path = base / value.removeprefix("file://")
+    if path.suffix not in (".txt", ".json", ".yaml", ".yml"):
+        raise DatasetError(f"assert: value: {value}: a value computed by a script cannot be imported")
+    path = inside(base, path, f"assert: value: {value}")
+    return read_text(path).strip() if path.suffix == ".txt" else load_yaml(path, core=True)
+
+
 #: promptfoo's `contains-any` parts: a double-quoted part may hold commas (`contains.ts`).
 _CONTAINS_ANY_PART = re.compile(r'(".*?"|[^,]+)(?=\s*,|\s*\Z)')
 
@@ -353,7 +380,7 @@ def _schema(value: JsonValue, base: Path) -> JsonObject | None:
             path = base / value.removeprefix("file://")
             if path.suffix not in (".json", ".yaml", ".yml"):
                 return None
-            value = load_yaml(path, core=True)
+            value = load_yaml(inside(base, path, f"assert: value: {value}"), core=True)
         else:
             try:
                 value = parse_yaml(value, base, core=True)
