@@ -16,7 +16,7 @@ from convoeval.datasets import DatasetWarning, import_dataset, write_suite
 from convoeval.errors import DatasetError
 from convoeval.spec import load_suite
 
-from .conftest import DATA, write
+from .conftest import DATA, read_jsonl, write
 
 PROMPTFOO = DATA / "promptfoo"
 DEEPEVAL = DATA / "deepeval"
@@ -350,6 +350,26 @@ def test_promptfoo_results_files_are_recorded_conversations_with_promptfoos_verd
     with pytest.warns(DatasetWarning, match=r"1 result\(s\) without a reply left out: one@openai:chat:down \(API"):
         down = import_dataset("promptfoo", PROMPTFOO / "results" / "one-provider-down.json")
     assert [t["id"] for t in down["tests"]] == ["one@openai:chat:up"]  # promptIdx 1 is the 2nd provider's
+
+
+def test_promptfoo_results_of_a_conversation_grade_only_each_results_reply(cli, tmp_path) -> None:
+    """promptfoo's multiple-turn-conversation results: the third result sent the two earlier
+    turns (earlier results' replies) and got one reply. Before, `grade` graded all three
+    replies again in it (and both earlier ones in the second)."""
+    write(tmp_path / "g.yaml", "turn_assertions:\n  - {type: not-contains, value: zzzz}\n")
+    out = tmp_path / "r.jsonl"
+    code, stdout, err = cli(
+        "grade", PROMPTFOO / "results" / "multiple-turn-conversation.json", "--graders", tmp_path / "g.yaml", "-o", out
+    )
+    assert code == 0, err + stdout
+    results = read_jsonl(out)
+    assert [[s["name"] for s in r["scores"]] for r in results] == [["turn-1"]] * 7
+    third = results[2]["output"]
+    assert [(m["role"], m["source"]) for m in third if m["role"] == "assistant"] == [
+        ("assistant", "input"),
+        ("assistant", "input"),
+        ("assistant", "target"),
+    ]
 
 
 @pytest.mark.filterwarnings("ignore::convoeval.datasets.DatasetWarning")
