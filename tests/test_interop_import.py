@@ -542,6 +542,9 @@ def test_promptfoo_csv_tests_that_are_not_csv_are_file_errors(cli, tmp_path) -> 
 def test_every_new_kind_names_a_missing_file(cli, tmp_path: Path, kind: str) -> None:
     code, _, err = cli("import", kind, tmp_path / "missing.json", "-o", tmp_path / "x.eval.yaml")
     assert code == 2 and "missing.json:1: no such file" in err
+    (tmp_path / "logs").mkdir()  # a folder (Inspect's log folder): said so; "no such file" before
+    code, _, err = cli("import", kind, tmp_path / "logs", "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and f"{tmp_path / 'logs'} is a folder; give the dataset file" in err, err
 
 
 #: A promptfoo test without a threshold passes when every assertion does: each is required, at

@@ -32,7 +32,7 @@ def read_jsonl(path: Path) -> list[tuple[int, JsonObject]]:
     Raises:
         DatasetError: the file is missing, or a line is not a JSON object.
     """
-    _check_file(path)
+    check_file(path)
     try:
         lines = jsonl.read_jsonl(path, objects=True)  # each value an object, or JsonlError
         return [(number, value) for number, value in lines if isinstance(value, dict)]
@@ -53,7 +53,7 @@ def read_text(path: Path, newline: str | None = None) -> str:
     """A dataset file's text, without the byte-order mark spreadsheets write (raises
     DatasetError naming the file: missing, a folder, not text); `newline=""` keeps line endings
     as written (a CSV cell's carriage returns), as `open` does."""
-    _check_file(path)
+    check_file(path)
     try:
         with path.open(encoding="utf-8-sig", newline=newline) as file:
             return file.read()
@@ -61,7 +61,7 @@ def read_text(path: Path, newline: str | None = None) -> str:
         raise DatasetError(jsonl.read_problem(path, exc)) from None
 
 
-def _check_file(path: Path) -> None:
+def check_file(path: Path) -> None:
     """DatasetError unless `path` is a file (a folder is named as one)."""
     try:
         folder, file = path.is_dir(), path.is_file()
