@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import convoeval
 from convoeval.datasets import DatasetWarning, import_dataset, write_suite
 from convoeval.errors import DatasetError
 from convoeval.spec import load_suite
 
-from .conftest import DATA, write
+from .conftest import DATA, read_jsonl, write
 
 PROMPTFOO = DATA / "promptfoo"
 DEEPEVAL = DATA / "deepeval"
@@ -105,15 +106,29 @@ def test_promptfoo_simulated_user_example_becomes_simulated_users_and_runs(cli, 
     assert [m.source for m in result.output if m.role != "system"][:2] == ["simulator", "target"]
 
 
-def test_promptfoo_assertions_map_to_convoeval_types_and_the_rest_are_one_warning(cli, tmp_path) -> None:
+def test_promptfoo_assertions_map_to_convoeval_types_and_the_rest_are_errors(cli, tmp_path) -> None:
+    """Types with no convoeval equivalent stay in the eval file as written, so that validating
+    it names each with its line. Before, they were dropped with a warning and a test whose
+    only check was one of them passed."""
     config = PROMPTFOO / "assertions" / "promptfooconfig.yaml"
     code, out, err = cli("import", "promptfoo", config, "-o", tmp_path / "a.eval.yaml")
-    assert code == 0, err
+    assert code == 2, err
     assert err.count("warning:") == 1
     assert (
-        "4 promptfoo assertion(s) not imported (no convoeval equivalent): perplexity (1), rouge-n (1), similar (2)"
-        in err
+        "4 promptfoo assertion(s) with no convoeval equivalent, kept as written for you to replace or remove: "
+        "perplexity (1), rouge-n (1), similar (2)" in err
     )
+    unknown = [line.split(": ", 1)[1] for line in err.splitlines() if "unknown assertion type" in line]
+    assert unknown == [
+        "tests[3].assertions[7].type: unknown assertion type 'similar'",
+        "tests[3].assertions[8].type: unknown assertion type 'rouge-n'",
+        "tests[3].assertions[9].type: unknown assertion type 'perplexity'",
+        "tests[3].assertions[10].type: unknown assertion type 'similar'",
+    ]
+    written = yaml.safe_load((tmp_path / "a.eval.yaml").read_text())
+    for test in written["tests"]:  # what the user does: remove them (or replace them)
+        test["assertions"] = [a for a in test["assertions"] if a["type"] not in ("similar", "rouge-n", "perplexity")]
+    write(tmp_path / "a.eval.yaml", yaml.safe_dump(written))
     suite = load_suite(tmp_path / "a.eval.yaml")
     by_id = {t.id: t for t in suite.tests}
     text = [a.type for a in by_id["text-checks"].assertions]
@@ -211,8 +226,11 @@ def test_promptfoo_simple_test_example_sends_and_decides_as_promptfoo(fake_opena
     with pytest.warns(DatasetWarning) as caught:
         suite = import_dataset("promptfoo", PROMPTFOO / "simple-test" / "promptfooconfig.yaml")
     assert [str(w.message) for w in caught] == [
-        "2 promptfoo assertion(s) not imported (no convoeval equivalent): similar (2)"
+        "2 promptfoo assertion(s) with no convoeval equivalent, kept as written for you to replace or remove: "
+        "similar (2)"
     ]
+    for test in suite["tests"]:  # removed, as the user must (test 4 fails on its python check anyway)
+        test["assertions"] = [a for a in test["assertions"] if a["type"] != "similar"]
     inputs = [t["input"][-1]["content"] for t in suite["tests"]]
     assert inputs[0] == "Rephrase this from English to Pirate: Yes"
     assert inputs[5] == "Pretend you're a pirate and speak these words: Yes"
@@ -332,6 +350,26 @@ def test_promptfoo_results_files_are_recorded_conversations_with_promptfoos_verd
     with pytest.warns(DatasetWarning, match=r"1 result\(s\) without a reply left out: one@openai:chat:down \(API"):
         down = import_dataset("promptfoo", PROMPTFOO / "results" / "one-provider-down.json")
     assert [t["id"] for t in down["tests"]] == ["one@openai:chat:up"]  # promptIdx 1 is the 2nd provider's
+
+
+def test_promptfoo_results_of_a_conversation_grade_only_each_results_reply(cli, tmp_path) -> None:
+    """promptfoo's multiple-turn-conversation results: the third result sent the two earlier
+    turns (earlier results' replies) and got one reply. Before, `grade` graded all three
+    replies again in it (and both earlier ones in the second)."""
+    write(tmp_path / "g.yaml", "turn_assertions:\n  - {type: not-contains, value: zzzz}\n")
+    out = tmp_path / "r.jsonl"
+    code, stdout, err = cli(
+        "grade", PROMPTFOO / "results" / "multiple-turn-conversation.json", "--graders", tmp_path / "g.yaml", "-o", out
+    )
+    assert code == 0, err + stdout
+    results = read_jsonl(out)
+    assert [[s["name"] for s in r["scores"]] for r in results] == [["turn-1"]] * 7
+    third = results[2]["output"]
+    assert [(m["role"], m["source"]) for m in third if m["role"] == "assistant"] == [
+        ("assistant", "input"),
+        ("assistant", "input"),
+        ("assistant", "target"),
+    ]
 
 
 @pytest.mark.filterwarnings("ignore::convoeval.datasets.DatasetWarning")
@@ -504,6 +542,9 @@ def test_promptfoo_csv_tests_that_are_not_csv_are_file_errors(cli, tmp_path) -> 
 def test_every_new_kind_names_a_missing_file(cli, tmp_path: Path, kind: str) -> None:
     code, _, err = cli("import", kind, tmp_path / "missing.json", "-o", tmp_path / "x.eval.yaml")
     assert code == 2 and "missing.json:1: no such file" in err
+    (tmp_path / "logs").mkdir()  # a folder (Inspect's log folder): said so; "no such file" before
+    code, _, err = cli("import", kind, tmp_path / "logs", "-o", tmp_path / "x.eval.yaml")
+    assert code == 2 and f"{tmp_path / 'logs'} is a folder; give the dataset file" in err, err
 
 
 #: A promptfoo test without a threshold passes when every assertion does: each is required, at
@@ -711,7 +752,8 @@ def test_promptfoo_tests_from_jsonl_files_and_globs(tmp_path) -> None:
 def test_promptfoo_files_outside_the_configs_folder_and_repository_are_refused(tmp_path, monkeypatch) -> None:
     """A promptfoo config names files that go into the eval file, and to the model: they obey the
     rule of any suite (its folder, its repository, `--root`). Before: `file:///root/.ssh/id_rsa`
-    as a var (or `../..` to it, a glob's link to it, a prompt or `defaultTest` file) was read in."""
+    as a var (or `../..` to it, a glob's link to it, a prompt or `defaultTest` file, an `is-json`
+    schema) was read in."""
     monkeypatch.delenv("CONVOEVAL_ROOT", raising=False)
     secret = write(tmp_path / "home" / "secret.yaml", "- vars: {q: s3cret}\n")
     folder = tmp_path / "project"
@@ -724,6 +766,8 @@ def test_promptfoo_files_outside_the_configs_folder_and_repository_are_refused(t
         "prompts: ['{{ q }}']\ntests: file://t/*.yaml\n",
         f"prompts: ['file://{secret}']\ntests: [{{vars: {{q: a}}}}]\n",
         f"prompts: ['{{{{ q }}}}']\ndefaultTest: file://{secret}\ntests: [{{vars: {{q: a}}}}]\n",
+        f"prompts: [q]\ntests: [{{assert: [{{type: is-json, value: 'file://{secret}'}}]}}]\n",
+        f"prompts: [q]\ntests: [{{assert: [{{type: contains-any, value: 'file://{secret}'}}]}}]\n",
     ):
         write(config, text)
         with pytest.raises(DatasetError, match=f"file '[^']*' is outside the suite's folder {folder}"):
@@ -731,6 +775,29 @@ def test_promptfoo_files_outside_the_configs_folder_and_repository_are_refused(t
     monkeypatch.setenv("CONVOEVAL_ROOT", str(tmp_path / "home"))  # --root: the user widens it
     write(config, "prompts: ['{{ q }}']\ntests: file://t/*.yaml\n")
     assert [t["input"][-1]["content"] for t in import_dataset("promptfoo", config)["tests"]] == ["mine", "s3cret"]
+
+
+def test_promptfoo_file_assertion_values_are_read_as_promptfoo_reads_them(tmp_path) -> None:
+    """promptfoo's `processFileReference`: a `file://` value is a .txt file's text, trimmed, or a
+    .json/.yaml file's data; a value computed by a script cannot be imported (an error).
+    Before: the reference itself was the value (`contains: "file://expected.txt"`)."""
+    write(tmp_path / "expected.txt", "Paris\n")
+    write(tmp_path / "rubric.txt", "Names the capital of France.\n")
+    write(tmp_path / "cities.yaml", "[Paris, Lyon]\n")
+    checks = [
+        {"type": "contains", "value": "file://expected.txt"},
+        {"type": "llm-rubric", "value": "file://rubric.txt"},
+        {"type": "contains-any", "value": "file://cities.yaml"},
+    ]
+    write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump({"prompts": ["q"], "tests": [{"assert": checks}]}))
+    (test,) = import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")["tests"]
+    contains, rubric, any_of = test["assertions"]
+    assert contains["value"] == "Paris" and rubric["criteria"] == "Names the capital of France."
+    assert any_of["value"] == ["Paris", "Lyon"]
+    checks.append({"type": "equals", "value": "file://computed.js"})
+    write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump({"prompts": ["q"], "tests": [{"assert": checks}]}))
+    with pytest.raises(DatasetError, match="file://computed.js: a value computed by a script cannot be imported"):
+        import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")
 
 
 def test_promptfoo_vars_print_as_nunjucks_prints_them(tmp_path) -> None:
@@ -767,6 +834,20 @@ def test_csv_files_saved_with_a_byte_order_mark_import(tmp_path) -> None:
     assert golden["simulated_user"]["objective"] == "Book a table" and golden["success"] == ["Table booked"]
 
 
+def test_csv_cells_keep_their_carriage_returns(tmp_path) -> None:
+    """A quoted CSV cell holding "\r\n" or "\r" (as DeepEval 4.3.1's `save_as("csv")` writes a
+    golden's input that has them; csv-parse and pandas keep them). Before: both became "\n"."""
+    cell = "Q\r\nCRLF\rCR\n"
+    goldens = tmp_path / "goldens.csv"
+    goldens.write_bytes(f'input,expected_output\r\n"{cell}",A\r\n'.encode())
+    (golden,) = import_dataset("deepeval", goldens)["tests"]
+    assert golden["input"] == cell
+    (tmp_path / "tests.csv").write_bytes(f'q,__expected\r\n"{cell}",contains: Q\r\n'.encode())
+    config = write(tmp_path / "promptfooconfig.yaml", "prompts: ['{{ q }}']\ntests: file://tests.csv\n")
+    (test,) = import_dataset("promptfoo", config)["tests"]
+    assert test["input"] == [{"role": "user", "content": cell[:-1]}]  # a var loses one trailing newline
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="promptfoo's transforms run on Node.js")
 def test_promptfoo_provider_transform_runs_first(fake_openai, tmp_path) -> None:
     """promptfoo 0.123.1 passed this test (output "HI THERE!": the provider's transform, then the
@@ -789,3 +870,28 @@ def test_promptfoo_provider_transform_runs_first(fake_openai, tmp_path) -> None:
     write(config, "prompts: [x]\nproviders: [{id: 'openai:a', transform: a}, {id: 'openai:b', transform: b}]\n")
     with pytest.warns(DatasetWarning, match="provider transforms not applied: they differ"):
         import_dataset("promptfoo", write(config, config.read_text() + "tests: [{vars: {}}]\n"))
+
+
+def test_promptfoo_text_checks_and_unasserted_tests_decide_as_promptfoo(fake_openai, tmp_path) -> None:
+    """Verdicts read from promptfoo's `contains.ts` / `endsWith.ts`: a quoted `contains-any` part
+    keeps its comma, `ends-with` and `not-ends-with` are imported, and a test with no `assert`
+    passes without a judge. Before: the quoted part was split (fail), both ends-with checks were
+    dropped (the not-ends-with test passed), and the description was a criterion a judge graded."""
+    checks = {
+        "quoted": [{"type": "contains-any", "value": '"Paris, France", zebra'}],
+        "split": [{"type": "icontains-all", "value": "PARIS , france"}],
+        "ends": [{"type": "ends-with", "value": "France."}],
+        "not-ends": [{"type": "not-ends-with", "value": "France."}],
+        "no-assert": None,
+    }
+    tests = [{"description": name, "vars": {"q": name}, **({"assert": a} if a else {})} for name, a in checks.items()]
+    config = {"prompts": ["Q: {{q}}"], "providers": ["openai:m"], "tests": tests}
+    write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump(config))
+    suite = import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")
+    assert suite["tests"][0]["assertions"][0]["value"] == ["Paris, France", "zebra"]
+    assert "criteria" not in suite["tests"][4] and suite["tests"][4]["metadata"] == {"description": "no-assert"}
+    fake_openai.reset(reply=lambda body: "The capital is Paris, France.")
+    report = convoeval.run(write_suite(suite, tmp_path / "s.eval.yaml"), target="openai:m", store=False, cache=False)
+    verdicts = {r.test_id: r.verdict for r in report.results}
+    assert verdicts == {"quoted": "pass", "split": "pass", "ends": "pass", "not-ends": "fail", "no-assert": "pass"}
+    assert len(fake_openai.requests) == 5  # the target's five replies; no judge asked

@@ -29,6 +29,7 @@ class LoggedMessage(TypedDict, total=False):
     tool_calls: list[RecordedCall]
     tool_call_id: JsonValue
     name: JsonValue
+    source: str
 
 
 class LoggedTest(TypedDict, total=False):

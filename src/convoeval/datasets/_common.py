@@ -32,7 +32,7 @@ def read_jsonl(path: Path) -> list[tuple[int, JsonObject]]:
     Raises:
         DatasetError: the file is missing, or a line is not a JSON object.
     """
-    _check_file(path)
+    check_file(path)
     try:
         lines = jsonl.read_jsonl(path, objects=True)  # each value an object, or JsonlError
         return [(number, value) for number, value in lines if isinstance(value, dict)]
@@ -49,17 +49,19 @@ def read_json(path: Path) -> JsonValue:
         raise DatasetError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, newline: str | None = None) -> str:
     """A dataset file's text, without the byte-order mark spreadsheets write (raises
-    DatasetError naming the file: missing, a folder, not text)."""
-    _check_file(path)
+    DatasetError naming the file: missing, a folder, not text); `newline=""` keeps line endings
+    as written (a CSV cell's carriage returns), as `open` does."""
+    check_file(path)
     try:
-        return path.read_text(encoding="utf-8-sig")
+        with path.open(encoding="utf-8-sig", newline=newline) as file:
+            return file.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(jsonl.read_problem(path, exc)) from None
 
 
-def _check_file(path: Path) -> None:
+def check_file(path: Path) -> None:
     """DatasetError unless `path` is a file (a folder is named as one)."""
     try:
         folder, file = path.is_dir(), path.is_file()

@@ -165,7 +165,7 @@ def _csv_records(source: Path) -> list[tuple[int, JsonValue]]:
     """`(line, record)` of each row of a DeepEval CSV (what `save_as("csv")` writes and
     `add_goldens_from_csv_file` reads): empty cells left out, `context` and `retrieval_context`
     split at `|`, the JSON cells (turns, tools, metadata, expectations, numbers) decoded."""
-    rows = csv.reader(io.StringIO(read_text(source), newline=""))
+    rows = csv.reader(io.StringIO(read_text(source, newline=""), newline=""))
     header = next(rows, [])
     records: list[tuple[int, JsonValue]] = []
     line = rows.line_num + 1

@@ -10,7 +10,8 @@ nothing. Each sample's `messages` (`ChatMessage`:
 arguments}`, tool results with `tool_call_id`) become a `transcript:` test named after the
 sample (`test_id`: its id unchanged when it is a valid test id, else percent-encoded; `-epoch-N`
 added for a sample the log ran in several epochs). A sample that ended in an error is an
-`execution_error` (the test's `error`), one that ran into one of Inspect's limits is
+`execution_error` (the test's `error`), the messages of the sample's input before its last user
+message (a multishot history) are the conversation's input (`source: input`), one that ran into one of Inspect's limits is
 `budget_exhausted` (`budget_hit`, such as `message_limit=6 (...)`). The sample's id and epoch
 (`inspect_sample_id`, `inspect_epoch`: convoeval's Inspect export writes the sample back under
 them), `metadata`, `target`, Inspect's own `scores` (value, answer, explanation, metadata), error,
@@ -18,7 +19,8 @@ token usage per model and times are kept as test metadata (`inspect_sample_id`, 
 `inspect_target`, `inspect_scores`, `inspect_error`, `inspect_model_usage`, `inspect_times`:
 `started_at`, `completed_at`, `total_time`, `working_time`). Content with no text (images, reasoning) is left out and named in a warning;
 so is a sample without both a user and an assistant message (one that failed before the model
-answered), which cannot be graded.
+answered), which cannot be graded, and a run that did not finish (`status` other than `success`:
+only the samples it logged are in it).
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ def read_inspect_log(path: Path) -> list[LoggedTest]:
     if not samples:
         raise DatasetError(f"{path}:1: the Inspect log has no samples (was it written with samples?)")
     eval_info = as_object(header.get("eval")) or {}
+    _warn_unfinished(header, eval_info, len(samples), path)
     epochs = Counter(str(sample.get("id")) for sample in samples)
     tests: list[LoggedTest] = []
     left_out: list[str] = []
@@ -129,6 +132,7 @@ def read_inspect_log(path: Path) -> list[LoggedTest]:
         if not isinstance(messages, list):
             raise DatasetError(f"{path}:1: sample {sample.get('id')!r}: messages: expected a list of messages")
         transcript = [_message(m, path, dropped) for m in messages]
+        _mark_history(messages, transcript)
         name = test_id(sample.get("id", len(tests) + 1))
         if epochs[str(sample.get("id"))] > 1:
             name += f"-epoch-{sample.get('epoch', 1)}"
@@ -163,6 +167,24 @@ def read_inspect_log(path: Path) -> list[LoggedTest]:
     return tests
 
 
+def _warn_unfinished(header: JsonObject, eval_info: JsonObject, logged: int, path: Path) -> None:
+    """Warns when the run did not finish (Inspect's `status`: `started` when it was stopped before
+    it wrote its results, `cancelled`, `error`): the log holds only the samples it got to."""
+    status = header.get("status") or "started"  # an unfinished .eval has only its journal
+    if status == "success":
+        return
+    dataset = as_object(eval_info.get("dataset")) or {}
+    of = f" (the dataset has {dataset['samples']})" if isinstance(dataset.get("samples"), int) else ""
+    error = as_object(header.get("error")) or {}
+    why = f": {error['message']}" if error.get("message") else ""
+    warnings.warn(
+        f"{path}: the Inspect run did not finish (status {status}{why}); imported only the {logged} sample "
+        f"run(s) it logged{of}",
+        DatasetWarning,
+        stacklevel=3,
+    )
+
+
 def test_id(sample_id: JsonValue) -> str:
     """A sample's id as a test id: unchanged when it is one already (letters, digits, `_.@:-`),
     else with each other character percent-encoded (`a b` -> `a%20b`, `x/y` -> `x%2Fy`): the
@@ -193,6 +215,17 @@ def _error_text(sample: JsonObject) -> str | None:
     if isinstance(error, dict) and error.get("message"):
         return str(error["message"])
     return str(error) if isinstance(error, str) and error else None
+
+
+def _mark_history(messages: list[JsonValue], transcript: list[LoggedMessage]) -> None:
+    """Marks `source: input` the messages of the sample's input (Inspect's `source: "input"`)
+    before its last user message, which the model answered: a multishot history's assistant
+    answers are the dataset's, not the model's."""
+    given = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("source") == "input"]
+    last_user = max((i for i in given if transcript[i]["role"] == "user"), default=-1)
+    for i in given:
+        if i < last_user:
+            transcript[i]["source"] = "input"
 
 
 def _message(raw: JsonValue, path: Path, dropped: Counter[str]) -> LoggedMessage:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import DatasetError
 from ._agentv_transcript import is_agentv_transcript, read_agentv_transcript
 from ._chat_logs import LoggedTest
+from ._common import check_file
 from ._inspect_log import is_inspect_log, read_inspect_log
 from ._langfuse import is_langfuse_export, read_langfuse
 from ._otel import is_otel_spans, read_otel
@@ -32,8 +33,7 @@ _HEAD = 8192
 
 
 def _head(path: Path) -> str:
-    if not path.is_file():
-        raise DatasetError(f"{path}:1: no such file")
+    check_file(path)
     with path.open("rb") as handle:
         return handle.read(_HEAD).decode("utf-8", errors="replace")
 

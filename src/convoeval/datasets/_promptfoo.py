@@ -26,7 +26,10 @@ What becomes what:
   conversation, a `required` composite of the turn's checks with that `min_score`); without
   one, every assertion passing, whatever their mean (threshold 0, every check `required` at
   its own pass mark: its promptfoo threshold, else convoeval's default, as `min_score`).
-- `assert`: see `_promptfoo_asserts`; unmapped types are listed in one warning.
+- `assert`: see `_promptfoo_asserts`; unmapped types are kept as written (validation names
+  each) and listed in one warning.
+- a test's `description` is its id and `metadata.description`, not a criterion: a test with no
+  `assert` passes when it runs, as in promptfoo.
 """
 
 from __future__ import annotations
@@ -44,7 +47,6 @@ from typing import TYPE_CHECKING
 from pydantic import JsonValue
 
 from .._jsonl import as_int
-from .._paths import confined_folder
 from ..errors import DatasetError
 from ..spec import DEFAULT_THRESHOLD
 from ._chat_logs import text_of, unique
@@ -62,7 +64,7 @@ from ._common import (
     read_text,
 )
 from ._log_formats import log_reader
-from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, map_asserts, provider_spec, transformed
+from ._promptfoo_asserts import KNOWN_TYPES, Unmapped, inside, map_asserts, provider_spec, transformed
 from ._promptfoo_csv import read_csv_tests
 from ._promptfoo_results import read_promptfoo_results
 from ._suite_types import Message, Suite, SuiteTest, Turn
@@ -193,9 +195,7 @@ def import_promptfoo(source: Path) -> Suite:
     prompts = _prompts(config.get("prompts"), base, source)
     default: JsonValue = config.get("defaultTest") or {}
     if isinstance(default, str):
-        default = load_yaml(
-            _inside(base, base / default.removeprefix("file://"), f"{source}:1: defaultTest"), core=True
-        )
+        default = load_yaml(inside(base, base / default.removeprefix("file://"), f"{source}:1: defaultTest"), core=True)
     if not isinstance(default, dict):
         raise DatasetError(f"{source}:1: defaultTest: expected a mapping")
     mapping(default.get("vars"), f"{source}:1: defaultTest: vars")
@@ -330,21 +330,11 @@ def _matching(base: Path, reference: str, where: str) -> list[Path]:
     config's folder, its repository or `--root` (`_inside`)."""
     path = base / reference.removeprefix("file://")
     if not any(c in reference for c in "*?["):
-        return [_inside(base, path, where)]
-    paths = [_inside(base, Path(found), where) for found in sorted(glob.glob(str(path), recursive=True))]
+        return [inside(base, path, where)]
+    paths = [inside(base, Path(found), where) for found in sorted(glob.glob(str(path), recursive=True))]
     if not paths:
         raise DatasetError(f"{where}: {reference}: no file matches")
     return paths
-
-
-def _inside(base: Path, path: Path, where: str) -> Path:
-    """`path` (the config's folder `base` joined with a reference), resolved, if it lies in that
-    folder, its repository or `--root` (`_paths`): what it holds goes into the eval file, and to
-    the model (`file:///root/.ssh/id_rsa` is an error, as in any suite)."""
-    try:
-        return confined_folder(str(path.absolute()), base, "file")
-    except ValueError as exc:
-        raise DatasetError(f"{where}: {exc}") from None
 
 
 def _prompt_file(path: Path, source: Path, n: int) -> list[str]:
@@ -499,7 +489,7 @@ def _file_var(name: str, value: str, base: Path) -> str:
     path = base / value.removeprefix("file://")
     if path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs"):
         raise DatasetError(f"vars.{name}: {value}: var functions ({path.name}) cannot be imported")
-    path = _inside(base, path, f"vars.{name}")
+    path = inside(base, path, f"vars.{name}")
     if path.suffix in (".yaml", ".yml"):
         return json.dumps(load_yaml(path, core=True), ensure_ascii=False, separators=(",", ":"))
     return read_text(path).strip()
@@ -576,7 +566,7 @@ def _listed(value: JsonValue) -> list[JsonValue]:
 def _common(test: JsonObject, default: JsonObject, test_id: str) -> SuiteTest:
     out: SuiteTest = {"id": test_id}
     if test.get("description"):
-        out["criteria"] = str(test["description"])
+        out["metadata"] = {"description": str(test["description"])}
     threshold = _threshold(test, default)
     out["execution"] = {"threshold": 0 if threshold is None else threshold}
     return out
@@ -604,7 +594,7 @@ def _single(
     out["assertions"] = _asserts(test, default, base, unmapped, head)
     metadata = as_object(test.get("metadata"))
     if metadata:
-        out["metadata"] = metadata
+        out["metadata"] = {**out.get("metadata", {}), **metadata}
     return out
 
 

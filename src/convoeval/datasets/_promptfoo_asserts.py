@@ -1,27 +1,32 @@
 """promptfoo `assert` entries as convoeval assertions.
 
 Mapped: the text checks (`equals`, `contains`, `icontains`, their `-any`/`-all` and `not-`
-forms, `starts-with`, `regex`), `is-json` and `contains-json` (a `value` is their JSON Schema:
+forms, `starts-with`, `ends-with`, `regex`; a `-any`/`-all` value given as one text is split
+as promptfoo's `contains.ts` splits it), `is-json` and `contains-json` (a `value` is their JSON Schema:
 a mapping, YAML or JSON text, or `file://` a .json/.yaml file, as promptfoo's `handleIsJson`
 reads it), `javascript` and `python` (run by `code-grader` through `node` / `python3`, with
 promptfoo's `output` and `context.vars`; a number passes above 0, or at the `threshold` when
 there is one, as promptfoo's `normalizeScriptAssertionResult` decides), `llm-rubric`,
 `g-eval`, `model-graded-closedqa`, `factuality` (judged by `llm-grader`), `latency`,
 `cost`, and `assert-set` (a `composite`). `threshold`, `weight` and `metric` carry over.
-Anything else is reported back (`Unmapped`) so the importer can list it in one warning.
+Anything else is kept as written, so that validating the eval file names it with its line (a
+check convoeval cannot make is an error, never dropped), and counted (`Unmapped`) for one
+warning.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import JsonValue
 
+from .._paths import confined_folder
 from ..errors import DatasetError
 from ..spec import DEFAULT_THRESHOLD
-from ._common import JsonObject, load_yaml, parse_yaml
+from ._common import JsonObject, load_yaml, parse_yaml, read_text
 
 #: Fills promptfoo's `{{ var }}` in a text with a test's vars.
 Render = Callable[[str, JsonObject], str]
@@ -35,9 +40,10 @@ _TEXT = {
     "icontains-any",
     "icontains-all",
     "starts-with",
+    "ends-with",
     "regex",
 }
-_NOT_TEXT = {"not-equals", "not-contains", "not-icontains", "not-starts-with", "not-regex"}
+_NOT_TEXT = {"not-equals", "not-contains", "not-icontains", "not-starts-with", "not-ends-with", "not-regex"}
 _NOT_TEXT |= {f"not-{t}" for t in ("contains-any", "contains-all", "icontains-any", "icontains-all")}
 _JUDGED = {"llm-rubric", "g-eval", "model-graded-closedqa", "factuality"}
 _OTHER = {"is-json", "contains-json", "python", "javascript", "latency", "cost", "similar", "levenshtein", "rouge-n"}
@@ -203,7 +209,10 @@ class Unmapped(Counter[str]):
         if not self:
             return None
         listed = ", ".join(f"{name} ({n})" for name, n in sorted(self.items()))
-        return f"{sum(self.values())} promptfoo assertion(s) not imported (no convoeval equivalent): {listed}"
+        return (
+            f"{sum(self.values())} promptfoo assertion(s) with no convoeval equivalent, kept as written for "
+            f"you to replace or remove: {listed}"
+        )
 
 
 def map_asserts(
@@ -214,11 +223,12 @@ def map_asserts(
     else `grader` (the test's `options.provider`), when convoeval reads its id (else the run's judge)."""
     if raw is None:
         return []
-    out = []
+    out: list[tuple[JsonObject, str | None]] = []
     for item in raw if isinstance(raw, list) else [raw]:
         kind = item.get("type") if isinstance(item, dict) else None
         if not isinstance(item, dict) or not isinstance(kind, str):
             unmapped["(not a mapping with a type)"] += 1
+            out.append((item if isinstance(item, dict) else {"type": item}, None))
             continue
         if kind == "assert-set":
             mapped = _assert_set(item, render, variables, base, unmapped, grader)
@@ -226,6 +236,7 @@ def map_asserts(
             mapped = _map_one(item, kind, render, variables, base)
         if mapped is None:
             unmapped[kind] += 1
+            out.append((item, None))
             continue
         judge = provider_spec(item.get("provider")) or grader
         if judge and mapped["type"] == "llm-grader":
@@ -287,10 +298,14 @@ def _value(item: JsonObject, render: Render, variables: JsonObject) -> JsonValue
 
 def _map_one(item: JsonObject, kind: str, render: Render, variables: JsonObject, base: Path) -> JsonObject | None:
     value = _value(item, render, variables)
+    if isinstance(value, str) and value.startswith("file://") and kind.removeprefix("not-") not in _OWN_FILES:
+        value = _file_value(value, base)
     threshold = item.get("threshold")
     if kind in _TEXT or kind in _NOT_TEXT:
         if value is None or value == "" or value == []:
             return None
+        if isinstance(value, str) and kind.endswith(("-any", "-all")):
+            value = _text_list(kind, value)
         return {"type": kind, "value": value}
     positive = kind.removeprefix("not-")
     negate = {"negate": True} if kind != positive else {}
@@ -315,6 +330,45 @@ def _map_one(item: JsonObject, kind: str, render: Render, variables: JsonObject,
     return None
 
 
+#: The types whose `file://` value is not data: a script to run, or a schema (`_schema`).
+_OWN_FILES = {"python", "javascript", "is-json", "contains-json"}
+
+
+def inside(base: Path, path: Path, where: str) -> Path:
+    """`path` (the config's folder `base` joined with a reference), resolved, if it lies in that
+    folder, its repository or `--root` (`_paths`): what it holds goes into the eval file, and to
+    the model (`file:///root/.ssh/id_rsa` is an error, as in any suite)."""
+    try:
+        return confined_folder(str(path.absolute()), base, "file")
+    except ValueError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
+
+
+def _file_value(value: str, base: Path) -> JsonValue:
+    """A `file://` assertion value as promptfoo's `processFileReference` loads it: a .txt file's
+    text trimmed, a .json/.yaml file's data (a script computing the value cannot be imported)."""
+    path = base / value.removeprefix("file://")
+    if path.suffix not in (".txt", ".json", ".yaml", ".yml"):
+        raise DatasetError(f"assert: value: {value}: a value computed by a script cannot be imported")
+    path = inside(base, path, f"assert: value: {value}")
+    return read_text(path).strip() if path.suffix == ".txt" else load_yaml(path, core=True)
+
+
+#: promptfoo's `contains-any` parts: a double-quoted part may hold commas (`contains.ts`).
+_CONTAINS_ANY_PART = re.compile(r'(".*?"|[^,]+)(?=\s*,|\s*\Z)')
+
+
+def _text_list(kind: str, value: str) -> list[JsonValue]:
+    """A `-any`/`-all` value given as one text, split as promptfoo splits it: `contains-any` at
+    commas outside double quotes (the quotes dropped), the others at every comma; each part
+    trimmed (an empty part, which every output contains, left out)."""
+    if kind.removeprefix("not-") == "contains-any":
+        parts = [re.sub(r'^"|"$', "", p.strip()) for p in _CONTAINS_ANY_PART.findall(value)]
+    else:
+        parts = [p.strip() for p in value.split(",")]
+    return [p for p in parts if p]
+
+
 def _schema(value: JsonValue, base: Path) -> JsonObject | None:
     """The JSON Schema an `is-json` / `contains-json` value gives (`{}`: none): a mapping, YAML or
     JSON text, or `file://` a .json/.yaml/.yml file (relative to the config); None for a
@@ -326,7 +380,7 @@ def _schema(value: JsonValue, base: Path) -> JsonObject | None:
             path = base / value.removeprefix("file://")
             if path.suffix not in (".json", ".yaml", ".yml"):
                 return None
-            value = load_yaml(path, core=True)
+            value = load_yaml(inside(base, path, f"assert: value: {value}"), core=True)
         else:
             try:
                 value = parse_yaml(value, base, core=True)

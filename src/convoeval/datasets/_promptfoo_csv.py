@@ -35,7 +35,7 @@ def _assertion(text: str, known: set[str]) -> JsonObject:
 
 def read_csv_tests(path: Path, known: set[str]) -> list[JsonObject]:
     """The tests of a promptfoo CSV file (`known`: the assertion type names to recognise)."""
-    rows = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    rows = csv.DictReader(io.StringIO(read_text(path, newline=""), newline=""))
     try:
         return [_test(row, path, line, known) for line, row in enumerate(rows, start=2)]
     except csv.Error as exc:  # a NUL byte, a cell past the csv module's size limit

@@ -94,7 +94,9 @@ def _provider(result: JsonObject) -> str:
 
 
 def _sent(result: JsonObject) -> list[LoggedMessage]:
-    """The messages promptfoo sent: its rendered prompt, a chat list or one user message."""
+    """The messages promptfoo sent: its rendered prompt, a chat list or one user message. Those
+    before the last user message (a conversation's earlier turns, which earlier results hold)
+    are this result's input (`source: input`): only its reply is graded."""
     raw = (as_object(result.get("prompt")) or {}).get("raw")
     text = raw if isinstance(raw, str) else ""
     try:
@@ -103,9 +105,13 @@ def _sent(result: JsonObject) -> list[LoggedMessage]:
         chat = None
     listed = chat if isinstance(chat, list) else []
     messages = objects(listed)
-    if messages and len(messages) == len(listed) and all(m.get("role") in ROLES for m in messages):
-        return [{"role": str(m["role"]), "content": text_of(m.get("content"))} for m in messages]
-    return [{"role": "user", "content": text}]
+    if not (messages and len(messages) == len(listed) and all(m.get("role") in ROLES for m in messages)):
+        return [{"role": "user", "content": text}]
+    sent: list[LoggedMessage] = [{"role": str(m["role"]), "content": text_of(m.get("content"))} for m in messages]
+    last_user = max((i for i, m in enumerate(sent) if m["role"] == "user"), default=0)
+    for message in sent[:last_user]:
+        message["source"] = "input"
+    return sent
 
 
 def _verdict(result: JsonObject) -> JsonObject:

@@ -42,13 +42,16 @@ class Message(TypedDict, total=False):
 
 
 def with_call_fields(message: Message, raw: Mapping[str, JsonValue] | LoggedMessage) -> Message:
-    """`message` with the `tool_calls`, `tool_call_id` and `name` that `raw` sets (empty ones left out)."""
+    """`message` with the `tool_calls`, `tool_call_id`, `name` and `source` that `raw` sets (empty
+    ones left out)."""
     if tool_calls := raw.get("tool_calls"):
         message["tool_calls"] = tool_calls
     if call_id := raw.get("tool_call_id"):
         message["tool_call_id"] = call_id
     if name := raw.get("name"):
         message["name"] = name
+    if source := raw.get("source"):
+        message["source"] = source
     return message
 
 

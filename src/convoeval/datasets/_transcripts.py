@@ -147,10 +147,7 @@ def _message(raw: JsonValue, source: Path, line: int) -> Message:
     content = raw.get("content")
     if isinstance(content, list):  # content blocks: keep the text
         content = "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    message = with_call_fields({"role": role, "content": content}, raw)
-    if raw.get("source"):
-        message["source"] = raw["source"]
-    return message
+    return with_call_fields({"role": role, "content": content}, raw)
 
 
 def _logged_test(test: LoggedTest) -> SuiteTest:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from ..errors import ConfigError
 from ..results import EvaluationResult, Message, ToolCall, TrialResult, Usage
@@ -44,25 +44,32 @@ def _require_inspect() -> None:
 
 
 def _messages(messages: Sequence[Message]) -> list[ChatMessage]:
+    """Inspect's messages; those before the first reply are the sample's input (`source: input`,
+    as Inspect marks them), an input history's assistant answers included."""
     from inspect_ai import model
 
     out: list[ChatMessage] = []
+    given = True
     for m in messages:
+        given = given and m.source != "tool" and (m.role != "assistant" or m.source == "input")
+        source: Literal["input", "generate"] | None = "input" if given else None
         if m.source == "tool" or m.role == "tool":
             if m.tool_calls:  # convoeval's record of calls: Inspect's assistant call, then results
                 out += _calls(len(out), "", m.tool_calls)
             else:
                 out.append(model.ChatMessageTool(content=m.content))
         elif m.role == "system":
-            out.append(model.ChatMessageSystem(content=m.content))
+            out.append(model.ChatMessageSystem(content=m.content, source=source))
         elif m.role == "user":
-            out.append(model.ChatMessageUser(content=m.content))
+            out.append(model.ChatMessageUser(content=m.content, source=source))
         else:
-            out += _calls(len(out), m.content, m.tool_calls)
+            out += _calls(len(out), m.content, m.tool_calls, source or "generate")
     return out
 
 
-def _calls(at: int, text: str, calls: Sequence[ToolCall]) -> list[ChatMessage]:
+def _calls(
+    at: int, text: str, calls: Sequence[ToolCall], source: Literal["input", "generate"] = "generate"
+) -> list[ChatMessage]:
     """An assistant message saying `text` and making `calls`, then a `tool` message for each call
     that returned (a call with no output nor error never did: no result is made up for it)."""
     from inspect_ai import model, tool
@@ -70,7 +77,7 @@ def _calls(at: int, text: str, calls: Sequence[ToolCall]) -> list[ChatMessage]:
     made = [
         tool.ToolCall(id=c.id or f"call-{at}-{n}", function=c.name, arguments=c.arguments) for n, c in enumerate(calls)
     ]
-    out: list[ChatMessage] = [model.ChatMessageAssistant(content=text, tool_calls=made or None, source="generate")]
+    out: list[ChatMessage] = [model.ChatMessageAssistant(content=text, tool_calls=made or None, source=source)]
     for call, raw in zip(made, calls, strict=True):
         if raw.output is not None or raw.error:
             content = raw.output if isinstance(raw.output, str) else _text(raw.output)
@@ -146,12 +153,14 @@ def _sample(result: EvaluationResult, trial: TrialResult | None, sample_id: str 
             usage = {m: model.ModelUsage.model_validate(c) for m, c in counted.items() if isinstance(c, dict)}
         if isinstance(times, dict) and isinstance(times.get("total_time"), int | float):
             seconds = times["total_time"]
+    messages = _messages(run.output)
+    given = [m for m in messages if m.source == "input"]
     return log.EvalSample(
         id=sample_id,
         epoch=epoch,
-        input=users[0] if users else "",
+        input=given if any(m.role == "assistant" for m in given) else users[0] if users else "",
         target=target,
-        messages=_messages(run.output),
+        messages=messages,
         output=model.ModelOutput.from_content(model=result.target, content=replies[-1] if replies else ""),
         scores=_scores(
             result,

@@ -7,7 +7,9 @@ joined by a blank line (text said alongside a tool call is graded too, as the ag
 join theirs), with the tool calls of the turn (OpenAI `tool_calls` with their `tool` results
 matched by id, or convoeval's own tool calls). A tool result is kept as the log wrote it (text
 stays text); a call with no result keeps none. System messages before the first user message
-are the conversation's input.
+are the conversation's input, and so is every message marked `source: input` (the recorded
+input's history, such as an earlier assistant answer): never a graded reply, it goes with the
+turn it came before.
 A user message keeps its own tool calls (convoeval's shape, as tau2-bench's telecom user makes).
 """
 
@@ -29,6 +31,7 @@ def split_transcript(messages: list[TranscriptMessage]) -> tuple[list[Message], 
     calls: list[ToolCall] = []
     by_id: dict[str, ToolCall] = {}
     answered = False  # an assistant message came in this turn (its text may be empty)
+    pending: list[Message] = []  # input messages after a turn's reply: they open the next turn
 
     def close_turn() -> None:
         if turns and len(replies) < len(turns):
@@ -36,6 +39,16 @@ def split_transcript(messages: list[TranscriptMessage]) -> tuple[list[Message], 
 
     for m in messages:
         content = m.content or ""
+        if m.source == "input" and (not turns or m.role != "user"):
+            given = Message(role=m.role, content=content, source="input")
+            given.tool_calls = [_tool_call(raw) for raw in m.tool_calls]
+            if not turns:
+                initial.append(given)
+            elif answered or calls:
+                pending.append(given)
+            else:
+                turns[-1].append(given)
+            continue
         if m.role == "user":
             said = Message(role="user", content=content, source="user")
             if m.tool_calls:  # the user's own (tau2-bench's telecom user acts on its phone)
@@ -45,7 +58,8 @@ def split_transcript(messages: list[TranscriptMessage]) -> tuple[list[Message], 
                 continue
             close_turn()
             texts, calls, answered = [], [], False
-            turns.append([said])
+            turns.append([*pending, said])
+            pending = []
         elif not turns:
             initial.append(Message(role=m.role, content=content, source="input"))
         elif m.role == "assistant":
