@@ -128,6 +128,7 @@ SUITES = [
     Suite("edges-errors", "edges-failing", "evals/errors.eval.yaml"),
     Suite("edges-threshold", "edges-more", "evals/threshold.eval.yaml"),
     Suite("edges-metrics", "edges-agent", "evals/metrics.eval.yaml"),
+    Suite("edges-rubrics", "edges-more", "evals/judged.eval.yaml"),
     Suite(
         "red-team-bola", "examples/red-team", "archetypes/customer-facing-agent/suites/bola-bfla.eval.yaml", "v4.42.4"
     ),

@@ -166,3 +166,19 @@ tests:
     assert (member.negate, member.required) == (False, False)
     assert "assertions[3].expected[0].input: ignored, as AgentV ignores it" in text
     assert test.assertions[1].args_match == "exact"  # type: ignore[attr-defined]
+
+
+def test_an_llm_grader_with_its_own_rubric_prompt_is_refused_with_its_reason(tmp_path: Path) -> None:
+    """AgentV's `llm-grader` with `rubrics` is a `rubrics` check (recorded: edges-rubrics); with
+    its own `prompt` as well (a custom rubric prompt) it is refused, saying what to drop."""
+    from convoeval import SpecError
+    from convoeval.spec import load_suite
+
+    from .conftest import write
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    suite = "tests:\n  - id: a\n    input: hi\n    assertions:\n"
+    suite += "      - {type: llm-grader, prompt: Judge it., rubrics: [{id: r, criteria: Greets.}]}\n"
+    with pytest.raises(SpecError, match=r"e.eval.yaml:5: .*prompt: .*own prompt for its `rubrics`"):
+        load_suite(write(tmp_path / "e.eval.yaml", suite))

@@ -14,10 +14,13 @@ reaches the pass mark, not only when every expected call matched (`tool-trajecto
 a `code-grader`'s program is read as AgentV reads it (`graders/_agentv_code.py`). A `cost` (or an
 `execution-metrics` `max_cost_usd`) with no cost known fails (`cost.ts`: "No cost data available in
 trace"), where convoeval's own is an error. A numeric `required: 0.7` (deprecated in AgentV) is
-`required: true` with `min_score: 0.7`.
+`required: true` with `min_score: 0.7`; an `llm-grader` (or the deprecated `rubric`) with
+`rubrics` is a `rubrics` check of those criteria.
 """
 
 from __future__ import annotations
+
+from ._agentv_v5 import AgentvFormError
 
 _WORD = "A-Za-z0-9_"
 #: JavaScript escapes outside a character class, as Python patterns (the `regex` module's syntax).
@@ -89,6 +92,17 @@ def agentv_assertion(item: dict) -> dict:
     if not isinstance(kind, str):  # the checker says what a type is
         return item
     kind = kind.replace("_", "-")
+    if kind in ("rubric", "llm-grader") and "rubrics" in item:  # `llm-grader.ts` evaluateWithRubrics
+        if "prompt" in item:
+            raise AgentvFormError(
+                "prompt",
+                "this AgentV form is not supported: an llm-grader's own prompt for its `rubrics` "
+                "(without `prompt` they are judged as a `rubrics` check)",
+            )
+        criteria = item["rubrics"]
+        return agentv_assertion(
+            {**{k: v for k, v in item.items() if k != "rubrics"}, "type": "rubrics", "criteria": criteria}
+        )
     if kind in _TRIMMED and "trim" not in item:
         return {**item, "trim": True}
     if kind == "tool-trajectory":  # AgentV's default args_match (`tool-trajectory.ts` `resolveArgsMatchMode`;
