@@ -129,6 +129,7 @@ SUITES = [
     Suite("edges-threshold", "edges-more", "evals/threshold.eval.yaml"),
     Suite("edges-metrics", "edges-agent", "evals/metrics.eval.yaml"),
     Suite("edges-rubrics", "edges-more", "evals/judged.eval.yaml"),
+    Suite("edges-code-conversation", "edges-more", "evals/code-conversation.eval.yaml"),
     Suite(
         "red-team-bola", "examples/red-team", "archetypes/customer-facing-agent/suites/bola-bfla.eval.yaml", "v4.42.4"
     ),

@@ -38,6 +38,7 @@ _KNOWN = [
     ("edges-threshold", "half-passes", "AgentV's row status ignores the suite's threshold (its exit code does not)"),
     ("edges-threshold", "conversation-half", "the same, a conversation"),
     ("edges-threshold", "judged-at-suite-threshold", "the same, a judged check"),
+    ("edges-code-conversation", "per-turn-and-final", "AgentV runs a turn's code-grader in its own working folder"),
     ("edges-errors", "agent-error-field", "a cli reply's `error`: an error since AgentV v5, ignored by 4.42.4"),
 ]
 KNOWN = {(suite, test): why for suite, test, why in _KNOWN}
