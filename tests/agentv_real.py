@@ -124,6 +124,12 @@ SUITES = [
     Suite("edges-code", "edges", "evals/code.eval.yaml"),
     Suite("edges-conversation", "edges", "evals/conversation.eval.yaml"),
     Suite("edges-trajectory", "edges-agent", "evals/trajectory.eval.yaml"),
+    Suite("edges-more", "edges-more", "evals/more.eval.yaml"),
+    Suite("edges-errors", "edges-failing", "evals/errors.eval.yaml"),
+    Suite("edges-threshold", "edges-more", "evals/threshold.eval.yaml"),
+    Suite("edges-metrics", "edges-agent", "evals/metrics.eval.yaml"),
+    Suite("edges-rubrics", "edges-more", "evals/judged.eval.yaml"),
+    Suite("edges-code-conversation", "edges-more", "evals/code-conversation.eval.yaml"),
     Suite(
         "red-team-bola", "examples/red-team", "archetypes/customer-facing-agent/suites/bola-bfla.eval.yaml", "v4.42.4"
     ),
@@ -275,9 +281,11 @@ def summarize_convoeval(results: list[dict[str, Any]]) -> Summary:
 def same(real: dict[str, Any], ours: dict[str, Any]) -> bool:
     """Whether one test's summaries agree. AgentV leaves the llm-grader it runs for a test
     without assertions out of its `scores`, so an empty list there matches convoeval's one
-    implicit llm-grader."""
+    implicit llm-grader; an execution error's score is 0 in AgentV, null (no score) in convoeval."""
     if real["assertions"] == [] and len(ours["assertions"]) == 1 and ours["assertions"][0][0] == "llm-grader":
         ours = {**ours, "assertions": []}
+    if real["verdict"] == ours["verdict"] == "error" and real["score"] == 0 and ours["score"] is None:
+        ours = {**ours, "score": 0.0}  # an execution error: AgentV writes score 0, convoeval null
     return real == ours
 
 

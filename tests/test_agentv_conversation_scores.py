@@ -9,6 +9,7 @@ Real `convoeval run` of the same file in both places, on a scripted target and j
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -107,8 +108,6 @@ def test_a_test_agentv_skips_as_incomplete_runs_with_a_warning(
 ) -> None:
     """AgentV v4.42.4 skips a test without an `input` of its own (a conversation test too) or
     without anything to check (`yaml-parser.ts` 517-528); convoeval runs it and says so."""
-    import logging
-
     from convoeval.spec import load_suite
 
     (tmp_path / ".git").mkdir()
@@ -142,8 +141,6 @@ def test_a_v5_test_checked_by_the_suites_assertions_is_complete(
     """Since v5.1 (v5.3.1 `yaml-parser.ts` `hasExplicitRootGraders`) the suite's own `assert` makes
     a test complete (AgentV's eval-files.mdx example: tests with `vars` only): no warning. A v4
     test with only the suite's assertions still gets one (v4.42.4 counts the test's own only)."""
-    import logging
-
     from convoeval.spec import load_suite
 
     (tmp_path / ".git").mkdir()
@@ -191,3 +188,39 @@ tests:
     assert skips["given"] is None
     assert skips["total-outage"] is not None and "AgentV skips this test: it has no input" in skips["total-outage"]
     assert "EVAL.yaml:2: tests[0]: AgentV skips this test: it has no input" in caplog.text
+
+
+def test_agentv_numeric_required_and_a_conversations_expected_output(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """AgentV's deprecated `required: 0.7` is `required: true` with `min_score: 0.7` (a number
+    outside (0, 1] is not required: `grader-parser.ts` parseRequiredAndMinScore); a conversation's
+    test-level `expected_output` is ignored with a warning, as `runConversationMode` ignores it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    suite = """\
+tests:
+  - id: required-number
+    input: Say it.
+    assertions:
+      - {type: contains, value: reply, weight: 3}
+      - {type: contains, value: absent, required: 0.5}
+  - id: out-of-range
+    input: Say it again.
+    assertions:
+      - {type: contains, value: reply, weight: 3}
+      - {type: contains, value: absent, required: 2}
+  - id: conversation
+    mode: conversation
+    input: Be terse.
+    expected_output: Goodbye.
+    turns:
+      - input: Hi.
+        assertions: [{type: contains, value: reply}]
+"""
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        results = _results(tmp_path / "evals", suite)
+    assert "expected_output: ignored in conversation mode, as AgentV ignores it" in caplog.text
+    assert (results["required-number"].score, results["required-number"].verdict) == (0.0, "fail")
+    assert (results["out-of-range"].score, results["out-of-range"].verdict) == (0.75, "fail")
+    assert results["conversation"].verdict == "pass"

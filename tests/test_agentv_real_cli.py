@@ -30,6 +30,16 @@ _KNOWN = [
     ("edges-conversation", "turn-expected-output", "AgentV's judge does not see a turn's expected_output"),
     ("edges-trajectory", "exact-with-extra-call", "AgentV's `exact` scores the expected positions only"),
     ("edges-trajectory", "negated-exact", "the same, negated"),
+    ("edges-more", "required-numeric-met", "an llm-grader's own verdict: AgentV at 0.8, convoeval at min_score"),
+    ("edges-more", "min-score-deterministic", "the same"),
+    ("edges-more", "composite-code-crash", "a failing aggregator program: AgentV scores 0, convoeval an error"),
+    ("edges-more", "composite-code-not-json", "the same, the program printing no JSON"),
+    ("edges-more", "conversation-metrics", "AgentV has no latency or tokens in conversation mode: it fails them"),
+    ("edges-threshold", "half-passes", "AgentV's row status ignores the suite's threshold (its exit code does not)"),
+    ("edges-threshold", "conversation-half", "the same, a conversation"),
+    ("edges-threshold", "judged-at-suite-threshold", "the same, a judged check"),
+    ("edges-code-conversation", "per-turn-and-final", "AgentV runs a turn's code-grader in its own working folder"),
+    ("edges-errors", "agent-error-field", "a cli reply's `error`: an error since AgentV v5, ignored by 4.42.4"),
 ]
 KNOWN = {(suite, test): why for suite, test, why in _KNOWN}
 IDS = [s.name for s in SUITES]
@@ -115,8 +125,9 @@ def test_a_program_is_read_as_agentv_reads_it(code: int, stdout: str, stderr: st
 
 
 def test_what_agentv_ignores_is_named_in_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """The forms AgentV drops without a word (an empty value, a composite member's weight, an
-    expected call's `input`) load with a warning that says so, at their line."""
+    """The forms AgentV drops without a word (an empty value, a composite member's weight,
+    `negate` and `required`, an expected call's `input`) load with a warning that says so, at
+    their line."""
     import logging
 
     from convoeval.spec import load_suite
@@ -138,6 +149,7 @@ tests:
         aggregator: {type: weighted_average}
         assertions:
           - {type: contains, value: hi, weight: 3}
+          - {type: contains, value: bye, negate: true, required: true}
       - type: tool-trajectory
         expected: [{tool: search, input: {q: x}}]
 """,
@@ -149,5 +161,25 @@ tests:
     assert "e.eval.yaml:5: tests[0].assertions[0]: skipped, as AgentV skips it" in text
     assert "e.eval.yaml:6: tests[0].assertions[1]: skipped" in text
     assert "assertions[2].assertions[0].weight: ignored, as AgentV ignores it" in text
+    for field in ("negate", "required"):  # AgentV applies them to top-level checks only
+        assert f"assertions[2].assertions[1].{field}: ignored, as AgentV ignores it on a composite's member" in text
+    member = test.assertions[0].assertions[1]  # type: ignore[attr-defined]
+    assert (member.negate, member.required) == (False, False)
     assert "assertions[3].expected[0].input: ignored, as AgentV ignores it" in text
     assert test.assertions[1].args_match == "exact"  # type: ignore[attr-defined]
+
+
+def test_an_llm_grader_with_its_own_rubric_prompt_is_refused_with_its_reason(tmp_path: Path) -> None:
+    """AgentV's `llm-grader` with `rubrics` is a `rubrics` check (recorded: edges-rubrics); with
+    its own `prompt` as well (a custom rubric prompt) it is refused, saying what to drop."""
+    from convoeval import SpecError
+    from convoeval.spec import load_suite
+
+    from .conftest import write
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".agentv").mkdir()
+    suite = "tests:\n  - id: a\n    input: hi\n    assertions:\n"
+    suite += "      - {type: llm-grader, prompt: Judge it., rubrics: [{id: r, criteria: Greets.}]}\n"
+    with pytest.raises(SpecError, match=r"e.eval.yaml:5: .*prompt: .*own prompt for its `rubrics`"):
+        load_suite(write(tmp_path / "e.eval.yaml", suite))

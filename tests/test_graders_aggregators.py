@@ -57,6 +57,22 @@ def test_a_code_judge_program_decides(fake_openai: FakeOpenAIServer, tmp_path: P
     assert seen["polite"]["misses"] and seen["polite"]["type"] == "contains"
 
 
+AGENTV_DECIDER = """\
+import json, sys
+results = json.load(sys.stdin)["results"]
+failed = [a["text"] for r in results.values() for a in r["assertions"] if not a["passed"]]
+print(json.dumps({"score": 0.25 if failed else 1.0, "assertions": [{"text": t, "passed": False} for t in failed]}))
+"""
+
+
+def test_a_program_reads_and_prints_agentv_assertions(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    """AgentV (v4.15 to main) sends each nested result's `assertions` and reads the program's."""
+    write(tmp_path / "decide.py", AGENTV_DECIDER)
+    grader = _run(tmp_path, f"{{type: code_judge, path: [{json.dumps(sys.executable)}, decide.py]}}")
+    assert grader.score == 0.25
+    assert (grader.assertions[0].text, grader.assertions[0].passed) == ("contains 'please'", False)
+
+
 def test_a_failing_program_is_an_error(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     write(tmp_path / "decide.py", "import sys; sys.exit(4)")
     grader = _run(tmp_path, f"{{type: code_judge, path: [{json.dumps(sys.executable)}, decide.py]}}")

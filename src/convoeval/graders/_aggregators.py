@@ -1,12 +1,14 @@
 """How a `composite` combines its nested assertions: `weighted_average`, `threshold`, and
 AgentV's `code_judge` (a program decides) and `llm_judge` (the judge decides).
 
-Both deciders get the nested results by name, as AgentV sends them:
+Both deciders get the nested results by name, as AgentV sends them (`graders/composite.ts`,
+v4.15 to main: each result's `assertions`), with the older `hits` / `misses` beside them:
 
-    {"results": {"safety": {"type", "score", "verdict", "hits": [...], "misses": [...], "reasoning"}}}
+    {"results": {"safety": {"type", "score", "verdict", "assertions": [{"text", "passed", "evidence"?}],
+                            "hits": [...], "misses": [...], "reasoning"}}}
 
 A `code_judge` program reads that JSON on stdin and prints `{"score": 0..1, "verdict"?,
-"hits"?, "misses"?, "reasoning"?}`; an `llm_judge` prompt gets it where it writes
+"assertions"?, "hits"?, "misses"?, "reasoning"?}`; an `llm_judge` prompt gets it where it writes
 `{{EVALUATOR_RESULTS_JSON}}` (appended when it does not). A decider that fails is a grader
 error, never a score.
 """
@@ -99,11 +101,13 @@ class Aggregator(Model):
         printed = parse_program_json(stdout, shown, stderr_note(err_text))
         verdict = printed.get("verdict")
         hits, misses = printed.get("hits") or [], printed.get("misses") or []
-        if not isinstance(hits, list) or not isinstance(misses, list):
-            raise GraderError(f"{what} `{shown}`: `hits` and `misses` must be lists of strings")
+        given = printed.get("assertions") or []
+        if not isinstance(hits, list) or not isinstance(misses, list) or not isinstance(given, list):
+            raise GraderError(f"{what} `{shown}`: `assertions`, `hits` and `misses` must be lists")
         as_grader: dict[str, object] = {
             "score": printed.get("score"),
-            "assertions": [{"text": str(h), "passed": True} for h in hits]
+            "assertions": given
+            + [{"text": str(h), "passed": True} for h in hits]
             + [{"text": str(m), "passed": False} for m in misses],
         }
         if verdict in ("pass", "fail"):
@@ -142,6 +146,7 @@ class NestedResult(TypedDict):
     score: float | None
     verdict: Verdict
     weight: float
+    assertions: list[dict[str, object]]
     hits: list[str]
     misses: list[str]
     reasoning: str | None
@@ -155,6 +160,10 @@ def _result(score: GraderScore) -> NestedResult:
         "score": score.score,
         "verdict": score.verdict,
         "weight": score.weight,
+        "assertions": [
+            {"text": o.text, "passed": o.passed, **({"evidence": o.evidence} if o.evidence else {})}
+            for o in score.assertions
+        ],
         "hits": [o.text for o in score.assertions if o.passed],
         "misses": [o.text for o in score.assertions if not o.passed],
         "reasoning": reasoning,

@@ -57,7 +57,7 @@ from ..results import AssertionOutcome, decided_despite
 from ._base import Assertion, Grade, GradeContext, JudgedAssertion, assertion_type
 
 T = TypeVar("T")
-_OUTCOME = AliasChoices("outcome", "expected_outcome", "description")
+_OUTCOME = AliasChoices("outcome", "expected_outcome", "description", "criteria")  # AgentV: `outcome ?? criteria`
 
 
 def subject_for(ctx: GradeContext, *, expected_output: str | None = None, criteria: str | None = None) -> Subject:

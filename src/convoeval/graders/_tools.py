@@ -245,7 +245,9 @@ class ToolTrajectory(Assertion):
     `exact` (exactly these calls in this order), `any_order` (each expected call, or each
     tool's `minimums` count, appears in any order), `subset` (every actual call is one of the
     expected), `superset` (the actual calls include every expected one). `max_duration_ms`
-    adds a latency check per matched call. Score: passed checks / checks (AgentV's rule).
+    adds a latency check per matched call. Score: passed checks / checks (AgentV's rule); it
+    passes when every check passes (`strict: false`, AgentV's verdict: when the score reaches
+    the pass mark).
     """
 
     type: Literal["tool-trajectory"]
@@ -257,6 +259,10 @@ class ToolTrajectory(Assertion):
         None,
         description="How expected args are compared: exact, superset (the default here), subset, ignore, "
         "or a list of fields.",
+    )
+    strict: bool = Field(
+        True,
+        description="Pass only when every check passes (false, as in AgentV: when the score reaches the pass mark).",
     )
 
     @field_validator("minimums")
@@ -284,7 +290,7 @@ class ToolTrajectory(Assertion):
             details["first_mismatch"] = f"{first.text}: {first.evidence}"
         return Grade(
             score=passed / len(outcomes) if outcomes else 1.0,
-            passed=first is None,
+            passed=first is None if self.strict else None,
             assertions=outcomes,
             details=details,
         )

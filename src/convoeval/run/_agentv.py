@@ -5,7 +5,8 @@ Read from AgentV v4.42.4 `packages/core/src/evaluation/orchestrator.ts`
 1.0 (lines 3066-3076) and a turn skipped after a failed one (`on_turn_failure: stop`) scores 0
 (lines 3006-3016), both counted in the test's score; the conversation-level assertions grade
 the transcript written as `role: text` blocks (`spec.agentv_transcript`, lines 3154-3160).
-convoeval's own suites leave such turns out of the score and grade the replies.
+convoeval's own suites leave such turns out of the score and grade the replies. With
+`window_size`, AgentV sends the target its window too (lines 3025-3027, `buildWindowedHistory`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from ._turns import SINGLE_SHOT_NOTE
 
 #: The note of a turn AgentV scores 1.0 for having nothing to check.
 BARE_TURN = "a turn without checks scores 1.0, as in AgentV"
+
+
+def agentv_window(messages: list[dict[str, str]], window_size: int) -> list[dict[str, str]]:
+    """What AgentV sends the target of a `window_size` conversation: the system messages, then
+    the last 2 x `window_size` others (`buildWindowedHistory`)."""
+    others = [m for m in messages if m.get("role") != "system"]
+    return [m for m in messages if m.get("role") == "system"] + others[-2 * window_size :]
 
 
 def agentv_turn_scores(entries: list[ScoreEntry]) -> None:

@@ -39,7 +39,7 @@ from ..targets import (
     capabilities,
     session_mode,
 )
-from ._agentv import agentv_turn_scores
+from ._agentv import agentv_turn_scores, agentv_window
 from ._controls import ControlError, apply_controls, budget_hit
 from ._grading import TurnRecord, done, grade_conversation, grade_turn, trial_result, turn_context, window
 from ._jobs import GradedTurn, Job, JobEvents
@@ -234,6 +234,8 @@ class Conversation:
             messages = [m.to_chat() for m in new if sent(m)]
         else:
             messages = [dict(m) for m in self.chat]  # each request's own: a target may change them
+            if self.plan.agentv and self.plan.window_size:
+                messages = agentv_window(messages, self.plan.window_size)
         request = ChatRequest(
             messages=messages,
             temperature=self.plan.temperature,

@@ -9,13 +9,18 @@ meaning, so an AgentV file's assertions get `trim: true` and a pattern rewritten
 one that matches the same texts. A `rubrics` whose required criterion fails fails itself but not
 the test (`llm-grader.ts` `calculateRubricScore`: the verdict is fail, the score stays the
 satisfied weight; `orchestrator.ts` gates the test only on an assertion's own `required`). A
-`tool-trajectory` compares arguments exactly unless it says otherwise (`tool-trajectory.ts`), and
+`tool-trajectory` compares arguments exactly unless it says otherwise and passes when its score
+reaches the pass mark, not only when every expected call matched (`tool-trajectory.ts`), and
 a `code-grader`'s program is read as AgentV reads it (`graders/_agentv_code.py`). A `cost` (or an
 `execution-metrics` `max_cost_usd`) with no cost known fails (`cost.ts`: "No cost data available in
-trace"), where convoeval's own is an error.
+trace"), where convoeval's own is an error. A numeric `required: 0.7` (deprecated in AgentV) is
+`required: true` with `min_score: 0.7`; an `llm-grader` (or the deprecated `rubric`) with
+`rubrics` is a `rubrics` check of those criteria.
 """
 
 from __future__ import annotations
+
+from ._agentv_v5 import AgentvFormError
 
 _WORD = "A-Za-z0-9_"
 #: JavaScript escapes outside a character class, as Python patterns (the `regex` module's syntax).
@@ -76,14 +81,33 @@ def skipped_by_agentv(item: dict) -> bool:
 
 def agentv_assertion(item: dict) -> dict:
     """An AgentV file's assertion mapping with the meaning AgentV gives it (the module docstring)."""
+    required = item.get("required")
+    if isinstance(required, (int, float)) and not isinstance(required, bool):
+        # AgentV's deprecated `required: 0.7` (`grader-parser.ts` parseRequiredAndMinScore): required
+        # with that `min_score` unless one is given; a number outside (0, 1] is not required.
+        item = {**item, "required": 0 < required <= 1}
+        if item["required"] and "min_score" not in item:
+            item["min_score"] = required
     kind = item.get("type")
     if not isinstance(kind, str):  # the checker says what a type is
         return item
     kind = kind.replace("_", "-")
+    if kind in ("rubric", "llm-grader") and "rubrics" in item:  # `llm-grader.ts` evaluateWithRubrics
+        if "prompt" in item:
+            raise AgentvFormError(
+                "prompt",
+                "this AgentV form is not supported: an llm-grader's own prompt for its `rubrics` "
+                "(without `prompt` they are judged as a `rubrics` check)",
+            )
+        criteria = item["rubrics"]
+        return agentv_assertion(
+            {**{k: v for k, v in item.items() if k != "rubrics"}, "type": "rubrics", "criteria": criteria}
+        )
     if kind in _TRIMMED and "trim" not in item:
         return {**item, "trim": True}
-    if kind == "tool-trajectory" and "args_match" not in item:  # AgentV's default (`tool-trajectory.ts`
-        return {**item, "args_match": "exact"}  # `resolveArgsMatchMode`); convoeval's own is superset
+    if kind == "tool-trajectory":  # AgentV's default args_match (`tool-trajectory.ts` `resolveArgsMatchMode`;
+        # convoeval's own is superset) and verdict (`scoreToVerdict(score)`: a partial match can pass)
+        return {"args_match": "exact", "strict": False, **item}
     if kind == "code-grader" and "agentv_protocol" not in item:  # AgentV's reading of the program
         return {**item, "agentv_protocol": True}
     if kind == "cost" and "missing" not in item:  # AgentV: no cost data is a failed check (`cost.ts`)

@@ -78,6 +78,14 @@ REFUSED_AGENTV_TYPES = {
 _ASSERTION_CACHE = 10_000
 
 
+#: What AgentV ignores on a composite's member, with the end of the warning saying so.
+_MEMBER_FIELDS = {
+    "weight": ": give `aggregator.weights` by name",
+    "negate": " on a composite's member",
+    "required": " on a composite's member",
+}
+
+
 class Checker:
     """Checks an eval file's raw data: the suite's keys (`check_suite`), each test alone
     (`check_test`), assertions, and the pydantic models (`validate`).
@@ -173,7 +181,11 @@ class Checker:
             self.add((*path, "turns"), "mode: conversation needs a non-empty `turns` list", line_at)
         if turns is not None and not conversation:
             self.add((*path, "turns"), "`turns` needs `mode: conversation`")
-        if conversation and test.get("expected_output") is not None:
+        if conversation and test.get("expected_output") is not None and self.agentv:
+            where = (*path, "expected_output")  # AgentV grades the conversation with `expected_output: []`
+            self.warn(where, field_path(where), "ignored in conversation mode, as AgentV ignores it")
+            del test["expected_output"]
+        elif conversation and test.get("expected_output") is not None:
             self.add(
                 (*path, "expected_output"),
                 "not allowed at test level in conversation mode; give each turn its own expected_output",
@@ -468,16 +480,18 @@ class Checker:
         return kept
 
     def _agentv_members(self, members: object, path: DataPath) -> object:
-        """An AgentV composite's members without their own `weight`: AgentV weighs them by the
-        aggregator's `weights` only (`composite.ts`: `weights?.[member.id] ?? 1.0`)."""
+        """An AgentV composite's members without their own `weight`, `negate` and `required`:
+        AgentV weighs them by the aggregator's `weights` only (`composite.ts`: `weights?.[member.id]
+        ?? 1.0`) and applies negation and the required gate to top-level checks only."""
         if not isinstance(members, list):
             return members
         kept: list[object] = []
         for k, member in enumerate(members):
-            if isinstance(member, dict) and "weight" in member:
-                where = (*path, "assertions", k, "weight")
-                self.warn(where, field_path(where), "ignored, as AgentV ignores it: give `aggregator.weights` by name")
-                member = {key: value for key, value in member.items() if key != "weight"}
+            for field, why in _MEMBER_FIELDS.items():
+                if isinstance(member, dict) and field in member:
+                    where = (*path, "assertions", k, field)
+                    self.warn(where, field_path(where), f"ignored, as AgentV ignores it{why}")
+                    member = {key: value for key, value in member.items() if key != field}
             kept.append(member)
         return kept
 
