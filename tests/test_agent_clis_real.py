@@ -702,16 +702,18 @@ def test_codex_cost_comes_from_the_price_table(clis: dict[str, Path], agent_home
 def test_codex_cached_input_costs_its_cached_price(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
     """Input tokens the API read from its prompt cache cost the model's cached-input list price,
     as Claude Code's own cost counts its cache reads (before: the full input price, ~5x an agent
-    session's real cost, where most input is cached)."""
+    session's real cost, where most input is cached). Its cache writes are counted as Codex counts
+    them (`cache_write_input_tokens`; before: 0)."""
     suite = "tests:\n  - id: hi\n    mode: conversation\n    turns:\n      - input: hello there\n"
     with FakeResponses() as server:
-        server.usage_cached = 60
+        server.usage_cached, server.usage_cache_written = 60, 25
         result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path, model="gpt-5"))
     (calls,) = turn_calls(server)
     used = (sum(r.usage["input"] for r in calls), sum(r.usage["output"] for r in calls))
     cached = 60 * len(calls)
     assert result.token_usage.input_tokens == used[0]  # cached ones included, as the API counts them
     assert result.token_usage.cached_input_tokens == cached
+    assert result.token_usage.cache_write_tokens == 25 * len(calls)
     assert result.cost_usd == pytest.approx(((used[0] - cached) * 1.25 + cached * 0.125 + used[1] * 10.0) / 1e6)
 
 
