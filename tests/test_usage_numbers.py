@@ -263,3 +263,21 @@ def test_python_cli_and_http_agents_price_the_same_usage_alike(cli, tmp_path: Pa
     cost = (1000 * 1 + 200 * 2) / 1e6  # a price set on the target prices cached input as input
     results = {r["target"]: (r["token_usage"], r["scores"][0]["cost_usd"]) for r in read_jsonl(tmp_path / "r.jsonl")}
     assert results == {name: (usage, pytest.approx(cost)) for name in ("py", "cmd", "web")}
+
+
+def test_cache_writes_in_a_chat_completion_count_and_cost_as_anthropic_s(cli, tmp_path: Path) -> None:
+    """A Claude model's `usage` as OpenRouter and LiteLLM give it (OpenAI's shape, its cache writes in
+    `prompt_tokens_details.cache_write_tokens`): the writes were 0 and cost the input price."""
+    body = json.loads(json.dumps(OPENAI))
+    body["usage"]["prompt_tokens_details"] = {"cached_tokens": 800_000, "cache_write_tokens": 100_000}
+    with canned(body) as url:
+        fresh, cached = _run_twice(cli, tmp_path, "openai", "anthropic/claude-sonnet-4-5", url + "/v1")
+    usage = {
+        "input_tokens": 1_000_000,
+        "output_tokens": 1000,
+        "cached_input_tokens": 800_000,
+        "cache_write_tokens": 100_000,
+    }
+    cost = (100_000 * 3 + 800_000 * 0.3 + 100_000 * 3.75 + 1000 * 15) / 1e6  # as the anthropic target's
+    for result in (fresh, cached):
+        assert (result["token_usage"], result["cost_usd"]) == (usage, pytest.approx(cost)), result
