@@ -231,6 +231,10 @@ def test_a_turn_without_a_known_price_has_no_cost_and_the_run_says_so(cli, tmp_p
     costs = {r["target"]: (r["cost_usd"], r["scores"][0]["cost_usd"]) for r in read_jsonl(tmp_path / "r.jsonl")}
     assert costs == {"free": (0.0, 0.0), "unknown": (0.0, None)}
     assert "1 call(s) of unknown had no known price and count as $0" in " ".join(out.split())
+    for report in ("r.md", "r.html"):  # the reports say so too
+        code, _, err = cli("report", tmp_path / "r.jsonl", "-o", tmp_path / report)
+        assert code == 0, err
+        assert "1 turn(s) of no known price counted as $0" in (tmp_path / report).read_text(), report
 
 
 #: An agent's answer with an OpenAI `usage`: 1,000 prompt tokens (400 cached), 200 completion tokens.
