@@ -349,6 +349,9 @@ class FakeAnthropic(FakeModelServer):
 class FakeResponses(FakeModelServer):
     """The Responses API (`POST /v1/responses`, `stream: true`) as Codex calls it."""
 
+    #: Input tokens of every call the API reports as written to the prompt cache.
+    usage_cache_written = 0
+
     def last_user_text(self, body: Body) -> str:
         for item in reversed(body.get("input") or []):
             if item.get("type", "message") == "message" and item.get("role") == "user":
@@ -405,7 +408,10 @@ class FakeResponses(FakeModelServer):
             events.append(("response.output_item.done", done_item))
         usage = {
             "input_tokens": answer.usage["input"],
-            "input_tokens_details": {"cached_tokens": min(self.usage_cached, answer.usage["input"])},
+            "input_tokens_details": {
+                "cached_tokens": min(self.usage_cached, answer.usage["input"]),
+                "cache_write_tokens": self.usage_cache_written,
+            },
             "output_tokens": answer.usage["output"],
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": answer.usage["input"] + answer.usage["output"],

@@ -706,16 +706,18 @@ def test_codex_cost_comes_from_the_price_table(clis: dict[str, Path], agent_home
 def test_codex_cached_input_costs_its_cached_price(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
     """Input tokens the API read from its prompt cache cost the model's cached-input list price,
     as Claude Code's own cost counts its cache reads (before: the full input price, ~5x an agent
-    session's real cost, where most input is cached)."""
+    session's real cost, where most input is cached). Its cache writes are counted as Codex counts
+    them (`cache_write_input_tokens`; before: 0)."""
     suite = "tests:\n  - id: hi\n    mode: conversation\n    turns:\n      - input: hello there\n"
     with FakeResponses() as server:
-        server.usage_cached = 60
+        server.usage_cached, server.usage_cache_written = 60, 25
         result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path, model="gpt-5"))
     (calls,) = turn_calls(server)
     used = (sum(r.usage["input"] for r in calls), sum(r.usage["output"] for r in calls))
     cached = 60 * len(calls)
     assert result.token_usage.input_tokens == used[0]  # cached ones included, as the API counts them
     assert result.token_usage.cached_input_tokens == cached
+    assert result.token_usage.cache_write_tokens == 25 * len(calls)
     assert result.cost_usd == pytest.approx(((used[0] - cached) * 1.25 + cached * 0.125 + used[1] * 10.0) / 1e6)
 
 
@@ -937,3 +939,23 @@ def grade_session(cli, tmp_path: Path, session: Path, tool: str, texts: list[str
     contents = [m["content"] for m in graded["output"]]
     assert any(c.startswith(texts[0]) for c in contents) and texts[1] in contents
     assert any(m["tool_calls"] and m["tool_calls"][0]["name"] == tool for m in graded["output"])
+
+
+def test_claude_s_guess_for_a_model_it_has_no_price_for_is_not_a_cost(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gateway's model Claude Code has no price for (`costBasis: unknown`): its guessed
+    `costUSD` was the turn's cost. It is priced at the target's own prices, else unknown."""
+    suite = "tests:\n  - id: hi\n    mode: conversation\n    turns:\n      - input: hello there\n"
+    costs = []
+    for prices in ({}, {"price_input_per_mtok": 1, "price_output_per_mtok": 2}):
+        with FakeAnthropic() as server:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+            result, _ = run_suite(tmp_path, suite, claude_target(clis, model="my-gateway-model", **prices))
+        (calls,) = turn_calls(server)
+        used = (sum(r.usage["input"] for r in calls), sum(r.usage["output"] for r in calls))
+        assert (result.token_usage.input_tokens, result.token_usage.output_tokens) == used
+        costs.append((result.cost_usd, result.scores[0].cost_usd, used))
+    assert costs[0][:2] == (0.0, None)
+    expected = (costs[1][2][0] * 1 + costs[1][2][1] * 2) / 1e6
+    assert costs[1][:2] == (pytest.approx(expected), pytest.approx(expected))

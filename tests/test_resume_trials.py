@@ -77,6 +77,8 @@ def test_max_cost_then_resume_runs_only_the_missing_trials(cli, fake_openai, tmp
     assert code == 0, out + err
     assert _asked(fake_openai) == {"t1": 3, "t2": 3}
     assert "1 finished trial(s) of 1 unfinished test(s)" in out
+    # The run's totals count this session's calls only, and say so (before: nothing said).
+    assert "not counted here: the 0 result(s) and 1 trial(s) from before the resume" in " ".join(out.split())
     resumed = {r["test_id"]: _comparable(r) for r in read_jsonl(tmp_path / "r.jsonl")}
     assert resumed == _uninterrupted(cli, tmp_path, text)
     assert _rows(tmp_path / ".convoeval" / "runs.sqlite", "SELECT COUNT(*) FROM trials") == [(0,)]  # results hold them

@@ -212,3 +212,76 @@ def test_an_agent_may_report_an_openai_or_anthropic_usage() -> None:
         800_000,
         100_000,
     )
+
+
+def test_a_turn_without_a_known_price_has_no_cost_and_the_run_says_so(cli, tmp_path: Path) -> None:
+    """A model with no price (not listed, none set): its turns' cost was 0.0, as a free call's,
+    and the run's totals did not say that some calls were unpriced."""
+    with canned(OPENAI) as url:
+        write(
+            tmp_path / "targets.yaml",
+            "targets:\n"
+            f"  - {{name: free, provider: openai, model: mine, base_url: '{url}/v1', api_key: sk-test-123456,"
+            " price_input_per_mtok: 0, price_output_per_mtok: 0}\n"
+            f"  - {{name: unknown, provider: openai, model: mine, base_url: '{url}/v1', api_key: sk-test-123456}}\n",
+        )
+        suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+        code, out, err = cli("run", suite, "-t", "free", "-t", "unknown", "-o", tmp_path / "r.jsonl", "--no-cache")
+    assert code == 0, out + err
+    costs = {r["target"]: (r["cost_usd"], r["scores"][0]["cost_usd"]) for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert costs == {"free": (0.0, 0.0), "unknown": (0.0, None)}
+    assert "1 call(s) of unknown had no known price and count as $0" in " ".join(out.split())
+    for report in ("r.md", "r.html"):  # the reports say so too
+        code, _, err = cli("report", tmp_path / "r.jsonl", "-o", tmp_path / report)
+        assert code == 0, err
+        assert "1 turn(s) of no known price counted as $0" in (tmp_path / report).read_text(), report
+
+
+#: An agent's answer with an OpenAI `usage`: 1,000 prompt tokens (400 cached), 200 completion tokens.
+AGENT_ANSWER = {
+    "text": "done",
+    "usage": {"prompt_tokens": 1000, "completion_tokens": 200, "prompt_tokens_details": {"cached_tokens": 400}},
+}
+
+
+def test_python_cli_and_http_agents_price_the_same_usage_alike(cli, tmp_path: Path) -> None:
+    """The target's prices priced an `http` agent's usage but not a `python` or `cli` agent's
+    (cost $0, unknown), and a `cli` agent's OpenAI-shaped `usage` was 0 tokens."""
+    write(tmp_path / "agent.py", f"def chat(messages, **context):\n    return {AGENT_ANSWER!r}\n")
+    write(tmp_path / "answer.json", json.dumps(AGENT_ANSWER))
+    with canned(AGENT_ANSWER) as url:
+        prices = "price_input_per_mtok: 1, price_output_per_mtok: 2"
+        write(
+            tmp_path / "targets.yaml",
+            "targets:\n"
+            f"  - {{name: py, provider: python, callable: 'agent.py:chat', {prices}}}\n"
+            f"  - {{name: cmd, provider: cli, command: 'cp answer.json {{OUTPUT_FILE}}', cwd: '{tmp_path}', {prices}}}\n"
+            f"  - {{name: web, provider: http, url: '{url}', body: {{q: '{{{{ prompt }}}}'}}, reply_path: $.text,"
+            f" usage_path: $.usage, {prices}}}\n",
+        )
+        suite = write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+        targets = ("-t", "py", "-t", "cmd", "-t", "web")
+        code, out, err = cli("run", suite, *targets, "-o", tmp_path / "r.jsonl", "--no-cache")
+    assert code == 0, out + err
+    usage = {"input_tokens": 1000, "output_tokens": 200, "cached_input_tokens": 400, "cache_write_tokens": 0}
+    cost = (1000 * 1 + 200 * 2) / 1e6  # a price set on the target prices cached input as input
+    results = {r["target"]: (r["token_usage"], r["scores"][0]["cost_usd"]) for r in read_jsonl(tmp_path / "r.jsonl")}
+    assert results == {name: (usage, pytest.approx(cost)) for name in ("py", "cmd", "web")}
+
+
+def test_cache_writes_in_a_chat_completion_count_and_cost_as_anthropic_s(cli, tmp_path: Path) -> None:
+    """A Claude model's `usage` as OpenRouter and LiteLLM give it (OpenAI's shape, its cache writes in
+    `prompt_tokens_details.cache_write_tokens`): the writes were 0 and cost the input price."""
+    body = json.loads(json.dumps(OPENAI))
+    body["usage"]["prompt_tokens_details"] = {"cached_tokens": 800_000, "cache_write_tokens": 100_000}
+    with canned(body) as url:
+        fresh, cached = _run_twice(cli, tmp_path, "openai", "anthropic/claude-sonnet-4-5", url + "/v1")
+    usage = {
+        "input_tokens": 1_000_000,
+        "output_tokens": 1000,
+        "cached_input_tokens": 800_000,
+        "cache_write_tokens": 100_000,
+    }
+    cost = (100_000 * 3 + 800_000 * 0.3 + 100_000 * 3.75 + 1000 * 15) / 1e6  # as the anthropic target's
+    for result in (fresh, cached):
+        assert (result["token_usage"], result["cost_usd"]) == (usage, pytest.approx(cost)), result

@@ -209,7 +209,9 @@ class ScoreEntry(Model):
     graders: list[GraderScore] = Field(default_factory=list)
     latency_ms: float | None = None
     token_usage: Usage | None = Field(None, description="The target's tokens for this turn (turns only).")
-    cost_usd: float | None = Field(None, description="The target's cost of this turn (turns only).")
+    cost_usd: float | None = Field(
+        None, description="The target's cost of this turn (turns only; null when its price is unknown)."
+    )
     session_id: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     captures: dict[str, object] = Field(default_factory=dict)

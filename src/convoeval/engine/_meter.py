@@ -88,6 +88,7 @@ class RunMeter:
         tests_total: results the run will have (resumed ones included).
         tests_done: results finished so far (resumed ones included).
         resumed: results taken from the store instead of being run again.
+        resumed_trials: finished trials of unfinished tests taken from the store.
         turns: turns graded so far.
         totals: model calls of the whole run; `by_model` per target/judge name and purpose.
         max_cost_usd: the budget, or None.
@@ -99,6 +100,7 @@ class RunMeter:
     tests_total: int = 0
     tests_done: int = 0
     resumed: int = 0
+    resumed_trials: int = 0
     turns: int = 0
     totals: CallTotals = field(default_factory=CallTotals)
     by_model: dict[str, CallTotals] = field(default_factory=dict)
@@ -138,6 +140,7 @@ class RunMeter:
             "tests": self.tests_total,
             "done": self.tests_done,
             "resumed": self.resumed,
+            "resumed_trials": self.resumed_trials,
             "turns": self.turns,
             "verdicts": dict(self.verdicts),
             "pass_rate": _pass_rate(self.verdicts),

@@ -186,8 +186,8 @@ class RunRecorder(RunEvents):
             self.record.options.model_copy(update={"resolved_targets": targets}) if changed else self.record.options
         )
         self.store.update_options(run_id, options.with_suites(suites))
+        self.meter.resumed_trials = reused = sum(map(len, trials.values()))
         if self.meter.resumed or trials:
-            reused = sum(map(len, trials.values()))
             note(
                 f"resuming run {run_id}: {self.meter.resumed} of {self.total} result(s) already stored"
                 + (f", and {reused} finished trial(s) of {len(trials)} unfinished test(s)" if trials else "")

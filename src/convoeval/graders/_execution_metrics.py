@@ -35,7 +35,7 @@ class ExecutionMetrics(Assertion):
 
     type: Literal["execution-metrics"]
     max_tool_calls: int | None = Field(None, ge=0, description="Maximum number of tool calls.")
-    max_llm_calls: int | None = Field(None, ge=0, description="Maximum number of target replies (model calls).")
+    max_llm_calls: int | None = Field(None, ge=0, description="Maximum number of target replies (one per turn).")
     max_tokens: int | None = Field(None, ge=0, description="Maximum input + output tokens.")
     max_cost_usd: float | None = Field(None, ge=0, description="Maximum cost in US dollars.")
     max_duration_ms: float | None = Field(None, ge=0, description="Maximum duration in milliseconds.")

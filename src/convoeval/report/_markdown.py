@@ -69,7 +69,8 @@ def markdown_summary(
         f"## {md_text(title)}",
         "",
         f"**{total.verdicts['pass']}/{total.tests} passed** ({fmt_interval(overall.pass_rate, percent=True)}), "
-        f"mean score {fmt_interval(overall.mean_score)}, cost ${total.spent_usd:.4f}",
+        f"mean score {fmt_interval(overall.mean_score)}, cost ${total.spent_usd:.4f}"
+        + (f" ({total.unpriced_turns} turn(s) of no known price counted as $0)" if total.unpriced_turns else ""),
         "",
         "| target | tests | pass | fail | error | skip | pass rate | mean score | cost | tokens | time |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",

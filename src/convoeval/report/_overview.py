@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pydantic import Field
 
 from .._base_model import Model
-from ..results import EvaluationResult
+from ..results import Accounting, EvaluationResult
 
 VERDICTS = ("pass", "fail", "skip", "error")
 
@@ -29,6 +29,7 @@ class Totals(Model):
     simulator_cost_usd: float = 0.0
     simulator_tokens: int = 0
     duration_ms: float = 0.0
+    unpriced_turns: int = Field(0, description="Turns the target played whose price is unknown (cost_usd null).")
 
     @property
     def spent_usd(self) -> float:
@@ -63,6 +64,10 @@ class Totals(Model):
         self.simulator_cost_usd += result.simulator_cost_usd
         self.simulator_tokens += result.simulator_token_usage.total_tokens
         self.duration_ms += result.duration_ms
+        played: list[Accounting] = [*result.trials] or [result]
+        self.unpriced_turns += sum(
+            s.type == "turn" and s.token_usage is not None and s.cost_usd is None for run in played for s in run.scores
+        )
 
 
 class Overview(Model):

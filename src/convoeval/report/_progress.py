@@ -142,9 +142,20 @@ def print_run_totals(summary: Mapping[str, object], console: Console) -> None:
     )
     if _number(summary, "spent_usd", 0.0) != _number(summary, "cost_usd", 0.0):
         line += f" (spent ${_number(summary, 'spent_usd', 0.0):.4f}; the rest came from the cache)"
-    if summary.get("resumed"):
-        line += f"; {summary['resumed']} result(s) from before the resume"
+    if summary.get("resumed") or summary.get("resumed_trials"):
+        kept = f"{int(_number(summary, 'resumed'))} result(s) and {int(_number(summary, 'resumed_trials'))} trial(s)"
+        line += f"; not counted here: the {kept} from before the resume"
     console.print(line, markup=False, highlight=False, soft_wrap=True)
+    models = summary.get("by_model")
+    unpriced = [str(k) for k, t in (models.items() if isinstance(models, dict) else ()) if _number(t, "unpriced_calls")]
+    if unpriced and summary.get("max_cost_usd") is None:  # with --max-cost, the run's note says it
+        console.print(
+            f"  {int(_number(summary, 'unpriced_calls'))} call(s) of {', '.join(unpriced)} had no known price and count as $0 "
+            "(set price_input_per_mtok / price_output_per_mtok)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     given = summary.get("by_target")
     by_target = {
         str(name): t for name, t in (given.items() if isinstance(given, dict) else ()) if isinstance(t, Mapping)

@@ -162,7 +162,7 @@ async def grade_turn(
         latency_ms=reply.latency_ms,
         note=record.note,
         token_usage=reply.usage,
-        cost_usd=reply.cost_usd,
+        cost_usd=reply.cost_usd if reply.cost_usd or reply.cost_known else None,
         session_id=record.session_id,
         tool_calls=list(record.tool_calls),
         captures=dict(record.captures),

@@ -52,12 +52,15 @@ _NUMBER = (int, float)
 
 
 def completion_usage(usage: object) -> Usage:
-    """The `Usage` of a chat completion's `usage` (its `prompt_tokens` count the cached ones)."""
+    """The `Usage` of a chat completion's `usage` (its `prompt_tokens` count the cached ones; the
+    cache writes in `prompt_tokens_details.cache_write_tokens`, as OpenRouter and LiteLLM give
+    them for a Claude model)."""
     details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
     return Usage(
         input_tokens=count(usage, "prompt_tokens"),
         output_tokens=count(usage, "completion_tokens"),
         cached_input_tokens=count(details, "cached_tokens"),
+        cache_write_tokens=count(details, "cache_write_tokens"),
     )
 
 

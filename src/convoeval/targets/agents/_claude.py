@@ -87,7 +87,7 @@ class ClaudeCodeTarget(AgentCli):
 
     def reply(self, finished: Finished, request: ChatRequest, env: dict[str, str]) -> ChatReply:
         try:
-            reply = parse_stream(finished.lines, self.args)
+            reply = parse_stream(finished.lines, self.args, self.config)
         except TargetError as exc:
             if finished.returncode and "without a `result`" in str(exc):
                 raise failure(self.name, finished, events=True) from None
@@ -125,9 +125,10 @@ def stop_on_fatal_retry(line: Line) -> str | None:
     )
 
 
-def parse_stream(lines: list[Line], args: Sequence[str] = ()) -> ChatReply:
+def parse_stream(lines: list[Line], args: Sequence[str] = (), config: TargetConfig | None = None) -> ChatReply:
     """The reply in a stream-json transcript; `args`, the CLI's options, give the limit a run
-    stopped by `--max-turns` / `--max-budget-usd` hit (its `finish_reason`: `budget:max_turns=3`).
+    stopped by `--max-turns` / `--max-budget-usd` hit (its `finish_reason`: `budget:max_turns=3`);
+    `config`, the target's prices for a model Claude Code has none for (`run_figures`).
 
     Raises:
         TargetError: no `result` event, or a result that reports an error (in words: the API
@@ -143,7 +144,7 @@ def parse_stream(lines: list[Line], args: Sequence[str] = ()) -> ChatReply:
         call = calls.get(str(denial.get("tool_use_id"))) if isinstance(denial, dict) else None
         if call is not None:
             call.status = "denied"
-    usage, cost = run_figures(result)
+    usage, cost, known = run_figures(result, config)
     ran = stream.ran
     subtype = str(result.get("subtype", "success"))
     finish = subtype
@@ -159,6 +160,7 @@ def parse_stream(lines: list[Line], args: Sequence[str] = ()) -> ChatReply:
         text=str(result.get("result") if result.get("result") is not None else "\n\n".join(stream.texts)),
         usage=usage,
         cost_usd=cost,
+        cost_known=known,
         latency_ms=float(result.get("duration_ms") or 0.0),
         tool_calls=ran,
         session_id=str(result.get("session_id") or stream.session_id or "") or None,
@@ -247,32 +249,46 @@ def _option(args: Sequence[str], name: str) -> str | None:
     return found
 
 
-def run_figures(result: dict[str, Any]) -> tuple[Usage, float]:
-    """The tokens and cost of this run of the CLI (one turn), from its `result` event.
+def run_figures(result: dict[str, Any], config: TargetConfig | None = None) -> tuple[Usage, float, bool]:
+    """The tokens and cost of this run of the CLI (one turn), from its `result` event, and
+    whether the cost is known.
 
     Newer Claude Code (2.1.332 is) carries a resumed session's running total in
     `total_cost_usd` and `modelUsage`; `model_usage_since_last_result` (per model, what this
     process counted since its previous result: with `-p`, the whole run, subagents included)
     is the turn's own. Older ones (2.1.197) have no such field and report the run's own
-    `total_cost_usd` and main-loop `usage`.
+    `total_cost_usd` and main-loop `usage`. A model Claude Code has no price for (`costBasis:
+    unknown`, e.g. a gateway's) gets a guessed `costUSD`: it is priced as convoeval prices a
+    model instead (the target's `price_input_per_mtok` / `price_output_per_mtok`, else the list
+    price), else its cost is unknown.
     """
     since = result.get("model_usage_since_last_result")
     if isinstance(since, dict) and since:
-        models = [m for m in since.values() if isinstance(m, dict)]
-        read, written = (
-            sum(int(m.get(k) or 0) for m in models) for k in ("cacheReadInputTokens", "cacheCreationInputTokens")
-        )
-        usage = Usage(
-            input_tokens=sum(int(m.get("inputTokens") or 0) for m in models) + read + written,
-            output_tokens=sum(int(m.get("outputTokens") or 0) for m in models),
-            cached_input_tokens=read,
-            cache_write_tokens=written,
-        )
-        return usage, float(sum(float(m.get("costUSD") or 0.0) for m in models))
+        usage, cost, known = Usage(), 0.0, True
+        for name, model in since.items():
+            if not isinstance(model, dict):
+                continue
+            read, written = (int(model.get(k) or 0) for k in ("cacheReadInputTokens", "cacheCreationInputTokens"))
+            used = Usage(
+                input_tokens=int(model.get("inputTokens") or 0) + read + written,
+                output_tokens=int(model.get("outputTokens") or 0),
+                cached_input_tokens=read,
+                cache_write_tokens=written,
+            )
+            usage += used
+            if model.get("costBasis") != "unknown":
+                cost += float(model.get("costUSD") or 0.0)
+                continue
+            own = (config.price_input_per_mtok, config.price_output_per_mtok) if config else (None, None)
+            prices, priced = target_prices(str(name), *own)
+            cost += usage_cost(used, prices, cache_prices(str(name), prices[0], own_input_price=True, anthropic=True))
+            known = known and priced
+        return usage, cost, known
     usage = anthropic_usage(result.get("usage"))
     if isinstance(since, dict):  # `{}`: the run counted no model call (its total is earlier turns')
-        return usage, 0.0
-    return usage, float(result.get("total_cost_usd") or result.get("cost_usd") or 0.0)
+        return usage, 0.0, True
+    total = result.get("total_cost_usd", result.get("cost_usd"))
+    return usage, float(total or 0.0), isinstance(total, int | float)
 
 
 def result_error(result: dict[str, Any]) -> str:

@@ -45,7 +45,7 @@ from ..._secrets import shown_url
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
 from ._process import STDERR_TAIL, Line, agent_env, ending, failure, run_command, work_dir
-from ._replies import prompt_text, reply_from_text
+from ._replies import priced, prompt_text, reply_from_text
 from ._settings import CliSettings
 
 
@@ -115,7 +115,7 @@ class CliTarget:
             if reply.session_id is None:
                 raise TargetError(f"{self.name}: no session id in the output (session: id_jsonpath / id_regex){why}")
         reply.latency_ms = reply.latency_ms or finished.duration_ms
-        return reply
+        return priced(reply, self.config)
 
     def _render(self, prompt: str, prompt_file: Path, output_file: Path, request: ChatRequest) -> str:
         command = self.command

@@ -34,7 +34,7 @@ from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, env_base_url, provider
 from .._prices import cache_prices, target_prices, usage_cost
 from ._agent_cli import AgentCli
-from ._codex_rollout import RolloutTurn, command_of, find_rollout, read_last_turn
+from ._codex_rollout import RolloutTurn, codex_usage, command_of, find_rollout, read_last_turn
 from ._process import Finished, Line, failure
 
 #: Variables Codex reads for its credentials and configuration.
@@ -192,6 +192,7 @@ def _turn_usage(total: Usage, previous: Usage | None, turn: RolloutTurn | None) 
             input_tokens=max(0, total.input_tokens - previous.input_tokens),
             output_tokens=max(0, total.output_tokens - previous.output_tokens),
             cached_input_tokens=max(0, total.cached_input_tokens - previous.cached_input_tokens),
+            cache_write_tokens=max(0, total.cache_write_tokens - previous.cache_write_tokens),
         )
     return total  # the first turn of a thread (or a resumed thread whose total is unknown)
 
@@ -246,12 +247,8 @@ def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:
                 call.duration_ms = _duration(started.get(str(item.get("id"))), line.at)
                 calls[str(item.get("id"))] = call
         elif kind == "turn.completed":
-            data = event.get("usage") or {}
-            usage = Usage(
-                input_tokens=int(data.get("input_tokens") or 0),
-                output_tokens=int(data.get("output_tokens") or 0),
-                cached_input_tokens=int(data.get("cached_input_tokens") or 0),
-            )
+            data = event.get("usage")
+            usage = codex_usage(data if isinstance(data, dict) else {})
         elif kind == "turn.failed":
             message = (event.get("error") or {}).get("message", "") if isinstance(event.get("error"), dict) else ""
             failed = f"Codex turn failed: {message or (errors[-1] if errors else 'no message')}"

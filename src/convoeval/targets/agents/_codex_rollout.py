@@ -110,12 +110,7 @@ def read_turns(records: list[dict[str, Any]]) -> list[RolloutTurn]:
         elif kind == "response_item":
             _response_item(payload, calls)
         elif kind == "token_usage_record" and isinstance(payload.get("turn_token_usage"), dict):
-            used = payload["turn_token_usage"]
-            turn.usage = Usage(
-                input_tokens=_whole(used.get("input_tokens")),
-                output_tokens=_whole(used.get("output_tokens")),
-                cached_input_tokens=_whole(used.get("cached_input_tokens")),
-            )
+            turn.usage = codex_usage(payload["turn_token_usage"])
     _close(turns, calls, ran)
     return [t for t in turns if t.user or t.texts or t.calls]
 
@@ -242,6 +237,17 @@ def _ms(duration: Any) -> float | None:
     if not isinstance(duration, dict):
         return None
     return round(_whole(duration.get("secs")) * 1000 + _whole(duration.get("nanos")) / 1e6, 3)
+
+
+def codex_usage(used: dict[str, Any]) -> Usage:
+    """A `Usage` of Codex's token counts (its `TokenUsage`: `input_tokens` counts the cached and
+    cache-written ones, `output_tokens` the reasoning ones)."""
+    return Usage(
+        input_tokens=_whole(used.get("input_tokens")),
+        output_tokens=_whole(used.get("output_tokens")),
+        cached_input_tokens=_whole(used.get("cached_input_tokens")),
+        cache_write_tokens=_whole(used.get("cache_write_input_tokens")),
+    )
 
 
 def _whole(value: Any) -> int:

@@ -43,7 +43,7 @@ from pathlib import Path
 from ...results import ToolCall
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, provider
 from .._settings import settings_of
-from ._replies import mapped_usage, tool_call
+from ._replies import mapped_usage, priced, tool_call
 from ._settings import PythonSettings
 
 
@@ -90,7 +90,9 @@ class PythonTarget:
             "session_id": request.session_id,
         }
         if not self.factory:
-            return as_reply(await self._timed(None, self.function, request.messages, context), self.name)
+            return priced(
+                as_reply(await self._timed(None, self.function, request.messages, context), self.name), self.config
+            )
         session_id = request.session_id
         if session_id is None or session_id not in self.objects:
             session_id = session_id or uuid.uuid4().hex
@@ -100,7 +102,7 @@ class PythonTarget:
         method = getattr(agent, "respond", None) or agent
         if not callable(method):
             raise TargetError(f"{self.name}: the factory's object has no respond(messages) and is not callable")
-        reply = as_reply(await self._timed(worker, method, request.messages, context), self.name)
+        reply = priced(as_reply(await self._timed(worker, method, request.messages, context), self.name), self.config)
         reply.session_id = session_id
         return reply
 
@@ -222,6 +224,7 @@ def as_reply(value: object, name: str) -> ChatReply:
             tool_calls=[_call_of(c) for c in calls] if isinstance(calls, list | tuple) else [],
             usage=mapped_usage(usage),
             cost_usd=float(cost) if isinstance(cost, int | float) else 0.0,
+            cost_known=isinstance(cost, int | float),
         )
     raise TargetError(
         f"{name}: the callable returned {type(value).__name__}; return a string, "

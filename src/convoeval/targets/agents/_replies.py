@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 
 from ...results import ToolCall, Usage
 from .._anthropic import anthropic_usage
-from .._base import ChatReply, TargetError
+from .._base import ChatReply, TargetConfig, TargetError
 from .._completion import completion_usage, count
+from .._prices import cache_prices, target_prices, usage_cost
 
 
 def prompt_text(messages: Sequence[Mapping[str, object]]) -> tuple[str, str]:
@@ -94,15 +95,21 @@ def reply_from_json(data: dict[str, object]) -> ChatReply:
         text = json.dumps(text)
     usage = data.get("token_usage") or data.get("usage")
     session = data.get("session_id")
+    cost = data.get("cost_usd")
     reply = ChatReply(
         text=text if isinstance(text, str) else "",
         tool_calls=calls,
-        usage=Usage(
-            input_tokens=int(_number(usage, "input", "input_tokens")),
-            output_tokens=int(_number(usage, "output", "output_tokens")),
-            cached_input_tokens=int(_number(usage, "cached", "cached_input_tokens")),
+        usage=(
+            Usage(
+                input_tokens=int(_number(usage, "input")),
+                output_tokens=int(_number(usage, "output")),
+                cached_input_tokens=int(_number(usage, "cached")),
+            )
+            if isinstance(usage, dict) and usage.keys() & {"input", "output", "cached"}
+            else mapped_usage(usage)
         ),
         cost_usd=float(_number(data, "cost_usd")),
+        cost_known=_is_number(cost),
         latency_ms=float(_number(data, "duration_ms")),
         session_id=str(session) if session not in (None, "") else None,
         content=parts,
@@ -139,6 +146,24 @@ def mapped_usage(usage: object) -> Usage:
     if isinstance(usage, dict) and usage.keys() & {"cache_read_input_tokens", "cache_creation_input_tokens"}:
         return anthropic_usage(usage)
     return Usage(**{name: count(usage, name) for name in Usage.model_fields})
+
+
+def priced(reply: ChatReply, config: TargetConfig) -> ChatReply:
+    """`reply` with a cost: the one the agent reported, else its usage at the target's prices
+    (`price_input_per_mtok` / `price_output_per_mtok`, else its model's list price), as an `http`
+    agent's; known (`cost_known`) when the agent reported it or the prices are known."""
+    if reply.cost_usd or reply.cost_known:
+        reply.cost_known = True
+        return reply
+    model = config.model or ""
+    prices, reply.cost_known = target_prices(model, config.price_input_per_mtok, config.price_output_per_mtok)
+    cache = cache_prices(model, prices[0], own_input_price=config.price_input_per_mtok is not None)
+    reply.cost_usd = usage_cost(reply.usage, prices, cache)
+    return reply
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _list(value: object) -> list[object]:
