@@ -53,14 +53,25 @@ def test_the_turn_table_names_each_check_once_and_says_why_it_failed(
     assert "where-is-my-order-with-a-long-test-id" in out
 
 
-def test_the_runs_table_shows_whole_run_ids_at_80_columns(
+def test_the_runs_table_shows_whole_cells_at_80_columns(
     cli, fake_openai, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cli("run", write(tmp_path / "a.eval.yaml", "tests:\n  - {id: a, input: one}\n"), "--target", "openai:m")
+    """Before: the run id was whole, but the date, suite, target, cost and status were `2026…`,
+    `a.ev…`, `open…`, `$0.0…`, `fin…`."""
+    cli("run", write(tmp_path / "a.eval.yaml", "tests:\n  - {id: a, input: one}\n"), "--target", "openai:gpt-4o-mini")
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = cli("runs")
-    run_id = list_runs(tmp_path / ".convoeval" / "runs.sqlite")[0].id
-    assert code == 0 and run_id in out
+    run = list_runs(tmp_path / ".convoeval" / "runs.sqlite")[0]
+    assert code == 0 and "…" not in out
+    for cell in (
+        run.id,
+        run.started[:19].replace("T", " "),
+        "a.eval.yaml",
+        "openai:gpt-4o-mini",
+        "$0.0000",
+        "finished",
+    ):
+        assert cell in out
 
 
 @pytest.mark.parametrize(

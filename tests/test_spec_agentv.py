@@ -151,6 +151,16 @@ def test_type_errors_say_which_yaml_type_was_seen(tmp_path: Path) -> None:
     )
 
 
+def test_a_turn_or_message_written_as_a_string_says_what_it_must_be(tmp_path: Path) -> None:
+    """Not pydantic's "a valid dictionary or instance of Turn": the fields the mapping needs."""
+    text = "tests:\n  - id: a\n    mode: conversation\n    input: [You are terse]\n    turns:\n      - hello\n"
+    suite = write(tmp_path / "t.eval.yaml", text)
+    assert problems_of(suite) == [
+        f"{suite}:4: tests[0].input[0]: must be a mapping with `role: ...` (the YAML value is a string)",
+        f"{suite}:6: tests[0].turns[0]: must be a mapping with `input: ...` (the YAML value is a string)",
+    ]
+
+
 # -- 3. merge keys ----------------------------------------------------------------------------
 
 
