@@ -103,3 +103,15 @@ def test_option_models_raise_config_errors_as_documented() -> None:
 def test_promptfoos_filter_says_what_convoeval_takes(cli, tmp_path: Path) -> None:
     code, out, err = cli("run", write(tmp_path / "a.eval.yaml", "tests:\n  - {id: a, input: one}\n"), "--filter", "a")
     assert code == 2 and "--test-id" in out + err
+
+
+def test_a_run_note_is_one_line_at_any_width(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: at 80 columns (a CI log) `target: local (...); choose another with --target` was cut
+    mid-sentence onto two lines, a space left at the end of the first."""
+    judges = ["a-judge-whose-name-is-rather-long-number-one", "a-judge-whose-name-is-rather-long-number-two"]
+    entries = "".join(f"  - {{name: {name}, provider: scripted}}\n" for name in ["bot", *judges])
+    write(tmp_path / "targets.yaml", f"targets:\n{entries}judges: [{', '.join(judges)}]\n")
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: a, input: hi, assertions: [Greets]}\n")
+    monkeypatch.setenv("COLUMNS", "60")
+    _, out, _ = cli("run", suite, "--target", "bot", "--no-cache")
+    assert f"judges: {', '.join(judges)} (the targets file's judges); choose others with --judge\n" in out, out
