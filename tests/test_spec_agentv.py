@@ -171,6 +171,16 @@ def test_an_unquoted_template_value_is_an_error_that_says_to_quote_it(tmp_path: 
     assert problems_of(write(tmp_path / "d.eval.yaml", quoted)) == []
 
 
+def test_an_assertion_written_as_type_colon_value_says_how_to_write_it(tmp_path: Path) -> None:
+    """Before: `- contains: hello` was "an assertion mapping needs a `type`" alone."""
+    suite = write(
+        tmp_path / "a.eval.yaml", "tests:\n  - id: a\n    input: hi\n    assertions:\n      - contains: hello\n"
+    )
+    assert problems_of(suite) == [
+        f"{suite}:5: tests[0].assertions[0]: an assertion mapping needs a `type`: write `{{type: contains, value: ...}}`"
+    ]
+
+
 def test_a_turn_or_message_written_as_a_string_says_what_it_must_be(tmp_path: Path) -> None:
     """Not pydantic's "a valid dictionary or instance of Turn": the fields the mapping needs."""
     text = "tests:\n  - id: a\n    mode: conversation\n    input: [You are terse]\n    turns:\n      - hello\n"
