@@ -482,6 +482,15 @@ def test_a_misspelt_targets_file_field_gets_a_suggestion(cli, tmp_path: Path) ->
     ), err
 
 
+def test_a_targets_file_field_is_suggested_by_the_name_a_file_writes(cli, tmp_path: Path) -> None:
+    """Before: a python target's `calable:` suggested and listed `callable_ref`, a name no file writes."""
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: python, calable: agent.py:bot}\n")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: a\n    input: hi\n")
+    code, _, err = cli("validate", "s.eval.yaml")
+    assert code == 2 and "calable: unknown field for this provider (did you mean 'callable'?)" in err, err
+    assert "callable_ref" not in err and " callable," in err
+
+
 def test_an_http_target_url_that_is_no_url_says_so(cli, tmp_path: Path) -> None:
     """Before: `url: notaurl` was "the http provider needs a `url`", though it has one."""
     write(tmp_path / "targets.yaml", "targets:\n  - {name: h, provider: http, url: notaurl}\n")

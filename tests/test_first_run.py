@@ -53,14 +53,25 @@ def test_the_turn_table_names_each_check_once_and_says_why_it_failed(
     assert "where-is-my-order-with-a-long-test-id" in out
 
 
-def test_the_runs_table_shows_whole_run_ids_at_80_columns(
+def test_the_runs_table_shows_whole_cells_at_80_columns(
     cli, fake_openai, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cli("run", write(tmp_path / "a.eval.yaml", "tests:\n  - {id: a, input: one}\n"), "--target", "openai:m")
+    """Before: the run id was whole, but the date, suite, target, cost and status were `2026…`,
+    `a.ev…`, `open…`, `$0.0…`, `fin…`."""
+    cli("run", write(tmp_path / "a.eval.yaml", "tests:\n  - {id: a, input: one}\n"), "--target", "openai:gpt-4o-mini")
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = cli("runs")
-    run_id = list_runs(tmp_path / ".convoeval" / "runs.sqlite")[0].id
-    assert code == 0 and run_id in out
+    run = list_runs(tmp_path / ".convoeval" / "runs.sqlite")[0]
+    assert code == 0 and "…" not in out
+    for cell in (
+        run.id,
+        run.started[:19].replace("T", " "),
+        "a.eval.yaml",
+        "openai:gpt-4o-mini",
+        "$0.0000",
+        "finished",
+    ):
+        assert cell in out
 
 
 @pytest.mark.parametrize(
@@ -92,3 +103,15 @@ def test_option_models_raise_config_errors_as_documented() -> None:
 def test_promptfoos_filter_says_what_convoeval_takes(cli, tmp_path: Path) -> None:
     code, out, err = cli("run", write(tmp_path / "a.eval.yaml", "tests:\n  - {id: a, input: one}\n"), "--filter", "a")
     assert code == 2 and "--test-id" in out + err
+
+
+def test_a_run_note_is_one_line_at_any_width(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: at 80 columns (a CI log) `target: local (...); choose another with --target` was cut
+    mid-sentence onto two lines, a space left at the end of the first."""
+    judges = ["a-judge-whose-name-is-rather-long-number-one", "a-judge-whose-name-is-rather-long-number-two"]
+    entries = "".join(f"  - {{name: {name}, provider: scripted}}\n" for name in ["bot", *judges])
+    write(tmp_path / "targets.yaml", f"targets:\n{entries}judges: [{', '.join(judges)}]\n")
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: a, input: hi, assertions: [Greets]}\n")
+    monkeypatch.setenv("COLUMNS", "60")
+    _, out, _ = cli("run", suite, "--target", "bot", "--no-cache")
+    assert f"judges: {', '.join(judges)} (the targets file's judges); choose others with --judge\n" in out, out

@@ -219,6 +219,19 @@ def test_agreement_is_printed_and_shown(panel_run) -> None:
     assert "judge panel (majority)" in page and "judge-b on q2" in page
 
 
+def test_a_panel_whose_judges_all_failed_reports_no_agreement(cli, tmp_path: Path) -> None:
+    """Before: the agreement of a panel that gave no verdict raised AgreementInputError ("the
+    ratings matrix has no ratings at all"): a traceback at the end of `run` (exit 1, where every
+    test errored) and in `report --html`."""
+    write(tmp_path / "targets.yaml", "targets:\n  - {name: bot, provider: scripted}\n  - {name: j1, provider: scripted}\n  - {name: j2, provider: scripted}\njudges: [j1, j2]\n")  # fmt: skip
+    suite = write(tmp_path / "s.eval.yaml", "tests:\n  - {id: a, input: hi, assertions: [Greets]}\n")
+    code, out, _ = cli("run", suite, "--target", "bot", "--no-cache")  # a scripted judge answers no verdict
+    assert code == 3
+    assert "rubrics: 1 check(s) by j1, j2 (majority): Krippendorff's alpha undefined" in out
+    code, _, _ = cli("report", "last", "--html", tmp_path / "r.html")
+    assert code == 0 and "Judge panel agreement" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
 def test_one_judge_is_no_panel(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
     fake_openai.judge = panel_judge
     suite = write(tmp_path / "panel.eval.yaml", SUITE)

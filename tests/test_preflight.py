@@ -190,3 +190,15 @@ def test_the_shared_agentv_suites_validate_as_they_are(cli, tmp_path: Path) -> N
     assert (code, stdout.strip()) == (0, "2 file(s) valid"), stderr
     code, _, stderr = cli("run", tmp_path / "rubric.eval.yaml", "--no-cache")
     assert code == 2 and "execution.target: 'llm' is neither `provider:model` nor a name" in stderr, stderr
+
+
+def test_a_suite_shared_alone_has_the_provider_of_its_provider_model_target_checked(cli, tmp_path: Path) -> None:
+    """Without a targets file, a suite's own target *name* is left to `run --target`; but
+    `opnai:gpt-4o` is no name, and every run of it fails: `validate` says so, as `run` does."""
+    suite = write(tmp_path / "s.eval.yaml", "execution:\n  target: opnai:gpt-4o\ntests:\n  - {id: a, input: hi}\n")
+    code, _, stderr = cli("validate", suite)
+    assert code == 2 and stderr.startswith(
+        f"{suite}:2: execution.target: unknown provider 'opnai' (did you mean 'openai'?)"
+    )
+    code, _, run_stderr = cli("run", suite, "--no-cache")
+    assert code == 2 and run_stderr == stderr

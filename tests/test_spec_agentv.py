@@ -151,6 +151,46 @@ def test_type_errors_say_which_yaml_type_was_seen(tmp_path: Path) -> None:
     )
 
 
+def test_an_unquoted_template_value_is_an_error_that_says_to_quote_it(tmp_path: Path) -> None:
+    """`input: {{ name }}` is YAML's mapping `{{name: null}: null}`: it was valid, and the model
+    was sent `{"{'name': None}": null}`; `prompt: {{ output }} ...` and `input: Note: hi` were
+    bare YAML syntax errors."""
+    suite = write(tmp_path / "a.eval.yaml", "tests:\n  - id: a\n    input: {{ name }}\n")
+    assert problems_of(suite) == [
+        f"{suite}:3: tests[0].input: a mapping or list as a key: a value written {{{{ name }}}} must be quoted "
+        '("{{ name }}") to be a template'
+    ]
+    text = "tests:\n  - id: a\n    input: hi\n    assertions:\n      - type: llm-grader\n        prompt: {{ output }} ok?\n"
+    [problem] = problems_of(write(tmp_path / "b.eval.yaml", text))
+    assert problem.endswith('(a value that starts with `{{` must be quoted: "{{ output }} ...")')
+    [problem] = problems_of(write(tmp_path / "c.eval.yaml", "tests:\n  - id: a\n    input: Note: hi\n"))
+    assert problem.endswith(
+        'mapping values are not allowed in this context (a value holding ": " must be quoted: key: "Note: ...")'
+    )
+    quoted = 'tests:\n  - id: a\n    input: "{{ name }}: hi"\n    assertions: [{type: contains, value: "a: b"}]\n'
+    assert problems_of(write(tmp_path / "d.eval.yaml", quoted)) == []
+
+
+def test_an_assertion_written_as_type_colon_value_says_how_to_write_it(tmp_path: Path) -> None:
+    """Before: `- contains: hello` was "an assertion mapping needs a `type`" alone."""
+    suite = write(
+        tmp_path / "a.eval.yaml", "tests:\n  - id: a\n    input: hi\n    assertions:\n      - contains: hello\n"
+    )
+    assert problems_of(suite) == [
+        f"{suite}:5: tests[0].assertions[0]: an assertion mapping needs a `type`: write `{{type: contains, value: ...}}`"
+    ]
+
+
+def test_a_turn_or_message_written_as_a_string_says_what_it_must_be(tmp_path: Path) -> None:
+    """Not pydantic's "a valid dictionary or instance of Turn": the fields the mapping needs."""
+    text = "tests:\n  - id: a\n    mode: conversation\n    input: [You are terse]\n    turns:\n      - hello\n"
+    suite = write(tmp_path / "t.eval.yaml", text)
+    assert problems_of(suite) == [
+        f"{suite}:4: tests[0].input[0]: must be a mapping with `role: ...` (the YAML value is a string)",
+        f"{suite}:6: tests[0].turns[0]: must be a mapping with `input: ...` (the YAML value is a string)",
+    ]
+
+
 # -- 3. merge keys ----------------------------------------------------------------------------
 
 

@@ -483,7 +483,7 @@ class _RunLines(RunProgress):
         super().start(meter)
 
     def note(self, text: str) -> None:
-        self.console.print(f"[cyan]{escape(text)}[/]")
+        self.console.print(f"[cyan]{escape(text)}[/]", soft_wrap=True)  # one line, whatever the width
 
     def turn(self, turn: GradedTurn) -> None:
         if self._numpy_wanted:

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from ..engine import CACHE_FILE, STORE_FILE, state_dir, unreadable
@@ -72,23 +73,30 @@ def runs(
             json.dumps({"store": str(path), "bytes": file_size(path), "runs": [r.model_dump() for r in listed]})
         )
         return
-    table = Table(title=f"Runs in {path}", caption=f"{len(listed)} run(s), {_mb(file_size(path))} on disk")
-    table.add_column("run", no_wrap=True, min_width=max((len(r.id) for r in listed), default=3))  # what --resume takes
-    for name in ("started", "suites", "targets", "tests", "pass", "cost", "status"):
-        table.add_column(name, justify="right" if name in ("tests", "pass", "cost") else "left")
-    for r in listed:
-        rate = f"{r.passed / r.tests:.0%}" if r.tests else "-"
-        table.add_row(
+    rows = [
+        (
             r.id,
             r.started[:19].replace("T", " "),
             ", ".join(r.suites),
             ", ".join(r.targets),
             str(r.tests),
-            rate,
+            f"{r.passed / r.tests:.0%}" if r.tests else "-",
             f"${r.cost_usd:.4f}",
             r.status,
         )
-    out.print(table)
+        for r in listed
+    ]
+    names = ("run", "started", "suites", "targets", "tests", "pass", "cost", "status")
+    table = Table(title=f"Runs in {path}", caption=f"{len(listed)} run(s), {_mb(file_size(path))} on disk")
+    for i, name in enumerate(names):  # whole cells (the run id is what --resume takes), never "…"
+        widest = max((len(row[i]) for row in rows), default=0)
+        table.add_column(name, justify="right" if name in ("tests", "pass", "cost") else "left", min_width=widest)
+    for row in rows:
+        table.add_row(*row)
+    wide = Measurement.get(out, out.options.update(max_width=1 << 16), table).minimum
+    if wide > out.width:  # an 80-column CI log: no box, lines past the edge rather than cut
+        table.box, table.show_edge = None, False
+    out.print(table, width=max(out.width, wide), crop=False)
 
 
 @runs_app.command("show")

@@ -119,9 +119,12 @@ class AgreementFigures(TypedDict):
 def agreement_figures(matrix: Sequence[Sequence[object]], categories: Sequence[Category]) -> AgreementFigures:
     """Krippendorff's alpha (nominal), Gwet's AC1 and percent agreement of an items x raters
     matrix (None = missing), each rounded to 4 places or None when undefined (`note` says why)."""
-    from ..stats import gwet_ac1, krippendorff_alpha, percent_agreement  # numpy: only with a panel
+    from ..stats import AgreementInputError, gwet_ac1, krippendorff_alpha, percent_agreement  # numpy: only with a panel
 
-    alpha = krippendorff_alpha(matrix, list(categories), "nominal", bootstrap=0)
+    try:
+        alpha = krippendorff_alpha(matrix, list(categories), "nominal", bootstrap=0)
+    except AgreementInputError as exc:  # no judge gave a verdict (every one failed): nothing to compare
+        return AgreementFigures(krippendorff_alpha=None, gwet_ac1=None, percent_agreement=None, note=str(exc))
     ac1 = gwet_ac1(matrix, list(categories))
     pa = percent_agreement(matrix, list(categories))
     notes = [e.note for e in (alpha, ac1, pa) if e.note]

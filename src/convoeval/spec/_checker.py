@@ -402,7 +402,13 @@ class Checker:
                 return None
             given = item.get("type")
             if not isinstance(given, str):
-                self.add(path, "an assertion mapping needs a `type`")
+                only = next(iter(item), None) if len(item) == 1 else None  # `- contains: x` for `{type: contains, ...}`
+                hint = (
+                    f": write `{{type: {only}, value: ...}}`"
+                    if isinstance(only, str) and canonical_type_name(only)
+                    else ""
+                )
+                self.add(path, f"an assertion mapping needs a `type`{hint}")
                 return None
             type_name = given
             if type_name in REFUSED_AGENTV_TYPES:

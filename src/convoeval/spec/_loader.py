@@ -68,7 +68,8 @@ def validate_paths(paths: list[str | Path], targets_file: str | Path | None = No
         if named and targets_file is None and find_targets_file(path.resolve().parent) is None:
             # No targets file serves it: its own target names are for `run --target` to replace
             # (AgentV's `validate` checks no target names; a shared suite is copied without one).
-            named = [n for n in named if n.role != "target"]
+            # A `provider:model` is no name: its provider is checked (`opnai:gpt-4o` fails any run).
+            named = [n for n in named if n.role != "target" or ":" in n.name]
         names.extend(named)
     candidates = [f for p in map(Path, paths) if p.is_file() and (f := find_targets_file(p.resolve().parent))]
     if not names and not candidates and targets_file is None:

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AliasChoices, BaseModel, ValidationError
 
 from .. import registry
 from .._secrets import remember
@@ -396,11 +396,21 @@ def _add_errors(
         if error["type"] == "missing":
             message = "required field is missing"
         elif error["type"] == "extra_forbidden":
-            known = sorted({*TargetConfig.model_fields, *(model.model_fields if model else ())})
+            known = sorted({*_yaml_names(TargetConfig), *(_yaml_names(model) if model else ())})
             message = f"unknown field for this provider{suggest(str(loc[-1]), known)} (known: {', '.join(known)})"
         else:
             message = error["msg"].removeprefix("Value error, ")
         problems.append(lines.problem(loc, field_path(loc), message))
+
+
+def _yaml_names(model: type[BaseModel]) -> list[str]:
+    """The names a targets file writes `model`'s fields by: a field's first alias (`callable`,
+    not `callable_ref`), else its own name."""
+    names = []
+    for name, info in model.model_fields.items():
+        aliases = info.validation_alias.choices if isinstance(info.validation_alias, AliasChoices) else []
+        names.append(next((a for a in aliases if isinstance(a, str)), info.alias or name))
+    return names
 
 
 class NamedTargets(dict[str, TargetConfig]):

@@ -97,6 +97,11 @@ def _message(error: ErrorDetails, model: type[BaseModel]) -> str:
             return f"unknown field {key!r} (did you mean {peer[0]!r}? {peer[1]})"
         close = suggest(str(key), fields)
         return f"unknown field {key!r}{close or _nested(models, str(key))}"
+    if kind == "model_type" and "input" in error:  # not "a valid dictionary or instance of Turn"
+        models = _models_at(model, error["loc"])
+        needed = [f"`{n}: ...`" for n, info in models[0].model_fields.items() if info.is_required()]
+        shape = f"a mapping with {', '.join(needed)}" if len(models) == 1 and needed else "a mapping"
+        return f"must be {shape} (the YAML value is {_yaml_type(error['input'])})"
     if kind in _TYPE_MISMATCH and "input" in error:
         return f"{error['msg']} (the YAML value is {_yaml_type(error['input'])})"
     return str(error["msg"]).removeprefix("Value error, ")

@@ -90,6 +90,14 @@ def _is_merge(event: yaml.ScalarEvent) -> bool:
     return bool(event.tag == _MERGE_TAG or (event.tag is None and event.implicit[0] and event.value == "<<"))
 
 
+#: A key that is a mapping or list: what an unquoted `{{ name }}` value is to YAML.
+_COLLECTION_KEY = (
+    'a mapping or list as a key: a value written {{ name }} must be quoted ("{{ name }}") to be a template'
+)
+_UNQUOTED_TEMPLATE = re.compile(r"(?:^|:\s|-\s)\s*\{\{")
+_COLON_IN_VALUE = re.compile(r"^\s*(?:-\s+)?[^\s:\"'#][^:]*:\s+[^\"'\s].*?:\s")
+
+
 class YamlFailure(Exception):
     """The file cannot be read as YAML; `problem` says where and why. `syntax`: it failed as a
     whole (value problems found before it are dropped, as when composing the file failed)."""
@@ -308,8 +316,13 @@ class YamlReader:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         what = " ".join(x for x in (exc.context, exc.problem) if x)
-        if mark and "\t" in _line(self._text, mark.line):
+        text = _line(self._text, mark.line) if mark else ""
+        if "\t" in text:
             what += " (a tab on that line: YAML indents with spaces only)"
+        elif _UNQUOTED_TEMPLATE.search(text):
+            what += ' (a value that starts with `{{` must be quoted: "{{ output }} ...")'
+        elif "mapping values are not allowed" in what and _COLON_IN_VALUE.search(text):
+            what += ' (a value holding ": " must be quoted: key: "Note: ...")'
         return YamlFailure(Problem(self.file, line, "(yaml)", f"YAML syntax error: {what}"), syntax=True)
 
     def _too_deep(self, exc: yaml.MarkedYAMLError) -> YamlFailure | None:
@@ -504,6 +517,7 @@ class YamlReader:
             key = self._key_value(event)
         else:
             key = self._scratch(event, replay, False)
+            self.problems.append(Problem(self.file, line, field_path(frame.path), _COLLECTION_KEY))
         name = self.rename(frame.path, key if isinstance(key, (str, int, float, bool)) else str(key))
         key_path = (*frame.path, name)
         if frame.kind == _NORMAL and name in frame.value:  # merged keys may repeat (the last wins)
