@@ -100,7 +100,7 @@ def test_a_dotenv_beside_the_suite_cannot_turn_the_sandbox_off(tmp_path: Path) -
     write(folder / "tpl" / "a.txt", "x\n")
     write(
         folder / ".env",
-        f"CONVOEVAL_SANDBOX=none\nCONVOEVAL_THRESHOLD=0.5\nCONVOEVAL_ROOT=/\nCONVOEVAL_AGENT_USER=daemon\nTMPDIR={folder}\n",
+        f"CONVOEVAL_SANDBOX=none\nCONVOEVAL_THRESHOLD=0.5\nCONVOEVAL_ROOT=/\nCONVOEVAL_AGENT_USER=daemon\nTMPDIR={folder}\nTEMP={folder}\nTMP={folder}\n",
     )
     suite = write(
         folder / "s.eval.yaml",
@@ -115,7 +115,8 @@ tests:
       - input: hello
 """,
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("CONVOEVAL_SANDBOX", "CONVOEVAL_ROOT")}
+    unset = ("CONVOEVAL_SANDBOX", "CONVOEVAL_ROOT", "TMPDIR", "TEMP", "TMP")  # tempfile reads each
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     with FakeOpenAIServer(reply=lambda body: "ok") as server:
         env |= {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-x-unused-here"}
         for cwd in (tmp_path, folder):  # the suite's folder, then the folder the user runs from
@@ -127,7 +128,7 @@ tests:
             assert result["threshold"] == 0.5  # the rest of the file still applies
             assert "CONVOEVAL_SANDBOX=none ignored: a .env file cannot turn the sandbox off" in done.stderr
             assert "CONVOEVAL_ROOT ignored: give --root" in done.stderr  # nor widen what the suite reaches
-            for name in ("CONVOEVAL_AGENT_USER", "TMPDIR"):  # nor choose as whom or where commands run
+            for name in ("CONVOEVAL_AGENT_USER", "TMPDIR", "TEMP", "TMP"):  # nor as whom or where commands run
                 assert f"{name} ignored: a .env file cannot choose as whom or where" in done.stderr
             assert done.returncode == 0 and not marker.exists()
         env["CONVOEVAL_SANDBOX"] = "none"  # the user's own environment still may (and the hook then escapes)

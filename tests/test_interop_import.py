@@ -798,6 +798,10 @@ def test_promptfoo_file_assertion_values_are_read_as_promptfoo_reads_them(tmp_pa
     write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump({"prompts": ["q"], "tests": [{"assert": checks}]}))
     with pytest.raises(DatasetError, match="file://computed.js: a value computed by a script cannot be imported"):
         import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")
+    checks[-1] = {"type": "llm-rubric", "value": "file://rubric.md"}  # promptfoo: "Unsupported file type"
+    write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump({"prompts": ["q"], "tests": [{"assert": checks}]}))
+    with pytest.raises(DatasetError, match=r"file://rubric.md: unsupported file type \(promptfoo reads"):
+        import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")
 
 
 def test_promptfoo_vars_print_as_nunjucks_prints_them(tmp_path) -> None:

@@ -320,6 +320,21 @@ def test_compare_keeps_apart_two_suites_of_one_file_name_in_different_folders(cl
     assert "d1/x / t0" in stdout and "loss 2, win 0, tie 0, new 2, gone 0" in stdout
 
 
+def test_compare_keeps_apart_two_suites_of_one_name_in_one_folder(cli, tmp_path: Path) -> None:
+    # `name: shared` in d/x.eval.yaml and d/y.eval.yaml: one result hid the other (both `d/shared`)
+    def run(x: float, y: float) -> list[EvaluationResult]:
+        return [
+            result("t", score).model_copy(update={"suite": "shared", "checks": {"file": f"/ci/d/{file}.eval.yaml"}})
+            for file, score in (("x", x), ("y", y))
+        ]
+
+    write_results(tmp_path / "a.jsonl", run(1.0, 1.0))
+    write_results(tmp_path / "b.jsonl", run(1.0, 0.0))
+    code, stdout, _ = cli("compare", "a.jsonl", "b.jsonl", "--format", "json")
+    pairs = [(p["suite"], p["score_a"], p["score_b"]) for p in json.loads(stdout)["pairs"]]
+    assert sorted(pairs) == [("shared (x)", 1.0, 1.0), ("shared (y)", 1.0, 0.0)]
+
+
 def test_compare_with_no_test_in_both_runs_cannot_decide(cli, tmp_path: Path) -> None:
     """Runs of another target (or a renamed suite) pair no test: no gate may pass them (exit 2)."""
     write_results(tmp_path / "a.jsonl", [result(f"t{i}", 1.0) for i in range(8)])

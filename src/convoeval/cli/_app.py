@@ -138,8 +138,9 @@ _ROUTE = re.compile(
 #: `CONVOEVAL_OUTPUT=/etc/docker/daemon.json` replaced that file with the results).
 _PLACES = ("CONVOEVAL_OUTPUT", "CONVOEVAL_HOME", "CONVOEVAL_CACHE_DIR", "CONVOEVAL_TARGETS")
 #: Variables that decide as whom sandboxed agents run (as root: another user's files would be
-#: theirs) and where workspaces and agents' homes are made: the user's, never a suite's.
-_SANDBOX_PLACES = ("CONVOEVAL_AGENT_USER", "TMPDIR")
+#: theirs) and where workspaces and agents' homes are made (Python's `tempfile` reads `TMPDIR`,
+#: then `TEMP`, then `TMP`): the user's, never a suite's.
+_SANDBOX_PLACES = ("CONVOEVAL_AGENT_USER", "TMPDIR", "TEMP", "TMP")
 
 
 class _UnparsedLines(logging.Filter):

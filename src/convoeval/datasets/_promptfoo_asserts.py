@@ -346,10 +346,17 @@ def inside(base: Path, path: Path, where: str) -> Path:
 
 def _file_value(value: str, base: Path) -> JsonValue:
     """A `file://` assertion value as promptfoo's `processFileReference` loads it: a .txt file's
-    text trimmed, a .json/.yaml file's data (a script computing the value cannot be imported)."""
+    text trimmed, a .json/.yaml file's data; any other file is an error, as it is in promptfoo (a
+    script computing the value cannot be imported)."""
     path = base / value.removeprefix("file://")
     if path.suffix not in (".txt", ".json", ".yaml", ".yml"):
-        raise DatasetError(f"assert: value: {value}: a value computed by a script cannot be imported")
+        script = path.suffix in (".py", ".js", ".ts", ".mjs", ".cjs", ".rb") or ":" in path.name
+        why = (
+            "a value computed by a script cannot be imported"
+            if script
+            else "unsupported file type (promptfoo reads a value from a .txt, .json or .yaml file)"
+        )
+        raise DatasetError(f"assert: value: {value}: {why}")
     path = inside(base, path, f"assert: value: {value}")
     return read_text(path).strip() if path.suffix == ".txt" else load_yaml(path, core=True)
 

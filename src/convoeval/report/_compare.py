@@ -167,10 +167,11 @@ Key = tuple[str, str, str]
 
 
 def pairing(*runs: Sequence[EvaluationResult]) -> Callable[[EvaluationResult], Key]:
-    """How the results of `runs` are paired: (suite, test id, target), the suite named by its file
+    """How the results of `runs` are paired: (suite, test id, target), the suite named by its
     name (`x` for `evals/x.eval.yaml`); where a run holds two suite files of one name
     (`d1/x.eval.yaml`, `d2/x.eval.yaml`), by as many of their folders as tell them apart in every
-    run (`d1/x`, `d2/x`), so that no result hides another."""
+    run (`d1/x`, `d2/x`), and by its file when that is not its name (`name: shared` in `d/x.eval.yaml`
+    and `d/y.eval.yaml`: `shared (x)`, `shared (y)`), so that no result hides another."""
     depth: dict[str, int] = {}
     for run in runs:
         files: dict[str, set[tuple[str, ...]]] = {}
@@ -180,14 +181,15 @@ def pairing(*runs: Sequence[EvaluationResult]) -> Callable[[EvaluationResult], K
         for name, found in files.items():
             if len(found) > 1:
                 apart = next(
-                    n for n in range(2, max(map(len, found)) + 1) if len({p[-n:] for p in found}) == len(found)
+                    n for n in range(1, max(map(len, found)) + 1) if len({p[-n:] for p in found}) == len(found)
                 )
                 depth[name] = max(depth.get(name, 0), apart)
 
     def key(result: EvaluationResult) -> Key:
         name, parts = suite_name(result), _file_parts(result)
         if name in depth and parts:
-            name = "/".join((*parts[-depth[name] : -1], name))
+            where = "/".join((*parts[-depth[name] : -1], short_suite(parts[-1])))
+            name = where if short_suite(parts[-1]) == name else f"{name} ({where})"
         return name, result.test_id, result.target
 
     return key
