@@ -383,6 +383,12 @@ async def test_composite_threshold_required_and_errors(server, judge) -> None:
         {"type": "composite", "aggregator": {"type": "threshold", "threshold": 0.5}, "assertions": both}
     ).evaluate(turn_ctx(judge))
     assert result.score == 0.5 and result.verdict == "pass"
+    # 2 of 3 is kept as 0.666667: it meets a threshold of 0.666667, as every other pass mark does
+    # (before: 0.6666666666666666 < 0.666667 - 1e-9 failed).
+    thirds = [*both, {"type": "contains", "value": "6"}]
+    aggregator = {"type": "threshold", "threshold": 0.666667}
+    result = await make({"type": "composite", "aggregator": aggregator, "assertions": thirds}).evaluate(turn_ctx(judge))
+    assert round(result.score, 6) == 0.666667 and result.verdict == "pass"
 
     required = [{"type": "contains", "value": "sixty", "required": True}, {"type": "llm-grader"}]
     result = await make({"type": "composite", "assertions": required}).evaluate(turn_ctx(judge))

@@ -27,7 +27,7 @@ from .._base_model import Model
 from .._secrets import scrubbed_env
 from .._text import shorten
 from ..judging import JudgeSession, grader_messages, grader_parser, grader_schema
-from ..results import AssertionOutcome, GraderScore, Verdict
+from ..results import AssertionOutcome, GraderScore, Verdict, meets
 from ._base import Grade, GradeContext, GraderError
 from ._code import grade_from_json, parse_program_json, run_program, split_command, stderr_note
 
@@ -133,7 +133,7 @@ class Aggregator(Model):
         first = answers.values[0]
         outcome = AssertionOutcome(
             text="llm_judge aggregator",
-            passed=score >= ctx.threshold - 1e-9,
+            passed=meets(score, ctx.threshold),
             evidence=f"{first.score}/10: {first.reasoning}",
         )
         return Grade.judged(session, score, [outcome], {"judge_score": raw[0] if len(raw) == 1 else raw})

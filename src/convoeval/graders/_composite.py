@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, SerializeAsAny, field_validator
 
-from ..results import AssertionOutcome, Usage
+from ..results import AssertionOutcome, Usage, meets
 from ._aggregators import Aggregator
 from ._base import Assertion, Grade, GradeContext, GraderError, assertion_type, lookup_assertion_type
 from ._code import OutputTransform
@@ -123,7 +123,7 @@ class Composite(Assertion):
             score = weighted_mean(values, weights)
             threshold = self.aggregator.threshold if self.aggregator.threshold is not None else self.threshold
             if self.aggregator.type == "threshold" and threshold is not None:
-                passed = score >= threshold - 1e-9
+                passed = meets(score, threshold)
         failed_required = [s.name for s in decided if s.required and s.verdict == "fail"]
         if failed_required:
             score, passed = 0.0, False

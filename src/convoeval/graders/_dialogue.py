@@ -43,7 +43,7 @@ from ..judging import (
     turn_count,
     values_by_key,
 )
-from ..results import AssertionOutcome, DimensionScore
+from ..results import AssertionOutcome, DimensionScore, meets
 from ._base import Grade, GradeContext, JudgedAssertion, assertion_type
 from ._llm import judge_session, pass_mark
 
@@ -92,7 +92,7 @@ class _TurnDimensions(JudgedAssertion):
             outcomes.append(
                 AssertionOutcome(
                     text=f"{DIMENSIONS[key].title}: {shown}",
-                    passed=norm >= mark - 1e-9,
+                    passed=meets(norm, mark),
                     evidence=justification,
                 )
             )
@@ -205,7 +205,7 @@ class _ConversationMetric(JudgedAssertion):
             details.update(repeat_summary([r / 10 for r in raw]))
         if answers.errors:
             details["repeat_errors"] = answers.errors
-        outcome = AssertionOutcome(text=metric.outcome, passed=score >= pass_mark(self, ctx) - 1e-9, evidence=evidence)
+        outcome = AssertionOutcome(text=metric.outcome, passed=meets(score, pass_mark(self, ctx)), evidence=evidence)
         return Grade.judged(session, score, [outcome], details)
 
 

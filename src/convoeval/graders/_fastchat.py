@@ -34,7 +34,7 @@ from pydantic import ConfigDict, Field
 from .._base_model import Model
 from .._jsonl import JsonlError, as_int
 from ..judging import GradingLevel, JudgeOutputError
-from ..results import AssertionOutcome
+from ..results import AssertionOutcome, meets
 from ._base import Grade, GradeContext, GraderError, JudgedAssertion, assertion_type
 from ._llm import judge_session, pass_mark
 
@@ -174,7 +174,7 @@ class MTBenchJudge(JudgedAssertion):
         score = sum(ratings) / len(ratings) / 10
         outcome = AssertionOutcome(
             text=f"{self.prompt.name}: FastChat judge prompt",
-            passed=score >= pass_mark(self, ctx) - 1e-9,
+            passed=meets(score, pass_mark(self, ctx)),
             evidence=answers.values[0][1][-MAX_EVIDENCE:],
         )
         details: dict[str, object] = {

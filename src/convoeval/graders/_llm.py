@@ -53,7 +53,7 @@ from ..judging import (
     rubric_schema,
     values_by_key,
 )
-from ..results import AssertionOutcome, decided_despite
+from ..results import AssertionOutcome, decided_despite, meets
 from ._base import Assertion, Grade, GradeContext, JudgedAssertion, assertion_type
 
 T = TypeVar("T")
@@ -366,9 +366,9 @@ def _checked(call: _RubricCall, runs: list[dict[str, ScoreAnswer | CriterionAnsw
 def _passes(row: _Row, value: float, mark: float) -> bool:
     """Whether a criterion's normalised score (its mean over repeats) passes."""
     if row.gate is not None:
-        return value >= row.gate - 1e-9
+        return meets(value, row.gate)
     if row.scored:
-        return value >= mark - 1e-9
+        return meets(value, mark)
     return value > 0.5
 
 

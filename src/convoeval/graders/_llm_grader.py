@@ -20,7 +20,7 @@ from ..judging import (
     grader_schema,
     repeat_summary,
 )
-from ..results import AssertionOutcome
+from ..results import AssertionOutcome, meets
 from ._base import Grade, GradeContext, GraderError, JudgedAssertion, assertion_type
 from ._llm import _mean, judge_session, pass_mark, subject_for
 from ._prompt_command import PromptCommand
@@ -161,7 +161,7 @@ class LLMGrader(JudgedAssertion):
             details.update(repeat_summary([r / 10 for r in raw]))
         if answers.errors:
             details["repeat_errors"] = answers.errors
-        outcome = AssertionOutcome(text=what, passed=score >= pass_mark(self, ctx) - 1e-9, evidence=evidence)
+        outcome = AssertionOutcome(text=what, passed=meets(score, pass_mark(self, ctx)), evidence=evidence)
         return Grade.judged(session, score, [outcome], details)
 
 

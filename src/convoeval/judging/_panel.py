@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
+from ..results import meets
 from ..targets import ChatReply, ChatRequest, Target
 
 PanelRule = Literal["mean", "majority", "min"]
@@ -125,7 +126,7 @@ def combine(votes: Sequence[Vote], rule: PanelRule, pass_mark: float) -> Decisio
     everyone = tuple(range(len(votes)))
     if rule == "mean":
         score = math.fsum(v.score for v in votes) / len(votes)
-        return Decision(score, score >= pass_mark - 1e-9, everyone)
+        return Decision(score, meets(score, pass_mark), everyone)
     if rule == "min":
         lowest = min(everyone, key=lambda i: votes[i].score)
         return Decision(votes[lowest].score, all(v.passed for v in votes), everyone)
