@@ -5,6 +5,7 @@ CLI runs; the target is scripted, the judges are the loopback fake OpenAI server
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,52 @@ def test_grade_judges_a_stored_run_again_with_its_own_checks(
     assert {r["test_id"]: r["target"] for r in after} == {r["test_id"]: "bot" for r in before}
     # the replayed conversations are the stored ones
     assert [[m["content"] for m in r["output"]] for r in after] == [[m["content"] for m in r["output"]] for r in before]
+
+
+@pytest.mark.parametrize("ref", ["last", "run-id"])
+def test_grade_takes_a_run_of_the_store_as_report_does(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, ref: str
+) -> None:
+    """`grade last` (or a run id) judges that stored run again, as `report last` reads it; before:
+    `last:1: (file): no such file`."""
+    fake_openai.judge = generous
+    suite = write(tmp_path / "suite" / "s.eval.yaml", SUITE.split("  - id: quick")[0])
+    targets = write(tmp_path / "suite" / "targets.yaml", TARGETS)
+    state = tmp_path / "state"
+    code, out, err = cli(
+        "run",
+        suite,
+        "--targets",
+        targets,
+        "--target",
+        "bot",
+        "--judge",
+        "openai:generous",
+        "--store",
+        state,
+        "-o",
+        tmp_path / "run.jsonl",
+    )
+    assert code == 1, out + err
+    run_id = re.findall(r"run (\S+) done", out + err)[-1]
+    fake_openai.reset(judge=strict)
+    code, out, err = cli(
+        "grade",
+        ref if ref == "last" else run_id,
+        "--store",
+        state,
+        "--judge",
+        "openai:strict",
+        "-o",
+        tmp_path / "graded.jsonl",
+    )
+    assert code == 1 and "2 test(s) of" in out and "judged again with their own checks" in out, out + err
+    assert verdicts(read_jsonl(tmp_path / "graded.jsonl"))["capital"] == {
+        "contains@turn-1": "pass",
+        "rubrics@turn-1": "fail",
+    }
+    code, out, err = cli("grade", "no-such-run", "--store", state)
+    assert code == 2 and "no-such-run: no such results file or run" in err and "Traceback" not in err, out + err
 
 
 def test_stored_latency_is_replayed(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from .._result_files import export_jsonl
 from ..datasets import (
     IMPORTERS,
     DatasetWarning,
@@ -20,8 +21,9 @@ from ..datasets import (
     write_regrade,
     write_suite,
 )
-from ..engine import state_dir
-from ..errors import DatasetError
+from ..engine import STORE_FILE, state_dir
+from ..errors import ConfigError, DatasetError
+from ..report import load_run
 from ..spec import validate_paths
 from ._app import Root, app
 from ._core import out
@@ -124,7 +126,8 @@ def grade(
     file: Annotated[
         Path,
         typer.Argument(
-            help="A stored run (results .jsonl of `convoeval run -o`), recorded conversations (.jsonl: "
+            help="A stored run ('last', 'last~N', a run id, or the results .jsonl of `convoeval run -o`), "
+            "recorded conversations (.jsonl: "
             "OpenAI messages or AgentV transcripts; .eval/.json: an Inspect log, a Langfuse export or "
             "OpenTelemetry spans; a Claude Code session or Codex rollout file, or a folder of them), "
             "or an eval file whose tests have `transcript:`.",
@@ -155,6 +158,8 @@ def grade(
     own suite (kept with each result), or with --graders FILE instead."""
     args = ["run"]
     temporary: list[Path] = []
+    if not file.suffix and not file.exists():  # `last`, `last~1`, a run id: a run of the store
+        file = _stored_run_file(str(file), store)
     if file.suffix in (".jsonl", ".json", ".eval") or file.is_dir():  # a folder: of agent session files
         try:
             regrade = stored_run(file) if graders is None and file.suffix == ".jsonl" and file.is_file() else None
@@ -195,3 +200,16 @@ def grade(
     finally:
         remove(temporary)
     raise typer.Exit(code or 0)
+
+
+def _stored_run_file(ref: str, store: Path | None) -> Path:
+    """The results of a run of the store (`last`, `last~N`, a run id), as the results file
+    `grade` reads, written under the state folder's `graded/`."""
+    try:
+        loaded = load_run(ref, state_dir(store) / STORE_FILE, files=False)
+        path = state_dir(store) / "graded" / f"{loaded.run_id}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        export_jsonl(path, (result.model_dump_json().encode() for result in loaded.results))
+    except (ConfigError, OSError) as exc:
+        raise fail(str(exc)) from None
+    return path
