@@ -610,7 +610,6 @@ def _conversation(
 ) -> SuiteTest:
     system, _ = prompt.rendered(_vars(default, tests[0], base))
     out = _common(tests[0], default, f"{_slug(name)}{suffix}")
-    out.pop("criteria", None)
     out["execution"] = {"threshold": 0}  # each turn decides as its promptfoo test does (`_asserts`)
     if system:
         out["input"] = system
