@@ -88,8 +88,16 @@ def verdicts(results: list[dict]) -> dict[str, dict[str, str]]:
 
 
 def run_suite(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> Path:
+    return run_printing(cli, fake_openai, tmp_path, SUITE)[0]
+
+
+def run_printing(
+    cli, fake_openai: FakeOpenAIServer, tmp_path: Path, suite_text: str, *extra: object
+) -> tuple[Path, str]:
+    """Run `suite_text` against the scripted bot, judged generously (`extra`: more options); the
+    results file and what the run printed."""
     fake_openai.judge = generous
-    suite = write(tmp_path / "suite" / "trip.eval.yaml", SUITE)
+    suite = write(tmp_path / "suite" / "trip.eval.yaml", suite_text)
     targets = write(tmp_path / "suite" / "targets.yaml", TARGETS)
     code, out, err = cli(
         "run",
@@ -100,11 +108,12 @@ def run_suite(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> Path:
         "bot",
         "--judge",
         "openai:generous",
+        *extra,
         "-o",
         tmp_path / "run.jsonl",
     )
     assert code == 1, out + err
-    return tmp_path / "run.jsonl"
+    return tmp_path / "run.jsonl", out + err
 
 
 def test_grade_judges_a_stored_run_again_with_its_own_checks(
@@ -146,26 +155,9 @@ def test_grade_takes_a_run_of_the_store_as_report_does(
 ) -> None:
     """`grade last` (or a run id) judges that stored run again, as `report last` reads it; before:
     `last:1: (file): no such file`."""
-    fake_openai.judge = generous
-    suite = write(tmp_path / "suite" / "s.eval.yaml", SUITE.split("  - id: quick")[0])
-    targets = write(tmp_path / "suite" / "targets.yaml", TARGETS)
     state = tmp_path / "state"
-    code, out, err = cli(
-        "run",
-        suite,
-        "--targets",
-        targets,
-        "--target",
-        "bot",
-        "--judge",
-        "openai:generous",
-        "--store",
-        state,
-        "-o",
-        tmp_path / "run.jsonl",
-    )
-    assert code == 1, out + err
-    run_id = re.findall(r"run (\S+) done", out + err)[-1]
+    _, printed = run_printing(cli, fake_openai, tmp_path, SUITE.split("  - id: quick")[0], "--store", state)
+    run_id = re.findall(r"run (\S+) done", printed)[-1]
     fake_openai.reset(judge=strict)
     code, out, err = cli(
         "grade",
