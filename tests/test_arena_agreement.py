@@ -121,6 +121,41 @@ async def test_judge_vs_judge_from_two_result_files(
     assert json.loads(out)["level"] == "nominal"
 
 
+async def test_judge_vs_judge_of_two_stored_runs(
+    cli, suite: Path, judge_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """`--runs` and `--consistency` take runs of the store (`last`, `last~N`, a run id) as
+    `report` and `compare` do, with the same figures as their results files."""
+    judge_server.judge = lambda body: _answer(body, *JUDGES[body["model"]][_bot(body)])
+    state = tmp_path / "state"
+    reports = []
+    for judge, name in (("judge", "a.jsonl"), ("judge-b", "b.jsonl")):
+        reports.append(
+            await convoeval.arun(
+                suite, target=["polite", "terse"], judge=judge, output=tmp_path / name, cache=False,
+                store=state / "runs.sqlite",
+            )
+        )  # fmt: skip
+    code, out, err = cli("agreement", "--runs", "a.jsonl", "b.jsonl", "--format", "json")
+    assert code == 0, err
+    from_files = json.loads(out)
+    code, out, err = cli("agreement", "--runs", "last~1", reports[1].run_id, "--store", state, "--format", "json")
+    assert code == 0, err
+    from_store = json.loads(out)
+    assert from_store["runs"] == ["last~1", reports[1].run_id]
+    assert {k: v for k, v in from_store.items() if k != "runs"} == {k: v for k, v in from_files.items() if k != "runs"}
+    assert from_store["items"] == 28
+
+    code, out, err = cli("agreement", "--runs", "last~1", "last", "--store", state)
+    assert code == 0, err
+    assert f"run {reports[0].run_id} and run {reports[1].run_id}" in " ".join(out.split())
+    code, out, err = cli("agreement", "--consistency", "last~1", "last", "--store", state, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["runs"] == 2
+    code, out, err = cli("agreement", "--runs", "last", "no-such-run", "--store", state)
+    assert code == 2 and "no-such-run: no such results file or run" in err
+
+
 async def test_consistency_over_three_result_files(
     cli, suite: Path, judge_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -174,7 +209,7 @@ async def test_consistency_over_three_result_files(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--runs", "a.jsonl"], "--runs compares two results files"),
+        (["--runs", "a.jsonl"], "--runs compares two runs"),
         (["--consistency", "a.jsonl"], "--consistency needs two or more"),
         (["--runs", "--consistency", "a.jsonl", "b.jsonl"], "not both"),
         (["--runs", "a.jsonl", "b.jsonl"], "a.jsonl: file not found"),

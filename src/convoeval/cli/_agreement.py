@@ -13,9 +13,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..engine import STORE_FILE, state_dir
 from ..errors import ConfigError
 from ..rank import BattleFileError, read_votes, votes_agreement
-from ..report import read_results
+from ..report import LoadedRun, load_run
 from ..stats import (  # numpy: this module loads only for `agreement` (or every command's --help)
     AgreementInputError,
     Estimate,
@@ -86,10 +87,11 @@ def agreement(
     files: Annotated[
         list[Path] | None,
         typer.Argument(
-            metavar="LABELS.csv|RUN.jsonl",
+            metavar="LABELS.csv|RUN",
             help="CSV with one row per item and one column per rater "
             "(an 'item' or 'id' column is ignored; empty or NA cells are missing); with --runs "
-            "two results files, with --consistency two or more, with --votes one or two vote files.",
+            "two runs, with --consistency two or more (each a results file, a run id of the store, "
+            "'last' or 'last~N'), with --votes one or two vote files.",
             show_default=False,
         ),
     ] = None,
@@ -139,6 +141,15 @@ def agreement(
     output_format: Annotated[
         AgreementFormat, typer.Option("--format", help="table or json (the agreement report).")
     ] = AgreementFormat.table,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            metavar="DIR",
+            help="State folder holding runs.sqlite, for runs given by id (default: $CONVOEVAL_HOME, else .convoeval).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Agreement between raters: human labels vs an LLM judge (kappas, AC1, alpha, rho), two
     judges over stored runs (--runs), or one judge over repeated runs (--consistency)."""
@@ -157,15 +168,17 @@ def agreement(
         if columns:
             raise fail("--columns picks columns of a LABELS.csv file; it does not apply to runs")
         if runs and len(files) != 2:
-            raise fail(f"--runs compares two results files (judge A, judge B), got {len(files)}")
+            raise fail(f"--runs compares two runs (judge A, judge B: results files or run ids), got {len(files)}")
         if consistency and len(files) < 2:
-            raise fail(f"--consistency needs two or more results files of the same judge, got {len(files)}")
+            raise fail(
+                f"--consistency needs two or more runs of the same judge (results files or run ids), got {len(files)}"
+            )
         if consistency and (categories or level):
             raise fail(
                 "--consistency reports means and standard deviations of the 0-1 scores; "
                 "--categories and --level do not apply"
             )
-        _agreement_of_runs(files, categories, level, runs, output_format)
+        _agreement_of_runs([str(f) for f in files], store, categories, level, runs, output_format)
         return
     if len(files) != 1:
         raise fail(
@@ -221,43 +234,45 @@ def _agreement_of_votes(files: list[Path], output_format: AgreementFormat) -> No
 
 
 def _agreement_of_runs(
-    files: list[Path],
+    refs: list[str],
+    store: Path | None,
     categories: str | None,
     level: MeasurementLevel | None,
     runs: bool,
     output_format: AgreementFormat,
 ) -> None:
+    """Judge vs judge (`runs`) or judge consistency over `refs`: results files or runs of the store."""
     try:
-        loaded = [read_results(path) for path in files]
+        loaded = [load_run(ref, state_dir(store) / STORE_FILE) for ref in refs]
     except ConfigError as error:
         raise fail(str(error)) from None
     try:
         if runs:
             declared = parse_categories(categories) if categories else [1, 2, 3, 4, 5]
             chosen: MeasurementLevel = level or ("nominal" if all(isinstance(c, str) for c in declared) else "ordinal")
-            report = runs_agreement(loaded[0], loaded[1], declared, chosen)
+            report = runs_agreement(loaded[0].results, loaded[1].results, declared, chosen)
         else:
-            consistency = runs_consistency(loaded)
+            consistency = runs_consistency([run.results for run in loaded])
     except AgreementInputError as error:
         raise fail(str(error)) from None
     if runs:
         if output_format is AgreementFormat.json:
-            data = {"runs": [str(f) for f in files], **report.to_dict()}
+            data = {"runs": refs, **report.to_dict()}
             typer.echo(json.dumps(data, indent=2))
             return
-        _print_runs_agreement(report, files)
+        _print_runs_agreement(report, loaded)
         return
     if output_format is AgreementFormat.json:
-        typer.echo(json.dumps({"files": [str(f) for f in files], **consistency.to_dict()}, indent=2))
+        typer.echo(json.dumps({"files": refs, **consistency.to_dict()}, indent=2))
         return
-    _print_consistency(consistency, files)
+    _print_consistency(consistency, loaded)
 
 
-def _print_runs_agreement(report: RunsAgreement, files: list[Path]) -> None:
+def _print_runs_agreement(report: RunsAgreement, loaded: list[LoadedRun]) -> None:
     shown = ", ".join(str(c) for c in report.categories)
+    a, b = loaded[0].name, loaded[1].name
     title = (
-        f"Agreement of the judges of {files[0].name} and {files[1].name} on {report.items} "
-        f"judge scores (categories {shown}; {report.level})"
+        f"Agreement of the judges of {a} and {b} on {report.items} judge scores (categories {shown}; {report.level})"
     )
     console = Console()
     console.print(_table({**report.estimates, "spearman_scores": report.spearman_scores}, title))
@@ -265,16 +280,15 @@ def _print_runs_agreement(report: RunsAgreement, files: list[Path]) -> None:
     console.print(f"items per grader: {graders}", markup=False, highlight=False)
     if report.only_a or report.only_b:
         console.print(
-            f"left out: {report.only_a} scored only in {files[0].name}, {report.only_b} only in "
-            f"{files[1].name} (missing result or grader error)",
+            f"left out: {report.only_a} scored only in {a}, {report.only_b} only in {b} (missing result or grader error)",
             markup=False,
             highlight=False,
         )
 
 
-def _print_consistency(report: RunsConsistency, files: list[Path]) -> None:
+def _print_consistency(report: RunsConsistency, loaded: list[LoadedRun]) -> None:
     table = Table(
-        title=f"Judge consistency over {report.runs} runs ({', '.join(f.name for f in files)})",
+        title=f"Judge consistency over {report.runs} runs ({', '.join(run.name for run in loaded)})",
         caption="scores 0-1; std: sample standard deviation of an item's scores over the runs",
     )
     table.add_column("Grader")
