@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -799,3 +800,19 @@ def test_an_agent_cli_turn_may_take_ten_minutes_unless_the_target_says(tmp_path:
         "quick": 30,
         "agentv": 45,
     }
+
+
+@pytest.mark.parametrize("suite", ["python", "cli", "claude-code", "codex"])
+def test_the_agent_examples_run_from_any_folder(suite: str, tmp_path: Path) -> None:
+    """The examples' targets run their commands in the targets file's folder (`cwd: .`): a user
+    at the repository's root (or anywhere) runs them as written, not only after `cd examples/agents`."""
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "agents" / f"{suite}.eval.yaml"
+    env = {**os.environ, "PATH": f"{FAKES}{os.pathsep}{os.environ['PATH']}", "CONVOEVAL_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "convoeval", "run", str(example), "--no-cache", "-o", "out.jsonl"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    [result] = read_jsonl(tmp_path / "out.jsonl")
+    assert result["verdict"] == "pass"
