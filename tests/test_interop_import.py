@@ -899,3 +899,45 @@ def test_promptfoo_text_checks_and_unasserted_tests_decide_as_promptfoo(fake_ope
     verdicts = {r.test_id: r.verdict for r in report.results}
     assert verdicts == {"quoted": "pass", "split": "pass", "ends": "pass", "not-ends": "fail", "no-assert": "pass"}
     assert len(fake_openai.requests) == 5  # the target's five replies; no judge asked
+
+
+@pytest.mark.parametrize(
+    ("value", "parts"),
+    [
+        ('"Paris, France", zebra', ["Paris, France", "zebra"]),
+        ("  a ,, b ,", ["a", "b"]),
+        ('"say \\"hi\\", ok", "two ""quotes""", "back\\\\slash"', ['say "hi", ok', 'two "quotes"', "back\\slash"]),
+        ('x"y, z', ['x"y', "z"]),
+        ('"", a', ["a"]),
+    ],
+)
+@pytest.mark.parametrize("kind", ["contains-all", "icontains-all", "contains-any", "not-contains-all"])
+def test_promptfoo_comma_separated_values_split_as_promptfoo(kind: str, value: str, parts: list[str], tmp_path) -> None:
+    """Every `-any` / `-all` text value is split as promptfoo's `parseCommaSeparatedValues`
+    (src/util/parseCommaSeparatedValues.ts) splits it, quotes and escapes included; before,
+    `contains-all` split at every comma, so `"Paris, France"` became two parts with quotes."""
+    config = {
+        "prompts": ["{{q}}"],
+        "providers": ["openai:m"],
+        "tests": [{"vars": {"q": "x"}, "assert": [{"type": kind, "value": value}]}],
+    }
+    write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump(config))
+    [check] = import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")["tests"][0]["assertions"]
+    assert check["value"] == parts
+
+
+@pytest.mark.parametrize(
+    ("value", "why"), [('"Paris, France', "not closed"), ('"Paris" France, x', "more than a comma")]
+)
+def test_promptfoo_malformed_quoted_value_is_an_import_error(cli, value: str, why: str, tmp_path) -> None:
+    """promptfoo fails a check whose quoted part is not closed or runs on past its quote; the
+    import says so (exit 2) instead of checking for a part promptfoo never looks for."""
+    config = {
+        "prompts": ["{{q}}"],
+        "providers": ["openai:m"],
+        "tests": [{"vars": {"q": "x"}, "assert": [{"type": "contains-all", "value": value}]}],
+    }
+    write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump(config))
+    code, out, err = cli("import", "promptfoo", tmp_path / "promptfooconfig.yaml", "-o", tmp_path / "out.eval.yaml")
+    assert code == 2 and "Traceback" not in err
+    assert why in err and "promptfooconfig.yaml:1: tests[0]: assert: value:" in err

@@ -40,6 +40,8 @@ import json
 import re
 import warnings
 from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -519,15 +521,28 @@ def _prompt_tests(
     out: list[SuiteTest] = []
     for n, test in enumerate(raw_tests, start=1):
         conversation = (as_object(test.get("metadata")) or {}).get("conversationId")
-        if _provider_id(test, default)[0] == SIMULATED_USER:
-            out.append(_simulated(prompt, test, default, source, unmapped, n, suffix, head))
-        elif conversation is not None or prompt.uses_history:
-            groups.setdefault(str(conversation or "conversation"), []).append(test)
-        else:
-            out.append(_single(prompt, test, default, base, unmapped, n, suffix, head))
+        with _located(source, f"tests[{n - 1}]"):
+            if _provider_id(test, default)[0] == SIMULATED_USER:
+                out.append(_simulated(prompt, test, default, source, unmapped, n, suffix, head))
+            elif conversation is not None or prompt.uses_history:
+                groups.setdefault(str(conversation or "conversation"), []).append(test)
+            else:
+                out.append(_single(prompt, test, default, base, unmapped, n, suffix, head))
     for name, tests in groups.items():
-        out.append(_conversation(prompt, name, tests, default, base, unmapped, suffix, head))
+        with _located(source, f"conversation {name!r}"):
+            out.append(_conversation(prompt, name, tests, default, base, unmapped, suffix, head))
     return out
+
+
+@contextmanager
+def _located(source: Path, where: str) -> Iterator[None]:
+    """A `DatasetError` of one test (its checks' values) says which file and test it is about."""
+    try:
+        yield
+    except DatasetError as exc:
+        if str(exc).startswith(str(source)):
+            raise
+        raise DatasetError(f"{source}:1: {where}: {exc}") from None
 
 
 def _asserts(

@@ -16,7 +16,6 @@ warning.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -305,7 +304,7 @@ def _map_one(item: JsonObject, kind: str, render: Render, variables: JsonObject,
         if value is None or value == "" or value == []:
             return None
         if isinstance(value, str) and kind.endswith(("-any", "-all")):
-            value = _text_list(kind, value)
+            value = _text_list(value)
         return {"type": kind, "value": value}
     positive = kind.removeprefix("not-")
     negate = {"negate": True} if kind != positive else {}
@@ -361,19 +360,54 @@ def _file_value(value: str, base: Path) -> JsonValue:
     return read_text(path).strip() if path.suffix == ".txt" else load_yaml(path, core=True)
 
 
-#: promptfoo's `contains-any` parts: a double-quoted part may hold commas (`contains.ts`).
-_CONTAINS_ANY_PART = re.compile(r'(".*?"|[^,]+)(?=\s*,|\s*\Z)')
+def _text_list(value: str) -> list[JsonValue]:
+    """A `-any`/`-all` value given as one text, split as promptfoo's `parseCommaSeparatedValues`
+    splits it: at commas, each part trimmed, repeated commas skipped; a part in double quotes may
+    hold commas, `\\"` or `""` (a quote) and `\\\\` (a backslash). An empty part, which every
+    output contains, is left out.
+
+    Raises:
+        DatasetError: a quoted part that is not closed, or followed by more than a comma (promptfoo
+            fails the check).
+    """
+    parts: list[JsonValue] = []
+    i, end = 0, len(value)
+    while True:
+        while i < end and (value[i] == "," or value[i].isspace()):
+            i += 1
+        if i >= end:
+            return [p for p in parts if p]
+        if value[i] != '"':
+            comma = value.find(",", i)
+            comma = end if comma < 0 else comma
+            parts.append(value[i:comma].strip())
+            i = comma
+            continue
+        part, i = _quoted(value, i + 1)
+        parts.append(part)
+        while i < end and value[i].isspace():
+            i += 1
+        if i < end and value[i] != ",":
+            raise DatasetError(f"assert: value: {value!r}: a quoted part is followed by more than a comma")
 
 
-def _text_list(kind: str, value: str) -> list[JsonValue]:
-    """A `-any`/`-all` value given as one text, split as promptfoo splits it: `contains-any` at
-    commas outside double quotes (the quotes dropped), the others at every comma; each part
-    trimmed (an empty part, which every output contains, left out)."""
-    if kind.removeprefix("not-") == "contains-any":
-        parts = [re.sub(r'^"|"$', "", p.strip()) for p in _CONTAINS_ANY_PART.findall(value)]
-    else:
-        parts = [p.strip() for p in value.split(",")]
-    return [p for p in parts if p]
+def _quoted(value: str, i: int) -> tuple[str, int]:
+    """The part in double quotes that starts at `i` (after its quote), and where it ends."""
+    part: list[str] = []
+    while i < len(value):
+        char = value[i]
+        if char == "\\" and value[i + 1 : i + 2] in ('"', "\\"):
+            part.append(value[i + 1])
+            i += 2
+        elif char == '"' and value[i + 1 : i + 2] == '"':
+            part.append('"')
+            i += 2
+        elif char == '"':
+            return "".join(part), i + 1
+        else:
+            part.append(char)
+            i += 1
+    raise DatasetError(f"assert: value: {value!r}: a quoted part is not closed")
 
 
 def _schema(value: JsonValue, base: Path) -> JsonObject | None:
