@@ -908,7 +908,7 @@ def test_promptfoo_text_checks_and_unasserted_tests_decide_as_promptfoo(fake_ope
         ("  a ,, b ,", ["a", "b"]),
         ('"say \\"hi\\", ok", "two ""quotes""", "back\\\\slash"', ['say "hi", ok', 'two "quotes"', "back\\slash"]),
         ('x"y, z', ['x"y', "z"]),
-        ('"", a', ["a"]),
+        ('"", a', ["", "a"]),
     ],
 )
 @pytest.mark.parametrize("kind", ["contains-all", "icontains-all", "contains-any", "not-contains-all"])
@@ -923,7 +923,34 @@ def test_promptfoo_comma_separated_values_split_as_promptfoo(kind: str, value: s
     }
     write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump(config))
     [check] = import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")["tests"][0]["assertions"]
-    assert check["value"] == parts
+    if "" in parts and kind.endswith("-any"):  # promptfoo: every output contains it (test below)
+        assert check["type"] == "regex"
+        return
+    assert check["value"] == [p for p in parts if p]
+
+
+def test_promptfoo_lists_decided_whatever_the_output(fake_openai, tmp_path) -> None:
+    """Verdicts of promptfoo 0.121.20's own `runAssertion` on the reply "nothing": an empty part
+    passes `contains-any` and fails `not-contains-any`; `-all` checks ignore it, and one of empty
+    parts only passes. convoeval's checks take no empty part: the import keeps the verdicts."""
+    checks = {
+        "any-empty": ("contains-any", '"", zebra', "pass"),
+        "not-any-empty": ("not-contains-any", '"", zebra', "fail"),
+        "iany-list": ("icontains-any", ["", "zebra"], "pass"),
+        "all-empty": ("contains-all", '"", zebra', "fail"),
+        "all-only-empty": ("contains-all", '""', "pass"),
+        "not-all-only-empty": ("not-contains-all", ' , ""', "fail"),
+    }
+    tests = [
+        {"description": n, "vars": {"q": n}, "assert": [{"type": t, "value": v}]} for n, (t, v, _) in checks.items()
+    ]
+    config = {"prompts": ["{{q}}"], "providers": ["openai:m"], "tests": tests}
+    write(tmp_path / "promptfooconfig.yaml", yaml.safe_dump(config))
+    suite = import_dataset("promptfoo", tmp_path / "promptfooconfig.yaml")
+    fake_openai.reset(reply=lambda body: "nothing")
+    report = convoeval.run(write_suite(suite, tmp_path / "s.eval.yaml"), target="openai:m", store=False, cache=False)
+    verdicts = {r.metadata.get("description"): r.verdict for r in report.results}
+    assert verdicts == {n: v for n, (_, _, v) in checks.items()}
 
 
 @pytest.mark.parametrize(

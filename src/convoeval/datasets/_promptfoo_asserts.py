@@ -305,6 +305,10 @@ def _map_one(item: JsonObject, kind: str, render: Render, variables: JsonObject,
             return None
         if isinstance(value, str) and kind.endswith(("-any", "-all")):
             value = _text_list(value)
+        if isinstance(value, list) and kind.endswith(("-any", "-all")) and (decided := _decided(kind, value)):
+            return decided
+        if isinstance(value, list):
+            value = [v for v in value if v != ""]
         return {"type": kind, "value": value}
     positive = kind.removeprefix("not-")
     negate = {"negate": True} if kind != positive else {}
@@ -360,11 +364,30 @@ def _file_value(value: str, base: Path) -> JsonValue:
     return read_text(path).strip() if path.suffix == ".txt" else load_yaml(path, core=True)
 
 
+def _decided(kind: str, parts: list[JsonValue]) -> JsonObject | None:
+    """The check of a `-any`/`-all` list whose verdict promptfoo decides whatever the output: an
+    empty part, which every output contains, passes an `-any` (and fails its `not-`); no part at
+    all passes an `-all` and fails an `-any`. convoeval's checks take no empty part: a `regex` that
+    every output matches stands in, so the verdict stays promptfoo's. None for the other lists."""
+    if "" in parts and kind.endswith("-any"):
+        passes, why = True, "an empty part, which every output contains"
+    elif not any(part != "" for part in parts):
+        passes, why = kind.endswith("-all"), "no part"
+    else:
+        return None
+    negated = kind.startswith("not-")
+    return {
+        "type": "regex",
+        "value": "^",
+        "name": f"{kind} with {why}",
+        **({"negate": True} if negated == passes else {}),
+    }
+
+
 def _text_list(value: str) -> list[JsonValue]:
     """A `-any`/`-all` value given as one text, split as promptfoo's `parseCommaSeparatedValues`
     splits it: at commas, each part trimmed, repeated commas skipped; a part in double quotes may
-    hold commas, `\\"` or `""` (a quote) and `\\\\` (a backslash). An empty part, which every
-    output contains, is left out.
+    hold commas, `\\"` or `""` (a quote) and `\\\\` (a backslash); `""` is an empty part.
 
     Raises:
         DatasetError: a quoted part that is not closed, or followed by more than a comma (promptfoo
@@ -376,7 +399,7 @@ def _text_list(value: str) -> list[JsonValue]:
         while i < end and (value[i] == "," or value[i].isspace()):
             i += 1
         if i >= end:
-            return [p for p in parts if p]
+            return parts
         if value[i] != '"':
             comma = value.find(",", i)
             comma = end if comma < 0 else comma
