@@ -13,12 +13,15 @@ recorded results.
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from convoeval.graders._agentv_code import agentv_grade
-from convoeval.spec._agentv_meaning import js_pattern
+from convoeval.spec._agentv_meaning import js_pattern, js_rejects
 
 from .agentv_real import SUITES, Suite, agentv_bin, recorded, run_ours, run_real, same
 
@@ -103,6 +106,41 @@ def test_javascript_patterns_match_as_in_javascript(pattern: str, flags: str, te
 
     bits = (regex.MULTILINE if "m" in flags else 0) | (regex.DOTALL if "s" in flags else 0)
     assert bool(regex.search(js_pattern(pattern, flags), text, bits)) is matches
+
+
+#: Patterns, flags and texts whose match Node's own `new RegExp(pattern, flags).test(text)` decides.
+JS_CASES = [
+    (r"^\d$", "", "\u0663"), (r"^\d+$", "", "42\n"), (r"\w+", "", "\u00e9"), (r"\bfoo\b", "", "\u00e9foo"),
+    (r"\p{L}", "", "p{L}"), (r"\p{L}", "", "x"), (r"\p{L}", "u", "\u00e9"), (r"\P{L}", "u", "1"),
+    (r"\A", "", "A"), (r"x\Z", "", "xZ"), (r"\e", "", "e"), (r"\z", "", "z"), (r"\G", "", "G"),
+    (r"\cJ", "", "\n"), (r"[\A]", "", "A"), (r"[\d\w]", "", "\u0663"), (r"a.c", "", "a\u2028c"),
+    (r"(?<year>\d{4})-\k<year>", "", "2024-2024"), (r"(?:ab)+$", "", "abab"), (r"(?<=\$)\d", "", "$5"),
+    (r"(?!x)y", "", "y"), (r"\s", "", "\u00a0"), (r"\x41", "", "A"), (r"\u0041", "", "A"), (r"ABC", "i", "abc"),
+]  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (.ci/run installs it)")
+def test_javascript_patterns_match_as_node_matches() -> None:
+    """`js_pattern` against Node's own regular expressions: every case's match is Node's."""
+    import regex
+
+    script = "const c = JSON.parse(process.argv[1]); console.log(JSON.stringify(c.map(([p, f, t]) => new RegExp(p, f).test(t))))"
+    node = subprocess.run(["node", "-e", script, json.dumps(JS_CASES)], capture_output=True, text=True, check=True)
+    for (pattern, flags, text), matches in zip(JS_CASES, json.loads(node.stdout), strict=True):
+        bits = (regex.MULTILINE if "m" in flags else 0) | (regex.DOTALL if "s" in flags else 0)
+        bits |= regex.IGNORECASE if "i" in flags else 0
+        assert bool(regex.search(js_pattern(pattern, flags), text, bits)) is matches, (pattern, flags, text)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed (.ci/run installs it)")
+@pytest.mark.parametrize(
+    "pattern", ["(?i)abc", "(?i:abc)", "(?P<n>a)", "(?#note)a", "(?:a)(?=b)(?<n>c)", r"\(?i", "[a](?<=a)"]
+)
+def test_patterns_javascript_refuses(pattern: str) -> None:
+    """`js_rejects` says what Node's `new RegExp` refuses (Python-only group syntax)."""
+    script = "try { new RegExp(process.argv[1]); console.log('ok') } catch (e) { console.log('refused') }"
+    node = subprocess.run(["node", "-e", script, pattern], capture_output=True, text=True, check=True)
+    assert js_rejects(pattern) is (node.stdout.strip() == "refused"), pattern
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,10 @@ Where it looks, in this order (the first that parses wins):
    array decodes, whatever follows it; only `{` with `objects_only`, as a judge's answer may
    cite `[1]` before its JSON object.
 
-When nothing parses, `NoJson` carries why the whole text is not JSON (`Expecting value at line
-1 column 1`). Callers say what the value must be (a judge's answer must be an object).
+JSON is what RFC 8259 (and JavaScript's `JSON.parse`) reads: `NaN` and `Infinity`, which
+Python's `json` reads by default, are not JSON. When nothing parses, `NoJson` carries why the
+whole text is not JSON (`Expecting value at line 1 column 1`). Callers say what the value must be
+(a judge's answer must be an object).
 """
 
 from __future__ import annotations
@@ -26,6 +28,24 @@ if TYPE_CHECKING:
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 _JSON_MARKS = ("", "json", "jsonc", "json5")
 _MAX_TRIES = 200
+
+
+def _not_json(name: str) -> None:
+    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
+
+
+#: A decoder of JSON only (no `NaN`, `Infinity`, `-Infinity`).
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
+
+
+def strict_loads(text: str) -> JsonValue:
+    """`json.loads(text)` of JSON only (RFC 8259: no `NaN` or `Infinity`).
+
+    Raises:
+        json.JSONDecodeError: `text` is not JSON.
+    """
+    value: JsonValue = _DECODER.decode(text)
+    return value
 
 
 @dataclass
@@ -54,7 +74,7 @@ def parse_json(text: str, *, fenced: bool = False, embedded: bool = False, objec
         NoJson: nothing parsed; the message is the whole-text parse error.
     """
     try:
-        return FoundJson(json.loads(text), "the whole reply")
+        return FoundJson(strict_loads(text), "the whole reply")
     except json.JSONDecodeError as exc:
         whole_error = exc
     if fenced or embedded:
@@ -63,7 +83,7 @@ def parse_json(text: str, *, fenced: bool = False, embedded: bool = False, objec
             if mark not in _JSON_MARKS:
                 continue
             try:
-                return FoundJson(json.loads(match.group(2)), f"a ```{mark} fenced block")
+                return FoundJson(strict_loads(match.group(2)), f"a ```{mark} fenced block")
             except json.JSONDecodeError:
                 continue
     if embedded:
@@ -75,7 +95,7 @@ def parse_json(text: str, *, fenced: bool = False, embedded: bool = False, objec
 
 def _in_prose(text: str, starts: str) -> FoundJson | None:
     """The first object or array that decodes from one of the first `_MAX_TRIES` `starts`."""
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     for tries, match in enumerate(re.finditer(starts, text)):
         if tries >= _MAX_TRIES:
             break

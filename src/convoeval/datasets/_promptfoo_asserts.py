@@ -24,7 +24,7 @@ from pydantic import JsonValue
 
 from .._paths import confined_folder
 from ..errors import DatasetError
-from ..spec import DEFAULT_THRESHOLD
+from ..spec import DEFAULT_THRESHOLD, js_pattern, js_rejects
 from ._common import JsonObject, load_yaml, parse_yaml, read_text
 
 #: Fills promptfoo's `{{ var }}` in a text with a test's vars.
@@ -308,8 +308,17 @@ def _map_one(item: JsonObject, kind: str, render: Render, variables: JsonObject,
         if isinstance(value, list) and kind.endswith(("-any", "-all")) and (decided := _decided(kind, value)):
             return decided
         if isinstance(value, list):
-            value = [v for v in value if v != ""]
-        return {"type": kind, "value": value}
+            value = [_js_string(v) for v in value if v != ""]
+        if kind.removeprefix("not-") == "regex" and isinstance(value, str):
+            if js_rejects(value):  # promptfoo's `new RegExp` throws: the check fails, negated or not
+                return {
+                    "type": "regex",
+                    "value": "^",
+                    "negate": True,
+                    "name": f"{kind} /{value}/ (not a JavaScript pattern)",
+                }
+            value = js_pattern(value, "")
+        return {"type": kind, "value": _js_string(value)}
     positive = kind.removeprefix("not-")
     negate = {"negate": True} if kind != positive else {}
     if positive in ("is-json", "contains-json"):
@@ -362,6 +371,18 @@ def _file_value(value: str, base: Path) -> JsonValue:
         raise DatasetError(f"assert: value: {value}: {why}")
     path = inside(base, path, f"assert: value: {value}")
     return read_text(path).strip() if path.suffix == ".txt" else load_yaml(path, core=True)
+
+
+def _js_string(value: JsonValue) -> JsonValue:
+    """A number or boolean as promptfoo compares it, JavaScript's `String(value)` (`1.0` is "1",
+    `true` is "true"); other values as they are."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    if isinstance(value, int | float):
+        return repr(value)
+    return value
 
 
 def _decided(kind: str, parts: list[JsonValue]) -> JsonObject | None:

@@ -13,6 +13,7 @@ from .._templates import (
     unfilled,
 )
 from ._agentv_defaults import DEFAULT_SYSTEM_PROMPT, agentv_transcript, suite_input_for, with_default_system_prompt
+from ._agentv_meaning import js_pattern, js_rejects
 from ._checks import CHECKS_VERSION, stored_checks, suite_checks
 from ._controls import Budget, Capture, Docker, Limits, PostCondition, Repo, Verify, Workspace
 from ._errors import Problem, SpecError
@@ -98,4 +99,6 @@ __all__ = [
     "suite_input_for",
     "validate_paths",
     "with_default_system_prompt",
+    "js_pattern",
+    "js_rejects",
 ]

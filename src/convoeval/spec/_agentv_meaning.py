@@ -20,6 +20,8 @@ trace"), where convoeval's own is an error. A numeric `required: 0.7` (deprecate
 
 from __future__ import annotations
 
+import re
+
 from ._agentv_v5 import AgentvFormError
 
 _WORD = "A-Za-z0-9_"
@@ -34,6 +36,13 @@ _OUTSIDE = {
 }
 #: The same inside a character class (only the positive ones can be spelled there).
 _INSIDE = {"d": "0-9", "w": _WORD}
+#: Letters a JavaScript pattern gives a meaning after a backslash; without the `u` flag any other
+#: escaped letter is the letter itself (`\\A`, `\\Z`, `\\p`, `\\e` match "A", "Z", "p", "e", where
+#: Python's are anchors, a property class and an escape character).
+_JS_LETTERS = frozenset("dDwWsSbBfnrtvcxuk")
+#: The start of a group JavaScript (Node 20) reads: `(?:`, `(?=`, `(?!`, `(?<=`, `(?<!`, `(?<name>`.
+_BACKREF = re.compile(r"\\k<([A-Za-z_$][\w$]*)>")
+_JS_GROUP = re.compile(r"\(\?(?::|=|!|<=|<!|<[A-Za-z_$][\w$]*>)")
 #: The types AgentV skips, with a warning, when `value` is not a non-empty string (`grader-parser.ts`).
 _NEED_TEXT = frozenset({"contains", "icontains", "starts-with", "ends-with", "regex", "equals"})
 _TRIMMED = frozenset({"equals", "starts-with", "ends-with", "not-equals", "not-starts-with", "not-ends-with"})
@@ -41,7 +50,7 @@ _TRIMMED = frozenset({"equals", "starts-with", "ends-with", "not-equals", "not-s
 
 def js_pattern(source: str, flags: str) -> str:
     """The Python pattern matching what JavaScript's `new RegExp(source, flags)` matches."""
-    multiline, dotall = "m" in flags, "s" in flags
+    multiline, dotall, unicode = "m" in flags, "s" in flags, "u" in flags or "v" in flags
     out: list[str] = []
     in_class = False
     i = 0
@@ -50,6 +59,19 @@ def js_pattern(source: str, flags: str) -> str:
         if char == "\\" and i + 1 < len(source):
             escaped = source[i + 1]
             table = _INSIDE if in_class else _OUTSIDE
+            if escaped == "c" and source[i + 2 : i + 3].isascii() and source[i + 2 : i + 3].isalpha():
+                out.append(f"\\x{ord(source[i + 2]) % 32:02x}")  # `\\cJ`: a control character
+                i += 3
+                continue
+            if escaped == "k" and (named := _BACKREF.match(source, i)):  # `\\k<name>`: a named backreference
+                out.append(f"(?P={named[1]})")
+                i = named.end()
+                continue
+            if escaped.isascii() and escaped.isalpha() and escaped not in _JS_LETTERS:
+                if not (unicode and escaped in "pP"):  # `\\p{L}` is a property only with the u flag
+                    out.append(escaped)
+                    i += 2
+                    continue
             out.append(table.get(escaped, char + escaped))
             i += 2
             continue
@@ -69,6 +91,23 @@ def js_pattern(source: str, flags: str) -> str:
         out.append(char)
         i += 1
     return "".join(out)
+
+
+def js_rejects(source: str) -> bool:
+    """Whether JavaScript (Node 20) refuses `source` where Python takes it: a group opened as only
+    Python opens one (`(?i)`, `(?i:...)`, `(?P<name>...)`, `(?#...)`)."""
+    i = source.find("(?")
+    while i >= 0:
+        if not _escaped_at(source, i) and not _JS_GROUP.match(source, i):
+            return True
+        i = source.find("(?", i + 2)
+    return False
+
+
+def _escaped_at(source: str, i: int) -> bool:
+    """Whether the character at `i` is escaped (an odd run of backslashes before it)."""
+    run = len(source[:i]) - len(source[:i].rstrip("\\"))
+    return run % 2 == 1
 
 
 def skipped_by_agentv(item: dict) -> bool:
