@@ -287,3 +287,12 @@ def test_database_matches_are_the_ones_multiwoz_evaluation_finds(cli, tmp_path: 
     assert found[2]["hotel"] == {"count": 1, "matches": ["acorn guest house"]}
     assert found[3]["restaurant"] == {"count": 1, "matches": ["the cow pizza kitchen and bar"]}
     assert test.turns[1].input[0].content == "Backend results: train: 1 match(es) (TR3)"
+
+    semi = {"leaveAt": "12:30", "arriveBy": "", "day": "saturday", "departure": "ely", "destination": "cambridge"}
+    system = {"text": "Sure.", "metadata": {"train": {"semi": semi, "book": {"booked": []}}}, "dialog_act": {}}
+    log = [{"text": "A train from ely after 12:30 on saturday.", "metadata": {}}, system]
+    source = write(tmp_path / "v21" / "data.json", json.dumps({"TEST0002.json": {"goal": {"train": {}}, "log": log}}))
+    code, out, err = cli("import", "multiwoz", source, "--db", db, "-o", tmp_path / "e.eval.yaml")
+    assert code == 0, err
+    [test] = load_suite(tmp_path / "e.eval.yaml").tests  # 2.1 spells the slot leaveAt
+    assert test.turns[0].backend_result["db"]["train"] == {"count": 3, "matches": ["TR2", "TR3", "TR4"]}

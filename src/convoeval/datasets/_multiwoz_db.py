@@ -118,8 +118,10 @@ _CLOCK = re.compile(r"[0-9][0-9]:[0-9][0-9]")
 
 
 def matches(domain: str, rows: list[JsonObject], belief: dict[str, str]) -> list[JsonObject]:
-    """The rows of `domain`'s database that the belief state (`{slot: value}`) allows."""
-    wanted = {s: normalize(s, v) for s, v in belief.items() if s in FIELDS and v.strip().lower() not in DONT_CARE}
+    """The rows of `domain`'s database that the belief state (`{slot: value}`; 2.1's `leaveAt`
+    as 2.2's `leaveat`) allows."""
+    slots = {s.lower(): v for s, v in belief.items()}
+    wanted = {s: normalize(s, v) for s, v in slots.items() if s in FIELDS and v.strip().lower() not in DONT_CARE}
     fuzzy = FUZZY.get(domain, set())
     return [row for row in rows if all(_allows(row, s, v, s in fuzzy) for s, v in wanted.items())]
 
