@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 from ._common import JsonObject
 
@@ -123,7 +124,8 @@ def matches(domain: str, rows: list[JsonObject], belief: dict[str, str]) -> list
     slots = {s.lower(): v for s, v in belief.items()}
     wanted = {s: normalize(s, v) for s, v in slots.items() if s in FIELDS and v.strip().lower() not in DONT_CARE}
     fuzzy = FUZZY.get(domain, set())
-    return [row for row in rows if all(_allows(row, s, v, s in fuzzy) for s, v in wanted.items())]
+    checks = sorted(wanted.items(), key=lambda item: item[0] in fuzzy)  # the cheap exact checks first
+    return [row for row in rows if all(_allows(row, s, v, s in fuzzy) for s, v in checks)]
 
 
 def _allows(row: JsonObject, slot: str, value: str, fuzzy: bool) -> bool:
@@ -195,6 +197,7 @@ def _minutes(time: str) -> int:
     return int(time[:2]) * 60 + int(time[3:5])
 
 
+@lru_cache(maxsize=65536)  # a dialogue asks about the same few names and stations turn after turn
 def partial_ratio(first: str, second: str) -> int:
     """fuzzywuzzy 0.18's `fuzz.partial_ratio` (its difflib implementation): the best
     `SequenceMatcher.ratio` of the shorter text against each equally long window of the longer
