@@ -260,6 +260,35 @@ def test_judge_vs_judge_on_mt_bench_compares_the_raw_1_to_10_ratings(cli, fake_o
         assert json.loads(out)["statistics"]["percent_agreement"]["value"] == pytest.approx(share), other
 
 
+def test_judge_vs_judge_on_mt_bench_with_the_default_1_to_5_bins_every_rating(cli, fake_openai, tmp_path: Path) -> None:
+    """Without `--categories 1-10` (the default 1-5), MT-Bench ratings are binned from their
+    score, all alike. Before, a rating that happened to be 1-5 was taken as is: [[5]] was the top
+    category, level with [[10]] (so a judge saying 5 and one saying 10 agreed 100%) and above
+    [[6]]-[[8]] (binned to 3-4)."""
+    said = {"ja": 5, "jb": 10, "jc": 8}
+    fake_openai.reply = lambda body: f"Rating: [[{said[body['model']]}]]" if body["model"] in said else "an answer"
+    check = json.dumps({"type": "mt-bench-judge", "prompt": PROMPTS["single-v1"]})
+    suite = write(
+        tmp_path / "mt.eval.yaml",
+        "tests:\n" + "".join(f"  - {{id: {c}, input: 'case {c}?', assertions: [{check}]}}\n" for c in "ab"),
+    )
+    for judge in said:
+        convoeval.run(
+            str(suite),
+            target="openai:m",
+            judge=f"openai:{judge}",
+            output=tmp_path / f"{judge}.jsonl",
+            store=False,
+            cache=False,
+        )
+    for other, share in (("jb", 0.0), ("jc", 0.0)):  # 5 -> 3 of 1-5, 10 -> 5, 8 -> 4
+        code, out, err = cli(
+            "agreement", "--runs", tmp_path / "ja.jsonl", tmp_path / f"{other}.jsonl", "--format", "json"
+        )
+        assert code == 0, err
+        assert json.loads(out)["statistics"]["percent_agreement"]["value"] == pytest.approx(share), other
+
+
 def test_report_by_category_counts_every_trial_turn(cli, fake_openai, tmp_path: Path) -> None:
     """With `--trials 2` the per-turn columns and `turns mean` are over every trial's turns, as the
     mean score is: they were the first trial's only (0.200 beside a mean score of 0.500)."""

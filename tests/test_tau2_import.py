@@ -78,6 +78,15 @@ def test_tasks_tau_reward_cannot_grade_are_left_out_and_named(cli, domain: Path)
     assert code == 2 and "--policy: not an option of `import mt-bench`" in err
 
 
+def test_tasks_left_out_are_named_also_when_the_eval_file_has_problems(cli, tmp_path: Path) -> None:
+    """The first import of a tasks file usually lacks the domain's tools and database (exit 2):
+    the tasks left out are named then too. Before, only a clean import named them, so tau2's
+    banking_knowledge/tasks.json gave 44 tests of 97 with no word about the other 53."""
+    code, out, err = cli("import", "tau2", DATA / "mock" / "tasks.json", "-o", tmp_path / "m.eval.yaml")
+    assert code == 2 and "db.json: no such file" in err
+    assert "left out: update_task_with_initialization_data: initial_state.initialization_data" in err
+
+
 def test_telecom_policy_is_its_main_policy_and_manual_joined_as_tau2_joins_them(cli, domain: Path) -> None:
     """tau2's telecom folder has no policy.md: its agent gets main_policy.md and
     tech_support_manual.md in tags (tau2 a2c0247 domains/telecom/environment.py). Before, the

@@ -104,21 +104,24 @@ def import_command(
             )
     except DatasetError as exc:
         raise fail(str(exc)) from None
+    left_out = [f"left out: {s['id']}: {s['reason']}" for s in suite.get("metadata", {}).get("skipped", [])]
     if not suite.get("tests"):  # an empty file, or one of another kind
-        for skipped in suite.get("metadata", {}).get("skipped", []):
-            say(f"left out: {skipped['id']}: {skipped['reason']}")
+        for line in left_out:
+            say(line)
         raise fail(f"{source}: no test could be made from this file (is it {kind} data?); nothing written")
     header = f"Imported by `convoeval import {kind} {source.name}`; edit freely."
     with writing(output), staged(output) as partial:
         write_suite(suite, partial, header)
     problems = validate_paths([output])
-    if problems:
+    if problems:  # the tasks left out are named here too: fixing the problems does not bring them back
         fail_with_problems(problems)
+        for line in left_out:
+            say(line)
         say(f"{output} was written; fix the problems above, then `convoeval validate {output}`")
         raise typer.Exit(2)
     out.print(f"{len(suite['tests'])} test(s) written to {output}", markup=False)
-    for skipped in suite.get("metadata", {}).get("skipped", []):
-        out.print(f"left out: {skipped['id']}: {skipped['reason']}", markup=False)
+    for line in left_out:
+        out.print(line, markup=False)
 
 
 @app.command()

@@ -22,6 +22,7 @@ from pydantic import JsonValue
 
 from ..errors import DatasetError
 from ._common import JsonObject, as_list, as_object, objects, read_json, read_jsonl, text
+from ._multiwoz_db import matches as db_matches
 from ._suite_types import Acts, BackendContext, Matches, Message, Suite, SuiteTest, Turn
 
 #: Slots per domain: what the user may constrain (informable) or ask for.
@@ -52,20 +53,6 @@ RULES = [
     "Book only when every booking slot (people, day, time or stay) is known; ask for the missing ones.",
     "After booking, confirm the details and give the reference number.",
 ]
-#: Belief-state slots compared with database fields (others, like book slots, are not).
-_DB_FIELDS = {
-    "area",
-    "food",
-    "pricerange",
-    "type",
-    "stars",
-    "parking",
-    "internet",
-    "name",
-    "departure",
-    "destination",
-    "day",
-}
 MAX_MATCHES = 3
 
 
@@ -287,7 +274,7 @@ def _test(dialogue: Dialogue, databases: dict[str, list[JsonObject]], source: Pa
     scripted: list[Turn] = []
     for turn in dialogue.turns:
         context: BackendContext = {"belief_state": turn.belief}
-        matches = {d: _query(databases[d], slots) for d, slots in turn.belief.items() if d in databases}
+        matches = {d: _query(d, databases[d], slots) for d, slots in turn.belief.items() if d in databases}
         if matches:
             context["db"] = matches
         if turn.reference_acts is not None:
@@ -340,10 +327,9 @@ def _acts(turn_acts: JsonValue) -> Acts:
     return out
 
 
-def _query(rows: list[JsonObject], constraints: dict[str, str]) -> Matches:
-    """Entities matching the belief state (case-insensitive equality; `dontcare` matches all)."""
-    wanted = {k: v.lower() for k, v in constraints.items() if k in _DB_FIELDS and v.lower() not in ("dontcare", "")}
-    hits = [r for r in rows if all(str(r.get(k, "")).lower() == v for k, v in wanted.items() if k in r)]
+def _query(domain: str, rows: list[JsonObject], constraints: dict[str, str]) -> Matches:
+    """Entities matching the belief state, as MultiWOZ's evaluation queries them (`_multiwoz_db`)."""
+    hits = db_matches(domain, rows, constraints)
     names = [str(r.get("name") or r.get("trainID") or r.get("id")) for r in hits[:MAX_MATCHES]]
     return {"count": len(hits), "matches": names}
 

@@ -16,7 +16,10 @@ threshold is 1, so a trial passes exactly when its reward is 1, as in tau-bench:
   rewards kept in `metadata.recorded_rewards`: re-graded without a model, the test's pass^k is
   tau-bench's pass^k for that task. Their `tau-reward` also asks that the episode ended as
   tau-bench ends one (`ended_by`): an episode stopped at tau-bench's step limit has reward 0
-  there, whatever its final state.
+  there, whatever its final state. A trial number of the file that a task has no record of (an
+  interrupted run's checkpoint) is a trial of that task that failed: tau-bench's
+  `display_metrics` divides every task's C(c, k) by C(num_trials, k), num_trials being the
+  file's distinct trial numbers, so it counts the missing trial as one without reward 1.
 
 tau2-bench's `tasks.json` is read by `_tau2`, its results files by `_tau2_results` (see there).
 """
@@ -58,6 +61,7 @@ class _Recorded:
     rewards: list[JsonValue] = field(default_factory=list)
     unfinished: list[JsonValue] = field(default_factory=list)
     failed: list[JsonValue] = field(default_factory=list)
+    missing: list[int] = field(default_factory=list)
 
 
 def import_tau_bench(
@@ -128,6 +132,7 @@ def import_tau_bench(
             elif task is not None and test_id not in tests:  # one scenario per task, however many trials were recorded
                 tests[test_id] = _scenario(test_id, task, task_id, tools, backend, where)
     if recorded:
+        _add_missing_trials(source, recordings)
         tests = {test_id: _recorded(test_id, trials) for test_id, trials in recordings.items()}
     if crashed:
         _warn_crashed(source, crashed, recorded, [i for i in crashed if i not in tests])
@@ -190,10 +195,40 @@ def _recorded(test_id: str, trials: _Recorded) -> SuiteTest:
         metadata["unfinished_trials"] = trials.unfinished
     if trials.failed:
         metadata["crashed_trials"] = trials.failed
+    if trials.missing:
+        metadata["missing_trials"] = [*trials.missing]
     test: SuiteTest = {"id": test_id, "transcripts": trials.transcripts, "metadata": metadata}
     if trials.reward is not None:
         test["assertions"] = [{**trials.reward, "ended_by": episode_end(live=False)}]
     return test
+
+
+def _add_missing_trials(source: Path, recordings: dict[str, _Recorded]) -> None:
+    """Each trial number of the file that a task has no record of, added to it as a trial that
+    failed, as tau-bench's pass^k counts it (run.py `display_metrics`: num_trials is the file's
+    distinct trial numbers, the denominator of every task); named in a warning."""
+    numbers = [t for r in recordings.values() for t in r.trials]
+    if not all(isinstance(t, int) and not isinstance(t, bool) for t in numbers):
+        return  # records without trial numbers: nothing to tell missing from
+    everyone = sorted({t for t in numbers if isinstance(t, int)})
+    named = []
+    for test_id, trials in recordings.items():
+        if len(trials.trials) != len(set(trials.trials)):
+            continue  # a trial number twice (files joined): tau-bench's count is no guide
+        for number in (n for n in everyone if n not in trials.trials):
+            message = f"no record of trial {number} in {source.name}: tau-bench counts it as a trial without reward 1"
+            trials.transcripts.append({"error": message})
+            trials.trials.append(number)
+            trials.rewards.append(None)
+            trials.missing.append(number)
+            named.append(f"{test_id} trial {number}")
+    if named:
+        warnings.warn(
+            f"{source}: trials with no record (an interrupted run?): {', '.join(named)}; kept as trials that "
+            f"failed, as tau-bench's pass^k counts them (over the file's {len(everyone)} trial numbers)",
+            DatasetWarning,
+            stacklevel=3,
+        )
 
 
 def _warn_crashed(source: Path, crashed: dict[str, list[str]], recorded: bool, left_out: list[str]) -> None:

@@ -13,9 +13,12 @@ errored has no score: the item is missing in that run. A grader name used twice 
 entry gets `#2`, `#3`... The first trial of a test is used (`scores` of the result).
 
 Categories for judge vs judge (declared, never inferred; default 1-5):
-- A raw value is used as is when it is one of the declared categories (TD-Eval dimensions with
-  the default 1-5; MT-Bench ratings with 1-10, which binning would not give back: its score is
-  rating / 10).
+- A raw value is used when the declared categories hold both ends of the grader's scale
+  (TD-Eval dimensions 1-5 with the default 1-5; MT-Bench ratings 1-10 with 1-10, which binning
+  would not give back: its score is rating / 10), as the nearest category (a decimal MT-Bench
+  rating such as 7.4 -> 7, 7.5 -> 8). On a narrower scale the score is binned, as below: taken
+  as is there, MT-Bench's [[5]] was the top category of 1-5, above [[6]]..[[8]] (binned to 3-4),
+  and level with [[10]].
 - Otherwise the grader's 0-1 score is binned into the declared numeric categories, spaced
   evenly: category index = floor(score * (q - 1) + 0.5). With 1-5 a TD-Eval score (s - 1) / 4
   maps back to s exactly; with 0-10 an llm-grader or conversation-metric score maps back to the
@@ -35,6 +38,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..graders._fastchat import HIGHEST as MT_BENCH_HIGHEST
+from ..graders._fastchat import LOWEST as MT_BENCH_LOWEST
+from ..judging._tdeval import LIKERT_HIGH, LIKERT_LOW
 from ..results import EvaluationResult
 from ._consistency import Consistency, judge_consistency
 from ._correlation import spearman
@@ -60,12 +66,14 @@ class JudgeScore:
             `mt-bench-judge` rating (1-10).
         verdict: pass, fail or error.
         judged: the grader called a judge.
+        scale: the lowest and highest raw value the grader can give (with `likert`).
     """
 
     score: float | None
     likert: float | None
     verdict: str
     judged: bool
+    scale: tuple[float, float] | None = None
 
 
 def item_label(key: ItemKey) -> str:
@@ -96,6 +104,7 @@ def judge_scores(results: Iterable[EvaluationResult]) -> dict[ItemKey, JudgeScor
                             likert=value.likert if isinstance(value.likert, int) else None,
                             verdict=grader.verdict,
                             judged=True,
+                            scale=(LIKERT_LOW, LIKERT_HIGH),
                         )
                     continue
                 rating = (grader.details or {}).get("rating") if grader.type == "mt-bench-judge" else None
@@ -104,6 +113,7 @@ def judge_scores(results: Iterable[EvaluationResult]) -> dict[ItemKey, JudgeScor
                     likert=float(rating) if isinstance(rating, (int, float)) and grader.score is not None else None,
                     verdict=grader.verdict,
                     judged=judged,
+                    scale=(MT_BENCH_LOWEST, MT_BENCH_HIGHEST) if rating is not None else None,
                 )
     return items
 
@@ -137,13 +147,22 @@ def categorise(score: JudgeScore, categories: Sequence[Category]) -> Category | 
         if score.verdict not in VERDICT_CATEGORIES:
             return None
         return next(c for c in categories if str(c).lower() == score.verdict)
-    if score.likert is not None and any(float(c) == score.likert for c in categories):
-        return next(c for c in categories if float(c) == score.likert)
+    if score.likert is not None and _raw_fits(score, categories):
+        likert = score.likert  # the nearest category; halfway: the higher, as binning rounds
+        return min(reversed(categories), key=lambda c: abs(float(c) - likert))
     if score.score is None:
         return None
     q = len(categories)
     index = min(q - 1, max(0, math.floor(score.score * (q - 1) + 0.5)))
     return categories[index]
+
+
+def _raw_fits(score: JudgeScore, categories: Sequence[Category]) -> bool:
+    """Whether the declared numeric categories hold both ends of the grader's raw scale (without
+    a known scale: whether they hold the raw value itself)."""
+    values = {float(c) for c in categories}
+    ends = score.scale or (score.likert, score.likert)
+    return all(end is not None and float(end) in values for end in ends)
 
 
 @dataclass
