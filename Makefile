@@ -2,8 +2,10 @@
 # Both create .venv and install convoeval into it on first use.
 VENV ?= .venv
 PYTHON ?= python3
-# llama-cpp-python compiles from source on first install; skip the multimodal library we don't use.
-export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+# llama-cpp-python compiles from source on first install; skip the multimodal library we don't use,
+# and build for x86-64-v3 (AVX2, FMA, F16C) rather than for this CPU: a native build uses AMX on a
+# CPU that announces it, and a VM that does not let processes use AMX kills the model with SIGILL.
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
