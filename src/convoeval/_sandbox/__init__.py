@@ -85,6 +85,7 @@ from ._process import (
     watch_group,
 )
 from ._relay import RELAY_NOT_FOUND, Relay
+from ._seccomp import filter_fd
 from ._tree import remove_tree
 
 __all__ = [
@@ -237,20 +238,33 @@ async def run(
     if which == "docker":  # the docker client itself may need DOCKER_HOST and the like
         full_env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}, **full_env}
     kept = kept if which == "bubblewrap" and writable is not None else ()
+    seccomp = filter_fd() if which == "bubblewrap" else None
     try:
         with links_put_back(kept, writable or cwd) as put_back, placeholders(kept, writable or cwd):
             if which == "bubblewrap":
                 argv = bwrap_argv(
                     argv, shell, cwd, writable, readable, settings, system_only=system_only, kept=kept, bound=bound
                 )
-                argv[1:1] = loader
+                argv[1:1] = [*loader, *(["--seccomp", str(seccomp)] if seccomp is not None else [])]
             finished = await spawn(
-                argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name, which != "bubblewrap"
+                argv,
+                cwd,
+                full_env,
+                stdin,
+                cap,
+                separate_stderr,
+                timeout_s,
+                settings,
+                name,
+                which != "bubblewrap",
+                keep_fds=() if seccomp is None else (seccomp,),
             )
         if put_back:  # the command did what it may not: it fails, saying so
             told = "".join(f"\nconvoeval: {line}" for line in put_back)
             finished = dataclasses.replace(finished, code=finished.code or 1, output=finished.output + told)
         return finished
     finally:
+        if seccomp is not None:
+            os.close(seccomp)
         if home is not None:
             remove_tree(home)

@@ -209,10 +209,12 @@ async def spawn(
     settings: SandboxSettings | None,
     container: str | None,
     powerless: bool = False,
+    keep_fds: tuple[int, ...] = (),
 ) -> Finished:
     """Start `argv` in a session and pids cgroup (`PidsGroup.make`; not docker's client) of its own,
     read its pipes as they fill (`cap` bytes kept), kill its group when it ends or is stopped.
-    `powerless`: as root, without root's capabilities (`_drop_root_powers`)."""
+    `powerless`: as root, without root's capabilities (`_drop_root_powers`). `keep_fds`: open in
+    the child too (bubblewrap's seccomp filter)."""
     loop = asyncio.get_running_loop()
     group = PidsGroup.make(settings.processes) if settings is not None and container is None else None
     feed = None
@@ -231,6 +233,7 @@ async def spawn(
             stdout=out_w,
             stderr=err_w if err_w is not None else out_w,
             start_new_session=True,
+            pass_fds=keep_fds,
             preexec_fn=lambda: _in_child(settings, group=group, powerless=powerless),
         )
     )
