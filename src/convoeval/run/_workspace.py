@@ -81,18 +81,19 @@ async def sandboxed(
     passed: Iterable[str] = (),
     readable: Sequence[Path] = (),
     kept: Sequence[Path] = (),
+    extra: Mapping[str, str] | None = None,
 ) -> Ran:
     """Run a suite's command (hook, verify) in the run's sandbox: `writable` the only folder it
     may change (`readable` ones still seen), no secret-named variable in its environment but the
-    `passed` ones. No sandbox available raises SandboxError (saying how to get one): the test
-    is an execution error, never a failed or passed check."""
+    `passed` ones (and `extra`). No sandbox available raises SandboxError (saying how to get one):
+    the test is an execution error, never a failed or passed check."""
     ran = await sandbox.run(
         command,
         cwd,
         timeout_s=timeout_s,
         writable=writable,
         readable=readable,
-        env=scrubbed_env(passed),
+        env={**scrubbed_env(passed), **(extra or {})},
         cap=COMMAND_BYTES,
         kept=kept,
     )
@@ -498,13 +499,65 @@ async def run_suite_hooks(
         if hook is None or (key := (str(base_dir), hook.model_dump_json())) in seen:
             continue
         seen.add(key)
+        folders = import_folders(base_dir, targets)
+        before = python_files(folders)
         ran = await sandboxed(
             hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, base_dir, spec.env,
             kept=kept_in_eval_folder(base_dir, suites, targets, files),
+            extra={"PYTHONDONTWRITEBYTECODE": "1"},  # a script it runs leaves no `.pyc` (`python_files`)
         )  # fmt: skip
         if ran.code != 0:
             return f"workspace hook {which} `{hook.command}` exited with code {ran.code}: {ran.output.strip()[-OUTPUT_TAIL:]}"
+        if changed := sorted(k for k in before.keys() | python_files(folders).keys() if before.get(k) != _now(k)):
+            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+            return (
+                f"workspace hook {which} `{hook.command}` changed Python files that convoeval may import on the "
+                f"host (a `python` target's or tool's modules, a `cli` target's): {shown}; a hook may not"
+            )
     return None
+
+
+#: Folders `python_files` does not walk: no Python module convoeval runs lies there.
+_UNWALKED = frozenset({".git", "node_modules"})
+#: What Python loads code from: modules, compiled ones, extensions and `.pth` files.
+PYTHON_SUFFIXES = (".py", ".pyc", ".pyo", ".pth", ".so", ".pyd")
+
+
+def import_folders(base_dir: Path, targets: Iterable[TargetConfig] = ()) -> list[Path]:
+    """The folders of the eval folder that code convoeval runs on the host imports from: those
+    on `sys.path`, those of the Python files it imported (a `python` target's, a tool's, a
+    plugin) and of the Python files the `targets` run (a `cli` target's script). A hook that
+    adds or changes a module there (`helper.py` a target imports on its first call, a `json.py`
+    shadowing the standard one) would have it run unconfined."""
+    folder = base_dir.resolve()
+    pythons = list(dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix)))
+    files = [*_imported_files(pythons), *(p for p in _target_files(folder, targets) if p.suffix == ".py")]
+    found = [Path(p).resolve() for p in sys.path if p] + [p.resolve().parent for p in files]
+    inside = (f for f in found if f.is_relative_to(folder) and not any(f.is_relative_to(p) for p in pythons))
+    return list(dict.fromkeys(inside))
+
+
+def python_files(folders: Sequence[Path]) -> dict[str, tuple[int, int, int]]:
+    """Each file Python may load under `folders` (`PYTHON_SUFFIXES`, no link followed; `.git`, `node_modules` and convoeval's own Python, kept whole, left out), by its
+    path: its inode, size and modification time (at most `SNAPSHOT_FILES`)."""
+    found: dict[str, tuple[int, int, int]] = {}
+    pythons = {str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix)}
+    for top in folders:
+        for current, dirs, names in os.walk(top):
+            dirs[:] = [d for d in dirs if d not in _UNWALKED and os.path.join(current, d) not in pythons]
+            for name in names:
+                if name.endswith(PYTHON_SUFFIXES) and len(found) < SNAPSHOT_FILES:
+                    path = os.path.join(current, name)
+                    found[path] = _now(path)
+    return found
+
+
+def _now(path: str) -> tuple[int, int, int]:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return (0, 0, 0)
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 registry.register("environment", "directory", DirectoryEnvironment())
