@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.run._workspace import python_files
 
 from .conftest import write
 
@@ -222,3 +223,22 @@ def test_keep_workspaces_keeps_a_suite_level_workspace_too(tmp_path: Path) -> No
     kept = Path(result.trials[0].workspace or "")
     assert result.verdict == "pass" and (kept / "made.txt").read_text() == "made\n"
     shutil.rmtree(kept)
+
+
+def test_the_python_files_a_hook_may_not_change_are_listed_through_any_depth(tmp_path: Path) -> None:
+    """A hook may nest folders deeper than Python's stack (os.walk recursed: RecursionError)."""
+    write(tmp_path / "top.py", "")
+    here = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        for _ in range(1500):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("deep.py").write_text("")
+    finally:
+        os.chdir(here)
+    try:
+        found = python_files([tmp_path])
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp_path / "d")], check=True)  # shutil.rmtree recurses too
+    assert str(tmp_path / "top.py") in found and any(p.endswith("/d/deep.py") for p in found), len(found)

@@ -542,13 +542,19 @@ def python_files(folders: Sequence[Path]) -> dict[str, tuple[int, int, int]]:
     path: its inode, size and modification time (at most `SNAPSHOT_FILES`)."""
     found: dict[str, tuple[int, int, int]] = {}
     pythons = {str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix)}
-    for top in folders:
-        for current, dirs, names in os.walk(top):
-            dirs[:] = [d for d in dirs if d not in _UNWALKED and os.path.join(current, d) not in pythons]
-            for name in names:
-                if name.endswith(PYTHON_SUFFIXES) and len(found) < SNAPSHOT_FILES:
-                    path = os.path.join(current, name)
-                    found[path] = _now(path)
+    pending = [str(top) for top in folders]  # not os.walk: it recurses (a hook may nest folders deeper than the stack)
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as scan:
+                entries = list(scan)
+        except OSError:  # gone, or a path too long to open: Python cannot import from there either
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in _UNWALKED and entry.path not in pythons:
+                    pending.append(entry.path)
+            elif entry.name.endswith(PYTHON_SUFFIXES) and len(found) < SNAPSHOT_FILES:
+                found[entry.path] = _now(entry.path)
     return found
 
 
