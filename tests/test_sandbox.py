@@ -368,12 +368,31 @@ def test_no_command_makes_a_set_user_id_file_where_other_users_run_it(server: Fa
         shutil.rmtree(workspace, ignore_errors=True)
 
 
+@needs_bwrap
+def test_a_hook_cannot_open_the_eval_folder_to_other_users(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """A `before_all` hook's `chmod 777 .` left the eval folder writable by every user, who then
+    replaced `targets.yaml` with a `cli` target the next run ran (as root). In the eval folder a
+    hook may not give others write (chmod, an ACL); in its own workspace the model still may."""
+    write(tmp_path / "data.txt", "fixture\n")
+    acl = 'python3 -c \'import os; os.setxattr("data.txt", "user.note", b"x")\' 2>&1 | tail -1'
+    hook = f"chmod 777 . ; chmod o+w data.txt ; {acl} > acl.txt; chmod 600 data.txt && echo private > mine.txt; true"
+    server.reset(reply=script(bash("touch x && chmod 777 x && stat -c %a x"), "done"))
+    suite = agent_suite(tmp_path, workspace=f"{{hooks: {{before_all: {{command: {json.dumps(hook)}}}}}}}")
+    [call] = calls(run(suite))
+    assert stat.S_IMODE(tmp_path.stat().st_mode) & 0o002 == 0 and (tmp_path / "mine.txt").exists()
+    assert stat.S_IMODE((tmp_path / "data.txt").stat().st_mode) == 0o600  # a plain chmod still works
+    assert "Operation not supported" in (tmp_path / "acl.txt").read_text()
+    assert call.output.rstrip().endswith("777"), call.output  # the model's own workspace is its own
+
+
 def test_the_seccomp_filter_has_a_table_for_each_architecture_it_names() -> None:
     """The filter is a whole number of instructions, ends the process on an unknown
     architecture, and is absent (not wrong) on a machine convoeval has no table for."""
     for machine in ("x86_64", "aarch64"):
-        program = seccomp_program(machine)
-        assert program is not None and len(program) % 8 == 0 and program[-4:] == (0x80000000).to_bytes(4, "little")
+        for shared in (False, True):
+            program = seccomp_program(machine, shared=shared)
+            assert program is not None and len(program) % 8 == 0
+            assert program[-4:] == (0x80000000).to_bytes(4, "little")
     assert seccomp_program("riscv64") is None
 
 

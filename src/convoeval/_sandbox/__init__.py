@@ -165,6 +165,7 @@ async def run(
     system_only: bool = False,
     kept: Sequence[Path] = (),
     relay: Relay | None = None,
+    shared: bool = False,
 ) -> Finished:
     """Run `command` (a shell command line, or an argv) in the run's sandbox, in `cwd`.
 
@@ -189,6 +190,9 @@ async def run(
             removed or replaced it (`links_put_back`: the command then fails, saying so).
         relay: a host Unix socket the command reaches at a loopback URL (`_relay`): the command
             runs under the relay, the socket's folder bound into bubblewrap; docker refuses it.
+        shared: `writable` is a folder other users reach (the eval folder, not a workspace):
+            bubblewrap's filter also keeps the command from opening anything in it to them
+            (`_seccomp`).
 
     Raises:
         SandboxError: no sandbox can run it (the message says how to install one or opt out).
@@ -238,7 +242,7 @@ async def run(
     if which == "docker":  # the docker client itself may need DOCKER_HOST and the like
         full_env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}, **full_env}
     kept = kept if which == "bubblewrap" and writable is not None else ()
-    seccomp = filter_fd() if which == "bubblewrap" else None
+    seccomp = filter_fd(shared) if which == "bubblewrap" else None
     try:
         with links_put_back(kept, writable or cwd) as put_back, placeholders(kept, writable or cwd):
             if which == "bubblewrap":

@@ -145,6 +145,7 @@ def _in_child(
     (`_drop_root_powers`)."""
     if _prctl is not None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.umask(os.umask(0o022) | 0o002)  # nothing it makes is writable by others (`_seccomp` keeps it so)
     if group is not None:
         group.join()
     if powerless:

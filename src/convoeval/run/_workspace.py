@@ -82,11 +82,13 @@ async def sandboxed(
     readable: Sequence[Path] = (),
     kept: Sequence[Path] = (),
     extra: Mapping[str, str] | None = None,
+    shared: bool = False,
 ) -> Ran:
     """Run a suite's command (hook, verify) in the run's sandbox: `writable` the only folder it
     may change (`readable` ones still seen), no secret-named variable in its environment but the
-    `passed` ones (and `extra`). No sandbox available raises SandboxError (saying how to get one):
-    the test is an execution error, never a failed or passed check."""
+    `passed` ones (and `extra`); `shared`: `writable` is a folder other users reach (the eval
+    folder), which it may not open to them. No sandbox available raises SandboxError (saying how
+    to get one): the test is an execution error, never a failed or passed check."""
     ran = await sandbox.run(
         command,
         cwd,
@@ -96,6 +98,7 @@ async def sandboxed(
         env={**scrubbed_env(passed), **(extra or {})},
         cap=COMMAND_BYTES,
         kept=kept,
+        shared=shared,
     )
     return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)
 
@@ -505,6 +508,7 @@ async def run_suite_hooks(
             hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, base_dir, spec.env,
             kept=kept_in_eval_folder(base_dir, suites, targets, files),
             extra={"PYTHONDONTWRITEBYTECODE": "1"},  # a script it runs leaves no `.pyc` (`python_files`)
+            shared=True,  # the eval folder: other users reach it (a workspace lies in a 0700 folder)
         )  # fmt: skip
         if ran.code != 0:
             return f"workspace hook {which} `{hook.command}` exited with code {ran.code}: {ran.output.strip()[-OUTPUT_TAIL:]}"
