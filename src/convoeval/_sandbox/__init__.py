@@ -70,7 +70,7 @@ from ._choice import (
     trial_settings,
     use_trial_settings,
 )
-from ._kept import links_put_back, placeholders
+from ._kept import links_put_back, placeholders, sweep_placeholders
 from ._lend import Lent, lend
 from ._owner import left_by_gone_owner, owner_tag, stat_fields
 from ._process import (
@@ -133,6 +133,7 @@ __all__ = [
     "scratch_folder",
     "stat_fields",
     "start_problem",
+    "sweep_placeholders",
     "sweep_stale_cgroups",
     "trial_settings",
     "use_trial_settings",

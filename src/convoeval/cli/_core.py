@@ -23,7 +23,7 @@ from .. import report as reports
 from .._lazy import collector_paused
 from .._result_files import resolve_output
 from .._sandbox import describe as describe_sandbox
-from .._sandbox import process_limit_note
+from .._sandbox import process_limit_note, sweep_placeholders
 from .._unseen import hide_from_models
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
@@ -357,6 +357,7 @@ def run(
     """Run eval files live against one or more targets and grade every turn (see RUN_HELP)."""
     load_plugins(plugin)
     for folder in dict.fromkeys(p if p.is_dir() else p.parent for p in paths or []):
+        sweep_placeholders(folder)  # what a run killed during a hook left (`.env`, `targets.yaml` folders)
         load_env_file(folder)  # provider keys and ${{ VAR }} values next to the suite
     if not paths and resume is None and rerun_failed is None:
         raise fail("give eval files to run, or --resume RUN_ID, or --rerun-failed RUN_ID")
