@@ -385,6 +385,16 @@ def test_a_hook_cannot_open_the_eval_folder_to_other_users(server: FakeOpenAISer
     assert call.output.rstrip().endswith("777"), call.output  # the model's own workspace is its own
 
 
+@needs_bwrap
+def test_a_commands_standard_input_is_read_only(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """Its stdin, a deleted file in the host's temp folder, was open for writing: a command wrote
+    up to `file_size_mb` there, outside its workspace."""
+    probe = "python3 -c 'import os; os.write(0, b\"x\" * 4096)' 2>&1 | tail -1; echo ran"
+    server.reset(reply=script(bash(probe), "done"))
+    [call] = calls(run(agent_suite(tmp_path)))
+    assert "Bad file descriptor" in call.output and "ran" in call.output, call.output
+
+
 def test_the_seccomp_filter_has_a_table_for_each_architecture_it_names() -> None:
     """The filter is a whole number of instructions, ends the process on an unknown
     architecture, and is absent (not wrong) on a machine convoeval has no table for."""

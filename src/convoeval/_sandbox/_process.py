@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ._agent_user import become
 from ._argv import AgentBox
@@ -199,6 +200,23 @@ def _set_limits(*limits: tuple[int, int]) -> None:
             pass
 
 
+def _feed(data: bytes) -> BinaryIO:
+    """A deleted temporary file holding `data`, opened read-only for the command's stdin: the
+    read-write one let a command write up to `file_size_mb` into the host's temp folder, outside
+    its workspace (where /proc is not mounted, the read-write one)."""
+    with tempfile.TemporaryFile() as written:
+        written.write(data)
+        written.flush()
+        try:
+            return open(f"/proc/self/fd/{written.fileno()}", "rb")  # closed by the caller
+        except OSError:
+            pass
+    fallback = tempfile.TemporaryFile()
+    fallback.write(data)
+    fallback.seek(0)
+    return fallback
+
+
 async def spawn(
     argv: list[str],
     cwd: Path,
@@ -218,11 +236,7 @@ async def spawn(
     the child too (bubblewrap's seccomp filter)."""
     loop = asyncio.get_running_loop()
     group = PidsGroup.make(settings.processes) if settings is not None and container is None else None
-    feed = None
-    if stdin is not None:  # a file, not a pipe: a command that never reads cannot block us
-        feed = tempfile.TemporaryFile()
-        feed.write(stdin)
-        feed.seek(0)
+    feed = _feed(stdin) if stdin is not None else None  # a file, not a pipe: a command that never reads cannot block us
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe() if separate_stderr else (None, None)
     creating = asyncio.ensure_future(
