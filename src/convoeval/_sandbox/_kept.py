@@ -113,7 +113,9 @@ def _hold(path: str) -> int | None:
         if not os.path.lexists(path) and not _make(path):
             return None
         if not os.path.isfile(os.path.join(path, MARKER)):
-            return None
+            if os.path.lexists(path):
+                return None
+            continue  # removed before it was held (`sweep_placeholders` of another run): make it again
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         fcntl.flock(fd, fcntl.LOCK_SH)
         if _same(fd, path):
