@@ -725,18 +725,38 @@ def test_a_dotenv_cannot_set_ld_preload(tmp_path: Path) -> None:
     assert "LD_PRELOAD ignored: a .env file cannot set the dynamic loader" in done.stderr
 
 
+#: A library that writes to a marker file as it is loaded.
+_CONSTRUCTOR = """#include <stdio.h>
+__attribute__((constructor)) static void loaded(void) {{
+    FILE *f = fopen("{marker}", "a");
+    if (f) {{ fputs("openssl\\n", f); fclose(f); }}
+}}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler for the planted OpenSSL provider")
 def test_a_dotenv_cannot_choose_the_programs_convoeval_starts_on_the_host(tmp_path: Path) -> None:
     """A suite's `.env` with `GIT_SSH_COMMAND` ran its command on the host, unconfined (as root),
     when the suite's `repos:` were cloned; `PYTHONPATH` made `--processes` workers import its
     `sitecustomize`, which then read the keys; `RAY_ADDRESS` chose the Ray cluster that gets the
-    target configs and answers with pickles. They are ignored now, each said once on stderr."""
+    target configs and answers with pickles; `OPENSSL_CONF` named a provider library every
+    `--processes` worker loaded as it started. They are ignored now, each said once on stderr."""
     marker = tmp_path / "marker.txt"
     folder = tmp_path / "suite"
     write(folder / "py" / "sitecustomize.py", f"open({str(marker)!r}, 'a').write('python\\n')\n")
     write(
         folder / ".env",
         f"GIT_SSH_COMMAND=sh -c 'echo git >> {marker}; exit 1' --\nPYTHONPATH={folder / 'py'}\n"
-        "RAY_ADDRESS=127.0.0.1:9\n",  # with `execution.backend: ray`, the cluster the run joins
+        "RAY_ADDRESS=127.0.0.1:9\n"  # with `execution.backend: ray`, the cluster the run joins
+        f"OPENSSL_CONF={folder / 'openssl.cnf'}\n",  # its provider library: loaded by every Python worker
+    )
+    library = folder / "evil.so"
+    source = write(folder / "evil.c", _CONSTRUCTOR.format(marker=marker))
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True, timeout=60)
+    write(
+        folder / "openssl.cnf",
+        "openssl_conf = init\n[init]\nproviders = providers\n[providers]\nevil = evil\n"
+        f"[evil]\nmodule = {library}\nactivate = 1\n",
     )
     suite = write(
         folder / "s.eval.yaml",
@@ -754,7 +774,7 @@ def test_a_dotenv_cannot_choose_the_programs_convoeval_starts_on_the_host(tmp_pa
     )
     assert "Traceback" not in done.stderr, done.stderr
     assert not marker.exists(), marker.read_text()
-    for name in ("GIT_SSH_COMMAND", "PYTHONPATH", "RAY_ADDRESS"):
+    for name in ("GIT_SSH_COMMAND", "PYTHONPATH", "RAY_ADDRESS", "OPENSSL_CONF"):
         line = f"{name} ignored: a .env file cannot set how the programs convoeval starts run"
         assert done.stderr.count(line) == 1, done.stderr
 

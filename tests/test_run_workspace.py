@@ -8,6 +8,9 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -436,6 +439,32 @@ def test_a_placeholder_left_by_a_killed_hook_does_not_stop_the_targets_file_sear
     assert find_targets_file(evals) == targets
     write(evals / ".git" / "HEAD", "ref: refs/heads/main\n")  # a real repository: its root ends the search
     assert find_targets_file(evals) is None
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (.ci/run installs it)")
+@pytest.mark.timeout(120)
+def test_a_run_killed_during_a_hook_leaves_no_placeholder_that_stops_the_next_run(tmp_path: Path) -> None:
+    """`kill -9` during `before_all` left its placeholders (empty `targets.yaml`, `.env` and
+    `.git` folders) in the eval folder, and every later run there failed: `targets.yaml: a
+    folder, not a targets file`. The next run removes those no running command holds."""
+    write(
+        tmp_path / "s.eval.yaml",
+        "workspace: {hooks: {before_all: {command: 'sleep 60'}}}\ntests:\n  - {id: t, input: go}\n",
+    )
+    write(tmp_path / "plain.eval.yaml", "tests:\n  - {id: t, input: go}\n")
+    run = [sys.executable, "-m", "convoeval", "run", "--target", "scripted", "--judge", "scripted", "--no-cache"]
+    killed = subprocess.Popen([*run, "s.eval.yaml"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "targets.yaml").is_dir() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tmp_path / "targets.yaml" / ".convoeval-placeholder").exists()
+    finally:
+        killed.kill()
+        killed.wait()
+    ran = subprocess.run([*run, "plain.eval.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert not any(os.path.lexists(tmp_path / name) for name in ("targets.yaml", ".env", ".git", ".agentv"))
 
 
 def test_an_agentv_environment_setup_runs_when_the_eval_file_is_named_relative(cli, tmp_path: Path) -> None:

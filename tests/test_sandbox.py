@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -24,6 +26,7 @@ import pytest
 
 import convoeval
 from convoeval import _sandbox as sandbox
+from convoeval._sandbox._seccomp import program as seccomp_program
 from convoeval.results import EvaluationResult, ToolCall
 from convoeval.testing import FakeOpenAIServer, tool_calls
 
@@ -316,7 +319,9 @@ def test_no_other_user_reaches_into_a_workspace_the_model_opened(server: FakeOpe
             seen.append(as_nobody(str(body["messages"][-1]["content"]).splitlines()[-1]))
             return "done"
         seen.append("asked")
-        return bash("cp /usr/bin/id id && chmod 4755 id && echo private > note && chmod 644 note && chmod 755 . && pwd")
+        return bash(
+            "cp /usr/bin/id id && (chmod 4755 id || chmod 755 id) && echo private > note && chmod 644 note && chmod 755 . && pwd"
+        )
 
     server.reset(reply=reply)
     result = run(agent_suite(tmp_path, workspace="{keep: always}"))
@@ -328,6 +333,77 @@ def test_no_other_user_reaches_into_a_workspace_the_model_opened(server: FakeOpe
         assert Path(kept, "note").read_text() == "private\n"  # the kept workspace is whole, for its owner
     finally:
         shutil.rmtree(kept, ignore_errors=True)
+
+
+#: Every way a command's shell makes a file of its own set-user-ID or set-group-ID.
+_SET_ID = (
+    "cp /usr/bin/id {p}chmod; chmod 4755 {p}chmod; chmod g+s {p}chmod; "
+    "install -m 4755 /usr/bin/id {p}install; "
+    "python3 -c 'import os; os.open(\"{p}open\", os.O_CREAT | os.O_WRONLY, 0o6755)'; "
+    "python3 -c 'import os; os.mknod(\"{p}mknod\", 0o104755)'; "
+    "cp /usr/bin/id {p}plain && chmod 755 {p}plain && echo plain-ok; true"
+)
+
+
+@needs_bwrap
+def test_no_command_makes_a_set_user_id_file_where_other_users_run_it(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """A `before_all` hook writes the eval folder, which other users of the machine reach: as
+    root, `cp /usr/bin/bash rootsh && chmod 4755 rootsh` there left a root shell that `nobody`
+    ran (`rootsh -p`: euid=0). No sandboxed command may set those bits now, however it tries
+    (chmod, open or mknod with the mode, `install -m`); a plain chmod still works."""
+    hook = _SET_ID.format(p="hook-")
+    server.reset(reply=script(bash(_SET_ID.format(p="model-")), "done"))
+    suite = agent_suite(tmp_path, workspace=f"{{keep: always, hooks: {{before_all: {{command: {json.dumps(hook)}}}}}}}")
+    result = run(suite)
+    [call] = calls(result)
+    workspace = Path(result.trials[0].workspace or "")
+    try:
+        assert "plain-ok" in call.output and result.sandbox == "bubblewrap"
+        made = [*tmp_path.glob("hook-*"), *workspace.glob("model-*")]
+        names = {f"{who}-{how}" for who in ("hook", "model") for how in ("chmod", "install", "plain")}
+        assert names <= {p.name for p in made} and (tmp_path / "hook-plain").stat().st_mode & 0o777 == 0o755, made
+        for path in made:
+            assert not path.stat().st_mode & (stat.S_ISUID | stat.S_ISGID), path
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+@needs_bwrap
+def test_a_hook_cannot_open_the_eval_folder_to_other_users(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """A `before_all` hook's `chmod 777 .` left the eval folder writable by every user, who then
+    replaced `targets.yaml` with a `cli` target the next run ran (as root). In the eval folder a
+    hook may not give others write (chmod, an ACL); in its own workspace the model still may."""
+    write(tmp_path / "data.txt", "fixture\n")
+    acl = 'python3 -c \'import os; os.setxattr("data.txt", "user.note", b"x")\' 2>&1 | tail -1'
+    hook = f"chmod 777 . ; chmod o+w data.txt ; {acl} > acl.txt; chmod 600 data.txt && echo private > mine.txt; true"
+    server.reset(reply=script(bash("touch x && chmod 777 x && stat -c %a x"), "done"))
+    suite = agent_suite(tmp_path, workspace=f"{{hooks: {{before_all: {{command: {json.dumps(hook)}}}}}}}")
+    [call] = calls(run(suite))
+    assert stat.S_IMODE(tmp_path.stat().st_mode) & 0o002 == 0 and (tmp_path / "mine.txt").exists()
+    assert stat.S_IMODE((tmp_path / "data.txt").stat().st_mode) == 0o600  # a plain chmod still works
+    assert "Operation not supported" in (tmp_path / "acl.txt").read_text()
+    assert call.output.rstrip().endswith("777"), call.output  # the model's own workspace is its own
+
+
+@needs_bwrap
+def test_a_commands_standard_input_is_read_only(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """Its stdin, a deleted file in the host's temp folder, was open for writing: a command wrote
+    up to `file_size_mb` there, outside its workspace."""
+    probe = "python3 -c 'import os; os.write(0, b\"x\" * 4096)' 2>&1 | tail -1; echo ran"
+    server.reset(reply=script(bash(probe), "done"))
+    [call] = calls(run(agent_suite(tmp_path)))
+    assert "Bad file descriptor" in call.output and "ran" in call.output, call.output
+
+
+def test_the_seccomp_filter_has_a_table_for_each_architecture_it_names() -> None:
+    """The filter is a whole number of instructions, ends the process on an unknown
+    architecture, and is absent (not wrong) on a machine convoeval has no table for."""
+    for machine in ("x86_64", "aarch64"):
+        for shared in (False, True):
+            program = seccomp_program(machine, shared=shared)
+            assert program is not None and len(program) % 8 == 0
+            assert program[-4:] == (0x80000000).to_bytes(4, "little")
+    assert seccomp_program("riscv64") is None
 
 
 @needs_bwrap

@@ -459,3 +459,29 @@ def test_a_models_bash_does_not_see_a_project_that_lies_in_a_system_folder() -> 
     assert call.output and "42" in call.output, call  # the system is still there
     assert ANSWER not in call.output and "targets.yaml" not in call.output, call.output
     assert "42" in agent.stdout and ANSWER not in agent.stdout and "targets.yaml" not in agent.stdout, agent
+
+
+@needs_bwrap
+@pytest.mark.timeout(120)
+def test_an_earlier_runs_named_results_file_is_hidden(cli, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only this run's `-o` file and the state folder were covered: a `verify` running the
+    model's code read `earlier.jsonl`, which an earlier run of the suite wrote into the eval
+    folder with the expected answers (the store records where each run wrote its results)."""
+    suite = outside / "suite"
+    verify = f"! grep -qs {ANSWER} {suite}/earlier.jsonl"
+    write(
+        suite / "s.eval.yaml",
+        f"tests:\n  - {{id: t, input: go, expected_output: {ANSWER}, workspace: {{}}, verify: {{command: '{verify}'}}}}\n",
+    )
+    earlier = [sys.executable, "-m", "convoeval", "run", "s.eval.yaml", "-t", "scripted", "--judge", "scripted"]
+    ran = subprocess.run(
+        [*earlier, "-o", "earlier.jsonl", "--no-cache"], cwd=suite, capture_output=True, text=True, timeout=60
+    )
+    assert ANSWER in (suite / "earlier.jsonl").read_text(), ran.stdout + ran.stderr
+    monkeypatch.chdir(suite)
+    code, out, err = cli(
+        "run", "s.eval.yaml", "-t", "scripted", "--judge", "scripted", "-o", "later.jsonl", "--no-cache"
+    )
+    [result] = read_jsonl(suite / "later.jsonl")
+    [checked] = [s for s in result["scores"] if s["name"] == "verify"]
+    assert checked["verdict"] == "pass", (checked, out + err)

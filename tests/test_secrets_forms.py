@@ -122,6 +122,27 @@ def test_the_basic_credential_built_from_a_url_password_is_redacted(
         assert basic not in text and password not in text, name
 
 
+def test_the_password_of_a_url_in_any_variable_is_redacted_alone(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`DATABASE_URL=postgres://app:PW@db/x` was kept from commands, but PW alone (a driver's
+    `password=PW` DSN, a model repeating it) reached the results, the store and the terminal."""
+    password, token = "pgpw" + uuid.uuid4().hex[:16], "svct" + uuid.uuid4().hex[:16]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-" + uuid.uuid4().hex)
+    monkeypatch.setenv("DATABASE_URL", f"postgres://app:{password}@db:5432/x")
+    monkeypatch.setenv("BILLING_ENDPOINT", f"https://billing.example/v1?region=eu-west-1&access_token={token}")
+    write(tmp_path / "s.eval.yaml", "tests:\n  - id: t1\n    input: hi\n    assertions: [{type: contains, value: a}]\n")
+    reply = f"dsn host=db user=app password={password}; token {token}; region eu-west-1"
+    with FakeOpenAIServer(reply=lambda body: reply) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code, stdout, stderr = cli("run", "s.eval.yaml", "--target", "openai:m", "--store", "state", "-o", "r.jsonl")
+    assert code == 0, stdout + stderr
+    texts = _everything_written(tmp_path, stdout + stderr)
+    assert "password=[REDACTED]; token [REDACTED]; region eu-west-1" in texts[str(tmp_path / "r.jsonl")]
+    for name, text in texts.items():
+        assert password not in text and token not in text, name
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [

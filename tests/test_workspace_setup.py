@@ -8,7 +8,9 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import convoeval
+from convoeval.run._workspace import python_files
 
 from .conftest import write
 
@@ -152,6 +155,34 @@ def test_before_all_and_after_all_run_once_around_every_trial(tmp_path: Path) ->
     assert (suite.parent / "log.txt").read_text() == "start\nend\n"
 
 
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (.ci/run installs it)")
+def test_a_hook_cannot_change_a_module_a_python_target_imports_later(tmp_path: Path) -> None:
+    """A `python` target's module imports `helper` on its first call: `before_all` rewrote
+    helper.py in the eval folder (only modules already imported were kept), and convoeval ran the
+    hook's code on the host, unconfined, at the first turn. The run now stops before any call."""
+    module = f"helper_{uuid.uuid4().hex[:8]}"
+    suite = tmp_path / "suite"
+    write(suite / f"{module}.py", "def answer(prompt):\n    return 'fine'\n")
+    agent = f"import os, sys\nsys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n\n\ndef reply(prompt):\n    import {module}\n    return {module}.answer(prompt)\n"
+    write(suite / "agent.py", agent)
+    write(suite / "targets.yaml", "targets:\n  - {name: py, provider: python, callable: 'agent.py:reply'}\n")
+    planted = f"def answer(prompt):\n    open({str(tmp_path / 'escaped')!r}, 'w').write('ran')\n    return 'pwned'\n"
+    payload = base64.b64encode(planted.encode()).decode()
+    hook = f"echo {payload} | base64 -d > {module}.py"
+    write(
+        suite / "s.eval.yaml",
+        f"workspace: {{hooks: {{before_all: {{command: '{hook}'}}}}}}\ntests:\n  - {{id: t, input: go}}\n",
+    )
+    program = Path(sys.executable).parent / "convoeval"
+    ran = subprocess.run(
+        [str(program), "run", "s.eval.yaml", "-t", "py", "--judge", "scripted", "--no-cache", "-o", "r.jsonl"],
+        cwd=suite, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert not (tmp_path / "escaped").exists(), ran.stdout + ran.stderr
+    assert ran.returncode == 2 and "changed Python files that convoeval may import on the host" in ran.stderr
+    assert f"{module}.py" in ran.stderr
+
+
 def test_a_failing_before_all_stops_the_run_before_any_call(tmp_path: Path, cli) -> None:
     suite = suite_with(tmp_path, "{hooks: {before_all: {command: 'echo no database; exit 3'}}}")
     code, _, err = cli("run", suite, "--judge", "scripted")
@@ -192,3 +223,22 @@ def test_keep_workspaces_keeps_a_suite_level_workspace_too(tmp_path: Path) -> No
     kept = Path(result.trials[0].workspace or "")
     assert result.verdict == "pass" and (kept / "made.txt").read_text() == "made\n"
     shutil.rmtree(kept)
+
+
+def test_the_python_files_a_hook_may_not_change_are_listed_through_any_depth(tmp_path: Path) -> None:
+    """A hook may nest folders deeper than Python's stack (os.walk recursed: RecursionError)."""
+    write(tmp_path / "top.py", "")
+    here = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        for _ in range(1500):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("deep.py").write_text("")
+    finally:
+        os.chdir(here)
+    try:
+        found = python_files([tmp_path])
+    finally:
+        subprocess.run(["rm", "-rf", str(tmp_path / "d")], check=True)  # shutil.rmtree recurses too
+    assert str(tmp_path / "top.py") in found and any(p.endswith("/d/deep.py") for p in found), len(found)

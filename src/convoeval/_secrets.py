@@ -167,9 +167,28 @@ def known_secrets() -> list[str]:
     global _known
     if _known is None:
         from_env = {v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
-        values = {*_remembered, *from_env}
+        in_urls = {c for v in os.environ.values() if "://" in v for c in _url_credentials(v)}
+        values = {*_remembered, *from_env, *(c for c in in_urls if len(c) >= MIN_SECRET_LENGTH)}
         _known = sorted({form for value in values for form in _in_json(value)}, key=len, reverse=True)
     return _known
+
+
+def _url_credentials(value: str) -> list[str]:
+    """The credentials in a URL a variable of any name holds: its password (and the Basic
+    credential built from it) and its credential-named query values
+    (`DATABASE_URL=postgres://app:PW@db/x`, `SERVICE=https://h/?api_key=K`). Commands never get
+    such a variable (`scrubbed_env`); these make the password alone, as a driver or a model may
+    print it, a known secret too."""
+    try:
+        parts = urlsplit(value.strip())
+    except ValueError:
+        return []
+    found = _basic_credentials(parts.username, parts.password) if parts.password else []
+    for pair in parts.query.split("&"):
+        name, _, secret = pair.partition("=")
+        if secret and re.fullmatch(_URL_SECRET_NAME, unquote_plus(name), re.IGNORECASE):
+            found += _as_written_and_decoded(secret)
+    return found
 
 
 def _in_json(value: str) -> set[str]:

@@ -70,7 +70,7 @@ from ._choice import (
     trial_settings,
     use_trial_settings,
 )
-from ._kept import links_put_back, placeholders
+from ._kept import links_put_back, placeholders, sweep_placeholders
 from ._lend import Lent, lend
 from ._owner import left_by_gone_owner, owner_tag, stat_fields
 from ._process import (
@@ -85,6 +85,7 @@ from ._process import (
     watch_group,
 )
 from ._relay import RELAY_NOT_FOUND, Relay
+from ._seccomp import filter_fd
 from ._tree import remove_tree
 
 __all__ = [
@@ -132,6 +133,7 @@ __all__ = [
     "scratch_folder",
     "stat_fields",
     "start_problem",
+    "sweep_placeholders",
     "sweep_stale_cgroups",
     "trial_settings",
     "use_trial_settings",
@@ -164,6 +166,7 @@ async def run(
     system_only: bool = False,
     kept: Sequence[Path] = (),
     relay: Relay | None = None,
+    shared: bool = False,
 ) -> Finished:
     """Run `command` (a shell command line, or an argv) in the run's sandbox, in `cwd`.
 
@@ -188,6 +191,9 @@ async def run(
             removed or replaced it (`links_put_back`: the command then fails, saying so).
         relay: a host Unix socket the command reaches at a loopback URL (`_relay`): the command
             runs under the relay, the socket's folder bound into bubblewrap; docker refuses it.
+        shared: `writable` is a folder other users reach (the eval folder, not a workspace):
+            bubblewrap's filter also keeps the command from opening anything in it to them
+            (`_seccomp`).
 
     Raises:
         SandboxError: no sandbox can run it (the message says how to install one or opt out).
@@ -237,20 +243,33 @@ async def run(
     if which == "docker":  # the docker client itself may need DOCKER_HOST and the like
         full_env = {**{k: v for k, v in os.environ.items() if k.startswith("DOCKER_")}, **full_env}
     kept = kept if which == "bubblewrap" and writable is not None else ()
+    seccomp = filter_fd(shared) if which == "bubblewrap" else None
     try:
         with links_put_back(kept, writable or cwd) as put_back, placeholders(kept, writable or cwd):
             if which == "bubblewrap":
                 argv = bwrap_argv(
                     argv, shell, cwd, writable, readable, settings, system_only=system_only, kept=kept, bound=bound
                 )
-                argv[1:1] = loader
+                argv[1:1] = [*loader, *(["--seccomp", str(seccomp)] if seccomp is not None else [])]
             finished = await spawn(
-                argv, cwd, full_env, stdin, cap, separate_stderr, timeout_s, settings, name, which != "bubblewrap"
+                argv,
+                cwd,
+                full_env,
+                stdin,
+                cap,
+                separate_stderr,
+                timeout_s,
+                settings,
+                name,
+                which != "bubblewrap",
+                keep_fds=() if seccomp is None else (seccomp,),
             )
         if put_back:  # the command did what it may not: it fails, saying so
             told = "".join(f"\nconvoeval: {line}" for line in put_back)
             finished = dataclasses.replace(finished, code=finished.code or 1, output=finished.output + told)
         return finished
     finally:
+        if seccomp is not None:
+            os.close(seccomp)
         if home is not None:
             remove_tree(home)

@@ -113,7 +113,9 @@ def _hold(path: str) -> int | None:
         if not os.path.lexists(path) and not _make(path):
             return None
         if not os.path.isfile(os.path.join(path, MARKER)):
-            return None
+            if os.path.lexists(path):
+                return None
+            continue  # removed before it was held (`sweep_placeholders` of another run): make it again
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         fcntl.flock(fd, fcntl.LOCK_SH)
         if _same(fd, path):
@@ -176,3 +178,23 @@ def _same(fd: int, path: str) -> bool:
     except OSError:
         return False
     return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def sweep_placeholders(folder: Path) -> None:
+    """Remove the placeholders a convoeval killed during a hook (`kill -9`) left in `folder` (a
+    folder holding just `MARKER`, or a staging one, that no running command holds): a
+    `targets.yaml` or `.env` folder there made every later run fail ("a folder, not a targets
+    file") before any hook could remove it."""
+    try:
+        with os.scandir(folder) as scan:
+            entries = [e.path for e in scan if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for path in entries:
+        try:
+            if os.listdir(path) != [MARKER]:
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        _release(path, fd)

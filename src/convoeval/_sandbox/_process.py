@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ._agent_user import become
 from ._argv import AgentBox
@@ -145,6 +146,7 @@ def _in_child(
     (`_drop_root_powers`)."""
     if _prctl is not None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.umask(os.umask(0o022) | 0o002)  # nothing it makes is writable by others (`_seccomp` keeps it so)
     if group is not None:
         group.join()
     if powerless:
@@ -198,6 +200,23 @@ def _set_limits(*limits: tuple[int, int]) -> None:
             pass
 
 
+def _feed(data: bytes) -> BinaryIO:
+    """A deleted temporary file holding `data`, opened read-only for the command's stdin: the
+    read-write one let a command write up to `file_size_mb` into the host's temp folder, outside
+    its workspace (where /proc is not mounted, the read-write one)."""
+    with tempfile.TemporaryFile() as written:
+        written.write(data)
+        written.flush()
+        try:
+            return open(f"/proc/self/fd/{written.fileno()}", "rb")  # closed by the caller
+        except OSError:
+            pass
+    fallback = tempfile.TemporaryFile()
+    fallback.write(data)
+    fallback.seek(0)
+    return fallback
+
+
 async def spawn(
     argv: list[str],
     cwd: Path,
@@ -209,17 +228,15 @@ async def spawn(
     settings: SandboxSettings | None,
     container: str | None,
     powerless: bool = False,
+    keep_fds: tuple[int, ...] = (),
 ) -> Finished:
     """Start `argv` in a session and pids cgroup (`PidsGroup.make`; not docker's client) of its own,
     read its pipes as they fill (`cap` bytes kept), kill its group when it ends or is stopped.
-    `powerless`: as root, without root's capabilities (`_drop_root_powers`)."""
+    `powerless`: as root, without root's capabilities (`_drop_root_powers`). `keep_fds`: open in
+    the child too (bubblewrap's seccomp filter)."""
     loop = asyncio.get_running_loop()
     group = PidsGroup.make(settings.processes) if settings is not None and container is None else None
-    feed = None
-    if stdin is not None:  # a file, not a pipe: a command that never reads cannot block us
-        feed = tempfile.TemporaryFile()
-        feed.write(stdin)
-        feed.seek(0)
+    feed = _feed(stdin) if stdin is not None else None  # a file, not a pipe: a command that never reads cannot block us
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe() if separate_stderr else (None, None)
     creating = asyncio.ensure_future(
@@ -231,6 +248,7 @@ async def spawn(
             stdout=out_w,
             stderr=err_w if err_w is not None else out_w,
             start_new_session=True,
+            pass_fds=keep_fds,
             preexec_fn=lambda: _in_child(settings, group=group, powerless=powerless),
         )
     )

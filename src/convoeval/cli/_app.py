@@ -124,14 +124,20 @@ _SAID: set[tuple[Path, str]] = set()
 #: Variables that make a program convoeval starts on the host run code of their choosing: the
 #: dynamic loader's, git's (`GIT_SSH_COMMAND`, `GIT_CONFIG_*`; `XDG_CONFIG_HOME` holds its config),
 #: Python's (a `--processes` worker imports `PYTHONPATH`'s `sitecustomize`, then gets the keys),
-#: Node's (promptfoo's transforms), bash's start-up file (`BASH_ENV`), and Ray's (`RAY_ADDRESS`: with a
+#: Node's (promptfoo's transforms), bash's start-up file (`BASH_ENV`), Ray's (`RAY_ADDRESS`: with a
 #: suite's `execution.backend: ray`, the cluster of the file's choosing got the target configs and
-#: answered with pickles).
-_STARTUP = re.compile(r"LD_.*|GIT_.*|PYTHON.*|RAY_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|XDG_CONFIG_HOME|SSH_ASKPASS.*")
+#: answered with pickles), OpenSSL's (`OPENSSL_CONF` names a provider library that every Python
+#: process loads as it starts: `--processes` workers ran the file's code, then got the keys) and
+#: glibc's character set modules (`GCONV_PATH`).
+_STARTUP = re.compile(
+    r"LD_.*|GIT_.*|PYTHON.*|RAY_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|XDG_CONFIG_HOME|SSH_ASKPASS.*|OPENSSL_.*|GCONV_PATH"
+)
 #: Variables that route requests, keys in their headers (the `litellm` provider's HTTP client
-#: honours them): a proxy, and the certificates that would let one read HTTPS.
+#: honours them): a proxy, the certificates that would let one read HTTPS, and the file Python's
+#: and Node's TLS write each session's secrets to (`SSLKEYLOGFILE`: what decrypts the requests).
 _ROUTE = re.compile(
     r"(?i)(https?|all|no)_proxy|SSL_CERT_(FILE|DIR)|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|NODE_EXTRA_CA_CERTS"
+    r"|SSLKEYLOGFILE"
 )
 #: Variables that name where a run writes (the results file, the store, the cache) or what it
 #: reads as its targets: a `.env` may name a place in its own folder or repository only (a suite's

@@ -23,10 +23,11 @@ from .. import report as reports
 from .._lazy import collector_paused
 from .._result_files import resolve_output
 from .._sandbox import describe as describe_sandbox
-from .._sandbox import process_limit_note
+from .._sandbox import process_limit_note, sweep_placeholders
 from .._unseen import hide_from_models
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
+from ..engine._housekeeping import recorded_outputs
 from ..errors import ConfigError, NothingToRerun, RegistryError
 from ..report import RunProgress, print_panel_agreement, print_run_totals, print_summary
 from ..report._progress import Mode
@@ -356,6 +357,7 @@ def run(
     """Run eval files live against one or more targets and grade every turn (see RUN_HELP)."""
     load_plugins(plugin)
     for folder in dict.fromkeys(p if p.is_dir() else p.parent for p in paths or []):
+        sweep_placeholders(folder)  # what a run killed during a hook left (`.env`, `targets.yaml` folders)
         load_env_file(folder)  # provider keys and ${{ VAR }} values next to the suite
     if not paths and resume is None and rerun_failed is None:
         raise fail("give eval files to run, or --resume RUN_ID, or --rerun-failed RUN_ID")
@@ -363,7 +365,8 @@ def run(
         raise fail(f"--output {output_text}: ends with a slash; give a file name")
     output = Path(output_text) if output_text else None
     workers = _processes_number(processes)
-    hide_from_models([state_dir(store)])  # the store, the cache and earlier runs' results (their answers)
+    # The store, the cache and earlier runs' results (their answers), default or named with -o.
+    hide_from_models([state_dir(store), *recorded_outputs(state_dir(store) / STORE_FILE)])
     if output is None and resume is None:
         output = state_dir(store) / "results" / _default_results_name()
     progress = _RunLines(out, "off" if quiet else "bar" if out.is_terminal else "lines", quiet=quiet)

@@ -81,20 +81,24 @@ async def sandboxed(
     passed: Iterable[str] = (),
     readable: Sequence[Path] = (),
     kept: Sequence[Path] = (),
+    extra: Mapping[str, str] | None = None,
+    shared: bool = False,
 ) -> Ran:
     """Run a suite's command (hook, verify) in the run's sandbox: `writable` the only folder it
     may change (`readable` ones still seen), no secret-named variable in its environment but the
-    `passed` ones. No sandbox available raises SandboxError (saying how to get one): the test
-    is an execution error, never a failed or passed check."""
+    `passed` ones (and `extra`); `shared`: `writable` is a folder other users reach (the eval
+    folder), which it may not open to them. No sandbox available raises SandboxError (saying how
+    to get one): the test is an execution error, never a failed or passed check."""
     ran = await sandbox.run(
         command,
         cwd,
         timeout_s=timeout_s,
         writable=writable,
         readable=readable,
-        env=scrubbed_env(passed),
+        env={**scrubbed_env(passed), **(extra or {})},
         cap=COMMAND_BYTES,
         kept=kept,
+        shared=shared,
     )
     return Ran(ran.code, f"timed out after {timeout_s:g} s" if ran.timed_out else ran.output)
 
@@ -498,13 +502,72 @@ async def run_suite_hooks(
         if hook is None or (key := (str(base_dir), hook.model_dump_json())) in seen:
             continue
         seen.add(key)
+        folders = import_folders(base_dir, targets)
+        before = python_files(folders)
         ran = await sandboxed(
             hook.command, base_dir / (hook.cwd or "."), hook.timeout_ms / 1000, base_dir, spec.env,
             kept=kept_in_eval_folder(base_dir, suites, targets, files),
+            extra={"PYTHONDONTWRITEBYTECODE": "1"},  # a script it runs leaves no `.pyc` (`python_files`)
+            shared=True,  # the eval folder: other users reach it (a workspace lies in a 0700 folder)
         )  # fmt: skip
         if ran.code != 0:
             return f"workspace hook {which} `{hook.command}` exited with code {ran.code}: {ran.output.strip()[-OUTPUT_TAIL:]}"
+        if changed := sorted(k for k in before.keys() | python_files(folders).keys() if before.get(k) != _now(k)):
+            shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+            return (
+                f"workspace hook {which} `{hook.command}` changed Python files that convoeval may import on the "
+                f"host (a `python` target's or tool's modules, a `cli` target's): {shown}; a hook may not"
+            )
     return None
+
+
+#: Folders `python_files` does not walk: no Python module convoeval runs lies there.
+_UNWALKED = frozenset({".git", "node_modules"})
+#: What Python loads code from: modules, compiled ones, extensions and `.pth` files.
+PYTHON_SUFFIXES = (".py", ".pyc", ".pyo", ".pth", ".so", ".pyd")
+
+
+def import_folders(base_dir: Path, targets: Iterable[TargetConfig] = ()) -> list[Path]:
+    """The folders of the eval folder that code convoeval runs on the host imports from: those
+    on `sys.path`, those of the Python files it imported (a `python` target's, a tool's, a
+    plugin) and of the Python files the `targets` run (a `cli` target's script). A hook that
+    adds or changes a module there (`helper.py` a target imports on its first call, a `json.py`
+    shadowing the standard one) would have it run unconfined."""
+    folder = base_dir.resolve()
+    pythons = list(dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix)))
+    files = [*_imported_files(pythons), *(p for p in _target_files(folder, targets) if p.suffix == ".py")]
+    found = [Path(p).resolve() for p in sys.path if p] + [p.resolve().parent for p in files]
+    inside = (f for f in found if f.is_relative_to(folder) and not any(f.is_relative_to(p) for p in pythons))
+    return list(dict.fromkeys(inside))
+
+
+def python_files(folders: Sequence[Path]) -> dict[str, tuple[int, int, int]]:
+    """Each file Python may load under `folders` (`PYTHON_SUFFIXES`, no link followed; `.git`, `node_modules` and convoeval's own Python, kept whole, left out), by its
+    path: its inode, size and modification time (at most `SNAPSHOT_FILES`)."""
+    found: dict[str, tuple[int, int, int]] = {}
+    pythons = {str(Path(p).resolve()) for p in (sys.prefix, sys.base_prefix)}
+    pending = [str(top) for top in folders]  # not os.walk: it recurses (a hook may nest folders deeper than the stack)
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as scan:
+                entries = list(scan)
+        except OSError:  # gone, or a path too long to open: Python cannot import from there either
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in _UNWALKED and entry.path not in pythons:
+                    pending.append(entry.path)
+            elif entry.name.endswith(PYTHON_SUFFIXES) and len(found) < SNAPSHOT_FILES:
+                found[entry.path] = _now(entry.path)
+    return found
+
+
+def _now(path: str) -> tuple[int, int, int]:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return (0, 0, 0)
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 registry.register("environment", "directory", DirectoryEnvironment())
