@@ -373,6 +373,50 @@ def test_claude_stopped_mid_command_leaves_no_command_running(
         kill_marked(f"sleep({mark})")
 
 
+def test_claude_turn_that_leaves_a_server_running_ends_at_its_answer(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code 2.1.332 stays up after its `result` while a background command it started runs
+    (a server: Bash's `run_in_background`). The turn ends at that answer, the server ends with
+    the CLI, and the next turn resumes the session (before: the turn ran to its timeout, an
+    execution error, and the server stayed up until then)."""
+    mark = unique_seconds()
+    suite = """\
+tests:
+  - id: server
+    mode: conversation
+    turns:
+      - input: please start the server
+        assertions:
+          - {type: tool-called, tool: Bash}
+          - {type: contains, value: Started}
+      - input: is it up?
+        assertions: [{type: contains, value: It is up}]
+"""
+    command = f"echo SERVER-UP; python3 -c 'import time; time.sleep({mark})'"
+    server_rule = Rule(
+        "start the server", "Started: {output}", ("Bash", {"command": command, "run_in_background": True})
+    )
+    try:
+        with FakeAnthropic([server_rule, Rule("is it up", "It is up.")]) as server:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+            started = time.monotonic()
+            result, _ = run_suite(tmp_path, suite, claude_target(clis, timeout_s=60))
+            elapsed = time.monotonic() - started
+        assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+        assert elapsed < 45, elapsed
+        turns = [s for s in result.scores if s.type == "turn"]
+        assert turns[0].session_id and turns[1].session_id == turns[0].session_id
+        (call,) = turns[0].tool_calls
+        assert call.name == "Bash" and call.arguments["run_in_background"] is True
+        # Turn 2 resumed the session: its model call carries turn 1's message.
+        second = turn_calls(server)[1][0]
+        assert "please start the server" in json.dumps(second.body["messages"])
+        wait_for(lambda: not left(f"sleep({mark})"), 5)
+    finally:
+        kill_marked(f"sleep({mark})")
+
+
 @pytest.mark.parametrize("which", ["claude", "codex"])
 def test_the_cli_stops_where_the_tests_time_budget_ends(
     clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str

@@ -79,6 +79,9 @@ class ClaudeCodeTarget(AgentCli):
     def watcher(self) -> Callable[[Line], str | None]:
         return stop_on_fatal_retry
 
+    def finisher(self) -> Callable[[Line], bool]:
+        return answered_with_background_tasks()
+
     def spent(self, lines: list[Line], request: ChatRequest, env: dict[str, str]) -> ChatReply:
         return spent_so_far(lines, self.config)
 
@@ -109,6 +112,26 @@ def retrying(lines: list[Line]) -> str | None:
         f"Claude Code was retrying the API: attempt {last.get('attempt')} of {last.get('max_retries')}, "
         f"{reason} ({last.get('error')})"
     )
+
+
+def answered_with_background_tasks() -> Callable[[Line], bool]:
+    """A check that is True at a `result` event printed while background commands run (Bash's
+    `run_in_background`, a server the agent started): Claude Code 2.1.332 then stays up until
+    they end, and answers again when one does, so a turn that started a server would run to its
+    timeout. The turn ends at that `result`, as a Codex turn does at its end (Claude Code, ended
+    with SIGTERM, ends its commands). The tasks running are the last `background_tasks_changed`
+    event's `tasks`."""
+    running = False
+
+    def check(line: Line) -> bool:
+        nonlocal running
+        if '"background_tasks_changed"' in line.text:
+            event = _event(line.text) or {}
+            if event.get("subtype") == "background_tasks_changed":
+                running = bool(event.get("tasks"))
+        return running and '"result"' in line.text and (_event(line.text) or {}).get("type") == "result"
+
+    return check
 
 
 def stop_on_fatal_retry(line: Line) -> str | None:
