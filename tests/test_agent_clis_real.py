@@ -30,7 +30,7 @@ from convoeval.targets import ChatReply
 from convoeval.targets.agents._codex import _merge_rollout as merge_rollout
 from convoeval.targets.agents._codex_rollout import read_records, read_turns
 
-from .agent_servers import FakeAnthropic, FakeResponses, Rule
+from .agent_servers import Answer, FakeAnthropic, FakeResponses, Rule
 from .conftest import REPO, write
 from .test_signals import convoeval as convoeval_process
 from .test_signals import kill_marked, left, wait_for
@@ -415,6 +415,55 @@ tests:
         wait_for(lambda: not left(f"sleep({mark})"), 5)
     finally:
         kill_marked(f"sleep({mark})")
+
+
+class SlowAfterTools(FakeAnthropic):
+    """Answers a tool's result only after `delay_s`: a background command ends meanwhile."""
+
+    delay_s = 4.0
+
+    def answer(self, body: dict) -> Answer:
+        if self.tool_output(body) is not None and not self.is_side_request(body):
+            time.sleep(self.delay_s)
+        return super().answer(body)
+
+
+def test_claude_turn_answered_again_after_its_background_command_counts_every_answer(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A background command that ends after Claude Code's answer was asked for, but before the
+    answer came, makes it answer again in the same run (a second `result`, whose figures count
+    only what came after the first). The turn counts the tokens and cost of both and keeps both
+    answers (before: only the last, a third of the tokens here, and the first answer lost)."""
+    suite = """\
+tests:
+  - id: job
+    mode: conversation
+    turns:
+      - input: start the job
+      - input: is it done?
+"""
+    rules = [
+        Rule("task-notification", "Noted: the job finished."),
+        Rule("start the job", "Started.", ("Bash", {"command": "sleep 0.2; echo JOB-DONE", "run_in_background": True})),
+        Rule("is it done", "Yes."),
+    ]
+    with SlowAfterTools(rules) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, suite, claude_target(clis, timeout_s=60))
+    assert result.execution_status == "ok", result.error
+    main = [r for r in server.model_calls if not server.is_side_request(r.body)]
+    assert [server.last_user_text(r.body) for r in main][-1] == "is it done?"
+    first = main[:-1]
+    assert len(first) == 3 and "<task-notification>" in server.last_user_text(first[2].body)
+    turn = result.scores[0]
+    assert turn.token_usage is not None
+    assert turn.token_usage.input_tokens == sum(r.usage["input"] for r in first), turn.token_usage
+    assert turn.token_usage.output_tokens == sum(r.usage["output"] for r in first), turn.token_usage
+    second = result.scores[1]
+    assert second.cost_usd and turn.cost_usd and turn.cost_usd > 2.5 * second.cost_usd, (turn.cost_usd, second.cost_usd)
+    (answer,) = [m.content for m in result.output if m.source == "target" and m.turn == 1]
+    assert answer == "Started.\n\nNoted: the job finished.", answer
 
 
 @pytest.mark.parametrize("which", ["claude", "codex"])

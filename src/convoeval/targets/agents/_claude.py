@@ -163,11 +163,18 @@ def parse_stream(lines: list[Line], args: Sequence[str] = (), config: TargetConf
         retries = stream.retries
         last = f" (last API retry: status {retries[-1].get('error_status')})" if retries else ""
         raise TargetError(f"the stream ended without a `result` event{last}")
-    for denial in result.get("permission_denials") or []:
+    for denial in [d for r in stream.results for d in r.get("permission_denials") or []]:
         call = calls.get(str(denial.get("tool_use_id"))) if isinstance(denial, dict) else None
         if call is not None:
             call.status = "denied"
     usage, cost, known = run_figures(result, config)
+    if len(stream.results) > 1 and all(
+        isinstance(r.get("model_usage_since_last_result"), dict) for r in stream.results
+    ):
+        usage, cost, known = Usage(), 0.0, True  # answered again: each result counts what came since the one before
+        for each in stream.results:
+            used, spent, priced = run_figures(each, config)
+            usage, cost, known = usage + used, cost + spent, known and priced
     ran = stream.ran
     subtype = str(result.get("subtype", "success"))
     finish = subtype
@@ -179,8 +186,9 @@ def parse_stream(lines: list[Line], args: Sequence[str] = (), config: TargetConf
         raise TargetError(
             result_error(result), usage=usage, cost_usd=cost, tool_calls=ran, text="\n\n".join(stream.texts)
         )
+    answers = [str(r["result"]) for r in stream.results if r.get("result") is not None]
     return ChatReply(
-        text=str(result.get("result") if result.get("result") is not None else "\n\n".join(stream.texts)),
+        text="\n\n".join(answers) if answers else "\n\n".join(stream.texts),
         usage=usage,
         cost_usd=cost,
         cost_known=known,
@@ -194,13 +202,16 @@ def parse_stream(lines: list[Line], args: Sequence[str] = (), config: TargetConf
 @dataclass
 class Stream:
     """What a stream-json transcript holds: tool calls by id, the assistant's texts, the session,
-    the `result` event (None before the end), the API retries, and the `usage` of each model
-    call (by message id: Claude Code prints a message once per content block) with its model."""
+    the last `result` event (None before the end) and all of them (Claude Code 2.1.332 answers
+    again when a background command it ran ends: a `result` each time), the API retries, and
+    the `usage` of each model call (by message id: Claude Code prints a message once per content
+    block) with its model."""
 
     calls: dict[str, ToolCall] = field(default_factory=dict)
     texts: list[str] = field(default_factory=list)
     session_id: str | None = None
     result: dict[str, Any] | None = None
+    results: list[dict[str, Any]] = field(default_factory=list)
     retries: list[dict[str, Any]] = field(default_factory=list)
     usages: dict[str, dict[str, Any]] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)
@@ -239,6 +250,7 @@ def read_stream(lines: list[Line]) -> Stream:
             stream.retries.append(event)
         elif kind == "result":
             stream.result = event
+            stream.results.append(event)
     return stream
 
 
