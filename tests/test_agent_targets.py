@@ -703,6 +703,23 @@ def test_claude_resumed_run_that_counted_no_call_costs_nothing() -> None:
     assert reply.cost_usd == 0.0 and reply.usage.total_tokens == 0
 
 
+def test_claude_run_that_answers_twice_counts_both_answers() -> None:
+    """Claude Code 2.1.332 answers again in the same run when a background command ends (a
+    `result` each time, each counting what came since the one before; one that counted no model
+    call, `{}` and no text, as a resumed run whose background command was ended prints first)."""
+    used = {"inputTokens": 100, "outputTokens": 10, "costUSD": 0.25}
+    results = [
+        {"result": "", "model_usage_since_last_result": {}, "usage": {"input_tokens": 0, "output_tokens": 0}},
+        {"result": "Started.", "model_usage_since_last_result": {"claude-opus-5-5": used}},
+        {"result": "Noted.", "model_usage_since_last_result": {"claude-opus-5-5": {**used, "inputTokens": 50}}},
+    ]
+    events = [{"type": "result", "subtype": "success", "is_error": False, "session_id": "s1", **r} for r in results]
+    reply = parse_stream([Line(json.dumps(e), at=0.0) for e in events])
+    assert reply.text == "Started.\n\nNoted."
+    assert (reply.usage.input_tokens, reply.usage.output_tokens, reply.cost_usd) == (150, 20, 0.5)
+    assert parse_stream([Line(json.dumps(e), at=0.0) for e in events[:2]]).text == "Started."
+
+
 def test_codex_system_prompt_is_a_valid_toml_string() -> None:
     """Codex parses `-c key=value` values as TOML (a value that does not parse is taken as raw text)."""
     system = 'Say "hi" \\ then\n\ttab, émoji 😀, bell \x07, del \x7f, null \x00.'

@@ -172,7 +172,7 @@ def parse_stream(lines: list[Line], args: Sequence[str] = (), config: TargetConf
         isinstance(r.get("model_usage_since_last_result"), dict) for r in stream.results
     ):
         usage, cost, known = Usage(), 0.0, True  # answered again: each result counts what came since the one before
-        for each in stream.results:
+        for each in (r for r in stream.results if r["model_usage_since_last_result"]):  # `{}`: no model call
             used, spent, priced = run_figures(each, config)
             usage, cost, known = usage + used, cost + spent, known and priced
     ran = stream.ran
@@ -186,9 +186,10 @@ def parse_stream(lines: list[Line], args: Sequence[str] = (), config: TargetConf
         raise TargetError(
             result_error(result), usage=usage, cost_usd=cost, tool_calls=ran, text="\n\n".join(stream.texts)
         )
-    answers = [str(r["result"]) for r in stream.results if r.get("result") is not None]
+    answers = [str(r["result"]) for r in stream.results if str(r.get("result") or "").strip()]
+    last = str(result["result"]) if result.get("result") is not None else "\n\n".join(stream.texts)
     return ChatReply(
-        text="\n\n".join(answers) if answers else "\n\n".join(stream.texts),
+        text="\n\n".join(answers) if len(answers) > 1 else last or "\n\n".join(answers),
         usage=usage,
         cost_usd=cost,
         cost_known=known,
