@@ -483,6 +483,26 @@ def test_a_hint_reaches_an_http_agent_with_its_turn(tmp_path: Path, session_serv
     assert [b["message"] for b in SessionAgentHandler.bodies] == ["one", "Read the error first.\n\ntwo"]
 
 
+def test_a_hint_reaches_a_resumed_cli_agent_as_the_turns_words(tmp_path: Path) -> None:
+    """A resumed turn preceded by a hint gets the hint, then the message, as an HTTP agent does
+    (before: `user: Read the error first.\n\nuser: two`, role labels in what the user says)."""
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    command = (
+        f"cat {{PROMPT_FILE}} > {prompts}/$(ls {prompts} | wc -l).txt;"
+        ' printf \'{"text": "got it", "session_id": "s1"}\''
+    )
+    targets = "targets:\n  - name: agent\n    provider: cli\n    command: " + json.dumps(command)
+    targets += "\n    session: {resume_args: '--session {SESSION_ID}', id_jsonpath: $.session_id}\n"
+    suite = HTTP_SUITE.replace(
+        "assertions: [{type: tool-called, tool: kb, args: {q: one}}]", "assertions: [{type: contains, value: got}]"
+    ).replace('"got two"', "got")
+    suite += "    verify: {command: 'false'}\n    hints: [Read the error first.]\n"
+    result, _ = run_suite(tmp_path, suite, targets, "agent")
+    assert result.session == "resumed" and result.error is None, result.error
+    assert [(prompts / f"{n}.txt").read_text() for n in range(2)] == ["one", "Read the error first.\n\ntwo"]
+
+
 def test_an_http_reply_that_is_null_or_json_is_read_as_text(session_server: str, tmp_path: Path) -> None:
     """No reply (null) is no text, and a JSON object or number is its JSON (not Python's repr)."""
     targets = (
