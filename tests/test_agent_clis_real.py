@@ -730,6 +730,38 @@ def test_codex_three_turns_resume_with_the_recommended_args(
     )
 
 
+@pytest.mark.parametrize("which", ["claude", "codex"])
+def test_a_call_of_a_tool_the_cli_does_not_have_is_a_failed_call(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """The model calls a tool the CLI does not have: both CLIs answer it with an error, and the
+    turn keeps the call with that error (before: Codex's was left out, its event stream has no
+    item for it; its rollout has the call and Codex's answer, `unsupported call: NAME`)."""
+    suite = """\
+tests:
+  - id: unknown
+    mode: conversation
+    turns:
+      - input: look it up
+        assertions: [{type: tool-called, tool: lookup_order, args: {id: ORD-1}}]
+"""
+    rules = [Rule("look it up", "Result: {output}", ("lookup_order", {"id": "ORD-1"}))]
+    server: FakeAnthropic | FakeResponses
+    if which == "claude":
+        with FakeAnthropic(rules) as server:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+            result, _ = run_suite(tmp_path, suite, claude_target(clis))
+        said = "No such tool available: lookup_order"
+    else:
+        with FakeResponses(rules) as server:
+            result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path))
+        said = "unsupported call: lookup_order"
+    assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+    (call,) = result.scores[0].tool_calls
+    assert call.name == "lookup_order" and call.arguments == {"id": "ORD-1"} and call.status is None
+    assert said in str(call.output) and said in (call.error or ""), call
+
+
 def test_codex_recovered_retries_are_not_errors(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:
     with FakeResponses(RULES, faults=["500", "cut"]) as server:
         result, _ = run_suite(
