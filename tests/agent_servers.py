@@ -235,6 +235,12 @@ def _texts(content: Any, kinds: tuple[str, ...]) -> list[str]:
     return [str(b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") in kinds]
 
 
+def _reminder(text: str) -> bool:
+    """A reminder Claude Code adds to a user message (not what the user said); one that tells of a
+    background command's end (`<task-notification>`) is the message of a turn of its own."""
+    return text.startswith("<system-reminder>") and "<task-notification>" not in text
+
+
 class FakeAnthropic(FakeModelServer):
     """The Messages API (`POST /v1/messages`, `stream: true`) as Claude Code calls it.
 
@@ -261,7 +267,7 @@ class FakeAnthropic(FakeModelServer):
         for message in reversed(body.get("messages") or []):
             if message.get("role") != "user":
                 continue
-            texts = [t for t in _texts(message.get("content"), ("text",)) if not t.startswith("<system-reminder>")]
+            texts = [t for t in _texts(message.get("content"), ("text",)) if not _reminder(t)]
             if texts:
                 return texts[-1]
         return ""

@@ -30,7 +30,7 @@ from convoeval.targets import ChatReply
 from convoeval.targets.agents._codex import _merge_rollout as merge_rollout
 from convoeval.targets.agents._codex_rollout import read_records, read_turns
 
-from .agent_servers import FakeAnthropic, FakeResponses, Rule
+from .agent_servers import Answer, FakeAnthropic, FakeResponses, Rule
 from .conftest import REPO, write
 from .test_signals import convoeval as convoeval_process
 from .test_signals import kill_marked, left, wait_for
@@ -373,6 +373,99 @@ def test_claude_stopped_mid_command_leaves_no_command_running(
         kill_marked(f"sleep({mark})")
 
 
+def test_claude_turn_that_leaves_a_server_running_ends_at_its_answer(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code 2.1.332 stays up after its `result` while a background command it started runs
+    (a server: Bash's `run_in_background`). The turn ends at that answer, the server ends with
+    the CLI, and the next turn resumes the session (before: the turn ran to its timeout, an
+    execution error, and the server stayed up until then)."""
+    mark = unique_seconds()
+    suite = """\
+tests:
+  - id: server
+    mode: conversation
+    turns:
+      - input: please start the server
+        assertions:
+          - {type: tool-called, tool: Bash}
+          - {type: contains, value: Started}
+      - input: is it up?
+        assertions: [{type: contains, value: It is up}]
+"""
+    command = f"echo SERVER-UP; python3 -c 'import time; time.sleep({mark})'"
+    server_rule = Rule(
+        "start the server", "Started: {output}", ("Bash", {"command": command, "run_in_background": True})
+    )
+    try:
+        with FakeAnthropic([server_rule, Rule("is it up", "It is up.")]) as server:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+            started = time.monotonic()
+            result, _ = run_suite(tmp_path, suite, claude_target(clis, timeout_s=60))
+            elapsed = time.monotonic() - started
+        assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+        assert elapsed < 45, elapsed
+        turns = [s for s in result.scores if s.type == "turn"]
+        assert turns[0].session_id and turns[1].session_id == turns[0].session_id
+        (call,) = turns[0].tool_calls
+        assert call.name == "Bash" and call.arguments["run_in_background"] is True
+        # Turn 2 resumed the session: its model call carries turn 1's message.
+        second = turn_calls(server)[1][0]
+        assert "please start the server" in json.dumps(second.body["messages"])
+        wait_for(lambda: not left(f"sleep({mark})"), 5)
+    finally:
+        kill_marked(f"sleep({mark})")
+
+
+class SlowAfterTools(FakeAnthropic):
+    """Answers a tool's result only after `delay_s`: a background command ends meanwhile."""
+
+    delay_s = 4.0
+
+    def answer(self, body: dict) -> Answer:
+        if self.tool_output(body) is not None and not self.is_side_request(body):
+            time.sleep(self.delay_s)
+        return super().answer(body)
+
+
+def test_claude_turn_answered_again_after_its_background_command_counts_every_answer(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A background command that ends after Claude Code's answer was asked for, but before the
+    answer came, makes it answer again in the same run (a second `result`, whose figures count
+    only what came after the first). The turn counts the tokens and cost of both and keeps both
+    answers (before: only the last, a third of the tokens here, and the first answer lost)."""
+    suite = """\
+tests:
+  - id: job
+    mode: conversation
+    turns:
+      - input: start the job
+      - input: is it done?
+"""
+    rules = [
+        Rule("task-notification", "Noted: the job finished."),
+        Rule("start the job", "Started.", ("Bash", {"command": "sleep 0.2; echo JOB-DONE", "run_in_background": True})),
+        Rule("is it done", "Yes."),
+    ]
+    with SlowAfterTools(rules) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        result, _ = run_suite(tmp_path, suite, claude_target(clis, timeout_s=60))
+    assert result.execution_status == "ok", result.error
+    main = [r for r in server.model_calls if not server.is_side_request(r.body)]
+    assert [server.last_user_text(r.body) for r in main][-1] == "is it done?"
+    first = main[:-1]
+    assert len(first) == 3 and "<task-notification>" in server.last_user_text(first[2].body)
+    turn = result.scores[0]
+    assert turn.token_usage is not None
+    assert turn.token_usage.input_tokens == sum(r.usage["input"] for r in first), turn.token_usage
+    assert turn.token_usage.output_tokens == sum(r.usage["output"] for r in first), turn.token_usage
+    second = result.scores[1]
+    assert second.cost_usd and turn.cost_usd and turn.cost_usd > 2.5 * second.cost_usd, (turn.cost_usd, second.cost_usd)
+    (answer,) = [m.content for m in result.output if m.source == "target" and m.turn == 1]
+    assert answer == "Started.\n\nNoted: the job finished.", answer
+
+
 @pytest.mark.parametrize("which", ["claude", "codex"])
 def test_the_cli_stops_where_the_tests_time_budget_ends(
     clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
@@ -635,6 +728,38 @@ def test_codex_three_turns_resume_with_the_recommended_args(
     grade_session(
         cli, tmp_path, rollouts[0], "command_execution", ["Create an order for a book", "ORD-1042 is cancelled."]
     )
+
+
+@pytest.mark.parametrize("which", ["claude", "codex"])
+def test_a_call_of_a_tool_the_cli_does_not_have_is_a_failed_call(
+    clis: dict[str, Path], agent_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """The model calls a tool the CLI does not have: both CLIs answer it with an error, and the
+    turn keeps the call with that error (before: Codex's was left out, its event stream has no
+    item for it; its rollout has the call and Codex's answer, `unsupported call: NAME`)."""
+    suite = """\
+tests:
+  - id: unknown
+    mode: conversation
+    turns:
+      - input: look it up
+        assertions: [{type: tool-called, tool: lookup_order, args: {id: ORD-1}}]
+"""
+    rules = [Rule("look it up", "Result: {output}", ("lookup_order", {"id": "ORD-1"}))]
+    server: FakeAnthropic | FakeResponses
+    if which == "claude":
+        with FakeAnthropic(rules) as server:
+            monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+            result, _ = run_suite(tmp_path, suite, claude_target(clis))
+        said = "No such tool available: lookup_order"
+    else:
+        with FakeResponses(rules) as server:
+            result, _ = run_suite(tmp_path, suite, codex_target(clis, server, tmp_path))
+        said = "unsupported call: lookup_order"
+    assert result.verdict == "pass", result.model_dump_json(indent=1)[:3000]
+    (call,) = result.scores[0].tool_calls
+    assert call.name == "lookup_order" and call.arguments == {"id": "ORD-1"} and call.status is None
+    assert said in str(call.output) and said in (call.error or ""), call
 
 
 def test_codex_recovered_retries_are_not_errors(clis: dict[str, Path], agent_home: Path, tmp_path: Path) -> None:

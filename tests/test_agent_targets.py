@@ -484,6 +484,26 @@ def test_a_hint_reaches_an_http_agent_with_its_turn(tmp_path: Path, session_serv
     assert [b["message"] for b in SessionAgentHandler.bodies] == ["one", "Read the error first.\n\ntwo"]
 
 
+def test_a_hint_reaches_a_resumed_cli_agent_as_the_turns_words(tmp_path: Path) -> None:
+    """A resumed turn preceded by a hint gets the hint, then the message, as an HTTP agent does
+    (before: `user: Read the error first.\n\nuser: two`, role labels in what the user says)."""
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    command = (
+        f"cat {{PROMPT_FILE}} > {prompts}/$(ls {prompts} | wc -l).txt;"
+        ' printf \'{"text": "got it", "session_id": "s1"}\''
+    )
+    targets = "targets:\n  - name: agent\n    provider: cli\n    command: " + json.dumps(command)
+    targets += "\n    session: {resume_args: '--session {SESSION_ID}', id_jsonpath: $.session_id}\n"
+    suite = HTTP_SUITE.replace(
+        "assertions: [{type: tool-called, tool: kb, args: {q: one}}]", "assertions: [{type: contains, value: got}]"
+    ).replace('"got two"', "got")
+    suite += "    verify: {command: 'false'}\n    hints: [Read the error first.]\n"
+    result, _ = run_suite(tmp_path, suite, targets, "agent")
+    assert result.session == "resumed" and result.error is None, result.error
+    assert [(prompts / f"{n}.txt").read_text() for n in range(2)] == ["one", "Read the error first.\n\ntwo"]
+
+
 def test_an_http_reply_that_is_null_or_json_is_read_as_text(session_server: str, tmp_path: Path) -> None:
     """No reply (null) is no text, and a JSON object or number is its JSON (not Python's repr)."""
     targets = (
@@ -702,6 +722,23 @@ def test_claude_resumed_run_that_counted_no_call_costs_nothing() -> None:
     }
     reply = parse_stream([Line(json.dumps(result), at=0.0)])
     assert reply.cost_usd == 0.0 and reply.usage.total_tokens == 0
+
+
+def test_claude_run_that_answers_twice_counts_both_answers() -> None:
+    """Claude Code 2.1.332 answers again in the same run when a background command ends (a
+    `result` each time, each counting what came since the one before; one that counted no model
+    call, `{}` and no text, as a resumed run whose background command was ended prints first)."""
+    used = {"inputTokens": 100, "outputTokens": 10, "costUSD": 0.25}
+    results = [
+        {"result": "", "model_usage_since_last_result": {}, "usage": {"input_tokens": 0, "output_tokens": 0}},
+        {"result": "Started.", "model_usage_since_last_result": {"claude-opus-5-5": used}},
+        {"result": "Noted.", "model_usage_since_last_result": {"claude-opus-5-5": {**used, "inputTokens": 50}}},
+    ]
+    events = [{"type": "result", "subtype": "success", "is_error": False, "session_id": "s1", **r} for r in results]
+    reply = parse_stream([Line(json.dumps(e), at=0.0) for e in events])
+    assert reply.text == "Started.\n\nNoted."
+    assert (reply.usage.input_tokens, reply.usage.output_tokens, reply.cost_usd) == (150, 20, 0.5)
+    assert parse_stream([Line(json.dumps(e), at=0.0) for e in events[:2]]).text == "Started."
 
 
 def test_codex_system_prompt_is_a_valid_toml_string() -> None:

@@ -135,7 +135,9 @@ def test_the_same_repair_suite_runs_with_claude_code(repair: Path, agent_bin: Pa
     logged = calls(agent_bin)
     assert len(logged) == 2 and logged[0]["cwd"] == logged[1]["cwd"] != str(repair)
     assert "--resume" in logged[1]["argv"] and "--" not in logged[1]["argv"]  # the prompt comes on stdin
-    assert logged[1]["prompt"].startswith("user: Hint: add() must return the sum")
+    assert logged[1]["prompt"].startswith(
+        "Hint: add() must return the sum"
+    )  # the hint, then the message: no role labels
     assert not Path(logged[0]["cwd"]).exists()
 
 

@@ -88,6 +88,11 @@ class AgentCli(ABC):
         """A check of each printed line while the CLI runs; a message it returns stops the CLI."""
         return None
 
+    def finisher(self) -> Callable[[Line], bool] | None:
+        """A check of each printed line: True when the CLI has answered but will not exit on its
+        own (it waits for commands it left running): it is ended there, its answer kept."""
+        return None
+
     def explain_timeout(self, lines: list[Line]) -> str | None:
         """What the CLI was doing when it timed out (e.g. retrying an API error), if it said."""
         return None
@@ -156,6 +161,7 @@ class AgentCli(ABC):
                     explain=self.explain_timeout,
                     preexec=start.preexec,
                     stdin=self.prompt(request)[1],
+                    done=self.finisher(),
                 )
                 lines = finished.lines
                 reply = self.reply(finished, request, start.reply_env)

@@ -79,6 +79,9 @@ class ClaudeCodeTarget(AgentCli):
     def watcher(self) -> Callable[[Line], str | None]:
         return stop_on_fatal_retry
 
+    def finisher(self) -> Callable[[Line], bool]:
+        return answered_with_background_tasks()
+
     def spent(self, lines: list[Line], request: ChatRequest, env: dict[str, str]) -> ChatReply:
         return spent_so_far(lines, self.config)
 
@@ -111,6 +114,26 @@ def retrying(lines: list[Line]) -> str | None:
     )
 
 
+def answered_with_background_tasks() -> Callable[[Line], bool]:
+    """A check that is True at a `result` event printed while background commands run (Bash's
+    `run_in_background`, a server the agent started): Claude Code 2.1.332 then stays up until
+    they end, and answers again when one does, so a turn that started a server would run to its
+    timeout. The turn ends at that `result`, as a Codex turn does at its end (Claude Code, ended
+    with SIGTERM, ends its commands). The tasks running are the last `background_tasks_changed`
+    event's `tasks`."""
+    running = False
+
+    def check(line: Line) -> bool:
+        nonlocal running
+        if '"background_tasks_changed"' in line.text:
+            event = _event(line.text) or {}
+            if event.get("subtype") == "background_tasks_changed":
+                running = bool(event.get("tasks"))
+        return running and '"result"' in line.text and (_event(line.text) or {}).get("type") == "result"
+
+    return check
+
+
 def stop_on_fatal_retry(line: Line) -> str | None:
     """A message when Claude Code is about to retry a request the API refused for good."""
     if '"api_retry"' not in line.text:
@@ -140,11 +163,18 @@ def parse_stream(lines: list[Line], args: Sequence[str] = (), config: TargetConf
         retries = stream.retries
         last = f" (last API retry: status {retries[-1].get('error_status')})" if retries else ""
         raise TargetError(f"the stream ended without a `result` event{last}")
-    for denial in result.get("permission_denials") or []:
+    for denial in [d for r in stream.results for d in r.get("permission_denials") or []]:
         call = calls.get(str(denial.get("tool_use_id"))) if isinstance(denial, dict) else None
         if call is not None:
             call.status = "denied"
     usage, cost, known = run_figures(result, config)
+    if len(stream.results) > 1 and all(
+        isinstance(r.get("model_usage_since_last_result"), dict) for r in stream.results
+    ):
+        usage, cost, known = Usage(), 0.0, True  # answered again: each result counts what came since the one before
+        for each in (r for r in stream.results if r["model_usage_since_last_result"]):  # `{}`: no model call
+            used, spent, priced = run_figures(each, config)
+            usage, cost, known = usage + used, cost + spent, known and priced
     ran = stream.ran
     subtype = str(result.get("subtype", "success"))
     finish = subtype
@@ -156,8 +186,10 @@ def parse_stream(lines: list[Line], args: Sequence[str] = (), config: TargetConf
         raise TargetError(
             result_error(result), usage=usage, cost_usd=cost, tool_calls=ran, text="\n\n".join(stream.texts)
         )
+    answers = [str(r["result"]) for r in stream.results if str(r.get("result") or "").strip()]
+    last = str(result["result"]) if result.get("result") is not None else "\n\n".join(stream.texts)
     return ChatReply(
-        text=str(result.get("result") if result.get("result") is not None else "\n\n".join(stream.texts)),
+        text="\n\n".join(answers) if len(answers) > 1 else last or "\n\n".join(answers),
         usage=usage,
         cost_usd=cost,
         cost_known=known,
@@ -171,13 +203,16 @@ def parse_stream(lines: list[Line], args: Sequence[str] = (), config: TargetConf
 @dataclass
 class Stream:
     """What a stream-json transcript holds: tool calls by id, the assistant's texts, the session,
-    the `result` event (None before the end), the API retries, and the `usage` of each model
-    call (by message id: Claude Code prints a message once per content block) with its model."""
+    the last `result` event (None before the end) and all of them (Claude Code 2.1.332 answers
+    again when a background command it ran ends: a `result` each time), the API retries, and
+    the `usage` of each model call (by message id: Claude Code prints a message once per content
+    block) with its model."""
 
     calls: dict[str, ToolCall] = field(default_factory=dict)
     texts: list[str] = field(default_factory=list)
     session_id: str | None = None
     result: dict[str, Any] | None = None
+    results: list[dict[str, Any]] = field(default_factory=list)
     retries: list[dict[str, Any]] = field(default_factory=list)
     usages: dict[str, dict[str, Any]] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)
@@ -216,6 +251,7 @@ def read_stream(lines: list[Line]) -> Stream:
             stream.retries.append(event)
         elif kind == "result":
             stream.result = event
+            stream.results.append(event)
     return stream
 
 

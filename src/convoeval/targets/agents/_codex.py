@@ -34,7 +34,7 @@ from ...results import ToolCall, Usage
 from .._base import ChatReply, ChatRequest, TargetConfig, TargetError, env_base_url, provider
 from .._prices import cache_prices, target_prices, usage_cost
 from ._agent_cli import AgentCli
-from ._codex_rollout import RolloutTurn, codex_usage, command_of, find_rollout, read_last_turn
+from ._codex_rollout import UNSUPPORTED, RolloutTurn, codex_usage, command_of, find_rollout, read_last_turn
 from ._process import Finished, Line, failure
 
 #: Variables Codex reads for its credentials and configuration.
@@ -199,8 +199,9 @@ def _turn_usage(total: Usage, previous: Usage | None, turn: RolloutTurn | None) 
 
 def _merge_rollout(reply: ChatReply, turn: RolloutTurn) -> None:
     """Codex's own duration of each command (the event stream has none), the output of one
-    still running when the turn ended (the stream has only its start), and the commands its
-    sandbox blocked (the stream leaves them out: a command it shows was not blocked)."""
+    still running when the turn ended (the stream has only its start), the commands its
+    sandbox blocked, and the calls of tools it does not have (a failed call, as Claude Code
+    records one): the stream leaves both out."""
     commands = [c for c in reply.tool_calls if c.name == "command_execution"]
     for call in turn.commands:
         same = next((c for c in commands if command_of(c) == command_of(call)), None)
@@ -212,6 +213,7 @@ def _merge_rollout(reply: ChatReply, turn: RolloutTurn) -> None:
                 same.status, same.error, same.arguments = call.status, call.error, call.arguments
         elif call.status == "blocked":
             reply.tool_calls.append(call)
+    reply.tool_calls += [c for c in turn.calls if c.name != "command_execution" and UNSUPPORTED.match(c.error or "")]
 
 
 def parse_events(lines: list[Line], thread_id: str | None = None) -> ChatReply:

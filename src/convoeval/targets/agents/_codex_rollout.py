@@ -42,6 +42,8 @@ DENIED_WORDS = (
 )
 #: What the output of a command still running says (`exec_command` returns after `yield_time_ms`).
 RUNNING = re.compile(r"^Process running with session ID \d+", re.MULTILINE)
+#: The output Codex gives a call of a tool it does not have (`unsupported_tool_call_message`).
+UNSUPPORTED = re.compile(r"^unsupported (custom tool )?call: ")
 
 
 @dataclass
@@ -188,10 +190,13 @@ def _response_item(payload: dict[str, Any], calls: dict[str, ToolCall]) -> None:
 def _close(turns: list[RolloutTurn], calls: dict[str, ToolCall], ran: set[str]) -> None:
     """Finish a turn: shell calls that never ran as a command were blocked by the sandbox,
     unless their output says the command is still running (it started, and had not ended
-    when the rollout was written)."""
+    when the rollout was written); a call of a tool Codex does not have failed, saying so."""
     if not turns:
         return
     for call_id, call in calls.items():
+        other = call.name not in (*EXEC_TOOLS, "command_execution", "file_change")
+        if other and isinstance(call.output, str) and UNSUPPORTED.match(call.output):
+            call.error = call.output
         if call.name in EXEC_TOOLS and call_id not in ran:
             command = call.arguments.get("cmd", call.arguments.get("command", ""))
             output = call.output if isinstance(call.output, str) else ""

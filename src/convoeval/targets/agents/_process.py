@@ -152,6 +152,7 @@ async def run_command(
     explain: Callable[[list[Line]], str | None] | None = None,
     preexec: Callable[[], None] | None = None,
     stdin: str | None = None,
+    done: Callable[[Line], bool] | None = None,
 ) -> Finished:
     """Run a command to its end (stopping it after `timeout_s`, see `_end`).
 
@@ -160,7 +161,10 @@ async def run_command(
     it returns stops the command at once and becomes the error. `explain` reads the lines
     printed so far when the command times out: what it says is added to the error. `preexec`
     runs in the child before the program (its limits). `stdin` is written to the command's
-    standard input, which is then closed (without it, the input is empty).
+    standard input, which is then closed (without it, the input is empty). `done` sees every
+    line too: True says the command has said all it will (a CLI that answered but stays up for
+    the commands it left running): it is ended as at a timeout (`_end`) and its lines so far
+    are its output, with no stderr.
 
     Raises:
         TargetError: the executable is missing or its command line is too long; `Stopped`
@@ -197,10 +201,10 @@ async def run_command(
     watch_group(process.pid)  # killed at exit, or at once by a second Ctrl-C, if still running
     try:
         data = stdin.encode() if stdin is not None else None
-        lines, tail = await _watched(process, started, timeout_s, name, secrets, watch, explain, data)
+        lines, tail = await _watched(process, started, timeout_s, name, secrets, watch, explain, data, done)
     finally:
         forget_group(process.pid)
-    stderr = redact(tail.result().decode("utf-8", "replace"), tuple(secrets))
+    stderr = "" if tail.cancelled() else redact(tail.result().decode("utf-8", "replace"), tuple(secrets))
     return Finished(
         returncode=process.returncode or 0,
         lines=lines,
@@ -218,11 +222,12 @@ async def _watched(
     watch: Callable[[Line], str | None] | None,
     explain: Callable[[list[Line]], str | None] | None,
     stdin: bytes | None = None,
+    done: Callable[[Line], bool] | None = None,
 ) -> tuple[list[Line], asyncio.Future[bytes]]:
     """Read a started command to its end (`run_command`), writing `stdin` to its input: its
-    stdout lines and stderr's tail."""
+    stdout lines and stderr's tail (cancelled: `done` ended it)."""
     lines: list[Line] = []
-    reading = asyncio.ensure_future(_read_lines(process, lines, started, watch))
+    reading = asyncio.ensure_future(_read_lines(process, lines, started, watch, done))
     tail = asyncio.ensure_future(_read_tail(process))
     exiting = asyncio.ensure_future(process.wait())
     tasks: list[asyncio.Future[Any]] = [reading, tail, exiting]
@@ -239,6 +244,8 @@ async def _watched(
     except _Stop as stop:
         await _end(process, tasks)
         raise Stopped(f"{name}: {redact(str(stop), tuple(secrets))}", lines) from None
+    except _Done:
+        await _end(process, tasks)
     except asyncio.CancelledError:  # Ctrl-C, SIGTERM: the command ends as at a timeout
         await _end(process, tasks)
         raise
@@ -259,11 +266,16 @@ class _Stop(Exception):
     """Raised while reading to stop the command (the message says why)."""
 
 
+class _Done(Exception):
+    """Raised while reading: the command has said all it will (`run_command`'s `done`)."""
+
+
 async def _read_lines(
     process: asyncio.subprocess.Process,
     lines: list[Line],
     started: float,
     watch: Callable[[Line], str | None] | None,
+    done: Callable[[Line], bool] | None = None,
 ) -> None:
     """Stdout as lines, however long a line is; at most `MAX_STDOUT` bytes in all."""
     assert process.stdout is not None
@@ -276,6 +288,8 @@ async def _read_lines(
         stop = watch(line) if watch is not None else None
         if stop:
             raise _Stop(stop)
+        if done is not None and done(line):
+            raise _Done
 
     while chunk := await process.stdout.read(CHUNK):
         total += len(chunk)

@@ -15,13 +15,14 @@ from .._prices import cache_prices, target_prices, usage_cost
 def prompt_text(messages: Sequence[Mapping[str, object]]) -> tuple[str, str]:
     """`(system prompt, prompt)` for an agent that takes one text prompt.
 
-    One user message is sent as it is; several messages (a history replayed into a new
+    User messages alone (one, or a hint and the turn's message) are sent as they are, a blank
+    line between; messages with the agent's answers among them (a history replayed into a new
     session) are written as `role: content` blocks.
     """
     system = "\n\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
     rest = [m for m in messages if m.get("role") != "system"]
-    if len(rest) == 1 and rest[0].get("role") == "user":
-        return system, str(rest[0].get("content", ""))
+    if rest and all(m.get("role") == "user" for m in rest):
+        return system, "\n\n".join(str(m.get("content", "")) for m in rest)
     return system, "\n\n".join(f"{m.get('role')}: {m.get('content', '')}" for m in rest)
 
 
