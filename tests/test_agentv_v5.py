@@ -312,7 +312,7 @@ def test_v5_suite_forms_refused(tmp_path: Path, text: str, line: int, field: str
             "tests[0].assertions[0].value",
             "`type` is one of",
         ),
-        ("{type: script, command: [x], transform: t.js}", 5, "tests[0].assertions[0].transform", "rewrites"),
+        ("{type: script, command: [x], transform: ''}", 5, "tests[0].assertions[0].transform", "non-empty string"),
         ("{type: assert-set, assert: [{type: contains, value: a}]}", 5, "tests[0].assertions[0].threshold", "each"),
         ("{type: skill-used, value: {name: x, min: 3, max: 2}}", 5, "tests[0].assertions[0].value", "at least"),
     ],

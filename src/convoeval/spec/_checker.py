@@ -18,7 +18,7 @@ from ..graders import (
 )
 from ._agentv import custom_assertion, legacy_assertion
 from ._agentv_meaning import agentv_assertion, skipped_by_agentv
-from ._agentv_options import OPTIONS_KEY, TestOptions, with_options
+from ._agentv_options import OPTIONS_KEY, TestOptions, read_options, with_options
 from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
@@ -31,7 +31,6 @@ M = TypeVar("M", bound=BaseModel)
 #: AgentV assertion fields convoeval chooses not to support, and why.
 UNSUPPORTED_AGENTV_FIELDS = {
     "script": {
-        "transform": "a grader's `transform` (AgentV v5 rewrites the output before grading it)",
         "postprocess": "a grader's `postprocess` (AgentV v5 rewrites the grader's result)",
         "preprocessors": "a grader's `preprocessors` (AgentV converts files before grading them)",
     },
@@ -105,6 +104,7 @@ class Checker:
         self.agentv = False  # an AgentV file: its text assertions keep AgentV's meaning (set by the loader)
         self.target_names: list[TargetName] = []  # checked against the targets files once they are known
         self.suite_options = TestOptions()  # AgentV v5's `default_test.options` (set by the loader)
+        self.transform_context: dict[str, object] = {}  # an assertion's own transform's (the test's vars)
 
     def add(self, path: DataPath, message: str, line_at: DataPath | None = None) -> None:
         """A problem with the field at `path`, reported at the line of `line_at` (or `path`)."""
@@ -122,6 +122,7 @@ class Checker:
     # -- rules that span fields ---------------------------------------------------------
     def check_suite(self, data: dict) -> None:
         """The suite's own keys (not its tests): its policy and assertions."""
+        self.transform_context = {}
         self.load_policy(data, ())
         if isinstance(execution := data.get("execution"), dict):
             self.name_execution_targets(execution)
@@ -223,6 +224,7 @@ class Checker:
         level = "conversation" if conversation else "turn"
         captured = _captured_names(turns)
         self.known = GRADER_VARIABLES | {name for names in captured for name in names}
+        self.transform_context = {"vars": test.get("vars") or {}, "metadata": test.get("metadata")}
         test["assertions"] = self.parse_assertions(test.get("assertions"), (*path, "assertions"), level)
         if OPTIONS_KEY in test:  # AgentV v5's `options` (the normalizer's)
             options, judge_at, context = test.pop(OPTIONS_KEY)
@@ -382,6 +384,15 @@ class Checker:
         if not isinstance(item, dict):
             self.add(path, "an assertion is a string (a rubric criterion) or a mapping with a `type`")
             return None
+        own_transform = None
+        if isinstance(item.get("transform"), str):  # AgentV v5: this check grades its transform's output
+            where = (*path, "transform")
+            own_transform = read_options(
+                {"transform": item["transform"]}, self.base_dir, lambda _, m: self.add(where, m)
+            )
+            if own_transform.transform is None:
+                return None
+            item = {k: v for k, v in item.items() if k != "transform"}
         written = item  # as the file gives it (`item` is rewritten below)
         key = repr(item)
         cached = self._validated.get(key)
@@ -471,6 +482,8 @@ class Checker:
                 f"{prompt!r} names a file but is sent as inline criteria text (as AgentV >= 4.6 does); "
                 f"write `file://{prompt}` to use the file's content",
             )
+        if own_transform is not None:  # run after the test's (AgentV's `transformEvaluationContextForGrader`)
+            return with_options(assertion, own_transform, self.transform_context)
         return assertion
 
     def _agentv_expected(self, calls: list, path: DataPath) -> list:
