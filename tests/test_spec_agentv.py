@@ -902,3 +902,43 @@ def test_v5_scenarios_and_typescript_eval_files_say_what_is_not_supported(tmp_pa
         f"{script}:1: (file): this AgentV form is not supported: an eval file written in TypeScript or "
         "JavaScript (AgentV's `*.eval.ts`, built with its SDK); convoeval reads eval files in YAML (or JSONL tests)"
     ]
+
+
+#: AgentV v4.42.4's `preprocessors` (eval-cases.mdx lines 341 and 379, llm-graders.mdx line 192):
+#: the suite's, an llm-grader's and a code-grader's (`grader-parser.ts` reads it on both, only
+#: `llm-grader.ts` uses it, on a reply's file blocks).
+PREPROCESSORS = """\
+preprocessors:
+  - type: xlsx
+    command: ["bun", "run", "scripts/preprocessors/xlsx-to-csv.ts"]
+tests:
+  - id: mixed-eval
+    criteria: Response is helpful and mentions the fix
+    input: "Debug this function..."
+    assertions:
+      - type: llm-grader
+        preprocessors:
+          - type: xlsx
+            command: ["bun", "run", "scripts/preprocessors/xlsx-to-json.ts"]
+      - type: code-grader
+        command: [python3, g.py]
+        preprocessors:
+          - type: xlsx
+            command: ["bun", "run", "scripts/preprocessors/xlsx-to-json.ts"]
+      - type: contains
+        value: "fix"
+"""
+
+
+def test_agentv_preprocessors_load_and_say_they_are_not_applied(tmp_path: Path, caplog) -> None:
+    suite = write(_agentv_tree(tmp_path) / "evals" / "e.eval.yaml", PREPROCESSORS)
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        loaded = load_suite(suite)
+    for line, field in [
+        (1, "preprocessors"),
+        (10, "tests[0].assertions[0].preprocessors"),
+        (15, "tests[0].assertions[1].preprocessors"),
+    ]:
+        assert f"{suite}:{line}: {field}: ignored: this AgentV form is not supported" in caplog.text, caplog.text
+    llm, code, _ = loaded.tests[0].assertions
+    assert "preprocessors" not in (code.config or {})  # AgentV keeps it from the program's config

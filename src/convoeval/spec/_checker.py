@@ -16,7 +16,7 @@ from ..graders import (
     canonical_type_name,
     lookup_assertion_type,
 )
-from ._agentv import custom_assertion, legacy_assertion
+from ._agentv import PREPROCESSORS_IGNORED, custom_assertion, legacy_assertion
 from ._agentv_meaning import agentv_assertion, skipped_by_agentv
 from ._agentv_options import OPTIONS_KEY, TestOptions, read_options, with_options
 from ._agentv_v5 import AgentvFormError, WeightedCriteria
@@ -440,6 +440,9 @@ class Checker:
                 if field in item:
                     self.add((*path, field), f"this AgentV form is not supported: {why}")
                     del item[field]
+            if self.agentv and "preprocessors" in item and canonical in ("llm-grader", "code-grader"):
+                self.warn((*path, "preprocessors"), field_path((*path, "preprocessors")), PREPROCESSORS_IGNORED)
+                del item["preprocessors"]  # AgentV v4.42.4 reads it on these two (`grader-parser.ts`)
             if canonical in ("llm-grader", "rubrics"):
                 self._agentv_judge(item, path)
                 if "max_steps" in item:
