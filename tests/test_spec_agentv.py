@@ -942,3 +942,32 @@ def test_agentv_preprocessors_load_and_say_they_are_not_applied(tmp_path: Path, 
         assert f"{suite}:{line}: {field}: ignored: this AgentV form is not supported" in caplog.text, caplog.text
     llm, code, _ = loaded.tests[0].assertions
     assert "preprocessors" not in (code.config or {})  # AgentV keeps it from the program's config
+
+
+#: execution-metrics.mdx (v4.42.4 lines 81, 91, 101) writes `max_ms`, `max_usd`, `max_total_tokens`;
+#: AgentV 4.42.4 reads `threshold`, `budget`, `max_total`/`max_input`/`max_output` and skips the
+#: check without them (`grader-parser.ts` lines 1093-1181: "Skipping latency evaluator 'speed' ...:
+#: threshold must be a non-negative number"), so the real CLI passed these tests with no check.
+METRIC_LIMITS = """\
+tests:
+  - id: t
+    criteria: Answers
+    input: What is 2+2?
+    assertions:
+      - {name: speed, type: latency, max_ms: 5000}
+      - {name: budget, type: cost, max_usd: 0.10}
+      - {name: tokens, type: token-usage, max_total_tokens: 4000}
+      - {name: ok-speed, type: latency, threshold: 5000}
+      - {name: ok-budget, type: cost, budget: 0.10}
+      - {name: ok-tokens, type: token-usage, max_output: 100}
+"""
+
+
+def test_metric_checks_without_agentvs_limit_are_skipped_as_agentv_skips_them(tmp_path: Path, caplog) -> None:
+    suite = write(_agentv_tree(tmp_path) / "evals" / "e.eval.yaml", METRIC_LIMITS)
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        [test] = load_suite(suite).tests
+    assert [a.name for a in test.assertions] == ["ok-speed", "ok-budget", "ok-tokens"]
+    for line, needs in [(6, "`threshold`"), (7, "`budget`"), (8, "`max_total`, `max_input` or `max_output`")]:
+        said = f"{suite}:{line}: tests[0].assertions[{line - 6}]: skipped, as AgentV skips it"
+        assert said in caplog.text and needs in caplog.text, caplog.text

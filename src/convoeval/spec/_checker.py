@@ -17,7 +17,7 @@ from ..graders import (
     lookup_assertion_type,
 )
 from ._agentv import PREPROCESSORS_IGNORED, custom_assertion, legacy_assertion
-from ._agentv_meaning import agentv_assertion, skipped_by_agentv
+from ._agentv_meaning import agentv_assertion, skipped_by_agentv, skipped_metric
 from ._agentv_options import OPTIONS_KEY, TestOptions, read_options, with_options
 from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
@@ -400,6 +400,9 @@ class Checker:
             type_name, validated = cached
         else:
             try:
+                if self.agentv and (why := skipped_metric(item)) is not None:
+                    self.warn(path, field_path(path), f"skipped, as AgentV skips it: {why}")
+                    return None
                 item = legacy_assertion(item)
                 if self.agentv and skipped_by_agentv(item):
                     self.warn(
