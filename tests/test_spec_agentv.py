@@ -971,3 +971,19 @@ def test_metric_checks_without_agentvs_limit_are_skipped_as_agentv_skips_them(tm
     for line, needs in [(6, "`threshold`"), (7, "`budget`"), (8, "`max_total`, `max_input` or `max_output`")]:
         said = f"{suite}:{line}: tests[0].assertions[{line - 6}]: skipped, as AgentV skips it"
         assert said in caplog.text and needs in caplog.text, caplog.text
+
+
+def test_an_llm_graders_file_prompt_is_found_as_agentv_finds_it(tmp_path: Path) -> None:
+    """`prompt: file://prompts/strict.md` with prompts/ at the repository root, not beside the
+    eval file: AgentV looks in the eval file's folder and each one above it up to the repository
+    (`grader-parser.ts` `resolveFileReference` over its search roots); the real agentv 4.42.4 sent
+    that file to its judge. It was "prompts/strict.md: no such file" here."""
+    repo = _agentv_tree(tmp_path)
+    write(repo / "prompts" / "strict.md", "Grade {{ output }} strictly.\n")
+    suite = write(
+        repo / "ex" / "evals" / "e.eval.yaml",
+        "tests:\n  - id: t\n    criteria: ok\n    input: hi\n    assertions:\n"
+        "      - {name: strict, type: llm-grader, prompt: 'file://prompts/strict.md'}\n",
+    )
+    [grader] = load_suite(suite).tests[0].assertions
+    assert grader.prompt == f"file://{(repo / 'prompts' / 'strict.md').resolve()}"  # type: ignore[attr-defined]

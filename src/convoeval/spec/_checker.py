@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TypeVar
 
@@ -19,6 +20,7 @@ from ..graders import (
 from ._agentv import PREPROCESSORS_IGNORED, custom_assertion, legacy_assertion
 from ._agentv_meaning import agentv_assertion, skipped_by_agentv, skipped_metric
 from ._agentv_options import OPTIONS_KEY, TestOptions, read_options, with_options
+from ._agentv_paths import find_attachment
 from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
@@ -367,6 +369,23 @@ class Checker:
                 parsed.append(assertion)
         return parsed
 
+    def _agentv_prompt_file(self, item: dict) -> dict:
+        """An llm-grader's `prompt: file://PATH` found as AgentV finds it (`grader-parser.ts`
+        `resolveFileReference`: the eval file's folder, each one above it up to the repository,
+        the working folder), as an absolute `file://`; as written when it is beside the eval file
+        or found nowhere (the grader's own check says so)."""
+        prompt = item.get("prompt")
+        if not isinstance(prompt, str) or not prompt.startswith("file://"):
+            return item
+        ref = prompt.removeprefix("file://")
+        if os.path.isabs(ref) or os.path.isfile(self.base_dir / ref):  # never raises (a name too long)
+            return item
+        try:
+            found = find_attachment(ref, self.base_dir)
+        except ValueError:  # found only outside the suite's folder and repository: said by the grader
+            return item
+        return item if found is None else {**item, "prompt": f"file://{found}"}
+
     def _agentv_judge(self, item: dict, path: DataPath) -> None:
         """An llm-grader's `target` or `provider` (AgentV) as its `judge`, in place."""
         for field in AGENTV_JUDGE_FIELDS:
@@ -451,6 +470,8 @@ class Checker:
                 if "max_steps" in item:
                     self.warn((*path, "max_steps"), field_path((*path, "max_steps")), _MAX_STEPS)
                     del item["max_steps"]
+            if self.agentv and canonical == "llm-grader":
+                item = self._agentv_prompt_file(item)
             if self.agentv and canonical == "tool-trajectory" and isinstance(item.get("expected"), list):
                 item["expected"] = self._agentv_expected(item["expected"], path)
             if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
