@@ -987,3 +987,22 @@ def test_an_llm_graders_file_prompt_is_found_as_agentv_finds_it(tmp_path: Path) 
     )
     [grader] = load_suite(suite).tests[0].assertions
     assert grader.prompt == f"file://{(repo / 'prompts' / 'strict.md').resolve()}"  # type: ignore[attr-defined]
+
+
+def test_a_composite_with_agentvs_deprecated_aggregator_is_skipped_as_agentv_skips_it(tmp_path: Path, caplog) -> None:
+    """AgentV v4.15.0 (`evaluator-parser.ts` line 524) to v4.42.4 (`grader-parser.ts` line 677) skip a
+    composite whose aggregator is `llm_judge` / `code_judge` ("is deprecated. Use 'llm-grader'
+    instead"); the real agentv 4.42.4 said so and graded the test without it."""
+    composite = (
+        "      - name: gate\n        type: composite\n        assertions:\n"
+        "          - {name: a, type: contains, value: hi}\n        aggregator: {type: AGG, prompt: Combine}\n"
+    )
+    text = "tests:\n  - id: t\n    criteria: ok\n    input: hi\n    assertions:\n"
+    text += composite.replace("AGG", "llm_judge") + composite.replace("AGG", "llm-grader").replace("gate", "kept")
+    text += "      - {name: old, type: code_judge, command: [python3, g.py]}\n"  # lines 312 / 457: the same
+    suite = write(_agentv_tree(tmp_path) / "evals" / "e.eval.yaml", text)
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        [test] = load_suite(suite).tests
+    assert [a.name for a in test.assertions] == ["kept"]
+    assert f"{suite}:6: tests[0].assertions[0]: skipped, as AgentV skips it: its aggregator type" in caplog.text
+    assert f"{suite}:16: tests[0].assertions[2]: skipped, as AgentV skips it: its type 'code_judge'" in caplog.text

@@ -104,6 +104,25 @@ def skipped_metric(item: dict) -> str | None:
     return None if usable else f"{why} (given: {', '.join(k for k in item if k not in ('type', 'name')) or 'none'})"
 
 
+def skipped_composite(item: dict) -> str | None:
+    """Why AgentV skips this check as deprecated: its type is `llm_judge` / `code_judge` (either
+    spelling), or it is a composite whose aggregator's is (v4.15.0 `evaluator-parser.ts` lines 312
+    and 521, v4.42.4 `grader-parser.ts` lines 457 and 677: "Skipping evaluator ...: 'code_judge' is
+    deprecated. Use 'code-grader' instead"); else None. (convoeval's own files read those names.)"""
+    aggregator = item.get("aggregator")
+    kinds = [
+        ("type", item.get("type")),
+        (
+            "aggregator type",
+            aggregator.get("type") if item.get("type") == "composite" and isinstance(aggregator, dict) else None,
+        ),
+    ]
+    for what, kind in kinds:
+        if isinstance(kind, str) and kind.replace("_", "-") in ("llm-judge", "code-judge"):
+            return f"its {what} {kind!r} is deprecated there (use {kind.replace('_', '-')[:-5] + 'grader'!r})"
+    return None
+
+
 def _limit(value: object) -> bool:
     """A JavaScript non-negative finite number (`typeof x === 'number' && x >= 0`)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")

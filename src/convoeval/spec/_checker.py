@@ -18,7 +18,7 @@ from ..graders import (
     lookup_assertion_type,
 )
 from ._agentv import PREPROCESSORS_IGNORED, custom_assertion, legacy_assertion
-from ._agentv_meaning import agentv_assertion, skipped_by_agentv, skipped_metric
+from ._agentv_meaning import agentv_assertion, skipped_by_agentv, skipped_composite, skipped_metric
 from ._agentv_options import OPTIONS_KEY, TestOptions, read_options, with_options
 from ._agentv_paths import find_attachment
 from ._agentv_v5 import AgentvFormError, WeightedCriteria
@@ -419,7 +419,7 @@ class Checker:
             type_name, validated = cached
         else:
             try:
-                if self.agentv and (why := skipped_metric(item)) is not None:
+                if self.agentv and (why := skipped_metric(item) or skipped_composite(item)) is not None:
                     self.warn(path, field_path(path), f"skipped, as AgentV skips it: {why}")
                     return None
                 item = legacy_assertion(item)
