@@ -78,6 +78,32 @@ def test_an_agentv_code_grader_reads_what_the_newest_agentv_sends(tmp_path: Path
     assert "answer" not in seen
     assert seen["input_files"] == [str((tmp_path / "evals" / "invoice.txt").resolve())]
     assert seen["output_text"] == reply  # AgentV v4.15's name, which its old examples read
+    # code-graders.mdx (v4.42.4 line 23): the contract's `trace_summary`, as AgentV computes it
+    assert seen["trace_summary"] == {"event_count": 0, "tool_calls": {}, "error_count": 0, "llm_call_count": 1}
+
+
+def test_an_agentv_code_graders_trace_summary_counts_the_agents_tool_calls(tmp_path: Path) -> None:
+    """tests/data/agentv-real/suites/edges-agent's timed agent (AgentV's `cli` provider) makes
+    three calls, two with a duration: the real agentv 4.42.4 gave its code-grader
+    `{"error_count": 0, "event_count": 3, "llm_call_count": 1, "tool_calls": {"fetch": 1,
+    "save": 1, "search": 1}, "tool_durations": {"fetch": [900], "search": [120]}}`."""
+    shutil.copytree(REPO / "tests" / "data" / "agentv" / "v4.42.4" / ".agentv", tmp_path / ".agentv")
+    (tmp_path / ".git").mkdir()
+    folder = tmp_path / "suite"
+    shutil.copytree(REPO / "tests" / "data" / "agentv-real" / "suites" / "edges-agent", folder)
+    write(folder / "grader.py", RECORDER)
+    suite = write(
+        folder / "evals" / "summary.eval.yaml",
+        "execution:\n  target: timed_agent\ntests:\n  - id: t\n    input: Do the task.\n    assertions:\n"
+        f"      - type: code-grader\n        command: [{sys.executable}, ../grader.py]\n",
+    )
+    report = convoeval.run(suite, cache=False)
+    assert report.results[0].verdict == "pass", report.results[0].model_dump_json()[:2000]
+    seen = json.loads((folder / "evals" / "seen.json").read_text())
+    assert json.dumps(seen["trace_summary"], sort_keys=True) == (
+        '{"error_count": 0, "event_count": 3, "llm_call_count": 1, "tool_calls": {"fetch": 1, "save": 1, '
+        '"search": 1}, "tool_durations": {"fetch": [900], "search": [120]}}'
+    )
 
 
 def test_a_convoeval_code_grader_keeps_convoevals_payload(tmp_path: Path) -> None:
@@ -104,6 +130,7 @@ export default defineCodeGrader((input) => ({
     inputFiles: input.inputFiles,
     criteria: input.criteria,
     tokenUsage: input.tokenUsage ?? null,
+    traceSummary: input.traceSummary ?? null,
   },
 }));
 """
@@ -145,6 +172,7 @@ def test_agentvs_sdk_accepts_what_convoeval_sends(tag: str, package: str, tmp_pa
         if seen["token_usage"]
         else None
     )
+    assert details["traceSummary"] == {"eventCount": 0, "toolCalls": {}, "errorCount": 0, "llmCallCount": 1}
 
 
 #: A grader written with AgentV v4.15's SDK (`@agentv/eval` 4.15.0) reporting what it was given.

@@ -200,3 +200,42 @@ def test_the_fixtures_javascript_providers_are_refused_saying_agentv_cannot_run_
     assert code == 2
     assert "oracle-matrix.agentv.yaml:8: providers[0].provider: provider 'file://oracle-target-provider.cjs'" in stderr
     assert "AgentV cannot run either" in stderr
+
+
+#: eval-cases.mdx at v5.3.1-next.1 (line 547, "add `transform` directly to that grader"): an
+#: assertion's own transform runs after the test's (orchestrator.ts `transformEvaluationContextForGrader`).
+ASSERTION_TRANSFORMS = """\
+default_test:
+  options:
+    transform: "output.toUpperCase()"
+tests:
+  - id: own
+    vars: {input: say hi}
+    assert:
+      - type: contains
+        value: '"upper":true'
+        transform: "JSON.stringify({upper: output === output.toUpperCase()})"
+      - type: script
+        command: [python3, -c, "import json,sys; print(json.dumps({'score': float(json.load(sys.stdin)['output'].strip() == '11')}))"]
+        transform: file://count.js
+      - {type: contains, value: HELLO THERE}
+"""
+
+
+def test_an_assertions_own_transform_runs_after_the_tests(cli, fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    fake_openai.reply = lambda _: "hello there"
+    write(tmp_path / "count.js", "module.exports = (output) => String(output.length);\n")
+    out = tmp_path / "r.jsonl"
+    suite = write(tmp_path / "suite.yaml", ASSERTION_TRANSFORMS)
+    code, stdout, stderr = cli("run", suite, "--target", "openai:gpt-4o-mini", "--no-cache", "-o", out)
+    [row] = read_jsonl(out)
+    graded = [(g["type"], g["verdict"]) for g in row["scores"][0]["graders"]]
+    assert graded == [("composite", "pass"), ("composite", "pass"), ("composite", "pass")], stdout + stderr
+    assert row["verdict"] == "pass" and code == 0
+
+
+def test_an_assertions_missing_transform_file_is_a_file_line_error(tmp_path: Path) -> None:
+    text = ASSERTION_TRANSFORMS.replace("file://count.js", "file://nowhere.js")
+    problems = validate_paths([write(tmp_path / "suite.yaml", text)])
+    assert [(p.line, p.field) for p in problems] == [(13, "tests[0].assertions[1].transform")], problems
+    assert "transform file not found: nowhere.js" in problems[0].message

@@ -312,8 +312,15 @@ def test_v5_suite_forms_refused(tmp_path: Path, text: str, line: int, field: str
             "tests[0].assertions[0].value",
             "`type` is one of",
         ),
-        ("{type: script, command: [x], transform: t.js}", 5, "tests[0].assertions[0].transform", "rewrites"),
+        ("{type: script, command: [x], transform: ''}", 5, "tests[0].assertions[0].transform", "non-empty string"),
         ("{type: assert-set, assert: [{type: contains, value: a}]}", 5, "tests[0].assertions[0].threshold", "each"),
+        # llm-graders.mdx (v5.3.1-next.1 line 103): rubric items under a prompt of its own, refused as v4's are
+        (
+            "{type: llm-rubric, prompt: p.md, value: [{operator: correctness, outcome: Uses the ticker.}]}",
+            5,
+            "tests[0].assertions[0].prompt",
+            "an llm-rubric's own prompt for its rubric items",
+        ),
         ("{type: skill-used, value: {name: x, min: 3, max: 2}}", 5, "tests[0].assertions[0].value", "at least"),
     ],
 )

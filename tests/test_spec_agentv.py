@@ -902,3 +902,107 @@ def test_v5_scenarios_and_typescript_eval_files_say_what_is_not_supported(tmp_pa
         f"{script}:1: (file): this AgentV form is not supported: an eval file written in TypeScript or "
         "JavaScript (AgentV's `*.eval.ts`, built with its SDK); convoeval reads eval files in YAML (or JSONL tests)"
     ]
+
+
+#: AgentV v4.42.4's `preprocessors` (eval-cases.mdx lines 341 and 379, llm-graders.mdx line 192):
+#: the suite's, an llm-grader's and a code-grader's (`grader-parser.ts` reads it on both, only
+#: `llm-grader.ts` uses it, on a reply's file blocks).
+PREPROCESSORS = """\
+preprocessors:
+  - type: xlsx
+    command: ["bun", "run", "scripts/preprocessors/xlsx-to-csv.ts"]
+tests:
+  - id: mixed-eval
+    criteria: Response is helpful and mentions the fix
+    input: "Debug this function..."
+    assertions:
+      - type: llm-grader
+        preprocessors:
+          - type: xlsx
+            command: ["bun", "run", "scripts/preprocessors/xlsx-to-json.ts"]
+      - type: code-grader
+        command: [python3, g.py]
+        preprocessors:
+          - type: xlsx
+            command: ["bun", "run", "scripts/preprocessors/xlsx-to-json.ts"]
+      - type: contains
+        value: "fix"
+"""
+
+
+def test_agentv_preprocessors_load_and_say_they_are_not_applied(tmp_path: Path, caplog) -> None:
+    suite = write(_agentv_tree(tmp_path) / "evals" / "e.eval.yaml", PREPROCESSORS)
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        loaded = load_suite(suite)
+    for line, field in [
+        (1, "preprocessors"),
+        (10, "tests[0].assertions[0].preprocessors"),
+        (15, "tests[0].assertions[1].preprocessors"),
+    ]:
+        assert f"{suite}:{line}: {field}: ignored: this AgentV form is not supported" in caplog.text, caplog.text
+    llm, code, _ = loaded.tests[0].assertions
+    assert "preprocessors" not in (code.config or {})  # AgentV keeps it from the program's config
+
+
+#: execution-metrics.mdx (v4.42.4 lines 81, 91, 101) writes `max_ms`, `max_usd`, `max_total_tokens`;
+#: AgentV 4.42.4 reads `threshold`, `budget`, `max_total`/`max_input`/`max_output` and skips the
+#: check without them (`grader-parser.ts` lines 1093-1181: "Skipping latency evaluator 'speed' ...:
+#: threshold must be a non-negative number"), so the real CLI passed these tests with no check.
+METRIC_LIMITS = """\
+tests:
+  - id: t
+    criteria: Answers
+    input: What is 2+2?
+    assertions:
+      - {name: speed, type: latency, max_ms: 5000}
+      - {name: budget, type: cost, max_usd: 0.10}
+      - {name: tokens, type: token-usage, max_total_tokens: 4000}
+      - {name: ok-speed, type: latency, threshold: 5000}
+      - {name: ok-budget, type: cost, budget: 0.10}
+      - {name: ok-tokens, type: token-usage, max_output: 100}
+"""
+
+
+def test_metric_checks_without_agentvs_limit_are_skipped_as_agentv_skips_them(tmp_path: Path, caplog) -> None:
+    suite = write(_agentv_tree(tmp_path) / "evals" / "e.eval.yaml", METRIC_LIMITS)
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        [test] = load_suite(suite).tests
+    assert [a.name for a in test.assertions] == ["ok-speed", "ok-budget", "ok-tokens"]
+    for line, needs in [(6, "`threshold`"), (7, "`budget`"), (8, "`max_total`, `max_input` or `max_output`")]:
+        said = f"{suite}:{line}: tests[0].assertions[{line - 6}]: skipped, as AgentV skips it"
+        assert said in caplog.text and needs in caplog.text, caplog.text
+
+
+def test_an_llm_graders_file_prompt_is_found_as_agentv_finds_it(tmp_path: Path) -> None:
+    """`prompt: file://prompts/strict.md` with prompts/ at the repository root, not beside the
+    eval file: AgentV looks in the eval file's folder and each one above it up to the repository
+    (`grader-parser.ts` `resolveFileReference` over its search roots); the real agentv 4.42.4 sent
+    that file to its judge. It was "prompts/strict.md: no such file" here."""
+    repo = _agentv_tree(tmp_path)
+    write(repo / "prompts" / "strict.md", "Grade {{ output }} strictly.\n")
+    suite = write(
+        repo / "ex" / "evals" / "e.eval.yaml",
+        "tests:\n  - id: t\n    criteria: ok\n    input: hi\n    assertions:\n"
+        "      - {name: strict, type: llm-grader, prompt: 'file://prompts/strict.md'}\n",
+    )
+    [grader] = load_suite(suite).tests[0].assertions
+    assert grader.prompt == f"file://{(repo / 'prompts' / 'strict.md').resolve()}"  # type: ignore[attr-defined]
+
+
+def test_a_composite_with_agentvs_deprecated_aggregator_is_skipped_as_agentv_skips_it(tmp_path: Path, caplog) -> None:
+    """AgentV v4.15.0 (`evaluator-parser.ts` line 524) to v4.42.4 (`grader-parser.ts` line 677) skip a
+    composite whose aggregator is `llm_judge` / `code_judge` ("is deprecated. Use 'llm-grader'
+    instead"); the real agentv 4.42.4 said so and graded the test without it."""
+    composite = (
+        "      - name: gate\n        type: composite\n        assertions:\n"
+        "          - {name: a, type: contains, value: hi}\n        aggregator: {type: AGG, prompt: Combine}\n"
+    )
+    text = "tests:\n  - id: t\n    criteria: ok\n    input: hi\n    assertions:\n"
+    text += composite.replace("AGG", "llm_judge") + composite.replace("AGG", "llm-grader").replace("gate", "kept")
+    text += "      - {name: old, type: code_judge, command: [python3, g.py]}\n"  # lines 312 / 457: the same
+    suite = write(_agentv_tree(tmp_path) / "evals" / "e.eval.yaml", text)
+    with caplog.at_level(logging.WARNING, logger="convoeval.spec"):
+        [test] = load_suite(suite).tests
+    assert [a.name for a in test.assertions] == ["kept"]
+    assert f"{suite}:6: tests[0].assertions[0]: skipped, as AgentV skips it: its aggregator type" in caplog.text
+    assert f"{suite}:16: tests[0].assertions[2]: skipped, as AgentV skips it: its type 'code_judge'" in caplog.text

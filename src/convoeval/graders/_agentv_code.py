@@ -92,7 +92,7 @@ def agentv_payload(
     `expected_output` the expected messages (`[]` without; JSON-object content kept),
     `input_files` the attachments (absolute paths), `criteria` a string (`''` without, as
     AgentV's yaml-parser.ts sets it), `token_usage` as `{input, output}`, `duration_ms`, the
-    test's `metadata`; no `answer`. convoeval's other keys stay (the SDK drops unknown keys).
+    test's `metadata`, `trace_summary` (`trace_summary`); no `answer`. convoeval's other keys stay (the SDK drops unknown keys).
     For a grader whose SDK is older than 4.36 (`sdk`), `old_sdk_payload`."""
     found = {k: v for k, v in payload.items() if k != "answer"}
     found["output"] = payload.get("output_text")
@@ -104,7 +104,37 @@ def agentv_payload(
     found["token_usage"] = {"input": usage.input_tokens, "output": usage.output_tokens} if usage else None
     found["duration_ms"] = ctx.reply.latency_ms if ctx.reply is not None else None
     found["metadata"] = ctx.metadata or None
+    found["trace_summary"] = trace_summary(ctx)
     return old_sdk_payload(found, ctx) if sdk is not None and sdk < (4, 36) else found
+
+
+def trace_summary(ctx: GradeContext) -> dict[str, object]:
+    """AgentV's `trace_summary` of what is graded (v4.42.4 `trace.ts` `computeTraceSummary`
+    over the target's output messages, `code-grader.ts` lines 183-191): `event_count` the tool
+    calls, `tool_calls` their count per tool, `error_count` 0 (AgentV counts none there),
+    `llm_call_count` the target's assistant messages (the reply; at conversation level every
+    reply), `tool_durations` per tool when a call's duration is known."""
+    if ctx.reply is not None:
+        calls, llm_calls = list(ctx.reply.tool_calls), 1
+    else:
+        replies = [m for m in ctx.transcript if m.source == "target" and m.role == "assistant"]
+        calls, llm_calls = [c for m in replies for c in m.tool_calls], len(replies)
+    counts: dict[str, int] = {}
+    durations: dict[str, list[float]] = {}
+    for call in calls:
+        counts[call.name] = counts.get(call.name, 0) + 1
+        if call.duration_ms is not None:
+            ms = call.duration_ms  # JSON `900` as AgentV's, not `900.0`
+            durations.setdefault(call.name, []).append(int(ms) if float(ms).is_integer() else ms)
+    summary: dict[str, object] = {
+        "event_count": len(calls),
+        "tool_calls": counts,
+        "error_count": 0,
+        "llm_call_count": llm_calls,
+    }
+    if durations:
+        summary["tool_durations"] = durations
+    return summary
 
 
 def old_sdk_payload(payload: dict[str, object], ctx: GradeContext) -> dict[str, object]:

@@ -48,6 +48,12 @@ SUITE_METADATA = frozenset(
         "preprocessors",  # convert files an agent writes; convoeval's targets return text only
     }
 )
+#: AgentV v4's `preprocessors` (the suite's, a grader's): `llm-grader.ts` converts the file blocks
+#: of a reply for its judge with them (`content-preprocessor.ts`); convoeval does not.
+PREPROCESSORS_IGNORED = (
+    "ignored: this AgentV form is not supported (AgentV converts a reply's file blocks with these programs "
+    "before an llm-grader's judge reads them; convoeval's judge gets the reply as the target gave it)"
+)
 TEST_METADATA = frozenset({"tags", "conversation_id", "governance", "note", "version", "author", "description"})
 
 #: AgentV v5 (promptfoo-style) fields that convoeval does not read.
@@ -223,6 +229,8 @@ class AgentvNormalizer:
         if self.agentv and "env" in data:  # AgentV (v5.3, main) knows the key and reads nothing of it
             self.warn(("env",), "ignored, as AgentV ignores it (a setup's variables go in `environment.env`)")
             del data["env"]  # never filled in nor kept: it names secrets
+        if self.agentv and "preprocessors" in data:  # kept in metadata (SUITE_METADATA), said once
+            self.warn(("preprocessors",), PREPROCESSORS_IGNORED)
         if self.agentv and "graders" in data:  # v5.3.1's validator knows it, and nothing reads it
             self.warn(("graders",), "ignored, as AgentV v5.3.1 ignores it in an eval file (main refuses it)")
             del data["graders"]

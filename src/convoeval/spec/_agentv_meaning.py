@@ -118,6 +118,55 @@ def skipped_by_agentv(item: dict) -> bool:
     return isinstance(kind, str) and kind in _NEED_TEXT and not (isinstance(value, str) and value)
 
 
+#: What a metric check of AgentV v4.42.4 needs, else AgentV skips it (`grader-parser.ts` lines
+#: 1093-1181, "Skipping latency evaluator ...: threshold must be a non-negative number"): its limit
+#: fields (AgentV's names, camelCase too for token-usage), and what to say.
+_METRIC_LIMITS = {
+    "latency": (("threshold",), "a `latency` needs a non-negative number `threshold`"),
+    "cost": (("budget",), "a `cost` needs a non-negative number `budget`"),
+    "token-usage": (
+        ("max_total", "maxTotal", "max_input", "maxInput", "max_output", "maxOutput"),
+        "a `token-usage` needs a non-negative number `max_total`, `max_input` or `max_output`",
+    ),
+}
+
+
+def skipped_metric(item: dict) -> str | None:
+    """Why AgentV v4.42.4 skips this metric check as written (before convoeval's renames): a
+    `latency`, `cost` or `token-usage` without a usable limit of AgentV's (convoeval's own names,
+    `max_ms`, `max_usd`, `max_tokens`, which AgentV's docs show, are not read there); else None."""
+    kind = item.get("type")
+    if not isinstance(kind, str) or kind not in _METRIC_LIMITS:
+        return None
+    fields, why = _METRIC_LIMITS[kind]
+    usable = any(_limit(item.get(f)) for f in fields)
+    return None if usable else f"{why} (given: {', '.join(k for k in item if k not in ('type', 'name')) or 'none'})"
+
+
+def skipped_composite(item: dict) -> str | None:
+    """Why AgentV skips this check as deprecated: its type is `llm_judge` / `code_judge` (either
+    spelling), or it is a composite whose aggregator's is (v4.15.0 `evaluator-parser.ts` lines 312
+    and 521, v4.42.4 `grader-parser.ts` lines 457 and 677: "Skipping evaluator ...: 'code_judge' is
+    deprecated. Use 'code-grader' instead"); else None. (convoeval's own files read those names.)"""
+    aggregator = item.get("aggregator")
+    kinds = [
+        ("type", item.get("type")),
+        (
+            "aggregator type",
+            aggregator.get("type") if item.get("type") == "composite" and isinstance(aggregator, dict) else None,
+        ),
+    ]
+    for what, kind in kinds:
+        if isinstance(kind, str) and kind.replace("_", "-") in ("llm-judge", "code-judge"):
+            return f"its {what} {kind!r} is deprecated there (use {kind.replace('_', '-')[:-5] + 'grader'!r})"
+    return None
+
+
+def _limit(value: object) -> bool:
+    """A JavaScript non-negative finite number (`typeof x === 'number' && x >= 0`)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
+
+
 def agentv_assertion(item: dict) -> dict:
     """An AgentV file's assertion mapping with the meaning AgentV gives it (the module docstring)."""
     required = item.get("required")

@@ -50,13 +50,20 @@ def v5_rubric(item: dict) -> dict:
     """AgentV v5's `llm-rubric` (its `grader-parser.ts`): `value` is the criteria (a text, a
     list of texts, or a list of `{id, outcome, weight, required, ...}`), `prompt` an optional
     judge prompt. Without a prompt, a list is convoeval's `rubrics` (one judge call, a verdict
-    per criterion); otherwise an `llm-grader` with the texts as its criteria."""
+    per criterion); otherwise an `llm-grader` with the texts as its criteria (rubric items under a
+    prompt of its own are refused, as an AgentV v4 llm-grader's `rubrics` with a `prompt` are)."""
     item = dict(item)
     value = item.pop("value", None)
     if "prompt" not in item and isinstance(value, list) and value:
         return {**item, "type": "rubrics", "criteria": value}
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         value = "\n".join(f"- {v}" for v in value)
+    elif isinstance(value, list) and any(isinstance(v, dict) for v in value):  # AgentV: `{{ rubrics }}` in it
+        raise AgentvFormError(
+            "prompt",
+            "this AgentV form is not supported: an llm-rubric's own prompt for its rubric items "
+            "(without `prompt` they are judged as a `rubrics` check)",
+        )
     if value is not None:
         item["criteria"] = value
     return {**item, "type": "llm-grader"}

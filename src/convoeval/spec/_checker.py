@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TypeVar
 
@@ -16,9 +17,10 @@ from ..graders import (
     canonical_type_name,
     lookup_assertion_type,
 )
-from ._agentv import custom_assertion, legacy_assertion
-from ._agentv_meaning import agentv_assertion, skipped_by_agentv
-from ._agentv_options import OPTIONS_KEY, TestOptions, with_options
+from ._agentv import PREPROCESSORS_IGNORED, custom_assertion, legacy_assertion
+from ._agentv_meaning import agentv_assertion, skipped_by_agentv, skipped_composite, skipped_metric
+from ._agentv_options import OPTIONS_KEY, TestOptions, read_options, with_options
+from ._agentv_paths import find_attachment
 from ._agentv_v5 import AgentvFormError, WeightedCriteria
 from ._errors import Problem, field_path
 from ._lines import DataPath, LineMap
@@ -31,7 +33,6 @@ M = TypeVar("M", bound=BaseModel)
 #: AgentV assertion fields convoeval chooses not to support, and why.
 UNSUPPORTED_AGENTV_FIELDS = {
     "script": {
-        "transform": "a grader's `transform` (AgentV v5 rewrites the output before grading it)",
         "postprocess": "a grader's `postprocess` (AgentV v5 rewrites the grader's result)",
         "preprocessors": "a grader's `preprocessors` (AgentV converts files before grading them)",
     },
@@ -105,6 +106,7 @@ class Checker:
         self.agentv = False  # an AgentV file: its text assertions keep AgentV's meaning (set by the loader)
         self.target_names: list[TargetName] = []  # checked against the targets files once they are known
         self.suite_options = TestOptions()  # AgentV v5's `default_test.options` (set by the loader)
+        self.transform_context: dict[str, object] = {}  # an assertion's own transform's (the test's vars)
 
     def add(self, path: DataPath, message: str, line_at: DataPath | None = None) -> None:
         """A problem with the field at `path`, reported at the line of `line_at` (or `path`)."""
@@ -122,6 +124,7 @@ class Checker:
     # -- rules that span fields ---------------------------------------------------------
     def check_suite(self, data: dict) -> None:
         """The suite's own keys (not its tests): its policy and assertions."""
+        self.transform_context = {}
         self.load_policy(data, ())
         if isinstance(execution := data.get("execution"), dict):
             self.name_execution_targets(execution)
@@ -223,6 +226,7 @@ class Checker:
         level = "conversation" if conversation else "turn"
         captured = _captured_names(turns)
         self.known = GRADER_VARIABLES | {name for names in captured for name in names}
+        self.transform_context = {"vars": test.get("vars") or {}, "metadata": test.get("metadata")}
         test["assertions"] = self.parse_assertions(test.get("assertions"), (*path, "assertions"), level)
         if OPTIONS_KEY in test:  # AgentV v5's `options` (the normalizer's)
             options, judge_at, context = test.pop(OPTIONS_KEY)
@@ -365,6 +369,23 @@ class Checker:
                 parsed.append(assertion)
         return parsed
 
+    def _agentv_prompt_file(self, item: dict) -> dict:
+        """An llm-grader's `prompt: file://PATH` found as AgentV finds it (`grader-parser.ts`
+        `resolveFileReference`: the eval file's folder, each one above it up to the repository,
+        the working folder), as an absolute `file://`; as written when it is beside the eval file
+        or found nowhere (the grader's own check says so)."""
+        prompt = item.get("prompt")
+        if not isinstance(prompt, str) or not prompt.startswith("file://"):
+            return item
+        ref = prompt.removeprefix("file://")
+        if os.path.isabs(ref) or os.path.isfile(self.base_dir / ref):  # never raises (a name too long)
+            return item
+        try:
+            found = find_attachment(ref, self.base_dir)
+        except ValueError:  # found only outside the suite's folder and repository: said by the grader
+            return item
+        return item if found is None else {**item, "prompt": f"file://{found}"}
+
     def _agentv_judge(self, item: dict, path: DataPath) -> None:
         """An llm-grader's `target` or `provider` (AgentV) as its `judge`, in place."""
         for field in AGENTV_JUDGE_FIELDS:
@@ -382,6 +403,15 @@ class Checker:
         if not isinstance(item, dict):
             self.add(path, "an assertion is a string (a rubric criterion) or a mapping with a `type`")
             return None
+        own_transform = None
+        if isinstance(item.get("transform"), str):  # AgentV v5: this check grades its transform's output
+            where = (*path, "transform")
+            own_transform = read_options(
+                {"transform": item["transform"]}, self.base_dir, lambda _, m: self.add(where, m)
+            )
+            if own_transform.transform is None:
+                return None
+            item = {k: v for k, v in item.items() if k != "transform"}
         written = item  # as the file gives it (`item` is rewritten below)
         key = repr(item)
         cached = self._validated.get(key)
@@ -389,6 +419,9 @@ class Checker:
             type_name, validated = cached
         else:
             try:
+                if self.agentv and (why := skipped_metric(item) or skipped_composite(item)) is not None:
+                    self.warn(path, field_path(path), f"skipped, as AgentV skips it: {why}")
+                    return None
                 item = legacy_assertion(item)
                 if self.agentv and skipped_by_agentv(item):
                     self.warn(
@@ -429,11 +462,16 @@ class Checker:
                 if field in item:
                     self.add((*path, field), f"this AgentV form is not supported: {why}")
                     del item[field]
+            if self.agentv and "preprocessors" in item and canonical in ("llm-grader", "code-grader"):
+                self.warn((*path, "preprocessors"), field_path((*path, "preprocessors")), PREPROCESSORS_IGNORED)
+                del item["preprocessors"]  # AgentV v4.42.4 reads it on these two (`grader-parser.ts`)
             if canonical in ("llm-grader", "rubrics"):
                 self._agentv_judge(item, path)
                 if "max_steps" in item:
                     self.warn((*path, "max_steps"), field_path((*path, "max_steps")), _MAX_STEPS)
                     del item["max_steps"]
+            if self.agentv and canonical == "llm-grader":
+                item = self._agentv_prompt_file(item)
             if self.agentv and canonical == "tool-trajectory" and isinstance(item.get("expected"), list):
                 item["expected"] = self._agentv_expected(item["expected"], path)
             if "assertions" in cls.model_fields and "assertions" in item:  # composite: nested list
@@ -471,6 +509,8 @@ class Checker:
                 f"{prompt!r} names a file but is sent as inline criteria text (as AgentV >= 4.6 does); "
                 f"write `file://{prompt}` to use the file's content",
             )
+        if own_transform is not None:  # run after the test's (AgentV's `transformEvaluationContextForGrader`)
+            return with_options(assertion, own_transform, self.transform_context)
         return assertion
 
     def _agentv_expected(self, calls: list, path: DataPath) -> list:
