@@ -463,6 +463,29 @@ def test_a_models_bash_does_not_see_a_project_that_lies_in_a_system_folder() -> 
 
 @needs_bwrap
 @pytest.mark.timeout(120)
+def test_an_earlier_runs_results_file_is_hidden_from_a_python_api_run(
+    outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same through the Python API (`convoeval.run` with a store), from the suite's folder:
+    the runner hides every results file the store's runs wrote, not only the CLI."""
+    suite = outside / "suite"
+    verify = f"! grep -qs {ANSWER} {suite}/earlier.jsonl"
+    path = write(
+        suite / "s.eval.yaml",
+        f"tests:\n  - {{id: t, input: go, expected_output: {ANSWER}, workspace: {{}}, verify: {{command: '{verify}'}}}}\n",
+    )
+    earlier = [sys.executable, "-m", "convoeval", "run", "s.eval.yaml", "-t", "scripted", "--judge", "scripted"]
+    ran = subprocess.run(  # another process: what a process hid once it keeps hidden
+        [*earlier, "-o", "earlier.jsonl", "--no-cache", "--store", "state"], cwd=suite, capture_output=True, text=True, timeout=60
+    )  # fmt: skip
+    assert ANSWER in (suite / "earlier.jsonl").read_text(), ran.stdout + ran.stderr
+    monkeypatch.chdir(suite)
+    common = {"target": "scripted", "judge": "scripted", "cache": False, "store": suite / "state" / "runs.sqlite"}
+    [result] = convoeval.run(path, output=suite / "later.jsonl", **common).results
+    [checked] = [s for s in result.scores if s.name == "verify"]
+    assert checked.verdict == "pass", checked
+
+
 def test_an_earlier_runs_named_results_file_is_hidden(cli, outside: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only this run's `-o` file and the state folder were covered: a `verify` running the
     model's code read `earlier.jsonl`, which an earlier run of the suite wrote into the eval

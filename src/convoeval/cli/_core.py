@@ -27,7 +27,6 @@ from .._sandbox import process_limit_note, sweep_placeholders
 from .._unseen import hide_from_models
 from ..api import arun
 from ..engine import STORE_FILE, RunMeter, StoreError, state_dir
-from ..engine._housekeeping import recorded_outputs
 from ..errors import ConfigError, NothingToRerun, RegistryError
 from ..report import RunProgress, print_panel_agreement, print_run_totals, print_summary
 from ..report._progress import Mode
@@ -365,8 +364,7 @@ def run(
         raise fail(f"--output {output_text}: ends with a slash; give a file name")
     output = Path(output_text) if output_text else None
     workers = _processes_number(processes)
-    # The store, the cache and earlier runs' results (their answers), default or named with -o.
-    hide_from_models([state_dir(store), *recorded_outputs(state_dir(store) / STORE_FILE)])
+    hide_from_models([state_dir(store)])  # the store, the cache and earlier runs' results (their answers)
     if output is None and resume is None:
         output = state_dir(store) / "results" / _default_results_name()
     progress = _RunLines(out, "off" if quiet else "bar" if out.is_terminal else "lines", quiet=quiet)

@@ -30,6 +30,7 @@ from ..spec._targets_file import find_targets_file
 from ..targets import Target
 from ._cache import CACHE_FILE, ResponseCache
 from ._events import RunEvents
+from ._housekeeping import recorded_outputs
 from ._meter import RunMeter
 from ._options import RecordedOptions, RunOptions
 from ._pool import JudgeChoice, TargetPool, check_key, named_targets
@@ -536,10 +537,12 @@ def _run_files(options: RunOptions, suites: list[Suite], store: RunStore | None)
     """What no sandboxed command may see (`sandbox.hide_from_models`; the files the suites were
     read from and `.env` files are hidden as they are read): the eval files (their answers), the
     run store and cache with their journals (the state folder, each eval folder's `.convoeval`)
-    and the results file."""
+    and the results file, this run's and those the store's earlier runs wrote (their answers:
+    an eval folder's `results.jsonl`)."""
     databases = [Path(options.cache_dir or state_dir()) / CACHE_FILE, *([store.path] if store is not None else [])]
     files = [s.path for s in suites if s.path] + [s.base_dir / ".convoeval" for s in suites]
     files += [file for db in databases for file in database_files(db)]
+    files += recorded_outputs(store.path) if store is not None else []
     return [*files, state_dir(), *([options.output] if options.output else [])]
 
 
