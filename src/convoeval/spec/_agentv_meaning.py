@@ -40,8 +40,9 @@ _INSIDE = {"d": "0-9", "w": _WORD}
 #: escaped letter is the letter itself (`\\A`, `\\Z`, `\\p`, `\\e` match "A", "Z", "p", "e", where
 #: Python's are anchors, a property class and an escape character).
 _JS_LETTERS = frozenset("dDwWsSbBfnrtvcxuk")
-#: The start of a group JavaScript (Node 20) reads: `(?:`, `(?=`, `(?!`, `(?<=`, `(?<!`, `(?<name>`.
+#: A named backreference, `\\k<name>` (Python's `(?P=name)`).
 _BACKREF = re.compile(r"\\k<([A-Za-z_$][\w$]*)>")
+#: The start of a group JavaScript (Node 20) reads: `(?:`, `(?=`, `(?!`, `(?<=`, `(?<!`, `(?<name>`.
 _JS_GROUP = re.compile(r"\(\?(?::|=|!|<=|<!|<[A-Za-z_$][\w$]*>)")
 #: The types AgentV skips, with a warning, when `value` is not a non-empty string (`grader-parser.ts`).
 _NEED_TEXT = frozenset({"contains", "icontains", "starts-with", "ends-with", "regex", "equals"})
