@@ -157,17 +157,3 @@ def clear_cache(cache: Path, older_than: str | None = None) -> int:
                 deleted = conn.execute("DELETE FROM responses WHERE created < ?", (cutoff,)).rowcount
         conn.execute("VACUUM")
     return deleted
-
-
-def recorded_outputs(store: Path) -> list[Path]:
-    """The results files (`-o`) the runs of `store` wrote, where they still are: they hold those
-    runs' answers, which a later run's sandboxed commands must not read (an eval folder's
-    `results.jsonl`). Empty without a readable store."""
-    if not store.is_file():
-        return []
-    try:
-        with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
-            rows = conn.execute("SELECT DISTINCT json_extract(options, '$.output') FROM runs").fetchall()
-    except sqlite3.Error:  # damaged, or not convoeval's: the run itself says so
-        return []
-    return [Path(path) for (path,) in rows if isinstance(path, str) and Path(path).exists()]

@@ -30,7 +30,6 @@ from ..spec._targets_file import find_targets_file
 from ..targets import Target
 from ._cache import CACHE_FILE, ResponseCache
 from ._events import RunEvents
-from ._housekeeping import recorded_outputs
 from ._meter import RunMeter
 from ._options import RecordedOptions, RunOptions
 from ._pool import JudgeChoice, TargetPool, check_key, named_targets
@@ -542,7 +541,7 @@ def _run_files(options: RunOptions, suites: list[Suite], store: RunStore | None)
     databases = [Path(options.cache_dir or state_dir()) / CACHE_FILE, *([store.path] if store is not None else [])]
     files = [s.path for s in suites if s.path] + [s.base_dir / ".convoeval" for s in suites]
     files += [file for db in databases for file in database_files(db)]
-    files += recorded_outputs(store.path) if store is not None else []
+    files += store.result_files() if store is not None else []
     return [*files, state_dir(), *([options.output] if options.output else [])]
 
 

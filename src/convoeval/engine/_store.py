@@ -242,6 +242,16 @@ class RunStore:
             lambda conn: conn.execute("UPDATE runs SET options = ? WHERE id = ?", row), durable=True
         ).result()
 
+    def result_files(self) -> list[Path]:
+        """The results files (`-o`) the runs of this store wrote, where they still are: they hold
+        those runs' answers, which a later run's sandboxed commands must not read (an eval folder's
+        `results.jsonl`). Empty when the store cannot be read (the run itself says so)."""
+        try:
+            rows = self._reader.execute("SELECT DISTINCT json_extract(options, '$.output') FROM runs").fetchall()
+        except sqlite3.Error:
+            return []
+        return [Path(path) for (path,) in rows if isinstance(path, str) and Path(path).exists()]
+
     def find_run(self, ref: str) -> RunRecord | None:
         """A run by id, or the one created last for `last` (by insertion, not by clock: a clock
         that steps back must not make an older run the last one)."""
