@@ -107,8 +107,7 @@ def js_rejects(source: str) -> bool:
 
 def _escaped_at(source: str, i: int) -> bool:
     """Whether the character at `i` is escaped (an odd run of backslashes before it)."""
-    run = len(source[:i]) - len(source[:i].rstrip("\\"))
-    return run % 2 == 1
+    return (i - len(source[:i].rstrip("\\"))) % 2 == 1
 
 
 def skipped_by_agentv(item: dict) -> bool:
